@@ -1,0 +1,178 @@
+/* The log file, stderr capture while curses owns the terminal, and fatal exits that give the terminal back. */
+#include "core/log.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "core/util.h"
+
+static FILE *log_file;
+static char *log_file_path;
+static enum log_level log_min = LOG_INFO;
+static int log_stderr_min = LOG_ERROR + 1;
+static int saved_stderr = -1;
+static void (*fatal_hook)(void);
+static volatile sig_atomic_t fatal_hook_ran;
+
+static const char *const level_names[] = { "debug", "info", "warn", "error" };
+
+int log_open(const char *path)
+{
+	char *p = NULL;
+	if (path == NULL)
+		path = getenv("KVCON_LOG");
+	if (path == NULL || *path == '\0') {
+		char *dir = util_state_dir();
+		if (util_mkdir_p(dir, 0700) < 0) {
+			free(dir);
+			return -1;
+		}
+		p = util_path_join(dir, "kvcon.log");
+		free(dir);
+		path = p;
+	}
+	FILE *f = fopen(path, "a");
+	if (f == NULL) {
+		free(p);
+		return -1;
+	}
+	setvbuf(f, NULL, _IOLBF, 0);
+	fcntl(fileno(f), F_SETFD, FD_CLOEXEC);
+	log_close();
+	log_file = f;
+	free(log_file_path);
+	log_file_path = p ? p : strdup(path);
+	return 0;
+}
+
+void log_close(void)
+{
+	if (log_file)
+		fclose(log_file);
+	log_file = NULL;
+}
+
+const char *log_path(void)
+{
+	return log_file_path;
+}
+
+void log_set_level(enum log_level level)
+{
+	log_min = level;
+}
+
+void log_set_stderr_level(int level)
+{
+	log_stderr_min = level;
+}
+
+void log_vmsg(enum log_level level, const char *fmt, va_list ap)
+{
+	if (level >= log_min && log_file) {
+		struct timespec ts;
+		struct tm tm;
+		char when[32];
+		clock_gettime(CLOCK_REALTIME, &ts);
+		gmtime_r(&ts.tv_sec, &tm);
+		strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%S", &tm);
+		va_list aq;
+		va_copy(aq, ap);
+		fprintf(log_file, "%s.%03ldZ %s: ", when, ts.tv_nsec / 1000000, level_names[level]);
+		vfprintf(log_file, fmt, aq);
+		fputc('\n', log_file);
+		va_end(aq);
+	}
+	if ((int)level >= log_stderr_min && saved_stderr < 0) {
+		fputs("kvcon: ", stderr);
+		vfprintf(stderr, fmt, ap);
+		fputc('\n', stderr);
+	}
+}
+
+void log_msg(enum log_level level, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	log_vmsg(level, fmt, ap);
+	va_end(ap);
+}
+
+void log_capture_stderr(void)
+{
+	if (saved_stderr >= 0 || log_file == NULL)
+		return;
+	fflush(stderr);
+	saved_stderr = dup(2);
+	dup2(fileno(log_file), 2);
+}
+
+void log_release_stderr(void)
+{
+	if (saved_stderr < 0)
+		return;
+	fflush(stderr);
+	dup2(saved_stderr, 2);
+	close(saved_stderr);
+	saved_stderr = -1;
+}
+
+void log_set_fatal_hook(void (*hook)(void))
+{
+	fatal_hook = hook;
+	fatal_hook_ran = 0;
+}
+
+void log_run_fatal_hook(void)
+{
+	if (fatal_hook && !fatal_hook_ran) {
+		fatal_hook_ran = 1;
+		fatal_hook();
+	}
+	log_release_stderr();
+}
+
+static void crash_handler(int sig)
+{
+	log_run_fatal_hook();
+	static const char msg[] = "kvcon: crashed; the terminal was restored\n";
+	ssize_t w = write(2, msg, sizeof msg - 1);
+	(void)w;
+	signal(sig, SIG_DFL);
+	raise(sig);
+}
+
+void log_install_crash_handlers(void)
+{
+	static const int sigs[] = { SIGSEGV, SIGBUS, SIGABRT, SIGFPE, SIGILL };
+	for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++) {
+		struct sigaction sa;
+		memset(&sa, 0, sizeof sa);
+		sa.sa_handler = crash_handler;
+		sa.sa_flags = SA_RESETHAND;
+		sigaction(sigs[i], &sa, NULL);
+	}
+}
+
+void fatal(const char *fmt, ...)
+{
+	va_list ap;
+	log_run_fatal_hook();
+	log_stderr_min = LOG_ERROR + 1; /* reported once, below */
+	va_start(ap, fmt);
+	log_vmsg(LOG_ERROR, fmt, ap);
+	va_end(ap);
+	va_start(ap, fmt);
+	fputs("kvcon: fatal: ", stderr);
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+	va_end(ap);
+	exit(70);
+}

@@ -1,0 +1,38 @@
+/* Logging to a file, and fatal errors that restore the terminal before reporting.
+ * While curses owns the screen, stderr (where libcurl, libvirt and libvncclient chatter) is sent to the log. */
+#ifndef KVCON_CORE_LOG_H
+#define KVCON_CORE_LOG_H
+
+#include <stdarg.h>
+
+enum log_level { LOG_DEBUG, LOG_INFO, LOG_WARN, LOG_ERROR };
+
+/* Opens the log file (NULL: $KVCON_LOG, else $XDG_STATE_HOME/kvcon/kvcon.log). Returns 0 or -1. */
+int log_open(const char *path);
+void log_close(void);
+const char *log_path(void);
+void log_set_level(enum log_level level);
+/* Also copy messages of at least this level to stderr (CLI mode); LOG_ERROR+1 disables. */
+void log_set_stderr_level(int level);
+
+void log_msg(enum log_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void log_vmsg(enum log_level level, const char *fmt, va_list ap) __attribute__((format(printf, 2, 0)));
+#define log_debug(...) log_msg(LOG_DEBUG, __VA_ARGS__)
+#define log_info(...) log_msg(LOG_INFO, __VA_ARGS__)
+#define log_warn(...) log_msg(LOG_WARN, __VA_ARGS__)
+#define log_error(...) log_msg(LOG_ERROR, __VA_ARGS__)
+
+/* Sends fd 2 to the log file (when curses takes the screen) and back. */
+void log_capture_stderr(void);
+void log_release_stderr(void);
+
+/* A hook run before any fatal exit and on crash signals: the UI registers its terminal restore here.
+ * It must be async-signal-tolerant enough to be called from a SIGSEGV handler. */
+void log_set_fatal_hook(void (*hook)(void));
+void log_run_fatal_hook(void);
+/* Installs SIGSEGV/SIGBUS/SIGABRT/SIGFPE handlers that run the fatal hook, then re-raise. */
+void log_install_crash_handlers(void);
+
+_Noreturn void fatal(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+#endif

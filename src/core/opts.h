@@ -1,0 +1,35 @@
+/* Global command-line options, accepted anywhere on the command line (as kubectl and virsh do), and the
+ * subcommand table's entry type. main.c strips the global options before a subcommand parses its own. */
+#ifndef KVCON_CORE_OPTS_H
+#define KVCON_CORE_OPTS_H
+
+#include <stdbool.h>
+
+struct kvcon_opts {
+	char *kubeconfig;   /* --kubeconfig FILE */
+	char *context;      /* --context NAME */
+	char *ns;           /* -n/--namespace NS */
+	bool all_ns;        /* -A/--all-namespaces */
+	char **uris;        /* -c/--connect URI (repeatable): engine hosts */
+	int nuris;
+	bool readonly;      /* --readonly */
+	char *theme;        /* --theme NAME */
+	char *log;          /* --log-file FILE */
+	int verbose;        /* -v (repeatable) */
+	bool no_engine;     /* --no-engine: never open the embedded default */
+};
+
+/* The options parsed by main (defaults zero). */
+struct kvcon_opts *opts_global(void);
+
+/* Exit codes shared by every subcommand. */
+enum { EXIT_OK = 0, EXIT_API = 1, EXIT_USAGE = 2, EXIT_STALLED = 3 };
+
+struct cmd_entry {
+	const char *name;
+	int (*fn)(int argc, char **argv); /* argv[0] is the subcommand name; global options removed */
+	const char *args;    /* usage synopsis after the name */
+	const char *summary; /* one line for --help */
+};
+
+#endif

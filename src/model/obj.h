@@ -1,0 +1,192 @@
+/* Source-agnostic objects: VM, VMI, launcher pod and event, as compact structs holding only what kvcon shows.
+ * Both providers (kube/ decoding API JSON, engine/ describing libvirt domains) produce these.
+ * Strings of low cardinality (namespace, node, phase, reason, ...) are interned (core/intern.h) and never freed;
+ * the others are owned by the object and freed by obj_free(). */
+#ifndef KVCON_MODEL_OBJ_H
+#define KVCON_MODEL_OBJ_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct source;
+
+enum obj_kind { OBJ_VM, OBJ_VMI, OBJ_POD, OBJ_EVENT, OBJ_KIND_COUNT };
+
+#define UID_LEN 37 /* canonical UUID text plus NUL */
+
+/* A condition is always read whole. type/status/reason interned; message owned. */
+struct cond {
+	const char *type;
+	const char *status; /* "True", "False", "Unknown" */
+	const char *reason;
+	char *message;
+	int64_t last_transition; /* epoch seconds, 0 unknown */
+	int64_t last_probe;
+};
+
+/* Fields every object has. */
+struct obj {
+	enum obj_kind kind;
+	struct source *src;
+	const char *ns;   /* interned; "" for cluster-scoped */
+	char *name;
+	char uid[UID_LEN];
+	int64_t created;  /* creationTimestamp, epoch seconds */
+	int64_t deleted;  /* deletionTimestamp when terminating, else 0 */
+	char *labels;     /* "k=v\0k=v\0\0" packed, NULL when none */
+	uint64_t generation;
+	uint64_t rv;      /* resourceVersion when numeric (as etcd's are), else 0 */
+	/* store bookkeeping */
+	uint32_t flags;   /* OBJ_F_* */
+	uint64_t changed_ms; /* loop_now() when last changed (rows flash) */
+	char *key;        /* "ns/name" inside its source, owned (store index key) */
+	uint32_t slot;    /* position in the store's dense array */
+};
+
+#define OBJ_F_MARK 0x1u /* mark-and-sweep on relist */
+
+struct state_change { /* VM status.stateChangeRequests[] */
+	const char *action; /* Start, Stop */
+	char uid[UID_LEN];
+};
+
+struct vm {
+	struct obj o;
+	const char *run_strategy;     /* Always, RerunOnFailure, Once, Manual, Halted; spec.running mapped */
+	bool running_field;           /* spec.running was used (deprecated) */
+	bool run_conflict;            /* both spec.running and spec.runStrategy set (the API rejects it) */
+	const char *printable_status; /* 17 values, see KUBEVIRT.md */
+	bool ready;                   /* status.ready */
+	bool created_vmi;             /* status.created */
+	struct cond *conds;
+	int nconds;
+	struct state_change *scr;
+	int nscr;
+	int start_failures;           /* status.startFailure.consecutiveFailCount */
+	int64_t start_retry_after;    /* status.startFailure.retryAfterTimestamp */
+	char start_fail_vmi[UID_LEN]; /* status.startFailure.lastFailedVMIUID */
+	uint64_t desired_generation, observed_generation;
+	char *instancetype;           /* spec.instancetype.name, owned */
+	int cpu_cores;                /* template domain.cpu.cores (for the engine and the detail view) */
+	char *memory;                 /* template memory guest or requests, e.g. "256Mi", owned */
+};
+
+struct phase_time {
+	const char *phase;
+	int64_t at;
+};
+
+struct migration_state {
+	bool present;
+	const char *source_node, *target_node; /* interned */
+	char *source_pod, *target_pod;
+	char migration_uid[UID_LEN];
+	int64_t start, end;
+	bool completed, failed, abort_requested;
+	const char *abort_status; /* Succeeded, Failed, Aborting */
+	const char *mode;         /* PreCopy, PostCopy, Paused */
+	char *failure_reason;
+	int progress_pct;         /* engine: from job stats; -1 unknown */
+	uint64_t data_processed, data_remaining, dirty_rate; /* engine job stats, bytes and bytes/s */
+};
+
+struct active_pod {
+	char uid[UID_LEN];
+	const char *node;
+};
+
+struct vmi {
+	struct obj o;
+	char vm_uid[UID_LEN];        /* ownerReferences kind VirtualMachine */
+	const char *phase;           /* "" when unset */
+	const char *reason;          /* status.reason (e.g. NodeUnresponsive), NULL when unset */
+	const char *node;
+	char *ip;                    /* status.interfaces[0].ipAddress */
+	char **ips; int nips;        /* every interface address (owned) */
+	struct cond *conds;
+	int nconds;
+	struct phase_time *phases;
+	int nphases;
+	char *guest_os;              /* guestOSInfo.prettyName or name + version */
+	char *agent_version;
+	struct active_pod *active;
+	int nactive;
+	struct migration_state mig;
+	const char *eviction;        /* spec.evictionStrategy */
+	bool software_emulation;
+};
+
+struct container_status {
+	const char *name;
+	const char *state;  /* waiting, running, terminated */
+	const char *reason; /* ContainerCreating, CrashLoopBackOff, ErrImagePull, Completed, ... */
+	char *message;
+	int restarts;
+	bool ready;
+	int64_t started;
+	int exit_code;
+	bool init;                /* from initContainerStatuses */
+	const char *last_reason;  /* lastState.terminated.reason (why a CrashLoopBackOff container died) */
+	int last_exit_code;
+};
+
+struct pod {
+	struct obj o;
+	char vmi_uid[UID_LEN];      /* ownerReferences kind VirtualMachineInstance (controller) */
+	char owner_kind_other[32];  /* when the controller owner is not a VMI: its kind, for the owner check */
+	char created_by[UID_LEN];   /* label kubevirt.io/created-by */
+	const char *vm_name;        /* label vm.kubevirt.io/name (deprecated; shown only) */
+	const char *phase;
+	const char *node;
+	const char *reason;         /* pod status.reason (Evicted, ...) */
+	char *message;
+	struct cond *conds;         /* PodScheduled, Initialized, ContainersReady, Ready */
+	int nconds;
+	struct container_status *containers;
+	int ncontainers;
+	int ready_containers;
+	int restarts;
+	char *ip;
+	/* engine launcher: the QEMU process */
+	int pid;
+	char *cmdline;
+	char *log_path;
+};
+
+struct event {
+	struct obj o;
+	const char *type;        /* Normal, Warning */
+	const char *reason;
+	char *message;
+	const char *inv_kind;    /* involvedObject */
+	char *inv_name;
+	const char *inv_ns;
+	char inv_uid[UID_LEN];
+	int count;
+	int64_t first, last;     /* firstTimestamp/lastTimestamp (or eventTime / series) */
+	const char *component;   /* source.component / reportingController */
+};
+
+/* Allocation by kind, zeroed, o.kind set. */
+struct obj *obj_new(enum obj_kind kind);
+void obj_free(struct obj *o);
+const char *obj_kind_name(enum obj_kind kind); /* "vm", "vmi", "pod", "event" */
+const char *obj_kind_title(enum obj_kind kind); /* "VirtualMachine", ... */
+
+/* Sets o->key from ns and name (call after both are set). */
+void obj_set_key(struct obj *o);
+/* Labels: packs "k","v" pairs; lookup returns the value or NULL. */
+void obj_label_add(struct obj *o, const char *k, const char *v);
+const char *obj_label(const struct obj *o, const char *k);
+/* Iteration: for (const char *p = o->labels; p && *p; p += strlen(p) + 1) -> "k=v". */
+
+/* Condition helpers. */
+const struct cond *cond_find(const struct cond *conds, int n, const char *type);
+bool cond_is_true(const struct cond *conds, int n, const char *type);
+void conds_free(struct cond *conds, int n);
+
+/* Approximate heap bytes held by an object (for the store's memory figures). */
+size_t obj_heap_size(const struct obj *o);
+
+#endif

@@ -1,0 +1,107 @@
+/* The registry of sources, and names of watch states and actions. */
+#include "model/source.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/xmalloc.h"
+
+static struct source **sources;
+static size_t nsources;
+
+struct source *source_new(enum source_type type, const char *name)
+{
+	struct source *s = xcalloc(1, sizeof *s);
+	s->type = type;
+	s->name = xstrdup(name);
+	s->id = (int)nsources;
+	sources = xreallocarray(sources, nsources + 1, sizeof *sources);
+	sources[nsources++] = s;
+	return s;
+}
+
+size_t source_count(void)
+{
+	return nsources;
+}
+
+struct source *source_get(size_t i)
+{
+	return i < nsources ? sources[i] : NULL;
+}
+
+struct source *source_find(const char *name)
+{
+	for (size_t i = 0; i < nsources; i++)
+		if (strcmp(sources[i]->name, name) == 0)
+			return sources[i];
+	return NULL;
+}
+
+void source_set_notice(struct source *src, const char *notice)
+{
+	free(src->notice);
+	src->notice = xstrdup0(notice);
+}
+
+void source_set_health(struct source *src, enum obj_kind kind, enum watch_state state, const char *message)
+{
+	struct watch_health *h = &src->health[kind];
+	h->state = state;
+	if (message != h->message) {
+		free(h->message);
+		h->message = xstrdup0(message);
+	}
+}
+
+void source_free_all(void)
+{
+	for (size_t i = 0; i < nsources; i++) {
+		struct source *s = sources[i];
+		if (s->ops && s->ops->destroy)
+			s->ops->destroy(s);
+		for (int k = 0; k < OBJ_KIND_COUNT; k++)
+			free(s->health[k].message);
+		free(s->name);
+		free(s->server);
+		free(s->user);
+		free(s->version);
+		free(s->ns_scope);
+		free(s->notice);
+		free(s);
+	}
+	free(sources);
+	sources = NULL;
+	nsources = 0;
+}
+
+const char *watch_state_name(enum watch_state s)
+{
+	static const char *const names[] = { "idle", "loading", "live", "reconnecting", "forbidden", "error" };
+	return (unsigned)s < sizeof names / sizeof names[0] ? names[s] : "?";
+}
+
+static const struct {
+	const char *name;
+	bool mutating;
+} actions[ACT_COUNT] = {
+	[ACT_START] = { "start", true },
+	[ACT_STOP] = { "stop", true },
+	[ACT_FORCE_STOP] = { "force-stop", true },
+	[ACT_RESTART] = { "restart", true },
+	[ACT_PAUSE] = { "pause", true },
+	[ACT_UNPAUSE] = { "unpause", true },
+	[ACT_MIGRATE] = { "migrate", true },
+	[ACT_MIGRATE_ABORT] = { "migrate-abort", true },
+	[ACT_DELETE] = { "delete", true },
+};
+
+const char *action_name(enum action a)
+{
+	return (unsigned)a < ACT_COUNT ? actions[a].name : "?";
+}
+
+bool action_is_mutating(enum action a)
+{
+	return (unsigned)a < ACT_COUNT && actions[a].mutating;
+}

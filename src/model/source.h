@@ -1,0 +1,104 @@
+/* Sources and providers: where objects come from (a kubeconfig context, or an engine host) and how actions,
+ * consoles and raw fetches reach them. kube/ and engine/ implement struct provider_ops; the UI and the CLI only
+ * ever go through it. */
+#ifndef KVCON_MODEL_SOURCE_H
+#define KVCON_MODEL_SOURCE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "model/obj.h"
+
+struct stream; /* console/stream.h */
+
+enum source_type { SOURCE_KUBE, SOURCE_ENGINE };
+
+enum watch_state {
+	WATCH_IDLE,         /* not started */
+	WATCH_LOADING,      /* listing (pages arriving) */
+	WATCH_LIVE,         /* watching */
+	WATCH_RECONNECTING, /* backing off; next_retry_ms says when */
+	WATCH_FORBIDDEN,    /* 403 */
+	WATCH_ERROR,        /* other failure; message says which */
+};
+
+struct watch_health {
+	enum watch_state state;
+	uint64_t next_retry_ms; /* monotonic, when RECONNECTING */
+	size_t loaded;          /* objects received by the current list */
+	char *message;          /* owned; the API's Status message or a transport error */
+};
+
+enum action {
+	ACT_START,
+	ACT_STOP,
+	ACT_FORCE_STOP,
+	ACT_RESTART,
+	ACT_PAUSE,
+	ACT_UNPAUSE,
+	ACT_MIGRATE,
+	ACT_MIGRATE_ABORT,
+	ACT_DELETE,
+	ACT_COUNT
+};
+
+struct action_req {
+	enum action act;
+	const char *ns;
+	const char *name;
+	int grace_period;       /* -1: the server's default */
+	const char *target;     /* migrate: target node/host, NULL: any */
+	uint32_t flags;         /* provider-specific (engine migration options) */
+};
+
+/* status 0 on success; otherwise an HTTP status or -1, with the API's own message. */
+typedef void (*action_done_cb)(void *arg, int status, const char *message);
+typedef void (*fetch_done_cb)(void *arg, int status, const char *body, size_t len);
+
+struct source;
+
+struct provider_ops {
+	const char *type; /* "kube", "engine" */
+	/* Asynchronous: done is called later on the loop thread (never before this returns). Returns 0 when
+	 * the request was sent, -1 when refused at once (done is not called; *err set, caller frees). */
+	int (*action)(struct source *src, const struct action_req *req, action_done_cb done, void *arg, char **err);
+	/* Opens the guest's serial console / VNC display as a byte stream; NULL with *err (caller frees). */
+	struct stream *(*open_console)(struct source *src, const char *ns, const char *name, char **err);
+	struct stream *(*open_vnc)(struct source *src, const char *ns, const char *name, char **err);
+	/* Fetches the object's full representation (JSON or YAML text) for the YAML view. */
+	int (*fetch_raw)(struct source *src, enum obj_kind kind, const char *ns, const char *name, fetch_done_cb done,
+			 void *arg, char **err);
+	void (*destroy)(struct source *src);
+};
+
+struct source {
+	int id;                    /* index in the registry, also the store's table */
+	enum source_type type;
+	char *name;                /* context name or engine host name */
+	char *server;              /* cluster URL or libvirt URI */
+	char *user;                /* kubeconfig user (never a token) */
+	char *version;             /* KubeVirt version, or libvirt/QEMU version */
+	char *ns_scope;            /* namespace watched, NULL for all namespaces */
+	char *notice;              /* one-line notice for the header (403 fallback, TCG fallback), owned */
+	bool readonly;
+	struct watch_health health[OBJ_KIND_COUNT];
+	const struct provider_ops *ops;
+	void *priv;                /* the provider's own state */
+};
+
+/* The registry of sources (UI thread only). */
+struct source *source_new(enum source_type type, const char *name);
+size_t source_count(void);
+struct source *source_get(size_t i);
+struct source *source_find(const char *name);
+void source_set_notice(struct source *src, const char *notice);
+void source_set_health(struct source *src, enum obj_kind kind, enum watch_state state, const char *message);
+/* Destroys every source (calls ops->destroy). */
+void source_free_all(void);
+
+const char *watch_state_name(enum watch_state s);
+const char *action_name(enum action a); /* "start", "stop", "force-stop", ... */
+bool action_is_mutating(enum action a);
+
+#endif

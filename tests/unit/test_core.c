@@ -1,0 +1,170 @@
+/* Unit tests of src/core: time parsing and formatting, escaping, hash map, buffers, atomic files, the loop. */
+#include <poll.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include "core/buf.h"
+#include "core/hmap.h"
+#include "core/intern.h"
+#include "core/loop.h"
+#include "core/util.h"
+#include "core/xmalloc.h"
+#include "t.h"
+
+static void test_time(void)
+{
+	int64_t t = 0;
+	T_EQ_INT(util_parse_time("1970-01-01T00:00:00Z", &t), 0);
+	T_EQ_INT(t, 0);
+	T_EQ_INT(util_parse_time("2024-02-29T12:34:56Z", &t), 0);
+	T_EQ_INT(t, 1709210096);
+	T_EQ_INT(util_parse_time("2024-02-29T12:34:56.123456Z", &t), 0);
+	T_EQ_INT(t, 1709210096);
+	T_EQ_INT(util_parse_time("2024-02-29T14:34:56+02:00", &t), 0);
+	T_EQ_INT(t, 1709210096);
+	T_EQ_INT(util_parse_time("2024-02-29 12:34", &t), -1);
+	T_EQ_INT(util_parse_time("2024-13-01T00:00:00Z", &t), -1);
+	T_EQ_INT(util_parse_time("2024-01-01T00:00:00Zjunk", &t), -1);
+	T_EQ_INT(util_parse_time("", &t), -1);
+	char b[32];
+	util_format_time(1709210096, b, sizeof b);
+	T_EQ_STR(b, "2024-02-29T12:34:56Z");
+	static const struct {
+		int64_t s;
+		const char *want;
+	} d[] = { { 0, "0s" },       { 59, "59s" },     { 119, "119s" }, { 125, "2m5s" },   { 600, "10m" },
+		  { 3600 * 2 + 60, "121m" }, { 3600 * 3 + 60, "3h1m" }, { 3600 * 10, "10h" }, { 3600 * 50, "2d2h" }, { 86400 * 30, "30d" },
+		  { 86400 * 800, "2y70d" } };
+	for (size_t i = 0; i < sizeof d / sizeof d[0]; i++) {
+		util_human_duration(d[i].s, b, sizeof b);
+		T_EQ_STR(b, d[i].want);
+	}
+}
+
+static void test_escape(void)
+{
+	char *s = util_escape_display("vm-\x1b]0;pwned\x07-ok");
+	T_EQ_STR(s, "vm-\\e]0;pwned\\x07-ok");
+	free(s);
+	s = util_escape_display("caf\xc3\xa9-\xe6\x97\xa5\xe6\x9c\xac");
+	T_EQ_STR(s, "caf\xc3\xa9-\xe6\x97\xa5\xe6\x9c\xac"); /* valid UTF-8 kept */
+	free(s);
+	s = util_escape_display("a\xc2\x9b" "b\xff\n"); /* C1 CSI, invalid byte, newline */
+	T_EQ_STR(s, "a\\xc2\\x9bb\\xff\\n");
+	free(s);
+}
+
+static void test_hmap(void)
+{
+	struct hmap m;
+	hmap_init(&m);
+	char keys[2000][16];
+	for (int i = 0; i < 2000; i++) {
+		snprintf(keys[i], sizeof keys[i], "k%d", i);
+		T_CHECK(hmap_put(&m, keys[i], (void *)(intptr_t)(i + 1)) == NULL);
+	}
+	for (int i = 0; i < 2000; i += 2)
+		T_EQ_INT((intptr_t)hmap_del(&m, keys[i]), i + 1);
+	T_EQ_INT(m.count, 1000);
+	int ok = 1;
+	for (int i = 0; i < 2000; i++)
+		ok &= (intptr_t)hmap_get(&m, keys[i]) == (i % 2 ? i + 1 : 0);
+	T_CHECK(ok);
+	size_t it = 0, seen = 0;
+	while (hmap_next(&m, &it, NULL, NULL))
+		seen++;
+	T_EQ_INT(seen, 1000);
+	hmap_free(&m);
+	T_CHECK(intern("default") == intern("default"));
+}
+
+static void test_buf_and_files(void)
+{
+	struct buf b;
+	buf_init(&b);
+	buf_printf(&b, "%d-%s", 42, "x");
+	buf_add_str(&b, "yz");
+	buf_consume(&b, 3);
+	T_EQ_STR(b.data, "xyz");
+	buf_free(&b);
+	char dir[] = "/tmp/kvcon-test-XXXXXX";
+	T_CHECK(mkdtemp(dir) != NULL);
+	char *p = xasprintf("%s/a/b/c.txt", dir);
+	char *d = xasprintf("%s/a/b", dir);
+	T_EQ_INT(util_mkdir_p(d, 0700), 0);
+	T_EQ_INT(util_write_file_atomic(p, "hello", 5, 0600), 0);
+	size_t n = 0;
+	char *r = util_read_file(p, &n);
+	T_EQ_STR(r, "hello");
+	T_EQ_INT(n, 5);
+	free(r);
+	unlink(p);
+	free(p);
+	free(d);
+}
+
+static int fired[4];
+static void timer_cb(void *arg)
+{
+	int *slot = arg;
+	*slot = (int)(loop_now() & 0x7fffffff) | 1;
+	if (slot == &fired[2])
+		loop_quit(7);
+}
+static void post_cb(void *arg)
+{
+	*(int *)arg = 1;
+}
+static int got_sig;
+static void sig_cb(int sig, void *arg)
+{
+	(void)arg;
+	got_sig = sig;
+}
+static int pipe_reads;
+static void pipe_cb(int fd, short rev, void *arg)
+{
+	(void)arg;
+	char c;
+	if (rev & POLLIN) {
+		T_EQ_INT(read(fd, &c, 1), 1);
+		pipe_reads++;
+	}
+}
+
+static void test_loop(void)
+{
+	loop_init();
+	int fds[2];
+	T_EQ_INT(pipe(fds), 0);
+	struct loop_fd *h = loop_fd_add(fds[0], POLLIN, pipe_cb, NULL);
+	T_EQ_INT(write(fds[1], "x", 1), 1);
+	struct loop_timer *cancelled = loop_timer_add(1, timer_cb, &fired[3]);
+	loop_timer_cancel(cancelled);
+	loop_timer_add(5, timer_cb, &fired[0]);
+	loop_timer_add(10, timer_cb, &fired[1]);
+	loop_timer_add(30, timer_cb, &fired[2]);
+	loop_post(post_cb, &fired[3]);
+	loop_signal(SIGUSR1, sig_cb, NULL);
+	raise(SIGUSR1);
+	T_EQ_INT(loop_run(), 7);
+	T_CHECK(fired[0] && fired[1] && fired[2]);
+	T_CHECK(fired[0] <= fired[1] && fired[1] <= fired[2]);
+	T_EQ_INT(fired[3], 1); /* set by the post, not by the cancelled timer */
+	T_EQ_INT(got_sig, SIGUSR1);
+	T_EQ_INT(pipe_reads, 1);
+	loop_fd_remove(h);
+	close(fds[0]);
+	close(fds[1]);
+	loop_fini();
+}
+
+int main(void)
+{
+	test_time();
+	test_escape();
+	test_hmap();
+	test_buf_and_files();
+	test_loop();
+	return T_DONE();
+}
