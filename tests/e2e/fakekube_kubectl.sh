@@ -13,7 +13,7 @@ if [ -z "$KUBECTL" ] || [ ! -x "$KUBECTL" ]; then
 	echo "SKIP: kubectl not installed" >&2
 	exit 77
 fi
-PY=$(command -v python3 || echo /usr/bin/python3)
+PY=${FAKEKUBE_PYTHON:-$(command -v python3 || echo /usr/bin/python3)}
 command -v openssl >/dev/null 2>&1 || { echo "SKIP: openssl missing" >&2; exit 77; }
 
 tmp=$(mktemp -d)
