@@ -1,0 +1,168 @@
+#!/usr/bin/env bash
+# guest.sh - builds the tiny test guest every kvcon lab test boots:
+#   OUTDIR/vmlinuz    Debian's cloud kernel (linux-image-<ver>-cloud-amd64)
+#   OUTDIR/initrd.gz  busybox-static + busybox init: shell on ttyS0 and on tty1
+#   OUTDIR/cmdline    the kernel arguments to boot it with
+#   OUTDIR/guest.env  the three as shell assignments (also printed on stdout)
+#
+#   tests/lab/guest.sh [OUTDIR]            default OUTDIR: build/guest
+#   eval "$(tests/lab/guest.sh)"           -> KVCON_GUEST_KERNEL/INITRD/CMDLINE
+#
+# The guest prints "KVCON-GUEST-READY" on ttyS0 each time its serial shell
+# (re)starts, and a banner on the VGA text console (tty1) for VNC tests.
+# `exit` respawns the shell; `poweroff` / `poweroff -f` power the machine off,
+# so QEMU exits. Idempotent: a stamp (kernel .deb + hash of this script)
+# skips the rebuild; the kernel .deb is cached in KVCON_CACHE_DIR
+# (default build/cache). Env: KVCON_GUEST_KERNEL_DEB=/path/to.deb overrides
+# the download (offline machines).
+set -euo pipefail
+
+HERE=$(cd "$(dirname "$0")" && pwd)
+ROOT=$(cd "$HERE/../.." && pwd)
+OUT=${1:-$ROOT/build/guest}
+CACHE=${KVCON_CACHE_DIR:-$ROOT/build/cache}
+CMDLINE='console=tty0 console=ttyS0 quiet panic=-1'
+
+log() { echo "guest.sh: $*" >&2; }
+die() { log "ERROR: $*"; exit 1; }
+
+mkdir -p "$OUT" "$CACHE"
+OUT=$(cd "$OUT" && pwd)
+CACHE=$(cd "$CACHE" && pwd)
+
+# several tests (and several worktrees sharing a cache) may call us at once
+exec 9>"$CACHE/.guest.lock"
+flock 9
+
+# -------------------------------------------------------------- the kernel
+# The version the cloud metapackage currently depends on, else the newest
+# .deb already in the cache (so a machine without apt lists still works).
+kernel_deb() {
+    local pkg deb
+    if [[ -n ${KVCON_GUEST_KERNEL_DEB:-} ]]; then
+        [[ -r $KVCON_GUEST_KERNEL_DEB ]] || die "KVCON_GUEST_KERNEL_DEB=$KVCON_GUEST_KERNEL_DEB unreadable"
+        echo "$KVCON_GUEST_KERNEL_DEB"
+        return
+    fi
+    # apt-cache takes ~1 s: remember its answer until the apt lists change
+    local lists key
+    lists=$(stat -c %Y /var/lib/apt/lists 2>/dev/null || echo none)
+    key=$CACHE/.kernel-pkg
+    if [[ -s $key && $(head -n1 "$key") == "$lists" ]]; then
+        pkg=$(sed -n 2p "$key")
+    else
+        pkg=$(apt-cache depends linux-image-cloud-amd64 2>/dev/null |
+            sed -n 's/^ *Depends: \(linux-image-[0-9].*-cloud-amd64\)$/\1/p' | head -n1) || true
+        [[ -z $pkg ]] || printf '%s\n%s\n' "$lists" "$pkg" >"$key"
+    fi
+    if [[ -n $pkg ]]; then
+        deb=$(ls -t "$CACHE/${pkg}_"*_amd64.deb 2>/dev/null | head -n1) || true
+        if [[ -z $deb ]]; then
+            log "downloading $pkg"
+            # apt's _apt sandbox user may not be able to write into the cache
+            (cd "$CACHE" && apt-get download -q -o APT::Sandbox::User=root "$pkg" >&2) ||
+                log "apt-get download $pkg failed"
+            deb=$(ls -t "$CACHE/${pkg}_"*_amd64.deb 2>/dev/null | head -n1) || true
+        fi
+    fi
+    [[ -n ${deb:-} ]] || deb=$(ls -t "$CACHE"/linux-image-*-cloud-amd64_*_amd64.deb 2>/dev/null | head -n1) || true
+    [[ -n ${deb:-} ]] || die "no cloud kernel package (apt-get update? or set KVCON_GUEST_KERNEL_DEB)"
+    echo "$deb"
+}
+
+# -------------------------------------------------------------- the initrd
+write_initrd_tree() {
+    local t=$1 a
+    mkdir -p "$t"/{bin,sbin,etc,proc,sys,dev,tmp,root,run,mnt,usr/bin,usr/sbin}
+    cp /bin/busybox "$t/bin/busybox"
+    # every applet as a link, so init, vi, poweroff, setsid... are on PATH
+    for a in $("$t/bin/busybox" --list-full); do
+        [[ -e $t/$a ]] || ln -s /bin/busybox "$t/$a"
+    done
+
+    cat >"$t/init" <<'EOF'
+#!/bin/sh
+# kvcon lab guest: mount the kernel filesystems, then hand over to busybox
+# init (it respawns the shells and handles poweroff/reboot signals).
+export PATH=/sbin:/usr/sbin:/bin:/usr/bin
+mount -t proc proc /proc
+mount -t sysfs sysfs /sys
+mount -t devtmpfs devtmpfs /dev
+mkdir -p /dev/pts
+mount -t devpts devpts /dev/pts
+mount -t tmpfs tmpfs /tmp
+hostname guest
+exec /sbin/init
+EOF
+    chmod 755 "$t/init"
+
+    cat >"$t/etc/inittab" <<'EOF'
+ttyS0::respawn:/bin/guest-shell serial
+tty1::respawn:/bin/guest-shell vga
+::ctrlaltdel:/sbin/reboot
+::shutdown:/bin/umount -a -r
+EOF
+
+    # The marker is printed by the process that already holds the tty open:
+    # bytes the host sends once it has seen the marker are queued, not lost.
+    cat >"$t/bin/guest-shell" <<'EOF'
+#!/bin/sh
+export PATH=/sbin:/usr/sbin:/bin:/usr/bin HOME=/root PS1='guest:\w# '
+cd /root
+case $1 in
+serial)
+	export TERM=vt100
+	echo "KVCON-GUEST-READY"
+	;;
+vga)
+	export TERM=linux
+	echo "KVCON-GUEST-READY on the VGA console (tty1)"
+	echo "kvcon lab guest $(uname -r): a shell on tty1 follows"
+	;;
+esac
+exec cttyhack sh -l
+EOF
+    chmod 755 "$t/bin/guest-shell"
+    echo "guest" >"$t/etc/hostname"
+    printf 'root:x:0:0:root:/root:/bin/sh\n' >"$t/etc/passwd"
+    printf 'root:x:0:\n' >"$t/etc/group"
+}
+
+build() {
+    local deb=$1 stamp=$2 tmp
+    tmp=$(mktemp -d "$OUT/.build.XXXXXX")
+    trap 'rm -rf "$tmp"' EXIT
+    dpkg-deb --fsys-tarfile "$deb" | tar -x -C "$tmp" --wildcards './boot/vmlinuz-*'
+    mv "$tmp"/boot/vmlinuz-* "$tmp/vmlinuz"
+    write_initrd_tree "$tmp/root"
+    (cd "$tmp/root" && find . | LC_ALL=C sort | cpio -o -H newc --quiet -R 0:0) | gzip -9n >"$tmp/initrd.gz"
+    echo "$CMDLINE" >"$tmp/cmdline"
+    # atomic: readers never see a half-written kernel or initrd
+    mv -f "$tmp/vmlinuz" "$OUT/vmlinuz"
+    mv -f "$tmp/initrd.gz" "$OUT/initrd.gz"
+    mv -f "$tmp/cmdline" "$OUT/cmdline"
+    echo "$stamp" >"$OUT/.stamp"
+    rm -rf "$tmp"
+    trap - EXIT
+}
+
+[[ -x /bin/busybox ]] && /bin/busybox --list | grep -x cttyhack >/dev/null ||
+    die "/bin/busybox missing or not busybox-static (run scripts/deps.sh)"
+command -v cpio >/dev/null || die "cpio missing (run scripts/deps.sh)"
+
+deb=$(kernel_deb)
+stamp="$(basename "$deb") $(sha256sum "$0" | cut -c1-16) $(sha256sum /bin/busybox | cut -c1-16)"
+if [[ -s $OUT/vmlinuz && -s $OUT/initrd.gz && -s $OUT/.stamp && $(<"$OUT/.stamp") == "$stamp" ]]; then
+    :
+else
+    t0=$(date +%s%N)
+    build "$deb" "$stamp"
+    log "built from $(basename "$deb") in $((($(date +%s%N) - t0) / 1000000)) ms"
+fi
+
+{
+    echo "KVCON_GUEST_KERNEL='$OUT/vmlinuz'"
+    echo "KVCON_GUEST_INITRD='$OUT/initrd.gz'"
+    echo "KVCON_GUEST_CMDLINE='$CMDLINE'"
+} >"$OUT/guest.env"
+cat "$OUT/guest.env"
