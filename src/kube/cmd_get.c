@@ -156,7 +156,11 @@ static void c_pod_ready(const struct get_ctx *g, const struct obj *o, struct buf
 {
 	(void)g;
 	const struct pod *p = (const struct pod *)o;
-	buf_printf(out, "%d/%d", p->ready_containers, p->ncontainers);
+	int total = p->spec_containers;
+	if (total == 0)
+		for (int i = 0; i < p->ncontainers; i++)
+			total += !p->containers[i].init;
+	buf_printf(out, "%d/%d", p->ready_containers, total);
 }
 
 /* kubectl's STATUS: Terminating, else the first container's waiting/terminated reason, else the pod's. */
