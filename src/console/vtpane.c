@@ -16,6 +16,10 @@
 /* From <term.h>, which cannot be included here: its capability macros (bell, lines...) clash with libvterm. */
 extern int tigetflag(const char *capname);
 
+/* libvterm 0.1.4 writes through a NULL pointer when a wide character arrives on a 1-column screen (found by
+ * fuzz_vtpane): the emulated screen is never narrower than this. */
+#define VTPANE_MIN_COLS 2
+
 /* A cell as kept in scrollback and used for drawing: colours as (kind << 24 | value). */
 enum { COL_DEFAULT = 0, COL_INDEXED = 1, COL_RGB = 2 };
 enum { CA_BOLD = 1, CA_UNDERLINE = 2, CA_ITALIC = 4, CA_BLINK = 8, CA_REVERSE = 16, CA_STRIKE = 32 };
@@ -474,7 +478,7 @@ struct vtpane *vtpane_new(int rows, int cols, size_t scrollback_lines)
 {
 	struct vtpane *p = xcalloc(1, sizeof *p);
 	p->rows = rows < 1 ? 1 : rows;
-	p->cols = cols < 1 ? 1 : cols;
+	p->cols = cols < VTPANE_MIN_COLS ? VTPANE_MIN_COLS : cols;
 	p->vt = vterm_new(p->rows, p->cols);
 	vterm_set_utf8(p->vt, 1);
 	vterm_output_set_callback(p->vt, on_vterm_output, p);
@@ -540,8 +544,8 @@ void vtpane_resize(struct vtpane *p, int rows, int cols)
 {
 	if (rows < 1)
 		rows = 1;
-	if (cols < 1)
-		cols = 1;
+	if (cols < VTPANE_MIN_COLS)
+		cols = VTPANE_MIN_COLS;
 	if (rows == p->rows && cols == p->cols)
 		return;
 	free(p->dirty);
