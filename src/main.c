@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "console/vnccmd.h"
 #include "core/opts.h"
 #include "core/xmalloc.h"
 
@@ -17,6 +18,7 @@ static int cmd_help(int argc, char **argv);
 static const struct cmd_entry commands[] = {
 	{ "version", cmd_version, "", "print kvcon's version" },
 	{ "help", cmd_help, "", "show this help" },
+	{ "vnc", vnccmd_main, "TARGET [--screenshot F.png|--proxy-only]", "the guest display in the terminal" },
 };
 #define NCOMMANDS (sizeof commands / sizeof commands[0])
 
