@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "console/vnccmd.h"
 #include "core/opts.h"
 #include "core/xmalloc.h"
 #include "kube/cmd_get.h"
@@ -20,6 +21,7 @@ static const struct cmd_entry commands[] = {
 	{ "get", kube_cmd_get, "vm|vmi|pod|event [-l SEL] [-o FMT] [-w] [--watch-for S]",
 	  "list KubeVirt objects like kubectl get (-o table|wide|json|name)" },
 	{ "help", cmd_help, "", "show this help" },
+	{ "vnc", vnccmd_main, "TARGET [--screenshot F.png|--proxy-only]", "the guest display in the terminal" },
 };
 #define NCOMMANDS (sizeof commands / sizeof commands[0])
 
