@@ -3,8 +3,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "console/vnccmd.h"
 #include "core/opts.h"
 #include "core/xmalloc.h"
+#include "kube/cmd_get.h"
 
 #ifndef KVCON_VERSION
 #define KVCON_VERSION "0.1.0"
@@ -16,7 +18,10 @@ static int cmd_help(int argc, char **argv);
 /* Subcommands: one row each. */
 static const struct cmd_entry commands[] = {
 	{ "version", cmd_version, "", "print kvcon's version" },
+	{ "get", kube_cmd_get, "vm|vmi|pod|event [-l SEL] [-o FMT] [-w] [--watch-for S]",
+	  "list KubeVirt objects like kubectl get (-o table|wide|json|name)" },
 	{ "help", cmd_help, "", "show this help" },
+	{ "vnc", vnccmd_main, "TARGET [--screenshot F.png|--proxy-only]", "the guest display in the terminal" },
 };
 #define NCOMMANDS (sizeof commands / sizeof commands[0])
 
