@@ -105,7 +105,7 @@ static _Thread_local char vnc_last_err[256];
 
 /* ---- logging: libvncclient's two global printers go to kvcon's log ---- */
 
-static void vnc_log_at(enum log_level lvl, const char *fmt, va_list ap)
+__attribute__((format(printf, 2, 0))) static void vnc_log_at(enum log_level lvl, const char *fmt, va_list ap)
 {
 	char line[512];
 	vsnprintf(line, sizeof line, fmt, ap);
@@ -117,7 +117,7 @@ static void vnc_log_at(enum log_level lvl, const char *fmt, va_list ap)
 	log_msg(lvl, "libvncclient: %s", line);
 }
 
-static void vnc_log_info(const char *fmt, ...)
+__attribute__((format(printf, 1, 2))) static void vnc_log_info(const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
@@ -125,7 +125,7 @@ static void vnc_log_info(const char *fmt, ...)
 	va_end(ap);
 }
 
-static void vnc_log_err(const char *fmt, ...)
+__attribute__((format(printf, 1, 2))) static void vnc_log_err(const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
@@ -578,6 +578,8 @@ out:
 	if (c) {
 		free(pending_of(c));
 		c->sock = RFB_INVALID_SOCKET; /* closed above, under the lock */
+		free(c->frameBuffer);         /* ours (cb_malloc_fb): rfbClientCleanup leaves it */
+		c->frameBuffer = NULL;
 		rfbClientCleanup(c);
 	}
 	if (*why)
