@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "console/concmd.h"
 #include "console/vnccmd.h"
 #include "core/opts.h"
 #include "core/xmalloc.h"
@@ -21,6 +22,8 @@ static const struct cmd_entry commands[] = {
 	{ "get", kube_cmd_get, "vm|vmi|pod|event [-l SEL] [-o FMT] [-w] [--watch-for S]",
 	  "list KubeVirt objects like kubectl get (-o table|wide|json|name)" },
 	{ "help", cmd_help, "", "show this help" },
+	{ "console", concmd_main, "NS/NAME [--timeout S] [--log FILE]",
+	  "the guest's serial console full-screen (Ctrl+] exits)" },
 	{ "vnc", vnccmd_main, "TARGET [--screenshot F.png|--proxy-only]", "the guest display in the terminal" },
 };
 #define NCOMMANDS (sizeof commands / sizeof commands[0])
