@@ -488,6 +488,16 @@ static void watch_done(void *arg, const struct kube_resp *resp)
 		return;
 	}
 	char *msg = resp->status == 200 ? xstrdup("the watch stream was cut mid-event") : kube_http_error_message(resp);
+	if ((resp->status == 0 || resp->status == 200) && r->watch_events > 0) {
+		/* the stream made progress before it broke: resume from the last applied event at once (backing
+		 * off here would fall behind a busy server); a stream that breaks before any event backs off */
+		log_info("kube: %s: watch broke after %llu events (%s), resuming", kind_name(r),
+			 (unsigned long long)r->watch_events, msg);
+		r->failures = 0;
+		r->timer = loop_timer_add(0, on_timer, r);
+		free(msg);
+		return;
+	}
 	if (resp->status == 401)
 		fail_hard(r, WATCH_ERROR, msg);
 	else if (resp->status == 403)

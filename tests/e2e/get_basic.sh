@@ -122,4 +122,36 @@ printf 'apiVersion: v1\nclusters:\n- name: a\n  cluster: [unclosed\n' >"$tmp/bro
 KUBECONFIG="$tmp/broken.yaml" "$KVCON" get vm >"$tmp/broken.out" 2>&1; rc=$?
 [ $rc -eq 1 ] || fail "broken kubeconfig exit $rc"
 grep -q "broken.yaml:[0-9]" "$tmp/broken.out" || fail "broken kubeconfig message: $(cat "$tmp/broken.out")"
+# 9. exec credential plugin: the first credential is refused (401), kvcon re-runs the plugin once and succeeds;
+# a plugin whose credential is always refused ends with the API's message
+cat >"$tmp/plugin.sh" <<'PLUGIN'
+#!/bin/sh
+n=$(( $(cat "$PLUGIN_DIR/runs" 2>/dev/null || echo 0) + 1 ))
+echo $n >"$PLUGIN_DIR/runs"
+tok=$(cat "$PLUGIN_DIR/fk/token")
+if [ $n -eq 1 ] || [ "${ALWAYS_WRONG:-}" = 1 ]; then tok=stale-token; fi
+printf '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential","status":{"token":"%s","expirationTimestamp":"2999-01-01T00:00:00Z"}}\n' "$tok"
+PLUGIN
+chmod +x "$tmp/plugin.sh"
+"$PY" - "$KUBECONFIG" "$tmp/exec.kubeconfig" <<'PYEOF'
+import sys
+src = open(sys.argv[1]).read().splitlines()
+out = []
+for line in src:
+    if line.strip().startswith("token:"):
+        ind = line[: len(line) - len(line.lstrip())]
+        out += [ind + "exec:", ind + "  apiVersion: client.authentication.k8s.io/v1", ind + "  command: ./plugin.sh",
+                ind + "  interactiveMode: Never"]
+    else:
+        out.append(line)
+open(sys.argv[2], "w").write("\n".join(out) + "\n")
+PYEOF
+PLUGIN_DIR=$tmp KUBECONFIG="$tmp/exec.kubeconfig" "$KVCON" get vm -n ns-01 -o name >"$tmp/exec.out" 2>&1 || { cat "$tmp/exec.out"; fail "exec plugin with 401 retry"; }
+[ "$(cat "$tmp/runs")" -eq 2 ] || fail "exec plugin ran $(cat "$tmp/runs") times, want 2"
+grep -q '^virtualmachine.kubevirt.io/' "$tmp/exec.out" || fail "exec plugin listing"
+rm -f "$tmp/runs"
+ALWAYS_WRONG=1 PLUGIN_DIR=$tmp KUBECONFIG="$tmp/exec.kubeconfig" "$KVCON" get vm -n ns-01 >"$tmp/exec2.out" 2>&1; rc=$?
+[ $rc -eq 1 ] || fail "always-wrong exec credential exit $rc"
+grep -q 'Unauthorized' "$tmp/exec2.out" || fail "exec 401 message: $(cat "$tmp/exec2.out")"
+grep -q 'stale-token' "$tmp/exec2.out" && fail "token printed"
 echo "PASS: get_basic"
