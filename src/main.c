@@ -6,6 +6,7 @@
 #include "console/vnccmd.h"
 #include "core/opts.h"
 #include "core/xmalloc.h"
+#include "kube/cmd_diagnose.h"
 #include "kube/cmd_get.h"
 
 #ifndef KVCON_VERSION
@@ -22,6 +23,14 @@ static const struct cmd_entry commands[] = {
 	  "list KubeVirt objects like kubectl get (-o table|wide|json|name)" },
 	{ "help", cmd_help, "", "show this help" },
 	{ "vnc", vnccmd_main, "TARGET [--screenshot F.png|--proxy-only]", "the guest display in the terminal" },
+	{ "diagnose", kube_cmd_diagnose, "NS/NAME [-o text|json]", "walk a VM's four boundaries; exit 3 if one stalled" },
+	{ "lineage", kube_cmd_lineage, "NS/NAME [-o text|json]", "the executions (VMI, launchers, nodes) of a VM" },
+	{ "start", kube_cmd_action, "NS/NAME [--wait[=S]]", "start a VM" },
+	{ "stop", kube_cmd_action, "NS/NAME [--force] [--grace-period N] [--wait[=S]]", "stop a VM" },
+	{ "restart", kube_cmd_action, "NS/NAME [--force] [--grace-period N] [--wait[=S]]", "restart a VM" },
+	{ "pause", kube_cmd_action, "NS/NAME [--wait[=S]]", "pause a VM's guest" },
+	{ "unpause", kube_cmd_action, "NS/NAME [--wait[=S]]", "unpause a VM's guest" },
+	{ "migrate", kube_cmd_action, "NS/NAME [--to NODE] [--abort] [--wait[=S]]", "live-migrate a VM" },
 };
 #define NCOMMANDS (sizeof commands / sizeof commands[0])
 
