@@ -527,6 +527,8 @@ static void decode_pod(struct obj *o, struct json_object *item)
 	p->message = jdup(status, "message", KUBE_DECODE_MSG_MAX);
 	p->conds = decode_conds(jarr(status, "conditions"), &p->nconds);
 	p->ip = jdup(status, "podIP", 64);
+	struct json_object *spec_cs = jarr(spec, "containers");
+	p->spec_containers = spec_cs ? (int)json_object_array_length(spec_cs) : 0;
 
 	struct json_object *lists[2] = { jarr(status, "initContainerStatuses"), jarr(status, "containerStatuses") };
 	size_t total = 0;

@@ -146,6 +146,7 @@ struct pod {
 	struct container_status *containers;
 	int ncontainers;
 	int ready_containers;
+	int spec_containers;        /* len(spec.containers): READY's denominator, as kubectl prints it */
 	int restarts;
 	char *ip;
 	/* engine launcher: the QEMU process */
