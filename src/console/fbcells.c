@@ -375,13 +375,35 @@ struct emitter {
 	int64_t fg, bg;     /* current SGR colours (RGB or palette index), -1 unknown */
 };
 
+/* Decimal without printf: the emitter writes a few numbers per cell, tens of thousands a frame. */
+static void put_num(struct buf *b, unsigned v)
+{
+	char tmp[12];
+	int n = 0;
+	do {
+		tmp[n++] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	buf_reserve(b, (size_t)n);
+	while (n)
+		b->data[b->len++] = tmp[--n];
+	b->data[b->len] = '\0';
+}
+
 static void emit_colour(struct emitter *e, bool fgnd, int64_t v)
 {
-	if (e->mode == FBC_TRUECOLOUR)
-		buf_printf(e->out, "%d;2;%d;%d;%d", fgnd ? 38 : 48, (int)(v >> 16 & 0xff), (int)(v >> 8 & 0xff),
-			   (int)(v & 0xff));
-	else
-		buf_printf(e->out, "%d;5;%d", fgnd ? 38 : 48, (int)v);
+	buf_add(e->out, fgnd ? "38;" : "48;", 3);
+	if (e->mode == FBC_TRUECOLOUR) {
+		buf_add(e->out, "2;", 2);
+		put_num(e->out, (unsigned)(v >> 16 & 0xff));
+		buf_add_char(e->out, ';');
+		put_num(e->out, (unsigned)(v >> 8 & 0xff));
+		buf_add_char(e->out, ';');
+		put_num(e->out, (unsigned)(v & 0xff));
+	} else {
+		buf_add(e->out, "5;", 2);
+		put_num(e->out, (unsigned)v);
+	}
 }
 
 static void emit_cell(struct emitter *e, struct fbc_cell c)
@@ -431,8 +453,13 @@ size_t fbcells_emit(struct fbcells *f, struct buf *out, int top, int left, enum 
 		for (int c = 0; c < f->cols; c++) {
 			if (!all && !d[c])
 				continue;
-			if (e.row != r || e.col != c)
-				buf_printf(out, "\033[%d;%dH", top + r + 1, left + c + 1);
+			if (e.row != r || e.col != c) {
+				buf_add(out, "\033[", 2);
+				put_num(out, (unsigned)(top + r + 1));
+				buf_add_char(out, ';');
+				put_num(out, (unsigned)(left + c + 1));
+				buf_add_char(out, 'H');
+			}
 			emit_cell(&e, cr[c]);
 			e.row = r;
 			e.col = c + 1;

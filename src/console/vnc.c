@@ -105,7 +105,7 @@ static _Thread_local char vnc_last_err[256];
 
 /* ---- logging: libvncclient's two global printers go to kvcon's log ---- */
 
-static void vnc_log_at(enum log_level lvl, const char *fmt, va_list ap)
+__attribute__((format(printf, 2, 0))) static void vnc_log_at(enum log_level lvl, const char *fmt, va_list ap)
 {
 	char line[512];
 	vsnprintf(line, sizeof line, fmt, ap);
@@ -113,11 +113,11 @@ static void vnc_log_at(enum log_level lvl, const char *fmt, va_list ap)
 	while (n && (line[n - 1] == '\n' || line[n - 1] == '\r'))
 		line[--n] = '\0';
 	if (lvl >= LOG_WARN)
-		snprintf(vnc_last_err, sizeof vnc_last_err, "%s", line);
+		snprintf(vnc_last_err, sizeof vnc_last_err, "%.250s", line);
 	log_msg(lvl, "libvncclient: %s", line);
 }
 
-static void vnc_log_info(const char *fmt, ...)
+__attribute__((format(printf, 1, 2))) static void vnc_log_info(const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
@@ -125,7 +125,7 @@ static void vnc_log_info(const char *fmt, ...)
 	va_end(ap);
 }
 
-static void vnc_log_err(const char *fmt, ...)
+__attribute__((format(printf, 1, 2))) static void vnc_log_err(const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
@@ -465,7 +465,7 @@ static void *vnc_thread(void *arg)
 {
 	struct vnc *v = arg;
 	rfbClient *c = NULL;
-	char why[320] = "";
+	char why[640] = "";
 	int fd;
 	pthread_mutex_lock(&v->mu);
 	fd = v->sock;
@@ -474,7 +474,7 @@ static void *vnc_thread(void *arg)
 	if (fd < 0 && v->target && !quit) {
 		fd = connect_target(v->target);
 		if (fd < 0) {
-			snprintf(why, sizeof why, "cannot connect to %s%s%s", v->target, *vnc_last_err ? ": " : "",
+			snprintf(why, sizeof why, "cannot connect to %.60s%s%.250s", v->target, *vnc_last_err ? ": " : "",
 				 vnc_last_err);
 			goto out;
 		}
@@ -514,13 +514,13 @@ static void *vnc_thread(void *arg)
 			snprintf(why, sizeof why, "VNC authentication failed%s",
 				 v->password ? "" : ": the server wants a password (--password-file, KVCON_VNC_PASSWORD)");
 		else
-			snprintf(why, sizeof why, "VNC handshake failed%s%s", *vnc_last_err ? ": " : "", vnc_last_err);
+			snprintf(why, sizeof why, "VNC handshake failed%s%.250s", *vnc_last_err ? ": " : "", vnc_last_err);
 		goto out;
 	}
 	c->width = c->si.framebufferWidth;
 	c->height = c->si.framebufferHeight;
 	if (!c->MallocFrameBuffer(c)) {
-		snprintf(why, sizeof why, "%s", v->error ? v->error : "cannot allocate the framebuffer");
+		snprintf(why, sizeof why, "%.300s", v->error ? v->error : "cannot allocate the framebuffer");
 		goto out;
 	}
 	pthread_mutex_lock(&v->mu);
@@ -560,7 +560,7 @@ static void *vnc_thread(void *arg)
 				quit = v->quit;
 				pthread_mutex_unlock(&v->mu);
 				if (!quit)
-					snprintf(why, sizeof why, "%s", v->error ? v->error : *vnc_last_err ? vnc_last_err
+					snprintf(why, sizeof why, "%.300s", v->error ? v->error : *vnc_last_err ? vnc_last_err
 											  : "VNC server closed the connection");
 				break;
 			}
@@ -578,6 +578,8 @@ out:
 	if (c) {
 		free(pending_of(c));
 		c->sock = RFB_INVALID_SOCKET; /* closed above, under the lock */
+		free(c->frameBuffer);         /* ours (cb_malloc_fb): rfbClientCleanup leaves it */
+		c->frameBuffer = NULL;
 		rfbClientCleanup(c);
 	}
 	if (*why)
@@ -676,7 +678,7 @@ static void on_stream_state(struct stream *s, enum stream_state st, void *arg)
 	v->stream_closed = true;
 	if (stream_end(s) != STREAM_END_LOCAL && stream_end(s) != STREAM_END_REMOTE) {
 		char msg[320];
-		snprintf(msg, sizeof msg, "%s %s%s%s", stream_name(s), stream_end_name(stream_end(s)),
+		snprintf(msg, sizeof msg, "%.100s %s%s%.180s", stream_name(s), stream_end_name(stream_end(s)),
 			 *stream_reason(s) ? ": " : "", stream_reason(s));
 		set_error(v, msg);
 	}

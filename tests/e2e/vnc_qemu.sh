@@ -3,7 +3,7 @@
 # is pixel-equal to QEMU's screendump of the same guest once the screen is quiet, reached directly (unix socket),
 # through websockify (a real WebSocket peer, ws://) and through kvcon's own --proxy-only port; a command typed in
 # the full-screen display (tmux) reaches the guest's tty1 shell and writes a marker to ttyS0; Ctrl+] gives the
-# terminal back.
+# terminal back. A second display of the same guest asks for a password (VncAuth).
 set -u
 cd "$(dirname "$0")/../.."
 ROOT=$PWD
@@ -31,14 +31,18 @@ until_ok() { local t=$1; shift; local end=$((SECONDS + t)); while ! "$@"; do [ $
 
 eval "$(tests/lab/guest.sh)" || { echo "skip: cannot build the lab guest (no kernel package?)"; exit 77; }
 mkdir -p "$tmp/g"
-eval "$(tests/lab/qemu-guest.sh start "$tmp/g")" || fail "QEMU did not start"
+# a second VNC display of the same guest that asks for a password (VncAuth)
+eval "$(tests/lab/qemu-guest.sh start "$tmp/g" -vnc "unix:$tmp/g/pw.sock,password=on,id=pw")" ||
+	fail "QEMU did not start"
 tests/lab/serial-probe "$QEMU_GUEST_SERIAL" --timeout 60 --ready --quiet || fail "the guest's shell did not answer"
 # the VGA text cursor blinks (a framebuffer update every ~270 ms): hide it so the screen can be quiet
 tests/lab/serial-probe "$QEMU_GUEST_SERIAL" --ready --quiet \
 	--send "printf '\\033[?25l' >/dev/tty1; echo cursor-\$((40+2))" --expect 'cursor-42' || fail "hiding the cursor"
 
-qmp_screendump() {
-	python3 - "$QEMU_GUEST_QMP" "$1" <<'PY'
+qmp_screendump() { qmp "{\"execute\":\"screendump\",\"arguments\":{\"filename\":\"$1\"}}"; }
+
+qmp() {
+	python3 - "$QEMU_GUEST_QMP" "$@" <<'PY'
 import json, socket, sys
 s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); f = s.makefile("rw")
 def reply():
@@ -47,7 +51,7 @@ def reply():
         if "event" not in m:
             return m
 reply()
-for cmd in ({"execute": "qmp_capabilities"}, {"execute": "screendump", "arguments": {"filename": sys.argv[2]}}):
+for cmd in [{"execute": "qmp_capabilities"}] + [json.loads(a) for a in sys.argv[2:]]:
     f.write(json.dumps(cmd) + "\n"); f.flush()
     r = reply()
     if "error" in r:
@@ -60,7 +64,8 @@ compare_via() {
 	local what=$1 target=$2 i
 	for i in 1 2 3; do
 		"$KVCON" --log-file "$tmp/kvcon-$what.log" vnc "$target" --screenshot "$tmp/$what.png" --quiet-ms 700 \
-			--timeout 20 >"$tmp/$what.out" 2>&1 || fail "$what: kvcon vnc --screenshot: $(cat "$tmp/$what.out")"
+			--timeout 20 ${pwfile:+--password-file "$pwfile"} \
+			>"$tmp/$what.out" 2>&1 || fail "$what: kvcon vnc --screenshot: $(cat "$tmp/$what.out")"
 		qmp_screendump "$tmp/$what.ppm" || fail "$what: QMP screendump"
 		if python3 tests/e2e/vnc_imgcmp.py "$tmp/$what.png" "$tmp/$what.ppm" >"$tmp/$what.cmp"; then
 			echo "  $what: $(cat "$tmp/$what.cmp")"
@@ -84,6 +89,22 @@ if command -v websockify >/dev/null; then
 else
 	echo "  websockify: not installed, WebSocket case skipped"
 fi
+
+# VncAuth: refused without a password and with a wrong one, pixel-equal with the right one
+qmp '{"execute":"set_password","arguments":{"protocol":"vnc","password":"kv-s3cret","display":"pw"}}' ||
+	fail "QMP set_password"
+if "$KVCON" --log-file "$tmp/pw.log" vnc "unix:$tmp/g/pw.sock" --screenshot "$tmp/pw.png" --timeout 5 \
+	>"$tmp/pw.out" 2>&1; then fail "no password: accepted"; fi
+grep -q 'wants a password' "$tmp/pw.out" || fail "no password: unclear message: $(cat "$tmp/pw.out")"
+echo wrong >"$tmp/pw.bad"
+if "$KVCON" --log-file "$tmp/pw.log" vnc "unix:$tmp/g/pw.sock" --screenshot "$tmp/pw.png" --timeout 5 \
+	--password-file "$tmp/pw.bad" >"$tmp/pw.out" 2>&1; then fail "wrong password: accepted"; fi
+grep -q 'authentication failed' "$tmp/pw.out" || fail "wrong password: unclear message: $(cat "$tmp/pw.out")"
+echo "  vncauth: refused without a password and with a wrong one"
+echo kv-s3cret >"$tmp/pw.good"
+pwfile="$tmp/pw.good"
+compare_via vncauth "unix:$tmp/g/pw.sock"
+pwfile=
 
 # --proxy-only: prints {"port":N}, the first client gets the display
 "$KVCON" --log-file "$tmp/proxy.log" vnc "unix:$QEMU_GUEST_VNC" --proxy-only --port 0 >"$tmp/proxy.out" 2>&1 &

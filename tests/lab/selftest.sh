@@ -7,6 +7,7 @@
 #     starts it paused, reads the marker over virDomainOpenConsole, runs a
 #     command, destroys it; starts it again and shuts it down from inside
 #     (the domain must end "shut off");
+#     and the embedded driver (embed-warm.sh): define + start on a new root;
 #  4. the two-host lab (twohost.sh): a guest with `export KVCON_MARK=...`
 #     on host a, `virsh migrate --live --p2p --persistent --undefinesource`
 #     to b, the variable still set there, same UUID, gone from a;
@@ -101,6 +102,13 @@ probe "$WORK/q/serial.sock" --quiet --timeout 60 --cont "$WORK/q/qmp.sock" \
     --expect 'sum=42 host=guest' || fail "QEMU guest: no marker or no answer on the serial socket"
 step "QEMU: marker + command over serial.sock"
 grep -q KVCON-GUEST-READY "$WORK/q/serial.log" || fail "serial.log lacks the marker"
+banner=$(/usr/bin/python3 -c '
+import socket, sys
+s = socket.socket(socket.AF_UNIX)
+s.settimeout(10)
+s.connect(sys.argv[1])
+print(s.recv(12).decode(errors="replace").strip())' "$WORK/q/vnc.sock") || fail "vnc.sock: no answer"
+[[ $banner == "RFB 003.008" ]] || fail "vnc.sock: banner '$banner'"
 probe "$WORK/q/serial.sock" --quiet --ready --send 'poweroff -f' || fail "QEMU guest: poweroff not sent"
 end=$((SECONDS + 30))
 while kill -0 "$qpid" 2>/dev/null; do
@@ -138,6 +146,19 @@ for p in /proc/[0-9]*; do
     [[ $(readlink "$p/ns/mnt" 2>/dev/null) != "$lvns" ]] || fail "process ${p#/proc/} left in libvirtd's namespace"
 done
 step "private libvirtd down, nothing left"
+
+# ---------------------------------------------------------------- embedded
+# one shared capability cache, a root per test (libvirt locks a root while
+# a process has it open)
+euri=$("$LAB/embed-warm.sh" "$WORK/embed")
+step "embed-warm.sh on a new root"
+domain_xml kvlab-emb >"$WORK/emb.xml"
+# guests of the embedded driver live as long as the process: one virsh session
+out=$(LIBVIRT_LOG_OUTPUTS="3:file:$WORK/embed/virsh.log" virsh -q -c "$euri" \
+    "define $WORK/emb.xml; start kvlab-emb; domstate kvlab-emb; destroy kvlab-emb; undefine kvlab-emb" 2>&1) ||
+    fail "embedded driver: $out"
+grep -qx running <<<"$out" || fail "embedded driver: guest not running: $out"
+step "embedded: define + start + destroy"
 
 # ---------------------------------------------------------------- 4. two hosts
 env=$("$LAB/twohost.sh" up) || fail "twohost.sh up failed"
