@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "console/concmd.h"
 #include "console/vnccmd.h"
 #include "core/opts.h"
 #include "core/xmalloc.h"
@@ -22,6 +23,8 @@ static const struct cmd_entry commands[] = {
 	{ "get", kube_cmd_get, "vm|vmi|pod|event [-l SEL] [-o FMT] [-w] [--watch-for S]",
 	  "list KubeVirt objects like kubectl get (-o table|wide|json|name)" },
 	{ "help", cmd_help, "", "show this help" },
+	{ "console", concmd_main, "NS/NAME [--timeout S] [--log FILE]",
+	  "the guest's serial console full-screen (Ctrl+] exits)" },
 	{ "vnc", vnccmd_main, "TARGET [--screenshot F.png|--proxy-only]", "the guest display in the terminal" },
 	{ "diagnose", kube_cmd_diagnose, "NS/NAME [-o text|json]", "walk a VM's four boundaries; exit 3 if one stalled" },
 	{ "lineage", kube_cmd_lineage, "NS/NAME [-o text|json]", "the executions (VMI, launchers, nodes) of a VM" },

@@ -19,6 +19,10 @@
 #   virsh -c "$SRC_URI" migrate --live --p2p --persistent --undefinesource DOM "$DST_TCP_URI"
 # Kernel, initrd and disks must be at the same path on both hosts (they
 # share the filesystem: any path outside the libvirt directories works).
+# Per-host storage: /var/lib/libvirt inside host a is SRC_LIBDIR seen from
+# the root namespace (b: DST_LIBDIR); a kernel put only under SRC_LIBDIR/boot
+# and referenced as /var/lib/libvirt/boot/vmlinuz makes a migration to b
+# fail ("could not open kernel file") and leaves the guest running on a.
 #
 # Knobs, so parallel labs do not collide (give each its own pair):
 #   KVCON_TWOHOST_NS   netns name prefix (default kvcon- -> kvcon-a, kvcon-b)
@@ -81,6 +85,8 @@ print_env() {
     echo "export DST_TCP_URI='$(tcp_uri b)'"
     echo "export SRC_NETNS='$(ns_of a)'"
     echo "export DST_NETNS='$(ns_of b)'"
+    echo "export SRC_LIBDIR='$(dir_of a)/lib'"
+    echo "export DST_LIBDIR='$(dir_of b)/lib'"
 }
 
 cmd_down() {

@@ -162,6 +162,22 @@ static void test_rule_coverage(void)
 	}
 }
 
+/* Every rule is documented in the man page. */
+static void test_rules_documented(void)
+{
+	char *man = util_read_file("man/kvcon.1", NULL);
+	T_CHECK(man != NULL);
+	size_t n;
+	const struct diag_rule *r = diag_rules(&n);
+	for (size_t i = 0; man && i < n; i++) {
+		bool found = strstr(man, r[i].id) != NULL;
+		T_CHECK(found);
+		if (!found)
+			fprintf(stderr, "  rule %s missing from man/kvcon.1\n", r[i].id);
+	}
+	free(man);
+}
+
 static void test_stuck_launcher_text(void)
 {
 	struct loaded l;
@@ -320,6 +336,7 @@ int main(void)
 	engine_src = source_new(SOURCE_ENGINE, "host");
 	test_all_fixtures();
 	test_rule_coverage();
+	test_rules_documented();
 	test_stuck_launcher_text();
 	test_halted_text();
 	test_engine_commands();
