@@ -451,8 +451,7 @@ static void draw_status(struct viewer *w)
 	vnc_size(w->v, &fw, &fh);
 	if (w->menu)
 		snprintf(text, sizeof text,
-			 " send: d Ctrl+Alt+Del  1-9 0 - = Ctrl+Alt+F1..F12  p Print  f F8 | s fit/1:1  hjkl pan  q leave"
-			 "  Esc close");
+			 " send: " VNC_MENU_HELP " | s fit/1:1  hjkl pan  q leave  Esc close");
 	else if (*w->status_msg)
 		snprintf(text, sizeof text, " %s", w->status_msg);
 	else {
@@ -548,27 +547,11 @@ static void pan_by(struct viewer *w, int dx, int dy)
 
 static void menu_key(struct viewer *w, const struct termkeys_event *ev)
 {
-	static const char fkeys[] = "1234567890-=";
 	w->menu = false;
 	w->status_dirty = true;
-	const char *f = ev->ch ? strchr(fkeys, ev->ch) : NULL;
-	if (f) {
-		uint32_t seq[3] = { XK_Control_L, XK_Alt_L, (uint32_t)(XK_F1 + (f - fkeys)) };
-		vnc_key_combo(w->v, seq, 3);
+	if (ev->ch && vnc_menu_send(w->v, ev->ch))
 		return;
-	}
 	switch (ev->ch) {
-	case 'd': {
-		uint32_t seq[3] = { XK_Control_L, XK_Alt_L, XK_Delete };
-		vnc_key_combo(w->v, seq, 3);
-		break;
-	}
-	case 'p':
-		send_key(w, XK_Print, 0);
-		break;
-	case 'f':
-		send_key(w, XK_F8, 0);
-		break;
 	case 's':
 		w->scale = w->scale == FBC_FIT ? FBC_ONE : FBC_FIT;
 		w->clear = true;

@@ -35,9 +35,11 @@ mkdir -p "$tmp/g"
 eval "$(tests/lab/qemu-guest.sh start "$tmp/g" -vnc "unix:$tmp/g/pw.sock,password=on,id=pw")" ||
 	fail "QEMU did not start"
 tests/lab/serial-probe "$QEMU_GUEST_SERIAL" --timeout 60 --ready --quiet || fail "the guest's shell did not answer"
-# the VGA text cursor blinks (a framebuffer update every ~270 ms): hide it so the screen can be quiet
+# the VGA text cursor blinks (a framebuffer update every ~270 ms): hide it so the screen can be quiet; open
+# tty2 once so that the kernel allocates it (Ctrl+Alt+F2 switches only to an allocated console)
 tests/lab/serial-probe "$QEMU_GUEST_SERIAL" --ready --quiet \
-	--send "printf '\\033[?25l' >/dev/tty1; echo cursor-\$((40+2))" --expect 'cursor-42' || fail "hiding the cursor"
+	--send "printf '\\033[?25l' >/dev/tty1; : >/dev/tty2; echo cursor-\$((40+2))" --expect 'cursor-42' ||
+	fail "hiding the cursor"
 
 qmp_screendump() { qmp "{\"execute\":\"screendump\",\"arguments\":{\"filename\":\"$1\"}}"; }
 
@@ -125,6 +127,20 @@ until_ok 20 grep -aq 'VNC-TYPED-42' "$QEMU_GUEST_SERIAL_LOG" || fail "the typed 
 echo "  typing: the guest ran the command typed through kvcon's VNC display"
 # the display shows pixels: half blocks were drawn
 tmux -L "$sock" capture-pane -p | grep -q '▀' || fail "no half-block cells on screen"
+# the F8 send-key menu: Ctrl+Alt+F2 switches the guest to the empty tty2, Ctrl+Alt+F1 back to the shell
+lit() { python3 tests/e2e/vnc_imgcmp.py "$1" "$1" | sed -n 's/.* \([0-9]*\) non-black.*/\1/p'; }
+tmux -L "$sock" send-keys F8
+until_ok 10 bash -c "tmux -L $sock capture-pane -p | grep -q 'Ctrl+Alt+Del'" || fail "F8 shows no menu"
+tmux -L "$sock" send-keys 2
+tty2_blank() {
+	"$KVCON" --log-file "$tmp/vt.log" vnc "unix:$QEMU_GUEST_VNC" --screenshot "$tmp/vt.png" --quiet-ms 300 \
+		--timeout 2 >/dev/null 2>&1 && [ "$(lit "$tmp/vt.png")" -lt 200 ]
+}
+until_ok 20 tty2_blank || fail "Ctrl+Alt+F2 from the menu did not switch the guest's console"
+tmux -L "$sock" send-keys F8 1
+compare_via back-on-tty1 "unix:$QEMU_GUEST_VNC"
+[ "$(lit "$tmp/back-on-tty1.png")" -gt 5000 ] || fail "Ctrl+Alt+F1 did not bring the shell back"
+echo "  menu: Ctrl+Alt+F2 and Ctrl+Alt+F1 sent through F8"
 tmux -L "$sock" send-keys C-]
 until_ok 10 bash -c "tmux -L $sock capture-pane -p | grep -q 'KVCON-EXIT=0'" || fail "Ctrl+] did not leave with 0"
 echo "  Ctrl+] left the display, exit 0"
