@@ -9,6 +9,7 @@
 #include "core/xmalloc.h"
 #include "kube/cmd_diagnose.h"
 #include "kube/cmd_get.h"
+#include "ui/ui.h"
 
 #ifndef KVCON_VERSION
 #define KVCON_VERSION "0.1.0"
@@ -173,10 +174,8 @@ int main(int argc, char **argv)
 		usage(stdout);
 		return EXIT_OK;
 	}
-	if (n == 0) {
-		fprintf(stderr, "kvcon: the dashboard is not built yet\n");
-		return EXIT_USAGE;
-	}
+	if (n == 0)
+		return ui_main();
 	for (size_t i = 0; i < NCOMMANDS; i++)
 		if (strcmp(args[0], commands[i].name) == 0)
 			return commands[i].fn(n, args);

@@ -895,3 +895,29 @@ void vnc_pointer(struct vnc *v, int x, int y, int mask)
 	struct vnc_input in = { .key = false, .x = x, .y = y, .buttons = mask };
 	queue_input(v, &in);
 }
+
+bool vnc_menu_send(struct vnc *v, int key)
+{
+	static const char fkeys[] = "1234567890-=";
+	const char *f = key > 0 && key < 0x80 ? strchr(fkeys, key) : NULL;
+	if (f && *f) {
+		uint32_t seq[3] = { XK_Control_L, XK_Alt_L, (uint32_t)(XK_F1 + (f - fkeys)) };
+		vnc_key_combo(v, seq, 3);
+		return true;
+	}
+	static const struct {
+		int key;
+		uint32_t seq[3];
+		int n;
+	} named[] = {
+		{ 'd', { XK_Control_L, XK_Alt_L, XK_Delete }, 3 },
+		{ 'p', { XK_Print, 0, 0 }, 1 },
+		{ 'f', { XK_F8, 0, 0 }, 1 },
+	};
+	for (size_t i = 0; i < sizeof named / sizeof named[0]; i++)
+		if (named[i].key == key) {
+			vnc_key_combo(v, named[i].seq, named[i].n);
+			return true;
+		}
+	return false;
+}

@@ -59,5 +59,10 @@ void vnc_key(struct vnc *v, uint32_t keysym, bool down);
 /* Press and release keysyms in order, then release in reverse (Ctrl+Alt+Del is {Control_L, Alt_L, Delete}). */
 void vnc_key_combo(struct vnc *v, const uint32_t *keysyms, int n);
 void vnc_pointer(struct vnc *v, int x, int y, int mask);
+/* The send-key menu's keys (after F8): 'd' Ctrl+Alt+Del, '1'..'9' '0' '-' '=' Ctrl+Alt+F1..F12, 'p' Print,
+ * 'f' F8 itself. Returns false for any other key (the caller's own menu keys). */
+bool vnc_menu_send(struct vnc *v, int key);
+/* The menu's text, for status lines. */
+#define VNC_MENU_HELP "d Ctrl+Alt+Del  1-9 0 - = Ctrl+Alt+F1..F12  p Print  f F8"
 
 #endif

@@ -341,27 +341,26 @@ static struct lin_vm *vm_get(struct lineage *l, struct source *src, const char *
 
 /* ---- classification ---- */
 
-static bool vm_wants_run(const struct vm *vm)
-{
-	if (vm == NULL)
-		return false;
-	const char *last = NULL;
-	for (int i = 0; i < vm->nscr; i++)
-		last = vm->scr[i].action;
-	if (last && strcmp(last, "Stop") == 0)
-		return false;
-	if (last && strcmp(last, "Start") == 0)
-		return true;
-	return util_str_eq(vm->run_strategy, "Always") || util_str_eq(vm->run_strategy, "RerunOnFailure");
-}
-
+/* How an execution that just ended ended, from its last phase and the VM's intent at that moment. A VMI that
+ * reaches Succeeded because it is being deleted (stop, restart) is judged by the intent too: restarted when the
+ * VM still wants to run (it will be replaced by a new VMI UID), stopped otherwise. */
 static enum lineage_end classify(const struct lineage_exec *e, const struct vm *vm)
 {
 	if (util_str_eq(e->phase, "Failed"))
 		return LIN_FAILED;
-	if (util_str_eq(e->phase, "Succeeded"))
+	if (vm == NULL)
 		return LIN_STOPPED;
-	return vm_wants_run(vm) ? LIN_RESTARTED : LIN_STOPPED;
+	const char *last = NULL;
+	for (int i = 0; i < vm->nscr; i++)
+		last = vm->scr[i].action;
+	if (util_str_eq(last, "Stop"))
+		return LIN_STOPPED;
+	if (util_str_eq(last, "Start"))
+		return LIN_RESTARTED;
+	bool always = util_str_eq(vm->run_strategy, "Always");
+	if (util_str_eq(e->phase, "Succeeded")) /* RerunOnFailure respects a guest shutdown */
+		return always ? LIN_RESTARTED : LIN_STOPPED;
+	return always || util_str_eq(vm->run_strategy, "RerunOnFailure") ? LIN_RESTARTED : LIN_STOPPED;
 }
 
 static const struct vm *vm_of(struct lineage *l, const struct lin_vm *v)
@@ -441,14 +440,11 @@ static void vmi_seen(struct lineage *l, const struct vmi *vmi)
 		struct lin_vm *v = vm_get(l, vmi->o.src, vmi->o.ns, vmi->o.name);
 		x = hmap_get(&l->by_vmi, key); /* the history may know it */
 		/* executions still open under another UID have been replaced */
-		const struct vm *vm = vm_of(l, v);
 		for (size_t i = 0; i < v->n; i++) {
 			struct lin_exec *o = v->ex[i];
 			if (o != x && o->pub.how == LIN_RUNNING) {
-				enum lineage_end how = util_str_eq(o->pub.phase, "Failed") ? LIN_FAILED
-						       : util_str_eq(o->pub.phase, "Succeeded") ? LIN_STOPPED
-						       : vm_wants_run(vm) ? LIN_RESTARTED : LIN_LOST;
-				end_exec(l, o, how, vmi->o.created);
+				/* its end was not seen (kvcon was not watching): only a recorded failure is known */
+				end_exec(l, o, util_str_eq(o->pub.phase, "Failed") ? LIN_FAILED : LIN_LOST, vmi->o.created);
 				persist(o);
 			}
 		}
@@ -492,7 +488,7 @@ static void vmi_seen(struct lineage *l, const struct vmi *vmi)
 		changed = true;
 	}
 	if (x->pub.how == LIN_RUNNING && (util_str_eq(vmi->phase, "Failed") || util_str_eq(vmi->phase, "Succeeded"))) {
-		end_exec(l, x, util_str_eq(vmi->phase, "Failed") ? LIN_FAILED : LIN_STOPPED, phase_time(vmi, vmi->phase));
+		end_exec(l, x, classify(&x->pub, vm_of(l, x->vm)), phase_time(vmi, vmi->phase));
 		changed = true;
 	}
 	if (changed)
@@ -557,9 +553,9 @@ static void vm_seen(struct lineage *l, const struct vm *vm)
 			continue;
 		if (now - x->ended_seen > LIN_SETTLE_SECS || x->ended_seen == 0)
 			continue;
-		enum lineage_end how = classify(&x->pub, vm);
-		if (how == LIN_STOPPED) {
-			x->pub.how = how;
+		const char *last = vm->nscr ? vm->scr[vm->nscr - 1].action : NULL;
+		if (util_str_eq(vm->run_strategy, "Halted") || util_str_eq(last, "Stop")) {
+			x->pub.how = LIN_STOPPED;
 			persist(x);
 		}
 	}

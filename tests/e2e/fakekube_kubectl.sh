@@ -149,6 +149,48 @@ for k in s:
 ' "$tmp/$kind.json" "$tmp/$kind.state.json" "$plural" || fail "-o json $kind differs from /fake/state"
 done
 
+# 5b. kubectl create/patch/delete with KubeVirt's example manifest (OpenAPI v3 lets kubectl
+# validate on the server side); the fake controllers start the VM when runStrategy becomes Always.
+cat >"$tmp/cirros.yaml" <<'YAML'
+apiVersion: kubevirt.io/v1
+kind: VirtualMachine
+metadata:
+  name: vm-cirros
+  labels:
+    kubevirt.io/vm: vm-cirros
+spec:
+  runStrategy: Halted
+  template:
+    metadata:
+      labels:
+        kubevirt.io/vm: vm-cirros
+    spec:
+      domain:
+        devices:
+          disks:
+          - disk:
+              bus: virtio
+            name: containerdisk
+        memory:
+          guest: 128Mi
+      volumes:
+      - containerDisk:
+          image: registry:5000/kubevirt/cirros-container-disk-demo:devel
+        name: containerdisk
+YAML
+k create -n ns-02 -f "$tmp/cirros.yaml" >/dev/null || fail "kubectl create vm"
+k get vm -n ns-02 vm-cirros --no-headers | grep -q ' Stopped ' || fail "created VM not Stopped"
+k patch vm -n ns-02 vm-cirros --type merge -p '{"spec":{"runStrategy":"Always"}}' >/dev/null || fail "kubectl patch"
+deadline=$(($(date +%s) + 20))
+until k get vmi -n ns-02 vm-cirros --no-headers 2>/dev/null | grep -q ' Running '; do
+	[ "$(date +%s)" -lt $deadline ] || fail "vm-cirros VMI never Running"
+	sleep 0.2
+done
+k get pods -n ns-02 -l kubevirt.io/created-by="$(k get vmi -n ns-02 vm-cirros -o jsonpath='{.metadata.uid}')" --no-headers |
+	grep -q '^virt-launcher-vm-cirros-[a-z0-9]*  *2/2  *Running' || fail "vm-cirros launcher pod"
+k delete vm -n ns-02 vm-cirros >/dev/null || fail "kubectl delete"
+k get vmi -n ns-02 vm-cirros >/dev/null 2>&1 && fail "VMI survived its VM"
+
 # 6. 401 with a wrong token, with the apiserver's message.
 if k --token not-the-token get vm -A >"$tmp/401.out" 2>&1; then fail "wrong token accepted"; fi
 grep -q 'Unauthorized' "$tmp/401.out" || fail "401 message: $(cat "$tmp/401.out")"

@@ -180,6 +180,9 @@ class Handler(BaseHTTPRequestHandler):
     # ------------------------------------------------------------ plumbing
 
     def setup(self):
+        # headers and body go out in one write, but a watch writes small chunks:
+        # without TCP_NODELAY, Nagle + delayed ACK stall each of them ~40 ms
+        self.request.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         ctx = getattr(self.server, "ssl_context", None)
         if ctx is not None:
             self.request.settimeout(10)
@@ -199,9 +202,9 @@ class Handler(BaseHTTPRequestHandler):
         self.send_header("Audit-Id", "fakekube")
         for k, v in (headers or {}).items():
             self.send_header(k, v)
-        self.end_headers()
-        if self.command != "HEAD":
-            self.wfile.write(body)
+        # one write for headers and body (end_headers would flush the headers alone)
+        self._headers_buffer.append(b"\r\n" + (body if self.command != "HEAD" else b""))
+        self.flush_headers()
 
     def send_error_status(self, err):
         self.send_body(err.code, dumps(err.status()), headers=err.headers)
@@ -222,7 +225,7 @@ class Handler(BaseHTTPRequestHandler):
         return b""
 
     def json_body(self):
-        raw = self.read_body()
+        raw = self.body
         if not raw.strip():
             return {}
         try:
@@ -280,6 +283,9 @@ class Handler(BaseHTTPRequestHandler):
         self.params = {k: v[-1] for k, v in urllib.parse.parse_qs(url.query, keep_blank_values=True).items()}
         route = parse_route(url.path, app.kubevirt)
         app.count(method, route.pattern)
+        # always consume the body (DELETE carries DeleteOptions): on a kept-alive
+        # connection leftover bytes would be read as the next request
+        self.body = self.read_body()
         try:
             user = self.authenticate()
             if user is None:
@@ -290,6 +296,8 @@ class Handler(BaseHTTPRequestHandler):
                 return self.fake_api(method, route.name)
             if route.kind == "discovery":
                 return self.discovery(route, url.path)
+            if url.path.startswith("/openapi/v3"):
+                return self.openapi_v3(url.path)
             if route.kind == "other":
                 raise ApiError(404, "NotFound", "the server could not find the requested resource")
             if route.kind == "subresource":
@@ -349,6 +357,27 @@ class Handler(BaseHTTPRequestHandler):
                                               "preferredVersion": gv[0]}))
         return self.send_body(200, dumps(resource_list(route.group, route.version)))
 
+    # ------------------------------------------------------------ OpenAPI v3
+
+    def openapi_v3(self, path):
+        """Just enough OpenAPI v3 for kubectl create/apply: every write operation
+        declares the fieldValidation parameter (kubectl then validates on the
+        server side, which accepts anything) and every kind has a schema that
+        preserves unknown fields."""
+        gvs = [("", "v1")] + ([(g, v) for g, vs in GROUPS.items() if g == "kubevirt.io" for v in vs]
+                              if self.app.kubevirt else [])
+        if path.rstrip("/") == "/openapi/v3":
+            paths = {}
+            for g, v in gvs:
+                key = "api/v1" if not g else "apis/%s/%s" % (g, v)
+                paths[key] = {"serverRelativeURL": "/openapi/v3/%s?hash=fakekube" % key}
+            return self.send_body(200, dumps({"paths": paths}))
+        rel = path[len("/openapi/v3/"):].strip("/")
+        for g, v in gvs:
+            if rel == ("api/v1" if not g else "apis/%s/%s" % (g, v)):
+                return self.send_body(200, dumps(openapi_doc(g, v)))
+        raise ApiError(404, "NotFound", "the server could not find the requested resource")
+
     # ------------------------------------------------------------ authorization
 
     def authorize(self, user, verb, res, ns, name=None, sub=None):
@@ -402,6 +431,10 @@ class Handler(BaseHTTPRequestHandler):
                     if st.get("namespaces", "", md["namespace"]) is None:
                         raise ApiError(404, "NotFound", 'namespaces "%s" not found' % md["namespace"],
                                        {"name": md["namespace"], "kind": "namespaces"})
+                if res.group == "kubevirt.io" or route.plural == "pods":
+                    # status is the controllers' business: dropped on create, as for
+                    # CRDs with a status subresource
+                    obj["status"] = {}
                 if self.params.get("dryRun"):
                     return self.send_body(201, dumps(obj))
                 out = st.create(route.plural, obj)
@@ -606,7 +639,10 @@ class Handler(BaseHTTPRequestHandler):
             if err:
                 return error_event(err)
             for e in initial:
-                self.chunk(encode("ADDED", e))
+                line = encode("ADDED", e)
+                if app.fault("drop"):
+                    return self.drop_mid_chunk(line)
+                self.chunk(line)
             self.wfile.flush()
             next_bm = time.monotonic() + app.bookmark_interval
             while True:
@@ -782,6 +818,7 @@ class Handler(BaseHTTPRequestHandler):
                 app.backends.pop(key, None)
         elif what == "apply":
             items = body.get("items") if body.get("kind", "").endswith("List") or "items" in body else [body]
+            react = body.get("react", True) if "items" in body else True
             out = []
             with st.lock:
                 for obj in items:
@@ -793,10 +830,12 @@ class Handler(BaseHTTPRequestHandler):
                     exists = st.get(plural, md.get("namespace", ""), md.get("name", "")) is not None
                     if exists:
                         o = st.replace(plural, obj)
-                        cl.on_updated(plural, o)
+                        if react:
+                            cl.on_updated(plural, o)
                     else:
                         o = st.create(plural, obj)
-                        cl.on_created(plural, o)
+                        if react:
+                            cl.on_created(plural, o)
                     out.append(st.get(plural, md.get("namespace", ""), o["metadata"]["name"]))
             return self.send_body(200, dumps({"items": out}))
         elif what == "delete":
@@ -942,3 +981,28 @@ def resource_list(group, version):
             out["resources"].append({"name": p + "/status", "singularName": "", "namespaced": r.namespaced,
                                      "kind": r.kind, "verbs": ["get", "patch", "update"]})
     return out
+
+
+def openapi_doc(group, version):
+    fv = {"name": "fieldValidation", "in": "query", "schema": {"type": "string", "uniqueItems": True}}
+    paths, schemas = {}, {}
+    base = "/api/v1" if not group else "/apis/%s/%s" % (group, version)
+    for p, r in RESOURCES.items():
+        if r.group != group or r.version != version:
+            continue
+        sname = ("io.k8s.api.core.v1." if not group else "io.kubevirt.v1.") + r.kind
+        ref = {"$ref": "#/components/schemas/" + sname}
+        body = {"content": {"application/json": {"schema": ref}}}
+        ok = {"200": {"description": "OK", "content": {"application/json": {"schema": ref}}}}
+        gvk = [{"group": group, "version": version, "kind": r.kind}]
+        coll = base + ("/namespaces/{namespace}/" if r.namespaced else "/") + p
+        paths[coll] = {"post": {"parameters": [fv], "requestBody": body, "responses": ok,
+                                "x-kubernetes-action": "post", "x-kubernetes-group-version-kind": gvk[0]}}
+        paths[coll + "/{name}"] = {
+            verb: {"parameters": [fv], "requestBody": body, "responses": ok,
+                   "x-kubernetes-action": act, "x-kubernetes-group-version-kind": gvk[0]}
+            for verb, act in (("put", "put"), ("patch", "patch"))}
+        schemas[sname] = {"type": "object", "x-kubernetes-preserve-unknown-fields": True,
+                          "x-kubernetes-group-version-kind": gvk}
+    return {"openapi": "3.0.0", "info": {"title": "fakekube", "version": "v1.32.4"},
+            "paths": paths, "components": {"schemas": schemas}}

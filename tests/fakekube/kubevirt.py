@@ -103,7 +103,8 @@ class Cluster:
     def idle(self):
         """True when no state transition is pending (tests poll this)."""
         with self.store.lock:
-            return not self.timers and not self.busy
+            # every flow advances through timers; a flow without one has reached its end
+            return not self.timers
 
     # ---------------------------------------------------------------- rng helpers
 
@@ -184,7 +185,11 @@ class Cluster:
     def build_vmi(self, vm, created=None):
         created = created or time.time()
         md = vm["metadata"]
-        spec = json.loads(json.dumps(vm["spec"]["template"]["spec"]))
+        tpl = vm["spec"].setdefault("template", {})
+        spec = json.loads(json.dumps(tpl.get("spec") or {}))
+        dom = spec.setdefault("domain", {})
+        dom.setdefault("devices", {})
+        dom.setdefault("memory", {}).setdefault("guest", "128Mi")
         spec["domain"]["firmware"] = {"uuid": new_uid(self.rng), "serial": new_uid(self.rng)}
         spec["domain"]["features"] = {"acpi": {"enabled": True}}
         spec["evictionStrategy"] = "None"
@@ -193,7 +198,7 @@ class Cluster:
             "metadata": {
                 "name": md["name"], "namespace": md["namespace"], "uid": self.uid(), "generation": 1,
                 "creationTimestamp": ts(created),
-                "labels": dict(vm["spec"]["template"]["metadata"].get("labels") or {}),
+                "labels": dict((tpl.get("metadata") or {}).get("labels") or {}),
                 "annotations": {"kubevirt.io/latest-observed-api-version": "v1",
                                 "kubevirt.io/storage-observed-api-version": "v1",
                                 "kubevirt.io/vm-generation": str(md.get("generation", 1))},
@@ -226,7 +231,7 @@ class Cluster:
                   "kubevirt.io/vm": vm_name}
         if migration_uid:
             labels["kubevirt.io/migrationJobUID"] = migration_uid
-        mem = vmi["spec"]["domain"]["memory"]["guest"]
+        mem = ((vmi.get("spec") or {}).get("domain") or {}).get("memory", {}).get("guest", "128Mi")
         pod = {
             "apiVersion": "v1", "kind": "Pod",
             "metadata": {
@@ -390,7 +395,7 @@ class Cluster:
 
     @staticmethod
     def set_cond(obj, c):
-        conds = obj["status"].setdefault("conditions", [])
+        conds = obj.setdefault("status", {}).setdefault("conditions", [])
         for i, old in enumerate(conds):
             if old["type"] == c["type"]:
                 if old["status"] == c["status"]:
@@ -401,7 +406,7 @@ class Cluster:
 
     @staticmethod
     def del_cond(obj, typ):
-        conds = obj["status"].get("conditions") or []
+        conds = obj.setdefault("status", {}).get("conditions") or []
         obj["status"]["conditions"] = [c for c in conds if c["type"] != typ]
 
     @staticmethod
@@ -413,7 +418,7 @@ class Cluster:
 
     def vmi_phase(self, vmi, phase, t=None):
         t = t or time.time()
-        st = vmi["status"]
+        st = vmi.setdefault("status", {})
         if st.get("phase") == phase:
             return
         st["phase"] = phase
@@ -421,7 +426,7 @@ class Cluster:
             {"phase": phase, "phaseTransitionTimestamp": ts(t)})
 
     def vm_status(self, vm, printable, vmi_exists=None, ready=None, t=None):
-        st = vm["status"]
+        st = vm.setdefault("status", {})
         st["printableStatus"] = printable
         st["runStrategy"] = vm["spec"].get("runStrategy", "Halted")
         if vmi_exists is not None:
@@ -634,7 +639,7 @@ class Cluster:
                    pod["metadata"]["name"], 1)
 
     def _missing_claim(self, vm):
-        for v in vm["spec"]["template"]["spec"].get("volumes", []):
+        for v in ((vm["spec"].get("template") or {}).get("spec") or {}).get("volumes", []):
             if "persistentVolumeClaim" in v:
                 return v["persistentVolumeClaim"]["claimName"]
         return vm["metadata"]["name"] + "-disk"
@@ -752,8 +757,8 @@ class Cluster:
             def vf(o):
                 pts = o["status"]["phaseTransitionTimestamps"]
                 self._vmi_running(o, pod, node, ip, phase_t0, 0, agent=False)
-                o["status"]["phaseTransitionTimestamps"] = pts
-                self.vmi_phase(o, "Running", phase_t0)
+                o["status"]["phaseTransitionTimestamps"] = pts + [
+                    {"phase": "Running", "phaseTransitionTimestamp": ts(phase_t0)}]
                 if scen == "ready-false":
                     self.set_cond(o, self.cond("Ready", "False", "ContainersNotReady",
                                                "containers with unready status: [compute]"))
@@ -795,7 +800,7 @@ class Cluster:
         self.later(self.step, self._start_step, ns, name, vmi_uid, pod_name, nxt)
 
     def _restart_required(self, vm):
-        vm["spec"]["template"]["spec"]["domain"]["memory"]["guest"] = "256Mi"
+        vm["spec"]["template"]["spec"]["domain"].setdefault("memory", {})["guest"] = "256Mi"
         vm["metadata"]["generation"] = 2
         vm["status"]["desiredGeneration"] = 2
         vm["status"]["observedGeneration"] = 1
@@ -1270,6 +1275,13 @@ class Cluster:
             self.reconcile_vm(ns, name)
         elif plural == "virtualmachineinstances" and not self._owner_uid(obj):
             # a standalone VMI: virt-controller creates its launcher pod
+            def init(o):
+                o["metadata"].setdefault("labels", {})
+                o.setdefault("spec", {}).setdefault("domain", {}).setdefault("memory", {}).setdefault("guest", "128Mi")
+                o["status"] = {"phase": "Pending", "conditions": [], "guestOSInfo": {},
+                               "phaseTransitionTimestamps": [{"phase": "Pending",
+                                                              "phaseTransitionTimestamp": now_iso()}]}
+            obj = self.store.update("virtualmachineinstances", ns, name, init)
             pod = self.build_pod(obj)
             self.store.create("pods", pod)
             self.emit(obj, "SuccessfulCreate", "Created virtual machine pod %s" % pod["metadata"]["name"])

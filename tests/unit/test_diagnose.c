@@ -162,6 +162,22 @@ static void test_rule_coverage(void)
 	}
 }
 
+/* Every rule is documented in the man page. */
+static void test_rules_documented(void)
+{
+	char *man = util_read_file("man/kvcon.1", NULL);
+	T_CHECK(man != NULL);
+	size_t n;
+	const struct diag_rule *r = diag_rules(&n);
+	for (size_t i = 0; man && i < n; i++) {
+		bool found = strstr(man, r[i].id) != NULL;
+		T_CHECK(found);
+		if (!found)
+			fprintf(stderr, "  rule %s missing from man/kvcon.1\n", r[i].id);
+	}
+	free(man);
+}
+
 static void test_stuck_launcher_text(void)
 {
 	struct loaded l;
@@ -213,7 +229,7 @@ static void test_engine_commands(void)
 	engine_src->server = xstrdup("qemu:///system");
 	T_CHECK(load_fixture("vm-halted.json", engine_src, &l) == 0);
 	const struct diag_finding *f = diag_find(l.diag, "vm-halted");
-	T_CHECK(f && strcmp(f->cmd, "kvcon -c qemu:///system engine start testvm") == 0);
+	T_CHECK(f && strcmp(f->cmd, "kvcon -c qemu:///system -n default engine start testvm") == 0);
 	unload(&l);
 	T_CHECK(load_fixture("launcher-crashloop.json", engine_src, &l) == 0);
 	for (size_t i = 0; i < l.diag->nfindings; i++)
@@ -320,6 +336,7 @@ int main(void)
 	engine_src = source_new(SOURCE_ENGINE, "host");
 	test_all_fixtures();
 	test_rule_coverage();
+	test_rules_documented();
 	test_stuck_launcher_text();
 	test_halted_text();
 	test_engine_commands();

@@ -1,0 +1,11 @@
+/* The panes a VM can open, one row each: the console and VNC modules fill in `open` with their constructor
+ * (a view with raw input that gives focus back on Ctrl+]). */
+#include <stddef.h>
+
+#include "ui/view.h"
+
+const struct view_pane_entry view_panes[] = {
+	{ 'c', "console", "serial console of the VM in a pane (Ctrl+] leaves)", NULL },
+	{ 'v', "vnc", "VNC display of the VM in a pane (Ctrl+] leaves)", NULL },
+};
+const size_t view_npanes = sizeof view_panes / sizeof view_panes[0];
