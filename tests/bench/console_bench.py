@@ -100,6 +100,28 @@ def tmux(*args):
     return subprocess.run(["tmux", "-L", SOCK, "-f", "/dev/null"] + list(args), capture_output=True, text=True).stdout
 
 
+def run_kvcon(tmp, target, data, t0k):
+    """kvcon console on target in a tmux session; returns (seconds, kvcon CPU seconds, ms until on screen)."""
+    log = os.path.join(tmp, "guest-%d.log" % len(os.listdir(tmp)))
+    tmux("new-session", "-d", "-s", "b", "-x", "200", "-y", "60", "bash --norc --noprofile")
+    tmux("send-keys", "-t", "b", "%s console %s --log %s 2>%s/err; exit" % (KVCON, target, log, tmp), "Enter")
+    if not wait(lambda: t0k, 20):
+        sys.exit("kvcon did not connect to %s" % target)
+    out = subprocess.run(["pgrep", "-n", "-f", "console %s" % target], capture_output=True, text=True).stdout.split()
+    pid = int(out[0])
+    cpu0 = proc_cpu(pid)
+    ok = wait(lambda: os.path.exists(log) and os.path.getsize(log) >= len(data), 120, 0.001)
+    t1 = time.monotonic()
+    cpu1 = proc_cpu(pid)
+    if not ok:
+        sys.exit("kvcon processed only %d of %d bytes" % (os.path.getsize(log), len(data)))
+    shown = wait(lambda: "BENCH-END-MARKER" in tmux("capture-pane", "-p", "-t", "b"), 10, 0.01)
+    shown_ms = (time.monotonic() - t1) * 1000 if shown else -1
+    tmux("send-keys", "-t", "b", "C-]")
+    tmux("kill-session", "-t", "b")
+    return t1 - t0k[0], cpu1 - cpu0, shown_ms
+
+
 def throughput(tmp):
     data = payload()
     t0k = []
@@ -118,25 +140,11 @@ def throughput(tmp):
         # that probe connection made websockify connect to the server once: forget its timestamp
         time.sleep(0.3)
         t0k.clear()
-        log = os.path.join(tmp, "guest.log")
-        tmux("new-session", "-d", "-s", "b", "-x", "200", "-y", "60", "bash --norc --noprofile")
-        tmux("send-keys", "-t", "b", "%s console ws://127.0.0.1:%d/ --log %s 2>%s/err; exit" % (KVCON, wport, log, tmp), "Enter")
-        if not wait(lambda: t0k, 20):
-            sys.exit("kvcon did not connect")
-        pid = int(subprocess.run(["pgrep", "-n", "-f", "console ws://127.0.0.1:%d" % wport], capture_output=True,
-                                 text=True).stdout.split()[0])
-        cpu0 = proc_cpu(pid)
-        ok = wait(lambda: os.path.exists(log) and os.path.getsize(log) >= len(data), 120, 0.001)
-        t1 = time.monotonic()
-        cpu1 = proc_cpu(pid)
-        if not ok:
-            sys.exit("kvcon processed only %d of %d bytes" % (os.path.getsize(log), len(data)))
-        shown = wait(lambda: "BENCH-END-MARKER" in tmux("capture-pane", "-p", "-t", "b"), 10, 0.01)
-        t_shown = time.monotonic()
-        kv_s = t1 - t0k[0]
-        tmux("send-keys", "-t", "b", "C-]")
-        tmux("kill-session", "-t", "b")
-
+        runs = []
+        for label, target in (("WebSocket via websockify", "ws://127.0.0.1:%d/" % wport),
+                              ("raw TCP, no WebSocket", "tcp:127.0.0.1:%d" % srv.getsockname()[1])):
+            runs.append((label,) + run_kvcon(tmp, target, data, t0k))
+            t0k.clear()
         # tmux alone absorbing the same bytes from the same kind of server
         t0t = []
         srv2 = serve_once(data, t0t)
@@ -153,11 +161,11 @@ def throughput(tmp):
         tmux("kill-session", "-t", "t")
         srv2.close()
         mb = len(data) / 1e6
-        print("throughput: %.1f MB guest output" % mb)
-        print("  kvcon (WebSocket via websockify + libvterm + ncurses in tmux): %.3f s = %.1f MB/s, kvcon CPU %.2f s%s"
-              % (kv_s, mb / kv_s, cpu1 - cpu0, "" if shown else " (end marker NOT seen on screen)"))
-        print("  kvcon's own cost: %.1f MB of guest output per CPU second of kvcon" % (mb / max(cpu1 - cpu0, 1e-6)))
-        print("  end marker on screen %.0f ms after the last byte was processed" % ((t_shown - t1) * 1000))
+        print("throughput: %.1f MB guest output, pane 200x59 in tmux" % mb)
+        for label, kv_s, cpu, shown_ms in runs:
+            print("  kvcon (%s + libvterm + ncurses): %.3f s = %.1f MB/s; kvcon CPU %.2f s = %.1f MB per CPU second;"
+                  " end marker on screen %s" % (label, kv_s, mb / kv_s, cpu, mb / max(cpu, 1e-6),
+                                                 "%.0f ms later" % shown_ms if shown_ms >= 0 else "NOT SEEN"))
         print("  tmux alone absorbing the same bytes (raw TCP client writing to its tty): %.3f s = %.1f MB/s"
               % (tm_s, mb / tm_s))
     finally:
