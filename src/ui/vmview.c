@@ -15,6 +15,7 @@
 #include "ui/draw.h"
 #include "ui/pager.h"
 #include "ui/theme.h"
+#include "ui/sources.h"
 #include "ui/ui.h"
 
 #define MAX_LINES 64
@@ -258,8 +259,8 @@ static void draw(struct view *v, const struct region *r)
 	attrset((attr_t)theme_attr(THEME_BORDER));
 	mvhline(r->y, r->x, ACS_HLINE, r->w);
 	char t[600];
-	snprintf(t, sizeof t, " VM %s/%s%s%s ", vv->ns, vv->name, source_count() > 1 ? " @" : "",
-		 source_count() > 1 ? vv->src->name : "");
+	snprintf(t, sizeof t, " VM %s/%s%s%s ", vv->ns, vv->name, sources_live_count() > 1 ? " @" : "",
+		 sources_live_count() > 1 ? vv->src->name : "");
 	draw_text(r->y, r->x + (r->w - draw_width(t)) / 2, r->w, theme_attr(THEME_TITLE_ACTIVE), t);
 	int body_y = r->y + 1, body_h = r->h - 1;
 	int ev_h = body_h / 3 < 4 ? (body_h >= 8 ? 4 : 0) : body_h / 3;
