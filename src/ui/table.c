@@ -492,8 +492,8 @@ static void draw(struct view *v, const struct region *r)
 static void move_sel(struct view *v, long delta)
 {
 	struct tview *t = v->priv;
-	if (t->last_build == 0)
-		rebuild(t); /* keys typed before the first frame */
+	if (t->stale)
+		rebuild(t); /* a key acts on the current rows, not the last frame's */
 	if (t->n == 0)
 		return;
 	long s = (long)t->sel + delta;
@@ -766,7 +766,7 @@ const struct table_spec *table_view_spec(const struct view *v)
 struct obj *table_view_selected(struct view *v)
 {
 	struct tview *t = v->priv;
-	if (t->stale && t->last_build == 0)
+	if (t->stale)
 		rebuild(t);
 	return t->n && t->sel < t->n ? t->rows[t->sel] : NULL;
 }

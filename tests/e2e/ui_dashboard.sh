@@ -4,7 +4,7 @@
 # resize, quit with the terminal restored.
 . "$(dirname "$0")/ui_lib.sh"
 
-fk_start --vms 40 --scenario weird --step 0.2
+fk_start --vms 40 --scenario weird,stuck-launcher --step 0.2
 kv_start -A
 
 wait_for 'VirtualMachines\(all\)\[4[0-9]\]' 10
@@ -70,6 +70,14 @@ keys Escape; wait_gone '</'
 # enter opens the VM view; y the YAML; esc back
 keys Enter; wait_for '─ VM +'; wait_for ' VMI '; wait_for 'launcher pod'
 keys y; wait_for '\(YAML\)'; wait_for 'apiVersion: kubevirt.io/v1'
+keys Escape; keys Escape; wait_for 'VirtualMachines\(all\)'
+
+# the four-boundary view of a VM whose launcher cannot be scheduled: the pod boundary is the stalled one, and
+# `d` quotes the event
+cmd "vm default/stuck-launcher"; wait_for ' VM default/stuck-launcher '
+wait_for ' launcher pod +(failed|waiting) ' 15
+wait_for ' VM +progressed '
+keys d; wait_for 'walkthrough default/stuck-launcher'; wait_for 'FailedScheduling' 5
 keys Escape; keys Escape; wait_for 'VirtualMachines\(all\)'
 
 # help from the key table

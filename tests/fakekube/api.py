@@ -664,7 +664,7 @@ class Handler(BaseHTTPRequestHandler):
                             last = st.rv
                             break
                         wake = deadline if not bookmarks else min(deadline, next_bm)
-                        st.cond.wait(max(0.001, wake - nowm))
+                        st.conds[route.plural].wait(max(0.001, wake - nowm))
                     cur_rv = st.rv
                 if not evs:
                     next_bm = time.monotonic() + app.bookmark_interval
@@ -868,11 +868,11 @@ class Handler(BaseHTTPRequestHandler):
         elif what == "expire-watches":
             with st.lock:
                 app.watch_expire_gen += 1
-                st.cond.notify_all()
+                st.wake_all_watchers()
         elif what == "drop-watches":
             with st.lock:
                 app.watch_gen += 1
-                st.cond.notify_all()
+                st.wake_all_watchers()
         elif what == "fail-vmi":
             with st.lock:
                 cl.fail_vmi(body["namespace"], body["name"])

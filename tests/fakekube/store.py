@@ -238,6 +238,8 @@ class Store:
     def __init__(self, history=2000, snapshot_ttl=300.0, snapshots_max=200):
         self.lock = threading.RLock()
         self.cond = threading.Condition(self.lock)
+        # one condition per resource: a write wakes only that resource's watchers
+        self.conds = {p: threading.Condition(self.lock) for p in RESOURCES}
         self.rv = 1
         self.history_max = history
         self.objs = {p: {} for p in RESOURCES}
@@ -264,7 +266,7 @@ class Store:
             self.compacted[plural] = rvs[cut - 1]
             del rvs[:cut]
             del evs[:cut]
-        self.cond.notify_all()
+        self.conds[plural].notify_all()
         for h in self.hooks:
             h(plural, typ, entry.obj, prev.obj if prev else None)
 
@@ -445,3 +447,8 @@ class Store:
             for p in RESOURCES:
                 out[p] = [self.objs[p][k].obj for k in self.keys[p]]
             return out
+
+    def wake_all_watchers(self):
+        with self.lock:
+            for c in self.conds.values():
+                c.notify_all()
