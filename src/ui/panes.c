@@ -7,6 +7,6 @@
 
 const struct view_pane_entry view_panes[] = {
 	{ 'c', "console", "serial console of the VM in a pane (Ctrl+] leaves)", NULL },
-	{ 'v', "vnc", "VNC display of the VM in a pane (Ctrl+] leaves, F8 send-key menu)", vnc_view_open },
+	{ 'v', "vnc", "VNC display of the VM in a pane (Ctrl+] leaves)", vnc_view_open },
 };
 const size_t view_npanes = sizeof view_panes / sizeof view_panes[0];
