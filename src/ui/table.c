@@ -14,6 +14,7 @@
 #include "ui/draw.h"
 #include "ui/screen.h"
 #include "ui/theme.h"
+#include "ui/sources.h"
 #include "ui/ui.h"
 
 #define CELL_MAX 256
@@ -131,7 +132,7 @@ bool table_filter_match(const struct table_filter *f, const struct obj *o, const
 /* ---- layout ---- */
 
 int table_layout(const struct table_col *cols, size_t ncols, const bool *shown, char *const *cells, size_t nrows,
-		 int width, int *w)
+		 int width, int sort_col, int *w)
 {
 	int total = 0, nshown = 0;
 	for (size_t c = 0; c < ncols; c++) {
@@ -148,6 +149,8 @@ int table_layout(const struct table_col *cols, size_t ncols, const bool *shown, 
 		}
 		if (cols[c].maxw && m > cols[c].maxw)
 			m = cols[c].maxw;
+		if ((int)c == sort_col && m < draw_width(cols[c].title) + 1)
+			m = draw_width(cols[c].title) + 1; /* the sort arrow */
 		w[c] = m;
 		total += m;
 		nshown++;
@@ -157,7 +160,9 @@ int table_layout(const struct table_col *cols, size_t ncols, const bool *shown, 
 	while (total > width) {
 		size_t widest = ncols;
 		for (size_t c = 0; c < ncols; c++) {
-			int floor = draw_width(cols[c].title) > 4 ? 4 : draw_width(cols[c].title);
+			int floor = draw_width(cols[c].title) + ((int)c == sort_col);
+			if (floor > 4 && cols[c].maxw > 20)
+				floor = 4; /* wide free-text columns give way first */
 			if (w[c] > floor && (widest == ncols || w[c] > w[widest]))
 				widest = c;
 		}
@@ -336,7 +341,7 @@ static bool col_shown(const struct table_col *c)
 	if (c->visibility == TABLE_COL_ALL_NS)
 		return ui_namespace() == NULL;
 	if (c->visibility == TABLE_COL_MULTI_SOURCE)
-		return source_count() > 1;
+		return sources_live_count() > 1;
 	return true;
 }
 
@@ -437,7 +442,7 @@ static void draw(struct view *v, const struct region *r)
 			cells[i * nc + c] = b;
 		}
 	}
-	table_layout(spec->cols, nc, shown, cells, nvis, r->w - 2, w);
+	table_layout(spec->cols, nc, shown, cells, nvis, r->w - 2, t->sort_col, w);
 	/* header */
 	int hattr = theme_attr(THEME_TABLE_HEADER);
 	draw_fill(r->y + 1, r->x, r->w, theme_attr(THEME_NORMAL));
@@ -487,8 +492,8 @@ static void draw(struct view *v, const struct region *r)
 static void move_sel(struct view *v, long delta)
 {
 	struct tview *t = v->priv;
-	if (t->last_build == 0)
-		rebuild(t); /* keys typed before the first frame */
+	if (t->stale)
+		rebuild(t); /* a key acts on the current rows, not the last frame's */
 	if (t->n == 0)
 		return;
 	long s = (long)t->sel + delta;
@@ -761,7 +766,7 @@ const struct table_spec *table_view_spec(const struct view *v)
 struct obj *table_view_selected(struct view *v)
 {
 	struct tview *t = v->priv;
-	if (t->stale && t->last_build == 0)
+	if (t->stale)
 		rebuild(t);
 	return t->n && t->sel < t->n ? t->rows[t->sel] : NULL;
 }

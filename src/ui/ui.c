@@ -477,8 +477,8 @@ int ui_run(struct store *st)
 	struct kvcon_opts *o = opts_global();
 	U.st = st;
 	U.readonly = U.readonly || o->readonly;
-	if (U.ns == NULL && o->ns && !o->all_ns)
-		U.ns = intern(o->ns);
+	if (U.ns == NULL && !o->all_ns && (o->ns || sources_kube_scope()))
+		U.ns = intern(o->ns ? o->ns : sources_kube_scope());
 	loop_init();
 	U.listener = store_listen(st, on_store, NULL);
 	const char *theme = o->theme;
@@ -528,6 +528,7 @@ int ui_main(void)
 	}
 	free(err);
 	int rc = ui_run(st);
+	sources_free();
 	source_free_all();
 	store_free(st);
 	loop_fini();
