@@ -29,6 +29,8 @@
 
 enum prompt_mode { PROMPT_NONE, PROMPT_TEXT, PROMPT_CONFIRM };
 
+static uint64_t start_ms;
+
 static struct {
 	struct store *st;
 	int listener;
@@ -474,6 +476,8 @@ static void on_store(void *arg, enum obj_kind kind, const struct obj *old, const
 
 int ui_run(struct store *st)
 {
+	if (start_ms == 0)
+		start_ms = util_now_ms();
 	struct kvcon_opts *o = opts_global();
 	U.st = st;
 	U.readonly = U.readonly || o->readonly;
@@ -509,8 +513,14 @@ int ui_run(struct store *st)
 	return rc;
 }
 
+uint64_t ui_start_ms(void)
+{
+	return start_ms;
+}
+
 int ui_main(void)
 {
+	start_ms = util_now_ms();
 	struct kvcon_opts *o = opts_global();
 	if (log_open(o->log) < 0)
 		fprintf(stderr, "kvcon: cannot open the log file; continuing without\n");
