@@ -469,6 +469,13 @@ static void on_tick(void *arg)
 static void on_store(void *arg, enum obj_kind kind, const struct obj *old, const struct obj *new_)
 {
 	(void)arg;
+	static bool first_vm_logged;
+	if (!first_vm_logged && kind == OBJ_VM && new_) {
+		/* with "first rows drawn" in the log: how much of the first paint is kvcon's own time */
+		first_vm_logged = true;
+		log_info("ui: first VM object in the store %llu ms after start",
+			 (unsigned long long)(util_now_ms() - start_ms));
+	}
 	view_store_changed(kind, old, new_);
 	header_store_changed(kind);
 	screen_dirty();
