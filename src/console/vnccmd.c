@@ -239,7 +239,7 @@ static void shot_event(struct vnc *v, enum vnc_event ev, void *arg)
 static void shot_tick(void *arg)
 {
 	struct shot *s = arg;
-	uint64_t last, n = vnc_updates(s->v, &last), now = loop_now();
+	uint64_t last, n = vnc_updates(s->v, &last), now = util_now_ms();
 	bool quiet = n > 0 && now - last >= (uint64_t)s->o->quiet_ms;
 	bool late = now - s->start >= (uint64_t)s->o->timeout_s * 1000;
 	if (quiet || (late && n > 0)) {
@@ -270,7 +270,7 @@ static void shot_tick(void *arg)
 
 static int run_screenshot(const struct vopts *o)
 {
-	struct shot s = { o, NULL, loop_now(), EXIT_API };
+	struct shot s = { o, NULL, util_now_ms(), EXIT_API };
 	char *err = NULL;
 	s.v = open_session(o, shot_event, &s, &err);
 	if (s.v == NULL) {

@@ -100,7 +100,7 @@ mkdir -p "$tmp/fk"
 $py tests/fakekube/fakekube.py --dir "$tmp/fk" --vms 2 --namespaces 1 --step 0.1 >"$tmp/fakekube.log" 2>&1 &
 pids+=($!)
 $py tests/fakekube/fkctl.py "$tmp/fk" wait 60 >/dev/null || fail "fakekube did not start"
-vmi=$($py tests/fakekube/fkctl.py "$tmp/fk" names virtualmachineinstances | head -1)
+vmi=$($py tests/fakekube/fkctl.py "$tmp/fk" names virtualmachineinstances | sed -n 1p)
 $py tests/fakekube/fkctl.py "$tmp/fk" post /fake/backend \
 	"{\"namespace\":\"${vmi%/*}\",\"name\":\"${vmi#*/}\",\"kind\":\"vnc\",\"unix\":\"$QEMU_GUEST_VNC\"}" \
 	>/dev/null || fail "fakekube: backend not set"

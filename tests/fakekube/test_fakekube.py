@@ -305,6 +305,23 @@ class TestListAndWatch(Base):
         code, st = fk.req("GET", "/fake/state", token=fk.ns_token)
         self.assertEqual(code, 403)
 
+    def test_token_rotation_and_latency(self):
+        fk = self.fk
+        old = fk.token
+        fk.ok("POST", "/fake/latency", {"seconds": 0.3})
+        t = time.monotonic()
+        fk.ok("GET", VMS + "?limit=1")
+        self.assertGreaterEqual(time.monotonic() - t, 0.3)
+        fk.ok("POST", "/fake/latency", {"seconds": 0})
+        fk.ok("POST", "/fake/token", {"token": "rotated-token"})
+        try:
+            self.assertEqual(fk.req("GET", VMS + "?limit=1", token=old)[0], 401)
+            self.assertEqual(fk.req("GET", VMS + "?limit=1", token="rotated-token")[0], 200)
+            self.assertEqual(fkctl.read(fk.dir, "token"), "rotated-token")
+        finally:
+            fk.req("POST", "/fake/token", {"token": old}, token="rotated-token")
+        self.assertEqual(fk.req("GET", VMS + "?limit=1")[0], 200)
+
     def test_request_counters_separate_mutations(self):
         fk = self.fk
         fk.ok("POST", "/fake/requests/reset")
