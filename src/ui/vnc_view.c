@@ -5,10 +5,6 @@
  * colour. Keys go to the guest while the pane is focused; Ctrl+] gives focus back, F8 opens the send-key menu. */
 #include "ui/vnc_view.h"
 
-/* Until the dashboard's view interface (ui/view.h, the UI module's) is in the tree this file compiles to nothing;
- * the guard goes once it is. */
-#if __has_include("ui/view.h") && __has_include("ui/draw.h")
-
 #include <curses.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -300,5 +296,3 @@ struct view *vnc_view_open(struct obj *vm, char **err)
 	w->view->pane = true;
 	return w->view;
 }
-
-#endif

@@ -93,7 +93,7 @@ sed 's|.*/||' "$tmp/vm.state" | sort >"$tmp/vm.names"
 sed 's|^virtualmachine.kubevirt.io/||' "$tmp/chunk.out" | sort >"$tmp/chunk.names"
 cmp -s "$tmp/vm.names" "$tmp/chunk.names" || fail "chunked names differ"
 
-# 4. watch: kubectl get vm -w sees a stop issued through the subresource.
+# 4. watch: kubectl get vm -A -w sees a stop issued through the subresource.
 fkctl state virtualmachines >"$tmp/vms.json"
 vm=$("$PY" -c '
 import json, sys
@@ -101,20 +101,20 @@ st = json.load(open(sys.argv[1]))
 print(next(v["metadata"]["name"] for v in st["virtualmachines"]
            if v["metadata"]["namespace"] == "ns-01" and v["status"]["printableStatus"] == "Running"))
 ' "$tmp/vms.json")
-k get vm -n ns-01 -w >"$tmp/watch.out" 2>"$tmp/watch.err" &
+k get vm -A -w >"$tmp/watch.out" 2>"$tmp/watch.err" &
 wpid=$!
 pids="$pids $wpid"
 deadline=$(($(date +%s) + 20))
-until grep -q "^$vm " "$tmp/watch.out"; do
+until grep -q "^ns-01  *$vm " "$tmp/watch.out"; do
 	[ "$(date +%s)" -lt $deadline ] || fail "watch never listed $vm"
 	sleep 0.1
 done
 fkctl action ns-01 "$vm" stop >/dev/null || fail "stop subresource"
-until grep -q "^$vm  *[0-9a-z]*  *Stopped  *False" "$tmp/watch.out"; do
+until grep -q "^ns-01  *$vm  *[0-9a-z]*  *Stopped  *False" "$tmp/watch.out"; do
 	[ "$(date +%s)" -lt $deadline ] || { cat "$tmp/watch.out" >&2; fail "watch did not print $vm Stopped"; }
 	sleep 0.1
 done
-grep -q "^$vm  *[0-9a-z]*  *Stopping " "$tmp/watch.out" || fail "watch missed the Stopping transition"
+grep -q "^ns-01  *$vm  *[0-9a-z]*  *Stopping " "$tmp/watch.out" || fail "watch missed the Stopping transition"
 kill "$wpid" 2>/dev/null || true
 # a second stop is a 409 Conflict with KubeVirt's message
 fkctl action ns-01 "$vm" stop 2>/dev/null >"$tmp/conflict.out" && fail "second stop accepted"

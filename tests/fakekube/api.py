@@ -4,6 +4,7 @@ watch, Table output, writes, KubeVirt subresources, fault injection, and the
 """
 
 import json
+import os
 import socket
 import threading
 import time
@@ -134,6 +135,7 @@ class App:
         self.watches = 0
         self.backends = {}  # (ns, name, kind) -> {"unix": path} | {"tcp": "host:port"}
         self.port = 0
+        self.latency = opts.latency
 
     def count(self, method, pattern):
         key = method + " " + pattern
@@ -186,6 +188,25 @@ class Handler(BaseHTTPRequestHandler):
         ctx = getattr(self.server, "ssl_context", None)
         if ctx is not None:
             self.request.settimeout(10)
+            first = b""
+            try:
+                first = self.request.recv(1, socket.MSG_PEEK)
+            except OSError:
+                pass
+            if first and first != b"\x16":
+                # plain HTTP on the TLS port: answer like kube-apiserver (Go's net/http) does
+                try:
+                    # drain the request first: closing with unread bytes would send a RST
+                    self.request.settimeout(0.2)
+                    self.request.recv(65536)
+                    self.request.sendall(b"HTTP/1.0 400 Bad Request\r\n\r\n"
+                                         b"Client sent an HTTP request to an HTTPS server.\n")
+                    self.request.shutdown(socket.SHUT_WR)
+                except OSError:
+                    pass
+                finally:
+                    self.request.close()
+                raise ConnectionAbortedError("plain HTTP request on the HTTPS port")
             try:
                 self.request = ctx.wrap_socket(self.request, server_side=True)
             except Exception:
@@ -290,6 +311,8 @@ class Handler(BaseHTTPRequestHandler):
             user = self.authenticate()
             if user is None:
                 raise ApiError(401, "Unauthorized", "Unauthorized")
+            if app.latency > 0 and route.kind != "fake":
+                time.sleep(app.latency)
             if route.kind == "fake":
                 if not user.admin:
                     raise ApiError(403, "Forbidden", "the fake control API needs the admin token")
@@ -664,7 +687,7 @@ class Handler(BaseHTTPRequestHandler):
                             last = st.rv
                             break
                         wake = deadline if not bookmarks else min(deadline, next_bm)
-                        st.cond.wait(max(0.001, wake - nowm))
+                        st.conds[route.plural].wait(max(0.001, wake - nowm))
                     cur_rv = st.rv
                 if not evs:
                     next_bm = time.monotonic() + app.bookmark_interval
@@ -856,6 +879,15 @@ class Handler(BaseHTTPRequestHandler):
                     return self.send_body(200, dumps({"idle": True, "resourceVersion": str(st.rv)}))
                 time.sleep(0.02)
             raise ApiError(504, "Timeout", "simulator still busy")
+        elif what == "latency":
+            app.latency = float(body.get("seconds", 0))
+        elif what == "token":
+            # rotate the admin token (exec-credential tests): the old one gets 401 from now on
+            app.token = body["token"]
+            path = os.path.join(app.opts.dir, "token")
+            with open(path + ".tmp", "w") as f:
+                f.write(app.token + "\n")
+            os.replace(path + ".tmp", path)
         elif what == "step":
             cl.step = float(body.get("seconds", cl.step))
         elif what == "compact":
@@ -868,11 +900,11 @@ class Handler(BaseHTTPRequestHandler):
         elif what == "expire-watches":
             with st.lock:
                 app.watch_expire_gen += 1
-                st.cond.notify_all()
+                st.wake_all_watchers()
         elif what == "drop-watches":
             with st.lock:
                 app.watch_gen += 1
-                st.cond.notify_all()
+                st.wake_all_watchers()
         elif what == "fail-vmi":
             with st.lock:
                 cl.fail_vmi(body["namespace"], body["name"])
