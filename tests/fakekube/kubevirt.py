@@ -7,6 +7,7 @@ consistent data: VM -> VMI (ownerReference uid = VM uid) -> virt-launcher pod
 Transitions happen on a timer thread, one phase per `step` seconds.
 """
 
+import bisect
 import heapq
 import json
 import random
@@ -463,7 +464,6 @@ class Cluster:
         ns, uid = vmi["metadata"]["namespace"], vmi["metadata"]["uid"]
         st = self.store
         keys = st.keys["pods"]
-        import bisect
         lo = bisect.bisect_left(keys, (ns, "virt-launcher-"))
         hi = bisect.bisect_left(keys, (ns, "virt-launcher.\x00"))
         out = []
