@@ -41,6 +41,7 @@
 #include "core/buf.h"
 #include "core/log.h"
 #include "core/loop.h"
+#include "core/util.h"
 #include "core/xmalloc.h"
 
 /* 8192 x 8192 at most along each side, 32 Mpixels (128 MiB) in all: no real guest display is larger. */
@@ -237,6 +238,14 @@ static void set_error(struct vnc *v, const char *msg)
 	pthread_mutex_unlock(&v->mu);
 }
 
+/* Copies the session's error (else fallback) into out. */
+static void error_or(struct vnc *v, char *out, size_t n, const char *fallback)
+{
+	pthread_mutex_lock(&v->mu);
+	snprintf(out, n, "%s", v->error ? v->error : fallback);
+	pthread_mutex_unlock(&v->mu);
+}
+
 /* ---- libvncclient callbacks (session thread) ---- */
 
 static struct vnc *vnc_of(rfbClient *c)
@@ -376,7 +385,7 @@ static void cb_finished(rfbClient *c)
 	struct pending *p = pending_of(c);
 	pthread_mutex_lock(&v->mu);
 	v->updates++;
-	v->last_update_ms = loop_now();
+	v->last_update_ms = util_now_ms(); /* not loop_now(): that is the loop thread's */
 	if (v->fb && c->frameBuffer && v->w == c->width && v->h == c->height) {
 		size_t stride = (size_t)v->w * 4;
 		if (p->all) {
@@ -520,7 +529,7 @@ static void *vnc_thread(void *arg)
 	c->width = c->si.framebufferWidth;
 	c->height = c->si.framebufferHeight;
 	if (!c->MallocFrameBuffer(c)) {
-		snprintf(why, sizeof why, "%.300s", v->error ? v->error : "cannot allocate the framebuffer");
+		error_or(v, why, sizeof why, "cannot allocate the framebuffer");
 		goto out;
 	}
 	pthread_mutex_lock(&v->mu);
@@ -560,8 +569,8 @@ static void *vnc_thread(void *arg)
 				quit = v->quit;
 				pthread_mutex_unlock(&v->mu);
 				if (!quit)
-					snprintf(why, sizeof why, "%.300s", v->error ? v->error : *vnc_last_err ? vnc_last_err
-											  : "VNC server closed the connection");
+					error_or(v, why, sizeof why,
+						 *vnc_last_err ? vnc_last_err : "VNC server closed the connection");
 				break;
 			}
 		}
@@ -788,15 +797,24 @@ bool vnc_is_connected(const struct vnc *v)
 	return c;
 }
 
-/* error and name are written once by the thread before it posts the event that makes the UI read them */
+/* error and name are set once and kept until the session is destroyed: the pointer read under the lock stays
+ * valid for the caller */
 const char *vnc_error(const struct vnc *v)
 {
-	return v->error ? v->error : "";
+	struct vnc *m = (struct vnc *)v;
+	pthread_mutex_lock(&m->mu);
+	const char *e = v->error ? v->error : "";
+	pthread_mutex_unlock(&m->mu);
+	return e;
 }
 
 const char *vnc_desktop_name(const struct vnc *v)
 {
-	return v->name ? v->name : "";
+	struct vnc *m = (struct vnc *)v;
+	pthread_mutex_lock(&m->mu);
+	const char *n = v->name ? v->name : "";
+	pthread_mutex_unlock(&m->mu);
+	return n;
 }
 
 void vnc_size(struct vnc *v, int *w, int *h)

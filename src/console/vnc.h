@@ -44,7 +44,7 @@ const char *vnc_error(const struct vnc *v);
 const char *vnc_desktop_name(const struct vnc *v);
 /* The current framebuffer size (0x0 before VNC_CONNECTED). */
 void vnc_size(struct vnc *v, int *w, int *h);
-/* FramebufferUpdate messages received so far, and the loop time (ms) of the last one. */
+/* FramebufferUpdate messages received so far, and when the last one arrived (util_now_ms). */
 uint64_t vnc_updates(struct vnc *v, uint64_t *last_ms);
 
 /* Brings f up to date with the framebuffer for a grid of cols x rows cells: only the damaged cells when the

@@ -8,6 +8,7 @@
 #include "core/xmalloc.h"
 #include "model/source.h"
 #include "model/store.h"
+#include "ui/sources.h"
 #include "ui/ui.h"
 #include "ui/view.h"
 #include "ui/vmview.h"
@@ -94,7 +95,7 @@ void ui_action(enum action act, const struct obj *vm)
 		if (action_rows[i].confirm) {
 			char q[600];
 			snprintf(q, sizeof q, "%s VM %s/%s%s%s?", action_rows[i].verb, vm->ns, vm->name,
-				 source_count() > 1 ? " on " : "", source_count() > 1 ? vm->src->name : "");
+				 sources_live_count() > 1 ? " on " : "", sources_live_count() > 1 ? vm->src->name : "");
 			ui_confirm(q, run, p, pending_free);
 			return;
 		}

@@ -164,21 +164,25 @@ void header_draw(const struct region *r, const struct store *st, bool readonly, 
 	int x = r->x;
 	x += draw_text(r->y, x, w, theme_attr(THEME_LOGO), " kvcon ");
 	int src_lines = r->h >= 4 ? 2 : 1;
-	size_t n = source_count();
+	struct source *live[8];
+	size_t n = 0;
+	for (size_t i = 0; i < source_count() && n < 8; i++)
+		if (!source_get(i)->closed)
+			live[n++] = source_get(i);
 	if (n == 0)
 		draw_text(r->y, x, w - x, theme_attr(THEME_BAD), "no sources (no kubeconfig, no engine)");
 	if (n == 1) {
 		/* one source: its details, then its watches on the next line */
-		source_info(r->y, x, w, source_get(0));
+		source_info(r->y, x, w, live[0]);
 		if (src_lines > 1)
-			source_watch(r->y + 1, x, w, source_get(0), false);
+			source_watch(r->y + 1, x, w, live[0], false);
 		else
-			source_watch(r->y, x + 60, w, source_get(0), false);
+			source_watch(r->y, x + 60, w, live[0], false);
 	} else {
 		for (size_t s = 0; s < n && (int)s < src_lines; s++) {
 			int y0 = r->y + (int)s;
-			int xx = source_watch(y0, x, w, source_get(s), true);
-			source_info(y0, xx, w, source_get(s));
+			int xx = source_watch(y0, x, w, live[s], true);
+			source_info(y0, xx, w, live[s]);
 		}
 	}
 	if (n > (size_t)src_lines) {
@@ -212,7 +216,7 @@ void header_draw(const struct region *r, const struct store *st, bool readonly, 
 		y = r->y + 3;
 		x = r->x + 1;
 		for (size_t s = 0; s < n && x < end; s++) {
-			struct source *src = source_get(s);
+			struct source *src = live[s];
 			if (src->notice)
 				x += draw_text(y, x, end - x, theme_attr(THEME_WAIT), src->notice) + 2;
 			for (int k = 0; k < OBJ_KIND_COUNT && x < end; k++) {

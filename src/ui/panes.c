@@ -3,9 +3,10 @@
 #include <stddef.h>
 
 #include "ui/view.h"
+#include "ui/vnc_view.h"
 
 const struct view_pane_entry view_panes[] = {
 	{ 'c', "console", "serial console of the VM in a pane (Ctrl+] leaves)", NULL },
-	{ 'v', "vnc", "VNC display of the VM in a pane (Ctrl+] leaves)", NULL },
+	{ 'v', "vnc", "VNC display of the VM in a pane (Ctrl+] leaves)", vnc_view_open },
 };
 const size_t view_npanes = sizeof view_panes / sizeof view_panes[0];

@@ -25,4 +25,10 @@ void sources_namespace_changed(struct store *st, const char *ns);
 const char *const *sources_context_names(size_t *n);
 const char *sources_current_context(void);
 
+/* Sources not retired by a context switch. */
+size_t sources_live_count(void);
+/* The namespace the kube source watches (NULL: all). */
+const char *sources_kube_scope(void);
+void sources_free(void);
+
 #endif

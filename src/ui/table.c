@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/log.h"
 #include "core/loop.h"
 #include "core/util.h"
 #include "core/xmalloc.h"
@@ -14,6 +15,7 @@
 #include "ui/draw.h"
 #include "ui/screen.h"
 #include "ui/theme.h"
+#include "ui/sources.h"
 #include "ui/ui.h"
 
 #define CELL_MAX 256
@@ -131,7 +133,7 @@ bool table_filter_match(const struct table_filter *f, const struct obj *o, const
 /* ---- layout ---- */
 
 int table_layout(const struct table_col *cols, size_t ncols, const bool *shown, char *const *cells, size_t nrows,
-		 int width, int *w)
+		 int width, int sort_col, int *w)
 {
 	int total = 0, nshown = 0;
 	for (size_t c = 0; c < ncols; c++) {
@@ -148,6 +150,8 @@ int table_layout(const struct table_col *cols, size_t ncols, const bool *shown, 
 		}
 		if (cols[c].maxw && m > cols[c].maxw)
 			m = cols[c].maxw;
+		if ((int)c == sort_col && m < draw_width(cols[c].title) + 1)
+			m = draw_width(cols[c].title) + 1; /* the sort arrow */
 		w[c] = m;
 		total += m;
 		nshown++;
@@ -157,7 +161,9 @@ int table_layout(const struct table_col *cols, size_t ncols, const bool *shown, 
 	while (total > width) {
 		size_t widest = ncols;
 		for (size_t c = 0; c < ncols; c++) {
-			int floor = draw_width(cols[c].title) > 4 ? 4 : draw_width(cols[c].title);
+			int floor = draw_width(cols[c].title) + ((int)c == sort_col);
+			if (floor > 4 && cols[c].maxw > 20)
+				floor = 4; /* wide free-text columns give way first */
 			if (w[c] > floor && (widest == ncols || w[c] > w[widest]))
 				widest = c;
 		}
@@ -226,6 +232,7 @@ static bool ns_match(const struct obj *o, const char *ns)
 
 static void rebuild(struct tview *t)
 {
+	uint64_t t0 = util_now_ms();
 	const struct store *st = ui_store();
 	const char *ns = ui_namespace();
 	t->n = 0;
@@ -266,6 +273,8 @@ static void rebuild(struct tview *t)
 		t->sel = t->n ? t->n - 1 : 0;
 	t->sel_obj = t->n ? t->rows[t->sel] : NULL;
 	t->stale = false;
+	log_debug("ui: %s index rebuilt: %zu rows in %llu ms", t->spec->name, t->n,
+		  (unsigned long long)(util_now_ms() - t0));
 	t->last_build = util_now_ms();
 	t->built_ns = ns ? ns : "";
 	t->built_sources = source_count();
@@ -336,7 +345,7 @@ static bool col_shown(const struct table_col *c)
 	if (c->visibility == TABLE_COL_ALL_NS)
 		return ui_namespace() == NULL;
 	if (c->visibility == TABLE_COL_MULTI_SOURCE)
-		return source_count() > 1;
+		return sources_live_count() > 1;
 	return true;
 }
 
@@ -393,7 +402,8 @@ static void draw(struct view *v, const struct region *r)
 		t->stale = true;
 	if (t->stale) {
 		uint64_t due = t->last_build + 1000 / TABLE_RESORT_HZ;
-		if (t->last_build == 0 || now >= due)
+		/* an empty index is rebuilt at once: the first page must paint without waiting */
+		if (t->last_build == 0 || now >= due || t->n == 0)
 			rebuild(t);
 		else
 			arm_timer(v, due - now);
@@ -437,7 +447,7 @@ static void draw(struct view *v, const struct region *r)
 			cells[i * nc + c] = b;
 		}
 	}
-	table_layout(spec->cols, nc, shown, cells, nvis, r->w - 2, w);
+	table_layout(spec->cols, nc, shown, cells, nvis, r->w - 2, t->sort_col, w);
 	/* header */
 	int hattr = theme_attr(THEME_TABLE_HEADER);
 	draw_fill(r->y + 1, r->x, r->w, theme_attr(THEME_NORMAL));
@@ -477,6 +487,12 @@ static void draw(struct view *v, const struct region *r)
 	}
 	if (progress[0])
 		draw_cell(r->y + r->h - 1, r->x, r->w, theme_attr(THEME_WAIT), progress, false);
+	static bool first_rows_logged;
+	if (nvis && !first_rows_logged) {
+		first_rows_logged = true;
+		log_info("ui: first rows drawn %llu ms after start (%zu rows in the index)",
+			 (unsigned long long)(util_now_ms() - ui_start_ms()), t->n);
+	}
 	free(store_buf);
 	if (next_flash_end)
 		arm_timer(v, next_flash_end > now ? next_flash_end - now + 1 : 1);
@@ -487,8 +503,8 @@ static void draw(struct view *v, const struct region *r)
 static void move_sel(struct view *v, long delta)
 {
 	struct tview *t = v->priv;
-	if (t->last_build == 0)
-		rebuild(t); /* keys typed before the first frame */
+	if (t->stale)
+		rebuild(t); /* a key acts on the current rows, not the last frame's */
 	if (t->n == 0)
 		return;
 	long s = (long)t->sel + delta;
@@ -761,7 +777,7 @@ const struct table_spec *table_view_spec(const struct view *v)
 struct obj *table_view_selected(struct view *v)
 {
 	struct tview *t = v->priv;
-	if (t->stale && t->last_build == 0)
+	if (t->stale)
 		rebuild(t);
 	return t->n && t->sel < t->n ? t->rows[t->sel] : NULL;
 }

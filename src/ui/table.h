@@ -79,8 +79,8 @@ void table_filter_free(struct table_filter *f);
 bool table_filter_match(const struct table_filter *f, const struct obj *o, const char *rowtext);
 
 /* Column widths for a frame: fills w[ncols] (0 = hidden) so that they fit into width, from the header and the
- * given cell texts (cells[row * ncols + col]). Returns the total. */
+ * given cell texts (cells[row * ncols + col]); the sorted column gets room for its arrow. Returns the total. */
 int table_layout(const struct table_col *cols, size_t ncols, const bool *shown, char *const *cells, size_t nrows,
-		 int width, int *w);
+		 int width, int sort_col, int *w);
 
 #endif

@@ -317,7 +317,7 @@ static const struct {
 	enum theme_elem elem;
 } status_map[] = {
 	{ "Running", THEME_OK }, { "Ready", THEME_OK }, { "Succeeded", THEME_OK }, { "Normal", THEME_NORMAL },
-	{ "live", THEME_OK }, { "True", THEME_OK }, { "progressed", THEME_OK },
+	{ "live", THEME_OK }, { "True", THEME_OK }, { "progressed", THEME_OK }, { "not reached", THEME_DIM },
 	{ "Stopped", THEME_OFF }, { "Halted", THEME_OFF }, { "Paused", THEME_WAIT }, { "not expected", THEME_OFF },
 	{ "Starting", THEME_WAIT }, { "Stopping", THEME_WAIT }, { "Provisioning", THEME_WAIT },
 	{ "Terminating", THEME_WAIT }, { "Migrating", THEME_WAIT }, { "Pending", THEME_WAIT },

@@ -29,6 +29,8 @@
 
 enum prompt_mode { PROMPT_NONE, PROMPT_TEXT, PROMPT_CONFIRM };
 
+static uint64_t start_ms;
+
 static struct {
 	struct store *st;
 	int listener;
@@ -467,6 +469,13 @@ static void on_tick(void *arg)
 static void on_store(void *arg, enum obj_kind kind, const struct obj *old, const struct obj *new_)
 {
 	(void)arg;
+	static bool first_vm_logged;
+	if (!first_vm_logged && kind == OBJ_VM && new_) {
+		/* with "first rows drawn" in the log: how much of the first paint is kvcon's own time */
+		first_vm_logged = true;
+		log_info("ui: first VM object in the store %llu ms after start",
+			 (unsigned long long)(util_now_ms() - start_ms));
+	}
 	view_store_changed(kind, old, new_);
 	header_store_changed(kind);
 	screen_dirty();
@@ -474,11 +483,13 @@ static void on_store(void *arg, enum obj_kind kind, const struct obj *old, const
 
 int ui_run(struct store *st)
 {
+	if (start_ms == 0)
+		start_ms = util_now_ms();
 	struct kvcon_opts *o = opts_global();
 	U.st = st;
 	U.readonly = U.readonly || o->readonly;
-	if (U.ns == NULL && o->ns && !o->all_ns)
-		U.ns = intern(o->ns);
+	if (U.ns == NULL && !o->all_ns && (o->ns || sources_kube_scope()))
+		U.ns = intern(o->ns ? o->ns : sources_kube_scope());
 	loop_init();
 	U.listener = store_listen(st, on_store, NULL);
 	const char *theme = o->theme;
@@ -509,8 +520,14 @@ int ui_run(struct store *st)
 	return rc;
 }
 
+uint64_t ui_start_ms(void)
+{
+	return start_ms;
+}
+
 int ui_main(void)
 {
+	start_ms = util_now_ms();
 	struct kvcon_opts *o = opts_global();
 	if (log_open(o->log) < 0)
 		fprintf(stderr, "kvcon: cannot open the log file; continuing without\n");
@@ -528,6 +545,7 @@ int ui_main(void)
 	}
 	free(err);
 	int rc = ui_run(st);
+	sources_free();
 	source_free_all();
 	store_free(st);
 	loop_fini();

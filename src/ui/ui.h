@@ -5,6 +5,7 @@
 #define KVCON_UI_UI_H
 
 #include <stdbool.h>
+#include <stdint.h>
 
 #include "model/obj.h"
 #include "model/source.h"
@@ -12,6 +13,8 @@
 struct store;
 
 int ui_main(void);
+/* util_now_ms() when the dashboard started (first-paint figures). */
+uint64_t ui_start_ms(void);
 
 /* Runs the dashboard on an existing store and sources (ui_main after opening the sources; tests feed their own). */
 int ui_run(struct store *st);

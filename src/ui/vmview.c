@@ -10,11 +10,14 @@
 #include "core/loop.h"
 #include "core/util.h"
 #include "core/xmalloc.h"
+#include "model/chain.h"
+#include "model/diagnose.h"
 #include "model/source.h"
 #include "model/store.h"
 #include "ui/draw.h"
 #include "ui/pager.h"
 #include "ui/theme.h"
+#include "ui/sources.h"
 #include "ui/ui.h"
 
 #define MAX_LINES 64
@@ -187,8 +190,12 @@ static void draw_panel(const struct panel *p, int y, int x, int h, int w)
 	attrset((attr_t)b);
 	mvhline(y, x, ACS_HLINE, w);
 	char t[96];
-	snprintf(t, sizeof t, " %s%s%s ", p->title, p->verdict ? ": " : "", p->verdict ? p->verdict : "");
-	draw_text(y, x + 1, w - 2, theme_attr(THEME_TITLE_ACTIVE), t);
+	snprintf(t, sizeof t, " %s ", p->title);
+	int used = draw_text(y, x + 1, w - 2, theme_attr(THEME_TITLE_ACTIVE), t);
+	if (p->verdict) {
+		snprintf(t, sizeof t, " %s ", p->verdict);
+		draw_text(y, x + 1 + used, w - 2 - used, theme_status_attr(p->verdict), t);
+	}
 	for (int i = 0; i < h - 1; i++) {
 		draw_fill(y + 1 + i, x, w, theme_attr(THEME_NORMAL));
 		if (i < p->nlines)
@@ -254,12 +261,29 @@ static void draw(struct view *v, const struct region *r)
 	vmi_panel(&P[1], vmi);
 	pod_panel(&P[2], pod, vmi);
 	guest_panel(&P[3], vmi);
+	/* each boundary's verdict from the diagnosis of the chain (built per frame: cheap for one VM) */
+	struct chain *ch = chain_build(st, vv->src, vv->ns, vv->name);
+	struct diag *dg = ch ? diag_run(ch, util_wall_s()) : NULL;
+	for (int b = 0; dg && b < DIAG_NBOUNDARY && b < 4; b++) {
+		P[b].verdict = diag_verdict_name(dg->verdict[b]);
+		int fi = dg->decided_by[b];
+		if (fi >= 0 && (size_t)fi < dg->nfindings && dg->findings[fi].summary) {
+			/* the deciding rule's summary first: why this boundary stopped */
+			memmove(&P[b].lines[1], &P[b].lines[0], (MAX_LINES - 1) * sizeof P[b].lines[0]);
+			if (P[b].nlines < MAX_LINES)
+				P[b].nlines++;
+			snprintf(P[b].lines[0].text, sizeof P[b].lines[0].text, "%s", dg->findings[fi].summary);
+			P[b].lines[0].attr = theme_attr(dg->verdict[b] == DIAG_FAILED ? THEME_BAD : THEME_WAIT);
+		}
+	}
+	diag_free(dg);
+	chain_free(ch);
 	/* title */
 	attrset((attr_t)theme_attr(THEME_BORDER));
 	mvhline(r->y, r->x, ACS_HLINE, r->w);
 	char t[600];
-	snprintf(t, sizeof t, " VM %s/%s%s%s ", vv->ns, vv->name, source_count() > 1 ? " @" : "",
-		 source_count() > 1 ? vv->src->name : "");
+	snprintf(t, sizeof t, " VM %s/%s%s%s ", vv->ns, vv->name, sources_live_count() > 1 ? " @" : "",
+		 sources_live_count() > 1 ? vv->src->name : "");
 	draw_text(r->y, r->x + (r->w - draw_width(t)) / 2, r->w, theme_attr(THEME_TITLE_ACTIVE), t);
 	int body_y = r->y + 1, body_h = r->h - 1;
 	int ev_h = body_h / 3 < 4 ? (body_h >= 8 ? 4 : 0) : body_h / 3;
@@ -332,8 +356,22 @@ static enum view_result k_yaml(struct view *v)
 }
 static enum view_result k_diag(struct view *v)
 {
-	(void)v;
-	ui_error("the walkthrough needs model/diagnose (not in this build yet)");
+	struct vmview *vv = v->priv;
+	struct chain *ch = chain_build(ui_store(), vv->src, vv->ns, vv->name);
+	if (ch == NULL) {
+		ui_error("the VM is gone");
+		return VIEW_DONE;
+	}
+	struct diag *dg = diag_run(ch, util_wall_s());
+	struct buf b;
+	buf_init(&b);
+	diag_format_text(dg, ch, &b);
+	char title[600];
+	snprintf(title, sizeof title, "walkthrough %s/%s", vv->ns, vv->name);
+	view_push(pager_new(title, b.data ? b.data : ""));
+	buf_free(&b);
+	diag_free(dg);
+	chain_free(ch);
 	return VIEW_DONE;
 }
 

@@ -1,7 +1,8 @@
 #!/bin/bash
 # kvcon vnc against QEMU's own VNC server on a TCG guest (tests/lab): the framebuffer kvcon received (--screenshot)
 # is pixel-equal to QEMU's screendump of the same guest once the screen is quiet, reached directly (unix socket),
-# through websockify (a real WebSocket peer, ws://) and through kvcon's own --proxy-only port; a command typed in
+# through websockify (a real WebSocket peer, ws://), through fakekube's vnc subresource (NS/NAME) and through
+# kvcon's own --proxy-only port; a command typed in
 # the full-screen display (tmux) reaches the guest's tty1 shell and writes a marker to ttyS0; Ctrl+] gives the
 # terminal back. A second display of the same guest asks for a password (VncAuth).
 set -u
@@ -90,6 +91,27 @@ if command -v websockify >/dev/null; then
 	compare_via websockify "ws://127.0.0.1:$port/"
 else
 	echo "  websockify: not installed, WebSocket case skipped"
+fi
+
+# NS/NAME through fakekube: the VMI's vnc subresource WebSocket (TLS, bearer token, plain.kubevirt.io), bridged
+# by fakekube to QEMU's VNC socket
+py=${FAKEKUBE_PYTHON:-python3}
+mkdir -p "$tmp/fk"
+$py tests/fakekube/fakekube.py --dir "$tmp/fk" --vms 2 --namespaces 1 --step 0.1 >"$tmp/fakekube.log" 2>&1 &
+pids+=($!)
+$py tests/fakekube/fkctl.py "$tmp/fk" wait 60 >/dev/null || fail "fakekube did not start"
+vmi=$($py tests/fakekube/fkctl.py "$tmp/fk" names virtualmachineinstances | sed -n 1p)
+$py tests/fakekube/fkctl.py "$tmp/fk" post /fake/backend \
+	"{\"namespace\":\"${vmi%/*}\",\"name\":\"${vmi#*/}\",\"kind\":\"vnc\",\"unix\":\"$QEMU_GUEST_VNC\"}" \
+	>/dev/null || fail "fakekube: backend not set"
+KUBECONFIG="$tmp/fk/kubeconfig" compare_via fakekube "$vmi"
+# a VMI without a backend: fakekube refuses the upgrade; kvcon says so and exits 1
+other=$($py tests/fakekube/fkctl.py "$tmp/fk" names virtualmachineinstances | sed -n 2p)
+if [ -n "$other" ]; then
+	if KUBECONFIG="$tmp/fk/kubeconfig" "$KVCON" --log-file "$tmp/refused.log" vnc "$other" --screenshot \
+		"$tmp/refused.png" --timeout 10 >"$tmp/refused.out" 2>&1; then fail "a refused VNC WebSocket gave a frame"; fi
+	grep -q 'refused' "$tmp/refused.out" || fail "refusal not explained: $(cat "$tmp/refused.out")"
+	echo "  fakekube: a VMI without a display is refused: $(head -1 "$tmp/refused.out")"
 fi
 
 # VncAuth: refused without a password and with a wrong one, pixel-equal with the right one

@@ -4,6 +4,7 @@ watch, Table output, writes, KubeVirt subresources, fault injection, and the
 """
 
 import json
+import os
 import socket
 import threading
 import time
@@ -134,6 +135,7 @@ class App:
         self.watches = 0
         self.backends = {}  # (ns, name, kind) -> {"unix": path} | {"tcp": "host:port"}
         self.port = 0
+        self.latency = opts.latency
 
     def count(self, method, pattern):
         key = method + " " + pattern
@@ -186,6 +188,25 @@ class Handler(BaseHTTPRequestHandler):
         ctx = getattr(self.server, "ssl_context", None)
         if ctx is not None:
             self.request.settimeout(10)
+            first = b""
+            try:
+                first = self.request.recv(1, socket.MSG_PEEK)
+            except OSError:
+                pass
+            if first and first != b"\x16":
+                # plain HTTP on the TLS port: answer like kube-apiserver (Go's net/http) does
+                try:
+                    # drain the request first: closing with unread bytes would send a RST
+                    self.request.settimeout(0.2)
+                    self.request.recv(65536)
+                    self.request.sendall(b"HTTP/1.0 400 Bad Request\r\n\r\n"
+                                         b"Client sent an HTTP request to an HTTPS server.\n")
+                    self.request.shutdown(socket.SHUT_WR)
+                except OSError:
+                    pass
+                finally:
+                    self.request.close()
+                raise ConnectionAbortedError("plain HTTP request on the HTTPS port")
             try:
                 self.request = ctx.wrap_socket(self.request, server_side=True)
             except Exception:
@@ -225,7 +246,7 @@ class Handler(BaseHTTPRequestHandler):
         return b""
 
     def json_body(self):
-        raw = self.read_body()
+        raw = self.body
         if not raw.strip():
             return {}
         try:
@@ -283,16 +304,23 @@ class Handler(BaseHTTPRequestHandler):
         self.params = {k: v[-1] for k, v in urllib.parse.parse_qs(url.query, keep_blank_values=True).items()}
         route = parse_route(url.path, app.kubevirt)
         app.count(method, route.pattern)
+        # always consume the body (DELETE carries DeleteOptions): on a kept-alive
+        # connection leftover bytes would be read as the next request
+        self.body = self.read_body()
         try:
             user = self.authenticate()
             if user is None:
                 raise ApiError(401, "Unauthorized", "Unauthorized")
+            if app.latency > 0 and route.kind != "fake":
+                time.sleep(app.latency)
             if route.kind == "fake":
                 if not user.admin:
                     raise ApiError(403, "Forbidden", "the fake control API needs the admin token")
                 return self.fake_api(method, route.name)
             if route.kind == "discovery":
                 return self.discovery(route, url.path)
+            if url.path.startswith("/openapi/v3"):
+                return self.openapi_v3(url.path)
             if route.kind == "other":
                 raise ApiError(404, "NotFound", "the server could not find the requested resource")
             if route.kind == "subresource":
@@ -351,6 +379,27 @@ class Handler(BaseHTTPRequestHandler):
                                               "name": route.group, "versions": gv,
                                               "preferredVersion": gv[0]}))
         return self.send_body(200, dumps(resource_list(route.group, route.version)))
+
+    # ------------------------------------------------------------ OpenAPI v3
+
+    def openapi_v3(self, path):
+        """Just enough OpenAPI v3 for kubectl create/apply: every write operation
+        declares the fieldValidation parameter (kubectl then validates on the
+        server side, which accepts anything) and every kind has a schema that
+        preserves unknown fields."""
+        gvs = [("", "v1")] + ([(g, v) for g, vs in GROUPS.items() if g == "kubevirt.io" for v in vs]
+                              if self.app.kubevirt else [])
+        if path.rstrip("/") == "/openapi/v3":
+            paths = {}
+            for g, v in gvs:
+                key = "api/v1" if not g else "apis/%s/%s" % (g, v)
+                paths[key] = {"serverRelativeURL": "/openapi/v3/%s?hash=fakekube" % key}
+            return self.send_body(200, dumps({"paths": paths}))
+        rel = path[len("/openapi/v3/"):].strip("/")
+        for g, v in gvs:
+            if rel == ("api/v1" if not g else "apis/%s/%s" % (g, v)):
+                return self.send_body(200, dumps(openapi_doc(g, v)))
+        raise ApiError(404, "NotFound", "the server could not find the requested resource")
 
     # ------------------------------------------------------------ authorization
 
@@ -638,7 +687,7 @@ class Handler(BaseHTTPRequestHandler):
                             last = st.rv
                             break
                         wake = deadline if not bookmarks else min(deadline, next_bm)
-                        st.cond.wait(max(0.001, wake - nowm))
+                        st.conds[route.plural].wait(max(0.001, wake - nowm))
                     cur_rv = st.rv
                 if not evs:
                     next_bm = time.monotonic() + app.bookmark_interval
@@ -830,6 +879,15 @@ class Handler(BaseHTTPRequestHandler):
                     return self.send_body(200, dumps({"idle": True, "resourceVersion": str(st.rv)}))
                 time.sleep(0.02)
             raise ApiError(504, "Timeout", "simulator still busy")
+        elif what == "latency":
+            app.latency = float(body.get("seconds", 0))
+        elif what == "token":
+            # rotate the admin token (exec-credential tests): the old one gets 401 from now on
+            app.token = body["token"]
+            path = os.path.join(app.opts.dir, "token")
+            with open(path + ".tmp", "w") as f:
+                f.write(app.token + "\n")
+            os.replace(path + ".tmp", path)
         elif what == "step":
             cl.step = float(body.get("seconds", cl.step))
         elif what == "compact":
@@ -842,11 +900,11 @@ class Handler(BaseHTTPRequestHandler):
         elif what == "expire-watches":
             with st.lock:
                 app.watch_expire_gen += 1
-                st.cond.notify_all()
+                st.wake_all_watchers()
         elif what == "drop-watches":
             with st.lock:
                 app.watch_gen += 1
-                st.cond.notify_all()
+                st.wake_all_watchers()
         elif what == "fail-vmi":
             with st.lock:
                 cl.fail_vmi(body["namespace"], body["name"])
@@ -955,3 +1013,28 @@ def resource_list(group, version):
             out["resources"].append({"name": p + "/status", "singularName": "", "namespaced": r.namespaced,
                                      "kind": r.kind, "verbs": ["get", "patch", "update"]})
     return out
+
+
+def openapi_doc(group, version):
+    fv = {"name": "fieldValidation", "in": "query", "schema": {"type": "string", "uniqueItems": True}}
+    paths, schemas = {}, {}
+    base = "/api/v1" if not group else "/apis/%s/%s" % (group, version)
+    for p, r in RESOURCES.items():
+        if r.group != group or r.version != version:
+            continue
+        sname = ("io.k8s.api.core.v1." if not group else "io.kubevirt.v1.") + r.kind
+        ref = {"$ref": "#/components/schemas/" + sname}
+        body = {"content": {"application/json": {"schema": ref}}}
+        ok = {"200": {"description": "OK", "content": {"application/json": {"schema": ref}}}}
+        gvk = [{"group": group, "version": version, "kind": r.kind}]
+        coll = base + ("/namespaces/{namespace}/" if r.namespaced else "/") + p
+        paths[coll] = {"post": {"parameters": [fv], "requestBody": body, "responses": ok,
+                                "x-kubernetes-action": "post", "x-kubernetes-group-version-kind": gvk[0]}}
+        paths[coll + "/{name}"] = {
+            verb: {"parameters": [fv], "requestBody": body, "responses": ok,
+                   "x-kubernetes-action": act, "x-kubernetes-group-version-kind": gvk[0]}
+            for verb, act in (("put", "put"), ("patch", "patch"))}
+        schemas[sname] = {"type": "object", "x-kubernetes-preserve-unknown-fields": True,
+                          "x-kubernetes-group-version-kind": gvk}
+    return {"openapi": "3.0.0", "info": {"title": "fakekube", "version": "v1.32.4"},
+            "paths": paths, "components": {"schemas": schemas}}

@@ -36,6 +36,15 @@ class Server(ThreadingHTTPServer):
     allow_reuse_address = True
     ssl_context = None
 
+    def handle_error(self, request, client_address):
+        # clients that fail the TLS handshake (wrong CA, plain HTTP) or vanish are
+        # part of the tests; one line, not a traceback
+        exc = sys.exc_info()[1]
+        if isinstance(exc, (ssl.SSLError, ConnectionError, TimeoutError, OSError)):
+            print("fakekube: %s: %s" % (client_address[0], exc), file=sys.stderr, flush=True)
+            return
+        super().handle_error(request, client_address)
+
 
 def openssl(*args, cwd):
     subprocess.run(["openssl"] + list(args), cwd=cwd, check=True,
@@ -122,6 +131,8 @@ def parse_args(argv):
     p.add_argument("--watch-timeout", type=float, default=1800.0,
                    help="watch length when the client sends no timeoutSeconds")
     p.add_argument("--event-cap", type=int, default=50000, help="oldest events deleted beyond this")
+    p.add_argument("--latency", type=float, default=0.0,
+                   help="seconds added before every API response (not /fake/, not watch events)")
     p.add_argument("--verbose", action="store_true", help="log every request to stderr")
     return p.parse_args(argv)
 

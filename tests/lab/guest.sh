@@ -128,10 +128,12 @@ EOF
     printf 'root:x:0:\n' >"$t/etc/group"
 }
 
+BUILD_TMP=
 build() {
     local deb=$1 stamp=$2 tmp
     tmp=$(mktemp -d "$OUT/.build.XXXXXX")
-    trap 'rm -rf "$tmp"' EXIT
+    BUILD_TMP=$tmp
+    trap 'rm -rf "$BUILD_TMP"' EXIT
     dpkg-deb --fsys-tarfile "$deb" | tar -x -C "$tmp" --wildcards './boot/vmlinuz-*'
     mv "$tmp"/boot/vmlinuz-* "$tmp/vmlinuz"
     write_initrd_tree "$tmp/root"
@@ -146,8 +148,9 @@ build() {
     trap - EXIT
 }
 
-[[ -x /bin/busybox ]] && /bin/busybox --list | grep -x cttyhack >/dev/null ||
+if [[ ! -x /bin/busybox ]] || ! /bin/busybox --list | grep -x cttyhack >/dev/null; then
     die "/bin/busybox missing or not busybox-static (run scripts/deps.sh)"
+fi
 command -v cpio >/dev/null || die "cpio missing (run scripts/deps.sh)"
 
 deb=$(kernel_deb)

@@ -106,7 +106,9 @@ cmd_down() {
     if [[ ${KVCON_TWOHOST_KEEP:-0} == 1 ]]; then
         lab_log "state kept in $LAB"
     elif [[ -d $LAB ]]; then
-        rm -rf "$LAB"
+        # only what `up` made: KVCON_TWOHOST_DIR may be a directory of the caller's
+        rm -rf "$LAB/a" "$LAB/b" "$LAB/env"
+        rmdir "$LAB" 2>/dev/null || true
     fi
 }
 
@@ -117,7 +119,7 @@ cmd_up() {
         print_env
         return 0
     fi
-    if [[ -d $LAB || -e /run/netns/$(ns_of a) || -e /run/netns/$(ns_of b) ]]; then
+    if [[ -d $LAB/a || -d $LAB/b || -e /run/netns/$(ns_of a) || -e /run/netns/$(ns_of b) ]]; then
         lab_log "partial lab found, tearing it down first"
         KVCON_TWOHOST_KEEP=0 cmd_down
     fi

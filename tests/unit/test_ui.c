@@ -238,16 +238,18 @@ static void test_layout(void)
 	bool shown[3] = { true, true, true };
 	char *cells[6] = { "a-very-long-vm-name-indeed-yes", "Running", "5d", "short", "ErrorUnschedulable", "10s" };
 	int w[3];
-	int total = table_layout(cols, 3, shown, cells, 2, 200, w);
+	int total = table_layout(cols, 3, shown, cells, 2, 200, -1, w);
 	T_EQ_INT(w[0], 20); /* capped at maxw */
 	T_EQ_INT(w[1], 10);
 	T_EQ_INT(w[2], 3);
 	T_EQ_INT(total, 20 + 10 + 3 + 4);
-	total = table_layout(cols, 3, shown, cells, 2, 25, w);
+	total = table_layout(cols, 3, shown, cells, 2, 25, -1, w);
 	T_CHECK(total <= 25);
 	T_CHECK(w[2] >= 3);
+	table_layout(cols, 3, shown, cells, 2, 200, 2, w);
+	T_EQ_INT(w[2], 4); /* AGE plus the sort arrow */
 	shown[1] = false;
-	table_layout(cols, 3, shown, cells, 2, 200, w);
+	table_layout(cols, 3, shown, cells, 2, 200, -1, w);
 	T_EQ_INT(w[1], 0);
 }
 
