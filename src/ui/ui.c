@@ -16,6 +16,7 @@
 #include "core/opts.h"
 #include "core/util.h"
 #include "core/xmalloc.h"
+#include "model/lineage.h"
 #include "model/store.h"
 #include "ui/cmdline.h"
 #include "ui/draw.h"
@@ -52,11 +53,22 @@ static struct {
 	struct loop_timer *tick;
 	bool too_small;
 	int header_h;
+	struct lineage *lineage;
 } U;
 
 struct store *ui_store(void)
 {
 	return U.st;
+}
+
+struct lineage *ui_lineage(void)
+{
+	return U.lineage;
+}
+
+void ui_use_store(struct store *st)
+{
+	U.st = st;
 }
 
 void ui_dirty(void)
@@ -492,6 +504,10 @@ int ui_run(struct store *st)
 		U.ns = intern(o->ns ? o->ns : sources_kube_scope());
 	loop_init();
 	U.listener = store_listen(st, on_store, NULL);
+	/* the lineage hears every change from now on; what is already in the store is recorded at once */
+	U.lineage = lineage_new(st, NULL);
+	for (size_t i = 0; i < source_count(); i++)
+		lineage_scan(U.lineage, source_get(i));
 	const char *theme = o->theme;
 	if (theme == NULL)
 		theme = getenv("KVCON_THEME");
@@ -500,6 +516,8 @@ int ui_run(struct store *st)
 	char *terr = NULL;
 	struct screen_cbs cbs = { on_key, on_mouse, on_resize, on_draw, on_quit };
 	if (screen_init(&cbs, theme, &terr) < 0) {
+		lineage_free(U.lineage);
+		U.lineage = NULL;
 		store_unlisten(st, U.listener);
 		return EXIT_USAGE;
 	}
@@ -516,6 +534,8 @@ int ui_run(struct store *st)
 		prompt_end();
 	screen_fini();
 	view_free_all();
+	lineage_free(U.lineage);
+	U.lineage = NULL;
 	store_unlisten(st, U.listener);
 	return rc;
 }

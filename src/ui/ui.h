@@ -11,6 +11,7 @@
 #include "model/source.h"
 
 struct store;
+struct lineage;
 
 int ui_main(void);
 /* util_now_ms() when the dashboard started (first-paint figures). */
@@ -20,6 +21,10 @@ uint64_t ui_start_ms(void);
 int ui_run(struct store *st);
 
 struct store *ui_store(void);
+/* The execution history recorder (NULL before ui_run). */
+struct lineage *ui_lineage(void);
+/* Uses st as the dashboard's store without running it (unit tests drive views directly). */
+void ui_use_store(struct store *st);
 /* A frame is due. */
 void ui_dirty(void);
 /* Status line message (errors shown in the error colour until the next key). */
