@@ -188,6 +188,25 @@ class Handler(BaseHTTPRequestHandler):
         ctx = getattr(self.server, "ssl_context", None)
         if ctx is not None:
             self.request.settimeout(10)
+            first = b""
+            try:
+                first = self.request.recv(1, socket.MSG_PEEK)
+            except OSError:
+                pass
+            if first and first != b"\x16":
+                # plain HTTP on the TLS port: answer like kube-apiserver (Go's net/http) does
+                try:
+                    # drain the request first: closing with unread bytes would send a RST
+                    self.request.settimeout(0.2)
+                    self.request.recv(65536)
+                    self.request.sendall(b"HTTP/1.0 400 Bad Request\r\n\r\n"
+                                         b"Client sent an HTTP request to an HTTPS server.\n")
+                    self.request.shutdown(socket.SHUT_WR)
+                except OSError:
+                    pass
+                finally:
+                    self.request.close()
+                raise ConnectionAbortedError("plain HTTP request on the HTTPS port")
             try:
                 self.request = ctx.wrap_socket(self.request, server_side=True)
             except Exception:
