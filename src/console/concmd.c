@@ -24,7 +24,8 @@
 
 struct source *(*concmd_find_source)(struct store *st, const char *ns, const char *name, char **err);
 
-#define FRAME_MS 33
+#define FRAME_MS 33   /* sustained: ~30 frames a second at most */
+#define FRAME_BURST 3 /* frames that may follow each other at once (a key's echo after the key's own frame) */
 #define KEY_LEAVE 0x1d /* Ctrl+], as virtctl */
 
 struct concmd {
@@ -36,6 +37,7 @@ struct concmd {
 	uint64_t start_ms;
 	bool dirty, full;
 	uint64_t last_draw;
+	double tokens; /* frame budget: refills at one per FRAME_MS, up to FRAME_BURST */
 	struct loop_timer *draw_timer, *timeout_timer;
 	struct loop_fd *in_h;
 	int hook;
@@ -89,13 +91,17 @@ static void draw(void *arg)
 	if (!c->dirty && !c->full && !vtpane_dirty(p))
 		return;
 	uint64_t now = util_now_ms();
-	if (now - c->last_draw < FRAME_MS) {
-		/* coalesce: whatever arrives until then is drawn in one frame */
+	c->tokens += (double)(now - c->last_draw) / FRAME_MS;
+	if (c->tokens > FRAME_BURST)
+		c->tokens = FRAME_BURST;
+	c->last_draw = now;
+	if (c->tokens < 1.0) {
+		/* over budget: whatever arrives until the next token is drawn in one frame */
 		if (!c->draw_timer)
-			c->draw_timer = loop_timer_add(FRAME_MS - (now - c->last_draw), draw, c);
+			c->draw_timer = loop_timer_add((uint64_t)((1.0 - c->tokens) * FRAME_MS) + 1, draw, c);
 		return;
 	}
-	c->last_draw = now;
+	c->tokens -= 1.0;
 	vtpane_draw(p, stdscr, 0, 0, c->full);
 	draw_status(c);
 	c->dirty = c->full = false;
@@ -136,14 +142,16 @@ static void on_key_input(int fd, short revents, void *arg)
 			continue;
 		if (keycode && ch == KEY_F(12)) {
 			vtpane_copy_mode(p, !vtpane_in_copy_mode(p));
+			c->dirty = true;
 		} else if (keycode && (ch == KEY_SPREVIOUS || ch == KEY_SNEXT) && !vtpane_in_copy_mode(p)) {
 			int rows, cols;
 			vtpane_size(p, &rows, &cols);
 			vtpane_scroll(p, ch == KEY_SPREVIOUS ? rows / 2 : -rows / 2);
+			c->dirty = true;
 		} else {
+			/* a key for the guest changes nothing on screen until the guest answers */
 			consess_key(c->cs, (int)ch, keycode, 0);
 		}
-		c->dirty = true;
 	}
 }
 

@@ -319,7 +319,9 @@ uint64_t consess_bytes_in(const struct consess *cs)
 void consess_key(struct consess *cs, int ch, bool keycode, int mods)
 {
 	vtpane_key(cs->pane, ch, keycode, mods);
-	cs_changed(cs);
+	/* only local changes (copy mode, leaving the scrollback) need a frame; the guest's echo brings its own */
+	if (vtpane_dirty(cs->pane))
+		cs_changed(cs);
 }
 
 void consess_paste(struct consess *cs, const char *text, size_t len)

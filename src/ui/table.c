@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/log.h"
 #include "core/loop.h"
 #include "core/util.h"
 #include "core/xmalloc.h"
@@ -231,6 +232,7 @@ static bool ns_match(const struct obj *o, const char *ns)
 
 static void rebuild(struct tview *t)
 {
+	uint64_t t0 = util_now_ms();
 	const struct store *st = ui_store();
 	const char *ns = ui_namespace();
 	t->n = 0;
@@ -271,6 +273,8 @@ static void rebuild(struct tview *t)
 		t->sel = t->n ? t->n - 1 : 0;
 	t->sel_obj = t->n ? t->rows[t->sel] : NULL;
 	t->stale = false;
+	log_debug("ui: %s index rebuilt: %zu rows in %llu ms", t->spec->name, t->n,
+		  (unsigned long long)(util_now_ms() - t0));
 	t->last_build = util_now_ms();
 	t->built_ns = ns ? ns : "";
 	t->built_sources = source_count();
@@ -398,7 +402,8 @@ static void draw(struct view *v, const struct region *r)
 		t->stale = true;
 	if (t->stale) {
 		uint64_t due = t->last_build + 1000 / TABLE_RESORT_HZ;
-		if (t->last_build == 0 || now >= due)
+		/* an empty index is rebuilt at once: the first page must paint without waiting */
+		if (t->last_build == 0 || now >= due || t->n == 0)
 			rebuild(t);
 		else
 			arm_timer(v, due - now);
@@ -482,6 +487,12 @@ static void draw(struct view *v, const struct region *r)
 	}
 	if (progress[0])
 		draw_cell(r->y + r->h - 1, r->x, r->w, theme_attr(THEME_WAIT), progress, false);
+	static bool first_rows_logged;
+	if (nvis && !first_rows_logged) {
+		first_rows_logged = true;
+		log_info("ui: first rows drawn %llu ms after start (%zu rows in the index)",
+			 (unsigned long long)(util_now_ms() - ui_start_ms()), t->n);
+	}
 	free(store_buf);
 	if (next_flash_end)
 		arm_timer(v, next_flash_end > now ? next_flash_end - now + 1 : 1);

@@ -16,6 +16,8 @@
 #include "core/opts.h"
 #include "core/util.h"
 #include "core/xmalloc.h"
+#include "model/chain.h"
+#include "model/lineage.h"
 #include "model/store.h"
 #include "ui/cmdline.h"
 #include "ui/draw.h"
@@ -28,6 +30,8 @@
 #include "ui/view.h"
 
 enum prompt_mode { PROMPT_NONE, PROMPT_TEXT, PROMPT_CONFIRM };
+
+static uint64_t start_ms;
 
 static struct {
 	struct store *st;
@@ -50,11 +54,23 @@ static struct {
 	struct loop_timer *tick;
 	bool too_small;
 	int header_h;
+	struct lineage *lineage;
+	struct chain_index *chain_ix;
 } U;
 
 struct store *ui_store(void)
 {
 	return U.st;
+}
+
+struct lineage *ui_lineage(void)
+{
+	return U.lineage;
+}
+
+void ui_use_store(struct store *st)
+{
+	U.st = st;
 }
 
 void ui_dirty(void)
@@ -467,6 +483,13 @@ static void on_tick(void *arg)
 static void on_store(void *arg, enum obj_kind kind, const struct obj *old, const struct obj *new_)
 {
 	(void)arg;
+	static bool first_vm_logged;
+	if (!first_vm_logged && kind == OBJ_VM && new_) {
+		/* with "first rows drawn" in the log: how much of the first paint is kvcon's own time */
+		first_vm_logged = true;
+		log_info("ui: first VM object in the store %llu ms after start",
+			 (unsigned long long)(util_now_ms() - start_ms));
+	}
 	view_store_changed(kind, old, new_);
 	header_store_changed(kind);
 	screen_dirty();
@@ -474,6 +497,8 @@ static void on_store(void *arg, enum obj_kind kind, const struct obj *old, const
 
 int ui_run(struct store *st)
 {
+	if (start_ms == 0)
+		start_ms = util_now_ms();
 	struct kvcon_opts *o = opts_global();
 	U.st = st;
 	U.readonly = U.readonly || o->readonly;
@@ -481,6 +506,11 @@ int ui_run(struct store *st)
 		U.ns = intern(o->ns ? o->ns : sources_kube_scope());
 	loop_init();
 	U.listener = store_listen(st, on_store, NULL);
+	/* the lineage hears every change from now on; what is already in the store is recorded at once */
+	U.lineage = lineage_new(st, NULL);
+	U.chain_ix = chain_index_new(st); /* chain_build (the VM view, every frame) then avoids store scans */
+	for (size_t i = 0; i < source_count(); i++)
+		lineage_scan(U.lineage, source_get(i));
 	const char *theme = o->theme;
 	if (theme == NULL)
 		theme = getenv("KVCON_THEME");
@@ -489,6 +519,10 @@ int ui_run(struct store *st)
 	char *terr = NULL;
 	struct screen_cbs cbs = { on_key, on_mouse, on_resize, on_draw, on_quit };
 	if (screen_init(&cbs, theme, &terr) < 0) {
+		lineage_free(U.lineage);
+		U.lineage = NULL;
+		chain_index_free(U.chain_ix);
+		U.chain_ix = NULL;
 		store_unlisten(st, U.listener);
 		return EXIT_USAGE;
 	}
@@ -505,12 +539,22 @@ int ui_run(struct store *st)
 		prompt_end();
 	screen_fini();
 	view_free_all();
+	lineage_free(U.lineage);
+	U.lineage = NULL;
+	chain_index_free(U.chain_ix);
+	U.chain_ix = NULL;
 	store_unlisten(st, U.listener);
 	return rc;
 }
 
+uint64_t ui_start_ms(void)
+{
+	return start_ms;
+}
+
 int ui_main(void)
 {
+	start_ms = util_now_ms();
 	struct kvcon_opts *o = opts_global();
 	if (log_open(o->log) < 0)
 		fprintf(stderr, "kvcon: cannot open the log file; continuing without\n");

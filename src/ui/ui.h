@@ -5,18 +5,26 @@
 #define KVCON_UI_UI_H
 
 #include <stdbool.h>
+#include <stdint.h>
 
 #include "model/obj.h"
 #include "model/source.h"
 
 struct store;
+struct lineage;
 
 int ui_main(void);
+/* util_now_ms() when the dashboard started (first-paint figures). */
+uint64_t ui_start_ms(void);
 
 /* Runs the dashboard on an existing store and sources (ui_main after opening the sources; tests feed their own). */
 int ui_run(struct store *st);
 
 struct store *ui_store(void);
+/* The execution history recorder (NULL before ui_run). */
+struct lineage *ui_lineage(void);
+/* Uses st as the dashboard's store without running it (unit tests drive views directly). */
+void ui_use_store(struct store *st);
 /* A frame is due. */
 void ui_dirty(void);
 /* Status line message (errors shown in the error colour until the next key). */

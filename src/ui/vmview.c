@@ -12,6 +12,7 @@
 #include "core/xmalloc.h"
 #include "model/chain.h"
 #include "model/diagnose.h"
+#include "model/lineage.h"
 #include "model/source.h"
 #include "model/store.h"
 #include "ui/draw.h"
@@ -128,23 +129,6 @@ static void vmi_panel(struct panel *p, const struct vmi *vmi)
 	conds(p, vmi->conds, vmi->nconds);
 }
 
-static const struct pod *find_pod(const struct store *st, struct source *src, const struct vmi *vmi)
-{
-	if (vmi == NULL)
-		return NULL;
-	size_t n;
-	struct obj *const *pods = store_objs(st, src, OBJ_POD, &n);
-	const struct pod *best = NULL;
-	for (size_t i = 0; i < n; i++) {
-		const struct pod *p = (const struct pod *)pods[i];
-		if (strcmp(p->vmi_uid, vmi->o.uid) != 0)
-			continue;
-		if (best == NULL || (vmi->node && p->node == vmi->node) || p->o.created > best->o.created)
-			best = p;
-	}
-	return best;
-}
-
 static void pod_panel(struct panel *p, const struct pod *pod, const struct vmi *vmi)
 {
 	p->title = "launcher pod";
@@ -204,65 +188,92 @@ static void draw_panel(const struct panel *p, int y, int x, int h, int w)
 	}
 }
 
-static int cmp_ev(const void *a, const void *b)
+/* A section under the panels: a title rule, then lines (the newest at the bottom when they do not fit). */
+static void draw_lines(const char *title, int y, int x, int h, int w, char **lines, const int *attrs, size_t n)
 {
-	const struct event *x = *(const struct event *const *)a, *y = *(const struct event *const *)b;
-	int64_t tx = x->last ? x->last : x->first, ty = y->last ? y->last : y->first;
-	return tx < ty ? -1 : tx > ty;
-}
-
-static void draw_events(struct vmview *vv, const struct store *st, const struct vmi *vmi, const struct pod *pod,
-			const struct vm *vm, int y, int x, int h, int w)
-{
-	size_t n, m = 0;
-	struct obj *const *evs = store_objs(st, vv->src, OBJ_EVENT, &n);
-	const struct event **sel = xmalloc((n + 1) * sizeof *sel);
-	for (size_t i = 0; i < n; i++) {
-		const struct event *e = (const struct event *)evs[i];
-		if ((vm && strcmp(e->inv_uid, vm->o.uid) == 0) || (vmi && strcmp(e->inv_uid, vmi->o.uid) == 0) ||
-		    (pod && strcmp(e->inv_uid, pod->o.uid) == 0))
-			sel[m++] = e;
-	}
-	qsort(sel, m, sizeof *sel, cmp_ev);
+	if (h < 1)
+		return;
 	attrset((attr_t)theme_attr(THEME_BORDER));
 	mvhline(y, x, ACS_HLINE, w);
-	char t[64];
-	snprintf(t, sizeof t, " events[%zu] ", m);
-	draw_text(y, x + 1, w - 2, theme_attr(THEME_TITLE_ACTIVE), t);
+	draw_text(y, x + 1, w - 2, theme_attr(THEME_TITLE_ACTIVE), title);
 	int rows = h - 1;
-	size_t start = m > (size_t)rows ? m - (size_t)rows : 0; /* newest at the bottom */
+	size_t start = n > (size_t)rows ? n - (size_t)rows : 0;
 	for (int i = 0; i < rows; i++) {
 		draw_fill(y + 1 + i, x, w, theme_attr(THEME_NORMAL));
 		size_t k = start + (size_t)i;
-		if (k >= m)
-			continue;
-		const struct event *e = sel[k];
-		char a[32], line[1024];
-		util_human_duration(util_wall_s() - (e->last ? e->last : e->first), a, sizeof a);
-		snprintf(line, sizeof line, "%-6s %-7s %-22s %s/%s: %s", a, nz(e->type), nz(e->reason), nz(e->inv_kind),
-			 nz(e->inv_name), nz(e->message));
-		draw_text(y + 1 + i, x + 1, w - 2,
-			  e->type && strcmp(e->type, "Warning") == 0 ? theme_attr(THEME_BAD) : theme_attr(THEME_NORMAL),
-			  line);
+		if (k < n)
+			draw_text(y + 1 + i, x + 1, w - 2, attrs && attrs[k] ? attrs[k] : theme_attr(THEME_NORMAL), lines[k]);
 	}
-	free(sel);
+}
+
+static void draw_events(const struct chain *ch, int y, int x, int h, int w)
+{
+	size_t n = ch ? ch->nevents : 0;
+	char **lines = xcalloc(n + 1, sizeof *lines);
+	int *attrs = xcalloc(n + 1, sizeof *attrs);
+	for (size_t i = 0; i < n; i++) {
+		const struct event *e = ch->events[i];
+		char a[32], cnt[24] = "";
+		int64_t t = e->last ? e->last : e->first ? e->first : e->o.created;
+		util_human_duration(util_wall_s() - t, a, sizeof a);
+		if (e->count > 1)
+			snprintf(cnt, sizeof cnt, " (x%d)", e->count);
+		lines[i] = xasprintf("%-6s %-7s %-22s %s/%s: %s%s", a, nz(e->type), nz(e->reason), nz(e->inv_kind),
+				     nz(e->inv_name), nz(e->message), cnt);
+		attrs[i] = e->type && strcmp(e->type, "Warning") == 0 ? theme_attr(THEME_BAD) : 0;
+	}
+	char title[64];
+	snprintf(title, sizeof title, " events[%zu] ", n);
+	draw_lines(title, y, x, h, w, lines, attrs, n);
+	for (size_t i = 0; i < n; i++)
+		free(lines[i]);
+	free(lines);
+	free(attrs);
+}
+
+/* The executions seen for this VM: stop+start is a new VMI UID; a migration keeps it, with a new launcher. */
+static void draw_lineage(struct vmview *vv, int y, int x, int h, int w)
+{
+	size_t n = 0;
+	const struct lineage_exec *const *ex =
+		ui_lineage() ? lineage_get(ui_lineage(), vv->src, vv->ns, vv->name, &n) : NULL;
+	struct buf b;
+	buf_init(&b);
+	lineage_format_text(ex, n, util_wall_s(), &b);
+	char *lines[64];
+	size_t nl = 0;
+	char *save = NULL;
+	for (char *l = b.data ? strtok_r(b.data, "\n", &save) : NULL; l && nl < 64; l = strtok_r(NULL, "\n", &save))
+		lines[nl++] = l;
+	char title[64];
+	snprintf(title, sizeof title, " lineage[%zu] ", n);
+	draw_lines(title, y, x, h, w, lines, NULL, nl);
+	buf_free(&b);
 }
 
 static void draw(struct view *v, const struct region *r)
 {
 	struct vmview *vv = v->priv;
 	const struct store *st = ui_store();
-	const struct vm *vm = (const struct vm *)store_find(st, vv->src, OBJ_VM, vv->ns, vv->name);
-	const struct vmi *vmi = (const struct vmi *)store_find(st, vv->src, OBJ_VMI, vv->ns, vv->name);
-	const struct pod *pod = find_pod(st, vv->src, vmi);
+	/* the chain borrows from the store: built per frame (cheap for one VM) and freed before returning */
+	struct chain *ch = chain_build(st, vv->src, vv->ns, vv->name);
+	const struct vm *vm = ch ? ch->vm : NULL;
+	const struct vmi *vmi = ch ? ch->vmi : NULL;
+	const struct pod *pod = ch ? ch->active : NULL;
+	if (pod == NULL && ch && ch->npods)
+		pod = ch->pods[0];
 	static struct panel P[4];
 	memset(P, 0, sizeof P);
 	vm_panel(&P[0], vm);
 	vmi_panel(&P[1], vmi);
 	pod_panel(&P[2], pod, vmi);
+	for (size_t i = 0; ch && i < ch->nstray; i++)
+		pl(&P[2], theme_attr(THEME_BAD), "OWNER MISMATCH: %s has created-by=%s but another owner",
+		   ch->stray[i]->o.name, vmi ? vmi->o.uid : "?");
+	if (ch && ch->npods > 1)
+		pl(&P[2], theme_attr(THEME_WAIT), "%zu launcher pods (migration)", ch->npods);
 	guest_panel(&P[3], vmi);
-	/* each boundary's verdict from the diagnosis of the chain (built per frame: cheap for one VM) */
-	struct chain *ch = chain_build(st, vv->src, vv->ns, vv->name);
+	/* each boundary's verdict from the diagnosis of the chain */
 	struct diag *dg = ch ? diag_run(ch, util_wall_s()) : NULL;
 	for (int b = 0; dg && b < DIAG_NBOUNDARY && b < 4; b++) {
 		P[b].verdict = diag_verdict_name(dg->verdict[b]);
@@ -277,8 +288,6 @@ static void draw(struct view *v, const struct region *r)
 		}
 	}
 	diag_free(dg);
-	chain_free(ch);
-	/* title */
 	attrset((attr_t)theme_attr(THEME_BORDER));
 	mvhline(r->y, r->x, ACS_HLINE, r->w);
 	char t[600];
@@ -286,8 +295,11 @@ static void draw(struct view *v, const struct region *r)
 		 sources_live_count() > 1 ? vv->src->name : "");
 	draw_text(r->y, r->x + (r->w - draw_width(t)) / 2, r->w, theme_attr(THEME_TITLE_ACTIVE), t);
 	int body_y = r->y + 1, body_h = r->h - 1;
-	int ev_h = body_h / 3 < 4 ? (body_h >= 8 ? 4 : 0) : body_h / 3;
-	int ph = body_h - ev_h;
+	/* under the panels: the lineage (a few lines) and the chain's events */
+	int lower = body_h >= 16 ? body_h * 2 / 5 : body_h >= 10 ? 4 : 0;
+	int lin_h = lower >= 8 ? lower / 3 : 0;
+	int ev_h = lower - lin_h;
+	int ph = body_h - lower;
 	int cols = r->w >= 120 ? 4 : r->w >= 60 ? 2 : 1;
 	int rows = 4 / cols;
 	int pw = r->w / cols, each_h = ph / rows;
@@ -297,8 +309,11 @@ static void draw(struct view *v, const struct region *r)
 		int h = cy == rows - 1 ? ph - cy * each_h : each_h;
 		draw_panel(&P[i], body_y + cy * each_h, r->x + cx * pw, h, w);
 	}
+	if (lin_h > 0)
+		draw_lineage(vv, body_y + ph, r->x, lin_h, r->w);
 	if (ev_h > 0)
-		draw_events(vv, st, vmi, pod, vm, body_y + ph, r->x, ev_h, r->w);
+		draw_events(ch, body_y + ph + lin_h, r->x, ev_h, r->w);
+	chain_free(ch);
 }
 
 static struct obj *current_vm(struct view *v)

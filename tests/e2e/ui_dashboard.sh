@@ -67,6 +67,12 @@ wait_for " $name +Stopped " 15
 keys S; keys y; wait_for "stop $ns/$name failed: .*VM is not running"
 keys Escape; wait_gone '</'
 
+# its lineage: the first execution ended when stopped, the start made a new VMI UID, ended by the stop too
+cmd "vm $ns/$name"; wait_for " VM $ns/$name "
+wait_for 'lineage\[2\]' 10
+[ "$(screen | grep -cE '^ [12] +[0-9a-f-]{36} .* stopped ')" = 2 ] || fail "lineage does not show two stopped executions"
+keys Escape; wait_for 'VirtualMachines\(all\)'
+
 # enter opens the VM view; y the YAML; esc back
 keys Enter; wait_for '─ VM +'; wait_for ' VMI '; wait_for 'launcher pod'
 keys y; wait_for '\(YAML\)'; wait_for 'apiVersion: kubevirt.io/v1'

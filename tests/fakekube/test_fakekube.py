@@ -490,6 +490,61 @@ class TestLifecycle(Base):
         self.assertIsNone(fk.vmi("ns-01", "posted"))
 
 
+class TestMigrationObjects(Base):
+    ARGS = ["--vms", "12", "--namespaces", "1", "--step", "0.15"]
+
+    def test_standalone_vmi_gets_a_launcher(self):
+        fk = self.fk
+        vmi = {"apiVersion": "kubevirt.io/v1", "kind": "VirtualMachineInstance",
+               "metadata": {"name": "lonely", "namespace": "ns-00"},
+               "spec": {"domain": {"devices": {}, "memory": {"guest": "64Mi"}}}}
+        fk.ok("POST", "/apis/kubevirt.io/v1/namespaces/ns-00/virtualmachineinstances", vmi)
+        got = wait_for(lambda: (fk.vmi("ns-00", "lonely") or {}).get("status", {}).get("phase") == "Running"
+                       and fk.vmi("ns-00", "lonely"), what="standalone VMI running")
+        pods = fk.launchers("ns-00", got["metadata"]["uid"])
+        self.assertEqual(len(pods), 1)
+        self.assertEqual(pods[0]["metadata"]["ownerReferences"][0]["uid"], got["metadata"]["uid"])
+        fk.settle()
+        fk.ok("DELETE", "/apis/kubevirt.io/v1/namespaces/ns-00/virtualmachineinstances/lonely")
+        self.assertEqual(fk.launchers("ns-00", got["metadata"]["uid"]), [])
+
+    def test_posted_migration_and_abort(self):
+        fk = self.fk
+        ns, name = self.running_vm()
+        fk.settle()
+        mig = {"apiVersion": "kubevirt.io/v1", "kind": "VirtualMachineInstanceMigration",
+               "metadata": {"name": "mig-1", "namespace": ns}, "spec": {"vmiName": name}}
+        fk.ok("POST", "/apis/kubevirt.io/v1/namespaces/%s/virtualmachineinstancemigrations" % ns, mig)
+        wait_for(lambda: (fk.vmi(ns, name)["status"].get("migrationState") or {}).get("targetPod"), what="target pod")
+        fk.ok("DELETE", "/apis/kubevirt.io/v1/namespaces/%s/virtualmachineinstancemigrations/mig-1" % ns)
+        fk.settle()
+        vmi = fk.vmi(ns, name)
+        ms = vmi["status"]["migrationState"]
+        self.assertTrue(ms["abortRequested"] and ms["failed"])
+        self.assertEqual(ms["abortStatus"], "Succeeded")
+        self.assertEqual(len(fk.launchers(ns, vmi["metadata"]["uid"])), 1)
+        self.assertEqual(fk.vm(ns, name)["status"]["printableStatus"], "Running")
+        # a migration of a VMI that does not exist fails
+        mig = {"apiVersion": "kubevirt.io/v1", "kind": "VirtualMachineInstanceMigration",
+               "metadata": {"name": "mig-2", "namespace": ns}, "spec": {"vmiName": "nope"}}
+        fk.ok("POST", "/apis/kubevirt.io/v1/namespaces/%s/virtualmachineinstancemigrations" % ns, mig)
+        got = fk.ok("GET", "/apis/kubevirt.io/v1/namespaces/%s/virtualmachineinstancemigrations/mig-2" % ns)
+        self.assertEqual(got["status"]["phase"], "Failed")
+
+    def test_plain_http_on_tls_port(self):
+        s = socket.create_connection((self.fk.url.hostname, self.fk.url.port))
+        s.sendall(b"GET /version HTTP/1.1\r\nHost: x\r\n\r\n")
+        data = b""
+        while True:
+            b = s.recv(4096)
+            if not b:
+                break
+            data += b
+        s.close()
+        self.assertTrue(data.startswith(b"HTTP/1.0 400 "))
+        self.assertIn(b"Client sent an HTTP request to an HTTPS server.", data)
+
+
 class TestScenarios(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
