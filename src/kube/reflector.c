@@ -77,6 +77,7 @@ struct kube_reflector *kube_reflector_new(const struct kube_reflector_cfg *cfg)
 	if (r->cfg.page_limit <= 0)
 		r->cfg.page_limit = PAGE_LIMIT;
 	r->js = kube_jstream_new(WATCH_EVENT_MAX);
+	kube_jstream_set_prune(r->js, true);
 	buf_init(&r->page);
 	return r;
 }
@@ -225,13 +226,14 @@ static void upsert(struct kube_reflector *r, struct json_object *item)
 
 static int apply_page(struct kube_reflector *r, const char *body, size_t len, char **err)
 {
-	struct json_tokener *tok = json_tokener_new_ex(64);
-	struct json_object *root = json_tokener_parse_ex(tok, body, (int)(len > 0x7fffffff ? 0x7fffffff : len));
-	enum json_tokener_error jerr = json_tokener_get_error(tok);
-	json_tokener_free(tok);
+	struct json_object *root = kube_jstream_parse(r->js, body, len, true, err);
+	if (root == NULL) {
+		free(*err);
+		*err = NULL;
+	}
 	int rc = -1;
 	struct json_object *items, *meta, *v;
-	if (root == NULL || jerr != json_tokener_success || !json_object_is_type(root, json_type_object)) {
+	if (root == NULL || !json_object_is_type(root, json_type_object)) {
 		*err = xasprintf("the %s list is not valid JSON", kind_name(r));
 		goto out;
 	}

@@ -11,7 +11,7 @@ import time
 import urllib.parse
 from http.server import BaseHTTPRequestHandler
 
-from store import ApiError, RESOURCES, Filter, Store, dumps, now_iso
+from store import ApiError, RESOURCES, Filter, Store, dumps
 import tables
 
 GROUPS = {
@@ -93,8 +93,6 @@ def parse_route(path, kubevirt=True):
             return Route("other", pattern=path)
         return Route("subresource", group=group, version=version, plural=plural, ns=ns, name=name,
                      sub=sub, pattern=pat)
-    if plural == "namespaces" and name is not None and sub is None:
-        pass
     return Route("resource", group=group, version=version, plural=plural, ns=ns, name=name, sub=sub,
                  pattern=pat)
 
@@ -688,13 +686,10 @@ class Handler(BaseHTTPRequestHandler):
                             break
                         wake = deadline if not bookmarks else min(deadline, next_bm)
                         st.conds[route.plural].wait(max(0.001, wake - nowm))
-                    cur_rv = st.rv
                 if not evs:
                     next_bm = time.monotonic() + app.bookmark_interval
                     bm = {"kind": res.kind, "apiVersion": res.api_version,
-                          "metadata": {"resourceVersion": str(last),
-                                       "annotations": {"k8s.io/initial-events-end": "false"}}}
-                    bm["metadata"].pop("annotations")
+                          "metadata": {"resourceVersion": str(last)}}
                     self.chunk(b'{"type":"BOOKMARK","object":' + dumps(bm) + b"}\n")
                     self.wfile.flush()
                     continue
@@ -724,7 +719,6 @@ class Handler(BaseHTTPRequestHandler):
                         return self.drop_mid_chunk(line)
                     self.chunk(line)
                 self.wfile.flush()
-                del cur_rv
         except ApiError as e:
             try:
                 error_event(e)
@@ -777,7 +771,7 @@ class Handler(BaseHTTPRequestHandler):
         self.authorize(user, "update", res, route.ns, route.name, route.sub)
         body = self.json_body()
         out = app.cluster.subresource(route.plural, route.ns, route.name, route.sub, body)
-        return self.send_body(202 if False else 200, dumps(out) if out else b"")
+        return self.send_body(200, dumps(out) if out else b"")
 
     # ------------------------------------------------------------ /fake/ control API
 

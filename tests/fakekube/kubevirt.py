@@ -7,10 +7,10 @@ consistent data: VM -> VMI (ownerReference uid = VM uid) -> virt-launcher pod
 Transitions happen on a timer thread, one phase per `step` seconds.
 """
 
+import bisect
 import heapq
 import json
 import random
-import string
 import threading
 import time
 
@@ -464,7 +464,6 @@ class Cluster:
         ns, uid = vmi["metadata"]["namespace"], vmi["metadata"]["uid"]
         st = self.store
         keys = st.keys["pods"]
-        import bisect
         lo = bisect.bisect_left(keys, (ns, "virt-launcher-"))
         hi = bisect.bisect_left(keys, (ns, "virt-launcher.\x00"))
         out = []
@@ -619,7 +618,8 @@ class Cluster:
 
         def vmst(o):
             self.vm_status(o, "Starting", True, False)
-            o["status"].pop("startFailure", None) if scen != "crashloop" else None
+            if scen != "crashloop":
+                o["status"].pop("startFailure", None)
         st.update("virtualmachines", ns, name, vmst)
         if scen == "pvc-missing":
             claim = self._missing_claim(vm)
@@ -789,8 +789,6 @@ class Cluster:
                 st.update("virtualmachines", ns, name, vmf)
             if scen == "agent-missing":
                 self.busy.discard((ns, name))
-                if scen == "migration-failed":
-                    pass
                 return
         elif stage == 4:
             st.update("virtualmachineinstances", ns, name, lambda o: self._vmi_agent(o, time.time()))
@@ -1237,8 +1235,7 @@ class Cluster:
 
         def f(o):
             self.set_cond(o, self.cond("Paused", "True", "PausedByUser", "VMI was paused by user"))
-            self.set_cond(o, self.cond("LiveMigratable", "False", "InterfaceNotLiveMigratable" if False else "NotMigratable",
-                                       "VMI is paused"))
+            self.set_cond(o, self.cond("LiveMigratable", "False", "NotMigratable", "VMI is paused"))
         self.store.update("virtualmachineinstances", ns, name, f)
         self.emit(vmi, "Paused", "VirtualMachineInstance paused", component="virt-handler",
                   host=vmi["status"].get("nodeName"))
