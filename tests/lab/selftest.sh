@@ -148,7 +148,7 @@ step "private libvirtd down, nothing left"
 euri=$("$LAB/embed-warm.sh" "$WORK/embed")
 step "embed-warm.sh on a new root"
 domain_xml kvlab-emb >"$WORK/emb.xml"
-# guests of the embedded driver live as long as the process: one virsh session
+# one virsh session: the root is locked while a process has it open
 out=$(LIBVIRT_LOG_OUTPUTS="3:file:$WORK/embed/virsh.log" virsh -q -c "$euri" \
     "define $WORK/emb.xml; start kvlab-emb; domstate kvlab-emb; destroy kvlab-emb; undefine kvlab-emb" 2>&1) ||
     fail "embedded driver: $out"
