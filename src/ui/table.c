@@ -262,7 +262,8 @@ static void rebuild(struct tview *t)
 	sort_ctx.st = st;
 	sort_ctx.col = &t->spec->cols[t->sort_col];
 	sort_ctx.desc = t->desc;
-	qsort(t->rows, t->n, sizeof *t->rows, cmp_rows);
+	if (t->n > 1)
+		qsort(t->rows, t->n, sizeof *t->rows, cmp_rows);
 	if (t->sel_obj) {
 		for (size_t i = 0; i < t->n; i++) {
 			if (t->rows[i] == t->sel_obj) {
