@@ -197,7 +197,8 @@ static int session_open(struct session *s, const char *cmd, const char *ref)
 static void not_found(const struct session *s)
 {
 	char *n = util_escape_display(s->name), *ns = util_escape_display(s->ns);
-	fprintf(stderr, "kvcon %s: VirtualMachine %s/%s not found in context %s\n", s->cmd, ns, n, s->src->name);
+	fprintf(stderr, "kvcon %s: VirtualMachine %s/%s not found in %s %s\n", s->cmd, ns, n,
+		s->src->type == SOURCE_ENGINE ? "engine host" : "context", s->src->name);
 	free(n);
 	free(ns);
 }
@@ -532,8 +533,8 @@ int kube_cmd_lineage(int argc, char **argv)
 		struct buf b;
 		buf_init(&b);
 		char *ns = util_escape_display(s.ns), *nm = util_escape_display(s.name);
-		buf_printf(&b, "VirtualMachine %s/%s (context %s): %zu execution%s\n", ns, nm, s.src->name, n,
-			   n == 1 ? "" : "s");
+		buf_printf(&b, "VirtualMachine %s/%s (%s %s): %zu execution%s\n", ns, nm,
+			   s.src->type == SOURCE_ENGINE ? "engine" : "context", s.src->name, n, n == 1 ? "" : "s");
 		free(ns);
 		free(nm);
 		lineage_format_text(ex, n, util_wall_s(), &b);
