@@ -149,8 +149,14 @@ static void finish_events(struct chain *c)
 		qsort(c->events, c->nevents, sizeof *c->events, event_oldest_first);
 }
 
+struct chain_index;
+static struct chain_index *index_of(const struct store *st);
+
 struct chain *chain_build(const struct store *st, struct source *src, const char *ns, const char *name)
 {
+	struct chain_index *ix = index_of(st);
+	if (ix)
+		return chain_build_ix(ix, src, ns, name);
 	struct chain *c = chain_start(st, src, ns, name);
 	if (c == NULL)
 		return NULL;
@@ -259,6 +265,18 @@ static void index_on_change(void *arg, enum obj_kind kind, const struct obj *old
 		index_apply(ix, new_, true);
 }
 
+/* The indexes in use, so chain_build on an indexed store uses its index (a program has one or two stores). */
+static struct chain_index **registry;
+static size_t nregistry;
+
+static struct chain_index *index_of(const struct store *st)
+{
+	for (size_t i = 0; i < nregistry; i++)
+		if (registry[i]->st == st)
+			return registry[i];
+	return NULL;
+}
+
 struct chain_index *chain_index_new(struct store *st)
 {
 	struct chain_index *ix = xcalloc(1, sizeof *ix);
@@ -274,6 +292,8 @@ struct chain_index *chain_index_new(struct store *st)
 		}
 	}
 	ix->listener = store_listen(st, index_on_change, ix);
+	registry = xreallocarray(registry, nregistry + 1, sizeof *registry);
+	registry[nregistry++] = ix;
 	return ix;
 }
 
@@ -295,6 +315,15 @@ void chain_index_free(struct chain_index *ix)
 	if (ix == NULL)
 		return;
 	store_unlisten(ix->st, ix->listener);
+	for (size_t i = 0; i < nregistry; i++)
+		if (registry[i] == ix) {
+			registry[i] = registry[--nregistry];
+			break;
+		}
+	if (nregistry == 0) {
+		free(registry);
+		registry = NULL;
+	}
 	buckets_free(&ix->pods);
 	buckets_free(&ix->events);
 	free(ix);

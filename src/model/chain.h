@@ -49,7 +49,7 @@ struct chain {
 };
 
 /* Builds the chain of ns/name in src. Returns NULL only when neither a VM nor a VMI of that name exists.
- * Free with chain_free. */
+ * Free with chain_free. Uses the store's chain_index when one exists (chain_index_new), else scans. */
 struct chain *chain_build(const struct store *st, struct source *src, const char *ns, const char *name);
 void chain_free(struct chain *c);
 
@@ -59,7 +59,7 @@ void chain_free(struct chain *c);
  * before the store. */
 struct chain_index;
 struct chain_index *chain_index_new(struct store *st);
-void chain_index_free(struct chain_index *ix);
+void chain_index_free(struct chain_index *ix); /* before store_free; NULL is ignored */
 /* chain_build through the index: the same chain, in time proportional to the chain's own size. */
 struct chain *chain_build_ix(const struct chain_index *ix, struct source *src, const char *ns, const char *name);
 

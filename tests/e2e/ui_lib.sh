@@ -40,8 +40,25 @@ mutating() { fk get /fake/requests | $PY -c 'import json,sys; print(json.load(sy
 
 # kv_start ARGS...: kvcon in a 120x40 tmux pane whose exit status is kept
 kv_start() {
+	# a second session keeps the tmux server up across kvcon restarts (kv_restart)
+	$T has-session -t keep 2>/dev/null || $T new-session -d -s keep "sleep 600"
 	$T new-session -d -x 120 -y 40 -s k -e "TERM=xterm-256color" \
 		"env KUBECONFIG=$W/fk/kubeconfig KVCON_LOG=$W/kvcon.log XDG_CONFIG_HOME=$W/cfg XDG_STATE_HOME=$W/state $KVCON $* ; echo KVCON_EXIT=\$? > $W/exit; sleep 600"
+}
+# kv_restart ARGS...: a new kvcon in a new pane (the old one gets SIGHUP)
+kv_restart() {
+	$T kill-session -t k 2>/dev/null
+	: >"$W/exit"
+	kv_start "$@"
+}
+# kv_start_env "VAR=x ..." ARGS...: like kv_start with extra environment (TERM too)
+kv_start_env() {
+	local envs="$1"
+	shift
+	$T kill-session -t k 2>/dev/null
+	$T has-session -t keep 2>/dev/null || $T new-session -d -s keep "sleep 600"
+	$T new-session -d -x 120 -y 40 -s k -e "TERM=xterm-256color" \
+		"env KUBECONFIG=$W/fk/kubeconfig KVCON_LOG=$W/kvcon.log XDG_CONFIG_HOME=$W/cfg XDG_STATE_HOME=$W/state $envs $KVCON $* ; echo KVCON_EXIT=\$? > $W/exit; sleep 600"
 }
 screen() { $T capture-pane -p -t k; }
 keys() { $T send-keys -t k "$@"; }
