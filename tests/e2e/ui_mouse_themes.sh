@@ -1,7 +1,7 @@
 #!/bin/bash
 # Mouse (click selects, double-click opens, wheel scrolls) and themes (--theme, KVCON_THEME, NO_COLOR, an
 # 8-colour terminal, a missing theme) in the real binary, read back from tmux with attributes (capture-pane -e).
-. "$(dirname "$0")/ui_lib.sh"
+. "$(dirname "$0")/ui_lib.inc"
 
 fk_start --vms 20 --step 0.2
 row_name() { screen | sed -n "$1p" | awk '{print $2}'; }
