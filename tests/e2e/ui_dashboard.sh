@@ -2,7 +2,7 @@
 # The dashboard against fakekube in tmux at 120x40: open, switch views with `:`, filter, sort, a row following
 # churn without a key press, escaped hostile names, an action with confirmation, namespace and context switch,
 # resize, quit with the terminal restored.
-. "$(dirname "$0")/ui_lib.sh"
+. "$(dirname "$0")/ui_lib.inc"
 
 fk_start --vms 40 --scenario weird,stuck-launcher --step 0.2
 kv_start -A
