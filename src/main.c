@@ -5,6 +5,7 @@
 
 #include "core/opts.h"
 #include "core/xmalloc.h"
+#include "engine/cli.h"
 
 #ifndef KVCON_VERSION
 #define KVCON_VERSION "0.1.0"
@@ -17,6 +18,7 @@ static int cmd_help(int argc, char **argv);
 static const struct cmd_entry commands[] = {
 	{ "version", cmd_version, "", "print kvcon's version" },
 	{ "help", cmd_help, "", "show this help" },
+	{ "engine", engine_cmd, "VERB ...", "the local libvirt engine (apply, get, start, stop, console, ...)" },
 };
 #define NCOMMANDS (sizeof commands / sizeof commands[0])
 

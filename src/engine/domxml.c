@@ -380,6 +380,7 @@ struct domxml_plan *domxml_build(const struct manifest *m, const struct domxml_e
 			   f->model ? f->model : "virtio", f->name);
 	}
 	p->serial_log = xasprintf("%s/serial.log", env->run_dir);
+	p->run_dir = xstrdup(env->run_dir);
 	if (m->serial_console) {
 		buf_add_str(&b, "    <serial type='pty'>\n      <log file='");
 		add_esc(&b, p->serial_log);
@@ -424,6 +425,7 @@ void domxml_plan_free(struct domxml_plan *p)
 	free(p->files);
 	free(p->xml);
 	free(p->serial_log);
+	free(p->run_dir);
 	free(p);
 }
 
@@ -506,6 +508,10 @@ out:
 
 int domxml_prepare(const struct domxml_plan *p, char **err)
 {
+	if (p->run_dir && util_mkdir_p(p->run_dir, 0700) < 0) {
+		*err = xasprintf("%s: %s", p->run_dir, strerror(errno));
+		return -1;
+	}
 	for (int i = 0; i < p->nfiles; i++) {
 		const struct domxml_file *f = &p->files[i];
 		char *dir = xstrdup(f->path);

@@ -36,6 +36,7 @@ struct domxml_plan {
 	struct domxml_file *files;
 	int nfiles;
 	char *serial_log;
+	char *run_dir;
 };
 
 /* Checks what can be checked at apply time (images found, kernel present, bridge configured).

@@ -1478,8 +1478,20 @@ bool engine_idle(void)
 	return true;
 }
 
+static bool requests_pending(void)
+{
+	for (int i = 0; i < E.nhosts; i++)
+		if (E.hosts[i]->reqs && E.hosts[i]->up)
+			return true;
+	return false;
+}
+
 void engine_close_all(void)
 {
+	/* let replies arrive, so the records they cause are queued before the workers stop */
+	uint64_t until = util_now_ms() + 10000;
+	while (requests_pending() && util_now_ms() < until)
+		loop_once(50);
 	for (int i = 0; i < E.nhosts; i++)
 		host_free(E.hosts[i]->h);
 	loop_timer_cancel(E.resync);

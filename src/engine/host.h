@@ -94,7 +94,7 @@ const char *host_uri(const struct host *h);
 
 /* Root directory of an embedded URI ("qemu:///embed?root=DIR"), or NULL (caller frees). */
 char *host_embed_root(const char *uri);
-/* Whether KVM actually runs a guest here (a vCPU reaches HLT within 3 s in a child process). The result is
+/* Whether KVM actually runs a guest here (SeaBIOS boots under KVM within 5 s). The result is
  * cached for this boot in cache_file when not NULL. */
 bool host_kvm_works(const char *cache_file, char **why);
 
