@@ -3,7 +3,7 @@ PREFIX  ?= /usr/local
 DESTDIR ?=
 BUILD   ?= build
 CC      ?= cc
-PKGS     = ncursesw libcurl json-c vterm libvncclient libvirt yaml-0.1
+PKGS     = ncursesw libcurl json-c vterm libvncclient libvirt yaml-0.1 zlib
 WARN     = -Wall -Wextra -Wshadow -Wformat=2 -Werror
 CFLAGS  ?= -O2 -g
 ALL_CFLAGS = -std=c11 -D_GNU_SOURCE $(WARN) $(CFLAGS) -Isrc $(shell pkg-config --cflags $(PKGS) 2>/dev/null) -MMD -MP
@@ -16,6 +16,7 @@ MAINOBJ  = $(BUILD)/src/main.o
 UNIT_SRC = $(wildcard tests/unit/test_*.c)
 UNIT_BIN = $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 FUZZ_SRC = $(wildcard tests/fuzz/fuzz_*.c)
+REPLAY_BIN = $(FUZZ_SRC:tests/fuzz/%.c=$(BUILD)/replay/%)
 
 .PHONY: all run check unit e2e bench asan fuzz install clean deps
 
@@ -50,8 +51,14 @@ $(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libkvcon.a tests/unit/t.h
 run: all
 	@./scripts/run-demo.sh
 
-unit: all $(UNIT_BIN)
+# Every fuzz harness's corpus (tests/fuzz/corpus/NAME/) replayed, plus deterministic mutations, without libFuzzer.
+$(BUILD)/replay/%: tests/fuzz/%.c tests/fuzz/replay.c $(BUILD)/libkvcon.a
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -o $@ $< tests/fuzz/replay.c $(BUILD)/libkvcon.a $(LIBS)
+
+unit: all $(UNIT_BIN) $(REPLAY_BIN)
 	@./tests/run-unit.sh $(UNIT_BIN)
+	@./tests/run-replay.sh $(REPLAY_BIN)
 
 e2e: all
 	@KVCON_BIN=$(CURDIR)/$(BIN) ./tests/run-e2e.sh

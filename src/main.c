@@ -3,9 +3,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "console/vnccmd.h"
 #include "core/opts.h"
 #include "core/xmalloc.h"
 #include "engine/cli.h"
+#include "kube/cmd_diagnose.h"
+#include "kube/cmd_get.h"
 
 #ifndef KVCON_VERSION
 #define KVCON_VERSION "0.1.0"
@@ -17,7 +20,18 @@ static int cmd_help(int argc, char **argv);
 /* Subcommands: one row each. */
 static const struct cmd_entry commands[] = {
 	{ "version", cmd_version, "", "print kvcon's version" },
+	{ "get", kube_cmd_get, "vm|vmi|pod|event [-l SEL] [-o FMT] [-w] [--watch-for S]",
+	  "list KubeVirt objects like kubectl get (-o table|wide|json|name)" },
 	{ "help", cmd_help, "", "show this help" },
+	{ "vnc", vnccmd_main, "TARGET [--screenshot F.png|--proxy-only]", "the guest display in the terminal" },
+	{ "diagnose", kube_cmd_diagnose, "NS/NAME [-o text|json]", "walk a VM's four boundaries; exit 3 if one stalled" },
+	{ "lineage", kube_cmd_lineage, "NS/NAME [-o text|json]", "the executions (VMI, launchers, nodes) of a VM" },
+	{ "start", kube_cmd_action, "NS/NAME [--wait[=S]]", "start a VM" },
+	{ "stop", kube_cmd_action, "NS/NAME [--force] [--grace-period N] [--wait[=S]]", "stop a VM" },
+	{ "restart", kube_cmd_action, "NS/NAME [--force] [--grace-period N] [--wait[=S]]", "restart a VM" },
+	{ "pause", kube_cmd_action, "NS/NAME [--wait[=S]]", "pause a VM's guest" },
+	{ "unpause", kube_cmd_action, "NS/NAME [--wait[=S]]", "unpause a VM's guest" },
+	{ "migrate", kube_cmd_action, "NS/NAME [--to NODE] [--abort] [--wait[=S]]", "live-migrate a VM" },
 	{ "engine", engine_cmd, "VERB ...", "the local libvirt engine (apply, get, start, stop, console, ...)" },
 };
 #define NCOMMANDS (sizeof commands / sizeof commands[0])

@@ -55,6 +55,7 @@ struct vm {
 	struct obj o;
 	const char *run_strategy;     /* Always, RerunOnFailure, Once, Manual, Halted; spec.running mapped */
 	bool running_field;           /* spec.running was used (deprecated) */
+	bool run_conflict;            /* both spec.running and spec.runStrategy set (the API rejects it) */
 	const char *printable_status; /* 17 values, see KUBEVIRT.md */
 	bool ready;                   /* status.ready */
 	bool created_vmi;             /* status.created */
@@ -64,6 +65,7 @@ struct vm {
 	int nscr;
 	int start_failures;           /* status.startFailure.consecutiveFailCount */
 	int64_t start_retry_after;    /* status.startFailure.retryAfterTimestamp */
+	char start_fail_vmi[UID_LEN]; /* status.startFailure.lastFailedVMIUID */
 	uint64_t desired_generation, observed_generation;
 	char *instancetype;           /* spec.instancetype.name, owned */
 	int cpu_cores;                /* template domain.cpu.cores (for the engine and the detail view) */
@@ -98,6 +100,7 @@ struct vmi {
 	struct obj o;
 	char vm_uid[UID_LEN];        /* ownerReferences kind VirtualMachine */
 	const char *phase;           /* "" when unset */
+	const char *reason;          /* status.reason (e.g. NodeUnresponsive), NULL when unset */
 	const char *node;
 	char *ip;                    /* status.interfaces[0].ipAddress */
 	char **ips; int nips;        /* every interface address (owned) */
@@ -123,6 +126,9 @@ struct container_status {
 	bool ready;
 	int64_t started;
 	int exit_code;
+	bool init;                /* from initContainerStatuses */
+	const char *last_reason;  /* lastState.terminated.reason (why a CrashLoopBackOff container died) */
+	int last_exit_code;
 };
 
 struct pod {
@@ -140,6 +146,7 @@ struct pod {
 	struct container_status *containers;
 	int ncontainers;
 	int ready_containers;
+	int spec_containers;        /* len(spec.containers): READY's denominator, as kubectl prints it */
 	int restarts;
 	char *ip;
 	/* engine launcher: the QEMU process */

@@ -1,0 +1,486 @@
+/* fbcells: scales a framebuffer into half-block terminal cells (see fbcells.h).
+ *
+ * Geometry. The grid of cols x rows cells is a grid of cols x 2*rows "subpixels" (two a cell). The framebuffer is
+ * mapped onto a target image of tw x th subpixels placed at (ox, oy) in that grid: fit scales it (aspect kept,
+ * centred, black around it), 1:1 maps one pixel to one subpixel and pans. Area averaging is exact integer
+ * arithmetic: along x, target column t covers the source interval [t*fbw, (t+1)*fbw) measured in units where a
+ * source pixel is tw units wide; each source pixel weighs its overlap with that interval, so the weights of a
+ * column add up to fbw (same along y). Integer weights make the result deterministic, which is what lets a
+ * damaged-rectangle update reproduce a full redraw exactly and lets golden files be compared byte for byte. */
+#include "console/fbcells.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/buf.h"
+#include "core/xmalloc.h"
+
+/* One target column (or row): the source pixels it averages and where their weights start. */
+struct span {
+	int start, n, w;
+};
+
+struct axis {
+	struct span *spans; /* one per target subpixel along this axis */
+	uint32_t *weights;
+	size_t nweights;
+	uint32_t total; /* sum of the weights of every span */
+};
+
+struct fbcells {
+	int cols, rows;
+	int fbw, fbh;
+	enum fbc_scale mode;
+	int pan_x, pan_y;
+	int tw, th, ox, oy;
+	struct axis ax, ay;
+	bool stale; /* layout changed: the next update is a full one */
+	struct fbc_cell *cells;
+	uint8_t *dirty;
+	size_t ndirty;
+};
+
+struct fbcells *fbcells_new(void)
+{
+	struct fbcells *f = xcalloc(1, sizeof *f);
+	f->stale = true;
+	return f;
+}
+
+static void axis_free(struct axis *a)
+{
+	free(a->spans);
+	free(a->weights);
+	memset(a, 0, sizeof *a);
+}
+
+void fbcells_free(struct fbcells *f)
+{
+	if (f == NULL)
+		return;
+	axis_free(&f->ax);
+	axis_free(&f->ay);
+	free(f->cells);
+	free(f->dirty);
+	free(f);
+}
+
+/* Spans for mapping src source pixels onto dst target subpixels (dst may be larger: magnification). */
+static void axis_build(struct axis *a, int src, int dst, bool identity)
+{
+	axis_free(a);
+	if (src <= 0 || dst <= 0)
+		return;
+	a->spans = xreallocarray(NULL, (size_t)dst, sizeof *a->spans);
+	if (identity) {
+		a->weights = xmalloc(sizeof *a->weights);
+		a->weights[0] = 1;
+		for (int t = 0; t < dst; t++)
+			a->spans[t] = (struct span){ t, 1, 0 };
+		a->total = 1;
+		return;
+	}
+	/* each span touches at most src/dst + 2 source pixels */
+	size_t cap = (size_t)dst * ((size_t)src / (size_t)dst + 2);
+	a->weights = xreallocarray(NULL, cap, sizeof *a->weights);
+	uint64_t S = (uint64_t)src, D = (uint64_t)dst;
+	for (int t = 0; t < dst; t++) {
+		uint64_t lo = (uint64_t)t * S, hi = lo + S; /* in units of 1/dst source pixel */
+		int i0 = (int)(lo / D), i1 = (int)((hi + D - 1) / D); /* [i0, i1) */
+		struct span *sp = &a->spans[t];
+		sp->start = i0;
+		sp->n = i1 - i0;
+		sp->w = (int)a->nweights;
+		for (int i = i0; i < i1; i++) {
+			uint64_t plo = (uint64_t)i * D, phi = plo + D;
+			uint64_t l = plo > lo ? plo : lo, h = phi < hi ? phi : hi;
+			a->weights[a->nweights++] = (uint32_t)(h - l);
+		}
+	}
+	a->total = (uint32_t)S;
+}
+
+static int clampi(int v, int lo, int hi)
+{
+	return v < lo ? lo : v > hi ? hi : v;
+}
+
+void fbcells_layout(struct fbcells *f, int cols, int rows, int fb_w, int fb_h, enum fbc_scale mode, int pan_x,
+		    int pan_y)
+{
+	cols = cols > 0 ? cols : 0;
+	rows = rows > 0 ? rows : 0;
+	fb_w = fb_w > 0 ? fb_w : 0;
+	fb_h = fb_h > 0 ? fb_h : 0;
+	int H = 2 * rows;
+	if (mode == FBC_ONE) {
+		pan_x = fb_w > cols ? clampi(pan_x, 0, fb_w - cols) : 0;
+		pan_y = fb_h > H ? clampi(pan_y, 0, fb_h - H) : 0;
+	} else {
+		pan_x = pan_y = 0;
+	}
+	if (!f->stale && cols == f->cols && rows == f->rows && fb_w == f->fbw && fb_h == f->fbh && mode == f->mode &&
+	    pan_x == f->pan_x && pan_y == f->pan_y)
+		return;
+	bool resized = cols != f->cols || rows != f->rows || f->cells == NULL;
+	f->cols = cols;
+	f->rows = rows;
+	f->fbw = fb_w;
+	f->fbh = fb_h;
+	f->mode = mode;
+	f->pan_x = pan_x;
+	f->pan_y = pan_y;
+	if (fb_w == 0 || fb_h == 0 || cols == 0 || rows == 0) {
+		f->tw = f->th = 0;
+		f->ox = f->oy = 0;
+	} else if (mode == FBC_ONE) {
+		f->tw = fb_w;
+		f->th = fb_h;
+		f->ox = fb_w <= cols ? (cols - fb_w) / 2 : -pan_x;
+		f->oy = fb_h <= H ? (H - fb_h) / 2 : -pan_y;
+	} else if ((int64_t)fb_w * H <= (int64_t)fb_h * cols) {
+		f->th = H;
+		f->tw = (int)(((int64_t)fb_w * H + fb_h / 2) / fb_h);
+		f->tw = clampi(f->tw, 1, cols);
+		f->ox = (cols - f->tw) / 2;
+		f->oy = 0;
+	} else {
+		f->tw = cols;
+		f->th = (int)(((int64_t)fb_h * cols + fb_w / 2) / fb_w);
+		f->th = clampi(f->th, 1, H);
+		f->ox = 0;
+		f->oy = (H - f->th) / 2;
+	}
+	axis_build(&f->ax, fb_w, f->tw, mode == FBC_ONE);
+	axis_build(&f->ay, fb_h, f->th, mode == FBC_ONE);
+	if (resized) {
+		size_t n = (size_t)cols * (size_t)rows;
+		free(f->cells);
+		free(f->dirty);
+		f->cells = xcalloc(n ? n : 1, sizeof *f->cells);
+		f->dirty = xcalloc(n ? n : 1, 1);
+		f->ndirty = 0;
+	}
+	f->stale = true;
+}
+
+/* The colour of subpixel (sx, sy) of the grid. */
+static uint32_t subpixel(const struct fbcells *f, const struct fbc_src *src, int sx, int sy)
+{
+	int tx = sx - f->ox, ty = sy - f->oy;
+	if (tx < 0 || ty < 0 || tx >= f->tw || ty >= f->th || src->pix == NULL)
+		return 0;
+	const struct span *xs = &f->ax.spans[tx], *ys = &f->ay.spans[ty];
+	if (xs->start + xs->n > src->w || ys->start + ys->n > src->h)
+		return 0; /* the source is smaller than the layout says: never read outside it */
+	if (f->mode == FBC_ONE) {
+		const uint8_t *p = src->pix + (size_t)ys->start * src->stride + (size_t)xs->start * 4;
+		return (uint32_t)p[0] << 16 | (uint32_t)p[1] << 8 | p[2];
+	}
+	uint64_t r = 0, g = 0, b = 0;
+	const uint32_t *wx = f->ax.weights + xs->w, *wy = f->ay.weights + ys->w;
+	for (int j = 0; j < ys->n; j++) {
+		const uint8_t *p = src->pix + (size_t)(ys->start + j) * src->stride + (size_t)xs->start * 4;
+		uint64_t rr = 0, gg = 0, bb = 0;
+		for (int i = 0; i < xs->n; i++, p += 4) {
+			rr += (uint64_t)p[0] * wx[i];
+			gg += (uint64_t)p[1] * wx[i];
+			bb += (uint64_t)p[2] * wx[i];
+		}
+		r += rr * wy[j];
+		g += gg * wy[j];
+		b += bb * wy[j];
+	}
+	uint64_t tot = (uint64_t)f->ax.total * f->ay.total, half = tot / 2;
+	return (uint32_t)((r + half) / tot) << 16 | (uint32_t)((g + half) / tot) << 8 | (uint32_t)((b + half) / tot);
+}
+
+static void compute_cell(struct fbcells *f, const struct fbc_src *src, int col, int row)
+{
+	struct fbc_cell c = { subpixel(f, src, col, 2 * row), subpixel(f, src, col, 2 * row + 1) };
+	size_t i = (size_t)row * (size_t)f->cols + (size_t)col;
+	if (c.fg == f->cells[i].fg && c.bg == f->cells[i].bg)
+		return;
+	f->cells[i] = c;
+	if (!f->dirty[i]) {
+		f->dirty[i] = 1;
+		f->ndirty++;
+	}
+}
+
+static void compute_cells(struct fbcells *f, const struct fbc_src *src, int c0, int c1, int r0, int r1)
+{
+	for (int r = r0; r < r1; r++)
+		for (int c = c0; c < c1; c++)
+			compute_cell(f, src, c, r);
+}
+
+void fbcells_full(struct fbcells *f, const struct fbc_src *src)
+{
+	if (f->cells == NULL)
+		return;
+	if (f->stale)
+		fbcells_touch_all(f);
+	f->stale = false;
+	compute_cells(f, src, 0, f->cols, 0, f->rows);
+}
+
+/* Target subpixels [*lo, *hi) whose source interval meets source pixels [a, b). */
+static void target_range(const struct fbcells *f, int a, int b, int src, int dst, int *lo, int *hi)
+{
+	if (f->mode == FBC_ONE) {
+		*lo = a;
+		*hi = b;
+		return;
+	}
+	*lo = (int)((int64_t)a * dst / src);
+	*hi = (int)(((int64_t)b * dst + src - 1) / src);
+}
+
+void fbcells_update(struct fbcells *f, const struct fbc_src *src, int x, int y, int w, int h)
+{
+	if (f->stale) {
+		fbcells_full(f, src);
+		return;
+	}
+	if (f->cells == NULL || f->tw == 0 || f->th == 0)
+		return;
+	int x1 = clampi(x + (w > 0 ? w : 0), 0, f->fbw), y1 = clampi(y + (h > 0 ? h : 0), 0, f->fbh);
+	x = clampi(x, 0, f->fbw);
+	y = clampi(y, 0, f->fbh);
+	if (x >= x1 || y >= y1)
+		return;
+	int tx0, tx1, ty0, ty1;
+	target_range(f, x, x1, f->fbw, f->tw, &tx0, &tx1);
+	target_range(f, y, y1, f->fbh, f->th, &ty0, &ty1);
+	int c0 = clampi(tx0 + f->ox, 0, f->cols), c1 = clampi(tx1 + f->ox, 0, f->cols);
+	int s0 = clampi(ty0 + f->oy, 0, 2 * f->rows), s1 = clampi(ty1 + f->oy, 0, 2 * f->rows);
+	compute_cells(f, src, c0, c1, s0 / 2, (s1 + 1) / 2);
+}
+
+int fbcells_cols(const struct fbcells *f)
+{
+	return f->cols;
+}
+
+int fbcells_rows(const struct fbcells *f)
+{
+	return f->rows;
+}
+
+const struct fbc_cell *fbcells_grid(const struct fbcells *f)
+{
+	return f->cells;
+}
+
+void fbcells_pan(const struct fbcells *f, int *pan_x, int *pan_y)
+{
+	*pan_x = f->pan_x;
+	*pan_y = f->pan_y;
+}
+
+size_t fbcells_ndirty(const struct fbcells *f)
+{
+	return f->ndirty;
+}
+
+bool fbcells_is_dirty(const struct fbcells *f, int col, int row)
+{
+	if (col < 0 || row < 0 || col >= f->cols || row >= f->rows)
+		return false;
+	return f->dirty[(size_t)row * (size_t)f->cols + (size_t)col] != 0;
+}
+
+void fbcells_clear_dirty(struct fbcells *f)
+{
+	if (f->dirty)
+		memset(f->dirty, 0, (size_t)f->cols * (size_t)f->rows);
+	f->ndirty = 0;
+}
+
+void fbcells_touch_all(struct fbcells *f)
+{
+	size_t n = (size_t)f->cols * (size_t)f->rows;
+	if (f->dirty)
+		memset(f->dirty, 1, n);
+	f->ndirty = n;
+}
+
+/* ---- colour reduction ---- */
+
+static const uint8_t cube_level[6] = { 0, 95, 135, 175, 215, 255 };
+
+static int cube_index(int v)
+{
+	/* nearest of the six levels; the midpoints between them */
+	if (v < 48)
+		return 0;
+	if (v < 115)
+		return 1;
+	return (v - 35) / 40 < 5 ? (v - 35) / 40 : 5;
+}
+
+static uint32_t sqdist(int r, int g, int b, uint32_t rgb)
+{
+	int dr = r - (int)(rgb >> 16 & 0xff), dg = g - (int)(rgb >> 8 & 0xff), db = b - (int)(rgb & 0xff);
+	return (uint32_t)(dr * dr + dg * dg + db * db);
+}
+
+uint32_t fbcells_xterm256_rgb(uint8_t idx)
+{
+	static const uint32_t sys[16] = { 0x000000, 0x800000, 0x008000, 0x808000, 0x000080, 0x800080,
+					  0x008080, 0xc0c0c0, 0x808080, 0xff0000, 0x00ff00, 0xffff00,
+					  0x0000ff, 0xff00ff, 0x00ffff, 0xffffff };
+	if (idx < 16)
+		return sys[idx];
+	if (idx >= 232) {
+		uint32_t v = 8 + 10u * (idx - 232u);
+		return v << 16 | v << 8 | v;
+	}
+	int i = idx - 16;
+	return (uint32_t)cube_level[i / 36] << 16 | (uint32_t)cube_level[i / 6 % 6] << 8 | cube_level[i % 6];
+}
+
+uint8_t fbcells_xterm256(uint32_t rgb)
+{
+	int r = (int)(rgb >> 16 & 0xff), g = (int)(rgb >> 8 & 0xff), b = (int)(rgb & 0xff);
+	/* the nearest cube colour is the nearest level per channel (the distance is separable) */
+	uint8_t cube = (uint8_t)(16 + 36 * cube_index(r) + 6 * cube_index(g) + cube_index(b));
+	/* the nearest grey (8 + 10k) is the one nearest the channels' mean: k = round(((r+g+b)/3 - 8) / 10) */
+	int sum = r + g + b, k = sum < 24 ? 0 : (sum - 24 + 15) / 30;
+	k = clampi(k, 0, 23);
+	uint8_t grey = (uint8_t)(232 + k);
+	return sqdist(r, g, b, fbcells_xterm256_rgb(grey)) < sqdist(r, g, b, fbcells_xterm256_rgb(cube)) ? grey : cube;
+}
+
+char fbcells_ascii(struct fbc_cell c)
+{
+	static const char ramp[] = " .:-=+*#%@";
+	uint32_t y = 0;
+	for (int k = 0; k < 2; k++) {
+		uint32_t v = k ? c.bg : c.fg;
+		y += 299 * (v >> 16 & 0xff) + 587 * (v >> 8 & 0xff) + 114 * (v & 0xff);
+	}
+	y /= 2000; /* 0..255 */
+	return ramp[y * 10 / 256];
+}
+
+/* ---- terminal output ---- */
+
+struct emitter {
+	struct buf *out;
+	enum fbc_colour mode;
+	int row, col;       /* cursor, -1 unknown */
+	int64_t fg, bg;     /* current SGR colours (RGB or palette index), -1 unknown */
+};
+
+/* Decimal without printf: the emitter writes a few numbers per cell, tens of thousands a frame. */
+static void put_num(struct buf *b, unsigned v)
+{
+	char tmp[12];
+	int n = 0;
+	do {
+		tmp[n++] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	buf_reserve(b, (size_t)n);
+	while (n)
+		b->data[b->len++] = tmp[--n];
+	b->data[b->len] = '\0';
+}
+
+static void emit_colour(struct emitter *e, bool fgnd, int64_t v)
+{
+	buf_add(e->out, fgnd ? "38;" : "48;", 3);
+	if (e->mode == FBC_TRUECOLOUR) {
+		buf_add(e->out, "2;", 2);
+		put_num(e->out, (unsigned)(v >> 16 & 0xff));
+		buf_add_char(e->out, ';');
+		put_num(e->out, (unsigned)(v >> 8 & 0xff));
+		buf_add_char(e->out, ';');
+		put_num(e->out, (unsigned)(v & 0xff));
+	} else {
+		buf_add(e->out, "5;", 2);
+		put_num(e->out, (unsigned)v);
+	}
+}
+
+static void emit_cell(struct emitter *e, struct fbc_cell c)
+{
+	if (e->mode == FBC_MONO) {
+		buf_add_char(e->out, fbcells_ascii(c));
+		return;
+	}
+	int64_t fg = c.fg, bg = c.bg;
+	if (e->mode == FBC_256) {
+		fg = fbcells_xterm256(c.fg);
+		bg = fbcells_xterm256(c.bg);
+	}
+	/* a flat cell is a space on the background: fewer bytes, and the foreground need not change */
+	bool flat = fg == bg;
+	bool set_fg = !flat && fg != e->fg, set_bg = bg != e->bg;
+	if (set_fg || set_bg) {
+		buf_add_str(e->out, "\033[");
+		if (set_fg)
+			emit_colour(e, true, fg);
+		if (set_fg && set_bg)
+			buf_add_char(e->out, ';');
+		if (set_bg)
+			emit_colour(e, false, bg);
+		buf_add_char(e->out, 'm');
+		if (set_fg)
+			e->fg = fg;
+		e->bg = bg;
+	}
+	if (flat)
+		buf_add_char(e->out, ' ');
+	else
+		buf_add_str(e->out, "\xe2\x96\x80"); /* U+2580 UPPER HALF BLOCK */
+}
+
+size_t fbcells_emit(struct fbcells *f, struct buf *out, int top, int left, enum fbc_colour mode, bool all)
+{
+	size_t before = out->len;
+	struct emitter e = { out, mode, -1, -1, -1, -1 };
+	if (f->cells == NULL || f->cols == 0 || f->rows == 0 || (!all && f->ndirty == 0))
+		return 0;
+	if (mode == FBC_MONO)
+		buf_add_str(out, "\033[0m");
+	for (int r = 0; r < f->rows; r++) {
+		const uint8_t *d = f->dirty + (size_t)r * (size_t)f->cols;
+		const struct fbc_cell *cr = f->cells + (size_t)r * (size_t)f->cols;
+		for (int c = 0; c < f->cols; c++) {
+			if (!all && !d[c])
+				continue;
+			if (e.row != r || e.col != c) {
+				buf_add(out, "\033[", 2);
+				put_num(out, (unsigned)(top + r + 1));
+				buf_add_char(out, ';');
+				put_num(out, (unsigned)(left + c + 1));
+				buf_add_char(out, 'H');
+			}
+			emit_cell(&e, cr[c]);
+			e.row = r;
+			e.col = c + 1;
+		}
+	}
+	buf_add_str(out, "\033[0m");
+	fbcells_clear_dirty(f);
+	return out->len - before;
+}
+
+bool fbcells_cell_to_fb(const struct fbcells *f, int col, int row, int half, int *x, int *y)
+{
+	*x = *y = 0;
+	if (f->tw == 0 || f->th == 0)
+		return false;
+	int tx = col - f->ox, ty = 2 * row + (half ? 1 : 0) - f->oy;
+	bool inside = tx >= 0 && ty >= 0 && tx < f->tw && ty < f->th;
+	tx = clampi(tx, 0, f->tw - 1);
+	ty = clampi(ty, 0, f->th - 1);
+	/* the centre of the target subpixel, in source pixels */
+	*x = clampi((int)(((int64_t)(2 * tx + 1) * f->fbw) / (2 * (int64_t)f->tw)), 0, f->fbw - 1);
+	*y = clampi((int)(((int64_t)(2 * ty + 1) * f->fbh) / (2 * (int64_t)f->th)), 0, f->fbh - 1);
+	return inside;
+}

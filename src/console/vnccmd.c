@@ -1,0 +1,808 @@
+/* vnccmd: `kvcon vnc TARGET` (see vnccmd.h). Full-screen mode owns the terminal directly (raw mode, alternate
+ * screen, SGR mouse reporting) and writes fbcells' escape sequences itself: no curses is needed for a screen that
+ * is one picture and a status line. Output is flushed non-blocking; a new frame is only rendered once the previous
+ * one has reached the terminal and at most ~30 times a second, so a slow terminal costs frames, not memory. */
+#include "console/vnccmd.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <termios.h>
+#include <unistd.h>
+
+#include <rfb/keysym.h>
+
+#include "console/fdstream.h"
+#include "console/stream.h"
+#include "console/termkeys.h"
+#include "console/vnc.h"
+#include "core/buf.h"
+#include "core/log.h"
+#include "core/loop.h"
+#include "core/opts.h"
+#include "core/util.h"
+#include "core/xmalloc.h"
+#include "kube/ws.h"
+
+/* last: terminfo defines macros with common names (lines, columns, buttons) */
+#include <term.h>
+
+struct stream *(*vnccmd_open_vm)(const char *ns, const char *name, char **err);
+
+#define FRAME_MS 33      /* ~30 frames a second at most */
+#define ESC_WAIT_MS 50   /* a lone ESC is the Escape key after this long */
+
+struct vopts {
+	const char *target;
+	const char *screenshot;
+	const char *colors;
+	const char *password_file;
+	const char *ws_protocol;
+	bool proxy_only;
+	int port;
+	enum fbc_scale scale;
+	bool view_only;
+	int quality;
+	int timeout_s;
+	int quiet_ms;
+};
+
+/* ---- colour mode ---- */
+
+enum fbc_colour vnccmd_detect_colour(const char *forced)
+{
+	static const struct {
+		const char *name;
+		enum fbc_colour mode;
+	} names[] = { { "truecolor", FBC_TRUECOLOUR }, { "truecolour", FBC_TRUECOLOUR }, { "24bit", FBC_TRUECOLOUR },
+		      { "256", FBC_256 },              { "mono", FBC_MONO },             { "ascii", FBC_MONO } };
+	if (forced)
+		for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+			if (strcmp(forced, names[i].name) == 0)
+				return names[i].mode;
+	const char *nc = getenv("NO_COLOR");
+	if (nc && *nc)
+		return FBC_MONO;
+	const char *ct = getenv("COLORTERM");
+	if (ct && (strcmp(ct, "truecolor") == 0 || strcmp(ct, "24bit") == 0))
+		return FBC_TRUECOLOUR;
+	int err = 0;
+	if (setupterm(NULL, 1, &err) == 0) {
+		int rgb = tigetflag("RGB");
+		int colors = tigetnum("colors");
+		if (rgb > 0 || colors >= 1 << 24)
+			return FBC_TRUECOLOUR;
+		if (colors >= 256)
+			return FBC_256;
+	}
+	return FBC_MONO;
+}
+
+/* ---- opening the target ---- */
+
+static bool is_ws(const char *t)
+{
+	return util_has_prefix(t, "ws://") || util_has_prefix(t, "wss://");
+}
+
+static bool is_direct(const char *t)
+{
+	return util_has_prefix(t, "unix:") || util_has_prefix(t, "tcp:");
+}
+
+/* A connected socket for unix:PATH / tcp:HOST:PORT (proxy mode; local targets connect at once). */
+static int connect_direct(const char *t, char **err)
+{
+	int fd = -1;
+	if (util_has_prefix(t, "unix:")) {
+		struct sockaddr_un sa = { .sun_family = AF_UNIX };
+		if (strlen(t + 5) >= sizeof sa.sun_path) {
+			*err = xasprintf("socket path too long: %s", t + 5);
+			return -1;
+		}
+		strcpy(sa.sun_path, t + 5);
+		fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		if (fd >= 0 && connect(fd, (struct sockaddr *)&sa, sizeof sa) == 0)
+			return fd;
+	} else {
+		const char *hp = t + 4, *colon = strrchr(hp, ':');
+		if (colon) {
+			char *host = xstrndup(hp, (size_t)(colon - hp));
+			struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons((uint16_t)atoi(colon + 1)) };
+			if (strcmp(host, "localhost") == 0 || strcmp(host, "127.0.0.1") == 0)
+				sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+			free(host);
+			fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+			if (fd >= 0 && sa.sin_addr.s_addr && connect(fd, (struct sockaddr *)&sa, sizeof sa) == 0)
+				return fd;
+		}
+	}
+	*err = xasprintf("cannot connect to %s: %s", t, strerror(errno));
+	if (fd >= 0)
+		close(fd);
+	return -1;
+}
+
+/* A stream to the target (ws://, wss://, NS/NAME, or a direct socket wrapped in an fdstream). */
+static struct stream *open_stream(const struct vopts *o, char **err)
+{
+	if (is_ws(o->target)) {
+		struct ws_config cfg = { .url = o->target, .subprotocol = o->ws_protocol };
+		return ws_open(&cfg, NULL, o->target);
+	}
+	if (is_direct(o->target)) {
+		int fd = connect_direct(o->target, err);
+		return fd < 0 ? NULL : fdstream_new(fd, fd, o->target);
+	}
+	const char *slash = strchr(o->target, '/');
+	if (slash == NULL || slash == o->target || slash[1] == '\0' || strchr(slash + 1, '/')) {
+		*err = xasprintf("target '%s' is not NS/NAME, unix:PATH, tcp:HOST:PORT or a ws:// URL", o->target);
+		return NULL;
+	}
+	if (vnccmd_open_vm == NULL) {
+		*err = xstrdup("NS/NAME targets need the cluster or engine provider, which this build does not open "
+			       "yet; use unix:PATH, tcp:HOST:PORT or a ws:// URL");
+		return NULL;
+	}
+	char *ns = xstrndup(o->target, (size_t)(slash - o->target));
+	struct stream *s = vnccmd_open_vm(ns, slash + 1, err);
+	free(ns);
+	return s;
+}
+
+static struct vnc *open_session(const struct vopts *o, vnc_event_cb cb, void *arg, char **err)
+{
+	struct vnc_opts vo = { .view_only = o->view_only, .quality = o->quality };
+	char *pw = NULL;
+	if (o->password_file) {
+		pw = util_read_file(o->password_file, NULL);
+		if (pw == NULL) {
+			*err = xasprintf("cannot read %s: %s", o->password_file, strerror(errno));
+			return NULL;
+		}
+		pw[strcspn(pw, "\r\n")] = '\0';
+	} else if (getenv("KVCON_VNC_PASSWORD")) {
+		pw = xstrdup(getenv("KVCON_VNC_PASSWORD"));
+	}
+	vo.password = pw;
+	struct vnc *v = NULL;
+	if (is_direct(o->target)) {
+		v = vnc_connect(o->target, &vo, cb, arg, err);
+	} else {
+		struct stream *s = open_stream(o, err);
+		if (s)
+			v = vnc_new_stream(s, &vo, cb, arg);
+	}
+	if (pw) {
+		memset(pw, 0, strlen(pw));
+		free(pw);
+	}
+	return v;
+}
+
+/* ---- headless screenshot ---- */
+
+struct shot {
+	const struct vopts *o;
+	struct vnc *v;
+	uint64_t start;
+	int rc;
+};
+
+static void shot_event(struct vnc *v, enum vnc_event ev, void *arg)
+{
+	struct shot *s = arg;
+	(void)v;
+	if (ev == VNC_CLOSED) {
+		fprintf(stderr, "kvcon: vnc: %s\n", *vnc_error(v) ? vnc_error(v) : "the VNC session ended");
+		s->rc = EXIT_API;
+		loop_quit(s->rc);
+	}
+}
+
+static void shot_tick(void *arg)
+{
+	struct shot *s = arg;
+	uint64_t last, n = vnc_updates(s->v, &last), now = loop_now();
+	bool quiet = n > 0 && now - last >= (uint64_t)s->o->quiet_ms;
+	bool late = now - s->start >= (uint64_t)s->o->timeout_s * 1000;
+	if (quiet || (late && n > 0)) {
+		if (!quiet)
+			fprintf(stderr, "kvcon: vnc: the screen did not settle within %d s; saving the latest frame\n",
+				s->o->timeout_s);
+		if (vnc_screenshot(s->v, s->o->screenshot) < 0) {
+			fprintf(stderr, "kvcon: vnc: cannot write %s: %s\n", s->o->screenshot, strerror(errno));
+			s->rc = EXIT_API;
+		} else {
+			int w, h;
+			vnc_size(s->v, &w, &h);
+			printf("{\"file\":\"%s\",\"width\":%d,\"height\":%d,\"updates\":%llu}\n", s->o->screenshot, w,
+			       h, (unsigned long long)n);
+			s->rc = EXIT_OK;
+		}
+		loop_quit(s->rc);
+		return;
+	}
+	if (late) {
+		fprintf(stderr, "kvcon: vnc: no frame from %s within %d s\n", s->o->target, s->o->timeout_s);
+		s->rc = EXIT_API;
+		loop_quit(s->rc);
+		return;
+	}
+	loop_timer_add(20, shot_tick, s);
+}
+
+static int run_screenshot(const struct vopts *o)
+{
+	struct shot s = { o, NULL, loop_now(), EXIT_API };
+	char *err = NULL;
+	s.v = open_session(o, shot_event, &s, &err);
+	if (s.v == NULL) {
+		fprintf(stderr, "kvcon: vnc: %s\n", err);
+		free(err);
+		return EXIT_API;
+	}
+	loop_timer_add(20, shot_tick, &s);
+	int rc = loop_run();
+	vnc_free(s.v);
+	return rc;
+}
+
+/* ---- proxy for an external viewer ---- */
+
+struct proxy {
+	const struct vopts *o;
+	int lfd;
+	struct loop_fd *lh;
+	struct stream *server, *client;
+};
+
+static void proxy_data(struct stream *s, const uint8_t *data, size_t len, void *arg)
+{
+	struct proxy *p = arg;
+	struct stream *to = s == p->server ? p->client : p->server;
+	if (to && stream_write(to, data, len) < 0)
+		loop_quit(EXIT_API);
+}
+
+static void proxy_state(struct stream *s, enum stream_state st, void *arg)
+{
+	struct proxy *p = arg;
+	if (st != STREAM_CLOSED)
+		return;
+	if (s == p->server && stream_end(s) != STREAM_END_LOCAL && stream_end(s) != STREAM_END_REMOTE)
+		fprintf(stderr, "kvcon: vnc: %s %s%s%s\n", stream_name(s), stream_end_name(stream_end(s)),
+			*stream_reason(s) ? ": " : "", stream_reason(s));
+	loop_quit(s == p->client || stream_end(s) == STREAM_END_REMOTE ? EXIT_OK : EXIT_API);
+}
+
+static const struct stream_cbs proxy_cbs = { proxy_data, proxy_state };
+
+static void proxy_accept(int fd, short revents, void *arg)
+{
+	(void)revents;
+	struct proxy *p = arg;
+	int c = accept4(fd, NULL, NULL, SOCK_CLOEXEC);
+	if (c < 0)
+		return;
+	/* like virtctl: the first client gets the display; the listener closes */
+	loop_fd_remove(p->lh);
+	p->lh = NULL;
+	close(p->lfd);
+	p->lfd = -1;
+	char *err = NULL;
+	p->server = open_stream(p->o, &err);
+	if (p->server == NULL) {
+		fprintf(stderr, "kvcon: vnc: %s\n", err);
+		free(err);
+		close(c);
+		loop_quit(EXIT_API);
+		return;
+	}
+	p->client = fdstream_new(c, c, "vnc proxy client");
+	stream_set_callbacks(p->server, &proxy_cbs, p);
+	stream_set_callbacks(p->client, &proxy_cbs, p);
+}
+
+static int run_proxy(const struct vopts *o)
+{
+	struct proxy p = { o, -1, NULL, NULL, NULL };
+	p.lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	int one = 1;
+	setsockopt(p.lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons((uint16_t)o->port) };
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	socklen_t sl = sizeof sa;
+	if (p.lfd < 0 || bind(p.lfd, (struct sockaddr *)&sa, sizeof sa) < 0 || listen(p.lfd, 1) < 0 ||
+	    getsockname(p.lfd, (struct sockaddr *)&sa, &sl) < 0) {
+		fprintf(stderr, "kvcon: vnc: cannot listen on 127.0.0.1:%d: %s\n", o->port, strerror(errno));
+		if (p.lfd >= 0)
+			close(p.lfd);
+		return EXIT_API;
+	}
+	printf("{\"port\":%d}\n", ntohs(sa.sin_port));
+	fflush(stdout);
+	p.lh = loop_fd_add(p.lfd, POLLIN, proxy_accept, &p);
+	int rc = loop_run();
+	loop_fd_remove(p.lh);
+	if (p.lfd >= 0)
+		close(p.lfd);
+	stream_free(p.client);
+	stream_free(p.server);
+	return rc;
+}
+
+/* ---- full-screen viewer ---- */
+
+struct viewer {
+	const struct vopts *o;
+	struct vnc *v;
+	struct fbcells *cells;
+	struct termkeys *keys;
+	enum fbc_colour colour;
+	enum fbc_scale scale;
+	int pan_x, pan_y;
+	int cols, rows; /* terminal size */
+	bool frame_dirty, status_dirty, clear;
+	bool menu;
+	int mask; /* pointer buttons held */
+	uint64_t last_draw;
+	struct loop_timer *draw_timer, *esc_timer;
+	struct loop_fd *in_h, *out_h;
+	struct buf out;
+	char status_msg[160];
+	int rc;
+};
+
+static struct termios saved_tio;
+static bool tio_saved;
+
+static void term_restore(void)
+{
+	/* also the fatal hook: only write() and tcsetattr() here */
+	static const char leave[] = "\033[?1006l\033[?1002l\033[?1000l\033[0m\033[?25h\033[?1049l";
+	if (!tio_saved)
+		return;
+	if (write(1, leave, sizeof leave - 1) < 0)
+		return;
+	tcsetattr(0, TCSAFLUSH, &saved_tio);
+	tio_saved = false;
+}
+
+static int term_enter(void)
+{
+	if (!isatty(0) || !isatty(1) || tcgetattr(0, &saved_tio) < 0)
+		return -1;
+	struct termios t = saved_tio;
+	cfmakeraw(&t);
+	if (tcsetattr(0, TCSAFLUSH, &t) < 0)
+		return -1;
+	tio_saved = true;
+	log_set_fatal_hook(term_restore);
+	static const char enter[] = "\033[?1049h\033[?25l\033[2J\033[?1000h\033[?1002h\033[?1006h";
+	if (write(1, enter, sizeof enter - 1) < 0)
+		return -1;
+	return 0;
+}
+
+static void term_size(struct viewer *w)
+{
+	struct winsize ws;
+	if (ioctl(1, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0 && ws.ws_row > 0) {
+		w->cols = ws.ws_col;
+		w->rows = ws.ws_row;
+	} else {
+		w->cols = 80;
+		w->rows = 24;
+	}
+}
+
+static void flush_out(struct viewer *w);
+static void schedule_draw(struct viewer *w);
+
+static void on_out(int fd, short revents, void *arg)
+{
+	(void)fd;
+	(void)revents;
+	flush_out(arg);
+}
+
+static void flush_out(struct viewer *w)
+{
+	while (w->out.len) {
+		ssize_t n = write(1, w->out.data, w->out.len);
+		if (n > 0) {
+			buf_consume(&w->out, (size_t)n);
+			continue;
+		}
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			break;
+		loop_quit(EXIT_API); /* the terminal went away */
+		return;
+	}
+	if (w->out.len && w->out_h == NULL)
+		w->out_h = loop_fd_add(1, POLLOUT, on_out, w);
+	else if (w->out.len == 0 && w->out_h) {
+		loop_fd_remove(w->out_h);
+		w->out_h = NULL;
+		schedule_draw(w); /* a frame may have waited for the terminal */
+	}
+}
+
+static const char *scale_name(enum fbc_scale s)
+{
+	return s == FBC_ONE ? "1:1" : "fit";
+}
+
+static void draw_status(struct viewer *w)
+{
+	char text[512];
+	int fw, fh;
+	vnc_size(w->v, &fw, &fh);
+	if (w->menu)
+		snprintf(text, sizeof text,
+			 " send: d Ctrl+Alt+Del  1-9 0 - = Ctrl+Alt+F1..F12  p Print  f F8 | s fit/1:1  hjkl pan  q leave"
+			 "  Esc close");
+	else if (*w->status_msg)
+		snprintf(text, sizeof text, " %s", w->status_msg);
+	else {
+		char *name = util_escape_display(vnc_desktop_name(w->v));
+		snprintf(text, sizeof text, " %s  %dx%d  %s  F8 menu  Ctrl+] leave", name, fw, fh, scale_name(w->scale));
+		free(name);
+	}
+	/* cut to the width (the text is ASCII apart from the escaped name, which is printable) */
+	int len = (int)strlen(text);
+	if (len > w->cols)
+		text[w->cols] = '\0';
+	buf_printf(&w->out, "\033[%d;1H\033[0;7m%-*s\033[0m", w->rows, w->cols, text);
+}
+
+static void draw(void *arg)
+{
+	struct viewer *w = arg;
+	w->draw_timer = NULL;
+	if (w->out.len)
+		return; /* flush_out calls back when the terminal took the last frame */
+	if (w->clear) {
+		buf_add_str(&w->out, "\033[0m\033[2J");
+		w->clear = false;
+		w->status_dirty = true;
+		fbcells_touch_all(w->cells);
+	}
+	if (w->frame_dirty && vnc_is_connected(w->v)) {
+		vnc_render(w->v, w->cells, w->cols, w->rows > 1 ? w->rows - 1 : 1, w->scale, w->pan_x, w->pan_y);
+		fbcells_pan(w->cells, &w->pan_x, &w->pan_y);
+		fbcells_emit(w->cells, &w->out, 0, 0, w->colour, false);
+		w->frame_dirty = false;
+	}
+	if (w->status_dirty) {
+		draw_status(w);
+		w->status_dirty = false;
+	}
+	w->last_draw = loop_now();
+	flush_out(w);
+}
+
+static void schedule_draw(struct viewer *w)
+{
+	if (w->draw_timer || w->out.len || (!w->frame_dirty && !w->status_dirty && !w->clear))
+		return;
+	uint64_t since = loop_now() - w->last_draw;
+	w->draw_timer = loop_timer_add(since >= FRAME_MS ? 0 : FRAME_MS - since, draw, w);
+}
+
+static void viewer_event(struct vnc *v, enum vnc_event ev, void *arg)
+{
+	struct viewer *w = arg;
+	(void)v;
+	if (ev == VNC_CLOSED) {
+		w->rc = EXIT_API;
+		loop_quit(EXIT_API);
+		return;
+	}
+	if (ev == VNC_CONNECTED) {
+		w->status_msg[0] = '\0';
+		w->status_dirty = true;
+		w->clear = true;
+	}
+	if (ev == VNC_FRAME) {
+		int fw, fh;
+		vnc_size(w->v, &fw, &fh);
+		w->frame_dirty = true;
+		w->status_dirty = w->status_dirty || fw != fbcells_cols(w->cells); /* cheap: refresh after resizes */
+	}
+	schedule_draw(w);
+}
+
+/* Presses the modifiers, the key, and releases in reverse. */
+static void send_key(struct viewer *w, uint32_t keysym, unsigned mods)
+{
+	uint32_t seq[5];
+	int n = 0;
+	if (mods & TK_CTRL)
+		seq[n++] = XK_Control_L;
+	if (mods & TK_ALT)
+		seq[n++] = XK_Alt_L;
+	if ((mods & TK_SHIFT) || termkeys_needs_shift(keysym))
+		seq[n++] = XK_Shift_L;
+	seq[n++] = keysym;
+	vnc_key_combo(w->v, seq, n);
+}
+
+static void pan_by(struct viewer *w, int dx, int dy)
+{
+	w->pan_x += dx * (w->cols / 4 > 1 ? w->cols / 4 : 1);
+	w->pan_y += dy * (w->rows / 2 > 1 ? w->rows / 2 : 1);
+	w->frame_dirty = true;
+}
+
+static void menu_key(struct viewer *w, const struct termkeys_event *ev)
+{
+	static const char fkeys[] = "1234567890-=";
+	w->menu = false;
+	w->status_dirty = true;
+	const char *f = ev->ch ? strchr(fkeys, ev->ch) : NULL;
+	if (f) {
+		uint32_t seq[3] = { XK_Control_L, XK_Alt_L, (uint32_t)(XK_F1 + (f - fkeys)) };
+		vnc_key_combo(w->v, seq, 3);
+		return;
+	}
+	switch (ev->ch) {
+	case 'd': {
+		uint32_t seq[3] = { XK_Control_L, XK_Alt_L, XK_Delete };
+		vnc_key_combo(w->v, seq, 3);
+		break;
+	}
+	case 'p':
+		send_key(w, XK_Print, 0);
+		break;
+	case 'f':
+		send_key(w, XK_F8, 0);
+		break;
+	case 's':
+		w->scale = w->scale == FBC_FIT ? FBC_ONE : FBC_FIT;
+		w->clear = true;
+		w->frame_dirty = true;
+		break;
+	case 'h':
+		pan_by(w, -1, 0);
+		break;
+	case 'l':
+		pan_by(w, 1, 0);
+		break;
+	case 'k':
+		pan_by(w, 0, -1);
+		break;
+	case 'j':
+		pan_by(w, 0, 1);
+		break;
+	case 'q':
+		loop_quit(EXIT_OK);
+		break;
+	default:
+		break;
+	}
+}
+
+static void on_key(const struct termkeys_event *ev, void *arg)
+{
+	struct viewer *w = arg;
+	switch (ev->type) {
+	case TK_LEAVE:
+		w->rc = EXIT_OK;
+		loop_quit(EXIT_OK);
+		return;
+	case TK_MENU:
+		w->menu = !w->menu;
+		w->status_dirty = true;
+		break;
+	case TK_KEY:
+		if (w->menu)
+			menu_key(w, ev);
+		else
+			send_key(w, ev->keysym, ev->mods);
+		break;
+	case TK_MOUSE: {
+		if (ev->row >= w->rows - 1 || w->menu)
+			break; /* the status line */
+		int x, y;
+		fbcells_cell_to_fb(w->cells, ev->col, ev->row, 0, &x, &y);
+		if (ev->button >= 3) { /* wheel: a press and a release */
+			if (ev->press) {
+				int bit = 1 << ev->button;
+				vnc_pointer(w->v, x, y, w->mask | bit);
+				vnc_pointer(w->v, x, y, w->mask);
+			}
+			break;
+		}
+		if (ev->button >= 0 && !ev->motion)
+			w->mask = ev->press ? w->mask | 1 << ev->button : w->mask & ~(1 << ev->button);
+		vnc_pointer(w->v, x, y, w->mask);
+		break;
+	}
+	}
+	schedule_draw(w);
+}
+
+static void esc_timeout(void *arg)
+{
+	struct viewer *w = arg;
+	w->esc_timer = NULL;
+	termkeys_flush(w->keys);
+}
+
+static void on_stdin(int fd, short revents, void *arg)
+{
+	struct viewer *w = arg;
+	(void)revents;
+	uint8_t b[4096];
+	ssize_t n = read(fd, b, sizeof b);
+	if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
+		loop_quit(EXIT_OK);
+		return;
+	}
+	if (n < 0)
+		return;
+	loop_timer_cancel(w->esc_timer);
+	w->esc_timer = NULL;
+	termkeys_feed(w->keys, b, (size_t)n);
+	if (termkeys_pending(w->keys))
+		w->esc_timer = loop_timer_add(ESC_WAIT_MS, esc_timeout, w);
+}
+
+static void on_winch(int sig, void *arg)
+{
+	(void)sig;
+	struct viewer *w = arg;
+	term_size(w);
+	w->clear = true;
+	w->frame_dirty = true;
+	schedule_draw(w);
+}
+
+static void on_term(int sig, void *arg)
+{
+	(void)sig;
+	(void)arg;
+	loop_quit(EXIT_OK);
+}
+
+static int run_viewer(const struct vopts *o)
+{
+	struct viewer w = { .o = o, .scale = o->scale, .rc = EXIT_OK };
+	w.colour = vnccmd_detect_colour(o->colors);
+	buf_init(&w.out);
+	char *err = NULL;
+	w.v = open_session(o, viewer_event, &w, &err);
+	if (w.v == NULL) {
+		fprintf(stderr, "kvcon: vnc: %s\n", err);
+		free(err);
+		return EXIT_API;
+	}
+	if (term_enter() < 0) {
+		fprintf(stderr, "kvcon: vnc: the display needs a terminal (use --screenshot or --proxy-only)\n");
+		vnc_free(w.v);
+		return EXIT_USAGE;
+	}
+	log_capture_stderr();
+	int fl = fcntl(1, F_GETFL);
+	if (fl >= 0)
+		fcntl(1, F_SETFL, fl | O_NONBLOCK);
+	term_size(&w);
+	w.cells = fbcells_new();
+	w.keys = termkeys_new(on_key, &w);
+	snprintf(w.status_msg, sizeof w.status_msg, "connecting to %s ...  Ctrl+] leave", o->target);
+	w.status_dirty = true;
+	w.in_h = loop_fd_add(0, POLLIN, on_stdin, &w);
+	loop_signal(SIGWINCH, on_winch, &w);
+	loop_signal(SIGTERM, on_term, &w);
+	loop_signal(SIGHUP, on_term, &w);
+	schedule_draw(&w);
+	int rc = loop_run();
+	char *why = w.rc != EXIT_OK ? xstrdup(vnc_error(w.v)) : NULL;
+	loop_fd_remove(w.in_h);
+	loop_fd_remove(w.out_h);
+	loop_timer_cancel(w.draw_timer);
+	loop_timer_cancel(w.esc_timer);
+	vnc_free(w.v);
+	if (fl >= 0)
+		fcntl(1, F_SETFL, fl);
+	term_restore();
+	log_release_stderr();
+	if (why) {
+		fprintf(stderr, "kvcon: vnc: %s\n", *why ? why : "the VNC session ended");
+		free(why);
+	}
+	fbcells_free(w.cells);
+	termkeys_free(w.keys);
+	buf_free(&w.out);
+	return w.rc != EXIT_OK ? w.rc : rc;
+}
+
+/* ---- arguments ---- */
+
+static const char usage_text[] =
+	"usage: kvcon vnc TARGET [--scale fit|1:1] [--colors truecolor|256|mono] [--view-only]\n"
+	"                        [--password-file FILE] [--quality 0-9] [--ws-protocol NAME]\n"
+	"       kvcon vnc TARGET --screenshot FILE.png [--quiet-ms MS] [--timeout S]\n"
+	"       kvcon vnc TARGET --proxy-only [--port N]\n"
+	"TARGET: NS/NAME (a VMI), unix:PATH, tcp:HOST:PORT, or ws://... / wss://... (a VNC WebSocket)\n";
+
+int vnccmd_main(int argc, char **argv)
+{
+	struct vopts o = { .scale = FBC_FIT, .quality = -1, .timeout_s = 30, .quiet_ms = 500 };
+	static const char *const valued[] = { "--screenshot", "--colors",  "--password-file", "--ws-protocol",
+					      "--port",       "--scale",   "--quality",       "--timeout",
+					      "--quiet-ms" };
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i], *val = NULL;
+		for (size_t k = 0; k < sizeof valued / sizeof valued[0]; k++)
+			if (strcmp(a, valued[k]) == 0) {
+				if (i + 1 >= argc) {
+					fprintf(stderr, "kvcon vnc: %s needs a value\n%s", a, usage_text);
+					return EXIT_USAGE;
+				}
+				val = argv[++i];
+			}
+		if (strcmp(a, "--screenshot") == 0)
+			o.screenshot = val;
+		else if (strcmp(a, "--colors") == 0)
+			o.colors = val;
+		else if (strcmp(a, "--password-file") == 0)
+			o.password_file = val;
+		else if (strcmp(a, "--ws-protocol") == 0)
+			o.ws_protocol = val;
+		else if (strcmp(a, "--port") == 0)
+			o.port = atoi(val);
+		else if (strcmp(a, "--scale") == 0 && (strcmp(val, "fit") == 0 || strcmp(val, "1:1") == 0))
+			o.scale = strcmp(val, "fit") == 0 ? FBC_FIT : FBC_ONE;
+		else if (strcmp(a, "--quality") == 0)
+			o.quality = atoi(val);
+		else if (strcmp(a, "--timeout") == 0)
+			o.timeout_s = atoi(val);
+		else if (strcmp(a, "--quiet-ms") == 0)
+			o.quiet_ms = atoi(val);
+		else if (strcmp(a, "--proxy-only") == 0)
+			o.proxy_only = true;
+		else if (strcmp(a, "--view-only") == 0)
+			o.view_only = true;
+		else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+			fputs(usage_text, stdout);
+			return EXIT_OK;
+		} else if (a[0] != '-' && o.target == NULL)
+			o.target = a;
+		else {
+			fprintf(stderr, "kvcon vnc: unexpected argument '%s'\n%s", a, usage_text);
+			return EXIT_USAGE;
+		}
+	}
+	if (o.target == NULL || o.port < 0 || o.port > 65535 || o.quality > 9 || o.timeout_s <= 0 ||
+	    o.quiet_ms < 0 || (o.colors && vnccmd_detect_colour(o.colors) == FBC_MONO && strcmp(o.colors, "mono") &&
+			       strcmp(o.colors, "ascii"))) {
+		fputs(usage_text, stderr);
+		return EXIT_USAGE;
+	}
+	if (log_path() == NULL)
+		log_open(opts_global()->log);
+	loop_init();
+	int rc;
+	if (o.proxy_only)
+		rc = run_proxy(&o);
+	else if (o.screenshot)
+		rc = run_screenshot(&o);
+	else
+		rc = run_viewer(&o);
+	/* the loop may still hold posts from the session thread; give them one pass to drain */
+	loop_once(0);
+	return rc;
+}

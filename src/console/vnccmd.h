@@ -1,0 +1,20 @@
+/* vnccmd: `kvcon vnc TARGET`: the guest's display full-screen in the terminal, a headless screenshot
+ * (--screenshot FILE.png) or a local proxy for an external viewer (--proxy-only, like virtctl vnc). */
+#ifndef KVCON_CONSOLE_VNCCMD_H
+#define KVCON_CONSOLE_VNCCMD_H
+
+#include "console/fbcells.h"
+
+struct stream;
+
+/* The subcommand (argv[0] is "vnc"). */
+int vnccmd_main(int argc, char **argv);
+
+/* Colour mode for the display: --colors, NO_COLOR, COLORTERM, then terminfo's colour count. */
+enum fbc_colour vnccmd_detect_colour(const char *forced);
+
+/* Opens the stream for a NS/NAME target (the cluster or engine provider). Set by whoever provides it (main.c
+ * or the kube module); NULL: NS/NAME targets are refused with a message. */
+extern struct stream *(*vnccmd_open_vm)(const char *ns, const char *name, char **err);
+
+#endif

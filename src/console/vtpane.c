@@ -1,0 +1,1132 @@
+/* The libvterm-backed terminal pane: guest bytes in, damaged cells out to ncurses, keys back as terminal bytes,
+ * plus scrollback, search and copy mode. libvterm owns the live screen; the pane keeps only the scrollback
+ * (compact cells) and which rows need drawing. */
+#include "console/vtpane.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <vterm.h>
+#include <wchar.h>
+#include <wctype.h>
+
+#include "core/buf.h"
+#include "core/util.h"
+#include "core/xmalloc.h"
+
+/* From <term.h>, which cannot be included here: its capability macros (bell, lines...) clash with libvterm. */
+extern int tigetflag(const char *capname);
+
+/* libvterm 0.1.4 writes through a NULL pointer when a wide character arrives on a 1-column screen (found by
+ * fuzz_vtpane): the emulated screen is never narrower than this. */
+#define VTPANE_MIN_COLS 2
+
+/* A cell as kept in scrollback and used for drawing: colours as (kind << 24 | value). */
+enum { COL_DEFAULT = 0, COL_INDEXED = 1, COL_RGB = 2 };
+enum { CA_BOLD = 1, CA_UNDERLINE = 2, CA_ITALIC = 4, CA_BLINK = 8, CA_REVERSE = 16, CA_STRIKE = 32 };
+
+struct vtcell {
+	uint32_t ch;    /* 0: blank; UINT32_MAX: right half of a wide character */
+	uint32_t fg, bg;
+	uint8_t attrs;
+	uint8_t width;
+};
+
+struct sbline {
+	struct vtcell *cells;
+	uint16_t n;
+};
+
+struct vtpane {
+	VTerm *vt;
+	VTermScreen *scr;
+	int rows, cols;
+	vtpane_output_cb out;
+	void *out_arg;
+	/* scrollback ring, oldest at head */
+	struct sbline *sb;
+	size_t sb_cap, sb_head, sb_count;
+	/* drawing */
+	bool *dirty; /* per screen row */
+	bool all_dirty;
+	bool input_pending; /* bytes went in since the last damage flush */
+	int view_off;
+	VTermPos cursor;
+	bool cursor_visible;
+	int drawn_cursor_row; /* row where the cursor was drawn last, -1 none */
+	/* what the guest asked for (absorbed) */
+	char *title;
+	bool altscreen;
+	int mouse;
+	/* copy mode and search */
+	bool cm_on, sel_on;
+	size_t cm_line, sel_line;
+	int cm_col, sel_col;
+	char *copied;
+	bool prompt_on;
+	bool prompt_backward;
+	struct buf prompt;
+	char *needle;
+	bool needle_backward;
+	bool hl_on;
+	size_t hl_line;
+	int hl_col, hl_len;
+	/* colour capability, sampled at draw time */
+	int ncolors;
+	bool direct;
+	struct {
+		uint32_t fg, bg;
+		int pair;
+	} pair_cache[256];
+};
+
+/* ---- cells and colours ---- */
+
+static uint32_t pack_color(const VTermColor *c, bool fg)
+{
+	if (fg ? VTERM_COLOR_IS_DEFAULT_FG(c) : VTERM_COLOR_IS_DEFAULT_BG(c))
+		return COL_DEFAULT << 24;
+	if (VTERM_COLOR_IS_INDEXED(c))
+		return (uint32_t)COL_INDEXED << 24 | c->indexed.idx;
+	return (uint32_t)COL_RGB << 24 | (uint32_t)c->rgb.red << 16 | (uint32_t)c->rgb.green << 8 | c->rgb.blue;
+}
+
+static void cell_from_vterm(const VTermScreenCell *v, struct vtcell *c)
+{
+	c->ch = v->chars[0] == (uint32_t)-1 ? UINT32_MAX : v->chars[0];
+	c->width = (uint8_t)(v->width > 0 ? v->width : 1);
+	c->fg = pack_color(&v->fg, true);
+	c->bg = pack_color(&v->bg, false);
+	c->attrs = (uint8_t)((v->attrs.bold ? CA_BOLD : 0) | (v->attrs.underline ? CA_UNDERLINE : 0) |
+			     (v->attrs.italic ? CA_ITALIC : 0) | (v->attrs.blink ? CA_BLINK : 0) |
+			     (v->attrs.reverse ? CA_REVERSE : 0) | (v->attrs.strike ? CA_STRIKE : 0));
+}
+
+static bool cell_blank(const struct vtcell *c)
+{
+	return (c->ch == 0 || c->ch == ' ') && c->bg >> 24 == COL_DEFAULT && !(c->attrs & (CA_REVERSE | CA_UNDERLINE));
+}
+
+/* xterm's 256-colour palette as RGB. */
+static uint32_t palette_rgb(int idx)
+{
+	static const uint32_t base[16] = { 0x000000, 0xcd0000, 0x00cd00, 0xcdcd00, 0x0000ee, 0xcd00cd,
+					   0x00cdcd, 0xe5e5e5, 0x7f7f7f, 0xff0000, 0x00ff00, 0xffff00,
+					   0x5c5cff, 0xff00ff, 0x00ffff, 0xffffff };
+	static const uint8_t lv[6] = { 0, 95, 135, 175, 215, 255 };
+	if (idx < 16)
+		return base[idx];
+	if (idx < 232) {
+		int i = idx - 16;
+		return (uint32_t)lv[i / 36] << 16 | (uint32_t)lv[i / 6 % 6] << 8 | lv[i % 6];
+	}
+	uint32_t g = (uint32_t)(8 + 10 * (idx - 232));
+	return g << 16 | g << 8 | g;
+}
+
+static int dist2(uint32_t a, uint32_t b)
+{
+	int dr = (int)(a >> 16 & 255) - (int)(b >> 16 & 255);
+	int dg = (int)(a >> 8 & 255) - (int)(b >> 8 & 255);
+	int db = (int)(a & 255) - (int)(b & 255);
+	return 2 * dr * dr + 4 * dg * dg + 3 * db * db;
+}
+
+static int nearest_level(int v)
+{
+	static const uint8_t lv[6] = { 0, 95, 135, 175, 215, 255 };
+	int best = 0;
+	for (int i = 1; i < 6; i++)
+		if (abs(v - lv[i]) < abs(v - lv[best]))
+			best = i;
+	return best;
+}
+
+static int nearest_256(uint32_t rgb)
+{
+	int r = nearest_level((int)(rgb >> 16 & 255)), g = nearest_level((int)(rgb >> 8 & 255)),
+	    b = nearest_level((int)(rgb & 255));
+	int cube = 16 + 36 * r + 6 * g + b;
+	int avg = (int)(((rgb >> 16 & 255) + (rgb >> 8 & 255) + (rgb & 255)) / 3);
+	int gi = avg < 8 ? 0 : avg > 238 ? 23 : (avg - 8 + 5) / 10;
+	int gray = 232 + gi;
+	return dist2(palette_rgb(gray), rgb) < dist2(palette_rgb(cube), rgb) ? gray : cube;
+}
+
+static int nearest_basic(uint32_t rgb, int n)
+{
+	int best = 0;
+	for (int i = 1; i < n; i++)
+		if (dist2(palette_rgb(i), rgb) < dist2(palette_rgb(best), rgb))
+			best = i;
+	return best;
+}
+
+/* A packed colour as a curses colour number for this terminal (-1 = the terminal's default). */
+static int curses_color(const struct vtpane *p, uint32_t c)
+{
+	int kind = (int)(c >> 24);
+	if (kind == COL_DEFAULT || p->ncolors < 8)
+		return -1;
+	uint32_t rgb;
+	if (kind == COL_INDEXED) {
+		int idx = (int)(c & 255);
+		if (idx < 16 ? idx < p->ncolors : p->ncolors >= 256 && !p->direct)
+			return idx;
+		rgb = palette_rgb(idx);
+	} else {
+		rgb = c & 0xffffff;
+	}
+	if (p->direct)
+		return (int)rgb;
+	if (p->ncolors >= 256)
+		return nearest_256(rgb);
+	return nearest_basic(rgb, p->ncolors >= 16 ? 16 : 8);
+}
+
+static int color_pair(struct vtpane *p, uint32_t fg, uint32_t bg)
+{
+	if (p->ncolors < 8 || (fg >> 24 == COL_DEFAULT && bg >> 24 == COL_DEFAULT))
+		return 0;
+	unsigned h = (fg * 2654435761u ^ bg * 40503u) & 255;
+	if (p->pair_cache[h].pair > 0 && p->pair_cache[h].fg == fg && p->pair_cache[h].bg == bg)
+		return p->pair_cache[h].pair;
+	int pair = alloc_pair(curses_color(p, fg), curses_color(p, bg));
+	if (pair < 0)
+		pair = 0;
+	p->pair_cache[h].fg = fg;
+	p->pair_cache[h].bg = bg;
+	p->pair_cache[h].pair = pair;
+	return pair;
+}
+
+/* What may be drawn for a guest character: no controls, no bidi overrides, nothing unprintable. */
+static wchar_t safe_char(uint32_t ch)
+{
+	if (ch == 0)
+		return L' ';
+	if (ch < 0x20 || (ch >= 0x7f && ch < 0xa0))
+		return L'?';
+	if ((ch >= 0x200e && ch <= 0x200f) || (ch >= 0x202a && ch <= 0x202e) || (ch >= 0x2066 && ch <= 0x2069) ||
+	    ch == 0x061c || ch > 0x10ffff || (ch >= 0xd800 && ch <= 0xdfff))
+		return (wchar_t)0xfffd;
+	if (wcwidth((wchar_t)ch) < 0)
+		return (wchar_t)0xfffd;
+	return (wchar_t)ch;
+}
+
+/* ---- lines: scrollback and screen under one index ---- */
+
+static size_t total_lines(const struct vtpane *p)
+{
+	return p->sb_count + (size_t)p->rows;
+}
+
+/* Fills out[0..cols) with line abs (0 = oldest scrollback line). */
+static void get_line(const struct vtpane *p, size_t abs, struct vtcell *out)
+{
+	static const struct vtcell blank = { 0, COL_DEFAULT << 24, COL_DEFAULT << 24, 0, 1 };
+	for (int c = 0; c < p->cols; c++)
+		out[c] = blank;
+	if (abs < p->sb_count) {
+		const struct sbline *l = &p->sb[(p->sb_head + abs) % p->sb_cap];
+		int n = l->n < p->cols ? l->n : p->cols;
+		memcpy(out, l->cells, (size_t)n * sizeof *out);
+		return;
+	}
+	int row = (int)(abs - p->sb_count);
+	if (row >= p->rows)
+		return;
+	for (int c = 0; c < p->cols; c++) {
+		VTermScreenCell v;
+		if (vterm_screen_get_cell(p->scr, (VTermPos){ row, c }, &v))
+			cell_from_vterm(&v, &out[c]);
+	}
+}
+
+static void utf8_put(struct buf *b, uint32_t ch)
+{
+	char u[4];
+	size_t n;
+	if (ch < 0x80) {
+		u[0] = (char)ch;
+		n = 1;
+	} else if (ch < 0x800) {
+		u[0] = (char)(0xc0 | ch >> 6);
+		u[1] = (char)(0x80 | (ch & 63));
+		n = 2;
+	} else if (ch < 0x10000) {
+		u[0] = (char)(0xe0 | ch >> 12);
+		u[1] = (char)(0x80 | (ch >> 6 & 63));
+		u[2] = (char)(0x80 | (ch & 63));
+		n = 3;
+	} else {
+		u[0] = (char)(0xf0 | ch >> 18);
+		u[1] = (char)(0x80 | (ch >> 12 & 63));
+		u[2] = (char)(0x80 | (ch >> 6 & 63));
+		u[3] = (char)(0x80 | (ch & 63));
+		n = 4;
+	}
+	buf_add(b, u, n);
+}
+
+/* Appends the cells [c0, c1) of a line as UTF-8 (safe characters only). */
+static void cells_text(struct buf *b, const struct vtcell *cells, int c0, int c1)
+{
+	for (int c = c0; c < c1; c++) {
+		if (cells[c].ch == UINT32_MAX)
+			continue;
+		utf8_put(b, (uint32_t)safe_char(cells[c].ch));
+	}
+}
+
+static void trim_trailing(struct buf *b, size_t from)
+{
+	while (b->len > from && b->data[b->len - 1] == ' ')
+		b->data[--b->len] = '\0';
+}
+
+char *vtpane_line_text(const struct vtpane *p, size_t abs)
+{
+	if (abs >= total_lines(p))
+		return NULL;
+	struct vtcell *cells = xcalloc((size_t)p->cols, sizeof *cells);
+	get_line(p, abs, cells);
+	struct buf b;
+	buf_init(&b);
+	cells_text(&b, cells, 0, p->cols);
+	trim_trailing(&b, 0);
+	free(cells);
+	if (!b.data)
+		return xstrdup("");
+	return buf_steal(&b);
+}
+
+char *vtpane_screen_text(const struct vtpane *p)
+{
+	struct buf b;
+	buf_init(&b);
+	for (int r = 0; r < p->rows; r++) {
+		char *l = vtpane_line_text(p, p->sb_count + (size_t)r);
+		buf_add_str(&b, l);
+		buf_add_char(&b, '\n');
+		free(l);
+	}
+	return buf_steal(&b);
+}
+
+/* ---- libvterm callbacks ---- */
+
+static void mark_rows(struct vtpane *p, int r0, int r1)
+{
+	if (r0 < 0)
+		r0 = 0;
+	if (r1 > p->rows)
+		r1 = p->rows;
+	for (int r = r0; r < r1; r++)
+		p->dirty[r] = true;
+}
+
+static int cb_damage(VTermRect rect, void *user)
+{
+	struct vtpane *p = user;
+	if (p->view_off > 0)
+		p->all_dirty = true;
+	mark_rows(p, rect.start_row, rect.end_row);
+	return 1;
+}
+
+static int cb_movecursor(VTermPos pos, VTermPos old, int visible, void *user)
+{
+	struct vtpane *p = user;
+	mark_rows(p, old.row, old.row + 1);
+	mark_rows(p, pos.row, pos.row + 1);
+	p->cursor = pos;
+	p->cursor_visible = visible;
+	return 1;
+}
+
+static int cb_settermprop(VTermProp prop, VTermValue *val, void *user)
+{
+	struct vtpane *p = user;
+	switch (prop) {
+	case VTERM_PROP_TITLE:
+		free(p->title);
+		p->title = util_escape_display(val->string ? val->string : "");
+		break;
+	case VTERM_PROP_ALTSCREEN:
+		p->altscreen = val->boolean;
+		p->all_dirty = true;
+		break;
+	case VTERM_PROP_MOUSE:
+		p->mouse = val->number;
+		break;
+	case VTERM_PROP_CURSORVISIBLE:
+		p->cursor_visible = val->boolean;
+		mark_rows(p, p->cursor.row, p->cursor.row + 1);
+		break;
+	default:
+		break;
+	}
+	return 1; /* absorbed: nothing is passed to the real terminal */
+}
+
+static int cb_bell(void *user)
+{
+	(void)user;
+	return 1;
+}
+
+static int cb_sb_pushline(int cols, const VTermScreenCell *cells, void *user)
+{
+	struct vtpane *p = user;
+	if (p->sb_cap == 0)
+		return 1;
+	int n = cols;
+	struct vtcell tmp;
+	while (n > 0) {
+		cell_from_vterm(&cells[n - 1], &tmp);
+		if (!cell_blank(&tmp))
+			break;
+		n--;
+	}
+	struct sbline *l;
+	if (p->sb_count == p->sb_cap) {
+		l = &p->sb[p->sb_head];
+		p->sb_head = (p->sb_head + 1) % p->sb_cap;
+		if (p->cm_line > 0)
+			p->cm_line--;
+		if (p->sel_line > 0)
+			p->sel_line--;
+		if (p->hl_line > 0)
+			p->hl_line--;
+	} else {
+		l = &p->sb[(p->sb_head + p->sb_count) % p->sb_cap];
+		p->sb_count++;
+		l->cells = NULL;
+	}
+	/* keep the view still while the user reads history */
+	if ((p->view_off > 0 || p->cm_on) && p->view_off < (int)p->sb_count)
+		p->view_off++;
+	l->cells = xreallocarray(l->cells, (size_t)(n ? n : 1), sizeof *l->cells);
+	for (int c = 0; c < n; c++)
+		cell_from_vterm(&cells[c], &l->cells[c]);
+	l->n = (uint16_t)n;
+	return 1;
+}
+
+static int cb_sb_popline(int cols, VTermScreenCell *cells, void *user)
+{
+	struct vtpane *p = user;
+	if (p->sb_count == 0)
+		return 0;
+	struct sbline *l = &p->sb[(p->sb_head + p->sb_count - 1) % p->sb_cap];
+	for (int c = 0; c < cols; c++) {
+		VTermScreenCell *v = &cells[c];
+		memset(v, 0, sizeof *v);
+		v->width = 1;
+		vterm_color_indexed(&v->fg, 7);
+		v->fg.type |= VTERM_COLOR_DEFAULT_FG;
+		vterm_color_indexed(&v->bg, 0);
+		v->bg.type |= VTERM_COLOR_DEFAULT_BG;
+		if (c >= l->n)
+			continue;
+		const struct vtcell *s = &l->cells[c];
+		v->chars[0] = s->ch == UINT32_MAX ? (uint32_t)-1 : s->ch;
+		v->width = (char)s->width;
+		v->attrs.bold = !!(s->attrs & CA_BOLD);
+		v->attrs.underline = !!(s->attrs & CA_UNDERLINE);
+		v->attrs.italic = !!(s->attrs & CA_ITALIC);
+		v->attrs.blink = !!(s->attrs & CA_BLINK);
+		v->attrs.reverse = !!(s->attrs & CA_REVERSE);
+		v->attrs.strike = !!(s->attrs & CA_STRIKE);
+		for (int k = 0; k < 2; k++) {
+			uint32_t pc = k ? s->bg : s->fg;
+			VTermColor *vc = k ? &v->bg : &v->fg;
+			if (pc >> 24 == COL_INDEXED)
+				vterm_color_indexed(vc, (uint8_t)pc);
+			else if (pc >> 24 == COL_RGB)
+				vterm_color_rgb(vc, (uint8_t)(pc >> 16), (uint8_t)(pc >> 8), (uint8_t)pc);
+		}
+	}
+	free(l->cells);
+	l->cells = NULL;
+	p->sb_count--;
+	if (p->view_off > (int)p->sb_count)
+		p->view_off = (int)p->sb_count;
+	return 1;
+}
+
+static const VTermScreenCallbacks screen_cbs = {
+	.damage = cb_damage,
+	.movecursor = cb_movecursor,
+	.settermprop = cb_settermprop,
+	.bell = cb_bell,
+	.sb_pushline = cb_sb_pushline,
+	.sb_popline = cb_sb_popline,
+};
+
+static void on_vterm_output(const char *s, size_t len, void *user)
+{
+	struct vtpane *p = user;
+	if (p->out)
+		p->out(s, len, p->out_arg);
+}
+
+/* ---- life cycle ---- */
+
+struct vtpane *vtpane_new(int rows, int cols, size_t scrollback_lines)
+{
+	struct vtpane *p = xcalloc(1, sizeof *p);
+	p->rows = rows < 1 ? 1 : rows;
+	p->cols = cols < VTPANE_MIN_COLS ? VTPANE_MIN_COLS : cols;
+	p->vt = vterm_new(p->rows, p->cols);
+	vterm_set_utf8(p->vt, 1);
+	vterm_output_set_callback(p->vt, on_vterm_output, p);
+	p->scr = vterm_obtain_screen(p->vt);
+	vterm_screen_set_callbacks(p->scr, &screen_cbs, p);
+	vterm_screen_set_damage_merge(p->scr, VTERM_DAMAGE_ROW);
+	vterm_screen_enable_altscreen(p->scr, 1);
+	p->sb_cap = scrollback_lines;
+	p->sb = xcalloc(p->sb_cap ? p->sb_cap : 1, sizeof *p->sb);
+	p->dirty = xcalloc((size_t)p->rows, sizeof *p->dirty);
+	p->all_dirty = true;
+	p->cursor_visible = true;
+	p->drawn_cursor_row = -1;
+	p->title = xstrdup("");
+	buf_init(&p->prompt);
+	vterm_screen_reset(p->scr, 1);
+	return p;
+}
+
+void vtpane_free(struct vtpane *p)
+{
+	if (!p)
+		return;
+	vterm_free(p->vt);
+	for (size_t i = 0; i < p->sb_count; i++)
+		free(p->sb[(p->sb_head + i) % p->sb_cap].cells);
+	free(p->sb);
+	free(p->dirty);
+	free(p->title);
+	free(p->copied);
+	free(p->needle);
+	buf_free(&p->prompt);
+	free(p);
+}
+
+void vtpane_set_output(struct vtpane *p, vtpane_output_cb cb, void *arg)
+{
+	p->out = cb;
+	p->out_arg = arg;
+}
+
+void vtpane_input(struct vtpane *p, const void *data, size_t len)
+{
+	if (!len)
+		return;
+	vterm_input_write(p->vt, data, len);
+	p->input_pending = true;
+}
+
+void vtpane_note(struct vtpane *p, const char *text)
+{
+	char *esc = util_escape_display(text);
+	struct buf b;
+	buf_init(&b);
+	/* a fresh line, reverse video, then back to normal: kvcon's own words, visibly apart from the guest's */
+	buf_printf(&b, "\r\n\033[0;7m%s\033[0m\r\n", esc);
+	vtpane_input(p, b.data, b.len);
+	buf_free(&b);
+	free(esc);
+}
+
+void vtpane_resize(struct vtpane *p, int rows, int cols)
+{
+	if (rows < 1)
+		rows = 1;
+	if (cols < VTPANE_MIN_COLS)
+		cols = VTPANE_MIN_COLS;
+	if (rows == p->rows && cols == p->cols)
+		return;
+	free(p->dirty);
+	p->dirty = xcalloc((size_t)rows, sizeof *p->dirty);
+	/* vterm calls back (pushline/popline/damage) with the new size already set */
+	int old_rows = p->rows;
+	p->rows = rows;
+	p->cols = cols;
+	(void)old_rows;
+	vterm_set_size(p->vt, rows, cols);
+	p->all_dirty = true;
+	if (p->view_off > (int)p->sb_count)
+		p->view_off = (int)p->sb_count;
+}
+
+void vtpane_size(const struct vtpane *p, int *rows, int *cols)
+{
+	*rows = p->rows;
+	*cols = p->cols;
+}
+
+bool vtpane_dirty(const struct vtpane *p)
+{
+	if (p->all_dirty || p->input_pending)
+		return true;
+	for (int r = 0; r < p->rows; r++)
+		if (p->dirty[r])
+			return true;
+	return false;
+}
+
+/* ---- drawing ---- */
+
+static bool between(size_t l, int c, size_t l0, int c0, size_t l1, int c1)
+{
+	if (l < l0 || l > l1)
+		return false;
+	if (l == l0 && c < c0)
+		return false;
+	if (l == l1 && c > c1)
+		return false;
+	return true;
+}
+
+static void draw_row(struct vtpane *p, WINDOW *win, int y, int x, int row, struct vtcell *cells)
+{
+	size_t top = total_lines(p) - (size_t)p->rows - (size_t)p->view_off;
+	size_t abs = top + (size_t)row;
+	get_line(p, abs, cells);
+	size_t s0l = 0, s1l = 0;
+	int s0c = 0, s1c = 0;
+	if (p->cm_on && p->sel_on) {
+		bool fwd = p->sel_line < p->cm_line || (p->sel_line == p->cm_line && p->sel_col <= p->cm_col);
+		s0l = fwd ? p->sel_line : p->cm_line;
+		s0c = fwd ? p->sel_col : p->cm_col;
+		s1l = fwd ? p->cm_line : p->sel_line;
+		s1c = fwd ? p->cm_col : p->sel_col;
+	}
+	bool live_cursor = p->view_off == 0 && !p->cm_on && p->cursor_visible && row == p->cursor.row;
+	for (int c = 0; c < p->cols; c++) {
+		const struct vtcell *cell = &cells[c];
+		if (cell->ch == UINT32_MAX)
+			continue;
+		attr_t a = A_NORMAL;
+		if (cell->attrs & CA_BOLD)
+			a |= A_BOLD;
+		if (cell->attrs & CA_UNDERLINE)
+			a |= A_UNDERLINE;
+		if (cell->attrs & CA_ITALIC)
+			a |= A_ITALIC;
+		if (cell->attrs & CA_BLINK)
+			a |= A_BLINK;
+		bool rev = cell->attrs & CA_REVERSE;
+		if (live_cursor && c == p->cursor.col)
+			rev = !rev;
+		if (p->cm_on && abs == p->cm_line && c == p->cm_col)
+			rev = !rev;
+		else if (p->cm_on && p->sel_on && between(abs, c, s0l, s0c, s1l, s1c))
+			rev = !rev;
+		if (p->hl_on && abs == p->hl_line && c >= p->hl_col && c < p->hl_col + p->hl_len)
+			a |= A_STANDOUT | A_BOLD;
+		if (rev)
+			a |= A_REVERSE;
+		int pair = color_pair(p, cell->fg, cell->bg);
+		wchar_t w[2] = { safe_char(cell->ch), 0 };
+		int cw = wcwidth(w[0]);
+		if (cw == 2 && c + 1 >= p->cols)
+			w[0] = L' '; /* a wide character cut by the right edge */
+		cchar_t cc;
+		setcchar(&cc, w, a, 0, &pair);
+		mvwadd_wch(win, y, x + c, &cc);
+		if (cw != 2 && cell->width == 2 && c + 1 < p->cols) {
+			/* a wide character replaced by a narrow one keeps its two columns */
+			wchar_t sp[2] = { L' ', 0 };
+			setcchar(&cc, sp, a, 0, &pair);
+			mvwadd_wch(win, y, x + c + 1, &cc);
+		}
+	}
+}
+
+static void draw_prompt(struct vtpane *p, WINDOW *win, int y, int x)
+{
+	struct buf b;
+	buf_init(&b);
+	buf_printf(&b, "%c%s", p->prompt_backward ? '?' : '/', p->prompt.data ? p->prompt.data : "");
+	char *esc = util_escape_display(b.data);
+	wattr_set(win, A_REVERSE, 0, NULL);
+	mvwhline(win, y + p->rows - 1, x, ' ', p->cols);
+	mvwaddnstr(win, y + p->rows - 1, x, esc, p->cols);
+	wattr_set(win, A_NORMAL, 0, NULL);
+	free(esc);
+	buf_free(&b);
+}
+
+bool vtpane_draw(struct vtpane *p, WINDOW *win, int y, int x, bool full)
+{
+	vterm_screen_flush_damage(p->scr);
+	p->input_pending = false;
+	p->ncolors = has_colors() ? COLORS : 0;
+	p->direct = p->ncolors >= 0x1000000 && tigetflag("RGB") > 0;
+	if (full || p->all_dirty || p->cm_on || p->hl_on)
+		for (int r = 0; r < p->rows; r++)
+			p->dirty[r] = true;
+	/* the cursor row of the previous frame (the cursor may have moved without damage) */
+	if (p->drawn_cursor_row >= 0 && p->drawn_cursor_row < p->rows)
+		p->dirty[p->drawn_cursor_row] = true;
+	if (p->cursor.row >= 0 && p->cursor.row < p->rows)
+		p->dirty[p->cursor.row] = true;
+	bool drew = false;
+	struct vtcell *cells = xcalloc((size_t)p->cols, sizeof *cells);
+	for (int r = 0; r < p->rows; r++) {
+		if (!p->dirty[r])
+			continue;
+		draw_row(p, win, y + r, x, r, cells);
+		p->dirty[r] = false;
+		drew = true;
+	}
+	free(cells);
+	p->drawn_cursor_row = p->cursor.row;
+	p->all_dirty = false;
+	if (p->prompt_on) {
+		draw_prompt(p, win, y, x);
+		p->dirty[p->rows - 1] = true;
+	}
+	return drew;
+}
+
+/* ---- keys ---- */
+
+struct keymap {
+	int key;
+	VTermKey vk;
+	int mod;
+};
+
+static const struct keymap keys[] = {
+	{ KEY_UP, VTERM_KEY_UP, 0 },           { KEY_DOWN, VTERM_KEY_DOWN, 0 },
+	{ KEY_LEFT, VTERM_KEY_LEFT, 0 },       { KEY_RIGHT, VTERM_KEY_RIGHT, 0 },
+	{ KEY_HOME, VTERM_KEY_HOME, 0 },       { KEY_END, VTERM_KEY_END, 0 },
+	{ KEY_PPAGE, VTERM_KEY_PAGEUP, 0 },    { KEY_NPAGE, VTERM_KEY_PAGEDOWN, 0 },
+	{ KEY_IC, VTERM_KEY_INS, 0 },          { KEY_DC, VTERM_KEY_DEL, 0 },
+	{ KEY_BACKSPACE, VTERM_KEY_BACKSPACE, 0 }, { KEY_ENTER, VTERM_KEY_ENTER, 0 },
+	{ KEY_BTAB, VTERM_KEY_TAB, VTERM_MOD_SHIFT }, { KEY_SR, VTERM_KEY_UP, VTERM_MOD_SHIFT },
+	{ KEY_SF, VTERM_KEY_DOWN, VTERM_MOD_SHIFT }, { KEY_SLEFT, VTERM_KEY_LEFT, VTERM_MOD_SHIFT },
+	{ KEY_SRIGHT, VTERM_KEY_RIGHT, VTERM_MOD_SHIFT }, { KEY_SHOME, VTERM_KEY_HOME, VTERM_MOD_SHIFT },
+	{ KEY_SEND, VTERM_KEY_END, VTERM_MOD_SHIFT }, { KEY_SDC, VTERM_KEY_DEL, VTERM_MOD_SHIFT },
+	{ KEY_SIC, VTERM_KEY_INS, VTERM_MOD_SHIFT }, { KEY_A1, VTERM_KEY_HOME, 0 },
+	{ KEY_C1, VTERM_KEY_END, 0 },          { KEY_A3, VTERM_KEY_PAGEUP, 0 },
+	{ KEY_C3, VTERM_KEY_PAGEDOWN, 0 },
+};
+
+/* ncurses names modified cursor keys "kUP5" (ctrl-up) and so on; the digit is 1 + shift|alt<<1|ctrl<<2. */
+static const struct {
+	const char *name;
+	VTermKey vk;
+} named[] = {
+	{ "kUP", VTERM_KEY_UP },   { "kDN", VTERM_KEY_DOWN }, { "kLFT", VTERM_KEY_LEFT }, { "kRIT", VTERM_KEY_RIGHT },
+	{ "kHOM", VTERM_KEY_HOME }, { "kEND", VTERM_KEY_END }, { "kDC", VTERM_KEY_DEL },   { "kIC", VTERM_KEY_INS },
+	{ "kPRV", VTERM_KEY_PAGEUP }, { "kNXT", VTERM_KEY_PAGEDOWN },
+};
+
+static bool send_keycode(struct vtpane *p, int ch, int mods)
+{
+	for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
+		if (keys[i].key == ch) {
+			vterm_keyboard_key(p->vt, keys[i].vk, (VTermModifier)(keys[i].mod | mods));
+			return true;
+		}
+	}
+	if (ch >= KEY_F(1) && ch <= KEY_F(48)) {
+		/* xterm terminfo: F13-F24 are shift+F1-F12, F25-F36 ctrl, F37-F48 ctrl+shift */
+		int n = ch - KEY_F(0) - 1;
+		static const int fmods[4] = { 0, VTERM_MOD_SHIFT, VTERM_MOD_CTRL, VTERM_MOD_CTRL | VTERM_MOD_SHIFT };
+		vterm_keyboard_key(p->vt, VTERM_KEY_FUNCTION(n % 12 + 1), (VTermModifier)(fmods[n / 12] | mods));
+		return true;
+	}
+	const char *name = keyname(ch);
+	if (!name)
+		return false;
+	for (size_t i = 0; i < sizeof named / sizeof named[0]; i++) {
+		size_t l = strlen(named[i].name);
+		if (strncmp(name, named[i].name, l) == 0 && name[l] >= '2' && name[l] <= '8' && name[l + 1] == '\0') {
+			int m = name[l] - '1';
+			int vm = ((m & 1) ? VTERM_MOD_SHIFT : 0) | ((m & 2) ? VTERM_MOD_ALT : 0) | ((m & 4) ? VTERM_MOD_CTRL : 0);
+			vterm_keyboard_key(p->vt, named[i].vk, (VTermModifier)(vm | mods));
+			return true;
+		}
+	}
+	return false;
+}
+
+static void copy_key(struct vtpane *p, int ch, bool keycode);
+
+bool vtpane_key(struct vtpane *p, int ch, bool keycode, int mods)
+{
+	if (p->cm_on) {
+		copy_key(p, ch, keycode);
+		return true;
+	}
+	if (p->view_off) {
+		p->view_off = 0; /* typing returns to the live screen, like tmux */
+		p->all_dirty = true;
+	}
+	if (p->hl_on) {
+		p->hl_on = false;
+		p->all_dirty = true;
+	}
+	if (keycode)
+		return send_keycode(p, ch, mods);
+	if (ch == 0x7f || ch == 0x08) {
+		vterm_keyboard_key(p->vt, VTERM_KEY_BACKSPACE, (VTermModifier)mods);
+		return true;
+	}
+	if (ch == '\n' || ch == '\r') {
+		vterm_keyboard_key(p->vt, VTERM_KEY_ENTER, (VTermModifier)mods);
+		return true;
+	}
+	if (ch == '\t') {
+		vterm_keyboard_key(p->vt, VTERM_KEY_TAB, (VTermModifier)mods);
+		return true;
+	}
+	if (ch == 0x1b) {
+		vterm_keyboard_key(p->vt, VTERM_KEY_ESCAPE, (VTermModifier)mods);
+		return true;
+	}
+	if (ch < 0 || ch > 0x10ffff)
+		return false;
+	if (ch < 0x20 && (mods & VTPANE_MOD_ALT)) {
+		/* Alt+Ctrl+letter: ESC then the control byte */
+		char b[2] = { 0x1b, (char)ch };
+		on_vterm_output(b, 2, p);
+		return true;
+	}
+	vterm_keyboard_unichar(p->vt, (uint32_t)ch, (VTermModifier)mods);
+	return true;
+}
+
+void vtpane_paste(struct vtpane *p, const char *text, size_t len)
+{
+	vterm_keyboard_start_paste(p->vt);
+	/* pasted text goes out as typed bytes; newlines as CR as a terminal sends them */
+	struct buf b;
+	buf_init(&b);
+	for (size_t i = 0; i < len; i++)
+		buf_add_char(&b, text[i] == '\n' ? '\r' : text[i]);
+	if (b.len)
+		on_vterm_output(b.data, b.len, p);
+	buf_free(&b);
+	vterm_keyboard_end_paste(p->vt);
+}
+
+/* ---- scrollback view, search, copy mode ---- */
+
+void vtpane_scroll(struct vtpane *p, int delta)
+{
+	long v = (long)p->view_off + delta;
+	if (v < 0)
+		v = 0;
+	if (v > (long)p->sb_count)
+		v = (long)p->sb_count;
+	if (v != p->view_off) {
+		p->view_off = (int)v;
+		p->all_dirty = true;
+	}
+}
+
+int vtpane_view_offset(const struct vtpane *p)
+{
+	return p->view_off;
+}
+
+size_t vtpane_scrollback_count(const struct vtpane *p)
+{
+	return p->sb_count;
+}
+
+/* Scrolls so that line abs is visible. */
+static void show_line(struct vtpane *p, size_t abs)
+{
+	size_t top = total_lines(p) - (size_t)p->rows - (size_t)p->view_off;
+	if (abs < top)
+		p->view_off += (int)(top - abs);
+	else if (abs >= top + (size_t)p->rows)
+		p->view_off -= (int)(abs - (top + (size_t)p->rows) + 1);
+	if (p->view_off < 0)
+		p->view_off = 0;
+	p->all_dirty = true;
+}
+
+/* Case-insensitive match of needle (code points) at cells[c...]; returns the match width in cells or 0. */
+static int match_at(const struct vtcell *cells, int cols, int c, const wchar_t *nd, size_t nn)
+{
+	int k = c;
+	for (size_t i = 0; i < nn; i++) {
+		while (k < cols && cells[k].ch == UINT32_MAX)
+			k++;
+		if (k >= cols)
+			return 0;
+		wchar_t w = cells[k].ch ? (wchar_t)cells[k].ch : L' ';
+		if (towlower((wint_t)w) != towlower((wint_t)nd[i]))
+			return 0;
+		k++;
+	}
+	return k - c;
+}
+
+static bool search_from(struct vtpane *p, size_t line, int col, bool backward)
+{
+	if (!p->needle || !p->needle[0])
+		return false;
+	wchar_t nd[256];
+	mbstate_t st;
+	memset(&st, 0, sizeof st);
+	const char *src = p->needle;
+	size_t nn = mbsrtowcs(nd, &src, 255, &st);
+	if (nn == (size_t)-1 || nn == 0)
+		return false;
+	struct vtcell *cells = xcalloc((size_t)p->cols, sizeof *cells);
+	size_t total = total_lines(p);
+	bool found = false;
+	for (size_t step = 0; step <= total && !found; step++) {
+		size_t l;
+		if (backward) {
+			if (step > line)
+				break;
+			l = line - step;
+		} else {
+			l = line + step;
+			if (l >= total)
+				break;
+		}
+		get_line(p, l, cells);
+		if (backward) {
+			int start = step == 0 ? col - 1 : p->cols - 1;
+			for (int c = start; c >= 0 && !found; c--) {
+				int w = match_at(cells, p->cols, c, nd, nn);
+				if (w) {
+					found = true;
+					p->hl_line = l, p->hl_col = c, p->hl_len = w;
+				}
+			}
+		} else {
+			int start = step == 0 ? col + 1 : 0;
+			for (int c = start; c < p->cols && !found; c++) {
+				int w = match_at(cells, p->cols, c, nd, nn);
+				if (w) {
+					found = true;
+					p->hl_line = l, p->hl_col = c, p->hl_len = w;
+				}
+			}
+		}
+	}
+	free(cells);
+	if (found) {
+		p->hl_on = true;
+		if (p->cm_on) {
+			p->cm_line = p->hl_line;
+			p->cm_col = p->hl_col;
+		}
+		show_line(p, p->hl_line);
+	}
+	return found;
+}
+
+bool vtpane_search(struct vtpane *p, const char *needle, bool backward)
+{
+	free(p->needle);
+	p->needle = xstrdup(needle);
+	p->needle_backward = backward;
+	size_t line;
+	int col;
+	if (p->hl_on) {
+		line = p->hl_line;
+		col = p->hl_col;
+	} else if (p->cm_on) {
+		line = p->cm_line;
+		col = p->cm_col;
+	} else {
+		/* from the bottom of the view going back, or from its top going forward */
+		size_t top = total_lines(p) - (size_t)p->rows - (size_t)p->view_off;
+		line = backward ? top + (size_t)p->rows - 1 : top;
+		col = backward ? p->cols : -1;
+	}
+	return search_from(p, line, col, backward);
+}
+
+void vtpane_copy_mode(struct vtpane *p, bool on)
+{
+	if (on == p->cm_on)
+		return;
+	p->cm_on = on;
+	p->sel_on = false;
+	p->prompt_on = false;
+	p->all_dirty = true;
+	if (on) {
+		size_t top = total_lines(p) - (size_t)p->rows - (size_t)p->view_off;
+		p->cm_line = p->view_off ? top : p->sb_count + (size_t)(p->cursor.row >= 0 ? p->cursor.row : 0);
+		p->cm_col = p->view_off ? 0 : p->cursor.col;
+	} else {
+		p->view_off = 0;
+		p->hl_on = false;
+	}
+}
+
+bool vtpane_in_copy_mode(const struct vtpane *p)
+{
+	return p->cm_on;
+}
+
+const char *vtpane_copied(const struct vtpane *p)
+{
+	return p->copied;
+}
+
+static void copy_selection(struct vtpane *p)
+{
+	size_t l0 = p->sel_line, l1 = p->cm_line;
+	int c0 = p->sel_col, c1 = p->cm_col;
+	if (!p->sel_on) {
+		l0 = l1 = p->cm_line;
+		c0 = 0;
+		c1 = p->cols - 1;
+	} else if (l0 > l1 || (l0 == l1 && c0 > c1)) {
+		size_t tl = l0;
+		l0 = l1, l1 = tl;
+		int tc = c0;
+		c0 = c1, c1 = tc;
+	}
+	struct buf b;
+	buf_init(&b);
+	struct vtcell *cells = xcalloc((size_t)p->cols, sizeof *cells);
+	for (size_t l = l0; l <= l1; l++) {
+		get_line(p, l, cells);
+		size_t mark = b.len;
+		cells_text(&b, cells, l == l0 ? c0 : 0, l == l1 ? c1 + 1 : p->cols);
+		trim_trailing(&b, mark);
+		if (l != l1)
+			buf_add_char(&b, '\n');
+	}
+	free(cells);
+	free(p->copied);
+	p->copied = b.data ? buf_steal(&b) : xstrdup("");
+}
+
+static void cm_move(struct vtpane *p, long dl, int dc)
+{
+	long l = (long)p->cm_line + dl;
+	long max = (long)total_lines(p) - 1;
+	p->cm_line = (size_t)(l < 0 ? 0 : l > max ? max : l);
+	int c = p->cm_col + dc;
+	p->cm_col = c < 0 ? 0 : c >= p->cols ? p->cols - 1 : c;
+	show_line(p, p->cm_line);
+}
+
+static void prompt_key(struct vtpane *p, int ch, bool keycode)
+{
+	if (!keycode && (ch == '\n' || ch == '\r')) {
+		p->prompt_on = false;
+		if (p->prompt.len)
+			vtpane_search(p, p->prompt.data, p->prompt_backward);
+		p->all_dirty = true;
+	} else if (!keycode && ch == 0x1b) {
+		p->prompt_on = false;
+		p->all_dirty = true;
+	} else if ((keycode && ch == KEY_BACKSPACE) || (!keycode && (ch == 0x7f || ch == 0x08))) {
+		while (p->prompt.len && ((uint8_t)p->prompt.data[p->prompt.len - 1] & 0xc0) == 0x80)
+			p->prompt.len--;
+		if (p->prompt.len)
+			p->prompt.len--;
+		p->prompt.data[p->prompt.len] = '\0';
+	} else if (!keycode && ch >= 0x20 && p->prompt.len < 200) {
+		utf8_put(&p->prompt, (uint32_t)ch);
+	}
+}
+
+static void copy_key(struct vtpane *p, int ch, bool keycode)
+{
+	if (p->prompt_on) {
+		prompt_key(p, ch, keycode);
+		return;
+	}
+	p->all_dirty = true;
+	int page = p->rows > 1 ? p->rows - 1 : 1;
+	if (keycode) {
+		switch (ch) {
+		case KEY_UP: cm_move(p, -1, 0); break;
+		case KEY_DOWN: cm_move(p, 1, 0); break;
+		case KEY_LEFT: cm_move(p, 0, -1); break;
+		case KEY_RIGHT: cm_move(p, 0, 1); break;
+		case KEY_PPAGE: cm_move(p, -page, 0); break;
+		case KEY_NPAGE: cm_move(p, page, 0); break;
+		case KEY_HOME: cm_move(p, 0, -p->cols); break;
+		case KEY_END: cm_move(p, 0, p->cols); break;
+		case KEY_ENTER: copy_selection(p); vtpane_copy_mode(p, false); break;
+		default: break;
+		}
+		return;
+	}
+	switch (ch) {
+	case 'k': cm_move(p, -1, 0); break;
+	case 'j': cm_move(p, 1, 0); break;
+	case 'h': cm_move(p, 0, -1); break;
+	case 'l': cm_move(p, 0, 1); break;
+	case '0': cm_move(p, 0, -p->cols); break;
+	case '$': cm_move(p, 0, p->cols); break;
+	case 'g': cm_move(p, -(long)total_lines(p), 0); break;
+	case 'G': cm_move(p, (long)total_lines(p), 0); break;
+	case 0x02: cm_move(p, -page, 0); break; /* ctrl-b */
+	case 0x06: cm_move(p, page, 0); break;  /* ctrl-f */
+	case 'v':
+	case ' ':
+		p->sel_on = !p->sel_on;
+		p->sel_line = p->cm_line;
+		p->sel_col = p->cm_col;
+		break;
+	case 'y':
+	case '\n':
+	case '\r':
+		copy_selection(p);
+		vtpane_copy_mode(p, false);
+		break;
+	case '/':
+	case '?':
+		p->prompt_on = true;
+		p->prompt_backward = ch == '?';
+		buf_reset(&p->prompt);
+		break;
+	case 'n':
+	case 'N':
+		if (p->needle)
+			search_from(p, p->cm_line, p->cm_col, ch == 'N' ? !p->needle_backward : p->needle_backward);
+		break;
+	case 'q':
+	case 0x1b:
+		vtpane_copy_mode(p, false);
+		break;
+	default:
+		break;
+	}
+}
+
+/* ---- what the guest asked for ---- */
+
+const char *vtpane_title(const struct vtpane *p)
+{
+	return p->title;
+}
+
+bool vtpane_altscreen(const struct vtpane *p)
+{
+	return p->altscreen;
+}
+
+int vtpane_mouse_mode(const struct vtpane *p)
+{
+	return p->mouse;
+}
+
+bool vtpane_cursor(const struct vtpane *p, int *row, int *col)
+{
+	*row = p->cursor.row;
+	*col = p->cursor.col;
+	return p->cursor_visible;
+}

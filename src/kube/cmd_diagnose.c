@@ -1,0 +1,656 @@
+/* kvcon diagnose / lineage / start|stop|restart|pause|unpause|migrate: one VM from the command line.
+ * A session opens the source on the VM's namespace, waits until its reflectors are live (the store then holds
+ * the VM's chain, and the lineage recorder has seen it), answers from the model or acts through provider_ops,
+ * and optionally waits for the action's effect. Every string from the cluster is escaped before printing. */
+#include "kube/cmd_diagnose.h"
+
+#include <json.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/buf.h"
+#include "core/log.h"
+#include "core/loop.h"
+#include "core/opts.h"
+#include "core/util.h"
+#include "core/xmalloc.h"
+#include "kube/kube.h"
+#include "model/chain.h"
+#include "model/diagnose.h"
+#include "model/lineage.h"
+
+#define SYNC_TIMEOUT_MS 30000
+#define WAIT_DEFAULT_S 120
+#define CLI_MAX_FAILURES 4
+
+struct session {
+	const char *cmd;
+	struct store *st;
+	struct source *src;
+	struct lineage *lin;
+	char *ns, *name;
+};
+
+/* ---- session ---- */
+
+static void session_close(struct session *s)
+{
+	lineage_free(s->lin);
+	source_free_all();
+	store_free(s->st);
+	loop_fini();
+	free(s->ns);
+	free(s->name);
+}
+
+/* Ready when every kind is live; pods and events may be forbidden (the chain is then partial, and diagnose
+ * says so), VMs and VMIs may not. Returns 1 ready, 0 not yet, -1 failed (message in *msg). */
+static int session_ready(const struct session *s, const char **msg)
+{
+	int ready = 1;
+	for (int k = 0; k < OBJ_KIND_COUNT; k++) {
+		const struct watch_health *h = &s->src->health[k];
+		bool optional = k == OBJ_POD || k == OBJ_EVENT;
+		if (h->state == WATCH_ERROR || h->state == WATCH_FORBIDDEN) {
+			if (optional)
+				continue;
+			*msg = h->message ? h->message : watch_state_name(h->state);
+			return -1;
+		}
+		if (h->state != WATCH_LIVE)
+			ready = 0;
+	}
+	return ready || kube_source_synced(s->src);
+}
+
+static int session_open(struct session *s, const char *cmd, const char *ref)
+{
+	struct kvcon_opts *o = opts_global();
+	memset(s, 0, sizeof *s);
+	s->cmd = cmd;
+	if (strchr(ref, '/')) {
+		if (chain_parse_ref(ref, NULL, &s->ns, &s->name) < 0) {
+			fprintf(stderr, "kvcon %s: '%s' is not NAMESPACE/NAME\n", cmd, ref);
+			return EXIT_USAGE;
+		}
+		free(o->ns);
+		o->ns = xstrdup(s->ns); /* watch the VM's own namespace */
+	} else if (*ref == '\0') {
+		fprintf(stderr, "kvcon %s: which VM? (NAMESPACE/NAME)\n", cmd);
+		return EXIT_USAGE;
+	} else {
+		s->name = xstrdup(ref);
+	}
+	o->all_ns = false;
+	if (o->log)
+		log_open(o->log);
+	log_set_stderr_level(o->verbose ? LOG_INFO : LOG_ERROR + 1);
+	loop_init();
+	s->st = store_new();
+	s->lin = lineage_new(s->st, NULL); /* before the first list: it records what the reflectors bring */
+	struct kube_open_opts ko = { .max_failures = CLI_MAX_FAILURES };
+	char *err = NULL;
+	s->src = kube_open_ex(s->st, NULL, &ko, &err);
+	if (s->src == NULL) {
+		char *e = util_escape_display(err);
+		fprintf(stderr, "kvcon %s: %s\n", cmd, e);
+		free(e);
+		free(err);
+		return EXIT_API;
+	}
+	if (s->ns == NULL)
+		s->ns = xstrdup(s->src->ns_scope ? s->src->ns_scope : "default");
+	uint64_t deadline = util_now_ms() + SYNC_TIMEOUT_MS;
+	const char *msg = NULL;
+	int r;
+	while ((r = session_ready(s, &msg)) == 0) {
+		if (util_now_ms() > deadline) {
+			fprintf(stderr, "kvcon %s: timed out waiting for the cluster's lists\n", cmd);
+			return EXIT_API;
+		}
+		loop_once(200);
+	}
+	if (r < 0) {
+		char *e = util_escape_display(msg);
+		fprintf(stderr, "kvcon %s: %s\n", cmd, e);
+		free(e);
+		return EXIT_API;
+	}
+	for (int k = OBJ_POD; k <= OBJ_EVENT; k++)
+		if (s->src->health[k].state != WATCH_LIVE) {
+			char *e = util_escape_display(s->src->health[k].message);
+			fprintf(stderr, "kvcon %s: warning: %s not listed (%s): the chain is partial\n", cmd,
+				k == OBJ_POD ? "launcher pods" : "events", e);
+			free(e);
+		}
+	return EXIT_OK;
+}
+
+static void not_found(const struct session *s)
+{
+	char *n = util_escape_display(s->name), *ns = util_escape_display(s->ns);
+	fprintf(stderr, "kvcon %s: VirtualMachine %s/%s not found in context %s\n", s->cmd, ns, n, s->src->name);
+	free(n);
+	free(ns);
+}
+
+/* ---- option parsing shared by the commands ---- */
+
+enum out_fmt { OUT_TEXT, OUT_JSON };
+
+struct args {
+	const char *ref;
+	enum out_fmt fmt;
+	bool force, abort_mig;
+	int grace;
+	const char *to;
+	int wait_s; /* -1: do not wait */
+};
+
+static int parse_args(const char *cmd, int argc, char **argv, struct args *a, bool action)
+{
+	memset(a, 0, sizeof *a);
+	a->grace = -1;
+	a->wait_s = -1;
+	for (int i = 1; i < argc; i++) {
+		const char *s = argv[i];
+		const char *val = NULL;
+		if (!action && (strcmp(s, "-o") == 0 || strcmp(s, "--output") == 0)) {
+			if (++i >= argc)
+				goto needs_value;
+			val = argv[i];
+		} else if (!action && (util_has_prefix(s, "--output=") || (util_has_prefix(s, "-o") && s[2]))) {
+			val = s[1] == 'o' ? s + 2 : strchr(s, '=') + 1;
+		}
+		if (val) {
+			if (strcmp(val, "text") == 0)
+				a->fmt = OUT_TEXT;
+			else if (strcmp(val, "json") == 0)
+				a->fmt = OUT_JSON;
+			else {
+				fprintf(stderr, "kvcon %s: unknown output format '%s' (text, json)\n", cmd, val);
+				return -1;
+			}
+			continue;
+		}
+		if (action && strcmp(s, "--force") == 0) {
+			a->force = true;
+		} else if (action && strcmp(argv[0], "migrate") == 0 && strcmp(s, "--abort") == 0) {
+			a->abort_mig = true;
+		} else if (action && (strcmp(s, "--grace-period") == 0 || util_has_prefix(s, "--grace-period="))) {
+			const char *v = strchr(s, '=') ? strchr(s, '=') + 1 : (++i < argc ? argv[i] : NULL);
+			char *end;
+			long g = v ? strtol(v, &end, 10) : -1;
+			if (v == NULL || *v == '\0' || *end || g < 0 || g > 86400) {
+				fprintf(stderr, "kvcon %s: --grace-period needs a number of seconds\n", cmd);
+				return -1;
+			}
+			a->grace = (int)g;
+		} else if (action && strcmp(argv[0], "migrate") == 0 &&
+			   (strcmp(s, "--to") == 0 || util_has_prefix(s, "--to="))) {
+			const char *v = strchr(s, '=') ? strchr(s, '=') + 1 : (++i < argc ? argv[i] : NULL);
+			if (v == NULL || *v == '\0')
+				goto needs_value;
+			a->to = v;
+		} else if (action && (strcmp(s, "--wait") == 0 || util_has_prefix(s, "--wait="))) {
+			a->wait_s = WAIT_DEFAULT_S;
+			if (s[6] == '=') {
+				char *end;
+				long w = strtol(s + 7, &end, 10);
+				if (s[7] == '\0' || *end || w <= 0 || w > 86400) {
+					fprintf(stderr, "kvcon %s: --wait=SECONDS needs a positive number\n", cmd);
+					return -1;
+				}
+				a->wait_s = (int)w;
+			}
+		} else if (strcmp(s, "-h") == 0 || strcmp(s, "--help") == 0) {
+			return 1;
+		} else if (s[0] == '-' && s[1] != '\0') {
+			fprintf(stderr, "kvcon %s: unknown option '%s'\n", cmd, s);
+			return -1;
+		} else if (a->ref == NULL) {
+			a->ref = s;
+		} else {
+			fprintf(stderr, "kvcon %s: unexpected argument '%s'\n", cmd, s);
+			return -1;
+		}
+	}
+	if (a->ref == NULL) {
+		fprintf(stderr, "kvcon %s: which VM? (NAMESPACE/NAME)\n", cmd);
+		return -1;
+	}
+	return 0;
+needs_value:
+	fprintf(stderr, "kvcon %s: %s needs a value\n", cmd, argv[argc - 1]);
+	return -1;
+}
+
+/* ---- JSON helpers: every cluster string is display-escaped first ---- */
+
+static void jstr(struct json_object *j, const char *k, const char *v)
+{
+	if (v == NULL) {
+		json_object_object_add(j, k, NULL);
+		return;
+	}
+	char *e = util_escape_display(v);
+	json_object_object_add(j, k, json_object_new_string(e));
+	free(e);
+}
+
+static void jtime(struct json_object *j, const char *k, int64_t t)
+{
+	char buf[32];
+	if (t == 0) {
+		json_object_object_add(j, k, NULL);
+		return;
+	}
+	util_format_time(t, buf, sizeof buf);
+	json_object_object_add(j, k, json_object_new_string(buf));
+}
+
+static void print_json(struct json_object *j)
+{
+	printf("%s\n", json_object_to_json_string_ext(j, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED));
+}
+
+/* ---- diagnose ---- */
+
+static const char *const rule_kinds[] = { "stall", "stop", "note" };
+
+static struct json_object *pod_json(const struct pod *p)
+{
+	struct json_object *j = json_object_new_object();
+	jstr(j, "name", p->o.name);
+	jstr(j, "uid", p->o.uid);
+	jstr(j, "phase", p->phase);
+	jstr(j, "node", p->node);
+	jstr(j, "ownerVmiUid", p->vmi_uid[0] ? p->vmi_uid : NULL);
+	jstr(j, "createdBy", p->created_by[0] ? p->created_by : NULL);
+	return j;
+}
+
+static struct json_object *diag_json(const struct diag *d, const struct chain *c)
+{
+	struct json_object *j = json_object_new_object();
+	char *ref = xasprintf("%s/%s", c->ns, c->name);
+	jstr(j, "vm", ref);
+	free(ref);
+	jstr(j, "source", c->src->name);
+	json_object_object_add(j, "exitCode", json_object_new_int(diag_exit_code(d)));
+	json_object_object_add(j, "healthy", json_object_new_boolean(d->first_stalled < 0 && !d->stopped));
+	json_object_object_add(j, "stopped", json_object_new_boolean(d->stopped));
+	jstr(j, "firstStalled", d->first_stalled >= 0 ? diag_boundary_name((enum diag_boundary)d->first_stalled) : NULL);
+	struct json_object *bs = json_object_new_array();
+	for (int b = 0; b < DIAG_NBOUNDARY; b++) {
+		struct json_object *o = json_object_new_object();
+		jstr(o, "boundary", diag_boundary_name((enum diag_boundary)b));
+		jstr(o, "verdict", diag_verdict_name(d->verdict[b]));
+		jstr(o, "rule", d->decided_by[b] >= 0 ? d->findings[d->decided_by[b]].rule->id : NULL);
+		json_object_array_add(bs, o);
+	}
+	json_object_object_add(j, "boundaries", bs);
+	struct json_object *fs = json_object_new_array();
+	for (size_t i = 0; i < d->nfindings; i++) {
+		const struct diag_finding *f = &d->findings[i];
+		struct json_object *o = json_object_new_object();
+		jstr(o, "rule", f->rule->id);
+		jstr(o, "boundary", diag_boundary_name(f->rule->boundary));
+		jstr(o, "kind", rule_kinds[f->rule->kind]);
+		jstr(o, "verdict", diag_verdict_name(f->verdict));
+		jstr(o, "summary", f->summary);
+		jstr(o, "next", f->rule->next);
+		struct json_object *cmds = json_object_new_array();
+		for (const char *p = f->cmd; p && *p;) {
+			const char *nl = strchr(p, '\n');
+			size_t len = nl ? (size_t)(nl - p) : strlen(p);
+			json_object_array_add(cmds, json_object_new_string_len(p, (int)len));
+			p += len + (nl ? 1 : 0);
+		}
+		json_object_object_add(o, "commands", cmds);
+		struct json_object *ev = json_object_new_array();
+		for (size_t k = 0; k < f->nev; k++)
+			json_object_array_add(ev, json_object_new_string(f->ev[k].text)); /* already escaped */
+		json_object_object_add(o, "evidence", ev);
+		json_object_array_add(fs, o);
+	}
+	json_object_object_add(j, "findings", fs);
+
+	struct json_object *ch = json_object_new_object();
+	jstr(ch, "vmUid", c->vm ? c->vm->o.uid : NULL);
+	jstr(ch, "runStrategy", c->vm ? c->vm->run_strategy : NULL);
+	jstr(ch, "printableStatus", c->vm ? c->vm->printable_status : NULL);
+	jstr(ch, "vmiUid", c->vmi ? c->vmi->o.uid : NULL);
+	jstr(ch, "vmiPhase", c->vmi ? c->vmi->phase : NULL);
+	jstr(ch, "node", c->vmi ? c->vmi->node : NULL);
+	jstr(ch, "activePod", c->active ? c->active->o.name : NULL);
+	struct json_object *pods = json_object_new_array();
+	for (size_t i = 0; i < c->npods; i++)
+		json_object_array_add(pods, pod_json(c->pods[i]));
+	json_object_object_add(ch, "pods", pods);
+	struct json_object *stray = json_object_new_array();
+	for (size_t i = 0; i < c->nstray; i++)
+		json_object_array_add(stray, pod_json(c->stray[i]));
+	json_object_object_add(ch, "ownerMismatchPods", stray);
+	json_object_object_add(ch, "agentConnected", json_object_new_boolean(c->guest.agent_connected));
+	jstr(ch, "guestOS", c->guest.os);
+	struct json_object *evs = json_object_new_array();
+	for (size_t i = 0; i < c->nevents; i++) {
+		const struct event *e = c->events[i];
+		struct json_object *o = json_object_new_object();
+		jstr(o, "type", e->type);
+		jstr(o, "reason", e->reason);
+		jstr(o, "involvedKind", e->inv_kind);
+		jstr(o, "involvedName", e->inv_name);
+		json_object_object_add(o, "count", json_object_new_int(e->count));
+		jtime(o, "lastTimestamp", e->last);
+		jstr(o, "message", e->message);
+		json_object_array_add(evs, o);
+	}
+	json_object_object_add(ch, "events", evs);
+	json_object_object_add(j, "chain", ch);
+	return j;
+}
+
+static void usage_diagnose(FILE *f)
+{
+	fprintf(f, "usage: kvcon diagnose NAMESPACE/NAME [-o text|json]\n"
+		   "Walks the VM's four boundaries (VM, VMI, launcher, guest), names the first that has not progressed,\n"
+		   "quotes the evidence and the next check. Exit 0 healthy or intentionally stopped, 3 stalled, 1 API error.\n");
+}
+
+int kube_cmd_diagnose(int argc, char **argv)
+{
+	struct args a;
+	int p = parse_args("diagnose", argc, argv, &a, false);
+	if (p != 0) {
+		usage_diagnose(p > 0 ? stdout : stderr);
+		return p > 0 ? EXIT_OK : EXIT_USAGE;
+	}
+	struct session s;
+	int rc = session_open(&s, "diagnose", a.ref);
+	if (rc != EXIT_OK)
+		goto out;
+	struct chain *c = chain_build(s.st, s.src, s.ns, s.name);
+	if (c == NULL) {
+		not_found(&s);
+		rc = EXIT_API;
+		goto out;
+	}
+	struct diag *d = diag_run(c, util_wall_s());
+	if (a.fmt == OUT_JSON) {
+		struct json_object *j = diag_json(d, c);
+		print_json(j);
+		json_object_put(j);
+	} else {
+		struct buf b;
+		buf_init(&b);
+		diag_format_text(d, c, &b);
+		fwrite(b.data, 1, b.len, stdout);
+		buf_free(&b);
+	}
+	rc = diag_exit_code(d);
+	diag_free(d);
+	chain_free(c);
+out:
+	session_close(&s);
+	return rc;
+}
+
+/* ---- lineage ---- */
+
+static struct json_object *lineage_json(const struct lineage_exec *const *ex, size_t n)
+{
+	struct json_object *arr = json_object_new_array();
+	for (size_t i = 0; i < n; i++) {
+		const struct lineage_exec *e = ex[i];
+		struct json_object *o = json_object_new_object();
+		jstr(o, "vmiUid", e->vmi_uid);
+		jstr(o, "vmUid", e->vm_uid[0] ? e->vm_uid : NULL);
+		jtime(o, "start", e->start);
+		jtime(o, "end", e->end);
+		jstr(o, "how", lineage_end_name(e->how));
+		jstr(o, "phase", e->phase);
+		jstr(o, "node", e->node);
+		json_object_object_add(o, "migrations", json_object_new_int(e->migrations));
+		struct json_object *ls = json_object_new_array();
+		for (int k = 0; k < e->nlaunchers; k++) {
+			const struct lineage_launcher *la = &e->launchers[k];
+			struct json_object *l = json_object_new_object();
+			jstr(l, "uid", la->uid);
+			jstr(l, "name", la->name);
+			jstr(l, "node", la->node);
+			jtime(l, "start", la->start);
+			jtime(l, "end", la->end);
+			json_object_object_add(l, "migrated", json_object_new_boolean(la->migrated));
+			json_object_array_add(ls, l);
+		}
+		json_object_object_add(o, "launchers", ls);
+		json_object_array_add(arr, o);
+	}
+	return arr;
+}
+
+static void usage_lineage(FILE *f)
+{
+	fprintf(f, "usage: kvcon lineage NAMESPACE/NAME [-o text|json]\n"
+		   "The executions (VMI UIDs, launcher pods and nodes, start/end, how each ended) kvcon has recorded.\n");
+}
+
+int kube_cmd_lineage(int argc, char **argv)
+{
+	struct args a;
+	int p = parse_args("lineage", argc, argv, &a, false);
+	if (p != 0) {
+		usage_lineage(p > 0 ? stdout : stderr);
+		return p > 0 ? EXIT_OK : EXIT_USAGE;
+	}
+	struct session s;
+	int rc = session_open(&s, "lineage", a.ref);
+	if (rc != EXIT_OK)
+		goto out;
+	size_t n;
+	const struct lineage_exec *const *ex = lineage_get(s.lin, s.src, s.ns, s.name, &n);
+	if (n == 0 && store_find(s.st, s.src, OBJ_VM, s.ns, s.name) == NULL) {
+		not_found(&s);
+		rc = EXIT_API;
+		goto out;
+	}
+	if (a.fmt == OUT_JSON) {
+		struct json_object *j = lineage_json(ex, n);
+		print_json(j);
+		json_object_put(j);
+	} else {
+		struct buf b;
+		buf_init(&b);
+		char *ns = util_escape_display(s.ns), *nm = util_escape_display(s.name);
+		buf_printf(&b, "VirtualMachine %s/%s (context %s): %zu execution%s\n", ns, nm, s.src->name, n,
+			   n == 1 ? "" : "s");
+		free(ns);
+		free(nm);
+		lineage_format_text(ex, n, util_wall_s(), &b);
+		fwrite(b.data, 1, b.len, stdout);
+		buf_free(&b);
+	}
+out:
+	session_close(&s);
+	return rc;
+}
+
+/* ---- actions ---- */
+
+struct act_state {
+	bool done;
+	int status;
+	char *message;
+};
+
+static void act_done(void *arg, int status, const char *message)
+{
+	struct act_state *x = arg;
+	x->done = true;
+	x->status = status;
+	x->message = xstrdup0(message);
+}
+
+static const struct {
+	const char *cmd;
+	enum action act;
+	bool needs_vmi;        /* the call is on the VMI (pause/unpause) */
+	const char *past;      /* "start requested" */
+} actions[] = {
+	{ "start", ACT_START, false, "start requested" },
+	{ "stop", ACT_STOP, false, "stop requested" },
+	{ "restart", ACT_RESTART, false, "restart requested" },
+	{ "pause", ACT_PAUSE, true, "paused" },
+	{ "unpause", ACT_UNPAUSE, true, "unpaused" },
+	{ "migrate", ACT_MIGRATE, false, "migration requested" },
+};
+
+struct before {
+	char vmi_uid[UID_LEN];
+	char mig_uid[UID_LEN];
+	int64_t mig_start;
+};
+
+/* Has the action's effect shown in the store? 1 yes, 0 not yet, -1 it failed (reason in *why). */
+static int effect_reached(const struct session *s, enum action act, bool abort_mig, const struct before *b,
+			  const char **why)
+{
+	const struct vmi *v = (const struct vmi *)store_find(s->st, s->src, OBJ_VMI, s->ns, s->name);
+	bool running = v && util_str_eq(v->phase, "Running");
+	switch (act) {
+	case ACT_START:
+		return running && strcmp(v->o.uid, b->vmi_uid) != 0;
+	case ACT_RESTART:
+		return running && strcmp(v->o.uid, b->vmi_uid) != 0;
+	case ACT_STOP:
+	case ACT_FORCE_STOP:
+		return v == NULL;
+	case ACT_PAUSE:
+		return v && cond_is_true(v->conds, v->nconds, "Paused");
+	case ACT_UNPAUSE:
+		return v && !cond_is_true(v->conds, v->nconds, "Paused");
+	case ACT_MIGRATE:
+	case ACT_MIGRATE_ABORT:
+		if (v == NULL || !v->mig.present)
+			return 0;
+		if (strcmp(v->mig.migration_uid, b->mig_uid) == 0 && v->mig.start == b->mig_start)
+			return 0; /* still the previous migration's state */
+		if (abort_mig)
+			return v->mig.abort_status != NULL || v->mig.failed;
+		if (v->mig.failed) {
+			*why = v->mig.failure_reason ? v->mig.failure_reason : "migration failed";
+			return -1;
+		}
+		return v->mig.completed;
+	default:
+		return 1;
+	}
+}
+
+static void usage_action(FILE *f, const char *cmd)
+{
+	fprintf(f, "usage: kvcon %s NAMESPACE/NAME%s [--wait[=SECONDS]]\n", cmd,
+		strcmp(cmd, "stop") == 0 || strcmp(cmd, "restart") == 0 ? " [--force] [--grace-period N]"
+		: strcmp(cmd, "migrate") == 0			   ? " [--to NODE] [--abort]"
+								   : "");
+	fprintf(f, "--wait: watch until the effect is visible (default %d s); exit 3 when it is not reached.\n",
+		WAIT_DEFAULT_S);
+}
+
+int kube_cmd_action(int argc, char **argv)
+{
+	size_t i;
+	for (i = 0; i < sizeof actions / sizeof actions[0]; i++)
+		if (strcmp(argv[0], actions[i].cmd) == 0)
+			break;
+	if (i == sizeof actions / sizeof actions[0]) {
+		fprintf(stderr, "kvcon: unknown action '%s'\n", argv[0]);
+		return EXIT_USAGE;
+	}
+	const char *cmd = actions[i].cmd;
+	struct args a;
+	int p = parse_args(cmd, argc, argv, &a, true);
+	if (p != 0) {
+		usage_action(p > 0 ? stdout : stderr, cmd);
+		return p > 0 ? EXIT_OK : EXIT_USAGE;
+	}
+	struct action_req req = { .act = actions[i].act, .grace_period = a.grace };
+	if (a.force && req.act == ACT_STOP) {
+		req.act = ACT_FORCE_STOP; /* virtctl stop --force --grace-period 0: pull the power cord */
+		if (req.grace_period < 0)
+			req.grace_period = 0;
+	} else if (a.force && req.act == ACT_RESTART && req.grace_period < 0) {
+		req.grace_period = 0;
+	}
+	if (a.abort_mig)
+		req.act = ACT_MIGRATE_ABORT;
+	req.target = a.to;
+
+	struct session s;
+	struct act_state st = { 0 };
+	int rc = session_open(&s, cmd, a.ref);
+	if (rc != EXIT_OK)
+		goto out;
+	const struct vm *vm = (const struct vm *)store_find(s.st, s.src, OBJ_VM, s.ns, s.name);
+	const struct vmi *vmi = (const struct vmi *)store_find(s.st, s.src, OBJ_VMI, s.ns, s.name);
+	if (vm == NULL && !(actions[i].needs_vmi && vmi)) {
+		not_found(&s);
+		rc = EXIT_API;
+		goto out;
+	}
+	struct before b = { .mig_start = vmi ? vmi->mig.start : 0 };
+	snprintf(b.vmi_uid, sizeof b.vmi_uid, "%s", vmi ? vmi->o.uid : "");
+	snprintf(b.mig_uid, sizeof b.mig_uid, "%s", vmi ? vmi->mig.migration_uid : "");
+	req.ns = s.ns;
+	req.name = s.name;
+	char *err = NULL;
+	if (s.src->ops == NULL || s.src->ops->action == NULL) {
+		fprintf(stderr, "kvcon %s: this source has no actions\n", cmd);
+		rc = EXIT_API;
+		goto out;
+	}
+	if (s.src->ops->action(s.src, &req, act_done, &st, &err) < 0) {
+		char *e = util_escape_display(err);
+		fprintf(stderr, "kvcon %s: %s\n", cmd, e);
+		free(e);
+		free(err);
+		rc = EXIT_API;
+		goto out;
+	}
+	while (!st.done)
+		loop_once(1000);
+	char *ns = util_escape_display(s.ns), *nm = util_escape_display(s.name);
+	if (st.status != 0) {
+		char *e = util_escape_display(st.message ? st.message : "failed");
+		fprintf(stderr, "kvcon %s: %s/%s: %s\n", cmd, ns, nm, e);
+		free(e);
+		rc = EXIT_API;
+	} else {
+		printf("VM %s/%s: %s%s\n", ns, nm, req.act == ACT_FORCE_STOP ? "force " : "",
+		       req.act == ACT_MIGRATE_ABORT ? "migration abort requested" : actions[i].past);
+	}
+	if (rc == EXIT_OK && a.wait_s > 0) {
+		uint64_t deadline = util_now_ms() + (uint64_t)a.wait_s * 1000u;
+		const char *why = NULL;
+		int r;
+		while ((r = effect_reached(&s, req.act, a.abort_mig, &b, &why)) == 0 && util_now_ms() < deadline)
+			loop_once(200);
+		if (r > 0) {
+			printf("VM %s/%s: done\n", ns, nm);
+		} else {
+			char *e = util_escape_display(why ? why : "not reached in time");
+			fprintf(stderr, "kvcon %s: %s/%s: %s; see kvcon diagnose %s/%s\n", cmd, ns, nm, e, ns, nm);
+			free(e);
+			rc = EXIT_STALLED;
+		}
+	}
+	free(ns);
+	free(nm);
+out:
+	free(st.message);
+	session_close(&s);
+	return rc;
+}

@@ -1,0 +1,718 @@
+/* kvcon get: kubectl-like listing from the store. Columns are tables of (header, width rule, cell function) per
+ * kind; every cell from the cluster is escaped before it reaches the terminal. */
+#include "kube/cmd_get.h"
+
+#include <json.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/buf.h"
+#include "core/log.h"
+#include "core/loop.h"
+#include "core/opts.h"
+#include "core/util.h"
+#include "core/xmalloc.h"
+#include "kube/kube.h"
+#include "model/source.h"
+#include "model/store.h"
+
+#define CLI_MAX_FAILURES 4
+
+enum out_fmt { OUT_TABLE, OUT_WIDE, OUT_JSON, OUT_NAME };
+
+struct get_ctx {
+	enum obj_kind kind;
+	enum out_fmt fmt;
+	bool all_ns;
+	bool watch;
+	long watch_for; /* seconds, -1 none */
+	struct store *st;
+	struct source *src;
+	bool header_done;
+	int64_t now;
+};
+
+/* --- cells ------------------------------------------------------------------------------------------- */
+
+typedef void (*cell_fn)(const struct get_ctx *g, const struct obj *o, struct buf *out);
+
+struct column {
+	const char *title;
+	bool wide_only;
+	cell_fn cell;
+};
+
+static void put(struct buf *out, const char *s)
+{
+	char *e = util_escape_display(s && *s ? s : "<none>");
+	buf_add_str(out, e);
+	free(e);
+}
+
+static void c_ns(const struct get_ctx *g, const struct obj *o, struct buf *out)
+{
+	(void)g;
+	put(out, o->ns);
+}
+
+static void c_name(const struct get_ctx *g, const struct obj *o, struct buf *out)
+{
+	(void)g;
+	put(out, o->name);
+}
+
+static void age(const struct get_ctx *g, int64_t t, struct buf *out)
+{
+	if (t <= 0) {
+		buf_add_str(out, "<unknown>");
+		return;
+	}
+	char tmp[32];
+	util_human_duration(g->now - t, tmp, sizeof tmp);
+	buf_add_str(out, tmp);
+}
+
+static void c_age(const struct get_ctx *g, const struct obj *o, struct buf *out)
+{
+	age(g, o->created, out);
+}
+
+static void cond_status(const struct cond *c, int n, const char *type, struct buf *out)
+{
+	const struct cond *x = cond_find(c, n, type);
+	/* kubectl prints an empty cell for a missing JSONPath value */
+	if (x && x->status)
+		put(out, x->status);
+}
+
+static void c_vm_status(const struct get_ctx *g, const struct obj *o, struct buf *out)
+{
+	(void)g;
+	const struct vm *v = (const struct vm *)o;
+	if (v->printable_status)
+		put(out, v->printable_status);
+}
+
+static void c_vm_ready(const struct get_ctx *g, const struct obj *o, struct buf *out)
+{
+	(void)g;
+	const struct vm *v = (const struct vm *)o;
+	cond_status(v->conds, v->nconds, "Ready", out);
+}
+
+static void c_vm_strategy(const struct get_ctx *g, const struct obj *o, struct buf *out)
+{
+	(void)g;
+	put(out, ((const struct vm *)o)->run_strategy);
+}
+
+static void c_vmi_phase(const struct get_ctx *g, const struct obj *o, struct buf *out)
+{
+	(void)g;
+	const struct vmi *v = (const struct vmi *)o;
+	if (v->phase && *v->phase)
+		put(out, v->phase);
+}
+
+static void c_vmi_ip(const struct get_ctx *g, const struct obj *o, struct buf *out)
+{
+	(void)g;
+	const struct vmi *v = (const struct vmi *)o;
+	if (v->ip && *v->ip)
+		put(out, v->ip);
+}
+
+static void c_vmi_node(const struct get_ctx *g, const struct obj *o, struct buf *out)
+{
+	(void)g;
+	const struct vmi *v = (const struct vmi *)o;
+	if (v->node && *v->node)
+		put(out, v->node);
+}
+
+static void c_vmi_ready(const struct get_ctx *g, const struct obj *o, struct buf *out)
+{
+	(void)g;
+	const struct vmi *v = (const struct vmi *)o;
+	cond_status(v->conds, v->nconds, "Ready", out);
+}
+
+static void c_vmi_migratable(const struct get_ctx *g, const struct obj *o, struct buf *out)
+{
+	(void)g;
+	const struct vmi *v = (const struct vmi *)o;
+	cond_status(v->conds, v->nconds, "LiveMigratable", out);
+}
+
+static void c_vmi_paused(const struct get_ctx *g, const struct obj *o, struct buf *out)
+{
+	(void)g;
+	const struct vmi *v = (const struct vmi *)o;
+	cond_status(v->conds, v->nconds, "Paused", out);
+}
+
+static void c_pod_ready(const struct get_ctx *g, const struct obj *o, struct buf *out)
+{
+	(void)g;
+	const struct pod *p = (const struct pod *)o;
+	int total = p->spec_containers;
+	if (total == 0)
+		for (int i = 0; i < p->ncontainers; i++)
+			total += !p->containers[i].init;
+	buf_printf(out, "%d/%d", p->ready_containers, total);
+}
+
+/* kubectl's STATUS: Terminating, else the first container's waiting/terminated reason, else the pod's. */
+static void c_pod_status(const struct get_ctx *g, const struct obj *o, struct buf *out)
+{
+	(void)g;
+	const struct pod *p = (const struct pod *)o;
+	const char *s = p->reason && *p->reason ? p->reason : p->phase;
+	for (int i = 0; i < p->ncontainers; i++) {
+		const struct container_status *c = &p->containers[i];
+		if (c->reason && *c->reason && c->state && strcmp(c->state, "running") != 0) {
+			s = c->reason;
+			break;
+		}
+	}
+	if (o->deleted)
+		s = "Terminating";
+	put(out, s);
+}
+
+static void c_pod_restarts(const struct get_ctx *g, const struct obj *o, struct buf *out)
+{
+	(void)g;
+	buf_printf(out, "%d", ((const struct pod *)o)->restarts);
+}
+
+static void c_pod_vmi(const struct get_ctx *g, const struct obj *o, struct buf *out)
+{
+	const struct pod *p = (const struct pod *)o;
+	const struct obj *vmi = p->vmi_uid[0] ? store_get(g->st, g->src, OBJ_VMI, p->vmi_uid) : NULL;
+	put(out, vmi ? vmi->name : p->vm_name);
+}
+
+static void c_pod_ip(const struct get_ctx *g, const struct obj *o, struct buf *out)
+{
+	(void)g;
+	put(out, ((const struct pod *)o)->ip);
+}
+
+static void c_pod_node(const struct get_ctx *g, const struct obj *o, struct buf *out)
+{
+	(void)g;
+	put(out, ((const struct pod *)o)->node);
+}
+
+static void c_ev_last(const struct get_ctx *g, const struct obj *o, struct buf *out)
+{
+	const struct event *e = (const struct event *)o;
+	age(g, e->last ? e->last : o->created, out);
+}
+
+static void c_ev_type(const struct get_ctx *g, const struct obj *o, struct buf *out)
+{
+	(void)g;
+	put(out, ((const struct event *)o)->type);
+}
+
+static void c_ev_reason(const struct get_ctx *g, const struct obj *o, struct buf *out)
+{
+	(void)g;
+	put(out, ((const struct event *)o)->reason);
+}
+
+static void c_ev_object(const struct get_ctx *g, const struct obj *o, struct buf *out)
+{
+	(void)g;
+	const struct event *e = (const struct event *)o;
+	char *k = xstrdup(e->inv_kind ? e->inv_kind : "");
+	for (char *p = k; *p; p++)
+		if (*p >= 'A' && *p <= 'Z')
+			*p = (char)(*p - 'A' + 'a');
+	char *s = xasprintf("%s/%s", k, e->inv_name ? e->inv_name : "");
+	put(out, s);
+	free(s);
+	free(k);
+}
+
+static void c_ev_message(const struct get_ctx *g, const struct obj *o, struct buf *out)
+{
+	(void)g;
+	put(out, ((const struct event *)o)->message);
+}
+
+static void c_ev_count(const struct get_ctx *g, const struct obj *o, struct buf *out)
+{
+	(void)g;
+	buf_printf(out, "%d", ((const struct event *)o)->count);
+}
+
+static const struct column vm_cols[] = {
+	{ "NAME", false, c_name },	     { "AGE", false, c_age },	       { "STATUS", false, c_vm_status },
+	{ "READY", false, c_vm_ready },	     { "RUNSTRATEGY", true, c_vm_strategy }, { NULL, false, NULL },
+};
+static const struct column vmi_cols[] = {
+	{ "NAME", false, c_name },	       { "AGE", false, c_age },		 { "PHASE", false, c_vmi_phase },
+	{ "IP", false, c_vmi_ip },	       { "NODENAME", false, c_vmi_node }, { "READY", false, c_vmi_ready },
+	{ "LIVE-MIGRATABLE", true, c_vmi_migratable }, { "PAUSED", true, c_vmi_paused }, { NULL, false, NULL },
+};
+static const struct column pod_cols[] = {
+	{ "NAME", false, c_name },	      { "READY", false, c_pod_ready }, { "STATUS", false, c_pod_status },
+	{ "RESTARTS", false, c_pod_restarts }, { "AGE", false, c_age },	{ "VMI", false, c_pod_vmi },
+	{ "IP", true, c_pod_ip },	      { "NODE", true, c_pod_node },	{ NULL, false, NULL },
+};
+static const struct column ev_cols[] = {
+	{ "LAST SEEN", false, c_ev_last }, { "TYPE", false, c_ev_type },	 { "REASON", false, c_ev_reason },
+	{ "OBJECT", false, c_ev_object },  { "COUNT", true, c_ev_count },	 { "NAME", true, c_name },
+	{ "MESSAGE", false, c_ev_message }, { NULL, false, NULL },
+};
+
+static const struct kind_info {
+	const char *const *aliases;
+	const struct column *cols;
+	const char *name_prefix; /* -o name, as kubectl prints it */
+} kinds[OBJ_KIND_COUNT] = {
+	[OBJ_VM] = { (const char *const[]){ "vm", "vms", "virtualmachine", "virtualmachines",
+					     "virtualmachine.kubevirt.io", "virtualmachines.kubevirt.io", NULL },
+		     vm_cols, "virtualmachine.kubevirt.io/" },
+	[OBJ_VMI] = { (const char *const[]){ "vmi", "vmis", "virtualmachineinstance", "virtualmachineinstances",
+					      "virtualmachineinstance.kubevirt.io", "virtualmachineinstances.kubevirt.io",
+					      NULL },
+		      vmi_cols, "virtualmachineinstance.kubevirt.io/" },
+	[OBJ_POD] = { (const char *const[]){ "pod", "pods", "po", NULL }, pod_cols, "pod/" },
+	[OBJ_EVENT] = { (const char *const[]){ "event", "events", "ev", NULL }, ev_cols, "event/" },
+};
+
+/* --- output ------------------------------------------------------------------------------------------ */
+
+static int cmp_obj(const void *a, const void *b)
+{
+	const struct obj *x = *(const struct obj *const *)a, *y = *(const struct obj *const *)b;
+	int c = strcmp(x->ns, y->ns);
+	return c ? c : strcmp(x->name, y->name);
+}
+
+/* Rows as cells, then padded to the widest cell per column (kubectl's tabwriter, 3 spaces apart). */
+static void print_table(struct get_ctx *g, struct obj **objs, size_t n, bool header)
+{
+	const struct column *cols = kinds[g->kind].cols;
+	int ncols = 0;
+	const struct column *use[16];
+	for (const struct column *c = cols; c->title; c++)
+		if (!c->wide_only || g->fmt == OUT_WIDE)
+			use[ncols++] = c;
+	int total = ncols + (g->all_ns ? 1 : 0);
+	size_t rows = n + (header ? 1 : 0);
+	char **cells = xcalloc(rows * (size_t)total, sizeof *cells);
+	size_t *width = xcalloc((size_t)total, sizeof *width);
+	struct buf b;
+	buf_init(&b);
+	for (size_t r = 0; r < rows; r++) {
+		const struct obj *o = header ? (r ? objs[r - 1] : NULL) : objs[r];
+		for (int c = 0; c < total; c++) {
+			buf_reset(&b);
+			bool nscol = g->all_ns && c == 0;
+			const struct column *col = nscol ? NULL : use[c - (g->all_ns ? 1 : 0)];
+			if (o == NULL)
+				buf_add_str(&b, nscol ? "NAMESPACE" : col->title);
+			else if (nscol)
+				c_ns(g, o, &b);
+			else
+				col->cell(g, o, &b);
+			cells[r * (size_t)total + (size_t)c] = xstrdup(b.data ? b.data : "");
+			size_t w = 0;
+			for (const unsigned char *p = (const unsigned char *)cells[r * (size_t)total + (size_t)c]; *p; p++)
+				w += (*p & 0xc0) != 0x80; /* code points, close enough for alignment */
+			if (w > width[c])
+				width[c] = w;
+		}
+	}
+	for (size_t r = 0; r < rows; r++) {
+		buf_reset(&b);
+		for (int c = 0; c < total; c++) {
+			const char *s = cells[r * (size_t)total + (size_t)c];
+			buf_add_str(&b, s);
+			if (c + 1 < total) {
+				size_t w = 0;
+				for (const unsigned char *p = (const unsigned char *)s; *p; p++)
+					w += (*p & 0xc0) != 0x80;
+				for (size_t k = w; k < width[c] + 3; k++)
+					buf_add_char(&b, ' ');
+			}
+			free(cells[r * (size_t)total + (size_t)c]);
+		}
+		while (b.len > 0 && b.data[b.len - 1] == ' ')
+			b.data[--b.len] = '\0';
+		buf_add_char(&b, '\n');
+		fwrite(b.data, 1, b.len, stdout);
+	}
+	buf_free(&b);
+	free(cells);
+	free(width);
+}
+
+static void jadd_str(struct json_object *j, const char *k, const char *v)
+{
+	json_object_object_add(j, k, v ? json_object_new_string(v) : NULL);
+}
+
+static struct json_object *obj_json(const struct get_ctx *g, const struct obj *o)
+{
+	struct json_object *j = json_object_new_object();
+	char t[32];
+	jadd_str(j, "kind", obj_kind_title(o->kind));
+	jadd_str(j, "namespace", o->ns);
+	jadd_str(j, "name", o->name);
+	jadd_str(j, "uid", o->uid);
+	util_format_time(o->created, t, sizeof t);
+	jadd_str(j, "created", o->created ? t : NULL);
+	switch (o->kind) {
+	case OBJ_VM: {
+		const struct vm *v = (const struct vm *)o;
+		jadd_str(j, "status", v->printable_status);
+		jadd_str(j, "runStrategy", v->run_strategy);
+		json_object_object_add(j, "ready", json_object_new_boolean(v->ready));
+		break;
+	}
+	case OBJ_VMI: {
+		const struct vmi *v = (const struct vmi *)o;
+		jadd_str(j, "phase", v->phase);
+		jadd_str(j, "node", v->node);
+		jadd_str(j, "vmUid", v->vm_uid[0] ? v->vm_uid : NULL);
+		jadd_str(j, "ip", v->ip);
+		const struct cond *rc = cond_find(v->conds, v->nconds, "Ready");
+		jadd_str(j, "ready", rc ? rc->status : NULL);
+		break;
+	}
+	case OBJ_POD: {
+		const struct pod *p = (const struct pod *)o;
+		jadd_str(j, "phase", p->phase);
+		jadd_str(j, "node", p->node);
+		jadd_str(j, "vmiUid", p->vmi_uid[0] ? p->vmi_uid : NULL);
+		jadd_str(j, "createdBy", p->created_by[0] ? p->created_by : NULL);
+		jadd_str(j, "ip", p->ip);
+		break;
+	}
+	case OBJ_EVENT: {
+		const struct event *e = (const struct event *)o;
+		jadd_str(j, "type", e->type);
+		jadd_str(j, "reason", e->reason);
+		jadd_str(j, "message", e->message);
+		jadd_str(j, "involvedKind", e->inv_kind);
+		jadd_str(j, "involvedName", e->inv_name);
+		jadd_str(j, "involvedUid", e->inv_uid[0] ? e->inv_uid : NULL);
+		json_object_object_add(j, "count", json_object_new_int(e->count));
+		break;
+	}
+	default:
+		break;
+	}
+	(void)g;
+	return j;
+}
+
+/* JSON output is already free of C0 controls (json-c escapes them); DEL, C1 controls and stray bytes are
+ * escaped too so that no string from the cluster can drive the terminal. Valid JSON for the same text. */
+static void write_json_safe(const char *s)
+{
+	struct buf b;
+	buf_init(&b);
+	const unsigned char *p = (const unsigned char *)s;
+	while (*p) {
+		unsigned c = *p;
+		if (c == 0x7f) {
+			buf_add_str(&b, "\\u007f");
+			p++;
+		} else if (c == 0xc2 && p[1] >= 0x80 && p[1] <= 0x9f) {
+			buf_printf(&b, "\\u00%02x", p[1]);
+			p += 2;
+		} else if (c < 0x80) {
+			buf_add_char(&b, (char)c);
+			p++;
+		} else {
+			size_t n = c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : c >= 0xc0 ? 2 : 0;
+			size_t k = 1;
+			while (n && k < n && (p[k] & 0xc0) == 0x80)
+				k++;
+			if (n == 0 || k != n) {
+				buf_add_str(&b, "\\ufffd");
+				p++;
+			} else {
+				buf_add(&b, p, n);
+				p += n;
+			}
+		}
+	}
+	buf_add_char(&b, '\n');
+	fwrite(b.data, 1, b.len, stdout);
+	buf_free(&b);
+}
+
+static void print_json(struct get_ctx *g, struct obj **objs, size_t n)
+{
+	struct json_object *arr = json_object_new_array();
+	for (size_t i = 0; i < n; i++)
+		json_object_array_add(arr, obj_json(g, objs[i]));
+	write_json_safe(json_object_to_json_string_ext(arr, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED));
+	json_object_put(arr);
+}
+
+static void print_names(struct get_ctx *g, struct obj **objs, size_t n)
+{
+	struct buf b;
+	buf_init(&b);
+	for (size_t i = 0; i < n; i++) {
+		buf_reset(&b);
+		buf_add_str(&b, kinds[g->kind].name_prefix);
+		put(&b, objs[i]->name);
+		buf_add_char(&b, '\n');
+		fwrite(b.data, 1, b.len, stdout);
+	}
+	buf_free(&b);
+}
+
+static void print_objs(struct get_ctx *g, struct obj **objs, size_t n, bool header)
+{
+	g->now = util_wall_s();
+	if (g->fmt == OUT_JSON)
+		print_json(g, objs, n);
+	else if (g->fmt == OUT_NAME)
+		print_names(g, objs, n);
+	else
+		print_table(g, objs, n, header);
+}
+
+static int print_store(struct get_ctx *g)
+{
+	size_t n;
+	struct obj *const *arr = store_objs(g->st, g->src, g->kind, &n);
+	struct obj **objs = xcalloc(n ? n : 1, sizeof *objs);
+	if (n)
+		memcpy(objs, arr, n * sizeof *objs);
+	qsort(objs, n, sizeof *objs, cmp_obj);
+	if (n == 0 && g->fmt != OUT_JSON) {
+		const char *ns = g->src->ns_scope;
+		if (g->all_ns || ns == NULL)
+			fprintf(stderr, "No resources found\n");
+		else
+			fprintf(stderr, "No resources found in %s namespace.\n", ns);
+	} else {
+		print_objs(g, objs, n, true);
+	}
+	g->header_done = n > 0;
+	free(objs);
+	fflush(stdout);
+	return 0;
+}
+
+/* -w: one row (or one JSON object per line) per change, as kubectl get -w. */
+static void on_change(void *arg, enum obj_kind kind, const struct obj *old, const struct obj *new_)
+{
+	struct get_ctx *g = arg;
+	if (kind != g->kind)
+		return;
+	const struct obj *o = new_ ? new_ : old;
+	if (o->src != g->src)
+		return;
+	g->now = util_wall_s();
+	if (g->fmt == OUT_JSON) {
+		struct json_object *j = obj_json(g, o);
+		json_object_object_add(j, "event", json_object_new_string(new_ == NULL ? "DELETED" : old ? "MODIFIED" : "ADDED"));
+		write_json_safe(json_object_to_json_string_ext(j, JSON_C_TO_STRING_PLAIN));
+		json_object_put(j);
+	} else {
+		struct obj *one = (struct obj *)o;
+		print_objs(g, &one, 1, !g->header_done);
+		g->header_done = true;
+	}
+	fflush(stdout);
+}
+
+/* --- command ----------------------------------------------------------------------------------------- */
+
+static void get_usage(FILE *f)
+{
+	fprintf(f, "usage: kvcon get vm|vmi|pod|event [-n NS | -A] [-l SELECTOR] [-o table|wide|json|name] [-w]\n"
+		   "                 [--watch-for SECONDS]\n");
+}
+
+static int parse_kind(const char *s, enum obj_kind *out)
+{
+	for (int k = 0; k < OBJ_KIND_COUNT; k++)
+		for (const char *const *a = kinds[k].aliases; *a; a++)
+			if (strcmp(s, *a) == 0) {
+				*out = (enum obj_kind)k;
+				return 0;
+			}
+	return -1;
+}
+
+static const struct {
+	const char *name;
+	enum out_fmt fmt;
+} formats[] = {
+	{ "table", OUT_TABLE }, { "wide", OUT_WIDE }, { "json", OUT_JSON }, { "name", OUT_NAME },
+};
+
+static int parse_args(int argc, char **argv, struct get_ctx *g, char **selector)
+{
+	bool have_kind = false;
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+		const char *val = NULL;
+		if (strcmp(a, "-l") == 0 || strcmp(a, "--selector") == 0 || strcmp(a, "-o") == 0 ||
+		    strcmp(a, "--output") == 0 || strcmp(a, "--watch-for") == 0) {
+			if (i + 1 >= argc) {
+				fprintf(stderr, "kvcon get: %s needs a value\n", a);
+				return -1;
+			}
+			val = argv[++i];
+		} else if (util_has_prefix(a, "--selector=") || util_has_prefix(a, "--output=") ||
+			   util_has_prefix(a, "--watch-for=")) {
+			val = strchr(a, '=') + 1;
+		} else if (util_has_prefix(a, "-o") && a[2]) {
+			val = a + 2;
+		}
+		if (strcmp(a, "-l") == 0 || util_has_prefix(a, "--selector")) {
+			free(*selector);
+			*selector = xstrdup(val);
+		} else if (util_has_prefix(a, "-o") || util_has_prefix(a, "--output")) {
+			size_t f;
+			for (f = 0; f < sizeof formats / sizeof formats[0]; f++)
+				if (strcmp(val, formats[f].name) == 0)
+					break;
+			if (f == sizeof formats / sizeof formats[0]) {
+				fprintf(stderr, "kvcon get: unknown output format '%s' (table, wide, json, name)\n", val);
+				return -1;
+			}
+			g->fmt = formats[f].fmt;
+		} else if (util_has_prefix(a, "--watch-for")) {
+			char *end;
+			long v = strtol(val, &end, 10);
+			if (*val == '\0' || *end || v < 0 || v > 86400 * 365) {
+				fprintf(stderr, "kvcon get: --watch-for needs a number of seconds\n");
+				return -1;
+			}
+			g->watch_for = v;
+		} else if (strcmp(a, "-w") == 0 || strcmp(a, "--watch") == 0) {
+			g->watch = true;
+		} else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+			get_usage(stdout);
+			exit(EXIT_OK);
+		} else if (a[0] == '-') {
+			fprintf(stderr, "kvcon get: unknown option '%s'\n", a);
+			return -1;
+		} else if (!have_kind) {
+			if (parse_kind(a, &g->kind) < 0) {
+				fprintf(stderr, "kvcon get: unknown resource '%s' (vm, vmi, pod, event)\n", a);
+				return -1;
+			}
+			have_kind = true;
+		} else {
+			fprintf(stderr, "kvcon get: unexpected argument '%s'\n", a);
+			return -1;
+		}
+	}
+	if (!have_kind) {
+		fprintf(stderr, "kvcon get: which resource? (vm, vmi, pod, event)\n");
+		return -1;
+	}
+	return 0;
+}
+
+static bool failed(const struct get_ctx *g, unsigned kinds_mask, const char **msg)
+{
+	for (int k = 0; k < OBJ_KIND_COUNT; k++) {
+		if (!(kinds_mask & KUBE_KIND_BIT(k)))
+			continue;
+		const struct watch_health *h = &g->src->health[k];
+		if (h->state == WATCH_ERROR || h->state == WATCH_FORBIDDEN) {
+			*msg = h->message ? h->message : watch_state_name(h->state);
+			return true;
+		}
+	}
+	return false;
+}
+
+static void on_deadline(void *arg)
+{
+	(void)arg;
+	loop_quit(0);
+}
+
+int kube_cmd_get(int argc, char **argv)
+{
+	struct get_ctx g = { .watch_for = -1 };
+	char *selector = NULL;
+	int rc = EXIT_OK;
+	if (parse_args(argc, argv, &g, &selector) < 0) {
+		get_usage(stderr);
+		free(selector);
+		return EXIT_USAGE;
+	}
+	struct kvcon_opts *o = opts_global();
+	g.all_ns = o->all_ns;
+	if (o->log)
+		log_open(o->log);
+	log_set_stderr_level(o->verbose ? LOG_INFO : LOG_ERROR + 1);
+	loop_init();
+	g.st = store_new();
+	unsigned mask = KUBE_KIND_BIT(g.kind);
+	if (g.kind == OBJ_POD && (g.fmt == OUT_TABLE || g.fmt == OUT_WIDE))
+		mask |= KUBE_KIND_BIT(OBJ_VMI); /* the VMI column names the owner */
+	struct kube_open_opts ko = { .kinds = mask, .selector = selector, .selector_kinds = KUBE_KIND_BIT(g.kind),
+				     .max_failures = CLI_MAX_FAILURES };
+	char *err = NULL;
+	g.src = kube_open_ex(g.st, NULL, &ko, &err);
+	if (g.src == NULL) {
+		fprintf(stderr, "kvcon get: %s\n", err);
+		free(err);
+		rc = EXIT_API;
+		goto out;
+	}
+	const char *msg = NULL;
+	while (!kube_source_synced(g.src)) {
+		if (failed(&g, mask, &msg)) {
+			char *e = util_escape_display(msg);
+			fprintf(stderr, "kvcon get: %s\n", e);
+			free(e);
+			rc = EXIT_API;
+			goto out;
+		}
+		loop_once(500);
+	}
+	if (g.src->notice) {
+		char *e = util_escape_display(g.src->notice);
+		fprintf(stderr, "kvcon get: %s\n", e);
+		free(e);
+	}
+	if (g.watch_for < 0 && !g.watch) {
+		print_store(&g);
+		goto out;
+	}
+	if (g.watch) {
+		print_store(&g);
+		store_listen(g.st, on_change, &g);
+	}
+	if (g.watch_for >= 0)
+		loop_timer_add((uint64_t)g.watch_for * 1000, on_deadline, NULL);
+	loop_run();
+	if (!g.watch) {
+		print_store(&g);
+		if (failed(&g, mask, &msg)) {
+			char *e = util_escape_display(msg);
+			fprintf(stderr, "kvcon get: the watch ended in error: %s\n", e);
+			free(e);
+			rc = EXIT_API;
+		}
+	}
+out:
+	source_free_all();
+	store_free(g.st);
+	loop_fini();
+	free(selector);
+	return rc;
+}

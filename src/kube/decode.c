@@ -1,0 +1,652 @@
+/* Kubernetes JSON (json-c trees) to the model's compact structs. Every accessor checks the JSON type and
+ * treats a mismatch as absence, so a wrong-typed field never reaches the model; every string and list is
+ * capped so a hostile server cannot make one object large. */
+#include "kube/decode.h"
+
+#include <json-c/json.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/intern.h"
+#include "core/util.h"
+#include "core/xmalloc.h"
+
+/* ---- typed accessors ---- */
+
+static struct json_object *jget(struct json_object *o, const char *key, enum json_type type)
+{
+	struct json_object *v;
+	if (o == NULL || !json_object_is_type(o, json_type_object))
+		return NULL;
+	if (!json_object_object_get_ex(o, key, &v) || v == NULL || !json_object_is_type(v, type))
+		return NULL;
+	return v;
+}
+
+static struct json_object *jobj(struct json_object *o, const char *key)
+{
+	return jget(o, key, json_type_object);
+}
+
+static struct json_object *jarr(struct json_object *o, const char *key)
+{
+	return jget(o, key, json_type_array);
+}
+
+/* The string at key with its length (up to an embedded NUL), or NULL. */
+static const char *jstr(struct json_object *o, const char *key, size_t *len)
+{
+	struct json_object *v = jget(o, key, json_type_string);
+	if (v == NULL)
+		return NULL;
+	const char *s = json_object_get_string(v);
+	if (len)
+		*len = strnlen(s, (size_t)json_object_get_string_len(v));
+	return s;
+}
+
+static bool jbool(struct json_object *o, const char *key, bool *out)
+{
+	struct json_object *v = jget(o, key, json_type_boolean);
+	if (v == NULL)
+		return false;
+	*out = json_object_get_boolean(v);
+	return true;
+}
+
+static bool jtrue(struct json_object *o, const char *key)
+{
+	bool b = false;
+	return jbool(o, key, &b) && b;
+}
+
+/* Integers, clamped to [lo, hi]; doubles accepted when integral (JSON has one number type). */
+static int64_t jint(struct json_object *o, const char *key, int64_t def, int64_t lo, int64_t hi)
+{
+	struct json_object *v;
+	if (o == NULL || !json_object_is_type(o, json_type_object) || !json_object_object_get_ex(o, key, &v))
+		return def;
+	int64_t n;
+	if (json_object_is_type(v, json_type_int)) {
+		n = json_object_get_int64(v);
+	} else if (json_object_is_type(v, json_type_double)) {
+		double d = json_object_get_double(v);
+		if (!(d >= -9.2e18 && d <= 9.2e18))
+			return def;
+		n = (int64_t)d;
+	} else {
+		return def;
+	}
+	return n < lo ? lo : n > hi ? hi : n;
+}
+
+/* RFC 3339 timestamp at key, or 0. */
+static int64_t jtime(struct json_object *o, const char *key)
+{
+	size_t len;
+	const char *s = jstr(o, key, &len);
+	int64_t t = 0;
+	if (s == NULL || len > 64 || util_parse_time(s, &t) < 0)
+		return 0;
+	return t;
+}
+
+/* ---- capped copies ---- */
+
+/* Length of s cut to at most cap bytes without splitting a UTF-8 sequence. */
+static size_t cut_utf8(const char *s, size_t len, size_t cap)
+{
+	if (len <= cap)
+		return len;
+	size_t n = cap;
+	/* step back over continuation bytes to the lead byte, which is dropped with its sequence */
+	while (n > 0 && ((unsigned char)s[n] & 0xc0) == 0x80)
+		n--;
+	return n;
+}
+
+static char *dup_cap(const char *s, size_t len, size_t cap)
+{
+	if (s == NULL)
+		return NULL;
+	return xstrndup(s, cut_utf8(s, len, cap));
+}
+
+static char *jdup(struct json_object *o, const char *key, size_t cap)
+{
+	size_t len;
+	const char *s = jstr(o, key, &len);
+	return s ? dup_cap(s, len, cap) : NULL;
+}
+
+static const char *intern_cap(const char *s, size_t len)
+{
+	if (s == NULL)
+		return NULL;
+	return intern_n(s, cut_utf8(s, len, KUBE_DECODE_WORD_MAX));
+}
+
+static const char *jword(struct json_object *o, const char *key)
+{
+	size_t len;
+	const char *s = jstr(o, key, &len);
+	return s ? intern_cap(s, len) : NULL;
+}
+
+/* Copies a UID; false when absent, empty or too long to be one. */
+static bool copy_uid(char dst[UID_LEN], const char *s, size_t len)
+{
+	if (s == NULL || len == 0 || len >= UID_LEN)
+		return false;
+	memcpy(dst, s, len);
+	dst[len] = '\0';
+	return true;
+}
+
+static void juid(struct json_object *o, const char *key, char dst[UID_LEN])
+{
+	size_t len;
+	const char *s = jstr(o, key, &len);
+	if (!copy_uid(dst, s, len))
+		dst[0] = '\0';
+}
+
+/* ---- shared parts ---- */
+
+static struct cond *decode_conds(struct json_object *arr, int *n)
+{
+	size_t len = arr ? json_object_array_length(arr) : 0;
+	if (len > KUBE_DECODE_LIST_MAX)
+		len = KUBE_DECODE_LIST_MAX;
+	*n = 0;
+	if (len == 0)
+		return NULL;
+	struct cond *c = xcalloc(len, sizeof *c);
+	for (size_t i = 0; i < len; i++) {
+		struct json_object *e = json_object_array_get_idx(arr, i);
+		const char *type = jword(e, "type");
+		if (type == NULL)
+			continue; /* a condition without a type cannot be read whole */
+		struct cond *d = &c[(*n)++];
+		d->type = type;
+		d->status = jword(e, "status");
+		d->reason = jword(e, "reason");
+		d->message = jdup(e, "message", KUBE_DECODE_MSG_MAX);
+		d->last_transition = jtime(e, "lastTransitionTime");
+		d->last_probe = jtime(e, "lastProbeTime");
+	}
+	if (*n == 0) {
+		free(c);
+		return NULL;
+	}
+	return c;
+}
+
+/* The owner reference of the given kind: the controller one when there is one, else the first of that kind.
+ * Sets *other_kind to the controller's kind when the controller is of another kind. */
+static struct json_object *find_owner(struct json_object *meta, const char *kind, const char **other_kind)
+{
+	struct json_object *refs = jarr(meta, "ownerReferences");
+	size_t len = refs ? json_object_array_length(refs) : 0;
+	struct json_object *first = NULL;
+	if (other_kind)
+		*other_kind = NULL;
+	for (size_t i = 0; i < len && i < KUBE_DECODE_LIST_MAX; i++) {
+		struct json_object *r = json_object_array_get_idx(refs, i);
+		const char *k = jstr(r, "kind", NULL);
+		bool is_kind = k && strcmp(k, kind) == 0;
+		if (jtrue(r, "controller")) {
+			if (is_kind)
+				return r;
+			if (other_kind)
+				*other_kind = k ? k : "?";
+			return NULL;
+		}
+		if (is_kind && first == NULL)
+			first = r;
+	}
+	return first;
+}
+
+static void decode_labels(struct obj *o, struct json_object *meta)
+{
+	struct json_object *labels = jobj(meta, "labels");
+	if (labels == NULL)
+		return;
+	int n = 0;
+	json_object_object_foreach(labels, k, v)
+	{
+		if (n >= KUBE_DECODE_LIST_MAX)
+			break;
+		if (v == NULL || !json_object_is_type(v, json_type_string))
+			continue;
+		size_t kl = strnlen(k, 317), vl = strnlen(json_object_get_string(v), (size_t)json_object_get_string_len(v));
+		if (kl == 0 || kl >= 317 || strchr(k, '=') || vl > KUBE_DECODE_NAME_MAX)
+			continue; /* not a valid label: keeping it would confuse the packed k=v encoding */
+		obj_label_add(o, k, json_object_get_string(v));
+		n++;
+	}
+}
+
+static char *errf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static char *errf(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	char *s = xvasprintf(fmt, ap);
+	va_end(ap);
+	return s;
+}
+
+/* metadata: identity and bookkeeping. Returns NULL or the reason the object is refused (allocated). */
+static char *decode_meta(struct obj *o, struct json_object *item)
+{
+	struct json_object *meta = jobj(item, "metadata");
+	if (meta == NULL)
+		return errf("%s without metadata", obj_kind_title(o->kind));
+	size_t nl = 0, ul = 0, nsl = 0;
+	const char *name = jstr(meta, "name", &nl);
+	const char *uid = jstr(meta, "uid", &ul);
+	const char *ns = jstr(meta, "namespace", &nsl);
+	size_t name_max = o->kind == OBJ_EVENT ? 2 * KUBE_DECODE_NAME_MAX : KUBE_DECODE_NAME_MAX;
+	if (name == NULL || nl == 0)
+		return errf("%s without metadata.name", obj_kind_title(o->kind));
+	if (nl > name_max)
+		return errf("%s name longer than %zu bytes", obj_kind_title(o->kind), name_max);
+	if (uid == NULL || ul == 0)
+		return errf("%s %.*s without metadata.uid", obj_kind_title(o->kind), (int)nl, name);
+	if (!copy_uid(o->uid, uid, ul))
+		return errf("%s %.*s: uid longer than %d bytes", obj_kind_title(o->kind), (int)nl, name, UID_LEN - 1);
+	if (nsl > KUBE_DECODE_NS_MAX)
+		return errf("%s %.*s: namespace longer than %d bytes", obj_kind_title(o->kind), (int)nl, name,
+			    KUBE_DECODE_NS_MAX);
+	o->name = xstrndup(name, nl);
+	o->ns = ns ? intern_n(ns, nsl) : intern("");
+	o->created = jtime(meta, "creationTimestamp");
+	o->deleted = jtime(meta, "deletionTimestamp");
+	o->generation = (uint64_t)jint(meta, "generation", 0, 0, INT64_MAX);
+	uint64_t rv;
+	if (kube_decode_rv(item, &rv) == 0)
+		o->rv = rv;
+	decode_labels(o, meta);
+	return NULL;
+}
+
+int kube_decode_rv(struct json_object *item, uint64_t *rv)
+{
+	size_t len;
+	const char *s = jstr(jobj(item, "metadata"), "resourceVersion", &len);
+	if (s == NULL || len == 0 || len > 19)
+		return -1;
+	uint64_t v = 0;
+	for (size_t i = 0; i < len; i++) {
+		if (s[i] < '0' || s[i] > '9')
+			return -1;
+		v = v * 10 + (uint64_t)(s[i] - '0');
+	}
+	*rv = v;
+	return 0;
+}
+
+/* ---- VirtualMachine ---- */
+
+static void decode_vm(struct obj *o, struct json_object *item)
+{
+	struct vm *v = (struct vm *)o;
+	struct json_object *spec = jobj(item, "spec"), *status = jobj(item, "status");
+	bool running = false;
+	bool has_running = jbool(spec, "running", &running);
+	const char *rs = jword(spec, "runStrategy");
+	v->running_field = has_running;
+	v->run_conflict = has_running && rs != NULL;
+	/* KubeVirt's VirtualMachine.RunStrategy(): spec.running true is Always, false Halted; neither is Halted.
+	 * With both set (which the API rejects) the explicit runStrategy is kept and the conflict flagged. */
+	if (rs)
+		v->run_strategy = rs;
+	else
+		v->run_strategy = intern(has_running && running ? "Always" : "Halted");
+
+	struct json_object *it = jobj(spec, "instancetype");
+	v->instancetype = jdup(it, "name", KUBE_DECODE_NAME_MAX);
+	struct json_object *domain = jobj(jobj(jobj(spec, "template"), "spec"), "domain");
+	v->cpu_cores = (int)jint(jobj(domain, "cpu"), "cores", 0, 0, 1 << 20);
+	v->memory = jdup(jobj(domain, "memory"), "guest", 32);
+	if (v->memory == NULL)
+		v->memory = jdup(jobj(jobj(domain, "resources"), "requests"), "memory", 32);
+
+	v->printable_status = jword(status, "printableStatus");
+	jbool(status, "ready", &v->ready);
+	jbool(status, "created", &v->created_vmi);
+	v->conds = decode_conds(jarr(status, "conditions"), &v->nconds);
+
+	struct json_object *scr = jarr(status, "stateChangeRequests");
+	size_t n = scr ? json_object_array_length(scr) : 0;
+	if (n > 16)
+		n = 16;
+	if (n > 0) {
+		v->scr = xcalloc(n, sizeof *v->scr);
+		for (size_t i = 0; i < n; i++) {
+			struct json_object *r = json_object_array_get_idx(scr, i);
+			const char *action = jword(r, "action");
+			if (action == NULL)
+				continue;
+			v->scr[v->nscr].action = action;
+			juid(r, "uid", v->scr[v->nscr].uid);
+			v->nscr++;
+		}
+		if (v->nscr == 0) {
+			free(v->scr);
+			v->scr = NULL;
+		}
+	}
+
+	struct json_object *sf = jobj(status, "startFailure");
+	if (sf) {
+		v->start_failures = (int)jint(sf, "consecutiveFailCount", 0, 0, INT32_MAX);
+		v->start_retry_after = jtime(sf, "retryAfterTimestamp");
+		juid(sf, "lastFailedVMIUID", v->start_fail_vmi);
+	}
+	v->observed_generation = (uint64_t)jint(status, "observedGeneration", 0, 0, INT64_MAX);
+	v->desired_generation = (uint64_t)jint(status, "desiredGeneration", 0, 0, INT64_MAX);
+}
+
+/* ---- VirtualMachineInstance ---- */
+
+static void add_ip(struct vmi *v, const char *s, size_t len)
+{
+	if (s == NULL || len == 0 || v->nips >= 16)
+		return;
+	len = cut_utf8(s, len, 64);
+	for (int i = 0; i < v->nips; i++)
+		if (strlen(v->ips[i]) == len && memcmp(v->ips[i], s, len) == 0)
+			return;
+	v->ips = xreallocarray(v->ips, (size_t)v->nips + 1, sizeof *v->ips);
+	v->ips[v->nips++] = xstrndup(s, len);
+}
+
+static void decode_migration(struct migration_state *m, struct json_object *ms)
+{
+	m->progress_pct = -1;
+	if (ms == NULL)
+		return;
+	m->present = true;
+	m->source_node = jword(ms, "sourceNode");
+	m->target_node = jword(ms, "targetNode");
+	m->source_pod = jdup(ms, "sourcePod", KUBE_DECODE_NAME_MAX);
+	m->target_pod = jdup(ms, "targetPod", KUBE_DECODE_NAME_MAX);
+	juid(ms, "migrationUid", m->migration_uid);
+	m->start = jtime(ms, "startTimestamp");
+	m->end = jtime(ms, "endTimestamp");
+	jbool(ms, "completed", &m->completed);
+	jbool(ms, "failed", &m->failed);
+	jbool(ms, "abortRequested", &m->abort_requested);
+	m->abort_status = jword(ms, "abortStatus");
+	m->mode = jword(ms, "mode");
+	m->failure_reason = jdup(ms, "failureReason", KUBE_DECODE_MSG_MAX);
+}
+
+static void decode_vmi(struct obj *o, struct json_object *item)
+{
+	struct vmi *v = (struct vmi *)o;
+	struct json_object *meta = jobj(item, "metadata"), *spec = jobj(item, "spec"), *status = jobj(item, "status");
+	struct json_object *owner = find_owner(meta, "VirtualMachine", NULL);
+	juid(owner, "uid", v->vm_uid);
+	v->phase = jword(status, "phase");
+	if (v->phase == NULL)
+		v->phase = intern("");
+	v->reason = jword(status, "reason");
+	v->node = jword(status, "nodeName");
+	v->eviction = jword(spec, "evictionStrategy");
+
+	struct json_object *ifs = jarr(status, "interfaces");
+	size_t n = ifs ? json_object_array_length(ifs) : 0;
+	for (size_t i = 0; i < n && i < KUBE_DECODE_LIST_MAX; i++) {
+		struct json_object *e = json_object_array_get_idx(ifs, i);
+		size_t len;
+		const char *ip = jstr(e, "ipAddress", &len);
+		if (i == 0 && ip && len > 0)
+			v->ip = dup_cap(ip, len, 64);
+		add_ip(v, ip, ip ? len : 0);
+		struct json_object *more = jarr(e, "ipAddresses");
+		size_t m = more ? json_object_array_length(more) : 0;
+		for (size_t j = 0; j < m && j < 16; j++) {
+			struct json_object *s = json_object_array_get_idx(more, j);
+			if (s && json_object_is_type(s, json_type_string))
+				add_ip(v, json_object_get_string(s),
+				       strnlen(json_object_get_string(s), (size_t)json_object_get_string_len(s)));
+		}
+	}
+
+	v->conds = decode_conds(jarr(status, "conditions"), &v->nconds);
+	v->software_emulation = cond_is_true(v->conds, v->nconds, "SoftwareEmulation");
+
+	struct json_object *pts = jarr(status, "phaseTransitionTimestamps");
+	n = pts ? json_object_array_length(pts) : 0;
+	if (n > 32)
+		n = 32;
+	if (n > 0) {
+		v->phases = xcalloc(n, sizeof *v->phases);
+		for (size_t i = 0; i < n; i++) {
+			struct json_object *e = json_object_array_get_idx(pts, i);
+			const char *ph = jword(e, "phase");
+			if (ph == NULL)
+				continue;
+			v->phases[v->nphases].phase = ph;
+			v->phases[v->nphases].at = jtime(e, "phaseTransitionTimestamp");
+			v->nphases++;
+		}
+		if (v->nphases == 0) {
+			free(v->phases);
+			v->phases = NULL;
+		}
+	}
+
+	struct json_object *gi = jobj(status, "guestOSInfo");
+	if (gi) {
+		v->guest_os = jdup(gi, "prettyName", 256);
+		if (v->guest_os == NULL) {
+			size_t nl = 0, vl = 0;
+			const char *gname = jstr(gi, "name", &nl), *ver = jstr(gi, "version", &vl);
+			if (gname && nl > 0)
+				v->guest_os = xasprintf("%.*s%s%.*s", (int)cut_utf8(gname, nl, 128), gname,
+							ver && vl ? " " : "", ver ? (int)cut_utf8(ver, vl, 64) : 0,
+							ver ? ver : "");
+		}
+	}
+
+	struct json_object *ap = jobj(status, "activePods");
+	if (ap) {
+		json_object_object_foreach(ap, puid, node)
+		{
+			if (v->nactive >= 16)
+				break;
+			struct active_pod a = { .node = NULL };
+			if (!copy_uid(a.uid, puid, strlen(puid)))
+				continue;
+			if (node && json_object_is_type(node, json_type_string))
+				a.node = intern_cap(json_object_get_string(node),
+						    strnlen(json_object_get_string(node),
+							    (size_t)json_object_get_string_len(node)));
+			v->active = xreallocarray(v->active, (size_t)v->nactive + 1, sizeof *v->active);
+			v->active[v->nactive++] = a;
+		}
+	}
+	decode_migration(&v->mig, jobj(status, "migrationState"));
+}
+
+/* ---- launcher Pod ---- */
+
+static void decode_container(struct container_status *c, struct json_object *e, bool init)
+{
+	c->name = jword(e, "name");
+	c->init = init;
+	c->restarts = (int)jint(e, "restartCount", 0, 0, INT32_MAX);
+	jbool(e, "ready", &c->ready);
+	struct json_object *state = jobj(e, "state");
+	static const char *const states[] = { "waiting", "running", "terminated" };
+	for (size_t i = 0; i < sizeof states / sizeof states[0]; i++) {
+		struct json_object *s = jobj(state, states[i]);
+		if (s == NULL)
+			continue;
+		c->state = intern(states[i]);
+		c->reason = jword(s, "reason");
+		c->message = jdup(s, "message", KUBE_DECODE_MSG_MAX);
+		c->started = jtime(s, "startedAt");
+		c->exit_code = (int)jint(s, "exitCode", 0, INT32_MIN, INT32_MAX);
+		break;
+	}
+	struct json_object *last = jobj(jobj(e, "lastState"), "terminated");
+	if (last) {
+		c->last_reason = jword(last, "reason");
+		c->last_exit_code = (int)jint(last, "exitCode", 0, INT32_MIN, INT32_MAX);
+	}
+}
+
+static void decode_pod(struct obj *o, struct json_object *item)
+{
+	struct pod *p = (struct pod *)o;
+	struct json_object *meta = jobj(item, "metadata"), *spec = jobj(item, "spec"), *status = jobj(item, "status");
+	const char *other = NULL;
+	struct json_object *owner = find_owner(meta, "VirtualMachineInstance", &other);
+	juid(owner, "uid", p->vmi_uid);
+	if (other)
+		snprintf(p->owner_kind_other, sizeof p->owner_kind_other, "%s", other);
+	const char *cb = obj_label(&p->o, "kubevirt.io/created-by");
+	if (!cb || !copy_uid(p->created_by, cb, strlen(cb)))
+		p->created_by[0] = '\0';
+	const char *vmname = obj_label(&p->o, "vm.kubevirt.io/name");
+	p->vm_name = vmname ? intern_cap(vmname, strlen(vmname)) : NULL;
+
+	p->phase = jword(status, "phase");
+	if (p->phase == NULL)
+		p->phase = intern("");
+	p->node = jword(spec, "nodeName");
+	p->reason = jword(status, "reason");
+	p->message = jdup(status, "message", KUBE_DECODE_MSG_MAX);
+	p->conds = decode_conds(jarr(status, "conditions"), &p->nconds);
+	p->ip = jdup(status, "podIP", 64);
+	struct json_object *spec_cs = jarr(spec, "containers");
+	p->spec_containers = spec_cs ? (int)json_object_array_length(spec_cs) : 0;
+
+	struct json_object *lists[2] = { jarr(status, "initContainerStatuses"), jarr(status, "containerStatuses") };
+	size_t total = 0;
+	for (int l = 0; l < 2; l++)
+		total += lists[l] ? json_object_array_length(lists[l]) : 0;
+	if (total > 32)
+		total = 32;
+	if (total > 0)
+		p->containers = xcalloc(total, sizeof *p->containers);
+	for (int l = 0; l < 2; l++) {
+		size_t n = lists[l] ? json_object_array_length(lists[l]) : 0;
+		for (size_t i = 0; i < n && (size_t)p->ncontainers < total; i++) {
+			struct json_object *e = json_object_array_get_idx(lists[l], i);
+			if (e == NULL || !json_object_is_type(e, json_type_object))
+				continue;
+			struct container_status *c = &p->containers[p->ncontainers++];
+			decode_container(c, e, l == 0);
+			if (!c->init) {
+				p->restarts += c->restarts;
+				p->ready_containers += c->ready;
+			}
+		}
+	}
+}
+
+/* ---- Event (core/v1, with the events.k8s.io/v1 spellings as fallbacks) ---- */
+
+static void decode_event(struct obj *o, struct json_object *item)
+{
+	struct event *e = (struct event *)o;
+	struct json_object *inv = jobj(item, "involvedObject");
+	if (inv == NULL)
+		inv = jobj(item, "regarding");
+	e->inv_kind = jword(inv, "kind");
+	e->inv_name = jdup(inv, "name", KUBE_DECODE_NAME_MAX);
+	e->inv_ns = jword(inv, "namespace");
+	juid(inv, "uid", e->inv_uid);
+	e->type = jword(item, "type");
+	e->reason = jword(item, "reason");
+	e->message = jdup(item, "message", KUBE_DECODE_MSG_MAX);
+	if (e->message == NULL)
+		e->message = jdup(item, "note", KUBE_DECODE_MSG_MAX);
+
+	struct json_object *series = jobj(item, "series");
+	e->count = (int)jint(item, "count", 0, 0, INT32_MAX);
+	if (e->count == 0)
+		e->count = (int)jint(item, "deprecatedCount", 0, 0, INT32_MAX);
+	if (e->count == 0)
+		e->count = (int)jint(series, "count", 0, 0, INT32_MAX);
+	if (e->count == 0)
+		e->count = 1;
+
+	int64_t event_time = jtime(item, "eventTime");
+	e->first = jtime(item, "firstTimestamp");
+	if (e->first == 0)
+		e->first = jtime(item, "deprecatedFirstTimestamp");
+	if (e->first == 0)
+		e->first = event_time;
+	e->last = jtime(item, "lastTimestamp");
+	if (e->last == 0)
+		e->last = jtime(item, "deprecatedLastTimestamp");
+	if (e->last == 0)
+		e->last = jtime(series, "lastObservedTime");
+	if (e->last == 0)
+		e->last = event_time;
+	if (e->first == 0)
+		e->first = e->last ? e->last : e->o.created;
+	if (e->last == 0)
+		e->last = e->first;
+
+	e->component = jword(jobj(item, "source"), "component");
+	if (e->component == NULL)
+		e->component = jword(item, "reportingController");
+	if (e->component == NULL)
+		e->component = jword(item, "reportingComponent");
+	if (e->component == NULL)
+		e->component = jword(jobj(item, "deprecatedSource"), "component");
+}
+
+/* One row per kind: the kind-specific part of the decoder. */
+static const struct {
+	void (*fn)(struct obj *o, struct json_object *item);
+} decoders[OBJ_KIND_COUNT] = {
+	[OBJ_VM] = { decode_vm },
+	[OBJ_VMI] = { decode_vmi },
+	[OBJ_POD] = { decode_pod },
+	[OBJ_EVENT] = { decode_event },
+};
+
+struct obj *kube_decode(enum obj_kind kind, struct json_object *item, struct source *src, char **err)
+{
+	char *why = NULL;
+	struct obj *o = NULL;
+	if (err)
+		*err = NULL;
+	if ((unsigned)kind >= OBJ_KIND_COUNT) {
+		why = errf("unknown object kind %d", (int)kind);
+		goto out;
+	}
+	if (item == NULL || !json_object_is_type(item, json_type_object)) {
+		why = errf("%s is not a JSON object", obj_kind_title(kind));
+		goto out;
+	}
+	o = obj_new(kind);
+	o->src = src;
+	why = decode_meta(o, item);
+	if (why) {
+		obj_free(o);
+		o = NULL;
+		goto out;
+	}
+	decoders[kind].fn(o, item);
+out:
+	if (why) {
+		if (err)
+			*err = why;
+		else
+			free(why);
+	}
+	return o;
+}

@@ -1,0 +1,27 @@
+/* A splitter for streams of concatenated JSON values (a watch response: one event object per line), fed in
+ * arbitrary chunks with json-c's incremental tokener. A value split across chunks is resumed, never re-parsed. */
+#ifndef KVCON_KUBE_JSTREAM_H
+#define KVCON_KUBE_JSTREAM_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+struct json_object;
+struct kube_jstream;
+
+/* Called for each complete top-level value (borrowed: released after the call). Return false to stop. */
+typedef bool (*kube_jstream_cb)(void *arg, struct json_object *value);
+
+/* max_value: refuse a single value larger than this many bytes (a hostile or broken stream). */
+struct kube_jstream *kube_jstream_new(size_t max_value);
+void kube_jstream_free(struct kube_jstream *s);
+/* Forgets a partial value (a new stream starts). */
+void kube_jstream_reset(struct kube_jstream *s);
+/* Feeds bytes. Returns 0 when all were consumed, 1 when cb asked to stop, -1 on malformed or oversized input
+ * with *err (caller frees). */
+int kube_jstream_feed(struct kube_jstream *s, const char *data, size_t len, kube_jstream_cb cb, void *arg,
+		      char **err);
+/* True while a value is incomplete (a stream ending now was cut mid-value). */
+bool kube_jstream_partial(const struct kube_jstream *s);
+
+#endif

@@ -1,0 +1,530 @@
+/* The kube provider: a source per kubeconfig context, discovery of kubevirt.io/v1, one reflector per kind, and
+ * provider_ops (lifecycle actions through KubeVirt's subresources, raw object fetches). */
+#include "kube/kube.h"
+
+#include <json.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/log.h"
+#include "core/loop.h"
+#include "core/opts.h"
+#include "core/util.h"
+#include "core/xmalloc.h"
+#include "kube/http.h"
+#include "kube/kubeconfig.h"
+#include "kube/reflector.h"
+
+#define DISCOVERY_TIMEOUT_MS 15000
+#define ACTION_TIMEOUT_MS 30000
+#define DISCOVERY_RETRY_MAX_MS 30000
+
+struct kube_act;
+
+struct kube_src {
+	struct source *src;
+	struct store *st;
+	struct kube_config *kc;
+	struct kube_http *http;
+	struct kube_reflector *refl[OBJ_KIND_COUNT];
+	struct kube_open_opts opts;
+	char *selector;
+	char *ns;          /* scope, NULL: every namespace */
+	char *fallback_ns; /* for a 403 on a cluster-wide list */
+	struct kube_req *disc_req, *ver_req;
+	struct loop_timer *disc_timer;
+	int disc_failures;
+	bool discovered;
+	struct kube_act *acts;
+};
+
+struct kube_act {
+	struct kube_src *ks;
+	struct kube_req *req;
+	enum action act;
+	action_done_cb done;
+	fetch_done_cb fdone;
+	void *arg;
+	char *ns, *name;
+	struct kube_act *next, *prev;
+};
+
+static const struct provider_ops kube_ops;
+
+static struct kube_src *ks_of(struct source *src)
+{
+	return src && src->ops == &kube_ops ? src->priv : NULL;
+}
+
+struct kube_http *kube_source_http(struct source *src)
+{
+	struct kube_src *ks = ks_of(src);
+	return ks ? ks->http : NULL;
+}
+
+bool kube_source_discovered(struct source *src)
+{
+	struct kube_src *ks = ks_of(src);
+	return ks && ks->discovered;
+}
+
+bool kube_source_synced(struct source *src)
+{
+	struct kube_src *ks = ks_of(src);
+	if (ks == NULL || !ks->discovered)
+		return false;
+	for (int k = 0; k < OBJ_KIND_COUNT; k++)
+		if (ks->refl[k] && !kube_reflector_synced(ks->refl[k]))
+			return false;
+	return true;
+}
+
+static const struct {
+	const char *group; /* "/apis/kubevirt.io/v1" */
+	const char *plural;
+} kind_paths[OBJ_KIND_COUNT] = {
+	[OBJ_VM] = { "/apis/kubevirt.io/v1", "virtualmachines" },
+	[OBJ_VMI] = { "/apis/kubevirt.io/v1", "virtualmachineinstances" },
+	[OBJ_POD] = { "/api/v1", "pods" },
+	[OBJ_EVENT] = { "/api/v1", "events" },
+};
+
+char *kube_object_path(enum obj_kind kind, const char *ns, const char *name)
+{
+	if ((unsigned)kind >= OBJ_KIND_COUNT)
+		return NULL;
+	return xasprintf("%s/namespaces/%s/%s/%s", kind_paths[kind].group, ns, kind_paths[kind].plural, name);
+}
+
+/* --- discovery --------------------------------------------------------------------------------------- */
+
+static void start_discovery(struct kube_src *ks);
+
+static void set_all_health(struct kube_src *ks, enum watch_state s, const char *msg)
+{
+	for (int k = 0; k < OBJ_KIND_COUNT; k++)
+		if (ks->opts.kinds & KUBE_KIND_BIT(k))
+			source_set_health(ks->src, (enum obj_kind)k, s, msg);
+}
+
+static void start_reflectors(struct kube_src *ks)
+{
+	for (int k = 0; k < OBJ_KIND_COUNT; k++) {
+		if (!(ks->opts.kinds & KUBE_KIND_BIT(k)) || ks->refl[k])
+			continue;
+		struct kube_reflector_cfg cfg = {
+			.http = ks->http,
+			.st = ks->st,
+			.src = ks->src,
+			.kind = (enum obj_kind)k,
+			.ns = ks->ns,
+			.fallback_ns = ks->fallback_ns,
+			.selector = !ks->opts.selector_kinds || (ks->opts.selector_kinds & KUBE_KIND_BIT(k)) ? ks->selector
+												     : NULL,
+			.max_failures = ks->opts.max_failures,
+			.page_limit = ks->opts.page_limit,
+		};
+		ks->refl[k] = kube_reflector_new(&cfg);
+		kube_reflector_start(ks->refl[k]);
+	}
+}
+
+static void on_disc_timer(void *arg)
+{
+	struct kube_src *ks = arg;
+	ks->disc_timer = NULL;
+	start_discovery(ks);
+}
+
+static void version_done(void *arg, const struct kube_resp *resp)
+{
+	struct kube_src *ks = arg;
+	ks->ver_req = NULL;
+	if (resp->status != 200)
+		return;
+	struct json_object *o = json_tokener_parse(resp->body), *v;
+	if (o && json_object_object_get_ex(o, "gitVersion", &v) && json_object_is_type(v, json_type_string)) {
+		free(ks->src->version);
+		ks->src->version = util_escape_display(json_object_get_string(v));
+	}
+	json_object_put(o);
+}
+
+static void disc_done(void *arg, const struct kube_resp *resp)
+{
+	struct kube_src *ks = arg;
+	ks->disc_req = NULL;
+	if (resp->status == 200) {
+		ks->discovered = true;
+		ks->disc_failures = 0;
+		log_info("kube: %s: kubevirt.io/v1 is served by %s", ks->src->name, ks->src->server);
+		start_reflectors(ks);
+		struct kube_http_req q = {
+			.path = "/apis/subresources.kubevirt.io/v1/version",
+			.timeout_ms = DISCOVERY_TIMEOUT_MS,
+			.on_done = version_done,
+			.arg = ks,
+		};
+		ks->ver_req = kube_http_start(ks->http, &q);
+		return;
+	}
+	char *msg;
+	bool retry = true;
+	if (resp->status == 404) {
+		msg = xasprintf("KubeVirt (kubevirt.io/v1) is not served by %s", ks->src->server);
+		retry = ks->opts.max_failures == 0;
+	} else if (resp->status == 401 || resp->status == 403) {
+		char *m = kube_http_error_message(resp);
+		msg = xasprintf("%s: %s", ks->src->server, m);
+		free(m);
+		retry = ks->opts.max_failures == 0;
+	} else {
+		char *m = kube_http_error_message(resp);
+		msg = xasprintf("cannot reach %s: %s", ks->src->server, m);
+		free(m);
+		ks->disc_failures++;
+		if (ks->opts.max_failures > 0 && ks->disc_failures >= ks->opts.max_failures)
+			retry = false;
+	}
+	log_warn("kube: %s: %s", ks->src->name, msg);
+	enum watch_state st = retry ? WATCH_RECONNECTING : WATCH_ERROR;
+	if (resp->status == 403 && !retry)
+		st = WATCH_FORBIDDEN;
+	set_all_health(ks, st, msg);
+	free(msg);
+	if (!retry)
+		return;
+	int shift = ks->disc_failures < 8 ? ks->disc_failures : 8;
+	uint64_t ms = 250u << shift;
+	if (resp->status == 404 || resp->status == 401 || resp->status == 403)
+		ms = DISCOVERY_RETRY_MAX_MS;
+	if (ms > DISCOVERY_RETRY_MAX_MS)
+		ms = DISCOVERY_RETRY_MAX_MS;
+	ms = ms / 2 + (uint64_t)(rand() % (int)(ms / 2 + 1));
+	for (int k = 0; k < OBJ_KIND_COUNT; k++)
+		ks->src->health[k].next_retry_ms = loop_now() + ms;
+	ks->disc_timer = loop_timer_add(ms, on_disc_timer, ks);
+}
+
+static void start_discovery(struct kube_src *ks)
+{
+	struct kube_http_req q = {
+		.path = "/apis/kubevirt.io/v1",
+		.timeout_ms = DISCOVERY_TIMEOUT_MS,
+		.on_done = disc_done,
+		.arg = ks,
+	};
+	ks->disc_req = kube_http_start(ks->http, &q);
+}
+
+/* --- open -------------------------------------------------------------------------------------------- */
+
+struct source *kube_open_ex(struct store *st, const char *context, const struct kube_open_opts *o, char **err)
+{
+	struct kvcon_opts *g = opts_global();
+	*err = NULL;
+	struct kube_config *kc = kube_config_load(g->kubeconfig, context ? context : g->context, err);
+	if (kc == NULL)
+		return NULL;
+	struct kube_http *http = kube_http_new(kc, err);
+	if (http == NULL) {
+		kube_config_free(kc);
+		return NULL;
+	}
+	char *name = xstrdup(kc->context);
+	for (int i = 2; source_find(name); i++) { /* the same context opened twice stays distinguishable */
+		free(name);
+		name = xasprintf("%s#%d", kc->context, i);
+	}
+	struct source *src = source_new(SOURCE_KUBE, name);
+	free(name);
+	struct kube_src *ks = xcalloc(1, sizeof *ks);
+	ks->src = src;
+	ks->st = st;
+	ks->kc = kc;
+	ks->http = http;
+	if (o)
+		ks->opts = *o;
+	if (ks->opts.kinds == 0)
+		ks->opts.kinds = KUBE_KINDS_ALL;
+	ks->selector = xstrdup0(o ? o->selector : NULL);
+	ks->opts.selector = NULL;
+	if (g->all_ns) {
+		ks->ns = NULL;
+		ks->fallback_ns = xstrdup(kc->ns);
+	} else {
+		ks->ns = xstrdup(g->ns && *g->ns ? g->ns : kc->ns);
+	}
+	src->ops = &kube_ops;
+	src->priv = ks;
+	src->server = xstrdup(kc->server);
+	src->user = xstrdup0(kc->user_name);
+	src->ns_scope = xstrdup0(ks->ns);
+	src->readonly = g->readonly;
+	set_all_health(ks, WATCH_LOADING, NULL);
+	log_info("kube: context %s (%s), server %s, user %s, namespace %s", kc->context, kc->origin, kc->server,
+		 kc->user_name ? kc->user_name : "-", ks->ns ? ks->ns : "(all)");
+	start_discovery(ks);
+	return src;
+}
+
+struct source *kube_open(struct store *st, const char *context, char **err)
+{
+	return kube_open_ex(st, context, NULL, err);
+}
+
+char **kube_context_names(size_t *n)
+{
+	char *err = NULL;
+	char **names = kube_config_context_names(opts_global()->kubeconfig, n, &err);
+	if (names == NULL) {
+		log_warn("kube: %s", err);
+		free(err);
+		*n = 0;
+		names = xcalloc(1, sizeof *names);
+	}
+	return names;
+}
+
+void kube_context_names_free(char **names)
+{
+	kube_config_names_free(names);
+}
+
+/* --- actions ----------------------------------------------------------------------------------------- */
+
+static struct kube_act *act_new(struct kube_src *ks, enum action a, const char *ns, const char *name, void *arg)
+{
+	struct kube_act *x = xcalloc(1, sizeof *x);
+	x->ks = ks;
+	x->act = a;
+	x->arg = arg;
+	x->ns = xstrdup(ns);
+	x->name = xstrdup(name);
+	x->next = ks->acts;
+	if (ks->acts)
+		ks->acts->prev = x;
+	ks->acts = x;
+	return x;
+}
+
+static void act_free(struct kube_act *x)
+{
+	struct kube_src *ks = x->ks;
+	if (x->prev)
+		x->prev->next = x->next;
+	else if (ks->acts == x)
+		ks->acts = x->next;
+	if (x->next)
+		x->next->prev = x->prev;
+	free(x->ns);
+	free(x->name);
+	free(x);
+}
+
+static void act_finish(struct kube_act *x, const struct kube_resp *resp)
+{
+	x->req = NULL;
+	if (resp->status >= 200 && resp->status < 300) {
+		log_info("kube: %s %s/%s: done", action_name(x->act), x->ns, x->name);
+		x->done(x->arg, 0, NULL);
+	} else {
+		char *m = kube_http_error_message(resp);
+		log_warn("kube: %s %s/%s: %s", action_name(x->act), x->ns, x->name, m);
+		x->done(x->arg, resp->status ? (int)resp->status : -1, m);
+		free(m);
+	}
+	act_free(x);
+}
+
+static void act_done(void *arg, const struct kube_resp *resp)
+{
+	act_finish(arg, resp);
+}
+
+/* migrate-abort, step 2: the VirtualMachineInstanceMigration is deleted. */
+static void abort_list_done(void *arg, const struct kube_resp *resp)
+{
+	struct kube_act *x = arg;
+	x->req = NULL;
+	if (resp->status != 200) {
+		act_finish(x, resp);
+		return;
+	}
+	struct json_object *root = json_tokener_parse(resp->body), *items;
+	char *target = NULL;
+	if (root && json_object_object_get_ex(root, "items", &items) && json_object_is_type(items, json_type_array)) {
+		for (size_t i = 0; i < json_object_array_length(items) && !target; i++) {
+			struct json_object *it = json_object_array_get_idx(items, i), *spec, *vmi, *st, *ph, *meta, *nm;
+			if (!json_object_object_get_ex(it, "spec", &spec) || !json_object_object_get_ex(spec, "vmiName", &vmi) ||
+			    !json_object_is_type(vmi, json_type_string) || strcmp(json_object_get_string(vmi), x->name) != 0)
+				continue;
+			const char *phase = "";
+			if (json_object_object_get_ex(it, "status", &st) && json_object_object_get_ex(st, "phase", &ph) &&
+			    json_object_is_type(ph, json_type_string))
+				phase = json_object_get_string(ph);
+			if (strcmp(phase, "Succeeded") == 0 || strcmp(phase, "Failed") == 0)
+				continue;
+			if (json_object_object_get_ex(it, "metadata", &meta) && json_object_object_get_ex(meta, "name", &nm) &&
+			    json_object_is_type(nm, json_type_string))
+				target = xstrdup(json_object_get_string(nm));
+		}
+	}
+	json_object_put(root);
+	if (target == NULL) {
+		char *m = xasprintf("no migration in progress for %s/%s", x->ns, x->name);
+		x->done(x->arg, -1, m);
+		free(m);
+		act_free(x);
+		return;
+	}
+	char *path = xasprintf("/apis/kubevirt.io/v1/namespaces/%s/virtualmachineinstancemigrations/%s", x->ns, target);
+	free(target);
+	struct kube_http_req q = {
+		.method = "DELETE", .path = path, .timeout_ms = ACTION_TIMEOUT_MS, .on_done = act_done, .arg = x
+	};
+	x->req = kube_http_start(x->ks->http, &q);
+	free(path);
+}
+
+static const struct {
+	const char *res;    /* subresource's parent collection; NULL: special */
+	const char *sub;
+} act_paths[ACT_COUNT] = {
+	[ACT_START] = { "virtualmachines", "start" },
+	[ACT_STOP] = { "virtualmachines", "stop" },
+	[ACT_FORCE_STOP] = { "virtualmachines", "stop" },
+	[ACT_RESTART] = { "virtualmachines", "restart" },
+	[ACT_PAUSE] = { "virtualmachineinstances", "pause" },
+	[ACT_UNPAUSE] = { "virtualmachineinstances", "unpause" },
+	[ACT_MIGRATE] = { "virtualmachines", "migrate" },
+	[ACT_MIGRATE_ABORT] = { NULL, NULL },
+	[ACT_DELETE] = { NULL, NULL },
+};
+
+/* The JSON body of a subresource call (StopOptions.gracePeriod, RestartOptions.gracePeriodSeconds,
+ * MigrateOptions.addedNodeSelector). Caller frees. */
+static char *act_body(const struct action_req *req)
+{
+	struct json_object *b = json_object_new_object();
+	if (req->act == ACT_FORCE_STOP)
+		json_object_object_add(b, "gracePeriod", json_object_new_int(req->grace_period > 0 ? req->grace_period : 0));
+	else if (req->act == ACT_STOP && req->grace_period >= 0)
+		json_object_object_add(b, "gracePeriod", json_object_new_int(req->grace_period));
+	else if (req->act == ACT_RESTART && req->grace_period >= 0)
+		json_object_object_add(b, "gracePeriodSeconds", json_object_new_int(req->grace_period));
+	else if (req->act == ACT_MIGRATE && req->target && *req->target) {
+		struct json_object *sel = json_object_new_object();
+		json_object_object_add(sel, "kubernetes.io/hostname", json_object_new_string(req->target));
+		json_object_object_add(b, "addedNodeSelector", sel);
+	}
+	char *s = xstrdup(json_object_to_json_string_ext(b, JSON_C_TO_STRING_PLAIN));
+	json_object_put(b);
+	return s;
+}
+
+static int kube_action(struct source *src, const struct action_req *req, action_done_cb done, void *arg, char **err)
+{
+	struct kube_src *ks = ks_of(src);
+	*err = NULL;
+	if ((unsigned)req->act >= ACT_COUNT || ks == NULL) {
+		*err = xstrdup("unknown action");
+		return -1;
+	}
+	if (action_is_mutating(req->act) && (src->readonly || opts_global()->readonly)) {
+		*err = xasprintf("read-only mode (--readonly): %s %s/%s refused", action_name(req->act), req->ns, req->name);
+		return -1;
+	}
+	if (req->ns == NULL || req->name == NULL || *req->ns == '\0' || *req->name == '\0') {
+		*err = xstrdup("an action needs a namespace and a name");
+		return -1;
+	}
+	struct kube_act *x = act_new(ks, req->act, req->ns, req->name, arg);
+	x->done = done;
+	char *path = NULL, *body = NULL;
+	struct kube_http_req q = { .timeout_ms = ACTION_TIMEOUT_MS, .on_done = act_done, .arg = x };
+	if (req->act == ACT_MIGRATE_ABORT) {
+		path = xasprintf("/apis/kubevirt.io/v1/namespaces/%s/virtualmachineinstancemigrations", req->ns);
+		q.on_done = abort_list_done;
+	} else if (req->act == ACT_DELETE) {
+		path = kube_object_path(OBJ_VM, req->ns, req->name);
+		q.method = "DELETE";
+	} else {
+		path = xasprintf("/apis/subresources.kubevirt.io/v1/namespaces/%s/%s/%s/%s", req->ns,
+				 act_paths[req->act].res, req->name, act_paths[req->act].sub);
+		body = act_body(req);
+		q.method = "PUT";
+		q.body = body;
+		q.body_len = strlen(body);
+	}
+	q.path = path;
+	log_info("kube: %s %s/%s on %s", action_name(req->act), req->ns, req->name, src->name);
+	x->req = kube_http_start(ks->http, &q);
+	free(path);
+	free(body);
+	return 0;
+}
+
+static void fetch_done(void *arg, const struct kube_resp *resp)
+{
+	struct kube_act *x = arg;
+	x->req = NULL;
+	if (resp->status == 200) {
+		x->fdone(x->arg, 0, resp->body, resp->len);
+	} else {
+		char *m = kube_http_error_message(resp);
+		x->fdone(x->arg, resp->status ? (int)resp->status : -1, m, strlen(m));
+		free(m);
+	}
+	act_free(x);
+}
+
+static int kube_fetch_raw(struct source *src, enum obj_kind kind, const char *ns, const char *name,
+			  fetch_done_cb done, void *arg, char **err)
+{
+	struct kube_src *ks = ks_of(src);
+	*err = NULL;
+	char *path = ks ? kube_object_path(kind, ns, name) : NULL;
+	if (path == NULL) {
+		*err = xstrdup("cannot fetch this object");
+		return -1;
+	}
+	struct kube_act *x = act_new(ks, ACT_COUNT, ns, name, arg);
+	x->fdone = done;
+	struct kube_http_req q = { .path = path, .timeout_ms = ACTION_TIMEOUT_MS, .on_done = fetch_done, .arg = x };
+	x->req = kube_http_start(ks->http, &q);
+	free(path);
+	return 0;
+}
+
+static void kube_destroy(struct source *src)
+{
+	struct kube_src *ks = ks_of(src);
+	if (ks == NULL)
+		return;
+	for (int k = 0; k < OBJ_KIND_COUNT; k++)
+		kube_reflector_free(ks->refl[k]);
+	kube_http_cancel(ks->disc_req);
+	kube_http_cancel(ks->ver_req);
+	loop_timer_cancel(ks->disc_timer);
+	while (ks->acts) {
+		kube_http_cancel(ks->acts->req);
+		act_free(ks->acts);
+	}
+	kube_http_free(ks->http);
+	kube_config_free(ks->kc);
+	free(ks->selector);
+	free(ks->ns);
+	free(ks->fallback_ns);
+	free(ks);
+	src->priv = NULL;
+}
+
+static const struct provider_ops kube_ops = {
+	.type = "kube",
+	.action = kube_action,
+	.open_console = NULL, /* console/ (kube WebSocket) fills these in */
+	.open_vnc = NULL,
+	.fetch_raw = kube_fetch_raw,
+	.destroy = kube_destroy,
+};

@@ -1,0 +1,44 @@
+/* The Kubernetes provider: opens a kubeconfig context as a source, checks that KubeVirt is served, starts its
+ * reflectors on the loop, and carries out actions and raw fetches through the API (struct provider_ops). */
+#ifndef KVCON_KUBE_KUBE_H
+#define KVCON_KUBE_KUBE_H
+
+#include <stddef.h>
+
+#include "model/source.h"
+#include "model/store.h"
+
+struct kube_http;
+
+#define KUBE_KIND_BIT(k) (1u << (k))
+#define KUBE_KINDS_ALL ((1u << OBJ_KIND_COUNT) - 1)
+
+struct kube_open_opts {
+	unsigned kinds;       /* KUBE_KIND_BIT mask of reflectors to run; 0: all */
+	const char *selector; /* label selector ANDed into the reflectors of selector_kinds (-l) */
+	unsigned selector_kinds; /* KUBE_KIND_BIT mask; 0: every kind */
+	int max_failures;     /* give up a kind (WATCH_ERROR) after this many consecutive failures before its first
+			       * complete list; 0: keep retrying (the dashboard) */
+	int page_limit;       /* list page size; 0: 500 */
+};
+
+/* Loads the kubeconfig per opts_global() (--kubeconfig, -n, -A), creates the source for context (NULL: the
+ * current one) and starts discovery + reflectors on the loop. NULL with *err (caller frees) when the
+ * kubeconfig is unusable. Network failures arrive later through src->health. */
+struct source *kube_open(struct store *st, const char *context, char **err);
+struct source *kube_open_ex(struct store *st, const char *context, const struct kube_open_opts *o, char **err);
+/* Context names of the merged kubeconfig (NULL-terminated; free with kube_context_names_free). */
+char **kube_context_names(size_t *n);
+void kube_context_names_free(char **names);
+
+/* The HTTP client of a kube source (the console's WebSocket reuses its settings, see kube/http.h). */
+struct kube_http *kube_source_http(struct source *src);
+/* True once every started reflector has applied its first complete list. */
+bool kube_source_synced(struct source *src);
+/* True once discovery found kubevirt.io/v1 (reflectors started). */
+bool kube_source_discovered(struct source *src);
+
+/* API paths (caller frees): the object's own path, and a subresource path. */
+char *kube_object_path(enum obj_kind kind, const char *ns, const char *name);
+
+#endif

@@ -1,0 +1,65 @@
+/* kubeconfig: loads the connection settings of one context the way kubectl does (KUBECONFIG with several files
+ * merged, --kubeconfig, --context, the context's namespace), or the in-cluster service account when no
+ * kubeconfig exists. Parsed with libyaml; errors name the file and line. Tokens are kept here and never logged. */
+#ifndef KVCON_KUBE_KUBECONFIG_H
+#define KVCON_KUBE_KUBECONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Environment variable overriding the service-account directory (tests). */
+#define KUBECONFIG_SA_DIR_ENV "KVCON_SERVICEACCOUNT_DIR"
+#define KUBECONFIG_SA_DIR "/var/run/secrets/kubernetes.io/serviceaccount"
+
+struct kube_exec {
+	char *api_version;  /* client.authentication.k8s.io/v1 or v1beta1 */
+	char *command;      /* resolved against the kubeconfig's directory when it contains a '/' */
+	char **args;
+	int nargs;
+	char **env;         /* "NAME=value" */
+	int nenv;
+	char *install_hint;
+	bool provide_cluster_info;
+};
+
+struct kube_config {
+	char *origin;          /* file the context came from, or "in-cluster" */
+	char *context;         /* context name */
+	char *cluster_name;
+	char *user_name;
+	char *ns;              /* -n, else the context's namespace, else "default" */
+	bool ns_explicit;      /* -n given */
+	/* cluster */
+	char *server;
+	char *ca_file;
+	char *ca_data;         /* decoded PEM */
+	size_t ca_len;
+	bool insecure;
+	char *tls_server_name;
+	char *proxy_url;
+	/* user */
+	char *token;
+	char *token_file;
+	char *cert_file, *key_file;
+	char *cert_data, *key_data; /* decoded PEM */
+	size_t cert_len, key_len;
+	char *username, *password;
+	struct kube_exec *exec;
+	bool in_cluster;
+};
+
+/* Loads the context (NULL: the current one) from path (NULL: $KUBECONFIG, else ~/.kube/config; when none of
+ * them exists, the in-cluster service account). Returns NULL with *err (caller frees) naming file and line. */
+struct kube_config *kube_config_load(const char *path, const char *context, char **err);
+void kube_config_free(struct kube_config *kc);
+
+/* Every context name of the merged kubeconfig, in file order; NULL-terminated array (caller frees with
+ * kube_config_names_free). NULL with *err on a broken file. */
+char **kube_config_context_names(const char *path, size_t *n, char **err);
+void kube_config_names_free(char **names);
+
+/* Decodes standard base64 (whitespace ignored). Returns a new NUL-terminated buffer or NULL when malformed. */
+char *kube_base64_decode(const char *in, size_t inlen, size_t *outlen);
+
+#endif

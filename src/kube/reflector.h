@@ -1,0 +1,61 @@
+/* A reflector keeps the store in step with one resource of one source in one namespace scope: paginated list
+ * (limit=500 + continue, each page applied as it arrives), then a watch from the list's resourceVersion with
+ * bookmarks; 410 Expired relists with mark and sweep; dropped streams and 5xx reconnect with jittered
+ * exponential backoff; 429 waits Retry-After; 403 on a cluster-wide list falls back to a namespace.
+ * Its progress is published in src->health[kind]. */
+#ifndef KVCON_KUBE_REFLECTOR_H
+#define KVCON_KUBE_REFLECTOR_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kube/http.h"
+#include "model/obj.h"
+#include "model/source.h"
+#include "model/store.h"
+
+struct kube_reflector;
+struct json_object;
+
+struct kube_reflector_cfg {
+	struct kube_http *http;
+	struct store *st;
+	struct source *src;
+	enum obj_kind kind;
+	const char *ns;             /* NULL: every namespace */
+	const char *fallback_ns;    /* namespace to fall back to on 403 for a cluster-wide list (NULL: none) */
+	const char *selector;       /* extra label selector (-l), ANDed with the resource's own */
+	int max_failures;           /* before the first complete list: give up (WATCH_ERROR) after this many
+				     * consecutive failures; 0 retries forever */
+	int page_limit;             /* list page size; 0: 500 */
+};
+
+struct kube_reflector *kube_reflector_new(const struct kube_reflector_cfg *cfg);
+void kube_reflector_free(struct kube_reflector *r);
+/* Starts listing (on the loop). */
+void kube_reflector_start(struct kube_reflector *r);
+
+/* The first complete list has been applied. */
+bool kube_reflector_synced(const struct kube_reflector *r);
+/* Namespace actually watched (after a 403 fallback), NULL for all. */
+const char *kube_reflector_ns(const struct kube_reflector *r);
+/* Counters (tests, benchmarks). */
+struct kube_reflector_stats {
+	uint64_t events;   /* watch events applied */
+	uint64_t lists;    /* complete lists */
+	uint64_t relists;  /* relists after 410 */
+	uint64_t watches;  /* watch requests started */
+	uint64_t skipped;  /* objects the decoder refused */
+	uint64_t failures; /* failed requests */
+};
+const struct kube_reflector_stats *kube_reflector_stats(const struct kube_reflector *r);
+
+/* Applies one watch event ({"type":..., "object":...}) to the store as the watch would. Returns 0, 1 when the
+ * event asks for a relist (410), -1 when it is unusable (logged). Exposed for replay benchmarks and tests. */
+int kube_reflector_apply(struct kube_reflector *r, struct json_object *event);
+/* Feeds raw watch-stream bytes through the line parser into kube_reflector_apply (benchmarks, fuzzing).
+ * Returns 0, or -1 on a malformed stream. */
+int kube_reflector_feed(struct kube_reflector *r, const char *data, size_t len);
+
+#endif

@@ -1,0 +1,720 @@
+/* WebSocket client stream: libcurl connects (CONNECT_ONLY, on a helper thread), then the Upgrade handshake,
+ * frames, ping/pong and the close handshake run on the loop with curl_easy_send/curl_easy_recv. */
+#include "kube/ws.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/random.h>
+
+#include <json-c/json.h>
+
+#include "core/buf.h"
+#include "core/log.h"
+#include "core/loop.h"
+#include "core/util.h"
+#include "core/xmalloc.h"
+#include "kube/wsframe.h"
+
+#define WS_GUID "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
+#define WS_MAX_RESPONSE_HEAD 65536
+#define WS_CLOSE_WAIT_MS 2000
+
+enum ws_phase { WS_CONNECTING, WS_HANDSHAKE, WS_REFUSED_BODY, WS_OPEN, WS_CLOSING, WS_DONE };
+
+struct ws {
+	struct stream *s;
+	CURL *easy;
+	char *url;  /* http(s) form */
+	char *host; /* Host header value */
+	char *path; /* request target */
+	char *subprotocol;
+	char *bearer;
+	char key[32];
+	long timeout_ms, keepalive_ms;
+	enum ws_phase phase;
+	CURLcode connect_rc;
+	char curl_err[CURL_ERROR_SIZE];
+	curl_socket_t sock;
+	struct loop_fd *fdh;
+	struct loop_timer *timer;      /* handshake timeout, close wait */
+	struct loop_timer *keepalive;
+	struct wsframe_parser parser;
+	struct buf in;  /* handshake bytes, then the refused body */
+	struct buf out; /* bytes to send (request, frames) */
+	struct buf early; /* frames written before the upgrade completed */
+	bool paused;
+	bool close_sent;
+	int http_status;
+	size_t body_want; /* refused: Content-Length, or SIZE_MAX until EOF */
+	pthread_t thread;
+	bool thread_started;
+};
+
+/* ---- SHA-1 (FIPS 180-1) and base64, only for Sec-WebSocket-Accept ---- */
+
+static uint32_t rol(uint32_t v, int n)
+{
+	return v << n | v >> (32 - n);
+}
+
+static void sha1_block(uint32_t h[5], const uint8_t *p)
+{
+	uint32_t w[80];
+	for (int i = 0; i < 16; i++)
+		w[i] = (uint32_t)p[4 * i] << 24 | (uint32_t)p[4 * i + 1] << 16 | (uint32_t)p[4 * i + 2] << 8 | p[4 * i + 3];
+	for (int i = 16; i < 80; i++)
+		w[i] = rol(w[i - 3] ^ w[i - 8] ^ w[i - 14] ^ w[i - 16], 1);
+	uint32_t a = h[0], b = h[1], c = h[2], d = h[3], e = h[4];
+	for (int i = 0; i < 80; i++) {
+		uint32_t f, k;
+		if (i < 20)
+			f = (b & c) | (~b & d), k = 0x5a827999;
+		else if (i < 40)
+			f = b ^ c ^ d, k = 0x6ed9eba1;
+		else if (i < 60)
+			f = (b & c) | (b & d) | (c & d), k = 0x8f1bbcdc;
+		else
+			f = b ^ c ^ d, k = 0xca62c1d6;
+		uint32_t t = rol(a, 5) + f + e + k + w[i];
+		e = d;
+		d = c;
+		c = rol(b, 30);
+		b = a;
+		a = t;
+	}
+	h[0] += a, h[1] += b, h[2] += c, h[3] += d, h[4] += e;
+}
+
+static void sha1(const uint8_t *msg, size_t len, uint8_t out[20])
+{
+	uint32_t h[5] = { 0x67452301, 0xefcdab89, 0x98badcfe, 0x10325476, 0xc3d2e1f0 };
+	size_t i = 0;
+	for (; i + 64 <= len; i += 64)
+		sha1_block(h, msg + i);
+	uint8_t tail[128] = { 0 };
+	size_t rest = len - i;
+	memcpy(tail, msg + i, rest);
+	tail[rest] = 0x80;
+	size_t tlen = rest + 1 + 8 <= 64 ? 64 : 128;
+	uint64_t bits = (uint64_t)len * 8;
+	for (int k = 0; k < 8; k++)
+		tail[tlen - 1 - k] = (uint8_t)(bits >> (8 * k));
+	sha1_block(h, tail);
+	if (tlen == 128)
+		sha1_block(h, tail + 64);
+	for (int k = 0; k < 5; k++) {
+		out[4 * k] = (uint8_t)(h[k] >> 24);
+		out[4 * k + 1] = (uint8_t)(h[k] >> 16);
+		out[4 * k + 2] = (uint8_t)(h[k] >> 8);
+		out[4 * k + 3] = (uint8_t)h[k];
+	}
+}
+
+static void base64(const uint8_t *in, size_t n, char *out)
+{
+	static const char tab[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+	size_t o = 0;
+	for (size_t i = 0; i < n; i += 3) {
+		uint32_t v = (uint32_t)in[i] << 16 | (i + 1 < n ? (uint32_t)in[i + 1] << 8 : 0) | (i + 2 < n ? in[i + 2] : 0);
+		out[o++] = tab[v >> 18 & 63];
+		out[o++] = tab[v >> 12 & 63];
+		out[o++] = i + 1 < n ? tab[v >> 6 & 63] : '=';
+		out[o++] = i + 2 < n ? tab[v & 63] : '=';
+	}
+	out[o] = '\0';
+}
+
+void ws_accept_for_key(const char *key, char *out, size_t outlen)
+{
+	char cat[128];
+	snprintf(cat, sizeof cat, "%s%s", key, WS_GUID);
+	uint8_t dig[20];
+	sha1((const uint8_t *)cat, strlen(cat), dig);
+	char b[32];
+	base64(dig, sizeof dig, b);
+	snprintf(out, outlen, "%s", b);
+}
+
+static void random_bytes(uint8_t *p, size_t n)
+{
+	size_t got = 0;
+	while (got < n) {
+		ssize_t r = getrandom(p + got, n - got, 0);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
+			fatal("getrandom: %s", strerror(errno));
+		got += (size_t)r;
+	}
+}
+
+/* ---- finishing ---- */
+
+static void ws_teardown_io(struct ws *w)
+{
+	loop_fd_remove(w->fdh);
+	w->fdh = NULL;
+	loop_timer_cancel(w->timer);
+	w->timer = NULL;
+	loop_timer_cancel(w->keepalive);
+	w->keepalive = NULL;
+	w->phase = WS_DONE;
+}
+
+static void ws_finish(struct ws *w, enum stream_end end, int status, const char *reason)
+{
+	ws_teardown_io(w);
+	if (end == STREAM_END_ERROR || end == STREAM_END_REFUSED)
+		log_info("websocket %s: %s %d %s", stream_name(w->s), stream_end_name(end), status, reason ? reason : "");
+	stream_emit_closed(w->s, end, status, reason);
+}
+
+static void ws_update_events(struct ws *w)
+{
+	if (!w->fdh)
+		return;
+	short ev = 0;
+	if (!w->paused || w->phase != WS_OPEN)
+		ev |= POLLIN;
+	if (w->out.len)
+		ev |= POLLOUT;
+	loop_fd_set_events(w->fdh, ev);
+}
+
+/* Sends what can be sent now. Returns -1 after finishing the stream on an error. */
+static int ws_flush(struct ws *w)
+{
+	while (w->out.len) {
+		size_t n = 0;
+		CURLcode rc = curl_easy_send(w->easy, w->out.data, w->out.len, &n);
+		if (rc == CURLE_AGAIN)
+			break;
+		if (rc != CURLE_OK) {
+			ws_finish(w, STREAM_END_ERROR, 0, curl_easy_strerror(rc));
+			return -1;
+		}
+		buf_consume(&w->out, n);
+	}
+	ws_update_events(w);
+	return 0;
+}
+
+static void ws_queue_frame(struct ws *w, int opcode, const void *data, size_t len)
+{
+	uint8_t mask[4];
+	random_bytes(mask, sizeof mask);
+	wsframe_encode(&w->out, opcode, true, mask, data, len);
+}
+
+static void ws_queue_close(struct ws *w, int code, const char *reason)
+{
+	if (w->close_sent)
+		return;
+	uint8_t mask[4];
+	random_bytes(mask, sizeof mask);
+	wsframe_encode_close(&w->out, mask, code, reason);
+	w->close_sent = true;
+}
+
+/* ---- open phase ---- */
+
+struct frame_ctx {
+	struct ws *w;
+	bool stop;
+};
+
+static int on_frame(void *arg, const struct wsframe_event *ev)
+{
+	struct frame_ctx *c = arg;
+	struct ws *w = c->w;
+	switch (ev->type) {
+	case WSFRAME_DATA:
+		if (w->phase == WS_OPEN && ev->len)
+			stream_emit_data(w->s, ev->data, ev->len);
+		break;
+	case WSFRAME_PING:
+		if (!w->close_sent)
+			ws_queue_frame(w, WS_OP_PONG, ev->data, ev->len);
+		break;
+	case WSFRAME_PONG:
+		break;
+	case WSFRAME_CLOSE: {
+		char reason[160];
+		snprintf(reason, sizeof reason, "%.*s", (int)ev->len, (const char *)ev->data);
+		char *esc = util_escape_display(reason);
+		if (w->phase == WS_CLOSING) {
+			ws_finish(w, STREAM_END_LOCAL, ev->close_code, esc);
+		} else {
+			/* echo the code back, then end (RFC 6455 5.5.1) */
+			ws_queue_close(w, ev->close_code == WS_CLOSE_NO_STATUS ? 0 : ev->close_code, NULL);
+			ws_flush(w);
+			ws_finish(w, ev->close_code == WS_CLOSE_NORMAL || ev->close_code == WS_CLOSE_NO_STATUS ||
+					     ev->close_code == WS_CLOSE_GOING_AWAY
+				     ? STREAM_END_REMOTE
+				     : STREAM_END_ERROR,
+				  ev->close_code, esc[0] ? esc : "closed by the server");
+		}
+		free(esc);
+		c->stop = true;
+		return 1;
+	}
+	}
+	/* the consumer may have closed or freed the stream inside its data callback */
+	if (w->phase == WS_DONE || stream_state(w->s) == STREAM_CLOSED) {
+		c->stop = true;
+		return 1;
+	}
+	return 0;
+}
+
+static void ws_feed(struct ws *w, const uint8_t *d, size_t n)
+{
+	struct frame_ctx c = { .w = w };
+	long r = wsframe_feed(&w->parser, d, n, on_frame, &c);
+	if (r < 0 && w->phase != WS_DONE) {
+		ws_queue_close(w, w->parser.err_code, w->parser.err);
+		ws_flush(w);
+		if (w->phase != WS_DONE)
+			ws_finish(w, STREAM_END_ERROR, w->parser.err_code, w->parser.err);
+	}
+}
+
+static void on_keepalive(void *arg)
+{
+	struct ws *w = arg;
+	w->keepalive = NULL;
+	if (w->phase != WS_OPEN)
+		return;
+	ws_queue_frame(w, WS_OP_PING, "kvcon", 5);
+	if (ws_flush(w) == 0)
+		w->keepalive = loop_timer_add((uint64_t)w->keepalive_ms, on_keepalive, w);
+}
+
+/* ---- handshake ---- */
+
+static const char *header_value(const char *head, const char *name, char *out, size_t outlen)
+{
+	size_t nl = strlen(name);
+	const char *p = strstr(head, "\r\n");
+	while (p && p[2] != '\r') {
+		const char *line = p + 2;
+		const char *eol = strstr(line, "\r\n");
+		if (!eol)
+			break;
+		if ((size_t)(eol - line) > nl && strncasecmp(line, name, nl) == 0 && line[nl] == ':') {
+			const char *v = line + nl + 1;
+			while (v < eol && (*v == ' ' || *v == '\t'))
+				v++;
+			const char *e = eol;
+			while (e > v && (e[-1] == ' ' || e[-1] == '\t'))
+				e--;
+			snprintf(out, outlen, "%.*s", (int)(e - v), v);
+			return out;
+		}
+		p = eol;
+	}
+	return NULL;
+}
+
+/* True when the comma-separated header value contains token (case-insensitive). */
+static bool has_token(const char *value, const char *token)
+{
+	size_t tl = strlen(token);
+	const char *p = value;
+	while (*p) {
+		while (*p == ' ' || *p == ',' || *p == '\t')
+			p++;
+		const char *e = p;
+		while (*e && *e != ',')
+			e++;
+		const char *t = e;
+		while (t > p && (t[-1] == ' ' || t[-1] == '\t'))
+			t--;
+		if ((size_t)(t - p) == tl && strncasecmp(p, token, tl) == 0)
+			return true;
+		p = e;
+	}
+	return false;
+}
+
+static void ws_refused(struct ws *w)
+{
+	/* the server's own message, escaped and shortened (the API's Status JSON or a plain line) */
+	char body[4096];
+	size_t n = w->in.len < sizeof body - 1 ? w->in.len : sizeof body - 1;
+	memcpy(body, w->in.data ? w->in.data : "", n);
+	body[n] = '\0';
+	while (n && (body[n - 1] == '\n' || body[n - 1] == '\r'))
+		body[--n] = '\0';
+	/* the API answers with a Status object: show its message */
+	json_object *j = json_tokener_parse(body);
+	json_object *m = NULL;
+	if (j && json_object_is_type(j, json_type_object) && json_object_object_get_ex(j, "message", &m) &&
+	    json_object_is_type(m, json_type_string))
+		snprintf(body, sizeof body, "%s", json_object_get_string(m));
+	else
+		body[160] = '\0'; /* an HTML error page: its start is enough */
+	json_object_put(j);
+	char *esc = util_escape_display(body);
+	ws_finish(w, STREAM_END_REFUSED, w->http_status, esc[0] ? esc : "upgrade refused");
+	free(esc);
+}
+
+/* Parses the response head in w->in once complete. */
+static void ws_handshake_input(struct ws *w)
+{
+	char *end = strstr(w->in.data, "\r\n\r\n");
+	if (!end) {
+		if (w->in.len > WS_MAX_RESPONSE_HEAD)
+			ws_finish(w, STREAM_END_ERROR, 0, "response head too large");
+		return;
+	}
+	size_t head_len = (size_t)(end - w->in.data) + 4;
+	char *head = xstrndup(w->in.data, head_len - 2);
+	int major = 0, minor = 0, status = 0;
+	if (sscanf(head, "HTTP/%d.%d %d", &major, &minor, &status) != 3 || major != 1) {
+		free(head);
+		ws_finish(w, STREAM_END_ERROR, 0, "not an HTTP/1.x response");
+		return;
+	}
+	w->http_status = status;
+	char v[256];
+	if (status != 101) {
+		w->body_want = SIZE_MAX;
+		if (header_value(head, "Content-Length", v, sizeof v))
+			w->body_want = (size_t)strtoull(v, NULL, 10);
+		free(head);
+		buf_consume(&w->in, head_len);
+		w->phase = WS_REFUSED_BODY;
+		if (w->in.len >= w->body_want)
+			ws_refused(w);
+		return;
+	}
+	const char *err = NULL;
+	char want[40];
+	ws_accept_for_key(w->key, want, sizeof want);
+	if (!header_value(head, "Upgrade", v, sizeof v) || !has_token(v, "websocket"))
+		err = "101 without Upgrade: websocket";
+	else if (!header_value(head, "Connection", v, sizeof v) || !has_token(v, "upgrade"))
+		err = "101 without Connection: Upgrade";
+	else if (!header_value(head, "Sec-WebSocket-Accept", v, sizeof v) || strcmp(v, want) != 0)
+		err = "wrong Sec-WebSocket-Accept";
+	else if (header_value(head, "Sec-WebSocket-Extensions", v, sizeof v))
+		err = "server chose an extension kvcon did not offer";
+	else if (header_value(head, "Sec-WebSocket-Protocol", v, sizeof v) &&
+		 (!w->subprotocol || strcmp(v, w->subprotocol) != 0))
+		err = "server chose a subprotocol kvcon did not offer";
+	free(head);
+	if (err) {
+		ws_finish(w, STREAM_END_ERROR, 101, err);
+		return;
+	}
+	buf_consume(&w->in, head_len);
+	loop_timer_cancel(w->timer);
+	w->timer = NULL;
+	w->phase = WS_OPEN;
+	stream_emit_open(w->s);
+	if (w->phase != WS_OPEN)
+		return;
+	if (w->early.len) {
+		buf_add(&w->out, w->early.data, w->early.len);
+		buf_free(&w->early);
+	}
+	if (w->keepalive_ms > 0)
+		w->keepalive = loop_timer_add((uint64_t)w->keepalive_ms, on_keepalive, w);
+	if (w->in.len) {
+		struct buf rest = w->in;
+		buf_init(&w->in);
+		ws_feed(w, (const uint8_t *)rest.data, rest.len);
+		buf_free(&rest);
+	}
+	ws_update_events(w);
+}
+
+static void ws_read(struct ws *w)
+{
+	uint8_t b[65536];
+	for (int i = 0; i < 64 && w->phase != WS_DONE && !(w->paused && w->phase == WS_OPEN); i++) {
+		size_t n = 0;
+		CURLcode rc = curl_easy_recv(w->easy, b, sizeof b, &n);
+		if (rc == CURLE_AGAIN)
+			return;
+		if (rc != CURLE_OK) {
+			ws_finish(w, STREAM_END_ERROR, 1006, curl_easy_strerror(rc));
+			return;
+		}
+		if (n == 0) {
+			if (w->phase == WS_REFUSED_BODY)
+				ws_refused(w);
+			else if (w->phase == WS_CLOSING)
+				ws_finish(w, STREAM_END_LOCAL, 0, NULL);
+			else
+				ws_finish(w, STREAM_END_ERROR, 1006, "connection closed without a close frame");
+			return;
+		}
+		if (w->phase == WS_HANDSHAKE) {
+			buf_add(&w->in, b, n);
+			ws_handshake_input(w);
+		} else if (w->phase == WS_REFUSED_BODY) {
+			buf_add(&w->in, b, n);
+			if (w->in.len >= w->body_want)
+				ws_refused(w);
+		} else {
+			ws_feed(w, b, n);
+		}
+	}
+}
+
+static void on_sock(int fd, short revents, void *arg)
+{
+	(void)fd;
+	struct ws *w = arg;
+	struct stream *s = w->s;
+	stream_ref(s);
+	if ((revents & POLLOUT) && w->phase != WS_DONE)
+		ws_flush(w);
+	if ((revents & (POLLIN | POLLHUP | POLLERR)) && w->phase != WS_DONE)
+		ws_read(w);
+	if (w->phase != WS_DONE)
+		ws_update_events(w);
+	stream_unref(s);
+}
+
+static void on_timeout(void *arg)
+{
+	struct ws *w = arg;
+	w->timer = NULL;
+	stream_ref(w->s);
+	if (w->phase == WS_CLOSING)
+		ws_finish(w, STREAM_END_LOCAL, 0, "no close answer from the server");
+	else if (w->phase == WS_HANDSHAKE || w->phase == WS_REFUSED_BODY)
+		ws_finish(w, STREAM_END_ERROR, 0, "timed out waiting for the WebSocket upgrade");
+	stream_unref(w->s);
+}
+
+/* Back on the loop thread after curl connected (or failed). */
+static void on_connected(void *arg)
+{
+	struct ws *w = arg;
+	struct stream *s = w->s;
+	pthread_join(w->thread, NULL);
+	w->thread_started = false;
+	if (stream_detached(s) || stream_state(s) == STREAM_CLOSED) {
+		stream_unref(s); /* the thread's reference */
+		return;
+	}
+	if (w->connect_rc != CURLE_OK) {
+		ws_finish(w, STREAM_END_ERROR, 0, w->curl_err[0] ? w->curl_err : curl_easy_strerror(w->connect_rc));
+		stream_unref(s);
+		return;
+	}
+	curl_socket_t sock = CURL_SOCKET_BAD;
+	if (curl_easy_getinfo(w->easy, CURLINFO_ACTIVESOCKET, &sock) != CURLE_OK || sock == CURL_SOCKET_BAD) {
+		ws_finish(w, STREAM_END_ERROR, 0, "no socket after connect");
+		stream_unref(s);
+		return;
+	}
+	w->sock = sock;
+	w->phase = WS_HANDSHAKE;
+	buf_printf(&w->out,
+		   "GET %s HTTP/1.1\r\nHost: %s\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+		   "Sec-WebSocket-Key: %s\r\nSec-WebSocket-Version: 13\r\nUser-Agent: kvcon\r\n",
+		   w->path, w->host, w->key);
+	if (w->subprotocol)
+		buf_printf(&w->out, "Sec-WebSocket-Protocol: %s\r\n", w->subprotocol);
+	if (w->bearer)
+		buf_printf(&w->out, "Authorization: Bearer %s\r\n", w->bearer);
+	buf_add_str(&w->out, "\r\n");
+	w->fdh = loop_fd_add(sock, POLLIN | POLLOUT, on_sock, w);
+	w->timer = loop_timer_add((uint64_t)w->timeout_ms, on_timeout, w);
+	ws_flush(w);
+	stream_unref(s);
+}
+
+static void *connect_thread(void *arg)
+{
+	struct ws *w = arg;
+	w->connect_rc = curl_easy_perform(w->easy);
+	loop_post(on_connected, w);
+	return NULL;
+}
+
+/* ---- stream ops ---- */
+
+static int ws_write(struct stream *s, const uint8_t *data, size_t len)
+{
+	struct ws *w = stream_impl(s);
+	if (w->phase == WS_DONE || w->phase == WS_CLOSING || w->close_sent)
+		return -1;
+	if (w->phase != WS_OPEN) {
+		/* kept until the upgrade is in, so nothing goes out before the request */
+		uint8_t mask[4];
+		random_bytes(mask, sizeof mask);
+		wsframe_encode(&w->early, WS_OP_BINARY, true, mask, data, len);
+		return 0;
+	}
+	ws_queue_frame(w, WS_OP_BINARY, data, len);
+	ws_flush(w);
+	return 0;
+}
+
+static void ws_close(struct stream *s)
+{
+	struct ws *w = stream_impl(s);
+	if (w->phase == WS_OPEN && !stream_detached(s)) {
+		ws_queue_close(w, WS_CLOSE_NORMAL, NULL);
+		w->phase = WS_CLOSING;
+		loop_timer_cancel(w->timer);
+		w->timer = loop_timer_add(WS_CLOSE_WAIT_MS, on_timeout, w);
+		ws_flush(w);
+		return;
+	}
+	if (w->phase == WS_OPEN) {
+		/* the consumer is gone: a best-effort close frame, no waiting */
+		ws_queue_close(w, WS_CLOSE_GOING_AWAY, NULL);
+		if (w->out.len) {
+			size_t n = 0;
+			curl_easy_send(w->easy, w->out.data, w->out.len, &n);
+		}
+	}
+	if (w->phase != WS_DONE && w->phase != WS_CLOSING)
+		ws_finish(w, STREAM_END_LOCAL, 0, NULL);
+}
+
+static void ws_destroy(struct stream *s)
+{
+	struct ws *w = stream_impl(s);
+	ws_teardown_io(w);
+	if (w->easy)
+		curl_easy_cleanup(w->easy);
+	buf_free(&w->in);
+	buf_free(&w->out);
+	buf_free(&w->early);
+	free(w->url);
+	free(w->host);
+	free(w->path);
+	free(w->subprotocol);
+	if (w->bearer) {
+		memset(w->bearer, 0, strlen(w->bearer));
+		free(w->bearer);
+	}
+	free(w);
+}
+
+static size_t ws_pending(const struct stream *s)
+{
+	const struct ws *w = stream_impl(s);
+	return w->out.len + w->early.len;
+}
+
+static void ws_pause(struct stream *s, bool paused)
+{
+	struct ws *w = stream_impl(s);
+	w->paused = paused;
+	ws_update_events(w);
+	/* resuming: TLS may hold decrypted bytes poll() cannot see */
+	if (!paused && w->phase == WS_OPEN)
+		ws_read(w);
+}
+
+static const struct stream_ops ws_ops = {
+	.type = "websocket",
+	.write = ws_write,
+	.close = ws_close,
+	.destroy = ws_destroy,
+	.pending = ws_pending,
+	.pause = ws_pause,
+};
+
+/* Splits the URL into the curl connect URL (http/https), the Host header and the request target. */
+static int ws_parse_url(struct ws *w, const char *url)
+{
+	int rc = -1;
+	CURLU *u = curl_url();
+	char *scheme = NULL, *host = NULL, *port = NULL, *path = NULL, *query = NULL;
+	const char *in = url;
+	char *fixed = NULL;
+	if (strncasecmp(url, "ws://", 5) == 0)
+		in = fixed = xasprintf("http://%s", url + 5);
+	else if (strncasecmp(url, "wss://", 6) == 0)
+		in = fixed = xasprintf("https://%s", url + 6);
+	if (curl_url_set(u, CURLUPART_URL, in, 0) != CURLUE_OK)
+		goto out;
+	if (curl_url_get(u, CURLUPART_SCHEME, &scheme, 0) != CURLUE_OK ||
+	    curl_url_get(u, CURLUPART_HOST, &host, 0) != CURLUE_OK)
+		goto out;
+	curl_url_get(u, CURLUPART_PORT, &port, 0);
+	curl_url_get(u, CURLUPART_PATH, &path, 0);
+	curl_url_get(u, CURLUPART_QUERY, &query, 0);
+	w->url = xstrdup(in);
+	w->host = port ? xasprintf("%s:%s", host, port) : xstrdup(host);
+	w->path = query ? xasprintf("%s?%s", path ? path : "/", query) : xstrdup(path ? path : "/");
+	rc = 0;
+out:
+	curl_free(scheme);
+	curl_free(host);
+	curl_free(port);
+	curl_free(path);
+	curl_free(query);
+	curl_url_cleanup(u);
+	free(fixed);
+	return rc;
+}
+
+static void on_bad_url(void *arg)
+{
+	struct ws *w = arg;
+	w->timer = NULL;
+	ws_finish(w, STREAM_END_ERROR, 0, "invalid URL");
+}
+
+static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
+static void curl_init_once(void)
+{
+	curl_global_init(CURL_GLOBAL_DEFAULT);
+}
+
+struct stream *ws_open(const struct ws_config *cfg, CURL *easy, const char *name)
+{
+	pthread_once(&curl_once, curl_init_once);
+	struct ws *w = xcalloc(1, sizeof *w);
+	buf_init(&w->in);
+	buf_init(&w->out);
+	buf_init(&w->early);
+	w->sock = CURL_SOCKET_BAD;
+	w->easy = easy ? easy : curl_easy_init();
+	w->subprotocol = xstrdup0(cfg->subprotocol);
+	w->bearer = xstrdup0(cfg->bearer);
+	w->timeout_ms = cfg->connect_timeout_ms > 0 ? cfg->connect_timeout_ms : 15000;
+	w->keepalive_ms = cfg->keepalive_ms;
+	wsframe_parser_init(&w->parser, WSFRAME_CLIENT);
+	if (cfg->max_frame)
+		w->parser.max_frame = cfg->max_frame;
+	if (cfg->max_message)
+		w->parser.max_message = cfg->max_message;
+	uint8_t nonce[16];
+	random_bytes(nonce, sizeof nonce);
+	base64(nonce, sizeof nonce, w->key);
+	w->s = stream_new(&ws_ops, w, name ? name : cfg->url);
+	if (ws_parse_url(w, cfg->url) < 0) {
+		w->timer = loop_timer_add(0, on_bad_url, w);
+		return w->s;
+	}
+	curl_easy_setopt(w->easy, CURLOPT_URL, w->url);
+	curl_easy_setopt(w->easy, CURLOPT_CONNECT_ONLY, 1L);
+	curl_easy_setopt(w->easy, CURLOPT_HTTPPROXYTUNNEL, 1L);
+	curl_easy_setopt(w->easy, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(w->easy, CURLOPT_CONNECTTIMEOUT_MS, w->timeout_ms);
+	curl_easy_setopt(w->easy, CURLOPT_ERRORBUFFER, w->curl_err);
+	stream_ref(w->s); /* the connect thread's */
+	if (pthread_create(&w->thread, NULL, connect_thread, w) != 0)
+		fatal("pthread_create: %s", strerror(errno));
+	w->thread_started = true;
+	return w->s;
+}

@@ -1,0 +1,34 @@
+/* An RFC 6455 WebSocket client as a struct stream (console/stream.h), over a libcurl CONNECT_ONLY connection so
+ * TLS, client certificates, proxies and CA bundles are configured exactly as for every API call. libcurl does
+ * the TCP/TLS/proxy connect (on a short-lived thread, since a CONNECT_ONLY perform blocks); the HTTP/1.1 Upgrade
+ * handshake and the framing (kube/wsframe.c) are ours, driven non-blocking by the loop. */
+#ifndef KVCON_KUBE_WS_H
+#define KVCON_KUBE_WS_H
+
+#include <curl/curl.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "console/stream.h"
+
+struct ws_config {
+	const char *url;         /* http(s):// or ws(s):// with path and query */
+	const char *subprotocol; /* Sec-WebSocket-Protocol to ask for ("plain.kubevirt.io"), NULL: none */
+	const char *bearer;      /* bearer token for Authorization, NULL: none (never logged) */
+	uint64_t max_frame;      /* 0: 16 MiB */
+	uint64_t max_message;    /* 0: 64 MiB */
+	long connect_timeout_ms; /* TCP+TLS+proxy, and the Upgrade answer; 0: 15 s */
+	long keepalive_ms;       /* send a ping this often while open; 0: never */
+};
+
+/* Starts connecting; returns a stream in CONNECTING at once. easy is a handle already configured for TLS, client
+ * certificates and proxy (kube/http.c), or NULL for a fresh one; ownership passes to the stream either way.
+ * A refused Upgrade ends the stream with STREAM_END_REFUSED, stream_status() = the HTTP status and the
+ * server's message (escaped) as the reason. Binary and text messages are both delivered as bytes; writes go
+ * out as masked binary frames. */
+struct stream *ws_open(const struct ws_config *cfg, CURL *easy, const char *name);
+
+/* The Sec-WebSocket-Accept value for a key (RFC 6455 4.2.2): base64(SHA-1(key + GUID)). out >= 29 bytes. */
+void ws_accept_for_key(const char *key, char *out, size_t outlen);
+
+#endif

@@ -1,0 +1,62 @@
+/* The execution chain of one VM: VM -> VMI (same namespace/name in the same source, owned by the VM's UID) ->
+ * launcher pods (owned by the VMI's UID; pods that only carry the kubevirt.io/created-by label are kept apart as
+ * owner mismatches) -> guest (AgentConnected, guest OS) -> the chain's events, merged and time-ordered.
+ * Source-agnostic: engine objects join the same way. UI-agnostic: views, diagnose.c and the CLI read it.
+ *
+ * A chain borrows pointers into the store: it is valid until the next store change. Rebuild it when
+ * store_version() of any kind moved (building one is a linear scan of the source's pods and events: cheap for
+ * one VM, see BENCHMARKS.md). */
+#ifndef KVCON_MODEL_CHAIN_H
+#define KVCON_MODEL_CHAIN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "model/obj.h"
+#include "model/source.h"
+#include "model/store.h"
+
+struct chain_guest {
+	bool agent_connected;      /* VMI condition AgentConnected is True */
+	const struct cond *agent;  /* that condition, NULL when the VMI does not report it */
+	const char *os;            /* guestOSInfo pretty name (owned by the VMI), NULL when unknown */
+};
+
+struct chain {
+	struct source *src;
+	const char *ns;               /* interned */
+	char *name;                   /* owned */
+	const struct vm *vm;          /* NULL when no such VM (a standalone VMI, or a deleted VM) */
+	const struct vmi *vmi;        /* the VM's current execution, NULL when none */
+	bool vmi_unowned;             /* vmi has no VirtualMachine owner reference (standalone or orphaned) */
+	const struct vmi *vmi_foreign; /* a VMI of the same name owned by another VM UID (not this VM's) */
+
+	/* Launcher pods owned by the VMI (controller owner UID == VMI UID), newest first. During a migration there
+	 * are two (source and target). */
+	const struct pod **pods;
+	size_t npods;
+	const struct pod *active;     /* the pod the VMI runs in now (activePods / node / newest), or NULL */
+	/* Pods labelled kubevirt.io/created-by=<VMI UID> but not owned by the VMI: owner mismatch. */
+	const struct pod **stray;
+	size_t nstray;
+
+	struct chain_guest guest;
+
+	/* Events whose involvedObject is the VM, the VMI or one of the pods above (by UID; by kind/namespace/name
+	 * when the event has no UID), ordered by last time seen, oldest first. */
+	const struct event **events;
+	size_t nevents;
+};
+
+/* Builds the chain of ns/name in src. Returns NULL only when neither a VM nor a VMI of that name exists.
+ * Free with chain_free. */
+struct chain *chain_build(const struct store *st, struct source *src, const char *ns, const char *name);
+void chain_free(struct chain *c);
+
+/* True when p is one of the chain's owned launcher pods. */
+bool chain_has_pod(const struct chain *c, const struct pod *p);
+
+/* Parses "NS/NAME" (or "NAME" with default_ns) into newly allocated parts; -1 when malformed. */
+int chain_parse_ref(const char *ref, const char *default_ns, char **ns, char **name);
+
+#endif

@@ -1,0 +1,68 @@
+#!/bin/bash
+# Convergence under churn and faults: fakekube churns (CONVERGE_CHURN events/s, default 200) with a fault rate
+# of CONVERGE_FAULTS (default 0.05: dropped streams mid-chunk, 410, 429, 500) while four `kvcon get KIND -A -o json
+# --watch-for W` run; churn is paused and the simulator settled well before their windows end; each printed
+# store must equal the server's final state exactly. CONVERGE_SECONDS (W, default 24) and CONVERGE_RUNS
+# (default 1) scale it up (make bench runs 60 s x 10). Exit 0 pass, 77 skip, anything else fail.
+set -u
+top=$(cd "$(dirname "$0")/../.." && pwd)
+fk="$top/tests/fakekube"
+KVCON=${KVCON_BIN:-$top/kvcon}
+PY=${FAKEKUBE_PYTHON:-$(command -v python3 || echo /usr/bin/python3)}
+W=${CONVERGE_SECONDS:-24}
+RUNS=${CONVERGE_RUNS:-1}
+CHURN=${CONVERGE_CHURN:-200}
+FAULTS=${CONVERGE_FAULTS:-0.05}
+VMS=${CONVERGE_VMS:-400}
+command -v openssl >/dev/null 2>&1 || { echo "SKIP: openssl missing"; exit 77; }
+[ "$W" -ge 16 ] || { echo "CONVERGE_SECONDS must be at least 16"; exit 2; }
+tmp=$(mktemp -d)
+pids=""
+cleanup() {
+	for p in $pids; do kill "$p" 2>/dev/null; done
+	for p in $pids; do wait "$p" 2>/dev/null; done
+	[ -n "${KEEP:-}" ] || rm -rf "$tmp"
+}
+trap cleanup EXIT INT TERM
+fail() { echo "FAIL: $*"; exit 1; }
+fkctl() { "$PY" "$fk/fkctl.py" "$tmp/fk" "$@"; }
+
+"$PY" "$fk/fakekube.py" --dir "$tmp/fk" --vms "$VMS" --namespaces 4 --seed 5 --step 0.1 --history 100000 \
+	>"$tmp/fk.log" 2>&1 &
+pids="$pids $!"
+fkctl wait 60 || { cat "$tmp/fk.log"; fail "fakekube did not start"; }
+fkctl settle 30 >/dev/null || fail "fakekube did not settle"
+export KUBECONFIG="$tmp/fk/kubeconfig"
+
+passed=0
+for run in $(seq 1 "$RUNS"); do
+	fkctl post /fake/faults "{\"rate\":$FAULTS,\"seed\":$((run * 7))}" >/dev/null || fail "faults"
+	fkctl post /fake/churn "{\"rate\":$CHURN}" >/dev/null || fail "churn"
+	fkctl post /fake/requests/reset >/dev/null
+	kp=""
+	for k in vm vmi pod event; do
+		"$KVCON" get $k -A -o json --watch-for "$W" --log-file "$tmp/kvcon-$k.log" -v >"$tmp/$k.json" 2>"$tmp/$k.err" &
+		kp="$kp $!"
+	done
+	pids="$pids $kp"
+	# churn for most of the window, then stop it and let every lifecycle finish; the rest of the window is
+	# for the watches to catch up (faults stay on)
+	sleep $((W - 12))
+	fkctl post /fake/pause-churn >/dev/null || fail "pause churn"
+	fkctl settle 8 >/dev/null || fail "did not settle within 8 s"
+	fkctl state >"$tmp/state.json"
+	for p in $kp; do wait "$p" || { cat "$tmp"/*.err; fail "kvcon get exited non-zero (run $run)"; }; done
+	fkctl state >"$tmp/state2.json"
+	"$PY" -c 'import json,sys; a=json.load(open(sys.argv[1]))["resourceVersion"]; b=json.load(open(sys.argv[2]))["resourceVersion"]; sys.exit(a!=b)' \
+		"$tmp/state.json" "$tmp/state2.json" || fail "server state moved after settle (run $run)"
+	info=$(fkctl get /fake/requests)
+	ok=1
+	for k in vm vmi pod event; do
+		"$PY" "$top/tests/e2e/get_compare.py" $k "$tmp/$k.json" "$tmp/state.json" || ok=0
+	done
+	echo "run $run: faults $(echo "$info" | "$PY" -c 'import json,sys; print(json.load(sys.stdin).get("faults"))'), relists $(grep -c 'relisting' "$tmp"/kvcon-*.log | awk -F: '{s+=$2} END {print s}')"
+	[ $ok -eq 1 ] || fail "run $run: printed store differs from the server's final state"
+	passed=$((passed + 1))
+	fkctl post /fake/resume-churn >/dev/null
+done
+echo "PASS: get_converge ($passed/$RUNS runs, ${W}s windows, churn $CHURN/s, fault rate $FAULTS)"

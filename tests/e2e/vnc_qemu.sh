@@ -1,0 +1,131 @@
+#!/bin/bash
+# kvcon vnc against QEMU's own VNC server on a TCG guest (tests/lab): the framebuffer kvcon received (--screenshot)
+# is pixel-equal to QEMU's screendump of the same guest once the screen is quiet, reached directly (unix socket),
+# through websockify (a real WebSocket peer, ws://) and through kvcon's own --proxy-only port; a command typed in
+# the full-screen display (tmux) reaches the guest's tty1 shell and writes a marker to ttyS0; Ctrl+] gives the
+# terminal back. A second display of the same guest asks for a password (VncAuth).
+set -u
+cd "$(dirname "$0")/../.."
+ROOT=$PWD
+KVCON=${KVCON_BIN:-$ROOT/kvcon}
+command -v qemu-system-x86_64 >/dev/null || { echo "skip: qemu-system-x86_64 not installed"; exit 77; }
+command -v tmux >/dev/null || { echo "skip: tmux not installed"; exit 77; }
+tmp=$(mktemp -d /tmp/kvvnc.XXXXXX)
+sock="kvvnc$$"
+pids=()
+cleanup() {
+	tmux -L "$sock" kill-server 2>/dev/null
+	for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
+	tests/lab/qemu-guest.sh stop "$tmp/g" >/dev/null 2>&1
+	wait 2>/dev/null
+	rm -rf "$tmp"
+}
+trap cleanup EXIT
+fail() {
+	echo "FAIL: $*"
+	for f in "$tmp"/*.log "$tmp"/g/qemu.log; do [ -f "$f" ] && { echo "--- $f"; tail -15 "$f"; }; done
+	exit 1
+}
+# polls a command until it succeeds or the deadline (seconds) passes
+until_ok() { local t=$1; shift; local end=$((SECONDS + t)); while ! "$@"; do [ $SECONDS -ge $end ] && return 1; sleep 0.1; done; }
+
+eval "$(tests/lab/guest.sh)" || { echo "skip: cannot build the lab guest (no kernel package?)"; exit 77; }
+mkdir -p "$tmp/g"
+# a second VNC display of the same guest that asks for a password (VncAuth)
+eval "$(tests/lab/qemu-guest.sh start "$tmp/g" -vnc "unix:$tmp/g/pw.sock,password=on,id=pw")" ||
+	fail "QEMU did not start"
+tests/lab/serial-probe "$QEMU_GUEST_SERIAL" --timeout 60 --ready --quiet || fail "the guest's shell did not answer"
+# the VGA text cursor blinks (a framebuffer update every ~270 ms): hide it so the screen can be quiet
+tests/lab/serial-probe "$QEMU_GUEST_SERIAL" --ready --quiet \
+	--send "printf '\\033[?25l' >/dev/tty1; echo cursor-\$((40+2))" --expect 'cursor-42' || fail "hiding the cursor"
+
+qmp_screendump() { qmp "{\"execute\":\"screendump\",\"arguments\":{\"filename\":\"$1\"}}"; }
+
+qmp() {
+	python3 - "$QEMU_GUEST_QMP" "$@" <<'PY'
+import json, socket, sys
+s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); f = s.makefile("rw")
+def reply():
+    while True:
+        m = json.loads(f.readline())
+        if "event" not in m:
+            return m
+reply()
+for cmd in [{"execute": "qmp_capabilities"}] + [json.loads(a) for a in sys.argv[2:]]:
+    f.write(json.dumps(cmd) + "\n"); f.flush()
+    r = reply()
+    if "error" in r:
+        sys.exit("QMP: %s" % r["error"])
+PY
+}
+
+# kvcon's frame == QEMU's screendump; a line typed on the guest between the two would differ, so retry a few times
+compare_via() {
+	local what=$1 target=$2 i
+	for i in 1 2 3; do
+		"$KVCON" --log-file "$tmp/kvcon-$what.log" vnc "$target" --screenshot "$tmp/$what.png" --quiet-ms 700 \
+			--timeout 20 ${pwfile:+--password-file "$pwfile"} \
+			>"$tmp/$what.out" 2>&1 || fail "$what: kvcon vnc --screenshot: $(cat "$tmp/$what.out")"
+		qmp_screendump "$tmp/$what.ppm" || fail "$what: QMP screendump"
+		if python3 tests/e2e/vnc_imgcmp.py "$tmp/$what.png" "$tmp/$what.ppm" >"$tmp/$what.cmp"; then
+			echo "  $what: $(cat "$tmp/$what.cmp")"
+			grep -q ' 0 non-black' "$tmp/$what.cmp" && fail "$what: the screen is black"
+			return 0
+		fi
+		echo "  $what: attempt $i: $(cat "$tmp/$what.cmp")"
+	done
+	fail "$what: kvcon's framebuffer differs from QEMU's screendump"
+}
+
+compare_via direct "unix:$QEMU_GUEST_VNC"
+grep -q '"width":720,"height":400' "$tmp/direct.out" || fail "unexpected size: $(cat "$tmp/direct.out")"
+
+if command -v websockify >/dev/null; then
+	port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+	websockify --unix-target="$QEMU_GUEST_VNC" 127.0.0.1:"$port" >"$tmp/websockify.log" 2>&1 &
+	pids+=($!)
+	until_ok 20 bash -c "echo >/dev/tcp/127.0.0.1/$port" 2>/dev/null || fail "websockify did not listen"
+	compare_via websockify "ws://127.0.0.1:$port/"
+else
+	echo "  websockify: not installed, WebSocket case skipped"
+fi
+
+# VncAuth: refused without a password and with a wrong one, pixel-equal with the right one
+qmp '{"execute":"set_password","arguments":{"protocol":"vnc","password":"kv-s3cret","display":"pw"}}' ||
+	fail "QMP set_password"
+if "$KVCON" --log-file "$tmp/pw.log" vnc "unix:$tmp/g/pw.sock" --screenshot "$tmp/pw.png" --timeout 5 \
+	>"$tmp/pw.out" 2>&1; then fail "no password: accepted"; fi
+grep -q 'wants a password' "$tmp/pw.out" || fail "no password: unclear message: $(cat "$tmp/pw.out")"
+echo wrong >"$tmp/pw.bad"
+if "$KVCON" --log-file "$tmp/pw.log" vnc "unix:$tmp/g/pw.sock" --screenshot "$tmp/pw.png" --timeout 5 \
+	--password-file "$tmp/pw.bad" >"$tmp/pw.out" 2>&1; then fail "wrong password: accepted"; fi
+grep -q 'authentication failed' "$tmp/pw.out" || fail "wrong password: unclear message: $(cat "$tmp/pw.out")"
+echo "  vncauth: refused without a password and with a wrong one"
+echo kv-s3cret >"$tmp/pw.good"
+pwfile="$tmp/pw.good"
+compare_via vncauth "unix:$tmp/g/pw.sock"
+pwfile=
+
+# --proxy-only: prints {"port":N}, the first client gets the display
+"$KVCON" --log-file "$tmp/proxy.log" vnc "unix:$QEMU_GUEST_VNC" --proxy-only --port 0 >"$tmp/proxy.out" 2>&1 &
+pids+=($!)
+until_ok 10 grep -q '"port"' "$tmp/proxy.out" || fail "no port printed by --proxy-only"
+pport=$(sed -n 's/^{"port":\([0-9]*\)}$/\1/p' "$tmp/proxy.out")
+[ -n "$pport" ] || fail "bad --proxy-only output: $(cat "$tmp/proxy.out")"
+compare_via proxy "tcp:127.0.0.1:$pport"
+
+# typing: the full-screen display in tmux; the guest's tty1 shell runs what we type and writes to ttyS0
+tmux -L "$sock" new-session -d -x 100 -y 30 \
+	"COLORTERM=truecolor '$KVCON' --log-file '$tmp/tmux.log' vnc 'unix:$QEMU_GUEST_VNC'; echo KVCON-EXIT=\$?; sleep 60"
+until_ok 20 bash -c "tmux -L $sock capture-pane -p | grep -q '720x400.*Ctrl+. leave'" ||
+	fail "no status line with the display size: $(tmux -L "$sock" capture-pane -p | tail -1)"
+# a mix of shifted and unshifted characters, as a real keyboard types them
+tmux -L "$sock" send-keys 'echo "VNC-TYPED-$((6*7))" > /dev/ttyS0' Enter
+until_ok 20 grep -aq 'VNC-TYPED-42' "$QEMU_GUEST_SERIAL_LOG" || fail "the typed command did not reach the guest"
+echo "  typing: the guest ran the command typed through kvcon's VNC display"
+# the display shows pixels: half blocks were drawn
+tmux -L "$sock" capture-pane -p | grep -q '▀' || fail "no half-block cells on screen"
+tmux -L "$sock" send-keys C-]
+until_ok 10 bash -c "tmux -L $sock capture-pane -p | grep -q 'KVCON-EXIT=0'" || fail "Ctrl+] did not leave with 0"
+echo "  Ctrl+] left the display, exit 0"
+echo "PASS"

@@ -1,0 +1,283 @@
+"""KubeVirt console/VNC WebSocket endpoints: a server-side RFC 6455
+implementation (handshake, client masking enforced, fragmentation, ping/pong,
+close handshake, size limit) bridging binary frames to a backend byte stream:
+a unix socket or TCP address registered through POST /fake/backend (e.g. QEMU's
+`-serial unix:PATH,server,nowait` or `-vnc unix:PATH`), or a built-in echo for
+the console when none is registered.
+"""
+
+import base64
+import hashlib
+import select
+import socket
+import ssl
+import struct
+
+from store import ApiError
+
+GUID = b"258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
+PROTOCOLS = ("plain.kubevirt.io", "base64.binary.k8s.io")
+MAX_FRAME = 16 << 20
+WOULD_BLOCK = (BlockingIOError, ssl.SSLWantReadError, ssl.SSLWantWriteError)
+
+
+def accept_key(key):
+    return base64.b64encode(hashlib.sha1(key.encode() + GUID).digest()).decode()
+
+
+def frame(opcode, payload):
+    """A server frame: FIN set, never masked."""
+    n = len(payload)
+    if n < 126:
+        head = struct.pack("!BB", 0x80 | opcode, n)
+    elif n < 65536:
+        head = struct.pack("!BBH", 0x80 | opcode, 126, n)
+    else:
+        head = struct.pack("!BBQ", 0x80 | opcode, 127, n)
+    return head + payload
+
+
+class ProtocolError(Exception):
+    def __init__(self, code, why):
+        super().__init__(why)
+        self.code = code
+
+
+def parse_frames(buf):
+    """Yield (fin, opcode, payload) for every complete frame at the start of buf;
+    returns the number of bytes consumed through the generator's .consumed."""
+    out = []
+    pos = 0
+    while True:
+        if len(buf) - pos < 2:
+            break
+        b0, b1 = buf[pos], buf[pos + 1]
+        fin, rsv, op = b0 & 0x80, b0 & 0x70, b0 & 0x0F
+        masked, ln = b1 & 0x80, b1 & 0x7F
+        if rsv:
+            raise ProtocolError(1002, "reserved bits set")
+        if op not in (0, 1, 2, 8, 9, 10):
+            raise ProtocolError(1002, "bad opcode %d" % op)
+        if not masked:
+            raise ProtocolError(1002, "client frame not masked")
+        hp = pos + 2
+        if ln == 126:
+            if len(buf) - hp < 2:
+                break
+            ln = struct.unpack_from("!H", buf, hp)[0]
+            hp += 2
+        elif ln == 127:
+            if len(buf) - hp < 8:
+                break
+            ln = struct.unpack_from("!Q", buf, hp)[0]
+            hp += 8
+        if op >= 8 and (ln > 125 or not fin):
+            raise ProtocolError(1002, "bad control frame")
+        if ln > MAX_FRAME:
+            raise ProtocolError(1009, "frame too large")
+        if len(buf) - hp < 4 + ln:
+            break
+        mask = buf[hp:hp + 4]
+        data = bytearray(buf[hp + 4:hp + 4 + ln])
+        if ln:
+            # unmask 4 bytes at a time through int arithmetic on the whole payload
+            m = int.from_bytes((mask * (ln // 4 + 1))[:ln], "big")
+            data = (int.from_bytes(data, "big") ^ m).to_bytes(ln, "big")
+        out.append((bool(fin), op, bytes(data)))
+        pos = hp + 4 + ln
+    return out, pos
+
+
+def send_all(sock, data):
+    view = memoryview(data)
+    while view:
+        try:
+            n = sock.send(view)
+            view = view[n:]
+        except WOULD_BLOCK:
+            select.select([], [sock], [], 5)
+
+
+def serve(h, route):
+    """Handle GET .../virtualmachineinstances/NAME/{console,vnc} on handler h."""
+    app = h.app
+    vmi = app.store.get("virtualmachineinstances", route.ns, route.name)
+    if vmi is None:
+        raise ApiError(404, "NotFound", 'virtualmachineinstances.kubevirt.io "%s" not found' % route.name,
+                       {"name": route.name, "group": "kubevirt.io", "kind": "virtualmachineinstances"})
+    phase = vmi.get("status", {}).get("phase", "")
+    if phase != "Running":
+        raise ApiError(400, "BadRequest", "Unable to connect to VM because phase is %s instead of Running"
+                       % (phase or "Pending"))
+    hd = h.headers
+    if "websocket" not in hd.get("Upgrade", "").lower() or "upgrade" not in hd.get("Connection", "").lower():
+        raise ApiError(400, "BadRequest", "websocket: the client is not using the websocket protocol: "
+                       "'upgrade' token not found in 'Connection' header")
+    key = hd.get("Sec-WebSocket-Key")
+    if not key or hd.get("Sec-WebSocket-Version") != "13":
+        raise ApiError(400, "BadRequest", "websocket: not a websocket handshake: 'Sec-WebSocket-Key' header is missing or blank")
+    offered = [p.strip() for p in hd.get("Sec-WebSocket-Protocol", "").split(",") if p.strip()]
+    proto = next((p for p in PROTOCOLS if p in offered), None)
+    backend = app.backends.get((route.ns, route.name, route.sub))
+    bsock = None
+    if backend:
+        try:
+            if "unix" in backend:
+                bsock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+                bsock.connect(backend["unix"])
+            else:
+                host, _, port = backend["tcp"].rpartition(":")
+                bsock = socket.create_connection((host or "127.0.0.1", int(port)), timeout=5)
+        except OSError as e:
+            raise ApiError(500, "InternalError", "Internal error occurred: dial %s: %s" % (backend, e))
+    elif route.sub != "console":
+        raise ApiError(500, "InternalError", "Internal error occurred: no VNC backend registered for %s/%s"
+                       % (route.ns, route.name))
+    h.send_response(101, "Switching Protocols")
+    h.send_header("Upgrade", "websocket")
+    h.send_header("Connection", "Upgrade")
+    h.send_header("Sec-WebSocket-Accept", accept_key(key))
+    if proto:
+        h.send_header("Sec-WebSocket-Protocol", proto)
+    h.end_headers()
+    h.wfile.flush()
+    h.close_connection = True
+    with app.mu:
+        app.websockets = getattr(app, "websockets", 0) + 1
+    try:
+        Bridge(h, bsock, proto == "base64.binary.k8s.io").run()
+    finally:
+        with app.mu:
+            app.websockets -= 1
+        if bsock:
+            bsock.close()
+
+
+class Bridge:
+    def __init__(self, h, bsock, b64):
+        self.h = h
+        self.sock = h.request
+        self.bsock = bsock
+        self.b64 = b64
+        self.buf = bytearray()
+        self.frag = bytearray()
+        self.closing = False
+
+    def send(self, opcode, payload):
+        send_all(self.sock, frame(opcode, payload))
+
+    def send_data(self, data):
+        if self.b64:
+            self.send(1, base64.b64encode(data))
+        else:
+            self.send(2, data)
+
+    def close(self, code, why=""):
+        if not self.closing:
+            self.closing = True
+            try:
+                self.send(8, struct.pack("!H", code) + why.encode()[:120])
+            except OSError:
+                pass
+
+    def to_backend(self, data):
+        if self.bsock is None:
+            self.send_data(data)  # echo
+        else:
+            self.bsock.sendall(data)
+
+    def client_bytes(self):
+        """Read what the client sent (buffered bytes first); None means EOF."""
+        self.sock.settimeout(0.0)
+        got = bytearray()
+        try:
+            while True:
+                pk = self.h.rfile.peek(1) if not got else b""
+                if not pk:
+                    break
+                got += self.h.rfile.read(len(pk))
+        except WOULD_BLOCK + (socket.timeout,):
+            pass
+        except (ValueError, OSError):
+            return None if not got else bytes(got)
+        if not got:
+            try:
+                chunk = self.sock.recv(65536)
+                if not chunk:
+                    return None
+                got += chunk
+            except WOULD_BLOCK:
+                pass
+            except OSError:
+                return None
+        while isinstance(self.sock, ssl.SSLSocket) and self.sock.pending():
+            try:
+                got += self.sock.recv(self.sock.pending())
+            except WOULD_BLOCK:
+                break
+        return bytes(got)
+
+    def handle(self, data):
+        self.buf += data
+        try:
+            frames, used = parse_frames(self.buf)
+        except ProtocolError as e:
+            self.close(e.code, str(e))
+            return False
+        del self.buf[:used]
+        for fin, op, payload in frames:
+            if op == 8:
+                code = struct.unpack("!H", payload[:2])[0] if len(payload) >= 2 else 1000
+                self.close(code if code in (1000, 1001) else 1000)
+                return False
+            if op == 9:
+                self.send(10, payload)
+                continue
+            if op == 10:
+                continue
+            if op in (1, 2) and self.frag:
+                self.close(1002, "new data frame inside a fragmented message")
+                return False
+            if op == 0 and not self.frag and not getattr(self, "in_msg", False):
+                self.close(1002, "continuation without a message")
+                return False
+            self.in_msg = not fin
+            if self.b64 and op in (0, 1):
+                self.frag += payload
+                if fin:
+                    try:
+                        self.to_backend(base64.b64decode(bytes(self.frag)))
+                    except ValueError:
+                        self.close(1007, "bad base64")
+                        return False
+                    self.frag = bytearray()
+                continue
+            if payload:
+                self.to_backend(payload)
+        return True
+
+    def run(self):
+        self.sock.settimeout(0.0)
+        first = self.client_bytes()
+        if first is None:
+            return
+        if first and not self.handle(first):
+            return
+        while not self.closing:
+            rl = [self.sock] + ([self.bsock] if self.bsock else [])
+            r, _, _ = select.select(rl, [], [], 30)
+            if self.sock in r:
+                data = self.client_bytes()
+                if data is None:
+                    return
+                if data and not self.handle(data):
+                    return
+            if self.bsock is not None and self.bsock in r:
+                try:
+                    data = self.bsock.recv(65536)
+                except OSError:
+                    data = b""
+                if not data:
+                    self.close(1000, "backend closed")
+                    return
+                self.send_data(data)

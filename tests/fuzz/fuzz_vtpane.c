@@ -1,0 +1,77 @@
+/* libFuzzer harness for console/vtpane: arbitrary guest bytes into the pane, drawn into an off-screen ncurses
+ * pad after every chunk, with resizes, scrolling, search and copy mode driven by the input's first bytes.
+ * Nothing drawn may be a control character. */
+#include <locale.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "console/vtpane.h"
+
+static WINDOW *pad;
+
+static void setup(void)
+{
+	setlocale(LC_ALL, "C.UTF-8");
+	FILE *devnull = fopen("/dev/null", "w+");
+	if (!newterm("xterm-256color", devnull, devnull))
+		abort();
+	start_color();
+	use_default_colors();
+	pad = newpad(70, 140);
+}
+
+static void sink(const char *d, size_t n, void *arg)
+{
+	(void)d, (void)n, (void)arg;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	if (!pad)
+		setup();
+	if (size < 4)
+		return 0;
+	int rows = 1 + data[0] % 60, cols = 1 + data[1] % 130;
+	uint8_t ops = data[2], chunk = (uint8_t)(1 + data[3] % 64);
+	data += 4;
+	size -= 4;
+	struct vtpane *p = vtpane_new(rows, cols, 200);
+	vtpane_set_output(p, sink, NULL);
+	for (size_t off = 0; off < size; off += chunk) {
+		size_t n = size - off < chunk ? size - off : chunk;
+		vtpane_input(p, data + off, n);
+		if (ops & 1)
+			vtpane_draw(p, pad, 0, 0, false);
+	}
+	if (ops & 2)
+		vtpane_resize(p, 1 + (rows * 7) % 60, 1 + (cols * 5) % 130);
+	if (ops & 4)
+		vtpane_scroll(p, (int)(ops % 50));
+	if (ops & 8)
+		vtpane_search(p, "a", ops & 16);
+	if (ops & 32) {
+		vtpane_copy_mode(p, true);
+		vtpane_key(p, 'g', false, 0);
+		vtpane_key(p, 'v', false, 0);
+		vtpane_key(p, 'G', false, 0);
+		vtpane_key(p, 'y', false, 0);
+	}
+	vtpane_key(p, KEY_UP, true, 0);
+	vtpane_draw(p, pad, 0, 0, true);
+	int r, c;
+	vtpane_size(p, &r, &c);
+	for (int y = 0; y < r; y++)
+		for (int x = 0; x < c; x++) {
+			cchar_t cc;
+			wchar_t wc[CCHARW_MAX + 1] = { 0 };
+			attr_t a;
+			short pr;
+			mvwin_wch(pad, y, x, &cc);
+			getcchar(&cc, wc, &a, &pr, NULL);
+			if (wc[0] && (wc[0] < 0x20 || (wc[0] >= 0x7f && wc[0] < 0xa0)))
+				abort();
+		}
+	vtpane_free(p);
+	return 0;
+}

@@ -1,0 +1,440 @@
+/* Unit tests of the JSON decoder (kube/decode.c): KubeVirt's round-trip fixtures, a launcher pod, core and
+ * series events, and bad input (wrong types, missing identity, huge strings, deep garbage). */
+#include <json-c/json.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/buf.h"
+#include "core/util.h"
+#include "core/xmalloc.h"
+#include "kube/decode.h"
+#include "t.h"
+
+static struct source *src;
+
+static struct json_object *load(const char *name)
+{
+	char *path = xasprintf("tests/fixtures/%s", name);
+	struct json_object *j = json_object_from_file(path);
+	if (j == NULL)
+		fprintf(stderr, "cannot load %s\n", path);
+	free(path);
+	return j;
+}
+
+static struct obj *decode_str(enum obj_kind kind, const char *json, char **err)
+{
+	struct json_object *j = json_tokener_parse(json);
+	struct obj *o = kube_decode(kind, j, src, err);
+	json_object_put(j);
+	return o;
+}
+
+static int64_t ts(const char *s)
+{
+	int64_t t = 0;
+	util_parse_time(s, &t);
+	return t;
+}
+
+static void test_vm_roundtrip(void)
+{
+	struct json_object *j = load("roundtrip-VirtualMachine.json");
+	T_CHECK(j != NULL);
+	char *err = NULL;
+	struct vm *v = (struct vm *)kube_decode(OBJ_VM, j, src, &err);
+	T_CHECK(v != NULL);
+	T_CHECK(err == NULL);
+	if (v == NULL)
+		goto out;
+	T_EQ_STR(v->o.name, "nameValue");
+	T_EQ_STR(v->o.ns, "namespaceValue");
+	T_EQ_STR(v->o.uid, "uidValue");
+	T_CHECK(v->o.src == src);
+	T_EQ_INT(v->o.created, ts("2008-01-01T01:01:01Z"));
+	T_EQ_INT(v->o.deleted, ts("2009-01-01T01:01:01Z"));
+	T_EQ_INT(v->o.generation, 7);
+	T_EQ_INT(v->o.rv, 0); /* "resourceVersionValue" is not numeric */
+	T_EQ_STR(obj_label(&v->o, "labelsKey"), "labelsValue");
+	/* both spec.running and spec.runStrategy: decoded, runStrategy kept, flagged */
+	T_EQ_STR(v->run_strategy, "runStrategyValue");
+	T_CHECK(v->running_field);
+	T_CHECK(v->run_conflict);
+	T_EQ_STR(v->printable_status, "printableStatusValue");
+	T_CHECK(v->ready);
+	T_CHECK(v->created_vmi);
+	T_EQ_INT(v->nconds, 1);
+	if (v->nconds == 1) {
+		T_EQ_STR(v->conds[0].type, "typeValue");
+		T_EQ_STR(v->conds[0].status, "statusValue");
+		T_EQ_STR(v->conds[0].reason, "reasonValue");
+		T_EQ_STR(v->conds[0].message, "messageValue");
+		T_EQ_INT(v->conds[0].last_transition, ts("1982-01-01T01:01:01Z"));
+		T_EQ_INT(v->conds[0].last_probe, ts("1987-01-01T01:01:01Z"));
+	}
+	T_EQ_INT(v->nscr, 1);
+	if (v->nscr == 1) {
+		T_EQ_STR(v->scr[0].action, "actionValue");
+		T_EQ_STR(v->scr[0].uid, "uidValue");
+	}
+	T_EQ_INT(v->start_failures, 0); /* -20 clamps to 0 */
+	T_EQ_INT(v->start_retry_after, ts("1981-01-01T01:01:01Z"));
+	T_EQ_STR(v->start_fail_vmi, "lastFailedVMIUIDValue");
+	T_EQ_STR(v->instancetype, "nameValue");
+	T_EQ_INT(v->observed_generation, 0); /* negative in the fixture: clamped */
+	/* interning: the same word decodes to the same pointer */
+	struct vm *v2 = (struct vm *)kube_decode(OBJ_VM, j, src, NULL);
+	T_CHECK(v2 && v2->printable_status == v->printable_status && v2->o.ns == v->o.ns);
+	obj_free(&v2->o);
+out:
+	obj_free(&v->o);
+	json_object_put(j);
+}
+
+static void test_vmi_roundtrip(void)
+{
+	struct json_object *j = load("roundtrip-VirtualMachineInstance.json");
+	T_CHECK(j != NULL);
+	struct vmi *v = (struct vmi *)kube_decode(OBJ_VMI, j, src, NULL);
+	T_CHECK(v != NULL);
+	if (v == NULL)
+		goto out;
+	T_EQ_STR(v->o.name, "nameValue");
+	T_EQ_STR(v->phase, "phaseValue");
+	T_EQ_STR(v->reason, "reasonValue");
+	T_EQ_STR(v->node, "nodeNameValue");
+	T_EQ_STR(v->ip, "ipAddressValue");
+	T_EQ_INT(v->nips, 2);
+	if (v->nips == 2) {
+		T_EQ_STR(v->ips[0], "ipAddressValue");
+		T_EQ_STR(v->ips[1], "ipAddressesValue");
+	}
+	T_EQ_INT(v->nconds, 1);
+	T_EQ_INT(v->nphases, 1);
+	if (v->nphases == 1) {
+		T_EQ_STR(v->phases[0].phase, "phaseValue");
+		T_EQ_INT(v->phases[0].at, ts("1976-01-01T01:01:01Z"));
+	}
+	T_EQ_STR(v->guest_os, "prettyNameValue");
+	T_EQ_INT(v->nactive, 1);
+	if (v->nactive == 1) {
+		T_EQ_STR(v->active[0].uid, "activePodsKey");
+		T_EQ_STR(v->active[0].node, "activePodsValue");
+	}
+	T_CHECK(v->mig.present);
+	T_EQ_STR(v->mig.source_node, "sourceNodeValue");
+	T_EQ_STR(v->mig.target_node, "targetNodeValue");
+	T_EQ_STR(v->mig.source_pod, "sourcePodValue");
+	T_EQ_STR(v->mig.target_pod, "targetPodValue");
+	T_EQ_STR(v->mig.migration_uid, "migrationUidValue");
+	T_CHECK(v->mig.completed && v->mig.failed && v->mig.abort_requested);
+	T_EQ_STR(v->mig.abort_status, "abortStatusValue");
+	T_EQ_STR(v->mig.mode, "modeValue");
+	T_EQ_STR(v->mig.failure_reason, "failureReasonValue");
+	T_EQ_INT(v->mig.start, ts("1986-01-01T01:01:01Z"));
+	T_EQ_INT(v->mig.end, ts("1988-01-01T01:01:01Z"));
+	T_EQ_INT(v->mig.progress_pct, -1);
+	T_EQ_STR(v->eviction, "evictionStrategyValue");
+	/* the fixture's owner is kind "kindValue": not a VM */
+	T_EQ_STR(v->vm_uid, "");
+out:
+	obj_free(&v->o);
+	json_object_put(j);
+}
+
+static void test_pod(void)
+{
+	struct json_object *j = load("pod-launcher.json");
+	struct pod *p = (struct pod *)kube_decode(OBJ_POD, j, src, NULL);
+	T_CHECK(p != NULL);
+	if (p == NULL)
+		goto out;
+	T_EQ_STR(p->o.name, "virt-launcher-testvm-abcde");
+	T_EQ_INT(p->o.rv, 123456);
+	T_EQ_STR(p->vmi_uid, "0f0e0d0c-0b0a-4909-8807-060504030201");
+	T_EQ_STR(p->created_by, "0f0e0d0c-0b0a-4909-8807-060504030201");
+	T_EQ_STR(p->owner_kind_other, "");
+	T_EQ_STR(p->vm_name, "testvm");
+	T_EQ_STR(p->phase, "Running");
+	T_EQ_STR(p->node, "node-1");
+	T_EQ_STR(p->ip, "10.244.1.17");
+	T_EQ_INT(p->nconds, 4);
+	T_CHECK(cond_is_true(p->conds, p->nconds, "Ready"));
+	T_EQ_INT(p->ncontainers, 3);
+	if (p->ncontainers == 3) {
+		T_CHECK(p->containers[0].init);
+		T_EQ_STR(p->containers[0].state, "terminated");
+		T_EQ_STR(p->containers[0].reason, "Completed");
+		T_EQ_STR(p->containers[1].name, "compute");
+		T_EQ_STR(p->containers[1].state, "running");
+		T_EQ_INT(p->containers[1].restarts, 2);
+		T_EQ_STR(p->containers[1].last_reason, "OOMKilled");
+		T_EQ_INT(p->containers[1].last_exit_code, 137);
+		T_EQ_INT(p->containers[1].started, ts("2024-05-01T10:00:08Z"));
+		T_EQ_STR(p->containers[2].state, "waiting");
+		T_EQ_STR(p->containers[2].reason, "ImagePullBackOff");
+		T_EQ_STR(p->containers[2].message, "Back-off pulling image \"quay.io/x/y:latest\"");
+	}
+	T_EQ_INT(p->restarts, 3);
+	T_EQ_INT(p->ready_containers, 1);
+out:
+	obj_free(&p->o);
+	json_object_put(j);
+}
+
+static void test_pod_owner_other(void)
+{
+	struct pod *p = (struct pod *)decode_str(
+		OBJ_POD,
+		"{\"metadata\":{\"name\":\"virt-launcher-x\",\"namespace\":\"ns\",\"uid\":\"p1\","
+		"\"labels\":{\"kubevirt.io/created-by\":\"vmi-1\"},"
+		"\"ownerReferences\":[{\"kind\":\"VirtualMachineInstance\",\"uid\":\"vmi-9\"},"
+		"{\"kind\":\"ReplicaSet\",\"uid\":\"rs\",\"controller\":true}]}}",
+		NULL);
+	T_CHECK(p != NULL);
+	if (p) {
+		T_EQ_STR(p->vmi_uid, ""); /* the controller is a ReplicaSet */
+		T_EQ_STR(p->owner_kind_other, "ReplicaSet");
+		T_EQ_STR(p->created_by, "vmi-1");
+		T_EQ_STR(p->phase, "");
+	}
+	obj_free(&p->o);
+}
+
+static void test_events(void)
+{
+	struct json_object *j = load("event-core.json");
+	struct event *e = (struct event *)kube_decode(OBJ_EVENT, j, src, NULL);
+	T_CHECK(e != NULL);
+	if (e) {
+		T_EQ_STR(e->inv_kind, "Pod");
+		T_EQ_STR(e->inv_name, "virt-launcher-testvm-abcde");
+		T_EQ_STR(e->inv_ns, "default");
+		T_EQ_STR(e->inv_uid, "6a1d6a4e-1b7e-4c5c-9a1e-2d3f4a5b6c7d");
+		T_EQ_STR(e->reason, "FailedScheduling");
+		T_EQ_STR(e->type, "Warning");
+		T_EQ_STR(e->component, "default-scheduler");
+		T_EQ_INT(e->count, 7);
+		T_EQ_INT(e->first, ts("2024-05-01T10:00:01Z"));
+		T_EQ_INT(e->last, ts("2024-05-01T10:05:01Z"));
+		T_CHECK(strstr(e->message, "Insufficient devices.kubevirt.io/kvm") != NULL);
+	}
+	obj_free(&e->o);
+	json_object_put(j);
+
+	j = load("event-series.json");
+	e = (struct event *)kube_decode(OBJ_EVENT, j, src, NULL);
+	T_CHECK(e != NULL);
+	if (e) {
+		T_EQ_STR(e->component, "virtualmachine-controller");
+		T_EQ_INT(e->count, 3);
+		T_EQ_INT(e->first, ts("2024-05-01T10:00:00Z"));
+		T_EQ_INT(e->last, ts("2024-05-01T10:02:00Z"));
+		T_EQ_STR(e->inv_kind, "VirtualMachineInstance");
+	}
+	obj_free(&e->o);
+	json_object_put(j);
+}
+
+static void test_running_mapping(void)
+{
+	struct vm *v = (struct vm *)decode_str(
+		OBJ_VM, "{\"metadata\":{\"name\":\"a\",\"namespace\":\"n\",\"uid\":\"u\"},\"spec\":{\"running\":true}}",
+		NULL);
+	T_CHECK(v && strcmp(v->run_strategy, "Always") == 0 && v->running_field && !v->run_conflict);
+	obj_free(&v->o);
+	v = (struct vm *)decode_str(
+		OBJ_VM, "{\"metadata\":{\"name\":\"a\",\"namespace\":\"n\",\"uid\":\"u\"},\"spec\":{\"running\":false}}",
+		NULL);
+	T_CHECK(v && strcmp(v->run_strategy, "Halted") == 0);
+	obj_free(&v->o);
+	v = (struct vm *)decode_str(OBJ_VM, "{\"metadata\":{\"name\":\"a\",\"namespace\":\"n\",\"uid\":\"u\"}}", NULL);
+	T_CHECK(v && strcmp(v->run_strategy, "Halted") == 0 && !v->running_field);
+	obj_free(&v->o);
+	v = (struct vm *)decode_str(OBJ_VM,
+				    "{\"metadata\":{\"name\":\"a\",\"namespace\":\"n\",\"uid\":\"u\"},"
+				    "\"spec\":{\"runStrategy\":\"Manual\",\"template\":{\"spec\":{\"domain\":{"
+				    "\"cpu\":{\"cores\":2},\"resources\":{\"requests\":{\"memory\":\"256Mi\"}}}}}}}",
+				    NULL);
+	T_CHECK(v && strcmp(v->run_strategy, "Manual") == 0 && !v->running_field);
+	T_EQ_INT(v ? v->cpu_cores : -1, 2);
+	T_EQ_STR(v ? v->memory : NULL, "256Mi");
+	obj_free(&v->o);
+}
+
+/* Refused objects: NULL and a reason naming what is missing. */
+static void test_refused(void)
+{
+	static const struct {
+		const char *json;
+		const char *why; /* substring of the reason */
+	} cases[] = {
+		{ "[]", "not a JSON object" },
+		{ "42", "not a JSON object" },
+		{ "{}", "without metadata" },
+		{ "{\"metadata\":[]}", "without metadata" },
+		{ "{\"metadata\":{\"uid\":\"u\"}}", "without metadata.name" },
+		{ "{\"metadata\":{\"name\":\"\",\"uid\":\"u\"}}", "without metadata.name" },
+		{ "{\"metadata\":{\"name\":5,\"uid\":\"u\"}}", "without metadata.name" },
+		{ "{\"metadata\":{\"name\":\"a\"}}", "without metadata.uid" },
+		{ "{\"metadata\":{\"name\":\"a\",\"uid\":null}}", "without metadata.uid" },
+		{ "{\"metadata\":{\"name\":\"a\",\"uid\":\"0123456789012345678901234567890123456789\"}}", "uid longer" },
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		char *err = NULL;
+		struct obj *o = decode_str(OBJ_VMI, cases[i].json, &err);
+		T_CHECK(o == NULL);
+		T_CHECK(err != NULL && strstr(err, cases[i].why) != NULL);
+		if (err && !strstr(err, cases[i].why))
+			fprintf(stderr, "  case %zu: %s\n", i, err);
+		free(err);
+		obj_free(o);
+	}
+	/* err may be NULL */
+	T_CHECK(decode_str(OBJ_POD, "{}", NULL) == NULL);
+	T_CHECK(kube_decode(OBJ_POD, NULL, src, NULL) == NULL);
+}
+
+/* Huge strings: names refused, messages and words capped (at a UTF-8 boundary), lists capped. */
+static void test_huge(void)
+{
+	struct buf b;
+	buf_init(&b);
+	char *longname = xmalloc(300);
+	memset(longname, 'a', 299);
+	longname[299] = '\0';
+	buf_printf(&b, "{\"metadata\":{\"name\":\"%s\",\"uid\":\"u\"}}", longname);
+	char *err = NULL;
+	T_CHECK(decode_str(OBJ_VM, b.data, &err) == NULL);
+	T_CHECK(err && strstr(err, "longer than 253"));
+	free(err);
+	free(longname);
+
+	/* a 100 KiB message of 3-byte characters, a 1000-char reason, 1000 conditions */
+	buf_reset(&b);
+	buf_add_str(&b, "{\"metadata\":{\"name\":\"a\",\"namespace\":\"n\",\"uid\":\"u\"},\"status\":{\"conditions\":[");
+	for (int i = 0; i < 1000; i++) {
+		buf_printf(&b, "%s{\"type\":\"T%d\",\"status\":\"True\",\"reason\":\"", i ? "," : "", i);
+		if (i == 0) {
+			for (int k = 0; k < 1000; k++)
+				buf_add_char(&b, 'R');
+			buf_add_str(&b, "\",\"message\":\"");
+			for (int k = 0; k < 34000; k++)
+				buf_add_str(&b, "\xe2\x82\xac"); /* U+20AC */
+		}
+		buf_add_str(&b, "\"}");
+	}
+	buf_add_str(&b, "]}}");
+	struct vm *v = (struct vm *)decode_str(OBJ_VM, b.data, NULL);
+	T_CHECK(v != NULL);
+	if (v) {
+		T_EQ_INT(v->nconds, KUBE_DECODE_LIST_MAX);
+		T_EQ_INT(strlen(v->conds[0].reason), KUBE_DECODE_WORD_MAX);
+		size_t ml = strlen(v->conds[0].message);
+		T_CHECK(ml <= KUBE_DECODE_MSG_MAX && ml > KUBE_DECODE_MSG_MAX - 3);
+		T_EQ_INT(ml % 3, 0); /* not cut inside a character */
+		T_CHECK(obj_heap_size(&v->o) < 64 * 1024);
+	}
+	obj_free(&v->o);
+	buf_free(&b);
+}
+
+/* Wrong types everywhere: every field read as absent, the object still decodes. */
+static void test_wrong_types(void)
+{
+	static const char *const docs[] = {
+		"{\"metadata\":{\"name\":\"a\",\"uid\":\"u\",\"namespace\":7,\"labels\":[1],\"generation\":\"x\","
+		"\"creationTimestamp\":5,\"ownerReferences\":{}},\"spec\":[],\"status\":\"Running\"}",
+		"{\"metadata\":{\"name\":\"a\",\"uid\":\"u\",\"labels\":{\"k\":1,\"x=y\":\"v\",\"ok\":\"v\"},"
+		"\"ownerReferences\":[1,null,{\"kind\":5,\"controller\":\"yes\"}]},"
+		"\"spec\":{\"running\":\"true\",\"runStrategy\":3,\"nodeName\":{}},"
+		"\"status\":{\"phase\":[\"Running\"],\"conditions\":{\"type\":\"Ready\"},\"interfaces\":[null,3,{}],"
+		"\"phaseTransitionTimestamps\":[{\"phase\":1}],\"activePods\":{\"p\":3},\"migrationState\":[],"
+		"\"containerStatuses\":[1,{\"state\":[]},{\"state\":{\"waiting\":\"x\"}}],\"stateChangeRequests\":[{}],"
+		"\"startFailure\":{\"consecutiveFailCount\":\"9\"},\"guestOSInfo\":{\"name\":1}},"
+		"\"involvedObject\":\"x\",\"count\":1e300,\"series\":[],\"eventTime\":\"yesterday\"}",
+		"{\"metadata\":{\"name\":\"a\",\"uid\":\"u\",\"creationTimestamp\":\"2024-13-45T99:99:99Z\"},"
+		"\"status\":{\"conditions\":[{\"type\":\"Ready\",\"status\":true,\"lastTransitionTime\":\"\"}]}}",
+	};
+	for (size_t i = 0; i < sizeof docs / sizeof docs[0]; i++) {
+		for (int k = 0; k < OBJ_KIND_COUNT; k++) {
+			char *err = NULL;
+			struct obj *o = decode_str((enum obj_kind)k, docs[i], &err);
+			T_CHECK(o != NULL);
+			if (o == NULL)
+				fprintf(stderr, "  doc %zu kind %d: %s\n", i, k, err ? err : "?");
+			free(err);
+			if (o && i == 1) {
+				T_EQ_STR(obj_label(o, "ok"), "v");
+				T_CHECK(obj_label(o, "k") == NULL);
+				T_CHECK(obj_label(o, "x") == NULL);
+			}
+			if (o && i == 0)
+				T_EQ_STR(o->ns, "");
+			if (o && k == OBJ_VM && i == 1)
+				T_EQ_STR(((struct vm *)o)->run_strategy, "Halted");
+			if (o && k == OBJ_VMI && i == 1) {
+				struct vmi *v = (struct vmi *)o;
+				T_EQ_STR(v->phase, "");
+				T_EQ_INT(v->nconds, 0);
+				T_EQ_INT(v->nips, 0);
+				T_CHECK(!v->mig.present);
+			}
+			if (o && k == OBJ_POD && i == 1)
+				T_EQ_INT(((struct pod *)o)->ncontainers, 2);
+			if (o && k == OBJ_EVENT && i == 1)
+				T_EQ_INT(((struct event *)o)->count, 1);
+			if (o && k == OBJ_VM && i == 2) {
+				struct vm *v = (struct vm *)o;
+				T_EQ_INT(v->o.created, 0);
+				T_EQ_INT(v->nconds, 1);
+				T_CHECK(v->nconds == 1 && v->conds[0].status == NULL && v->conds[0].last_transition == 0);
+			}
+			obj_free(o);
+		}
+	}
+}
+
+static void test_rv(void)
+{
+	static const struct {
+		const char *json;
+		int rc;
+		uint64_t rv;
+	} cases[] = {
+		{ "{\"metadata\":{\"resourceVersion\":\"12345\"}}", 0, 12345 },
+		{ "{\"metadata\":{\"resourceVersion\":\"18446744073709551615\"}}", -1, 0 }, /* 20 digits: refused */
+		{ "{\"metadata\":{\"resourceVersion\":\"1234567890123456789\"}}", 0, 1234567890123456789ull },
+		{ "{\"metadata\":{\"resourceVersion\":\"12a\"}}", -1, 0 },
+		{ "{\"metadata\":{\"resourceVersion\":12}}", -1, 0 },
+		{ "{\"metadata\":{\"resourceVersion\":\"\"}}", -1, 0 },
+		{ "{\"kind\":\"List\"}", -1, 0 },
+		{ "[]", -1, 0 },
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		struct json_object *j = json_tokener_parse(cases[i].json);
+		uint64_t rv = 0;
+		int rc = kube_decode_rv(j, &rv);
+		T_EQ_INT(rc, cases[i].rc);
+		if (rc == 0)
+			T_EQ_INT(rv, cases[i].rv);
+		json_object_put(j);
+	}
+}
+
+int main(void)
+{
+	src = source_new(SOURCE_KUBE, "test");
+	test_vm_roundtrip();
+	test_vmi_roundtrip();
+	test_pod();
+	test_pod_owner_other();
+	test_events();
+	test_running_mapping();
+	test_refused();
+	test_huge();
+	test_wrong_types();
+	test_rv();
+	source_free_all();
+	return T_DONE();
+}

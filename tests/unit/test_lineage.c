@@ -1,0 +1,266 @@
+/* Unit tests of the lineage recorder: stop+start gives two executions with distinct VMI UIDs (the first ended
+ * "stopped"), restart gives "restarted", a live migration keeps one execution with two launchers on two nodes,
+ * failures end "failed", and the history survives a reload from disk (a simulated kvcon restart), including a
+ * torn last line and compaction. */
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "core/intern.h"
+#include "core/util.h"
+#include "core/xmalloc.h"
+#include "model/lineage.h"
+#include "t.h"
+
+static char dir[64];
+
+static struct vm *mk_vm(struct source *src, const char *rs)
+{
+	struct vm *v = (struct vm *)obj_new(OBJ_VM);
+	v->o.src = src;
+	v->o.ns = intern("default");
+	v->o.name = xstrdup("testvm");
+	snprintf(v->o.uid, sizeof v->o.uid, "vm-uid-1");
+	v->run_strategy = intern(rs);
+	return v;
+}
+
+static struct vmi *mk_vmi(struct source *src, const char *uid, const char *phase, const char *node, int64_t created)
+{
+	struct vmi *v = (struct vmi *)obj_new(OBJ_VMI);
+	v->o.src = src;
+	v->o.ns = intern("default");
+	v->o.name = xstrdup("testvm");
+	snprintf(v->o.uid, sizeof v->o.uid, "%s", uid);
+	snprintf(v->vm_uid, sizeof v->vm_uid, "vm-uid-1");
+	v->o.created = created;
+	v->phase = intern(phase);
+	v->node = node ? intern(node) : NULL;
+	return v;
+}
+
+static struct pod *mk_pod(struct source *src, const char *uid, const char *vmi_uid, const char *node, int64_t created)
+{
+	struct pod *p = (struct pod *)obj_new(OBJ_POD);
+	p->o.src = src;
+	p->o.ns = intern("default");
+	p->o.name = xasprintf("virt-launcher-testvm-%s", uid);
+	snprintf(p->o.uid, sizeof p->o.uid, "%s", uid);
+	snprintf(p->vmi_uid, sizeof p->vmi_uid, "%s", vmi_uid);
+	p->o.created = created;
+	p->phase = intern("Running");
+	p->node = node ? intern(node) : NULL;
+	return p;
+}
+
+static void set_health(struct source *src, enum watch_state s)
+{
+	src->health[OBJ_VMI].state = s;
+}
+
+static void test_stop_start_and_reload(void)
+{
+	struct source *src = source_new(SOURCE_KUBE, "ctx-a");
+	set_health(src, WATCH_LIVE);
+	struct store *st = store_new();
+	struct lineage *l = lineage_new(st, dir);
+
+	store_upsert(st, &mk_vm(src, "Always")->o);
+	store_upsert(st, &mk_pod(src, "pod-1", "vmi-A", "node-1", 1000)->o); /* pod before its VMI */
+	store_upsert(st, &mk_vmi(src, "vmi-A", "Scheduling", NULL, 999)->o);
+	store_upsert(st, &mk_vmi(src, "vmi-A", "Running", "node-1", 999)->o);
+	/* stop: the VM turns Halted, then the VMI and its pod go */
+	store_upsert(st, &mk_vm(src, "Halted")->o);
+	struct vmi *gone = (struct vmi *)store_find(st, src, OBJ_VMI, "default", "testvm");
+	gone->o.deleted = 2000;
+	store_remove(st, src, OBJ_VMI, "vmi-A");
+	store_remove(st, src, OBJ_POD, "pod-1");
+	/* start: a new execution */
+	store_upsert(st, &mk_vm(src, "Always")->o);
+	store_upsert(st, &mk_vmi(src, "vmi-B", "Running", "node-2", 3000)->o);
+	store_upsert(st, &mk_pod(src, "pod-2", "vmi-B", "node-2", 3001)->o);
+
+	size_t n;
+	const struct lineage_exec *const *ex = lineage_get(l, src, "default", "testvm", &n);
+	T_EQ_INT(n, 2);
+	if (n == 2) {
+		T_EQ_STR(ex[0]->vmi_uid, "vmi-A");
+		T_EQ_STR(ex[1]->vmi_uid, "vmi-B");
+		T_EQ_STR(lineage_end_name(ex[0]->how), "stopped");
+		T_EQ_INT(ex[0]->start, 999);
+		T_EQ_INT(ex[0]->end, 2000);
+		T_EQ_INT(ex[0]->nlaunchers, 1);
+		T_EQ_STR(ex[0]->launchers[0].uid, "pod-1");
+		T_EQ_STR(ex[0]->launchers[0].node, "node-1");
+		T_CHECK(ex[0]->launchers[0].end != 0);
+		T_EQ_STR(lineage_end_name(ex[1]->how), "running");
+		T_EQ_INT(ex[1]->end, 0);
+		T_EQ_INT(ex[1]->nlaunchers, 1);
+		T_EQ_STR(ex[1]->launchers[0].node, "node-2");
+		T_EQ_STR(ex[1]->vm_uid, "vm-uid-1");
+	}
+	struct buf b;
+	buf_init(&b);
+	lineage_format_text(ex, n, 4000, &b);
+	T_CHECK(b.data && strstr(b.data, "vmi-A") && strstr(b.data, "stopped") && strstr(b.data, "running"));
+	buf_free(&b);
+	char *path = lineage_path(l, src, "default", "testvm");
+	struct stat sb;
+	T_CHECK(stat(path, &sb) == 0 && sb.st_size > 0);
+
+	/* kvcon restarts: a new store and a new recorder reading the same directory */
+	lineage_free(l);
+	store_free(st);
+	struct source *src2 = source_new(SOURCE_KUBE, "ctx-a"); /* same context, new registry slot */
+	set_health(src2, WATCH_LOADING);
+	st = store_new();
+	l = lineage_new(st, dir);
+	store_upsert(st, &mk_vmi(src2, "vmi-B", "Running", "node-2", 3000)->o);
+	ex = lineage_get(l, src2, "default", "testvm", &n);
+	T_EQ_INT(n, 2);
+	if (n == 2) {
+		T_EQ_STR(ex[0]->vmi_uid, "vmi-A");
+		T_EQ_STR(lineage_end_name(ex[0]->how), "stopped");
+		T_EQ_INT(ex[0]->end, 2000);
+		T_EQ_STR(ex[0]->launchers[0].node, "node-1");
+		T_EQ_STR(ex[1]->vmi_uid, "vmi-B");
+		T_EQ_STR(lineage_end_name(ex[1]->how), "running");
+	}
+	/* a torn last line (crash mid-write) is ignored on the next load */
+	FILE *f = fopen(path, "a");
+	fputs("{\"vmi\":\"vmi-Z\",\"st", f);
+	fclose(f);
+	lineage_free(l);
+	store_free(st);
+
+	/* restart while the VMI went away unseen: once the VMI watch is live, the open execution is "lost" */
+	struct source *src3 = source_new(SOURCE_KUBE, "ctx-a");
+	set_health(src3, WATCH_LIVE);
+	st = store_new();
+	l = lineage_new(st, dir);
+	ex = lineage_get(l, src3, "default", "testvm", &n);
+	T_EQ_INT(n, 2);
+	if (n == 2)
+		T_EQ_STR(lineage_end_name(ex[1]->how), "lost");
+	lineage_free(l);
+	store_free(st);
+	free(path);
+}
+
+static void test_restart_and_late_stop(void)
+{
+	struct source *src = source_new(SOURCE_KUBE, "ctx-b");
+	set_health(src, WATCH_LIVE);
+	struct store *st = store_new();
+	struct lineage *l = lineage_new(st, dir);
+	store_upsert(st, &mk_vm(src, "Always")->o);
+	store_upsert(st, &mk_vmi(src, "r-1", "Running", "node-1", 100)->o);
+	/* restart: the VMI is replaced by name while the VM keeps Always */
+	store_upsert(st, &mk_vmi(src, "r-2", "Scheduling", NULL, 200)->o);
+	/* stop whose VM update arrives after the VMI's deletion: first taken for a restart, then corrected */
+	store_remove(st, src, OBJ_VMI, "r-2");
+	store_upsert(st, &mk_vm(src, "Halted")->o);
+	/* a later start must not turn that stop into a restart */
+	store_upsert(st, &mk_vm(src, "Always")->o);
+	size_t n;
+	const struct lineage_exec *const *ex = lineage_get(l, src, "default", "testvm", &n);
+	T_EQ_INT(n, 2);
+	if (n == 2) {
+		T_EQ_STR(lineage_end_name(ex[0]->how), "restarted");
+		T_CHECK(ex[0]->end >= 200); /* when kvcon saw it replaced: no deletionTimestamp was set */
+		T_EQ_STR(lineage_end_name(ex[1]->how), "stopped");
+	}
+	/* a failure */
+	struct vmi *f = mk_vmi(src, "r-3", "Failed", "node-1", 300);
+	f->phases = xcalloc(1, sizeof *f->phases);
+	f->phases[0].phase = intern("Failed");
+	f->phases[0].at = 350;
+	f->nphases = 1;
+	store_upsert(st, &f->o);
+	ex = lineage_get(l, src, "default", "testvm", &n);
+	T_EQ_INT(n, 3);
+	if (n == 3) {
+		T_EQ_STR(lineage_end_name(ex[2]->how), "failed");
+		T_EQ_INT(ex[2]->end, 350);
+	}
+	lineage_free(l);
+	store_free(st);
+}
+
+static void test_migration(void)
+{
+	struct source *src = source_new(SOURCE_ENGINE, "host/a:b"); /* sanitized in the path */
+	set_health(src, WATCH_LIVE);
+	struct store *st = store_new();
+	struct lineage *l = lineage_new(st, dir);
+	store_upsert(st, &mk_vm(src, "Always")->o);
+	store_upsert(st, &mk_vmi(src, "m-1", "Running", "node-1", 100)->o);
+	store_upsert(st, &mk_pod(src, "src-pod", "m-1", "node-1", 100)->o);
+	store_upsert(st, &mk_pod(src, "dst-pod", "m-1", "node-2", 500)->o); /* migration target */
+	struct vmi *v = mk_vmi(src, "m-1", "Running", "node-2", 100);
+	v->mig.present = true;
+	v->mig.completed = true;
+	v->mig.end = 600;
+	store_upsert(st, &v->o);
+	store_remove(st, src, OBJ_POD, "src-pod");
+	size_t n;
+	const struct lineage_exec *const *ex = lineage_get(l, src, "default", "testvm", &n);
+	T_EQ_INT(n, 1);
+	if (n == 1) {
+		T_EQ_STR(ex[0]->vmi_uid, "m-1");
+		T_EQ_STR(lineage_end_name(ex[0]->how), "running");
+		T_EQ_INT(ex[0]->migrations, 1);
+		T_EQ_INT(ex[0]->nlaunchers, 2);
+		if (ex[0]->nlaunchers == 2) {
+			T_EQ_STR(ex[0]->launchers[0].node, "node-1");
+			T_CHECK(ex[0]->launchers[0].migrated);
+			T_EQ_INT(ex[0]->launchers[0].end, 600);
+			T_EQ_STR(ex[0]->launchers[1].node, "node-2");
+			T_CHECK(!ex[0]->launchers[1].migrated);
+			T_EQ_INT(ex[0]->launchers[1].end, 0);
+		}
+		T_EQ_STR(ex[0]->node, "node-2");
+	}
+	char *path = lineage_path(l, src, "default", "testvm");
+	T_CHECK(strstr(path + strlen(dir), ":") == NULL);
+	T_EQ_INT(strchr(path + strlen(dir) + 1, '/') - (path + strlen(dir) + 1) > 0, 1);
+
+	/* many updates, then a reload compacts the file to one line per execution */
+	for (int i = 0; i < 100; i++) {
+		struct pod *p = mk_pod(src, "dst-pod", "m-1", i % 2 ? "node-2" : "node-3", 500);
+		store_upsert(st, &p->o);
+	}
+	lineage_free(l);
+	store_free(st);
+	set_health(src, WATCH_LOADING); /* the VMI is not listed yet: the execution stays open */
+	st = store_new();
+	l = lineage_new(st, dir);
+	ex = lineage_get(l, src, "default", "testvm", &n);
+	T_EQ_INT(n, 1);
+	T_EQ_STR(n ? lineage_end_name(ex[0]->how) : "", "running");
+	size_t len = 0;
+	char *text = util_read_file(path, &len);
+	size_t lines = 0;
+	for (size_t i = 0; text && i < len; i++)
+		lines += text[i] == '\n';
+	T_EQ_INT(lines, 1);
+	free(text);
+	free(path);
+	lineage_free(l);
+	store_free(st);
+}
+
+int main(void)
+{
+	snprintf(dir, sizeof dir, "/tmp/kvcon-lineage-XXXXXX");
+	T_CHECK(mkdtemp(dir) != NULL);
+	test_stop_start_and_reload();
+	test_restart_and_late_stop();
+	test_migration();
+	char *cmd = xasprintf("rm -rf '%s'", dir);
+	T_CHECK(system(cmd) == 0);
+	free(cmd);
+	source_free_all();
+	return T_DONE();
+}

@@ -1,0 +1,254 @@
+/* Unit tests of console/vtpane: text, colours and attributes drawn into an off-screen ncurses pad, scrollback,
+ * search, copy mode, keys to bytes, and guest escape sequences absorbed. */
+#include <locale.h>
+#include <stdio.h>
+
+#include "console/vtpane.h"
+#include "core/buf.h"
+#include "t.h"
+
+static struct buf sent;
+static void on_out(const char *d, size_t n, void *arg)
+{
+	(void)arg;
+	buf_add(&sent, d, n);
+}
+
+static void feed(struct vtpane *p, const char *s)
+{
+	vtpane_input(p, s, strlen(s));
+}
+
+/* The wide char and attributes drawn at (y, x) of the pad. */
+static wchar_t cell_at(WINDOW *w, int y, int x, attr_t *a, int *pair)
+{
+	cchar_t cc;
+	wchar_t wc[CCHARW_MAX + 1] = { 0 };
+	attr_t at = 0;
+	short ps = 0;
+	int pr = 0;
+	mvwin_wch(w, y, x, &cc);
+	getcchar(&cc, wc, &at, &ps, &pr);
+	if (a)
+		*a = at;
+	if (pair)
+		*pair = pr ? pr : ps;
+	return wc[0];
+}
+
+static void test_text_and_render(WINDOW *pad)
+{
+	struct vtpane *p = vtpane_new(10, 40, 100);
+	feed(p, "hello \033[1;31mred\033[0m \033[38;5;200mX\033[38;2;10;200;30mY\033[0m\r\n");
+	feed(p, "wide: \xe6\x97\xa5\xe6\x9c\xac end\r\n");
+	feed(p, "\033(0lqqk\033(B box\r\n"); /* DEC line drawing */
+	feed(p, "bidi \xe2\x80\xae" "abc\r\n");
+	char *l0 = vtpane_line_text(p, 0);
+	T_EQ_STR(l0, "hello red XY");
+	free(l0);
+	char *l1 = vtpane_line_text(p, 1);
+	T_EQ_STR(l1, "wide: \xe6\x97\xa5\xe6\x9c\xac end");
+	free(l1);
+	char *l2 = vtpane_line_text(p, 2);
+	T_EQ_STR(l2, "\xe2\x94\x8c\xe2\x94\x80\xe2\x94\x80\xe2\x94\x90 box");
+	free(l2);
+	T_CHECK(vtpane_dirty(p));
+	T_CHECK(vtpane_draw(p, pad, 0, 0, true));
+	T_CHECK(!vtpane_dirty(p));
+	attr_t a;
+	int pair;
+	T_EQ_INT(cell_at(pad, 0, 0, &a, &pair), L'h');
+	T_EQ_INT(cell_at(pad, 0, 6, &a, &pair), L'r');
+	T_CHECK(a & A_BOLD);
+	T_CHECK(pair > 0);
+	short fg = 0, bg = 0;
+	int efg = 0, ebg = 0;
+	extended_pair_content(pair, &efg, &ebg);
+	(void)fg, (void)bg;
+	T_EQ_INT(efg, 1); /* red stays palette colour 1 */
+	cell_at(pad, 0, 10, &a, &pair);
+	extended_pair_content(pair, &efg, &ebg);
+	T_EQ_INT(efg, 200); /* 256-colour index kept on a 256-colour terminal */
+	cell_at(pad, 0, 11, &a, &pair);
+	extended_pair_content(pair, &efg, &ebg);
+	T_CHECK(efg >= 16 && efg < 256); /* true colour mapped into the 256 palette */
+	T_EQ_INT(cell_at(pad, 1, 6, NULL, NULL), 0x65e5);
+	T_EQ_INT(cell_at(pad, 1, 8, NULL, NULL), 0x672c);
+	T_EQ_INT(cell_at(pad, 2, 0, NULL, NULL), 0x250c);
+	/* the bidi override is never drawn */
+	for (int x = 0; x < 40; x++)
+		T_CHECK(cell_at(pad, 3, x, NULL, NULL) != 0x202e);
+	T_EQ_INT(cell_at(pad, 3, 5, NULL, NULL), L'a');
+	/* only damaged rows are drawn again */
+	feed(p, "\033[8;1Hrow eight");
+	mvwaddstr(pad, 0, 0, "ZZZZ"); /* row 0 is not damaged: must stay as the test left it */
+	T_CHECK(vtpane_draw(p, pad, 0, 0, false));
+	T_EQ_INT(cell_at(pad, 0, 0, NULL, NULL), L'Z');
+	T_EQ_INT(cell_at(pad, 7, 0, NULL, NULL), L'r');
+	vtpane_free(p);
+}
+
+static void test_absorbed_sequences(WINDOW *pad)
+{
+	struct vtpane *p = vtpane_new(5, 30, 100);
+	feed(p, "before");
+	feed(p, "\033]0;PWNED\007\033]52;c;cHduZWQ=\007\033[?1049h\033[?1000h");
+	T_EQ_STR(vtpane_title(p), "PWNED");
+	T_CHECK(vtpane_altscreen(p));
+	T_CHECK(vtpane_mouse_mode(p) != 0);
+	feed(p, "in alt");
+	vtpane_draw(p, pad, 0, 0, true);
+	char *t = vtpane_screen_text(p);
+	T_CHECK(strstr(t, "in alt") != NULL);
+	T_CHECK(strstr(t, "before") == NULL);
+	T_CHECK(strchr(t, '\033') == NULL);
+	free(t);
+	feed(p, "\033[?1049l");
+	t = vtpane_screen_text(p);
+	T_CHECK(strstr(t, "before") != NULL);
+	free(t);
+	/* nothing drawn is a control character */
+	for (int y = 0; y < 5; y++)
+		for (int x = 0; x < 30; x++) {
+			wchar_t w = cell_at(pad, y, x, NULL, NULL);
+			T_CHECK(w >= 0x20 && !(w >= 0x7f && w < 0xa0));
+		}
+	/* a title with an escape in it is stored escaped */
+	feed(p, "\033]2;a\033[31mb\007");
+	T_CHECK(strchr(vtpane_title(p), '\033') == NULL);
+	vtpane_free(p);
+}
+
+static void test_scrollback_search_copy(void)
+{
+	struct vtpane *p = vtpane_new(24, 80, VTPANE_SCROLLBACK_DEFAULT);
+	struct buf b;
+	buf_init(&b);
+	for (int i = 0; i < 12000; i++)
+		buf_printf(&b, "line %05d\r\n", i);
+	vtpane_input(p, b.data, b.len);
+	buf_free(&b);
+	T_EQ_INT(vtpane_scrollback_count(p), VTPANE_SCROLLBACK_DEFAULT);
+	/* the oldest kept line: 12000 lines + the empty last row, screen 24 */
+	char *first = vtpane_line_text(p, 0);
+	T_EQ_STR(first, "line 01977");
+	free(first);
+	T_CHECK(vtpane_search(p, "LINE 05000", true));
+	T_CHECK(vtpane_view_offset(p) > 0);
+	vtpane_scroll(p, -1000000);
+	T_EQ_INT(vtpane_view_offset(p), 0);
+	vtpane_scroll(p, 50);
+	T_EQ_INT(vtpane_view_offset(p), 50);
+	/* copy mode: select two lines and copy */
+	vtpane_copy_mode(p, true);
+	T_CHECK(vtpane_in_copy_mode(p));
+	vtpane_key(p, 'g', false, 0);
+	vtpane_key(p, 'v', false, 0);
+	vtpane_key(p, 'j', false, 0);
+	vtpane_key(p, '$', false, 0);
+	vtpane_key(p, 'y', false, 0);
+	T_CHECK(!vtpane_in_copy_mode(p));
+	T_EQ_STR(vtpane_copied(p), "line 01977\nline 01978");
+	/* copy mode search prompt */
+	vtpane_copy_mode(p, true);
+	vtpane_key(p, '?', false, 0);
+	const char *q = "line 11990";
+	for (const char *c = q; *c; c++)
+		vtpane_key(p, *c, false, 0);
+	vtpane_key(p, '\r', false, 0);
+	vtpane_key(p, 'y', false, 0);
+	T_EQ_STR(vtpane_copied(p), "line 11990");
+	/* new output while scrolled back keeps the view on the same lines */
+	vtpane_scroll(p, 10);
+	int off = vtpane_view_offset(p);
+	feed(p, "more\r\n");
+	T_EQ_INT(vtpane_view_offset(p), off + 1);
+	vtpane_free(p);
+}
+
+static void test_keys(void)
+{
+	struct vtpane *p = vtpane_new(5, 20, 10);
+	vtpane_set_output(p, on_out, NULL);
+	buf_init(&sent);
+	vtpane_key(p, 'a', false, 0);
+	vtpane_key(p, 0xe9, false, 0);
+	vtpane_key(p, KEY_UP, true, 0);
+	vtpane_key(p, '\r', false, 0);
+	vtpane_key(p, 0x7f, false, 0);
+	vtpane_key(p, 3, false, 0);
+	vtpane_key(p, 'x', false, VTPANE_MOD_ALT);
+	vtpane_key(p, KEY_F(1), true, 0);
+	vtpane_key(p, KEY_F(5), true, 0);
+	T_EQ_STR(sent.data, "a\xc3\xa9\033[A\r\x7f\x03\033x\033OP\033[15~");
+	/* application cursor keys after DECCKM */
+	buf_reset(&sent);
+	feed(p, "\033[?1h");
+	vtpane_key(p, KEY_UP, true, 0);
+	T_EQ_STR(sent.data, "\033OA");
+	/* bracketed paste only when the guest asked for it */
+	buf_reset(&sent);
+	vtpane_paste(p, "ls\n", 3);
+	T_EQ_STR(sent.data, "ls\r");
+	buf_reset(&sent);
+	feed(p, "\033[?2004h");
+	vtpane_paste(p, "ls\n", 3);
+	T_EQ_STR(sent.data, "\033[200~ls\r\033[201~");
+	/* a terminal query from the guest is answered to the guest, not to the real terminal */
+	buf_reset(&sent);
+	feed(p, "\033[6n");
+	T_CHECK(sent.len > 0 && sent.data[0] == '\033');
+	buf_free(&sent);
+	vtpane_free(p);
+}
+
+static void test_resize(WINDOW *pad)
+{
+	struct vtpane *p = vtpane_new(5, 20, 100);
+	for (int i = 0; i < 10; i++) {
+		char l[32];
+		snprintf(l, sizeof l, "r%d\r\n", i);
+		feed(p, l);
+	}
+	vtpane_resize(p, 8, 30);
+	int r, c;
+	vtpane_size(p, &r, &c);
+	T_EQ_INT(r, 8);
+	T_EQ_INT(c, 30);
+	T_CHECK(vtpane_draw(p, pad, 0, 0, true));
+	vtpane_resize(p, 3, 10);
+	vtpane_draw(p, pad, 0, 0, true);
+	char *t = vtpane_screen_text(p);
+	T_CHECK(strstr(t, "r9") != NULL);
+	free(t);
+	vtpane_resize(p, 5, 40);
+	vtpane_note(p, "[reconnected \033]0;x\007]");
+	t = vtpane_screen_text(p);
+	T_CHECK(strstr(t, "[reconnec") != NULL);
+	free(t);
+	vtpane_free(p);
+}
+
+int main(void)
+{
+	setlocale(LC_ALL, "C.UTF-8");
+	FILE *devnull = fopen("/dev/null", "w+");
+	SCREEN *scr = newterm("xterm-256color", devnull, devnull);
+	if (!scr) {
+		fprintf(stderr, "no terminfo for xterm-256color\n");
+		return 1;
+	}
+	start_color();
+	use_default_colors();
+	WINDOW *pad = newpad(30, 90);
+	test_text_and_render(pad);
+	test_absorbed_sequences(pad);
+	test_scrollback_search_copy();
+	test_keys();
+	test_resize(pad);
+	delwin(pad);
+	endwin();
+	delscreen(scr);
+	fclose(devnull);
+	return T_DONE();
+}
