@@ -743,6 +743,7 @@ static bool parse_domain(struct vctx *v, const struct ynode *d, const char *path
 			get_bool(v, n, "useVirtioTransitional", p, &vt);
 			bool pod_iface = true;
 			get_bool(v, n, "autoattachPodInterface", p, &pod_iface);
+			m->no_pod_iface = !pod_iface;
 			const struct ynode *rng = ytree_get(n, "rng");
 			if (rng) {
 				char *pr = sub(p, "rng");
@@ -781,12 +782,6 @@ static bool parse_domain(struct vctx *v, const struct ynode *d, const char *path
 					}
 				}
 				free(pf);
-			}
-			if (v->err == NULL && m->nifaces == 0 && pod_iface) {
-				/* KubeVirt attaches a pod-network interface by default */
-				m->ifaces = xcalloc(1, sizeof *m->ifaces);
-				m->ifaces[0].name = xstrdup("default");
-				m->nifaces = 1;
 			}
 		}
 		free(p);
@@ -873,6 +868,12 @@ static bool parse_template_spec(struct vctx *v, const struct ynode *s, const cha
 	free(p);
 	if (v->err)
 		return false;
+	if (m->nifaces == 0 && !m->no_pod_iface) {
+		/* KubeVirt attaches a pod-network interface by default */
+		m->ifaces = xcalloc(1, sizeof *m->ifaces);
+		m->ifaces[0].name = xstrdup("default");
+		m->nifaces = 1;
+	}
 	get_int(v, s, "terminationGracePeriodSeconds", path, 0, 86400, &m->grace);
 	get_str(v, s, "hostname", path, &m->hostname);
 	get_str(v, s, "evictionStrategy", path, &m->eviction);

@@ -67,6 +67,7 @@ struct manifest {
 	struct mf_volume *vols; int nvols;
 	struct mf_iface *ifaces; int nifaces;
 	bool serial_console, graphics, balloon, rng;
+	bool no_pod_iface;            /* autoattachPodInterface: false */
 	int grace;                    /* terminationGracePeriodSeconds */
 	char *hostname;
 	char *eviction;               /* spec.evictionStrategy (shown only) */
