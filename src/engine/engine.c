@@ -981,6 +981,19 @@ static void apply_obs(struct evm *v, const struct host_dom *d)
 	struct exec *x = v->cur;
 	if (running) {
 		if (active(x) && (d->vmi[0] == '\0' || strcmp(d->vmi, x->uid) == 0)) {
+			if (x->phase != intern("Running") && d->state == VIR_DOMAIN_PAUSED) {
+				/* kvcon stopped between "start paused" and "resume": finish that start */
+				send_simple(v, RQ_CONSOLE, PK_CONSOLE);
+				send_simple(v, RQ_RESUME, PK_PAUSE);
+				fill_from_dom(x, d);
+				x->paused = false;
+				set_phase(x, "Running");
+				x->started = d->started ? d->started : util_wall_s();
+				add_event(v, "Normal", "Started", true, "resumed a start that kvcon left paused");
+				publish(v);
+				persist(v);
+				return;
+			}
 			bool changed = x->phase != intern("Running") || x->pid != d->pid ||
 				       x->paused != (d->state == VIR_DOMAIN_PAUSED);
 			fill_from_dom(x, d);

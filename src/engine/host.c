@@ -501,8 +501,8 @@ static void write_embed_conf(const char *root)
 		 * there is no virtlogd for an embedded driver. */
 		const char *text = geteuid() == 0 ? "user = \"root\"\ngroup = \"root\"\ndynamic_ownership = 0\n"
 						    "remember_owner = 0\nsecurity_driver = \"none\"\n"
-						    "stdio_handler = \"file\"\n"
-						  : "stdio_handler = \"file\"\n";
+						    "stdio_handler = \"file\"\ncgroup_controllers = [ ]\n"
+						  : "stdio_handler = \"file\"\ncgroup_controllers = [ ]\n";
 		util_write_file_atomic(conf, text, strlen(text), 0644);
 	}
 	free(conf);
