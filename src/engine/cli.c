@@ -396,6 +396,8 @@ static int cmd_get(int argc, char **argv)
 	int rc = open_engine();
 	if (rc)
 		return rc;
+	/* every kvcon process reconciles: show the state it converged to, not a transition */
+	run_until(idle, NULL, 60000);
 	struct obj **all = NULL;
 	size_t nall = 0;
 	bool all_ns = opts_global()->all_ns;
@@ -567,6 +569,9 @@ static struct {
 	struct buf seen;     /* guest text since the last match (for --expect) */
 	bool closed, interactive, wait_stop, quit;
 	struct engine_console *con;
+	struct source *src;
+	const char *name;
+	char first_uid[UID_LEN]; /* the execution the console was opened on */
 	FILE *log;
 	struct termios saved;
 	bool raw;
@@ -666,6 +671,15 @@ static void on_stdin(int fd, short revents, void *arg)
 	engine_console_write(K.con, tmp, (size_t)n);
 }
 
+/* The execution the console was opened on has ended (libvirt reported the stop; not just the stream's EOF). */
+static bool execution_ended(void)
+{
+	const struct vmi *v = (const struct vmi *)store_find(C.st, K.src, OBJ_VMI, C.ns, K.name);
+	if (v == NULL || strcmp(v->o.uid, K.first_uid) != 0)
+		return true;
+	return strcmp(v->phase, "Succeeded") == 0 || strcmp(v->phase, "Failed") == 0;
+}
+
 static bool console_finished(void *arg)
 {
 	(void)arg;
@@ -675,7 +689,7 @@ static bool console_finished(void *arg)
 		return false;
 	if (K.cur < K.nsteps)
 		return false;
-	return !K.wait_stop || K.closed;
+	return !K.wait_stop || (K.closed && execution_ended());
 }
 
 static int cmd_console(int argc, char **argv)
@@ -720,6 +734,10 @@ static int cmd_console(int argc, char **argv)
 		return rc;
 	struct source *src = source_of_vm(name);
 	char *err = NULL;
+	K.src = src;
+	K.name = name;
+	const struct obj *vmi = src ? store_find(C.st, src, OBJ_VMI, C.ns, name) : NULL;
+	snprintf(K.first_uid, UID_LEN, "%s", vmi ? vmi->uid : "");
 	if (src == NULL || (K.con = engine_console_open(src, C.ns, name, on_console, NULL, &err)) == NULL) {
 		fprintf(stderr, "kvcon: console %s: %s\n", name, err ? err : "virtualmachine not found");
 		free(err);
@@ -873,6 +891,8 @@ static int cmd_reconcile(int argc, char **argv)
 	int rc = open_engine();
 	if (rc)
 		return rc;
+	printf("engine ready\n"); /* tests wait for this line: events are registered, the first resync done */
+	fflush(stdout);
 	if (secs > 0) {
 		uint64_t until = util_now_ms() + (uint64_t)secs * 1000;
 		while (util_now_ms() < until && !loop_quitting())

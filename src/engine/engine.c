@@ -60,6 +60,9 @@ struct waiter {
 };
 
 struct engine_console {
+	struct loop_timer *backlog_timer;
+	char *backlog;
+	size_t backlog_len;
 	struct evm *v;
 	struct ehost *eh;
 	char *key;
@@ -1261,7 +1264,7 @@ static void resync_fire(void *arg)
 	E.resync = loop_timer_add(RESYNC_MS, resync_fire, NULL);
 	for (int i = 0; i < E.nhosts; i++)
 		if (E.hosts[i]->up)
-			track(E.hosts[i], host_simple(E.hosts[i]->h, RQ_SYNC, NULL), PK_OTHER, NULL);
+			host_simple(E.hosts[i]->h, RQ_SYNC, NULL); /* answered by HM_SYNC, not HM_DONE: not tracked */
 }
 
 /* ---- provider ops ---- */
@@ -1572,6 +1575,17 @@ int engine_apply(struct source *src, const char *text, size_t len, char **result
 	return 0;
 }
 
+static void console_backlog_fire(void *arg)
+{
+	struct engine_console *c = arg;
+	c->backlog_timer = NULL;
+	char *b = c->backlog;
+	size_t n = c->backlog_len;
+	c->backlog = NULL;
+	c->cb(c->arg, b, n);
+	free(b);
+}
+
 struct engine_console *engine_console_open(struct source *src, const char *ns, const char *name,
 					   engine_console_cb cb, void *arg, char **err)
 {
@@ -1590,19 +1604,25 @@ struct engine_console *engine_console_open(struct source *src, const char *ns, c
 	c->key = xstrdup(v->key);
 	c->cb = cb;
 	c->arg = arg;
-	c->next = v->consoles;
-	v->consoles = c;
 	if (v->ring_len == 0 && active(v->cur) && v->cur->serial_log) {
 		/* attached after the start (another kvcon started it): the log's tail is the backlog */
 		size_t n = 0;
 		char *s = util_read_file(v->cur->serial_log, &n);
 		if (s && n) {
 			size_t keep = n > 8192 ? 8192 : n;
-			console_deliver(v, s + n - keep, keep);
+			console_deliver(v, s + n - keep, keep); /* into the ring, before c subscribes */
 		}
 		free(s);
-	} else if (v->ring_len)
-		cb(arg, v->ring, v->ring_len);
+	}
+	c->next = v->consoles;
+	v->consoles = c;
+	if (v->ring_len) {
+		/* the backlog comes from the loop, never from inside this call */
+		c->backlog = xmalloc(v->ring_len);
+		memcpy(c->backlog, v->ring, v->ring_len);
+		c->backlog_len = v->ring_len;
+		c->backlog_timer = loop_timer_add(0, console_backlog_fire, c);
+	}
 	if (active(v->cur))
 		send_simple(v, RQ_CONSOLE, PK_CONSOLE);
 	return c;
@@ -1631,6 +1651,8 @@ void engine_console_close(struct engine_console *c)
 				*pp = c->next;
 				break;
 			}
+	loop_timer_cancel(c->backlog_timer);
+	free(c->backlog);
 	free(c->key);
 	free(c);
 }

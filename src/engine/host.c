@@ -270,10 +270,10 @@ static bool inspect(struct host *h, virDomainPtr dom, struct host_dom *d)
 static void console_event(virStreamPtr st, int events, void *opaque)
 {
 	struct console *c = opaque;
-	(void)events;
 	for (;;) {
 		char buf[8192];
 		int n = virStreamRecv(st, buf, sizeof buf);
+		log_debug("engine: console %s: recv %d (events 0x%x)", c->dom, n, (unsigned)events);
 		if (n == -2)
 			return; /* nothing more now */
 		struct host_msg *m = msg_new(c->h, HM_CONSOLE);
@@ -354,6 +354,7 @@ static void console_send(struct host *h, const char *dom, const char *data, size
 	struct console *c = console_find(h, dom);
 	size_t off = 0;
 	int spins = 0;
+	log_debug("engine: console %s: send %zu bytes (%s)", dom, len, c ? "attached" : "not attached");
 	while (c && off < len && !atomic_load(&c->dead)) {
 		int n = virStreamSend(c->st, data + off, len - off);
 		if (n > 0)
@@ -701,6 +702,7 @@ static void handle(struct host *h, struct host_req *r)
 	}
 	case RQ_CONSOLE:
 		rc = console_attach(h, dom, r->dom, &err);
+		log_debug("engine: console %s attached: %d", r->dom, rc);
 		break;
 	case RQ_CONSOLE_SEND:
 		console_send(h, r->dom, r->data, r->len);
