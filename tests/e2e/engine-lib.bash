@@ -164,6 +164,11 @@ engine_scenario() {
     [[ $out == *Crashed* ]] || fail "no Crashed event: $out"
     marker alpha
 
+    if [[ ${ENGINE_SHORT:-} == 1 ]]; then
+        echo "uids: vm=$vmuid vmi: $u1 $u2 $u3 $u4 $u5"
+        return 0
+    fi
+
     step "kill -9 kvcon in the middle of a start: the next kvcon converges, nothing lost"
     kv engine stop alpha --grace-period 0 >/dev/null || fail "stop before kill test"
     kv engine apply -f "$(manifest alpha Halted)" >/dev/null
