@@ -779,7 +779,8 @@ static bool connect_host(struct host *h)
 			       hv / 1000000, hv / 1000 % 1000, hv % 1000);
 	/* KVM when it works, TCG otherwise; $KVCON_ENGINE_ACCEL=kvm|tcg forces either */
 	const char *force = getenv("KVCON_ENGINE_ACCEL");
-	char *caps = virConnectGetDomainCapabilities(h->conn, NULL, NULL, NULL, "kvm", 0);
+	bool forced = force && (strcmp(force, "tcg") == 0 || strcmp(force, "kvm") == 0);
+	char *caps = forced ? NULL : virConnectGetDomainCapabilities(h->conn, NULL, NULL, NULL, "kvm", 0);
 	bool kvm_offered = caps != NULL;
 	free(caps);
 	bool local = h->embed_root || strstr(h->uri, "://") == NULL || strstr(h->uri, ":///") != NULL;
