@@ -3,12 +3,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "console/concmd.h"
 #include "console/vnccmd.h"
 #include "core/opts.h"
 #include "core/xmalloc.h"
 #include "engine/cli.h"
 #include "kube/cmd_diagnose.h"
 #include "kube/cmd_get.h"
+#include "ui/ui.h"
 
 #ifndef KVCON_VERSION
 #define KVCON_VERSION "0.1.0"
@@ -23,6 +25,8 @@ static const struct cmd_entry commands[] = {
 	{ "get", kube_cmd_get, "vm|vmi|pod|event [-l SEL] [-o FMT] [-w] [--watch-for S]",
 	  "list KubeVirt objects like kubectl get (-o table|wide|json|name)" },
 	{ "help", cmd_help, "", "show this help" },
+	{ "console", concmd_main, "NS/NAME [--timeout S] [--log FILE]",
+	  "the guest's serial console full-screen (Ctrl+] exits)" },
 	{ "vnc", vnccmd_main, "TARGET [--screenshot F.png|--proxy-only]", "the guest display in the terminal" },
 	{ "diagnose", kube_cmd_diagnose, "NS/NAME [-o text|json]", "walk a VM's four boundaries; exit 3 if one stalled" },
 	{ "lineage", kube_cmd_lineage, "NS/NAME [-o text|json]", "the executions (VMI, launchers, nodes) of a VM" },
@@ -172,10 +176,8 @@ int main(int argc, char **argv)
 		usage(stdout);
 		return EXIT_OK;
 	}
-	if (n == 0) {
-		fprintf(stderr, "kvcon: the dashboard is not built yet\n");
-		return EXIT_USAGE;
-	}
+	if (n == 0)
+		return ui_main();
 	for (size_t i = 0; i < NCOMMANDS; i++)
 		if (strcmp(args[0], commands[i].name) == 0)
 			return commands[i].fn(n, args);

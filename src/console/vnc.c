@@ -13,7 +13,9 @@
  *   - after each FramebufferUpdate it copies the damaged rectangles into a shared framebuffer under a mutex that
  *     is only ever held for memcpy-sized work (never across I/O), and posts VNC_FRAME to the loop (coalesced);
  *   - the UI thread renders cells from the shared copy (vnc_render) and writes nothing to libvncclient itself.
- * The session is reference-counted (UI, thread, pending posts) so vnc_free() never waits for the thread.
+ * vnc_free() shuts the socket down, which ends any blocking read or write at once, and joins the thread for at
+ * most VNC_JOIN_MS; a thread still stuck (a TCP connect in flight) is left to free the session itself. Posts carry
+ * an id looked up in a registry, so none can reach a freed session.
  *
  * Hostile servers: libvncclient 0.9.14 checks rectangles against the framebuffer itself; kvcon also caps the
  * framebuffer size (MallocFrameBuffer), re-checks CopyRect/fill/bitmap rectangles before passing them on, and
@@ -26,12 +28,12 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <rfb/rfbclient.h>
@@ -41,6 +43,7 @@
 #include "core/buf.h"
 #include "core/log.h"
 #include "core/loop.h"
+#include "core/util.h"
 #include "core/xmalloc.h"
 
 /* 8192 x 8192 at most along each side, 32 Mpixels (128 MiB) in all: no real guest display is larger. */
@@ -48,6 +51,7 @@
 #define VNC_MAX_PIXELS (32u << 20)
 #define VNC_MAX_DAMAGE 64       /* rectangles kept before they collapse into their bounding box */
 #define VNC_PUMP_HIGH (4u << 20) /* bytes buffered for libvncclient before the stream is paused */
+#define VNC_JOIN_MS 200          /* vnc_free's wait for the session thread */
 
 struct vnc_rect {
 	int x, y, w, h;
@@ -61,7 +65,8 @@ struct vnc_input {
 };
 
 struct vnc {
-	atomic_int refs;
+	uint64_t id;           /* registry key carried by posts */
+	struct vnc *reg_next;
 	vnc_event_cb cb;
 	void *arg;
 	struct vnc_opts opts;
@@ -84,7 +89,9 @@ struct vnc {
 	bool quit;
 	bool freed;         /* vnc_free called: no more callbacks */
 	bool connected, closed;
-	bool post_frame_pending, post_state_pending;
+	bool post_frame_pending;
+	bool thread_done; /* the session thread is about to return */
+	bool orphaned;    /* vnc_free gave up waiting: the thread frees the session itself */
 	bool bell;
 	char *error;
 	char *name;
@@ -149,7 +156,45 @@ static void vnc_global_init(void)
 	pthread_once(&once, vnc_init_once);
 }
 
-/* ---- reference counting and posts to the loop ---- */
+/* ---- the registry of live sessions and posts to the loop ----
+ * A post carries the session's id, not its pointer: the callback finds the session in the registry, so a post
+ * that arrives after vnc_free() (or after the loop stopped running posts) touches nothing and holds nothing. */
+
+static pthread_mutex_t reg_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct vnc *reg_head;
+static uint64_t reg_next_id;
+
+static void reg_add(struct vnc *v)
+{
+	pthread_mutex_lock(&reg_mu);
+	v->id = ++reg_next_id;
+	v->reg_next = reg_head;
+	reg_head = v;
+	pthread_mutex_unlock(&reg_mu);
+}
+
+static void reg_remove(struct vnc *v)
+{
+	pthread_mutex_lock(&reg_mu);
+	for (struct vnc **pp = &reg_head; *pp; pp = &(*pp)->reg_next)
+		if (*pp == v) {
+			*pp = v->reg_next;
+			break;
+		}
+	pthread_mutex_unlock(&reg_mu);
+}
+
+/* Loop thread: the live session with this id, or NULL. It stays valid until vnc_free, which runs on this thread. */
+static struct vnc *reg_find(void *arg)
+{
+	uint64_t id = (uint64_t)(uintptr_t)arg;
+	pthread_mutex_lock(&reg_mu);
+	struct vnc *v = reg_head;
+	while (v && v->id != id)
+		v = v->reg_next;
+	pthread_mutex_unlock(&reg_mu);
+	return v;
+}
 
 static void vnc_destroy(struct vnc *v)
 {
@@ -166,51 +211,43 @@ static void vnc_destroy(struct vnc *v)
 	free(v);
 }
 
-static void vnc_unref(struct vnc *v)
-{
-	if (atomic_fetch_sub(&v->refs, 1) == 1)
-		vnc_destroy(v);
-}
-
-static void vnc_ref(struct vnc *v)
-{
-	atomic_fetch_add(&v->refs, 1);
-}
-
 static void vnc_pump_stop(struct vnc *v);
 
 static void on_post_frame(void *arg)
 {
-	struct vnc *v = arg;
+	struct vnc *v = reg_find(arg);
+	if (v == NULL)
+		return;
 	pthread_mutex_lock(&v->mu);
 	v->post_frame_pending = false;
-	bool freed = v->freed, bell = v->bell;
+	bool bell = v->bell;
 	v->bell = false;
 	pthread_mutex_unlock(&v->mu);
-	if (!freed) {
-		v->cb(v, VNC_FRAME, v->arg);
-		if (bell && !v->freed)
-			v->cb(v, VNC_BELL, v->arg);
-	}
-	vnc_unref(v);
+	v->cb(v, VNC_FRAME, v->arg);
+	/* the callback may have freed the session */
+	if (bell && reg_find(arg) == v)
+		v->cb(v, VNC_BELL, v->arg);
 }
 
 static void on_post_state(void *arg)
 {
-	struct vnc *v = arg;
+	struct vnc *v = reg_find(arg);
+	if (v == NULL)
+		return;
 	pthread_mutex_lock(&v->mu);
-	v->post_state_pending = false;
-	bool freed = v->freed, closed = v->closed, connected = v->connected;
+	bool closed = v->closed, connected = v->connected;
 	pthread_mutex_unlock(&v->mu);
-	if (!freed) {
-		if (closed) {
-			vnc_pump_stop(v);
-			v->cb(v, VNC_CLOSED, v->arg);
-		} else if (connected) {
-			v->cb(v, VNC_CONNECTED, v->arg);
-		}
+	if (closed) {
+		vnc_pump_stop(v);
+		v->cb(v, VNC_CLOSED, v->arg);
+	} else if (connected) {
+		v->cb(v, VNC_CONNECTED, v->arg);
 	}
-	vnc_unref(v);
+}
+
+static void *post_arg(const struct vnc *v)
+{
+	return (void *)(uintptr_t)v->id;
 }
 
 /* Called with mu held. */
@@ -219,14 +256,12 @@ static void post_frame_locked(struct vnc *v)
 	if (v->post_frame_pending || v->freed)
 		return;
 	v->post_frame_pending = true;
-	vnc_ref(v);
-	loop_post(on_post_frame, v);
+	loop_post(on_post_frame, post_arg(v));
 }
 
 static void post_state(struct vnc *v)
 {
-	vnc_ref(v);
-	loop_post(on_post_state, v);
+	loop_post(on_post_state, post_arg(v));
 }
 
 static void set_error(struct vnc *v, const char *msg)
@@ -234,6 +269,14 @@ static void set_error(struct vnc *v, const char *msg)
 	pthread_mutex_lock(&v->mu);
 	if (v->error == NULL && msg && *msg)
 		v->error = xstrdup(msg);
+	pthread_mutex_unlock(&v->mu);
+}
+
+/* Copies the session's error (else fallback) into out. */
+static void error_or(struct vnc *v, char *out, size_t n, const char *fallback)
+{
+	pthread_mutex_lock(&v->mu);
+	snprintf(out, n, "%s", v->error ? v->error : fallback);
 	pthread_mutex_unlock(&v->mu);
 }
 
@@ -376,7 +419,7 @@ static void cb_finished(rfbClient *c)
 	struct pending *p = pending_of(c);
 	pthread_mutex_lock(&v->mu);
 	v->updates++;
-	v->last_update_ms = loop_now();
+	v->last_update_ms = util_now_ms(); /* not loop_now(): that is the loop thread's */
 	if (v->fb && c->frameBuffer && v->w == c->width && v->h == c->height) {
 		size_t stride = (size_t)v->w * 4;
 		if (p->all) {
@@ -520,7 +563,7 @@ static void *vnc_thread(void *arg)
 	c->width = c->si.framebufferWidth;
 	c->height = c->si.framebufferHeight;
 	if (!c->MallocFrameBuffer(c)) {
-		snprintf(why, sizeof why, "%.300s", v->error ? v->error : "cannot allocate the framebuffer");
+		error_or(v, why, sizeof why, "cannot allocate the framebuffer");
 		goto out;
 	}
 	pthread_mutex_lock(&v->mu);
@@ -560,8 +603,8 @@ static void *vnc_thread(void *arg)
 				quit = v->quit;
 				pthread_mutex_unlock(&v->mu);
 				if (!quit)
-					snprintf(why, sizeof why, "%.300s", v->error ? v->error : *vnc_last_err ? vnc_last_err
-											  : "VNC server closed the connection");
+					error_or(v, why, sizeof why,
+						 *vnc_last_err ? vnc_last_err : "VNC server closed the connection");
 				break;
 			}
 		}
@@ -585,7 +628,12 @@ out:
 	if (*why)
 		log_info("vnc: session ended: %s", why);
 	post_state(v);
-	vnc_unref(v);
+	pthread_mutex_lock(&v->mu);
+	v->thread_done = true;
+	bool orphan = v->orphaned;
+	pthread_mutex_unlock(&v->mu);
+	if (orphan)
+		vnc_destroy(v);
 	return NULL;
 }
 
@@ -693,7 +741,6 @@ static struct vnc *vnc_alloc(const struct vnc_opts *o, vnc_event_cb cb, void *ar
 {
 	vnc_global_init();
 	struct vnc *v = xcalloc(1, sizeof *v);
-	atomic_init(&v->refs, 2); /* the caller's and the thread's */
 	v->cb = cb;
 	v->arg = arg;
 	if (o)
@@ -714,11 +761,8 @@ static struct vnc *vnc_alloc(const struct vnc_opts *o, vnc_event_cb cb, void *ar
 
 static void vnc_start(struct vnc *v)
 {
-	pthread_attr_t at;
-	pthread_attr_init(&at);
-	pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
-	int rc = pthread_create(&v->thread, &at, vnc_thread, v);
-	pthread_attr_destroy(&at);
+	reg_add(v);
+	int rc = pthread_create(&v->thread, NULL, vnc_thread, v);
 	if (rc != 0)
 		fatal("pthread_create: %s", strerror(rc));
 }
@@ -776,7 +820,27 @@ void vnc_free(struct vnc *v)
 	if (write(v->evfd, &one, sizeof one) < 0 && errno != EAGAIN)
 		log_debug("vnc: wake: %s", strerror(errno));
 	vnc_pump_stop(v);
-	vnc_unref(v);
+	reg_remove(v);
+	struct timespec until;
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_nsec += VNC_JOIN_MS * 1000000L;
+	until.tv_sec += until.tv_nsec / 1000000000L;
+	until.tv_nsec %= 1000000000L;
+	if (pthread_timedjoin_np(v->thread, NULL, &until) == 0) {
+		vnc_destroy(v);
+		return;
+	}
+	pthread_mutex_lock(&v->mu);
+	bool done = v->thread_done;
+	v->orphaned = !done;
+	pthread_mutex_unlock(&v->mu);
+	if (done) {
+		pthread_join(v->thread, NULL);
+		vnc_destroy(v);
+	} else {
+		log_info("vnc: the session thread is still busy; it ends on its own");
+		pthread_detach(v->thread);
+	}
 }
 
 bool vnc_is_connected(const struct vnc *v)
@@ -788,15 +852,24 @@ bool vnc_is_connected(const struct vnc *v)
 	return c;
 }
 
-/* error and name are written once by the thread before it posts the event that makes the UI read them */
+/* error and name are set once and kept until the session is destroyed: the pointer read under the lock stays
+ * valid for the caller */
 const char *vnc_error(const struct vnc *v)
 {
-	return v->error ? v->error : "";
+	struct vnc *m = (struct vnc *)v;
+	pthread_mutex_lock(&m->mu);
+	const char *e = v->error ? v->error : "";
+	pthread_mutex_unlock(&m->mu);
+	return e;
 }
 
 const char *vnc_desktop_name(const struct vnc *v)
 {
-	return v->name ? v->name : "";
+	struct vnc *m = (struct vnc *)v;
+	pthread_mutex_lock(&m->mu);
+	const char *n = v->name ? v->name : "";
+	pthread_mutex_unlock(&m->mu);
+	return n;
 }
 
 void vnc_size(struct vnc *v, int *w, int *h)
@@ -894,4 +967,30 @@ void vnc_pointer(struct vnc *v, int x, int y, int mask)
 {
 	struct vnc_input in = { .key = false, .x = x, .y = y, .buttons = mask };
 	queue_input(v, &in);
+}
+
+bool vnc_menu_send(struct vnc *v, int key)
+{
+	static const char fkeys[] = "1234567890-=";
+	const char *f = key > 0 && key < 0x80 ? strchr(fkeys, key) : NULL;
+	if (f && *f) {
+		uint32_t seq[3] = { XK_Control_L, XK_Alt_L, (uint32_t)(XK_F1 + (f - fkeys)) };
+		vnc_key_combo(v, seq, 3);
+		return true;
+	}
+	static const struct {
+		int key;
+		uint32_t seq[3];
+		int n;
+	} named[] = {
+		{ 'd', { XK_Control_L, XK_Alt_L, XK_Delete }, 3 },
+		{ 'p', { XK_Print, 0, 0 }, 1 },
+		{ 'f', { XK_F8, 0, 0 }, 1 },
+	};
+	for (size_t i = 0; i < sizeof named / sizeof named[0]; i++)
+		if (named[i].key == key) {
+			vnc_key_combo(v, named[i].seq, named[i].n);
+			return true;
+		}
+	return false;
 }

@@ -44,7 +44,7 @@ const char *vnc_error(const struct vnc *v);
 const char *vnc_desktop_name(const struct vnc *v);
 /* The current framebuffer size (0x0 before VNC_CONNECTED). */
 void vnc_size(struct vnc *v, int *w, int *h);
-/* FramebufferUpdate messages received so far, and the loop time (ms) of the last one. */
+/* FramebufferUpdate messages received so far, and when the last one arrived (util_now_ms). */
 uint64_t vnc_updates(struct vnc *v, uint64_t *last_ms);
 
 /* Brings f up to date with the framebuffer for a grid of cols x rows cells: only the damaged cells when the
@@ -59,5 +59,10 @@ void vnc_key(struct vnc *v, uint32_t keysym, bool down);
 /* Press and release keysyms in order, then release in reverse (Ctrl+Alt+Del is {Control_L, Alt_L, Delete}). */
 void vnc_key_combo(struct vnc *v, const uint32_t *keysyms, int n);
 void vnc_pointer(struct vnc *v, int x, int y, int mask);
+/* The send-key menu's keys (after F8): 'd' Ctrl+Alt+Del, '1'..'9' '0' '-' '=' Ctrl+Alt+F1..F12, 'p' Print,
+ * 'f' F8 itself. Returns false for any other key (the caller's own menu keys). */
+bool vnc_menu_send(struct vnc *v, int key);
+/* The menu's text, for status lines. */
+#define VNC_MENU_HELP "d Ctrl+Alt+Del  1-9 0 - = Ctrl+Alt+F1..F12  p Print  f F8"
 
 #endif

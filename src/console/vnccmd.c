@@ -30,7 +30,10 @@
 #include "core/opts.h"
 #include "core/util.h"
 #include "core/xmalloc.h"
+#include "kube/kube.h"
 #include "kube/ws.h"
+#include "model/source.h"
+#include "model/store.h"
 
 /* last: terminfo defines macros with common names (lines, columns, buttons) */
 #include <term.h>
@@ -131,6 +134,32 @@ static int connect_direct(const char *t, char **err)
 	return -1;
 }
 
+/* The cluster of the kubeconfig's (or --context's) context, opened once; its provider opens the VMI's vnc
+ * subresource WebSocket with the context's TLS settings and credentials. */
+static struct store *kube_store;
+
+static struct stream *open_kube_vm(const char *ns, const char *name, char **err)
+{
+	static struct source *src;
+	if (src == NULL) {
+		kube_store = store_new();
+		/* only this namespace's VMIs: nothing else is needed for a display */
+		struct kvcon_opts *g = opts_global();
+		free(g->ns);
+		g->ns = xstrdup(ns);
+		g->all_ns = false;
+		struct kube_open_opts ko = { .kinds = KUBE_KIND_BIT(OBJ_VMI) };
+		src = kube_open_ex(kube_store, g->context, &ko, err);
+		if (src == NULL)
+			return NULL;
+	}
+	if (src->ops == NULL || src->ops->open_vnc == NULL) {
+		*err = xstrdup("this cluster provider has no VNC");
+		return NULL;
+	}
+	return src->ops->open_vnc(src, ns, name, err);
+}
+
 /* A stream to the target (ws://, wss://, NS/NAME, or a direct socket wrapped in an fdstream). */
 static struct stream *open_stream(const struct vopts *o, char **err)
 {
@@ -147,13 +176,12 @@ static struct stream *open_stream(const struct vopts *o, char **err)
 		*err = xasprintf("target '%s' is not NS/NAME, unix:PATH, tcp:HOST:PORT or a ws:// URL", o->target);
 		return NULL;
 	}
-	if (vnccmd_open_vm == NULL) {
-		*err = xstrdup("NS/NAME targets need the cluster or engine provider, which this build does not open "
-			       "yet; use unix:PATH, tcp:HOST:PORT or a ws:// URL");
-		return NULL;
-	}
 	char *ns = xstrndup(o->target, (size_t)(slash - o->target));
-	struct stream *s = vnccmd_open_vm(ns, slash + 1, err);
+	struct stream *s = NULL;
+	if (vnccmd_open_vm)
+		s = vnccmd_open_vm(ns, slash + 1, err);
+	else
+		s = open_kube_vm(ns, slash + 1, err);
 	free(ns);
 	return s;
 }
@@ -211,7 +239,7 @@ static void shot_event(struct vnc *v, enum vnc_event ev, void *arg)
 static void shot_tick(void *arg)
 {
 	struct shot *s = arg;
-	uint64_t last, n = vnc_updates(s->v, &last), now = loop_now();
+	uint64_t last, n = vnc_updates(s->v, &last), now = util_now_ms();
 	bool quiet = n > 0 && now - last >= (uint64_t)s->o->quiet_ms;
 	bool late = now - s->start >= (uint64_t)s->o->timeout_s * 1000;
 	if (quiet || (late && n > 0)) {
@@ -242,7 +270,7 @@ static void shot_tick(void *arg)
 
 static int run_screenshot(const struct vopts *o)
 {
-	struct shot s = { o, NULL, loop_now(), EXIT_API };
+	struct shot s = { o, NULL, util_now_ms(), EXIT_API };
 	char *err = NULL;
 	s.v = open_session(o, shot_event, &s, &err);
 	if (s.v == NULL) {
@@ -451,8 +479,7 @@ static void draw_status(struct viewer *w)
 	vnc_size(w->v, &fw, &fh);
 	if (w->menu)
 		snprintf(text, sizeof text,
-			 " send: d Ctrl+Alt+Del  1-9 0 - = Ctrl+Alt+F1..F12  p Print  f F8 | s fit/1:1  hjkl pan  q leave"
-			 "  Esc close");
+			 " send: " VNC_MENU_HELP " | s fit/1:1  hjkl pan  q leave  Esc close");
 	else if (*w->status_msg)
 		snprintf(text, sizeof text, " %s", w->status_msg);
 	else {
@@ -548,27 +575,11 @@ static void pan_by(struct viewer *w, int dx, int dy)
 
 static void menu_key(struct viewer *w, const struct termkeys_event *ev)
 {
-	static const char fkeys[] = "1234567890-=";
 	w->menu = false;
 	w->status_dirty = true;
-	const char *f = ev->ch ? strchr(fkeys, ev->ch) : NULL;
-	if (f) {
-		uint32_t seq[3] = { XK_Control_L, XK_Alt_L, (uint32_t)(XK_F1 + (f - fkeys)) };
-		vnc_key_combo(w->v, seq, 3);
+	if (ev->ch && vnc_menu_send(w->v, ev->ch))
 		return;
-	}
 	switch (ev->ch) {
-	case 'd': {
-		uint32_t seq[3] = { XK_Control_L, XK_Alt_L, XK_Delete };
-		vnc_key_combo(w->v, seq, 3);
-		break;
-	}
-	case 'p':
-		send_key(w, XK_Print, 0);
-		break;
-	case 'f':
-		send_key(w, XK_F8, 0);
-		break;
 	case 's':
 		w->scale = w->scale == FBC_FIT ? FBC_ONE : FBC_FIT;
 		w->clear = true;
@@ -804,5 +815,10 @@ int vnccmd_main(int argc, char **argv)
 		rc = run_viewer(&o);
 	/* the loop may still hold posts from the session thread; give them one pass to drain */
 	loop_once(0);
+	if (kube_store) {
+		source_free_all();
+		store_free(kube_store);
+		kube_store = NULL;
+	}
 	return rc;
 }

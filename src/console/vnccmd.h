@@ -13,8 +13,8 @@ int vnccmd_main(int argc, char **argv);
 /* Colour mode for the display: --colors, NO_COLOR, COLORTERM, then terminfo's colour count. */
 enum fbc_colour vnccmd_detect_colour(const char *forced);
 
-/* Opens the stream for a NS/NAME target (the cluster or engine provider). Set by whoever provides it (main.c
- * or the kube module); NULL: NS/NAME targets are refused with a message. */
+/* Opens the stream for a NS/NAME target from another provider (the engine may set it); NULL (the default): the
+ * kubeconfig's cluster, through the kube provider's open_vnc (the VMI's vnc subresource WebSocket). */
 extern struct stream *(*vnccmd_open_vm)(const char *ns, const char *name, char **err);
 
 #endif

@@ -33,13 +33,18 @@ struct vtcell {
 
 struct sbline {
 	struct vtcell *cells;
-	uint16_t n;
+	uint16_t n, cap; /* cells used, allocated (a recycled line keeps its allocation) */
 };
 
 struct vtpane {
 	VTerm *vt;
-	VTermScreen *scr;
+	VTermState *state;
 	int rows, cols;
+	/* the screens (primary, alternate): rows of cells through a row-pointer array, so scrolling the whole
+	 * width moves pointers, not cells (libvterm's own screen layer moves every cell for every line) */
+	struct vtcell **grid[2];
+	int cur;              /* 0 primary, 1 alternate */
+	struct vtcell pen;    /* the current pen, as a blank cell */
 	vtpane_output_cb out;
 	void *out_arg;
 	/* scrollback ring, oldest at head */
@@ -88,17 +93,6 @@ static uint32_t pack_color(const VTermColor *c, bool fg)
 	if (VTERM_COLOR_IS_INDEXED(c))
 		return (uint32_t)COL_INDEXED << 24 | c->indexed.idx;
 	return (uint32_t)COL_RGB << 24 | (uint32_t)c->rgb.red << 16 | (uint32_t)c->rgb.green << 8 | c->rgb.blue;
-}
-
-static void cell_from_vterm(const VTermScreenCell *v, struct vtcell *c)
-{
-	c->ch = v->chars[0] == (uint32_t)-1 ? UINT32_MAX : v->chars[0];
-	c->width = (uint8_t)(v->width > 0 ? v->width : 1);
-	c->fg = pack_color(&v->fg, true);
-	c->bg = pack_color(&v->bg, false);
-	c->attrs = (uint8_t)((v->attrs.bold ? CA_BOLD : 0) | (v->attrs.underline ? CA_UNDERLINE : 0) |
-			     (v->attrs.italic ? CA_ITALIC : 0) | (v->attrs.blink ? CA_BLINK : 0) |
-			     (v->attrs.reverse ? CA_REVERSE : 0) | (v->attrs.strike ? CA_STRIKE : 0));
 }
 
 static bool cell_blank(const struct vtcell *c)
@@ -236,11 +230,7 @@ static void get_line(const struct vtpane *p, size_t abs, struct vtcell *out)
 	int row = (int)(abs - p->sb_count);
 	if (row >= p->rows)
 		return;
-	for (int c = 0; c < p->cols; c++) {
-		VTermScreenCell v;
-		if (vterm_screen_get_cell(p->scr, (VTermPos){ row, c }, &v))
-			cell_from_vterm(&v, &out[c]);
-	}
+	memcpy(out, p->grid[p->cur][row], (size_t)p->cols * sizeof *out);
 }
 
 static void utf8_put(struct buf *b, uint32_t ch)
@@ -326,12 +316,211 @@ static void mark_rows(struct vtpane *p, int r0, int r1)
 		p->dirty[r] = true;
 }
 
-static int cb_damage(VTermRect rect, void *user)
+static const struct vtcell blank_cell = { 0, COL_DEFAULT << 24, COL_DEFAULT << 24, 0, 1 };
+
+/* A blank cell in the current pen's colours (erase uses the background colour, as xterm does). */
+static struct vtcell erased(const struct vtpane *p)
 {
-	struct vtpane *p = user;
+	struct vtcell c = blank_cell;
+	c.fg = p->pen.fg;
+	c.bg = p->pen.bg;
+	return c;
+}
+
+static void fill(struct vtcell *row, int c0, int c1, struct vtcell v)
+{
+	for (int c = c0; c < c1; c++)
+		row[c] = v;
+}
+
+static struct vtcell **grid_new(int rows, int cols)
+{
+	struct vtcell **g = xcalloc((size_t)rows, sizeof *g);
+	for (int r = 0; r < rows; r++) {
+		g[r] = xmalloc((size_t)cols * sizeof **g);
+		fill(g[r], 0, cols, blank_cell);
+	}
+	return g;
+}
+
+static void grid_free(struct vtcell **g, int rows)
+{
+	if (!g)
+		return;
+	for (int r = 0; r < rows; r++)
+		free(g[r]);
+	free(g);
+}
+
+/* Appends a screen row to the scrollback (trailing blanks trimmed), dropping the oldest line when full. */
+static void sb_push(struct vtpane *p, const struct vtcell *cells, int cols)
+{
+	if (p->sb_cap == 0)
+		return;
+	int n = cols;
+	while (n > 0 && cell_blank(&cells[n - 1]))
+		n--;
+	struct sbline *l;
+	if (p->sb_count == p->sb_cap) {
+		l = &p->sb[p->sb_head];
+		p->sb_head = (p->sb_head + 1) % p->sb_cap;
+		if (p->cm_line > 0)
+			p->cm_line--;
+		if (p->sel_line > 0)
+			p->sel_line--;
+		if (p->hl_line > 0)
+			p->hl_line--;
+	} else {
+		l = &p->sb[(p->sb_head + p->sb_count) % p->sb_cap];
+		p->sb_count++;
+	}
+	/* keep the view still while the user reads history */
+	if ((p->view_off > 0 || p->cm_on) && p->view_off < (int)p->sb_count)
+		p->view_off++;
+	if (n > UINT16_MAX)
+		n = UINT16_MAX;
+	if (!l->cells || l->cap < n) {
+		/* rounded up so recycled lines rarely need to grow */
+		int cap = (n + 31) & ~31;
+		free(l->cells);
+		l->cells = xmalloc((size_t)(cap ? cap : 32) * sizeof *l->cells);
+		l->cap = (uint16_t)(cap > UINT16_MAX ? UINT16_MAX : cap ? cap : 32);
+	}
+	memcpy(l->cells, cells, (size_t)n * sizeof *cells);
+	l->n = (uint16_t)n;
+}
+
+/* Takes the newest scrollback line back into row (cols wide). Returns false when there is none. */
+static bool sb_pop(struct vtpane *p, struct vtcell *row, int cols)
+{
+	if (p->sb_count == 0)
+		return false;
+	struct sbline *l = &p->sb[(p->sb_head + p->sb_count - 1) % p->sb_cap];
+	fill(row, 0, cols, blank_cell);
+	memcpy(row, l->cells, (size_t)(l->n < cols ? l->n : cols) * sizeof *row);
+	l->n = 0; /* the allocation stays for reuse */
+	p->sb_count--;
+	if (p->view_off > (int)p->sb_count)
+		p->view_off = (int)p->sb_count;
+	return true;
+}
+
+static void damage(struct vtpane *p, int r0, int r1)
+{
 	if (p->view_off > 0)
 		p->all_dirty = true;
-	mark_rows(p, rect.start_row, rect.end_row);
+	mark_rows(p, r0, r1);
+}
+
+static int cb_putglyph(VTermGlyphInfo *info, VTermPos pos, void *user)
+{
+	struct vtpane *p = user;
+	if (pos.row < 0 || pos.row >= p->rows || pos.col < 0 || pos.col >= p->cols)
+		return 1;
+	struct vtcell *row = p->grid[p->cur][pos.row];
+	int w = info->width == 2 ? 2 : 1;
+	if (w == 1 && row[pos.col].width == 1 && row[pos.col].ch != UINT32_MAX) {
+		/* the common case: a narrow character over a narrow one */
+		row[pos.col] = p->pen;
+		row[pos.col].ch = info->chars[0];
+		if (!p->dirty[pos.row])
+			damage(p, pos.row, pos.row + 1);
+		return 1;
+	}
+	/* overwriting half of a wide character blanks its other half */
+	if (row[pos.col].ch == UINT32_MAX && pos.col > 0)
+		row[pos.col - 1] = erased(p);
+	if (row[pos.col].width == 2 && pos.col + 1 < p->cols && w == 1)
+		row[pos.col + 1] = erased(p);
+	struct vtcell c = p->pen;
+	c.ch = info->chars[0];
+	c.width = (uint8_t)w;
+	row[pos.col] = c;
+	if (w == 2 && pos.col + 1 < p->cols) {
+		if (pos.col + 2 < p->cols && row[pos.col + 1].width == 2)
+			row[pos.col + 2] = erased(p);
+		c.ch = UINT32_MAX;
+		c.width = 1;
+		row[pos.col + 1] = c;
+	}
+	damage(p, pos.row, pos.row + 1);
+	return 1;
+}
+
+static int cb_erase(VTermRect rect, int selective, void *user)
+{
+	(void)selective;
+	struct vtpane *p = user;
+	struct vtcell e = erased(p);
+	for (int r = rect.start_row; r < rect.end_row && r < p->rows; r++)
+		if (r >= 0)
+			fill(p->grid[p->cur][r], rect.start_col < 0 ? 0 : rect.start_col,
+			     rect.end_col > p->cols ? p->cols : rect.end_col, e);
+	damage(p, rect.start_row, rect.end_row);
+	return 1;
+}
+
+static int cb_moverect(VTermRect dest, VTermRect src, void *user)
+{
+	struct vtpane *p = user;
+	int h = src.end_row - src.start_row, w = src.end_col - src.start_col;
+	if (w <= 0 || h <= 0)
+		return 1;
+	/* copy in the order that does not overwrite rows not yet copied */
+	bool down = dest.start_row > src.start_row;
+	for (int i = 0; i < h; i++) {
+		int k = down ? h - 1 - i : i;
+		int sr = src.start_row + k, dr = dest.start_row + k;
+		if (sr < 0 || sr >= p->rows || dr < 0 || dr >= p->rows)
+			continue;
+		memmove(&p->grid[p->cur][dr][dest.start_col], &p->grid[p->cur][sr][src.start_col],
+			(size_t)w * sizeof(struct vtcell));
+	}
+	damage(p, dest.start_row, dest.end_row);
+	return 1;
+}
+
+static int cb_erase_plain(VTermRect rect, int selective, void *user)
+{
+	return cb_erase(rect, selective, user);
+}
+
+static int cb_scrollrect(VTermRect rect, int downward, int rightward, void *user)
+{
+	struct vtpane *p = user;
+	int top = rect.start_row, bot = rect.end_row, h = bot - top;
+	if (rightward != 0 || rect.start_col != 0 || rect.end_col != p->cols || h <= 0 || top < 0 || bot > p->rows) {
+		vterm_scroll_rect(rect, downward, rightward, cb_moverect, cb_erase_plain, p);
+		return 1;
+	}
+	struct vtcell **g = p->grid[p->cur];
+	struct vtcell e = erased(p);
+	int n = downward > 0 ? downward : -downward;
+	if (n > h)
+		n = h;
+	struct vtcell *tmp[n > 0 ? n : 1];
+	if (downward > 0) {
+		/* lines leave at the top: into the scrollback when they leave the primary screen */
+		for (int i = 0; i < n; i++) {
+			if (p->cur == 0 && top == 0)
+				sb_push(p, g[top + i], p->cols);
+			tmp[i] = g[top + i];
+		}
+		memmove(&g[top], &g[top + n], (size_t)(h - n) * sizeof *g);
+		for (int i = 0; i < n; i++) {
+			fill(tmp[i], 0, p->cols, e);
+			g[bot - n + i] = tmp[i];
+		}
+	} else {
+		for (int i = 0; i < n; i++)
+			tmp[i] = g[bot - n + i];
+		memmove(&g[top + n], &g[top], (size_t)(h - n) * sizeof *g);
+		for (int i = 0; i < n; i++) {
+			fill(tmp[i], 0, p->cols, e);
+			g[top + i] = tmp[i];
+		}
+	}
+	damage(p, top, bot);
 	return 1;
 }
 
@@ -345,6 +534,40 @@ static int cb_movecursor(VTermPos pos, VTermPos old, int visible, void *user)
 	return 1;
 }
 
+static int cb_initpen(void *user)
+{
+	struct vtpane *p = user;
+	p->pen = blank_cell;
+	return 1;
+}
+
+static int cb_setpenattr(VTermAttr attr, VTermValue *val, void *user)
+{
+	struct vtpane *p = user;
+	static const struct {
+		VTermAttr attr;
+		uint8_t bit;
+	} bits[] = { { VTERM_ATTR_BOLD, CA_BOLD },     { VTERM_ATTR_UNDERLINE, CA_UNDERLINE },
+		     { VTERM_ATTR_ITALIC, CA_ITALIC }, { VTERM_ATTR_BLINK, CA_BLINK },
+		     { VTERM_ATTR_REVERSE, CA_REVERSE }, { VTERM_ATTR_STRIKE, CA_STRIKE } };
+	if (attr == VTERM_ATTR_FOREGROUND) {
+		p->pen.fg = pack_color(&val->color, true);
+		return 1;
+	}
+	if (attr == VTERM_ATTR_BACKGROUND) {
+		p->pen.bg = pack_color(&val->color, false);
+		return 1;
+	}
+	for (size_t i = 0; i < sizeof bits / sizeof bits[0]; i++) {
+		if (bits[i].attr != attr)
+			continue;
+		/* underline is a number (single, double, curly); the rest booleans */
+		bool on = attr == VTERM_ATTR_UNDERLINE ? val->number != 0 : val->boolean != 0;
+		p->pen.attrs = (uint8_t)(on ? p->pen.attrs | bits[i].bit : p->pen.attrs & ~bits[i].bit);
+	}
+	return 1;
+}
+
 static int cb_settermprop(VTermProp prop, VTermValue *val, void *user)
 {
 	struct vtpane *p = user;
@@ -355,6 +578,7 @@ static int cb_settermprop(VTermProp prop, VTermValue *val, void *user)
 		break;
 	case VTERM_PROP_ALTSCREEN:
 		p->altscreen = val->boolean;
+		p->cur = val->boolean ? 1 : 0;
 		p->all_dirty = true;
 		break;
 	case VTERM_PROP_MOUSE:
@@ -376,93 +600,78 @@ static int cb_bell(void *user)
 	return 1;
 }
 
-static int cb_sb_pushline(int cols, const VTermScreenCell *cells, void *user)
+/* Resizes both screens: no reflow; a shorter screen sends its top lines to the scrollback when the cursor would
+ * fall off, a taller one takes lines back from it (as libvterm's screen layer does). */
+static int cb_resize(int rows, int cols, VTermPos *delta, void *user)
 {
 	struct vtpane *p = user;
-	if (p->sb_cap == 0)
-		return 1;
-	int n = cols;
-	struct vtcell tmp;
-	while (n > 0) {
-		cell_from_vterm(&cells[n - 1], &tmp);
-		if (!cell_blank(&tmp))
-			break;
-		n--;
-	}
-	struct sbline *l;
-	if (p->sb_count == p->sb_cap) {
-		l = &p->sb[p->sb_head];
-		p->sb_head = (p->sb_head + 1) % p->sb_cap;
-		if (p->cm_line > 0)
-			p->cm_line--;
-		if (p->sel_line > 0)
-			p->sel_line--;
-		if (p->hl_line > 0)
-			p->hl_line--;
-	} else {
-		l = &p->sb[(p->sb_head + p->sb_count) % p->sb_cap];
-		p->sb_count++;
-		l->cells = NULL;
-	}
-	/* keep the view still while the user reads history */
-	if ((p->view_off > 0 || p->cm_on) && p->view_off < (int)p->sb_count)
-		p->view_off++;
-	l->cells = xreallocarray(l->cells, (size_t)(n ? n : 1), sizeof *l->cells);
-	for (int c = 0; c < n; c++)
-		cell_from_vterm(&cells[c], &l->cells[c]);
-	l->n = (uint16_t)n;
-	return 1;
-}
-
-static int cb_sb_popline(int cols, VTermScreenCell *cells, void *user)
-{
-	struct vtpane *p = user;
-	if (p->sb_count == 0)
-		return 0;
-	struct sbline *l = &p->sb[(p->sb_head + p->sb_count - 1) % p->sb_cap];
-	for (int c = 0; c < cols; c++) {
-		VTermScreenCell *v = &cells[c];
-		memset(v, 0, sizeof *v);
-		v->width = 1;
-		vterm_color_indexed(&v->fg, 7);
-		v->fg.type |= VTERM_COLOR_DEFAULT_FG;
-		vterm_color_indexed(&v->bg, 0);
-		v->bg.type |= VTERM_COLOR_DEFAULT_BG;
-		if (c >= l->n)
-			continue;
-		const struct vtcell *s = &l->cells[c];
-		v->chars[0] = s->ch == UINT32_MAX ? (uint32_t)-1 : s->ch;
-		v->width = (char)s->width;
-		v->attrs.bold = !!(s->attrs & CA_BOLD);
-		v->attrs.underline = !!(s->attrs & CA_UNDERLINE);
-		v->attrs.italic = !!(s->attrs & CA_ITALIC);
-		v->attrs.blink = !!(s->attrs & CA_BLINK);
-		v->attrs.reverse = !!(s->attrs & CA_REVERSE);
-		v->attrs.strike = !!(s->attrs & CA_STRIKE);
-		for (int k = 0; k < 2; k++) {
-			uint32_t pc = k ? s->bg : s->fg;
-			VTermColor *vc = k ? &v->bg : &v->fg;
-			if (pc >> 24 == COL_INDEXED)
-				vterm_color_indexed(vc, (uint8_t)pc);
-			else if (pc >> 24 == COL_RGB)
-				vterm_color_rgb(vc, (uint8_t)(pc >> 16), (uint8_t)(pc >> 8), (uint8_t)pc);
+	int old_rows = p->rows, old_cols = p->cols;
+	for (int b = 0; b < 2; b++) {
+		struct vtcell **ng = grid_new(rows, cols);
+		struct vtcell **og = p->grid[b];
+		int shift = 0; /* old row shift: positive = lines pushed out at the top */
+		if (rows < old_rows) {
+			int crow = b == p->cur ? p->cursor.row : old_rows - 1;
+			shift = crow >= rows ? crow - rows + 1 : 0;
+			for (int r = 0; r < shift; r++)
+				if (b == 0)
+					sb_push(p, og[r], old_cols);
+		}
+		int pulled = 0;
+		if (rows > old_rows && b == 0) {
+			/* lines taken back from the scrollback (newest first) go above the old screen, oldest on top */
+			int want = rows - old_rows;
+			struct vtcell **popped = xcalloc((size_t)want, sizeof *popped);
+			for (; pulled < want; pulled++) {
+				popped[pulled] = xmalloc((size_t)cols * sizeof **popped);
+				if (!sb_pop(p, popped[pulled], cols)) {
+					free(popped[pulled]);
+					break;
+				}
+			}
+			for (int i = 0; i < pulled; i++) {
+				free(ng[pulled - 1 - i]);
+				ng[pulled - 1 - i] = popped[i];
+			}
+			free(popped);
+		}
+		int w = cols < old_cols ? cols : old_cols;
+		for (int r = 0; r < old_rows - shift && r + pulled < rows; r++)
+			memcpy(ng[r + pulled], og[r + shift], (size_t)w * sizeof **ng);
+		grid_free(og, old_rows);
+		p->grid[b] = ng;
+		if (b == p->cur && delta) {
+			delta->row = pulled - shift;
 		}
 	}
-	free(l->cells);
-	l->cells = NULL;
-	p->sb_count--;
+	p->rows = rows;
+	p->cols = cols;
+	free(p->dirty);
+	p->dirty = xcalloc((size_t)rows, sizeof *p->dirty);
+	p->all_dirty = true;
 	if (p->view_off > (int)p->sb_count)
 		p->view_off = (int)p->sb_count;
 	return 1;
 }
 
-static const VTermScreenCallbacks screen_cbs = {
-	.damage = cb_damage,
+static int cb_setlineinfo(int row, const VTermLineInfo *newinfo, const VTermLineInfo *oldinfo, void *user)
+{
+	(void)row, (void)newinfo, (void)oldinfo, (void)user;
+	return 1; /* double-width/height lines are drawn single */
+}
+
+static const VTermStateCallbacks state_cbs = {
+	.putglyph = cb_putglyph,
 	.movecursor = cb_movecursor,
+	.scrollrect = cb_scrollrect,
+	.moverect = cb_moverect,
+	.erase = cb_erase,
+	.initpen = cb_initpen,
+	.setpenattr = cb_setpenattr,
 	.settermprop = cb_settermprop,
 	.bell = cb_bell,
-	.sb_pushline = cb_sb_pushline,
-	.sb_popline = cb_sb_popline,
+	.resize = cb_resize,
+	.setlineinfo = cb_setlineinfo,
 };
 
 static void on_vterm_output(const char *s, size_t len, void *user)
@@ -482,10 +691,11 @@ struct vtpane *vtpane_new(int rows, int cols, size_t scrollback_lines)
 	p->vt = vterm_new(p->rows, p->cols);
 	vterm_set_utf8(p->vt, 1);
 	vterm_output_set_callback(p->vt, on_vterm_output, p);
-	p->scr = vterm_obtain_screen(p->vt);
-	vterm_screen_set_callbacks(p->scr, &screen_cbs, p);
-	vterm_screen_set_damage_merge(p->scr, VTERM_DAMAGE_ROW);
-	vterm_screen_enable_altscreen(p->scr, 1);
+	p->state = vterm_obtain_state(p->vt);
+	p->grid[0] = grid_new(p->rows, p->cols);
+	p->grid[1] = grid_new(p->rows, p->cols);
+	p->pen = blank_cell;
+	vterm_state_set_callbacks(p->state, &state_cbs, p);
 	p->sb_cap = scrollback_lines;
 	p->sb = xcalloc(p->sb_cap ? p->sb_cap : 1, sizeof *p->sb);
 	p->dirty = xcalloc((size_t)p->rows, sizeof *p->dirty);
@@ -494,7 +704,7 @@ struct vtpane *vtpane_new(int rows, int cols, size_t scrollback_lines)
 	p->drawn_cursor_row = -1;
 	p->title = xstrdup("");
 	buf_init(&p->prompt);
-	vterm_screen_reset(p->scr, 1);
+	vterm_state_reset(p->state, 1);
 	return p;
 }
 
@@ -503,8 +713,10 @@ void vtpane_free(struct vtpane *p)
 	if (!p)
 		return;
 	vterm_free(p->vt);
-	for (size_t i = 0; i < p->sb_count; i++)
-		free(p->sb[(p->sb_head + i) % p->sb_cap].cells);
+	grid_free(p->grid[0], p->rows);
+	grid_free(p->grid[1], p->rows);
+	for (size_t i = 0; i < p->sb_cap; i++)
+		free(p->sb[i].cells);
 	free(p->sb);
 	free(p->dirty);
 	free(p->title);
@@ -548,17 +760,8 @@ void vtpane_resize(struct vtpane *p, int rows, int cols)
 		cols = VTPANE_MIN_COLS;
 	if (rows == p->rows && cols == p->cols)
 		return;
-	free(p->dirty);
-	p->dirty = xcalloc((size_t)rows, sizeof *p->dirty);
-	/* vterm calls back (pushline/popline/damage) with the new size already set */
-	int old_rows = p->rows;
-	p->rows = rows;
-	p->cols = cols;
-	(void)old_rows;
+	/* libvterm calls cb_resize, which resizes the screens and the damage map */
 	vterm_set_size(p->vt, rows, cols);
-	p->all_dirty = true;
-	if (p->view_off > (int)p->sb_count)
-		p->view_off = (int)p->sb_count;
 }
 
 void vtpane_size(const struct vtpane *p, int *rows, int *cols)
@@ -662,7 +865,6 @@ static void draw_prompt(struct vtpane *p, WINDOW *win, int y, int x)
 
 bool vtpane_draw(struct vtpane *p, WINDOW *win, int y, int x, bool full)
 {
-	vterm_screen_flush_damage(p->scr);
 	p->input_pending = false;
 	p->ncolors = has_colors() ? COLORS : 0;
 	p->direct = p->ncolors >= 0x1000000 && tigetflag("RGB") > 0;

@@ -51,6 +51,7 @@ struct ready_waiter {
 	kube_http_ready_cb cb;
 	void *arg;
 	struct kube_http *h;
+	struct loop_timer *now_t; /* answer decided at once, delivered from the loop */
 };
 
 struct kube_http {
@@ -262,6 +263,7 @@ void kube_http_free(struct kube_http *h)
 	}
 	for (size_t i = 0; i < h->nready; i++) {
 		kube_cred_forget(h->cred, h->ready[i]);
+		loop_timer_cancel(h->ready[i]->now_t);
 		free(h->ready[i]);
 	}
 	free(h->ready);
@@ -604,7 +606,9 @@ static void on_ready_cred(void *arg, const char *err)
 
 static void on_ready_now(void *arg)
 {
-	on_ready_cred(arg, NULL);
+	struct ready_waiter *w = arg;
+	w->now_t = NULL;
+	on_ready_cred(w, NULL);
 }
 
 void kube_http_when_ready(struct kube_http *h, kube_http_ready_cb cb, void *arg)
@@ -623,7 +627,7 @@ void kube_http_when_ready(struct kube_http *h, kube_http_ready_cb cb, void *arg)
 			log_warn("kube: %s", err);
 			free(err);
 		}
-		loop_timer_add(0, on_ready_now, w);
+		w->now_t = loop_timer_add(0, on_ready_now, w);
 	}
 }
 

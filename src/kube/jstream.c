@@ -1,19 +1,24 @@
-/* Incremental JSON value splitter over json_tokener: whitespace between values is skipped, the tokener keeps
- * its state across chunks, and the parse end tells where the next value starts. */
+/* Stream splitter: a lexical scanner (kube/jprune.h) finds where each top-level value ends across chunks, the
+ * value is pruned to the keys the decoder reads when asked, and json-c parses what is left. */
 #include "kube/jstream.h"
 
 #include <json.h>
 #include <stdlib.h>
 
+#include "core/buf.h"
 #include "core/log.h"
 #include "core/xmalloc.h"
+#include "kube/jprune.h"
 
 #define JSTREAM_DEPTH 64 /* managedFields nest deeper than json-c's default of 32 */
 
 struct kube_jstream {
 	struct json_tokener *tok;
+	struct kube_jscan scan;
+	struct buf cur;    /* the incomplete value so far */
+	struct buf pruned;
 	size_t max_value;
-	size_t in_value; /* bytes of the current incomplete value */
+	bool prune;
 };
 
 struct kube_jstream *kube_jstream_new(size_t max_value)
@@ -23,7 +28,14 @@ struct kube_jstream *kube_jstream_new(size_t max_value)
 	if (s->tok == NULL)
 		fatal("json_tokener_new_ex failed");
 	s->max_value = max_value;
+	buf_init(&s->cur);
+	buf_init(&s->pruned);
 	return s;
+}
+
+void kube_jstream_set_prune(struct kube_jstream *s, bool prune)
+{
+	s->prune = prune;
 }
 
 void kube_jstream_free(struct kube_jstream *s)
@@ -31,18 +43,21 @@ void kube_jstream_free(struct kube_jstream *s)
 	if (s == NULL)
 		return;
 	json_tokener_free(s->tok);
+	buf_free(&s->cur);
+	buf_free(&s->pruned);
 	free(s);
 }
 
 void kube_jstream_reset(struct kube_jstream *s)
 {
 	json_tokener_reset(s->tok);
-	s->in_value = 0;
+	buf_reset(&s->cur);
+	s->scan = (struct kube_jscan){ 0 };
 }
 
 bool kube_jstream_partial(const struct kube_jstream *s)
 {
-	return s->in_value > 0;
+	return s->cur.len > 0;
 }
 
 static bool is_space(char c)
@@ -50,41 +65,84 @@ static bool is_space(char c)
 	return c == ' ' || c == '\n' || c == '\r' || c == '\t';
 }
 
+struct json_object *kube_jstream_parse(struct kube_jstream *s, const char *data, size_t len, bool prune, char **err)
+{
+	if (prune) {
+		buf_reset(&s->pruned);
+		buf_reserve(&s->pruned, len + 1);
+		ssize_t n = kube_jprune(data, len, s->pruned.data);
+		if (n >= 0) {
+			data = s->pruned.data;
+			len = (size_t)n;
+		}
+	}
+	json_tokener_reset(s->tok);
+	struct json_object *v = json_tokener_parse_ex(s->tok, data, (int)(len > 0x7fffffff ? 0x7fffffff : len));
+	enum json_tokener_error e = json_tokener_get_error(s->tok);
+	if (v == NULL || e != json_tokener_success) {
+		json_object_put(v);
+		*err = xasprintf("malformed JSON in the stream: %s",
+				 json_tokener_error_desc(e == json_tokener_success || e == json_tokener_continue
+								 ? json_tokener_error_parse_eof
+								 : e));
+		json_tokener_reset(s->tok);
+		return NULL;
+	}
+	json_tokener_reset(s->tok);
+	return v;
+}
+
 int kube_jstream_feed(struct kube_jstream *s, const char *data, size_t len, kube_jstream_cb cb, void *arg,
 		      char **err)
 {
 	size_t off = 0;
 	while (off < len) {
-		if (s->in_value == 0) {
+		if (s->cur.len == 0) {
 			while (off < len && is_space(data[off]))
 				off++;
 			if (off == len)
 				break;
+			if (data[off] != '{' && data[off] != '[') {
+				*err = xstrdup("malformed JSON in the stream: a value must be an object or an array");
+				kube_jstream_reset(s);
+				return -1;
+			}
 		}
-		size_t n = len - off;
-		if (n > 0x40000000)
-			n = 0x40000000;
-		struct json_object *v = json_tokener_parse_ex(s->tok, data + off, (int)n);
-		enum json_tokener_error e = json_tokener_get_error(s->tok);
-		if (v == NULL && e == json_tokener_continue) {
-			s->in_value += n;
-			off += n;
-			if (s->in_value > s->max_value) {
+		ssize_t n = kube_jscan(&s->scan, data + off, len - off);
+		if (n < 0) {
+			*err = xstrdup("malformed JSON in the stream: unbalanced brackets");
+			kube_jstream_reset(s);
+			return -1;
+		}
+		if (n == 0) {
+			if (s->cur.len + (len - off) > s->max_value) {
 				*err = xasprintf("a watch event is larger than %zu bytes", s->max_value);
 				kube_jstream_reset(s);
 				return -1;
 			}
-			continue;
+			buf_add(&s->cur, data + off, len - off);
+			break;
 		}
-		if (e != json_tokener_success) {
-			*err = xasprintf("malformed JSON in the stream: %s", json_tokener_error_desc(e));
+		const char *val = data + off;
+		size_t vlen = (size_t)n;
+		if (s->cur.len > 0) { /* the value started in an earlier chunk */
+			buf_add(&s->cur, data + off, (size_t)n);
+			val = s->cur.data;
+			vlen = s->cur.len;
+		}
+		off += (size_t)n;
+		s->scan = (struct kube_jscan){ 0 };
+		if (vlen > s->max_value) {
+			*err = xasprintf("a watch event is larger than %zu bytes", s->max_value);
 			kube_jstream_reset(s);
 			return -1;
 		}
-		size_t used = json_tokener_get_parse_end(s->tok);
-		json_tokener_reset(s->tok);
-		s->in_value = 0;
-		off += used ? used : n;
+		struct json_object *v = kube_jstream_parse(s, val, vlen, s->prune, err);
+		buf_reset(&s->cur);
+		if (v == NULL) {
+			kube_jstream_reset(s);
+			return -1;
+		}
 		bool go = cb(arg, v);
 		json_object_put(v);
 		if (!go)

@@ -1,5 +1,6 @@
-/* A splitter for streams of concatenated JSON values (a watch response: one event object per line), fed in
- * arbitrary chunks with json-c's incremental tokener. A value split across chunks is resumed, never re-parsed. */
+/* A splitter for streams of concatenated JSON objects/arrays (a watch response: one event object per line), fed
+ * in arbitrary chunks: a lexical scan finds each value's end, then json-c parses it (optionally pruned to the
+ * keys the decoder reads, kube/jprune.h). */
 #ifndef KVCON_KUBE_JSTREAM_H
 #define KVCON_KUBE_JSTREAM_H
 
@@ -15,6 +16,10 @@ typedef bool (*kube_jstream_cb)(void *arg, struct json_object *value);
 /* max_value: refuse a single value larger than this many bytes (a hostile or broken stream). */
 struct kube_jstream *kube_jstream_new(size_t max_value);
 void kube_jstream_free(struct kube_jstream *s);
+/* Prune each value to the decoder's keys before parsing (kube/jprune.h). Off by default. */
+void kube_jstream_set_prune(struct kube_jstream *s, bool prune);
+/* Parses one complete value with the stream's tokener (pruned when asked). New object, or NULL with *err. */
+struct json_object *kube_jstream_parse(struct kube_jstream *s, const char *data, size_t len, bool prune, char **err);
 /* Forgets a partial value (a new stream starts). */
 void kube_jstream_reset(struct kube_jstream *s);
 /* Feeds bytes. Returns 0 when all were consumed, 1 when cb asked to stop, -1 on malformed or oversized input

@@ -12,6 +12,7 @@
 #include "core/util.h"
 #include "core/xmalloc.h"
 #include "kube/http.h"
+#include "kube/kconsole.h"
 #include "kube/kubeconfig.h"
 #include "kube/reflector.h"
 
@@ -523,8 +524,8 @@ static void kube_destroy(struct source *src)
 static const struct provider_ops kube_ops = {
 	.type = "kube",
 	.action = kube_action,
-	.open_console = NULL, /* console/ (kube WebSocket) fills these in */
-	.open_vnc = NULL,
+	.open_console = kube_console_open,
+	.open_vnc = kube_vnc_open,
 	.fetch_raw = kube_fetch_raw,
 	.destroy = kube_destroy,
 };

@@ -77,6 +77,7 @@ struct kube_reflector *kube_reflector_new(const struct kube_reflector_cfg *cfg)
 	if (r->cfg.page_limit <= 0)
 		r->cfg.page_limit = PAGE_LIMIT;
 	r->js = kube_jstream_new(WATCH_EVENT_MAX);
+	kube_jstream_set_prune(r->js, true);
 	buf_init(&r->page);
 	return r;
 }
@@ -225,13 +226,14 @@ static void upsert(struct kube_reflector *r, struct json_object *item)
 
 static int apply_page(struct kube_reflector *r, const char *body, size_t len, char **err)
 {
-	struct json_tokener *tok = json_tokener_new_ex(64);
-	struct json_object *root = json_tokener_parse_ex(tok, body, (int)(len > 0x7fffffff ? 0x7fffffff : len));
-	enum json_tokener_error jerr = json_tokener_get_error(tok);
-	json_tokener_free(tok);
+	struct json_object *root = kube_jstream_parse(r->js, body, len, true, err);
+	if (root == NULL) {
+		free(*err);
+		*err = NULL;
+	}
 	int rc = -1;
 	struct json_object *items, *meta, *v;
-	if (root == NULL || jerr != json_tokener_success || !json_object_is_type(root, json_type_object)) {
+	if (root == NULL || !json_object_is_type(root, json_type_object)) {
 		*err = xasprintf("the %s list is not valid JSON", kind_name(r));
 		goto out;
 	}
@@ -265,13 +267,24 @@ out:
 	return rc;
 }
 
+/* List pages stream into one buffer kept across pages: growing a fresh multi-megabyte buffer per page right
+ * after freeing a page's JSON tree makes glibc consolidate its free lists each time (most of the CPU). */
+static bool list_chunk(void *arg, const char *data, size_t len)
+{
+	struct kube_reflector *r = arg;
+	buf_add(&r->page, data, len);
+	return true;
+}
+
 static void list_done(void *arg, const struct kube_resp *resp)
 {
 	struct kube_reflector *r = arg;
 	r->req = NULL;
 	if (resp->status == 200) {
 		char *err = NULL;
-		if (apply_page(r, resp->body, resp->len, &err) < 0) {
+		int rc = apply_page(r, r->page.data ? r->page.data : "", r->page.len, &err);
+		buf_reset(&r->page);
+		if (rc < 0) {
 			free(r->cont);
 			r->cont = NULL;
 			r->marked = false;
@@ -297,6 +310,7 @@ static void list_done(void *arg, const struct kube_resp *resp)
 		return;
 	}
 	char *msg = kube_http_error_message(resp);
+	buf_reset(&r->page);
 	if (resp->status == 410 && r->cont) {
 		/* the continue token expired: list again from the start */
 		free(r->cont);
@@ -349,9 +363,11 @@ static void start_list(struct kube_reflector *r)
 			set_health(r, WATCH_LOADING, NULL);
 	}
 	r->phase = PH_LIST;
+	buf_reset(&r->page);
 	struct kube_http_req q = {
 		.path = b.data,
 		.timeout_ms = LIST_TIMEOUT_MS,
+		.on_chunk = list_chunk,
 		.on_done = list_done,
 		.arg = r,
 	};

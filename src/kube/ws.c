@@ -48,6 +48,7 @@ struct ws {
 	struct buf in;  /* handshake bytes, then the refused body */
 	struct buf out; /* bytes to send (request, frames) */
 	struct buf early; /* frames written before the upgrade completed */
+	struct buf extra; /* extra request header lines */
 	bool paused;
 	bool close_sent;
 	int http_status;
@@ -530,6 +531,8 @@ static void on_connected(void *arg)
 		buf_printf(&w->out, "Sec-WebSocket-Protocol: %s\r\n", w->subprotocol);
 	if (w->bearer)
 		buf_printf(&w->out, "Authorization: Bearer %s\r\n", w->bearer);
+	if (w->extra.len)
+		buf_add(&w->out, w->extra.data, w->extra.len);
 	buf_add_str(&w->out, "\r\n");
 	w->fdh = loop_fd_add(sock, POLLIN | POLLOUT, on_sock, w);
 	w->timer = loop_timer_add((uint64_t)w->timeout_ms, on_timeout, w);
@@ -596,6 +599,7 @@ static void ws_destroy(struct stream *s)
 	buf_free(&w->in);
 	buf_free(&w->out);
 	buf_free(&w->early);
+	buf_free(&w->extra);
 	free(w->url);
 	free(w->host);
 	free(w->path);
@@ -680,31 +684,56 @@ static void curl_init_once(void)
 	curl_global_init(CURL_GLOBAL_DEFAULT);
 }
 
-struct stream *ws_open(const struct ws_config *cfg, CURL *easy, const char *name)
+struct stream *ws_new(const char *name)
 {
 	pthread_once(&curl_once, curl_init_once);
 	struct ws *w = xcalloc(1, sizeof *w);
 	buf_init(&w->in);
 	buf_init(&w->out);
 	buf_init(&w->early);
+	buf_init(&w->extra);
 	w->sock = CURL_SOCKET_BAD;
+	w->timeout_ms = 15000;
+	wsframe_parser_init(&w->parser, WSFRAME_CLIENT);
+	w->s = stream_new(&ws_ops, w, name ? name : "websocket");
+	return w->s;
+}
+
+void ws_fail(struct stream *s, const char *reason)
+{
+	struct ws *w = stream_impl(s);
+	if (w->phase != WS_DONE && stream_state(s) != STREAM_CLOSED)
+		ws_finish(w, STREAM_END_ERROR, 0, reason);
+}
+
+void ws_start(struct stream *s, const struct ws_config *cfg, CURL *easy)
+{
+	struct ws *w = stream_impl(s);
+	if (w->phase != WS_CONNECTING || w->easy || stream_state(s) == STREAM_CLOSED) {
+		if (easy)
+			curl_easy_cleanup(easy);
+		return;
+	}
 	w->easy = easy ? easy : curl_easy_init();
 	w->subprotocol = xstrdup0(cfg->subprotocol);
 	w->bearer = xstrdup0(cfg->bearer);
-	w->timeout_ms = cfg->connect_timeout_ms > 0 ? cfg->connect_timeout_ms : 15000;
+	if (cfg->connect_timeout_ms > 0)
+		w->timeout_ms = cfg->connect_timeout_ms;
 	w->keepalive_ms = cfg->keepalive_ms;
-	wsframe_parser_init(&w->parser, WSFRAME_CLIENT);
 	if (cfg->max_frame)
 		w->parser.max_frame = cfg->max_frame;
 	if (cfg->max_message)
 		w->parser.max_message = cfg->max_message;
+	/* extra request headers (the kube client's Authorization); CR/LF inside one would split the request */
+	for (const struct curl_slist *h = cfg->headers; h; h = h->next)
+		if (h->data && !strpbrk(h->data, "\r\n") && strchr(h->data, ':'))
+			buf_printf(&w->extra, "%s\r\n", h->data);
 	uint8_t nonce[16];
 	random_bytes(nonce, sizeof nonce);
 	base64(nonce, sizeof nonce, w->key);
-	w->s = stream_new(&ws_ops, w, name ? name : cfg->url);
 	if (ws_parse_url(w, cfg->url) < 0) {
 		w->timer = loop_timer_add(0, on_bad_url, w);
-		return w->s;
+		return;
 	}
 	curl_easy_setopt(w->easy, CURLOPT_URL, w->url);
 	curl_easy_setopt(w->easy, CURLOPT_CONNECT_ONLY, 1L);
@@ -716,5 +745,11 @@ struct stream *ws_open(const struct ws_config *cfg, CURL *easy, const char *name
 	if (pthread_create(&w->thread, NULL, connect_thread, w) != 0)
 		fatal("pthread_create: %s", strerror(errno));
 	w->thread_started = true;
-	return w->s;
+}
+
+struct stream *ws_open(const struct ws_config *cfg, CURL *easy, const char *name)
+{
+	struct stream *s = ws_new(name ? name : cfg->url);
+	ws_start(s, cfg, easy);
+	return s;
 }

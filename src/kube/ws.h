@@ -19,6 +19,8 @@ struct ws_config {
 	uint64_t max_message;    /* 0: 64 MiB */
 	long connect_timeout_ms; /* TCP+TLS+proxy, and the Upgrade answer; 0: 15 s */
 	long keepalive_ms;       /* send a ping this often while open; 0: never */
+	const struct curl_slist *headers; /* extra request header lines ("Name: value"), e.g. from
+					   * kube_http_setup_easy (Authorization); copied */
 };
 
 /* Starts connecting; returns a stream in CONNECTING at once. easy is a handle already configured for TLS, client
@@ -27,6 +29,12 @@ struct ws_config {
  * server's message (escaped) as the reason. Binary and text messages are both delivered as bytes; writes go
  * out as masked binary frames. */
 struct stream *ws_open(const struct ws_config *cfg, CURL *easy, const char *name);
+
+/* The same in two steps, for callers that must wait (an exec credential) before they can configure the
+ * connection: ws_new returns the stream in CONNECTING at once; ws_start connects it (or ws_fail ends it). */
+struct stream *ws_new(const char *name);
+void ws_start(struct stream *s, const struct ws_config *cfg, CURL *easy);
+void ws_fail(struct stream *s, const char *reason);
 
 /* The Sec-WebSocket-Accept value for a key (RFC 6455 4.2.2): base64(SHA-1(key + GUID)). out >= 29 bytes. */
 void ws_accept_for_key(const char *key, char *out, size_t outlen);

@@ -54,11 +54,21 @@ void source_set_health(struct source *src, enum obj_kind kind, enum watch_state 
 	}
 }
 
+void source_close(struct source *src)
+{
+	if (src == NULL || src->closed)
+		return;
+	if (src->ops && src->ops->destroy)
+		src->ops->destroy(src);
+	src->ops = NULL;
+	src->closed = true;
+}
+
 void source_free_all(void)
 {
 	for (size_t i = 0; i < nsources; i++) {
 		struct source *s = sources[i];
-		if (s->ops && s->ops->destroy)
+		if (s->ops && s->ops->destroy && !s->closed)
 			s->ops->destroy(s);
 		for (int k = 0; k < OBJ_KIND_COUNT; k++)
 			free(s->health[k].message);

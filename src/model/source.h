@@ -82,6 +82,7 @@ struct source {
 	char *ns_scope;            /* namespace watched, NULL for all namespaces */
 	char *notice;              /* one-line notice for the header (403 fallback, TCG fallback), owned */
 	bool readonly;
+	bool closed;               /* retired by source_close (context switch): no objects, not shown */
 	struct watch_health health[OBJ_KIND_COUNT];
 	const struct provider_ops *ops;
 	void *priv;                /* the provider's own state */
@@ -94,6 +95,9 @@ struct source *source_get(size_t i);
 struct source *source_find(const char *name);
 void source_set_notice(struct source *src, const char *notice);
 void source_set_health(struct source *src, enum obj_kind kind, enum watch_state state, const char *message);
+/* Retires a source (calls ops->destroy, sets closed). Its id stays reserved: the store indexes tables by id.
+ * The caller clears its objects from the store first. */
+void source_close(struct source *src);
 /* Destroys every source (calls ops->destroy). */
 void source_free_all(void);
 

@@ -93,7 +93,7 @@ sed 's|.*/||' "$tmp/vm.state" | sort >"$tmp/vm.names"
 sed 's|^virtualmachine.kubevirt.io/||' "$tmp/chunk.out" | sort >"$tmp/chunk.names"
 cmp -s "$tmp/vm.names" "$tmp/chunk.names" || fail "chunked names differ"
 
-# 4. watch: kubectl get vm -w sees a stop issued through the subresource.
+# 4. watch: kubectl get vm -A -w sees a stop issued through the subresource.
 fkctl state virtualmachines >"$tmp/vms.json"
 vm=$("$PY" -c '
 import json, sys
@@ -101,20 +101,20 @@ st = json.load(open(sys.argv[1]))
 print(next(v["metadata"]["name"] for v in st["virtualmachines"]
            if v["metadata"]["namespace"] == "ns-01" and v["status"]["printableStatus"] == "Running"))
 ' "$tmp/vms.json")
-k get vm -n ns-01 -w >"$tmp/watch.out" 2>"$tmp/watch.err" &
+k get vm -A -w >"$tmp/watch.out" 2>"$tmp/watch.err" &
 wpid=$!
 pids="$pids $wpid"
 deadline=$(($(date +%s) + 20))
-until grep -q "^$vm " "$tmp/watch.out"; do
+until grep -q "^ns-01  *$vm " "$tmp/watch.out"; do
 	[ "$(date +%s)" -lt $deadline ] || fail "watch never listed $vm"
 	sleep 0.1
 done
 fkctl action ns-01 "$vm" stop >/dev/null || fail "stop subresource"
-until grep -q "^$vm  *[0-9a-z]*  *Stopped  *False" "$tmp/watch.out"; do
+until grep -q "^ns-01  *$vm  *[0-9a-z]*  *Stopped  *False" "$tmp/watch.out"; do
 	[ "$(date +%s)" -lt $deadline ] || { cat "$tmp/watch.out" >&2; fail "watch did not print $vm Stopped"; }
 	sleep 0.1
 done
-grep -q "^$vm  *[0-9a-z]*  *Stopping " "$tmp/watch.out" || fail "watch missed the Stopping transition"
+grep -q "^ns-01  *$vm  *[0-9a-z]*  *Stopping " "$tmp/watch.out" || fail "watch missed the Stopping transition"
 kill "$wpid" 2>/dev/null || true
 # a second stop is a 409 Conflict with KubeVirt's message
 fkctl action ns-01 "$vm" stop 2>/dev/null >"$tmp/conflict.out" && fail "second stop accepted"
@@ -148,6 +148,48 @@ for k in s:
         sys.exit("object %s differs" % (k,))
 ' "$tmp/$kind.json" "$tmp/$kind.state.json" "$plural" || fail "-o json $kind differs from /fake/state"
 done
+
+# 5b. kubectl create/patch/delete with KubeVirt's example manifest (OpenAPI v3 lets kubectl
+# validate on the server side); the fake controllers start the VM when runStrategy becomes Always.
+cat >"$tmp/cirros.yaml" <<'YAML'
+apiVersion: kubevirt.io/v1
+kind: VirtualMachine
+metadata:
+  name: vm-cirros
+  labels:
+    kubevirt.io/vm: vm-cirros
+spec:
+  runStrategy: Halted
+  template:
+    metadata:
+      labels:
+        kubevirt.io/vm: vm-cirros
+    spec:
+      domain:
+        devices:
+          disks:
+          - disk:
+              bus: virtio
+            name: containerdisk
+        memory:
+          guest: 128Mi
+      volumes:
+      - containerDisk:
+          image: registry:5000/kubevirt/cirros-container-disk-demo:devel
+        name: containerdisk
+YAML
+k create -n ns-02 -f "$tmp/cirros.yaml" >/dev/null || fail "kubectl create vm"
+k get vm -n ns-02 vm-cirros --no-headers | grep -q ' Stopped ' || fail "created VM not Stopped"
+k patch vm -n ns-02 vm-cirros --type merge -p '{"spec":{"runStrategy":"Always"}}' >/dev/null || fail "kubectl patch"
+deadline=$(($(date +%s) + 20))
+until k get vmi -n ns-02 vm-cirros --no-headers 2>/dev/null | grep -q ' Running '; do
+	[ "$(date +%s)" -lt $deadline ] || fail "vm-cirros VMI never Running"
+	sleep 0.2
+done
+k get pods -n ns-02 -l kubevirt.io/created-by="$(k get vmi -n ns-02 vm-cirros -o jsonpath='{.metadata.uid}')" --no-headers |
+	grep -q '^virt-launcher-vm-cirros-[a-z0-9]*  *2/2  *Running' || fail "vm-cirros launcher pod"
+k delete vm -n ns-02 vm-cirros >/dev/null || fail "kubectl delete"
+k get vmi -n ns-02 vm-cirros >/dev/null 2>&1 && fail "VMI survived its VM"
 
 # 6. 401 with a wrong token, with the apiserver's message.
 if k --token not-the-token get vm -A >"$tmp/401.out" 2>&1; then fail "wrong token accepted"; fi

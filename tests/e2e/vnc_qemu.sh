@@ -1,7 +1,8 @@
 #!/bin/bash
 # kvcon vnc against QEMU's own VNC server on a TCG guest (tests/lab): the framebuffer kvcon received (--screenshot)
 # is pixel-equal to QEMU's screendump of the same guest once the screen is quiet, reached directly (unix socket),
-# through websockify (a real WebSocket peer, ws://) and through kvcon's own --proxy-only port; a command typed in
+# through websockify (a real WebSocket peer, ws://), through fakekube's vnc subresource (NS/NAME) and through
+# kvcon's own --proxy-only port; a command typed in
 # the full-screen display (tmux) reaches the guest's tty1 shell and writes a marker to ttyS0; Ctrl+] gives the
 # terminal back. A second display of the same guest asks for a password (VncAuth).
 set -u
@@ -35,9 +36,11 @@ mkdir -p "$tmp/g"
 eval "$(tests/lab/qemu-guest.sh start "$tmp/g" -vnc "unix:$tmp/g/pw.sock,password=on,id=pw")" ||
 	fail "QEMU did not start"
 tests/lab/serial-probe "$QEMU_GUEST_SERIAL" --timeout 60 --ready --quiet || fail "the guest's shell did not answer"
-# the VGA text cursor blinks (a framebuffer update every ~270 ms): hide it so the screen can be quiet
+# the VGA text cursor blinks (a framebuffer update every ~270 ms): hide it so the screen can be quiet; open
+# tty2 once so that the kernel allocates it (Ctrl+Alt+F2 switches only to an allocated console)
 tests/lab/serial-probe "$QEMU_GUEST_SERIAL" --ready --quiet \
-	--send "printf '\\033[?25l' >/dev/tty1; echo cursor-\$((40+2))" --expect 'cursor-42' || fail "hiding the cursor"
+	--send "printf '\\033[?25l' >/dev/tty1; : >/dev/tty2; echo cursor-\$((40+2))" --expect 'cursor-42' ||
+	fail "hiding the cursor"
 
 qmp_screendump() { qmp "{\"execute\":\"screendump\",\"arguments\":{\"filename\":\"$1\"}}"; }
 
@@ -90,6 +93,27 @@ else
 	echo "  websockify: not installed, WebSocket case skipped"
 fi
 
+# NS/NAME through fakekube: the VMI's vnc subresource WebSocket (TLS, bearer token, plain.kubevirt.io), bridged
+# by fakekube to QEMU's VNC socket
+py=${FAKEKUBE_PYTHON:-python3}
+mkdir -p "$tmp/fk"
+$py tests/fakekube/fakekube.py --dir "$tmp/fk" --vms 2 --namespaces 1 --step 0.1 >"$tmp/fakekube.log" 2>&1 &
+pids+=($!)
+$py tests/fakekube/fkctl.py "$tmp/fk" wait 60 >/dev/null || fail "fakekube did not start"
+vmi=$($py tests/fakekube/fkctl.py "$tmp/fk" names virtualmachineinstances | sed -n 1p)
+$py tests/fakekube/fkctl.py "$tmp/fk" post /fake/backend \
+	"{\"namespace\":\"${vmi%/*}\",\"name\":\"${vmi#*/}\",\"kind\":\"vnc\",\"unix\":\"$QEMU_GUEST_VNC\"}" \
+	>/dev/null || fail "fakekube: backend not set"
+KUBECONFIG="$tmp/fk/kubeconfig" compare_via fakekube "$vmi"
+# a VMI without a backend: fakekube refuses the upgrade; kvcon says so and exits 1
+other=$($py tests/fakekube/fkctl.py "$tmp/fk" names virtualmachineinstances | sed -n 2p)
+if [ -n "$other" ]; then
+	if KUBECONFIG="$tmp/fk/kubeconfig" "$KVCON" --log-file "$tmp/refused.log" vnc "$other" --screenshot \
+		"$tmp/refused.png" --timeout 10 >"$tmp/refused.out" 2>&1; then fail "a refused VNC WebSocket gave a frame"; fi
+	grep -q 'refused' "$tmp/refused.out" || fail "refusal not explained: $(cat "$tmp/refused.out")"
+	echo "  fakekube: a VMI without a display is refused: $(head -1 "$tmp/refused.out")"
+fi
+
 # VncAuth: refused without a password and with a wrong one, pixel-equal with the right one
 qmp '{"execute":"set_password","arguments":{"protocol":"vnc","password":"kv-s3cret","display":"pw"}}' ||
 	fail "QMP set_password"
@@ -125,6 +149,20 @@ until_ok 20 grep -aq 'VNC-TYPED-42' "$QEMU_GUEST_SERIAL_LOG" || fail "the typed 
 echo "  typing: the guest ran the command typed through kvcon's VNC display"
 # the display shows pixels: half blocks were drawn
 tmux -L "$sock" capture-pane -p | grep -q '▀' || fail "no half-block cells on screen"
+# the F8 send-key menu: Ctrl+Alt+F2 switches the guest to the empty tty2, Ctrl+Alt+F1 back to the shell
+lit() { python3 tests/e2e/vnc_imgcmp.py "$1" "$1" | sed -n 's/.* \([0-9]*\) non-black.*/\1/p'; }
+tmux -L "$sock" send-keys F8
+until_ok 10 bash -c "tmux -L $sock capture-pane -p | grep -q 'Ctrl+Alt+Del'" || fail "F8 shows no menu"
+tmux -L "$sock" send-keys 2
+tty2_blank() {
+	"$KVCON" --log-file "$tmp/vt.log" vnc "unix:$QEMU_GUEST_VNC" --screenshot "$tmp/vt.png" --quiet-ms 300 \
+		--timeout 2 >/dev/null 2>&1 && [ "$(lit "$tmp/vt.png")" -lt 200 ]
+}
+until_ok 20 tty2_blank || fail "Ctrl+Alt+F2 from the menu did not switch the guest's console"
+tmux -L "$sock" send-keys F8 1
+compare_via back-on-tty1 "unix:$QEMU_GUEST_VNC"
+[ "$(lit "$tmp/back-on-tty1.png")" -gt 5000 ] || fail "Ctrl+Alt+F1 did not bring the shell back"
+echo "  menu: Ctrl+Alt+F2 and Ctrl+Alt+F1 sent through F8"
 tmux -L "$sock" send-keys C-]
 until_ok 10 bash -c "tmux -L $sock capture-pane -p | grep -q 'KVCON-EXIT=0'" || fail "Ctrl+] did not leave with 0"
 echo "  Ctrl+] left the display, exit 0"

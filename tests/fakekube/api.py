@@ -4,13 +4,14 @@ watch, Table output, writes, KubeVirt subresources, fault injection, and the
 """
 
 import json
+import os
 import socket
 import threading
 import time
 import urllib.parse
 from http.server import BaseHTTPRequestHandler
 
-from store import ApiError, RESOURCES, Filter, Store, dumps, now_iso
+from store import ApiError, RESOURCES, Filter, Store, dumps
 import tables
 
 GROUPS = {
@@ -92,8 +93,6 @@ def parse_route(path, kubevirt=True):
             return Route("other", pattern=path)
         return Route("subresource", group=group, version=version, plural=plural, ns=ns, name=name,
                      sub=sub, pattern=pat)
-    if plural == "namespaces" and name is not None and sub is None:
-        pass
     return Route("resource", group=group, version=version, plural=plural, ns=ns, name=name, sub=sub,
                  pattern=pat)
 
@@ -134,6 +133,7 @@ class App:
         self.watches = 0
         self.backends = {}  # (ns, name, kind) -> {"unix": path} | {"tcp": "host:port"}
         self.port = 0
+        self.latency = opts.latency
 
     def count(self, method, pattern):
         key = method + " " + pattern
@@ -180,9 +180,31 @@ class Handler(BaseHTTPRequestHandler):
     # ------------------------------------------------------------ plumbing
 
     def setup(self):
+        # headers and body go out in one write, but a watch writes small chunks:
+        # without TCP_NODELAY, Nagle + delayed ACK stall each of them ~40 ms
+        self.request.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         ctx = getattr(self.server, "ssl_context", None)
         if ctx is not None:
             self.request.settimeout(10)
+            first = b""
+            try:
+                first = self.request.recv(1, socket.MSG_PEEK)
+            except OSError:
+                pass
+            if first and first != b"\x16":
+                # plain HTTP on the TLS port: answer like kube-apiserver (Go's net/http) does
+                try:
+                    # drain the request first: closing with unread bytes would send a RST
+                    self.request.settimeout(0.2)
+                    self.request.recv(65536)
+                    self.request.sendall(b"HTTP/1.0 400 Bad Request\r\n\r\n"
+                                         b"Client sent an HTTP request to an HTTPS server.\n")
+                    self.request.shutdown(socket.SHUT_WR)
+                except OSError:
+                    pass
+                finally:
+                    self.request.close()
+                raise ConnectionAbortedError("plain HTTP request on the HTTPS port")
             try:
                 self.request = ctx.wrap_socket(self.request, server_side=True)
             except Exception:
@@ -199,9 +221,9 @@ class Handler(BaseHTTPRequestHandler):
         self.send_header("Audit-Id", "fakekube")
         for k, v in (headers or {}).items():
             self.send_header(k, v)
-        self.end_headers()
-        if self.command != "HEAD":
-            self.wfile.write(body)
+        # one write for headers and body (end_headers would flush the headers alone)
+        self._headers_buffer.append(b"\r\n" + (body if self.command != "HEAD" else b""))
+        self.flush_headers()
 
     def send_error_status(self, err):
         self.send_body(err.code, dumps(err.status()), headers=err.headers)
@@ -222,7 +244,7 @@ class Handler(BaseHTTPRequestHandler):
         return b""
 
     def json_body(self):
-        raw = self.read_body()
+        raw = self.body
         if not raw.strip():
             return {}
         try:
@@ -280,16 +302,23 @@ class Handler(BaseHTTPRequestHandler):
         self.params = {k: v[-1] for k, v in urllib.parse.parse_qs(url.query, keep_blank_values=True).items()}
         route = parse_route(url.path, app.kubevirt)
         app.count(method, route.pattern)
+        # always consume the body (DELETE carries DeleteOptions): on a kept-alive
+        # connection leftover bytes would be read as the next request
+        self.body = self.read_body()
         try:
             user = self.authenticate()
             if user is None:
                 raise ApiError(401, "Unauthorized", "Unauthorized")
+            if app.latency > 0 and route.kind != "fake":
+                time.sleep(app.latency)
             if route.kind == "fake":
                 if not user.admin:
                     raise ApiError(403, "Forbidden", "the fake control API needs the admin token")
                 return self.fake_api(method, route.name)
             if route.kind == "discovery":
                 return self.discovery(route, url.path)
+            if url.path.startswith("/openapi/v3"):
+                return self.openapi_v3(url.path)
             if route.kind == "other":
                 raise ApiError(404, "NotFound", "the server could not find the requested resource")
             if route.kind == "subresource":
@@ -349,6 +378,27 @@ class Handler(BaseHTTPRequestHandler):
                                               "preferredVersion": gv[0]}))
         return self.send_body(200, dumps(resource_list(route.group, route.version)))
 
+    # ------------------------------------------------------------ OpenAPI v3
+
+    def openapi_v3(self, path):
+        """Just enough OpenAPI v3 for kubectl create/apply: every write operation
+        declares the fieldValidation parameter (kubectl then validates on the
+        server side, which accepts anything) and every kind has a schema that
+        preserves unknown fields."""
+        gvs = [("", "v1")] + ([(g, v) for g, vs in GROUPS.items() if g == "kubevirt.io" for v in vs]
+                              if self.app.kubevirt else [])
+        if path.rstrip("/") == "/openapi/v3":
+            paths = {}
+            for g, v in gvs:
+                key = "api/v1" if not g else "apis/%s/%s" % (g, v)
+                paths[key] = {"serverRelativeURL": "/openapi/v3/%s?hash=fakekube" % key}
+            return self.send_body(200, dumps({"paths": paths}))
+        rel = path[len("/openapi/v3/"):].strip("/")
+        for g, v in gvs:
+            if rel == ("api/v1" if not g else "apis/%s/%s" % (g, v)):
+                return self.send_body(200, dumps(openapi_doc(g, v)))
+        raise ApiError(404, "NotFound", "the server could not find the requested resource")
+
     # ------------------------------------------------------------ authorization
 
     def authorize(self, user, verb, res, ns, name=None, sub=None):
@@ -402,6 +452,10 @@ class Handler(BaseHTTPRequestHandler):
                     if st.get("namespaces", "", md["namespace"]) is None:
                         raise ApiError(404, "NotFound", 'namespaces "%s" not found' % md["namespace"],
                                        {"name": md["namespace"], "kind": "namespaces"})
+                if res.group == "kubevirt.io" or route.plural == "pods":
+                    # status is the controllers' business: dropped on create, as for
+                    # CRDs with a status subresource
+                    obj["status"] = {}
                 if self.params.get("dryRun"):
                     return self.send_body(201, dumps(obj))
                 out = st.create(route.plural, obj)
@@ -606,7 +660,10 @@ class Handler(BaseHTTPRequestHandler):
             if err:
                 return error_event(err)
             for e in initial:
-                self.chunk(encode("ADDED", e))
+                line = encode("ADDED", e)
+                if app.fault("drop"):
+                    return self.drop_mid_chunk(line)
+                self.chunk(line)
             self.wfile.flush()
             next_bm = time.monotonic() + app.bookmark_interval
             while True:
@@ -628,14 +685,11 @@ class Handler(BaseHTTPRequestHandler):
                             last = st.rv
                             break
                         wake = deadline if not bookmarks else min(deadline, next_bm)
-                        st.cond.wait(max(0.001, wake - nowm))
-                    cur_rv = st.rv
+                        st.conds[route.plural].wait(max(0.001, wake - nowm))
                 if not evs:
                     next_bm = time.monotonic() + app.bookmark_interval
                     bm = {"kind": res.kind, "apiVersion": res.api_version,
-                          "metadata": {"resourceVersion": str(last),
-                                       "annotations": {"k8s.io/initial-events-end": "false"}}}
-                    bm["metadata"].pop("annotations")
+                          "metadata": {"resourceVersion": str(last)}}
                     self.chunk(b'{"type":"BOOKMARK","object":' + dumps(bm) + b"}\n")
                     self.wfile.flush()
                     continue
@@ -665,7 +719,6 @@ class Handler(BaseHTTPRequestHandler):
                         return self.drop_mid_chunk(line)
                     self.chunk(line)
                 self.wfile.flush()
-                del cur_rv
         except ApiError as e:
             try:
                 error_event(e)
@@ -718,7 +771,7 @@ class Handler(BaseHTTPRequestHandler):
         self.authorize(user, "update", res, route.ns, route.name, route.sub)
         body = self.json_body()
         out = app.cluster.subresource(route.plural, route.ns, route.name, route.sub, body)
-        return self.send_body(202 if False else 200, dumps(out) if out else b"")
+        return self.send_body(200, dumps(out) if out else b"")
 
     # ------------------------------------------------------------ /fake/ control API
 
@@ -782,6 +835,7 @@ class Handler(BaseHTTPRequestHandler):
                 app.backends.pop(key, None)
         elif what == "apply":
             items = body.get("items") if body.get("kind", "").endswith("List") or "items" in body else [body]
+            react = body.get("react", True) if "items" in body else True
             out = []
             with st.lock:
                 for obj in items:
@@ -793,10 +847,12 @@ class Handler(BaseHTTPRequestHandler):
                     exists = st.get(plural, md.get("namespace", ""), md.get("name", "")) is not None
                     if exists:
                         o = st.replace(plural, obj)
-                        cl.on_updated(plural, o)
+                        if react:
+                            cl.on_updated(plural, o)
                     else:
                         o = st.create(plural, obj)
-                        cl.on_created(plural, o)
+                        if react:
+                            cl.on_created(plural, o)
                     out.append(st.get(plural, md.get("namespace", ""), o["metadata"]["name"]))
             return self.send_body(200, dumps({"items": out}))
         elif what == "delete":
@@ -817,6 +873,15 @@ class Handler(BaseHTTPRequestHandler):
                     return self.send_body(200, dumps({"idle": True, "resourceVersion": str(st.rv)}))
                 time.sleep(0.02)
             raise ApiError(504, "Timeout", "simulator still busy")
+        elif what == "latency":
+            app.latency = float(body.get("seconds", 0))
+        elif what == "token":
+            # rotate the admin token (exec-credential tests): the old one gets 401 from now on
+            app.token = body["token"]
+            path = os.path.join(app.opts.dir, "token")
+            with open(path + ".tmp", "w") as f:
+                f.write(app.token + "\n")
+            os.replace(path + ".tmp", path)
         elif what == "step":
             cl.step = float(body.get("seconds", cl.step))
         elif what == "compact":
@@ -829,11 +894,11 @@ class Handler(BaseHTTPRequestHandler):
         elif what == "expire-watches":
             with st.lock:
                 app.watch_expire_gen += 1
-                st.cond.notify_all()
+                st.wake_all_watchers()
         elif what == "drop-watches":
             with st.lock:
                 app.watch_gen += 1
-                st.cond.notify_all()
+                st.wake_all_watchers()
         elif what == "fail-vmi":
             with st.lock:
                 cl.fail_vmi(body["namespace"], body["name"])
@@ -942,3 +1007,28 @@ def resource_list(group, version):
             out["resources"].append({"name": p + "/status", "singularName": "", "namespaced": r.namespaced,
                                      "kind": r.kind, "verbs": ["get", "patch", "update"]})
     return out
+
+
+def openapi_doc(group, version):
+    fv = {"name": "fieldValidation", "in": "query", "schema": {"type": "string", "uniqueItems": True}}
+    paths, schemas = {}, {}
+    base = "/api/v1" if not group else "/apis/%s/%s" % (group, version)
+    for p, r in RESOURCES.items():
+        if r.group != group or r.version != version:
+            continue
+        sname = ("io.k8s.api.core.v1." if not group else "io.kubevirt.v1.") + r.kind
+        ref = {"$ref": "#/components/schemas/" + sname}
+        body = {"content": {"application/json": {"schema": ref}}}
+        ok = {"200": {"description": "OK", "content": {"application/json": {"schema": ref}}}}
+        gvk = [{"group": group, "version": version, "kind": r.kind}]
+        coll = base + ("/namespaces/{namespace}/" if r.namespaced else "/") + p
+        paths[coll] = {"post": {"parameters": [fv], "requestBody": body, "responses": ok,
+                                "x-kubernetes-action": "post", "x-kubernetes-group-version-kind": gvk[0]}}
+        paths[coll + "/{name}"] = {
+            verb: {"parameters": [fv], "requestBody": body, "responses": ok,
+                   "x-kubernetes-action": act, "x-kubernetes-group-version-kind": gvk[0]}
+            for verb, act in (("put", "put"), ("patch", "patch"))}
+        schemas[sname] = {"type": "object", "x-kubernetes-preserve-unknown-fields": True,
+                          "x-kubernetes-group-version-kind": gvk}
+    return {"openapi": "3.0.0", "info": {"title": "fakekube", "version": "v1.32.4"},
+            "paths": paths, "components": {"schemas": schemas}}

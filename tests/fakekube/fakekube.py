@@ -15,12 +15,11 @@ import base64
 import os
 import secrets
 import signal
-import socketserver
 import ssl
 import subprocess
 import sys
-import threading
 import time
+import zlib
 from http.server import ThreadingHTTPServer
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -35,6 +34,15 @@ class Server(ThreadingHTTPServer):
     request_queue_size = 256
     allow_reuse_address = True
     ssl_context = None
+
+    def handle_error(self, request, client_address):
+        # clients that fail the TLS handshake (wrong CA, plain HTTP) or vanish are
+        # part of the tests; one line, not a traceback
+        exc = sys.exc_info()[1]
+        if isinstance(exc, (ssl.SSLError, ConnectionError, TimeoutError, OSError)):
+            print("fakekube: %s: %s" % (client_address[0], exc), file=sys.stderr, flush=True)
+            return
+        super().handle_error(request, client_address)
 
 
 def openssl(*args, cwd):
@@ -122,6 +130,8 @@ def parse_args(argv):
     p.add_argument("--watch-timeout", type=float, default=1800.0,
                    help="watch length when the client sends no timeoutSeconds")
     p.add_argument("--event-cap", type=int, default=50000, help="oldest events deleted beyond this")
+    p.add_argument("--latency", type=float, default=0.0,
+                   help="seconds added before every API response (not /fake/, not watch events)")
     p.add_argument("--verbose", action="store_true", help="log every request to stderr")
     return p.parse_args(argv)
 
@@ -145,7 +155,9 @@ def main(argv=None):
 
     t0 = time.monotonic()
     store = Store(history=opts.history)
-    cluster = kubevirt.Cluster(store, step=opts.step, seed=opts.seed, scen_ns=opts.scenario_namespace,
+    # a second cluster (--context-name) gets its own UIDs for the same --seed
+    seed = opts.seed if opts.context_name == "fake" else opts.seed ^ zlib.crc32(opts.context_name.encode())
+    cluster = kubevirt.Cluster(store, step=opts.step, seed=seed, scen_ns=opts.scenario_namespace,
                                kubevirt=not opts.no_kubevirt)
     cluster.event_cap = opts.event_cap
     cluster.base_objects()

@@ -7,10 +7,10 @@ consistent data: VM -> VMI (ownerReference uid = VM uid) -> virt-launcher pod
 Transitions happen on a timer thread, one phase per `step` seconds.
 """
 
+import bisect
 import heapq
 import json
 import random
-import string
 import threading
 import time
 
@@ -67,6 +67,7 @@ class Cluster:
         self.churn_rate = 0.0
         self.churn_paused = False
         self.churn_count = 0
+        self._churn_base_rate = 0.0
         self.event_cap = 50000
         self.busy = set()  # (ns, vm) with an operation in flight
         self.thread = threading.Thread(target=self._timer_loop, name="sim", daemon=True)
@@ -103,7 +104,8 @@ class Cluster:
     def idle(self):
         """True when no state transition is pending (tests poll this)."""
         with self.store.lock:
-            return not self.timers and not self.busy
+            # every flow advances through timers; a flow without one has reached its end
+            return not self.timers
 
     # ---------------------------------------------------------------- rng helpers
 
@@ -184,7 +186,11 @@ class Cluster:
     def build_vmi(self, vm, created=None):
         created = created or time.time()
         md = vm["metadata"]
-        spec = json.loads(json.dumps(vm["spec"]["template"]["spec"]))
+        tpl = vm["spec"].setdefault("template", {})
+        spec = json.loads(json.dumps(tpl.get("spec") or {}))
+        dom = spec.setdefault("domain", {})
+        dom.setdefault("devices", {})
+        dom.setdefault("memory", {}).setdefault("guest", "128Mi")
         spec["domain"]["firmware"] = {"uuid": new_uid(self.rng), "serial": new_uid(self.rng)}
         spec["domain"]["features"] = {"acpi": {"enabled": True}}
         spec["evictionStrategy"] = "None"
@@ -193,7 +199,7 @@ class Cluster:
             "metadata": {
                 "name": md["name"], "namespace": md["namespace"], "uid": self.uid(), "generation": 1,
                 "creationTimestamp": ts(created),
-                "labels": dict(vm["spec"]["template"]["metadata"].get("labels") or {}),
+                "labels": dict((tpl.get("metadata") or {}).get("labels") or {}),
                 "annotations": {"kubevirt.io/latest-observed-api-version": "v1",
                                 "kubevirt.io/storage-observed-api-version": "v1",
                                 "kubevirt.io/vm-generation": str(md.get("generation", 1))},
@@ -226,7 +232,7 @@ class Cluster:
                   "kubevirt.io/vm": vm_name}
         if migration_uid:
             labels["kubevirt.io/migrationJobUID"] = migration_uid
-        mem = vmi["spec"]["domain"]["memory"]["guest"]
+        mem = ((vmi.get("spec") or {}).get("domain") or {}).get("memory", {}).get("guest", "128Mi")
         pod = {
             "apiVersion": "v1", "kind": "Pod",
             "metadata": {
@@ -390,7 +396,7 @@ class Cluster:
 
     @staticmethod
     def set_cond(obj, c):
-        conds = obj["status"].setdefault("conditions", [])
+        conds = obj.setdefault("status", {}).setdefault("conditions", [])
         for i, old in enumerate(conds):
             if old["type"] == c["type"]:
                 if old["status"] == c["status"]:
@@ -401,7 +407,7 @@ class Cluster:
 
     @staticmethod
     def del_cond(obj, typ):
-        conds = obj["status"].get("conditions") or []
+        conds = obj.setdefault("status", {}).get("conditions") or []
         obj["status"]["conditions"] = [c for c in conds if c["type"] != typ]
 
     @staticmethod
@@ -413,7 +419,7 @@ class Cluster:
 
     def vmi_phase(self, vmi, phase, t=None):
         t = t or time.time()
-        st = vmi["status"]
+        st = vmi.setdefault("status", {})
         if st.get("phase") == phase:
             return
         st["phase"] = phase
@@ -421,7 +427,7 @@ class Cluster:
             {"phase": phase, "phaseTransitionTimestamp": ts(t)})
 
     def vm_status(self, vm, printable, vmi_exists=None, ready=None, t=None):
-        st = vm["status"]
+        st = vm.setdefault("status", {})
         st["printableStatus"] = printable
         st["runStrategy"] = vm["spec"].get("runStrategy", "Halted")
         if vmi_exists is not None:
@@ -458,7 +464,6 @@ class Cluster:
         ns, uid = vmi["metadata"]["namespace"], vmi["metadata"]["uid"]
         st = self.store
         keys = st.keys["pods"]
-        import bisect
         lo = bisect.bisect_left(keys, (ns, "virt-launcher-"))
         hi = bisect.bisect_left(keys, (ns, "virt-launcher.\x00"))
         out = []
@@ -613,7 +618,8 @@ class Cluster:
 
         def vmst(o):
             self.vm_status(o, "Starting", True, False)
-            o["status"].pop("startFailure", None) if scen != "crashloop" else None
+            if scen != "crashloop":
+                o["status"].pop("startFailure", None)
         st.update("virtualmachines", ns, name, vmst)
         if scen == "pvc-missing":
             claim = self._missing_claim(vm)
@@ -634,7 +640,7 @@ class Cluster:
                    pod["metadata"]["name"], 1)
 
     def _missing_claim(self, vm):
-        for v in vm["spec"]["template"]["spec"].get("volumes", []):
+        for v in ((vm["spec"].get("template") or {}).get("spec") or {}).get("volumes", []):
             if "persistentVolumeClaim" in v:
                 return v["persistentVolumeClaim"]["claimName"]
         return vm["metadata"]["name"] + "-disk"
@@ -752,8 +758,8 @@ class Cluster:
             def vf(o):
                 pts = o["status"]["phaseTransitionTimestamps"]
                 self._vmi_running(o, pod, node, ip, phase_t0, 0, agent=False)
-                o["status"]["phaseTransitionTimestamps"] = pts
-                self.vmi_phase(o, "Running", phase_t0)
+                o["status"]["phaseTransitionTimestamps"] = pts + [
+                    {"phase": "Running", "phaseTransitionTimestamp": ts(phase_t0)}]
                 if scen == "ready-false":
                     self.set_cond(o, self.cond("Ready", "False", "ContainersNotReady",
                                                "containers with unready status: [compute]"))
@@ -783,8 +789,6 @@ class Cluster:
                 st.update("virtualmachines", ns, name, vmf)
             if scen == "agent-missing":
                 self.busy.discard((ns, name))
-                if scen == "migration-failed":
-                    pass
                 return
         elif stage == 4:
             st.update("virtualmachineinstances", ns, name, lambda o: self._vmi_agent(o, time.time()))
@@ -795,7 +799,7 @@ class Cluster:
         self.later(self.step, self._start_step, ns, name, vmi_uid, pod_name, nxt)
 
     def _restart_required(self, vm):
-        vm["spec"]["template"]["spec"]["domain"]["memory"]["guest"] = "256Mi"
+        vm["spec"]["template"]["spec"]["domain"].setdefault("memory", {})["guest"] = "256Mi"
         vm["metadata"]["generation"] = 2
         vm["status"]["desiredGeneration"] = 2
         vm["status"]["observedGeneration"] = 1
@@ -1054,6 +1058,16 @@ class Cluster:
         self.later(self.step, self._mig_step, ns, vmim["metadata"]["name"], vmi["metadata"]["uid"], 1)
         return {}
 
+    def _gc_migrations(self, ns, vminame, keep=5):
+        """virt-controller keeps the last 5 finalized migrations per VMI."""
+        done = [m for m in self.store.find(
+            "virtualmachineinstancemigrations",
+            lambda o: o["metadata"].get("namespace") == ns and o["spec"].get("vmiName") == vminame
+            and (o.get("status") or {}).get("phase") in ("Succeeded", "Failed"))]
+        done.sort(key=lambda o: int(o["metadata"]["resourceVersion"]))
+        for m in done[:-keep]:
+            self.store.delete("virtualmachineinstancemigrations", ns, m["metadata"]["name"])
+
     def _vmim_phase(self, ns, mname, phase):
         def f(o):
             st = o.setdefault("status", {})
@@ -1181,6 +1195,7 @@ class Cluster:
             sp = ms.get("sourcePod")
             if not ms.get("failed") and sp:
                 st.delete("pods", ns, sp)
+            self._gc_migrations(ns, vminame)
             self.busy.discard((ns, vminame))
             return
         self.later(self.step, self._mig_step, ns, mname, vmi_uid, stage + 1)
@@ -1220,8 +1235,7 @@ class Cluster:
 
         def f(o):
             self.set_cond(o, self.cond("Paused", "True", "PausedByUser", "VMI was paused by user"))
-            self.set_cond(o, self.cond("LiveMigratable", "False", "InterfaceNotLiveMigratable" if False else "NotMigratable",
-                                       "VMI is paused"))
+            self.set_cond(o, self.cond("LiveMigratable", "False", "NotMigratable", "VMI is paused"))
         self.store.update("virtualmachineinstances", ns, name, f)
         self.emit(vmi, "Paused", "VirtualMachineInstance paused", component="virt-handler",
                   host=vmi["status"].get("nodeName"))
@@ -1270,6 +1284,13 @@ class Cluster:
             self.reconcile_vm(ns, name)
         elif plural == "virtualmachineinstances" and not self._owner_uid(obj):
             # a standalone VMI: virt-controller creates its launcher pod
+            def init(o):
+                o["metadata"].setdefault("labels", {})
+                o.setdefault("spec", {}).setdefault("domain", {}).setdefault("memory", {}).setdefault("guest", "128Mi")
+                o["status"] = {"phase": "Pending", "conditions": [], "guestOSInfo": {},
+                               "phaseTransitionTimestamps": [{"phase": "Pending",
+                                                              "phaseTransitionTimestamp": now_iso()}]}
+            obj = self.store.update("virtualmachineinstances", ns, name, init)
             pod = self.build_pod(obj)
             self.store.create("pods", pod)
             self.emit(obj, "SuccessfulCreate", "Created virtual machine pod %s" % pod["metadata"]["name"])
@@ -1404,33 +1425,36 @@ class Cluster:
             self.tcond.notify_all()
 
     def _churn_loop(self):
-        credit = 0.0
-        last = time.monotonic()
+        """Keep the cluster's write rate (every resourceVersion bump: churn actions,
+        the phase steps they cause, API writes) near churn_rate per second."""
+        base_rv = base_t = None
         while not self.stopping:
             with self.store.lock:
                 if self.churn_rate <= 0 or self.churn_paused:
                     self.tcond.wait(0.5)
-                    last = time.monotonic()
-                    credit = 0.0
+                    base_rv = None
                     continue
                 rate = self.churn_rate
-            # tick at most 100 times a second, batching actions
-            time.sleep(max(0.01, min(0.1, 1.0 / rate)))
-            nowm = time.monotonic()
-            credit += (nowm - last) * rate
-            last = nowm
-            n = int(credit)
-            credit -= n
-            if n:
+                if base_rv is None or rate != self._churn_base_rate:
+                    base_rv, base_t, self._churn_base_rate = self.store.rv, time.monotonic(), rate
+            time.sleep(max(0.005, min(0.05, 1.0 / rate)))
+            while not self.stopping:
                 with self.store.lock:
-                    for _ in range(n):
-                        if self.churn_rate <= 0 or self.churn_paused:
-                            break
-                        try:
-                            self.churn_one()
-                        except ApiError:
-                            pass
-                        self.churn_count += 1
+                    if self.churn_rate != rate or self.churn_paused:
+                        break
+                    allowed = (time.monotonic() - base_t) * rate
+                    done = self.store.rv - base_rv
+                    if done >= allowed:
+                        break
+                    if allowed - done > rate:
+                        # fell far behind (slow machine): do not burst to catch up
+                        base_rv = self.store.rv - int(allowed - rate)
+                    try:
+                        self.churn_one()
+                    except ApiError:
+                        pass
+                    self.churn_count += 1
+                # the lock is released between actions so watchers keep up
 
     def _churn_candidates(self):
         st = self.store
@@ -1478,7 +1502,8 @@ class Cluster:
                       component="virt-handler" if target is vmi else "virtualmachine-controller",
                       host=(vmi or {}).get("status", {}).get("nodeName"))
         elif r < 0.75:
-            if ps == "Running":
+            # stop rarely, start always: about 87% of VMs stay running, as generated
+            if ps == "Running" and self.churn_rng.random() < 0.15:
                 self.sub_stop(vm, {})
             elif ps == "Stopped" and vmi is None:
                 self.sub_start(vm, {})

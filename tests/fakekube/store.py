@@ -41,14 +41,25 @@ def dumps(obj):
     return json.dumps(obj, separators=(",", ":"), ensure_ascii=False).encode()
 
 
+_iso_cache = {}
+
+
 def now_iso(t=None):
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() if t is None else t))
+    sec = int(time.time() if t is None else t)
+    s = _iso_cache.get(sec)
+    if s is None:
+        if len(_iso_cache) > 100000:
+            _iso_cache.clear()
+        s = _iso_cache[sec] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(sec))
+    return s
 
 
 def new_uid(rng=None):
     if rng is None:
         return str(uuid.uuid4())
-    return str(uuid.UUID(int=rng.getrandbits(128), version=4))
+    # a version-4 UUID from the seeded RNG, formatted without uuid.UUID (startup speed)
+    h = "%032x" % ((rng.getrandbits(128) & ~(0xF000 << 64) & ~(0xC000 << 48)) | (0x4000 << 64) | (0x8000 << 48))
+    return "%s-%s-%s-%s-%s" % (h[:8], h[8:12], h[12:16], h[16:20], h[20:])
 
 
 class Resource:
@@ -238,6 +249,8 @@ class Store:
     def __init__(self, history=2000, snapshot_ttl=300.0, snapshots_max=200):
         self.lock = threading.RLock()
         self.cond = threading.Condition(self.lock)
+        # one condition per resource: a write wakes only that resource's watchers
+        self.conds = {p: threading.Condition(self.lock) for p in RESOURCES}
         self.rv = 1
         self.history_max = history
         self.objs = {p: {} for p in RESOURCES}
@@ -264,7 +277,7 @@ class Store:
             self.compacted[plural] = rvs[cut - 1]
             del rvs[:cut]
             del evs[:cut]
-        self.cond.notify_all()
+        self.conds[plural].notify_all()
         for h in self.hooks:
             h(plural, typ, entry.obj, prev.obj if prev else None)
 
@@ -445,3 +458,8 @@ class Store:
             for p in RESOURCES:
                 out[p] = [self.objs[p][k].obj for k in self.keys[p]]
             return out
+
+    def wake_all_watchers(self):
+        with self.lock:
+            for c in self.conds.values():
+                c.notify_all()

@@ -92,6 +92,18 @@ mkdir -p /dev/pts
 mount -t devpts devpts /dev/pts
 mount -t tmpfs tmpfs /tmp
 hostname guest
+# ACPI power button -> /dev/input/event* -> acpid -> poweroff: a graceful
+# shutdown request (virsh shutdown, QMP system_powerdown) is obeyed
+insmod /lib/modules/evdev.ko
+insmod /lib/modules/button.ko
+# started before any shell, and waited for until it holds the input devices:
+# once the marker is out, a power-button press is never missed
+acpid -f -c /etc/acpi -a /etc/acpid.conf -l /tmp/acpid.log &
+i=0
+while [ $i -lt 100 ] && ! ls -l /proc/$!/fd 2>/dev/null | grep -q /dev/input/; do
+	sleep 0.05
+	i=$((i + 1))
+done
 exec /sbin/init
 EOF
     chmod 755 "$t/init"
@@ -123,18 +135,30 @@ esac
 exec cttyhack sh -l
 EOF
     chmod 755 "$t/bin/guest-shell"
+    # busybox acpid: event name -> action, a script under /etc/acpi
+    echo "PWRF power" >"$t/etc/acpid.conf"
+    mkdir -p "$t/etc/acpi"
+    printf '#!/bin/sh\necho "KVCON-GUEST-POWER-BUTTON" >/dev/console\nexec poweroff\n' >"$t/etc/acpi/power"
+    chmod 755 "$t/etc/acpi/power"
     echo "guest" >"$t/etc/hostname"
     printf 'root:x:0:0:root:/root:/bin/sh\n' >"$t/etc/passwd"
     printf 'root:x:0:\n' >"$t/etc/group"
 }
 
+BUILD_TMP=
 build() {
     local deb=$1 stamp=$2 tmp
     tmp=$(mktemp -d "$OUT/.build.XXXXXX")
-    trap 'rm -rf "$tmp"' EXIT
-    dpkg-deb --fsys-tarfile "$deb" | tar -x -C "$tmp" --wildcards './boot/vmlinuz-*'
+    BUILD_TMP=$tmp
+    trap 'rm -rf "$BUILD_TMP"' EXIT
+    # the power button (ACPI) reaches acpid through these two modules
+    dpkg-deb --fsys-tarfile "$deb" | tar -x -C "$tmp" --wildcards './boot/vmlinuz-*' \
+        './lib/modules/*/kernel/drivers/acpi/button.ko' './lib/modules/*/kernel/drivers/input/evdev.ko'
     mv "$tmp"/boot/vmlinuz-* "$tmp/vmlinuz"
     write_initrd_tree "$tmp/root"
+    mkdir -p "$tmp/root/lib/modules"
+    cp "$tmp"/lib/modules/*/kernel/drivers/acpi/button.ko "$tmp"/lib/modules/*/kernel/drivers/input/evdev.ko \
+        "$tmp/root/lib/modules/"
     (cd "$tmp/root" && find . | LC_ALL=C sort | cpio -o -H newc --quiet -R 0:0) | gzip -9n >"$tmp/initrd.gz"
     echo "$CMDLINE" >"$tmp/cmdline"
     # atomic: readers never see a half-written kernel or initrd
@@ -146,8 +170,9 @@ build() {
     trap - EXIT
 }
 
-[[ -x /bin/busybox ]] && /bin/busybox --list | grep -x cttyhack >/dev/null ||
+if [[ ! -x /bin/busybox ]] || ! /bin/busybox --list | grep -x cttyhack >/dev/null; then
     die "/bin/busybox missing or not busybox-static (run scripts/deps.sh)"
+fi
 command -v cpio >/dev/null || die "cpio missing (run scripts/deps.sh)"
 
 deb=$(kernel_deb)

@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # lib.sh - sourced by libvirtd.sh and twohost.sh: one private libvirtd "host".
 #
 # A host is a directory D. Its libvirtd + virtlogd run in their own mount
@@ -23,8 +24,10 @@ lab_ms() { date +%s%3N; }
 
 lab_need_root() {
     [[ $(id -u) == 0 ]] || { echo "${LAB_PROG:-lab}: needs root (mount namespaces, libvirtd)"; exit 77; }
-    command -v libvirtd >/dev/null && command -v virtlogd >/dev/null && command -v virsh >/dev/null ||
-        { echo "${LAB_PROG:-lab}: libvirtd/virtlogd/virsh missing (run scripts/deps.sh)"; exit 77; }
+    if ! command -v libvirtd >/dev/null || ! command -v virtlogd >/dev/null || ! command -v virsh >/dev/null; then
+        echo "${LAB_PROG:-lab}: libvirtd/virtlogd/virsh missing (run scripts/deps.sh)"
+        exit 77
+    fi
 }
 
 # The QEMU driver looks up its compiled-in user and groups at start even when
@@ -192,13 +195,16 @@ lab_caps_save() {
     done
 }
 
-# pids of every process in the host's mount namespace (daemons, guests)
+# pids of the lab's processes (daemons, guests) in the host's mount namespace;
+# the binary is checked too, in case the namespace is gone and its number reused
 lab_host_pids() {
-    local d=$1 ns p
+    local d=$1 ns p c
     [[ -s $d/mntns ]] || return 0
     ns=$(<"$d/mntns")
     for p in /proc/[0-9]*; do
-        [[ $(readlink "$p/ns/mnt" 2>/dev/null) == "$ns" ]] && echo "${p#/proc/}"
+        [[ $(readlink "$p/ns/mnt" 2>/dev/null) == "$ns" ]] || continue
+        c=$(cat "$p/comm" 2>/dev/null) || continue
+        case $c in libvirtd | virtlogd | qemu-system*) echo "${p#/proc/}" ;; esac
     done
     return 0
 }
@@ -217,7 +223,7 @@ lab_host_stop() {
         p=$(lab_live_pid "$f" libvirtd || lab_live_pid "$f" virtlogd || lab_live_pid "$f" qemu-system) &&
             pids+=" $p"
     done
-    # shellcheck disable=SC2086
+    # shellcheck disable=SC2046,SC2086
     lab_kill_pids 15 $(printf '%s\n' $pids | sort -u)
     rm -f "$d/libvirtd.pid" "$d/virtlogd.pid" "$d/mntns"
 }

@@ -66,12 +66,14 @@ cmd_start() {
     # sun_path holds 107 bytes
     ((${#d} + 12 <= 107)) || die "DIR path too long for unix sockets: $d"
     command -v qemu-system-x86_64 >/dev/null || die "qemu-system-x86_64 missing (run scripts/deps.sh)"
+    local cmdline=${KVCON_GUEST_CMDLINE:-}
     if [[ -z ${KVCON_GUEST_KERNEL:-} || -z ${KVCON_GUEST_INITRD:-} ]]; then
         local env
         env=$("$HERE/guest.sh") || die "building the guest failed"
         eval "$env"
     fi
-    local cmdline=${KVCON_GUEST_CMDLINE:-console=tty0 console=ttyS0 quiet panic=-1}
+    # a cmdline given by the caller wins over the guest's default
+    cmdline=${cmdline:-$KVCON_GUEST_CMDLINE}
     rm -f "$d/pid" "$d/serial.sock" "$d/vnc.sock" "$d/qmp.sock"
     : >"$d/serial.log"
     # a failure between here and a healthy QEMU must not leave one running

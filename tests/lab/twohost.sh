@@ -19,6 +19,10 @@
 #   virsh -c "$SRC_URI" migrate --live --p2p --persistent --undefinesource DOM "$DST_TCP_URI"
 # Kernel, initrd and disks must be at the same path on both hosts (they
 # share the filesystem: any path outside the libvirt directories works).
+# Per-host storage: /var/lib/libvirt inside host a is SRC_LIBDIR seen from
+# the root namespace (b: DST_LIBDIR); a kernel put only under SRC_LIBDIR/boot
+# and referenced as /var/lib/libvirt/boot/vmlinuz makes a migration to b
+# fail ("could not open kernel file") and leaves the guest running on a.
 #
 # Knobs, so parallel labs do not collide (give each its own pair):
 #   KVCON_TWOHOST_NS   netns name prefix (default kvcon- -> kvcon-a, kvcon-b)
@@ -81,6 +85,8 @@ print_env() {
     echo "export DST_TCP_URI='$(tcp_uri b)'"
     echo "export SRC_NETNS='$(ns_of a)'"
     echo "export DST_NETNS='$(ns_of b)'"
+    echo "export SRC_LIBDIR='$(dir_of a)/lib'"
+    echo "export DST_LIBDIR='$(dir_of b)/lib'"
 }
 
 cmd_down() {
@@ -100,7 +106,9 @@ cmd_down() {
     if [[ ${KVCON_TWOHOST_KEEP:-0} == 1 ]]; then
         lab_log "state kept in $LAB"
     elif [[ -d $LAB ]]; then
-        rm -rf "$LAB"
+        # only what `up` made: KVCON_TWOHOST_DIR may be a directory of the caller's
+        rm -rf "$LAB/a" "$LAB/b" "$LAB/env"
+        rmdir "$LAB" 2>/dev/null || true
     fi
 }
 
@@ -111,7 +119,7 @@ cmd_up() {
         print_env
         return 0
     fi
-    if [[ -d $LAB || -e /run/netns/$(ns_of a) || -e /run/netns/$(ns_of b) ]]; then
+    if [[ -d $LAB/a || -d $LAB/b || -e /run/netns/$(ns_of a) || -e /run/netns/$(ns_of b) ]]; then
         lab_log "partial lab found, tearing it down first"
         KVCON_TWOHOST_KEEP=0 cmd_down
     fi

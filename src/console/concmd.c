@@ -1,0 +1,364 @@
+/* `kvcon console`: one console session (consess) drawn full-screen with ncurses: the guest's screen above, one
+ * status line below. Frames are drawn at most ~30 times a second from the loop, whatever the guest's rate. */
+#include "console/concmd.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <locale.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
+
+#include "console/consess.h"
+#include "console/vtpane.h"
+#include "core/log.h"
+#include "core/loop.h"
+#include "core/opts.h"
+#include "core/util.h"
+#include "core/xmalloc.h"
+#include "kube/kube.h"
+
+struct source *(*concmd_find_source)(struct store *st, const char *ns, const char *name, char **err);
+
+#define FRAME_MS 33   /* sustained: ~30 frames a second at most */
+#define FRAME_BURST 3 /* frames that may follow each other at once (a key's echo after the key's own frame) */
+#define KEY_LEAVE 0x1d /* Ctrl+], as virtctl */
+
+struct concmd {
+	struct store *st;
+	struct source *src;
+	struct consess *cs;
+	char *label;
+	int timeout_s;
+	uint64_t start_ms;
+	bool dirty, full;
+	uint64_t last_draw;
+	double tokens; /* frame budget: refills at one per FRAME_MS, up to FRAME_BURST */
+	struct loop_timer *draw_timer, *timeout_timer;
+	struct loop_fd *in_h;
+	int hook;
+	int listen_id;
+	int rc;
+	char *exit_msg;
+	bool curses_on;
+};
+
+static struct concmd *C;
+
+static void restore_terminal(void)
+{
+	if (C && C->curses_on) {
+		endwin();
+		C->curses_on = false;
+	}
+}
+
+static void on_changed(void *arg)
+{
+	struct concmd *c = arg;
+	c->dirty = true;
+}
+
+static void draw_status(struct concmd *c)
+{
+	const char *hint = vtpane_in_copy_mode(consess_pane(c->cs)) ? "copy mode: q leaves, v selects, y copies, / ? search"
+								     : "Ctrl+] exits  F12 copy mode  Shift+PgUp/PgDn scroll";
+	char line[512];
+	int off = vtpane_view_offset(consess_pane(c->cs));
+	char scroll[48] = "";
+	if (off)
+		snprintf(scroll, sizeof scroll, " [-%d]", off);
+	snprintf(line, sizeof line, " %s | %s%s | %s", c->label, consess_status(c->cs), scroll, hint);
+	attr_t a = A_REVERSE;
+	wattr_set(stdscr, a, 0, NULL);
+	mvwhline(stdscr, LINES - 1, 0, ' ', COLS);
+	/* the label and status are escaped already; addnstr clips to the width */
+	mvwaddnstr(stdscr, LINES - 1, 0, line, COLS);
+	wattr_set(stdscr, A_NORMAL, 0, NULL);
+}
+
+static void draw(void *arg)
+{
+	struct concmd *c = arg;
+	c->draw_timer = NULL;
+	if (!c->curses_on)
+		return;
+	struct vtpane *p = consess_pane(c->cs);
+	if (!c->dirty && !c->full && !vtpane_dirty(p))
+		return;
+	uint64_t now = util_now_ms();
+	c->tokens += (double)(now - c->last_draw) / FRAME_MS;
+	if (c->tokens > FRAME_BURST)
+		c->tokens = FRAME_BURST;
+	c->last_draw = now;
+	if (c->tokens < 1.0) {
+		/* over budget: whatever arrives until the next token is drawn in one frame */
+		if (!c->draw_timer)
+			c->draw_timer = loop_timer_add((uint64_t)((1.0 - c->tokens) * FRAME_MS) + 1, draw, c);
+		return;
+	}
+	c->tokens -= 1.0;
+	vtpane_draw(p, stdscr, 0, 0, c->full);
+	draw_status(c);
+	c->dirty = c->full = false;
+	wnoutrefresh(stdscr);
+	doupdate();
+}
+
+static void on_hook(void *arg)
+{
+	struct concmd *c = arg;
+	if (!c->draw_timer)
+		draw(c);
+}
+
+static void quit(struct concmd *c, int rc, const char *msg)
+{
+	if (msg && !c->exit_msg)
+		c->exit_msg = xstrdup(msg);
+	c->rc = rc;
+	loop_quit(rc);
+}
+
+static void on_key_input(int fd, short revents, void *arg)
+{
+	(void)fd;
+	(void)revents;
+	struct concmd *c = arg;
+	wint_t ch;
+	int r;
+	while ((r = wget_wch(stdscr, &ch)) != ERR) {
+		bool keycode = r == KEY_CODE_YES;
+		struct vtpane *p = consess_pane(c->cs);
+		if (!keycode && ch == KEY_LEAVE) {
+			quit(c, EXIT_OK, NULL);
+			return;
+		}
+		if (keycode && ch == KEY_RESIZE)
+			continue;
+		if (keycode && ch == KEY_F(12)) {
+			vtpane_copy_mode(p, !vtpane_in_copy_mode(p));
+			c->dirty = true;
+		} else if (keycode && (ch == KEY_SPREVIOUS || ch == KEY_SNEXT) && !vtpane_in_copy_mode(p)) {
+			int rows, cols;
+			vtpane_size(p, &rows, &cols);
+			vtpane_scroll(p, ch == KEY_SPREVIOUS ? rows / 2 : -rows / 2);
+			c->dirty = true;
+		} else {
+			/* a key for the guest changes nothing on screen until the guest answers */
+			consess_key(c->cs, (int)ch, keycode, 0);
+		}
+	}
+}
+
+static void apply_size(struct concmd *c)
+{
+	struct winsize ws;
+	if (ioctl(1, TIOCGWINSZ, &ws) == 0 && ws.ws_row > 0 && ws.ws_col > 0)
+		resize_term(ws.ws_row, ws.ws_col);
+	consess_resize(c->cs, LINES > 1 ? LINES - 1 : 1, COLS);
+	clear();
+	c->full = true;
+}
+
+static void on_winch(int sig, void *arg)
+{
+	(void)sig;
+	apply_size(arg);
+}
+
+static void on_term(int sig, void *arg)
+{
+	(void)sig;
+	quit(arg, EXIT_OK, NULL);
+}
+
+static void on_timeout_check(void *arg)
+{
+	struct concmd *c = arg;
+	c->timeout_timer = NULL;
+	enum consess_state st = consess_state(c->cs);
+	if (st == CONSESS_ENDED) {
+		char msg[400];
+		snprintf(msg, sizeof msg, "console %s", consess_status(c->cs));
+		quit(c, consess_uid(c->cs)[0] || consess_bytes_in(c->cs) ? EXIT_OK : EXIT_API, msg);
+		return;
+	}
+	bool never = !consess_uid(c->cs)[0] && st != CONSESS_OPEN;
+	if (never && c->timeout_s > 0 && util_now_ms() - c->start_ms >= (uint64_t)c->timeout_s * 1000) {
+		char msg[400];
+		snprintf(msg, sizeof msg, "no console after %d s: %s", c->timeout_s, consess_status(c->cs));
+		quit(c, EXIT_API, msg);
+		return;
+	}
+	c->timeout_timer = loop_timer_add(200, on_timeout_check, c);
+}
+
+static void store_cb(void *arg, enum obj_kind kind, const struct obj *old, const struct obj *new_)
+{
+	struct concmd *c = arg;
+	if (c->cs)
+		consess_store_changed(c->cs, kind, old, new_);
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: kvcon console NS/NAME|ws://URL|unix:PATH|tcp:HOST:PORT [--timeout S] [--log FILE]\n"
+		   "  --timeout S   wait at most S seconds for the VMI to be Running and the console to open "
+		   "(default 300, 0: forever)\n"
+		   "  --log FILE    append every byte the guest sends to FILE\n"
+		   "Keys: Ctrl+] exits; F12 copy mode; Shift+PgUp/PgDn scroll back.\n");
+}
+
+static bool is_vmi_target(const char *t)
+{
+	const char *slash = strchr(t, '/');
+	return slash && slash != t && slash[1] && !strchr(slash + 1, '/') && !strchr(t, ':');
+}
+
+int concmd_main(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "timeout", required_argument, NULL, 't' },
+		{ "log", required_argument, NULL, 'l' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct concmd c = { .timeout_s = 300, .listen_id = -1, .rc = EXIT_OK };
+	const char *log_path = NULL;
+	int opt;
+	optind = 1;
+	while ((opt = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+		if (opt == 't') {
+			char *end;
+			long v = strtol(optarg, &end, 10);
+			if (*end || v < 0) {
+				fprintf(stderr, "kvcon console: --timeout needs seconds\n");
+				return EXIT_USAGE;
+			}
+			c.timeout_s = (int)v;
+		} else if (opt == 'l') {
+			log_path = optarg;
+		} else if (opt == 'h') {
+			usage(stdout);
+			return EXIT_OK;
+		} else {
+			usage(stderr);
+			return EXIT_USAGE;
+		}
+	}
+	if (optind != argc - 1) {
+		usage(stderr);
+		return EXIT_USAGE;
+	}
+	const char *target = argv[optind];
+	if (!isatty(0) || !isatty(1)) {
+		fprintf(stderr, "kvcon console: needs a terminal on stdin and stdout\n");
+		return EXIT_USAGE;
+	}
+	setlocale(LC_ALL, "");
+	signal(SIGPIPE, SIG_IGN);
+	loop_init();
+	log_open(opts_global()->log);
+	struct consess_opts co = { .log_path = log_path };
+	char *ns = NULL, *err = NULL;
+	if (is_vmi_target(target)) {
+		const char *slash = strchr(target, '/');
+		ns = xstrndup(target, (size_t)(slash - target));
+		co.ns = ns;
+		co.name = slash + 1;
+		c.st = store_new();
+		/* watch only this namespace's VMIs: the phase and UID are all the console needs */
+		struct kvcon_opts *g = opts_global();
+		free(g->ns);
+		g->ns = xstrdup(ns);
+		g->all_ns = false;
+		if (concmd_find_source)
+			c.src = concmd_find_source(c.st, co.ns, co.name, &err);
+		if (!c.src) {
+			free(err);
+			err = NULL;
+			struct kube_open_opts ko = { .kinds = KUBE_KIND_BIT(OBJ_VMI) };
+			c.src = kube_open_ex(c.st, opts_global()->context, &ko, &err);
+		}
+		if (!c.src) {
+			fprintf(stderr, "kvcon console: %s\n", err ? err : "no source");
+			free(err);
+			free(ns);
+			store_free(c.st);
+			return EXIT_API;
+		}
+		co.st = c.st;
+		co.src = c.src;
+		c.listen_id = store_listen(c.st, store_cb, &c);
+		c.label = xasprintf("%s/%s", ns, co.name);
+	} else {
+		co.target = target;
+		co.no_reconnect = false;
+		c.label = util_escape_display(target);
+	}
+	char *esc = util_escape_display(c.label);
+	free(c.label);
+	c.label = esc;
+	/* curses owns the screen from here: library chatter goes to the log */
+	C = &c;
+	log_set_fatal_hook(restore_terminal);
+	log_capture_stderr();
+	initscr();
+	c.curses_on = true;
+	raw();
+	noecho();
+	nonl();
+	keypad(stdscr, TRUE);
+	nodelay(stdscr, TRUE);
+	set_escdelay(25);
+	curs_set(0);
+	if (has_colors()) {
+		start_color();
+		use_default_colors();
+	}
+	co.rows = LINES > 1 ? LINES - 1 : 1;
+	co.cols = COLS;
+	c.cs = consess_new(&co, on_changed, &c, &err);
+	int rc = EXIT_OK;
+	if (!c.cs) {
+		restore_terminal();
+		log_release_stderr();
+		fprintf(stderr, "kvcon console: %s\n", err);
+		free(err);
+		rc = EXIT_USAGE;
+		goto out;
+	}
+	c.start_ms = util_now_ms();
+	c.full = true;
+	c.in_h = loop_fd_add(0, POLLIN, on_key_input, &c);
+	c.hook = loop_hook_add(on_hook, &c);
+	loop_signal(SIGWINCH, on_winch, &c);
+	loop_signal(SIGTERM, on_term, &c);
+	loop_signal(SIGHUP, on_term, &c);
+	c.timeout_timer = loop_timer_add(200, on_timeout_check, &c);
+	rc = loop_run();
+	loop_fd_remove(c.in_h);
+	loop_hook_remove(c.hook);
+	loop_timer_cancel(c.timeout_timer);
+	loop_timer_cancel(c.draw_timer);
+	restore_terminal();
+	log_release_stderr();
+	if (c.exit_msg)
+		fprintf(stderr, "kvcon console: %s\n", c.exit_msg);
+out:
+	consess_free(c.cs);
+	if (c.st && c.listen_id >= 0)
+		store_unlisten(c.st, c.listen_id);
+	source_free_all();
+	store_free(c.st);
+	free(c.exit_msg);
+	free(c.label);
+	free(ns);
+	C = NULL;
+	return rc;
+}

@@ -1,0 +1,87 @@
+/* Console and VNC streams of a kube source: waits for the credential (an exec plugin may be running), then
+ * configures a CONNECT_ONLY easy handle exactly like the API client's and hands it to kube/ws.c. */
+#include "kube/kconsole.h"
+
+#include <curl/curl.h>
+#include <stdlib.h>
+
+#include "core/xmalloc.h"
+#include "kube/http.h"
+#include "kube/kube.h"
+#include "kube/ws.h"
+
+struct kc_pending {
+	struct stream *s;
+	struct kube_http *h;
+	char *path;
+};
+
+static void kc_ready(void *arg, const char *err)
+{
+	struct kc_pending *k = arg;
+	if (stream_detached(k->s) || stream_state(k->s) == STREAM_CLOSED)
+		goto out;
+	if (err) {
+		ws_fail(k->s, err);
+		goto out;
+	}
+	char *url = kube_http_url(k->h, k->path);
+	CURL *e = curl_easy_init();
+	struct curl_slist *hdrs = NULL;
+	char *serr = NULL;
+	if (kube_http_setup_easy(k->h, e, &hdrs, &serr) < 0) {
+		curl_easy_cleanup(e);
+		ws_fail(k->s, serr ? serr : "cannot configure the connection");
+		free(serr);
+		free(url);
+		curl_slist_free_all(hdrs);
+		goto out;
+	}
+	struct ws_config cfg = {
+		.url = url,
+		.subprotocol = KUBEVIRT_WS_SUBPROTOCOL,
+		.headers = hdrs,
+		.keepalive_ms = 30000,
+	};
+	ws_start(k->s, &cfg, e);
+	curl_slist_free_all(hdrs);
+	free(url);
+out:
+	stream_unref(k->s);
+	free(k->path);
+	free(k);
+}
+
+static struct stream *kc_open(struct source *src, const char *ns, const char *name, const char *sub, char **err)
+{
+	struct kube_http *h = kube_source_http(src);
+	if (!h) {
+		*err = xstrdup("not a cluster source");
+		return NULL;
+	}
+	if (!ns || !*ns || !name || !*name) {
+		*err = xstrdup("a namespace and a name are needed");
+		return NULL;
+	}
+	char *label = xasprintf("%s %s/%s %s", src->name, ns, name, sub);
+	struct stream *s = ws_new(label);
+	free(label);
+	struct kc_pending *k = xcalloc(1, sizeof *k);
+	k->s = s;
+	k->h = h;
+	k->path = xasprintf("/apis/subresources.kubevirt.io/v1/namespaces/%s/virtualmachineinstances/%s/%s", ns, name,
+			    sub);
+	stream_ref(s);
+	kube_http_when_ready(h, kc_ready, k);
+	return s;
+}
+
+struct stream *kube_console_open(struct source *src, const char *ns, const char *name, char **err)
+{
+	return kc_open(src, ns, name, "console", err);
+}
+
+struct stream *kube_vnc_open(struct source *src, const char *ns, const char *name, char **err)
+{
+	return kc_open(src, ns, name, "vnc", err);
+}

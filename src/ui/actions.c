@@ -1,0 +1,118 @@
+/* Lifecycle actions from the dashboard: read-only guard, confirmation naming the VM for destructive ones, the
+ * provider call, and the API's own Status message on failure. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/log.h"
+#include "core/xmalloc.h"
+#include "model/source.h"
+#include "model/store.h"
+#include "ui/sources.h"
+#include "ui/ui.h"
+#include "ui/view.h"
+#include "ui/vmview.h"
+#include "ui/yamlview.h"
+
+struct pending {
+	enum action act;
+	struct source *src;
+	char *ns, *name;
+};
+
+static void pending_free(void *arg)
+{
+	struct pending *p = arg;
+	free(p->ns);
+	free(p->name);
+	free(p);
+}
+
+/* Which actions ask first, and how the question is worded. */
+static const struct {
+	enum action act;
+	const char *verb;
+	bool confirm;
+} action_rows[] = {
+	{ ACT_START, "Start", false },	       { ACT_STOP, "Stop", true },     { ACT_FORCE_STOP, "Force stop (grace 0)", true },
+	{ ACT_RESTART, "Restart", true },      { ACT_PAUSE, "Pause", true },   { ACT_UNPAUSE, "Unpause", false },
+	{ ACT_MIGRATE, "Live-migrate", true }, { ACT_MIGRATE_ABORT, "Abort the migration of", true },
+	{ ACT_DELETE, "Delete", true },
+};
+
+static void done(void *arg, int status, const char *message)
+{
+	struct pending *p = arg;
+	if (status != 0)
+		ui_error("%s %s/%s failed: %s%s(%d)", action_name(p->act), p->ns, p->name, message ? message : "",
+			 message ? " " : "", status);
+	else
+		ui_message("%s %s/%s: accepted", action_name(p->act), p->ns, p->name);
+	pending_free(p);
+}
+
+static void run(void *arg)
+{
+	struct pending *p = arg;
+	struct action_req req = { .act = p->act, .ns = p->ns, .name = p->name, .grace_period = -1 };
+	if (p->act == ACT_FORCE_STOP)
+		req.grace_period = 0;
+	struct pending *copy = xcalloc(1, sizeof *copy);
+	copy->act = p->act;
+	copy->src = p->src;
+	copy->ns = xstrdup(p->ns);
+	copy->name = xstrdup(p->name);
+	char *err = NULL;
+	log_info("ui: %s %s/%s on %s", action_name(p->act), p->ns, p->name, p->src->name);
+	if (p->src->ops == NULL || p->src->ops->action == NULL) {
+		ui_error("%s: source %s has no actions", action_name(p->act), p->src->name);
+		pending_free(copy);
+	} else if (p->src->ops->action(p->src, &req, done, copy, &err) < 0) {
+		ui_error("%s %s/%s refused: %s", action_name(p->act), p->ns, p->name, err ? err : "");
+		pending_free(copy);
+	} else {
+		ui_message("%s %s/%s: sent", action_name(p->act), p->ns, p->name);
+	}
+	free(err);
+}
+
+void ui_action(enum action act, const struct obj *vm)
+{
+	if (vm == NULL)
+		return;
+	if (action_is_mutating(act) && (ui_readonly() || vm->src->readonly)) {
+		ui_error("READ-ONLY: %s %s/%s refused", action_name(act), vm->ns, vm->name);
+		return;
+	}
+	struct pending *p = xcalloc(1, sizeof *p);
+	p->act = act;
+	p->src = vm->src;
+	p->ns = xstrdup(vm->ns);
+	p->name = xstrdup(vm->name);
+	for (size_t i = 0; i < sizeof action_rows / sizeof action_rows[0]; i++) {
+		if (action_rows[i].act != act)
+			continue;
+		if (action_rows[i].confirm) {
+			char q[600];
+			snprintf(q, sizeof q, "%s VM %s/%s%s%s?", action_rows[i].verb, vm->ns, vm->name,
+				 sources_live_count() > 1 ? " on " : "", sources_live_count() > 1 ? vm->src->name : "");
+			ui_confirm(q, run, p, pending_free);
+			return;
+		}
+		break;
+	}
+	run(p);
+	pending_free(p);
+}
+
+void ui_open_yaml(const struct obj *o)
+{
+	if (o)
+		view_push(yamlview_new(o));
+}
+
+void ui_open_vm(const struct obj *vm)
+{
+	if (vm)
+		view_push(vmview_new(vm));
+}

@@ -1,0 +1,25 @@
+/* The `:` command line: a const table of commands (:vm, :vmi, :pod, :events, :ns, :ctx, :q, :help) with
+ * completion of command names, namespaces, contexts and VM names. */
+#ifndef KVCON_UI_CMDLINE_H
+#define KVCON_UI_CMDLINE_H
+
+#include <stddef.h>
+
+struct cmdline_entry {
+	const char *name;
+	const char *aliases; /* space-separated */
+	const char *args;    /* synopsis of the argument, "" when none */
+	const char *help;
+	int (*fn)(const char *arg); /* 0 ok, -1 (message already shown) */
+	/* completes the argument: i-th candidate for prefix, NULL when no more */
+	const char *(*complete)(const char *prefix, int i);
+};
+
+extern const struct cmdline_entry cmdline_cmds[];
+extern const size_t cmdline_ncmds;
+
+/* Prompt callbacks (ui_prompt). */
+void cmdline_done(void *arg, const char *text);
+const char *cmdline_complete(void *arg, const char *prefix, int i);
+
+#endif

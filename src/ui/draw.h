@@ -1,0 +1,25 @@
+/* Width-aware drawing of untrusted text: every string from a cluster or a guest goes through here, shown escaped
+ * (control characters and invalid UTF-8 as \e, \x1b, \u{...}), measured in terminal columns (wcwidth) and
+ * clipped to a width, so it never drives the terminal and never spills over its cell. */
+#ifndef KVCON_UI_DRAW_H
+#define KVCON_UI_DRAW_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+/* Makes s displayable and fits it into at most maxw columns (a final '~' marks a cut). Writes a NUL-terminated
+ * string into out (outlen bytes) and returns the columns it takes. Pure: no curses needed (unit-tested). */
+int draw_fit(const char *s, int maxw, char *out, size_t outlen);
+/* Columns s would take once escaped (unbounded). */
+int draw_width(const char *s);
+
+/* Draws s at (y, x), escaped and clipped to maxw columns, with attr; returns the columns used. */
+int draw_text(int y, int x, int maxw, int attr, const char *s);
+/* Draws s into a cell of exactly w columns (padded with spaces; right-aligned when right). */
+void draw_cell(int y, int x, int w, int attr, const char *s, bool right);
+/* Fills w columns with spaces in attr. */
+void draw_fill(int y, int x, int w, int attr);
+/* Fills a rectangle. */
+void draw_clear_rect(int y, int x, int h, int w, int attr);
+
+#endif

@@ -1,0 +1,232 @@
+/* The header: sources, watch health, VM counts by status, READ-ONLY. */
+#include "ui/header.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "core/loop.h"
+#include "core/util.h"
+#include "model/source.h"
+#include "model/store.h"
+#include "ui/draw.h"
+#include "ui/theme.h"
+
+#define MAX_STATUS 24
+
+static struct {
+	uint64_t version;
+	const char *ns;
+	size_t nsrc;
+	bool valid;
+	size_t total;
+	struct {
+		const char *status;
+		size_t n;
+	} counts[MAX_STATUS];
+	int ncounts;
+} H;
+
+int header_height(int rows)
+{
+	return rows >= 20 ? 4 : 2;
+}
+
+void header_store_changed(enum obj_kind kind)
+{
+	(void)kind;
+}
+
+void header_tick(void)
+{
+}
+
+static void recount(const struct store *st, const char *ns)
+{
+	uint64_t ver = store_version(st, OBJ_VM);
+	if (H.valid && H.version == ver && H.ns == ns && H.nsrc == source_count())
+		return;
+	H.valid = true;
+	H.version = ver;
+	H.ns = ns;
+	H.nsrc = source_count();
+	H.total = 0;
+	H.ncounts = 0;
+	for (size_t s = 0; s < source_count(); s++) {
+		size_t n;
+		struct obj *const *vms = store_objs(st, source_get(s), OBJ_VM, &n);
+		for (size_t i = 0; i < n; i++) {
+			if (ns && strcmp(vms[i]->ns, ns) != 0)
+				continue;
+			const char *status = ((const struct vm *)vms[i])->printable_status;
+			if (status == NULL || *status == '\0')
+				status = "Unknown";
+			H.total++;
+			int k;
+			for (k = 0; k < H.ncounts; k++)
+				if (H.counts[k].status == status || strcmp(H.counts[k].status, status) == 0)
+					break;
+			if (k == H.ncounts) {
+				if (H.ncounts == MAX_STATUS)
+					continue;
+				H.counts[H.ncounts].status = status;
+				H.counts[H.ncounts++].n = 0;
+			}
+			H.counts[k].n++;
+		}
+	}
+	/* most frequent first */
+	for (int i = 1; i < H.ncounts; i++)
+		for (int j = i; j > 0 && H.counts[j].n > H.counts[j - 1].n; j--) {
+			__typeof__(H.counts[0]) t = H.counts[j];
+			H.counts[j] = H.counts[j - 1];
+			H.counts[j - 1] = t;
+		}
+}
+
+/* Draws "label value" pairs left to right; returns the new x. */
+static int pair(int y, int x, int end, const char *label, const char *value, int vattr)
+{
+	if (x >= end)
+		return x;
+	x += draw_text(y, x, end - x, theme_attr(THEME_HEADER_KEY), label);
+	if (x < end)
+		x += draw_text(y, x, end - x, vattr, value);
+	if (x + 2 < end)
+		x += draw_text(y, x, end - x, theme_attr(THEME_HEADER), "  ");
+	return x;
+}
+
+static const char *health_word(const struct watch_health *h, char *buf, size_t len)
+{
+	switch (h->state) {
+	case WATCH_LIVE:
+		return "live";
+	case WATCH_LOADING:
+		snprintf(buf, len, "loading %zu", h->loaded);
+		return buf;
+	case WATCH_RECONNECTING: {
+		uint64_t now = loop_now();
+		uint64_t s = h->next_retry_ms > now ? (h->next_retry_ms - now + 999) / 1000 : 0;
+		snprintf(buf, len, "reconnecting in %llus", (unsigned long long)s);
+		return buf;
+	}
+	case WATCH_FORBIDDEN:
+		return "forbidden";
+	case WATCH_ERROR:
+		return "error";
+	default:
+		return "idle";
+	}
+}
+
+static void source_info(int y, int x, int end, struct source *src)
+{
+	bool kube = src->type == SOURCE_KUBE;
+	x = pair(y, x, end, kube ? "Context: " : "Engine: ", src->name, theme_attr(THEME_HEADER));
+	if (src->server)
+		x = pair(y, x, end, kube ? "Cluster: " : "URI: ", src->server, theme_attr(THEME_HEADER));
+	if (src->user)
+		x = pair(y, x, end, "User: ", src->user, theme_attr(THEME_HEADER));
+	if (src->version)
+		x = pair(y, x, end, kube ? "KubeVirt: " : "Version: ", src->version, theme_attr(THEME_HEADER));
+	if (kube)
+		pair(y, x, end, "Scope: ", src->ns_scope ? src->ns_scope : "all namespaces", theme_attr(THEME_HEADER));
+}
+
+static int source_watch(int y, int x, int end, struct source *src, bool named)
+{
+	static const char *const kinds[OBJ_KIND_COUNT] = { "vm ", "vmi ", "pod ", "event " };
+	char label[96];
+	snprintf(label, sizeof label, "%s%s%s", named ? "Watch " : "Watch: ", named ? src->name : "", named ? ": " : "");
+	if (x < end)
+		x += draw_text(y, x, end - x, theme_attr(THEME_HEADER_KEY), label);
+	for (int k = 0; k < OBJ_KIND_COUNT && x < end; k++) {
+		char buf[48], first[48];
+		const char *word = health_word(&src->health[k], buf, sizeof buf);
+		x += draw_text(y, x, end - x, theme_attr(THEME_HEADER), kinds[k]);
+		snprintf(first, sizeof first, "%s", word);
+		char *sp = strchr(first, ' ');
+		if (sp)
+			*sp = '\0';
+		if (x < end)
+			x += draw_text(y, x, end - x, theme_status_attr(first), word);
+		if (x + 2 < end)
+			x += draw_text(y, x, end - x, theme_attr(THEME_HEADER), "  ");
+	}
+	return x;
+}
+
+void header_draw(const struct region *r, const struct store *st, bool readonly, const char *ns)
+{
+	int w = r->w;
+	for (int i = 0; i < r->h; i++)
+		draw_fill(r->y + i, r->x, w, theme_attr(THEME_NORMAL));
+	int x = r->x;
+	x += draw_text(r->y, x, w, theme_attr(THEME_LOGO), " kvcon ");
+	int src_lines = r->h >= 4 ? 2 : 1;
+	struct source *live[8];
+	size_t n = 0;
+	for (size_t i = 0; i < source_count() && n < 8; i++)
+		if (!source_get(i)->closed)
+			live[n++] = source_get(i);
+	if (n == 0)
+		draw_text(r->y, x, w - x, theme_attr(THEME_BAD), "no sources (no kubeconfig, no engine)");
+	if (n == 1) {
+		/* one source: its details, then its watches on the next line */
+		source_info(r->y, x, w, live[0]);
+		if (src_lines > 1)
+			source_watch(r->y + 1, x, w, live[0], false);
+		else
+			source_watch(r->y, x + 60, w, live[0], false);
+	} else {
+		for (size_t s = 0; s < n && (int)s < src_lines; s++) {
+			int y0 = r->y + (int)s;
+			int xx = source_watch(y0, x, w, live[s], true);
+			source_info(y0, xx, w, live[s]);
+		}
+	}
+	if (n > (size_t)src_lines) {
+		char more[32];
+		snprintf(more, sizeof more, " +%zu more", n - (size_t)src_lines);
+		draw_text(r->y + src_lines - 1, w - draw_width(more), draw_width(more), theme_attr(THEME_HINT), more);
+	}
+	/* counts line */
+	int y = r->y + src_lines;
+	if (y >= r->y + r->h)
+		return;
+	recount(st, ns);
+	int end = r->x + w;
+	x = r->x + 1;
+	char v[64];
+	x = pair(y, x, end, "Namespace: ", ns ? ns : "all", theme_attr(THEME_HEADER));
+	snprintf(v, sizeof v, "%zu", H.total);
+	x = pair(y, x, end, "VMs: ", v, theme_attr(THEME_HEADER));
+	for (int i = 0; i < H.ncounts && x < end; i++) {
+		snprintf(v, sizeof v, "%s %zu", H.counts[i].status, H.counts[i].n);
+		x += draw_text(y, x, end - x, theme_status_attr(H.counts[i].status), v);
+		if (x + 2 < end)
+			x += draw_text(y, x, end - x, theme_attr(THEME_HEADER), "  ");
+	}
+	if (readonly) {
+		const char *ro = " READ-ONLY ";
+		draw_text(r->y, end - draw_width(ro), draw_width(ro), theme_attr(THEME_READONLY), ro);
+	}
+	/* notices (403 fallbacks, TCG fallback) and watch errors */
+	if (r->h >= 4) {
+		y = r->y + 3;
+		x = r->x + 1;
+		for (size_t s = 0; s < n && x < end; s++) {
+			struct source *src = live[s];
+			if (src->notice)
+				x += draw_text(y, x, end - x, theme_attr(THEME_WAIT), src->notice) + 2;
+			for (int k = 0; k < OBJ_KIND_COUNT && x < end; k++) {
+				const struct watch_health *h = &src->health[k];
+				if (h->message && h->state != WATCH_LIVE) {
+					char m[512];
+					snprintf(m, sizeof m, "%s %s: %s", src->name, obj_kind_name((enum obj_kind)k), h->message);
+					x += draw_text(y, x, end - x, theme_attr(THEME_BAD), m) + 2;
+				}
+			}
+		}
+	}
+}

@@ -1,0 +1,65 @@
+/* Help text from the key and command tables. */
+#include "ui/help.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "ui/cmdline.h"
+#include "ui/pager.h"
+#include "ui/table.h"
+#include "ui/vmview.h"
+
+static void keys_section(struct buf *out, const char *heading, const struct view_key *keys)
+{
+	if (keys == NULL || keys->key == 0)
+		return;
+	buf_printf(out, "%s\n", heading);
+	for (const struct view_key *k = keys; k->key; k++)
+		buf_printf(out, "  %-10s %s\n", k->label, k->help);
+	buf_add_str(out, "\n");
+}
+
+static void panes_section(struct buf *out)
+{
+	buf_add_str(out, "Panes (VM views and lists)\n");
+	for (size_t i = 0; i < view_npanes; i++)
+		buf_printf(out, "  %-10c %s%s\n", view_panes[i].key, view_panes[i].help,
+			   view_panes[i].open ? "" : " (not in this build)");
+	buf_add_str(out, "\n");
+}
+
+void help_text(struct view *v, struct buf *out)
+{
+	char title[128] = "";
+	if (v && v->ops->title)
+		v->ops->title(v, title, sizeof title);
+	if (v) {
+		char h[160];
+		snprintf(h, sizeof h, "Keys of this view (%s)", title[0] ? title : v->ops->name);
+		keys_section(out, h, v->ops->keys);
+		if (table_view_spec(v) || vmview_is(v))
+			panes_section(out);
+	} else {
+		keys_section(out, "List views (VMs, VMIs, pods, events)", table_view_keys());
+		keys_section(out, "VM view", vmview_keys());
+		keys_section(out, "Pager (help, YAML, walkthrough)", pager_keys_table());
+		panes_section(out);
+	}
+	keys_section(out, "Everywhere", ui_global_keys);
+	buf_add_str(out, "Commands (after :)\n");
+	for (size_t i = 0; i < cmdline_ncmds; i++) {
+		char left[64];
+		snprintf(left, sizeof left, "%s %s", cmdline_cmds[i].name, cmdline_cmds[i].args);
+		buf_printf(out, "  %-18s %s\n", left, cmdline_cmds[i].help);
+	}
+}
+
+struct view *help_view_new(struct view *for_view)
+{
+	struct buf b;
+	buf_init(&b);
+	help_text(for_view, &b);
+	struct view *v = pager_new("Help", b.data);
+	buf_free(&b);
+	return v;
+}

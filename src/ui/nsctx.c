@@ -1,0 +1,235 @@
+/* Namespace and context lists: small, so rebuilt on every frame from the store and the kubeconfig. */
+#include "ui/nsctx.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/hmap.h"
+#include "core/xmalloc.h"
+#include "model/source.h"
+#include "model/store.h"
+#include "ui/draw.h"
+#include "ui/sources.h"
+#include "ui/theme.h"
+#include "ui/ui.h"
+#include "ui/view.h"
+
+struct nsctx {
+	bool ctx;
+	size_t sel, top;
+	int page;
+};
+
+static const char **ns_names;
+static size_t ns_n, ns_cap;
+
+static int cmp_strp(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+const char *const *nsctx_namespaces(size_t *n)
+{
+	struct hmap seen;
+	hmap_init(&seen);
+	ns_n = 0;
+	for (size_t s = 0; s < source_count(); s++) {
+		for (int k = 0; k < OBJ_EVENT; k++) {
+			size_t cnt;
+			struct obj *const *objs = store_objs(ui_store(), source_get(s), (enum obj_kind)k, &cnt);
+			for (size_t i = 0; i < cnt; i++) {
+				const char *ns = objs[i]->ns; /* interned */
+				if (hmap_get(&seen, ns))
+					continue;
+				hmap_put(&seen, ns, (void *)ns);
+				if (ns_n == ns_cap) {
+					ns_cap = ns_cap ? ns_cap * 2 : 16;
+					ns_names = xreallocarray(ns_names, ns_cap, sizeof *ns_names);
+				}
+				ns_names[ns_n++] = ns;
+			}
+		}
+	}
+	const char *cur = ui_namespace();
+	if (cur && !hmap_get(&seen, cur)) {
+		if (ns_n == ns_cap) {
+			ns_cap = ns_cap ? ns_cap * 2 : 16;
+			ns_names = xreallocarray(ns_names, ns_cap, sizeof *ns_names);
+		}
+		ns_names[ns_n++] = cur;
+	}
+	hmap_free(&seen);
+	qsort(ns_names, ns_n, sizeof *ns_names, cmp_strp);
+	if (ns_n == ns_cap) {
+		ns_cap = ns_cap ? ns_cap * 2 : 16;
+		ns_names = xreallocarray(ns_names, ns_cap, sizeof *ns_names);
+	}
+	memmove(ns_names + 1, ns_names, ns_n * sizeof *ns_names);
+	ns_names[0] = "all";
+	ns_n++;
+	*n = ns_n;
+	return ns_names;
+}
+
+static const char *const *items(struct nsctx *c, size_t *n)
+{
+	if (c->ctx)
+		return sources_context_names(n);
+	return nsctx_namespaces(n);
+}
+
+static bool is_current(struct nsctx *c, const char *name)
+{
+	if (c->ctx)
+		return sources_current_context() && strcmp(sources_current_context(), name) == 0;
+	const char *cur = ui_namespace();
+	return cur ? strcmp(cur, name) == 0 : strcmp(name, "all") == 0;
+}
+
+static void draw(struct view *v, const struct region *r)
+{
+	struct nsctx *c = v->priv;
+	size_t n;
+	const char *const *names = items(c, &n);
+	char title[64];
+	snprintf(title, sizeof title, " %s[%zu] ", c->ctx ? "Contexts" : "Namespaces", n);
+	attrset((attr_t)theme_attr(THEME_BORDER));
+	mvhline(r->y, r->x, ACS_HLINE, r->w);
+	draw_text(r->y, r->x + (r->w - draw_width(title)) / 2, r->w, theme_attr(THEME_TITLE_ACTIVE), title);
+	if (r->h < 2)
+		return;
+	draw_fill(r->y + 1, r->x, r->w, theme_attr(THEME_NORMAL));
+	draw_text(r->y + 1, r->x + 1, r->w - 1, theme_attr(THEME_TABLE_HEADER), "NAME");
+	int rows_h = r->h - 2;
+	c->page = rows_h;
+	if (c->sel >= n)
+		c->sel = n ? n - 1 : 0;
+	if (c->sel < c->top)
+		c->top = c->sel;
+	if (rows_h > 0 && c->sel >= c->top + (size_t)rows_h)
+		c->top = c->sel - (size_t)rows_h + 1;
+	for (int i = 0; i < rows_h; i++) {
+		size_t k = c->top + (size_t)i;
+		int y = r->y + 2 + i;
+		if (k >= n) {
+			draw_fill(y, r->x, r->w, theme_attr(THEME_NORMAL));
+			continue;
+		}
+		int a = k == c->sel ? theme_attr(THEME_SELECTED) : theme_attr(THEME_NORMAL);
+		char line[512];
+		snprintf(line, sizeof line, "%s%s", names[k], is_current(c, names[k]) ? "  (current)" : "");
+		draw_fill(y, r->x, r->w, a);
+		draw_text(y, r->x + 1, r->w - 1, a, line);
+	}
+}
+
+static enum view_result key(struct view *v, int k)
+{
+	struct nsctx *c = v->priv;
+	size_t n;
+	const char *const *names = items(c, &n);
+	long d = 0;
+	if (k == 'j' || k == VKEY(KEY_DOWN))
+		d = 1;
+	else if (k == 'k' || k == VKEY(KEY_UP))
+		d = -1;
+	else if (k == VKEY(KEY_NPAGE))
+		d = c->page;
+	else if (k == VKEY(KEY_PPAGE))
+		d = -c->page;
+	else if (k == 'g' || k == VKEY(KEY_HOME))
+		d = -(long)n;
+	else if (k == 'G' || k == VKEY(KEY_END))
+		d = (long)n;
+	else if (k == '\r' && c->sel < n) {
+		char cmd[600];
+		snprintf(cmd, sizeof cmd, "%s %s", c->ctx ? "ctx" : "ns", names[c->sel]);
+		if (ui_command(cmd) == 0)
+			ui_command("vm");
+		return VIEW_DONE;
+	} else {
+		return VIEW_PASS;
+	}
+	long s = (long)c->sel + d;
+	if (s < 0)
+		s = 0;
+	if (n && s >= (long)n)
+		s = (long)n - 1;
+	c->sel = (size_t)s;
+	view_dirty(v);
+	return VIEW_DONE;
+}
+
+static enum view_result mouse(struct view *v, const struct view_mouse *m)
+{
+	struct nsctx *c = v->priv;
+	if (m->kind == VMOUSE_WHEEL_UP)
+		return key(v, 'k');
+	if (m->kind == VMOUSE_WHEEL_DOWN)
+		return key(v, 'j');
+	if ((m->kind == VMOUSE_PRESS || m->kind == VMOUSE_CLICK || m->kind == VMOUSE_DOUBLE) && m->y >= 2) {
+		c->sel = c->top + (size_t)(m->y - 2);
+		view_dirty(v);
+		if (m->kind == VMOUSE_DOUBLE)
+			return key(v, '\r');
+		return VIEW_DONE;
+	}
+	return VIEW_PASS;
+}
+
+static void title(struct view *v, char *buf, size_t len)
+{
+	struct nsctx *c = v->priv;
+	snprintf(buf, len, "%s", c->ctx ? "Contexts" : "Namespaces");
+}
+
+static void store_changed(struct view *v, enum obj_kind kind, const struct obj *old, const struct obj *new_)
+{
+	(void)kind;
+	if (!old || !new_)
+		view_dirty(v);
+}
+
+static void destroy(struct view *v)
+{
+	free(v->priv);
+}
+
+static const struct view_key nsctx_keys[] = {
+	{ '\r', "enter", "switch to the selected namespace / context", NULL },
+	{ 0, NULL, NULL, NULL },
+};
+
+static const struct view_ops nsctx_ops = {
+	.name = "nsctx",
+	.draw = draw,
+	.key = key,
+	.mouse = mouse,
+	.title = title,
+	.store_changed = store_changed,
+	.destroy = destroy,
+	.keys = nsctx_keys,
+};
+
+static struct view *make(bool ctx)
+{
+	struct nsctx *c = xcalloc(1, sizeof *c);
+	c->ctx = ctx;
+	size_t n;
+	const char *const *names = items(c, &n);
+	for (size_t i = 0; i < n; i++)
+		if (is_current(c, names[i]))
+			c->sel = i;
+	return view_new(&nsctx_ops, c);
+}
+
+struct view *nsctx_ns_view_new(void)
+{
+	return make(false);
+}
+
+struct view *nsctx_ctx_view_new(void)
+{
+	return make(true);
+}

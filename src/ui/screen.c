@@ -1,0 +1,336 @@
+/* ncursesw ownership of the terminal, input from the loop, resize, paced frames, and restoring the terminal. */
+#include "ui/screen.h"
+
+#include <curses.h>
+#include <errno.h>
+#include <langinfo.h>
+#include <locale.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <term.h>
+#include <termios.h>
+#include <unistd.h>
+
+#include "core/log.h"
+#include "core/loop.h"
+#include "core/util.h"
+#include "core/xmalloc.h"
+#include "ui/theme.h"
+
+static struct {
+	bool active;
+	struct screen_cbs cbs;
+	struct termios saved_tio;
+	bool have_tio;
+	struct loop_fd *in;
+	int hook;
+	bool dirty, full;
+	uint64_t next_frame;
+	struct loop_timer *frame_timer;
+	unsigned long frames;
+	bool color;
+	SCREEN *scr;
+	/* what the crash path writes, prepared while it is safe to allocate */
+	char restore_seq[256];
+	size_t restore_len;
+} S = { .hook = -1 };
+
+static const char mouse_off[] = "\033[?1000l\033[?1002l\033[?1003l\033[?1006l\033[?1015l";
+
+bool screen_active(void)
+{
+	return S.active;
+}
+
+/* Async-signal-tolerant: only write() and tcsetattr(). Runs from fatal() and the crash handlers. */
+static void crash_restore(void)
+{
+	if (!S.active)
+		return;
+	ssize_t w = write(STDOUT_FILENO, S.restore_seq, S.restore_len);
+	(void)w;
+	if (S.have_tio)
+		tcsetattr(STDIN_FILENO, TCSAFLUSH, &S.saved_tio);
+	S.active = false;
+}
+
+static void add_cap(const char *cap)
+{
+	char *s = tigetstr((char *)cap);
+	if (s == NULL || s == (char *)-1)
+		return;
+	size_t n = strlen(s);
+	if (S.restore_len + n < sizeof S.restore_seq) {
+		memcpy(S.restore_seq + S.restore_len, s, n);
+		S.restore_len += n;
+	}
+}
+
+static void prepare_restore(void)
+{
+	S.restore_len = 0;
+	memcpy(S.restore_seq, mouse_off, sizeof mouse_off - 1);
+	S.restore_len = sizeof mouse_off - 1;
+	add_cap("sgr0");
+	add_cap("cnorm");
+	add_cap("rmkx");
+	add_cap("rmcup");
+}
+
+static int mouse_kind(mmask_t b, int *button)
+{
+	static const struct {
+		mmask_t mask;
+		int kind, button;
+	} map[] = {
+		{ BUTTON1_PRESSED, VMOUSE_PRESS, 1 },	 { BUTTON2_PRESSED, VMOUSE_PRESS, 2 },
+		{ BUTTON3_PRESSED, VMOUSE_PRESS, 3 },	 { BUTTON1_RELEASED, VMOUSE_RELEASE, 1 },
+		{ BUTTON2_RELEASED, VMOUSE_RELEASE, 2 }, { BUTTON3_RELEASED, VMOUSE_RELEASE, 3 },
+		{ BUTTON1_CLICKED, VMOUSE_CLICK, 1 },	 { BUTTON2_CLICKED, VMOUSE_CLICK, 2 },
+		{ BUTTON3_CLICKED, VMOUSE_CLICK, 3 },	 { BUTTON1_DOUBLE_CLICKED, VMOUSE_DOUBLE, 1 },
+		{ BUTTON4_PRESSED, VMOUSE_WHEEL_UP, 0 }, { BUTTON5_PRESSED, VMOUSE_WHEEL_DOWN, 0 },
+		{ REPORT_MOUSE_POSITION, VMOUSE_MOTION, 0 },
+	};
+	for (size_t i = 0; i < sizeof map / sizeof map[0]; i++) {
+		if (b & map[i].mask) {
+			*button = map[i].button;
+			return map[i].kind;
+		}
+	}
+	return -1;
+}
+
+static void on_input(int fd, short revents, void *arg)
+{
+	(void)fd;
+	(void)arg;
+	if (revents & (POLLHUP | POLLERR | POLLNVAL)) {
+		/* the terminal went away: nothing left to draw on */
+		log_info("ui: terminal hung up");
+		loop_fd_remove(S.in);
+		S.in = NULL;
+		if (S.cbs.quit)
+			S.cbs.quit(SIGHUP);
+		return;
+	}
+	wint_t ch;
+	int rc;
+	/* drain everything ncurses has buffered: one poll wake-up may carry a whole paste */
+	while (S.active && (rc = get_wch(&ch)) != ERR) {
+		if (rc == KEY_CODE_YES && ch == KEY_MOUSE) {
+			MEVENT me;
+			while (getmouse(&me) == OK) {
+				struct view_mouse m = { .y = me.y, .x = me.x };
+				int kind = mouse_kind(me.bstate, &m.button);
+				if (kind < 0)
+					continue;
+				m.kind = (enum view_mouse_kind)kind;
+				m.shift = (me.bstate & BUTTON_SHIFT) != 0;
+				m.ctrl = (me.bstate & BUTTON_CTRL) != 0;
+				m.alt = (me.bstate & BUTTON_ALT) != 0;
+				if (S.cbs.mouse)
+					S.cbs.mouse(&m);
+			}
+		} else if (rc == KEY_CODE_YES && ch == KEY_RESIZE) {
+			continue; /* handled through SIGWINCH */
+		} else if (rc == KEY_CODE_YES) {
+			if (S.cbs.key)
+				S.cbs.key(VKEY((int)ch));
+		} else if (S.cbs.key) {
+			S.cbs.key((int)ch);
+		}
+	}
+}
+
+static void on_winch(int sig, void *arg)
+{
+	(void)sig;
+	(void)arg;
+	struct winsize ws;
+	if (!S.active || ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) < 0 || ws.ws_row == 0 || ws.ws_col == 0)
+		return;
+	resize_term(ws.ws_row, ws.ws_col);
+	if (S.cbs.resize)
+		S.cbs.resize(LINES, COLS);
+	screen_dirty_full();
+}
+
+static void on_quit_signal(int sig, void *arg)
+{
+	(void)arg;
+	log_info("ui: signal %d, leaving", sig);
+	if (S.cbs.quit)
+		S.cbs.quit(sig);
+	else
+		loop_quit(0);
+}
+
+static void on_cont(int sig, void *arg)
+{
+	(void)sig;
+	(void)arg;
+	screen_dirty_full();
+}
+
+static void frame(void)
+{
+	S.dirty = false;
+	bool full = S.full;
+	S.full = false;
+	if (full)
+		clearok(curscr, TRUE); /* repaint every cell once (resize, after a suspend) */
+	if (S.cbs.draw)
+		S.cbs.draw(full);
+	doupdate();
+	S.frames++;
+	S.next_frame = util_now_ms() + 1000 / SCREEN_FPS;
+}
+
+static void on_frame_timer(void *arg)
+{
+	(void)arg;
+	S.frame_timer = NULL; /* the hook draws on this pass */
+}
+
+/* Runs once per loop pass: draws only when dirty, paced by a timer so bursts of changes coalesce. */
+static void frame_hook(void *arg)
+{
+	(void)arg;
+	if (!S.active || !S.dirty)
+		return;
+	uint64_t now = util_now_ms();
+	if (now < S.next_frame) {
+		if (S.frame_timer == NULL)
+			S.frame_timer = loop_timer_add(S.next_frame - now, on_frame_timer, NULL);
+		return;
+	}
+	frame();
+}
+
+void screen_dirty(void)
+{
+	S.dirty = true;
+}
+
+void screen_dirty_full(void)
+{
+	S.dirty = true;
+	S.full = true;
+}
+
+int screen_rows(void)
+{
+	return S.active ? LINES : 0;
+}
+
+int screen_cols(void)
+{
+	return S.active ? COLS : 0;
+}
+
+unsigned long screen_frames(void)
+{
+	return S.frames;
+}
+
+bool screen_color(void)
+{
+	return S.color;
+}
+
+/* ncursesw draws UTF-8 only under a UTF-8 locale: use the user's, else C.UTF-8. */
+static void ensure_utf8_locale(void)
+{
+	setlocale(LC_ALL, "");
+	const char *cs = nl_langinfo(CODESET);
+	if (cs && strcmp(cs, "UTF-8") == 0)
+		return;
+	if (setlocale(LC_CTYPE, "C.UTF-8") == NULL)
+		log_warn("ui: no UTF-8 locale; non-ASCII names will be shown escaped");
+}
+
+int screen_init(const struct screen_cbs *cbs, const char *theme, char **theme_err)
+{
+	if (!isatty(STDIN_FILENO) || !isatty(STDOUT_FILENO)) {
+		fprintf(stderr, "kvcon: the dashboard needs a terminal (use `kvcon get` for scripts)\n");
+		return -1;
+	}
+	S.cbs = *cbs;
+	ensure_utf8_locale();
+	S.have_tio = tcgetattr(STDIN_FILENO, &S.saved_tio) == 0;
+	if (getenv("ESCDELAY") == NULL)
+		set_escdelay(25);
+	S.scr = newterm(NULL, stdout, stdin);
+	if (S.scr == NULL) {
+		fprintf(stderr, "kvcon: cannot use terminal type '%s'\n", getenv("TERM") ? getenv("TERM") : "");
+		return -1;
+	}
+	S.active = true;
+	prepare_restore();
+	log_set_fatal_hook(crash_restore);
+	log_install_crash_handlers();
+	log_capture_stderr();
+	raw();
+	noecho();
+	nonl();
+	keypad(stdscr, TRUE);
+	nodelay(stdscr, TRUE);
+	meta(stdscr, TRUE);
+	curs_set(0);
+	leaveok(stdscr, TRUE);
+	mouseinterval(0); /* press/release reported as they come; clicks are synthesised by the views */
+	mousemask(ALL_MOUSE_EVENTS, NULL);
+	S.color = false;
+	const char *nc = getenv("NO_COLOR");
+	if (has_colors() && !(nc && *nc)) {
+		start_color();
+		use_default_colors();
+		S.color = true;
+	}
+	if (theme_load(theme, theme_err) < 0)
+		log_warn("ui: %s", theme_err && *theme_err ? *theme_err : "theme not loaded");
+	theme_apply(S.color, S.color ? COLORS : 0);
+	bkgdset(' ' | (chtype)theme_attr(THEME_NORMAL));
+	S.in = loop_fd_add(STDIN_FILENO, POLLIN, on_input, NULL);
+	loop_signal(SIGWINCH, on_winch, NULL);
+	loop_signal(SIGTERM, on_quit_signal, NULL);
+	loop_signal(SIGHUP, on_quit_signal, NULL);
+	loop_signal(SIGINT, on_quit_signal, NULL);
+	loop_signal(SIGCONT, on_cont, NULL);
+	S.hook = loop_hook_add(frame_hook, NULL);
+	S.dirty = S.full = true;
+	log_info("ui: terminal %dx%d, %s, %d colours", COLS, LINES, termname(), S.color ? COLORS : 0);
+	return 0;
+}
+
+void screen_fini(void)
+{
+	if (S.hook >= 0)
+		loop_hook_remove(S.hook);
+	S.hook = -1;
+	if (S.frame_timer)
+		loop_timer_cancel(S.frame_timer);
+	S.frame_timer = NULL;
+	if (S.in)
+		loop_fd_remove(S.in);
+	S.in = NULL;
+	if (!S.active)
+		return;
+	mousemask(0, NULL);
+	curs_set(1);
+	endwin();
+	/* ncurses leaves xterm mouse reporting on in some terminals; say it explicitly */
+	fputs(mouse_off, stdout);
+	fflush(stdout);
+	if (S.have_tio)
+		tcsetattr(STDIN_FILENO, TCSAFLUSH, &S.saved_tio);
+	S.active = false;
+	delscreen(S.scr);
+	S.scr = NULL;
+	log_release_stderr();
+	log_set_fatal_hook(NULL);
+}

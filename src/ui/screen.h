@@ -1,0 +1,39 @@
+/* The terminal: ncursesw set-up and restore on every exit path (normal, fatal, crash signals, SIGTERM/SIGHUP),
+ * keyboard and mouse input read from the loop without blocking, resize, and frame pacing (draw once per loop
+ * pass, only when dirty, at most SCREEN_FPS frames a second). */
+#ifndef KVCON_UI_SCREEN_H
+#define KVCON_UI_SCREEN_H
+
+#include <stdbool.h>
+
+#include "ui/view.h"
+
+#define SCREEN_FPS 30
+#define SCREEN_MIN_W 40
+#define SCREEN_MIN_H 10
+
+struct screen_cbs {
+	void (*key)(int key);                         /* one key (view.h encoding) */
+	void (*mouse)(const struct view_mouse *m);    /* absolute screen coordinates */
+	void (*resize)(int rows, int cols);
+	void (*draw)(bool full);                      /* a frame: draw into stdscr; full after resize/clear */
+	void (*quit)(int sig);                        /* SIGTERM, SIGHUP, SIGINT */
+};
+
+/* Takes the terminal (alternate screen, raw keys, mouse), sends stderr to the log and registers the restore
+ * hooks. Returns 0, or -1 with a message on stderr when stdin/stdout is not a terminal. */
+int screen_init(const struct screen_cbs *cbs, const char *theme, char **theme_err);
+/* Gives the terminal back exactly as found. Idempotent, safe on every path. */
+void screen_fini(void);
+bool screen_active(void);
+
+/* Something changed: a frame is due (paced). full: repaint every cell (after a resize). */
+void screen_dirty(void);
+void screen_dirty_full(void);
+int screen_rows(void);
+int screen_cols(void);
+/* Frames drawn so far (tests and the bench read it from the log). */
+unsigned long screen_frames(void);
+bool screen_color(void);
+
+#endif

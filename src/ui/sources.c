@@ -1,0 +1,247 @@
+/* Opening the dashboard's sources and reading kvcon's config file. */
+#include "ui/sources.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "core/log.h"
+#include "core/opts.h"
+#include "core/util.h"
+#include "core/xmalloc.h"
+#include "model/source.h"
+#include "kube/kube.h"
+/* The engine module lands separately; until it is in the tree the dashboard opens clusters only. */
+#if __has_include("engine/engine.h")
+#include "engine/engine.h"
+#define SOURCES_HAVE_ENGINE 1
+#endif
+#include "model/store.h"
+#include "ui/ui.h"
+
+static struct {
+	char *theme;
+	bool readonly;
+	char *context;
+} C;
+
+static char *trim(char *s)
+{
+	while (*s == ' ' || *s == '\t')
+		s++;
+	size_t n = strlen(s);
+	while (n && (s[n - 1] == ' ' || s[n - 1] == '\t' || s[n - 1] == '\r'))
+		s[--n] = '\0';
+	return s;
+}
+
+int sources_parse_config(const char *text, char **err)
+{
+	char *copy = xstrdup(text);
+	int rc = 0, lineno = 0;
+	char *save = NULL;
+	for (char *line = strtok_r(copy, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		lineno++;
+		char *hash = strchr(line, '#');
+		if (hash)
+			*hash = '\0';
+		char *eq = strchr(line, '=');
+		if (eq == NULL) {
+			if (*trim(line)) {
+				*err = xasprintf("line %d: expected 'key = value'", lineno);
+				rc = -1;
+				break;
+			}
+			continue;
+		}
+		*eq = '\0';
+		char *k = trim(line), *v = trim(eq + 1);
+		if (strcmp(k, "theme") == 0) {
+			free(C.theme);
+			C.theme = xstrdup(v);
+		} else if (strcmp(k, "readonly") == 0) {
+			C.readonly = strcasecmp(v, "true") == 0 || strcmp(v, "1") == 0 || strcasecmp(v, "yes") == 0;
+		} else {
+			log_info("config: line %d: unknown key '%s' ignored", lineno, k); /* other modules' keys */
+		}
+	}
+	free(copy);
+	return rc;
+}
+
+void sources_load_config(void)
+{
+	char *dir = util_config_dir(), *path = util_path_join(dir, "config");
+	char *text = util_read_file(path, NULL);
+	if (text) {
+		char *err = NULL;
+		if (sources_parse_config(text, &err) < 0)
+			log_warn("config %s: %s", path, err);
+		free(err);
+	}
+	free(text);
+	free(path);
+	free(dir);
+}
+
+const char *sources_config_theme(void)
+{
+	return C.theme;
+}
+
+bool sources_config_readonly(void)
+{
+	return C.readonly;
+}
+
+/* The kube source in use (one context at a time) and the store it feeds. */
+static struct source *kube_src;
+static struct store *the_store;
+static char **ctx_names;
+
+size_t sources_live_count(void)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < source_count(); i++)
+		if (!source_get(i)->closed)
+			n++;
+	return n;
+}
+
+static struct source *open_kube(const char *context, char **err)
+{
+	struct source *src = kube_open(the_store, context, err);
+	if (src)
+		kube_src = src;
+	return src;
+}
+
+static void close_kube(void)
+{
+	if (kube_src == NULL)
+		return;
+	store_clear_source(the_store, kube_src);
+	source_close(kube_src);
+	/* free the name for the context opened next (the registry keeps the retired entry) */
+	free(kube_src->name);
+	kube_src->name = xstrdup("(closed)");
+	kube_src = NULL;
+}
+
+int sources_open(struct store *st, char **err)
+{
+	struct kvcon_opts *o = opts_global();
+	the_store = st;
+	bool kube_asked = o->context || o->kubeconfig;
+	char *kerr = NULL;
+	struct source *k = open_kube(o->context, &kerr);
+	if (k == NULL && kube_asked) {
+		/* the user named a kubeconfig or context: failing to use it is an error, not a fallback */
+		*err = kerr;
+		return -1;
+	}
+	if (k == NULL)
+		log_info("ui: no kube source: %s", kerr ? kerr : "?");
+	free(kerr);
+	/* the local engine: every -c URI, or the embedded default when there is no cluster and no -c */
+#ifdef SOURCES_HAVE_ENGINE
+	for (int i = 0; i < o->nuris; i++) {
+		char *eerr = NULL;
+		if (engine_open(st, o->uris[i], &eerr) == NULL) {
+			*err = xasprintf("-c %s: %s", o->uris[i], eerr ? eerr : "refused");
+			free(eerr);
+			return -1;
+		}
+	}
+	if (o->nuris == 0 && k == NULL && !o->no_engine) {
+		char *eerr = NULL;
+		if (engine_open(st, NULL, &eerr) == NULL) {
+			*err = xasprintf("no kubeconfig, and the local engine did not open: %s", eerr ? eerr : "?");
+			free(eerr);
+			return -1;
+		}
+	}
+#else
+	if (o->nuris > 0)
+		log_warn("ui: -c given but the local engine is not in this build");
+#endif
+	if (sources_live_count() == 0) {
+		*err = xstrdup("no kubeconfig (~/.kube/config or $KUBECONFIG) and no engine host (-c URI)");
+		return -1;
+	}
+	log_info("ui: %zu sources", sources_live_count());
+	return 0;
+}
+
+const char *sources_kube_scope(void)
+{
+	return kube_src ? kube_src->ns_scope : NULL;
+}
+
+void sources_namespace_changed(struct store *st, const char *ns)
+{
+	(void)st;
+	if (kube_src == NULL || kube_src->ns_scope == NULL)
+		return; /* watching every namespace: the lists filter */
+	if (ns && strcmp(ns, kube_src->ns_scope) == 0)
+		return;
+	/* watching one namespace: watch the new scope instead */
+	struct kvcon_opts *o = opts_global();
+	free(o->ns);
+	o->ns = ns ? xstrdup(ns) : NULL;
+	o->all_ns = ns == NULL;
+	char *context = xstrdup(kube_src->name), *err = NULL;
+	close_kube();
+	if (open_kube(context, &err) == NULL)
+		ui_error("namespace %s: %s", ns ? ns : "all", err ? err : "cannot open the context");
+	free(err);
+	free(context);
+}
+
+const char *const *sources_context_names(size_t *n)
+{
+	if (ctx_names)
+		kube_context_names_free(ctx_names);
+	ctx_names = kube_context_names(n);
+	return (const char *const *)ctx_names;
+}
+
+const char *sources_current_context(void)
+{
+	return kube_src ? kube_src->name : NULL;
+}
+
+int ui_set_context(const char *name, char **err)
+{
+	size_t n;
+	const char *const *names = sources_context_names(&n);
+	size_t i;
+	for (i = 0; i < n; i++)
+		if (strcmp(names[i], name) == 0)
+			break;
+	if (i == n) {
+		*err = xstrdup("no such context in the kubeconfig");
+		return -1;
+	}
+	/* the new context's own namespace, unless every namespace was asked for */
+	struct kvcon_opts *o = opts_global();
+	free(o->ns);
+	o->ns = NULL;
+	close_kube();
+	if (open_kube(name, err) == NULL)
+		return -1;
+	ui_set_namespace(kube_src->ns_scope);
+	return 0;
+}
+
+void sources_free(void)
+{
+#ifdef SOURCES_HAVE_ENGINE
+	engine_close_all();
+#endif
+	if (ctx_names)
+		kube_context_names_free(ctx_names);
+	ctx_names = NULL;
+	kube_src = NULL;
+}

@@ -1,0 +1,34 @@
+/* Where the dashboard's objects come from: the config file ($XDG_CONFIG_HOME/kvcon/config: `theme = NAME`,
+ * `readonly = true`), which sources to open (kube context(s), the local engine) and switching context and
+ * namespace scope. */
+#ifndef KVCON_UI_SOURCES_H
+#define KVCON_UI_SOURCES_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+struct store;
+
+void sources_load_config(void);
+const char *sources_config_theme(void);   /* NULL when unset */
+bool sources_config_readonly(void);
+/* Parses config text (unit-tested); returns 0 or -1 with *err naming the line. */
+int sources_parse_config(const char *text, char **err);
+
+/* Opens the sources the options ask for (see kvcon(1)): kube with a kubeconfig or --context, the engine by
+ * default without one or with -c. Returns 0 (even when a source failed: its health says why), -1 when nothing
+ * at all could be opened. */
+int sources_open(struct store *st, char **err);
+/* The namespace scope of the lists changed: reopen namespace-scoped watches when they do not cover it. */
+void sources_namespace_changed(struct store *st, const char *ns);
+/* Kubeconfig context names (valid until the next call) and the one in use. */
+const char *const *sources_context_names(size_t *n);
+const char *sources_current_context(void);
+
+/* Sources not retired by a context switch. */
+size_t sources_live_count(void);
+/* The namespace the kube source watches (NULL: all). */
+const char *sources_kube_scope(void);
+void sources_free(void);
+
+#endif

@@ -1,0 +1,820 @@
+/* The generic list view: index maintenance, filter, sort, layout and drawing of rows. */
+#include "ui/table.h"
+
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/log.h"
+#include "core/loop.h"
+#include "core/util.h"
+#include "core/xmalloc.h"
+#include "model/source.h"
+#include "model/store.h"
+#include "ui/draw.h"
+#include "ui/screen.h"
+#include "ui/theme.h"
+#include "ui/sources.h"
+#include "ui/ui.h"
+
+#define CELL_MAX 256
+
+struct tview {
+	const struct table_spec *spec;
+	struct obj **rows;
+	size_t n, cap;
+	size_t sel, top;
+	int sort_col;
+	bool desc;
+	struct table_filter filt;
+	bool stale;
+	uint64_t last_build;
+	struct loop_timer *timer;   /* next allowed rebuild, or the end of a flash */
+	const char *built_ns;       /* namespace scope the index was built for ("" = all) */
+	size_t built_sources;
+	struct obj *sel_obj;        /* kept selected across re-sorts */
+	int page;                   /* rows visible in the last frame */
+	int body_y;                 /* first row line, relative to the region (mouse) */
+};
+
+/* ---- filters ---- */
+
+void table_filter_free(struct table_filter *f)
+{
+	free(f->text);
+	for (int i = 0; i < f->nlabels; i++) {
+		free(f->labels[i].key);
+		free(f->labels[i].value);
+	}
+	free(f->labels);
+	memset(f, 0, sizeof *f);
+}
+
+int table_filter_parse(const char *s, struct table_filter *f, char **err)
+{
+	memset(f, 0, sizeof *f);
+	while (*s == ' ')
+		s++;
+	if (*s == '\0')
+		return 0;
+	f->active = true;
+	if (strncmp(s, "-l", 2) == 0 && (s[2] == ' ' || s[2] == '\0')) {
+		s += 2;
+		while (*s == ' ')
+			s++;
+		if (*s == '\0') {
+			*err = xstrdup("-l needs a label selector (key=value,key!=value,key)");
+			table_filter_free(f);
+			return -1;
+		}
+		char *copy = xstrdup(s);
+		for (char *save = NULL, *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+			while (*t == ' ')
+				t++;
+			size_t tl = strlen(t);
+			while (tl && t[tl - 1] == ' ')
+				t[--tl] = '\0';
+			struct table_label_req r = { 0 };
+			char *ne = strstr(t, "!="), *eq = strchr(t, '=');
+			if (ne) {
+				r.key = xstrndup(t, (size_t)(ne - t));
+				r.value = xstrdup(ne + 2);
+				r.neg = true;
+			} else if (eq) {
+				const char *v = eq[1] == '=' ? eq + 2 : eq + 1;
+				r.key = xstrndup(t, (size_t)(eq - t));
+				r.value = xstrdup(v);
+			} else if (t[0] == '!') {
+				r.key = xstrdup(t + 1);
+				r.neg = true;
+			} else {
+				r.key = xstrdup(t);
+			}
+			if (r.key[0] == '\0') {
+				free(r.key);
+				free(r.value);
+				free(copy);
+				*err = xasprintf("bad label requirement '%s'", t);
+				table_filter_free(f);
+				return -1;
+			}
+			f->labels = xreallocarray(f->labels, (size_t)f->nlabels + 1, sizeof *f->labels);
+			f->labels[f->nlabels++] = r;
+		}
+		free(copy);
+		return 0;
+	}
+	if (*s == '!') {
+		f->negate = true;
+		s++;
+	}
+	f->text = xstrdup(s);
+	return 0;
+}
+
+bool table_filter_match(const struct table_filter *f, const struct obj *o, const char *rowtext)
+{
+	if (!f->active)
+		return true;
+	for (int i = 0; i < f->nlabels; i++) {
+		const struct table_label_req *r = &f->labels[i];
+		const char *v = obj_label(o, r->key);
+		bool ok = r->value ? (v && strcmp(v, r->value) == 0) : v != NULL;
+		if (ok == r->neg)
+			return false;
+	}
+	if (f->text == NULL)
+		return true;
+	bool hit = strcasestr(rowtext ? rowtext : "", f->text) != NULL;
+	return hit != f->negate;
+}
+
+/* ---- layout ---- */
+
+int table_layout(const struct table_col *cols, size_t ncols, const bool *shown, char *const *cells, size_t nrows,
+		 int width, int sort_col, int *w)
+{
+	int total = 0, nshown = 0;
+	for (size_t c = 0; c < ncols; c++) {
+		w[c] = 0;
+		if (!shown[c])
+			continue;
+		int m = draw_width(cols[c].title);
+		if (m < cols[c].minw)
+			m = cols[c].minw;
+		for (size_t r = 0; r < nrows; r++) {
+			int cw = draw_width(cells[r * ncols + c]);
+			if (cw > m)
+				m = cw;
+		}
+		if (cols[c].maxw && m > cols[c].maxw)
+			m = cols[c].maxw;
+		if ((int)c == sort_col && m < draw_width(cols[c].title) + 1)
+			m = draw_width(cols[c].title) + 1; /* the sort arrow */
+		w[c] = m;
+		total += m;
+		nshown++;
+	}
+	total += nshown > 0 ? (nshown - 1) * 2 : 0; /* two spaces between columns */
+	/* too wide: shrink the widest columns first, never below their title or 4 columns */
+	while (total > width) {
+		size_t widest = ncols;
+		for (size_t c = 0; c < ncols; c++) {
+			int floor = draw_width(cols[c].title) + ((int)c == sort_col);
+			if (floor > 4 && cols[c].maxw > 20)
+				floor = 4; /* wide free-text columns give way first */
+			if (w[c] > floor && (widest == ncols || w[c] > w[widest]))
+				widest = c;
+		}
+		if (widest == ncols)
+			break;
+		w[widest]--;
+		total--;
+	}
+	return total;
+}
+
+/* ---- index ---- */
+
+static struct {
+	const struct store *st;
+	const struct table_col *col;
+	bool desc;
+	const struct table_col *name_col;
+} sort_ctx;
+
+static int cmp_text(const struct table_col *col, const struct obj *a, const struct obj *b)
+{
+	char ba[CELL_MAX], bb[CELL_MAX];
+	int attr = 0;
+	col->cell(sort_ctx.st, a, ba, sizeof ba, &attr);
+	col->cell(sort_ctx.st, b, bb, sizeof bb, &attr);
+	return strcmp(ba, bb);
+}
+
+static int cmp_rows(const void *pa, const void *pb)
+{
+	const struct obj *a = *(struct obj *const *)pa, *b = *(struct obj *const *)pb;
+	const struct table_col *col = sort_ctx.col;
+	int r = col->cmp ? col->cmp(sort_ctx.st, a, b) : cmp_text(col, a, b);
+	if (sort_ctx.desc)
+		r = -r;
+	if (r == 0) { /* stable, predictable order for ties: namespace, name, source */
+		r = strcmp(a->ns, b->ns);
+		if (r == 0)
+			r = strcmp(a->name, b->name);
+		if (r == 0)
+			r = a->src->id - b->src->id;
+	}
+	return r;
+}
+
+static void row_text(const struct table_spec *spec, const struct store *st, const struct obj *o, char *buf,
+		     size_t len)
+{
+	size_t off = 0;
+	buf[0] = '\0';
+	for (size_t c = 0; c < spec->ncols && off + 2 < len; c++) {
+		int attr = 0;
+		spec->cols[c].cell(st, o, buf + off, len - off, &attr);
+		off += strlen(buf + off);
+		if (off + 1 < len)
+			buf[off++] = ' ';
+		buf[off] = '\0';
+	}
+}
+
+static bool ns_match(const struct obj *o, const char *ns)
+{
+	return ns == NULL || o->ns == ns || strcmp(o->ns, ns) == 0;
+}
+
+static void rebuild(struct tview *t)
+{
+	uint64_t t0 = util_now_ms();
+	const struct store *st = ui_store();
+	const char *ns = ui_namespace();
+	t->n = 0;
+	char text[2048];
+	for (size_t s = 0; s < source_count(); s++) {
+		size_t n;
+		struct obj *const *objs = store_objs(st, source_get(s), t->spec->kind, &n);
+		if (t->n + n > t->cap) {
+			t->cap = (t->n + n) * 5 / 4 + 16;
+			t->rows = xreallocarray(t->rows, t->cap, sizeof *t->rows);
+		}
+		for (size_t i = 0; i < n; i++) {
+			const struct obj *o = objs[i];
+			if (!ns_match(o, ns))
+				continue;
+			if (t->filt.active) {
+				if (t->filt.text)
+					row_text(t->spec, st, o, text, sizeof text);
+				if (!table_filter_match(&t->filt, o, text))
+					continue;
+			}
+			t->rows[t->n++] = objs[i];
+		}
+	}
+	sort_ctx.st = st;
+	sort_ctx.col = &t->spec->cols[t->sort_col];
+	sort_ctx.desc = t->desc;
+	qsort(t->rows, t->n, sizeof *t->rows, cmp_rows);
+	if (t->sel_obj) {
+		for (size_t i = 0; i < t->n; i++) {
+			if (t->rows[i] == t->sel_obj) {
+				t->sel = i;
+				break;
+			}
+		}
+	}
+	if (t->sel >= t->n)
+		t->sel = t->n ? t->n - 1 : 0;
+	t->sel_obj = t->n ? t->rows[t->sel] : NULL;
+	t->stale = false;
+	log_debug("ui: %s index rebuilt: %zu rows in %llu ms", t->spec->name, t->n,
+		  (unsigned long long)(util_now_ms() - t0));
+	t->last_build = util_now_ms();
+	t->built_ns = ns ? ns : "";
+	t->built_sources = source_count();
+}
+
+static void on_timer(void *arg)
+{
+	struct view *v = arg;
+	struct tview *t = v->priv;
+	t->timer = NULL;
+	view_dirty(v);
+}
+
+static void arm_timer(struct view *v, uint64_t ms)
+{
+	struct tview *t = v->priv;
+	if (t->timer == NULL)
+		t->timer = loop_timer_add(ms, on_timer, v);
+}
+
+static void store_changed(struct view *v, enum obj_kind kind, const struct obj *old, const struct obj *new_)
+{
+	struct tview *t = v->priv;
+	if (kind != t->spec->kind) {
+		if (t->spec->also & (1u << kind))
+			view_dirty(v);
+		return;
+	}
+	if (old && new_) {
+		/* a replaced object: fix its pointer in place (the old one is freed after this returns) */
+		struct obj *nw = (struct obj *)new_;
+		/* changed_ms is UI bookkeeping on the stored object: the row flashes when its state moved */
+		if (t->spec->state_changed && t->spec->state_changed(old, new_))
+			nw->changed_ms = loop_now();
+		else if (nw->changed_ms == 0)
+			nw->changed_ms = old->changed_ms;
+		for (size_t i = 0; i < t->n; i++) {
+			if (t->rows[i] == old) {
+				t->rows[i] = nw;
+				break;
+			}
+		}
+		if (t->sel_obj == old)
+			t->sel_obj = nw;
+	} else if (old) {
+		for (size_t i = 0; i < t->n; i++) {
+			if (t->rows[i] == old) {
+				memmove(&t->rows[i], &t->rows[i + 1], (t->n - i - 1) * sizeof *t->rows);
+				t->n--;
+				if (i < t->sel && t->sel > 0)
+					t->sel--;
+				break;
+			}
+		}
+		if (t->sel_obj == old)
+			t->sel_obj = NULL;
+		if (t->sel >= t->n)
+			t->sel = t->n ? t->n - 1 : 0;
+	}
+	t->stale = true;
+	view_dirty(v);
+}
+
+/* ---- drawing ---- */
+
+static bool col_shown(const struct table_col *c)
+{
+	if (c->visibility == TABLE_COL_ALL_NS)
+		return ui_namespace() == NULL;
+	if (c->visibility == TABLE_COL_MULTI_SOURCE)
+		return sources_live_count() > 1;
+	return true;
+}
+
+static void draw_title(struct tview *t, const struct region *r)
+{
+	char title[256];
+	const char *ns = ui_namespace();
+	int n = snprintf(title, sizeof title, " %s(%s)[%zu] ", t->spec->title, ns ? ns : "all", t->n);
+	if (t->filt.active && n > 0 && (size_t)n < sizeof title) {
+		char ftxt[128] = "";
+		if (t->filt.nlabels) {
+			size_t o = 0;
+			for (int i = 0; i < t->filt.nlabels && o + 2 < sizeof ftxt; i++)
+				o += (size_t)snprintf(ftxt + o, sizeof ftxt - o, "%s%s%s%s", i ? "," : "-l ",
+						      t->filt.labels[i].key,
+						      t->filt.labels[i].value ? (t->filt.labels[i].neg ? "!=" : "=") : "",
+						      t->filt.labels[i].value ? t->filt.labels[i].value : "");
+		} else {
+			snprintf(ftxt, sizeof ftxt, "%s%s", t->filt.negate ? "!" : "", t->filt.text);
+		}
+		snprintf(title + n, sizeof title - (size_t)n, "</%s> ", ftxt);
+	}
+	int battr = theme_attr(THEME_BORDER);
+	attrset((attr_t)battr);
+	mvhline(r->y, r->x, ACS_HLINE, r->w);
+	int tw = draw_width(title);
+	int x = r->x + (r->w - tw) / 2;
+	if (x < r->x)
+		x = r->x;
+	draw_text(r->y, x, r->w, theme_attr(THEME_TITLE_ACTIVE), title);
+}
+
+static void loading_line(struct tview *t, char *buf, size_t len)
+{
+	buf[0] = '\0';
+	for (size_t s = 0; s < source_count(); s++) {
+		struct source *src = source_get(s);
+		const struct watch_health *h = &src->health[t->spec->kind];
+		if (h->state == WATCH_LOADING) {
+			snprintf(buf, len, "loading %ss from %s: %zu received...", obj_kind_name(t->spec->kind), src->name,
+				 h->loaded);
+			return;
+		}
+	}
+}
+
+static void draw(struct view *v, const struct region *r)
+{
+	struct tview *t = v->priv;
+	const struct table_spec *spec = t->spec;
+	uint64_t now = loop_now();
+	const char *ns = ui_namespace();
+	if (!t->stale && (strcmp(t->built_ns, ns ? ns : "") != 0 || t->built_sources != source_count()))
+		t->stale = true;
+	if (t->stale) {
+		uint64_t due = t->last_build + 1000 / TABLE_RESORT_HZ;
+		/* an empty index is rebuilt at once: the first page must paint without waiting */
+		if (t->last_build == 0 || now >= due || t->n == 0)
+			rebuild(t);
+		else
+			arm_timer(v, due - now);
+	}
+	if (r->h < 1)
+		return;
+	draw_title(t, r);
+	if (r->h < 2)
+		return;
+	char progress[160];
+	loading_line(t, progress, sizeof progress);
+	int rows_h = r->h - 2 - (progress[0] ? 1 : 0);
+	if (rows_h < 0)
+		rows_h = 0;
+	t->page = rows_h;
+	t->body_y = 2;
+	/* window: keep the selection visible */
+	if (t->sel < t->top)
+		t->top = t->sel;
+	if (rows_h > 0 && t->sel >= t->top + (size_t)rows_h)
+		t->top = t->sel - (size_t)rows_h + 1;
+	if (t->top + (size_t)rows_h > t->n)
+		t->top = t->n > (size_t)rows_h ? t->n - (size_t)rows_h : 0;
+	size_t nvis = t->n - t->top < (size_t)rows_h ? t->n - t->top : (size_t)rows_h;
+	size_t nc = spec->ncols;
+	bool shown[32];
+	int w[32];
+	char *cells[nvis * nc + 1];
+	int attrs[nvis * nc + 1];
+	char *store_buf = xmalloc((nvis * nc + 1) * CELL_MAX);
+	const struct store *st = ui_store();
+	for (size_t c = 0; c < nc && c < 32; c++)
+		shown[c] = col_shown(&spec->cols[c]);
+	for (size_t i = 0; i < nvis; i++) {
+		for (size_t c = 0; c < nc; c++) {
+			char *b = store_buf + (i * nc + c) * CELL_MAX;
+			attrs[i * nc + c] = 0;
+			b[0] = '\0';
+			if (shown[c])
+				spec->cols[c].cell(st, t->rows[t->top + i], b, CELL_MAX, &attrs[i * nc + c]);
+			cells[i * nc + c] = b;
+		}
+	}
+	table_layout(spec->cols, nc, shown, cells, nvis, r->w - 2, t->sort_col, w);
+	/* header */
+	int hattr = theme_attr(THEME_TABLE_HEADER);
+	draw_fill(r->y + 1, r->x, r->w, theme_attr(THEME_NORMAL));
+	int x = r->x + 1;
+	for (size_t c = 0; c < nc; c++) {
+		if (!w[c])
+			continue;
+		char head[64];
+		const char *arrow = (int)c == t->sort_col ? (t->desc ? "↓" : "↑") : "";
+		snprintf(head, sizeof head, "%s%s", spec->cols[c].title, arrow);
+		draw_cell(r->y + 1, x, w[c], hattr, head, spec->cols[c].right);
+		x += w[c] + 2;
+	}
+	uint64_t next_flash_end = 0;
+	for (int i = 0; i < rows_h; i++) {
+		int y = r->y + 2 + i;
+		if ((size_t)i >= nvis) {
+			draw_fill(y, r->x, r->w, theme_attr(THEME_NORMAL));
+			continue;
+		}
+		const struct obj *o = t->rows[t->top + (size_t)i];
+		bool selected = t->top + (size_t)i == t->sel;
+		bool flash = o->changed_ms && now < o->changed_ms + TABLE_FLASH_MS;
+		if (flash && (next_flash_end == 0 || o->changed_ms + TABLE_FLASH_MS < next_flash_end))
+			next_flash_end = o->changed_ms + TABLE_FLASH_MS;
+		int rowattr = selected ? theme_attr(THEME_SELECTED) : flash ? theme_attr(THEME_FLASH) : theme_attr(THEME_NORMAL);
+		draw_fill(y, r->x, r->w, rowattr);
+		x = r->x + 1;
+		for (size_t c = 0; c < nc; c++) {
+			if (!w[c])
+				continue;
+			int a = attrs[(size_t)i * nc + c];
+			draw_cell(y, x, w[c], selected || flash || !a ? rowattr : a, cells[(size_t)i * nc + c],
+				  spec->cols[c].right);
+			x += w[c] + 2;
+		}
+	}
+	if (progress[0])
+		draw_cell(r->y + r->h - 1, r->x, r->w, theme_attr(THEME_WAIT), progress, false);
+	static bool first_rows_logged;
+	if (nvis && !first_rows_logged) {
+		first_rows_logged = true;
+		log_info("ui: first rows drawn %llu ms after start (%zu rows in the index)",
+			 (unsigned long long)(util_now_ms() - ui_start_ms()), t->n);
+	}
+	free(store_buf);
+	if (next_flash_end)
+		arm_timer(v, next_flash_end > now ? next_flash_end - now + 1 : 1);
+}
+
+/* ---- keys ---- */
+
+static void move_sel(struct view *v, long delta)
+{
+	struct tview *t = v->priv;
+	if (t->stale)
+		rebuild(t); /* a key acts on the current rows, not the last frame's */
+	if (t->n == 0)
+		return;
+	long s = (long)t->sel + delta;
+	if (s < 0)
+		s = 0;
+	if (s >= (long)t->n)
+		s = (long)t->n - 1;
+	t->sel = (size_t)s;
+	t->sel_obj = t->rows[t->sel];
+	view_dirty(v);
+}
+
+static enum view_result k_down(struct view *v)
+{
+	move_sel(v, 1);
+	return VIEW_DONE;
+}
+static enum view_result k_up(struct view *v)
+{
+	move_sel(v, -1);
+	return VIEW_DONE;
+}
+static enum view_result k_pgdn(struct view *v)
+{
+	struct tview *t = v->priv;
+	move_sel(v, t->page > 1 ? t->page - 1 : 1);
+	return VIEW_DONE;
+}
+static enum view_result k_pgup(struct view *v)
+{
+	struct tview *t = v->priv;
+	move_sel(v, -(t->page > 1 ? t->page - 1 : 1));
+	return VIEW_DONE;
+}
+static enum view_result k_home(struct view *v)
+{
+	move_sel(v, -(long)((struct tview *)v->priv)->n);
+	return VIEW_DONE;
+}
+static enum view_result k_end(struct view *v)
+{
+	move_sel(v, (long)((struct tview *)v->priv)->n);
+	return VIEW_DONE;
+}
+
+static struct obj *selected_vm(struct view *v)
+{
+	struct tview *t = v->priv;
+	struct obj *o = table_view_selected(v);
+	if (o == NULL)
+		return NULL;
+	return t->spec->row_vm ? t->spec->row_vm(ui_store(), o) : NULL;
+}
+
+static enum view_result k_enter(struct view *v)
+{
+	struct obj *o = table_view_selected(v);
+	if (o == NULL)
+		return VIEW_DONE;
+	struct obj *vm = selected_vm(v);
+	if (vm)
+		ui_open_vm(vm);
+	else
+		ui_open_yaml(o);
+	return VIEW_DONE;
+}
+
+static enum view_result k_yaml(struct view *v)
+{
+	struct obj *o = table_view_selected(v);
+	if (o)
+		ui_open_yaml(o);
+	return VIEW_DONE;
+}
+
+static enum view_result act(struct view *v, enum action a)
+{
+	struct obj *vm = selected_vm(v);
+	if (vm == NULL) {
+		ui_error("no VM for this row");
+		return VIEW_DONE;
+	}
+	if (a == ACT_PAUSE) {
+		const struct obj *vmi = store_find(ui_store(), vm->src, OBJ_VMI, vm->ns, vm->name);
+		if (vmi && cond_is_true(((const struct vmi *)vmi)->conds, ((const struct vmi *)vmi)->nconds, "Paused"))
+			a = ACT_UNPAUSE;
+	}
+	ui_action(a, vm);
+	return VIEW_DONE;
+}
+static enum view_result k_start(struct view *v)
+{
+	return act(v, ACT_START);
+}
+static enum view_result k_stop(struct view *v)
+{
+	return act(v, ACT_STOP);
+}
+static enum view_result k_force(struct view *v)
+{
+	return act(v, ACT_FORCE_STOP);
+}
+static enum view_result k_restart(struct view *v)
+{
+	return act(v, ACT_RESTART);
+}
+static enum view_result k_pause(struct view *v)
+{
+	return act(v, ACT_PAUSE);
+}
+static enum view_result k_migrate(struct view *v)
+{
+	return act(v, ACT_MIGRATE);
+}
+
+static const struct view_key table_keys[] = {
+	{ 'j', "j", "next row", k_down },
+	{ VKEY(KEY_DOWN), "Down", "next row", k_down },
+	{ 'k', "k", "previous row", k_up },
+	{ VKEY(KEY_UP), "Up", "previous row", k_up },
+	{ VKEY(KEY_NPAGE), "PgDn", "next page", k_pgdn },
+	{ VKEY_CTRL('f'), "ctrl-f", "next page", k_pgdn },
+	{ VKEY(KEY_PPAGE), "PgUp", "previous page", k_pgup },
+	{ VKEY_CTRL('b'), "ctrl-b", "previous page", k_pgup },
+	{ 'g', "g", "first row", k_home },
+	{ VKEY(KEY_HOME), "Home", "first row", k_home },
+	{ 'G', "G", "last row", k_end },
+	{ VKEY(KEY_END), "End", "last row", k_end },
+	{ '\r', "enter", "open the VM view of the row's VM (YAML for other rows)", k_enter },
+	{ 'y', "y", "show the object as YAML", k_yaml },
+	{ 's', "s", "start the VM", k_start },
+	{ 'S', "S", "stop the VM (asks)", k_stop },
+	{ VKEY_CTRL('k'), "ctrl-k", "force stop the VM, grace period 0 (asks)", k_force },
+	{ 'r', "r", "restart the VM (asks)", k_restart },
+	{ 'p', "p", "pause or unpause the VM", k_pause },
+	{ 'm', "m", "live-migrate the VM (asks)", k_migrate },
+	{ 'N', "shift-N", "sort by NAME (again: reverse)", NULL },
+	{ 'P', "shift-P", "sort by NAMESPACE", NULL },
+	{ 'U', "shift-U", "sort by STATUS / PHASE (S is stop)", NULL },
+	{ 'A', "shift-A", "sort by AGE / LAST SEEN", NULL },
+	{ 'O', "shift-O", "sort by NODE", NULL },
+	{ 'R', "shift-R", "sort by READY / RESTARTS", NULL },
+	{ 'T', "shift-T", "sort by RUNSTRATEGY / TYPE", NULL },
+	{ 'I', "shift-I", "sort by IP / VMI", NULL },
+	{ 'C', "shift-C", "sort by COUNT", NULL },
+	{ 'E', "shift-E", "sort by REASON", NULL },
+	{ 0, NULL, NULL, NULL },
+};
+
+static enum view_result key(struct view *v, int k)
+{
+	struct tview *t = v->priv;
+	for (size_t i = 0; i < view_npanes; i++) {
+		if (k != view_panes[i].key)
+			continue;
+		struct obj *vm = selected_vm(v);
+		if (vm == NULL) {
+			ui_error("no VM for this row");
+		} else if (view_panes[i].open == NULL) {
+			ui_error("%s is not available in this build", view_panes[i].label);
+		} else {
+			char *err = NULL;
+			struct view *p = view_panes[i].open(vm, &err);
+			if (p)
+				view_pane_open(p);
+			else
+				ui_error("%s: %s", view_panes[i].label, err ? err : "failed");
+			free(err);
+		}
+		return VIEW_DONE;
+	}
+	if (k >= 'A' && k <= 'Z') {
+		for (size_t c = 0; c < t->spec->ncols; c++) {
+			if (t->spec->cols[c].sort_key != k || !col_shown(&t->spec->cols[c]))
+				continue;
+			if (t->sort_col == (int)c)
+				t->desc = !t->desc;
+			else
+				t->sort_col = (int)c, t->desc = false;
+			t->stale = true;
+			t->last_build = 0; /* the user asked: re-sort now */
+			view_dirty(v);
+			return VIEW_DONE;
+		}
+	}
+	return VIEW_PASS;
+}
+
+static enum view_result mouse(struct view *v, const struct view_mouse *m)
+{
+	struct tview *t = v->priv;
+	switch (m->kind) {
+	case VMOUSE_WHEEL_UP:
+		move_sel(v, -3);
+		return VIEW_DONE;
+	case VMOUSE_WHEEL_DOWN:
+		move_sel(v, 3);
+		return VIEW_DONE;
+	case VMOUSE_PRESS:
+	case VMOUSE_CLICK:
+	case VMOUSE_DOUBLE: {
+		int row = m->y - t->body_y;
+		if (row < 0 || row >= t->page || t->top + (size_t)row >= t->n)
+			return VIEW_DONE;
+		t->sel = t->top + (size_t)row;
+		t->sel_obj = t->rows[t->sel];
+		view_dirty(v);
+		if (m->kind == VMOUSE_DOUBLE)
+			return k_enter(v);
+		return VIEW_DONE;
+	}
+	default:
+		return VIEW_PASS;
+	}
+}
+
+static void title(struct view *v, char *buf, size_t len)
+{
+	struct tview *t = v->priv;
+	snprintf(buf, len, "%s", t->spec->title);
+}
+
+static void tick(struct view *v)
+{
+	view_dirty(v); /* ages move */
+}
+
+static void destroy(struct view *v)
+{
+	struct tview *t = v->priv;
+	loop_timer_cancel(t->timer);
+	table_filter_free(&t->filt);
+	free(t->rows);
+	free(t);
+}
+
+static const struct view_ops table_ops = {
+	.name = "list",
+	.draw = draw,
+	.key = key,
+	.mouse = mouse,
+	.title = title,
+	.store_changed = store_changed,
+	.tick = tick,
+	.destroy = destroy,
+	.keys = table_keys,
+};
+
+const struct view_key *table_view_keys(void)
+{
+	return table_keys;
+}
+
+struct view *table_view_new(const struct table_spec *spec)
+{
+	struct tview *t = xcalloc(1, sizeof *t);
+	t->spec = spec;
+	t->sort_col = spec->default_sort;
+	t->desc = spec->default_desc;
+	t->stale = true;
+	t->built_ns = "";
+	return view_new(&table_ops, t);
+}
+
+const struct table_spec *table_view_spec(const struct view *v)
+{
+	return v && v->ops == &table_ops ? ((const struct tview *)v->priv)->spec : NULL;
+}
+
+struct obj *table_view_selected(struct view *v)
+{
+	struct tview *t = v->priv;
+	if (t->stale)
+		rebuild(t);
+	return t->n && t->sel < t->n ? t->rows[t->sel] : NULL;
+}
+
+int table_view_set_filter(struct view *v, const char *text, char **err)
+{
+	struct tview *t = v->priv;
+	struct table_filter f;
+	if (table_filter_parse(text, &f, err) < 0)
+		return -1;
+	table_filter_free(&t->filt);
+	t->filt = f;
+	t->stale = true;
+	t->last_build = 0;
+	t->sel = 0;
+	t->top = 0;
+	view_dirty(v);
+	return 0;
+}
+
+void table_view_select(struct view *v, const struct obj *o)
+{
+	struct tview *t = v->priv;
+	rebuild(t);
+	for (size_t i = 0; i < t->n; i++) {
+		if (t->rows[i] == o) {
+			t->sel = i;
+			t->sel_obj = t->rows[i];
+		}
+	}
+	view_dirty(v);
+}
+
+size_t table_view_rows(struct view *v)
+{
+	struct tview *t = v->priv;
+	if (t->stale)
+		rebuild(t);
+	return t->n;
+}

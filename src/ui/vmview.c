@@ -1,0 +1,485 @@
+/* The VM view: four boundary panels, the chain's events, actions. */
+#include "ui/vmview.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/buf.h"
+#include "core/loop.h"
+#include "core/util.h"
+#include "core/xmalloc.h"
+#include "model/chain.h"
+#include "model/diagnose.h"
+#include "model/lineage.h"
+#include "model/source.h"
+#include "model/store.h"
+#include "ui/draw.h"
+#include "ui/pager.h"
+#include "ui/theme.h"
+#include "ui/sources.h"
+#include "ui/ui.h"
+
+#define MAX_LINES 64
+
+struct vmview {
+	struct source *src;
+	char *ns, *name;
+	int scroll; /* event list offset */
+};
+
+struct panel {
+	const char *title;
+	const char *verdict;
+	int nlines;
+	struct {
+		char text[256];
+		int attr;
+	} lines[MAX_LINES];
+};
+
+static void pl(struct panel *p, int attr, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void pl(struct panel *p, int attr, const char *fmt, ...)
+{
+	if (p->nlines >= MAX_LINES)
+		return;
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(p->lines[p->nlines].text, sizeof p->lines[0].text, fmt, ap);
+	va_end(ap);
+	p->lines[p->nlines++].attr = attr;
+}
+
+static const char *nz(const char *s)
+{
+	return s && *s ? s : "-";
+}
+
+static void ago(int64_t t, char *b, size_t n)
+{
+	if (t <= 0) {
+		snprintf(b, n, "-");
+		return;
+	}
+	char d[32];
+	util_human_duration(util_wall_s() - t, d, sizeof d);
+	snprintf(b, n, "%s ago", d);
+}
+
+static void conds(struct panel *p, const struct cond *c, int n)
+{
+	for (int i = 0; i < n; i++) {
+		char a[40];
+		ago(c[i].last_transition, a, sizeof a);
+		pl(p, theme_status_attr(c[i].status), "%s=%s %s %s", nz(c[i].type), nz(c[i].status),
+		   c[i].reason ? c[i].reason : "", a);
+		if (c[i].message && *c[i].message)
+			pl(p, theme_attr(THEME_DIM), "  %s", c[i].message);
+	}
+}
+
+static void vm_panel(struct panel *p, const struct vm *vm)
+{
+	p->title = "VM";
+	if (vm == NULL) {
+		pl(p, theme_attr(THEME_BAD), "no VirtualMachine");
+		return;
+	}
+	pl(p, theme_status_attr(vm->printable_status), "status: %s", nz(vm->printable_status));
+	pl(p, 0, "runStrategy: %s%s", nz(vm->run_strategy), vm->running_field ? " (spec.running)" : "");
+	pl(p, 0, "ready: %s", vm->ready ? "true" : "false");
+	pl(p, 0, "uid: %s", vm->o.uid);
+	for (int i = 0; i < vm->nscr; i++)
+		pl(p, theme_attr(THEME_WAIT), "stateChangeRequest: %s %s", nz(vm->scr[i].action), vm->scr[i].uid);
+	if (vm->start_failures) {
+		char a[40];
+		ago(vm->start_retry_after, a, sizeof a);
+		pl(p, theme_attr(THEME_BAD), "startFailure: %d, retry after %s", vm->start_failures, a);
+	}
+	conds(p, vm->conds, vm->nconds);
+}
+
+static void vmi_panel(struct panel *p, const struct vmi *vmi)
+{
+	p->title = "VMI";
+	if (vmi == NULL) {
+		pl(p, theme_attr(THEME_OFF), "no VirtualMachineInstance");
+		return;
+	}
+	pl(p, theme_status_attr(vmi->phase), "phase: %s", nz(vmi->phase));
+	pl(p, 0, "uid: %s", vmi->o.uid);
+	pl(p, 0, "node: %s", nz(vmi->node));
+	for (int i = 0; i < vmi->nips; i++)
+		pl(p, 0, "ip: %s", vmi->ips[i]);
+	for (int i = 0; i < vmi->nphases; i++) {
+		char t[32];
+		util_format_time(vmi->phases[i].at, t, sizeof t);
+		pl(p, theme_attr(THEME_DIM), "  %-10s %s", nz(vmi->phases[i].phase), t);
+	}
+	const struct migration_state *m = &vmi->mig;
+	if (m->present) {
+		const char *st = m->failed ? "Failed" : m->completed ? "Succeeded" : "Running";
+		pl(p, theme_status_attr(st), "migration: %s %s -> %s", st, nz(m->source_node), nz(m->target_node));
+		if (m->progress_pct >= 0 && !m->completed && !m->failed)
+			pl(p, theme_attr(THEME_WAIT), "  progress %d%%", m->progress_pct);
+		if (m->failure_reason)
+			pl(p, theme_attr(THEME_BAD), "  %s", m->failure_reason);
+	}
+	conds(p, vmi->conds, vmi->nconds);
+}
+
+static void pod_panel(struct panel *p, const struct pod *pod, const struct vmi *vmi)
+{
+	p->title = "launcher pod";
+	if (pod == NULL) {
+		pl(p, theme_attr(vmi ? THEME_WAIT : THEME_OFF), "no launcher pod");
+		return;
+	}
+	pl(p, 0, "%s", pod->o.name);
+	pl(p, 0, "uid: %s", pod->o.uid);
+	if (vmi && strcmp(pod->vmi_uid, vmi->o.uid) != 0)
+		pl(p, theme_attr(THEME_BAD), "OWNER MISMATCH: not owned by VMI %s", vmi->o.uid);
+	else
+		pl(p, theme_attr(THEME_OK), "owned by VMI %s", pod->vmi_uid);
+	pl(p, theme_status_attr(pod->phase), "phase: %s%s%s", nz(pod->phase), pod->reason ? " " : "",
+	   pod->reason ? pod->reason : "");
+	pl(p, 0, "node: %s", nz(pod->node));
+	for (int i = 0; i < pod->ncontainers; i++) {
+		const struct container_status *c = &pod->containers[i];
+		pl(p, theme_status_attr(c->reason ? c->reason : c->ready ? "Ready" : NULL), "%s: %s %s restarts %d",
+		   nz(c->name), nz(c->state), c->reason ? c->reason : "", c->restarts);
+	}
+}
+
+static void guest_panel(struct panel *p, const struct vmi *vmi)
+{
+	p->title = "guest";
+	if (vmi == NULL) {
+		pl(p, theme_attr(THEME_OFF), "no guest");
+		return;
+	}
+	const struct cond *a = cond_find(vmi->conds, vmi->nconds, "AgentConnected");
+	pl(p, theme_status_attr(a ? a->status : NULL), "AgentConnected: %s", a ? nz(a->status) : "not reported");
+	pl(p, 0, "os: %s", nz(vmi->guest_os));
+	if (vmi->agent_version)
+		pl(p, 0, "agent: %s", vmi->agent_version);
+}
+
+static void draw_panel(const struct panel *p, int y, int x, int h, int w)
+{
+	if (h < 2 || w < 4)
+		return;
+	int b = theme_attr(THEME_BORDER);
+	attrset((attr_t)b);
+	mvhline(y, x, ACS_HLINE, w);
+	char t[96];
+	snprintf(t, sizeof t, " %s ", p->title);
+	int used = draw_text(y, x + 1, w - 2, theme_attr(THEME_TITLE_ACTIVE), t);
+	if (p->verdict) {
+		snprintf(t, sizeof t, " %s ", p->verdict);
+		draw_text(y, x + 1 + used, w - 2 - used, theme_status_attr(p->verdict), t);
+	}
+	for (int i = 0; i < h - 1; i++) {
+		draw_fill(y + 1 + i, x, w, theme_attr(THEME_NORMAL));
+		if (i < p->nlines)
+			draw_text(y + 1 + i, x + 1, w - 2, p->lines[i].attr ? p->lines[i].attr : theme_attr(THEME_NORMAL),
+				  p->lines[i].text);
+	}
+}
+
+/* A section under the panels: a title rule, then lines (the newest at the bottom when they do not fit). */
+static void draw_lines(const char *title, int y, int x, int h, int w, char **lines, const int *attrs, size_t n)
+{
+	if (h < 1)
+		return;
+	attrset((attr_t)theme_attr(THEME_BORDER));
+	mvhline(y, x, ACS_HLINE, w);
+	draw_text(y, x + 1, w - 2, theme_attr(THEME_TITLE_ACTIVE), title);
+	int rows = h - 1;
+	size_t start = n > (size_t)rows ? n - (size_t)rows : 0;
+	for (int i = 0; i < rows; i++) {
+		draw_fill(y + 1 + i, x, w, theme_attr(THEME_NORMAL));
+		size_t k = start + (size_t)i;
+		if (k < n)
+			draw_text(y + 1 + i, x + 1, w - 2, attrs && attrs[k] ? attrs[k] : theme_attr(THEME_NORMAL), lines[k]);
+	}
+}
+
+static void draw_events(const struct chain *ch, int y, int x, int h, int w)
+{
+	size_t n = ch ? ch->nevents : 0;
+	char **lines = xcalloc(n + 1, sizeof *lines);
+	int *attrs = xcalloc(n + 1, sizeof *attrs);
+	for (size_t i = 0; i < n; i++) {
+		const struct event *e = ch->events[i];
+		char a[32], cnt[24] = "";
+		int64_t t = e->last ? e->last : e->first ? e->first : e->o.created;
+		util_human_duration(util_wall_s() - t, a, sizeof a);
+		if (e->count > 1)
+			snprintf(cnt, sizeof cnt, " (x%d)", e->count);
+		lines[i] = xasprintf("%-6s %-7s %-22s %s/%s: %s%s", a, nz(e->type), nz(e->reason), nz(e->inv_kind),
+				     nz(e->inv_name), nz(e->message), cnt);
+		attrs[i] = e->type && strcmp(e->type, "Warning") == 0 ? theme_attr(THEME_BAD) : 0;
+	}
+	char title[64];
+	snprintf(title, sizeof title, " events[%zu] ", n);
+	draw_lines(title, y, x, h, w, lines, attrs, n);
+	for (size_t i = 0; i < n; i++)
+		free(lines[i]);
+	free(lines);
+	free(attrs);
+}
+
+/* The executions seen for this VM: stop+start is a new VMI UID; a migration keeps it, with a new launcher. */
+static void draw_lineage(struct vmview *vv, int y, int x, int h, int w)
+{
+	size_t n = 0;
+	const struct lineage_exec *const *ex =
+		ui_lineage() ? lineage_get(ui_lineage(), vv->src, vv->ns, vv->name, &n) : NULL;
+	struct buf b;
+	buf_init(&b);
+	lineage_format_text(ex, n, util_wall_s(), &b);
+	char *lines[64];
+	size_t nl = 0;
+	char *save = NULL;
+	for (char *l = b.data ? strtok_r(b.data, "\n", &save) : NULL; l && nl < 64; l = strtok_r(NULL, "\n", &save))
+		lines[nl++] = l;
+	char title[64];
+	snprintf(title, sizeof title, " lineage[%zu] ", n);
+	draw_lines(title, y, x, h, w, lines, NULL, nl);
+	buf_free(&b);
+}
+
+static void draw(struct view *v, const struct region *r)
+{
+	struct vmview *vv = v->priv;
+	const struct store *st = ui_store();
+	/* the chain borrows from the store: built per frame (cheap for one VM) and freed before returning */
+	struct chain *ch = chain_build(st, vv->src, vv->ns, vv->name);
+	const struct vm *vm = ch ? ch->vm : NULL;
+	const struct vmi *vmi = ch ? ch->vmi : NULL;
+	const struct pod *pod = ch ? ch->active : NULL;
+	if (pod == NULL && ch && ch->npods)
+		pod = ch->pods[0];
+	static struct panel P[4];
+	memset(P, 0, sizeof P);
+	vm_panel(&P[0], vm);
+	vmi_panel(&P[1], vmi);
+	pod_panel(&P[2], pod, vmi);
+	for (size_t i = 0; ch && i < ch->nstray; i++)
+		pl(&P[2], theme_attr(THEME_BAD), "OWNER MISMATCH: %s has created-by=%s but another owner",
+		   ch->stray[i]->o.name, vmi ? vmi->o.uid : "?");
+	if (ch && ch->npods > 1)
+		pl(&P[2], theme_attr(THEME_WAIT), "%zu launcher pods (migration)", ch->npods);
+	guest_panel(&P[3], vmi);
+	/* each boundary's verdict from the diagnosis of the chain */
+	struct diag *dg = ch ? diag_run(ch, util_wall_s()) : NULL;
+	for (int b = 0; dg && b < DIAG_NBOUNDARY && b < 4; b++) {
+		P[b].verdict = diag_verdict_name(dg->verdict[b]);
+		int fi = dg->decided_by[b];
+		if (fi >= 0 && (size_t)fi < dg->nfindings && dg->findings[fi].summary) {
+			/* the deciding rule's summary first: why this boundary stopped */
+			memmove(&P[b].lines[1], &P[b].lines[0], (MAX_LINES - 1) * sizeof P[b].lines[0]);
+			if (P[b].nlines < MAX_LINES)
+				P[b].nlines++;
+			snprintf(P[b].lines[0].text, sizeof P[b].lines[0].text, "%s", dg->findings[fi].summary);
+			P[b].lines[0].attr = theme_attr(dg->verdict[b] == DIAG_FAILED ? THEME_BAD : THEME_WAIT);
+		}
+	}
+	diag_free(dg);
+	attrset((attr_t)theme_attr(THEME_BORDER));
+	mvhline(r->y, r->x, ACS_HLINE, r->w);
+	char t[600];
+	snprintf(t, sizeof t, " VM %s/%s%s%s ", vv->ns, vv->name, sources_live_count() > 1 ? " @" : "",
+		 sources_live_count() > 1 ? vv->src->name : "");
+	draw_text(r->y, r->x + (r->w - draw_width(t)) / 2, r->w, theme_attr(THEME_TITLE_ACTIVE), t);
+	int body_y = r->y + 1, body_h = r->h - 1;
+	/* under the panels: the lineage (a few lines) and the chain's events */
+	int lower = body_h >= 16 ? body_h * 2 / 5 : body_h >= 10 ? 4 : 0;
+	int lin_h = lower >= 8 ? lower / 3 : 0;
+	int ev_h = lower - lin_h;
+	int ph = body_h - lower;
+	int cols = r->w >= 120 ? 4 : r->w >= 60 ? 2 : 1;
+	int rows = 4 / cols;
+	int pw = r->w / cols, each_h = ph / rows;
+	for (int i = 0; i < 4; i++) {
+		int cx = i % cols, cy = i / cols;
+		int w = cx == cols - 1 ? r->w - cx * pw : pw;
+		int h = cy == rows - 1 ? ph - cy * each_h : each_h;
+		draw_panel(&P[i], body_y + cy * each_h, r->x + cx * pw, h, w);
+	}
+	if (lin_h > 0)
+		draw_lineage(vv, body_y + ph, r->x, lin_h, r->w);
+	if (ev_h > 0)
+		draw_events(ch, body_y + ph + lin_h, r->x, ev_h, r->w);
+	chain_free(ch);
+}
+
+static struct obj *current_vm(struct view *v)
+{
+	struct vmview *vv = v->priv;
+	return store_find(ui_store(), vv->src, OBJ_VM, vv->ns, vv->name);
+}
+
+static enum view_result act(struct view *v, enum action a)
+{
+	struct obj *vm = current_vm(v);
+	if (vm == NULL) {
+		ui_error("the VM is gone");
+		return VIEW_DONE;
+	}
+	if (a == ACT_PAUSE) {
+		struct vmview *vv = v->priv;
+		const struct vmi *vmi = (const struct vmi *)store_find(ui_store(), vv->src, OBJ_VMI, vv->ns, vv->name);
+		if (vmi && cond_is_true(vmi->conds, vmi->nconds, "Paused"))
+			a = ACT_UNPAUSE;
+	}
+	ui_action(a, vm);
+	return VIEW_DONE;
+}
+static enum view_result k_start(struct view *v)
+{
+	return act(v, ACT_START);
+}
+static enum view_result k_stop(struct view *v)
+{
+	return act(v, ACT_STOP);
+}
+static enum view_result k_force(struct view *v)
+{
+	return act(v, ACT_FORCE_STOP);
+}
+static enum view_result k_restart(struct view *v)
+{
+	return act(v, ACT_RESTART);
+}
+static enum view_result k_pause(struct view *v)
+{
+	return act(v, ACT_PAUSE);
+}
+static enum view_result k_migrate(struct view *v)
+{
+	return act(v, ACT_MIGRATE);
+}
+static enum view_result k_yaml(struct view *v)
+{
+	struct obj *vm = current_vm(v);
+	if (vm)
+		ui_open_yaml(vm);
+	return VIEW_DONE;
+}
+static enum view_result k_diag(struct view *v)
+{
+	struct vmview *vv = v->priv;
+	struct chain *ch = chain_build(ui_store(), vv->src, vv->ns, vv->name);
+	if (ch == NULL) {
+		ui_error("the VM is gone");
+		return VIEW_DONE;
+	}
+	struct diag *dg = diag_run(ch, util_wall_s());
+	struct buf b;
+	buf_init(&b);
+	diag_format_text(dg, ch, &b);
+	char title[600];
+	snprintf(title, sizeof title, "walkthrough %s/%s", vv->ns, vv->name);
+	view_push(pager_new(title, b.data ? b.data : ""));
+	buf_free(&b);
+	diag_free(dg);
+	chain_free(ch);
+	return VIEW_DONE;
+}
+
+static const struct view_key vm_keys[] = {
+	{ 's', "s", "start the VM", k_start },
+	{ 'S', "S", "stop the VM (asks)", k_stop },
+	{ VKEY_CTRL('k'), "ctrl-k", "force stop the VM, grace period 0 (asks)", k_force },
+	{ 'r', "r", "restart the VM (asks)", k_restart },
+	{ 'p', "p", "pause or unpause the VM", k_pause },
+	{ 'm', "m", "live-migrate the VM (asks)", k_migrate },
+	{ 'd', "d", "troubleshooting walkthrough: the first stalled boundary, evidence, next check", k_diag },
+	{ 'y', "y", "the VM as YAML", k_yaml },
+	{ 0, NULL, NULL, NULL },
+};
+
+static enum view_result key(struct view *v, int k)
+{
+	for (size_t i = 0; i < view_npanes; i++) {
+		if (k != view_panes[i].key)
+			continue;
+		struct obj *vm = current_vm(v);
+		if (vm == NULL) {
+			ui_error("the VM is gone");
+		} else if (view_panes[i].open == NULL) {
+			ui_error("%s is not available in this build", view_panes[i].label);
+		} else {
+			char *err = NULL;
+			struct view *p = view_panes[i].open(vm, &err);
+			if (p)
+				view_pane_open(p);
+			else
+				ui_error("%s: %s", view_panes[i].label, err ? err : "failed");
+			free(err);
+		}
+		return VIEW_DONE;
+	}
+	return VIEW_PASS;
+}
+
+static void title(struct view *v, char *buf, size_t len)
+{
+	struct vmview *vv = v->priv;
+	snprintf(buf, len, "vm %s/%s", vv->ns, vv->name);
+}
+
+static void store_changed(struct view *v, enum obj_kind kind, const struct obj *old, const struct obj *new_)
+{
+	(void)kind;
+	struct vmview *vv = v->priv;
+	const struct obj *o = new_ ? new_ : old;
+	if (o->src == vv->src && strcmp(o->ns, vv->ns) == 0)
+		view_dirty(v);
+}
+
+static void tick(struct view *v)
+{
+	view_dirty(v);
+}
+
+static void destroy(struct view *v)
+{
+	struct vmview *vv = v->priv;
+	free(vv->ns);
+	free(vv->name);
+	free(vv);
+}
+
+static const struct view_ops vmview_ops = {
+	.name = "vmview",
+	.draw = draw,
+	.key = key,
+	.title = title,
+	.store_changed = store_changed,
+	.tick = tick,
+	.destroy = destroy,
+	.keys = vm_keys,
+};
+
+struct view *vmview_new(const struct obj *vm)
+{
+	struct vmview *vv = xcalloc(1, sizeof *vv);
+	vv->src = vm->src;
+	vv->ns = xstrdup(vm->ns);
+	vv->name = xstrdup(vm->name);
+	return view_new(&vmview_ops, vv);
+}
+
+bool vmview_is(const struct view *v)
+{
+	return v && v->ops == &vmview_ops;
+}
+
+const struct view_key *vmview_keys(void)
+{
+	return vm_keys;
+}

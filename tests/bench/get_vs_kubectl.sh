@@ -1,0 +1,82 @@
+#!/bin/bash
+# kvcon get vs kubectl get against fakekube with BENCH_VMS (default 10,000) VMs and their VMIs and launcher pods:
+# wall time and peak RSS of `kvcon get vmi -A -o name` and `kubectl get vmi -A -o name` in the same run
+# (BENCH_RUNS alternating runs each after one warm-up, median wall time, largest peak RSS), then the store's
+# memory per object and watch events applied per second (tests/bench/watch_replay.c replaying /fake/state as
+# ADDED then MODIFIED watch streams through the reflector's line parser, the decoder and the store).
+set -u
+top=$(cd "$(dirname "$0")/../.." && pwd)
+fk="$top/tests/fakekube"
+KVCON=${KVCON_BIN:-$top/kvcon}
+PY=${FAKEKUBE_PYTHON:-$(command -v python3 || echo /usr/bin/python3)}
+VMS=${BENCH_VMS:-10000}
+RUNS=${BENCH_RUNS:-5}
+KUBECTL=$(command -v kubectl || true)
+tmp=$(mktemp -d)
+pids=""
+cleanup() {
+	for p in $pids; do kill "$p" 2>/dev/null; done
+	for p in $pids; do wait "$p" 2>/dev/null; done
+	rm -rf "$tmp"
+}
+trap cleanup EXIT INT TERM
+export HOME="$tmp/home"
+mkdir -p "$HOME"
+
+"$PY" "$fk/fakekube.py" --dir "$tmp/fk" --vms "$VMS" --namespaces 10 --seed 3 >"$tmp/fk.log" 2>&1 &
+pids="$pids $!"
+"$PY" "$fk/fkctl.py" "$tmp/fk" wait 600 >/dev/null || { cat "$tmp/fk.log"; exit 1; }
+export KUBECONFIG="$tmp/fk/kubeconfig"
+echo "fakekube: $VMS VMs, ready in $(cut -d' ' -f2 "$tmp/fk/ready") s; load average: $(cut -d' ' -f1-3 /proc/loadavg); $(nproc) cores"
+
+# one measured run: prints "WALL_S RSS_KB LINES"
+measure() {
+	/usr/bin/time -f "%e %M" -o "$tmp/time" "$@" >"$tmp/out" 2>"$tmp/err" || { cat "$tmp/err" >&2; echo "0 0 0"; return; }
+	echo "$(cat "$tmp/time") $(wc -l <"$tmp/out")"
+}
+median() { sort -n | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2}'; }
+
+: >"$tmp/kvcon.runs"
+: >"$tmp/kubectl.runs"
+measure "$KVCON" get vmi -A -o name >/dev/null
+[ -n "$KUBECTL" ] && measure "$KUBECTL" get vmi -A -o name >/dev/null
+for i in $(seq 1 "$RUNS"); do
+	measure "$KVCON" get vmi -A -o name >>"$tmp/kvcon.runs"
+	[ -n "$KUBECTL" ] && measure "$KUBECTL" --request-timeout=120s get vmi -A -o name >>"$tmp/kubectl.runs"
+done
+kw=$(awk '{print $1}' "$tmp/kvcon.runs" | median)
+kr=$(awk '{print $2}' "$tmp/kvcon.runs" | sort -n | tail -1)
+kl=$(awk '{print $3}' "$tmp/kvcon.runs" | sort -n | tail -1)
+echo "kvcon   get vmi -A -o name: $kl names, median wall ${kw} s over $RUNS runs ($(awk '{printf "%s ", $1}' "$tmp/kvcon.runs")), peak RSS $((kr / 1024)) MiB"
+if [ -n "$KUBECTL" ]; then
+	cw=$(awk '{print $1}' "$tmp/kubectl.runs" | median)
+	cr=$(awk '{print $2}' "$tmp/kubectl.runs" | sort -n | tail -1)
+	cl=$(awk '{print $3}' "$tmp/kubectl.runs" | sort -n | tail -1)
+	echo "kubectl get vmi -A -o name: $cl names, median wall ${cw} s over $RUNS runs ($(awk '{printf "%s ", $1}' "$tmp/kubectl.runs")), peak RSS $((cr / 1024)) MiB"
+	awk -v a="$cw" -v b="$kw" -v c="$cr" -v d="$kr" 'BEGIN {printf "ratio: kvcon is %.1fx faster (wall), uses %.1f%% of kubectl'"'"'s peak RSS\n", a / b, 100 * d / c}'
+else
+	echo "kubectl: not installed, no comparison"
+fi
+
+# store memory per object and watch events per second, decode included
+cc -std=c11 -D_GNU_SOURCE -O2 -g -Wall -Wextra -Werror -I"$top/src" $(pkg-config --cflags json-c) -o "$tmp/watch_replay" \
+	"$top/tests/bench/watch_replay.c" "$top/build/libkvcon.a" \
+	$(pkg-config --libs ncursesw libcurl json-c vterm libvncclient libvirt yaml-0.1) -lpthread -lm || exit 1
+"$PY" "$fk/fkctl.py" "$tmp/fk" state >"$tmp/state.json"
+"$PY" - "$tmp/state.json" "$tmp" <<'PYEOF'
+import json, sys
+st = json.load(open(sys.argv[1]))
+for plural in ("virtualmachines", "virtualmachineinstances", "pods", "events"):
+    objs = st[plural]
+    if plural == "pods":
+        objs = [p for p in objs if (p["metadata"].get("labels") or {}).get("kubevirt.io") == "virt-launcher"]
+    for typ in ("ADDED", "MODIFIED"):
+        with open("%s/%s.%s" % (sys.argv[2], plural, typ), "w") as out:
+            for i, o in enumerate(objs):
+                if typ == "MODIFIED":
+                    o["metadata"]["resourceVersion"] = str(10**9 + i)
+                out.write(json.dumps({"type": typ, "object": o}, separators=(",", ":")) + "\n")
+PYEOF
+for k in vm:virtualmachines vmi:virtualmachineinstances pod:pods event:events; do
+	"$tmp/watch_replay" "${k%%:*}" "$tmp/${k#*:}.ADDED" "$tmp/${k#*:}.MODIFIED" 3
+done

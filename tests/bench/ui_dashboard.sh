@@ -1,0 +1,94 @@
+#!/bin/bash
+# Dashboard benchmarks against fakekube in tmux (120x40):
+#  1. time from exec to the first VM rows on screen, with UI_BENCH_VMS (default 10000) VMs + VMIs + pods and with
+#     500, to show it does not grow with the cluster (tmux capture polled every few ms);
+#  2. kvcon's CPU and bytes written to the terminal per second while the cluster changes at UI_BENCH_CHURN
+#     (default 1000) writes/s (fakekube's churn; the rate reached is printed from resourceVersion);
+#  3. idle CPU with no events.
+# CPU from /proc/PID/stat (utime+stime); terminal bytes from a `script` typescript of kvcon's output.
+set -u
+ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
+KVCON="${KVCON_BIN:-$ROOT/kvcon}"
+VMS="${UI_BENCH_VMS:-10000}"
+CHURN="${UI_BENCH_CHURN:-1000}"
+SECS="${UI_BENCH_SECONDS:-10}"
+RUNS="${UI_BENCH_RUNS:-3}"
+command -v tmux >/dev/null || { echo "tmux missing"; exit 0; }
+W=$(mktemp -d /tmp/kvcon-ui-bench.XXXXXX)
+SOCK="kvcon-ui-bench-$$"
+T="tmux -L $SOCK -f /dev/null"
+FKPID=""
+cleanup() {
+	$T kill-server 2>/dev/null
+	[ -n "$FKPID" ] && kill "$FKPID" 2>/dev/null && wait "$FKPID" 2>/dev/null
+	rm -rf "$W"
+}
+trap cleanup EXIT
+fk() { python3 "$ROOT/tests/fakekube/fkctl.py" "$W/fk" "$@"; }
+now_ms() { date +%s%3N; }
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+rv() { fk get /fake/info | python3 -c 'import json,sys; print(json.load(sys.stdin)["resourceVersion"])'; }
+
+fk_start() {
+	$T kill-server 2>/dev/null
+	[ -n "$FKPID" ] && kill "$FKPID" 2>/dev/null && wait "$FKPID" 2>/dev/null
+	rm -rf "$W/fk"
+	mkdir -p "$W/fk"
+	python3 "$ROOT/tests/fakekube/fakekube.py" --dir "$W/fk" --vms "$1" --namespaces 10 >"$W/fk.log" 2>&1 &
+	FKPID=$!
+	fk wait 300 >/dev/null || { echo "fakekube did not start"; exit 1; }
+}
+
+# Starts kvcon under `script` (the typescript counts what it writes to the terminal); prints ms to first rows.
+first_rows() {
+	rm -f "$W/pid" "$W/ts"
+	local t0 t1
+	t0=$(now_ms)
+	$T new-session -d -x 120 -y 40 -s b -e TERM=xterm-256color \
+		"script -qfc 'echo \$\$ > $W/pid; exec env KUBECONFIG=$W/fk/kubeconfig KVCON_LOG=$W/kvcon.log $KVCON -A' $W/ts"
+	while :; do
+		# a data row: namespace column then a generated VM name
+		if $T capture-pane -p -t b 2>/dev/null | grep -qE '^ ns-0[0-9] +[a-z]+-[0-9]{5} '; then
+			t1=$(now_ms)
+			break
+		fi
+		[ $(($(now_ms) - t0)) -gt 30000 ] && { echo "no rows after 30 s"; $T capture-pane -p -t b; exit 1; }
+		sleep 0.003
+	done
+	echo $((t1 - t0))
+}
+
+median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+
+echo "== ui_dashboard bench: $VMS VMs, churn $CHURN/s, ${SECS}s windows, 120x40"
+for n in 500 "$VMS"; do
+	fk_start "$n"
+	: >"$W/kvcon.log"
+	ms=$(for r in $(seq "$RUNS"); do first_rows; $T kill-server 2>/dev/null; sleep 0.3; done | median)
+	obj=$(grep -o 'first VM object in the store [0-9]* ms' "$W/kvcon.log" | awk '{print $7}' | median)
+	drawn=$(grep -o 'first rows drawn [0-9]* ms' "$W/kvcon.log" | awk '{print $4}' | median)
+	echo "first rows on screen, $n VMs (+VMIs, pods, events): median of $RUNS: $ms ms from exec (tmux capture);" \
+		"kvcon log: first VM object received at $obj ms, rows drawn at $drawn ms (load average $(cut -d' ' -f1 /proc/loadavg))"
+done
+
+# the big cluster is running: measure idle and churn on one kvcon
+first_rows >/dev/null
+pid=$(cat "$W/pid")
+# wait until every list is in (the header says live for all four)
+for _ in $(seq 600); do
+	$T capture-pane -p -t b | grep -qE 'Watch: vm live +vmi live +pod live +event live' && break
+	sleep 0.1
+done
+hz=$(getconf CLK_TCK)
+sleep 1
+c0=$(cpu_ticks "$pid"); b0=$(stat -c %s "$W/ts"); sleep "$SECS"; c1=$(cpu_ticks "$pid"); b1=$(stat -c %s "$W/ts")
+echo "idle: CPU $(awk -v c=$((c1 - c0)) -v h="$hz" -v s="$SECS" 'BEGIN{printf "%.1f", 100*c/h/s}')% of a core, terminal $(( (b1 - b0) / SECS )) bytes/s"
+fk post /fake/churn "{\"rate\":$CHURN}" >/dev/null
+sleep 2
+r0=$(rv); c0=$(cpu_ticks "$pid"); b0=$(stat -c %s "$W/ts"); t0=$(now_ms)
+sleep "$SECS"
+r1=$(rv); c1=$(cpu_ticks "$pid"); b1=$(stat -c %s "$W/ts"); t1=$(now_ms)
+fk post /fake/churn '{"rate":0}' >/dev/null
+el=$((t1 - t0))
+echo "churn: $(( (r1 - r0) * 1000 / el )) writes/s reached; kvcon CPU $(awk -v c=$((c1 - c0)) -v h="$hz" -v e="$el" 'BEGIN{printf "%.1f", 100*c/h/(e/1000)}')% of a core; terminal $(( (b1 - b0) * 1000 / el )) bytes/s"
+echo "kvcon RSS: $(awk '/VmRSS/{print $2, $3}' /proc/$pid/status)"

@@ -1,0 +1,48 @@
+#!/bin/bash
+# The dashboard's VNC pane: kvcon (tmux 120x40) against fakekube whose vnc subresource is bridged to a real QEMU
+# guest (tests/lab); `v` on the VM opens its display in a pane (half-block cells, status line with the size), a
+# command typed there reaches the guest's tty1 shell (it writes a marker to ttyS0), Ctrl+] gives the keyboard
+# back to the dashboard (`:` works again), and the dashboard quits cleanly.
+. "$(dirname "$0")/ui_lib.sh"
+command -v qemu-system-x86_64 >/dev/null || { echo "skip: qemu-system-x86_64 not installed"; exit 77; }
+G="$W/g"
+qemu_stop() { "$ROOT/tests/lab/qemu-guest.sh" stop "$G" >/dev/null 2>&1; ui_cleanup; }
+trap qemu_stop EXIT
+eval "$("$ROOT/tests/lab/guest.sh")" || { echo "skip: cannot build the lab guest (no kernel package?)"; exit 77; }
+mkdir -p "$G"
+eval "$("$ROOT/tests/lab/qemu-guest.sh" start "$G")" || fail "QEMU did not start"
+"$ROOT/tests/lab/serial-probe" "$QEMU_GUEST_SERIAL" --timeout 60 --ready --quiet || fail "the guest's shell did not answer"
+
+fk_start --vms 3 --namespaces 1 --step 0.1
+vmi=$(fk names virtualmachineinstances | sed -n 1p)
+ns=${vmi%/*}; name=${vmi#*/}
+fk post /fake/backend "{\"namespace\":\"$ns\",\"name\":\"$name\",\"kind\":\"vnc\",\"unix\":\"$QEMU_GUEST_VNC\"}" \
+	>/dev/null || fail "backend not set"
+
+kv_start -A
+wait_for "$name" 20
+keys "/"; keys -l "$name"; keys Enter; wait_for "</$name> "
+keys v
+wait_for "VNC $ns/$name +720x400 +fit +F8 menu +Ctrl\+\] leave" 20
+screen | grep -q '▀' || fail "no half-block cells in the pane"
+screen >"$W/pane.txt"
+echo "  pane: the display of $vmi is shown"
+
+keys -l 'echo "PANE-TYPED-$((6*7))" > /dev/ttyS0'; keys Enter
+deadline=$((SECONDS + 20))
+until grep -aq 'PANE-TYPED-42' "$QEMU_GUEST_SERIAL_LOG"; do
+	[ $SECONDS -ge $deadline ] && fail "the command typed in the pane did not reach the guest"
+	sleep 0.1
+done
+echo "  pane: the typed command ran in the guest"
+
+# Ctrl+] gives the keyboard back: ':' opens the dashboard's command line again
+keys C-]
+keys ":"; wait_for '^:' 5; keys Escape
+keys ":"; keys -l "q"; keys Enter
+deadline=$((SECONDS + 10))
+until [ -s "$W/exit" ]; do [ $SECONDS -ge $deadline ] && fail "kvcon did not quit"; sleep 0.1; done
+grep -q 'KVCON_EXIT=0' "$W/exit" || fail "kvcon exit: $(cat "$W/exit")"
+echo "  Ctrl+] gave the keyboard back; :q quit with 0"
+[ -n "${VNC_PANE_KEEP:-}" ] && cp "$W/pane.txt" "$VNC_PANE_KEEP"
+echo PASS

@@ -1,0 +1,185 @@
+/* The watch path without a network: the stream splitter (values across arbitrary chunk boundaries, malformed and
+ * oversized input), watch events applied to the store (ADDED/MODIFIED/DELETED/BOOKMARK/ERROR 410), the API
+ * Status message extraction, and URL building with tls-server-name. */
+#include <json.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/xmalloc.h"
+#include "kube/http.h"
+#include "kube/jstream.h"
+#include "kube/kubeconfig.h"
+#include "kube/reflector.h"
+#include "model/store.h"
+#include "t.h"
+
+struct collect {
+	int n;
+	char names[8][32];
+};
+
+static bool on_value(void *arg, struct json_object *v)
+{
+	struct collect *c = arg;
+	struct json_object *n;
+	if (c->n < 8 && json_object_object_get_ex(v, "n", &n))
+		snprintf(c->names[c->n], sizeof c->names[0], "%s", json_object_get_string(n));
+	c->n++;
+	return true;
+}
+
+static void test_jstream(void)
+{
+	const char stream[] = "{\"n\":\"a\",\"x\":[1,2,{\"y\":\"}\"}]}\n{\"n\":\"b\\\"q\"}\r\n  {\"n\":\"c\"}{\"n\":\"d\"}\n";
+	size_t len = strlen(stream);
+	/* every chunk size, so each value is split at every possible position */
+	for (size_t chunk = 1; chunk <= len; chunk++) {
+		struct kube_jstream *s = kube_jstream_new(1 << 20);
+		struct collect c = { 0 };
+		char *err = NULL;
+		for (size_t off = 0; off < len; off += chunk) {
+			size_t n = len - off < chunk ? len - off : chunk;
+			T_EQ_INT(kube_jstream_feed(s, stream + off, n, on_value, &c, &err), 0);
+		}
+		T_EQ_INT(c.n, 4);
+		T_EQ_STR(c.names[1], "b\"q");
+		T_EQ_STR(c.names[3], "d");
+		T_CHECK(!kube_jstream_partial(s));
+		kube_jstream_free(s);
+	}
+	struct kube_jstream *s = kube_jstream_new(64);
+	struct collect c = { 0 };
+	char *err = NULL;
+	T_EQ_INT(kube_jstream_feed(s, "{\"n\":\"half", 10, on_value, &c, &err), 0);
+	T_CHECK(kube_jstream_partial(s));
+	kube_jstream_reset(s);
+	T_CHECK(!kube_jstream_partial(s));
+	T_EQ_INT(kube_jstream_feed(s, "{\"n\":]}", 7, on_value, &c, &err), -1);
+	T_CHECK(err && strstr(err, "malformed"));
+	free(err);
+	err = NULL;
+	char big[200];
+	memset(big, ' ', sizeof big);
+	big[0] = '[';
+	T_EQ_INT(kube_jstream_feed(s, big, sizeof big, on_value, &c, &err), -1);
+	T_CHECK(err && strstr(err, "larger than"));
+	free(err);
+	kube_jstream_free(s);
+}
+
+static char *event(const char *type, const char *name, const char *uid, const char *rv)
+{
+	return xasprintf("{\"type\":\"%s\",\"object\":{\"apiVersion\":\"kubevirt.io/v1\",\"kind\":\"VirtualMachine\","
+			 "\"metadata\":{\"name\":\"%s\",\"namespace\":\"ns\",\"uid\":\"%s\",\"resourceVersion\":\"%s\"},"
+			 "\"spec\":{\"runStrategy\":\"Always\"},\"status\":{\"printableStatus\":\"%s\"}}}\n",
+			 type, name, uid, rv, strcmp(type, "MODIFIED") == 0 ? "Stopped" : "Running");
+}
+
+static const char U1[] = "11111111-1111-4111-8111-111111111111";
+static const char U2[] = "22222222-2222-4222-8222-222222222222";
+
+static int feed(struct kube_reflector *r, char *ev)
+{
+	int rc = kube_reflector_feed(r, ev, strlen(ev));
+	free(ev);
+	return rc;
+}
+
+static void test_apply(void)
+{
+	struct source *src = source_new(SOURCE_KUBE, "test");
+	struct store *st = store_new();
+	struct kube_reflector_cfg cfg = { .st = st, .src = src, .kind = OBJ_VM };
+	struct kube_reflector *r = kube_reflector_new(&cfg);
+	T_EQ_INT(feed(r, event("ADDED", "a", U1, "10")), 0);
+	T_EQ_INT(store_count(st, OBJ_VM), 1);
+	T_EQ_INT(feed(r, event("MODIFIED", "a", U1, "11")), 0);
+	struct vm *v = (struct vm *)store_get(st, src, OBJ_VM, U1);
+	T_CHECK(v && strcmp(v->printable_status, "Stopped") == 0);
+	/* recreated under a new UID: the name moves to the new object */
+	T_EQ_INT(feed(r, event("ADDED", "a", U2, "12")), 0);
+	T_EQ_INT(store_count(st, OBJ_VM), 1);
+	T_CHECK(store_get(st, src, OBJ_VM, U2) != NULL);
+	/* DELETED of an unknown UID still removes what holds the name */
+	T_EQ_INT(feed(r, event("DELETED", "a", U1, "13")), 0);
+	T_EQ_INT(store_count(st, OBJ_VM), 0);
+	T_EQ_INT(feed(r, event("ADDED", "b", U1, "14")), 0);
+	T_EQ_INT(feed(r, event("DELETED", "b", U1, "15")), 0);
+	T_EQ_INT(store_count(st, OBJ_VM), 0);
+	T_EQ_INT(kube_reflector_stats(r)->events, 6);
+	const char bm[] = "{\"type\":\"BOOKMARK\",\"object\":{\"kind\":\"VirtualMachine\",\"metadata\":{\"resourceVersion\":\"99\"}}}";
+	T_EQ_INT(kube_reflector_feed(r, bm, strlen(bm)), 0);
+	T_EQ_INT(store_count(st, OBJ_VM), 0);
+	/* an object the decoder refuses is skipped, the stream goes on */
+	const char bad[] = "{\"type\":\"ADDED\",\"object\":{\"metadata\":{\"name\":\"x\"}}}\n";
+	T_EQ_INT(kube_reflector_feed(r, bad, strlen(bad)), 0);
+	T_EQ_INT(kube_reflector_stats(r)->skipped, 1);
+	/* ERROR 410 asks for a relist: the rest of the chunk is not applied */
+	struct json_object *e410 = json_tokener_parse("{\"type\":\"ERROR\",\"object\":{\"kind\":\"Status\",\"code\":410,"
+						      "\"reason\":\"Expired\",\"message\":\"too old resource version\"}}");
+	T_EQ_INT(kube_reflector_apply(r, e410), 1);
+	json_object_put(e410);
+	char *two = xasprintf("%s%s", "{\"type\":\"ERROR\",\"object\":{\"kind\":\"Status\",\"code\":410}}\n",
+			      "{\"type\":\"ADDED\",\"object\":{\"metadata\":{\"name\":\"c\",\"namespace\":\"ns\",\"uid\":\"33333333-3333-4333-8333-333333333333\"}}}\n");
+	T_EQ_INT(feed(r, two), 0);
+	T_EQ_INT(store_count(st, OBJ_VM), 0);
+	struct json_object *e500 = json_tokener_parse("{\"type\":\"ERROR\",\"object\":{\"kind\":\"Status\",\"code\":500,"
+						      "\"message\":\"etcd \\u001b[2J down\"}}");
+	T_EQ_INT(kube_reflector_apply(r, e500), -1);
+	json_object_put(e500);
+	struct json_object *odd = json_tokener_parse("{\"type\":\"ADDED\",\"object\":[1]}");
+	T_EQ_INT(kube_reflector_apply(r, odd), -1);
+	json_object_put(odd);
+	kube_reflector_free(r);
+	store_free(st);
+}
+
+static void test_status_message(void)
+{
+	const char body[] = "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"status\":\"Failure\",\"message\":\"virtualmachines."
+			    "kubevirt.io is forbidden: User \\\"x\\\" cannot list \\u001b[31m\",\"reason\":\"Forbidden\","
+			    "\"code\":403}";
+	struct kube_resp r = { .status = 403, .body = body, .len = strlen(body) };
+	char *m = kube_http_error_message(&r);
+	T_CHECK(strstr(m, "is forbidden: User \"x\" cannot list") != NULL);
+	T_CHECK(strchr(m, '\033') == NULL); /* escaped for the terminal */
+	free(m);
+	struct kube_resp plain = { .status = 502, .body = "Bad Gateway\n<html>", .len = 18 };
+	m = kube_http_error_message(&plain);
+	T_EQ_STR(m, "HTTP 502: Bad Gateway");
+	free(m);
+	struct kube_resp none = { .status = 0, .error = "Connection refused" };
+	m = kube_http_error_message(&none);
+	T_EQ_STR(m, "Connection refused");
+	free(m);
+}
+
+static void test_url(void)
+{
+	struct kube_config kc = { .origin = "test", .server = "https://10.0.0.1:6443/prefix/" };
+	char *err = NULL;
+	struct kube_http *h = kube_http_new(&kc, &err);
+	T_CHECK(h != NULL);
+	char *u = kube_http_url(h, "/apis/kubevirt.io/v1");
+	T_EQ_STR(u, "https://10.0.0.1:6443/prefix/apis/kubevirt.io/v1");
+	free(u);
+	kube_http_free(h);
+	kc.tls_server_name = "api.internal";
+	h = kube_http_new(&kc, &err);
+	u = kube_http_url(h, "/api/v1");
+	T_EQ_STR(u, "https://api.internal:6443/prefix/api/v1");
+	free(u);
+	kube_http_free(h);
+	struct kube_config bad = { .origin = "test", .server = "not a url" };
+	T_CHECK(kube_http_new(&bad, &err) == NULL && err && strstr(err, "not a URL"));
+	free(err);
+}
+
+int main(void)
+{
+	test_jstream();
+	test_apply();
+	test_status_message();
+	test_url();
+	return T_DONE();
+}

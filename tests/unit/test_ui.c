@@ -1,0 +1,441 @@
+/* Unit tests of the dashboard's pieces (text fitting and escaping, filters, column layout, themes, config, YAML,
+ * sorting), and a test-only feeder: `test_ui --dashboard N [--churn PER_S]` runs the real dashboard on N
+ * synthetic VMs (+ VMIs, pods, events) from a fake source, for developing the UI without a cluster. */
+#include <locale.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/buf.h"
+#include "core/intern.h"
+#include "core/log.h"
+#include "core/loop.h"
+#include "core/util.h"
+#include "core/xmalloc.h"
+#include "model/source.h"
+#include "model/store.h"
+#include "t.h"
+#include "ui/draw.h"
+#include "ui/help.h"
+#include "ui/sources.h"
+#include "ui/table.h"
+#include "ui/theme.h"
+#include "ui/ui.h"
+#include "ui/cmdline.h"
+#include "ui/pager.h"
+#include "ui/view.h"
+#include "ui/vmview.h"
+#include "ui/yamlview.h"
+
+/* ---- the fake source ---- */
+
+static struct store *fst;
+static struct source *fsrc;
+static int fake_n;
+static int churn_per_s;
+static unsigned long churn_seq;
+static const char *const statuses[] = { "Running", "Stopped", "Starting", "Paused", "ErrorUnschedulable" };
+
+static int fake_action(struct source *src, const struct action_req *req, action_done_cb done, void *arg, char **err)
+{
+	(void)src;
+	(void)done;
+	(void)arg;
+	*err = xasprintf("fake source: %s %s/%s not implemented", action_name(req->act), req->ns, req->name);
+	return -1;
+}
+
+static int fake_fetch(struct source *src, enum obj_kind kind, const char *ns, const char *name, fetch_done_cb done,
+		      void *arg, char **err)
+{
+	(void)src;
+	(void)err;
+	char *body = xasprintf("{\"kind\":\"%s\",\"metadata\":{\"namespace\":\"%s\",\"name\":\"%s\",\"labels\":{\"a\":"
+			       "\"true\"}},\"spec\":{\"runStrategy\":\"Always\",\"n\":3}}",
+			       obj_kind_title(kind), ns, name);
+	done(arg, 0, body, strlen(body));
+	free(body);
+	return 0;
+}
+
+static const struct provider_ops fake_ops = { .type = "fake", .action = fake_action, .fetch_raw = fake_fetch };
+
+static void fake_vm(int i, const char *status)
+{
+	struct vm *vm = (struct vm *)obj_new(OBJ_VM);
+	vm->o.src = fsrc;
+	vm->o.ns = intern(i % 3 == 0 ? "prod" : "default");
+	vm->o.name = i == 7 ? xstrdup("evil\033]0;pwned\007name") : i == 8 ? xstrdup("vm-ünïcødé-日本") : xasprintf("vm-%05d", i);
+	snprintf(vm->o.uid, UID_LEN, "00000000-0000-0000-0000-%012d", i);
+	vm->o.created = util_wall_s() - 3600 - i;
+	vm->printable_status = intern(status);
+	vm->run_strategy = intern(strcmp(status, "Stopped") == 0 ? "Halted" : "Always");
+	vm->ready = strcmp(status, "Running") == 0;
+	obj_label_add(&vm->o, "app", i % 2 ? "web" : "db");
+	store_upsert(fst, &vm->o);
+	if (strcmp(status, "Stopped") == 0) {
+		struct obj *old = store_find(fst, fsrc, OBJ_VMI, vm->o.ns, vm->o.name);
+		if (old)
+			store_remove(fst, fsrc, OBJ_VMI, old->uid);
+		return;
+	}
+	struct vmi *vmi = (struct vmi *)obj_new(OBJ_VMI);
+	vmi->o.src = fsrc;
+	vmi->o.ns = vm->o.ns;
+	vmi->o.name = xstrdup(vm->o.name);
+	snprintf(vmi->o.uid, UID_LEN, "11111111-0000-0000-0000-%012d", i);
+	vmi->o.created = vm->o.created + 5;
+	memcpy(vmi->vm_uid, vm->o.uid, UID_LEN);
+	vmi->phase = intern(strcmp(status, "Starting") == 0 ? "Scheduling" : "Running");
+	vmi->node = intern(i % 2 ? "node-a" : "node-b");
+	vmi->ip = xasprintf("10.0.%d.%d", i / 250 % 250, i % 250);
+	store_upsert(fst, &vmi->o);
+	struct pod *pod = (struct pod *)obj_new(OBJ_POD);
+	pod->o.src = fsrc;
+	pod->o.ns = vm->o.ns;
+	pod->o.name = xasprintf("virt-launcher-%s-abcde", vm->o.name);
+	snprintf(pod->o.uid, UID_LEN, "22222222-0000-0000-0000-%012d", i);
+	pod->o.created = vmi->o.created;
+	memcpy(pod->vmi_uid, vmi->o.uid, UID_LEN);
+	pod->phase = intern("Running");
+	pod->node = vmi->node;
+	pod->containers = xcalloc(1, sizeof *pod->containers);
+	pod->containers[0].name = intern("compute");
+	pod->containers[0].state = intern("running");
+	pod->containers[0].ready = true;
+	pod->ncontainers = 1;
+	pod->ready_containers = 1;
+	store_upsert(fst, &pod->o);
+}
+
+static void churn(void *arg)
+{
+	(void)arg;
+	/* a tenth of a second's worth of status changes */
+	int per_tick = churn_per_s / 10 ? churn_per_s / 10 : 1;
+	for (int k = 0; k < per_tick; k++) {
+		int i = (int)(churn_seq * 7919 % (unsigned long)fake_n);
+		fake_vm(i, statuses[churn_seq % 5]);
+		churn_seq++;
+	}
+	loop_timer_add(100, churn, NULL);
+}
+
+static int dashboard(int n)
+{
+	fake_n = n;
+	log_open(NULL);
+	fst = store_new();
+	fsrc = source_new(SOURCE_KUBE, "fake");
+	fsrc->ops = &fake_ops;
+	fsrc->server = xstrdup("https://fake.example:6443");
+	fsrc->user = xstrdup("tester");
+	fsrc->version = xstrdup("v1.3.0");
+	for (int k = 0; k < OBJ_KIND_COUNT; k++)
+		source_set_health(fsrc, (enum obj_kind)k, WATCH_LIVE, NULL);
+	for (int i = 0; i < n; i++)
+		fake_vm(i, statuses[i % 5]);
+	struct event *e = (struct event *)obj_new(OBJ_EVENT);
+	e->o.src = fsrc;
+	e->o.ns = intern("default");
+	e->o.name = xstrdup("vm-00001.1");
+	snprintf(e->o.uid, UID_LEN, "33333333-0000-0000-0000-000000000001");
+	e->type = intern("Warning");
+	e->reason = intern("FailedScheduling");
+	e->message = xstrdup("0/3 nodes are available: insufficient memory");
+	e->inv_kind = intern("VirtualMachineInstance");
+	e->inv_name = xstrdup("vm-00001");
+	snprintf(e->inv_uid, UID_LEN, "11111111-0000-0000-0000-%012d", 1);
+	e->count = 3;
+	e->last = util_wall_s() - 30;
+	store_upsert(fst, &e->o);
+	loop_init();
+	if (churn_per_s > 0)
+		loop_timer_add(100, churn, NULL);
+	int rc = ui_run(fst);
+	source_free_all();
+	store_free(fst);
+	return rc;
+}
+
+/* ---- unit tests ---- */
+
+static void test_fit(void)
+{
+	char out[256];
+	T_EQ_INT(draw_fit("hello", 10, out, sizeof out), 5);
+	T_EQ_STR(out, "hello");
+	T_EQ_INT(draw_fit("hello world", 5, out, sizeof out), 5);
+	T_EQ_STR(out, "hell~");
+	/* escapes never reach the terminal raw */
+	draw_fit("a\033]0;x\007b", 40, out, sizeof out);
+	T_EQ_STR(out, "a\\e]0;x\\x07b");
+	T_CHECK(strchr(out, '\033') == NULL);
+	/* C1 control encoded in UTF-8, and invalid UTF-8 */
+	draw_fit("x\xc2\x9by", 40, out, sizeof out);
+	T_EQ_STR(out, "x\\u{9b}y");
+	draw_fit("x\xff", 40, out, sizeof out);
+	T_EQ_STR(out, "x\\xff");
+	/* bidi override shown, not obeyed */
+	draw_fit("a\xe2\x80\xae" "b", 40, out, sizeof out);
+	T_EQ_STR(out, "a\\u{202e}b");
+	/* wide characters take two columns and are never cut in half */
+	T_EQ_INT(draw_width("日本"), 4);
+	T_EQ_INT(draw_fit("日本語", 4, out, sizeof out), 3);
+	T_EQ_STR(out, "日~");
+	T_EQ_INT(draw_width("ünï"), 3);
+	T_EQ_INT(draw_fit("", 3, out, sizeof out), 0);
+	T_EQ_INT(draw_fit("abc", 0, out, sizeof out), 0);
+}
+
+static void test_filter(void)
+{
+	struct table_filter f;
+	char *err = NULL;
+	T_EQ_INT(table_filter_parse("web", &f, &err), 0);
+	T_CHECK(f.active && !f.negate);
+	struct obj *o = obj_new(OBJ_VM);
+	o->ns = intern("default");
+	o->name = xstrdup("x");
+	obj_label_add(o, "app", "web");
+	obj_label_add(o, "tier", "front");
+	T_CHECK(table_filter_match(&f, o, "default vm-WEB-1 Running"));
+	T_CHECK(!table_filter_match(&f, o, "default vm-db-1 Running"));
+	table_filter_free(&f);
+	T_EQ_INT(table_filter_parse("!Running", &f, &err), 0);
+	T_CHECK(f.negate);
+	T_CHECK(!table_filter_match(&f, o, "vm-1 Running"));
+	T_CHECK(table_filter_match(&f, o, "vm-1 Stopped"));
+	table_filter_free(&f);
+	T_EQ_INT(table_filter_parse("-l app=web,tier", &f, &err), 0);
+	T_EQ_INT(f.nlabels, 2);
+	T_CHECK(table_filter_match(&f, o, ""));
+	table_filter_free(&f);
+	T_EQ_INT(table_filter_parse("-l app!=web", &f, &err), 0);
+	T_CHECK(!table_filter_match(&f, o, ""));
+	table_filter_free(&f);
+	T_EQ_INT(table_filter_parse("-l app=db", &f, &err), 0);
+	T_CHECK(!table_filter_match(&f, o, ""));
+	table_filter_free(&f);
+	T_EQ_INT(table_filter_parse("-l", &f, &err), -1);
+	T_CHECK(err != NULL);
+	free(err);
+	err = NULL;
+	T_EQ_INT(table_filter_parse("", &f, &err), 0);
+	T_CHECK(!f.active);
+	T_CHECK(table_filter_match(&f, o, "anything"));
+	obj_free(o);
+}
+
+static void test_layout(void)
+{
+	static void (*const nocell)(const struct store *, const struct obj *, char *, size_t, int *) = NULL;
+	struct table_col cols[3] = {
+		{ "NAME", 4, 20, false, 'N', TABLE_COL_ALWAYS, nocell, NULL },
+		{ "STATUS", 6, 10, false, 0, TABLE_COL_ALWAYS, nocell, NULL },
+		{ "AGE", 3, 6, true, 0, TABLE_COL_ALWAYS, nocell, NULL },
+	};
+	bool shown[3] = { true, true, true };
+	char *cells[6] = { "a-very-long-vm-name-indeed-yes", "Running", "5d", "short", "ErrorUnschedulable", "10s" };
+	int w[3];
+	int total = table_layout(cols, 3, shown, cells, 2, 200, -1, w);
+	T_EQ_INT(w[0], 20); /* capped at maxw */
+	T_EQ_INT(w[1], 10);
+	T_EQ_INT(w[2], 3);
+	T_EQ_INT(total, 20 + 10 + 3 + 4);
+	total = table_layout(cols, 3, shown, cells, 2, 25, -1, w);
+	T_CHECK(total <= 25);
+	T_CHECK(w[2] >= 3);
+	table_layout(cols, 3, shown, cells, 2, 200, 2, w);
+	T_EQ_INT(w[2], 4); /* AGE plus the sort arrow */
+	shown[1] = false;
+	table_layout(cols, 3, shown, cells, 2, 200, -1, w);
+	T_EQ_INT(w[1], 0);
+}
+
+static void test_theme(void)
+{
+	char *err = NULL;
+	T_EQ_INT(theme_load_text("normal = default default\nselected = black cyan bold,reverse\n# c\n\n", "t", &err), 0);
+	T_EQ_INT(theme_load_text("bogus = red blue\n", "t", &err), -1);
+	T_CHECK(err && strstr(err, "t:1") && strstr(err, "bogus"));
+	free(err);
+	err = NULL;
+	T_EQ_INT(theme_load_text("ok = red\n", "t", &err), -1);
+	free(err);
+	err = NULL;
+	T_EQ_INT(theme_load_text("ok = 300 blue\n", "t", &err), -1);
+	free(err);
+	err = NULL;
+	T_EQ_INT(theme_load_text("ok = 196 default underline\n", "t", &err), 0);
+	/* every shipped theme parses */
+	static const char *const names[] = { "themes/default", "themes/dark", "themes/light", "themes/mono" };
+	for (size_t i = 0; i < 4; i++) {
+		char *text = util_read_file(names[i], NULL);
+		T_CHECK(text != NULL);
+		if (text) {
+			T_EQ_INT(theme_load_text(text, names[i], &err), 0);
+			if (err)
+				fprintf(stderr, "%s\n", err);
+			free(err);
+			err = NULL;
+		}
+		free(text);
+	}
+}
+
+static void test_config(void)
+{
+	char *err = NULL;
+	T_EQ_INT(sources_parse_config("# kvcon\ntheme = dark\nreadonly = true\nother = x\n", &err), 0);
+	T_EQ_STR(sources_config_theme(), "dark");
+	T_CHECK(sources_config_readonly());
+	T_EQ_INT(sources_parse_config("readonly = false\n", &err), 0);
+	T_CHECK(!sources_config_readonly());
+	T_EQ_INT(sources_parse_config("garbage line\n", &err), -1);
+	T_CHECK(err && strstr(err, "line 1"));
+	free(err);
+}
+
+static void test_yaml(void)
+{
+	char *err = NULL;
+	const char *json = "{\"a\":{\"b\":[1,\"two\",true,null]},\"s\":\"true\",\"n\":\"0123\",\"e\":\"x\\u001b[31m\"}";
+	char *y = yamlview_from_json(json, strlen(json), &err);
+	T_CHECK(y != NULL);
+	if (y) {
+		T_CHECK(strstr(y, "a:\n  b:\n  - 1\n  - two\n  - true\n  - null\n") != NULL);
+		T_CHECK(strstr(y, "s: \"true\"") != NULL); /* a string that looks like a bool stays a string */
+		T_CHECK(strstr(y, "\"n\": \"0123\"") != NULL); /* y/n are YAML 1.1 booleans */
+		T_CHECK(strchr(y, '\033') == NULL);        /* libyaml escapes control characters */
+	}
+	free(y);
+	y = yamlview_from_json("{bad", 4, &err);
+	T_CHECK(y == NULL && err != NULL);
+	free(err);
+	err = NULL;
+	y = yamlview_from_json("a: b\n", 5, &err); /* YAML passes through */
+	T_EQ_STR(y, "a: b\n");
+	free(y);
+}
+
+/* The key tables the man page and `?` are checked against, with the man page's subsection titles. */
+static const struct {
+	const char *title;
+	const struct view_key *(*keys)(void);
+} key_tables[] = {
+	{ "List views (VMs, VMIs, launcher pods, events)", table_view_keys },
+	{ "VM view", vmview_keys },
+	{ "Pager (help, YAML, walkthrough)", pager_keys_table },
+};
+
+static const struct view_key *global_keys(void)
+{
+	return ui_global_keys;
+}
+
+static void roff_label(struct buf *b, const char *label)
+{
+	buf_add_str(b, ".TP\n.B ");
+	for (const char *p = label; *p; p++) {
+		if (*p == '-' || *p == '\\')
+			buf_add_char(b, '\\');
+		buf_add_char(b, *p);
+	}
+	buf_add_char(b, '\n');
+}
+
+/* The KEYS and VIEW COMMANDS sections of man/kvcon.1, generated from the tables (`test_ui --man`). */
+static void man_keys(struct buf *b)
+{
+	buf_add_str(b, ".SH KEYS\n");
+	for (size_t t = 0; t < sizeof key_tables / sizeof key_tables[0] + 1; t++) {
+		const char *title = t < sizeof key_tables / sizeof key_tables[0] ? key_tables[t].title : "Everywhere";
+		const struct view_key *keys = t < sizeof key_tables / sizeof key_tables[0] ? key_tables[t].keys() : global_keys();
+		buf_printf(b, ".SS %s\n", title);
+		for (const struct view_key *k = keys; k->key; k++) {
+			roff_label(b, k->label);
+			buf_printf(b, "%s\n", k->help);
+		}
+		if (t < 2)
+			for (size_t i = 0; i < view_npanes; i++) {
+				char l[2] = { (char)view_panes[i].key, 0 };
+				roff_label(b, l);
+				buf_printf(b, "%s\n", view_panes[i].help);
+			}
+	}
+	buf_add_str(b, ".SH VIEW COMMANDS\nTyped after \\fB:\\fR in the dashboard; tab completes names.\n");
+	for (size_t i = 0; i < cmdline_ncmds; i++) {
+		buf_printf(b, ".TP\n.B :%s", cmdline_cmds[i].name);
+		if (cmdline_cmds[i].args[0])
+			buf_printf(b, " \\fI%s\\fR", cmdline_cmds[i].args);
+		buf_printf(b, "\n%s", cmdline_cmds[i].help);
+		if (cmdline_cmds[i].aliases && *cmdline_cmds[i].aliases)
+			buf_printf(b, " (also: %s)", cmdline_cmds[i].aliases);
+		buf_add_str(b, "\n");
+	}
+}
+
+/* Every key of every table is in the man page (as generated) and in `?` help. */
+static void test_man_and_help(void)
+{
+	char *man = util_read_file("man/kvcon.1", NULL);
+	T_CHECK(man != NULL);
+	if (man == NULL)
+		return;
+	struct buf want;
+	buf_init(&want);
+	man_keys(&want);
+	const char *start = strstr(man, ".SH KEYS\n");
+	T_CHECK(start != NULL);
+	if (start) {
+		const char *end = strstr(start, ".SH VIEW COMMANDS\n");
+		end = end ? strstr(end + 1, "\n.SH ") : NULL;
+		size_t len = end ? (size_t)(end + 1 - start) : strlen(start);
+		T_CHECK(len == want.len && memcmp(start, want.data, len) == 0);
+		if (!(len == want.len && memcmp(start, want.data, len) == 0))
+			fprintf(stderr, "man/kvcon.1 KEYS differ from the key tables: regenerate with build/tests/test_ui --man\n");
+	}
+	struct buf help;
+	buf_init(&help);
+	help_text(NULL, &help);
+	for (size_t t = 0; t < sizeof key_tables / sizeof key_tables[0] + 1; t++) {
+		const struct view_key *keys = t < sizeof key_tables / sizeof key_tables[0] ? key_tables[t].keys() : global_keys();
+		for (const struct view_key *k = keys; k->key; k++) {
+			char line[160];
+			snprintf(line, sizeof line, "  %-10s %s\n", k->label, k->help);
+			T_CHECK(strstr(help.data, line) != NULL);
+		}
+	}
+	for (size_t i = 0; i < cmdline_ncmds; i++)
+		T_CHECK(strstr(help.data, cmdline_cmds[i].help) != NULL);
+	buf_free(&help);
+	buf_free(&want);
+	free(man);
+}
+
+int main(int argc, char **argv)
+{
+	if (argc >= 2 && strcmp(argv[1], "--man") == 0) {
+		struct buf b;
+		buf_init(&b);
+		man_keys(&b);
+		fputs(b.data, stdout);
+		buf_free(&b);
+		return 0;
+	}
+	setlocale(LC_ALL, "C.UTF-8");
+	for (int i = 1; i < argc; i++)
+		if (strcmp(argv[i], "--churn") == 0 && i + 1 < argc)
+			churn_per_s = atoi(argv[++i]);
+	if (argc >= 3 && strcmp(argv[1], "--dashboard") == 0)
+		return dashboard(atoi(argv[2]));
+	test_fit();
+	test_filter();
+	test_layout();
+	test_theme();
+	test_config();
+	test_yaml();
+	test_man_and_help();
+	return T_DONE();
+}
