@@ -20,6 +20,7 @@
 #include "core/util.h"
 #include "core/xmalloc.h"
 #include "engine/domxml.h"
+#include "engine/estream.h"
 #include "engine/evm.h"
 #include "engine/host.h"
 #include "model/source.h"
@@ -1422,8 +1423,8 @@ static void engine_destroy(struct source *src)
 static const struct provider_ops engine_ops = {
 	.type = "engine",
 	.action = engine_action,
-	.open_console = NULL, /* console/stream.h lands with the console helper; see engine_console_open */
-	.open_vnc = NULL,
+	.open_console = estream_console,
+	.open_vnc = estream_vnc,
 	.fetch_raw = engine_fetch_raw,
 	.destroy = engine_destroy,
 };
@@ -1681,4 +1682,10 @@ const char *engine_serial_log(struct source *src, const char *ns, const char *na
 {
 	struct evm *v = find_vm(src, ns, name);
 	return v && v->cur ? v->cur->serial_log : NULL;
+}
+
+bool engine_running(struct source *src, const char *ns, const char *name)
+{
+	struct evm *v = find_vm(src, ns, name);
+	return v && active(v->cur);
 }

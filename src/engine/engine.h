@@ -46,6 +46,9 @@ typedef void (*engine_vnc_cb)(void *arg, int fd, const char *err);
 int engine_vnc_open(struct source *src, const char *ns, const char *name, engine_vnc_cb cb, void *arg,
 		    char **err);
 
+/* The VM exists and its current execution is active (Pending, Scheduled or Running). */
+bool engine_running(struct source *src, const char *ns, const char *name);
+
 /* The path of the current execution's serial log (the guest's bytes as QEMU wrote them), or NULL. */
 const char *engine_serial_log(struct source *src, const char *ns, const char *name);
 
