@@ -18,6 +18,12 @@ click 5 9
 sleep 0.3
 keys Enter; wait_for " VM [a-z0-9-]+/$want "
 keys Escape; wait_for 'VirtualMachines\(all\)'
+# a double click opens the row
+want=$(row_name 8)
+click 5 7; click 5 7
+wait_for " VM [a-z0-9-]+/$want "
+keys Escape; wait_for 'VirtualMachines\(all\)'
+click 5 9; sleep 0.5 # (a single click, later: no double)
 # wheel down moves the selection by 3 rows (from the clicked row)
 mouse 65 5 9
 sleep 0.3

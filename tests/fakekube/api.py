@@ -132,6 +132,9 @@ class App:
         self.watch_expire_gen = 0
         self.watches = 0
         self.backends = {}  # (ns, name, kind) -> {"unix": path} | {"tcp": "host:port"}
+        self.websockets = 0
+        self.ws_gen = 0  # bumped to end every open console/VNC bridge
+        self.ws_drop_close = False
         self.port = 0
         self.latency = opts.latency
 
@@ -798,7 +801,7 @@ class Handler(BaseHTTPRequestHandler):
                 info = {"resourceVersion": str(st.rv), "idle": cl.idle(), "churnRate": cl.churn_rate,
                         "churnPaused": cl.churn_paused, "churnCount": cl.churn_count,
                         "faultRate": app.fault_rate, "faultKinds": sorted(app.fault_kinds),
-                        "watches": app.watches, "step": cl.step,
+                        "watches": app.watches, "websockets": app.websockets, "step": cl.step,
                         "counts": {p: len(st.objs[p]) for p in RESOURCES}}
             return self.send_body(200, dumps(info))
         if method != "POST":
@@ -899,6 +902,10 @@ class Handler(BaseHTTPRequestHandler):
             with st.lock:
                 app.watch_gen += 1
                 st.wake_all_watchers()
+        elif what == "drop-websockets":
+            with app.mu:
+                app.ws_drop_close = bool(body.get("close", False))
+                app.ws_gen += 1
         elif what == "fail-vmi":
             with st.lock:
                 cl.fail_vmi(body["namespace"], body["name"])

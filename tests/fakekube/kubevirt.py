@@ -186,7 +186,7 @@ class Cluster:
     def build_vmi(self, vm, created=None):
         created = created or time.time()
         md = vm["metadata"]
-        tpl = vm["spec"].setdefault("template", {})
+        tpl = vm["spec"].get("template") or {}
         spec = json.loads(json.dumps(tpl.get("spec") or {}))
         dom = spec.setdefault("domain", {})
         dom.setdefault("devices", {})
@@ -1389,6 +1389,8 @@ class Cluster:
         st = self.store
         ns, name = vm["metadata"]["namespace"], vm["metadata"]["name"]
         st.delete("virtualmachines", ns, name)
+        # a fresh copy: the deleted version stays in the watch history untouched
+        vm = json.loads(json.dumps(vm))
         vm, vmi, pod = self.gen_running(vm, time.time() - 3600, events=False)
         stale = self.uid()
 

@@ -838,6 +838,20 @@ class TestWebSocket(Base):
         fk.ok("POST", "/fake/backend", {"namespace": ns, "name": name, "kind": "console"})
         srv.close()
 
+    def test_drop_websockets(self):
+        fk = self.fk
+        ns, name = self.running_vm()
+        s, head, buf, _ = ws_connect(fk, ns, name)
+        s.sendall(ws_frame(2, b"x"))
+        self.assertEqual(ws_read(s, buf), (2, b"x"))
+        self.assertEqual(fk.ok("GET", "/fake/info")["websockets"], 1)
+        fk.ok("POST", "/fake/drop-websockets", {"close": True})
+        op, p = ws_read(s, buf)
+        self.assertEqual((op, struct.unpack("!H", p[:2])[0]), (8, 1001))
+        self.assertEqual(ws_read(s, buf), (None, b""))
+        s.close()
+        wait_for(lambda: fk.ok("GET", "/fake/info")["websockets"] == 0, what="bridge gone")
+
     def test_not_running_vmi_is_rejected(self):
         fk = self.fk
         ns, name = "ns-00", "does-not-exist"

@@ -143,7 +143,7 @@ def serve(h, route):
     h.wfile.flush()
     h.close_connection = True
     with app.mu:
-        app.websockets = getattr(app, "websockets", 0) + 1
+        app.websockets += 1
     try:
         Bridge(h, bsock, proto == "base64.binary.k8s.io").run()
     finally:
@@ -256,7 +256,21 @@ class Bridge:
                 self.to_backend(payload)
         return True
 
+    def dropped(self):
+        """POST /fake/drop-websockets ends every open bridge: abruptly, or with close 1001."""
+        app = self.h.app
+        if app.ws_gen == self.gen:
+            return False
+        if app.ws_drop_close:
+            self.close(1001, "going away")
+        try:
+            self.sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+        return True
+
     def run(self):
+        self.gen = self.h.app.ws_gen
         self.sock.settimeout(0.0)
         first = self.client_bytes()
         if first is None:
@@ -265,7 +279,9 @@ class Bridge:
             return
         while not self.closing:
             rl = [self.sock] + ([self.bsock] if self.bsock else [])
-            r, _, _ = select.select(rl, [], [], 30)
+            r, _, _ = select.select(rl, [], [], 0.25)
+            if self.dropped():
+                return
             if self.sock in r:
                 data = self.client_bytes()
                 if data is None:

@@ -37,6 +37,11 @@ flock 9
 # -------------------------------------------------------------- the kernel
 # The version the cloud metapackage currently depends on, else the newest
 # .deb already in the cache (so a machine without apt lists still works).
+cloud_kernel_pkg() {
+    apt-cache depends linux-image-cloud-amd64 2>/dev/null |
+        sed -n 's/^ *Depends: \(linux-image-[0-9].*-cloud-amd64\)$/\1/p' | head -n1 || true
+}
+
 kernel_deb() {
     local pkg deb
     if [[ -n ${KVCON_GUEST_KERNEL_DEB:-} ]]; then
@@ -51,8 +56,15 @@ kernel_deb() {
     if [[ -s $key && $(head -n1 "$key") == "$lists" ]]; then
         pkg=$(sed -n 2p "$key")
     else
-        pkg=$(apt-cache depends linux-image-cloud-amd64 2>/dev/null |
-            sed -n 's/^ *Depends: \(linux-image-[0-9].*-cloud-amd64\)$/\1/p' | head -n1) || true
+        pkg=$(cloud_kernel_pkg)
+        if [[ -z $pkg && $(id -u) == 0 ]] &&
+            ! ls "$CACHE"/linux-image-*-cloud-amd64_*_amd64.deb >/dev/null 2>&1; then
+            # a fresh machine may have no package lists yet
+            log "no linux-image-cloud-amd64 in the apt lists: apt-get update"
+            apt-get update -qq >&2 || true
+            lists=$(stat -c %Y /var/lib/apt/lists 2>/dev/null || echo none)
+            pkg=$(cloud_kernel_pkg)
+        fi
         [[ -z $pkg ]] || printf '%s\n%s\n' "$lists" "$pkg" >"$key"
     fi
     if [[ -n $pkg ]]; then

@@ -252,7 +252,7 @@ static void test_engine_commands(void)
 	engine_src->server = xstrdup("qemu:///system");
 	T_CHECK(load_fixture("vm-halted.json", engine_src, &l) == 0);
 	const struct diag_finding *f = diag_find(l.diag, "vm-halted");
-	T_CHECK(f && strcmp(f->cmd, "kvcon -c qemu:///system -n default engine start testvm") == 0);
+	T_CHECK(f && strcmp(f->cmd, "kvcon -c 'qemu:///system' -n default engine start testvm") == 0);
 	unload(&l);
 	T_CHECK(load_fixture("launcher-crashloop.json", engine_src, &l) == 0);
 	for (size_t i = 0; i < l.diag->nfindings; i++)
