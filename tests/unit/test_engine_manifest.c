@@ -314,5 +314,6 @@ int main(void)
 	test_refusals();
 	test_images();
 	test_examples();
+	fflush(stdout); /* the runner shows the last line: the summary */
 	return T_DONE();
 }
