@@ -49,9 +49,9 @@
 /* 8192 x 8192 at most along each side, 32 Mpixels (128 MiB) in all: no real guest display is larger. */
 #define VNC_MAX_SIDE 8192
 #define VNC_MAX_PIXELS (32u << 20)
-#define VNC_MAX_DAMAGE 64       /* rectangles kept before they collapse into their bounding box */
+#define VNC_MAX_DAMAGE 64	 /* rectangles kept before they collapse into their bounding box */
 #define VNC_PUMP_HIGH (4u << 20) /* bytes buffered for libvncclient before the stream is paused */
-#define VNC_JOIN_MS 200          /* vnc_free's wait for the session thread */
+#define VNC_JOIN_MS 200		 /* vnc_free's wait for the session thread */
 
 struct vnc_rect {
 	int x, y, w, h;
@@ -65,7 +65,7 @@ struct vnc_input {
 };
 
 struct vnc {
-	uint64_t id;           /* registry key carried by posts */
+	uint64_t id; /* registry key carried by posts */
 	struct vnc *reg_next;
 	vnc_event_cb cb;
 	void *arg;
@@ -85,13 +85,13 @@ struct vnc {
 	bool stream_closed;
 
 	pthread_mutex_t mu; /* everything below */
-	int sock;           /* the thread's socket, -1 once closed (vnc_free shuts it down to end blocking reads) */
+	int sock;	    /* the thread's socket, -1 once closed (vnc_free shuts it down to end blocking reads) */
 	bool quit;
-	bool freed;         /* vnc_free called: no more callbacks */
+	bool freed; /* vnc_free called: no more callbacks */
 	bool connected, closed;
 	bool post_frame_pending;
 	bool thread_done; /* the session thread is about to return */
-	bool orphaned;    /* vnc_free gave up waiting: the thread frees the session itself */
+	bool orphaned;	  /* vnc_free gave up waiting: the thread frees the session itself */
 	bool bell;
 	char *error;
 	char *name;
@@ -328,7 +328,7 @@ static bool clip_rect(const rfbClient *c, struct vnc_rect *r)
 		y1 = c->height;
 	if (x1 <= x0 || y1 <= y0)
 		return false;
-	*r = (struct vnc_rect){ x0, y0, (int)x1 - x0, (int)y1 - y0 };
+	*r = (struct vnc_rect){x0, y0, (int)x1 - x0, (int)y1 - y0};
 	return true;
 }
 
@@ -363,7 +363,7 @@ static void add_rect(struct vnc_rect *list, int *n, bool *all, struct vnc_rect r
 
 static void cb_got_update(rfbClient *c, int x, int y, int w, int h)
 {
-	struct vnc_rect r = { x, y, w, h };
+	struct vnc_rect r = {x, y, w, h};
 	if (!clip_rect(c, &r))
 		return;
 	struct pending *p = pending_of(c);
@@ -430,7 +430,8 @@ static void cb_finished(rfbClient *c)
 				const struct vnc_rect *r = &p->r[i];
 				for (int j = r->y; j < r->y + r->h; j++)
 					memcpy(v->fb + (size_t)j * stride + (size_t)r->x * 4,
-					       c->frameBuffer + (size_t)j * stride + (size_t)r->x * 4, (size_t)r->w * 4);
+					       c->frameBuffer + (size_t)j * stride + (size_t)r->x * 4,
+					       (size_t)r->w * 4);
 				add_rect(v->damage, &v->ndamage, &v->damage_all, *r);
 			}
 		}
@@ -517,8 +518,8 @@ static void *vnc_thread(void *arg)
 	if (fd < 0 && v->target && !quit) {
 		fd = connect_target(v->target);
 		if (fd < 0) {
-			snprintf(why, sizeof why, "cannot connect to %.60s%s%.250s", v->target, *vnc_last_err ? ": " : "",
-				 vnc_last_err);
+			snprintf(why, sizeof why, "cannot connect to %.60s%s%.250s", v->target,
+				 *vnc_last_err ? ": " : "", vnc_last_err);
 			goto out;
 		}
 		pthread_mutex_lock(&v->mu);
@@ -555,9 +556,11 @@ static void *vnc_thread(void *arg)
 	if (!InitialiseRFBConnection(c)) {
 		if (v->asked_password)
 			snprintf(why, sizeof why, "VNC authentication failed%s",
-				 v->password ? "" : ": the server wants a password (--password-file, KVCON_VNC_PASSWORD)");
+				 v->password ? ""
+					     : ": the server wants a password (--password-file, KVCON_VNC_PASSWORD)");
 		else
-			snprintf(why, sizeof why, "VNC handshake failed%s%.250s", *vnc_last_err ? ": " : "", vnc_last_err);
+			snprintf(why, sizeof why, "VNC handshake failed%s%.250s", *vnc_last_err ? ": " : "",
+				 vnc_last_err);
 		goto out;
 	}
 	c->width = c->si.framebufferWidth;
@@ -581,7 +584,7 @@ static void *vnc_thread(void *arg)
 		pthread_mutex_unlock(&v->mu);
 		if (quit)
 			break;
-		struct pollfd pf[2] = { { c->sock, POLLIN, 0 }, { v->evfd, POLLIN, 0 } };
+		struct pollfd pf[2] = {{c->sock, POLLIN, 0}, {v->evfd, POLLIN, 0}};
 		/* libvncclient may already hold the next message in its own buffer */
 		int pr = c->buffered > 0 ? 1 : poll(pf, 2, -1);
 		if (pr < 0 && errno == EINTR)
@@ -621,7 +624,7 @@ out:
 	if (c) {
 		free(pending_of(c));
 		c->sock = RFB_INVALID_SOCKET; /* closed above, under the lock */
-		free(c->frameBuffer);         /* ours (cb_malloc_fb): rfbClientCleanup leaves it */
+		free(c->frameBuffer);	      /* ours (cb_malloc_fb): rfbClientCleanup leaves it */
 		c->frameBuffer = NULL;
 		rfbClientCleanup(c);
 	}
@@ -733,7 +736,7 @@ static void on_stream_state(struct stream *s, enum stream_state st, void *arg)
 	pump_flush(v);
 }
 
-static const struct stream_cbs vnc_stream_cbs = { on_stream_data, on_stream_state };
+static const struct stream_cbs vnc_stream_cbs = {on_stream_data, on_stream_state};
 
 /* ---- public ---- */
 
@@ -893,7 +896,7 @@ uint64_t vnc_updates(struct vnc *v, uint64_t *last_ms)
 bool vnc_render(struct vnc *v, struct fbcells *f, int cols, int rows, enum fbc_scale mode, int pan_x, int pan_y)
 {
 	pthread_mutex_lock(&v->mu);
-	struct fbc_src src = { v->fb, v->w, v->h, (size_t)v->w * 4 };
+	struct fbc_src src = {v->fb, v->w, v->h, (size_t)v->w * 4};
 	size_t before = fbcells_ndirty(f);
 	int oc = fbcells_cols(f), orows = fbcells_rows(f), opx, opy;
 	fbcells_pan(f, &opx, &opy);
@@ -951,7 +954,7 @@ static void queue_input(struct vnc *v, const struct vnc_input *in)
 
 void vnc_key(struct vnc *v, uint32_t keysym, bool down)
 {
-	struct vnc_input in = { .key = true, .keysym = keysym, .down = down };
+	struct vnc_input in = {.key = true, .keysym = keysym, .down = down};
 	queue_input(v, &in);
 }
 
@@ -965,7 +968,7 @@ void vnc_key_combo(struct vnc *v, const uint32_t *keysyms, int n)
 
 void vnc_pointer(struct vnc *v, int x, int y, int mask)
 {
-	struct vnc_input in = { .key = false, .x = x, .y = y, .buttons = mask };
+	struct vnc_input in = {.key = false, .x = x, .y = y, .buttons = mask};
 	queue_input(v, &in);
 }
 
@@ -974,7 +977,7 @@ bool vnc_menu_send(struct vnc *v, int key)
 	static const char fkeys[] = "1234567890-=";
 	const char *f = key > 0 && key < 0x80 ? strchr(fkeys, key) : NULL;
 	if (f && *f) {
-		uint32_t seq[3] = { XK_Control_L, XK_Alt_L, (uint32_t)(XK_F1 + (f - fkeys)) };
+		uint32_t seq[3] = {XK_Control_L, XK_Alt_L, (uint32_t)(XK_F1 + (f - fkeys))};
 		vnc_key_combo(v, seq, 3);
 		return true;
 	}
@@ -983,9 +986,9 @@ bool vnc_menu_send(struct vnc *v, int key)
 		uint32_t seq[3];
 		int n;
 	} named[] = {
-		{ 'd', { XK_Control_L, XK_Alt_L, XK_Delete }, 3 },
-		{ 'p', { XK_Print, 0, 0 }, 1 },
-		{ 'f', { XK_F8, 0, 0 }, 1 },
+	    {'d', {XK_Control_L, XK_Alt_L, XK_Delete}, 3},
+	    {'p', {XK_Print, 0, 0}, 1},
+	    {'f', {XK_F8, 0, 0}, 1},
 	};
 	for (size_t i = 0; i < sizeof named / sizeof named[0]; i++)
 		if (named[i].key == key) {

@@ -84,7 +84,7 @@ static void console_view_draw(struct view *view, const struct region *r)
 	char scroll[48] = "";
 	if (off)
 		snprintf(scroll, sizeof scroll, " [-%d]", off);
-	const char *hint = vtpane_in_copy_mode(p) ? "copy mode: q leaves, v selects, y copies, / ? search"
+	const char *hint = vtpane_in_copy_mode(p) ? "copy mode: q leaves, v selects, y copies, p pastes, / ? search"
 						  : "Ctrl+] leaves  F12 copy mode  Shift+PgUp/PgDn scroll";
 	snprintf(status, sizeof status, " %s | %s%s | %s", w->label, consess_status(w->cs), scroll, hint);
 	draw_cell(r->y + r->h - 1, r->x, r->w, A_REVERSE, status, false);

@@ -597,11 +597,12 @@ static enum view_result act(struct view *v, enum action a)
 		ui_error("no VM for this row");
 		return VIEW_DONE;
 	}
-	if (a == ACT_PAUSE) {
-		const struct obj *vmi = store_find(ui_store(), vm->src, OBJ_VMI, vm->ns, vm->name);
-		if (vmi && cond_is_true(((const struct vmi *)vmi)->conds, ((const struct vmi *)vmi)->nconds, "Paused"))
-			a = ACT_UNPAUSE;
-	}
+	const struct vmi *vmi = (const struct vmi *)store_find(ui_store(), vm->src, OBJ_VMI, vm->ns, vm->name);
+	if (a == ACT_PAUSE && vmi && cond_is_true(vmi->conds, vmi->nconds, "Paused"))
+		a = ACT_UNPAUSE;
+	/* m while a migration is in flight aborts it (deletes the migration object) */
+	if (a == ACT_MIGRATE && vmi && vmi->mig.present && !vmi->mig.completed && !vmi->mig.failed)
+		a = ACT_MIGRATE_ABORT;
 	ui_action(a, vm);
 	return VIEW_DONE;
 }
@@ -650,7 +651,7 @@ static const struct view_key table_keys[] = {
 	{ VKEY_CTRL('k'), "ctrl-k", "force stop the VM, grace period 0 (asks)", k_force },
 	{ 'r', "r", "restart the VM (asks)", k_restart },
 	{ 'p', "p", "pause or unpause the VM", k_pause },
-	{ 'm', "m", "live-migrate the VM (asks)", k_migrate },
+	{ 'm', "m", "live-migrate the VM (asks); during a migration: abort it (asks)", k_migrate },
 	{ 'N', "shift-N", "sort by NAME (again: reverse)", NULL },
 	{ 'P', "shift-P", "sort by NAMESPACE", NULL },
 	{ 'U', "shift-U", "sort by STATUS / PHASE (S is stop)", NULL },

@@ -59,7 +59,7 @@ static void *server(void *arg)
 	int fd = *(int *)arg;
 	double c0 = clock_s(CLOCK_THREAD_CPUTIME_ID);
 	static const char hello[] = "RFB 003.008\n";
-	uint8_t init[24 + 5] = { W >> 8, W & 255, H >> 8, H & 255, 32, 24, 0, 1, 0, 255, 0, 255, 0, 255, 16, 8, 0 };
+	uint8_t init[24 + 5] = {W >> 8, W & 255, H >> 8, H & 255, 32, 24, 0, 1, 0, 255, 0, 255, 0, 255, 16, 8, 0};
 	memcpy(init + 20, "\0\0\0\5bench", 9);
 	char ver[12], choice, shared;
 	if (put_all(fd, hello, 12) || read(fd, ver, 12) != 12 || put_all(fd, "\1\1", 2) || read(fd, &choice, 1) != 1 ||
@@ -68,12 +68,13 @@ static void *server(void *arg)
 	pthread_t d;
 	pthread_create(&d, NULL, drain, arg);
 	size_t fsz = (size_t)W * H * 4;
-	uint8_t *frame[2] = { malloc(16 + fsz), malloc(16 + fsz) };
+	uint8_t *frame[2] = {malloc(16 + fsz), malloc(16 + fsz)};
 	for (int k = 0; k < 2; k++) {
-		uint8_t hdr[16] = { 0, 0, 0, 1, 0, 0, 0, 0, W >> 8, W & 255, H >> 8, H & 255, 0, 0, 0, 0 };
+		uint8_t hdr[16] = {0, 0, 0, 1, 0, 0, 0, 0, W >> 8, W & 255, H >> 8, H & 255, 0, 0, 0, 0};
 		memcpy(frame[k], hdr, 16);
 		for (size_t i = 0; i < fsz; i++) /* a desktop-ish picture, different in the two frames */
-			frame[k][16 + i] = (uint8_t)(((i / 4) % W / (k ? 3 : 5)) + ((i / 4) / W / (k ? 2 : 4)) * (i % 4));
+			frame[k][16 + i] =
+			    (uint8_t)(((i / 4) % W / (k ? 3 : 5)) + ((i / 4) / W / (k ? 2 : 4)) * (i % 4));
 	}
 	while (!stop && put_all(fd, frame[frames_sent & 1], 16 + fsz) == 0)
 		frames_sent++;
@@ -119,10 +120,10 @@ int main(void)
 		return 1;
 	pthread_t st;
 	pthread_create(&st, NULL, server, &sv[0]);
-	struct bench b = { 0 };
+	struct bench b = {0};
 	b.cells = fbcells_new();
 	buf_init(&b.out);
-	struct vnc_opts o = { .quality = -1 };
+	struct vnc_opts o = {.quality = -1};
 	double p0 = clock_s(CLOCK_PROCESS_CPUTIME_ID), t0 = clock_s(CLOCK_MONOTONIC);
 	b.v = vnc_new_fd(sv[1], &o, on_event, &b);
 	while (clock_s(CLOCK_MONOTONIC) - t0 < SECONDS && !b.closed)
@@ -137,7 +138,8 @@ int main(void)
 	printf("    %.0f updates decoded/s, %.0f frames rendered/s (%d coalesced), %zu bytes/frame\n", updates / wall,
 	       b.rendered / wall, (int)updates - b.rendered, b.rendered ? b.bytes / (size_t)b.rendered : 0);
 	printf("    kvcon CPU: %.0f%% of one core in all (%.2f ms per update), UI thread %.2f ms per rendered frame\n",
-	       100 * cpu / wall, updates ? 1000 * cpu / (double)updates : 0, b.rendered ? 1000 * b.ui_cpu / b.rendered : 0);
+	       100 * cpu / wall, updates ? 1000 * cpu / (double)updates : 0,
+	       b.rendered ? 1000 * b.ui_cpu / b.rendered : 0);
 	fbcells_free(b.cells);
 	buf_free(&b.out);
 	close(sv[0]);

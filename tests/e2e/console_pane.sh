@@ -4,7 +4,7 @@
 # WebSocket and libvterm onto the pane; an escape-sequence attack echoed by the "guest" changes nothing in tmux;
 # Ctrl+] gives focus back to the list; a second console opens as a second tab; z zooms; a restart of the VM (new
 # VMI UID) prints the marker with both UIDs and reconnects; x closes the panes; the terminal is restored on exit.
-. "$(dirname "$0")/ui_lib.sh"
+. "$(dirname "$0")/ui_lib.inc"
 fmt='#{pane_title}|#{mouse_any_flag}|#{mouse_sgr_flag}|#{mouse_standard_flag}|#{mouse_button_flag}|#{mouse_all_flag}|#{keypad_cursor_flag}|#{insert_flag}|#{wrap_flag}'
 modes() { $T display -p -t k "$fmt"; }
 

@@ -1,7 +1,7 @@
 #!/bin/bash
 # Mouse (click selects, double-click opens, wheel scrolls) and themes (--theme, KVCON_THEME, NO_COLOR, an
 # 8-colour terminal, a missing theme) in the real binary, read back from tmux with attributes (capture-pane -e).
-. "$(dirname "$0")/ui_lib.sh"
+. "$(dirname "$0")/ui_lib.inc"
 
 fk_start --vms 20 --step 0.2
 row_name() { screen | sed -n "$1p" | awk '{print $2}'; }
@@ -57,4 +57,19 @@ mkdir -p "$W/cfg/kvcon"; echo "theme = nope" > "$W/cfg/kvcon/config"
 kv_restart -A
 wait_for "theme: theme 'nope' not found" 10
 wait_for 'VirtualMachines\(all\)\[20\]' 10
+
+# SIGTERM and a crash (SIGSEGV) both give the terminal back: no alternate screen, cursor on, no mouse mode
+modes() { $T display -p -t k '#{alternate_on} #{cursor_flag} #{mouse_any_flag} #{mouse_standard_flag} #{mouse_button_flag}'; }
+kvpid() { pgrep -P "$($T display -p -t k '#{pane_pid}')" -x kvcon | head -1; }
+for sig in TERM SEGV; do
+	kv_restart -A
+	wait_for 'VirtualMachines\(all\)\[20\]' 10
+	[ "$(modes)" = "1 0 1 1 0" ] || fail "while running, modes are $(modes)"
+	kill -s $sig "$(kvpid)"
+	deadline=$((SECONDS + 10)); while ! grep -q KVCON_EXIT "$W/exit" && [ $SECONDS -lt $deadline ]; do sleep 0.1; done
+	grep -q KVCON_EXIT "$W/exit" || fail "kvcon did not exit on SIG$sig"
+	[ "$(modes)" = "0 1 0 0 0" ] || fail "after SIG$sig the terminal modes are $(modes)"
+done
+grep -q 'KVCON_EXIT=139' "$W/exit" || fail "SIGSEGV exit status: $(cat "$W/exit")"
+screen | grep -q 'kvcon: crashed; the terminal was restored' || fail "no crash notice"
 echo "PASS ui_mouse_themes"

@@ -1,7 +1,7 @@
 #!/bin/bash
 # --readonly: every action key pressed in the list view and in the VM view (answering yes to any question)
 # sends no mutating request to the API (fakekube counts them), and the header says READ-ONLY.
-. "$(dirname "$0")/ui_lib.sh"
+. "$(dirname "$0")/ui_lib.inc"
 
 fk_start --vms 12 --step 0.2
 kv_start -A --readonly

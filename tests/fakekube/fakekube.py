@@ -18,6 +18,7 @@ import signal
 import ssl
 import subprocess
 import sys
+import threading
 import time
 import zlib
 from http.server import ThreadingHTTPServer
@@ -186,6 +187,7 @@ def main(argv=None):
     write_atomic(os.path.join(d, "pid"), "%d\n" % os.getpid())
     write_atomic(os.path.join(d, "port"), "%d\n" % app.port)
     cluster.start_threads()
+    threading.Thread(target=store.warm, name="warm", daemon=True).start()
     for s in scen:
         cluster.add_scenario(s)
     if opts.churn:

@@ -540,23 +540,31 @@ class Cluster:
         st = self.store
         nowt = time.time()
         with st.lock:
-            for i in range(n_ns):
-                self.ensure_namespace("ns-%02d" % i)
-            prefixes = ["web", "db", "cache", "build", "ci", "app", "batch", "edge", "win", "lab"]
-            for i in range(n_vms):
-                ns = "ns-%02d" % (i % max(1, n_ns))
-                name = "%s-%05d" % (prefixes[i % len(prefixes)], i)
-                created = nowt - self.rng.uniform(600, created_span)
-                r = self.rng.random()
-                tier = ["frontend", "backend", "infra"][i % 3]
-                labels = {"app": prefixes[i % len(prefixes)], "tier": tier}
-                if r < 0.12:
-                    vm = self.build_vm(ns, name, "Halted", created, labels)
-                    st.create("virtualmachines", vm)
-                    continue
-                rs = "Always" if r < 0.92 else ("Manual" if r < 0.96 else "RerunOnFailure")
-                vm = self.build_vm(ns, name, rs, created, labels)
-                self.gen_running(vm, created, agent=self.rng.random() < 0.9)
+            st.lazy = True
+            try:
+                self._generate(n_vms, n_ns, nowt, created_span)
+            finally:
+                st.lazy = False
+
+    def _generate(self, n_vms, n_ns, nowt, created_span):
+        st = self.store
+        for i in range(n_ns):
+            self.ensure_namespace("ns-%02d" % i)
+        prefixes = ["web", "db", "cache", "build", "ci", "app", "batch", "edge", "win", "lab"]
+        for i in range(n_vms):
+            ns = "ns-%02d" % (i % max(1, n_ns))
+            name = "%s-%05d" % (prefixes[i % len(prefixes)], i)
+            created = nowt - self.rng.uniform(600, created_span)
+            r = self.rng.random()
+            tier = ["frontend", "backend", "infra"][i % 3]
+            labels = {"app": prefixes[i % len(prefixes)], "tier": tier}
+            if r < 0.12:
+                vm = self.build_vm(ns, name, "Halted", created, labels)
+                st.create("virtualmachines", vm)
+                continue
+            rs = "Always" if r < 0.92 else ("Manual" if r < 0.96 else "RerunOnFailure")
+            vm = self.build_vm(ns, name, rs, created, labels)
+            self.gen_running(vm, created, agent=self.rng.random() < 0.9)
 
     def ensure_namespace(self, name, created=None):
         if self.store.get("namespaces", "", name) is None:
