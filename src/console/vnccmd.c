@@ -395,16 +395,19 @@ struct viewer {
 };
 
 static struct termios saved_tio;
+static int saved_out_flags = -1; /* fd 1's flags before O_NONBLOCK (shared with the tty's other fds) */
 static bool tio_saved;
 
 static void term_restore(void)
 {
-	/* also the fatal hook: only write() and tcsetattr() here */
+	/* also the fatal hook: only fcntl(), write() and tcsetattr() here (async-signal-safe) */
 	static const char leave[] = "\033[?1006l\033[?1002l\033[?1000l\033[0m\033[?25h\033[?1049l";
 	if (!tio_saved)
 		return;
-	if (write(1, leave, sizeof leave - 1) < 0)
-		return;
+	if (saved_out_flags >= 0)
+		fcntl(1, F_SETFL, saved_out_flags);
+	ssize_t n = write(1, leave, sizeof leave - 1); /* nothing to do about a failure here */
+	(void)n;
 	tcsetattr(0, TCSAFLUSH, &saved_tio);
 	tio_saved = false;
 }
@@ -710,9 +713,9 @@ static int run_viewer(const struct vopts *o)
 		return EXIT_USAGE;
 	}
 	log_capture_stderr();
-	int fl = fcntl(1, F_GETFL);
-	if (fl >= 0)
-		fcntl(1, F_SETFL, fl | O_NONBLOCK);
+	saved_out_flags = fcntl(1, F_GETFL);
+	if (saved_out_flags >= 0)
+		fcntl(1, F_SETFL, saved_out_flags | O_NONBLOCK);
 	term_size(&w);
 	w.cells = fbcells_new();
 	w.keys = termkeys_new(on_key, &w);
@@ -730,8 +733,6 @@ static int run_viewer(const struct vopts *o)
 	loop_timer_cancel(w.draw_timer);
 	loop_timer_cancel(w.esc_timer);
 	vnc_free(w.v);
-	if (fl >= 0)
-		fcntl(1, F_SETFL, fl);
 	term_restore();
 	log_release_stderr();
 	if (why) {

@@ -254,16 +254,29 @@ static bool m_vm_terminating(struct diag_ctx *x)
 	return true;
 }
 
+/* The VM's start failures with the time of the next attempt (KubeVirt's crash-loop back-off). */
+static void ev_start_failure(struct diag_ctx *x)
+{
+	if (x->vm == NULL || x->vm->start_failures <= 0)
+		return;
+	char t[32] = "unknown", when[48] = "";
+	if (x->vm->start_retry_after) {
+		util_format_time(x->vm->start_retry_after, t, sizeof t);
+		int64_t d = x->vm->start_retry_after - x->now;
+		char h[32];
+		util_human_duration(d < 0 ? -d : d, h, sizeof h);
+		snprintf(when, sizeof when, d >= 0 ? " (next attempt in %s)" : " (%s ago)", h);
+	}
+	ev_text(x, &x->vm->o, "VirtualMachine %s/%s status.startFailure: consecutiveFailCount=%d, retryAfterTimestamp=%s%s%s%s",
+		x->vm->o.ns, x->c->name, x->vm->start_failures, t, when,
+		x->vm->start_fail_vmi[0] ? ", lastFailedVMIUID=" : "", x->vm->start_fail_vmi);
+}
+
 static bool m_vm_crashloop(struct diag_ctx *x)
 {
 	if (x->vm == NULL || x->vmi != NULL || x->vm->start_failures <= 0)
 		return false;
-	char t[32] = "unknown";
-	if (x->vm->start_retry_after)
-		util_format_time(x->vm->start_retry_after, t, sizeof t);
-	ev_text(x, &x->vm->o, "VirtualMachine %s/%s status.startFailure: consecutiveFailCount=%d, retryAfterTimestamp=%s%s%s",
-		x->vm->o.ns, x->c->name, x->vm->start_failures, t,
-		x->vm->start_fail_vmi[0] ? ", lastFailedVMIUID=" : "", x->vm->start_fail_vmi);
+	ev_start_failure(x);
 	ev_run_strategy(x);
 	ev_events(x, NULL, NULL, 3);
 	return true;
@@ -414,8 +427,7 @@ static bool m_vmi_ended_restart(struct diag_ctx *x)
 		return false;
 	ev_phase(x);
 	ev_run_strategy(x);
-	if (x->vm && x->vm->start_failures > 0)
-		ev_text(x, &x->vm->o, "status.startFailure.consecutiveFailCount=%d", x->vm->start_failures);
+	ev_start_failure(x);
 	ev_events(x, NULL, NULL, 3);
 	const struct phase_time *p = phase_at(x->vmi, x->vmi->phase);
 	x->since = p ? p->at : 0;
@@ -631,6 +643,7 @@ static bool m_launcher_crashloop(struct diag_ctx *x)
 		ev_container(x, x->pod, cs);
 	else
 		ev_field(x, &x->vm->o, "status.printableStatus", x->vm->printable_status);
+	ev_start_failure(x);
 	static const char *const reasons[] = { "BackOff", NULL };
 	ev_events(x, &x->pod->o, reasons, 2);
 	return true;

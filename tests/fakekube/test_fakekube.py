@@ -852,6 +852,53 @@ class TestWebSocket(Base):
         s.close()
         wait_for(lambda: fk.ok("GET", "/fake/info")["websockets"] == 0, what="bridge gone")
 
+    def test_builtin_vnc_server(self):
+        fk = self.fk
+        ns, name = self.running_vm()
+        s, head, buf, _ = ws_connect(fk, ns, name, sub="vnc")
+        self.assertIn("101", head.split("\r\n")[0])
+        stream = bytearray()
+
+        def need(n):
+            while len(stream) < n:
+                op, p = ws_read(s, buf)
+                self.assertEqual(op, 2)
+                stream.extend(p)
+            out = bytes(stream[:n])
+            del stream[:n]
+            return out
+        self.assertEqual(need(12), b"RFB 003.008\n")
+        s.sendall(ws_frame(2, b"RFB 003.008\n"))
+        self.assertEqual(need(2), b"\x01\x01")
+        s.sendall(ws_frame(2, b"\x01"))
+        self.assertEqual(need(4), b"\0\0\0\0")
+        s.sendall(ws_frame(2, b"\x01"))
+        w, h = struct.unpack("!HH", need(4))
+        need(16)
+        need(struct.unpack("!I", need(4))[0])
+        self.assertEqual((w, h), (320, 200))
+        # 32 bpp little endian with red in the low byte, then a full update
+        pf = struct.pack("!BBBBHHHBBB3x", 32, 24, 0, 1, 255, 255, 255, 0, 8, 16)
+        s.sendall(ws_frame(2, b"\x00\0\0\0" + pf + struct.pack("!BBHHHH", 3, 0, 0, 0, w, h)))
+        t, n = struct.unpack("!BxH", need(4))
+        self.assertEqual((t, n), (0, 1))
+        x, y, rw, rh, enc = struct.unpack("!HHHHi", need(12))
+        self.assertEqual((x, y, rw, rh, enc), (0, 0, 320, 200, 0))
+        pix = need(rw * rh * 4)
+        self.assertEqual(pix[0:4], b"\xff\xff\xff\0")  # first bar white
+        self.assertEqual(pix[(319) * 4:(320) * 4], b"\0\0\0\0")  # last bar black
+        self.assertEqual(pix[(5 * 40) * 4:(5 * 40 + 1) * 4], b"\xff\0\0\0")  # sixth bar red
+        # a key press repaints one 8x8 block; an incremental request gets just that
+        s.sendall(ws_frame(2, struct.pack("!BB2xI", 4, 1, 0x61) + struct.pack("!BBHHHH", 3, 1, 0, 0, w, h)))
+        t, n = struct.unpack("!BxH", need(4))
+        self.assertEqual(n, 1)
+        x, y, rw, rh, enc = struct.unpack("!HHHHi", need(12))
+        self.assertEqual((x, y, rw, rh), (0, 192, 8, 8))
+        self.assertEqual(need(rw * rh * 4)[:4], b"\xff\xff\xff\0")
+        info = fk.ok("GET", "/fake/vnc-input?namespace=%s&name=%s" % (ns, name))
+        self.assertEqual(info["keys"], [{"down": True, "key": 0x61}])
+        s.close()
+
     def test_not_running_vmi_is_rejected(self):
         fk = self.fk
         ns, name = "ns-00", "does-not-exist"

@@ -230,6 +230,19 @@ static void test_stuck_launcher_text(void)
 	unload(&l);
 }
 
+/* A start failure is quoted with its retry time. */
+static void test_start_failure_retry(void)
+{
+	struct loaded l;
+	T_CHECK(load_fixture("vm-crashloop.json", src, &l) == 0);
+	const struct diag_finding *f = diag_find(l.diag, "vm-crashloop");
+	bool found = false;
+	for (size_t i = 0; f && i < f->nev; i++)
+		found |= strstr(f->ev[i].text, "retryAfterTimestamp=2024-05-01T12:01:00Z (next attempt in 60s)") != NULL;
+	T_CHECK(found);
+	unload(&l);
+}
+
 static void test_halted_text(void)
 {
 	struct loaded l;
@@ -385,6 +398,7 @@ int main(void)
 	test_rules_documented();
 	test_stuck_launcher_text();
 	test_halted_text();
+	test_start_failure_retry();
 	test_engine_commands();
 	test_escaping();
 	test_chain_scale();
