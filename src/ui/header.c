@@ -31,15 +31,6 @@ int header_height(int rows)
 	return rows >= 20 ? 4 : 2;
 }
 
-void header_store_changed(enum obj_kind kind)
-{
-	(void)kind;
-}
-
-void header_tick(void)
-{
-}
-
 static void recount(const struct store *st, const char *ns)
 {
 	uint64_t ver = store_version(st, OBJ_VM);
