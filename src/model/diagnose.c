@@ -272,6 +272,30 @@ static void ev_start_failure(struct diag_ctx *x)
 		x->vm->start_fail_vmi[0] ? ", lastFailedVMIUID=" : "", x->vm->start_fail_vmi);
 }
 
+static bool m_vm_manual_recovery(struct diag_ctx *x)
+{
+	const struct cond *c = x->vm ? cond_find(x->vm->conds, x->vm->nconds, "ManualRecoveryRequired") : NULL;
+	if (c == NULL || !eq(c->status, "True"))
+		return false;
+	ev_cond(x, &x->vm->o, c);
+	ev_events(x, &x->vm->o, NULL, 3);
+	return true;
+}
+
+/* DataVolumes being imported / waiting for an upload: no VMI yet, and that is expected for a while. */
+static bool m_vm_provisioning(struct diag_ctx *x)
+{
+	if (x->vm == NULL || x->vmi != NULL || !(vm_status_is(x, "Provisioning") || vm_status_is(x, "WaitingForReceiver")))
+		return false;
+	ev_field(x, &x->vm->o, "status.printableStatus", x->vm->printable_status);
+	ev_run_strategy(x);
+	ev_events(x, &x->vm->o, NULL, 3);
+	x->since = x->vm->o.created;
+	for (int i = 0; i < x->vm->nconds; i++)
+		x->since = latest(x->since, x->vm->conds[i].last_transition);
+	return true;
+}
+
 static bool m_vm_crashloop(struct diag_ctx *x)
 {
 	if (x->vm == NULL || x->vmi != NULL || x->vm->start_failures <= 0)
@@ -776,6 +800,14 @@ static const struct diag_rule rules[] = {
 	{ "vm-terminating", DIAG_VM, DIAG_STALL, DIAG_FAILED, 300, m_vm_terminating,
 	  "the VM is being deleted", "finalizers and the VMI that still has to go",
 	  "kubectl -n {ns} get vm {name} -o jsonpath='{.metadata.finalizers}'\n" DESCRIBE_VMI,
+	  ENGINE_GET },
+	{ "vm-manual-recovery", DIAG_VM, DIAG_STALL, DIAG_FAILED, 0, m_vm_manual_recovery,
+	  "the VM needs manual recovery: KubeVirt will not restart its VMI on its own",
+	  "the condition's message (a VMI stranded on an unreachable node, volumes still attached there)",
+	  DESCRIBE_VM "\nkubectl get nodes", ENGINE_GET },
+	{ "vm-provisioning", DIAG_VM, DIAG_STALL, DIAG_FAILED, 1800, m_vm_provisioning,
+	  "the VM's disks are being provisioned (DataVolume import, clone or upload) before a VMI can start",
+	  "the DataVolumes' progress and their importer/upload pods", "kubectl -n {ns} get dv\nkubectl -n {ns} get pods",
 	  ENGINE_GET },
 	{ "vm-crashloop", DIAG_VM, DIAG_STALL, DIAG_FAILED, 0, m_vm_crashloop,
 	  "the VM keeps failing to start and is backing off before the next attempt",
