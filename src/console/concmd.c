@@ -65,7 +65,7 @@ static void on_changed(void *arg)
 
 static void draw_status(struct concmd *c)
 {
-	const char *hint = vtpane_in_copy_mode(consess_pane(c->cs)) ? "copy mode: q leaves, v selects, y copies, / ? search"
+	const char *hint = vtpane_in_copy_mode(consess_pane(c->cs)) ? "copy mode: q leaves, v selects, y copies, p pastes, / ? search"
 								     : "Ctrl+] exits  F12 copy mode  Shift+PgUp/PgDn scroll";
 	char line[512];
 	int off = vtpane_view_offset(consess_pane(c->cs));

@@ -77,7 +77,7 @@ static void axis_build(struct axis *a, int src, int dst, bool identity)
 		a->weights = xmalloc(sizeof *a->weights);
 		a->weights[0] = 1;
 		for (int t = 0; t < dst; t++)
-			a->spans[t] = (struct span){ t, 1, 0 };
+			a->spans[t] = (struct span){t, 1, 0};
 		a->total = 1;
 		return;
 	}
@@ -86,7 +86,7 @@ static void axis_build(struct axis *a, int src, int dst, bool identity)
 	a->weights = xreallocarray(NULL, cap, sizeof *a->weights);
 	uint64_t S = (uint64_t)src, D = (uint64_t)dst;
 	for (int t = 0; t < dst; t++) {
-		uint64_t lo = (uint64_t)t * S, hi = lo + S; /* in units of 1/dst source pixel */
+		uint64_t lo = (uint64_t)t * S, hi = lo + S;	      /* in units of 1/dst source pixel */
 		int i0 = (int)(lo / D), i1 = (int)((hi + D - 1) / D); /* [i0, i1) */
 		struct span *sp = &a->spans[t];
 		sp->start = i0;
@@ -198,7 +198,7 @@ static uint32_t subpixel(const struct fbcells *f, const struct fbc_src *src, int
 
 static void compute_cell(struct fbcells *f, const struct fbc_src *src, int col, int row)
 {
-	struct fbc_cell c = { subpixel(f, src, col, 2 * row), subpixel(f, src, col, 2 * row + 1) };
+	struct fbc_cell c = {subpixel(f, src, col, 2 * row), subpixel(f, src, col, 2 * row + 1)};
 	size_t i = (size_t)row * (size_t)f->cols + (size_t)col;
 	if (c.fg == f->cells[i].fg && c.bg == f->cells[i].bg)
 		return;
@@ -309,7 +309,7 @@ void fbcells_touch_all(struct fbcells *f)
 
 /* ---- colour reduction ---- */
 
-static const uint8_t cube_level[6] = { 0, 95, 135, 175, 215, 255 };
+static const uint8_t cube_level[6] = {0, 95, 135, 175, 215, 255};
 
 static int cube_index(int v)
 {
@@ -329,9 +329,9 @@ static uint32_t sqdist(int r, int g, int b, uint32_t rgb)
 
 uint32_t fbcells_xterm256_rgb(uint8_t idx)
 {
-	static const uint32_t sys[16] = { 0x000000, 0x800000, 0x008000, 0x808000, 0x000080, 0x800080,
-					  0x008080, 0xc0c0c0, 0x808080, 0xff0000, 0x00ff00, 0xffff00,
-					  0x0000ff, 0xff00ff, 0x00ffff, 0xffffff };
+	static const uint32_t sys[16] = {0x000000, 0x800000, 0x008000, 0x808000, 0x000080, 0x800080,
+					 0x008080, 0xc0c0c0, 0x808080, 0xff0000, 0x00ff00, 0xffff00,
+					 0x0000ff, 0xff00ff, 0x00ffff, 0xffffff};
 	if (idx < 16)
 		return sys[idx];
 	if (idx >= 232) {
@@ -371,8 +371,8 @@ char fbcells_ascii(struct fbc_cell c)
 struct emitter {
 	struct buf *out;
 	enum fbc_colour mode;
-	int row, col;       /* cursor, -1 unknown */
-	int64_t fg, bg;     /* current SGR colours (RGB or palette index), -1 unknown */
+	int row, col;	/* cursor, -1 unknown */
+	int64_t fg, bg; /* current SGR colours (RGB or palette index), -1 unknown */
 };
 
 /* Decimal without printf: the emitter writes a few numbers per cell, tens of thousands a frame. */
@@ -442,7 +442,7 @@ static void emit_cell(struct emitter *e, struct fbc_cell c)
 size_t fbcells_emit(struct fbcells *f, struct buf *out, int top, int left, enum fbc_colour mode, bool all)
 {
 	size_t before = out->len;
-	struct emitter e = { out, mode, -1, -1, -1, -1 };
+	struct emitter e = {out, mode, -1, -1, -1, -1};
 	if (f->cells == NULL || f->cols == 0 || f->rows == 0 || (!all && f->ndirty == 0))
 		return 0;
 	if (mode == FBC_MONO)

@@ -58,7 +58,7 @@ int png_encode_rgbx(struct buf *out, const uint8_t *pix, int w, int h, size_t st
 		free(z);
 		return -1;
 	}
-	static const uint8_t sig[8] = { 0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n' };
+	static const uint8_t sig[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
 	buf_add(out, sig, sizeof sig);
 	uint8_t ihdr[13];
 	put32(ihdr, (uint32_t)w);

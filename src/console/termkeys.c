@@ -36,9 +36,8 @@ static const struct {
 	char final;
 	uint32_t keysym;
 } final_keys[] = {
-	{ 'A', XK_Up },     { 'B', XK_Down }, { 'C', XK_Right }, { 'D', XK_Left },
-	{ 'H', XK_Home },   { 'F', XK_End },  { 'P', XK_F1 },    { 'Q', XK_F1 + 1 },
-	{ 'R', XK_F1 + 2 }, { 'S', XK_F1 + 3 }, { 'Z', XK_Tab }, /* CSI Z: Shift+Tab */
+    {'A', XK_Up}, {'B', XK_Down},   {'C', XK_Right},  {'D', XK_Left},	{'H', XK_Home}, {'F', XK_End},
+    {'P', XK_F1}, {'Q', XK_F1 + 1}, {'R', XK_F1 + 2}, {'S', XK_F1 + 3}, {'Z', XK_Tab}, /* CSI Z: Shift+Tab */
 };
 
 /* CSI n ~ */
@@ -46,10 +45,10 @@ static const struct {
 	int n;
 	uint32_t keysym;
 } tilde_keys[] = {
-	{ 1, XK_Home },       { 2, XK_Insert },      { 3, XK_Delete },      { 4, XK_End },         { 5, XK_Page_Up },
-	{ 6, XK_Page_Down },  { 7, XK_Home },        { 8, XK_End },         { 11, XK_F1 },         { 12, XK_F1 + 1 },
-	{ 13, XK_F1 + 2 },    { 14, XK_F1 + 3 },     { 15, XK_F1 + 4 },     { 17, XK_F1 + 5 },     { 18, XK_F1 + 6 },
-	{ 19, XK_F1 + 7 },    { 20, XK_F1 + 8 },     { 21, XK_F1 + 9 },     { 23, XK_F1 + 10 },    { 24, XK_F1 + 11 },
+    {1, XK_Home},      {2, XK_Insert},	{3, XK_Delete},	 {4, XK_End},	   {5, XK_Page_Up},
+    {6, XK_Page_Down}, {7, XK_Home},	{8, XK_End},	 {11, XK_F1},	   {12, XK_F1 + 1},
+    {13, XK_F1 + 2},   {14, XK_F1 + 3}, {15, XK_F1 + 4}, {17, XK_F1 + 5},  {18, XK_F1 + 6},
+    {19, XK_F1 + 7},   {20, XK_F1 + 8}, {21, XK_F1 + 9}, {23, XK_F1 + 10}, {24, XK_F1 + 11},
 };
 
 /* control bytes that are keys of their own */
@@ -57,7 +56,10 @@ static const struct {
 	uint8_t byte;
 	uint32_t keysym;
 } control_keys[] = {
-	{ 0x08, XK_BackSpace }, { 0x09, XK_Tab }, { 0x0d, XK_Return }, { 0x7f, XK_BackSpace },
+    {0x08, XK_BackSpace},
+    {0x09, XK_Tab},
+    {0x0d, XK_Return},
+    {0x7f, XK_BackSpace},
 };
 
 struct termkeys *termkeys_new(termkeys_cb cb, void *arg)
@@ -80,18 +82,18 @@ bool termkeys_pending(const struct termkeys *k)
 
 bool termkeys_needs_shift(uint32_t keysym)
 {
-	return (keysym >= 'A' && keysym <= 'Z') || (keysym < 0x80 && strchr("~!@#$%^&*()_+{}|:\"<>?", (int)keysym) &&
-						    keysym != 0);
+	return (keysym >= 'A' && keysym <= 'Z') ||
+	       (keysym < 0x80 && strchr("~!@#$%^&*()_+{}|:\"<>?", (int)keysym) && keysym != 0);
 }
 
 static void key(struct termkeys *k, uint32_t keysym, unsigned mods, char ch)
 {
 	if (keysym == XK_F8 && mods == 0) {
-		struct termkeys_event ev = { .type = TK_MENU };
+		struct termkeys_event ev = {.type = TK_MENU};
 		k->cb(&ev, k->arg);
 		return;
 	}
-	struct termkeys_event ev = { .type = TK_KEY, .keysym = keysym, .mods = mods, .ch = ch };
+	struct termkeys_event ev = {.type = TK_KEY, .keysym = keysym, .mods = mods, .ch = ch};
 	k->cb(&ev, k->arg);
 }
 
@@ -106,7 +108,7 @@ static unsigned mods_of(int p)
 static void plain_byte(struct termkeys *k, uint8_t b, unsigned mods)
 {
 	if (b == 0x1d) {
-		struct termkeys_event ev = { .type = TK_LEAVE };
+		struct termkeys_event ev = {.type = TK_LEAVE};
 		k->cb(&ev, k->arg);
 		return;
 	}
@@ -181,7 +183,7 @@ static size_t decode(struct termkeys *k, const uint8_t *b, size_t n)
 		return n >= sizeof k->buf ? n : 0; /* an endless sequence is dropped once the buffer is full */
 	char final = (char)b[j];
 	bool sgr_mouse = b[2] == '<';
-	int p[8] = { 0 }, np = 0;
+	int p[8] = {0}, np = 0;
 	for (size_t i = sgr_mouse ? 3 : 2; i < j && np < 8; i++) {
 		if (b[i] >= '0' && b[i] <= '9')
 			p[np] = p[np] * 10 + (b[i] - '0');
@@ -191,7 +193,7 @@ static size_t decode(struct termkeys *k, const uint8_t *b, size_t n)
 	np++;
 	if (sgr_mouse && (final == 'M' || final == 'm') && np >= 3) {
 		int code = p[0];
-		struct termkeys_event ev = { .type = TK_MOUSE, .col = p[1] - 1, .row = p[2] - 1 };
+		struct termkeys_event ev = {.type = TK_MOUSE, .col = p[1] - 1, .row = p[2] - 1};
 		ev.mods = (code & 4 ? TK_SHIFT : 0) | (code & 8 ? TK_ALT : 0) | (code & 16 ? TK_CTRL : 0);
 		ev.motion = (code & 32) != 0;
 		ev.press = final == 'M';

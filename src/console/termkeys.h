@@ -13,7 +13,7 @@ enum { TK_SHIFT = 1, TK_ALT = 2, TK_CTRL = 4 };
 struct termkeys_event {
 	enum termkeys_type type;
 	uint32_t keysym; /* TK_KEY: the X keysym (letters as typed: 'A' arrives as Shift + 'A') */
-	unsigned mods;   /* TK_SHIFT | TK_ALT | TK_CTRL */
+	unsigned mods;	 /* TK_SHIFT | TK_ALT | TK_CTRL */
 	/* TK_MOUSE: cell (0-based), button 0 left 1 middle 2 right 3 wheel up 4 wheel down, -1 none (motion) */
 	int col, row, button;
 	bool press;  /* press (true) or release */

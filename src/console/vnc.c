@@ -13,7 +13,9 @@
  *   - after each FramebufferUpdate it copies the damaged rectangles into a shared framebuffer under a mutex that
  *     is only ever held for memcpy-sized work (never across I/O), and posts VNC_FRAME to the loop (coalesced);
  *   - the UI thread renders cells from the shared copy (vnc_render) and writes nothing to libvncclient itself.
- * The session is reference-counted (UI, thread, pending posts) so vnc_free() never waits for the thread.
+ * vnc_free() shuts the socket down, which ends any blocking read or write at once, and joins the thread for at
+ * most VNC_JOIN_MS; a thread still stuck (a TCP connect in flight) is left to free the session itself. Posts carry
+ * an id looked up in a registry, so none can reach a freed session.
  *
  * Hostile servers: libvncclient 0.9.14 checks rectangles against the framebuffer itself; kvcon also caps the
  * framebuffer size (MallocFrameBuffer), re-checks CopyRect/fill/bitmap rectangles before passing them on, and
@@ -26,12 +28,12 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <rfb/rfbclient.h>
@@ -47,8 +49,9 @@
 /* 8192 x 8192 at most along each side, 32 Mpixels (128 MiB) in all: no real guest display is larger. */
 #define VNC_MAX_SIDE 8192
 #define VNC_MAX_PIXELS (32u << 20)
-#define VNC_MAX_DAMAGE 64       /* rectangles kept before they collapse into their bounding box */
+#define VNC_MAX_DAMAGE 64	 /* rectangles kept before they collapse into their bounding box */
 #define VNC_PUMP_HIGH (4u << 20) /* bytes buffered for libvncclient before the stream is paused */
+#define VNC_JOIN_MS 200		 /* vnc_free's wait for the session thread */
 
 struct vnc_rect {
 	int x, y, w, h;
@@ -62,7 +65,8 @@ struct vnc_input {
 };
 
 struct vnc {
-	atomic_int refs;
+	uint64_t id; /* registry key carried by posts */
+	struct vnc *reg_next;
 	vnc_event_cb cb;
 	void *arg;
 	struct vnc_opts opts;
@@ -81,11 +85,13 @@ struct vnc {
 	bool stream_closed;
 
 	pthread_mutex_t mu; /* everything below */
-	int sock;           /* the thread's socket, -1 once closed (vnc_free shuts it down to end blocking reads) */
+	int sock;	    /* the thread's socket, -1 once closed (vnc_free shuts it down to end blocking reads) */
 	bool quit;
-	bool freed;         /* vnc_free called: no more callbacks */
+	bool freed; /* vnc_free called: no more callbacks */
 	bool connected, closed;
-	bool post_frame_pending, post_state_pending;
+	bool post_frame_pending;
+	bool thread_done; /* the session thread is about to return */
+	bool orphaned;	  /* vnc_free gave up waiting: the thread frees the session itself */
 	bool bell;
 	char *error;
 	char *name;
@@ -150,7 +156,45 @@ static void vnc_global_init(void)
 	pthread_once(&once, vnc_init_once);
 }
 
-/* ---- reference counting and posts to the loop ---- */
+/* ---- the registry of live sessions and posts to the loop ----
+ * A post carries the session's id, not its pointer: the callback finds the session in the registry, so a post
+ * that arrives after vnc_free() (or after the loop stopped running posts) touches nothing and holds nothing. */
+
+static pthread_mutex_t reg_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct vnc *reg_head;
+static uint64_t reg_next_id;
+
+static void reg_add(struct vnc *v)
+{
+	pthread_mutex_lock(&reg_mu);
+	v->id = ++reg_next_id;
+	v->reg_next = reg_head;
+	reg_head = v;
+	pthread_mutex_unlock(&reg_mu);
+}
+
+static void reg_remove(struct vnc *v)
+{
+	pthread_mutex_lock(&reg_mu);
+	for (struct vnc **pp = &reg_head; *pp; pp = &(*pp)->reg_next)
+		if (*pp == v) {
+			*pp = v->reg_next;
+			break;
+		}
+	pthread_mutex_unlock(&reg_mu);
+}
+
+/* Loop thread: the live session with this id, or NULL. It stays valid until vnc_free, which runs on this thread. */
+static struct vnc *reg_find(void *arg)
+{
+	uint64_t id = (uint64_t)(uintptr_t)arg;
+	pthread_mutex_lock(&reg_mu);
+	struct vnc *v = reg_head;
+	while (v && v->id != id)
+		v = v->reg_next;
+	pthread_mutex_unlock(&reg_mu);
+	return v;
+}
 
 static void vnc_destroy(struct vnc *v)
 {
@@ -167,51 +211,43 @@ static void vnc_destroy(struct vnc *v)
 	free(v);
 }
 
-static void vnc_unref(struct vnc *v)
-{
-	if (atomic_fetch_sub(&v->refs, 1) == 1)
-		vnc_destroy(v);
-}
-
-static void vnc_ref(struct vnc *v)
-{
-	atomic_fetch_add(&v->refs, 1);
-}
-
 static void vnc_pump_stop(struct vnc *v);
 
 static void on_post_frame(void *arg)
 {
-	struct vnc *v = arg;
+	struct vnc *v = reg_find(arg);
+	if (v == NULL)
+		return;
 	pthread_mutex_lock(&v->mu);
 	v->post_frame_pending = false;
-	bool freed = v->freed, bell = v->bell;
+	bool bell = v->bell;
 	v->bell = false;
 	pthread_mutex_unlock(&v->mu);
-	if (!freed) {
-		v->cb(v, VNC_FRAME, v->arg);
-		if (bell && !v->freed)
-			v->cb(v, VNC_BELL, v->arg);
-	}
-	vnc_unref(v);
+	v->cb(v, VNC_FRAME, v->arg);
+	/* the callback may have freed the session */
+	if (bell && reg_find(arg) == v)
+		v->cb(v, VNC_BELL, v->arg);
 }
 
 static void on_post_state(void *arg)
 {
-	struct vnc *v = arg;
+	struct vnc *v = reg_find(arg);
+	if (v == NULL)
+		return;
 	pthread_mutex_lock(&v->mu);
-	v->post_state_pending = false;
-	bool freed = v->freed, closed = v->closed, connected = v->connected;
+	bool closed = v->closed, connected = v->connected;
 	pthread_mutex_unlock(&v->mu);
-	if (!freed) {
-		if (closed) {
-			vnc_pump_stop(v);
-			v->cb(v, VNC_CLOSED, v->arg);
-		} else if (connected) {
-			v->cb(v, VNC_CONNECTED, v->arg);
-		}
+	if (closed) {
+		vnc_pump_stop(v);
+		v->cb(v, VNC_CLOSED, v->arg);
+	} else if (connected) {
+		v->cb(v, VNC_CONNECTED, v->arg);
 	}
-	vnc_unref(v);
+}
+
+static void *post_arg(const struct vnc *v)
+{
+	return (void *)(uintptr_t)v->id;
 }
 
 /* Called with mu held. */
@@ -220,14 +256,12 @@ static void post_frame_locked(struct vnc *v)
 	if (v->post_frame_pending || v->freed)
 		return;
 	v->post_frame_pending = true;
-	vnc_ref(v);
-	loop_post(on_post_frame, v);
+	loop_post(on_post_frame, post_arg(v));
 }
 
 static void post_state(struct vnc *v)
 {
-	vnc_ref(v);
-	loop_post(on_post_state, v);
+	loop_post(on_post_state, post_arg(v));
 }
 
 static void set_error(struct vnc *v, const char *msg)
@@ -294,7 +328,7 @@ static bool clip_rect(const rfbClient *c, struct vnc_rect *r)
 		y1 = c->height;
 	if (x1 <= x0 || y1 <= y0)
 		return false;
-	*r = (struct vnc_rect){ x0, y0, (int)x1 - x0, (int)y1 - y0 };
+	*r = (struct vnc_rect){x0, y0, (int)x1 - x0, (int)y1 - y0};
 	return true;
 }
 
@@ -329,7 +363,7 @@ static void add_rect(struct vnc_rect *list, int *n, bool *all, struct vnc_rect r
 
 static void cb_got_update(rfbClient *c, int x, int y, int w, int h)
 {
-	struct vnc_rect r = { x, y, w, h };
+	struct vnc_rect r = {x, y, w, h};
 	if (!clip_rect(c, &r))
 		return;
 	struct pending *p = pending_of(c);
@@ -396,7 +430,8 @@ static void cb_finished(rfbClient *c)
 				const struct vnc_rect *r = &p->r[i];
 				for (int j = r->y; j < r->y + r->h; j++)
 					memcpy(v->fb + (size_t)j * stride + (size_t)r->x * 4,
-					       c->frameBuffer + (size_t)j * stride + (size_t)r->x * 4, (size_t)r->w * 4);
+					       c->frameBuffer + (size_t)j * stride + (size_t)r->x * 4,
+					       (size_t)r->w * 4);
 				add_rect(v->damage, &v->ndamage, &v->damage_all, *r);
 			}
 		}
@@ -483,8 +518,8 @@ static void *vnc_thread(void *arg)
 	if (fd < 0 && v->target && !quit) {
 		fd = connect_target(v->target);
 		if (fd < 0) {
-			snprintf(why, sizeof why, "cannot connect to %.60s%s%.250s", v->target, *vnc_last_err ? ": " : "",
-				 vnc_last_err);
+			snprintf(why, sizeof why, "cannot connect to %.60s%s%.250s", v->target,
+				 *vnc_last_err ? ": " : "", vnc_last_err);
 			goto out;
 		}
 		pthread_mutex_lock(&v->mu);
@@ -521,9 +556,11 @@ static void *vnc_thread(void *arg)
 	if (!InitialiseRFBConnection(c)) {
 		if (v->asked_password)
 			snprintf(why, sizeof why, "VNC authentication failed%s",
-				 v->password ? "" : ": the server wants a password (--password-file, KVCON_VNC_PASSWORD)");
+				 v->password ? ""
+					     : ": the server wants a password (--password-file, KVCON_VNC_PASSWORD)");
 		else
-			snprintf(why, sizeof why, "VNC handshake failed%s%.250s", *vnc_last_err ? ": " : "", vnc_last_err);
+			snprintf(why, sizeof why, "VNC handshake failed%s%.250s", *vnc_last_err ? ": " : "",
+				 vnc_last_err);
 		goto out;
 	}
 	c->width = c->si.framebufferWidth;
@@ -547,7 +584,7 @@ static void *vnc_thread(void *arg)
 		pthread_mutex_unlock(&v->mu);
 		if (quit)
 			break;
-		struct pollfd pf[2] = { { c->sock, POLLIN, 0 }, { v->evfd, POLLIN, 0 } };
+		struct pollfd pf[2] = {{c->sock, POLLIN, 0}, {v->evfd, POLLIN, 0}};
 		/* libvncclient may already hold the next message in its own buffer */
 		int pr = c->buffered > 0 ? 1 : poll(pf, 2, -1);
 		if (pr < 0 && errno == EINTR)
@@ -587,14 +624,19 @@ out:
 	if (c) {
 		free(pending_of(c));
 		c->sock = RFB_INVALID_SOCKET; /* closed above, under the lock */
-		free(c->frameBuffer);         /* ours (cb_malloc_fb): rfbClientCleanup leaves it */
+		free(c->frameBuffer);	      /* ours (cb_malloc_fb): rfbClientCleanup leaves it */
 		c->frameBuffer = NULL;
 		rfbClientCleanup(c);
 	}
 	if (*why)
 		log_info("vnc: session ended: %s", why);
 	post_state(v);
-	vnc_unref(v);
+	pthread_mutex_lock(&v->mu);
+	v->thread_done = true;
+	bool orphan = v->orphaned;
+	pthread_mutex_unlock(&v->mu);
+	if (orphan)
+		vnc_destroy(v);
 	return NULL;
 }
 
@@ -694,7 +736,7 @@ static void on_stream_state(struct stream *s, enum stream_state st, void *arg)
 	pump_flush(v);
 }
 
-static const struct stream_cbs vnc_stream_cbs = { on_stream_data, on_stream_state };
+static const struct stream_cbs vnc_stream_cbs = {on_stream_data, on_stream_state};
 
 /* ---- public ---- */
 
@@ -702,7 +744,6 @@ static struct vnc *vnc_alloc(const struct vnc_opts *o, vnc_event_cb cb, void *ar
 {
 	vnc_global_init();
 	struct vnc *v = xcalloc(1, sizeof *v);
-	atomic_init(&v->refs, 2); /* the caller's and the thread's */
 	v->cb = cb;
 	v->arg = arg;
 	if (o)
@@ -723,11 +764,8 @@ static struct vnc *vnc_alloc(const struct vnc_opts *o, vnc_event_cb cb, void *ar
 
 static void vnc_start(struct vnc *v)
 {
-	pthread_attr_t at;
-	pthread_attr_init(&at);
-	pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
-	int rc = pthread_create(&v->thread, &at, vnc_thread, v);
-	pthread_attr_destroy(&at);
+	reg_add(v);
+	int rc = pthread_create(&v->thread, NULL, vnc_thread, v);
 	if (rc != 0)
 		fatal("pthread_create: %s", strerror(rc));
 }
@@ -785,7 +823,27 @@ void vnc_free(struct vnc *v)
 	if (write(v->evfd, &one, sizeof one) < 0 && errno != EAGAIN)
 		log_debug("vnc: wake: %s", strerror(errno));
 	vnc_pump_stop(v);
-	vnc_unref(v);
+	reg_remove(v);
+	struct timespec until;
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_nsec += VNC_JOIN_MS * 1000000L;
+	until.tv_sec += until.tv_nsec / 1000000000L;
+	until.tv_nsec %= 1000000000L;
+	if (pthread_timedjoin_np(v->thread, NULL, &until) == 0) {
+		vnc_destroy(v);
+		return;
+	}
+	pthread_mutex_lock(&v->mu);
+	bool done = v->thread_done;
+	v->orphaned = !done;
+	pthread_mutex_unlock(&v->mu);
+	if (done) {
+		pthread_join(v->thread, NULL);
+		vnc_destroy(v);
+	} else {
+		log_info("vnc: the session thread is still busy; it ends on its own");
+		pthread_detach(v->thread);
+	}
 }
 
 bool vnc_is_connected(const struct vnc *v)
@@ -838,7 +896,7 @@ uint64_t vnc_updates(struct vnc *v, uint64_t *last_ms)
 bool vnc_render(struct vnc *v, struct fbcells *f, int cols, int rows, enum fbc_scale mode, int pan_x, int pan_y)
 {
 	pthread_mutex_lock(&v->mu);
-	struct fbc_src src = { v->fb, v->w, v->h, (size_t)v->w * 4 };
+	struct fbc_src src = {v->fb, v->w, v->h, (size_t)v->w * 4};
 	size_t before = fbcells_ndirty(f);
 	int oc = fbcells_cols(f), orows = fbcells_rows(f), opx, opy;
 	fbcells_pan(f, &opx, &opy);
@@ -896,7 +954,7 @@ static void queue_input(struct vnc *v, const struct vnc_input *in)
 
 void vnc_key(struct vnc *v, uint32_t keysym, bool down)
 {
-	struct vnc_input in = { .key = true, .keysym = keysym, .down = down };
+	struct vnc_input in = {.key = true, .keysym = keysym, .down = down};
 	queue_input(v, &in);
 }
 
@@ -910,7 +968,7 @@ void vnc_key_combo(struct vnc *v, const uint32_t *keysyms, int n)
 
 void vnc_pointer(struct vnc *v, int x, int y, int mask)
 {
-	struct vnc_input in = { .key = false, .x = x, .y = y, .buttons = mask };
+	struct vnc_input in = {.key = false, .x = x, .y = y, .buttons = mask};
 	queue_input(v, &in);
 }
 
@@ -919,7 +977,7 @@ bool vnc_menu_send(struct vnc *v, int key)
 	static const char fkeys[] = "1234567890-=";
 	const char *f = key > 0 && key < 0x80 ? strchr(fkeys, key) : NULL;
 	if (f && *f) {
-		uint32_t seq[3] = { XK_Control_L, XK_Alt_L, (uint32_t)(XK_F1 + (f - fkeys)) };
+		uint32_t seq[3] = {XK_Control_L, XK_Alt_L, (uint32_t)(XK_F1 + (f - fkeys))};
 		vnc_key_combo(v, seq, 3);
 		return true;
 	}
@@ -928,9 +986,9 @@ bool vnc_menu_send(struct vnc *v, int key)
 		uint32_t seq[3];
 		int n;
 	} named[] = {
-		{ 'd', { XK_Control_L, XK_Alt_L, XK_Delete }, 3 },
-		{ 'p', { XK_Print, 0, 0 }, 1 },
-		{ 'f', { XK_F8, 0, 0 }, 1 },
+	    {'d', {XK_Control_L, XK_Alt_L, XK_Delete}, 3},
+	    {'p', {XK_Print, 0, 0}, 1},
+	    {'f', {XK_F8, 0, 0}, 1},
 	};
 	for (size_t i = 0; i < sizeof named / sizeof named[0]; i++)
 		if (named[i].key == key) {

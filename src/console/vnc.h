@@ -15,15 +15,15 @@ struct vnc;
 
 struct vnc_opts {
 	const char *password; /* VncAuth password; NULL when none was given */
-	bool view_only;       /* never send keys or pointer events */
-	int quality;          /* -1: lossless encodings only (default); 0..9: allow JPEG in Tight at this quality */
+	bool view_only;	      /* never send keys or pointer events */
+	int quality;	      /* -1: lossless encodings only (default); 0..9: allow JPEG in Tight at this quality */
 };
 
 enum vnc_event {
 	VNC_CONNECTED, /* handshake done: vnc_size() and vnc_desktop_name() are known */
 	VNC_FRAME,     /* a framebuffer update arrived: call vnc_render() (coalesced: one per loop pass at most) */
 	VNC_BELL,
-	VNC_CLOSED,    /* final: vnc_error() says why ("" after vnc_free or a clean end) */
+	VNC_CLOSED, /* final: vnc_error() says why ("" after vnc_free or a clean end) */
 };
 
 /* Runs on the loop thread. Never called after vnc_free(). */

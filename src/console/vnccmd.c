@@ -40,8 +40,8 @@
 
 struct stream *(*vnccmd_open_vm)(const char *ns, const char *name, char **err);
 
-#define FRAME_MS 33      /* ~30 frames a second at most */
-#define ESC_WAIT_MS 50   /* a lone ESC is the Escape key after this long */
+#define FRAME_MS 33    /* ~30 frames a second at most */
+#define ESC_WAIT_MS 50 /* a lone ESC is the Escape key after this long */
 
 struct vopts {
 	const char *target;
@@ -65,8 +65,12 @@ enum fbc_colour vnccmd_detect_colour(const char *forced)
 	static const struct {
 		const char *name;
 		enum fbc_colour mode;
-	} names[] = { { "truecolor", FBC_TRUECOLOUR }, { "truecolour", FBC_TRUECOLOUR }, { "24bit", FBC_TRUECOLOUR },
-		      { "256", FBC_256 },              { "mono", FBC_MONO },             { "ascii", FBC_MONO } };
+	} names[] = {{"truecolor", FBC_TRUECOLOUR},
+		     {"truecolour", FBC_TRUECOLOUR},
+		     {"24bit", FBC_TRUECOLOUR},
+		     {"256", FBC_256},
+		     {"mono", FBC_MONO},
+		     {"ascii", FBC_MONO}};
 	if (forced)
 		for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
 			if (strcmp(forced, names[i].name) == 0)
@@ -106,7 +110,7 @@ static int connect_direct(const char *t, char **err)
 {
 	int fd = -1;
 	if (util_has_prefix(t, "unix:")) {
-		struct sockaddr_un sa = { .sun_family = AF_UNIX };
+		struct sockaddr_un sa = {.sun_family = AF_UNIX};
 		if (strlen(t + 5) >= sizeof sa.sun_path) {
 			*err = xasprintf("socket path too long: %s", t + 5);
 			return -1;
@@ -119,7 +123,7 @@ static int connect_direct(const char *t, char **err)
 		const char *hp = t + 4, *colon = strrchr(hp, ':');
 		if (colon) {
 			char *host = xstrndup(hp, (size_t)(colon - hp));
-			struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons((uint16_t)atoi(colon + 1)) };
+			struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)atoi(colon + 1))};
 			if (strcmp(host, "localhost") == 0 || strcmp(host, "127.0.0.1") == 0)
 				sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
 			free(host);
@@ -148,7 +152,7 @@ static struct stream *open_kube_vm(const char *ns, const char *name, char **err)
 		free(g->ns);
 		g->ns = xstrdup(ns);
 		g->all_ns = false;
-		struct kube_open_opts ko = { .kinds = KUBE_KIND_BIT(OBJ_VMI) };
+		struct kube_open_opts ko = {.kinds = KUBE_KIND_BIT(OBJ_VMI)};
 		src = kube_open_ex(kube_store, g->context, &ko, err);
 		if (src == NULL)
 			return NULL;
@@ -164,7 +168,7 @@ static struct stream *open_kube_vm(const char *ns, const char *name, char **err)
 static struct stream *open_stream(const struct vopts *o, char **err)
 {
 	if (is_ws(o->target)) {
-		struct ws_config cfg = { .url = o->target, .subprotocol = o->ws_protocol };
+		struct ws_config cfg = {.url = o->target, .subprotocol = o->ws_protocol};
 		return ws_open(&cfg, NULL, o->target);
 	}
 	if (is_direct(o->target)) {
@@ -188,7 +192,7 @@ static struct stream *open_stream(const struct vopts *o, char **err)
 
 static struct vnc *open_session(const struct vopts *o, vnc_event_cb cb, void *arg, char **err)
 {
-	struct vnc_opts vo = { .view_only = o->view_only, .quality = o->quality };
+	struct vnc_opts vo = {.view_only = o->view_only, .quality = o->quality};
 	char *pw = NULL;
 	if (o->password_file) {
 		pw = util_read_file(o->password_file, NULL);
@@ -270,7 +274,7 @@ static void shot_tick(void *arg)
 
 static int run_screenshot(const struct vopts *o)
 {
-	struct shot s = { o, NULL, util_now_ms(), EXIT_API };
+	struct shot s = {o, NULL, util_now_ms(), EXIT_API};
 	char *err = NULL;
 	s.v = open_session(o, shot_event, &s, &err);
 	if (s.v == NULL) {
@@ -312,7 +316,7 @@ static void proxy_state(struct stream *s, enum stream_state st, void *arg)
 	loop_quit(s == p->client || stream_end(s) == STREAM_END_REMOTE ? EXIT_OK : EXIT_API);
 }
 
-static const struct stream_cbs proxy_cbs = { proxy_data, proxy_state };
+static const struct stream_cbs proxy_cbs = {proxy_data, proxy_state};
 
 static void proxy_accept(int fd, short revents, void *arg)
 {
@@ -342,11 +346,11 @@ static void proxy_accept(int fd, short revents, void *arg)
 
 static int run_proxy(const struct vopts *o)
 {
-	struct proxy p = { o, -1, NULL, NULL, NULL };
+	struct proxy p = {o, -1, NULL, NULL, NULL};
 	p.lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	int one = 1;
 	setsockopt(p.lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons((uint16_t)o->port) };
+	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)o->port)};
 	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
 	socklen_t sl = sizeof sa;
 	if (p.lfd < 0 || bind(p.lfd, (struct sockaddr *)&sa, sizeof sa) < 0 || listen(p.lfd, 1) < 0 ||
@@ -391,16 +395,19 @@ struct viewer {
 };
 
 static struct termios saved_tio;
+static int saved_out_flags = -1; /* fd 1's flags before O_NONBLOCK (shared with the tty's other fds) */
 static bool tio_saved;
 
 static void term_restore(void)
 {
-	/* also the fatal hook: only write() and tcsetattr() here */
+	/* also the fatal hook: only fcntl(), write() and tcsetattr() here (async-signal-safe) */
 	static const char leave[] = "\033[?1006l\033[?1002l\033[?1000l\033[0m\033[?25h\033[?1049l";
 	if (!tio_saved)
 		return;
-	if (write(1, leave, sizeof leave - 1) < 0)
-		return;
+	if (saved_out_flags >= 0)
+		fcntl(1, F_SETFL, saved_out_flags);
+	ssize_t n = write(1, leave, sizeof leave - 1); /* nothing to do about a failure here */
+	(void)n;
 	tcsetattr(0, TCSAFLUSH, &saved_tio);
 	tio_saved = false;
 }
@@ -478,13 +485,13 @@ static void draw_status(struct viewer *w)
 	int fw, fh;
 	vnc_size(w->v, &fw, &fh);
 	if (w->menu)
-		snprintf(text, sizeof text,
-			 " send: " VNC_MENU_HELP " | s fit/1:1  hjkl pan  q leave  Esc close");
+		snprintf(text, sizeof text, " send: " VNC_MENU_HELP " | s fit/1:1  hjkl pan  q leave  Esc close");
 	else if (*w->status_msg)
 		snprintf(text, sizeof text, " %s", w->status_msg);
 	else {
 		char *name = util_escape_display(vnc_desktop_name(w->v));
-		snprintf(text, sizeof text, " %s  %dx%d  %s  F8 menu  Ctrl+] leave", name, fw, fh, scale_name(w->scale));
+		snprintf(text, sizeof text, " %s  %dx%d  %s  F8 menu  Ctrl+] leave", name, fw, fh,
+			 scale_name(w->scale));
 		free(name);
 	}
 	/* cut to the width (the text is ASCII apart from the escaped name, which is printable) */
@@ -690,7 +697,7 @@ static void on_term(int sig, void *arg)
 
 static int run_viewer(const struct vopts *o)
 {
-	struct viewer w = { .o = o, .scale = o->scale, .rc = EXIT_OK };
+	struct viewer w = {.o = o, .scale = o->scale, .rc = EXIT_OK};
 	w.colour = vnccmd_detect_colour(o->colors);
 	buf_init(&w.out);
 	char *err = NULL;
@@ -706,9 +713,9 @@ static int run_viewer(const struct vopts *o)
 		return EXIT_USAGE;
 	}
 	log_capture_stderr();
-	int fl = fcntl(1, F_GETFL);
-	if (fl >= 0)
-		fcntl(1, F_SETFL, fl | O_NONBLOCK);
+	saved_out_flags = fcntl(1, F_GETFL);
+	if (saved_out_flags >= 0)
+		fcntl(1, F_SETFL, saved_out_flags | O_NONBLOCK);
 	term_size(&w);
 	w.cells = fbcells_new();
 	w.keys = termkeys_new(on_key, &w);
@@ -726,8 +733,6 @@ static int run_viewer(const struct vopts *o)
 	loop_timer_cancel(w.draw_timer);
 	loop_timer_cancel(w.esc_timer);
 	vnc_free(w.v);
-	if (fl >= 0)
-		fcntl(1, F_SETFL, fl);
 	term_restore();
 	log_release_stderr();
 	if (why) {
@@ -743,18 +748,17 @@ static int run_viewer(const struct vopts *o)
 /* ---- arguments ---- */
 
 static const char usage_text[] =
-	"usage: kvcon vnc TARGET [--scale fit|1:1] [--colors truecolor|256|mono] [--view-only]\n"
-	"                        [--password-file FILE] [--quality 0-9] [--ws-protocol NAME]\n"
-	"       kvcon vnc TARGET --screenshot FILE.png [--quiet-ms MS] [--timeout S]\n"
-	"       kvcon vnc TARGET --proxy-only [--port N]\n"
-	"TARGET: NS/NAME (a VMI), unix:PATH, tcp:HOST:PORT, or ws://... / wss://... (a VNC WebSocket)\n";
+    "usage: kvcon vnc TARGET [--scale fit|1:1] [--colors truecolor|256|mono] [--view-only]\n"
+    "                        [--password-file FILE] [--quality 0-9] [--ws-protocol NAME]\n"
+    "       kvcon vnc TARGET --screenshot FILE.png [--quiet-ms MS] [--timeout S]\n"
+    "       kvcon vnc TARGET --proxy-only [--port N]\n"
+    "TARGET: NS/NAME (a VMI), unix:PATH, tcp:HOST:PORT, or ws://... / wss://... (a VNC WebSocket)\n";
 
 int vnccmd_main(int argc, char **argv)
 {
-	struct vopts o = { .scale = FBC_FIT, .quality = -1, .timeout_s = 30, .quiet_ms = 500 };
-	static const char *const valued[] = { "--screenshot", "--colors",  "--password-file", "--ws-protocol",
-					      "--port",       "--scale",   "--quality",       "--timeout",
-					      "--quiet-ms" };
+	struct vopts o = {.scale = FBC_FIT, .quality = -1, .timeout_s = 30, .quiet_ms = 500};
+	static const char *const valued[] = {"--screenshot", "--colors",  "--password-file", "--ws-protocol", "--port",
+					     "--scale",	     "--quality", "--timeout",	     "--quiet-ms"};
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i], *val = NULL;
 		for (size_t k = 0; k < sizeof valued / sizeof valued[0]; k++)
@@ -797,9 +801,9 @@ int vnccmd_main(int argc, char **argv)
 			return EXIT_USAGE;
 		}
 	}
-	if (o.target == NULL || o.port < 0 || o.port > 65535 || o.quality > 9 || o.timeout_s <= 0 ||
-	    o.quiet_ms < 0 || (o.colors && vnccmd_detect_colour(o.colors) == FBC_MONO && strcmp(o.colors, "mono") &&
-			       strcmp(o.colors, "ascii"))) {
+	if (o.target == NULL || o.port < 0 || o.port > 65535 || o.quality > 9 || o.timeout_s <= 0 || o.quiet_ms < 0 ||
+	    (o.colors && vnccmd_detect_colour(o.colors) == FBC_MONO && strcmp(o.colors, "mono") &&
+	     strcmp(o.colors, "ascii"))) {
 		fputs(usage_text, stderr);
 		return EXIT_USAGE;
 	}

@@ -1300,6 +1300,12 @@ static void copy_key(struct vtpane *p, int ch, bool keycode)
 		if (p->needle)
 			search_from(p, p->cm_line, p->cm_col, ch == 'N' ? !p->needle_backward : p->needle_backward);
 		break;
+	case 'p':
+		/* the last copied text into the guest, as a paste */
+		vtpane_copy_mode(p, false);
+		if (p->copied && *p->copied)
+			vtpane_paste(p, p->copied, strlen(p->copied));
+		break;
 	case 'q':
 	case 0x1b:
 		vtpane_copy_mode(p, false);

@@ -53,7 +53,8 @@ size_t vtpane_scrollback_count(const struct vtpane *p);
 bool vtpane_search(struct vtpane *p, const char *needle, bool backward);
 
 /* Copy mode: a cursor over scrollback and screen; arrows/hjkl/PgUp/PgDn/g/G move, v starts a selection,
- * y or Enter copies it (vtpane_copied), / and ? search, n/N repeat, q or Esc leaves. */
+ * y or Enter copies it (vtpane_copied), p pastes the last copy into the guest, / and ? search, n/N repeat,
+ * q or Esc leaves. */
 void vtpane_copy_mode(struct vtpane *p, bool on);
 bool vtpane_in_copy_mode(const struct vtpane *p);
 /* The last copied text (owned by the pane; NULL when none). */

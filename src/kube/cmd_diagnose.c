@@ -19,6 +19,11 @@
 #include "model/chain.h"
 #include "model/diagnose.h"
 #include "model/lineage.h"
+/* -c URI sessions run on engine hosts (the check keeps this file building without src/engine). */
+#if __has_include("engine/engine.h")
+#include "engine/engine.h"
+#define CMD_HAVE_ENGINE 1
+#endif
 
 #define SYNC_TIMEOUT_MS 30000
 #define WAIT_DEFAULT_S 120
@@ -26,6 +31,7 @@
 
 struct session {
 	const char *cmd;
+	bool engine;
 	struct store *st;
 	struct source *src;
 	struct lineage *lin;
@@ -36,6 +42,15 @@ struct session {
 
 static void session_close(struct session *s)
 {
+#ifdef CMD_HAVE_ENGINE
+	if (s->engine) {
+		/* let the engine carry out what was asked (a stop, a restart) before its workers stop */
+		uint64_t deadline = util_now_ms() + 60000;
+		while (!engine_idle() && util_now_ms() < deadline)
+			loop_once(100);
+		engine_close_all();
+	}
+#endif
 	lineage_free(s->lin);
 	source_free_all();
 	store_free(s->st);
@@ -64,6 +79,62 @@ static int session_ready(const struct session *s, const char **msg)
 	return ready || kube_source_synced(s->src);
 }
 
+/* -c URI...: the VM lives on one of the engine hosts; the session's source is the host that has it. With no
+ * -c, the engine's default (the embedded driver), as the dashboard does without a kubeconfig. */
+static int session_open_engine(struct session *s)
+{
+#ifdef CMD_HAVE_ENGINE
+	struct kvcon_opts *o = opts_global();
+	s->engine = true;
+	int nuris = o->nuris > 0 ? o->nuris : 1;
+	char *dflt = o->nuris > 0 ? NULL : engine_default_uri();
+#define URI_AT(i) (o->nuris > 0 ? o->uris[(i)] : dflt)
+	struct source **hosts = xcalloc((size_t)nuris, sizeof *hosts);
+	int rc = EXIT_OK;
+	for (int i = 0; i < nuris; i++) {
+		char *err = NULL;
+		hosts[i] = engine_open(s->st, URI_AT(i), &err);
+		if (hosts[i] == NULL) {
+			char *e = util_escape_display(err ? err : "refused");
+			fprintf(stderr, "kvcon %s: -c %s: %s\n", s->cmd, URI_AT(i), e);
+			free(e);
+			free(err);
+			rc = EXIT_API;
+			goto out;
+		}
+	}
+	uint64_t deadline = util_now_ms() + SYNC_TIMEOUT_MS * 2;
+	for (int i = 0; i < nuris; i++) {
+		while (!engine_ready(hosts[i]) && util_now_ms() < deadline)
+			loop_once(100);
+		if (!engine_ready(hosts[i])) {
+			const char *why = engine_error(hosts[i]);
+			char *e = util_escape_display(why ? why : "timed out connecting");
+			fprintf(stderr, "kvcon %s: -c %s: %s\n", s->cmd, URI_AT(i), e);
+			free(e);
+			rc = EXIT_API;
+			goto out;
+		}
+	}
+	if (s->ns == NULL)
+		s->ns = xstrdup(o->ns ? o->ns : "default");
+	s->src = hosts[0];
+	for (int i = 0; i < nuris; i++)
+		if (store_find(s->st, hosts[i], OBJ_VM, s->ns, s->name) || store_find(s->st, hosts[i], OBJ_VMI, s->ns, s->name)) {
+			s->src = hosts[i];
+			break;
+		}
+out:
+#undef URI_AT
+	free(hosts);
+	free(dflt);
+	return rc;
+#else
+	fprintf(stderr, "kvcon %s: -c: the local engine is not in this build\n", s->cmd);
+	return EXIT_USAGE;
+#endif
+}
+
 static int session_open(struct session *s, const char *cmd, const char *ref)
 {
 	struct kvcon_opts *o = opts_global();
@@ -89,9 +160,19 @@ static int session_open(struct session *s, const char *cmd, const char *ref)
 	loop_init();
 	s->st = store_new();
 	s->lin = lineage_new(s->st, NULL); /* before the first list: it records what the reflectors bring */
+	if (o->nuris > 0)
+		return session_open_engine(s);
 	struct kube_open_opts ko = { .max_failures = CLI_MAX_FAILURES };
 	char *err = NULL;
 	s->src = kube_open_ex(s->st, NULL, &ko, &err);
+#ifdef CMD_HAVE_ENGINE
+	if (s->src == NULL && !o->context && !o->kubeconfig && !o->no_engine) {
+		/* no kubeconfig at all: the local engine, as the dashboard opens it */
+		log_info("%s: no kube source (%s): using the local engine", cmd, err ? err : "?");
+		free(err);
+		return session_open_engine(s);
+	}
+#endif
 	if (s->src == NULL) {
 		char *e = util_escape_display(err);
 		fprintf(stderr, "kvcon %s: %s\n", cmd, e);
@@ -130,7 +211,8 @@ static int session_open(struct session *s, const char *cmd, const char *ref)
 static void not_found(const struct session *s)
 {
 	char *n = util_escape_display(s->name), *ns = util_escape_display(s->ns);
-	fprintf(stderr, "kvcon %s: VirtualMachine %s/%s not found in context %s\n", s->cmd, ns, n, s->src->name);
+	fprintf(stderr, "kvcon %s: VirtualMachine %s/%s not found in %s %s\n", s->cmd, ns, n,
+		s->src->type == SOURCE_ENGINE ? "engine host" : "context", s->src->name);
 	free(n);
 	free(ns);
 }
@@ -465,8 +547,8 @@ int kube_cmd_lineage(int argc, char **argv)
 		struct buf b;
 		buf_init(&b);
 		char *ns = util_escape_display(s.ns), *nm = util_escape_display(s.name);
-		buf_printf(&b, "VirtualMachine %s/%s (context %s): %zu execution%s\n", ns, nm, s.src->name, n,
-			   n == 1 ? "" : "s");
+		buf_printf(&b, "VirtualMachine %s/%s (%s %s): %zu execution%s\n", ns, nm,
+			   s.src->type == SOURCE_ENGINE ? "engine" : "context", s.src->name, n, n == 1 ? "" : "s");
 		free(ns);
 		free(nm);
 		lineage_format_text(ex, n, util_wall_s(), &b);

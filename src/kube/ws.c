@@ -368,52 +368,86 @@ static void ws_refused(struct ws *w)
 }
 
 /* Parses the response head in w->in once complete. */
-static void ws_handshake_input(struct ws *w)
+int ws_parse_response(const char *data, size_t len, const char *key, const char *subprotocol, struct ws_response *r,
+		      const char **err)
 {
-	char *end = strstr(w->in.data, "\r\n\r\n");
+	*err = NULL;
+	r->status = 0;
+	r->head_len = 0;
+	r->content_length = UINT64_MAX;
+	const char *end = memmem(data, len, "\r\n\r\n", 4);
 	if (!end) {
-		if (w->in.len > WS_MAX_RESPONSE_HEAD)
-			ws_finish(w, STREAM_END_ERROR, 0, "response head too large");
-		return;
+		if (len > WS_MAX_RESPONSE_HEAD) {
+			*err = "response head too large";
+			return -1;
+		}
+		return 0;
 	}
-	size_t head_len = (size_t)(end - w->in.data) + 4;
-	char *head = xstrndup(w->in.data, head_len - 2);
+	r->head_len = (size_t)(end - data) + 4;
+	r->content_length = UINT64_MAX;
+	/* the head as a string (up to and including the last header line's CRLF) */
+	char *head = xstrndup(data, r->head_len - 2);
+	int rc = -1;
 	int major = 0, minor = 0, status = 0;
-	if (sscanf(head, "HTTP/%d.%d %d", &major, &minor, &status) != 3 || major != 1) {
-		free(head);
-		ws_finish(w, STREAM_END_ERROR, 0, "not an HTTP/1.x response");
-		return;
+	if (strlen(head) != r->head_len - 2) {
+		*err = "NUL byte in the response head";
+		goto out;
 	}
-	w->http_status = status;
+	if (sscanf(head, "HTTP/%d.%d %d", &major, &minor, &status) != 3 || major != 1 || status < 100 || status > 999) {
+		*err = "not an HTTP/1.x response";
+		goto out;
+	}
+	r->status = status;
 	char v[256];
 	if (status != 101) {
-		w->body_want = SIZE_MAX;
-		if (header_value(head, "Content-Length", v, sizeof v))
-			w->body_want = (size_t)strtoull(v, NULL, 10);
-		free(head);
+		if (header_value(head, "Content-Length", v, sizeof v)) {
+			char *e;
+			unsigned long long cl = strtoull(v, &e, 10);
+			if (*e == '\0' && v[0] >= '0' && v[0] <= '9')
+				r->content_length = cl;
+		}
+		rc = 1;
+		goto out;
+	}
+	char want[40];
+	ws_accept_for_key(key, want, sizeof want);
+	if (!header_value(head, "Upgrade", v, sizeof v) || !has_token(v, "websocket"))
+		*err = "101 without Upgrade: websocket";
+	else if (!header_value(head, "Connection", v, sizeof v) || !has_token(v, "upgrade"))
+		*err = "101 without Connection: Upgrade";
+	else if (!header_value(head, "Sec-WebSocket-Accept", v, sizeof v) || strcmp(v, want) != 0)
+		*err = "wrong Sec-WebSocket-Accept";
+	else if (header_value(head, "Sec-WebSocket-Extensions", v, sizeof v))
+		*err = "server chose an extension kvcon did not offer";
+	else if (header_value(head, "Sec-WebSocket-Protocol", v, sizeof v) && (!subprotocol || strcmp(v, subprotocol) != 0))
+		*err = "server chose a subprotocol kvcon did not offer";
+	else
+		rc = 1;
+out:
+	free(head);
+	return rc;
+}
+
+/* Parses the response head in w->in once complete. */
+static void ws_handshake_input(struct ws *w)
+{
+	struct ws_response r;
+	const char *err;
+	int rc = ws_parse_response(w->in.data, w->in.len, w->key, w->subprotocol, &r, &err);
+	if (rc == 0)
+		return;
+	if (rc < 0) {
+		ws_finish(w, STREAM_END_ERROR, r.status == 101 ? 101 : 0, err);
+		return;
+	}
+	size_t head_len = r.head_len;
+	w->http_status = r.status;
+	if (r.status != 101) {
+		w->body_want = r.content_length > SIZE_MAX ? SIZE_MAX : (size_t)r.content_length;
 		buf_consume(&w->in, head_len);
 		w->phase = WS_REFUSED_BODY;
 		if (w->in.len >= w->body_want)
 			ws_refused(w);
-		return;
-	}
-	const char *err = NULL;
-	char want[40];
-	ws_accept_for_key(w->key, want, sizeof want);
-	if (!header_value(head, "Upgrade", v, sizeof v) || !has_token(v, "websocket"))
-		err = "101 without Upgrade: websocket";
-	else if (!header_value(head, "Connection", v, sizeof v) || !has_token(v, "upgrade"))
-		err = "101 without Connection: Upgrade";
-	else if (!header_value(head, "Sec-WebSocket-Accept", v, sizeof v) || strcmp(v, want) != 0)
-		err = "wrong Sec-WebSocket-Accept";
-	else if (header_value(head, "Sec-WebSocket-Extensions", v, sizeof v))
-		err = "server chose an extension kvcon did not offer";
-	else if (header_value(head, "Sec-WebSocket-Protocol", v, sizeof v) &&
-		 (!w->subprotocol || strcmp(v, w->subprotocol) != 0))
-		err = "server chose a subprotocol kvcon did not offer";
-	free(head);
-	if (err) {
-		ws_finish(w, STREAM_END_ERROR, 101, err);
 		return;
 	}
 	buf_consume(&w->in, head_len);

@@ -2,9 +2,11 @@
  * name or label alone: in a shared namespace the created-by label finds other launchers too. */
 #include "model/chain.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/hmap.h"
 #include "core/intern.h"
 #include "core/xmalloc.h"
 
@@ -92,7 +94,7 @@ static bool event_matches(const struct chain *c, const struct event *e)
 	return false;
 }
 
-struct chain *chain_build(const struct store *st, struct source *src, const char *ns, const char *name)
+static struct chain *chain_start(const struct store *st, struct source *src, const char *ns, const char *name)
 {
 	const struct vm *vm = (const struct vm *)store_find(st, src, OBJ_VM, ns, name);
 	const struct vmi *vmi = (const struct vmi *)store_find(st, src, OBJ_VMI, ns, name);
@@ -113,38 +115,264 @@ struct chain *chain_build(const struct store *st, struct source *src, const char
 			c->vmi_foreign = vmi;
 		}
 	}
+	return c;
+}
 
-	if (c->vmi) {
-		size_t n;
-		struct obj *const *pods = store_objs(st, src, OBJ_POD, &n);
-		for (size_t i = 0; i < n; i++) {
-			const struct pod *p = (const struct pod *)pods[i];
-			if (p->o.ns != c->ns && strcmp(p->o.ns, c->ns) != 0)
-				continue;
-			if (uid_eq(p->vmi_uid, c->vmi->o.uid))
-				PUSH(c->pods, c->npods, p);
-			else if (uid_eq(p->created_by, c->vmi->o.uid))
-				PUSH(c->stray, c->nstray, p);
-		}
-		if (c->npods > 1)
-			qsort(c->pods, c->npods, sizeof *c->pods, pod_newest_first);
-		if (c->nstray > 1)
-			qsort(c->stray, c->nstray, sizeof *c->stray, pod_newest_first);
-		c->active = pick_active(c);
-		c->guest.agent = cond_find(c->vmi->conds, c->vmi->nconds, "AgentConnected");
-		c->guest.agent_connected = cond_is_true(c->vmi->conds, c->vmi->nconds, "AgentConnected");
-		c->guest.os = c->vmi->guest_os;
-	}
+/* Files a candidate launcher pod as owned or as an owner mismatch. */
+static void consider_pod(struct chain *c, const struct pod *p)
+{
+	if (p->o.ns != c->ns && strcmp(p->o.ns, c->ns) != 0)
+		return;
+	if (uid_eq(p->vmi_uid, c->vmi->o.uid))
+		PUSH(c->pods, c->npods, p);
+	else if (uid_eq(p->created_by, c->vmi->o.uid))
+		PUSH(c->stray, c->nstray, p);
+}
 
+static void finish_pods(struct chain *c)
+{
+	if (c->vmi == NULL)
+		return;
+	if (c->npods > 1)
+		qsort(c->pods, c->npods, sizeof *c->pods, pod_newest_first);
+	if (c->nstray > 1)
+		qsort(c->stray, c->nstray, sizeof *c->stray, pod_newest_first);
+	c->active = pick_active(c);
+	c->guest.agent = cond_find(c->vmi->conds, c->vmi->nconds, "AgentConnected");
+	c->guest.agent_connected = cond_is_true(c->vmi->conds, c->vmi->nconds, "AgentConnected");
+	c->guest.os = c->vmi->guest_os;
+}
+
+static void finish_events(struct chain *c)
+{
+	if (c->nevents > 1)
+		qsort(c->events, c->nevents, sizeof *c->events, event_oldest_first);
+}
+
+struct chain_index;
+static struct chain_index *index_of(const struct store *st);
+
+struct chain *chain_build(const struct store *st, struct source *src, const char *ns, const char *name)
+{
+	struct chain_index *ix = index_of(st);
+	if (ix)
+		return chain_build_ix(ix, src, ns, name);
+	struct chain *c = chain_start(st, src, ns, name);
+	if (c == NULL)
+		return NULL;
 	size_t n;
+	if (c->vmi) {
+		struct obj *const *pods = store_objs(st, src, OBJ_POD, &n);
+		for (size_t i = 0; i < n; i++)
+			consider_pod(c, (const struct pod *)pods[i]);
+	}
+	finish_pods(c);
 	struct obj *const *evs = store_objs(st, src, OBJ_EVENT, &n);
 	for (size_t i = 0; i < n; i++) {
 		const struct event *e = (const struct event *)evs[i];
 		if (event_matches(c, e))
 			PUSH(c->events, c->nevents, e);
 	}
-	if (c->nevents > 1)
-		qsort(c->events, c->nevents, sizeof *c->events, event_oldest_first);
+	finish_events(c);
+	return c;
+}
+
+/* ---- the index: launcher pods by owner / created-by UID, events by involved object ---- */
+
+struct bucket {
+	char *key;
+	const struct obj **v;
+	size_t n;
+};
+
+struct chain_index {
+	struct store *st;
+	int listener;
+	struct hmap pods;   /* "<source id>:<vmi uid>" -> bucket (owner and created-by) */
+	struct hmap events; /* "<source id>:<uid>" or "<source id>:<ns>/<kind>/<name>" -> bucket */
+};
+
+static void bucket_add(struct hmap *m, const char *key, const struct obj *o)
+{
+	struct bucket *b = hmap_get(m, key);
+	if (b == NULL) {
+		b = xcalloc(1, sizeof *b);
+		b->key = xstrdup(key);
+		hmap_put(m, b->key, b);
+	}
+	PUSH(b->v, b->n, o);
+}
+
+static void bucket_del(struct hmap *m, const char *key, const struct obj *o)
+{
+	struct bucket *b = hmap_get(m, key);
+	for (size_t i = 0; b && i < b->n; i++) {
+		if (b->v[i] != o)
+			continue;
+		b->v[i] = b->v[--b->n];
+		if (b->n == 0) {
+			hmap_del(m, b->key);
+			free(b->key);
+			free(b->v);
+			free(b);
+		}
+		return;
+	}
+}
+
+/* The keys an object is filed under (at most 2). */
+static int index_keys(const struct obj *o, char keys[2][512])
+{
+	int n = 0;
+	if (o->kind == OBJ_POD) {
+		const struct pod *p = (const struct pod *)o;
+		if (p->vmi_uid[0])
+			snprintf(keys[n++], 512, "%d:%s", o->src->id, p->vmi_uid);
+		if (p->created_by[0] && strcmp(p->created_by, p->vmi_uid) != 0)
+			snprintf(keys[n++], 512, "%d:%s", o->src->id, p->created_by);
+	} else if (o->kind == OBJ_EVENT) {
+		const struct event *e = (const struct event *)o;
+		if (e->inv_uid[0])
+			snprintf(keys[n++], 512, "%d:%s", o->src->id, e->inv_uid);
+		else if (e->inv_kind && e->inv_name)
+			snprintf(keys[n++], 512, "%d:%s/%s/%.256s", o->src->id, e->inv_ns ? e->inv_ns : o->ns, e->inv_kind,
+				 e->inv_name);
+	}
+	return n;
+}
+
+static void index_apply(struct chain_index *ix, const struct obj *o, bool add)
+{
+	char keys[2][512];
+	int n = index_keys(o, keys);
+	struct hmap *m = o->kind == OBJ_POD ? &ix->pods : &ix->events;
+	for (int i = 0; i < n; i++) {
+		if (add)
+			bucket_add(m, keys[i], o);
+		else
+			bucket_del(m, keys[i], o);
+	}
+}
+
+static void index_on_change(void *arg, enum obj_kind kind, const struct obj *old, const struct obj *new_)
+{
+	struct chain_index *ix = arg;
+	if (kind != OBJ_POD && kind != OBJ_EVENT)
+		return;
+	if (old)
+		index_apply(ix, old, false);
+	if (new_)
+		index_apply(ix, new_, true);
+}
+
+/* The indexes in use, so chain_build on an indexed store uses its index (a program has one or two stores). */
+static struct chain_index **registry;
+static size_t nregistry;
+
+static struct chain_index *index_of(const struct store *st)
+{
+	for (size_t i = 0; i < nregistry; i++)
+		if (registry[i]->st == st)
+			return registry[i];
+	return NULL;
+}
+
+struct chain_index *chain_index_new(struct store *st)
+{
+	struct chain_index *ix = xcalloc(1, sizeof *ix);
+	ix->st = st;
+	hmap_init(&ix->pods);
+	hmap_init(&ix->events);
+	for (size_t s = 0; s < source_count(); s++) {
+		for (int k = OBJ_POD; k <= OBJ_EVENT; k++) {
+			size_t n;
+			struct obj *const *objs = store_objs(st, source_get(s), (enum obj_kind)k, &n);
+			for (size_t i = 0; i < n; i++)
+				index_apply(ix, objs[i], true);
+		}
+	}
+	ix->listener = store_listen(st, index_on_change, ix);
+	registry = xreallocarray(registry, nregistry + 1, sizeof *registry);
+	registry[nregistry++] = ix;
+	return ix;
+}
+
+static void buckets_free(struct hmap *m)
+{
+	const char *k;
+	void *v;
+	for (size_t it = 0; hmap_next(m, &it, &k, &v);) {
+		struct bucket *b = v;
+		free(b->key);
+		free(b->v);
+		free(b);
+	}
+	hmap_free(m);
+}
+
+void chain_index_free(struct chain_index *ix)
+{
+	if (ix == NULL)
+		return;
+	store_unlisten(ix->st, ix->listener);
+	for (size_t i = 0; i < nregistry; i++)
+		if (registry[i] == ix) {
+			registry[i] = registry[--nregistry];
+			break;
+		}
+	if (nregistry == 0) {
+		free(registry);
+		registry = NULL;
+	}
+	buckets_free(&ix->pods);
+	buckets_free(&ix->events);
+	free(ix);
+}
+
+static void events_of(struct chain *c, const struct chain_index *ix, const char *uid)
+{
+	char key[512];
+	snprintf(key, sizeof key, "%d:%s", c->src->id, uid);
+	const struct bucket *b = hmap_get(&ix->events, key);
+	for (size_t i = 0; b && i < b->n; i++)
+		PUSH(c->events, c->nevents, (const struct event *)b->v[i]);
+}
+
+static void events_named(struct chain *c, const struct chain_index *ix, const char *kind, const char *name)
+{
+	char key[512];
+	snprintf(key, sizeof key, "%d:%s/%s/%.256s", c->src->id, c->ns, kind, name);
+	const struct bucket *b = hmap_get(&ix->events, key);
+	for (size_t i = 0; b && i < b->n; i++)
+		PUSH(c->events, c->nevents, (const struct event *)b->v[i]);
+}
+
+struct chain *chain_build_ix(const struct chain_index *ix, struct source *src, const char *ns, const char *name)
+{
+	struct chain *c = chain_start(ix->st, src, ns, name);
+	if (c == NULL)
+		return NULL;
+	if (c->vmi) {
+		char key[512];
+		snprintf(key, sizeof key, "%d:%s", src->id, c->vmi->o.uid);
+		const struct bucket *b = hmap_get(&ix->pods, key);
+		for (size_t i = 0; b && i < b->n; i++)
+			consider_pod(c, (const struct pod *)b->v[i]);
+	}
+	finish_pods(c);
+	if (c->vm)
+		events_of(c, ix, c->vm->o.uid);
+	if (c->vmi)
+		events_of(c, ix, c->vmi->o.uid);
+	for (size_t i = 0; i < c->npods; i++)
+		events_of(c, ix, c->pods[i]->o.uid);
+	for (size_t i = 0; i < c->nstray; i++)
+		events_of(c, ix, c->stray[i]->o.uid);
+	events_named(c, ix, "VirtualMachine", name);
+	events_named(c, ix, "VirtualMachineInstance", name);
+	for (size_t i = 0; i < c->npods; i++)
+		events_named(c, ix, "Pod", c->pods[i]->o.name);
+	finish_events(c);
 	return c;
 }
 

@@ -4,8 +4,8 @@
  * Source-agnostic: engine objects join the same way. UI-agnostic: views, diagnose.c and the CLI read it.
  *
  * A chain borrows pointers into the store: it is valid until the next store change. Rebuild it when
- * store_version() of any kind moved (building one is a linear scan of the source's pods and events: cheap for
- * one VM, see BENCHMARKS.md). */
+ * store_version() of any kind moved. chain_build scans the source's pods and events (fine for one CLI call);
+ * chain_build_ix uses an index kept by a store listener (for the UI; see BENCHMARKS.md for both). */
 #ifndef KVCON_MODEL_CHAIN_H
 #define KVCON_MODEL_CHAIN_H
 
@@ -49,9 +49,19 @@ struct chain {
 };
 
 /* Builds the chain of ns/name in src. Returns NULL only when neither a VM nor a VMI of that name exists.
- * Free with chain_free. */
+ * Free with chain_free. Uses the store's chain_index when one exists (chain_index_new), else scans. */
 struct chain *chain_build(const struct store *st, struct source *src, const char *ns, const char *name);
 void chain_free(struct chain *c);
+
+/* An index of launcher pods by owner and created-by UID and of events by involved object, kept current by a
+ * store listener, so a chain is built without scanning the store (the dashboard rebuilds the chain of the VM on
+ * screen on every store change). Create it once per store (it indexes what the store already holds); free it
+ * before the store. */
+struct chain_index;
+struct chain_index *chain_index_new(struct store *st);
+void chain_index_free(struct chain_index *ix); /* before store_free; NULL is ignored */
+/* chain_build through the index: the same chain, in time proportional to the chain's own size. */
+struct chain *chain_build_ix(const struct chain_index *ix, struct source *src, const char *ns, const char *name);
 
 /* True when p is one of the chain's owned launcher pods. */
 bool chain_has_pod(const struct chain *c, const struct pod *p);

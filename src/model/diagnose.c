@@ -254,16 +254,53 @@ static bool m_vm_terminating(struct diag_ctx *x)
 	return true;
 }
 
+/* The VM's start failures with the time of the next attempt (KubeVirt's crash-loop back-off). */
+static void ev_start_failure(struct diag_ctx *x)
+{
+	if (x->vm == NULL || x->vm->start_failures <= 0)
+		return;
+	char t[32] = "unknown", when[48] = "";
+	if (x->vm->start_retry_after) {
+		util_format_time(x->vm->start_retry_after, t, sizeof t);
+		int64_t d = x->vm->start_retry_after - x->now;
+		char h[32];
+		util_human_duration(d < 0 ? -d : d, h, sizeof h);
+		snprintf(when, sizeof when, d >= 0 ? " (next attempt in %s)" : " (%s ago)", h);
+	}
+	ev_text(x, &x->vm->o, "VirtualMachine %s/%s status.startFailure: consecutiveFailCount=%d, retryAfterTimestamp=%s%s%s%s",
+		x->vm->o.ns, x->c->name, x->vm->start_failures, t, when,
+		x->vm->start_fail_vmi[0] ? ", lastFailedVMIUID=" : "", x->vm->start_fail_vmi);
+}
+
+static bool m_vm_manual_recovery(struct diag_ctx *x)
+{
+	const struct cond *c = x->vm ? cond_find(x->vm->conds, x->vm->nconds, "ManualRecoveryRequired") : NULL;
+	if (c == NULL || !eq(c->status, "True"))
+		return false;
+	ev_cond(x, &x->vm->o, c);
+	ev_events(x, &x->vm->o, NULL, 3);
+	return true;
+}
+
+/* DataVolumes being imported / waiting for an upload: no VMI yet, and that is expected for a while. */
+static bool m_vm_provisioning(struct diag_ctx *x)
+{
+	if (x->vm == NULL || x->vmi != NULL || !(vm_status_is(x, "Provisioning") || vm_status_is(x, "WaitingForReceiver")))
+		return false;
+	ev_field(x, &x->vm->o, "status.printableStatus", x->vm->printable_status);
+	ev_run_strategy(x);
+	ev_events(x, &x->vm->o, NULL, 3);
+	x->since = x->vm->o.created;
+	for (int i = 0; i < x->vm->nconds; i++)
+		x->since = latest(x->since, x->vm->conds[i].last_transition);
+	return true;
+}
+
 static bool m_vm_crashloop(struct diag_ctx *x)
 {
 	if (x->vm == NULL || x->vmi != NULL || x->vm->start_failures <= 0)
 		return false;
-	char t[32] = "unknown";
-	if (x->vm->start_retry_after)
-		util_format_time(x->vm->start_retry_after, t, sizeof t);
-	ev_text(x, &x->vm->o, "VirtualMachine %s/%s status.startFailure: consecutiveFailCount=%d, retryAfterTimestamp=%s%s%s",
-		x->vm->o.ns, x->c->name, x->vm->start_failures, t,
-		x->vm->start_fail_vmi[0] ? ", lastFailedVMIUID=" : "", x->vm->start_fail_vmi);
+	ev_start_failure(x);
 	ev_run_strategy(x);
 	ev_events(x, NULL, NULL, 3);
 	return true;
@@ -414,8 +451,7 @@ static bool m_vmi_ended_restart(struct diag_ctx *x)
 		return false;
 	ev_phase(x);
 	ev_run_strategy(x);
-	if (x->vm && x->vm->start_failures > 0)
-		ev_text(x, &x->vm->o, "status.startFailure.consecutiveFailCount=%d", x->vm->start_failures);
+	ev_start_failure(x);
 	ev_events(x, NULL, NULL, 3);
 	const struct phase_time *p = phase_at(x->vmi, x->vmi->phase);
 	x->since = p ? p->at : 0;
@@ -631,6 +667,7 @@ static bool m_launcher_crashloop(struct diag_ctx *x)
 		ev_container(x, x->pod, cs);
 	else
 		ev_field(x, &x->vm->o, "status.printableStatus", x->vm->printable_status);
+	ev_start_failure(x);
 	static const char *const reasons[] = { "BackOff", NULL };
 	ev_events(x, &x->pod->o, reasons, 2);
 	return true;
@@ -739,7 +776,7 @@ static bool m_guest_agent_unsupported(struct diag_ctx *x)
 #define DESCRIBE_VMI "kubectl -n {ns} describe vmi {name}"
 #define DESCRIBE_POD "kubectl -n {ns} describe pod {pod}"
 #define EVENTS "kubectl -n {ns} get events --sort-by=.lastTimestamp"
-#define ENGINE_GET "kvcon -c {uri} -n {ns} engine get vm {name}"
+#define ENGINE_GET "kvcon -c '{uri}' -n {ns} engine get vm {name}"
 
 static const struct diag_rule rules[] = {
 	/* VM: management intent */
@@ -750,7 +787,7 @@ static const struct diag_rule rules[] = {
 	{ "vm-run-conflict", DIAG_VM, DIAG_NOTE, DIAG_PROGRESSED, 0, m_vm_run_conflict,
 	  "the VM sets both spec.running and spec.runStrategy; the API rejects such updates",
 	  "remove the deprecated spec.running", "kubectl -n {ns} get vm {name} -o jsonpath='{.spec}'",
-	  "kvcon -c {uri} -n {ns} engine get vm {name} -o json" },
+	  "kvcon -c '{uri}' -n {ns} engine get vm {name} -o json" },
 	{ "vm-vmi-foreign", DIAG_VM, DIAG_STALL, DIAG_FAILED, 0, m_vm_vmi_foreign,
 	  "a VMI named {name} exists but belongs to another VirtualMachine UID",
 	  "the VMI's ownerReferences against the VM's UID (a recreated VM, or a VMI created by hand)",
@@ -759,21 +796,29 @@ static const struct diag_rule rules[] = {
 	  ENGINE_GET },
 	{ "vm-bad-strategy", DIAG_VM, DIAG_STALL, DIAG_FAILED, 0, m_vm_bad_strategy,
 	  "the VM's runStrategy {rs} is not one KubeVirt knows", "spec.runStrategy (Always, RerunOnFailure, Once, Manual, Halted)",
-	  "kubectl -n {ns} get vm {name} -o jsonpath='{.spec.runStrategy}'", "kvcon -c {uri} -n {ns} engine get vm {name} -o json" },
+	  "kubectl -n {ns} get vm {name} -o jsonpath='{.spec.runStrategy}'", "kvcon -c '{uri}' -n {ns} engine get vm {name} -o json" },
 	{ "vm-terminating", DIAG_VM, DIAG_STALL, DIAG_FAILED, 300, m_vm_terminating,
 	  "the VM is being deleted", "finalizers and the VMI that still has to go",
 	  "kubectl -n {ns} get vm {name} -o jsonpath='{.metadata.finalizers}'\n" DESCRIBE_VMI,
 	  ENGINE_GET },
+	{ "vm-manual-recovery", DIAG_VM, DIAG_STALL, DIAG_FAILED, 0, m_vm_manual_recovery,
+	  "the VM needs manual recovery: KubeVirt will not restart its VMI on its own",
+	  "the condition's message (a VMI stranded on an unreachable node, volumes still attached there)",
+	  DESCRIBE_VM "\nkubectl get nodes", ENGINE_GET },
+	{ "vm-provisioning", DIAG_VM, DIAG_STALL, DIAG_FAILED, 1800, m_vm_provisioning,
+	  "the VM's disks are being provisioned (DataVolume import, clone or upload) before a VMI can start",
+	  "the DataVolumes' progress and their importer/upload pods", "kubectl -n {ns} get dv\nkubectl -n {ns} get pods",
+	  ENGINE_GET },
 	{ "vm-crashloop", DIAG_VM, DIAG_STALL, DIAG_FAILED, 0, m_vm_crashloop,
 	  "the VM keeps failing to start and is backing off before the next attempt",
 	  "why the last executions failed: the VM's events and the failed launcher's logs",
-	  DESCRIBE_VM "\n" EVENTS, "kvcon -c {uri} -n {ns} engine get vm {name}\nless {log}" },
+	  DESCRIBE_VM "\n" EVENTS, "kvcon -c '{uri}' -n {ns} engine get vm {name}\nless {log}" },
 	{ "vm-halted", DIAG_VM, DIAG_STOP, DIAG_PROGRESSED, 0, m_vm_halted,
 	  "the VM is stopped on purpose (runStrategy Halted): no VMI is expected",
-	  "nothing is wrong; start it if it should run", "virtctl -n {ns} start {name}", "kvcon -c {uri} -n {ns} engine start {name}" },
+	  "nothing is wrong; start it if it should run", "virtctl -n {ns} start {name}", "kvcon -c '{uri}' -n {ns} engine start {name}" },
 	{ "vm-manual-stopped", DIAG_VM, DIAG_STOP, DIAG_PROGRESSED, 0, m_vm_manual_stopped,
 	  "the VM is not running and runStrategy {rs} does not start it on its own",
-	  "nothing is wrong; start it if it should run", "virtctl -n {ns} start {name}", "kvcon -c {uri} -n {ns} engine start {name}" },
+	  "nothing is wrong; start it if it should run", "virtctl -n {ns} start {name}", "kvcon -c '{uri}' -n {ns} engine start {name}" },
 	{ "vm-start-requested", DIAG_VM, DIAG_STALL, DIAG_WAITING, 0, m_vm_start_requested,
 	  "a start was requested but no VMI exists yet", "virt-controller's progress: the VM's conditions and events",
 	  DESCRIBE_VM "\n" EVENTS, ENGINE_GET },
@@ -785,10 +830,10 @@ static const struct diag_rule rules[] = {
 	  "the VM is stopping: its VMI has not gone away yet",
 	  "the VMI's shutdown: the guest may ignore the ACPI request until the grace period ends",
 	  DESCRIBE_VMI "\nvirtctl -n {ns} stop {name} --force --grace-period 0",
-	  "kvcon -c {uri} -n {ns} engine stop {name} --force" },
+	  "kvcon -c '{uri}' -n {ns} engine stop {name} --force" },
 	{ "vm-restart-required", DIAG_VM, DIAG_NOTE, DIAG_PROGRESSED, 0, m_vm_restart_required,
 	  "the VM's spec changed in a way that needs a restart to reach the running VMI",
-	  "restart when convenient", "virtctl -n {ns} restart {name}", "kvcon -c {uri} -n {ns} engine restart {name}" },
+	  "restart when convenient", "virtctl -n {ns} restart {name}", "kvcon -c '{uri}' -n {ns} engine restart {name}" },
 
 	/* VMI: the execution */
 	{ "vmi-terminating", DIAG_VMI, DIAG_STALL, DIAG_FAILED, 300, m_vmi_terminating,
@@ -799,33 +844,33 @@ static const struct diag_rule rules[] = {
 	  "the last live migration failed; the VMI stays on its source node",
 	  "the migration object and the target launcher's logs",
 	  "kubectl -n {ns} get vmim -l kubevirt.io/vmi-name={name}\n" DESCRIBE_VMI,
-	  "kvcon -c {uri} -n {ns} engine get vm {name}" },
+	  "kvcon -c '{uri}' -n {ns} engine get vm {name}" },
 	{ "vmi-migrating", DIAG_VMI, DIAG_NOTE, DIAG_PROGRESSED, 0, m_vmi_migrating, "a live migration is in progress",
-	  "its progress", "kubectl -n {ns} get vmim -l kubevirt.io/vmi-name={name} -w", "kvcon -c {uri} -n {ns} engine get vm {name}" },
+	  "its progress", "kubectl -n {ns} get vmim -l kubevirt.io/vmi-name={name} -w", "kvcon -c '{uri}' -n {ns} engine get vm {name}" },
 	{ "vmi-unknown", DIAG_VMI, DIAG_STALL, DIAG_FAILED, 0, m_vmi_unknown,
 	  "the VMI's phase is Unknown: virt-handler lost track of it (node {node} unreachable?)",
 	  "the node and virt-handler on it", "kubectl get node {node}\nkubectl -n kubevirt get pods -o wide --field-selector spec.nodeName={node}",
-	  "virsh -c {uri} list --all" },
+	  "virsh -c '{uri}' list --all" },
 	{ "vmi-ended-restart", DIAG_VMI, DIAG_STALL, DIAG_FAILED, 120, m_vmi_ended_restart,
 	  "the VMI ended ({phase}) and runStrategy {rs} should replace it",
 	  "why it ended (the events) and whether the VM is backing off",
-	  DESCRIBE_VMI "\n" DESCRIBE_VM, "kvcon -c {uri} -n {ns} engine get vm {name}\nless {log}" },
+	  DESCRIBE_VMI "\n" DESCRIBE_VM, "kvcon -c '{uri}' -n {ns} engine get vm {name}\nless {log}" },
 	{ "vmi-failed", DIAG_VMI, DIAG_STALL, DIAG_FAILED, 0, m_vmi_failed,
 	  "the VMI failed and runStrategy {rs} does not restart it", "why it failed: events, launcher logs",
-	  DESCRIBE_VMI "\n" EVENTS, "kvcon -c {uri} -n {ns} engine get vm {name}\nless {log}" },
+	  DESCRIBE_VMI "\n" EVENTS, "kvcon -c '{uri}' -n {ns} engine get vm {name}\nless {log}" },
 	{ "vmi-succeeded", DIAG_VMI, DIAG_STOP, DIAG_NOT_EXPECTED, 0, m_vmi_succeeded,
 	  "the guest shut down and runStrategy {rs} leaves it stopped", "nothing is wrong; start it again if needed",
-	  "virtctl -n {ns} start {name}", "kvcon -c {uri} -n {ns} engine start {name}" },
+	  "virtctl -n {ns} start {name}", "kvcon -c '{uri}' -n {ns} engine start {name}" },
 	{ "vmi-pvc-not-found", DIAG_VMI, DIAG_STALL, DIAG_FAILED, 0, m_vmi_pvc_not_found,
 	  "a PersistentVolumeClaim the VM uses does not exist", "the claims named in the VM's volumes",
 	  "kubectl -n {ns} get vm {name} -o jsonpath='{.spec.template.spec.volumes}'\nkubectl -n {ns} get pvc",
-	  "kvcon -c {uri} -n {ns} engine get vm {name} -o json" },
+	  "kvcon -c '{uri}' -n {ns} engine get vm {name} -o json" },
 	{ "vmi-datavolume-error", DIAG_VMI, DIAG_STALL, DIAG_FAILED, 0, m_vmi_datavolume_error,
 	  "a DataVolume of the VM failed (import, clone or upload)", "the DataVolume's conditions and importer pod",
-	  "kubectl -n {ns} get dv\nkubectl -n {ns} describe dv", "kvcon -c {uri} -n {ns} engine get vm {name} -o json" },
+	  "kubectl -n {ns} get dv\nkubectl -n {ns} describe dv", "kvcon -c '{uri}' -n {ns} engine get vm {name} -o json" },
 	{ "vmi-volume-binding", DIAG_VMI, DIAG_STALL, DIAG_FAILED, 300, m_vmi_volume_binding,
 	  "the VMI waits for its volumes to be bound or populated", "the PVCs' phase and the storage class provisioner",
-	  "kubectl -n {ns} get pvc,dv\nkubectl -n {ns} describe pvc", "kvcon -c {uri} -n {ns} engine get vm {name} -o json" },
+	  "kubectl -n {ns} get pvc,dv\nkubectl -n {ns} describe pvc", "kvcon -c '{uri}' -n {ns} engine get vm {name} -o json" },
 	{ "vmi-pod-create-failed", DIAG_VMI, DIAG_STALL, DIAG_FAILED, 0, m_vmi_pod_create_failed,
 	  "virt-controller could not create the launcher pod", "the Synchronized condition's message (quota, admission, policy)",
 	  DESCRIBE_VMI "\nkubectl -n {ns} get resourcequota", ENGINE_GET },
@@ -841,22 +886,22 @@ static const struct diag_rule rules[] = {
 	  "the pod's ownerReferences: match the owner UID, not the label, before acting on the pod",
 	  "kubectl -n {ns} get pods -l kubevirt.io/created-by={vmiuid} "
 	  "-o custom-columns=NAME:.metadata.name,OWNER_KIND:.metadata.ownerReferences[0].kind,OWNER:.metadata.ownerReferences[0].uid",
-	  "kvcon -c {uri} -n {ns} engine get vm {name}" },
+	  "kvcon -c '{uri}' -n {ns} engine get vm {name}" },
 	{ "launcher-not-seen", DIAG_LAUNCHER, DIAG_STALL, DIAG_FAILED, 0, m_launcher_not_seen,
 	  "the VMI is {phase} but its launcher pod is not visible", "whether launcher pods can be listed (RBAC) in {ns}",
 	  "kubectl -n {ns} get pods -l kubevirt.io=virt-launcher -o wide\nkubectl auth can-i list pods -n {ns}",
-	  "virsh -c {uri} list --all" },
+	  "virsh -c '{uri}' list --all" },
 	{ "launcher-failed", DIAG_LAUNCHER, DIAG_STALL, DIAG_FAILED, 0, m_launcher_failed,
 	  "the launcher pod {pod} ended ({phase})", "the pod's status reason (eviction, OOM) and the compute container's log",
 	  DESCRIBE_POD "\nkubectl -n {ns} logs {pod} -c compute --tail=50", "less {log}" },
 	{ "launcher-unschedulable", DIAG_LAUNCHER, DIAG_STALL, DIAG_FAILED, 0, m_launcher_unschedulable,
 	  "the launcher pod {pod} cannot be scheduled",
 	  "why the scheduler rejects it: node resources, selectors, taints, devices.kubevirt.io/kvm capacity",
-	  DESCRIBE_POD "\nkubectl get nodes -o wide", "virsh -c {uri} nodeinfo" },
+	  DESCRIBE_POD "\nkubectl get nodes -o wide", "virsh -c '{uri}' nodeinfo" },
 	{ "launcher-image-pull", DIAG_LAUNCHER, DIAG_STALL, DIAG_FAILED, 0, m_launcher_image_pull,
 	  "an image of the launcher pod {pod} cannot be pulled (a containerDisk or the launcher image)",
 	  "the image name, the registry's reachability and pull secrets", DESCRIBE_POD,
-	  "kvcon -c {uri} -n {ns} engine get vm {name} -o json" },
+	  "kvcon -c '{uri}' -n {ns} engine get vm {name} -o json" },
 	{ "launcher-crashloop", DIAG_LAUNCHER, DIAG_STALL, DIAG_FAILED, 0, m_launcher_crashloop,
 	  "a container of the launcher pod {pod} keeps crashing", "the crashed container's previous log",
 	  "kubectl -n {ns} logs {pod} -c compute --previous --tail=50\n" DESCRIBE_POD, "less {log}" },
@@ -876,17 +921,17 @@ static const struct diag_rule rules[] = {
 	/* guest: the OS inside */
 	{ "guest-paused", DIAG_GUEST, DIAG_STOP, DIAG_NOT_EXPECTED, 0, m_guest_paused,
 	  "the guest is paused on purpose", "nothing is wrong; unpause it to resume", "virtctl -n {ns} unpause vm {name}",
-	  "kvcon -c {uri} -n {ns} engine unpause {name}" },
+	  "kvcon -c '{uri}' -n {ns} engine unpause {name}" },
 	{ "guest-not-ready", DIAG_GUEST, DIAG_STALL, DIAG_FAILED, 300, m_guest_not_ready,
 	  "the VMI runs but is not Ready", "the readiness probe and the guest itself (serial console)",
-	  DESCRIBE_VMI "\nvirtctl -n {ns} console {name}", "kvcon -c {uri} -n {ns} engine console {name}" },
+	  DESCRIBE_VMI "\nvirtctl -n {ns} console {name}", "kvcon -c '{uri}' -n {ns} engine console {name}" },
 	{ "guest-agent-missing", DIAG_GUEST, DIAG_NOTE, DIAG_PROGRESSED, 0, m_guest_agent_missing,
 	  "no guest agent is connected: the guest's health can only be seen on its console",
 	  "the console; install or start qemu-guest-agent in the guest for guest OS details",
-	  "virtctl -n {ns} console {name}", "kvcon -c {uri} -n {ns} engine console {name}" },
+	  "virtctl -n {ns} console {name}", "kvcon -c '{uri}' -n {ns} engine console {name}" },
 	{ "guest-agent-unsupported", DIAG_GUEST, DIAG_NOTE, DIAG_PROGRESSED, 0, m_guest_agent_unsupported,
 	  "the guest agent's version is not supported by this KubeVirt", "update qemu-guest-agent in the guest",
-	  "virtctl -n {ns} guestosinfo {name}", "kvcon -c {uri} -n {ns} engine console {name}" },
+	  "virtctl -n {ns} guestosinfo {name}", "kvcon -c '{uri}' -n {ns} engine console {name}" },
 };
 #define NRULES (sizeof rules / sizeof rules[0])
 

@@ -34,18 +34,42 @@ struct lin_vm {
 	struct source *src;
 	const char *ns;
 	char *name;
-	char *path;
 	struct lin_exec **ex;
 	size_t n;
-	size_t file_lines;
+};
+
+/* One history file per source: one open descriptor, one read at first use (thousands of VMs would otherwise
+ * mean thousands of file creations on the UI thread at the first list). */
+struct lin_src {
+	char *path;
+	int fd;       /* O_APPEND, opened at the first record; -1 before */
+	bool loaded;
+	size_t lines; /* records in the file */
+};
+
+/* A launcher pod seen before its VMI (the pod and VMI watches are independent streams). */
+struct pend_pod {
+	char uid[UID_LEN];
+	char *name;
+	const char *node;
+	int64_t created;
+};
+
+struct pending {
+	char key[16 + UID_LEN]; /* "<source id>:<vmi uid>" */
+	struct pend_pod pods[4];
+	int n;
 };
 
 struct lineage {
 	struct store *st;
 	char *dir;
 	int listener;
-	struct hmap vms;    /* key -> struct lin_vm */
-	struct hmap by_vmi; /* "<source id>:<vmi uid>" -> struct lin_exec */
+	struct hmap vms;     /* key -> struct lin_vm */
+	struct hmap by_vmi;  /* "<source id>:<vmi uid>" -> struct lin_exec */
+	struct hmap pending; /* "<source id>:<vmi uid>" -> struct pending */
+	struct lin_src *srcs; /* by source id */
+	size_t nsrcs;
 };
 
 static const char *const end_names[] = { "running", "stopped", "restarted", "failed", "lost" };
@@ -86,19 +110,21 @@ static char *sanitize(const char *s)
 
 char *lineage_path(const struct lineage *l, const struct source *src, const char *ns, const char *name)
 {
-	char *s = sanitize(src->name), *n = sanitize(ns), *m = sanitize(name);
-	char *p = xasprintf("%s/%s/%s_%s.jsonl", l->dir, s, n, m);
+	(void)ns;
+	(void)name;
+	char *s = sanitize(src->name);
+	char *p = xasprintf("%s/%s.jsonl", l->dir, s);
 	free(s);
-	free(n);
-	free(m);
 	return p;
 }
 
 /* ---- records ---- */
 
-static struct json_object *exec_to_json(const struct lineage_exec *e)
+static struct json_object *exec_to_json(const struct lineage_exec *e, const char *ns, const char *name)
 {
 	struct json_object *j = json_object_new_object();
+	json_object_object_add(j, "ns", json_object_new_string(ns));
+	json_object_object_add(j, "name", json_object_new_string(name));
 	json_object_object_add(j, "vmi", json_object_new_string(e->vmi_uid));
 	json_object_object_add(j, "vm", json_object_new_string(e->vm_uid));
 	json_object_object_add(j, "start", json_object_new_int64(e->start));
@@ -195,61 +221,83 @@ static void exec_clear(struct lineage_exec *e)
 	e->nlaunchers = 0;
 }
 
-static void persist_line(struct lin_vm *v, const char *line, size_t len)
+static struct lin_src *src_slot(struct lineage *l, const struct source *src)
 {
-	char *dir = xstrdup(v->path);
-	char *slash = strrchr(dir, '/');
-	if (slash)
-		*slash = '\0';
-	if (util_mkdir_p(dir, 0700) < 0) {
-		log_warn("lineage: cannot create %s: %s", dir, strerror(errno));
-		free(dir);
-		return;
+	size_t id = (size_t)src->id;
+	if (id >= l->nsrcs) {
+		l->srcs = xreallocarray(l->srcs, id + 1, sizeof *l->srcs);
+		for (size_t i = l->nsrcs; i <= id; i++)
+			l->srcs[i] = (struct lin_src){ .fd = -1 };
+		l->nsrcs = id + 1;
 	}
-	free(dir);
-	int fd = open(v->path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
-	if (fd < 0) {
-		log_warn("lineage: cannot open %s: %s", v->path, strerror(errno));
-		return;
+	return &l->srcs[id];
+}
+
+static void persist_line(struct lineage *l, const struct source *src, const char *line, size_t len)
+{
+	struct lin_src *ls = src_slot(l, src);
+	if (ls->fd < 0) {
+		if (util_mkdir_p(l->dir, 0700) < 0) {
+			log_warn("lineage: cannot create %s: %s", l->dir, strerror(errno));
+			return;
+		}
+		ls->fd = open(ls->path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+		if (ls->fd < 0) {
+			log_warn("lineage: cannot open %s: %s", ls->path, strerror(errno));
+			return;
+		}
 	}
 	/* one write() per record: with O_APPEND a record is never interleaved with another writer's */
 	ssize_t w;
 	do
-		w = write(fd, line, len);
+		w = write(ls->fd, line, len);
 	while (w < 0 && errno == EINTR);
 	if (w != (ssize_t)len)
-		log_warn("lineage: short write to %s", v->path);
-	close(fd);
-	v->file_lines++;
+		log_warn("lineage: short write to %s", ls->path);
+	ls->lines++;
 }
 
-static void persist(struct lin_exec *x)
+static void persist(struct lineage *l, struct lin_exec *x)
 {
-	struct json_object *j = exec_to_json(&x->pub);
+	struct json_object *j = exec_to_json(&x->pub, x->vm->ns, x->vm->name);
 	size_t len;
 	const char *s = json_object_to_json_string_length(j, JSON_C_TO_STRING_PLAIN, &len);
 	char *line = xmalloc(len + 2);
 	memcpy(line, s, len);
 	line[len] = '\n';
 	line[len + 1] = '\0';
-	persist_line(x->vm, line, len + 1);
+	persist_line(l, x->vm->src, line, len + 1);
 	free(line);
 	json_object_put(j);
 }
 
-/* Rewrites the file with one line per execution (write-temp + rename). */
-static void compact(struct lin_vm *v)
+/* Rewrites a source's file with one line per execution (write-temp + rename). */
+static void compact(struct lineage *l, const struct source *src)
 {
+	struct lin_src *ls = src_slot(l, src);
 	struct buf b;
 	buf_init(&b);
-	for (size_t i = 0; i < v->n; i++) {
-		struct json_object *j = exec_to_json(&v->ex[i]->pub);
-		buf_add_str(&b, json_object_to_json_string_ext(j, JSON_C_TO_STRING_PLAIN));
-		buf_add_char(&b, '\n');
-		json_object_put(j);
+	size_t n = 0;
+	const char *k;
+	void *val;
+	for (size_t it = 0; hmap_next(&l->vms, &it, &k, &val);) {
+		struct lin_vm *v = val;
+		if (v->src != src)
+			continue;
+		for (size_t i = 0; i < v->n; i++, n++) {
+			struct json_object *j = exec_to_json(&v->ex[i]->pub, v->ns, v->name);
+			buf_add_str(&b, json_object_to_json_string_ext(j, JSON_C_TO_STRING_PLAIN));
+			buf_add_char(&b, '\n');
+			json_object_put(j);
+		}
 	}
-	if (util_write_file_atomic(v->path, b.data ? b.data : "", b.len, 0600) == 0)
-		v->file_lines = v->n;
+	if (util_write_file_atomic(ls->path, b.data ? b.data : "", b.len, 0600) == 0) {
+		ls->lines = n;
+		if (ls->fd >= 0) { /* the descriptor points at the replaced file */
+			close(ls->fd);
+			ls->fd = -1;
+		}
+	}
 	buf_free(&b);
 }
 
@@ -283,44 +331,7 @@ static int exec_by_start(const void *a, const void *b)
 	return 0;
 }
 
-static void load(struct lineage *l, struct lin_vm *v)
-{
-	size_t len;
-	char *text = util_read_file(v->path, &len);
-	if (text == NULL)
-		return;
-	size_t lines = 0;
-	for (char *p = text, *nl; p < text + len; p = nl + 1) {
-		nl = memchr(p, '\n', (size_t)(text + len - p));
-		if (nl == NULL)
-			break; /* a torn last line (crash mid-write) is ignored */
-		lines++;
-		struct json_tokener *tok = json_tokener_new();
-		struct json_object *j = json_tokener_parse_ex(tok, p, (int)(nl - p));
-		json_tokener_free(tok);
-		struct lineage_exec e = { .how = LIN_LOST };
-		if (j && exec_from_json(&e, j) == 0) {
-			char key[16 + UID_LEN];
-			snprintf(key, sizeof key, "%d:%s", v->src->id, e.vmi_uid);
-			struct lin_exec *x = hmap_get(&l->by_vmi, key);
-			if (x == NULL)
-				x = exec_new(l, v, e.vmi_uid);
-			exec_clear(&x->pub);
-			x->pub = e; /* the last line of a VMI UID wins */
-		} else {
-			exec_clear(&e);
-		}
-		json_object_put(j);
-	}
-	free(text);
-	/* stable by start time; records of one execution share a start */
-	qsort(v->ex, v->n, sizeof *v->ex, exec_by_start);
-	v->file_lines = lines;
-	if (lines > 2 * v->n + 64)
-		compact(v);
-}
-
-static struct lin_vm *vm_get(struct lineage *l, struct source *src, const char *ns, const char *name)
+static struct lin_vm *vm_lookup(struct lineage *l, struct source *src, const char *ns, const char *name)
 {
 	char *key = xasprintf("%d/%s/%s", src->id, ns, name);
 	struct lin_vm *v = hmap_get(&l->vms, key);
@@ -333,10 +344,64 @@ static struct lin_vm *vm_get(struct lineage *l, struct source *src, const char *
 	v->src = src;
 	v->ns = intern(ns);
 	v->name = xstrdup(name);
-	v->path = lineage_path(l, src, ns, name);
 	hmap_put(&l->vms, v->key, v);
-	load(l, v);
 	return v;
+}
+
+/* Reads a source's history once: the last line of each VMI UID wins; a torn last line is ignored. */
+static void load(struct lineage *l, struct source *src)
+{
+	struct lin_src *ls = src_slot(l, src);
+	ls->loaded = true;
+	ls->path = lineage_path(l, src, NULL, NULL);
+	size_t len;
+	char *text = util_read_file(ls->path, &len);
+	if (text == NULL)
+		return;
+	size_t lines = 0, execs = 0;
+	for (char *p = text, *nl; p < text + len; p = nl + 1) {
+		nl = memchr(p, '\n', (size_t)(text + len - p));
+		if (nl == NULL)
+			break; /* a torn last line (crash mid-write) */
+		lines++;
+		struct json_tokener *tok = json_tokener_new();
+		struct json_object *j = json_tokener_parse_ex(tok, p, (int)(nl - p));
+		json_tokener_free(tok);
+		struct lineage_exec e = { .how = LIN_LOST };
+		const char *ns = j ? jstr(j, "ns") : NULL, *name = j ? jstr(j, "name") : NULL;
+		if (ns && name && *name && exec_from_json(&e, j) == 0) {
+			char key[16 + UID_LEN];
+			snprintf(key, sizeof key, "%d:%s", src->id, e.vmi_uid);
+			struct lin_exec *x = hmap_get(&l->by_vmi, key);
+			if (x == NULL) {
+				x = exec_new(l, vm_lookup(l, src, ns, name), e.vmi_uid);
+				execs++;
+			}
+			exec_clear(&x->pub);
+			x->pub = e;
+		} else {
+			exec_clear(&e);
+		}
+		json_object_put(j);
+	}
+	free(text);
+	const char *k;
+	void *val;
+	for (size_t it = 0; hmap_next(&l->vms, &it, &k, &val);) {
+		struct lin_vm *v = val;
+		if (v->src == src && v->n > 1) /* by start time; records of one execution share a start */
+			qsort(v->ex, v->n, sizeof *v->ex, exec_by_start);
+	}
+	ls->lines = lines;
+	if (lines > 2 * execs + 64)
+		compact(l, src);
+}
+
+static struct lin_vm *vm_get(struct lineage *l, struct source *src, const char *ns, const char *name)
+{
+	if (!src_slot(l, src)->loaded)
+		load(l, src);
+	return vm_lookup(l, src, ns, name);
 }
 
 /* ---- classification ---- */
@@ -390,11 +455,12 @@ static void end_exec(struct lineage *l, struct lin_exec *x, enum lineage_end how
 
 /* ---- applying changes ---- */
 
-static bool launcher_update(struct lin_exec *x, const struct pod *p)
+static bool launcher_update(struct lin_exec *x, const char *uid, const char *name, const char *node,
+			    int64_t created)
 {
 	struct lineage_launcher *la = NULL;
 	for (int i = 0; i < x->pub.nlaunchers; i++)
-		if (strcmp(x->pub.launchers[i].uid, p->o.uid) == 0)
+		if (strcmp(x->pub.launchers[i].uid, uid) == 0)
 			la = &x->pub.launchers[i];
 	bool changed = false;
 	if (la == NULL) {
@@ -403,16 +469,24 @@ static bool launcher_update(struct lin_exec *x, const struct pod *p)
 		x->pub.launchers = xreallocarray(x->pub.launchers, (size_t)x->pub.nlaunchers + 1, sizeof *la);
 		la = &x->pub.launchers[x->pub.nlaunchers++];
 		memset(la, 0, sizeof *la);
-		copy_uid(la->uid, p->o.uid);
-		la->name = xstrdup(p->o.name);
-		la->start = p->o.created ? p->o.created : util_wall_s();
+		copy_uid(la->uid, uid);
+		la->name = xstrdup(name);
+		la->start = created ? created : util_wall_s();
 		changed = true;
 	}
-	if (p->node && la->node != p->node) {
-		la->node = intern(p->node);
+	if (node && la->node != node) {
+		la->node = intern(node);
 		changed = true;
 	}
 	return changed;
+}
+
+static void pending_drop(struct lineage *l, struct pending *pe)
+{
+	hmap_del(&l->pending, pe->key);
+	for (int i = 0; i < pe->n; i++)
+		free(pe->pods[i].name);
+	free(pe);
 }
 
 /* The VMI moved from node `from` to `to` (same UID): a completed live migration. */
@@ -445,7 +519,7 @@ static void vmi_seen(struct lineage *l, const struct vmi *vmi)
 			if (o != x && o->pub.how == LIN_RUNNING) {
 				/* its end was not seen (kvcon was not watching): only a recorded failure is known */
 				end_exec(l, o, util_str_eq(o->pub.phase, "Failed") ? LIN_FAILED : LIN_LOST, vmi->o.created);
-				persist(o);
+				persist(l, o);
 			}
 		}
 		if (x == NULL) {
@@ -454,13 +528,12 @@ static void vmi_seen(struct lineage *l, const struct vmi *vmi)
 			changed = true;
 		}
 		/* pods seen before their VMI (watches are independent) */
-		size_t n;
-		struct obj *const *pods = store_objs(l->st, vmi->o.src, OBJ_POD, &n);
-		for (size_t i = 0; i < n; i++) {
-			const struct pod *p = (const struct pod *)pods[i];
-			if (strcmp(p->vmi_uid, vmi->o.uid) == 0)
-				changed |= launcher_update(x, p);
-		}
+		struct pending *pe = hmap_get(&l->pending, key);
+		for (int i = 0; pe && i < pe->n; i++)
+			changed |= launcher_update(x, pe->pods[i].uid, pe->pods[i].name, pe->pods[i].node,
+						   pe->pods[i].created);
+		if (pe)
+			pending_drop(l, pe);
 	}
 	if (vmi->vm_uid[0] && strcmp(x->pub.vm_uid, vmi->vm_uid) != 0) {
 		copy_uid(x->pub.vm_uid, vmi->vm_uid);
@@ -492,7 +565,7 @@ static void vmi_seen(struct lineage *l, const struct vmi *vmi)
 		changed = true;
 	}
 	if (changed)
-		persist(x);
+		persist(l, x);
 }
 
 static void vmi_gone(struct lineage *l, const struct vmi *vmi)
@@ -509,7 +582,7 @@ static void vmi_gone(struct lineage *l, const struct vmi *vmi)
 	if (at == 0)
 		at = vmi->o.deleted;
 	end_exec(l, x, classify(&x->pub, vm_of(l, x->vm)), at);
-	persist(x);
+	persist(l, x);
 }
 
 static void pod_seen(struct lineage *l, const struct pod *p)
@@ -519,8 +592,30 @@ static void pod_seen(struct lineage *l, const struct pod *p)
 	char key[16 + UID_LEN];
 	snprintf(key, sizeof key, "%d:%s", p->o.src->id, p->vmi_uid);
 	struct lin_exec *x = hmap_get(&l->by_vmi, key);
-	if (x && x->pub.how == LIN_RUNNING && launcher_update(x, p))
-		persist(x);
+	if (x) {
+		if (x->pub.how == LIN_RUNNING && launcher_update(x, p->o.uid, p->o.name, p->node, p->o.created))
+			persist(l, x);
+		return;
+	}
+	struct pending *pe = hmap_get(&l->pending, key);
+	if (pe == NULL) {
+		pe = xcalloc(1, sizeof *pe);
+		snprintf(pe->key, sizeof pe->key, "%s", key);
+		hmap_put(&l->pending, pe->key, pe);
+	}
+	struct pend_pod *pp = NULL;
+	for (int i = 0; i < pe->n; i++)
+		if (strcmp(pe->pods[i].uid, p->o.uid) == 0)
+			pp = &pe->pods[i];
+	if (pp == NULL) {
+		if (pe->n == (int)(sizeof pe->pods / sizeof pe->pods[0]))
+			return;
+		pp = &pe->pods[pe->n++];
+		copy_uid(pp->uid, p->o.uid);
+		pp->name = xstrdup(p->o.name);
+	}
+	pp->node = p->node ? intern(p->node) : NULL;
+	pp->created = p->o.created;
 }
 
 static void pod_gone(struct lineage *l, const struct pod *p)
@@ -528,11 +623,21 @@ static void pod_gone(struct lineage *l, const struct pod *p)
 	char key[16 + UID_LEN];
 	snprintf(key, sizeof key, "%d:%s", p->o.src->id, p->vmi_uid);
 	struct lin_exec *x = p->vmi_uid[0] ? hmap_get(&l->by_vmi, key) : NULL;
+	struct pending *pe = x == NULL && p->vmi_uid[0] ? hmap_get(&l->pending, key) : NULL;
+	for (int i = 0; pe && i < pe->n; i++) {
+		if (strcmp(pe->pods[i].uid, p->o.uid) == 0) {
+			free(pe->pods[i].name);
+			pe->pods[i] = pe->pods[--pe->n];
+			if (pe->n == 0)
+				pending_drop(l, pe);
+			break;
+		}
+	}
 	for (int i = 0; x && i < x->pub.nlaunchers; i++) {
 		struct lineage_launcher *la = &x->pub.launchers[i];
 		if (strcmp(la->uid, p->o.uid) == 0 && la->end == 0) {
 			la->end = util_wall_s();
-			persist(x);
+			persist(l, x);
 		}
 	}
 }
@@ -556,7 +661,7 @@ static void vm_seen(struct lineage *l, const struct vm *vm)
 		const char *last = vm->nscr ? vm->scr[vm->nscr - 1].action : NULL;
 		if (util_str_eq(vm->run_strategy, "Halted") || util_str_eq(last, "Stop")) {
 			x->pub.how = LIN_STOPPED;
-			persist(x);
+			persist(l, x);
 		}
 	}
 }
@@ -601,6 +706,7 @@ struct lineage *lineage_new(struct store *st, const char *dir)
 	}
 	hmap_init(&l->vms);
 	hmap_init(&l->by_vmi);
+	hmap_init(&l->pending);
 	l->listener = store_listen(st, on_change, l);
 	return l;
 }
@@ -620,12 +726,24 @@ void lineage_free(struct lineage *l)
 		}
 		free(v->ex);
 		free(v->name);
-		free(v->path);
 		free(v->key);
 		free(v);
 	}
 	hmap_free(&l->vms);
 	hmap_free(&l->by_vmi);
+	for (size_t it = 0; hmap_next(&l->pending, &it, &k, &val);) {
+		struct pending *pe = val;
+		for (int i = 0; i < pe->n; i++)
+			free(pe->pods[i].name);
+		free(pe);
+	}
+	hmap_free(&l->pending);
+	for (size_t i = 0; i < l->nsrcs; i++) {
+		if (l->srcs[i].fd >= 0)
+			close(l->srcs[i].fd);
+		free(l->srcs[i].path);
+	}
+	free(l->srcs);
 	free(l->dir);
 	free(l);
 }
@@ -650,7 +768,7 @@ const struct lineage_exec *const *lineage_get(struct lineage *l, struct source *
 			struct lin_exec *x = v->ex[i];
 			if (x->pub.how == LIN_RUNNING && (cur == NULL || strcmp(cur->o.uid, x->pub.vmi_uid) != 0)) {
 				x->pub.how = LIN_LOST; /* its end is not known */
-				persist(x);
+				persist(l, x);
 			}
 		}
 	}

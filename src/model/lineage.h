@@ -4,9 +4,11 @@
  * Failed), or lost (gone while kvcon was not watching). A live migration keeps the execution (same VMI UID) and
  * adds a launcher on the new node; the old launcher is marked "migrated".
  *
- * Persisted per source and VM as JSON lines under DIR/<source-name-sanitized>/<ns>_<name>.jsonl (DIR defaults to
- * $XDG_STATE_HOME/kvcon/lineage): each line is the full state of one execution, appended with one write() on an
- * O_APPEND descriptor; on load the last line per VMI UID wins, so history survives kvcon restarts and crashes.
+ * Persisted per source as JSON lines in DIR/<source-name-sanitized>.jsonl (DIR defaults to
+ * $XDG_STATE_HOME/kvcon/lineage): each line is the full state of one execution (with its VM's ns and name),
+ * appended with one write() on an O_APPEND descriptor; the file is read once, at the source's first use, and the
+ * last line per VMI UID wins, so history survives kvcon restarts and crashes (a torn last line is ignored).
+ * Files with many superseded lines are compacted on load (write-temp + rename).
  * Source-agnostic (engine executions are VMIs too) and UI-agnostic. UI thread only. */
 #ifndef KVCON_MODEL_LINEAGE_H
 #define KVCON_MODEL_LINEAGE_H
@@ -71,7 +73,7 @@ const char *lineage_end_name(enum lineage_end e); /* "running", "stopped", "rest
 /* Plain-text table of a VM's executions (the CLI's `kvcon lineage` and the VM view), times as RFC 3339. */
 void lineage_format_text(const struct lineage_exec *const *ex, size_t n, int64_t now, struct buf *out);
 
-/* The file a VM's lineage lives in (caller frees). */
+/* The file a VM's lineage lives in: its source's file (caller frees). */
 char *lineage_path(const struct lineage *l, const struct source *src, const char *ns, const char *name);
 
 #endif

@@ -60,7 +60,8 @@ const char *const *nsctx_namespaces(size_t *n)
 		ns_names[ns_n++] = cur;
 	}
 	hmap_free(&seen);
-	qsort(ns_names, ns_n, sizeof *ns_names, cmp_strp);
+	if (ns_n > 1)
+		qsort(ns_names, ns_n, sizeof *ns_names, cmp_strp);
 	if (ns_n == ns_cap) {
 		ns_cap = ns_cap ? ns_cap * 2 : 16;
 		ns_names = xreallocarray(ns_names, ns_cap, sizeof *ns_names);

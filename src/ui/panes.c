@@ -2,11 +2,12 @@
  * (a view with raw input that gives focus back on Ctrl+]). */
 #include <stddef.h>
 
+#include "ui/console_view.h"
 #include "ui/view.h"
 #include "ui/vnc_view.h"
 
 const struct view_pane_entry view_panes[] = {
-	{ 'c', "console", "serial console of the VM in a pane (Ctrl+] leaves)", NULL },
+	{ 'c', "console", "serial console of the VM in a pane (Ctrl+] leaves)", console_view_open },
 	{ 'v', "vnc", "VNC display of the VM in a pane (Ctrl+] leaves)", vnc_view_open },
 };
 const size_t view_npanes = sizeof view_panes / sizeof view_panes[0];

@@ -126,6 +126,7 @@ static void on_input(int fd, short revents, void *arg)
 			while (getmouse(&me) == OK) {
 				struct view_mouse m = { .y = me.y, .x = me.x };
 				int kind = mouse_kind(me.bstate, &m.button);
+				log_debug("ui: mouse %d,%d bstate %#lx -> kind %d", me.y, me.x, (unsigned long)me.bstate, kind);
 				if (kind < 0)
 					continue;
 				m.kind = (enum view_mouse_kind)kind;

@@ -36,6 +36,8 @@ struct tview {
 	struct obj *sel_obj;        /* kept selected across re-sorts */
 	int page;                   /* rows visible in the last frame */
 	int body_y;                 /* first row line, relative to the region (mouse) */
+	uint64_t last_press_ms;     /* double-click detection (ncurses reports presses only: mouseinterval 0) */
+	size_t last_press_row;
 };
 
 /* ---- filters ---- */
@@ -260,7 +262,8 @@ static void rebuild(struct tview *t)
 	sort_ctx.st = st;
 	sort_ctx.col = &t->spec->cols[t->sort_col];
 	sort_ctx.desc = t->desc;
-	qsort(t->rows, t->n, sizeof *t->rows, cmp_rows);
+	if (t->n > 1)
+		qsort(t->rows, t->n, sizeof *t->rows, cmp_rows);
 	if (t->sel_obj) {
 		for (size_t i = 0; i < t->n; i++) {
 			if (t->rows[i] == t->sel_obj) {
@@ -278,6 +281,14 @@ static void rebuild(struct tview *t)
 	t->last_build = util_now_ms();
 	t->built_ns = ns ? ns : "";
 	t->built_sources = source_count();
+}
+
+/* The namespace scope or the set of sources changed since the index was built. */
+static void check_scope(struct tview *t)
+{
+	const char *ns = ui_namespace();
+	if (strcmp(t->built_ns, ns ? ns : "") != 0 || t->built_sources != source_count())
+		t->stale = true;
 }
 
 static void on_timer(void *arg)
@@ -397,9 +408,7 @@ static void draw(struct view *v, const struct region *r)
 	struct tview *t = v->priv;
 	const struct table_spec *spec = t->spec;
 	uint64_t now = loop_now();
-	const char *ns = ui_namespace();
-	if (!t->stale && (strcmp(t->built_ns, ns ? ns : "") != 0 || t->built_sources != source_count()))
-		t->stale = true;
+	check_scope(t);
 	if (t->stale) {
 		uint64_t due = t->last_build + 1000 / TABLE_RESORT_HZ;
 		/* an empty index is rebuilt at once: the first page must paint without waiting */
@@ -487,6 +496,13 @@ static void draw(struct view *v, const struct region *r)
 	}
 	if (progress[0])
 		draw_cell(r->y + r->h - 1, r->x, r->w, theme_attr(THEME_WAIT), progress, false);
+	else if (t->n == 0 && rows_h > 0) {
+		/* say why the list is empty rather than show nothing */
+		char why[256];
+		snprintf(why, sizeof why, "no %s%s%s", t->spec->title, t->filt.active ? " matching the filter" : "",
+			 ui_namespace() ? " in this namespace" : "");
+		draw_text(r->y + 2, r->x + 1, r->w - 1, theme_attr(THEME_DIM), why);
+	}
 	static bool first_rows_logged;
 	if (nvis && !first_rows_logged) {
 		first_rows_logged = true;
@@ -503,6 +519,7 @@ static void draw(struct view *v, const struct region *r)
 static void move_sel(struct view *v, long delta)
 {
 	struct tview *t = v->priv;
+	check_scope(t);
 	if (t->stale)
 		rebuild(t); /* a key acts on the current rows, not the last frame's */
 	if (t->n == 0)
@@ -587,11 +604,12 @@ static enum view_result act(struct view *v, enum action a)
 		ui_error("no VM for this row");
 		return VIEW_DONE;
 	}
-	if (a == ACT_PAUSE) {
-		const struct obj *vmi = store_find(ui_store(), vm->src, OBJ_VMI, vm->ns, vm->name);
-		if (vmi && cond_is_true(((const struct vmi *)vmi)->conds, ((const struct vmi *)vmi)->nconds, "Paused"))
-			a = ACT_UNPAUSE;
-	}
+	const struct vmi *vmi = (const struct vmi *)store_find(ui_store(), vm->src, OBJ_VMI, vm->ns, vm->name);
+	if (a == ACT_PAUSE && vmi && cond_is_true(vmi->conds, vmi->nconds, "Paused"))
+		a = ACT_UNPAUSE;
+	/* m while a migration is in flight aborts it (deletes the migration object) */
+	if (a == ACT_MIGRATE && vmi && vmi->mig.present && !vmi->mig.completed && !vmi->mig.failed)
+		a = ACT_MIGRATE_ABORT;
 	ui_action(a, vm);
 	return VIEW_DONE;
 }
@@ -640,7 +658,7 @@ static const struct view_key table_keys[] = {
 	{ VKEY_CTRL('k'), "ctrl-k", "force stop the VM, grace period 0 (asks)", k_force },
 	{ 'r', "r", "restart the VM (asks)", k_restart },
 	{ 'p', "p", "pause or unpause the VM", k_pause },
-	{ 'm', "m", "live-migrate the VM (asks)", k_migrate },
+	{ 'm', "m", "live-migrate the VM (asks); during a migration: abort it (asks)", k_migrate },
 	{ 'N', "shift-N", "sort by NAME (again: reverse)", NULL },
 	{ 'P', "shift-P", "sort by NAMESPACE", NULL },
 	{ 'U', "shift-U", "sort by STATUS / PHASE (S is stop)", NULL },
@@ -712,7 +730,14 @@ static enum view_result mouse(struct view *v, const struct view_mouse *m)
 		t->sel = t->top + (size_t)row;
 		t->sel_obj = t->rows[t->sel];
 		view_dirty(v);
-		if (m->kind == VMOUSE_DOUBLE)
+		uint64_t now = util_now_ms();
+		bool press = m->kind == VMOUSE_PRESS || m->kind == VMOUSE_CLICK; /* a fast click comes merged */
+		bool twice = press && t->last_press_row == t->sel && now - t->last_press_ms < 400;
+		if (press) {
+			t->last_press_ms = twice ? 0 : now;
+			t->last_press_row = t->sel;
+		}
+		if (m->kind == VMOUSE_DOUBLE || twice)
 			return k_enter(v);
 		return VIEW_DONE;
 	}
@@ -777,6 +802,7 @@ const struct table_spec *table_view_spec(const struct view *v)
 struct obj *table_view_selected(struct view *v)
 {
 	struct tview *t = v->priv;
+	check_scope(t);
 	if (t->stale)
 		rebuild(t);
 	return t->n && t->sel < t->n ? t->rows[t->sel] : NULL;
@@ -814,6 +840,7 @@ void table_view_select(struct view *v, const struct obj *o)
 size_t table_view_rows(struct view *v)
 {
 	struct tview *t = v->priv;
+	check_scope(t);
 	if (t->stale)
 		rebuild(t);
 	return t->n;

@@ -224,6 +224,7 @@ static char *theme_path(const char *name, int i)
 	}
 	case 1:
 	case 2:
+	case 3:
 		n = readlink("/proc/self/exe", exe, sizeof exe - 1);
 		if (n <= 0)
 			return NULL;
@@ -231,7 +232,8 @@ static char *theme_path(const char *name, int i)
 		char *slash = strrchr(exe, '/');
 		if (slash)
 			*slash = '\0';
-		return xasprintf("%s/%s/%s", exe, i == 1 ? "themes" : "../share/kvcon/themes", name);
+		/* beside the binary (the source tree), one up (build directories), the install's share directory */
+		return xasprintf("%s/%s/%s", exe, i == 1 ? "themes" : i == 2 ? "../themes" : "../share/kvcon/themes", name);
 	default:
 		return NULL;
 	}
@@ -246,7 +248,7 @@ int theme_load(const char *name, char **err)
 		text = util_read_file(name, NULL);
 		path = xstrdup(name);
 	} else {
-		for (int i = 0; i < 3 && text == NULL; i++) {
+		for (int i = 0; i < 4 && text == NULL; i++) {
 			free(path);
 			path = theme_path(name, i);
 			text = path ? util_read_file(path, NULL) : NULL;

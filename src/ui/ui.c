@@ -16,6 +16,7 @@
 #include "core/opts.h"
 #include "core/util.h"
 #include "core/xmalloc.h"
+#include "model/chain.h"
 #include "model/lineage.h"
 #include "model/store.h"
 #include "ui/cmdline.h"
@@ -54,6 +55,7 @@ static struct {
 	bool too_small;
 	int header_h;
 	struct lineage *lineage;
+	struct chain_index *chain_ix;
 } U;
 
 struct store *ui_store(void)
@@ -474,7 +476,6 @@ static void on_tick(void *arg)
 	(void)arg;
 	U.tick = loop_timer_add(1000, on_tick, NULL);
 	view_tick_all();
-	header_tick();
 	screen_dirty();
 }
 
@@ -489,7 +490,6 @@ static void on_store(void *arg, enum obj_kind kind, const struct obj *old, const
 			 (unsigned long long)(util_now_ms() - start_ms));
 	}
 	view_store_changed(kind, old, new_);
-	header_store_changed(kind);
 	screen_dirty();
 }
 
@@ -506,6 +506,7 @@ int ui_run(struct store *st)
 	U.listener = store_listen(st, on_store, NULL);
 	/* the lineage hears every change from now on; what is already in the store is recorded at once */
 	U.lineage = lineage_new(st, NULL);
+	U.chain_ix = chain_index_new(st); /* chain_build (the VM view, every frame) then avoids store scans */
 	for (size_t i = 0; i < source_count(); i++)
 		lineage_scan(U.lineage, source_get(i));
 	const char *theme = o->theme;
@@ -518,6 +519,8 @@ int ui_run(struct store *st)
 	if (screen_init(&cbs, theme, &terr) < 0) {
 		lineage_free(U.lineage);
 		U.lineage = NULL;
+		chain_index_free(U.chain_ix);
+		U.chain_ix = NULL;
 		store_unlisten(st, U.listener);
 		return EXIT_USAGE;
 	}
@@ -536,6 +539,8 @@ int ui_run(struct store *st)
 	view_free_all();
 	lineage_free(U.lineage);
 	U.lineage = NULL;
+	chain_index_free(U.chain_ix);
+	U.chain_ix = NULL;
 	store_unlisten(st, U.listener);
 	return rc;
 }

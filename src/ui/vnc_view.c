@@ -40,13 +40,26 @@ static const struct {
 	uint32_t keysym;
 	unsigned mods;
 } fn_keys[] = {
-	{ KEY_UP, XK_Up, 0 },          { KEY_DOWN, XK_Down, 0 },      { KEY_LEFT, XK_Left, 0 },
-	{ KEY_RIGHT, XK_Right, 0 },    { KEY_HOME, XK_Home, 0 },      { KEY_END, XK_End, 0 },
-	{ KEY_PPAGE, XK_Page_Up, 0 },  { KEY_NPAGE, XK_Page_Down, 0 }, { KEY_IC, XK_Insert, 0 },
-	{ KEY_DC, XK_Delete, 0 },      { KEY_BACKSPACE, XK_BackSpace, 0 }, { KEY_ENTER, XK_Return, 0 },
-	{ KEY_BTAB, XK_Tab, TK_SHIFT }, { KEY_SR, XK_Up, TK_SHIFT },  { KEY_SF, XK_Down, TK_SHIFT },
-	{ KEY_SLEFT, XK_Left, TK_SHIFT }, { KEY_SRIGHT, XK_Right, TK_SHIFT }, { KEY_SHOME, XK_Home, TK_SHIFT },
-	{ KEY_SEND, XK_End, TK_SHIFT }, { KEY_SDC, XK_Delete, TK_SHIFT },
+    {KEY_UP, XK_Up, 0},
+    {KEY_DOWN, XK_Down, 0},
+    {KEY_LEFT, XK_Left, 0},
+    {KEY_RIGHT, XK_Right, 0},
+    {KEY_HOME, XK_Home, 0},
+    {KEY_END, XK_End, 0},
+    {KEY_PPAGE, XK_Page_Up, 0},
+    {KEY_NPAGE, XK_Page_Down, 0},
+    {KEY_IC, XK_Insert, 0},
+    {KEY_DC, XK_Delete, 0},
+    {KEY_BACKSPACE, XK_BackSpace, 0},
+    {KEY_ENTER, XK_Return, 0},
+    {KEY_BTAB, XK_Tab, TK_SHIFT},
+    {KEY_SR, XK_Up, TK_SHIFT},
+    {KEY_SF, XK_Down, TK_SHIFT},
+    {KEY_SLEFT, XK_Left, TK_SHIFT},
+    {KEY_SRIGHT, XK_Right, TK_SHIFT},
+    {KEY_SHOME, XK_Home, TK_SHIFT},
+    {KEY_SEND, XK_End, TK_SHIFT},
+    {KEY_SDC, XK_Delete, TK_SHIFT},
 };
 
 static void send_key(struct vnc_view *w, uint32_t keysym, unsigned mods)
@@ -105,12 +118,12 @@ static void vnc_view_draw(struct view *view, const struct region *r)
 			struct fbc_cell c = g[y * r->w + x];
 			cchar_t cc;
 			if (!colour) {
-				wchar_t ch[2] = { (wchar_t)fbcells_ascii(c), 0 };
+				wchar_t ch[2] = {(wchar_t)fbcells_ascii(c), 0};
 				setcchar(&cc, ch, A_NORMAL, 0, NULL);
 			} else {
 				int fg = fbcells_xterm256(c.fg), bg = fbcells_xterm256(c.bg);
 				int pair = alloc_pair(fg, bg);
-				wchar_t ch[2] = { fg == bg ? L' ' : (wchar_t)0x2580, 0 };
+				wchar_t ch[2] = {fg == bg ? L' ' : (wchar_t)0x2580, 0};
 				setcchar(&cc, ch, A_NORMAL, 0, pair > 0 ? &pair : NULL);
 			}
 			mvadd_wch(r->y + y, r->x + x, &cc);
@@ -193,7 +206,7 @@ static enum view_result vnc_view_key(struct view *view, int key)
 	else if (key < 0x1b)
 		send_key(w, (uint32_t)('a' + key - 1), TK_CTRL);
 	else if (key < 0x20)
-		send_key(w, (uint32_t)"\\]^_"[key - 0x1c], TK_CTRL);
+		send_key(w, (uint32_t) "\\]^_"[key - 0x1c], TK_CTRL);
 	else
 		send_key(w, key < 0x100 ? (uint32_t)key : 0x01000000u | (uint32_t)key, 0);
 	return VIEW_DONE;
@@ -259,20 +272,20 @@ static void vnc_view_destroy(struct view *view)
 }
 
 static const struct view_key vnc_view_keys[] = {
-	{ 0x1d, "Ctrl+]", "give the keyboard back to the dashboard", NULL },
-	{ VKEY(KEY_F(8)), "F8", "send-key menu: " VNC_MENU_HELP ", s fit/1:1, hjkl pan", NULL },
-	{ 0, NULL, NULL, NULL },
+    {0x1d, "Ctrl+]", "give the keyboard back to the dashboard", NULL},
+    {VKEY(KEY_F(8)), "F8", "send-key menu: " VNC_MENU_HELP ", s fit/1:1, hjkl pan", NULL},
+    {0, NULL, NULL, NULL},
 };
 
 static const struct view_ops vnc_view_ops = {
-	.name = "vnc",
-	.draw = vnc_view_draw,
-	.key = vnc_view_key,
-	.mouse = vnc_view_mouse,
-	.title = vnc_view_title,
-	.resize = vnc_view_resize,
-	.destroy = vnc_view_destroy,
-	.keys = vnc_view_keys,
+    .name = "vnc",
+    .draw = vnc_view_draw,
+    .key = vnc_view_key,
+    .mouse = vnc_view_mouse,
+    .title = vnc_view_title,
+    .resize = vnc_view_resize,
+    .destroy = vnc_view_destroy,
+    .keys = vnc_view_keys,
 };
 
 struct view *vnc_view_open(struct obj *vm, char **err)
@@ -289,7 +302,7 @@ struct view *vnc_view_open(struct obj *vm, char **err)
 	w->label = xasprintf("%s/%s", vm->ns, vm->name);
 	w->cells = fbcells_new();
 	w->scale = FBC_FIT;
-	struct vnc_opts o = { .password = getenv("KVCON_VNC_PASSWORD"), .quality = -1 };
+	struct vnc_opts o = {.password = getenv("KVCON_VNC_PASSWORD"), .quality = -1};
 	w->v = vnc_new_stream(s, &o, on_vnc, w);
 	w->view = view_new(&vnc_view_ops, w);
 	w->view->raw = true;

@@ -47,7 +47,7 @@ static void full(const char *what, int noise, enum fbc_colour mode, const char *
 {
 	const int W = 1024, H = 768, frames = 120;
 	uint8_t *fb = calloc((size_t)W * H, 4);
-	struct fbc_src src = { fb, W, H, (size_t)W * 4 };
+	struct fbc_src src = {fb, W, H, (size_t)W * 4};
 	struct fbcells *f = fbcells_new();
 	fbcells_layout(f, 200, 60, W, H, FBC_FIT, 0, 0);
 	fbcells_full(f, &src);
@@ -65,8 +65,8 @@ static void full(const char *what, int noise, enum fbc_colour mode, const char *
 		bytes += fbcells_emit(f, &out, 0, 0, mode, false);
 	}
 	double cpu = cpu_s() - t0 - paint_cpu;
-	printf("  full 1024x768 -> 200x60, %-8s %-10s %7.0f frames/s  %6.2f ms/frame  %8zu bytes/frame\n", what,
-	       mname, frames / cpu, cpu * 1000 / frames, bytes / frames);
+	printf("  full 1024x768 -> 200x60, %-8s %-10s %7.0f frames/s  %6.2f ms/frame  %8zu bytes/frame\n", what, mname,
+	       frames / cpu, cpu * 1000 / frames, bytes / frames);
 	buf_free(&out);
 	fbcells_free(f);
 	free(fb);
@@ -76,7 +76,7 @@ static void incremental(enum fbc_colour mode, const char *mname)
 {
 	const int W = 720, H = 400, n = 2000;
 	uint8_t *fb = calloc((size_t)W * H, 4);
-	struct fbc_src src = { fb, W, H, (size_t)W * 4 };
+	struct fbc_src src = {fb, W, H, (size_t)W * 4};
 	struct fbcells *f = fbcells_new();
 	fbcells_layout(f, 200, 60, W, H, FBC_FIT, 0, 0);
 	fbcells_full(f, &src);

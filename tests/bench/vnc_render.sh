@@ -9,3 +9,6 @@ trap 'rm -rf "$tmp"' EXIT
 cc -std=c11 -D_GNU_SOURCE -O2 -g -Isrc -o "$tmp/vnc_bench" tests/bench/vnc_bench.c build/libkvcon.a \
 	$(pkg-config --libs ncursesw libcurl json-c vterm libvncclient libvirt yaml-0.1 zlib) -lpthread -lm
 taskset -c 0 "$tmp/vnc_bench" 2>/dev/null || "$tmp/vnc_bench"
+cc -std=c11 -D_GNU_SOURCE -O2 -g -Isrc -o "$tmp/vnc_e2e_bench" tests/bench/vnc_e2e_bench.c build/libkvcon.a \
+	$(pkg-config --libs ncursesw libcurl json-c vterm libvncclient libvirt yaml-0.1 zlib) -lpthread -lm
+"$tmp/vnc_e2e_bench"

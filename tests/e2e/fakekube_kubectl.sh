@@ -101,7 +101,8 @@ st = json.load(open(sys.argv[1]))
 print(next(v["metadata"]["name"] for v in st["virtualmachines"]
            if v["metadata"]["namespace"] == "ns-01" and v["status"]["printableStatus"] == "Running"))
 ' "$tmp/vms.json")
-k get vm -A -w >"$tmp/watch.out" 2>"$tmp/watch.err" &
+: >"$tmp/watch.out"
+k get vm -A -w >>"$tmp/watch.out" 2>"$tmp/watch.err" &
 wpid=$!
 pids="$pids $wpid"
 deadline=$(($(date +%s) + 20))

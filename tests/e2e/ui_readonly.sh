@@ -1,7 +1,7 @@
 #!/bin/bash
 # --readonly: every action key pressed in the list view and in the VM view (answering yes to any question)
 # sends no mutating request to the API (fakekube counts them), and the header says READ-ONLY.
-. "$(dirname "$0")/ui_lib.sh"
+. "$(dirname "$0")/ui_lib.inc"
 
 fk_start --vms 12 --step 0.2
 kv_start -A --readonly
@@ -30,9 +30,8 @@ n=$(mutating)
 # the config file's readonly = true does the same
 keys Escape; cmd q
 deadline=$((SECONDS + 10)); while [ ! -s "$W/exit" ] && [ $SECONDS -lt $deadline ]; do sleep 0.1; done
-$T kill-session -t k
 mkdir -p "$W/cfg/kvcon"; printf 'theme = mono\nreadonly = true\n' > "$W/cfg/kvcon/config"
-kv_start -A
+kv_restart -A
 wait_for 'READ-ONLY' 10
 wait_for 'Watch: vm live'
 press_all

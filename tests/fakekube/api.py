@@ -11,7 +11,7 @@ import time
 import urllib.parse
 from http.server import BaseHTTPRequestHandler
 
-from store import ApiError, RESOURCES, Filter, Store, dumps, now_iso
+from store import ApiError, RESOURCES, Filter, Store, dumps
 import tables
 
 GROUPS = {
@@ -93,8 +93,6 @@ def parse_route(path, kubevirt=True):
             return Route("other", pattern=path)
         return Route("subresource", group=group, version=version, plural=plural, ns=ns, name=name,
                      sub=sub, pattern=pat)
-    if plural == "namespaces" and name is not None and sub is None:
-        pass
     return Route("resource", group=group, version=version, plural=plural, ns=ns, name=name, sub=sub,
                  pattern=pat)
 
@@ -134,6 +132,10 @@ class App:
         self.watch_expire_gen = 0
         self.watches = 0
         self.backends = {}  # (ns, name, kind) -> {"unix": path} | {"tcp": "host:port"}
+        self.websockets = 0
+        self.displays = {}  # (ns, name) -> rfb.Display of the built-in VNC server
+        self.ws_gen = 0  # bumped to end every open console/VNC bridge
+        self.ws_drop_close = False
         self.port = 0
         self.latency = opts.latency
 
@@ -688,13 +690,10 @@ class Handler(BaseHTTPRequestHandler):
                             break
                         wake = deadline if not bookmarks else min(deadline, next_bm)
                         st.conds[route.plural].wait(max(0.001, wake - nowm))
-                    cur_rv = st.rv
                 if not evs:
                     next_bm = time.monotonic() + app.bookmark_interval
                     bm = {"kind": res.kind, "apiVersion": res.api_version,
-                          "metadata": {"resourceVersion": str(last),
-                                       "annotations": {"k8s.io/initial-events-end": "false"}}}
-                    bm["metadata"].pop("annotations")
+                          "metadata": {"resourceVersion": str(last)}}
                     self.chunk(b'{"type":"BOOKMARK","object":' + dumps(bm) + b"}\n")
                     self.wfile.flush()
                     continue
@@ -724,7 +723,6 @@ class Handler(BaseHTTPRequestHandler):
                         return self.drop_mid_chunk(line)
                     self.chunk(line)
                 self.wfile.flush()
-                del cur_rv
         except ApiError as e:
             try:
                 error_event(e)
@@ -776,8 +774,8 @@ class Handler(BaseHTTPRequestHandler):
             raise ApiError(405, "MethodNotAllowed", "the server does not allow this method on the requested resource")
         self.authorize(user, "update", res, route.ns, route.name, route.sub)
         body = self.json_body()
-        out = app.cluster.subresource(route.plural, route.ns, route.name, route.sub, body)
-        return self.send_body(202 if False else 200, dumps(out) if out else b"")
+        code = app.cluster.subresource(route.plural, route.ns, route.name, route.sub, body)
+        return self.send_body(code, b"")
 
     # ------------------------------------------------------------ /fake/ control API
 
@@ -799,12 +797,17 @@ class Handler(BaseHTTPRequestHandler):
                 return self.send_body(200, dumps({
                     "total": app.total, "byPattern": app.requests, "mutating": sum(app.mutating.values()),
                     "mutatingByPattern": app.mutating, "faults": app.faults_fired, "watches": app.watches}))
+        if method == "GET" and what == "vnc-input":
+            d = app.displays.get((self.params.get("namespace", ""), self.params.get("name", "")))
+            if d is None:
+                raise ApiError(404, "NotFound", "no built-in VNC session for that VMI yet")
+            return self.send_body(200, dumps(d.info()))
         if method == "GET" and what == "info":
             with st.lock:
                 info = {"resourceVersion": str(st.rv), "idle": cl.idle(), "churnRate": cl.churn_rate,
                         "churnPaused": cl.churn_paused, "churnCount": cl.churn_count,
                         "faultRate": app.fault_rate, "faultKinds": sorted(app.fault_kinds),
-                        "watches": app.watches, "step": cl.step,
+                        "watches": app.watches, "websockets": app.websockets, "step": cl.step,
                         "counts": {p: len(st.objs[p]) for p in RESOURCES}}
             return self.send_body(200, dumps(info))
         if method != "POST":
@@ -905,6 +908,10 @@ class Handler(BaseHTTPRequestHandler):
             with st.lock:
                 app.watch_gen += 1
                 st.wake_all_watchers()
+        elif what == "drop-websockets":
+            with app.mu:
+                app.ws_drop_close = bool(body.get("close", False))
+                app.ws_gen += 1
         elif what == "fail-vmi":
             with st.lock:
                 cl.fail_vmi(body["namespace"], body["name"])

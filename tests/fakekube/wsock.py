@@ -2,8 +2,8 @@
 implementation (handshake, client masking enforced, fragmentation, ping/pong,
 close handshake, size limit) bridging binary frames to a backend byte stream:
 a unix socket or TCP address registered through POST /fake/backend (e.g. QEMU's
-`-serial unix:PATH,server,nowait` or `-vnc unix:PATH`), or a built-in echo for
-the console when none is registered.
+`-serial unix:PATH,server,nowait` or `-vnc unix:PATH`); when none is registered,
+a built-in echo for the console and a built-in RFB server (rfb.py) for VNC.
 """
 
 import base64
@@ -107,7 +107,7 @@ def serve(h, route):
                        {"name": route.name, "group": "kubevirt.io", "kind": "virtualmachineinstances"})
     phase = vmi.get("status", {}).get("phase", "")
     if phase != "Running":
-        raise ApiError(400, "BadRequest", "Unable to connect to VM because phase is %s instead of Running"
+        raise ApiError(400, "BadRequest", "Unable to connect to VirtualMachineInstance because phase is %s instead of Running"
                        % (phase or "Pending"))
     hd = h.headers
     if "websocket" not in hd.get("Upgrade", "").lower() or "upgrade" not in hd.get("Connection", "").lower():
@@ -130,9 +130,13 @@ def serve(h, route):
                 bsock = socket.create_connection((host or "127.0.0.1", int(port)), timeout=5)
         except OSError as e:
             raise ApiError(500, "InternalError", "Internal error occurred: dial %s: %s" % (backend, e))
-    elif route.sub != "console":
-        raise ApiError(500, "InternalError", "Internal error occurred: no VNC backend registered for %s/%s"
-                       % (route.ns, route.name))
+    elif route.sub == "vnc":
+        # the built-in RFB server, over a socketpair
+        import rfb
+        with app.mu:
+            display = app.displays.setdefault((route.ns, route.name), rfb.Display())
+        bsock, peer = socket.socketpair()
+        rfb.serve(peer, display, "fakekube %s/%s" % (route.ns, route.name))
     h.send_response(101, "Switching Protocols")
     h.send_header("Upgrade", "websocket")
     h.send_header("Connection", "Upgrade")
@@ -143,7 +147,7 @@ def serve(h, route):
     h.wfile.flush()
     h.close_connection = True
     with app.mu:
-        app.websockets = getattr(app, "websockets", 0) + 1
+        app.websockets += 1
     try:
         Bridge(h, bsock, proto == "base64.binary.k8s.io").run()
     finally:
@@ -256,7 +260,21 @@ class Bridge:
                 self.to_backend(payload)
         return True
 
+    def dropped(self):
+        """POST /fake/drop-websockets ends every open bridge: abruptly, or with close 1001."""
+        app = self.h.app
+        if app.ws_gen == self.gen:
+            return False
+        if app.ws_drop_close:
+            self.close(1001, "going away")
+        try:
+            self.sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+        return True
+
     def run(self):
+        self.gen = self.h.app.ws_gen
         self.sock.settimeout(0.0)
         first = self.client_bytes()
         if first is None:
@@ -265,7 +283,9 @@ class Bridge:
             return
         while not self.closing:
             rl = [self.sock] + ([self.bsock] if self.bsock else [])
-            r, _, _ = select.select(rl, [], [], 30)
+            r, _, _ = select.select(rl, [], [], 0.25)
+            if self.dropped():
+                return
             if self.sock in r:
                 data = self.client_bytes()
                 if data is None:

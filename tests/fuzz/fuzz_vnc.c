@@ -73,12 +73,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	int sv[2];
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
 		return 0;
-	struct run r = { data, size, 0, sv[0], NULL, NULL, NULL, false };
+	struct run r = {data, size, 0, sv[0], NULL, NULL, NULL, false};
 	r.cells = fbcells_new();
 	r.h = loop_fd_add(sv[0], (short)(POLLIN | (size ? POLLOUT : 0)), on_server, &r);
 	if (size == 0)
 		shutdown(sv[0], SHUT_WR);
-	struct vnc_opts o = { .password = "secret", .quality = -1 };
+	struct vnc_opts o = {.password = "secret", .quality = -1};
 	r.v = vnc_new_fd(sv[1], &o, on_event, &r);
 	while (!r.closed)
 		loop_once(100);

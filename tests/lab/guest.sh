@@ -37,6 +37,11 @@ flock 9
 # -------------------------------------------------------------- the kernel
 # The version the cloud metapackage currently depends on, else the newest
 # .deb already in the cache (so a machine without apt lists still works).
+cloud_kernel_pkg() {
+    apt-cache depends linux-image-cloud-amd64 2>/dev/null |
+        sed -n 's/^ *Depends: \(linux-image-[0-9].*-cloud-amd64\)$/\1/p' | head -n1 || true
+}
+
 kernel_deb() {
     local pkg deb
     if [[ -n ${KVCON_GUEST_KERNEL_DEB:-} ]]; then
@@ -51,8 +56,15 @@ kernel_deb() {
     if [[ -s $key && $(head -n1 "$key") == "$lists" ]]; then
         pkg=$(sed -n 2p "$key")
     else
-        pkg=$(apt-cache depends linux-image-cloud-amd64 2>/dev/null |
-            sed -n 's/^ *Depends: \(linux-image-[0-9].*-cloud-amd64\)$/\1/p' | head -n1) || true
+        pkg=$(cloud_kernel_pkg)
+        if [[ -z $pkg && $(id -u) == 0 ]] &&
+            ! ls "$CACHE"/linux-image-*-cloud-amd64_*_amd64.deb >/dev/null 2>&1; then
+            # a fresh machine may have no package lists yet
+            log "no linux-image-cloud-amd64 in the apt lists: apt-get update"
+            apt-get update -qq >&2 || true
+            lists=$(stat -c %Y /var/lib/apt/lists 2>/dev/null || echo none)
+            pkg=$(cloud_kernel_pkg)
+        fi
         [[ -z $pkg ]] || printf '%s\n%s\n' "$lists" "$pkg" >"$key"
     fi
     if [[ -n $pkg ]]; then
@@ -92,6 +104,18 @@ mkdir -p /dev/pts
 mount -t devpts devpts /dev/pts
 mount -t tmpfs tmpfs /tmp
 hostname guest
+# ACPI power button -> /dev/input/event* -> acpid -> poweroff: a graceful
+# shutdown request (virsh shutdown, QMP system_powerdown) is obeyed
+insmod /lib/modules/evdev.ko
+insmod /lib/modules/button.ko
+# started before any shell, and waited for until it holds the input devices:
+# once the marker is out, a power-button press is never missed
+acpid -f -c /etc/acpi -a /etc/acpid.conf -l /tmp/acpid.log &
+i=0
+while [ $i -lt 100 ] && ! ls -l /proc/$!/fd 2>/dev/null | grep -q /dev/input/; do
+	sleep 0.05
+	i=$((i + 1))
+done
 exec /sbin/init
 EOF
     chmod 755 "$t/init"
@@ -123,6 +147,11 @@ esac
 exec cttyhack sh -l
 EOF
     chmod 755 "$t/bin/guest-shell"
+    # busybox acpid: event name -> action, a script under /etc/acpi
+    echo "PWRF power" >"$t/etc/acpid.conf"
+    mkdir -p "$t/etc/acpi"
+    printf '#!/bin/sh\necho "KVCON-GUEST-POWER-BUTTON" >/dev/console\nexec poweroff\n' >"$t/etc/acpi/power"
+    chmod 755 "$t/etc/acpi/power"
     echo "guest" >"$t/etc/hostname"
     printf 'root:x:0:0:root:/root:/bin/sh\n' >"$t/etc/passwd"
     printf 'root:x:0:\n' >"$t/etc/group"
@@ -134,9 +163,14 @@ build() {
     tmp=$(mktemp -d "$OUT/.build.XXXXXX")
     BUILD_TMP=$tmp
     trap 'rm -rf "$BUILD_TMP"' EXIT
-    dpkg-deb --fsys-tarfile "$deb" | tar -x -C "$tmp" --wildcards './boot/vmlinuz-*'
+    # the power button (ACPI) reaches acpid through these two modules
+    dpkg-deb --fsys-tarfile "$deb" | tar -x -C "$tmp" --wildcards './boot/vmlinuz-*' \
+        './lib/modules/*/kernel/drivers/acpi/button.ko' './lib/modules/*/kernel/drivers/input/evdev.ko'
     mv "$tmp"/boot/vmlinuz-* "$tmp/vmlinuz"
     write_initrd_tree "$tmp/root"
+    mkdir -p "$tmp/root/lib/modules"
+    cp "$tmp"/lib/modules/*/kernel/drivers/acpi/button.ko "$tmp"/lib/modules/*/kernel/drivers/input/evdev.ko \
+        "$tmp/root/lib/modules/"
     (cd "$tmp/root" && find . | LC_ALL=C sort | cpio -o -H newc --quiet -R 0:0) | gzip -9n >"$tmp/initrd.gz"
     echo "$CMDLINE" >"$tmp/cmdline"
     # atomic: readers never see a half-written kernel or initrd

@@ -2,7 +2,8 @@
 # selftest.sh - proves the test lab works end to end (run by `make check`):
 #  1. builds the guest (tests/lab/guest.sh);
 #  2. boots it under plain QEMU (qemu-guest.sh), reads the boot marker and a
-#     command's output over the serial socket, powers it off from inside;
+#     command's output over the serial socket, presses the ACPI power button
+#     (QMP system_powerdown): the guest powers off and QEMU exits;
 #  3. a private libvirtd (libvirtd.sh): defines a TCG domain with kernel boot,
 #     starts it paused, reads the marker over virDomainOpenConsole, runs a
 #     command, destroys it;
@@ -26,7 +27,7 @@ T=$(ms)
 step() { # name: print the time since the previous step
     local now
     now=$(ms)
-    printf 'lab selftest: %-44s %6d ms\n' "$1" $((now - T))
+    printf 'lab selftest: %-50s %6d ms\n' "$1" $((now - T))
     T=$now
 }
 
@@ -109,14 +110,15 @@ s.settimeout(10)
 s.connect(sys.argv[1])
 print(s.recv(12).decode(errors="replace").strip())' "$WORK/q/vnc.sock") || fail "vnc.sock: no answer"
 [[ $banner == "RFB 003.008" ]] || fail "vnc.sock: banner '$banner'"
-probe "$WORK/q/serial.sock" --quiet --ready --send 'poweroff -f' || fail "QEMU guest: poweroff not sent"
+probe "$WORK/q/serial.sock" --quiet --qmp "$WORK/q/qmp.sock" system_powerdown \
+    --wait KVCON-GUEST-POWER-BUTTON || fail "QEMU guest: the power button was not seen"
 end=$((SECONDS + 30))
 while kill -0 "$qpid" 2>/dev/null; do
-    ((SECONDS < end)) || fail "QEMU still running 30 s after 'poweroff -f' in the guest"
+    ((SECONDS < end)) || fail "QEMU still running 30 s after the ACPI power button"
     sleep 0.1
 done
 "$LAB/qemu-guest.sh" stop "$WORK/q"
-step "QEMU: poweroff inside the guest, QEMU exited"
+step "QEMU: ACPI power button -> guest off, QEMU exited"
 
 # ---------------------------------------------------------------- 3. libvirtd
 uri=$("$LAB/libvirtd.sh" up "$WORK/lv")
@@ -146,7 +148,7 @@ step "private libvirtd down, nothing left"
 euri=$("$LAB/embed-warm.sh" "$WORK/embed")
 step "embed-warm.sh on a new root"
 domain_xml kvlab-emb >"$WORK/emb.xml"
-# guests of the embedded driver live as long as the process: one virsh session
+# one virsh session: the root is locked while a process has it open
 out=$(LIBVIRT_LOG_OUTPUTS="3:file:$WORK/embed/virsh.log" virsh -q -c "$euri" \
     "define $WORK/emb.xml; start kvlab-emb; domstate kvlab-emb; destroy kvlab-emb; undefine kvlab-emb" 2>&1) ||
     fail "embedded driver: $out"

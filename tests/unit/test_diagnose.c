@@ -37,6 +37,24 @@ struct loaded {
 	struct diag *diag;
 };
 
+/* chain_build and chain_build_ix give the same chain. */
+static bool same_chain(const struct chain *a, const struct chain *b)
+{
+	if (a->vm != b->vm || a->vmi != b->vmi || a->vmi_foreign != b->vmi_foreign || a->active != b->active ||
+	    a->npods != b->npods || a->nstray != b->nstray || a->nevents != b->nevents)
+		return false;
+	for (size_t i = 0; i < a->npods; i++)
+		if (a->pods[i] != b->pods[i])
+			return false;
+	for (size_t i = 0; i < a->nstray; i++)
+		if (a->stray[i] != b->stray[i])
+			return false;
+	for (size_t i = 0; i < a->nevents; i++)
+		if (a->events[i] != b->events[i])
+			return false;
+	return true;
+}
+
 static int load_fixture(const char *name, struct source *s, struct loaded *l)
 {
 	char *path = xasprintf("%s/%s", DIR_FIX, name);
@@ -67,6 +85,11 @@ static int load_fixture(const char *name, struct source *s, struct loaded *l)
 	if (l->chain == NULL)
 		return -1;
 	l->diag = diag_run(l->chain, now);
+	struct chain_index *ix = chain_index_new(l->st);
+	struct chain *c2 = chain_build_ix(ix, s, l->chain->ns, l->chain->name);
+	T_CHECK(c2 && same_chain(l->chain, c2));
+	chain_free(c2);
+	chain_index_free(ix);
 	return 0;
 }
 
@@ -207,6 +230,19 @@ static void test_stuck_launcher_text(void)
 	unload(&l);
 }
 
+/* A start failure is quoted with its retry time. */
+static void test_start_failure_retry(void)
+{
+	struct loaded l;
+	T_CHECK(load_fixture("vm-crashloop.json", src, &l) == 0);
+	const struct diag_finding *f = diag_find(l.diag, "vm-crashloop");
+	bool found = false;
+	for (size_t i = 0; f && i < f->nev; i++)
+		found |= strstr(f->ev[i].text, "retryAfterTimestamp=2024-05-01T12:01:00Z (next attempt in 60s)") != NULL;
+	T_CHECK(found);
+	unload(&l);
+}
+
 static void test_halted_text(void)
 {
 	struct loaded l;
@@ -229,7 +265,7 @@ static void test_engine_commands(void)
 	engine_src->server = xstrdup("qemu:///system");
 	T_CHECK(load_fixture("vm-halted.json", engine_src, &l) == 0);
 	const struct diag_finding *f = diag_find(l.diag, "vm-halted");
-	T_CHECK(f && strcmp(f->cmd, "kvcon -c qemu:///system -n default engine start testvm") == 0);
+	T_CHECK(f && strcmp(f->cmd, "kvcon -c 'qemu:///system' -n default engine start testvm") == 0);
 	unload(&l);
 	T_CHECK(load_fixture("launcher-crashloop.json", engine_src, &l) == 0);
 	for (size_t i = 0; i < l.diag->nfindings; i++)
@@ -307,8 +343,31 @@ static void test_chain_scale(void)
 		chain_free(c);
 	}
 	uint64_t dt = util_now_ms() - t0;
-	fprintf(stderr, "chain+diagnose over 30k objects: %.3f ms each\n", (double)dt / iters);
+	fprintf(stderr, "chain+diagnose over 30k objects: %.3f ms each (scan)\n", (double)dt / iters);
 	T_CHECK(dt / (uint64_t)iters < 50); /* generous: a linear scan is well under a millisecond here */
+	struct chain_index *ix = chain_index_new(st);
+	t0 = util_now_ms();
+	for (int i = 0; i < iters * 10; i++) {
+		struct chain *c = chain_build_ix(ix, src, "ns", "vm-04242");
+		T_CHECK(c && c->vmi && c->npods == 1 && c->nevents == 1);
+		chain_free(c);
+	}
+	dt = util_now_ms() - t0;
+	fprintf(stderr, "chain over 30k objects: %.4f ms each (index)\n", (double)dt / (iters * 10));
+	/* the index follows changes: a replaced pod, a removed event, a new stray pod */
+	struct json_object *j = json_tokener_parse(
+		"{\"metadata\":{\"name\":\"virt-launcher-vm-04242-x\",\"namespace\":\"ns\",\"uid\":\"pod-04242\","
+		"\"labels\":{\"kubevirt.io/created-by\":\"vmi-04242\"}},\"status\":{\"phase\":\"Failed\"}}");
+	store_upsert(st, kube_decode(OBJ_POD, j, src, NULL)); /* same UID, its owner reference gone */
+	json_object_put(j);
+	store_remove(st, src, OBJ_EVENT, "ev-04242");
+	struct chain *c = chain_build(st, src, "ns", "vm-04242"); /* uses the store's index */
+	chain_index_free(ix);
+	struct chain *c2 = chain_build(st, src, "ns", "vm-04242"); /* scans */
+	T_CHECK(c && c->npods == 0 && c->nstray == 1 && c->nevents == 0);
+	T_CHECK(c && c2 && same_chain(c, c2));
+	chain_free(c);
+	chain_free(c2);
 	store_free(st);
 }
 
@@ -339,6 +398,7 @@ int main(void)
 	test_rules_documented();
 	test_stuck_launcher_text();
 	test_halted_text();
+	test_start_failure_retry();
 	test_engine_commands();
 	test_escaping();
 	test_chain_scale();

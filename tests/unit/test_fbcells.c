@@ -24,7 +24,7 @@ struct fb {
 
 static struct fbc_src src_of(const struct fb *fb)
 {
-	return (struct fbc_src){ fb->pix, fb->w, fb->h, fb->stride };
+	return (struct fbc_src){fb->pix, fb->w, fb->h, fb->stride};
 }
 
 static void put(struct fb *fb, int x, int y, uint32_t rgb)
@@ -50,11 +50,11 @@ static const struct {
 	char c;
 	uint8_t rows[7];
 } font[] = {
-	{ 'K', { 0x11, 0x12, 0x14, 0x18, 0x14, 0x12, 0x11 } }, { 'V', { 0x11, 0x11, 0x11, 0x11, 0x11, 0x0a, 0x04 } },
-	{ 'C', { 0x0e, 0x11, 0x10, 0x10, 0x10, 0x11, 0x0e } }, { 'O', { 0x0e, 0x11, 0x11, 0x11, 0x11, 0x11, 0x0e } },
-	{ 'N', { 0x11, 0x19, 0x15, 0x13, 0x11, 0x11, 0x11 } }, { '0', { 0x0e, 0x13, 0x15, 0x19, 0x11, 0x11, 0x0e } },
-	{ '1', { 0x04, 0x0c, 0x04, 0x04, 0x04, 0x04, 0x0e } }, { '2', { 0x0e, 0x11, 0x01, 0x02, 0x04, 0x08, 0x1f } },
-	{ '3', { 0x1e, 0x01, 0x01, 0x0e, 0x01, 0x01, 0x1e } },
+    {'K', {0x11, 0x12, 0x14, 0x18, 0x14, 0x12, 0x11}}, {'V', {0x11, 0x11, 0x11, 0x11, 0x11, 0x0a, 0x04}},
+    {'C', {0x0e, 0x11, 0x10, 0x10, 0x10, 0x11, 0x0e}}, {'O', {0x0e, 0x11, 0x11, 0x11, 0x11, 0x11, 0x0e}},
+    {'N', {0x11, 0x19, 0x15, 0x13, 0x11, 0x11, 0x11}}, {'0', {0x0e, 0x13, 0x15, 0x19, 0x11, 0x11, 0x0e}},
+    {'1', {0x04, 0x0c, 0x04, 0x04, 0x04, 0x04, 0x0e}}, {'2', {0x0e, 0x11, 0x01, 0x02, 0x04, 0x08, 0x1f}},
+    {'3', {0x1e, 0x01, 0x01, 0x0e, 0x01, 0x01, 0x1e}},
 };
 
 static void text(struct fb *fb, int x, int y, int scale, const char *s, uint32_t rgb)
@@ -92,8 +92,8 @@ static void fb_free(struct fb *fb)
 /* Colour bars, a gradient, a checkerboard, a grey ramp and text. */
 static struct fb *pattern(void)
 {
-	static const uint32_t bars[8] = { 0xffffff, 0xffff00, 0x00ffff, 0x00ff00,
-					  0xff00ff, 0xff0000, 0x0000ff, 0x000000 };
+	static const uint32_t bars[8] = {0xffffff, 0xffff00, 0x00ffff, 0x00ff00,
+					 0xff00ff, 0xff0000, 0x0000ff, 0x000000};
 	struct fb *fb = fb_new(FBW, FBH);
 	for (int i = 0; i < 8; i++)
 		fill(fb, i * 32, 0, 32, 48, bars[i]);
@@ -172,11 +172,11 @@ static void test_golden(void)
 {
 	static const struct {
 		int cols, rows;
-	} sizes[] = { { 40, 12 }, { 80, 24 }, { 120, 40 } };
+	} sizes[] = {{40, 12}, {80, 24}, {120, 40}};
 	static const struct {
 		enum fbc_colour mode;
 		const char *name;
-	} modes[] = { { FBC_TRUECOLOUR, "truecolour" }, { FBC_256, "256" }, { FBC_MONO, "ascii" } };
+	} modes[] = {{FBC_TRUECOLOUR, "truecolour"}, {FBC_256, "256"}, {FBC_MONO, "ascii"}};
 	struct fb *fb = pattern();
 	struct fbc_src src = src_of(fb);
 	for (size_t s = 0; s < 3; s++) {
@@ -218,9 +218,9 @@ static void test_facts(void)
 	fbcells_layout(f, 80, 24, FBW, FBH, FBC_FIT, 0, 0);
 	fbcells_full(f, &src);
 	const struct fbc_cell *g = fbcells_grid(f);
-	T_EQ_INT(g[0].fg, 0);                /* letterbox column */
-	T_EQ_INT(g[1].fg, 0xffffff);         /* white bar */
-	T_EQ_INT(g[79].fg, 0);               /* right letterbox */
+	T_EQ_INT(g[0].fg, 0);		       /* letterbox column */
+	T_EQ_INT(g[1].fg, 0xffffff);	       /* white bar */
+	T_EQ_INT(g[79].fg, 0);		       /* right letterbox */
 	T_EQ_INT(g[1 * 80 + 60].fg, 0x0000ff); /* blue bar at x = (60-1)*256/77 ~ 196 */
 	/* the checkerboard averages to mid grey (4px squares, ~3.3px subpixels: not exact, but close) */
 	struct fbc_cell ck = g[(24 * 90 / 160) * 80 + 10];
@@ -274,8 +274,8 @@ static void test_palette(void)
 			bad++;
 	}
 	T_EQ_INT(bad, 0);
-	T_EQ_INT(fbcells_ascii((struct fbc_cell){ 0, 0 }), ' ');
-	T_EQ_INT(fbcells_ascii((struct fbc_cell){ 0xffffff, 0xffffff }), '@');
+	T_EQ_INT(fbcells_ascii((struct fbc_cell){0, 0}), ' ');
+	T_EQ_INT(fbcells_ascii((struct fbc_cell){0xffffff, 0xffffff}), '@');
 }
 
 /* ---- incremental == full ---- */
@@ -302,9 +302,9 @@ static void test_incremental(void)
 		enum fbc_scale mode;
 		int px, py;
 	} lay[] = {
-		{ 200, 60, 1024, 768, FBC_FIT, 0, 0 }, { 80, 24, 720, 400, FBC_FIT, 0, 0 },
-		{ 37, 11, 640, 480, FBC_FIT, 0, 0 },   { 150, 50, 64, 48, FBC_FIT, 0, 0 }, /* magnified */
-		{ 80, 24, 720, 400, FBC_ONE, 33, 17 }, { 120, 40, 100, 30, FBC_ONE, 0, 0 }, /* fb smaller: centred */
+	    {200, 60, 1024, 768, FBC_FIT, 0, 0}, {80, 24, 720, 400, FBC_FIT, 0, 0},
+	    {37, 11, 640, 480, FBC_FIT, 0, 0},	 {150, 50, 64, 48, FBC_FIT, 0, 0},  /* magnified */
+	    {80, 24, 720, 400, FBC_ONE, 33, 17}, {120, 40, 100, 30, FBC_ONE, 0, 0}, /* fb smaller: centred */
 	};
 	uint64_t seed = 0x9e3779b97f4a7c15ull;
 	for (size_t l = 0; l < sizeof lay / sizeof lay[0]; l++) {
@@ -388,7 +388,8 @@ static void term_feed(struct term *t, const char *s, size_t len, enum fbc_colour
 				for (int k = 0; k < np; k++) {
 					if (p[k] == 0)
 						t->fg = t->bg = -1;
-					else if ((p[k] == 38 || p[k] == 48) && k + 1 < np && p[k + 1] == 2 && k + 4 < np) {
+					else if ((p[k] == 38 || p[k] == 48) && k + 1 < np && p[k + 1] == 2 &&
+						 k + 4 < np) {
 						long rgb = (long)p[k + 2] << 16 | (long)p[k + 3] << 8 | p[k + 4];
 						*(p[k] == 38 ? &t->fg : &t->bg) = rgb;
 						k += 4;
@@ -415,14 +416,14 @@ static void test_emit(void)
 {
 	struct fb *fb = pattern();
 	struct fbc_src src = src_of(fb);
-	static const enum fbc_colour modes[] = { FBC_TRUECOLOUR, FBC_256, FBC_MONO };
+	static const enum fbc_colour modes[] = {FBC_TRUECOLOUR, FBC_256, FBC_MONO};
 	uint64_t seed = 42;
 	for (size_t m = 0; m < 3; m++) {
 		struct fbcells *f = fbcells_new();
 		int cols = 70, rows = 20, top = 2, left = 3;
 		fbcells_layout(f, cols, rows, FBW, FBH, FBC_FIT, 0, 0);
 		fbcells_full(f, &src);
-		struct term t = { cols + left, rows + top, 0, 0, -1, -1, NULL, NULL };
+		struct term t = {cols + left, rows + top, 0, 0, -1, -1, NULL, NULL};
 		t.cells = xcalloc((size_t)t.cols * (size_t)t.rows, sizeof *t.cells);
 		t.chars = xcalloc((size_t)t.cols * (size_t)t.rows, 1);
 		struct buf out;
@@ -483,7 +484,7 @@ static void test_emit(void)
 static void test_degenerate(void)
 {
 	struct fbcells *f = fbcells_new();
-	struct fbc_src none = { NULL, 0, 0, 0 };
+	struct fbc_src none = {NULL, 0, 0, 0};
 	fbcells_layout(f, 10, 5, 0, 0, FBC_FIT, 0, 0);
 	fbcells_full(f, &none);
 	fbcells_update(f, &none, 0, 0, 100, 100);

@@ -1,7 +1,7 @@
 /* Unit tests of the lineage recorder: stop+start gives two executions with distinct VMI UIDs (the first ended
  * "stopped"), restart gives "restarted", a live migration keeps one execution with two launchers on two nodes,
  * failures end "failed", and the history survives a reload from disk (a simulated kvcon restart), including a
- * torn last line and compaction. */
+ * torn last line and compaction. Several VMs share their source's file. */
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -252,8 +252,9 @@ static void test_migration(void)
 		T_EQ_STR(ex[0]->node, "node-2");
 	}
 	char *path = lineage_path(l, src, "default", "testvm");
-	T_CHECK(strstr(path + strlen(dir), ":") == NULL);
-	T_EQ_INT(strchr(path + strlen(dir) + 1, '/') - (path + strlen(dir) + 1) > 0, 1);
+	/* one file per source, its name sanitized: no ':' and no '/' below the directory */
+	T_CHECK(strchr(path + strlen(dir) + 1, ':') == NULL);
+	T_CHECK(strchr(path + strlen(dir) + 1, '/') == NULL);
 
 	/* many updates, then a reload compacts the file to one line per execution */
 	for (int i = 0; i < 100; i++) {

@@ -58,20 +58,20 @@ int main(void)
 	check("\r", "Kff0d/0 ");
 	check("\t", "Kff09/0 ");
 	check("\x7f", "Kff08/0 ");
-	check("\x03", "K63/4 ");         /* Ctrl+C */
-	check("\x1d", "LEAVE ");         /* Ctrl+] */
-	check("\x1b", "Kff1b/0 ");       /* a lone ESC, after the flush */
-	check("\x1bx", "K78/2 ");        /* Alt+x */
-	check("\x1b[A", "Kff52/0 ");     /* Up */
-	check("\x1b[1;5D", "Kff51/4 ");  /* Ctrl+Left */
-	check("\x1bOP", "Kffbe/0 ");     /* F1 (SS3) */
-	check("\x1b[19~", "MENU ");      /* F8 */
-	check("\x1b[19;2~", "Kffc5/1 "); /* Shift+F8 goes to the guest */
-	check("\x1b[24~", "Kffc9/0 ");   /* F12 */
-	check("\x1b[3~", "Kffff/0 ");    /* Delete */
-	check("\x1b[6~", "Kff56/0 ");    /* PgDn */
-	check("\x1b[Z", "Kff09/1 ");     /* Shift+Tab */
-	check("\xc3\xa9", "Ke9/0 ");     /* é: Latin-1 keysym */
+	check("\x03", "K63/4 ");	      /* Ctrl+C */
+	check("\x1d", "LEAVE ");	      /* Ctrl+] */
+	check("\x1b", "Kff1b/0 ");	      /* a lone ESC, after the flush */
+	check("\x1bx", "K78/2 ");	      /* Alt+x */
+	check("\x1b[A", "Kff52/0 ");	      /* Up */
+	check("\x1b[1;5D", "Kff51/4 ");	      /* Ctrl+Left */
+	check("\x1bOP", "Kffbe/0 ");	      /* F1 (SS3) */
+	check("\x1b[19~", "MENU ");	      /* F8 */
+	check("\x1b[19;2~", "Kffc5/1 ");      /* Shift+F8 goes to the guest */
+	check("\x1b[24~", "Kffc9/0 ");	      /* F12 */
+	check("\x1b[3~", "Kffff/0 ");	      /* Delete */
+	check("\x1b[6~", "Kff56/0 ");	      /* PgDn */
+	check("\x1b[Z", "Kff09/1 ");	      /* Shift+Tab */
+	check("\xc3\xa9", "Ke9/0 ");	      /* é: Latin-1 keysym */
 	check("\xe2\x82\xac", "K10020ac/0 "); /* €: Unicode keysym */
 	check("\x1b[<0;10;5M\x1b[<0;10;5m", "M9,4,0,p M9,4,0,r ");
 	check("\x1b[<32;11;6M", "M10,5,0,pm ");

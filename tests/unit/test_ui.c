@@ -319,6 +319,136 @@ static void test_yaml(void)
 	free(y);
 }
 
+/* The list index: built from the store, filtered, sorted by a column, and kept right through replacements and
+ * removals without redrawing (pointers fixed in place; a freed object is never reached: run under ASan). */
+static struct view *index_view;
+
+static void index_listener(void *arg, enum obj_kind kind, const struct obj *old, const struct obj *new_)
+{
+	(void)arg;
+	index_view->ops->store_changed(index_view, kind, old, new_);
+}
+
+static void test_index(void)
+{
+	fst = store_new();
+	fsrc = source_new(SOURCE_KUBE, "idx");
+	fsrc->ops = &fake_ops;
+	fake_n = 100;
+	ui_use_store(fst);
+	ui_set_namespace(NULL);
+	for (int i = 0; i < 100; i++)
+		fake_vm(i, statuses[i % 5]);
+	index_view = table_view_new(&table_vm_spec);
+	int lid = store_listen(fst, index_listener, NULL);
+	T_EQ_INT(table_view_rows(index_view), 100);
+	struct obj *sel = table_view_selected(index_view);
+	T_CHECK(sel && strcmp(sel->name, "evil\033]0;pwned\007name") == 0); /* 'e' sorts before 'v' */
+	/* shift-U sorts by STATUS: the first row has the smallest status */
+	T_EQ_INT(index_view->ops->key(index_view, 'U'), VIEW_DONE);
+	T_EQ_INT(index_view->ops->key(index_view, 'g'), VIEW_PASS); /* g is in the key table, not key() */
+	table_view_select(index_view, store_find(fst, fsrc, OBJ_VM, "default", "vm-00001"));
+	sel = table_view_selected(index_view);
+	T_EQ_STR(sel->name, "vm-00001");
+	/* replacing the selected object keeps it selected (the old pointer is freed by the store) */
+	fake_vm(1, "Running");
+	sel = table_view_selected(index_view);
+	T_EQ_STR(sel->name, "vm-00001");
+	T_EQ_STR(((struct vm *)sel)->printable_status, "Running");
+	T_CHECK(sel->changed_ms != 0); /* its state moved: the row flashes */
+	/* a filter: substring over the row's cells, case-insensitive */
+	char *err = NULL;
+	T_EQ_INT(table_view_set_filter(index_view, "VM-0001", &err), 0);
+	T_EQ_INT(table_view_rows(index_view), 10);
+	T_EQ_INT(table_view_set_filter(index_view, "!stopped", &err), 0);
+	size_t not_stopped = table_view_rows(index_view);
+	T_CHECK(not_stopped < 100 && not_stopped >= 75);
+	T_EQ_INT(table_view_set_filter(index_view, " -l app=web", &err), 0);
+	T_EQ_INT(table_view_rows(index_view), 50);
+	T_EQ_INT(table_view_set_filter(index_view, "", &err), 0);
+	/* removal: the row goes, nothing dangles */
+	struct obj *gone = store_find(fst, fsrc, OBJ_VM, "default", "vm-00001");
+	store_remove(fst, fsrc, OBJ_VM, gone->uid);
+	T_EQ_INT(table_view_rows(index_view), 99);
+	sel = table_view_selected(index_view);
+	T_CHECK(sel != NULL && strcmp(sel->name, "vm-00001") != 0);
+	/* namespace scope */
+	ui_set_namespace("prod");
+	T_EQ_INT(table_view_rows(index_view), 34);
+	ui_set_namespace(NULL);
+	T_EQ_INT(table_view_rows(index_view), 99);
+	store_unlisten(fst, lid);
+	view_free(index_view);
+	store_free(fst);
+	ui_use_store(NULL);
+}
+
+/* Panes: a raw pane gets every key (Esc, ':' and Ctrl+] included) while focused and gives focus back itself;
+ * the main view gets keys again afterwards; closing the pane frees it. No terminal needed. */
+static int pane_keys[16], npane_keys, main_keys;
+static bool pane_freed;
+
+static enum view_result pane_key(struct view *v, int key)
+{
+	(void)v;
+	if (npane_keys < 16)
+		pane_keys[npane_keys++] = key;
+	return key == VKEY_CTRL(']') ? VIEW_UNFOCUS : VIEW_DONE;
+}
+
+static void pane_destroy(struct view *v)
+{
+	(void)v;
+	pane_freed = true;
+}
+
+static enum view_result main_key(struct view *v, int key)
+{
+	(void)v;
+	(void)key;
+	main_keys++;
+	return VIEW_DONE;
+}
+
+static void nodraw(struct view *v, const struct region *r)
+{
+	(void)v;
+	(void)r;
+}
+
+static void test_panes(void)
+{
+	static const struct view_ops pane_ops = { .name = "pane", .draw = nodraw, .key = pane_key, .destroy = pane_destroy };
+	static const struct view_ops main_ops = { .name = "main", .draw = nodraw, .key = main_key };
+	view_replace_all(view_new(&main_ops, NULL));
+	view_layout(&(struct region){ 4, 0, 35, 120 });
+	struct view *p = view_new(&pane_ops, NULL);
+	p->raw = true;
+	view_pane_open(p);
+	T_CHECK(view_focused() == p);
+	T_CHECK(p->r.h > 0 && p->r.y > 4 && view_top()->r.h > 0); /* split under the main view */
+	static const int seq[] = { VKEY_ESC, ':', 'q', '\t', VKEY_CTRL(']') };
+	for (size_t i = 0; i < sizeof seq / sizeof seq[0]; i++)
+		view_key_dispatch(seq[i]);
+	T_EQ_INT(npane_keys, 5);
+	T_EQ_INT(pane_keys[0], VKEY_ESC);
+	T_EQ_INT(pane_keys[4], VKEY_CTRL(']'));
+	T_CHECK(view_focused() == view_top()); /* Ctrl+] gave focus back */
+	view_key_dispatch('j');
+	T_EQ_INT(main_keys, 1);
+	T_EQ_INT(npane_keys, 5);
+	view_pane_zoom(true);
+	T_CHECK(view_top()->r.h == 0 || p->r.h >= 33); /* zoomed: the pane takes the body */
+	view_pane_zoom(false);
+	view_focus_pane(true);
+	T_CHECK(view_focused() == p);
+	view_pane_close(p);
+	T_CHECK(pane_freed);
+	T_EQ_INT(view_pane_count(), 0);
+	T_CHECK(view_focused() == view_top());
+	view_free_all();
+}
+
 /* The key tables the man page and `?` are checked against, with the man page's subsection titles. */
 static const struct {
 	const char *title;
@@ -437,5 +567,7 @@ int main(int argc, char **argv)
 	test_config();
 	test_yaml();
 	test_man_and_help();
+	test_index();
+	test_panes();
 	return T_DONE();
 }

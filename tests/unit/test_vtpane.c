@@ -158,6 +158,14 @@ static void test_scrollback_search_copy(void)
 	vtpane_key(p, '\r', false, 0);
 	vtpane_key(p, 'y', false, 0);
 	T_EQ_STR(vtpane_copied(p), "line 11990");
+	/* p pastes the copy into the guest */
+	vtpane_set_output(p, on_out, NULL);
+	buf_init(&sent);
+	vtpane_copy_mode(p, true);
+	vtpane_key(p, 'p', false, 0);
+	T_CHECK(!vtpane_in_copy_mode(p));
+	T_EQ_STR(sent.data, "line 11990");
+	buf_free(&sent);
 	/* new output while scrolled back keeps the view on the same lines */
 	vtpane_scroll(p, 10);
 	int off = vtpane_view_offset(p);

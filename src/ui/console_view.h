@@ -1,0 +1,14 @@
+/* console_view: a VM's serial console as a pane of the dashboard (`c` on a VM): a console session (consess)
+ * drawn into the pane region, keys to the guest while focused, Ctrl+] gives focus back. */
+#ifndef KVCON_UI_CONSOLE_VIEW_H
+#define KVCON_UI_CONSOLE_VIEW_H
+
+#include "model/obj.h"
+
+struct view;
+
+/* Opens the console of vm (a VM or VMI; the VMI of the same namespace/name) through its source's provider in a
+ * new pane view; NULL with *err (caller frees) when the source has no serial console. */
+struct view *console_view_open(struct obj *vm, char **err);
+
+#endif

@@ -1,0 +1,48 @@
+#!/bin/bash
+# kvcon diagnose / lineage / start / stop / restart on an engine host (libvirt's embedded QEMU driver, the lab
+# guest under TCG): the same rules and lineage as on a cluster, with engine commands instead of kubectl.
+# Skips (77) while the engine is not in the tree. Exit 0 pass, 77 skip, anything else fail.
+set -u
+top=$(cd "$(dirname "$0")/../.." && pwd)
+KVCON=${KVCON_BIN:-$top/kvcon}
+lib="$top/tests/e2e/engine-lib.bash"
+[ -f "$lib" ] && "$KVCON" --help 2>/dev/null | grep -q '^  engine ' || { echo "SKIP: the engine is not in this build"; exit 77; }
+command -v jq >/dev/null 2>&1 || { echo "SKIP: jq missing"; exit 77; }
+ENGINE_T=$(mktemp -d /tmp/kvdiage.XXXXXX)
+cleanup() {
+	timeout 60 "$KVCON" -c "$URI" engine stop dvm --force >/dev/null 2>&1
+	rm -rf "$ENGINE_T"
+}
+trap cleanup EXIT INT TERM
+# shellcheck source=/dev/null
+source "$lib"
+KV=$KVCON
+URI="qemu:///embed?root=$ENGINE_T/state/kvcon/engine"
+engine_setup || { echo "SKIP: the lab guest could not be built"; exit 77; }
+K() { timeout 180 "$KVCON" -c "$URI" "$@" >"$ENGINE_T/out" 2>"$ENGINE_T/err"; }
+
+kv engine apply -f "$(manifest dvm Halted)" >/dev/null || fail "apply"
+
+# halted: not expected, exit 0, the next command is the engine's
+K diagnose default/dvm || { rc=$?; cat "$ENGINE_T/out" "$ENGINE_T/err"; fail "diagnose halted: exit $rc"; }
+grep -q '\[vm-halted\]' "$ENGINE_T/out" || fail "halted rule"
+grep -q "\$ kvcon -c '$URI' -n default engine start dvm" "$ENGINE_T/out" || { cat "$ENGINE_T/out"; fail "engine command"; }
+grep -q kubectl "$ENGINE_T/out" && fail "kubectl suggested for an engine VM"
+
+# start: every boundary progressed (the lab guest has no agent: a note, exit 0)
+K start default/dvm --wait || { cat "$ENGINE_T/err"; fail "start --wait"; }
+K diagnose default/dvm -o json || { cat "$ENGINE_T/out"; fail "diagnose running: exit $?"; }
+jq -e '[.boundaries[].verdict] == ["progressed","progressed","progressed","progressed"]' "$ENGINE_T/out" >/dev/null ||
+	{ cat "$ENGINE_T/out"; fail "running verdicts"; }
+uid1=$(jq -r .chain.vmiUid "$ENGINE_T/out")
+
+# stop + start: two executions, the first stopped; restart: the second restarted
+K stop default/dvm --wait || { cat "$ENGINE_T/err"; fail "stop --wait"; }
+K start default/dvm --wait || { cat "$ENGINE_T/err"; fail "second start"; }
+K restart default/dvm --wait || { cat "$ENGINE_T/err"; fail "restart --wait"; }
+K lineage default/dvm -o json || fail "lineage"
+jq -e --arg u "$uid1" 'length == 3 and .[0].vmiUid == $u and .[0].how == "stopped" and .[1].how == "restarted"
+	and .[2].how == "running" and (.[0].vmiUid != .[1].vmiUid) and (.[1].vmiUid != .[2].vmiUid)
+	and (.[2].launchers | length) == 1' "$ENGINE_T/out" >/dev/null || { cat "$ENGINE_T/out"; fail "lineage content"; }
+K stop default/dvm --force --wait || fail "force stop"
+echo "PASS"
