@@ -473,6 +473,33 @@ class TestLifecycle(Base):
         fk.action(ns, name, "start")
         fk.settle()
 
+    def test_manual_vm_state_change_requests(self):
+        fk = self.fk
+        ns, name = self.running_vm()
+        fk.settle()
+        fk.ok("PATCH", "/apis/kubevirt.io/v1/namespaces/%s/virtualmachines/%s" % (ns, name),
+              {"spec": {"runStrategy": "Manual"}})
+        fk.settle()
+        uid = fk.vmi(ns, name)["metadata"]["uid"]
+        fk.ok("POST", "/fake/step", {"seconds": 1})
+        try:
+            self.assertEqual(fk.action(ns, name, "stop")[0], 202)
+            vm = fk.vm(ns, name)
+            self.assertEqual(vm["spec"]["runStrategy"], "Manual")
+            self.assertEqual(vm["status"]["stateChangeRequests"], [{"action": "Stop", "uid": uid}])
+        finally:
+            fk.ok("POST", "/fake/step", {"seconds": 0.05})
+        wait_for(lambda: "stateChangeRequests" not in fk.vm(ns, name)["status"], what="requests consumed")
+        self.wait_vm(ns, name, "Stopped")
+        fk.settle()
+        self.assertEqual(fk.action(ns, name, "start")[0], 202)
+        self.wait_vm(ns, name, "Running")
+        fk.settle()
+        self.assertEqual(fk.vm(ns, name)["spec"]["runStrategy"], "Manual")
+        fk.ok("PATCH", "/apis/kubevirt.io/v1/namespaces/%s/virtualmachines/%s" % (ns, name),
+              {"spec": {"runStrategy": "Always"}})
+        fk.settle()
+
     def test_migrate_to_a_chosen_node(self):
         fk = self.fk
         ns, name = self.running_vm()
