@@ -217,6 +217,10 @@ static void test_filter(void)
 	T_EQ_INT(table_filter_parse("-l app=db", &f, &err), 0);
 	T_CHECK(!table_filter_match(&f, o, ""));
 	table_filter_free(&f);
+	T_EQ_INT(table_filter_parse("-l app=web,=x", &f, &err), -1); /* found by fuzz_uitext: use after free */
+	T_CHECK(err && strstr(err, "'=x'"));
+	free(err);
+	err = NULL;
 	T_EQ_INT(table_filter_parse("-l", &f, &err), -1);
 	T_CHECK(err != NULL);
 	free(err);
