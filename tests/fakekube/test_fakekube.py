@@ -278,6 +278,21 @@ class TestListAndWatch(Base):
         self.assertEqual([e["type"] for e in evs], ["ADDED", "DELETED"])
         c.close()
 
+    def test_apply_without_reactions_keeps_the_given_state(self):
+        fk = self.fk
+        vmi = {"apiVersion": "kubevirt.io/v1", "kind": "VirtualMachineInstance",
+               "metadata": {"name": "handmade", "namespace": "ns-02"},
+               "spec": {"domain": {"devices": {}}},
+               "status": {"phase": "Failed", "reason": "Handmade"}}
+        out = fk.ok("POST", "/fake/apply", {"items": [vmi], "react": False})["items"][0]
+        self.assertTrue(out["metadata"]["uid"])
+        fk.settle()
+        got = fk.vmi("ns-02", "handmade")
+        self.assertEqual(got["status"], {"phase": "Failed", "reason": "Handmade"})
+        self.assertEqual(fk.launchers("ns-02", got["metadata"]["uid"]), [])
+        fk.ok("POST", "/fake/delete", {"kind": "VirtualMachineInstance", "namespace": "ns-02", "name": "handmade"})
+        self.assertIsNone(fk.vmi("ns-02", "handmade"))
+
     def test_put_with_stale_resource_version_conflicts(self):
         fk = self.fk
         ns, name = self.running_vm()
