@@ -31,15 +31,6 @@ int header_height(int rows)
 	return rows >= 20 ? 4 : 2;
 }
 
-void header_store_changed(enum obj_kind kind)
-{
-	(void)kind;
-}
-
-void header_tick(void)
-{
-}
-
 static void recount(const struct store *st, const char *ns)
 {
 	uint64_t ver = store_version(st, OBJ_VM);
@@ -219,13 +210,27 @@ void header_draw(const struct region *r, const struct store *st, bool readonly, 
 			struct source *src = live[s];
 			if (src->notice)
 				x += draw_text(y, x, end - x, theme_attr(THEME_WAIT), src->notice) + 2;
+			/* one line per distinct message, naming the kinds it applies to */
+			bool done[OBJ_KIND_COUNT] = { false };
 			for (int k = 0; k < OBJ_KIND_COUNT && x < end; k++) {
 				const struct watch_health *h = &src->health[k];
-				if (h->message && h->state != WATCH_LIVE) {
-					char m[512];
-					snprintf(m, sizeof m, "%s %s: %s", src->name, obj_kind_name((enum obj_kind)k), h->message);
-					x += draw_text(y, x, end - x, theme_attr(THEME_BAD), m) + 2;
+				if (done[k] || !h->message || h->state == WATCH_LIVE)
+					continue;
+				char kinds[64] = "";
+				size_t kl = 0;
+				for (int j = k; j < OBJ_KIND_COUNT; j++) {
+					const struct watch_health *hj = &src->health[j];
+					if (hj->message && hj->state != WATCH_LIVE && strcmp(hj->message, h->message) == 0) {
+						done[j] = true;
+						kl += (size_t)snprintf(kinds + kl, sizeof kinds - kl, "%s%s", kl ? "," : "",
+								       obj_kind_name((enum obj_kind)j));
+						if (kl >= sizeof kinds)
+							kl = sizeof kinds - 1;
+					}
 				}
+				char m[600];
+				snprintf(m, sizeof m, "%s %s: %s", src->name, kinds, h->message);
+				x += draw_text(y, x, end - x, theme_attr(THEME_BAD), m) + 2;
 			}
 		}
 	}

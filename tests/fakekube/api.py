@@ -774,8 +774,8 @@ class Handler(BaseHTTPRequestHandler):
             raise ApiError(405, "MethodNotAllowed", "the server does not allow this method on the requested resource")
         self.authorize(user, "update", res, route.ns, route.name, route.sub)
         body = self.json_body()
-        out = app.cluster.subresource(route.plural, route.ns, route.name, route.sub, body)
-        return self.send_body(200, dumps(out) if out else b"")
+        code = app.cluster.subresource(route.plural, route.ns, route.name, route.sub, body)
+        return self.send_body(code, b"")
 
     # ------------------------------------------------------------ /fake/ control API
 

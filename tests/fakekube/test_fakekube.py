@@ -260,7 +260,7 @@ class TestListAndWatch(Base):
         c, resp = fk.watch("/apis/kubevirt.io/v1/namespaces/%s/virtualmachines%s" % (ns, q))
         evs = read_events(resp, n=1)
         self.assertEqual([(e["type"], e["object"]["metadata"]["name"]) for e in evs], [("ADDED", name)])
-        self.assertEqual(fk.action(ns, name, "stop")[0], 200)
+        self.assertEqual(fk.action(ns, name, "stop")[0], 202)
         evs = read_events(resp, until=lambda e: e["object"].get("status", {}).get("printableStatus") == "Stopped")
         self.assertTrue(evs and all(e["type"] == "MODIFIED" and e["object"]["metadata"]["name"] == name for e in evs))
         c.close()
@@ -277,6 +277,21 @@ class TestListAndWatch(Base):
         evs = read_events(resp, n=2)
         self.assertEqual([e["type"] for e in evs], ["ADDED", "DELETED"])
         c.close()
+
+    def test_apply_without_reactions_keeps_the_given_state(self):
+        fk = self.fk
+        vmi = {"apiVersion": "kubevirt.io/v1", "kind": "VirtualMachineInstance",
+               "metadata": {"name": "handmade", "namespace": "ns-02"},
+               "spec": {"domain": {"devices": {}}},
+               "status": {"phase": "Failed", "reason": "Handmade"}}
+        out = fk.ok("POST", "/fake/apply", {"items": [vmi], "react": False})["items"][0]
+        self.assertTrue(out["metadata"]["uid"])
+        fk.settle()
+        got = fk.vmi("ns-02", "handmade")
+        self.assertEqual(got["status"], {"phase": "Failed", "reason": "Handmade"})
+        self.assertEqual(fk.launchers("ns-02", got["metadata"]["uid"]), [])
+        fk.ok("POST", "/fake/delete", {"kind": "VirtualMachineInstance", "namespace": "ns-02", "name": "handmade"})
+        self.assertIsNone(fk.vmi("ns-02", "handmade"))
 
     def test_put_with_stale_resource_version_conflicts(self):
         fk = self.fk
@@ -369,7 +384,7 @@ class TestLifecycle(Base):
         code, st = fk.action(ns, name, "stop")
         self.assertEqual((code, st["reason"]), (409, "Conflict"))
         self.assertIn("VM is not running", st["message"])
-        self.assertEqual(fk.action(ns, name, "start")[0], 200)
+        self.assertEqual(fk.action(ns, name, "start")[0], 202)
         self.assertEqual(fk.vm(ns, name)["spec"]["runStrategy"], "Always")
         self.wait_vm(ns, name, "Running")
         fk.settle()
@@ -380,7 +395,7 @@ class TestLifecycle(Base):
         code, st = fk.action(ns, name, "start")
         self.assertEqual(code, 409)
         self.assertIn("VM is already running", st["message"])
-        self.assertEqual(fk.action(ns, name, "stop")[0], 200)
+        self.assertEqual(fk.action(ns, name, "stop")[0], 202)
         self.assertEqual(fk.vm(ns, name)["spec"]["runStrategy"], "Halted")
         self.wait_vm(ns, name, "Stopped")
         fk.settle()
@@ -388,7 +403,7 @@ class TestLifecycle(Base):
         self.assertEqual(fk.launchers(ns, vmi1["metadata"]["uid"]), [])
         vm = fk.vm(ns, name)
         self.assertNotIn("created", vm["status"])
-        self.assertEqual(fk.action(ns, name, "start")[0], 200)
+        self.assertEqual(fk.action(ns, name, "start")[0], 202)
         self.wait_vm(ns, name, "Running")
         fk.settle()
         _, vmi2, pod2 = self.assert_chain(ns, name)
@@ -403,7 +418,7 @@ class TestLifecycle(Base):
         fk = self.fk
         ns, name = self.running_vm()
         _, vmi1, pod1 = self.assert_chain(ns, name)
-        self.assertEqual(fk.action(ns, name, "restart")[0], 200)
+        self.assertEqual(fk.action(ns, name, "restart")[0], 202)
         wait_for(lambda: (fk.vmi(ns, name) or {}).get("metadata", {}).get("uid") not in (None, vmi1["metadata"]["uid"]),
                  what="new VMI")
         self.wait_vm(ns, name, "Running")
@@ -416,7 +431,7 @@ class TestLifecycle(Base):
     def test_force_stop_skips_graceful_phase(self):
         fk = self.fk
         ns, name = self.running_vm()
-        self.assertEqual(fk.action(ns, name, "stop", {"gracePeriod": 0})[0], 200)
+        self.assertEqual(fk.action(ns, name, "stop", {"gracePeriod": 0})[0], 202)
         self.wait_vm(ns, name, "Stopped")
         fk.settle()
         self.assertIsNone(fk.vmi(ns, name))
@@ -426,10 +441,11 @@ class TestLifecycle(Base):
         ns, name = self.running_vm()
         fk.settle()
         _, vmi1, pod1 = self.assert_chain(ns, name)
-        self.assertEqual(fk.action(ns, name, "migrate")[0], 200)
+        self.assertEqual(fk.action(ns, name, "migrate")[0], 202)
         code, st = fk.action(ns, name, "migrate")
-        self.assertEqual(code, 409)
-        self.assertIn("in-flight migration", st["message"])
+        # virt-api relays the VMIM admission webhook's denial as an internal error
+        self.assertEqual((code, st["reason"]), (500, "InternalError"))
+        self.assertIn("in-flight migration detected", st["message"])
         wait_for(lambda: (fk.vmi(ns, name)["status"].get("migrationState") or {}).get("completed"), what="migration")
         fk.settle()
         vm, vmi2, pod2 = self.assert_chain(ns, name)
@@ -448,12 +464,84 @@ class TestLifecycle(Base):
                          ["Scheduling", "Scheduled", "PreparingTarget", "TargetReady", "Running", "Succeeded"])
         self.assertEqual(vm["status"]["printableStatus"], "Running")
 
+    def test_force_stop_of_a_stopping_vm_and_restart_options(self):
+        fk = self.fk
+        fk.ok("POST", "/fake/step", {"seconds": 2})
+        try:
+            ns, name = self.running_vm()
+            self.assertEqual(fk.action(ns, name, "stop")[0], 202)
+            self.assertEqual(fk.vm(ns, name)["status"]["printableStatus"], "Stopping")
+            code, st = fk.action(ns, name, "stop")
+            self.assertEqual(code, 409)
+            self.assertIn("Halted only supports manual stop requests with a shorter graceperiod", st["message"])
+            self.assertEqual(fk.action(ns, name, "stop", {"gracePeriod": 0})[0], 202)
+            wait_for(lambda: fk.vmi(ns, name) is None, timeout=10, what="force stop")
+        finally:
+            fk.ok("POST", "/fake/step", {"seconds": 0.05})
+        fk.settle()
+        code, st = fk.action(ns, name, "restart")
+        self.assertEqual(code, 409)
+        self.assertIn("RunStategy Halted does not support manual restart requests", st["message"])
+        ns2, name2 = self.running_vm()
+        code, st = fk.action(ns2, name2, "restart", {"gracePeriodSeconds": 5})
+        self.assertEqual((code, st["reason"]), (400, "BadRequest"))
+        fk.action(ns, name, "start")
+        fk.settle()
+
+    def test_manual_vm_state_change_requests(self):
+        fk = self.fk
+        ns, name = self.running_vm()
+        fk.settle()
+        fk.ok("PATCH", "/apis/kubevirt.io/v1/namespaces/%s/virtualmachines/%s" % (ns, name),
+              {"spec": {"runStrategy": "Manual"}})
+        fk.settle()
+        uid = fk.vmi(ns, name)["metadata"]["uid"]
+        fk.ok("POST", "/fake/step", {"seconds": 1})
+        try:
+            self.assertEqual(fk.action(ns, name, "stop")[0], 202)
+            vm = fk.vm(ns, name)
+            self.assertEqual(vm["spec"]["runStrategy"], "Manual")
+            self.assertEqual(vm["status"]["stateChangeRequests"], [{"action": "Stop", "uid": uid}])
+        finally:
+            fk.ok("POST", "/fake/step", {"seconds": 0.05})
+        wait_for(lambda: "stateChangeRequests" not in fk.vm(ns, name)["status"], what="requests consumed")
+        self.wait_vm(ns, name, "Stopped")
+        fk.settle()
+        self.assertEqual(fk.action(ns, name, "start")[0], 202)
+        self.wait_vm(ns, name, "Running")
+        fk.settle()
+        self.assertEqual(fk.vm(ns, name)["spec"]["runStrategy"], "Manual")
+        fk.ok("PATCH", "/apis/kubevirt.io/v1/namespaces/%s/virtualmachines/%s" % (ns, name),
+              {"spec": {"runStrategy": "Always"}})
+        fk.settle()
+
+    def test_migrate_to_a_chosen_node(self):
+        fk = self.fk
+        ns, name = self.running_vm()
+        fk.settle()
+        src = fk.vmi(ns, name)["status"]["nodeName"]
+        dst = [n for n in ("node01", "node02", "node03") if n != src][0]
+        self.assertEqual(fk.action(ns, name, "migrate", {"addedNodeSelector": {"kubernetes.io/hostname": dst}})[0], 202)
+        wait_for(lambda: (fk.vmi(ns, name)["status"].get("migrationState") or {}).get("completed"), what="migration")
+        fk.settle()
+        self.assertEqual(fk.vmi(ns, name)["status"]["nodeName"], dst)
+        # the source node itself cannot take the target pod: the migration fails
+        self.assertEqual(fk.action(ns, name, "migrate", {"addedNodeSelector": {"kubernetes.io/hostname": dst}})[0], 202)
+        fk.settle()
+        ms = fk.vmi(ns, name)["status"]["migrationState"]
+        self.assertTrue(ms["failed"])
+        self.assertEqual(fk.vmi(ns, name)["status"]["nodeName"], dst)
+        self.assertEqual(len(fk.launchers(ns, fk.vmi(ns, name)["metadata"]["uid"])), 1)
+
     def test_pause_unpause(self):
         fk = self.fk
         ns, name = self.running_vm()
         code, st = fk.action(ns, name, "unpause")
         self.assertEqual(code, 409)
         self.assertEqual(fk.action(ns, name, "pause")[0], 200)
+        code, st = fk.action(ns, name, "migrate")
+        self.assertEqual(code, 409)
+        self.assertIn("VM is paused", st["message"])
         vmi = fk.vmi(ns, name)
         paused = [c for c in vmi["status"]["conditions"] if c["type"] == "Paused"]
         self.assertEqual((paused[0]["status"], paused[0]["reason"]), ("True", "PausedByUser"))
@@ -467,9 +555,10 @@ class TestLifecycle(Base):
         fk = self.fk
         code, st = fk.action("ns-00", "nope", "start")
         self.assertEqual((code, st["reason"]), (404, "NotFound"))
+        self.assertEqual(st["message"], 'virtualmachine.kubevirt.io "nope" not found')
         ns, name = self.stopped_vm()
         code, _ = fk.req("PUT", "/apis/subresources.kubevirt.io/v1alpha3/namespaces/%s/virtualmachines/%s/start" % (ns, name), {})
-        self.assertEqual(code, 200)
+        self.assertEqual(code, 202)
         self.wait_vm(ns, name, "Running")
         fk.settle()
 

@@ -107,7 +107,7 @@ def serve(h, route):
                        {"name": route.name, "group": "kubevirt.io", "kind": "virtualmachineinstances"})
     phase = vmi.get("status", {}).get("phase", "")
     if phase != "Running":
-        raise ApiError(400, "BadRequest", "Unable to connect to VM because phase is %s instead of Running"
+        raise ApiError(400, "BadRequest", "Unable to connect to VirtualMachineInstance because phase is %s instead of Running"
                        % (phase or "Pending"))
     hd = h.headers
     if "websocket" not in hd.get("Upgrade", "").lower() or "upgrade" not in hd.get("Connection", "").lower():
