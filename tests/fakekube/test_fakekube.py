@@ -635,6 +635,30 @@ class TestMigrationObjects(Base):
         self.assertIn(b"Client sent an HTTP request to an HTTPS server.", data)
 
 
+class TestContexts(unittest.TestCase):
+    def test_two_clusters_one_kubeconfig(self):
+        fk = Fake("--vms", "3", "--namespaces", "1", "--contexts", "2")
+        child = os.path.join(fk.dir, "cluster2")
+        try:
+            kc = open(os.path.join(fk.dir, "kubeconfig")).read()
+            for name in ("fake", "fake-ns", "fake-cert", "fake2", "fake2-ns", "fake2-cert"):
+                self.assertIn("- name: %s\n  context:" % name, kc)
+            self.assertIn("server: " + fkctl.read(child, "url"), kc)
+            self.assertIn("current-context: fake\n", kc)
+            mine = {v["metadata"]["uid"] for v in fk.state("virtualmachines")["virtualmachines"]}
+            code, out = fkctl.request(child, "GET", "/fake/state?kinds=virtualmachines")
+            self.assertEqual(code, 200)
+            theirs = {v["metadata"]["uid"] for v in json.loads(out)["virtualmachines"]}
+            self.assertEqual(len(theirs), 3)
+            self.assertFalse(mine & theirs)
+            cpid = int(fkctl.read(child, "pid"))
+        finally:
+            self.assertEqual(fk.stop(), 0)
+        # the second cluster's process is gone with the first
+        wait_for(lambda: not os.path.exists("/proc/%d" % cpid) or
+                 open("/proc/%d/stat" % cpid).read().split()[2] == "Z", what="child exit")
+
+
 class TestScenarios(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
