@@ -94,10 +94,10 @@ int table_filter_parse(const char *s, struct table_filter *f, char **err)
 				r.key = xstrdup(t);
 			}
 			if (r.key[0] == '\0') {
+				*err = xasprintf("bad label requirement '%s'", t); /* t points into copy */
 				free(r.key);
 				free(r.value);
 				free(copy);
-				*err = xasprintf("bad label requirement '%s'", t);
 				table_filter_free(f);
 				return -1;
 			}
@@ -496,6 +496,13 @@ static void draw(struct view *v, const struct region *r)
 	}
 	if (progress[0])
 		draw_cell(r->y + r->h - 1, r->x, r->w, theme_attr(THEME_WAIT), progress, false);
+	else if (t->n == 0 && rows_h > 0) {
+		/* say why the list is empty rather than show nothing */
+		char why[256];
+		snprintf(why, sizeof why, "no %s%s%s", t->spec->title, t->filt.active ? " matching the filter" : "",
+			 ui_namespace() ? " in this namespace" : "");
+		draw_text(r->y + 2, r->x + 1, r->w - 1, theme_attr(THEME_DIM), why);
+	}
 	static bool first_rows_logged;
 	if (nvis && !first_rows_logged) {
 		first_rows_logged = true;

@@ -83,7 +83,7 @@ bool ui_readonly(void)
 	return U.readonly;
 }
 
-static void vmsg(bool err, const char *fmt, va_list ap)
+__attribute__((format(printf, 2, 0))) static void vmsg(bool err, const char *fmt, va_list ap)
 {
 	vsnprintf(U.msg, sizeof U.msg, fmt, ap);
 	U.msg_err = err;
@@ -476,7 +476,6 @@ static void on_tick(void *arg)
 	(void)arg;
 	U.tick = loop_timer_add(1000, on_tick, NULL);
 	view_tick_all();
-	header_tick();
 	screen_dirty();
 }
 
@@ -491,7 +490,6 @@ static void on_store(void *arg, enum obj_kind kind, const struct obj *old, const
 			 (unsigned long long)(util_now_ms() - start_ms));
 	}
 	view_store_changed(kind, old, new_);
-	header_store_changed(kind);
 	screen_dirty();
 }
 

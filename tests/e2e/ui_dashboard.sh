@@ -71,6 +71,13 @@ keys Escape; wait_gone '</'
 cmd "vm $ns/$name"; wait_for " VM $ns/$name "
 wait_for 'lineage\[2\]' 10
 [ "$(screen | grep -cE '^ #[12] [0-9a-f-]{36} stopped ')" = 2 ] || fail "lineage does not show two stopped executions"
+# a halted VM: VM progressed, no VMI is expected (not an outage); start it from this view and watch the four
+# boundaries progress; a third execution appears
+wait_for 'VM +progressed'; wait_for 'VMI +not expected'
+keys s; wait_for "start $ns/$name: (sent|accepted)"
+wait_for 'VMI +progressed' 15; wait_for 'launcher pod +progressed' 15; wait_for 'guest +progressed' 15
+wait_for 'lineage\[3\]' 10
+screen | grep -qE '^ #3 [0-9a-f-]{36} running ' || fail "the new execution is not in the lineage"
 keys Escape; wait_for 'VirtualMachines\(all\)'
 
 # live migration from the VM view: same execution (VMI UID), a new launcher on another node

@@ -106,7 +106,7 @@ RESOURCES = {r.plural: r for r in [
 class Entry:
     """One stored object version. Never mutated after it is stored, so its JSON
     is computed once: at store time, or on first use for bulk-generated objects
-    (Store.lazy; a background pass serialises them after startup)."""
+    (Store.lazy; Store.warm serialises them before the server says ready)."""
     __slots__ = ("obj", "_raw", "rv", "key")
 
     def __init__(self, obj, rv, key, raw=None):
@@ -476,7 +476,7 @@ class Store:
                 c.notify_all()
 
     def warm(self):
-        """Serialise every lazily stored object (run in the background after startup)."""
+        """Serialise every lazily stored object."""
         with self.lock:
             entries = [e for p in self.objs for e in self.objs[p].values() if e._raw is None]
         for e in entries:
