@@ -49,10 +49,11 @@ static const struct vmi *find_vmi(const struct mig_wait *w)
 static void print_progress(struct mig_wait *w)
 {
 	uint64_t now = util_now_ms();
-	if (w->quiet || now - w->last_print < 1000)
+	if (w->quiet || w->name == NULL || now - w->last_print < 1000)
 		return;
 	const struct vmi *v = find_vmi(w);
-	if (v == NULL || v->mig.completed || v->mig.failed || v->mig.progress_pct < 0)
+	if (v == NULL || v->mig.completed || v->mig.failed || v->mig.progress_pct < 0 ||
+	    v->mig.data_processed + v->mig.data_remaining == 0)
 		return;
 	const struct migration_state *m = &v->mig;
 	w->last_print = now;
@@ -141,7 +142,7 @@ static int abort_cmd(const char *ns, const char *name)
 		return EXIT_API;
 	}
 	char *err = NULL;
-	struct mig_wait w = { 0 };
+	struct mig_wait w = { .ns = ns, .name = name, .quiet = true };
 	if (migrate_abort_any(src, ns, name, mig_done, &w, &err) < 0) {
 		print_err("migrate --abort", name, err);
 		free(err);

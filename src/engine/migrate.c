@@ -240,6 +240,29 @@ struct emig *emig_from(json_object *o)
 	return m;
 }
 
+json_object *migrate_state_json(const struct migration_state *m)
+{
+	json_object *o = json_object_new_object();
+	jput_s(o, "migrationUid", m->migration_uid);
+	jput_s(o, "sourceNode", m->source_node);
+	jput_s(o, "targetNode", m->target_node);
+	jput_s(o, "sourcePod", m->source_pod);
+	jput_s(o, "targetPod", m->target_pod);
+	jput_i(o, "startTimestamp", m->start);
+	jput_i(o, "endTimestamp", m->end);
+	json_object_object_add(o, "completed", json_object_new_boolean(m->completed));
+	json_object_object_add(o, "failed", json_object_new_boolean(m->failed));
+	json_object_object_add(o, "abortRequested", json_object_new_boolean(m->abort_requested));
+	jput_s(o, "abortStatus", m->abort_status);
+	jput_s(o, "mode", m->mode);
+	jput_s(o, "failureReason", m->failure_reason);
+	jput_i(o, "progress", m->progress_pct);
+	jput_i(o, "dataProcessed", (int64_t)m->data_processed);
+	jput_i(o, "dataRemaining", (int64_t)m->data_remaining);
+	jput_i(o, "memoryDirtyRate", (int64_t)m->dirty_rate);
+	return o;
+}
+
 /* ---- the thread ---- */
 
 static void post_msg(void (*fn)(void *), struct mmsg *m)
@@ -410,23 +433,25 @@ static char *cpu_elem(const char *xml, const char *after)
 	return e ? xstrndup(p, (size_t)(e - p + 6)) : NULL;
 }
 
+/* Under KVM the target must offer the guest's CPU (its model, or this host's CPU for host-passthrough and
+ * host-model); a TCG guest's CPU is emulated the same everywhere. */
 static int check_cpu(virConnectPtr sc, virConnectPtr dc, const char *xml, const char *target, char **err)
 {
 	bool kvm = strstr(xml, "<domain type='kvm'") != NULL || strstr(xml, "<domain type=\"kvm\"") != NULL;
-	char *cpu = cpu_elem(xml, NULL);
-	char *check = NULL;
-	if (cpu && strstr(cpu, "<model")) {
-		check = cpu;
-		cpu = NULL;
-	} else if (kvm) { /* host-passthrough/host-model: the target must offer what this host's CPU has */
+	if (!kvm)
+		return 0;
+	char *check = cpu_elem(xml, NULL);
+	if (check == NULL || strstr(check, "<model") == NULL) {
+		free(check);
 		char *caps = virConnectGetCapabilities(sc);
 		check = caps ? cpu_elem(caps, "<host>") : NULL;
 		free(caps);
 	}
-	free(cpu);
 	if (check == NULL)
-		return 0; /* TCG's default model: emulated the same everywhere */
-	int r = virConnectCompareCPU(dc, check, 0);
+		return 0;
+	int r = virConnectCompareHypervisorCPU(dc, NULL, NULL, NULL, "kvm", check, 0);
+	if (r == VIR_CPU_COMPARE_ERROR)
+		r = virConnectCompareCPU(dc, check, 0);
 	free(check);
 	if (r == VIR_CPU_COMPARE_INCOMPATIBLE) {
 		*err = xasprintf("refused: the guest's CPU model is not compatible with %s's CPU (virConnectCompareCPU)",
@@ -629,8 +654,7 @@ static void run_migration(struct mig_job *j, virConnectPtr dc, virDomainPtr dom,
 	}
 	int64_t wall = d->elapsed_ms;
 	read_stats(dd, VIR_DOMAIN_JOB_STATS_COMPLETED, d);
-	if (d->elapsed_ms == 0)
-		d->elapsed_ms = wall;
+	d->elapsed_ms = wall; /* libvirt's own elapsed time counts the target's part only */
 	/* the new launcher: QEMU on the target is a new process of the same execution */
 	char *meta = virDomainGetMetadata(dd, VIR_DOMAIN_METADATA_ELEMENT, META_URI, VIR_DOMAIN_AFFECT_LIVE);
 	if (meta) {

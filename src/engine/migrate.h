@@ -79,6 +79,9 @@ const char *migrate_uri_for(const char *uri, const char *name);
  * NULL when none. Static storage. */
 char *const *migrate_config_hosts(void);
 
+/* A VMI's migrationState as KubeVirt writes it (plus the engine's job figures), for `engine get -o json`. */
+json_object *migrate_state_json(const struct migration_state *m);
+
 /* ---- hooks called by engine.c and record.c ---- */
 
 /* ACT_MIGRATE / ACT_MIGRATE_ABORT of the engine provider. */
