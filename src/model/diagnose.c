@@ -29,6 +29,9 @@ struct diag_ctx {
 
 /* ---- small predicates ---- */
 
+/* Phases may be unset (NULL from an engine object, "" from the API). */
+#define PH(p) ((p) ? (p) : "")
+
 static bool eq(const char *a, const char *b)
 {
 	return a && b && strcmp(a, b) == 0;
@@ -216,7 +219,7 @@ static bool m_vm_run_conflict(struct diag_ctx *x)
 	if (x->vm == NULL || !x->vm->run_conflict)
 		return false;
 	ev_text(x, &x->vm->o, "VirtualMachine %s/%s sets both spec.running and spec.runStrategy (%s)", x->vm->o.ns,
-		x->c->name, x->vm->run_strategy);
+		x->c->name, PH(x->vm->run_strategy));
 	return true;
 }
 
@@ -248,7 +251,7 @@ static bool m_vm_terminating(struct diag_ctx *x)
 	ev_text(x, &x->vm->o, "VirtualMachine %s/%s metadata.deletionTimestamp: %s", x->vm->o.ns, x->c->name, t);
 	if (x->vmi)
 		ev_text(x, &x->vmi->o, "its VirtualMachineInstance (uid %s, phase %s) still exists", x->vmi->o.uid,
-			x->vmi->phase);
+			PH(x->vmi->phase));
 	ev_events(x, &x->vm->o, NULL, 3);
 	x->since = x->vm->o.deleted;
 	return true;
@@ -360,7 +363,7 @@ static bool m_vm_stopping(struct diag_ctx *x)
 		return false;
 	ev_run_strategy(x);
 	ev_text(x, &x->vmi->o, "VirtualMachineInstance %s/%s (uid %s, phase %s) still exists", x->vmi->o.ns,
-		x->c->name, x->vmi->o.uid, x->vmi->phase);
+		x->c->name, x->vmi->o.uid, PH(x->vmi->phase));
 	if (x->vmi->o.deleted) {
 		char t[32];
 		util_format_time(x->vmi->o.deleted, t, sizeof t);
@@ -540,7 +543,7 @@ static bool m_vmi_no_launcher(struct diag_ctx *x)
 static bool m_vmi_phase_other(struct diag_ctx *x)
 {
 	static const char *const known[] = { "", "Pending", "Scheduling", "Scheduled", "Running", NULL };
-	if (x->vmi == NULL || one_of(x->vmi->phase, known))
+	if (x->vmi == NULL || x->vmi->phase == NULL || one_of(x->vmi->phase, known))
 		return false;
 	ev_phase(x);
 	return true;
@@ -551,7 +554,7 @@ static bool m_vmi_phase_other(struct diag_ctx *x)
 static void ev_pod_state(struct diag_ctx *x, const struct pod *p)
 {
 	char *n = esc(p->o.name, 256);
-	ev_text(x, &p->o, "Pod %s/%s (uid %s) status.phase: \"%s\"%s%s", p->o.ns, n, p->o.uid, p->phase,
+	ev_text(x, &p->o, "Pod %s/%s (uid %s) status.phase: \"%s\"%s%s", p->o.ns, n, p->o.uid, PH(p->phase),
 		p->node ? ", node " : ", not scheduled", p->node ? p->node : "");
 	free(n);
 }
@@ -979,7 +982,7 @@ static void expand(struct buf *out, const char *tmpl, const struct diag_ctx *x)
 				case 7:
 					v = x->pod && (eq(x->pod->phase, "Failed") || eq(x->pod->phase, "Succeeded"))
 						    ? x->pod->phase
-						    : x->vmi ? (x->vmi->phase[0] ? x->vmi->phase : "Pending") : NULL;
+						    : x->vmi ? (PH(x->vmi->phase)[0] ? x->vmi->phase : "Pending") : NULL;
 					break;
 				case 8: v = c->src ? c->src->server : NULL; break;
 				case 9: v = x->pod ? x->pod->log_path : NULL; break;
@@ -1137,14 +1140,14 @@ static void boundary_state(struct buf *out, const struct chain *c, int b)
 	switch (b) {
 	case DIAG_VM:
 		if (c->vm)
-			buf_printf(out, "runStrategy %s, status %s", c->vm->run_strategy,
+			buf_printf(out, "runStrategy %s, status %s", PH(c->vm->run_strategy),
 				   c->vm->printable_status ? c->vm->printable_status : "-");
 		else
 			buf_add_str(out, "no VirtualMachine");
 		break;
 	case DIAG_VMI:
 		if (c->vmi)
-			buf_printf(out, "uid %s, phase %s%s%s", c->vmi->o.uid, c->vmi->phase[0] ? c->vmi->phase : "(unset)",
+			buf_printf(out, "uid %s, phase %s%s%s", c->vmi->o.uid, PH(c->vmi->phase)[0] ? c->vmi->phase : "(unset)",
 				   c->vmi->node ? " on " : "", c->vmi->node ? c->vmi->node : "");
 		else
 			buf_add_str(out, "no VirtualMachineInstance");
@@ -1153,7 +1156,7 @@ static void boundary_state(struct buf *out, const struct chain *c, int b)
 		if (c->active) {
 			n = esc(c->active->o.name, 256);
 			buf_printf(out, "%s %s, %s%s", c->src && c->src->type == SOURCE_ENGINE ? "process" : "pod", n,
-				   c->active->phase[0] ? c->active->phase : "(unset)",
+				   PH(c->active->phase)[0] ? c->active->phase : "(unset)",
 				   c->npods > 1 ? " (+ older/migration pods)" : "");
 			free(n);
 		} else {

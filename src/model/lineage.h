@@ -9,7 +9,9 @@
  * appended with one write() on an O_APPEND descriptor; the file is read once, at the source's first use, and the
  * last line per VMI UID wins, so history survives kvcon restarts and crashes (a torn last line is ignored).
  * Files with many superseded lines are compacted on load (write-temp + rename).
- * Source-agnostic (engine executions are VMIs too) and UI-agnostic. UI thread only. */
+ * Source-agnostic (engine executions are VMIs too) and UI-agnostic. UI thread only.
+ * Limit: history is kept per source, so a move between two engine hosts (two sources) would show as an end on
+ * one host and a new record on the other; joining them by VMI UID is left for when the engine migrates. */
 #ifndef KVCON_MODEL_LINEAGE_H
 #define KVCON_MODEL_LINEAGE_H
 

@@ -94,10 +94,10 @@ int table_filter_parse(const char *s, struct table_filter *f, char **err)
 				r.key = xstrdup(t);
 			}
 			if (r.key[0] == '\0') {
+				*err = xasprintf("bad label requirement '%s'", t); /* t points into copy */
 				free(r.key);
 				free(r.value);
 				free(copy);
-				*err = xasprintf("bad label requirement '%s'", t);
 				table_filter_free(f);
 				return -1;
 			}

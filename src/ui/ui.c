@@ -83,7 +83,7 @@ bool ui_readonly(void)
 	return U.readonly;
 }
 
-static void vmsg(bool err, const char *fmt, va_list ap)
+__attribute__((format(printf, 2, 0))) static void vmsg(bool err, const char *fmt, va_list ap)
 {
 	vsnprintf(U.msg, sizeof U.msg, fmt, ap);
 	U.msg_err = err;

@@ -92,3 +92,21 @@ fk post /fake/churn '{"rate":0}' >/dev/null
 el=$((t1 - t0))
 echo "churn: $(( (r1 - r0) * 1000 / el )) writes/s reached; kvcon CPU $(awk -v c=$((c1 - c0)) -v h="$hz" -v e="$el" 'BEGIN{printf "%.1f", 100*c/h/(e/1000)}')% of a core; terminal $(( (b1 - b0) * 1000 / el )) bytes/s"
 echo "kvcon RSS: $(awk '/VmRSS/{print $2, $3}' /proc/$pid/status)"
+$T kill-server 2>/dev/null
+
+# The dashboard alone at exactly CHURN status changes/s: the unit-test binary's in-process feeder (the same
+# dashboard code, no network, no JSON) changes CHURN VMs a second (each with its VMI and pod) in the store.
+feeder="$ROOT/build/tests/test_ui"
+if [ -x "$feeder" ]; then
+	rm -f "$W/pid" "$W/ts"
+	$T new-session -d -x 120 -y 40 -s f -e TERM=xterm-256color \
+		"script -qfc 'echo \$\$ > $W/pid; exec env KVCON_LOG=$W/feeder.log $feeder --dashboard $VMS --churn $CHURN' $W/ts"
+	for _ in $(seq 300); do [ -s "$W/pid" ] && $T capture-pane -p -t f | grep -q 'VirtualMachines' && break; sleep 0.1; done
+	pid=$(cat "$W/pid")
+	sleep 2
+	c0=$(cpu_ticks "$pid"); b0=$(stat -c %s "$W/ts"); t0=$(now_ms)
+	sleep "$SECS"
+	c1=$(cpu_ticks "$pid"); b1=$(stat -c %s "$W/ts"); t1=$(now_ms)
+	el=$((t1 - t0))
+	echo "dashboard alone (in-process feeder, $VMS VMs, $CHURN VM status changes/s): CPU $(awk -v c=$((c1 - c0)) -v h="$hz" -v e="$el" 'BEGIN{printf "%.1f", 100*c/h/(e/1000)}')% of a core; terminal $(( (b1 - b0) * 1000 / el )) bytes/s"
+fi

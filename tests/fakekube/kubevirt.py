@@ -984,6 +984,23 @@ class Cluster:
             o["status"]["runStrategy"] = rs
         return self.store.update("virtualmachines", vm["metadata"]["namespace"], vm["metadata"]["name"], f)
 
+    def _change_requests(self, vm, reqs):
+        """virt-api records Start/Stop requests in status.stateChangeRequests; virt-controller
+        consumes them on its next pass (here: half a step later)."""
+        ns, name = vm["metadata"]["namespace"], vm["metadata"]["name"]
+
+        def f(o):
+            o["status"]["stateChangeRequests"] = reqs
+            o["status"].pop("startFailure", None)
+        self.store.update("virtualmachines", ns, name, f)
+
+        def consume(o):
+            if o["status"].pop("stateChangeRequests", None) is None:
+                return False
+            return None
+
+        self.later(self.step / 2, lambda: self.store.update("virtualmachines", ns, name, consume))
+
     def sub_start(self, vm, body):
         ns, name = vm["metadata"]["namespace"], vm["metadata"]["name"]
         rs = vm["spec"].get("runStrategy", "Halted")
@@ -996,6 +1013,11 @@ class Cluster:
             raise self._conflict("virtualmachine", name, "RerunOnFailure does not support starting VM from failed state")
         if rs == "Halted":
             vm = self.set_run_strategy(vm, "Always")
+        else:
+            reqs = [{"action": "Start"}]
+            if vmi is not None:
+                reqs.insert(0, {"action": "Stop", "uid": vmi["metadata"]["uid"]})
+            self._change_requests(vm, reqs)
         if vmi is None:
             self.start_vmi(vm)
         else:
@@ -1027,11 +1049,13 @@ class Cluster:
             if grace is None or grace >= old:
                 raise self._conflict("virtualmachine", name,
                                      "Halted only supports manual stop requests with a shorter graceperiod")
+            self._change_requests(vm, [{"action": "Stop", "uid": vmi["metadata"]["uid"]}])
             self.stop_vmi(vm, grace=grace, force=True)
             return
         if rs == "Manual":
             if not running:
                 raise self._conflict("virtualmachine", name, "VM is not running")
+            self._change_requests(vm, [{"action": "Stop", "uid": vmi["metadata"]["uid"]}])
         else:
             vm = self.set_run_strategy(vm, "Halted")
         if vmi is not None:
@@ -1053,6 +1077,7 @@ class Cluster:
         vmi = self.store.get("virtualmachineinstances", ns, name)
         if vmi is None:
             raise self._conflict("virtualmachine", name, "VM is not running: Halted")
+        self._change_requests(vm, [{"action": "Stop", "uid": vmi["metadata"]["uid"]}, {"action": "Start"}])
         self.stop_vmi(vm, grace=g, then_start=True)
 
     def sub_migrate(self, vm, body):
@@ -1378,6 +1403,9 @@ class Cluster:
         if not vm or (ns, name) in self.busy:
             return
         rs = vm["spec"].get("runStrategy") or ("Always" if vm["spec"].get("running") else "Halted")
+        if (vm.get("status") or {}).get("runStrategy") != rs:
+            vm = st.update("virtualmachines", ns, name,
+                           lambda o: o.setdefault("status", {}).__setitem__("runStrategy", rs))
         vmi = st.get("virtualmachineinstances", ns, name)
         if rs in ("Always", "RerunOnFailure", "Once") and vmi is None:
             if rs == "Once" and vm["status"].get("created"):

@@ -111,14 +111,14 @@ static void fake_vm(int i, const char *status)
 static void churn(void *arg)
 {
 	(void)arg;
-	/* a tenth of a second's worth of status changes */
-	int per_tick = churn_per_s / 10 ? churn_per_s / 10 : 1;
+	/* 5 ms worth of status changes: a steady stream, as a watch delivers them */
+	int per_tick = churn_per_s / 200 ? churn_per_s / 200 : 1;
 	for (int k = 0; k < per_tick; k++) {
 		int i = (int)(churn_seq * 7919 % (unsigned long)fake_n);
 		fake_vm(i, statuses[churn_seq % 5]);
 		churn_seq++;
 	}
-	loop_timer_add(100, churn, NULL);
+	loop_timer_add(5, churn, NULL);
 }
 
 static int dashboard(int n)
@@ -217,6 +217,10 @@ static void test_filter(void)
 	T_EQ_INT(table_filter_parse("-l app=db", &f, &err), 0);
 	T_CHECK(!table_filter_match(&f, o, ""));
 	table_filter_free(&f);
+	T_EQ_INT(table_filter_parse("-l app=web,=x", &f, &err), -1); /* found by fuzz_uitext: use after free */
+	T_CHECK(err && strstr(err, "'=x'"));
+	free(err);
+	err = NULL;
 	T_EQ_INT(table_filter_parse("-l", &f, &err), -1);
 	T_CHECK(err != NULL);
 	free(err);
