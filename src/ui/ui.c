@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
 #include <wchar.h>
 
 #include "core/intern.h"
@@ -554,6 +555,11 @@ int ui_main(void)
 {
 	start_ms = util_now_ms();
 	struct kvcon_opts *o = opts_global();
+	/* before any source opens (the engine would start libvirt for nothing) */
+	if (!isatty(STDIN_FILENO) || !isatty(STDOUT_FILENO)) {
+		fprintf(stderr, "kvcon: the dashboard needs a terminal (use `kvcon get` for scripts)\n");
+		return EXIT_USAGE;
+	}
 	if (log_open(o->log) < 0)
 		fprintf(stderr, "kvcon: cannot open the log file; continuing without\n");
 	log_set_level(o->verbose > 0 ? LOG_DEBUG : LOG_INFO);
