@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "core/intern.h"
@@ -524,7 +525,9 @@ struct mig_call {
 	virTypedParameterPtr params;
 	int nparams;
 	unsigned int flags;
-	atomic_bool finished;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	bool finished;      /* under mu: the poller wakes at once when the call returns */
 	int rc;
 	char *err;
 };
@@ -537,8 +540,27 @@ static void *mig_call_main(void *arg)
 		const char *e = virGetLastErrorMessage();
 		c->err = xstrdup(e ? e : "migration failed");
 	}
-	atomic_store(&c->finished, true);
+	pthread_mutex_lock(&c->mu);
+	c->finished = true;
+	pthread_cond_signal(&c->cv);
+	pthread_mutex_unlock(&c->mu);
 	return NULL;
+}
+
+/* Waits up to ms for the migration call to return; true when it has. */
+static bool call_wait(struct mig_call *c, int ms)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_nsec += (long)ms * 1000000L;
+	ts.tv_sec += ts.tv_nsec / 1000000000L;
+	ts.tv_nsec %= 1000000000L;
+	pthread_mutex_lock(&c->mu);
+	while (!c->finished && pthread_cond_timedwait(&c->cv, &c->mu, &ts) == 0)
+		;
+	bool done = c->finished;
+	pthread_mutex_unlock(&c->mu);
+	return done;
 }
 
 static void read_stats(virDomainPtr dom, unsigned int flags, struct mmsg *m)
@@ -570,6 +592,8 @@ static void read_stats(virDomainPtr dom, unsigned int flags, struct mmsg *m)
 static void run_migration(struct mig_job *j, virConnectPtr dc, virDomainPtr dom, struct mmsg *d)
 {
 	struct mig_call c = { .dom = dom, .uri = j->mig_uri };
+	pthread_mutex_init(&c.mu, NULL);
+	pthread_cond_init(&c.cv, NULL);
 	int maxp = 0;
 	if (j->o.bandwidth)
 		virTypedParamsAddULLong(&c.params, &c.nparams, &maxp, VIR_MIGRATE_PARAM_BANDWIDTH, j->o.bandwidth);
@@ -595,9 +619,8 @@ static void run_migration(struct mig_job *j, virConnectPtr dc, virDomainPtr dom,
 	uint64_t t0 = util_now_ms(), last = 0;
 	bool aborted = false, postcopy = false;
 	char *abort_why = NULL;
-	while (!atomic_load(&c.finished)) {
-		usleep(POLL_MS * 1000);
-		if (atomic_load(&c.finished))
+	for (;;) {
+		if (call_wait(&c, POLL_MS))
 			break;
 		uint64_t now = util_now_ms();
 		bool want_abort = atomic_load(&j->abort);
@@ -630,6 +653,8 @@ static void run_migration(struct mig_job *j, virConnectPtr dc, virDomainPtr dom,
 		post_msg(on_msg, m);
 	}
 	pthread_join(t, NULL);
+	pthread_mutex_destroy(&c.mu);
+	pthread_cond_destroy(&c.cv);
 	virTypedParamsFree(c.params, c.nparams);
 	d->postcopy = postcopy;
 	d->elapsed_ms = (int64_t)(util_now_ms() - t0);
@@ -653,7 +678,7 @@ static void run_migration(struct mig_job *j, virConnectPtr dc, virDomainPtr dom,
 		return;
 	}
 	int64_t wall = d->elapsed_ms;
-	read_stats(dd, VIR_DOMAIN_JOB_STATS_COMPLETED, d);
+	read_stats(dd, VIR_DOMAIN_JOB_STATS_COMPLETED | VIR_DOMAIN_JOB_STATS_KEEP_COMPLETED, d);
 	d->elapsed_ms = wall; /* libvirt's own elapsed time counts the target's part only */
 	/* the new launcher: QEMU on the target is a new process of the same execution */
 	char *meta = virDomainGetMetadata(dd, VIR_DOMAIN_METADATA_ELEMENT, META_URI, VIR_DOMAIN_AFFECT_LIVE);
