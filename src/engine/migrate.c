@@ -362,18 +362,30 @@ static void needs_of(const char *xml, bool copy_storage, struct need **v, int *n
 	}
 }
 
-/* Whether path exists as the target's libvirt sees it (its own mounts): through a storage volume lookup, the
- * pool already covering the directory, or a transient dir pool on the directory. 1 yes, 0 no, -1 unknown. */
+/* The active storage pool of c whose target is dir, or NULL (listed rather than looked up: a failed lookup is
+ * logged by libvirt as an error). */
+static virStoragePoolPtr pool_over(virConnectPtr c, const char *dir)
+{
+	virStoragePoolPtr *pools = NULL, found = NULL;
+	int n = virConnectListAllStoragePools(c, &pools, VIR_CONNECT_LIST_STORAGE_POOLS_ACTIVE);
+	char *want = xasprintf("<path>%s</path>", dir);
+	for (int i = 0; i < n; i++) {
+		char *x = found ? NULL : virStoragePoolGetXMLDesc(pools[i], 0);
+		if (x && strstr(x, want))
+			found = pools[i];
+		else
+			virStoragePoolFree(pools[i]);
+		free(x);
+	}
+	free(pools);
+	free(want);
+	return found;
+}
+
+/* Whether path exists as the target's libvirt sees it (its own mounts): through the pool already covering the
+ * file's directory, or a transient dir pool on that directory. 1 yes, 0 no, -1 unknown (*why). */
 static int path_on(virConnectPtr c, const char *path, char **why)
 {
-	virStorageVolPtr vol = virStorageVolLookupByPath(c, path);
-	if (vol) {
-		virStorageVolInfo info;
-		int ok = virStorageVolGetInfo(vol, &info) == 0; /* refreshes: a deleted file fails here */
-		virStorageVolFree(vol);
-		if (ok)
-			return 1;
-	}
 	char *dir = xstrdup(path);
 	char *slash = strrchr(dir, '/');
 	const char *base = slash ? slash + 1 : path;
@@ -383,11 +395,7 @@ static int path_on(virConnectPtr c, const char *path, char **why)
 		dir[1] = '\0';
 	int rc = -1;
 	bool made = false;
-	virStoragePoolPtr pool = virStoragePoolLookupByTargetPath(c, dir);
-	if (pool && virStoragePoolIsActive(pool) != 1) {
-		virStoragePoolFree(pool);
-		pool = NULL;
-	}
+	virStoragePoolPtr pool = pool_over(c, dir);
 	if (pool == NULL) {
 		char uid[37];
 		util_uuid_v4(uid);
@@ -407,10 +415,19 @@ static int path_on(virConnectPtr c, const char *path, char **why)
 		made = true;
 	} else
 		virStoragePoolRefresh(pool, 0);
-	vol = virStorageVolLookupByName(pool, base);
-	rc = vol != NULL;
-	if (vol)
-		virStorageVolFree(vol);
+	/* listed too: the volumes of the directory, by name */
+	virStorageVolPtr *vols = NULL;
+	int n = virStoragePoolListAllVolumes(pool, &vols, 0);
+	rc = n < 0 ? -1 : 0;
+	for (int i = 0; i < n; i++) {
+		const char *vn = virStorageVolGetName(vols[i]);
+		if (vn && strcmp(vn, base) == 0)
+			rc = 1;
+		virStorageVolFree(vols[i]);
+	}
+	free(vols);
+	if (rc < 0)
+		*why = xstrdup(virGetLastErrorMessage());
 	if (made)
 		virStoragePoolDestroy(pool);
 	virStoragePoolFree(pool);
@@ -466,9 +483,15 @@ static int check_cpu(virConnectPtr sc, virConnectPtr dc, const char *xml, const 
 
 static int preflight(struct mig_job *j, virConnectPtr sc, virConnectPtr dc, virDomainPtr dom, char **err)
 {
-	virDomainPtr there = virDomainLookupByName(dc, j->dom);
+	virDomainPtr *doms = NULL;
+	int nd = virConnectListAllDomains(dc, &doms, 0);
+	bool there = false;
+	for (int i = 0; i < nd; i++) {
+		there |= strcmp(virDomainGetName(doms[i]), j->dom) == 0;
+		virDomainFree(doms[i]);
+	}
+	free(doms);
 	if (there) {
-		virDomainFree(there);
 		*err = xasprintf("refused: a domain named %s already exists on %s", j->dom, j->target_name);
 		return -1;
 	}
