@@ -3,7 +3,7 @@
 # (tests/e2e/vnc_rfbserver.py, 640x480): typed letters and shifted symbols become X keysyms (with Shift pressed
 # for 'A' and '>'), Ctrl+C is Control_L + c, the F8 menu sends Ctrl+Alt+Del, an xterm SGR mouse click on a cell
 # becomes pointer events at the framebuffer pixel under that cell (fit scaling in an 80x24 terminal), the wheel
-# is a press and release of button 4; --view-only sends nothing.
+# is a press and release of button 4; a DesktopSize change from the server is followed; --view-only sends nothing.
 set -u
 cd "$(dirname "$0")/../.."
 KVCON=${KVCON_BIN:-$PWD/kvcon}
@@ -74,6 +74,10 @@ tmux -L "$sock" send-keys -l $'\e[<0;10;1M'; tmux -L "$sock" send-keys -l $'\e[<
 tmux -L "$sock" send-keys -l $'\e[<0;70;23m'
 expect "drag" "$m" "ptr 1 5 5 ptr 1 634 464 ptr 0 634 464 "
 
+# the server resizes its desktop (DesktopSize): the display follows
+tmux -L "$sock" send-keys F12
+until_ok 10 bash -c "tmux -L $sock capture-pane -p | grep -q 'fake  800x600  fit'" || fail "resize not shown"
+echo "  DesktopSize: the display follows the server to 800x600"
 tmux -L "$sock" send-keys C-]
 until_ok 10 bash -c "tmux -L $sock capture-pane -p | grep -q 'KVCON-EXIT=0'" || fail "Ctrl+] did not leave with 0"
 until_ok 10 bash -c "tail -n1 '$tmp/events.log' | grep -q closed" || fail "the session did not end"

@@ -2,6 +2,7 @@
 """A minimal RFB 3.8 server for kvcon's input tests (standard library only): security None, a 640x480 32-bit
 framebuffer sent once as one Raw rectangle, and every KeyEvent / PointerEvent the client sends appended to a log
 file, one line each ("key 1 0xffe1" = down, "key 0 ..." = up; "ptr MASK X Y"). Serves clients one after another.
+Typing F12 makes the server resize the desktop to 800x600 (DesktopSize pseudo-rectangle, then a full frame).
 usage: vnc_rfbserver.py PORTFILE LOGFILE"""
 import socket
 import struct
@@ -18,6 +19,11 @@ def recv_exact(c, n):
             raise EOFError
         data += chunk
     return data
+
+
+def frame(w, h, shade):
+    row = bytes(v for x in range(w) for v in ((x * 255 // w), shade, 64, 0))
+    return struct.pack(">HHHHi", 0, 0, w, h, 0) + row * h
 
 
 def serve(c, log):
@@ -40,15 +46,15 @@ def serve(c, log):
         elif t == 3:                    # FramebufferUpdateRequest: one full frame, once
             recv_exact(c, 9)
             if not sent:
-                pixels = bytes((x * 255 // W) if i % 4 == 0 else (y * 255 // H) if i % 4 == 1 else 64
-                               for y in range(0, H, 60) for x in range(W) for i in range(4))
-                rows = b"".join(pixels[(y // 60) * W * 4:(y // 60 + 1) * W * 4] for y in range(H))
-                c.sendall(struct.pack(">BxH", 0, 1) + struct.pack(">HHHHi", 0, 0, W, H, 0) + rows)
+                c.sendall(struct.pack(">BxH", 0, 1) + frame(W, H, 128))
                 sent = True
         elif t == 4:                    # KeyEvent
             down, _, key = struct.unpack(">BHI", recv_exact(c, 7))
             log.write("key %d 0x%x\n" % (down, key))
             log.flush()
+            if down and key == 0xffc9:  # F12: resize
+                c.sendall(struct.pack(">BxH", 0, 2) + struct.pack(">HHHHi", 0, 0, 800, 600, -223) +
+                          frame(800, 600, 200))
         elif t == 5:                    # PointerEvent
             mask, x, y = struct.unpack(">BHH", recv_exact(c, 5))
             log.write("ptr %d %d %d\n" % (mask, x, y))
