@@ -1452,9 +1452,15 @@ static int engine_fetch_raw(struct source *src, enum obj_kind kind, const char *
 	return 0;
 }
 
+/* The source goes away (kvcon exits): the worker drains its queue (record writes) and stops. */
 static void engine_destroy(struct source *src)
 {
-	(void)src;
+	struct ehost *eh = ehost_of(src);
+	if (eh == NULL || eh->h == NULL)
+		return;
+	host_free(eh->h);
+	eh->h = NULL;
+	eh->up = false;
 }
 
 static const struct provider_ops engine_ops = {
@@ -1548,8 +1554,11 @@ void engine_close_all(void)
 	uint64_t until = util_now_ms() + 10000;
 	while (requests_pending() && util_now_ms() < until)
 		loop_once(50);
-	for (int i = 0; i < E.nhosts; i++)
+	for (int i = 0; i < E.nhosts; i++) {
 		host_free(E.hosts[i]->h);
+		E.hosts[i]->h = NULL;
+		E.hosts[i]->up = false;
+	}
 	loop_timer_cancel(E.resync);
 	E.resync = NULL;
 }
