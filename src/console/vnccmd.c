@@ -385,7 +385,8 @@ struct viewer {
 	int cols, rows; /* terminal size */
 	bool frame_dirty, status_dirty, clear;
 	bool menu;
-	int mask; /* pointer buttons held */
+	int mask;       /* pointer buttons held */
+	int fb_w, fb_h; /* framebuffer size shown in the status line */
 	uint64_t last_draw;
 	struct loop_timer *draw_timer, *esc_timer;
 	struct loop_fd *in_h, *out_h;
@@ -553,7 +554,11 @@ static void viewer_event(struct vnc *v, enum vnc_event ev, void *arg)
 		int fw, fh;
 		vnc_size(w->v, &fw, &fh);
 		w->frame_dirty = true;
-		w->status_dirty = w->status_dirty || fw != fbcells_cols(w->cells); /* cheap: refresh after resizes */
+		if (fw != w->fb_w || fh != w->fb_h) { /* the status line shows the size */
+			w->fb_w = fw;
+			w->fb_h = fh;
+			w->status_dirty = true;
+		}
 	}
 	schedule_draw(w);
 }

@@ -26,6 +26,7 @@
 #include "console/vnccmd.h"
 #include "engine/engine.h"
 #include "engine/estream.h"
+#include "engine/migrate.h"
 #include "model/source.h"
 #include "model/store.h"
 
@@ -82,10 +83,13 @@ static int open_engine(void)
 	loop_signal(SIGTERM, on_signal, NULL);
 	C.st = store_new();
 	C.ns = o->ns ? o->ns : "default";
+	char *const *cfg = o->nuris ? NULL : migrate_config_hosts(); /* the config's host list without -c */
 	int n = o->nuris ? o->nuris : 1;
+	while (cfg && cfg[n - 1] && cfg[n])
+		n++;
 	for (int i = 0; i < n; i++) {
 		char *err = NULL;
-		struct source *s = engine_open(C.st, o->nuris ? o->uris[i] : NULL, &err);
+		struct source *s = engine_open(C.st, o->nuris ? o->uris[i] : cfg ? cfg[i] : NULL, &err);
 		if (s == NULL) {
 			fprintf(stderr, "kvcon: %s\n", err);
 			free(err);
@@ -315,6 +319,8 @@ static json_object *obj_json(const struct obj *o)
 			json_object_array_add(cs, c);
 		}
 		json_object_object_add(j, "conditions", cs);
+		if (v->mig.present)
+			json_object_object_add(j, "migrationState", migrate_state_json(&v->mig));
 		break;
 	}
 	case OBJ_POD: {
@@ -1004,6 +1010,10 @@ static const struct {
 	{ "console", cmd_console, "console NAME [--expect RE] [--send LINE]... [--wait-stop] [--timeout S] [--log FILE]" },
 	{ "vnc", cmd_vnc, "vnc NAME [--screenshot F.png ...] | vnc NAME --proxy-only [--port N]" },
 	{ "reconcile", cmd_reconcile, "reconcile [--for SECONDS]  run the reconciler, then leave" },
+	{ "migrate", migrate_cmd, "migrate NAME --to HOST [--bandwidth MiB/s] [--auto-converge] [--postcopy] [--timeout S]\n"
+				  "                      [--copy-storage] [--offline] [--migrate-uri URI] [--no-wait]" },
+	{ "migrate", migrate_cmd, "migrate --abort NAME       abort a running migration (the VM stays on its host)" },
+	{ "drain", drain_cmd, "drain HOST [--to HOST] [--bandwidth MiB/s] [--timeout S]   migrate every running VM off HOST" },
 };
 
 int engine_cmd(int argc, char **argv)
@@ -1022,4 +1032,37 @@ int engine_cmd(int argc, char **argv)
 			return subs[i].fn(argc - 1, argv + 1);
 	fprintf(stderr, "kvcon engine: unknown verb '%s' (see kvcon engine --help)\n", argv[1]);
 	return EXIT_USAGE;
+}
+
+/* ---- for migcli.c ---- */
+
+int engine_cli_open(void)
+{
+	return open_engine();
+}
+
+int engine_cli_close(int rc, uint64_t converge_ms)
+{
+	return close_engine(rc, converge_ms);
+}
+
+bool engine_cli_run_until(bool (*cond)(void *), void *arg, uint64_t timeout_ms)
+{
+	return run_until(cond, arg, timeout_ms);
+}
+
+struct source **engine_cli_sources(int *n)
+{
+	*n = C.nsrcs;
+	return C.srcs;
+}
+
+struct store *engine_cli_store(void)
+{
+	return C.st;
+}
+
+const char *engine_cli_ns(void)
+{
+	return C.ns;
 }

@@ -23,6 +23,7 @@
 #include "engine/estream.h"
 #include "engine/evm.h"
 #include "engine/host.h"
+#include "engine/migrate.h"
 #include "model/source.h"
 
 #define RESYNC_MS 10000
@@ -347,6 +348,7 @@ static void remove_execution_objs(struct evm *v, const struct exec *x)
 		return;
 	store_remove(E.st, v->eh->src, OBJ_VMI, x->uid);
 	store_remove(E.st, v->eh->src, OBJ_POD, x->launcher);
+	migrate_unpublish(v, x);
 }
 
 static void publish(struct evm *v)
@@ -430,6 +432,7 @@ static void publish(struct evm *v)
 	vi->active[0].node = vi->node;
 	vi->nactive = 1;
 	vi->mig.progress_pct = -1;
+	migrate_publish(v, vi);
 	store_upsert(E.st, &vi->o);
 
 	struct pod *p = (struct pod *)obj_new(OBJ_POD);
@@ -745,7 +748,7 @@ static void finish_delete(struct evm *v);
 static void reconcile(struct evm *v)
 {
 	struct ehost *eh = v->eh;
-	if (!eh->up || !eh->synced)
+	if (!eh->up || !eh->synced || migrate_busy(v))
 		return;
 	bool starting = false;
 	for (struct preq *p = eh->reqs; p; p = p->next)
@@ -1012,6 +1015,8 @@ static void on_up(struct ehost *eh, struct host_msg *m)
 
 static void apply_obs(struct evm *v, const struct host_dom *d)
 {
+	if (migrate_busy(v))
+		return; /* the domain leaves this host: migrate.c decides where the execution is */
 	bool starting = false;
 	for (struct preq *p = v->eh->reqs; p; p = p->next)
 		starting |= p->v == v && p->kind == PK_START;
@@ -1110,7 +1115,7 @@ static void on_sync(struct ehost *eh, struct host_msg *m)
 static void on_lifecycle(struct ehost *eh, struct host_msg *m)
 {
 	struct evm *v = find_dom(eh, m->dom);
-	if (v == NULL)
+	if (v == NULL || migrate_busy(v))
 		return;
 	bool starting = false;
 	for (struct preq *p = eh->reqs; p; p = p->next)
@@ -1278,7 +1283,7 @@ static void on_msg(void *arg, struct host_msg *m)
 		break;
 	case HM_CONSOLE: {
 		struct evm *v = find_dom(eh, m->dom);
-		if (v)
+		if (v && !(m->len == 0 && migrate_busy(v))) /* the source's console ends; the target's follows */
 			console_deliver(v, m->data, m->len);
 		break;
 	}
@@ -1331,6 +1336,8 @@ static int engine_action(struct source *src, const struct action_req *req, actio
 		return act_refuse(err, "virtualmachine \"%s\" not found on %s", req->name, src->name);
 	if (src->readonly || opts_global()->readonly)
 		return act_refuse(err, "read-only: %s refused", action_name(req->act));
+	if (migrate_busy(v) && req->act != ACT_MIGRATE_ABORT && req->act != ACT_MIGRATE)
+		return act_refuse(err, "%s is migrating: abort the migration first", req->name);
 	bool is = active(v->cur);
 	bool force = req->act == ACT_FORCE_STOP || req->grace_period == 0;
 	int grace = force ? 0 : req->grace_period > 0 ? req->grace_period : v->m->grace;
@@ -1415,8 +1422,9 @@ static int engine_action(struct source *src, const struct action_req *req, actio
 		break;
 	case ACT_MIGRATE:
 	case ACT_MIGRATE_ABORT:
+		return migrate_action(src, req, done, arg, err);
 	case ACT_COUNT:
-		return act_refuse(err, "live migration between engine hosts is not implemented yet");
+		return act_refuse(err, "unknown action");
 	}
 	publish(v);
 	persist(v);
@@ -1738,4 +1746,120 @@ bool engine_running(struct source *src, const char *ns, const char *name)
 {
 	struct evm *v = find_vm(src, ns, name);
 	return v && active(v->cur);
+}
+
+/* ---- services for migrate.c ---- */
+
+struct ehost *ehost_of_source(const struct source *src)
+{
+	return ehost_of(src);
+}
+
+struct ehost **ehost_all(int *n)
+{
+	*n = E.nhosts;
+	return E.hosts;
+}
+
+struct source *ehost_source(const struct ehost *eh)
+{
+	return eh->src;
+}
+
+struct host *ehost_worker(const struct ehost *eh)
+{
+	return eh->h;
+}
+
+const char *ehost_uri(const struct ehost *eh)
+{
+	return eh->uri;
+}
+
+bool ehost_ready(const struct ehost *eh)
+{
+	return eh->up && eh->synced;
+}
+
+struct store *evm_store(void)
+{
+	return E.st;
+}
+
+struct evm *evm_find(struct source *src, const char *ns, const char *name)
+{
+	return find_vm(src, ns, name);
+}
+
+bool evm_active(const struct evm *v)
+{
+	return active(v->cur);
+}
+
+char *evm_dom_name(const struct evm *v)
+{
+	return dom_name(v);
+}
+
+void evm_publish(struct evm *v)
+{
+	publish(v);
+}
+
+void evm_persist(struct evm *v)
+{
+	persist(v);
+}
+
+void evm_event(struct evm *v, const char *type, const char *reason, const char *msg)
+{
+	add_event(v, type, reason, true, "%s", msg);
+}
+
+void evm_inspect(struct evm *v)
+{
+	send_simple(v, RQ_INSPECT, PK_INSPECT);
+}
+
+void evm_move(struct evm *v, struct ehost *dst)
+{
+	struct ehost *from = v->eh;
+	remove_execution_objs(v, v->cur);
+	for (int i = 0; i < v->nevents; i++)
+		store_remove(E.st, from->src, OBJ_EVENT, v->events[i].uid);
+	store_remove(E.st, from->src, OBJ_VM, v->uid);
+	struct host_req *r = xcalloc(1, sizeof *r);
+	r->type = RQ_UNLINK;
+	r->path = record_path(v);
+	track(from, host_request(from->h, r), PK_WRITE, NULL);
+	for (struct preq *p = from->reqs; p; p = p->next)
+		if (p->v == v) { /* answers about the domain on the old host no longer concern it */
+			p->v = NULL;
+			v->inflight--;
+		}
+	hmap_del(&from->vms, v->key);
+	struct evm *stale = hmap_get(&dst->vms, v->key);
+	if (stale && stale != v) {
+		remove_execution_objs(stale, stale->cur);
+		store_remove(E.st, dst->src, OBJ_VM, stale->uid);
+		hmap_del(&dst->vms, stale->key);
+		evm_free(stale);
+	}
+	v->eh = dst;
+	hmap_put(&dst->vms, v->key, v);
+	if (v->cur) {
+		free(v->cur->node);
+		v->cur->node = xstrdup(dst->src->name);
+	}
+	for (struct engine_console *c = v->consoles; c; c = c->next)
+		c->eh = dst;
+	for (int i = 0; i < v->nevents; i++)
+		event_obj(v, &v->events[i]);
+	publish(v);
+	persist(v);
+	if (active(v->cur)) {
+		send_simple(v, RQ_INSPECT, PK_INSPECT);
+		if (v->m->serial_console)
+			send_simple(v, RQ_CONSOLE, PK_CONSOLE);
+	}
 }

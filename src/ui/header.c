@@ -110,10 +110,11 @@ static const char *health_word(const struct watch_health *h, char *buf, size_t l
 	}
 }
 
-static void source_info(int y, int x, int end, struct source *src)
+static void source_info(int y, int x, int end, struct source *src, bool named)
 {
 	bool kube = src->type == SOURCE_KUBE;
-	x = pair(y, x, end, kube ? "Context: " : "Engine: ", src->name, theme_attr(THEME_HEADER));
+	if (named)
+		x = pair(y, x, end, kube ? "Context: " : "Engine: ", src->name, theme_attr(THEME_HEADER));
 	if (src->server)
 		x = pair(y, x, end, kube ? "Cluster: " : "URI: ", src->server, theme_attr(THEME_HEADER));
 	if (src->user)
@@ -124,13 +125,16 @@ static void source_info(int y, int x, int end, struct source *src)
 		pair(y, x, end, "Scope: ", src->ns_scope ? src->ns_scope : "all namespaces", theme_attr(THEME_HEADER));
 }
 
+/* The watch health of each kind; with several sources the line starts with the source's name (what matters
+ * first when the line is cut), its details follow. */
 static int source_watch(int y, int x, int end, struct source *src, bool named)
 {
 	static const char *const kinds[OBJ_KIND_COUNT] = { "vm ", "vmi ", "pod ", "event " };
-	char label[96];
-	snprintf(label, sizeof label, "%s%s%s", named ? "Watch " : "Watch: ", named ? src->name : "", named ? ": " : "");
-	if (x < end)
-		x += draw_text(y, x, end - x, theme_attr(THEME_HEADER_KEY), label);
+	if (named)
+		x = pair(y, x, end, src->type == SOURCE_KUBE ? "Context: " : "Engine: ", src->name,
+			 theme_attr(THEME_HEADER));
+	else if (x < end)
+		x += draw_text(y, x, end - x, theme_attr(THEME_HEADER_KEY), "Watch: ");
 	for (int k = 0; k < OBJ_KIND_COUNT && x < end; k++) {
 		char buf[48], first[48];
 		const char *word = health_word(&src->health[k], buf, sizeof buf);
@@ -164,7 +168,7 @@ void header_draw(const struct region *r, const struct store *st, bool readonly, 
 		draw_text(r->y, x, w - x, theme_attr(THEME_BAD), "no sources (no kubeconfig, no engine)");
 	if (n == 1) {
 		/* one source: its details, then its watches on the next line */
-		source_info(r->y, x, w, live[0]);
+		source_info(r->y, x, w, live[0], true);
 		if (src_lines > 1)
 			source_watch(r->y + 1, x, w, live[0], false);
 		else
@@ -173,7 +177,7 @@ void header_draw(const struct region *r, const struct store *st, bool readonly, 
 		for (size_t s = 0; s < n && (int)s < src_lines; s++) {
 			int y0 = r->y + (int)s;
 			int xx = source_watch(y0, x, w, live[s], true);
-			source_info(y0, xx, w, live[s]);
+			source_info(y0, xx, w, live[s], false);
 		}
 	}
 	if (n > (size_t)src_lines) {

@@ -248,9 +248,9 @@ class TestListAndWatch(Base):
         # without allowWatchBookmarks: none, and the stream ends at timeoutSeconds
         c, resp = fk.watch(VMS + "?watch=1&timeoutSeconds=1&resourceVersion=" + fk.settle()["resourceVersion"])
         t = time.monotonic()
-        evs = read_events(resp, timeout=5)
+        evs = read_events(resp, timeout=20)
         self.assertTrue(all(e["type"] != "BOOKMARK" for e in evs))
-        self.assertLess(time.monotonic() - t, 4)
+        self.assertLess(time.monotonic() - t, 15)
         c.close()
 
     def test_watch_without_rv_starts_with_state_and_follows_selector(self):
@@ -496,7 +496,8 @@ class TestLifecycle(Base):
               {"spec": {"runStrategy": "Manual"}})
         fk.settle()
         uid = fk.vmi(ns, name)["metadata"]["uid"]
-        fk.ok("POST", "/fake/step", {"seconds": 1})
+        # requests are consumed half a step later: a long step keeps them visible
+        fk.ok("POST", "/fake/step", {"seconds": 6})
         try:
             self.assertEqual(fk.action(ns, name, "stop")[0], 202)
             vm = fk.vm(ns, name)
@@ -504,8 +505,8 @@ class TestLifecycle(Base):
             self.assertEqual(vm["status"]["stateChangeRequests"], [{"action": "Stop", "uid": uid}])
         finally:
             fk.ok("POST", "/fake/step", {"seconds": 0.05})
-        wait_for(lambda: "stateChangeRequests" not in fk.vm(ns, name)["status"], what="requests consumed")
-        self.wait_vm(ns, name, "Stopped")
+        wait_for(lambda: "stateChangeRequests" not in fk.vm(ns, name)["status"], timeout=20, what="requests consumed")
+        wait_for(lambda: fk.vm(ns, name)["status"].get("printableStatus") == "Stopped", timeout=30, what="stopped")
         fk.settle()
         self.assertEqual(fk.action(ns, name, "start")[0], 202)
         self.wait_vm(ns, name, "Running")
@@ -632,6 +633,30 @@ class TestMigrationObjects(Base):
         s.close()
         self.assertTrue(data.startswith(b"HTTP/1.0 400 "))
         self.assertIn(b"Client sent an HTTP request to an HTTPS server.", data)
+
+
+class TestContexts(unittest.TestCase):
+    def test_two_clusters_one_kubeconfig(self):
+        fk = Fake("--vms", "3", "--namespaces", "1", "--contexts", "2")
+        child = os.path.join(fk.dir, "cluster2")
+        try:
+            kc = open(os.path.join(fk.dir, "kubeconfig")).read()
+            for name in ("fake", "fake-ns", "fake-cert", "fake2", "fake2-ns", "fake2-cert"):
+                self.assertIn("- name: %s\n  context:" % name, kc)
+            self.assertIn("server: " + fkctl.read(child, "url"), kc)
+            self.assertIn("current-context: fake\n", kc)
+            mine = {v["metadata"]["uid"] for v in fk.state("virtualmachines")["virtualmachines"]}
+            code, out = fkctl.request(child, "GET", "/fake/state?kinds=virtualmachines")
+            self.assertEqual(code, 200)
+            theirs = {v["metadata"]["uid"] for v in json.loads(out)["virtualmachines"]}
+            self.assertEqual(len(theirs), 3)
+            self.assertFalse(mine & theirs)
+            cpid = int(fkctl.read(child, "pid"))
+        finally:
+            self.assertEqual(fk.stop(), 0)
+        # the second cluster's process is gone with the first
+        wait_for(lambda: not os.path.exists("/proc/%d" % cpid) or
+                 open("/proc/%d/stat" % cpid).read().split()[2] == "Z", what="child exit")
 
 
 class TestScenarios(unittest.TestCase):
@@ -1097,7 +1122,7 @@ class TestConvergence(unittest.TestCase):
             fk.ok("POST", "/fake/faults", {"rate": 0})
             info = fk.ok("GET", "/fake/info")
             # churn 200 = about 200 writes a second, whatever produced them
-            self.assertGreater(int(info["resourceVersion"]) - rv0, 600)
+            self.assertGreater(int(info["resourceVersion"]) - rv0, 300)
             self.assertLess(int(info["resourceVersion"]) - rv0, 2400)
             final = fk.state()
 
