@@ -83,13 +83,10 @@ static int open_engine(void)
 	loop_signal(SIGTERM, on_signal, NULL);
 	C.st = store_new();
 	C.ns = o->ns ? o->ns : "default";
-	char *const *cfg = o->nuris ? NULL : migrate_config_hosts(); /* the config's host list without -c */
 	int n = o->nuris ? o->nuris : 1;
-	while (cfg && cfg[n - 1] && cfg[n])
-		n++;
 	for (int i = 0; i < n; i++) {
 		char *err = NULL;
-		struct source *s = engine_open(C.st, o->nuris ? o->uris[i] : cfg ? cfg[i] : NULL, &err);
+		struct source *s = engine_open(C.st, o->nuris ? o->uris[i] : NULL, &err);
 		if (s == NULL) {
 			fprintf(stderr, "kvcon: %s\n", err);
 			free(err);
@@ -1065,4 +1062,13 @@ struct store *engine_cli_store(void)
 const char *engine_cli_ns(void)
 {
 	return C.ns;
+}
+
+void engine_cli_config_hosts(struct kvcon_opts *o)
+{
+	char *const *cfg = o->nuris || o->no_engine ? NULL : migrate_config_hosts();
+	for (int i = 0; cfg && cfg[i]; i++) {
+		o->uris = xreallocarray(o->uris, (size_t)o->nuris + 1, sizeof *o->uris);
+		o->uris[o->nuris++] = xstrdup(cfg[i]);
+	}
 }

@@ -1539,7 +1539,7 @@ bool engine_idle(void)
 		void *val;
 		for (size_t it = 0; hmap_next(&eh->vms, &it, &key, &val);) {
 			struct evm *v = val;
-			if (v->stopping || v->restart || v->deleting || v->waiters)
+			if (v->stopping || v->restart || v->deleting || v->waiters || migrate_busy(v))
 				return false;
 			if (want_running(v) != active(v->cur) && v->retry_after <= now)
 				return false;
