@@ -23,6 +23,7 @@
 #include "engine/estream.h"
 #include "engine/evm.h"
 #include "engine/host.h"
+#include "engine/migrate.h"
 #include "model/source.h"
 
 #define RESYNC_MS 10000
@@ -93,11 +94,46 @@ static char *data_dir(void)
 	return d;
 }
 
-static char *env_dir(const char *env, const char *sub)
+/* An engine setting: $ENV, else "key = value" in $XDG_CONFIG_HOME/kvcon/config, else NULL. Caller frees. */
+static char *setting(const char *env, const char *key)
 {
 	const char *e = getenv(env);
 	if (e && *e)
 		return xstrdup(e);
+	char *dir = util_config_dir(), *path = util_path_join(dir, "config");
+	char *text = util_read_file(path, NULL), *val = NULL;
+	free(dir);
+	free(path);
+	for (char *line = text, *next; line && *line && val == NULL; line = next) {
+		next = strchr(line, '\n');
+		if (next)
+			*next++ = '\0';
+		line[strcspn(line, "#")] = '\0';
+		char *eq = strchr(line, '=');
+		if (eq == NULL)
+			continue;
+		*eq = '\0';
+		char *k = line, *v = eq + 1;
+		while (*k == ' ' || *k == '\t')
+			k++;
+		for (char *t = k + strlen(k); t > k && (t[-1] == ' ' || t[-1] == '\t'); t--)
+			t[-1] = '\0';
+		while (*v == ' ' || *v == '\t')
+			v++;
+		for (char *t = v + strlen(v); t > v && (t[-1] == ' ' || t[-1] == '\t' || t[-1] == '\r'); t--)
+			t[-1] = '\0';
+		if (strcmp(k, key) == 0 && *v)
+			val = xstrdup(v);
+	}
+	free(text);
+	return val;
+}
+
+static char *env_dir(const char *env, const char *sub)
+{
+	char *e = setting(env, strcmp(sub, "images") == 0 ? "engine.images" : "engine.volumes");
+	if (e)
+		return e;
 	char *d = data_dir();
 	char *p = util_path_join(d, sub);
 	free(d);
@@ -312,6 +348,7 @@ static void remove_execution_objs(struct evm *v, const struct exec *x)
 		return;
 	store_remove(E.st, v->eh->src, OBJ_VMI, x->uid);
 	store_remove(E.st, v->eh->src, OBJ_POD, x->launcher);
+	migrate_unpublish(v, x);
 }
 
 static void publish(struct evm *v)
@@ -395,6 +432,7 @@ static void publish(struct evm *v)
 	vi->active[0].node = vi->node;
 	vi->nactive = 1;
 	vi->mig.progress_pct = -1;
+	migrate_publish(v, vi);
 	store_upsert(E.st, &vi->o);
 
 	struct pod *p = (struct pod *)obj_new(OBJ_POD);
@@ -601,9 +639,10 @@ static void start_exec(struct evm *v, const char *why)
 	add_event(v, "Normal", "Created", true, "created virtual machine instance %s", x->uid);
 
 	char *imgs = env_dir("KVCON_ENGINE_IMAGES", "images"), *vols = env_dir("KVCON_ENGINE_VOLUMES", "volumes");
+	char *bridge = setting("KVCON_ENGINE_BRIDGE", "engine.bridge");
 	char *dn = dom_name(v);
 	struct domxml_env env = {
-		.image_dir = imgs, .volume_dir = vols, .run_dir = x->run_dir, .bridge = getenv("KVCON_ENGINE_BRIDGE"),
+		.image_dir = imgs, .volume_dir = vols, .run_dir = x->run_dir, .bridge = bridge,
 		.domain_type = eh->accel ? eh->accel : "qemu", .dom_name = dn, .vm_uid = v->uid, .vmi_uid = x->uid,
 		.launcher_uid = x->launcher, .generation = v->generation,
 	};
@@ -611,6 +650,7 @@ static void start_exec(struct evm *v, const char *why)
 	struct domxml_plan *plan = domxml_build(v->m, &env, &err);
 	free(imgs);
 	free(vols);
+	free(bridge);
 	if (plan == NULL) {
 		v->start_error = xstrdup(err);
 		end_exec(v, true, "FailedCreate", err);
@@ -708,7 +748,7 @@ static void finish_delete(struct evm *v);
 static void reconcile(struct evm *v)
 {
 	struct ehost *eh = v->eh;
-	if (!eh->up || !eh->synced)
+	if (!eh->up || !eh->synced || migrate_busy(v))
 		return;
 	bool starting = false;
 	for (struct preq *p = eh->reqs; p; p = p->next)
@@ -975,6 +1015,8 @@ static void on_up(struct ehost *eh, struct host_msg *m)
 
 static void apply_obs(struct evm *v, const struct host_dom *d)
 {
+	if (migrate_busy(v))
+		return; /* the domain leaves this host: migrate.c decides where the execution is */
 	bool starting = false;
 	for (struct preq *p = v->eh->reqs; p; p = p->next)
 		starting |= p->v == v && p->kind == PK_START;
@@ -1073,7 +1115,7 @@ static void on_sync(struct ehost *eh, struct host_msg *m)
 static void on_lifecycle(struct ehost *eh, struct host_msg *m)
 {
 	struct evm *v = find_dom(eh, m->dom);
-	if (v == NULL)
+	if (v == NULL || migrate_busy(v))
 		return;
 	bool starting = false;
 	for (struct preq *p = eh->reqs; p; p = p->next)
@@ -1241,7 +1283,7 @@ static void on_msg(void *arg, struct host_msg *m)
 		break;
 	case HM_CONSOLE: {
 		struct evm *v = find_dom(eh, m->dom);
-		if (v)
+		if (v && !(m->len == 0 && migrate_busy(v))) /* the source's console ends; the target's follows */
 			console_deliver(v, m->data, m->len);
 		break;
 	}
@@ -1294,6 +1336,8 @@ static int engine_action(struct source *src, const struct action_req *req, actio
 		return act_refuse(err, "virtualmachine \"%s\" not found on %s", req->name, src->name);
 	if (src->readonly || opts_global()->readonly)
 		return act_refuse(err, "read-only: %s refused", action_name(req->act));
+	if (migrate_busy(v) && req->act != ACT_MIGRATE_ABORT && req->act != ACT_MIGRATE)
+		return act_refuse(err, "%s is migrating: abort the migration first", req->name);
 	bool is = active(v->cur);
 	bool force = req->act == ACT_FORCE_STOP || req->grace_period == 0;
 	int grace = force ? 0 : req->grace_period > 0 ? req->grace_period : v->m->grace;
@@ -1378,8 +1422,9 @@ static int engine_action(struct source *src, const struct action_req *req, actio
 		break;
 	case ACT_MIGRATE:
 	case ACT_MIGRATE_ABORT:
+		return migrate_action(src, req, done, arg, err);
 	case ACT_COUNT:
-		return act_refuse(err, "live migration between engine hosts is not implemented yet");
+		return act_refuse(err, "unknown action");
 	}
 	publish(v);
 	persist(v);
@@ -1415,9 +1460,15 @@ static int engine_fetch_raw(struct source *src, enum obj_kind kind, const char *
 	return 0;
 }
 
+/* The source goes away (kvcon exits): the worker drains its queue (record writes) and stops. */
 static void engine_destroy(struct source *src)
 {
-	(void)src;
+	struct ehost *eh = ehost_of(src);
+	if (eh == NULL || eh->h == NULL)
+		return;
+	host_free(eh->h);
+	eh->h = NULL;
+	eh->up = false;
 }
 
 static const struct provider_ops engine_ops = {
@@ -1455,7 +1506,9 @@ struct source *engine_open(struct store *st, const char *uri, char **err)
 	set_health(eh, WATCH_LOADING, NULL);
 	E.hosts = xreallocarray(E.hosts, (size_t)E.nhosts + 1, sizeof *E.hosts);
 	E.hosts[E.nhosts++] = eh;
-	eh->h = host_new(u, on_msg, eh);
+	char *accel = setting("KVCON_ENGINE_ACCEL", "engine.accel");
+	eh->h = host_new(u, accel, on_msg, eh);
+	free(accel);
 	if (E.resync == NULL)
 		E.resync = loop_timer_add(RESYNC_MS, resync_fire, NULL);
 	return src;
@@ -1486,7 +1539,7 @@ bool engine_idle(void)
 		void *val;
 		for (size_t it = 0; hmap_next(&eh->vms, &it, &key, &val);) {
 			struct evm *v = val;
-			if (v->stopping || v->restart || v->deleting || v->waiters)
+			if (v->stopping || v->restart || v->deleting || v->waiters || migrate_busy(v))
 				return false;
 			if (want_running(v) != active(v->cur) && v->retry_after <= now)
 				return false;
@@ -1509,8 +1562,11 @@ void engine_close_all(void)
 	uint64_t until = util_now_ms() + 10000;
 	while (requests_pending() && util_now_ms() < until)
 		loop_once(50);
-	for (int i = 0; i < E.nhosts; i++)
+	for (int i = 0; i < E.nhosts; i++) {
 		host_free(E.hosts[i]->h);
+		E.hosts[i]->h = NULL;
+		E.hosts[i]->up = false;
+	}
 	loop_timer_cancel(E.resync);
 	E.resync = NULL;
 }
@@ -1527,10 +1583,12 @@ int engine_apply(struct source *src, const char *text, size_t len, char **result
 	if (m == NULL)
 		return -1;
 	char *imgs = env_dir("KVCON_ENGINE_IMAGES", "images"), *vols = env_dir("KVCON_ENGINE_VOLUMES", "volumes");
-	struct domxml_env env = { .image_dir = imgs, .volume_dir = vols, .bridge = getenv("KVCON_ENGINE_BRIDGE") };
+	char *bridge = setting("KVCON_ENGINE_BRIDGE", "engine.bridge");
+	struct domxml_env env = { .image_dir = imgs, .volume_dir = vols, .bridge = bridge };
 	int rc = domxml_resolve(m, &env, err);
 	free(imgs);
 	free(vols);
+	free(bridge);
 	if (rc < 0) {
 		manifest_free(m);
 		return -1;
@@ -1688,4 +1746,120 @@ bool engine_running(struct source *src, const char *ns, const char *name)
 {
 	struct evm *v = find_vm(src, ns, name);
 	return v && active(v->cur);
+}
+
+/* ---- services for migrate.c ---- */
+
+struct ehost *ehost_of_source(const struct source *src)
+{
+	return ehost_of(src);
+}
+
+struct ehost **ehost_all(int *n)
+{
+	*n = E.nhosts;
+	return E.hosts;
+}
+
+struct source *ehost_source(const struct ehost *eh)
+{
+	return eh->src;
+}
+
+struct host *ehost_worker(const struct ehost *eh)
+{
+	return eh->h;
+}
+
+const char *ehost_uri(const struct ehost *eh)
+{
+	return eh->uri;
+}
+
+bool ehost_ready(const struct ehost *eh)
+{
+	return eh->up && eh->synced;
+}
+
+struct store *evm_store(void)
+{
+	return E.st;
+}
+
+struct evm *evm_find(struct source *src, const char *ns, const char *name)
+{
+	return find_vm(src, ns, name);
+}
+
+bool evm_active(const struct evm *v)
+{
+	return active(v->cur);
+}
+
+char *evm_dom_name(const struct evm *v)
+{
+	return dom_name(v);
+}
+
+void evm_publish(struct evm *v)
+{
+	publish(v);
+}
+
+void evm_persist(struct evm *v)
+{
+	persist(v);
+}
+
+void evm_event(struct evm *v, const char *type, const char *reason, const char *msg)
+{
+	add_event(v, type, reason, true, "%s", msg);
+}
+
+void evm_inspect(struct evm *v)
+{
+	send_simple(v, RQ_INSPECT, PK_INSPECT);
+}
+
+void evm_move(struct evm *v, struct ehost *dst)
+{
+	struct ehost *from = v->eh;
+	remove_execution_objs(v, v->cur);
+	for (int i = 0; i < v->nevents; i++)
+		store_remove(E.st, from->src, OBJ_EVENT, v->events[i].uid);
+	store_remove(E.st, from->src, OBJ_VM, v->uid);
+	struct host_req *r = xcalloc(1, sizeof *r);
+	r->type = RQ_UNLINK;
+	r->path = record_path(v);
+	track(from, host_request(from->h, r), PK_WRITE, NULL);
+	for (struct preq *p = from->reqs; p; p = p->next)
+		if (p->v == v) { /* answers about the domain on the old host no longer concern it */
+			p->v = NULL;
+			v->inflight--;
+		}
+	hmap_del(&from->vms, v->key);
+	struct evm *stale = hmap_get(&dst->vms, v->key);
+	if (stale && stale != v) {
+		remove_execution_objs(stale, stale->cur);
+		store_remove(E.st, dst->src, OBJ_VM, stale->uid);
+		hmap_del(&dst->vms, stale->key);
+		evm_free(stale);
+	}
+	v->eh = dst;
+	hmap_put(&dst->vms, v->key, v);
+	if (v->cur) {
+		free(v->cur->node);
+		v->cur->node = xstrdup(dst->src->name);
+	}
+	for (struct engine_console *c = v->consoles; c; c = c->next)
+		c->eh = dst;
+	for (int i = 0; i < v->nevents; i++)
+		event_obj(v, &v->events[i]);
+	publish(v);
+	persist(v);
+	if (active(v->cur)) {
+		send_simple(v, RQ_INSPECT, PK_INSPECT);
+		if (v->m->serial_console)
+			send_simple(v, RQ_CONSOLE, PK_CONSOLE);
+	}
 }

@@ -28,6 +28,7 @@ struct exec {
 	char *message;
 	uint64_t generation;     /* the VM generation it runs */
 	bool paused, agent, stop_by_us, tcg;
+	struct emig *mig;        /* migrationState (migrate.h), NULL when never migrated */
 };
 
 struct evm_event {
@@ -82,6 +83,27 @@ struct evm {
 struct exec *exec_new(void);
 void exec_free(struct exec *x);
 void evm_free(struct evm *v);
+
+/* engine.c's services for migrate.c (loop thread). */
+struct source;
+struct store;
+struct host;
+struct ehost *ehost_of_source(const struct source *src);
+struct ehost **ehost_all(int *n);
+struct source *ehost_source(const struct ehost *eh);
+struct host *ehost_worker(const struct ehost *eh);
+const char *ehost_uri(const struct ehost *eh);
+bool ehost_ready(const struct ehost *eh);
+struct store *evm_store(void);
+struct evm *evm_find(struct source *src, const char *ns, const char *name);
+bool evm_active(const struct evm *v);
+char *evm_dom_name(const struct evm *v);
+void evm_publish(struct evm *v);
+void evm_persist(struct evm *v);
+void evm_event(struct evm *v, const char *type, const char *reason, const char *msg);
+void evm_inspect(struct evm *v);
+/* Moves v (record, store objects, consoles) to host dst; the execution keeps its UID. */
+void evm_move(struct evm *v, struct ehost *dst);
 
 /* The record as JSON text (caller frees). */
 char *record_dump(const struct evm *v);

@@ -8,6 +8,7 @@
 #include "core/intern.h"
 #include "core/xmalloc.h"
 #include "engine/evm.h"
+#include "engine/migrate.h"
 
 struct exec *exec_new(void)
 {
@@ -27,6 +28,7 @@ void exec_free(struct exec *x)
 	free(x->run_dir);
 	free(x->how);
 	free(x->message);
+	emig_free(x->mig);
 	free(x);
 }
 
@@ -97,6 +99,8 @@ static json_object *exec_json(const struct exec *x)
 	put_b(o, "paused", x->paused);
 	put_b(o, "stopByUs", x->stop_by_us);
 	put_b(o, "tcg", x->tcg);
+	if (x->mig)
+		json_object_object_add(o, "migrationState", emig_json(x->mig));
 	return o;
 }
 
@@ -206,6 +210,9 @@ static struct exec *exec_from(json_object *o)
 	x->paused = get_b(o, "paused");
 	x->stop_by_us = get_b(o, "stopByUs");
 	x->tcg = get_b(o, "tcg");
+	json_object *mg;
+	if (json_object_object_get_ex(o, "migrationState", &mg) && json_object_is_type(mg, json_type_object))
+		x->mig = emig_from(mg);
 	return x;
 }
 

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
 #include <wchar.h>
 
 #include "core/intern.h"
@@ -71,6 +72,22 @@ struct lineage *ui_lineage(void)
 void ui_use_store(struct store *st)
 {
 	U.st = st;
+}
+
+void ui_forget_source(struct source *src)
+{
+	/* Dropping a source's objects is not the end of their executions: without the lineage listening, the
+	 * removals are not recorded (and persisted) as stops; a fresh recorder reloads the history from disk. */
+	bool had = U.lineage != NULL;
+	lineage_free(U.lineage);
+	U.lineage = NULL;
+	store_clear_source(U.st, src);
+	if (had) {
+		U.lineage = lineage_new(U.st, NULL);
+		for (size_t i = 0; i < source_count(); i++)
+			if (source_get(i) != src && !source_get(i)->closed)
+				lineage_scan(U.lineage, source_get(i));
+	}
 }
 
 void ui_dirty(void)
@@ -554,6 +571,11 @@ int ui_main(void)
 {
 	start_ms = util_now_ms();
 	struct kvcon_opts *o = opts_global();
+	/* before any source opens (the engine would start libvirt for nothing) */
+	if (!isatty(STDIN_FILENO) || !isatty(STDOUT_FILENO)) {
+		fprintf(stderr, "kvcon: the dashboard needs a terminal (use `kvcon get` for scripts)\n");
+		return EXIT_USAGE;
+	}
 	if (log_open(o->log) < 0)
 		fprintf(stderr, "kvcon: cannot open the log file; continuing without\n");
 	log_set_level(o->verbose > 0 ? LOG_DEBUG : LOG_INFO);

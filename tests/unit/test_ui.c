@@ -111,14 +111,14 @@ static void fake_vm(int i, const char *status)
 static void churn(void *arg)
 {
 	(void)arg;
-	/* a tenth of a second's worth of status changes */
-	int per_tick = churn_per_s / 10 ? churn_per_s / 10 : 1;
+	/* 5 ms worth of status changes: a steady stream, as a watch delivers them */
+	int per_tick = churn_per_s / 200 ? churn_per_s / 200 : 1;
 	for (int k = 0; k < per_tick; k++) {
 		int i = (int)(churn_seq * 7919 % (unsigned long)fake_n);
 		fake_vm(i, statuses[churn_seq % 5]);
 		churn_seq++;
 	}
-	loop_timer_add(100, churn, NULL);
+	loop_timer_add(5, churn, NULL);
 }
 
 static int dashboard(int n)
