@@ -171,6 +171,7 @@ int main(int argc, char **argv)
 		usage(stderr);
 		return EXIT_USAGE;
 	}
+	engine_cli_config_hosts(o);
 	char **args = argv + 1;
 	if (n > 0 && (strcmp(args[0], "-h") == 0 || strcmp(args[0], "--help") == 0)) {
 		usage(stdout);

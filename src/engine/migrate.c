@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "core/intern.h"
@@ -361,18 +362,30 @@ static void needs_of(const char *xml, bool copy_storage, struct need **v, int *n
 	}
 }
 
-/* Whether path exists as the target's libvirt sees it (its own mounts): through a storage volume lookup, the
- * pool already covering the directory, or a transient dir pool on the directory. 1 yes, 0 no, -1 unknown. */
+/* The active storage pool of c whose target is dir, or NULL (listed rather than looked up: a failed lookup is
+ * logged by libvirt as an error). */
+static virStoragePoolPtr pool_over(virConnectPtr c, const char *dir)
+{
+	virStoragePoolPtr *pools = NULL, found = NULL;
+	int n = virConnectListAllStoragePools(c, &pools, VIR_CONNECT_LIST_STORAGE_POOLS_ACTIVE);
+	char *want = xasprintf("<path>%s</path>", dir);
+	for (int i = 0; i < n; i++) {
+		char *x = found ? NULL : virStoragePoolGetXMLDesc(pools[i], 0);
+		if (x && strstr(x, want))
+			found = pools[i];
+		else
+			virStoragePoolFree(pools[i]);
+		free(x);
+	}
+	free(pools);
+	free(want);
+	return found;
+}
+
+/* Whether path exists as the target's libvirt sees it (its own mounts): through the pool already covering the
+ * file's directory, or a transient dir pool on that directory. 1 yes, 0 no, -1 unknown (*why). */
 static int path_on(virConnectPtr c, const char *path, char **why)
 {
-	virStorageVolPtr vol = virStorageVolLookupByPath(c, path);
-	if (vol) {
-		virStorageVolInfo info;
-		int ok = virStorageVolGetInfo(vol, &info) == 0; /* refreshes: a deleted file fails here */
-		virStorageVolFree(vol);
-		if (ok)
-			return 1;
-	}
 	char *dir = xstrdup(path);
 	char *slash = strrchr(dir, '/');
 	const char *base = slash ? slash + 1 : path;
@@ -382,11 +395,7 @@ static int path_on(virConnectPtr c, const char *path, char **why)
 		dir[1] = '\0';
 	int rc = -1;
 	bool made = false;
-	virStoragePoolPtr pool = virStoragePoolLookupByTargetPath(c, dir);
-	if (pool && virStoragePoolIsActive(pool) != 1) {
-		virStoragePoolFree(pool);
-		pool = NULL;
-	}
+	virStoragePoolPtr pool = pool_over(c, dir);
 	if (pool == NULL) {
 		char uid[37];
 		util_uuid_v4(uid);
@@ -406,10 +415,19 @@ static int path_on(virConnectPtr c, const char *path, char **why)
 		made = true;
 	} else
 		virStoragePoolRefresh(pool, 0);
-	vol = virStorageVolLookupByName(pool, base);
-	rc = vol != NULL;
-	if (vol)
-		virStorageVolFree(vol);
+	/* listed too: the volumes of the directory, by name */
+	virStorageVolPtr *vols = NULL;
+	int n = virStoragePoolListAllVolumes(pool, &vols, 0);
+	rc = n < 0 ? -1 : 0;
+	for (int i = 0; i < n; i++) {
+		const char *vn = virStorageVolGetName(vols[i]);
+		if (vn && strcmp(vn, base) == 0)
+			rc = 1;
+		virStorageVolFree(vols[i]);
+	}
+	free(vols);
+	if (rc < 0)
+		*why = xstrdup(virGetLastErrorMessage());
 	if (made)
 		virStoragePoolDestroy(pool);
 	virStoragePoolFree(pool);
@@ -465,9 +483,15 @@ static int check_cpu(virConnectPtr sc, virConnectPtr dc, const char *xml, const 
 
 static int preflight(struct mig_job *j, virConnectPtr sc, virConnectPtr dc, virDomainPtr dom, char **err)
 {
-	virDomainPtr there = virDomainLookupByName(dc, j->dom);
+	virDomainPtr *doms = NULL;
+	int nd = virConnectListAllDomains(dc, &doms, 0);
+	bool there = false;
+	for (int i = 0; i < nd; i++) {
+		there |= strcmp(virDomainGetName(doms[i]), j->dom) == 0;
+		virDomainFree(doms[i]);
+	}
+	free(doms);
 	if (there) {
-		virDomainFree(there);
 		*err = xasprintf("refused: a domain named %s already exists on %s", j->dom, j->target_name);
 		return -1;
 	}
@@ -524,7 +548,9 @@ struct mig_call {
 	virTypedParameterPtr params;
 	int nparams;
 	unsigned int flags;
-	atomic_bool finished;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	bool finished;      /* under mu: the poller wakes at once when the call returns */
 	int rc;
 	char *err;
 };
@@ -537,8 +563,27 @@ static void *mig_call_main(void *arg)
 		const char *e = virGetLastErrorMessage();
 		c->err = xstrdup(e ? e : "migration failed");
 	}
-	atomic_store(&c->finished, true);
+	pthread_mutex_lock(&c->mu);
+	c->finished = true;
+	pthread_cond_signal(&c->cv);
+	pthread_mutex_unlock(&c->mu);
 	return NULL;
+}
+
+/* Waits up to ms for the migration call to return; true when it has. */
+static bool call_wait(struct mig_call *c, int ms)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_nsec += (long)ms * 1000000L;
+	ts.tv_sec += ts.tv_nsec / 1000000000L;
+	ts.tv_nsec %= 1000000000L;
+	pthread_mutex_lock(&c->mu);
+	while (!c->finished && pthread_cond_timedwait(&c->cv, &c->mu, &ts) == 0)
+		;
+	bool done = c->finished;
+	pthread_mutex_unlock(&c->mu);
+	return done;
 }
 
 static void read_stats(virDomainPtr dom, unsigned int flags, struct mmsg *m)
@@ -570,6 +615,8 @@ static void read_stats(virDomainPtr dom, unsigned int flags, struct mmsg *m)
 static void run_migration(struct mig_job *j, virConnectPtr dc, virDomainPtr dom, struct mmsg *d)
 {
 	struct mig_call c = { .dom = dom, .uri = j->mig_uri };
+	pthread_mutex_init(&c.mu, NULL);
+	pthread_cond_init(&c.cv, NULL);
 	int maxp = 0;
 	if (j->o.bandwidth)
 		virTypedParamsAddULLong(&c.params, &c.nparams, &maxp, VIR_MIGRATE_PARAM_BANDWIDTH, j->o.bandwidth);
@@ -595,9 +642,8 @@ static void run_migration(struct mig_job *j, virConnectPtr dc, virDomainPtr dom,
 	uint64_t t0 = util_now_ms(), last = 0;
 	bool aborted = false, postcopy = false;
 	char *abort_why = NULL;
-	while (!atomic_load(&c.finished)) {
-		usleep(POLL_MS * 1000);
-		if (atomic_load(&c.finished))
+	for (;;) {
+		if (call_wait(&c, POLL_MS))
 			break;
 		uint64_t now = util_now_ms();
 		bool want_abort = atomic_load(&j->abort);
@@ -630,6 +676,8 @@ static void run_migration(struct mig_job *j, virConnectPtr dc, virDomainPtr dom,
 		post_msg(on_msg, m);
 	}
 	pthread_join(t, NULL);
+	pthread_mutex_destroy(&c.mu);
+	pthread_cond_destroy(&c.cv);
 	virTypedParamsFree(c.params, c.nparams);
 	d->postcopy = postcopy;
 	d->elapsed_ms = (int64_t)(util_now_ms() - t0);
@@ -653,7 +701,7 @@ static void run_migration(struct mig_job *j, virConnectPtr dc, virDomainPtr dom,
 		return;
 	}
 	int64_t wall = d->elapsed_ms;
-	read_stats(dd, VIR_DOMAIN_JOB_STATS_COMPLETED, d);
+	read_stats(dd, VIR_DOMAIN_JOB_STATS_COMPLETED | VIR_DOMAIN_JOB_STATS_KEEP_COMPLETED, d);
 	d->elapsed_ms = wall; /* libvirt's own elapsed time counts the target's part only */
 	/* the new launcher: QEMU on the target is a new process of the same execution */
 	char *meta = virDomainGetMetadata(dd, VIR_DOMAIN_METADATA_ELEMENT, META_URI, VIR_DOMAIN_AFFECT_LIVE);

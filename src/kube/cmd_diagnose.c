@@ -601,6 +601,10 @@ static int effect_reached(const struct session *s, enum action act, bool abort_m
 			  const char **why)
 {
 	const struct vmi *v = (const struct vmi *)store_find(s->st, s->src, OBJ_VMI, s->ns, s->name);
+	/* a migrated engine VM shows up in its target host's source */
+	for (size_t i = 0; v == NULL && (act == ACT_MIGRATE || act == ACT_MIGRATE_ABORT) && i < source_count(); i++)
+		if (source_get(i))
+			v = (const struct vmi *)store_find(s->st, source_get(i), OBJ_VMI, s->ns, s->name);
 	bool running = v && util_str_eq(v->phase, "Running");
 	switch (act) {
 	case ACT_START:

@@ -117,7 +117,7 @@ static void close_kube(void)
 {
 	if (kube_src == NULL)
 		return;
-	store_clear_source(the_store, kube_src);
+	ui_forget_source(kube_src);
 	source_close(kube_src);
 	/* free the name for the context opened next (the registry keeps the retired entry) */
 	free(kube_src->name);

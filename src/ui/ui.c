@@ -74,6 +74,22 @@ void ui_use_store(struct store *st)
 	U.st = st;
 }
 
+void ui_forget_source(struct source *src)
+{
+	/* Dropping a source's objects is not the end of their executions: without the lineage listening, the
+	 * removals are not recorded (and persisted) as stops; a fresh recorder reloads the history from disk. */
+	bool had = U.lineage != NULL;
+	lineage_free(U.lineage);
+	U.lineage = NULL;
+	store_clear_source(U.st, src);
+	if (had) {
+		U.lineage = lineage_new(U.st, NULL);
+		for (size_t i = 0; i < source_count(); i++)
+			if (source_get(i) != src && !source_get(i)->closed)
+				lineage_scan(U.lineage, source_get(i));
+	}
+}
+
 void ui_dirty(void)
 {
 	screen_dirty();

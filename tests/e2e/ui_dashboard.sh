@@ -120,6 +120,11 @@ cmd "ctx fake-ns"; wait_for 'Context: fake-ns' 10; wait_for 'Scope: ns-00' 10
 wait_for 'VirtualMachines\(all\)\[[0-9]+\]'
 screen | sed -n '6,38p' | grep -q ' ns-01 ' && fail "ns-01 rows after switching to the namespace context"
 cmd "ctx fake"; wait_for 'Context: fake ' 10
+# switching contexts dropped the objects from the store, which is not the end of their executions
+wait_for 'Watch: vm live' 10
+cmd "vm $ns/$name"; wait_for " VM $ns/$name " 10; wait_for 'lineage\[3\]' 10
+screen | grep -qE '^ #3 [0-9a-f-]{36} running ' || fail "the context switch ended the running execution in the lineage"
+keys Escape
 
 # resize: smaller still draws; below 40x10 a notice; back
 $T resize-window -t k -x 60 -y 15; wait_for 'VirtualMachines'
