@@ -227,6 +227,13 @@ struct emig *emig_from(json_object *o)
 	m->elapsed_ms = jget_i(o, "elapsedMs");
 	m->total = (uint64_t)jget_i(o, "dataTotal");
 	m->progress_pct = m->completed ? 100 : -1;
+	if (!m->completed && !m->failed) {
+		/* the process that ran it ended before it did: its outcome was not observed */
+		m->failed = true;
+		free(m->failure_reason);
+		m->failure_reason = xstrdup("the kvcon process running this migration ended before it did; "
+					    "the domain stays where libvirt left it");
+	}
 	json_object *a;
 	if (json_object_object_get_ex(o, "previousLaunchers", &a) && json_object_is_type(a, json_type_array))
 		for (size_t i = 0; i < json_object_array_length(a) && m->nprev < MIG_MAX_PREV; i++) {
