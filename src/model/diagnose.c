@@ -425,6 +425,10 @@ static bool m_vmi_migrating(struct diag_ctx *x)
 	ev_text(x, &x->vmi->o, "status.migrationState: %s -> %s started %s, mode %s%s", m->source_node ? m->source_node : "?",
 		m->target_node ? m->target_node : "?", when, m->mode ? m->mode : "?",
 		m->abort_requested ? ", abort requested" : "");
+	if (m->progress_pct >= 0) /* engine migrations report libvirt's job statistics */
+		ev_text(x, &x->vmi->o, "progress %d%%: %llu MiB processed, %llu MiB remaining, dirty rate %llu MiB/s",
+			m->progress_pct, (unsigned long long)(m->data_processed >> 20),
+			(unsigned long long)(m->data_remaining >> 20), (unsigned long long)(m->dirty_rate >> 20));
 	return true;
 }
 

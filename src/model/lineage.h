@@ -10,8 +10,9 @@
  * last line per VMI UID wins, so history survives kvcon restarts and crashes (a torn last line is ignored).
  * Files with many superseded lines are compacted on load (write-temp + rename).
  * Source-agnostic (engine executions are VMIs too) and UI-agnostic. UI thread only.
- * Limit: history is kept per source, so a move between two engine hosts (two sources) would show as an end on
- * one host and a new record on the other; joining them by VMI UID is left for when the engine migrates. */
+ * An execution that moves to another source with the same VMI UID (a live migration between two engine hosts)
+ * continues there, with a launcher on the new host; the old host's file gets a tombstone for it. History is
+ * kept per source: the older executions stay in the old host's lineage. */
 #ifndef KVCON_MODEL_LINEAGE_H
 #define KVCON_MODEL_LINEAGE_H
 
