@@ -23,6 +23,7 @@
 #include "core/opts.h"
 #include "core/util.h"
 #include "core/xmalloc.h"
+#include "engine/engine.h"
 #include "engine/evm.h"
 #include "engine/host.h"
 #include "model/store.h"
@@ -268,6 +269,8 @@ json_object *migrate_state_json(const struct migration_state *m)
 	jput_i(o, "dataProcessed", (int64_t)m->data_processed);
 	jput_i(o, "dataRemaining", (int64_t)m->data_remaining);
 	jput_i(o, "memoryDirtyRate", (int64_t)m->dirty_rate);
+	jput_i(o, "memoryIteration", m->iteration);
+	jput_i(o, "downtimeMs", m->downtime_ms);
 	return o;
 }
 
@@ -968,7 +971,7 @@ int engine_migrate(struct source *src, const char *ns, const char *name, const s
 		return -1;
 	struct source *dsrc = ehost_source(dst);
 	if (!ehost_ready(dst)) {
-		const char *why = dsrc->notice;
+		const char *why = engine_error(dsrc);
 		*err = xasprintf("refused: target host %s unreachable%s%s", dsrc->name, why ? ": " : "", why ? why : "");
 		return -1;
 	}
@@ -1199,6 +1202,8 @@ void migrate_publish(struct evm *v, struct vmi *vi)
 	m->data_processed = e->processed;
 	m->data_remaining = e->remaining;
 	m->dirty_rate = e->dirty_rate;
+	m->iteration = e->iteration;
+	m->downtime_ms = e->downtime_ms;
 	const struct mig_launcher *last = e->nprev ? &e->prev[e->nprev - 1] : NULL;
 	if (e->job) {
 		m->source_pod = pod_name_of(v, x->launcher);
