@@ -94,11 +94,46 @@ static char *data_dir(void)
 	return d;
 }
 
-static char *env_dir(const char *env, const char *sub)
+/* An engine setting: $ENV, else "key = value" in $XDG_CONFIG_HOME/kvcon/config, else NULL. Caller frees. */
+static char *setting(const char *env, const char *key)
 {
 	const char *e = getenv(env);
 	if (e && *e)
 		return xstrdup(e);
+	char *dir = util_config_dir(), *path = util_path_join(dir, "config");
+	char *text = util_read_file(path, NULL), *val = NULL;
+	free(dir);
+	free(path);
+	for (char *line = text, *next; line && *line && val == NULL; line = next) {
+		next = strchr(line, '\n');
+		if (next)
+			*next++ = '\0';
+		line[strcspn(line, "#")] = '\0';
+		char *eq = strchr(line, '=');
+		if (eq == NULL)
+			continue;
+		*eq = '\0';
+		char *k = line, *v = eq + 1;
+		while (*k == ' ' || *k == '\t')
+			k++;
+		for (char *t = k + strlen(k); t > k && (t[-1] == ' ' || t[-1] == '\t'); t--)
+			t[-1] = '\0';
+		while (*v == ' ' || *v == '\t')
+			v++;
+		for (char *t = v + strlen(v); t > v && (t[-1] == ' ' || t[-1] == '\t' || t[-1] == '\r'); t--)
+			t[-1] = '\0';
+		if (strcmp(k, key) == 0 && *v)
+			val = xstrdup(v);
+	}
+	free(text);
+	return val;
+}
+
+static char *env_dir(const char *env, const char *sub)
+{
+	char *e = setting(env, strcmp(sub, "images") == 0 ? "engine.images" : "engine.volumes");
+	if (e)
+		return e;
 	char *d = data_dir();
 	char *p = util_path_join(d, sub);
 	free(d);
@@ -604,9 +639,10 @@ static void start_exec(struct evm *v, const char *why)
 	add_event(v, "Normal", "Created", true, "created virtual machine instance %s", x->uid);
 
 	char *imgs = env_dir("KVCON_ENGINE_IMAGES", "images"), *vols = env_dir("KVCON_ENGINE_VOLUMES", "volumes");
+	char *bridge = setting("KVCON_ENGINE_BRIDGE", "engine.bridge");
 	char *dn = dom_name(v);
 	struct domxml_env env = {
-		.image_dir = imgs, .volume_dir = vols, .run_dir = x->run_dir, .bridge = getenv("KVCON_ENGINE_BRIDGE"),
+		.image_dir = imgs, .volume_dir = vols, .run_dir = x->run_dir, .bridge = bridge,
 		.domain_type = eh->accel ? eh->accel : "qemu", .dom_name = dn, .vm_uid = v->uid, .vmi_uid = x->uid,
 		.launcher_uid = x->launcher, .generation = v->generation,
 	};
@@ -614,6 +650,7 @@ static void start_exec(struct evm *v, const char *why)
 	struct domxml_plan *plan = domxml_build(v->m, &env, &err);
 	free(imgs);
 	free(vols);
+	free(bridge);
 	if (plan == NULL) {
 		v->start_error = xstrdup(err);
 		end_exec(v, true, "FailedCreate", err);
@@ -1461,9 +1498,15 @@ static int engine_fetch_raw(struct source *src, enum obj_kind kind, const char *
 	return 0;
 }
 
+/* The source goes away (kvcon exits): the worker drains its queue (record writes) and stops. */
 static void engine_destroy(struct source *src)
 {
-	(void)src;
+	struct ehost *eh = ehost_of(src);
+	if (eh == NULL || eh->h == NULL)
+		return;
+	host_free(eh->h);
+	eh->h = NULL;
+	eh->up = false;
 }
 
 static const struct provider_ops engine_ops = {
@@ -1501,7 +1544,9 @@ struct source *engine_open(struct store *st, const char *uri, char **err)
 	set_health(eh, WATCH_LOADING, NULL);
 	E.hosts = xreallocarray(E.hosts, (size_t)E.nhosts + 1, sizeof *E.hosts);
 	E.hosts[E.nhosts++] = eh;
-	eh->h = host_new(u, on_msg, eh);
+	char *accel = setting("KVCON_ENGINE_ACCEL", "engine.accel");
+	eh->h = host_new(u, accel, on_msg, eh);
+	free(accel);
 	if (E.resync == NULL)
 		E.resync = loop_timer_add(RESYNC_MS, resync_fire, NULL);
 	return src;
@@ -1555,8 +1600,11 @@ void engine_close_all(void)
 	uint64_t until = util_now_ms() + 10000;
 	while (requests_pending() && util_now_ms() < until)
 		loop_once(50);
-	for (int i = 0; i < E.nhosts; i++)
+	for (int i = 0; i < E.nhosts; i++) {
 		host_free(E.hosts[i]->h);
+		E.hosts[i]->h = NULL;
+		E.hosts[i]->up = false;
+	}
 	loop_timer_cancel(E.resync);
 	E.resync = NULL;
 }
@@ -1573,10 +1621,12 @@ int engine_apply(struct source *src, const char *text, size_t len, char **result
 	if (m == NULL)
 		return -1;
 	char *imgs = env_dir("KVCON_ENGINE_IMAGES", "images"), *vols = env_dir("KVCON_ENGINE_VOLUMES", "volumes");
-	struct domxml_env env = { .image_dir = imgs, .volume_dir = vols, .bridge = getenv("KVCON_ENGINE_BRIDGE") };
+	char *bridge = setting("KVCON_ENGINE_BRIDGE", "engine.bridge");
+	struct domxml_env env = { .image_dir = imgs, .volume_dir = vols, .bridge = bridge };
 	int rc = domxml_resolve(m, &env, err);
 	free(imgs);
 	free(vols);
+	free(bridge);
 	if (rc < 0) {
 		manifest_free(m);
 		return -1;
