@@ -35,7 +35,9 @@ crash_vm() { # virsh destroy behind kvcon's back while it watches the daemon's e
 ENGINE_SHORT=1 engine_scenario
 
 step "a crash while no kvcon runs: the next kvcon finds it at its resync and restarts (Always)"
-kv engine apply -f "$(manifest alpha Always)" >/dev/null || fail "apply Always"
+# stop + start: Halted, then Always with a clean failure count (two quick failures in a row would back off)
+kv engine stop alpha --grace-period 0 >/dev/null || fail "stop"
+kv engine start alpha >/dev/null || fail "start"
 [[ $(vmi_phase alpha) == Running ]] || fail "alpha not running under Always"
 u=$(vmi_uid alpha)
 virsh -q -c "$URI" destroy default_alpha >/dev/null
