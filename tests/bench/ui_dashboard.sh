@@ -44,20 +44,23 @@ fk_start() {
 # name is in the typescript (a row written to the terminal), read by a poller that costs little CPU (polling tmux
 # capture-pane every few ms would itself load the 2 cores).
 first_rows() {
-	rm -f "$W/pid" "$W/ts"
+	rm -f "$W/pid" "$W/ts" "$W/t_exec"
 	local t0 ms
 	t0=$(now_ms)
+	# the clock starts just before kvcon is exec'd (tmux and script start-up are not kvcon's)
 	$T new-session -d -x 120 -y 40 -s b -e TERM=xterm-256color \
-		"script -qfc 'echo \$\$ > $W/pid; exec env KUBECONFIG=$W/fk/kubeconfig KVCON_LOG=$W/kvcon.log $KVCON -A' $W/ts"
-	ms=$(python3 - "$W/ts" "$t0" <<'PY'
+		"script -qfc 'echo \$\$ > $W/pid; date +%s%3N > $W/t_exec; exec env KUBECONFIG=$W/fk/kubeconfig KVCON_LOG=$W/kvcon.log $KVCON -A' $W/ts"
+	ms=$(python3 - "$W/ts" "$t0" "$W/t_exec" <<'PY'
 import re, sys, time
-path, t0 = sys.argv[1], int(sys.argv[2])
+path, t0, exec_file = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 rx = re.compile(rb"[a-z]+-[0-9]{5}")
 while True:
     try:
         with open(path, "rb") as f:
             if rx.search(f.read()):
-                print(int(time.time() * 1000) - t0)
+                now = int(time.time() * 1000)
+                with open(exec_file) as e:
+                    print(now - int(e.read()))
                 break
     except FileNotFoundError:
         pass
@@ -116,7 +119,7 @@ if [ -x "$feeder" ]; then
 	rm -f "$W/pid" "$W/ts"
 	$T new-session -d -x 120 -y 40 -s f -e TERM=xterm-256color \
 		"script -qfc 'echo \$\$ > $W/pid; exec env KVCON_LOG=$W/feeder.log $feeder --dashboard $VMS --churn $CHURN' $W/ts"
-	for _ in $(seq 300); do [ -s "$W/pid" ] && $T capture-pane -p -t f | grep -q 'VirtualMachines' && break; sleep 0.1; done
+	for _ in $(seq 300); do [ -s "$W/pid" ] && $T capture-pane -p -t f | grep -q 'VirtualMachines(all)\[' && break; sleep 0.1; done
 	pid=$(cat "$W/pid")
 	sleep 2
 	c0=$(cpu_ticks "$pid"); b0=$(stat -c %s "$W/ts"); t0=$(now_ms)
