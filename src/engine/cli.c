@@ -22,7 +22,10 @@
 #include "core/opts.h"
 #include "core/util.h"
 #include "core/xmalloc.h"
+#include "console/concmd.h"
+#include "console/vnccmd.h"
 #include "engine/engine.h"
+#include "engine/estream.h"
 #include "engine/migrate.h"
 #include "model/source.h"
 #include "model/store.h"
@@ -116,6 +119,66 @@ static int close_engine(int rc, uint64_t converge_ms)
 		run_until(idle, NULL, converge_ms);
 	engine_close_all();
 	loop_once(0); /* deliver what the workers posted last */
+	return rc;
+}
+
+/* ---- the console and VNC commands of console/, on engine VMs ---- */
+
+/* Opens the engine hosts into st (once) and waits for their first resync. */
+static int open_into(struct store *st, char **err)
+{
+	struct kvcon_opts *o = opts_global();
+	if (C.nsrcs == 0) {
+		int n = o->nuris ? o->nuris : 1;
+		C.st = st;
+		for (int i = 0; i < n; i++) {
+			struct source *s = engine_open(st, o->nuris ? o->uris[i] : NULL, err);
+			if (s == NULL)
+				return -1;
+			C.srcs = xreallocarray(C.srcs, (size_t)C.nsrcs + 1, sizeof *C.srcs);
+			C.srcs[C.nsrcs++] = s;
+		}
+	}
+	if (!run_until(all_ready, NULL, OPEN_TIMEOUT_MS)) {
+		const char *e = engine_error(C.srcs[0]);
+		*err = xasprintf("engine host not ready: %s", e ? e : "timed out");
+		return -1;
+	}
+	return 0;
+}
+
+static struct source *hook_find_source(struct store *st, const char *ns, const char *name, char **err)
+{
+	if (open_into(st, err) < 0)
+		return NULL;
+	for (int i = 0; i < C.nsrcs; i++)
+		if (store_find(st, C.srcs[i], OBJ_VM, ns, name))
+			return C.srcs[i];
+	*err = xasprintf("virtualmachine %s/%s not found on the engine", ns, name);
+	return NULL;
+}
+
+static struct stream *hook_open_vnc(const char *ns, const char *name, char **err)
+{
+	struct source *src = hook_find_source(C.st ? C.st : store_new(), ns, name, err);
+	return src ? estream_vnc(src, ns, name, err) : NULL;
+}
+
+/* Runs console/'s full-screen command on NS/NAME of the engine, with the given extra arguments. */
+static int delegate(int (*fn)(int, char **), const char *verb, const char *name, int argc, char **argv)
+{
+	const char *ns = opts_global()->ns ? opts_global()->ns : "default";
+	char **av = xcalloc((size_t)argc + 3, sizeof *av);
+	int n = 0;
+	av[n++] = (char *)verb;
+	char *target = xasprintf("%s/%s", ns, name);
+	av[n++] = target;
+	for (int i = 0; i < argc; i++)
+		av[n++] = argv[i];
+	int rc = fn(n, av);
+	engine_close_all();
+	free(target);
+	free(av);
 	return rc;
 }
 
@@ -727,7 +790,24 @@ static int cmd_console(int argc, char **argv)
 		fprintf(stderr, "kvcon engine console: NAME is required\n");
 		return EXIT_USAGE;
 	}
-	K.interactive = K.nsteps == 0 && !K.wait_stop && isatty(0);
+	K.interactive = K.nsteps == 0 && !K.wait_stop && isatty(0) && isatty(1);
+	if (K.interactive) {
+		/* the console helper's full-screen console (libvterm), fed by the engine's stream */
+		char *extra[4];
+		int ne = 0;
+		char tbuf[16];
+		if (logfile) {
+			extra[ne++] = "--log";
+			extra[ne++] = (char *)logfile;
+		}
+		if (timeout != 300) {
+			snprintf(tbuf, sizeof tbuf, "%d", timeout);
+			extra[ne++] = "--timeout";
+			extra[ne++] = tbuf;
+		}
+		concmd_find_source = hook_find_source;
+		return delegate(concmd_main, "console", name, ne, extra);
+	}
 	if (logfile && (K.log = fopen(logfile, "ab")) == NULL) {
 		fprintf(stderr, "kvcon: %s: %s\n", logfile, strerror(errno));
 		return EXIT_USAGE;
@@ -833,15 +913,22 @@ static int cmd_vnc(int argc, char **argv)
 			port = atoi(argv[++i]);
 		else if (argv[i][0] != '-' && name == NULL)
 			name = argv[i];
-		else {
-			fprintf(stderr, "kvcon engine vnc: unexpected '%s'\n", argv[i]);
-			return EXIT_USAGE;
-		}
 	}
-	if (name == NULL || !proxy) {
-		fprintf(stderr, "kvcon engine vnc: usage: vnc NAME --proxy-only [--port N] (the in-terminal viewer "
-				"is `kvcon vnc` once the VNC pane is built)\n");
+	if (name == NULL) {
+		fprintf(stderr, "kvcon engine vnc: usage: vnc NAME [kvcon vnc options] | vnc NAME --proxy-only [--port N]\n");
 		return EXIT_USAGE;
+	}
+	if (!proxy) {
+		/* the VNC helper's in-terminal viewer (and its --screenshot), on the engine's display stream */
+		vnccmd_open_vm = hook_open_vnc;
+		char **rest = xcalloc((size_t)argc + 1, sizeof *rest);
+		int nr = 0;
+		for (int i = 1; i < argc; i++)
+			if (argv[i] != name)
+				rest[nr++] = argv[i];
+		int rc = delegate(vnccmd_main, "vnc", name, nr, rest);
+		free(rest);
+		return rc;
 	}
 	int rc = open_engine();
 	if (rc)
@@ -918,7 +1005,7 @@ static const struct {
 	{ "unpause", cmd_action, "unpause NAME" },
 	{ "delete", cmd_action, "delete NAME [--delete-volumes]" },
 	{ "console", cmd_console, "console NAME [--expect RE] [--send LINE]... [--wait-stop] [--timeout S] [--log FILE]" },
-	{ "vnc", cmd_vnc, "vnc NAME --proxy-only [--port N]" },
+	{ "vnc", cmd_vnc, "vnc NAME [--screenshot F.png ...] | vnc NAME --proxy-only [--port N]" },
 	{ "reconcile", cmd_reconcile, "reconcile [--for SECONDS]  run the reconciler, then leave" },
 	{ "migrate", migrate_cmd, "migrate NAME --to HOST [--bandwidth MiB/s] [--auto-converge] [--postcopy] [--timeout S]\n"
 				  "                      [--copy-storage] [--offline] [--migrate-uri URI] [--no-wait]" },

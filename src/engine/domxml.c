@@ -389,10 +389,18 @@ struct domxml_plan *domxml_build(const struct manifest *m, const struct domxml_e
 	}
 	buf_add_str(&b, "    <channel type='unix'>\n      <target type='virtio' name='org.qemu.guest_agent.0'/>\n"
 			"    </channel>\n");
-	if (m->graphics)
-		buf_add_str(&b, "    <graphics type='vnc' autoport='yes' listen='127.0.0.1'>\n"
-				"      <listen type='address' address='127.0.0.1'/>\n    </graphics>\n"
-				"    <video>\n      <model type='vga'/>\n    </video>\n");
+	if (m->graphics) {
+		/* a unix socket in the execution's directory: no TCP port to collide with other QEMUs (each embedded
+		 * driver allocates VNC ports on its own); 127.0.0.1 with a free port when the path is too long */
+		if (strlen(env->run_dir) + sizeof "/vnc.sock" <= 100) {
+			buf_add_str(&b, "    <graphics type='vnc' socket='");
+			add_esc(&b, env->run_dir);
+			buf_add_str(&b, "/vnc.sock'/>\n");
+		} else
+			buf_add_str(&b, "    <graphics type='vnc' autoport='yes' listen='127.0.0.1'>\n"
+					"      <listen type='address' address='127.0.0.1'/>\n    </graphics>\n");
+		buf_add_str(&b, "    <video>\n      <model type='vga'/>\n    </video>\n");
+	}
 	if (m->rng)
 		buf_add_str(&b, "    <rng model='virtio'>\n      <backend model='random'>/dev/urandom</backend>\n"
 				"    </rng>\n");

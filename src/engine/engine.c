@@ -94,11 +94,46 @@ static char *data_dir(void)
 	return d;
 }
 
-static char *env_dir(const char *env, const char *sub)
+/* An engine setting: $ENV, else "key = value" in $XDG_CONFIG_HOME/kvcon/config, else NULL. Caller frees. */
+static char *setting(const char *env, const char *key)
 {
 	const char *e = getenv(env);
 	if (e && *e)
 		return xstrdup(e);
+	char *dir = util_config_dir(), *path = util_path_join(dir, "config");
+	char *text = util_read_file(path, NULL), *val = NULL;
+	free(dir);
+	free(path);
+	for (char *line = text, *next; line && *line && val == NULL; line = next) {
+		next = strchr(line, '\n');
+		if (next)
+			*next++ = '\0';
+		line[strcspn(line, "#")] = '\0';
+		char *eq = strchr(line, '=');
+		if (eq == NULL)
+			continue;
+		*eq = '\0';
+		char *k = line, *v = eq + 1;
+		while (*k == ' ' || *k == '\t')
+			k++;
+		for (char *t = k + strlen(k); t > k && (t[-1] == ' ' || t[-1] == '\t'); t--)
+			t[-1] = '\0';
+		while (*v == ' ' || *v == '\t')
+			v++;
+		for (char *t = v + strlen(v); t > v && (t[-1] == ' ' || t[-1] == '\t' || t[-1] == '\r'); t--)
+			t[-1] = '\0';
+		if (strcmp(k, key) == 0 && *v)
+			val = xstrdup(v);
+	}
+	free(text);
+	return val;
+}
+
+static char *env_dir(const char *env, const char *sub)
+{
+	char *e = setting(env, strcmp(sub, "images") == 0 ? "engine.images" : "engine.volumes");
+	if (e)
+		return e;
 	char *d = data_dir();
 	char *p = util_path_join(d, sub);
 	free(d);
@@ -604,9 +639,10 @@ static void start_exec(struct evm *v, const char *why)
 	add_event(v, "Normal", "Created", true, "created virtual machine instance %s", x->uid);
 
 	char *imgs = env_dir("KVCON_ENGINE_IMAGES", "images"), *vols = env_dir("KVCON_ENGINE_VOLUMES", "volumes");
+	char *bridge = setting("KVCON_ENGINE_BRIDGE", "engine.bridge");
 	char *dn = dom_name(v);
 	struct domxml_env env = {
-		.image_dir = imgs, .volume_dir = vols, .run_dir = x->run_dir, .bridge = getenv("KVCON_ENGINE_BRIDGE"),
+		.image_dir = imgs, .volume_dir = vols, .run_dir = x->run_dir, .bridge = bridge,
 		.domain_type = eh->accel ? eh->accel : "qemu", .dom_name = dn, .vm_uid = v->uid, .vmi_uid = x->uid,
 		.launcher_uid = x->launcher, .generation = v->generation,
 	};
@@ -614,6 +650,7 @@ static void start_exec(struct evm *v, const char *why)
 	struct domxml_plan *plan = domxml_build(v->m, &env, &err);
 	free(imgs);
 	free(vols);
+	free(bridge);
 	if (plan == NULL) {
 		v->start_error = xstrdup(err);
 		end_exec(v, true, "FailedCreate", err);
@@ -897,6 +934,37 @@ static void finish_delete(struct evm *v)
 	evm_free(v);
 }
 
+/* Drops a VM from this process without touching its record (another process moved it away). */
+static void forget(struct evm *v)
+{
+	struct ehost *eh = v->eh;
+	log_info("engine: %s migrated away from %s by another kvcon process", v->key, eh->src->name);
+	remove_execution_objs(v, v->cur);
+	for (int i = 0; i < v->nevents; i++)
+		store_remove(E.st, eh->src, OBJ_EVENT, v->events[i].uid);
+	store_remove(E.st, eh->src, OBJ_VM, v->uid);
+	hmap_del(&eh->vms, v->key);
+	for (struct preq *p = eh->reqs; p; p = p->next)
+		if (p->v == v) {
+			p->v = NULL;
+			p->kind = PK_OTHER;
+		}
+	for (struct waiter *w = v->waiters, *n; w; w = n) {
+		n = w->next;
+		complete(w, -1, "the VM migrated to another host");
+		free(w);
+	}
+	v->waiters = NULL;
+	for (struct engine_console *c = v->consoles; c; c = c->next) {
+		c->v = NULL;
+		c->cb(c->arg, NULL, 0);
+	}
+	v->consoles = NULL;
+	loop_timer_cancel(v->retry_timer);
+	loop_timer_cancel(v->grace_timer);
+	evm_free(v);
+}
+
 /* ---- messages from the host workers ---- */
 
 static void load_records(struct ehost *eh)
@@ -948,11 +1016,10 @@ static void on_up(struct ehost *eh, struct host_msg *m)
 		/* the embedded driver is this machine; a daemon reports its own name */
 		char hn[256] = "";
 		const char *name = m->hostname;
-		if (host_embed_root(eh->uri) != NULL && gethostname(hn, sizeof hn - 1) == 0 && hn[0]) {
-			char *r = host_embed_root(eh->uri);
-			free(r);
+		char *embed = host_embed_root(eh->uri);
+		if (embed && gethostname(hn, sizeof hn - 1) == 0 && hn[0])
 			name = hn;
-		}
+		free(embed);
 		if (source_find(name) && source_find(name) != eh->src) {
 			char *alt = xasprintf("%s~%d", name, eh->src->id);
 			free(eh->src->name);
@@ -1084,6 +1151,13 @@ static void on_lifecycle(struct ehost *eh, struct host_msg *m)
 	for (struct preq *p = eh->reqs; p; p = p->next)
 		starting |= p->v == v && p->kind == PK_START;
 	log_debug("engine: %s: lifecycle event %d detail %d", m->dom, m->event, m->detail);
+	if (m->event == VIR_DOMAIN_EVENT_STOPPED && m->detail == VIR_DOMAIN_EVENT_STOPPED_MIGRATED && !starting) {
+		forget(v); /* another kvcon process migrated it: its record is that process's, on the target */
+		return;
+	}
+	if (m->event == VIR_DOMAIN_EVENT_SUSPENDED && (m->detail == VIR_DOMAIN_EVENT_SUSPENDED_MIGRATED ||
+						      m->detail == VIR_DOMAIN_EVENT_SUSPENDED_POSTCOPY))
+		return; /* the last pass of a migration (another process's): not a pause of the guest */
 	switch (m->event) {
 	case VIR_DOMAIN_EVENT_STOPPED:
 		if (starting)
@@ -1423,9 +1497,15 @@ static int engine_fetch_raw(struct source *src, enum obj_kind kind, const char *
 	return 0;
 }
 
+/* The source goes away (kvcon exits): the worker drains its queue (record writes) and stops. */
 static void engine_destroy(struct source *src)
 {
-	(void)src;
+	struct ehost *eh = ehost_of(src);
+	if (eh == NULL || eh->h == NULL)
+		return;
+	host_free(eh->h);
+	eh->h = NULL;
+	eh->up = false;
 }
 
 static const struct provider_ops engine_ops = {
@@ -1463,7 +1543,9 @@ struct source *engine_open(struct store *st, const char *uri, char **err)
 	set_health(eh, WATCH_LOADING, NULL);
 	E.hosts = xreallocarray(E.hosts, (size_t)E.nhosts + 1, sizeof *E.hosts);
 	E.hosts[E.nhosts++] = eh;
-	eh->h = host_new(u, on_msg, eh);
+	char *accel = setting("KVCON_ENGINE_ACCEL", "engine.accel");
+	eh->h = host_new(u, accel, on_msg, eh);
+	free(accel);
 	if (E.resync == NULL)
 		E.resync = loop_timer_add(RESYNC_MS, resync_fire, NULL);
 	return src;
@@ -1517,8 +1599,11 @@ void engine_close_all(void)
 	uint64_t until = util_now_ms() + 10000;
 	while (requests_pending() && util_now_ms() < until)
 		loop_once(50);
-	for (int i = 0; i < E.nhosts; i++)
+	for (int i = 0; i < E.nhosts; i++) {
 		host_free(E.hosts[i]->h);
+		E.hosts[i]->h = NULL;
+		E.hosts[i]->up = false;
+	}
 	loop_timer_cancel(E.resync);
 	E.resync = NULL;
 }
@@ -1535,10 +1620,12 @@ int engine_apply(struct source *src, const char *text, size_t len, char **result
 	if (m == NULL)
 		return -1;
 	char *imgs = env_dir("KVCON_ENGINE_IMAGES", "images"), *vols = env_dir("KVCON_ENGINE_VOLUMES", "volumes");
-	struct domxml_env env = { .image_dir = imgs, .volume_dir = vols, .bridge = getenv("KVCON_ENGINE_BRIDGE") };
+	char *bridge = setting("KVCON_ENGINE_BRIDGE", "engine.bridge");
+	struct domxml_env env = { .image_dir = imgs, .volume_dir = vols, .bridge = bridge };
 	int rc = domxml_resolve(m, &env, err);
 	free(imgs);
 	free(vols);
+	free(bridge);
 	if (rc < 0) {
 		manifest_free(m);
 		return -1;
@@ -1785,6 +1872,7 @@ void evm_move(struct evm *v, struct ehost *dst)
 	for (struct preq *p = from->reqs; p; p = p->next)
 		if (p->v == v) { /* answers about the domain on the old host no longer concern it */
 			p->v = NULL;
+			p->kind = PK_OTHER;
 			v->inflight--;
 		}
 	hmap_del(&from->vms, v->key);

@@ -40,6 +40,7 @@ struct console {
 
 struct host {
 	char *uri;
+	char *accel;
 	char *embed_root;
 	host_msg_cb cb;
 	void *arg;
@@ -778,7 +779,7 @@ static bool connect_host(struct host *h)
 	m->version = xasprintf("libvirt %lu.%lu.%lu, QEMU %lu.%lu.%lu", lv / 1000000, lv / 1000 % 1000, lv % 1000,
 			       hv / 1000000, hv / 1000 % 1000, hv % 1000);
 	/* KVM when it works, TCG otherwise; $KVCON_ENGINE_ACCEL=kvm|tcg forces either */
-	const char *force = getenv("KVCON_ENGINE_ACCEL");
+	const char *force = h->accel;
 	bool forced = force && (strcmp(force, "tcg") == 0 || strcmp(force, "kvm") == 0);
 	char *caps = forced ? NULL : virConnectGetDomainCapabilities(h->conn, NULL, NULL, NULL, "kvm", 0);
 	bool kvm_offered = caps != NULL;
@@ -786,7 +787,7 @@ static bool connect_host(struct host *h)
 	bool local = h->embed_root || strstr(h->uri, "://") == NULL || strstr(h->uri, ":///") != NULL;
 	if (force && strcmp(force, "tcg") == 0) {
 		m->accel = xstrdup("qemu");
-		m->note = xstrdup("TCG forced by KVCON_ENGINE_ACCEL=tcg");
+		m->note = xstrdup("TCG forced by the engine.accel setting ($KVCON_ENGINE_ACCEL or the config file)");
 	} else if (force && strcmp(force, "kvm") == 0) {
 		m->accel = xstrdup("kvm");
 	} else if (!kvm_offered) {
@@ -864,11 +865,12 @@ static void *worker_main(void *arg)
 	return NULL;
 }
 
-struct host *host_new(const char *uri, host_msg_cb cb, void *arg)
+struct host *host_new(const char *uri, const char *accel, host_msg_cb cb, void *arg)
 {
 	pthread_once(&event_once, event_start);
 	struct host *h = xcalloc(1, sizeof *h);
 	h->uri = xstrdup(uri);
+	h->accel = xstrdup0(accel);
 	h->embed_root = host_embed_root(uri);
 	h->cb = cb;
 	h->arg = arg;
@@ -896,6 +898,7 @@ void host_free(struct host *h)
 	while ((r = dequeue(h, 0)))
 		req_free(r);
 	free(h->uri);
+	free(h->accel);
 	free(h->embed_root);
 	/* messages already posted still point at h: it is kept (one per host per process) */
 }

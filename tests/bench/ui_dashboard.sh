@@ -19,7 +19,13 @@ W=$(mktemp -d /tmp/kvcon-ui-bench.XXXXXX)
 SOCK="kvcon-ui-bench-$$"
 T="tmux -L $SOCK -f /dev/null"
 FKPID=""
+# `script` outlives its tmux pane (it waits for its child), so the measured process is ended by pid
+stop_measured() {
+	[ -s "$W/pid" ] && kill "$(cat "$W/pid")" 2>/dev/null
+	rm -f "$W/pid"
+}
 cleanup() {
+	stop_measured
 	$T kill-server 2>/dev/null
 	[ -n "$FKPID" ] && kill "$FKPID" 2>/dev/null && wait "$FKPID" 2>/dev/null
 	rm -rf "$W"
@@ -44,20 +50,23 @@ fk_start() {
 # name is in the typescript (a row written to the terminal), read by a poller that costs little CPU (polling tmux
 # capture-pane every few ms would itself load the 2 cores).
 first_rows() {
-	rm -f "$W/pid" "$W/ts"
+	rm -f "$W/pid" "$W/ts" "$W/t_exec"
 	local t0 ms
 	t0=$(now_ms)
+	# the clock starts just before kvcon is exec'd (tmux and script start-up are not kvcon's)
 	$T new-session -d -x 120 -y 40 -s b -e TERM=xterm-256color \
-		"script -qfc 'echo \$\$ > $W/pid; exec env KUBECONFIG=$W/fk/kubeconfig KVCON_LOG=$W/kvcon.log $KVCON -A' $W/ts"
-	ms=$(python3 - "$W/ts" "$t0" <<'PY'
+		"script -qfc 'echo \$\$ > $W/pid; date +%s%3N > $W/t_exec; exec env KUBECONFIG=$W/fk/kubeconfig KVCON_LOG=$W/kvcon.log $KVCON -A' $W/ts"
+	ms=$(python3 - "$W/ts" "$t0" "$W/t_exec" <<'PY'
 import re, sys, time
-path, t0 = sys.argv[1], int(sys.argv[2])
+path, t0, exec_file = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 rx = re.compile(rb"[a-z]+-[0-9]{5}")
 while True:
     try:
         with open(path, "rb") as f:
             if rx.search(f.read()):
-                print(int(time.time() * 1000) - t0)
+                now = int(time.time() * 1000)
+                with open(exec_file) as e:
+                    print(now - int(e.read()))
                 break
     except FileNotFoundError:
         pass
@@ -79,7 +88,7 @@ echo "== ui_dashboard bench: $VMS VMs, churn $CHURN/s, ${SECS}s windows, 120x40"
 for n in 500 "$VMS"; do
 	fk_start "$n"
 	: >"$W/kvcon.log"
-	ms=$(for r in $(seq "$RUNS"); do first_rows; $T kill-server 2>/dev/null; sleep 0.3; done | median)
+	ms=$(for r in $(seq "$RUNS"); do first_rows; stop_measured; $T kill-server 2>/dev/null; sleep 0.3; done | median)
 	obj=$(grep -o 'first VM object in the store [0-9]* ms' "$W/kvcon.log" | awk '{print $7}' | median)
 	drawn=$(grep -o 'first rows drawn [0-9]* ms' "$W/kvcon.log" | awk '{print $4}' | median)
 	echo "first rows on screen, $n VMs (+VMIs, pods, events): median of $RUNS: $ms ms from exec to rows written to the terminal;" \
@@ -107,6 +116,7 @@ fk post /fake/churn '{"rate":0}' >/dev/null
 el=$((t1 - t0))
 echo "churn: $(( (r1 - r0) * 1000 / el )) writes/s reached; kvcon CPU $(awk -v c=$((c1 - c0)) -v h="$hz" -v e="$el" 'BEGIN{printf "%.1f", 100*c/h/(e/1000)}')% of a core; terminal $(( (b1 - b0) * 1000 / el )) bytes/s"
 echo "kvcon RSS: $(awk '/VmRSS/{print $2, $3}' /proc/$pid/status)"
+stop_measured
 $T kill-server 2>/dev/null
 
 # The dashboard alone at exactly CHURN status changes/s: the unit-test binary's in-process feeder (the same
@@ -116,12 +126,13 @@ if [ -x "$feeder" ]; then
 	rm -f "$W/pid" "$W/ts"
 	$T new-session -d -x 120 -y 40 -s f -e TERM=xterm-256color \
 		"script -qfc 'echo \$\$ > $W/pid; exec env KVCON_LOG=$W/feeder.log $feeder --dashboard $VMS --churn $CHURN' $W/ts"
-	for _ in $(seq 300); do [ -s "$W/pid" ] && $T capture-pane -p -t f | grep -q 'VirtualMachines' && break; sleep 0.1; done
+	for _ in $(seq 300); do [ -s "$W/pid" ] && $T capture-pane -p -t f | grep -q 'VirtualMachines(all)\[' && break; sleep 0.1; done
 	pid=$(cat "$W/pid")
 	sleep 2
 	c0=$(cpu_ticks "$pid"); b0=$(stat -c %s "$W/ts"); t0=$(now_ms)
 	sleep "$SECS"
 	c1=$(cpu_ticks "$pid"); b1=$(stat -c %s "$W/ts"); t1=$(now_ms)
 	el=$((t1 - t0))
+	stop_measured
 	echo "dashboard alone (in-process feeder, $VMS VMs, $CHURN VM status changes/s): CPU $(awk -v c=$((c1 - c0)) -v h="$hz" -v e="$el" 'BEGIN{printf "%.1f", 100*c/h/(e/1000)}')% of a core; terminal $(( (b1 - b0) * 1000 / el )) bytes/s"
 fi

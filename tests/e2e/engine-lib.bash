@@ -23,8 +23,12 @@ engine_setup() {
     export XDG_STATE_HOME=$ENGINE_T/state
     export KVCON_ENGINE_IMAGES=$ENGINE_T/images
     export KVCON_ENGINE_ACCEL=${KVCON_ENGINE_ACCEL:-tcg}
-    mkdir -p "$KVCON_ENGINE_IMAGES"
-    "$ROOT/tests/lab/guest.sh" "$KVCON_ENGINE_IMAGES/kvcon-lab-guest" >/dev/null
+    mkdir -p "$KVCON_ENGINE_IMAGES/kvcon-lab-guest"
+    # built once into build/guest (guest.sh skips a rebuild on its stamp), linked into this test's image dir
+    local g
+    g=$(cd "$ROOT" && tests/lab/guest.sh >/dev/null && echo "$ROOT/build/guest")
+    ln -f "$g/vmlinuz" "$g/initrd.gz" "$KVCON_ENGINE_IMAGES/kvcon-lab-guest/" 2>/dev/null ||
+        cp "$g/vmlinuz" "$g/initrd.gz" "$KVCON_ENGINE_IMAGES/kvcon-lab-guest/"
 }
 
 # manifest NAME STRATEGY -> path
@@ -216,5 +220,16 @@ engine_scenario() {
     kv engine delete gamma >/dev/null || fail "delete gamma"
     [[ -z $(vm_field beta uid) && -z $(vm_field gamma uid) ]] || fail "deleted VMs still listed"
     [[ $(record beta) == '{}' ]] || fail "beta's record remains"
+    # a persistentVolumeClaim is a file in the volume directory: kept by delete, removed by --delete-volumes
+    local vol=$XDG_STATE_HOME/kvcon/engine-data/volumes/default/delta-data.img
+    mkdir -p "${vol%/*}"
+    truncate -s 1M "$vol"
+    { cat "$(manifest delta Halted)"; printf '      volumes:\n      - name: data\n        persistentVolumeClaim:\n          claimName: delta-data\n'; } >"$ENGINE_T/delta.yaml"
+    kv engine apply -f "$ENGINE_T/delta.yaml" >/dev/null || fail "apply delta"
+    kv engine delete delta >/dev/null || fail "delete delta"
+    [[ -f $vol ]] || fail "delete removed the volume"
+    kv engine apply -f "$ENGINE_T/delta.yaml" >/dev/null || fail "re-apply delta"
+    kv engine delete delta --delete-volumes >/dev/null || fail "delete --delete-volumes"
+    [[ ! -e $vol ]] || fail "--delete-volumes kept the volume"
     echo "uids: vm=$vmuid vmi: $u1 $u2 $u3 $u4 $u5 $u6"
 }

@@ -33,4 +33,47 @@ crash_vm() { # virsh destroy behind kvcon's back while it watches the daemon's e
 }
 
 ENGINE_SHORT=1 engine_scenario
+
+step "a crash while no kvcon runs: the next kvcon finds it at its resync and restarts (Always)"
+# stop + start: Halted, then Always with a clean failure count (two quick failures in a row would back off)
+kv engine stop alpha --grace-period 0 >/dev/null || fail "stop"
+kv engine start alpha >/dev/null || fail "start"
+[[ $(vmi_phase alpha) == Running ]] || fail "alpha not running under Always"
+u=$(vmi_uid alpha)
+virsh -q -c "$URI" destroy default_alpha >/dev/null
+[[ $(vmi_phase alpha) == Running && $(vmi_uid alpha) != "$u" ]] || fail "no restart after a crash while away"
+out=$(kv engine get event alpha)
+[[ $out == *"destroyed outside kvcon"* ]] || fail "the crash while away is not in the events: $out"
+
+step "libvirtd goes away and comes back: kvcon reconnects and resyncs; the guest and its execution survive"
+kv engine apply -f "$(manifest alpha Always)" >/dev/null || fail "apply Always"
+u=$(rec_exec alpha uid)
+[[ $(rec_exec alpha phase) == Running ]] || fail "alpha not running before the daemon restart"
+log=$XDG_STATE_HOME/kvcon/kvcon.log
+conns() { grep -c "connected to $URI" "$log" || true; }
+"$KV" -c "$URI" engine reconcile --for 150 >"$ENGINE_T/reconcile2.log" 2>"$ENGINE_T/reconcile2.err" &
+bg=$!
+wait_eq 30 "engine ready" head -n1 "$ENGINE_T/reconcile2.log" || fail "reconcile did not start"
+before=$(conns)
+kill -9 "$(cat "$ENGINE_T/lv/libvirtd.pid")"
+wait_eq 30 1 sh -c "grep -c 'connection closed; reconnecting' '$log' | cut -c1" ||
+    fail "kvcon did not notice the daemon going away"
+# a new libvirtd in the same mount namespace (virtlogd and QEMU live on there): it reattaches to the guest
+vl=$(cat "$ENGINE_T/lv/virtlogd.pid")
+nsenter --mount="/proc/$vl/ns/mnt" --uts="/proc/$vl/ns/uts" -- \
+    libvirtd -d -f /etc/libvirt/libvirtd.conf -p "$ENGINE_T/lv/libvirtd.pid"
+wait_eq 60 $((before + 1)) conns || fail "kvcon did not reconnect"
+[[ $(rec_exec alpha uid) == "$u" && $(rec_exec alpha phase) == Running ]] ||
+    fail "the execution did not survive the daemon restart (uid $(rec_exec alpha uid), $(rec_exec alpha phase))"
+# lifecycle events flow on the new connection: a destroy is seen at once and Always restarts
+virsh -q -c "$URI" destroy default_alpha >/dev/null
+until=$(($(date +%s) + 90))
+while [[ $(rec_exec alpha uid) == "$u" || $(rec_exec alpha phase) != Running ]] && (($(date +%s) < until)); do
+    sleep 0.2
+done
+kill -TERM $bg 2>/dev/null || true
+wait $bg 2>/dev/null || true
+[[ $(rec_exec alpha phase) == Running && $(rec_exec alpha uid) != "$u" ]] ||
+    fail "no restart after the reconnect (phase $(rec_exec alpha phase))"
+marker alpha
 echo PASS

@@ -110,7 +110,7 @@ int main(void)
 		T_CHECK(has(x, "<log file='/run/x/serial.log' append='on'/>"));
 		T_CHECK(has(x, "<console type='pty'>"));
 		T_CHECK(has(x, "name='org.qemu.guest_agent.0'"));
-		T_CHECK(has(x, "<graphics type='vnc' autoport='yes' listen='127.0.0.1'>"));
+		T_CHECK(has(x, "<graphics type='vnc' socket='/run/x/vnc.sock'/>"));
 		T_CHECK(has(x, "<rng model='virtio'>"));
 		T_CHECK(has(x, "<on_poweroff>destroy</on_poweroff>"));
 		T_EQ_STR(p->serial_log, "/run/x/serial.log");
