@@ -7,6 +7,7 @@
 #include "console/vnccmd.h"
 #include "core/opts.h"
 #include "core/xmalloc.h"
+#include "engine/cli.h"
 #include "kube/cmd_diagnose.h"
 #include "kube/cmd_get.h"
 #include "ui/ui.h"
@@ -35,6 +36,7 @@ static const struct cmd_entry commands[] = {
 	{ "pause", kube_cmd_action, "NS/NAME [--wait[=S]]", "pause a VM's guest" },
 	{ "unpause", kube_cmd_action, "NS/NAME [--wait[=S]]", "unpause a VM's guest" },
 	{ "migrate", kube_cmd_action, "NS/NAME [--to NODE] [--abort] [--wait[=S]]", "live-migrate a VM" },
+	{ "engine", engine_cmd, "VERB ...", "the local libvirt engine (apply, get, start, stop, console, ...)" },
 };
 #define NCOMMANDS (sizeof commands / sizeof commands[0])
 
@@ -169,6 +171,7 @@ int main(int argc, char **argv)
 		usage(stderr);
 		return EXIT_USAGE;
 	}
+	engine_cli_config_hosts(o);
 	char **args = argv + 1;
 	if (n > 0 && (strcmp(args[0], "-h") == 0 || strcmp(args[0], "--help") == 0)) {
 		usage(stdout);

@@ -30,6 +30,7 @@
 #include "core/opts.h"
 #include "core/util.h"
 #include "core/xmalloc.h"
+#include "engine/engine.h"
 #include "kube/kube.h"
 #include "kube/ws.h"
 #include "model/source.h"
@@ -138,25 +139,64 @@ static int connect_direct(const char *t, char **err)
 	return -1;
 }
 
-/* The cluster of the kubeconfig's (or --context's) context, opened once; its provider opens the VMI's vnc
- * subresource WebSocket with the context's TLS settings and credentials. */
-static struct store *kube_store;
+/* NS/NAME: the same sources the dashboard and `kvcon diagnose` use: the engine hosts with -c URI; otherwise the
+ * kubeconfig's (or --context's) cluster, whose provider opens the VMI's vnc subresource WebSocket with the
+ * context's TLS settings and credentials; with no kubeconfig at all, the local engine's default host. */
+static struct store *vm_store;
+static bool engine_used;
 
-static struct stream *open_kube_vm(const char *ns, const char *name, char **err)
+#define ENGINE_READY_MS 120000 /* the embedded driver's first open probes QEMU (~1 min on a cold cache) */
+
+static struct stream *open_engine_vm(const char *ns, const char *name, char **err)
 {
-	static struct source *src;
-	if (src == NULL) {
-		kube_store = store_new();
-		/* only this namespace's VMIs: nothing else is needed for a display */
-		struct kvcon_opts *g = opts_global();
-		free(g->ns);
-		g->ns = xstrdup(ns);
-		g->all_ns = false;
-		struct kube_open_opts ko = {.kinds = KUBE_KIND_BIT(OBJ_VMI)};
-		src = kube_open_ex(kube_store, g->context, &ko, err);
-		if (src == NULL)
+	struct kvcon_opts *g = opts_global();
+	int n = g->nuris > 0 ? g->nuris : 1;
+	struct source *found = NULL, *first = NULL;
+	engine_used = true;
+	for (int i = 0; i < n; i++) {
+		struct source *h = engine_open(vm_store, g->nuris > 0 ? g->uris[i] : NULL, err);
+		if (h == NULL)
 			return NULL;
+		uint64_t deadline = util_now_ms() + ENGINE_READY_MS;
+		while (!engine_ready(h) && util_now_ms() < deadline)
+			loop_once(100);
+		if (!engine_ready(h)) {
+			*err = xasprintf("%s: %s", h->server, engine_error(h) ? engine_error(h) : "timed out connecting");
+			return NULL;
+		}
+		first = first ? first : h;
+		if (!found && (store_find(vm_store, h, OBJ_VM, ns, name) || store_find(vm_store, h, OBJ_VMI, ns, name)))
+			found = h;
 	}
+	struct source *src = found ? found : first;
+	if (src->ops == NULL || src->ops->open_vnc == NULL) {
+		*err = xstrdup("the engine has no VNC");
+		return NULL;
+	}
+	return src->ops->open_vnc(src, ns, name, err);
+}
+
+static struct stream *open_vm(const char *ns, const char *name, char **err)
+{
+	struct kvcon_opts *g = opts_global();
+	if (vm_store == NULL)
+		vm_store = store_new();
+	/* only this namespace's objects: nothing else is needed for a display */
+	free(g->ns);
+	g->ns = xstrdup(ns);
+	g->all_ns = false;
+	if (g->nuris > 0)
+		return open_engine_vm(ns, name, err);
+	struct kube_open_opts ko = { .kinds = KUBE_KIND_BIT(OBJ_VMI) };
+	struct source *src = kube_open_ex(vm_store, g->context, &ko, err);
+	if (src == NULL && !g->context && !g->kubeconfig && !g->no_engine) {
+		log_info("vnc: no kube source (%s): using the local engine", *err ? *err : "?");
+		free(*err);
+		*err = NULL;
+		return open_engine_vm(ns, name, err);
+	}
+	if (src == NULL)
+		return NULL;
 	if (src->ops == NULL || src->ops->open_vnc == NULL) {
 		*err = xstrdup("this cluster provider has no VNC");
 		return NULL;
@@ -185,7 +225,7 @@ static struct stream *open_stream(const struct vopts *o, char **err)
 	if (vnccmd_open_vm)
 		s = vnccmd_open_vm(ns, slash + 1, err);
 	else
-		s = open_kube_vm(ns, slash + 1, err);
+		s = open_vm(ns, slash + 1, err);
 	free(ns);
 	return s;
 }
@@ -385,7 +425,8 @@ struct viewer {
 	int cols, rows; /* terminal size */
 	bool frame_dirty, status_dirty, clear;
 	bool menu;
-	int mask; /* pointer buttons held */
+	int mask;       /* pointer buttons held */
+	int fb_w, fb_h; /* framebuffer size shown in the status line */
 	uint64_t last_draw;
 	struct loop_timer *draw_timer, *esc_timer;
 	struct loop_fd *in_h, *out_h;
@@ -395,16 +436,19 @@ struct viewer {
 };
 
 static struct termios saved_tio;
+static int saved_out_flags = -1; /* fd 1's flags before O_NONBLOCK (shared with the tty's other fds) */
 static bool tio_saved;
 
 static void term_restore(void)
 {
-	/* also the fatal hook: only write() and tcsetattr() here */
+	/* also the fatal hook: only fcntl(), write() and tcsetattr() here (async-signal-safe) */
 	static const char leave[] = "\033[?1006l\033[?1002l\033[?1000l\033[0m\033[?25h\033[?1049l";
 	if (!tio_saved)
 		return;
-	if (write(1, leave, sizeof leave - 1) < 0)
-		return;
+	if (saved_out_flags >= 0)
+		fcntl(1, F_SETFL, saved_out_flags);
+	ssize_t n = write(1, leave, sizeof leave - 1); /* nothing to do about a failure here */
+	(void)n;
 	tcsetattr(0, TCSAFLUSH, &saved_tio);
 	tio_saved = false;
 }
@@ -550,7 +594,11 @@ static void viewer_event(struct vnc *v, enum vnc_event ev, void *arg)
 		int fw, fh;
 		vnc_size(w->v, &fw, &fh);
 		w->frame_dirty = true;
-		w->status_dirty = w->status_dirty || fw != fbcells_cols(w->cells); /* cheap: refresh after resizes */
+		if (fw != w->fb_w || fh != w->fb_h) { /* the status line shows the size */
+			w->fb_w = fw;
+			w->fb_h = fh;
+			w->status_dirty = true;
+		}
 	}
 	schedule_draw(w);
 }
@@ -710,9 +758,9 @@ static int run_viewer(const struct vopts *o)
 		return EXIT_USAGE;
 	}
 	log_capture_stderr();
-	int fl = fcntl(1, F_GETFL);
-	if (fl >= 0)
-		fcntl(1, F_SETFL, fl | O_NONBLOCK);
+	saved_out_flags = fcntl(1, F_GETFL);
+	if (saved_out_flags >= 0)
+		fcntl(1, F_SETFL, saved_out_flags | O_NONBLOCK);
 	term_size(&w);
 	w.cells = fbcells_new();
 	w.keys = termkeys_new(on_key, &w);
@@ -730,8 +778,6 @@ static int run_viewer(const struct vopts *o)
 	loop_timer_cancel(w.draw_timer);
 	loop_timer_cancel(w.esc_timer);
 	vnc_free(w.v);
-	if (fl >= 0)
-		fcntl(1, F_SETFL, fl);
 	term_restore();
 	log_release_stderr();
 	if (why) {
@@ -818,10 +864,12 @@ int vnccmd_main(int argc, char **argv)
 		rc = run_viewer(&o);
 	/* the loop may still hold posts from the session thread; give them one pass to drain */
 	loop_once(0);
-	if (kube_store) {
+	if (engine_used)
+		engine_close_all();
+	if (vm_store) {
 		source_free_all();
-		store_free(kube_store);
-		kube_store = NULL;
+		store_free(vm_store);
+		vm_store = NULL;
 	}
 	return rc;
 }

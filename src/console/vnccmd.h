@@ -13,8 +13,9 @@ int vnccmd_main(int argc, char **argv);
 /* Colour mode for the display: --colors, NO_COLOR, COLORTERM, then terminfo's colour count. */
 enum fbc_colour vnccmd_detect_colour(const char *forced);
 
-/* Opens the stream for a NS/NAME target from another provider (the engine may set it); NULL (the default): the
- * kubeconfig's cluster, through the kube provider's open_vnc (the VMI's vnc subresource WebSocket). */
+/* Opens the stream for a NS/NAME target another way (tests, embedders); NULL (the default): the sources the
+ * dashboard would open: the engine hosts with -c URI, else the kubeconfig's cluster (the VMI's vnc subresource
+ * WebSocket), else, with no kubeconfig at all, the local engine. */
 extern struct stream *(*vnccmd_open_vm)(const char *ns, const char *name, char **err);
 
 #endif

@@ -19,7 +19,7 @@
 #include "model/chain.h"
 #include "model/diagnose.h"
 #include "model/lineage.h"
-/* The engine lands separately; with it in the tree, -c URI sessions run on engine hosts. */
+/* -c URI sessions run on engine hosts (the check keeps this file building without src/engine). */
 #if __has_include("engine/engine.h")
 #include "engine/engine.h"
 #define CMD_HAVE_ENGINE 1
@@ -79,20 +79,24 @@ static int session_ready(const struct session *s, const char **msg)
 	return ready || kube_source_synced(s->src);
 }
 
-/* -c URI...: the VM lives on one of the engine hosts; the session's source is the host that has it. */
+/* -c URI...: the VM lives on one of the engine hosts; the session's source is the host that has it. With no
+ * -c, the engine's default (the embedded driver), as the dashboard does without a kubeconfig. */
 static int session_open_engine(struct session *s)
 {
 #ifdef CMD_HAVE_ENGINE
 	struct kvcon_opts *o = opts_global();
 	s->engine = true;
-	struct source **hosts = xcalloc((size_t)o->nuris, sizeof *hosts);
+	int nuris = o->nuris > 0 ? o->nuris : 1;
+	char *dflt = o->nuris > 0 ? NULL : engine_default_uri();
+#define URI_AT(i) (o->nuris > 0 ? o->uris[(i)] : dflt)
+	struct source **hosts = xcalloc((size_t)nuris, sizeof *hosts);
 	int rc = EXIT_OK;
-	for (int i = 0; i < o->nuris; i++) {
+	for (int i = 0; i < nuris; i++) {
 		char *err = NULL;
-		hosts[i] = engine_open(s->st, o->uris[i], &err);
+		hosts[i] = engine_open(s->st, URI_AT(i), &err);
 		if (hosts[i] == NULL) {
 			char *e = util_escape_display(err ? err : "refused");
-			fprintf(stderr, "kvcon %s: -c %s: %s\n", s->cmd, o->uris[i], e);
+			fprintf(stderr, "kvcon %s: -c %s: %s\n", s->cmd, URI_AT(i), e);
 			free(e);
 			free(err);
 			rc = EXIT_API;
@@ -100,13 +104,13 @@ static int session_open_engine(struct session *s)
 		}
 	}
 	uint64_t deadline = util_now_ms() + SYNC_TIMEOUT_MS * 2;
-	for (int i = 0; i < o->nuris; i++) {
+	for (int i = 0; i < nuris; i++) {
 		while (!engine_ready(hosts[i]) && util_now_ms() < deadline)
 			loop_once(100);
 		if (!engine_ready(hosts[i])) {
 			const char *why = engine_error(hosts[i]);
 			char *e = util_escape_display(why ? why : "timed out connecting");
-			fprintf(stderr, "kvcon %s: -c %s: %s\n", s->cmd, o->uris[i], e);
+			fprintf(stderr, "kvcon %s: -c %s: %s\n", s->cmd, URI_AT(i), e);
 			free(e);
 			rc = EXIT_API;
 			goto out;
@@ -115,13 +119,15 @@ static int session_open_engine(struct session *s)
 	if (s->ns == NULL)
 		s->ns = xstrdup(o->ns ? o->ns : "default");
 	s->src = hosts[0];
-	for (int i = 0; i < o->nuris; i++)
+	for (int i = 0; i < nuris; i++)
 		if (store_find(s->st, hosts[i], OBJ_VM, s->ns, s->name) || store_find(s->st, hosts[i], OBJ_VMI, s->ns, s->name)) {
 			s->src = hosts[i];
 			break;
 		}
 out:
+#undef URI_AT
 	free(hosts);
+	free(dflt);
 	return rc;
 #else
 	fprintf(stderr, "kvcon %s: -c: the local engine is not in this build\n", s->cmd);
@@ -159,6 +165,14 @@ static int session_open(struct session *s, const char *cmd, const char *ref)
 	struct kube_open_opts ko = { .max_failures = CLI_MAX_FAILURES };
 	char *err = NULL;
 	s->src = kube_open_ex(s->st, NULL, &ko, &err);
+#ifdef CMD_HAVE_ENGINE
+	if (s->src == NULL && !o->context && !o->kubeconfig && !o->no_engine) {
+		/* no kubeconfig at all: the local engine, as the dashboard opens it */
+		log_info("%s: no kube source (%s): using the local engine", cmd, err ? err : "?");
+		free(err);
+		return session_open_engine(s);
+	}
+#endif
 	if (s->src == NULL) {
 		char *e = util_escape_display(err);
 		fprintf(stderr, "kvcon %s: %s\n", cmd, e);
@@ -587,6 +601,10 @@ static int effect_reached(const struct session *s, enum action act, bool abort_m
 			  const char **why)
 {
 	const struct vmi *v = (const struct vmi *)store_find(s->st, s->src, OBJ_VMI, s->ns, s->name);
+	/* a migrated engine VM shows up in its target host's source */
+	for (size_t i = 0; v == NULL && (act == ACT_MIGRATE || act == ACT_MIGRATE_ABORT) && i < source_count(); i++)
+		if (source_get(i))
+			v = (const struct vmi *)store_find(s->st, source_get(i), OBJ_VMI, s->ns, s->name);
 	bool running = v && util_str_eq(v->phase, "Running");
 	switch (act) {
 	case ACT_START:

@@ -242,19 +242,41 @@ ssize_t kube_jprune(const char *in, size_t len, char *out)
 	return (ssize_t)p.o;
 }
 
+/* Inside a string most bytes are plain: jump to the next quote with memchr and count the backslashes before it. */
+static size_t skip_string(struct kube_jscan *st, const char *in, size_t i, size_t len)
+{
+	if (st->escape) {
+		st->escape = false;
+		i++;
+	}
+	while (i < len) {
+		const char *q = memchr(in + i, '"', len - i);
+		size_t end = q ? (size_t)(q - in) : len;
+		size_t bs = 0;
+		while (end - bs > i && in[end - 1 - bs] == '\\')
+			bs++;
+		if (q == NULL) {
+			st->escape = bs % 2 == 1; /* a backslash ends this chunk: the next byte is escaped */
+			return len;
+		}
+		if (bs % 2 == 0) {
+			st->in_string = false;
+			return end + 1;
+		}
+		i = end + 1;
+	}
+	return i;
+}
+
 ssize_t kube_jscan(struct kube_jscan *st, const char *in, size_t len)
 {
-	for (size_t i = 0; i < len; i++) {
-		char c = in[i];
+	size_t i = 0;
+	while (i < len) {
 		if (st->in_string) {
-			if (st->escape)
-				st->escape = false;
-			else if (c == '\\')
-				st->escape = true;
-			else if (c == '"')
-				st->in_string = false;
+			i = skip_string(st, in, i, len);
 			continue;
 		}
+		char c = in[i++];
 		switch (c) {
 		case '"':
 			st->in_string = true;
@@ -269,7 +291,7 @@ ssize_t kube_jscan(struct kube_jscan *st, const char *in, size_t len)
 			if (--st->depth < 0)
 				return -1;
 			if (st->depth == 0)
-				return (ssize_t)(i + 1);
+				return (ssize_t)i;
 			break;
 		default:
 			if (st->depth == 0 && c != ' ' && c != '\n' && c != '\r' && c != '\t')

@@ -184,7 +184,7 @@ static void disc_done(void *arg, const struct kube_resp *resp)
 		msg = xasprintf("cannot reach %s: %s", ks->src->server, m);
 		free(m);
 		ks->disc_failures++;
-		if (ks->opts.max_failures > 0 && ks->disc_failures >= ks->opts.max_failures)
+		if (ks->opts.max_failures > 0 && ks->disc_failures >= ks->opts.max_failures * (resp->status ? 5 : 1))
 			retry = false;
 	}
 	log_warn("kube: %s: %s", ks->src->name, msg);

@@ -17,8 +17,9 @@ struct kube_open_opts {
 	unsigned kinds;       /* KUBE_KIND_BIT mask of reflectors to run; 0: all */
 	const char *selector; /* label selector ANDed into the reflectors of selector_kinds (-l) */
 	unsigned selector_kinds; /* KUBE_KIND_BIT mask; 0: every kind */
-	int max_failures;     /* give up a kind (WATCH_ERROR) after this many consecutive failures before its first
-			       * complete list; 0: keep retrying (the dashboard) */
+	int max_failures;     /* give up a kind (WATCH_ERROR) after this many consecutive transport failures before
+			       * its first complete list (5x as many when the server answers 429/5xx); 0: keep
+			       * retrying (the dashboard) */
 	int page_limit;       /* list page size; 0: 500 */
 };
 

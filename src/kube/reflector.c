@@ -47,6 +47,7 @@ struct kube_reflector {
 	bool marked;         /* this list has marked the store */
 	bool synced;
 	bool need_list;    /* the next attempt lists (else it watches from rv) */
+	bool answered;     /* the server has sent an HTTP status at least once */
 	int failures;
 	uint64_t watch_started_ms;
 	uint64_t watch_events;
@@ -155,7 +156,9 @@ static void retry_later(struct kube_reflector *r, long retry_after_s, const char
 	r->failures++;
 	r->stats.failures++;
 	r->phase = PH_WAIT;
-	if (!r->synced && r->cfg.max_failures > 0 && r->failures >= r->cfg.max_failures) {
+	/* a server that answers (429, 5xx, a broken body) gets more patience than one that cannot be reached */
+	int limit = r->cfg.max_failures * (r->answered ? 5 : 1);
+	if (!r->synced && r->cfg.max_failures > 0 && r->failures >= limit) {
 		set_health(r, WATCH_ERROR, why);
 		log_warn("kube: %s: giving up after %d failures: %s", kind_name(r), r->failures, why);
 		return;
@@ -280,6 +283,7 @@ static void list_done(void *arg, const struct kube_resp *resp)
 {
 	struct kube_reflector *r = arg;
 	r->req = NULL;
+	r->answered = r->answered || resp->status != 0;
 	if (resp->status == 200) {
 		char *err = NULL;
 		int rc = apply_page(r, r->page.data ? r->page.data : "", r->page.len, &err);
@@ -477,6 +481,7 @@ static void watch_done(void *arg, const struct kube_resp *resp)
 {
 	struct kube_reflector *r = arg;
 	r->req = NULL;
+	r->answered = r->answered || resp->status != 0;
 	bool partial = kube_jstream_partial(r->js);
 	kube_jstream_reset(r->js);
 	if (r->relist_wanted || resp->status == 410) {

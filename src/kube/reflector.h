@@ -27,7 +27,8 @@ struct kube_reflector_cfg {
 	const char *fallback_ns;    /* namespace to fall back to on 403 for a cluster-wide list (NULL: none) */
 	const char *selector;       /* extra label selector (-l), ANDed with the resource's own */
 	int max_failures;           /* before the first complete list: give up (WATCH_ERROR) after this many
-				     * consecutive failures; 0 retries forever */
+				     * consecutive failures (5x as many once the server has answered with an HTTP
+				     * status: 429 and 5xx are transient); 0 retries forever */
 	int page_limit;             /* list page size; 0: 500 */
 };
 

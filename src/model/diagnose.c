@@ -29,6 +29,9 @@ struct diag_ctx {
 
 /* ---- small predicates ---- */
 
+/* Phases may be unset (NULL from an engine object, "" from the API). */
+#define PH(p) ((p) ? (p) : "")
+
 static bool eq(const char *a, const char *b)
 {
 	return a && b && strcmp(a, b) == 0;
@@ -216,7 +219,7 @@ static bool m_vm_run_conflict(struct diag_ctx *x)
 	if (x->vm == NULL || !x->vm->run_conflict)
 		return false;
 	ev_text(x, &x->vm->o, "VirtualMachine %s/%s sets both spec.running and spec.runStrategy (%s)", x->vm->o.ns,
-		x->c->name, x->vm->run_strategy);
+		x->c->name, PH(x->vm->run_strategy));
 	return true;
 }
 
@@ -248,9 +251,51 @@ static bool m_vm_terminating(struct diag_ctx *x)
 	ev_text(x, &x->vm->o, "VirtualMachine %s/%s metadata.deletionTimestamp: %s", x->vm->o.ns, x->c->name, t);
 	if (x->vmi)
 		ev_text(x, &x->vmi->o, "its VirtualMachineInstance (uid %s, phase %s) still exists", x->vmi->o.uid,
-			x->vmi->phase);
+			PH(x->vmi->phase));
 	ev_events(x, &x->vm->o, NULL, 3);
 	x->since = x->vm->o.deleted;
+	return true;
+}
+
+/* The VM's start failures with the time of the next attempt (KubeVirt's crash-loop back-off). */
+static void ev_start_failure(struct diag_ctx *x)
+{
+	if (x->vm == NULL || x->vm->start_failures <= 0)
+		return;
+	char t[32] = "unknown", when[48] = "";
+	if (x->vm->start_retry_after) {
+		util_format_time(x->vm->start_retry_after, t, sizeof t);
+		int64_t d = x->vm->start_retry_after - x->now;
+		char h[32];
+		util_human_duration(d < 0 ? -d : d, h, sizeof h);
+		snprintf(when, sizeof when, d >= 0 ? " (next attempt in %s)" : " (%s ago)", h);
+	}
+	ev_text(x, &x->vm->o, "VirtualMachine %s/%s status.startFailure: consecutiveFailCount=%d, retryAfterTimestamp=%s%s%s%s",
+		x->vm->o.ns, x->c->name, x->vm->start_failures, t, when,
+		x->vm->start_fail_vmi[0] ? ", lastFailedVMIUID=" : "", x->vm->start_fail_vmi);
+}
+
+static bool m_vm_manual_recovery(struct diag_ctx *x)
+{
+	const struct cond *c = x->vm ? cond_find(x->vm->conds, x->vm->nconds, "ManualRecoveryRequired") : NULL;
+	if (c == NULL || !eq(c->status, "True"))
+		return false;
+	ev_cond(x, &x->vm->o, c);
+	ev_events(x, &x->vm->o, NULL, 3);
+	return true;
+}
+
+/* DataVolumes being imported / waiting for an upload: no VMI yet, and that is expected for a while. */
+static bool m_vm_provisioning(struct diag_ctx *x)
+{
+	if (x->vm == NULL || x->vmi != NULL || !(vm_status_is(x, "Provisioning") || vm_status_is(x, "WaitingForReceiver")))
+		return false;
+	ev_field(x, &x->vm->o, "status.printableStatus", x->vm->printable_status);
+	ev_run_strategy(x);
+	ev_events(x, &x->vm->o, NULL, 3);
+	x->since = x->vm->o.created;
+	for (int i = 0; i < x->vm->nconds; i++)
+		x->since = latest(x->since, x->vm->conds[i].last_transition);
 	return true;
 }
 
@@ -258,12 +303,7 @@ static bool m_vm_crashloop(struct diag_ctx *x)
 {
 	if (x->vm == NULL || x->vmi != NULL || x->vm->start_failures <= 0)
 		return false;
-	char t[32] = "unknown";
-	if (x->vm->start_retry_after)
-		util_format_time(x->vm->start_retry_after, t, sizeof t);
-	ev_text(x, &x->vm->o, "VirtualMachine %s/%s status.startFailure: consecutiveFailCount=%d, retryAfterTimestamp=%s%s%s",
-		x->vm->o.ns, x->c->name, x->vm->start_failures, t,
-		x->vm->start_fail_vmi[0] ? ", lastFailedVMIUID=" : "", x->vm->start_fail_vmi);
+	ev_start_failure(x);
 	ev_run_strategy(x);
 	ev_events(x, NULL, NULL, 3);
 	return true;
@@ -323,7 +363,7 @@ static bool m_vm_stopping(struct diag_ctx *x)
 		return false;
 	ev_run_strategy(x);
 	ev_text(x, &x->vmi->o, "VirtualMachineInstance %s/%s (uid %s, phase %s) still exists", x->vmi->o.ns,
-		x->c->name, x->vmi->o.uid, x->vmi->phase);
+		x->c->name, x->vmi->o.uid, PH(x->vmi->phase));
 	if (x->vmi->o.deleted) {
 		char t[32];
 		util_format_time(x->vmi->o.deleted, t, sizeof t);
@@ -385,6 +425,10 @@ static bool m_vmi_migrating(struct diag_ctx *x)
 	ev_text(x, &x->vmi->o, "status.migrationState: %s -> %s started %s, mode %s%s", m->source_node ? m->source_node : "?",
 		m->target_node ? m->target_node : "?", when, m->mode ? m->mode : "?",
 		m->abort_requested ? ", abort requested" : "");
+	if (m->progress_pct >= 0) /* engine migrations report libvirt's job statistics */
+		ev_text(x, &x->vmi->o, "progress %d%%: %llu MiB processed, %llu MiB remaining, dirty rate %llu MiB/s",
+			m->progress_pct, (unsigned long long)(m->data_processed >> 20),
+			(unsigned long long)(m->data_remaining >> 20), (unsigned long long)(m->dirty_rate >> 20));
 	return true;
 }
 
@@ -414,8 +458,7 @@ static bool m_vmi_ended_restart(struct diag_ctx *x)
 		return false;
 	ev_phase(x);
 	ev_run_strategy(x);
-	if (x->vm && x->vm->start_failures > 0)
-		ev_text(x, &x->vm->o, "status.startFailure.consecutiveFailCount=%d", x->vm->start_failures);
+	ev_start_failure(x);
 	ev_events(x, NULL, NULL, 3);
 	const struct phase_time *p = phase_at(x->vmi, x->vmi->phase);
 	x->since = p ? p->at : 0;
@@ -504,7 +547,7 @@ static bool m_vmi_no_launcher(struct diag_ctx *x)
 static bool m_vmi_phase_other(struct diag_ctx *x)
 {
 	static const char *const known[] = { "", "Pending", "Scheduling", "Scheduled", "Running", NULL };
-	if (x->vmi == NULL || one_of(x->vmi->phase, known))
+	if (x->vmi == NULL || x->vmi->phase == NULL || one_of(x->vmi->phase, known))
 		return false;
 	ev_phase(x);
 	return true;
@@ -515,7 +558,7 @@ static bool m_vmi_phase_other(struct diag_ctx *x)
 static void ev_pod_state(struct diag_ctx *x, const struct pod *p)
 {
 	char *n = esc(p->o.name, 256);
-	ev_text(x, &p->o, "Pod %s/%s (uid %s) status.phase: \"%s\"%s%s", p->o.ns, n, p->o.uid, p->phase,
+	ev_text(x, &p->o, "Pod %s/%s (uid %s) status.phase: \"%s\"%s%s", p->o.ns, n, p->o.uid, PH(p->phase),
 		p->node ? ", node " : ", not scheduled", p->node ? p->node : "");
 	free(n);
 }
@@ -631,6 +674,7 @@ static bool m_launcher_crashloop(struct diag_ctx *x)
 		ev_container(x, x->pod, cs);
 	else
 		ev_field(x, &x->vm->o, "status.printableStatus", x->vm->printable_status);
+	ev_start_failure(x);
 	static const char *const reasons[] = { "BackOff", NULL };
 	ev_events(x, &x->pod->o, reasons, 2);
 	return true;
@@ -763,6 +807,14 @@ static const struct diag_rule rules[] = {
 	{ "vm-terminating", DIAG_VM, DIAG_STALL, DIAG_FAILED, 300, m_vm_terminating,
 	  "the VM is being deleted", "finalizers and the VMI that still has to go",
 	  "kubectl -n {ns} get vm {name} -o jsonpath='{.metadata.finalizers}'\n" DESCRIBE_VMI,
+	  ENGINE_GET },
+	{ "vm-manual-recovery", DIAG_VM, DIAG_STALL, DIAG_FAILED, 0, m_vm_manual_recovery,
+	  "the VM needs manual recovery: KubeVirt will not restart its VMI on its own",
+	  "the condition's message (a VMI stranded on an unreachable node, volumes still attached there)",
+	  DESCRIBE_VM "\nkubectl get nodes", ENGINE_GET },
+	{ "vm-provisioning", DIAG_VM, DIAG_STALL, DIAG_FAILED, 1800, m_vm_provisioning,
+	  "the VM's disks are being provisioned (DataVolume import, clone or upload) before a VMI can start",
+	  "the DataVolumes' progress and their importer/upload pods", "kubectl -n {ns} get dv\nkubectl -n {ns} get pods",
 	  ENGINE_GET },
 	{ "vm-crashloop", DIAG_VM, DIAG_STALL, DIAG_FAILED, 0, m_vm_crashloop,
 	  "the VM keeps failing to start and is backing off before the next attempt",
@@ -934,7 +986,7 @@ static void expand(struct buf *out, const char *tmpl, const struct diag_ctx *x)
 				case 7:
 					v = x->pod && (eq(x->pod->phase, "Failed") || eq(x->pod->phase, "Succeeded"))
 						    ? x->pod->phase
-						    : x->vmi ? (x->vmi->phase[0] ? x->vmi->phase : "Pending") : NULL;
+						    : x->vmi ? (PH(x->vmi->phase)[0] ? x->vmi->phase : "Pending") : NULL;
 					break;
 				case 8: v = c->src ? c->src->server : NULL; break;
 				case 9: v = x->pod ? x->pod->log_path : NULL; break;
@@ -1092,14 +1144,14 @@ static void boundary_state(struct buf *out, const struct chain *c, int b)
 	switch (b) {
 	case DIAG_VM:
 		if (c->vm)
-			buf_printf(out, "runStrategy %s, status %s", c->vm->run_strategy,
+			buf_printf(out, "runStrategy %s, status %s", PH(c->vm->run_strategy),
 				   c->vm->printable_status ? c->vm->printable_status : "-");
 		else
 			buf_add_str(out, "no VirtualMachine");
 		break;
 	case DIAG_VMI:
 		if (c->vmi)
-			buf_printf(out, "uid %s, phase %s%s%s", c->vmi->o.uid, c->vmi->phase[0] ? c->vmi->phase : "(unset)",
+			buf_printf(out, "uid %s, phase %s%s%s", c->vmi->o.uid, PH(c->vmi->phase)[0] ? c->vmi->phase : "(unset)",
 				   c->vmi->node ? " on " : "", c->vmi->node ? c->vmi->node : "");
 		else
 			buf_add_str(out, "no VirtualMachineInstance");
@@ -1108,7 +1160,7 @@ static void boundary_state(struct buf *out, const struct chain *c, int b)
 		if (c->active) {
 			n = esc(c->active->o.name, 256);
 			buf_printf(out, "%s %s, %s%s", c->src && c->src->type == SOURCE_ENGINE ? "process" : "pod", n,
-				   c->active->phase[0] ? c->active->phase : "(unset)",
+				   PH(c->active->phase)[0] ? c->active->phase : "(unset)",
 				   c->npods > 1 ? " (+ older/migration pods)" : "");
 			free(n);
 		} else {

@@ -67,6 +67,7 @@ struct lineage {
 	int listener;
 	struct hmap vms;     /* key -> struct lin_vm */
 	struct hmap by_vmi;  /* "<source id>:<vmi uid>" -> struct lin_exec */
+	struct hmap by_uid;  /* "<vmi uid>" -> struct lin_exec, across sources (moves between engine hosts) */
 	struct hmap pending; /* "<source id>:<vmi uid>" -> struct pending */
 	struct lin_src *srcs; /* by source id */
 	size_t nsrcs;
@@ -312,6 +313,8 @@ static struct lin_exec *exec_new(struct lineage *l, struct lin_vm *v, const char
 	if (v->n == LIN_MAX_EXECS) {
 		struct lin_exec *old = v->ex[0];
 		hmap_del(&l->by_vmi, old->key);
+		if (hmap_get(&l->by_uid, old->pub.vmi_uid) == old)
+			hmap_del(&l->by_uid, old->pub.vmi_uid);
 		exec_clear(&old->pub);
 		free(old);
 		memmove(v->ex, v->ex + 1, (v->n - 1) * sizeof *v->ex);
@@ -320,7 +323,23 @@ static struct lin_exec *exec_new(struct lineage *l, struct lin_vm *v, const char
 	v->ex = xreallocarray(v->ex, v->n + 1, sizeof *v->ex);
 	v->ex[v->n++] = x;
 	hmap_put(&l->by_vmi, x->key, x);
+	hmap_put(&l->by_uid, x->pub.vmi_uid, x);
 	return x;
+}
+
+/* Takes x out of its VM's list (it is not freed). */
+static void exec_unlink(struct lineage *l, struct lin_exec *x)
+{
+	struct lin_vm *v = x->vm;
+	for (size_t i = 0; i < v->n; i++)
+		if (v->ex[i] == x) {
+			memmove(v->ex + i, v->ex + i + 1, (v->n - i - 1) * sizeof *v->ex);
+			v->n--;
+			break;
+		}
+	hmap_del(&l->by_vmi, x->key);
+	if (hmap_get(&l->by_uid, x->pub.vmi_uid) == x)
+		hmap_del(&l->by_uid, x->pub.vmi_uid);
 }
 
 static int exec_by_start(const void *a, const void *b)
@@ -369,7 +388,20 @@ static void load(struct lineage *l, struct source *src)
 		json_tokener_free(tok);
 		struct lineage_exec e = { .how = LIN_LOST };
 		const char *ns = j ? jstr(j, "ns") : NULL, *name = j ? jstr(j, "name") : NULL;
-		if (ns && name && *name && exec_from_json(&e, j) == 0) {
+		struct json_object *moved = NULL;
+		if (ns && name && *name && j && json_object_object_get_ex(j, "moved", &moved) &&
+		    json_object_get_boolean(moved) && exec_from_json(&e, j) == 0) {
+			/* the execution went on on another host (source): it is that host's history now */
+			char key[16 + UID_LEN];
+			snprintf(key, sizeof key, "%d:%s", src->id, e.vmi_uid);
+			struct lin_exec *x = hmap_get(&l->by_vmi, key);
+			if (x) {
+				exec_unlink(l, x);
+				exec_clear(&x->pub);
+				free(x);
+			}
+			exec_clear(&e);
+		} else if (ns && name && *name && exec_from_json(&e, j) == 0) {
 			char key[16 + UID_LEN];
 			snprintf(key, sizeof key, "%d:%s", src->id, e.vmi_uid);
 			struct lin_exec *x = hmap_get(&l->by_vmi, key);
@@ -504,6 +536,35 @@ static void migrated(struct lin_exec *x, const struct vmi *vmi, const char *from
 	}
 }
 
+/* The same VMI UID under another source: the execution moved between engine hosts (a live migration between
+ * two libvirt hosts, each a source). It continues under the new source; the old source's file gets a tombstone
+ * so a reload does not show it there too. */
+static void exec_move(struct lineage *l, struct lin_exec *x, struct lin_vm *to)
+{
+	struct json_object *j = json_object_new_object();
+	json_object_object_add(j, "ns", json_object_new_string(x->vm->ns));
+	json_object_object_add(j, "name", json_object_new_string(x->vm->name));
+	json_object_object_add(j, "vmi", json_object_new_string(x->pub.vmi_uid));
+	json_object_object_add(j, "moved", json_object_new_boolean(1));
+	json_object_object_add(j, "to", json_object_new_string(to->src->name));
+	char *line = xasprintf("%s\n", json_object_to_json_string_ext(j, JSON_C_TO_STRING_PLAIN));
+	persist_line(l, x->vm->src, line, strlen(line));
+	free(line);
+	json_object_put(j);
+	exec_unlink(l, x);
+	x->vm = to;
+	snprintf(x->key, sizeof x->key, "%d:%s", to->src->id, x->pub.vmi_uid);
+	to->ex = xreallocarray(to->ex, to->n + 1, sizeof *to->ex);
+	to->ex[to->n++] = x;
+	qsort(to->ex, to->n, sizeof *to->ex, exec_by_start);
+	hmap_put(&l->by_vmi, x->key, x);
+	hmap_put(&l->by_uid, x->pub.vmi_uid, x);
+	if (x->pub.how != LIN_RUNNING) { /* the old host saw it go: that was the move, not an end */
+		x->pub.how = LIN_RUNNING;
+		x->pub.end = 0;
+	}
+}
+
 static void vmi_seen(struct lineage *l, const struct vmi *vmi)
 {
 	char key[16 + UID_LEN];
@@ -513,6 +574,13 @@ static void vmi_seen(struct lineage *l, const struct vmi *vmi)
 	if (x == NULL) {
 		struct lin_vm *v = vm_get(l, vmi->o.src, vmi->o.ns, vmi->o.name);
 		x = hmap_get(&l->by_vmi, key); /* the history may know it */
+		struct lin_exec *elsewhere = x ? NULL : hmap_get(&l->by_uid, vmi->o.uid);
+		if (elsewhere && elsewhere->vm->src != vmi->o.src && elsewhere->vm->ns == v->ns &&
+		    strcmp(elsewhere->vm->name, v->name) == 0) {
+			exec_move(l, elsewhere, v);
+			x = elsewhere;
+			changed = true;
+		}
 		/* executions still open under another UID have been replaced */
 		for (size_t i = 0; i < v->n; i++) {
 			struct lin_exec *o = v->ex[i];
@@ -706,6 +774,7 @@ struct lineage *lineage_new(struct store *st, const char *dir)
 	}
 	hmap_init(&l->vms);
 	hmap_init(&l->by_vmi);
+	hmap_init(&l->by_uid);
 	hmap_init(&l->pending);
 	l->listener = store_listen(st, on_change, l);
 	return l;
@@ -731,6 +800,7 @@ void lineage_free(struct lineage *l)
 	}
 	hmap_free(&l->vms);
 	hmap_free(&l->by_vmi);
+	hmap_free(&l->by_uid);
 	for (size_t it = 0; hmap_next(&l->pending, &it, &k, &val);) {
 		struct pending *pe = val;
 		for (int i = 0; i < pe->n; i++)

@@ -9,7 +9,10 @@
  * appended with one write() on an O_APPEND descriptor; the file is read once, at the source's first use, and the
  * last line per VMI UID wins, so history survives kvcon restarts and crashes (a torn last line is ignored).
  * Files with many superseded lines are compacted on load (write-temp + rename).
- * Source-agnostic (engine executions are VMIs too) and UI-agnostic. UI thread only. */
+ * Source-agnostic (engine executions are VMIs too) and UI-agnostic. UI thread only.
+ * An execution that moves to another source with the same VMI UID (a live migration between two engine hosts)
+ * continues there, with a launcher on the new host; the old host's file gets a tombstone for it. History is
+ * kept per source: the older executions stay in the old host's lineage. */
 #ifndef KVCON_MODEL_LINEAGE_H
 #define KVCON_MODEL_LINEAGE_H
 

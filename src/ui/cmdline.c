@@ -169,13 +169,13 @@ static bool name_is(const struct cmdline_entry *c, const char *w, size_t wl)
 {
 	if (strlen(c->name) == wl && strncmp(c->name, w, wl) == 0)
 		return true;
-	for (const char *a = c->aliases; a && *a;) {
+	const char *a = c->aliases ? c->aliases : "";
+	while (*a) {
 		size_t al = strcspn(a, " ");
 		if (al == wl && strncmp(a, w, wl) == 0)
 			return true;
 		a += al;
-		while (*a == ' ')
-			a++;
+		a += strspn(a, " ");
 	}
 	return false;
 }

@@ -31,15 +31,6 @@ int header_height(int rows)
 	return rows >= 20 ? 4 : 2;
 }
 
-void header_store_changed(enum obj_kind kind)
-{
-	(void)kind;
-}
-
-void header_tick(void)
-{
-}
-
 static void recount(const struct store *st, const char *ns)
 {
 	uint64_t ver = store_version(st, OBJ_VM);
@@ -119,10 +110,11 @@ static const char *health_word(const struct watch_health *h, char *buf, size_t l
 	}
 }
 
-static void source_info(int y, int x, int end, struct source *src)
+static void source_info(int y, int x, int end, struct source *src, bool named)
 {
 	bool kube = src->type == SOURCE_KUBE;
-	x = pair(y, x, end, kube ? "Context: " : "Engine: ", src->name, theme_attr(THEME_HEADER));
+	if (named)
+		x = pair(y, x, end, kube ? "Context: " : "Engine: ", src->name, theme_attr(THEME_HEADER));
 	if (src->server)
 		x = pair(y, x, end, kube ? "Cluster: " : "URI: ", src->server, theme_attr(THEME_HEADER));
 	if (src->user)
@@ -133,13 +125,16 @@ static void source_info(int y, int x, int end, struct source *src)
 		pair(y, x, end, "Scope: ", src->ns_scope ? src->ns_scope : "all namespaces", theme_attr(THEME_HEADER));
 }
 
+/* The watch health of each kind; with several sources the line starts with the source's name (what matters
+ * first when the line is cut), its details follow. */
 static int source_watch(int y, int x, int end, struct source *src, bool named)
 {
 	static const char *const kinds[OBJ_KIND_COUNT] = { "vm ", "vmi ", "pod ", "event " };
-	char label[96];
-	snprintf(label, sizeof label, "%s%s%s", named ? "Watch " : "Watch: ", named ? src->name : "", named ? ": " : "");
-	if (x < end)
-		x += draw_text(y, x, end - x, theme_attr(THEME_HEADER_KEY), label);
+	if (named)
+		x = pair(y, x, end, src->type == SOURCE_KUBE ? "Context: " : "Engine: ", src->name,
+			 theme_attr(THEME_HEADER));
+	else if (x < end)
+		x += draw_text(y, x, end - x, theme_attr(THEME_HEADER_KEY), "Watch: ");
 	for (int k = 0; k < OBJ_KIND_COUNT && x < end; k++) {
 		char buf[48], first[48];
 		const char *word = health_word(&src->health[k], buf, sizeof buf);
@@ -173,7 +168,7 @@ void header_draw(const struct region *r, const struct store *st, bool readonly, 
 		draw_text(r->y, x, w - x, theme_attr(THEME_BAD), "no sources (no kubeconfig, no engine)");
 	if (n == 1) {
 		/* one source: its details, then its watches on the next line */
-		source_info(r->y, x, w, live[0]);
+		source_info(r->y, x, w, live[0], true);
 		if (src_lines > 1)
 			source_watch(r->y + 1, x, w, live[0], false);
 		else
@@ -182,7 +177,7 @@ void header_draw(const struct region *r, const struct store *st, bool readonly, 
 		for (size_t s = 0; s < n && (int)s < src_lines; s++) {
 			int y0 = r->y + (int)s;
 			int xx = source_watch(y0, x, w, live[s], true);
-			source_info(y0, xx, w, live[s]);
+			source_info(y0, xx, w, live[s], false);
 		}
 	}
 	if (n > (size_t)src_lines) {
@@ -219,13 +214,27 @@ void header_draw(const struct region *r, const struct store *st, bool readonly, 
 			struct source *src = live[s];
 			if (src->notice)
 				x += draw_text(y, x, end - x, theme_attr(THEME_WAIT), src->notice) + 2;
+			/* one line per distinct message, naming the kinds it applies to */
+			bool done[OBJ_KIND_COUNT] = { false };
 			for (int k = 0; k < OBJ_KIND_COUNT && x < end; k++) {
 				const struct watch_health *h = &src->health[k];
-				if (h->message && h->state != WATCH_LIVE) {
-					char m[512];
-					snprintf(m, sizeof m, "%s %s: %s", src->name, obj_kind_name((enum obj_kind)k), h->message);
-					x += draw_text(y, x, end - x, theme_attr(THEME_BAD), m) + 2;
+				if (done[k] || !h->message || h->state == WATCH_LIVE)
+					continue;
+				char kinds[64] = "";
+				size_t kl = 0;
+				for (int j = k; j < OBJ_KIND_COUNT; j++) {
+					const struct watch_health *hj = &src->health[j];
+					if (hj->message && hj->state != WATCH_LIVE && strcmp(hj->message, h->message) == 0) {
+						done[j] = true;
+						kl += (size_t)snprintf(kinds + kl, sizeof kinds - kl, "%s%s", kl ? "," : "",
+								       obj_kind_name((enum obj_kind)j));
+						if (kl >= sizeof kinds)
+							kl = sizeof kinds - 1;
+					}
 				}
+				char m[600];
+				snprintf(m, sizeof m, "%s %s: %s", src->name, kinds, h->message);
+				x += draw_text(y, x, end - x, theme_attr(THEME_BAD), m) + 2;
 			}
 		}
 	}

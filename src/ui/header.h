@@ -13,7 +13,5 @@ struct store;
 /* Rows the header takes on a screen of this height. */
 int header_height(int rows);
 void header_draw(const struct region *r, const struct store *st, bool readonly, const char *ns);
-void header_store_changed(enum obj_kind kind);
-void header_tick(void);
 
 #endif

@@ -87,15 +87,6 @@ static void scroll_to(struct view *v, long line)
 	view_dirty(v);
 }
 
-int pager_search(struct view *v, const char *s)
-{
-	struct pager *p = v->priv;
-	for (size_t k = p->top; s && *s && k < p->n; k++)
-		if (strcasestr(p->lines[k], s))
-			return (int)k;
-	return -1;
-}
-
 static void find(struct view *v, bool forward)
 {
 	struct pager *p = v->priv;
@@ -268,7 +259,3 @@ void pager_set_text(struct view *v, const char *text)
 	view_dirty(v);
 }
 
-int pager_top(struct view *v)
-{
-	return (int)((struct pager *)v->priv)->top;
-}

@@ -11,9 +11,6 @@ unsigned pager_id(struct view *v);
 /* The live pager with this id, or NULL once it was closed (asynchronous fetches check before filling it). */
 struct view *pager_find(unsigned id);
 void pager_set_text(struct view *v, const char *text);
-/* Searches forward from the top line for s; returns the line or -1. */
-int pager_search(struct view *v, const char *s);
-int pager_top(struct view *v);
 const struct view_key *pager_keys_table(void);
 
 #endif

@@ -41,11 +41,6 @@ static struct {
 
 static const char mouse_off[] = "\033[?1000l\033[?1002l\033[?1003l\033[?1006l\033[?1015l";
 
-bool screen_active(void)
-{
-	return S.active;
-}
-
 /* Async-signal-tolerant: only write() and tcsetattr(). Runs from fatal() and the crash handlers. */
 static void crash_restore(void)
 {
@@ -223,26 +218,6 @@ void screen_dirty_full(void)
 	S.full = true;
 }
 
-int screen_rows(void)
-{
-	return S.active ? LINES : 0;
-}
-
-int screen_cols(void)
-{
-	return S.active ? COLS : 0;
-}
-
-unsigned long screen_frames(void)
-{
-	return S.frames;
-}
-
-bool screen_color(void)
-{
-	return S.color;
-}
-
 /* ncursesw draws UTF-8 only under a UTF-8 locale: use the user's, else C.UTF-8. */
 static void ensure_utf8_locale(void)
 {
@@ -321,6 +296,7 @@ void screen_fini(void)
 	S.in = NULL;
 	if (!S.active)
 		return;
+	log_info("ui: %lu frames drawn", S.frames);
 	mousemask(0, NULL);
 	curs_set(1);
 	endwin();

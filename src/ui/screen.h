@@ -25,15 +25,9 @@ struct screen_cbs {
 int screen_init(const struct screen_cbs *cbs, const char *theme, char **theme_err);
 /* Gives the terminal back exactly as found. Idempotent, safe on every path. */
 void screen_fini(void);
-bool screen_active(void);
 
 /* Something changed: a frame is due (paced). full: repaint every cell (after a resize). */
 void screen_dirty(void);
 void screen_dirty_full(void);
-int screen_rows(void);
-int screen_cols(void);
-/* Frames drawn so far (tests and the bench read it from the log). */
-unsigned long screen_frames(void);
-bool screen_color(void);
 
 #endif

@@ -11,12 +11,8 @@
 #include "core/util.h"
 #include "core/xmalloc.h"
 #include "model/source.h"
-#include "kube/kube.h"
-/* The engine module lands separately; until it is in the tree the dashboard opens clusters only. */
-#if __has_include("engine/engine.h")
 #include "engine/engine.h"
-#define SOURCES_HAVE_ENGINE 1
-#endif
+#include "kube/kube.h"
 #include "model/store.h"
 #include "ui/ui.h"
 
@@ -121,7 +117,7 @@ static void close_kube(void)
 {
 	if (kube_src == NULL)
 		return;
-	store_clear_source(the_store, kube_src);
+	ui_forget_source(kube_src);
 	source_close(kube_src);
 	/* free the name for the context opened next (the registry keeps the retired entry) */
 	free(kube_src->name);
@@ -145,7 +141,6 @@ int sources_open(struct store *st, char **err)
 		log_info("ui: no kube source: %s", kerr ? kerr : "?");
 	free(kerr);
 	/* the local engine: every -c URI, or the embedded default when there is no cluster and no -c */
-#ifdef SOURCES_HAVE_ENGINE
 	for (int i = 0; i < o->nuris; i++) {
 		char *eerr = NULL;
 		if (engine_open(st, o->uris[i], &eerr) == NULL) {
@@ -162,10 +157,6 @@ int sources_open(struct store *st, char **err)
 			return -1;
 		}
 	}
-#else
-	if (o->nuris > 0)
-		log_warn("ui: -c given but the local engine is not in this build");
-#endif
 	if (sources_live_count() == 0) {
 		*err = xstrdup("no kubeconfig (~/.kube/config or $KUBECONFIG) and no engine host (-c URI)");
 		return -1;
@@ -237,9 +228,7 @@ int ui_set_context(const char *name, char **err)
 
 void sources_free(void)
 {
-#ifdef SOURCES_HAVE_ENGINE
 	engine_close_all();
-#endif
 	if (ctx_names)
 		kube_context_names_free(ctx_names);
 	ctx_names = NULL;

@@ -94,10 +94,10 @@ int table_filter_parse(const char *s, struct table_filter *f, char **err)
 				r.key = xstrdup(t);
 			}
 			if (r.key[0] == '\0') {
+				*err = xasprintf("bad label requirement '%s'", t); /* t points into copy */
 				free(r.key);
 				free(r.value);
 				free(copy);
-				*err = xasprintf("bad label requirement '%s'", t);
 				table_filter_free(f);
 				return -1;
 			}
@@ -496,6 +496,13 @@ static void draw(struct view *v, const struct region *r)
 	}
 	if (progress[0])
 		draw_cell(r->y + r->h - 1, r->x, r->w, theme_attr(THEME_WAIT), progress, false);
+	else if (t->n == 0 && rows_h > 0) {
+		/* say why the list is empty rather than show nothing */
+		char why[256];
+		snprintf(why, sizeof why, "no %s%s%s", t->spec->title, t->filt.active ? " matching the filter" : "",
+			 ui_namespace() ? " in this namespace" : "");
+		draw_text(r->y + 2, r->x + 1, r->w - 1, theme_attr(THEME_DIM), why);
+	}
 	static bool first_rows_logged;
 	if (nvis && !first_rows_logged) {
 		first_rows_logged = true;
@@ -597,11 +604,12 @@ static enum view_result act(struct view *v, enum action a)
 		ui_error("no VM for this row");
 		return VIEW_DONE;
 	}
-	if (a == ACT_PAUSE) {
-		const struct obj *vmi = store_find(ui_store(), vm->src, OBJ_VMI, vm->ns, vm->name);
-		if (vmi && cond_is_true(((const struct vmi *)vmi)->conds, ((const struct vmi *)vmi)->nconds, "Paused"))
-			a = ACT_UNPAUSE;
-	}
+	const struct vmi *vmi = (const struct vmi *)store_find(ui_store(), vm->src, OBJ_VMI, vm->ns, vm->name);
+	if (a == ACT_PAUSE && vmi && cond_is_true(vmi->conds, vmi->nconds, "Paused"))
+		a = ACT_UNPAUSE;
+	/* m while a migration is in flight aborts it (deletes the migration object) */
+	if (a == ACT_MIGRATE && vmi && vmi->mig.present && !vmi->mig.completed && !vmi->mig.failed)
+		a = ACT_MIGRATE_ABORT;
 	ui_action(a, vm);
 	return VIEW_DONE;
 }
@@ -650,7 +658,7 @@ static const struct view_key table_keys[] = {
 	{ VKEY_CTRL('k'), "ctrl-k", "force stop the VM, grace period 0 (asks)", k_force },
 	{ 'r', "r", "restart the VM (asks)", k_restart },
 	{ 'p', "p", "pause or unpause the VM", k_pause },
-	{ 'm', "m", "live-migrate the VM (asks)", k_migrate },
+	{ 'm', "m", "live-migrate the VM (asks); during a migration: abort it (asks)", k_migrate },
 	{ 'N', "shift-N", "sort by NAME (again: reverse)", NULL },
 	{ 'P', "shift-P", "sort by NAMESPACE", NULL },
 	{ 'U', "shift-U", "sort by STATUS / PHASE (S is stop)", NULL },

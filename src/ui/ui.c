@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
 #include <wchar.h>
 
 #include "core/intern.h"
@@ -73,6 +74,22 @@ void ui_use_store(struct store *st)
 	U.st = st;
 }
 
+void ui_forget_source(struct source *src)
+{
+	/* Dropping a source's objects is not the end of their executions: without the lineage listening, the
+	 * removals are not recorded (and persisted) as stops; a fresh recorder reloads the history from disk. */
+	bool had = U.lineage != NULL;
+	lineage_free(U.lineage);
+	U.lineage = NULL;
+	store_clear_source(U.st, src);
+	if (had) {
+		U.lineage = lineage_new(U.st, NULL);
+		for (size_t i = 0; i < source_count(); i++)
+			if (source_get(i) != src && !source_get(i)->closed)
+				lineage_scan(U.lineage, source_get(i));
+	}
+}
+
 void ui_dirty(void)
 {
 	screen_dirty();
@@ -83,7 +100,7 @@ bool ui_readonly(void)
 	return U.readonly;
 }
 
-static void vmsg(bool err, const char *fmt, va_list ap)
+__attribute__((format(printf, 2, 0))) static void vmsg(bool err, const char *fmt, va_list ap)
 {
 	vsnprintf(U.msg, sizeof U.msg, fmt, ap);
 	U.msg_err = err;
@@ -476,7 +493,6 @@ static void on_tick(void *arg)
 	(void)arg;
 	U.tick = loop_timer_add(1000, on_tick, NULL);
 	view_tick_all();
-	header_tick();
 	screen_dirty();
 }
 
@@ -491,7 +507,6 @@ static void on_store(void *arg, enum obj_kind kind, const struct obj *old, const
 			 (unsigned long long)(util_now_ms() - start_ms));
 	}
 	view_store_changed(kind, old, new_);
-	header_store_changed(kind);
 	screen_dirty();
 }
 
@@ -556,6 +571,11 @@ int ui_main(void)
 {
 	start_ms = util_now_ms();
 	struct kvcon_opts *o = opts_global();
+	/* before any source opens (the engine would start libvirt for nothing) */
+	if (!isatty(STDIN_FILENO) || !isatty(STDOUT_FILENO)) {
+		fprintf(stderr, "kvcon: the dashboard needs a terminal (use `kvcon get` for scripts)\n");
+		return EXIT_USAGE;
+	}
 	if (log_open(o->log) < 0)
 		fprintf(stderr, "kvcon: cannot open the log file; continuing without\n");
 	log_set_level(o->verbose > 0 ? LOG_DEBUG : LOG_INFO);

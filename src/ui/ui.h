@@ -23,6 +23,9 @@ int ui_run(struct store *st);
 struct store *ui_store(void);
 /* The execution history recorder (NULL before ui_run). */
 struct lineage *ui_lineage(void);
+/* Removes every object of src from the store (a context switch, a re-watch of another namespace) without
+ * recording those removals as ends of executions in the lineage. */
+void ui_forget_source(struct source *src);
 /* Uses st as the dashboard's store without running it (unit tests drive views directly). */
 void ui_use_store(struct store *st);
 /* A frame is due. */

@@ -117,10 +117,19 @@ static void vmi_panel(struct panel *p, const struct vmi *vmi)
 		util_format_time(vmi->phases[i].at, t, sizeof t);
 		pl(p, theme_attr(THEME_DIM), "  %-10s %s", nz(vmi->phases[i].phase), t);
 	}
+	for (int i = 0; i < vmi->nactive; i++)
+		pl(p, theme_attr(THEME_DIM), "activePod %.8s on %s", vmi->active[i].uid, nz(vmi->active[i].node));
 	const struct migration_state *m = &vmi->mig;
 	if (m->present) {
-		const char *st = m->failed ? "Failed" : m->completed ? "Succeeded" : "Running";
-		pl(p, theme_status_attr(st), "migration: %s %s -> %s", st, nz(m->source_node), nz(m->target_node));
+		const char *st = m->failed ? "Failed" : m->completed ? "Succeeded" : m->abort_requested ? "Aborting" : "Running";
+		char took[32] = "";
+		if (m->start > 0)
+			util_human_duration((m->end > 0 ? m->end : util_wall_s()) - m->start, took, sizeof took);
+		pl(p, theme_status_attr(st), "migration: %s %s -> %s %s%s", st, nz(m->source_node), nz(m->target_node),
+		   took[0] ? "after " : "", took);
+		if (m->mode)
+			pl(p, theme_attr(THEME_DIM), "  mode %s%s%s", m->mode, m->abort_status ? ", abort " : "",
+			   m->abort_status ? m->abort_status : "");
 		if (m->progress_pct >= 0 && !m->completed && !m->failed)
 			pl(p, theme_attr(THEME_WAIT), "  progress %d%%", m->progress_pct);
 		if (m->failure_reason)
@@ -231,24 +240,38 @@ static void draw_events(const struct chain *ch, int y, int x, int h, int w)
 	free(attrs);
 }
 
-/* The executions seen for this VM: stop+start is a new VMI UID; a migration keeps it, with a new launcher. */
+/* The executions seen for this VM, one line each (the full table is `kvcon lineage`): stop+start is a new VMI
+ * UID; a live migration keeps it and adds a launcher on the next node. */
 static void draw_lineage(struct vmview *vv, int y, int x, int h, int w)
 {
 	size_t n = 0;
 	const struct lineage_exec *const *ex =
 		ui_lineage() ? lineage_get(ui_lineage(), vv->src, vv->ns, vv->name, &n) : NULL;
-	struct buf b;
-	buf_init(&b);
-	lineage_format_text(ex, n, util_wall_s(), &b);
-	char *lines[64];
-	size_t nl = 0;
-	char *save = NULL;
-	for (char *l = b.data ? strtok_r(b.data, "\n", &save) : NULL; l && nl < 64; l = strtok_r(NULL, "\n", &save))
-		lines[nl++] = l;
+	char **lines = xcalloc(n + 1, sizeof *lines);
+	int *attrs = xcalloc(n + 1, sizeof *attrs);
+	int64_t now = util_wall_s();
+	for (size_t i = 0; i < n; i++) {
+		const struct lineage_exec *e = ex[i];
+		struct buf b;
+		buf_init(&b);
+		char dur[32] = "-";
+		if (e->start)
+			util_human_duration((e->end ? e->end : now) - e->start, dur, sizeof dur);
+		buf_printf(&b, "#%zu %s %-9s %-7s", i + 1, e->vmi_uid, lineage_end_name(e->how), dur);
+		for (int k = 0; k < e->nlaunchers; k++)
+			buf_printf(&b, "%s%s", k ? " -> " : "  on ", e->launchers[k].node ? e->launchers[k].node : "unscheduled");
+		if (e->migrations)
+			buf_printf(&b, "  [%d migration%s]", e->migrations, e->migrations > 1 ? "s" : "");
+		lines[i] = buf_steal(&b);
+		attrs[i] = theme_status_attr(e->how == LIN_RUNNING ? "Running" : e->how == LIN_FAILED ? "Failed" : "Stopped");
+	}
 	char title[64];
 	snprintf(title, sizeof title, " lineage[%zu] ", n);
-	draw_lines(title, y, x, h, w, lines, NULL, nl);
-	buf_free(&b);
+	draw_lines(title, y, x, h, w, lines, attrs, n);
+	for (size_t i = 0; i < n; i++)
+		free(lines[i]);
+	free(lines);
+	free(attrs);
 }
 
 static void draw(struct view *v, const struct region *r)
@@ -329,12 +352,13 @@ static enum view_result act(struct view *v, enum action a)
 		ui_error("the VM is gone");
 		return VIEW_DONE;
 	}
-	if (a == ACT_PAUSE) {
-		struct vmview *vv = v->priv;
-		const struct vmi *vmi = (const struct vmi *)store_find(ui_store(), vv->src, OBJ_VMI, vv->ns, vv->name);
-		if (vmi && cond_is_true(vmi->conds, vmi->nconds, "Paused"))
-			a = ACT_UNPAUSE;
-	}
+	struct vmview *vv = v->priv;
+	const struct vmi *vmi = (const struct vmi *)store_find(ui_store(), vv->src, OBJ_VMI, vv->ns, vv->name);
+	if (a == ACT_PAUSE && vmi && cond_is_true(vmi->conds, vmi->nconds, "Paused"))
+		a = ACT_UNPAUSE;
+	/* m while a migration is in flight aborts it (deletes the migration object) */
+	if (a == ACT_MIGRATE && vmi && vmi->mig.present && !vmi->mig.completed && !vmi->mig.failed)
+		a = ACT_MIGRATE_ABORT;
 	ui_action(a, vm);
 	return VIEW_DONE;
 }
@@ -396,7 +420,7 @@ static const struct view_key vm_keys[] = {
 	{ VKEY_CTRL('k'), "ctrl-k", "force stop the VM, grace period 0 (asks)", k_force },
 	{ 'r', "r", "restart the VM (asks)", k_restart },
 	{ 'p', "p", "pause or unpause the VM", k_pause },
-	{ 'm', "m", "live-migrate the VM (asks)", k_migrate },
+	{ 'm', "m", "live-migrate the VM (asks); during a migration: abort it (asks)", k_migrate },
 	{ 'd', "d", "troubleshooting walkthrough: the first stalled boundary, evidence, next check", k_diag },
 	{ 'y', "y", "the VM as YAML", k_yaml },
 	{ 0, NULL, NULL, NULL },

@@ -24,7 +24,7 @@ K() { timeout 180 "$KVCON" -c "$URI" "$@" >"$ENGINE_T/out" 2>"$ENGINE_T/err"; }
 kv engine apply -f "$(manifest dvm Halted)" >/dev/null || fail "apply"
 
 # halted: not expected, exit 0, the next command is the engine's
-K diagnose default/dvm || { cat "$ENGINE_T/out" "$ENGINE_T/err"; fail "diagnose halted: exit $?"; }
+K diagnose default/dvm || { rc=$?; cat "$ENGINE_T/out" "$ENGINE_T/err"; fail "diagnose halted: exit $rc"; }
 grep -q '\[vm-halted\]' "$ENGINE_T/out" || fail "halted rule"
 grep -q "\$ kvcon -c '$URI' -n default engine start dvm" "$ENGINE_T/out" || { cat "$ENGINE_T/out"; fail "engine command"; }
 grep -q kubectl "$ENGINE_T/out" && fail "kubectl suggested for an engine VM"

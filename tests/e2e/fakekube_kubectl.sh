@@ -101,7 +101,8 @@ st = json.load(open(sys.argv[1]))
 print(next(v["metadata"]["name"] for v in st["virtualmachines"]
            if v["metadata"]["namespace"] == "ns-01" and v["status"]["printableStatus"] == "Running"))
 ' "$tmp/vms.json")
-k get vm -A -w >"$tmp/watch.out" 2>"$tmp/watch.err" &
+: >"$tmp/watch.out"
+k get vm -A -w >>"$tmp/watch.out" 2>"$tmp/watch.err" &
 wpid=$!
 pids="$pids $wpid"
 deadline=$(($(date +%s) + 20))
@@ -121,6 +122,13 @@ fkctl action ns-01 "$vm" stop 2>/dev/null >"$tmp/conflict.out" && fail "second s
 grep -q '"code":409' "$tmp/conflict.out" && grep -q 'VM is not running' "$tmp/conflict.out" || fail "409 body"
 fkctl action ns-01 "$vm" start >/dev/null || fail "start subresource"
 fkctl settle 30 >/dev/null || fail "did not settle after start"
+# a live migration: kubectl shows the VMIM and the VMI on its new node
+node1=$(k get vmi -n ns-01 "$vm" -o jsonpath='{.status.nodeName}')
+fkctl action ns-01 "$vm" migrate >/dev/null || fail "migrate subresource"
+fkctl settle 30 >/dev/null || fail "did not settle after migrate"
+k get vmim -n ns-01 --no-headers | grep -q "^kubevirt-migrate-vm-[a-z0-9]*  *Succeeded  *$vm *$" || fail "kubectl get vmim"
+node2=$(k get vmi -n ns-01 "$vm" -o jsonpath='{.status.nodeName}')
+[ -n "$node2" ] && [ "$node1" != "$node2" ] || fail "VMI did not move ($node1 -> $node2)"
 
 # 5. -o json equals the server state (names, UIDs, resourceVersions).
 for kind in vm vmi pods; do

@@ -3,7 +3,8 @@
 # of CONVERGE_FAULTS (default 0.05: dropped streams mid-chunk, 410, 429, 500) while four `kvcon get KIND -A -o json
 # --watch-for W` run; churn is paused and the simulator settled well before their windows end; each printed
 # store must equal the server's final state exactly. CONVERGE_SECONDS (W, default 24) and CONVERGE_RUNS
-# (default 1) scale it up (make bench runs 60 s x 10). Exit 0 pass, 77 skip, anything else fail.
+# (default 1) scale it up (make bench runs 60 s x 10). Each run starts a fresh fakekube.
+# Exit 0 pass, 77 skip, anything else fail.
 set -u
 top=$(cd "$(dirname "$0")/../.." && pwd)
 fk="$top/tests/fakekube"
@@ -27,19 +28,23 @@ trap cleanup EXIT INT TERM
 fail() { echo "FAIL: $*"; exit 1; }
 fkctl() { "$PY" "$fk/fkctl.py" "$tmp/fk" "$@"; }
 
-"$PY" "$fk/fakekube.py" --dir "$tmp/fk" --vms "$VMS" --namespaces 4 --seed 5 --step 0.1 --history 100000 \
-	>"$tmp/fk.log" 2>&1 &
-pids="$pids $!"
-fkctl wait 60 || { cat "$tmp/fk.log"; fail "fakekube did not start"; }
-fkctl settle 30 >/dev/null || fail "fakekube did not settle"
-export KUBECONFIG="$tmp/fk/kubeconfig"
-
 passed=0
+TAIL=$(( W / 4 > 12 ? W / 4 : 12 ))
 for run in $(seq 1 "$RUNS"); do
+	# a fresh cluster per run, so runs are independent (Events would otherwise pile up across runs)
+	rm -rf "$tmp/fk"
+	"$PY" "$fk/fakekube.py" --dir "$tmp/fk" --vms "$VMS" --namespaces 4 --seed $((5 + run)) --step 0.1 \
+		--history 100000 >"$tmp/fk.log" 2>&1 &
+	fkpid=$!
+	pids="$pids $fkpid"
+	fkctl wait 60 || { cat "$tmp/fk.log"; fail "fakekube did not start"; }
+	fkctl settle 30 >/dev/null || fail "fakekube did not settle"
+	export KUBECONFIG="$tmp/fk/kubeconfig"
 	fkctl post /fake/faults "{\"rate\":$FAULTS,\"seed\":$((run * 7))}" >/dev/null || fail "faults"
 	fkctl post /fake/churn "{\"rate\":$CHURN}" >/dev/null || fail "churn"
 	fkctl post /fake/requests/reset >/dev/null
 	kp=""
+	rm -f "$tmp"/kvcon-*.log
 	for k in vm vmi pod event; do
 		"$KVCON" get $k -A -o json --watch-for "$W" --log-file "$tmp/kvcon-$k.log" -v >"$tmp/$k.json" 2>"$tmp/$k.err" &
 		kp="$kp $!"
@@ -47,7 +52,7 @@ for run in $(seq 1 "$RUNS"); do
 	pids="$pids $kp"
 	# churn for most of the window, then stop it and let every lifecycle finish; the rest of the window is
 	# for the watches to catch up (faults stay on)
-	sleep $((W - 12))
+	sleep $((W - TAIL))
 	fkctl post /fake/pause-churn >/dev/null || fail "pause churn"
 	fkctl settle 8 >/dev/null || fail "did not settle within 8 s"
 	fkctl state >"$tmp/state.json"
@@ -61,8 +66,12 @@ for run in $(seq 1 "$RUNS"); do
 		"$PY" "$top/tests/e2e/get_compare.py" $k "$tmp/$k.json" "$tmp/state.json" || ok=0
 	done
 	echo "run $run: faults $(echo "$info" | "$PY" -c 'import json,sys; print(json.load(sys.stdin).get("faults"))'), relists $(grep -c 'relisting' "$tmp"/kvcon-*.log | awk -F: '{s+=$2} END {print s}')"
-	[ $ok -eq 1 ] || fail "run $run: printed store differs from the server's final state"
+	if [ $ok -ne 1 ]; then
+		for k in vm vmi pod event; do echo "--- $k log tail"; tail -n 4 "$tmp/kvcon-$k.log"; done
+		fail "run $run: printed store differs from the server's final state"
+	fi
 	passed=$((passed + 1))
-	fkctl post /fake/resume-churn >/dev/null
+	kill $fkpid
+	wait $fkpid 2>/dev/null
 done
 echo "PASS: get_converge ($passed/$RUNS runs, ${W}s windows, churn $CHURN/s, fault rate $FAULTS)"

@@ -70,7 +70,26 @@ keys Escape; wait_gone '</'
 # its lineage: the first execution ended when stopped, the start made a new VMI UID, ended by the stop too
 cmd "vm $ns/$name"; wait_for " VM $ns/$name "
 wait_for 'lineage\[2\]' 10
-[ "$(screen | grep -cE '^ [12] +[0-9a-f-]{36} .* stopped ')" = 2 ] || fail "lineage does not show two stopped executions"
+[ "$(screen | grep -cE '^ #[12] [0-9a-f-]{36} stopped ')" = 2 ] || fail "lineage does not show two stopped executions"
+# a halted VM: VM progressed, no VMI is expected (not an outage); start it from this view and watch the four
+# boundaries progress; a third execution appears
+wait_for 'VM +progressed'; wait_for 'VMI +not expected'
+keys s; wait_for "start $ns/$name: (sent|accepted)"
+wait_for 'VMI +progressed' 15; wait_for 'launcher pod +progressed' 15; wait_for 'guest +progressed' 15
+wait_for 'lineage\[3\]' 10
+screen | grep -qE '^ #3 [0-9a-f-]{36} running ' || fail "the new execution is not in the lineage"
+keys Escape; wait_for 'VirtualMachines\(all\)'
+
+# live migration from the VM view: same execution (VMI UID), a new launcher on another node
+vm2=$(fk names virtualmachines | grep -E '/db-[0-9]+$' | head -1)
+cmd "vm $vm2"; wait_for " VM $vm2 "; wait_for 'VMI +progressed'
+uid_before=$(screen | grep -oE 'uid: [0-9a-f-]{8}' | sed -n 1p) # the VMI panel's (row 2, before the VM's)
+keys m; wait_for "Live-migrate VM $vm2\? \[y/N\]"
+keys y; wait_for "migrate $vm2: (sent|accepted)"
+wait_for 'migration: Succeeded' 20
+wait_for '^ #1 [0-9a-f-]{36} running .* on node0[1-3] -> node0[1-3]  \[1 migration\]' 10
+uid_after=$(screen | grep -oE 'uid: [0-9a-f-]{8}' | sed -n 1p)
+[ -n "$uid_before" ] && [ "$uid_before" = "$uid_after" ] || fail "VMI UID changed by migration: $uid_before -> $uid_after"
 keys Escape; wait_for 'VirtualMachines\(all\)'
 
 # enter opens the VM view; y the YAML; esc back
@@ -101,6 +120,11 @@ cmd "ctx fake-ns"; wait_for 'Context: fake-ns' 10; wait_for 'Scope: ns-00' 10
 wait_for 'VirtualMachines\(all\)\[[0-9]+\]'
 screen | sed -n '6,38p' | grep -q ' ns-01 ' && fail "ns-01 rows after switching to the namespace context"
 cmd "ctx fake"; wait_for 'Context: fake ' 10
+# switching contexts dropped the objects from the store, which is not the end of their executions
+wait_for 'Watch: vm live' 10
+cmd "vm $ns/$name"; wait_for " VM $ns/$name " 10; wait_for 'lineage\[3\]' 10
+screen | grep -qE '^ #3 [0-9a-f-]{36} running ' || fail "the context switch ended the running execution in the lineage"
+keys Escape
 
 # resize: smaller still draws; below 40x10 a notice; back
 $T resize-window -t k -x 60 -y 15; wait_for 'VirtualMachines'

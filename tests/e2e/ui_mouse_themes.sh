@@ -31,6 +31,18 @@ want=$(row_name 13)
 keys Enter; wait_for " VM [a-z0-9-]+/$want "
 keys Escape; wait_for 'VirtualMachines\(all\)'
 
+# a row whose state changes flashes (the default theme's flash: black on yellow) without a key press
+keys g
+target=$(row_name 9)
+tns=$(fk names virtualmachines | grep "/$target\$" | cut -d/ -f1)
+fk action "$tns" "$target" stop >/dev/null || fail "stop $target"
+deadline=$((SECONDS + 15)); flashed=""
+while [ $SECONDS -lt $deadline ]; do
+	if $T capture-pane -p -e -t k | grep -E $'\e\\[[0-9;]*43m' | grep -q " $target "; then flashed=1; break; fi
+	sleep 0.05
+done
+[ -n "$flashed" ] || fail "the changed row $target did not flash"
+
 colours() { $T capture-pane -p -e -t k | sed -n '6,30p' | grep -cE $'\e\\[[0-9;]*(3[0-7]|38;5;[0-9]+|4[0-7]|48;5;[0-9]+)m'; }
 
 # the dark theme uses the 256-colour palette on a 256-colour terminal

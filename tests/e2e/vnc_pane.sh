@@ -3,7 +3,7 @@
 # guest (tests/lab); `v` on the VM opens its display in a pane (half-block cells, status line with the size), a
 # command typed there reaches the guest's tty1 shell (it writes a marker to ttyS0), Ctrl+] gives the keyboard
 # back to the dashboard (`:` works again), and the dashboard quits cleanly.
-. "$(dirname "$0")/ui_lib.sh"
+. "$(dirname "$0")/ui_lib.inc" || { echo "FAIL: tests/e2e/ui_lib.inc missing"; exit 1; }
 command -v qemu-system-x86_64 >/dev/null || { echo "skip: qemu-system-x86_64 not installed"; exit 77; }
 G="$W/g"
 qemu_stop() { "$ROOT/tests/lab/qemu-guest.sh" stop "$G" >/dev/null 2>&1; ui_cleanup; }
@@ -31,7 +31,7 @@ echo "  pane: the display of $vmi is shown"
 keys -l 'echo "PANE-TYPED-$((6*7))" > /dev/ttyS0'; keys Enter
 deadline=$((SECONDS + 20))
 until grep -aq 'PANE-TYPED-42' "$QEMU_GUEST_SERIAL_LOG"; do
-	[ $SECONDS -ge $deadline ] && fail "the command typed in the pane did not reach the guest"
+	[ $SECONDS -ge $deadline ] && { fail "the command typed in the pane did not reach the guest"; exit 1; }
 	sleep 0.1
 done
 echo "  pane: the typed command ran in the guest"
@@ -41,7 +41,7 @@ keys C-]
 keys ":"; wait_for '^:' 5; keys Escape
 keys ":"; keys -l "q"; keys Enter
 deadline=$((SECONDS + 10))
-until [ -s "$W/exit" ]; do [ $SECONDS -ge $deadline ] && fail "kvcon did not quit"; sleep 0.1; done
+until [ -s "$W/exit" ]; do [ $SECONDS -ge $deadline ] && { fail "kvcon did not quit"; exit 1; }; sleep 0.1; done
 grep -q 'KVCON_EXIT=0' "$W/exit" || fail "kvcon exit: $(cat "$W/exit")"
 echo "  Ctrl+] gave the keyboard back; :q quit with 0"
 [ -n "${VNC_PANE_KEEP:-}" ] && cp "$W/pane.txt" "$VNC_PANE_KEEP"

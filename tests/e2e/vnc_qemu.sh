@@ -105,14 +105,11 @@ $py tests/fakekube/fkctl.py "$tmp/fk" post /fake/backend \
 	"{\"namespace\":\"${vmi%/*}\",\"name\":\"${vmi#*/}\",\"kind\":\"vnc\",\"unix\":\"$QEMU_GUEST_VNC\"}" \
 	>/dev/null || fail "fakekube: backend not set"
 KUBECONFIG="$tmp/fk/kubeconfig" compare_via fakekube "$vmi"
-# a VMI without a backend: fakekube refuses the upgrade; kvcon says so and exits 1
-other=$($py tests/fakekube/fkctl.py "$tmp/fk" names virtualmachineinstances | sed -n 2p)
-if [ -n "$other" ]; then
-	if KUBECONFIG="$tmp/fk/kubeconfig" "$KVCON" --log-file "$tmp/refused.log" vnc "$other" --screenshot \
-		"$tmp/refused.png" --timeout 10 >"$tmp/refused.out" 2>&1; then fail "a refused VNC WebSocket gave a frame"; fi
-	grep -q 'refused' "$tmp/refused.out" || fail "refusal not explained: $(cat "$tmp/refused.out")"
-	echo "  fakekube: a VMI without a display is refused: $(head -1 "$tmp/refused.out")"
-fi
+# a VMI that does not exist: the upgrade is refused (404); kvcon says so and exits 1
+if KUBECONFIG="$tmp/fk/kubeconfig" "$KVCON" --log-file "$tmp/refused.log" vnc "${vmi%/*}/no-such-vmi" \
+	--screenshot "$tmp/refused.png" --timeout 10 >"$tmp/refused.out" 2>&1; then fail "a refused VNC WebSocket gave a frame"; fi
+grep -q 'refused' "$tmp/refused.out" || fail "refusal not explained: $(cat "$tmp/refused.out")"
+echo "  fakekube: a missing VMI is refused: $(head -1 "$tmp/refused.out")"
 
 # VncAuth: refused without a password and with a wrong one, pixel-equal with the right one
 qmp '{"execute":"set_password","arguments":{"protocol":"vnc","password":"kv-s3cret","display":"pw"}}' ||
@@ -143,6 +140,8 @@ tmux -L "$sock" new-session -d -x 100 -y 30 \
 	"COLORTERM=truecolor '$KVCON' --log-file '$tmp/tmux.log' vnc 'unix:$QEMU_GUEST_VNC'; echo KVCON-EXIT=\$?; sleep 60"
 until_ok 20 bash -c "tmux -L $sock capture-pane -p | grep -q '720x400.*Ctrl+. leave'" ||
 	fail "no status line with the display size: $(tmux -L "$sock" capture-pane -p | tail -1)"
+on=$(tmux -L "$sock" display -p '#{alternate_on}|#{mouse_sgr_flag}|#{cursor_flag}')
+[ "$on" = "1|1|0" ] || fail "display modes while running: $on (alternate|sgr mouse|cursor)"
 # a mix of shifted and unshifted characters, as a real keyboard types them
 tmux -L "$sock" send-keys 'echo "VNC-TYPED-$((6*7))" > /dev/ttyS0' Enter
 until_ok 20 grep -aq 'VNC-TYPED-42' "$QEMU_GUEST_SERIAL_LOG" || fail "the typed command did not reach the guest"
@@ -165,5 +164,8 @@ compare_via back-on-tty1 "unix:$QEMU_GUEST_VNC"
 echo "  menu: Ctrl+Alt+F2 and Ctrl+Alt+F1 sent through F8"
 tmux -L "$sock" send-keys C-]
 until_ok 10 bash -c "tmux -L $sock capture-pane -p | grep -q 'KVCON-EXIT=0'" || fail "Ctrl+] did not leave with 0"
-echo "  Ctrl+] left the display, exit 0"
+# the terminal is given back: main screen, no mouse reporting, cursor visible
+modes=$(tmux -L "$sock" display -p '#{alternate_on}|#{mouse_any_flag}|#{mouse_sgr_flag}|#{mouse_button_flag}|#{cursor_flag}')
+[ "$modes" = "0|0|0|0|1" ] || fail "terminal modes after leaving: $modes (alternate|mouse|sgr|button|cursor)"
+echo "  Ctrl+] left the display, exit 0, terminal modes restored"
 echo "PASS"

@@ -133,6 +133,7 @@ class App:
         self.watches = 0
         self.backends = {}  # (ns, name, kind) -> {"unix": path} | {"tcp": "host:port"}
         self.websockets = 0
+        self.displays = {}  # (ns, name) -> rfb.Display of the built-in VNC server
         self.ws_gen = 0  # bumped to end every open console/VNC bridge
         self.ws_drop_close = False
         self.port = 0
@@ -773,8 +774,8 @@ class Handler(BaseHTTPRequestHandler):
             raise ApiError(405, "MethodNotAllowed", "the server does not allow this method on the requested resource")
         self.authorize(user, "update", res, route.ns, route.name, route.sub)
         body = self.json_body()
-        out = app.cluster.subresource(route.plural, route.ns, route.name, route.sub, body)
-        return self.send_body(200, dumps(out) if out else b"")
+        code = app.cluster.subresource(route.plural, route.ns, route.name, route.sub, body)
+        return self.send_body(code, b"")
 
     # ------------------------------------------------------------ /fake/ control API
 
@@ -796,6 +797,11 @@ class Handler(BaseHTTPRequestHandler):
                 return self.send_body(200, dumps({
                     "total": app.total, "byPattern": app.requests, "mutating": sum(app.mutating.values()),
                     "mutatingByPattern": app.mutating, "faults": app.faults_fired, "watches": app.watches}))
+        if method == "GET" and what == "vnc-input":
+            d = app.displays.get((self.params.get("namespace", ""), self.params.get("name", "")))
+            if d is None:
+                raise ApiError(404, "NotFound", "no built-in VNC session for that VMI yet")
+            return self.send_body(200, dumps(d.info()))
         if method == "GET" and what == "info":
             with st.lock:
                 info = {"resourceVersion": str(st.rv), "idle": cl.idle(), "churnRate": cl.churn_rate,

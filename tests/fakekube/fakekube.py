@@ -82,25 +82,81 @@ def write_atomic(path, text):
     os.replace(tmp, path)
 
 
-def kubeconfig(opts, url, ns_token, ns_name):
-    c = opts.context_name
+def kubeconfig_parts(c, d, url, token, ns_token, ns_name):
+    """(clusters, users, contexts) YAML list items for one fake cluster named c."""
     tls = url.startswith("https")
-    cluster = "    server: %s\n" % url
+    cluster = "- name: %s\n  cluster:\n    server: %s\n" % (c, url)
     if tls:
-        cluster += "    certificate-authority-data: %s\n" % b64file(os.path.join(opts.dir, "ca.crt"))
-    users = ("- name: %s-admin\n  user:\n    token: %s\n" % (c, opts.token) +
+        cluster += "    certificate-authority-data: %s\n" % b64file(os.path.join(d, "ca.crt"))
+    users = ("- name: %s-admin\n  user:\n    token: %s\n" % (c, token) +
              "- name: %s-ns\n  user:\n    token: %s\n" % (c, ns_token))
     contexts = ("- name: %s\n  context:\n    cluster: %s\n    user: %s-admin\n" % (c, c, c) +
                 "- name: %s-ns\n  context:\n    cluster: %s\n    user: %s-ns\n    namespace: %s\n"
                 % (c, c, c, ns_name))
     if tls:
         users += ("- name: %s-cert\n  user:\n    client-certificate-data: %s\n    client-key-data: %s\n"
-                  % (c, b64file(os.path.join(opts.dir, "client.crt")),
-                     b64file(os.path.join(opts.dir, "client.key"))))
+                  % (c, b64file(os.path.join(d, "client.crt")), b64file(os.path.join(d, "client.key"))))
         contexts += "- name: %s-cert\n  context:\n    cluster: %s\n    user: %s-cert\n" % (c, c, c)
-    return ("apiVersion: v1\nkind: Config\nclusters:\n- name: %s\n  cluster:\n%s"
-            "users:\n%scontexts:\n%scurrent-context: %s\npreferences: {}\n"
-            % (c, cluster, users, contexts, c))
+    return cluster, users, contexts
+
+
+def kubeconfig(current, parts):
+    return ("apiVersion: v1\nkind: Config\nclusters:\n%susers:\n%scontexts:\n%scurrent-context: %s\n"
+            "preferences: {}\n" % ("".join(p[0] for p in parts), "".join(p[1] for p in parts),
+                                    "".join(p[2] for p in parts), current))
+
+
+CHILD_DROP = {"--dir": 1, "--port": 1, "--contexts": 1, "--context-name": 1, "--token": 1, "--ns-token": 1}
+
+
+def start_children(opts, argv):
+    """--contexts N: N-1 more fake clusters, each its own fakekube process in DIR/clusterI
+    with context name NAME+I; their contexts are merged into DIR/kubeconfig."""
+    rest, skip = [], 0
+    for arg in argv:
+        if skip:
+            skip -= 1
+            continue
+        key = arg.split("=", 1)[0]
+        if key in CHILD_DROP:
+            skip = 0 if "=" in arg else CHILD_DROP[key]
+            continue
+        rest.append(arg)
+    children = []
+    for i in range(2, opts.contexts + 1):
+        d = os.path.join(opts.dir, "cluster%d" % i)
+        log = open(os.path.join(opts.dir, "cluster%d.log" % i), "w")
+        p = subprocess.Popen([sys.executable, os.path.abspath(__file__), "--dir", d,
+                              "--context-name", "%s%d" % (opts.context_name, i)] + rest,
+                             stdout=log, stderr=log)
+        children.append((p, d, "%s%d" % (opts.context_name, i)))
+    return children
+
+
+def wait_children(children):
+    deadline = time.monotonic() + 600
+    for p, d, _ in children:
+        while not os.path.exists(os.path.join(d, "ready")):
+            if p.poll() is not None or time.monotonic() > deadline:
+                stop_children(children)
+                sys.exit("fakekube: cluster in %s did not start (see its log next to it)" % d)
+            time.sleep(0.05)
+
+
+def stop_children(children):
+    for p, _, _ in children:
+        if p.poll() is None:
+            p.terminate()
+    for p, _, _ in children:
+        try:
+            p.wait(10)
+        except subprocess.TimeoutExpired:
+            p.kill()
+
+
+def read_file(d, name):
+    with open(os.path.join(d, name)) as f:
+        return f.read().strip()
 
 
 def parse_args(argv):
@@ -114,6 +170,8 @@ def parse_args(argv):
                    help="a token allowed only in NAMESPACE (repeatable; default: random=ns-00)")
     p.add_argument("--anonymous", action="store_true", help="accept requests without credentials")
     p.add_argument("--context-name", default="fake", help="kubeconfig context/cluster name prefix")
+    p.add_argument("--contexts", type=int, default=1,
+                   help="serve N fake clusters (the others in DIR/clusterI, contexts NAME2..), one kubeconfig")
     p.add_argument("--vms", type=int, default=10, help="VMs to generate")
     p.add_argument("--namespaces", type=int, default=2, help="namespaces ns-00.. to spread them over")
     p.add_argument("--scenario", action="append", default=[],
@@ -137,7 +195,8 @@ def parse_args(argv):
 
 
 def main(argv=None):
-    opts = parse_args(sys.argv[1:] if argv is None else argv)
+    argv = sys.argv[1:] if argv is None else argv
+    opts = parse_args(argv)
     os.makedirs(opts.dir, exist_ok=True)
     for f in ("ready", "port"):
         try:
@@ -153,7 +212,20 @@ def main(argv=None):
         if s not in kubevirt.SCENARIOS:
             sys.exit("fakekube: unknown scenario %r (known: %s)" % (s, ", ".join(kubevirt.SCENARIOS)))
 
+    def on_signal(signum, frame):
+        raise SystemExit(0)
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
     t0 = time.monotonic()
+    # the other clusters generate their objects while this one does (2 cores)
+    children = start_children(opts, argv) if opts.contexts > 1 else []
+    try:
+        return serve(opts, ns_tok, ns_name, scen, children, t0)
+    finally:
+        stop_children(children)
+
+
+def serve(opts, ns_tok, ns_name, scen, children, t0):
     store = Store(history=opts.history)
     # a second cluster (--context-name) gets its own UIDs for the same --seed
     seed = opts.seed if opts.context_name == "fake" else opts.seed ^ zlib.crc32(opts.context_name.encode())
@@ -182,9 +254,17 @@ def main(argv=None):
     write_atomic(os.path.join(d, "token"), opts.token + "\n")
     write_atomic(os.path.join(d, "ns-token"), ns_tok + "\n")
     write_atomic(os.path.join(d, "url"), url + "\n")
-    write_atomic(os.path.join(d, "kubeconfig"), kubeconfig(opts, url, ns_tok, ns_name))
+    wait_children(children)
+    parts = [kubeconfig_parts(opts.context_name, d, url, opts.token, ns_tok, ns_name)]
+    for _, cd, cname in children:
+        parts.append(kubeconfig_parts(cname, cd, read_file(cd, "url"), read_file(cd, "token"),
+                                      read_file(cd, "ns-token"), "ns-00"))
+    write_atomic(os.path.join(d, "kubeconfig"), kubeconfig(opts.context_name, parts))
     write_atomic(os.path.join(d, "pid"), "%d\n" % os.getpid())
     write_atomic(os.path.join(d, "port"), "%d\n" % app.port)
+    # serialise everything before DIR/ready: the first list requests must not
+    # compete with a background serialiser (first-page latency benchmarks)
+    store.warm()
     cluster.start_threads()
     for s in scen:
         cluster.add_scenario(s)
@@ -193,10 +273,6 @@ def main(argv=None):
     if opts.fault_rate:
         app.fault_rate = opts.fault_rate
 
-    def on_signal(signum, frame):
-        raise SystemExit(0)
-    signal.signal(signal.SIGTERM, on_signal)
-    signal.signal(signal.SIGINT, on_signal)
     write_atomic(os.path.join(d, "ready"), "%s %.3f\n" % (url, time.monotonic() - t0))
     print("fakekube: serving %s (%d objects, startup %.2fs)" %
           (url, sum(len(v) for v in store.objs.values()), time.monotonic() - t0), file=sys.stderr, flush=True)

@@ -159,7 +159,7 @@ class Cluster:
                             "resources": {"requests": {"memory": memory}},
                         },
                         "networks": [{"name": "default", "pod": {}}],
-                        "terminationGracePeriodSeconds": 0,
+                        "terminationGracePeriodSeconds": 180,
                         "volumes": vols,
                     },
                 },
@@ -540,23 +540,31 @@ class Cluster:
         st = self.store
         nowt = time.time()
         with st.lock:
-            for i in range(n_ns):
-                self.ensure_namespace("ns-%02d" % i)
-            prefixes = ["web", "db", "cache", "build", "ci", "app", "batch", "edge", "win", "lab"]
-            for i in range(n_vms):
-                ns = "ns-%02d" % (i % max(1, n_ns))
-                name = "%s-%05d" % (prefixes[i % len(prefixes)], i)
-                created = nowt - self.rng.uniform(600, created_span)
-                r = self.rng.random()
-                tier = ["frontend", "backend", "infra"][i % 3]
-                labels = {"app": prefixes[i % len(prefixes)], "tier": tier}
-                if r < 0.12:
-                    vm = self.build_vm(ns, name, "Halted", created, labels)
-                    st.create("virtualmachines", vm)
-                    continue
-                rs = "Always" if r < 0.92 else ("Manual" if r < 0.96 else "RerunOnFailure")
-                vm = self.build_vm(ns, name, rs, created, labels)
-                self.gen_running(vm, created, agent=self.rng.random() < 0.9)
+            st.lazy = True
+            try:
+                self._generate(n_vms, n_ns, nowt, created_span)
+            finally:
+                st.lazy = False
+
+    def _generate(self, n_vms, n_ns, nowt, created_span):
+        st = self.store
+        for i in range(n_ns):
+            self.ensure_namespace("ns-%02d" % i)
+        prefixes = ["web", "db", "cache", "build", "ci", "app", "batch", "edge", "win", "lab"]
+        for i in range(n_vms):
+            ns = "ns-%02d" % (i % max(1, n_ns))
+            name = "%s-%05d" % (prefixes[i % len(prefixes)], i)
+            created = nowt - self.rng.uniform(600, created_span)
+            r = self.rng.random()
+            tier = ["frontend", "backend", "infra"][i % 3]
+            labels = {"app": prefixes[i % len(prefixes)], "tier": tier}
+            if r < 0.12:
+                vm = self.build_vm(ns, name, "Halted", created, labels)
+                st.create("virtualmachines", vm)
+                continue
+            rs = "Always" if r < 0.92 else ("Manual" if r < 0.96 else "RerunOnFailure")
+            vm = self.build_vm(ns, name, rs, created, labels)
+            self.gen_running(vm, created, agent=self.rng.random() < 0.9)
 
     def ensure_namespace(self, name, created=None):
         if self.store.get("namespaces", "", name) is None:
@@ -814,7 +822,7 @@ class Cluster:
 
     # ---------------------------------------------------------------- lifecycle: stop
 
-    def stop_vmi(self, vm, grace=None, then_start=False, reason="stop"):
+    def stop_vmi(self, vm, grace=None, then_start=False, force=False):
         """Delete the VM's current VMI (graceful unless grace == 0); afterwards the
         VM's runStrategy decides whether a new VMI starts."""
         st = self.store
@@ -824,9 +832,12 @@ class Cluster:
             return
         uid = vmi["metadata"]["uid"]
         self.busy.add((ns, name))
-        self.emit(vm, "SuccessfulDelete",
-                  "Stopped the virtual machine by deleting the virtual machine instance %s" % uid)
-        g = 30 if grace is None else int(grace)
+        if not vmi["metadata"].get("deletionTimestamp"):
+            self.emit(vm, "SuccessfulDelete",
+                      "Stopped the virtual machine by deleting the virtual machine instance %s" % uid)
+        elif not force:
+            return
+        g = int(vmi["spec"].get("terminationGracePeriodSeconds", 180) if grace is None else grace)
 
         def mark(o):
             o["metadata"]["deletionTimestamp"] = now_iso(time.time() + g)
@@ -916,25 +927,31 @@ class Cluster:
 
     # ---------------------------------------------------------------- subresources
 
+    # Rules, messages and codes follow pkg/virt-api/rest/subresource.go: VM actions
+    # answer 202 Accepted, VMI actions 200, both with an empty body.
+
     def _conflict(self, res, name, msg):
-        return ApiError(409, "Conflict", 'Operation cannot be fulfilled on %s "%s": %s' % (res, name, msg),
-                        {"name": name, "group": "kubevirt.io", "kind": res.split(".")[0]})
+        return ApiError(409, "Conflict", 'Operation cannot be fulfilled on %s.kubevirt.io "%s": %s' % (res, name, msg),
+                        {"name": name, "group": "kubevirt.io", "kind": res})
+
+    def _not_found(self, res, name):
+        return ApiError(404, "NotFound", '%s.kubevirt.io "%s" not found' % (res, name),
+                        {"name": name, "group": "kubevirt.io", "kind": res})
 
     def _need_vm(self, ns, name):
         vm = self.store.get("virtualmachines", ns, name)
         if not vm:
-            raise ApiError(404, "NotFound", 'virtualmachines.kubevirt.io "%s" not found' % name,
-                           {"name": name, "group": "kubevirt.io", "kind": "virtualmachines"})
+            raise self._not_found("virtualmachine", name)
         return vm
 
     def _need_vmi(self, ns, name):
         vmi = self.store.get("virtualmachineinstances", ns, name)
         if not vmi:
-            raise ApiError(404, "NotFound", 'virtualmachineinstances.kubevirt.io "%s" not found' % name,
-                           {"name": name, "group": "kubevirt.io", "kind": "virtualmachineinstances"})
+            raise self._not_found("virtualmachineinstance", name)
         return vmi
 
     def subresource(self, kind, ns, name, sub, body):
+        """Returns the HTTP status of a successful call; raises ApiError otherwise."""
         st = self.store
         with st.lock:
             if kind == "virtualmachines":
@@ -943,17 +960,23 @@ class Cluster:
                       "migrate": self.sub_migrate}.get(sub)
                 if not fn:
                     raise ApiError(404, "NotFound", "the server could not find the requested resource")
-                return fn(vm, body or {})
+                fn(vm, body or {})
+                return 202
             vmi = self._need_vmi(ns, name)
             fn = {"pause": self.sub_pause, "unpause": self.sub_unpause,
                   "softreboot": self.sub_softreboot}.get(sub)
             if not fn:
                 raise ApiError(404, "NotFound", "the server could not find the requested resource")
-            return fn(vmi, body or {})
+            fn(vmi, body or {})
+            return 200
 
     def _vmi_active(self, vmi):
         return vmi is not None and vmi["status"].get("phase") not in ("Succeeded", "Failed") \
             and not vmi["metadata"].get("deletionTimestamp")
+
+    @staticmethod
+    def _final(vmi):
+        return vmi["status"].get("phase") in ("Succeeded", "Failed")
 
     def set_run_strategy(self, vm, rs):
         def f(o):
@@ -961,22 +984,45 @@ class Cluster:
             o["status"]["runStrategy"] = rs
         return self.store.update("virtualmachines", vm["metadata"]["namespace"], vm["metadata"]["name"], f)
 
+    def _change_requests(self, vm, reqs):
+        """virt-api records Start/Stop requests in status.stateChangeRequests; virt-controller
+        consumes them on its next pass (here: half a step later)."""
+        ns, name = vm["metadata"]["namespace"], vm["metadata"]["name"]
+
+        def f(o):
+            o["status"]["stateChangeRequests"] = reqs
+            o["status"].pop("startFailure", None)
+        self.store.update("virtualmachines", ns, name, f)
+
+        def consume(o):
+            if o["status"].pop("stateChangeRequests", None) is None:
+                return False
+            return None
+
+        self.later(self.step / 2, lambda: self.store.update("virtualmachines", ns, name, consume))
+
     def sub_start(self, vm, body):
         ns, name = vm["metadata"]["namespace"], vm["metadata"]["name"]
         rs = vm["spec"].get("runStrategy", "Halted")
         vmi = self.store.get("virtualmachineinstances", ns, name)
-        if rs == "Always" or (rs != "Halted" and self._vmi_active(vmi)):
-            raise self._conflict("virtualmachine.kubevirt.io", name, "VM is already running")
+        if vmi is not None and not self._final(vmi) and vmi["status"].get("phase") not in ("", "Unknown", None):
+            raise self._conflict("virtualmachine", name, "VM is already running")
+        if rs in ("Always", "Once"):
+            raise self._conflict("virtualmachine", name, "%s does not support manual start requests" % rs)
+        if rs == "RerunOnFailure" and vmi is not None and vmi["status"].get("phase") == "Failed":
+            raise self._conflict("virtualmachine", name, "RerunOnFailure does not support starting VM from failed state")
         if rs == "Halted":
-            if self._vmi_active(vmi):
-                raise self._conflict("virtualmachine.kubevirt.io", name, "VM is already running")
             vm = self.set_run_strategy(vm, "Always")
+        else:
+            reqs = [{"action": "Start"}]
+            if vmi is not None:
+                reqs.insert(0, {"action": "Stop", "uid": vmi["metadata"]["uid"]})
+            self._change_requests(vm, reqs)
         if vmi is None:
             self.start_vmi(vm)
         else:
-            # the old execution is still finishing; once gone, runStrategy Always starts a new one
+            # the old execution is finishing; once gone, a new one starts
             self.later(self.step, self._start_when_gone, ns, name, 20)
-        return {}
 
     def _start_when_gone(self, ns, name, tries):
         vm = self.store.get("virtualmachines", ns, name)
@@ -995,15 +1041,21 @@ class Cluster:
         rs = vm["spec"].get("runStrategy", "Halted")
         vmi = self.store.get("virtualmachineinstances", ns, name)
         grace = body.get("gracePeriod")
+        running = vmi is not None and not self._final(vmi)
         if rs == "Halted":
-            if vmi is not None and grace is not None:
-                # force stop of an execution already stopping: pull the power cord
-                self.stop_vmi(vm, grace=grace)
-                return {}
-            raise self._conflict("virtualmachine.kubevirt.io", name, "VM is not running")
+            if not running:
+                raise self._conflict("virtualmachine", name, "VM is not running")
+            old = vmi["spec"].get("terminationGracePeriodSeconds", 180)
+            if grace is None or grace >= old:
+                raise self._conflict("virtualmachine", name,
+                                     "Halted only supports manual stop requests with a shorter graceperiod")
+            self._change_requests(vm, [{"action": "Stop", "uid": vmi["metadata"]["uid"]}])
+            self.stop_vmi(vm, grace=grace, force=True)
+            return
         if rs == "Manual":
-            if vmi is None:
-                raise self._conflict("virtualmachine.kubevirt.io", name, "VM is not running")
+            if not running:
+                raise self._conflict("virtualmachine", name, "VM is not running")
+            self._change_requests(vm, [{"action": "Stop", "uid": vmi["metadata"]["uid"]}])
         else:
             vm = self.set_run_strategy(vm, "Halted")
         if vmi is not None:
@@ -1011,41 +1063,54 @@ class Cluster:
         else:
             self.store.update("virtualmachines", ns, name,
                               lambda o: self.vm_status(o, "Stopped", False, False))
-        return {}
 
     def sub_restart(self, vm, body):
         ns, name = vm["metadata"]["namespace"], vm["metadata"]["name"]
+        g = body.get("gracePeriodSeconds")
+        if g is not None and g > 0:
+            raise ApiError(400, "BadRequest", "For force restart, only gracePeriod=0 is supported for now")
+        if g is not None and g < 0:
+            raise ApiError(400, "BadRequest", "gracePeriod has to be greater or equal to 0")
         rs = vm["spec"].get("runStrategy", "Halted")
+        if rs in ("Halted", "Once"):
+            raise self._conflict("virtualmachine", name, "RunStategy %s does not support manual restart requests" % rs)
         vmi = self.store.get("virtualmachineinstances", ns, name)
-        if rs == "Halted" or vmi is None:
-            raise self._conflict("virtualmachine.kubevirt.io", name,
-                                 "RunStategy Halted does not support manual restart requests" if rs == "Halted"
-                                 else "VM is not running")
-        self.stop_vmi(vm, grace=body.get("gracePeriod"), then_start=True)
-        return {}
+        if vmi is None:
+            raise self._conflict("virtualmachine", name, "VM is not running: Halted")
+        self._change_requests(vm, [{"action": "Stop", "uid": vmi["metadata"]["uid"]}, {"action": "Start"}])
+        self.stop_vmi(vm, grace=g, then_start=True)
 
     def sub_migrate(self, vm, body):
         ns, name = vm["metadata"]["namespace"], vm["metadata"]["name"]
-        vmi = self.store.get("virtualmachineinstances", ns, name)
-        if not self._vmi_active(vmi) or vmi["status"].get("phase") != "Running":
-            raise self._conflict("virtualmachine.kubevirt.io", name, "VM is not running")
-        return self.migrate(ns, name)
+        vmi = self._need_vmi(ns, name)
+        if vmi["status"].get("phase") != "Running":
+            raise self._conflict("virtualmachine", name, "VM is not running")
+        if (self.get_cond(vm, "Paused") or {}).get("status") == "True":
+            raise self._conflict("virtualmachine", name, "VM is paused")
+        node = ((body.get("addedNodeSelector") or {}).get("kubernetes.io/hostname"))
+        self.migrate(ns, name, target=node)
 
-    def migrate(self, ns, name, internal=False, vmim=None):
+    @staticmethod
+    def _webhook_denied(msg):
+        """virt-api creates the VMIM; the VMIM admission webhook's denial comes back as a 500."""
+        return ApiError(500, "InternalError", 'Internal error occurred: admission webhook '
+                        '"migration-create-validator.kubevirt.io" denied the request: %s' % msg)
+
+    def migrate(self, ns, name, internal=False, vmim=None, target=None):
         st = self.store
         vmi = self._need_vmi(ns, name)
         lm = self.get_cond(vmi, "LiveMigratable")
         if not lm or lm["status"] != "True":
-            raise self._conflict("virtualmachine.kubevirt.io", name,
-                                 "Cannot migrate the VM: cannot migrate VMI: %s" %
-                                 ((lm or {}).get("message") or "VMI is not live migratable"))
+            raise self._webhook_denied("Cannot migrate VMI, Reason: %s, Message: %s"
+                                       % ((lm or {}).get("reason", "NotMigratable"),
+                                          (lm or {}).get("message", "VMI is not live migratable")))
         for m in st.find("virtualmachineinstancemigrations",
                          lambda o: o["metadata"]["namespace"] == ns and o["spec"].get("vmiName") == name
                          and o.get("status", {}).get("phase") not in ("Succeeded", "Failed")):
             if vmim is None or m["metadata"]["uid"] != vmim["metadata"]["uid"]:
-                raise self._conflict("virtualmachine.kubevirt.io", name,
-                                     "in-flight migration detected. Active migration job (%s) is currently already in progress for VMI %s."
-                                     % (m["metadata"]["uid"], name))
+                raise self._webhook_denied(
+                    "in-flight migration detected. Active migration job (%s) is currently already in progress for VMI %s."
+                    % (m["metadata"]["uid"], name))
         if vmim is None:
             vmim = {"apiVersion": "kubevirt.io/v1", "kind": "VirtualMachineInstanceMigration",
                     "metadata": {"generateName": "kubevirt-migrate-vm-", "namespace": ns,
@@ -1053,10 +1118,11 @@ class Cluster:
                                  "labels": {"kubevirt.io/vmi-name": name}},
                     "spec": {"vmiName": name},
                     "status": {"phase": "Pending"}}
+            if target:
+                vmim["spec"]["addedNodeSelector"] = {"kubernetes.io/hostname": target}
             st.create("virtualmachineinstancemigrations", vmim)
         self.busy.add((ns, name))
         self.later(self.step, self._mig_step, ns, vmim["metadata"]["name"], vmi["metadata"]["uid"], 1)
-        return {}
 
     def _gc_migrations(self, ns, vminame, keep=5):
         """virt-controller keeps the last 5 finalized migrations per VMI."""
@@ -1093,7 +1159,8 @@ class Cluster:
         src_node = vmi["status"].get("nodeName")
         ms = vmi["status"].get("migrationState") or {}
         if stage == 1:
-            target = self.rng.choice([n for n in NODES if n != src_node] or NODES)
+            want = (m["spec"].get("addedNodeSelector") or {}).get("kubernetes.io/hostname")
+            target = want or self.rng.choice([n for n in NODES if n != src_node] or NODES)
             src_pods = [p for p in self.pods_of_vmi(vmi) if p["status"].get("phase") == "Running"]
             tpod = self.build_pod(vmi, node=None, migration_uid=muid)
             tpod["metadata"]["labels"]["kubevirt.io/migrationJobUID"] = muid
@@ -1115,6 +1182,29 @@ class Cluster:
         elif stage == 2:
             target = ms.get("targetNode")
             tp = ms.get("targetPod")
+            if target not in NODES or target == src_node:
+                # the node selector leaves no node for the target pod
+                msg = ("0/3 nodes are available: 1 node(s) didn't match Pod's node affinity/selector, "
+                       "%s" % ("1 node(s) is the migration source, 1 node(s) didn't match pod anti-affinity rules."
+                               if target == src_node else "2 node(s) didn't match Pod's node affinity/selector."))
+                tpod = st.get("pods", ns, tp)
+                if tpod:
+                    self.emit(tpod, "FailedScheduling", msg, "Warning", "default-scheduler")
+                    st.delete("pods", ns, tp)
+
+                def vf(o):
+                    o["status"]["migrationState"].update({
+                        "endTimestamp": now_iso(), "completed": True, "failed": True,
+                        "failureReason": "Target pod is down"})
+                    o["metadata"]["labels"].pop("kubevirt.io/migrationTargetNodeName", None)
+                st.update("virtualmachineinstances", ns, vminame, vf)
+                self._vmim_phase(ns, mname, "Failed")
+                self.emit(m, "FailedMigration", "Migration target pod was removed", "Warning")
+                if vm:
+                    st.update("virtualmachines", ns, vm["metadata"]["name"], lambda o: self.vm_status(o, "Running"))
+                self.busy.discard((ns, vminame))
+                self._gc_migrations(ns, vminame)
+                return
             st.update("pods", ns, tp, lambda o: self._pod_scheduled(o, target, time.time()))
             self.emit({"kind": "Pod", "metadata": st.get("pods", ns, tp)["metadata"]}, "Scheduled",
                       "Successfully assigned %s/%s to %s" % (ns, tp, target), component="default-scheduler")
@@ -1228,10 +1318,10 @@ class Cluster:
 
     def sub_pause(self, vmi, body):
         ns, name = vmi["metadata"]["namespace"], vmi["metadata"]["name"]
-        if vmi["status"].get("phase") != "Running" or not self._vmi_active(vmi):
-            raise self._conflict("virtualmachineinstance.kubevirt.io", name, "VMI is not running")
+        if vmi["status"].get("phase") != "Running":
+            raise self._conflict("virtualmachineinstance", name, "VM is not running")
         if self.get_cond(vmi, "Paused"):
-            raise self._conflict("virtualmachineinstance.kubevirt.io", name, "VMI is already paused")
+            raise self._conflict("virtualmachineinstance", name, "VMI is already paused")
 
         def f(o):
             self.set_cond(o, self.cond("Paused", "True", "PausedByUser", "VMI was paused by user"))
@@ -1245,12 +1335,11 @@ class Cluster:
                 self.vm_status(o, "Paused")
                 self.set_cond(o, self.cond("Paused", "True", "PausedByUser", "VMI was paused by user"))
             self.store.update("virtualmachines", ns, vm["metadata"]["name"], vf)
-        return {}
 
     def sub_unpause(self, vmi, body):
         ns, name = vmi["metadata"]["namespace"], vmi["metadata"]["name"]
-        if not self.get_cond(vmi, "Paused"):
-            raise self._conflict("virtualmachineinstance.kubevirt.io", name, "VMI is not paused")
+        if vmi["status"].get("phase") != "Running" or not self.get_cond(vmi, "Paused"):
+            raise self._conflict("virtualmachineinstance", name, "VMI is not paused")
 
         def f(o):
             self.del_cond(o, "Paused")
@@ -1264,17 +1353,19 @@ class Cluster:
                 self.vm_status(o, "Running")
                 self.del_cond(o, "Paused")
             self.store.update("virtualmachines", ns, vm["metadata"]["name"], vf)
-        return {}
 
     def sub_softreboot(self, vmi, body):
+        name = vmi["metadata"]["name"]
         if vmi["status"].get("phase") != "Running":
-            raise self._conflict("virtualmachineinstance.kubevirt.io", vmi["metadata"]["name"], "VMI is not running")
-        if not self.get_cond(vmi, "AgentConnected"):
-            raise self._conflict("virtualmachineinstance.kubevirt.io", vmi["metadata"]["name"],
-                                 "VMI does not have guest agent connected")
+            raise self._conflict("virtualmachineinstance", name, "VM is not running")
+        if (self.get_cond(vmi, "Paused") or {}).get("status") == "True":
+            raise self._conflict("virtualmachineinstance", name, "VMI is paused")
+        acpi = ((vmi["spec"].get("domain") or {}).get("features") or {}).get("acpi", {}).get("enabled", True)
+        if not self.get_cond(vmi, "AgentConnected") and acpi is False:
+            raise self._conflict("virtualmachineinstance", name,
+                                 "VMI neither have the agent connected nor the ACPI feature enabled")
         self.emit(vmi, "SoftRebooted", "VirtualMachineInstance soft rebooted", component="virt-handler",
                   host=vmi["status"].get("nodeName"))
-        return {}
 
     # ---------------------------------------------------------------- reactions to API writes
 
@@ -1312,6 +1403,9 @@ class Cluster:
         if not vm or (ns, name) in self.busy:
             return
         rs = vm["spec"].get("runStrategy") or ("Always" if vm["spec"].get("running") else "Halted")
+        if (vm.get("status") or {}).get("runStrategy") != rs:
+            vm = st.update("virtualmachines", ns, name,
+                           lambda o: o.setdefault("status", {}).__setitem__("runStrategy", rs))
         vmi = st.get("virtualmachineinstances", ns, name)
         if rs in ("Always", "RerunOnFailure", "Once") and vmi is None:
             if rs == "Once" and vm["status"].get("created"):

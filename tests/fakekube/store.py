@@ -104,14 +104,24 @@ RESOURCES = {r.plural: r for r in [
 
 
 class Entry:
-    """One stored object version. Never mutated after it is stored."""
-    __slots__ = ("obj", "raw", "rv", "key")
+    """One stored object version. Never mutated after it is stored, so its JSON
+    is computed once: at store time, or on first use for bulk-generated objects
+    (Store.lazy; Store.warm serialises them before the server says ready)."""
+    __slots__ = ("obj", "_raw", "rv", "key")
 
-    def __init__(self, obj, rv, key):
+    def __init__(self, obj, rv, key, raw=None):
         self.obj = obj
-        self.raw = dumps(obj)
+        self._raw = raw
         self.rv = rv
         self.key = key
+
+    @property
+    def raw(self):
+        r = self._raw
+        if r is None:
+            # two threads may race here; both compute the same bytes
+            r = self._raw = dumps(self.obj)
+        return r
 
 
 # ---------------------------------------------------------------- selectors
@@ -265,6 +275,7 @@ class Store:
         self.snapshots_max = snapshots_max
         self.snap_seq = 0
         self.hooks = []  # callables (plural, type, new_obj, old_obj) run under the lock
+        self.lazy = False  # bulk generation: serialise on first use
 
     # ---- low level
 
@@ -314,7 +325,7 @@ class Store:
                 md.setdefault("generation", 1)
             rv = self._next_rv()
             md["resourceVersion"] = str(rv)
-            e = Entry(obj, rv, key)
+            e = Entry(obj, rv, key, None if self.lazy else dumps(obj))
             self.objs[plural][key] = e
             bisect.insort(self.keys[plural], key)
             self._record(plural, "ADDED", e, None)
@@ -331,7 +342,7 @@ class Store:
             md["creationTimestamp"] = old.obj["metadata"]["creationTimestamp"]
             rv = self._next_rv()
             md["resourceVersion"] = str(rv)
-            e = Entry(obj, rv, key)
+            e = Entry(obj, rv, key, dumps(obj))
             self.objs[plural][key] = e
             self._record(plural, "MODIFIED", e, old)
             return obj
@@ -354,7 +365,7 @@ class Store:
                 return old.obj
             rv = self._next_rv()
             obj["metadata"]["resourceVersion"] = str(rv)
-            e = Entry(obj, rv, key)
+            e = Entry(obj, rv, key, dumps(obj))
             self.objs[plural][key] = e
             self._record(plural, "MODIFIED", e, old)
             return obj
@@ -371,7 +382,7 @@ class Store:
             obj = json.loads(old.raw)
             rv = self._next_rv()
             obj["metadata"]["resourceVersion"] = str(rv)
-            e = Entry(obj, rv, key)
+            e = Entry(obj, rv, key, dumps(obj))
             self._record(plural, "DELETED", e, old)
             return obj
 
@@ -463,3 +474,10 @@ class Store:
         with self.lock:
             for c in self.conds.values():
                 c.notify_all()
+
+    def warm(self):
+        """Serialise every lazily stored object."""
+        with self.lock:
+            entries = [e for p in self.objs for e in self.objs[p].values() if e._raw is None]
+        for e in entries:
+            e.raw

@@ -120,6 +120,11 @@ def pod_cells(o):
     total = len((o.get("spec") or {}).get("containers") or [])
     ready = sum(1 for c in cs if c.get("ready"))
     restarts = sum(c.get("restartCount", 0) for c in cs)
+    last = max((parse_ts(((c.get("lastState") or {}).get("terminated") or {}).get("finishedAt")) or 0
+                for c in cs), default=0)
+    if restarts and last:
+        # kubectl: "6 (5m ago)"
+        restarts = "%d (%s ago)" % (restarts, human_duration(time.time() - last))
     return [o["metadata"]["name"], "%d/%d" % (ready, total), pod_status(o), restarts,
             age(o["metadata"].get("creationTimestamp")), st.get("podIP") or "<none>",
             (o.get("spec") or {}).get("nodeName") or "<none>", "<none>", "<none>"]

@@ -2,8 +2,8 @@
 implementation (handshake, client masking enforced, fragmentation, ping/pong,
 close handshake, size limit) bridging binary frames to a backend byte stream:
 a unix socket or TCP address registered through POST /fake/backend (e.g. QEMU's
-`-serial unix:PATH,server,nowait` or `-vnc unix:PATH`), or a built-in echo for
-the console when none is registered.
+`-serial unix:PATH,server,nowait` or `-vnc unix:PATH`); when none is registered,
+a built-in echo for the console and a built-in RFB server (rfb.py) for VNC.
 """
 
 import base64
@@ -107,7 +107,7 @@ def serve(h, route):
                        {"name": route.name, "group": "kubevirt.io", "kind": "virtualmachineinstances"})
     phase = vmi.get("status", {}).get("phase", "")
     if phase != "Running":
-        raise ApiError(400, "BadRequest", "Unable to connect to VM because phase is %s instead of Running"
+        raise ApiError(400, "BadRequest", "Unable to connect to VirtualMachineInstance because phase is %s instead of Running"
                        % (phase or "Pending"))
     hd = h.headers
     if "websocket" not in hd.get("Upgrade", "").lower() or "upgrade" not in hd.get("Connection", "").lower():
@@ -130,9 +130,13 @@ def serve(h, route):
                 bsock = socket.create_connection((host or "127.0.0.1", int(port)), timeout=5)
         except OSError as e:
             raise ApiError(500, "InternalError", "Internal error occurred: dial %s: %s" % (backend, e))
-    elif route.sub != "console":
-        raise ApiError(500, "InternalError", "Internal error occurred: no VNC backend registered for %s/%s"
-                       % (route.ns, route.name))
+    elif route.sub == "vnc":
+        # the built-in RFB server, over a socketpair
+        import rfb
+        with app.mu:
+            display = app.displays.setdefault((route.ns, route.name), rfb.Display())
+        bsock, peer = socket.socketpair()
+        rfb.serve(peer, display, "fakekube %s/%s" % (route.ns, route.name))
     h.send_response(101, "Switching Protocols")
     h.send_header("Upgrade", "websocket")
     h.send_header("Connection", "Upgrade")

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "core/buf.h"
+#include "core/intern.h"
 #include "core/util.h"
 #include "core/xmalloc.h"
 #include "kube/decode.h"
@@ -230,6 +231,19 @@ static void test_stuck_launcher_text(void)
 	unload(&l);
 }
 
+/* A start failure is quoted with its retry time. */
+static void test_start_failure_retry(void)
+{
+	struct loaded l;
+	T_CHECK(load_fixture("vm-crashloop.json", src, &l) == 0);
+	const struct diag_finding *f = diag_find(l.diag, "vm-crashloop");
+	bool found = false;
+	for (size_t i = 0; f && i < f->nev; i++)
+		found |= strstr(f->ev[i].text, "retryAfterTimestamp=2024-05-01T12:01:00Z (next attempt in 60s)") != NULL;
+	T_CHECK(found);
+	unload(&l);
+}
+
 static void test_halted_text(void)
 {
 	struct loaded l;
@@ -358,6 +372,48 @@ static void test_chain_scale(void)
 	store_free(st);
 }
 
+/* Objects as a provider may build them by hand (engine): unset phase, strategy, node, names of containers. */
+static void test_sparse_objects(void)
+{
+	struct store *st = store_new();
+	struct vm *vm = (struct vm *)obj_new(OBJ_VM);
+	vm->o.src = src;
+	vm->o.ns = intern("e");
+	vm->o.name = xstrdup("v");
+	snprintf(vm->o.uid, sizeof vm->o.uid, "vm-s");
+	store_upsert(st, &vm->o);
+	struct vmi *vi = (struct vmi *)obj_new(OBJ_VMI);
+	vi->o.src = src;
+	vi->o.ns = intern("e");
+	vi->o.name = xstrdup("v");
+	snprintf(vi->o.uid, sizeof vi->o.uid, "vmi-s");
+	snprintf(vi->vm_uid, sizeof vi->vm_uid, "vm-s");
+	store_upsert(st, &vi->o);
+	struct pod *p = (struct pod *)obj_new(OBJ_POD);
+	p->o.src = src;
+	p->o.ns = intern("e");
+	p->o.name = xstrdup("launcher");
+	snprintf(p->o.uid, sizeof p->o.uid, "pod-s");
+	snprintf(p->vmi_uid, sizeof p->vmi_uid, "vmi-s");
+	p->containers = xcalloc(1, sizeof *p->containers);
+	p->containers[0].state = intern("waiting");
+	p->containers[0].reason = intern("Weird");
+	p->ncontainers = 1;
+	store_upsert(st, &p->o);
+	struct chain *c = chain_build(st, src, "e", "v");
+	T_CHECK(c && c->vmi && c->npods == 1);
+	struct diag *d = diag_run(c, 1000);
+	T_CHECK(d->first_stalled >= 0 || d->stopped);
+	struct buf b;
+	buf_init(&b);
+	diag_format_text(d, c, &b);
+	T_CHECK(b.data && strstr(b.data, "(null)") == NULL);
+	buf_free(&b);
+	diag_free(d);
+	chain_free(c);
+	store_free(st);
+}
+
 static void test_parse_ref(void)
 {
 	char *ns, *name;
@@ -385,10 +441,12 @@ int main(void)
 	test_rules_documented();
 	test_stuck_launcher_text();
 	test_halted_text();
+	test_start_failure_retry();
 	test_engine_commands();
 	test_escaping();
 	test_chain_scale();
 	test_parse_ref();
+	test_sparse_objects();
 	source_free_all();
 	return T_DONE();
 }

@@ -281,6 +281,67 @@ static void test_migration(void)
 	store_free(st);
 }
 
+/* A live migration between two engine hosts (two sources): the same VMI UID continues on the second host,
+ * whichever host reports first; after a reload it is in the new host's history only. */
+static void test_move_between_hosts(void)
+{
+	for (int order = 0; order < 2; order++) {
+		char ha[32], hb[32], uid[32];
+		snprintf(ha, sizeof ha, "host-a%d", order);
+		snprintf(hb, sizeof hb, "host-b%d", order);
+		snprintf(uid, sizeof uid, "mv-%d", order);
+		struct source *a = source_new(SOURCE_ENGINE, ha), *b = source_new(SOURCE_ENGINE, hb);
+		set_health(a, WATCH_LIVE);
+		set_health(b, WATCH_LIVE);
+		struct store *st = store_new();
+		struct lineage *l = lineage_new(st, dir);
+		store_upsert(st, &mk_vm(a, "Always")->o);
+		store_upsert(st, &mk_vmi(a, uid, "Running", ha, 100)->o);
+		store_upsert(st, &mk_pod(a, "qemu-a", uid, ha, 100)->o);
+		if (order == 1) { /* the source host reports the end first */
+			store_remove(st, a, OBJ_VMI, uid);
+			store_remove(st, a, OBJ_POD, "qemu-a");
+		}
+		store_upsert(st, &mk_vm(b, "Always")->o);
+		store_upsert(st, &mk_pod(b, "qemu-b", uid, hb, 500)->o);
+		store_upsert(st, &mk_vmi(b, uid, "Running", hb, 100)->o);
+		if (order == 0) {
+			store_remove(st, a, OBJ_VMI, uid);
+			store_remove(st, a, OBJ_POD, "qemu-a");
+		}
+		size_t n;
+		const struct lineage_exec *const *ex = lineage_get(l, b, "default", "testvm", &n);
+		T_EQ_INT(n, 1);
+		if (n == 1) {
+			T_EQ_STR(ex[0]->vmi_uid, uid);
+			T_EQ_STR(lineage_end_name(ex[0]->how), "running");
+			T_EQ_INT(ex[0]->migrations, 1);
+			T_EQ_INT(ex[0]->nlaunchers, 2);
+			if (ex[0]->nlaunchers == 2) {
+				T_EQ_STR(ex[0]->launchers[0].node, ha);
+				T_CHECK(ex[0]->launchers[0].migrated && ex[0]->launchers[0].end != 0);
+				T_EQ_STR(ex[0]->launchers[1].node, hb);
+			}
+		}
+		lineage_get(l, a, "default", "testvm", &n);
+		T_EQ_INT(n, 0);
+		lineage_free(l);
+		store_free(st);
+		/* reload: the tombstone keeps it out of the old host's history */
+		st = store_new();
+		l = lineage_new(st, dir);
+		set_health(a, WATCH_LOADING);
+		set_health(b, WATCH_LOADING);
+		lineage_get(l, a, "default", "testvm", &n);
+		T_EQ_INT(n, 0);
+		ex = lineage_get(l, b, "default", "testvm", &n);
+		T_EQ_INT(n, 1);
+		T_EQ_INT(n ? ex[0]->nlaunchers : 0, 2);
+		lineage_free(l);
+		store_free(st);
+	}
+}
+
 int main(void)
 {
 	snprintf(dir, sizeof dir, "/tmp/kvcon-lineage-XXXXXX");
@@ -289,6 +350,7 @@ int main(void)
 	test_restart_and_late_stop();
 	test_succeeded();
 	test_migration();
+	test_move_between_hosts();
 	char *cmd = xasprintf("rm -rf '%s'", dir);
 	T_CHECK(system(cmd) == 0);
 	free(cmd);

@@ -30,7 +30,7 @@ static bool on_value(void *arg, struct json_object *v)
 
 static void test_jstream(void)
 {
-	const char stream[] = "{\"n\":\"a\",\"x\":[1,2,{\"y\":\"}\"}]}\n{\"n\":\"b\\\"q\"}\r\n  {\"n\":\"c\"}{\"n\":\"d\"}\n";
+	const char stream[] = "{\"n\":\"a\",\"x\":[1,2,{\"y\":\"}\"}]}\n{\"n\":\"b\\\"q\"}\r\n  {\"n\":\"c\"}{\"n\":\"d\"}\n{\"n\":\"e\\\\\"}";
 	size_t len = strlen(stream);
 	/* every chunk size, so each value is split at every possible position */
 	for (size_t chunk = 1; chunk <= len; chunk++) {
@@ -41,7 +41,8 @@ static void test_jstream(void)
 			size_t n = len - off < chunk ? len - off : chunk;
 			T_EQ_INT(kube_jstream_feed(s, stream + off, n, on_value, &c, &err), 0);
 		}
-		T_EQ_INT(c.n, 4);
+		T_EQ_INT(c.n, 5);
+		T_EQ_STR(c.names[4], "e\\");
 		T_EQ_STR(c.names[1], "b\"q");
 		T_EQ_STR(c.names[3], "d");
 		T_CHECK(!kube_jstream_partial(s));

@@ -111,14 +111,14 @@ static void fake_vm(int i, const char *status)
 static void churn(void *arg)
 {
 	(void)arg;
-	/* a tenth of a second's worth of status changes */
-	int per_tick = churn_per_s / 10 ? churn_per_s / 10 : 1;
+	/* 5 ms worth of status changes: a steady stream, as a watch delivers them */
+	int per_tick = churn_per_s / 200 ? churn_per_s / 200 : 1;
 	for (int k = 0; k < per_tick; k++) {
 		int i = (int)(churn_seq * 7919 % (unsigned long)fake_n);
 		fake_vm(i, statuses[churn_seq % 5]);
 		churn_seq++;
 	}
-	loop_timer_add(100, churn, NULL);
+	loop_timer_add(5, churn, NULL);
 }
 
 static int dashboard(int n)
@@ -217,6 +217,10 @@ static void test_filter(void)
 	T_EQ_INT(table_filter_parse("-l app=db", &f, &err), 0);
 	T_CHECK(!table_filter_match(&f, o, ""));
 	table_filter_free(&f);
+	T_EQ_INT(table_filter_parse("-l app=web,=x", &f, &err), -1); /* found by fuzz_uitext: use after free */
+	T_CHECK(err && strstr(err, "'=x'"));
+	free(err);
+	err = NULL;
 	T_EQ_INT(table_filter_parse("-l", &f, &err), -1);
 	T_CHECK(err != NULL);
 	free(err);
@@ -383,6 +387,72 @@ static void test_index(void)
 	ui_use_store(NULL);
 }
 
+/* Panes: a raw pane gets every key (Esc, ':' and Ctrl+] included) while focused and gives focus back itself;
+ * the main view gets keys again afterwards; closing the pane frees it. No terminal needed. */
+static int pane_keys[16], npane_keys, main_keys;
+static bool pane_freed;
+
+static enum view_result pane_key(struct view *v, int key)
+{
+	(void)v;
+	if (npane_keys < 16)
+		pane_keys[npane_keys++] = key;
+	return key == VKEY_CTRL(']') ? VIEW_UNFOCUS : VIEW_DONE;
+}
+
+static void pane_destroy(struct view *v)
+{
+	(void)v;
+	pane_freed = true;
+}
+
+static enum view_result main_key(struct view *v, int key)
+{
+	(void)v;
+	(void)key;
+	main_keys++;
+	return VIEW_DONE;
+}
+
+static void nodraw(struct view *v, const struct region *r)
+{
+	(void)v;
+	(void)r;
+}
+
+static void test_panes(void)
+{
+	static const struct view_ops pane_ops = { .name = "pane", .draw = nodraw, .key = pane_key, .destroy = pane_destroy };
+	static const struct view_ops main_ops = { .name = "main", .draw = nodraw, .key = main_key };
+	view_replace_all(view_new(&main_ops, NULL));
+	view_layout(&(struct region){ 4, 0, 35, 120 });
+	struct view *p = view_new(&pane_ops, NULL);
+	p->raw = true;
+	view_pane_open(p);
+	T_CHECK(view_focused() == p);
+	T_CHECK(p->r.h > 0 && p->r.y > 4 && view_top()->r.h > 0); /* split under the main view */
+	static const int seq[] = { VKEY_ESC, ':', 'q', '\t', VKEY_CTRL(']') };
+	for (size_t i = 0; i < sizeof seq / sizeof seq[0]; i++)
+		view_key_dispatch(seq[i]);
+	T_EQ_INT(npane_keys, 5);
+	T_EQ_INT(pane_keys[0], VKEY_ESC);
+	T_EQ_INT(pane_keys[4], VKEY_CTRL(']'));
+	T_CHECK(view_focused() == view_top()); /* Ctrl+] gave focus back */
+	view_key_dispatch('j');
+	T_EQ_INT(main_keys, 1);
+	T_EQ_INT(npane_keys, 5);
+	view_pane_zoom(true);
+	T_CHECK(view_top()->r.h == 0 || p->r.h >= 33); /* zoomed: the pane takes the body */
+	view_pane_zoom(false);
+	view_focus_pane(true);
+	T_CHECK(view_focused() == p);
+	view_pane_close(p);
+	T_CHECK(pane_freed);
+	T_EQ_INT(view_pane_count(), 0);
+	T_CHECK(view_focused() == view_top());
+	view_free_all();
+}
+
 /* The key tables the man page and `?` are checked against, with the man page's subsection titles. */
 static const struct {
 	const char *title;
@@ -502,5 +572,6 @@ int main(int argc, char **argv)
 	test_yaml();
 	test_man_and_help();
 	test_index();
+	test_panes();
 	return T_DONE();
 }

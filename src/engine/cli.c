@@ -1,0 +1,1074 @@
+/* `kvcon engine VERB ...`: opens the engine hosts (-c URI, default the embedded driver), waits for their first
+ * resync, runs the verb, lets the reconciler converge, then leaves (guests keep running). */
+#include "engine/cli.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <json-c/json.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <regex.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <termios.h>
+#include <unistd.h>
+
+#include "core/buf.h"
+#include "core/log.h"
+#include "core/loop.h"
+#include "core/opts.h"
+#include "core/util.h"
+#include "core/xmalloc.h"
+#include "console/concmd.h"
+#include "console/vnccmd.h"
+#include "engine/engine.h"
+#include "engine/estream.h"
+#include "engine/migrate.h"
+#include "model/source.h"
+#include "model/store.h"
+
+#define OPEN_TIMEOUT_MS 120000
+
+static struct {
+	struct store *st;
+	struct source **srcs;
+	int nsrcs;
+	const char *ns;
+} C;
+
+static bool run_until(bool (*cond)(void *), void *arg, uint64_t timeout_ms)
+{
+	uint64_t until = util_now_ms() + timeout_ms;
+	while (!cond(arg)) {
+		if (util_now_ms() >= until || loop_quitting())
+			return false;
+		loop_once(50);
+	}
+	return true;
+}
+
+static bool all_ready(void *arg)
+{
+	(void)arg;
+	for (int i = 0; i < C.nsrcs; i++)
+		if (!engine_ready(C.srcs[i]))
+			return false;
+	return true;
+}
+
+static bool idle(void *arg)
+{
+	(void)arg;
+	return engine_idle();
+}
+
+static void on_signal(int sig, void *arg)
+{
+	(void)sig;
+	(void)arg;
+	loop_quit(130);
+}
+
+static int open_engine(void)
+{
+	struct kvcon_opts *o = opts_global();
+	loop_init();
+	log_open(o->log);
+	log_set_level(o->verbose ? LOG_DEBUG : LOG_INFO);
+	log_set_stderr_level(o->verbose ? LOG_INFO : LOG_ERROR + 1);
+	loop_signal(SIGINT, on_signal, NULL);
+	loop_signal(SIGTERM, on_signal, NULL);
+	C.st = store_new();
+	C.ns = o->ns ? o->ns : "default";
+	int n = o->nuris ? o->nuris : 1;
+	for (int i = 0; i < n; i++) {
+		char *err = NULL;
+		struct source *s = engine_open(C.st, o->nuris ? o->uris[i] : NULL, &err);
+		if (s == NULL) {
+			fprintf(stderr, "kvcon: %s\n", err);
+			free(err);
+			return EXIT_USAGE;
+		}
+		C.srcs = xreallocarray(C.srcs, (size_t)C.nsrcs + 1, sizeof *C.srcs);
+		C.srcs[C.nsrcs++] = s;
+	}
+	if (!run_until(all_ready, NULL, OPEN_TIMEOUT_MS)) {
+		for (int i = 0; i < C.nsrcs; i++)
+			if (!engine_ready(C.srcs[i])) {
+				const char *e = engine_error(C.srcs[i]);
+				fprintf(stderr, "kvcon: engine host %s: %s\n", C.srcs[i]->server,
+					e ? e : "not connected");
+				if (e && strstr(e, "pid file"))
+					fprintf(stderr, "kvcon: another kvcon process holds the embedded engine; its "
+							"dashboard or command reconciles for it\n");
+			}
+		return EXIT_API;
+	}
+	for (int i = 0; i < C.nsrcs; i++)
+		if (C.srcs[i]->notice)
+			fprintf(stderr, "kvcon: %s: %s\n", C.srcs[i]->name, C.srcs[i]->notice);
+	return EXIT_OK;
+}
+
+static int close_engine(int rc, uint64_t converge_ms)
+{
+	if (!loop_quitting())
+		run_until(idle, NULL, converge_ms);
+	engine_close_all();
+	loop_once(0); /* deliver what the workers posted last */
+	return rc;
+}
+
+/* ---- the console and VNC commands of console/, on engine VMs ---- */
+
+/* Opens the engine hosts into st (once) and waits for their first resync. */
+static int open_into(struct store *st, char **err)
+{
+	struct kvcon_opts *o = opts_global();
+	if (C.nsrcs == 0) {
+		int n = o->nuris ? o->nuris : 1;
+		C.st = st;
+		for (int i = 0; i < n; i++) {
+			struct source *s = engine_open(st, o->nuris ? o->uris[i] : NULL, err);
+			if (s == NULL)
+				return -1;
+			C.srcs = xreallocarray(C.srcs, (size_t)C.nsrcs + 1, sizeof *C.srcs);
+			C.srcs[C.nsrcs++] = s;
+		}
+	}
+	if (!run_until(all_ready, NULL, OPEN_TIMEOUT_MS)) {
+		const char *e = engine_error(C.srcs[0]);
+		*err = xasprintf("engine host not ready: %s", e ? e : "timed out");
+		return -1;
+	}
+	return 0;
+}
+
+static struct source *hook_find_source(struct store *st, const char *ns, const char *name, char **err)
+{
+	if (open_into(st, err) < 0)
+		return NULL;
+	for (int i = 0; i < C.nsrcs; i++)
+		if (store_find(st, C.srcs[i], OBJ_VM, ns, name))
+			return C.srcs[i];
+	*err = xasprintf("virtualmachine %s/%s not found on the engine", ns, name);
+	return NULL;
+}
+
+static struct stream *hook_open_vnc(const char *ns, const char *name, char **err)
+{
+	struct source *src = hook_find_source(C.st ? C.st : store_new(), ns, name, err);
+	return src ? estream_vnc(src, ns, name, err) : NULL;
+}
+
+/* Runs console/'s full-screen command on NS/NAME of the engine, with the given extra arguments. */
+static int delegate(int (*fn)(int, char **), const char *verb, const char *name, int argc, char **argv)
+{
+	const char *ns = opts_global()->ns ? opts_global()->ns : "default";
+	char **av = xcalloc((size_t)argc + 3, sizeof *av);
+	int n = 0;
+	av[n++] = (char *)verb;
+	char *target = xasprintf("%s/%s", ns, name);
+	av[n++] = target;
+	for (int i = 0; i < argc; i++)
+		av[n++] = argv[i];
+	int rc = fn(n, av);
+	engine_close_all();
+	free(target);
+	free(av);
+	return rc;
+}
+
+/* ---- apply ---- */
+
+static int cmd_apply(int argc, char **argv)
+{
+	const char **files = xcalloc((size_t)argc + 1, sizeof *files);
+	int nf = 0;
+	for (int i = 1; i < argc; i++) {
+		if ((strcmp(argv[i], "-f") == 0 || strcmp(argv[i], "--filename") == 0) && i + 1 < argc)
+			files[nf++] = argv[++i];
+		else {
+			fprintf(stderr, "kvcon engine apply: unexpected '%s' (usage: apply -f FILE [-f FILE...])\n",
+				argv[i]);
+			free(files);
+			return EXIT_USAGE;
+		}
+	}
+	if (nf == 0) {
+		fprintf(stderr, "kvcon engine apply: -f FILE is required\n");
+		free(files);
+		return EXIT_USAGE;
+	}
+	int rc = open_engine();
+	if (rc) {
+		free(files);
+		return rc;
+	}
+	for (int i = 0; i < nf; i++) {
+		size_t len = 0;
+		char *text = NULL;
+		if (strcmp(files[i], "-") == 0) {
+			struct buf b;
+			buf_init(&b);
+			char tmp[4096];
+			ssize_t n;
+			while ((n = read(0, tmp, sizeof tmp)) > 0)
+				buf_add(&b, tmp, (size_t)n);
+			len = b.len;
+			text = buf_steal(&b);
+		} else
+			text = util_read_file(files[i], &len);
+		if (text == NULL) {
+			fprintf(stderr, "kvcon: %s: %s\n", files[i], strerror(errno));
+			rc = EXIT_USAGE;
+			continue;
+		}
+		char *result = NULL, *err = NULL;
+		if (engine_apply(C.srcs[0], text, len, &result, &err) < 0) {
+			char *e = util_escape_display(err);
+			fprintf(stderr, "kvcon: %s: %s\n", files[i], e);
+			free(e);
+			rc = EXIT_USAGE;
+		} else {
+			/* the name as the manifest says: read it back from the store's newest VM */
+			printf("virtualmachine %s\n", result);
+		}
+		free(result);
+		free(err);
+		free(text);
+	}
+	free(files);
+	return close_engine(rc, 60000);
+}
+
+/* ---- get ---- */
+
+static void esc(char *out, size_t len, const char *s)
+{
+	util_escape_display_n(s ? s : "", s ? strlen(s) : 0, out, len);
+}
+
+static void age(char *out, size_t len, int64_t t)
+{
+	if (t == 0)
+		snprintf(out, len, "<unknown>");
+	else
+		util_human_duration(util_wall_s() - t, out, len);
+}
+
+static void add_s(json_object *o, const char *k, const char *v)
+{
+	json_object_object_add(o, k, v ? json_object_new_string(v) : NULL);
+}
+
+static json_object *obj_json(const struct obj *o)
+{
+	json_object *j = json_object_new_object();
+	add_s(j, "kind", obj_kind_title(o->kind));
+	add_s(j, "source", o->src->name);
+	add_s(j, "namespace", o->ns);
+	add_s(j, "name", o->name);
+	add_s(j, "uid", o->uid);
+	json_object_object_add(j, "created", json_object_new_int64(o->created));
+	switch (o->kind) {
+	case OBJ_VM: {
+		const struct vm *v = (const struct vm *)o;
+		add_s(j, "status", v->printable_status);
+		add_s(j, "runStrategy", v->run_strategy);
+		json_object_object_add(j, "ready", json_object_new_boolean(v->ready));
+		json_object_object_add(j, "generation", json_object_new_int64((int64_t)o->generation));
+		json_object *cs = json_object_new_array();
+		for (int i = 0; i < v->nconds; i++) {
+			json_object *c = json_object_new_object();
+			add_s(c, "type", v->conds[i].type);
+			add_s(c, "status", v->conds[i].status);
+			add_s(c, "reason", v->conds[i].reason);
+			add_s(c, "message", v->conds[i].message);
+			json_object_array_add(cs, c);
+		}
+		json_object_object_add(j, "conditions", cs);
+		break;
+	}
+	case OBJ_VMI: {
+		const struct vmi *v = (const struct vmi *)o;
+		add_s(j, "phase", v->phase);
+		add_s(j, "node", v->node);
+		add_s(j, "vmUid", v->vm_uid);
+		json_object_object_add(j, "softwareEmulation", json_object_new_boolean(v->software_emulation));
+		json_object *ph = json_object_new_array();
+		for (int i = 0; i < v->nphases; i++) {
+			json_object *p = json_object_new_object();
+			add_s(p, "phase", v->phases[i].phase);
+			json_object_object_add(p, "at", json_object_new_int64(v->phases[i].at));
+			json_object_array_add(ph, p);
+		}
+		json_object_object_add(j, "phaseTransitionTimestamps", ph);
+		json_object *cs = json_object_new_array();
+		for (int i = 0; i < v->nconds; i++) {
+			json_object *c = json_object_new_object();
+			add_s(c, "type", v->conds[i].type);
+			add_s(c, "status", v->conds[i].status);
+			add_s(c, "reason", v->conds[i].reason);
+			json_object_array_add(cs, c);
+		}
+		json_object_object_add(j, "conditions", cs);
+		if (v->mig.present)
+			json_object_object_add(j, "migrationState", migrate_state_json(&v->mig));
+		break;
+	}
+	case OBJ_POD: {
+		const struct pod *p = (const struct pod *)o;
+		add_s(j, "phase", p->phase);
+		add_s(j, "node", p->node);
+		add_s(j, "vmiUid", p->vmi_uid);
+		json_object_object_add(j, "pid", json_object_new_int(p->pid));
+		add_s(j, "cmdline", p->cmdline);
+		add_s(j, "logPath", p->log_path);
+		break;
+	}
+	case OBJ_EVENT: {
+		const struct event *e = (const struct event *)o;
+		add_s(j, "type", e->type);
+		add_s(j, "reason", e->reason);
+		add_s(j, "message", e->message);
+		add_s(j, "involvedKind", e->inv_kind);
+		add_s(j, "involvedUid", e->inv_uid);
+		json_object_object_add(j, "count", json_object_new_int(e->count));
+		json_object_object_add(j, "lastTimestamp", json_object_new_int64(e->last));
+		break;
+	}
+	case OBJ_KIND_COUNT:
+		break;
+	}
+	return j;
+}
+
+static int cmp_obj(const void *a, const void *b)
+{
+	const struct obj *x = *(const struct obj *const *)a, *y = *(const struct obj *const *)b;
+	if (x->kind == OBJ_EVENT) {
+		const struct event *ex = (const struct event *)x, *ey = (const struct event *)y;
+		if (ex->last != ey->last)
+			return ex->last < ey->last ? -1 : 1;
+		return 0;
+	}
+	int c = strcmp(x->ns, y->ns);
+	return c ? c : strcmp(x->name, y->name);
+}
+
+static void print_row(enum obj_kind k, const struct obj *o, bool wide)
+{
+	char n[128], ns[64], a[16], f1[64], f2[64], f3[64], msg[512];
+	esc(n, sizeof n, o->name);
+	esc(ns, sizeof ns, o->ns);
+	age(a, sizeof a, o->created);
+	switch (k) {
+	case OBJ_VM: {
+		const struct vm *v = (const struct vm *)o;
+		esc(f1, sizeof f1, v->printable_status);
+		esc(f2, sizeof f2, v->run_strategy);
+		printf("%-12s %-24s %-8s %-18s %-6s %s\n", ns, n, a, f1, v->ready ? "True" : "False", f2);
+		break;
+	}
+	case OBJ_VMI: {
+		const struct vmi *v = (const struct vmi *)o;
+		const struct cond *r = cond_find(v->conds, v->nconds, "Ready");
+		esc(f1, sizeof f1, v->phase);
+		esc(f2, sizeof f2, v->node);
+		printf("%-12s %-24s %-8s %-10s %-16s %-6s", ns, n, a, f1, f2, r ? r->status : "");
+		if (wide)
+			printf(" %s%s", o->uid, v->software_emulation ? "  TCG" : "");
+		printf("\n");
+		break;
+	}
+	case OBJ_POD: {
+		const struct pod *p = (const struct pod *)o;
+		esc(f1, sizeof f1, p->phase);
+		esc(f2, sizeof f2, p->node);
+		printf("%-12s %-34s %-10s %-16s %-8d %-8s", ns, n, f1, f2, p->pid, a);
+		if (wide) {
+			esc(f3, sizeof f3, p->vmi_uid);
+			printf(" %s", f3);
+		}
+		printf("\n");
+		break;
+	}
+	case OBJ_EVENT: {
+		const struct event *e = (const struct event *)o;
+		age(a, sizeof a, e->last);
+		esc(f1, sizeof f1, e->type);
+		esc(f2, sizeof f2, e->reason);
+		esc(msg, sizeof msg, e->message);
+		char inv[160];
+		esc(n, sizeof n, e->inv_name);
+		snprintf(inv, sizeof inv, "%s/%s", strcmp(e->inv_kind, "VirtualMachine") == 0 ? "vm" : "vmi", n);
+		printf("%-8s %-8s %-16s %-28s %s\n", a, f1, f2, inv, msg);
+		break;
+	}
+	case OBJ_KIND_COUNT:
+		break;
+	}
+}
+
+static const char *const headers[] = {
+	[OBJ_VM] = "NAMESPACE    NAME                     AGE      STATUS             READY  RUNSTRATEGY",
+	[OBJ_VMI] = "NAMESPACE    NAME                     AGE      PHASE      NODENAME         READY",
+	[OBJ_POD] = "NAMESPACE    NAME                               PHASE      NODE             PID      AGE",
+	[OBJ_EVENT] = "LAST     TYPE     REASON           OBJECT                       MESSAGE",
+};
+
+static int cmd_get(int argc, char **argv)
+{
+	enum obj_kind kind = OBJ_VM;
+	const char *out = "table", *name = NULL;
+	static const struct {
+		const char *word;
+		enum obj_kind kind;
+	} kinds[] = { { "vm", OBJ_VM }, { "vms", OBJ_VM }, { "virtualmachine", OBJ_VM }, { "vmi", OBJ_VMI },
+		      { "vmis", OBJ_VMI }, { "pod", OBJ_POD }, { "pods", OBJ_POD }, { "event", OBJ_EVENT },
+		      { "events", OBJ_EVENT } };
+	bool kind_set = false;
+	for (int i = 1; i < argc; i++) {
+		if ((strcmp(argv[i], "-o") == 0 || strcmp(argv[i], "--output") == 0) && i + 1 < argc) {
+			out = argv[++i];
+			continue;
+		}
+		if (util_has_prefix(argv[i], "-o")) {
+			out = argv[i] + 2;
+			continue;
+		}
+		size_t k;
+		for (k = 0; !kind_set && k < sizeof kinds / sizeof kinds[0]; k++)
+			if (strcmp(argv[i], kinds[k].word) == 0)
+				break;
+		if (!kind_set && k < sizeof kinds / sizeof kinds[0]) {
+			kind = kinds[k].kind;
+			kind_set = true;
+		} else if (argv[i][0] != '-' && name == NULL)
+			name = argv[i];
+		else {
+			fprintf(stderr, "kvcon engine get: unexpected '%s'\n", argv[i]);
+			return EXIT_USAGE;
+		}
+	}
+	if (strcmp(out, "table") && strcmp(out, "wide") && strcmp(out, "json") && strcmp(out, "name")) {
+		fprintf(stderr, "kvcon engine get: -o must be table, wide, json or name\n");
+		return EXIT_USAGE;
+	}
+	int rc = open_engine();
+	if (rc)
+		return rc;
+	/* every kvcon process reconciles: show the state it converged to, not a transition */
+	run_until(idle, NULL, 60000);
+	struct obj **all = NULL;
+	size_t nall = 0;
+	bool all_ns = opts_global()->all_ns;
+	for (int s = 0; s < C.nsrcs; s++) {
+		size_t n;
+		struct obj *const *objs = store_objs(C.st, C.srcs[s], kind, &n);
+		for (size_t i = 0; i < n; i++) {
+			const struct obj *o = objs[i];
+			if (!all_ns && strcmp(o->ns, C.ns) != 0)
+				continue;
+			if (name && strcmp(o->name, name) != 0 &&
+			    !(kind == OBJ_EVENT && strcmp(((const struct event *)o)->inv_name, name) == 0))
+				continue;
+			all = xreallocarray(all, nall + 1, sizeof *all);
+			all[nall++] = (struct obj *)o;
+		}
+	}
+	if (nall > 1)
+		qsort(all, nall, sizeof *all, cmp_obj);
+	if (strcmp(out, "json") == 0) {
+		json_object *arr = json_object_new_array();
+		for (size_t i = 0; i < nall; i++)
+			json_object_array_add(arr, obj_json(all[i]));
+		printf("%s\n", json_object_to_json_string_ext(arr, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE));
+		json_object_put(arr);
+	} else if (strcmp(out, "name") == 0) {
+		for (size_t i = 0; i < nall; i++) {
+			char n[256];
+			esc(n, sizeof n, all[i]->name);
+			printf("%s/%s\n", obj_kind_name(kind), n);
+		}
+	} else {
+		if (nall == 0)
+			fprintf(stderr, "No resources found in %s namespace.\n", all_ns ? "any" : C.ns);
+		else
+			printf("%s%s\n", headers[kind],
+			       strcmp(out, "wide") == 0 && kind == OBJ_VMI   ? "  UID"
+			       : strcmp(out, "wide") == 0 && kind == OBJ_POD ? " VMI"
+									     : "");
+		for (size_t i = 0; i < nall; i++)
+			print_row(kind, all[i], strcmp(out, "wide") == 0);
+	}
+	free(all);
+	return close_engine(rc, 0);
+}
+
+/* ---- actions ---- */
+
+struct act_state {
+	bool done;
+	int status;
+	char *msg;
+};
+
+static void act_done(void *arg, int status, const char *message)
+{
+	struct act_state *a = arg;
+	a->done = true;
+	a->status = status;
+	a->msg = xstrdup0(message);
+}
+
+static bool act_finished(void *arg)
+{
+	return ((struct act_state *)arg)->done;
+}
+
+static struct source *source_of_vm(const char *name)
+{
+	for (int s = 0; s < C.nsrcs; s++)
+		if (store_find(C.st, C.srcs[s], OBJ_VM, C.ns, name))
+			return C.srcs[s];
+	return NULL;
+}
+
+static const struct {
+	const char *verb;
+	enum action act;
+	const char *past;
+} verbs[] = {
+	{ "start", ACT_START, "started" },   { "stop", ACT_STOP, "stopped" },
+	{ "restart", ACT_RESTART, "restarted" }, { "pause", ACT_PAUSE, "paused" },
+	{ "unpause", ACT_UNPAUSE, "unpaused" },  { "delete", ACT_DELETE, "deleted" },
+};
+
+static int cmd_action(int argc, char **argv)
+{
+	size_t vi;
+	for (vi = 0; vi < sizeof verbs / sizeof verbs[0]; vi++)
+		if (strcmp(argv[0], verbs[vi].verb) == 0)
+			break;
+	struct action_req req = { .act = verbs[vi].act, .grace_period = -1 };
+	const char *name = NULL;
+	bool wait = true;
+	int timeout = 300;
+	for (int i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "--force") == 0 && req.act == ACT_STOP)
+			req.act = ACT_FORCE_STOP;
+		else if (strcmp(argv[i], "--force") == 0)
+			req.grace_period = 0;
+		else if (strcmp(argv[i], "--grace-period") == 0 && i + 1 < argc)
+			req.grace_period = atoi(argv[++i]);
+		else if (strcmp(argv[i], "--delete-volumes") == 0 && req.act == ACT_DELETE)
+			req.flags |= ENGINE_DELETE_VOLUMES;
+		else if (strcmp(argv[i], "--no-wait") == 0)
+			wait = false;
+		else if (strcmp(argv[i], "--timeout") == 0 && i + 1 < argc)
+			timeout = atoi(argv[++i]);
+		else if (argv[i][0] != '-' && name == NULL)
+			name = argv[i];
+		else {
+			fprintf(stderr, "kvcon engine %s: unexpected '%s'\n", argv[0], argv[i]);
+			return EXIT_USAGE;
+		}
+	}
+	if (name == NULL) {
+		fprintf(stderr, "kvcon engine %s: NAME is required\n", argv[0]);
+		return EXIT_USAGE;
+	}
+	if (req.act == ACT_STOP && req.grace_period == 0)
+		req.act = ACT_FORCE_STOP;
+	int rc = open_engine();
+	if (rc)
+		return rc;
+	req.ns = C.ns;
+	req.name = name;
+	struct source *src = source_of_vm(name);
+	if (src == NULL) {
+		fprintf(stderr, "kvcon: virtualmachine \"%s\" not found in namespace %s\n", name, C.ns);
+		return close_engine(EXIT_API, 0);
+	}
+	struct act_state a = { 0 };
+	char *err = NULL;
+	if (src->ops->action(src, &req, act_done, &a, &err) < 0) {
+		char *e = util_escape_display(err);
+		fprintf(stderr, "kvcon: %s %s: %s\n", argv[0], name, e);
+		free(e);
+		free(err);
+		return close_engine(EXIT_API, 0);
+	}
+	if (wait && !run_until(act_finished, &a, (uint64_t)timeout * 1000)) {
+		fprintf(stderr, "kvcon: %s %s: not done after %d s\n", argv[0], name, timeout);
+		return close_engine(EXIT_API, 0);
+	}
+	if (wait && a.status != 0) {
+		char *e = util_escape_display(a.msg ? a.msg : "failed");
+		fprintf(stderr, "kvcon: %s %s: %s\n", argv[0], name, e);
+		free(e);
+		free(a.msg);
+		return close_engine(EXIT_API, 10000);
+	}
+	printf("virtualmachine %s %s%s\n", name, wait ? "" : "request sent: ", verbs[vi].past);
+	free(a.msg);
+	return close_engine(EXIT_OK, 30000);
+}
+
+/* ---- console ---- */
+
+enum step_kind { STEP_EXPECT, STEP_SEND };
+struct step {
+	enum step_kind kind;
+	const char *arg;
+	regex_t re;
+};
+
+static struct {
+	struct step *steps;
+	int nsteps, cur;
+	struct buf seen;     /* guest text since the last match (for --expect) */
+	bool closed, interactive, wait_stop, quit;
+	struct engine_console *con;
+	struct source *src;
+	const char *name;
+	char first_uid[UID_LEN]; /* the execution the console was opened on */
+	FILE *log;
+	struct termios saved;
+	bool raw;
+} K;
+
+static void restore_tty(void)
+{
+	if (K.raw) {
+		tcsetattr(0, TCSAFLUSH, &K.saved);
+		K.raw = false;
+	}
+}
+
+/* Guest bytes for the terminal: printable text, CR, LF, TAB and BS pass; every other control byte shows
+ * escaped, so nothing from the guest drives the user's terminal. */
+static void show(const char *data, size_t len)
+{
+	struct buf b;
+	buf_init(&b);
+	size_t start = 0;
+	for (size_t i = 0; i <= len; i++) {
+		bool cut = i == len || data[i] == '\r' || data[i] == '\n' || data[i] == '\t' || data[i] == '\b';
+		if (!cut)
+			continue;
+		if (i > start) {
+			size_t cap = (i - start) * 4 + 1;
+			char *e = xmalloc(cap);
+			size_t n = util_escape_display_n(data + start, i - start, e, cap);
+			buf_add(&b, e, n);
+			free(e);
+		}
+		if (i < len)
+			buf_add_char(&b, data[i]);
+		start = i + 1;
+	}
+	if (b.len)
+		fwrite(b.data, 1, b.len, stdout);
+	fflush(stdout);
+	buf_free(&b);
+}
+
+static void run_steps(void)
+{
+	while (K.cur < K.nsteps) {
+		struct step *s = &K.steps[K.cur];
+		if (s->kind == STEP_SEND) {
+			char *line = xasprintf("%s\r", s->arg);
+			engine_console_write(K.con, line, strlen(line));
+			free(line);
+			K.cur++;
+			continue;
+		}
+		regmatch_t m;
+		if (K.seen.len && regexec(&s->re, K.seen.data, 1, &m, 0) == 0) {
+			buf_consume(&K.seen, (size_t)m.rm_eo);
+			K.cur++;
+			continue;
+		}
+		return;
+	}
+}
+
+static void on_console(void *arg, const char *data, size_t len)
+{
+	(void)arg;
+	if (len == 0) {
+		K.closed = true;
+		return;
+	}
+	if (K.log)
+		fwrite(data, 1, len, K.log);
+	show(data, len);
+	for (size_t i = 0; i < len; i++)
+		if (data[i] != '\0')
+			buf_add_char(&K.seen, data[i]);
+	if (K.seen.len > (1u << 20))
+		buf_consume(&K.seen, K.seen.len - (1u << 19));
+	run_steps();
+}
+
+static void on_stdin(int fd, short revents, void *arg)
+{
+	(void)revents;
+	(void)arg;
+	char tmp[1024];
+	ssize_t n = read(fd, tmp, sizeof tmp);
+	if (n <= 0) {
+		K.quit = true;
+		return;
+	}
+	for (ssize_t i = 0; i < n; i++)
+		if (tmp[i] == 0x1d) { /* Ctrl+] leaves, as virtctl console */
+			engine_console_write(K.con, tmp, (size_t)i);
+			K.quit = true;
+			return;
+		}
+	engine_console_write(K.con, tmp, (size_t)n);
+}
+
+/* The execution the console was opened on has ended (libvirt reported the stop; not just the stream's EOF). */
+static bool execution_ended(void)
+{
+	const struct vmi *v = (const struct vmi *)store_find(C.st, K.src, OBJ_VMI, C.ns, K.name);
+	if (v == NULL || strcmp(v->o.uid, K.first_uid) != 0)
+		return true;
+	return strcmp(v->phase, "Succeeded") == 0 || strcmp(v->phase, "Failed") == 0;
+}
+
+static bool console_finished(void *arg)
+{
+	(void)arg;
+	if (K.quit)
+		return true;
+	if (K.interactive)
+		return false;
+	if (K.cur < K.nsteps)
+		return false;
+	return !K.wait_stop || (K.closed && execution_ended());
+}
+
+static int cmd_console(int argc, char **argv)
+{
+	const char *name = NULL, *logfile = NULL;
+	int timeout = 300;
+	K.steps = xcalloc((size_t)argc + 1, sizeof *K.steps);
+	for (int i = 1; i < argc; i++) {
+		if ((strcmp(argv[i], "--expect") == 0 || strcmp(argv[i], "--send") == 0) && i + 1 < argc) {
+			struct step *s = &K.steps[K.nsteps];
+			s->kind = argv[i][2] == 'e' ? STEP_EXPECT : STEP_SEND;
+			s->arg = argv[++i];
+			if (s->kind == STEP_EXPECT && regcomp(&s->re, s->arg, REG_EXTENDED | REG_NEWLINE) != 0) {
+				fprintf(stderr, "kvcon engine console: bad regular expression '%s'\n", s->arg);
+				return EXIT_USAGE;
+			}
+			K.nsteps++;
+		} else if (strcmp(argv[i], "--timeout") == 0 && i + 1 < argc)
+			timeout = atoi(argv[++i]);
+		else if (strcmp(argv[i], "--log") == 0 && i + 1 < argc)
+			logfile = argv[++i];
+		else if (strcmp(argv[i], "--wait-stop") == 0)
+			K.wait_stop = true;
+		else if (argv[i][0] != '-' && name == NULL)
+			name = argv[i];
+		else {
+			fprintf(stderr, "kvcon engine console: unexpected '%s'\n", argv[i]);
+			return EXIT_USAGE;
+		}
+	}
+	if (name == NULL) {
+		fprintf(stderr, "kvcon engine console: NAME is required\n");
+		return EXIT_USAGE;
+	}
+	K.interactive = K.nsteps == 0 && !K.wait_stop && isatty(0) && isatty(1);
+	if (K.interactive) {
+		/* the console helper's full-screen console (libvterm), fed by the engine's stream */
+		char *extra[4];
+		int ne = 0;
+		char tbuf[16];
+		if (logfile) {
+			extra[ne++] = "--log";
+			extra[ne++] = (char *)logfile;
+		}
+		if (timeout != 300) {
+			snprintf(tbuf, sizeof tbuf, "%d", timeout);
+			extra[ne++] = "--timeout";
+			extra[ne++] = tbuf;
+		}
+		concmd_find_source = hook_find_source;
+		return delegate(concmd_main, "console", name, ne, extra);
+	}
+	if (logfile && (K.log = fopen(logfile, "ab")) == NULL) {
+		fprintf(stderr, "kvcon: %s: %s\n", logfile, strerror(errno));
+		return EXIT_USAGE;
+	}
+	int rc = open_engine();
+	if (rc)
+		return rc;
+	struct source *src = source_of_vm(name);
+	char *err = NULL;
+	K.src = src;
+	K.name = name;
+	const struct obj *vmi = src ? store_find(C.st, src, OBJ_VMI, C.ns, name) : NULL;
+	snprintf(K.first_uid, UID_LEN, "%s", vmi ? vmi->uid : "");
+	if (src == NULL || (K.con = engine_console_open(src, C.ns, name, on_console, NULL, &err)) == NULL) {
+		fprintf(stderr, "kvcon: console %s: %s\n", name, err ? err : "virtualmachine not found");
+		free(err);
+		return close_engine(EXIT_API, 0);
+	}
+	buf_init(&K.seen);
+	if (K.interactive) {
+		fprintf(stderr, "Successfully connected to %s console. The escape sequence is ^]\n", name);
+		struct termios t;
+		tcgetattr(0, &K.saved);
+		t = K.saved;
+		cfmakeraw(&t);
+		tcsetattr(0, TCSAFLUSH, &t);
+		K.raw = true;
+		log_set_fatal_hook(restore_tty);
+		loop_fd_add(0, POLLIN, on_stdin, NULL);
+	}
+	run_steps();
+	bool ok = run_until(console_finished, NULL, K.interactive ? UINT64_MAX / 2 : (uint64_t)timeout * 1000);
+	restore_tty();
+	if (K.interactive)
+		fprintf(stderr, "\n");
+	engine_console_close(K.con);
+	if (K.log)
+		fclose(K.log);
+	if (!ok && !K.interactive) {
+		fprintf(stderr, "\nkvcon: console %s: ", name);
+		if (K.cur < K.nsteps)
+			fprintf(stderr, "timed out after %d s waiting for /%s/\n", timeout, K.steps[K.cur].arg);
+		else
+			fprintf(stderr, "timed out after %d s waiting for the execution to stop\n", timeout);
+		return close_engine(EXIT_API, 0);
+	}
+	/* after --wait-stop the run strategy may restart the VM: let the reconciler do it before leaving */
+	return close_engine(EXIT_OK, K.wait_stop ? 60000 : 5000);
+}
+
+/* ---- vnc: a local port piping one viewer to the display ---- */
+
+struct vnc_state {
+	bool done;
+	int fd;
+	char *err;
+};
+
+static void vnc_cb(void *arg, int fd, const char *err)
+{
+	struct vnc_state *s = arg;
+	s->done = true;
+	s->fd = fd;
+	s->err = xstrdup0(err);
+}
+
+static bool vnc_ready(void *arg)
+{
+	return ((struct vnc_state *)arg)->done;
+}
+
+static void pipe_fds(int a, int b)
+{
+	struct pollfd p[2] = { { .fd = a, .events = POLLIN }, { .fd = b, .events = POLLIN } };
+	char buf[65536];
+	for (;;) {
+		if (poll(p, 2, -1) < 0 && errno != EINTR)
+			return;
+		for (int i = 0; i < 2; i++)
+			if (p[i].revents) {
+				ssize_t n = read(p[i].fd, buf, sizeof buf);
+				if (n <= 0)
+					return;
+				for (ssize_t off = 0; off < n;) {
+					ssize_t w = write(p[1 - i].fd, buf + off, (size_t)(n - off));
+					if (w <= 0)
+						return;
+					off += w;
+				}
+			}
+	}
+}
+
+static int cmd_vnc(int argc, char **argv)
+{
+	const char *name = NULL;
+	int port = 0;
+	bool proxy = false;
+	for (int i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "--proxy-only") == 0)
+			proxy = true;
+		else if (strcmp(argv[i], "--port") == 0 && i + 1 < argc)
+			port = atoi(argv[++i]);
+		else if (argv[i][0] != '-' && name == NULL)
+			name = argv[i];
+	}
+	if (name == NULL) {
+		fprintf(stderr, "kvcon engine vnc: usage: vnc NAME [kvcon vnc options] | vnc NAME --proxy-only [--port N]\n");
+		return EXIT_USAGE;
+	}
+	if (!proxy) {
+		/* the VNC helper's in-terminal viewer (and its --screenshot), on the engine's display stream */
+		vnccmd_open_vm = hook_open_vnc;
+		char **rest = xcalloc((size_t)argc + 1, sizeof *rest);
+		int nr = 0;
+		for (int i = 1; i < argc; i++)
+			if (argv[i] != name)
+				rest[nr++] = argv[i];
+		int rc = delegate(vnccmd_main, "vnc", name, nr, rest);
+		free(rest);
+		return rc;
+	}
+	int rc = open_engine();
+	if (rc)
+		return rc;
+	struct source *src = source_of_vm(name);
+	int ls = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port),
+				  .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t sl = sizeof sa;
+	int one = 1;
+	setsockopt(ls, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+	if (src == NULL || ls < 0 || bind(ls, (struct sockaddr *)&sa, sizeof sa) < 0 || listen(ls, 1) < 0 ||
+	    getsockname(ls, (struct sockaddr *)&sa, &sl) < 0) {
+		fprintf(stderr, "kvcon: vnc %s: %s\n", name, src ? strerror(errno) : "virtualmachine not found");
+		return close_engine(EXIT_API, 0);
+	}
+	printf("{\"port\":%d}\n", ntohs(sa.sin_port));
+	fflush(stdout);
+	int cl = accept(ls, NULL, NULL);
+	close(ls);
+	struct vnc_state s = { .fd = -1 };
+	char *err = NULL;
+	if (cl < 0 || engine_vnc_open(src, C.ns, name, vnc_cb, &s, &err) < 0 || !run_until(vnc_ready, &s, 30000) ||
+	    s.fd < 0) {
+		fprintf(stderr, "kvcon: vnc %s: %s\n", name, err ? err : s.err ? s.err : "no display");
+		free(err);
+		if (cl >= 0)
+			close(cl);
+		return close_engine(EXIT_API, 0);
+	}
+	pipe_fds(cl, s.fd);
+	close(cl);
+	close(s.fd);
+	return close_engine(EXIT_OK, 0);
+}
+
+/* ---- reconcile: run the engine headless for a while ---- */
+
+static int cmd_reconcile(int argc, char **argv)
+{
+	int secs = 0;
+	for (int i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "--for") == 0 && i + 1 < argc)
+			secs = atoi(argv[++i]);
+		else {
+			fprintf(stderr, "kvcon engine reconcile: unexpected '%s'\n", argv[i]);
+			return EXIT_USAGE;
+		}
+	}
+	int rc = open_engine();
+	if (rc)
+		return rc;
+	printf("engine ready\n"); /* tests wait for this line: events are registered, the first resync done */
+	fflush(stdout);
+	if (secs > 0) {
+		uint64_t until = util_now_ms() + (uint64_t)secs * 1000;
+		while (util_now_ms() < until && !loop_quitting())
+			loop_once(200);
+	}
+	return close_engine(EXIT_OK, 60000);
+}
+
+static const struct {
+	const char *name;
+	int (*fn)(int, char **);
+	const char *usage;
+} subs[] = {
+	{ "apply", cmd_apply, "apply -f FILE              store a VirtualMachine manifest (YAML or JSON)" },
+	{ "get", cmd_get, "get [vm|vmi|pod|event] [NAME] [-o table|wide|json|name]" },
+	{ "start", cmd_action, "start NAME                 start (virtctl semantics per run strategy)" },
+	{ "stop", cmd_action, "stop NAME [--force] [--grace-period N]" },
+	{ "restart", cmd_action, "restart NAME [--force]     new execution (new VMI UID)" },
+	{ "pause", cmd_action, "pause NAME" },
+	{ "unpause", cmd_action, "unpause NAME" },
+	{ "delete", cmd_action, "delete NAME [--delete-volumes]" },
+	{ "console", cmd_console, "console NAME [--expect RE] [--send LINE]... [--wait-stop] [--timeout S] [--log FILE]" },
+	{ "vnc", cmd_vnc, "vnc NAME [--screenshot F.png ...] | vnc NAME --proxy-only [--port N]" },
+	{ "reconcile", cmd_reconcile, "reconcile [--for SECONDS]  run the reconciler, then leave" },
+	{ "migrate", migrate_cmd, "migrate NAME --to HOST [--bandwidth MiB/s] [--auto-converge] [--postcopy] [--timeout S]\n"
+				  "                      [--copy-storage] [--offline] [--migrate-uri URI] [--no-wait]" },
+	{ "migrate", migrate_cmd, "migrate --abort NAME       abort a running migration (the VM stays on its host)" },
+	{ "drain", drain_cmd, "drain HOST [--to HOST] [--bandwidth MiB/s] [--timeout S]   migrate every running VM off HOST" },
+};
+
+int engine_cmd(int argc, char **argv)
+{
+	if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "help") == 0) {
+		FILE *f = argc < 2 ? stderr : stdout;
+		fprintf(f, "usage: kvcon [-c URI]... [-n NS] engine VERB ...\n\n");
+		for (size_t i = 0; i < sizeof subs / sizeof subs[0]; i++)
+			fprintf(f, "  kvcon engine %s\n", subs[i].usage);
+		fprintf(f, "\nDefault host: the embedded QEMU driver (qemu:///embed?root=$XDG_STATE_HOME/kvcon/engine).\n"
+			   "See kvcon(1), section ENGINE.\n");
+		return argc < 2 ? EXIT_USAGE : EXIT_OK;
+	}
+	for (size_t i = 0; i < sizeof subs / sizeof subs[0]; i++)
+		if (strcmp(argv[1], subs[i].name) == 0)
+			return subs[i].fn(argc - 1, argv + 1);
+	fprintf(stderr, "kvcon engine: unknown verb '%s' (see kvcon engine --help)\n", argv[1]);
+	return EXIT_USAGE;
+}
+
+/* ---- for migcli.c ---- */
+
+int engine_cli_open(void)
+{
+	return open_engine();
+}
+
+int engine_cli_close(int rc, uint64_t converge_ms)
+{
+	return close_engine(rc, converge_ms);
+}
+
+bool engine_cli_run_until(bool (*cond)(void *), void *arg, uint64_t timeout_ms)
+{
+	return run_until(cond, arg, timeout_ms);
+}
+
+struct source **engine_cli_sources(int *n)
+{
+	*n = C.nsrcs;
+	return C.srcs;
+}
+
+struct store *engine_cli_store(void)
+{
+	return C.st;
+}
+
+const char *engine_cli_ns(void)
+{
+	return C.ns;
+}
+
+void engine_cli_config_hosts(struct kvcon_opts *o)
+{
+	char *const *cfg = o->nuris || o->no_engine ? NULL : migrate_config_hosts();
+	for (int i = 0; cfg && cfg[i]; i++) {
+		o->uris = xreallocarray(o->uris, (size_t)o->nuris + 1, sizeof *o->uris);
+		o->uris[o->nuris++] = xstrdup(cfg[i]);
+	}
+}

@@ -1,0 +1,55 @@
+/* From a validated manifest to a libvirt domain: resolves local paths (images, volumes, kernel), lists the
+ * files an execution needs created (emptyDisk, cloud-init seed, containerDisk overlays) and writes the domain
+ * XML. Pure: no libvirt, no file creation (the engine's worker does that with domxml_prepare). */
+#ifndef KVCON_ENGINE_DOMXML_H
+#define KVCON_ENGINE_DOMXML_H
+
+#include <stdint.h>
+
+#include "engine/manifest.h"
+
+struct domxml_env {
+	const char *image_dir;    /* containerDisk and kernelBoot images */
+	const char *volume_dir;   /* PVCs: <volume_dir>/<ns>/<claim>.img */
+	const char *run_dir;      /* this execution's files (emptyDisk, seed, overlays, serial log) */
+	const char *bridge;       /* host bridge for bridge binding on the pod network (NULL: none configured) */
+	const char *domain_type;  /* "kvm" or "qemu" (TCG) */
+	const char *dom_name;     /* <ns>_<name> */
+	const char *vm_uid, *vmi_uid, *launcher_uid;
+	uint64_t generation;
+};
+
+enum domxml_file_kind { DF_EMPTY, DF_HOSTDISK, DF_SEED, DF_OVERLAY, DF_NEEDED };
+
+struct domxml_file {
+	enum domxml_file_kind kind;
+	char *path;
+	uint64_t size;           /* DF_EMPTY, DF_HOSTDISK (created when missing) */
+	char *backing;           /* DF_OVERLAY: the image */
+	const char *backing_fmt; /* "qcow2" or "raw" */
+	char *user_data, *meta_data, *network_data; /* DF_SEED */
+	char *what;              /* DF_NEEDED: must exist at start ("persistentVolumeClaim disk-a") */
+};
+
+struct domxml_plan {
+	char *xml;
+	struct domxml_file *files;
+	int nfiles;
+	char *serial_log;
+	char *run_dir;
+};
+
+/* Checks what can be checked at apply time (images found, kernel present, bridge configured).
+ * 0, or -1 with *err ("field.path: reason"). */
+int domxml_resolve(const struct manifest *m, const struct domxml_env *env, char **err);
+/* The whole plan; NULL with *err. */
+struct domxml_plan *domxml_build(const struct manifest *m, const struct domxml_env *env, char **err);
+void domxml_plan_free(struct domxml_plan *p);
+/* Creates the plan's files (runs qemu-img / genisoimage / xorriso): blocking, for the engine's worker.
+ * 0, or -1 with *err. */
+int domxml_prepare(const struct domxml_plan *p, char **err);
+
+/* XML text escaping into a new string. */
+char *domxml_escape(const char *s);
+
+#endif

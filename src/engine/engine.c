@@ -1,0 +1,1865 @@
+/* The engine on the loop thread: per host a source, the VMs' records, the run-strategy reconciler driven by
+ * libvirt lifecycle events and a periodic resync, actions with virtctl's semantics, and the objects it puts in
+ * the store (VM, VMI = execution, launcher pod = QEMU process, events). libvirt itself runs in host.c. */
+#include "engine/engine.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <libvirt/libvirt.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core/hmap.h"
+#include "core/intern.h"
+#include "core/log.h"
+#include "core/loop.h"
+#include "core/opts.h"
+#include "core/util.h"
+#include "core/xmalloc.h"
+#include "engine/domxml.h"
+#include "engine/estream.h"
+#include "engine/evm.h"
+#include "engine/host.h"
+#include "engine/migrate.h"
+#include "model/source.h"
+
+#define RESYNC_MS 10000
+#define RING_MAX (64 * 1024)
+#define QUICK_FAILURE_S 60
+
+enum preq_kind { PK_START, PK_STOP, PK_DESTROY, PK_PAUSE, PK_INSPECT, PK_WRITE, PK_UNDEFINE, PK_CONSOLE, PK_VNC,
+		 PK_OTHER };
+
+struct preq {
+	int id;
+	enum preq_kind kind;
+	struct evm *v;
+	engine_vnc_cb vnc_cb;
+	void *arg;
+	struct preq *next;
+};
+
+struct ehost {
+	struct source *src;
+	struct host *h;
+	char *uri;
+	bool up, synced, loaded;
+	char *accel, *error;
+	char *records_dir;
+	struct hmap vms; /* ns/name -> evm */
+	struct preq *reqs;
+};
+
+struct waiter {
+	enum action act;
+	action_done_cb done;
+	void *arg;
+	char old_uid[UID_LEN];
+	struct waiter *next;
+};
+
+struct engine_console {
+	struct loop_timer *backlog_timer;
+	char *backlog;
+	size_t backlog_len;
+	struct evm *v;
+	struct ehost *eh;
+	char *key;
+	engine_console_cb cb;
+	void *arg;
+	struct engine_console *next;
+};
+
+static struct {
+	struct store *st;
+	struct ehost **hosts;
+	int nhosts;
+	struct loop_timer *resync;
+} E;
+
+static void reconcile(struct evm *v);
+static void publish(struct evm *v);
+static void check_waiters(struct evm *v);
+
+/* ---- paths ---- */
+
+static char *data_dir(void)
+{
+	char *s = util_state_dir();
+	char *d = util_path_join(s, "engine-data");
+	free(s);
+	return d;
+}
+
+/* An engine setting: $ENV, else "key = value" in $XDG_CONFIG_HOME/kvcon/config, else NULL. Caller frees. */
+static char *setting(const char *env, const char *key)
+{
+	const char *e = getenv(env);
+	if (e && *e)
+		return xstrdup(e);
+	char *dir = util_config_dir(), *path = util_path_join(dir, "config");
+	char *text = util_read_file(path, NULL), *val = NULL;
+	free(dir);
+	free(path);
+	for (char *line = text, *next; line && *line && val == NULL; line = next) {
+		next = strchr(line, '\n');
+		if (next)
+			*next++ = '\0';
+		line[strcspn(line, "#")] = '\0';
+		char *eq = strchr(line, '=');
+		if (eq == NULL)
+			continue;
+		*eq = '\0';
+		char *k = line, *v = eq + 1;
+		while (*k == ' ' || *k == '\t')
+			k++;
+		for (char *t = k + strlen(k); t > k && (t[-1] == ' ' || t[-1] == '\t'); t--)
+			t[-1] = '\0';
+		while (*v == ' ' || *v == '\t')
+			v++;
+		for (char *t = v + strlen(v); t > v && (t[-1] == ' ' || t[-1] == '\t' || t[-1] == '\r'); t--)
+			t[-1] = '\0';
+		if (strcmp(k, key) == 0 && *v)
+			val = xstrdup(v);
+	}
+	free(text);
+	return val;
+}
+
+static char *env_dir(const char *env, const char *sub)
+{
+	char *e = setting(env, strcmp(sub, "images") == 0 ? "engine.images" : "engine.volumes");
+	if (e)
+		return e;
+	char *d = data_dir();
+	char *p = util_path_join(d, sub);
+	free(d);
+	return p;
+}
+
+char *engine_default_uri(void)
+{
+	const char *e = getenv("KVCON_ENGINE_URI");
+	if (e && *e)
+		return xstrdup(e);
+	char *s = util_state_dir();
+	char *u = xasprintf("qemu:///embed?root=%s/engine", s);
+	free(s);
+	return u;
+}
+
+static char *dom_name(const struct evm *v)
+{
+	return xasprintf("%s_%s", v->m->ns, v->m->name);
+}
+
+static char *record_path(const struct evm *v)
+{
+	return xasprintf("%s/%s_%s.json", v->eh->records_dir, v->m->ns, v->m->name);
+}
+
+/* ---- small helpers ---- */
+
+static bool active(const struct exec *x)
+{
+	return x && (x->phase == intern("Pending") || x->phase == intern("Scheduled") || x->phase == intern("Running"));
+}
+
+static bool strategy_is(const struct evm *v, const char *s)
+{
+	return strcmp(v->run_strategy, s) == 0;
+}
+
+static void set_phase(struct exec *x, const char *phase)
+{
+	const char *p = intern(phase);
+	if (x->phase == p && x->nphases)
+		return;
+	x->phase = p;
+	if (x->nphases == EVM_MAX_PHASES) {
+		memmove(x->phases, x->phases + 1, sizeof x->phases[0] * (EVM_MAX_PHASES - 1));
+		x->nphases--;
+	}
+	x->phases[x->nphases].phase = p;
+	x->phases[x->nphases++].at = util_wall_s();
+}
+
+static struct preq *track(struct ehost *eh, int id, enum preq_kind kind, struct evm *v)
+{
+	struct preq *p = xcalloc(1, sizeof *p);
+	p->id = id;
+	p->kind = kind;
+	p->v = v;
+	p->next = eh->reqs;
+	eh->reqs = p;
+	if (v)
+		v->inflight++;
+	return p;
+}
+
+static int send_simple(struct evm *v, enum host_req_type type, enum preq_kind kind)
+{
+	char *dn = dom_name(v);
+	int id = host_simple(v->eh->h, type, dn);
+	free(dn);
+	track(v->eh, id, kind, v);
+	return id;
+}
+
+static void persist(struct evm *v)
+{
+	char *path = record_path(v);
+	char *json = record_dump(v);
+	int id = host_write_file(v->eh->h, path, json, strlen(json));
+	track(v->eh, id, PK_WRITE, NULL);
+	free(json);
+	free(path);
+}
+
+static struct evm *find_dom(struct ehost *eh, const char *dom)
+{
+	const char *key;
+	void *val;
+	for (size_t it = 0; hmap_next(&eh->vms, &it, &key, &val);) {
+		struct evm *v = val;
+		char *dn = dom_name(v);
+		bool eq = strcmp(dn, dom) == 0;
+		free(dn);
+		if (eq)
+			return v;
+	}
+	return NULL;
+}
+
+static struct ehost *ehost_of(const struct source *src)
+{
+	return src && src->type == SOURCE_ENGINE ? src->priv : NULL;
+}
+
+static struct evm *find_vm(struct source *src, const char *ns, const char *name)
+{
+	struct ehost *eh = ehost_of(src);
+	if (eh == NULL)
+		return NULL;
+	char *key = xasprintf("%s/%s", ns && *ns ? ns : "default", name);
+	struct evm *v = hmap_get(&eh->vms, key);
+	free(key);
+	return v;
+}
+
+/* ---- events ---- */
+
+static void event_obj(struct evm *v, const struct evm_event *e)
+{
+	struct event *o = (struct event *)obj_new(OBJ_EVENT);
+	o->o.src = v->eh->src;
+	o->o.ns = intern(v->m->ns);
+	o->o.name = xasprintf("%s.%.8s", v->m->name, e->uid);
+	snprintf(o->o.uid, UID_LEN, "%s", e->uid);
+	o->o.created = e->first;
+	o->type = e->type;
+	o->reason = e->reason;
+	o->message = xstrdup(e->message);
+	o->inv_kind = intern(e->on_vmi ? "VirtualMachineInstance" : "VirtualMachine");
+	o->inv_name = xstrdup(v->m->name);
+	o->inv_ns = intern(v->m->ns);
+	snprintf(o->inv_uid, UID_LEN, "%s", e->inv_uid);
+	o->count = e->count;
+	o->first = e->first;
+	o->last = e->last;
+	o->component = intern("kvcon-engine");
+	store_upsert(E.st, &o->o);
+}
+
+__attribute__((format(printf, 5, 6))) static void add_event(struct evm *v, const char *type, const char *reason,
+							     bool on_vmi, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	char *msg = xvasprintf(fmt, ap);
+	va_end(ap);
+	log_info("engine: %s: %s: %s", v->key, reason, msg);
+	if (v->nevents == EVM_MAX_EVENTS) {
+		store_remove(E.st, v->eh->src, OBJ_EVENT, v->events[0].uid);
+		free(v->events[0].message);
+		memmove(v->events, v->events + 1, sizeof v->events[0] * (EVM_MAX_EVENTS - 1));
+		v->nevents--;
+	}
+	v->events = xreallocarray(v->events, (size_t)v->nevents + 1, sizeof *v->events);
+	struct evm_event *e = &v->events[v->nevents++];
+	memset(e, 0, sizeof *e);
+	util_uuid_v4(e->uid);
+	e->type = intern(type);
+	e->reason = intern(reason);
+	e->message = msg;
+	e->on_vmi = on_vmi && v->cur;
+	snprintf(e->inv_uid, UID_LEN, "%s", e->on_vmi ? v->cur->uid : v->uid);
+	e->first = e->last = util_wall_s();
+	e->count = 1;
+	event_obj(v, e);
+}
+
+/* ---- the objects in the store ---- */
+
+static void add_cond(struct cond **conds, int *n, const char *type, bool status, const char *reason,
+		     const char *message, int64_t at)
+{
+	*conds = xreallocarray(*conds, (size_t)*n + 1, sizeof **conds);
+	struct cond *c = &(*conds)[(*n)++];
+	memset(c, 0, sizeof *c);
+	c->type = intern(type);
+	c->status = intern(status ? "True" : "False");
+	c->reason = intern(reason);
+	c->message = xstrdup0(message);
+	c->last_transition = at;
+}
+
+static bool want_running(const struct evm *v);
+
+static const char *printable(const struct evm *v)
+{
+	if (v->deleting)
+		return "Terminating";
+	if (v->stopping)
+		return "Stopping";
+	if (active(v->cur)) {
+		if (v->cur->phase != intern("Running"))
+			return "Starting";
+		return v->cur->paused ? "Paused" : "Running";
+	}
+	if (v->retry_after > util_wall_s() && want_running(v))
+		return "CrashLoopBackOff";
+	if (v->start_error && strstr(v->start_error, "persistentVolumeClaim"))
+		return "ErrorPvcNotFound";
+	return "Stopped";
+}
+
+static char *pod_name(const struct evm *v)
+{
+	return xasprintf("virt-launcher-%s-%.5s", v->m->name, v->cur->launcher);
+}
+
+static void remove_execution_objs(struct evm *v, const struct exec *x)
+{
+	if (x == NULL)
+		return;
+	store_remove(E.st, v->eh->src, OBJ_VMI, x->uid);
+	store_remove(E.st, v->eh->src, OBJ_POD, x->launcher);
+	migrate_unpublish(v, x);
+}
+
+static void publish(struct evm *v)
+{
+	int64_t now = util_wall_s();
+	struct vm *vm = (struct vm *)obj_new(OBJ_VM);
+	vm->o.src = v->eh->src;
+	vm->o.ns = intern(v->m->ns);
+	vm->o.name = xstrdup(v->m->name);
+	snprintf(vm->o.uid, UID_LEN, "%s", v->uid);
+	vm->o.created = v->created;
+	vm->o.generation = v->generation;
+	vm->o.deleted = v->deleting ? now : 0;
+	for (int i = 0; i < v->m->nlabels; i++) {
+		char *kv = xstrdup(v->m->labels[i]);
+		char *eq = strchr(kv, '=');
+		if (eq) {
+			*eq = '\0';
+			obj_label_add(&vm->o, kv, eq + 1);
+		}
+		free(kv);
+	}
+	vm->run_strategy = intern(v->run_strategy);
+	vm->running_field = v->m->running_field;
+	vm->printable_status = intern(printable(v));
+	bool running = active(v->cur) && v->cur->phase == intern("Running");
+	vm->ready = running && !v->cur->paused;
+	vm->created_vmi = v->cur != NULL;
+	vm->cpu_cores = v->m->cores;
+	vm->memory = xstrdup0(v->m->memory_text);
+	vm->desired_generation = v->generation;
+	vm->observed_generation = v->generation;
+	add_cond(&vm->conds, &vm->nconds, "Ready", vm->ready, vm->ready ? "" : "VMINotRunning",
+		 vm->ready ? NULL : "the VM has no running instance", now);
+	if (v->start_error)
+		add_cond(&vm->conds, &vm->nconds, "Failure", true, "FailedCreate", v->start_error, now);
+	if (running && v->cur->paused)
+		add_cond(&vm->conds, &vm->nconds, "Paused", true, "PausedByUser", "paused by the user", now);
+	if (active(v->cur) && v->cur->generation != v->generation)
+		add_cond(&vm->conds, &vm->nconds, "RestartRequired", true, "",
+			 "the manifest changed since this instance started; restart to apply it", now);
+	if (v->failures > 1) {
+		vm->start_failures = v->failures;
+		vm->start_retry_after = v->retry_after;
+	}
+	if (v->req_start || v->req_stop) {
+		vm->scr = xcalloc(1, sizeof *vm->scr);
+		vm->scr[0].action = intern(v->req_start ? "Start" : "Stop");
+		vm->nscr = 1;
+	}
+	store_upsert(E.st, &vm->o);
+
+	struct exec *x = v->cur;
+	if (x == NULL)
+		return;
+	struct vmi *vi = (struct vmi *)obj_new(OBJ_VMI);
+	vi->o.src = v->eh->src;
+	vi->o.ns = intern(v->m->ns);
+	vi->o.name = xstrdup(v->m->name);
+	snprintf(vi->o.uid, UID_LEN, "%s", x->uid);
+	vi->o.created = x->created;
+	vi->o.generation = x->generation;
+	obj_label_add(&vi->o, "kubevirt.io/nodeName", x->node ? x->node : "");
+	snprintf(vi->vm_uid, UID_LEN, "%s", v->uid);
+	vi->phase = x->phase;
+	vi->node = intern(x->node);
+	vi->phases = xcalloc((size_t)x->nphases + 1, sizeof *vi->phases);
+	memcpy(vi->phases, x->phases, sizeof *vi->phases * (size_t)x->nphases);
+	vi->nphases = x->nphases;
+	bool vready = x->phase == intern("Running") && !x->paused;
+	add_cond(&vi->conds, &vi->nconds, "Ready", vready, vready ? "" : x->paused ? "PausedByUser" : "NotRunning",
+		 NULL, x->started ? x->started : x->created);
+	add_cond(&vi->conds, &vi->nconds, "AgentConnected", x->agent, x->agent ? "" : "AgentNotConnected",
+		 x->agent ? NULL : "no guest agent on org.qemu.guest_agent.0", now);
+	if (x->paused)
+		add_cond(&vi->conds, &vi->nconds, "Paused", true, "PausedByUser", "paused by the user", now);
+	vi->software_emulation = x->tcg;
+	vi->eviction = v->m->eviction ? intern(v->m->eviction) : NULL;
+	vi->active = xcalloc(1, sizeof *vi->active);
+	snprintf(vi->active[0].uid, UID_LEN, "%s", x->launcher);
+	vi->active[0].node = vi->node;
+	vi->nactive = 1;
+	vi->mig.progress_pct = -1;
+	migrate_publish(v, vi);
+	store_upsert(E.st, &vi->o);
+
+	struct pod *p = (struct pod *)obj_new(OBJ_POD);
+	p->o.src = v->eh->src;
+	p->o.ns = intern(v->m->ns);
+	p->o.name = pod_name(v);
+	snprintf(p->o.uid, UID_LEN, "%s", x->launcher);
+	p->o.created = x->created;
+	obj_label_add(&p->o, "kubevirt.io", "virt-launcher");
+	obj_label_add(&p->o, "kubevirt.io/created-by", x->uid);
+	obj_label_add(&p->o, "vm.kubevirt.io/name", v->m->name);
+	snprintf(p->vmi_uid, UID_LEN, "%s", x->uid);
+	snprintf(p->created_by, UID_LEN, "%s", x->uid);
+	p->vm_name = intern(v->m->name);
+	const char *pp = x->phase == intern("Pending") || x->phase == intern("Scheduled") ? "Pending" : x->phase;
+	p->phase = intern(pp);
+	p->node = intern(x->node);
+	p->containers = xcalloc(1, sizeof *p->containers);
+	p->ncontainers = 1;
+	struct container_status *c = &p->containers[0];
+	c->name = intern("compute");
+	if (x->phase == intern("Running")) {
+		c->state = intern("running");
+		c->ready = true;
+		c->started = x->started;
+		p->ready_containers = 1;
+	} else if (active(x)) {
+		c->state = intern("waiting");
+		c->reason = intern("ContainerCreating");
+	} else {
+		c->state = intern("terminated");
+		c->reason = intern(x->phase == intern("Succeeded") ? "Completed" : "Error");
+		c->exit_code = x->phase == intern("Succeeded") ? 0 : 1;
+		c->message = xstrdup0(x->message);
+	}
+	add_cond(&p->conds, &p->nconds, "PodScheduled", true, "", NULL, x->created);
+	add_cond(&p->conds, &p->nconds, "Ready", c->ready, c->ready ? "" : "ContainersNotReady", NULL, now);
+	p->pid = x->pid;
+	p->cmdline = xstrdup0(x->cmdline);
+	p->log_path = xstrdup0(x->log_path);
+	store_upsert(E.st, &p->o);
+}
+
+/* ---- executions ---- */
+
+static void archive(struct evm *v)
+{
+	struct exec *x = v->cur;
+	if (x == NULL)
+		return;
+	if (v->npast == EVM_MAX_HISTORY) {
+		free(v->past[0].node);
+		free(v->past[0].how);
+		memmove(v->past, v->past + 1, sizeof v->past[0] * (EVM_MAX_HISTORY - 1));
+		v->npast--;
+	}
+	v->past = xreallocarray(v->past, (size_t)v->npast + 1, sizeof *v->past);
+	struct evm_past *p = &v->past[v->npast++];
+	memset(p, 0, sizeof *p);
+	snprintf(p->uid, UID_LEN, "%s", x->uid);
+	snprintf(p->launcher, UID_LEN, "%s", x->launcher);
+	p->node = xstrdup0(x->node);
+	p->how = xstrdup0(x->how ? x->how : x->phase);
+	p->started = x->started;
+	p->ended = x->ended;
+	remove_execution_objs(v, x);
+	exec_free(x);
+	v->cur = NULL;
+}
+
+static void fill_from_dom(struct exec *x, const struct host_dom *d)
+{
+	if (d->pid > 0)
+		x->pid = d->pid;
+	if (d->cmdline) {
+		free(x->cmdline);
+		x->cmdline = xstrdup(d->cmdline);
+	}
+	if (d->log_path) {
+		free(x->log_path);
+		x->log_path = xstrdup(d->log_path);
+	}
+	if (d->started)
+		x->started = d->started;
+	x->paused = d->state == VIR_DOMAIN_PAUSED;
+}
+
+/* how: Stopped, ShutdownByGuest, Crashed, FailedCreate, Migrated. */
+static void end_exec(struct evm *v, bool failed, const char *how, const char *message)
+{
+	struct exec *x = v->cur;
+	if (!active(x))
+		return;
+	int64_t now = util_wall_s();
+	x->ended = now;
+	x->pid = 0;
+	x->paused = false;
+	free(x->how);
+	x->how = xstrdup(how);
+	free(x->message);
+	x->message = xstrdup0(message);
+	set_phase(x, failed ? "Failed" : "Succeeded");
+	loop_timer_cancel(v->grace_timer);
+	v->grace_timer = NULL;
+	bool by_us = x->stop_by_us;
+	v->stopping = false;
+	if (failed) {
+		bool quick = x->started == 0 || now - x->started < QUICK_FAILURE_S;
+		v->failures = quick ? v->failures + 1 : 1;
+		int64_t delay = v->failures <= 1 ? 0 : (int64_t)10 << (v->failures - 2 > 5 ? 5 : v->failures - 2);
+		v->retry_after = delay ? now + (delay > 300 ? 300 : delay) : 0;
+		add_event(v, "Warning", how, true, "%s", message ? message : how);
+	} else {
+		v->failures = 0;
+		v->retry_after = 0;
+		add_event(v, "Normal", how, true, "%s", message ? message : how);
+	}
+	if (by_us)
+		archive(v); /* KubeVirt deletes the VMI of a stopped VM */
+	publish(v);
+	persist(v);
+}
+
+static const char *const stop_detail_text[] = {
+	[VIR_DOMAIN_EVENT_STOPPED_SHUTDOWN] = "the guest shut down",
+	[VIR_DOMAIN_EVENT_STOPPED_DESTROYED] = "the domain was destroyed outside kvcon",
+	[VIR_DOMAIN_EVENT_STOPPED_CRASHED] = "the guest crashed",
+	[VIR_DOMAIN_EVENT_STOPPED_MIGRATED] = "the domain migrated away",
+	[VIR_DOMAIN_EVENT_STOPPED_SAVED] = "the domain was saved",
+	[VIR_DOMAIN_EVENT_STOPPED_FAILED] = "QEMU exited unexpectedly",
+	[VIR_DOMAIN_EVENT_STOPPED_FROM_SNAPSHOT] = "a snapshot was restored",
+};
+
+/* A stop seen as a lifecycle event detail (VIR_DOMAIN_EVENT_STOPPED_*). */
+static void ended_by_event(struct evm *v, int detail)
+{
+	if (v->cur == NULL)
+		return;
+	const char *text = detail >= 0 && detail <= VIR_DOMAIN_EVENT_STOPPED_FROM_SNAPSHOT ? stop_detail_text[detail]
+											     : "the domain stopped";
+	if (v->cur->stop_by_us)
+		end_exec(v, false, "Stopped", "stopped by request");
+	else if (detail == VIR_DOMAIN_EVENT_STOPPED_SHUTDOWN)
+		end_exec(v, false, "ShutdownByGuest", text);
+	else if (detail == VIR_DOMAIN_EVENT_STOPPED_MIGRATED)
+		end_exec(v, false, "Migrated", text);
+	else
+		end_exec(v, true, "Crashed", text);
+}
+
+/* The same from a shut-off state's reason (VIR_DOMAIN_SHUTOFF_*), seen by a resync. */
+static void ended_by_state(struct evm *v, const struct host_dom *d)
+{
+	static const int detail_of_reason[] = {
+		[VIR_DOMAIN_SHUTOFF_UNKNOWN] = VIR_DOMAIN_EVENT_STOPPED_FAILED,
+		[VIR_DOMAIN_SHUTOFF_SHUTDOWN] = VIR_DOMAIN_EVENT_STOPPED_SHUTDOWN,
+		[VIR_DOMAIN_SHUTOFF_DESTROYED] = VIR_DOMAIN_EVENT_STOPPED_DESTROYED,
+		[VIR_DOMAIN_SHUTOFF_CRASHED] = VIR_DOMAIN_EVENT_STOPPED_CRASHED,
+		[VIR_DOMAIN_SHUTOFF_MIGRATED] = VIR_DOMAIN_EVENT_STOPPED_MIGRATED,
+		[VIR_DOMAIN_SHUTOFF_SAVED] = VIR_DOMAIN_EVENT_STOPPED_SAVED,
+		[VIR_DOMAIN_SHUTOFF_FAILED] = VIR_DOMAIN_EVENT_STOPPED_FAILED,
+		[VIR_DOMAIN_SHUTOFF_FROM_SNAPSHOT] = VIR_DOMAIN_EVENT_STOPPED_FROM_SNAPSHOT,
+	};
+	if (d == NULL) {
+		if (v->cur->stop_by_us)
+			end_exec(v, false, "Stopped", "stopped by request");
+		else
+			end_exec(v, true, "Crashed", "the domain disappeared");
+		return;
+	}
+	if (d->state == VIR_DOMAIN_SHUTOFF && d->reason >= 0 &&
+	    d->reason < (int)(sizeof detail_of_reason / sizeof detail_of_reason[0]))
+		ended_by_event(v, detail_of_reason[d->reason]);
+	else if (d->state == VIR_DOMAIN_CRASHED)
+		ended_by_event(v, VIR_DOMAIN_EVENT_STOPPED_CRASHED);
+	else
+		ended_by_event(v, VIR_DOMAIN_EVENT_STOPPED_FAILED);
+}
+
+static void start_exec(struct evm *v, const char *why)
+{
+	if (active(v->cur))
+		return;
+	struct ehost *eh = v->eh;
+	if (v->cur)
+		archive(v);
+	struct exec *x = exec_new();
+	util_uuid_v4(x->uid);
+	util_uuid_v4(x->launcher);
+	x->node = xstrdup(eh->src->name);
+	x->created = util_wall_s();
+	x->generation = v->generation;
+	x->tcg = eh->accel && strcmp(eh->accel, "qemu") == 0;
+	char *dd = data_dir();
+	x->run_dir = xasprintf("%s/run/%s", dd, x->uid);
+	free(dd);
+	set_phase(x, "Pending");
+	v->cur = x;
+	v->req_start = false;
+	free(v->start_error);
+	v->start_error = NULL;
+	if (why)
+		add_event(v, "Normal", "Restarted", true, "%s", why);
+	add_event(v, "Normal", "Created", true, "created virtual machine instance %s", x->uid);
+
+	char *imgs = env_dir("KVCON_ENGINE_IMAGES", "images"), *vols = env_dir("KVCON_ENGINE_VOLUMES", "volumes");
+	char *bridge = setting("KVCON_ENGINE_BRIDGE", "engine.bridge");
+	char *dn = dom_name(v);
+	struct domxml_env env = {
+		.image_dir = imgs, .volume_dir = vols, .run_dir = x->run_dir, .bridge = bridge,
+		.domain_type = eh->accel ? eh->accel : "qemu", .dom_name = dn, .vm_uid = v->uid, .vmi_uid = x->uid,
+		.launcher_uid = x->launcher, .generation = v->generation,
+	};
+	char *err = NULL;
+	struct domxml_plan *plan = domxml_build(v->m, &env, &err);
+	free(imgs);
+	free(vols);
+	free(bridge);
+	if (plan == NULL) {
+		v->start_error = xstrdup(err);
+		end_exec(v, true, "FailedCreate", err);
+		free(err);
+		free(dn);
+		return;
+	}
+	free(x->serial_log);
+	x->serial_log = xstrdup(plan->serial_log);
+	set_phase(x, "Scheduled"); /* the host is chosen: it is this one */
+	publish(v);
+	persist(v); /* queued before the start: the record names the execution before QEMU exists */
+	struct host_req *r = xcalloc(1, sizeof *r);
+	r->type = RQ_START;
+	r->dom = dn;
+	r->plan = plan;
+	int id = host_request(eh->h, r);
+	track(eh, id, PK_START, v);
+	v->ring_len = 0;
+}
+
+static void grace_expired(void *arg)
+{
+	struct evm *v = arg;
+	v->grace_timer = NULL;
+	if (!active(v->cur))
+		return;
+	add_event(v, "Normal", "Killing", true, "the guest did not stop within its grace period: powering off");
+	send_simple(v, RQ_DESTROY, PK_DESTROY);
+}
+
+static void begin_stop(struct evm *v, int grace)
+{
+	if (!active(v->cur))
+		return;
+	bool was = v->stopping;
+	v->stopping = true;
+	v->cur->stop_by_us = true;
+	if (was && grace > 0)
+		return;
+	bool starting = false;
+	for (struct preq *p = v->eh->reqs; p; p = p->next)
+		starting |= p->v == v && p->kind == PK_START;
+	if (starting) {
+		publish(v);
+		return; /* the start's completion sees stopping and powers off */
+	}
+	if (grace <= 0) {
+		loop_timer_cancel(v->grace_timer);
+		v->grace_timer = NULL;
+		send_simple(v, RQ_DESTROY, PK_DESTROY);
+	} else {
+		send_simple(v, RQ_SHUTDOWN, PK_STOP);
+		v->grace_timer = loop_timer_add((uint64_t)grace * 1000, grace_expired, v);
+	}
+	publish(v);
+	persist(v);
+}
+
+/* ---- the reconciler ---- */
+
+static bool want_running(const struct evm *v)
+{
+	if (v->deleting)
+		return false;
+	const struct exec *x = v->cur;
+	if (strategy_is(v, "Always"))
+		return true;
+	if (strategy_is(v, "Halted"))
+		return false;
+	if (strategy_is(v, "Once"))
+		return active(x) || (x == NULL && v->npast == 0);
+	if (strategy_is(v, "RerunOnFailure")) {
+		if (v->req_stop)
+			return false;
+		if (x == NULL || active(x) || v->req_start)
+			return true;
+		return x->phase == intern("Failed");
+	}
+	/* Manual */
+	if (v->req_stop)
+		return false;
+	return active(x) || v->req_start;
+}
+
+static void retry_fire(void *arg)
+{
+	struct evm *v = arg;
+	v->retry_timer = NULL;
+	reconcile(v);
+}
+
+static void finish_delete(struct evm *v);
+
+static void reconcile(struct evm *v)
+{
+	struct ehost *eh = v->eh;
+	if (!eh->up || !eh->synced || migrate_busy(v))
+		return;
+	bool starting = false;
+	for (struct preq *p = eh->reqs; p; p = p->next)
+		starting |= p->v == v && p->kind == PK_START;
+	if (starting)
+		return;
+	if (v->deleting) {
+		if (active(v->cur))
+			begin_stop(v, v->m->grace);
+		else
+			finish_delete(v);
+		return;
+	}
+	bool want = want_running(v), is = active(v->cur);
+	if (want && !is) {
+		int64_t now = util_wall_s();
+		if (v->retry_after > now) {
+			if (v->retry_timer == NULL)
+				v->retry_timer = loop_timer_add((uint64_t)(v->retry_after - now) * 1000 + 100, retry_fire, v);
+			publish(v);
+			return;
+		}
+		const char *why = NULL;
+		char buf[160];
+		if (v->restart) {
+			why = "restarted by request";
+			v->restart = false;
+		} else if (v->cur && !v->cur->stop_by_us) {
+			snprintf(buf, sizeof buf, "restarted by run strategy %s after %s", v->run_strategy,
+				 v->cur->message ? v->cur->message : v->cur->phase);
+			why = buf;
+		}
+		start_exec(v, why);
+	} else if (!want && is && !v->stopping)
+		begin_stop(v, v->m->grace);
+}
+
+static void reconcile_host(struct ehost *eh)
+{
+	struct evm **list = xcalloc(eh->vms.count + 1, sizeof *list);
+	size_t n = 0;
+	const char *key;
+	void *val;
+	for (size_t it = 0; hmap_next(&eh->vms, &it, &key, &val);)
+		list[n++] = val;
+	for (size_t i = 0; i < n; i++)
+		reconcile(list[i]);
+	free(list);
+}
+
+/* ---- waiters (actions complete when the state they asked for is reached) ---- */
+
+struct done_call {
+	action_done_cb done;
+	void *arg;
+	int status;
+	char *msg;
+};
+
+static void done_fire(void *arg)
+{
+	struct done_call *d = arg;
+	d->done(d->arg, d->status, d->msg);
+	free(d->msg);
+	free(d);
+}
+
+static void complete(struct waiter *w, int status, const char *msg)
+{
+	struct done_call *d = xcalloc(1, sizeof *d);
+	d->done = w->done;
+	d->arg = w->arg;
+	d->status = status;
+	d->msg = xstrdup0(msg);
+	loop_post(done_fire, d);
+}
+
+static void check_waiters(struct evm *v)
+{
+	for (struct waiter **pp = &v->waiters; *pp;) {
+		struct waiter *w = *pp;
+		int st = 1; /* 1: still waiting */
+		const char *msg = NULL;
+		const struct exec *x = v->cur;
+		switch (w->act) {
+		case ACT_START:
+		case ACT_RESTART:
+			if (x && x->phase == intern("Running") && strcmp(x->uid, w->old_uid) != 0)
+				st = 0;
+			else if (x && strcmp(x->uid, w->old_uid) != 0 && !active(x) && x->how &&
+				 strcmp(x->how, "FailedCreate") == 0) {
+				st = -1;
+				msg = x->message;
+			}
+			break;
+		case ACT_STOP:
+		case ACT_FORCE_STOP:
+			if (!active(x))
+				st = 0;
+			break;
+		case ACT_PAUSE:
+			if (!active(x))
+				st = -1, msg = "the VM stopped";
+			else if (x->paused)
+				st = 0;
+			break;
+		case ACT_UNPAUSE:
+			if (!active(x))
+				st = -1, msg = "the VM stopped";
+			else if (!x->paused)
+				st = 0;
+			break;
+		default:
+			break;
+		}
+		if (st == 1) {
+			pp = &w->next;
+			continue;
+		}
+		complete(w, st, msg);
+		*pp = w->next;
+		free(w);
+	}
+}
+
+static void add_waiter(struct evm *v, enum action act, action_done_cb done, void *arg)
+{
+	struct waiter *w = xcalloc(1, sizeof *w);
+	w->act = act;
+	w->done = done;
+	w->arg = arg;
+	if (v->cur && (act == ACT_START || act == ACT_RESTART))
+		snprintf(w->old_uid, UID_LEN, "%s", v->cur->uid);
+	w->next = v->waiters;
+	v->waiters = w;
+}
+
+static void finish_delete(struct evm *v)
+{
+	if (v->deleting == false || v->inflight > 0)
+		return;
+	struct ehost *eh = v->eh;
+	char *dn = dom_name(v);
+	int id = host_simple(eh->h, RQ_UNDEFINE, dn);
+	free(dn);
+	track(eh, id, PK_UNDEFINE, NULL);
+	struct host_req *r = xcalloc(1, sizeof *r);
+	r->type = RQ_UNLINK;
+	r->path = record_path(v);
+	track(eh, host_request(eh->h, r), PK_WRITE, NULL);
+	if (v->delete_volumes) {
+		char *vols = env_dir("KVCON_ENGINE_VOLUMES", "volumes");
+		for (int i = 0; i < v->m->nvols; i++)
+			if (v->m->vols[i].type == MF_VOL_PVC)
+				for (int k = 0; k < 2; k++) {
+					r = xcalloc(1, sizeof *r);
+					r->type = RQ_UNLINK;
+					r->path = xasprintf("%s/%s/%s.%s", vols, v->m->ns, v->m->vols[i].claim,
+							    k ? "qcow2" : "img");
+					track(eh, host_request(eh->h, r), PK_WRITE, NULL);
+				}
+		free(vols);
+	}
+	remove_execution_objs(v, v->cur);
+	for (int i = 0; i < v->nevents; i++)
+		store_remove(E.st, eh->src, OBJ_EVENT, v->events[i].uid);
+	store_remove(E.st, eh->src, OBJ_VM, v->uid);
+	hmap_del(&eh->vms, v->key);
+	log_info("engine: %s deleted%s", v->key, v->delete_volumes ? " with its volumes" : "");
+	for (struct waiter *w = v->waiters, *n; w; w = n) {
+		n = w->next;
+		complete(w, 0, NULL);
+		free(w);
+	}
+	v->waiters = NULL;
+	for (struct engine_console *c = v->consoles; c; c = c->next) {
+		c->v = NULL;
+		c->cb(c->arg, NULL, 0);
+	}
+	v->consoles = NULL;
+	loop_timer_cancel(v->retry_timer);
+	loop_timer_cancel(v->grace_timer);
+	evm_free(v);
+}
+
+/* ---- messages from the host workers ---- */
+
+static void load_records(struct ehost *eh)
+{
+	DIR *d = opendir(eh->records_dir);
+	if (d == NULL)
+		return;
+	struct dirent *de;
+	while ((de = readdir(d))) {
+		size_t n = strlen(de->d_name);
+		if (n < 6 || strcmp(de->d_name + n - 5, ".json") != 0 || de->d_name[0] == '.')
+			continue;
+		char *path = util_path_join(eh->records_dir, de->d_name);
+		char *text = util_read_file(path, NULL), *err = NULL;
+		struct evm *v = xcalloc(1, sizeof *v);
+		v->eh = eh;
+		if (text == NULL || record_load(v, text, &err) < 0) {
+			log_error("engine: %s: unreadable record: %s", path, err ? err : strerror(errno));
+			evm_free(v);
+		} else {
+			v->key = xasprintf("%s/%s", v->m->ns, v->m->name);
+			struct evm *old = hmap_put(&eh->vms, v->key, v);
+			evm_free(old);
+			publish(v);
+			for (int i = 0; i < v->nevents; i++)
+				event_obj(v, &v->events[i]);
+		}
+		free(err);
+		free(text);
+		free(path);
+	}
+	closedir(d);
+}
+
+static void set_health(struct ehost *eh, enum watch_state st, const char *msg)
+{
+	for (int k = 0; k < OBJ_KIND_COUNT; k++)
+		source_set_health(eh->src, (enum obj_kind)k, st, msg);
+}
+
+static void on_up(struct ehost *eh, struct host_msg *m)
+{
+	eh->up = true;
+	free(eh->error);
+	eh->error = NULL;
+	free(eh->accel);
+	eh->accel = xstrdup(m->accel);
+	if (!eh->loaded) {
+		/* the embedded driver is this machine; a daemon reports its own name */
+		char hn[256] = "";
+		const char *name = m->hostname;
+		if (host_embed_root(eh->uri) != NULL && gethostname(hn, sizeof hn - 1) == 0 && hn[0]) {
+			char *r = host_embed_root(eh->uri);
+			free(r);
+			name = hn;
+		}
+		if (source_find(name) && source_find(name) != eh->src) {
+			char *alt = xasprintf("%s~%d", name, eh->src->id);
+			free(eh->src->name);
+			eh->src->name = alt;
+		} else {
+			free(eh->src->name);
+			eh->src->name = xstrdup(name);
+		}
+		char *dd = data_dir();
+		eh->records_dir = xasprintf("%s/hosts/%s/vms", dd, eh->src->name);
+		free(dd);
+		util_mkdir_p(eh->records_dir, 0700);
+		load_records(eh);
+		eh->loaded = true;
+	}
+	free(eh->src->version);
+	eh->src->version = xstrdup(m->version);
+	source_set_notice(eh->src, m->note);
+	if (m->note)
+		log_warn("engine: %s: %s", eh->src->name, m->note);
+	set_health(eh, WATCH_LOADING, NULL);
+}
+
+static void apply_obs(struct evm *v, const struct host_dom *d)
+{
+	if (migrate_busy(v))
+		return; /* the domain leaves this host: migrate.c decides where the execution is */
+	bool starting = false;
+	for (struct preq *p = v->eh->reqs; p; p = p->next)
+		starting |= p->v == v && p->kind == PK_START;
+	if (starting)
+		return;
+	bool running = d && d->state != VIR_DOMAIN_SHUTOFF && d->state != VIR_DOMAIN_CRASHED &&
+		       d->state != VIR_DOMAIN_NOSTATE;
+	struct exec *x = v->cur;
+	if (running) {
+		if (active(x) && (d->vmi[0] == '\0' || strcmp(d->vmi, x->uid) == 0)) {
+			if (x->phase != intern("Running") && d->state == VIR_DOMAIN_PAUSED) {
+				/* kvcon stopped between "start paused" and "resume": finish that start */
+				send_simple(v, RQ_CONSOLE, PK_CONSOLE);
+				send_simple(v, RQ_RESUME, PK_PAUSE);
+				fill_from_dom(x, d);
+				x->paused = false;
+				set_phase(x, "Running");
+				x->started = d->started ? d->started : util_wall_s();
+				add_event(v, "Normal", "Started", true, "resumed a start that kvcon left paused");
+				publish(v);
+				persist(v);
+				return;
+			}
+			bool changed = x->phase != intern("Running") || x->pid != d->pid ||
+				       x->paused != (d->state == VIR_DOMAIN_PAUSED);
+			fill_from_dom(x, d);
+			if (x->phase != intern("Running")) {
+				set_phase(x, "Running");
+				add_event(v, "Normal", "Started", true, "found running (pid %d) after kvcon restarted",
+					  x->pid);
+			}
+			if (changed) {
+				publish(v);
+				persist(v);
+			}
+			return;
+		}
+		if (active(x))
+			end_exec(v, true, "Crashed", "replaced by another execution of the domain");
+		if (v->cur)
+			archive(v);
+		/* running without (or beyond) our record: adopt it as the current execution */
+		x = exec_new();
+		snprintf(x->uid, UID_LEN, "%s", d->vmi[0] ? d->vmi : "");
+		if (x->uid[0] == '\0')
+			util_uuid_v4(x->uid);
+		snprintf(x->launcher, UID_LEN, "%s", d->launcher[0] ? d->launcher : "");
+		if (x->launcher[0] == '\0')
+			util_uuid_v4(x->launcher);
+		x->node = xstrdup(v->eh->src->name);
+		x->created = util_wall_s();
+		x->generation = v->generation;
+		x->tcg = v->eh->accel && strcmp(v->eh->accel, "qemu") == 0;
+		set_phase(x, "Running");
+		fill_from_dom(x, d);
+		v->cur = x;
+		add_event(v, "Normal", "Started", true, "adopted a running domain (started outside kvcon's record)");
+		publish(v);
+		persist(v);
+		return;
+	}
+	if (active(x))
+		ended_by_state(v, d);
+}
+
+static void on_sync(struct ehost *eh, struct host_msg *m)
+{
+	if (m->status < 0) {
+		log_warn("engine: %s", m->text);
+		return;
+	}
+	bool first = !eh->synced;
+	eh->synced = true;
+	const char *key;
+	void *val;
+	struct evm **list = xcalloc(eh->vms.count + 1, sizeof *list);
+	size_t n = 0;
+	for (size_t it = 0; hmap_next(&eh->vms, &it, &key, &val);)
+		list[n++] = val;
+	for (size_t i = 0; i < n; i++) {
+		char *dn = dom_name(list[i]);
+		const struct host_dom *d = NULL;
+		for (int k = 0; k < m->ndoms; k++)
+			if (strcmp(m->doms[k].name, dn) == 0)
+				d = &m->doms[k];
+		free(dn);
+		apply_obs(list[i], d);
+		check_waiters(list[i]);
+	}
+	free(list);
+	if (first)
+		set_health(eh, WATCH_LIVE, NULL);
+	reconcile_host(eh);
+}
+
+static void on_lifecycle(struct ehost *eh, struct host_msg *m)
+{
+	struct evm *v = find_dom(eh, m->dom);
+	if (v == NULL || migrate_busy(v))
+		return;
+	bool starting = false;
+	for (struct preq *p = eh->reqs; p; p = p->next)
+		starting |= p->v == v && p->kind == PK_START;
+	log_debug("engine: %s: lifecycle event %d detail %d", m->dom, m->event, m->detail);
+	switch (m->event) {
+	case VIR_DOMAIN_EVENT_STOPPED:
+		if (starting)
+			break; /* the start's completion inspects the domain */
+		ended_by_event(v, m->detail);
+		break;
+	case VIR_DOMAIN_EVENT_SUSPENDED:
+	case VIR_DOMAIN_EVENT_RESUMED:
+		if (!starting && active(v->cur)) {
+			v->cur->paused = m->event == VIR_DOMAIN_EVENT_SUSPENDED;
+			add_event(v, "Normal", v->cur->paused ? "Paused" : "Unpaused", true, "%s",
+				  v->cur->paused ? "the instance is paused" : "the instance runs again");
+			publish(v);
+			persist(v);
+		}
+		break;
+	case VIR_DOMAIN_EVENT_STARTED:
+		if (!starting)
+			send_simple(v, RQ_INSPECT, PK_INSPECT);
+		break;
+	default:
+		break;
+	}
+	check_waiters(v);
+	reconcile(v);
+}
+
+static void console_deliver(struct evm *v, const char *data, size_t len)
+{
+	if (len) {
+		if (v->ring_len + len > RING_MAX) {
+			size_t drop = v->ring_len + len - RING_MAX;
+			if (drop > v->ring_len)
+				drop = v->ring_len;
+			memmove(v->ring, v->ring + drop, v->ring_len - drop);
+			v->ring_len -= drop;
+		}
+		if (v->ring == NULL)
+			v->ring = xmalloc(RING_MAX);
+		size_t take = len > RING_MAX ? RING_MAX : len;
+		memcpy(v->ring + v->ring_len, data + len - take, take);
+		v->ring_len += take;
+	}
+	for (struct engine_console *c = v->consoles; c; c = c->next)
+		c->cb(c->arg, data, len);
+}
+
+static void on_done(struct ehost *eh, struct host_msg *m)
+{
+	struct preq *p = NULL;
+	for (struct preq **pp = &eh->reqs; *pp; pp = &(*pp)->next)
+		if ((*pp)->id == m->req_id) {
+			p = *pp;
+			*pp = p->next;
+			break;
+		}
+	if (p == NULL)
+		return;
+	struct evm *v = p->v;
+	if (v)
+		v->inflight--;
+	const struct host_dom *d = m->ndoms ? &m->doms[0] : NULL;
+	switch (p->kind) {
+	case PK_START:
+		if (m->status < 0) {
+			free(v->start_error);
+			v->start_error = xstrdup(m->text);
+			end_exec(v, true, "FailedCreate", m->text);
+			break;
+		}
+		if (!active(v->cur))
+			break;
+		if (d && (d->state == VIR_DOMAIN_SHUTOFF || d->state == VIR_DOMAIN_CRASHED)) {
+			ended_by_state(v, d);
+			break;
+		}
+		if (d)
+			fill_from_dom(v->cur, d);
+		if (v->cur->started == 0)
+			v->cur->started = util_wall_s();
+		set_phase(v->cur, "Running");
+		add_event(v, "Normal", "Started", true, "started (QEMU pid %d%s)", v->cur->pid,
+			  v->cur->tcg ? ", TCG emulation" : "");
+		publish(v);
+		persist(v);
+		if (v->stopping) /* a stop arrived while it was starting */
+			send_simple(v, RQ_DESTROY, PK_DESTROY);
+		break;
+	case PK_STOP:
+		if (m->status < 0 && active(v->cur)) /* ACPI refused: power off now */
+			send_simple(v, RQ_DESTROY, PK_DESTROY);
+		break;
+	case PK_DESTROY:
+		if (m->status < 0 && active(v->cur))
+			send_simple(v, RQ_INSPECT, PK_INSPECT); /* maybe already off */
+		break;
+	case PK_PAUSE:
+		if (active(v->cur) && d) {
+			fill_from_dom(v->cur, d);
+			publish(v);
+		}
+		if (m->status < 0)
+			log_warn("engine: %s", m->text);
+		break;
+	case PK_INSPECT:
+		if (v && !v->deleting)
+			apply_obs(v, d && d->name ? d : NULL);
+		break;
+	case PK_WRITE:
+	case PK_UNDEFINE:
+	case PK_CONSOLE:
+	case PK_OTHER:
+		if (m->status < 0)
+			log_warn("engine: %s", m->text);
+		break;
+	case PK_VNC:
+		break;
+	}
+	free(p);
+	if (v) {
+		check_waiters(v);
+		if (v->deleting && v->inflight == 0)
+			reconcile(v);
+		else if (!v->deleting)
+			reconcile(v);
+	}
+}
+
+static void on_msg(void *arg, struct host_msg *m)
+{
+	struct ehost *eh = arg;
+	switch (m->type) {
+	case HM_UP:
+		on_up(eh, m);
+		break;
+	case HM_DOWN:
+		eh->up = false;
+		eh->synced = false;
+		free(eh->error);
+		eh->error = xstrdup(m->text);
+		log_warn("engine: %s", m->text);
+		set_health(eh, WATCH_RECONNECTING, m->text);
+		break;
+	case HM_SYNC:
+		on_sync(eh, m);
+		break;
+	case HM_LIFECYCLE:
+		on_lifecycle(eh, m);
+		break;
+	case HM_AGENT: {
+		struct evm *v = find_dom(eh, m->dom);
+		if (v && active(v->cur) && v->cur->agent != (m->event != 0)) {
+			v->cur->agent = m->event != 0;
+			publish(v);
+		}
+		break;
+	}
+	case HM_DONE:
+		on_done(eh, m);
+		break;
+	case HM_CONSOLE: {
+		struct evm *v = find_dom(eh, m->dom);
+		if (v && !(m->len == 0 && migrate_busy(v))) /* the source's console ends; the target's follows */
+			console_deliver(v, m->data, m->len);
+		break;
+	}
+	case HM_VNC:
+		for (struct preq **pp = &eh->reqs; *pp; pp = &(*pp)->next)
+			if ((*pp)->id == m->req_id) {
+				struct preq *p = *pp;
+				*pp = p->next;
+				p->vnc_cb(p->arg, m->fd, m->text);
+				m->fd = -1;
+				free(p);
+				break;
+			}
+		break;
+	}
+}
+
+static void resync_fire(void *arg)
+{
+	(void)arg;
+	E.resync = loop_timer_add(RESYNC_MS, resync_fire, NULL);
+	for (int i = 0; i < E.nhosts; i++)
+		if (E.hosts[i]->up)
+			host_simple(E.hosts[i]->h, RQ_SYNC, NULL); /* answered by HM_SYNC, not HM_DONE: not tracked */
+}
+
+/* ---- provider ops ---- */
+
+static int act_refuse(char **err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int act_refuse(char **err, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	*err = xvasprintf(fmt, ap);
+	va_end(ap);
+	return -1;
+}
+
+static void done_now(action_done_cb done, void *arg)
+{
+	struct waiter w = { .done = done, .arg = arg };
+	complete(&w, 0, NULL);
+}
+
+static int engine_action(struct source *src, const struct action_req *req, action_done_cb done, void *arg,
+			 char **err)
+{
+	struct evm *v = find_vm(src, req->ns, req->name);
+	if (v == NULL || v->deleting)
+		return act_refuse(err, "virtualmachine \"%s\" not found on %s", req->name, src->name);
+	if (src->readonly || opts_global()->readonly)
+		return act_refuse(err, "read-only: %s refused", action_name(req->act));
+	if (migrate_busy(v) && req->act != ACT_MIGRATE_ABORT && req->act != ACT_MIGRATE)
+		return act_refuse(err, "%s is migrating: abort the migration first", req->name);
+	bool is = active(v->cur);
+	bool force = req->act == ACT_FORCE_STOP || req->grace_period == 0;
+	int grace = force ? 0 : req->grace_period > 0 ? req->grace_period : v->m->grace;
+	const char *rs = v->run_strategy;
+	switch (req->act) {
+	case ACT_START:
+		if (is)
+			return act_refuse(err, "VM is already running");
+		if (strcmp(rs, "Always") == 0 || strcmp(rs, "Once") == 0)
+			return act_refuse(err, "%s does not support manual start requests", rs);
+		if (strcmp(rs, "Halted") == 0) {
+			free(v->run_strategy);
+			v->run_strategy = xstrdup("Always");
+		} else {
+			if (strcmp(rs, "RerunOnFailure") == 0 && v->cur && v->cur->phase == intern("Failed"))
+				return act_refuse(err, "RerunOnFailure does not support starting VM from failed state");
+			v->req_start = true;
+		}
+		v->req_stop = false;
+		v->failures = 0;
+		v->retry_after = 0;
+		add_waiter(v, ACT_START, done, arg);
+		break;
+	case ACT_STOP:
+	case ACT_FORCE_STOP:
+		if (strcmp(rs, "Halted") == 0) {
+			if (!is)
+				return act_refuse(err, "VM is not running");
+			if (!force && grace >= v->m->grace)
+				return act_refuse(err, "Halted only supports manual stop requests with a shorter graceperiod");
+		} else if (strcmp(rs, "RerunOnFailure") == 0 || strcmp(rs, "Manual") == 0) {
+			if (!is)
+				return act_refuse(err, "VM is not running");
+			v->req_stop = true;
+			v->req_start = false;
+		} else {
+			free(v->run_strategy);
+			v->run_strategy = xstrdup("Halted");
+		}
+		if (is)
+			begin_stop(v, grace);
+		if (is)
+			add_waiter(v, req->act, done, arg);
+		else
+			done_now(done, arg);
+		break;
+	case ACT_RESTART:
+		if (strcmp(rs, "Halted") == 0)
+			return act_refuse(err, "Halted does not support manual restart requests");
+		if (!is)
+			return act_refuse(err, "VM is not running");
+		v->restart = true;
+		if (strcmp(rs, "Manual") == 0 || strcmp(rs, "RerunOnFailure") == 0) {
+			v->req_start = true;
+			v->req_stop = false;
+		}
+		add_waiter(v, ACT_RESTART, done, arg);
+		begin_stop(v, grace);
+		break;
+	case ACT_PAUSE:
+		if (!is || v->cur->phase != intern("Running"))
+			return act_refuse(err, "VM is not running");
+		if (v->cur->paused)
+			return act_refuse(err, "VMI is already paused");
+		send_simple(v, RQ_SUSPEND, PK_PAUSE);
+		add_waiter(v, ACT_PAUSE, done, arg);
+		break;
+	case ACT_UNPAUSE:
+		if (!is || !v->cur->paused)
+			return act_refuse(err, "VMI is not paused");
+		send_simple(v, RQ_RESUME, PK_PAUSE);
+		add_waiter(v, ACT_UNPAUSE, done, arg);
+		break;
+	case ACT_DELETE:
+		v->deleting = true;
+		v->delete_volumes = (req->flags & ENGINE_DELETE_VOLUMES) != 0;
+		add_event(v, "Normal", "Deleting", false, "deleting the virtual machine%s",
+			  v->delete_volumes ? " and its volumes" : "");
+		add_waiter(v, ACT_DELETE, done, arg);
+		if (is)
+			begin_stop(v, force ? 0 : grace);
+		break;
+	case ACT_MIGRATE:
+	case ACT_MIGRATE_ABORT:
+		return migrate_action(src, req, done, arg, err);
+	case ACT_COUNT:
+		return act_refuse(err, "unknown action");
+	}
+	publish(v);
+	persist(v);
+	reconcile(v);
+	return 0;
+}
+
+struct fetch_call {
+	fetch_done_cb done;
+	void *arg;
+	char *body;
+};
+
+static void fetch_fire(void *arg)
+{
+	struct fetch_call *f = arg;
+	f->done(f->arg, f->body ? 0 : 404, f->body ? f->body : "not found", f->body ? strlen(f->body) : 9);
+	free(f->body);
+	free(f);
+}
+
+static int engine_fetch_raw(struct source *src, enum obj_kind kind, const char *ns, const char *name,
+			    fetch_done_cb done, void *arg, char **err)
+{
+	(void)kind;
+	(void)err;
+	struct evm *v = find_vm(src, ns, name);
+	struct fetch_call *f = xcalloc(1, sizeof *f);
+	f->done = done;
+	f->arg = arg;
+	f->body = v ? record_dump(v) : NULL;
+	loop_post(fetch_fire, f);
+	return 0;
+}
+
+/* The source goes away (kvcon exits): the worker drains its queue (record writes) and stops. */
+static void engine_destroy(struct source *src)
+{
+	struct ehost *eh = ehost_of(src);
+	if (eh == NULL || eh->h == NULL)
+		return;
+	host_free(eh->h);
+	eh->h = NULL;
+	eh->up = false;
+}
+
+static const struct provider_ops engine_ops = {
+	.type = "engine",
+	.action = engine_action,
+	.open_console = estream_console,
+	.open_vnc = estream_vnc,
+	.fetch_raw = engine_fetch_raw,
+	.destroy = engine_destroy,
+};
+
+/* ---- public ---- */
+
+struct source *engine_open(struct store *st, const char *uri, char **err)
+{
+	char *u = uri ? xstrdup(uri) : engine_default_uri();
+	if (strncmp(u, "qemu", 4) != 0) {
+		*err = xasprintf("%s: only QEMU/KVM hosts (qemu:// URIs) are supported", u);
+		free(u);
+		return NULL;
+	}
+	E.st = st;
+	char hn[256] = "localhost";
+	gethostname(hn, sizeof hn - 1);
+	struct source *src = source_new(SOURCE_ENGINE, hn);
+	struct ehost *eh = xcalloc(1, sizeof *eh);
+	eh->src = src;
+	eh->uri = u;
+	hmap_init(&eh->vms);
+	src->priv = eh;
+	src->ops = &engine_ops;
+	free(src->server);
+	src->server = xstrdup(u);
+	src->readonly = opts_global()->readonly;
+	set_health(eh, WATCH_LOADING, NULL);
+	E.hosts = xreallocarray(E.hosts, (size_t)E.nhosts + 1, sizeof *E.hosts);
+	E.hosts[E.nhosts++] = eh;
+	char *accel = setting("KVCON_ENGINE_ACCEL", "engine.accel");
+	eh->h = host_new(u, accel, on_msg, eh);
+	free(accel);
+	if (E.resync == NULL)
+		E.resync = loop_timer_add(RESYNC_MS, resync_fire, NULL);
+	return src;
+}
+
+bool engine_ready(const struct source *src)
+{
+	const struct ehost *eh = ehost_of(src);
+	return eh && eh->up && eh->synced;
+}
+
+const char *engine_error(const struct source *src)
+{
+	const struct ehost *eh = ehost_of(src);
+	return eh && !eh->up ? eh->error : NULL;
+}
+
+bool engine_idle(void)
+{
+	int64_t now = util_wall_s();
+	for (int i = 0; i < E.nhosts; i++) {
+		struct ehost *eh = E.hosts[i];
+		if (eh->reqs)
+			return false;
+		if (!eh->up)
+			continue;
+		const char *key;
+		void *val;
+		for (size_t it = 0; hmap_next(&eh->vms, &it, &key, &val);) {
+			struct evm *v = val;
+			if (v->stopping || v->restart || v->deleting || v->waiters || migrate_busy(v))
+				return false;
+			if (want_running(v) != active(v->cur) && v->retry_after <= now)
+				return false;
+		}
+	}
+	return true;
+}
+
+static bool requests_pending(void)
+{
+	for (int i = 0; i < E.nhosts; i++)
+		if (E.hosts[i]->reqs && E.hosts[i]->up)
+			return true;
+	return false;
+}
+
+void engine_close_all(void)
+{
+	/* let replies arrive, so the records they cause are queued before the workers stop */
+	uint64_t until = util_now_ms() + 10000;
+	while (requests_pending() && util_now_ms() < until)
+		loop_once(50);
+	for (int i = 0; i < E.nhosts; i++) {
+		host_free(E.hosts[i]->h);
+		E.hosts[i]->h = NULL;
+		E.hosts[i]->up = false;
+	}
+	loop_timer_cancel(E.resync);
+	E.resync = NULL;
+}
+
+int engine_apply(struct source *src, const char *text, size_t len, char **result, char **err)
+{
+	struct ehost *eh = ehost_of(src);
+	*result = NULL;
+	if (eh == NULL || !eh->loaded) {
+		*err = xstrdup("the engine host is not connected");
+		return -1;
+	}
+	struct manifest *m = manifest_parse(text, len, err);
+	if (m == NULL)
+		return -1;
+	char *imgs = env_dir("KVCON_ENGINE_IMAGES", "images"), *vols = env_dir("KVCON_ENGINE_VOLUMES", "volumes");
+	char *bridge = setting("KVCON_ENGINE_BRIDGE", "engine.bridge");
+	struct domxml_env env = { .image_dir = imgs, .volume_dir = vols, .bridge = bridge };
+	int rc = domxml_resolve(m, &env, err);
+	free(imgs);
+	free(vols);
+	free(bridge);
+	if (rc < 0) {
+		manifest_free(m);
+		return -1;
+	}
+	char *key = xasprintf("%s/%s", m->ns, m->name);
+	struct evm *v = hmap_get(&eh->vms, key);
+	if (v && v->deleting) {
+		*err = xasprintf("%s is being deleted", key);
+		free(key);
+		manifest_free(m);
+		return -1;
+	}
+	if (v && v->text && strlen(v->text) == len && memcmp(v->text, text, len) == 0) {
+		*result = xstrdup("unchanged");
+		free(key);
+		manifest_free(m);
+		return 0;
+	}
+	if (v == NULL) {
+		v = xcalloc(1, sizeof *v);
+		v->eh = eh;
+		v->key = key;
+		util_uuid_v4(v->uid);
+		v->created = util_wall_s();
+		v->generation = 1;
+		hmap_put(&eh->vms, v->key, v);
+		*result = xstrdup("created");
+	} else {
+		free(key);
+		manifest_free(v->m);
+		free(v->text);
+		v->generation++;
+		*result = xstrdup("configured");
+	}
+	v->m = m;
+	v->text = xstrndup(text, len);
+	free(v->run_strategy);
+	v->run_strategy = xstrdup(m->run_strategy); /* apply sets spec.runStrategy, as kubectl apply does */
+	v->req_start = v->req_stop = false;
+	publish(v);
+	persist(v);
+	reconcile(v);
+	return 0;
+}
+
+static void console_backlog_fire(void *arg)
+{
+	struct engine_console *c = arg;
+	c->backlog_timer = NULL;
+	char *b = c->backlog;
+	size_t n = c->backlog_len;
+	c->backlog = NULL;
+	c->cb(c->arg, b, n);
+	free(b);
+}
+
+struct engine_console *engine_console_open(struct source *src, const char *ns, const char *name,
+					   engine_console_cb cb, void *arg, char **err)
+{
+	struct evm *v = find_vm(src, ns, name);
+	if (v == NULL) {
+		*err = xasprintf("virtualmachine \"%s\" not found", name);
+		return NULL;
+	}
+	if (!v->m->serial_console) {
+		*err = xasprintf("%s has no serial console (autoattachSerialConsole: false)", name);
+		return NULL;
+	}
+	struct engine_console *c = xcalloc(1, sizeof *c);
+	c->v = v;
+	c->eh = v->eh;
+	c->key = xstrdup(v->key);
+	c->cb = cb;
+	c->arg = arg;
+	if (v->ring_len == 0 && active(v->cur) && v->cur->serial_log) {
+		/* attached after the start (another kvcon started it): the log's tail is the backlog */
+		size_t n = 0;
+		char *s = util_read_file(v->cur->serial_log, &n);
+		if (s && n) {
+			size_t keep = n > 8192 ? 8192 : n;
+			console_deliver(v, s + n - keep, keep); /* into the ring, before c subscribes */
+		}
+		free(s);
+	}
+	c->next = v->consoles;
+	v->consoles = c;
+	if (v->ring_len) {
+		/* the backlog comes from the loop, never from inside this call */
+		c->backlog = xmalloc(v->ring_len);
+		memcpy(c->backlog, v->ring, v->ring_len);
+		c->backlog_len = v->ring_len;
+		c->backlog_timer = loop_timer_add(0, console_backlog_fire, c);
+	}
+	if (active(v->cur))
+		send_simple(v, RQ_CONSOLE, PK_CONSOLE);
+	return c;
+}
+
+void engine_console_write(struct engine_console *c, const char *data, size_t len)
+{
+	if (c == NULL || c->v == NULL || len == 0)
+		return;
+	struct host_req *r = xcalloc(1, sizeof *r);
+	r->type = RQ_CONSOLE_SEND;
+	r->dom = dom_name(c->v);
+	r->data = xmalloc(len);
+	memcpy(r->data, data, len);
+	r->len = len;
+	host_request(c->eh->h, r);
+}
+
+void engine_console_close(struct engine_console *c)
+{
+	if (c == NULL)
+		return;
+	if (c->v)
+		for (struct engine_console **pp = &c->v->consoles; *pp; pp = &(*pp)->next)
+			if (*pp == c) {
+				*pp = c->next;
+				break;
+			}
+	loop_timer_cancel(c->backlog_timer);
+	free(c->backlog);
+	free(c->key);
+	free(c);
+}
+
+int engine_vnc_open(struct source *src, const char *ns, const char *name, engine_vnc_cb cb, void *arg, char **err)
+{
+	struct evm *v = find_vm(src, ns, name);
+	if (v == NULL || !active(v->cur)) {
+		*err = xasprintf("virtualmachine \"%s\" is not running", name);
+		return -1;
+	}
+	if (!v->m->graphics) {
+		*err = xasprintf("%s has no display (autoattachGraphicsDevice: false)", name);
+		return -1;
+	}
+	char *dn = dom_name(v);
+	int id = host_simple(v->eh->h, RQ_VNC, dn);
+	free(dn);
+	struct preq *p = track(v->eh, id, PK_VNC, NULL);
+	p->vnc_cb = cb;
+	p->arg = arg;
+	return 0;
+}
+
+const char *engine_serial_log(struct source *src, const char *ns, const char *name)
+{
+	struct evm *v = find_vm(src, ns, name);
+	return v && v->cur ? v->cur->serial_log : NULL;
+}
+
+bool engine_running(struct source *src, const char *ns, const char *name)
+{
+	struct evm *v = find_vm(src, ns, name);
+	return v && active(v->cur);
+}
+
+/* ---- services for migrate.c ---- */
+
+struct ehost *ehost_of_source(const struct source *src)
+{
+	return ehost_of(src);
+}
+
+struct ehost **ehost_all(int *n)
+{
+	*n = E.nhosts;
+	return E.hosts;
+}
+
+struct source *ehost_source(const struct ehost *eh)
+{
+	return eh->src;
+}
+
+struct host *ehost_worker(const struct ehost *eh)
+{
+	return eh->h;
+}
+
+const char *ehost_uri(const struct ehost *eh)
+{
+	return eh->uri;
+}
+
+bool ehost_ready(const struct ehost *eh)
+{
+	return eh->up && eh->synced;
+}
+
+struct store *evm_store(void)
+{
+	return E.st;
+}
+
+struct evm *evm_find(struct source *src, const char *ns, const char *name)
+{
+	return find_vm(src, ns, name);
+}
+
+bool evm_active(const struct evm *v)
+{
+	return active(v->cur);
+}
+
+char *evm_dom_name(const struct evm *v)
+{
+	return dom_name(v);
+}
+
+void evm_publish(struct evm *v)
+{
+	publish(v);
+}
+
+void evm_persist(struct evm *v)
+{
+	persist(v);
+}
+
+void evm_event(struct evm *v, const char *type, const char *reason, const char *msg)
+{
+	add_event(v, type, reason, true, "%s", msg);
+}
+
+void evm_inspect(struct evm *v)
+{
+	send_simple(v, RQ_INSPECT, PK_INSPECT);
+}
+
+void evm_move(struct evm *v, struct ehost *dst)
+{
+	struct ehost *from = v->eh;
+	remove_execution_objs(v, v->cur);
+	for (int i = 0; i < v->nevents; i++)
+		store_remove(E.st, from->src, OBJ_EVENT, v->events[i].uid);
+	store_remove(E.st, from->src, OBJ_VM, v->uid);
+	struct host_req *r = xcalloc(1, sizeof *r);
+	r->type = RQ_UNLINK;
+	r->path = record_path(v);
+	track(from, host_request(from->h, r), PK_WRITE, NULL);
+	for (struct preq *p = from->reqs; p; p = p->next)
+		if (p->v == v) { /* answers about the domain on the old host no longer concern it */
+			p->v = NULL;
+			v->inflight--;
+		}
+	hmap_del(&from->vms, v->key);
+	struct evm *stale = hmap_get(&dst->vms, v->key);
+	if (stale && stale != v) {
+		remove_execution_objs(stale, stale->cur);
+		store_remove(E.st, dst->src, OBJ_VM, stale->uid);
+		hmap_del(&dst->vms, stale->key);
+		evm_free(stale);
+	}
+	v->eh = dst;
+	hmap_put(&dst->vms, v->key, v);
+	if (v->cur) {
+		free(v->cur->node);
+		v->cur->node = xstrdup(dst->src->name);
+	}
+	for (struct engine_console *c = v->consoles; c; c = c->next)
+		c->eh = dst;
+	for (int i = 0; i < v->nevents; i++)
+		event_obj(v, &v->events[i]);
+	publish(v);
+	persist(v);
+	if (active(v->cur)) {
+		send_simple(v, RQ_INSPECT, PK_INSPECT);
+		if (v->m->serial_console)
+			send_simple(v, RQ_CONSOLE, PK_CONSOLE);
+	}
+}

@@ -1,0 +1,55 @@
+/* kvcon's local engine: runs KubeVirt VirtualMachine manifests on libvirt hosts, with KubeVirt's run
+ * strategies, and feeds the store with the same objects a cluster would (VM, VMI = one execution, launcher pod
+ * = the QEMU process, events). One source per host. Everything here runs on the loop thread; libvirt runs on
+ * the engine's own threads (host.h). */
+#ifndef KVCON_ENGINE_ENGINE_H
+#define KVCON_ENGINE_ENGINE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "model/store.h"
+
+/* Opens a host (uri NULL: engine_default_uri()). Returns its source at once; it connects in the background
+ * (source health says how far). NULL with *err (caller frees) when the URI is refused. */
+struct source *engine_open(struct store *st, const char *uri, char **err);
+/* $KVCON_ENGINE_URI, else qemu:///embed?root=$XDG_STATE_HOME/kvcon/engine. Caller frees. */
+char *engine_default_uri(void);
+/* The source's host has connected and finished its first resync. */
+bool engine_ready(const struct source *src);
+/* The connection's last error when it is not connected (NULL otherwise). */
+const char *engine_error(const struct source *src);
+/* No request in flight, no pending stop/restart/delete, every record written. */
+bool engine_idle(void);
+/* Stops every host's worker after its queued writes (call before exit). */
+void engine_close_all(void);
+
+/* Validates and stores a manifest (YAML or JSON) on the host of src, then reconciles. *result says
+ * "created", "configured" or "unchanged". 0, or -1 with *err ("field.path: reason"). */
+int engine_apply(struct source *src, const char *text, size_t len, char **result, char **err);
+
+/* Extra flag for struct action_req.flags with ACT_DELETE: also delete the VM's volumes. */
+#define ENGINE_DELETE_VOLUMES 0x1u
+
+/* The serial console of an engine VM, shared by every viewer: the bytes of the running execution since the
+ * engine attached (a backlog of recent bytes first), then live bytes. cb gets len 0 when the console closes
+ * (the execution ended); the subscription stays and follows the next execution. */
+struct engine_console;
+typedef void (*engine_console_cb)(void *arg, const char *data, size_t len);
+struct engine_console *engine_console_open(struct source *src, const char *ns, const char *name,
+					   engine_console_cb cb, void *arg, char **err);
+void engine_console_write(struct engine_console *c, const char *data, size_t len);
+void engine_console_close(struct engine_console *c);
+
+/* The VM's VNC display as a connected socket (fd), via libvirt; cb runs once on the loop thread. */
+typedef void (*engine_vnc_cb)(void *arg, int fd, const char *err);
+int engine_vnc_open(struct source *src, const char *ns, const char *name, engine_vnc_cb cb, void *arg,
+		    char **err);
+
+/* The VM exists and its current execution is active (Pending, Scheduled or Running). */
+bool engine_running(struct source *src, const char *ns, const char *name);
+
+/* The path of the current execution's serial log (the guest's bytes as QEMU wrote them), or NULL. */
+const char *engine_serial_log(struct source *src, const char *ns, const char *name);
+
+#endif

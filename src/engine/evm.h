@@ -1,0 +1,113 @@
+/* The engine's own state of one VM (loop thread only): the stored manifest, its run strategy as changed by
+ * start/stop, the current execution (the engine's VMI, whose launcher is the QEMU process), the past
+ * executions and the engine's events. record.c turns it into the JSON record kept under the state dir. */
+#ifndef KVCON_ENGINE_EVM_H
+#define KVCON_ENGINE_EVM_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "engine/manifest.h"
+#include "model/obj.h"
+
+#define EVM_MAX_PHASES 8
+#define EVM_MAX_HISTORY 20
+#define EVM_MAX_EVENTS 40
+
+struct exec {
+	char uid[UID_LEN];       /* the VMI UID: new at every start, kept by migration */
+	char launcher[UID_LEN];  /* the launcher (QEMU process) UID: new at every start and migration */
+	const char *phase;       /* Pending, Scheduled, Running, Succeeded, Failed (interned) */
+	struct phase_time phases[EVM_MAX_PHASES];
+	int nphases;
+	char *node;
+	int pid;
+	int64_t created, started, ended;
+	char *cmdline, *log_path, *serial_log, *run_dir;
+	char *how;               /* how it ended: Stopped, ShutdownByGuest, Crashed, FailedCreate, ... */
+	char *message;
+	uint64_t generation;     /* the VM generation it runs */
+	bool paused, agent, stop_by_us, tcg;
+	struct emig *mig;        /* migrationState (migrate.h), NULL when never migrated */
+};
+
+struct evm_event {
+	char uid[UID_LEN];
+	const char *type, *reason;  /* interned */
+	char *message;
+	bool on_vmi;                /* involved object: the VMI (else the VM) */
+	char inv_uid[UID_LEN];
+	int64_t first, last;
+	int count;
+};
+
+struct evm_past {
+	char uid[UID_LEN], launcher[UID_LEN];
+	char *node, *how;
+	int64_t started, ended;
+};
+
+struct ehost;
+struct loop_timer;
+struct engine_console;
+struct waiter;
+
+struct evm {
+	struct ehost *eh;
+	char *key;                  /* ns/name */
+	char *text;                 /* manifest as applied */
+	struct manifest *m;
+	char uid[UID_LEN];
+	uint64_t generation;
+	int64_t created;
+	char *run_strategy;         /* live value (virtctl start/stop patch it) */
+	bool req_start, req_stop;   /* KubeVirt's stateChangeRequests for Manual / RerunOnFailure */
+	int failures;               /* consecutive quick failures (crash loop backoff) */
+	int64_t retry_after;        /* epoch s; 0 none */
+	char *start_error;          /* last start failure, for printableStatus */
+	struct exec *cur;
+	struct evm_past *past;
+	int npast;
+	struct evm_event *events;
+	int nevents;
+	/* runtime only */
+	int inflight;               /* requests on the worker about this VM */
+	bool stopping, restart, deleting, delete_volumes;
+	struct loop_timer *grace_timer, *retry_timer;
+	struct waiter *waiters;
+	char *ring;                 /* the console's recent bytes */
+	size_t ring_len;
+	struct engine_console *consoles;
+};
+
+struct exec *exec_new(void);
+void exec_free(struct exec *x);
+void evm_free(struct evm *v);
+
+/* engine.c's services for migrate.c (loop thread). */
+struct source;
+struct store;
+struct host;
+struct ehost *ehost_of_source(const struct source *src);
+struct ehost **ehost_all(int *n);
+struct source *ehost_source(const struct ehost *eh);
+struct host *ehost_worker(const struct ehost *eh);
+const char *ehost_uri(const struct ehost *eh);
+bool ehost_ready(const struct ehost *eh);
+struct store *evm_store(void);
+struct evm *evm_find(struct source *src, const char *ns, const char *name);
+bool evm_active(const struct evm *v);
+char *evm_dom_name(const struct evm *v);
+void evm_publish(struct evm *v);
+void evm_persist(struct evm *v);
+void evm_event(struct evm *v, const char *type, const char *reason, const char *msg);
+void evm_inspect(struct evm *v);
+/* Moves v (record, store objects, consoles) to host dst; the execution keeps its UID. */
+void evm_move(struct evm *v, struct ehost *dst);
+
+/* The record as JSON text (caller frees). */
+char *record_dump(const struct evm *v);
+/* Fills v from a record (v->eh set by the caller). 0, or -1 with *err. */
+int record_load(struct evm *v, const char *json, char **err);
+
+#endif

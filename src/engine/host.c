@@ -1,0 +1,952 @@
+/* libvirt connection per engine host: worker thread, request queue, event forwarding, console streams. */
+#include "engine/host.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <libvirt/libvirt.h>
+#include <libvirt/virterror.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "core/buf.h"
+#include "core/log.h"
+#include "core/loop.h"
+#include "core/util.h"
+#include "core/xmalloc.h"
+
+#define META_URI "https://kvcon.dev/xmlns/engine/1"
+
+struct qitem {
+	struct host_req *r;
+	struct qitem *next;
+};
+
+struct console {
+	struct host *h;
+	char *dom;
+	virStreamPtr st;
+	atomic_bool dead; /* set by the event thread on EOF/error; freed by the worker */
+	struct console *next;
+};
+
+struct host {
+	char *uri;
+	char *accel;
+	char *embed_root;
+	host_msg_cb cb;
+	void *arg;
+	pthread_t thread;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	struct qitem *head, *tail;
+	bool quit;
+	atomic_bool broken;
+	atomic_int next_id;
+	virConnectPtr conn;
+	int cb_life, cb_agent;
+	struct console *consoles; /* worker thread only (the event thread touches only its own entry) */
+};
+
+/* ---- the shared libvirt event loop thread ---- */
+
+static pthread_once_t event_once = PTHREAD_ONCE_INIT;
+
+static void *event_main(void *arg)
+{
+	(void)arg;
+	for (;;)
+		if (virEventRunDefaultImpl() < 0)
+			log_warn("engine: libvirt event loop: %s", virGetLastErrorMessage());
+	return NULL;
+}
+
+static void quiet_errors(void *data, virErrorPtr err)
+{
+	(void)data;
+	log_debug("libvirt: %s", err && err->message ? err->message : "?");
+}
+
+static void event_start(void)
+{
+	/* libvirt's own log (the embedded driver's warnings) goes to kvcon's log file, not the terminal */
+	const char *lp = log_path();
+	char *outputs = lp ? xasprintf("3:file:%s", lp) : xstrdup("4:stderr");
+	setenv("LIBVIRT_LOG_OUTPUTS", outputs, 0);
+	free(outputs);
+	virSetErrorFunc(NULL, quiet_errors);
+	virEventRegisterDefaultImpl();
+	pthread_t t;
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, &old); /* signals stay with the loop thread's self-pipe */
+	pthread_create(&t, NULL, event_main, NULL);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	pthread_detach(t);
+}
+
+/* ---- messages to the loop thread ---- */
+
+void host_dom_clear(struct host_dom *d)
+{
+	free(d->name);
+	free(d->cmdline);
+	free(d->log_path);
+	memset(d, 0, sizeof *d);
+}
+
+static void msg_free(struct host_msg *m)
+{
+	free(m->text);
+	free(m->dom);
+	for (int i = 0; i < m->ndoms; i++)
+		host_dom_clear(&m->doms[i]);
+	free(m->doms);
+	free(m->data);
+	free(m->hostname);
+	free(m->version);
+	free(m->accel);
+	free(m->note);
+	free(m);
+}
+
+static void deliver(void *arg)
+{
+	struct host_msg *m = arg;
+	m->h->cb(m->h->arg, m);
+	msg_free(m);
+}
+
+static struct host_msg *msg_new(struct host *h, enum host_msg_type type)
+{
+	struct host_msg *m = xcalloc(1, sizeof *m);
+	m->h = h;
+	m->type = type;
+	m->fd = -1;
+	return m;
+}
+
+static void post(struct host_msg *m)
+{
+	loop_post(deliver, m);
+}
+
+static char *lv_error(const char *what)
+{
+	const char *e = virGetLastErrorMessage();
+	return xasprintf("%s: %s", what, e ? e : "unknown libvirt error");
+}
+
+/* ---- paths of a domain's QEMU process on this machine ---- */
+
+char *host_embed_root(const char *uri)
+{
+	if (!util_has_prefix(uri, "qemu:///embed?"))
+		return NULL;
+	const char *r = strstr(uri, "root=");
+	if (r == NULL)
+		return NULL;
+	r += 5;
+	return xstrndup(r, strcspn(r, "&"));
+}
+
+/* The run and log directories libvirt uses for the QEMU driver behind this URI, when it is on this machine. */
+static void local_dirs(const struct host *h, char **run, char **logd)
+{
+	*run = *logd = NULL;
+	if (h->embed_root) {
+		*run = xasprintf("%s/run/qemu", h->embed_root);
+		*logd = xasprintf("%s/log/qemu", h->embed_root);
+		return;
+	}
+	const char *sock = strstr(h->uri, "socket=");
+	if (sock) { /* a private daemon: <dir>/libvirt-sock next to <dir>/qemu */
+		char *s = xstrndup(sock + 7, strcspn(sock + 7, "&"));
+		char *slash = strrchr(s, '/');
+		if (slash) {
+			*slash = '\0';
+			*run = xasprintf("%s/qemu", s);
+		}
+		free(s);
+		return;
+	}
+	if (strcmp(h->uri, "qemu:///system") == 0 || strcmp(h->uri, "qemu+unix:///system") == 0) {
+		*run = xstrdup("/run/libvirt/qemu");
+		*logd = xstrdup("/var/log/libvirt/qemu");
+	}
+}
+
+static int64_t proc_start_time(int pid)
+{
+	char p[64];
+	struct stat st;
+	snprintf(p, sizeof p, "/proc/%d", pid);
+	if (stat(p, &st) < 0)
+		return 0;
+	return (int64_t)st.st_mtime; /* /proc/PID's inode time is the process start */
+}
+
+static char *proc_cmdline(int pid)
+{
+	char p[64];
+	size_t len = 0;
+	snprintf(p, sizeof p, "/proc/%d/cmdline", pid);
+	char *s = util_read_file(p, &len);
+	if (s == NULL)
+		return NULL;
+	for (size_t i = 0; i + 1 < len; i++)
+		if (s[i] == '\0')
+			s[i] = ' ';
+	return s;
+}
+
+/* Reads our metadata element's attributes (we wrote it: vm='..' vmi='..' launcher='..'). */
+static void meta_attr(const char *xml, const char *attr, char out[HOST_UID_LEN])
+{
+	char key[32];
+	snprintf(key, sizeof key, " %s=", attr);
+	const char *p = strstr(xml, key);
+	out[0] = '\0';
+	if (p == NULL)
+		return;
+	p += strlen(key);
+	char q = *p++;
+	if (q != '\'' && q != '"')
+		return;
+	size_t n = strcspn(p, q == '\'' ? "'" : "\"");
+	if (n >= HOST_UID_LEN)
+		return;
+	memcpy(out, p, n);
+	out[n] = '\0';
+}
+
+/* Fills d from a domain; false when it is not one of kvcon's. */
+static bool inspect(struct host *h, virDomainPtr dom, struct host_dom *d)
+{
+	memset(d, 0, sizeof *d);
+	char *meta = virDomainGetMetadata(dom, VIR_DOMAIN_METADATA_ELEMENT, META_URI, 0);
+	if (meta == NULL)
+		return false;
+	meta_attr(meta, "vm", d->vm);
+	meta_attr(meta, "vmi", d->vmi);
+	meta_attr(meta, "launcher", d->launcher);
+	free(meta);
+	d->name = xstrdup(virDomainGetName(dom));
+	virDomainGetUUIDString(dom, d->uuid);
+	if (virDomainGetState(dom, &d->state, &d->reason, 0) < 0)
+		d->state = VIR_DOMAIN_NOSTATE;
+	if (d->state == VIR_DOMAIN_SHUTOFF || d->state == VIR_DOMAIN_NOSTATE)
+		return true;
+	char *run, *logd;
+	local_dirs(h, &run, &logd);
+	if (run) {
+		char *pf = xasprintf("%s/%s.pid", run, d->name);
+		char *s = util_read_file(pf, NULL);
+		if (s)
+			d->pid = atoi(s);
+		free(s);
+		free(pf);
+	}
+	if (logd)
+		d->log_path = xasprintf("%s/%s.log", logd, d->name);
+	free(run);
+	free(logd);
+	if (d->pid > 0) {
+		d->cmdline = proc_cmdline(d->pid);
+		d->started = proc_start_time(d->pid);
+	}
+	return true;
+}
+
+/* ---- console streams (callbacks on the event thread) ---- */
+
+static void console_event(virStreamPtr st, int events, void *opaque)
+{
+	struct console *c = opaque;
+	for (;;) {
+		char buf[8192];
+		int n = virStreamRecv(st, buf, sizeof buf);
+		log_debug("engine: console %s: recv %d (events 0x%x)", c->dom, n, (unsigned)events);
+		if (n == -2)
+			return; /* nothing more now */
+		struct host_msg *m = msg_new(c->h, HM_CONSOLE);
+		m->dom = xstrdup(c->dom);
+		if (n > 0) {
+			m->data = xmalloc((size_t)n);
+			memcpy(m->data, buf, (size_t)n);
+			m->len = (size_t)n;
+			post(m);
+			continue;
+		}
+		post(m); /* EOF or error: len 0 */
+		virStreamEventRemoveCallback(st);
+		atomic_store(&c->dead, true);
+		return;
+	}
+}
+
+static void console_reap(struct host *h)
+{
+	for (struct console **pp = &h->consoles; *pp;) {
+		struct console *c = *pp;
+		if (atomic_load(&c->dead)) {
+			*pp = c->next;
+			virStreamAbort(c->st);
+			virStreamFree(c->st);
+			free(c->dom);
+			free(c);
+		} else
+			pp = &c->next;
+	}
+}
+
+static struct console *console_find(struct host *h, const char *dom)
+{
+	console_reap(h);
+	for (struct console *c = h->consoles; c; c = c->next)
+		if (strcmp(c->dom, dom) == 0)
+			return c;
+	return NULL;
+}
+
+static int console_attach(struct host *h, virDomainPtr dom, const char *name, char **err)
+{
+	if (console_find(h, name))
+		return 0;
+	virStreamPtr st = virStreamNew(h->conn, VIR_STREAM_NONBLOCK);
+	if (st == NULL) {
+		*err = lv_error("console stream");
+		return -1;
+	}
+	if (virDomainOpenConsole(dom, NULL, st, VIR_DOMAIN_CONSOLE_FORCE) < 0) {
+		*err = lv_error("open console");
+		virStreamFree(st);
+		return -1;
+	}
+	struct console *c = xcalloc(1, sizeof *c);
+	c->h = h;
+	c->dom = xstrdup(name);
+	c->st = st;
+	if (virStreamEventAddCallback(st, VIR_STREAM_EVENT_READABLE | VIR_STREAM_EVENT_ERROR |
+						  VIR_STREAM_EVENT_HANGUP,
+				      console_event, c, NULL) < 0) {
+		*err = lv_error("console events");
+		virStreamAbort(st);
+		virStreamFree(st);
+		free(c->dom);
+		free(c);
+		return -1;
+	}
+	c->next = h->consoles;
+	h->consoles = c;
+	return 0;
+}
+
+static void console_send(struct host *h, const char *dom, const char *data, size_t len)
+{
+	struct console *c = console_find(h, dom);
+	size_t off = 0;
+	int spins = 0;
+	log_debug("engine: console %s: send %zu bytes (%s)", dom, len, c ? "attached" : "not attached");
+	while (c && off < len && !atomic_load(&c->dead)) {
+		int n = virStreamSend(c->st, data + off, len - off);
+		if (n > 0)
+			off += (size_t)n;
+		else if (n == -2 && spins++ < 1000)
+			usleep(1000); /* the guest's side is full: input is small, wait a little */
+		else
+			break;
+	}
+}
+
+/* ---- lifecycle events (event thread) ---- */
+
+static int on_lifecycle(virConnectPtr conn, virDomainPtr dom, int event, int detail, void *opaque)
+{
+	(void)conn;
+	struct host *h = opaque;
+	struct host_msg *m = msg_new(h, HM_LIFECYCLE);
+	m->dom = xstrdup(virDomainGetName(dom));
+	m->event = event;
+	m->detail = detail;
+	post(m);
+	return 0;
+}
+
+static void on_agent(virConnectPtr conn, virDomainPtr dom, int state, int reason, void *opaque)
+{
+	(void)conn;
+	(void)reason;
+	struct host *h = opaque;
+	struct host_msg *m = msg_new(h, HM_AGENT);
+	m->dom = xstrdup(virDomainGetName(dom));
+	m->event = state == VIR_CONNECT_DOMAIN_EVENT_AGENT_LIFECYCLE_STATE_CONNECTED;
+	post(m);
+}
+
+static void on_close(virConnectPtr conn, int reason, void *opaque)
+{
+	(void)conn;
+	(void)reason;
+	struct host *h = opaque;
+	atomic_store(&h->broken, true);
+	pthread_mutex_lock(&h->mu);
+	pthread_cond_signal(&h->cv);
+	pthread_mutex_unlock(&h->mu);
+}
+
+/* ---- KVM probe ---- */
+
+/* Boots QEMU's own firmware under KVM with its debug console on a pipe: a KVM that works prints SeaBIOS's
+ * "Booting from" within a fraction of a second (TCG takes ~0.3 s). Here /dev/kvm answers every ioctl and a
+ * one-instruction vCPU even reaches HLT, yet the firmware stalls half way: only a real boot tells. */
+static bool kvm_boots(char **why)
+{
+	int p[2];
+	if (pipe2(p, O_CLOEXEC) < 0) {
+		*why = xasprintf("pipe: %s", strerror(errno));
+		return false;
+	}
+	pid_t pid = fork();
+	if (pid == 0) {
+		int null = open("/dev/null", O_RDWR);
+		dup2(null, 0);
+		dup2(p[1], 1);
+		dup2(null, 2);
+		execlp("qemu-system-x86_64", "qemu-system-x86_64", "-accel", "kvm", "-M", "pc", "-m", "16",
+		       "-nodefaults", "-no-user-config", "-display", "none", "-boot", "menu=off", "-chardev",
+		       "stdio,id=dbg", "-device", "isa-debugcon,iobase=0x402,chardev=dbg", (char *)NULL);
+		_exit(127);
+	}
+	close(p[1]);
+	struct buf b;
+	buf_init(&b);
+	bool ok = false;
+	uint64_t until = util_now_ms() + 5000;
+	while (pid > 0 && !ok && util_now_ms() < until) {
+		struct pollfd pf = { .fd = p[0], .events = POLLIN };
+		if (poll(&pf, 1, 100) <= 0)
+			continue;
+		char tmp[4096];
+		ssize_t n = read(p[0], tmp, sizeof tmp);
+		if (n <= 0)
+			break;
+		buf_add(&b, tmp, (size_t)n);
+		ok = strstr(b.data, "Booting from") != NULL;
+	}
+	if (pid > 0) {
+		kill(pid, SIGKILL);
+		waitpid(pid, NULL, 0);
+	}
+	close(p[0]);
+	if (!ok)
+		*why = xstrdup(b.len ? "a KVM guest's firmware stalled before booting (checked with SeaBIOS)"
+				     : "qemu-system-x86_64 -accel kvm did not run");
+	buf_free(&b);
+	return ok;
+}
+
+bool host_kvm_works(const char *cache_file, char **why)
+{
+	char boot[64] = "";
+	char *b = util_read_file("/proc/sys/kernel/random/boot_id", NULL);
+	if (b) {
+		snprintf(boot, sizeof boot, "%.*s", (int)strcspn(b, "\n"), b);
+		free(b);
+	}
+	if (cache_file) {
+		char *c = util_read_file(cache_file, NULL);
+		if (c) {
+			char cb[64], res[16];
+			int n = sscanf(c, "%63s %15s", cb, res);
+			free(c);
+			if (n == 2 && strcmp(cb, boot) == 0) {
+				bool ok = strcmp(res, "ok") == 0;
+				if (!ok)
+					*why = xstrdup("a KVM guest's firmware stalls on this machine (probed earlier this boot)");
+				return ok;
+			}
+		}
+	}
+	bool ok = false;
+	if (access("/dev/kvm", R_OK | W_OK) < 0)
+		*why = xasprintf("/dev/kvm: %s", strerror(errno));
+	else
+		ok = kvm_boots(why);
+	if (cache_file) {
+		char *line = xasprintf("%s %s\n", boot, ok ? "ok" : "broken");
+		util_write_file_atomic(cache_file, line, strlen(line), 0644);
+		free(line);
+	}
+	return ok;
+}
+
+/* ---- the worker ---- */
+
+static void write_embed_conf(const char *root)
+{
+	char *etc = xasprintf("%s/etc", root);
+	char *conf = xasprintf("%s/qemu.conf", etc);
+	struct stat st;
+	if (stat(conf, &st) < 0) {
+		util_mkdir_p(etc, 0755);
+		/* As root, running QEMU as root keeps /dev/kvm's access check stable, so libvirt's capability
+		 * cache stays valid between opens (otherwise every open re-probes QEMU for ~12 s). Logs go to files:
+		 * there is no virtlogd for an embedded driver. */
+		const char *text = geteuid() == 0 ? "user = \"root\"\ngroup = \"root\"\ndynamic_ownership = 0\n"
+						    "remember_owner = 0\nsecurity_driver = \"none\"\n"
+						    "stdio_handler = \"file\"\ncgroup_controllers = [ ]\n"
+						  : "stdio_handler = \"file\"\ncgroup_controllers = [ ]\n";
+		util_write_file_atomic(conf, text, strlen(text), 0644);
+	}
+	free(conf);
+	free(etc);
+}
+
+static struct host_req *dequeue(struct host *h, int wait_ms)
+{
+	pthread_mutex_lock(&h->mu);
+	if (h->head == NULL && !h->quit && !atomic_load(&h->broken) && wait_ms != 0) {
+		if (wait_ms < 0)
+			pthread_cond_wait(&h->cv, &h->mu);
+		else {
+			struct timespec ts;
+			clock_gettime(CLOCK_REALTIME, &ts);
+			ts.tv_sec += wait_ms / 1000;
+			ts.tv_nsec += (long)(wait_ms % 1000) * 1000000L;
+			if (ts.tv_nsec >= 1000000000L) {
+				ts.tv_sec++;
+				ts.tv_nsec -= 1000000000L;
+			}
+			pthread_cond_timedwait(&h->cv, &h->mu, &ts);
+		}
+	}
+	struct host_req *r = NULL;
+	if (h->head) {
+		struct qitem *q = h->head;
+		h->head = q->next;
+		if (h->head == NULL)
+			h->tail = NULL;
+		r = q->r;
+		free(q);
+	}
+	pthread_mutex_unlock(&h->mu);
+	return r;
+}
+
+static void req_free(struct host_req *r)
+{
+	if (r == NULL)
+		return;
+	free(r->dom);
+	domxml_plan_free(r->plan);
+	free(r->path);
+	free(r->data);
+	free(r);
+}
+
+static void do_sync(struct host *h, bool wait_reconnect)
+{
+	struct host_msg *m = msg_new(h, HM_SYNC);
+	if (wait_reconnect && h->embed_root) {
+		/* The embedded driver reattaches to running QEMUs in the background; a query job waits for it, and
+		 * leaving before it ends would make libvirt kill the guests. */
+		virDomainStatsRecordPtr *recs = NULL;
+		if (virConnectGetAllDomainStats(h->conn, VIR_DOMAIN_STATS_STATE | VIR_DOMAIN_STATS_BLOCK, &recs,
+						VIR_CONNECT_GET_ALL_DOMAINS_STATS_ACTIVE) >= 0)
+			virDomainStatsRecordListFree(recs);
+	}
+	virDomainPtr *doms = NULL;
+	int n = virConnectListAllDomains(h->conn, &doms, 0);
+	if (n < 0) {
+		m->status = -1;
+		m->text = lv_error("list domains");
+		n = 0;
+	}
+	m->doms = xcalloc((size_t)n + 1, sizeof *m->doms);
+	for (int i = 0; i < n; i++) {
+		if (inspect(h, doms[i], &m->doms[m->ndoms]))
+			m->ndoms++;
+		virDomainFree(doms[i]);
+	}
+	free(doms);
+	post(m);
+}
+
+static void done(struct host *h, struct host_req *r, int status, char *text, virDomainPtr dom)
+{
+	struct host_msg *m = msg_new(h, HM_DONE);
+	m->req_id = r->id;
+	m->status = status;
+	m->text = text;
+	m->dom = xstrdup0(r->dom);
+	if (dom) {
+		m->doms = xcalloc(1, sizeof *m->doms);
+		if (inspect(h, dom, &m->doms[0]))
+			m->ndoms = 1;
+	}
+	post(m);
+}
+
+static void do_start(struct host *h, struct host_req *r)
+{
+	char *err = NULL;
+	virDomainPtr dom = NULL;
+	if (domxml_prepare(r->plan, &err) < 0)
+		goto fail;
+	dom = virDomainDefineXML(h->conn, r->plan->xml);
+	if (dom == NULL) {
+		err = lv_error("define");
+		goto fail;
+	}
+	/* paused first, so the console is attached before the guest prints its first byte */
+	if (virDomainCreateWithFlags(dom, VIR_DOMAIN_START_PAUSED) < 0) {
+		err = lv_error("start");
+		goto fail;
+	}
+	char *cerr = NULL;
+	if (console_attach(h, dom, r->dom, &cerr) < 0) {
+		log_warn("engine: %s: %s", r->dom, cerr); /* a VM without a serial console still runs */
+		free(cerr);
+	}
+	if (virDomainResume(dom) < 0) {
+		err = lv_error("resume");
+		virDomainDestroy(dom);
+		goto fail;
+	}
+	done(h, r, 0, NULL, dom);
+	virDomainFree(dom);
+	return;
+fail:
+	done(h, r, -1, err, dom);
+	if (dom)
+		virDomainFree(dom);
+}
+
+static void handle(struct host *h, struct host_req *r)
+{
+	virDomainPtr dom = NULL;
+	int rc = 0;
+	char *err = NULL;
+	if (r->dom && r->type != RQ_START) {
+		dom = virDomainLookupByName(h->conn, r->dom);
+		if (dom == NULL && r->type != RQ_UNDEFINE && r->type != RQ_INSPECT) {
+			done(h, r, -1, lv_error(r->dom), NULL);
+			return;
+		}
+	}
+	switch (r->type) {
+	case RQ_SYNC:
+		do_sync(h, false);
+		return;
+	case RQ_START:
+		do_start(h, r);
+		return;
+	case RQ_SHUTDOWN:
+		rc = virDomainShutdown(dom);
+		break;
+	case RQ_DESTROY:
+		rc = virDomainDestroy(dom);
+		break;
+	case RQ_SUSPEND:
+		rc = virDomainSuspend(dom);
+		break;
+	case RQ_RESUME:
+		rc = virDomainResume(dom);
+		break;
+	case RQ_UNDEFINE:
+		if (dom)
+			rc = virDomainUndefineFlags(dom, VIR_DOMAIN_UNDEFINE_NVRAM);
+		break;
+	case RQ_INSPECT:
+		break;
+	case RQ_WRITE:
+		if (util_write_file_atomic(r->path, r->data, r->len, 0600) < 0) {
+			char *dir = xstrdup(r->path);
+			char *s = strrchr(dir, '/');
+			if (s)
+				*s = '\0';
+			util_mkdir_p(dir, 0700);
+			free(dir);
+			if (util_write_file_atomic(r->path, r->data, r->len, 0600) < 0) {
+				err = xasprintf("%s: %s", r->path, strerror(errno));
+				log_error("engine: cannot write %s", err);
+				rc = -1;
+			}
+		}
+		break;
+	case RQ_UNLINK:
+		if (unlink(r->path) < 0 && errno != ENOENT) {
+			err = xasprintf("%s: %s", r->path, strerror(errno));
+			rc = -1;
+		}
+		break;
+	case RQ_RMTREE: {
+		char *argv[] = { "rm", "-rf", "--", r->path, NULL };
+		pid_t pid = fork();
+		if (pid == 0) {
+			execvp(argv[0], argv);
+			_exit(127);
+		}
+		int st;
+		if (pid > 0)
+			waitpid(pid, &st, 0);
+		break;
+	}
+	case RQ_CONSOLE:
+		rc = console_attach(h, dom, r->dom, &err);
+		log_debug("engine: console %s attached: %d", r->dom, rc);
+		break;
+	case RQ_CONSOLE_SEND:
+		console_send(h, r->dom, r->data, r->len);
+		break;
+	case RQ_VNC: {
+		struct host_msg *m = msg_new(h, HM_VNC);
+		m->req_id = r->id;
+		m->fd = virDomainOpenGraphicsFD(dom, 0, VIR_DOMAIN_OPEN_GRAPHICS_SKIPAUTH);
+		if (m->fd < 0)
+			m->text = lv_error("open display");
+		post(m);
+		virDomainFree(dom);
+		return;
+	}
+	}
+	if (rc < 0 && err == NULL)
+		err = lv_error(r->dom ? r->dom : "request");
+	done(h, r, rc < 0 ? -1 : 0, err, r->type == RQ_INSPECT || r->type == RQ_RESUME || r->type == RQ_SUSPEND ? dom : NULL);
+	if (dom)
+		virDomainFree(dom);
+}
+
+static void disconnect(struct host *h)
+{
+	for (struct console *c = h->consoles; c; c = c->next)
+		if (!atomic_load(&c->dead)) {
+			virStreamEventRemoveCallback(c->st);
+			atomic_store(&c->dead, true);
+		}
+	console_reap(h);
+	if (h->conn) {
+		if (h->cb_life >= 0)
+			virConnectDomainEventDeregisterAny(h->conn, h->cb_life);
+		if (h->cb_agent >= 0)
+			virConnectDomainEventDeregisterAny(h->conn, h->cb_agent);
+		virConnectUnregisterCloseCallback(h->conn, on_close);
+		virConnectClose(h->conn);
+		h->conn = NULL;
+	}
+}
+
+static bool connect_host(struct host *h)
+{
+	if (h->embed_root) {
+		util_mkdir_p(h->embed_root, 0700);
+		write_embed_conf(h->embed_root);
+	}
+	uint64_t t0 = util_now_ms();
+	h->conn = virConnectOpen(h->uri);
+	if (h->conn == NULL) {
+		struct host_msg *m = msg_new(h, HM_DOWN);
+		m->text = lv_error(h->uri);
+		post(m);
+		return false;
+	}
+	log_info("engine: connected to %s in %llu ms", h->uri, (unsigned long long)(util_now_ms() - t0));
+	atomic_store(&h->broken, false);
+	h->cb_life = virConnectDomainEventRegisterAny(h->conn, NULL, VIR_DOMAIN_EVENT_ID_LIFECYCLE,
+						      VIR_DOMAIN_EVENT_CALLBACK(on_lifecycle), h, NULL);
+	h->cb_agent = virConnectDomainEventRegisterAny(h->conn, NULL, VIR_DOMAIN_EVENT_ID_AGENT_LIFECYCLE,
+						       VIR_DOMAIN_EVENT_CALLBACK(on_agent), h, NULL);
+	if (virConnectRegisterCloseCallback(h->conn, on_close, h, NULL) < 0)
+		log_debug("engine: %s: no close callback (embedded driver)", h->uri);
+	if (h->embed_root == NULL)
+		virConnectSetKeepAlive(h->conn, 5, 3);
+
+	struct host_msg *m = msg_new(h, HM_UP);
+	char *hn = virConnectGetHostname(h->conn);
+	m->hostname = hn ? hn : xstrdup("localhost");
+	unsigned long lv = 0, hv = 0;
+	virConnectGetLibVersion(h->conn, &lv);
+	virConnectGetVersion(h->conn, &hv);
+	m->version = xasprintf("libvirt %lu.%lu.%lu, QEMU %lu.%lu.%lu", lv / 1000000, lv / 1000 % 1000, lv % 1000,
+			       hv / 1000000, hv / 1000 % 1000, hv % 1000);
+	/* KVM when it works, TCG otherwise; $KVCON_ENGINE_ACCEL=kvm|tcg forces either */
+	const char *force = h->accel;
+	bool forced = force && (strcmp(force, "tcg") == 0 || strcmp(force, "kvm") == 0);
+	char *caps = forced ? NULL : virConnectGetDomainCapabilities(h->conn, NULL, NULL, NULL, "kvm", 0);
+	bool kvm_offered = caps != NULL;
+	free(caps);
+	bool local = h->embed_root || strstr(h->uri, "://") == NULL || strstr(h->uri, ":///") != NULL;
+	if (force && strcmp(force, "tcg") == 0) {
+		m->accel = xstrdup("qemu");
+		m->note = xstrdup("TCG forced by the engine.accel setting ($KVCON_ENGINE_ACCEL or the config file)");
+	} else if (force && strcmp(force, "kvm") == 0) {
+		m->accel = xstrdup("kvm");
+	} else if (!kvm_offered) {
+		m->accel = xstrdup("qemu");
+		m->note = xstrdup("KVM not offered by libvirt: guests run under TCG emulation (slow)");
+	} else if (local) {
+		char *why = NULL;
+		char *state = util_state_dir();
+		char *cache = util_path_join(state, "engine-kvm-probe");
+		util_mkdir_p(state, 0700);
+		bool ok = host_kvm_works(cache, &why);
+		free(cache);
+		free(state);
+		m->accel = xstrdup(ok ? "kvm" : "qemu");
+		if (!ok)
+			m->note = xasprintf("KVM unusable (%s): guests run under TCG emulation", why);
+		free(why);
+	} else
+		m->accel = xstrdup("kvm");
+	post(m);
+	do_sync(h, true);
+	return true;
+}
+
+static void *worker_main(void *arg)
+{
+	struct host *h = arg;
+	uint64_t backoff = 500;
+	for (;;) {
+		pthread_mutex_lock(&h->mu);
+		bool quit = h->quit;
+		pthread_mutex_unlock(&h->mu);
+		if (h->conn == NULL && !quit) {
+			if (!connect_host(h)) {
+				/* wait, but let quit through */
+				uint64_t until = util_now_ms() + backoff;
+				backoff = backoff * 2 > 30000 ? 30000 : backoff * 2;
+				while (util_now_ms() < until) {
+					pthread_mutex_lock(&h->mu);
+					quit = h->quit;
+					pthread_mutex_unlock(&h->mu);
+					if (quit)
+						break;
+					usleep(50000);
+				}
+				/* requests that need no connection (file writes) still run */
+				struct host_req *r;
+				while ((r = dequeue(h, 0))) {
+					if (r->type == RQ_WRITE || r->type == RQ_UNLINK || r->type == RQ_RMTREE)
+						handle(h, r);
+					else
+						done(h, r, -1, xasprintf("%s: not connected", h->uri), NULL);
+					req_free(r);
+				}
+				continue;
+			}
+			backoff = 500;
+		}
+		struct host_req *r = dequeue(h, quit ? 0 : 1000);
+		if (r) {
+			handle(h, r);
+			req_free(r);
+			continue;
+		}
+		if (quit)
+			break;
+		if (atomic_load(&h->broken) || (h->conn && virConnectIsAlive(h->conn) == 0)) {
+			struct host_msg *m = msg_new(h, HM_DOWN);
+			m->text = xasprintf("%s: connection closed; reconnecting", h->uri);
+			post(m);
+			disconnect(h);
+		}
+	}
+	disconnect(h);
+	return NULL;
+}
+
+struct host *host_new(const char *uri, const char *accel, host_msg_cb cb, void *arg)
+{
+	pthread_once(&event_once, event_start);
+	struct host *h = xcalloc(1, sizeof *h);
+	h->uri = xstrdup(uri);
+	h->accel = xstrdup0(accel);
+	h->embed_root = host_embed_root(uri);
+	h->cb = cb;
+	h->arg = arg;
+	h->cb_life = h->cb_agent = -1;
+	pthread_mutex_init(&h->mu, NULL);
+	pthread_cond_init(&h->cv, NULL);
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, &old);
+	pthread_create(&h->thread, NULL, worker_main, h);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return h;
+}
+
+void host_free(struct host *h)
+{
+	if (h == NULL)
+		return;
+	pthread_mutex_lock(&h->mu);
+	h->quit = true;
+	pthread_cond_signal(&h->cv);
+	pthread_mutex_unlock(&h->mu);
+	pthread_join(h->thread, NULL);
+	struct host_req *r;
+	while ((r = dequeue(h, 0)))
+		req_free(r);
+	free(h->uri);
+	free(h->accel);
+	free(h->embed_root);
+	/* messages already posted still point at h: it is kept (one per host per process) */
+}
+
+int host_request(struct host *h, struct host_req *r)
+{
+	r->id = atomic_fetch_add(&h->next_id, 1) + 1;
+	int id = r->id;
+	struct qitem *q = xcalloc(1, sizeof *q);
+	q->r = r;
+	pthread_mutex_lock(&h->mu);
+	if (h->tail)
+		h->tail->next = q;
+	else
+		h->head = q;
+	h->tail = q;
+	pthread_cond_signal(&h->cv);
+	pthread_mutex_unlock(&h->mu);
+	return id;
+}
+
+int host_simple(struct host *h, enum host_req_type type, const char *dom)
+{
+	struct host_req *r = xcalloc(1, sizeof *r);
+	r->type = type;
+	r->dom = xstrdup0(dom);
+	return host_request(h, r);
+}
+
+int host_write_file(struct host *h, const char *path, const char *data, size_t len)
+{
+	struct host_req *r = xcalloc(1, sizeof *r);
+	r->type = RQ_WRITE;
+	r->path = xstrdup(path);
+	r->data = xmalloc(len + 1);
+	memcpy(r->data, data, len);
+	r->len = len;
+	return host_request(h, r);
+}
+
+const char *host_uri(const struct host *h)
+{
+	return h->uri;
+}
+
+const char *host_state_name(int state)
+{
+	static const char *names[] = { "nostate", "running", "blocked", "paused", "shutdown", "shutoff",
+				       "crashed", "pmsuspended" };
+	return state >= 0 && state < (int)(sizeof names / sizeof names[0]) ? names[state] : "unknown";
+}

@@ -1,0 +1,104 @@
+/* One libvirt host of the engine: a connection owned by its own worker thread, which executes requests in
+ * order and reports back to the loop thread with loop_post. libvirt's event loop runs on one shared thread
+ * (the embedded driver needs it); domain lifecycle events and console bytes are forwarded from there.
+ * No libvirt call is made on the loop (UI) thread. Reconnects with backoff when the connection closes. */
+#ifndef KVCON_ENGINE_HOST_H
+#define KVCON_ENGINE_HOST_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "engine/domxml.h"
+
+#define HOST_UID_LEN 37
+
+/* What the worker saw of one domain. */
+struct host_dom {
+	char *name;
+	char uuid[HOST_UID_LEN];
+	int state, reason;          /* virDomainState and its reason */
+	int pid;                    /* QEMU pid when known (local hosts), else 0 */
+	int64_t started;            /* QEMU start time (epoch s) when known */
+	char *cmdline, *log_path;   /* when known */
+	char vm[HOST_UID_LEN], vmi[HOST_UID_LEN], launcher[HOST_UID_LEN]; /* from kvcon's domain metadata */
+};
+
+enum host_msg_type {
+	HM_UP,        /* connected: hostname, version, accel, note */
+	HM_DOWN,      /* connection lost or failed: text; a retry follows */
+	HM_SYNC,      /* every kvcon domain of the host: doms */
+	HM_LIFECYCLE, /* dom, event, detail (virDomainEventType and detail) */
+	HM_AGENT,     /* dom, event (1 connected, 0 not) */
+	HM_DONE,      /* a request finished: req_id, status (0 ok), text, doms[0] when it inspected one */
+	HM_CONSOLE,   /* dom, data/len; len 0 = the console closed */
+	HM_VNC,       /* req_id, fd (-1 with text on failure) */
+};
+
+struct host_msg {
+	enum host_msg_type type;
+	struct host *h;
+	char *text;
+	char *dom;
+	int event, detail;
+	int req_id, status;
+	struct host_dom *doms;
+	int ndoms;
+	char *data;
+	size_t len;
+	int fd;
+	char *hostname, *version, *accel, *note;
+};
+
+typedef void (*host_msg_cb)(void *arg, struct host_msg *m); /* m is freed after the callback */
+
+enum host_req_type {
+	RQ_SYNC,
+	RQ_START,     /* plan: prepare files, define, start paused, attach console, resume */
+	RQ_SHUTDOWN,  /* ACPI power button */
+	RQ_DESTROY,
+	RQ_SUSPEND,
+	RQ_RESUME,
+	RQ_UNDEFINE,
+	RQ_INSPECT,
+	RQ_WRITE,     /* atomic file write: path, data, len */
+	RQ_UNLINK,    /* path */
+	RQ_RMTREE,    /* path (a directory kvcon made) */
+	RQ_CONSOLE,   /* attach the console of dom (no-op when attached) */
+	RQ_CONSOLE_SEND, /* data, len */
+	RQ_VNC,       /* open the display: HM_VNC with an fd */
+};
+
+struct host_req {
+	enum host_req_type type;
+	int id;
+	char *dom;
+	struct domxml_plan *plan;
+	char *path;
+	char *data;
+	size_t len;
+};
+
+struct host;
+
+/* Starts the worker (it connects at once). accel: "kvm" or "tcg" forces the accelerator, NULL/"auto" probes. */
+struct host *host_new(const char *uri, const char *accel, host_msg_cb cb, void *arg);
+/* Drains queued requests, stops the worker and joins it. NULL is ignored. */
+void host_free(struct host *h);
+/* Queues a request (takes ownership of r and its strings). Returns its id. */
+int host_request(struct host *h, struct host_req *r);
+/* Convenience: a request of one type about dom. */
+int host_simple(struct host *h, enum host_req_type type, const char *dom);
+int host_write_file(struct host *h, const char *path, const char *data, size_t len);
+const char *host_uri(const struct host *h);
+
+/* Root directory of an embedded URI ("qemu:///embed?root=DIR"), or NULL (caller frees). */
+char *host_embed_root(const char *uri);
+/* Whether KVM actually runs a guest here (SeaBIOS boots under KVM within 5 s). The result is
+ * cached for this boot in cache_file when not NULL. */
+bool host_kvm_works(const char *cache_file, char **why);
+
+const char *host_state_name(int state);
+void host_dom_clear(struct host_dom *d);
+
+#endif

@@ -1,0 +1,1206 @@
+/* VirtualMachine manifest validation: a walk over the document tree where every map lists the keys it knows.
+ * A known key is either read or refused with a reason; an unknown key is refused as unsupported. */
+#include "engine/manifest.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/buf.h"
+#include "core/util.h"
+#include "core/xmalloc.h"
+#include "engine/ytree.h"
+
+struct vctx {
+	char *err; /* first error wins */
+};
+
+__attribute__((format(printf, 3, 4))) static bool fail(struct vctx *v, const char *path, const char *fmt, ...)
+{
+	if (v->err)
+		return false;
+	va_list ap;
+	va_start(ap, fmt);
+	char *msg = xvasprintf(fmt, ap);
+	va_end(ap);
+	v->err = xasprintf("%s: %s", path, msg);
+	free(msg);
+	return false;
+}
+
+static char *sub(const char *path, const char *key)
+{
+	return path[0] ? xasprintf("%s.%s", path, key) : xstrdup(key);
+}
+
+static char *idx(const char *path, size_t i)
+{
+	return xasprintf("%s[%zu]", path, i);
+}
+
+/* A key a map may carry: handled (reason NULL) or refused with reason. */
+struct key_rule {
+	const char *key;
+	const char *reason;
+};
+
+/* Refuses keys of map that are not in rules, and keys whose rule has a reason. */
+static bool check_keys(struct vctx *v, const struct ynode *map, const char *path, const struct key_rule *rules)
+{
+	if (map->type != YNODE_MAP)
+		return fail(v, path, "expected a map");
+	for (size_t i = 0; i < map->n; i++) {
+		const struct key_rule *r;
+		for (r = rules; r->key; r++)
+			if (strcmp(r->key, map->keys[i]) == 0)
+				break;
+		char *p = sub(path, map->keys[i]);
+		if (r->key == NULL) {
+			fail(v, p, "unknown or unsupported field");
+			free(p);
+			return false;
+		}
+		if (r->reason && !ytree_is_null(map->kids[i])) {
+			fail(v, p, "%s", r->reason);
+			free(p);
+			return false;
+		}
+		free(p);
+	}
+	return true;
+}
+
+static bool want_map(struct vctx *v, const struct ynode *n, const char *path)
+{
+	if (n && n->type == YNODE_MAP)
+		return true;
+	if (n && ytree_is_null(n))
+		return true; /* "{}" written as an empty value */
+	return fail(v, path, "expected a map");
+}
+
+static const char *scalar(struct vctx *v, const struct ynode *n, const char *path)
+{
+	if (n == NULL || n->type != YNODE_SCALAR) {
+		fail(v, path, "expected a string");
+		return NULL;
+	}
+	return n->str;
+}
+
+static bool get_str(struct vctx *v, const struct ynode *map, const char *key, const char *path, char **out)
+{
+	const struct ynode *n = ytree_get(map, key);
+	if (n == NULL || ytree_is_null(n))
+		return true;
+	char *p = sub(path, key);
+	const char *s = scalar(v, n, p);
+	free(p);
+	if (s == NULL)
+		return false;
+	free(*out);
+	*out = xstrdup(s);
+	return true;
+}
+
+static bool get_bool(struct vctx *v, const struct ynode *map, const char *key, const char *path, bool *out)
+{
+	const struct ynode *n = ytree_get(map, key);
+	if (n == NULL || ytree_is_null(n))
+		return true;
+	char *p = sub(path, key);
+	bool ok = true;
+	if (n->type == YNODE_SCALAR && !n->quoted && strcmp(n->str, "true") == 0)
+		*out = true;
+	else if (n->type == YNODE_SCALAR && !n->quoted && strcmp(n->str, "false") == 0)
+		*out = false;
+	else
+		ok = fail(v, p, "expected true or false");
+	free(p);
+	return ok;
+}
+
+static bool get_int(struct vctx *v, const struct ynode *map, const char *key, const char *path, long lo, long hi,
+		    int *out)
+{
+	const struct ynode *n = ytree_get(map, key);
+	if (n == NULL || ytree_is_null(n))
+		return true;
+	char *p = sub(path, key);
+	bool ok = false;
+	if (n->type == YNODE_SCALAR && !n->quoted && n->str[0]) {
+		char *end;
+		errno = 0;
+		long x = strtol(n->str, &end, 10);
+		if (errno == 0 && *end == '\0' && x >= lo && x <= hi) {
+			*out = (int)x;
+			ok = true;
+		}
+	}
+	if (!ok)
+		fail(v, p, "expected an integer between %ld and %ld", lo, hi);
+	free(p);
+	return ok;
+}
+
+int manifest_quantity(const char *s, uint64_t *out)
+{
+	static const struct {
+		const char *suf;
+		double mul;
+	} sufs[] = {
+		{ "Ki", 1024.0 }, { "Mi", 1048576.0 }, { "Gi", 1073741824.0 }, { "Ti", 1099511627776.0 },
+		{ "k", 1e3 }, { "K", 1e3 }, { "M", 1e6 }, { "G", 1e9 }, { "T", 1e12 }, { "", 1.0 },
+	};
+	if (s == NULL || !(isdigit((unsigned char)s[0]) || s[0] == '.'))
+		return -1;
+	char *end;
+	errno = 0;
+	double x = strtod(s, &end);
+	if (errno || end == s || !isfinite(x) || x < 0)
+		return -1;
+	for (size_t i = 0; i < sizeof sufs / sizeof sufs[0]; i++)
+		if (strcmp(end, sufs[i].suf) == 0) {
+			double b = x * sufs[i].mul;
+			if (b > 1e18)
+				return -1;
+			*out = (uint64_t)b;
+			return 0;
+		}
+	return -1;
+}
+
+static bool get_qty(struct vctx *v, const struct ynode *map, const char *key, const char *path, uint64_t *out,
+		    char **text)
+{
+	const struct ynode *n = ytree_get(map, key);
+	if (n == NULL || ytree_is_null(n))
+		return true;
+	char *p = sub(path, key);
+	bool ok = n->type == YNODE_SCALAR && manifest_quantity(n->str, out) == 0;
+	if (!ok)
+		fail(v, p, "expected a quantity such as 128Mi or 1Gi");
+	else if (text) {
+		free(*text);
+		*text = xstrdup(n->str);
+	}
+	free(p);
+	return ok;
+}
+
+static bool dns_label(const char *s, size_t max)
+{
+	size_t n = strlen(s);
+	if (n == 0 || n > max || !isalnum((unsigned char)s[0]) || !isalnum((unsigned char)s[n - 1]))
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (!(islower((unsigned char)s[i]) || isdigit((unsigned char)s[i]) || s[i] == '-' ||
+		      (max > 63 && s[i] == '.')))
+			return false;
+	return true;
+}
+
+static bool b64_decode(const char *in, char **out)
+{
+	static const char tab[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+	struct buf b;
+	buf_init(&b);
+	unsigned acc = 0;
+	int bits = 0;
+	for (const char *p = in; *p; p++) {
+		if (*p == '=' || *p == '\n' || *p == '\r' || *p == ' ')
+			continue;
+		const char *c = strchr(tab, *p);
+		if (c == NULL) {
+			buf_free(&b);
+			return false;
+		}
+		acc = (acc << 6) | (unsigned)(c - tab);
+		bits += 6;
+		if (bits >= 8) {
+			bits -= 8;
+			buf_add_char(&b, (char)((acc >> bits) & 0xff));
+		}
+	}
+	*out = buf_steal(&b);
+	return true;
+}
+
+/* ---- devices ---- */
+
+static const struct {
+	const char *name;
+	enum mf_bus bus;
+} buses[] = { { "virtio", MF_BUS_VIRTIO }, { "sata", MF_BUS_SATA }, { "scsi", MF_BUS_SCSI }, { "usb", MF_BUS_USB } };
+
+const char *mf_bus_name(enum mf_bus b)
+{
+	for (size_t i = 0; i < sizeof buses / sizeof buses[0]; i++)
+		if (buses[i].bus == b)
+			return buses[i].name;
+	return "virtio";
+}
+
+static bool parse_target(struct vctx *v, const struct ynode *t, const char *path, struct mf_disk *d)
+{
+	static const struct key_rule rules[] = {
+		{ "bus", NULL }, { "readonly", NULL },
+		{ "pciAddress", "fixed PCI addresses are not supported by the engine" },
+		{ "tray", "cdrom tray state is not supported by the engine" },
+		{ NULL, NULL },
+	};
+	if (!want_map(v, t, path) || (t->type == YNODE_MAP && !check_keys(v, t, path, rules)))
+		return false;
+	char *bus = NULL;
+	if (!get_str(v, t, "bus", path, &bus) || !get_bool(v, t, "readonly", path, &d->readonly)) {
+		free(bus);
+		return false;
+	}
+	d->bus = d->cdrom ? MF_BUS_SATA : MF_BUS_VIRTIO;
+	if (bus) {
+		size_t i;
+		for (i = 0; i < sizeof buses / sizeof buses[0]; i++)
+			if (strcmp(bus, buses[i].name) == 0)
+				break;
+		if (i == sizeof buses / sizeof buses[0]) {
+			char *p = sub(path, "bus");
+			fail(v, p, "bus \"%s\" is not one of virtio, sata, scsi, usb", bus);
+			free(p);
+			free(bus);
+			return false;
+		}
+		d->bus = buses[i].bus;
+		free(bus);
+	}
+	return true;
+}
+
+static bool parse_disk(struct vctx *v, const struct ynode *n, const char *path, struct mf_disk *d)
+{
+	static const struct key_rule rules[] = {
+		{ "name", NULL }, { "disk", NULL }, { "cdrom", NULL }, { "bootOrder", NULL }, { "serial", NULL },
+		{ "cache", NULL },
+		{ "lun", "lun disks (SCSI passthrough) are not supported by the engine" },
+		{ "io", "io mode selection is not supported by the engine" },
+		{ "dedicatedIOThread", "dedicated IO threads are not supported by the engine" },
+		{ "blockSize", "custom block sizes are not supported by the engine" },
+		{ "shareable", "shareable disks are not supported by the engine" },
+		{ "errorPolicy", "disk error policies are not supported by the engine" },
+		{ "tag", NULL },
+		{ NULL, NULL },
+	};
+	if (!check_keys(v, n, path, rules))
+		return false;
+	if (!get_str(v, n, "name", path, &d->name) || !get_str(v, n, "serial", path, &d->serial) ||
+	    !get_int(v, n, "bootOrder", path, 1, 1000, &d->boot_order))
+		return false;
+	if (d->name == NULL)
+		return fail(v, path, "name is required");
+	const struct ynode *disk = ytree_get(n, "disk"), *cd = ytree_get(n, "cdrom");
+	char *p;
+	bool ok = true;
+	if (disk && cd)
+		return fail(v, path, "disk and cdrom are mutually exclusive");
+	if (cd) {
+		d->cdrom = true;
+		d->readonly = true;
+		p = sub(path, "cdrom");
+		ok = parse_target(v, cd, p, d);
+	} else {
+		p = sub(path, "disk");
+		ok = disk ? parse_target(v, disk, p, d) : (d->bus = MF_BUS_VIRTIO, true);
+	}
+	free(p);
+	char *cache = NULL;
+	if (ok && get_str(v, n, "cache", path, &cache) && cache) {
+		static const char *caches[] = { "none", "writethrough", "writeback" };
+		for (size_t i = 0; i < 3; i++)
+			if (strcmp(cache, caches[i]) == 0)
+				d->cache = caches[i];
+		if (d->cache == NULL) {
+			p = sub(path, "cache");
+			ok = fail(v, p, "cache \"%s\" is not one of none, writethrough, writeback", cache);
+			free(p);
+		}
+	}
+	free(cache);
+	return ok && v->err == NULL;
+}
+
+static bool parse_volume(struct vctx *v, const struct ynode *n, const char *path, struct mf_volume *vol)
+{
+	static const struct key_rule rules[] = {
+		{ "name", NULL }, { "hostDisk", NULL }, { "persistentVolumeClaim", NULL }, { "emptyDisk", NULL },
+		{ "containerDisk", NULL }, { "cloudInitNoCloud", NULL },
+		{ "dataVolume", "CDI DataVolumes need a cluster; use persistentVolumeClaim (a file in the engine's "
+				"volume directory)" },
+		{ "cloudInitConfigDrive", "config-drive cloud-init is not supported by the engine; use "
+					  "cloudInitNoCloud" },
+		{ "ephemeral", "ephemeral PVC overlays are not supported by the engine" },
+		{ "configMap", "configMaps need a cluster" },
+		{ "secret", "secrets need a cluster" },
+		{ "serviceAccount", "service accounts need a cluster" },
+		{ "downwardAPI", "the downward API needs a cluster" },
+		{ "downwardMetrics", "downward metrics are not supported by the engine" },
+		{ "sysprep", "sysprep volumes are not supported by the engine" },
+		{ "memoryDump", "memory dump volumes are not supported by the engine" },
+		{ NULL, NULL },
+	};
+	if (!check_keys(v, n, path, rules) || !get_str(v, n, "name", path, &vol->name))
+		return false;
+	if (vol->name == NULL)
+		return fail(v, path, "name is required");
+	int kinds = 0;
+	const struct ynode *k;
+	char *p = NULL;
+	if ((k = ytree_get(n, "hostDisk"))) {
+		static const struct key_rule r[] = { { "path", NULL }, { "type", NULL }, { "capacity", NULL },
+			{ "shared", "shared host disks are not supported by the engine" }, { NULL, NULL } };
+		kinds++;
+		vol->type = MF_VOL_HOSTDISK;
+		p = sub(path, "hostDisk");
+		char *type = NULL;
+		if (!want_map(v, k, p) || !check_keys(v, k, p, r) || !get_str(v, k, "path", p, &vol->path) ||
+		    !get_str(v, k, "type", p, &type) || !get_qty(v, k, "capacity", p, &vol->capacity, NULL)) {
+			free(type);
+			goto out;
+		}
+		if (vol->path == NULL || vol->path[0] != '/')
+			fail(v, p, "path must be an absolute host path");
+		else if (type == NULL || (strcmp(type, "Disk") && strcmp(type, "DiskOrCreate")))
+			fail(v, p, "type must be Disk or DiskOrCreate");
+		else if (strcmp(type, "DiskOrCreate") == 0) {
+			vol->create = true;
+			if (vol->capacity == 0)
+				fail(v, p, "capacity is required with type DiskOrCreate");
+		}
+		free(type);
+		free(p);
+		p = NULL;
+	}
+	if ((k = ytree_get(n, "persistentVolumeClaim"))) {
+		static const struct key_rule r[] = { { "claimName", NULL }, { "readOnly", NULL },
+			{ "hotpluggable", "hotplug is not supported by the engine" }, { NULL, NULL } };
+		kinds++;
+		vol->type = MF_VOL_PVC;
+		p = sub(path, "persistentVolumeClaim");
+		if (!want_map(v, k, p) || !check_keys(v, k, p, r) || !get_str(v, k, "claimName", p, &vol->claim) ||
+		    !get_bool(v, k, "readOnly", p, &vol->readonly))
+			goto out;
+		if (vol->claim == NULL || !dns_label(vol->claim, 253) || strchr(vol->claim, '/'))
+			fail(v, p, "claimName must be a DNS-1123 name");
+		free(p);
+		p = NULL;
+	}
+	if ((k = ytree_get(n, "emptyDisk"))) {
+		static const struct key_rule r[] = { { "capacity", NULL }, { NULL, NULL } };
+		kinds++;
+		vol->type = MF_VOL_EMPTY;
+		p = sub(path, "emptyDisk");
+		if (!want_map(v, k, p) || !check_keys(v, k, p, r) ||
+		    !get_qty(v, k, "capacity", p, &vol->capacity, NULL))
+			goto out;
+		if (vol->capacity == 0)
+			fail(v, p, "capacity is required");
+		free(p);
+		p = NULL;
+	}
+	if ((k = ytree_get(n, "containerDisk"))) {
+		static const struct key_rule r[] = { { "image", NULL }, { "imagePullPolicy", NULL },
+			{ "imagePullSecret", "registry credentials are not used: images come from the engine's image "
+					     "directory" },
+			{ "path", "a path inside the image is not supported; the image file is the disk" },
+			{ NULL, NULL } };
+		kinds++;
+		vol->type = MF_VOL_CONTAINER;
+		p = sub(path, "containerDisk");
+		if (!want_map(v, k, p) || !check_keys(v, k, p, r) || !get_str(v, k, "image", p, &vol->image))
+			goto out;
+		if (vol->image == NULL || vol->image[0] == '\0')
+			fail(v, p, "image is required");
+		free(p);
+		p = NULL;
+	}
+	if ((k = ytree_get(n, "cloudInitNoCloud"))) {
+		static const struct key_rule r[] = { { "userData", NULL }, { "userDataBase64", NULL },
+			{ "networkData", NULL }, { "networkDataBase64", NULL },
+			{ "secretRef", "secrets need a cluster; put userData inline" },
+			{ "networkDataSecretRef", "secrets need a cluster; put networkData inline" }, { NULL, NULL } };
+		kinds++;
+		vol->type = MF_VOL_CLOUDINIT;
+		p = sub(path, "cloudInitNoCloud");
+		char *ub = NULL, *nb = NULL;
+		if (!want_map(v, k, p) || !check_keys(v, k, p, r) ||
+		    !get_str(v, k, "userData", p, &vol->user_data) || !get_str(v, k, "userDataBase64", p, &ub) ||
+		    !get_str(v, k, "networkData", p, &vol->network_data) ||
+		    !get_str(v, k, "networkDataBase64", p, &nb)) {
+			free(ub);
+			free(nb);
+			goto out;
+		}
+		if (ub) {
+			free(vol->user_data);
+			vol->user_data = NULL;
+			if (!b64_decode(ub, &vol->user_data))
+				fail(v, p, "userDataBase64 is not valid base64");
+		}
+		if (nb) {
+			free(vol->network_data);
+			vol->network_data = NULL;
+			if (!b64_decode(nb, &vol->network_data))
+				fail(v, p, "networkDataBase64 is not valid base64");
+		}
+		if (v->err == NULL && vol->user_data == NULL)
+			fail(v, p, "userData or userDataBase64 is required");
+		free(ub);
+		free(nb);
+		free(p);
+		p = NULL;
+	}
+	if (v->err == NULL && kinds != 1)
+		fail(v, path, kinds ? "exactly one volume source is allowed" : "a volume source is required");
+out:
+	free(p);
+	return v->err == NULL;
+}
+
+static bool parse_iface(struct vctx *v, const struct ynode *n, const char *path, struct mf_iface *f)
+{
+	static const struct key_rule rules[] = {
+		{ "name", NULL }, { "masquerade", NULL }, { "bridge", NULL }, { "model", NULL },
+		{ "macAddress", NULL },
+		{ "ports", "port forwarding is not supported on user-mode networking (every outbound connection "
+			   "works; inbound needs a bridge)" },
+		{ "sriov", "SR-IOV needs a cluster" },
+		{ "slirp", "slirp binding is deprecated in KubeVirt; use masquerade" },
+		{ "macvtap", "macvtap binding is not supported by the engine" },
+		{ "passt", "passt binding is not supported by the engine" },
+		{ "binding", "network binding plugins need a cluster" },
+		{ "bootOrder", "network boot is not supported by the engine" },
+		{ "pciAddress", "fixed PCI addresses are not supported by the engine" },
+		{ "dhcpOptions", "DHCP options are not supported by the engine" },
+		{ "tag", NULL },
+		{ "state", "interface link state is not supported by the engine" },
+		{ NULL, NULL },
+	};
+	if (!check_keys(v, n, path, rules) || !get_str(v, n, "name", path, &f->name) ||
+	    !get_str(v, n, "model", path, &f->model) || !get_str(v, n, "macAddress", path, &f->mac))
+		return false;
+	if (f->name == NULL)
+		return fail(v, path, "name is required");
+	const struct ynode *mq = ytree_get(n, "masquerade"), *br = ytree_get(n, "bridge");
+	if ((mq != NULL) == (br != NULL))
+		return fail(v, path, "exactly one of masquerade or bridge is required");
+	f->bridge = br != NULL;
+	if (f->model) {
+		static const char *models[] = { "virtio", "e1000", "e1000e", "rtl8139", NULL };
+		size_t i;
+		for (i = 0; models[i]; i++)
+			if (strcmp(models[i], f->model) == 0)
+				break;
+		if (models[i] == NULL) {
+			char *p = sub(path, "model");
+			fail(v, p, "model \"%s\" is not one of virtio, e1000, e1000e, rtl8139", f->model);
+			free(p);
+			return false;
+		}
+	}
+	if (f->mac) {
+		unsigned x[6];
+		char c;
+		if (sscanf(f->mac, "%2x:%2x:%2x:%2x:%2x:%2x%c", &x[0], &x[1], &x[2], &x[3], &x[4], &x[5], &c) != 6) {
+			char *p = sub(path, "macAddress");
+			fail(v, p, "not a MAC address");
+			free(p);
+			return false;
+		}
+	}
+	return true;
+}
+
+/* ---- the VMI template ---- */
+
+static bool parse_cpu(struct vctx *v, const struct ynode *cpu, const char *path, struct manifest *m)
+{
+	static const struct key_rule rules[] = {
+		{ "cores", NULL }, { "sockets", NULL }, { "threads", NULL }, { "model", NULL },
+		{ "maxSockets", "CPU hotplug is not supported by the engine" },
+		{ "dedicatedCpuPlacement", "dedicated CPU placement needs the CPU manager of a cluster node" },
+		{ "isolateEmulatorThread", "emulator thread isolation is not supported by the engine" },
+		{ "numa", "NUMA passthrough is not supported by the engine" },
+		{ "realtime", "realtime vCPUs are not supported by the engine" },
+		{ "features", "CPU feature lists are not supported by the engine" },
+		{ NULL, NULL },
+	};
+	if (!want_map(v, cpu, path) || (cpu->type == YNODE_MAP && !check_keys(v, cpu, path, rules)))
+		return false;
+	return get_int(v, cpu, "cores", path, 1, 256, &m->cores) &&
+	       get_int(v, cpu, "sockets", path, 1, 64, &m->sockets) &&
+	       get_int(v, cpu, "threads", path, 1, 8, &m->threads) && get_str(v, cpu, "model", path, &m->cpu_model);
+}
+
+static bool parse_firmware(struct vctx *v, const struct ynode *fw, const char *path, struct manifest *m)
+{
+	static const struct key_rule rules[] = {
+		{ "bootloader", NULL }, { "kernelBoot", NULL },
+		{ "uuid", "a firmware UUID is not supported: the domain UUID is the VM's UID" },
+		{ "serial", "a firmware serial number is not supported by the engine" },
+		{ "acpi", "custom ACPI tables are not supported by the engine" },
+		{ NULL, NULL },
+	};
+	if (!want_map(v, fw, path) || (fw->type == YNODE_MAP && !check_keys(v, fw, path, rules)))
+		return false;
+	const struct ynode *bl = ytree_get(fw, "bootloader"), *kb = ytree_get(fw, "kernelBoot");
+	char *p;
+	if (bl) {
+		static const struct key_rule r[] = { { "bios", NULL }, { "efi", NULL }, { NULL, NULL } };
+		p = sub(path, "bootloader");
+		if (!want_map(v, bl, p) || (bl->type == YNODE_MAP && !check_keys(v, bl, p, r))) {
+			free(p);
+			return false;
+		}
+		const struct ynode *bios = ytree_get(bl, "bios"), *efi = ytree_get(bl, "efi");
+		if (bios && efi)
+			fail(v, p, "bios and efi are mutually exclusive");
+		if (bios) {
+			static const struct key_rule rb[] = {
+				{ "useSerial", "BIOS serial redirection is not supported by the engine" }, { NULL, NULL } };
+			char *pb = sub(p, "bios");
+			if (want_map(v, bios, pb) && bios->type == YNODE_MAP)
+				check_keys(v, bios, pb, rb);
+			free(pb);
+		}
+		if (efi) {
+			static const struct key_rule re[] = { { "secureBoot", NULL },
+				{ "persistent", "persistent EFI variables are not supported by the engine" },
+				{ NULL, NULL } };
+			char *pe = sub(p, "efi");
+			m->efi = true;
+			m->secure_boot = true; /* KubeVirt's default */
+			if (want_map(v, efi, pe) && efi->type == YNODE_MAP && check_keys(v, efi, pe, re))
+				get_bool(v, efi, "secureBoot", pe, &m->secure_boot);
+			free(pe);
+		}
+		free(p);
+		if (v->err)
+			return false;
+	}
+	if (kb) {
+		static const struct key_rule r[] = { { "kernelArgs", NULL }, { "container", NULL }, { NULL, NULL } };
+		static const struct key_rule rc[] = { { "image", NULL }, { "kernelPath", NULL }, { "initrdPath", NULL },
+			{ "imagePullPolicy", NULL },
+			{ "imagePullSecret", "registry credentials are not used: images come from the engine's image "
+					     "directory" },
+			{ NULL, NULL } };
+		p = sub(path, "kernelBoot");
+		bool ok = want_map(v, kb, p) && kb->type == YNODE_MAP && check_keys(v, kb, p, r) &&
+			  get_str(v, kb, "kernelArgs", p, &m->kernel_args);
+		const struct ynode *c = ytree_get(kb, "container");
+		char *pc = sub(p, "container");
+		if (ok && c == NULL)
+			fail(v, pc, "required (image, kernelPath, initrdPath)");
+		else if (ok && want_map(v, c, pc) && c->type == YNODE_MAP && check_keys(v, c, pc, rc) &&
+			 get_str(v, c, "image", pc, &m->kernel_image) && get_str(v, c, "kernelPath", pc, &m->kernel) &&
+			 get_str(v, c, "initrdPath", pc, &m->initrd)) {
+			if (m->kernel == NULL && m->initrd == NULL)
+				fail(v, pc, "kernelPath or initrdPath is required");
+			else if ((m->kernel && m->kernel[0] != '/') || (m->initrd && m->initrd[0] != '/'))
+				fail(v, pc, "kernelPath and initrdPath must be absolute paths");
+			else if (m->kernel == NULL)
+				fail(v, pc, "kernelPath is required (an initrd alone cannot boot)");
+		}
+		free(pc);
+		free(p);
+		if (m->kernel_image && (m->kernel_image[0] == '\0' || strcmp(m->kernel_image, "host") == 0)) {
+			free(m->kernel_image);
+			m->kernel_image = NULL;
+		}
+	}
+	return v->err == NULL;
+}
+
+static bool parse_domain(struct vctx *v, const struct ynode *d, const char *path, struct manifest *m)
+{
+	static const struct key_rule rules[] = {
+		{ "cpu", NULL }, { "memory", NULL }, { "resources", NULL }, { "machine", NULL }, { "firmware", NULL },
+		{ "devices", NULL }, { "features", NULL },
+		{ "clock", "clock settings are not supported by the engine (the guest clock is UTC)" },
+		{ "chassis", "chassis information is not supported by the engine" },
+		{ "ioThreadsPolicy", "IO thread policies are not supported by the engine" },
+		{ "ioThreads", "IO threads are not supported by the engine" },
+		{ "launchSecurity", "confidential computing is not supported by the engine" },
+		{ NULL, NULL },
+	};
+	if (d == NULL || d->type != YNODE_MAP)
+		return fail(v, path, "required");
+	if (!check_keys(v, d, path, rules))
+		return false;
+	char *p;
+	const struct ynode *n;
+	if ((n = ytree_get(d, "cpu"))) {
+		p = sub(path, "cpu");
+		parse_cpu(v, n, p, m);
+		free(p);
+	}
+	if (v->err == NULL && (n = ytree_get(d, "memory"))) {
+		static const struct key_rule r[] = { { "guest", NULL },
+			{ "hugepages", "hugepages are not supported by the engine" },
+			{ "maxGuest", "memory hotplug is not supported by the engine" }, { NULL, NULL } };
+		p = sub(path, "memory");
+		if (want_map(v, n, p) && n->type == YNODE_MAP && check_keys(v, n, p, r))
+			get_qty(v, n, "guest", p, &m->memory, &m->memory_text);
+		free(p);
+	}
+	if (v->err == NULL && (n = ytree_get(d, "resources"))) {
+		static const struct key_rule r[] = { { "requests", NULL },
+			{ "limits", "launcher resource limits are not enforced by the engine" },
+			{ "overcommitGuestOverhead", NULL }, { NULL, NULL } };
+		static const struct key_rule rq[] = { { "memory", NULL },
+			{ "cpu", "CPU requests are a scheduling input; the engine has no scheduler (use cpu.cores)" },
+			{ NULL, NULL } };
+		p = sub(path, "resources");
+		if (want_map(v, n, p) && n->type == YNODE_MAP && check_keys(v, n, p, r)) {
+			const struct ynode *req = ytree_get(n, "requests");
+			char *pr = sub(p, "requests");
+			uint64_t reqmem = 0;
+			char *reqtext = NULL;
+			if (req && want_map(v, req, pr) && req->type == YNODE_MAP && check_keys(v, req, pr, rq) &&
+			    get_qty(v, req, "memory", pr, &reqmem, &reqtext) && m->memory == 0 && reqmem) {
+				m->memory = reqmem; /* KubeVirt: guest memory defaults to the request */
+				free(m->memory_text);
+				m->memory_text = reqtext;
+				reqtext = NULL;
+			}
+			free(reqtext);
+			free(pr);
+			bool ovc = false;
+			get_bool(v, n, "overcommitGuestOverhead", p, &ovc);
+		}
+		free(p);
+	}
+	if (v->err == NULL && (n = ytree_get(d, "machine"))) {
+		static const struct key_rule r[] = { { "type", NULL }, { NULL, NULL } };
+		p = sub(path, "machine");
+		if (want_map(v, n, p) && n->type == YNODE_MAP && check_keys(v, n, p, r) &&
+		    get_str(v, n, "type", p, &m->machine) && m->machine) {
+			const char *t = m->machine;
+			if (!(strcmp(t, "q35") == 0 || strcmp(t, "pc") == 0 || util_has_prefix(t, "pc-q35-") || util_has_prefix(t, "pc-i440fx-")))
+				fail(v, p, "machine type \"%s\" is not q35, pc, pc-q35-* or pc-i440fx-*", t);
+		}
+		free(p);
+	}
+	if (v->err == NULL && (n = ytree_get(d, "firmware"))) {
+		p = sub(path, "firmware");
+		parse_firmware(v, n, p, m);
+		free(p);
+	}
+	if (v->err == NULL && (n = ytree_get(d, "features"))) {
+		static const struct key_rule r[] = { { "acpi", NULL }, { "apic", NULL },
+			{ "smm", "SMM selection is not supported by the engine" },
+			{ "hyperv", "Hyper-V enlightenments are not supported by the engine" },
+			{ "kvm", "KVM feature flags are not supported by the engine" },
+			{ "pvspinlock", "pvspinlock is not supported by the engine" }, { NULL, NULL } };
+		p = sub(path, "features");
+		if (want_map(v, n, p) && n->type == YNODE_MAP)
+			check_keys(v, n, p, r);
+		free(p);
+	}
+	if (v->err == NULL && (n = ytree_get(d, "devices"))) {
+		static const struct key_rule r[] = {
+			{ "disks", NULL }, { "interfaces", NULL }, { "autoattachSerialConsole", NULL },
+			{ "autoattachGraphicsDevice", NULL }, { "autoattachPodInterface", NULL },
+			{ "autoattachMemBalloon", NULL }, { "rng", NULL }, { "networkInterfaceMultiqueue", NULL },
+			{ "blockMultiQueue", NULL },
+			{ "gpus", "GPU passthrough is not supported by the engine" },
+			{ "hostDevices", "host device passthrough is not supported by the engine" },
+			{ "filesystems", "virtiofs filesystems are not supported by the engine" },
+			{ "inputs", "extra input devices are not supported by the engine" },
+			{ "watchdog", "watchdogs are not supported by the engine" },
+			{ "tpm", "TPM devices are not supported by the engine" },
+			{ "sound", "sound devices are not supported by the engine" },
+			{ "clientPassthrough", "USB client passthrough is not supported by the engine" },
+			{ "disableHotplug", NULL },
+			{ "autoattachInputDevice", NULL },
+			{ "autoattachVSOCK", "vsock is not supported by the engine" },
+			{ "downwardMetrics", "downward metrics are not supported by the engine" },
+			{ "useVirtioTransitional", NULL },
+			{ NULL, NULL },
+		};
+		p = sub(path, "devices");
+		if (want_map(v, n, p) && n->type == YNODE_MAP && check_keys(v, n, p, r)) {
+			bool mq = false, dh = false, ai = true, vt = false;
+			get_bool(v, n, "autoattachSerialConsole", p, &m->serial_console);
+			get_bool(v, n, "autoattachGraphicsDevice", p, &m->graphics);
+			get_bool(v, n, "autoattachMemBalloon", p, &m->balloon);
+			get_bool(v, n, "networkInterfaceMultiqueue", p, &mq);
+			get_bool(v, n, "blockMultiQueue", p, &mq);
+			get_bool(v, n, "disableHotplug", p, &dh);
+			get_bool(v, n, "autoattachInputDevice", p, &ai);
+			get_bool(v, n, "useVirtioTransitional", p, &vt);
+			bool pod_iface = true;
+			get_bool(v, n, "autoattachPodInterface", p, &pod_iface);
+			m->no_pod_iface = !pod_iface;
+			const struct ynode *rng = ytree_get(n, "rng");
+			if (rng) {
+				char *pr = sub(p, "rng");
+				if (want_map(v, rng, pr) && rng->type == YNODE_MAP && rng->n)
+					fail(v, pr, "only an empty rng {} is supported");
+				m->rng = true;
+				free(pr);
+			}
+			const struct ynode *disks = ytree_get(n, "disks"), *ifs = ytree_get(n, "interfaces");
+			if (v->err == NULL && disks && !ytree_is_null(disks)) {
+				char *pd = sub(p, "disks");
+				if (disks->type != YNODE_SEQ)
+					fail(v, pd, "expected a list");
+				else {
+					m->disks = xcalloc(disks->n + 1, sizeof *m->disks);
+					for (size_t i = 0; i < disks->n && v->err == NULL; i++) {
+						char *pi = idx(pd, i);
+						m->ndisks++;
+						parse_disk(v, disks->kids[i], pi, &m->disks[i]);
+						free(pi);
+					}
+				}
+				free(pd);
+			}
+			if (v->err == NULL && ifs && !ytree_is_null(ifs)) {
+				char *pf = sub(p, "interfaces");
+				if (ifs->type != YNODE_SEQ)
+					fail(v, pf, "expected a list");
+				else {
+					m->ifaces = xcalloc(ifs->n + 1, sizeof *m->ifaces);
+					for (size_t i = 0; i < ifs->n && v->err == NULL; i++) {
+						char *pi = idx(pf, i);
+						m->nifaces++;
+						parse_iface(v, ifs->kids[i], pi, &m->ifaces[i]);
+						free(pi);
+					}
+				}
+				free(pf);
+			}
+		}
+		free(p);
+	}
+	return v->err == NULL;
+}
+
+static bool parse_networks(struct vctx *v, const struct ynode *nets, const char *path, struct manifest *m)
+{
+	if (nets->type != YNODE_SEQ)
+		return fail(v, path, "expected a list");
+	static const struct key_rule r[] = { { "name", NULL }, { "pod", NULL }, { "multus", NULL }, { NULL, NULL } };
+	for (size_t i = 0; i < nets->n; i++) {
+		char *p = idx(path, i);
+		const struct ynode *n = nets->kids[i];
+		char *name = NULL;
+		if (!check_keys(v, n, p, r) || !get_str(v, n, "name", p, &name)) {
+			free(p);
+			return false;
+		}
+		const struct ynode *pod = ytree_get(n, "pod"), *multus = ytree_get(n, "multus");
+		struct mf_iface *f = NULL;
+		for (int j = 0; name && j < m->nifaces; j++)
+			if (strcmp(m->ifaces[j].name, name) == 0)
+				f = &m->ifaces[j];
+		if (name == NULL)
+			fail(v, p, "name is required");
+		else if ((pod != NULL) == (multus != NULL))
+			fail(v, p, "exactly one of pod or multus is required");
+		else if (f == NULL)
+			fail(v, p, "network \"%s\" has no interface in spec.template.spec.domain.devices.interfaces", name);
+		else if (pod) {
+			static const struct key_rule rp[] = { { "vmNetworkCIDR", "custom CIDRs are not supported by user-mode networking" },
+				{ "vmIPv6NetworkCIDR", "custom CIDRs are not supported by user-mode networking" }, { NULL, NULL } };
+			char *pp = sub(p, "pod");
+			if (want_map(v, pod, pp) && pod->type == YNODE_MAP)
+				check_keys(v, pod, pp, rp);
+			free(pp);
+		} else {
+			static const struct key_rule rm[] = { { "networkName", NULL }, { "default", NULL }, { NULL, NULL } };
+			char *pm = sub(p, "multus");
+			if (want_map(v, multus, pm) && multus->type == YNODE_MAP && check_keys(v, multus, pm, rm) &&
+			    get_str(v, multus, "networkName", pm, &f->host_bridge)) {
+				if (!f->bridge)
+					fail(v, pm, "a multus network needs a bridge interface (it names the host bridge)");
+				else if (f->host_bridge == NULL)
+					fail(v, pm, "networkName (the host bridge) is required");
+			}
+			free(pm);
+		}
+		free(name);
+		free(p);
+		if (v->err)
+			return false;
+	}
+	return true;
+}
+
+static bool parse_template_spec(struct vctx *v, const struct ynode *s, const char *path, struct manifest *m)
+{
+	static const struct key_rule rules[] = {
+		{ "domain", NULL }, { "volumes", NULL }, { "networks", NULL },
+		{ "terminationGracePeriodSeconds", NULL }, { "hostname", NULL }, { "subdomain", NULL },
+		{ "evictionStrategy", NULL }, { "architecture", NULL }, { "startStrategy", NULL },
+		{ "nodeSelector", "the engine runs on its own host; node selection does not apply" },
+		{ "affinity", "the engine runs on its own host; affinity does not apply" },
+		{ "tolerations", "the engine runs on its own host; tolerations do not apply" },
+		{ "topologySpreadConstraints", "the engine runs on its own host; spread constraints do not apply" },
+		{ "schedulerName", "the engine has no scheduler" },
+		{ "priorityClassName", "the engine has no scheduler" },
+		{ "livenessProbe", "probes are not supported by the engine" },
+		{ "readinessProbe", "probes are not supported by the engine" },
+		{ "accessCredentials", "access credentials need a cluster" },
+		{ "dnsPolicy", "DNS policy is a pod setting; user-mode networking provides DNS" },
+		{ "dnsConfig", "DNS config is a pod setting; user-mode networking provides DNS" },
+		{ NULL, NULL },
+	};
+	if (s == NULL || s->type != YNODE_MAP)
+		return fail(v, path, "required");
+	if (!check_keys(v, s, path, rules))
+		return false;
+	char *p = sub(path, "domain");
+	parse_domain(v, ytree_get(s, "domain"), p, m);
+	free(p);
+	if (v->err)
+		return false;
+	if (m->nifaces == 0 && !m->no_pod_iface) {
+		/* KubeVirt attaches a pod-network interface by default */
+		m->ifaces = xcalloc(1, sizeof *m->ifaces);
+		m->ifaces[0].name = xstrdup("default");
+		m->nifaces = 1;
+	}
+	get_int(v, s, "terminationGracePeriodSeconds", path, 0, 86400, &m->grace);
+	get_str(v, s, "hostname", path, &m->hostname);
+	get_str(v, s, "evictionStrategy", path, &m->eviction);
+	char *arch = NULL, *start = NULL, *subd = NULL;
+	get_str(v, s, "architecture", path, &arch);
+	get_str(v, s, "startStrategy", path, &start);
+	get_str(v, s, "subdomain", path, &subd);
+	if (v->err == NULL && arch && strcmp(arch, "amd64") != 0) {
+		p = sub(path, "architecture");
+		fail(v, p, "only amd64 guests are supported");
+		free(p);
+	}
+	if (v->err == NULL && start && strcmp(start, "Paused") == 0) {
+		p = sub(path, "startStrategy");
+		fail(v, p, "starting paused is not supported by the engine");
+		free(p);
+	}
+	free(arch);
+	free(start);
+	free(subd);
+	const struct ynode *vols = ytree_get(s, "volumes"), *nets = ytree_get(s, "networks");
+	if (v->err == NULL && vols && !ytree_is_null(vols)) {
+		p = sub(path, "volumes");
+		if (vols->type != YNODE_SEQ)
+			fail(v, p, "expected a list");
+		else {
+			m->vols = xcalloc(vols->n + 1, sizeof *m->vols);
+			for (size_t i = 0; i < vols->n && v->err == NULL; i++) {
+				char *pi = idx(p, i);
+				m->nvols++;
+				parse_volume(v, vols->kids[i], pi, &m->vols[i]);
+				free(pi);
+			}
+		}
+		free(p);
+	}
+	if (v->err == NULL && nets && !ytree_is_null(nets)) {
+		p = sub(path, "networks");
+		parse_networks(v, nets, p, m);
+		free(p);
+	}
+	if (v->err)
+		return false;
+	/* every disk needs its volume, every volume a disk, names unique */
+	for (int i = 0; i < m->ndisks; i++) {
+		int found = 0;
+		for (int j = 0; j < m->nvols; j++)
+			found += strcmp(m->disks[i].name, m->vols[j].name) == 0;
+		for (int j = 0; j < i; j++)
+			if (strcmp(m->disks[i].name, m->disks[j].name) == 0) {
+				char *pd = xasprintf("%s.domain.devices.disks[%d].name", path, i);
+				fail(v, pd, "duplicate disk name \"%s\"", m->disks[i].name);
+				free(pd);
+				return false;
+			}
+		if (found != 1) {
+			char *pd = xasprintf("%s.domain.devices.disks[%d]", path, i);
+			fail(v, pd, "no volume named \"%s\" in %s.volumes", m->disks[i].name, path);
+			free(pd);
+			return false;
+		}
+	}
+	for (int j = 0; j < m->nvols; j++) {
+		int found = 0;
+		for (int i = 0; i < m->ndisks; i++)
+			found += strcmp(m->disks[i].name, m->vols[j].name) == 0;
+		if (found == 0) {
+			/* KubeVirt adds a virtio disk for a volume without one */
+			m->disks = xreallocarray(m->disks, (size_t)m->ndisks + 1, sizeof *m->disks);
+			memset(&m->disks[m->ndisks], 0, sizeof m->disks[0]);
+			m->disks[m->ndisks].name = xstrdup(m->vols[j].name);
+			m->disks[m->ndisks].bus = MF_BUS_VIRTIO;
+			m->ndisks++;
+		}
+	}
+	/* interfaces on the pod network (no multus entry) */
+	for (int i = 0; i < m->nifaces; i++) {
+		bool named = false;
+		for (size_t k = 0; nets && nets->type == YNODE_SEQ && k < nets->n; k++) {
+			const struct ynode *nm = ytree_get(nets->kids[k], "name");
+			named |= nm && nm->type == YNODE_SCALAR && strcmp(nm->str, m->ifaces[i].name) == 0;
+		}
+		if (!named && nets && !ytree_is_null(nets)) {
+			char *pi = xasprintf("%s.domain.devices.interfaces[%d]", path, i);
+			fail(v, pi, "no network named \"%s\" in %s.networks", m->ifaces[i].name, path);
+			free(pi);
+			return false;
+		}
+	}
+	return true;
+}
+
+static const char *const strategies[] = { "Always", "RerunOnFailure", "Once", "Manual", "Halted", NULL };
+
+static bool parse_metadata(struct vctx *v, const struct ynode *md, const char *path, struct manifest *m, bool top)
+{
+	static const struct key_rule rules[] = {
+		{ "name", NULL }, { "namespace", NULL }, { "labels", NULL }, { "annotations", NULL },
+		{ "uid", NULL }, { "resourceVersion", NULL }, { "generation", NULL }, { "creationTimestamp", NULL },
+		{ "managedFields", NULL }, { "selfLink", NULL }, { "finalizers", NULL }, { "ownerReferences", NULL },
+		{ "generateName", "generateName is not supported: name the VM" },
+		{ NULL, NULL },
+	};
+	if (md == NULL || ytree_is_null(md)) {
+		if (top)
+			return fail(v, path, "required (metadata.name)");
+		return true;
+	}
+	if (!check_keys(v, md, path, rules))
+		return false;
+	if (!top)
+		return true;
+	if (!get_str(v, md, "name", path, &m->name) || !get_str(v, md, "namespace", path, &m->ns))
+		return false;
+	char *p = sub(path, "name");
+	if (m->name == NULL)
+		fail(v, p, "required");
+	else if (!dns_label(m->name, 63))
+		fail(v, p, "\"%s\" is not a DNS-1123 label (lower case letters, digits, '-', at most 63)", m->name);
+	free(p);
+	if (v->err)
+		return false;
+	if (m->ns == NULL)
+		m->ns = xstrdup("default");
+	else if (!dns_label(m->ns, 63)) {
+		p = sub(path, "namespace");
+		fail(v, p, "\"%s\" is not a DNS-1123 label", m->ns);
+		free(p);
+		return false;
+	}
+	const struct ynode *labels = ytree_get(md, "labels");
+	if (labels && !ytree_is_null(labels)) {
+		p = sub(path, "labels");
+		if (labels->type != YNODE_MAP)
+			fail(v, p, "expected a map");
+		for (size_t i = 0; v->err == NULL && i < labels->n; i++) {
+			if (labels->kids[i]->type != YNODE_SCALAR) {
+				char *pl = sub(p, labels->keys[i]);
+				fail(v, pl, "expected a string");
+				free(pl);
+				break;
+			}
+			m->labels = xreallocarray(m->labels, (size_t)m->nlabels + 1, sizeof *m->labels);
+			m->labels[m->nlabels++] = xasprintf("%s=%s", labels->keys[i], labels->kids[i]->str);
+		}
+		free(p);
+	}
+	return v->err == NULL;
+}
+
+struct manifest *manifest_parse(const char *text, size_t len, char **err)
+{
+	struct vctx v = { .err = NULL };
+	struct ynode *root = ytree_parse(text, len, err);
+	if (root == NULL)
+		return NULL;
+	struct manifest *m = xcalloc(1, sizeof *m);
+	m->serial_console = m->graphics = m->balloon = true;
+	m->grace = 180; /* KubeVirt's default terminationGracePeriodSeconds */
+	static const struct key_rule top[] = {
+		{ "apiVersion", NULL }, { "kind", NULL }, { "metadata", NULL }, { "spec", NULL }, { "status", NULL },
+		{ NULL, NULL },
+	};
+	static const struct key_rule specr[] = {
+		{ "runStrategy", NULL }, { "running", NULL }, { "template", NULL },
+		{ "dataVolumeTemplates", "CDI DataVolumes need a cluster; use persistentVolumeClaim volumes" },
+		{ "instancetype", "instance types need a cluster; set domain.cpu and domain.memory" },
+		{ "preference", "preferences need a cluster" },
+		{ "liveUpdateFeatures", "live updates are not supported by the engine" },
+		{ "updateVolumesStrategy", "volume updates are not supported by the engine" },
+		{ NULL, NULL },
+	};
+	if (root->type != YNODE_MAP) {
+		fail(&v, "(document)", "expected a map");
+		goto out;
+	}
+	if (!check_keys(&v, root, "", top))
+		goto out;
+	char *api = NULL, *kind = NULL;
+	get_str(&v, root, "apiVersion", "", &api);
+	get_str(&v, root, "kind", "", &kind);
+	if (v.err == NULL && (api == NULL || (strcmp(api, "kubevirt.io/v1") && strcmp(api, "kubevirt.io/v1alpha3"))))
+		fail(&v, "apiVersion", "\"%s\" is not kubevirt.io/v1", api ? api : "");
+	else if (v.err == NULL && (kind == NULL || strcmp(kind, "VirtualMachine") != 0))
+		fail(&v, "kind",
+		     "\"%s\": the engine runs VirtualMachine manifests (put a VirtualMachineInstance's spec under "
+		     "spec.template.spec)",
+		     kind ? kind : "");
+	free(api);
+	free(kind);
+	if (v.err || !parse_metadata(&v, ytree_get(root, "metadata"), "metadata", m, true))
+		goto out;
+	const struct ynode *spec = ytree_get(root, "spec");
+	if (spec == NULL || spec->type != YNODE_MAP) {
+		fail(&v, "spec", "required");
+		goto out;
+	}
+	if (!check_keys(&v, spec, "spec", specr))
+		goto out;
+	bool running = false;
+	const struct ynode *rn = ytree_get(spec, "running");
+	get_str(&v, spec, "runStrategy", "spec", &m->run_strategy);
+	get_bool(&v, spec, "running", "spec", &running);
+	if (v.err)
+		goto out;
+	if (rn && !ytree_is_null(rn) && m->run_strategy) {
+		fail(&v, "spec.running", "running and runStrategy are mutually exclusive");
+		goto out;
+	}
+	if (rn && !ytree_is_null(rn)) {
+		m->running_field = true;
+		m->run_strategy = xstrdup(running ? "Always" : "Halted");
+	}
+	if (m->run_strategy == NULL)
+		m->run_strategy = xstrdup("Halted"); /* KubeVirt: neither set means not running */
+	size_t i;
+	for (i = 0; strategies[i]; i++)
+		if (strcmp(strategies[i], m->run_strategy) == 0)
+			break;
+	if (strategies[i] == NULL) {
+		fail(&v, "spec.runStrategy", "\"%s\" is not one of Always, RerunOnFailure, Once, Manual, Halted",
+		     m->run_strategy);
+		goto out;
+	}
+	const struct ynode *tmpl = ytree_get(spec, "template");
+	static const struct key_rule tr[] = { { "metadata", NULL }, { "spec", NULL }, { NULL, NULL } };
+	if (tmpl == NULL || tmpl->type != YNODE_MAP) {
+		fail(&v, "spec.template", "required");
+		goto out;
+	}
+	if (!check_keys(&v, tmpl, "spec.template", tr) ||
+	    !parse_metadata(&v, ytree_get(tmpl, "metadata"), "spec.template.metadata", m, false) ||
+	    !parse_template_spec(&v, ytree_get(tmpl, "spec"), "spec.template.spec", m))
+		goto out;
+	if (m->memory == 0) {
+		fail(&v, "spec.template.spec.domain.memory.guest", "required (or resources.requests.memory)");
+		goto out;
+	}
+	if (m->memory < (uint64_t)16 << 20)
+		fail(&v, "spec.template.spec.domain.memory.guest", "at least 16Mi");
+	if (m->sockets == 0)
+		m->sockets = 1;
+	if (m->cores == 0)
+		m->cores = 1;
+	if (m->threads == 0)
+		m->threads = 1;
+	if (m->sockets * m->cores * m->threads > 256)
+		fail(&v, "spec.template.spec.domain.cpu", "more than 256 vCPUs");
+	if (m->machine == NULL)
+		m->machine = xstrdup("q35");
+out:
+	ytree_free(root);
+	if (v.err) {
+		manifest_free(m);
+		*err = v.err;
+		return NULL;
+	}
+	return m;
+}
+
+void manifest_free(struct manifest *m)
+{
+	if (m == NULL)
+		return;
+	free(m->name);
+	free(m->ns);
+	for (int i = 0; i < m->nlabels; i++)
+		free(m->labels[i]);
+	free(m->labels);
+	free(m->run_strategy);
+	free(m->cpu_model);
+	free(m->memory_text);
+	free(m->machine);
+	free(m->kernel_image);
+	free(m->kernel);
+	free(m->initrd);
+	free(m->kernel_args);
+	for (int i = 0; i < m->ndisks; i++) {
+		free(m->disks[i].name);
+		free(m->disks[i].serial);
+	}
+	free(m->disks);
+	for (int i = 0; i < m->nvols; i++) {
+		struct mf_volume *v = &m->vols[i];
+		free(v->name);
+		free(v->path);
+		free(v->claim);
+		free(v->image);
+		free(v->user_data);
+		free(v->network_data);
+	}
+	free(m->vols);
+	for (int i = 0; i < m->nifaces; i++) {
+		free(m->ifaces[i].name);
+		free(m->ifaces[i].model);
+		free(m->ifaces[i].mac);
+		free(m->ifaces[i].host_bridge);
+	}
+	free(m->ifaces);
+	free(m->hostname);
+	free(m->eviction);
+	free(m);
+}
+
+char **manifest_image_candidates(const char *dir, const char *ref)
+{
+	static const char *exts[] = { "", ".qcow2", ".img", ".raw", ".iso" };
+	char *flat = xstrdup(ref);
+	for (char *p = flat; *p; p++)
+		if (*p == '/' || *p == ':' || *p == '@')
+			*p = '_';
+	/* repository basename: after the last '/', before ':' or '@' */
+	const char *slash = strrchr(ref, '/');
+	char *base = xstrdup(slash ? slash + 1 : ref);
+	base[strcspn(base, ":@")] = '\0';
+	size_t n = 0;
+	char **out = xcalloc(2 * 5 + 1, sizeof *out);
+	for (int k = 0; k < 2; k++) {
+		const char *name = k ? base : flat;
+		if (k && strcmp(base, flat) == 0)
+			break;
+		if (name[0] == '\0' || name[0] == '.')
+			continue;
+		for (size_t e = 0; e < 5; e++)
+			out[n++] = xasprintf("%s/%s%s", dir, name, exts[e]);
+	}
+	free(flat);
+	free(base);
+	return out;
+}

@@ -1,0 +1,90 @@
+/* KubeVirt VirtualMachine manifests (kubevirt.io/v1) for the local engine: parse (YAML or JSON), validate
+ * strictly, and keep what the domain XML needs. Every field is either understood or rejected with its path
+ * and a reason; nothing is dropped silently.
+ *
+ * Local meanings (documented in kvcon(1)):
+ *  - containerDisk.image, kernelBoot.container.image: resolved in the engine's image directory (see
+ *    manifest_image_candidates); kernelBoot kernelPath/initrdPath are taken inside that image directory entry
+ *    when it is a directory, or as host paths when the image is the literal "host" or absent.
+ *  - persistentVolumeClaim.claimName: a file in the engine's volume directory, <voldir>/<ns>/<claim>.img.
+ *  - emptyDisk: a sparse file created for each execution; cloudInitNoCloud: a NoCloud seed ISO per execution.
+ *  - masquerade on the pod network: user-mode networking; bridge: a host bridge (the pod network's bridge
+ *    comes from the setting engine.bridge / $KVCON_ENGINE_BRIDGE; a multus network names the bridge). */
+#ifndef KVCON_ENGINE_MANIFEST_H
+#define KVCON_ENGINE_MANIFEST_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+enum mf_bus { MF_BUS_VIRTIO, MF_BUS_SATA, MF_BUS_SCSI, MF_BUS_USB };
+enum mf_vol { MF_VOL_HOSTDISK, MF_VOL_PVC, MF_VOL_EMPTY, MF_VOL_CONTAINER, MF_VOL_CLOUDINIT };
+
+struct mf_disk {
+	char *name;
+	bool cdrom;
+	enum mf_bus bus;
+	bool readonly;
+	int boot_order; /* 0: none */
+	char *serial;
+	const char *cache; /* NULL, "none", "writethrough", "writeback" */
+};
+
+struct mf_volume {
+	char *name;
+	enum mf_vol type;
+	char *path;        /* hostDisk path */
+	bool create;       /* hostDisk DiskOrCreate */
+	uint64_t capacity; /* bytes: hostDisk DiskOrCreate, emptyDisk */
+	char *claim;       /* PVC claimName */
+	bool readonly;     /* PVC readOnly */
+	char *image;       /* containerDisk image */
+	char *user_data, *network_data; /* cloudInitNoCloud, decoded */
+};
+
+struct mf_iface {
+	char *name;
+	bool bridge;   /* binding bridge; else masquerade */
+	char *model;   /* virtio (default), e1000, e1000e, rtl8139 */
+	char *mac;
+	char *host_bridge; /* bridge binding: the host bridge (NULL: engine.bridge setting) */
+};
+
+struct manifest {
+	char *name, *ns;
+	char **labels; int nlabels;   /* "k=v" */
+	char *run_strategy;           /* Always, RerunOnFailure, Once, Manual, Halted (spec.running mapped) */
+	bool running_field;
+	int sockets, cores, threads;
+	char *cpu_model;              /* NULL, host-model, host-passthrough or a named model */
+	uint64_t memory;              /* guest memory, bytes */
+	char *memory_text;            /* as written ("256Mi") */
+	char *machine;                /* q35 when unset */
+	bool efi, secure_boot;
+	char *kernel_image;           /* kernelBoot.container.image (NULL: host paths) */
+	char *kernel, *initrd, *kernel_args;
+	struct mf_disk *disks; int ndisks;
+	struct mf_volume *vols; int nvols;
+	struct mf_iface *ifaces; int nifaces;
+	bool serial_console, graphics, balloon, rng;
+	bool no_pod_iface;            /* autoattachPodInterface: false */
+	int grace;                    /* terminationGracePeriodSeconds */
+	char *hostname;
+	char *eviction;               /* spec.evictionStrategy (shown only) */
+};
+
+/* Parses and validates. NULL with *err ("field.path: reason", caller frees) on any problem. */
+struct manifest *manifest_parse(const char *text, size_t len, char **err);
+void manifest_free(struct manifest *m);
+
+/* Kubernetes quantity ("128Mi", "1G", "1024M", "2e3") to bytes; -1 when malformed. */
+int manifest_quantity(const char *s, uint64_t *out);
+
+/* The files an image reference may resolve to inside dir, in lookup order (NULL-terminated; caller frees each
+ * and the array): <dir>/<ref with '/' and ':' as '_'> and <dir>/<repository basename>, each as-is and with
+ * .qcow2, .img, .raw, .iso. */
+char **manifest_image_candidates(const char *dir, const char *ref);
+
+const char *mf_bus_name(enum mf_bus b);
+
+#endif

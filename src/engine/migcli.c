@@ -1,0 +1,277 @@
+/* `kvcon engine migrate` and `kvcon engine drain`: live migration between engine hosts on the command line,
+ * with the job's progress printed as it goes. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/log.h"
+#include "core/opts.h"
+#include "core/util.h"
+#include "core/xmalloc.h"
+#include "engine/cli.h"
+#include "engine/engine.h"
+#include "engine/migrate.h"
+#include "model/source.h"
+#include "model/store.h"
+
+struct mig_wait {
+	bool done;
+	int status;
+	char *msg;
+	struct source *src;
+	const char *ns, *name;
+	uint64_t last_print;
+	int last_pct;
+	bool quiet;
+};
+
+static void mig_done(void *arg, int status, const char *message)
+{
+	struct mig_wait *w = arg;
+	w->done = true;
+	w->status = status;
+	w->msg = xstrdup0(message);
+}
+
+static const struct vmi *find_vmi(const struct mig_wait *w)
+{
+	int n;
+	struct source **srcs = engine_cli_sources(&n);
+	for (int i = 0; i < n; i++) {
+		const struct vmi *v = (const struct vmi *)store_find(engine_cli_store(), srcs[i], OBJ_VMI, w->ns, w->name);
+		if (v && v->mig.present)
+			return v;
+	}
+	return NULL;
+}
+
+/* One line per second while the job runs: the same figures the dashboard shows. */
+static void print_progress(struct mig_wait *w)
+{
+	uint64_t now = util_now_ms();
+	if (w->quiet || w->name == NULL || now - w->last_print < 1000)
+		return;
+	const struct vmi *v = find_vmi(w);
+	if (v == NULL || v->mig.completed || v->mig.failed || v->mig.progress_pct < 0 ||
+	    v->mig.data_processed + v->mig.data_remaining == 0)
+		return;
+	const struct migration_state *m = &v->mig;
+	w->last_print = now;
+	printf("  %3d%%  %llu MiB sent, %llu MiB remaining, dirty %.1f MiB/s, %s, %lld s\n", m->progress_pct,
+	       (unsigned long long)(m->data_processed >> 20), (unsigned long long)(m->data_remaining >> 20),
+	       (double)m->dirty_rate / (1024.0 * 1024.0), m->mode ? m->mode : "PreCopy",
+	       (long long)(util_wall_s() - m->start));
+	fflush(stdout);
+}
+
+static bool mig_finished(void *arg)
+{
+	struct mig_wait *w = arg;
+	print_progress(w);
+	return w->done;
+}
+
+static struct source *source_of(const char *ns, const char *name)
+{
+	int n;
+	struct source **srcs = engine_cli_sources(&n);
+	for (int i = 0; i < n; i++)
+		if (store_find(engine_cli_store(), srcs[i], OBJ_VM, ns, name))
+			return srcs[i];
+	return NULL;
+}
+
+static void print_err(const char *verb, const char *name, const char *msg)
+{
+	char *e = util_escape_display(msg ? msg : "failed");
+	fprintf(stderr, "kvcon: %s %s: %s\n", verb, name, e);
+	free(e);
+}
+
+/* Runs one migration to its end. 0 ok, else an exit code. */
+static int migrate_one(const char *ns, const char *name, const struct migrate_opts *o, bool wait, bool quiet)
+{
+	struct source *src = source_of(ns, name);
+	if (src == NULL) {
+		fprintf(stderr, "kvcon: virtualmachine \"%s\" not found in namespace %s\n", name, ns);
+		return EXIT_API;
+	}
+	struct mig_wait w = { .src = src, .ns = ns, .name = name, .quiet = quiet };
+	char *err = NULL;
+	if (engine_migrate(src, ns, name, o, mig_done, &w, &err) < 0) {
+		print_err("migrate", name, err);
+		free(err);
+		return EXIT_API;
+	}
+	if (!wait) {
+		/* the job belongs to this process: it has to stay until the end anyway */
+		printf("virtualmachine %s migrating from %s to %s\n", name, src->name, o->target ? o->target : "?");
+		fflush(stdout);
+	}
+	uint64_t limit = (uint64_t)(o->timeout > 0 ? o->timeout + 120 : 24 * 3600) * 1000;
+	if (!engine_cli_run_until(mig_finished, &w, limit)) {
+		fprintf(stderr, "kvcon: migrate %s: interrupted; the migration is aborted\n", name);
+		engine_migrate_abort(src, ns, name, &err);
+		free(err);
+		w.quiet = true;
+		engine_cli_run_until(mig_finished, &w, 60000);
+		free(w.msg);
+		return EXIT_API;
+	}
+	int rc = EXIT_OK;
+	if (w.status != 0) {
+		print_err("migrate", name, w.msg);
+		rc = EXIT_API;
+	} else {
+		char *e = util_escape_display(w.msg ? w.msg : "migrated");
+		printf("virtualmachine %s %s\n", name, e);
+		free(e);
+	}
+	fflush(stdout);
+	free(w.msg);
+	return rc;
+}
+
+/* `--abort NAME` from another process: the job runs in the process that started it; libvirt's own abort
+ * reaches it through the source host. */
+static int abort_cmd(const char *ns, const char *name)
+{
+	struct source *src = source_of(ns, name);
+	if (src == NULL) {
+		fprintf(stderr, "kvcon: virtualmachine \"%s\" not found in namespace %s\n", name, ns);
+		return EXIT_API;
+	}
+	char *err = NULL;
+	struct mig_wait w = { .ns = ns, .name = name, .quiet = true };
+	if (migrate_abort_any(src, ns, name, mig_done, &w, &err) < 0) {
+		print_err("migrate --abort", name, err);
+		free(err);
+		return EXIT_API;
+	}
+	engine_cli_run_until(mig_finished, &w, 30000);
+	if (!w.done || w.status != 0) {
+		print_err("migrate --abort", name, w.done ? w.msg : "no answer from the source host");
+		free(w.msg);
+		return EXIT_API;
+	}
+	printf("virtualmachine %s: migration abort requested\n", name);
+	free(w.msg);
+	return EXIT_OK;
+}
+
+static int parse_common(int argc, char **argv, int *i, struct migrate_opts *o)
+{
+	const char *a = argv[*i];
+	if (strcmp(a, "--to") == 0 && *i + 1 < argc)
+		o->target = argv[++*i];
+	else if (strcmp(a, "--bandwidth") == 0 && *i + 1 < argc)
+		o->bandwidth = strtoul(argv[++*i], NULL, 10);
+	else if (strcmp(a, "--timeout") == 0 && *i + 1 < argc)
+		o->timeout = atoi(argv[++*i]);
+	else if (strcmp(a, "--auto-converge") == 0)
+		o->auto_converge = true;
+	else if (strcmp(a, "--postcopy") == 0)
+		o->postcopy = true;
+	else if (strcmp(a, "--copy-storage") == 0)
+		o->copy_storage = true;
+	else if (strcmp(a, "--migrate-uri") == 0 && *i + 1 < argc)
+		o->mig_uri = argv[++*i];
+	else
+		return -1;
+	return 0;
+}
+
+int migrate_cmd(int argc, char **argv)
+{
+	struct migrate_opts o = { 0 };
+	const char *name = NULL;
+	bool wait = true, abort_it = false, quiet = false;
+	for (int i = 1; i < argc; i++) {
+		if (parse_common(argc, argv, &i, &o) == 0)
+			continue;
+		if (strcmp(argv[i], "--offline") == 0)
+			o.offline = true;
+		else if (strcmp(argv[i], "--abort") == 0)
+			abort_it = true;
+		else if (strcmp(argv[i], "--no-wait") == 0)
+			wait = false;
+		else if (strcmp(argv[i], "--quiet") == 0)
+			quiet = true;
+		else if (argv[i][0] != '-' && name == NULL)
+			name = argv[i];
+		else {
+			fprintf(stderr, "kvcon engine migrate: unexpected '%s'\n", argv[i]);
+			return EXIT_USAGE;
+		}
+	}
+	if (name == NULL) {
+		fprintf(stderr, "kvcon engine migrate: NAME is required\n");
+		return EXIT_USAGE;
+	}
+	int rc = engine_cli_open();
+	if (rc)
+		return rc;
+	const char *ns = engine_cli_ns();
+	rc = abort_it ? abort_cmd(ns, name) : migrate_one(ns, name, &o, wait, quiet);
+	return engine_cli_close(rc, 30000);
+}
+
+int drain_cmd(int argc, char **argv)
+{
+	struct migrate_opts o = { 0 };
+	const char *host = NULL;
+	for (int i = 1; i < argc; i++) {
+		if (parse_common(argc, argv, &i, &o) == 0)
+			continue;
+		if (argv[i][0] != '-' && host == NULL)
+			host = argv[i];
+		else {
+			fprintf(stderr, "kvcon engine drain: unexpected '%s'\n", argv[i]);
+			return EXIT_USAGE;
+		}
+	}
+	if (host == NULL) {
+		fprintf(stderr, "kvcon engine drain: HOST is required\n");
+		return EXIT_USAGE;
+	}
+	int rc = engine_cli_open();
+	if (rc)
+		return rc;
+	int n;
+	struct source **srcs = engine_cli_sources(&n);
+	struct source *src = NULL;
+	for (int i = 0; i < n; i++)
+		if (strcmp(srcs[i]->name, host) == 0 || strcmp(srcs[i]->server, host) == 0)
+			src = srcs[i];
+	if (src == NULL) {
+		fprintf(stderr, "kvcon: drain: no engine host %s (open it with -c URI or list it in the config)\n", host);
+		return engine_cli_close(EXIT_USAGE, 0);
+	}
+	/* the list first: migrations change the store */
+	size_t nvm = 0;
+	struct obj *const *vms = store_objs(engine_cli_store(), src, OBJ_VM, &nvm);
+	char **keys = xcalloc(nvm + 1, sizeof *keys);
+	size_t nk = 0;
+	for (size_t i = 0; i < nvm; i++)
+		if (engine_running(src, vms[i]->ns, vms[i]->name))
+			keys[nk++] = xasprintf("%s/%s", vms[i]->ns, vms[i]->name);
+	printf("draining %s: %zu running VM%s\n", src->name, nk, nk == 1 ? "" : "s");
+	fflush(stdout);
+	int failed = 0;
+	for (size_t i = 0; i < nk; i++) {
+		char *slash = strchr(keys[i], '/');
+		*slash = '\0';
+		printf("[%zu/%zu] %s/%s\n", i + 1, nk, keys[i], slash + 1);
+		fflush(stdout);
+		if (migrate_one(keys[i], slash + 1, &o, true, false) != EXIT_OK)
+			failed++;
+		free(keys[i]);
+	}
+	free(keys);
+	if (failed)
+		fprintf(stderr, "kvcon: drain %s: %d of %zu migrations failed; those VMs still run on %s\n", host,
+			failed, nk, host);
+	else
+		printf("%s drained\n", src->name);
+	return engine_cli_close(failed ? EXIT_API : EXIT_OK, 30000);
+}

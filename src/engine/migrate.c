@@ -1,0 +1,1239 @@
+/* Live migration of engine VMs between hosts. The loop thread validates the request and keeps the VM's
+ * migrationState; a thread per migration opens its own connections to both hosts, runs the pre-flight checks,
+ * starts a peer-to-peer migration (virDomainMigrateToURI3 on a helper thread: it blocks until the end) and
+ * polls virDomainGetJobStats meanwhile, posting progress to the loop. On success the VM's record moves to
+ * the target host with a new launcher UID; on failure or abort it stays where it runs. */
+#include "engine/migrate.h"
+
+#include <libvirt/libvirt.h>
+#include <libvirt/virterror.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "core/intern.h"
+#include "core/log.h"
+#include "core/loop.h"
+#include "core/opts.h"
+#include "core/util.h"
+#include "core/xmalloc.h"
+#include "engine/evm.h"
+#include "engine/host.h"
+#include "model/store.h"
+
+#define META_URI "https://kvcon.dev/xmlns/engine/1"
+#define POLL_MS 250
+#define STATS_EVERY_MS 500
+
+enum mmsg_type { MM_PROGRESS, MM_DONE };
+
+struct mig_job {
+	/* read-only for the thread once it runs */
+	char *src_uri, *dst_uri, *mig_uri, *dom, *new_launcher, *target_name;
+	struct migrate_opts o;
+	atomic_bool abort;
+	char *abort_why;          /* set before abort (loop thread), read by the thread after it sees abort */
+	pthread_t thread;
+	/* loop thread */
+	struct evm *v;
+	struct ehost *dst;
+	action_done_cb done;
+	void *arg;
+};
+
+struct mmsg {
+	enum mmsg_type type;
+	struct mig_job *j;
+	int status;               /* MM_DONE: 0 completed, -1 failed */
+	bool aborted, postcopy;
+	char *text;
+	uint64_t processed, remaining, total, dirty_rate;
+	int iteration;
+	int64_t downtime_ms, elapsed_ms;
+};
+
+/* ---- config: host URI [migrate-uri=URI] ---- */
+
+struct cfg_host {
+	char *uri, *mig_uri;
+};
+
+static struct {
+	bool loaded;
+	struct cfg_host *hosts;
+	int n;
+	char **uris;
+} CFG;
+
+static void cfg_load(void)
+{
+	if (CFG.loaded)
+		return;
+	CFG.loaded = true;
+	char *dir = util_config_dir();
+	char *path = util_path_join(dir, "config");
+	free(dir);
+	char *text = util_read_file(path, NULL);
+	free(path);
+	if (text == NULL)
+		return;
+	char *save = NULL;
+	for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		char *sp = NULL;
+		char *w = strtok_r(line, " \t", &sp);
+		if (w == NULL || w[0] == '#' || strcmp(w, "host") != 0)
+			continue;
+		char *uri = strtok_r(NULL, " \t", &sp);
+		if (uri == NULL)
+			continue;
+		CFG.hosts = xreallocarray(CFG.hosts, (size_t)CFG.n + 1, sizeof *CFG.hosts);
+		struct cfg_host *h = &CFG.hosts[CFG.n++];
+		h->uri = xstrdup(uri);
+		h->mig_uri = NULL;
+		for (char *a = strtok_r(NULL, " \t", &sp); a; a = strtok_r(NULL, " \t", &sp))
+			if (util_has_prefix(a, "migrate-uri="))
+				h->mig_uri = xstrdup(a + 12);
+	}
+	free(text);
+	if (CFG.n) {
+		CFG.uris = xcalloc((size_t)CFG.n + 1, sizeof *CFG.uris);
+		for (int i = 0; i < CFG.n; i++)
+			CFG.uris[i] = CFG.hosts[i].uri;
+	}
+}
+
+char *const *migrate_config_hosts(void)
+{
+	cfg_load();
+	return CFG.uris;
+}
+
+const char *migrate_uri_for(const char *uri, const char *name)
+{
+	(void)name;
+	cfg_load();
+	for (int i = 0; i < CFG.n; i++)
+		if (strcmp(CFG.hosts[i].uri, uri) == 0)
+			return CFG.hosts[i].mig_uri;
+	return NULL;
+}
+
+/* A URI another host can use as is: a remote transport with a host name. */
+static bool uri_is_network(const char *uri)
+{
+	const char *p = strstr(uri, "://");
+	return p && p[3] != '/' && p[3] != '\0' && strstr(uri, "+unix") == NULL;
+}
+
+/* ---- the record ---- */
+
+void emig_free(struct emig *m)
+{
+	if (m == NULL)
+		return;
+	free(m->source_node);
+	free(m->target_node);
+	free(m->abort_status);
+	free(m->mode);
+	free(m->failure_reason);
+	for (int i = 0; i < m->nprev; i++)
+		free(m->prev[i].node);
+	free(m);
+}
+
+static void jput_s(json_object *o, const char *k, const char *s)
+{
+	if (s)
+		json_object_object_add(o, k, json_object_new_string(s));
+}
+
+static void jput_i(json_object *o, const char *k, int64_t i)
+{
+	json_object_object_add(o, k, json_object_new_int64(i));
+}
+
+static const char *jget_s(json_object *o, const char *k)
+{
+	json_object *v;
+	return json_object_object_get_ex(o, k, &v) && json_object_is_type(v, json_type_string)
+		       ? json_object_get_string(v)
+		       : NULL;
+}
+
+static int64_t jget_i(json_object *o, const char *k)
+{
+	json_object *v;
+	return json_object_object_get_ex(o, k, &v) ? json_object_get_int64(v) : 0;
+}
+
+static bool jget_b(json_object *o, const char *k)
+{
+	json_object *v;
+	return json_object_object_get_ex(o, k, &v) && json_object_get_boolean(v);
+}
+
+json_object *emig_json(const struct emig *m)
+{
+	json_object *o = json_object_new_object();
+	jput_s(o, "migrationUid", m->uid);
+	jput_s(o, "sourceNode", m->source_node);
+	jput_s(o, "targetNode", m->target_node);
+	jput_i(o, "startTimestamp", m->start);
+	jput_i(o, "endTimestamp", m->end);
+	json_object_object_add(o, "completed", json_object_new_boolean(m->completed));
+	json_object_object_add(o, "failed", json_object_new_boolean(m->failed));
+	json_object_object_add(o, "abortRequested", json_object_new_boolean(m->abort_requested));
+	jput_s(o, "abortStatus", m->abort_status);
+	jput_s(o, "mode", m->mode);
+	jput_s(o, "failureReason", m->failure_reason);
+	jput_i(o, "downtimeMs", m->downtime_ms);
+	jput_i(o, "elapsedMs", m->elapsed_ms);
+	jput_i(o, "dataTotal", (int64_t)m->total);
+	json_object *a = json_object_new_array();
+	for (int i = 0; i < m->nprev; i++) {
+		json_object *p = json_object_new_object();
+		jput_s(p, "launcherUid", m->prev[i].uid);
+		jput_s(p, "node", m->prev[i].node);
+		jput_i(p, "pid", m->prev[i].pid);
+		jput_i(p, "started", m->prev[i].started);
+		jput_i(p, "ended", m->prev[i].ended);
+		json_object_array_add(a, p);
+	}
+	json_object_object_add(o, "previousLaunchers", a);
+	return o;
+}
+
+struct emig *emig_from(json_object *o)
+{
+	struct emig *m = xcalloc(1, sizeof *m);
+	snprintf(m->uid, UID_LEN, "%s", jget_s(o, "migrationUid") ? jget_s(o, "migrationUid") : "");
+	m->source_node = xstrdup0(jget_s(o, "sourceNode"));
+	m->target_node = xstrdup0(jget_s(o, "targetNode"));
+	m->start = jget_i(o, "startTimestamp");
+	m->end = jget_i(o, "endTimestamp");
+	m->completed = jget_b(o, "completed");
+	m->failed = jget_b(o, "failed");
+	m->abort_requested = jget_b(o, "abortRequested");
+	m->abort_status = xstrdup0(jget_s(o, "abortStatus"));
+	m->mode = xstrdup0(jget_s(o, "mode"));
+	m->failure_reason = xstrdup0(jget_s(o, "failureReason"));
+	m->downtime_ms = jget_i(o, "downtimeMs");
+	m->elapsed_ms = jget_i(o, "elapsedMs");
+	m->total = (uint64_t)jget_i(o, "dataTotal");
+	m->progress_pct = m->completed ? 100 : -1;
+	json_object *a;
+	if (json_object_object_get_ex(o, "previousLaunchers", &a) && json_object_is_type(a, json_type_array))
+		for (size_t i = 0; i < json_object_array_length(a) && m->nprev < MIG_MAX_PREV; i++) {
+			json_object *p = json_object_array_get_idx(a, i);
+			struct mig_launcher *l = &m->prev[m->nprev++];
+			snprintf(l->uid, UID_LEN, "%s", jget_s(p, "launcherUid") ? jget_s(p, "launcherUid") : "");
+			l->node = xstrdup0(jget_s(p, "node"));
+			l->pid = (int)jget_i(p, "pid");
+			l->started = jget_i(p, "started");
+			l->ended = jget_i(p, "ended");
+		}
+	return m;
+}
+
+json_object *migrate_state_json(const struct migration_state *m)
+{
+	json_object *o = json_object_new_object();
+	jput_s(o, "migrationUid", m->migration_uid);
+	jput_s(o, "sourceNode", m->source_node);
+	jput_s(o, "targetNode", m->target_node);
+	jput_s(o, "sourcePod", m->source_pod);
+	jput_s(o, "targetPod", m->target_pod);
+	jput_i(o, "startTimestamp", m->start);
+	jput_i(o, "endTimestamp", m->end);
+	json_object_object_add(o, "completed", json_object_new_boolean(m->completed));
+	json_object_object_add(o, "failed", json_object_new_boolean(m->failed));
+	json_object_object_add(o, "abortRequested", json_object_new_boolean(m->abort_requested));
+	jput_s(o, "abortStatus", m->abort_status);
+	jput_s(o, "mode", m->mode);
+	jput_s(o, "failureReason", m->failure_reason);
+	jput_i(o, "progress", m->progress_pct);
+	jput_i(o, "dataProcessed", (int64_t)m->data_processed);
+	jput_i(o, "dataRemaining", (int64_t)m->data_remaining);
+	jput_i(o, "memoryDirtyRate", (int64_t)m->dirty_rate);
+	return o;
+}
+
+/* ---- the thread ---- */
+
+static void post_msg(void (*fn)(void *), struct mmsg *m)
+{
+	loop_post(fn, m);
+}
+
+static void on_msg(void *arg);
+
+__attribute__((format(printf, 1, 2))) static char *lv_err(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	char *head = xvasprintf(fmt, ap);
+	va_end(ap);
+	const char *e = virGetLastErrorMessage();
+	char *s = xasprintf("%s: %s", head, e ? e : "unknown libvirt error");
+	free(head);
+	return s;
+}
+
+static char *xml_unescape(const char *s, size_t n)
+{
+	static const struct {
+		const char *ent;
+		char c;
+	} ents[] = { { "&amp;", '&' }, { "&lt;", '<' }, { "&gt;", '>' }, { "&apos;", '\'' }, { "&quot;", '"' } };
+	char *out = xmalloc(n + 1);
+	size_t o = 0;
+	for (size_t i = 0; i < n;) {
+		bool hit = false;
+		for (size_t k = 0; k < sizeof ents / sizeof ents[0] && s[i] == '&'; k++) {
+			size_t l = strlen(ents[k].ent);
+			if (i + l <= n && strncmp(s + i, ents[k].ent, l) == 0) {
+				out[o++] = ents[k].c;
+				i += l;
+				hit = true;
+				break;
+			}
+		}
+		if (!hit)
+			out[o++] = s[i++];
+	}
+	out[o] = '\0';
+	return out;
+}
+
+/* The files a domain needs on the target: kernel, initrd, loader, disk images (unless they are copied). */
+struct need {
+	char *path;
+	const char *what;
+};
+
+static void need_add(struct need **v, int *n, char *path, const char *what)
+{
+	for (int i = 0; i < *n; i++)
+		if (strcmp((*v)[i].path, path) == 0) {
+			free(path);
+			return;
+		}
+	*v = xreallocarray(*v, (size_t)*n + 1, sizeof **v);
+	(*v)[*n].path = path;
+	(*v)[(*n)++].what = what;
+}
+
+static void needs_of(const char *xml, bool copy_storage, struct need **v, int *n)
+{
+	static const struct {
+		const char *open, *close, *what;
+	} elems[] = { { "<kernel>", "</kernel>", "kernel" },
+		      { "<initrd>", "</initrd>", "initrd" },
+		      { "<loader", "</loader>", "firmware" } };
+	for (size_t k = 0; k < sizeof elems / sizeof elems[0]; k++)
+		for (const char *p = strstr(xml, elems[k].open); p; p = strstr(p + 1, elems[k].open)) {
+			const char *gt = strchr(p, '>'), *end = strstr(p, elems[k].close);
+			if (gt && end && gt < end && gt[-1] != '/')
+				need_add(v, n, xml_unescape(gt + 1, (size_t)(end - gt - 1)), elems[k].what);
+		}
+	/* disks: <disk ... device='disk|cdrom'> ... <source file='PATH'/> */
+	for (const char *d = strstr(xml, "<disk "); d; d = strstr(d + 1, "<disk ")) {
+		const char *end = strstr(d, "</disk>");
+		if (end == NULL)
+			break;
+		bool cdrom = strstr(d, "device='cdrom'") && strstr(d, "device='cdrom'") < end;
+		const char *s = strstr(d, "<source file=");
+		if (s == NULL || s > end)
+			continue;
+		s += 13;
+		char q = *s++;
+		const char *e = strchr(s, q);
+		if (e == NULL || e > end)
+			continue;
+		if (copy_storage && !cdrom)
+			continue; /* libvirt copies it */
+		need_add(v, n, xml_unescape(s, (size_t)(e - s)), cdrom ? "cdrom image" : "disk image");
+	}
+}
+
+/* The active storage pool of c whose target is dir, or NULL (listed rather than looked up: a failed lookup is
+ * logged by libvirt as an error). */
+static virStoragePoolPtr pool_over(virConnectPtr c, const char *dir)
+{
+	virStoragePoolPtr *pools = NULL, found = NULL;
+	int n = virConnectListAllStoragePools(c, &pools, VIR_CONNECT_LIST_STORAGE_POOLS_ACTIVE);
+	char *want = xasprintf("<path>%s</path>", dir);
+	for (int i = 0; i < n; i++) {
+		char *x = found ? NULL : virStoragePoolGetXMLDesc(pools[i], 0);
+		if (x && strstr(x, want))
+			found = pools[i];
+		else
+			virStoragePoolFree(pools[i]);
+		free(x);
+	}
+	free(pools);
+	free(want);
+	return found;
+}
+
+/* Whether path exists as the target's libvirt sees it (its own mounts): through the pool already covering the
+ * file's directory, or a transient dir pool on that directory. 1 yes, 0 no, -1 unknown (*why). */
+static int path_on(virConnectPtr c, const char *path, char **why)
+{
+	char *dir = xstrdup(path);
+	char *slash = strrchr(dir, '/');
+	const char *base = slash ? slash + 1 : path;
+	if (slash && slash != dir)
+		*slash = '\0';
+	else if (slash)
+		dir[1] = '\0';
+	int rc = -1;
+	bool made = false;
+	virStoragePoolPtr pool = pool_over(c, dir);
+	if (pool == NULL) {
+		char uid[37];
+		util_uuid_v4(uid);
+		char *x = xasprintf("<pool type='dir'><name>kvcon-preflight-%.8s</name><target><path>%s</path></target>"
+				    "</pool>", uid, dir);
+		pool = virStoragePoolCreateXML(c, x, 0);
+		free(x);
+		if (pool == NULL) {
+			virErrorPtr e = virGetLastError();
+			if (e && e->message && (strstr(e->message, "No such file") || strstr(e->message, "does not exist")))
+				rc = 0;
+			else
+				*why = xstrdup(e && e->message ? e->message : "storage pool");
+			free(dir);
+			return rc;
+		}
+		made = true;
+	} else
+		virStoragePoolRefresh(pool, 0);
+	/* listed too: the volumes of the directory, by name */
+	virStorageVolPtr *vols = NULL;
+	int n = virStoragePoolListAllVolumes(pool, &vols, 0);
+	rc = n < 0 ? -1 : 0;
+	for (int i = 0; i < n; i++) {
+		const char *vn = virStorageVolGetName(vols[i]);
+		if (vn && strcmp(vn, base) == 0)
+			rc = 1;
+		virStorageVolFree(vols[i]);
+	}
+	free(vols);
+	if (rc < 0)
+		*why = xstrdup(virGetLastErrorMessage());
+	if (made)
+		virStoragePoolDestroy(pool);
+	virStoragePoolFree(pool);
+	free(dir);
+	return rc;
+}
+
+/* The <cpu ...>...</cpu> element of a document (the first one), or NULL. */
+static char *cpu_elem(const char *xml, const char *after)
+{
+	const char *base = after ? strstr(xml, after) : xml;
+	if (base == NULL)
+		return NULL;
+	const char *p = strstr(base, "<cpu");
+	if (p == NULL)
+		return NULL;
+	const char *e = strstr(p, "</cpu>");
+	const char *gt = strchr(p, '>');
+	if (gt && gt[-1] == '/' && (e == NULL || gt < e))
+		return xstrndup(p, (size_t)(gt - p + 1));
+	return e ? xstrndup(p, (size_t)(e - p + 6)) : NULL;
+}
+
+/* Under KVM the target must offer the guest's CPU (its model, or this host's CPU for host-passthrough and
+ * host-model); a TCG guest's CPU is emulated the same everywhere. */
+static int check_cpu(virConnectPtr sc, virConnectPtr dc, const char *xml, const char *target, char **err)
+{
+	bool kvm = strstr(xml, "<domain type='kvm'") != NULL || strstr(xml, "<domain type=\"kvm\"") != NULL;
+	if (!kvm)
+		return 0;
+	char *check = cpu_elem(xml, NULL);
+	if (check == NULL || strstr(check, "<model") == NULL) {
+		free(check);
+		char *caps = virConnectGetCapabilities(sc);
+		check = caps ? cpu_elem(caps, "<host>") : NULL;
+		free(caps);
+	}
+	if (check == NULL)
+		return 0;
+	int r = virConnectCompareHypervisorCPU(dc, NULL, NULL, NULL, "kvm", check, 0);
+	if (r == VIR_CPU_COMPARE_ERROR)
+		r = virConnectCompareCPU(dc, check, 0);
+	free(check);
+	if (r == VIR_CPU_COMPARE_INCOMPATIBLE) {
+		*err = xasprintf("refused: the guest's CPU model is not compatible with %s's CPU (virConnectCompareCPU)",
+				 target);
+		return -1;
+	}
+	if (r == VIR_CPU_COMPARE_ERROR)
+		log_warn("engine: CPU comparison on %s failed: %s", target, virGetLastErrorMessage());
+	return 0;
+}
+
+static int preflight(struct mig_job *j, virConnectPtr sc, virConnectPtr dc, virDomainPtr dom, char **err)
+{
+	virDomainPtr *doms = NULL;
+	int nd = virConnectListAllDomains(dc, &doms, 0);
+	bool there = false;
+	for (int i = 0; i < nd; i++) {
+		there |= strcmp(virDomainGetName(doms[i]), j->dom) == 0;
+		virDomainFree(doms[i]);
+	}
+	free(doms);
+	if (there) {
+		*err = xasprintf("refused: a domain named %s already exists on %s", j->dom, j->target_name);
+		return -1;
+	}
+	char *xml = virDomainGetXMLDesc(dom, 0);
+	if (xml == NULL) {
+		*err = lv_err("%s: domain definition", j->dom);
+		return -1;
+	}
+	int rc = -1;
+	struct need *needs = NULL;
+	int nneeds = 0;
+	if (strstr(xml, "<hostdev")) {
+		*err = xasprintf("refused: %s uses host devices (hostdev), which cannot be migrated", j->dom);
+		goto out;
+	}
+	if (check_cpu(sc, dc, xml, j->target_name, err) < 0)
+		goto out;
+	virDomainInfo info;
+	unsigned long long free_b = virNodeGetFreeMemory(dc);
+	if (virDomainGetInfo(dom, &info) == 0 && free_b > 0 && free_b < (unsigned long long)info.memory * 1024) {
+		*err = xasprintf("refused: %s has %llu MiB free, the guest needs %lu MiB", j->target_name,
+				 free_b >> 20, info.memory >> 10);
+		goto out;
+	}
+	needs_of(xml, j->o.copy_storage, &needs, &nneeds);
+	for (int i = 0; i < nneeds; i++) {
+		char *why = NULL;
+		int r = path_on(dc, needs[i].path, &why);
+		if (r == 0) {
+			char *p = util_escape_display(needs[i].path);
+			*err = xasprintf("refused: %s %s does not exist on %s%s", needs[i].what, p, j->target_name,
+					 strstr(needs[i].what, "disk") ? " (--copy-storage copies disk images)" : "");
+			free(p);
+			goto out;
+		}
+		if (r < 0) {
+			log_warn("engine: pre-flight: cannot tell whether %s exists on %s: %s", needs[i].path,
+				 j->target_name, why ? why : "?");
+		}
+		free(why);
+	}
+	rc = 0;
+out:
+	for (int i = 0; i < nneeds; i++)
+		free(needs[i].path);
+	free(needs);
+	free(xml);
+	return rc;
+}
+
+struct mig_call {
+	virDomainPtr dom;
+	const char *uri;
+	virTypedParameterPtr params;
+	int nparams;
+	unsigned int flags;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	bool finished;      /* under mu: the poller wakes at once when the call returns */
+	int rc;
+	char *err;
+};
+
+static void *mig_call_main(void *arg)
+{
+	struct mig_call *c = arg;
+	c->rc = virDomainMigrateToURI3(c->dom, c->uri, c->params, (unsigned)c->nparams, c->flags);
+	if (c->rc < 0) {
+		const char *e = virGetLastErrorMessage();
+		c->err = xstrdup(e ? e : "migration failed");
+	}
+	pthread_mutex_lock(&c->mu);
+	c->finished = true;
+	pthread_cond_signal(&c->cv);
+	pthread_mutex_unlock(&c->mu);
+	return NULL;
+}
+
+/* Waits up to ms for the migration call to return; true when it has. */
+static bool call_wait(struct mig_call *c, int ms)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_nsec += (long)ms * 1000000L;
+	ts.tv_sec += ts.tv_nsec / 1000000000L;
+	ts.tv_nsec %= 1000000000L;
+	pthread_mutex_lock(&c->mu);
+	while (!c->finished && pthread_cond_timedwait(&c->cv, &c->mu, &ts) == 0)
+		;
+	bool done = c->finished;
+	pthread_mutex_unlock(&c->mu);
+	return done;
+}
+
+static void read_stats(virDomainPtr dom, unsigned int flags, struct mmsg *m)
+{
+	int type = 0, n = 0;
+	virTypedParameterPtr p = NULL;
+	if (virDomainGetJobStats(dom, &type, &p, &n, flags) < 0)
+		return;
+	unsigned long long v = 0, page = 4096, rate = 0;
+	if (virTypedParamsGetULLong(p, n, VIR_DOMAIN_JOB_DATA_PROCESSED, &v) == 1)
+		m->processed = v;
+	if (virTypedParamsGetULLong(p, n, VIR_DOMAIN_JOB_DATA_REMAINING, &v) == 1)
+		m->remaining = v;
+	if (virTypedParamsGetULLong(p, n, VIR_DOMAIN_JOB_DATA_TOTAL, &v) == 1)
+		m->total = v;
+	virTypedParamsGetULLong(p, n, VIR_DOMAIN_JOB_MEMORY_PAGE_SIZE, &page);
+	if (virTypedParamsGetULLong(p, n, VIR_DOMAIN_JOB_MEMORY_DIRTY_RATE, &rate) == 1)
+		m->dirty_rate = rate * page;
+	if (virTypedParamsGetULLong(p, n, VIR_DOMAIN_JOB_MEMORY_ITERATION, &v) == 1)
+		m->iteration = (int)v;
+	if (virTypedParamsGetULLong(p, n, VIR_DOMAIN_JOB_DOWNTIME, &v) == 1)
+		m->downtime_ms = (int64_t)v;
+	if (virTypedParamsGetULLong(p, n, VIR_DOMAIN_JOB_TIME_ELAPSED, &v) == 1)
+		m->elapsed_ms = (int64_t)v;
+	virTypedParamsFree(p, n);
+}
+
+/* Runs the migration; fills d (MM_DONE). */
+static void run_migration(struct mig_job *j, virConnectPtr dc, virDomainPtr dom, struct mmsg *d)
+{
+	struct mig_call c = { .dom = dom, .uri = j->mig_uri };
+	pthread_mutex_init(&c.mu, NULL);
+	pthread_cond_init(&c.cv, NULL);
+	int maxp = 0;
+	if (j->o.bandwidth)
+		virTypedParamsAddULLong(&c.params, &c.nparams, &maxp, VIR_MIGRATE_PARAM_BANDWIDTH, j->o.bandwidth);
+	c.flags = VIR_MIGRATE_LIVE | VIR_MIGRATE_PEER2PEER | VIR_MIGRATE_PERSIST_DEST | VIR_MIGRATE_UNDEFINE_SOURCE;
+	if (j->o.auto_converge)
+		c.flags |= VIR_MIGRATE_AUTO_CONVERGE;
+	if (j->o.postcopy)
+		c.flags |= VIR_MIGRATE_POSTCOPY;
+	if (j->o.copy_storage)
+		c.flags |= VIR_MIGRATE_NON_SHARED_DISK;
+	pthread_t t;
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, &old);
+	int prc = pthread_create(&t, NULL, mig_call_main, &c);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (prc != 0) {
+		d->status = -1;
+		d->text = xstrdup("cannot start the migration thread");
+		virTypedParamsFree(c.params, c.nparams);
+		return;
+	}
+	uint64_t t0 = util_now_ms(), last = 0;
+	bool aborted = false, postcopy = false;
+	char *abort_why = NULL;
+	for (;;) {
+		if (call_wait(&c, POLL_MS))
+			break;
+		uint64_t now = util_now_ms();
+		bool want_abort = atomic_load(&j->abort);
+		if (!want_abort && j->o.timeout > 0 && now - t0 > (uint64_t)j->o.timeout * 1000 && !postcopy) {
+			want_abort = true;
+			free(abort_why);
+			abort_why = xasprintf("not completed within --timeout %d s", j->o.timeout);
+		}
+		if (want_abort && !aborted) {
+			if (virDomainAbortJob(dom) == 0)
+				aborted = true;
+			else
+				log_warn("engine: abort %s: %s", j->dom, virGetLastErrorMessage());
+		}
+		if (now - last < STATS_EVERY_MS)
+			continue;
+		last = now;
+		struct mmsg *m = xcalloc(1, sizeof *m);
+		m->type = MM_PROGRESS;
+		m->j = j;
+		read_stats(dom, 0, m);
+		if (j->o.postcopy && !postcopy && !aborted && m->iteration >= 2) {
+			/* the first pass is done: the rest moves on demand from the target */
+			if (virDomainMigrateStartPostCopy(dom, 0) == 0)
+				postcopy = true;
+			else
+				log_warn("engine: post-copy %s: %s", j->dom, virGetLastErrorMessage());
+		}
+		m->postcopy = postcopy;
+		post_msg(on_msg, m);
+	}
+	pthread_join(t, NULL);
+	pthread_mutex_destroy(&c.mu);
+	pthread_cond_destroy(&c.cv);
+	virTypedParamsFree(c.params, c.nparams);
+	d->postcopy = postcopy;
+	d->elapsed_ms = (int64_t)(util_now_ms() - t0);
+	if (c.rc < 0) {
+		d->status = -1;
+		d->aborted = aborted;
+		if (aborted && abort_why)
+			d->text = xasprintf("aborted: %s (%s)", abort_why, c.err);
+		else
+			d->text = c.err;
+		if (d->text != c.err)
+			free(c.err);
+		free(abort_why);
+		return;
+	}
+	free(abort_why);
+	d->status = 0;
+	virDomainPtr dd = virDomainLookupByName(dc, j->dom);
+	if (dd == NULL) {
+		log_warn("engine: %s: migrated but not found on %s: %s", j->dom, j->target_name, virGetLastErrorMessage());
+		return;
+	}
+	int64_t wall = d->elapsed_ms;
+	read_stats(dd, VIR_DOMAIN_JOB_STATS_COMPLETED | VIR_DOMAIN_JOB_STATS_KEEP_COMPLETED, d);
+	d->elapsed_ms = wall; /* libvirt's own elapsed time counts the target's part only */
+	/* the new launcher: QEMU on the target is a new process of the same execution */
+	char *meta = virDomainGetMetadata(dd, VIR_DOMAIN_METADATA_ELEMENT, META_URI, VIR_DOMAIN_AFFECT_LIVE);
+	if (meta) {
+		const char *l = strstr(meta, " launcher=");
+		if (l && strlen(l + 11) > 36) {
+			char *fixed = xstrdup(meta);
+			memcpy(fixed + (l - meta) + 11, j->new_launcher, 36);
+			if (virDomainSetMetadata(dd, VIR_DOMAIN_METADATA_ELEMENT, fixed, "kvcon", META_URI,
+						 VIR_DOMAIN_AFFECT_LIVE | VIR_DOMAIN_AFFECT_CONFIG) < 0)
+				log_warn("engine: %s: launcher metadata: %s", j->dom, virGetLastErrorMessage());
+			free(fixed);
+		}
+		free(meta);
+	}
+	virDomainFree(dd);
+}
+
+static void *job_main(void *arg)
+{
+	struct mig_job *j = arg;
+	struct mmsg *d = xcalloc(1, sizeof *d);
+	d->type = MM_DONE;
+	d->j = j;
+	d->status = -1;
+	virConnectPtr sc = NULL, dc = NULL;
+	virDomainPtr dom = NULL;
+	sc = virConnectOpen(j->src_uri);
+	if (sc == NULL) {
+		d->text = lv_err("source host %s unreachable", j->src_uri);
+		goto out;
+	}
+	dc = virConnectOpen(j->dst_uri);
+	if (dc == NULL) {
+		d->text = lv_err("refused: target host %s unreachable", j->target_name);
+		goto out;
+	}
+	dom = virDomainLookupByName(sc, j->dom);
+	if (dom == NULL && !j->o.offline) {
+		d->text = lv_err("%s: not on the source host", j->dom);
+		goto out;
+	}
+	if (dom && preflight(j, sc, dc, dom, &d->text) < 0)
+		goto out;
+	if (atomic_load(&j->abort)) {
+		d->aborted = true;
+		d->text = xstrdup("aborted before it started");
+		goto out;
+	}
+	if (j->o.offline) {
+		d->status = 0; /* the loop moves the record; the definition is rebuilt at the next start */
+		goto out;
+	}
+	run_migration(j, dc, dom, d);
+out:
+	if (dom)
+		virDomainFree(dom);
+	if (sc)
+		virConnectClose(sc);
+	if (dc)
+		virConnectClose(dc);
+	post_msg(on_msg, d);
+	return NULL;
+}
+
+/* ---- the loop side ---- */
+
+static void job_free(struct mig_job *j)
+{
+	free(j->src_uri);
+	free(j->dst_uri);
+	free(j->mig_uri);
+	free(j->dom);
+	free(j->new_launcher);
+	free(j->target_name);
+	free(j->abort_why);
+	free(j);
+}
+
+static char *pod_name_of(const struct evm *v, const char *launcher)
+{
+	return xasprintf("virt-launcher-%s-%.5s", v->m->name, launcher);
+}
+
+static void stats_into(struct emig *e, const struct mmsg *m)
+{
+	e->processed = m->processed;
+	e->remaining = m->remaining;
+	e->total = m->total ? m->total : m->processed + m->remaining;
+	e->dirty_rate = m->dirty_rate;
+	e->iteration = m->iteration;
+	e->downtime_ms = m->downtime_ms;
+	e->elapsed_ms = m->elapsed_ms;
+	if (e->total > 0)
+		e->progress_pct = (int)((e->total - (m->remaining < e->total ? m->remaining : e->total)) * 100 / e->total);
+	if (m->postcopy) {
+		free(e->mode);
+		e->mode = xstrdup("PostCopy");
+	}
+}
+
+static void finish(struct mig_job *j, struct mmsg *m)
+{
+	struct evm *v = j->v;
+	struct exec *x = v->cur;
+	struct emig *e = x ? x->mig : NULL;
+	int64_t now = util_wall_s();
+	char *msg = NULL;
+	if (e) {
+		e->job = NULL;
+		e->end = now;
+		stats_into(e, m);
+	}
+	const char *target = j->target_name;
+	if (m->status == 0 && j->o.offline) {
+		msg = xasprintf("moved to %s (offline)", target);
+		evm_event(v, "Normal", "Migrated", msg);
+		char *dn = evm_dom_name(v);
+		host_simple(ehost_worker(v->eh), RQ_UNDEFINE, dn);
+		free(dn);
+		evm_move(v, j->dst);
+	} else if (m->status == 0 && x && e) {
+		e->completed = true;
+		e->progress_pct = 100;
+		if (e->nprev == MIG_MAX_PREV) {
+			free(e->prev[0].node);
+			memmove(e->prev, e->prev + 1, sizeof e->prev[0] * (MIG_MAX_PREV - 1));
+			e->nprev--;
+		}
+		struct mig_launcher *l = &e->prev[e->nprev++];
+		snprintf(l->uid, UID_LEN, "%s", x->launcher);
+		l->node = xstrdup0(x->node);
+		l->pid = x->pid;
+		l->started = x->started ? x->started : x->created;
+		l->ended = now;
+		snprintf(x->launcher, UID_LEN, "%s", j->new_launcher);
+		x->pid = 0;
+		free(x->cmdline);
+		x->cmdline = NULL;
+		msg = xasprintf("migrated from %s to %s in %.1f s (downtime %lld ms, %llu MiB transferred)",
+				e->source_node, target, (double)m->elapsed_ms / 1000.0, (long long)m->downtime_ms,
+				(unsigned long long)(m->processed >> 20));
+		evm_event(v, "Normal", "Migrated", msg);
+		/* the old launcher's pod object goes with the source host's view */
+		store_remove(evm_store(), ehost_source(v->eh), OBJ_POD, l->uid);
+		evm_move(v, j->dst);
+	} else {
+		const char *why = m->text ? m->text : "migration failed";
+		if (e) {
+			e->failed = true;
+			free(e->failure_reason);
+			e->failure_reason = xstrdup(why);
+			if (e->abort_requested || m->aborted || strstr(why, "canceled by client")) {
+				free(e->abort_status);
+				e->abort_status = xstrdup(m->aborted || strstr(why, "abort") || strstr(why, "canceled") ? "Succeeded"
+															      : "Failed");
+			}
+		}
+		msg = xasprintf("migration to %s failed; the VM keeps running on %s: %s", target,
+				ehost_source(v->eh)->name, why);
+		evm_event(v, "Warning", "FailedMigration", msg);
+		if (evm_active(v))
+			evm_inspect(v);
+		evm_publish(v);
+		evm_persist(v);
+	}
+	log_info("engine: %s: %s", v->key, msg);
+	if (j->done)
+		j->done(j->arg, m->status == 0 ? 0 : -1, m->status == 0 ? msg : m->text ? m->text : "failed");
+	free(msg);
+}
+
+static void on_msg(void *arg)
+{
+	struct mmsg *m = arg;
+	struct mig_job *j = m->j;
+	struct evm *v = j->v;
+	if (m->type == MM_PROGRESS) {
+		if (v->cur && v->cur->mig && v->cur->mig->job == j) {
+			stats_into(v->cur->mig, m);
+			evm_publish(v);
+		}
+	} else {
+		pthread_join(j->thread, NULL);
+		finish(j, m);
+		job_free(j);
+	}
+	free(m->text);
+	free(m);
+}
+
+static struct ehost *pick_target(struct ehost *from, const char *target, char **err)
+{
+	int n;
+	struct ehost **all = ehost_all(&n);
+	struct ehost *found = NULL;
+	int others = 0;
+	for (int i = 0; i < n; i++) {
+		if (all[i] == from)
+			continue;
+		others++;
+		if (target == NULL || strcmp(ehost_source(all[i])->name, target) == 0 ||
+		    strcmp(ehost_uri(all[i]), target) == 0)
+			found = found && target == NULL ? found : all[i];
+	}
+	if (target == NULL && others > 1) {
+		*err = xstrdup("several engine hosts: say which with --to HOST");
+		return NULL;
+	}
+	if (target && (strcmp(ehost_source(from)->name, target) == 0 || strcmp(ehost_uri(from), target) == 0)) {
+		*err = xasprintf("refused: the VM already runs on %s", target);
+		return NULL;
+	}
+	if (found == NULL)
+		*err = target ? xasprintf("refused: no engine host %s (open it with -c URI or list it in the config)",
+					  target)
+			      : xstrdup("refused: no other engine host to migrate to (open one with -c URI)");
+	return found;
+}
+
+int engine_migrate(struct source *src, const char *ns, const char *name, const struct migrate_opts *o,
+		   action_done_cb done, void *arg, char **err)
+{
+	struct evm *v = evm_find(src, ns, name);
+	if (v == NULL || v->deleting) {
+		*err = xasprintf("virtualmachine \"%s\" not found on %s", name, src->name);
+		return -1;
+	}
+	if (src->readonly || opts_global()->readonly) {
+		*err = xstrdup("read-only: migrate refused");
+		return -1;
+	}
+	if (migrate_busy(v)) {
+		*err = xasprintf("a migration of %s is already running", name);
+		return -1;
+	}
+	bool running = evm_active(v);
+	if (running && o->offline) {
+		*err = xstrdup("refused: the VM is running (--offline moves a stopped VM; drop it for a live migration)");
+		return -1;
+	}
+	if (!running && !o->offline) {
+		*err = xstrdup("refused: the VM is not running (--offline moves a stopped VM)");
+		return -1;
+	}
+	if (running && v->cur->phase != intern("Running")) {
+		*err = xstrdup("refused: the VM is still starting");
+		return -1;
+	}
+	if (v->stopping || v->restart) {
+		*err = xstrdup("refused: the VM is being stopped");
+		return -1;
+	}
+	struct ehost *from = ehost_of_source(src);
+	struct ehost *dst = pick_target(from, o->target, err);
+	if (dst == NULL)
+		return -1;
+	struct source *dsrc = ehost_source(dst);
+	if (!ehost_ready(dst)) {
+		const char *why = dsrc->notice;
+		*err = xasprintf("refused: target host %s unreachable%s%s", dsrc->name, why ? ": " : "", why ? why : "");
+		return -1;
+	}
+	if (evm_find(dsrc, ns, name)) {
+		*err = xasprintf("refused: %s already has a virtualmachine %s/%s", dsrc->name, v->m->ns, name);
+		return -1;
+	}
+	char *root = host_embed_root(ehost_uri(from));
+	char *droot = host_embed_root(ehost_uri(dst));
+	bool embedded = root || droot;
+	free(root);
+	free(droot);
+	if (embedded && !o->offline) {
+		*err = xstrdup("refused: the embedded driver (qemu:///embed) cannot take part in a live migration; "
+			       "run the VM on a libvirtd host");
+		return -1;
+	}
+	const char *mig_uri = o->mig_uri ? o->mig_uri : migrate_uri_for(ehost_uri(dst), dsrc->name);
+	if (mig_uri == NULL && uri_is_network(ehost_uri(dst)))
+		mig_uri = ehost_uri(dst);
+	if (mig_uri == NULL && !o->offline) {
+		*err = xasprintf("refused: no migration URI for %s: the source host cannot use %s; set "
+				 "`host %s migrate-uri=qemu+tcp://ADDRESS/system` in the config or pass --migrate-uri",
+				 dsrc->name, ehost_uri(dst), ehost_uri(dst));
+		return -1;
+	}
+	struct mig_job *j = xcalloc(1, sizeof *j);
+	j->src_uri = xstrdup(ehost_uri(from));
+	j->dst_uri = xstrdup(ehost_uri(dst));
+	j->mig_uri = xstrdup0(mig_uri);
+	j->dom = evm_dom_name(v);
+	j->target_name = xstrdup(dsrc->name);
+	j->new_launcher = xmalloc(UID_LEN);
+	util_uuid_v4(j->new_launcher);
+	j->o = *o;
+	j->o.target = j->o.mig_uri = NULL;
+	j->v = v;
+	j->dst = dst;
+	j->done = done;
+	j->arg = arg;
+	struct exec *x = v->cur;
+	if (x) {
+		if (x->mig == NULL)
+			x->mig = xcalloc(1, sizeof *x->mig);
+		struct emig *e = x->mig;
+		util_uuid_v4(e->uid);
+		free(e->source_node);
+		e->source_node = xstrdup(src->name);
+		free(e->target_node);
+		e->target_node = xstrdup(dsrc->name);
+		e->start = util_wall_s();
+		e->end = 0;
+		e->completed = e->failed = e->abort_requested = false;
+		free(e->abort_status);
+		e->abort_status = NULL;
+		free(e->mode);
+		e->mode = xstrdup("PreCopy");
+		free(e->failure_reason);
+		e->failure_reason = NULL;
+		e->progress_pct = 0;
+		e->processed = e->remaining = e->total = e->dirty_rate = 0;
+		e->iteration = 0;
+		e->downtime_ms = e->elapsed_ms = 0;
+		e->job = j;
+		char *msg = xasprintf("migrating to %s (migration %s%s%s)", dsrc->name, e->uid,
+				      o->postcopy ? ", post-copy allowed" : "", o->copy_storage ? ", copying storage" : "");
+		evm_event(v, "Normal", "Migrating", msg);
+		free(msg);
+		evm_publish(v);
+		evm_persist(v);
+	}
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, &old);
+	int rc = pthread_create(&j->thread, NULL, job_main, j);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (rc != 0) {
+		if (x)
+			x->mig->job = NULL;
+		job_free(j);
+		*err = xstrdup("cannot start the migration thread");
+		return -1;
+	}
+	return 0;
+}
+
+int engine_migrate_abort(struct source *src, const char *ns, const char *name, char **err)
+{
+	struct evm *v = evm_find(src, ns, name);
+	if (v == NULL) {
+		*err = xasprintf("virtualmachine \"%s\" not found on %s", name, src->name);
+		return -1;
+	}
+	if (!migrate_busy(v)) {
+		*err = xasprintf("no migration of %s is running", name);
+		return -1;
+	}
+	struct emig *e = v->cur->mig;
+	e->abort_requested = true;
+	free(e->abort_status);
+	e->abort_status = xstrdup("Aborting");
+	atomic_store(&e->job->abort, true);
+	evm_event(v, "Normal", "MigrationAbortRequested", "abort of the migration requested");
+	evm_publish(v);
+	return 0;
+}
+
+struct abort_call {
+	char *uri, *dom, *err;
+	action_done_cb done;
+	void *arg;
+	pthread_t thread;
+};
+
+static void abort_fire(void *arg)
+{
+	struct abort_call *a = arg;
+	pthread_join(a->thread, NULL);
+	a->done(a->arg, a->err ? -1 : 0, a->err);
+	free(a->uri);
+	free(a->dom);
+	free(a->err);
+	free(a);
+}
+
+static void *abort_main(void *arg)
+{
+	struct abort_call *a = arg;
+	virConnectPtr c = virConnectOpen(a->uri);
+	virDomainPtr d = c ? virDomainLookupByName(c, a->dom) : NULL;
+	virDomainJobInfo info;
+	if (d == NULL)
+		a->err = lv_err("%s", a->dom);
+	else if (virDomainGetJobInfo(d, &info) == 0 && info.type == VIR_DOMAIN_JOB_NONE)
+		a->err = xasprintf("no migration of %s is running", a->dom);
+	else if (virDomainAbortJob(d) < 0)
+		a->err = lv_err("abort %s", a->dom);
+	if (d)
+		virDomainFree(d);
+	if (c)
+		virConnectClose(c);
+	loop_post(abort_fire, a);
+	return NULL;
+}
+
+int migrate_abort_any(struct source *src, const char *ns, const char *name, action_done_cb done, void *arg,
+		      char **err)
+{
+	struct evm *v = evm_find(src, ns, name);
+	if (v == NULL) {
+		*err = xasprintf("virtualmachine \"%s\" not found on %s", name, src->name);
+		return -1;
+	}
+	if (migrate_busy(v)) {
+		if (engine_migrate_abort(src, ns, name, err) < 0)
+			return -1;
+		done(arg, 0, NULL);
+		return 0;
+	}
+	if (!evm_active(v)) {
+		*err = xasprintf("%s is not running", name);
+		return -1;
+	}
+	struct abort_call *a = xcalloc(1, sizeof *a);
+	a->uri = xstrdup(ehost_uri(ehost_of_source(src)));
+	a->dom = evm_dom_name(v);
+	a->done = done;
+	a->arg = arg;
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, &old);
+	int rc = pthread_create(&a->thread, NULL, abort_main, a);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (rc != 0) {
+		free(a->uri);
+		free(a->dom);
+		free(a);
+		*err = xstrdup("cannot start a thread");
+		return -1;
+	}
+	return 0;
+}
+
+int migrate_action(struct source *src, const struct action_req *req, action_done_cb done, void *arg, char **err)
+{
+	if (req->act == ACT_MIGRATE_ABORT) {
+		if (engine_migrate_abort(src, req->ns, req->name, err) < 0)
+			return -1;
+		if (done)
+			done(arg, 0, NULL);
+		return 0;
+	}
+	struct migrate_opts o = {
+		.target = req->target,
+		.auto_converge = req->flags & ENGINE_MIG_AUTO_CONVERGE,
+		.postcopy = req->flags & ENGINE_MIG_POSTCOPY,
+		.copy_storage = req->flags & ENGINE_MIG_COPY_STORAGE,
+		.offline = req->flags & ENGINE_MIG_OFFLINE,
+	};
+	return engine_migrate(src, req->ns, req->name, &o, done, arg, err);
+}
+
+bool migrate_busy(const struct evm *v)
+{
+	return v && v->cur && v->cur->mig && v->cur->mig->job;
+}
+
+void migrate_publish(struct evm *v, struct vmi *vi)
+{
+	const struct exec *x = v->cur;
+	if (x == NULL || x->mig == NULL)
+		return;
+	const struct emig *e = x->mig;
+	struct migration_state *m = &vi->mig;
+	m->present = true;
+	m->source_node = intern(e->source_node);
+	m->target_node = intern(e->target_node);
+	snprintf(m->migration_uid, UID_LEN, "%s", e->uid);
+	m->start = e->start;
+	m->end = e->end;
+	m->completed = e->completed;
+	m->failed = e->failed;
+	m->abort_requested = e->abort_requested;
+	m->abort_status = e->abort_status ? intern(e->abort_status) : NULL;
+	m->mode = e->mode ? intern(e->mode) : NULL;
+	m->failure_reason = xstrdup0(e->failure_reason);
+	m->progress_pct = e->progress_pct;
+	m->data_processed = e->processed;
+	m->data_remaining = e->remaining;
+	m->dirty_rate = e->dirty_rate;
+	const struct mig_launcher *last = e->nprev ? &e->prev[e->nprev - 1] : NULL;
+	if (e->job) {
+		m->source_pod = pod_name_of(v, x->launcher);
+		m->target_pod = pod_name_of(v, e->job->new_launcher);
+	} else if (e->completed && last) {
+		m->source_pod = pod_name_of(v, last->uid);
+		m->target_pod = pod_name_of(v, x->launcher);
+	}
+	/* the launchers this execution left on other hosts: completed pods, as KubeVirt keeps a migration's source */
+	struct store *st = evm_store();
+	for (int i = 0; i < e->nprev; i++) {
+		const struct mig_launcher *l = &e->prev[i];
+		struct pod *p = (struct pod *)obj_new(OBJ_POD);
+		p->o.src = vi->o.src;
+		p->o.ns = vi->o.ns;
+		p->o.name = pod_name_of(v, l->uid);
+		snprintf(p->o.uid, UID_LEN, "%s", l->uid);
+		p->o.created = l->started;
+		obj_label_add(&p->o, "kubevirt.io", "virt-launcher");
+		obj_label_add(&p->o, "kubevirt.io/created-by", x->uid);
+		obj_label_add(&p->o, "vm.kubevirt.io/name", v->m->name);
+		snprintf(p->vmi_uid, UID_LEN, "%s", x->uid);
+		snprintf(p->created_by, UID_LEN, "%s", x->uid);
+		p->vm_name = intern(v->m->name);
+		p->phase = intern("Succeeded");
+		p->node = intern(l->node);
+		p->containers = xcalloc(1, sizeof *p->containers);
+		p->ncontainers = 1;
+		p->containers[0].name = intern("compute");
+		p->containers[0].state = intern("terminated");
+		p->containers[0].reason = intern("Completed");
+		p->containers[0].started = l->started;
+		p->containers[0].message = xstrdup("migrated away");
+		p->pid = 0;
+		store_upsert(st, &p->o);
+	}
+}
+
+void migrate_unpublish(struct evm *v, const struct exec *x)
+{
+	if (x == NULL || x->mig == NULL)
+		return;
+	for (int i = 0; i < x->mig->nprev; i++)
+		store_remove(evm_store(), ehost_source(v->eh), OBJ_POD, x->mig->prev[i].uid);
+}

@@ -1,0 +1,100 @@
+/* Live migration of engine VMs between libvirt hosts: pre-flight checks, a peer-to-peer migration run by a
+ * thread of its own (its own connections to both hosts) that polls libvirt's job stats, and the VM's engine
+ * state (manifest, execution record) moved to the target when it succeeds. The state is KubeVirt's
+ * migrationState, so the four-boundary view, diagnosis and lineage read it as they read a cluster's. */
+#ifndef KVCON_ENGINE_MIGRATE_H
+#define KVCON_ENGINE_MIGRATE_H
+
+#include <json-c/json.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "model/obj.h"
+#include "model/source.h"
+
+/* Options of one migration (engine_migrate). */
+struct migrate_opts {
+	const char *target;     /* host name (source name) or URI; NULL: the only other host */
+	const char *mig_uri;    /* the target's URI as the source host reaches it; NULL: from the config */
+	bool offline;           /* a stopped VM: move its definition and record only */
+	bool auto_converge, postcopy, copy_storage;
+	unsigned long bandwidth; /* MiB/s, 0 unlimited */
+	int timeout;             /* s, 0 none: abort when not done by then */
+};
+
+/* Flags for struct action_req.flags with ACT_MIGRATE (the UI's `m` passes none: live, unlimited). */
+#define ENGINE_MIG_AUTO_CONVERGE 0x100u
+#define ENGINE_MIG_POSTCOPY 0x200u
+#define ENGINE_MIG_COPY_STORAGE 0x400u
+#define ENGINE_MIG_OFFLINE 0x800u
+
+#define MIG_MAX_PREV 8
+
+/* A launcher the execution left behind on another host (the source pod of a completed migration). */
+struct mig_launcher {
+	char uid[UID_LEN];
+	char *node;
+	int pid;
+	int64_t started, ended;
+};
+
+struct mig_job;
+
+/* The migration state of one execution (struct exec's mig), KubeVirt's vocabulary; persisted in the record. */
+struct emig {
+	char uid[UID_LEN];                 /* migrationUid */
+	char *source_node, *target_node;
+	int64_t start, end;
+	bool completed, failed, abort_requested;
+	char *abort_status;                /* Succeeded, Failed, Aborting, or NULL */
+	char *mode;                        /* PreCopy, PostCopy */
+	char *failure_reason;
+	struct mig_launcher prev[MIG_MAX_PREV];
+	int nprev;
+	/* live, from the job stats */
+	int progress_pct;
+	uint64_t processed, remaining, total, dirty_rate;
+	int iteration;
+	int64_t downtime_ms, elapsed_ms;   /* expected downtime while running, the real one when completed */
+	struct mig_job *job;               /* runtime: the thread running it */
+};
+
+struct evm;
+struct exec;
+struct vmi;
+
+/* Starts a migration of the VM ns/name found on src. done runs when it has ended (status 0: completed).
+ * 0, or -1 with *err (caller frees) when refused before anything started. */
+int engine_migrate(struct source *src, const char *ns, const char *name, const struct migrate_opts *o,
+		   action_done_cb done, void *arg, char **err);
+/* Asks the running migration of ns/name to abort (virDomainAbortJob). 0, or -1 with *err. */
+int engine_migrate_abort(struct source *src, const char *ns, const char *name, char **err);
+/* The same from any kvcon process: a migration started by another process is aborted through the source host
+ * (virDomainAbortJob). done runs once libvirt answered. */
+int migrate_abort_any(struct source *src, const char *ns, const char *name, action_done_cb done, void *arg,
+		      char **err);
+/* The migration URI configured for a host (config `host URI migrate-uri=URI`), or NULL. */
+const char *migrate_uri_for(const char *uri, const char *name);
+/* Engine host URIs listed in $XDG_CONFIG_HOME/kvcon/config (`host URI [migrate-uri=URI]`); NULL-terminated,
+ * NULL when none. Static storage. */
+char *const *migrate_config_hosts(void);
+
+/* A VMI's migrationState as KubeVirt writes it (plus the engine's job figures), for `engine get -o json`. */
+json_object *migrate_state_json(const struct migration_state *m);
+
+/* ---- hooks called by engine.c and record.c ---- */
+
+/* ACT_MIGRATE / ACT_MIGRATE_ABORT of the engine provider. */
+int migrate_action(struct source *src, const struct action_req *req, action_done_cb done, void *arg, char **err);
+/* A migration of v is running: lifecycle events and resyncs of the source must not end its execution. */
+bool migrate_busy(const struct evm *v);
+/* Fills the VMI's migrationState and active pods, and publishes the launchers the execution left behind. */
+void migrate_publish(struct evm *v, struct vmi *vi);
+/* Removes those launchers' pods from the store (the execution is archived or the VM moves away). */
+void migrate_unpublish(struct evm *v, const struct exec *x);
+
+void emig_free(struct emig *m);
+json_object *emig_json(const struct emig *m);
+struct emig *emig_from(json_object *o);
+
+#endif

@@ -1,0 +1,68 @@
+#!/bin/bash
+# The engine against a real, private libvirtd (tests/lab/libvirtd.sh), QEMU under TCG: the short run-strategy
+# scenario (apply, boot marker through kvcon's console, Always restarts after a guest poweroff, stop/start
+# UIDs, RerunOnFailure not restarted after a guest poweroff but restarted after `virsh destroy` simulating a
+# crash while `kvcon engine reconcile` watches the daemon's lifecycle events).
+set -euo pipefail
+HERE=$(cd "$(dirname "$0")" && pwd)
+. "$HERE/engine-lib.bash"
+
+[[ $(id -u) == 0 ]] || { echo "needs root (a private libvirtd in a mount namespace)"; exit 77; }
+command -v libvirtd >/dev/null && command -v jq >/dev/null || { echo "libvirtd or jq missing (scripts/deps.sh)"; exit 77; }
+
+ENGINE_T=$(mktemp -d /tmp/kvl.XXXXXX)
+cleanup() {
+    "$ROOT/tests/lab/libvirtd.sh" down "$ENGINE_T/lv" >/dev/null 2>&1 || true
+    [[ -n ${KEEP:-} ]] || rm -rf "$ENGINE_T"
+}
+trap cleanup EXIT
+engine_setup
+URI=$("$ROOT/tests/lab/libvirtd.sh" up "$ENGINE_T/lv")
+
+crash_vm() { # virsh destroy behind kvcon's back while it watches the daemon's events
+    "$KV" -c "$URI" engine reconcile --for 90 >"$ENGINE_T/reconcile.log" 2>"$ENGINE_T/reconcile.err" &
+    local bg=$!
+    wait_eq 30 "engine ready" head -n1 "$ENGINE_T/reconcile.log" || fail "reconcile did not start"
+    virsh -q -c "$URI" destroy "default_$1" >/dev/null
+    local until=$(($(date +%s) + 60))
+    while [[ $(rec_exec "$1" uid) == "$2" || $(rec_exec "$1" phase) != Running ]] && (($(date +%s) < until)); do
+        sleep 0.2
+    done
+    kill -TERM $bg 2>/dev/null || true
+    wait $bg 2>/dev/null || true
+}
+
+ENGINE_SHORT=1 engine_scenario
+
+step "libvirtd goes away and comes back: kvcon reconnects and resyncs; the guest and its execution survive"
+kv engine apply -f "$(manifest alpha Always)" >/dev/null || fail "apply Always"
+u=$(rec_exec alpha uid)
+[[ $(rec_exec alpha phase) == Running ]] || fail "alpha not running before the daemon restart"
+log=$XDG_STATE_HOME/kvcon/kvcon.log
+conns() { grep -c "connected to $URI" "$log" || true; }
+"$KV" -c "$URI" engine reconcile --for 150 >"$ENGINE_T/reconcile2.log" 2>"$ENGINE_T/reconcile2.err" &
+bg=$!
+wait_eq 30 "engine ready" head -n1 "$ENGINE_T/reconcile2.log" || fail "reconcile did not start"
+before=$(conns)
+kill -9 "$(cat "$ENGINE_T/lv/libvirtd.pid")"
+wait_eq 30 1 sh -c "grep -c 'connection closed; reconnecting' '$log' | cut -c1" ||
+    fail "kvcon did not notice the daemon going away"
+# a new libvirtd in the same mount namespace (virtlogd and QEMU live on there): it reattaches to the guest
+vl=$(cat "$ENGINE_T/lv/virtlogd.pid")
+nsenter --mount="/proc/$vl/ns/mnt" --uts="/proc/$vl/ns/uts" -- \
+    libvirtd -d -f /etc/libvirt/libvirtd.conf -p "$ENGINE_T/lv/libvirtd.pid"
+wait_eq 60 $((before + 1)) conns || fail "kvcon did not reconnect"
+[[ $(rec_exec alpha uid) == "$u" && $(rec_exec alpha phase) == Running ]] ||
+    fail "the execution did not survive the daemon restart (uid $(rec_exec alpha uid), $(rec_exec alpha phase))"
+# lifecycle events flow on the new connection: a destroy is seen at once and Always restarts
+virsh -q -c "$URI" destroy default_alpha >/dev/null
+until=$(($(date +%s) + 90))
+while [[ $(rec_exec alpha uid) == "$u" || $(rec_exec alpha phase) != Running ]] && (($(date +%s) < until)); do
+    sleep 0.2
+done
+kill -TERM $bg 2>/dev/null || true
+wait $bg 2>/dev/null || true
+[[ $(rec_exec alpha phase) == Running && $(rec_exec alpha uid) != "$u" ]] ||
+    fail "no restart after the reconnect (phase $(rec_exec alpha phase))"
+marker alpha
+echo PASS

@@ -1,0 +1,188 @@
+/* Unit tests of the domain XML the engine generates: kernel boot from an image directory, CPU topology and
+ * memory, disks per volume kind and bus, interfaces, serial console with its log, VNC, agent channel, TCG/KVM,
+ * escaping, and the per-execution files the plan lists. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core/util.h"
+#include "core/xmalloc.h"
+#include "engine/domxml.h"
+#include "engine/manifest.h"
+#include "t.h"
+
+static const char *vm_yaml =
+	"apiVersion: kubevirt.io/v1\n"
+	"kind: VirtualMachine\n"
+	"metadata: {name: web, namespace: prod}\n"
+	"spec:\n"
+	"  runStrategy: Always\n"
+	"  template:\n"
+	"    spec:\n"
+	"      domain:\n"
+	"        cpu: {cores: 2, sockets: 1, threads: 2}\n"
+	"        memory: {guest: 512Mi}\n"
+	"        machine: {type: q35}\n"
+	"        firmware:\n"
+	"          kernelBoot:\n"
+	"            kernelArgs: console=ttyS0 a<b&c\n"
+	"            container: {image: guest, kernelPath: /vmlinuz, initrdPath: /initrd.gz}\n"
+	"        devices:\n"
+	"          rng: {}\n"
+	"          disks:\n"
+	"          - {name: root, disk: {bus: virtio}, bootOrder: 1}\n"
+	"          - {name: data, disk: {bus: sata}}\n"
+	"          - {name: scratch, disk: {bus: scsi}}\n"
+	"          - {name: seed, cdrom: {bus: sata}}\n"
+	"          interfaces:\n"
+	"          - {name: default, masquerade: {}}\n"
+	"          - {name: lan, bridge: {}, macAddress: '52:54:00:12:34:56', model: e1000}\n"
+	"      networks:\n"
+	"      - {name: default, pod: {}}\n"
+	"      - {name: lan, multus: {networkName: br-lan}}\n"
+	"      volumes:\n"
+	"      - {name: root, containerDisk: {image: 'quay.io/x/root:1'}}\n"
+	"      - {name: data, persistentVolumeClaim: {claimName: data-pvc}}\n"
+	"      - {name: scratch, emptyDisk: {capacity: 1Gi}}\n"
+	"      - {name: seed, cloudInitNoCloud: {userData: \"#cloud-config\\n\"}}\n";
+
+static bool has(const char *xml, const char *needle)
+{
+	bool ok = strstr(xml, needle) != NULL;
+	if (!ok)
+		fprintf(stderr, "missing in XML: %s\n", needle);
+	return ok;
+}
+
+int main(void)
+{
+	char dir[] = "/tmp/kvcon-dxXXXXXX";
+	T_CHECK(mkdtemp(dir) != NULL);
+	char *gdir = xasprintf("%s/guest", dir);
+	util_mkdir_p(gdir, 0755);
+	char *k = xasprintf("%s/vmlinuz", gdir), *i = xasprintf("%s/initrd.gz", gdir), *img = xasprintf("%s/root.qcow2", dir);
+	util_write_file_atomic(k, "k", 1, 0644);
+	util_write_file_atomic(i, "i", 1, 0644);
+	util_write_file_atomic(img, "q", 1, 0644);
+
+	char *err = NULL;
+	struct manifest *m = manifest_parse(vm_yaml, strlen(vm_yaml), &err);
+	T_CHECK(m != NULL);
+	if (m == NULL) {
+		fprintf(stderr, "%s\n", err);
+		return T_DONE();
+	}
+	struct domxml_env env = { .image_dir = dir, .volume_dir = "/vols", .run_dir = "/run/x", .domain_type = "qemu",
+				  .dom_name = "prod_web", .vm_uid = "11111111-1111-4111-8111-111111111111",
+				  .vmi_uid = "22222222-2222-4222-8222-222222222222",
+				  .launcher_uid = "33333333-3333-4333-8333-333333333333", .generation = 3 };
+	struct domxml_plan *p = domxml_build(m, &env, &err);
+	T_CHECK(p != NULL);
+	if (p) {
+		const char *x = p->xml;
+		T_CHECK(has(x, "<domain type='qemu'>"));
+		T_CHECK(has(x, "<name>prod_web</name>"));
+		T_CHECK(has(x, "<uuid>11111111-1111-4111-8111-111111111111</uuid>"));
+		T_CHECK(has(x, "vmi='22222222-2222-4222-8222-222222222222'"));
+		T_CHECK(has(x, "<memory unit='KiB'>524288</memory>"));
+		T_CHECK(has(x, "<vcpu placement='static'>4</vcpu>"));
+		T_CHECK(has(x, "<topology sockets='1' dies='1' cores='2' threads='2'/>"));
+		T_CHECK(has(x, "machine='q35'"));
+		char *kx = xasprintf("<kernel>%s/guest/vmlinuz</kernel>", dir);
+		T_CHECK(has(x, kx));
+		free(kx);
+		T_CHECK(has(x, "<cmdline>console=ttyS0 a&lt;b&amp;c</cmdline>"));
+		T_CHECK(!strstr(x, "<boot dev='hd'/>")); /* kernel boot: no firmware boot device */
+		T_CHECK(has(x, "<source file='/run/x/overlay-root.qcow2'/>"));
+		T_CHECK(has(x, "<target dev='vda' bus='virtio'/>"));
+		T_CHECK(has(x, "<boot order='1'/>"));
+		T_CHECK(has(x, "<source file='/vols/prod/data-pvc.img'/>"));
+		T_CHECK(has(x, "<target dev='sda' bus='sata'/>"));
+		T_CHECK(has(x, "<target dev='sdb' bus='scsi'/>"));
+		T_CHECK(has(x, "<controller type='scsi' model='virtio-scsi'/>"));
+		T_CHECK(has(x, "device='cdrom'"));
+		T_CHECK(has(x, "<source file='/run/x/cloudinit-seed.iso'/>"));
+		T_CHECK(has(x, "<interface type='user'>"));
+		T_CHECK(has(x, "<interface type='bridge'>\n      <source bridge='br-lan'/>"));
+		T_CHECK(has(x, "<mac address='52:54:00:12:34:56'/>"));
+		T_CHECK(has(x, "<model type='e1000'/>"));
+		T_CHECK(has(x, "<log file='/run/x/serial.log' append='on'/>"));
+		T_CHECK(has(x, "<console type='pty'>"));
+		T_CHECK(has(x, "name='org.qemu.guest_agent.0'"));
+		T_CHECK(has(x, "<graphics type='vnc' socket='/run/x/vnc.sock'/>"));
+		T_CHECK(has(x, "<rng model='virtio'>"));
+		T_CHECK(has(x, "<on_poweroff>destroy</on_poweroff>"));
+		T_EQ_STR(p->serial_log, "/run/x/serial.log");
+		/* files: the overlay, the PVC that must exist, the empty disk, the seed */
+		T_EQ_INT(p->nfiles, 4);
+		int kinds[5] = { 0 };
+		for (int f = 0; f < p->nfiles; f++)
+			kinds[p->files[f].kind]++;
+		T_EQ_INT(kinds[DF_OVERLAY], 1);
+		T_EQ_INT(kinds[DF_NEEDED], 1);
+		T_EQ_INT(kinds[DF_EMPTY], 1);
+		T_EQ_INT(kinds[DF_SEED], 1);
+		for (int f = 0; f < p->nfiles; f++)
+			if (p->files[f].kind == DF_EMPTY)
+				T_EQ_INT(p->files[f].size, 1ull << 30);
+	}
+	domxml_plan_free(p);
+
+	/* KVM when the host has it; host-passthrough only then */
+	free(m->cpu_model);
+	m->cpu_model = xstrdup("host-passthrough");
+	env.domain_type = "kvm";
+	p = domxml_build(m, &env, &err);
+	T_CHECK(p && has(p->xml, "<domain type='kvm'>") && has(p->xml, "<cpu mode='host-passthrough'>"));
+	domxml_plan_free(p);
+	env.domain_type = "qemu";
+	p = domxml_build(m, &env, &err);
+	T_CHECK(p && !strstr(p->xml, "host-passthrough"));
+	domxml_plan_free(p);
+
+	/* a missing image: refused with the field path */
+	env.image_dir = "/nonexistent";
+	err = NULL;
+	p = domxml_build(m, &env, &err);
+	T_CHECK(p == NULL);
+	T_CHECK(err && util_has_prefix(err, "spec.template.spec.domain.firmware.kernelBoot.container.image"));
+	free(err);
+	manifest_free(m);
+
+	/* prepare: empty disk and a NoCloud seed image are really made */
+	const char *small = "apiVersion: kubevirt.io/v1\nkind: VirtualMachine\nmetadata: {name: s}\nspec:\n"
+			    "  template:\n    spec:\n      domain: {memory: {guest: 64Mi}}\n      volumes:\n"
+			    "      - {name: e, emptyDisk: {capacity: 4Mi}}\n"
+			    "      - {name: c, cloudInitNoCloud: {userDataBase64: I2Nsb3VkLWNvbmZpZwo=}}\n";
+	m = manifest_parse(small, strlen(small), &err);
+	T_CHECK(m != NULL);
+	T_EQ_STR(m->vols[1].user_data, "#cloud-config\n");
+	char *run = xasprintf("%s/run", dir);
+	env.image_dir = dir;
+	env.run_dir = run;
+	p = domxml_build(m, &env, &err);
+	T_CHECK(p != NULL);
+	err = NULL;
+	T_EQ_INT(domxml_prepare(p, &err), 0);
+	if (err)
+		fprintf(stderr, "prepare: %s\n", err);
+	char *e = xasprintf("%s/empty-e.img", run), *c = xasprintf("%s/cloudinit-c.iso", run);
+	size_t n = 0;
+	free(util_read_file(c, &n));
+	T_CHECK(n > 0);
+	T_CHECK(access(e, R_OK) == 0);
+	char *cmd = xasprintf("rm -rf '%s'", dir);
+	T_EQ_INT(system(cmd), 0);
+	free(cmd);
+	free(e);
+	free(c);
+	free(run);
+	domxml_plan_free(p);
+	manifest_free(m);
+	free(k);
+	free(i);
+	free(img);
+	free(gdir);
+	return T_DONE();
+}
