@@ -74,7 +74,8 @@ struct vnc {
 	char *target; /* vnc_connect's target, else NULL */
 
 	pthread_t thread;
-	int evfd; /* wakes the thread: input queued, or quit */
+	int evfd;	     /* wakes the thread: input queued, or quit */
+	bool asked_password; /* session thread only: the server asked for VncAuth */
 
 	/* the socketpair pump (stream mode), UI thread only */
 	struct stream *stream;
@@ -104,7 +105,6 @@ struct vnc {
 	uint64_t updates, last_update_ms;
 	struct vnc_input *queue;
 	size_t nqueue, capqueue;
-	bool asked_password;
 };
 
 static char vnc_tag; /* rfbClientSetClientData key */

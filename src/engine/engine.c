@@ -934,6 +934,37 @@ static void finish_delete(struct evm *v)
 	evm_free(v);
 }
 
+/* Drops a VM from this process without touching its record (another process moved it away). */
+static void forget(struct evm *v)
+{
+	struct ehost *eh = v->eh;
+	log_info("engine: %s migrated away from %s by another kvcon process", v->key, eh->src->name);
+	remove_execution_objs(v, v->cur);
+	for (int i = 0; i < v->nevents; i++)
+		store_remove(E.st, eh->src, OBJ_EVENT, v->events[i].uid);
+	store_remove(E.st, eh->src, OBJ_VM, v->uid);
+	hmap_del(&eh->vms, v->key);
+	for (struct preq *p = eh->reqs; p; p = p->next)
+		if (p->v == v) {
+			p->v = NULL;
+			p->kind = PK_OTHER;
+		}
+	for (struct waiter *w = v->waiters, *n; w; w = n) {
+		n = w->next;
+		complete(w, -1, "the VM migrated to another host");
+		free(w);
+	}
+	v->waiters = NULL;
+	for (struct engine_console *c = v->consoles; c; c = c->next) {
+		c->v = NULL;
+		c->cb(c->arg, NULL, 0);
+	}
+	v->consoles = NULL;
+	loop_timer_cancel(v->retry_timer);
+	loop_timer_cancel(v->grace_timer);
+	evm_free(v);
+}
+
 /* ---- messages from the host workers ---- */
 
 static void load_records(struct ehost *eh)
@@ -985,11 +1016,10 @@ static void on_up(struct ehost *eh, struct host_msg *m)
 		/* the embedded driver is this machine; a daemon reports its own name */
 		char hn[256] = "";
 		const char *name = m->hostname;
-		if (host_embed_root(eh->uri) != NULL && gethostname(hn, sizeof hn - 1) == 0 && hn[0]) {
-			char *r = host_embed_root(eh->uri);
-			free(r);
+		char *embed = host_embed_root(eh->uri);
+		if (embed && gethostname(hn, sizeof hn - 1) == 0 && hn[0])
 			name = hn;
-		}
+		free(embed);
 		if (source_find(name) && source_find(name) != eh->src) {
 			char *alt = xasprintf("%s~%d", name, eh->src->id);
 			free(eh->src->name);
@@ -1121,6 +1151,13 @@ static void on_lifecycle(struct ehost *eh, struct host_msg *m)
 	for (struct preq *p = eh->reqs; p; p = p->next)
 		starting |= p->v == v && p->kind == PK_START;
 	log_debug("engine: %s: lifecycle event %d detail %d", m->dom, m->event, m->detail);
+	if (m->event == VIR_DOMAIN_EVENT_STOPPED && m->detail == VIR_DOMAIN_EVENT_STOPPED_MIGRATED && !starting) {
+		forget(v); /* another kvcon process migrated it: its record is that process's, on the target */
+		return;
+	}
+	if (m->event == VIR_DOMAIN_EVENT_SUSPENDED && (m->detail == VIR_DOMAIN_EVENT_SUSPENDED_MIGRATED ||
+						      m->detail == VIR_DOMAIN_EVENT_SUSPENDED_POSTCOPY))
+		return; /* the last pass of a migration (another process's): not a pause of the guest */
 	switch (m->event) {
 	case VIR_DOMAIN_EVENT_STOPPED:
 		if (starting)
@@ -1835,6 +1872,7 @@ void evm_move(struct evm *v, struct ehost *dst)
 	for (struct preq *p = from->reqs; p; p = p->next)
 		if (p->v == v) { /* answers about the domain on the old host no longer concern it */
 			p->v = NULL;
+			p->kind = PK_OTHER;
 			v->inflight--;
 		}
 	hmap_del(&from->vms, v->key);

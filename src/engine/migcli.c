@@ -57,10 +57,11 @@ static void print_progress(struct mig_wait *w)
 		return;
 	const struct migration_state *m = &v->mig;
 	w->last_print = now;
-	printf("  %3d%%  %llu MiB sent, %llu MiB remaining, dirty %.1f MiB/s, %s, %lld s\n", m->progress_pct,
-	       (unsigned long long)(m->data_processed >> 20), (unsigned long long)(m->data_remaining >> 20),
-	       (double)m->dirty_rate / (1024.0 * 1024.0), m->mode ? m->mode : "PreCopy",
-	       (long long)(util_wall_s() - m->start));
+	printf("  %3d%%  %llu MiB sent, %llu MiB remaining, dirty %.1f MiB/s, pass %d, expected downtime %lld ms, "
+	       "%s, %lld s\n",
+	       m->progress_pct, (unsigned long long)(m->data_processed >> 20),
+	       (unsigned long long)(m->data_remaining >> 20), (double)m->dirty_rate / (1024.0 * 1024.0), m->iteration,
+	       (long long)m->downtime_ms, m->mode ? m->mode : "PreCopy", (long long)(util_wall_s() - m->start));
 	fflush(stdout);
 }
 

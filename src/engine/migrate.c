@@ -23,6 +23,7 @@
 #include "core/opts.h"
 #include "core/util.h"
 #include "core/xmalloc.h"
+#include "engine/engine.h"
 #include "engine/evm.h"
 #include "engine/host.h"
 #include "model/store.h"
@@ -227,6 +228,13 @@ struct emig *emig_from(json_object *o)
 	m->elapsed_ms = jget_i(o, "elapsedMs");
 	m->total = (uint64_t)jget_i(o, "dataTotal");
 	m->progress_pct = m->completed ? 100 : -1;
+	if (!m->completed && !m->failed) {
+		/* the process that ran it ended before it did: its outcome was not observed */
+		m->failed = true;
+		free(m->failure_reason);
+		m->failure_reason = xstrdup("the kvcon process running this migration ended before it did; "
+					    "the domain stays where libvirt left it");
+	}
 	json_object *a;
 	if (json_object_object_get_ex(o, "previousLaunchers", &a) && json_object_is_type(a, json_type_array))
 		for (size_t i = 0; i < json_object_array_length(a) && m->nprev < MIG_MAX_PREV; i++) {
@@ -261,6 +269,8 @@ json_object *migrate_state_json(const struct migration_state *m)
 	jput_i(o, "dataProcessed", (int64_t)m->data_processed);
 	jput_i(o, "dataRemaining", (int64_t)m->data_remaining);
 	jput_i(o, "memoryDirtyRate", (int64_t)m->dirty_rate);
+	jput_i(o, "memoryIteration", m->iteration);
+	jput_i(o, "downtimeMs", m->downtime_ms);
 	return o;
 }
 
@@ -961,7 +971,7 @@ int engine_migrate(struct source *src, const char *ns, const char *name, const s
 		return -1;
 	struct source *dsrc = ehost_source(dst);
 	if (!ehost_ready(dst)) {
-		const char *why = dsrc->notice;
+		const char *why = engine_error(dsrc);
 		*err = xasprintf("refused: target host %s unreachable%s%s", dsrc->name, why ? ": " : "", why ? why : "");
 		return -1;
 	}
@@ -1192,6 +1202,8 @@ void migrate_publish(struct evm *v, struct vmi *vi)
 	m->data_processed = e->processed;
 	m->data_remaining = e->remaining;
 	m->dirty_rate = e->dirty_rate;
+	m->iteration = e->iteration;
+	m->downtime_ms = e->downtime_ms;
 	const struct mig_launcher *last = e->nprev ? &e->prev[e->nprev - 1] : NULL;
 	if (e->job) {
 		m->source_pod = pod_name_of(v, x->launcher);

@@ -89,6 +89,8 @@ struct migration_state {
 	char *failure_reason;
 	int progress_pct;         /* engine: from job stats; -1 unknown */
 	uint64_t data_processed, data_remaining, dirty_rate; /* engine job stats, bytes and bytes/s */
+	int iteration;                /* engine job stats: memory pass */
+	int64_t downtime_ms;          /* engine: expected downtime while running, the real one once completed */
 };
 
 struct active_pod {

@@ -44,6 +44,13 @@ void source_set_notice(struct source *src, const char *notice)
 	src->notice = xstrdup0(notice);
 }
 
+static void (*health_hook)(struct source *src, enum obj_kind kind);
+
+void source_set_health_hook(void (*hook)(struct source *src, enum obj_kind kind))
+{
+	health_hook = hook;
+}
+
 void source_set_health(struct source *src, enum obj_kind kind, enum watch_state state, const char *message)
 {
 	struct watch_health *h = &src->health[kind];
@@ -52,6 +59,8 @@ void source_set_health(struct source *src, enum obj_kind kind, enum watch_state 
 		free(h->message);
 		h->message = xstrdup0(message);
 	}
+	if (health_hook)
+		health_hook(src, kind);
 }
 
 void source_close(struct source *src)

@@ -95,6 +95,9 @@ struct source *source_get(size_t i);
 struct source *source_find(const char *name);
 void source_set_notice(struct source *src, const char *notice);
 void source_set_health(struct source *src, enum obj_kind kind, enum watch_state state, const char *message);
+/* Called after every source_set_health (a provider reports progress: e.g. a list page applied). The dashboard
+ * paints its first rows from here, without waiting for the rest of the loop pass. NULL: none. */
+void source_set_health_hook(void (*hook)(struct source *src, enum obj_kind kind));
 /* Retires a source (calls ops->destroy, sets closed). Its id stays reserved: the store indexes tables by id.
  * The caller clears its objects from the store first. */
 void source_close(struct source *src);

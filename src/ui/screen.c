@@ -207,6 +207,12 @@ static void frame_hook(void *arg)
 	frame();
 }
 
+void screen_frame_now(void)
+{
+	if (S.active)
+		frame();
+}
+
 void screen_dirty(void)
 {
 	S.dirty = true;

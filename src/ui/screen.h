@@ -29,5 +29,8 @@ void screen_fini(void);
 /* Something changed: a frame is due (paced). full: repaint every cell (after a resize). */
 void screen_dirty(void);
 void screen_dirty_full(void);
+/* Draws a frame now, from wherever the loop thread is (the first rows must not wait for the rest of a busy loop
+ * pass); the pacing of later frames continues from it. */
+void screen_frame_now(void);
 
 #endif

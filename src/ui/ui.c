@@ -496,6 +496,20 @@ static void on_tick(void *arg)
 	screen_dirty();
 }
 
+/* A provider reported progress. Until the first rows are on screen, a list page of the kind the top view shows
+ * is painted at once: other kinds' pages finishing in the same loop pass must not delay the first paint. */
+static void on_health(struct source *src, enum obj_kind kind)
+{
+	(void)src;
+	static bool painted;
+	const struct table_spec *spec = table_view_spec(view_top());
+	screen_dirty();
+	if (painted || spec == NULL || spec->kind != kind || store_count(U.st, kind) == 0)
+		return;
+	painted = true;
+	screen_frame_now();
+}
+
 static void on_store(void *arg, enum obj_kind kind, const struct obj *old, const struct obj *new_)
 {
 	(void)arg;
@@ -547,7 +561,9 @@ int ui_run(struct store *st)
 	view_replace_all(table_view_new(&table_vm_spec));
 	layout(LINES, COLS);
 	U.tick = loop_timer_add(1000, on_tick, NULL);
+	source_set_health_hook(on_health);
 	int rc = loop_run();
+	source_set_health_hook(NULL);
 	loop_timer_cancel(U.tick);
 	U.tick = NULL;
 	if (U.prompt != PROMPT_NONE)

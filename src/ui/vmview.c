@@ -130,8 +130,21 @@ static void vmi_panel(struct panel *p, const struct vmi *vmi)
 		if (m->mode)
 			pl(p, theme_attr(THEME_DIM), "  mode %s%s%s", m->mode, m->abort_status ? ", abort " : "",
 			   m->abort_status ? m->abort_status : "");
-		if (m->progress_pct >= 0 && !m->completed && !m->failed)
-			pl(p, theme_attr(THEME_WAIT), "  progress %d%%", m->progress_pct);
+		if (m->progress_pct >= 0 && !m->completed && !m->failed) {
+			char bar[21];
+			int fill = m->progress_pct > 100 ? 20 : m->progress_pct / 5;
+			for (int i = 0; i < 20; i++)
+				bar[i] = i < fill ? '#' : '-';
+			bar[20] = '\0';
+			pl(p, theme_attr(THEME_WAIT), "  progress [%s] %d%%", bar, m->progress_pct);
+			if (m->data_processed || m->data_remaining) /* the engine's job stats */
+				pl(p, theme_attr(THEME_DIM), "  %llu MiB sent, %llu MiB left, dirty %.1f MiB/s, pass %d, "
+							     "downtime ~%lld ms",
+				   (unsigned long long)(m->data_processed >> 20), (unsigned long long)(m->data_remaining >> 20),
+				   (double)m->dirty_rate / 1048576.0, m->iteration, (long long)m->downtime_ms);
+		}
+		if (m->completed && m->downtime_ms > 0)
+			pl(p, theme_attr(THEME_DIM), "  downtime %lld ms", (long long)m->downtime_ms);
 		if (m->failure_reason)
 			pl(p, theme_attr(THEME_BAD), "  %s", m->failure_reason);
 	}

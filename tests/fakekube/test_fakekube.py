@@ -903,6 +903,17 @@ class TestWebSocket(Base):
         self.assertEqual((op, struct.unpack("!H", p[:2])[0]), (8, 1000))
         s.close()
 
+    def test_data_frame_inside_a_fragmented_message_is_a_protocol_error(self):
+        fk = self.fk
+        ns, name = self.running_vm()
+        s, head, buf, _ = ws_connect(fk, ns, name)
+        s.sendall(ws_frame(2, b"a", fin=False))
+        self.assertEqual(ws_read(s, buf), (2, b"a"))
+        s.sendall(ws_frame(2, b"b"))
+        op, p = ws_read(s, buf)
+        self.assertEqual((op, struct.unpack("!H", p[:2])[0]), (8, 1002))
+        s.close()
+
     def test_unmasked_client_frame_is_a_protocol_error(self):
         fk = self.fk
         ns, name = self.running_vm()

@@ -165,6 +165,7 @@ class Bridge:
         self.b64 = b64
         self.buf = bytearray()
         self.frag = bytearray()
+        self.in_msg = False  # inside a fragmented data message
         self.closing = False
 
     def send(self, opcode, payload):
@@ -239,10 +240,10 @@ class Bridge:
                 continue
             if op == 10:
                 continue
-            if op in (1, 2) and self.frag:
+            if op in (1, 2) and (self.frag or self.in_msg):
                 self.close(1002, "new data frame inside a fragmented message")
                 return False
-            if op == 0 and not self.frag and not getattr(self, "in_msg", False):
+            if op == 0 and not self.frag and not self.in_msg:
                 self.close(1002, "continuation without a message")
                 return False
             self.in_msg = not fin
