@@ -1016,11 +1016,10 @@ static void on_up(struct ehost *eh, struct host_msg *m)
 		/* the embedded driver is this machine; a daemon reports its own name */
 		char hn[256] = "";
 		const char *name = m->hostname;
-		if (host_embed_root(eh->uri) != NULL && gethostname(hn, sizeof hn - 1) == 0 && hn[0]) {
-			char *r = host_embed_root(eh->uri);
-			free(r);
+		char *embed = host_embed_root(eh->uri);
+		if (embed && gethostname(hn, sizeof hn - 1) == 0 && hn[0])
 			name = hn;
-		}
+		free(embed);
 		if (source_find(name) && source_find(name) != eh->src) {
 			char *alt = xasprintf("%s~%d", name, eh->src->id);
 			free(eh->src->name);

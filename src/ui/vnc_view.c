@@ -1,8 +1,9 @@
 /* vnc_view: the VNC pane (see vnc_view.h). The session (console/vnc) renders the framebuffer into fbcells; this
- * view puts the cells on stdscr with curses: the upper half block with a colour pair per (top, bottom) colour from
- * xterm's 256-colour palette (alloc_pair keeps the pairs in use), or ASCII density characters without colour.
- * True colour is for `kvcon vnc` full-screen, which writes its own escape sequences; curses has no portable true
- * colour. Keys go to the guest while the pane is focused; Ctrl+] gives focus back, F8 opens the send-key menu. */
+ * view puts the cells on stdscr with curses: the upper half block with a colour pair per (top, bottom) colour,
+ * in true colour when terminfo says the terminal has direct colour (TERM=xterm-direct and the like: curses has no
+ * other way to emit RGB), else from xterm's 256-colour palette (alloc_pair keeps the pairs in use), or ASCII
+ * density characters without colour. `kvcon vnc` full-screen writes its own escape sequences and also honours
+ * COLORTERM. Keys go to the guest while the pane is focused; Ctrl+] gives focus back, F8 opens the send-key menu. */
 #include "ui/vnc_view.h"
 
 #include <curses.h>
@@ -113,6 +114,8 @@ static void vnc_view_draw(struct view *view, const struct region *r)
 	fbcells_clear_dirty(w->cells);
 	const struct fbc_cell *g = fbcells_grid(w->cells);
 	bool colour = has_colors() && COLORS >= 256 && !(getenv("NO_COLOR") && *getenv("NO_COLOR"));
+	/* a direct-colour terminfo (xterm-direct, COLORS 2^24): colour numbers are 0xRRGGBB */
+	bool direct = colour && COLORS >= 0x1000000;
 	for (int y = 0; y < rows; y++) {
 		for (int x = 0; x < r->w; x++) {
 			struct fbc_cell c = g[y * r->w + x];
@@ -121,7 +124,8 @@ static void vnc_view_draw(struct view *view, const struct region *r)
 				wchar_t ch[2] = {(wchar_t)fbcells_ascii(c), 0};
 				setcchar(&cc, ch, A_NORMAL, 0, NULL);
 			} else {
-				int fg = fbcells_xterm256(c.fg), bg = fbcells_xterm256(c.bg);
+				int fg = direct ? (int)c.fg : fbcells_xterm256(c.fg);
+				int bg = direct ? (int)c.bg : fbcells_xterm256(c.bg);
 				int pair = alloc_pair(fg, bg);
 				wchar_t ch[2] = {fg == bg ? L' ' : (wchar_t)0x2580, 0};
 				setcchar(&cc, ch, A_NORMAL, 0, pair > 0 ? &pair : NULL);

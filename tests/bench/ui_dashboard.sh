@@ -19,7 +19,13 @@ W=$(mktemp -d /tmp/kvcon-ui-bench.XXXXXX)
 SOCK="kvcon-ui-bench-$$"
 T="tmux -L $SOCK -f /dev/null"
 FKPID=""
+# `script` outlives its tmux pane (it waits for its child), so the measured process is ended by pid
+stop_measured() {
+	[ -s "$W/pid" ] && kill "$(cat "$W/pid")" 2>/dev/null
+	rm -f "$W/pid"
+}
 cleanup() {
+	stop_measured
 	$T kill-server 2>/dev/null
 	[ -n "$FKPID" ] && kill "$FKPID" 2>/dev/null && wait "$FKPID" 2>/dev/null
 	rm -rf "$W"
@@ -82,7 +88,7 @@ echo "== ui_dashboard bench: $VMS VMs, churn $CHURN/s, ${SECS}s windows, 120x40"
 for n in 500 "$VMS"; do
 	fk_start "$n"
 	: >"$W/kvcon.log"
-	ms=$(for r in $(seq "$RUNS"); do first_rows; $T kill-server 2>/dev/null; sleep 0.3; done | median)
+	ms=$(for r in $(seq "$RUNS"); do first_rows; stop_measured; $T kill-server 2>/dev/null; sleep 0.3; done | median)
 	obj=$(grep -o 'first VM object in the store [0-9]* ms' "$W/kvcon.log" | awk '{print $7}' | median)
 	drawn=$(grep -o 'first rows drawn [0-9]* ms' "$W/kvcon.log" | awk '{print $4}' | median)
 	echo "first rows on screen, $n VMs (+VMIs, pods, events): median of $RUNS: $ms ms from exec to rows written to the terminal;" \
@@ -110,6 +116,7 @@ fk post /fake/churn '{"rate":0}' >/dev/null
 el=$((t1 - t0))
 echo "churn: $(( (r1 - r0) * 1000 / el )) writes/s reached; kvcon CPU $(awk -v c=$((c1 - c0)) -v h="$hz" -v e="$el" 'BEGIN{printf "%.1f", 100*c/h/(e/1000)}')% of a core; terminal $(( (b1 - b0) * 1000 / el )) bytes/s"
 echo "kvcon RSS: $(awk '/VmRSS/{print $2, $3}' /proc/$pid/status)"
+stop_measured
 $T kill-server 2>/dev/null
 
 # The dashboard alone at exactly CHURN status changes/s: the unit-test binary's in-process feeder (the same
@@ -126,5 +133,6 @@ if [ -x "$feeder" ]; then
 	sleep "$SECS"
 	c1=$(cpu_ticks "$pid"); b1=$(stat -c %s "$W/ts"); t1=$(now_ms)
 	el=$((t1 - t0))
+	stop_measured
 	echo "dashboard alone (in-process feeder, $VMS VMs, $CHURN VM status changes/s): CPU $(awk -v c=$((c1 - c0)) -v h="$hz" -v e="$el" 'BEGIN{printf "%.1f", 100*c/h/(e/1000)}')% of a core; terminal $(( (b1 - b0) * 1000 / el )) bytes/s"
 fi

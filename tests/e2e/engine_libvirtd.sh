@@ -34,6 +34,17 @@ crash_vm() { # virsh destroy behind kvcon's back while it watches the daemon's e
 
 ENGINE_SHORT=1 engine_scenario
 
+step "a crash while no kvcon runs: the next kvcon finds it at its resync and restarts (Always)"
+# stop + start: Halted, then Always with a clean failure count (two quick failures in a row would back off)
+kv engine stop alpha --grace-period 0 >/dev/null || fail "stop"
+kv engine start alpha >/dev/null || fail "start"
+[[ $(vmi_phase alpha) == Running ]] || fail "alpha not running under Always"
+u=$(vmi_uid alpha)
+virsh -q -c "$URI" destroy default_alpha >/dev/null
+[[ $(vmi_phase alpha) == Running && $(vmi_uid alpha) != "$u" ]] || fail "no restart after a crash while away"
+out=$(kv engine get event alpha)
+[[ $out == *"destroyed outside kvcon"* ]] || fail "the crash while away is not in the events: $out"
+
 step "libvirtd goes away and comes back: kvcon reconnects and resyncs; the guest and its execution survive"
 kv engine apply -f "$(manifest alpha Always)" >/dev/null || fail "apply Always"
 u=$(rec_exec alpha uid)
