@@ -59,6 +59,11 @@ struct vtpane {
 	bool cursor_visible;
 	int drawn_cursor_row; /* row where the cursor was drawn last, -1 none */
 	/* what the guest asked for (absorbed) */
+	/* REP filter (see vtpane_input) */
+	int rep_state;        /* 0 text, 1 after ESC, 2 inside CSI with only digits/';' so far */
+	char rep_seq[256];    /* the CSI bytes held back */
+	size_t rep_len;
+	uint32_t last_ch;     /* the last graphic character written (0: none since creation) */
 	char *title;
 	bool altscreen;
 	int mouse;
@@ -423,6 +428,7 @@ static int cb_putglyph(VTermGlyphInfo *info, VTermPos pos, void *user)
 		/* the common case: a narrow character over a narrow one */
 		row[pos.col] = p->pen;
 		row[pos.col].ch = info->chars[0];
+		p->last_ch = info->chars[0];
 		if (!p->dirty[pos.row])
 			damage(p, pos.row, pos.row + 1);
 		return 1;
@@ -432,6 +438,7 @@ static int cb_putglyph(VTermGlyphInfo *info, VTermPos pos, void *user)
 		row[pos.col - 1] = erased(p);
 	if (row[pos.col].width == 2 && pos.col + 1 < p->cols && w == 1)
 		row[pos.col + 1] = erased(p);
+	p->last_ch = info->chars[0];
 	struct vtcell c = p->pen;
 	c.ch = info->chars[0];
 	c.width = (uint8_t)w;
@@ -732,11 +739,118 @@ void vtpane_set_output(struct vtpane *p, vtpane_output_cb cb, void *arg)
 	p->out_arg = arg;
 }
 
+/* libvterm 0.1.4 loops forever on REP (CSI Pn b) when the last glyph it printed had width 0 or there was none
+ * (found by fuzz_vtpane: "ESC[1b" first, or after a lone combining character): a few bytes from a guest would hang
+ * kvcon. REP is therefore done here: the sequence is held back
+ * while it is read and replaced by the last printed character repeated (up to the right margin, as REP stops
+ * there), or dropped when there is none. Everything else passes through unchanged, in order. */
+static void rep_flush(struct vtpane *p)
+{
+	if (p->rep_len)
+		vterm_input_write(p->vt, p->rep_seq, p->rep_len);
+	p->rep_len = 0;
+}
+
+static void rep_expand(struct vtpane *p)
+{
+	long n = 0;
+	bool first = true;
+	for (size_t i = 2; i < p->rep_len && first; i++) {
+		if (p->rep_seq[i] == ';' || p->rep_seq[i] == ':')
+			first = false;
+		else if (n < 100000)
+			n = n * 10 + (p->rep_seq[i] - '0');
+	}
+	if (n == 0)
+		n = 1;
+	p->rep_len = 0;
+	if (!p->last_ch)
+		return;
+	VTermPos cur;
+	vterm_state_get_cursorpos(p->state, &cur);
+	long room = p->cols - cur.col;
+	if (n > room)
+		n = room;
+	struct buf b;
+	buf_init(&b);
+	for (long i = 0; i < n; i++)
+		utf8_put(&b, p->last_ch);
+	if (b.len)
+		vterm_input_write(p->vt, b.data, b.len);
+	buf_free(&b);
+}
+
+static bool rep_c0(uint8_t c)
+{
+	/* C0 controls a terminal executes even in the middle of a sequence (not ESC, CAN, SUB, which end it) */
+	return c > 0 && c < 0x20 && c != 0x1b && c != 0x18 && c != 0x1a;
+}
+
+/* Bytes libvterm's parser skips inside a sequence without leaving it: NUL, DEL and (in UTF-8 mode) 0x80-0xff. */
+static bool rep_ignored(uint8_t c)
+{
+	return c == 0 || c >= 0x7f;
+}
+
+static void rep_hold_esc(struct vtpane *p)
+{
+	p->rep_seq[0] = 0x1b;
+	p->rep_len = 1;
+	p->rep_state = 1;
+}
+
 void vtpane_input(struct vtpane *p, const void *data, size_t len)
 {
 	if (!len)
 		return;
-	vterm_input_write(p->vt, data, len);
+	const char *d = data;
+	size_t start = 0; /* start of the run of bytes passed through as they are */
+	for (size_t i = 0; i < len; i++) {
+		uint8_t c = (uint8_t)d[i];
+		if (p->rep_state == 0) {
+			if (c == 0x1b) {
+				if (i > start)
+					vterm_input_write(p->vt, d + start, i - start);
+				rep_hold_esc(p);
+				start = i + 1;
+			}
+			continue;
+		}
+		/* inside ESC (state 1) or ESC [ params (state 2): the bytes are held, mirroring libvterm's parser */
+		start = i + 1;
+		if (rep_c0(c)) {
+			vterm_input_write(p->vt, d + i, 1);
+			continue;
+		}
+		if (rep_ignored(c))
+			continue;
+		if (p->rep_state == 1 && c == '[') {
+			p->rep_seq[p->rep_len++] = (char)c;
+			p->rep_state = 2;
+			continue;
+		}
+		if (p->rep_state == 2 && ((c >= '0' && c <= '9') || c == ';' || c == ':')) {
+			/* parameters; an absurdly long run is cut (passing it on could end in a REP) */
+			if (p->rep_len < sizeof p->rep_seq)
+				p->rep_seq[p->rep_len++] = (char)c;
+			continue;
+		}
+		if (p->rep_state == 2 && c == 'b') {
+			rep_expand(p);
+			p->rep_state = 0;
+			continue;
+		}
+		/* not REP: give back what was held; this byte goes on as usual */
+		rep_flush(p);
+		if (c == 0x1b) {
+			rep_hold_esc(p);
+		} else {
+			p->rep_state = 0;
+			start = i;
+		}
+	}
+	if (p->rep_state == 0 && start < len)
+		vterm_input_write(p->vt, d + start, len - start);
 	p->input_pending = true;
 }
 

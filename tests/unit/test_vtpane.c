@@ -237,6 +237,38 @@ static void test_resize(WINDOW *pad)
 	vtpane_free(p);
 }
 
+/* REP (CSI Pn b) is done by the pane: libvterm 0.1.4 hangs on it before any character was printed. */
+static void test_rep(void)
+{
+	struct vtpane *p = vtpane_new(5, 20, 10);
+	feed(p, "\033[1b\033[b\033[3:1b\033[99999999999999999999b"); /* nothing printed yet: dropped, no hang */
+	/* a lone combining character (a zero-width glyph), and junk bytes libvterm skips between ESC and [ */
+	feed(p, "\xcc\x81\033[1b\033\x9b[2b\033\x80\x7f[3b\033\001[4b\r");
+	feed(p, "x\033[3bY\033[1;2:3b\r\n");
+	char *l = vtpane_line_text(p, 0);
+	T_EQ_STR(l, "xxxxYY");
+	free(l);
+	feed(p, "ab\033[100b"); /* stops at the right margin, as REP does */
+	l = vtpane_line_text(p, 1);
+	T_EQ_STR(l, "abbbbbbbbbbbbbbbbbbb");
+	free(l);
+	vtpane_free(p);
+	/* the same input whole and byte by byte gives the same screen (the held-back CSI bytes keep their order) */
+	const char *in = "\033[1;31mred\033[0m \033[38;2;1;2;3mrgb\033[0m\r\nz\033[2b\033[?25l\033[2;5H!\033[1\nb"
+			 "\033[K\033]0;t\007\033[3;1Hq\033[;2b\033[1 q\033[4m_\033[0m";
+	struct vtpane *a = vtpane_new(6, 30, 10), *b = vtpane_new(6, 30, 10);
+	feed(a, in);
+	for (const char *c = in; *c; c++)
+		vtpane_input(b, c, 1);
+	char *ta = vtpane_screen_text(a), *tb = vtpane_screen_text(b);
+	T_EQ_STR(ta, tb);
+	T_CHECK(strstr(ta, "zzz") != NULL);
+	free(ta);
+	free(tb);
+	vtpane_free(a);
+	vtpane_free(b);
+}
+
 int main(void)
 {
 	setlocale(LC_ALL, "C.UTF-8");
@@ -254,6 +286,7 @@ int main(void)
 	test_scrollback_search_copy();
 	test_keys();
 	test_resize(pad);
+	test_rep();
 	delwin(pad);
 	endwin();
 	delscreen(scr);
