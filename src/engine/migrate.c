@@ -59,7 +59,7 @@ struct mmsg {
 	int64_t downtime_ms, elapsed_ms;
 };
 
-/* ---- config: host URI [migrate-uri=URI] ---- */
+/* ---- config: engine.host = URI [migrate-uri=URI] (repeatable) ---- */
 
 struct cfg_host {
 	char *uri, *mig_uri;
@@ -86,18 +86,23 @@ static void cfg_load(void)
 		return;
 	char *save = NULL;
 	for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
-		char *sp = NULL;
-		char *w = strtok_r(line, " \t", &sp);
-		if (w == NULL || w[0] == '#' || strcmp(w, "host") != 0)
+		line[strcspn(line, "#")] = '\0';
+		line += strspn(line, " \t");
+		if (!util_has_prefix(line, "engine.host"))
 			continue;
-		char *uri = strtok_r(NULL, " \t", &sp);
+		char *rest = line + 11;
+		rest += strspn(rest, " \t");
+		if (*rest != '=')
+			continue;
+		char *sp = NULL;
+		char *uri = strtok_r(rest + 1, " \t\r", &sp);
 		if (uri == NULL)
 			continue;
 		CFG.hosts = xreallocarray(CFG.hosts, (size_t)CFG.n + 1, sizeof *CFG.hosts);
 		struct cfg_host *h = &CFG.hosts[CFG.n++];
 		h->uri = xstrdup(uri);
 		h->mig_uri = NULL;
-		for (char *a = strtok_r(NULL, " \t", &sp); a; a = strtok_r(NULL, " \t", &sp))
+		for (char *a = strtok_r(NULL, " \t\r", &sp); a; a = strtok_r(NULL, " \t\r", &sp))
 			if (util_has_prefix(a, "migrate-uri="))
 				h->mig_uri = xstrdup(a + 12);
 	}
@@ -972,7 +977,8 @@ int engine_migrate(struct source *src, const char *ns, const char *name, const s
 	struct source *dsrc = ehost_source(dst);
 	if (!ehost_ready(dst)) {
 		const char *why = engine_error(dsrc);
-		*err = xasprintf("refused: target host %s unreachable%s%s", dsrc->name, why ? ": " : "", why ? why : "");
+		*err = why ? xasprintf("refused: target host %s unreachable: %s", ehost_uri(dst), why)
+			   : xasprintf("refused: target host %s is not connected yet", ehost_uri(dst));
 		return -1;
 	}
 	if (evm_find(dsrc, ns, name)) {
@@ -994,7 +1000,7 @@ int engine_migrate(struct source *src, const char *ns, const char *name, const s
 		mig_uri = ehost_uri(dst);
 	if (mig_uri == NULL && !o->offline) {
 		*err = xasprintf("refused: no migration URI for %s: the source host cannot use %s; set "
-				 "`host %s migrate-uri=qemu+tcp://ADDRESS/system` in the config or pass --migrate-uri",
+				 "`engine.host = %s migrate-uri=qemu+tcp://ADDRESS/system` in the config or pass --migrate-uri",
 				 dsrc->name, ehost_uri(dst), ehost_uri(dst));
 		return -1;
 	}
@@ -1157,13 +1163,8 @@ int migrate_abort_any(struct source *src, const char *ns, const char *name, acti
 
 int migrate_action(struct source *src, const struct action_req *req, action_done_cb done, void *arg, char **err)
 {
-	if (req->act == ACT_MIGRATE_ABORT) {
-		if (engine_migrate_abort(src, req->ns, req->name, err) < 0)
-			return -1;
-		if (done)
-			done(arg, 0, NULL);
-		return 0;
-	}
+	if (req->act == ACT_MIGRATE_ABORT)
+		return migrate_abort_any(src, req->ns, req->name, done, arg, err);
 	struct migrate_opts o = {
 		.target = req->target,
 		.auto_converge = req->flags & ENGINE_MIG_AUTO_CONVERGE,
