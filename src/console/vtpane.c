@@ -753,14 +753,16 @@ static void rep_flush(struct vtpane *p)
 
 static void rep_expand(struct vtpane *p)
 {
+	/* the count is the first parameter: the digits after '[' (a leader or intermediates are skipped) */
 	long n = 0;
-	bool first = true;
-	for (size_t i = 2; i < p->rep_len && first; i++) {
-		if (p->rep_seq[i] == ';' || p->rep_seq[i] == ':')
-			first = false;
-		else if (n < 100000)
+	const char *q = memchr(p->rep_seq, '[', p->rep_len);
+	size_t i = q ? (size_t)(q - p->rep_seq) + 1 : p->rep_len;
+	while (i < p->rep_len && (p->rep_seq[i] < '0' || p->rep_seq[i] > '9') && p->rep_seq[i] != ';' &&
+	       p->rep_seq[i] != ':')
+		i++;
+	for (; i < p->rep_len && p->rep_seq[i] >= '0' && p->rep_seq[i] <= '9'; i++)
+		if (n < 100000)
 			n = n * 10 + (p->rep_seq[i] - '0');
-	}
 	if (n == 0)
 		n = 1;
 	p->rep_len = 0;
@@ -773,7 +775,7 @@ static void rep_expand(struct vtpane *p)
 		n = room;
 	struct buf b;
 	buf_init(&b);
-	for (long i = 0; i < n; i++)
+	for (long k = 0; k < n; k++)
 		utf8_put(&b, p->last_ch);
 	if (b.len)
 		vterm_input_write(p->vt, b.data, b.len);
@@ -816,7 +818,9 @@ void vtpane_input(struct vtpane *p, const void *data, size_t len)
 			}
 			continue;
 		}
-		/* inside ESC (state 1) or ESC [ params (state 2): the bytes are held, mirroring libvterm's parser */
+		/* inside ESC (state 1) or a CSI (state 2): the bytes are held until it is clear whether a REP ends it.
+		 * Conservative where libvterm is lenient: ESC, intermediates, then [ starts a CSI too, and any CSI
+		 * whose final byte is b counts as REP. */
 		start = i + 1;
 		if (rep_c0(c)) {
 			vterm_input_write(p->vt, d + i, 1);
@@ -824,13 +828,11 @@ void vtpane_input(struct vtpane *p, const void *data, size_t len)
 		}
 		if (rep_ignored(c))
 			continue;
-		if (p->rep_state == 1 && c == '[') {
-			p->rep_seq[p->rep_len++] = (char)c;
-			p->rep_state = 2;
-			continue;
-		}
-		if (p->rep_state == 2 && ((c >= '0' && c <= '9') || c == ';' || c == ':')) {
-			/* parameters; an absurdly long run is cut (passing it on could end in a REP) */
+		bool hold = p->rep_state == 1 ? (c >= 0x20 && c <= 0x2f) || c == '[' : c >= 0x20 && c <= 0x3f;
+		if (hold) {
+			if (p->rep_state == 1 && c == '[')
+				p->rep_state = 2;
+			/* an absurdly long sequence is cut (passing it on could end in a REP) */
 			if (p->rep_len < sizeof p->rep_seq)
 				p->rep_seq[p->rep_len++] = (char)c;
 			continue;
