@@ -52,7 +52,7 @@ struct mmsg {
 	enum mmsg_type type;
 	struct mig_job *j;
 	int status;               /* MM_DONE: 0 completed, -1 failed */
-	bool aborted, postcopy;
+	bool aborted, postcopy, timed_out;
 	char *text;
 	uint64_t processed, remaining, total, dirty_rate;
 	int iteration;
@@ -699,6 +699,7 @@ static void run_migration(struct mig_job *j, virConnectPtr dc, virDomainPtr dom,
 	if (c.rc < 0) {
 		d->status = -1;
 		d->aborted = aborted;
+		d->timed_out = aborted && abort_why;
 		if (aborted && abort_why)
 			d->text = xasprintf("aborted: %s (%s)", abort_why, c.err);
 		else
@@ -869,7 +870,7 @@ static void finish(struct mig_job *j, struct mmsg *m)
 			e->failed = true;
 			free(e->failure_reason);
 			e->failure_reason = xstrdup(why);
-			if (e->abort_requested || m->aborted || strstr(why, "canceled by client")) {
+			if (!m->timed_out && (e->abort_requested || m->aborted || strstr(why, "canceled by client"))) {
 				free(e->abort_status);
 				e->abort_status = xstrdup(m->aborted || strstr(why, "abort") || strstr(why, "canceled") ? "Succeeded"
 															      : "Failed");
