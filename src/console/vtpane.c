@@ -852,19 +852,19 @@ void vtpane_input(struct vtpane *p, const void *data, size_t len)
 			p->rep_state = 0;
 			continue;
 		}
+		if (c == 0x1b) {
+			/* ESC abandons the sequence in progress: drop what was held (flushing a lone ESC would leave
+			 * libvterm waiting to pair it with whatever comes next) */
+			rep_hold_esc(p);
+			continue;
+		}
 		/* not REP: give back what was held; this byte goes on as usual */
 		bool dropped = p->rep_state == 2 && p->rep_seps > REP_MAX_SEPS;
 		rep_flush(p);
-		if (dropped && c >= 0x40 && c <= 0x7e) {
-			p->rep_state = 0; /* the final byte of a dropped sequence goes with it */
-			continue;
-		}
-		if (c == 0x1b) {
-			rep_hold_esc(p);
-		} else {
-			p->rep_state = 0;
-			start = i;
-		}
+		p->rep_state = 0;
+		if (dropped && c >= 0x40 && c <= 0x7e)
+			continue; /* the final byte of a dropped sequence goes with it */
+		start = i;
 	}
 	if (p->rep_state == 0 && start < len)
 		vterm_input_write(p->vt, d + start, len - start);

@@ -243,7 +243,7 @@ static void test_rep(void)
 	struct vtpane *p = vtpane_new(5, 20, 10);
 	feed(p, "\033[1b\033[b\033[3:1b\033[99999999999999999999b"); /* nothing printed yet: dropped, no hang */
 	/* a lone combining character (a zero-width glyph), and junk bytes libvterm skips between ESC and [ */
-	feed(p, "\xcc\x81\033[1b\033\x9b[2b\033\x80\x7f[3b\033\001[4b\xcc\033 [b\033 [?1b\r");
+	feed(p, "\xcc\x81\033[1b\033\x9b[2b\033\x80\x7f[3b\033\001[4b\xcc\033 [b\033 [?1b\xcc\033\033[b[b\r");
 	feed(p, "x\033[3bY\033[1;2:3b\r\n");
 	char *l = vtpane_line_text(p, 0);
 	T_EQ_STR(l, "xxxxYY");
