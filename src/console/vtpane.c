@@ -63,6 +63,7 @@ struct vtpane {
 	int rep_state;        /* 0 text, 1 after ESC, 2 inside CSI with only digits/';' so far */
 	char rep_seq[256];    /* the CSI bytes held back */
 	size_t rep_len;
+	int rep_seps;         /* parameter separators in the held CSI */
 	uint32_t last_ch;     /* the last graphic character written (0: none since creation) */
 	char *title;
 	bool altscreen;
@@ -744,11 +745,16 @@ void vtpane_set_output(struct vtpane *p, vtpane_output_cb cb, void *arg)
  * kvcon. REP is therefore done here: the sequence is held back
  * while it is read and replaced by the last printed character repeated (up to the right margin, as REP stops
  * there), or dropped when there is none. Everything else passes through unchanged, in order. */
+/* libvterm 0.1.4 also writes past its argument array on a CSI with 17 or more parameters (found by fuzzing; an
+ * SGR with many attributes is enough): such a sequence is dropped whole. */
+#define REP_MAX_SEPS 15
+
 static void rep_flush(struct vtpane *p)
 {
-	if (p->rep_len)
+	if (p->rep_len && p->rep_seps <= REP_MAX_SEPS)
 		vterm_input_write(p->vt, p->rep_seq, p->rep_len);
 	p->rep_len = 0;
+	p->rep_seps = 0;
 }
 
 static void rep_expand(struct vtpane *p)
@@ -766,6 +772,7 @@ static void rep_expand(struct vtpane *p)
 	if (n == 0)
 		n = 1;
 	p->rep_len = 0;
+	p->rep_seps = 0;
 	if (!p->last_ch)
 		return;
 	VTermPos cur;
@@ -798,6 +805,7 @@ static void rep_hold_esc(struct vtpane *p)
 {
 	p->rep_seq[0] = 0x1b;
 	p->rep_len = 1;
+	p->rep_seps = 0;
 	p->rep_state = 1;
 }
 
@@ -832,6 +840,8 @@ void vtpane_input(struct vtpane *p, const void *data, size_t len)
 		if (hold) {
 			if (p->rep_state == 1 && c == '[')
 				p->rep_state = 2;
+			else if (p->rep_state == 2 && (c == ';' || c == ':'))
+				p->rep_seps++;
 			/* an absurdly long sequence is cut (passing it on could end in a REP) */
 			if (p->rep_len < sizeof p->rep_seq)
 				p->rep_seq[p->rep_len++] = (char)c;
@@ -843,7 +853,12 @@ void vtpane_input(struct vtpane *p, const void *data, size_t len)
 			continue;
 		}
 		/* not REP: give back what was held; this byte goes on as usual */
+		bool dropped = p->rep_state == 2 && p->rep_seps > REP_MAX_SEPS;
 		rep_flush(p);
+		if (dropped && c >= 0x40 && c <= 0x7e) {
+			p->rep_state = 0; /* the final byte of a dropped sequence goes with it */
+			continue;
+		}
 		if (c == 0x1b) {
 			rep_hold_esc(p);
 		} else {

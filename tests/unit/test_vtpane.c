@@ -253,6 +253,14 @@ static void test_rep(void)
 	T_EQ_STR(l, "abbbbbbbbbbbbbbbbbbb");
 	free(l);
 	vtpane_free(p);
+	/* a CSI with too many parameters (libvterm 0.1.4 overflows on it) is dropped whole; 16 are fine */
+	p = vtpane_new(3, 20, 10);
+	feed(p, "\033[1;1;1;1;1;1;1;1;1;1;1;1;1;1;1;1;1;1;1;1;1;1;1;1;1;1;1;1;1;1;1;1;1;1;1;1;1;1;1;1mA");
+	feed(p, "\033[38;5::::::::::::::::::::\007\007mB\033[1;1;1;1;1;1;1;1;1;1;1;1;1;1;1;4mC\r\n");
+	l = vtpane_line_text(p, 0);
+	T_EQ_STR(l, "ABC");
+	free(l);
+	vtpane_free(p);
 	/* the same input whole and byte by byte gives the same screen (the held-back CSI bytes keep their order) */
 	const char *in = "\033[1;31mred\033[0m \033[38;2;1;2;3mrgb\033[0m\r\nz\033[2b\033[?25l\033[2;5H!\033[1\nb"
 			 "\033[K\033]0;t\007\033[3;1Hq\033[;2b\033[1 q\033[4m_\033[0m";
