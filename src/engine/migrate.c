@@ -201,6 +201,7 @@ json_object *emig_json(const struct emig *m)
 	jput_i(o, "downtimeMs", m->downtime_ms);
 	jput_i(o, "elapsedMs", m->elapsed_ms);
 	jput_i(o, "dataTotal", (int64_t)m->total);
+	jput_i(o, "dataProcessed", (int64_t)m->processed);
 	json_object *a = json_object_new_array();
 	for (int i = 0; i < m->nprev; i++) {
 		json_object *p = json_object_new_object();
@@ -232,6 +233,7 @@ struct emig *emig_from(json_object *o)
 	m->downtime_ms = jget_i(o, "downtimeMs");
 	m->elapsed_ms = jget_i(o, "elapsedMs");
 	m->total = (uint64_t)jget_i(o, "dataTotal");
+	m->processed = (uint64_t)jget_i(o, "dataProcessed");
 	m->progress_pct = m->completed ? 100 : -1;
 	if (!m->completed && !m->failed) {
 		/* the process that ran it ended before it did: its outcome was not observed */
