@@ -52,7 +52,7 @@ struct mmsg {
 	enum mmsg_type type;
 	struct mig_job *j;
 	int status;               /* MM_DONE: 0 completed, -1 failed */
-	bool aborted, postcopy;
+	bool aborted, postcopy, timed_out;
 	char *text;
 	uint64_t processed, remaining, total, dirty_rate;
 	int iteration;
@@ -201,6 +201,7 @@ json_object *emig_json(const struct emig *m)
 	jput_i(o, "downtimeMs", m->downtime_ms);
 	jput_i(o, "elapsedMs", m->elapsed_ms);
 	jput_i(o, "dataTotal", (int64_t)m->total);
+	jput_i(o, "dataProcessed", (int64_t)m->processed);
 	json_object *a = json_object_new_array();
 	for (int i = 0; i < m->nprev; i++) {
 		json_object *p = json_object_new_object();
@@ -232,6 +233,7 @@ struct emig *emig_from(json_object *o)
 	m->downtime_ms = jget_i(o, "downtimeMs");
 	m->elapsed_ms = jget_i(o, "elapsedMs");
 	m->total = (uint64_t)jget_i(o, "dataTotal");
+	m->processed = (uint64_t)jget_i(o, "dataProcessed");
 	m->progress_pct = m->completed ? 100 : -1;
 	if (!m->completed && !m->failed) {
 		/* the process that ran it ended before it did: its outcome was not observed */
@@ -699,6 +701,7 @@ static void run_migration(struct mig_job *j, virConnectPtr dc, virDomainPtr dom,
 	if (c.rc < 0) {
 		d->status = -1;
 		d->aborted = aborted;
+		d->timed_out = aborted && abort_why;
 		if (aborted && abort_why)
 			d->text = xasprintf("aborted: %s (%s)", abort_why, c.err);
 		else
@@ -869,7 +872,7 @@ static void finish(struct mig_job *j, struct mmsg *m)
 			e->failed = true;
 			free(e->failure_reason);
 			e->failure_reason = xstrdup(why);
-			if (e->abort_requested || m->aborted || strstr(why, "canceled by client")) {
+			if (!m->timed_out && (e->abort_requested || m->aborted || strstr(why, "canceled by client"))) {
 				free(e->abort_status);
 				e->abort_status = xstrdup(m->aborted || strstr(why, "abort") || strstr(why, "canceled") ? "Succeeded"
 															      : "Failed");
