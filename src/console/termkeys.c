@@ -134,7 +134,7 @@ static void plain_byte(struct termkeys *k, uint8_t b, unsigned mods)
 /* Length of the UTF-8 sequence starting with b (1 for ASCII and for invalid lead bytes). */
 static size_t utf8_len(uint8_t b)
 {
-	return b >= 0xf0 && b < 0xf8 ? 4 : b >= 0xe0 ? 3 : b >= 0xc0 ? 2 : 1;
+	return b >= 0xf8 ? 1 : b >= 0xf0 ? 4 : b >= 0xe0 ? 3 : b >= 0xc0 ? 2 : 1;
 }
 
 /* Tries to decode one event at the start of buf; returns bytes used, 0 when more input is needed. */
@@ -143,14 +143,22 @@ static size_t decode(struct termkeys *k, const uint8_t *b, size_t n)
 	if (b[0] != 0x1b) {
 		size_t l = utf8_len(b[0]);
 		if (l == 1) {
-			plain_byte(k, b[0], 0);
+			if (b[0] < 0x80) /* a stray continuation byte or 0xf8..0xff is not input: dropped */
+				plain_byte(k, b[0], 0);
 			return 1;
 		}
 		if (n < l)
 			return 0;
 		uint32_t cp = b[0] & (0x3f >> (l - 1));
-		for (size_t i = 1; i < l; i++)
+		for (size_t i = 1; i < l; i++) {
+			if ((b[i] & 0xc0) != 0x80)
+				return 1; /* not UTF-8: the stray lead byte is dropped */
 			cp = cp << 6 | (b[i] & 0x3f);
+		}
+		/* overlong forms, surrogates and values past Unicode are dropped too */
+		static const uint32_t min_cp[5] = {0, 0, 0x80, 0x800, 0x10000};
+		if (cp < min_cp[l] || (cp >= 0xd800 && cp <= 0xdfff) || cp > 0x10ffff)
+			return l;
 		key(k, cp < 0x100 ? cp : 0x01000000u | cp, 0, 0);
 		return l;
 	}
@@ -249,7 +257,8 @@ void termkeys_flush(struct termkeys *k)
 			i++;
 			continue;
 		}
-		plain_byte(k, k->buf[i], 0);
+		if (k->buf[i] < 0x80) /* an incomplete UTF-8 sequence is dropped */
+			plain_byte(k, k->buf[i], 0);
 		i++;
 	}
 	k->len = 0;

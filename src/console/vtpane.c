@@ -63,6 +63,7 @@ struct vtpane {
 	int rep_state;        /* 0 text, 1 after ESC, 2 inside CSI with only digits/';' so far */
 	char rep_seq[256];    /* the CSI bytes held back */
 	size_t rep_len;
+	int rep_seps;         /* parameter separators in the held CSI */
 	uint32_t last_ch;     /* the last graphic character written (0: none since creation) */
 	char *title;
 	bool altscreen;
@@ -744,26 +745,34 @@ void vtpane_set_output(struct vtpane *p, vtpane_output_cb cb, void *arg)
  * kvcon. REP is therefore done here: the sequence is held back
  * while it is read and replaced by the last printed character repeated (up to the right margin, as REP stops
  * there), or dropped when there is none. Everything else passes through unchanged, in order. */
+/* libvterm 0.1.4 also writes past its argument array on a CSI with 17 or more parameters (found by fuzzing; an
+ * SGR with many attributes is enough): such a sequence is dropped whole. */
+#define REP_MAX_SEPS 15
+
 static void rep_flush(struct vtpane *p)
 {
-	if (p->rep_len)
+	if (p->rep_len && p->rep_seps <= REP_MAX_SEPS)
 		vterm_input_write(p->vt, p->rep_seq, p->rep_len);
 	p->rep_len = 0;
+	p->rep_seps = 0;
 }
 
 static void rep_expand(struct vtpane *p)
 {
+	/* the count is the first parameter: the digits after '[' (a leader or intermediates are skipped) */
 	long n = 0;
-	bool first = true;
-	for (size_t i = 2; i < p->rep_len && first; i++) {
-		if (p->rep_seq[i] == ';' || p->rep_seq[i] == ':')
-			first = false;
-		else if (n < 100000)
+	const char *q = memchr(p->rep_seq, '[', p->rep_len);
+	size_t i = q ? (size_t)(q - p->rep_seq) + 1 : p->rep_len;
+	while (i < p->rep_len && (p->rep_seq[i] < '0' || p->rep_seq[i] > '9') && p->rep_seq[i] != ';' &&
+	       p->rep_seq[i] != ':')
+		i++;
+	for (; i < p->rep_len && p->rep_seq[i] >= '0' && p->rep_seq[i] <= '9'; i++)
+		if (n < 100000)
 			n = n * 10 + (p->rep_seq[i] - '0');
-	}
 	if (n == 0)
 		n = 1;
 	p->rep_len = 0;
+	p->rep_seps = 0;
 	if (!p->last_ch)
 		return;
 	VTermPos cur;
@@ -773,7 +782,7 @@ static void rep_expand(struct vtpane *p)
 		n = room;
 	struct buf b;
 	buf_init(&b);
-	for (long i = 0; i < n; i++)
+	for (long k = 0; k < n; k++)
 		utf8_put(&b, p->last_ch);
 	if (b.len)
 		vterm_input_write(p->vt, b.data, b.len);
@@ -796,6 +805,7 @@ static void rep_hold_esc(struct vtpane *p)
 {
 	p->rep_seq[0] = 0x1b;
 	p->rep_len = 1;
+	p->rep_seps = 0;
 	p->rep_state = 1;
 }
 
@@ -816,7 +826,9 @@ void vtpane_input(struct vtpane *p, const void *data, size_t len)
 			}
 			continue;
 		}
-		/* inside ESC (state 1) or ESC [ params (state 2): the bytes are held, mirroring libvterm's parser */
+		/* inside ESC (state 1) or a CSI (state 2): the bytes are held until it is clear whether a REP ends it.
+		 * Conservative where libvterm is lenient: ESC, intermediates, then [ starts a CSI too, and any CSI
+		 * whose final byte is b counts as REP. */
 		start = i + 1;
 		if (rep_c0(c)) {
 			vterm_input_write(p->vt, d + i, 1);
@@ -824,13 +836,13 @@ void vtpane_input(struct vtpane *p, const void *data, size_t len)
 		}
 		if (rep_ignored(c))
 			continue;
-		if (p->rep_state == 1 && c == '[') {
-			p->rep_seq[p->rep_len++] = (char)c;
-			p->rep_state = 2;
-			continue;
-		}
-		if (p->rep_state == 2 && ((c >= '0' && c <= '9') || c == ';' || c == ':')) {
-			/* parameters; an absurdly long run is cut (passing it on could end in a REP) */
+		bool hold = p->rep_state == 1 ? (c >= 0x20 && c <= 0x2f) || c == '[' : c >= 0x20 && c <= 0x3f;
+		if (hold) {
+			if (p->rep_state == 1 && c == '[')
+				p->rep_state = 2;
+			else if (p->rep_state == 2 && (c == ';' || c == ':'))
+				p->rep_seps++;
+			/* an absurdly long sequence is cut (passing it on could end in a REP) */
 			if (p->rep_len < sizeof p->rep_seq)
 				p->rep_seq[p->rep_len++] = (char)c;
 			continue;
@@ -840,14 +852,19 @@ void vtpane_input(struct vtpane *p, const void *data, size_t len)
 			p->rep_state = 0;
 			continue;
 		}
-		/* not REP: give back what was held; this byte goes on as usual */
-		rep_flush(p);
 		if (c == 0x1b) {
+			/* ESC abandons the sequence in progress: drop what was held (flushing a lone ESC would leave
+			 * libvterm waiting to pair it with whatever comes next) */
 			rep_hold_esc(p);
-		} else {
-			p->rep_state = 0;
-			start = i;
+			continue;
 		}
+		/* not REP: give back what was held; this byte goes on as usual */
+		bool dropped = p->rep_state == 2 && p->rep_seps > REP_MAX_SEPS;
+		rep_flush(p);
+		p->rep_state = 0;
+		if (dropped && c >= 0x40 && c <= 0x7e)
+			continue; /* the final byte of a dropped sequence goes with it */
+		start = i;
 	}
 	if (p->rep_state == 0 && start < len)
 		vterm_input_write(p->vt, d + start, len - start);

@@ -2,7 +2,10 @@
  * wide characters, alternate screen); damaged cells are redrawn into an ncurses window region; keys become the
  * bytes a terminal would send. Scrollback (>= 10,000 lines) with search and a keyboard copy mode.
  * Nothing the guest sends reaches the real terminal: titles, OSC 52, mode switches and mouse modes are absorbed
- * by libvterm; kvcon only ever draws printable cells (control and bidi-override characters are replaced). */
+ * by libvterm; kvcon only ever draws printable cells (control and bidi-override characters are replaced).
+ * libvterm 0.1.4 is used for parsing and terminal state only: the cell grid is the pane's own (libvterm's screen
+ * layer moves every cell per scrolled line), and the two ways a guest could hang or crash it (REP after a
+ * zero-width glyph, CSIs with 17+ parameters) are filtered out of the byte stream first (see vtpane_input). */
 #ifndef KVCON_CONSOLE_VTPANE_H
 #define KVCON_CONSOLE_VTPANE_H
 

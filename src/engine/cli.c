@@ -1008,7 +1008,7 @@ static const struct {
 	{ "vnc", cmd_vnc, "vnc NAME [--screenshot F.png ...] | vnc NAME --proxy-only [--port N]" },
 	{ "reconcile", cmd_reconcile, "reconcile [--for SECONDS]  run the reconciler, then leave" },
 	{ "migrate", migrate_cmd, "migrate NAME --to HOST [--bandwidth MiB/s] [--auto-converge] [--postcopy] [--timeout S]\n"
-				  "                      [--copy-storage] [--offline] [--migrate-uri URI] [--no-wait]" },
+				  "                      [--copy-storage] [--offline] [--migrate-uri URI] [--quiet]" },
 	{ "migrate", migrate_cmd, "migrate --abort NAME       abort a running migration (the VM stays on its host)" },
 	{ "drain", drain_cmd, "drain HOST [--to HOST] [--bandwidth MiB/s] [--timeout S]   migrate every running VM off HOST" },
 };

@@ -19,7 +19,7 @@ bool engine_cli_run_until(bool (*cond)(void *), void *arg, uint64_t timeout_ms);
 struct source **engine_cli_sources(int *n);
 struct store *engine_cli_store(void);
 const char *engine_cli_ns(void);
-/* No -c: the engine hosts of the config file ($XDG_CONFIG_HOME/kvcon/config, `host URI ...`) become the -c list,
+/* No -c: the engine hosts of the config file ($XDG_CONFIG_HOME/kvcon/config, `engine.host = URI ...`) become the -c list,
  * for the dashboard and every command alike. */
 void engine_cli_config_hosts(struct kvcon_opts *o);
 /* migcli.c */

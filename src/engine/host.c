@@ -733,7 +733,8 @@ static void disconnect(struct host *h)
 			virStreamEventRemoveCallback(c->st);
 			atomic_store(&c->dead, true);
 		}
-	console_reap(h);
+	/* not reaped here: the event thread may still be inside console_event for one of them (removing the callback
+	 * does not wait for it; ASan saw the use after free at exit); the next console_find reaps them */
 	if (h->conn) {
 		if (h->cb_life >= 0)
 			virConnectDomainEventDeregisterAny(h->conn, h->cb_life);

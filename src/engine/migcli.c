@@ -90,7 +90,7 @@ static void print_err(const char *verb, const char *name, const char *msg)
 }
 
 /* Runs one migration to its end. 0 ok, else an exit code. */
-static int migrate_one(const char *ns, const char *name, const struct migrate_opts *o, bool wait, bool quiet)
+static int migrate_one(const char *ns, const char *name, const struct migrate_opts *o, bool quiet)
 {
 	struct source *src = source_of(ns, name);
 	if (src == NULL) {
@@ -103,11 +103,6 @@ static int migrate_one(const char *ns, const char *name, const struct migrate_op
 		print_err("migrate", name, err);
 		free(err);
 		return EXIT_API;
-	}
-	if (!wait) {
-		/* the job belongs to this process: it has to stay until the end anyway */
-		printf("virtualmachine %s migrating from %s to %s\n", name, src->name, o->target ? o->target : "?");
-		fflush(stdout);
 	}
 	uint64_t limit = (uint64_t)(o->timeout > 0 ? o->timeout + 120 : 24 * 3600) * 1000;
 	if (!engine_cli_run_until(mig_finished, &w, limit)) {
@@ -186,7 +181,7 @@ int migrate_cmd(int argc, char **argv)
 {
 	struct migrate_opts o = { 0 };
 	const char *name = NULL;
-	bool wait = true, abort_it = false, quiet = false;
+	bool abort_it = false, quiet = false;
 	for (int i = 1; i < argc; i++) {
 		if (parse_common(argc, argv, &i, &o) == 0)
 			continue;
@@ -194,8 +189,6 @@ int migrate_cmd(int argc, char **argv)
 			o.offline = true;
 		else if (strcmp(argv[i], "--abort") == 0)
 			abort_it = true;
-		else if (strcmp(argv[i], "--no-wait") == 0)
-			wait = false;
 		else if (strcmp(argv[i], "--quiet") == 0)
 			quiet = true;
 		else if (argv[i][0] != '-' && name == NULL)
@@ -213,7 +206,7 @@ int migrate_cmd(int argc, char **argv)
 	if (rc)
 		return rc;
 	const char *ns = engine_cli_ns();
-	rc = abort_it ? abort_cmd(ns, name) : migrate_one(ns, name, &o, wait, quiet);
+	rc = abort_it ? abort_cmd(ns, name) : migrate_one(ns, name, &o, quiet);
 	return engine_cli_close(rc, 30000);
 }
 
@@ -264,7 +257,7 @@ int drain_cmd(int argc, char **argv)
 		*slash = '\0';
 		printf("[%zu/%zu] %s/%s\n", i + 1, nk, keys[i], slash + 1);
 		fflush(stdout);
-		if (migrate_one(keys[i], slash + 1, &o, true, false) != EXIT_OK)
+		if (migrate_one(keys[i], slash + 1, &o, false) != EXIT_OK)
 			failed++;
 		free(keys[i]);
 	}

@@ -52,14 +52,14 @@ struct mmsg {
 	enum mmsg_type type;
 	struct mig_job *j;
 	int status;               /* MM_DONE: 0 completed, -1 failed */
-	bool aborted, postcopy;
+	bool aborted, postcopy, timed_out;
 	char *text;
 	uint64_t processed, remaining, total, dirty_rate;
 	int iteration;
 	int64_t downtime_ms, elapsed_ms;
 };
 
-/* ---- config: host URI [migrate-uri=URI] ---- */
+/* ---- config: engine.host = URI [migrate-uri=URI] (repeatable) ---- */
 
 struct cfg_host {
 	char *uri, *mig_uri;
@@ -86,18 +86,23 @@ static void cfg_load(void)
 		return;
 	char *save = NULL;
 	for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
-		char *sp = NULL;
-		char *w = strtok_r(line, " \t", &sp);
-		if (w == NULL || w[0] == '#' || strcmp(w, "host") != 0)
+		line[strcspn(line, "#")] = '\0';
+		line += strspn(line, " \t");
+		if (!util_has_prefix(line, "engine.host"))
 			continue;
-		char *uri = strtok_r(NULL, " \t", &sp);
+		char *rest = line + 11;
+		rest += strspn(rest, " \t");
+		if (*rest != '=')
+			continue;
+		char *sp = NULL;
+		char *uri = strtok_r(rest + 1, " \t\r", &sp);
 		if (uri == NULL)
 			continue;
 		CFG.hosts = xreallocarray(CFG.hosts, (size_t)CFG.n + 1, sizeof *CFG.hosts);
 		struct cfg_host *h = &CFG.hosts[CFG.n++];
 		h->uri = xstrdup(uri);
 		h->mig_uri = NULL;
-		for (char *a = strtok_r(NULL, " \t", &sp); a; a = strtok_r(NULL, " \t", &sp))
+		for (char *a = strtok_r(NULL, " \t\r", &sp); a; a = strtok_r(NULL, " \t\r", &sp))
 			if (util_has_prefix(a, "migrate-uri="))
 				h->mig_uri = xstrdup(a + 12);
 	}
@@ -196,6 +201,7 @@ json_object *emig_json(const struct emig *m)
 	jput_i(o, "downtimeMs", m->downtime_ms);
 	jput_i(o, "elapsedMs", m->elapsed_ms);
 	jput_i(o, "dataTotal", (int64_t)m->total);
+	jput_i(o, "dataProcessed", (int64_t)m->processed);
 	json_object *a = json_object_new_array();
 	for (int i = 0; i < m->nprev; i++) {
 		json_object *p = json_object_new_object();
@@ -227,6 +233,7 @@ struct emig *emig_from(json_object *o)
 	m->downtime_ms = jget_i(o, "downtimeMs");
 	m->elapsed_ms = jget_i(o, "elapsedMs");
 	m->total = (uint64_t)jget_i(o, "dataTotal");
+	m->processed = (uint64_t)jget_i(o, "dataProcessed");
 	m->progress_pct = m->completed ? 100 : -1;
 	if (!m->completed && !m->failed) {
 		/* the process that ran it ended before it did: its outcome was not observed */
@@ -694,6 +701,7 @@ static void run_migration(struct mig_job *j, virConnectPtr dc, virDomainPtr dom,
 	if (c.rc < 0) {
 		d->status = -1;
 		d->aborted = aborted;
+		d->timed_out = aborted && abort_why;
 		if (aborted && abort_why)
 			d->text = xasprintf("aborted: %s (%s)", abort_why, c.err);
 		else
@@ -864,7 +872,7 @@ static void finish(struct mig_job *j, struct mmsg *m)
 			e->failed = true;
 			free(e->failure_reason);
 			e->failure_reason = xstrdup(why);
-			if (e->abort_requested || m->aborted || strstr(why, "canceled by client")) {
+			if (!m->timed_out && (e->abort_requested || m->aborted || strstr(why, "canceled by client"))) {
 				free(e->abort_status);
 				e->abort_status = xstrdup(m->aborted || strstr(why, "abort") || strstr(why, "canceled") ? "Succeeded"
 															      : "Failed");
@@ -972,7 +980,8 @@ int engine_migrate(struct source *src, const char *ns, const char *name, const s
 	struct source *dsrc = ehost_source(dst);
 	if (!ehost_ready(dst)) {
 		const char *why = engine_error(dsrc);
-		*err = xasprintf("refused: target host %s unreachable%s%s", dsrc->name, why ? ": " : "", why ? why : "");
+		*err = why ? xasprintf("refused: target host %s unreachable: %s", ehost_uri(dst), why)
+			   : xasprintf("refused: target host %s is not connected yet", ehost_uri(dst));
 		return -1;
 	}
 	if (evm_find(dsrc, ns, name)) {
@@ -994,7 +1003,7 @@ int engine_migrate(struct source *src, const char *ns, const char *name, const s
 		mig_uri = ehost_uri(dst);
 	if (mig_uri == NULL && !o->offline) {
 		*err = xasprintf("refused: no migration URI for %s: the source host cannot use %s; set "
-				 "`host %s migrate-uri=qemu+tcp://ADDRESS/system` in the config or pass --migrate-uri",
+				 "`engine.host = %s migrate-uri=qemu+tcp://ADDRESS/system` in the config or pass --migrate-uri",
 				 dsrc->name, ehost_uri(dst), ehost_uri(dst));
 		return -1;
 	}
@@ -1157,13 +1166,8 @@ int migrate_abort_any(struct source *src, const char *ns, const char *name, acti
 
 int migrate_action(struct source *src, const struct action_req *req, action_done_cb done, void *arg, char **err)
 {
-	if (req->act == ACT_MIGRATE_ABORT) {
-		if (engine_migrate_abort(src, req->ns, req->name, err) < 0)
-			return -1;
-		if (done)
-			done(arg, 0, NULL);
-		return 0;
-	}
+	if (req->act == ACT_MIGRATE_ABORT)
+		return migrate_abort_any(src, req->ns, req->name, done, arg, err);
 	struct migrate_opts o = {
 		.target = req->target,
 		.auto_converge = req->flags & ENGINE_MIG_AUTO_CONVERGE,

@@ -73,9 +73,9 @@ int engine_migrate_abort(struct source *src, const char *ns, const char *name, c
  * (virDomainAbortJob). done runs once libvirt answered. */
 int migrate_abort_any(struct source *src, const char *ns, const char *name, action_done_cb done, void *arg,
 		      char **err);
-/* The migration URI configured for a host (config `host URI migrate-uri=URI`), or NULL. */
+/* The migration URI configured for a host (config `engine.host = URI migrate-uri=URI`), or NULL. */
 const char *migrate_uri_for(const char *uri, const char *name);
-/* Engine host URIs listed in $XDG_CONFIG_HOME/kvcon/config (`host URI [migrate-uri=URI]`); NULL-terminated,
+/* Engine host URIs listed in $XDG_CONFIG_HOME/kvcon/config (`engine.host = URI [migrate-uri=URI]`); NULL-terminated,
  * NULL when none. Static storage. */
 char *const *migrate_config_hosts(void);
 

@@ -4,6 +4,7 @@
 #include <curses.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <wchar.h>
 
@@ -133,6 +134,62 @@ int draw_fit(const char *s, int maxw, char *out, size_t outlen)
 	}
 	out[o] = '\0';
 	return w;
+}
+
+size_t draw_wrap_rows(const char *s, int maxw, int indent, size_t *starts, size_t max)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	size_t n = s ? strlen(s) : 0, rows = 0;
+	if (maxw - indent < 8)
+		indent = 0; /* too narrow to indent */
+	if (maxw < 1)
+		maxw = 1;
+	size_t row_start = 0;
+	for (;;) {
+		if (rows < max)
+			starts[rows] = row_start;
+		rows++;
+		int room = maxw - (rows > 1 ? indent : 0), w = 0;
+		size_t i = row_start, last_space = 0;
+		while (i < n) {
+			struct piece pc;
+			next_piece(p + i, n - i, &pc);
+			if (w + pc.width > room && w > 0)
+				break;
+			if (p[i] == ' ')
+				last_space = i;
+			w += pc.width;
+			i += pc.adv;
+		}
+		if (i >= n)
+			break;
+		/* break after the last space when it leaves the row at least half full */
+		if (last_space > row_start && (int)(last_space - row_start) * 2 >= room)
+			i = last_space + 1;
+		row_start = i;
+	}
+	return rows;
+}
+
+int draw_wrap(int y, int x, int maxw, int maxrows, int indent, int attr, const char *s)
+{
+	size_t starts[64];
+	size_t rows = draw_wrap_rows(s, maxw, indent, starts, 64);
+	if (maxw - indent < 8)
+		indent = 0;
+	int used = 0;
+	for (size_t r = 0; r < rows && r < 64 && used < maxrows; r++, used++) {
+		size_t end = r + 1 < rows && r + 1 < 64 ? starts[r + 1] : strlen(s);
+		char *piece = strndup(s + starts[r], end - starts[r]);
+		int in = r ? indent : 0;
+		/* the last visible row of a longer text keeps the cut mark */
+		const char *text = piece ? piece : "";
+		if (used + 1 == maxrows && r + 1 < rows)
+			text = s + starts[r];
+		draw_text(y + used, x + in, maxw - in, attr, text);
+		free(piece);
+	}
+	return used;
 }
 
 int draw_text(int y, int x, int maxw, int attr, const char *s)

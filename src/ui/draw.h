@@ -13,6 +13,13 @@ int draw_fit(const char *s, int maxw, char *out, size_t outlen);
 /* Columns s would take once escaped (unbounded). */
 int draw_width(const char *s);
 
+/* Word-wraps s (as displayed: escaped) into rows of at most maxw columns, continuation rows indented by indent
+ * columns. Writes the byte offset in s where each row starts into starts (at most max) and returns the number
+ * of rows (which may exceed max: only the count is then complete). Pure; unit-tested. */
+size_t draw_wrap_rows(const char *s, int maxw, int indent, size_t *starts, size_t max);
+/* Draws s wrapped over at most maxrows rows from (y, x); returns the rows used. */
+int draw_wrap(int y, int x, int maxw, int maxrows, int indent, int attr, const char *s);
+
 /* Draws s at (y, x), escaped and clipped to maxw columns, with attr; returns the columns used. */
 int draw_text(int y, int x, int maxw, int attr, const char *s);
 /* Draws s into a cell of exactly w columns (padded with spaces; right-aligned when right). */

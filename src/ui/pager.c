@@ -18,6 +18,7 @@ struct pager {
 	size_t n;
 	size_t top;
 	int page;
+	int width; /* columns the text was last wrapped to */
 	char *search;
 	long hit; /* line of the current hit, -1 none */
 	struct view *v;
@@ -54,6 +55,21 @@ static void split(struct pager *p, const char *text)
 		p->top = p->n ? p->n - 1 : 0;
 }
 
+/* Long lines wrap (continuations indented under their text) so a walkthrough or a message reads whole; the
+ * scroll position stays in source lines, so search and paging are unchanged. */
+static int indent_of(const char *line)
+{
+	int n = 0;
+	while (line[n] == ' ' && n < 40)
+		n++;
+	return n + 2;
+}
+
+static int rows_of(const struct pager *p, size_t k)
+{
+	return (int)draw_wrap_rows(p->lines[k], p->width, indent_of(p->lines[k]), NULL, 0);
+}
+
 static void draw(struct view *v, const struct region *r)
 {
 	struct pager *p = v->priv;
@@ -64,21 +80,42 @@ static void draw(struct view *v, const struct region *r)
 	draw_text(r->y, r->x + (r->w - draw_width(title)) / 2, r->w, theme_attr(THEME_TITLE_ACTIVE), title);
 	int rows = r->h - 1;
 	p->page = rows;
-	for (int i = 0; i < rows; i++) {
-		size_t k = p->top + (size_t)i;
+	p->width = r->w - 1;
+	size_t k = p->top;
+	for (int i = 0; i < rows;) {
 		int y = r->y + 1 + i;
+		if (k >= p->n) {
+			draw_fill(y, r->x, r->w, theme_attr(THEME_NORMAL));
+			i++;
+			continue;
+		}
 		bool hit = p->hit >= 0 && (size_t)p->hit == k;
 		int a = hit ? theme_attr(THEME_MATCH) : theme_attr(THEME_NORMAL);
-		draw_fill(y, r->x, r->w, theme_attr(THEME_NORMAL));
-		if (k < p->n)
-			draw_text(y, r->x + 1, r->w - 1, a, p->lines[k]);
+		int need = rows_of(p, k);
+		if (need > rows - i)
+			need = rows - i;
+		draw_clear_rect(y, r->x, need, r->w, theme_attr(THEME_NORMAL));
+		i += draw_wrap(y, r->x + 1, r->w - 1, rows - i, indent_of(p->lines[k]), a, p->lines[k]);
+		k++;
 	}
+}
+
+/* The last top line that still fills the page (the end of the text at the bottom). */
+static long max_top(const struct pager *p)
+{
+	int rows = 0, page = p->page > 0 ? p->page : 1;
+	for (long k = (long)p->n - 1; k >= 0; k--) {
+		rows += p->width > 0 ? rows_of(p, (size_t)k) : 1;
+		if (rows > page)
+			return k + 1;
+	}
+	return 0;
 }
 
 static void scroll_to(struct view *v, long line)
 {
 	struct pager *p = v->priv;
-	long max = (long)p->n - (p->page > 0 ? p->page : 1);
+	long max = max_top(p);
 	if (line > max)
 		line = max;
 	if (line < 0)

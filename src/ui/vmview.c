@@ -112,13 +112,6 @@ static void vmi_panel(struct panel *p, const struct vmi *vmi)
 	pl(p, 0, "node: %s", nz(vmi->node));
 	for (int i = 0; i < vmi->nips; i++)
 		pl(p, 0, "ip: %s", vmi->ips[i]);
-	for (int i = 0; i < vmi->nphases; i++) {
-		char t[32];
-		util_format_time(vmi->phases[i].at, t, sizeof t);
-		pl(p, theme_attr(THEME_DIM), "  %-10s %s", nz(vmi->phases[i].phase), t);
-	}
-	for (int i = 0; i < vmi->nactive; i++)
-		pl(p, theme_attr(THEME_DIM), "activePod %.8s on %s", vmi->active[i].uid, nz(vmi->active[i].node));
 	const struct migration_state *m = &vmi->mig;
 	if (m->present) {
 		const char *st = m->failed ? "Failed" : m->completed ? "Succeeded" : m->abort_requested ? "Aborting" : "Running";
@@ -148,6 +141,14 @@ static void vmi_panel(struct panel *p, const struct vmi *vmi)
 		if (m->failure_reason)
 			pl(p, theme_attr(THEME_BAD), "  %s", m->failure_reason);
 	}
+	/* the timeline after the migration: an in-flight migration must stay visible in a short panel */
+	for (int i = 0; i < vmi->nphases; i++) {
+		char t[32];
+		util_format_time(vmi->phases[i].at, t, sizeof t);
+		pl(p, theme_attr(THEME_DIM), "  %-10s %s", nz(vmi->phases[i].phase), t);
+	}
+	for (int i = 0; i < vmi->nactive; i++)
+		pl(p, theme_attr(THEME_DIM), "activePod %.8s on %s", vmi->active[i].uid, nz(vmi->active[i].node));
 	conds(p, vmi->conds, vmi->nconds);
 }
 
@@ -202,11 +203,15 @@ static void draw_panel(const struct panel *p, int y, int x, int h, int w)
 		snprintf(t, sizeof t, " %s ", p->verdict);
 		draw_text(y, x + 1 + used, w - 2 - used, theme_status_attr(p->verdict), t);
 	}
-	for (int i = 0; i < h - 1; i++) {
-		draw_fill(y + 1 + i, x, w, theme_attr(THEME_NORMAL));
-		if (i < p->nlines)
-			draw_text(y + 1 + i, x + 1, w - 2, p->lines[i].attr ? p->lines[i].attr : theme_attr(THEME_NORMAL),
-				  p->lines[i].text);
+	/* values wrap (continuations indented under their line) rather than being cut: uids, reasons and
+	 * messages are what the operator came to read */
+	draw_clear_rect(y + 1, x, h - 1, w, theme_attr(THEME_NORMAL));
+	for (int i = 0, row = 0; i < p->nlines && row < h - 1; i++) {
+		int lead = 0;
+		while (p->lines[i].text[lead] == ' ')
+			lead++;
+		row += draw_wrap(y + 1 + row, x + 1, w - 2, h - 1 - row, lead + 2,
+				 p->lines[i].attr ? p->lines[i].attr : theme_attr(THEME_NORMAL), p->lines[i].text);
 	}
 }
 
@@ -336,7 +341,8 @@ static void draw(struct view *v, const struct region *r)
 	int lin_h = lower >= 8 ? lower / 3 : 0;
 	int ev_h = lower - lin_h;
 	int ph = body_h - lower;
-	int cols = r->w >= 120 ? 4 : r->w >= 60 ? 2 : 1;
+	/* four across only when each panel gets ~50 columns; a 2x2 grid otherwise, stacked when narrow */
+	int cols = r->w >= 200 ? 4 : r->w >= 60 ? 2 : 1;
 	int rows = 4 / cols;
 	int pw = r->w / cols, each_h = ph / rows;
 	for (int i = 0; i < 4; i++) {

@@ -46,8 +46,8 @@ mig_setup() {
     HA=${KVCON_TWOHOST_NS}a HB=${KVCON_TWOHOST_NS}b
     cat >"$XDG_CONFIG_HOME/kvcon/config" <<EOF
 # the two lab hosts; the source libvirtd reaches the other one on its tcp address
-host $SRC_URI migrate-uri=$SRC_TCP_URI
-host $DST_URI migrate-uri=$DST_TCP_URI
+engine.host = $SRC_URI migrate-uri=$SRC_TCP_URI
+engine.host = $DST_URI migrate-uri=$DST_TCP_URI
 EOF
 }
 

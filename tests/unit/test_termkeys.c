@@ -73,6 +73,13 @@ int main(void)
 	check("\x1b[Z", "Kff09/1 ");	      /* Shift+Tab */
 	check("\xc3\xa9", "Ke9/0 ");	      /* é: Latin-1 keysym */
 	check("\xe2\x82\xac", "K10020ac/0 "); /* €: Unicode keysym */
+	check("\xc0\x80"
+	      "a",
+	      "K61/0 ");			 /* overlong NUL: dropped */
+	check("\x80x", "K78/0 ");		 /* a stray continuation byte: dropped */
+	check("\xed\xa0\x80", "");		 /* a surrogate: dropped */
+	check("\xc3(", "K28/0 ");		 /* a broken sequence: the lead byte goes, the rest stays */
+	check("\x1b\xc3\xa9", "Kff1b/0 Ke9/0 "); /* ESC, then é */
 	check("\x1b[<0;10;5M\x1b[<0;10;5m", "M9,4,0,p M9,4,0,r ");
 	check("\x1b[<32;11;6M", "M10,5,0,pm ");
 	check("\x1b[<35;1;1M", "M0,0,-1,pm "); /* motion, no button */

@@ -160,6 +160,29 @@ static int dashboard(int n)
 
 /* ---- unit tests ---- */
 
+static void test_wrap(void)
+{
+	size_t st[8];
+	/* fits: one row */
+	T_EQ_INT(draw_wrap_rows("short", 20, 2, st, 8), 1);
+	/* words break after a space; continuation rows are narrower by the indent */
+	const char *msg = "0/3 nodes are available: 3 Insufficient memory.";
+	size_t n = draw_wrap_rows(msg, 20, 2, st, 8);
+	T_EQ_INT(n, 4);
+	T_EQ_INT(st[0], 0);
+	T_EQ_STR(msg + st[1], "available: 3 Insufficient memory.");
+	T_EQ_STR(msg + st[2], "Insufficient memory.");
+	T_EQ_STR(msg + st[3], "memory.");
+	/* no space: hard break at the width, escapes counted as displayed (\e is two columns) */
+	T_EQ_INT(draw_wrap_rows("abcdefghij", 4, 0, st, 8), 3);
+	T_EQ_INT(draw_wrap_rows("\033\033\033", 4, 0, st, 8), 2);
+	T_EQ_INT(st[1], 2);
+	/* wide characters are never split */
+	T_EQ_INT(draw_wrap_rows("日本語", 3, 0, st, 8), 3);
+	/* counting only */
+	T_EQ_INT(draw_wrap_rows(msg, 20, 2, NULL, 0), 4);
+}
+
 static void test_fit(void)
 {
 	char out[256];
@@ -565,6 +588,7 @@ int main(int argc, char **argv)
 	if (argc >= 3 && strcmp(argv[1], "--dashboard") == 0)
 		return dashboard(atoi(argv[2]));
 	test_fit();
+	test_wrap();
 	test_filter();
 	test_layout();
 	test_theme();

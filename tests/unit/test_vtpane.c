@@ -243,7 +243,7 @@ static void test_rep(void)
 	struct vtpane *p = vtpane_new(5, 20, 10);
 	feed(p, "\033[1b\033[b\033[3:1b\033[99999999999999999999b"); /* nothing printed yet: dropped, no hang */
 	/* a lone combining character (a zero-width glyph), and junk bytes libvterm skips between ESC and [ */
-	feed(p, "\xcc\x81\033[1b\033\x9b[2b\033\x80\x7f[3b\033\001[4b\r");
+	feed(p, "\xcc\x81\033[1b\033\x9b[2b\033\x80\x7f[3b\033\001[4b\xcc\033 [b\033 [?1b\xcc\033\033[b[b\r");
 	feed(p, "x\033[3bY\033[1;2:3b\r\n");
 	char *l = vtpane_line_text(p, 0);
 	T_EQ_STR(l, "xxxxYY");
@@ -251,6 +251,14 @@ static void test_rep(void)
 	feed(p, "ab\033[100b"); /* stops at the right margin, as REP does */
 	l = vtpane_line_text(p, 1);
 	T_EQ_STR(l, "abbbbbbbbbbbbbbbbbbb");
+	free(l);
+	vtpane_free(p);
+	/* a CSI with too many parameters (libvterm 0.1.4 overflows on it) is dropped whole; 16 are fine */
+	p = vtpane_new(3, 20, 10);
+	feed(p, "\033[1;1;1;1;1;1;1;1;1;1;1;1;1;1;1;1;1;1;1;1;1;1;1;1;1;1;1;1;1;1;1;1;1;1;1;1;1;1;1;1mA");
+	feed(p, "\033[38;5::::::::::::::::::::\007\007mB\033[1;1;1;1;1;1;1;1;1;1;1;1;1;1;1;4mC\r\n");
+	l = vtpane_line_text(p, 0);
+	T_EQ_STR(l, "ABC");
 	free(l);
 	vtpane_free(p);
 	/* the same input whole and byte by byte gives the same screen (the held-back CSI bytes keep their order) */

@@ -1,0 +1,76 @@
+#!/bin/bash
+# The dashboard with two engine hosts (the two-host lab, listed in the config file): `m` on an engine VM and `y`
+# live-migrates it to the other host; the row's SOURCE changes, the VM view shows the completed migrationState
+# and its downtime; `m` again brings it back.
+. "$(dirname "$0")/ui_lib.inc"
+[ "$(id -u)" = 0 ] || { echo "needs root (network namespaces, private libvirtd)"; exit 77; }
+for c in ip libvirtd qemu-system-x86_64; do command -v $c >/dev/null || { echo "$c missing"; exit 77; }; done
+
+export KVCON_TWOHOST_NS=kui${W##*.}- KVCON_TWOHOST_DIR=$W/lab
+trap '"$ROOT/tests/lab/twohost.sh" down >/dev/null 2>&1; ui_cleanup' EXIT
+fk_start --vms 1
+export XDG_STATE_HOME=$W/s XDG_CONFIG_HOME=$W/cfg KVCON_ENGINE_IMAGES=$W/images KVCON_ENGINE_ACCEL=tcg
+mkdir -p "$KVCON_ENGINE_IMAGES" "$W/cfg/kvcon"
+"$ROOT/tests/lab/guest.sh" "$KVCON_ENGINE_IMAGES/kvcon-lab-guest" >/dev/null || { echo "guest image not built"; exit 77; }
+env=$("$ROOT/tests/lab/twohost.sh" up) || { echo "two-host lab did not come up"; exit 77; }
+eval "$env"
+A=${KVCON_TWOHOST_NS}a B=${KVCON_TWOHOST_NS}b
+cat >"$W/cfg/kvcon/config" <<CFG
+engine.host = $SRC_URI migrate-uri=$SRC_TCP_URI
+engine.host = $DST_URI migrate-uri=$DST_TCP_URI
+CFG
+cat >"$W/vm.yaml" <<'YAML'
+apiVersion: kubevirt.io/v1
+kind: VirtualMachine
+metadata:
+  name: mvm
+spec:
+  runStrategy: Always
+  template:
+    spec:
+      terminationGracePeriodSeconds: 3
+      domain:
+        memory:
+          guest: 160Mi
+        firmware:
+          kernelBoot:
+            kernelArgs: console=ttyS0 quiet panic=-1
+            container:
+              image: kvcon-lab-guest
+              kernelPath: /vmlinuz
+              initrdPath: /initrd.gz
+        devices:
+          autoattachPodInterface: false
+YAML
+"$KVCON" -c "$SRC_URI" engine apply -f "$W/vm.yaml" >/dev/null 2>&1 || fail "engine apply"
+
+kv_start_env "XDG_STATE_HOME=$W/s KVCON_ENGINE_IMAGES=$KVCON_ENGINE_IMAGES KVCON_ENGINE_ACCEL=tcg" -A
+wait_for " mvm +$A +Running " 60
+keys "/"; keys -l "mvm"; keys Enter; wait_for '</mvm>'
+# both hosts connected and resynced: the target's notice is logged when it connects
+deadline=$((SECONDS + 60))
+until grep -q "engine: $B: TCG forced" "$W/kvcon.log" 2>/dev/null; do
+	[ $SECONDS -lt $deadline ] || fail "host $B never connected"
+	sleep 0.1
+done
+for try in 1 2 3 4 5 6 7 8 9 10; do
+	keys m; wait_for "Live-migrate VM default/mvm on $A\\?"; keys y
+	wait_for "migrate default/mvm: (sent|accepted)|refused" 10
+	screen | grep -q "is not connected yet" || break
+	sleep 0.5 # the target's first resync is under way
+done
+screen | grep -q "migrate default/mvm: (sent|accepted)" && true
+wait_for " mvm +$B +Running " 90
+[ "$(virsh -q -c "$DST_URI" domstate default_mvm)" = running ] || fail "not running on $B"
+virsh -q -c "$SRC_URI" dominfo default_mvm >/dev/null 2>&1 && fail "still defined on $A"
+keys Enter; wait_for ' VM default/mvm @'
+wait_for "migration: Succeeded" 10; wait_for "on $A -> $B +\\[1 migration\\]" 10
+wait_for 'downtime [0-9]+ ms' 5
+keys Escape; wait_gone ' VM default/mvm @'
+keys m; wait_for "Live-migrate VM default/mvm on $B\\?"; keys y
+wait_for " mvm +$A +Running " 90
+[ "$(virsh -q -c "$SRC_URI" domstate default_mvm)" = running ] || fail "not running on $A after the way back"
+cmd q
+deadline=$((SECONDS + 30)); while ! grep -qs KVCON_EXIT "$W/exit" && [ $SECONDS -lt $deadline ]; do sleep 0.1; done
+grep -q 'KVCON_EXIT=0' "$W/exit" || fail "exit: $(cat "$W/exit")"
+echo "PASS ui_migrate"
