@@ -387,8 +387,16 @@ struct domxml_plan *domxml_build(const struct manifest *m, const struct domxml_e
 		buf_add_str(&b, "' append='on'/>\n      <target port='0'/>\n    </serial>\n"
 				"    <console type='pty'>\n      <target type='serial' port='0'/>\n    </console>\n");
 	}
-	buf_add_str(&b, "    <channel type='unix'>\n      <target type='virtio' name='org.qemu.guest_agent.0'/>\n"
-			"    </channel>\n");
+	/* The agent's socket gets an explicit path: libvirt's own choice sits deep under the embedded root
+	 * (ROOT/lib/qemu/channel/target/domain-N-NAME/org.qemu.guest_agent.0) and exceeds the 107 bytes of a
+	 * unix socket path as soon as $HOME is longer than /root, which made every start fail. */
+	char *ga = strlen(env->run_dir) + sizeof "/ga.sock" <= 100
+			   ? xasprintf("%s/ga.sock", env->run_dir)
+			   : xasprintf("/tmp/kvcon-ga-%s.sock", env->vmi_uid ? env->vmi_uid : env->dom_name);
+	buf_add_str(&b, "    <channel type='unix'>\n      <source mode='bind' path='");
+	add_esc(&b, ga);
+	buf_add_str(&b, "'/>\n      <target type='virtio' name='org.qemu.guest_agent.0'/>\n    </channel>\n");
+	free(ga);
 	if (m->graphics) {
 		/* a unix socket in the execution's directory: no TCP port to collide with other QEMUs (each embedded
 		 * driver allocates VNC ports on its own); 127.0.0.1 with a free port when the path is too long */

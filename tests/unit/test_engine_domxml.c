@@ -93,6 +93,8 @@ int main(void)
 		T_CHECK(has(x, kx));
 		free(kx);
 		T_CHECK(has(x, "<cmdline>console=ttyS0 a&lt;b&amp;c</cmdline>"));
+		/* the agent socket has a short explicit path (libvirt's default under a long root overflows sun_path) */
+		T_CHECK(has(x, "<source mode='bind' path='/run/x/ga.sock'/>"));
 		T_CHECK(!strstr(x, "<boot dev='hd'/>")); /* kernel boot: no firmware boot device */
 		T_CHECK(has(x, "<source file='/run/x/overlay-root.qcow2'/>"));
 		T_CHECK(has(x, "<target dev='vda' bus='virtio'/>"));
@@ -158,6 +160,17 @@ int main(void)
 	m = manifest_parse(small, strlen(small), &err);
 	T_CHECK(m != NULL);
 	T_EQ_STR(m->vols[1].user_data, "#cloud-config\n");
+	{
+		/* a run directory too deep for a socket path: the agent socket falls back to a short path in /tmp */
+		struct domxml_env deep = env;
+		deep.run_dir = "/home/a-rather-long-user-name/.local/state/kvcon/engine-data/run/"
+			       "22222222-2222-4222-8222-222222222222";
+		struct domxml_plan *dp = domxml_build(m, &deep, &err);
+		T_CHECK(dp != NULL);
+		if (dp)
+			T_CHECK(has(dp->xml, "path='/tmp/kvcon-ga-22222222-2222-4222-8222-222222222222.sock'"));
+		domxml_plan_free(dp);
+	}
 	char *run = xasprintf("%s/run", dir);
 	env.image_dir = dir;
 	env.run_dir = run;
