@@ -61,7 +61,8 @@ unit: all $(UNIT_BIN) $(REPLAY_BIN)
 	@./tests/run-replay.sh $(REPLAY_BIN)
 
 e2e: all
-	@KVCON_BIN=$(CURDIR)/$(BIN) ./tests/run-e2e.sh
+	@KVCON_BIN=$(CURDIR)/$(BIN) KVCON_BUILD=$(CURDIR)/$(BUILD) KVCON_CFLAGS="$(CFLAGS)" KVCON_LIBS="$(LIBS)" \
+		./tests/run-e2e.sh
 
 check: all unit e2e
 

@@ -3,7 +3,7 @@
 # with nothing changing about one a second (the ages). Upper bounds only (they hold however slow the machine is);
 # the frame count comes from kvcon's log at exit. Uses the unit-test binary's in-process feeder (no cluster).
 . "$(dirname "$0")/ui_lib.inc"
-FEEDER="$ROOT/build/tests/test_ui"
+FEEDER="${KVCON_BUILD:-$ROOT/build}/tests/test_ui"
 [ -x "$FEEDER" ] || { echo "build/tests/test_ui not built (make unit)"; exit 77; }
 
 run_feeder() { # SECONDS CHURN -> frames drawn

@@ -11,8 +11,11 @@ cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done; wait 2>/dev/n
 trap cleanup EXIT
 fail() { echo "FAIL: $*"; for f in "$tmp"/*.log; do echo "--- $f"; tail -20 "$f"; done; exit 1; }
 
-cc -std=c11 -D_GNU_SOURCE -O2 -g -Isrc -o "$tmp/wsclient" tests/e2e/wsclient.c build/libkvcon.a \
-	$(pkg-config --libs ncursesw libcurl json-c vterm libvncclient libvirt yaml-0.1) -lpthread -lm || fail "build wsclient"
+# linked against the library of the build under test (build/, or build-asan/ with its sanitizer flags)
+cc -std=c11 -D_GNU_SOURCE ${KVCON_CFLAGS:--O2 -g} -Isrc -o "$tmp/wsclient" tests/e2e/wsclient.c \
+	"${KVCON_BUILD:-build}/libkvcon.a" \
+	${KVCON_LIBS:-$(pkg-config --libs ncursesw libcurl json-c vterm libvncclient libvirt yaml-0.1 zlib) -lpthread -lm} ||
+	fail "build wsclient"
 
 # TCP echo server (standard library only)
 cat >"$tmp/echo.py" <<'PY'
