@@ -371,13 +371,6 @@ static enum view_result act(struct view *v, enum action a)
 		ui_error("the VM is gone");
 		return VIEW_DONE;
 	}
-	struct vmview *vv = v->priv;
-	const struct vmi *vmi = (const struct vmi *)store_find(ui_store(), vv->src, OBJ_VMI, vv->ns, vv->name);
-	if (a == ACT_PAUSE && vmi && cond_is_true(vmi->conds, vmi->nconds, "Paused"))
-		a = ACT_UNPAUSE;
-	/* m while a migration is in flight aborts it (deletes the migration object) */
-	if (a == ACT_MIGRATE && vmi && vmi->mig.present && !vmi->mig.completed && !vmi->mig.failed)
-		a = ACT_MIGRATE_ABORT;
 	ui_action(a, vm);
 	return VIEW_DONE;
 }
