@@ -31,11 +31,22 @@ struct vtcell {
 	uint32_t fg, bg;
 	uint8_t attrs;
 	uint8_t width;
+	uint16_t zero; /* always 0: cells compare as memory (no padding bytes of unknown value) */
+};
+_Static_assert(sizeof(struct vtcell) == 16, "struct vtcell has no padding");
+
+/* A scrollback line, compact (every scrolled line is written here, and 10,000 of them must stay cheap to keep in
+ * memory and in cache): the code points, then runs of cells that share colours and attributes. */
+struct sbrun {
+	uint16_t start; /* first cell of the run */
+	uint8_t attrs, width;
+	uint32_t fg, bg;
 };
 
 struct sbline {
-	struct vtcell *cells;
-	uint16_t n, cap; /* cells used, allocated (a recycled line keeps its allocation) */
+	uint32_t *mem;          /* n code points, then nruns struct sbrun */
+	uint32_t cap;           /* bytes allocated (a recycled line keeps its allocation) */
+	uint16_t n, nruns;
 };
 
 struct vtpane {
@@ -231,16 +242,43 @@ static size_t total_lines(const struct vtpane *p)
 	return p->sb_count + (size_t)p->rows;
 }
 
+static const struct sbrun *sb_runs(const struct sbline *l)
+{
+	return (const struct sbrun *)(const void *)(l->mem + l->n);
+}
+
+/* Writes a scrollback line into out[0..min(n, cols)); the cells after it are left alone. */
+static void sb_unpack(const struct sbline *l, struct vtcell *out, int cols)
+{
+	int n = l->n < cols ? l->n : cols;
+	const struct sbrun *runs = sb_runs(l);
+	for (int r = 0; r < l->nruns; r++) {
+		int end = r + 1 < l->nruns ? runs[r + 1].start : l->n;
+		if (end > n)
+			end = n;
+		for (int c = runs[r].start; c < end; c++) {
+			out[c].ch = l->mem[c];
+			out[c].fg = runs[r].fg;
+			out[c].bg = runs[r].bg;
+			out[c].attrs = runs[r].attrs;
+			out[c].width = runs[r].width;
+		}
+	}
+}
+
+static bool same_look(const struct vtcell *a, const struct vtcell *b)
+{
+	return a->fg == b->fg && a->bg == b->bg && a->attrs == b->attrs && a->width == b->width;
+}
+
 /* Fills out[0..cols) with line abs (0 = oldest scrollback line). */
 static void get_line(const struct vtpane *p, size_t abs, struct vtcell *out)
 {
-	static const struct vtcell blank = { 0, COL_DEFAULT << 24, COL_DEFAULT << 24, 0, 1 };
+	static const struct vtcell blank = { 0, COL_DEFAULT << 24, COL_DEFAULT << 24, 0, 1, 0 };
 	for (int c = 0; c < p->cols; c++)
 		out[c] = blank;
 	if (abs < p->sb_count) {
-		const struct sbline *l = &p->sb[(p->sb_head + abs) % p->sb_cap];
-		int n = l->n < p->cols ? l->n : p->cols;
-		memcpy(out, l->cells, (size_t)n * sizeof *out);
+		sb_unpack(&p->sb[(p->sb_head + abs) % p->sb_cap], out, p->cols);
 		return;
 	}
 	int row = (int)(abs - p->sb_count);
@@ -332,7 +370,7 @@ static void mark_rows(struct vtpane *p, int r0, int r1)
 		p->dirty[r] = true;
 }
 
-static const struct vtcell blank_cell = { 0, COL_DEFAULT << 24, COL_DEFAULT << 24, 0, 1 };
+static const struct vtcell blank_cell = { 0, COL_DEFAULT << 24, COL_DEFAULT << 24, 0, 1, 0 };
 
 /* A blank cell in the current pen's colours (erase uses the background colour, as xterm does). */
 static struct vtcell erased(const struct vtpane *p)
@@ -345,8 +383,16 @@ static struct vtcell erased(const struct vtpane *p)
 
 static void fill(struct vtcell *row, int c0, int c1, struct vtcell v)
 {
-	for (int c = c0; c < c1; c++)
-		row[c] = v;
+	if (c1 <= c0)
+		return;
+	/* one cell, then copies of what is filled so far: a few memcpy calls instead of a store per cell (a full
+	 * row is filled for every scrolled line) */
+	row[c0] = v;
+	for (int done = 1, n = c1 - c0; done < n;) {
+		int k = done < n - done ? done : n - done;
+		memcpy(&row[c0 + done], &row[c0], (size_t)k * sizeof *row);
+		done += k;
+	}
 }
 
 static struct vtcell **grid_new(int rows, int cols)
@@ -374,6 +420,9 @@ static void sb_push(struct vtpane *p, const struct vtcell *cells, int cols)
 	if (p->sb_cap == 0)
 		return;
 	int n = cols;
+	/* most trailing cells are exactly the default blank: a cheap compare first */
+	while (n > 0 && memcmp(&cells[n - 1], &blank_cell, sizeof blank_cell) == 0)
+		n--;
 	while (n > 0 && cell_blank(&cells[n - 1]))
 		n--;
 	struct sbline *l;
@@ -395,15 +444,33 @@ static void sb_push(struct vtpane *p, const struct vtcell *cells, int cols)
 		p->view_off++;
 	if (n > UINT16_MAX)
 		n = UINT16_MAX;
-	if (!l->cells || l->cap < n) {
+	int nruns = 0;
+	for (int c = 0; c < n; c++)
+		if (c == 0 || !same_look(&cells[c], &cells[c - 1]))
+			nruns++;
+	size_t need = (size_t)n * sizeof *l->mem + (size_t)nruns * sizeof(struct sbrun);
+	if (!l->mem || l->cap < need) {
 		/* rounded up so recycled lines rarely need to grow */
-		int cap = (n + 31) & ~31;
-		free(l->cells);
-		l->cells = xmalloc((size_t)(cap ? cap : 32) * sizeof *l->cells);
-		l->cap = (uint16_t)(cap > UINT16_MAX ? UINT16_MAX : cap ? cap : 32);
+		size_t cap = (need + 255) & ~(size_t)255;
+		free(l->mem);
+		l->mem = xmalloc(cap);
+		l->cap = (uint32_t)cap;
 	}
-	memcpy(l->cells, cells, (size_t)n * sizeof *cells);
 	l->n = (uint16_t)n;
+	l->nruns = (uint16_t)nruns;
+	struct sbrun *runs = (struct sbrun *)(void *)(l->mem + n);
+	int r = -1;
+	for (int c = 0; c < n; c++) {
+		l->mem[c] = cells[c].ch;
+		if (c == 0 || !same_look(&cells[c], &cells[c - 1])) {
+			r++;
+			runs[r].start = (uint16_t)c;
+			runs[r].attrs = cells[c].attrs;
+			runs[r].width = cells[c].width;
+			runs[r].fg = cells[c].fg;
+			runs[r].bg = cells[c].bg;
+		}
+	}
 }
 
 /* Takes the newest scrollback line back into row (cols wide). Returns false when there is none. */
@@ -413,8 +480,9 @@ static bool sb_pop(struct vtpane *p, struct vtcell *row, int cols)
 		return false;
 	struct sbline *l = &p->sb[(p->sb_head + p->sb_count - 1) % p->sb_cap];
 	fill(row, 0, cols, blank_cell);
-	memcpy(row, l->cells, (size_t)(l->n < cols ? l->n : cols) * sizeof *row);
+	sb_unpack(l, row, cols);
 	l->n = 0; /* the allocation stays for reuse */
+	l->nruns = 0;
 	p->sb_count--;
 	if (p->view_off > (int)p->sb_count)
 		p->view_off = (int)p->sb_count;
@@ -770,7 +838,7 @@ void vtpane_free(struct vtpane *p)
 	grid_free(p->grid[0], p->rows);
 	grid_free(p->grid[1], p->rows);
 	for (size_t i = 0; i < p->sb_cap; i++)
-		free(p->sb[i].cells);
+		free(p->sb[i].mem);
 	free(p->sb);
 	free(p->dirty);
 	free(p->title);
@@ -920,9 +988,13 @@ static size_t fast_run(struct vtpane *p, const char *r, size_t n)
 			continue;
 		put_narrow_run(p, pos.row, pos.col, r + k, m);
 		k += m;
-		char cuf[24];
-		int l = snprintf(cuf, sizeof cuf, "\033[%zuC", m);
-		vterm_input_write(p->vt, cuf, (size_t)l);
+		char cuf[24] = "\033[", *e = cuf + sizeof cuf;
+		size_t l = 0;
+		*--e = 'C';
+		for (size_t v = m; v; v /= 10, l++)
+			*--e = (char)('0' + v % 10);
+		memmove(cuf + 2, e, l + 1);
+		vterm_input_write(p->vt, cuf, l + 3);
 		VTermPos now;
 		vterm_state_get_cursorpos(p->state, &now);
 		if (now.row != pos.row || now.col != pos.col + (int)m) {
@@ -1063,8 +1135,11 @@ char *vtpane_dump(const struct vtpane *p)
 	buf_printf(&b, "scrollback %zu\n", p->sb_count);
 	for (size_t i = 0; i < p->sb_count; i++) {
 		const struct sbline *l = &p->sb[(p->sb_head + i) % p->sb_cap];
+		struct vtcell *cells = xcalloc(l->n ? l->n : 1, sizeof *cells);
+		sb_unpack(l, cells, l->n);
 		buf_printf(&b, "sb %zu:", i);
-		dump_cells(&b, l->cells, l->n);
+		dump_cells(&b, cells, l->n);
+		free(cells);
 	}
 	for (int s = 0; s < 2; s++)
 		for (int r = 0; r < p->rows; r++) {
