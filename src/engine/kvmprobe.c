@@ -253,7 +253,7 @@ static void see(struct kvmprobe_report *r, const char *out, uint64_t t0, uint64_
 			break;
 		snprintf(r->phase, sizeof r->phase, "%s", phases[i].word);
 	}
-	if (*t_lm == 0 && (strcmp(r->phase, "lm") == 0 || strcmp(r->phase, "cpu") == 0 || strcmp(r->phase, "ok") == 0)) {
+	if (*t_lm == 0 && r->phase[0] && strcmp(r->phase, "pm") != 0) { /* lm or a later phase */
 		*t_lm = util_now_ms();
 		r->start_ms = (unsigned)(*t_lm - t0);
 	}
