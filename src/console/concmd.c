@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "console/consess.h"
+#include "console/paste.h"
 #include "console/vtpane.h"
 #include "core/log.h"
 #include "core/loop.h"
@@ -45,6 +46,7 @@ struct concmd {
 	int rc;
 	char *exit_msg;
 	bool curses_on;
+	struct paste paste;
 };
 
 static struct concmd *C;
@@ -53,6 +55,9 @@ static void restore_terminal(void)
 {
 	if (C && C->curses_on) {
 		endwin();
+		/* also on the fatal path: a shell left in bracketed paste mode mangles every later paste */
+		ssize_t w = write(STDOUT_FILENO, PASTE_TERM_OFF, sizeof PASTE_TERM_OFF - 1);
+		(void)w;
 		C->curses_on = false;
 	}
 }
@@ -134,6 +139,11 @@ static void on_key_input(int fd, short revents, void *arg)
 	while ((r = wget_wch(stdscr, &ch)) != ERR) {
 		bool keycode = r == KEY_CODE_YES;
 		struct vtpane *p = consess_pane(c->cs);
+		enum paste_result pr = paste_key(&c->paste, (int)ch, keycode);
+		if (pr == PASTE_DONE && !vtpane_in_copy_mode(p))
+			consess_paste(c->cs, c->paste.text.data ? c->paste.text.data : "", c->paste.text.len);
+		if (pr != PASTE_NONE)
+			continue;
 		if (!keycode && ch == KEY_LEAVE) {
 			quit(c, EXIT_OK, NULL);
 			return;
@@ -211,7 +221,8 @@ static void usage(FILE *f)
 		   "  --timeout S   wait at most S seconds for the VMI to be Running and the console to open "
 		   "(default 300, 0: forever)\n"
 		   "  --log FILE    append every byte the guest sends to FILE\n"
-		   "Keys: Ctrl+] exits; F12 copy mode; Shift+PgUp/PgDn scroll back.\n");
+		   "Keys: Ctrl+] exits; F12 copy mode; Shift+PgUp/PgDn scroll back. A paste goes to the guest,\n"
+		   "bracketed when the guest turned bracketed paste on.\n");
 }
 
 static bool is_vmi_target(const char *t)
@@ -321,6 +332,7 @@ int concmd_main(int argc, char **argv)
 		start_color();
 		use_default_colors();
 	}
+	paste_terminal_on();
 	co.rows = LINES > 1 ? LINES - 1 : 1;
 	co.cols = COLS;
 	c.cs = consess_new(&co, on_changed, &c, &err);
@@ -359,6 +371,7 @@ out:
 	free(c.exit_msg);
 	free(c.label);
 	free(ns);
+	paste_free(&c.paste);
 	C = NULL;
 	return rc;
 }
