@@ -11,6 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <term.h>
+#include <termios.h>
 #include <unistd.h>
 
 #include "console/consess.h"
@@ -51,13 +53,44 @@ struct concmd {
 
 static struct concmd *C;
 
+/* What fatal() and the crash handlers write to give the terminal back, prepared while it is safe to allocate. */
+static struct {
+	char seq[256];
+	size_t len;
+	struct termios tio;
+	bool have_tio;
+} crash;
+
+static void crash_add(const char *s)
+{
+	if (s == NULL || s == (char *)-1)
+		return;
+	size_t n = strlen(s);
+	if (crash.len + n < sizeof crash.seq) {
+		memcpy(crash.seq + crash.len, s, n);
+		crash.len += n;
+	}
+}
+
+/* Async-signal-tolerant (write and tcsetattr only): runs from fatal() and the crash handlers. */
+static void crash_restore(void)
+{
+	if (!C || !C->curses_on)
+		return;
+	ssize_t w = write(STDOUT_FILENO, crash.seq, crash.len);
+	(void)w;
+	if (crash.have_tio)
+		tcsetattr(STDIN_FILENO, TCSAFLUSH, &crash.tio);
+	C->curses_on = false;
+}
+
 static void restore_terminal(void)
 {
 	if (C && C->curses_on) {
 		endwin();
-		/* also on the fatal path: a shell left in bracketed paste mode mangles every later paste */
-		ssize_t w = write(STDOUT_FILENO, PASTE_TERM_OFF, sizeof PASTE_TERM_OFF - 1);
-		(void)w;
+		/* a shell left in bracketed paste mode would get every later paste wrapped */
+		fputs(PASTE_TERM_OFF, stdout);
+		fflush(stdout);
 		C->curses_on = false;
 	}
 }
@@ -317,10 +350,18 @@ int concmd_main(int argc, char **argv)
 	c.label = esc;
 	/* curses owns the screen from here: library chatter goes to the log */
 	C = &c;
-	log_set_fatal_hook(restore_terminal);
+	crash.have_tio = tcgetattr(STDIN_FILENO, &crash.tio) == 0;
 	log_capture_stderr();
 	initscr();
 	c.curses_on = true;
+	crash.len = 0;
+	crash_add(PASTE_TERM_OFF);
+	crash_add(tigetstr("sgr0"));
+	crash_add(tigetstr("cnorm"));
+	crash_add(tigetstr("rmkx"));
+	crash_add(tigetstr("rmcup"));
+	log_set_fatal_hook(crash_restore);
+	log_install_crash_handlers();
 	raw();
 	noecho();
 	nonl();
@@ -339,6 +380,7 @@ int concmd_main(int argc, char **argv)
 	int rc = EXIT_OK;
 	if (!c.cs) {
 		restore_terminal();
+		log_set_fatal_hook(NULL);
 		log_release_stderr();
 		fprintf(stderr, "kvcon console: %s\n", err);
 		free(err);
@@ -359,6 +401,7 @@ int concmd_main(int argc, char **argv)
 	loop_timer_cancel(c.timeout_timer);
 	loop_timer_cancel(c.draw_timer);
 	restore_terminal();
+	log_set_fatal_hook(NULL);
 	log_release_stderr();
 	if (c.exit_msg)
 		fprintf(stderr, "kvcon console: %s\n", c.exit_msg);

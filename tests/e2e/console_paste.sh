@@ -3,8 +3,8 @@
 # bracketed paste on, as a real terminal does):
 #  1. `kvcon console` on a serial server whose "guest" turns DECSET 2004 on: a paste reaches the guest wrapped in
 #     ESC[200~ ... ESC[201~, line ends as CR; on a guest that did not ask, the same paste arrives raw;
-#  2. after kvcon exits, the outer terminal's bracketed paste mode is off again (a paste into the shell that
-#     follows carries no brackets);
+#  2. after kvcon exits, and after it crashes, the outer terminal's bracketed paste mode is off again (a paste
+#     into the program that follows carries no brackets);
 #  3. the dashboard (fakekube): a paste while the list has focus is not taken as key commands, a paste into the
 #     `/` prompt is typed into it (not submitted), a paste into a console pane reaches the (echoing) guest.
 . "$(dirname "$0")/ui_lib.inc"
@@ -65,16 +65,24 @@ grep -q AFTER-EXIT "$W/after" || fail "the paste after exit did not arrive"
 grep -q '200~' "$W/after" && fail "bracketed paste still on after kvcon exited: $(od -c "$W/after" | head -3)"
 $T kill-session -t k
 
-# 1b. a guest that did not ask gets the paste raw
+# 1b. a guest that did not ask gets the paste raw; then kvcon crashes (SIGSEGV): the crash path turns bracketed
+# paste off too
 : >"$W/exit"
 $T new-session -d -x 100 -y 30 -s k -e "TERM=xterm-256color" \
-	"KVCON_LOG=$W/kvcon.log $KVCON console tcp:127.0.0.1:$port; echo KVCON_EXIT=\$? > $W/exit; sleep 600"
+	"KVCON_LOG=$W/kvcon.log $KVCON console tcp:127.0.0.1:$port; echo KVCON_EXIT=\$? > $W/exit; exec cat > $W/after2"
 wait_for 'GUEST-READY-2' 10
 $T paste-buffer -p -b p1 -t k
 recv_is 2 'echo one\recho two'
-keys C-]
+kpid=$(pgrep -P "$($T display -p -t k '#{pane_pid}')" -f 'console tcp:')
+[ -n "$kpid" ] || fail "no kvcon process"
+kill -SEGV "$kpid"
 for _ in $(seq 50); do [ -s "$W/exit" ] && break; sleep 0.1; done
-grep -q 'KVCON_EXIT=0' "$W/exit" || fail "kvcon exit: $(cat "$W/exit" 2>/dev/null)"
+grep -q 'KVCON_EXIT=139' "$W/exit" || fail "kvcon did not die of SIGSEGV: $(cat "$W/exit" 2>/dev/null)"
+$T paste-buffer -p -b p2 -t k
+keys Enter
+for _ in $(seq 50); do grep -q AFTER-EXIT "$W/after2" 2>/dev/null && break; sleep 0.1; done
+grep -q AFTER-EXIT "$W/after2" || fail "the paste after the crash did not arrive"
+grep -q '200~' "$W/after2" && fail "bracketed paste still on after kvcon crashed: $(od -c "$W/after2" | head -3)"
 $T kill-session -t k
 
 # 3. the dashboard
