@@ -18,6 +18,9 @@ struct kube_jstream *kube_jstream_new(size_t max_value);
 void kube_jstream_free(struct kube_jstream *s);
 /* Prune each value to the decoder's keys before parsing (kube/jprune.h). Off by default. */
 void kube_jstream_set_prune(struct kube_jstream *s, bool prune);
+/* Prune by a schema (kube/jprune.h; NULL: by key name); turns pruning on. */
+struct kube_jprune_node;
+void kube_jstream_set_schema(struct kube_jstream *s, const struct kube_jprune_node *schema);
 /* Parses one complete value with the stream's tokener (pruned when asked). New object, or NULL with *err. */
 struct json_object *kube_jstream_parse(struct kube_jstream *s, const char *data, size_t len, bool prune, char **err);
 /* Forgets a partial value (a new stream starts). */

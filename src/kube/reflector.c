@@ -12,6 +12,7 @@
 #include "core/util.h"
 #include "core/xmalloc.h"
 #include "kube/decode.h"
+#include "kube/jprune.h"
 #include "kube/jstream.h"
 
 #define PAGE_LIMIT 500
@@ -78,7 +79,7 @@ struct kube_reflector *kube_reflector_new(const struct kube_reflector_cfg *cfg)
 	if (r->cfg.page_limit <= 0)
 		r->cfg.page_limit = PAGE_LIMIT;
 	r->js = kube_jstream_new(WATCH_EVENT_MAX);
-	kube_jstream_set_prune(r->js, true);
+	kube_jstream_set_schema(r->js, kube_jprune_schema(cfg->kind));
 	buf_init(&r->page);
 	return r;
 }
