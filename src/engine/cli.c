@@ -316,8 +316,8 @@ static json_object *obj_json(const struct obj *o)
 			json_object_array_add(cs, c);
 		}
 		json_object_object_add(j, "conditions", cs);
-		if (v->mig.present)
-			json_object_object_add(j, "migrationState", migrate_state_json(&v->mig));
+		if (vmi_mig(v)->present)
+			json_object_object_add(j, "migrationState", migrate_state_json(vmi_mig(v)));
 		break;
 	}
 	case OBJ_POD: {

@@ -366,11 +366,11 @@ static void add_ip(struct vmi *v, const char *s, size_t len)
 	v->ips[v->nips++] = xstrndup(s, len);
 }
 
-static void decode_migration(struct migration_state *m, struct json_object *ms)
+static void decode_migration(struct vmi *v, struct json_object *ms)
 {
-	m->progress_pct = -1;
 	if (ms == NULL)
 		return;
+	struct migration_state *m = vmi_mig_set(v);
 	m->present = true;
 	m->source_node = jword(ms, "sourceNode");
 	m->target_node = jword(ms, "targetNode");
@@ -473,7 +473,7 @@ static void decode_vmi(struct obj *o, struct json_object *item)
 			v->active[v->nactive++] = a;
 		}
 	}
-	decode_migration(&v->mig, jobj(status, "migrationState"));
+	decode_migration(v, jobj(status, "migrationState"));
 }
 
 /* ---- launcher Pod ---- */
@@ -641,6 +641,7 @@ struct obj *kube_decode(enum obj_kind kind, struct json_object *item, struct sou
 		goto out;
 	}
 	decoders[kind].fn(o, item);
+	o = obj_pack(o);
 out:
 	if (why) {
 		if (err)

@@ -402,7 +402,7 @@ static bool m_vmi_terminating(struct diag_ctx *x)
 
 static bool m_vmi_migration_failed(struct diag_ctx *x)
 {
-	const struct migration_state *m = x->vmi ? &x->vmi->mig : NULL;
+	const struct migration_state *m = x->vmi ? vmi_mig(x->vmi) : NULL;
 	if (m == NULL || !m->present || !(m->failed || eq(m->abort_status, "Failed")))
 		return false;
 	char *r = esc(m->failure_reason, 1024);
@@ -417,7 +417,7 @@ static bool m_vmi_migration_failed(struct diag_ctx *x)
 
 static bool m_vmi_migrating(struct diag_ctx *x)
 {
-	const struct migration_state *m = x->vmi ? &x->vmi->mig : NULL;
+	const struct migration_state *m = x->vmi ? vmi_mig(x->vmi) : NULL;
 	if (m == NULL || !m->present || m->completed || m->failed || m->end != 0 || m->start == 0)
 		return false;
 	char when[48];

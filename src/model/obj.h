@@ -27,24 +27,24 @@ struct cond {
 
 /* Fields every object has. */
 struct obj {
-	enum obj_kind kind;
 	struct source *src;
 	const char *ns;   /* interned; "" for cluster-scoped */
 	char *name;
-	char uid[UID_LEN];
+	char *labels;     /* "k=v\0k=v\0\0" packed, NULL when none */
 	int64_t created;  /* creationTimestamp, epoch seconds */
 	int64_t deleted;  /* deletionTimestamp when terminating, else 0 */
-	char *labels;     /* "k=v\0k=v\0\0" packed, NULL when none */
 	uint64_t generation;
 	uint64_t rv;      /* resourceVersion when numeric (as etcd's are), else 0 */
 	/* store bookkeeping */
-	uint32_t flags;   /* OBJ_F_* */
 	uint64_t changed_ms; /* loop_now() when last changed (rows flash) */
-	char *key;        /* "ns/name" inside its source, owned (store index key) */
+	enum obj_kind kind;
+	uint32_t flags;   /* OBJ_F_* */
 	uint32_t slot;    /* position in the store's dense array */
+	char uid[UID_LEN];
 };
 
 #define OBJ_F_MARK 0x1u /* mark-and-sweep on relist */
+#define OBJ_F_PACKED 0x2u /* obj_pack: every owned part lives in the object's one allocation */
 
 struct state_change { /* VM status.stateChangeRequests[] */
 	const char *action; /* Start, Stop */
@@ -114,7 +114,7 @@ struct vmi {
 	char *agent_version;
 	struct active_pod *active;
 	int nactive;
-	struct migration_state mig;
+	struct migration_state *mig; /* NULL without status.migrationState: read through vmi_mig() */
 	const char *eviction;        /* spec.evictionStrategy */
 	bool software_emulation;
 };
@@ -177,8 +177,15 @@ void obj_free(struct obj *o);
 const char *obj_kind_name(enum obj_kind kind); /* "vm", "vmi", "pod", "event" */
 const char *obj_kind_title(enum obj_kind kind); /* "VirtualMachine", ... */
 
-/* Sets o->key from ns and name (call after both are set). */
-void obj_set_key(struct obj *o);
+/* The same object in one allocation (struct, strings and arrays together: no per-part malloc overhead or
+ * fragmentation in a store of tens of thousands); o is consumed. Packed objects are read-only: build a new one
+ * to change an owned part. */
+struct obj *obj_pack(struct obj *o);
+
+/* The VMI's migration state, or a shared empty one (present false, progress_pct -1) when it has none. */
+const struct migration_state *vmi_mig(const struct vmi *v);
+/* The VMI's migration state to fill in, allocated on first use (not on packed objects). */
+struct migration_state *vmi_mig_set(struct vmi *v);
 /* Labels: packs "k","v" pairs; lookup returns the value or NULL. */
 void obj_label_add(struct obj *o, const char *k, const char *v);
 const char *obj_label(const struct obj *o, const char *k);

@@ -91,12 +91,12 @@ static char *fingerprint(const struct obj *o)
 		fp_str(&b, v->agent_version);
 		for (int i = 0; i < v->nactive; i++)
 			buf_printf(&b, "%s@%s|", v->active[i].uid, v->active[i].node ? v->active[i].node : "");
-		fp_str(&b, v->mig.source_pod);
-		fp_str(&b, v->mig.target_pod);
-		fp_str(&b, v->mig.failure_reason);
-		fp_str(&b, v->mig.source_node);
-		fp_str(&b, v->mig.target_node);
-		buf_printf(&b, "%d%d%d|", v->mig.completed, v->mig.failed, v->mig.abort_requested);
+		fp_str(&b, vmi_mig(v)->source_pod);
+		fp_str(&b, vmi_mig(v)->target_pod);
+		fp_str(&b, vmi_mig(v)->failure_reason);
+		fp_str(&b, vmi_mig(v)->source_node);
+		fp_str(&b, vmi_mig(v)->target_node);
+		buf_printf(&b, "%d%d%d|", vmi_mig(v)->completed, vmi_mig(v)->failed, vmi_mig(v)->abort_requested);
 	} else if (o->kind == OBJ_POD) {
 		const struct pod *p = (const struct pod *)o;
 		fp_conds(&b, p->conds, p->nconds);
@@ -178,7 +178,7 @@ static void compare_decodes(enum obj_kind kind, const char *json, size_t len, co
 			const struct vmi *x1 = (const struct vmi *)a, *x2 = (const struct vmi *)b;
 			T_CHECK(x1->phase == x2->phase && x1->node == x2->node && x1->nconds == x2->nconds &&
 				x1->nphases == x2->nphases && x1->nips == x2->nips && x1->nactive == x2->nactive &&
-				x1->mig.present == x2->mig.present && strcmp(x1->vm_uid, x2->vm_uid) == 0);
+				vmi_mig(x1)->present == vmi_mig(x2)->present && strcmp(x1->vm_uid, x2->vm_uid) == 0);
 		} else if (kind == OBJ_POD) {
 			const struct pod *x1 = (const struct pod *)a, *x2 = (const struct pod *)b;
 			T_CHECK(x1->phase == x2->phase && x1->node == x2->node && x1->ncontainers == x2->ncontainers &&
