@@ -82,13 +82,13 @@ static int64_t jint(struct json_object *o, const char *key, int64_t def, int64_t
 	return n < lo ? lo : n > hi ? hi : n;
 }
 
-/* RFC 3339 timestamp at key, or 0. */
+/* RFC 3339 timestamp at key, or 0 (also outside 1970..2106, which the model's 32-bit times cannot hold). */
 static int64_t jtime(struct json_object *o, const char *key)
 {
 	size_t len;
 	const char *s = jstr(o, key, &len);
 	int64_t t = 0;
-	if (s == NULL || len > 64 || util_parse_time(s, &t) < 0)
+	if (s == NULL || len > 64 || util_parse_time(s, &t) < 0 || t < 0 || t > (int64_t)UINT32_MAX)
 		return 0;
 	return t;
 }
@@ -512,7 +512,7 @@ static void decode_pod(struct obj *o, struct json_object *item)
 	struct json_object *owner = find_owner(meta, "VirtualMachineInstance", &other);
 	juid(owner, "uid", p->vmi_uid);
 	if (other)
-		snprintf(p->owner_kind_other, sizeof p->owner_kind_other, "%s", other);
+		p->owner_kind_other = intern_cap(other, strlen(other));
 	const char *cb = obj_label(&p->o, "kubevirt.io/created-by");
 	if (!cb || !copy_uid(p->created_by, cb, strlen(cb)))
 		p->created_by[0] = '\0';

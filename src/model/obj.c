@@ -126,6 +126,8 @@ struct migration_state *vmi_mig_set(struct vmi *v)
 	return v->mig;
 }
 
+static size_t labels_len(const char *l);
+
 /* ---- packing: two passes over the owned parts, one measuring, one copying into the block ---- */
 
 struct packer {
@@ -148,14 +150,6 @@ static void *pk_mem(struct packer *k, const void *src, size_t n, size_t align)
 static char *pk_str(struct packer *k, const char *s)
 {
 	return s ? pk_mem(k, s, strlen(s) + 1, 1) : NULL;
-}
-
-static size_t labels_len(const char *l)
-{
-	const char *p = l;
-	while (*p)
-		p += strlen(p) + 1;
-	return (size_t)(p - l) + 1;
 }
 
 static struct cond *pk_conds(struct packer *k, const struct cond *c, int n)
@@ -262,28 +256,70 @@ struct obj *obj_pack(struct obj *o)
 	return p;
 }
 
+/* Labels are packed as entries of a tag byte, the key when the tag is LABEL_LITERAL, and the value, each
+ * NUL-terminated, ended by a zero byte: the keys KubeVirt puts on every VMI and launcher pod take one byte. */
+#define LABEL_LITERAL 0xffu
+
+static const char *const label_keys[] = {
+	NULL, /* tag 0 ends the labels */
+	"kubevirt.io", "kubevirt.io/created-by", "vm.kubevirt.io/name", "kubevirt.io/domain", "kubevirt.io/vm",
+	"kubevirt.io/nodeName", "kubevirt.io/size", "kubevirt.io/migrationJobUID", "kubevirt.io/migrationTargetNodeName",
+	"kubevirt.io/schedulable", "vm.kubevirt.io/template", "vm.kubevirt.io/workload", "vm.kubevirt.io/flavor",
+	"kubevirt.io/os", "app", "tier", "app.kubernetes.io/name", "app.kubernetes.io/instance",
+	"app.kubernetes.io/component", "app.kubernetes.io/part-of", "app.kubernetes.io/managed-by",
+	"app.kubernetes.io/version", "kubevirt.io/install-strategy",
+};
+#define LABEL_KEYS (sizeof label_keys / sizeof label_keys[0])
+
+static size_t labels_len(const char *l)
+{
+	const char *p = l;
+	while (*p) {
+		if ((unsigned char)*p++ == LABEL_LITERAL)
+			p += strlen(p) + 1;
+		p += strlen(p) + 1;
+	}
+	return (size_t)(p - l) + 1;
+}
+
 void obj_label_add(struct obj *o, const char *k, const char *v)
 {
-	size_t old = 0;
-	if (o->labels) {
-		const char *p = o->labels;
-		while (*p)
-			p += strlen(p) + 1;
-		old = (size_t)(p - o->labels);
-	}
-	size_t add = strlen(k) + 1 + strlen(v) + 1;
-	o->labels = xrealloc(o->labels, old + add + 1);
+	size_t old = o->labels ? labels_len(o->labels) - 1 : 0;
+	unsigned tag = LABEL_LITERAL;
+	for (unsigned i = 1; i < LABEL_KEYS; i++)
+		if (strcmp(label_keys[i], k) == 0)
+			tag = i;
+	size_t kl = tag == LABEL_LITERAL ? strlen(k) + 1 : 0, vl = strlen(v) + 1;
+	o->labels = xrealloc(o->labels, old + 1 + kl + vl + 1);
 	char *w = o->labels + old;
-	w += sprintf(w, "%s=%s", k, v) + 1;
-	*w = '\0';
+	*w++ = (char)tag;
+	memcpy(w, k, kl);
+	memcpy(w + kl, v, vl);
+	w[kl + vl] = '\0';
+}
+
+bool obj_label_next(const struct obj *o, const char **it, const char **key, const char **value)
+{
+	const char *p = *it ? *it : o->labels;
+	if (p == NULL || *p == '\0')
+		return false;
+	unsigned tag = (unsigned char)*p++;
+	if (tag == LABEL_LITERAL) {
+		*key = p;
+		p += strlen(p) + 1;
+	} else {
+		*key = tag < LABEL_KEYS ? label_keys[tag] : "?";
+	}
+	*value = p;
+	*it = p + strlen(p) + 1;
+	return true;
 }
 
 const char *obj_label(const struct obj *o, const char *k)
 {
-	size_t kl = strlen(k);
-	for (const char *p = o->labels; p && *p; p += strlen(p) + 1)
-		if (strncmp(p, k, kl) == 0 && p[kl] == '=')
-			return p + kl + 1;
+	for (const char *it = NULL, *key, *v; obj_label_next(o, &it, &key, &v);)
+		if (strcmp(key, k) == 0)
+			return v;
 	return NULL;
 }
 

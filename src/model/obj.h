@@ -21,8 +21,8 @@ struct cond {
 	const char *status; /* "True", "False", "Unknown" */
 	const char *reason;
 	char *message;
-	int64_t last_transition; /* epoch seconds, 0 unknown */
-	int64_t last_probe;
+	uint32_t last_transition; /* epoch seconds (32 bits hold them until 2106), 0 unknown */
+	uint32_t last_probe;
 };
 
 /* Fields every object has. */
@@ -30,7 +30,7 @@ struct obj {
 	struct source *src;
 	const char *ns;   /* interned; "" for cluster-scoped */
 	char *name;
-	char *labels;     /* "k=v\0k=v\0\0" packed, NULL when none */
+	char *labels;     /* packed (obj.c), NULL when none: read with obj_label / obj_label_next */
 	int64_t created;  /* creationTimestamp, epoch seconds */
 	int64_t deleted;  /* deletionTimestamp when terminating, else 0 */
 	uint64_t generation;
@@ -124,19 +124,19 @@ struct container_status {
 	const char *state;  /* waiting, running, terminated */
 	const char *reason; /* ContainerCreating, CrashLoopBackOff, ErrImagePull, Completed, ... */
 	char *message;
-	int restarts;
-	bool ready;
-	int64_t started;
-	int exit_code;
-	bool init;                /* from initContainerStatuses */
 	const char *last_reason;  /* lastState.terminated.reason (why a CrashLoopBackOff container died) */
+	uint32_t started;         /* epoch seconds, 0 unknown */
+	int restarts;
+	int exit_code;
 	int last_exit_code;
+	bool ready;
+	bool init;                /* from initContainerStatuses */
 };
 
 struct pod {
 	struct obj o;
 	char vmi_uid[UID_LEN];      /* ownerReferences kind VirtualMachineInstance (controller) */
-	char owner_kind_other[32];  /* when the controller owner is not a VMI: its kind, for the owner check */
+	const char *owner_kind_other; /* when the controller owner is not a VMI: its kind (interned), else NULL */
 	char created_by[UID_LEN];   /* label kubevirt.io/created-by */
 	const char *vm_name;        /* label vm.kubevirt.io/name (deprecated; shown only) */
 	const char *phase;
@@ -189,7 +189,8 @@ struct migration_state *vmi_mig_set(struct vmi *v);
 /* Labels: packs "k","v" pairs; lookup returns the value or NULL. */
 void obj_label_add(struct obj *o, const char *k, const char *v);
 const char *obj_label(const struct obj *o, const char *k);
-/* Iteration: for (const char *p = o->labels; p && *p; p += strlen(p) + 1) -> "k=v". */
+/* Iteration: for (const char *it = NULL, *k, *v; obj_label_next(o, &it, &k, &v);) ... */
+bool obj_label_next(const struct obj *o, const char **it, const char **key, const char **value);
 
 /* Condition helpers. */
 const struct cond *cond_find(const struct cond *conds, int n, const char *type);

@@ -153,7 +153,7 @@ static void test_pod(void)
 	T_EQ_INT(p->o.rv, 123456);
 	T_EQ_STR(p->vmi_uid, "0f0e0d0c-0b0a-4909-8807-060504030201");
 	T_EQ_STR(p->created_by, "0f0e0d0c-0b0a-4909-8807-060504030201");
-	T_EQ_STR(p->owner_kind_other, "");
+	T_CHECK(p->owner_kind_other == NULL);
 	T_EQ_STR(p->vm_name, "testvm");
 	T_EQ_STR(p->phase, "Running");
 	T_EQ_STR(p->node, "node-1");
