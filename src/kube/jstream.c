@@ -141,9 +141,7 @@ int kube_jstream_feed(struct kube_jstream *s, const char *data, size_t len, kube
 					kube_jstream_reset(s);
 					return -1;
 				}
-				bool go = cb(arg, v);
-				json_object_put(v);
-				if (!go)
+				if (!cb(arg, v))
 					return 1;
 				continue;
 			}
@@ -183,9 +181,7 @@ int kube_jstream_feed(struct kube_jstream *s, const char *data, size_t len, kube
 			kube_jstream_reset(s);
 			return -1;
 		}
-		bool go = cb(arg, v);
-		json_object_put(v);
-		if (!go)
+		if (!cb(arg, v))
 			return 1;
 	}
 	return 0;

@@ -10,7 +10,8 @@
 struct json_object;
 struct kube_jstream;
 
-/* Called for each complete top-level value (borrowed: released after the call). Return false to stop. */
+/* Called for each complete top-level value, which it owns (json_object_put it; releasing it early lets the
+ * watch path free the tree before the decoded object is stored). Return false to stop. */
 typedef bool (*kube_jstream_cb)(void *arg, struct json_object *value);
 
 /* max_value: refuse a single value larger than this many bytes (a hostile or broken stream). */

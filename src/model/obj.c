@@ -232,10 +232,8 @@ static void pk_relink(struct obj *o, struct packer *k)
 	}
 }
 
-struct obj *obj_pack(struct obj *o)
+struct obj *obj_pack_copy(const struct obj *o)
 {
-	if (o == NULL || (o->flags & OBJ_F_PACKED) || (unsigned)o->kind >= OBJ_KIND_COUNT)
-		return o;
 	union {
 		struct vm vm;
 		struct vmi vmi;
@@ -252,6 +250,14 @@ struct obj *obj_pack(struct obj *o)
 	pk_relink((struct obj *)blk, &k);
 	struct obj *p = (struct obj *)blk;
 	p->flags |= OBJ_F_PACKED;
+	return p;
+}
+
+struct obj *obj_pack(struct obj *o)
+{
+	if (o == NULL || (o->flags & OBJ_F_PACKED) || (unsigned)o->kind >= OBJ_KIND_COUNT)
+		return o;
+	struct obj *p = obj_pack_copy(o);
 	obj_free(o);
 	return p;
 }
@@ -282,20 +288,39 @@ static size_t labels_len(const char *l)
 	return (size_t)(p - l) + 1;
 }
 
-void obj_label_add(struct obj *o, const char *k, const char *v)
+/* One entry at dst (when not NULL); returns its length. */
+static size_t label_put(char *dst, const char *k, const char *v)
 {
-	size_t old = o->labels ? labels_len(o->labels) - 1 : 0;
 	unsigned tag = LABEL_LITERAL;
-	for (unsigned i = 1; i < LABEL_KEYS; i++)
+	for (unsigned i = 1; i < LABEL_KEYS && tag == LABEL_LITERAL; i++)
 		if (strcmp(label_keys[i], k) == 0)
 			tag = i;
 	size_t kl = tag == LABEL_LITERAL ? strlen(k) + 1 : 0, vl = strlen(v) + 1;
-	o->labels = xrealloc(o->labels, old + 1 + kl + vl + 1);
-	char *w = o->labels + old;
-	*w++ = (char)tag;
-	memcpy(w, k, kl);
-	memcpy(w + kl, v, vl);
-	w[kl + vl] = '\0';
+	if (dst) {
+		*dst++ = (char)tag;
+		memcpy(dst, k, kl);
+		memcpy(dst + kl, v, vl);
+	}
+	return 1 + kl + vl;
+}
+
+void obj_label_add(struct obj *o, const char *k, const char *v)
+{
+	size_t old = o->labels ? labels_len(o->labels) - 1 : 0;
+	size_t add = label_put(NULL, k, v);
+	o->labels = xrealloc(o->labels, old + add + 1);
+	label_put(o->labels + old, k, v);
+	o->labels[old + add] = '\0';
+}
+
+size_t obj_labels_encode(char *dst, const char *const *keys, const char *const *values, size_t n)
+{
+	size_t off = 0;
+	for (size_t i = 0; i < n; i++)
+		off += label_put(dst ? dst + off : NULL, keys[i], values[i]);
+	if (dst)
+		dst[off] = '\0';
+	return off + 1;
 }
 
 bool obj_label_next(const struct obj *o, const char **it, const char **key, const char **value)

@@ -181,6 +181,8 @@ const char *obj_kind_title(enum obj_kind kind); /* "VirtualMachine", ... */
  * fragmentation in a store of tens of thousands); o is consumed. Packed objects are read-only: build a new one
  * to change an owned part. */
 struct obj *obj_pack(struct obj *o);
+/* The same, leaving o alone (its parts may live anywhere, e.g. in a decoder's scratch memory). */
+struct obj *obj_pack_copy(const struct obj *o);
 
 /* The VMI's migration state, or a shared empty one (present false, progress_pct -1) when it has none. */
 const struct migration_state *vmi_mig(const struct vmi *v);
@@ -190,6 +192,8 @@ struct migration_state *vmi_mig_set(struct vmi *v);
 void obj_label_add(struct obj *o, const char *k, const char *v);
 const char *obj_label(const struct obj *o, const char *k);
 /* Iteration: for (const char *it = NULL, *k, *v; obj_label_next(o, &it, &k, &v);) ... */
+/* The packed labels of n pairs into dst (NULL: only measures); returns the bytes, terminator included. */
+size_t obj_labels_encode(char *dst, const char *const *keys, const char *const *values, size_t n);
 bool obj_label_next(const struct obj *o, const char **it, const char **key, const char **value);
 
 /* Condition helpers. */
