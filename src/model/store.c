@@ -209,14 +209,35 @@ static void table_unlink(struct table *t, struct obj *o)
 	}
 }
 
+/* Where o's entry is (o must be in the index). */
+static size_t idx_slot_of(const struct index *x, const struct obj *o, uint32_t h)
+{
+	size_t mask = x->cap - 1;
+	size_t i = h & mask;
+	while (x->slots[i] != o)
+		i = (i + 1) & mask;
+	return i;
+}
+
 struct obj *store_upsert(struct store *st, struct obj *o)
 {
 	struct table *t = table_make(st, o->src, o->kind);
 	o->flags &= ~OBJ_F_MARK;
 	const char *name = o->name ? o->name : "";
 	struct obj *old = idx_get(&t->by_uid, IDX_UID, o->uid, NULL);
-	struct obj *same_name = idx_get(&t->by_key, IDX_KEY, o->ns, name);
-	if (same_name && same_name != old) {
+	uint32_t hk = hash_key(o->ns, name);
+	struct obj *same_name = t->by_key.cap ? t->by_key.slots[idx_probe(&t->by_key, IDX_KEY, hk, o->ns, name)] : NULL;
+	if (old && same_name == old) {
+		/* the usual update (same UID, same name): the new object takes the old one's place everywhere */
+		o->slot = old->slot;
+		t->objs[o->slot] = o;
+		t->by_uid.slots[idx_slot_of(&t->by_uid, old, hash_uid(o->uid))] = o;
+		t->by_key.slots[idx_slot_of(&t->by_key, old, hk)] = o;
+		notify(st, o->kind, old, o);
+		obj_free(old);
+		return o;
+	}
+	if (same_name) {
 		/* the name now belongs to a new object: the old one is gone */
 		table_unlink(t, same_name);
 		st->count[o->kind]--;
