@@ -484,3 +484,22 @@ bool fbcells_cell_to_fb(const struct fbcells *f, int col, int row, int half, int
 	*y = clampi((int)(((int64_t)(2 * ty + 1) * f->fbh) / (2 * (int64_t)f->th)), 0, f->fbh - 1);
 	return inside;
 }
+
+bool fbcells_view_key(int key, int cols, int rows, enum fbc_scale *scale, int *pan_x, int *pan_y)
+{
+	static const struct {
+		int key, dx, dy;
+	} pans[] = { { 'h', -1, 0 }, { 'l', 1, 0 }, { 'k', 0, -1 }, { 'j', 0, 1 } };
+	if (key == 's') {
+		*scale = *scale == FBC_FIT ? FBC_ONE : FBC_FIT;
+		return true;
+	}
+	for (size_t i = 0; i < sizeof pans / sizeof pans[0]; i++) {
+		if (pans[i].key == key) {
+			*pan_x += pans[i].dx * (cols / 4 > 1 ? cols / 4 : 1);
+			*pan_y += pans[i].dy * (rows / 2 > 1 ? rows / 2 : 1);
+			return true;
+		}
+	}
+	return false;
+}

@@ -37,6 +37,9 @@ void fbcells_free(struct fbcells *f); /* NULL is ignored */
  * fbcells_update() recomputes every cell. */
 void fbcells_layout(struct fbcells *f, int cols, int rows, int fb_w, int fb_h, enum fbc_scale mode, int pan_x,
 		    int pan_y);
+/* The VNC menu's view keys, shared by the dashboard pane and `kvcon vnc`: s toggles fit / 1:1, h j k l pan by a
+ * quarter of the width / half the height of a cols x rows view. Returns false (nothing changed) for other keys. */
+bool fbcells_view_key(int key, int cols, int rows, enum fbc_scale *scale, int *pan_x, int *pan_y);
 /* Recomputes every cell from src. */
 void fbcells_full(struct fbcells *f, const struct fbc_src *src);
 /* Recomputes only the cells whose pixels the framebuffer rectangle (x, y, w, h) touches (clipped); a full

@@ -618,42 +618,18 @@ static void send_key(struct viewer *w, uint32_t keysym, unsigned mods)
 	vnc_key_combo(w->v, seq, n);
 }
 
-static void pan_by(struct viewer *w, int dx, int dy)
-{
-	w->pan_x += dx * (w->cols / 4 > 1 ? w->cols / 4 : 1);
-	w->pan_y += dy * (w->rows / 2 > 1 ? w->rows / 2 : 1);
-	w->frame_dirty = true;
-}
-
 static void menu_key(struct viewer *w, const struct termkeys_event *ev)
 {
 	w->menu = false;
 	w->status_dirty = true;
 	if (ev->ch && vnc_menu_send(w->v, ev->ch))
 		return;
-	switch (ev->ch) {
-	case 's':
-		w->scale = w->scale == FBC_FIT ? FBC_ONE : FBC_FIT;
-		w->clear = true;
-		w->frame_dirty = true;
-		break;
-	case 'h':
-		pan_by(w, -1, 0);
-		break;
-	case 'l':
-		pan_by(w, 1, 0);
-		break;
-	case 'k':
-		pan_by(w, 0, -1);
-		break;
-	case 'j':
-		pan_by(w, 0, 1);
-		break;
-	case 'q':
+	if (ev->ch == 'q') {
 		loop_quit(EXIT_OK);
-		break;
-	default:
-		break;
+	} else if (ev->ch && fbcells_view_key(ev->ch, w->cols, w->rows, &w->scale, &w->pan_x, &w->pan_y)) {
+		if (ev->ch == 's')
+			w->clear = true;
+		w->frame_dirty = true;
 	}
 }
 

@@ -2,10 +2,8 @@
 #include "engine/host.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <libvirt/libvirt.h>
 #include <libvirt/virterror.h>
-#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -17,11 +15,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "core/buf.h"
 #include "core/log.h"
 #include "core/loop.h"
 #include "core/util.h"
 #include "core/xmalloc.h"
+#include "engine/kvmprobe.h"
 
 #define META_URI "https://kvcon.dev/xmlns/engine/1"
 
@@ -405,54 +403,9 @@ static void on_close(virConnectPtr conn, int reason, void *opaque)
 
 /* ---- KVM probe ---- */
 
-/* Boots QEMU's own firmware under KVM with its debug console on a pipe: a KVM that works prints SeaBIOS's
- * "Booting from" within a fraction of a second (TCG takes ~0.3 s). Here /dev/kvm answers every ioctl and a
- * one-instruction vCPU even reaches HLT, yet the firmware stalls half way: only a real boot tells. */
-static bool kvm_boots(char **why)
-{
-	int p[2];
-	if (pipe2(p, O_CLOEXEC) < 0) {
-		*why = xasprintf("pipe: %s", strerror(errno));
-		return false;
-	}
-	pid_t pid = fork();
-	if (pid == 0) {
-		int null = open("/dev/null", O_RDWR);
-		dup2(null, 0);
-		dup2(p[1], 1);
-		dup2(null, 2);
-		execlp("qemu-system-x86_64", "qemu-system-x86_64", "-accel", "kvm", "-M", "pc", "-m", "16",
-		       "-nodefaults", "-no-user-config", "-display", "none", "-boot", "menu=off", "-chardev",
-		       "stdio,id=dbg", "-device", "isa-debugcon,iobase=0x402,chardev=dbg", (char *)NULL);
-		_exit(127);
-	}
-	close(p[1]);
-	struct buf b;
-	buf_init(&b);
-	bool ok = false;
-	uint64_t until = util_now_ms() + 5000;
-	while (pid > 0 && !ok && util_now_ms() < until) {
-		struct pollfd pf = { .fd = p[0], .events = POLLIN };
-		if (poll(&pf, 1, 100) <= 0)
-			continue;
-		char tmp[4096];
-		ssize_t n = read(p[0], tmp, sizeof tmp);
-		if (n <= 0)
-			break;
-		buf_add(&b, tmp, (size_t)n);
-		ok = strstr(b.data, "Booting from") != NULL;
-	}
-	if (pid > 0) {
-		kill(pid, SIGKILL);
-		waitpid(pid, NULL, 0);
-	}
-	close(p[0]);
-	if (!ok)
-		*why = xstrdup(b.len ? "a KVM guest's firmware stalled before booting (checked with SeaBIOS)"
-				     : "qemu-system-x86_64 -accel kvm did not run");
-	buf_free(&b);
-	return ok;
-}
+/* The cache line: "BOOT_ID VERSION ok|broken REASON". A new probe version invalidates older verdicts (the first
+ * probe, SeaBIOS under KVM, said "ok" on hosts where real guests never print a line). */
+#define PROBE_VERSION "probe2"
 
 bool host_kvm_works(const char *cache_file, char **why)
 {
@@ -465,24 +418,37 @@ bool host_kvm_works(const char *cache_file, char **why)
 	if (cache_file) {
 		char *c = util_read_file(cache_file, NULL);
 		if (c) {
-			char cb[64], res[16];
-			int n = sscanf(c, "%63s %15s", cb, res);
-			free(c);
-			if (n == 2 && strcmp(cb, boot) == 0) {
+			char cb[64], ver[16], res[16];
+			int off = 0;
+			int n = sscanf(c, "%63s %15s %15s %n", cb, ver, res, &off);
+			if (n == 3 && strcmp(cb, boot) == 0 && strcmp(ver, PROBE_VERSION) == 0) {
 				bool ok = strcmp(res, "ok") == 0;
 				if (!ok)
-					*why = xstrdup("a KVM guest's firmware stalls on this machine (probed earlier this boot)");
+					*why = xasprintf("%.*s (probed earlier this boot)", (int)strcspn(c + off, "\n"),
+							 c + off);
+				free(c);
+				log_info("engine: KVM %s (cached in %s)", ok ? "works" : "unusable", cache_file);
 				return ok;
 			}
+			free(c);
 		}
 	}
 	bool ok = false;
-	if (access("/dev/kvm", R_OK | W_OK) < 0)
+	if (access("/dev/kvm", R_OK | W_OK) < 0) {
 		*why = xasprintf("/dev/kvm: %s", strerror(errno));
-	else
-		ok = kvm_boots(why);
+	} else {
+		struct kvmprobe_report r;
+		ok = kvmprobe_run(NULL, "kvm", &r);
+		log_info("engine: KVM probe: %s (long mode after %u ms, then %u ms)%s%s", ok ? "works" : "unusable",
+			 r.start_ms, r.run_ms, ok ? "" : ": ", ok ? "" : r.why);
+		if (!ok) {
+			*why = r.why;
+			r.why = NULL;
+		}
+		kvmprobe_report_clear(&r);
+	}
 	if (cache_file) {
-		char *line = xasprintf("%s %s\n", boot, ok ? "ok" : "broken");
+		char *line = xasprintf("%s %s %s %s\n", boot, PROBE_VERSION, ok ? "ok" : "broken", ok ? "" : *why);
 		util_write_file_atomic(cache_file, line, strlen(line), 0644);
 		free(line);
 	}
@@ -804,7 +770,7 @@ static bool connect_host(struct host *h)
 		free(state);
 		m->accel = xstrdup(ok ? "kvm" : "qemu");
 		if (!ok)
-			m->note = xasprintf("KVM unusable (%s): guests run under TCG emulation", why);
+			m->note = xasprintf("KVM unusable here, guests run under TCG emulation: %s", why);
 		free(why);
 	} else
 		m->accel = xstrdup("kvm");

@@ -94,8 +94,9 @@ const char *host_uri(const struct host *h);
 
 /* Root directory of an embedded URI ("qemu:///embed?root=DIR"), or NULL (caller frees). */
 char *host_embed_root(const char *uri);
-/* Whether KVM actually runs a guest here (SeaBIOS boots under KVM within 5 s). The result is
- * cached for this boot in cache_file when not NULL. */
+/* Whether KVM actually runs a guest here: kvcon's probe guest (engine/kvmprobe.h) runs to its end under
+ * -accel kvm within its time budget. The verdict and its reason are cached for this boot (and this probe
+ * version) in cache_file when not NULL; *why (caller frees) says what failed. */
 bool host_kvm_works(const char *cache_file, char **why);
 
 const char *host_state_name(int state);

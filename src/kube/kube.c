@@ -45,6 +45,7 @@ struct kube_act {
 	enum action act;
 	action_done_cb done;
 	fetch_done_cb fdone;
+	names_done_cb ndone;
 	void *arg;
 	char *ns, *name;
 	struct kube_act *next, *prev;
@@ -300,8 +301,8 @@ static struct kube_act *act_new(struct kube_src *ks, enum action a, const char *
 	x->ks = ks;
 	x->act = a;
 	x->arg = arg;
-	x->ns = xstrdup(ns);
-	x->name = xstrdup(name);
+	x->ns = xstrdup0(ns);
+	x->name = xstrdup0(name);
 	x->next = ks->acts;
 	if (ks->acts)
 		ks->acts->prev = x;
@@ -498,6 +499,57 @@ static int kube_fetch_raw(struct source *src, enum obj_kind kind, const char *ns
 	return 0;
 }
 
+static void ns_list_done(void *arg, const struct kube_resp *resp)
+{
+	struct kube_act *x = arg;
+	x->req = NULL;
+	if (resp->status != 200) {
+		char *m = kube_http_error_message(resp);
+		x->ndone(x->arg, resp->status ? (int)resp->status : -1, NULL, 0, m);
+		free(m);
+		act_free(x);
+		return;
+	}
+	struct json_object *o = json_tokener_parse(resp->body), *items = NULL;
+	if (o == NULL || !json_object_object_get_ex(o, "items", &items) || !json_object_is_type(items, json_type_array)) {
+		x->ndone(x->arg, -1, NULL, 0, "the namespace list is not a NamespaceList");
+		goto out;
+	}
+	size_t n = json_object_array_length(items), k = 0;
+	const char **names = xcalloc(n ? n : 1, sizeof *names);
+	for (size_t i = 0; i < n; i++) {
+		struct json_object *meta, *name;
+		if (json_object_object_get_ex(json_object_array_get_idx(items, i), "metadata", &meta) &&
+		    json_object_object_get_ex(meta, "name", &name) && json_object_is_type(name, json_type_string))
+			names[k++] = json_object_get_string(name);
+	}
+	x->ndone(x->arg, 0, names, k, NULL);
+	free(names);
+out:
+	json_object_put(o);
+	act_free(x);
+}
+
+static int kube_list_namespaces(struct source *src, names_done_cb done, void *arg, char **err)
+{
+	struct kube_src *ks = ks_of(src);
+	*err = NULL;
+	if (ks == NULL) {
+		*err = xstrdup("not a cluster");
+		return -1;
+	}
+	struct kube_act *x = act_new(ks, ACT_COUNT, NULL, NULL, arg);
+	x->ndone = done;
+	struct kube_http_req q = {
+		.path = "/api/v1/namespaces",
+		.timeout_ms = ACTION_TIMEOUT_MS,
+		.on_done = ns_list_done,
+		.arg = x,
+	};
+	x->req = kube_http_start(ks->http, &q);
+	return 0;
+}
+
 static void kube_destroy(struct source *src)
 {
 	struct kube_src *ks = ks_of(src);
@@ -527,5 +579,6 @@ static const struct provider_ops kube_ops = {
 	.open_console = kube_console_open,
 	.open_vnc = kube_vnc_open,
 	.fetch_raw = kube_fetch_raw,
+	.list_namespaces = kube_list_namespaces,
 	.destroy = kube_destroy,
 };

@@ -55,6 +55,8 @@ struct action_req {
 /* status 0 on success; otherwise an HTTP status or -1, with the API's own message. */
 typedef void (*action_done_cb)(void *arg, int status, const char *message);
 typedef void (*fetch_done_cb)(void *arg, int status, const char *body, size_t len);
+/* status 0: names[0..n) (valid only during the call); otherwise the API's message. */
+typedef void (*names_done_cb)(void *arg, int status, const char *const *names, size_t n, const char *message);
 
 struct source;
 
@@ -69,6 +71,10 @@ struct provider_ops {
 	/* Fetches the object's full representation (JSON or YAML text) for the YAML view. */
 	int (*fetch_raw)(struct source *src, enum obj_kind kind, const char *ns, const char *name, fetch_done_cb done,
 			 void *arg, char **err);
+	/* Lists the namespaces the provider knows, including empty ones (a kube context's Namespace objects).
+	 * NULL when the provider has none beyond its objects' own. Asynchronous like action; a source that is
+	 * destroyed first never calls done. */
+	int (*list_namespaces)(struct source *src, names_done_cb done, void *arg, char **err);
 	void (*destroy)(struct source *src);
 };
 

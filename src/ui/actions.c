@@ -122,3 +122,43 @@ void ui_open_vm(const struct obj *vm)
 	if (vm)
 		view_push(vmview_new(vm));
 }
+
+static enum view_result key_act(struct view *v, enum action a)
+{
+	struct obj *vm = v->ops->target_vm ? v->ops->target_vm(v) : NULL;
+	if (vm == NULL)
+		ui_error("no VM here");
+	else
+		ui_action(a, vm);
+	return VIEW_DONE;
+}
+
+enum view_result ui_key_start(struct view *v)
+{
+	return key_act(v, ACT_START);
+}
+
+enum view_result ui_key_stop(struct view *v)
+{
+	return key_act(v, ACT_STOP);
+}
+
+enum view_result ui_key_force_stop(struct view *v)
+{
+	return key_act(v, ACT_FORCE_STOP);
+}
+
+enum view_result ui_key_restart(struct view *v)
+{
+	return key_act(v, ACT_RESTART);
+}
+
+enum view_result ui_key_pause(struct view *v)
+{
+	return key_act(v, ACT_PAUSE);
+}
+
+enum view_result ui_key_migrate(struct view *v)
+{
+	return key_act(v, ACT_MIGRATE);
+}

@@ -1,11 +1,15 @@
 /* Namespace and context lists: small, so rebuilt on every frame from the store and the kubeconfig. */
 #include "ui/nsctx.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/hmap.h"
+#include "core/intern.h"
+#include "core/log.h"
+#include "core/util.h"
 #include "core/xmalloc.h"
 #include "model/source.h"
 #include "model/store.h"
@@ -24,9 +28,28 @@ struct nsctx {
 static const char **ns_names;
 static size_t ns_n, ns_cap;
 
+/* Namespaces the clusters listed (interned), including those with no VM yet; refreshed each time the list
+ * opens. A source that may not list namespaces leaves a note, and its namespaces come from its objects. */
+static const char **api_ns;
+static size_t api_n, api_cap;
+static char *api_note;
+static struct view *ns_view; /* the open namespace list, redrawn when an answer arrives */
+
 static int cmp_strp(const void *a, const void *b)
 {
 	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+static void add_name(struct hmap *seen, const char *ns)
+{
+	if (ns == NULL || hmap_get(seen, ns))
+		return;
+	hmap_put(seen, ns, (void *)ns);
+	if (ns_n == ns_cap) {
+		ns_cap = ns_cap ? ns_cap * 2 : 16;
+		ns_names = xreallocarray(ns_names, ns_cap, sizeof *ns_names);
+	}
+	ns_names[ns_n++] = ns;
 }
 
 const char *const *nsctx_namespaces(size_t *n)
@@ -34,43 +57,65 @@ const char *const *nsctx_namespaces(size_t *n)
 	struct hmap seen;
 	hmap_init(&seen);
 	ns_n = 0;
+	add_name(&seen, "all");
 	for (size_t s = 0; s < source_count(); s++) {
 		for (int k = 0; k < OBJ_EVENT; k++) {
 			size_t cnt;
 			struct obj *const *objs = store_objs(ui_store(), source_get(s), (enum obj_kind)k, &cnt);
-			for (size_t i = 0; i < cnt; i++) {
-				const char *ns = objs[i]->ns; /* interned */
-				if (hmap_get(&seen, ns))
-					continue;
-				hmap_put(&seen, ns, (void *)ns);
-				if (ns_n == ns_cap) {
-					ns_cap = ns_cap ? ns_cap * 2 : 16;
-					ns_names = xreallocarray(ns_names, ns_cap, sizeof *ns_names);
-				}
-				ns_names[ns_n++] = ns;
-			}
+			for (size_t i = 0; i < cnt; i++)
+				add_name(&seen, objs[i]->ns); /* interned */
 		}
 	}
-	const char *cur = ui_namespace();
-	if (cur && !hmap_get(&seen, cur)) {
-		if (ns_n == ns_cap) {
-			ns_cap = ns_cap ? ns_cap * 2 : 16;
-			ns_names = xreallocarray(ns_names, ns_cap, sizeof *ns_names);
-		}
-		ns_names[ns_n++] = cur;
-	}
+	for (size_t i = 0; i < api_n; i++)
+		add_name(&seen, api_ns[i]);
+	add_name(&seen, ui_namespace());
 	hmap_free(&seen);
-	if (ns_n > 1)
-		qsort(ns_names, ns_n, sizeof *ns_names, cmp_strp);
-	if (ns_n == ns_cap) {
-		ns_cap = ns_cap ? ns_cap * 2 : 16;
-		ns_names = xreallocarray(ns_names, ns_cap, sizeof *ns_names);
-	}
-	memmove(ns_names + 1, ns_names, ns_n * sizeof *ns_names);
-	ns_names[0] = "all";
-	ns_n++;
+	if (ns_n > 2)
+		qsort(ns_names + 1, ns_n - 1, sizeof *ns_names, cmp_strp);
 	*n = ns_n;
 	return ns_names;
+}
+
+const char *nsctx_note(void)
+{
+	return api_note;
+}
+
+static void namespaces_listed(void *arg, int status, const char *const *names, size_t n, const char *message)
+{
+	struct source *src = source_get((size_t)(uintptr_t)arg);
+	if (status != 0) {
+		char *m = util_escape_display(message ? message : "failed");
+		free(api_note);
+		api_note = xasprintf("%s: namespaces from its objects only (%s)", src ? src->name : "?", m);
+		free(m);
+	}
+	for (size_t i = 0; i < n; i++) {
+		if (api_n == api_cap) {
+			api_cap = api_cap ? api_cap * 2 : 16;
+			api_ns = xreallocarray(api_ns, api_cap, sizeof *api_ns);
+		}
+		api_ns[api_n++] = intern(names[i]);
+	}
+	if (ns_view)
+		view_dirty(ns_view);
+}
+
+void nsctx_refresh(void)
+{
+	api_n = 0;
+	free(api_note);
+	api_note = NULL;
+	for (size_t i = 0; i < source_count(); i++) {
+		struct source *src = source_get(i);
+		if (src->closed || src->ops == NULL || src->ops->list_namespaces == NULL)
+			continue;
+		char *err = NULL;
+		if (src->ops->list_namespaces(src, namespaces_listed, (void *)(uintptr_t)i, &err) < 0) {
+			log_warn("ui: %s: cannot list namespaces: %s", src->name, err);
+			free(err);
+		}
+	}
 }
 
 static const char *const *items(struct nsctx *c, size_t *n)
@@ -102,6 +147,8 @@ static void draw(struct view *v, const struct region *r)
 		return;
 	draw_fill(r->y + 1, r->x, r->w, theme_attr(THEME_NORMAL));
 	draw_text(r->y + 1, r->x + 1, r->w - 1, theme_attr(THEME_TABLE_HEADER), "NAME");
+	if (!c->ctx && api_note && r->w > 8)
+		draw_text(r->y + 1, r->x + 7, r->w - 7, theme_attr(THEME_TABLE_HEADER), api_note);
 	int rows_h = r->h - 2;
 	c->page = rows_h;
 	if (c->sel >= n)
@@ -194,6 +241,8 @@ static void store_changed(struct view *v, enum obj_kind kind, const struct obj *
 
 static void destroy(struct view *v)
 {
+	if (v == ns_view)
+		ns_view = NULL;
 	free(v->priv);
 }
 
@@ -227,7 +276,9 @@ static struct view *make(bool ctx)
 
 struct view *nsctx_ns_view_new(void)
 {
-	return make(false);
+	nsctx_refresh();
+	ns_view = make(false);
+	return ns_view;
 }
 
 struct view *nsctx_ctx_view_new(void)

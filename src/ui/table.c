@@ -597,40 +597,6 @@ static enum view_result k_yaml(struct view *v)
 	return VIEW_DONE;
 }
 
-static enum view_result act(struct view *v, enum action a)
-{
-	struct obj *vm = selected_vm(v);
-	if (vm == NULL) {
-		ui_error("no VM for this row");
-		return VIEW_DONE;
-	}
-	ui_action(a, vm);
-	return VIEW_DONE;
-}
-static enum view_result k_start(struct view *v)
-{
-	return act(v, ACT_START);
-}
-static enum view_result k_stop(struct view *v)
-{
-	return act(v, ACT_STOP);
-}
-static enum view_result k_force(struct view *v)
-{
-	return act(v, ACT_FORCE_STOP);
-}
-static enum view_result k_restart(struct view *v)
-{
-	return act(v, ACT_RESTART);
-}
-static enum view_result k_pause(struct view *v)
-{
-	return act(v, ACT_PAUSE);
-}
-static enum view_result k_migrate(struct view *v)
-{
-	return act(v, ACT_MIGRATE);
-}
 
 static const struct view_key table_keys[] = {
 	{ 'j', "j", "next row", k_down },
@@ -647,12 +613,7 @@ static const struct view_key table_keys[] = {
 	{ VKEY(KEY_END), "End", "last row", k_end },
 	{ '\r', "enter", "open the VM view of the row's VM (YAML for other rows)", k_enter },
 	{ 'y', "y", "show the object as YAML", k_yaml },
-	{ 's', "s", "start the VM", k_start },
-	{ 'S', "S", "stop the VM (asks)", k_stop },
-	{ VKEY_CTRL('k'), "ctrl-k", "force stop the VM, grace period 0 (asks)", k_force },
-	{ 'r', "r", "restart the VM (asks)", k_restart },
-	{ 'p', "p", "pause or unpause the VM", k_pause },
-	{ 'm', "m", "live-migrate the VM (asks); during a migration: abort it (asks)", k_migrate },
+	UI_ACTION_KEYS,
 	{ 'N', "shift-N", "sort by NAME (again: reverse)", NULL },
 	{ 'P', "shift-P", "sort by NAMESPACE", NULL },
 	{ 'U', "shift-U", "sort by STATUS / PHASE (S is stop)", NULL },
@@ -769,6 +730,7 @@ static const struct view_ops table_ops = {
 	.store_changed = store_changed,
 	.tick = tick,
 	.destroy = destroy,
+	.target_vm = selected_vm,
 	.keys = table_keys,
 };
 

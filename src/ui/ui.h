@@ -48,6 +48,22 @@ int ui_set_context(const char *name, char **err);
 /* Runs a lifecycle action on a VM through its source's provider: readonly check, confirmation for destructive
  * ones (naming the VM), the API's Status message on error. */
 void ui_action(enum action act, const struct obj *vm);
+/* Key functions for the lifecycle actions on the view's ops->target_vm (rows of UI_ACTION_KEYS). */
+struct view;
+enum view_result ui_key_start(struct view *v);
+enum view_result ui_key_stop(struct view *v);
+enum view_result ui_key_force_stop(struct view *v);
+enum view_result ui_key_restart(struct view *v);
+enum view_result ui_key_pause(struct view *v);
+enum view_result ui_key_migrate(struct view *v);
+/* The same lifecycle key rows in every view that shows a VM (a key table's rows, help text included). */
+#define UI_ACTION_KEYS \
+	{ 's', "s", "start the VM", ui_key_start }, \
+	{ 'S', "S", "stop the VM (asks)", ui_key_stop }, \
+	{ VKEY_CTRL('k'), "ctrl-k", "force stop the VM, grace period 0 (asks)", ui_key_force_stop }, \
+	{ 'r', "r", "restart the VM (asks)", ui_key_restart }, \
+	{ 'p', "p", "pause or unpause the VM", ui_key_pause }, \
+	{ 'm', "m", "live-migrate the VM (asks); during a migration: abort it (asks)", ui_key_migrate }
 /* Opens the VM view for a VM (enter, `:vm ns/name`). */
 void ui_open_vm(const struct obj *vm);
 /* Opens the YAML pager for an object (y). */

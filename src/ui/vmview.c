@@ -364,40 +364,6 @@ static struct obj *current_vm(struct view *v)
 	return store_find(ui_store(), vv->src, OBJ_VM, vv->ns, vv->name);
 }
 
-static enum view_result act(struct view *v, enum action a)
-{
-	struct obj *vm = current_vm(v);
-	if (vm == NULL) {
-		ui_error("the VM is gone");
-		return VIEW_DONE;
-	}
-	ui_action(a, vm);
-	return VIEW_DONE;
-}
-static enum view_result k_start(struct view *v)
-{
-	return act(v, ACT_START);
-}
-static enum view_result k_stop(struct view *v)
-{
-	return act(v, ACT_STOP);
-}
-static enum view_result k_force(struct view *v)
-{
-	return act(v, ACT_FORCE_STOP);
-}
-static enum view_result k_restart(struct view *v)
-{
-	return act(v, ACT_RESTART);
-}
-static enum view_result k_pause(struct view *v)
-{
-	return act(v, ACT_PAUSE);
-}
-static enum view_result k_migrate(struct view *v)
-{
-	return act(v, ACT_MIGRATE);
-}
 static enum view_result k_yaml(struct view *v)
 {
 	struct obj *vm = current_vm(v);
@@ -427,12 +393,7 @@ static enum view_result k_diag(struct view *v)
 }
 
 static const struct view_key vm_keys[] = {
-	{ 's', "s", "start the VM", k_start },
-	{ 'S', "S", "stop the VM (asks)", k_stop },
-	{ VKEY_CTRL('k'), "ctrl-k", "force stop the VM, grace period 0 (asks)", k_force },
-	{ 'r', "r", "restart the VM (asks)", k_restart },
-	{ 'p', "p", "pause or unpause the VM", k_pause },
-	{ 'm', "m", "live-migrate the VM (asks); during a migration: abort it (asks)", k_migrate },
+	UI_ACTION_KEYS,
 	{ 'd', "d", "troubleshooting walkthrough: the first stalled boundary, evidence, next check", k_diag },
 	{ 'y', "y", "the VM as YAML", k_yaml },
 	{ 0, NULL, NULL, NULL },
@@ -498,6 +459,7 @@ static const struct view_ops vmview_ops = {
 	.store_changed = store_changed,
 	.tick = tick,
 	.destroy = destroy,
+	.target_vm = current_vm,
 	.keys = vm_keys,
 };
 

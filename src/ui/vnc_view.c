@@ -136,36 +136,12 @@ static void vnc_view_draw(struct view *view, const struct region *r)
 	draw_status(w, r);
 }
 
-static void pan_by(struct vnc_view *w, int dx, int dy)
-{
-	w->pan_x += dx * (w->view->r.w / 4 > 1 ? w->view->r.w / 4 : 1);
-	w->pan_y += dy * (w->view->r.h / 2 > 1 ? w->view->r.h / 2 : 1);
-}
-
 static enum view_result menu_key(struct vnc_view *w, int key)
 {
 	w->menu = false;
 	if (!VKEY_IS_FN(key) && vnc_menu_send(w->v, key))
 		return VIEW_DONE;
-	switch (key) {
-	case 's':
-		w->scale = w->scale == FBC_FIT ? FBC_ONE : FBC_FIT;
-		break;
-	case 'h':
-		pan_by(w, -1, 0);
-		break;
-	case 'l':
-		pan_by(w, 1, 0);
-		break;
-	case 'k':
-		pan_by(w, 0, -1);
-		break;
-	case 'j':
-		pan_by(w, 0, 1);
-		break;
-	default:
-		break;
-	}
+	fbcells_view_key(key, w->view->r.w, w->view->r.h, &w->scale, &w->pan_x, &w->pan_y);
 	return VIEW_DONE;
 }
 

@@ -9,6 +9,7 @@ kv_start -A
 
 wait_for 'VirtualMachines\(all\)\[4[0-9]\]' 10
 wait_for 'Watch: vm live +vmi live +pod live +event live' 10
+wait_for 'KubeVirt: v1\.[0-9]+\.[0-9]+' 10
 screen | grep -q 'RUNSTRATEGY' || fail "no VM columns"
 
 # views

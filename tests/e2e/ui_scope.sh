@@ -14,6 +14,8 @@ cmd "ns all"; wait_for 'Scope: all namespaces' 10; wait_for 'VirtualMachines\(al
 screen | grep -q 'NAMESPACE' || fail "no NAMESPACE column for all namespaces"
 # the namespace list: pick ns-01 with enter
 cmd ns; wait_for 'Namespaces\['; wait_for '^ ns-01'
+# namespaces without VMs come from the cluster's namespace list
+wait_for '^ kube-public' 10
 # move the selection (the default theme's cyan background) onto ns-01 whatever its position
 for _ in $(seq 20); do
 	line=$($T capture-pane -p -e -t k | grep -E $'\e\\[[0-9;]*46m' | sed 's/\x1b\[[0-9;]*m//g' | awk '{print $1}' | head -1)
@@ -25,4 +27,9 @@ keys Enter; wait_for 'VirtualMachines\(ns-01\)\[10\]' 10
 # the context list
 cmd ctx; wait_for 'Contexts\[3\]'; wait_for 'fake +\(current\)'
 keys Escape; wait_for 'VirtualMachines\(ns-01\)'
+# a user who may not list namespaces: the list says so and still offers the namespaces of its objects
+cmd "ctx fake-ns"; wait_for 'Context: fake-ns' 10; wait_for 'Scope: ns-00' 10
+cmd ns; wait_for 'namespaces from its objects only \(.*forbidden' 10; wait_for '^ ns-00'
+screen | grep -q '^ kube-public' && fail "namespaces of the previous context are still listed"
+keys Escape
 echo "PASS ui_scope"

@@ -13,6 +13,7 @@ from http.server import BaseHTTPRequestHandler
 
 from store import ApiError, RESOURCES, Filter, Store, dumps
 import tables
+from kubevirt import KV_VERSION
 
 GROUPS = {
     "kubevirt.io": ["v1"],
@@ -72,6 +73,9 @@ def parse_route(path, kubevirt=True):
         return Route("other", pattern=path)
     if not rest:
         return Route("discovery", group=group, version=version, pattern=base)
+    if group == "subresources.kubevirt.io" and rest == ["version"]:
+        # virt-api's own version endpoint (what `virtctl version` reads)
+        return Route("discovery", group=group, version=version, sub="version", pattern=base + "/version")
     ns = None
     pat = base
     if rest[0] == "namespaces" and len(rest) >= 3 and rest[2] in allowed:
@@ -374,6 +378,11 @@ class Handler(BaseHTTPRequestHandler):
                     groups.append({"name": g, "versions": gv, "preferredVersion": gv[0]})
             return self.send_body(200, dumps({"kind": "APIGroupList", "apiVersion": "v1",
                                               "groups": groups}))
+        if route.sub == "version":
+            return self.send_body(200, dumps({
+                "gitVersion": KV_VERSION, "gitCommit": "0" * 40, "gitTreeState": "clean",
+                "buildDate": "2026-01-01T00:00:00Z", "goVersion": "go1.23.8", "compiler": "gc",
+                "platform": "linux/amd64"}))
         if route.group and not route.version:
             vs = GROUPS[route.group]
             gv = [{"groupVersion": "%s/%s" % (route.group, v), "version": v} for v in vs]

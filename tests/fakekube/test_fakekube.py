@@ -563,6 +563,11 @@ class TestLifecycle(Base):
         self.wait_vm(ns, name, "Running")
         fk.settle()
 
+    def test_kubevirt_version_endpoint(self):
+        code, v = self.fk.req("GET", "/apis/subresources.kubevirt.io/v1/version")
+        self.assertEqual(code, 200)
+        self.assertRegex(v["gitVersion"], r"^v1\.[0-9]+\.[0-9]+$")
+
     def test_vm_created_by_post_starts(self):
         fk = self.fk
         vm = {"apiVersion": "kubevirt.io/v1", "kind": "VirtualMachine",

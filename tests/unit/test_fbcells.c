@@ -507,8 +507,29 @@ static void test_degenerate(void)
 	T_CHECK(1);
 }
 
+/* The menu's view keys shared by the pane and `kvcon vnc`: s toggles the scale, hjkl pan by steps of the view. */
+static void test_view_keys(void)
+{
+	enum fbc_scale sc = FBC_FIT;
+	int px = 0, py = 0;
+	T_CHECK(fbcells_view_key('s', 80, 24, &sc, &px, &py));
+	T_EQ_INT(sc, FBC_ONE);
+	T_CHECK(fbcells_view_key('l', 80, 24, &sc, &px, &py));
+	T_CHECK(fbcells_view_key('j', 80, 24, &sc, &px, &py));
+	T_EQ_INT(px, 20);
+	T_EQ_INT(py, 12);
+	T_CHECK(fbcells_view_key('h', 80, 24, &sc, &px, &py));
+	T_CHECK(fbcells_view_key('k', 3, 1, &sc, &px, &py)); /* tiny views still move by one */
+	T_EQ_INT(px, 0);
+	T_EQ_INT(py, 11);
+	T_CHECK(!fbcells_view_key('x', 80, 24, &sc, &px, &py));
+	T_CHECK(fbcells_view_key('s', 80, 24, &sc, &px, &py));
+	T_EQ_INT(sc, FBC_FIT);
+}
+
 int main(void)
 {
+	test_view_keys();
 	test_golden();
 	test_facts();
 	test_palette();
