@@ -9,6 +9,7 @@
 #include <poll.h>
 #include <regex.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,6 +25,7 @@
 #include "core/xmalloc.h"
 #include "console/concmd.h"
 #include "console/vnccmd.h"
+#include "engine/ejson.h"
 #include "engine/engine.h"
 #include "engine/estream.h"
 #include "engine/migrate.h"
@@ -70,6 +72,84 @@ static void on_signal(int sig, void *arg)
 	(void)sig;
 	(void)arg;
 	loop_quit(130);
+}
+
+/* ---- a verb's options, and asynchronous replies ---- */
+
+void engine_cli_seq_free(struct cli_seq *s)
+{
+	free(s->opt);
+	free(s->val);
+	memset(s, 0, sizeof *s);
+}
+
+static void seq_add(struct cli_seq *s, const char *opt, const char *val)
+{
+	s->opt = xreallocarray(s->opt, (size_t)s->n + 1, sizeof *s->opt);
+	s->val = xreallocarray(s->val, (size_t)s->n + 1, sizeof *s->val);
+	s->opt[s->n] = opt;
+	s->val[s->n++] = val;
+}
+
+int engine_cli_args(int argc, char **argv, const struct cli_opt *rows, size_t n, const char *what, const char **operand)
+{
+	for (int i = 1; i < argc; i++) {
+		const struct cli_opt *o = NULL;
+		for (size_t k = 0; k < n && o == NULL; k++)
+			if (strcmp(argv[i], rows[k].name) == 0 && (rows[k].type == CLI_FLAG || i + 1 < argc))
+				o = &rows[k];
+		if (o == NULL && argv[i][0] != '-' && what && *operand == NULL) {
+			*operand = argv[i];
+			continue;
+		}
+		if (o == NULL) {
+			fprintf(stderr, "kvcon engine %s: unexpected '%s'\n", argv[0], argv[i]);
+			return EXIT_USAGE;
+		}
+		const char *v = o->type == CLI_FLAG ? NULL : argv[++i];
+		switch (o->type) {
+		case CLI_FLAG:
+			*(bool *)o->dst = true;
+			break;
+		case CLI_INT:
+			*(int *)o->dst = atoi(v);
+			break;
+		case CLI_ULONG:
+			*(unsigned long *)o->dst = strtoul(v, NULL, 10);
+			break;
+		case CLI_STR:
+			*(const char **)o->dst = v;
+			break;
+		case CLI_SEQ:
+			seq_add(o->dst, o->name, v);
+			break;
+		}
+	}
+	if (what && *operand == NULL) {
+		fprintf(stderr, "kvcon engine %s: %s is required\n", argv[0], what);
+		return EXIT_USAGE;
+	}
+	return 0;
+}
+
+void engine_cli_reply(void *reply, int status, const char *msg)
+{
+	struct cli_reply *r = reply;
+	r->done = true;
+	r->status = status;
+	free(r->msg);
+	r->msg = xstrdup0(msg);
+}
+
+bool engine_cli_replied(void *reply)
+{
+	return ((struct cli_reply *)reply)->done;
+}
+
+static void reply_fd(void *reply, int fd, const char *err)
+{
+	((struct cli_reply *)reply)->fd = fd;
+	engine_cli_reply(reply, fd < 0, err);
 }
 
 static int open_engine(void)
@@ -186,29 +266,21 @@ static int delegate(int (*fn)(int, char **), const char *verb, const char *name,
 
 static int cmd_apply(int argc, char **argv)
 {
-	const char **files = xcalloc((size_t)argc + 1, sizeof *files);
-	int nf = 0;
-	for (int i = 1; i < argc; i++) {
-		if ((strcmp(argv[i], "-f") == 0 || strcmp(argv[i], "--filename") == 0) && i + 1 < argc)
-			files[nf++] = argv[++i];
-		else {
-			fprintf(stderr, "kvcon engine apply: unexpected '%s' (usage: apply -f FILE [-f FILE...])\n",
-				argv[i]);
-			free(files);
-			return EXIT_USAGE;
-		}
-	}
-	if (nf == 0) {
+	struct cli_seq f = { 0 };
+	const struct cli_opt rows[] = { { "-f", CLI_SEQ, &f }, { "--filename", CLI_SEQ, &f } };
+	int rc = engine_cli_args(argc, argv, CLI_ROWS(rows), NULL, NULL);
+	if (rc == 0 && f.n == 0) {
 		fprintf(stderr, "kvcon engine apply: -f FILE is required\n");
-		free(files);
-		return EXIT_USAGE;
+		rc = EXIT_USAGE;
 	}
-	int rc = open_engine();
+	if (rc == 0)
+		rc = open_engine();
 	if (rc) {
-		free(files);
+		engine_cli_seq_free(&f);
 		return rc;
 	}
-	for (int i = 0; i < nf; i++) {
+	const char **files = f.val;
+	for (int i = 0; i < f.n; i++) {
 		size_t len = 0;
 		char *text = NULL;
 		if (strcmp(files[i], "-") == 0) {
@@ -241,7 +313,7 @@ static int cmd_apply(int argc, char **argv)
 		free(err);
 		free(text);
 	}
-	free(files);
+	engine_cli_seq_free(&f);
 	return close_engine(rc, 60000);
 }
 
@@ -260,87 +332,89 @@ static void age(char *out, size_t len, int64_t t)
 		util_human_duration(util_wall_s() - t, out, len);
 }
 
-static void add_s(json_object *o, const char *k, const char *v)
-{
-	json_object_object_add(o, k, v ? json_object_new_string(v) : NULL);
-}
+/* -o json: the rows of each kind, after kind and source (null for unset strings) */
+static const struct ejson_field obj_rows[] = {
+	{ "namespace", EJ_STRN, offsetof(struct obj, ns), NULL },
+	{ "name", EJ_STRN, offsetof(struct obj, name), NULL },
+	{ "uid", EJ_UID, offsetof(struct obj, uid), NULL },
+	{ "created", EJ_I64, offsetof(struct obj, created), NULL },
+};
+
+static const struct ejson_field cond_rows[] = { /* VMIs show the first three */
+	{ "type", EJ_STRN, offsetof(struct cond, type), NULL },
+	{ "status", EJ_STRN, offsetof(struct cond, status), NULL },
+	{ "reason", EJ_STRN, offsetof(struct cond, reason), NULL },
+	{ "message", EJ_STRN, offsetof(struct cond, message), NULL },
+};
+
+static const struct ejson_field vm_rows[] = {
+	{ "status", EJ_STRN, offsetof(struct vm, printable_status), NULL },
+	{ "runStrategy", EJ_STRN, offsetof(struct vm, run_strategy), NULL },
+	{ "ready", EJ_BOOL, offsetof(struct vm, ready), NULL },
+	{ "generation", EJ_U64, offsetof(struct vm, o.generation), NULL },
+};
+
+static const struct ejson_field vmi_rows[] = {
+	{ "phase", EJ_STRN, offsetof(struct vmi, phase), NULL },
+	{ "node", EJ_STRN, offsetof(struct vmi, node), NULL },
+	{ "vmUid", EJ_UID, offsetof(struct vmi, vm_uid), NULL },
+	{ "softwareEmulation", EJ_BOOL, offsetof(struct vmi, software_emulation), NULL },
+};
+
+static const struct ejson_field phase_rows[] = {
+	{ "phase", EJ_STRN, offsetof(struct phase_time, phase), NULL },
+	{ "at", EJ_I64, offsetof(struct phase_time, at), NULL },
+};
+
+static const struct ejson_field pod_rows[] = {
+	{ "phase", EJ_STRN, offsetof(struct pod, phase), NULL },
+	{ "node", EJ_STRN, offsetof(struct pod, node), NULL },
+	{ "vmiUid", EJ_UID, offsetof(struct pod, vmi_uid), NULL },
+	{ "pid", EJ_INT, offsetof(struct pod, pid), NULL },
+	{ "cmdline", EJ_STRN, offsetof(struct pod, cmdline), NULL },
+	{ "logPath", EJ_STRN, offsetof(struct pod, log_path), NULL },
+};
+
+static const struct ejson_field event_rows[] = {
+	{ "type", EJ_STRN, offsetof(struct event, type), NULL },
+	{ "reason", EJ_STRN, offsetof(struct event, reason), NULL },
+	{ "message", EJ_STRN, offsetof(struct event, message), NULL },
+	{ "involvedKind", EJ_STRN, offsetof(struct event, inv_kind), NULL },
+	{ "involvedUid", EJ_UID, offsetof(struct event, inv_uid), NULL },
+	{ "count", EJ_INT, offsetof(struct event, count), NULL },
+	{ "lastTimestamp", EJ_I64, offsetof(struct event, last), NULL },
+};
 
 static json_object *obj_json(const struct obj *o)
 {
 	json_object *j = json_object_new_object();
-	add_s(j, "kind", obj_kind_title(o->kind));
-	add_s(j, "source", o->src->name);
-	add_s(j, "namespace", o->ns);
-	add_s(j, "name", o->name);
-	add_s(j, "uid", o->uid);
-	json_object_object_add(j, "created", json_object_new_int64(o->created));
+	json_object_object_add(j, "kind", json_object_new_string(obj_kind_title(o->kind)));
+	json_object_object_add(j, "source", o->src->name ? json_object_new_string(o->src->name) : NULL);
+	ejson_put(j, o, EJSON_ROWS(obj_rows));
 	switch (o->kind) {
 	case OBJ_VM: {
 		const struct vm *v = (const struct vm *)o;
-		add_s(j, "status", v->printable_status);
-		add_s(j, "runStrategy", v->run_strategy);
-		json_object_object_add(j, "ready", json_object_new_boolean(v->ready));
-		json_object_object_add(j, "generation", json_object_new_int64((int64_t)o->generation));
-		json_object *cs = json_object_new_array();
-		for (int i = 0; i < v->nconds; i++) {
-			json_object *c = json_object_new_object();
-			add_s(c, "type", v->conds[i].type);
-			add_s(c, "status", v->conds[i].status);
-			add_s(c, "reason", v->conds[i].reason);
-			add_s(c, "message", v->conds[i].message);
-			json_object_array_add(cs, c);
-		}
-		json_object_object_add(j, "conditions", cs);
+		ejson_put(j, v, EJSON_ROWS(vm_rows));
+		json_object_object_add(j, "conditions",
+				       ejson_array(v->conds, sizeof *v->conds, v->nconds, EJSON_ROWS(cond_rows)));
 		break;
 	}
 	case OBJ_VMI: {
 		const struct vmi *v = (const struct vmi *)o;
-		add_s(j, "phase", v->phase);
-		add_s(j, "node", v->node);
-		add_s(j, "vmUid", v->vm_uid);
-		json_object_object_add(j, "softwareEmulation", json_object_new_boolean(v->software_emulation));
-		json_object *ph = json_object_new_array();
-		for (int i = 0; i < v->nphases; i++) {
-			json_object *p = json_object_new_object();
-			add_s(p, "phase", v->phases[i].phase);
-			json_object_object_add(p, "at", json_object_new_int64(v->phases[i].at));
-			json_object_array_add(ph, p);
-		}
+		ejson_put(j, v, EJSON_ROWS(vmi_rows));
+		json_object *ph = ejson_array(v->phases, sizeof *v->phases, v->nphases, EJSON_ROWS(phase_rows));
 		json_object_object_add(j, "phaseTransitionTimestamps", ph);
-		json_object *cs = json_object_new_array();
-		for (int i = 0; i < v->nconds; i++) {
-			json_object *c = json_object_new_object();
-			add_s(c, "type", v->conds[i].type);
-			add_s(c, "status", v->conds[i].status);
-			add_s(c, "reason", v->conds[i].reason);
-			json_object_array_add(cs, c);
-		}
-		json_object_object_add(j, "conditions", cs);
+		json_object_object_add(j, "conditions", ejson_array(v->conds, sizeof *v->conds, v->nconds, cond_rows, 3));
 		if (vmi_mig(v)->present)
 			json_object_object_add(j, "migrationState", migrate_state_json(vmi_mig(v)));
 		break;
 	}
-	case OBJ_POD: {
-		const struct pod *p = (const struct pod *)o;
-		add_s(j, "phase", p->phase);
-		add_s(j, "node", p->node);
-		add_s(j, "vmiUid", p->vmi_uid);
-		json_object_object_add(j, "pid", json_object_new_int(p->pid));
-		add_s(j, "cmdline", p->cmdline);
-		add_s(j, "logPath", p->log_path);
+	case OBJ_POD:
+		ejson_put(j, o, EJSON_ROWS(pod_rows));
 		break;
-	}
-	case OBJ_EVENT: {
-		const struct event *e = (const struct event *)o;
-		add_s(j, "type", e->type);
-		add_s(j, "reason", e->reason);
-		add_s(j, "message", e->message);
-		add_s(j, "involvedKind", e->inv_kind);
-		add_s(j, "involvedUid", e->inv_uid);
-		json_object_object_add(j, "count", json_object_new_int(e->count));
-		json_object_object_add(j, "lastTimestamp", json_object_new_int64(e->last));
+	case OBJ_EVENT:
+		ejson_put(j, o, EJSON_ROWS(event_rows));
 		break;
-	}
 	case OBJ_KIND_COUNT:
 		break;
 	}
@@ -512,25 +586,6 @@ static int cmd_get(int argc, char **argv)
 
 /* ---- actions ---- */
 
-struct act_state {
-	bool done;
-	int status;
-	char *msg;
-};
-
-static void act_done(void *arg, int status, const char *message)
-{
-	struct act_state *a = arg;
-	a->done = true;
-	a->status = status;
-	a->msg = xstrdup0(message);
-}
-
-static bool act_finished(void *arg)
-{
-	return ((struct act_state *)arg)->done;
-}
-
 static struct source *source_of_vm(const char *name)
 {
 	for (int s = 0; s < C.nsrcs; s++)
@@ -557,35 +612,25 @@ static int cmd_action(int argc, char **argv)
 			break;
 	struct action_req req = { .act = verbs[vi].act, .grace_period = -1 };
 	const char *name = NULL;
-	bool wait = true;
+	bool force = false, no_wait = false, delete_volumes = false;
 	int timeout = 300;
-	for (int i = 1; i < argc; i++) {
-		if (strcmp(argv[i], "--force") == 0 && req.act == ACT_STOP)
-			req.act = ACT_FORCE_STOP;
-		else if (strcmp(argv[i], "--force") == 0)
-			req.grace_period = 0;
-		else if (strcmp(argv[i], "--grace-period") == 0 && i + 1 < argc)
-			req.grace_period = atoi(argv[++i]);
-		else if (strcmp(argv[i], "--delete-volumes") == 0 && req.act == ACT_DELETE)
-			req.flags |= ENGINE_DELETE_VOLUMES;
-		else if (strcmp(argv[i], "--no-wait") == 0)
-			wait = false;
-		else if (strcmp(argv[i], "--timeout") == 0 && i + 1 < argc)
-			timeout = atoi(argv[++i]);
-		else if (argv[i][0] != '-' && name == NULL)
-			name = argv[i];
-		else {
-			fprintf(stderr, "kvcon engine %s: unexpected '%s'\n", argv[0], argv[i]);
-			return EXIT_USAGE;
-		}
-	}
-	if (name == NULL) {
-		fprintf(stderr, "kvcon engine %s: NAME is required\n", argv[0]);
-		return EXIT_USAGE;
-	}
-	if (req.act == ACT_STOP && req.grace_period == 0)
+	const struct cli_opt rows[] = {
+		{ "--force", CLI_FLAG, &force },	{ "--grace-period", CLI_INT, &req.grace_period },
+		{ "--no-wait", CLI_FLAG, &no_wait },	{ "--timeout", CLI_INT, &timeout },
+		{ "--delete-volumes", CLI_FLAG, &delete_volumes }, /* delete only: the last row */
+	};
+	size_t nrows = sizeof rows / sizeof rows[0] - (req.act != ACT_DELETE);
+	int rc = engine_cli_args(argc, argv, rows, nrows, "NAME", &name);
+	if (rc)
+		return rc;
+	bool wait = !no_wait;
+	if (force && req.act != ACT_STOP)
+		req.grace_period = 0; /* stop --force is its own action (below) */
+	if (delete_volumes)
+		req.flags |= ENGINE_DELETE_VOLUMES;
+	if (req.act == ACT_STOP && (force || req.grace_period == 0))
 		req.act = ACT_FORCE_STOP;
-	int rc = open_engine();
+	rc = open_engine();
 	if (rc)
 		return rc;
 	req.ns = C.ns;
@@ -595,16 +640,16 @@ static int cmd_action(int argc, char **argv)
 		fprintf(stderr, "kvcon: virtualmachine \"%s\" not found in namespace %s\n", name, C.ns);
 		return close_engine(EXIT_API, 0);
 	}
-	struct act_state a = { 0 };
+	struct cli_reply a = { .fd = -1 };
 	char *err = NULL;
-	if (src->ops->action(src, &req, act_done, &a, &err) < 0) {
+	if (src->ops->action(src, &req, engine_cli_reply, &a, &err) < 0) {
 		char *e = util_escape_display(err);
 		fprintf(stderr, "kvcon: %s %s: %s\n", argv[0], name, e);
 		free(e);
 		free(err);
 		return close_engine(EXIT_API, 0);
 	}
-	if (wait && !run_until(act_finished, &a, (uint64_t)timeout * 1000)) {
+	if (wait && !run_until(engine_cli_replied, &a, (uint64_t)timeout * 1000)) {
 		fprintf(stderr, "kvcon: %s %s: not done after %d s\n", argv[0], name, timeout);
 		return close_engine(EXIT_API, 0);
 	}
@@ -762,34 +807,26 @@ static int cmd_console(int argc, char **argv)
 {
 	const char *name = NULL, *logfile = NULL;
 	int timeout = 300;
-	K.steps = xcalloc((size_t)argc + 1, sizeof *K.steps);
-	for (int i = 1; i < argc; i++) {
-		if ((strcmp(argv[i], "--expect") == 0 || strcmp(argv[i], "--send") == 0) && i + 1 < argc) {
-			struct step *s = &K.steps[K.nsteps];
-			s->kind = argv[i][2] == 'e' ? STEP_EXPECT : STEP_SEND;
-			s->arg = argv[++i];
-			if (s->kind == STEP_EXPECT && regcomp(&s->re, s->arg, REG_EXTENDED | REG_NEWLINE) != 0) {
-				fprintf(stderr, "kvcon engine console: bad regular expression '%s'\n", s->arg);
-				return EXIT_USAGE;
-			}
+	struct cli_seq seq = { 0 }; /* --expect and --send, in order */
+	const struct cli_opt rows[] = {
+		{ "--expect", CLI_SEQ, &seq }, { "--send", CLI_SEQ, &seq },	   { "--timeout", CLI_INT, &timeout },
+		{ "--log", CLI_STR, &logfile }, { "--wait-stop", CLI_FLAG, &K.wait_stop },
+	};
+	int rc = engine_cli_args(argc, argv, CLI_ROWS(rows), "NAME", &name);
+	K.steps = xcalloc((size_t)seq.n + 1, sizeof *K.steps);
+	for (int i = 0; rc == 0 && i < seq.n; i++) {
+		struct step *s = &K.steps[K.nsteps];
+		s->kind = strcmp(seq.opt[i], "--expect") == 0 ? STEP_EXPECT : STEP_SEND;
+		s->arg = seq.val[i];
+		if (s->kind == STEP_EXPECT && regcomp(&s->re, s->arg, REG_EXTENDED | REG_NEWLINE) != 0) {
+			fprintf(stderr, "kvcon engine console: bad regular expression '%s'\n", s->arg);
+			rc = EXIT_USAGE;
+		} else
 			K.nsteps++;
-		} else if (strcmp(argv[i], "--timeout") == 0 && i + 1 < argc)
-			timeout = atoi(argv[++i]);
-		else if (strcmp(argv[i], "--log") == 0 && i + 1 < argc)
-			logfile = argv[++i];
-		else if (strcmp(argv[i], "--wait-stop") == 0)
-			K.wait_stop = true;
-		else if (argv[i][0] != '-' && name == NULL)
-			name = argv[i];
-		else {
-			fprintf(stderr, "kvcon engine console: unexpected '%s'\n", argv[i]);
-			return EXIT_USAGE;
-		}
 	}
-	if (name == NULL) {
-		fprintf(stderr, "kvcon engine console: NAME is required\n");
-		return EXIT_USAGE;
-	}
+	engine_cli_seq_free(&seq);
+	if (rc)
+		return rc;
 	K.interactive = K.nsteps == 0 && !K.wait_stop && isatty(0) && isatty(1);
 	if (K.interactive) {
 		/* the console helper's full-screen console (libvterm), fed by the engine's stream */
@@ -812,7 +849,7 @@ static int cmd_console(int argc, char **argv)
 		fprintf(stderr, "kvcon: %s: %s\n", logfile, strerror(errno));
 		return EXIT_USAGE;
 	}
-	int rc = open_engine();
+	rc = open_engine();
 	if (rc)
 		return rc;
 	struct source *src = source_of_vm(name);
@@ -859,25 +896,6 @@ static int cmd_console(int argc, char **argv)
 }
 
 /* ---- vnc: a local port piping one viewer to the display ---- */
-
-struct vnc_state {
-	bool done;
-	int fd;
-	char *err;
-};
-
-static void vnc_cb(void *arg, int fd, const char *err)
-{
-	struct vnc_state *s = arg;
-	s->done = true;
-	s->fd = fd;
-	s->err = xstrdup0(err);
-}
-
-static bool vnc_ready(void *arg)
-{
-	return ((struct vnc_state *)arg)->done;
-}
 
 static void pipe_fds(int a, int b)
 {
@@ -949,16 +967,18 @@ static int cmd_vnc(int argc, char **argv)
 	fflush(stdout);
 	int cl = accept(ls, NULL, NULL);
 	close(ls);
-	struct vnc_state s = { .fd = -1 };
+	struct cli_reply s = { .fd = -1 };
 	char *err = NULL;
-	if (cl < 0 || engine_vnc_open(src, C.ns, name, vnc_cb, &s, &err) < 0 || !run_until(vnc_ready, &s, 30000) ||
-	    s.fd < 0) {
-		fprintf(stderr, "kvcon: vnc %s: %s\n", name, err ? err : s.err ? s.err : "no display");
+	if (cl < 0 || engine_vnc_open(src, C.ns, name, reply_fd, &s, &err) < 0 ||
+	    !run_until(engine_cli_replied, &s, 30000) || s.fd < 0) {
+		fprintf(stderr, "kvcon: vnc %s: %s\n", name, err ? err : s.msg ? s.msg : "no display");
 		free(err);
+		free(s.msg);
 		if (cl >= 0)
 			close(cl);
 		return close_engine(EXIT_API, 0);
 	}
+	free(s.msg);
 	pipe_fds(cl, s.fd);
 	close(cl);
 	close(s.fd);
@@ -970,15 +990,10 @@ static int cmd_vnc(int argc, char **argv)
 static int cmd_reconcile(int argc, char **argv)
 {
 	int secs = 0;
-	for (int i = 1; i < argc; i++) {
-		if (strcmp(argv[i], "--for") == 0 && i + 1 < argc)
-			secs = atoi(argv[++i]);
-		else {
-			fprintf(stderr, "kvcon engine reconcile: unexpected '%s'\n", argv[i]);
-			return EXIT_USAGE;
-		}
-	}
-	int rc = open_engine();
+	const struct cli_opt rows[] = { { "--for", CLI_INT, &secs } };
+	int rc = engine_cli_args(argc, argv, CLI_ROWS(rows), NULL, NULL);
+	if (rc == 0)
+		rc = open_engine();
 	if (rc)
 		return rc;
 	printf("engine ready\n"); /* tests wait for this line: events are registered, the first resync done */

@@ -4,6 +4,7 @@
 #define KVCON_ENGINE_CLI_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 struct kvcon_opts;
@@ -22,6 +23,33 @@ const char *engine_cli_ns(void);
 /* No -c: the engine hosts of the config file ($XDG_CONFIG_HOME/kvcon/config, `engine.host = URI ...`) become the -c list,
  * for the dashboard and every command alike. */
 void engine_cli_config_hosts(struct kvcon_opts *o);
+/* The options of a verb as rows: a flag sets a bool; the others read the next argument (an int, an unsigned long,
+ * a string kept as is, or a (option, value) pair appended in order to a struct cli_seq). */
+enum cli_opt_type { CLI_FLAG, CLI_INT, CLI_ULONG, CLI_STR, CLI_SEQ };
+struct cli_opt {
+	const char *name;
+	enum cli_opt_type type;
+	void *dst;
+};
+struct cli_seq {
+	const char **opt, **val;
+	int n;
+};
+void engine_cli_seq_free(struct cli_seq *s);
+#define CLI_ROWS(t) (t), (sizeof(t) / sizeof((t)[0]))
+/* Parses argv[1..argc) of `kvcon engine VERB` (argv[0] the verb) against the rows, and at most one operand into
+ * *operand; what names it ("NAME") when it is required, NULL when the verb takes none. On anything else prints the
+ * error and returns EXIT_USAGE; else 0. */
+int engine_cli_args(int argc, char **argv, const struct cli_opt *rows, size_t n, const char *what,
+		    const char **operand);
+/* What an asynchronous engine call answered: a callback fills it, engine_cli_replied tells when. */
+struct cli_reply {
+	bool done;
+	int status, fd;
+	char *msg; /* owned */
+};
+void engine_cli_reply(void *reply, int status, const char *msg); /* an action_done_cb */
+bool engine_cli_replied(void *reply);
 /* migcli.c */
 int migrate_cmd(int argc, char **argv);
 int drain_cmd(int argc, char **argv);

@@ -23,8 +23,9 @@
 #if defined(__x86_64__)
 /* The guest. It runs from the firmware ROM at 0xffff0000 (code at offset 0), so every absolute address is written
  * as (label - start + 0xffff0000): assemble-time constants, nothing for the linker to relocate. Page tables, the
- * IDT, a counter and the stack live in the first megabyte of guest RAM. Ports: COM1 (0x3f8) for the phase words,
- * isa-debug-exit (0xf4) to end QEMU. Every local label is .L-prefixed so nothing leaks into C's namespace. */
+ * IDT, a counter and the stack live in the first megabyte of guest RAM. It talks only through COM1 (0x3f8) and
+ * needs no device beyond the machine's own, so any QEMU build runs it. Local labels are .L-prefixed: nothing leaks
+ * into C's namespace. */
 __asm__(
 	".pushsection .rodata\n"
 	".globl kvmprobe_code\n"
@@ -141,11 +142,7 @@ __asm__(
 	"	movl $(.Lmsg_fault - .Lmsg_ok), %ecx\n"
 	"	movl $0x3f8, %edx\n"
 	"	rep outsb\n"
-	"	xorl %eax, %eax\n"
-	".Lexit:\n"
-	"	movl $0xf4, %edx\n"
-	"	outl %eax, %dx\n"
-	".Lstop:\n"
+	".Lstop:\n"                 /* the host ends QEMU once it has read the last word */
 	"	cli\n"
 	"	hlt\n"
 	"	jmp .Lstop\n"
@@ -172,8 +169,7 @@ __asm__(
 	"	movl $(.Lmsg_end - .Lmsg_fault), %ecx\n"
 	"	movl $0x3f8, %edx\n"
 	"	rep outsb\n"
-	"	movl $1, %eax\n"
-	"	jmp .Lexit\n"
+	"	jmp .Lstop\n"
 	".Lmsg_pm: .ascii \"KVCON-PROBE pm\"\n"
 	".Lmsg_lm: .ascii \" lm\"\n"
 	".Lmsg_cpu: .ascii \" cpu\"\n"
@@ -253,10 +249,31 @@ static void see(struct kvmprobe_report *r, const char *out, uint64_t t0, uint64_
 			break;
 		snprintf(r->phase, sizeof r->phase, "%s", phases[i].word);
 	}
-	if (*t_lm == 0 && (strcmp(r->phase, "lm") == 0 || strcmp(r->phase, "cpu") == 0 || strcmp(r->phase, "ok") == 0)) {
+	if (*t_lm == 0 && r->phase[0] && strcmp(r->phase, "pm") != 0) { /* lm or a later phase */
 		*t_lm = util_now_ms();
 		r->start_ms = (unsigned)(*t_lm - t0);
 	}
+}
+
+/* The QEMU to probe with when none is named: the usual name on $PATH, then where distributions that call it
+ * qemu-kvm put it. */
+static const char *const emulators[] = { "qemu-system-x86_64", "/usr/libexec/qemu-kvm", "/usr/bin/qemu-kvm" };
+
+static bool runnable(const char *prog)
+{
+	if (strchr(prog, '/'))
+		return access(prog, X_OK) == 0;
+	const char *path = getenv("PATH");
+	for (const char *p = path ? path : "/usr/bin:/bin"; *p;) {
+		size_t n = strcspn(p, ":");
+		char *f = xasprintf("%.*s/%s", (int)n, p, prog);
+		bool ok = n > 0 && access(f, X_OK) == 0;
+		free(f);
+		if (ok)
+			return true;
+		p += n + (p[n] == ':');
+	}
+	return false;
 }
 
 static pid_t spawn(const char *qemu, const char *accel, int img_fd, int out, int err)
@@ -271,17 +288,20 @@ static pid_t spawn(const char *qemu, const char *accel, int img_fd, int out, int
 	dup2(null, 0);
 	dup2(out, 1);
 	dup2(err, 2);
-	execlp(qemu, qemu, "-accel", acc, "-M", "pc", "-m", "32", "-nodefaults", "-no-user-config", "-display", "none",
-	       "-no-reboot", "-bios", bios, "-serial", "stdio", "-device", "isa-debug-exit,iobase=0xf4,iosize=4",
-	       (char *)NULL);
+	/* q35: the machine every current QEMU build has (some distributions drop i440fx) */
+	execlp(qemu, qemu, "-accel", acc, "-M", "q35", "-m", "32", "-nodefaults", "-no-user-config", "-display", "none",
+	       "-no-reboot", "-bios", bios, "-serial", "stdio", (char *)NULL);
 	_exit(127);
 }
 
 bool kvmprobe_run(const char *qemu, const char *accel, struct kvmprobe_report *r)
 {
 	memset(r, 0, sizeof *r);
+	for (size_t i = 0; qemu == NULL && i < sizeof emulators / sizeof emulators[0]; i++)
+		if (runnable(emulators[i]))
+			qemu = emulators[i];
 	if (qemu == NULL)
-		qemu = "qemu-system-x86_64";
+		qemu = emulators[0]; /* the error then names it */
 	size_t len = 0;
 	unsigned char *img = kvmprobe_image_new(&len);
 	int img_fd = -1, out[2] = { -1, -1 }, err[2] = { -1, -1 };

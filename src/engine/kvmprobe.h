@@ -24,7 +24,8 @@ struct kvmprobe_report {
 
 /* The 64 KiB image QEMU maps as its firmware (-bios); the reset vector jumps to the probe code. Caller frees. */
 unsigned char *kvmprobe_image_new(size_t *len);
-/* Boots the probe guest under `qemu -accel ACCEL` ("kvm" or "tcg"; qemu NULL = qemu-system-x86_64 on $PATH)
+/* Boots the probe guest under `qemu -accel ACCEL` ("kvm" or "tcg"; qemu NULL: qemu-system-x86_64 on $PATH, else
+ * qemu-kvm)
  * and fills r. Blocks for at most KVMPROBE_START_MS + KVMPROBE_BUDGET_MS. Returns r->ok. */
 bool kvmprobe_run(const char *qemu, const char *accel, struct kvmprobe_report *r);
 void kvmprobe_report_clear(struct kvmprobe_report *r);

@@ -15,23 +15,13 @@
 #include "model/store.h"
 
 struct mig_wait {
-	bool done;
-	int status;
-	char *msg;
+	struct cli_reply r; /* the job's end (engine_cli_reply) */
 	struct source *src;
 	const char *ns, *name;
 	uint64_t last_print;
 	int last_pct;
 	bool quiet;
 };
-
-static void mig_done(void *arg, int status, const char *message)
-{
-	struct mig_wait *w = arg;
-	w->done = true;
-	w->status = status;
-	w->msg = xstrdup0(message);
-}
 
 static const struct vmi *find_vmi(const struct mig_wait *w)
 {
@@ -68,7 +58,7 @@ static bool mig_finished(void *arg)
 {
 	struct mig_wait *w = arg;
 	print_progress(w);
-	return w->done;
+	return w->r.done;
 }
 
 static struct source *source_of(const char *ns, const char *name)
@@ -98,7 +88,7 @@ static int migrate_one(const char *ns, const char *name, const struct migrate_op
 	}
 	struct mig_wait w = { .src = src, .ns = ns, .name = name, .quiet = quiet };
 	char *err = NULL;
-	if (engine_migrate(src, ns, name, o, mig_done, &w, &err) < 0) {
+	if (engine_migrate(src, ns, name, o, engine_cli_reply, &w.r, &err) < 0) {
 		print_err("migrate", name, err);
 		free(err);
 		return EXIT_API;
@@ -110,20 +100,20 @@ static int migrate_one(const char *ns, const char *name, const struct migrate_op
 		free(err);
 		w.quiet = true;
 		engine_cli_run_until(mig_finished, &w, 60000);
-		free(w.msg);
+		free(w.r.msg);
 		return EXIT_API;
 	}
 	int rc = EXIT_OK;
-	if (w.status != 0) {
-		print_err("migrate", name, w.msg);
+	if (w.r.status != 0) {
+		print_err("migrate", name, w.r.msg);
 		rc = EXIT_API;
 	} else {
-		char *e = util_escape_display(w.msg ? w.msg : "migrated");
+		char *e = util_escape_display(w.r.msg ? w.r.msg : "migrated");
 		printf("virtualmachine %s %s\n", name, e);
 		free(e);
 	}
 	fflush(stdout);
-	free(w.msg);
+	free(w.r.msg);
 	return rc;
 }
 
@@ -138,70 +128,39 @@ static int abort_cmd(const char *ns, const char *name)
 	}
 	char *err = NULL;
 	struct mig_wait w = { .ns = ns, .name = name, .quiet = true };
-	if (migrate_abort_any(src, ns, name, mig_done, &w, &err) < 0) {
+	if (migrate_abort_any(src, ns, name, engine_cli_reply, &w.r, &err) < 0) {
 		print_err("migrate --abort", name, err);
 		free(err);
 		return EXIT_API;
 	}
 	engine_cli_run_until(mig_finished, &w, 30000);
-	if (!w.done || w.status != 0) {
-		print_err("migrate --abort", name, w.done ? w.msg : "no answer from the source host");
-		free(w.msg);
+	if (!w.r.done || w.r.status != 0) {
+		print_err("migrate --abort", name, w.r.done ? w.r.msg : "no answer from the source host");
+		free(w.r.msg);
 		return EXIT_API;
 	}
 	printf("virtualmachine %s: migration abort requested\n", name);
-	free(w.msg);
+	free(w.r.msg);
 	return EXIT_OK;
 }
 
-static int parse_common(int argc, char **argv, int *i, struct migrate_opts *o)
-{
-	const char *a = argv[*i];
-	if (strcmp(a, "--to") == 0 && *i + 1 < argc)
-		o->target = argv[++*i];
-	else if (strcmp(a, "--bandwidth") == 0 && *i + 1 < argc)
-		o->bandwidth = strtoul(argv[++*i], NULL, 10);
-	else if (strcmp(a, "--timeout") == 0 && *i + 1 < argc)
-		o->timeout = atoi(argv[++*i]);
-	else if (strcmp(a, "--auto-converge") == 0)
-		o->auto_converge = true;
-	else if (strcmp(a, "--postcopy") == 0)
-		o->postcopy = true;
-	else if (strcmp(a, "--copy-storage") == 0)
-		o->copy_storage = true;
-	else if (strcmp(a, "--migrate-uri") == 0 && *i + 1 < argc)
-		o->mig_uri = argv[++*i];
-	else
-		return -1;
-	return 0;
-}
+/* the options migrate and drain share: rows on a struct migrate_opts */
+#define MIGRATE_ROWS(o)                                                                             \
+	{ "--to", CLI_STR, &(o).target }, { "--bandwidth", CLI_ULONG, &(o).bandwidth },              \
+	{ "--timeout", CLI_INT, &(o).timeout }, { "--auto-converge", CLI_FLAG, &(o).auto_converge }, \
+	{ "--postcopy", CLI_FLAG, &(o).postcopy }, { "--copy-storage", CLI_FLAG, &(o).copy_storage }, \
+	{ "--migrate-uri", CLI_STR, &(o).mig_uri }
 
 int migrate_cmd(int argc, char **argv)
 {
 	struct migrate_opts o = { 0 };
 	const char *name = NULL;
 	bool abort_it = false, quiet = false;
-	for (int i = 1; i < argc; i++) {
-		if (parse_common(argc, argv, &i, &o) == 0)
-			continue;
-		if (strcmp(argv[i], "--offline") == 0)
-			o.offline = true;
-		else if (strcmp(argv[i], "--abort") == 0)
-			abort_it = true;
-		else if (strcmp(argv[i], "--quiet") == 0)
-			quiet = true;
-		else if (argv[i][0] != '-' && name == NULL)
-			name = argv[i];
-		else {
-			fprintf(stderr, "kvcon engine migrate: unexpected '%s'\n", argv[i]);
-			return EXIT_USAGE;
-		}
-	}
-	if (name == NULL) {
-		fprintf(stderr, "kvcon engine migrate: NAME is required\n");
-		return EXIT_USAGE;
-	}
-	int rc = engine_cli_open();
+	const struct cli_opt rows[] = { MIGRATE_ROWS(o), { "--offline", CLI_FLAG, &o.offline },
+					{ "--abort", CLI_FLAG, &abort_it }, { "--quiet", CLI_FLAG, &quiet } };
+	int rc = engine_cli_args(argc, argv, CLI_ROWS(rows), "NAME", &name);
+	if (rc == 0)
+		rc = engine_cli_open();
 	if (rc)
 		return rc;
 	const char *ns = engine_cli_ns();
@@ -213,21 +172,10 @@ int drain_cmd(int argc, char **argv)
 {
 	struct migrate_opts o = { 0 };
 	const char *host = NULL;
-	for (int i = 1; i < argc; i++) {
-		if (parse_common(argc, argv, &i, &o) == 0)
-			continue;
-		if (argv[i][0] != '-' && host == NULL)
-			host = argv[i];
-		else {
-			fprintf(stderr, "kvcon engine drain: unexpected '%s'\n", argv[i]);
-			return EXIT_USAGE;
-		}
-	}
-	if (host == NULL) {
-		fprintf(stderr, "kvcon engine drain: HOST is required\n");
-		return EXIT_USAGE;
-	}
-	int rc = engine_cli_open();
+	const struct cli_opt rows[] = { MIGRATE_ROWS(o) };
+	int rc = engine_cli_args(argc, argv, CLI_ROWS(rows), "HOST", &host);
+	if (rc == 0)
+		rc = engine_cli_open();
 	if (rc)
 		return rc;
 	int n;

@@ -11,6 +11,7 @@
 #include <signal.h>
 #include <stdarg.h>
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +24,7 @@
 #include "core/opts.h"
 #include "core/util.h"
 #include "core/xmalloc.h"
+#include "engine/ejson.h"
 #include "engine/engine.h"
 #include "engine/evm.h"
 #include "engine/host.h"
@@ -153,87 +155,68 @@ void emig_free(struct emig *m)
 	free(m);
 }
 
-static void jput_s(json_object *o, const char *k, const char *s)
-{
-	if (s)
-		json_object_object_add(o, k, json_object_new_string(s));
-}
+/* migrationState as the record keeps it (and as VMIs show it, below): the same keys KubeVirt uses */
+static const struct ejson_field emig_rows[] = {
+	{ "migrationUid", EJ_UID, offsetof(struct emig, uid), NULL },
+	{ "sourceNode", EJ_STR, offsetof(struct emig, source_node), NULL },
+	{ "targetNode", EJ_STR, offsetof(struct emig, target_node), NULL },
+	{ "startTimestamp", EJ_I64, offsetof(struct emig, start), NULL },
+	{ "endTimestamp", EJ_I64, offsetof(struct emig, end), NULL },
+	{ "completed", EJ_BOOL, offsetof(struct emig, completed), NULL },
+	{ "failed", EJ_BOOL, offsetof(struct emig, failed), NULL },
+	{ "abortRequested", EJ_BOOL, offsetof(struct emig, abort_requested), NULL },
+	{ "abortStatus", EJ_STR, offsetof(struct emig, abort_status), NULL },
+	{ "mode", EJ_STR, offsetof(struct emig, mode), NULL },
+	{ "failureReason", EJ_STR, offsetof(struct emig, failure_reason), NULL },
+	{ "downtimeMs", EJ_I64, offsetof(struct emig, downtime_ms), NULL },
+	{ "elapsedMs", EJ_I64, offsetof(struct emig, elapsed_ms), NULL },
+	{ "dataTotal", EJ_U64, offsetof(struct emig, total), NULL },
+	{ "dataProcessed", EJ_U64, offsetof(struct emig, processed), NULL },
+};
 
-static void jput_i(json_object *o, const char *k, int64_t i)
-{
-	json_object_object_add(o, k, json_object_new_int64(i));
-}
+static const struct ejson_field launcher_rows[] = {
+	{ "launcherUid", EJ_UID, offsetof(struct mig_launcher, uid), NULL },
+	{ "node", EJ_STR, offsetof(struct mig_launcher, node), NULL },
+	{ "pid", EJ_INT, offsetof(struct mig_launcher, pid), NULL },
+	{ "started", EJ_I64, offsetof(struct mig_launcher, started), NULL },
+	{ "ended", EJ_I64, offsetof(struct mig_launcher, ended), NULL },
+};
 
-static const char *jget_s(json_object *o, const char *k)
-{
-	json_object *v;
-	return json_object_object_get_ex(o, k, &v) && json_object_is_type(v, json_type_string)
-		       ? json_object_get_string(v)
-		       : NULL;
-}
-
-static int64_t jget_i(json_object *o, const char *k)
-{
-	json_object *v;
-	return json_object_object_get_ex(o, k, &v) ? json_object_get_int64(v) : 0;
-}
-
-static bool jget_b(json_object *o, const char *k)
-{
-	json_object *v;
-	return json_object_object_get_ex(o, k, &v) && json_object_get_boolean(v);
-}
+static const struct ejson_field state_rows[] = {
+	{ "migrationUid", EJ_UID, offsetof(struct migration_state, migration_uid), NULL },
+	{ "sourceNode", EJ_ISTR, offsetof(struct migration_state, source_node), NULL },
+	{ "targetNode", EJ_ISTR, offsetof(struct migration_state, target_node), NULL },
+	{ "sourcePod", EJ_STR, offsetof(struct migration_state, source_pod), NULL },
+	{ "targetPod", EJ_STR, offsetof(struct migration_state, target_pod), NULL },
+	{ "startTimestamp", EJ_I64, offsetof(struct migration_state, start), NULL },
+	{ "endTimestamp", EJ_I64, offsetof(struct migration_state, end), NULL },
+	{ "completed", EJ_BOOL, offsetof(struct migration_state, completed), NULL },
+	{ "failed", EJ_BOOL, offsetof(struct migration_state, failed), NULL },
+	{ "abortRequested", EJ_BOOL, offsetof(struct migration_state, abort_requested), NULL },
+	{ "abortStatus", EJ_ISTR, offsetof(struct migration_state, abort_status), NULL },
+	{ "mode", EJ_ISTR, offsetof(struct migration_state, mode), NULL },
+	{ "failureReason", EJ_STR, offsetof(struct migration_state, failure_reason), NULL },
+	{ "progress", EJ_INT, offsetof(struct migration_state, progress_pct), NULL },
+	{ "dataProcessed", EJ_U64, offsetof(struct migration_state, data_processed), NULL },
+	{ "dataRemaining", EJ_U64, offsetof(struct migration_state, data_remaining), NULL },
+	{ "memoryDirtyRate", EJ_U64, offsetof(struct migration_state, dirty_rate), NULL },
+	{ "memoryIteration", EJ_INT, offsetof(struct migration_state, iteration), NULL },
+	{ "downtimeMs", EJ_I64, offsetof(struct migration_state, downtime_ms), NULL },
+};
 
 json_object *emig_json(const struct emig *m)
 {
 	json_object *o = json_object_new_object();
-	jput_s(o, "migrationUid", m->uid);
-	jput_s(o, "sourceNode", m->source_node);
-	jput_s(o, "targetNode", m->target_node);
-	jput_i(o, "startTimestamp", m->start);
-	jput_i(o, "endTimestamp", m->end);
-	json_object_object_add(o, "completed", json_object_new_boolean(m->completed));
-	json_object_object_add(o, "failed", json_object_new_boolean(m->failed));
-	json_object_object_add(o, "abortRequested", json_object_new_boolean(m->abort_requested));
-	jput_s(o, "abortStatus", m->abort_status);
-	jput_s(o, "mode", m->mode);
-	jput_s(o, "failureReason", m->failure_reason);
-	jput_i(o, "downtimeMs", m->downtime_ms);
-	jput_i(o, "elapsedMs", m->elapsed_ms);
-	jput_i(o, "dataTotal", (int64_t)m->total);
-	jput_i(o, "dataProcessed", (int64_t)m->processed);
-	json_object *a = json_object_new_array();
-	for (int i = 0; i < m->nprev; i++) {
-		json_object *p = json_object_new_object();
-		jput_s(p, "launcherUid", m->prev[i].uid);
-		jput_s(p, "node", m->prev[i].node);
-		jput_i(p, "pid", m->prev[i].pid);
-		jput_i(p, "started", m->prev[i].started);
-		jput_i(p, "ended", m->prev[i].ended);
-		json_object_array_add(a, p);
-	}
-	json_object_object_add(o, "previousLaunchers", a);
+	ejson_put(o, m, EJSON_ROWS(emig_rows));
+	json_object_object_add(o, "previousLaunchers",
+			       ejson_array(m->prev, sizeof m->prev[0], m->nprev, EJSON_ROWS(launcher_rows)));
 	return o;
 }
 
 struct emig *emig_from(json_object *o)
 {
 	struct emig *m = xcalloc(1, sizeof *m);
-	snprintf(m->uid, UID_LEN, "%s", jget_s(o, "migrationUid") ? jget_s(o, "migrationUid") : "");
-	m->source_node = xstrdup0(jget_s(o, "sourceNode"));
-	m->target_node = xstrdup0(jget_s(o, "targetNode"));
-	m->start = jget_i(o, "startTimestamp");
-	m->end = jget_i(o, "endTimestamp");
-	m->completed = jget_b(o, "completed");
-	m->failed = jget_b(o, "failed");
-	m->abort_requested = jget_b(o, "abortRequested");
-	m->abort_status = xstrdup0(jget_s(o, "abortStatus"));
-	m->mode = xstrdup0(jget_s(o, "mode"));
-	m->failure_reason = xstrdup0(jget_s(o, "failureReason"));
-	m->downtime_ms = jget_i(o, "downtimeMs");
-	m->elapsed_ms = jget_i(o, "elapsedMs");
-	m->total = (uint64_t)jget_i(o, "dataTotal");
-	m->processed = (uint64_t)jget_i(o, "dataProcessed");
+	ejson_get(m, o, EJSON_ROWS(emig_rows));
 	m->progress_pct = m->completed ? 100 : -1;
 	if (!m->completed && !m->failed) {
 		/* the process that ran it ended before it did: its outcome was not observed */
@@ -242,42 +225,16 @@ struct emig *emig_from(json_object *o)
 		m->failure_reason = xstrdup("the kvcon process running this migration ended before it did; "
 					    "the domain stays where libvirt left it");
 	}
-	json_object *a;
-	if (json_object_object_get_ex(o, "previousLaunchers", &a) && json_object_is_type(a, json_type_array))
-		for (size_t i = 0; i < json_object_array_length(a) && m->nprev < MIG_MAX_PREV; i++) {
-			json_object *p = json_object_array_get_idx(a, i);
-			struct mig_launcher *l = &m->prev[m->nprev++];
-			snprintf(l->uid, UID_LEN, "%s", jget_s(p, "launcherUid") ? jget_s(p, "launcherUid") : "");
-			l->node = xstrdup0(jget_s(p, "node"));
-			l->pid = (int)jget_i(p, "pid");
-			l->started = jget_i(p, "started");
-			l->ended = jget_i(p, "ended");
-		}
+	json_object *a = ejson_child(o, "previousLaunchers", json_type_array);
+	for (size_t i = 0; a && i < json_object_array_length(a) && m->nprev < MIG_MAX_PREV; i++)
+		ejson_get(&m->prev[m->nprev++], json_object_array_get_idx(a, i), EJSON_ROWS(launcher_rows));
 	return m;
 }
 
 json_object *migrate_state_json(const struct migration_state *m)
 {
 	json_object *o = json_object_new_object();
-	jput_s(o, "migrationUid", m->migration_uid);
-	jput_s(o, "sourceNode", m->source_node);
-	jput_s(o, "targetNode", m->target_node);
-	jput_s(o, "sourcePod", m->source_pod);
-	jput_s(o, "targetPod", m->target_pod);
-	jput_i(o, "startTimestamp", m->start);
-	jput_i(o, "endTimestamp", m->end);
-	json_object_object_add(o, "completed", json_object_new_boolean(m->completed));
-	json_object_object_add(o, "failed", json_object_new_boolean(m->failed));
-	json_object_object_add(o, "abortRequested", json_object_new_boolean(m->abort_requested));
-	jput_s(o, "abortStatus", m->abort_status);
-	jput_s(o, "mode", m->mode);
-	jput_s(o, "failureReason", m->failure_reason);
-	jput_i(o, "progress", m->progress_pct);
-	jput_i(o, "dataProcessed", (int64_t)m->data_processed);
-	jput_i(o, "dataRemaining", (int64_t)m->data_remaining);
-	jput_i(o, "memoryDirtyRate", (int64_t)m->dirty_rate);
-	jput_i(o, "memoryIteration", m->iteration);
-	jput_i(o, "downtimeMs", m->downtime_ms);
+	ejson_put(o, m, EJSON_ROWS(state_rows));
 	return o;
 }
 

@@ -1,12 +1,14 @@
 /* The engine's record of a VM as JSON (json-c): manifest, identity, live run strategy, the current execution,
  * past executions and events. Written atomically by the host worker after every change. */
 #include <json-c/json.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/intern.h"
 #include "core/xmalloc.h"
+#include "engine/ejson.h"
 #include "engine/evm.h"
 #include "engine/migrate.h"
 
@@ -54,51 +56,78 @@ void evm_free(struct evm *v)
 	free(v);
 }
 
-static void put_s(json_object *o, const char *k, const char *s)
-{
-	if (s)
-		json_object_object_add(o, k, json_object_new_string(s));
-}
+/* The record's fields, in the order they are written. */
+static const struct ejson_field vm_rows[] = {
+	{ "uid", EJ_UID, offsetof(struct evm, uid), NULL },
+	{ "generation", EJ_U64, offsetof(struct evm, generation), NULL },
+	{ "created", EJ_I64, offsetof(struct evm, created), NULL },
+	{ "runStrategy", EJ_STR, offsetof(struct evm, run_strategy), NULL },
+	{ "startRequested", EJ_BOOL, offsetof(struct evm, req_start), NULL },
+	{ "stopRequested", EJ_BOOL, offsetof(struct evm, req_stop), NULL },
+	{ "failures", EJ_INT, offsetof(struct evm, failures), NULL },
+	{ "retryAfter", EJ_I64, offsetof(struct evm, retry_after), NULL },
+	{ "startError", EJ_STR, offsetof(struct evm, start_error), NULL },
+	{ "manifest", EJ_STR, offsetof(struct evm, text), NULL },
+};
 
-static void put_i(json_object *o, const char *k, int64_t i)
-{
-	json_object_object_add(o, k, json_object_new_int64(i));
-}
+/* the execution: identity, then its phase history, then the rest */
+static const struct ejson_field exec_head[] = {
+	{ "uid", EJ_UID, offsetof(struct exec, uid), NULL },
+	{ "launcherUid", EJ_UID, offsetof(struct exec, launcher), NULL },
+	{ "phase", EJ_ISTR, offsetof(struct exec, phase), "Failed" },
+};
 
-static void put_b(json_object *o, const char *k, bool b)
-{
-	json_object_object_add(o, k, json_object_new_boolean(b));
-}
+static const struct ejson_field phase_rows[] = {
+	{ "phase", EJ_ISTR, offsetof(struct phase_time, phase), NULL },
+	{ "at", EJ_I64, offsetof(struct phase_time, at), NULL },
+};
+
+static const struct ejson_field exec_rows[] = {
+	{ "node", EJ_STR, offsetof(struct exec, node), NULL },
+	{ "pid", EJ_INT, offsetof(struct exec, pid), NULL },
+	{ "created", EJ_I64, offsetof(struct exec, created), NULL },
+	{ "started", EJ_I64, offsetof(struct exec, started), NULL },
+	{ "ended", EJ_I64, offsetof(struct exec, ended), NULL },
+	{ "cmdline", EJ_STR, offsetof(struct exec, cmdline), NULL },
+	{ "logPath", EJ_STR, offsetof(struct exec, log_path), NULL },
+	{ "serialLog", EJ_STR, offsetof(struct exec, serial_log), NULL },
+	{ "runDir", EJ_STR, offsetof(struct exec, run_dir), NULL },
+	{ "how", EJ_STR, offsetof(struct exec, how), NULL },
+	{ "message", EJ_STR, offsetof(struct exec, message), NULL },
+	{ "generation", EJ_U64, offsetof(struct exec, generation), NULL },
+	{ "paused", EJ_BOOL, offsetof(struct exec, paused), NULL },
+	{ "stopByUs", EJ_BOOL, offsetof(struct exec, stop_by_us), NULL },
+	{ "tcg", EJ_BOOL, offsetof(struct exec, tcg), NULL },
+};
+
+static const struct ejson_field past_rows[] = {
+	{ "uid", EJ_UID, offsetof(struct evm_past, uid), NULL },
+	{ "launcherUid", EJ_UID, offsetof(struct evm_past, launcher), NULL },
+	{ "node", EJ_STR, offsetof(struct evm_past, node), NULL },
+	{ "how", EJ_STR, offsetof(struct evm_past, how), NULL },
+	{ "started", EJ_I64, offsetof(struct evm_past, started), NULL },
+	{ "ended", EJ_I64, offsetof(struct evm_past, ended), NULL },
+};
+
+static const struct ejson_field event_rows[] = {
+	{ "uid", EJ_UID, offsetof(struct evm_event, uid), NULL },
+	{ "type", EJ_ISTR, offsetof(struct evm_event, type), "Normal" },
+	{ "reason", EJ_ISTR, offsetof(struct evm_event, reason), "" },
+	{ "message", EJ_STR, offsetof(struct evm_event, message), "" },
+	{ "onVMI", EJ_BOOL, offsetof(struct evm_event, on_vmi), NULL },
+	{ "involvedUid", EJ_UID, offsetof(struct evm_event, inv_uid), NULL },
+	{ "first", EJ_I64, offsetof(struct evm_event, first), NULL },
+	{ "last", EJ_I64, offsetof(struct evm_event, last), NULL },
+	{ "count", EJ_INT, offsetof(struct evm_event, count), NULL },
+};
 
 static json_object *exec_json(const struct exec *x)
 {
 	json_object *o = json_object_new_object();
-	put_s(o, "uid", x->uid);
-	put_s(o, "launcherUid", x->launcher);
-	put_s(o, "phase", x->phase);
-	json_object *ph = json_object_new_array();
-	for (int i = 0; i < x->nphases; i++) {
-		json_object *p = json_object_new_object();
-		put_s(p, "phase", x->phases[i].phase);
-		put_i(p, "at", x->phases[i].at);
-		json_object_array_add(ph, p);
-	}
-	json_object_object_add(o, "phaseTransitionTimestamps", ph);
-	put_s(o, "node", x->node);
-	put_i(o, "pid", x->pid);
-	put_i(o, "created", x->created);
-	put_i(o, "started", x->started);
-	put_i(o, "ended", x->ended);
-	put_s(o, "cmdline", x->cmdline);
-	put_s(o, "logPath", x->log_path);
-	put_s(o, "serialLog", x->serial_log);
-	put_s(o, "runDir", x->run_dir);
-	put_s(o, "how", x->how);
-	put_s(o, "message", x->message);
-	put_i(o, "generation", (int64_t)x->generation);
-	put_b(o, "paused", x->paused);
-	put_b(o, "stopByUs", x->stop_by_us);
-	put_b(o, "tcg", x->tcg);
+	ejson_put(o, x, EJSON_ROWS(exec_head));
+	json_object_object_add(o, "phaseTransitionTimestamps",
+			       ejson_array(x->phases, sizeof x->phases[0], x->nphases, EJSON_ROWS(phase_rows)));
+	ejson_put(o, x, EJSON_ROWS(exec_rows));
 	if (x->mig)
 		json_object_object_add(o, "migrationState", emig_json(x->mig));
 	return o;
@@ -107,111 +136,32 @@ static json_object *exec_json(const struct exec *x)
 char *record_dump(const struct evm *v)
 {
 	json_object *o = json_object_new_object();
-	put_s(o, "apiVersion", "engine.kvcon.dev/v1");
-	put_s(o, "kind", "EngineVirtualMachine");
-	put_s(o, "uid", v->uid);
-	put_i(o, "generation", (int64_t)v->generation);
-	put_i(o, "created", v->created);
-	put_s(o, "runStrategy", v->run_strategy);
-	put_b(o, "startRequested", v->req_start);
-	put_b(o, "stopRequested", v->req_stop);
-	put_i(o, "failures", v->failures);
-	put_i(o, "retryAfter", v->retry_after);
-	put_s(o, "startError", v->start_error);
-	put_s(o, "manifest", v->text);
+	json_object_object_add(o, "apiVersion", json_object_new_string("engine.kvcon.dev/v1"));
+	json_object_object_add(o, "kind", json_object_new_string("EngineVirtualMachine"));
+	ejson_put(o, v, EJSON_ROWS(vm_rows));
 	if (v->cur)
 		json_object_object_add(o, "execution", exec_json(v->cur));
-	json_object *hist = json_object_new_array();
-	for (int i = 0; i < v->npast; i++) {
-		json_object *p = json_object_new_object();
-		put_s(p, "uid", v->past[i].uid);
-		put_s(p, "launcherUid", v->past[i].launcher);
-		put_s(p, "node", v->past[i].node);
-		put_s(p, "how", v->past[i].how);
-		put_i(p, "started", v->past[i].started);
-		put_i(p, "ended", v->past[i].ended);
-		json_object_array_add(hist, p);
-	}
-	json_object_object_add(o, "history", hist);
-	json_object *evs = json_object_new_array();
-	for (int i = 0; i < v->nevents; i++) {
-		const struct evm_event *e = &v->events[i];
-		json_object *p = json_object_new_object();
-		put_s(p, "uid", e->uid);
-		put_s(p, "type", e->type);
-		put_s(p, "reason", e->reason);
-		put_s(p, "message", e->message);
-		put_b(p, "onVMI", e->on_vmi);
-		put_s(p, "involvedUid", e->inv_uid);
-		put_i(p, "first", e->first);
-		put_i(p, "last", e->last);
-		put_i(p, "count", e->count);
-		json_object_array_add(evs, p);
-	}
-	json_object_object_add(o, "events", evs);
+	json_object_object_add(o, "history", ejson_array(v->past, sizeof v->past[0], v->npast, EJSON_ROWS(past_rows)));
+	json_object_object_add(o, "events",
+			       ejson_array(v->events, sizeof v->events[0], v->nevents, EJSON_ROWS(event_rows)));
 	char *s = xstrdup(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE));
 	json_object_put(o);
 	return s;
 }
 
-static const char *get_s(json_object *o, const char *k)
-{
-	json_object *v;
-	return json_object_object_get_ex(o, k, &v) && json_object_is_type(v, json_type_string)
-		       ? json_object_get_string(v)
-		       : NULL;
-}
-
-static int64_t get_i(json_object *o, const char *k)
-{
-	json_object *v;
-	return json_object_object_get_ex(o, k, &v) ? json_object_get_int64(v) : 0;
-}
-
-static bool get_b(json_object *o, const char *k)
-{
-	json_object *v;
-	return json_object_object_get_ex(o, k, &v) && json_object_get_boolean(v);
-}
-
-static void uid_copy(char dst[UID_LEN], const char *s)
-{
-	snprintf(dst, UID_LEN, "%s", s ? s : "");
-}
-
 static struct exec *exec_from(json_object *o)
 {
 	struct exec *x = exec_new();
-	uid_copy(x->uid, get_s(o, "uid"));
-	uid_copy(x->launcher, get_s(o, "launcherUid"));
-	x->phase = intern(get_s(o, "phase") ? get_s(o, "phase") : "Failed");
-	json_object *ph;
-	if (json_object_object_get_ex(o, "phaseTransitionTimestamps", &ph) && json_object_is_type(ph, json_type_array))
-		for (size_t i = 0; i < json_object_array_length(ph) && x->nphases < EVM_MAX_PHASES; i++) {
-			json_object *p = json_object_array_get_idx(ph, i);
-			const char *phase = get_s(p, "phase");
-			if (phase == NULL)
-				continue;
-			x->phases[x->nphases].phase = intern(phase);
-			x->phases[x->nphases++].at = get_i(p, "at");
-		}
-	x->node = xstrdup0(get_s(o, "node"));
-	x->pid = (int)get_i(o, "pid");
-	x->created = get_i(o, "created");
-	x->started = get_i(o, "started");
-	x->ended = get_i(o, "ended");
-	x->cmdline = xstrdup0(get_s(o, "cmdline"));
-	x->log_path = xstrdup0(get_s(o, "logPath"));
-	x->serial_log = xstrdup0(get_s(o, "serialLog"));
-	x->run_dir = xstrdup0(get_s(o, "runDir"));
-	x->how = xstrdup0(get_s(o, "how"));
-	x->message = xstrdup0(get_s(o, "message"));
-	x->generation = (uint64_t)get_i(o, "generation");
-	x->paused = get_b(o, "paused");
-	x->stop_by_us = get_b(o, "stopByUs");
-	x->tcg = get_b(o, "tcg");
-	json_object *mg;
-	if (json_object_object_get_ex(o, "migrationState", &mg) && json_object_is_type(mg, json_type_object))
+	ejson_get(x, o, EJSON_ROWS(exec_head));
+	json_object *ph = ejson_child(o, "phaseTransitionTimestamps", json_type_array);
+	for (size_t i = 0; ph && i < json_object_array_length(ph) && x->nphases < EVM_MAX_PHASES; i++) {
+		json_object *p = json_object_array_get_idx(ph, i);
+		if (ejson_str(p, "phase"))
+			ejson_get(&x->phases[x->nphases++], p, EJSON_ROWS(phase_rows));
+	}
+	ejson_get(x, o, EJSON_ROWS(exec_rows));
+	json_object *mg = ejson_child(o, "migrationState", json_type_object);
+	if (mg)
 		x->mig = emig_from(mg);
 	return x;
 }
@@ -224,58 +174,33 @@ int record_load(struct evm *v, const char *json, char **err)
 		*err = xstrdup("not a JSON object");
 		goto out;
 	}
-	const char *text = get_s(o, "manifest"), *uid = get_s(o, "uid");
-	if (text == NULL || uid == NULL) {
+	const char *text = ejson_str(o, "manifest");
+	if (text == NULL || ejson_str(o, "uid") == NULL) {
 		*err = xstrdup("manifest or uid missing");
 		goto out;
 	}
 	v->m = manifest_parse(text, strlen(text), err);
 	if (v->m == NULL)
 		goto out;
-	v->text = xstrdup(text);
-	uid_copy(v->uid, uid);
-	v->generation = (uint64_t)get_i(o, "generation");
-	v->created = get_i(o, "created");
-	v->run_strategy = xstrdup(get_s(o, "runStrategy") ? get_s(o, "runStrategy") : v->m->run_strategy);
-	v->req_start = get_b(o, "startRequested");
-	v->req_stop = get_b(o, "stopRequested");
-	v->failures = (int)get_i(o, "failures");
-	v->retry_after = get_i(o, "retryAfter");
-	v->start_error = xstrdup0(get_s(o, "startError"));
-	json_object *x;
-	if (json_object_object_get_ex(o, "execution", &x) && json_object_is_type(x, json_type_object))
+	ejson_get(v, o, EJSON_ROWS(vm_rows));
+	if (v->run_strategy == NULL)
+		v->run_strategy = xstrdup(v->m->run_strategy);
+	json_object *x = ejson_child(o, "execution", json_type_object);
+	if (x)
 		v->cur = exec_from(x);
-	json_object *a;
-	if (json_object_object_get_ex(o, "history", &a) && json_object_is_type(a, json_type_array)) {
+	json_object *a = ejson_child(o, "history", json_type_array);
+	if (a) {
 		size_t n = json_object_array_length(a);
 		v->past = xcalloc(n + 1, sizeof *v->past);
-		for (size_t i = 0; i < n && i < EVM_MAX_HISTORY; i++) {
-			json_object *p = json_object_array_get_idx(a, i);
-			struct evm_past *h = &v->past[v->npast++];
-			uid_copy(h->uid, get_s(p, "uid"));
-			uid_copy(h->launcher, get_s(p, "launcherUid"));
-			h->node = xstrdup0(get_s(p, "node"));
-			h->how = xstrdup0(get_s(p, "how"));
-			h->started = get_i(p, "started");
-			h->ended = get_i(p, "ended");
-		}
+		for (size_t i = 0; i < n && i < EVM_MAX_HISTORY; i++)
+			ejson_get(&v->past[v->npast++], json_object_array_get_idx(a, i), EJSON_ROWS(past_rows));
 	}
-	if (json_object_object_get_ex(o, "events", &a) && json_object_is_type(a, json_type_array)) {
+	a = ejson_child(o, "events", json_type_array);
+	if (a) {
 		size_t n = json_object_array_length(a);
 		v->events = xcalloc(n + 1, sizeof *v->events);
-		for (size_t i = 0; i < n && i < EVM_MAX_EVENTS; i++) {
-			json_object *p = json_object_array_get_idx(a, i);
-			struct evm_event *e = &v->events[v->nevents++];
-			uid_copy(e->uid, get_s(p, "uid"));
-			e->type = intern(get_s(p, "type") ? get_s(p, "type") : "Normal");
-			e->reason = intern(get_s(p, "reason") ? get_s(p, "reason") : "");
-			e->message = xstrdup(get_s(p, "message") ? get_s(p, "message") : "");
-			e->on_vmi = get_b(p, "onVMI");
-			uid_copy(e->inv_uid, get_s(p, "involvedUid"));
-			e->first = get_i(p, "first");
-			e->last = get_i(p, "last");
-			e->count = (int)get_i(p, "count");
-		}
+		for (size_t i = 0; i < n && i < EVM_MAX_EVENTS; i++)
+			ejson_get(&v->events[v->nevents++], json_object_array_get_idx(a, i), EJSON_ROWS(event_rows));
 	}
 	rc = 0;
 out:

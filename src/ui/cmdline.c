@@ -122,6 +122,12 @@ static const char *nth_match(const char *const *cands, size_t n, const char *pre
 
 static const char *comp_ns(const char *prefix, int i)
 {
+	/* the first tab asks the clusters for their namespace lists too (a later tab offers them) */
+	static bool asked;
+	if (!asked) {
+		asked = true;
+		nsctx_refresh();
+	}
 	size_t n;
 	const char *const *names = nsctx_namespaces(&n);
 	return nth_match(names, n, prefix, i);

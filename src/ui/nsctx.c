@@ -30,7 +30,11 @@ static size_t ns_n, ns_cap;
 
 /* Namespaces the clusters listed (interned), including those with no VM yet; refreshed each time the list
  * opens. A source that may not list namespaces leaves a note, and its namespaces come from its objects. */
-static const char **api_ns;
+struct api_ns {
+	size_t src;      /* the source that listed it (its names go when it closes or answers again) */
+	const char *name; /* interned */
+};
+static struct api_ns *api_ns;
 static size_t api_n, api_cap;
 static char *api_note;
 static struct view *ns_view; /* the open namespace list, redrawn when an answer arrives */
@@ -67,7 +71,8 @@ const char *const *nsctx_namespaces(size_t *n)
 		}
 	}
 	for (size_t i = 0; i < api_n; i++)
-		add_name(&seen, api_ns[i]);
+		if (!source_get(api_ns[i].src)->closed)
+			add_name(&seen, api_ns[i].name);
 	add_name(&seen, ui_namespace());
 	hmap_free(&seen);
 	if (ns_n > 2)
@@ -83,19 +88,26 @@ const char *nsctx_note(void)
 
 static void namespaces_listed(void *arg, int status, const char *const *names, size_t n, const char *message)
 {
-	struct source *src = source_get((size_t)(uintptr_t)arg);
+	size_t id = (size_t)(uintptr_t)arg;
+	struct source *src = source_get(id);
 	if (status != 0) {
 		char *m = util_escape_display(message ? message : "failed");
 		free(api_note);
 		api_note = xasprintf("%s: namespaces from its objects only (%s)", src ? src->name : "?", m);
 		free(m);
+	} else {
+		size_t k = 0;
+		for (size_t i = 0; i < api_n; i++)
+			if (api_ns[i].src != id)
+				api_ns[k++] = api_ns[i];
+		api_n = k;
 	}
 	for (size_t i = 0; i < n; i++) {
 		if (api_n == api_cap) {
 			api_cap = api_cap ? api_cap * 2 : 16;
 			api_ns = xreallocarray(api_ns, api_cap, sizeof *api_ns);
 		}
-		api_ns[api_n++] = intern(names[i]);
+		api_ns[api_n++] = (struct api_ns){ id, intern(names[i]) };
 	}
 	if (ns_view)
 		view_dirty(ns_view);
@@ -103,7 +115,7 @@ static void namespaces_listed(void *arg, int status, const char *const *names, s
 
 void nsctx_refresh(void)
 {
-	api_n = 0;
+	/* the previous answers stay shown until the new ones come (no flicker); a closed source's are not shown */
 	free(api_note);
 	api_note = NULL;
 	for (size_t i = 0; i < source_count(); i++) {

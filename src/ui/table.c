@@ -19,6 +19,20 @@
 #include "ui/ui.h"
 
 #define CELL_MAX 256
+#define MATCH_CACHE_MS 5000 /* ages are part of the row text: text-filter verdicts are recomputed this often */
+
+/* Which objects passed the text filter at the last index build, by object pointer, so that a re-sort under churn
+ * formats only the rows that changed. A changed object is entered again as unknown: the store reports every new
+ * object before the next build, so a freed pointer reused by a new object never reads an old verdict. The cache
+ * starts over when the filter changes, when it would fill up, and every MATCH_CACHE_MS. */
+enum { MC_UNKNOWN, MC_NO, MC_YES };
+struct match_cache {
+	const struct obj **key;
+	uint8_t *val;
+	size_t cap, used; /* cap is a power of two; 0 = no cache */
+	uint64_t since;
+	bool full;        /* an entry did not fit: start over at the next build */
+};
 
 struct tview {
 	const struct table_spec *spec;
@@ -38,7 +52,64 @@ struct tview {
 	int body_y;                 /* first row line, relative to the region (mouse) */
 	uint64_t last_press_ms;     /* double-click detection (ncurses reports presses only: mouseinterval 0) */
 	size_t last_press_row;
+	struct match_cache mc;
 };
+
+static size_t mc_slot(const struct match_cache *mc, const struct obj *o)
+{
+	uint64_t h = ((uint64_t)(uintptr_t)o >> 4) * 0x9e3779b97f4a7c15ull;
+	size_t i = (size_t)(h >> 32) & (mc->cap - 1);
+	while (mc->key[i] && mc->key[i] != o)
+		i = (i + 1) & (mc->cap - 1);
+	return i;
+}
+
+static int mc_get(const struct match_cache *mc, const struct obj *o)
+{
+	if (mc->cap == 0 || o == NULL)
+		return MC_UNKNOWN;
+	size_t i = mc_slot(mc, o);
+	return mc->key[i] ? mc->val[i] : MC_UNKNOWN;
+}
+
+static void mc_put(struct match_cache *mc, const struct obj *o, int v)
+{
+	if (mc->cap == 0 || o == NULL)
+		return;
+	size_t i = mc_slot(mc, o);
+	if (mc->key[i] == NULL) {
+		if ((mc->used + 1) * 4 > mc->cap * 3) {
+			mc->full = true;
+			return;
+		}
+		mc->key[i] = o;
+		mc->used++;
+	}
+	mc->val[i] = (uint8_t)v;
+}
+
+/* Empties the cache, sized for objects entries; cap 0 (objects 0) drops it. */
+static void mc_reset(struct match_cache *mc, size_t objects)
+{
+	size_t cap = 0;
+	if (objects) {
+		cap = 64;
+		while (cap < objects * 2)
+			cap *= 2;
+	}
+	if (cap != mc->cap) {
+		free(mc->key);
+		free(mc->val);
+		mc->key = cap ? xcalloc(cap, sizeof *mc->key) : NULL;
+		mc->val = cap ? xcalloc(cap, sizeof *mc->val) : NULL;
+		mc->cap = cap;
+	} else if (cap) {
+		memset(mc->key, 0, cap * sizeof *mc->key);
+	}
+	mc->used = 0;
+	mc->full = false;
+	mc->since = util_now_ms();
+}
 
 /* ---- filters ---- */
 
@@ -239,6 +310,21 @@ static void rebuild(struct tview *t)
 	const char *ns = ui_namespace();
 	t->n = 0;
 	char text[2048];
+	size_t formatted = 0;
+	struct match_cache *mc = &t->mc;
+	if (t->filt.text) {
+		size_t total = 0;
+		for (size_t s = 0; s < source_count(); s++) {
+			size_t n;
+			store_objs(st, source_get(s), t->spec->kind, &n);
+			total += n;
+		}
+		if (mc->full || mc->cap == 0 || util_now_ms() - mc->since >= MATCH_CACHE_MS ||
+		    (mc->used + total) * 4 > mc->cap * 3)
+			mc_reset(mc, total + total / 2 + 1);
+	} else if (mc->cap) {
+		mc_reset(mc, 0);
+	}
 	for (size_t s = 0; s < source_count(); s++) {
 		size_t n;
 		struct obj *const *objs = store_objs(st, source_get(s), t->spec->kind, &n);
@@ -250,11 +336,18 @@ static void rebuild(struct tview *t)
 			const struct obj *o = objs[i];
 			if (!ns_match(o, ns))
 				continue;
-			if (t->filt.active) {
-				if (t->filt.text)
+			if (t->filt.text) {
+				int c = mc_get(mc, o);
+				if (c == MC_UNKNOWN) {
+					formatted++;
 					row_text(t->spec, st, o, text, sizeof text);
-				if (!table_filter_match(&t->filt, o, text))
+					c = table_filter_match(&t->filt, o, text) ? MC_YES : MC_NO;
+					mc_put(mc, o, c);
+				}
+				if (c == MC_NO)
 					continue;
+			} else if (t->filt.active && !table_filter_match(&t->filt, o, NULL)) {
+				continue;
 			}
 			t->rows[t->n++] = objs[i];
 		}
@@ -276,8 +369,8 @@ static void rebuild(struct tview *t)
 		t->sel = t->n ? t->n - 1 : 0;
 	t->sel_obj = t->n ? t->rows[t->sel] : NULL;
 	t->stale = false;
-	log_debug("ui: %s index rebuilt: %zu rows in %llu ms", t->spec->name, t->n,
-		  (unsigned long long)(util_now_ms() - t0));
+	log_debug("ui: %s index rebuilt: %zu rows (%zu rows formatted for the filter) in %llu ms", t->spec->name,
+		  t->n, formatted, (unsigned long long)(util_now_ms() - t0));
 	t->last_build = util_now_ms();
 	t->built_ns = ns ? ns : "";
 	t->built_sources = source_count();
@@ -310,10 +403,22 @@ static void store_changed(struct view *v, enum obj_kind kind, const struct obj *
 {
 	struct tview *t = v->priv;
 	if (kind != t->spec->kind) {
-		if (t->spec->also & (1u << kind))
+		if (t->spec->also & (1u << kind)) {
+			/* the rows show fields of this kind: the VM list its VMI's (same name); in other lists an object
+			 * that came or went may alter rows of other names (a pod's VMI column) */
+			const struct obj *o = new_ ? new_ : old;
+			if (t->spec->kind == OBJ_VM || (old && new_))
+				mc_put(&t->mc, store_find(ui_store(), o->src, t->spec->kind, o->ns, o->name), MC_UNKNOWN);
+			else
+				t->mc.full = true;
+			if (t->filt.text)
+				t->stale = true; /* the row may now match the filter, or no longer */
 			view_dirty(v);
+		}
 		return;
 	}
+	if (new_)
+		mc_put(&t->mc, new_, MC_UNKNOWN);
 	if (old && new_) {
 		/* a replaced object: fix its pointer in place (the old one is freed after this returns) */
 		struct obj *nw = (struct obj *)new_;
@@ -717,6 +822,7 @@ static void destroy(struct view *v)
 	struct tview *t = v->priv;
 	loop_timer_cancel(t->timer);
 	table_filter_free(&t->filt);
+	mc_reset(&t->mc, 0);
 	free(t->rows);
 	free(t);
 }
@@ -772,6 +878,7 @@ int table_view_set_filter(struct view *v, const char *text, char **err)
 		return -1;
 	table_filter_free(&t->filt);
 	t->filt = f;
+	t->mc.full = true; /* verdicts of the previous filter */
 	t->stale = true;
 	t->last_build = 0;
 	t->sel = 0;

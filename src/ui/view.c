@@ -6,6 +6,7 @@
 
 #include "core/xmalloc.h"
 #include "ui/draw.h"
+#include "ui/screen.h"
 #include "ui/theme.h"
 
 #define MAX_STACK 32
@@ -22,6 +23,7 @@ static struct {
 	struct region body;
 	struct region main_r, pane_r, tabs_r;
 	bool tabs_dirty;
+	bool drawing; /* inside view_draw_all: a view marking itself dirty there waits for the next change */
 } V;
 
 struct view *view_new(const struct view_ops *ops, void *priv)
@@ -44,6 +46,9 @@ void view_free(struct view *v)
 
 void view_dirty(struct view *v)
 {
+	/* a frame is due: views are also marked from asynchronous answers (a fetched YAML, a namespace list) */
+	if (!V.drawing)
+		screen_dirty();
 	if (v) {
 		v->dirty = true;
 		return;
@@ -264,6 +269,7 @@ static void draw_tabs(void)
 bool view_draw_all(bool force)
 {
 	bool drew = false;
+	V.drawing = true;
 	struct view *top = view_top();
 	if (top && V.main_r.h > 0 && (force || top->dirty)) {
 		top->dirty = false;
@@ -284,6 +290,7 @@ bool view_draw_all(bool force)
 			drew = true;
 		}
 	}
+	V.drawing = false;
 	return drew;
 }
 

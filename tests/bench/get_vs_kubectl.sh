@@ -5,28 +5,15 @@
 # memory per object and watch events applied per second (tests/bench/watch_replay.c replaying /fake/state as
 # ADDED then MODIFIED watch streams through the reflector's line parser, the decoder and the store).
 set -u
-top=$(cd "$(dirname "$0")/../.." && pwd)
-fk="$top/tests/fakekube"
-KVCON=${KVCON_BIN:-$top/kvcon}
-PY=${FAKEKUBE_PYTHON:-$(command -v python3 || echo /usr/bin/python3)}
+# shellcheck source=tests/e2e/lib/fakekube.bash
+. "$(dirname "$0")/../e2e/lib/fakekube.bash"
 VMS=${BENCH_VMS:-10000}
 RUNS=${BENCH_RUNS:-5}
 KUBECTL=$(command -v kubectl || true)
-tmp=$(mktemp -d)
-pids=""
-cleanup() {
-	for p in $pids; do kill "$p" 2>/dev/null; done
-	for p in $pids; do wait "$p" 2>/dev/null; done
-	rm -rf "$tmp"
-}
-trap cleanup EXIT INT TERM
 export HOME="$tmp/home"
 mkdir -p "$HOME"
 
-"$PY" "$fk/fakekube.py" --dir "$tmp/fk" --vms "$VMS" --namespaces 10 --seed 3 >"$tmp/fk.log" 2>&1 &
-pids="$pids $!"
-"$PY" "$fk/fkctl.py" "$tmp/fk" wait 600 >/dev/null || { cat "$tmp/fk.log"; exit 1; }
-export KUBECONFIG="$tmp/fk/kubeconfig"
+FK_WAIT=600 FK_SETTLE=0 fk_start --vms "$VMS" --namespaces 10 --seed 3
 echo "fakekube: $VMS VMs, ready in $(cut -d' ' -f2 "$tmp/fk/ready") s; load average: $(cut -d' ' -f1-3 /proc/loadavg); $(nproc) cores"
 
 # one measured run: prints "WALL_S RSS_KB LINES"

@@ -5,27 +5,11 @@
 # same on-disk history. API errors (409) come back with the server's message; --readonly sends nothing.
 # Exit 0 pass, 77 skip, anything else fail.
 set -u
-top=$(cd "$(dirname "$0")/../.." && pwd)
-fk="$top/tests/fakekube"
-KVCON=${KVCON_BIN:-$top/kvcon}
-PY=${FAKEKUBE_PYTHON:-$(command -v python3 || echo /usr/bin/python3)}
-command -v openssl >/dev/null 2>&1 || { echo "SKIP: openssl missing"; exit 77; }
-tmp=$(mktemp -d)
-pids=""
-cleanup() {
-	for p in $pids; do kill "$p" 2>/dev/null; done
-	for p in $pids; do wait "$p" 2>/dev/null; done
-	rm -rf "$tmp"
-}
-trap cleanup EXIT INT TERM
-fail() { echo "FAIL: $*"; exit 1; }
-fkctl() { "$PY" "$fk/fkctl.py" "$tmp/fk" "$@"; }
+# shellcheck source=tests/e2e/lib/fakekube.bash
+. "$(dirname "$0")/lib/fakekube.bash"
 
-"$PY" "$fk/fakekube.py" --dir "$tmp/fk" --vms 12 --namespaces 1 --seed 3 --step 0.05 >"$tmp/fk.log" 2>&1 &
-pids="$pids $!"
-fkctl wait 60 || { cat "$tmp/fk.log"; fail "fakekube did not start"; }
-fkctl settle 30 >/dev/null || fail "fakekube did not settle"
-export KUBECONFIG="$tmp/fk/kubeconfig" XDG_STATE_HOME="$tmp/state"
+fk_start --vms 12 --namespaces 1 --seed 3 --step 0.05
+export XDG_STATE_HOME="$tmp/state"
 
 kv() { timeout 150 "$KVCON" "$@" >"$tmp/out" 2>"$tmp/err"; }
 # the server's VMI of VM as "uid node", or "none"

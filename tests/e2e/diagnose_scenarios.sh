@@ -5,29 +5,13 @@
 # text, cluster text with control characters is escaped, a missing VM exits 1.
 # Exit 0 pass, 77 skip, anything else fail.
 set -u
-top=$(cd "$(dirname "$0")/../.." && pwd)
-fk="$top/tests/fakekube"
-KVCON=${KVCON_BIN:-$top/kvcon}
-PY=${FAKEKUBE_PYTHON:-$(command -v python3 || echo /usr/bin/python3)}
-command -v openssl >/dev/null 2>&1 || { echo "SKIP: openssl missing"; exit 77; }
-tmp=$(mktemp -d)
-pids=""
-cleanup() {
-	for p in $pids; do kill "$p" 2>/dev/null; done
-	for p in $pids; do wait "$p" 2>/dev/null; done
-	rm -rf "$tmp"
-}
-trap cleanup EXIT INT TERM
-fail() { echo "FAIL: $*"; exit 1; }
-fkctl() { "$PY" "$fk/fkctl.py" "$tmp/fk" "$@"; }
+# shellcheck source=tests/e2e/lib/fakekube.bash
+. "$(dirname "$0")/lib/fakekube.bash"
 
-"$PY" "$fk/fakekube.py" --dir "$tmp/fk" --vms 30 --namespaces 2 --seed 5 --step 0.05 \
+FK_SETTLE=60 fk_start --vms 30 --namespaces 2 --seed 5 --step 0.05 \
 	--scenario stuck-launcher,imagepull,crashloop,pvc-missing,ready-false,agent-missing,owner-mismatch \
-	--scenario restart-required,migration-failed,weird >"$tmp/fk.log" 2>&1 &
-pids="$pids $!"
-fkctl wait 60 || { cat "$tmp/fk.log"; fail "fakekube did not start"; }
-fkctl settle 60 >/dev/null || fail "fakekube did not settle"
-export KUBECONFIG="$tmp/fk/kubeconfig" XDG_STATE_HOME="$tmp/state"
+	--scenario restart-required,migration-failed,weird
+export XDG_STATE_HOME="$tmp/state"
 
 # run VM EXPECTED_RC: kvcon diagnose into $tmp/out, checking the exit status
 diag() {

@@ -4,29 +4,8 @@
 # (KubeVirt's abort); stop --force ends the VM without the graceful step; a refused action carries the API's own
 # Status message. Exit 0 pass, 77 skip, anything else fail.
 set -u
-top=$(cd "$(dirname "$0")/../.." && pwd)
-fk="$top/tests/fakekube"
-KVCON=${KVCON_BIN:-$top/kvcon}
-PY=${FAKEKUBE_PYTHON:-$(command -v python3 || echo /usr/bin/python3)}
-command -v openssl >/dev/null 2>&1 || { echo "SKIP: openssl missing"; exit 77; }
-tmp=$(mktemp -d)
-pids=""
-cleanup() {
-	for p in $pids; do kill "$p" 2>/dev/null; done
-	for p in $pids; do wait "$p" 2>/dev/null; done
-	rm -rf "$tmp"
-}
-trap cleanup EXIT INT TERM
-fail() { echo "FAIL: $*"; exit 1; }
-fkctl() { "$PY" "$fk/fkctl.py" "$tmp/fk" "$@"; }
-poll() {
-	local secs=$1; shift
-	local deadline=$(($(date +%s) + secs))
-	until "$@"; do
-		[ "$(date +%s)" -lt $deadline ] || return 1
-		sleep 0.2
-	done
-}
+# shellcheck source=tests/e2e/lib/fakekube.bash
+. "$(dirname "$0")/lib/fakekube.bash"
 # field of one VMI from `kvcon get vmi -o json`: vmi_field NAME FIELD
 vmi_field() {
 	"$KVCON" get vmi -n ns-00 -o json | "$PY" -c '
@@ -40,11 +19,7 @@ items = [i for i in json.load(sys.stdin)["items"] if i["spec"]["vmiName"] == sys
 print(items[-1].get("status", {}).get("phase", "") if items else "none")' "$1"
 }
 
-"$PY" "$fk/fakekube.py" --dir "$tmp/fk" --vms 6 --namespaces 1 --seed 4 --step 0.1 >"$tmp/fk.log" 2>&1 &
-pids="$pids $!"
-fkctl wait 60 || { cat "$tmp/fk.log"; fail "fakekube did not start"; }
-fkctl settle 30 >/dev/null || fail "fakekube did not settle"
-export KUBECONFIG="$tmp/fk/kubeconfig"
+fk_start --vms 6 --namespaces 1 --seed 4 --step 0.1
 vms=$("$KVCON" get vmi -n ns-00 -o json | "$PY" -c '
 import json, sys
 print(" ".join(r["name"] for r in json.load(sys.stdin) if r["phase"] == "Running"))')

@@ -4,37 +4,10 @@
 # subresource, 403 on -A falls back to the namespace, 401 / no KubeVirt / unreachable server fail clearly.
 # Exit 0 pass, 77 skip, anything else fail.
 set -u
-top=$(cd "$(dirname "$0")/../.." && pwd)
-fk="$top/tests/fakekube"
-KVCON=${KVCON_BIN:-$top/kvcon}
-PY=${FAKEKUBE_PYTHON:-$(command -v python3 || echo /usr/bin/python3)}
-command -v openssl >/dev/null 2>&1 || { echo "SKIP: openssl missing"; exit 77; }
-tmp=$(mktemp -d)
-pids=""
-cleanup() {
-	for p in $pids; do kill "$p" 2>/dev/null; done
-	for p in $pids; do wait "$p" 2>/dev/null; done
-	rm -rf "$tmp"
-}
-trap cleanup EXIT INT TERM
-fail() { echo "FAIL: $*"; exit 1; }
-fkctl() { "$PY" "$fk/fkctl.py" "$tmp/fk" "$@"; }
-# waits (with a deadline) until a command succeeds
-poll() {
-	local secs=$1; shift
-	local deadline=$(($(date +%s) + secs))
-	until "$@"; do
-		[ "$(date +%s)" -lt $deadline ] || return 1
-		sleep 0.1
-	done
-}
+# shellcheck source=tests/e2e/lib/fakekube.bash
+. "$(dirname "$0")/lib/fakekube.bash"
 
-"$PY" "$fk/fakekube.py" --dir "$tmp/fk" --vms 120 --namespaces 3 --seed 11 --scenario weird,stuck-launcher \
-	--step 0.05 >"$tmp/fk.log" 2>&1 &
-pids="$pids $!"
-fkctl wait 60 || { cat "$tmp/fk.log"; fail "fakekube did not start"; }
-fkctl settle 30 >/dev/null || fail "fakekube did not settle"
-export KUBECONFIG="$tmp/fk/kubeconfig"
+fk_start --vms 120 --namespaces 3 --seed 11 --scenario weird,stuck-launcher --step 0.05
 grep -q 'certificate-authority-data' "$KUBECONFIG" && grep -q 'token:' "$KUBECONFIG" || fail "kubeconfig lacks TLS+token"
 
 # 1. -o json == server state, every kind

@@ -6,40 +6,21 @@
 # (default 1) scale it up (make bench runs 60 s x 10). Each run starts a fresh fakekube.
 # Exit 0 pass, 77 skip, anything else fail.
 set -u
-top=$(cd "$(dirname "$0")/../.." && pwd)
-fk="$top/tests/fakekube"
-KVCON=${KVCON_BIN:-$top/kvcon}
-PY=${FAKEKUBE_PYTHON:-$(command -v python3 || echo /usr/bin/python3)}
+# shellcheck source=tests/e2e/lib/fakekube.bash
+. "$(dirname "$0")/lib/fakekube.bash"
 W=${CONVERGE_SECONDS:-24}
 RUNS=${CONVERGE_RUNS:-1}
 CHURN=${CONVERGE_CHURN:-200}
 FAULTS=${CONVERGE_FAULTS:-0.05}
 VMS=${CONVERGE_VMS:-400}
-command -v openssl >/dev/null 2>&1 || { echo "SKIP: openssl missing"; exit 77; }
 [ "$W" -ge 16 ] || { echo "CONVERGE_SECONDS must be at least 16"; exit 2; }
-tmp=$(mktemp -d)
-pids=""
-cleanup() {
-	for p in $pids; do kill "$p" 2>/dev/null; done
-	for p in $pids; do wait "$p" 2>/dev/null; done
-	[ -n "${KEEP:-}" ] || rm -rf "$tmp"
-}
-trap cleanup EXIT INT TERM
-fail() { echo "FAIL: $*"; exit 1; }
-fkctl() { "$PY" "$fk/fkctl.py" "$tmp/fk" "$@"; }
 
 passed=0
 TAIL=$(( W / 4 > 12 ? W / 4 : 12 ))
 for run in $(seq 1 "$RUNS"); do
 	# a fresh cluster per run, so runs are independent (Events would otherwise pile up across runs)
 	rm -rf "$tmp/fk"
-	"$PY" "$fk/fakekube.py" --dir "$tmp/fk" --vms "$VMS" --namespaces 4 --seed $((5 + run)) --step 0.1 \
-		--history 100000 >"$tmp/fk.log" 2>&1 &
-	fkpid=$!
-	pids="$pids $fkpid"
-	fkctl wait 60 || { cat "$tmp/fk.log"; fail "fakekube did not start"; }
-	fkctl settle 30 >/dev/null || fail "fakekube did not settle"
-	export KUBECONFIG="$tmp/fk/kubeconfig"
+	fk_start --vms "$VMS" --namespaces 4 --seed $((5 + run)) --step 0.1 --history 100000
 	fkctl post /fake/faults "{\"rate\":$FAULTS,\"seed\":$((run * 7))}" >/dev/null || fail "faults"
 	fkctl post /fake/churn "{\"rate\":$CHURN}" >/dev/null || fail "churn"
 	fkctl post /fake/requests/reset >/dev/null

@@ -16,6 +16,9 @@ screen | grep -q 'NAMESPACE' || fail "no NAMESPACE column for all namespaces"
 cmd ns; wait_for 'Namespaces\['; wait_for '^ ns-01'
 # namespaces without VMs come from the cluster's namespace list
 wait_for '^ kube-public' 10
+# and `:ns` completes them
+keys Escape; keys ":"; keys -l "ns kube-p"; keys Tab; wait_for '^:ns kube-public'; keys Escape
+cmd ns; wait_for 'Namespaces\['
 # move the selection (the default theme's cyan background) onto ns-01 whatever its position
 for _ in $(seq 20); do
 	line=$($T capture-pane -p -e -t k | grep -E $'\e\\[[0-9;]*46m' | sed 's/\x1b\[[0-9;]*m//g' | awk '{print $1}' | head -1)

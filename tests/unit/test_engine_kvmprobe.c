@@ -6,8 +6,21 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "core/util.h"
+#include "core/xmalloc.h"
+#include "engine/host.h"
 #include "engine/kvmprobe.h"
 #include "t.h"
+
+/* host_kvm_works with a cache line already there: returns the verdict and the cache after the call */
+static bool cached(const char *path, const char *line, char **why, char **after)
+{
+	util_write_file_atomic(path, line, strlen(line), 0600);
+	*why = NULL;
+	bool ok = host_kvm_works(path, why);
+	*after = util_read_file(path, NULL);
+	return ok;
+}
 
 static bool have_qemu(void)
 {
@@ -41,6 +54,41 @@ int main(void)
 		kvmprobe_report_clear(&r);
 	} else {
 		fprintf(stderr, "qemu-system-x86_64 missing: the TCG run is skipped\n");
+	}
+
+	/* the cache: this boot's verdict of this probe version is used as it is, with its reason */
+	char boot[64] = "", *b = util_read_file("/proc/sys/kernel/random/boot_id", NULL);
+	if (b) {
+		snprintf(boot, sizeof boot, "%.*s", (int)strcspn(b, "\n"), b);
+		free(b);
+	}
+	char dir[] = "/tmp/kvcon-kvmprobe.XXXXXX";
+	if (boot[0] && mkdtemp(dir)) {
+		char *path = util_path_join(dir, "probe"), *why, *after, *line;
+		line = xasprintf("%s probe2 broken the vCPU crawls\n", boot);
+		T_CHECK(!cached(path, line, &why, &after));
+		T_CHECK(why && strstr(why, "the vCPU crawls (probed earlier this boot)"));
+		T_EQ_STR(after, line);
+		free(why);
+		free(after);
+		free(line);
+		line = xasprintf("%s probe2 ok \n", boot);
+		T_CHECK(cached(path, line, &why, &after));
+		T_CHECK(why == NULL);
+		free(why);
+		free(after);
+		free(line);
+		/* the first probe's verdict (SeaBIOS under KVM: "ok" where guests never ran) is not trusted */
+		line = xasprintf("%s ok\n", boot);
+		bool ok = cached(path, line, &why, &after);
+		T_CHECK(after && strstr(after, " probe2 ") && strstr(after, ok ? " probe2 ok" : " probe2 broken"));
+		fprintf(stderr, "this machine: KVM %s%s\n", ok ? "works" : "unusable: ", ok ? "" : why);
+		free(why);
+		free(after);
+		free(line);
+		unlink(path);
+		rmdir(dir);
+		free(path);
 	}
 
 	/* a QEMU that does not exist: not ok, and the reason names it */

@@ -125,6 +125,8 @@ static int dashboard(int n)
 {
 	fake_n = n;
 	log_open(NULL);
+	if (getenv("KVCON_DEBUG"))
+		log_set_level(LOG_DEBUG);
 	fst = store_new();
 	fsrc = source_new(SOURCE_KUBE, "fake");
 	fsrc->ops = &fake_ops;
@@ -392,6 +394,27 @@ static void test_index(void)
 	T_CHECK(not_stopped < 100 && not_stopped >= 75);
 	T_EQ_INT(table_view_set_filter(index_view, " -l app=web", &err), 0);
 	T_EQ_INT(table_view_rows(index_view), 50);
+	/* a text filter kept while objects change: only changed rows are formatted again, and the rows are those a
+	 * fresh filter would give */
+	T_EQ_INT(table_view_set_filter(index_view, "running", &err), 0);
+	size_t running = table_view_rows(index_view);
+	fake_vm(0, "Running"), fake_vm(2, "Stopped"), fake_vm(3, "Stopped");
+	size_t kept = table_view_rows(index_view);
+	T_EQ_INT(table_view_set_filter(index_view, "running", &err), 0);
+	T_EQ_INT(kept, table_view_rows(index_view));
+	T_CHECK(kept != running);
+	/* a VM row shows its VMI's phase: a VMI change alone brings the VM into the filtered rows */
+	T_EQ_INT(table_view_set_filter(index_view, "WaitingForSync", &err), 0);
+	T_EQ_INT(table_view_rows(index_view), 0);
+	struct vmi *vmi = (struct vmi *)obj_new(OBJ_VMI), *cur = (struct vmi *)store_find(fst, fsrc, OBJ_VMI, "default", "vm-00004");
+	T_CHECK(cur != NULL);
+	vmi->o.src = fsrc;
+	vmi->o.ns = cur->o.ns;
+	vmi->o.name = xstrdup(cur->o.name);
+	memcpy(vmi->o.uid, cur->o.uid, UID_LEN);
+	vmi->phase = intern("WaitingForSync");
+	store_upsert(fst, &vmi->o);
+	T_EQ_INT(table_view_rows(index_view), 1);
 	T_EQ_INT(table_view_set_filter(index_view, "", &err), 0);
 	/* removal: the row goes, nothing dangles */
 	struct obj *gone = store_find(fst, fsrc, OBJ_VM, "default", "vm-00001");
