@@ -9,7 +9,9 @@
 #include <wchar.h>
 #include <wctype.h>
 
+#include "console/vtmirror.h"
 #include "core/buf.h"
+#include "core/log.h"
 #include "core/util.h"
 #include "core/xmalloc.h"
 
@@ -29,11 +31,22 @@ struct vtcell {
 	uint32_t fg, bg;
 	uint8_t attrs;
 	uint8_t width;
+	uint16_t zero; /* always 0: cells compare as memory (no padding bytes of unknown value) */
+};
+_Static_assert(sizeof(struct vtcell) == 16, "struct vtcell has no padding");
+
+/* A scrollback line, compact (every scrolled line is written here, and 10,000 of them must stay cheap to keep in
+ * memory and in cache): the code points, then runs of cells that share colours and attributes. */
+struct sbrun {
+	uint16_t start; /* first cell of the run */
+	uint8_t attrs, width;
+	uint32_t fg, bg;
 };
 
 struct sbline {
-	struct vtcell *cells;
-	uint16_t n, cap; /* cells used, allocated (a recycled line keeps its allocation) */
+	uint32_t *mem;          /* n code points, then nruns struct sbrun */
+	uint32_t cap;           /* bytes allocated (a recycled line keeps its allocation) */
+	uint16_t n, nruns;
 };
 
 struct vtpane {
@@ -68,6 +81,14 @@ struct vtpane {
 	char *title;
 	bool altscreen;
 	int mouse;
+	/* the plain-text fast path (see vtpane_input) */
+	bool fast;
+	struct vtmirror mir;
+	bool probing;         /* one character is going through libvterm to learn where it lands */
+	int probe_glyphs, probe_row, probe_col, probe_width;
+	bool probe_shift;     /* libvterm shifted cells right before printing: insert mode */
+	uint64_t fast_cells, fast_desyncs;
+	bool fed;             /* any guest bytes yet */
 	/* copy mode and search */
 	bool cm_on, sel_on;
 	size_t cm_line, sel_line;
@@ -221,16 +242,43 @@ static size_t total_lines(const struct vtpane *p)
 	return p->sb_count + (size_t)p->rows;
 }
 
+static const struct sbrun *sb_runs(const struct sbline *l)
+{
+	return (const struct sbrun *)(const void *)(l->mem + l->n);
+}
+
+/* Writes a scrollback line into out[0..min(n, cols)); the cells after it are left alone. */
+static void sb_unpack(const struct sbline *l, struct vtcell *out, int cols)
+{
+	int n = l->n < cols ? l->n : cols;
+	const struct sbrun *runs = sb_runs(l);
+	for (int r = 0; r < l->nruns; r++) {
+		int end = r + 1 < l->nruns ? runs[r + 1].start : l->n;
+		if (end > n)
+			end = n;
+		for (int c = runs[r].start; c < end; c++) {
+			out[c].ch = l->mem[c];
+			out[c].fg = runs[r].fg;
+			out[c].bg = runs[r].bg;
+			out[c].attrs = runs[r].attrs;
+			out[c].width = runs[r].width;
+		}
+	}
+}
+
+static bool same_look(const struct vtcell *a, const struct vtcell *b)
+{
+	return a->fg == b->fg && a->bg == b->bg && a->attrs == b->attrs && a->width == b->width;
+}
+
 /* Fills out[0..cols) with line abs (0 = oldest scrollback line). */
 static void get_line(const struct vtpane *p, size_t abs, struct vtcell *out)
 {
-	static const struct vtcell blank = { 0, COL_DEFAULT << 24, COL_DEFAULT << 24, 0, 1 };
+	static const struct vtcell blank = { 0, COL_DEFAULT << 24, COL_DEFAULT << 24, 0, 1, 0 };
 	for (int c = 0; c < p->cols; c++)
 		out[c] = blank;
 	if (abs < p->sb_count) {
-		const struct sbline *l = &p->sb[(p->sb_head + abs) % p->sb_cap];
-		int n = l->n < p->cols ? l->n : p->cols;
-		memcpy(out, l->cells, (size_t)n * sizeof *out);
+		sb_unpack(&p->sb[(p->sb_head + abs) % p->sb_cap], out, p->cols);
 		return;
 	}
 	int row = (int)(abs - p->sb_count);
@@ -322,7 +370,7 @@ static void mark_rows(struct vtpane *p, int r0, int r1)
 		p->dirty[r] = true;
 }
 
-static const struct vtcell blank_cell = { 0, COL_DEFAULT << 24, COL_DEFAULT << 24, 0, 1 };
+static const struct vtcell blank_cell = { 0, COL_DEFAULT << 24, COL_DEFAULT << 24, 0, 1, 0 };
 
 /* A blank cell in the current pen's colours (erase uses the background colour, as xterm does). */
 static struct vtcell erased(const struct vtpane *p)
@@ -335,8 +383,16 @@ static struct vtcell erased(const struct vtpane *p)
 
 static void fill(struct vtcell *row, int c0, int c1, struct vtcell v)
 {
-	for (int c = c0; c < c1; c++)
-		row[c] = v;
+	if (c1 <= c0)
+		return;
+	/* one cell, then copies of what is filled so far: a few memcpy calls instead of a store per cell (a full
+	 * row is filled for every scrolled line) */
+	row[c0] = v;
+	for (int done = 1, n = c1 - c0; done < n;) {
+		int k = done < n - done ? done : n - done;
+		memcpy(&row[c0 + done], &row[c0], (size_t)k * sizeof *row);
+		done += k;
+	}
 }
 
 static struct vtcell **grid_new(int rows, int cols)
@@ -364,6 +420,9 @@ static void sb_push(struct vtpane *p, const struct vtcell *cells, int cols)
 	if (p->sb_cap == 0)
 		return;
 	int n = cols;
+	/* most trailing cells are exactly the default blank: a cheap compare first */
+	while (n > 0 && memcmp(&cells[n - 1], &blank_cell, sizeof blank_cell) == 0)
+		n--;
 	while (n > 0 && cell_blank(&cells[n - 1]))
 		n--;
 	struct sbline *l;
@@ -385,15 +444,33 @@ static void sb_push(struct vtpane *p, const struct vtcell *cells, int cols)
 		p->view_off++;
 	if (n > UINT16_MAX)
 		n = UINT16_MAX;
-	if (!l->cells || l->cap < n) {
+	int nruns = 0;
+	for (int c = 0; c < n; c++)
+		if (c == 0 || !same_look(&cells[c], &cells[c - 1]))
+			nruns++;
+	size_t need = (size_t)n * sizeof *l->mem + (size_t)nruns * sizeof(struct sbrun);
+	if (!l->mem || l->cap < need) {
 		/* rounded up so recycled lines rarely need to grow */
-		int cap = (n + 31) & ~31;
-		free(l->cells);
-		l->cells = xmalloc((size_t)(cap ? cap : 32) * sizeof *l->cells);
-		l->cap = (uint16_t)(cap > UINT16_MAX ? UINT16_MAX : cap ? cap : 32);
+		size_t cap = (need + 255) & ~(size_t)255;
+		free(l->mem);
+		l->mem = xmalloc(cap);
+		l->cap = (uint32_t)cap;
 	}
-	memcpy(l->cells, cells, (size_t)n * sizeof *cells);
 	l->n = (uint16_t)n;
+	l->nruns = (uint16_t)nruns;
+	struct sbrun *runs = (struct sbrun *)(void *)(l->mem + n);
+	int r = -1;
+	for (int c = 0; c < n; c++) {
+		l->mem[c] = cells[c].ch;
+		if (c == 0 || !same_look(&cells[c], &cells[c - 1])) {
+			r++;
+			runs[r].start = (uint16_t)c;
+			runs[r].attrs = cells[c].attrs;
+			runs[r].width = cells[c].width;
+			runs[r].fg = cells[c].fg;
+			runs[r].bg = cells[c].bg;
+		}
+	}
 }
 
 /* Takes the newest scrollback line back into row (cols wide). Returns false when there is none. */
@@ -403,8 +480,9 @@ static bool sb_pop(struct vtpane *p, struct vtcell *row, int cols)
 		return false;
 	struct sbline *l = &p->sb[(p->sb_head + p->sb_count - 1) % p->sb_cap];
 	fill(row, 0, cols, blank_cell);
-	memcpy(row, l->cells, (size_t)(l->n < cols ? l->n : cols) * sizeof *row);
+	sb_unpack(l, row, cols);
 	l->n = 0; /* the allocation stays for reuse */
+	l->nruns = 0;
 	p->sb_count--;
 	if (p->view_off > (int)p->sb_count)
 		p->view_off = (int)p->sb_count;
@@ -418,9 +496,40 @@ static void damage(struct vtpane *p, int r0, int r1)
 	mark_rows(p, r0, r1);
 }
 
+/* Writes the narrow characters s[0..n) into row r from col on, exactly as n calls of cb_putglyph would (the
+ * fast path; the caller keeps them within the row). */
+static void put_narrow_run(struct vtpane *p, int r, int col, const char *s, size_t n)
+{
+	struct vtcell *row = p->grid[p->cur][r];
+	struct vtcell c = p->pen;
+	c.width = 1;
+	for (size_t k = 0; k < n; k++, col++) {
+		struct vtcell *cell = &row[col];
+		if (cell->width != 1 || cell->ch == UINT32_MAX) {
+			/* overwriting half of a wide character blanks its other half */
+			if (cell->ch == UINT32_MAX && col > 0)
+				row[col - 1] = erased(p);
+			if (cell->width == 2 && col + 1 < p->cols)
+				row[col + 1] = erased(p);
+		}
+		c.ch = (uint8_t)s[k];
+		*cell = c;
+	}
+	if (n)
+		p->last_ch = (uint8_t)s[n - 1];
+	p->fast_cells += n;
+	damage(p, r, r + 1);
+}
+
 static int cb_putglyph(VTermGlyphInfo *info, VTermPos pos, void *user)
 {
 	struct vtpane *p = user;
+	if (p->probing) {
+		p->probe_glyphs++;
+		p->probe_row = pos.row;
+		p->probe_col = pos.col;
+		p->probe_width = info->width;
+	}
 	if (pos.row < 0 || pos.row >= p->rows || pos.col < 0 || pos.col >= p->cols)
 		return 1;
 	struct vtcell *row = p->grid[p->cur][pos.row];
@@ -496,6 +605,8 @@ static int cb_erase_plain(VTermRect rect, int selective, void *user)
 static int cb_scrollrect(VTermRect rect, int downward, int rightward, void *user)
 {
 	struct vtpane *p = user;
+	if (p->probing && rightward != 0)
+		p->probe_shift = true;
 	int top = rect.start_row, bot = rect.end_row, h = bot - top;
 	if (rightward != 0 || rect.start_col != 0 || rect.end_col != p->cols || h <= 0 || top < 0 || bot > p->rows) {
 		vterm_scroll_rect(rect, downward, rightward, cb_moverect, cb_erase_plain, p);
@@ -713,6 +824,9 @@ struct vtpane *vtpane_new(int rows, int cols, size_t scrollback_lines)
 	p->title = xstrdup("");
 	buf_init(&p->prompt);
 	vterm_state_reset(p->state, 1);
+	vtmirror_init(&p->mir);
+	const char *fp = getenv("KVCON_VT_FASTPATH");
+	p->fast = !(fp && strcmp(fp, "0") == 0);
 	return p;
 }
 
@@ -724,7 +838,7 @@ void vtpane_free(struct vtpane *p)
 	grid_free(p->grid[0], p->rows);
 	grid_free(p->grid[1], p->rows);
 	for (size_t i = 0; i < p->sb_cap; i++)
-		free(p->sb[i].cells);
+		free(p->sb[i].mem);
 	free(p->sb);
 	free(p->dirty);
 	free(p->title);
@@ -749,10 +863,21 @@ void vtpane_set_output(struct vtpane *p, vtpane_output_cb cb, void *arg)
  * SGR with many attributes is enough): such a sequence is dropped whole. */
 #define REP_MAX_SEPS 15
 
+/* Every write into libvterm goes through here or region_write, so the mirror sees the same bytes in the same
+ * writes. */
+static void vt_write(struct vtpane *p, const char *b, size_t n)
+{
+	if (p->fast)
+		vtmirror_feed(&p->mir, b, n);
+	vterm_input_write(p->vt, b, n);
+	if (p->fast)
+		vtmirror_write_end(&p->mir);
+}
+
 static void rep_flush(struct vtpane *p)
 {
 	if (p->rep_len && p->rep_seps <= REP_MAX_SEPS)
-		vterm_input_write(p->vt, p->rep_seq, p->rep_len);
+		vt_write(p, p->rep_seq, p->rep_len);
 	p->rep_len = 0;
 	p->rep_seps = 0;
 }
@@ -785,7 +910,7 @@ static void rep_expand(struct vtpane *p)
 	for (long k = 0; k < n; k++)
 		utf8_put(&b, p->last_ch);
 	if (b.len)
-		vterm_input_write(p->vt, b.data, b.len);
+		vt_write(p, b.data, b.len);
 	buf_free(&b);
 }
 
@@ -809,29 +934,119 @@ static void rep_hold_esc(struct vtpane *p)
 	p->rep_state = 1;
 }
 
+/* ---- the plain-text fast path ----
+ * libvterm spends most of its time on plain text: parsing every byte, decoding, one putglyph call per character.
+ * A run of printable ASCII that libvterm would print as itself (vtmirror_plain: ground state, identity character
+ * set, a new text run) is written here instead, one row segment at a time: its first character still goes
+ * through libvterm (which resolves a pending wrap, insert mode, a single shift, a half-received UTF-8 sequence,
+ * and tells where it landed), the characters after it go straight into the row with the current pen, and a
+ * relative cursor move (CUF) brings libvterm's cursor to where it would be; the next character is again a probe.
+ * The run's last character is left in the byte stream so that it starts libvterm's next text run exactly where
+ * the whole run would have ended (combining characters, REP, a UTF-8 sequence right after it). The result is the
+ * same, cell for cell, as feeding libvterm everything (tests/unit/test_vtpane.c and fuzz_vtpane compare both). */
+#define FAST_MIN_RUN 8
+
+/* Writes d[start..x) into libvterm; the mirror has seen d[start..*mpos) already. */
+static void region_write(struct vtpane *p, const char *d, size_t start, size_t *mpos, size_t x)
+{
+	if (x <= start)
+		return;
+	if (p->fast && *mpos < x)
+		vtmirror_feed(&p->mir, d + *mpos, x - *mpos);
+	*mpos = x;
+	vterm_input_write(p->vt, d + start, x - start);
+	if (p->fast)
+		vtmirror_write_end(&p->mir);
+}
+
+/* Handles a run r[0..n) of printable ASCII (libvterm in ground state, all bytes before it written). Returns how
+ * many characters were consumed; the rest (at least the last one) goes to libvterm as usual. */
+static size_t fast_run(struct vtpane *p, const char *r, size_t n)
+{
+	size_t k = 0;
+	while (k + 1 < n) {
+		p->probing = true;
+		p->probe_glyphs = 0;
+		p->probe_shift = false;
+		/* one ASCII character and a write boundary: the mirror's state does not change */
+		vterm_input_write(p->vt, r + k, 1);
+		p->probing = false;
+		k++;
+		if (p->probe_glyphs == 0 || p->probe_shift || p->probe_width != 1)
+			break;
+		VTermPos pos;
+		vterm_state_get_cursorpos(p->state, &pos);
+		if (pos.row != p->probe_row || pos.col != p->probe_col + 1 || pos.row < 0 || pos.row >= p->rows)
+			continue; /* at the right margin: the next character wraps (or not), libvterm decides */
+		const VTermLineInfo *li = vterm_state_get_lineinfo(p->state, pos.row);
+		if (li && li->doublewidth)
+			break; /* half as many columns: leave the row to libvterm */
+		size_t m = n - 1 - k, room = (size_t)(p->cols - 1 - pos.col);
+		if (m > room)
+			m = room;
+		if (m == 0)
+			continue;
+		put_narrow_run(p, pos.row, pos.col, r + k, m);
+		k += m;
+		char cuf[24] = "\033[", *e = cuf + sizeof cuf;
+		size_t l = 0;
+		*--e = 'C';
+		for (size_t v = m; v; v /= 10, l++)
+			*--e = (char)('0' + v % 10);
+		memmove(cuf + 2, e, l + 1);
+		vterm_input_write(p->vt, cuf, l + 3);
+		VTermPos now;
+		vterm_state_get_cursorpos(p->state, &now);
+		if (now.row != pos.row || now.col != pos.col + (int)m) {
+			/* the mirror was wrong about something (a bug): the cells are right, libvterm's cursor is not
+			 * where the text would have left it; stop taking the fast path for this pane */
+			log_warn("vtpane: fast path out of step at %d,%d (libvterm at %d,%d); disabled", pos.row,
+				 pos.col + (int)m, now.row, now.col);
+			p->fast_desyncs++;
+			p->fast = false;
+			break;
+		}
+	}
+	return k;
+}
+
 void vtpane_input(struct vtpane *p, const void *data, size_t len)
 {
 	if (!len)
 		return;
+	p->fed = true;
 	const char *d = data;
 	size_t start = 0; /* start of the run of bytes passed through as they are */
+	size_t mpos = 0;  /* how far into that run the mirror has read */
 	for (size_t i = 0; i < len; i++) {
 		uint8_t c = (uint8_t)d[i];
 		if (p->rep_state == 0) {
 			if (c == 0x1b) {
-				if (i > start)
-					vterm_input_write(p->vt, d + start, i - start);
+				region_write(p, d, start, &mpos, i);
 				rep_hold_esc(p);
-				start = i + 1;
+				start = mpos = i + 1;
+			} else if (p->fast && c >= 0x20 && c < 0x7f) {
+				size_t j = i + 1;
+				while (j < len && (uint8_t)d[j] >= 0x20 && (uint8_t)d[j] < 0x7f)
+					j++;
+				if (j - i >= FAST_MIN_RUN) {
+					vtmirror_feed(&p->mir, d + mpos, i - mpos);
+					mpos = i;
+					if (vtmirror_plain(&p->mir)) {
+						region_write(p, d, start, &mpos, i);
+						start = mpos = i + fast_run(p, d + i, j - i);
+					}
+				}
+				i = j - 1;
 			}
 			continue;
 		}
 		/* inside ESC (state 1) or a CSI (state 2): the bytes are held until it is clear whether a REP ends it.
 		 * Conservative where libvterm is lenient: ESC, intermediates, then [ starts a CSI too, and any CSI
 		 * whose final byte is b counts as REP. */
-		start = i + 1;
+		start = mpos = i + 1;
 		if (rep_c0(c)) {
-			vterm_input_write(p->vt, d + i, 1);
+			vt_write(p, d + i, 1);
 			continue;
 		}
 		if (rep_ignored(c))
@@ -864,11 +1079,74 @@ void vtpane_input(struct vtpane *p, const void *data, size_t len)
 		p->rep_state = 0;
 		if (dropped && c >= 0x40 && c <= 0x7e)
 			continue; /* the final byte of a dropped sequence goes with it */
-		start = i;
+		start = mpos = i;
 	}
-	if (p->rep_state == 0 && start < len)
-		vterm_input_write(p->vt, d + start, len - start);
+	if (p->rep_state == 0)
+		region_write(p, d, start, &mpos, len);
 	p->input_pending = true;
+}
+
+void vtpane_set_fast_path(struct vtpane *p, bool on)
+{
+	if (on && !p->fast)
+		p->mir.tainted = p->mir.tainted || p->fed; /* it has not seen what libvterm has */
+	p->fast = on;
+}
+
+void vtpane_fast_stats(const struct vtpane *p, uint64_t *cells, uint64_t *desyncs)
+{
+	*cells = p->fast_cells;
+	*desyncs = p->fast_desyncs;
+}
+
+static char *dump_hex(char *o, uint32_t v, int digits)
+{
+	for (int i = digits - 1; i >= 0; i--)
+		*o++ = "0123456789abcdef"[v >> (4 * i) & 15];
+	return o;
+}
+
+static void dump_cells(struct buf *b, const struct vtcell *cells, int n)
+{
+	char tmp[40];
+	for (int c = 0; c < n; c++) {
+		char *o = tmp;
+		*o++ = ' ';
+		o = dump_hex(o, cells[c].ch, 8);
+		o = dump_hex(o, cells[c].fg, 8);
+		o = dump_hex(o, cells[c].bg, 8);
+		o = dump_hex(o, cells[c].attrs, 2);
+		o = dump_hex(o, cells[c].width, 1);
+		buf_add(b, tmp, (size_t)(o - tmp));
+	}
+	buf_add_char(b, '\n');
+}
+
+char *vtpane_dump(const struct vtpane *p)
+{
+	struct buf b;
+	buf_init(&b);
+	VTermPos vc;
+	vterm_state_get_cursorpos(p->state, &vc);
+	buf_printf(&b, "size %dx%d screen %d cursor %d,%d vterm %d,%d visible %d alt %d mouse %d last %x\n", p->rows,
+		   p->cols, p->cur, p->cursor.row, p->cursor.col, vc.row, vc.col, p->cursor_visible, p->altscreen,
+		   p->mouse, p->last_ch);
+	buf_printf(&b, "pen %x/%x/%x title %s\n", p->pen.fg, p->pen.bg, p->pen.attrs, p->title);
+	buf_printf(&b, "scrollback %zu\n", p->sb_count);
+	for (size_t i = 0; i < p->sb_count; i++) {
+		const struct sbline *l = &p->sb[(p->sb_head + i) % p->sb_cap];
+		struct vtcell *cells = xcalloc(l->n ? l->n : 1, sizeof *cells);
+		sb_unpack(l, cells, l->n);
+		buf_printf(&b, "sb %zu:", i);
+		dump_cells(&b, cells, l->n);
+		free(cells);
+	}
+	for (int s = 0; s < 2; s++)
+		for (int r = 0; r < p->rows; r++) {
+			buf_printf(&b, "%c%d:", s ? 'a' : 'p', r);
+			dump_cells(&b, p->grid[s][r], p->cols);
+		}
+	return buf_steal(&b);
 }
 
 void vtpane_note(struct vtpane *p, const char *text)

@@ -30,6 +30,14 @@ void vtpane_set_output(struct vtpane *p, vtpane_output_cb cb, void *arg);
 
 /* Guest bytes. Only marks damage: drawing happens in vtpane_draw. */
 void vtpane_input(struct vtpane *p, const void *data, size_t len);
+/* Plain printable ASCII bypasses libvterm when that gives the same cells (on by default; KVCON_VT_FASTPATH=0 in
+ * the environment turns it off). For tests and benchmarks: switching it on after input has gone in leaves it
+ * unused. cells: characters written by the fast path; desyncs: times it found libvterm out of step (a bug). */
+void vtpane_set_fast_path(struct vtpane *p, bool on);
+void vtpane_fast_stats(const struct vtpane *p, uint64_t *cells, uint64_t *desyncs);
+/* Everything the pane holds, as text (both screens cell by cell with colours and attributes, scrollback, cursor,
+ * modes, title): for tests that compare two panes. Caller frees. */
+char *vtpane_dump(const struct vtpane *p);
 /* Writes a line of kvcon's own text into the pane (a marker such as "[reconnected]"), escaped, on a new line. */
 void vtpane_note(struct vtpane *p, const char *text);
 void vtpane_resize(struct vtpane *p, int rows, int cols);

@@ -31,6 +31,26 @@ engine_setup() {
         cp "$g/vmlinuz" "$g/initrd.gz" "$KVCON_ENGINE_IMAGES/kvcon-lab-guest/"
 }
 
+# The embedded driver as this test's host: skips (77) unless root with QEMU and jq; ENGINE_T=/tmp/PREFIX.XXXXXX with
+# a cleanup trap (kills the QEMUs of its root, removes it unless KEEP is set), engine_setup, URI, a warm root.
+engine_embed_up() {
+    [[ $(id -u) == 0 ]] || { echo "needs root (QEMU and the embedded libvirt driver run as root here)"; exit 77; }
+    command -v qemu-system-x86_64 >/dev/null && command -v jq >/dev/null ||
+        { echo "qemu-system-x86_64 or jq missing (scripts/deps.sh)"; exit 77; }
+    ENGINE_T=$(mktemp -d "/tmp/$1.XXXXXX")
+    trap engine_embed_cleanup EXIT
+    engine_setup
+    URI="qemu:///embed?root=$XDG_STATE_HOME/kvcon/engine"
+    "$ROOT/tests/lab/embed-warm.sh" "$XDG_STATE_HOME/kvcon/engine" >/dev/null
+}
+engine_embed_cleanup() {
+    local f
+    for f in "$ENGINE_T"/state/kvcon/engine/run/qemu/*.pid; do
+        [[ -f $f ]] && kill -9 "$(cat "$f")" 2>/dev/null || true
+    done
+    [[ -n ${KEEP:-} ]] || rm -rf "$ENGINE_T"
+}
+
 # manifest NAME STRATEGY -> path
 manifest() {
     local f=$ENGINE_T/$1-$2.yaml

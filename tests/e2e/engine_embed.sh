@@ -7,22 +7,7 @@ set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/engine-lib.bash"
 
-[[ $(id -u) == 0 ]] || { echo "needs root (QEMU and the embedded libvirt driver run as root here)"; exit 77; }
-command -v qemu-system-x86_64 >/dev/null && command -v jq >/dev/null ||
-    { echo "qemu-system-x86_64 or jq missing (scripts/deps.sh)"; exit 77; }
-
-ENGINE_T=$(mktemp -d /tmp/kve.XXXXXX)
-cleanup() {
-    local f
-    for f in "$ENGINE_T"/state/kvcon/engine/run/qemu/*.pid; do
-        [[ -f $f ]] && kill -9 "$(cat "$f")" 2>/dev/null || true
-    done
-    [[ -n ${KEEP:-} ]] || rm -rf "$ENGINE_T"
-}
-trap cleanup EXIT
-engine_setup
-URI="qemu:///embed?root=$XDG_STATE_HOME/kvcon/engine"
-"$ROOT/tests/lab/embed-warm.sh" "$XDG_STATE_HOME/kvcon/engine" >/dev/null
+engine_embed_up kve
 
 # a crash: QEMU killed by a signal while kvcon watches (libvirt reports STOPPED/FAILED)
 crash_vm() {

@@ -1,10 +1,13 @@
 /* libFuzzer harness for console/vtpane: arbitrary guest bytes into the pane, drawn into an off-screen ncurses
  * pad after every chunk, with resizes, scrolling, search and copy mode driven by the input's first bytes.
- * Nothing drawn may be a control character. */
+ * Nothing drawn may be a control character. The same chunks also go into a pane without the plain-text fast
+ * path: both must hold exactly the same cells, scrollback, cursor and modes (after every chunk, and after the
+ * resize), and the fast path must never find libvterm out of step. */
 #include <locale.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "console/vtpane.h"
 
@@ -26,6 +29,19 @@ static void sink(const char *d, size_t n, void *arg)
 	(void)d, (void)n, (void)arg;
 }
 
+static void same(const struct vtpane *a, const struct vtpane *b)
+{
+	char *da = vtpane_dump(a), *db = vtpane_dump(b);
+	if (strcmp(da, db) != 0)
+		abort();
+	free(da);
+	free(db);
+	uint64_t cells, desyncs;
+	vtpane_fast_stats(a, &cells, &desyncs);
+	if (desyncs)
+		abort();
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	if (!pad)
@@ -36,16 +52,28 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	uint8_t ops = data[2], chunk = (uint8_t)(1 + data[3] % 64);
 	data += 4;
 	size -= 4;
-	struct vtpane *p = vtpane_new(rows, cols, 200);
+	struct vtpane *p = vtpane_new(rows, cols, 200), *plain = vtpane_new(rows, cols, 200);
 	vtpane_set_output(p, sink, NULL);
+	vtpane_set_output(plain, sink, NULL);
+	vtpane_set_fast_path(p, true);
+	vtpane_set_fast_path(plain, false);
 	for (size_t off = 0; off < size; off += chunk) {
 		size_t n = size - off < chunk ? size - off : chunk;
 		vtpane_input(p, data + off, n);
+		vtpane_input(plain, data + off, n);
+		same(p, plain);
 		if (ops & 1)
 			vtpane_draw(p, pad, 0, 0, false);
 	}
-	if (ops & 2)
+	if (ops & 2) {
 		vtpane_resize(p, 1 + (rows * 7) % 60, 1 + (cols * 5) % 130);
+		vtpane_resize(plain, 1 + (rows * 7) % 60, 1 + (cols * 5) % 130);
+		/* and text after the resize, where the cursor and a pending wrap moved */
+		static const char more[] = "after the resize: a long line of plain text\r\nand more text";
+		vtpane_input(p, more, sizeof more - 1);
+		vtpane_input(plain, more, sizeof more - 1);
+		same(p, plain);
+	}
 	if (ops & 4)
 		vtpane_scroll(p, (int)(ops % 50));
 	if (ops & 8)
@@ -73,5 +101,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				abort();
 		}
 	vtpane_free(p);
+	vtpane_free(plain);
 	return 0;
 }
