@@ -405,8 +405,8 @@ static json_object *obj_json(const struct obj *o)
 		json_object *ph = ejson_array(v->phases, sizeof *v->phases, v->nphases, EJSON_ROWS(phase_rows));
 		json_object_object_add(j, "phaseTransitionTimestamps", ph);
 		json_object_object_add(j, "conditions", ejson_array(v->conds, sizeof *v->conds, v->nconds, cond_rows, 3));
-		if (v->mig.present)
-			json_object_object_add(j, "migrationState", migrate_state_json(&v->mig));
+		if (vmi_mig(v)->present)
+			json_object_object_add(j, "migrationState", migrate_state_json(vmi_mig(v)));
 		break;
 	}
 	case OBJ_POD:

@@ -431,7 +431,6 @@ static void publish(struct evm *v)
 	snprintf(vi->active[0].uid, UID_LEN, "%s", x->launcher);
 	vi->active[0].node = vi->node;
 	vi->nactive = 1;
-	vi->mig.progress_pct = -1;
 	migrate_publish(v, vi);
 	store_upsert(E.st, &vi->o);
 

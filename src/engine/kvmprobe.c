@@ -373,21 +373,26 @@ bool kvmprobe_run(const char *qemu, const char *accel, struct kvmprobe_report *r
 	}
 	for (size_t i = 0; i < sizeof phases / sizeof phases[0]; i++)
 		if (strcmp(r->phase, phases[i].word) == 0 && phases[i].stuck) {
-			r->why = xasprintf("under %s, the probe guest %s in %u ms%s", accel, phases[i].stuck,
-					   KVMPROBE_BUDGET_MS, phases[i].tail);
+			char when[48];
+			snprintf(when, sizeof when, eof ? "before QEMU exited" : "within %u ms",
+				 t_lm ? KVMPROBE_BUDGET_MS : KVMPROBE_START_MS);
+			r->why = xasprintf("under %s, the probe guest %s %s%s", accel, phases[i].stuck, when,
+					   phases[i].tail);
 			goto out;
 		}
-	/* nothing from the guest: QEMU's first error line says why (or it never started in time) */
+	/* nothing from the guest: QEMU's first error line (not a warning) says why, or it never started in time */
 	char *line = e.data;
-	while (line && util_has_prefix(line, "qemu-system-x86_64: warning:")) {
-		char *nl = strchr(line, '\n');
-		line = nl ? nl + 1 : NULL;
+	while (line && *line) {
+		size_t n = strcspn(line, "\n");
+		if (memmem(line, n, ": warning: ", 11) == NULL)
+			break;
+		line += n + (line[n] == '\n');
 	}
 	int st = 0;
 	if (eof && waitpid(pid, &st, 0) == pid)
 		pid = -1;
 	if (line && *line)
-		r->why = xasprintf("%s -accel %s: %.*s", qemu, accel, (int)strcspn(line, "\n"), line);
+		r->why = xasprintf("%.*s", (int)strcspn(line, "\n"), line); /* QEMU's lines name it */
 	else if (eof && WIFEXITED(st) && WEXITSTATUS(st) == 127)
 		r->why = xasprintf("%s: cannot be run", qemu);
 	else if (eof)

@@ -29,7 +29,7 @@ static const struct vmi *find_vmi(const struct mig_wait *w)
 	struct source **srcs = engine_cli_sources(&n);
 	for (int i = 0; i < n; i++) {
 		const struct vmi *v = (const struct vmi *)store_find(engine_cli_store(), srcs[i], OBJ_VMI, w->ns, w->name);
-		if (v && v->mig.present)
+		if (v && vmi_mig(v)->present)
 			return v;
 	}
 	return NULL;
@@ -42,10 +42,9 @@ static void print_progress(struct mig_wait *w)
 	if (w->quiet || w->name == NULL || now - w->last_print < 1000)
 		return;
 	const struct vmi *v = find_vmi(w);
-	if (v == NULL || v->mig.completed || v->mig.failed || v->mig.progress_pct < 0 ||
-	    v->mig.data_processed + v->mig.data_remaining == 0)
+	const struct migration_state *m = v ? vmi_mig(v) : NULL;
+	if (m == NULL || m->completed || m->failed || m->progress_pct < 0 || m->data_processed + m->data_remaining == 0)
 		return;
-	const struct migration_state *m = &v->mig;
 	w->last_print = now;
 	printf("  %3d%%  %llu MiB sent, %llu MiB remaining, dirty %.1f MiB/s, pass %d, expected downtime %lld ms, "
 	       "%s, %lld s\n",

@@ -1146,7 +1146,7 @@ void migrate_publish(struct evm *v, struct vmi *vi)
 	if (x == NULL || x->mig == NULL)
 		return;
 	const struct emig *e = x->mig;
-	struct migration_state *m = &vi->mig;
+	struct migration_state *m = vmi_mig_set(vi);
 	m->present = true;
 	m->source_node = intern(e->source_node);
 	m->target_node = intern(e->target_node);

@@ -620,17 +620,18 @@ static int effect_reached(const struct session *s, enum action act, bool abort_m
 		return v && !cond_is_true(v->conds, v->nconds, "Paused");
 	case ACT_MIGRATE:
 	case ACT_MIGRATE_ABORT:
-		if (v == NULL || !v->mig.present)
+		if (v == NULL || !vmi_mig(v)->present)
 			return 0;
-		if (strcmp(v->mig.migration_uid, b->mig_uid) == 0 && v->mig.start == b->mig_start)
+		const struct migration_state *m = vmi_mig(v);
+		if (strcmp(m->migration_uid, b->mig_uid) == 0 && m->start == b->mig_start)
 			return 0; /* still the previous migration's state */
 		if (abort_mig)
-			return v->mig.abort_status != NULL || v->mig.failed;
-		if (v->mig.failed) {
-			*why = v->mig.failure_reason ? v->mig.failure_reason : "migration failed";
+			return m->abort_status != NULL || m->failed;
+		if (m->failed) {
+			*why = m->failure_reason ? m->failure_reason : "migration failed";
 			return -1;
 		}
-		return v->mig.completed;
+		return m->completed;
 	default:
 		return 1;
 	}
@@ -687,9 +688,9 @@ int kube_cmd_action(int argc, char **argv)
 		rc = EXIT_API;
 		goto out;
 	}
-	struct before b = { .mig_start = vmi ? vmi->mig.start : 0 };
+	struct before b = { .mig_start = vmi ? vmi_mig(vmi)->start : 0 };
 	snprintf(b.vmi_uid, sizeof b.vmi_uid, "%s", vmi ? vmi->o.uid : "");
-	snprintf(b.mig_uid, sizeof b.mig_uid, "%s", vmi ? vmi->mig.migration_uid : "");
+	snprintf(b.mig_uid, sizeof b.mig_uid, "%s", vmi ? vmi_mig(vmi)->migration_uid : "");
 	req.ns = s.ns;
 	req.name = s.name;
 	char *err = NULL;

@@ -5,6 +5,7 @@
 
 #include <json-c/json.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -82,15 +83,63 @@ static int64_t jint(struct json_object *o, const char *key, int64_t def, int64_t
 	return n < lo ? lo : n > hi ? hi : n;
 }
 
-/* RFC 3339 timestamp at key, or 0. */
+/* RFC 3339 timestamp at key, or 0 (also outside 1970..2106, which the model's 32-bit times cannot hold). */
 static int64_t jtime(struct json_object *o, const char *key)
 {
 	size_t len;
 	const char *s = jstr(o, key, &len);
 	int64_t t = 0;
-	if (s == NULL || len > 64 || util_parse_time(s, &t) < 0)
+	if (s == NULL || len > 64 || util_parse_time(s, &t) < 0 || t < 0 || t > (int64_t)UINT32_MAX)
 		return 0;
 	return t;
+}
+
+/* ---- scratch memory: one decode's parts, reused from object to object; obj_pack_copy then puts the object in
+ * one allocation. Saves a malloc and a free per string and list, and the heap churn that fragments a store. ---- */
+
+#define SCRATCH_BLOCK (64 * 1024)
+
+struct scratch_block {
+	struct scratch_block *next;
+	size_t used, size;
+	max_align_t data[];
+};
+
+static struct scratch_block *scratch; /* the first block stays; the ones a large object needed go at reset */
+
+static void scratch_reset(void)
+{
+	while (scratch && (scratch->next || scratch->size > SCRATCH_BLOCK)) {
+		struct scratch_block *b = scratch;
+		scratch = b->next;
+		free(b);
+	}
+	if (scratch)
+		scratch->used = 0;
+}
+
+/* Zeroed memory valid until the next kube_decode. */
+static void *scratch_alloc(size_t n)
+{
+	n = (n + sizeof(max_align_t) - 1) & ~(sizeof(max_align_t) - 1);
+	if (scratch == NULL || scratch->size - scratch->used < n) {
+		size_t size = n > SCRATCH_BLOCK ? n : SCRATCH_BLOCK;
+		struct scratch_block *b = xmalloc(sizeof *b + size);
+		b->size = size;
+		b->used = 0;
+		b->next = scratch;
+		scratch = b;
+	}
+	void *p = (char *)scratch->data + scratch->used;
+	scratch->used += n;
+	return memset(p, 0, n);
+}
+
+static char *scratch_strndup(const char *s, size_t n)
+{
+	char *d = scratch_alloc(n + 1);
+	memcpy(d, s, n);
+	return d;
 }
 
 /* ---- capped copies ---- */
@@ -111,7 +160,7 @@ static char *dup_cap(const char *s, size_t len, size_t cap)
 {
 	if (s == NULL)
 		return NULL;
-	return xstrndup(s, cut_utf8(s, len, cap));
+	return scratch_strndup(s, cut_utf8(s, len, cap));
 }
 
 static char *jdup(struct json_object *o, const char *key, size_t cap)
@@ -163,7 +212,7 @@ static struct cond *decode_conds(struct json_object *arr, int *n)
 	*n = 0;
 	if (len == 0)
 		return NULL;
-	struct cond *c = xcalloc(len, sizeof *c);
+	struct cond *c = scratch_alloc(len * sizeof *c);
 	for (size_t i = 0; i < len; i++) {
 		struct json_object *e = json_object_array_get_idx(arr, i);
 		const char *type = jword(e, "type");
@@ -177,11 +226,7 @@ static struct cond *decode_conds(struct json_object *arr, int *n)
 		d->last_transition = jtime(e, "lastTransitionTime");
 		d->last_probe = jtime(e, "lastProbeTime");
 	}
-	if (*n == 0) {
-		free(c);
-		return NULL;
-	}
-	return c;
+	return *n ? c : NULL;
 }
 
 /* The owner reference of the given kind: the controller one when there is one, else the first of that kind.
@@ -215,7 +260,8 @@ static void decode_labels(struct obj *o, struct json_object *meta)
 	struct json_object *labels = jobj(meta, "labels");
 	if (labels == NULL)
 		return;
-	int n = 0;
+	const char *keys[KUBE_DECODE_LIST_MAX], *values[KUBE_DECODE_LIST_MAX];
+	size_t n = 0;
 	json_object_object_foreach(labels, k, v)
 	{
 		if (n >= KUBE_DECODE_LIST_MAX)
@@ -224,10 +270,16 @@ static void decode_labels(struct obj *o, struct json_object *meta)
 			continue;
 		size_t kl = strnlen(k, 317), vl = strnlen(json_object_get_string(v), (size_t)json_object_get_string_len(v));
 		if (kl == 0 || kl >= 317 || strchr(k, '=') || vl > KUBE_DECODE_NAME_MAX)
-			continue; /* not a valid label: keeping it would confuse the packed k=v encoding */
-		obj_label_add(o, k, json_object_get_string(v));
+			continue; /* not a valid label */
+		keys[n] = k;
+		values[n] = json_object_get_string(v);
 		n++;
 	}
+	if (n == 0)
+		return;
+	size_t len = obj_labels_encode(NULL, keys, values, n);
+	o->labels = scratch_alloc(len);
+	obj_labels_encode(o->labels, keys, values, n);
 }
 
 static char *errf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -262,7 +314,7 @@ static char *decode_meta(struct obj *o, struct json_object *item)
 	if (nsl > KUBE_DECODE_NS_MAX)
 		return errf("%s %.*s: namespace longer than %d bytes", obj_kind_title(o->kind), (int)nl, name,
 			    KUBE_DECODE_NS_MAX);
-	o->name = xstrndup(name, nl);
+	o->name = scratch_strndup(name, nl);
 	o->ns = ns ? intern_n(ns, nsl) : intern("");
 	o->created = jtime(meta, "creationTimestamp");
 	o->deleted = jtime(meta, "deletionTimestamp");
@@ -326,7 +378,7 @@ static void decode_vm(struct obj *o, struct json_object *item)
 	if (n > 16)
 		n = 16;
 	if (n > 0) {
-		v->scr = xcalloc(n, sizeof *v->scr);
+		v->scr = scratch_alloc(n * sizeof *v->scr);
 		for (size_t i = 0; i < n; i++) {
 			struct json_object *r = json_object_array_get_idx(scr, i);
 			const char *action = jword(r, "action");
@@ -336,10 +388,8 @@ static void decode_vm(struct obj *o, struct json_object *item)
 			juid(r, "uid", v->scr[v->nscr].uid);
 			v->nscr++;
 		}
-		if (v->nscr == 0) {
-			free(v->scr);
+		if (v->nscr == 0)
 			v->scr = NULL;
-		}
 	}
 
 	struct json_object *sf = jobj(status, "startFailure");
@@ -362,15 +412,17 @@ static void add_ip(struct vmi *v, const char *s, size_t len)
 	for (int i = 0; i < v->nips; i++)
 		if (strlen(v->ips[i]) == len && memcmp(v->ips[i], s, len) == 0)
 			return;
-	v->ips = xreallocarray(v->ips, (size_t)v->nips + 1, sizeof *v->ips);
-	v->ips[v->nips++] = xstrndup(s, len);
+	if (v->ips == NULL)
+		v->ips = scratch_alloc(16 * sizeof *v->ips);
+	v->ips[v->nips++] = scratch_strndup(s, len);
 }
 
-static void decode_migration(struct migration_state *m, struct json_object *ms)
+static void decode_migration(struct vmi *v, struct json_object *ms)
 {
-	m->progress_pct = -1;
 	if (ms == NULL)
 		return;
+	struct migration_state *m = v->mig = scratch_alloc(sizeof *v->mig);
+	m->progress_pct = -1;
 	m->present = true;
 	m->source_node = jword(ms, "sourceNode");
 	m->target_node = jword(ms, "targetNode");
@@ -427,7 +479,7 @@ static void decode_vmi(struct obj *o, struct json_object *item)
 	if (n > 32)
 		n = 32;
 	if (n > 0) {
-		v->phases = xcalloc(n, sizeof *v->phases);
+		v->phases = scratch_alloc(n * sizeof *v->phases);
 		for (size_t i = 0; i < n; i++) {
 			struct json_object *e = json_object_array_get_idx(pts, i);
 			const char *ph = jword(e, "phase");
@@ -437,10 +489,8 @@ static void decode_vmi(struct obj *o, struct json_object *item)
 			v->phases[v->nphases].at = jtime(e, "phaseTransitionTimestamp");
 			v->nphases++;
 		}
-		if (v->nphases == 0) {
-			free(v->phases);
+		if (v->nphases == 0)
 			v->phases = NULL;
-		}
 	}
 
 	struct json_object *gi = jobj(status, "guestOSInfo");
@@ -449,10 +499,12 @@ static void decode_vmi(struct obj *o, struct json_object *item)
 		if (v->guest_os == NULL) {
 			size_t nl = 0, vl = 0;
 			const char *gname = jstr(gi, "name", &nl), *ver = jstr(gi, "version", &vl);
-			if (gname && nl > 0)
-				v->guest_os = xasprintf("%.*s%s%.*s", (int)cut_utf8(gname, nl, 128), gname,
-							ver && vl ? " " : "", ver ? (int)cut_utf8(ver, vl, 64) : 0,
-							ver ? ver : "");
+			if (gname && nl > 0) {
+				size_t gl = cut_utf8(gname, nl, 128), vcl = ver ? cut_utf8(ver, vl, 64) : 0;
+				v->guest_os = scratch_alloc(gl + 1 + vcl + 1);
+				snprintf(v->guest_os, gl + 1 + vcl + 1, "%.*s%s%.*s", (int)gl, gname, vcl ? " " : "",
+					 (int)vcl, ver ? ver : "");
+			}
 		}
 	}
 
@@ -469,11 +521,12 @@ static void decode_vmi(struct obj *o, struct json_object *item)
 				a.node = intern_cap(json_object_get_string(node),
 						    strnlen(json_object_get_string(node),
 							    (size_t)json_object_get_string_len(node)));
-			v->active = xreallocarray(v->active, (size_t)v->nactive + 1, sizeof *v->active);
+			if (v->active == NULL)
+				v->active = scratch_alloc(16 * sizeof *v->active);
 			v->active[v->nactive++] = a;
 		}
 	}
-	decode_migration(&v->mig, jobj(status, "migrationState"));
+	decode_migration(v, jobj(status, "migrationState"));
 }
 
 /* ---- launcher Pod ---- */
@@ -512,7 +565,7 @@ static void decode_pod(struct obj *o, struct json_object *item)
 	struct json_object *owner = find_owner(meta, "VirtualMachineInstance", &other);
 	juid(owner, "uid", p->vmi_uid);
 	if (other)
-		snprintf(p->owner_kind_other, sizeof p->owner_kind_other, "%s", other);
+		p->owner_kind_other = intern_cap(other, strlen(other));
 	const char *cb = obj_label(&p->o, "kubevirt.io/created-by");
 	if (!cb || !copy_uid(p->created_by, cb, strlen(cb)))
 		p->created_by[0] = '\0';
@@ -537,7 +590,7 @@ static void decode_pod(struct obj *o, struct json_object *item)
 	if (total > 32)
 		total = 32;
 	if (total > 0)
-		p->containers = xcalloc(total, sizeof *p->containers);
+		p->containers = scratch_alloc(total * sizeof *p->containers);
 	for (int l = 0; l < 2; l++) {
 		size_t n = lists[l] ? json_object_array_length(lists[l]) : 0;
 		for (size_t i = 0; i < n && (size_t)p->ncontainers < total; i++) {
@@ -620,6 +673,12 @@ static const struct {
 
 struct obj *kube_decode(enum obj_kind kind, struct json_object *item, struct source *src, char **err)
 {
+	struct obj *t = kube_decode_scratch(kind, item, src, err);
+	return t ? obj_pack_copy(t) : NULL;
+}
+
+struct obj *kube_decode_scratch(enum obj_kind kind, struct json_object *item, struct source *src, char **err)
+{
 	char *why = NULL;
 	struct obj *o = NULL;
 	if (err)
@@ -632,15 +691,24 @@ struct obj *kube_decode(enum obj_kind kind, struct json_object *item, struct sou
 		why = errf("%s is not a JSON object", obj_kind_title(kind));
 		goto out;
 	}
-	o = obj_new(kind);
-	o->src = src;
-	why = decode_meta(o, item);
-	if (why) {
-		obj_free(o);
-		o = NULL;
+	/* the object is built in scratch memory (kube_decode then packs it into its one allocation) */
+	static union {
+		struct vm vm;
+		struct vmi vmi;
+		struct pod pod;
+		struct event event;
+	} tmp;
+	scratch_reset();
+	memset(&tmp, 0, sizeof tmp);
+	struct obj *t = &tmp.vm.o;
+	t->kind = kind;
+	t->ns = "";
+	t->src = src;
+	why = decode_meta(t, item);
+	if (why)
 		goto out;
-	}
-	decoders[kind].fn(o, item);
+	decoders[kind].fn(t, item);
+	o = t;
 out:
 	if (why) {
 		if (err)

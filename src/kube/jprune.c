@@ -3,7 +3,7 @@
 
 #include <string.h>
 
-#include "core/hmap.h"
+#include <stdint.h>
 
 #define PRUNE_DEPTH 64
 
@@ -40,39 +40,237 @@ const char *const kube_jprune_keys[] = {
 
 const char *const kube_jprune_whole[] = { "labels", "activePods", NULL };
 
-static struct hmap keyset;
+/* ---- the per-kind schemas: what kube/decode.c, the reflector (envelopes, resourceVersion) and
+ * kube_http_error_message (Status) read, at the place they read it ---- */
+
+#define JP_END { NULL, 0, NULL }
+#define JP_LEAF(k) { k, 0, NULL }
+#define JP_KIDS(k, kids) { k, 0, kids }
+
+static const struct kube_jprune_node jp_cond[] = {
+	JP_LEAF("type"), JP_LEAF("status"), JP_LEAF("reason"), JP_LEAF("message"), JP_LEAF("lastTransitionTime"),
+	JP_LEAF("lastProbeTime"), JP_END,
+};
+static const struct kube_jprune_node jp_owner[] = {
+	JP_LEAF("kind"), JP_LEAF("uid"), JP_LEAF("controller"), JP_END,
+};
+static const struct kube_jprune_node jp_meta[] = {
+	JP_LEAF("name"), JP_LEAF("namespace"), JP_LEAF("uid"), JP_LEAF("generation"), JP_LEAF("creationTimestamp"),
+	JP_LEAF("deletionTimestamp"), JP_LEAF("resourceVersion"), { "labels", KUBE_JPRUNE_WHOLE, NULL },
+	JP_KIDS("ownerReferences", jp_owner), JP_END,
+};
+/* metadata stays even when empty ("without metadata" and "without metadata.name" are different refusals) */
+#define JP_META { "metadata", KUBE_JPRUNE_KEEP_EMPTY, jp_meta }
+/* a watch ERROR event's object is a Status */
+#define JP_STATUS_KEYS JP_LEAF("code"), JP_LEAF("message"), JP_LEAF("reason")
+
+/* VirtualMachine */
+static const struct kube_jprune_node jp_vm_requests[] = { JP_LEAF("memory"), JP_END };
+static const struct kube_jprune_node jp_vm_resources[] = { JP_KIDS("requests", jp_vm_requests), JP_END };
+static const struct kube_jprune_node jp_vm_memory[] = { JP_LEAF("guest"), JP_END };
+static const struct kube_jprune_node jp_vm_cpu[] = { JP_LEAF("cores"), JP_END };
+static const struct kube_jprune_node jp_vm_domain[] = {
+	JP_KIDS("cpu", jp_vm_cpu), JP_KIDS("memory", jp_vm_memory), JP_KIDS("resources", jp_vm_resources), JP_END,
+};
+static const struct kube_jprune_node jp_vm_tspec[] = { JP_KIDS("domain", jp_vm_domain), JP_END };
+static const struct kube_jprune_node jp_vm_template[] = { JP_KIDS("spec", jp_vm_tspec), JP_END };
+static const struct kube_jprune_node jp_name[] = { JP_LEAF("name"), JP_END };
+static const struct kube_jprune_node jp_vm_spec[] = {
+	JP_LEAF("running"), JP_LEAF("runStrategy"), JP_KIDS("instancetype", jp_name),
+	JP_KIDS("template", jp_vm_template), JP_END,
+};
+static const struct kube_jprune_node jp_vm_scr[] = { JP_LEAF("action"), JP_LEAF("uid"), JP_END };
+static const struct kube_jprune_node jp_vm_sf[] = {
+	JP_LEAF("consecutiveFailCount"), JP_LEAF("retryAfterTimestamp"), JP_LEAF("lastFailedVMIUID"), JP_END,
+};
+static const struct kube_jprune_node jp_vm_status[] = {
+	JP_LEAF("printableStatus"), JP_LEAF("ready"), JP_LEAF("created"), JP_KIDS("conditions", jp_cond),
+	JP_KIDS("stateChangeRequests", jp_vm_scr), JP_KIDS("startFailure", jp_vm_sf), JP_LEAF("observedGeneration"),
+	JP_LEAF("desiredGeneration"), JP_END,
+};
+static const struct kube_jprune_node jp_vm[] = {
+	JP_META, JP_KIDS("spec", jp_vm_spec), JP_KIDS("status", jp_vm_status), JP_STATUS_KEYS, JP_END,
+};
+
+/* VirtualMachineInstance */
+static const struct kube_jprune_node jp_vmi_spec[] = { JP_LEAF("evictionStrategy"), JP_END };
+static const struct kube_jprune_node jp_vmi_if[] = {
+	JP_LEAF("ipAddress"), { "ipAddresses", KUBE_JPRUNE_WHOLE, NULL }, JP_END,
+};
+static const struct kube_jprune_node jp_vmi_pts[] = { JP_LEAF("phase"), JP_LEAF("phaseTransitionTimestamp"), JP_END };
+static const struct kube_jprune_node jp_vmi_gi[] = { JP_LEAF("prettyName"), JP_LEAF("name"), JP_LEAF("version"), JP_END };
+static const struct kube_jprune_node jp_vmi_mig[] = {
+	JP_LEAF("sourceNode"), JP_LEAF("targetNode"), JP_LEAF("sourcePod"), JP_LEAF("targetPod"),
+	JP_LEAF("migrationUid"), JP_LEAF("startTimestamp"), JP_LEAF("endTimestamp"), JP_LEAF("completed"),
+	JP_LEAF("failed"), JP_LEAF("abortRequested"), JP_LEAF("abortStatus"), JP_LEAF("mode"),
+	JP_LEAF("failureReason"), JP_END,
+};
+static const struct kube_jprune_node jp_vmi_status[] = {
+	JP_LEAF("phase"), JP_LEAF("reason"), JP_LEAF("nodeName"), JP_KIDS("interfaces", jp_vmi_if),
+	JP_KIDS("conditions", jp_cond), JP_KIDS("phaseTransitionTimestamps", jp_vmi_pts),
+	JP_KIDS("guestOSInfo", jp_vmi_gi), { "activePods", KUBE_JPRUNE_WHOLE, NULL },
+	/* an empty migrationState still says a migration was started */
+	{ "migrationState", KUBE_JPRUNE_KEEP_EMPTY, jp_vmi_mig }, JP_END,
+};
+static const struct kube_jprune_node jp_vmi[] = {
+	JP_META, JP_KIDS("spec", jp_vmi_spec), JP_KIDS("status", jp_vmi_status), JP_STATUS_KEYS, JP_END,
+};
+
+/* Pod */
+static const struct kube_jprune_node jp_pod_spec[] = {
+	JP_LEAF("nodeName"), { "containers", KUBE_JPRUNE_COUNT, NULL }, JP_END,
+};
+static const struct kube_jprune_node jp_pod_state[] = {
+	JP_LEAF("reason"), JP_LEAF("message"), JP_LEAF("startedAt"), JP_LEAF("exitCode"), JP_END,
+};
+static const struct kube_jprune_node jp_pod_states[] = {
+	JP_KIDS("waiting", jp_pod_state), JP_KIDS("running", jp_pod_state), JP_KIDS("terminated", jp_pod_state), JP_END,
+};
+static const struct kube_jprune_node jp_pod_last_term[] = { JP_LEAF("reason"), JP_LEAF("exitCode"), JP_END };
+static const struct kube_jprune_node jp_pod_last[] = { JP_KIDS("terminated", jp_pod_last_term), JP_END };
+static const struct kube_jprune_node jp_pod_cs[] = {
+	JP_LEAF("name"), JP_LEAF("restartCount"), JP_LEAF("ready"), JP_KIDS("state", jp_pod_states),
+	JP_KIDS("lastState", jp_pod_last), JP_END,
+};
+static const struct kube_jprune_node jp_pod_status[] = {
+	JP_LEAF("phase"), JP_LEAF("reason"), JP_LEAF("message"), JP_KIDS("conditions", jp_cond), JP_LEAF("podIP"),
+	JP_KIDS("initContainerStatuses", jp_pod_cs), JP_KIDS("containerStatuses", jp_pod_cs), JP_END,
+};
+static const struct kube_jprune_node jp_pod[] = {
+	JP_META, JP_KIDS("spec", jp_pod_spec), JP_KIDS("status", jp_pod_status), JP_STATUS_KEYS, JP_END,
+};
+
+/* Event (core/v1 and events.k8s.io/v1 spellings) */
+static const struct kube_jprune_node jp_ev_inv[] = {
+	JP_LEAF("kind"), JP_LEAF("name"), JP_LEAF("namespace"), JP_LEAF("uid"), JP_END,
+};
+static const struct kube_jprune_node jp_ev_series[] = { JP_LEAF("count"), JP_LEAF("lastObservedTime"), JP_END };
+static const struct kube_jprune_node jp_ev_source[] = { JP_LEAF("component"), JP_END };
+static const struct kube_jprune_node jp_event[] = {
+	JP_META,
+	/* an empty involvedObject is not the same as none: the decoder falls back to regarding only without one */
+	{ "involvedObject", KUBE_JPRUNE_KEEP_EMPTY, jp_ev_inv }, { "regarding", KUBE_JPRUNE_KEEP_EMPTY, jp_ev_inv },
+	JP_LEAF("type"), JP_LEAF("reason"), JP_LEAF("message"), JP_LEAF("note"), JP_LEAF("count"),
+	JP_LEAF("deprecatedCount"), JP_KIDS("series", jp_ev_series), JP_LEAF("eventTime"), JP_LEAF("firstTimestamp"),
+	JP_LEAF("deprecatedFirstTimestamp"), JP_LEAF("lastTimestamp"), JP_LEAF("deprecatedLastTimestamp"),
+	JP_KIDS("source", jp_ev_source), JP_LEAF("reportingController"), JP_LEAF("reportingComponent"),
+	JP_KIDS("deprecatedSource", jp_ev_source), JP_LEAF("code"), JP_END,
+};
+
+/* list pages ({metadata: {continue, resourceVersion}, items: [...]}) and watch events ({type, object}) */
+static const struct kube_jprune_node jp_list_meta[] = { JP_LEAF("continue"), JP_LEAF("resourceVersion"), JP_END };
+#define JP_ROOT(obj)                                                                                              \
+	{                                                                                                         \
+		JP_LEAF("type"), { "object", KUBE_JPRUNE_KEEP_EMPTY, obj }, { "items", KUBE_JPRUNE_KEEP_EMPTY, obj }, \
+			JP_KIDS("metadata", jp_list_meta), JP_END,                                                \
+	}
+static const struct kube_jprune_node jp_root_vm[] = JP_ROOT(jp_vm);
+static const struct kube_jprune_node jp_root_vmi[] = JP_ROOT(jp_vmi);
+static const struct kube_jprune_node jp_root_pod[] = JP_ROOT(jp_pod);
+static const struct kube_jprune_node jp_root_event[] = JP_ROOT(jp_event);
+
+const struct kube_jprune_node *kube_jprune_schema(enum obj_kind kind)
+{
+	static const struct kube_jprune_node *const roots[OBJ_KIND_COUNT] = {
+		[OBJ_VM] = jp_root_vm, [OBJ_VMI] = jp_root_vmi, [OBJ_POD] = jp_root_pod, [OBJ_EVENT] = jp_root_event,
+	};
+	return (unsigned)kind < OBJ_KIND_COUNT ? roots[kind] : NULL;
+}
+
+static const struct kube_jprune_node *node_find(const struct kube_jprune_node *kids, const char *key, size_t len)
+{
+	for (; kids->key; kids++)
+		if (kids->key[0] == key[0] && strlen(kids->key) == len && memcmp(kids->key, key, len) == 0)
+			return kids;
+	return NULL;
+}
+
+bool kube_jprune_keeps(const struct kube_jprune_node *schema, const char *path)
+{
+	const struct kube_jprune_node *kids = schema;
+	for (const char *p = path; kids;) {
+		size_t n = strcspn(p, "/");
+		const struct kube_jprune_node *nd = n ? node_find(kids, p, n) : NULL;
+		if (nd == NULL)
+			return false;
+		if (p[n] == '\0' || (nd->flags & KUBE_JPRUNE_WHOLE))
+			return true;
+		kids = nd->kids;
+		p += n + 1;
+	}
+	return false;
+}
+
+/* ---- key-name mode: a static open-addressing set, looked up without copying the key ---- */
+
+#define KEYSET_SIZE 512 /* power of two, well above twice the keys */
+
+static struct {
+	const char *key;
+	unsigned char len, cls;
+} keyset[KEYSET_SIZE];
 static bool keyset_ready;
-static int cls_keep = 1, cls_whole = 2;
+
+static uint32_t key_hash(const char *s, size_t len)
+{
+	uint32_t h = 2166136261u; /* FNV-1a */
+	for (size_t i = 0; i < len; i++) {
+		h ^= (unsigned char)s[i];
+		h *= 16777619u;
+	}
+	return h;
+}
+
+static void keyset_add(const char *k, unsigned char cls)
+{
+	size_t len = strlen(k);
+	for (uint32_t i = key_hash(k, len);; i++) {
+		uint32_t j = i & (KEYSET_SIZE - 1);
+		if (keyset[j].key == NULL || strcmp(keyset[j].key, k) == 0) {
+			keyset[j].key = k;
+			keyset[j].len = (unsigned char)len;
+			keyset[j].cls = cls;
+			return;
+		}
+	}
+}
 
 static void keyset_init(void)
 {
-	hmap_init(&keyset);
 	for (const char *const *k = kube_jprune_keys; *k; k++)
-		hmap_put(&keyset, *k, &cls_keep);
+		keyset_add(*k, 1);
 	for (const char *const *k = kube_jprune_whole; *k; k++)
-		hmap_put(&keyset, *k, &cls_whole);
+		keyset_add(*k, 2);
 	keyset_ready = true;
 }
 
 int kube_jprune_class(const char *key, size_t len)
 {
-	char tmp[64];
-	if (len >= sizeof tmp || memchr(key, '\\', len))
+	if (len >= 64 || memchr(key, '\\', len))
 		return 0; /* no kept key is that long or escaped */
 	if (!keyset_ready)
 		keyset_init();
-	memcpy(tmp, key, len);
-	tmp[len] = '\0';
-	int *c = hmap_get(&keyset, tmp);
-	return c ? *c : 0;
+	for (uint32_t i = key_hash(key, len);; i++) {
+		uint32_t j = i & (KEYSET_SIZE - 1);
+		if (keyset[j].key == NULL)
+			return 0;
+		if (keyset[j].len == len && memcmp(keyset[j].key, key, len) == 0)
+			return keyset[j].cls;
+	}
 }
+
+/* ---- the pruner ---- */
 
 struct pr {
 	const char *in;
 	size_t len, pos;
 	char *out;
 	size_t o;
+	bool eof; /* a scan ran into the end of the input: the value may just be incomplete */
 };
+
+/* Marks the node table of key-name mode. */
+static const struct kube_jprune_node by_name[1] = { JP_END };
 
 static void ws(struct pr *p)
 {
@@ -82,16 +280,18 @@ static void ws(struct pr *p)
 			break;
 		p->pos++;
 	}
+	if (p->pos >= p->len)
+		p->eof = true;
 }
 
 /* At an opening quote: returns the index after the closing quote, or 0. */
-static size_t string_end(const struct pr *p, size_t i)
+static size_t string_end(struct pr *p, size_t i)
 {
 	const char *s = p->in;
 	for (i++; i < p->len; i++) {
 		const char *q = memchr(s + i, '"', p->len - i);
 		if (q == NULL)
-			return 0;
+			break;
 		size_t j = (size_t)(q - s);
 		size_t bs = 0;
 		while (j - bs > i - 1 && s[j - 1 - bs] == '\\')
@@ -100,26 +300,33 @@ static size_t string_end(const struct pr *p, size_t i)
 			return j + 1;
 		i = j;
 	}
+	p->eof = true;
 	return 0;
 }
 
-/* End of the value at pos (after skipping it), or 0 when malformed. */
-static size_t value_end(const struct pr *p, size_t i)
+/* End of the value at pos (after skipping it), or 0 when malformed or cut. */
+static size_t value_end(struct pr *p, size_t i)
 {
-	if (i >= p->len)
+	if (i >= p->len) {
+		p->eof = true;
 		return 0;
+	}
 	char c = p->in[i];
 	if (c == '"')
 		return string_end(p, i);
 	if (c == '{' || c == '[') {
 		struct kube_jscan st = { 0 };
 		ssize_t n = kube_jscan(&st, p->in + i, p->len - i);
+		if (n == 0)
+			p->eof = true;
 		return n > 0 ? i + (size_t)n : 0;
 	}
 	size_t j = i;
 	while (j < p->len && !strchr(",}] \n\r\t", p->in[j]))
 		j++;
-	return j > i ? j : 0;
+	if (j == p->len)
+		p->eof = true; /* a number or literal runs into the end: inside an object or array, it is cut */
+	return j > i && j < p->len ? j : 0;
 }
 
 static void emit(struct pr *p, const char *s, size_t n)
@@ -128,9 +335,52 @@ static void emit(struct pr *p, const char *s, size_t n)
 	p->o += n;
 }
 
-static int prune_value(struct pr *p, int depth);
+static int prune_value(struct pr *p, int depth, const struct kube_jprune_node *nd);
 
-static int prune_object(struct pr *p, int depth)
+/* The member's value, per its node (by_name: the key-name class). */
+static int prune_member_value(struct pr *p, int depth, const struct kube_jprune_node *nd)
+{
+	char c = p->in[p->pos];
+	if (nd->flags & KUBE_JPRUNE_WHOLE || ((c != '{' && c != '[') && nd != by_name)) {
+		size_t ve = value_end(p, p->pos);
+		if (ve == 0)
+			return -1;
+		emit(p, p->in + p->pos, ve - p->pos);
+		p->pos = ve;
+		return 0;
+	}
+	return prune_value(p, depth + 1, nd);
+}
+
+static bool is_empty(const char *s, size_t n)
+{
+	return (n == 2 && (memcmp(s, "{}", 2) == 0 || memcmp(s, "[]", 2) == 0)) || (n == 4 && memcmp(s, "null", 4) == 0);
+}
+
+static const struct kube_jprune_node *member_node(struct pr *p, const struct kube_jprune_node *kids, size_t ks,
+						  size_t ke)
+{
+	static const struct kube_jprune_node keep = { "", 0, by_name }, whole = { "", KUBE_JPRUNE_WHOLE, NULL };
+	const char *key = p->in + ks + 1;
+	size_t len = ke - ks - 2;
+	if (kids == by_name) {
+		int cls = kube_jprune_class(key, len);
+		return cls == 1 ? &keep : cls == 2 ? &whole : NULL;
+	}
+	if (len == 0 || memchr(key, '\\', len))
+		return NULL;
+	const struct kube_jprune_node *nd = node_find(kids, key, len);
+	if (nd && nd->kids == NULL && !(nd->flags & KUBE_JPRUNE_WHOLE)) {
+		/* a scalar's place holding an object or array, or a counted list's place holding an object: the
+		 * decoder reads it as absent */
+		char c = p->in[p->pos];
+		if (c == '{' || (c == '[' && !(nd->flags & KUBE_JPRUNE_COUNT)))
+			return NULL;
+	}
+	return nd;
+}
+
+static int prune_object(struct pr *p, int depth, const struct kube_jprune_node *kids)
 {
 	emit(p, "{", 1);
 	p->pos++;
@@ -155,27 +405,26 @@ static int prune_object(struct pr *p, int depth)
 			return -1;
 		p->pos++;
 		ws(p);
-		int cls = kube_jprune_class(p->in + ks + 1, ke - ks - 2);
-		if (cls == 1) { /* descend: the recursion advances pos, no separate scan */
+		if (p->pos >= p->len)
+			return -1;
+		const struct kube_jprune_node *nd = member_node(p, kids, ks, ke);
+		if (nd) {
+			size_t mark = p->o;
 			if (!first)
 				emit(p, ",", 1);
-			first = false;
 			emit(p, p->in + ks, ke - ks);
 			emit(p, ":", 1);
-			if (prune_value(p, depth + 1) < 0)
+			size_t vs = p->o;
+			if (prune_member_value(p, depth, nd) < 0)
 				return -1;
+			if (kids != by_name && !(nd->flags & KUBE_JPRUNE_KEEP_EMPTY) && is_empty(p->out + vs, p->o - vs))
+				p->o = mark; /* null, {} or []: read as absent, so it need not be parsed */
+			else
+				first = false;
 		} else {
 			size_t ve = value_end(p, p->pos);
 			if (ve == 0)
 				return -1;
-			if (cls == 2) {
-				if (!first)
-					emit(p, ",", 1);
-				first = false;
-				emit(p, p->in + ks, ke - ks);
-				emit(p, ":", 1);
-				emit(p, p->in + p->pos, ve - p->pos);
-			}
 			p->pos = ve;
 		}
 		ws(p);
@@ -186,7 +435,7 @@ static int prune_object(struct pr *p, int depth)
 	}
 }
 
-static int prune_array(struct pr *p, int depth)
+static int prune_array(struct pr *p, int depth, const struct kube_jprune_node *nd)
 {
 	emit(p, "[", 1);
 	p->pos++;
@@ -203,8 +452,20 @@ static int prune_array(struct pr *p, int depth)
 		if (!first)
 			emit(p, ",", 1);
 		first = false;
-		if (prune_value(p, depth + 1) < 0)
+		if (nd->flags & KUBE_JPRUNE_COUNT) {
+			/* only the length is read: null costs json-c no allocation (0 when the element is shorter, so
+			 * the output never outgrows the input) */
+			size_t ve = value_end(p, p->pos);
+			if (ve == 0)
+				return -1;
+			if (ve - p->pos >= 4)
+				emit(p, "null", 4);
+			else
+				emit(p, "0", 1);
+			p->pos = ve;
+		} else if (prune_value(p, depth + 1, nd) < 0) {
 			return -1;
+		}
 		ws(p);
 		if (p->pos < p->len && p->in[p->pos] == ',')
 			p->pos++;
@@ -213,15 +474,20 @@ static int prune_array(struct pr *p, int depth)
 	}
 }
 
-static int prune_value(struct pr *p, int depth)
+/* nd: the node whose value this is (its kids prune objects; by_name in key-name mode). */
+static int prune_value(struct pr *p, int depth, const struct kube_jprune_node *nd)
 {
-	if (depth > PRUNE_DEPTH || p->pos >= p->len)
+	if (depth > PRUNE_DEPTH)
 		return -1;
+	if (p->pos >= p->len) {
+		p->eof = true;
+		return -1;
+	}
 	char c = p->in[p->pos];
 	if (c == '{')
-		return prune_object(p, depth);
+		return prune_object(p, depth, nd == by_name || nd->kids == NULL ? by_name : nd->kids);
 	if (c == '[')
-		return prune_array(p, depth);
+		return prune_array(p, depth, nd);
 	size_t ve = value_end(p, p->pos);
 	if (ve == 0)
 		return -1;
@@ -230,16 +496,28 @@ static int prune_value(struct pr *p, int depth)
 	return 0;
 }
 
-ssize_t kube_jprune(const char *in, size_t len, char *out)
+ssize_t kube_jprune_prefix(const struct kube_jprune_node *schema, const char *in, size_t len, char *out,
+			   size_t *consumed)
 {
 	struct pr p = { .in = in, .len = len, .out = out };
+	const struct kube_jprune_node root = { "", 0, schema ? schema : by_name };
 	ws(&p);
-	if (prune_value(&p, 0) < 0)
-		return -1;
-	ws(&p);
-	if (p.pos != len)
-		return -1;
+	p.eof = false;
+	if (prune_value(&p, 0, schema ? &root : by_name) < 0)
+		return p.eof ? -2 : -1;
+	*consumed = p.pos;
 	return (ssize_t)p.o;
+}
+
+ssize_t kube_jprune(const char *in, size_t len, char *out)
+{
+	size_t consumed = 0;
+	ssize_t n = kube_jprune_prefix(NULL, in, len, out, &consumed);
+	if (n < 0)
+		return -1;
+	struct pr p = { .in = in, .len = len, .pos = consumed };
+	ws(&p);
+	return p.pos == len ? n : -1;
 }
 
 /* Inside a string most bytes are plain: jump to the next quote with memchr and count the backslashes before it. */

@@ -1,13 +1,17 @@
-/* Pruning of Kubernetes JSON before it is parsed: one pass over the bytes keeps only the object members whose
- * key the decoder reads (at any depth; maps with free-form keys such as labels are kept whole) and drops the
- * rest (spec.domain.devices, annotations, managedFields, ...), so json-c builds a tree of half the size or less.
- * A scanner for JSON's lexical structure only (strings, escapes, nesting); json-c still parses what is kept. */
+/* Pruning of Kubernetes JSON before it is parsed: one pass over the bytes keeps only the object members the decoder
+ * reads and drops the rest (spec.domain.devices, annotations, managedFields, ...), so json-c builds a tree of a
+ * fraction of the size. Two modes: by key name at any depth (kube_jprune: the union of every key the decoder reads),
+ * and by a per-kind schema of paths (kube_jprune_schema: only the members read at that place, plus the list and
+ * watch envelopes and Status errors). A scanner for JSON's lexical structure only (strings, escapes, nesting);
+ * json-c still parses what is kept. */
 #ifndef KVCON_KUBE_JPRUNE_H
 #define KVCON_KUBE_JPRUNE_H
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <sys/types.h>
+
+#include "model/obj.h"
 
 /* The keys kept for the decoder (kube/decode.c) and the list/watch envelopes; NULL-terminated. */
 extern const char *const kube_jprune_keys[];
@@ -18,9 +22,32 @@ extern const char *const kube_jprune_whole[];
  * whole. */
 int kube_jprune_class(const char *key, size_t len);
 
-/* Copies the JSON value at in[0..len) to out (room for len bytes), pruned. Returns the bytes written, or -1 when
- * the input is not a single well-formed value (then parse the original: json-c reports the error). */
+/* Copies the JSON value at in[0..len) to out (room for len bytes), pruned by key name. Returns the bytes written,
+ * or -1 when the input is not a single well-formed value (then parse the original: json-c reports the error). */
 ssize_t kube_jprune(const char *in, size_t len, char *out);
+
+/* A schema: the members kept at one object level, an array ending with a NULL key. Arrays are transparent: the
+ * elements of an array member are pruned with the member's kids. */
+struct kube_jprune_node {
+	const char *key;
+	unsigned flags; /* KUBE_JPRUNE_* */
+	const struct kube_jprune_node *kids; /* NULL: a scalar (an object or array there is dropped) */
+};
+#define KUBE_JPRUNE_WHOLE 1u      /* kept as is (maps with free-form keys, lists of strings) */
+#define KUBE_JPRUNE_KEEP_EMPTY 2u /* kept when null, {} or [] (else such members are dropped: the decoder reads
+				   * them as absent) because its presence means something */
+#define KUBE_JPRUNE_COUNT 4u      /* an array only counted: each element becomes null */
+
+/* The schema of watch events and list pages of one kind (their objects, and Status errors). */
+const struct kube_jprune_node *kube_jprune_schema(enum obj_kind kind);
+/* Whether the member at path ("object/status/phase": object keys only, array levels transparent) is kept. */
+bool kube_jprune_keeps(const struct kube_jprune_node *schema, const char *path);
+
+/* Prunes the JSON value that starts at in[0] (after optional whitespace) by schema (NULL: by key name). out has
+ * room for len bytes. Returns the bytes written and sets *consumed to the bytes up to the value's end; -2 when the
+ * input ends before the value does (feed more and scan again); -1 when it is not well-formed JSON. */
+ssize_t kube_jprune_prefix(const struct kube_jprune_node *schema, const char *in, size_t len, char *out,
+			   size_t *consumed);
 
 /* Finds where a JSON object or array starting at in[0] ends: scans with state kept in *st across calls (zero it
  * for a new value). Returns the number of bytes consumed up to and including the closing bracket, 0 when the

@@ -19,6 +19,7 @@ struct kube_jstream {
 	struct buf pruned;
 	size_t max_value;
 	bool prune;
+	const struct kube_jprune_node *schema; /* NULL: prune by key name */
 };
 
 struct kube_jstream *kube_jstream_new(size_t max_value)
@@ -38,6 +39,12 @@ void kube_jstream_set_prune(struct kube_jstream *s, bool prune)
 	s->prune = prune;
 }
 
+void kube_jstream_set_schema(struct kube_jstream *s, const struct kube_jprune_node *schema)
+{
+	s->prune = true;
+	s->schema = schema;
+}
+
 void kube_jstream_free(struct kube_jstream *s)
 {
 	if (s == NULL)
@@ -46,6 +53,11 @@ void kube_jstream_free(struct kube_jstream *s)
 	buf_free(&s->cur);
 	buf_free(&s->pruned);
 	free(s);
+}
+
+static bool is_space(char c)
+{
+	return c == ' ' || c == '\n' || c == '\r' || c == '\t';
 }
 
 void kube_jstream_reset(struct kube_jstream *s)
@@ -60,22 +72,28 @@ bool kube_jstream_partial(const struct kube_jstream *s)
 	return s->cur.len > 0;
 }
 
-static bool is_space(char c)
-{
-	return c == ' ' || c == '\n' || c == '\r' || c == '\t';
-}
+static struct json_object *parse_pruned(struct kube_jstream *s, const char *data, size_t len, char **err);
 
 struct json_object *kube_jstream_parse(struct kube_jstream *s, const char *data, size_t len, bool prune, char **err)
 {
 	if (prune) {
 		buf_reset(&s->pruned);
 		buf_reserve(&s->pruned, len + 1);
-		ssize_t n = kube_jprune(data, len, s->pruned.data);
-		if (n >= 0) {
+		size_t used = 0;
+		ssize_t n = kube_jprune_prefix(s->schema, data, len, s->pruned.data, &used);
+		while (n >= 0 && used < len && is_space(data[used]))
+			used++;
+		if (n >= 0 && used == len) {
 			data = s->pruned.data;
 			len = (size_t)n;
 		}
 	}
+	return parse_pruned(s, data, len, err);
+}
+
+/* json-c on bytes already pruned (or the original when pruning refused them). */
+static struct json_object *parse_pruned(struct kube_jstream *s, const char *data, size_t len, char **err)
+{
 	json_tokener_reset(s->tok);
 	struct json_object *v = json_tokener_parse_ex(s->tok, data, (int)(len > 0x7fffffff ? 0x7fffffff : len));
 	enum json_tokener_error e = json_tokener_get_error(s->tok);
@@ -106,6 +124,26 @@ int kube_jstream_feed(struct kube_jstream *s, const char *data, size_t len, kube
 				*err = xstrdup("malformed JSON in the stream: a value must be an object or an array");
 				kube_jstream_reset(s);
 				return -1;
+			}
+		}
+		if (s->cur.len == 0 && s->prune) {
+			/* the usual case, a value that ends within this chunk: prune it straight from the chunk, which
+			 * also finds its end (no separate scan); a value cut by the chunk's end or a malformed one takes
+			 * the scanning path below */
+			size_t used = 0;
+			buf_reset(&s->pruned);
+			buf_reserve(&s->pruned, len - off + 1);
+			ssize_t pn = kube_jprune_prefix(s->schema, data + off, len - off, s->pruned.data, &used);
+			if (pn >= 0 && used <= s->max_value) {
+				off += used;
+				struct json_object *v = parse_pruned(s, s->pruned.data, (size_t)pn, err);
+				if (v == NULL) {
+					kube_jstream_reset(s);
+					return -1;
+				}
+				if (!cb(arg, v))
+					return 1;
+				continue;
 			}
 		}
 		ssize_t n = kube_jscan(&s->scan, data + off, len - off);
@@ -143,9 +181,7 @@ int kube_jstream_feed(struct kube_jstream *s, const char *data, size_t len, kube
 			kube_jstream_reset(s);
 			return -1;
 		}
-		bool go = cb(arg, v);
-		json_object_put(v);
-		if (!go)
+		if (!cb(arg, v))
 			return 1;
 	}
 	return 0;

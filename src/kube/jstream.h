@@ -10,7 +10,8 @@
 struct json_object;
 struct kube_jstream;
 
-/* Called for each complete top-level value (borrowed: released after the call). Return false to stop. */
+/* Called for each complete top-level value, which it owns (json_object_put it; releasing it early lets the
+ * watch path free the tree before the decoded object is stored). Return false to stop. */
 typedef bool (*kube_jstream_cb)(void *arg, struct json_object *value);
 
 /* max_value: refuse a single value larger than this many bytes (a hostile or broken stream). */
@@ -18,6 +19,9 @@ struct kube_jstream *kube_jstream_new(size_t max_value);
 void kube_jstream_free(struct kube_jstream *s);
 /* Prune each value to the decoder's keys before parsing (kube/jprune.h). Off by default. */
 void kube_jstream_set_prune(struct kube_jstream *s, bool prune);
+/* Prune by a schema (kube/jprune.h; NULL: by key name); turns pruning on. */
+struct kube_jprune_node;
+void kube_jstream_set_schema(struct kube_jstream *s, const struct kube_jprune_node *schema);
 /* Parses one complete value with the stream's tokener (pruned when asked). New object, or NULL with *err. */
 struct json_object *kube_jstream_parse(struct kube_jstream *s, const char *data, size_t len, bool prune, char **err);
 /* Forgets a partial value (a new stream starts). */

@@ -12,6 +12,7 @@
 #include "core/util.h"
 #include "core/xmalloc.h"
 #include "kube/decode.h"
+#include "kube/jprune.h"
 #include "kube/jstream.h"
 
 #define PAGE_LIMIT 500
@@ -78,7 +79,7 @@ struct kube_reflector *kube_reflector_new(const struct kube_reflector_cfg *cfg)
 	if (r->cfg.page_limit <= 0)
 		r->cfg.page_limit = PAGE_LIMIT;
 	r->js = kube_jstream_new(WATCH_EVENT_MAX);
-	kube_jstream_set_prune(r->js, true);
+	kube_jstream_set_schema(r->js, kube_jprune_schema(cfg->kind));
 	buf_init(&r->page);
 	return r;
 }
@@ -212,17 +213,21 @@ static const char *obj_rv(struct json_object *o)
 	return NULL;
 }
 
-static void upsert(struct kube_reflector *r, struct json_object *item)
+/* Decodes item and stores it. release (the tree item belongs to, or NULL) is put as soon as the object is
+ * decoded, before the packed copy is allocated, so the store's objects and the parser's trees do not interleave
+ * on the heap. */
+static void upsert(struct kube_reflector *r, struct json_object *item, struct json_object *release)
 {
 	char *err = NULL;
-	struct obj *o = kube_decode(r->cfg.kind, item, r->cfg.src, &err);
-	if (o == NULL) {
+	struct obj *t = kube_decode_scratch(r->cfg.kind, item, r->cfg.src, &err);
+	json_object_put(release);
+	if (t == NULL) {
 		r->stats.skipped++;
 		log_warn("kube: %s: skipped an object: %s", kind_name(r), err ? err : "undecodable");
 		free(err);
 		return;
 	}
-	store_upsert(r->cfg.st, o);
+	store_upsert(r->cfg.st, obj_pack_copy(t));
 }
 
 /* --- list -------------------------------------------------------------------------------------------- */
@@ -253,7 +258,7 @@ static int apply_page(struct kube_reflector *r, const char *body, size_t len, ch
 	}
 	size_t n = json_object_is_type(items, json_type_array) ? json_object_array_length(items) : 0;
 	for (size_t i = 0; i < n; i++)
-		upsert(r, json_object_array_get_idx(items, i));
+		upsert(r, json_object_array_get_idx(items, i), NULL);
 	r->cfg.src->health[r->cfg.kind].loaded += n;
 	free(r->cont);
 	r->cont = NULL;
@@ -381,21 +386,31 @@ static void start_list(struct kube_reflector *r)
 
 /* --- watch ------------------------------------------------------------------------------------------- */
 
-int kube_reflector_apply(struct kube_reflector *r, struct json_object *ev)
+/* kube_reflector_apply on an event it owns (and releases as early as it can). */
+static int apply_event(struct kube_reflector *r, struct json_object *ev)
 {
 	struct json_object *t, *obj;
+	int rc = 0;
 	if (!json_object_is_type(ev, json_type_object) || !json_object_object_get_ex(ev, "type", &t) ||
 	    !json_object_is_type(t, json_type_string) || !json_object_object_get_ex(ev, "object", &obj) ||
 	    !json_object_is_type(obj, json_type_object)) {
 		log_warn("kube: %s: ignored a watch event without type/object", kind_name(r));
-		return -1;
+		rc = -1;
+		goto out;
 	}
 	const char *type = json_object_get_string(t);
 	if (strcmp(type, "ADDED") == 0 || strcmp(type, "MODIFIED") == 0) {
-		upsert(r, obj);
+		char *rv = xstrdup0(obj_rv(obj));
+		upsert(r, obj, ev);
+		ev = NULL;
+		set_rv(r, rv);
+		free(rv);
+		r->stats.events++;
+		r->watch_events++;
+		return 0;
 	} else if (strcmp(type, "DELETED") == 0) {
 		char *err = NULL;
-		struct obj *o = kube_decode(r->cfg.kind, obj, r->cfg.src, &err);
+		const struct obj *o = kube_decode_scratch(r->cfg.kind, obj, r->cfg.src, &err);
 		if (o) {
 			if (store_remove(r->cfg.st, r->cfg.src, r->cfg.kind, o->uid) < 0) {
 				/* unknown UID: drop whatever holds the name, it cannot outlive its deletion */
@@ -403,7 +418,6 @@ int kube_reflector_apply(struct kube_reflector *r, struct json_object *ev)
 				if (same)
 					store_remove(r->cfg.st, r->cfg.src, r->cfg.kind, same->uid);
 			}
-			obj_free(o);
 		} else {
 			r->stats.skipped++;
 			log_warn("kube: %s: undecodable DELETED event: %s", kind_name(r), err ? err : "?");
@@ -414,27 +428,37 @@ int kube_reflector_apply(struct kube_reflector *r, struct json_object *ev)
 	} else if (strcmp(type, "ERROR") == 0) {
 		struct json_object *code;
 		long c = json_object_object_get_ex(obj, "code", &code) ? (long)json_object_get_int(code) : 0;
-		if (c == 410)
-			return 1;
+		if (c == 410) {
+			rc = 1;
+			goto out;
+		}
 		struct kube_resp fake = { .status = c ? c : 500, .body = json_object_to_json_string(obj) };
 		fake.len = strlen(fake.body);
 		free(r->stream_err);
 		r->stream_err = kube_http_error_message(&fake);
-		return -1;
+		rc = -1;
+		goto out;
 	} else {
 		log_warn("kube: %s: ignored a watch event of type '%.32s'", kind_name(r), type);
-		return 0;
+		goto out;
 	}
 	set_rv(r, obj_rv(obj));
 	r->stats.events++;
 	r->watch_events++;
-	return 0;
+out:
+	json_object_put(ev);
+	return rc;
+}
+
+int kube_reflector_apply(struct kube_reflector *r, struct json_object *ev)
+{
+	return apply_event(r, json_object_get(ev));
 }
 
 static bool on_event(void *arg, struct json_object *ev)
 {
 	struct kube_reflector *r = arg;
-	int rc = kube_reflector_apply(r, ev);
+	int rc = apply_event(r, ev);
 	if (rc == 1) {
 		r->relist_wanted = true;
 		return false;

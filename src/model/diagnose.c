@@ -402,7 +402,7 @@ static bool m_vmi_terminating(struct diag_ctx *x)
 
 static bool m_vmi_migration_failed(struct diag_ctx *x)
 {
-	const struct migration_state *m = x->vmi ? &x->vmi->mig : NULL;
+	const struct migration_state *m = x->vmi ? vmi_mig(x->vmi) : NULL;
 	if (m == NULL || !m->present || !(m->failed || eq(m->abort_status, "Failed")))
 		return false;
 	char *r = esc(m->failure_reason, 1024);
@@ -417,7 +417,7 @@ static bool m_vmi_migration_failed(struct diag_ctx *x)
 
 static bool m_vmi_migrating(struct diag_ctx *x)
 {
-	const struct migration_state *m = x->vmi ? &x->vmi->mig : NULL;
+	const struct migration_state *m = x->vmi ? vmi_mig(x->vmi) : NULL;
 	if (m == NULL || !m->present || m->completed || m->failed || m->end != 0 || m->start == 0)
 		return false;
 	char when[48];
@@ -572,7 +572,7 @@ static bool m_launcher_owner_mismatch(struct diag_ctx *x)
 		char *n = esc(p->o.name, 256);
 		ev_text(x, &p->o, "Pod %s/%s is labelled kubevirt.io/created-by=%s but its controller owner is %s%s",
 			p->o.ns, n, p->created_by, p->vmi_uid[0] ? "VirtualMachineInstance uid " : "",
-			p->vmi_uid[0] ? p->vmi_uid : p->owner_kind_other[0] ? p->owner_kind_other : "(none)");
+			p->vmi_uid[0] ? p->vmi_uid : p->owner_kind_other ? p->owner_kind_other : "(none)");
 		free(n);
 	}
 	return true;

@@ -524,7 +524,7 @@ static void pending_drop(struct lineage *l, struct pending *pe)
 /* The VMI moved from node `from` to `to` (same UID): a completed live migration. */
 static void migrated(struct lin_exec *x, const struct vmi *vmi, const char *from)
 {
-	int64_t at = vmi->mig.present && vmi->mig.end ? vmi->mig.end : util_wall_s();
+	int64_t at = vmi_mig(vmi)->present && vmi_mig(vmi)->end ? vmi_mig(vmi)->end : util_wall_s();
 	x->pub.migrations++;
 	for (int i = 0; i < x->pub.nlaunchers; i++) {
 		struct lineage_launcher *la = &x->pub.launchers[i];

@@ -44,10 +44,24 @@ void conds_free(struct cond *conds, int n)
 	free(conds);
 }
 
+static void mig_free(struct migration_state *m)
+{
+	if (m == NULL)
+		return;
+	free(m->source_pod);
+	free(m->target_pod);
+	free(m->failure_reason);
+	free(m);
+}
+
 void obj_free(struct obj *o)
 {
 	if (o == NULL)
 		return;
+	if (o->flags & OBJ_F_PACKED) {
+		free(o);
+		return;
+	}
 	switch (o->kind) {
 	case OBJ_VM: {
 		struct vm *v = (struct vm *)o;
@@ -68,9 +82,7 @@ void obj_free(struct obj *o)
 		free(v->guest_os);
 		free(v->agent_version);
 		free(v->active);
-		free(v->mig.source_pod);
-		free(v->mig.target_pod);
-		free(v->mig.failure_reason);
+		mig_free(v->mig);
 		break;
 	}
 	case OBJ_POD: {
@@ -96,38 +108,243 @@ void obj_free(struct obj *o)
 	}
 	free(o->name);
 	free(o->labels);
-	free(o->key);
 	free(o);
 }
 
-void obj_set_key(struct obj *o)
+const struct migration_state *vmi_mig(const struct vmi *v)
 {
-	free(o->key);
-	o->key = xasprintf("%s/%s", o->ns ? o->ns : "", o->name ? o->name : "");
+	static const struct migration_state none = { .progress_pct = -1 };
+	return v->mig ? v->mig : &none;
+}
+
+struct migration_state *vmi_mig_set(struct vmi *v)
+{
+	if (v->mig == NULL) {
+		v->mig = xcalloc(1, sizeof *v->mig);
+		v->mig->progress_pct = -1;
+	}
+	return v->mig;
+}
+
+static size_t labels_len(const char *l);
+
+/* ---- packing: two passes over the owned parts, one measuring, one copying into the block ---- */
+
+struct packer {
+	char *base; /* NULL while measuring */
+	size_t off;
+};
+
+static void *pk_mem(struct packer *k, const void *src, size_t n, size_t align)
+{
+	if (src == NULL)
+		return NULL;
+	k->off = (k->off + align - 1) & ~(align - 1);
+	void *dst = k->base ? k->base + k->off : NULL;
+	if (dst)
+		memcpy(dst, src, n);
+	k->off += n;
+	return dst;
+}
+
+static char *pk_str(struct packer *k, const char *s)
+{
+	return s ? pk_mem(k, s, strlen(s) + 1, 1) : NULL;
+}
+
+static struct cond *pk_conds(struct packer *k, const struct cond *c, int n)
+{
+	struct cond *d = pk_mem(k, c, (size_t)n * sizeof *c, _Alignof(struct cond));
+	for (int i = 0; i < n; i++) {
+		char *m = pk_str(k, c[i].message);
+		if (d)
+			d[i].message = m;
+	}
+	return d;
+}
+
+/* Points o's owned parts at copies made by k (o is the block's struct, or a scratch copy while measuring). */
+static void pk_relink(struct obj *o, struct packer *k)
+{
+	o->name = pk_str(k, o->name);
+	o->labels = o->labels ? pk_mem(k, o->labels, labels_len(o->labels), 1) : NULL;
+	switch (o->kind) {
+	case OBJ_VM: {
+		struct vm *v = (struct vm *)o;
+		v->conds = pk_conds(k, v->conds, v->nconds);
+		v->scr = pk_mem(k, v->scr, (size_t)v->nscr * sizeof *v->scr, _Alignof(struct state_change));
+		v->instancetype = pk_str(k, v->instancetype);
+		v->memory = pk_str(k, v->memory);
+		break;
+	}
+	case OBJ_VMI: {
+		struct vmi *v = (struct vmi *)o;
+		v->ip = pk_str(k, v->ip);
+		char **ips = v->ips;
+		v->ips = pk_mem(k, ips, (size_t)v->nips * sizeof *ips, _Alignof(char *));
+		for (int i = 0; i < v->nips; i++) {
+			char *s = pk_str(k, ips[i]);
+			if (v->ips)
+				v->ips[i] = s;
+		}
+		v->conds = pk_conds(k, v->conds, v->nconds);
+		v->phases = pk_mem(k, v->phases, (size_t)v->nphases * sizeof *v->phases, _Alignof(struct phase_time));
+		v->guest_os = pk_str(k, v->guest_os);
+		v->agent_version = pk_str(k, v->agent_version);
+		v->active = pk_mem(k, v->active, (size_t)v->nactive * sizeof *v->active, _Alignof(struct active_pod));
+		struct migration_state *m = v->mig;
+		v->mig = pk_mem(k, m, sizeof *m, _Alignof(struct migration_state));
+		if (m) {
+			char *sp = pk_str(k, m->source_pod), *tp = pk_str(k, m->target_pod);
+			char *fr = pk_str(k, m->failure_reason);
+			if (v->mig) {
+				v->mig->source_pod = sp;
+				v->mig->target_pod = tp;
+				v->mig->failure_reason = fr;
+			}
+		}
+		break;
+	}
+	case OBJ_POD: {
+		struct pod *p = (struct pod *)o;
+		p->message = pk_str(k, p->message);
+		p->conds = pk_conds(k, p->conds, p->nconds);
+		struct container_status *cs = p->containers;
+		p->containers = pk_mem(k, cs, (size_t)p->ncontainers * sizeof *cs, _Alignof(struct container_status));
+		for (int i = 0; i < p->ncontainers; i++) {
+			char *m = pk_str(k, cs[i].message);
+			if (p->containers)
+				p->containers[i].message = m;
+		}
+		p->ip = pk_str(k, p->ip);
+		p->cmdline = pk_str(k, p->cmdline);
+		p->log_path = pk_str(k, p->log_path);
+		break;
+	}
+	case OBJ_EVENT: {
+		struct event *e = (struct event *)o;
+		e->message = pk_str(k, e->message);
+		e->inv_name = pk_str(k, e->inv_name);
+		break;
+	}
+	case OBJ_KIND_COUNT:
+		break;
+	}
+}
+
+struct obj *obj_pack_copy(const struct obj *o)
+{
+	union {
+		struct vm vm;
+		struct vmi vmi;
+		struct pod pod;
+		struct event event;
+	} scratch;
+	size_t size = kinds[o->kind].size;
+	memcpy(&scratch, o, size);
+	struct packer k = { .base = NULL, .off = size };
+	pk_relink((struct obj *)&scratch, &k);
+	char *blk = xmalloc(k.off);
+	memcpy(blk, o, size);
+	k = (struct packer){ .base = blk, .off = size };
+	pk_relink((struct obj *)blk, &k);
+	struct obj *p = (struct obj *)blk;
+	p->flags |= OBJ_F_PACKED;
+	return p;
+}
+
+struct obj *obj_pack(struct obj *o)
+{
+	if (o == NULL || (o->flags & OBJ_F_PACKED) || (unsigned)o->kind >= OBJ_KIND_COUNT)
+		return o;
+	struct obj *p = obj_pack_copy(o);
+	obj_free(o);
+	return p;
+}
+
+/* Labels are packed as entries of a tag byte, the key when the tag is LABEL_LITERAL, and the value, each
+ * NUL-terminated, ended by a zero byte: the keys KubeVirt puts on every VMI and launcher pod take one byte. */
+#define LABEL_LITERAL 0xffu
+
+static const char *const label_keys[] = {
+	NULL, /* tag 0 ends the labels */
+	"kubevirt.io", "kubevirt.io/created-by", "vm.kubevirt.io/name", "kubevirt.io/domain", "kubevirt.io/vm",
+	"kubevirt.io/nodeName", "kubevirt.io/size", "kubevirt.io/migrationJobUID", "kubevirt.io/migrationTargetNodeName",
+	"kubevirt.io/schedulable", "vm.kubevirt.io/template", "vm.kubevirt.io/workload", "vm.kubevirt.io/flavor",
+	"kubevirt.io/os", "app", "tier", "app.kubernetes.io/name", "app.kubernetes.io/instance",
+	"app.kubernetes.io/component", "app.kubernetes.io/part-of", "app.kubernetes.io/managed-by",
+	"app.kubernetes.io/version", "kubevirt.io/install-strategy",
+};
+#define LABEL_KEYS (sizeof label_keys / sizeof label_keys[0])
+
+static size_t labels_len(const char *l)
+{
+	const char *p = l;
+	while (*p) {
+		if ((unsigned char)*p++ == LABEL_LITERAL)
+			p += strlen(p) + 1;
+		p += strlen(p) + 1;
+	}
+	return (size_t)(p - l) + 1;
+}
+
+/* One entry at dst (when not NULL); returns its length. */
+static size_t label_put(char *dst, const char *k, const char *v)
+{
+	unsigned tag = LABEL_LITERAL;
+	for (unsigned i = 1; i < LABEL_KEYS && tag == LABEL_LITERAL; i++)
+		if (strcmp(label_keys[i], k) == 0)
+			tag = i;
+	size_t kl = tag == LABEL_LITERAL ? strlen(k) + 1 : 0, vl = strlen(v) + 1;
+	if (dst) {
+		*dst++ = (char)tag;
+		memcpy(dst, k, kl);
+		memcpy(dst + kl, v, vl);
+	}
+	return 1 + kl + vl;
 }
 
 void obj_label_add(struct obj *o, const char *k, const char *v)
 {
-	size_t old = 0;
-	if (o->labels) {
-		const char *p = o->labels;
-		while (*p)
-			p += strlen(p) + 1;
-		old = (size_t)(p - o->labels);
-	}
-	size_t add = strlen(k) + 1 + strlen(v) + 1;
+	size_t old = o->labels ? labels_len(o->labels) - 1 : 0;
+	size_t add = label_put(NULL, k, v);
 	o->labels = xrealloc(o->labels, old + add + 1);
-	char *w = o->labels + old;
-	w += sprintf(w, "%s=%s", k, v) + 1;
-	*w = '\0';
+	label_put(o->labels + old, k, v);
+	o->labels[old + add] = '\0';
+}
+
+size_t obj_labels_encode(char *dst, const char *const *keys, const char *const *values, size_t n)
+{
+	size_t off = 0;
+	for (size_t i = 0; i < n; i++)
+		off += label_put(dst ? dst + off : NULL, keys[i], values[i]);
+	if (dst)
+		dst[off] = '\0';
+	return off + 1;
+}
+
+bool obj_label_next(const struct obj *o, const char **it, const char **key, const char **value)
+{
+	const char *p = *it ? *it : o->labels;
+	if (p == NULL || *p == '\0')
+		return false;
+	unsigned tag = (unsigned char)*p++;
+	if (tag == LABEL_LITERAL) {
+		*key = p;
+		p += strlen(p) + 1;
+	} else {
+		*key = tag < LABEL_KEYS ? label_keys[tag] : "?";
+	}
+	*value = p;
+	*it = p + strlen(p) + 1;
+	return true;
 }
 
 const char *obj_label(const struct obj *o, const char *k)
 {
-	size_t kl = strlen(k);
-	for (const char *p = o->labels; p && *p; p += strlen(p) + 1)
-		if (strncmp(p, k, kl) == 0 && p[kl] == '=')
-			return p + kl + 1;
+	for (const char *it = NULL, *key, *v; obj_label_next(o, &it, &key, &v);)
+		if (strcmp(key, k) == 0)
+			return v;
 	return NULL;
 }
 
@@ -152,7 +369,9 @@ static size_t sz(const void *p)
 
 size_t obj_heap_size(const struct obj *o)
 {
-	size_t n = sz(o) + sz(o->name) + sz(o->labels) + sz(o->key);
+	if (o->flags & OBJ_F_PACKED)
+		return sz(o);
+	size_t n = sz(o) + sz(o->name) + sz(o->labels);
 	switch (o->kind) {
 	case OBJ_VM: {
 		const struct vm *v = (const struct vm *)o;
@@ -163,7 +382,9 @@ size_t obj_heap_size(const struct obj *o)
 	}
 	case OBJ_VMI: {
 		const struct vmi *v = (const struct vmi *)o;
-		n += sz(v->ip) + sz(v->ips) + sz(v->conds) + sz(v->phases) + sz(v->guest_os) + sz(v->active);
+		n += sz(v->ip) + sz(v->ips) + sz(v->conds) + sz(v->phases) + sz(v->guest_os) + sz(v->active) + sz(v->mig);
+		if (v->mig)
+			n += sz(v->mig->source_pod) + sz(v->mig->target_pod) + sz(v->mig->failure_reason);
 		for (int i = 0; i < v->nips; i++)
 			n += sz(v->ips[i]);
 		for (int i = 0; i < v->nconds; i++)

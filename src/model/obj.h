@@ -21,30 +21,30 @@ struct cond {
 	const char *status; /* "True", "False", "Unknown" */
 	const char *reason;
 	char *message;
-	int64_t last_transition; /* epoch seconds, 0 unknown */
-	int64_t last_probe;
+	uint32_t last_transition; /* epoch seconds (32 bits hold them until 2106), 0 unknown */
+	uint32_t last_probe;
 };
 
 /* Fields every object has. */
 struct obj {
-	enum obj_kind kind;
 	struct source *src;
 	const char *ns;   /* interned; "" for cluster-scoped */
 	char *name;
-	char uid[UID_LEN];
+	char *labels;     /* packed (obj.c), NULL when none: read with obj_label / obj_label_next */
 	int64_t created;  /* creationTimestamp, epoch seconds */
 	int64_t deleted;  /* deletionTimestamp when terminating, else 0 */
-	char *labels;     /* "k=v\0k=v\0\0" packed, NULL when none */
 	uint64_t generation;
 	uint64_t rv;      /* resourceVersion when numeric (as etcd's are), else 0 */
 	/* store bookkeeping */
-	uint32_t flags;   /* OBJ_F_* */
 	uint64_t changed_ms; /* loop_now() when last changed (rows flash) */
-	char *key;        /* "ns/name" inside its source, owned (store index key) */
+	enum obj_kind kind;
+	uint32_t flags;   /* OBJ_F_* */
 	uint32_t slot;    /* position in the store's dense array */
+	char uid[UID_LEN];
 };
 
 #define OBJ_F_MARK 0x1u /* mark-and-sweep on relist */
+#define OBJ_F_PACKED 0x2u /* obj_pack: every owned part lives in the object's one allocation */
 
 struct state_change { /* VM status.stateChangeRequests[] */
 	const char *action; /* Start, Stop */
@@ -114,7 +114,7 @@ struct vmi {
 	char *agent_version;
 	struct active_pod *active;
 	int nactive;
-	struct migration_state mig;
+	struct migration_state *mig; /* NULL without status.migrationState: read through vmi_mig() */
 	const char *eviction;        /* spec.evictionStrategy */
 	bool software_emulation;
 };
@@ -124,19 +124,19 @@ struct container_status {
 	const char *state;  /* waiting, running, terminated */
 	const char *reason; /* ContainerCreating, CrashLoopBackOff, ErrImagePull, Completed, ... */
 	char *message;
-	int restarts;
-	bool ready;
-	int64_t started;
-	int exit_code;
-	bool init;                /* from initContainerStatuses */
 	const char *last_reason;  /* lastState.terminated.reason (why a CrashLoopBackOff container died) */
+	uint32_t started;         /* epoch seconds, 0 unknown */
+	int restarts;
+	int exit_code;
 	int last_exit_code;
+	bool ready;
+	bool init;                /* from initContainerStatuses */
 };
 
 struct pod {
 	struct obj o;
 	char vmi_uid[UID_LEN];      /* ownerReferences kind VirtualMachineInstance (controller) */
-	char owner_kind_other[32];  /* when the controller owner is not a VMI: its kind, for the owner check */
+	const char *owner_kind_other; /* when the controller owner is not a VMI: its kind (interned), else NULL */
 	char created_by[UID_LEN];   /* label kubevirt.io/created-by */
 	const char *vm_name;        /* label vm.kubevirt.io/name (deprecated; shown only) */
 	const char *phase;
@@ -177,12 +177,24 @@ void obj_free(struct obj *o);
 const char *obj_kind_name(enum obj_kind kind); /* "vm", "vmi", "pod", "event" */
 const char *obj_kind_title(enum obj_kind kind); /* "VirtualMachine", ... */
 
-/* Sets o->key from ns and name (call after both are set). */
-void obj_set_key(struct obj *o);
+/* The same object in one allocation (struct, strings and arrays together: no per-part malloc overhead or
+ * fragmentation in a store of tens of thousands); o is consumed. Packed objects are read-only: build a new one
+ * to change an owned part. */
+struct obj *obj_pack(struct obj *o);
+/* The same, leaving o alone (its parts may live anywhere, e.g. in a decoder's scratch memory). */
+struct obj *obj_pack_copy(const struct obj *o);
+
+/* The VMI's migration state, or a shared empty one (present false, progress_pct -1) when it has none. */
+const struct migration_state *vmi_mig(const struct vmi *v);
+/* The VMI's migration state to fill in, allocated on first use (not on packed objects). */
+struct migration_state *vmi_mig_set(struct vmi *v);
 /* Labels: packs "k","v" pairs; lookup returns the value or NULL. */
 void obj_label_add(struct obj *o, const char *k, const char *v);
 const char *obj_label(const struct obj *o, const char *k);
-/* Iteration: for (const char *p = o->labels; p && *p; p += strlen(p) + 1) -> "k=v". */
+/* Iteration: for (const char *it = NULL, *k, *v; obj_label_next(o, &it, &k, &v);) ... */
+/* The packed labels of n pairs into dst (NULL: only measures); returns the bytes, terminator included. */
+size_t obj_labels_encode(char *dst, const char *const *keys, const char *const *values, size_t n);
+bool obj_label_next(const struct obj *o, const char **it, const char **key, const char **value);
 
 /* Condition helpers. */
 const struct cond *cond_find(const struct cond *conds, int n, const char *type);

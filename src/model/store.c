@@ -1,19 +1,25 @@
-/* The store: per source and kind, a dense array plus two hash indexes (UID, ns/name). */
+/* The store: per source and kind, a dense array plus two hash indexes (UID, ns/name). The indexes are open
+ * addressing tables of object pointers hashed from the objects' own fields (no key copies, 8 bytes a slot). */
 #include "model/store.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/hmap.h"
 #include "core/util.h"
 #include "core/xmalloc.h"
+
+/* Linear probing with backward-shift deletion (no tombstones). */
+struct index {
+	struct obj **slots;
+	size_t cap; /* power of two, or 0 */
+};
 
 struct table {
 	struct obj **objs;
 	size_t n, cap;
-	struct hmap by_uid;
-	struct hmap by_key;
+	struct index by_uid;
+	struct index by_key;
 };
 
 struct listener {
@@ -44,8 +50,8 @@ static void table_free(struct table *t)
 	for (size_t i = 0; i < t->n; i++)
 		obj_free(t->objs[i]);
 	free(t->objs);
-	hmap_free(&t->by_uid);
-	hmap_free(&t->by_key);
+	free(t->by_uid.slots);
+	free(t->by_key.slots);
 	free(t);
 }
 
@@ -87,11 +93,114 @@ static void notify(struct store *st, enum obj_kind kind, const struct obj *old, 
 		st->listeners[i].fn(st->listeners[i].arg, kind, old, new_);
 }
 
+/* ---- the indexes ---- */
+
+#define FNV_INIT 2166136261u
+
+static uint32_t fnv(uint32_t h, const char *s)
+{
+	for (; *s; s++) {
+		h ^= (unsigned char)*s;
+		h *= 16777619u;
+	}
+	return h;
+}
+
+static uint32_t hash_uid(const char *uid)
+{
+	return fnv(FNV_INIT, uid);
+}
+
+static uint32_t hash_key(const char *ns, const char *name)
+{
+	uint32_t h = fnv(FNV_INIT, ns);
+	h ^= '/';
+	h *= 16777619u;
+	return fnv(h, name);
+}
+
+enum idx_kind { IDX_UID, IDX_KEY };
+
+static uint32_t obj_hash(const struct obj *o, enum idx_kind ik)
+{
+	return ik == IDX_UID ? hash_uid(o->uid) : hash_key(o->ns, o->name ? o->name : "");
+}
+
+static bool obj_is(const struct obj *o, enum idx_kind ik, const char *a, const char *b)
+{
+	if (ik == IDX_UID)
+		return strcmp(o->uid, a) == 0;
+	return strcmp(o->name ? o->name : "", b) == 0 && (o->ns == a || strcmp(o->ns, a) == 0);
+}
+
+/* The slot holding the object matching (a, b) (uid; or ns, name), or the empty slot where it would go. */
+static size_t idx_probe(const struct index *x, enum idx_kind ik, uint32_t h, const char *a, const char *b)
+{
+	size_t mask = x->cap - 1;
+	for (size_t i = h & mask;; i = (i + 1) & mask)
+		if (x->slots[i] == NULL || obj_is(x->slots[i], ik, a, b))
+			return i;
+}
+
+static struct obj *idx_get(const struct index *x, enum idx_kind ik, const char *a, const char *b)
+{
+	if (x->cap == 0)
+		return NULL;
+	uint32_t h = ik == IDX_UID ? hash_uid(a) : hash_key(a, b);
+	return x->slots[idx_probe(x, ik, h, a, b)];
+}
+
+static void idx_put(struct index *x, enum idx_kind ik, struct obj *o, size_t count)
+{
+	if ((count + 1) * 4 > x->cap * 3) {
+		struct index old = *x;
+		x->cap = old.cap ? old.cap * 2 : 64;
+		x->slots = xcalloc(x->cap, sizeof *x->slots);
+		for (size_t i = 0; i < old.cap; i++)
+			if (old.slots[i])
+				idx_put(x, ik, old.slots[i], 0);
+		free(old.slots);
+	}
+	size_t mask = x->cap - 1;
+	size_t i = obj_hash(o, ik) & mask;
+	while (x->slots[i] != NULL && x->slots[i] != o)
+		i = (i + 1) & mask;
+	x->slots[i] = o;
+}
+
+/* Removes o (when it is there): the entries after it in its run move back so probing never stops early. */
+static void idx_del(struct index *x, enum idx_kind ik, const struct obj *o)
+{
+	if (x->cap == 0)
+		return;
+	size_t mask = x->cap - 1;
+	size_t i = obj_hash(o, ik) & mask;
+	while (x->slots[i] != o) {
+		if (x->slots[i] == NULL)
+			return;
+		i = (i + 1) & mask;
+	}
+	for (size_t j = i;;) {
+		x->slots[i] = NULL;
+		for (;;) {
+			j = (j + 1) & mask;
+			if (x->slots[j] == NULL)
+				return;
+			size_t home = obj_hash(x->slots[j], ik) & mask;
+			/* the entry at j may fill the hole at i unless its home lies cyclically in (i, j] */
+			bool stays = i <= j ? (home > i && home <= j) : (home > i || home <= j);
+			if (!stays)
+				break;
+		}
+		x->slots[i] = x->slots[j];
+		i = j;
+	}
+}
+
 static void table_unlink(struct table *t, struct obj *o)
 {
-	hmap_del(&t->by_uid, o->uid);
-	if (hmap_get(&t->by_key, o->key) == o)
-		hmap_del(&t->by_key, o->key);
+	idx_del(&t->by_uid, IDX_UID, o);
+	idx_del(&t->by_key, IDX_KEY, o);
 	uint32_t slot = o->slot;
 	t->n--;
 	if (slot != t->n) {
@@ -100,15 +209,35 @@ static void table_unlink(struct table *t, struct obj *o)
 	}
 }
 
+/* Where o's entry is (o must be in the index). */
+static size_t idx_slot_of(const struct index *x, const struct obj *o, uint32_t h)
+{
+	size_t mask = x->cap - 1;
+	size_t i = h & mask;
+	while (x->slots[i] != o)
+		i = (i + 1) & mask;
+	return i;
+}
+
 struct obj *store_upsert(struct store *st, struct obj *o)
 {
 	struct table *t = table_make(st, o->src, o->kind);
-	if (o->key == NULL)
-		obj_set_key(o);
 	o->flags &= ~OBJ_F_MARK;
-	struct obj *old = hmap_get(&t->by_uid, o->uid);
-	struct obj *same_name = hmap_get(&t->by_key, o->key);
-	if (same_name && same_name != old) {
+	const char *name = o->name ? o->name : "";
+	struct obj *old = idx_get(&t->by_uid, IDX_UID, o->uid, NULL);
+	uint32_t hk = hash_key(o->ns, name);
+	struct obj *same_name = t->by_key.cap ? t->by_key.slots[idx_probe(&t->by_key, IDX_KEY, hk, o->ns, name)] : NULL;
+	if (old && same_name == old) {
+		/* the usual update (same UID, same name): the new object takes the old one's place everywhere */
+		o->slot = old->slot;
+		t->objs[o->slot] = o;
+		t->by_uid.slots[idx_slot_of(&t->by_uid, old, hash_uid(o->uid))] = o;
+		t->by_key.slots[idx_slot_of(&t->by_key, old, hk)] = o;
+		notify(st, o->kind, old, o);
+		obj_free(old);
+		return o;
+	}
+	if (same_name) {
 		/* the name now belongs to a new object: the old one is gone */
 		table_unlink(t, same_name);
 		st->count[o->kind]--;
@@ -118,9 +247,8 @@ struct obj *store_upsert(struct store *st, struct obj *o)
 	if (old) {
 		o->slot = old->slot;
 		t->objs[o->slot] = o;
-		hmap_del(&t->by_uid, old->uid);
-		if (hmap_get(&t->by_key, old->key) == old)
-			hmap_del(&t->by_key, old->key);
+		idx_del(&t->by_uid, IDX_UID, old);
+		idx_del(&t->by_key, IDX_KEY, old);
 	} else {
 		if (t->n == t->cap) {
 			t->cap = t->cap ? t->cap * 2 : 64;
@@ -130,8 +258,8 @@ struct obj *store_upsert(struct store *st, struct obj *o)
 		t->objs[t->n++] = o;
 		st->count[o->kind]++;
 	}
-	hmap_put(&t->by_uid, o->uid, o);
-	hmap_put(&t->by_key, o->key, o);
+	idx_put(&t->by_uid, IDX_UID, o, t->n);
+	idx_put(&t->by_key, IDX_KEY, o, t->n);
 	notify(st, o->kind, old, o);
 	obj_free(old);
 	return o;
@@ -140,7 +268,7 @@ struct obj *store_upsert(struct store *st, struct obj *o)
 int store_remove(struct store *st, struct source *src, enum obj_kind kind, const char *uid)
 {
 	struct table *t = table_of(st, src, kind);
-	struct obj *o = t ? hmap_get(&t->by_uid, uid) : NULL;
+	struct obj *o = t ? idx_get(&t->by_uid, IDX_UID, uid, NULL) : NULL;
 	if (o == NULL)
 		return -1;
 	table_unlink(t, o);
@@ -153,28 +281,14 @@ int store_remove(struct store *st, struct source *src, enum obj_kind kind, const
 struct obj *store_get(const struct store *st, struct source *src, enum obj_kind kind, const char *uid)
 {
 	struct table *t = table_of(st, src, kind);
-	return t ? hmap_get(&t->by_uid, uid) : NULL;
+	return t ? idx_get(&t->by_uid, IDX_UID, uid, NULL) : NULL;
 }
 
 struct obj *store_find(const struct store *st, struct source *src, enum obj_kind kind, const char *ns,
 		       const char *name)
 {
 	struct table *t = table_of(st, src, kind);
-	if (t == NULL)
-		return NULL;
-	char stackkey[512];
-	char *key = stackkey;
-	size_t need = strlen(ns) + strlen(name) + 2;
-	if (need > sizeof stackkey)
-		key = xmalloc(need);
-	size_t nl = strlen(ns);
-	memcpy(key, ns, nl);
-	key[nl] = '/';
-	memcpy(key + nl + 1, name, strlen(name) + 1);
-	struct obj *o = hmap_get(&t->by_key, key);
-	if (key != stackkey)
-		free(key);
-	return o;
+	return t ? idx_get(&t->by_key, IDX_KEY, ns, name) : NULL;
 }
 
 struct obj *const *store_objs(const struct store *st, struct source *src, enum obj_kind kind, size_t *n)
@@ -263,6 +377,8 @@ size_t store_heap_size(const struct store *st)
 		struct table *t = st->tables[i];
 		for (size_t j = 0; t && j < t->n; j++)
 			n += obj_heap_size(t->objs[j]);
+		if (t) /* the dense array and the two indexes */
+			n += (t->cap + t->by_uid.cap + t->by_key.cap) * sizeof(struct obj *);
 	}
 	return n;
 }

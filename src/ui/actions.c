@@ -84,7 +84,7 @@ void ui_action(enum action act, const struct obj *vm)
 	const struct vmi *vmi = (const struct vmi *)store_find(ui_store(), vm->src, OBJ_VMI, vm->ns, vm->name);
 	if (act == ACT_PAUSE && vmi && cond_is_true(vmi->conds, vmi->nconds, "Paused"))
 		act = ACT_UNPAUSE;
-	if (act == ACT_MIGRATE && vmi && vmi->mig.present && !vmi->mig.completed && !vmi->mig.failed)
+	if (act == ACT_MIGRATE && vmi && vmi_mig(vmi)->present && !vmi_mig(vmi)->completed && !vmi_mig(vmi)->failed)
 		act = ACT_MIGRATE_ABORT;
 	if (action_is_mutating(act) && (ui_readonly() || vm->src->readonly)) {
 		ui_error("READ-ONLY: %s %s/%s refused", action_name(act), vm->ns, vm->name);

@@ -220,7 +220,7 @@ static void c_vmi_paused(const struct store *st, const struct obj *o, char *b, s
 static void c_vmi_mig(const struct store *st, const struct obj *o, char *b, size_t n, int *a)
 {
 	(void)st;
-	const struct migration_state *m = &VMI(o)->mig;
+	const struct migration_state *m = vmi_mig(VMI(o));
 	if (!m->present) {
 		put(b, n, "");
 		return;
@@ -250,7 +250,7 @@ static const struct table_col vmi_cols[] = {
 static bool vmi_state_changed(const struct obj *a, const struct obj *b)
 {
 	return VMI(a)->phase != VMI(b)->phase || VMI(a)->node != VMI(b)->node ||
-	       VMI(a)->mig.present != VMI(b)->mig.present || VMI(a)->mig.completed != VMI(b)->mig.completed;
+	       vmi_mig(VMI(a))->present != vmi_mig(VMI(b))->present || vmi_mig(VMI(a))->completed != vmi_mig(VMI(b))->completed;
 }
 
 static struct obj *vmi_vm(const struct store *st, const struct obj *o)

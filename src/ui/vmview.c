@@ -112,7 +112,7 @@ static void vmi_panel(struct panel *p, const struct vmi *vmi)
 	pl(p, 0, "node: %s", nz(vmi->node));
 	for (int i = 0; i < vmi->nips; i++)
 		pl(p, 0, "ip: %s", vmi->ips[i]);
-	const struct migration_state *m = &vmi->mig;
+	const struct migration_state *m = vmi_mig(vmi);
 	if (m->present) {
 		const char *st = m->failed ? "Failed" : m->completed ? "Succeeded" : m->abort_requested ? "Aborting" : "Running";
 		char took[32] = "";

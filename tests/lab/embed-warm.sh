@@ -54,10 +54,13 @@ for f in "$LAB_CAPS"/*.xml; do
     cp "$f" "$root/cache/qemu/capabilities/" && seeded=1
 done
 
-# the embedded driver logs warnings on stderr: keep them out of test output
-LIBVIRT_LOG_OUTPUTS="3:file:$root/embed-warm.log" \
-    virsh -q -c "$uri" domcapabilities --virttype qemu --arch x86_64 >/dev/null ||
+# the embedded driver logs warnings on stderr, and virsh says polkit is not running (root needs none): keep them
+# out of test and `make run` output, and show them when virsh fails
+if ! LIBVIRT_LOG_OUTPUTS="3:file:$root/embed-warm.log" \
+    virsh -q -c "$uri" domcapabilities --virttype qemu --arch x86_64 >/dev/null 2>"$root/embed-warm.err"; then
+    cat "$root/embed-warm.err" >&2
     lab_die "virsh -c '$uri' domcapabilities failed (see $root/embed-warm.log)"
+fi
 lab_caps_save "$root"
 how=probed
 [[ $had == 0 ]] || how=kept

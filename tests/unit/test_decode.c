@@ -121,19 +121,19 @@ static void test_vmi_roundtrip(void)
 		T_EQ_STR(v->active[0].uid, "activePodsKey");
 		T_EQ_STR(v->active[0].node, "activePodsValue");
 	}
-	T_CHECK(v->mig.present);
-	T_EQ_STR(v->mig.source_node, "sourceNodeValue");
-	T_EQ_STR(v->mig.target_node, "targetNodeValue");
-	T_EQ_STR(v->mig.source_pod, "sourcePodValue");
-	T_EQ_STR(v->mig.target_pod, "targetPodValue");
-	T_EQ_STR(v->mig.migration_uid, "migrationUidValue");
-	T_CHECK(v->mig.completed && v->mig.failed && v->mig.abort_requested);
-	T_EQ_STR(v->mig.abort_status, "abortStatusValue");
-	T_EQ_STR(v->mig.mode, "modeValue");
-	T_EQ_STR(v->mig.failure_reason, "failureReasonValue");
-	T_EQ_INT(v->mig.start, ts("1986-01-01T01:01:01Z"));
-	T_EQ_INT(v->mig.end, ts("1988-01-01T01:01:01Z"));
-	T_EQ_INT(v->mig.progress_pct, -1);
+	T_CHECK(vmi_mig(v)->present);
+	T_EQ_STR(vmi_mig(v)->source_node, "sourceNodeValue");
+	T_EQ_STR(vmi_mig(v)->target_node, "targetNodeValue");
+	T_EQ_STR(vmi_mig(v)->source_pod, "sourcePodValue");
+	T_EQ_STR(vmi_mig(v)->target_pod, "targetPodValue");
+	T_EQ_STR(vmi_mig(v)->migration_uid, "migrationUidValue");
+	T_CHECK(vmi_mig(v)->completed && vmi_mig(v)->failed && vmi_mig(v)->abort_requested);
+	T_EQ_STR(vmi_mig(v)->abort_status, "abortStatusValue");
+	T_EQ_STR(vmi_mig(v)->mode, "modeValue");
+	T_EQ_STR(vmi_mig(v)->failure_reason, "failureReasonValue");
+	T_EQ_INT(vmi_mig(v)->start, ts("1986-01-01T01:01:01Z"));
+	T_EQ_INT(vmi_mig(v)->end, ts("1988-01-01T01:01:01Z"));
+	T_EQ_INT(vmi_mig(v)->progress_pct, -1);
 	T_EQ_STR(v->eviction, "evictionStrategyValue");
 	/* the fixture's owner is kind "kindValue": not a VM */
 	T_EQ_STR(v->vm_uid, "");
@@ -153,7 +153,7 @@ static void test_pod(void)
 	T_EQ_INT(p->o.rv, 123456);
 	T_EQ_STR(p->vmi_uid, "0f0e0d0c-0b0a-4909-8807-060504030201");
 	T_EQ_STR(p->created_by, "0f0e0d0c-0b0a-4909-8807-060504030201");
-	T_EQ_STR(p->owner_kind_other, "");
+	T_CHECK(p->owner_kind_other == NULL);
 	T_EQ_STR(p->vm_name, "testvm");
 	T_EQ_STR(p->phase, "Running");
 	T_EQ_STR(p->node, "node-1");
@@ -378,7 +378,7 @@ static void test_wrong_types(void)
 				T_EQ_STR(v->phase, "");
 				T_EQ_INT(v->nconds, 0);
 				T_EQ_INT(v->nips, 0);
-				T_CHECK(!v->mig.present);
+				T_CHECK(!vmi_mig(v)->present);
 			}
 			if (o && k == OBJ_POD && i == 1)
 				T_EQ_INT(((struct pod *)o)->ncontainers, 2);

@@ -228,9 +228,9 @@ static void test_migration(void)
 	store_upsert(st, &mk_pod(src, "src-pod", "m-1", "node-1", 100)->o);
 	store_upsert(st, &mk_pod(src, "dst-pod", "m-1", "node-2", 500)->o); /* migration target */
 	struct vmi *v = mk_vmi(src, "m-1", "Running", "node-2", 100);
-	v->mig.present = true;
-	v->mig.completed = true;
-	v->mig.end = 600;
+	vmi_mig_set(v)->present = true;
+	vmi_mig_set(v)->completed = true;
+	vmi_mig_set(v)->end = 600;
 	store_upsert(st, &v->o);
 	store_remove(st, src, OBJ_POD, "src-pod");
 	size_t n;

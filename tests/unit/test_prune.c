@@ -17,18 +17,64 @@
 #include "t.h"
 
 static bool recording;
-static char missing[64][64];
+static char missing[64][128];
 static int nmissing;
+static const struct kube_jprune_node *schema; /* the kind's, while decoding a watch event's object */
 
-static void record(const char *key)
+/* Where each JSON object of the tree being decoded sits ("object/status"), to check each lookup against the
+ * schema at the place it happens. */
+static struct {
+	const struct json_object *o;
+	char path[256];
+} places[4096];
+static int nplaces;
+
+static void map_places(const struct json_object *o, const char *path)
 {
-	if (!recording || key == NULL || kube_jprune_class(key, strlen(key)) != 0)
+	if (o == NULL)
 		return;
+	if (json_object_is_type(o, json_type_array)) {
+		for (size_t i = 0; i < json_object_array_length(o); i++)
+			map_places(json_object_array_get_idx(o, i), path);
+		return;
+	}
+	if (!json_object_is_type(o, json_type_object) || nplaces >= 4096)
+		return;
+	places[nplaces].o = o;
+	snprintf(places[nplaces].path, sizeof places[0].path, "%s", path);
+	nplaces++;
+	json_object_object_foreach((struct json_object *)o, k, v)
+	{
+		char sub[256];
+		snprintf(sub, sizeof sub, "%s%s%s", path, *path ? "/" : "", k);
+		map_places(v, sub);
+	}
+}
+
+static void add_missing(const char *what)
+{
 	for (int i = 0; i < nmissing; i++)
-		if (strcmp(missing[i], key) == 0)
+		if (strcmp(missing[i], what) == 0)
 			return;
 	if (nmissing < 64)
-		snprintf(missing[nmissing++], sizeof missing[0], "%s", key);
+		snprintf(missing[nmissing++], sizeof missing[0], "%s", what);
+}
+
+static void record(const struct json_object *o, const char *key)
+{
+	if (!recording || key == NULL)
+		return;
+	if (kube_jprune_class(key, strlen(key)) == 0)
+		add_missing(key);
+	for (int i = 0; schema && i < nplaces; i++) {
+		if (places[i].o != o)
+			continue;
+		char path[512];
+		snprintf(path, sizeof path, "%s%s%s", places[i].path, places[i].path[0] ? "/" : "", key);
+		if (!kube_jprune_keeps(schema, path))
+			add_missing(path);
+		break;
+	}
 }
 
 json_bool json_object_object_get_ex(const struct json_object *o, const char *key, struct json_object **v)
@@ -36,7 +82,7 @@ json_bool json_object_object_get_ex(const struct json_object *o, const char *key
 	static json_bool (*real)(const struct json_object *, const char *, struct json_object **);
 	if (real == NULL)
 		*(void **)&real = dlsym(RTLD_NEXT, "json_object_object_get_ex");
-	record(key);
+	record(o, key);
 	return real(o, key, v);
 }
 
@@ -45,7 +91,7 @@ struct json_object *json_object_object_get(const struct json_object *o, const ch
 	static struct json_object *(*real)(const struct json_object *, const char *);
 	if (real == NULL)
 		*(void **)&real = dlsym(RTLD_NEXT, "json_object_object_get");
-	record(key);
+	record(o, key);
 	return real(o, key);
 }
 
@@ -67,20 +113,36 @@ static void fp_conds(struct buf *b, const struct cond *c, int n)
 	}
 }
 
-/* The decoded content as text (owned strings by value), for comparing two decodes. */
+/* The decoded content as text (every field, strings by value), for comparing two decodes. */
 static char *fingerprint(const struct obj *o)
 {
 	struct buf b;
 	buf_init(&b);
-	for (const char *p = o->labels; p && *p; p += strlen(p) + 1)
-		fp_str(&b, p);
+	buf_printf(&b, "%s|%s|%s|%lld,%lld,%llu,%llu|", o->ns, o->name, o->uid, (long long)o->created,
+		   (long long)o->deleted, (unsigned long long)o->generation, (unsigned long long)o->rv);
+	for (const char *it = NULL, *k, *v; obj_label_next(o, &it, &k, &v);)
+		buf_printf(&b, "%s=%s|", k, v);
 	if (o->kind == OBJ_VM) {
 		const struct vm *v = (const struct vm *)o;
+		fp_str(&b, v->run_strategy);
+		fp_str(&b, v->printable_status);
+		buf_printf(&b, "%d%d%d%d|", v->running_field, v->run_conflict, v->ready, v->created_vmi);
 		fp_conds(&b, v->conds, v->nconds);
+		for (int i = 0; i < v->nscr; i++)
+			buf_printf(&b, "%s:%s|", v->scr[i].action, v->scr[i].uid);
+		buf_printf(&b, "%d,%lld,%s,%llu,%llu,%d|", v->start_failures, (long long)v->start_retry_after,
+			   v->start_fail_vmi, (unsigned long long)v->desired_generation,
+			   (unsigned long long)v->observed_generation, v->cpu_cores);
 		fp_str(&b, v->instancetype);
 		fp_str(&b, v->memory);
 	} else if (o->kind == OBJ_VMI) {
 		const struct vmi *v = (const struct vmi *)o;
+		buf_printf(&b, "%s|", v->vm_uid);
+		fp_str(&b, v->phase);
+		fp_str(&b, v->reason);
+		fp_str(&b, v->node);
+		fp_str(&b, v->eviction);
+		buf_printf(&b, "%d|", v->software_emulation);
 		fp_conds(&b, v->conds, v->nconds);
 		fp_str(&b, v->ip);
 		for (int i = 0; i < v->nips; i++)
@@ -91,111 +153,122 @@ static char *fingerprint(const struct obj *o)
 		fp_str(&b, v->agent_version);
 		for (int i = 0; i < v->nactive; i++)
 			buf_printf(&b, "%s@%s|", v->active[i].uid, v->active[i].node ? v->active[i].node : "");
-		fp_str(&b, v->mig.source_pod);
-		fp_str(&b, v->mig.target_pod);
-		fp_str(&b, v->mig.failure_reason);
-		fp_str(&b, v->mig.source_node);
-		fp_str(&b, v->mig.target_node);
-		buf_printf(&b, "%d%d%d|", v->mig.completed, v->mig.failed, v->mig.abort_requested);
+		const struct migration_state *m = vmi_mig(v);
+		buf_printf(&b, "%d|", m->present);
+		fp_str(&b, m->source_pod);
+		fp_str(&b, m->target_pod);
+		fp_str(&b, m->failure_reason);
+		fp_str(&b, m->source_node);
+		fp_str(&b, m->target_node);
+		fp_str(&b, m->abort_status);
+		fp_str(&b, m->mode);
+		buf_printf(&b, "%s,%lld,%lld|", m->migration_uid, (long long)m->start, (long long)m->end);
+		buf_printf(&b, "%d%d%d|", m->completed, m->failed, m->abort_requested);
 	} else if (o->kind == OBJ_POD) {
 		const struct pod *p = (const struct pod *)o;
+		buf_printf(&b, "%s|%s|", p->vmi_uid, p->created_by);
+		fp_str(&b, p->owner_kind_other);
+		fp_str(&b, p->vm_name);
+		fp_str(&b, p->phase);
+		fp_str(&b, p->node);
+		fp_str(&b, p->reason);
 		fp_conds(&b, p->conds, p->nconds);
 		fp_str(&b, p->message);
 		fp_str(&b, p->ip);
+		buf_printf(&b, "%d,%d,%d|", p->ready_containers, p->spec_containers, p->restarts);
 		for (int i = 0; i < p->ncontainers; i++) {
 			const struct container_status *c = &p->containers[i];
 			fp_str(&b, c->name);
 			fp_str(&b, c->state);
 			fp_str(&b, c->reason);
 			fp_str(&b, c->message);
-			buf_printf(&b, "%d,%d,%d,%lld|", c->restarts, c->ready, c->exit_code, (long long)c->started);
+			fp_str(&b, c->last_reason);
+			buf_printf(&b, "%d,%d,%d,%lld,%d,%d|", c->restarts, c->ready, c->exit_code, (long long)c->started,
+				   c->init, c->last_exit_code);
 		}
 	} else {
 		const struct event *e = (const struct event *)o;
+		fp_str(&b, e->type);
+		fp_str(&b, e->reason);
 		fp_str(&b, e->message);
 		fp_str(&b, e->inv_kind);
 		fp_str(&b, e->inv_name);
 		fp_str(&b, e->inv_ns);
 		fp_str(&b, e->component);
-		buf_printf(&b, "%d,%lld,%lld|", e->count, (long long)e->first, (long long)e->last);
+		buf_printf(&b, "%s|%d,%lld,%lld|", e->inv_uid, e->count, (long long)e->first, (long long)e->last);
 	}
 	return buf_steal(&b);
 }
 static int compared;
 
+/* Decodes json parsed whole, pruned by key name, and pruned by the kind's schema: all three must agree. */
 static void compare_decodes(enum obj_kind kind, const char *json, size_t len, const char *what)
 {
 	struct kube_jstream *js = kube_jstream_new(1 << 24);
 	char *err = NULL;
-	struct json_object *full = kube_jstream_parse(js, json, len, false, &err);
+	struct json_object *full = kube_jstream_parse(js, json, len, false, &err), *by_schema_obj = NULL;
 	free(err);
 	err = NULL;
-	struct json_object *pruned = kube_jstream_parse(js, json, len, true, &err);
+	struct json_object *by_name = kube_jstream_parse(js, json, len, true, &err);
+	free(err);
+	err = NULL;
+	/* the schema prunes what the reflector is fed: a bare object goes in a watch event */
+	kube_jstream_set_schema(js, kube_jprune_schema(kind));
+	bool bare = full && !json_object_object_get_ex(full, "object", NULL);
+	char *wrapped = bare ? xasprintf("{\"type\":\"ADDED\",\"object\":%.*s}", (int)len, json) : NULL;
+	struct json_object *by_schema = kube_jstream_parse(js, bare ? wrapped : json, bare ? strlen(wrapped) : len, true,
+							   &err);
+	free(wrapped);
 	free(err);
 	kube_jstream_free(js);
-	if (full == NULL || pruned == NULL) {
+	if (bare && by_schema && !json_object_object_get_ex(by_schema, "object", &by_schema_obj))
+		by_schema_obj = NULL;
+	if (full == NULL || by_name == NULL || by_schema == NULL) {
+		T_CHECK(full == NULL && by_name == NULL && by_schema == NULL);
 		json_object_put(full);
-		json_object_put(pruned);
+		json_object_put(by_name);
+		json_object_put(by_schema);
 		return;
 	}
-	/* a watch event: decode its object */
-	struct json_object *fo = full, *po = pruned, *x;
-	if (json_object_object_get_ex(full, "object", &x) && json_object_object_get_ex(pruned, "object", &po))
+	/* a watch event: decode its object (the schema's paths start at the event) */
+	struct json_object *fo = full, *x, *pruned[2] = { by_name, bare ? by_schema_obj : by_schema };
+	bool event = json_object_object_get_ex(full, "object", &x);
+	if (event) {
 		fo = x;
+		for (int i = 0; i < 2; i++)
+			json_object_object_get_ex(pruned[i], "object", &pruned[i]);
+	}
+	nplaces = 0;
+	map_places(fo, "object");
+	schema = kube_jprune_schema(kind);
 	recording = true;
-	char *e1 = NULL, *e2 = NULL;
+	char *e1 = NULL;
 	struct obj *a = kube_decode(kind, fo, src, &e1);
 	recording = false;
-	struct obj *b = kube_decode(kind, po, src, &e2);
-	T_CHECK((a == NULL) == (b == NULL));
-	if (a && b) {
-		compared++;
-		T_EQ_STR(a->name, b->name);
-		T_CHECK(a->ns == b->ns);
-		T_EQ_STR(a->uid, b->uid);
-		char *fa = fingerprint(a), *fb = fingerprint(b);
-		T_EQ_STR(fa, fb);
-		if (strcmp(fa, fb) != 0)
-			fprintf(stderr, "  (%s)\n", what);
-		free(fa);
-		free(fb);
-		T_CHECK(a->created == b->created && a->deleted == b->deleted && a->generation == b->generation &&
-			a->rv == b->rv);
-		size_t la = 0, lb = 0;
-		for (const char *p = a->labels; p && *p; p += strlen(p) + 1)
-			la += strlen(p);
-		for (const char *p = b->labels; p && *p; p += strlen(p) + 1)
-			lb += strlen(p);
-		T_EQ_INT(la, lb);
-		/* the kind's struct after the common part: pointers to interned strings compare equal, owned strings
-		 * are compared through obj_heap_size above; counts and flags must match byte for byte */
-		if (kind == OBJ_VM) {
-			const struct vm *x1 = (const struct vm *)a, *x2 = (const struct vm *)b;
-			T_CHECK(x1->run_strategy == x2->run_strategy && x1->printable_status == x2->printable_status &&
-				x1->ready == x2->ready && x1->nconds == x2->nconds && x1->nscr == x2->nscr &&
-				x1->cpu_cores == x2->cpu_cores && x1->start_failures == x2->start_failures);
-		} else if (kind == OBJ_VMI) {
-			const struct vmi *x1 = (const struct vmi *)a, *x2 = (const struct vmi *)b;
-			T_CHECK(x1->phase == x2->phase && x1->node == x2->node && x1->nconds == x2->nconds &&
-				x1->nphases == x2->nphases && x1->nips == x2->nips && x1->nactive == x2->nactive &&
-				x1->mig.present == x2->mig.present && strcmp(x1->vm_uid, x2->vm_uid) == 0);
-		} else if (kind == OBJ_POD) {
-			const struct pod *x1 = (const struct pod *)a, *x2 = (const struct pod *)b;
-			T_CHECK(x1->phase == x2->phase && x1->node == x2->node && x1->ncontainers == x2->ncontainers &&
-				x1->ready_containers == x2->ready_containers && x1->restarts == x2->restarts &&
-				x1->spec_containers == x2->spec_containers && strcmp(x1->vmi_uid, x2->vmi_uid) == 0);
-		} else {
-			const struct event *x1 = (const struct event *)a, *x2 = (const struct event *)b;
-			T_CHECK(x1->reason == x2->reason && x1->type == x2->type && x1->count == x2->count &&
-				x1->last == x2->last && strcmp(x1->inv_uid, x2->inv_uid) == 0);
+	schema = NULL;
+	char *fa = a ? fingerprint(a) : NULL;
+	for (int i = 0; i < 2; i++) {
+		char *e2 = NULL;
+		struct obj *b = kube_decode(kind, pruned[i], src, &e2);
+		T_CHECK((a == NULL) == (b == NULL));
+		T_EQ_STR(e1 ? e1 : "", e2 ? e2 : "");
+		if (a && b) {
+			compared++;
+			char *fb = fingerprint(b);
+			T_EQ_STR(fa, fb);
+			if (strcmp(fa, fb) != 0)
+				fprintf(stderr, "  (%s, %s)\n", what, i ? "pruned by schema" : "pruned by key name");
+			free(fb);
 		}
+		obj_free(b);
+		free(e2);
 	}
+	free(fa);
 	obj_free(a);
-	obj_free(b);
 	free(e1);
-	free(e2);
 	json_object_put(full);
-	json_object_put(pruned);
+	json_object_put(by_name);
+	json_object_put(by_schema);
 }
 
 static enum obj_kind kind_of_file(const char *name)
@@ -261,6 +334,37 @@ static void test_prune_basics(void)
 	T_EQ_INT(kube_jprune("{\"name\":1}}", 11, small), -1);
 	T_EQ_INT(kube_jprune("{\"name\":\"x}", 11, small), -1);
 	T_EQ_INT(kube_jprune("[1,2,]", 6, small) >= 0, 1); /* json-c then decides */
+	/* by schema: only the members read at that place; null, {} and [] dropped unless their presence counts;
+	 * counted lists become nulls; prefix mode stops at the value's end and tells a cut value from a broken one */
+	const struct kube_jprune_node *vmi = kube_jprune_schema(OBJ_VMI), *pod = kube_jprune_schema(OBJ_POD);
+	T_CHECK(kube_jprune_keeps(vmi, "object/status/phase"));
+	T_CHECK(kube_jprune_keeps(vmi, "object/metadata/labels/anything"));
+	T_CHECK(!kube_jprune_keeps(vmi, "object/spec/domain"));
+	T_CHECK(kube_jprune_keeps(kube_jprune_schema(OBJ_VM), "object/spec/template/spec/domain/cpu/cores"));
+	const char ev[] = "{\"type\":\"MODIFIED\",\"object\":{\"metadata\":{\"name\":\"a\",\"annotations\":{\"x\":\"y\"}},"
+			  "\"spec\":{\"domain\":{\"cpu\":{\"cores\":2}},\"evictionStrategy\":null},\"status\":{\"phase\":"
+			  "{\"not\":\"a string\"},\"nodeName\":\"n\",\"conditions\":[{\"type\":\"Ready\",\"lastProbeTime\":null}],"
+			  "\"memory\":{},\"migrationState\":{\"x\":1}}}}\n{\"type\"";
+	char evout[sizeof ev];
+	size_t used = 0;
+	n = kube_jprune_prefix(vmi, ev, strlen(ev), evout, &used);
+	T_CHECK(n > 0);
+	if (n > 0) {
+		evout[n] = '\0';
+		T_EQ_STR(evout, "{\"type\":\"MODIFIED\",\"object\":{\"metadata\":{\"name\":\"a\"},\"status\":{\"nodeName\":"
+				"\"n\",\"conditions\":[{\"type\":\"Ready\"}],\"migrationState\":{}}}}");
+		T_EQ_INT(used, strchr(ev, '\n') - ev);
+	}
+	T_EQ_INT(kube_jprune_prefix(vmi, ev + used + 1, strlen(ev + used + 1), evout, &used), -2);
+	T_EQ_INT(kube_jprune_prefix(vmi, "{\"type\" 1}", 10, evout, &used), -1);
+	const char pd[] = "{\"object\":{\"spec\":{\"containers\":[{\"name\":\"compute\"},{},1]}}}";
+	char pdout[sizeof pd];
+	n = kube_jprune_prefix(pod, pd, strlen(pd), pdout, &used);
+	T_CHECK(n > 0);
+	if (n > 0) {
+		pdout[n] = '\0';
+		T_EQ_STR(pdout, "{\"object\":{\"spec\":{\"containers\":[null,0,0]}}}");
+	}
 	struct kube_jscan st = { 0 };
 	T_EQ_INT(kube_jscan(&st, "{\"a\":\"}\"", 8), 0);
 	T_EQ_INT(kube_jscan(&st, "}\n{", 3), 1);
@@ -274,8 +378,8 @@ int main(void)
 	run_dir("tests/fuzz/corpus/watchstream", true);
 	T_CHECK(compared >= 10);
 	for (int i = 0; i < nmissing; i++)
-		fprintf(stderr, "the decoder reads key \"%s\", which kube_jprune_keys (src/kube/jprune.c) drops\n",
-			missing[i]);
+		fprintf(stderr, "the decoder reads \"%s\", which kube_jprune_keys or the kind's schema (src/kube/jprune.c) "
+			"drops\n", missing[i]);
 	T_EQ_INT(nmissing, 0);
 	return T_DONE();
 }

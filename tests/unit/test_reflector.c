@@ -25,6 +25,7 @@ static bool on_value(void *arg, struct json_object *v)
 	if (c->n < 8 && json_object_object_get_ex(v, "n", &n))
 		snprintf(c->names[c->n], sizeof c->names[0], "%s", json_object_get_string(n));
 	c->n++;
+	json_object_put(v);
 	return true;
 }
 

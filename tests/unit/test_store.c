@@ -1,4 +1,6 @@
 /* Unit tests of the store: upsert/replace by UID and by name, removal, mark and sweep, listeners. */
+#include <string.h>
+
 #include "core/intern.h"
 #include "core/xmalloc.h"
 #include "model/store.h"
@@ -27,8 +29,55 @@ static void listener(void *arg, enum obj_kind kind, const struct obj *old, const
 		dels++;
 }
 
+/* The indexes (open addressing with backward-shift deletion) against a plain model: random adds, updates,
+ * renames, recreations under new UIDs and removals over a small key space, checked after every step. */
+static void test_random(void)
+{
+	enum { NAMES = 300, STEPS = 20000 };
+	struct source *src = source_new(SOURCE_KUBE, "rnd");
+	struct store *st = store_new();
+	char model_uid[NAMES][UID_LEN]; /* per name: the UID stored under it, "" when none */
+	memset(model_uid, 0, sizeof model_uid);
+	unsigned seed = 12345, next_uid = 0;
+	int bad = 0;
+	for (int step = 0; step < STEPS && bad == 0; step++) {
+		seed = seed * 1103515245u + 12345u;
+		int k = (int)((seed >> 8) % NAMES), op = (int)((seed >> 20) % 10);
+		char name[16], uid[UID_LEN];
+		snprintf(name, sizeof name, "n%d", k);
+		if (op < 5 && model_uid[k][0]) { /* update in place */
+			snprintf(uid, sizeof uid, "%s", model_uid[k]);
+			store_upsert(st, mk(src, OBJ_VMI, k % 3 ? "a" : "b", name, uid));
+		} else if (op < 8) { /* add, or recreate under a new UID */
+			snprintf(uid, sizeof uid, "u%u", next_uid++);
+			store_upsert(st, mk(src, OBJ_VMI, k % 3 ? "a" : "b", name, uid));
+			snprintf(model_uid[k], UID_LEN, "%s", uid);
+		} else if (model_uid[k][0]) { /* remove */
+			bad |= store_remove(st, src, OBJ_VMI, model_uid[k]) != 0;
+			model_uid[k][0] = '\0';
+		}
+		size_t n = 0, want = 0;
+		struct obj *const *objs = store_objs(st, src, OBJ_VMI, &n);
+		for (int i = 0; i < NAMES; i++) {
+			snprintf(name, sizeof name, "n%d", i);
+			struct obj *byname = store_find(st, src, OBJ_VMI, i % 3 ? "a" : "b", name);
+			if (model_uid[i][0]) {
+				want++;
+				struct obj *byuid = store_get(st, src, OBJ_VMI, model_uid[i]);
+				bad |= byuid == NULL || byuid != byname || objs[byuid->slot] != byuid;
+			} else {
+				bad |= byname != NULL;
+			}
+		}
+		bad |= n != want;
+	}
+	T_CHECK(bad == 0);
+	store_free(st);
+}
+
 int main(void)
 {
+	test_random();
 	struct source *a = source_new(SOURCE_KUBE, "a");
 	struct source *b = source_new(SOURCE_KUBE, "b");
 	struct store *st = store_new();
