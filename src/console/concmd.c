@@ -11,9 +11,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <term.h>
+#include <termios.h>
 #include <unistd.h>
 
 #include "console/consess.h"
+#include "console/paste.h"
 #include "console/vtpane.h"
 #include "core/log.h"
 #include "core/loop.h"
@@ -45,14 +48,49 @@ struct concmd {
 	int rc;
 	char *exit_msg;
 	bool curses_on;
+	struct paste paste;
 };
 
 static struct concmd *C;
+
+/* What fatal() and the crash handlers write to give the terminal back, prepared while it is safe to allocate. */
+static struct {
+	char seq[256];
+	size_t len;
+	struct termios tio;
+	bool have_tio;
+} crash;
+
+static void crash_add(const char *s)
+{
+	if (s == NULL || s == (char *)-1)
+		return;
+	size_t n = strlen(s);
+	if (crash.len + n < sizeof crash.seq) {
+		memcpy(crash.seq + crash.len, s, n);
+		crash.len += n;
+	}
+}
+
+/* Async-signal-tolerant (write and tcsetattr only): runs from fatal() and the crash handlers. */
+static void crash_restore(void)
+{
+	if (!C || !C->curses_on)
+		return;
+	ssize_t w = write(STDOUT_FILENO, crash.seq, crash.len);
+	(void)w;
+	if (crash.have_tio)
+		tcsetattr(STDIN_FILENO, TCSAFLUSH, &crash.tio);
+	C->curses_on = false;
+}
 
 static void restore_terminal(void)
 {
 	if (C && C->curses_on) {
 		endwin();
+		/* a shell left in bracketed paste mode would get every later paste wrapped */
+		fputs(PASTE_TERM_OFF, stdout);
+		fflush(stdout);
 		C->curses_on = false;
 	}
 }
@@ -134,6 +172,11 @@ static void on_key_input(int fd, short revents, void *arg)
 	while ((r = wget_wch(stdscr, &ch)) != ERR) {
 		bool keycode = r == KEY_CODE_YES;
 		struct vtpane *p = consess_pane(c->cs);
+		enum paste_result pr = paste_key(&c->paste, (int)ch, keycode);
+		if (pr == PASTE_DONE && !vtpane_in_copy_mode(p))
+			consess_paste(c->cs, c->paste.text.data ? c->paste.text.data : "", c->paste.text.len);
+		if (pr != PASTE_NONE)
+			continue;
 		if (!keycode && ch == KEY_LEAVE) {
 			quit(c, EXIT_OK, NULL);
 			return;
@@ -211,7 +254,8 @@ static void usage(FILE *f)
 		   "  --timeout S   wait at most S seconds for the VMI to be Running and the console to open "
 		   "(default 300, 0: forever)\n"
 		   "  --log FILE    append every byte the guest sends to FILE\n"
-		   "Keys: Ctrl+] exits; F12 copy mode; Shift+PgUp/PgDn scroll back.\n");
+		   "Keys: Ctrl+] exits; F12 copy mode; Shift+PgUp/PgDn scroll back. A paste goes to the guest,\n"
+		   "bracketed when the guest turned bracketed paste on.\n");
 }
 
 static bool is_vmi_target(const char *t)
@@ -306,10 +350,18 @@ int concmd_main(int argc, char **argv)
 	c.label = esc;
 	/* curses owns the screen from here: library chatter goes to the log */
 	C = &c;
-	log_set_fatal_hook(restore_terminal);
+	crash.have_tio = tcgetattr(STDIN_FILENO, &crash.tio) == 0;
 	log_capture_stderr();
 	initscr();
 	c.curses_on = true;
+	crash.len = 0;
+	crash_add(PASTE_TERM_OFF);
+	crash_add(tigetstr("sgr0"));
+	crash_add(tigetstr("cnorm"));
+	crash_add(tigetstr("rmkx"));
+	crash_add(tigetstr("rmcup"));
+	log_set_fatal_hook(crash_restore);
+	log_install_crash_handlers();
 	raw();
 	noecho();
 	nonl();
@@ -321,12 +373,14 @@ int concmd_main(int argc, char **argv)
 		start_color();
 		use_default_colors();
 	}
+	paste_terminal_on();
 	co.rows = LINES > 1 ? LINES - 1 : 1;
 	co.cols = COLS;
 	c.cs = consess_new(&co, on_changed, &c, &err);
 	int rc = EXIT_OK;
 	if (!c.cs) {
 		restore_terminal();
+		log_set_fatal_hook(NULL);
 		log_release_stderr();
 		fprintf(stderr, "kvcon console: %s\n", err);
 		free(err);
@@ -347,6 +401,7 @@ int concmd_main(int argc, char **argv)
 	loop_timer_cancel(c.timeout_timer);
 	loop_timer_cancel(c.draw_timer);
 	restore_terminal();
+	log_set_fatal_hook(NULL);
 	log_release_stderr();
 	if (c.exit_msg)
 		fprintf(stderr, "kvcon console: %s\n", c.exit_msg);
@@ -359,6 +414,7 @@ out:
 	free(c.exit_msg);
 	free(c.label);
 	free(ns);
+	paste_free(&c.paste);
 	C = NULL;
 	return rc;
 }

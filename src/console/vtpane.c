@@ -1416,12 +1416,22 @@ bool vtpane_key(struct vtpane *p, int ch, bool keycode, int mods)
 
 void vtpane_paste(struct vtpane *p, const char *text, size_t len)
 {
+	/* bracketed (ESC[200~ ... ESC[201~) only when the guest turned DECSET 2004 on: libvterm knows */
 	vterm_keyboard_start_paste(p->vt);
-	/* pasted text goes out as typed bytes; newlines as CR as a terminal sends them */
+	/* pasted text goes out as typed bytes; line ends as CR as a terminal sends them; the bracket sequences
+	 * themselves never pass (text could otherwise end the paste early and be taken as typed commands) */
 	struct buf b;
 	buf_init(&b);
-	for (size_t i = 0; i < len; i++)
+	for (size_t i = 0; i < len; i++) {
+		if (text[i] == '\033' && len - i >= 6 &&
+		    (memcmp(text + i, "\033[200~", 6) == 0 || memcmp(text + i, "\033[201~", 6) == 0)) {
+			i += 5;
+			continue;
+		}
+		if (text[i] == '\r' && i + 1 < len && text[i + 1] == '\n')
+			continue; /* CR LF: one line end */
 		buf_add_char(&b, text[i] == '\n' ? '\r' : text[i]);
+	}
 	if (b.len)
 		on_vterm_output(b.data, b.len, p);
 	buf_free(&b);

@@ -179,6 +179,17 @@ static const struct view_ops console_view_ops = {
 	.keys = console_keys,
 };
 
+bool console_view_paste(struct view *v, const char *text, size_t len)
+{
+	if (!v || v->ops != &console_view_ops)
+		return false;
+	struct console_view *w = v->priv;
+	if (!vtpane_in_copy_mode(consess_pane(w->cs)))
+		consess_paste(w->cs, text, len);
+	view_dirty(v);
+	return true;
+}
+
 struct view *console_view_open(struct obj *vm, char **err)
 {
 	struct source *src = vm->src;

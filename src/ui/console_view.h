@@ -3,6 +3,9 @@
 #ifndef KVCON_UI_CONSOLE_VIEW_H
 #define KVCON_UI_CONSOLE_VIEW_H
 
+#include <stdbool.h>
+#include <stddef.h>
+
 #include "model/obj.h"
 
 struct view;
@@ -10,5 +13,8 @@ struct view;
 /* Opens the console of vm (a VM or VMI; the VMI of the same namespace/name) through its source's provider in a
  * new pane view; NULL with *err (caller frees) when the source has no serial console. */
 struct view *console_view_open(struct obj *vm, char **err);
+/* A bracketed paste from the outer terminal, for v if it is a console view (sent to the guest, bracketed when the
+ * guest asked for it; dropped in copy mode). Returns false when v is not a console view. */
+bool console_view_paste(struct view *v, const char *text, size_t len);
 
 #endif

@@ -15,6 +15,7 @@
 #include <termios.h>
 #include <unistd.h>
 
+#include "console/paste.h"
 #include "core/log.h"
 #include "core/loop.h"
 #include "core/util.h"
@@ -37,6 +38,7 @@ static struct {
 	/* what the crash path writes, prepared while it is safe to allocate */
 	char restore_seq[256];
 	size_t restore_len;
+	struct paste paste;
 } S = { .hook = -1 };
 
 static const char mouse_off[] = "\033[?1000l\033[?1002l\033[?1003l\033[?1006l\033[?1015l";
@@ -70,6 +72,8 @@ static void prepare_restore(void)
 	S.restore_len = 0;
 	memcpy(S.restore_seq, mouse_off, sizeof mouse_off - 1);
 	S.restore_len = sizeof mouse_off - 1;
+	memcpy(S.restore_seq + S.restore_len, PASTE_TERM_OFF, sizeof PASTE_TERM_OFF - 1);
+	S.restore_len += sizeof PASTE_TERM_OFF - 1;
 	add_cap("sgr0");
 	add_cap("cnorm");
 	add_cap("rmkx");
@@ -116,6 +120,11 @@ static void on_input(int fd, short revents, void *arg)
 	int rc;
 	/* drain everything ncurses has buffered: one poll wake-up may carry a whole paste */
 	while (S.active && (rc = get_wch(&ch)) != ERR) {
+		enum paste_result pr = paste_key(&S.paste, (int)ch, rc == KEY_CODE_YES);
+		if (pr == PASTE_DONE && S.cbs.paste)
+			S.cbs.paste(S.paste.text.data ? S.paste.text.data : "", S.paste.text.len);
+		if (pr != PASTE_NONE)
+			continue; /* a paste is never taken as keys */
 		if (rc == KEY_CODE_YES && ch == KEY_MOUSE) {
 			MEVENT me;
 			while (getmouse(&me) == OK) {
@@ -266,6 +275,7 @@ int screen_init(const struct screen_cbs *cbs, const char *theme, char **theme_er
 	leaveok(stdscr, TRUE);
 	mouseinterval(0); /* press/release reported as they come; clicks are synthesised by the views */
 	mousemask(ALL_MOUSE_EVENTS, NULL);
+	paste_terminal_on();
 	S.color = false;
 	const char *nc = getenv("NO_COLOR");
 	if (has_colors() && !(nc && *nc)) {
@@ -306,8 +316,9 @@ void screen_fini(void)
 	mousemask(0, NULL);
 	curs_set(1);
 	endwin();
-	/* ncurses leaves xterm mouse reporting on in some terminals; say it explicitly */
+	/* ncurses leaves xterm mouse reporting on in some terminals; say it explicitly (and bracketed paste off) */
 	fputs(mouse_off, stdout);
+	fputs(PASTE_TERM_OFF, stdout);
 	fflush(stdout);
 	if (S.have_tio)
 		tcsetattr(STDIN_FILENO, TCSAFLUSH, &S.saved_tio);
@@ -316,4 +327,5 @@ void screen_fini(void)
 	S.scr = NULL;
 	log_release_stderr();
 	log_set_fatal_hook(NULL);
+	paste_free(&S.paste);
 }

@@ -5,6 +5,7 @@
 #define KVCON_UI_SCREEN_H
 
 #include <stdbool.h>
+#include <stddef.h>
 
 #include "ui/view.h"
 
@@ -18,6 +19,7 @@ struct screen_cbs {
 	void (*resize)(int rows, int cols);
 	void (*draw)(bool full);                      /* a frame: draw into stdscr; full after resize/clear */
 	void (*quit)(int sig);                        /* SIGTERM, SIGHUP, SIGINT */
+	void (*paste)(const char *text, size_t len);  /* a bracketed paste (NULL: dropped), see console/paste.h */
 };
 
 /* Takes the terminal (alternate screen, raw keys, mouse), sends stderr to the log and registers the restore

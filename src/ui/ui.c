@@ -21,6 +21,7 @@
 #include "model/lineage.h"
 #include "model/store.h"
 #include "ui/cmdline.h"
+#include "ui/console_view.h"
 #include "ui/draw.h"
 #include "ui/header.h"
 #include "ui/help.h"
@@ -401,6 +402,31 @@ static void on_key(int key)
 	screen_dirty();
 }
 
+/* A bracketed paste: into the focused console (to the guest), typed into an open text prompt (printable
+ * characters only: a line end would submit it), otherwise dropped; never taken as key commands. */
+static void on_paste(const char *text, size_t len)
+{
+	if (U.prompt == PROMPT_TEXT) {
+		mbstate_t ps;
+		memset(&ps, 0, sizeof ps);
+		for (size_t i = 0; i < len && U.prompt == PROMPT_TEXT;) {
+			wchar_t wc;
+			size_t n = mbrtowc(&wc, text + i, len - i, &ps);
+			if (n == (size_t)-1 || n == (size_t)-2 || n == 0) {
+				memset(&ps, 0, sizeof ps);
+				i++;
+				continue;
+			}
+			if (wc >= 0x20 && wc != 0x7f)
+				prompt_key((int)wc);
+			i += n;
+		}
+	} else if (U.prompt == PROMPT_NONE) {
+		console_view_paste(view_focused(), text, len);
+	}
+	screen_dirty();
+}
+
 static void on_mouse(const struct view_mouse *m)
 {
 	if (U.prompt != PROMPT_NONE || U.too_small)
@@ -546,7 +572,7 @@ int ui_run(struct store *st)
 	if (theme == NULL || *theme == '\0')
 		theme = sources_config_theme();
 	char *terr = NULL;
-	struct screen_cbs cbs = { on_key, on_mouse, on_resize, on_draw, on_quit };
+	struct screen_cbs cbs = { on_key, on_mouse, on_resize, on_draw, on_quit, on_paste };
 	if (screen_init(&cbs, theme, &terr) < 0) {
 		lineage_free(U.lineage);
 		U.lineage = NULL;

@@ -54,8 +54,9 @@ def free_port():
     return p
 
 
-def serve_once(data, t0_box):
-    """A TCP server sending data to each client; records the first send time."""
+def serve_once(data, t0_box, go=None):
+    """A TCP server sending data to each client; records the first send time. With go (a threading.Event), each
+    connection waits for it before sending (so the reader's CPU counter can be read first) and clears it."""
     srv = socket.socket()
     srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     srv.bind(("127.0.0.1", 0))
@@ -67,7 +68,13 @@ def serve_once(data, t0_box):
                 c, _ = srv.accept()
             except OSError:
                 return
-            t0_box.append(time.monotonic())
+            if go is not None:
+                t0_box.append(None)  # connected: the reader's CPU counter may be read now
+                go.wait(30)
+                go.clear()
+                t0_box[-1] = time.monotonic()
+            else:
+                t0_box.append(time.monotonic())
             try:
                 c.sendall(data)
                 # keep the connection until the client is done (closing would end the stream early)
@@ -91,17 +98,39 @@ def wait(cond, timeout, step=0.002):
 
 
 def proc_cpu(pid):
-    with open("/proc/%d/stat" % pid) as f:
-        parts = f.read().rsplit(")", 1)[1].split()
-    return (int(parts[11]) + int(parts[12])) / os.sysconf("SC_CLK_TCK")
+    """CPU seconds of a process: all its threads' run time from schedstat (nanoseconds; /proc/PID/stat's ticks
+    are 10 ms samples, too coarse for runs of a few hundred ms)."""
+    total = 0
+    try:
+        for tid in os.listdir("/proc/%d/task" % pid):
+            with open("/proc/%d/task/%s/schedstat" % (pid, tid)) as f:
+                total += int(f.read().split()[0])
+        return total / 1e9
+    except OSError:
+        with open("/proc/%d/stat" % pid) as f:
+            parts = f.read().rsplit(")", 1)[1].split()
+        return (int(parts[11]) + int(parts[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def tree_cpu(pid):
+    """CPU seconds of a process and its children (websockify serves each connection in a forked child)."""
+    kids = subprocess.run(["pgrep", "-P", str(pid)], capture_output=True, text=True).stdout.split()
+    total = 0.0
+    for p in [pid] + [int(k) for k in kids]:
+        try:
+            total += proc_cpu(p)
+        except OSError:
+            pass
+    return total
 
 
 def tmux(*args):
     return subprocess.run(["tmux", "-L", SOCK, "-f", "/dev/null"] + list(args), capture_output=True, text=True).stdout
 
 
-def run_kvcon(tmp, target, data, t0k):
-    """kvcon console on target in a tmux session; returns (seconds, kvcon CPU seconds, ms until on screen)."""
+def run_kvcon(tmp, target, data, t0k, go, peer_pid=None):
+    """kvcon console on target in a tmux session; returns (seconds, kvcon CPU seconds, ms until on screen,
+    the peer's (websockify's) CPU seconds or None)."""
     log = os.path.join(tmp, "guest-%d.log" % len(os.listdir(tmp)))
     tmux("new-session", "-d", "-s", "b", "-x", "200", "-y", "60", "bash --norc --noprofile")
     tmux("send-keys", "-t", "b", "%s console %s --log %s 2>%s/err; exit" % (KVCON, target, log, tmp), "Enter")
@@ -110,22 +139,28 @@ def run_kvcon(tmp, target, data, t0k):
     out = subprocess.run(["pgrep", "-n", "-f", "console %s" % target], capture_output=True, text=True).stdout.split()
     pid = int(out[0])
     cpu0 = proc_cpu(pid)
+    peer0 = tree_cpu(peer_pid) if peer_pid else 0
+    go.set()
+    if not wait(lambda: t0k[-1] is not None, 30):
+        sys.exit("the server did not start sending")
     ok = wait(lambda: os.path.exists(log) and os.path.getsize(log) >= len(data), 120, 0.001)
     t1 = time.monotonic()
     cpu1 = proc_cpu(pid)
+    peer1 = tree_cpu(peer_pid) if peer_pid else 0
     if not ok:
         sys.exit("kvcon processed only %d of %d bytes" % (os.path.getsize(log), len(data)))
     shown = wait(lambda: "BENCH-END-MARKER" in tmux("capture-pane", "-p", "-t", "b"), 10, 0.01)
     shown_ms = (time.monotonic() - t1) * 1000 if shown else -1
     tmux("send-keys", "-t", "b", "C-]")
     tmux("kill-session", "-t", "b")
-    return t1 - t0k[0], cpu1 - cpu0, shown_ms
+    return t1 - t0k[-1], cpu1 - cpu0, shown_ms, (peer1 - peer0) if peer_pid else None
 
 
 def throughput(tmp):
     data = payload()
     t0k = []
-    srv = serve_once(data, t0k)
+    go = threading.Event()
+    srv = serve_once(data, t0k, go)
     wport = free_port()
     wsfy = subprocess.Popen(["websockify", "127.0.0.1:%d" % wport, "127.0.0.1:%d" % srv.getsockname()[1]],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -137,13 +172,16 @@ def throughput(tmp):
             except OSError:
                 return False
         wait(listening, 10, 0.05)
-        # that probe connection made websockify connect to the server once: forget its timestamp
+        # that probe connection made websockify connect to the server once (it is told to go at once): forget it
         time.sleep(0.3)
+        go.set()
+        time.sleep(0.2)
+        go.clear()
         t0k.clear()
         runs = []
-        for label, target in (("WebSocket via websockify", "ws://127.0.0.1:%d/" % wport),
-                              ("raw TCP, no WebSocket", "tcp:127.0.0.1:%d" % srv.getsockname()[1])):
-            runs.append((label,) + run_kvcon(tmp, target, data, t0k))
+        for label, target, peer in (("WebSocket via websockify", "ws://127.0.0.1:%d/" % wport, wsfy.pid),
+                                    ("raw TCP, no WebSocket", "tcp:127.0.0.1:%d" % srv.getsockname()[1], None)):
+            runs.append((label,) + run_kvcon(tmp, target, data, t0k, go, peer))
             t0k.clear()
         # tmux alone absorbing the same bytes from the same kind of server
         t0t = []
@@ -162,10 +200,13 @@ def throughput(tmp):
         srv2.close()
         mb = len(data) / 1e6
         print("throughput: %.1f MB guest output, pane 200x59 in tmux" % mb)
-        for label, kv_s, cpu, shown_ms in runs:
-            print("  kvcon (%s + libvterm + ncurses): %.3f s = %.1f MB/s; kvcon CPU %.2f s = %.1f MB per CPU second;"
+        for label, kv_s, cpu, shown_ms, peer_cpu in runs:
+            print("  kvcon (%s + libvterm + ncurses): %.3f s = %.1f MB/s; kvcon CPU %.3f s = %.1f MB per CPU second;"
                   " end marker on screen %s" % (label, kv_s, mb / kv_s, cpu, mb / max(cpu, 1e-6),
                                                  "%.0f ms later" % shown_ms if shown_ms >= 0 else "NOT SEEN"))
+            if peer_cpu is not None:
+                print("    websockify (the peer, Python) used %.3f s CPU in those %.3f s (%.0f%% of one core)"
+                      % (peer_cpu, kv_s, 100 * peer_cpu / kv_s))
         print("  tmux alone absorbing the same bytes (raw TCP client writing to its tty): %.3f s = %.1f MB/s"
               % (tm_s, mb / tm_s))
     finally:
