@@ -275,7 +275,12 @@ static const struct kube_jprune_node by_name[1] = { JP_END };
 static const struct kube_jprune_node by_name_keep = JP_NODE("", 0, by_name);
 static const struct kube_jprune_node by_name_whole = JP_NODE("", KUBE_JPRUNE_WHOLE, NULL);
 
-static void ws(struct pr *p)
+/* Bytes that end a number or literal. */
+static const unsigned char scalar_end[256] = {
+	[','] = 1, ['}'] = 1, [']'] = 1, [' '] = 1, ['\n'] = 1, ['\r'] = 1, ['\t'] = 1, ['\0'] = 1,
+};
+
+static void ws_slow(struct pr *p)
 {
 	while (p->pos < p->len) {
 		char c = p->in[p->pos];
@@ -285,6 +290,14 @@ static void ws(struct pr *p)
 	}
 	if (p->pos >= p->len)
 		p->eof = true;
+}
+
+/* Compact JSON (what API servers send) has no whitespace between tokens: one test in the common case. */
+static inline void ws(struct pr *p)
+{
+	if (p->pos < p->len && (unsigned char)p->in[p->pos] > ' ')
+		return;
+	ws_slow(p);
 }
 
 /* At an opening quote: returns the index after the closing quote, or 0. */
@@ -325,7 +338,7 @@ static size_t value_end(struct pr *p, size_t i)
 		return n > 0 ? i + (size_t)n : 0;
 	}
 	size_t j = i;
-	while (j < p->len && !strchr(",}] \n\r\t", p->in[j]))
+	while (j < p->len && !scalar_end[(unsigned char)p->in[j]])
 		j++;
 	if (j == p->len)
 		p->eof = true; /* a number or literal runs into the end: inside an object or array, it is cut */
