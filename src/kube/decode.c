@@ -170,11 +170,13 @@ static char *jdup(struct json_object *o, const char *key, size_t cap)
 	return s ? dup_cap(s, len, cap) : NULL;
 }
 
+/* s is NUL-terminated at or after len (json-c strings, label values): uncut, it is interned without a copy. */
 static const char *intern_cap(const char *s, size_t len)
 {
 	if (s == NULL)
 		return NULL;
-	return intern_n(s, cut_utf8(s, len, KUBE_DECODE_WORD_MAX));
+	size_t n = cut_utf8(s, len, KUBE_DECODE_WORD_MAX);
+	return s[n] == '\0' ? intern(s) : intern_n(s, n);
 }
 
 static const char *jword(struct json_object *o, const char *key)

@@ -43,9 +43,10 @@ const char *const kube_jprune_whole[] = { "labels", "activePods", NULL };
 /* ---- the per-kind schemas: what kube/decode.c, the reflector (envelopes, resourceVersion) and
  * kube_http_error_message (Status) read, at the place they read it ---- */
 
-#define JP_END { NULL, 0, NULL }
-#define JP_LEAF(k) { k, 0, NULL }
-#define JP_KIDS(k, kids) { k, 0, kids }
+#define JP_NODE(k, flags, kids) { k, sizeof(k) - 1, flags, kids }
+#define JP_END { NULL, 0, 0, NULL }
+#define JP_LEAF(k) JP_NODE(k, 0, NULL)
+#define JP_KIDS(k, kids) JP_NODE(k, 0, kids)
 
 static const struct kube_jprune_node jp_cond[] = {
 	JP_LEAF("type"), JP_LEAF("status"), JP_LEAF("reason"), JP_LEAF("message"), JP_LEAF("lastTransitionTime"),
@@ -56,11 +57,11 @@ static const struct kube_jprune_node jp_owner[] = {
 };
 static const struct kube_jprune_node jp_meta[] = {
 	JP_LEAF("name"), JP_LEAF("namespace"), JP_LEAF("uid"), JP_LEAF("generation"), JP_LEAF("creationTimestamp"),
-	JP_LEAF("deletionTimestamp"), JP_LEAF("resourceVersion"), { "labels", KUBE_JPRUNE_WHOLE, NULL },
+	JP_LEAF("deletionTimestamp"), JP_LEAF("resourceVersion"), JP_NODE("labels", KUBE_JPRUNE_WHOLE, NULL),
 	JP_KIDS("ownerReferences", jp_owner), JP_END,
 };
 /* metadata stays even when empty ("without metadata" and "without metadata.name" are different refusals) */
-#define JP_META { "metadata", KUBE_JPRUNE_KEEP_EMPTY, jp_meta }
+#define JP_META JP_NODE("metadata", KUBE_JPRUNE_KEEP_EMPTY, jp_meta)
 /* a watch ERROR event's object is a Status */
 #define JP_STATUS_KEYS JP_LEAF("code"), JP_LEAF("message"), JP_LEAF("reason")
 
@@ -95,7 +96,7 @@ static const struct kube_jprune_node jp_vm[] = {
 /* VirtualMachineInstance */
 static const struct kube_jprune_node jp_vmi_spec[] = { JP_LEAF("evictionStrategy"), JP_END };
 static const struct kube_jprune_node jp_vmi_if[] = {
-	JP_LEAF("ipAddress"), { "ipAddresses", KUBE_JPRUNE_WHOLE, NULL }, JP_END,
+	JP_LEAF("ipAddress"), JP_NODE("ipAddresses", KUBE_JPRUNE_WHOLE, NULL), JP_END,
 };
 static const struct kube_jprune_node jp_vmi_pts[] = { JP_LEAF("phase"), JP_LEAF("phaseTransitionTimestamp"), JP_END };
 static const struct kube_jprune_node jp_vmi_gi[] = { JP_LEAF("prettyName"), JP_LEAF("name"), JP_LEAF("version"), JP_END };
@@ -108,9 +109,9 @@ static const struct kube_jprune_node jp_vmi_mig[] = {
 static const struct kube_jprune_node jp_vmi_status[] = {
 	JP_LEAF("phase"), JP_LEAF("reason"), JP_LEAF("nodeName"), JP_KIDS("interfaces", jp_vmi_if),
 	JP_KIDS("conditions", jp_cond), JP_KIDS("phaseTransitionTimestamps", jp_vmi_pts),
-	JP_KIDS("guestOSInfo", jp_vmi_gi), { "activePods", KUBE_JPRUNE_WHOLE, NULL },
+	JP_KIDS("guestOSInfo", jp_vmi_gi), JP_NODE("activePods", KUBE_JPRUNE_WHOLE, NULL),
 	/* an empty migrationState still says a migration was started */
-	{ "migrationState", KUBE_JPRUNE_KEEP_EMPTY, jp_vmi_mig }, JP_END,
+	JP_NODE("migrationState", KUBE_JPRUNE_KEEP_EMPTY, jp_vmi_mig), JP_END,
 };
 static const struct kube_jprune_node jp_vmi[] = {
 	JP_META, JP_KIDS("spec", jp_vmi_spec), JP_KIDS("status", jp_vmi_status), JP_STATUS_KEYS, JP_END,
@@ -118,7 +119,7 @@ static const struct kube_jprune_node jp_vmi[] = {
 
 /* Pod */
 static const struct kube_jprune_node jp_pod_spec[] = {
-	JP_LEAF("nodeName"), { "containers", KUBE_JPRUNE_COUNT, NULL }, JP_END,
+	JP_LEAF("nodeName"), JP_NODE("containers", KUBE_JPRUNE_COUNT, NULL), JP_END,
 };
 static const struct kube_jprune_node jp_pod_state[] = {
 	JP_LEAF("reason"), JP_LEAF("message"), JP_LEAF("startedAt"), JP_LEAF("exitCode"), JP_END,
@@ -149,7 +150,7 @@ static const struct kube_jprune_node jp_ev_source[] = { JP_LEAF("component"), JP
 static const struct kube_jprune_node jp_event[] = {
 	JP_META,
 	/* an empty involvedObject is not the same as none: the decoder falls back to regarding only without one */
-	{ "involvedObject", KUBE_JPRUNE_KEEP_EMPTY, jp_ev_inv }, { "regarding", KUBE_JPRUNE_KEEP_EMPTY, jp_ev_inv },
+	JP_NODE("involvedObject", KUBE_JPRUNE_KEEP_EMPTY, jp_ev_inv), JP_NODE("regarding", KUBE_JPRUNE_KEEP_EMPTY, jp_ev_inv),
 	JP_LEAF("type"), JP_LEAF("reason"), JP_LEAF("message"), JP_LEAF("note"), JP_LEAF("count"),
 	JP_LEAF("deprecatedCount"), JP_KIDS("series", jp_ev_series), JP_LEAF("eventTime"), JP_LEAF("firstTimestamp"),
 	JP_LEAF("deprecatedFirstTimestamp"), JP_LEAF("lastTimestamp"), JP_LEAF("deprecatedLastTimestamp"),
@@ -161,7 +162,7 @@ static const struct kube_jprune_node jp_event[] = {
 static const struct kube_jprune_node jp_list_meta[] = { JP_LEAF("continue"), JP_LEAF("resourceVersion"), JP_END };
 #define JP_ROOT(obj)                                                                                              \
 	{                                                                                                         \
-		JP_LEAF("type"), { "object", KUBE_JPRUNE_KEEP_EMPTY, obj }, { "items", KUBE_JPRUNE_KEEP_EMPTY, obj }, \
+		JP_LEAF("type"), JP_NODE("object", KUBE_JPRUNE_KEEP_EMPTY, obj), JP_NODE("items", KUBE_JPRUNE_KEEP_EMPTY, obj), \
 			JP_KIDS("metadata", jp_list_meta), JP_END,                                                \
 	}
 static const struct kube_jprune_node jp_root_vm[] = JP_ROOT(jp_vm);
@@ -180,7 +181,7 @@ const struct kube_jprune_node *kube_jprune_schema(enum obj_kind kind)
 static const struct kube_jprune_node *node_find(const struct kube_jprune_node *kids, const char *key, size_t len)
 {
 	for (; kids->key; kids++)
-		if (kids->key[0] == key[0] && strlen(kids->key) == len && memcmp(kids->key, key, len) == 0)
+		if (kids->len == len && kids->key[0] == key[0] && memcmp(kids->key, key, len) == 0)
 			return kids;
 	return NULL;
 }
@@ -271,8 +272,15 @@ struct pr {
 
 /* Marks the node table of key-name mode. */
 static const struct kube_jprune_node by_name[1] = { JP_END };
+static const struct kube_jprune_node by_name_keep = JP_NODE("", 0, by_name);
+static const struct kube_jprune_node by_name_whole = JP_NODE("", KUBE_JPRUNE_WHOLE, NULL);
 
-static void ws(struct pr *p)
+/* Bytes that end a number or literal. */
+static const unsigned char scalar_end[256] = {
+	[','] = 1, ['}'] = 1, [']'] = 1, [' '] = 1, ['\n'] = 1, ['\r'] = 1, ['\t'] = 1, ['\0'] = 1,
+};
+
+static void ws_slow(struct pr *p)
 {
 	while (p->pos < p->len) {
 		char c = p->in[p->pos];
@@ -282,6 +290,14 @@ static void ws(struct pr *p)
 	}
 	if (p->pos >= p->len)
 		p->eof = true;
+}
+
+/* Compact JSON (what API servers send) has no whitespace between tokens: one test in the common case. */
+static inline void ws(struct pr *p)
+{
+	if (p->pos < p->len && (unsigned char)p->in[p->pos] > ' ')
+		return;
+	ws_slow(p);
 }
 
 /* At an opening quote: returns the index after the closing quote, or 0. */
@@ -322,7 +338,7 @@ static size_t value_end(struct pr *p, size_t i)
 		return n > 0 ? i + (size_t)n : 0;
 	}
 	size_t j = i;
-	while (j < p->len && !strchr(",}] \n\r\t", p->in[j]))
+	while (j < p->len && !scalar_end[(unsigned char)p->in[j]])
 		j++;
 	if (j == p->len)
 		p->eof = true; /* a number or literal runs into the end: inside an object or array, it is cut */
@@ -360,12 +376,11 @@ static bool is_empty(const char *s, size_t n)
 static const struct kube_jprune_node *member_node(struct pr *p, const struct kube_jprune_node *kids, size_t ks,
 						  size_t ke)
 {
-	static const struct kube_jprune_node keep = { "", 0, by_name }, whole = { "", KUBE_JPRUNE_WHOLE, NULL };
 	const char *key = p->in + ks + 1;
 	size_t len = ke - ks - 2;
 	if (kids == by_name) {
 		int cls = kube_jprune_class(key, len);
-		return cls == 1 ? &keep : cls == 2 ? &whole : NULL;
+		return cls == 1 ? &by_name_keep : cls == 2 ? &by_name_whole : NULL;
 	}
 	if (len == 0 || memchr(key, '\\', len))
 		return NULL;
@@ -500,7 +515,7 @@ ssize_t kube_jprune_prefix(const struct kube_jprune_node *schema, const char *in
 			   size_t *consumed)
 {
 	struct pr p = { .in = in, .len = len, .out = out };
-	const struct kube_jprune_node root = { "", 0, schema ? schema : by_name };
+	const struct kube_jprune_node root = { "", 0, 0, schema ? schema : by_name };
 	ws(&p);
 	p.eof = false;
 	if (prune_value(&p, 0, schema ? &root : by_name) < 0)
@@ -546,6 +561,9 @@ static size_t skip_string(struct kube_jscan *st, const char *in, size_t i, size_
 	return i;
 }
 
+/* Bytes that matter to the scanner inside a value: quotes and brackets. */
+static const unsigned char structural[256] = { ['"'] = 1, ['{'] = 1, ['}'] = 1, ['['] = 1, [']'] = 1 };
+
 ssize_t kube_jscan(struct kube_jscan *st, const char *in, size_t len)
 {
 	size_t i = 0;
@@ -553,6 +571,12 @@ ssize_t kube_jscan(struct kube_jscan *st, const char *in, size_t len)
 		if (st->in_string) {
 			i = skip_string(st, in, i, len);
 			continue;
+		}
+		if (st->depth > 0) {
+			while (i < len && !structural[(unsigned char)in[i]])
+				i++;
+			if (i == len)
+				break;
 		}
 		char c = in[i++];
 		switch (c) {

@@ -30,7 +30,8 @@ ssize_t kube_jprune(const char *in, size_t len, char *out);
  * elements of an array member are pruned with the member's kids. */
 struct kube_jprune_node {
 	const char *key;
-	unsigned flags; /* KUBE_JPRUNE_* */
+	unsigned char len; /* strlen(key) */
+	unsigned char flags; /* KUBE_JPRUNE_* */
 	const struct kube_jprune_node *kids; /* NULL: a scalar (an object or array there is dropped) */
 };
 #define KUBE_JPRUNE_WHOLE 1u      /* kept as is (maps with free-form keys, lists of strings) */

@@ -293,7 +293,7 @@ static size_t label_put(char *dst, const char *k, const char *v)
 {
 	unsigned tag = LABEL_LITERAL;
 	for (unsigned i = 1; i < LABEL_KEYS && tag == LABEL_LITERAL; i++)
-		if (strcmp(label_keys[i], k) == 0)
+		if (label_keys[i][0] == k[0] && strcmp(label_keys[i], k) == 0)
 			tag = i;
 	size_t kl = tag == LABEL_LITERAL ? strlen(k) + 1 : 0, vl = strlen(v) + 1;
 	if (dst) {

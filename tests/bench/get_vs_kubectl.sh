@@ -65,5 +65,5 @@ for plural in ("virtualmachines", "virtualmachineinstances", "pods", "events"):
                 out.write(json.dumps({"type": typ, "object": o}, separators=(",", ":")) + "\n")
 PYEOF
 for k in vm:virtualmachines vmi:virtualmachineinstances pod:pods event:events; do
-	"$tmp/watch_replay" "${k%%:*}" "$tmp/${k#*:}.ADDED" "$tmp/${k#*:}.MODIFIED" 3
+	"$tmp/watch_replay" "${k%%:*}" "$tmp/${k#*:}.ADDED" "$tmp/${k#*:}.MODIFIED" "${BENCH_REPLAYS:-5}"
 done

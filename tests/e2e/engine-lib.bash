@@ -115,7 +115,7 @@ qemu_count() { # QEMU processes running domain default_NAME of this test's host
 }
 
 # boot marker through kvcon's serial console
-marker() { kv engine console "$1" --expect KVCON-GUEST-READY --timeout 60 >"$ENGINE_T/console-$1.log" ||
+marker() { kv engine console "$1" --expect KVCON-GUEST-READY --timeout 120 >"$ENGINE_T/console-$1.log" ||
     { cat "$ENGINE_T/console-$1.log"; fail "no boot marker from $1 on kvcon's console"; }; }
 
 # shut the guest down from inside, through kvcon's console; returns when the execution ended (and the
