@@ -49,6 +49,7 @@ struct concmd {
 	char *exit_msg;
 	bool curses_on;
 	struct paste paste;
+	unsigned long frames;
 };
 
 static struct concmd *C;
@@ -145,6 +146,7 @@ static void draw(void *arg)
 	c->dirty = c->full = false;
 	wnoutrefresh(stdscr);
 	doupdate();
+	c->frames++;
 }
 
 static void on_hook(void *arg)
@@ -403,6 +405,8 @@ int concmd_main(int argc, char **argv)
 	restore_terminal();
 	log_set_fatal_hook(NULL);
 	log_release_stderr();
+	log_info("console: %lu frames drawn in %.1f s, %llu guest bytes", c.frames,
+		 (double)(util_now_ms() - c.start_ms) / 1000.0, (unsigned long long)consess_bytes_in(c.cs));
 	if (c.exit_msg)
 		fprintf(stderr, "kvcon console: %s\n", c.exit_msg);
 out:

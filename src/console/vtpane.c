@@ -89,6 +89,8 @@ struct vtpane {
 	bool probe_shift;     /* libvterm shifted cells right before printing: insert mode */
 	uint64_t fast_cells, fast_desyncs;
 	bool fed;             /* any guest bytes yet */
+	uint16_t *run_starts; /* sb_push's scratch */
+	size_t run_starts_cap;
 	/* copy mode and search */
 	bool cm_on, sel_on;
 	size_t cm_line, sel_line;
@@ -444,10 +446,15 @@ static void sb_push(struct vtpane *p, const struct vtcell *cells, int cols)
 		p->view_off++;
 	if (n > UINT16_MAX)
 		n = UINT16_MAX;
+	if (p->run_starts_cap < (size_t)n) {
+		free(p->run_starts);
+		p->run_starts_cap = (size_t)n;
+		p->run_starts = xmalloc(p->run_starts_cap * sizeof *p->run_starts);
+	}
 	int nruns = 0;
 	for (int c = 0; c < n; c++)
 		if (c == 0 || !same_look(&cells[c], &cells[c - 1]))
-			nruns++;
+			p->run_starts[nruns++] = (uint16_t)c;
 	size_t need = (size_t)n * sizeof *l->mem + (size_t)nruns * sizeof(struct sbrun);
 	if (!l->mem || l->cap < need) {
 		/* rounded up so recycled lines rarely need to grow */
@@ -459,17 +466,15 @@ static void sb_push(struct vtpane *p, const struct vtcell *cells, int cols)
 	l->n = (uint16_t)n;
 	l->nruns = (uint16_t)nruns;
 	struct sbrun *runs = (struct sbrun *)(void *)(l->mem + n);
-	int r = -1;
-	for (int c = 0; c < n; c++) {
+	for (int c = 0; c < n; c++)
 		l->mem[c] = cells[c].ch;
-		if (c == 0 || !same_look(&cells[c], &cells[c - 1])) {
-			r++;
-			runs[r].start = (uint16_t)c;
-			runs[r].attrs = cells[c].attrs;
-			runs[r].width = cells[c].width;
-			runs[r].fg = cells[c].fg;
-			runs[r].bg = cells[c].bg;
-		}
+	for (int r = 0; r < nruns; r++) {
+		const struct vtcell *c = &cells[p->run_starts[r]];
+		runs[r].start = p->run_starts[r];
+		runs[r].attrs = c->attrs;
+		runs[r].width = c->width;
+		runs[r].fg = c->fg;
+		runs[r].bg = c->bg;
 	}
 }
 
@@ -840,6 +845,7 @@ void vtpane_free(struct vtpane *p)
 	for (size_t i = 0; i < p->sb_cap; i++)
 		free(p->sb[i].mem);
 	free(p->sb);
+	free(p->run_starts);
 	free(p->dirty);
 	free(p->title);
 	free(p->copied);

@@ -133,7 +133,9 @@ def run_kvcon(tmp, target, data, t0k, go, peer_pid=None):
     the peer's (websockify's) CPU seconds or None)."""
     log = os.path.join(tmp, "guest-%d.log" % len(os.listdir(tmp)))
     tmux("new-session", "-d", "-s", "b", "-x", "200", "-y", "60", "bash --norc --noprofile")
-    tmux("send-keys", "-t", "b", "%s console %s --log %s 2>%s/err; exit" % (KVCON, target, log, tmp), "Enter")
+    klog = log + ".kvcon"
+    tmux("send-keys", "-t", "b", "KVCON_LOG=%s %s console %s --log %s 2>%s/err; exit" % (klog, KVCON, target, log, tmp),
+         "Enter")
     if not wait(lambda: t0k, 20):
         sys.exit("kvcon did not connect to %s" % target)
     out = subprocess.run(["pgrep", "-n", "-f", "console %s" % target], capture_output=True, text=True).stdout.split()
@@ -152,8 +154,15 @@ def run_kvcon(tmp, target, data, t0k, go, peer_pid=None):
     shown = wait(lambda: "BENCH-END-MARKER" in tmux("capture-pane", "-p", "-t", "b"), 10, 0.01)
     shown_ms = (time.monotonic() - t1) * 1000 if shown else -1
     tmux("send-keys", "-t", "b", "C-]")
+    # kvcon logs how many frames it drew when it exits
+    wait(lambda: os.path.exists(klog) and "frames drawn" in open(klog, errors="replace").read(), 10, 0.02)
+    frames = "?"
+    if os.path.exists(klog):
+        for line in open(klog, errors="replace"):
+            if "frames drawn" in line:
+                frames = line.split("console: ", 1)[1].strip()
     tmux("kill-session", "-t", "b")
-    return t1 - t0k[-1], cpu1 - cpu0, shown_ms, (peer1 - peer0) if peer_pid else None
+    return t1 - t0k[-1], cpu1 - cpu0, shown_ms, (peer1 - peer0) if peer_pid else None, frames
 
 
 def throughput(tmp):
@@ -200,10 +209,11 @@ def throughput(tmp):
         srv2.close()
         mb = len(data) / 1e6
         print("throughput: %.1f MB guest output, pane 200x59 in tmux" % mb)
-        for label, kv_s, cpu, shown_ms, peer_cpu in runs:
+        for label, kv_s, cpu, shown_ms, peer_cpu, frames in runs:
             print("  kvcon (%s + libvterm + ncurses): %.3f s = %.1f MB/s; kvcon CPU %.3f s = %.1f MB per CPU second;"
                   " end marker on screen %s" % (label, kv_s, mb / kv_s, cpu, mb / max(cpu, 1e-6),
                                                  "%.0f ms later" % shown_ms if shown_ms >= 0 else "NOT SEEN"))
+            print("    kvcon's log at exit (whole session, from start to Ctrl+]): %s" % frames)
             if peer_cpu is not None:
                 print("    websockify (the peer, Python) used %.3f s CPU in those %.3f s (%.0f%% of one core)"
                       % (peer_cpu, kv_s, 100 * peer_cpu / kv_s))
