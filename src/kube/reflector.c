@@ -275,6 +275,16 @@ out:
 	return rc;
 }
 
+int kube_reflector_apply_list(struct kube_reflector *r, const char *body, size_t len)
+{
+	char *err = NULL;
+	int rc = apply_page(r, body, len, &err);
+	if (rc < 0)
+		log_warn("kube: %s: %s", kind_name(r), err ? err : "unusable list");
+	free(err);
+	return rc;
+}
+
 /* List pages stream into one buffer kept across pages: growing a fresh multi-megabyte buffer per page right
  * after freeing a page's JSON tree makes glibc consolidate its free lists each time (most of the CPU). */
 static bool list_chunk(void *arg, const char *data, size_t len)

@@ -55,6 +55,9 @@ const struct kube_reflector_stats *kube_reflector_stats(const struct kube_reflec
 /* Applies one watch event ({"type":..., "object":...}) to the store as the watch would. Returns 0, 1 when the
  * event asks for a relist (410), -1 when it is unusable (logged). Exposed for replay benchmarks and tests. */
 int kube_reflector_apply(struct kube_reflector *r, struct json_object *event);
+/* Applies one list response body ({"metadata":..., "items": [...]}) as a page of the list would (benchmarks,
+ * tests). Returns 0, or -1 when it is not a list (logged). */
+int kube_reflector_apply_list(struct kube_reflector *r, const char *body, size_t len);
 /* Feeds raw watch-stream bytes through the line parser into kube_reflector_apply (benchmarks, fuzzing).
  * Returns 0, or -1 on a malformed stream. */
 int kube_reflector_feed(struct kube_reflector *r, const char *data, size_t len);

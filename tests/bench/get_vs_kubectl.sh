@@ -2,8 +2,9 @@
 # kvcon get vs kubectl get against fakekube with BENCH_VMS (default 10,000) VMs and their VMIs and launcher pods:
 # wall time and peak RSS of `kvcon get vmi -A -o name` and `kubectl get vmi -A -o name` in the same run
 # (BENCH_RUNS alternating runs each after one warm-up, median wall time, largest peak RSS), then the store's
-# memory per object and watch events applied per second (tests/bench/watch_replay.c replaying /fake/state as
-# ADDED then MODIFIED watch streams through the reflector's line parser, the decoder and the store).
+# memory per object and watch events applied per second (tests/bench/watch_replay.c loading /fake/state as list
+# pages, and as ADDED then MODIFIED watch streams, through the reflector's list path or line parser, the decoder and
+# the store).
 set -u
 # shellcheck source=tests/e2e/lib/fakekube.bash
 . "$(dirname "$0")/../e2e/lib/fakekube.bash"
@@ -57,6 +58,11 @@ for plural in ("virtualmachines", "virtualmachineinstances", "pods", "events"):
     objs = st[plural]
     if plural == "pods":
         objs = [p for p in objs if (p["metadata"].get("labels") or {}).get("kubevirt.io") == "virt-launcher"]
+    # the list path's first load: pages of 500, as the reflector lists them
+    with open("%s/%s.PAGES" % (sys.argv[2], plural), "w") as out:
+        for i in range(0, len(objs), 500):
+            page = {"kind": "List", "metadata": {"resourceVersion": "1"}, "items": objs[i:i + 500]}
+            out.write(json.dumps(page, separators=(",", ":")) + "\n")
     for typ in ("ADDED", "MODIFIED"):
         with open("%s/%s.%s" % (sys.argv[2], plural, typ), "w") as out:
             for i, o in enumerate(objs):
@@ -65,5 +71,6 @@ for plural in ("virtualmachines", "virtualmachineinstances", "pods", "events"):
                 out.write(json.dumps({"type": typ, "object": o}, separators=(",", ":")) + "\n")
 PYEOF
 for k in vm:virtualmachines vmi:virtualmachineinstances pod:pods event:events; do
+	"$tmp/watch_replay" --list "${k%%:*}" "$tmp/${k#*:}.PAGES"
 	"$tmp/watch_replay" "${k%%:*}" "$tmp/${k#*:}.ADDED" "$tmp/${k#*:}.MODIFIED" "${BENCH_REPLAYS:-5}"
 done

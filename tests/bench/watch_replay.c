@@ -2,13 +2,17 @@
  * {"type":...,"object":...}) is fed in 64 KiB chunks through the reflector's line parser, the decoder and the
  * store, as a watch response would be.
  *
- *     watch_replay KIND ADDED_FILE [MODIFIED_FILE [REPEAT]]
+ *     watch_replay [--list] KIND LOAD_FILE [MODIFIED_FILE [REPEAT]]
  *
- * Pass 1 applies ADDED_FILE to an empty store and reports the store's memory per object (RSS delta after
- * malloc_trim, and the store's own heap estimate). Pass 2 replays MODIFIED_FILE REPEAT times over that store and
- * reports events applied per second (decode included) and the memory per object again (after every object was
- * replaced REPEAT times: what a long-running dashboard holds, heap fragmentation included). */
+ * Pass 1 loads LOAD_FILE into an empty store: an ADDED watch stream, or with --list list pages (one response body
+ * per line) through the reflector's list path, as the dashboard's first load does. It reports the store's memory
+ * per object: RSS delta after malloc_trim with that reflector freed (its parse buffers are per reflector, not per
+ * object; their size is reported apart), and the store's own heap estimate. Pass 2 replays MODIFIED_FILE REPEAT
+ * times over that store and reports events applied per second (decode included) and the memory per object again
+ * (after every object was replaced REPEAT times: what a long-running dashboard holds, heap fragmentation
+ * included). */
 #include <malloc.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -61,11 +65,29 @@ static int feed_file(struct kube_reflector *r, const char *data, size_t len)
 	return 0;
 }
 
+/* List pages, one response body per line. */
+static int feed_pages(struct kube_reflector *r, char *data, size_t len)
+{
+	for (char *p = data, *nl; p < data + len; p = nl + 1) {
+		nl = memchr(p, '\n', (size_t)(data + len - p));
+		if (nl == NULL)
+			nl = data + len;
+		if (nl > p && kube_reflector_apply_list(r, p, (size_t)(nl - p)) < 0)
+			return -1;
+	}
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	static const char *const kinds[] = { "vm", "vmi", "pod", "event" };
+	bool list = argc > 1 && strcmp(argv[1], "--list") == 0;
+	if (list) {
+		argc--;
+		argv++;
+	}
 	if (argc < 3) {
-		fprintf(stderr, "usage: watch_replay vm|vmi|pod|event ADDED_FILE [MODIFIED_FILE [REPEAT]]\n");
+		fprintf(stderr, "usage: watch_replay [--list] vm|vmi|pod|event LOAD_FILE [MODIFIED_FILE [REPEAT]]\n");
 		return 2;
 	}
 	int kind = -1;
@@ -89,21 +111,26 @@ int main(int argc, char **argv)
 	struct source *src = source_new(SOURCE_KUBE, "bench");
 	struct store *st = store_new();
 	struct kube_reflector_cfg cfg = { .st = st, .src = src, .kind = (enum obj_kind)kind };
-	struct kube_reflector *r = kube_reflector_new(&cfg);
 	malloc_trim(0);
 	long before = rss_kb();
+	struct kube_reflector *r = kube_reflector_new(&cfg);
 	double t0 = now_s();
-	if (feed_file(r, added, alen) < 0)
-		fprintf(stderr, "malformed stream\n");
+	if ((list ? feed_pages(r, added, alen) : feed_file(r, added, alen)) < 0)
+		fprintf(stderr, "malformed input\n");
 	double t1 = now_s();
+	malloc_trim(0);
+	long with_parser = rss_kb();
+	kube_reflector_free(r);
 	malloc_trim(0);
 	long after = rss_kb();
 	size_t n = store_count(st, (enum obj_kind)kind);
+	printf("%s: %zu objects loaded by %s; RSS delta %ld KiB = %.0f bytes/object; store heap estimate %.0f "
+	       "bytes/object; parse buffers %ld KiB; initial load %.0f objects/s\n",
+	       kinds[kind], n, list ? "list pages" : "ADDED events", after - before,
+	       n ? (double)(after - before) * 1024.0 / (double)n : 0.0,
+	       n ? (double)store_heap_size(st) / (double)n : 0.0, with_parser - after, (double)n / (t1 - t0));
+	r = kube_reflector_new(&cfg);
 	uint64_t ev0 = kube_reflector_stats(r)->events;
-	printf("%s: %zu objects; RSS delta %ld KiB = %.0f bytes/object; store heap estimate %.0f bytes/object; "
-	       "initial load %.0f events/s\n",
-	       kinds[kind], n, after - before, n ? (double)(after - before) * 1024.0 / (double)n : 0.0,
-	       n ? (double)store_heap_size(st) / (double)n : 0.0, (double)ev0 / (t1 - t0));
 	if (mod) {
 		/* each replay timed on its own too: the median replay says more than the total when neighbours come
 		 * and go on a shared machine */
@@ -126,6 +153,8 @@ int main(int argc, char **argv)
 		       kinds[kind], (unsigned long long)ev, (double)ev / (c3 - c2), c3 - c2,
 		       (double)mlen * repeat / (c3 - c2) / 1e6, (double)ev / (t3 - t2),
 		       nrates ? rates[nrates / 2] : 0.0, nrates ? rates[0] : 0.0, nrates ? rates[nrates - 1] : 0.0);
+		kube_reflector_free(r);
+		r = NULL;
 		malloc_trim(0);
 		long steady = rss_kb();
 		printf("%s: after the replays: RSS delta %ld KiB = %.0f bytes/object\n", kinds[kind], steady - before,

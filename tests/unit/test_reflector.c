@@ -132,6 +132,16 @@ static void test_apply(void)
 	struct json_object *odd = json_tokener_parse("{\"type\":\"ADDED\",\"object\":[1]}");
 	T_EQ_INT(kube_reflector_apply(r, odd), -1);
 	json_object_put(odd);
+	/* a list page goes through the same pruning and decoding as the list path */
+	char *page = xasprintf("{\"kind\":\"VirtualMachineList\",\"metadata\":{\"resourceVersion\":\"20\"},\"items\":["
+			       "{\"metadata\":{\"name\":\"p\",\"namespace\":\"ns\",\"uid\":\"%s\",\"annotations\":{\"x\":\"y\"}},"
+			       "\"status\":{\"printableStatus\":\"Running\"}}]}",
+			       U1);
+	T_EQ_INT(kube_reflector_apply_list(r, page, strlen(page)), 0);
+	struct vm *pv = (struct vm *)store_get(st, src, OBJ_VM, U1);
+	T_CHECK(pv && strcmp(pv->o.name, "p") == 0 && strcmp(pv->printable_status, "Running") == 0);
+	T_EQ_INT(kube_reflector_apply_list(r, "[1]", 3), -1);
+	free(page);
 	kube_reflector_free(r);
 	store_free(st);
 }
