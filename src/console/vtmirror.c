@@ -106,7 +106,10 @@ static void byte(struct vtmirror *m, uint8_t c)
 		} else if (c >= 0x20 && c <= 0x2f) {
 			collect_intermed(m, c);
 		} else if (m->nintermed == 0 && c >= 0x40 && c < 0x60) {
-			m->state = M_NORMAL; /* a C1 control in 7 bits: nothing here changes GL */
+			/* a C1 control in 7 bits: only SS2 and SS3 matter (they change how the next character decodes) */
+			if (c == 'N' || c == 'O')
+				m->single_shift = true;
+			m->state = M_NORMAL;
 		} else if (c >= 0x30 && c < 0x7f) {
 			on_escape(m, c);
 			m->state = M_NORMAL;
@@ -158,6 +161,8 @@ static void byte(struct vtmirror *m, uint8_t c)
 		return;
 	default: /* M_NORMAL: text */
 		m->in_text = true;
+		if (c < 0x80) /* an ASCII character always uses up a single shift */
+			m->single_shift = false;
 		return;
 	}
 }
@@ -166,8 +171,9 @@ void vtmirror_feed(struct vtmirror *m, const char *d, size_t n)
 {
 	for (size_t i = 0; i < n; i++) {
 		uint8_t c = (uint8_t)d[i];
-		if (m->state == M_NORMAL && c >= 0x20 && c != 0x7f) {
+		if (m->state == M_NORMAL && c >= 0x20 && c < 0x7f) {
 			m->in_text = true; /* the common case */
+			m->single_shift = false;
 			continue;
 		}
 		byte(m, c);
@@ -181,5 +187,6 @@ void vtmirror_write_end(struct vtmirror *m)
 
 bool vtmirror_plain(const struct vtmirror *m)
 {
-	return m->state == M_NORMAL && !m->in_text && !m->g_other[m->gl & 3] && !m->origin && !m->tainted;
+	return m->state == M_NORMAL && !m->in_text && !m->g_other[m->gl & 3] && !m->origin && !m->tainted &&
+	       !m->single_shift;
 }

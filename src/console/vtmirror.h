@@ -15,6 +15,7 @@ struct vtmirror {
 	bool in_text;	   /* the last byte was text in ground state, in this write */
 	bool origin;	   /* DECOM may be on */
 	bool tainted;	   /* started after bytes it did not see: never plain */
+	bool single_shift; /* SS2/SS3 may still apply to the next character (G0's decoder then waits) */
 	uint8_t gl;	   /* G0..G3 invoked into GL */
 	bool g_other[4];   /* G0..G3 may map ASCII to something else (DEC graphics, UK) */
 	uint8_t nintermed; /* intermediates of the escape or CSI in progress */

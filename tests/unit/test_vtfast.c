@@ -302,6 +302,37 @@ static void test_known_results(void)
 	vtpane_free(p);
 }
 
+/* Streams aimed at the corners: left/right margins (DECLRMM), origin mode inside margins, autowrap off, insert
+ * mode at the right edge, a wide character ending a row, DECDWL rows, tab stops, REP after text. */
+static void test_corners(void)
+{
+	static const char *const streams[] = {
+		"\033[?69h\033[5;20s\033[3;5Hthe text inside the left and right margins wraps where libvterm says\r\n"
+		"more text after the line end, long enough to wrap twice at forty columns or so\033[?69l after",
+		"\033[?69h\033[10;30s\033[?6h\033[2;3Hin origin mode with margins the text is long enough to wrap"
+		"\033[?6l\033[?69l\r\nplain again",
+		"\033[?7l\033[1;30Hno autowrap: this text runs into the right edge and keeps overwriting it\033[?7h"
+		"\r\nwrap on again with a line that is much longer than the screen is wide, really it is",
+		"\033[1;35H\033[4hinserted at the edge of the screen\033[4l more text",
+		"\033[1;38H\xe6\x97\xa5" "after a wide character at the end of the row comes text",
+		"\033#6double width row with a long text that wraps on it\r\n\033#3top half\r\n\033#4bottom half",
+		"\033[3g\033[1;9H\033H\033[1;17H\033H\rtab\tstops\tmoved\tand text after them\r\n",
+		"plain text before a repeat\033[5b and after it\033[2b more text\r\n",
+		"\033[2;4r\033[4;1Hscrolling inside a small region with a line longer than the screen width\r\n\033[r",
+		/* G0's decoder holds half a UTF-8 sequence, SS2 sends the next character through G2: the one after it
+		 * gets G0's U+FFFD first (found by this test) */
+		",\xf0\033N8 ye 8e4 and more text",
+	};
+	uint64_t fast = 0;
+	differences = 0;
+	static const size_t chunks[] = { 0, 1, 5, 4096 };
+	for (size_t i = 0; i < sizeof streams / sizeof streams[0]; i++)
+		for (size_t k = 0; k < sizeof chunks / sizeof chunks[0]; k++)
+			diff_run(streams[i], strlen(streams[i]), 6, 40, chunks[k], &fast);
+	T_EQ_INT(differences, 0);
+	T_CHECK(fast > 500);
+}
+
 /* The mirror follows libvterm's parser: strings, CSIs ending early, charsets and origin mode. */
 static void test_mirror(void)
 {
@@ -335,9 +366,14 @@ static void test_mirror(void)
 int main(void)
 {
 	setlocale(LC_ALL, "C.UTF-8");
+	/* VTFAST_SEED=N explores other random streams */
+	const char *seed = getenv("VTFAST_SEED");
+	if (seed && atoll(seed))
+		rng ^= (uint64_t)atoll(seed) * 0x2545f4914f6cdd1dull;
 	test_mirror();
 	test_known_results();
 	test_every_split();
+	test_corners();
 	test_random_streams();
 	fprintf(stderr, "%ld pane states compared\n", compared);
 	return T_DONE();
