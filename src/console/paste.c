@@ -60,8 +60,9 @@ enum paste_result paste_key(struct paste *ps, int ch, bool keycode)
 		return PASTE_MORE;
 	}
 	/* text and the usual whitespace; other controls (ESC above all) are not pasted */
-	if (ch == '\t' || ch == '\r' || ch == '\n' || (ch >= 0x20 && ch != 0x7f && ch <= 0x10ffff &&
-						       !(ch >= 0x80 && ch < 0xa0) && !(ch >= 0xd800 && ch < 0xe000)))
+	if (ch == '\t' || ch == '\r' || ch == '\n' ||
+	    (ch >= 0x20 && ch != 0x7f && ch <= 0x10ffff && !(ch >= 0x80 && ch < 0xa0) &&
+	     !(ch >= 0xd800 && ch < 0xe000)))
 		add_utf8(&ps->text, (unsigned)ch);
 	return PASTE_MORE;
 }

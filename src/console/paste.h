@@ -25,7 +25,7 @@
 #define PASTE_MAX (1024 * 1024)
 
 struct paste {
-	bool active;     /* between the start and end keys */
+	bool active;	 /* between the start and end keys */
 	struct buf text; /* what was pasted, UTF-8 */
 };
 

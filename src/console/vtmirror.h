@@ -11,18 +11,18 @@
 #include <stdint.h>
 
 struct vtmirror {
-	uint8_t state;       /* parser state (see vtmirror.c) */
-	bool in_text;        /* the last byte was text in ground state, in this write */
-	bool origin;         /* DECOM may be on */
-	bool tainted;        /* started after bytes it did not see: never plain */
-	uint8_t gl;          /* G0..G3 invoked into GL */
-	bool g_other[4];     /* G0..G3 may map ASCII to something else (DEC graphics, UK) */
-	uint8_t nintermed;   /* intermediates of the escape or CSI in progress */
-	char intermed0;      /* the first one */
-	uint8_t nleader;     /* CSI leader bytes (<=>?) */
+	uint8_t state;	   /* parser state (see vtmirror.c) */
+	bool in_text;	   /* the last byte was text in ground state, in this write */
+	bool origin;	   /* DECOM may be on */
+	bool tainted;	   /* started after bytes it did not see: never plain */
+	uint8_t gl;	   /* G0..G3 invoked into GL */
+	bool g_other[4];   /* G0..G3 may map ASCII to something else (DEC graphics, UK) */
+	uint8_t nintermed; /* intermediates of the escape or CSI in progress */
+	char intermed0;	   /* the first one */
+	uint8_t nleader;   /* CSI leader bytes (<=>?) */
 	char leader0;
-	uint8_t nargs;       /* CSI parameters started */
-	long arg0;           /* the first parameter, -1 when missing */
+	uint8_t nargs; /* CSI parameters started */
+	long arg0;     /* the first parameter, -1 when missing */
 };
 
 void vtmirror_init(struct vtmirror *m);

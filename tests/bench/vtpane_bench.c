@@ -61,7 +61,7 @@ int main(int argc, char **argv)
 	int runs = argc > 2 ? atoi(argv[2]) : 5;
 	if (runs < 1 || runs > 100)
 		runs = 5;
-	double *t[2] = { calloc((size_t)runs, sizeof(double)), calloc((size_t)runs, sizeof(double)) };
+	double *t[2] = {calloc((size_t)runs, sizeof(double)), calloc((size_t)runs, sizeof(double))};
 	uint64_t cells = 0, plain_cells = 0;
 	for (int r = 0; r < runs; r++) {
 		t[0][r] = one_run(data, (size_t)size, true, &cells);

@@ -18,11 +18,11 @@ static void on_out(const char *d, size_t n, void *arg)
 
 static void test_collect(void)
 {
-	struct paste ps = { 0 };
+	struct paste ps = {0};
 	T_EQ_INT(paste_key(&ps, 'a', false), PASTE_NONE); /* outside a paste: an ordinary key */
 	T_EQ_INT(paste_key(&ps, PASTE_KEY_END, true), PASTE_NONE);
 	T_EQ_INT(paste_key(&ps, PASTE_KEY_BEGIN, true), PASTE_MORE);
-	const int keys[] = { 'l', 's', ' ', '-', 'l', '\r', 0x1b, '[', 'A', 0x00e9, 0x7f, '\t', 0x9b, 'x' };
+	const int keys[] = {'l', 's', ' ', '-', 'l', '\r', 0x1b, '[', 'A', 0x00e9, 0x7f, '\t', 0x9b, 'x'};
 	for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
 		T_EQ_INT(paste_key(&ps, keys[i], false), PASTE_MORE);
 	T_EQ_INT(paste_key(&ps, KEY_UP, true), PASTE_MORE); /* a key ncurses decoded inside the text: dropped */

@@ -22,7 +22,8 @@ static uint32_t rnd(uint32_t n)
 
 static void add_text(struct buf *b, int n)
 {
-	static const char words[] = "the quick brown fox jumps over the lazy dog 0123456789 [];:'\"#$%&()*+,-./<=>?@\\^_`{|}~";
+	static const char words[] =
+	    "the quick brown fox jumps over the lazy dog 0123456789 [];:'\"#$%&()*+,-./<=>?@\\^_`{|}~";
 	for (int i = 0; i < n; i++)
 		buf_add_char(b, words[rnd(sizeof words - 1)]);
 }
@@ -31,18 +32,110 @@ static void add_text(struct buf *b, int n)
 static void add_token(struct buf *b)
 {
 	static const char *const fixed[] = {
-		"\r\n", "\r\n", "\r\n", "\n", "\r", "\t", "\b", "\033[0m", "\033[1;31m", "\033[7m", "\033[4h", "\033[4l",
-		"\033[?7l", "\033[?7h", "\033[?6h", "\033[?6l", "\033[?1049h", "\033[?1049l", "\033[?47h", "\033[?47l",
-		"\033(0", "\033(B", "\033)0", "\033)B", "\016", "\017", "\033n", "\033o", "\033N", "\033O", "\033*0",
-		"\0337", "\0338", "\033[s", "\033[u", "\033c", "\033#6", "\033#5", "\033#8", "\033D", "\033M", "\033E",
-		"\033]0;title\007", "\033]2;other title\033\\", "\033P1$r\033\\", "\033_apc\033\\", "\177", "\000",
-		"\030", "\032", "\033[2J", "\033[K", "\033[1K", "\033[J", "\033[3X", "\033[2@", "\033[3P", "\033[2L",
-		"\033[M", "\033[H", "\033[3;5r", "\033[r", "\033[2;20r", "\033[S", "\033[2T", "\033[3b", "\033[b",
-		"\xc3\xa9", "\xe6\x97\xa5", "\xf0\x9f\x98\x80", "\xcc\x81", "e\xcc\x81", "\xe2\x94\x80", "\xe2", "\x94",
-		"\xff", "\xc0\xaf", "\033[?2004h", "\033[?2004l", "\033[20h", "\033[20l", "\033[?69h", "\033[?69l",
-		"\033[2;30s", "\033[6n", "\033[?25l", "\033[?25h", "\033 G", "\033 F", "\033[1;2;3;4;5;6;7;8;9;10;11;12;13;14;15;16;17m",
-		"\033[5;10H\033[?6h", "\033[?6;1h", "\033[6h", "\033[?6$h", "\033[38;5;200m", "\033[48;2;1;2;3m",
-		"\033[!p", "\033H", "\033[3g", "\033[I", "\033[Z", "\033[100C", "\033[100D", "\033[0C",
+	    "\r\n",
+	    "\r\n",
+	    "\r\n",
+	    "\n",
+	    "\r",
+	    "\t",
+	    "\b",
+	    "\033[0m",
+	    "\033[1;31m",
+	    "\033[7m",
+	    "\033[4h",
+	    "\033[4l",
+	    "\033[?7l",
+	    "\033[?7h",
+	    "\033[?6h",
+	    "\033[?6l",
+	    "\033[?1049h",
+	    "\033[?1049l",
+	    "\033[?47h",
+	    "\033[?47l",
+	    "\033(0",
+	    "\033(B",
+	    "\033)0",
+	    "\033)B",
+	    "\016",
+	    "\017",
+	    "\033n",
+	    "\033o",
+	    "\033N",
+	    "\033O",
+	    "\033*0",
+	    "\0337",
+	    "\0338",
+	    "\033[s",
+	    "\033[u",
+	    "\033c",
+	    "\033#6",
+	    "\033#5",
+	    "\033#8",
+	    "\033D",
+	    "\033M",
+	    "\033E",
+	    "\033]0;title\007",
+	    "\033]2;other title\033\\",
+	    "\033P1$r\033\\",
+	    "\033_apc\033\\",
+	    "\177",
+	    "\000",
+	    "\030",
+	    "\032",
+	    "\033[2J",
+	    "\033[K",
+	    "\033[1K",
+	    "\033[J",
+	    "\033[3X",
+	    "\033[2@",
+	    "\033[3P",
+	    "\033[2L",
+	    "\033[M",
+	    "\033[H",
+	    "\033[3;5r",
+	    "\033[r",
+	    "\033[2;20r",
+	    "\033[S",
+	    "\033[2T",
+	    "\033[3b",
+	    "\033[b",
+	    "\xc3\xa9",
+	    "\xe6\x97\xa5",
+	    "\xf0\x9f\x98\x80",
+	    "\xcc\x81",
+	    "e\xcc\x81",
+	    "\xe2\x94\x80",
+	    "\xe2",
+	    "\x94",
+	    "\xff",
+	    "\xc0\xaf",
+	    "\033[?2004h",
+	    "\033[?2004l",
+	    "\033[20h",
+	    "\033[20l",
+	    "\033[?69h",
+	    "\033[?69l",
+	    "\033[2;30s",
+	    "\033[6n",
+	    "\033[?25l",
+	    "\033[?25h",
+	    "\033 G",
+	    "\033 F",
+	    "\033[1;2;3;4;5;6;7;8;9;10;11;12;13;14;15;16;17m",
+	    "\033[5;10H\033[?6h",
+	    "\033[?6;1h",
+	    "\033[6h",
+	    "\033[?6$h",
+	    "\033[38;5;200m",
+	    "\033[48;2;1;2;3m",
+	    "\033[!p",
+	    "\033H",
+	    "\033[3g",
+	    "\033[I",
+	    "\033[Z",
+	    "\033[100C",
+	    "\033[100D",
+	    "\033[0C",
 	};
 	uint32_t k = rnd(100);
 	if (k < 45) {
@@ -83,7 +176,8 @@ static void diff_run(const char *data, size_t len, int rows, int cols, size_t ch
 		compared++;
 		if (strcmp(df, ds) != 0) {
 			if (differences++ < 3) {
-				fprintf(stderr, "fast path differs: %dx%d chunk %zu after %zu bytes\n", rows, cols, chunk, off);
+				fprintf(stderr, "fast path differs: %dx%d chunk %zu after %zu bytes\n", rows, cols,
+					chunk, off);
 				FILE *o = fopen("/tmp/vtfast-input.bin", "wb");
 				if (o) {
 					fwrite(data, 1, off, o);
@@ -108,7 +202,7 @@ static void diff_run(const char *data, size_t len, int rows, int cols, size_t ch
 /* Random streams, several sizes of screen (very narrow ones too) and chunkings. */
 static void test_random_streams(void)
 {
-	static const int sizes[][2] = { { 24, 80 }, { 5, 10 }, { 3, 2 }, { 10, 3 }, { 60, 130 }, { 1, 40 }, { 8, 9 } };
+	static const int sizes[][2] = {{24, 80}, {5, 10}, {3, 2}, {10, 3}, {60, 130}, {1, 40}, {8, 9}};
 	uint64_t fast = 0;
 	differences = 0;
 	/* VTFAST_ROUNDS=N runs more (the default keeps make asan quick) */
@@ -121,7 +215,7 @@ static void test_random_streams(void)
 		for (int t = 0; t < tokens; t++)
 			add_token(&b);
 		const int *sz = sizes[round % 7];
-		static const size_t chunks[] = { 0, 1, 2, 3, 7, 64, 4096 };
+		static const size_t chunks[] = {0, 1, 2, 3, 7, 64, 4096};
 		diff_run(b.data, b.len, sz[0], sz[1], chunks[(round / 7 + round) % 7], &fast);
 		buf_free(&b);
 	}
@@ -215,11 +309,14 @@ static void test_mirror(void)
 	vtmirror_init(&m);
 	T_CHECK(vtmirror_plain(&m));
 	const char *steps[][2] = {
-		{ "\033]0;title", "n" }, { "\007", "y" }, { "\033]0;t\033\\", "y" }, { "\033[1;2", "n" }, { "m", "y" },
-		{ "\033(0", "n" }, { "\033(B", "y" }, { "\033)0\016", "n" }, { "\017", "y" }, { "\033[?6h", "n" },
-		{ "\033[?6l", "y" }, { "\033[6 ?6h\033c", "y" }, { "\033[1?", "y" }, { "\xc3", "n" }, { "\r", "y" },
-		{ "\033P", "n" }, { "\030", "y" }, { "\033n", "y" }, { "\033*0", "n" }, { "\033c", "y" },
-		{ "\033[?6;1h", "n" }, { "\033[??6l", "n" }, { "\033[?6$l", "n" }, { "\033[?6l", "y" },
+	    {"\033]0;title", "n"}, {"\007", "y"},	{"\033]0;t\033\\", "y"},
+	    {"\033[1;2", "n"},	   {"m", "y"},		{"\033(0", "n"},
+	    {"\033(B", "y"},	   {"\033)0\016", "n"}, {"\017", "y"},
+	    {"\033[?6h", "n"},	   {"\033[?6l", "y"},	{"\033[6 ?6h\033c", "y"},
+	    {"\033[1?", "y"},	   {"\xc3", "n"},	{"\r", "y"},
+	    {"\033P", "n"},	   {"\030", "y"},	{"\033n", "y"},
+	    {"\033*0", "n"},	   {"\033c", "y"},	{"\033[?6;1h", "n"},
+	    {"\033[??6l", "n"},	   {"\033[?6$l", "n"},	{"\033[?6l", "y"},
 	};
 	for (size_t i = 0; i < sizeof steps / sizeof steps[0]; i++) {
 		vtmirror_feed(&m, steps[i][0], strlen(steps[i][0]));
