@@ -34,11 +34,6 @@ struct kube_jstream *kube_jstream_new(size_t max_value)
 	return s;
 }
 
-void kube_jstream_set_prune(struct kube_jstream *s, bool prune)
-{
-	s->prune = prune;
-}
-
 void kube_jstream_set_schema(struct kube_jstream *s, const struct kube_jprune_node *schema)
 {
 	s->prune = true;

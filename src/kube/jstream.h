@@ -17,9 +17,7 @@ typedef bool (*kube_jstream_cb)(void *arg, struct json_object *value);
 /* max_value: refuse a single value larger than this many bytes (a hostile or broken stream). */
 struct kube_jstream *kube_jstream_new(size_t max_value);
 void kube_jstream_free(struct kube_jstream *s);
-/* Prune each value to the decoder's keys before parsing (kube/jprune.h). Off by default. */
-void kube_jstream_set_prune(struct kube_jstream *s, bool prune);
-/* Prune by a schema (kube/jprune.h; NULL: by key name); turns pruning on. */
+/* Prunes each value before parsing (off by default), by a schema (kube/jprune.h; NULL: by key name). */
 struct kube_jprune_node;
 void kube_jstream_set_schema(struct kube_jstream *s, const struct kube_jprune_node *schema);
 /* Parses one complete value with the stream's tokener (pruned when asked). New object, or NULL with *err. */
