@@ -89,6 +89,7 @@ struct vtpane {
 	bool probe_shift;     /* libvterm shifted cells right before printing: insert mode */
 	uint64_t fast_cells, fast_desyncs;
 	bool fed;             /* any guest bytes yet */
+	bool margins_set;     /* the guest may have set a scroll region or left/right margins */
 	uint16_t *run_starts; /* sb_push's scratch */
 	size_t run_starts_cap;
 	/* copy mode and search */
@@ -586,6 +587,23 @@ static int cb_moverect(VTermRect dest, VTermRect src, void *user)
 {
 	struct vtpane *p = user;
 	int h = src.end_row - src.start_row, w = src.end_col - src.start_col;
+	/* libvterm can hand over columns outside the screen (left/right margins kept from a wider screen after a
+	 * resize; found by test_vtfast under valgrind): only the part of the move inside the rows is done */
+	int sc = src.start_col, dc = dest.start_col;
+	if (sc < 0) {
+		dc -= sc;
+		w += sc;
+		sc = 0;
+	}
+	if (dc < 0) {
+		sc -= dc;
+		w += dc;
+		dc = 0;
+	}
+	if (sc + w > p->cols)
+		w = p->cols - sc;
+	if (dc + w > p->cols)
+		w = p->cols - dc;
 	if (w <= 0 || h <= 0)
 		return 1;
 	/* copy in the order that does not overwrite rows not yet copied */
@@ -595,8 +613,7 @@ static int cb_moverect(VTermRect dest, VTermRect src, void *user)
 		int sr = src.start_row + k, dr = dest.start_row + k;
 		if (sr < 0 || sr >= p->rows || dr < 0 || dr >= p->rows)
 			continue;
-		memmove(&p->grid[p->cur][dr][dest.start_col], &p->grid[p->cur][sr][src.start_col],
-			(size_t)w * sizeof(struct vtcell));
+		memmove(&p->grid[p->cur][dr][dc], &p->grid[p->cur][sr][sc], (size_t)w * sizeof(struct vtcell));
 	}
 	damage(p, dest.start_row, dest.end_row);
 	return 1;
@@ -1080,6 +1097,8 @@ void vtpane_input(struct vtpane *p, const void *data, size_t len)
 			continue;
 		}
 		/* not REP: give back what was held; this byte goes on as usual */
+		if (p->rep_state == 2 && (c == 'r' || c == 's'))
+			p->margins_set = true; /* DECSTBM or DECSLRM (see vtpane_resize) */
 		bool dropped = p->rep_state == 2 && p->rep_seps > REP_MAX_SEPS;
 		rep_flush(p);
 		p->rep_state = 0;
@@ -1177,6 +1196,17 @@ void vtpane_resize(struct vtpane *p, int rows, int cols)
 		return;
 	/* libvterm calls cb_resize, which resizes the screens and the damage map */
 	vterm_set_size(p->vt, rows, cols);
+	if (p->margins_set) {
+		/* libvterm 0.1.4 keeps a scroll region's top and a left margin that are now outside the screen, and the
+		 * next line feed then moves a negative number of bytes (heap corruption; found by test_vtfast): the
+		 * margins go back to the whole screen, as xterm does on a resize, and the cursor stays where it was */
+		VTermPos pos;
+		vterm_state_get_cursorpos(p->state, &pos);
+		char seq[48];
+		int n = snprintf(seq, sizeof seq, "\033[r\033[s\033[%d;%dH", pos.row + 1, pos.col + 1);
+		vt_write(p, seq, (size_t)n);
+		p->margins_set = false;
+	}
 }
 
 void vtpane_size(const struct vtpane *p, int *rows, int *cols)

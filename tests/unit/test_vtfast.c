@@ -136,6 +136,14 @@ static void add_token(struct buf *b)
 	    "\033[100C",
 	    "\033[100D",
 	    "\033[0C",
+	    "\033N\xc3\xa9",
+	    "\033O\xe2",
+	    "\xc2\x9b",
+	    "\x9b",
+	    "\033[1\"q",
+	    "\033[0\"q",
+	    "\033[?5h",
+	    "\033[?5l",
 	};
 	uint32_t k = rnd(100);
 	if (k < 45) {
@@ -157,18 +165,33 @@ static long compared, differences;
 
 /* Feeds data in the given chunk sizes (0: random 1..97) into a fast and a plain pane and compares them after
  * every chunk. */
+static bool resize_often; /* diff_run resizes both panes now and then */
+
 static void diff_run(const char *data, size_t len, int rows, int cols, size_t chunk, uint64_t *fast_cells)
 {
 	struct vtpane *f = vtpane_new(rows, cols, 50), *s = vtpane_new(rows, cols, 50);
 	vtpane_set_fast_path(f, true);
 	vtpane_set_fast_path(s, false);
+	struct buf ops; /* what happened, written out with the input when the panes differ */
+	buf_init(&ops);
+	buf_printf(&ops, "new %d %d\n", rows, cols);
 	for (size_t off = 0; off < len;) {
 		size_t n = chunk ? chunk : 1 + rnd(97);
 		if (n > len - off)
 			n = len - off;
 		vtpane_input(f, data + off, n);
 		vtpane_input(s, data + off, n);
+		buf_printf(&ops, "in %zu\n", n);
 		off += n;
+		if (resize_often && rnd(12) == 0) {
+			/* a new size in the middle of the stream (a pending wrap, the cursor, margins all move) */
+			int nr = 1 + (int)rnd(30), nc = 2 + (int)rnd(90);
+			vtpane_resize(f, nr, nc);
+			vtpane_resize(s, nr, nc);
+			buf_printf(&ops, "resize %d %d\n", nr, nc);
+			rows = nr;
+			cols = nc;
+		}
 		/* compared often on small screens, every ~1 kB on big ones, and at the end */
 		if (rows * cols > 200 && off / 1024 == (off - n) / 1024 && off < len)
 			continue;
@@ -183,6 +206,11 @@ static void diff_run(const char *data, size_t len, int rows, int cols, size_t ch
 					fwrite(data, 1, off, o);
 					fclose(o);
 				}
+				o = fopen("/tmp/vtfast-ops.txt", "w");
+				if (o) {
+					fputs(ops.data, o);
+					fclose(o);
+				}
 			}
 			free(df);
 			free(ds);
@@ -191,6 +219,7 @@ static void diff_run(const char *data, size_t len, int rows, int cols, size_t ch
 		free(df);
 		free(ds);
 	}
+	buf_free(&ops);
 	uint64_t cells, desyncs;
 	vtpane_fast_stats(f, &cells, &desyncs);
 	T_EQ_INT(desyncs, 0);
@@ -221,6 +250,28 @@ static void test_random_streams(void)
 	}
 	T_EQ_INT(differences, 0);
 	T_CHECK(fast > 10000); /* the fast path really ran */
+}
+
+/* Random streams again, with the panes resized in the middle. */
+static void test_random_resizes(void)
+{
+	const char *env = getenv("VTFAST_ROUNDS");
+	int rounds = env ? atoi(env) / 2 : 20;
+	uint64_t fast = 0;
+	differences = 0;
+	resize_often = true;
+	for (int round = 0; round < rounds; round++) {
+		struct buf b;
+		buf_init(&b);
+		int tokens = 20 + (int)rnd(300);
+		for (int t = 0; t < tokens; t++)
+			add_token(&b);
+		diff_run(b.data, b.len, 10 + (int)rnd(20), 20 + (int)rnd(80), round % 2 ? 0 : 16, &fast);
+		buf_free(&b);
+	}
+	resize_often = false;
+	T_EQ_INT(differences, 0);
+	T_CHECK(fast > 1000);
 }
 
 /* A realistic stream (coloured log lines, a wrap at the last column, a scroll region, tabs, UTF-8, line drawing,
@@ -307,25 +358,26 @@ static void test_known_results(void)
 static void test_corners(void)
 {
 	static const char *const streams[] = {
-		"\033[?69h\033[5;20s\033[3;5Hthe text inside the left and right margins wraps where libvterm says\r\n"
-		"more text after the line end, long enough to wrap twice at forty columns or so\033[?69l after",
-		"\033[?69h\033[10;30s\033[?6h\033[2;3Hin origin mode with margins the text is long enough to wrap"
-		"\033[?6l\033[?69l\r\nplain again",
-		"\033[?7l\033[1;30Hno autowrap: this text runs into the right edge and keeps overwriting it\033[?7h"
-		"\r\nwrap on again with a line that is much longer than the screen is wide, really it is",
-		"\033[1;35H\033[4hinserted at the edge of the screen\033[4l more text",
-		"\033[1;38H\xe6\x97\xa5" "after a wide character at the end of the row comes text",
-		"\033#6double width row with a long text that wraps on it\r\n\033#3top half\r\n\033#4bottom half",
-		"\033[3g\033[1;9H\033H\033[1;17H\033H\rtab\tstops\tmoved\tand text after them\r\n",
-		"plain text before a repeat\033[5b and after it\033[2b more text\r\n",
-		"\033[2;4r\033[4;1Hscrolling inside a small region with a line longer than the screen width\r\n\033[r",
-		/* G0's decoder holds half a UTF-8 sequence, SS2 sends the next character through G2: the one after it
-		 * gets G0's U+FFFD first (found by this test) */
-		",\xf0\033N8 ye 8e4 and more text",
+	    "\033[?69h\033[5;20s\033[3;5Hthe text inside the left and right margins wraps where libvterm says\r\n"
+	    "more text after the line end, long enough to wrap twice at forty columns or so\033[?69l after",
+	    "\033[?69h\033[10;30s\033[?6h\033[2;3Hin origin mode with margins the text is long enough to wrap"
+	    "\033[?6l\033[?69l\r\nplain again",
+	    "\033[?7l\033[1;30Hno autowrap: this text runs into the right edge and keeps overwriting it\033[?7h"
+	    "\r\nwrap on again with a line that is much longer than the screen is wide, really it is",
+	    "\033[1;35H\033[4hinserted at the edge of the screen\033[4l more text",
+	    "\033[1;38H\xe6\x97\xa5"
+	    "after a wide character at the end of the row comes text",
+	    "\033#6double width row with a long text that wraps on it\r\n\033#3top half\r\n\033#4bottom half",
+	    "\033[3g\033[1;9H\033H\033[1;17H\033H\rtab\tstops\tmoved\tand text after them\r\n",
+	    "plain text before a repeat\033[5b and after it\033[2b more text\r\n",
+	    "\033[2;4r\033[4;1Hscrolling inside a small region with a line longer than the screen width\r\n\033[r",
+	    /* G0's decoder holds half a UTF-8 sequence, SS2 sends the next character through G2: the one after it
+	     * gets G0's U+FFFD first (found by this test) */
+	    ",\xf0\033N8 ye 8e4 and more text",
 	};
 	uint64_t fast = 0;
 	differences = 0;
-	static const size_t chunks[] = { 0, 1, 5, 4096 };
+	static const size_t chunks[] = {0, 1, 5, 4096};
 	for (size_t i = 0; i < sizeof streams / sizeof streams[0]; i++)
 		for (size_t k = 0; k < sizeof chunks / sizeof chunks[0]; k++)
 			diff_run(streams[i], strlen(streams[i]), 6, 40, chunks[k], &fast);
@@ -375,6 +427,7 @@ int main(void)
 	test_every_split();
 	test_corners();
 	test_random_streams();
+	test_random_resizes();
 	fprintf(stderr, "%ld pane states compared\n", compared);
 	return T_DONE();
 }

@@ -277,6 +277,25 @@ static void test_rep(void)
 	vtpane_free(b);
 }
 
+/* A scroll region and left/right margins set by the guest, then the pane shrinks below them: line feeds and
+ * inserted characters must not take libvterm outside its arrays (it keeps the old top and left margins), and the
+ * cursor stays where it was. */
+static void test_resize_margins(void)
+{
+	struct vtpane *p = vtpane_new(20, 40, 100);
+	feed(p, "\033[10;15r\033[?69h\033[20;30s\033[?69l\033[3;7Hxy");
+	vtpane_resize(p, 4, 10);
+	int row, col;
+	vtpane_cursor(p, &row, &col);
+	T_EQ_INT(row, 2);
+	T_EQ_INT(col, 8);
+	feed(p, "\r\na\r\nb\r\nc\r\nd\033[2@\033[?69h\033[3P\033[L\033[M");
+	char *l = vtpane_line_text(p, vtpane_scrollback_count(p) + 2);
+	T_EQ_STR(l, "c"); /* the inserted line at the bottom pushed "d" out */
+	free(l);
+	vtpane_free(p);
+}
+
 int main(void)
 {
 	setlocale(LC_ALL, "C.UTF-8");
@@ -295,6 +314,7 @@ int main(void)
 	test_keys();
 	test_resize(pad);
 	test_rep();
+	test_resize_margins();
 	delwin(pad);
 	endwin();
 	delscreen(scr);
