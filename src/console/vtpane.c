@@ -90,6 +90,7 @@ struct vtpane {
 	uint64_t fast_cells, fast_desyncs;
 	bool fed;             /* any guest bytes yet */
 	bool margins_set;     /* the guest may have set a scroll region or left/right margins */
+	bool cursor_saved;    /* the guest may have saved the cursor (see vtpane_resize) */
 	uint16_t *run_starts; /* sb_push's scratch */
 	size_t run_starts_cap;
 	/* copy mode and search */
@@ -1099,6 +1100,8 @@ void vtpane_input(struct vtpane *p, const void *data, size_t len)
 		/* not REP: give back what was held; this byte goes on as usual */
 		if (p->rep_state == 2 && (c == 'r' || c == 's'))
 			p->margins_set = true; /* DECSTBM or DECSLRM (see vtpane_resize) */
+		if ((p->rep_state == 1 && p->rep_len == 1 && c == '7') || (p->rep_state == 2 && c == 'h'))
+			p->cursor_saved = true; /* DECSC, or a mode such as 1048/1049 that saves the cursor */
 		bool dropped = p->rep_state == 2 && p->rep_seps > REP_MAX_SEPS;
 		rep_flush(p);
 		p->rep_state = 0;
@@ -1194,16 +1197,21 @@ void vtpane_resize(struct vtpane *p, int rows, int cols)
 		cols = VTPANE_MIN_COLS;
 	if (rows == p->rows && cols == p->cols)
 		return;
+	bool shrinks = rows < p->rows || cols < p->cols;
 	/* libvterm calls cb_resize, which resizes the screens and the damage map */
 	vterm_set_size(p->vt, rows, cols);
-	if (p->margins_set) {
+	if (p->margins_set || (shrinks && p->cursor_saved)) {
 		/* libvterm 0.1.4 keeps a scroll region's top and a left margin that are now outside the screen, and the
 		 * next line feed then moves a negative number of bytes (heap corruption; found by test_vtfast): the
 		 * margins go back to the whole screen, as xterm does on a resize, and the cursor stays where it was */
 		VTermPos pos;
 		vterm_state_get_cursorpos(p->state, &pos);
-		char seq[48];
-		int n = snprintf(seq, sizeof seq, "\033[r\033[s\033[%d;%dH", pos.row + 1, pos.col + 1);
+		char seq[64];
+		int n = snprintf(seq, sizeof seq, "\033[r\033[s\033[%d;%dH%s", pos.row + 1, pos.col + 1,
+				 shrinks && p->cursor_saved ? "\0337" : "");
+		/* likewise a saved cursor (DECSC, the alternate screen's) outside the smaller screen: DECRC would put
+		 * libvterm's cursor there and the next DECDWL writes past its line array, so the saved cursor becomes
+		 * the current one */
 		vt_write(p, seq, (size_t)n);
 		p->margins_set = false;
 	}

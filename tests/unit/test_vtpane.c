@@ -294,6 +294,15 @@ static void test_resize_margins(void)
 	T_EQ_STR(l, "c"); /* the inserted line at the bottom pushed "d" out */
 	free(l);
 	vtpane_free(p);
+	/* a cursor saved low on a tall screen, restored after the screen shrank, stays on the screen */
+	p = vtpane_new(24, 60, 100);
+	feed(p, "\033[20;50H\0337\033[1;1Htop");
+	vtpane_resize(p, 5, 20);
+	feed(p, "\0338\033#6wide line\r\n");
+	vtpane_cursor(p, &row, &col);
+	T_CHECK(row >= 0 && row < 5);
+	T_CHECK(col >= 0 && col < 20);
+	vtpane_free(p);
 }
 
 int main(void)
