@@ -64,6 +64,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		vtpane_input(plain, data + off, n);
 		if (k < 32 || k % 8 == 0 || off + n >= size) /* every chunk early on, then often enough */
 			same(p, plain);
+		if ((ops & 64) && k == 4) {
+			/* a resize in the middle of the stream (margins, a saved cursor, a pending wrap) */
+			vtpane_resize(p, 1 + (rows * 3) % 40, 1 + (cols * 3) % 100);
+			vtpane_resize(plain, 1 + (rows * 3) % 40, 1 + (cols * 3) % 100);
+			same(p, plain);
+		}
 		if (ops & 1)
 			vtpane_draw(p, pad, 0, 0, false);
 	}
