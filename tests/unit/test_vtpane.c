@@ -305,6 +305,26 @@ static void test_resize_margins(void)
 	vtpane_free(p);
 }
 
+/* C1 controls encoded in UTF-8 (U+0080-U+009F) never move the cursor backwards (libvterm prints them with width
+ * -1: the cursor went left of column 0 and a tab stop set there was written before libvterm's array), also when
+ * the two bytes arrive in different chunks. */
+static void test_c1_in_utf8(void)
+{
+	struct vtpane *p = vtpane_new(5, 10, 10);
+	feed(p, "ab\xc2\x9b\xc2\x85\xc2\x80\xc2\x9f\xc2\x9b\xc2\x9b");
+	feed(p, "\xc2");
+	feed(p, "\x9b\033H\xc2");
+	feed(p, "\xa9x");
+	int row, col;
+	vtpane_cursor(p, &row, &col);
+	T_EQ_INT(row, 0);
+	T_EQ_INT(col, 4);
+	char *l = vtpane_line_text(p, 0);
+	T_EQ_STR(l, "ab\xc2\xa9x");
+	free(l);
+	vtpane_free(p);
+}
+
 int main(void)
 {
 	setlocale(LC_ALL, "C.UTF-8");
@@ -324,6 +344,7 @@ int main(void)
 	test_resize(pad);
 	test_rep();
 	test_resize_margins();
+	test_c1_in_utf8();
 	delwin(pad);
 	endwin();
 	delscreen(scr);
