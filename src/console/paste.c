@@ -12,32 +12,6 @@ void paste_terminal_on(void)
 	fflush(stdout);
 }
 
-static void add_utf8(struct buf *b, unsigned ch)
-{
-	char u[4];
-	size_t n;
-	if (ch < 0x80) {
-		u[0] = (char)ch;
-		n = 1;
-	} else if (ch < 0x800) {
-		u[0] = (char)(0xc0 | ch >> 6);
-		u[1] = (char)(0x80 | (ch & 63));
-		n = 2;
-	} else if (ch < 0x10000) {
-		u[0] = (char)(0xe0 | ch >> 12);
-		u[1] = (char)(0x80 | (ch >> 6 & 63));
-		u[2] = (char)(0x80 | (ch & 63));
-		n = 3;
-	} else {
-		u[0] = (char)(0xf0 | ch >> 18);
-		u[1] = (char)(0x80 | (ch >> 12 & 63));
-		u[2] = (char)(0x80 | (ch >> 6 & 63));
-		u[3] = (char)(0x80 | (ch & 63));
-		n = 4;
-	}
-	buf_add(b, u, n);
-}
-
 enum paste_result paste_key(struct paste *ps, int ch, bool keycode)
 {
 	if (keycode && ch == PASTE_KEY_BEGIN) {
@@ -63,7 +37,7 @@ enum paste_result paste_key(struct paste *ps, int ch, bool keycode)
 	if (ch == '\t' || ch == '\r' || ch == '\n' ||
 	    (ch >= 0x20 && ch != 0x7f && ch <= 0x10ffff && !(ch >= 0x80 && ch < 0xa0) &&
 	     !(ch >= 0xd800 && ch < 0xe000)))
-		add_utf8(&ps->text, (unsigned)ch);
+		buf_add_utf8(&ps->text, (uint32_t)ch);
 	return PASTE_MORE;
 }
 

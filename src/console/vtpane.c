@@ -292,39 +292,13 @@ static void get_line(const struct vtpane *p, size_t abs, struct vtcell *out)
 	memcpy(out, p->grid[p->cur][row], (size_t)p->cols * sizeof *out);
 }
 
-static void utf8_put(struct buf *b, uint32_t ch)
-{
-	char u[4];
-	size_t n;
-	if (ch < 0x80) {
-		u[0] = (char)ch;
-		n = 1;
-	} else if (ch < 0x800) {
-		u[0] = (char)(0xc0 | ch >> 6);
-		u[1] = (char)(0x80 | (ch & 63));
-		n = 2;
-	} else if (ch < 0x10000) {
-		u[0] = (char)(0xe0 | ch >> 12);
-		u[1] = (char)(0x80 | (ch >> 6 & 63));
-		u[2] = (char)(0x80 | (ch & 63));
-		n = 3;
-	} else {
-		u[0] = (char)(0xf0 | ch >> 18);
-		u[1] = (char)(0x80 | (ch >> 12 & 63));
-		u[2] = (char)(0x80 | (ch >> 6 & 63));
-		u[3] = (char)(0x80 | (ch & 63));
-		n = 4;
-	}
-	buf_add(b, u, n);
-}
-
 /* Appends the cells [c0, c1) of a line as UTF-8 (safe characters only). */
 static void cells_text(struct buf *b, const struct vtcell *cells, int c0, int c1)
 {
 	for (int c = c0; c < c1; c++) {
 		if (cells[c].ch == UINT32_MAX)
 			continue;
-		utf8_put(b, (uint32_t)safe_char(cells[c].ch));
+		buf_add_utf8(b, (uint32_t)safe_char(cells[c].ch));
 	}
 }
 
@@ -933,7 +907,7 @@ static void rep_expand(struct vtpane *p)
 	struct buf b;
 	buf_init(&b);
 	for (long k = 0; k < n; k++)
-		utf8_put(&b, p->last_ch);
+		buf_add_utf8(&b, p->last_ch);
 	if (b.len)
 		vt_write(p, b.data, b.len);
 	buf_free(&b);
@@ -1725,7 +1699,7 @@ static void prompt_key(struct vtpane *p, int ch, bool keycode)
 			p->prompt.len--;
 		p->prompt.data[p->prompt.len] = '\0';
 	} else if (!keycode && ch >= 0x20 && p->prompt.len < 200) {
-		utf8_put(&p->prompt, (uint32_t)ch);
+		buf_add_utf8(&p->prompt, (uint32_t)ch);
 	}
 }
 

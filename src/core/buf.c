@@ -90,3 +90,29 @@ char *buf_steal(struct buf *b)
 	buf_init(b);
 	return d;
 }
+
+void buf_add_utf8(struct buf *b, uint32_t ch)
+{
+	char u[4];
+	size_t n;
+	if (ch < 0x80) {
+		u[0] = (char)ch;
+		n = 1;
+	} else if (ch < 0x800) {
+		u[0] = (char)(0xc0 | ch >> 6);
+		u[1] = (char)(0x80 | (ch & 63));
+		n = 2;
+	} else if (ch < 0x10000) {
+		u[0] = (char)(0xe0 | ch >> 12);
+		u[1] = (char)(0x80 | (ch >> 6 & 63));
+		u[2] = (char)(0x80 | (ch & 63));
+		n = 3;
+	} else {
+		u[0] = (char)(0xf0 | ch >> 18);
+		u[1] = (char)(0x80 | (ch >> 12 & 63));
+		u[2] = (char)(0x80 | (ch >> 6 & 63));
+		u[3] = (char)(0x80 | (ch & 63));
+		n = 4;
+	}
+	buf_add(b, u, n);
+}

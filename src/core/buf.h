@@ -3,6 +3,7 @@
 #define KVCON_CORE_BUF_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 struct buf {
 	char *data;
@@ -22,5 +23,8 @@ void buf_printf(struct buf *b, const char *fmt, ...) __attribute__((format(print
 void buf_consume(struct buf *b, size_t n);
 /* Hands the storage to the caller (who frees it) and empties the buffer. */
 char *buf_steal(struct buf *b);
+
+/* Appends the code point ch as UTF-8 (1 to 4 bytes). */
+void buf_add_utf8(struct buf *b, uint32_t ch);
 
 #endif
