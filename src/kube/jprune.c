@@ -1,9 +1,12 @@
-/* JSON pruning and value-boundary scanning: byte loops over JSON's lexical structure, no trees. */
+/* JSON pruning and value-boundary scanning: byte loops over JSON's lexical structure. The pruner writes the kept
+ * members as text, or builds them as a json-c tree in the same pass (no text, no tokener). */
 #include "kube/jprune.h"
 
-#include <string.h>
-
+#include <errno.h>
+#include <json.h>
 #include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
 
 #define PRUNE_DEPTH 64
 
@@ -265,7 +268,7 @@ int kube_jprune_class(const char *key, size_t len)
 struct pr {
 	const char *in;
 	size_t len, pos;
-	char *out;
+	char *out; /* text mode; NULL when building a tree */
 	size_t o;
 	bool eof; /* a scan ran into the end of the input: the value may just be incomplete */
 };
@@ -274,6 +277,9 @@ struct pr {
 static const struct kube_jprune_node by_name[1] = { JP_END };
 static const struct kube_jprune_node by_name_keep = JP_NODE("", 0, by_name);
 static const struct kube_jprune_node by_name_whole = JP_NODE("", KUBE_JPRUNE_WHOLE, NULL);
+/* Marks the node table of a value kept whole while building a tree: every member, empty ones too. */
+static const struct kube_jprune_node keep_all[1] = { JP_END };
+static const struct kube_jprune_node keep_all_node = JP_NODE("", KUBE_JPRUNE_WHOLE, keep_all);
 
 /* Bytes that end a number or literal. */
 static const unsigned char scalar_end[256] = {
@@ -347,25 +353,203 @@ static size_t value_end(struct pr *p, size_t i)
 
 static void emit(struct pr *p, const char *s, size_t n)
 {
+	if (p->out == NULL)
+		return;
 	memcpy(p->out + p->o, s, n);
 	p->o += n;
 }
 
-static int prune_value(struct pr *p, int depth, const struct kube_jprune_node *nd);
+/* ---- tree mode: JSON scalars as json-c values, the way json-c's tokener makes them (kube_jprune_tree's
+ * differential test and fuzz harness hold it to that); anything json-c might read differently (an escape it
+ * does not know, a surrogate that is not a pair, a number that is not a plain int64, a lenient literal) is
+ * refused, and the caller parses the original with json-c ---- */
+
+static int hex4(const char *s)
+{
+	int v = 0;
+	for (int i = 0; i < 4; i++) {
+		char c = s[i];
+		int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+		if (d < 0)
+			return -1;
+		v = v << 4 | d;
+	}
+	return v;
+}
+
+/* The body of a string (between its quotes, n bytes, with escapes) unescaped into out (room for n + 1 bytes).
+ * Returns the length, or -1. */
+static ssize_t unescape(const char *s, size_t n, char *out)
+{
+	size_t o = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (s[i] != '\\') {
+			out[o++] = s[i];
+			continue;
+		}
+		if (++i == n)
+			return -1;
+		char c = s[i];
+		const char *simple = strchr("\"\\/bfnrt", c);
+		if (c != '\0' && simple) {
+			out[o++] = "\"\\/\b\f\n\r\t"[simple - "\"\\/bfnrt"];
+			continue;
+		}
+		if (c != 'u' || n - i < 5)
+			return -1;
+		int u = hex4(s + i + 1);
+		i += 4;
+		if (u < 0)
+			return -1;
+		if (u >= 0xD800 && u <= 0xDFFF) {
+			int lo;
+			if (u >= 0xDC00 || n - i < 7 || s[i + 1] != '\\' || s[i + 2] != 'u' ||
+			    (lo = hex4(s + i + 3)) < 0xDC00 || lo > 0xDFFF)
+				return -1;
+			i += 6;
+			uint32_t cp = 0x10000 + (((uint32_t)u - 0xD800) << 10) + ((uint32_t)lo - 0xDC00);
+			out[o++] = (char)(0xF0 | cp >> 18);
+			out[o++] = (char)(0x80 | (cp >> 12 & 0x3F));
+			out[o++] = (char)(0x80 | (cp >> 6 & 0x3F));
+			out[o++] = (char)(0x80 | (cp & 0x3F));
+		} else if (u < 0x80) {
+			out[o++] = (char)u;
+		} else if (u < 0x800) {
+			out[o++] = (char)(0xC0 | u >> 6);
+			out[o++] = (char)(0x80 | (u & 0x3F));
+		} else {
+			out[o++] = (char)(0xE0 | u >> 12);
+			out[o++] = (char)(0x80 | (u >> 6 & 0x3F));
+			out[o++] = (char)(0x80 | (u & 0x3F));
+		}
+	}
+	out[o] = '\0';
+	return (ssize_t)o;
+}
+
+/* A string's unescaped body: in place when it has no escape (*copy NULL), else in a new copy (*copy, to free).
+ * NULL when malformed, or holding a NUL byte (json-c's tokener reads that as the end of its input). */
+static const char *string_body(const char *s, size_t n, size_t *len, char **copy)
+{
+	*copy = NULL;
+	if (strnlen(s, n) != n)
+		return NULL;
+	if (memchr(s, '\\', n) == NULL) {
+		*len = n;
+		return s;
+	}
+	*copy = malloc(n + 1);
+	ssize_t m = *copy ? unescape(s, n, *copy) : -1;
+	if (m < 0) {
+		free(*copy);
+		*copy = NULL;
+		return NULL;
+	}
+	*len = (size_t)m;
+	return *copy;
+}
+
+/* The scalar in[s..e) as a json-c value (NULL for null). -1 when it is not one json-c reads the same way. */
+static int scalar_tree(const char *in, size_t s, size_t e, struct json_object **v)
+{
+	const char *t = in + s;
+	size_t n = e - s;
+	*v = NULL;
+	if (t[0] == '"') {
+		size_t len;
+		char *copy;
+		const char *body = string_body(t + 1, n - 2, &len, &copy);
+		if (body == NULL || len > 0x7fffffff)
+			return free(copy), -1;
+		*v = json_object_new_string_len(body, (int)len);
+		free(copy);
+		return 0;
+	}
+	if (n == 4 && memcmp(t, "null", 4) == 0)
+		return 0;
+	if (n == 4 && memcmp(t, "true", 4) == 0) {
+		*v = json_object_new_boolean(1);
+		return 0;
+	}
+	if (n == 5 && memcmp(t, "false", 5) == 0) {
+		*v = json_object_new_boolean(0);
+		return 0;
+	}
+	/* integers: -?(0|[1-9][0-9]*) within int64 */
+	size_t i = t[0] == '-';
+	if (i == n || n - i > 19 || t[i] < '0' || t[i] > '9' || (t[i] == '0' && n - i > 1))
+		return -1;
+	int64_t x = 0;
+	for (size_t j = i; j < n; j++) {
+		if (t[j] < '0' || t[j] > '9')
+			return -1;
+		if (x > (INT64_MAX - (t[j] - '0')) / 10)
+			return -1;
+		x = x * 10 + (t[j] - '0');
+	}
+	*v = json_object_new_int64(i ? -x : x);
+	return 0;
+}
+
+static bool tree_empty(struct json_object *v)
+{
+	return v == NULL || (json_object_is_type(v, json_type_object) && json_object_object_length(v) == 0) ||
+	       (json_object_is_type(v, json_type_array) && json_object_array_length(v) == 0);
+}
+
+/* A member of the object being built: schema keys are static strings json-c need not copy, and need not look up
+ * when *seen (a bit per member of kids) says the key is new to this object (a repeated key replaces the value, as
+ * json-c's tokener does). */
+static int tree_add(struct json_object *obj, const struct kube_jprune_node *kids, const struct kube_jprune_node *nd,
+		    uint64_t *seen, const char *key, size_t len, struct json_object *v)
+{
+	if (nd->len > 0) {
+		size_t i = (size_t)(nd - kids);
+		unsigned flags = JSON_C_OBJECT_KEY_IS_CONSTANT;
+		if (i < 64 && !(*seen & (uint64_t)1 << i))
+			flags |= JSON_C_OBJECT_ADD_KEY_IS_NEW;
+		if (i < 64)
+			*seen |= (uint64_t)1 << i;
+		json_object_object_add_ex(obj, nd->key, v, flags);
+		return 0;
+	}
+	size_t klen;
+	char *copy, tmp[128];
+	const char *k = string_body(key, len, &klen, &copy);
+	if (k == NULL) {
+		json_object_put(v);
+		return -1;
+	}
+	if (copy == NULL) { /* json-c takes a NUL-terminated key and copies it */
+		copy = klen < sizeof tmp ? tmp : malloc(klen + 1);
+		memcpy(copy, k, klen);
+		copy[klen] = '\0';
+	}
+	json_object_object_add(obj, copy, v);
+	if (copy != tmp)
+		free(copy);
+	return 0;
+}
+
+static int prune_value(struct pr *p, int depth, const struct kube_jprune_node *nd, struct json_object **v);
 
 /* The member's value, per its node (by_name: the key-name class). */
-static int prune_member_value(struct pr *p, int depth, const struct kube_jprune_node *nd)
+static int prune_member_value(struct pr *p, int depth, const struct kube_jprune_node *nd, struct json_object **v)
 {
 	char c = p->in[p->pos];
+	if (p->out == NULL && nd->flags & KUBE_JPRUNE_WHOLE && (c == '{' || c == '['))
+		return prune_value(p, depth + 1, &keep_all_node, v);
 	if (nd->flags & KUBE_JPRUNE_WHOLE || ((c != '{' && c != '[') && nd != by_name)) {
 		size_t ve = value_end(p, p->pos);
 		if (ve == 0)
+			return -1;
+		if (p->out == NULL && scalar_tree(p->in, p->pos, ve, v) < 0)
 			return -1;
 		emit(p, p->in + p->pos, ve - p->pos);
 		p->pos = ve;
 		return 0;
 	}
-	return prune_value(p, depth + 1, nd);
+	return prune_value(p, depth + 1, nd, v);
 }
 
 static bool is_empty(const char *s, size_t n)
@@ -382,6 +566,8 @@ static const struct kube_jprune_node *member_node(struct pr *p, const struct kub
 		int cls = kube_jprune_class(key, len);
 		return cls == 1 ? &by_name_keep : cls == 2 ? &by_name_whole : NULL;
 	}
+	if (kids == keep_all)
+		return &keep_all_node;
 	if (len == 0 || memchr(key, '\\', len))
 		return NULL;
 	const struct kube_jprune_node *nd = node_find(kids, key, len);
@@ -395,33 +581,36 @@ static const struct kube_jprune_node *member_node(struct pr *p, const struct kub
 	return nd;
 }
 
-static int prune_object(struct pr *p, int depth, const struct kube_jprune_node *kids)
+static int prune_object(struct pr *p, int depth, const struct kube_jprune_node *kids, struct json_object **v)
 {
+	struct json_object *obj = p->out ? NULL : json_object_new_object();
+	uint64_t seen = 0;
 	emit(p, "{", 1);
 	p->pos++;
 	bool first = true;
 	for (;;) {
 		ws(p);
 		if (p->pos >= p->len)
-			return -1;
+			break;
 		if (p->in[p->pos] == '}') {
 			p->pos++;
 			emit(p, "}", 1);
+			*v = obj;
 			return 0;
 		}
 		if (p->in[p->pos] != '"')
-			return -1;
+			break;
 		size_t ks = p->pos, ke = string_end(p, ks);
 		if (ke == 0)
-			return -1;
+			break;
 		p->pos = ke;
 		ws(p);
 		if (p->pos >= p->len || p->in[p->pos] != ':')
-			return -1;
+			break;
 		p->pos++;
 		ws(p);
 		if (p->pos >= p->len)
-			return -1;
+			break;
 		const struct kube_jprune_node *nd = member_node(p, kids, ks, ke);
 		if (nd) {
 			size_t mark = p->o;
@@ -430,67 +619,87 @@ static int prune_object(struct pr *p, int depth, const struct kube_jprune_node *
 			emit(p, p->in + ks, ke - ks);
 			emit(p, ":", 1);
 			size_t vs = p->o;
-			if (prune_member_value(p, depth, nd) < 0)
-				return -1;
-			if (kids != by_name && !(nd->flags & KUBE_JPRUNE_KEEP_EMPTY) && is_empty(p->out + vs, p->o - vs))
-				p->o = mark; /* null, {} or []: read as absent, so it need not be parsed */
+			struct json_object *mv = NULL;
+			if (prune_member_value(p, depth, nd, &mv) < 0)
+				break;
+			/* null, {} or []: read as absent, so it need not be parsed */
+			bool drop = kids != by_name && kids != keep_all && !(nd->flags & KUBE_JPRUNE_KEEP_EMPTY) &&
+				    (obj ? tree_empty(mv) : is_empty(p->out + vs, p->o - vs));
+			if (drop)
+				p->o = mark;
 			else
 				first = false;
+			if (obj && drop)
+				json_object_put(mv);
+			else if (obj && tree_add(obj, kids, nd, &seen, p->in + ks + 1, ke - ks - 2, mv) < 0)
+				break;
 		} else {
 			size_t ve = value_end(p, p->pos);
 			if (ve == 0)
-				return -1;
+				break;
 			p->pos = ve;
 		}
 		ws(p);
 		if (p->pos < p->len && p->in[p->pos] == ',')
 			p->pos++;
 		else if (p->pos >= p->len || p->in[p->pos] != '}')
-			return -1;
+			break;
 	}
+	json_object_put(obj);
+	return -1;
 }
 
-static int prune_array(struct pr *p, int depth, const struct kube_jprune_node *nd)
+static int prune_array(struct pr *p, int depth, const struct kube_jprune_node *nd, struct json_object **v)
 {
+	struct json_object *arr = p->out ? NULL : json_object_new_array_ext(8);
 	emit(p, "[", 1);
 	p->pos++;
 	bool first = true;
 	for (;;) {
 		ws(p);
 		if (p->pos >= p->len)
-			return -1;
+			break;
 		if (p->in[p->pos] == ']') {
 			p->pos++;
 			emit(p, "]", 1);
+			*v = arr;
 			return 0;
 		}
 		if (!first)
 			emit(p, ",", 1);
 		first = false;
+		struct json_object *ev = NULL;
 		if (nd->flags & KUBE_JPRUNE_COUNT) {
 			/* only the length is read: null costs json-c no allocation (0 when the element is shorter, so
 			 * the output never outgrows the input) */
 			size_t ve = value_end(p, p->pos);
 			if (ve == 0)
-				return -1;
+				break;
 			if (ve - p->pos >= 4)
 				emit(p, "null", 4);
 			else
 				emit(p, "0", 1);
+			if (arr && ve - p->pos < 4)
+				ev = json_object_new_int(0); /* as the text form reads */
 			p->pos = ve;
-		} else if (prune_value(p, depth + 1, nd) < 0) {
-			return -1;
+		} else if (prune_value(p, depth + 1, nd, &ev) < 0) {
+			break;
 		}
+		if (arr)
+			json_object_array_add(arr, ev);
 		ws(p);
 		if (p->pos < p->len && p->in[p->pos] == ',')
 			p->pos++;
 		else if (p->pos >= p->len || p->in[p->pos] != ']')
-			return -1;
+			break;
 	}
+	json_object_put(arr);
+	return -1;
 }
 
-/* nd: the node whose value this is (its kids prune objects; by_name in key-name mode). */
-static int prune_value(struct pr *p, int depth, const struct kube_jprune_node *nd)
+/* nd: the node whose value this is (its kids prune objects; by_name in key-name mode). In tree mode *v gets the
+ * value (NULL for null). */
+static int prune_value(struct pr *p, int depth, const struct kube_jprune_node *nd, struct json_object **v)
 {
 	if (depth > PRUNE_DEPTH)
 		return -1;
@@ -500,11 +709,13 @@ static int prune_value(struct pr *p, int depth, const struct kube_jprune_node *n
 	}
 	char c = p->in[p->pos];
 	if (c == '{')
-		return prune_object(p, depth, nd == by_name || nd->kids == NULL ? by_name : nd->kids);
+		return prune_object(p, depth, nd == by_name || nd->kids == NULL ? by_name : nd->kids, v);
 	if (c == '[')
-		return prune_array(p, depth, nd);
+		return prune_array(p, depth, nd, v);
 	size_t ve = value_end(p, p->pos);
 	if (ve == 0)
+		return -1;
+	if (p->out == NULL && scalar_tree(p->in, p->pos, ve, v) < 0)
 		return -1;
 	emit(p, p->in + p->pos, ve - p->pos);
 	p->pos = ve;
@@ -516,12 +727,25 @@ ssize_t kube_jprune_prefix(const struct kube_jprune_node *schema, const char *in
 {
 	struct pr p = { .in = in, .len = len, .out = out };
 	const struct kube_jprune_node root = { "", 0, 0, schema ? schema : by_name };
+	struct json_object *unused = NULL;
 	ws(&p);
 	p.eof = false;
-	if (prune_value(&p, 0, schema ? &root : by_name) < 0)
+	if (prune_value(&p, 0, schema ? &root : by_name, &unused) < 0)
 		return p.eof ? -2 : -1;
 	*consumed = p.pos;
 	return (ssize_t)p.o;
+}
+
+ssize_t kube_jprune_tree(const struct kube_jprune_node *schema, const char *in, size_t len, struct json_object **out)
+{
+	struct pr p = { .in = in, .len = len };
+	const struct kube_jprune_node root = { "", 0, 0, schema ? schema : by_name };
+	*out = NULL;
+	ws(&p);
+	p.eof = false;
+	if (prune_value(&p, 0, schema ? &root : by_name, out) < 0)
+		return p.eof ? -2 : -1;
+	return (ssize_t)p.pos;
 }
 
 ssize_t kube_jprune(const char *in, size_t len, char *out)

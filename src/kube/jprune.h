@@ -2,8 +2,8 @@
  * reads and drops the rest (spec.domain.devices, annotations, managedFields, ...), so json-c builds a tree of a
  * fraction of the size. Two modes: by key name at any depth (kube_jprune: the union of every key the decoder reads),
  * and by a per-kind schema of paths (kube_jprune_schema: only the members read at that place, plus the list and
- * watch envelopes and Status errors). A scanner for JSON's lexical structure only (strings, escapes, nesting);
- * json-c still parses what is kept. */
+ * watch envelopes and Status errors). The kept members come out as text (json-c parses it) or, in the same pass,
+ * as a json-c tree (kube_jprune_tree: the watch and list paths). */
 #ifndef KVCON_KUBE_JPRUNE_H
 #define KVCON_KUBE_JPRUNE_H
 
@@ -49,6 +49,15 @@ bool kube_jprune_keeps(const struct kube_jprune_node *schema, const char *path);
  * input ends before the value does (feed more and scan again); -1 when it is not well-formed JSON. */
 ssize_t kube_jprune_prefix(const struct kube_jprune_node *schema, const char *in, size_t len, char *out,
 			   size_t *consumed);
+
+/* The same pruning, building the kept members as a json-c tree in the same pass (what json-c would parse from
+ * kube_jprune_prefix's text, without the text or the tokener; schema keys are not copied). Returns the bytes up
+ * to the value's end and sets *out (json_object_put it; NULL when the value is null); -2 when the input ends
+ * first; -1 when it is not well-formed or holds something only json-c should read (an unknown escape, an
+ * unpaired surrogate, a number that is not a plain int64, a lenient literal): then parse the original with
+ * json-c. */
+struct json_object;
+ssize_t kube_jprune_tree(const struct kube_jprune_node *schema, const char *in, size_t len, struct json_object **out);
 
 /* Finds where a JSON object or array starting at in[0] ends: scans with state kept in *st across calls (zero it
  * for a new value). Returns the number of bytes consumed up to and including the closing bracket, 0 when the

@@ -1,5 +1,6 @@
-/* Stream splitter: a lexical scanner (kube/jprune.h) finds where each top-level value ends across chunks, the
- * value is pruned to the keys the decoder reads when asked, and json-c parses what is left. */
+/* Stream splitter: a lexical scanner (kube/jprune.h) finds where each top-level value ends across chunks; the
+ * value is pruned to the keys the decoder reads when asked, building the json-c tree in the same pass, or else
+ * json-c's tokener parses it whole. */
 #include "kube/jstream.h"
 
 #include <json.h>
@@ -16,7 +17,6 @@ struct kube_jstream {
 	struct json_tokener *tok;
 	struct kube_jscan scan;
 	struct buf cur;    /* the incomplete value so far */
-	struct buf pruned;
 	size_t max_value;
 	bool prune;
 	const struct kube_jprune_node *schema; /* NULL: prune by key name */
@@ -30,7 +30,6 @@ struct kube_jstream *kube_jstream_new(size_t max_value)
 		fatal("json_tokener_new_ex failed");
 	s->max_value = max_value;
 	buf_init(&s->cur);
-	buf_init(&s->pruned);
 	return s;
 }
 
@@ -46,7 +45,6 @@ void kube_jstream_free(struct kube_jstream *s)
 		return;
 	json_tokener_free(s->tok);
 	buf_free(&s->cur);
-	buf_free(&s->pruned);
 	free(s);
 }
 
@@ -67,27 +65,25 @@ bool kube_jstream_partial(const struct kube_jstream *s)
 	return s->cur.len > 0;
 }
 
-static struct json_object *parse_pruned(struct kube_jstream *s, const char *data, size_t len, char **err);
+static struct json_object *parse_whole(struct kube_jstream *s, const char *data, size_t len, char **err);
 
 struct json_object *kube_jstream_parse(struct kube_jstream *s, const char *data, size_t len, bool prune, char **err)
 {
 	if (prune) {
-		buf_reset(&s->pruned);
-		buf_reserve(&s->pruned, len + 1);
-		size_t used = 0;
-		ssize_t n = kube_jprune_prefix(s->schema, data, len, s->pruned.data, &used);
-		while (n >= 0 && used < len && is_space(data[used]))
+		struct json_object *v;
+		ssize_t n = kube_jprune_tree(s->schema, data, len, &v);
+		size_t used = n > 0 ? (size_t)n : 0;
+		while (n > 0 && used < len && is_space(data[used]))
 			used++;
-		if (n >= 0 && used == len) {
-			data = s->pruned.data;
-			len = (size_t)n;
-		}
+		if (n > 0 && used == len && v != NULL)
+			return v;
+		json_object_put(v);
 	}
-	return parse_pruned(s, data, len, err);
+	return parse_whole(s, data, len, err);
 }
 
-/* json-c on bytes already pruned (or the original when pruning refused them). */
-static struct json_object *parse_pruned(struct kube_jstream *s, const char *data, size_t len, char **err)
+/* json-c on the original bytes (pruning refused them: json-c reports the error, or reads what only it reads). */
+static struct json_object *parse_whole(struct kube_jstream *s, const char *data, size_t len, char **err)
 {
 	json_tokener_reset(s->tok);
 	struct json_object *v = json_tokener_parse_ex(s->tok, data, (int)(len > 0x7fffffff ? 0x7fffffff : len));
@@ -125,21 +121,15 @@ int kube_jstream_feed(struct kube_jstream *s, const char *data, size_t len, kube
 			/* the usual case, a value that ends within this chunk: prune it straight from the chunk, which
 			 * also finds its end (no separate scan); a value cut by the chunk's end or a malformed one takes
 			 * the scanning path below */
-			size_t used = 0;
-			buf_reset(&s->pruned);
-			buf_reserve(&s->pruned, len - off + 1);
-			ssize_t pn = kube_jprune_prefix(s->schema, data + off, len - off, s->pruned.data, &used);
-			if (pn >= 0 && used <= s->max_value) {
-				off += used;
-				struct json_object *v = parse_pruned(s, s->pruned.data, (size_t)pn, err);
-				if (v == NULL) {
-					kube_jstream_reset(s);
-					return -1;
-				}
+			struct json_object *v;
+			ssize_t used = kube_jprune_tree(s->schema, data + off, len - off, &v);
+			if (used > 0 && (size_t)used <= s->max_value && v != NULL) {
+				off += (size_t)used;
 				if (!cb(arg, v))
 					return 1;
 				continue;
 			}
+			json_object_put(v);
 		}
 		ssize_t n = kube_jscan(&s->scan, data + off, len - off);
 		if (n < 0) {

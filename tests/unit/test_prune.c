@@ -314,6 +314,69 @@ static void run_dir(const char *dir, bool lines)
 	closedir(d);
 }
 
+/* The tree the pruner builds in one pass: what json-c parses from the pruned text (tests/fuzz/fuzz_jprune.c holds
+ * the two to that on every input), and what only json-c reads is refused, so the stream parses the original. */
+static void test_prune_tree(const struct kube_jprune_node *vmi)
+{
+	const char ev[] = "{\"type\":\"MODIFIED\",\"object\":{\"metadata\":{\"name\":\"a\\\"\\u00e9\\ud83d\\ude00\","
+			  "\"name\":\"b\",\"labels\":{\"k\\u0041\":\"v\",\"e\":{}},\"generation\":-12},\"spec\":{\"x\":1},"
+			  "\"status\":{\"phase\":\"Running\",\"conditions\":[],\"migrationState\":{}}}}";
+	struct json_object *root = NULL, *t = NULL, *x = NULL;
+	T_EQ_INT(kube_jprune_tree(vmi, ev, strlen(ev), &root), strlen(ev));
+	T_CHECK(json_object_object_get_ex(root, "object", &t) && json_object_object_get_ex(t, "metadata", &x));
+	T_EQ_STR(json_object_get_string(json_object_object_get(x, "name")), "b"); /* a repeated key: the last wins */
+	T_EQ_INT(json_object_get_int64(json_object_object_get(x, "generation")), -12);
+	struct json_object *labels = json_object_object_get(x, "labels");
+	T_EQ_STR(json_object_get_string(json_object_object_get(labels, "kA")), "v"); /* escaped free-form key */
+	T_CHECK(json_object_object_get_ex(labels, "e", NULL)); /* kept whole: empty members too */
+	T_CHECK(!json_object_object_get_ex(t, "spec", NULL));   /* nothing kept: dropped */
+	struct json_object *st = json_object_object_get(t, "status");
+	T_CHECK(!json_object_object_get_ex(st, "conditions", NULL));
+	T_CHECK(json_object_object_get_ex(st, "migrationState", NULL));
+	json_object_put(root);
+	/* a string escaped as UTF-8 */
+	const char utf[] = "{\"object\":{\"metadata\":{\"name\":\"\\u00e9\\u4e2d\\ud83d\\ude00\\n\"}}}";
+	root = NULL;
+	T_CHECK(kube_jprune_tree(vmi, utf, strlen(utf), &root) > 0);
+	x = json_object_object_get(json_object_object_get(json_object_object_get(root, "object"), "metadata"), "name");
+	T_EQ_STR(json_object_get_string(x), "\xc3\xa9\xe4\xb8\xad\xf0\x9f\x98\x80\n");
+	json_object_put(root);
+	/* refused, for json-c to read: a double, an int64 overflow, unpaired surrogates, an unknown escape, a lenient
+	 * literal, a NUL byte in a string; a cut value is told apart */
+	const char *refused[] = {
+		"{\"object\":{\"metadata\":{\"generation\":1.5}}}",
+		"{\"object\":{\"metadata\":{\"generation\":9223372036854775808}}}",
+		"{\"object\":{\"metadata\":{\"name\":\"\\ud800\"}}}",
+		"{\"object\":{\"metadata\":{\"name\":\"\\udc00\"}}}",
+		"{\"object\":{\"metadata\":{\"name\":\"\\x\"}}}",
+		"{\"object\":{\"status\":{\"phase\":True}}}",
+	};
+	for (size_t i = 0; i < sizeof refused / sizeof *refused; i++) {
+		root = NULL;
+		T_EQ_INT(kube_jprune_tree(vmi, refused[i], strlen(refused[i]), &root), -1);
+		T_CHECK(root == NULL);
+	}
+	const char nul[] = "{\"object\":{\"metadata\":{\"name\":\"a\0b\"}}}";
+	T_EQ_INT(kube_jprune_tree(vmi, nul, sizeof nul - 1, &root), -1);
+	T_EQ_INT(kube_jprune_tree(vmi, ev, strlen(ev) - 3, &root), -2);
+	/* through the stream: a refused value is parsed whole by json-c and still decodes */
+	struct kube_jstream *js = kube_jstream_new(1 << 20);
+	kube_jstream_set_schema(js, vmi);
+	char *err = NULL;
+	const char dbl[] = "{\"type\":\"ADDED\",\"object\":{\"metadata\":{\"name\":\"d\",\"namespace\":\"n\",\"uid\":\"u\","
+			   "\"generation\":2.0},\"status\":{\"phase\":\"Running\"}}}";
+	root = kube_jstream_parse(js, dbl, strlen(dbl), true, &err);
+	T_CHECK(root != NULL && err == NULL);
+	struct obj *o = root ? kube_decode(OBJ_VMI, json_object_object_get(root, "object"), src, &err) : NULL;
+	T_CHECK(o != NULL);
+	if (o)
+		T_EQ_STR(o->name, "d");
+	obj_free(o);
+	json_object_put(root);
+	free(err);
+	kube_jstream_free(js);
+}
+
 static void test_prune_basics(void)
 {
 	const char in[] = " {\"metadata\":{\"name\":\"a\\\"b\",\"managedFields\":[{\"x\":{\"f:y\":{}}}],\"labels\":{\"k\":\"v\","
@@ -365,6 +428,7 @@ static void test_prune_basics(void)
 		pdout[n] = '\0';
 		T_EQ_STR(pdout, "{\"object\":{\"spec\":{\"containers\":[null,0,0]}}}");
 	}
+	test_prune_tree(vmi);
 	struct kube_jscan st = { 0 };
 	T_EQ_INT(kube_jscan(&st, "{\"a\":\"}\"", 8), 0);
 	T_EQ_INT(kube_jscan(&st, "}\n{", 3), 1);
