@@ -16,14 +16,34 @@
 
 /* ---- typed accessors ---- */
 
+/* The member key of object o, or NULL (also when its value is null). The objects the decoder reads are mostly
+ * small (a condition, an owner reference, metadata): comparing their few keys costs less than hashing the key for
+ * json-c's table. */
+static struct json_object *jmember(struct json_object *o, const char *key)
+{
+	if (kube_decode_lookup_hook)
+		kube_decode_lookup_hook(o, key);
+	struct lh_table *t = json_object_get_object(o);
+	if (t == NULL)
+		return NULL;
+	if (t->count > 8) {
+		struct json_object *v;
+		return json_object_object_get_ex(o, key, &v) ? v : NULL;
+	}
+	for (struct lh_entry *e = lh_table_head(t); e; e = lh_entry_next(e)) {
+		const char *k = lh_entry_k(e);
+		if (k[0] == key[0] && strcmp(k, key) == 0)
+			return (struct json_object *)lh_entry_v(e);
+	}
+	return NULL;
+}
+
 static struct json_object *jget(struct json_object *o, const char *key, enum json_type type)
 {
-	struct json_object *v;
 	if (o == NULL || !json_object_is_type(o, json_type_object))
 		return NULL;
-	if (!json_object_object_get_ex(o, key, &v) || v == NULL || !json_object_is_type(v, type))
-		return NULL;
-	return v;
+	struct json_object *v = jmember(o, key);
+	return v && json_object_is_type(v, type) ? v : NULL;
 }
 
 static struct json_object *jobj(struct json_object *o, const char *key)
@@ -66,8 +86,8 @@ static bool jtrue(struct json_object *o, const char *key)
 /* Integers, clamped to [lo, hi]; doubles accepted when integral (JSON has one number type). */
 static int64_t jint(struct json_object *o, const char *key, int64_t def, int64_t lo, int64_t hi)
 {
-	struct json_object *v;
-	if (o == NULL || !json_object_is_type(o, json_type_object) || !json_object_object_get_ex(o, key, &v))
+	struct json_object *v = o && json_object_is_type(o, json_type_object) ? jmember(o, key) : NULL;
+	if (v == NULL)
 		return def;
 	int64_t n;
 	if (json_object_is_type(v, json_type_int)) {

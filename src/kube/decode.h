@@ -33,4 +33,8 @@ struct obj *kube_decode_scratch(enum obj_kind kind, struct json_object *item, st
  * number (as etcd's are), -1 when absent, malformed or not numeric. */
 int kube_decode_rv(struct json_object *item, uint64_t *rv);
 
+/* Called, when a test defines it, with every member the decoder looks up (tests/unit/test_prune.c checks each
+ * against what the pruner keeps). */
+void kube_decode_lookup_hook(const struct json_object *o, const char *key) __attribute__((weak));
+
 #endif
