@@ -2,7 +2,6 @@
  * members as text, or builds them as a json-c tree in the same pass (no text, no tokener). */
 #include "kube/jprune.h"
 
-#include <errno.h>
 #include <json.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -165,7 +164,7 @@ static const struct kube_jprune_node jp_event[] = {
 static const struct kube_jprune_node jp_list_meta[] = { JP_LEAF("continue"), JP_LEAF("resourceVersion"), JP_END };
 #define JP_ROOT(obj)                                                                                              \
 	{                                                                                                         \
-		JP_LEAF("type"), JP_NODE("object", KUBE_JPRUNE_KEEP_EMPTY, obj), JP_NODE("items", KUBE_JPRUNE_KEEP_EMPTY, obj), \
+		JP_LEAF("type"), JP_NODE("object", KUBE_JPRUNE_KEEP_EMPTY, obj), JP_NODE("items", KUBE_JPRUNE_KEEP_EMPTY | KUBE_JPRUNE_EACH, obj), \
 			JP_KIDS("metadata", jp_list_meta), JP_END,                                                \
 	}
 static const struct kube_jprune_node jp_root_vm[] = JP_ROOT(jp_vm);
@@ -271,6 +270,8 @@ struct pr {
 	char *out; /* text mode; NULL when building a tree */
 	size_t o;
 	bool eof; /* a scan ran into the end of the input: the value may just be incomplete */
+	kube_jprune_each_cb each; /* tree mode: takes the elements of KUBE_JPRUNE_EACH arrays */
+	void *each_arg;
 };
 
 /* Marks the node table of key-name mode. */
@@ -685,7 +686,9 @@ static int prune_array(struct pr *p, int depth, const struct kube_jprune_node *n
 		} else if (prune_value(p, depth + 1, nd, &ev) < 0) {
 			break;
 		}
-		if (arr)
+		if (arr && p->each && nd->flags & KUBE_JPRUNE_EACH)
+			p->each(p->each_arg, ev);
+		else if (arr)
 			json_object_array_add(arr, ev);
 		ws(p);
 		if (p->pos < p->len && p->in[p->pos] == ',')
@@ -738,7 +741,13 @@ ssize_t kube_jprune_prefix(const struct kube_jprune_node *schema, const char *in
 
 ssize_t kube_jprune_tree(const struct kube_jprune_node *schema, const char *in, size_t len, struct json_object **out)
 {
-	struct pr p = { .in = in, .len = len };
+	return kube_jprune_tree_each(schema, in, len, out, NULL, NULL);
+}
+
+ssize_t kube_jprune_tree_each(const struct kube_jprune_node *schema, const char *in, size_t len,
+			      struct json_object **out, kube_jprune_each_cb each, void *arg)
+{
+	struct pr p = { .in = in, .len = len, .each = each, .each_arg = arg };
 	const struct kube_jprune_node root = { "", 0, 0, schema ? schema : by_name };
 	*out = NULL;
 	ws(&p);

@@ -38,6 +38,7 @@ struct kube_jprune_node {
 #define KUBE_JPRUNE_KEEP_EMPTY 2u /* kept when null, {} or [] (else such members are dropped: the decoder reads
 				   * them as absent) because its presence means something */
 #define KUBE_JPRUNE_COUNT 4u      /* an array only counted: each element becomes null */
+#define KUBE_JPRUNE_EACH 8u       /* a list page's items: kube_jprune_tree_each hands them over one by one */
 
 /* The schema of watch events and list pages of one kind (their objects, and Status errors). */
 const struct kube_jprune_node *kube_jprune_schema(enum obj_kind kind);
@@ -58,6 +59,13 @@ ssize_t kube_jprune_prefix(const struct kube_jprune_node *schema, const char *in
  * json-c. */
 struct json_object;
 ssize_t kube_jprune_tree(const struct kube_jprune_node *schema, const char *in, size_t len, struct json_object **out);
+
+/* The same, handing each element of a list page's items to each as soon as it is built (each owns it; the tree
+ * keeps an empty items array), so a page is decoded item by item instead of as one tree of 500 objects. When it
+ * fails, some elements may have been handed over already. */
+typedef void (*kube_jprune_each_cb)(void *arg, struct json_object *element);
+ssize_t kube_jprune_tree_each(const struct kube_jprune_node *schema, const char *in, size_t len,
+			      struct json_object **out, kube_jprune_each_cb each, void *arg);
 
 /* Finds where a JSON object or array starting at in[0] ends: scans with state kept in *st across calls (zero it
  * for a new value). Returns the number of bytes consumed up to and including the closing bracket, 0 when the

@@ -69,16 +69,20 @@ static struct json_object *parse_whole(struct kube_jstream *s, const char *data,
 
 struct json_object *kube_jstream_parse(struct kube_jstream *s, const char *data, size_t len, bool prune, char **err)
 {
-	if (prune) {
-		struct json_object *v;
-		ssize_t n = kube_jprune_tree(s->schema, data, len, &v);
-		size_t used = n > 0 ? (size_t)n : 0;
-		while (n > 0 && used < len && is_space(data[used]))
-			used++;
-		if (n > 0 && used == len && v != NULL)
-			return v;
-		json_object_put(v);
-	}
+	return prune ? kube_jstream_parse_each(s, data, len, NULL, NULL, err) : parse_whole(s, data, len, err);
+}
+
+struct json_object *kube_jstream_parse_each(struct kube_jstream *s, const char *data, size_t len,
+					    kube_jprune_each_cb each, void *arg, char **err)
+{
+	struct json_object *v;
+	ssize_t n = kube_jprune_tree_each(s->schema, data, len, &v, each, arg);
+	size_t used = n > 0 ? (size_t)n : 0;
+	while (n > 0 && used < len && is_space(data[used]))
+		used++;
+	if (n > 0 && used == len && v != NULL)
+		return v;
+	json_object_put(v);
 	return parse_whole(s, data, len, err);
 }
 

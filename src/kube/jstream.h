@@ -7,6 +7,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "kube/jprune.h"
+
 struct json_object;
 struct kube_jstream;
 
@@ -22,6 +24,11 @@ struct kube_jprune_node;
 void kube_jstream_set_schema(struct kube_jstream *s, const struct kube_jprune_node *schema);
 /* Parses one complete value with the stream's tokener (pruned when asked). New object, or NULL with *err. */
 struct json_object *kube_jstream_parse(struct kube_jstream *s, const char *data, size_t len, bool prune, char **err);
+/* Parses one complete value pruned, handing each element of a list page's items to each as it is built
+ * (kube_jprune_tree_each). When the pruner refuses the value, json-c parses it whole and the items stay in the
+ * tree (some may have been handed over already: applying them again must be harmless). */
+struct json_object *kube_jstream_parse_each(struct kube_jstream *s, const char *data, size_t len,
+					    kube_jprune_each_cb each, void *arg, char **err);
 /* Forgets a partial value (a new stream starts). */
 void kube_jstream_reset(struct kube_jstream *s);
 /* Feeds bytes. Returns 0 when all were consumed, 1 when cb asked to stop, -1 on malformed or oversized input

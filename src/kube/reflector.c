@@ -46,6 +46,7 @@ struct kube_reflector {
 	char *rv;            /* last resourceVersion seen */
 	char *cont;          /* list continue token */
 	bool marked;         /* this list has marked the store */
+	size_t page_items;   /* items of the page being parsed handed over one by one */
 	bool synced;
 	bool need_list;    /* the next attempt lists (else it watches from rv) */
 	bool answered;     /* the server has sent an HTTP status at least once */
@@ -232,9 +233,29 @@ static void upsert(struct kube_reflector *r, struct json_object *item, struct js
 
 /* --- list -------------------------------------------------------------------------------------------- */
 
+/* First page of a (re)list: everything not seen again by the last page goes. */
+static void page_begin(struct kube_reflector *r)
+{
+	if (r->marked)
+		return;
+	store_mark(r->cfg.st, r->cfg.src, r->cfg.kind, r->ns);
+	r->marked = true;
+	r->cfg.src->health[r->cfg.kind].loaded = 0;
+}
+
+/* One item of a list page, as the pruner builds it: decoded and stored at once. */
+static void page_item(void *arg, struct json_object *item)
+{
+	struct kube_reflector *r = arg;
+	page_begin(r);
+	upsert(r, item, item);
+	r->page_items++;
+}
+
 static int apply_page(struct kube_reflector *r, const char *body, size_t len, char **err)
 {
-	struct json_object *root = kube_jstream_parse(r->js, body, len, true, err);
+	r->page_items = 0;
+	struct json_object *root = kube_jstream_parse_each(r->js, body, len, page_item, r, err);
 	if (root == NULL) {
 		free(*err);
 		*err = NULL;
@@ -250,16 +271,13 @@ static int apply_page(struct kube_reflector *r, const char *body, size_t len, ch
 		*err = xasprintf("the %s list has no items", kind_name(r));
 		goto out;
 	}
-	if (!r->marked) {
-		/* first page of a (re)list: everything not seen again by the last page goes */
-		store_mark(r->cfg.st, r->cfg.src, r->cfg.kind, r->ns);
-		r->marked = true;
-		r->cfg.src->health[r->cfg.kind].loaded = 0;
-	}
+	page_begin(r);
 	size_t n = json_object_is_type(items, json_type_array) ? json_object_array_length(items) : 0;
 	for (size_t i = 0; i < n; i++)
 		upsert(r, json_object_array_get_idx(items, i), NULL);
-	r->cfg.src->health[r->cfg.kind].loaded += n;
+	/* items left in the tree: json-c parsed the page whole (the first ones may have been handed over before the
+	 * pruner gave up, and are applied again) */
+	r->cfg.src->health[r->cfg.kind].loaded += n > r->page_items ? n : r->page_items;
 	free(r->cont);
 	r->cont = NULL;
 	if (json_object_object_get_ex(root, "metadata", &meta)) {

@@ -141,6 +141,37 @@ static void test_apply(void)
 	struct vm *pv = (struct vm *)store_get(st, src, OBJ_VM, U1);
 	T_CHECK(pv && strcmp(pv->o.name, "p") == 0 && strcmp(pv->printable_status, "Running") == 0);
 	T_EQ_INT(kube_reflector_apply_list(r, "[1]", 3), -1);
+	/* items are decoded one by one as the page is parsed; a page the pruner gives up on midway (a fractional
+	 * generation: only json-c reads it) is parsed whole and applied again, each item counted once */
+#define ITEM                                                                                                          \
+	"{\"metadata\":{\"name\":\"%c\",\"namespace\":\"ns\",\"uid\":\"%c%c%c%c%c%c%c%c-4444-4444-8444-444444444444\",\"generation\":" \
+	"%s},\"status\":{\"printableStatus\":\"Stopped\"}}"
+	char *it[4];
+	for (int i = 0; i < 4; i++) {
+		char c = (char)('a' + i);
+		it[i] = xasprintf(ITEM, c, c, c, c, c, c, c, c, c, i == 2 ? "1.5" : "2");
+	}
+	char *mixed = xasprintf("{\"metadata\":{\"resourceVersion\":\"21\"},\"items\":[%s,%s,%s,%s]}", it[0], it[1],
+				it[2], it[3]);
+	size_t loaded = src->health[OBJ_VM].loaded;
+	T_EQ_INT(kube_reflector_apply_list(r, mixed, strlen(mixed)), 0);
+	T_EQ_INT(src->health[OBJ_VM].loaded - loaded, 4);
+	struct vm *cv = (struct vm *)store_get(st, src, OBJ_VM, "cccccccc-4444-4444-8444-444444444444");
+	T_CHECK(cv && cv->o.generation == 1 && strcmp(cv->printable_status, "Stopped") == 0);
+	T_CHECK(store_get(st, src, OBJ_VM, "dddddddd-4444-4444-8444-444444444444") != NULL);
+	/* a page cut short: an error, and the items that arrived whole are kept (they are the server's) */
+	store_free(st);
+	st = store_new();
+	kube_reflector_free(r);
+	r = kube_reflector_new(&(struct kube_reflector_cfg){ .st = st, .src = src, .kind = OBJ_VM });
+	char *cut = xasprintf("{\"metadata\":{\"resourceVersion\":\"22\"},\"items\":[%s,%s,%.20s", it[0], it[1], it[3]);
+	T_EQ_INT(kube_reflector_apply_list(r, cut, strlen(cut)), -1);
+	T_EQ_INT(store_count(st, OBJ_VM), 2);
+	T_CHECK(store_get(st, src, OBJ_VM, "bbbbbbbb-4444-4444-8444-444444444444") != NULL);
+	free(cut);
+	free(mixed);
+	for (int i = 0; i < 4; i++)
+		free(it[i]);
 	free(page);
 	kube_reflector_free(r);
 	store_free(st);
