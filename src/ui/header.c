@@ -11,19 +11,21 @@
 #include "ui/draw.h"
 #include "ui/theme.h"
 
-#define MAX_STATUS 24
-
+/* The VM counts of the header's namespace, kept by header_store_changed from each change's delta (one VM
+ * changing is a few pointer compares, not a pass over 10,000 VMs). They are valid for the store version they
+ * were brought to: a change the hook did not see (outside ui_run, or nested in another listener) leaves them
+ * behind, and the next read counts again. counts[] is in order of first appearance, no entry with n == 0;
+ * interned statuses, compared by pointer first. */
 static struct {
+	const struct store *st;
 	uint64_t version;
 	const char *ns;
 	size_t nsrc;
 	bool valid;
 	size_t total;
-	struct {
-		const char *status;
-		size_t n;
-	} counts[MAX_STATUS];
+	struct header_status counts[HEADER_MAX_STATUS];
 	int ncounts;
+	size_t recounts;
 } H;
 
 int header_height(int rows)
@@ -31,47 +33,120 @@ int header_height(int rows)
 	return rows >= 20 ? 4 : 2;
 }
 
+static const char *status_of(const struct obj *o)
+{
+	const char *status = ((const struct vm *)o)->printable_status;
+	return status == NULL || *status == '\0' ? "Unknown" : status;
+}
+
+static bool in_ns(const struct obj *o, const char *ns)
+{
+	return ns == NULL || o->ns == ns || strcmp(o->ns, ns) == 0;
+}
+
+static int status_index(const char *status)
+{
+	for (int k = 0; k < H.ncounts; k++)
+		if (H.counts[k].status == status)
+			return k;
+	for (int k = 0; k < H.ncounts; k++)
+		if (strcmp(H.counts[k].status, status) == 0)
+			return k;
+	return -1;
+}
+
+/* Adds d (+1 or -1) to status's count; false when the counts cannot follow (a status beyond HEADER_MAX_STATUS, or
+ * one that was not counted): then only a recount is right. */
+static bool count_add(const char *status, int d)
+{
+	int k = status_index(status);
+	if (d > 0) {
+		if (k < 0) {
+			if (H.ncounts == HEADER_MAX_STATUS)
+				return false;
+			k = H.ncounts++;
+			H.counts[k] = (struct header_status){ status, 0 };
+		}
+		H.counts[k].n++;
+		H.total++;
+		return true;
+	}
+	if (k < 0)
+		return false;
+	H.total--;
+	if (--H.counts[k].n == 0) {
+		memmove(&H.counts[k], &H.counts[k + 1], (size_t)(H.ncounts - k - 1) * sizeof H.counts[0]);
+		H.ncounts--;
+	}
+	return true;
+}
+
 static void recount(const struct store *st, const char *ns)
 {
 	uint64_t ver = store_version(st, OBJ_VM);
-	if (H.valid && H.version == ver && H.ns == ns && H.nsrc == source_count())
+	if (H.valid && H.st == st && H.version == ver && H.ns == ns && H.nsrc == source_count())
 		return;
 	H.valid = true;
+	H.st = st;
 	H.version = ver;
 	H.ns = ns;
 	H.nsrc = source_count();
 	H.total = 0;
 	H.ncounts = 0;
+	H.recounts++;
 	for (size_t s = 0; s < source_count(); s++) {
 		size_t n;
 		struct obj *const *vms = store_objs(st, source_get(s), OBJ_VM, &n);
 		for (size_t i = 0; i < n; i++) {
-			if (ns && strcmp(vms[i]->ns, ns) != 0)
+			if (!in_ns(vms[i], ns))
 				continue;
-			const char *status = ((const struct vm *)vms[i])->printable_status;
-			if (status == NULL || *status == '\0')
-				status = "Unknown";
-			H.total++;
-			int k;
-			for (k = 0; k < H.ncounts; k++)
-				if (H.counts[k].status == status || strcmp(H.counts[k].status, status) == 0)
-					break;
-			if (k == H.ncounts) {
-				if (H.ncounts == MAX_STATUS)
-					continue;
-				H.counts[H.ncounts].status = status;
-				H.counts[H.ncounts++].n = 0;
-			}
-			H.counts[k].n++;
+			if (!count_add(status_of(vms[i]), +1))
+				H.total++; /* more statuses than HEADER_MAX_STATUS: counted in the total only */
 		}
 	}
-	/* most frequent first */
-	for (int i = 1; i < H.ncounts; i++)
-		for (int j = i; j > 0 && H.counts[j].n > H.counts[j - 1].n; j--) {
-			__typeof__(H.counts[0]) t = H.counts[j];
-			H.counts[j] = H.counts[j - 1];
-			H.counts[j - 1] = t;
+}
+
+void header_store_changed(const struct store *st, enum obj_kind kind, const struct obj *old, const struct obj *new_)
+{
+	if (kind != OBJ_VM || !H.valid)
+		return;
+	/* the store bumps the version before telling its listeners: in step means one behind */
+	if (H.st != st || H.version + 1 != store_version(st, OBJ_VM)) {
+		H.valid = false;
+		return;
+	}
+	H.version++;
+	bool was = old && in_ns(old, H.ns), is = new_ && in_ns(new_, H.ns);
+	if (was && is && status_of(old) == status_of(new_))
+		return; /* the usual update: same namespace, same status */
+	if ((was && !count_add(status_of(old), -1)) || (is && !count_add(status_of(new_), +1)))
+		H.valid = false;
+}
+
+void header_forget(void)
+{
+	H.valid = false;
+	H.st = NULL;
+}
+
+size_t header_vm_counts(const struct store *st, const char *ns, struct header_status *counts, int *n)
+{
+	recount(st, ns);
+	memcpy(counts, H.counts, (size_t)H.ncounts * sizeof *counts);
+	*n = H.ncounts;
+	/* most frequent first (stable: ties keep their order of appearance) */
+	for (int i = 1; i < *n; i++)
+		for (int j = i; j > 0 && counts[j].n > counts[j - 1].n; j--) {
+			struct header_status t = counts[j];
+			counts[j] = counts[j - 1];
+			counts[j - 1] = t;
 		}
+	return H.total;
+}
+
+size_t header_recounts(void)
+{
+	return H.recounts;
 }
 
 /* Draws "label value" pairs left to right; returns the new x. */
@@ -189,16 +264,18 @@ void header_draw(const struct region *r, const struct store *st, bool readonly, 
 	int y = r->y + src_lines;
 	if (y >= r->y + r->h)
 		return;
-	recount(st, ns);
+	struct header_status counts[HEADER_MAX_STATUS];
+	int ncounts;
+	size_t total = header_vm_counts(st, ns, counts, &ncounts);
 	int end = r->x + w;
 	x = r->x + 1;
 	char v[64];
 	x = pair(y, x, end, "Namespace: ", ns ? ns : "all", theme_attr(THEME_HEADER));
-	snprintf(v, sizeof v, "%zu", H.total);
+	snprintf(v, sizeof v, "%zu", total);
 	x = pair(y, x, end, "VMs: ", v, theme_attr(THEME_HEADER));
-	for (int i = 0; i < H.ncounts && x < end; i++) {
-		snprintf(v, sizeof v, "%s %zu", H.counts[i].status, H.counts[i].n);
-		x += draw_text(y, x, end - x, theme_status_attr(H.counts[i].status), v);
+	for (int i = 0; i < ncounts && x < end; i++) {
+		snprintf(v, sizeof v, "%s %zu", counts[i].status, counts[i].n);
+		x += draw_text(y, x, end - x, theme_status_attr(counts[i].status), v);
 		if (x + 2 < end)
 			x += draw_text(y, x, end - x, theme_attr(THEME_HEADER), "  ");
 	}

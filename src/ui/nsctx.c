@@ -1,4 +1,6 @@
-/* Namespace and context lists: small, so rebuilt on every frame from the store and the kubeconfig. */
+/* Namespace and context lists. The context list is small and read from the kubeconfig on every frame; the
+ * namespace list comes from every VM, VMI and pod in the store, so it is kept: a count of objects per namespace
+ * follows the store's changes, and the sorted list is rebuilt only when a namespace comes or goes. */
 #include "ui/nsctx.h"
 
 #include <stdint.h>
@@ -36,8 +38,32 @@ struct api_ns {
 };
 static struct api_ns *api_ns;
 static size_t api_n, api_cap;
+static uint64_t api_gen; /* bumped with every answer */
 static char *api_note;
 static struct view *ns_view; /* the open namespace list, redrawn when an answer arrives */
+
+/* How many VMs, VMIs and pods each namespace has (interned name -> count as a pointer; absent: none), in step
+ * with the store at versions ver[] (nsctx_store_changed applies each change; a change it missed shows as a
+ * version it has not seen, and the next read counts again). set_gen moves when a namespace comes or goes. */
+#define NS_KINDS OBJ_EVENT /* VM, VMI, pod */
+static struct {
+	const struct store *st;
+	uint64_t ver[NS_KINDS];
+	bool valid;
+	struct hmap count;
+	uint64_t set_gen;
+	size_t scans;
+} C;
+
+/* What ns_names was built from: rebuilt when any of it moved. Sources only ever close and are only added, so
+ * their number and the number closed say which sources' answers are shown. */
+static struct {
+	bool built;
+	const struct store *st;
+	uint64_t set_gen, api_gen;
+	const char *cur;
+	size_t nsrc, nclosed;
+} L;
 
 static int cmp_strp(const void *a, const void *b)
 {
@@ -56,24 +82,117 @@ static void add_name(struct hmap *seen, const char *ns)
 	ns_names[ns_n++] = ns;
 }
 
+/* Adds d (+1 or -1) to ns's count; false when it was not counted (the counts are wrong: count again). */
+static bool count_add(const char *ns, int d)
+{
+	uintptr_t c = (uintptr_t)hmap_get(&C.count, ns);
+	if (d < 0 && c == 0)
+		return false;
+	c = d < 0 ? c - 1 : c + 1;
+	if (c == 0) {
+		hmap_del(&C.count, ns);
+		C.set_gen++;
+	} else {
+		if (hmap_put(&C.count, ns, (void *)c) == NULL)
+			C.set_gen++;
+	}
+	return true;
+}
+
+static bool counts_current(const struct store *st)
+{
+	if (!C.valid || C.st != st)
+		return false;
+	for (int k = 0; k < NS_KINDS; k++)
+		if (C.ver[k] != store_version(st, (enum obj_kind)k))
+			return false;
+	return true;
+}
+
+static void count_all(const struct store *st)
+{
+	if (counts_current(st))
+		return;
+	hmap_free(&C.count);
+	hmap_init(&C.count);
+	C.st = st;
+	C.valid = true;
+	C.set_gen++;
+	C.scans++;
+	for (int k = 0; k < NS_KINDS; k++)
+		C.ver[k] = store_version(st, (enum obj_kind)k);
+	for (size_t s = 0; s < source_count(); s++) {
+		for (int k = 0; k < NS_KINDS; k++) {
+			size_t cnt;
+			struct obj *const *objs = store_objs(st, source_get(s), (enum obj_kind)k, &cnt);
+			for (size_t i = 0; i < cnt; i++)
+				count_add(objs[i]->ns, +1); /* interned */
+		}
+	}
+}
+
+void nsctx_store_changed(const struct store *st, enum obj_kind kind, const struct obj *old, const struct obj *new_)
+{
+	if ((int)kind >= NS_KINDS || !C.valid)
+		return;
+	/* the store bumps the version before telling its listeners: in step means one behind */
+	if (C.st != st || C.ver[kind] + 1 != store_version(st, kind)) {
+		C.valid = false;
+		return;
+	}
+	C.ver[kind]++;
+	if (old && new_ && old->ns == new_->ns)
+		return; /* the usual update */
+	if ((old && !count_add(old->ns, -1)) || (new_ && !count_add(new_->ns, +1)))
+		C.valid = false;
+}
+
+void nsctx_forget(void)
+{
+	C.valid = false;
+	C.st = NULL;
+}
+
+size_t nsctx_scans(void)
+{
+	return C.scans;
+}
+
 const char *const *nsctx_namespaces(size_t *n)
 {
+	const struct store *st = ui_store();
+	if (st)
+		count_all(st);
+	size_t nclosed = 0;
+	for (size_t s = 0; s < source_count(); s++)
+		nclosed += source_get(s)->closed;
+	const char *cur = ui_namespace();
+	if (L.built && L.st == st && L.set_gen == C.set_gen && L.api_gen == api_gen && L.cur == cur &&
+	    L.nsrc == source_count() && L.nclosed == nclosed) {
+		*n = ns_n;
+		return ns_names;
+	}
+	L.built = true;
+	L.st = st;
+	L.set_gen = C.set_gen;
+	L.api_gen = api_gen;
+	L.cur = cur;
+	L.nsrc = source_count();
+	L.nclosed = nclosed;
 	struct hmap seen;
 	hmap_init(&seen);
 	ns_n = 0;
 	add_name(&seen, "all");
-	for (size_t s = 0; s < source_count(); s++) {
-		for (int k = 0; k < OBJ_EVENT; k++) {
-			size_t cnt;
-			struct obj *const *objs = store_objs(ui_store(), source_get(s), (enum obj_kind)k, &cnt);
-			for (size_t i = 0; i < cnt; i++)
-				add_name(&seen, objs[i]->ns); /* interned */
-		}
+	if (st) {
+		const char *k;
+		void *v;
+		for (size_t it = 0; hmap_next(&C.count, &it, &k, &v);)
+			add_name(&seen, k);
 	}
 	for (size_t i = 0; i < api_n; i++)
 		if (!source_get(api_ns[i].src)->closed)
 			add_name(&seen, api_ns[i].name);
-	add_name(&seen, ui_namespace());
+	add_name(&seen, cur);
 	hmap_free(&seen);
 	if (ns_n > 2)
 		qsort(ns_names + 1, ns_n - 1, sizeof *ns_names, cmp_strp);
@@ -109,6 +228,7 @@ static void namespaces_listed(void *arg, int status, const char *const *names, s
 		}
 		api_ns[api_n++] = (struct api_ns){ id, intern(names[i]) };
 	}
+	api_gen++;
 	if (ns_view)
 		view_dirty(ns_view);
 }

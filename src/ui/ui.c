@@ -25,6 +25,7 @@
 #include "ui/draw.h"
 #include "ui/header.h"
 #include "ui/help.h"
+#include "ui/nsctx.h"
 #include "ui/screen.h"
 #include "ui/sources.h"
 #include "ui/table.h"
@@ -72,7 +73,11 @@ struct lineage *ui_lineage(void)
 
 void ui_use_store(struct store *st)
 {
+	/* the header's VM counts and the namespace list follow the store through on_store; a new store starts them
+	 * again (a freed store's address may come back with the same versions) */
 	U.st = st;
+	header_forget();
+	nsctx_forget();
 }
 
 void ui_forget_source(struct source *src)
@@ -546,6 +551,8 @@ static void on_store(void *arg, enum obj_kind kind, const struct obj *old, const
 		log_info("ui: first VM object in the store %llu ms after start",
 			 (unsigned long long)(util_now_ms() - start_ms));
 	}
+	header_store_changed(U.st, kind, old, new_);
+	nsctx_store_changed(U.st, kind, old, new_);
 	view_store_changed(kind, old, new_);
 	screen_dirty();
 }
@@ -555,7 +562,7 @@ int ui_run(struct store *st)
 	if (start_ms == 0)
 		start_ms = util_now_ms();
 	struct kvcon_opts *o = opts_global();
-	U.st = st;
+	ui_use_store(st);
 	U.readonly = U.readonly || o->readonly;
 	if (U.ns == NULL && !o->all_ns && (o->ns || sources_kube_scope()))
 		U.ns = intern(o->ns ? o->ns : sources_kube_scope());

@@ -16,7 +16,9 @@
 #include "model/store.h"
 #include "t.h"
 #include "ui/draw.h"
+#include "ui/header.h"
 #include "ui/help.h"
+#include "ui/nsctx.h"
 #include "ui/sources.h"
 #include "ui/table.h"
 #include "ui/theme.h"
@@ -433,6 +435,297 @@ static void test_index(void)
 	ui_use_store(NULL);
 }
 
+/* The header's VM counts follow the store change by change: after upserts that change a VM's printableStatus
+ * or namespace, deletes and a relist (mark, upsert, sweep) they equal a count over the store, without counting
+ * over the store again; a change the hook did not see is caught by the store's version. */
+static void hdr_listener(void *arg, enum obj_kind kind, const struct obj *old, const struct obj *new_)
+{
+	(void)arg;
+	header_store_changed(fst, kind, old, new_);
+}
+
+static void put_vm(int i, const char *ns, const char *status)
+{
+	struct vm *vm = (struct vm *)obj_new(OBJ_VM);
+	vm->o.src = fsrc;
+	vm->o.ns = intern(ns);
+	vm->o.name = xasprintf("hvm-%05d", i);
+	snprintf(vm->o.uid, UID_LEN, "44444444-0000-0000-0000-%012d", i);
+	vm->printable_status = intern(status); /* NULL stays NULL */
+	store_upsert(fst, &vm->o);
+}
+
+static void del_vm(int i)
+{
+	char uid[UID_LEN];
+	snprintf(uid, UID_LEN, "44444444-0000-0000-0000-%012d", i);
+	store_remove(fst, fsrc, OBJ_VM, uid);
+}
+
+/* The header's counts for ns against a count over the store; returns how many statuses there are. */
+static int check_counts(const char *ns)
+{
+	struct header_status got[HEADER_MAX_STATUS], want[HEADER_MAX_STATUS];
+	int ngot, nwant = 0;
+	size_t total = header_vm_counts(fst, ns, got, &ngot), want_total = 0;
+	for (size_t s = 0; s < source_count(); s++) {
+		size_t n;
+		struct obj *const *vms = store_objs(fst, source_get(s), OBJ_VM, &n);
+		for (size_t i = 0; i < n; i++) {
+			if (ns && strcmp(vms[i]->ns, ns) != 0)
+				continue;
+			const char *st = ((struct vm *)vms[i])->printable_status;
+			st = st && *st ? st : "Unknown";
+			want_total++;
+			int k = 0;
+			while (k < nwant && strcmp(want[k].status, st) != 0)
+				k++;
+			if (k == nwant)
+				want[nwant++] = (struct header_status){ st, 0 };
+			want[k].n++;
+		}
+	}
+	T_EQ_INT(total, want_total);
+	T_EQ_INT(ngot, nwant);
+	for (int k = 0; k < nwant; k++) {
+		int j = 0;
+		while (j < ngot && strcmp(got[j].status, want[k].status) != 0)
+			j++;
+		T_CHECK(j < ngot);
+		if (j < ngot)
+			T_EQ_INT(got[j].n, want[k].n);
+	}
+	for (int j = 1; j < ngot; j++)
+		T_CHECK(got[j - 1].n >= got[j].n); /* most frequent first */
+	return ngot;
+}
+
+static void test_header_counts(void)
+{
+	static const char *const st5[] = { "Running", "Stopped", "Starting", "Paused", "ErrorUnschedulable" };
+	fst = store_new();
+	fsrc = source_new(SOURCE_KUBE, "hdr");
+	fsrc->ops = &fake_ops;
+	ui_use_store(fst);
+	int lid = store_listen(fst, hdr_listener, NULL);
+	for (int i = 0; i < 500; i++)
+		put_vm(i, i % 3 ? "default" : "prod", st5[i % 5]);
+	put_vm(500, "default", NULL);
+	put_vm(501, "default", "");
+	size_t r0 = header_recounts();
+	T_EQ_INT(check_counts(NULL), 6); /* the five and Unknown */
+	T_EQ_INT(header_recounts(), r0 + 1);
+	T_EQ_INT(check_counts(NULL), 6);
+	T_EQ_INT(header_recounts(), r0 + 1); /* nothing changed: not counted again */
+	/* status changes, one of them to an empty status */
+	for (int i = 0; i < 100; i++)
+		put_vm(i * 7 % 500, i * 7 % 500 % 3 ? "default" : "prod", st5[(i + 1) % 5]);
+	put_vm(3, "prod", "");
+	check_counts(NULL);
+	/* a status gone entirely is not shown, a new one is */
+	size_t nvm;
+	struct obj *const *vms = store_objs(fst, fsrc, OBJ_VM, &nvm);
+	int paused[600], npaused = 0;
+	const char *paused_ns[600];
+	for (size_t i = 0; i < nvm && npaused < 600; i++)
+		if (((struct vm *)vms[i])->printable_status == intern("Paused")) {
+			paused_ns[npaused] = vms[i]->ns;
+			paused[npaused++] = atoi(vms[i]->name + 4);
+		}
+	T_CHECK(npaused > 50);
+	for (int i = 0; i < npaused; i++)
+		put_vm(paused[i], paused_ns[i], "Migrating");
+	T_EQ_INT(check_counts(NULL), 6);
+	struct header_status c[HEADER_MAX_STATUS];
+	int nc;
+	header_vm_counts(fst, NULL, c, &nc);
+	for (int k = 0; k < nc; k++)
+		T_CHECK(strcmp(c[k].status, "Paused") != 0);
+	/* deletes, and a VM moving to another namespace under the same UID */
+	for (int i = 0; i < 40; i++)
+		del_vm(i * 11 % 500);
+	put_vm(1, "prod", "Running");
+	check_counts(NULL);
+	/* a relist: everything marked, two thirds upserted again (some with another status, a few new), the rest
+	 * swept */
+	store_mark(fst, fsrc, OBJ_VM, NULL);
+	for (int i = 0; i < 520; i++)
+		if (i % 3)
+			put_vm(i, i % 3 ? "default" : "prod", st5[(i + 2) % 5]);
+	T_CHECK(store_sweep(fst, fsrc, OBJ_VM, NULL) > 100);
+	check_counts(NULL);
+	T_EQ_INT(header_recounts(), r0 + 1); /* all of it followed change by change */
+	/* one namespace: counted once when it is chosen, then followed */
+	check_counts(intern("default"));
+	T_EQ_INT(header_recounts(), r0 + 2);
+	put_vm(2, "default", "Stopped");
+	put_vm(2, "prod", "Stopped"); /* leaves the namespace */
+	put_vm(1, "default", "Paused");
+	del_vm(4);
+	put_vm(600, "prod", "Running"); /* changes in other namespaces do not count */
+	put_vm(600, "prod", "Stopped");
+	check_counts(intern("default"));
+	put_vm(600, "default", "Stopped"); /* comes into the namespace */
+	check_counts(intern("default"));
+	T_EQ_INT(header_recounts(), r0 + 2);
+	/* a change the hook did not see: the version says so, and the counts are right again */
+	store_unlisten(fst, lid);
+	put_vm(5, "default", "Terminating");
+	check_counts(intern("default"));
+	T_EQ_INT(header_recounts(), r0 + 3);
+	store_free(fst);
+	ui_use_store(NULL);
+}
+
+/* The namespace list is built from per-namespace counts that follow the store: asking again without a store
+ * change, or after changes that add or remove no namespace, scans nothing; a namespace appearing or going shows
+ * at once; the list equals one built from a scan of the store. */
+static void ns_listener(void *arg, enum obj_kind kind, const struct obj *old, const struct obj *new_)
+{
+	(void)arg;
+	nsctx_store_changed(fst, kind, old, new_);
+}
+
+static int list_names(struct source *src, names_done_cb done, void *arg, char **err)
+{
+	(void)src;
+	(void)err;
+	static const char *const names[] = { "listed-a", "default" };
+	done(arg, 0, names, 2, NULL);
+	return 0;
+}
+
+static int cmp_names(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* "all", then the namespaces of the store's VMs, VMIs and pods plus extra (NULL-terminated), sorted. */
+static void check_ns(const char *const *extra)
+{
+	const char *want[64];
+	size_t nw = 0;
+	want[nw++] = "all";
+	for (size_t s = 0; s < source_count(); s++)
+		for (int k = OBJ_VM; k < OBJ_EVENT; k++) {
+			size_t n;
+			struct obj *const *objs = store_objs(fst, source_get(s), (enum obj_kind)k, &n);
+			for (size_t i = 0; i < n; i++) {
+				size_t j = 0;
+				while (j < nw && strcmp(want[j], objs[i]->ns) != 0)
+					j++;
+				if (j == nw && nw < 64)
+					want[nw++] = objs[i]->ns;
+			}
+		}
+	for (; extra && *extra; extra++) {
+		size_t j = 0;
+		while (j < nw && strcmp(want[j], *extra) != 0)
+			j++;
+		if (j == nw && nw < 64)
+			want[nw++] = *extra;
+	}
+	qsort(want + 1, nw - 1, sizeof *want, cmp_names);
+	size_t n;
+	const char *const *got = nsctx_namespaces(&n);
+	T_EQ_INT(n, nw);
+	for (size_t i = 0; i < n && i < nw; i++)
+		T_EQ_STR(got[i], want[i]);
+}
+
+static void test_ns_list(void)
+{
+	fst = store_new();
+	fsrc = source_new(SOURCE_KUBE, "nslist");
+	fsrc->ops = &fake_ops;
+	fake_n = 60;
+	ui_use_store(fst);
+	ui_set_namespace(NULL);
+	int lid = store_listen(fst, ns_listener, NULL);
+	for (int i = 0; i < 60; i++)
+		fake_vm(i, statuses[i % 5]);
+	size_t s0 = nsctx_scans(), n, n2;
+	const char *const *names = nsctx_namespaces(&n);
+	T_EQ_INT(nsctx_scans(), s0 + 1);
+	T_EQ_INT(n, 3);
+	T_EQ_STR(names[0], "all");
+	T_EQ_STR(names[1], "default");
+	T_EQ_STR(names[2], "prod");
+	/* again, nothing changed: the same list, no scan */
+	T_CHECK(nsctx_namespaces(&n2) == names);
+	T_EQ_INT(n2, n);
+	T_EQ_INT(nsctx_scans(), s0 + 1);
+	/* status churn (VMIs and pods come and go within the namespaces): no scan, the same list */
+	for (int i = 0; i < 60; i++)
+		fake_vm(i * 7 % 60, statuses[(i + 2) % 5]);
+	check_ns(NULL);
+	T_EQ_INT(nsctx_scans(), s0 + 1);
+	/* a VM in a new namespace shows at once, in order; gone when its last object goes */
+	struct vm *vm = (struct vm *)obj_new(OBJ_VM);
+	vm->o.src = fsrc;
+	vm->o.ns = intern("blue");
+	vm->o.name = xstrdup("vm-blue");
+	snprintf(vm->o.uid, UID_LEN, "55555555-0000-0000-0000-000000000001");
+	store_upsert(fst, &vm->o);
+	names = nsctx_namespaces(&n);
+	T_EQ_INT(n, 4);
+	T_EQ_STR(names[1], "blue");
+	check_ns(NULL);
+	struct pod *pod = (struct pod *)obj_new(OBJ_POD);
+	pod->o.src = fsrc;
+	pod->o.ns = intern("blue");
+	pod->o.name = xstrdup("pod-blue");
+	snprintf(pod->o.uid, UID_LEN, "55555555-0000-0000-0000-000000000002");
+	store_upsert(fst, &pod->o);
+	store_remove(fst, fsrc, OBJ_VM, "55555555-0000-0000-0000-000000000001");
+	check_ns(NULL); /* the pod keeps it */
+	T_EQ_INT(nsctx_namespaces(&n)[1] == intern("blue"), 1);
+	store_remove(fst, fsrc, OBJ_POD, "55555555-0000-0000-0000-000000000002");
+	check_ns(NULL);
+	T_EQ_INT(nsctx_namespaces(&n)[1] == intern("default"), 1);
+	/* events do not make a namespace */
+	struct event *e = (struct event *)obj_new(OBJ_EVENT);
+	e->o.src = fsrc;
+	e->o.ns = intern("events-only");
+	e->o.name = xstrdup("e1");
+	snprintf(e->o.uid, UID_LEN, "55555555-0000-0000-0000-000000000003");
+	store_upsert(fst, &e->o);
+	check_ns(NULL);
+	/* a relist that sweeps a namespace's objects */
+	store_mark(fst, fsrc, OBJ_VM, "prod");
+	store_mark(fst, fsrc, OBJ_VMI, "prod");
+	store_mark(fst, fsrc, OBJ_POD, "prod");
+	store_sweep(fst, fsrc, OBJ_VM, "prod");
+	store_sweep(fst, fsrc, OBJ_VMI, "prod");
+	check_ns(NULL); /* its pods are still there */
+	store_sweep(fst, fsrc, OBJ_POD, "prod");
+	check_ns(NULL);
+	T_EQ_INT(nsctx_namespaces(&n) != NULL && n == 2, 1);
+	T_EQ_INT(nsctx_scans(), s0 + 1); /* all of it followed change by change */
+	/* the current namespace is offered even without objects */
+	ui_set_namespace("green");
+	check_ns((const char *const[]){ "green", NULL });
+	ui_set_namespace(NULL);
+	check_ns(NULL);
+	/* a cluster's namespace list: shown while its source is open */
+	static const struct provider_ops list_ops = { .type = "fake", .list_namespaces = list_names };
+	struct source *lsrc = source_new(SOURCE_KUBE, "nslist-api");
+	lsrc->ops = &list_ops;
+	check_ns(NULL);
+	nsctx_refresh();
+	check_ns((const char *const[]){ "listed-a", NULL });
+	source_close(lsrc);
+	check_ns(NULL);
+	T_EQ_INT(nsctx_scans(), s0 + 1);
+	/* a change the hook did not see: the version says so, the store is scanned again */
+	store_unlisten(fst, lid);
+	fake_vm(3, "Running"); /* a prod VM again */
+	check_ns(NULL);
+	T_EQ_INT(nsctx_scans(), s0 + 2);
+	store_free(fst);
+	ui_use_store(NULL);
+}
+
 /* Panes: a raw pane gets every key (Esc, ':' and Ctrl+] included) while focused and gives focus back itself;
  * the main view gets keys again afterwards; closing the pane frees it. No terminal needed. */
 static int pane_keys[16], npane_keys, main_keys;
@@ -619,6 +912,8 @@ int main(int argc, char **argv)
 	test_yaml();
 	test_man_and_help();
 	test_index();
+	test_header_counts();
+	test_ns_list();
 	test_panes();
 	return T_DONE();
 }
