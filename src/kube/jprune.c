@@ -164,7 +164,8 @@ static const struct kube_jprune_node jp_event[] = {
 static const struct kube_jprune_node jp_list_meta[] = { JP_LEAF("continue"), JP_LEAF("resourceVersion"), JP_END };
 #define JP_ROOT(obj)                                                                                              \
 	{                                                                                                         \
-		JP_LEAF("type"), JP_NODE("object", KUBE_JPRUNE_KEEP_EMPTY, obj), JP_NODE("items", KUBE_JPRUNE_KEEP_EMPTY | KUBE_JPRUNE_EACH, obj), \
+		JP_LEAF("type"), JP_NODE("object", KUBE_JPRUNE_KEEP_EMPTY, obj),                                  \
+			JP_NODE("items", KUBE_JPRUNE_KEEP_EMPTY | KUBE_JPRUNE_EACH, obj),                         \
 			JP_KIDS("metadata", jp_list_meta), JP_END,                                                \
 	}
 static const struct kube_jprune_node jp_root_vm[] = JP_ROOT(jp_vm);
@@ -370,7 +371,13 @@ static int hex4(const char *s)
 	int v = 0;
 	for (int i = 0; i < 4; i++) {
 		char c = s[i];
-		int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+		int d = -1;
+		if (c >= '0' && c <= '9')
+			d = c - '0';
+		else if (c >= 'a' && c <= 'f')
+			d = c - 'a' + 10;
+		else if (c >= 'A' && c <= 'F')
+			d = c - 'A' + 10;
 		if (d < 0)
 			return -1;
 		v = v << 4 | d;
@@ -460,11 +467,10 @@ static int scalar_tree(const char *in, size_t s, size_t e, struct json_object **
 		size_t len;
 		char *copy;
 		const char *body = string_body(t + 1, n - 2, &len, &copy);
-		if (body == NULL || len > 0x7fffffff)
-			return free(copy), -1;
-		*v = json_object_new_string_len(body, (int)len);
+		if (body != NULL && len <= 0x7fffffff)
+			*v = json_object_new_string_len(body, (int)len);
 		free(copy);
-		return 0;
+		return body != NULL && len <= 0x7fffffff ? 0 : -1;
 	}
 	if (n == 4 && memcmp(t, "null", 4) == 0)
 		return 0;

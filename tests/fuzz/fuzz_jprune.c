@@ -73,8 +73,8 @@ static void check(const struct kube_jprune_node *schema, const char *in, size_t 
 		json_tokener_reset(tok);
 		struct json_object *parsed = json_tokener_parse_ex(tok, out, (int)n);
 		if (json_tokener_get_error(tok) != json_tokener_success || !json_object_equal(tree, parsed)) {
-			fprintf(stderr, "tree %s\ntext %.*s\n", tree ? json_object_to_json_string(tree) : "null", (int)n,
-				out);
+			fprintf(stderr, "tree %s\ntext %.*s\n", tree ? json_object_to_json_string(tree) : "null",
+				(int)n, out);
 			abort();
 		}
 		json_object_put(tree);

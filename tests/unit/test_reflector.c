@@ -143,9 +143,9 @@ static void test_apply(void)
 	T_EQ_INT(kube_reflector_apply_list(r, "[1]", 3), -1);
 	/* items are decoded one by one as the page is parsed; a page the pruner gives up on midway (a fractional
 	 * generation: only json-c reads it) is parsed whole and applied again, each item counted once */
-#define ITEM                                                                                                          \
-	"{\"metadata\":{\"name\":\"%c\",\"namespace\":\"ns\",\"uid\":\"%c%c%c%c%c%c%c%c-4444-4444-8444-444444444444\",\"generation\":" \
-	"%s},\"status\":{\"printableStatus\":\"Stopped\"}}"
+#define ITEM                                                                                                      \
+	"{\"metadata\":{\"name\":\"%c\",\"namespace\":\"ns\",\"uid\":"                                              \
+	"\"%c%c%c%c%c%c%c%c-4444-4444-8444-444444444444\",\"generation\":%s},\"status\":{\"printableStatus\":\"Stopped\"}}"
 	char *it[4];
 	for (int i = 0; i < 4; i++) {
 		char c = (char)('a' + i);
