@@ -2,6 +2,7 @@
  * status line below. Frames are drawn at most ~30 times a second from the loop, whatever the guest's rate. */
 #include "console/concmd.h"
 
+#include <curses.h>
 #include <errno.h>
 #include <getopt.h>
 #include <locale.h>
@@ -11,7 +12,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
-#include <term.h>
 #include <termios.h>
 #include <unistd.h>
 
@@ -21,6 +21,7 @@
 #include "core/log.h"
 #include "core/loop.h"
 #include "core/opts.h"
+#include "core/termrestore.h"
 #include "core/util.h"
 #include "core/xmalloc.h"
 #include "kube/kube.h"
@@ -54,37 +55,6 @@ struct concmd {
 
 static struct concmd *C;
 
-/* What fatal() and the crash handlers write to give the terminal back, prepared while it is safe to allocate. */
-static struct {
-	char seq[256];
-	size_t len;
-	struct termios tio;
-	bool have_tio;
-} crash;
-
-static void crash_add(const char *s)
-{
-	if (s == NULL || s == (char *)-1)
-		return;
-	size_t n = strlen(s);
-	if (crash.len + n < sizeof crash.seq) {
-		memcpy(crash.seq + crash.len, s, n);
-		crash.len += n;
-	}
-}
-
-/* Async-signal-tolerant (write and tcsetattr only): runs from fatal() and the crash handlers. */
-static void crash_restore(void)
-{
-	if (!C || !C->curses_on)
-		return;
-	ssize_t w = write(STDOUT_FILENO, crash.seq, crash.len);
-	(void)w;
-	if (crash.have_tio)
-		tcsetattr(STDIN_FILENO, TCSAFLUSH, &crash.tio);
-	C->curses_on = false;
-}
-
 static void restore_terminal(void)
 {
 	if (C && C->curses_on) {
@@ -93,6 +63,7 @@ static void restore_terminal(void)
 		fputs(PASTE_TERM_OFF, stdout);
 		fflush(stdout);
 		C->curses_on = false;
+		termrestore_disarm();
 	}
 }
 
@@ -352,18 +323,19 @@ int concmd_main(int argc, char **argv)
 	c.label = esc;
 	/* curses owns the screen from here: library chatter goes to the log */
 	C = &c;
-	crash.have_tio = tcgetattr(STDIN_FILENO, &crash.tio) == 0;
+	struct termios tio;
+	bool have_tio = tcgetattr(STDIN_FILENO, &tio) == 0;
 	log_capture_stderr();
 	initscr();
 	c.curses_on = true;
-	crash.len = 0;
-	crash_add(PASTE_TERM_OFF);
-	crash_add(tigetstr("sgr0"));
-	crash_add(tigetstr("cnorm"));
-	crash_add(tigetstr("rmkx"));
-	crash_add(tigetstr("rmcup"));
-	log_set_fatal_hook(crash_restore);
-	log_install_crash_handlers();
+	/* what fatal() and the crash handlers write to give the terminal back, collected while it is safe to allocate */
+	termrestore_begin(have_tio ? &tio : NULL);
+	termrestore_add(PASTE_TERM_OFF);
+	termrestore_add_cap("sgr0");
+	termrestore_add_cap("cnorm");
+	termrestore_add_cap("rmkx");
+	termrestore_add_cap("rmcup");
+	termrestore_arm();
 	raw();
 	noecho();
 	nonl();
@@ -382,7 +354,6 @@ int concmd_main(int argc, char **argv)
 	int rc = EXIT_OK;
 	if (!c.cs) {
 		restore_terminal();
-		log_set_fatal_hook(NULL);
 		log_release_stderr();
 		fprintf(stderr, "kvcon console: %s\n", err);
 		free(err);
@@ -403,7 +374,6 @@ int concmd_main(int argc, char **argv)
 	loop_timer_cancel(c.timeout_timer);
 	loop_timer_cancel(c.draw_timer);
 	restore_terminal();
-	log_set_fatal_hook(NULL);
 	log_release_stderr();
 	log_info("console: %lu frames drawn in %.1f s, %llu guest bytes", c.frames,
 		 (double)(util_now_ms() - c.start_ms) / 1000.0, (unsigned long long)consess_bytes_in(c.cs));

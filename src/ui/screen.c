@@ -11,13 +11,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
-#include <term.h>
 #include <termios.h>
 #include <unistd.h>
 
 #include "console/paste.h"
 #include "core/log.h"
 #include "core/loop.h"
+#include "core/termrestore.h"
 #include "core/util.h"
 #include "core/xmalloc.h"
 #include "ui/theme.h"
@@ -35,49 +35,22 @@ static struct {
 	unsigned long frames;
 	bool color;
 	SCREEN *scr;
-	/* what the crash path writes, prepared while it is safe to allocate */
-	char restore_seq[256];
-	size_t restore_len;
 	struct paste paste;
 } S = { .hook = -1 };
 
 static const char mouse_off[] = "\033[?1000l\033[?1002l\033[?1003l\033[?1006l\033[?1015l";
 
-/* Async-signal-tolerant: only write() and tcsetattr(). Runs from fatal() and the crash handlers. */
-static void crash_restore(void)
-{
-	if (!S.active)
-		return;
-	ssize_t w = write(STDOUT_FILENO, S.restore_seq, S.restore_len);
-	(void)w;
-	if (S.have_tio)
-		tcsetattr(STDIN_FILENO, TCSAFLUSH, &S.saved_tio);
-	S.active = false;
-}
-
-static void add_cap(const char *cap)
-{
-	char *s = tigetstr((char *)cap);
-	if (s == NULL || s == (char *)-1)
-		return;
-	size_t n = strlen(s);
-	if (S.restore_len + n < sizeof S.restore_seq) {
-		memcpy(S.restore_seq + S.restore_len, s, n);
-		S.restore_len += n;
-	}
-}
-
+/* What the crash path writes, collected while it is safe to allocate: mouse reporting and bracketed paste off,
+ * then the terminal's own way out of our modes. */
 static void prepare_restore(void)
 {
-	S.restore_len = 0;
-	memcpy(S.restore_seq, mouse_off, sizeof mouse_off - 1);
-	S.restore_len = sizeof mouse_off - 1;
-	memcpy(S.restore_seq + S.restore_len, PASTE_TERM_OFF, sizeof PASTE_TERM_OFF - 1);
-	S.restore_len += sizeof PASTE_TERM_OFF - 1;
-	add_cap("sgr0");
-	add_cap("cnorm");
-	add_cap("rmkx");
-	add_cap("rmcup");
+	termrestore_begin(S.have_tio ? &S.saved_tio : NULL);
+	termrestore_add(mouse_off);
+	termrestore_add(PASTE_TERM_OFF);
+	termrestore_add_cap("sgr0");
+	termrestore_add_cap("cnorm");
+	termrestore_add_cap("rmkx");
+	termrestore_add_cap("rmcup");
 }
 
 static int mouse_kind(mmask_t b, int *button)
@@ -262,8 +235,7 @@ int screen_init(const struct screen_cbs *cbs, const char *theme, char **theme_er
 	}
 	S.active = true;
 	prepare_restore();
-	log_set_fatal_hook(crash_restore);
-	log_install_crash_handlers();
+	termrestore_arm();
 	log_capture_stderr();
 	raw();
 	noecho();
@@ -323,9 +295,9 @@ void screen_fini(void)
 	if (S.have_tio)
 		tcsetattr(STDIN_FILENO, TCSAFLUSH, &S.saved_tio);
 	S.active = false;
+	termrestore_disarm();
 	delscreen(S.scr);
 	S.scr = NULL;
 	log_release_stderr();
-	log_set_fatal_hook(NULL);
 	paste_free(&S.paste);
 }
