@@ -1,5 +1,7 @@
 # engine-lib.bash - sourced by tests/e2e/engine_*.sh: the engine's run-strategy scenario against one libvirt
-# host (the embedded driver or a private libvirtd), driven only through `kvcon engine ...`.
+# host (the embedded driver or a private libvirtd), driven only through `kvcon engine ...`. Its set-up
+# (engine_needs, engine_setup, engine_embed_warm, engine_twohost_up, engine_manifest) is also what
+# migrate-lib.bash and the dashboard's engine tests (ui_engine.sh, ui_migrate.sh, sourcing it before ui_lib.inc) use.
 #
 # The caller sets KV (kvcon binary), ENGINE_T (a short temp dir), URI (libvirt URI), and crash_vm NAME (makes
 # the current QEMU of NAME die the way a crash would while `kvcon engine reconcile` runs).
@@ -18,30 +20,46 @@ kv() {
     return $rc
 }
 
-# the guest (tests/lab/guest.sh) as a kernel-boot image in the engine's image directory
+# engine_needs WHAT CMD...: skips (77) unless root (for WHAT) with every CMD on the PATH
+engine_needs() {
+    [[ $(id -u) == 0 ]] || { echo "needs root ($1)"; exit 77; }
+    shift
+    local c
+    for c; do
+        command -v "$c" >/dev/null || { echo "$c missing (scripts/deps.sh)"; exit 77; }
+    done
+}
+
+# engine_setup [DIR]: the engine's set-up every engine test shares, under DIR (default $ENGINE_T):
+# XDG_STATE_HOME=DIR/state (records, run dirs, the embedded root), the guest (tests/lab/guest.sh) as a
+# kernel-boot image in KVCON_ENGINE_IMAGES=DIR/images, TCG unless KVCON_ENGINE_ACCEL says otherwise.
+# Non-zero when the guest could not be built.
 engine_setup() {
-    export XDG_STATE_HOME=$ENGINE_T/state
-    export KVCON_ENGINE_IMAGES=$ENGINE_T/images
+    local dir=${1:-$ENGINE_T} g
+    export XDG_STATE_HOME=$dir/state
+    export KVCON_ENGINE_IMAGES=$dir/images
     export KVCON_ENGINE_ACCEL=${KVCON_ENGINE_ACCEL:-tcg}
     mkdir -p "$KVCON_ENGINE_IMAGES/kvcon-lab-guest"
     # built once into build/guest (guest.sh skips a rebuild on its stamp), linked into this test's image dir
-    local g
-    g=$(cd "$ROOT" && tests/lab/guest.sh >/dev/null && echo "$ROOT/build/guest")
+    g=$(cd "$ROOT" && tests/lab/guest.sh >/dev/null && echo "$ROOT/build/guest") || return 1
     ln -f "$g/vmlinuz" "$g/initrd.gz" "$KVCON_ENGINE_IMAGES/kvcon-lab-guest/" 2>/dev/null ||
         cp "$g/vmlinuz" "$g/initrd.gz" "$KVCON_ENGINE_IMAGES/kvcon-lab-guest/"
+}
+
+# engine_embed_warm: URI, libvirt's embedded driver rooted in this test's state, its capability cache warmed
+engine_embed_warm() {
+    URI="qemu:///embed?root=$XDG_STATE_HOME/kvcon/engine"
+    "$ROOT/tests/lab/embed-warm.sh" "$XDG_STATE_HOME/kvcon/engine" >/dev/null
 }
 
 # The embedded driver as this test's host: skips (77) unless root with QEMU and jq; ENGINE_T=/tmp/PREFIX.XXXXXX with
 # a cleanup trap (kills the QEMUs of its root, removes it unless KEEP is set), engine_setup, URI, a warm root.
 engine_embed_up() {
-    [[ $(id -u) == 0 ]] || { echo "needs root (QEMU and the embedded libvirt driver run as root here)"; exit 77; }
-    command -v qemu-system-x86_64 >/dev/null && command -v jq >/dev/null ||
-        { echo "qemu-system-x86_64 or jq missing (scripts/deps.sh)"; exit 77; }
+    engine_needs "QEMU and the embedded libvirt driver run as root here" qemu-system-x86_64 jq
     ENGINE_T=$(mktemp -d "/tmp/$1.XXXXXX")
     trap engine_embed_cleanup EXIT
-    engine_setup
-    URI="qemu:///embed?root=$XDG_STATE_HOME/kvcon/engine"
-    "$ROOT/tests/lab/embed-warm.sh" "$XDG_STATE_HOME/kvcon/engine" >/dev/null
+    engine_setup "$ENGINE_T"
+    engine_embed_warm
 }
 engine_embed_cleanup() {
     local f
@@ -51,34 +69,55 @@ engine_embed_cleanup() {
     [[ -n ${KEEP:-} ]] || rm -rf "$ENGINE_T"
 }
 
-# manifest NAME STRATEGY -> path
-manifest() {
-    local f=$ENGINE_T/$1-$2.yaml
-    cat >"$f" <<EOF
+# engine_twohost_up: the two-host lab (tests/lab/twohost.sh; the caller sets KVCON_TWOHOST_NS and
+# KVCON_TWOHOST_DIR) up, its SRC_URI DST_URI SRC_TCP_URI DST_TCP_URI SRC_LIBDIR DST_LIBDIR exported, HA/HB the
+# host names, and kvcon's config file ($XDG_CONFIG_HOME/kvcon/config) naming both hosts. Skips (77) when the lab
+# does not come up.
+engine_twohost_up() {
+    local env
+    env=$("$ROOT/tests/lab/twohost.sh" up) || { echo "two-host lab did not come up (tests/lab/twohost.sh)"; exit 77; }
+    eval "$env"
+    # shellcheck disable=SC2034 # the callers' host names
+    HA=${KVCON_TWOHOST_NS}a HB=${KVCON_TWOHOST_NS}b
+    mkdir -p "$XDG_CONFIG_HOME/kvcon"
+    cat >"$XDG_CONFIG_HOME/kvcon/config" <<EOF
+# the two lab hosts; the source libvirtd reaches the other one on its tcp address
+engine.host = $SRC_URI migrate-uri=$SRC_TCP_URI
+engine.host = $DST_URI migrate-uri=$DST_TCP_URI
+EOF
+}
+
+# engine_manifest FILE NAME STRATEGY MEMORY [IMAGE KERNEL INITRD]: writes a VM of the lab guest (or of IMAGE's
+# KERNEL and INITRD; image "host" takes host paths) to FILE and prints FILE
+engine_manifest() {
+    cat >"$1" <<EOF
 apiVersion: kubevirt.io/v1
 kind: VirtualMachine
 metadata:
-  name: $1
+  name: $2
 spec:
-  runStrategy: $2
+  runStrategy: $3
   template:
     spec:
       terminationGracePeriodSeconds: 3
       domain:
         memory:
-          guest: 192Mi
+          guest: $4
         firmware:
           kernelBoot:
             kernelArgs: console=ttyS0 quiet panic=-1
             container:
-              image: kvcon-lab-guest
-              kernelPath: /vmlinuz
-              initrdPath: /initrd.gz
+              image: ${5:-kvcon-lab-guest}
+              kernelPath: ${6:-/vmlinuz}
+              initrdPath: ${7:-/initrd.gz}
         devices:
           autoattachPodInterface: false
 EOF
-    echo "$f"
+    echo "$1"
 }
+
+# manifest NAME STRATEGY -> path
+manifest() { engine_manifest "$ENGINE_T/$1-$2.yaml" "$1" "$2" 192Mi; }
 
 # kvcon's own view, as JSON (converged: `get` runs after the engine's resync)
 vm_json() { kv engine get vm "$1" -o json | jq -c '.[0] // {}'; }

@@ -7,8 +7,7 @@ set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/engine-lib.bash"
 
-[[ $(id -u) == 0 ]] || { echo "needs root (a private libvirtd in a mount namespace)"; exit 77; }
-command -v libvirtd >/dev/null && command -v jq >/dev/null || { echo "libvirtd or jq missing (scripts/deps.sh)"; exit 77; }
+engine_needs "a private libvirtd in a mount namespace" libvirtd jq
 
 ENGINE_T=$(mktemp -d /tmp/kvl.XXXXXX)
 cleanup() {

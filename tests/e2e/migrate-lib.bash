@@ -1,13 +1,12 @@
 # migrate-lib.bash - sourced by tests/e2e/migrate_*.sh: the two-host lab (tests/lab/twohost.sh) with a private
 # namespace prefix and state dir, kvcon's engine configured with both hosts (config file, migrate-uri), helpers.
+# The set-up itself is engine-lib.bash's (engine_setup, engine_twohost_up, engine_manifest).
 #
 # After mig_setup: SRC_URI DST_URI SRC_TCP_URI DST_TCP_URI SRC_LIBDIR DST_LIBDIR, HA/HB (host names), MT (temp).
 
-ROOT=${KVCON_ROOT:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
-KV=${KVCON_BIN:-$ROOT/kvcon}
-step() { echo "== $(date +%T) $*"; }
-fail() { echo "FAIL: $*"; exit 1; }
+. "$(dirname "${BASH_SOURCE[0]}")/engine-lib.bash"
 
+# kvcon with the config file's hosts (no -c)
 kv() {
     local t0 rc=0
     t0=$(date +%s%N)
@@ -26,66 +25,22 @@ mig_cleanup() {
 }
 
 mig_setup() {
-    [[ $(id -u) == 0 ]] || { echo "needs root (network namespaces, private libvirtd)"; exit 77; }
-    local c
-    for c in ip libvirtd virsh jq qemu-system-x86_64; do
-        command -v $c >/dev/null || { echo "$c missing (scripts/deps.sh)"; exit 77; }
-    done
+    engine_needs "network namespaces, private libvirtd" ip libvirtd virsh jq qemu-system-x86_64
     MT=$(mktemp -d /tmp/kvm.XXXXXX)
     export KVCON_TWOHOST_NS=kvm${MT##*.}-
     export KVCON_TWOHOST_DIR=$MT/lab
     trap mig_cleanup EXIT
-    export XDG_STATE_HOME=$MT/state XDG_CONFIG_HOME=$MT/cfg
-    export KVCON_ENGINE_IMAGES=$MT/images KVCON_ENGINE_ACCEL=tcg
-    mkdir -p "$KVCON_ENGINE_IMAGES" "$XDG_CONFIG_HOME/kvcon"
-    "$ROOT/tests/lab/guest.sh" "$KVCON_ENGINE_IMAGES/kvcon-lab-guest" >/dev/null ||
-        { echo "guest image could not be built (tests/lab/guest.sh)"; exit 77; }
-    local env
-    env=$("$ROOT/tests/lab/twohost.sh" up) || { echo "two-host lab did not come up (tests/lab/twohost.sh)"; exit 77; }
-    eval "$env"
-    HA=${KVCON_TWOHOST_NS}a HB=${KVCON_TWOHOST_NS}b
-    cat >"$XDG_CONFIG_HOME/kvcon/config" <<EOF
-# the two lab hosts; the source libvirtd reaches the other one on its tcp address
-engine.host = $SRC_URI migrate-uri=$SRC_TCP_URI
-engine.host = $DST_URI migrate-uri=$DST_TCP_URI
-EOF
+    export XDG_CONFIG_HOME=$MT/cfg KVCON_ENGINE_ACCEL=tcg
+    engine_setup "$MT" || { echo "guest image could not be built (tests/lab/guest.sh)"; exit 77; }
+    engine_twohost_up
 }
 
 # manifest NAME [KERNEL INITRD] -> path (the lab guest; host paths with image: host)
-manifest() {
-    local f=$MT/$1.yaml img=kvcon-lab-guest k=/vmlinuz i=/initrd.gz
-    [[ -n ${2:-} ]] && img=host k=$2 i=$3
-    cat >"$f" <<EOF
-apiVersion: kubevirt.io/v1
-kind: VirtualMachine
-metadata:
-  name: $1
-spec:
-  runStrategy: Always
-  template:
-    spec:
-      terminationGracePeriodSeconds: 3
-      domain:
-        memory:
-          guest: 160Mi
-        firmware:
-          kernelBoot:
-            kernelArgs: console=ttyS0 quiet panic=-1
-            container:
-              image: $img
-              kernelPath: $k
-              initrdPath: $i
-        devices:
-          autoattachPodInterface: false
-EOF
-    echo "$f"
-}
+manifest() { engine_manifest "$MT/$1.yaml" "$1" Always 160Mi ${2:+host "$2" "$3"}; }
 
 vmi_json() { "$KV" engine get vmi "$1" -o json 2>/dev/null | jq -c '.[0] // {}'; }
 vmi_field() { vmi_json "$1" | jq -r ".$2 // \"\""; }
-# the record of NAME, wherever it is (one host holds it)
-record() { cat "$XDG_STATE_HOME"/kvcon/engine-data/hosts/*/vms/default_"$1".json 2>/dev/null || echo '{}'; }
-rec() { record "$1" | jq -r ".execution.$2 // \"\""; }
+rec() { rec_exec "$1" "$2"; }
 rec_host() { local f; f=$(ls "$XDG_STATE_HOME"/kvcon/engine-data/hosts/*/vms/default_"$1".json 2>/dev/null); basename "$(dirname "$(dirname "$f")")"; }
 dom_state() { virsh -q -c "$1" domstate "default_$2" 2>/dev/null | head -n1; }
 

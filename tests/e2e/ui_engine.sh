@@ -2,41 +2,17 @@
 # Cluster and local engine in one dashboard: fakekube's VMs and an engine VM (embedded libvirt, TCG guest from
 # tests/lab/guest.sh) side by side with a SOURCE column; the engine VM started from the list with `s`, its VM view
 # progressing, its serial console opened with `c` (the guest's ready marker on screen), then force-stopped.
+. "$(dirname "$0")/engine-lib.bash"
 . "$(dirname "$0")/ui_lib.inc"
-command -v qemu-system-x86_64 >/dev/null || { echo "qemu-system-x86_64 missing"; exit 77; }
-[ "$(id -u)" = 0 ] || { echo "needs root for the embedded libvirt driver"; exit 77; }
+engine_needs "the embedded libvirt driver" qemu-system-x86_64
 
 fk_start --vms 4
-export XDG_STATE_HOME=$W/s KVCON_ENGINE_IMAGES=$W/images KVCON_ENGINE_ACCEL=tcg
-mkdir -p "$KVCON_ENGINE_IMAGES"
-"$ROOT/tests/lab/guest.sh" "$KVCON_ENGINE_IMAGES/kvcon-lab-guest" >/dev/null || fail "guest build"
-URI=$("$ROOT/tests/lab/embed-warm.sh" "$W/s/kvcon/engine") || fail "embed-warm"
-cat >"$W/vm.yaml" <<'YAML'
-apiVersion: kubevirt.io/v1
-kind: VirtualMachine
-metadata:
-  name: evm
-spec:
-  runStrategy: Halted
-  template:
-    spec:
-      terminationGracePeriodSeconds: 3
-      domain:
-        memory:
-          guest: 192Mi
-        firmware:
-          kernelBoot:
-            kernelArgs: console=ttyS0 quiet panic=-1
-            container:
-              image: kvcon-lab-guest
-              kernelPath: /vmlinuz
-              initrdPath: /initrd.gz
-        devices:
-          autoattachPodInterface: false
-YAML
+engine_setup "$W" || fail "guest build"
+engine_embed_warm || fail "embed-warm"
+engine_manifest "$W/vm.yaml" evm Halted 192Mi >/dev/null
 "$KVCON" -c "$URI" engine apply -f "$W/vm.yaml" >/dev/null || fail "engine apply"
 
-kv_start_env "XDG_STATE_HOME=$W/s KVCON_ENGINE_IMAGES=$KVCON_ENGINE_IMAGES KVCON_ENGINE_ACCEL=tcg" -A -c "'$URI'"
+kv_start_env "XDG_STATE_HOME=$XDG_STATE_HOME KVCON_ENGINE_IMAGES=$KVCON_ENGINE_IMAGES KVCON_ENGINE_ACCEL=$KVCON_ENGINE_ACCEL" -A -c "'$URI'"
 wait_for 'VirtualMachines\(all\)\[5\]' 30
 wait_for 'Context: fake'; wait_for 'Engine: '
 screen | grep -q ' SOURCE ' || fail "no SOURCE column with two sources"

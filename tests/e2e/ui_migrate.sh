@@ -2,49 +2,21 @@
 # The dashboard with two engine hosts (the two-host lab, listed in the config file): `m` on an engine VM and `y`
 # live-migrates it to the other host; the row's SOURCE changes, the VM view shows the completed migrationState
 # and its downtime; `m` again brings it back.
+. "$(dirname "$0")/engine-lib.bash"
 . "$(dirname "$0")/ui_lib.inc"
-[ "$(id -u)" = 0 ] || { echo "needs root (network namespaces, private libvirtd)"; exit 77; }
-for c in ip libvirtd qemu-system-x86_64; do command -v $c >/dev/null || { echo "$c missing"; exit 77; }; done
+engine_needs "network namespaces, private libvirtd" ip libvirtd qemu-system-x86_64
 
 export KVCON_TWOHOST_NS=kui${W##*.}- KVCON_TWOHOST_DIR=$W/lab
 trap '"$ROOT/tests/lab/twohost.sh" down >/dev/null 2>&1; ui_cleanup' EXIT
 fk_start --vms 1
-export XDG_STATE_HOME=$W/s XDG_CONFIG_HOME=$W/cfg KVCON_ENGINE_IMAGES=$W/images KVCON_ENGINE_ACCEL=tcg
-mkdir -p "$KVCON_ENGINE_IMAGES" "$W/cfg/kvcon"
-"$ROOT/tests/lab/guest.sh" "$KVCON_ENGINE_IMAGES/kvcon-lab-guest" >/dev/null || { echo "guest image not built"; exit 77; }
-env=$("$ROOT/tests/lab/twohost.sh" up) || { echo "two-host lab did not come up"; exit 77; }
-eval "$env"
-A=${KVCON_TWOHOST_NS}a B=${KVCON_TWOHOST_NS}b
-cat >"$W/cfg/kvcon/config" <<CFG
-engine.host = $SRC_URI migrate-uri=$SRC_TCP_URI
-engine.host = $DST_URI migrate-uri=$DST_TCP_URI
-CFG
-cat >"$W/vm.yaml" <<'YAML'
-apiVersion: kubevirt.io/v1
-kind: VirtualMachine
-metadata:
-  name: mvm
-spec:
-  runStrategy: Always
-  template:
-    spec:
-      terminationGracePeriodSeconds: 3
-      domain:
-        memory:
-          guest: 160Mi
-        firmware:
-          kernelBoot:
-            kernelArgs: console=ttyS0 quiet panic=-1
-            container:
-              image: kvcon-lab-guest
-              kernelPath: /vmlinuz
-              initrdPath: /initrd.gz
-        devices:
-          autoattachPodInterface: false
-YAML
+export XDG_CONFIG_HOME=$W/cfg KVCON_ENGINE_ACCEL=tcg
+engine_setup "$W" || { echo "guest image not built"; exit 77; }
+engine_twohost_up
+A=$HA B=$HB
+engine_manifest "$W/vm.yaml" mvm Always 160Mi >/dev/null
 "$KVCON" -c "$SRC_URI" engine apply -f "$W/vm.yaml" >/dev/null 2>&1 || fail "engine apply"
 
-kv_start_env "XDG_STATE_HOME=$W/s KVCON_ENGINE_IMAGES=$KVCON_ENGINE_IMAGES KVCON_ENGINE_ACCEL=tcg" -A
+kv_start_env "XDG_STATE_HOME=$XDG_STATE_HOME KVCON_ENGINE_IMAGES=$KVCON_ENGINE_IMAGES KVCON_ENGINE_ACCEL=tcg" -A
 wait_for " mvm +$A +Running " 60
 keys "/"; keys -l "mvm"; keys Enter; wait_for '</mvm>'
 # both hosts connected and resynced: the target's notice is logged when it connects

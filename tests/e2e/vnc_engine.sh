@@ -6,8 +6,7 @@
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/engine-lib.bash"
-[ "$(id -u)" = 0 ] || { echo "skip: needs root (QEMU and the embedded libvirt driver run as root here)"; exit 77; }
-command -v qemu-system-x86_64 >/dev/null || { echo "skip: qemu-system-x86_64 missing"; exit 77; }
+engine_needs "QEMU and the embedded libvirt driver run as root here" qemu-system-x86_64
 "$KV" --help 2>/dev/null | grep -q '^  engine ' || { echo "skip: the engine is not in this build"; exit 77; }
 
 ENGINE_T=$(mktemp -d /tmp/kvvng.XXXXXX)
@@ -21,8 +20,7 @@ cleanup() {
 }
 trap cleanup EXIT
 engine_setup || { echo "skip: the lab guest could not be built"; exit 77; }
-URI="qemu:///embed?root=$XDG_STATE_HOME/kvcon/engine"
-"$ROOT/tests/lab/embed-warm.sh" "$XDG_STATE_HOME/kvcon/engine" >/dev/null || fail "embed-warm"
+engine_embed_warm || fail "embed-warm"
 
 m=$(manifest vvm Halted)
 sed -i 's/kernelArgs: console=ttyS0 quiet panic=-1/kernelArgs: console=tty0 console=ttyS0 quiet panic=-1/' "$m"
