@@ -352,6 +352,17 @@ static void test_yaml(void)
 
 /* The list index: built from the store, filtered, sorted by a column, and kept right through replacements and
  * removals without redrawing (pointers fixed in place; a freed object is never reached: run under ASan). */
+/* A new store and fake source for n fake VMs (the churn picks among them), all namespaces shown. */
+static void fake_store(const char *name, int n)
+{
+	fst = store_new();
+	fsrc = source_new(SOURCE_KUBE, name);
+	fsrc->ops = &fake_ops;
+	fake_n = n;
+	ui_use_store(fst);
+	ui_set_namespace(NULL);
+}
+
 static struct view *index_view;
 
 static void index_listener(void *arg, enum obj_kind kind, const struct obj *old, const struct obj *new_)
@@ -362,12 +373,7 @@ static void index_listener(void *arg, enum obj_kind kind, const struct obj *old,
 
 static void test_index(void)
 {
-	fst = store_new();
-	fsrc = source_new(SOURCE_KUBE, "idx");
-	fsrc->ops = &fake_ops;
-	fake_n = 100;
-	ui_use_store(fst);
-	ui_set_namespace(NULL);
+	fake_store("idx", 100);
 	for (int i = 0; i < 100; i++)
 		fake_vm(i, statuses[i % 5]);
 	index_view = table_view_new(&table_vm_spec);
@@ -635,12 +641,7 @@ static void check_ns(const char *const *extra)
 
 static void test_ns_list(void)
 {
-	fst = store_new();
-	fsrc = source_new(SOURCE_KUBE, "nslist");
-	fsrc->ops = &fake_ops;
-	fake_n = 60;
-	ui_use_store(fst);
-	ui_set_namespace(NULL);
+	fake_store("nslist", 60);
 	int lid = store_listen(fst, ns_listener, NULL);
 	for (int i = 0; i < 60; i++)
 		fake_vm(i, statuses[i % 5]);
