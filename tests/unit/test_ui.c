@@ -639,6 +639,17 @@ static void check_ns(const char *const *extra)
 		T_EQ_STR(got[i], want[i]);
 }
 
+/* An object of the fake source with just its identity, stored. */
+static void put_obj(enum obj_kind kind, const char *ns, const char *name, const char *uid)
+{
+	struct obj *o = obj_new(kind);
+	o->src = fsrc;
+	o->ns = intern(ns);
+	o->name = xstrdup(name);
+	snprintf(o->uid, UID_LEN, "%s", uid);
+	store_upsert(fst, o);
+}
+
 static void test_ns_list(void)
 {
 	fake_store("nslist", 60);
@@ -662,22 +673,12 @@ static void test_ns_list(void)
 	check_ns(NULL);
 	T_EQ_INT(nsctx_scans(), s0 + 1);
 	/* a VM in a new namespace shows at once, in order; gone when its last object goes */
-	struct vm *vm = (struct vm *)obj_new(OBJ_VM);
-	vm->o.src = fsrc;
-	vm->o.ns = intern("blue");
-	vm->o.name = xstrdup("vm-blue");
-	snprintf(vm->o.uid, UID_LEN, "55555555-0000-0000-0000-000000000001");
-	store_upsert(fst, &vm->o);
+	put_obj(OBJ_VM, "blue", "vm-blue", "55555555-0000-0000-0000-000000000001");
 	names = nsctx_namespaces(&n);
 	T_EQ_INT(n, 4);
 	T_EQ_STR(names[1], "blue");
 	check_ns(NULL);
-	struct pod *pod = (struct pod *)obj_new(OBJ_POD);
-	pod->o.src = fsrc;
-	pod->o.ns = intern("blue");
-	pod->o.name = xstrdup("pod-blue");
-	snprintf(pod->o.uid, UID_LEN, "55555555-0000-0000-0000-000000000002");
-	store_upsert(fst, &pod->o);
+	put_obj(OBJ_POD, "blue", "pod-blue", "55555555-0000-0000-0000-000000000002");
 	store_remove(fst, fsrc, OBJ_VM, "55555555-0000-0000-0000-000000000001");
 	check_ns(NULL); /* the pod keeps it */
 	T_EQ_INT(nsctx_namespaces(&n)[1] == intern("blue"), 1);
@@ -685,12 +686,7 @@ static void test_ns_list(void)
 	check_ns(NULL);
 	T_EQ_INT(nsctx_namespaces(&n)[1] == intern("default"), 1);
 	/* events do not make a namespace */
-	struct event *e = (struct event *)obj_new(OBJ_EVENT);
-	e->o.src = fsrc;
-	e->o.ns = intern("events-only");
-	e->o.name = xstrdup("e1");
-	snprintf(e->o.uid, UID_LEN, "55555555-0000-0000-0000-000000000003");
-	store_upsert(fst, &e->o);
+	put_obj(OBJ_EVENT, "events-only", "e1", "55555555-0000-0000-0000-000000000003");
 	check_ns(NULL);
 	/* a relist that sweeps a namespace's objects */
 	store_mark(fst, fsrc, OBJ_VM, "prod");
