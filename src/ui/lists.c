@@ -136,16 +136,16 @@ static void c_vm_ip(const struct store *st, const struct obj *o, char *b, size_t
 }
 
 static const struct table_col vm_cols[] = {
-	{ "NAMESPACE", 9, 24, false, 'P', TABLE_COL_ALL_NS, c_ns, s_ns },
-	{ "NAME", 4, 48, false, 'N', TABLE_COL_ALWAYS, c_name, s_name },
-	{ "SOURCE", 6, 20, false, 0, TABLE_COL_MULTI_SOURCE, c_source, NULL },
-	{ "STATUS", 8, 24, false, 'U', TABLE_COL_ALWAYS, c_vm_status, s_vm_status },
-	{ "READY", 5, 5, false, 'R', TABLE_COL_ALWAYS, c_vm_ready, NULL },
-	{ "RUNSTRATEGY", 11, 14, false, 'T', TABLE_COL_ALWAYS, c_vm_rs, NULL },
-	{ "VMI PHASE", 9, 14, false, 0, TABLE_COL_ALWAYS, c_vm_vmiphase, NULL },
-	{ "NODE", 4, 24, false, 'O', TABLE_COL_ALWAYS, c_vm_node, NULL },
-	{ "IP", 2, 39, false, 'I', TABLE_COL_ALWAYS, c_vm_ip, NULL },
-	{ "AGE", 3, 8, true, 'A', TABLE_COL_ALWAYS, c_age, s_age },
+	{ "NAMESPACE", 9, 24, false, 'P', TABLE_COL_ALL_NS, c_ns, s_ns, false },
+	{ "NAME", 4, 48, false, 'N', TABLE_COL_ALWAYS, c_name, s_name, false },
+	{ "SOURCE", 6, 20, false, 0, TABLE_COL_MULTI_SOURCE, c_source, NULL, false },
+	{ "STATUS", 8, 24, false, 'U', TABLE_COL_ALWAYS, c_vm_status, s_vm_status, false },
+	{ "READY", 5, 5, false, 'R', TABLE_COL_ALWAYS, c_vm_ready, NULL, false },
+	{ "RUNSTRATEGY", 11, 14, false, 'T', TABLE_COL_ALWAYS, c_vm_rs, NULL, false },
+	{ "VMI PHASE", 9, 14, false, 0, TABLE_COL_ALWAYS, c_vm_vmiphase, NULL, true },
+	{ "NODE", 4, 24, false, 'O', TABLE_COL_ALWAYS, c_vm_node, NULL, true },
+	{ "IP", 2, 39, false, 'I', TABLE_COL_ALWAYS, c_vm_ip, NULL, true },
+	{ "AGE", 3, 8, true, 'A', TABLE_COL_ALWAYS, c_age, s_age, false },
 };
 
 static bool vm_state_changed(const struct obj *a, const struct obj *b)
@@ -234,17 +234,17 @@ static void c_vmi_mig(const struct store *st, const struct obj *o, char *b, size
 }
 
 static const struct table_col vmi_cols[] = {
-	{ "NAMESPACE", 9, 24, false, 'P', TABLE_COL_ALL_NS, c_ns, s_ns },
-	{ "NAME", 4, 48, false, 'N', TABLE_COL_ALWAYS, c_name, s_name },
-	{ "SOURCE", 6, 20, false, 0, TABLE_COL_MULTI_SOURCE, c_source, NULL },
-	{ "AGE", 3, 8, true, 'A', TABLE_COL_ALWAYS, c_age, s_age },
-	{ "PHASE", 5, 14, false, 'U', TABLE_COL_ALWAYS, c_vmi_phase, s_vmi_phase },
-	{ "IP", 2, 39, false, 'I', TABLE_COL_ALWAYS, c_vmi_ip, NULL },
-	{ "NODENAME", 8, 24, false, 'O', TABLE_COL_ALWAYS, c_vmi_node, NULL },
-	{ "READY", 5, 7, false, 'R', TABLE_COL_ALWAYS, c_vmi_ready, NULL },
-	{ "LIVE-MIGRATABLE", 15, 15, false, 0, TABLE_COL_ALWAYS, c_vmi_lm, NULL },
-	{ "PAUSED", 6, 6, false, 0, TABLE_COL_ALWAYS, c_vmi_paused, NULL },
-	{ "MIGRATION", 9, 40, false, 0, TABLE_COL_ALWAYS, c_vmi_mig, NULL },
+	{ "NAMESPACE", 9, 24, false, 'P', TABLE_COL_ALL_NS, c_ns, s_ns, false },
+	{ "NAME", 4, 48, false, 'N', TABLE_COL_ALWAYS, c_name, s_name, false },
+	{ "SOURCE", 6, 20, false, 0, TABLE_COL_MULTI_SOURCE, c_source, NULL, false },
+	{ "AGE", 3, 8, true, 'A', TABLE_COL_ALWAYS, c_age, s_age, false },
+	{ "PHASE", 5, 14, false, 'U', TABLE_COL_ALWAYS, c_vmi_phase, s_vmi_phase, false },
+	{ "IP", 2, 39, false, 'I', TABLE_COL_ALWAYS, c_vmi_ip, NULL, false },
+	{ "NODENAME", 8, 24, false, 'O', TABLE_COL_ALWAYS, c_vmi_node, NULL, false },
+	{ "READY", 5, 7, false, 'R', TABLE_COL_ALWAYS, c_vmi_ready, NULL, false },
+	{ "LIVE-MIGRATABLE", 15, 15, false, 0, TABLE_COL_ALWAYS, c_vmi_lm, NULL, false },
+	{ "PAUSED", 6, 6, false, 0, TABLE_COL_ALWAYS, c_vmi_paused, NULL, false },
+	{ "MIGRATION", 9, 40, false, 0, TABLE_COL_ALWAYS, c_vmi_mig, NULL, false },
 };
 
 static bool vmi_state_changed(const struct obj *a, const struct obj *b)
@@ -321,15 +321,15 @@ static void c_pod_node(const struct store *st, const struct obj *o, char *b, siz
 }
 
 static const struct table_col pod_cols[] = {
-	{ "NAMESPACE", 9, 24, false, 'P', TABLE_COL_ALL_NS, c_ns, s_ns },
-	{ "NAME", 4, 56, false, 'N', TABLE_COL_ALWAYS, c_name, s_name },
-	{ "SOURCE", 6, 20, false, 0, TABLE_COL_MULTI_SOURCE, c_source, NULL },
-	{ "VMI", 3, 40, false, 'I', TABLE_COL_ALWAYS, c_pod_vmi, NULL },
-	{ "PHASE", 5, 20, false, 'U', TABLE_COL_ALWAYS, c_pod_phase, s_pod_phase },
-	{ "READY", 5, 7, false, 0, TABLE_COL_ALWAYS, c_pod_ready, NULL },
-	{ "RESTARTS", 8, 8, true, 'R', TABLE_COL_ALWAYS, c_pod_restarts, s_pod_restarts },
-	{ "NODE", 4, 24, false, 'O', TABLE_COL_ALWAYS, c_pod_node, NULL },
-	{ "AGE", 3, 8, true, 'A', TABLE_COL_ALWAYS, c_age, s_age },
+	{ "NAMESPACE", 9, 24, false, 'P', TABLE_COL_ALL_NS, c_ns, s_ns, false },
+	{ "NAME", 4, 56, false, 'N', TABLE_COL_ALWAYS, c_name, s_name, false },
+	{ "SOURCE", 6, 20, false, 0, TABLE_COL_MULTI_SOURCE, c_source, NULL, false },
+	{ "VMI", 3, 40, false, 'I', TABLE_COL_ALWAYS, c_pod_vmi, NULL, true },
+	{ "PHASE", 5, 20, false, 'U', TABLE_COL_ALWAYS, c_pod_phase, s_pod_phase, false },
+	{ "READY", 5, 7, false, 0, TABLE_COL_ALWAYS, c_pod_ready, NULL, false },
+	{ "RESTARTS", 8, 8, true, 'R', TABLE_COL_ALWAYS, c_pod_restarts, s_pod_restarts, false },
+	{ "NODE", 4, 24, false, 'O', TABLE_COL_ALWAYS, c_pod_node, NULL, false },
+	{ "AGE", 3, 8, true, 'A', TABLE_COL_ALWAYS, c_age, s_age, false },
 };
 
 static bool pod_state_changed(const struct obj *a, const struct obj *b)
@@ -411,14 +411,14 @@ static int s_ev_count(const struct store *st, const struct obj *x, const struct 
 }
 
 static const struct table_col event_cols[] = {
-	{ "NAMESPACE", 9, 24, false, 'P', TABLE_COL_ALL_NS, c_ns, s_ns },
-	{ "SOURCE", 6, 20, false, 0, TABLE_COL_MULTI_SOURCE, c_source, NULL },
-	{ "LAST SEEN", 9, 9, true, 'A', TABLE_COL_ALWAYS, c_ev_last, s_ev_last },
-	{ "TYPE", 7, 7, false, 'T', TABLE_COL_ALWAYS, c_ev_type, NULL },
-	{ "REASON", 6, 28, false, 'E', TABLE_COL_ALWAYS, c_ev_reason, NULL },
-	{ "OBJECT", 6, 48, false, 'N', TABLE_COL_ALWAYS, c_ev_object, NULL },
-	{ "MESSAGE", 7, 200, false, 0, TABLE_COL_ALWAYS, c_ev_message, NULL },
-	{ "COUNT", 5, 6, true, 'C', TABLE_COL_ALWAYS, c_ev_count, s_ev_count },
+	{ "NAMESPACE", 9, 24, false, 'P', TABLE_COL_ALL_NS, c_ns, s_ns, false },
+	{ "SOURCE", 6, 20, false, 0, TABLE_COL_MULTI_SOURCE, c_source, NULL, false },
+	{ "LAST SEEN", 9, 9, true, 'A', TABLE_COL_ALWAYS, c_ev_last, s_ev_last, false },
+	{ "TYPE", 7, 7, false, 'T', TABLE_COL_ALWAYS, c_ev_type, NULL, false },
+	{ "REASON", 6, 28, false, 'E', TABLE_COL_ALWAYS, c_ev_reason, NULL, false },
+	{ "OBJECT", 6, 48, false, 'N', TABLE_COL_ALWAYS, c_ev_object, NULL, false },
+	{ "MESSAGE", 7, 200, false, 0, TABLE_COL_ALWAYS, c_ev_message, NULL, false },
+	{ "COUNT", 5, 6, true, 'C', TABLE_COL_ALWAYS, c_ev_count, s_ev_count, false },
 };
 
 static struct obj *event_vm(const struct store *st, const struct obj *o)

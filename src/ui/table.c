@@ -44,6 +44,7 @@ struct tview {
 	struct table_filter filt;
 	bool stale;
 	uint64_t last_build;
+	size_t builds;
 	struct loop_timer *timer;   /* next allowed rebuild, or the end of a flash */
 	const char *built_ns;       /* namespace scope the index was built for ("" = all) */
 	size_t built_sources;
@@ -306,6 +307,7 @@ static bool ns_match(const struct obj *o, const char *ns)
 static void rebuild(struct tview *t)
 {
 	uint64_t t0 = util_now_ms();
+	t->builds++;
 	const struct store *st = ui_store();
 	const char *ns = ui_namespace();
 	t->n = 0;
@@ -399,6 +401,18 @@ static void arm_timer(struct view *v, uint64_t ms)
 		t->timer = loop_timer_add(ms, on_timer, v);
 }
 
+/* Whether a replaced object keeps its place in the index: no filter to re-evaluate (a text filter's verdict on
+ * the new object comes from the match cache at the next build), and the sort column orders it as before (a
+ * status change in a list sorted by name, the common churn, needs no re-sort). */
+static bool keeps_place(struct tview *t, const struct obj *old, const struct obj *new_)
+{
+	if (t->filt.active || t->filt.text || t->stale)
+		return false;
+	const struct table_col *col = &t->spec->cols[t->sort_col];
+	sort_ctx.st = ui_store();
+	return (col->cmp ? col->cmp(sort_ctx.st, old, new_) : cmp_text(col, old, new_)) == 0;
+}
+
 static void store_changed(struct view *v, enum obj_kind kind, const struct obj *old, const struct obj *new_)
 {
 	struct tview *t = v->priv;
@@ -411,12 +425,13 @@ static void store_changed(struct view *v, enum obj_kind kind, const struct obj *
 				mc_put(&t->mc, store_find(ui_store(), o->src, t->spec->kind, o->ns, o->name), MC_UNKNOWN);
 			else
 				t->mc.full = true;
-			if (t->filt.text)
-				t->stale = true; /* the row may now match the filter, or no longer */
+			if (t->filt.text || t->spec->cols[t->sort_col].joined)
+				t->stale = true; /* the row may now match the filter, or no longer, or move */
 			view_dirty(v);
 		}
 		return;
 	}
+	bool kept = old && new_ && keeps_place(t, old, new_);
 	if (new_)
 		mc_put(&t->mc, new_, MC_UNKNOWN);
 	if (old && new_) {
@@ -450,7 +465,8 @@ static void store_changed(struct view *v, enum obj_kind kind, const struct obj *
 		if (t->sel >= t->n)
 			t->sel = t->n ? t->n - 1 : 0;
 	}
-	t->stale = true;
+	if (!kept)
+		t->stale = true;
 	view_dirty(v);
 }
 
@@ -898,6 +914,20 @@ void table_view_select(struct view *v, const struct obj *o)
 		}
 	}
 	view_dirty(v);
+}
+
+struct obj *table_view_row(struct view *v, size_t i)
+{
+	struct tview *t = v->priv;
+	check_scope(t);
+	if (t->stale)
+		rebuild(t);
+	return i < t->n ? t->rows[i] : NULL;
+}
+
+size_t table_view_builds(const struct view *v)
+{
+	return ((const struct tview *)v->priv)->builds;
 }
 
 size_t table_view_rows(struct view *v)

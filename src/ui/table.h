@@ -26,6 +26,9 @@ struct table_col {
 	void (*cell)(const struct store *st, const struct obj *o, char *buf, size_t len, int *attr);
 	/* Orders two rows by this column; NULL compares the cell text. */
 	int (*cmp)(const struct store *st, const struct obj *a, const struct obj *b);
+	/* The cell reads an object of another kind (the spec's also: the VM list's VMI columns): a change of that
+	 * kind re-sorts rows sorted by it. */
+	bool joined;
 };
 
 enum { TABLE_COL_ALWAYS, TABLE_COL_ALL_NS /* only when every namespace is shown */, TABLE_COL_MULTI_SOURCE };
@@ -58,6 +61,9 @@ int table_view_set_filter(struct view *v, const char *text, char **err);
 void table_view_select(struct view *v, const struct obj *o);
 /* Rows currently in the index. */
 size_t table_view_rows(struct view *v);
+/* Row i of the index (NULL past the end), and how many times the index was built (tests). */
+struct obj *table_view_row(struct view *v, size_t i);
+size_t table_view_builds(const struct view *v);
 /* The key table every list shares (help, man page check). */
 const struct view_key *table_view_keys(void);
 

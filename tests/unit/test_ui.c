@@ -262,9 +262,9 @@ static void test_layout(void)
 {
 	static void (*const nocell)(const struct store *, const struct obj *, char *, size_t, int *) = NULL;
 	struct table_col cols[3] = {
-		{ "NAME", 4, 20, false, 'N', TABLE_COL_ALWAYS, nocell, NULL },
-		{ "STATUS", 6, 10, false, 0, TABLE_COL_ALWAYS, nocell, NULL },
-		{ "AGE", 3, 6, true, 0, TABLE_COL_ALWAYS, nocell, NULL },
+		{ "NAME", 4, 20, false, 'N', TABLE_COL_ALWAYS, nocell, NULL, false },
+		{ "STATUS", 6, 10, false, 0, TABLE_COL_ALWAYS, nocell, NULL, false },
+		{ "AGE", 3, 6, true, 0, TABLE_COL_ALWAYS, nocell, NULL, false },
 	};
 	bool shown[3] = { true, true, true };
 	char *cells[6] = { "a-very-long-vm-name-indeed-yes", "Running", "5d", "short", "ErrorUnschedulable", "10s" };
@@ -435,6 +435,73 @@ static void test_index(void)
 	T_EQ_INT(table_view_rows(index_view), 34);
 	ui_set_namespace(NULL);
 	T_EQ_INT(table_view_rows(index_view), 99);
+	store_unlisten(fst, lid);
+	view_free(index_view);
+	store_free(fst);
+	ui_use_store(NULL);
+}
+
+/* v's rows are those of a fresh VM list sorted by the column of sort_key (0: the default). */
+static void check_order(struct view *v, int sort_key)
+{
+	struct view *fresh = table_view_new(&table_vm_spec);
+	if (sort_key)
+		fresh->ops->key(fresh, sort_key);
+	size_t n = table_view_rows(fresh);
+	T_EQ_INT(table_view_rows(v), n);
+	size_t same = 0;
+	for (size_t i = 0; i < n; i++)
+		same += table_view_row(v, i) == table_view_row(fresh, i);
+	T_EQ_INT(same, n);
+	view_free(fresh);
+}
+
+/* Churn that leaves the order alone (a status change in a list sorted by name, the common case) does not rebuild
+ * the index: the new object takes the old one's row. A change of the sorted column's value re-sorts, and so does a
+ * VMI change when the VM list is sorted by a VMI column (NODE). */
+static void test_resort(void)
+{
+	fake_store("resort", 30);
+	for (int i = 0; i < 30; i++)
+		fake_vm(i, statuses[i % 5]);
+	index_view = table_view_new(&table_vm_spec);
+	int lid = store_listen(fst, index_listener, NULL);
+	T_EQ_INT(table_view_rows(index_view), 30);
+	size_t at = 0;
+	while (table_view_row(index_view, at) && strcmp(table_view_row(index_view, at)->name, "vm-00010") != 0)
+		at++;
+	size_t b0 = table_view_builds(index_view);
+	fake_vm(10, "Paused"); /* was Running */
+	struct vm *r = (struct vm *)table_view_row(index_view, at);
+	T_CHECK(r && strcmp(r->o.name, "vm-00010") == 0 && strcmp(r->printable_status, "Paused") == 0);
+	T_EQ_INT(table_view_builds(index_view), b0);
+	check_order(index_view, 0);
+	/* sorted by STATUS: the same change moves the row */
+	T_EQ_INT(index_view->ops->key(index_view, 'U'), VIEW_DONE);
+	table_view_rows(index_view);
+	size_t b1 = table_view_builds(index_view);
+	fake_vm(10, "Stopped");
+	check_order(index_view, 'U');
+	T_CHECK(table_view_builds(index_view) > b1);
+	/* sorted by NODE, the VMI's: a VMI moving to another node moves its VM's row */
+	T_EQ_INT(index_view->ops->key(index_view, 'O'), VIEW_DONE);
+	table_view_rows(index_view);
+	size_t b2 = table_view_builds(index_view);
+	struct vmi *cur = (struct vmi *)store_find(fst, fsrc, OBJ_VMI, "default", "vm-00013");
+	T_CHECK(cur != NULL);
+	if (cur) {
+		struct vmi *moved = (struct vmi *)obj_new(OBJ_VMI);
+		moved->o.src = fsrc;
+		moved->o.ns = cur->o.ns;
+		moved->o.name = xstrdup(cur->o.name);
+		memcpy(moved->o.uid, cur->o.uid, UID_LEN);
+		memcpy(moved->vm_uid, cur->vm_uid, UID_LEN);
+		moved->phase = intern("Running");
+		moved->node = intern("node-0"); /* before node-a and node-b */
+		store_upsert(fst, &moved->o);
+		check_order(index_view, 'O');
+		T_CHECK(table_view_builds(index_view) > b2);
+	}
 	store_unlisten(fst, lid);
 	view_free(index_view);
 	store_free(fst);
@@ -909,6 +976,7 @@ int main(int argc, char **argv)
 	test_yaml();
 	test_man_and_help();
 	test_index();
+	test_resort();
 	test_header_counts();
 	test_ns_list();
 	test_panes();
