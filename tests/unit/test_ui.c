@@ -371,13 +371,27 @@ static void index_listener(void *arg, enum obj_kind kind, const struct obj *old,
 	index_view->ops->store_changed(index_view, kind, old, new_);
 }
 
-static void test_index(void)
+/* The VM list over n fake VMs (statuses in turn), following the store; returns the listener for index_close. */
+static int index_open(const char *name, int n)
 {
-	fake_store("idx", 100);
-	for (int i = 0; i < 100; i++)
+	fake_store(name, n);
+	for (int i = 0; i < n; i++)
 		fake_vm(i, statuses[i % 5]);
 	index_view = table_view_new(&table_vm_spec);
-	int lid = store_listen(fst, index_listener, NULL);
+	return store_listen(fst, index_listener, NULL);
+}
+
+static void index_close(int lid)
+{
+	store_unlisten(fst, lid);
+	view_free(index_view);
+	store_free(fst);
+	ui_use_store(NULL);
+}
+
+static void test_index(void)
+{
+	int lid = index_open("idx", 100);
 	T_EQ_INT(table_view_rows(index_view), 100);
 	struct obj *sel = table_view_selected(index_view);
 	T_CHECK(sel && strcmp(sel->name, "evil\033]0;pwned\007name") == 0); /* 'e' sorts before 'v' */
@@ -435,10 +449,7 @@ static void test_index(void)
 	T_EQ_INT(table_view_rows(index_view), 34);
 	ui_set_namespace(NULL);
 	T_EQ_INT(table_view_rows(index_view), 99);
-	store_unlisten(fst, lid);
-	view_free(index_view);
-	store_free(fst);
-	ui_use_store(NULL);
+	index_close(lid);
 }
 
 /* v's rows are those of a fresh VM list sorted by the column of sort_key (0: the default). */
@@ -461,11 +472,7 @@ static void check_order(struct view *v, int sort_key)
  * VMI change when the VM list is sorted by a VMI column (NODE). */
 static void test_resort(void)
 {
-	fake_store("resort", 30);
-	for (int i = 0; i < 30; i++)
-		fake_vm(i, statuses[i % 5]);
-	index_view = table_view_new(&table_vm_spec);
-	int lid = store_listen(fst, index_listener, NULL);
+	int lid = index_open("resort", 30);
 	T_EQ_INT(table_view_rows(index_view), 30);
 	size_t at = 0;
 	while (table_view_row(index_view, at) && strcmp(table_view_row(index_view, at)->name, "vm-00010") != 0)
@@ -502,10 +509,7 @@ static void test_resort(void)
 		check_order(index_view, 'O');
 		T_CHECK(table_view_builds(index_view) > b2);
 	}
-	store_unlisten(fst, lid);
-	view_free(index_view);
-	store_free(fst);
-	ui_use_store(NULL);
+	index_close(lid);
 }
 
 /* The header's VM counts follow the store change by change: after upserts that change a VM's printableStatus
