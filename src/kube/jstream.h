@@ -1,6 +1,7 @@
 /* A splitter for streams of concatenated JSON objects/arrays (a watch response: one event object per line), fed
- * in arbitrary chunks: a lexical scan finds each value's end, then json-c parses it (optionally pruned to the
- * keys the decoder reads, kube/jprune.h). */
+ * in arbitrary chunks. Each value becomes a json-c tree: built by the pruner in the pass that finds the value's
+ * end, with only the members the decoder reads (kube/jprune.h), or, unpruned or where the pruner refuses the
+ * bytes, parsed whole by json-c's tokener. */
 #ifndef KVCON_KUBE_JSTREAM_H
 #define KVCON_KUBE_JSTREAM_H
 
