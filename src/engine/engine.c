@@ -444,7 +444,6 @@ static void publish(struct evm *v)
 	obj_label_add(&p->o, "kubevirt.io/created-by", x->uid);
 	obj_label_add(&p->o, "vm.kubevirt.io/name", v->m->name);
 	snprintf(p->vmi_uid, UID_LEN, "%s", x->uid);
-	snprintf(p->created_by, UID_LEN, "%s", x->uid);
 	p->vm_name = intern(v->m->name);
 	const char *pp = x->phase == intern("Pending") || x->phase == intern("Scheduled") ? "Pending" : x->phase;
 	p->phase = intern(pp);

@@ -1187,7 +1187,6 @@ void migrate_publish(struct evm *v, struct vmi *vi)
 		obj_label_add(&p->o, "kubevirt.io/created-by", x->uid);
 		obj_label_add(&p->o, "vm.kubevirt.io/name", v->m->name);
 		snprintf(p->vmi_uid, UID_LEN, "%s", x->uid);
-		snprintf(p->created_by, UID_LEN, "%s", x->uid);
 		p->vm_name = intern(v->m->name);
 		p->phase = intern("Succeeded");
 		p->node = intern(l->node);

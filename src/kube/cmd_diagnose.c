@@ -349,7 +349,7 @@ static struct json_object *pod_json(const struct pod *p)
 	jstr(j, "phase", p->phase);
 	jstr(j, "node", p->node);
 	jstr(j, "ownerVmiUid", p->vmi_uid[0] ? p->vmi_uid : NULL);
-	jstr(j, "createdBy", p->created_by[0] ? p->created_by : NULL);
+	jstr(j, "createdBy", pod_created_by(p)[0] ? pod_created_by(p) : NULL);
 	return j;
 }
 

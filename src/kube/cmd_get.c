@@ -393,7 +393,7 @@ static struct json_object *obj_json(const struct get_ctx *g, const struct obj *o
 		jadd_str(j, "phase", p->phase);
 		jadd_str(j, "node", p->node);
 		jadd_str(j, "vmiUid", p->vmi_uid[0] ? p->vmi_uid : NULL);
-		jadd_str(j, "createdBy", p->created_by[0] ? p->created_by : NULL);
+		jadd_str(j, "createdBy", pod_created_by(p)[0] ? pod_created_by(p) : NULL);
 		jadd_str(j, "ip", p->ip);
 		break;
 	}

@@ -588,9 +588,6 @@ static void decode_pod(struct obj *o, struct json_object *item)
 	juid(owner, "uid", p->vmi_uid);
 	if (other)
 		p->owner_kind_other = intern_cap(other, strlen(other));
-	const char *cb = obj_label(&p->o, "kubevirt.io/created-by");
-	if (!cb || !copy_uid(p->created_by, cb, strlen(cb)))
-		p->created_by[0] = '\0';
 	const char *vmname = obj_label(&p->o, "vm.kubevirt.io/name");
 	p->vm_name = vmname ? intern_cap(vmname, strlen(vmname)) : NULL;
 

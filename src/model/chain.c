@@ -125,7 +125,7 @@ static void consider_pod(struct chain *c, const struct pod *p)
 		return;
 	if (uid_eq(p->vmi_uid, c->vmi->o.uid))
 		PUSH(c->pods, c->npods, p);
-	else if (uid_eq(p->created_by, c->vmi->o.uid))
+	else if (uid_eq(pod_created_by(p), c->vmi->o.uid))
 		PUSH(c->stray, c->nstray, p);
 }
 
@@ -228,8 +228,9 @@ static int index_keys(const struct obj *o, char keys[2][512])
 		const struct pod *p = (const struct pod *)o;
 		if (p->vmi_uid[0])
 			snprintf(keys[n++], 512, "%d:%s", o->src->id, p->vmi_uid);
-		if (p->created_by[0] && strcmp(p->created_by, p->vmi_uid) != 0)
-			snprintf(keys[n++], 512, "%d:%s", o->src->id, p->created_by);
+		const char *cb = pod_created_by(p);
+		if (cb[0] && strcmp(cb, p->vmi_uid) != 0)
+			snprintf(keys[n++], 512, "%d:%s", o->src->id, cb);
 	} else if (o->kind == OBJ_EVENT) {
 		const struct event *e = (const struct event *)o;
 		if (e->inv_uid[0])

@@ -571,7 +571,7 @@ static bool m_launcher_owner_mismatch(struct diag_ctx *x)
 		const struct pod *p = x->c->stray[i];
 		char *n = esc(p->o.name, 256);
 		ev_text(x, &p->o, "Pod %s/%s is labelled kubevirt.io/created-by=%s but its controller owner is %s%s",
-			p->o.ns, n, p->created_by, p->vmi_uid[0] ? "VirtualMachineInstance uid " : "",
+			p->o.ns, n, pod_created_by(p), p->vmi_uid[0] ? "VirtualMachineInstance uid " : "",
 			p->vmi_uid[0] ? p->vmi_uid : p->owner_kind_other ? p->owner_kind_other : "(none)");
 		free(n);
 	}

@@ -348,6 +348,13 @@ const char *obj_label(const struct obj *o, const char *k)
 	return NULL;
 }
 
+const char *pod_created_by(const struct pod *p)
+{
+	const char *v = obj_label(&p->o, "kubevirt.io/created-by");
+	size_t n = v ? strspn(v, "0123456789abcdefABCDEFghijklmnopqrstuvwxyzGHIJKLMNOPQRSTUVWXYZ-") : 0;
+	return n > 0 && v[n] == '\0' && n < UID_LEN ? v : "";
+}
+
 const struct cond *cond_find(const struct cond *conds, int n, const char *type)
 {
 	for (int i = 0; i < n; i++)

@@ -137,7 +137,6 @@ struct pod {
 	struct obj o;
 	char vmi_uid[UID_LEN];      /* ownerReferences kind VirtualMachineInstance (controller) */
 	const char *owner_kind_other; /* when the controller owner is not a VMI: its kind (interned), else NULL */
-	char created_by[UID_LEN];   /* label kubevirt.io/created-by */
 	const char *vm_name;        /* label vm.kubevirt.io/name (deprecated; shown only) */
 	const char *phase;
 	const char *node;
@@ -191,6 +190,9 @@ struct migration_state *vmi_mig_set(struct vmi *v);
 /* Labels: packs "k","v" pairs; lookup returns the value or NULL. */
 void obj_label_add(struct obj *o, const char *k, const char *v);
 const char *obj_label(const struct obj *o, const char *k);
+/* A launcher pod's label kubevirt.io/created-by (the VMI it was made for) when it reads as a UID (letters, digits
+ * and dashes, shorter than UID_LEN), else "". */
+const char *pod_created_by(const struct pod *p);
 /* Iteration: for (const char *it = NULL, *k, *v; obj_label_next(o, &it, &k, &v);) ... */
 /* The packed labels of n pairs into dst (NULL: only measures); returns the bytes, terminator included. */
 size_t obj_labels_encode(char *dst, const char *const *keys, const char *const *values, size_t n);

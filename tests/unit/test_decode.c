@@ -152,7 +152,7 @@ static void test_pod(void)
 	T_EQ_STR(p->o.name, "virt-launcher-testvm-abcde");
 	T_EQ_INT(p->o.rv, 123456);
 	T_EQ_STR(p->vmi_uid, "0f0e0d0c-0b0a-4909-8807-060504030201");
-	T_EQ_STR(p->created_by, "0f0e0d0c-0b0a-4909-8807-060504030201");
+	T_EQ_STR(pod_created_by(p), "0f0e0d0c-0b0a-4909-8807-060504030201");
 	T_CHECK(p->owner_kind_other == NULL);
 	T_EQ_STR(p->vm_name, "testvm");
 	T_EQ_STR(p->phase, "Running");
@@ -195,10 +195,22 @@ static void test_pod_owner_other(void)
 	if (p) {
 		T_EQ_STR(p->vmi_uid, ""); /* the controller is a ReplicaSet */
 		T_EQ_STR(p->owner_kind_other, "ReplicaSet");
-		T_EQ_STR(p->created_by, "vmi-1");
+		T_EQ_STR(pod_created_by(p), "vmi-1");
 		T_EQ_STR(p->phase, "");
 	}
 	obj_free(&p->o);
+	/* a created-by label that is not a UID (an escape sequence, too long) reads as none */
+	const char *bad[] = { "\\u001b[2J", "0f0e0d0c-0b0a-4909-8807-0605040302010", "a b" };
+	for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+		char *json = xasprintf("{\"metadata\":{\"name\":\"l\",\"namespace\":\"ns\",\"uid\":\"p2\","
+				       "\"labels\":{\"kubevirt.io/created-by\":\"%s\"}}}",
+				       bad[i]);
+		p = (struct pod *)decode_str(OBJ_POD, json, NULL);
+		T_CHECK(p != NULL && strcmp(pod_created_by(p), "") == 0);
+		if (p)
+			obj_free(&p->o);
+		free(json);
+	}
 }
 
 static void test_events(void)

@@ -173,7 +173,7 @@ static char *fingerprint(const struct obj *o)
 		buf_printf(&b, "%d%d%d|", m->completed, m->failed, m->abort_requested);
 	} else if (o->kind == OBJ_POD) {
 		const struct pod *p = (const struct pod *)o;
-		buf_printf(&b, "%s|%s|", p->vmi_uid, p->created_by);
+		buf_printf(&b, "%s|%s|", p->vmi_uid, pod_created_by(p));
 		fp_str(&b, p->owner_kind_other);
 		fp_str(&b, p->vm_name);
 		fp_str(&b, p->phase);
