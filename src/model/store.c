@@ -308,6 +308,14 @@ uint64_t store_version(const struct store *st, enum obj_kind kind)
 	return st->version[kind];
 }
 
+bool store_in_step(const struct store *st, enum obj_kind kind, uint64_t *ver)
+{
+	if (*ver + 1 != st->version[kind])
+		return false;
+	(*ver)++;
+	return true;
+}
+
 static bool in_ns(const struct obj *o, const char *ns)
 {
 	return ns == NULL || strcmp(o->ns, ns) == 0;

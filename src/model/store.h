@@ -33,6 +33,10 @@ struct obj *const *store_objs(const struct store *st, struct source *src, enum o
 size_t store_count(const struct store *st, enum obj_kind kind); /* over all sources */
 /* Bumped on every change of that kind (views re-sort only when it moved). */
 uint64_t store_version(const struct store *st, enum obj_kind kind);
+/* For a listener that keeps something derived from the store change by change: true when the change being told
+ * is the next one after *ver (the store bumps the version before telling its listeners), and then *ver follows
+ * it; false when a change went by unseen (rebuild what was derived). */
+bool store_in_step(const struct store *st, enum obj_kind kind, uint64_t *ver);
 
 /* Mark and sweep for relists: mark every object of (src, kind) in namespace ns (NULL: all), upserts clear the
  * mark, sweep removes what is still marked and returns how many. */

@@ -110,12 +110,10 @@ void header_store_changed(const struct store *st, enum obj_kind kind, const stru
 {
 	if (kind != OBJ_VM || !H.valid)
 		return;
-	/* the store bumps the version before telling its listeners: in step means one behind */
-	if (H.st != st || H.version + 1 != store_version(st, OBJ_VM)) {
+	if (H.st != st || !store_in_step(st, OBJ_VM, &H.version)) {
 		H.valid = false;
 		return;
 	}
-	H.version++;
 	bool was = old && in_ns(old, H.ns), is = new_ && in_ns(new_, H.ns);
 	if (was && is && status_of(old) == status_of(new_))
 		return; /* the usual update: same namespace, same status */

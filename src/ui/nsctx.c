@@ -135,12 +135,10 @@ void nsctx_store_changed(const struct store *st, enum obj_kind kind, const struc
 {
 	if ((int)kind >= NS_KINDS || !C.valid)
 		return;
-	/* the store bumps the version before telling its listeners: in step means one behind */
-	if (C.st != st || C.ver[kind] + 1 != store_version(st, kind)) {
+	if (C.st != st || !store_in_step(st, kind, &C.ver[kind])) {
 		C.valid = false;
 		return;
 	}
-	C.ver[kind]++;
 	if (old && new_ && old->ns == new_->ns)
 		return; /* the usual update */
 	if ((old && !count_add(old->ns, -1)) || (new_ && !count_add(new_->ns, +1)))

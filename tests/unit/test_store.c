@@ -17,10 +17,14 @@ static struct obj *mk(struct source *src, enum obj_kind k, const char *ns, const
 }
 
 static int adds, dels, repls;
+/* A listener following the VM version change by change, as the header does (store_in_step). */
+static uint64_t followed;
+static int missed;
+
 static void listener(void *arg, enum obj_kind kind, const struct obj *old, const struct obj *new_)
 {
-	(void)arg;
-	(void)kind;
+	if (kind == OBJ_VM && !store_in_step(arg, kind, &followed))
+		missed++;
 	if (old && new_)
 		repls++;
 	else if (new_)
@@ -81,7 +85,7 @@ int main(void)
 	struct source *a = source_new(SOURCE_KUBE, "a");
 	struct source *b = source_new(SOURCE_KUBE, "b");
 	struct store *st = store_new();
-	store_listen(st, listener, NULL);
+	store_listen(st, listener, st);
 	store_upsert(st, mk(a, OBJ_VM, "ns1", "vm1", "u1"));
 	store_upsert(st, mk(a, OBJ_VM, "ns1", "vm2", "u2"));
 	store_upsert(st, mk(b, OBJ_VM, "ns1", "vm1", "u1")); /* same UID, other source: distinct */
@@ -128,6 +132,11 @@ int main(void)
 	T_EQ_INT(store_count(st, OBJ_POD), 17);
 	T_CHECK(adds > 0 && dels > 0 && repls > 0);
 	T_CHECK(store_version(st, OBJ_POD) > 0);
+	/* a listener told of every VM change stays in step; a version it did not see is not */
+	T_EQ_INT(missed, 0);
+	T_CHECK(followed > 0 && followed == store_version(st, OBJ_VM));
+	uint64_t behind = followed - 2; /* one change went by unseen */
+	T_CHECK(!store_in_step(st, OBJ_VM, &behind) && behind == followed - 2);
 	store_free(st);
 	source_free_all();
 	return T_DONE();
