@@ -46,7 +46,7 @@ mirrors=("deb http://deb.debian.org/debian bookworm main"
 t=$(now)
 if [[ ! -s $tarball ]]; then
     log "mmdebstrap --variant=minbase bookworm -> $tarball"
-    mmdebstrap --quiet --variant=minbase --include=ca-certificates,git,make bookworm "$tarball.part" \
+    mmdebstrap --quiet --variant=minbase --format=tar --include=ca-certificates,git,make bookworm "$tarball.part" \
         "${mirrors[@]}" || die "mmdebstrap failed"
     mv -f "$tarball.part" "$tarball"
     phase "mmdebstrap (minbase + git, make)" "$(secs "$t" "$(now)")"
