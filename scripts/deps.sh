@@ -111,6 +111,21 @@ missing_other() {
 	return 0
 }
 
+# Not Debian: nothing to install with; name what is missing by pkg-config module and command (README.md)
+if ! command -v dpkg-query >/dev/null || ! command -v apt-get >/dev/null; then
+	miss=""
+	for m in ncursesw libcurl json-c vterm libvncclient libvirt yaml-0.1 zlib; do
+		pkg-config --exists $m 2>/dev/null || miss="$miss pkg-config:$m"
+	done
+	cmds="cc make pkg-config"
+	[ "$level" = build ] || [ "$level" = fuzz ] || cmds="$cmds virsh qemu-system-x86_64 qemu-img busybox cpio gzip"
+	[ "$level" != check ] || cmds="$cmds tmux websockify x11vnc jq groff openssl ip python3"
+	[ "$level" != fuzz ] || cmds="$cmds clang"
+	for c in $cmds; do command -v $c >/dev/null || miss="$miss $c"; done
+	[ -z "$miss" ] || { echo "kvcon needs (not a Debian system: see README.md for the packages):$miss" >&2; exit 1; }
+	exit 0
+fi
+
 mp=$(missing_pkgs)
 mo=$(missing_other)
 if [ "$(id -u)" = 0 ] && { [ "$level" = run ] || [ "$level" = check ]; }; then
