@@ -241,9 +241,9 @@ phase "make run: to the dashboard (total)" "$(secs "$t" "$t_dash")"
 screen >&2
 
 t=$(now)
-wait_screen ' demo-vm +[^ ]+ +Stopped' 30 alt
+wait_screen ' demo-vm +([^ ]+ +)?Stopped' 30 alt
 keys s
-wait_screen ' demo-vm +[^ ]+ +Running' 120 alt
+wait_screen ' demo-vm +([^ ]+ +)?Running' 120 alt
 keys c
 wait_screen '1:console' 20 alt
 # the guest prints its marker when its shell starts; once the pane is up, Enter brings a fresh prompt
