@@ -148,9 +148,16 @@ if [ -n "$mp" ]; then
 	echo "deps.sh: installing$mp" >&2
 	t0=$(date +%s)
 	export DEBIAN_FRONTEND=noninteractive
-	apt-get update -qq >/dev/null
+	# apt's own output only when it fails
+	out=$(mktemp)
 	# shellcheck disable=SC2086
-	apt-get install -y -qq --no-install-recommends $mp >/dev/null
+	if ! { apt-get update -qq && apt-get install -y -qq --no-install-recommends $mp; } >"$out" 2>&1; then
+		cat "$out" >&2
+		rm -f "$out"
+		echo "deps.sh: apt-get install$mp failed" >&2
+		exit 1
+	fi
+	rm -f "$out"
 	echo "deps.sh: installed $(echo $mp | wc -w) packages in $(($(date +%s) - t0)) s" >&2
 fi
 
