@@ -259,8 +259,13 @@ phase "guest shell (s, c, prompt answers)" "$(secs "$t" "$(now)")"
 screen >&2
 keys C-]
 keys ':'; keys -l 'q'; keys Enter
-wait_screen 'MAKE-RUN-EXIT=0' 30
-log "make run: the dashboard quit, exit 0"
+end=$((SECONDS + 30))
+until grep -aq 'MAKE-RUN-EXIT=' "$W/make-run.out"; do
+    ((SECONDS < end)) || { show; die "kvcon did not quit within 30 s of :q"; }
+    sleep 0.2
+done
+grep -aq 'MAKE-RUN-EXIT=0' "$W/make-run.out" || { show; die "make run: $(grep -ao 'MAKE-RUN-EXIT=[0-9]*' "$W/make-run.out")"; }
+log "make run: the dashboard quit, make run exit 0"
 
 if [[ ${KVCON_CLEANROOM_STOP:-} == run ]]; then
     log "KVCON_CLEANROOM_STOP=run: not running make check"
