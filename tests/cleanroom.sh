@@ -39,6 +39,11 @@ T0=$(now)
 
 # ------------------------------------------------------------------ the root
 mkdir -p "$CACHE"
+if [[ ${KVCON_CLEANROOM_FRESH:-0} != 1 ]]; then
+    # one clean room at a time on the shared caches (two apt-gets would meet on one archives lock)
+    exec 8>"$CACHE/.lock"
+    flock -n 8 || { log "waiting for another clean room on $CACHE"; flock -w 3600 8 || die "$CACHE stays locked"; }
+fi
 tarball=$CACHE/bookworm-minbase.tar
 mirrors=("deb http://deb.debian.org/debian bookworm main"
     "deb http://deb.debian.org/debian bookworm-updates main"
