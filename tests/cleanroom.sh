@@ -130,6 +130,30 @@ tar -xf "$tarball" -C "$R"
 cp -L /etc/resolv.conf "$R/etc/resolv.conf"
 printf '127.0.0.1\tlocalhost\n127.0.1.1\tcleanroom\n::1\t\tlocalhost ip6-localhost ip6-loopback\n' >"$R/etc/hosts"
 echo cleanroom >"$R/etc/hostname"
+# ... and the network's: CAs this machine trusts beyond Debian's (a TLS-intercepting proxy), as an admin would add
+# them (/usr/local/share/ca-certificates); a fresh machine on this network would need them as it needs resolv.conf
+extra=$(python3 - "$R" <<'PY'
+import os, re, sys
+pem = re.compile(r"-----BEGIN CERTIFICATE-----.*?-----END CERTIFICATE-----", re.S)
+def certs(path):
+    try:
+        return pem.findall(open(path).read())
+    except OSError:
+        return []
+room = set(certs(sys.argv[1] + "/etc/ssl/certs/ca-certificates.crt"))
+extra = [c for c in certs("/etc/ssl/certs/ca-certificates.crt") if c not in room]
+d = sys.argv[1] + "/usr/local/share/ca-certificates"
+os.makedirs(d, exist_ok=True)
+for i, c in enumerate(extra):
+    with open("%s/cleanroom-host-%d.crt" % (d, i), "w") as f:
+        f.write(c + "\n")
+print(len(extra))
+PY
+)
+if [[ $extra != 0 ]]; then
+    log "this machine trusts $extra CA(s) beyond Debian's (a proxy's?): added to the clean room"
+    chroot "$R" update-ca-certificates >/dev/null 2>&1 || die "update-ca-certificates in the clean room failed"
+fi
 # the commit under test, as a repository to clone from (what `git clone URL` would fetch)
 git init -q --bare "$R/root/kvcon.git"
 git -C "$REPO" push -q "$R/root/kvcon.git" "$commit:refs/heads/main"
