@@ -220,6 +220,7 @@ log "make run (tmux, 160x45)"
 # the pane's shell: cd into the clone, the README's first command, then its status (the pane stays)
 printf '#!/bin/bash\ncd /root/kvcon\nmake run\necho "MAKE-RUN-EXIT=$?"\nexec sleep 86400\n' >"$R/root/.make-run"
 chmod 755 "$R/root/.make-run"
+: >"$W/make-run.out"
 "${TM[@]}" new-session -d -x 160 -y 45 -s cr \
     "nsenter -t $HOLDER -m -p -- chroot $R /usr/bin/env -i ${CLEAN_ENV[*]} TERM=xterm-256color /root/.make-run"
 TMUX_PID=$("${TM[@]}" display -p '#{pid}')
