@@ -52,13 +52,54 @@ static bool run_until(bool (*cond)(void *), void *arg, uint64_t timeout_ms)
 	return true;
 }
 
-static bool all_ready(void *arg)
+/* Every host is ready, or has failed its first connection: a command reports that at once (as virsh does)
+ * instead of waiting through the reconnect backoff; the dashboard keeps retrying. */
+static bool all_settled(void *arg)
 {
 	(void)arg;
 	for (int i = 0; i < C.nsrcs; i++)
-		if (!engine_ready(C.srcs[i]))
+		if (!engine_ready(C.srcs[i]) && engine_error(C.srcs[i]) == NULL)
 			return false;
 	return true;
+}
+
+/* The first host that did not open, as one line for `error: ...` (caller frees), or NULL when all are ready. */
+static char *open_failure(void)
+{
+	for (int i = 0; i < C.nsrcs; i++)
+		if (!engine_ready(C.srcs[i])) {
+			const char *e = engine_error(C.srcs[i]);
+			char *u = util_escape_display(C.srcs[i]->server);
+			char *m = e ? util_escape_display(e)
+				    : xasprintf("%s: not connected after %d s", u, OPEN_TIMEOUT_MS / 1000);
+			free(u);
+			return m;
+		}
+	return NULL;
+}
+
+/* The accelerator notice (KVM unusable, TCG forced), once per machine boot on the command line: a stamp in the
+ * state directory holds the boot and the notice last shown. The dashboard's header always shows it. */
+static void notice_once(const struct source *src)
+{
+	char *boot = util_read_file("/proc/sys/kernel/random/boot_id", NULL);
+	char *state = util_state_dir();
+	char *stamp = util_path_join(state, "engine-notice-shown");
+	char *line = xasprintf("%.*s %s %s\n", boot ? (int)strcspn(boot, "\n") : 0, boot ? boot : "", src->name,
+			       src->notice);
+	char *old = util_read_file(stamp, NULL);
+	if (old == NULL || strstr(old, line) == NULL) {
+		char *e = util_escape_display(src->notice);
+		fprintf(stderr, "kvcon: %s: %s\n", src->name, e);
+		free(e);
+		util_mkdir_p(state, 0700);
+		util_write_file_atomic(stamp, line, strlen(line), 0644);
+	}
+	free(old);
+	free(line);
+	free(stamp);
+	free(state);
+	free(boot);
 }
 
 static bool idle(void *arg)
@@ -175,21 +216,16 @@ static int open_engine(void)
 		C.srcs = xreallocarray(C.srcs, (size_t)C.nsrcs + 1, sizeof *C.srcs);
 		C.srcs[C.nsrcs++] = s;
 	}
-	if (!run_until(all_ready, NULL, OPEN_TIMEOUT_MS)) {
-		for (int i = 0; i < C.nsrcs; i++)
-			if (!engine_ready(C.srcs[i])) {
-				const char *e = engine_error(C.srcs[i]);
-				fprintf(stderr, "kvcon: engine host %s: %s\n", C.srcs[i]->server,
-					e ? e : "not connected");
-				if (e && strstr(e, "pid file"))
-					fprintf(stderr, "kvcon: another kvcon process holds the embedded engine; its "
-							"dashboard or command reconciles for it\n");
-			}
+	run_until(all_settled, NULL, OPEN_TIMEOUT_MS);
+	char *failure = open_failure();
+	if (failure) {
+		fprintf(stderr, "error: %s\n", failure);
+		free(failure);
 		return EXIT_API;
 	}
 	for (int i = 0; i < C.nsrcs; i++)
 		if (C.srcs[i]->notice)
-			fprintf(stderr, "kvcon: %s: %s\n", C.srcs[i]->name, C.srcs[i]->notice);
+			notice_once(C.srcs[i]);
 	return EXIT_OK;
 }
 
@@ -219,11 +255,9 @@ static int open_into(struct store *st, char **err)
 			C.srcs[C.nsrcs++] = s;
 		}
 	}
-	if (!run_until(all_ready, NULL, OPEN_TIMEOUT_MS)) {
-		const char *e = engine_error(C.srcs[0]);
-		*err = xasprintf("engine host not ready: %s", e ? e : "timed out");
+	run_until(all_settled, NULL, OPEN_TIMEOUT_MS);
+	if ((*err = open_failure()) != NULL)
 		return -1;
-	}
 	return 0;
 }
 

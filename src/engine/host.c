@@ -19,6 +19,7 @@
 #include "core/loop.h"
 #include "core/util.h"
 #include "core/xmalloc.h"
+#include "engine/hostenv.h"
 #include "engine/kvmprobe.h"
 
 #define META_URI "https://kvcon.dev/xmlns/engine/1"
@@ -75,10 +76,13 @@ static void quiet_errors(void *data, virErrorPtr err)
 
 static void event_start(void)
 {
-	/* libvirt's own log (the embedded driver's warnings) goes to kvcon's log file, not the terminal */
+	/* libvirt's own log (the embedded driver's warnings and errors, timestamped) goes to kvcon's log file, never
+	 * to the terminal, whatever the environment said: a command without --log-file opens the default one */
+	if (log_path() == NULL)
+		log_open(NULL);
 	const char *lp = log_path();
-	char *outputs = lp ? xasprintf("3:file:%s", lp) : xstrdup("4:stderr");
-	setenv("LIBVIRT_LOG_OUTPUTS", outputs, 0);
+	char *outputs = xasprintf("3:file:%s", lp ? lp : "/dev/null");
+	setenv("LIBVIRT_LOG_OUTPUTS", outputs, 1);
 	free(outputs);
 	virSetErrorFunc(NULL, quiet_errors);
 	virEventRegisterDefaultImpl();
@@ -566,7 +570,7 @@ static void do_start(struct host *h, struct host_req *r)
 {
 	char *err = NULL;
 	virDomainPtr dom = NULL;
-	if (domxml_prepare(r->plan, &err) < 0)
+	if ((err = hostenv_guest_problem(h->uri)) != NULL || domxml_prepare(r->plan, &err) < 0)
 		goto fail;
 	dom = virDomainDefineXML(h->conn, r->plan->xml);
 	if (dom == NULL) {
@@ -719,6 +723,13 @@ static bool connect_host(struct host *h)
 		write_embed_conf(h->embed_root);
 	}
 	uint64_t t0 = util_now_ms();
+	char *problem = hostenv_problem(h->uri);
+	if (problem) { /* before libvirt: a driver that failed to start stays failed for the whole process */
+		struct host_msg *m = msg_new(h, HM_DOWN);
+		m->text = problem;
+		post(m);
+		return false;
+	}
 	h->conn = virConnectOpen(h->uri);
 	if (h->conn == NULL) {
 		struct host_msg *m = msg_new(h, HM_DOWN);
