@@ -85,8 +85,9 @@ static void notice_once(const struct source *src)
 	char *boot = util_read_file("/proc/sys/kernel/random/boot_id", NULL);
 	char *state = util_state_dir();
 	char *stamp = util_path_join(state, "engine-notice-shown");
-	char *line = xasprintf("%.*s %s %s\n", boot ? (int)strcspn(boot, "\n") : 0, boot ? boot : "", src->name,
-			       src->notice);
+	/* the notice's kind (its words before the first colon), not its details: "(probed earlier this boot)" */
+	char *line = xasprintf("%.*s %s %.*s\n", boot ? (int)strcspn(boot, "\n") : 0, boot ? boot : "", src->name,
+			       (int)strcspn(src->notice, ":"), src->notice);
 	char *old = util_read_file(stamp, NULL);
 	if (old == NULL || strstr(old, line) == NULL) {
 		char *e = util_escape_display(src->notice);
@@ -678,7 +679,7 @@ static int cmd_action(int argc, char **argv)
 	char *err = NULL;
 	if (src->ops->action(src, &req, engine_cli_reply, &a, &err) < 0) {
 		char *e = util_escape_display(err);
-		fprintf(stderr, "kvcon: %s %s: %s\n", argv[0], name, e);
+		fprintf(stderr, "error: %s %s: %s\n", argv[0], name, e);
 		free(e);
 		free(err);
 		return close_engine(EXIT_API, 0);
@@ -689,7 +690,7 @@ static int cmd_action(int argc, char **argv)
 	}
 	if (wait && a.status != 0) {
 		char *e = util_escape_display(a.msg ? a.msg : "failed");
-		fprintf(stderr, "kvcon: %s %s: %s\n", argv[0], name, e);
+		fprintf(stderr, "error: %s %s: %s\n", argv[0], name, e);
 		free(e);
 		free(a.msg);
 		return close_engine(EXIT_API, 10000);
