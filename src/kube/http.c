@@ -19,7 +19,7 @@
 #define BODY_MAX (512u << 20) /* refuse to collect a body beyond this */
 /* An API server that has not accepted the TCP connection by then is down or filtered: a command says so within
  * 5 s (the dashboard retries with backoff). */
-#define CONNECT_TIMEOUT_MS 4000L
+#define CONNECT_TIMEOUT_MS 3000L
 
 struct kube_req {
 	struct kube_http *h;
