@@ -41,6 +41,7 @@ struct host {
 	char *uri;
 	char *accel;
 	char *embed_root;
+	char *first_error; /* the embedded driver's first failure to open (worker thread) */
 	host_msg_cb cb;
 	void *arg;
 	pthread_t thread;
@@ -734,6 +735,16 @@ static bool connect_host(struct host *h)
 	if (h->conn == NULL) {
 		struct host_msg *m = msg_new(h, HM_DOWN);
 		m->text = lv_error(h->uri);
+		/* libvirt starts the embedded QEMU driver once per process: after a failed start every open says only
+		 * "qemu state driver is not active", so the first reason is kept */
+		const char *e = virGetLastErrorMessage();
+		if (h->embed_root && h->first_error && e && strstr(e, "state driver is not active")) {
+			free(m->text);
+			m->text = xasprintf("%s (libvirt's QEMU driver failed to start in this kvcon process: restart kvcon "
+					    "once that is fixed)",
+					    h->first_error);
+		} else if (h->embed_root && h->first_error == NULL)
+			h->first_error = xstrdup(m->text);
 		post(m);
 		return false;
 	}
@@ -878,6 +889,7 @@ void host_free(struct host *h)
 	free(h->uri);
 	free(h->accel);
 	free(h->embed_root);
+	free(h->first_error);
 	/* messages already posted still point at h: it is kept (one per host per process) */
 }
 

@@ -32,6 +32,18 @@ want+=" as root, or: useradd -r -g root -d /var/lib/libvirt -s /usr/sbin/nologin
 expect conf-user "$want" "$K" -c "$URI" engine get vm
 cp "$ENGINE_T/qemu.conf.orig" "$XDG_STATE_HOME/kvcon/engine/etc/qemu.conf"
 
+step "a QEMU driver that fails to start: the command says why; the dashboard's retries keep saying why"
+printf 'user = "root"\ngroup = "root"\nthis is = = broken\n' >"$XDG_STATE_HOME/kvcon/engine/etc/qemu.conf"
+want="error: $URI: configuration file syntax error: $XDG_STATE_HOME/kvcon/engine/etc/qemu.conf:3: expecting an"
+want+=" assignment"
+expect driver-fails "$want" "$K" -c "$URI" engine get vm
+mkdir -p "$ENGINE_T/home"
+tmux -L "kvenv$$" new-session -d -x 120 -y 30 "env -u KUBECONFIG HOME=$ENGINE_T/home $K -c '$URI' --log-file $ENGINE_T/dash.log"
+kept() { grep -c "expecting an assignment (libvirt's QEMU driver failed to start in this kvcon process" "$ENGINE_T/dash.log"; }
+wait_eq 20 2 kept || { tmux -L "kvenv$$" kill-server; fail "the dashboard's retries lost the reason"; }
+tmux -L "kvenv$$" kill-server
+cp "$ENGINE_T/qemu.conf.orig" "$XDG_STATE_HOME/kvcon/engine/etc/qemu.conf"
+
 step "QEMU not installed: /dev/null over the binary"
 qemu=$(command -v qemu-system-x86_64)
 want="error: QEMU is not installed (no qemu-system-x86_64 on the PATH): install qemu-system-x86 (Debian), or run"
