@@ -79,7 +79,7 @@ static char *open_failure(void)
 }
 
 /* The accelerator notice (KVM unusable, TCG forced), once per machine boot on the command line: a stamp in the
- * state directory holds the boot and the notice last shown. The dashboard's header always shows it. */
+ * state directory holds the boot and the notices shown in it. The dashboard's header always shows it. */
 static void notice_once(const struct source *src)
 {
 	char *boot = util_read_file("/proc/sys/kernel/random/boot_id", NULL);
@@ -93,8 +93,12 @@ static void notice_once(const struct source *src)
 		char *e = util_escape_display(src->notice);
 		fprintf(stderr, "kvcon: %s: %s\n", src->name, e);
 		free(e);
+		/* one line per host and kind this boot; an older boot's lines go */
+		bool same_boot = old && strncmp(old, line, strcspn(line, " ") + 1) == 0;
+		char *text = xasprintf("%s%s", same_boot ? old : "", line);
 		util_mkdir_p(state, 0700);
-		util_write_file_atomic(stamp, line, strlen(line), 0644);
+		util_write_file_atomic(stamp, text, strlen(text), 0644);
+		free(text);
 	}
 	free(old);
 	free(line);
