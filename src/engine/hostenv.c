@@ -137,8 +137,8 @@ static char *missing_accounts(const char *root, const char *module)
 	for (int i = 0; i < n; i++) {
 		if (users[i] && getpwnam(users[i]) == NULL && (i == 0 || !util_str_eq(users[i], users[0]))) {
 			buf_printf(&names, "%suser %s", names.len ? ", " : "", users[i]);
-			buf_printf(&cmds, "%suseradd -r%s%s -d /var/lib/libvirt -s /usr/sbin/nologin %s", cmds.len ? "; " : "",
-				   groups[i] ? " -g " : "", groups[i] ? groups[i] : "", users[i]);
+			buf_printf(&cmds, "%suseradd -r%s%s -d /var/lib/libvirt -s /usr/sbin/nologin %s",
+				   cmds.len ? "; " : "", groups[i] ? " -g " : "", groups[i] ? groups[i] : "", users[i]);
 		}
 	}
 	char *msg = NULL;

@@ -1,4 +1,5 @@
 #!/bin/bash
+# shellcheck disable=SC2016 # the namespaces' scripts expand their own arguments
 # env_engine.sh - every environment problem of the engine is one `error: ...` line with its fix, exit 1, within
 # 5 s (issue 13, item 4): a missing libvirt account, QEMU or libvirt's QEMU driver not installed, the embedded
 # root held by another kvcon (its pid), a refusing or silent -c host, and a minimal root without devpts, without
@@ -38,8 +39,11 @@ want="error: $URI: configuration file syntax error: $XDG_STATE_HOME/kvcon/engine
 want+=" assignment"
 expect driver-fails "$want" "$K" -c "$URI" engine get vm
 mkdir -p "$ENGINE_T/home"
-tmux -L "kvenv$$" new-session -d -x 120 -y 30 "env -u KUBECONFIG HOME=$ENGINE_T/home $K -c '$URI' --log-file $ENGINE_T/dash.log"
-kept() { grep -c "expecting an assignment (libvirt's QEMU driver failed to start in this kvcon process" "$ENGINE_T/dash.log"; }
+tmux -L "kvenv$$" new-session -d -x 120 -y 30 \
+    "env -u KUBECONFIG HOME=$ENGINE_T/home $K -c '$URI' --log-file $ENGINE_T/dash.log"
+kept() {
+    grep -c "expecting an assignment (libvirt's QEMU driver failed to start in this kvcon process" "$ENGINE_T/dash.log"
+}
 wait_eq 20 2 kept || { tmux -L "kvenv$$" kill-server; fail "the dashboard's retries lost the reason"; }
 tmux -L "kvenv$$" kill-server
 cp "$ENGINE_T/qemu.conf.orig" "$XDG_STATE_HOME/kvcon/engine/etc/qemu.conf"
@@ -48,7 +52,8 @@ step "QEMU not installed: /dev/null over the binary"
 qemu=$(command -v qemu-system-x86_64)
 want="error: QEMU is not installed (no qemu-system-x86_64 on the PATH): install qemu-system-x86 (Debian), or run"
 want+=" scripts/deps.sh as root"
-expect no-qemu "$want" "${IN_NS[@]}" 'mount --bind /dev/null "$1" && exec "$2" -c "$3" engine get vm' x "$qemu" "$K" "$URI"
+expect no-qemu "$want" "${IN_NS[@]}" 'mount --bind /dev/null "$1" && exec "$2" -c "$3" engine get vm' \
+    x "$qemu" "$K" "$URI"
 
 step "libvirt's QEMU driver not installed: an empty directory over the driver modules"
 lib=$(ldd "$K" | awk '/libvirt\.so/ {print $3}')
@@ -56,7 +61,8 @@ drv=${lib%/*}/libvirt/connection-driver
 [[ -f $drv/libvirt_driver_qemu.so ]] || fail "no driver module at $drv"
 want="error: libvirt's QEMU driver is not installed (no $drv/libvirt_driver_qemu.so): install"
 want+=" libvirt-daemon-driver-qemu (Debian), or run scripts/deps.sh as root"
-expect no-driver "$want" "${IN_NS[@]}" 'mount -t tmpfs none "$1" && exec "$2" -c "$3" engine get vm' x "$drv" "$K" "$URI"
+expect no-driver "$want" "${IN_NS[@]}" 'mount -t tmpfs none "$1" && exec "$2" -c "$3" engine get vm' \
+    x "$drv" "$K" "$URI"
 
 step "the embedded root held by another kvcon: refused at once, naming its pid"
 "$K" -c "$URI" engine reconcile --for 60 >"$ENGINE_T/holder.out" 2>"$ENGINE_T/holder.err" &
@@ -77,7 +83,8 @@ expect refused "$want" "$K" -c qemu+tcp://127.0.0.1:1/system engine get vm
 # a private network namespace where 10.99.0.2 is a neighbour that never answers (its SYNs go nowhere)
 want="error: qemu+tcp://10.99.0.2/system: no answer from 10.99.0.2 port 16509 within 3 s: is the host up, and the"
 want+=" port open?"
-expect silent "$want" "${IN_SILENT_NET[@]}" "$SILENT_NET_UP"' && exec "$1" -c qemu+tcp://10.99.0.2/system engine get vm' x "$K"
+expect silent "$want" "${IN_SILENT_NET[@]}" "$SILENT_NET_UP"' && exec "$1" -c "$2" engine get vm' \
+    x "$K" qemu+tcp://10.99.0.2/system
 want="error: qemu+ssh://kvenv.invalid/system: cannot resolve the host name kvenv.invalid"
 out=$(timeout 60 "$K" -c qemu+ssh://kvenv.invalid/system engine get vm 2>&1) && fail "unresolvable host: exit 0"
 [[ $out == "$want ("*"): check the URI" ]] || fail "unresolvable host: $out"
@@ -86,16 +93,19 @@ step "a minimal root: no /var/lock, no devpts, a root that is not a mount point 
 for vm in lock pts mnt; do kv engine apply -f "$(manifest $vm Halted)" >/dev/null || fail "apply $vm"; done
 want="error: start lock: cannot start guests: /var/lock is missing or not writable (No such file or directory),"
 want+=" and libvirt locks each guest's console there: mkdir -p /run/lock (where /var/lock points on Debian)"
-expect no-run-lock "$want" "${IN_NS[@]}" 'mount -t tmpfs none /run && exec "$1" -c "$2" engine start lock' x "$K" "$URI"
+expect no-run-lock "$want" "${IN_NS[@]}" 'mount -t tmpfs none /run && exec "$1" -c "$2" engine start lock' \
+    x "$K" "$URI"
 want="error: start pts: cannot start guests: no usable pseudo-terminal here (No such device), and QEMU's serial"
 want+=" console needs one: mount a devpts of this root's own (mount -t devpts -o newinstance,ptmxmode=0666 devpts"
 want+=" /dev/pts; mount --bind /dev/pts/ptmx /dev/ptmx)"
-expect no-devpts "$want" "${IN_NS[@]}" 'mount -t tmpfs none /dev/pts && exec "$1" -c "$2" engine start pts' x "$K" "$URI"
+expect no-devpts "$want" "${IN_NS[@]}" 'mount -t tmpfs none /dev/pts && exec "$1" -c "$2" engine start pts' \
+    x "$K" "$URI"
 # a chroot into a plain directory that holds the machine's directories as bind mounts
 want="error: start mnt: cannot start guests: / is not a mount point, and libvirt gives each guest a mount"
 want+=" namespace made from it: bind-mount the root onto itself before entering it (mount --bind ROOT ROOT), or"
 want+=" set namespaces = [ ] in $root/etc/qemu.conf"
-expect no-mount-root "$want" "${IN_NS[@]}" 'r=$1/chroot; mkdir -p "$r"; for d in usr etc dev proc sys tmp run var work; do
+expect no-mount-root "$want" "${IN_NS[@]}" 'r=$1/chroot; mkdir -p "$r"
+    for d in usr etc dev proc sys tmp run var work; do
         [[ -d /$d ]] || continue; mkdir -p "$r/$d"; mount --rbind "/$d" "$r/$d"; done
     for l in bin sbin lib lib64; do [[ -L /$l ]] && ln -sfn "$(readlink "/$l")" "$r/$l"; done
     exec chroot "$r" "$2" -c "$3" engine start mnt' x "$ENGINE_T" "$K" "$URI"
@@ -125,5 +135,6 @@ grep -v '^No resources found' "$ENGINE_T/kvm1.err" >"$ENGINE_T/kvm1.notice" || t
 grep -q "^kvcon: [^ ]*: KVM unusable here, guests run under TCG emulation: .*kvm" "$ENGINE_T/kvm1.notice" ||
     fail "KVM notice: $(cat "$ENGINE_T/kvm1.notice")"
 grep -q "KVM" "$ENGINE_T/kvm2.err" && fail "KVM notice shown twice in one boot: $(cat "$ENGINE_T/kvm2.err")"
-grep -q "error :" "$ENGINE_T"/*.err && fail "libvirt's own log lines reached stderr: $(grep -h "error :" "$ENGINE_T"/*.err)"
+grep -q "error :" "$ENGINE_T"/*.err &&
+    fail "libvirt's own log lines reached stderr: $(grep -h "error :" "$ENGINE_T"/*.err)"
 echo PASS

@@ -1,4 +1,5 @@
 #!/bin/bash
+# shellcheck disable=SC2016 # the namespaces' scripts expand their own arguments
 # env_kube.sh - the cluster side's environment problems are one `error: ...` line with the fix, exit 1, within 5 s
 # (issue 13, item 4): no kubeconfig (for `kvcon get`, and for the dashboard with the engine off or unable to
 # open), a cluster that refuses the connection, one that never answers (a private network namespace), and
@@ -32,6 +33,7 @@ want+=" (no qemu-system-x86_64 on the PATH): install qemu-system-x86 (Debian), o
 expect dash-no-qemu "$want" "${nokube[@]}" "${IN_NS[@]}" 'mount --bind /dev/null "$(command -v qemu-system-x86_64)" &&
     exec script -qec "$1" /dev/null >&2' x "$K"
 
+# shellcheck disable=SC2119 # no fakekube options
 fk_start
 echo "== a cluster that refuses the connection"
 port=$("$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')

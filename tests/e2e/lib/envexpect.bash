@@ -5,9 +5,11 @@
 #   IN_NS                    "${IN_NS[@]}" 'SCRIPT' x ARGS...: bash SCRIPT ($1.. = ARGS) in a private mount namespace
 #   IN_SILENT_NET            "${IN_SILENT_NET[@]}" 'SCRIPT' x ARGS...: the same in a private network namespace where
 #                            10.99.0.2 is a neighbour that never answers (SYNs go out and nothing comes back)
+# shellcheck disable=SC2034 # for the sourcing tests
 IN_NS=(unshare -m --propagation private bash -c)
 SILENT_NET_UP='ip link set lo up && ip link add v0 type veth peer name v1 && ip addr add 10.99.0.1/24 dev v0 &&
     ip link set v0 up && ip link set v1 up && ip neigh add 10.99.0.2 lladdr 02:00:00:00:00:02 dev v0 nud permanent'
+# shellcheck disable=SC2034
 IN_SILENT_NET=(unshare -n bash -c)
 
 expect() {
