@@ -719,18 +719,20 @@ static void disconnect(struct host *h)
 
 static bool connect_host(struct host *h)
 {
-	if (h->embed_root) {
-		util_mkdir_p(h->embed_root, 0700);
-		write_embed_conf(h->embed_root);
-	}
-	uint64_t t0 = util_now_ms();
+	/* before the root is touched (another process may hold it) and before libvirt is asked (a QEMU driver that
+	 * failed to start stays failed for the whole process) */
 	char *problem = hostenv_problem(h->uri);
-	if (problem) { /* before libvirt: a driver that failed to start stays failed for the whole process */
+	if (problem) {
 		struct host_msg *m = msg_new(h, HM_DOWN);
 		m->text = problem;
 		post(m);
 		return false;
 	}
+	if (h->embed_root) {
+		util_mkdir_p(h->embed_root, 0700);
+		write_embed_conf(h->embed_root);
+	}
+	uint64_t t0 = util_now_ms();
 	h->conn = virConnectOpen(h->uri);
 	if (h->conn == NULL) {
 		struct host_msg *m = msg_new(h, HM_DOWN);
