@@ -216,12 +216,12 @@ static char *embed_problem(const char *root)
 		free(c);
 		char *e = util_escape_display(root), *ec = util_escape_display(comm);
 		if (pid > 0)
-			msg = xasprintf("the engine root %s is in use by %s (pid %d): the embedded driver admits one process "
-					"at a time; use that one (its dashboard), or quit it first",
+			msg = xasprintf("the engine root %s is in use by %s (pid %d): the embedded driver admits one "
+					"process at a time; use that one (its dashboard), or quit it first",
 					e, *ec ? ec : "another process", pid);
 		else
-			msg = xasprintf("the engine root %s is in use by another process: the embedded driver admits one "
-					"process at a time; quit it first",
+			msg = xasprintf("the engine root %s is in use by another process: the embedded driver admits "
+					"one process at a time; quit it first",
 					e);
 		free(e);
 		free(ec);
@@ -420,13 +420,13 @@ char *hostenv_guest_problem(const char *uri)
 	struct stat st;
 	if (err)
 		msg = xasprintf("cannot start guests: no usable pseudo-terminal here (%s), and QEMU's serial console "
-				"needs one: mount a devpts of this root's own (mount -t devpts -o newinstance,ptmxmode=0666 "
-				"devpts /dev/pts; mount --bind /dev/pts/ptmx /dev/ptmx)",
+				"needs one: mount a devpts of this root's own (mount -t devpts -o "
+				"newinstance,ptmxmode=0666 devpts /dev/pts; mount --bind /dev/pts/ptmx /dev/ptmx)",
 				strerror(err));
 	else if (mount_ns && !root_is_mount())
 		msg = xasprintf("cannot start guests: / is not a mount point, and libvirt gives each guest a mount "
-				"namespace made from it: bind-mount the root onto itself before entering it (mount --bind "
-				"ROOT ROOT), or set namespaces = [ ] in %s/etc/qemu.conf",
+				"namespace made from it: bind-mount the root onto itself before entering it (mount "
+				"--bind ROOT ROOT), or set namespaces = [ ] in %s/etc/qemu.conf",
 				er);
 	else if (stat(LOCK_DIR "/", &st) < 0 || access(LOCK_DIR "/", W_OK) < 0)
 		msg = xasprintf("cannot start guests: %s is missing or not writable (%s), and libvirt locks each "
