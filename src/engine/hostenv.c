@@ -16,6 +16,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <sys/utsname.h>
 #include <unistd.h>
 
@@ -354,16 +355,58 @@ static char *remote_problem(const char *uri, const struct remote *r)
 	return msg;
 }
 
+/* ---- a daemon on this machine ---- */
+
+/* The unix socket a local daemon URI connects to (?socket=, else the system daemon's), or NULL for other URIs
+ * (qemu:///session starts its own daemon). Caller frees. */
+static char *daemon_socket(const char *uri)
+{
+	const char *sock = strstr(uri, "socket=");
+	if (sock && (util_has_prefix(uri, "qemu:///") || util_has_prefix(uri, "qemu+unix:///")))
+		return xstrndup(sock + 7, strcspn(sock + 7, "&"));
+	if (strcmp(uri, "qemu:///system") == 0 || strcmp(uri, "qemu+unix:///system") == 0) {
+		/* libvirt 9 tries the modular daemon's socket first */
+		if (access("/run/libvirt/virtqemud-sock", F_OK) == 0)
+			return xstrdup("/run/libvirt/virtqemud-sock");
+		return xstrdup("/run/libvirt/libvirt-sock");
+	}
+	return NULL;
+}
+
+static char *daemon_problem(const char *uri, const char *path)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	if (strlen(path) >= sizeof sa.sun_path)
+		return NULL; /* libvirt will say */
+	memcpy(sa.sun_path, path, strlen(path) + 1);
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	int err = fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof sa) == 0 ? 0 : errno;
+	if (fd >= 0)
+		close(fd);
+	if (err == 0 || err == EACCES || err == EPERM)
+		return NULL; /* there; libvirt reports what access it gets */
+	char *u = util_escape_display(uri), *p = util_escape_display(path);
+	char *msg = xasprintf("%s: no libvirt daemon answers on %s (%s): start it (libvirtd -d, or systemctl start "
+			      "libvirtd), or leave out -c for kvcon's embedded engine",
+			      u, p, strerror(err));
+	free(u);
+	free(p);
+	return msg;
+}
+
 char *hostenv_problem(const char *uri)
 {
-	char *root = host_embed_root(uri);
-	if (root) {
-		char *msg = embed_problem(root);
-		free(root);
-		return msg;
-	}
+	char *root = host_embed_root(uri), *sock, *msg = NULL;
 	struct remote r;
-	return remote_of(uri, &r) ? remote_problem(uri, &r) : NULL;
+	if (root)
+		msg = embed_problem(root);
+	else if ((sock = daemon_socket(uri)) != NULL) {
+		msg = daemon_problem(uri, sock);
+		free(sock);
+	} else if (remote_of(uri, &r))
+		msg = remote_problem(uri, &r);
+	free(root);
+	return msg;
 }
 
 /* ---- what a guest needs of this machine ---- */

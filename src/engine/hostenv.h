@@ -15,6 +15,7 @@
  * Embedded driver: libvirt's QEMU driver module and a QEMU binary installed; the accounts the driver looks up
  * (its compiled-in one and the user/group of ROOT/etc/qemu.conf) present when root; ROOT not held by another
  * process (the driver's pid file lock; the message names the pid).
+ * A daemon on this machine (qemu:///system, ?socket=PATH): its unix socket accepts a connection.
  * Remote host (tcp, tls, ssh): its port answers a TCP connect within HOSTENV_CONNECT_MS. */
 char *hostenv_problem(const char *uri);
 

@@ -2,8 +2,8 @@
 # shellcheck disable=SC2016 # the namespaces' scripts expand their own arguments
 # env_engine.sh - every environment problem of the engine is one `error: ...` line with its fix, exit 1, within
 # 5 s (issue 13, item 4): a missing libvirt account, QEMU or libvirt's QEMU driver not installed, the embedded
-# root held by another kvcon (its pid), a refusing or silent -c host, and a minimal root without devpts, without
-# /run/lock or whose / is not a mount point (refused before a guest starts). Also: the KVM notice is one line,
+# root held by another kvcon (its pid), a refusing or silent -c host, a local daemon that is not running, and a
+# minimal root without devpts, without /run/lock or whose / is not a mount point (refused before a guest starts). Also: the KVM notice is one line,
 # once per boot, and `kvcon engine get vm` never hangs. Each case changes the machine only inside a private mount
 # (or network) namespace: the real accounts, binaries and mounts stay as other tests need them.
 # Prints "ENVTIME case seconds" lines (BENCHMARKS.md). Exit 0 pass, 77 skip, anything else fail.
@@ -85,6 +85,11 @@ want="error: qemu+tcp://10.99.0.2/system: no answer from 10.99.0.2 port 16509 wi
 want+=" port open?"
 expect silent "$want" "${IN_SILENT_NET[@]}" "$SILENT_NET_UP"' && exec "$1" -c "$2" engine get vm' \
     x "$K" qemu+tcp://10.99.0.2/system
+# a local daemon that is not running: its socket is not there
+sock=$ENGINE_T/no-daemon/libvirt-sock
+want="error: qemu+unix:///system?socket=$sock: no libvirt daemon answers on $sock (No such file or directory): start"
+want+=" it (libvirtd -d, or systemctl start libvirtd), or leave out -c for kvcon's embedded engine"
+expect no-daemon "$want" "$K" -c "qemu+unix:///system?socket=$sock" engine get vm
 want="error: qemu+ssh://kvenv.invalid/system: cannot resolve the host name kvenv.invalid"
 out=$(timeout 60 "$K" -c qemu+ssh://kvenv.invalid/system engine get vm 2>&1) && fail "unresolvable host: exit 0"
 [[ $out == "$want ("*"): check the URI" ]] || fail "unresolvable host: $out"

@@ -177,8 +177,10 @@ static void remote(void)
 	check(u, "port "); /* refused, or no IPv6 here: either way one line naming the port */
 	check("qemu+tcp://kvunit.invalid/system", "cannot resolve the host name kvunit.invalid");
 	/* local URIs: nothing to connect to */
-	check("qemu:///system", NULL);
-	check("qemu+unix:///system?socket=/nonexistent/libvirt-sock", NULL);
+	check("qemu+unix:///system?socket=/nonexistent/libvirt-sock",
+	      "qemu+unix:///system?socket=/nonexistent/libvirt-sock: no libvirt daemon answers on "
+	      "/nonexistent/libvirt-sock (No such file or directory): start it");
+	check("qemu:///session", NULL);
 	check("qemu+ext:///system?command=/bin/true", NULL);
 	close(ls);
 	close(closed);
