@@ -3,8 +3,8 @@
 # env_engine.sh - every environment problem of the engine is one `error: ...` line with its fix, exit 1, within
 # 5 s (issue 13, item 4): a missing libvirt account, QEMU or libvirt's QEMU driver not installed, the embedded
 # root held by another kvcon (its pid), a refusing or silent -c host, a local daemon that is not running, and a
-# minimal root without devpts, without /run/lock or whose / is not a mount point (refused before a guest starts). Also: the KVM notice is one line,
-# once per boot, and `kvcon engine get vm` never hangs. Each case changes the machine only inside a private mount
+# minimal root without devpts, without /run/lock or whose / is not a mount point (refused before a guest
+# starts). Also: the KVM notice is one line, once per boot, and `kvcon engine get vm` never hangs. Each case changes the machine only inside a private mount
 # (or network) namespace: the real accounts, binaries and mounts stay as other tests need them.
 # Prints "ENVTIME case seconds" lines (BENCHMARKS.md). Exit 0 pass, 77 skip, anything else fail.
 set -u
