@@ -158,10 +158,11 @@ static struct stream *open_engine_vm(const char *ns, const char *name, char **er
 		if (h == NULL)
 			return NULL;
 		uint64_t deadline = util_now_ms() + ENGINE_READY_MS;
-		while (!engine_ready(h) && util_now_ms() < deadline)
+		while (!engine_ready(h) && engine_error(h) == NULL && util_now_ms() < deadline)
 			loop_once(100);
 		if (!engine_ready(h)) {
-			*err = xasprintf("%s: %s", h->server, engine_error(h) ? engine_error(h) : "timed out connecting");
+			/* the engine's errors name the host (or the machine's problem) themselves */
+			*err = engine_error(h) ? xstrdup(engine_error(h)) : xasprintf("%s: timed out connecting", h->server);
 			return NULL;
 		}
 		first = first ? first : h;

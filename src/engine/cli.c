@@ -52,13 +52,59 @@ static bool run_until(bool (*cond)(void *), void *arg, uint64_t timeout_ms)
 	return true;
 }
 
-static bool all_ready(void *arg)
+/* Every host is ready, or has failed its first connection: a command reports that at once (as virsh does)
+ * instead of waiting through the reconnect backoff; the dashboard keeps retrying. */
+static bool all_settled(void *arg)
 {
 	(void)arg;
 	for (int i = 0; i < C.nsrcs; i++)
-		if (!engine_ready(C.srcs[i]))
+		if (!engine_ready(C.srcs[i]) && engine_error(C.srcs[i]) == NULL)
 			return false;
 	return true;
+}
+
+/* The first host that did not open, as one line for `error: ...` (caller frees), or NULL when all are ready. */
+static char *open_failure(void)
+{
+	for (int i = 0; i < C.nsrcs; i++)
+		if (!engine_ready(C.srcs[i])) {
+			const char *e = engine_error(C.srcs[i]);
+			char *u = util_escape_display(C.srcs[i]->server);
+			char *m = e ? util_escape_display(e)
+				    : xasprintf("%s: not connected after %d s", u, OPEN_TIMEOUT_MS / 1000);
+			free(u);
+			return m;
+		}
+	return NULL;
+}
+
+/* The accelerator notice (KVM unusable, TCG forced), once per machine boot on the command line: a stamp in the
+ * state directory holds the boot and the notices shown in it. The dashboard's header always shows it. */
+static void notice_once(const struct source *src)
+{
+	char *boot = util_read_file("/proc/sys/kernel/random/boot_id", NULL);
+	char *state = util_state_dir();
+	char *stamp = util_path_join(state, "engine-notice-shown");
+	/* the notice's kind (its words before the first colon), not its details: "(probed earlier this boot)" */
+	char *line = xasprintf("%.*s %s %.*s\n", boot ? (int)strcspn(boot, "\n") : 0, boot ? boot : "", src->name,
+			       (int)strcspn(src->notice, ":"), src->notice);
+	char *old = util_read_file(stamp, NULL);
+	if (old == NULL || strstr(old, line) == NULL) {
+		char *e = util_escape_display(src->notice);
+		fprintf(stderr, "kvcon: %s: %s\n", src->name, e);
+		free(e);
+		/* one line per host and kind this boot; an older boot's lines go */
+		bool same_boot = old && strncmp(old, line, strcspn(line, " ") + 1) == 0;
+		char *text = xasprintf("%s%s", same_boot ? old : "", line);
+		util_mkdir_p(state, 0700);
+		util_write_file_atomic(stamp, text, strlen(text), 0644);
+		free(text);
+	}
+	free(old);
+	free(line);
+	free(stamp);
+	free(state);
+	free(boot);
 }
 
 static bool idle(void *arg)
@@ -175,21 +221,16 @@ static int open_engine(void)
 		C.srcs = xreallocarray(C.srcs, (size_t)C.nsrcs + 1, sizeof *C.srcs);
 		C.srcs[C.nsrcs++] = s;
 	}
-	if (!run_until(all_ready, NULL, OPEN_TIMEOUT_MS)) {
-		for (int i = 0; i < C.nsrcs; i++)
-			if (!engine_ready(C.srcs[i])) {
-				const char *e = engine_error(C.srcs[i]);
-				fprintf(stderr, "kvcon: engine host %s: %s\n", C.srcs[i]->server,
-					e ? e : "not connected");
-				if (e && strstr(e, "pid file"))
-					fprintf(stderr, "kvcon: another kvcon process holds the embedded engine; its "
-							"dashboard or command reconciles for it\n");
-			}
+	run_until(all_settled, NULL, OPEN_TIMEOUT_MS);
+	char *failure = open_failure();
+	if (failure) {
+		fprintf(stderr, "error: %s\n", failure);
+		free(failure);
 		return EXIT_API;
 	}
 	for (int i = 0; i < C.nsrcs; i++)
 		if (C.srcs[i]->notice)
-			fprintf(stderr, "kvcon: %s: %s\n", C.srcs[i]->name, C.srcs[i]->notice);
+			notice_once(C.srcs[i]);
 	return EXIT_OK;
 }
 
@@ -219,11 +260,9 @@ static int open_into(struct store *st, char **err)
 			C.srcs[C.nsrcs++] = s;
 		}
 	}
-	if (!run_until(all_ready, NULL, OPEN_TIMEOUT_MS)) {
-		const char *e = engine_error(C.srcs[0]);
-		*err = xasprintf("engine host not ready: %s", e ? e : "timed out");
+	run_until(all_settled, NULL, OPEN_TIMEOUT_MS);
+	if ((*err = open_failure()) != NULL)
 		return -1;
-	}
 	return 0;
 }
 
@@ -644,7 +683,7 @@ static int cmd_action(int argc, char **argv)
 	char *err = NULL;
 	if (src->ops->action(src, &req, engine_cli_reply, &a, &err) < 0) {
 		char *e = util_escape_display(err);
-		fprintf(stderr, "kvcon: %s %s: %s\n", argv[0], name, e);
+		fprintf(stderr, "error: %s %s: %s\n", argv[0], name, e);
 		free(e);
 		free(err);
 		return close_engine(EXIT_API, 0);
@@ -655,7 +694,7 @@ static int cmd_action(int argc, char **argv)
 	}
 	if (wait && a.status != 0) {
 		char *e = util_escape_display(a.msg ? a.msg : "failed");
-		fprintf(stderr, "kvcon: %s %s: %s\n", argv[0], name, e);
+		fprintf(stderr, "error: %s %s: %s\n", argv[0], name, e);
 		free(e);
 		free(a.msg);
 		return close_engine(EXIT_API, 10000);

@@ -23,6 +23,7 @@
 #include "engine/estream.h"
 #include "engine/evm.h"
 #include "engine/host.h"
+#include "engine/hostenv.h"
 #include "engine/migrate.h"
 #include "model/source.h"
 
@@ -1547,6 +1548,14 @@ struct source *engine_open(struct store *st, const char *uri, char **err)
 	if (E.resync == NULL)
 		E.resync = loop_timer_add(RESYNC_MS, resync_fire, NULL);
 	return src;
+}
+
+char *engine_check(const char *uri)
+{
+	char *u = uri ? xstrdup(uri) : engine_default_uri();
+	char *problem = hostenv_problem(u);
+	free(u);
+	return problem;
 }
 
 bool engine_ready(const struct source *src)

@@ -19,6 +19,7 @@
 #include "core/loop.h"
 #include "core/util.h"
 #include "core/xmalloc.h"
+#include "engine/hostenv.h"
 #include "engine/kvmprobe.h"
 
 #define META_URI "https://kvcon.dev/xmlns/engine/1"
@@ -40,6 +41,7 @@ struct host {
 	char *uri;
 	char *accel;
 	char *embed_root;
+	char *first_error; /* the embedded driver's first failure to open (worker thread) */
 	host_msg_cb cb;
 	void *arg;
 	pthread_t thread;
@@ -75,10 +77,13 @@ static void quiet_errors(void *data, virErrorPtr err)
 
 static void event_start(void)
 {
-	/* libvirt's own log (the embedded driver's warnings) goes to kvcon's log file, not the terminal */
+	/* libvirt's own log (the embedded driver's warnings and errors, timestamped) goes to kvcon's log file, never
+	 * to the terminal, whatever the environment said: a command without --log-file opens the default one */
+	if (log_path() == NULL)
+		log_open(NULL);
 	const char *lp = log_path();
-	char *outputs = lp ? xasprintf("3:file:%s", lp) : xstrdup("4:stderr");
-	setenv("LIBVIRT_LOG_OUTPUTS", outputs, 0);
+	char *outputs = xasprintf("3:file:%s", lp ? lp : "/dev/null");
+	setenv("LIBVIRT_LOG_OUTPUTS", outputs, 1);
 	free(outputs);
 	virSetErrorFunc(NULL, quiet_errors);
 	virEventRegisterDefaultImpl();
@@ -566,7 +571,7 @@ static void do_start(struct host *h, struct host_req *r)
 {
 	char *err = NULL;
 	virDomainPtr dom = NULL;
-	if (domxml_prepare(r->plan, &err) < 0)
+	if ((err = hostenv_guest_problem(h->uri)) != NULL || domxml_prepare(r->plan, &err) < 0)
 		goto fail;
 	dom = virDomainDefineXML(h->conn, r->plan->xml);
 	if (dom == NULL) {
@@ -714,6 +719,15 @@ static void disconnect(struct host *h)
 
 static bool connect_host(struct host *h)
 {
+	/* before the root is touched (another process may hold it) and before libvirt is asked (a QEMU driver that
+	 * failed to start stays failed for the whole process) */
+	char *problem = hostenv_problem(h->uri);
+	if (problem) {
+		struct host_msg *m = msg_new(h, HM_DOWN);
+		m->text = problem;
+		post(m);
+		return false;
+	}
 	if (h->embed_root) {
 		util_mkdir_p(h->embed_root, 0700);
 		write_embed_conf(h->embed_root);
@@ -723,6 +737,16 @@ static bool connect_host(struct host *h)
 	if (h->conn == NULL) {
 		struct host_msg *m = msg_new(h, HM_DOWN);
 		m->text = lv_error(h->uri);
+		/* libvirt starts the embedded QEMU driver once per process: after a failed start every open says only
+		 * "qemu state driver is not active", so the first reason is kept */
+		const char *e = virGetLastErrorMessage();
+		if (h->embed_root && h->first_error && e && strstr(e, "state driver is not active")) {
+			free(m->text);
+			m->text = xasprintf("%s (libvirt's QEMU driver failed to start in this kvcon process: restart kvcon "
+					    "once that is fixed)",
+					    h->first_error);
+		} else if (h->embed_root && h->first_error == NULL)
+			h->first_error = xstrdup(m->text);
 		post(m);
 		return false;
 	}
@@ -867,6 +891,7 @@ void host_free(struct host *h)
 	free(h->uri);
 	free(h->accel);
 	free(h->embed_root);
+	free(h->first_error);
 	/* messages already posted still point at h: it is kept (one per host per process) */
 }
 

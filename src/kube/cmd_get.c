@@ -673,7 +673,9 @@ int kube_cmd_get(int argc, char **argv)
 	char *err = NULL;
 	g.src = kube_open_ex(g.st, NULL, &ko, &err);
 	if (g.src == NULL) {
-		fprintf(stderr, "kvcon get: %s\n", err);
+		char *e = util_escape_display(err);
+		fprintf(stderr, "error: %s\n", e);
+		free(e);
 		free(err);
 		rc = EXIT_API;
 		goto out;
@@ -682,7 +684,7 @@ int kube_cmd_get(int argc, char **argv)
 	while (!kube_source_synced(g.src)) {
 		if (failed(&g, mask, &msg)) {
 			char *e = util_escape_display(msg);
-			fprintf(stderr, "kvcon get: %s\n", e);
+			fprintf(stderr, "error: %s\n", e);
 			free(e);
 			rc = EXIT_API;
 			goto out;

@@ -17,7 +17,9 @@
 #include "kube/cred.h"
 
 #define BODY_MAX (512u << 20) /* refuse to collect a body beyond this */
-#define CONNECT_TIMEOUT_MS 10000L
+/* An API server that has not accepted the TCP connection by then is down or filtered: a command says so within
+ * 5 s (the dashboard retries with backoff). */
+#define CONNECT_TIMEOUT_MS 3000L
 
 struct kube_req {
 	struct kube_http *h;
@@ -552,6 +554,25 @@ void kube_http_cancel(struct kube_req *r)
 	req_free(r);
 }
 
+/* A failed transfer in a few words: the usual ways of not reaching a server plainly, anything else as curl says. */
+static void transport_error(struct kube_req *r, CURLcode res, char *out, size_t len)
+{
+	long os_errno = 0;
+	curl_off_t connected_us = 0;
+	curl_easy_getinfo(r->easy, CURLINFO_OS_ERRNO, &os_errno);
+	curl_easy_getinfo(r->easy, CURLINFO_CONNECT_TIME_T, &connected_us);
+	if (res == CURLE_COULDNT_CONNECT && os_errno == ECONNREFUSED)
+		snprintf(out, len, "connection refused");
+	else if (res == CURLE_OPERATION_TIMEDOUT && connected_us == 0)
+		snprintf(out, len, "no answer within %ld s", CONNECT_TIMEOUT_MS / 1000);
+	else if (res == CURLE_COULDNT_RESOLVE_HOST)
+		snprintf(out, len, "cannot resolve the host name");
+	else if (res == CURLE_COULDNT_CONNECT && os_errno != 0)
+		snprintf(out, len, "%s", strerror((int)os_errno));
+	else
+		snprintf(out, len, "%s", r->errbuf[0] ? r->errbuf : curl_easy_strerror(res));
+}
+
 /* Reports completed transfers; a 401 with a refreshable credential is retried once. */
 static void check_done(struct kube_http *h)
 {
@@ -574,7 +595,7 @@ static void check_done(struct kube_http *h)
 		curl_easy_getinfo(r->easy, CURLINFO_RESPONSE_CODE, &status);
 		if (res != CURLE_OK && !(res == CURLE_WRITE_ERROR && r->aborted)) {
 			char msg[CURL_ERROR_SIZE + 64];
-			snprintf(msg, sizeof msg, "%s", r->errbuf[0] ? r->errbuf : curl_easy_strerror(res));
+			transport_error(r, res, msg, sizeof msg);
 			/* a stream cut mid-body still had a status: report the transport failure */
 			finish(r, 0, msg);
 			continue;
