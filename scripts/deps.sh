@@ -3,7 +3,7 @@
 # Idempotent and quiet when nothing is missing.
 set -eu
 PKGS="build-essential pkg-config clang libclang-rt-14-dev
-libncurses-dev libcurl4-openssl-dev libjson-c-dev libvterm-dev libvncserver-dev libvirt-dev libyaml-dev zlib1g-dev
+libncurses-dev libcurl4-openssl-dev libjson-c-dev libvterm-dev libvncserver-dev libvirt-dev libyaml-dev zlib1g-dev libxml2-dev
 tmux qemu-system-x86 qemu-utils libvirt-daemon libvirt-daemon-driver-qemu libvirt-clients
 busybox-static cpio gzip websockify python3-websockets python3-libvirt x11vnc iproute2 openssl
 ncurses-bin ncurses-term procps util-linux xorriso genisoimage dosfstools"

@@ -81,39 +81,39 @@ int main(void)
 	T_CHECK(p != NULL);
 	if (p) {
 		const char *x = p->xml;
-		T_CHECK(has(x, "<domain type='qemu'>"));
+		T_CHECK(has(x, "<domain type=\"qemu\">"));
 		T_CHECK(has(x, "<name>prod_web</name>"));
 		T_CHECK(has(x, "<uuid>11111111-1111-4111-8111-111111111111</uuid>"));
-		T_CHECK(has(x, "vmi='22222222-2222-4222-8222-222222222222'"));
-		T_CHECK(has(x, "<memory unit='KiB'>524288</memory>"));
-		T_CHECK(has(x, "<vcpu placement='static'>4</vcpu>"));
-		T_CHECK(has(x, "<topology sockets='1' dies='1' cores='2' threads='2'/>"));
-		T_CHECK(has(x, "machine='q35'"));
+		T_CHECK(has(x, "vmi=\"22222222-2222-4222-8222-222222222222\""));
+		T_CHECK(has(x, "<memory unit=\"KiB\">524288</memory>"));
+		T_CHECK(has(x, "<vcpu placement=\"static\">4</vcpu>"));
+		T_CHECK(has(x, "<topology sockets=\"1\" dies=\"1\" cores=\"2\" threads=\"2\"/>"));
+		T_CHECK(has(x, "machine=\"q35\""));
 		char *kx = xasprintf("<kernel>%s/guest/vmlinuz</kernel>", dir);
 		T_CHECK(has(x, kx));
 		free(kx);
 		T_CHECK(has(x, "<cmdline>console=ttyS0 a&lt;b&amp;c</cmdline>"));
 		/* the agent socket has a short explicit path (libvirt's default under a long root overflows sun_path) */
-		T_CHECK(has(x, "<source mode='bind' path='/run/x/ga.sock'/>"));
-		T_CHECK(!strstr(x, "<boot dev='hd'/>")); /* kernel boot: no firmware boot device */
-		T_CHECK(has(x, "<source file='/run/x/overlay-root.qcow2'/>"));
-		T_CHECK(has(x, "<target dev='vda' bus='virtio'/>"));
-		T_CHECK(has(x, "<boot order='1'/>"));
-		T_CHECK(has(x, "<source file='/vols/prod/data-pvc.img'/>"));
-		T_CHECK(has(x, "<target dev='sda' bus='sata'/>"));
-		T_CHECK(has(x, "<target dev='sdb' bus='scsi'/>"));
-		T_CHECK(has(x, "<controller type='scsi' model='virtio-scsi'/>"));
-		T_CHECK(has(x, "device='cdrom'"));
-		T_CHECK(has(x, "<source file='/run/x/cloudinit-seed.iso'/>"));
-		T_CHECK(has(x, "<interface type='user'>"));
-		T_CHECK(has(x, "<interface type='bridge'>\n      <source bridge='br-lan'/>"));
-		T_CHECK(has(x, "<mac address='52:54:00:12:34:56'/>"));
-		T_CHECK(has(x, "<model type='e1000'/>"));
-		T_CHECK(has(x, "<log file='/run/x/serial.log' append='on'/>"));
-		T_CHECK(has(x, "<console type='pty'>"));
-		T_CHECK(has(x, "name='org.qemu.guest_agent.0'"));
-		T_CHECK(has(x, "<graphics type='vnc' socket='/run/x/vnc.sock'/>"));
-		T_CHECK(has(x, "<rng model='virtio'>"));
+		T_CHECK(has(x, "<source mode=\"bind\" path=\"/run/x/ga.sock\"/>"));
+		T_CHECK(!strstr(x, "<boot dev=\"hd\"/>")); /* kernel boot: no firmware boot device */
+		T_CHECK(has(x, "<source file=\"/run/x/overlay-root.qcow2\"/>"));
+		T_CHECK(has(x, "<target dev=\"vda\" bus=\"virtio\"/>"));
+		T_CHECK(has(x, "<boot order=\"1\"/>"));
+		T_CHECK(has(x, "<source file=\"/vols/prod/data-pvc.img\"/>"));
+		T_CHECK(has(x, "<target dev=\"sda\" bus=\"sata\"/>"));
+		T_CHECK(has(x, "<target dev=\"sdb\" bus=\"scsi\"/>"));
+		T_CHECK(has(x, "<controller type=\"scsi\" model=\"virtio-scsi\"/>"));
+		T_CHECK(has(x, "device=\"cdrom\""));
+		T_CHECK(has(x, "<source file=\"/run/x/cloudinit-seed.iso\"/>"));
+		T_CHECK(has(x, "<interface type=\"user\">"));
+		T_CHECK(has(x, "<interface type=\"bridge\">\n      <source bridge=\"br-lan\"/>"));
+		T_CHECK(has(x, "<mac address=\"52:54:00:12:34:56\"/>"));
+		T_CHECK(has(x, "<model type=\"e1000\"/>"));
+		T_CHECK(has(x, "<log file=\"/run/x/serial.log\" append=\"on\"/>"));
+		T_CHECK(has(x, "<console type=\"pty\">"));
+		T_CHECK(has(x, "name=\"org.qemu.guest_agent.0\""));
+		T_CHECK(has(x, "<graphics type=\"vnc\" socket=\"/run/x/vnc.sock\"/>"));
+		T_CHECK(has(x, "<rng model=\"virtio\">"));
 		T_CHECK(has(x, "<on_poweroff>destroy</on_poweroff>"));
 		T_EQ_STR(p->serial_log, "/run/x/serial.log");
 		/* files: the overlay, the PVC that must exist, the empty disk, the seed */
@@ -136,7 +136,7 @@ int main(void)
 	m->cpu_model = xstrdup("host-passthrough");
 	env.domain_type = "kvm";
 	p = domxml_build(m, &env, &err);
-	T_CHECK(p && has(p->xml, "<domain type='kvm'>") && has(p->xml, "<cpu mode='host-passthrough'>"));
+	T_CHECK(p && has(p->xml, "<domain type=\"kvm\">") && has(p->xml, "<cpu mode=\"host-passthrough\">"));
 	domxml_plan_free(p);
 	env.domain_type = "qemu";
 	p = domxml_build(m, &env, &err);
@@ -161,14 +161,24 @@ int main(void)
 	T_CHECK(m != NULL);
 	T_EQ_STR(m->vols[1].user_data, "#cloud-config\n");
 	{
-		/* a run directory too deep for a socket path: the agent socket falls back to a short path in /tmp */
+		/* a run directory too deep for a socket path: the agent and VNC sockets go to a short private
+		 * directory (never TCP) */
 		struct domxml_env deep = env;
 		deep.run_dir = "/home/a-rather-long-user-name/.local/state/kvcon/engine-data/run/"
 			       "22222222-2222-4222-8222-222222222222";
 		struct domxml_plan *dp = domxml_build(m, &deep, &err);
 		T_CHECK(dp != NULL);
-		if (dp)
-			T_CHECK(has(dp->xml, "path='/tmp/kvcon-ga-22222222-2222-4222-8222-222222222222.sock'"));
+		if (dp) {
+			T_CHECK(dp->sock_base != NULL);
+			T_CHECK(strlen(dp->sock_dir) + sizeof "/vnc.sock" <= SOCK_PATH_MAX);
+			char *ga = xasprintf("path=\"%s/ga.sock\"", dp->sock_dir);
+			char *vnc = xasprintf("<graphics type=\"vnc\" socket=\"%s/vnc.sock\"/>", dp->sock_dir);
+			T_CHECK(has(dp->xml, ga) && has(dp->xml, vnc));
+			T_CHECK(strstr(dp->xml, "listen") == NULL && strstr(dp->xml, "autoport") == NULL);
+			T_CHECK(strstr(dp->sock_dir, "22222222-2222-4222-8222-222222222222") != NULL);
+			free(ga);
+			free(vnc);
+		}
 		domxml_plan_free(dp);
 	}
 	char *run = xasprintf("%s/run", dir);
