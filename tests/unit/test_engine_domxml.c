@@ -1,9 +1,12 @@
 /* Unit tests of the domain XML the engine generates: kernel boot from an image directory, CPU topology and
  * memory, disks per volume kind and bus, interfaces, serial console with its log, VNC, agent channel, TCG/KVM,
  * escaping, and the per-execution files the plan lists. */
+#include <libxml/parser.h>
+#include <libxml/tree.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "core/util.h"
@@ -53,6 +56,243 @@ static bool has(const char *xml, const char *needle)
 	if (!ok)
 		fprintf(stderr, "missing in XML: %s\n", needle);
 	return ok;
+}
+
+#define SMALL_VM(extra)                                                                                            \
+	"apiVersion: kubevirt.io/v1\nkind: VirtualMachine\nmetadata: {name: s}\nspec:\n  template:\n    spec:\n"    \
+	"      domain: {memory: {guest: 64Mi}}\n" extra
+
+static struct manifest *parse_ok(const char *text)
+{
+	char *err = NULL;
+	struct manifest *m = manifest_parse(text, strlen(text), &err);
+	if (m == NULL)
+		fprintf(stderr, "refused: %s\n", err);
+	T_CHECK(m != NULL);
+	free(err);
+	return m;
+}
+
+/* build m in env: the error (caller frees) or NULL, the plan in *out when wanted */
+static char *build_err(const struct manifest *m, const struct domxml_env *env, struct domxml_plan **out)
+{
+	char *err = NULL;
+	struct domxml_plan *p = m ? domxml_build(m, env, &err) : NULL;
+	if (out)
+		*out = p;
+	else
+		domxml_plan_free(p);
+	return m ? err : xstrdup("no manifest");
+}
+
+static bool err_has(char *err, const char *want)
+{
+	bool ok = err && strstr(err, want);
+	if (!ok)
+		fprintf(stderr, "expected an error with \"%s\", got: %s\n", want, err ? err : "success");
+	free(err);
+	return ok;
+}
+
+/* The writer on its own (the validator bypassed): a name that tries to close its attribute stays inside it. */
+static void test_writer(const struct domxml_env *env0)
+{
+	struct domxml_env env = *env0;
+	struct manifest *m = parse_ok(SMALL_VM(""));
+	if (m == NULL)
+		return;
+	const char *evil = "n'/></interface></devices><qemu:commandline xmlns:qemu=\"http://libvirt.org/schemas/domain/"
+			   "qemu/1.0\"><qemu:arg value=\"-chardev\"/></qemu:commandline><devices><interface a=\"&amp;";
+	free(m->ifaces[0].name);
+	m->ifaces[0].name = xstrdup(evil);
+	struct domxml_plan *p = NULL;
+	char *err = build_err(m, &env, &p);
+	T_CHECK(err == NULL && p != NULL);
+	free(err);
+	if (p) {
+		xmlDocPtr doc = xmlReadMemory(p->xml, (int)strlen(p->xml), NULL, NULL, XML_PARSE_NONET);
+		T_CHECK(doc != NULL);
+		T_CHECK(strstr(p->xml, "<qemu:") == NULL && strstr(p->xml, "commandline xmlns") != NULL);
+		int ifaces = 0, aliases = 0;
+		xmlNodePtr devs = NULL;
+		for (xmlNodePtr n = doc ? xmlDocGetRootElement(doc)->children : NULL; n; n = n->next)
+			if (n->type == XML_ELEMENT_NODE && strcmp((const char *)n->name, "devices") == 0)
+				devs = n;
+		for (xmlNodePtr n = devs ? devs->children : NULL; n; n = n->next) {
+			if (n->type != XML_ELEMENT_NODE)
+				continue;
+			T_CHECK(n->ns == NULL);
+			if (strcmp((const char *)n->name, "interface") != 0)
+				continue;
+			ifaces++;
+			for (xmlNodePtr c = n->children; c; c = c->next)
+				if (c->type == XML_ELEMENT_NODE && strcmp((const char *)c->name, "alias") == 0) {
+					xmlChar *a = xmlGetProp(c, BAD_CAST "name");
+					char *want = xasprintf("ua-%s", evil);
+					T_EQ_STR((const char *)a, want);
+					aliases++;
+					free(want);
+					xmlFree(a);
+				}
+		}
+		T_EQ_INT(ifaces, 1);
+		T_EQ_INT(aliases, 1);
+		xmlFreeDoc(doc);
+	}
+	domxml_plan_free(p);
+	/* a control character cannot be written as XML 1.0: the build refuses rather than pass it on */
+	free(m->ifaces[0].name);
+	m->ifaces[0].name = xstrdup("a\x01b");
+	T_CHECK(err_has(build_err(m, &env, NULL), "domain XML:"));
+	manifest_free(m);
+}
+
+/* hostDisk and kernel host paths: refused unless below an allowed root, symbolic links may not lead out,
+ * DiskOrCreate creates only there, emptyDisk never writes through a link. */
+static void test_confinement(const char *dir)
+{
+	char *allowed = xasprintf("%s/allowed", dir), *outside = xasprintf("%s/outside", dir);
+	char *images = xasprintf("%s/images", dir), *run = xasprintf("%s/run-c", dir);
+	char *victim = xasprintf("%s/victim", outside);
+	util_mkdir_p(allowed, 0700);
+	util_mkdir_p(outside, 0700);
+	util_mkdir_p(images, 0700);
+	char *g = xasprintf("%s/g", images);
+	util_mkdir_p(g, 0700);
+	char *f;
+	util_write_file_atomic(victim, "precious", 8, 0600);
+	f = xasprintf("%s/disk.img", allowed);
+	util_write_file_atomic(f, "d", 1, 0600);
+	free(f);
+	f = xasprintf("%s/shadow.img", allowed);
+	T_CHECK(symlink("/etc/shadow", f) == 0);
+	free(f);
+	f = xasprintf("%s/out", allowed);
+	T_CHECK(symlink(outside, f) == 0);
+	free(f);
+	f = xasprintf("%s/vmlinuz", g);
+	util_write_file_atomic(f, "k", 1, 0600);
+	free(f);
+	f = xasprintf("%s/evil", g);
+	T_CHECK(symlink("/etc/passwd", f) == 0);
+	free(f);
+	const char *none[] = { NULL }, *roots[] = { allowed, NULL };
+	struct domxml_env env = { .image_dir = images, .volume_dir = "/nonexistent", .run_dir = run,
+				  .domain_type = "qemu", .dom_name = "default_s", .vm_uid = "u", .vmi_uid = "v",
+				  .launcher_uid = "l", .host_roots = none };
+	struct manifest *m;
+	char *text;
+
+	/* hostDisk: off by default, also on a path the host has */
+	m = parse_ok(SMALL_VM("      volumes:\n      - {name: h, hostDisk: {path: /etc/shadow, type: Disk}}\n"));
+	T_CHECK(err_has(build_err(m, &env, NULL), "hostDisk.path: Forbidden: host path \"/etc/shadow\""));
+	env.host_roots = NULL;
+	T_CHECK(err_has(build_err(m, &env, NULL), "engine.allow-host-path = DIR"));
+	env.host_roots = roots;
+	T_CHECK(err_has(build_err(m, &env, NULL), "Forbidden"));
+	manifest_free(m);
+	/* below the allowed root: accepted; a link from there to /etc/shadow or out of it: refused */
+	text = xasprintf(SMALL_VM("      volumes:\n      - {name: h, hostDisk: {path: %s/disk.img, type: Disk}}\n"),
+			 allowed);
+	m = parse_ok(text);
+	free(text);
+	T_CHECK(build_err(m, &env, NULL) == NULL);
+	manifest_free(m);
+	text = xasprintf(SMALL_VM("      volumes:\n      - {name: h, hostDisk: {path: %s/shadow.img, type: Disk}}\n"),
+			 allowed);
+	m = parse_ok(text);
+	free(text);
+	T_CHECK(err_has(build_err(m, &env, NULL), "resolves to /etc/shadow"));
+	manifest_free(m);
+	/* DiskOrCreate: created below the root (sparse, its capacity), never through a link out of it */
+	text = xasprintf(SMALL_VM("      volumes:\n      - {name: h, hostDisk: {path: %s/new.img, type: DiskOrCreate, "
+				  "capacity: 2Mi}}\n"),
+			 allowed);
+	m = parse_ok(text);
+	free(text);
+	struct domxml_plan *p = NULL;
+	char *err = build_err(m, &env, &p);
+	T_CHECK(err == NULL && p);
+	free(err);
+	err = NULL;
+	if (p) {
+		T_EQ_INT(domxml_prepare(p, &err), 0);
+		free(err);
+		struct stat st;
+		f = xasprintf("%s/new.img", allowed);
+		T_CHECK(stat(f, &st) == 0 && st.st_size == 2 << 20 && (st.st_mode & 077) == 0);
+		free(f);
+	}
+	domxml_plan_free(p);
+	manifest_free(m);
+	text = xasprintf(SMALL_VM("      volumes:\n      - {name: h, hostDisk: {path: %s/out/made.img, type: "
+				  "DiskOrCreate, capacity: 1Mi}}\n"),
+			 allowed);
+	m = parse_ok(text);
+	free(text);
+	T_CHECK(err_has(build_err(m, &env, NULL), "outside the directories the host's owner allows"));
+	f = xasprintf("%s/made.img", outside);
+	T_CHECK(access(f, F_OK) != 0);
+	free(f);
+	manifest_free(m);
+
+	/* kernelBoot: host paths in the image directory need no opt-in; elsewhere they do; a link out of an image
+	 * is refused */
+	env.host_roots = none;
+	text = xasprintf("apiVersion: kubevirt.io/v1\nkind: VirtualMachine\nmetadata: {name: s}\nspec:\n  template:\n"
+			 "    spec:\n      domain:\n        memory: {guest: 64Mi}\n        firmware:\n          kernelBoot:\n"
+			 "            container: {image: host, kernelPath: %s/vmlinuz}\n",
+			 g);
+	m = parse_ok(text);
+	free(text);
+	T_CHECK(build_err(m, &env, NULL) == NULL);
+	free(m->kernel);
+	m->kernel = xstrdup("/etc/passwd");
+	T_CHECK(err_has(build_err(m, &env, NULL), "kernelPath: Forbidden: host path \"/etc/passwd\" is outside"));
+	free(m->kernel);
+	m->kernel = xasprintf("%s/evil", g);
+	T_CHECK(err_has(build_err(m, &env, NULL), "resolves to /etc/passwd"));
+	free(m->kernel);
+	m->kernel = xstrdup("/evil");
+	m->kernel_image = xstrdup("g");
+	T_CHECK(err_has(build_err(m, &env, NULL), "resolves to /etc/passwd"));
+	manifest_free(m);
+
+	/* emptyDisk: a link planted where the file goes is not followed; the victim keeps its bytes */
+	m = parse_ok(SMALL_VM("      volumes:\n      - {name: e, emptyDisk: {capacity: 1Mi}}\n"));
+	err = build_err(m, &env, &p);
+	T_CHECK(err == NULL && p);
+	free(err);
+	if (p) {
+		util_mkdir_p(run, 0700);
+		f = xasprintf("%s/empty-e.img", run);
+		T_CHECK(symlink(victim, f) == 0);
+		err = NULL;
+		T_CHECK(domxml_prepare(p, &err) < 0);
+		free(err);
+		size_t n = 0;
+		char *bytes = util_read_file(victim, &n);
+		T_CHECK(bytes && n == 8 && memcmp(bytes, "precious", 8) == 0);
+		free(bytes);
+		unlink(f);
+		free(f);
+		/* a run directory open to others is not the engine's private directory */
+		chmod(run, 0777);
+		err = NULL;
+		T_CHECK(domxml_prepare(p, &err) < 0 && err_has(err, "open to group or others"));
+		chmod(run, 0700);
+		err = NULL;
+		T_EQ_INT(domxml_prepare(p, &err), 0);
+		free(err);
+	}
+	domxml_plan_free(p);
+	manifest_free(m);
+	free(g);
+	free(allowed);
+	free(outside);
+	free(images);
+	free(run);
+	free(victim);
 }
 
 int main(void)
@@ -195,6 +435,8 @@ int main(void)
 	free(util_read_file(c, &n));
 	T_CHECK(n > 0);
 	T_CHECK(access(e, R_OK) == 0);
+	test_writer(&env);
+	test_confinement(dir);
 	char *cmd = xasprintf("rm -rf '%s'", dir);
 	T_EQ_INT(system(cmd), 0);
 	free(cmd);
