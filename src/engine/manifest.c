@@ -225,10 +225,8 @@ bool manifest_dns_label(const char *s)
 	return s && strlen(s) <= 63 && label_chars(s, strlen(s));
 }
 
-bool manifest_dns_subdomain(const char *s)
+static bool manifest_dns_subdomain_chars(const char *s)
 {
-	if (s == NULL || strlen(s) > 253)
-		return false;
 	for (const char *p = s;;) {
 		size_t n = strcspn(p, ".");
 		if (!label_chars(p, n))
@@ -237,6 +235,11 @@ bool manifest_dns_subdomain(const char *s)
 			return true;
 		p += n + 1;
 	}
+}
+
+bool manifest_dns_subdomain(const char *s)
+{
+	return s && strlen(s) <= 253 && manifest_dns_subdomain_chars(s);
 }
 
 /* s as Go's %q would show it (quotes, escapes), cut at 80 bytes: a refusal quotes what it refused. */
@@ -280,8 +283,9 @@ static bool check_label(struct vctx *v, const char *path, const char *key, const
 	if (s == NULL || manifest_dns_label(s))
 		return true;
 	char *p = sub(path, key);
-	if (strlen(s) > 63)
-		invalid(v, p, s, "must be no more than 63 characters");
+	bool chars = label_chars(s, strlen(s));
+	if (strlen(s) > 63) /* both, as apimachinery reports both */
+		invalid(v, p, s, "must be no more than 63 characters%s", chars ? "" : "; " LABEL_MSG);
 	else
 		invalid(v, p, s, LABEL_MSG);
 	free(p);
@@ -294,7 +298,8 @@ static bool check_subdomain(struct vctx *v, const char *path, const char *key, c
 		return true;
 	char *p = sub(path, key);
 	if (strlen(s) > 253)
-		invalid(v, p, s, "must be no more than 253 characters");
+		invalid(v, p, s, "must be no more than 253 characters%s",
+			manifest_dns_subdomain_chars(s) ? "" : "; " SUBDOMAIN_MSG);
 	else
 		invalid(v, p, s, SUBDOMAIN_MSG);
 	free(p);
