@@ -4,7 +4,10 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <libxml/parser.h>
+#include <libxml/tree.h>
 #include <libxml/xmlwriter.h>
+#include <libxml/xpath.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -999,4 +1002,106 @@ out:
 	if (dfd >= 0)
 		close(dfd);
 	return rc;
+}
+
+/* ---- reading libvirt's domain XML back (migration's pre-flight), with libxml2 ---- */
+
+static xmlDocPtr read_xml(const char *xml)
+{
+	return xml ? xmlReadMemory(xml, (int)strlen(xml), NULL, NULL,
+				   XML_PARSE_NONET | XML_PARSE_NOERROR | XML_PARSE_NOWARNING)
+		   : NULL;
+}
+
+static xmlXPathObjectPtr select_nodes(xmlDocPtr doc, const char *xpath)
+{
+	xmlXPathContextPtr ctx = xmlXPathNewContext(doc);
+	xmlXPathObjectPtr r = ctx ? xmlXPathEvalExpression(BAD_CAST xpath, ctx) : NULL;
+	xmlXPathFreeContext(ctx);
+	if (r && (r->type != XPATH_NODESET || r->nodesetval == NULL)) {
+		xmlXPathFreeObject(r);
+		r = NULL;
+	}
+	return r;
+}
+
+int domxml_needs(const char *xml, bool skip_disks, struct domxml_need **out)
+{
+	static const struct {
+		const char *xpath, *what;
+	} q[] = {
+		{ "/domain/os/kernel", "kernel" },
+		{ "/domain/os/initrd", "initrd" },
+		{ "/domain/os/loader", "firmware" },
+		{ "/domain/devices/disk[@device='cdrom']/source/@file", "cdrom image" },
+		{ "/domain/devices/disk[not(@device='cdrom')]/source/@file", "disk image" },
+	};
+	*out = NULL;
+	xmlDocPtr doc = read_xml(xml);
+	if (doc == NULL)
+		return -1;
+	int n = 0;
+	for (size_t k = 0; k < sizeof q / sizeof q[0]; k++) {
+		if (skip_disks && k == 4)
+			continue; /* libvirt copies them */
+		xmlXPathObjectPtr r = select_nodes(doc, q[k].xpath);
+		for (int i = 0; r && i < r->nodesetval->nodeNr; i++) {
+			xmlChar *c = xmlNodeGetContent(r->nodesetval->nodeTab[i]);
+			if (c && c[0]) {
+				*out = xreallocarray(*out, (size_t)n + 1, sizeof **out);
+				(*out)[n].path = xstrdup((const char *)c);
+				(*out)[n++].what = q[k].what;
+			}
+			xmlFree(c);
+		}
+		xmlXPathFreeObject(r);
+	}
+	xmlFreeDoc(doc);
+	return n;
+}
+
+char *domxml_attr(const char *xml, const char *xpath)
+{
+	xmlDocPtr doc = read_xml(xml);
+	xmlXPathObjectPtr r = doc ? select_nodes(doc, xpath) : NULL;
+	char *v = NULL;
+	if (r && r->nodesetval->nodeNr > 0) {
+		xmlChar *c = xmlNodeGetContent(r->nodesetval->nodeTab[0]);
+		v = c ? xstrdup((const char *)c) : NULL;
+		xmlFree(c);
+	}
+	xmlXPathFreeObject(r);
+	xmlFreeDoc(doc);
+	return v;
+}
+
+char *domxml_element(const char *xml, const char *xpath)
+{
+	xmlDocPtr doc = read_xml(xml);
+	xmlXPathObjectPtr r = doc ? select_nodes(doc, xpath) : NULL;
+	char *v = NULL;
+	if (r && r->nodesetval->nodeNr > 0) {
+		xmlBufferPtr b = xmlBufferCreate();
+		if (b && xmlNodeDump(b, doc, r->nodesetval->nodeTab[0], 0, 0) >= 0)
+			v = xstrdup((const char *)xmlBufferContent(b));
+		xmlBufferFree(b);
+	}
+	xmlXPathFreeObject(r);
+	xmlFreeDoc(doc);
+	return v;
+}
+
+char *domxml_with_attr(const char *xml, const char *attr, const char *value)
+{
+	xmlDocPtr doc = read_xml(xml);
+	xmlNodePtr root = doc ? xmlDocGetRootElement(doc) : NULL;
+	char *v = NULL;
+	if (root && manifest_plain_text(value) && xmlSetProp(root, BAD_CAST attr, BAD_CAST value)) {
+		xmlBufferPtr b = xmlBufferCreate();
+		if (b && xmlNodeDump(b, doc, root, 0, 0) >= 0)
+			v = xstrdup((const char *)xmlBufferContent(b));
+		xmlBufferFree(b);
+	}
+	xmlFreeDoc(doc);
+	return v;
 }

@@ -66,6 +66,21 @@ void domxml_plan_free(struct domxml_plan *p);
  * 0, or -1 with *err. */
 int domxml_prepare(const struct domxml_plan *p, char **err);
 
+/* Reading libvirt's XML back (migration), with libxml2. The files a domain needs where it runs: kernel, initrd,
+ * loader, cdrom and disk sources (disks left out with skip_disks); the count, or -1 when xml does not parse.
+ * Caller frees each path and the array. */
+struct domxml_need {
+	char *path;
+	const char *what; /* "kernel", "initrd", "firmware", "cdrom image", "disk image" */
+};
+int domxml_needs(const char *xml, bool skip_disks, struct domxml_need **out);
+/* The text of the first node xpath selects (an attribute's value, an element's content), or NULL. */
+char *domxml_attr(const char *xml, const char *xpath);
+/* The first element xpath selects, serialized, or NULL. */
+char *domxml_element(const char *xml, const char *xpath);
+/* xml (one element) with its root's attribute set to value, serialized; NULL when it does not parse. */
+char *domxml_with_attr(const char *xml, const char *attr, const char *value);
+
 /* resolved (an absolute path without symbolic links) lies below root (resolved itself first). */
 bool domxml_inside(const char *resolved, const char *root);
 

@@ -295,8 +295,52 @@ static void test_confinement(const char *dir)
 	free(victim);
 }
 
+/* libvirt's XML read back for migration: files, attributes, elements, the metadata's launcher rewritten. */
+static void test_reading(void)
+{
+	const char *xml = "<domain type='kvm' id='3'>\n  <name>a</name>\n  <cpu mode='custom'><model>Sky&lt;lake</model></cpu>\n"
+			  "  <os><type>hvm</type><kernel>/k&amp;1</kernel><initrd>/i'2</initrd></os>\n"
+			  "  <devices><disk type='file' device='disk'><source file='/d&quot;1.img'/></disk>\n"
+			  "  <disk type='file' device='cdrom'><source file='/c.iso'/></disk>\n"
+			  "  <disk type='network' device='disk'><source protocol='nbd'/></disk>\n"
+			  "  <!-- <kernel>/not-a-kernel</kernel> --></devices>\n</domain>\n";
+	struct domxml_need *n = NULL;
+	int c = domxml_needs(xml, false, &n);
+	T_EQ_INT(c, 4);
+	if (c == 4) {
+		T_EQ_STR(n[0].path, "/k&1");
+		T_EQ_STR(n[0].what, "kernel");
+		T_EQ_STR(n[1].path, "/i'2");
+		T_EQ_STR(n[2].path, "/c.iso");
+		T_EQ_STR(n[2].what, "cdrom image");
+		T_EQ_STR(n[3].path, "/d\"1.img");
+		T_EQ_STR(n[3].what, "disk image");
+	}
+	for (int i = 0; i < c; i++)
+		free(n[i].path);
+	free(n);
+	c = domxml_needs(xml, true, &n);
+	T_EQ_INT(c, 3); /* disks copied by libvirt */
+	for (int i = 0; i < c; i++)
+		free(n[i].path);
+	free(n);
+	T_EQ_INT(domxml_needs("<domain", false, &n), -1);
+	char *v = domxml_attr(xml, "/domain/@type");
+	T_EQ_STR(v, "kvm");
+	free(v);
+	v = domxml_element(xml, "/domain/cpu[model]");
+	T_CHECK(v && strstr(v, "<model>Sky&lt;lake</model>") && util_has_prefix(v, "<cpu"));
+	free(v);
+	T_CHECK(domxml_element("<domain><cpu mode='host-model'/></domain>", "/domain/cpu[model]") == NULL);
+	const char *meta = "<kvcon:execution xmlns:kvcon=\"https://kvcon.dev/xmlns/engine/1\" vm=\"a\" launcher=\"old\"/>";
+	v = domxml_with_attr(meta, "launcher", "new'\"<");
+	T_CHECK(v && strstr(v, "launcher=\"new'&quot;&lt;\"") && strstr(v, "vm=\"a\"") && strstr(v, "xmlns:kvcon="));
+	free(v);
+}
+
 int main(void)
 {
+	test_reading();
 	char dir[] = "/tmp/kvcon-dxXXXXXX";
 	T_CHECK(mkdtemp(dir) != NULL);
 	char *gdir = xasprintf("%s/guest", dir);
