@@ -458,6 +458,12 @@ static int disk_xml(struct xw *x, struct domxml_plan *p, const struct manifest *
 		}
 		struct domxml_file *f = add_file(p, DF_NEEDED, xstrdup(src));
 		f->root = xstrdup(env->volume_dir);
+		for (size_t r = 0; env->host_roots && env->host_roots[r]; r++)
+			if (!domxml_inside(src, env->volume_dir) && domxml_inside(src, env->host_roots[r])) {
+				free(f->root); /* a claim's file linked into an allowed directory stays allowed at start */
+				f->root = xstrdup(env->host_roots[r]);
+				break;
+			}
 		f->what = xasprintf("%s.volumes[%d].persistentVolumeClaim.claimName: persistent volume claim \"%s\"",
 				    TMPL, vi, v->claim);
 		fmt = fmt_of(src);
