@@ -3,7 +3,7 @@
  * those the translator emits (no qemu:commandline, no other namespace but kvcon's metadata element); every
  * alias reads back as "ua-" + the manifest's name (nothing broke out of an attribute); and every file the
  * domain or the plan names lies, as written and resolved, under the engine's directories (image, volume,
- * run, socket) or the allowed root. Any violation aborts.
+ * run, socket) or the allowed root, also as migration reads them back (domxml_needs). Any violation aborts.
  *
  * A fixed tree under /tmp/kvcon-fuzz-domxml-UID (made once) gives the corpus real things to hit: kernel-boot
  * images, containerDisks, a PVC, an allowed host directory with a disk, and symbolic links that lead out of
@@ -220,6 +220,16 @@ static void check_build(const struct manifest *m, const struct domxml_env *env)
 		if (p->files[i].backing)
 			check_path(p->files[i].backing, p, p->xml);
 	}
+	/* what migration reads back from the same XML names the same kind of files */
+	struct domxml_need *needs = NULL;
+	int nn = domxml_needs(p->xml, false, &needs);
+	if (nn < 0)
+		violation("domxml_needs does not read the domain", NULL, p->xml);
+	for (int i = 0; i < nn; i++) {
+		check_path(needs[i].path, p, p->xml);
+		free(needs[i].path);
+	}
+	free(needs);
 	domxml_plan_free(p);
 }
 
