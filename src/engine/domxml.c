@@ -236,7 +236,8 @@ static int kernel_paths(const struct manifest *m, const struct domxml_env *env, 
 static char *own_file(const char *path, const char *dir, const struct domxml_env *env)
 {
 	char *r = realpath(path, NULL);
-	if (r && (domxml_inside(r, dir) || in_roots(r, env->host_roots)))
+	if (r && (domxml_inside(r, dir) || in_roots(r, env->host_roots) ||
+		  (dir == env->image_dir && env->image_cache && domxml_inside(r, env->image_cache))))
 		return r;
 	free(r);
 	return NULL;

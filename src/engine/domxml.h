@@ -17,6 +17,7 @@
 
 struct domxml_env {
 	const char *image_dir;    /* containerDisk and kernelBoot images */
+	const char *image_cache;  /* the engine's cache of pulled images (NULL: none): its files count as images */
 	const char *volume_dir;   /* PVCs: <volume_dir>/<ns>/<claim>.img */
 	const char *run_dir;      /* this execution's files (emptyDisk, seed, overlays, serial log) */
 	const char *bridge;       /* host bridge for bridge binding on the pod network (NULL: none configured) */

@@ -170,6 +170,16 @@ static char **host_roots(void)
 	return vals;
 }
 
+/* The engine's cache of containerDisks pulled from registries (engine-data/imgcache): images the engine wrote
+ * itself, as trusted as the image directory. */
+static char *image_cache_dir(void)
+{
+	char *d = data_dir();
+	char *p = util_path_join(d, "imgcache");
+	free(d);
+	return p;
+}
+
 static char *env_dir(const char *env, const char *sub)
 {
 	char *e = setting(env, strcmp(sub, "images") == 0 ? "engine.images" : "engine.volumes");
@@ -680,9 +690,10 @@ static void start_exec(struct evm *v, const char *why)
 	char *imgs = env_dir("KVCON_ENGINE_IMAGES", "images"), *vols = env_dir("KVCON_ENGINE_VOLUMES", "volumes");
 	char *bridge = setting("KVCON_ENGINE_BRIDGE", "engine.bridge");
 	char **roots = host_roots();
+	char *cache = image_cache_dir();
 	char *dn = dom_name(v);
 	struct domxml_env env = {
-		.image_dir = imgs, .volume_dir = vols, .run_dir = x->run_dir, .bridge = bridge,
+		.image_dir = imgs, .image_cache = cache, .volume_dir = vols, .run_dir = x->run_dir, .bridge = bridge,
 		.host_roots = (const char *const *)roots,
 		.domain_type = eh->accel ? eh->accel : "qemu", .dom_name = dn, .vm_uid = v->uid, .vmi_uid = x->uid,
 		.launcher_uid = x->launcher, .generation = v->generation,
@@ -692,6 +703,7 @@ static void start_exec(struct evm *v, const char *why)
 	free(imgs);
 	free(vols);
 	free(bridge);
+	free(cache);
 	values_free(roots);
 	if (plan == NULL) {
 		v->start_error = xstrdup(err);
@@ -1664,12 +1676,14 @@ int engine_apply(struct source *src, const char *text, size_t len, char **result
 	char *imgs = env_dir("KVCON_ENGINE_IMAGES", "images"), *vols = env_dir("KVCON_ENGINE_VOLUMES", "volumes");
 	char *bridge = setting("KVCON_ENGINE_BRIDGE", "engine.bridge");
 	char **roots = host_roots();
-	struct domxml_env env = { .image_dir = imgs, .volume_dir = vols, .bridge = bridge,
+	char *cache = image_cache_dir();
+	struct domxml_env env = { .image_dir = imgs, .image_cache = cache, .volume_dir = vols, .bridge = bridge,
 				  .host_roots = (const char *const *)roots };
 	int rc = domxml_resolve(m, &env, err);
 	free(imgs);
 	free(vols);
 	free(bridge);
+	free(cache);
 	values_free(roots);
 	if (rc < 0) {
 		manifest_free(m);

@@ -258,6 +258,24 @@ static void test_confinement(const char *dir)
 	T_CHECK(err_has(build_err(m, &env, NULL), "resolves to /etc/passwd"));
 	manifest_free(m);
 
+	/* containerDisk: a file of the image directory, or of the engine's image cache (pulled images), never a link
+	 * out of them */
+	char *cache = xasprintf("%s/cache", dir);
+	util_mkdir_p(cache, 0700);
+	f = xasprintf("%s/sha256-1.qcow2", cache);
+	util_write_file_atomic(f, "q", 1, 0600);
+	char *l = xasprintf("%s/pulled.qcow2", images);
+	T_CHECK(symlink(f, l) == 0);
+	free(f);
+	free(l);
+	m = parse_ok(SMALL_VM("      volumes:\n      - {name: c, containerDisk: {image: pulled}}\n"));
+	T_CHECK(err_has(build_err(m, &env, NULL), "resolves outside the engine's image directory"));
+	env.image_cache = cache;
+	T_CHECK(build_err(m, &env, NULL) == NULL);
+	env.image_cache = NULL;
+	manifest_free(m);
+	free(cache);
+
 	/* emptyDisk: a link planted where the file goes is not followed; the victim keeps its bytes */
 	m = parse_ok(SMALL_VM("      volumes:\n      - {name: e, emptyDisk: {capacity: 1Mi}}\n"));
 	err = build_err(m, &env, &p);
