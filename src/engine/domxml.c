@@ -538,13 +538,12 @@ static int disk_xml(struct xw *x, struct domxml_plan *p, const struct manifest *
 
 /* The directory of the VNC and agent sockets: the execution's own directory when a socket path there fits in
  * sun_path, else a short private one (<base>/<vmi uid>, base 0700 and owned by us; never TCP). */
-static char *sock_dir(const struct domxml_env *env, char **base)
+static char *sock_dir(const char *run_dir, const char *id, char **base)
 {
 	*base = NULL;
-	if (strlen(env->run_dir) + sizeof "/vnc.sock" <= SOCK_PATH_MAX)
-		return xstrdup(env->run_dir);
+	if (strlen(run_dir) + sizeof "/vnc.sock" <= SOCK_PATH_MAX)
+		return xstrdup(run_dir);
 	const char *rt = getenv("XDG_RUNTIME_DIR");
-	const char *id = env->vmi_uid ? env->vmi_uid : env->dom_name;
 	if (geteuid() == 0)
 		*base = xstrdup("/run/kvcon-0");
 	else if (rt && rt[0] == '/' && strlen(rt) + sizeof "/kvcon/" + strlen(id) + sizeof "/vnc.sock" <= SOCK_PATH_MAX)
@@ -552,6 +551,20 @@ static char *sock_dir(const struct domxml_env *env, char **base)
 	else
 		*base = xasprintf("/tmp/kvcon-%u", (unsigned)geteuid());
 	return xasprintf("%s/%s", *base, id);
+}
+
+char *domxml_sock_dir_of(const char *run_dir, const char *vmi_uid)
+{
+	size_t n = vmi_uid ? strlen(vmi_uid) : 0;
+	if (run_dir == NULL || n != 36 || strspn(vmi_uid, "0123456789abcdef-") != n)
+		return NULL;
+	char *base = NULL, *d = sock_dir(run_dir, vmi_uid, &base);
+	if (base == NULL) {
+		free(d);
+		return NULL;
+	}
+	free(base);
+	return d;
 }
 
 struct domxml_plan *domxml_build(const struct manifest *m, const struct domxml_env *env, char **err)
@@ -699,7 +712,7 @@ struct domxml_plan *domxml_build(const struct manifest *m, const struct domxml_e
 	/* The agent's and the display's sockets get explicit paths in a private directory: libvirt's own choice sits
 	 * deep under the embedded root and exceeds the 107 bytes of a unix socket path as soon as $HOME is longer
 	 * than /root; and a display is never put on TCP, where any local user could reach it. */
-	p->sock_dir = sock_dir(env, &p->sock_base);
+	p->sock_dir = sock_dir(env->run_dir, env->vmi_uid ? env->vmi_uid : env->dom_name, &p->sock_base);
 	char *ga = xasprintf("%s/ga.sock", p->sock_dir);
 	xw_start(x, "channel");
 	xw_attr(x, "type", "unix");

@@ -52,6 +52,10 @@ struct domxml_plan {
 	char *sock_base; /* NULL, or a short private directory (0700, ours) when run_dir is too deep for sun_path */
 };
 
+/* The private directory an execution's sockets went to because its run directory is too deep (its path;
+ * NULL when they are in the run directory, or vmi_uid is not a UUID): removed when the execution ends. */
+char *domxml_sock_dir_of(const char *run_dir, const char *vmi_uid);
+
 /* Unix socket paths the plan uses stay within this many bytes (sun_path holds 107 and a NUL). */
 #define SOCK_PATH_MAX 100
 /* The namespace of the engine's metadata element in the domain. */

@@ -599,6 +599,14 @@ static void end_exec(struct evm *v, bool failed, const char *how, const char *me
 		v->retry_after = 0;
 		add_event(v, "Normal", how, true, "%s", message ? message : how);
 	}
+	/* the display's and agent's sockets, when they had a private directory of their own */
+	char *sd = v->eh->h ? domxml_sock_dir_of(x->run_dir, x->uid) : NULL;
+	if (sd) {
+		struct host_req *r = xcalloc(1, sizeof *r);
+		r->type = RQ_RMTREE;
+		r->path = sd;
+		track(v->eh, host_request(v->eh->h, r), PK_WRITE, NULL);
+	}
 	if (by_us)
 		archive(v); /* KubeVirt deletes the VMI of a stopped VM */
 	publish(v);

@@ -140,5 +140,5 @@ timeout 120 "$KV" -c "$URI" vnc default/deep --screenshot "$ENGINE_T/deep.png" -
     >"$ENGINE_T/deep.out" 2>&1 || fail "no display: $(cat "$ENGINE_T/deep.out")"
 grep -q '"width":' "$ENGINE_T/deep.out" || fail "no frame: $(cat "$ENGINE_T/deep.out")"
 kv engine stop deep --force >/dev/null || fail "stop deep"
-rm -rf "/run/kvcon-0/$uid"
+[[ ! -e /run/kvcon-0/$uid ]] || fail "the execution's socket directory remains after it ended"
 echo PASS

@@ -478,6 +478,12 @@ int main(void)
 			T_CHECK(has(dp->xml, ga) && has(dp->xml, vnc));
 			T_CHECK(strstr(dp->xml, "listen") == NULL && strstr(dp->xml, "autoport") == NULL);
 			T_CHECK(strstr(dp->sock_dir, "22222222-2222-4222-8222-222222222222") != NULL);
+			/* the engine finds it again when the execution ends, to remove it */
+			char *again = domxml_sock_dir_of(deep.run_dir, deep.vmi_uid);
+			T_EQ_STR(again, dp->sock_dir);
+			free(again);
+			T_CHECK(domxml_sock_dir_of(deep.run_dir, "../../etc/x-2222-4222-8222-2222222222") == NULL);
+			T_CHECK(domxml_sock_dir_of("/run/x", deep.vmi_uid) == NULL);
 			free(ga);
 			free(vnc);
 		}
