@@ -26,6 +26,7 @@ libvncserver-dev
 libvirt-dev
 libyaml-dev
 zlib1g-dev
+libxml2-dev
 "
 RUN_PKGS="
 libvirt-daemon

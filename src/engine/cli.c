@@ -340,10 +340,11 @@ static int cmd_apply(int argc, char **argv)
 		}
 		char *result = NULL, *err = NULL;
 		if (engine_apply(C.srcs[0], text, len, &result, &err) < 0) {
+			/* refused (an invalid manifest, as kubectl's 422): exit 1, nothing stored */
 			char *e = util_escape_display(err);
-			fprintf(stderr, "kvcon: %s: %s\n", files[i], e);
+			fprintf(stderr, "error: %s: %s\n", files[i], e);
 			free(e);
-			rc = EXIT_USAGE;
+			rc = EXIT_API;
 		} else {
 			/* the name as the manifest says: read it back from the store's newest VM */
 			printf("virtualmachine %s\n", result);

@@ -4,6 +4,8 @@
 #include <errno.h>
 #include <libvirt/libvirt.h>
 #include <libvirt/virterror.h>
+#include <libxml/parser.h>
+#include <libxml/tree.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -211,24 +213,16 @@ static char *proc_cmdline(int pid)
 	return s;
 }
 
-/* Reads our metadata element's attributes (we wrote it: vm='..' vmi='..' launcher='..'). */
-static void meta_attr(const char *xml, const char *attr, char out[HOST_UID_LEN])
+/* Reads an attribute of our metadata element (libvirt hands back the element we wrote: vm, vmi, launcher), with
+ * libxml2: a UID that does not fit reads as none. */
+static void meta_attr(xmlDocPtr doc, const char *attr, char out[HOST_UID_LEN])
 {
-	char key[32];
-	snprintf(key, sizeof key, " %s=", attr);
-	const char *p = strstr(xml, key);
 	out[0] = '\0';
-	if (p == NULL)
-		return;
-	p += strlen(key);
-	char q = *p++;
-	if (q != '\'' && q != '"')
-		return;
-	size_t n = strcspn(p, q == '\'' ? "'" : "\"");
-	if (n >= HOST_UID_LEN)
-		return;
-	memcpy(out, p, n);
-	out[n] = '\0';
+	xmlNodePtr root = doc ? xmlDocGetRootElement(doc) : NULL;
+	xmlChar *v = root ? xmlGetProp(root, BAD_CAST attr) : NULL;
+	if (v && strlen((const char *)v) < HOST_UID_LEN)
+		snprintf(out, HOST_UID_LEN, "%s", (const char *)v);
+	xmlFree(v);
 }
 
 /* Fills d from a domain; false when it is not one of kvcon's. */
@@ -238,9 +232,12 @@ static bool inspect(struct host *h, virDomainPtr dom, struct host_dom *d)
 	char *meta = virDomainGetMetadata(dom, VIR_DOMAIN_METADATA_ELEMENT, META_URI, 0);
 	if (meta == NULL)
 		return false;
-	meta_attr(meta, "vm", d->vm);
-	meta_attr(meta, "vmi", d->vmi);
-	meta_attr(meta, "launcher", d->launcher);
+	xmlDocPtr doc = xmlReadMemory(meta, (int)strlen(meta), NULL, NULL,
+				      XML_PARSE_NONET | XML_PARSE_NOERROR | XML_PARSE_NOWARNING);
+	meta_attr(doc, "vm", d->vm);
+	meta_attr(doc, "vmi", d->vmi);
+	meta_attr(doc, "launcher", d->launcher);
+	xmlFreeDoc(doc);
 	free(meta);
 	d->name = xstrdup(virDomainGetName(dom));
 	virDomainGetUUIDString(dom, d->uuid);
