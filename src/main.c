@@ -5,6 +5,7 @@
 
 #include "console/concmd.h"
 #include "console/vnccmd.h"
+#include "core/log.h"
 #include "core/opts.h"
 #include "core/xmalloc.h"
 #include "engine/cli.h"
@@ -152,7 +153,7 @@ static int parse_globals(int argc, char **argv, struct kvcon_opts *o)
 		}
 		if (globals[g].arg && val == NULL) {
 			if (i + 1 >= argc) {
-				fprintf(stderr, "kvcon: %s needs a value\n", a);
+				log_eprintf("kvcon: %s needs a value\n", a);
 				return -1;
 			}
 			val = argv[++i];
@@ -182,7 +183,7 @@ int main(int argc, char **argv)
 	for (size_t i = 0; i < NCOMMANDS; i++)
 		if (strcmp(args[0], commands[i].name) == 0)
 			return commands[i].fn(n, args);
-	fprintf(stderr, "kvcon: unknown command '%s'\n", args[0]);
+	log_eprintf("kvcon: unknown command '%s'\n", args[0]);
 	usage(stderr);
 	return EXIT_USAGE;
 }

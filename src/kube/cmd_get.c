@@ -497,9 +497,9 @@ static int print_store(struct get_ctx *g)
 	if (n == 0 && g->fmt != OUT_JSON) {
 		const char *ns = g->src->ns_scope;
 		if (g->all_ns || ns == NULL)
-			fprintf(stderr, "No resources found\n");
+			log_eprintf("No resources found\n");
 		else
-			fprintf(stderr, "No resources found in %s namespace.\n", ns);
+			log_eprintf("No resources found in %s namespace.\n", ns);
 	} else {
 		print_objs(g, objs, n, true);
 	}
@@ -567,7 +567,7 @@ static int parse_args(int argc, char **argv, struct get_ctx *g, char **selector)
 		if (strcmp(a, "-l") == 0 || strcmp(a, "--selector") == 0 || strcmp(a, "-o") == 0 ||
 		    strcmp(a, "--output") == 0 || strcmp(a, "--watch-for") == 0) {
 			if (i + 1 >= argc) {
-				fprintf(stderr, "kvcon get: %s needs a value\n", a);
+				log_eprintf("kvcon get: %s needs a value\n", a);
 				return -1;
 			}
 			val = argv[++i];
@@ -586,7 +586,7 @@ static int parse_args(int argc, char **argv, struct get_ctx *g, char **selector)
 				if (strcmp(val, formats[f].name) == 0)
 					break;
 			if (f == sizeof formats / sizeof formats[0]) {
-				fprintf(stderr, "kvcon get: unknown output format '%s' (table, wide, json, name)\n", val);
+				log_eprintf("kvcon get: unknown output format '%s' (table, wide, json, name)\n", val);
 				return -1;
 			}
 			g->fmt = formats[f].fmt;
@@ -594,7 +594,7 @@ static int parse_args(int argc, char **argv, struct get_ctx *g, char **selector)
 			char *end;
 			long v = strtol(val, &end, 10);
 			if (*val == '\0' || *end || v < 0 || v > 86400 * 365) {
-				fprintf(stderr, "kvcon get: --watch-for needs a number of seconds\n");
+				log_eprintf("kvcon get: --watch-for needs a number of seconds\n");
 				return -1;
 			}
 			g->watch_for = v;
@@ -604,21 +604,21 @@ static int parse_args(int argc, char **argv, struct get_ctx *g, char **selector)
 			get_usage(stdout);
 			exit(EXIT_OK);
 		} else if (a[0] == '-') {
-			fprintf(stderr, "kvcon get: unknown option '%s'\n", a);
+			log_eprintf("kvcon get: unknown option '%s'\n", a);
 			return -1;
 		} else if (!have_kind) {
 			if (parse_kind(a, &g->kind) < 0) {
-				fprintf(stderr, "kvcon get: unknown resource '%s' (vm, vmi, pod, event)\n", a);
+				log_eprintf("kvcon get: unknown resource '%s' (vm, vmi, pod, event)\n", a);
 				return -1;
 			}
 			have_kind = true;
 		} else {
-			fprintf(stderr, "kvcon get: unexpected argument '%s'\n", a);
+			log_eprintf("kvcon get: unexpected argument '%s'\n", a);
 			return -1;
 		}
 	}
 	if (!have_kind) {
-		fprintf(stderr, "kvcon get: which resource? (vm, vmi, pod, event)\n");
+		log_eprintf("kvcon get: which resource? (vm, vmi, pod, event)\n");
 		return -1;
 	}
 	return 0;
@@ -673,7 +673,7 @@ int kube_cmd_get(int argc, char **argv)
 	char *err = NULL;
 	g.src = kube_open_ex(g.st, NULL, &ko, &err);
 	if (g.src == NULL) {
-		fprintf(stderr, "kvcon get: %s\n", err);
+		log_eprintf("kvcon get: %s\n", err);
 		free(err);
 		rc = EXIT_API;
 		goto out;
@@ -682,7 +682,7 @@ int kube_cmd_get(int argc, char **argv)
 	while (!kube_source_synced(g.src)) {
 		if (failed(&g, mask, &msg)) {
 			char *e = util_escape_display(msg);
-			fprintf(stderr, "kvcon get: %s\n", e);
+			log_eprintf("kvcon get: %s\n", e);
 			free(e);
 			rc = EXIT_API;
 			goto out;
@@ -691,7 +691,7 @@ int kube_cmd_get(int argc, char **argv)
 	}
 	if (g.src->notice) {
 		char *e = util_escape_display(g.src->notice);
-		fprintf(stderr, "kvcon get: %s\n", e);
+		log_eprintf("kvcon get: %s\n", e);
 		free(e);
 	}
 	if (g.watch_for < 0 && !g.watch) {
@@ -709,7 +709,7 @@ int kube_cmd_get(int argc, char **argv)
 		print_store(&g);
 		if (failed(&g, mask, &msg)) {
 			char *e = util_escape_display(msg);
-			fprintf(stderr, "kvcon get: the watch ended in error: %s\n", e);
+			log_eprintf("kvcon get: the watch ended in error: %s\n", e);
 			free(e);
 			rc = EXIT_API;
 		}

@@ -192,6 +192,31 @@ out:
 	return rc;
 }
 
+/* What kubectl refuses too: a credential over cleartext, and a CA that insecure-skip-tls-verify would ignore. */
+static int check_settings(struct kube_http *h, char **err)
+{
+	const struct kube_config *kc = h->kc;
+	if ((kc->ca_file || kc->ca_data) && kc->insecure) {
+		*err = xasprintf("%s: context '%s': specifying a root certificates file with the insecure flag is not "
+				 "allowed (certificate-authority and insecure-skip-tls-verify are both set)",
+				 kc->origin, kc->context);
+		return -1;
+	}
+	if (!util_has_prefix(h->base, "http://"))
+		return 0;
+	const char *what = kc->exec		       ? "an exec credential"
+			   : kc->token || kc->token_file ? "a bearer token"
+			   : kc->username || kc->password ? "basic auth"
+			   : kc->cert_file || kc->cert_data || kc->key_file || kc->key_data ? "a client certificate"
+										       : NULL;
+	if (what) {
+		*err = xasprintf("%s: context '%s': refusing to send %s over plain HTTP to %s (use https)", kc->origin,
+				 kc->context, what, h->base);
+		return -1;
+	}
+	return 0;
+}
+
 struct kube_http *kube_http_new(const struct kube_config *kc, char **err)
 {
 	*err = NULL;
@@ -201,7 +226,9 @@ struct kube_http *kube_http_new(const struct kube_config *kc, char **err)
 	}
 	struct kube_http *h = xcalloc(1, sizeof *h);
 	h->kc = kc;
-	if (setup_base(h, err) < 0) {
+	if (setup_base(h, err) < 0 || check_settings(h, err) < 0) {
+		curl_slist_free_all(h->connect_to);
+		free(h->base);
 		free(h);
 		return NULL;
 	}
