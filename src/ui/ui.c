@@ -17,6 +17,7 @@
 #include "core/opts.h"
 #include "core/util.h"
 #include "core/xmalloc.h"
+#include "kube/cred.h"
 #include "model/chain.h"
 #include "model/lineage.h"
 #include "model/store.h"
@@ -627,6 +628,7 @@ int ui_main(void)
 	}
 	if (log_open(o->log) < 0)
 		log_eprintf("kvcon: cannot open the log file; continuing without\n");
+	kube_cred_set_interactive(false); /* the dashboard owns the terminal: exec plugins get none */
 	log_set_level(o->verbose > 0 ? LOG_DEBUG : LOG_INFO);
 	sources_load_config();
 	U.readonly = o->readonly || sources_config_readonly();
