@@ -19,6 +19,7 @@
 #include "model/store.h"
 
 #define CLI_MAX_FAILURES 4
+#define GET_TIMEOUT_S 30 /* the first complete list, retries included */
 
 enum out_fmt { OUT_TABLE, OUT_WIDE, OUT_JSON, OUT_NAME };
 
@@ -28,6 +29,7 @@ struct get_ctx {
 	bool all_ns;
 	bool watch;
 	long watch_for; /* seconds, -1 none */
+	long timeout;   /* seconds for the first complete list */
 	struct store *st;
 	struct source *src;
 	bool header_done;
@@ -537,7 +539,7 @@ static void on_change(void *arg, enum obj_kind kind, const struct obj *old, cons
 static void get_usage(FILE *f)
 {
 	fprintf(f, "usage: kvcon get vm|vmi|pod|event [-n NS | -A] [-l SELECTOR] [-o table|wide|json|name] [-w]\n"
-		   "                 [--watch-for SECONDS]\n");
+		   "                 [--watch-for SECONDS] [--timeout SECONDS]\n");
 }
 
 static int parse_kind(const char *s, enum obj_kind *out)
@@ -565,14 +567,14 @@ static int parse_args(int argc, char **argv, struct get_ctx *g, char **selector)
 		const char *a = argv[i];
 		const char *val = NULL;
 		if (strcmp(a, "-l") == 0 || strcmp(a, "--selector") == 0 || strcmp(a, "-o") == 0 ||
-		    strcmp(a, "--output") == 0 || strcmp(a, "--watch-for") == 0) {
+		    strcmp(a, "--output") == 0 || strcmp(a, "--watch-for") == 0 || strcmp(a, "--timeout") == 0) {
 			if (i + 1 >= argc) {
 				log_eprintf("kvcon get: %s needs a value\n", a);
 				return -1;
 			}
 			val = argv[++i];
 		} else if (util_has_prefix(a, "--selector=") || util_has_prefix(a, "--output=") ||
-			   util_has_prefix(a, "--watch-for=")) {
+			   util_has_prefix(a, "--watch-for=") || util_has_prefix(a, "--timeout=")) {
 			val = strchr(a, '=') + 1;
 		} else if (util_has_prefix(a, "-o") && a[2]) {
 			val = a + 2;
@@ -598,6 +600,14 @@ static int parse_args(int argc, char **argv, struct get_ctx *g, char **selector)
 				return -1;
 			}
 			g->watch_for = v;
+		} else if (util_has_prefix(a, "--timeout")) {
+			char *end;
+			long v = strtol(val, &end, 10);
+			if (*val == '\0' || *end || v <= 0 || v > 86400) {
+				log_eprintf("kvcon get: --timeout needs a number of seconds\n");
+				return -1;
+			}
+			g->timeout = v;
 		} else if (strcmp(a, "-w") == 0 || strcmp(a, "--watch") == 0) {
 			g->watch = true;
 		} else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
@@ -646,7 +656,7 @@ static void on_deadline(void *arg)
 
 int kube_cmd_get(int argc, char **argv)
 {
-	struct get_ctx g = { .watch_for = -1 };
+	struct get_ctx g = { .watch_for = -1, .timeout = GET_TIMEOUT_S };
 	char *selector = NULL;
 	int rc = EXIT_OK;
 	if (parse_args(argc, argv, &g, &selector) < 0) {
@@ -679,7 +689,17 @@ int kube_cmd_get(int argc, char **argv)
 		goto out;
 	}
 	const char *msg = NULL;
+	uint64_t give_up = util_now_ms() + (uint64_t)g.timeout * 1000;
 	while (!kube_source_synced(g.src)) {
+		if (util_now_ms() >= give_up) {
+			const char *why = "the lists are not complete";
+			for (int k = 0; k < OBJ_KIND_COUNT; k++)
+				if ((mask & KUBE_KIND_BIT(k)) && g.src->health[k].message)
+					why = g.src->health[k].message;
+			log_eprintf("kvcon get: gave up after %ld s: %s\n", g.timeout, why);
+			rc = EXIT_API;
+			goto out;
+		}
 		if (failed(&g, mask, &msg)) {
 			char *e = util_escape_display(msg);
 			log_eprintf("kvcon get: %s\n", e);
@@ -687,7 +707,7 @@ int kube_cmd_get(int argc, char **argv)
 			rc = EXIT_API;
 			goto out;
 		}
-		loop_once(500);
+		loop_once(200);
 	}
 	if (g.src->notice) {
 		char *e = util_escape_display(g.src->notice);

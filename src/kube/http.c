@@ -16,7 +16,8 @@
 #include "core/xmalloc.h"
 #include "kube/cred.h"
 
-#define BODY_MAX (512u << 20) /* refuse to collect a body beyond this */
+#define LIST_MAX_MIB 256
+#define OBJECT_MAX_MIB 16
 #define CONNECT_TIMEOUT_MS 10000L
 
 struct kube_req {
@@ -34,6 +35,7 @@ struct kube_req {
 	long status;
 	long retry_after;
 	bool aborted;
+	bool too_big;
 	bool retried;
 	bool waiting_cred;
 	bool cancelled;
@@ -69,6 +71,25 @@ struct kube_http {
 };
 
 static void check_done(struct kube_http *h);
+
+static size_t env_mib(const char *name, size_t def)
+{
+	const char *v = getenv(name);
+	char *end;
+	long n = v && *v ? strtol(v, &end, 10) : 0;
+	return (v && *v && *end == '\0' && n > 0 && n <= 65536 ? (size_t)n : def) << 20;
+}
+
+void kube_limits(size_t *list_max, size_t *object_max)
+{
+	static size_t lm, om;
+	if (lm == 0) {
+		lm = env_mib("KVCON_LIST_MAX_MIB", LIST_MAX_MIB);
+		om = env_mib("KVCON_OBJECT_MAX_MIB", OBJECT_MAX_MIB);
+	}
+	*list_max = lm;
+	*object_max = om;
+}
 
 static int curl_ready(void)
 {
@@ -410,8 +431,12 @@ static size_t on_write(char *data, size_t size, size_t n, void *arg)
 		}
 		return len;
 	}
-	if (r->resp.len + len > BODY_MAX)
+	size_t body_max, obj_max;
+	kube_limits(&body_max, &obj_max);
+	if (r->resp.len + len > body_max) {
+		r->too_big = true;
 		return 0;
+	}
 	buf_add(&r->resp, data, len);
 	return len;
 }
@@ -600,8 +625,14 @@ static void check_done(struct kube_http *h)
 		long status = 0;
 		curl_easy_getinfo(r->easy, CURLINFO_RESPONSE_CODE, &status);
 		if (res != CURLE_OK && !(res == CURLE_WRITE_ERROR && r->aborted)) {
-			char msg[CURL_ERROR_SIZE + 64];
-			snprintf(msg, sizeof msg, "%s", r->errbuf[0] ? r->errbuf : curl_easy_strerror(res));
+			char msg[CURL_ERROR_SIZE + 256];
+			size_t body_max, obj_max;
+			kube_limits(&body_max, &obj_max);
+			if (r->too_big)
+				snprintf(msg, sizeof msg, "the response from %s%s exceeds %zu MiB (KVCON_LIST_MAX_MIB)", h->base,
+					 r->path, body_max >> 20);
+			else
+				snprintf(msg, sizeof msg, "%s", r->errbuf[0] ? r->errbuf : curl_easy_strerror(res));
 			/* a stream cut mid-body still had a status: report the transport failure */
 			finish(r, 0, msg);
 			continue;
