@@ -789,8 +789,18 @@ static bool watch_chunk(void *arg, const char *data, size_t len)
 		r->failures = 0;
 		set_health(r, WATCH_LIVE, NULL);
 	}
-	if (kube_reflector_feed(r, data, len) < 0)
+	if (kube_reflector_feed(r, data, len) < 0) {
+		if (kube_jstream_too_big(r->js)) {
+			/* the same event would come again on every resume: a limit, not retried */
+			char *url = coll_url(r);
+			free(r->stream_err);
+			r->stream_err = xasprintf("an object in the watch from %s exceeds %zu MiB (KVCON_OBJECT_MAX_MIB)", url,
+						  r->object_max >> 20);
+			r->list_fatal = true;
+			free(url);
+		}
 		return false;
+	}
 	return !r->relist_wanted && r->stream_err == NULL;
 }
 
@@ -819,7 +829,12 @@ static void watch_done(void *arg, const struct kube_resp *resp)
 	if (r->stream_err) {
 		char *m = r->stream_err;
 		r->stream_err = NULL;
-		retry_later(r, -1, m, resp->status);
+		if (r->list_fatal) {
+			r->list_fatal = false;
+			give_up(r, m);
+		} else {
+			retry_later(r, -1, m, resp->status);
+		}
 		free(m);
 		return;
 	}
