@@ -69,6 +69,7 @@ struct kube_reflector {
 	bool list_fatal;     /* list_err is a limit: not retried */
 	const struct kube_jprune_node *item_schema;
 	size_t list_max, object_max;
+	size_t list_batch;
 	struct kube_reflector_stats stats;
 };
 
@@ -92,6 +93,7 @@ struct kube_reflector *kube_reflector_new(const struct kube_reflector_cfg *cfg)
 	if (r->cfg.page_limit <= 0)
 		r->cfg.page_limit = PAGE_LIMIT;
 	kube_limits(&r->list_max, &r->object_max);
+	r->list_batch = LIST_BATCH;
 	r->js = kube_jstream_new(r->object_max + 4096); /* an event: an object and its envelope */
 	kube_jstream_set_schema(r->js, kube_jprune_schema(cfg->kind));
 	for (const struct kube_jprune_node *n = kube_jprune_schema(cfg->kind); n && n->key; n++)
@@ -546,7 +548,7 @@ static bool list_feed(struct kube_reflector *r, const char *data, size_t len)
 		return false;
 	}
 	buf_add(&r->page, data, len);
-	if (r->page.len >= LIST_BATCH)
+	if (r->page.len >= r->list_batch)
 		list_process(r, false);
 	return r->list_err == NULL;
 }
@@ -564,6 +566,27 @@ int kube_reflector_apply_list(struct kube_reflector *r, const char *body, size_t
 		log_warn("kube: %s: %s", kind_name(r), err ? err : "unusable list");
 	free(err);
 	buf_reset(&r->page);
+	return rc;
+}
+
+int kube_reflector_apply_list_chunked(struct kube_reflector *r, const char *body, size_t len, size_t chunk,
+				      size_t batch, char **err)
+{
+	*err = NULL;
+	r->list_batch = batch ? batch : LIST_BATCH;
+	list_begin(r);
+	int rc = 0;
+	for (size_t off = 0; off < len && rc == 0; off += chunk)
+		if (!list_feed(r, body + off, len - off < chunk ? len - off : chunk))
+			rc = -1;
+	if (rc == 0)
+		rc = list_end(r, err);
+	if (rc < 0 && *err == NULL) {
+		*err = r->list_err;
+		r->list_err = NULL;
+	}
+	buf_reset(&r->page);
+	r->list_batch = LIST_BATCH;
 	return rc;
 }
 

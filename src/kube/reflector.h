@@ -58,6 +58,10 @@ int kube_reflector_apply(struct kube_reflector *r, struct json_object *event);
 /* Applies one list response body ({"metadata":..., "items": [...]}) as a page of the list would (benchmarks,
  * tests). Returns 0, or -1 when it is not a list (logged). */
 int kube_reflector_apply_list(struct kube_reflector *r, const char *body, size_t len);
+/* The same as a streamed list response arriving in chunks of chunk bytes, decoded every batch bytes (0: as the
+ * list path does). Returns 0, or -1 with *err (caller frees). Tests and fuzzing. */
+int kube_reflector_apply_list_chunked(struct kube_reflector *r, const char *body, size_t len, size_t chunk,
+				      size_t batch, char **err);
 /* Feeds raw watch-stream bytes through the line parser into kube_reflector_apply (benchmarks, fuzzing).
  * Returns 0, or -1 on a malformed stream. */
 int kube_reflector_feed(struct kube_reflector *r, const char *data, size_t len);
