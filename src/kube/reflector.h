@@ -1,5 +1,6 @@
 /* A reflector keeps the store in step with one resource of one source in one namespace scope: paginated list
- * (limit=500 + continue, each page applied as it arrives), then a watch from the list's resourceVersion with
+ * (limit=500 + continue, each page's items decoded one by one as they stream in, within the limits of
+ * kube_limits(): past one the list ends with WATCH_ERROR and is not fetched again), then a watch from the list's resourceVersion with
  * bookmarks; 410 Expired relists with mark and sweep; dropped streams and 5xx reconnect with jittered
  * exponential backoff; 429 waits Retry-After; 403 on a cluster-wide list falls back to a namespace.
  * Its progress is published in src->health[kind]. */
