@@ -414,14 +414,32 @@ static void publish(struct evm *v)
 	vm->o.created = v->created;
 	vm->o.generation = v->generation;
 	vm->o.deleted = v->deleting ? now : 0;
-	for (int i = 0; i < v->m->nlabels; i++) {
-		char *kv = xstrdup(v->m->labels[i]);
-		char *eq = strchr(kv, '=');
-		if (eq) {
+	if (v->m->nlabels > 0) {
+		/* packed in one go: adding them one by one costs the length so far each time (80,000 labels) */
+		size_t n = 0, cap = (size_t)v->m->nlabels;
+		char **kvs = xcalloc(cap, sizeof *kvs);
+		const char **keys = xcalloc(cap, sizeof *keys), **vals = xcalloc(cap, sizeof *vals);
+		for (int i = 0; i < v->m->nlabels; i++) {
+			char *kv = xstrdup(v->m->labels[i]);
+			char *eq = strchr(kv, '=');
+			if (eq == NULL) {
+				free(kv);
+				continue;
+			}
 			*eq = '\0';
-			obj_label_add(&vm->o, kv, eq + 1);
+			kvs[n] = kv;
+			keys[n] = kv;
+			vals[n++] = eq + 1;
 		}
-		free(kv);
+		size_t len = obj_labels_encode(NULL, keys, vals, n);
+		free(vm->o.labels);
+		vm->o.labels = xmalloc(len);
+		obj_labels_encode(vm->o.labels, keys, vals, n);
+		for (size_t i = 0; i < n; i++)
+			free(kvs[i]);
+		free(kvs);
+		free(keys);
+		free(vals);
 	}
 	vm->run_strategy = intern(v->run_strategy);
 	vm->running_field = v->m->running_field;

@@ -198,8 +198,8 @@ static void disc_done(void *arg, const struct kube_resp *resp)
 		free(m);
 		ks->disc_failures++;
 		/* a command gives up at the first server that did not answer (as kubectl does), and after a few
-		 * server errors */
-		if (ks->opts.max_failures > 0 && (resp->status == 0 || ks->disc_failures >= ks->opts.max_failures * 5))
+		 * server errors (each printed as it happens) */
+		if (ks->opts.max_failures > 0 && (resp->status == 0 || ks->disc_failures >= ks->opts.max_failures * 2))
 			retry = false;
 	}
 	log_warn("kube: %s: %s", ks->src->name, msg);
@@ -216,7 +216,20 @@ static void disc_done(void *arg, const struct kube_resp *resp)
 		ms = DISCOVERY_RETRY_MAX_MS;
 	if (ms > DISCOVERY_RETRY_MAX_MS)
 		ms = DISCOVERY_RETRY_MAX_MS;
+	if (ks->opts.max_failures > 0 && ms > 4000)
+		ms = 4000; /* a one-shot command retries within its own deadline */
 	ms = ms / 2 + (uint64_t)(rand() % (int)(ms / 2 + 1));
+	if (ks->opts.max_failures > 0) {
+		/* a one-shot command says what it retries, as it happens */
+		char *m = kube_http_error_message(resp);
+		char *url = kube_http_url(ks->http, "/apis/kubevirt.io/v1");
+		if (resp->status)
+			log_eprintf("kvcon: retrying: %ld from %s (%d): %s\n", resp->status, url, ks->disc_failures, m);
+		else
+			log_eprintf("kvcon: retrying: no answer from %s (%d): %s\n", url, ks->disc_failures, m);
+		free(url);
+		free(m);
+	}
 	for (int k = 0; k < OBJ_KIND_COUNT; k++)
 		ks->src->health[k].next_retry_ms = loop_now() + ms;
 	ks->disc_timer = loop_timer_add(ms, on_disc_timer, ks);

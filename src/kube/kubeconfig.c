@@ -303,6 +303,19 @@ static int load_exec(struct kube_config *kc, struct kfile *f, yaml_node_t *ex, c
 	e->command = strchr(cmd, '/') ? resolve_path(f, cmd) : xstrdup(cmd);
 	e->install_hint = xstrdup0(map_str(d, ex, "installHint"));
 	e->provide_cluster_info = yaml_true(map_str(d, ex, "provideClusterInfo"));
+	const char *im = map_str(d, ex, "interactiveMode");
+	if (im == NULL || *im == '\0' || strcmp(im, "IfAvailable") == 0) {
+		e->interactive = KUBE_EXEC_IF_AVAILABLE;
+	} else if (strcmp(im, "Never") == 0) {
+		e->interactive = KUBE_EXEC_NEVER;
+	} else if (strcmp(im, "Always") == 0) {
+		e->interactive = KUBE_EXEC_ALWAYS;
+	} else {
+		char *m = xasprintf("exec plugin interactiveMode '%s' is not Never, IfAvailable or Always", im);
+		*err = errf(f, ex, m);
+		free(m);
+		return -1;
+	}
 	yaml_node_t *args = map_get(d, ex, "args");
 	if (args && args->type == YAML_SEQUENCE_NODE) {
 		for (yaml_node_item_t *it = args->data.sequence.items.start; it < args->data.sequence.items.top; it++) {

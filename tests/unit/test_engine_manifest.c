@@ -418,9 +418,42 @@ static void test_names(void)
 	}
 }
 
+/* Duplicate keys are found in maps of any size (a hash set past a few keys, issue 14 finding 8), at any place. */
+static void test_duplicate_keys(void)
+{
+	for (int where = 0; where < 3; where++) {
+		struct buf b;
+		buf_init(&b);
+		buf_add_str(&b, "labels:\n");
+		for (int i = 0; i < 2000; i++)
+			buf_printf(&b, "  key-%d: v\n", i);
+		/* a repeat of the first key, of a key in the middle, or none */
+		if (where < 2)
+			buf_printf(&b, "  key-%d: again\n", where == 0 ? 0 : 1234);
+		char *err = NULL;
+		struct ynode *root = ytree_parse(b.data, b.len, &err);
+		if (where < 2) {
+			T_CHECK(root == NULL && err && strstr(err, "duplicate key") &&
+				strstr(err, where == 0 ? "\"key-0\"" : "\"key-1234\""));
+		} else {
+			T_CHECK(root != NULL);
+			struct ynode *l = ytree_get(root, "labels");
+			T_CHECK(l && l->n == 2000 && ytree_get(l, "key-1999") && ytree_get(l, "key-0"));
+		}
+		ytree_free(root);
+		free(err);
+		buf_free(&b);
+	}
+	/* and in a small map */
+	char *err = NULL;
+	T_CHECK(ytree_parse("a: 1\nb: 2\na: 3\n", 15, &err) == NULL && err && strstr(err, "duplicate key \"a\""));
+	free(err);
+}
+
 int main(void)
 {
 	test_basics();
+	test_duplicate_keys();
 	test_refusals();
 	test_names();
 	test_images();
