@@ -118,7 +118,7 @@ deep=$ENGINE_T/home/$(printf 'a-rather-long-directory-name-%02d/' 1 2 3 4 5)
 export XDG_STATE_HOME=${deep%/}/state
 mkdir -p "$XDG_STATE_HOME"
 URI="qemu:///embed?root=$ENGINE_T/r2" # the embedded root itself stays short: libvirt's own sockets live there
-"$ROOT/tests/lab/embed-warm.sh" "$ENGINE_T/r2" >/dev/null
+"$ROOT/scripts/embed-warm.sh" "$ENGINE_T/r2" >/dev/null
 m=$(vm deep Always)
 kv engine apply -f "$m" >/dev/null || fail "apply deep"
 [[ $(vmi_phase deep) == Running ]] || fail "deep not Running: $(vmi_phase deep)"
