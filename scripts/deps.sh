@@ -55,6 +55,8 @@ util-linux
 xorriso
 dosfstools
 jq
+time
+bc
 groff-base
 mmdebstrap
 curl

@@ -410,12 +410,11 @@ static ssize_t find_items(const char *s, size_t n)
 
 /* Decodes what has arrived of a list response: each whole item is pruned, decoded and stored as soon as it is
  * complete, so a response costs memory for one item at a time, not for the body. final: nothing more comes. */
-static void list_process(struct kube_reflector *r, bool final)
+static size_t list_process_bytes(struct kube_reflector *r, const char *d, size_t len, bool final)
 {
-	const char *d = r->page.data ? r->page.data : "";
-	size_t len = r->page.len, off = 0;
+	size_t off = 0;
 	if (r->list_err)
-		return;
+		return 0;
 	if (r->lp == LP_HEAD) {
 		ssize_t at = find_items(d, len);
 		if (at == -1 || (at == -2 && final)) {
@@ -426,7 +425,7 @@ static void list_process(struct kube_reflector *r, bool final)
 			r->lp = LP_ITEMS;
 		} else if (len > LIST_ENVELOPE_MAX) {
 			list_fail(r, false, xasprintf("the %s list has no items before byte %zu", kind_name(r), len));
-			return;
+			return 0;
 		}
 	}
 	while (r->lp == LP_ITEMS) {
@@ -442,7 +441,7 @@ static void list_process(struct kube_reflector *r, bool final)
 		}
 		if (d[off] != '{') {
 			list_fail(r, false, xasprintf("the %s list is not valid JSON", kind_name(r)));
-			return;
+			return 0;
 		}
 		struct json_object *v = NULL;
 		ssize_t used = r->item_schema ? kube_jprune_tree(r->item_schema, d + off, len - off, &v) : -1;
@@ -454,7 +453,7 @@ static void list_process(struct kube_reflector *r, bool final)
 			ssize_t n = kube_jscan(&st, d + off, len - off);
 			if (n < 0) {
 				list_fail(r, false, xasprintf("the %s list is not valid JSON", kind_name(r)));
-				return;
+				return 0;
 			}
 			used = n;
 			if (n > 0) {
@@ -463,7 +462,7 @@ static void list_process(struct kube_reflector *r, bool final)
 				if (v == NULL) {
 					list_fail(r, false, xasprintf("the %s list is not valid JSON: %s", kind_name(r), err));
 					free(err);
-					return;
+					return 0;
 				}
 			}
 		}
@@ -476,7 +475,7 @@ static void list_process(struct kube_reflector *r, bool final)
 							     "(KVCON_OBJECT_MAX_MIB)",
 							     url, r->object_max >> 20));
 				free(url);
-				return;
+				return 0;
 			}
 			break; /* the rest of the item is still to come */
 		}
@@ -492,10 +491,18 @@ static void list_process(struct kube_reflector *r, bool final)
 		off = len;
 		if (r->env.len > (r->lp == LP_TAIL ? LIST_ENVELOPE_MAX : r->list_max)) {
 			list_fail(r, false, xasprintf("the %s list's envelope is too large", kind_name(r)));
-			return;
+			return 0;
 		}
 	}
-	buf_consume(&r->page, off);
+	return off;
+}
+
+/* The same on the bytes kept so far. */
+static void list_process(struct kube_reflector *r, bool final)
+{
+	size_t off = list_process_bytes(r, r->page.data ? r->page.data : "", r->page.len, final);
+	if (r->list_err == NULL)
+		buf_consume(&r->page, off);
 }
 
 static void list_begin(struct kube_reflector *r)
@@ -547,9 +554,16 @@ static bool list_feed(struct kube_reflector *r, const char *data, size_t len)
 		free(url);
 		return false;
 	}
-	buf_add(&r->page, data, len);
-	if (r->page.len >= r->list_batch)
-		list_process(r, false);
+	if (r->page.len == 0 && len >= r->list_batch) {
+		/* a large chunk is decoded where it is: only an item it cuts is copied */
+		size_t used = list_process_bytes(r, data, len, false);
+		if (r->list_err == NULL)
+			buf_add(&r->page, data + used, len - used);
+	} else {
+		buf_add(&r->page, data, len);
+		if (r->page.len >= r->list_batch)
+			list_process(r, false);
+	}
 	return r->list_err == NULL;
 }
 
