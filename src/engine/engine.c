@@ -618,6 +618,21 @@ static void ended_by_state(struct evm *v, const struct host_dom *d)
 static int reach_for_qemu(struct ehost *eh, const struct evm *v, const char *imgs, const char *vols,
 			  const char *run_dir, char **err)
 {
+	if (geteuid() != 0 && eh->acct.same) {
+		/* the embedded driver runs as kvcon: without root libvirt cannot create a tap device on a bridge (and
+		 * qemu-bridge-helper is not setuid on Debian); QEMU itself never needs root for it */
+		char *embed = host_embed_root(eh->uri);
+		bool local = embed != NULL;
+		free(embed);
+		for (int i = 0; local && i < v->m->nifaces; i++)
+			if (v->m->ifaces[i].bridge) {
+				*err = xasprintf("spec.template.spec.domain.devices.interfaces[%d].bridge: a host bridge needs "
+						 "kvcon as root (libvirt creates the tap device; QEMU still runs unprivileged)",
+						 i);
+				return -1;
+			}
+		return 0;
+	}
 	if (eh->acct.same)
 		return 0;
 	struct stat st;
