@@ -3,7 +3,7 @@
 # runs as the unprivileged account (libvirt-qemu, group kvm) and still reaches its shell on kvcon's serial
 # console; its run directory is the account's and 0700; the test's private directories are reachable by that
 # account (search-only ACL entries) and still closed to every other user; engine.qemu-user=root brings QEMU as
-# root back; a missing account is named in one line.
+# root back; a missing account is named in one line; kvcon not root refuses a host bridge naming the field.
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/engine-lib.bash"
@@ -11,7 +11,8 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 engine_needs "the embedded driver changes users only as root" qemu-system-x86_64 jq setpriv ps
 getent passwd libvirt-qemu >/dev/null || fail "no libvirt-qemu account (scripts/deps.sh creates it)"
 ENGINE_T=$(mktemp -d /tmp/kvu.XXXXXX)
-trap engine_embed_cleanup EXIT
+NOBODY_T=$(mktemp -d /tmp/kvun.XXXXXX)
+trap 'engine_embed_cleanup; rm -rf "$NOBODY_T"' EXIT
 engine_setup "$ENGINE_T"
 # no embed-warm.sh: kvcon alone prepares the new root
 URI="qemu:///embed?root=$XDG_STATE_HOME/kvcon/engine"
@@ -58,4 +59,19 @@ kv engine stop alpha --grace-period 0 >/dev/null || fail "stop"
 step "a missing account is named"
 out=$(KVCON_ENGINE_QEMU_USER=kvcon-no-such-account timeout 15 "$KV" -c "$URI" engine get vm 2>&1 || true)
 [[ $out == *"'kvcon-no-such-account', does not exist"* ]] || fail "missing account: $out"
+step "kvcon not root: a host bridge is refused with its field"
+chmod 755 "$NOBODY_T"
+mkdir -p "$NOBODY_T/home/images"
+cp -r "$KVCON_ENGINE_IMAGES/kvcon-lab-guest" "$NOBODY_T/home/images/"
+engine_manifest "$NOBODY_T/br.yaml" br Halted 192Mi >/dev/null
+sed -i -e 's/autoattachPodInterface: false/interfaces: [{name: default, bridge: {}}]/' -e '$a\      networks: [{name: default, pod: {}}]' "$NOBODY_T/br.yaml"
+chown -R nobody:nogroup "$NOBODY_T/home"
+as_nobody() {
+    setpriv --reuid=nobody --regid=nogroup --clear-groups env -i PATH=/usr/bin:/bin HOME="$NOBODY_T/home" \
+        XDG_STATE_HOME="$NOBODY_T/home/state" KVCON_ENGINE_IMAGES="$NOBODY_T/home/images" KVCON_ENGINE_ACCEL=tcg \
+        KVCON_ENGINE_BRIDGE=kvcon-nobr timeout 60 "$KV" "$@"
+}
+out=$(as_nobody engine apply -f "$NOBODY_T/br.yaml" 2>&1) || fail "apply as nobody: $out"
+out=$(as_nobody engine start br 2>&1 || true)
+[[ $out == *"interfaces[0].bridge: a host bridge needs kvcon as root"* ]] || fail "bridge as nobody: $out"
 echo PASS
