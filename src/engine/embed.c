@@ -48,8 +48,11 @@ int embed_account_resolve(const char *spec, struct embed_account *a, char **err)
 	size_t ul = strcspn(spec, ":");
 	char *user = xstrndup(spec, ul);
 	char *group = spec[ul] == ':' && spec[ul + 1] ? xstrdup(spec + ul + 1) : NULL;
-	struct passwd *pw = getpwnam(user);
-	if (pw == NULL) {
+	/* the _r forms: the worker threads of several hosts may resolve at once */
+	char buf[4096];
+	struct passwd pwd, *pw = NULL;
+	struct group grp, *gr = NULL;
+	if (getpwnam_r(user, &pwd, buf, sizeof buf, &pw) != 0 || pw == NULL) {
 		*err = xasprintf("the account QEMU runs as, '%s', does not exist: create it (scripts/deps.sh does) or name "
 				 "another with engine.qemu-user",
 				 user);
@@ -58,15 +61,14 @@ int embed_account_resolve(const char *spec, struct embed_account *a, char **err)
 	a->uid = pw->pw_uid;
 	a->gid = pw->pw_gid;
 	if (group) {
-		struct group *gr = getgrnam(group);
-		if (gr == NULL) {
+		if (getgrnam_r(group, &grp, buf, sizeof buf, &gr) != 0 || gr == NULL) {
 			*err = xasprintf("the group QEMU runs as, '%s' (engine.qemu-user), does not exist", group);
 			goto fail;
 		}
 		a->gid = gr->gr_gid;
 	} else {
-		struct group *gr = getgrgid(a->gid);
-		group = gr ? xstrdup(gr->gr_name) : xasprintf("%u", (unsigned)a->gid);
+		group = getgrgid_r(a->gid, &grp, buf, sizeof buf, &gr) == 0 && gr ? xstrdup(gr->gr_name)
+										  : xasprintf("%u", (unsigned)a->gid);
 	}
 	a->user = user;
 	a->group = group;
@@ -310,16 +312,18 @@ int embed_own_dir(const struct embed_account *a, const char *dir, char **err)
  * account can open /dev/kvm: when only root can, every lookup finds the cache outdated and probes again (seconds
  * each, a dozen times for one start). So the account gets /dev/kvm as udev's rule gives it to group kvm on a
  * usual Debian host: where it cannot open it, one ACL entry user:ACCOUNT:rw- (a device node, reset at boot). */
+const char *embed_kvm_path = "/dev/kvm";
+
 static void kvm_access(const struct embed_account *a)
 {
-	char *dev[] = { "/dev/kvm" };
+	char *dev[] = { (char *)embed_kvm_path };
 	if (a->same || access(dev[0], F_OK) < 0 || first_blocked(a, dev, 1, R_OK | W_OK) == 0)
 		return;
 	if (acl_add(dev[0], a->uid, 6) < 0)
-		log_warn("engine: cannot give %s /dev/kvm (%s): every start probes QEMU again; make /dev/kvm root:%s 0660",
-			 a->user, strerror(errno), EMBED_DEFAULT_GROUP);
+		log_warn("engine: cannot give %s %s (%s): every start probes QEMU again; make it root:%s 0660", a->user,
+			 dev[0], strerror(errno), EMBED_DEFAULT_GROUP);
 	else
-		log_info("engine: %s may now use /dev/kvm (ACL user:%s:rw-)", a->user, a->user);
+		log_info("engine: %s may now use %s (ACL user:%s:rw-)", a->user, dev[0], a->user);
 }
 
 int embed_prepare(const char *root, const char *spec, char **err)

@@ -43,6 +43,9 @@ void embed_account_clear(struct embed_account *a);
  * Idempotent and quick when nothing changed. 0, or -1 with *err (caller frees). */
 int embed_prepare(const char *root, const char *spec, char **err);
 
+/* The KVM device embed_prepare lets the account open ("/dev/kvm"; tests point it at a file of their own). */
+extern const char *embed_kvm_path;
+
 /* The text of ROOT/etc/qemu.conf kvcon writes for account a (caller frees). */
 char *embed_conf_text(const struct embed_account *a);
 

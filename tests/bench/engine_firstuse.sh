@@ -70,6 +70,6 @@ for ((i = 1; i <= ROUNDS; i++)); do
 done
 median=$(sort -n "$T/warm.ms" | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : int((a[NR/2]+a[NR/2+1])/2))}')
 echo "QEMU ran as: $user"
-echo "first open ${first_open} ms, first start-to-marker ${first_start} ms (capability probe included)"
+echo "first open ${first_open} ms, first start-to-marker ${first_start} ms (the capability probe is in the first open)"
 echo "warm open ${warm_open} ms, warm start-to-marker median ${median} ms of $ROUNDS: $(tr '\n' ' ' <"$T/warm.ms")"
 echo "load average: $(cut -d' ' -f1-3 /proc/loadavg)"
