@@ -8,7 +8,7 @@ state=${XDG_STATE_HOME:-$HOME/.local/state}/kvcon
 images=${KVCON_ENGINE_IMAGES:-$state/engine-data/images}
 
 echo "run-demo: building the demo guest into $images/kvcon-lab-guest" >&2
-tests/lab/guest.sh "$images/kvcon-lab-guest" >/dev/null
+scripts/demo-guest.sh "$images/kvcon-lab-guest" >/dev/null
 # No accelerator choice here: the engine probes KVM itself (once per machine boot, a tiny guest of its own timed
 # under -accel kvm) and runs the demo under TCG, with a notice, where KVM guests would not run.
 ./kvcon engine apply -f examples/demo-vm.yaml

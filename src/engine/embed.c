@@ -112,7 +112,8 @@ char *embed_conf_text(const struct embed_account *a)
 
 static bool conf_is_ours(const char *text)
 {
-	if (util_has_prefix(text, CONF_MARK) || util_has_prefix(text, "# written by tests/lab/embed-warm.sh"))
+	if (util_has_prefix(text, CONF_MARK) || util_has_prefix(text, "# written by tests/lab/embed-warm.sh") ||
+	    util_has_prefix(text, "# written by scripts/embed-warm.sh"))
 		return true;
 	for (size_t i = 0; i < sizeof legacy_conf / sizeof legacy_conf[0]; i++)
 		if (strcmp(text, legacy_conf[i]) == 0)

@@ -24,7 +24,7 @@ cleanup() {
     rm -rf "$T"
 }
 trap cleanup EXIT
-"$ROOT/tests/lab/guest.sh" "$KVCON_ENGINE_IMAGES/kvcon-lab-guest" >/dev/null
+"$ROOT/scripts/demo-guest.sh" "$KVCON_ENGINE_IMAGES/kvcon-lab-guest" >/dev/null
 kv() { "$KV" -c "$URI" "$@" 2>>"$T/kv.err"; }
 ms() { date +%s%3N; }
 cat >"$T/bench.yaml" <<'EOF'

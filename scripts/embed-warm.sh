@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# embed-warm.sh - a shortcut for `qemu:///embed?root=ROOT`: the root prepared by kvcon itself, its QEMU
+# capability cache shared between roots.
+#
+#   scripts/embed-warm.sh ROOT          prints the URI (the tests' embedded roots, the benches)
+#
+# kvcon prepares an embedded root on first use (src/engine/embed.c: ROOT/etc/qemu.conf, the account QEMU runs
+# as, its way to ROOT and to /dev/kvm), so nothing has to be warmed for kvcon to work (`make run` does not call
+# this). This script only spares each test root the capability probe (~4 s a QEMU binary): it seeds
+# ROOT/cache/qemu/capabilities from build/cache/libvirt-qemu-caps (tests/lab/lib.sh's LAB_CAPS), lets kvcon open
+# the root once (libvirt confirms the cache or probes once), and shares the result back. Idempotent.
+# KVCON_BIN: the kvcon binary (default: the repository's). KVCON_ENGINE_QEMU_USER is kvcon's own setting.
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+# the capability cache the test lab's daemons share (tests/lab/lib.sh)
+LAB_CAPS=${KVCON_CACHE_DIR:-$ROOT/build/cache}/libvirt-qemu-caps
+lab_log() { echo "embed-warm.sh: $*" >&2; }
+lab_die() { lab_log "ERROR: $*"; exit 1; }
+lab_ms() { date +%s%3N; }
+lab_caps_save() {
+    local d=$1 f tmp
+    mkdir -p "$LAB_CAPS"
+    for f in "$d"/cache/qemu/capabilities/*.xml; do
+        [[ -s $f ]] || continue
+        cmp -s "$f" "$LAB_CAPS/${f##*/}" && continue
+        tmp=$(mktemp "$LAB_CAPS/.tmp.XXXXXX")
+        cp "$f" "$tmp" && mv -f "$tmp" "$LAB_CAPS/${f##*/}"
+    done
+}
+
+root=${1:-}
+[[ -n $root ]] || { echo "usage: $0 ROOT" >&2; exit 2; }
+kv=${KVCON_BIN:-$ROOT/kvcon}
+[[ -x $kv ]] || lab_die "$kv missing (make all)"
+mkdir -p "$root"
+root=$(cd "$root" && pwd)
+uri="qemu:///embed?root=$root"
+t0=$(lab_ms)
+
+mkdir -p "$root/cache/qemu/capabilities"
+had=$(ls "$root/cache/qemu/capabilities" | wc -l)
+seeded=0
+for f in "$LAB_CAPS"/*.xml; do
+    [[ -s $f ]] || continue
+    [[ -s $root/cache/qemu/capabilities/${f##*/} ]] && continue
+    cp "$f" "$root/cache/qemu/capabilities/" && seeded=1
+done
+# TCG forced: the open is what matters here, not kvcon's KVM probe
+if ! KVCON_ENGINE_ACCEL=tcg "$kv" -c "$uri" --log-file "$root/embed-warm.log" engine get vm \
+    >/dev/null 2>"$root/embed-warm.err"; then
+    cat "$root/embed-warm.err" >&2
+    lab_die "kvcon -c '$uri' engine get vm failed (see $root/embed-warm.log)"
+fi
+lab_caps_save "$root"
+how=probed
+[[ $had == 0 ]] || how=kept
+[[ $seeded == 0 ]] || how=seeded
+lab_log "warm in $(($(lab_ms) - t0)) ms (capability cache $how)"
+echo "$uri"
