@@ -1,22 +1,15 @@
 #!/usr/bin/env bash
-# embed-warm.sh - make `qemu:///embed?root=ROOT` fast to use from the first call.
+# embed-warm.sh - a shortcut for `qemu:///embed?root=ROOT`: the root prepared by kvcon itself, its QEMU
+# capability cache shared between roots.
 #
-#   scripts/embed-warm.sh ROOT          prints the URI (`make run`, and the tests' embedded roots)
+#   scripts/embed-warm.sh ROOT          prints the URI (the tests' embedded roots, the benches)
 #
-# Two things made the first use of a new root take ~50 s here:
-#  1. Without ROOT/etc/qemu.conf the driver runs QEMU as libvirt-qemu, which
-#     cannot open /dev/kvm (root only). The capability probe, run as root,
-#     sees KVM; the validity check, done for the qemu user, does not; so the
-#     cache is judged outdated at every lookup and QEMU is probed again and
-#     again (~4 s each, a dozen times for one `define`). With user = "root"
-#     the cache is valid at once.
-#  2. The probe itself (~4 s for qemu-system-x86_64): the cache file is the
-#     same one a lab libvirtd writes, so it is shared through
-#     build/cache/libvirt-qemu-caps (tests/lab/lib.sh's LAB_CAPS) and copied in.
-# So: write ROOT/etc/qemu.conf when it is missing (root, no security driver,
-# stdio_handler "file" since no virtlogd serves an embedded driver, no
-# cgroups), seed the cache, then let libvirt confirm it (or probe once and
-# share the result). Idempotent; run it before every test that uses ROOT.
+# kvcon prepares an embedded root on first use (src/engine/embed.c: ROOT/etc/qemu.conf, the account QEMU runs
+# as, its way to ROOT and to /dev/kvm), so nothing has to be warmed for kvcon to work (`make run` does not call
+# this). This script only spares each test root the capability probe (~4 s a QEMU binary): it seeds
+# ROOT/cache/qemu/capabilities from build/cache/libvirt-qemu-caps (tests/lab/lib.sh's LAB_CAPS), lets kvcon open
+# the root once (libvirt confirms the cache or probes once), and shares the result back. Idempotent.
+# KVCON_BIN: the kvcon binary (default: the repository's). KVCON_ENGINE_QEMU_USER is kvcon's own setting.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -38,26 +31,14 @@ lab_caps_save() {
 
 root=${1:-}
 [[ -n $root ]] || { echo "usage: $0 ROOT" >&2; exit 2; }
-[[ $(id -u) == 0 ]] || lab_log "not root: the embedded driver then runs unprivileged (this script is tested as root)"
-command -v virsh >/dev/null || lab_die "virsh missing (run scripts/deps.sh)"
+kv=${KVCON_BIN:-$ROOT/kvcon}
+[[ -x $kv ]] || lab_die "$kv missing (make all)"
 mkdir -p "$root"
 root=$(cd "$root" && pwd)
 uri="qemu:///embed?root=$root"
 t0=$(lab_ms)
 
-mkdir -p "$root/etc" "$root/cache/qemu/capabilities"
-if [[ ! -e $root/etc/qemu.conf ]]; then
-    cat >"$root/etc/qemu.conf" <<'EOF'
-# written by scripts/embed-warm.sh: TCG-friendly embedded QEMU driver
-user = "root"
-group = "root"
-dynamic_ownership = 0
-remember_owner = 0
-security_driver = "none"
-stdio_handler = "file"
-cgroup_controllers = [ ]
-EOF
-fi
+mkdir -p "$root/cache/qemu/capabilities"
 had=$(ls "$root/cache/qemu/capabilities" | wc -l)
 seeded=0
 for f in "$LAB_CAPS"/*.xml; do
@@ -65,13 +46,11 @@ for f in "$LAB_CAPS"/*.xml; do
     [[ -s $root/cache/qemu/capabilities/${f##*/} ]] && continue
     cp "$f" "$root/cache/qemu/capabilities/" && seeded=1
 done
-
-# the embedded driver logs warnings on stderr, and virsh says polkit is not running (root needs none): keep them
-# out of test and `make run` output, and show them when virsh fails
-if ! LIBVIRT_LOG_OUTPUTS="3:file:$root/embed-warm.log" \
-    virsh -q -c "$uri" domcapabilities --virttype qemu --arch x86_64 >/dev/null 2>"$root/embed-warm.err"; then
+# TCG forced: the open is what matters here, not kvcon's KVM probe
+if ! KVCON_ENGINE_ACCEL=tcg "$kv" -c "$uri" --log-file "$root/embed-warm.log" engine get vm \
+    >/dev/null 2>"$root/embed-warm.err"; then
     cat "$root/embed-warm.err" >&2
-    lab_die "virsh -c '$uri' domcapabilities failed (see $root/embed-warm.log)"
+    lab_die "kvcon -c '$uri' engine get vm failed (see $root/embed-warm.log)"
 fi
 lab_caps_save "$root"
 how=probed

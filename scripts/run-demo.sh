@@ -1,19 +1,14 @@
 #!/bin/sh
 # `make run`: kvcon on its out-of-the-box default, the local engine on libvirt's embedded QEMU driver, with a
 # ready demo VM (examples/demo-vm.yaml): the lab guest built from Debian packages as a kernel-boot image, the
-# embedded driver's root pre-warmed (QEMU's capability probe once), the manifest applied, then the dashboard.
+# manifest applied, then the dashboard. kvcon prepares the embedded driver's root itself on first use.
 set -e
 cd "$(dirname "$0")/.."
 state=${XDG_STATE_HOME:-$HOME/.local/state}/kvcon
 images=${KVCON_ENGINE_IMAGES:-$state/engine-data/images}
-root=$state/engine
 
 echo "run-demo: building the demo guest into $images/kvcon-lab-guest" >&2
 scripts/demo-guest.sh "$images/kvcon-lab-guest" >/dev/null
-if [ -z "${KVCON_ENGINE_URI:-}" ]; then
-	echo "run-demo: warming the embedded libvirt driver in $root" >&2
-	scripts/embed-warm.sh "$root" >/dev/null
-fi
 # No accelerator choice here: the engine probes KVM itself (once per machine boot, a tiny guest of its own timed
 # under -accel kvm) and runs the demo under TCG, with a notice, where KVM guests would not run.
 ./kvcon engine apply -f examples/demo-vm.yaml

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "core/hmap.h"
@@ -20,6 +21,7 @@
 #include "core/util.h"
 #include "core/xmalloc.h"
 #include "engine/domxml.h"
+#include "engine/embed.h"
 #include "engine/estream.h"
 #include "engine/evm.h"
 #include "engine/host.h"
@@ -50,6 +52,7 @@ struct ehost {
 	bool up, synced, loaded;
 	char *accel, *error;
 	char *records_dir;
+	struct embed_account acct; /* who QEMU runs as on an embedded root (acct.same otherwise) */
 	struct hmap vms; /* ns/name -> evm */
 	struct preq *reqs;
 };
@@ -688,6 +691,56 @@ static void ended_by_state(struct evm *v, const struct host_dom *d)
 		ended_by_event(v, VIR_DOMAIN_EVENT_STOPPED_FAILED);
 }
 
+/* An unprivileged QEMU (engine/embed.h) must reach the engine's images and volumes and own the execution's run
+ * directory; paths elsewhere (hostDisk, kernelBoot image: host) are the host owner's to open to it. */
+static int reach_for_qemu(struct ehost *eh, const struct evm *v, const char *imgs, const char *vols,
+			  const char *run_dir, char **err)
+{
+	if (geteuid() != 0 && eh->acct.same) {
+		/* the embedded driver runs as kvcon: without root libvirt cannot create a tap device on a bridge (and
+		 * qemu-bridge-helper is not setuid on Debian); QEMU itself never needs root for it */
+		char *embed = host_embed_root(eh->uri);
+		bool local = embed != NULL;
+		free(embed);
+		for (int i = 0; local && i < v->m->nifaces; i++)
+			if (v->m->ifaces[i].bridge) {
+				*err = xasprintf("spec.template.spec.domain.devices.interfaces[%d].bridge: a host bridge needs "
+						 "kvcon as root (libvirt creates the tap device; QEMU still runs unprivileged)",
+						 i);
+				return -1;
+			}
+		return 0;
+	}
+	if (eh->acct.same)
+		return 0;
+	struct stat st;
+	if (stat(imgs, &st) == 0 && embed_reach(&eh->acct, imgs, err) < 0)
+		return -1;
+	if (v->m->kernel_image) { /* a kernel-boot image is a directory of the image directory */
+		char *kd = util_path_join(imgs, v->m->kernel_image);
+		char *real = realpath(kd, NULL), *rimgs = realpath(imgs, NULL);
+		int rc = 0;
+		if (real && rimgs && util_has_prefix(real, rimgs) && real[strlen(rimgs)] == '/' &&
+		    stat(real, &st) == 0 && S_ISDIR(st.st_mode))
+			rc = embed_reach(&eh->acct, real, err);
+		free(real);
+		free(rimgs);
+		free(kd);
+		if (rc < 0)
+			return -1;
+	}
+	for (int i = 0; i < v->m->nvols; i++)
+		if (v->m->vols[i].type == MF_VOL_PVC) {
+			char *nsd = util_path_join(vols, v->m->ns);
+			int rc = stat(nsd, &st) == 0 ? embed_reach(&eh->acct, nsd, err) : 0;
+			free(nsd);
+			if (rc < 0)
+				return -1;
+			break;
+		}
+	return embed_own_dir(&eh->acct, run_dir, err);
+}
+
 static void start_exec(struct evm *v, const char *why)
 {
 	if (active(v->cur))
@@ -719,13 +772,23 @@ static void start_exec(struct evm *v, const char *why)
 	char **roots = host_roots();
 	char *cache = image_cache_dir();
 	char *dn = dom_name(v);
+	char *err = NULL;
+	if (reach_for_qemu(eh, v, imgs, vols, x->run_dir, &err) < 0) {
+		v->start_error = xstrdup(err);
+		end_exec(v, true, "FailedCreate", err);
+		free(err);
+		free(imgs);
+		free(vols);
+		free(bridge);
+		free(dn);
+		return;
+	}
 	struct domxml_env env = {
 		.image_dir = imgs, .image_cache = cache, .volume_dir = vols, .run_dir = x->run_dir, .bridge = bridge,
 		.host_roots = (const char *const *)roots,
 		.domain_type = eh->accel ? eh->accel : "qemu", .dom_name = dn, .vm_uid = v->uid, .vmi_uid = x->uid,
 		.launcher_uid = x->launcher, .generation = v->generation,
 	};
-	char *err = NULL;
 	struct domxml_plan *plan = domxml_build(v->m, &env, &err);
 	free(imgs);
 	free(vols);
@@ -1625,7 +1688,16 @@ struct source *engine_open(struct store *st, const char *uri, char **err)
 	E.hosts = xreallocarray(E.hosts, (size_t)E.nhosts + 1, sizeof *E.hosts);
 	E.hosts[E.nhosts++] = eh;
 	char *accel = setting("KVCON_ENGINE_ACCEL", "engine.accel");
-	eh->h = host_new(u, accel, on_msg, eh);
+	char *quser = setting("KVCON_ENGINE_QEMU_USER", "engine.qemu-user");
+	char *embed = host_embed_root(u), *aerr = NULL;
+	eh->acct.same = true;
+	if (embed && embed_account_resolve(quser, &eh->acct, &aerr) < 0) {
+		eh->acct.same = true; /* the connection fails with this error (embed_prepare) */
+		free(aerr);
+	}
+	free(embed);
+	eh->h = host_new(u, accel, quser, on_msg, eh);
+	free(quser);
 	free(accel);
 	if (E.resync == NULL)
 		E.resync = loop_timer_add(RESYNC_MS, resync_fire, NULL);

@@ -21,6 +21,7 @@
 #include "core/loop.h"
 #include "core/util.h"
 #include "core/xmalloc.h"
+#include "engine/embed.h"
 #include "engine/hostenv.h"
 #include "engine/kvmprobe.h"
 
@@ -43,6 +44,7 @@ struct host {
 	char *uri;
 	char *accel;
 	char *embed_root;
+	char *qemu_user; /* engine.qemu-user, for the embedded root's qemu.conf */
 	char *first_error; /* the embedded driver's first failure to open (worker thread) */
 	host_msg_cb cb;
 	void *arg;
@@ -459,26 +461,6 @@ bool host_kvm_works(const char *cache_file, char **why)
 
 /* ---- the worker ---- */
 
-static void write_embed_conf(const char *root)
-{
-	char *etc = xasprintf("%s/etc", root);
-	char *conf = xasprintf("%s/qemu.conf", etc);
-	struct stat st;
-	if (stat(conf, &st) < 0) {
-		util_mkdir_p(etc, 0755);
-		/* As root, running QEMU as root keeps /dev/kvm's access check stable, so libvirt's capability
-		 * cache stays valid between opens (otherwise every open re-probes QEMU for ~12 s). Logs go to files:
-		 * there is no virtlogd for an embedded driver. */
-		const char *text = geteuid() == 0 ? "user = \"root\"\ngroup = \"root\"\ndynamic_ownership = 0\n"
-						    "remember_owner = 0\nsecurity_driver = \"none\"\n"
-						    "stdio_handler = \"file\"\ncgroup_controllers = [ ]\n"
-						  : "stdio_handler = \"file\"\ncgroup_controllers = [ ]\n";
-		util_write_file_atomic(conf, text, strlen(text), 0644);
-	}
-	free(conf);
-	free(etc);
-}
-
 static struct host_req *dequeue(struct host *h, int wait_ms)
 {
 	pthread_mutex_lock(&h->mu);
@@ -719,15 +701,13 @@ static bool connect_host(struct host *h)
 	/* before the root is touched (another process may hold it) and before libvirt is asked (a QEMU driver that
 	 * failed to start stays failed for the whole process) */
 	char *problem = hostenv_problem(h->uri);
+	if (problem == NULL && h->embed_root)
+		embed_prepare(h->embed_root, h->qemu_user, &problem);
 	if (problem) {
 		struct host_msg *m = msg_new(h, HM_DOWN);
 		m->text = problem;
 		post(m);
 		return false;
-	}
-	if (h->embed_root) {
-		util_mkdir_p(h->embed_root, 0700);
-		write_embed_conf(h->embed_root);
 	}
 	uint64_t t0 = util_now_ms();
 	h->conn = virConnectOpen(h->uri);
@@ -853,13 +833,14 @@ static void *worker_main(void *arg)
 	return NULL;
 }
 
-struct host *host_new(const char *uri, const char *accel, host_msg_cb cb, void *arg)
+struct host *host_new(const char *uri, const char *accel, const char *qemu_user, host_msg_cb cb, void *arg)
 {
 	pthread_once(&event_once, event_start);
 	struct host *h = xcalloc(1, sizeof *h);
 	h->uri = xstrdup(uri);
 	h->accel = xstrdup0(accel);
 	h->embed_root = host_embed_root(uri);
+	h->qemu_user = xstrdup0(qemu_user);
 	h->cb = cb;
 	h->arg = arg;
 	h->cb_life = h->cb_agent = -1;
@@ -888,6 +869,7 @@ void host_free(struct host *h)
 	free(h->uri);
 	free(h->accel);
 	free(h->embed_root);
+	free(h->qemu_user);
 	free(h->first_error);
 	/* messages already posted still point at h: it is kept (one per host per process) */
 }

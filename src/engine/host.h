@@ -81,8 +81,9 @@ struct host_req {
 
 struct host;
 
-/* Starts the worker (it connects at once). accel: "kvm" or "tcg" forces the accelerator, NULL/"auto" probes. */
-struct host *host_new(const char *uri, const char *accel, host_msg_cb cb, void *arg);
+/* Starts the worker (it connects at once). accel: "kvm" or "tcg" forces the accelerator, NULL/"auto" probes.
+ * qemu_user: engine.qemu-user for an embedded root (engine/embed.h), NULL for the default. */
+struct host *host_new(const char *uri, const char *accel, const char *qemu_user, host_msg_cb cb, void *arg);
 /* Drains queued requests, stops the worker and joins it. NULL is ignored. */
 void host_free(struct host *h);
 /* Queues a request (takes ownership of r and its strings). Returns its id. */

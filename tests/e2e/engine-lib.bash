@@ -55,7 +55,7 @@ engine_embed_warm() {
 # The embedded driver as this test's host: skips (77) unless root with QEMU and jq; ENGINE_T=/tmp/PREFIX.XXXXXX with
 # a cleanup trap (kills the QEMUs of its root, removes it unless KEEP is set), engine_setup, URI, a warm root.
 engine_embed_up() {
-    engine_needs "QEMU and the embedded libvirt driver run as root here" qemu-system-x86_64 jq
+    engine_needs "the embedded libvirt driver runs guests under its own account only as root" qemu-system-x86_64 jq
     ENGINE_T=$(mktemp -d "/tmp/$1.XXXXXX")
     trap engine_embed_cleanup EXIT
     engine_setup "$ENGINE_T"

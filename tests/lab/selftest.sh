@@ -145,7 +145,8 @@ step "private libvirtd down, nothing left"
 # ---------------------------------------------------------------- embedded
 # one shared capability cache, a root per test (libvirt locks a root while
 # a process has it open)
-euri=$("$HERE/../../scripts/embed-warm.sh" "$WORK/embed")
+# the lab's own domain XML (its files in $WORK) runs as root here; kvcon's guests run unprivileged
+euri=$(KVCON_ENGINE_QEMU_USER=root "$HERE/../../scripts/embed-warm.sh" "$WORK/embed")
 step "embed-warm.sh on a new root"
 domain_xml kvlab-emb >"$WORK/emb.xml"
 # one virsh session: the root is locked while a process has it open

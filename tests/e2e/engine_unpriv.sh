@@ -1,0 +1,77 @@
+#!/bin/bash
+# QEMU not as root (issue 14): on libvirt's embedded driver, as kvcon sets it up by itself, a default guest's QEMU
+# runs as the unprivileged account (libvirt-qemu, group kvm) and still reaches its shell on kvcon's serial
+# console; its run directory is the account's and 0700; the test's private directories are reachable by that
+# account (search-only ACL entries) and still closed to every other user; engine.qemu-user=root brings QEMU as
+# root back; a missing account is named in one line; kvcon not root refuses a host bridge naming the field.
+set -euo pipefail
+HERE=$(cd "$(dirname "$0")" && pwd)
+. "$HERE/engine-lib.bash"
+
+engine_needs "the embedded driver changes users only as root" qemu-system-x86_64 jq setpriv ps
+getent passwd libvirt-qemu >/dev/null || fail "no libvirt-qemu account (scripts/deps.sh creates it)"
+ENGINE_T=$(mktemp -d /tmp/kvu.XXXXXX)
+NOBODY_T=$(mktemp -d /tmp/kvun.XXXXXX)
+trap 'engine_embed_cleanup; rm -rf "$NOBODY_T"' EXIT
+engine_setup "$ENGINE_T"
+# no embed-warm.sh: kvcon alone prepares the new root
+URI="qemu:///embed?root=$XDG_STATE_HOME/kvcon/engine"
+
+qemu_user() { ps -o user= -p "$(rec_exec "$1" pid)" | tr -d ' '; }
+
+step "first use of a new root: apply + start a default guest"
+kv engine apply -f "$(manifest alpha Always)" >/dev/null || fail "apply"
+[[ $(vmi_phase alpha) == Running ]] || fail "alpha not Running: $(vmi_phase alpha)"
+grep -q '^user = "libvirt-qemu"' "$XDG_STATE_HOME/kvcon/engine/etc/qemu.conf" || fail "qemu.conf: $(cat "$XDG_STATE_HOME/kvcon/engine/etc/qemu.conf")"
+marker alpha
+pid=$(rec_exec alpha pid)
+[[ $pid -gt 0 ]] || fail "no QEMU pid"
+u=$(qemu_user alpha)
+echo "   QEMU $pid runs as $u"
+[[ -n $u && $u != root ]] || fail "QEMU runs as '$u'"
+[[ $u == libvirt-qemu ]] || fail "QEMU runs as $u, wanted the default account libvirt-qemu"
+# every uid of the process (real, effective, saved, fs) is the account's, and no capability is left
+awk '/^Uid:/ { for (i = 2; i <= 5; i++) if ($i == 0) exit 1 }' "/proc/$pid/status" || fail "a root uid in $(grep ^Uid: "/proc/$pid/status")"
+grep -q '^CapEff:[[:space:]]*0000000000000000$' "/proc/$pid/status" || fail "QEMU keeps capabilities: $(grep ^CapEff: "/proc/$pid/status")"
+
+step "the run directory is the account's; private directories stay closed to others"
+rd=$(rec_exec alpha runDir)
+[[ $(stat -c '%U %a' "$rd") == "libvirt-qemu 700" ]] || fail "run dir $rd: $(stat -c '%U %a' "$rd")"
+[[ -S $rd/ga.sock || -f $rd/serial.log ]] || fail "nothing of QEMU's in $rd: $(ls -la "$rd")"
+# the account may pass through the test's 0700 directory, nobody else may
+setpriv --reuid=libvirt-qemu --regid=kvm --init-groups test -x "$ENGINE_T" || fail "libvirt-qemu cannot search $ENGINE_T"
+! setpriv --reuid=nobody --regid=nogroup --clear-groups test -x "$ENGINE_T" || fail "$ENGINE_T is open to nobody"
+! setpriv --reuid=libvirt-qemu --regid=kvm --init-groups ls "$ENGINE_T" >/dev/null 2>&1 ||
+    fail "libvirt-qemu may list $ENGINE_T (search only was wanted)"
+[[ $(stat -c %a "$ENGINE_T") == *0 ]] || fail "$ENGINE_T others bits: $(stat -c '%a' "$ENGINE_T")"
+
+step "engine.qemu-user=root: QEMU as root again, then the default back"
+kv engine stop alpha --grace-period 0 >/dev/null || fail "stop"
+KVCON_ENGINE_QEMU_USER=root kv engine start alpha >/dev/null || fail "start as root"
+[[ $(qemu_user alpha) == root ]] || fail "engine.qemu-user=root: QEMU runs as $(qemu_user alpha)"
+marker alpha
+kv engine stop alpha --grace-period 0 >/dev/null || fail "stop"
+kv engine start alpha >/dev/null || fail "start with the default again"
+[[ $(qemu_user alpha) == libvirt-qemu ]] || fail "default again: QEMU runs as $(qemu_user alpha)"
+marker alpha
+kv engine stop alpha --grace-period 0 >/dev/null || fail "stop"
+
+step "a missing account is named"
+out=$(KVCON_ENGINE_QEMU_USER=kvcon-no-such-account timeout 15 "$KV" -c "$URI" engine get vm 2>&1 || true)
+[[ $out == *"'kvcon-no-such-account', does not exist"* ]] || fail "missing account: $out"
+step "kvcon not root: a host bridge is refused with its field"
+chmod 755 "$NOBODY_T"
+mkdir -p "$NOBODY_T/home/images"
+cp -r "$KVCON_ENGINE_IMAGES/kvcon-lab-guest" "$NOBODY_T/home/images/"
+engine_manifest "$NOBODY_T/br.yaml" br Halted 192Mi >/dev/null
+sed -i -e 's/autoattachPodInterface: false/interfaces: [{name: default, bridge: {}}]/' -e '$a\      networks: [{name: default, pod: {}}]' "$NOBODY_T/br.yaml"
+chown -R nobody:nogroup "$NOBODY_T/home"
+as_nobody() {
+    setpriv --reuid=nobody --regid=nogroup --clear-groups env -i PATH=/usr/bin:/bin HOME="$NOBODY_T/home" \
+        XDG_STATE_HOME="$NOBODY_T/home/state" KVCON_ENGINE_IMAGES="$NOBODY_T/home/images" KVCON_ENGINE_ACCEL=tcg \
+        KVCON_ENGINE_BRIDGE=kvcon-nobr timeout 60 "$KV" "$@"
+}
+out=$(as_nobody engine apply -f "$NOBODY_T/br.yaml" 2>&1) || fail "apply as nobody: $out"
+out=$(as_nobody engine start br 2>&1 || true)
+[[ $out == *"interfaces[0].bridge: a host bridge needs kvcon as root"* ]] || fail "bridge as nobody: $out"
+echo PASS

@@ -1,0 +1,118 @@
+/* The embedded root's preparation (engine/embed.c): qemu.conf written once, rewritten when the account changes,
+ * a file of the user's own kept; a 0700 directory opened to one account for search only (an ACL entry), still
+ * closed to every other user; a run directory owned by the account. Run as root (as the suite is) with the
+ * accounts "nobody" and "daemon" standing in for QEMU's account and for everyone else. */
+#include <grp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <sys/xattr.h>
+#include <unistd.h>
+
+#include "core/util.h"
+#include "core/xmalloc.h"
+#include "engine/embed.h"
+#include "t.h"
+
+/* whether account a may do MODE on path (a child becomes it) */
+static bool can(const struct embed_account *a, const char *path, int mode)
+{
+	pid_t pid = fork();
+	if (pid == 0) {
+		if (setgroups(0, NULL) < 0 || setgid(a->gid) < 0 || setuid(a->uid) < 0)
+			_exit(2);
+		_exit(access(path, mode) == 0 ? 0 : 1);
+	}
+	int st;
+	waitpid(pid, &st, 0);
+	return WIFEXITED(st) && WEXITSTATUS(st) == 0;
+}
+
+int main(void)
+{
+	if (geteuid() != 0) { /* not root: QEMU runs as the caller, whatever the setting */
+		struct embed_account me;
+		char *e = NULL;
+		T_EQ_INT(embed_account_resolve("libvirt-qemu:kvm", &me, &e), 0);
+		T_CHECK(me.same && me.uid == geteuid());
+		char *text = embed_conf_text(&me);
+		T_CHECK(strstr(text, "user =") == NULL && strstr(text, "stdio_handler = \"file\"\n"));
+		free(text);
+		embed_account_clear(&me);
+		return T_DONE();
+	}
+	char tmpl[] = "/tmp/kvembed.XXXXXX";
+	char *t = mkdtemp(tmpl);
+	T_CHECK(t != NULL);
+	chmod(t, 0700);
+	char *err = NULL;
+	struct embed_account q, other;
+	T_EQ_INT(embed_account_resolve("nobody", &q, &err), 0);
+	T_EQ_INT(embed_account_resolve("daemon", &other, &err), 0);
+	T_CHECK(!q.same && q.uid != 0);
+	T_CHECK(embed_account_resolve("kvcon-no-such-account", &(struct embed_account){ 0 }, &err) < 0);
+	T_CHECK(err && strstr(err, "'kvcon-no-such-account', does not exist"));
+	free(err);
+	err = NULL;
+
+	/* a stand-in for /dev/kvm: root's only, then the account may read and write it */
+	char *kvm = util_path_join(t, "kvm");
+	util_write_file_atomic(kvm, "", 0, 0600);
+	embed_kvm_path = kvm;
+
+	/* qemu.conf: written for the account, kept when unchanged, rewritten when the account changes */
+	char *root = util_path_join(t, "state/kvcon/engine");
+	char *conf = util_path_join(root, "etc/qemu.conf");
+	T_EQ_INT(embed_prepare(root, "nobody", &err), 0);
+	char *text = util_read_file(conf, NULL);
+	T_CHECK(text && strstr(text, "user = \"nobody\"\n") && strstr(text, "dynamic_ownership = 1\n"));
+	free(text);
+	struct stat st1, st2;
+	stat(conf, &st1);
+	T_EQ_INT(embed_prepare(root, "nobody", &err), 0);
+	stat(conf, &st2);
+	T_EQ_INT(st1.st_ino, st2.st_ino); /* not rewritten */
+	T_EQ_INT(embed_prepare(root, "root", &err), 0);
+	text = util_read_file(conf, NULL);
+	T_CHECK(text && strstr(text, "user = \"root\"\n") && strstr(text, "dynamic_ownership = 0\n"));
+	free(text);
+	util_write_file_atomic(conf, "user = \"someone\"\n", 17, 0644); /* the user's own file */
+	T_EQ_INT(embed_prepare(root, "nobody", &err), 0);
+	text = util_read_file(conf, NULL);
+	T_EQ_STR(text, "user = \"someone\"\n");
+	free(text);
+
+	/* the account reaches the root through 0700 directories; the other account does not; nothing is listable */
+	T_CHECK(can(&q, root, X_OK));
+	T_CHECK(!can(&other, root, X_OK));
+	T_CHECK(!can(&q, t, R_OK));
+	T_CHECK(getxattr(t, "system.posix_acl_access", NULL, 0) > 0);
+	struct stat st;
+	stat(t, &st);
+	T_EQ_INT(st.st_mode & 07, 0);
+
+	T_CHECK(can(&q, kvm, R_OK | W_OK));
+	T_CHECK(!can(&other, kvm, R_OK));
+
+	/* a run directory: the account's, 0700 */
+	char *run = util_path_join(t, "state/kvcon/engine-data/run/u1");
+	T_EQ_INT(embed_own_dir(&q, run, &err), 0);
+	stat(run, &st);
+	T_EQ_INT(st.st_uid, q.uid);
+	T_EQ_INT(st.st_mode & 0777, 0700);
+	T_CHECK(can(&q, run, W_OK | X_OK));
+	T_CHECK(!can(&other, run, X_OK));
+
+	char *cmd = xasprintf("rm -rf '%s'", t);
+	T_EQ_INT(system(cmd), 0);
+	free(cmd);
+	free(run);
+	free(kvm);
+	free(conf);
+	free(root);
+	embed_account_clear(&q);
+	embed_account_clear(&other);
+	return T_DONE();
+}
