@@ -787,7 +787,7 @@ static void start_exec(struct evm *v, const char *why)
 		.image_dir = imgs, .image_cache = cache, .volume_dir = vols, .run_dir = x->run_dir, .bridge = bridge,
 		.host_roots = (const char *const *)roots,
 		.domain_type = eh->accel ? eh->accel : "qemu", .dom_name = dn, .vm_uid = v->uid, .vmi_uid = x->uid,
-		.launcher_uid = x->launcher, .generation = v->generation,
+		.launcher_uid = x->launcher, .generation = v->generation, .qemu_uid = eh->acct.same ? geteuid() : eh->acct.uid,
 	};
 	struct domxml_plan *plan = domxml_build(v->m, &env, &err);
 	free(imgs);
@@ -795,6 +795,14 @@ static void start_exec(struct evm *v, const char *why)
 	free(bridge);
 	free(cache);
 	values_free(roots);
+	/* sockets moved to a short private directory (a deep run directory): QEMU's account creates them there */
+	if (plan && plan->sock_base && !eh->acct.same &&
+	    (util_mkdir_p(plan->sock_base, 0700) < 0 || embed_own_dir(&eh->acct, plan->sock_dir, &err) < 0)) {
+		if (err == NULL)
+			err = xasprintf("%s: %s", plan->sock_base, strerror(errno));
+		domxml_plan_free(plan);
+		plan = NULL;
+	}
 	if (plan == NULL) {
 		v->start_error = xstrdup(err);
 		end_exec(v, true, "FailedCreate", err);

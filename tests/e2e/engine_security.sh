@@ -132,7 +132,9 @@ listeners=$(ss -ltnp 2>/dev/null | grep -F "pid=$pid," || true)
 [[ -z $listeners ]] || fail "QEMU listens on TCP: $listeners"
 sock=/run/kvcon-0/$uid/vnc.sock
 [[ -S $sock ]] || fail "no VNC socket at $sock"
-[[ $(stat -c '%a %U' "/run/kvcon-0/$uid") == "700 root" && $(stat -c %a /run/kvcon-0) == 700 ]] ||
+# the execution's directory belongs to the account QEMU runs as (libvirt-qemu by default), 0700; the base is
+# root's, with at most search permission for that account (an ACL entry shows as the group's x bit)
+[[ $(stat -c '%a %u' "/run/kvcon-0/$uid") == "700 $(ps -o uid= -p "$pid" | tr -d ' ')" && $(stat -c '%a %U' /run/kvcon-0) =~ ^7[01]0\ root$ ]] ||
     fail "socket directory modes: $(stat -c '%n %a %U' /run/kvcon-0 "/run/kvcon-0/$uid")"
 ss -lxp 2>/dev/null | grep -F "$sock" | grep -qF "pid=$pid," || fail "QEMU does not listen on $sock"
 # and the display works through it
