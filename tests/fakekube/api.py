@@ -12,6 +12,7 @@ import urllib.parse
 from http.server import BaseHTTPRequestHandler
 
 from store import ApiError, RESOURCES, Filter, Store, dumps
+import logs
 import tables
 from kubevirt import KV_VERSION
 
@@ -142,6 +143,7 @@ class App:
         self.ws_drop_close = False
         self.port = 0
         self.latency = opts.latency
+        self.logs = logs.Logs(store)
 
     def count(self, method, pattern):
         key = method + " " + pattern
@@ -431,6 +433,11 @@ class Handler(BaseHTTPRequestHandler):
     def resource(self, method, route, user):
         app, st = self.app, self.app.store
         res = RESOURCES[route.plural]
+        if route.plural == "pods" and route.sub == "log" and route.name is not None:
+            if method != "GET":
+                raise ApiError(405, "MethodNotAllowed", "the server does not allow this method on the requested resource")
+            self.authorize(user, "get", res, route.ns, route.name, "log")
+            return app.logs.serve(self, route.ns, route.name, self.params)
         if route.sub and route.sub != "status":
             raise ApiError(404, "NotFound", "the server could not find the requested resource")
         if method == "GET":
@@ -921,6 +928,11 @@ class Handler(BaseHTTPRequestHandler):
             with app.mu:
                 app.ws_drop_close = bool(body.get("close", False))
                 app.ws_gen += 1
+        elif what == "log":
+            app.logs.append(body["namespace"], body["pod"], body["container"], body.get("lines", []),
+                            bool(body.get("previous", False)))
+        elif what == "restart-container":
+            app.logs.restart(cl, body["namespace"], body["pod"], body["container"], int(body.get("exitCode", 1)))
         elif what == "fail-vmi":
             with st.lock:
                 cl.fail_vmi(body["namespace"], body["name"])
@@ -942,8 +954,8 @@ class RESOURCESUB:
 
     def __init__(self, res, sub):
         self.plural = res.plural + "/" + sub
-        self.group = "subresources.kubevirt.io"
-        self.gr = res.plural + "." + self.group
+        self.group = "subresources.kubevirt.io" if res.group == "kubevirt.io" else res.group
+        self.gr = res.plural + ("." + self.group if self.group else "")
         self.namespaced = True
 
 
@@ -1028,6 +1040,9 @@ def resource_list(group, version):
         if group == "kubevirt.io" or p == "pods":
             out["resources"].append({"name": p + "/status", "singularName": "", "namespaced": r.namespaced,
                                      "kind": r.kind, "verbs": ["get", "patch", "update"]})
+        if p == "pods":
+            out["resources"].append({"name": "pods/log", "singularName": "", "namespaced": True,
+                                     "kind": "Pod", "verbs": ["get"]})
     return out
 
 

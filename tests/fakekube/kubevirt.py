@@ -729,6 +729,7 @@ class Cluster:
                             cs["state"] = {"waiting": {"reason": "CrashLoopBackOff",
                                                        "message": "back-off 5m0s restarting failed container=compute pod=%s_%s(%s)" % (pod_name, ns, pod["metadata"]["uid"])}}
                             cs["lastState"] = {"terminated": {"exitCode": 1, "reason": "Error",
+                                                              "containerID": "containerd://%064x" % self.rng.getrandbits(256),
                                                               "startedAt": ts(time.time() - 60),
                                                               "finishedAt": ts(time.time() - 55)}}
                     self.set_cond(o, self.cond("Ready", "False", "ContainersNotReady", "containers with unready status: [compute]"))
