@@ -22,6 +22,7 @@
 #include "engine/domxml.h"
 #include "engine/estream.h"
 #include "engine/evm.h"
+#include "engine/elog.h"
 #include "engine/host.h"
 #include "engine/migrate.h"
 #include "model/source.h"
@@ -1512,6 +1513,8 @@ static const struct provider_ops engine_ops = {
 	.open_console = estream_console,
 	.open_vnc = estream_vnc,
 	.fetch_raw = engine_fetch_raw,
+	.open_log = engine_log_open,
+	.close_log = engine_log_close,
 	.destroy = engine_destroy,
 };
 
