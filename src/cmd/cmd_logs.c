@@ -132,43 +132,6 @@ static int parse(int argc, char **argv, struct logs_args *a)
 	return 0;
 }
 
-/* The pod a log request for ns/name reads: the VM's or VMI's current launcher, else a pod of that name.
- * NULL with *why (caller frees) when there is none. */
-const struct pod *logs_resolve(const struct store *st, struct source *src, const char *ns, const char *name,
-			       const char **vm_name, char **why)
-{
-	*why = NULL;
-	*vm_name = NULL;
-	struct chain *c = chain_build(st, src, ns, name);
-	if (c) {
-		const struct pod *p = c->active ? c->active : c->npods ? c->pods[0] : NULL;
-		if (p == NULL)
-			*why = xasprintf("%s %s/%s has no launcher pod (%s): nothing to show",
-					 c->vm ? "VirtualMachine" : "VirtualMachineInstance", ns, name,
-					 c->vmi ? "its VMI has none yet" : "no VMI: the VM is not running");
-		else
-			*vm_name = c->vmi ? c->vmi->o.name : name;
-		chain_free(c);
-		return p;
-	}
-	const struct pod *p = (const struct pod *)store_find(st, src, OBJ_POD, ns, name);
-	if (p == NULL) {
-		*why = xasprintf("no VirtualMachine, VirtualMachineInstance or pod named %s/%s", ns, name);
-		return NULL;
-	}
-	*vm_name = p->vm_name;
-	return p;
-}
-
-/* compute when the pod has it (launchers), else the server's choice (a pod of one container). */
-const char *logs_default_container(const struct pod *p)
-{
-	for (int i = 0; i < p->ncontainers; i++)
-		if (util_str_eq(p->containers[i].name, "compute"))
-			return "compute";
-	return NULL;
-}
-
 struct run {
 	struct linebuf lb;
 	bool ended;
@@ -217,7 +180,7 @@ int cmd_logs(int argc, char **argv)
 		goto out;
 	const char *vm_name;
 	char *why = NULL;
-	const struct pod *pod = logs_resolve(s.st, s.src, s.ns, s.name, &vm_name, &why);
+	const struct pod *pod = chain_log_pod(s.st, s.src, s.ns, s.name, &vm_name, &why);
 	if (pod == NULL) {
 		char *e = util_escape_display(why);
 		fprintf(stderr, "error: %s\n", e);
@@ -235,7 +198,7 @@ int cmd_logs(int argc, char **argv)
 		.ns = s.ns,
 		.pod = pod->o.name,
 		.vm = vm_name,
-		.container = a.container ? a.container : logs_default_container(pod),
+		.container = a.container ? a.container : pod_default_container(pod),
 		.follow = a.follow,
 		.previous = a.previous,
 		.timestamps = a.timestamps,

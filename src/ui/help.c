@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "ui/cmdline.h"
+#include "ui/log_view.h"
 #include "ui/pager.h"
 #include "ui/table.h"
 #include "ui/vmview.h"
@@ -43,6 +44,7 @@ void help_text(struct view *v, struct buf *out)
 		keys_section(out, "List views (VMs, VMIs, pods, events)", table_view_keys());
 		keys_section(out, "VM view", vmview_keys());
 		keys_section(out, "Pager (help, YAML, walkthrough)", pager_keys_table());
+		keys_section(out, "Log pane", log_view_keys());
 		panes_section(out);
 	}
 	keys_section(out, "Everywhere", ui_global_keys);

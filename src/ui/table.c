@@ -754,9 +754,9 @@ static enum view_result key(struct view *v, int k)
 	for (size_t i = 0; i < view_npanes; i++) {
 		if (k != view_panes[i].key)
 			continue;
-		struct obj *vm = selected_vm(v);
+		struct obj *vm = view_panes[i].row ? table_view_selected(v) : selected_vm(v);
 		if (vm == NULL) {
-			ui_error("no VM for this row");
+			ui_error(view_panes[i].row ? "no row selected" : "no VM for this row");
 		} else if (view_panes[i].open == NULL) {
 			ui_error("%s is not available in this build", view_panes[i].label);
 		} else {
