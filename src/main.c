@@ -6,6 +6,7 @@
 #include "console/concmd.h"
 #include "console/vnccmd.h"
 #include "cmd/cmd_logs.h"
+#include "cmd/cmd_wait.h"
 #include "core/opts.h"
 #include "core/xmalloc.h"
 #include "engine/cli.h"
@@ -32,6 +33,8 @@ static const struct cmd_entry commands[] = {
 	{ "diagnose", kube_cmd_diagnose, "NS/NAME [-o text|json]", "walk a VM's four boundaries; exit 3 if one stalled", NULL },
 	{ "logs", cmd_logs, "NS/NAME [-c CONTAINER] [-f] [-p] [--since D] [--tail N]",
 	  "a launcher's (VM, VMI) or pod's container log; engine: compute (QEMU), serial", "-c" },
+	{ "wait", cmd_wait, "vm|vmi NS/NAME --for=condition=C|jsonpath=..=V|delete [--timeout D]",
+	  "wait on the watch until a condition holds, like kubectl wait (exit 1 on timeout)", NULL },
 	{ "lineage", kube_cmd_lineage, "NS/NAME [-o text|json]", "the executions (VMI, launchers, nodes) of a VM", NULL },
 	{ "start", kube_cmd_action, "NS/NAME [--wait[=S]]", "start a VM", NULL },
 	{ "stop", kube_cmd_action, "NS/NAME [--force] [--grace-period N] [--wait[=S]]", "stop a VM", NULL },

@@ -1,0 +1,78 @@
+#!/bin/bash
+# kvcon logs on engine VMs (libvirt's embedded QEMU driver, the lab guest under TCG): compute is QEMU's log of
+# the current execution (from libvirt's "starting up" line), serial the guest's serial log (its boot marker);
+# -f prints what is appended to the log as it is written; --previous after a restart is the QEMU log of the
+# execution before; a VM that is not running and an unknown container fail with a reason and exit 1. Also kvcon
+# wait on an engine VMI (met, and the timeout's exit 1 and message).
+# Exit 0 pass, anything else fail.
+set -u
+top=$(cd "$(dirname "$0")/../.." && pwd)
+KVCON=${KVCON_BIN:-$top/kvcon}
+# shellcheck source=/dev/null
+source "$top/tests/e2e/engine-lib.bash"
+KV=$KVCON
+engine_embed_up kvlogse
+K() { timeout 180 "$KVCON" -c "$URI" "$@" >"$ENGINE_T/out" 2>"$ENGINE_T/err"; }
+poll() {
+	local secs=$1; shift
+	local deadline=$(($(date +%s) + secs))
+	until "$@"; do
+		[ "$(date +%s)" -lt $deadline ] || return 1
+		sleep 0.1
+	done
+}
+
+kv engine apply -f "$(manifest lvm Halted)" >/dev/null || fail "apply"
+K logs default/lvm; rc=$?
+[ $rc -eq 1 ] || fail "logs of a halted VM: exit $rc"
+grep -q 'has no launcher pod (no VMI: the VM is not running)' "$ENGINE_T/err" || fail "halted message: $(cat "$ENGINE_T/err")"
+
+K start default/lvm --wait || { cat "$ENGINE_T/err"; fail "start --wait"; }
+# kvcon wait on the engine's store: met at once, and the kubectl-style timeout
+K wait vmi default/lvm "--for=jsonpath={.status.phase}=Running" --timeout=30s || { cat "$ENGINE_T/err"; fail "engine wait phase"; }
+grep -qx 'virtualmachineinstance.kubevirt.io/lvm condition met' "$ENGINE_T/out" || fail "engine wait: met line"
+K wait vmi default/lvm --for=condition=Paused --timeout=2s; [ $? -eq 1 ] || fail "engine wait timeout must exit 1"
+grep -qx 'error: timed out waiting for the condition on virtualmachineinstances/lvm' "$ENGINE_T/err" || fail "engine wait timeout message"
+
+# compute: QEMU's log of this execution
+K logs default/lvm || { cat "$ENGINE_T/err"; fail "logs compute"; }
+[ "$(grep -c ': starting up libvirt version:' "$ENGINE_T/out")" -eq 1 ] || { cat "$ENGINE_T/out"; fail "compute: one starting-up line"; }
+grep -q 'qemu-system-x86_64' "$ENGINE_T/out" || fail "compute: no QEMU command line"
+K logs default/lvm --tail 1 || fail "--tail 1"
+[ "$(wc -l <"$ENGINE_T/out")" -eq 1 ] || fail "--tail 1 gave $(wc -l <"$ENGINE_T/out") lines"
+
+# serial: the guest's boot marker (it may still be booting: poll)
+serial_has_marker() { K logs default/lvm -c serial && grep -q 'KVCON-GUEST-READY' "$ENGINE_T/out"; }
+poll 60 serial_has_marker || { cat "$ENGINE_T/out" "$ENGINE_T/err"; fail "serial log without the guest's marker"; }
+LC_ALL=C grep -q "$(printf '\033')" "$ENGINE_T/out" && fail "raw ESC from the serial log"
+
+# -f: what is appended to the serial log appears while the command runs
+slog=$(record lvm | jq -r '.execution.serialLog // ""')
+[ -n "$slog" ] && [ -f "$slog" ] || fail "no serial log path in the record"
+"$KVCON" -c "$URI" logs default/lvm -c serial -f >"$ENGINE_T/f.out" 2>"$ENGINE_T/f.err" &
+fpid=$!
+poll 60 grep -q 'KVCON-GUEST-READY' "$ENGINE_T/f.out" || { cat "$ENGINE_T/f.err"; kill $fpid; fail "-f: no first lines"; }
+printf 'appended-by-the-test \033[31mred\033[0m\n' >>"$slog"
+poll 20 grep -qF 'appended-by-the-test \e[31mred\e[0m' "$ENGINE_T/f.out" || { cat "$ENGINE_T/f.out"; kill $fpid; fail "-f did not show the appended line"; }
+kill -0 $fpid 2>/dev/null || fail "-f ended while the VM runs"
+kill $fpid; wait $fpid 2>/dev/null
+
+# unknown container, serial --previous: a reason, exit 1
+K logs default/lvm -c nope; [ $? -eq 1 ] || fail "unknown container must exit 1"
+grep -q 'container nope is not valid for pod virt-launcher-lvm-' "$ENGINE_T/err" || fail "container message: $(cat "$ENGINE_T/err")"
+K logs default/lvm --previous; [ $? -eq 1 ] || fail "--previous before any restart must exit 1"
+grep -q 'previous terminated container "compute"' "$ENGINE_T/err" || fail "previous message: $(cat "$ENGINE_T/err")"
+
+# --previous after a restart: the QEMU log of the execution before
+K logs default/lvm --tail 0 || fail "logs --tail 0"
+[ -s "$ENGINE_T/out" ] && fail "--tail 0 printed lines"
+K logs default/lvm
+first_start=$(grep ': starting up libvirt version:' "$ENGINE_T/out")
+K restart default/lvm --wait || { cat "$ENGINE_T/err"; fail "restart --wait"; }
+K logs default/lvm --previous || { cat "$ENGINE_T/err"; fail "--previous after restart"; }
+[ "$(grep -c ': starting up libvirt version:' "$ENGINE_T/out")" -eq 1 ] || fail "previous: one execution"
+grep -qF "$first_start" "$ENGINE_T/out" || fail "previous is not the first execution's log"
+K logs default/lvm || fail "logs after restart"
+grep -qF "$first_start" "$ENGINE_T/out" && fail "current still shows the first execution"
+K stop default/lvm --force --wait || fail "force stop"
+echo PASS
