@@ -5,6 +5,7 @@
 
 #include "console/concmd.h"
 #include "console/vnccmd.h"
+#include "cmd/cmd_describe.h"
 #include "cmd/cmd_logs.h"
 #include "cmd/cmd_wait.h"
 #include "core/opts.h"
@@ -31,10 +32,11 @@ static const struct cmd_entry commands[] = {
 	  "the guest's serial console full-screen (Ctrl+] exits)", NULL },
 	{ "vnc", vnccmd_main, "TARGET [--screenshot F.png|--proxy-only]", "the guest display in the terminal", NULL },
 	{ "diagnose", kube_cmd_diagnose, "NS/NAME [-o text|json]", "walk a VM's four boundaries; exit 3 if one stalled", NULL },
+	{ "describe", cmd_describe, "vm|vmi|pod NS/NAME", "the object and its events in kubectl describe's layout", NULL },
 	{ "logs", cmd_logs, "NS/NAME [-c CONTAINER] [-f] [-p] [--since D] [--tail N]",
 	  "a launcher's (VM, VMI) or pod's container log; engine: compute (QEMU), serial", "-c" },
-	{ "wait", cmd_wait, "vm|vmi NS/NAME --for=condition=C|jsonpath=..=V|delete [--timeout D]",
-	  "wait on the watch until a condition holds, like kubectl wait (exit 1 on timeout)", NULL },
+	{ "wait", cmd_wait, "vm|vmi NS/NAME --for=WHAT [--timeout D]",
+	  "wait (watch) for condition=C, jsonpath=...=V or delete, like kubectl wait", NULL },
 	{ "lineage", kube_cmd_lineage, "NS/NAME [-o text|json]", "the executions (VMI, launchers, nodes) of a VM", NULL },
 	{ "start", kube_cmd_action, "NS/NAME [--wait[=S]]", "start a VM", NULL },
 	{ "stop", kube_cmd_action, "NS/NAME [--force] [--grace-period N] [--wait[=S]]", "stop a VM", NULL },
