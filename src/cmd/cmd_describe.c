@@ -300,18 +300,19 @@ static int cmp_event(const void *a, const void *b)
 	return x->last < y->last ? -1 : x->last > y->last;
 }
 
-static void print_events(FILE *f, const struct session *s, const char *uid, enum obj_kind kind)
+static void print_events(FILE *f, const struct store *st, struct source *src, const char *ns, const char *name,
+			 const char *uid, enum obj_kind kind)
 {
 	size_t n;
-	struct obj *const *all = store_objs(s->st, s->src, OBJ_EVENT, &n);
+	struct obj *const *all = store_objs(st, src, OBJ_EVENT, &n);
 	const struct event **mine = xcalloc(n ? n : 1, sizeof *mine);
 	size_t k = 0;
 	for (size_t i = 0; i < n; i++) {
 		const struct event *e = (const struct event *)all[i];
-		if (strcmp(e->o.ns, s->ns) != 0)
+		if (strcmp(e->o.ns, ns) != 0)
 			continue;
 		if (e->inv_uid[0] ? strcmp(e->inv_uid, uid) == 0
-				  : util_str_eq(e->inv_name, s->name) && util_str_eq(e->inv_kind, obj_kind_title(kind)))
+				  : util_str_eq(e->inv_name, name) && util_str_eq(e->inv_kind, obj_kind_title(kind)))
 			mine[k++] = e;
 	}
 	if (k == 0) {
@@ -404,9 +405,9 @@ static void fetched(void *arg, int status, const char *body, size_t len)
 	x->body = xstrndup(body ? body : "", len);
 }
 
-int describe_text(struct source *src, const struct session *s, enum obj_kind kind, const char *json, FILE *f)
+int describe_text(const struct store *st, struct source *src, enum obj_kind kind, const char *ns_, const char *name_,
+		  const char *json, FILE *f)
 {
-	(void)src;
 	struct json_object *o = json_tokener_parse(json);
 	if (o == NULL || !json_object_is_type(o, json_type_object)) {
 		json_object_put(o);
@@ -414,7 +415,7 @@ int describe_text(struct source *src, const struct session *s, enum obj_kind kin
 	}
 	struct tw t = { 0 };
 	struct json_object *md = json_object_object_get(o, "metadata");
-	char *name = util_escape_display(s->name), *ns = util_escape_display(s->ns);
+	char *name = util_escape_display(name_), *ns = util_escape_display(ns_);
 	tw_kv(&t, 0, "Name", name);
 	tw_kv(&t, 0, "Namespace", ns);
 	free(name);
@@ -425,8 +426,8 @@ int describe_text(struct source *src, const struct session *s, enum obj_kind kin
 	tw_flush(&t, f);
 	free(t.l);
 	struct json_object *uid = md ? json_object_object_get(md, "uid") : NULL;
-	const struct obj *so = store_find(s->st, s->src, kind, s->ns, s->name);
-	print_events(f, s, uid ? json_object_get_string(uid) : so ? so->uid : "", kind);
+	const struct obj *so = store_find(st, src, kind, ns_, name_);
+	print_events(f, st, src, ns_, name_, uid ? json_object_get_string(uid) : so ? so->uid : "", kind);
 	json_object_put(o);
 	return 0;
 }
@@ -496,7 +497,7 @@ int cmd_describe(int argc, char **argv)
 		rc = EXIT_API;
 		goto out;
 	}
-	if (describe_text(s.src, &s, kind, x.body, stdout) < 0) {
+	if (describe_text(s.st, s.src, kind, s.ns, s.name, x.body, stdout) < 0) {
 		fprintf(stderr, "error: the object is not JSON\n");
 		rc = EXIT_API;
 	}

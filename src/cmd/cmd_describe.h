@@ -7,11 +7,12 @@
 #include "model/obj.h"
 #include "model/source.h"
 
-struct session;
+#include "model/store.h"
 
 int cmd_describe(int argc, char **argv);
-/* The describe text of an object (its JSON as the source serves it) and the session store's events about it.
- * 0, or -1 when json is not an object. */
-int describe_text(struct source *src, const struct session *s, enum obj_kind kind, const char *json, FILE *f);
+/* The describe text of ns/name (its JSON as the source serves it) and the store's events about it, into f (the
+ * dashboard's `e` writes it to a memory stream). 0, or -1 when json is not an object. */
+int describe_text(const struct store *st, struct source *src, enum obj_kind kind, const char *ns, const char *name,
+		  const char *json, FILE *f);
 
 #endif

@@ -8,6 +8,7 @@
 #include "core/xmalloc.h"
 #include "model/source.h"
 #include "model/store.h"
+#include "ui/describeview.h"
 #include "ui/sources.h"
 #include "ui/ui.h"
 #include "ui/view.h"
@@ -115,6 +116,19 @@ void ui_open_yaml(const struct obj *o)
 {
 	if (o)
 		view_push(yamlview_new(o));
+}
+
+void ui_open_describe(const struct obj *o)
+{
+	if (o == NULL)
+		return;
+	char *err = NULL;
+	struct view *v = describeview_new(o, &err);
+	if (v)
+		view_push(v);
+	else
+		ui_error("%s", err ? err : "describe failed");
+	free(err);
 }
 
 void ui_open_vm(const struct obj *vm)

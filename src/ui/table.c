@@ -719,6 +719,14 @@ static enum view_result k_yaml(struct view *v)
 }
 
 
+static enum view_result k_describe(struct view *v)
+{
+	struct obj *o = table_view_selected(v);
+	if (o)
+		ui_open_describe(o);
+	return VIEW_DONE;
+}
+
 static const struct view_key table_keys[] = {
 	{ 'j', "j", "next row", k_down },
 	{ VKEY(KEY_DOWN), "Down", "next row", k_down },
@@ -734,6 +742,7 @@ static const struct view_key table_keys[] = {
 	{ VKEY(KEY_END), "End", "last row", k_end },
 	{ '\r', "enter", "open the VM view of the row's VM (YAML for other rows)", k_enter },
 	{ 'y', "y", "show the object as YAML", k_yaml },
+	{ 'e', "e", "describe the object: fields, conditions, volumes, owners, events (kubectl describe)", k_describe },
 	UI_ACTION_KEYS,
 	{ 'N', "shift-N", "sort by NAME (again: reverse)", NULL },
 	{ 'P', "shift-P", "sort by NAMESPACE", NULL },

@@ -68,6 +68,8 @@ enum view_result ui_key_migrate(struct view *v);
 void ui_open_vm(const struct obj *vm);
 /* Opens the YAML pager for an object (y). */
 void ui_open_yaml(const struct obj *o);
+/* Opens the object described as kubectl describe shows it, with its events (e); says why for other rows. */
+void ui_open_describe(const struct obj *o);
 /* Runs a `:` command line ("vm", "ns default", ...). Returns 0, or -1 with a message shown. */
 int ui_command(const char *line);
 

@@ -371,6 +371,15 @@ static enum view_result k_yaml(struct view *v)
 		ui_open_yaml(vm);
 	return VIEW_DONE;
 }
+static enum view_result k_describe(struct view *v)
+{
+	struct obj *vm = current_vm(v);
+	if (vm)
+		ui_open_describe(vm);
+	else
+		ui_error("the VM is gone");
+	return VIEW_DONE;
+}
 static enum view_result k_diag(struct view *v)
 {
 	struct vmview *vv = v->priv;
@@ -396,6 +405,7 @@ static const struct view_key vm_keys[] = {
 	UI_ACTION_KEYS,
 	{ 'd', "d", "troubleshooting walkthrough: the first stalled boundary, evidence, next check", k_diag },
 	{ 'y', "y", "the VM as YAML", k_yaml },
+	{ 'e', "e", "the VM described: fields, conditions, volumes, events newest last (kubectl describe)", k_describe },
 	{ 0, NULL, NULL, NULL },
 };
 

@@ -3,7 +3,8 @@
 # compute log under the list, lines appended to the log show up without a key press (follow), an escape
 # sequence in the log is shown escaped and changes nothing in tmux, w wraps, / searches, shift-C switches to
 # the next container, p shows the previous instance after a restart, q closes the pane; `l` on a VM that is not
-# running and on an event row says why instead of doing nothing; `l` on a pod row reads that pod.
+# running and on an event row says why instead of doing nothing; `l` on a pod row reads that pod. `e` describes
+# the VM in the pager (kubectl describe's layout) and says why on an event row.
 . "$(dirname "$0")/ui_lib.inc"
 
 fk_start --vms 4 --namespaces 1 --step 0.05
@@ -70,7 +71,17 @@ screen | grep -q 'kvcon-follow-line-2' && fail "the new instance shows the old l
 keys q
 wait_gone "1:logs ns-00/$vm" 5
 
-# 8. nothing to show: say why
+# 8. e: the VM described (kubectl describe's layout) in the pager, events last
+keys e
+wait_for "describe vm ns-00/$vm" 10
+wait_for "^ Name: +$vm$" 10
+screen | grep -qE "^ API Version: +kubevirt.io/v1$" || fail "describe: API Version"
+keys G
+wait_for "^   Normal +SuccessfulCreate " 5
+keys q
+wait_gone "describe vm ns-00/$vm" 5
+
+# 9. nothing to show: say why
 fk action ns-00 "$vm" stop '{"gracePeriod":0}' >/dev/null || fail "stop"
 wait_for "^ $vm .*Stopped" 15
 keys l
@@ -79,8 +90,10 @@ cmd events; wait_for 'Events\(ns-00\)' 10
 keys "/"; keys Escape
 keys l
 wait_for 'logs: logs are read from a VM, a VMI or a pod' 5
+keys e
+wait_for 'describe: a VM, VMI or pod row' 5
 
-# 9. l on a pod row reads that pod
+# 10. l on a pod row reads that pod
 other=$(fk names pods | sed -n 's|^ns-00/\(virt-launcher-.*\)|\1|p' | head -1)
 [ -n "$other" ] || fail "no other launcher"
 cmd pod; wait_for 'LauncherPods\(ns-00\)' 10
