@@ -62,10 +62,12 @@ void linebuf_feed(struct linebuf *lb, const char *data, size_t len, linebuf_cb c
 			if (nl) {
 				emit(lb, lb->pend.data, lb->pend.len, cb, arg);
 				buf_reset(&lb->pend);
-			} else if (lb->pend.len >= LINEBUF_MAX) {
-				size_t w = utf8_whole(lb->pend.data, lb->pend.len);
-				emit(lb, lb->pend.data, w, cb, arg);
-				buf_consume(&lb->pend, w);
+			} else {
+				while (lb->pend.len >= LINEBUF_MAX) {
+					size_t w = utf8_whole(lb->pend.data, LINEBUF_MAX);
+					emit(lb, lb->pend.data, w, cb, arg);
+					buf_consume(&lb->pend, w);
+				}
 			}
 		}
 		if (!nl)
