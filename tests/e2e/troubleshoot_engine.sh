@@ -1,5 +1,5 @@
 #!/bin/bash
-# kvcon logs on engine VMs (libvirt's embedded QEMU driver, the lab guest under TCG): compute is QEMU's log of
+# kvcon logs, describe and wait on engine VMs (libvirt's embedded QEMU driver, the lab guest under TCG): compute is QEMU's log of
 # the current execution (from libvirt's "starting up" line), serial the guest's serial log (its boot marker);
 # -f prints what is appended to the log as it is written; --previous after a restart is the QEMU log of the
 # execution before; a VM that is not running and an unknown container fail with a reason and exit 1. Also kvcon
@@ -11,7 +11,7 @@ KVCON=${KVCON_BIN:-$top/kvcon}
 # shellcheck source=/dev/null
 source "$top/tests/e2e/engine-lib.bash"
 KV=$KVCON
-engine_embed_up kvlogse
+engine_embed_up kvtrbe
 K() { timeout 180 "$KVCON" -c "$URI" "$@" >"$ENGINE_T/out" 2>"$ENGINE_T/err"; }
 poll() {
 	local secs=$1; shift
@@ -33,6 +33,19 @@ K wait vmi default/lvm "--for=jsonpath={.status.phase}=Running" --timeout=30s ||
 grep -qx 'virtualmachineinstance.kubevirt.io/lvm condition met' "$ENGINE_T/out" || fail "engine wait: met line"
 K wait vmi default/lvm --for=condition=Paused --timeout=2s; [ $? -eq 1 ] || fail "engine wait timeout must exit 1"
 grep -qx 'error: timed out waiting for the condition on virtualmachineinstances/lvm' "$ENGINE_T/err" || fail "engine wait timeout message"
+
+# describe: KubeVirt-shaped objects from the engine's store in kubectl's layout
+K describe vm default/lvm || { cat "$ENGINE_T/err"; fail "engine describe vm"; }
+for f in 'Name: *lvm$' 'Namespace: *default$' 'API Version: *kubevirt.io/v1$' 'Kind: *VirtualMachine$' '  Run Strategy: *Always$' \
+	'  Printable Status: *Running$' '    Type: *Ready$' 'Events:'; do
+	grep -q "^$f" "$ENGINE_T/out" || { cat "$ENGINE_T/out"; fail "engine describe vm: no '$f'"; }
+done
+K describe vmi default/lvm || fail "engine describe vmi"
+grep -q '^    Kind: *VirtualMachine$' "$ENGINE_T/out" && grep -q '^  Phase: *Running$' "$ENGINE_T/out" &&
+	grep -q '^  Normal  *Started  .*started (QEMU pid' "$ENGINE_T/out" || { cat "$ENGINE_T/out"; fail "engine describe vmi content"; }
+lpod="virt-launcher-lvm-$(record lvm | jq -r '.execution.launcherUid // ""' | cut -c1-5)"
+K describe pod "default/$lpod" || { cat "$ENGINE_T/err"; fail "engine describe pod $lpod"; }
+grep -q '^Controlled By: *VirtualMachineInstance/lvm$' "$ENGINE_T/out" && grep -q '^  compute:$' "$ENGINE_T/out" || { cat "$ENGINE_T/out"; fail "engine describe pod content"; }
 
 # compute: QEMU's log of this execution
 K logs default/lvm || { cat "$ENGINE_T/err"; fail "logs compute"; }
