@@ -15,6 +15,7 @@
 #include "core/util.h"
 #include "core/xmalloc.h"
 #include "cmd/session.h"
+#include "cmd/storage.h"
 #include "kube/kube.h"
 #include "model/chain.h"
 #include "model/diagnose.h"
@@ -265,17 +266,33 @@ int kube_cmd_diagnose(int argc, char **argv)
 		goto out;
 	}
 	struct diag *d = diag_run(c, util_wall_s());
+	/* the storage behind the VM, link by link (clusters: the objects are read once) */
+	struct json_object *stor = NULL;
+	if (s.src->type == SOURCE_KUBE && c->vm) {
+		char *serr = NULL;
+		stor = storage_chain(s.src, s.ns, s.name, c->vmi && util_str_eq(c->vmi->phase, "Running"), &serr);
+		if (stor == NULL) {
+			char *e = util_escape_display(serr);
+			fprintf(stderr, "kvcon diagnose: warning: storage not read: %s\n", e);
+			free(e);
+		}
+		free(serr);
+	}
 	if (a.fmt == OUT_JSON) {
 		struct json_object *j = diag_json(d, c);
+		if (stor)
+			json_object_object_add(j, "storage", json_object_get(stor));
 		print_json(j);
 		json_object_put(j);
 	} else {
 		struct buf b;
 		buf_init(&b);
 		diag_format_text(d, c, &b);
+		storage_format_text(stor, &b);
 		fwrite(b.data, 1, b.len, stdout);
 		buf_free(&b);
 	}
+	json_object_put(stor);
 	rc = diag_exit_code(d);
 	diag_free(d);
 	chain_free(c);

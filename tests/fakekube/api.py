@@ -19,9 +19,11 @@ from kubevirt import KV_VERSION
 GROUPS = {
     "kubevirt.io": ["v1"],
     "subresources.kubevirt.io": ["v1", "v1alpha3"],
+    "cdi.kubevirt.io": ["v1beta1"],
 }
 KUBEVIRT_PLURALS = ("virtualmachines", "virtualmachineinstances", "virtualmachineinstancemigrations")
-CORE_PLURALS = ("pods", "events", "namespaces", "nodes")
+CORE_PLURALS = ("pods", "events", "namespaces", "nodes", "persistentvolumeclaims", "persistentvolumes")
+CDI_PLURALS = ("datavolumes",)
 SUBRESOURCES = {
     "virtualmachines": ["start", "stop", "restart", "migrate"],
     "virtualmachineinstances": ["pause", "unpause", "softreboot", "console", "vnc", "guestosinfo"],
@@ -68,7 +70,8 @@ def parse_route(path, kubevirt=True):
         if version not in GROUPS[group]:
             return Route("other", pattern=path)
         rest = segs[3:]
-        allowed = KUBEVIRT_PLURALS if group == "kubevirt.io" else tuple(SUBRESOURCES)
+        allowed = (KUBEVIRT_PLURALS if group == "kubevirt.io" else CDI_PLURALS if group == "cdi.kubevirt.io"
+                   else tuple(SUBRESOURCES))
         base = "/apis/%s/%s" % (group, version)
     else:
         return Route("other", pattern=path)
@@ -400,7 +403,7 @@ class Handler(BaseHTTPRequestHandler):
         declares the fieldValidation parameter (kubectl then validates on the
         server side, which accepts anything) and every kind has a schema that
         preserves unknown fields."""
-        gvs = [("", "v1")] + ([(g, v) for g, vs in GROUPS.items() if g == "kubevirt.io" for v in vs]
+        gvs = [("", "v1")] + ([(g, v) for g, vs in GROUPS.items() if g in ("kubevirt.io", "cdi.kubevirt.io") for v in vs]
                               if self.app.kubevirt else [])
         if path.rstrip("/") == "/openapi/v3":
             paths = {}

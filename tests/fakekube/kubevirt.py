@@ -34,6 +34,9 @@ SCENARIOS = {
     "restart-required": "VM Running with a RestartRequired condition (template changed)",
     "migration-failed": "a failed migration (VMIM Failed, migrationState.failed); further migrations fail too",
     "weird": "unicode names, names/annotations/event messages carrying terminal escape sequences",
+    "dv-importing": "root disk DataVolume ImportInProgress (37.50%), PVC Bound; VM Provisioning, no VMI",
+    "pvc-pending": "root disk PVC Pending (storage class slow-nfs not found); VM WaitingForVolumeBinding, no VMI",
+    "rwo-migration": "runs from a ReadWriteOnce PVC (PV Retain): VMI LiveMigratable False DisksNotLiveMigratable",
 }
 
 WEIRD_NAMES = [
@@ -796,6 +799,9 @@ class Cluster:
                     if scen == "restart-required":
                         self._restart_required(o)
                 st.update("virtualmachines", ns, name, vmf)
+            if scen == "rwo-migration":
+                import storage
+                storage.rwo_not_migratable(self, ns, name)
             if scen == "agent-missing":
                 self.busy.discard((ns, name))
                 return
@@ -1467,13 +1473,17 @@ class Cluster:
             vols = None
             if scen == "pvc-missing":
                 vols = [{"name": "rootdisk", "persistentVolumeClaim": {"claimName": scen + "-rootdisk"}}]
+            import storage
+            vols = storage.scenario_volumes(scen) or vols
             if scen == "imagepull":
                 vols = [{"name": "containerdisk", "containerDisk": {
                     "image": "registry:5000/kubevirt/does-not-exist-container-disk:devel"}},
                         {"name": "cloudinitdisk", "cloudInitNoCloud": {"userData": "#!/bin/sh\n"}}]
             vm = self.build_vm(ns, scen, "Always", time.time() - 3600, {"fakekube.kvcon.io/scenario": scen},
                                ann, volumes=vols)
-            st.create("virtualmachines", vm)
+            vm = st.create("virtualmachines", vm)
+            if storage.create_objects(self, vm):
+                return
             if scen == "owner-mismatch":
                 self._owner_mismatch(vm)
                 return
