@@ -2,7 +2,8 @@
 # kvcon wait against fakekube, side by side with the real kubectl wait: the same output and exit codes for a
 # condition already met, a timeout (1, "error: timed out waiting for the condition on ..."), a missing object
 # (NotFound, 1; --for=delete: 0 at once); and, while both are waiting on their watches, a change the test makes
-# (pause -> condition=Paused, start -> jsonpath printableStatus=Running, stop -> --for=delete) ends both with 0.
+# (pause -> condition=Paused, start -> jsonpath printableStatus=Running, stop -> --for=delete) ends both with 0,
+# also when the watches are cut just before the change.
 # Exit 0 pass, anything else fail.
 set -u
 # shellcheck source=tests/e2e/lib/fakekube.bash
@@ -72,7 +73,8 @@ waiting() { # DESC CHANGE-CMD -- WAIT-ARGS...
 	[ $rc -eq 0 ] || fail "$desc: kubectl exit $rc ($(cat "$tmp/kcw.err"))"
 	cmp -s "$tmp/kvw.out" "$tmp/kcw.out" || fail "$desc: '$(cat "$tmp/kvw.out")' vs kubectl '$(cat "$tmp/kcw.out")'"
 }
-waiting "condition comes" "fkctl action ns-00 $v1 pause" -- -n ns-00 vmi/$v1 --for=condition=Paused
+# the watches are cut mid-event just before the change: the waits must watch again from where they were
+waiting "condition comes" "fkctl post /fake/drop-watches && fkctl action ns-00 $v1 pause" -- -n ns-00 vmi/$v1 --for=condition=Paused
 grep -qx "virtualmachineinstance.kubevirt.io/$v1 condition met" "$tmp/kvw.out" || fail "pause: met line"
 
 fkctl action ns-00 $v2 stop '{"gracePeriod":0}' >/dev/null || fail "stop $v2"
