@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "ui/clusterlist.h"
 #include "ui/cmdline.h"
 #include "ui/log_view.h"
 #include "ui/pager.h"
@@ -45,6 +46,8 @@ void help_text(struct view *v, struct buf *out)
 		keys_section(out, "VM view", vmview_keys());
 		keys_section(out, "Pager (help, YAML, walkthrough)", pager_keys_table());
 		keys_section(out, "Log pane", log_view_keys());
+		keys_section(out, "Node list (:node)", clusterlist_node_keys());
+		keys_section(out, "Migration list (:vmim)", clusterlist_vmim_keys());
 		panes_section(out);
 	}
 	keys_section(out, "Everywhere", ui_global_keys);

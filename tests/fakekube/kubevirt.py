@@ -595,7 +595,12 @@ class Cluster:
                                "addresses": [{"type": "InternalIP", "address": NODE_IPS[n]},
                                              {"type": "Hostname", "address": n}],
                                "nodeInfo": {"kubeletVersion": "v1.32.4", "architecture": "amd64",
-                                            "operatingSystem": "linux"}}})
+                                            "operatingSystem": "linux"},
+                               # virt-handler's device plugins advertise KVM and tun (1k each)
+                               "capacity": {"cpu": "8", "memory": "32Gi", "pods": "110",
+                                            "devices.kubevirt.io/kvm": "1k", "devices.kubevirt.io/tun": "1k"},
+                               "allocatable": {"cpu": "8", "memory": "32Gi", "pods": "110",
+                                               "devices.kubevirt.io/kvm": "1k", "devices.kubevirt.io/tun": "1k"}}})
             if self.kubevirt:
                 for comp, node in [("virt-api", "node01"), ("virt-controller", "node02"),
                                    ("virt-handler", "node01"), ("virt-handler", "node02"),

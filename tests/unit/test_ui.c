@@ -18,6 +18,7 @@
 #include "ui/draw.h"
 #include "ui/header.h"
 #include "ui/help.h"
+#include "ui/clusterlist.h"
 #include "ui/log_view.h"
 #include "ui/nsctx.h"
 #include "ui/sources.h"
@@ -870,6 +871,8 @@ static const struct {
 	{ "VM view", vmview_keys },
 	{ "Pager (help, YAML, walkthrough)", pager_keys_table },
 	{ "Log pane", log_view_keys },
+	{ "Node list (:node)", clusterlist_node_keys },
+	{ "Migration list (:vmim)", clusterlist_vmim_keys },
 };
 
 static const struct view_key *global_keys(void)

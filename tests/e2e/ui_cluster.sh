@@ -1,0 +1,49 @@
+#!/bin/bash
+# The dashboard's cluster lists against fakekube in tmux: `:node` lists the three nodes with Ready, schedulable
+# for VMs, KVM capacity from virt-handler (1k) and the number of VMIs on each (equal to the VMIs' nodeName in
+# the fake cluster), a cordoned node shows SchedulingDisabled and not schedulable after the next listing, enter
+# on a node opens the VMI list filtered to it; `:vmim` lists a migration the test starts, with its VMI, source
+# and target node and Succeeded, and enter opens that VM's view.
+. "$(dirname "$0")/ui_lib.inc"
+
+fk_start --vms 6 --namespaces 1 --step 0.05
+fk settle 30 >/dev/null || fail "settle"
+kv_start -n ns-00
+wait_for 'Watch: vm live +vmi live +pod live' 15
+count_on() { fk state virtualmachineinstances | $PY -c '
+import json, sys
+print(sum(1 for v in json.load(sys.stdin)["virtualmachineinstances"] if v["status"].get("nodeName") == sys.argv[1]))' "$1"; }
+
+# 1. :node
+cmd node
+wait_for 'Nodes\[3\]' 10
+wait_for 'NAME +STATUS +SCHEDULABLE +KVM +VMS +AGE' 5
+for n in node01 node02 node03; do
+	wait_for "^ $n +Ready +true +1k +$(count_on $n) +50d" 10
+done
+fk patch /api/v1/nodes/node02 '{"spec":{"unschedulable":true}}' >/dev/null || fail "cordon"
+wait_for '^ node02 +Ready,SchedulingDisabled +false +1k ' 10
+
+# 2. enter: the VMIs on that node
+busiest=$(for n in node01 node02 node03; do echo "$(count_on $n) $n"; done | sort -rn | head -1 | cut -d' ' -f2)
+[ "$(count_on "$busiest")" -ge 1 ] || fail "no VMI on any node"
+keys g
+for n in node01 node02 node03; do [ "$n" = "$busiest" ] && break; keys j; done
+keys Enter
+wait_for "VirtualMachineInstances\(ns-00\)\[$(count_on "$busiest")\] </$busiest>" 10
+screen | sed -n '6,38p' | grep -E ' node0[123]' | grep -v " $busiest" && fail "the VMI list shows other nodes"
+
+# 3. :vmim: a migration, with source and target, then enter opens the VM
+vm=$(fk names virtualmachineinstances | sed -n 's|^ns-00/||p' | head -1)
+src=$(fk get "/apis/kubevirt.io/v1/namespaces/ns-00/virtualmachineinstances/$vm" | $PY -c 'import json,sys; print(json.load(sys.stdin)["status"]["nodeName"])')
+fk action ns-00 "$vm" migrate >/dev/null || fail "migrate"
+fk settle 30 >/dev/null || fail "settle after migrate"
+dst=$(fk get "/apis/kubevirt.io/v1/namespaces/ns-00/virtualmachineinstances/$vm" | $PY -c 'import json,sys; print(json.load(sys.stdin)["status"]["nodeName"])')
+[ "$src" != "$dst" ] || fail "the migration did not move the VMI"
+cmd vmim
+wait_for 'Migrations\[1\]' 10
+wait_for "^ ns-00 +kubevirt-migrate-vm-[a-z0-9]+ +Succeeded +$vm +$src +$dst +[0-9]+[smhd] +[0-9]+[smhd]$" 10
+keys Enter
+wait_for "vm ns-00/$vm" 10
+cmd q
+echo PASS
