@@ -1,10 +1,13 @@
-/* `:node` and `:vmim`: cluster objects the store does not keep, listed from every kube source's API and listed
+/* `:node`, `:vmim`, `:pvc` and `:dv`: cluster objects the store does not keep, listed from every kube source's API and listed
  * again every few seconds while shown. Nodes: Ready, schedulable for VMs (label kubevirt.io/schedulable and not
  * cordoned), the KVM capacity virt-handler advertises (allocatable devices.kubevirt.io/kvm) and how many VMIs
  * the store has on each; enter shows the VMI list filtered to that node. Migrations: phase, VMI, source and
- * target node, start and duration; enter opens the VM's view. Every string from the cluster is escaped. */
+ * target node, start and duration; enter opens the VM's view. PVCs (status, volume, capacity, access modes,
+ * storage class) and DataVolumes (phase, progress, restarts); enter shows the object's YAML. Every string from
+ * the cluster is escaped. */
 #include "ui/clusterlist.h"
 
+#include <curl/curl.h>
 #include <json.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -19,15 +22,17 @@
 #include "model/source.h"
 #include "model/store.h"
 #include "ui/draw.h"
+#include "ui/pager.h"
 #include "ui/table.h"
 #include "ui/theme.h"
 #include "ui/ui.h"
 #include "ui/view.h"
+#include "ui/yamlview.h"
 
 #define REFRESH_S 3
 #define NCOLS 8
 
-enum clist_kind { CL_NODE, CL_VMIM };
+enum clist_kind { CL_NODE, CL_VMIM, CL_PVC, CL_DV };
 
 struct crow {
 	struct source *src;
@@ -54,9 +59,23 @@ struct clist {
 static struct clist *live;
 static unsigned next_id;
 
-static const char *const heads[2][NCOLS] = {
+static const char *const heads[4][NCOLS] = {
 	{ "NAME", "STATUS", "SCHEDULABLE", "KVM", "VMS", "AGE", NULL, NULL },
 	{ "NAMESPACE", "NAME", "PHASE", "VMI", "SOURCE", "TARGET", "STARTED", "DURATION" },
+	{ "NAMESPACE", "NAME", "STATUS", "VOLUME", "CAPACITY", "ACCESS MODES", "STORAGECLASS", "AGE" },
+	{ "NAMESPACE", "NAME", "PHASE", "PROGRESS", "RESTARTS", "AGE", NULL, NULL },
+};
+static const int ncols[4] = { 6, 8, 8, 6 };
+static const char *const titles[4] = { "Nodes", "Migrations", "PVCs", "DataVolumes" };
+/* the collection path (namespaced kinds: in the dashboard's namespace, or every one) */
+static const struct {
+	const char *base, *plural;
+	bool namespaced;
+} paths[4] = {
+	{ "/api/v1", "nodes", false },
+	{ "/apis/kubevirt.io/v1", "virtualmachineinstancemigrations", true },
+	{ "/api/v1", "persistentvolumeclaims", true },
+	{ "/apis/cdi.kubevirt.io/v1beta1", "datavolumes", true },
 };
 
 static struct clist *find_id(unsigned id)
@@ -182,6 +201,49 @@ static void vmim_row(struct crow *r, struct json_object *o)
 	r->cell[7] = xstrdup(d);
 }
 
+static char *modes_text(struct json_object *o)
+{
+	struct json_object *st = NULL, *m = NULL;
+	char buf[64] = "";
+	if (json_object_object_get_ex(o, "status", &st) && json_object_object_get_ex(st, "accessModes", &m) &&
+	    json_object_is_type(m, json_type_array))
+		for (size_t i = 0; i < json_object_array_length(m); i++) {
+			const char *v = json_object_get_string(json_object_array_get_idx(m, i));
+			const char *a = util_str_eq(v, "ReadWriteOnce")	  ? "RWO"
+					: util_str_eq(v, "ReadWriteMany") ? "RWX"
+					: util_str_eq(v, "ReadOnlyMany")  ? "ROX"
+					: util_str_eq(v, "ReadWriteOncePod") ? "RWOP"
+									    : v;
+			size_t l = strlen(buf);
+			snprintf(buf + l, sizeof buf - l, "%s%s", l ? "," : "", a);
+		}
+	return esc(buf);
+}
+
+static void pvc_row(struct crow *r, struct json_object *o)
+{
+	r->cell[0] = esc(r->ns);
+	r->cell[1] = esc(r->name);
+	r->cell[2] = esc(js(o, "status", "phase", NULL));
+	r->cell[3] = esc(js(o, "spec", "volumeName", NULL));
+	r->cell[4] = esc(js(o, "status", "capacity", "storage"));
+	r->cell[5] = modes_text(o);
+	r->cell[6] = esc(js(o, "spec", "storageClassName", NULL) ? js(o, "spec", "storageClassName", NULL) : "<unset>");
+	r->start = parse_ts(js(o, "metadata", "creationTimestamp", NULL));
+	r->cell[7] = NULL; /* AGE */
+}
+
+static void dv_row(struct crow *r, struct json_object *o)
+{
+	r->cell[0] = esc(r->ns);
+	r->cell[1] = esc(r->name);
+	r->cell[2] = esc(js(o, "status", "phase", NULL));
+	r->cell[3] = esc(js(o, "status", "progress", NULL) ? js(o, "status", "progress", NULL) : "N/A");
+	r->cell[4] = esc(js(o, "status", "restartCount", NULL) ? js(o, "status", "restartCount", NULL) : "0");
+	r->start = parse_ts(js(o, "metadata", "creationTimestamp", NULL));
+	r->cell[5] = NULL; /* AGE */
+}
+
 static int cmp_rows(const void *a, const void *b)
 {
 	const struct crow *x = a, *y = b;
@@ -223,8 +285,12 @@ static void listed(void *arg, const struct kube_resp *resp)
 				r->name = xstrdup(js(it, "metadata", "name", NULL) ? js(it, "metadata", "name", NULL) : "?");
 				if (c->kind == CL_NODE)
 					node_row(r, it);
-				else
+				else if (c->kind == CL_VMIM)
 					vmim_row(r, it);
+				else if (c->kind == CL_PVC)
+					pvc_row(r, it);
+				else
+					dv_row(r, it);
 			}
 		}
 		json_object_put(o);
@@ -253,12 +319,13 @@ static void relist(struct clist *c)
 		if (s == NULL || s->closed || s->type != SOURCE_KUBE || kube_source_http(s) == NULL)
 			continue;
 		char *path;
-		if (c->kind == CL_NODE)
-			path = xstrdup("/api/v1/nodes");
-		else if (ui_namespace())
-			path = xasprintf("/apis/kubevirt.io/v1/namespaces/%s/virtualmachineinstancemigrations", ui_namespace());
-		else
-			path = xstrdup("/apis/kubevirt.io/v1/virtualmachineinstancemigrations");
+		if (paths[c->kind].namespaced && ui_namespace()) {
+			char *ns = curl_easy_escape(NULL, ui_namespace(), 0);
+			path = xasprintf("%s/namespaces/%s/%s", paths[c->kind].base, ns ? ns : "", paths[c->kind].plural);
+			curl_free(ns);
+		} else {
+			path = xasprintf("%s/%s", paths[c->kind].base, paths[c->kind].plural);
+		}
 		struct lreq *q = xcalloc(1, sizeof *q);
 		q->id = c->id;
 		q->src = s;
@@ -269,8 +336,7 @@ static void relist(struct clist *c)
 		asked++;
 	}
 	if (asked == 0)
-		snprintf(c->note, sizeof c->note, "no cluster: %s are listed from a kube context",
-			 c->kind == CL_NODE ? "nodes" : "migrations");
+		snprintf(c->note, sizeof c->note, "no cluster: %s are listed from a kube context", titles[c->kind]);
 }
 
 static size_t vms_on(const struct crow *r)
@@ -286,7 +352,7 @@ static size_t vms_on(const struct crow *r)
 static void draw(struct view *v, const struct region *r)
 {
 	struct clist *c = v->priv;
-	int ncol = c->kind == CL_NODE ? 6 : 8;
+	int ncol = ncols[c->kind];
 	/* the cells of every row, the ones computed now included */
 	char *(*cells)[NCOLS] = xcalloc(c->n + 1, sizeof *cells);
 	int w[NCOLS] = { 0 };
@@ -306,11 +372,13 @@ static void draw(struct view *v, const struct region *r)
 				w[k] = cw;
 		}
 	}
+	/* in one namespace the NAMESPACE column goes, as in the other lists */
+	int first = paths[c->kind].namespaced && ui_namespace() ? 1 : 0;
 	draw_fill(r->y, r->x, r->w, theme_attr(THEME_TABLE_HEADER));
 	int x = r->x + 1;
-	for (int k = 0; k < ncol && x < r->x + r->w; k++) {
+	for (int k = first; k < ncol && x < r->x + r->w; k++) {
 		draw_text(r->y, x, r->x + r->w - x, theme_attr(THEME_TABLE_HEADER), heads[c->kind][k]);
-		x += w[k] + 3;
+		x += w[k] + 2;
 	}
 	int rows_h = r->h - 2;
 	c->page = rows_h;
@@ -333,9 +401,9 @@ static void draw(struct view *v, const struct region *r)
 		int a = k == c->sel ? theme_attr(THEME_SELECTED) : theme_attr(THEME_NORMAL);
 		draw_fill(y, r->x, r->w, a);
 		x = r->x + 1;
-		for (int col = 0; col < ncol && x < r->x + r->w; col++) {
+		for (int col = first; col < ncol && x < r->x + r->w; col++) {
 			draw_text(y, x, r->x + r->w - x, a, cells[k][col]);
-			x += w[col] + 3;
+			x += w[col] + 2;
 		}
 	}
 	draw_fill(r->y + r->h - 1, r->x, r->w, theme_attr(THEME_NORMAL));
@@ -345,6 +413,38 @@ static void draw(struct view *v, const struct region *r)
 		for (int k = 0; k < ncol; k++)
 			free(cells[i][k]);
 	free(cells);
+}
+
+/* enter on a PVC or DataVolume: the object as YAML, fetched again */
+static void yaml_fetched(void *arg, const struct kube_resp *resp)
+{
+	struct view *v = pager_find((unsigned)(uintptr_t)arg);
+	if (v == NULL)
+		return;
+	char *err = NULL;
+	char *y = resp->status == 200 ? yamlview_from_json(resp->body, resp->len, &err) : NULL;
+	if (y == NULL && err == NULL)
+		err = kube_http_error_message(resp);
+	pager_set_text(v, y ? y : err);
+	free(y);
+	free(err);
+}
+
+static void open_yaml(struct clist *c, const struct crow *r)
+{
+	char title[600];
+	snprintf(title, sizeof title, "%s %s/%s (YAML)", c->kind == CL_PVC ? "PersistentVolumeClaim" : "DataVolume",
+		 r->ns ? r->ns : "", r->name);
+	struct view *v = pager_new(title, "fetching...");
+	char *ns = curl_easy_escape(NULL, r->ns ? r->ns : "", 0), *nm = curl_easy_escape(NULL, r->name, 0);
+	char *path = xasprintf("%s/namespaces/%s/%s/%s", paths[c->kind].base, ns, paths[c->kind].plural, nm);
+	curl_free(ns);
+	curl_free(nm);
+	struct kube_http_req q = { .path = path, .timeout_ms = 30000, .on_done = yaml_fetched,
+				   .arg = (void *)(uintptr_t)pager_id(v) };
+	kube_http_start(kube_source_http(r->src), &q);
+	free(path);
+	view_push(v);
 }
 
 static enum view_result key(struct view *v, int k)
@@ -374,6 +474,8 @@ static enum view_result key(struct view *v, int k)
 				free(err);
 			}
 			free(name);
+		} else if (c->kind == CL_PVC || c->kind == CL_DV) {
+			open_yaml(c, r);
 		} else {
 			struct obj *vm = r->vmi ? store_find(ui_store(), r->src, OBJ_VM, r->ns, r->vmi) : NULL;
 			if (vm)
@@ -401,7 +503,7 @@ static enum view_result key(struct view *v, int k)
 static void title(struct view *v, char *buf, size_t len)
 {
 	struct clist *c = v->priv;
-	snprintf(buf, len, "%s[%zu]", c->kind == CL_NODE ? "Nodes" : "Migrations", c->n);
+	snprintf(buf, len, "%s[%zu]", titles[c->kind], c->n);
 }
 
 static void tick(struct view *v)
@@ -438,6 +540,11 @@ static const struct view_key node_keys[] = {
 	{ 'r', "r", "list again now (also every few seconds)", NULL },
 	{ 0, NULL, NULL, NULL },
 };
+static const struct view_key storage_keys[] = {
+	{ '\r', "enter", "the selected object as YAML", NULL },
+	{ 'r', "r", "list again now (also every few seconds)", NULL },
+	{ 0, NULL, NULL, NULL },
+};
 static const struct view_key vmim_keys[] = {
 	{ '\r', "enter", "the migrated VM's view", NULL },
 	{ 'r', "r", "list again now (also every few seconds)", NULL },
@@ -454,6 +561,11 @@ const struct view_key *clusterlist_vmim_keys(void)
 	return vmim_keys;
 }
 
+const struct view_key *clusterlist_storage_keys(void)
+{
+	return storage_keys;
+}
+
 static const struct view_ops node_ops = {
 	.name = "node", .draw = draw, .key = key, .title = title, .tick = tick,
 	.store_changed = store_changed, .destroy = destroy, .keys = node_keys,
@@ -461,6 +573,12 @@ static const struct view_ops node_ops = {
 static const struct view_ops vmim_ops = {
 	.name = "vmim", .draw = draw, .key = key, .title = title, .tick = tick,
 	.store_changed = store_changed, .destroy = destroy, .keys = vmim_keys,
+};
+static const struct view_ops pvc_ops = {
+	.name = "pvc", .draw = draw, .key = key, .title = title, .tick = tick, .destroy = destroy, .keys = storage_keys,
+};
+static const struct view_ops dv_ops = {
+	.name = "dv", .draw = draw, .key = key, .title = title, .tick = tick, .destroy = destroy, .keys = storage_keys,
 };
 
 static struct view *make(enum clist_kind kind)
@@ -470,7 +588,8 @@ static struct view *make(enum clist_kind kind)
 	c->id = ++next_id;
 	c->next_live = live;
 	live = c;
-	struct view *v = view_new(kind == CL_NODE ? &node_ops : &vmim_ops, c);
+	static const struct view_ops *const ops[4] = { &node_ops, &vmim_ops, &pvc_ops, &dv_ops };
+	struct view *v = view_new(ops[kind], c);
 	relist(c);
 	return v;
 }
@@ -483,4 +602,14 @@ struct view *clusterlist_nodes_new(void)
 struct view *clusterlist_vmims_new(void)
 {
 	return make(CL_VMIM);
+}
+
+struct view *clusterlist_pvcs_new(void)
+{
+	return make(CL_PVC);
+}
+
+struct view *clusterlist_dvs_new(void)
+{
+	return make(CL_DV);
 }

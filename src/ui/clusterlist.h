@@ -9,5 +9,9 @@ struct view *clusterlist_nodes_new(void);
 struct view *clusterlist_vmims_new(void);
 const struct view_key *clusterlist_node_keys(void);
 const struct view_key *clusterlist_vmim_keys(void);
+/* `:pvc` and `:dv`: PersistentVolumeClaims and CDI DataVolumes; enter shows the object's YAML. */
+struct view *clusterlist_pvcs_new(void);
+struct view *clusterlist_dvs_new(void);
+const struct view_key *clusterlist_storage_keys(void);
 
 #endif

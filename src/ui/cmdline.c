@@ -83,6 +83,20 @@ static int c_vmim(const char *arg)
 	return 0;
 }
 
+static int c_pvc(const char *arg)
+{
+	(void)arg;
+	view_replace_all(clusterlist_pvcs_new());
+	return 0;
+}
+
+static int c_dv(const char *arg)
+{
+	(void)arg;
+	view_replace_all(clusterlist_dvs_new());
+	return 0;
+}
+
 static int c_ns(const char *arg)
 {
 	if (arg == NULL || *arg == '\0') {
@@ -181,6 +195,9 @@ const struct cmdline_entry cmdline_cmds[] = {
 	  c_node, NULL },
 	{ "vmim", "vmims virtualmachineinstancemigration virtualmachineinstancemigrations migrations", "",
 	  "live migrations: phase, VMI, source, target, start, duration (enter: the VM)", c_vmim, NULL },
+	{ "pvc", "pvcs persistentvolumeclaim persistentvolumeclaims", "",
+	  "PVCs: status, volume, capacity, access modes, storage class (enter: YAML)", c_pvc, NULL },
+	{ "dv", "dvs datavolume datavolumes", "", "DataVolumes: phase, progress, restarts (enter: YAML)", c_dv, NULL },
 	{ "ns", "namespace namespaces", "[NAME|all]", "namespace list; with NAME show only that namespace", c_ns,
 	  comp_ns },
 	{ "ctx", "context contexts", "[NAME]", "context list; with NAME switch to that kube context", c_ctx,

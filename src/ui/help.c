@@ -48,6 +48,7 @@ void help_text(struct view *v, struct buf *out)
 		keys_section(out, "Log pane", log_view_keys());
 		keys_section(out, "Node list (:node)", clusterlist_node_keys());
 		keys_section(out, "Migration list (:vmim)", clusterlist_vmim_keys());
+		keys_section(out, "PVC and DataVolume lists (:pvc, :dv)", clusterlist_storage_keys());
 		panes_section(out);
 	}
 	keys_section(out, "Everywhere", ui_global_keys);

@@ -3,10 +3,11 @@
 # for VMs, KVM capacity from virt-handler (1k) and the number of VMIs on each (equal to the VMIs' nodeName in
 # the fake cluster), a cordoned node shows SchedulingDisabled and not schedulable after the next listing, enter
 # on a node opens the VMI list filtered to it; `:vmim` lists a migration the test starts, with its VMI, source
-# and target node and Succeeded, and enter opens that VM's view.
+# and target node and Succeeded, and enter opens that VM's view; `:pvc` and `:dv` list the storage scenarios'
+# claims and DataVolume (phase, progress), enter shows the object's YAML.
 . "$(dirname "$0")/ui_lib.inc"
 
-fk_start --vms 6 --namespaces 1 --step 0.05
+fk_start --vms 6 --namespaces 1 --step 0.05 --scenario dv-importing,pvc-pending --scenario-namespace ns-00
 fk settle 30 >/dev/null || fail "settle"
 kv_start -n ns-00
 wait_for 'Watch: vm live +vmi live +pod live' 15
@@ -42,8 +43,21 @@ dst=$(fk get "/apis/kubevirt.io/v1/namespaces/ns-00/virtualmachineinstances/$vm"
 [ "$src" != "$dst" ] || fail "the migration did not move the VMI"
 cmd vmim
 wait_for 'Migrations\[1\]' 10
-wait_for "^ ns-00 +kubevirt-migrate-vm-[a-z0-9]+ +Succeeded +$vm +$src +$dst +[0-9]+[smhd] +[0-9]+[smhd]$" 10
+wait_for "^ kubevirt-migrate-vm-[a-z0-9]+ +Succeeded +$vm +$src +$dst +[0-9]+[smhd] +[0-9]+[smhd]$" 10
 keys Enter
 wait_for "vm ns-00/$vm" 10
+
+# 4. :pvc and :dv, enter shows the object's YAML
+cmd pvc
+wait_for 'PVCs\[2\]' 10
+wait_for '^ dv-importing-rootdisk +Bound +pvc-[0-9a-f-]+ +10Gi +RWO +local-path ' 10
+wait_for '^ pvc-pending-rootdisk +Pending +slow-nfs ' 10
+cmd dv
+wait_for 'DataVolumes\[1\]' 10
+wait_for '^ dv-importing-rootdisk +ImportInProgress +37.50% +0 ' 10
+keys Enter
+wait_for 'DataVolume ns-00/dv-importing-rootdisk \(YAML\)' 10
+wait_for 'kind: DataVolume' 10
+keys q
 cmd q
 echo PASS

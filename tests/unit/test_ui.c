@@ -873,6 +873,7 @@ static const struct {
 	{ "Log pane", log_view_keys },
 	{ "Node list (:node)", clusterlist_node_keys },
 	{ "Migration list (:vmim)", clusterlist_vmim_keys },
+	{ "PVC and DataVolume lists (:pvc, :dv)", clusterlist_storage_keys },
 };
 
 static const struct view_key *global_keys(void)
