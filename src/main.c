@@ -5,6 +5,7 @@
 
 #include "console/concmd.h"
 #include "console/vnccmd.h"
+#include "cmd/cmd_bundle.h"
 #include "cmd/cmd_describe.h"
 #include "cmd/cmd_logs.h"
 #include "cmd/cmd_wait.h"
@@ -33,6 +34,8 @@ static const struct cmd_entry commands[] = {
 	{ "vnc", vnccmd_main, "TARGET [--screenshot F.png|--proxy-only]", "the guest display in the terminal", NULL },
 	{ "diagnose", kube_cmd_diagnose, "NS/NAME [-o text|json]", "walk a VM's four boundaries; exit 3 if one stalled", NULL },
 	{ "describe", cmd_describe, "vm|vmi|pod NS/NAME", "the object and its events in kubectl describe's layout", NULL },
+	{ "bundle", cmd_bundle, "NS/NAME [-o FILE.tar.gz]", "evidence tarball: objects, describe, events, logs, diagnosis",
+	  NULL },
 	{ "logs", cmd_logs, "NS/NAME [-c CONTAINER] [-f] [-p] [--since D] [--tail N]",
 	  "a launcher's (VM, VMI) or pod's container log; engine: compute (QEMU), serial", "-c" },
 	{ "wait", cmd_wait, "vm|vmi NS/NAME --for=WHAT [--timeout D]",

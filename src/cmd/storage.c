@@ -34,6 +34,19 @@ static void got(void *arg, const struct kube_resp *r)
 }
 
 /* GET path; the object, or NULL with *status 404 (missing) or another status and *err. */
+static struct json_object *get_obj(struct kube_http *h, const char *path, long *status, char **err);
+
+struct json_object *storage_get_json(struct source *src, const char *path, long *status, char **err)
+{
+	struct kube_http *h = kube_source_http(src);
+	if (h == NULL) {
+		*status = -1;
+		*err = xstrdup("not a cluster");
+		return NULL;
+	}
+	return get_obj(h, path, status, err);
+}
+
 static struct json_object *get_obj(struct kube_http *h, const char *path, long *status, char **err)
 {
 	struct get g = { 0 };

@@ -16,4 +16,8 @@ struct json_object *storage_chain(struct source *src, const char *ns, const char
 /* The chain as diagnose's "Storage" section (nothing when the VM has no such volumes). */
 void storage_format_text(struct json_object *chain, struct buf *out);
 
+/* GET an API path from a cluster source, waiting on the loop: the parsed object, or NULL with *status (404: it
+ * does not exist) and, for other failures, *err (caller frees). */
+struct json_object *storage_get_json(struct source *src, const char *path, long *status, char **err);
+
 #endif

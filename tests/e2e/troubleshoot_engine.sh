@@ -3,7 +3,7 @@
 # the current execution (from libvirt's "starting up" line), serial the guest's serial log (its boot marker);
 # -f prints what is appended to the log as it is written; --previous after a restart is the QEMU log of the
 # execution before; a VM that is not running and an unknown container fail with a reason and exit 1. Also kvcon
-# wait on an engine VMI (met, and the timeout's exit 1 and message).
+# wait on an engine VMI (met, and the timeout's exit 1 and message), and bundle (QEMU and serial logs, objects).
 # Exit 0 pass, anything else fail.
 set -u
 top=$(cd "$(dirname "$0")/../.." && pwd)
@@ -69,6 +69,15 @@ printf 'appended-by-the-test \033[31mred\033[0m\n' >>"$slog"
 poll 20 grep -qF 'appended-by-the-test \e[31mred\e[0m' "$ENGINE_T/f.out" || { cat "$ENGINE_T/f.out"; kill $fpid; fail "-f did not show the appended line"; }
 kill -0 $fpid 2>/dev/null || fail "-f ended while the VM runs"
 kill $fpid; wait $fpid 2>/dev/null
+
+# bundle: the engine VM's objects, QEMU and serial logs, the reasons for what is not there
+(cd "$ENGINE_T" && timeout 180 "$KVCON" -c "$URI" bundle default/lvm -o b.tar.gz >"$ENGINE_T/out" 2>"$ENGINE_T/err") ||
+	{ cat "$ENGINE_T/err"; fail "engine bundle"; }
+mkdir -p "$ENGINE_T/bx" && tar xzf "$ENGINE_T/b.tar.gz" -C "$ENGINE_T/bx" || fail "engine bundle: tar"
+grep -q ': starting up libvirt version:' "$ENGINE_T"/bx/logs/virt-launcher-lvm-*/compute.log || fail "engine bundle: QEMU log"
+grep -q 'KVCON-GUEST-READY' "$ENGINE_T"/bx/logs/virt-launcher-lvm-*/serial.log || fail "engine bundle: serial log"
+grep -q '^Kind: *VirtualMachine$' "$ENGINE_T/bx/describe/vm.txt" && [ -s "$ENGINE_T/bx/vmi.yaml" ] || fail "engine bundle: objects"
+grep -q '^missing  domain.xml ' "$ENGINE_T/bx/manifest.txt" || fail "engine bundle: domain.xml reason"
 
 # unknown container, serial --previous: a reason, exit 1
 K logs default/lvm -c nope; [ $? -eq 1 ] || fail "unknown container must exit 1"
