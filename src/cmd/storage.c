@@ -134,7 +134,153 @@ static void broken(struct json_object *v, const char *link, const char *why)
 	add_str(v, "reason", why);
 }
 
-struct json_object *storage_chain(struct source *src, const char *ns, const char *vm, bool running, char **err)
+/* ---- the job: three rounds of GETs (the VM; its DataVolumes and PVCs; the PVs those are bound to), then the
+ * chain is built from what came back. The CLI waits for it on the loop, the dashboard gets a callback. ---- */
+
+struct sfetch {
+	char *path;
+	long status;
+	struct json_object *obj;
+	char *err;
+};
+
+struct storage_job {
+	struct kube_http *h;
+	char *ns, *vm;
+	bool running;
+	int round, pending;
+	struct sfetch *f;
+	size_t nf;
+	struct kube_req **reqs;       /* [i]: the request of f[i] while in flight */
+	struct fetch_arg **args;      /* [i]: its callback argument while in flight */
+	storage_done_cb cb;
+	void *arg;
+};
+
+struct fetch_arg {
+	struct storage_job *j;
+	size_t i;
+};
+
+static void next_round(struct storage_job *j);
+
+static void fetched(void *arg, const struct kube_resp *r)
+{
+	struct fetch_arg *a = arg;
+	struct storage_job *j = a->j;
+	struct sfetch *f = &j->f[a->i];
+	f->status = r->status;
+	if (r->status == 200)
+		f->obj = json_tokener_parse(r->body);
+	else if (r->status != 404)
+		f->err = kube_http_error_message(r);
+	j->reqs[a->i] = NULL;
+	j->args[a->i] = NULL;
+	free(a);
+	if (--j->pending == 0)
+		next_round(j);
+}
+
+static void want(struct storage_job *j, char *path)
+{
+	for (size_t i = 0; i < j->nf; i++)
+		if (strcmp(j->f[i].path, path) == 0) {
+			free(path);
+			return;
+		}
+	j->f = xreallocarray(j->f, j->nf + 1, sizeof *j->f);
+	j->reqs = xreallocarray(j->reqs, j->nf + 1, sizeof *j->reqs);
+	j->args = xreallocarray(j->args, j->nf + 1, sizeof *j->args);
+	memset(&j->f[j->nf], 0, sizeof j->f[0]);
+	j->f[j->nf].path = path;
+	struct fetch_arg *a = xcalloc(1, sizeof *a);
+	a->j = j;
+	a->i = j->nf;
+	j->args[a->i] = a;
+	j->nf++;
+	j->pending++;
+	struct kube_http_req q = { .path = path, .timeout_ms = 30000, .on_done = fetched, .arg = a };
+	j->reqs[a->i] = kube_http_start(j->h, &q);
+}
+
+/* What a GET brought: a new reference to the object (caller puts it) or NULL with *status and *err (caller frees). */
+static struct json_object *lookup(struct storage_job *j, const char *path, long *status, char **err)
+{
+	for (size_t i = 0; i < j->nf; i++)
+		if (strcmp(j->f[i].path, path) == 0) {
+			*status = j->f[i].status;
+			*err = xstrdup0(j->f[i].err);
+			return j->f[i].obj ? json_object_get(j->f[i].obj) : NULL;
+		}
+	*status = -1;
+	*err = xstrdup("not read");
+	return NULL;
+}
+
+static void job_free(struct storage_job *j)
+{
+	for (size_t i = 0; i < j->nf; i++) {
+		free(j->f[i].path);
+		json_object_put(j->f[i].obj);
+		free(j->f[i].err);
+	}
+	free(j->f);
+	free(j->reqs);
+	free(j->args);
+	free(j->ns);
+	free(j->vm);
+	free(j);
+}
+
+static struct json_object *build(struct storage_job *j, char **err);
+
+static void next_round(struct storage_job *j)
+{
+	j->round++;
+	if (j->round == 2 || j->round == 3) {
+		long st;
+		char *e = NULL;
+		char *vp = obj_path("/apis/kubevirt.io/v1", j->ns, "virtualmachines", j->vm);
+		struct json_object *vmo = lookup(j, vp, &st, &e);
+		free(vp);
+		free(e);
+		struct json_object *vols = jobj(jobj(jobj(vmo, "spec", "template"), "spec", NULL), "volumes", NULL);
+		for (size_t i = 0; vols && json_object_is_type(vols, json_type_array) && i < json_object_array_length(vols); i++) {
+			struct json_object *vol = json_object_array_get_idx(vols, i);
+			const char *dv = jget(vol, "dataVolume", "name", NULL);
+			const char *claim = jget(vol, "persistentVolumeClaim", "claimName", NULL);
+			if (j->round == 2) {
+				if (dv)
+					want(j, obj_path("/apis/cdi.kubevirt.io/v1beta1", j->ns, "datavolumes", dv));
+				if (dv || claim)
+					want(j, obj_path("/api/v1", j->ns, "persistentvolumeclaims", claim ? claim : dv));
+			} else if (dv || claim) {
+				char *pp = obj_path("/api/v1", j->ns, "persistentvolumeclaims", claim ? claim : dv);
+				struct json_object *pvc = lookup(j, pp, &st, &e);
+				free(pp);
+				free(e);
+				const char *pv = jget(pvc, "spec", "volumeName", NULL);
+				if (pv)
+					want(j, obj_path("/api/v1", NULL, "persistentvolumes", pv));
+				json_object_put(pvc);
+			}
+		}
+		json_object_put(vmo);
+		if (j->pending > 0)
+			return; /* the next round starts when these are in */
+		next_round(j);
+		return;
+	}
+	char *err = NULL;
+	struct json_object *chain = build(j, &err);
+	j->cb(j->arg, chain, err);
+	json_object_put(chain);
+	free(err);
+	job_free(j);
+}
+
+struct storage_job *storage_chain_start(struct source *src, const char *ns, const char *vm, bool running,
+					storage_done_cb cb, void *arg, char **err)
 {
 	*err = NULL;
 	struct kube_http *h = kube_source_http(src);
@@ -142,10 +288,64 @@ struct json_object *storage_chain(struct source *src, const char *ns, const char
 		*err = xstrdup("not a cluster");
 		return NULL;
 	}
+	struct storage_job *j = xcalloc(1, sizeof *j);
+	j->h = h;
+	j->ns = xstrdup(ns);
+	j->vm = xstrdup(vm);
+	j->running = running;
+	j->cb = cb;
+	j->arg = arg;
+	j->round = 1;
+	want(j, obj_path("/apis/kubevirt.io/v1", ns, "virtualmachines", vm));
+	return j;
+}
+
+void storage_chain_cancel(struct storage_job *j)
+{
+	if (j == NULL)
+		return;
+	for (size_t i = 0; i < j->nf; i++)
+		if (j->reqs[i]) {
+			kube_http_cancel(j->reqs[i]);
+			free(j->args[i]);
+		}
+	job_free(j);
+}
+
+struct sync_wait {
+	bool done;
+	struct json_object *chain;
+	char *err;
+};
+
+static void sync_done(void *arg, struct json_object *chain, const char *err)
+{
+	struct sync_wait *w = arg;
+	w->done = true;
+	w->chain = chain ? json_object_get(chain) : NULL;
+	w->err = xstrdup0(err);
+}
+
+struct json_object *storage_chain(struct source *src, const char *ns, const char *vm, bool running, char **err)
+{
+	struct sync_wait w = { 0 };
+	if (storage_chain_start(src, ns, vm, running, sync_done, &w, err) == NULL)
+		return NULL;
+	while (!w.done)
+		loop_once(1000);
+	*err = w.err;
+	return w.chain;
+}
+
+static struct json_object *build(struct storage_job *j, char **err)
+{
+	const char *ns = j->ns, *vm = j->vm;
+	bool running = j->running;
+	*err = NULL;
 	long status;
 	char *e = NULL;
 	char *path = obj_path("/apis/kubevirt.io/v1", ns, "virtualmachines", vm);
-	struct json_object *vmo = get_obj(h, path, &status, &e);
+	struct json_object *vmo = lookup(j, path, &status, &e);
 	free(path);
 	if (vmo == NULL) {
 		*err = e ? e : xstrdup(status == 404 ? "the VirtualMachine is gone" : "the VirtualMachine could not be read");
@@ -166,7 +366,7 @@ struct json_object *storage_chain(struct source *src, const char *ns, const char
 		add_str(v, "type", dv ? "dataVolume" : "persistentVolumeClaim");
 		if (dv) {
 			path = obj_path("/apis/cdi.kubevirt.io/v1beta1", ns, "datavolumes", dv);
-			struct json_object *d = get_obj(h, path, &status, &e);
+			struct json_object *d = lookup(j, path, &status, &e);
 			free(path);
 			struct json_object *dj = json_object_new_object();
 			add_str(dj, "name", dv);
@@ -198,7 +398,7 @@ struct json_object *storage_chain(struct source *src, const char *ns, const char
 			json_object_put(d);
 		}
 		path = obj_path("/api/v1", ns, "persistentvolumeclaims", claim);
-		struct json_object *pvc = get_obj(h, path, &status, &e);
+		struct json_object *pvc = lookup(j, path, &status, &e);
 		free(path);
 		struct json_object *pj = json_object_new_object();
 		add_str(pj, "name", claim);
@@ -237,7 +437,7 @@ struct json_object *storage_chain(struct source *src, const char *ns, const char
 		json_object_object_add(v, "pvc", pj);
 		if (pv_name) {
 			path = obj_path("/api/v1", NULL, "persistentvolumes", pv_name);
-			struct json_object *pv = get_obj(h, path, &status, &e);
+			struct json_object *pv = lookup(j, path, &status, &e);
 			free(path);
 			struct json_object *vj = json_object_new_object();
 			add_str(vj, "name", pv_name);

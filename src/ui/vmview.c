@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cmd/storage.h"
 #include "core/buf.h"
 #include "core/loop.h"
 #include "core/util.h"
@@ -380,6 +381,30 @@ static enum view_result k_describe(struct view *v)
 		ui_error("the VM is gone");
 	return VIEW_DONE;
 }
+struct walk_storage {
+	unsigned pager;
+	char *text; /* the walkthrough without its storage section */
+};
+
+static void walk_storage_done(void *arg, struct json_object *chain, const char *err)
+{
+	struct walk_storage *w = arg;
+	struct view *pg = pager_find(w->pager);
+	if (pg) {
+		struct buf b;
+		buf_init(&b);
+		buf_add_str(&b, w->text);
+		if (chain)
+			storage_format_text(chain, &b);
+		else
+			buf_printf(&b, "\nStorage: not read (%s)\n", err ? err : "?");
+		pager_set_text(pg, b.data);
+		buf_free(&b);
+	}
+	free(w->text);
+	free(w);
+}
+
 static enum view_result k_diag(struct view *v)
 {
 	struct vmview *vv = v->priv;
@@ -394,7 +419,25 @@ static enum view_result k_diag(struct view *v)
 	diag_format_text(dg, ch, &b);
 	char title[600];
 	snprintf(title, sizeof title, "walkthrough %s/%s", vv->ns, vv->name);
-	view_push(pager_new(title, b.data ? b.data : ""));
+	bool storage = vv->src->type == SOURCE_KUBE && ch->vm;
+	if (storage)
+		buf_add_str(&b, "\nStorage: reading the VM's DataVolumes, PVCs and PVs...\n");
+	struct view *pg = pager_new(title, b.data ? b.data : "");
+	view_push(pg);
+	if (storage) {
+		/* the storage chain comes from the API: the pager shows it when the answers are in */
+		struct walk_storage *w = xcalloc(1, sizeof *w);
+		w->pager = pager_id(pg);
+		b.len -= strlen("\nStorage: reading the VM's DataVolumes, PVCs and PVs...\n");
+		w->text = xstrndup(b.data, b.len);
+		char *err = NULL;
+		if (storage_chain_start(vv->src, vv->ns, vv->name, ch->vmi && util_str_eq(ch->vmi->phase, "Running"),
+					walk_storage_done, w, &err) == NULL) {
+			free(w->text);
+			free(w);
+		}
+		free(err);
+	}
 	buf_free(&b);
 	diag_free(dg);
 	chain_free(ch);

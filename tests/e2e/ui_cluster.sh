@@ -4,7 +4,8 @@
 # the fake cluster), a cordoned node shows SchedulingDisabled and not schedulable after the next listing, enter
 # on a node opens the VMI list filtered to it; `:vmim` lists a migration the test starts, with its VMI, source
 # and target node and Succeeded, and enter opens that VM's view; `:pvc` and `:dv` list the storage scenarios'
-# claims and DataVolume (phase, progress), enter shows the object's YAML.
+# claims and DataVolume (phase, progress), enter shows the object's YAML; the VM view's walkthrough (d) shows the
+# storage chain with its first broken link.
 . "$(dirname "$0")/ui_lib.inc"
 
 fk_start --vms 6 --namespaces 1 --step 0.05 --scenario dv-importing,pvc-pending --scenario-namespace ns-00
@@ -58,6 +59,15 @@ wait_for '^ dv-importing-rootdisk +ImportInProgress +37.50% +0 ' 10
 keys Enter
 wait_for 'DataVolume ns-00/dv-importing-rootdisk \(YAML\)' 10
 wait_for 'kind: DataVolume' 10
+keys q
+
+# 5. the VM view's walkthrough (d) shows the storage chain and its first broken link once the API answered
+cmd "vm ns-00/dv-importing"
+wait_for 'vm ns-00/dv-importing' 10
+keys d
+wait_for 'walkthrough ns-00/dv-importing' 10
+wait_for 'rootdisk: DataVolume dv-importing-rootdisk ImportInProgress 37.50% -> PVC dv-importing-rootdisk Bound' 10
+wait_for 'first broken link: DataVolume: DataVolume ns-00/dv-importing-rootdisk is ImportInProgress' 10
 keys q
 cmd q
 echo PASS
