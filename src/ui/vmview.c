@@ -17,6 +17,7 @@
 #include "model/source.h"
 #include "model/store.h"
 #include "ui/draw.h"
+#include "ui/guestview.h"
 #include "ui/pager.h"
 #include "ui/theme.h"
 #include "ui/sources.h"
@@ -381,6 +382,23 @@ static enum view_result k_describe(struct view *v)
 		ui_error("the VM is gone");
 	return VIEW_DONE;
 }
+static enum view_result k_guest(struct view *v)
+{
+	struct obj *vm = current_vm(v);
+	if (vm == NULL) {
+		ui_error("the VM is gone");
+		return VIEW_DONE;
+	}
+	char *err = NULL;
+	struct view *g = guestview_new(vm, &err);
+	if (g)
+		view_push(g);
+	else
+		ui_error("guest: %s", err ? err : "not available");
+	free(err);
+	return VIEW_DONE;
+}
+
 struct walk_storage {
 	unsigned pager;
 	char *text; /* the walkthrough without its storage section */
@@ -449,6 +467,7 @@ static const struct view_key vm_keys[] = {
 	{ 'd', "d", "troubleshooting walkthrough: the first stalled boundary, evidence, next check", k_diag },
 	{ 'y', "y", "the VM as YAML", k_yaml },
 	{ 'e', "e", "the VM described: fields, conditions, volumes, events newest last (kubectl describe)", k_describe },
+	{ 'i', "i", "guest details from the guest agent: OS, hostname, interfaces, filesystems, users", k_guest },
 	{ 0, NULL, NULL, NULL },
 };
 

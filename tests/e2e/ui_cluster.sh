@@ -5,10 +5,11 @@
 # on a node opens the VMI list filtered to it; `:vmim` lists a migration the test starts, with its VMI, source
 # and target node and Succeeded, and enter opens that VM's view; `:pvc` and `:dv` list the storage scenarios'
 # claims and DataVolume (phase, progress), enter shows the object's YAML; the VM view's walkthrough (d) shows the
-# storage chain with its first broken link.
+# storage chain with its first broken link; i shows the guest agent's OS, hostname, interfaces, filesystems and
+# users (and says why without an agent).
 . "$(dirname "$0")/ui_lib.inc"
 
-fk_start --vms 6 --namespaces 1 --step 0.05 --scenario dv-importing,pvc-pending --scenario-namespace ns-00
+fk_start --vms 6 --namespaces 1 --step 0.05 --scenario dv-importing,pvc-pending,agent-missing --scenario-namespace ns-00
 fk settle 30 >/dev/null || fail "settle"
 kv_start -n ns-00
 wait_for 'Watch: vm live +vmi live +pod live' 15
@@ -36,7 +37,7 @@ wait_for "VirtualMachineInstances\(ns-00\)\[$(count_on "$busiest")\] </$busiest>
 screen | sed -n '6,38p' | grep -E ' node0[123]' | grep -v " $busiest" && fail "the VMI list shows other nodes"
 
 # 3. :vmim: a migration, with source and target, then enter opens the VM
-vm=$(fk names virtualmachineinstances | sed -n 's|^ns-00/||p' | head -1)
+vm=$(fk names virtualmachineinstances | sed -n 's|^ns-00/||p' | grep -v agent-missing | head -1)
 src=$(fk get "/apis/kubevirt.io/v1/namespaces/ns-00/virtualmachineinstances/$vm" | $PY -c 'import json,sys; print(json.load(sys.stdin)["status"]["nodeName"])')
 fk action ns-00 "$vm" migrate >/dev/null || fail "migrate"
 fk settle 30 >/dev/null || fail "settle after migrate"
@@ -68,6 +69,25 @@ keys d
 wait_for 'walkthrough ns-00/dv-importing' 10
 wait_for 'rootdisk: DataVolume dv-importing-rootdisk ImportInProgress 37.50% -> PVC dv-importing-rootdisk Bound' 10
 wait_for 'first broken link: DataVolume: DataVolume ns-00/dv-importing-rootdisk is ImportInProgress' 10
+keys q
+
+# 6. i: the guest agent's report (kubectl reads the same subresources); without an agent it says so
+kubectl --kubeconfig "$W/fk/kubeconfig" get --raw "/apis/subresources.kubevirt.io/v1/namespaces/ns-00/virtualmachineinstances/$vm/filesystemlist" |
+	grep -q '"mountPoint":"/"' || fail "kubectl: filesystemlist"
+cmd "vm ns-00/$vm"
+wait_for "vm ns-00/$vm" 10
+keys i
+wait_for "guest ns-00/$vm" 10
+wait_for '^ OS +CirrOS 0.6.2' 10
+wait_for "^ Hostname +$vm" 5
+wait_for '^   eth0 +10\.[0-9.]+ +[0-9a-f:]+' 5
+wait_for '^   vda1 +/ +ext4 +used 40.0 MiB of 1.0 GiB' 5
+wait_for '^   cirros +- +since 20' 5
+keys q
+cmd "vm ns-00/agent-missing"
+wait_for 'vm ns-00/agent-missing' 10
+keys i
+wait_for 'OS: not available \(VMI does not have guest agent connected\)' 10
 keys q
 cmd q
 echo PASS

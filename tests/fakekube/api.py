@@ -26,7 +26,8 @@ CORE_PLURALS = ("pods", "events", "namespaces", "nodes", "persistentvolumeclaims
 CDI_PLURALS = ("datavolumes",)
 SUBRESOURCES = {
     "virtualmachines": ["start", "stop", "restart", "migrate"],
-    "virtualmachineinstances": ["pause", "unpause", "softreboot", "console", "vnc", "guestosinfo"],
+    "virtualmachineinstances": ["pause", "unpause", "softreboot", "console", "vnc", "guestosinfo", "interfacelist",
+                                "filesystemlist", "userlist"],
 }
 MUTATING = ("POST", "PUT", "PATCH", "DELETE")
 
@@ -778,13 +779,15 @@ class Handler(BaseHTTPRequestHandler):
             self.authorize(user, "get", res, route.ns, route.name, route.sub)
             import wsock
             return wsock.serve(self, route)
-        if route.sub == "guestosinfo":
+        if route.sub in ("guestosinfo", "interfacelist", "filesystemlist", "userlist"):
             self.authorize(user, "get", res, route.ns, route.name, route.sub)
             vmi = app.store.get(route.plural, route.ns, route.name)
             if vmi is None:
                 raise human_status_not_found(res, route.name)
             if not app.cluster.get_cond(vmi, "AgentConnected"):
                 raise ApiError(409, "Conflict", "VMI does not have guest agent connected")
+            if route.sub != "guestosinfo":
+                return self.send_body(200, dumps(guest_list(route.sub, vmi)))
             info = dict(vmi["status"].get("guestOSInfo") or {})
             return self.send_body(200, dumps({"guestAgentVersion": "8.1.3", "hostname": route.name,
                                               "os": info, "timezone": "UTC, 0",
@@ -945,6 +948,26 @@ class Handler(BaseHTTPRequestHandler):
             return self.send_body(200, dumps({"ok": True, "resourceVersion": str(st.rv)}))
 
 
+def guest_list(sub, vmi):
+    """What virt-handler reads from the guest agent, shaped as KubeVirt's v1 VirtualMachineInstance*List types."""
+    name = vmi["metadata"]["name"]
+    ifs = (vmi.get("status") or {}).get("interfaces") or []
+    if sub == "interfacelist":
+        return {"items": [{"interfaceName": "eth0", "ipAddress": i.get("ipAddress", ""),
+                           "ipAddresses": i.get("ipAddresses") or [i.get("ipAddress", "")],
+                           "mac": i.get("mac", "52:54:00:12:34:56")} for i in ifs[:1]] +
+                [{"interfaceName": "lo", "ipAddress": "127.0.0.1", "ipAddresses": ["127.0.0.1", "::1"],
+                  "mac": "00:00:00:00:00:00"}]}
+    if sub == "filesystemlist":
+        return {"items": [{"diskName": "vda1", "mountPoint": "/", "fileSystemType": "ext4",
+                           "usedBytes": 41943040, "totalBytes": 1073741824,
+                           "disk": [{"serial": "containerdisk", "busType": "virtio"}]},
+                          {"diskName": "vdb", "mountPoint": "/mnt/cloud-init", "fileSystemType": "iso9660",
+                           "usedBytes": 372736, "totalBytes": 372736, "disk": [{"busType": "virtio"}]}]}
+    return {"items": [{"userName": "cirros", "domain": "", "loginTime": 1764750000.25},
+                      {"userName": "root", "domain": "", "loginTime": 1764753600.5}]}
+
+
 def kind_to_plural(kind):
     for p, r in RESOURCES.items():
         if r.kind == kind:
@@ -1026,7 +1049,8 @@ def resource_list(group, version):
         for plural, subs in SUBRESOURCES.items():
             kind = RESOURCES[plural].kind
             for s in subs:
-                verbs = ["get"] if s in ("console", "vnc", "guestosinfo") else ["update"]
+                verbs = ["get"] if s in ("console", "vnc", "guestosinfo", "interfacelist", "filesystemlist",
+                                         "userlist") else ["update"]
                 out["resources"].append({"name": "%s/%s" % (plural, s), "singularName": "",
                                          "namespaced": True, "kind": kind, "verbs": verbs})
         return out
