@@ -46,6 +46,8 @@ static const struct cmd_entry commands[] = {
 	{ "restart", kube_cmd_action, "NS/NAME [--force] [--grace-period N] [--wait[=S]]", "restart a VM", NULL },
 	{ "pause", kube_cmd_action, "NS/NAME [--wait[=S]]", "pause a VM's guest", NULL },
 	{ "unpause", kube_cmd_action, "NS/NAME [--wait[=S]]", "unpause a VM's guest", NULL },
+	{ "softreboot", kube_cmd_action, "NS/NAME", "reboot the guest (guest agent, else ACPI), like virtctl soft-reboot",
+	  NULL },
 	{ "migrate", kube_cmd_action, "NS/NAME [--to NODE] [--abort] [--wait[=S]]", "live-migrate a VM", NULL },
 	{ "engine", engine_cmd, "VERB ...", "the local libvirt engine (apply, get, start, stop, console, ...)", NULL },
 };

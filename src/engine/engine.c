@@ -860,6 +860,9 @@ static void check_waiters(struct evm *v)
 			else if (!x->paused)
 				st = 0;
 			break;
+		case ACT_SOFT_REBOOT:
+			st = 0; /* accepted once asked, as KubeVirt's subresource answers */
+			break;
 		default:
 			break;
 		}
@@ -1446,6 +1449,15 @@ static int engine_action(struct source *src, const struct action_req *req, actio
 			return act_refuse(err, "VMI is not paused");
 		send_simple(v, RQ_RESUME, PK_PAUSE);
 		add_waiter(v, ACT_UNPAUSE, done, arg);
+		break;
+	case ACT_SOFT_REBOOT:
+		if (!is || v->cur->phase != intern("Running"))
+			return act_refuse(err, "VM is not running");
+		if (v->cur->paused)
+			return act_refuse(err, "VMI is paused");
+		send_simple(v, RQ_REBOOT, PK_OTHER);
+		add_event(v, "Normal", "SoftRebooted", true, "soft reboot requested (guest agent, else ACPI)");
+		add_waiter(v, ACT_SOFT_REBOOT, done, arg);
 		break;
 	case ACT_DELETE:
 		v->deleting = true;

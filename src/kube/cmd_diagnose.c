@@ -409,6 +409,7 @@ static const struct {
 	{ "pause", ACT_PAUSE, true, "paused" },
 	{ "unpause", ACT_UNPAUSE, true, "unpaused" },
 	{ "migrate", ACT_MIGRATE, false, "migration requested" },
+	{ "softreboot", ACT_SOFT_REBOOT, true, "soft reboot requested" },
 };
 
 struct before {

@@ -403,6 +403,7 @@ static const struct {
 	[ACT_MIGRATE] = { "virtualmachines", "migrate" },
 	[ACT_MIGRATE_ABORT] = { NULL, NULL },
 	[ACT_DELETE] = { NULL, NULL },
+	[ACT_SOFT_REBOOT] = { "virtualmachineinstances", "softreboot" },
 };
 
 /* The JSON body of a subresource call (StopOptions.gracePeriod, RestartOptions.gracePeriodSeconds,

@@ -40,6 +40,7 @@ enum action {
 	ACT_MIGRATE,
 	ACT_MIGRATE_ABORT,
 	ACT_DELETE,
+	ACT_SOFT_REBOOT,  /* the guest reboots (agent, else ACPI); the VMI stays */
 	ACT_COUNT
 };
 

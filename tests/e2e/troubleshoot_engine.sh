@@ -3,7 +3,8 @@
 # the current execution (from libvirt's "starting up" line), serial the guest's serial log (its boot marker);
 # -f prints what is appended to the log as it is written; --previous after a restart is the QEMU log of the
 # execution before; a VM that is not running and an unknown container fail with a reason and exit 1. Also kvcon
-# wait on an engine VMI (met, and the timeout's exit 1 and message), and bundle (QEMU and serial logs, objects).
+# wait on an engine VMI (met, and the timeout's exit 1 and message), bundle (QEMU and serial logs, objects), and
+# softreboot (the guest boots again in the same execution).
 # Exit 0 pass, anything else fail.
 set -u
 top=$(cd "$(dirname "$0")/../.." && pwd)
@@ -69,6 +70,14 @@ printf 'appended-by-the-test \033[31mred\033[0m\n' >>"$slog"
 poll 20 grep -qF 'appended-by-the-test \e[31mred\e[0m' "$ENGINE_T/f.out" || { cat "$ENGINE_T/f.out"; kill $fpid; fail "-f did not show the appended line"; }
 kill -0 $fpid 2>/dev/null || fail "-f ended while the VM runs"
 kill $fpid; wait $fpid 2>/dev/null
+
+# softreboot: the guest boots again (a second marker in the serial log), the execution stays (same VMI UID)
+uid_before=$(record lvm | jq -r '.execution.uid // ""')
+K softreboot default/lvm || { cat "$ENGINE_T/err"; fail "engine softreboot"; }
+grep -qx 'VM default/lvm: soft reboot requested' "$ENGINE_T/out" || fail "softreboot output"
+rebooted() { "$KVCON" -c "$URI" logs default/lvm -c serial 2>/dev/null | grep -c 'KVCON-GUEST-READY' | grep -qx '[2-9]'; }
+poll 90 rebooted || fail "the guest did not boot again after softreboot"
+[ "$(record lvm | jq -r '.execution.uid // ""')" = "$uid_before" ] || fail "softreboot changed the execution"
 
 # bundle: the engine VM's objects, QEMU and serial logs, the reasons for what is not there
 (cd "$ENGINE_T" && timeout 180 "$KVCON" -c "$URI" bundle default/lvm -o b.tar.gz >"$ENGINE_T/out" 2>"$ENGINE_T/err") ||

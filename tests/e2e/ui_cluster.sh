@@ -6,7 +6,7 @@
 # and target node and Succeeded, and enter opens that VM's view; `:pvc` and `:dv` list the storage scenarios'
 # claims and DataVolume (phase, progress), enter shows the object's YAML; the VM view's walkthrough (d) shows the
 # storage chain with its first broken link; i shows the guest agent's OS, hostname, interfaces, filesystems and
-# users (and says why without an agent).
+# users (and says why without an agent); ctrl-r and kvcon softreboot call the VMI's softreboot subresource.
 . "$(dirname "$0")/ui_lib.inc"
 
 fk_start --vms 6 --namespaces 1 --step 0.05 --scenario dv-importing,pvc-pending,agent-missing --scenario-namespace ns-00
@@ -89,5 +89,23 @@ wait_for 'vm ns-00/agent-missing' 10
 keys i
 wait_for 'OS: not available \(VMI does not have guest agent connected\)' 10
 keys q
+
+# 7. soft reboot: ctrl-r in the VM view asks, then calls the VMI's softreboot subresource; the CLI does the same
+sr() { fk get /fake/requests | $PY -c 'import json,sys; print(sum(v for k, v in json.load(sys.stdin)["mutatingByPattern"].items() if k.endswith("/softreboot")))'; }
+n0=$(sr)
+cmd "vm ns-00/$vm"
+wait_for "vm ns-00/$vm" 10
+keys C-r
+wait_for "Soft-reboot the guest of VM ns-00/$vm\\?" 5
+keys y
+poll_sr() { [ "$(sr)" -eq $((n0 + 1)) ]; }
+for _ in $(seq 50); do poll_sr && break; sleep 0.1; done
+poll_sr || fail "ctrl-r did not call softreboot"
+KUBECONFIG="$W/fk/kubeconfig" "$KVCON" softreboot "ns-00/$vm" >"$W/sr.out" 2>&1 || fail "kvcon softreboot: $(cat "$W/sr.out")"
+grep -qx "VM ns-00/$vm: soft reboot requested" "$W/sr.out" || fail "softreboot output"
+[ "$(sr)" -eq $((n0 + 2)) ] || fail "the CLI did not call softreboot"
+fk action ns-00 "$vm" pause >/dev/null
+KUBECONFIG="$W/fk/kubeconfig" "$KVCON" softreboot "ns-00/$vm" >"$W/sr.out" 2>&1 && fail "softreboot of a paused VMI must fail"
+grep -q 'VMI is paused' "$W/sr.out" || fail "paused message: $(cat "$W/sr.out")"
 cmd q
 echo PASS
