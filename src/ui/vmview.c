@@ -16,6 +16,7 @@
 #include "model/lineage.h"
 #include "model/source.h"
 #include "model/store.h"
+#include "ui/bundlerun.h"
 #include "ui/draw.h"
 #include "ui/guestview.h"
 #include "ui/pager.h"
@@ -399,6 +400,22 @@ static enum view_result k_guest(struct view *v)
 	return VIEW_DONE;
 }
 
+static enum view_result k_bundle(struct view *v)
+{
+	struct obj *vm = current_vm(v);
+	if (vm == NULL) {
+		ui_error("the VM is gone");
+		return VIEW_DONE;
+	}
+	char *err = NULL;
+	if (bundlerun_start(vm, &err) == 0)
+		ui_message("gathering the evidence bundle of %s/%s...", vm->ns, vm->name);
+	else
+		ui_error("bundle: %s", err ? err : "failed");
+	free(err);
+	return VIEW_DONE;
+}
+
 struct walk_storage {
 	unsigned pager;
 	char *text; /* the walkthrough without its storage section */
@@ -468,6 +485,7 @@ static const struct view_key vm_keys[] = {
 	{ 'y', "y", "the VM as YAML", k_yaml },
 	{ 'e', "e", "the VM described: fields, conditions, volumes, events newest last (kubectl describe)", k_describe },
 	{ 'i', "i", "guest details from the guest agent: OS, hostname, interfaces, filesystems, users", k_guest },
+	{ 'b', "b", "evidence bundle (kvcon bundle) into $XDG_STATE_HOME/kvcon/bundles/, in the background", k_bundle },
 	{ 0, NULL, NULL, NULL },
 };
 

@@ -6,7 +6,8 @@
 # and target node and Succeeded, and enter opens that VM's view; `:pvc` and `:dv` list the storage scenarios'
 # claims and DataVolume (phase, progress), enter shows the object's YAML; the VM view's walkthrough (d) shows the
 # storage chain with its first broken link; i shows the guest agent's OS, hostname, interfaces, filesystems and
-# users (and says why without an agent); ctrl-r and kvcon softreboot call the VMI's softreboot subresource.
+# users (and says why without an agent); ctrl-r and kvcon softreboot call the VMI's softreboot subresource; b
+# writes an evidence bundle in the background.
 . "$(dirname "$0")/ui_lib.inc"
 
 fk_start --vms 6 --namespaces 1 --step 0.05 --scenario dv-importing,pvc-pending,agent-missing --scenario-namespace ns-00
@@ -107,5 +108,16 @@ grep -qx "VM ns-00/$vm: soft reboot requested" "$W/sr.out" || fail "softreboot o
 fk action ns-00 "$vm" pause >/dev/null
 KUBECONFIG="$W/fk/kubeconfig" "$KVCON" softreboot "ns-00/$vm" >"$W/sr.out" 2>&1 && fail "softreboot of a paused VMI must fail"
 grep -q 'VMI is paused' "$W/sr.out" || fail "paused message: $(cat "$W/sr.out")"
+
+# 8. b: the evidence bundle, gathered by a child kvcon while the dashboard keeps drawing
+cmd "vm ns-00/$vm"
+wait_for "vm ns-00/$vm" 10
+keys b
+wait_for "gathering the evidence bundle of ns-00/$vm" 5
+wait_for "bundle written: .*/kvcon/bundles/kvcon-bundle-ns-00-$vm-[0-9TZ]+\\.tar\\.gz" 60
+f=$(ls "$W"/state/kvcon/bundles/kvcon-bundle-ns-00-"$vm"-*.tar.gz) || fail "no bundle file"
+tar tzf "$f" | grep -qx manifest.txt || fail "the bundle has no manifest"
+tar tzf "$f" | grep -qx vm.yaml || fail "the bundle has no vm.yaml"
+screen | grep -q 'Watch: vm live' || fail "the dashboard's screen was disturbed"
 cmd q
 echo PASS
