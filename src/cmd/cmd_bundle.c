@@ -405,6 +405,16 @@ int cmd_bundle(int argc, char **argv)
 		missing(&b, "console.log", "the serial console is interactive and not attached by bundle (kvcon console --log FILE keeps it)");
 	} else {
 		missing(&b, "domain.xml", "the engine's libvirt domain XML is not read by bundle (virsh -c URI dumpxml NS_NAME)");
+		char *serr = NULL;
+		struct json_object *chain = storage_chain(s.src, s.ns, s.name, false, &serr);
+		if (chain) {
+			const char *js = json_object_to_json_string_ext(chain, JSON_C_TO_STRING_PRETTY);
+			add_file(&b, "storage/chain.json", js, strlen(js));
+		} else {
+			missing(&b, "storage/chain.json", serr ? serr : "not read");
+		}
+		json_object_put(chain);
+		free(serr);
 	}
 	struct diag *d = diag_run(c, util_wall_s());
 	struct buf t;

@@ -14,6 +14,10 @@
 #include "core/xmalloc.h"
 #include "kube/http.h"
 #include "kube/kube.h"
+#if __has_include("engine/engine.h")
+#include "engine/engine.h"
+#define STORAGE_HAVE_ENGINE 1
+#endif
 
 struct get {
 	bool done;
@@ -328,6 +332,15 @@ static void sync_done(void *arg, struct json_object *chain, const char *err)
 
 struct json_object *storage_chain(struct source *src, const char *ns, const char *vm, bool running, char **err)
 {
+#ifdef STORAGE_HAVE_ENGINE
+	if (src->type == SOURCE_ENGINE) {
+		*err = NULL;
+		struct json_object *o = engine_storage_json(src, ns, vm);
+		if (o == NULL)
+			*err = xstrdup("no such VM on this engine host");
+		return o;
+	}
+#endif
 	struct sync_wait w = { 0 };
 	if (storage_chain_start(src, ns, vm, running, sync_done, &w, err) == NULL)
 		return NULL;
@@ -477,13 +490,51 @@ static const char *s_of(struct json_object *o, const char *k)
 	return o && json_object_object_get_ex(o, k, &v) ? json_object_get_string(v) : NULL;
 }
 
+static const char *sv(struct json_object *o, const char *k)
+{
+	const char *v = s_of(o, k);
+	return v ? v : "";
+}
+
 void storage_format_text(struct json_object *chain, struct buf *out)
 {
 	size_t n = chain ? json_object_array_length(chain) : 0;
 	if (n == 0)
 		return;
-	buf_add_str(out, "\nStorage (VM volume -> DataVolume -> PVC -> PV):\n");
-	for (size_t i = 0; i < n; i++) {
+	struct json_object *f0 = NULL;
+	bool engine = json_object_object_get_ex(json_object_array_get_idx(chain, 0), "type", &f0) &&
+		      !json_object_object_get(json_object_array_get_idx(chain, 0), "pvc");
+	buf_add_str(out, engine ? "\nStorage (engine volumes: VM volume -> file on this host):\n"
+				: "\nStorage (VM volume -> DataVolume -> PVC -> PV):\n");
+	for (size_t i = 0; engine && i < n; i++) {
+		struct json_object *v = json_object_array_get_idx(chain, i), *f, *x, *users;
+		buf_printf(out, "  %s: %s", sv(v, "volume"), sv(v, "type"));
+		if (s_of(v, "claim"))
+			buf_printf(out, " claim %s", sv(v, "claim"));
+		if (s_of(v, "image"))
+			buf_printf(out, " image %s", sv(v, "image"));
+		if (json_object_object_get_ex(v, "file", &f)) {
+			bool ex = json_object_object_get_ex(f, "exists", &x) && json_object_get_boolean(x);
+			buf_printf(out, " -> %s", sv(f, "path"));
+			if (ex && json_object_object_get_ex(f, "sizeBytes", &x))
+				buf_printf(out, " %lld bytes", (long long)json_object_get_int64(x));
+			else if (!ex)
+				buf_add_str(out, " (missing)");
+		} else {
+			buf_add_str(out, " (no file: the VM is not running)");
+		}
+		buf_add_char(out, '\n');
+		if (json_object_object_get_ex(v, "usedBy", &users) && json_object_array_length(users) > 0) {
+			buf_add_str(out, "      used by");
+			for (size_t k = 0; k < json_object_array_length(users); k++)
+				buf_printf(out, " %s", json_object_get_string(json_object_array_get_idx(users, k)));
+			buf_add_char(out, '\n');
+		}
+		const char *bl = s_of(v, "brokenLink"), *why = s_of(v, "reason");
+		if (bl)
+			buf_printf(out, "      first broken link: %s: %s\n", bl, why ? why : "");
+	}
+	for (size_t i = 0; !engine && i < n; i++) {
 		struct json_object *v = json_object_array_get_idx(chain, i), *d, *p, *pv;
 		buf_printf(out, "  %s:", s_of(v, "volume"));
 		if (json_object_object_get_ex(v, "dataVolume", &d))

@@ -268,7 +268,7 @@ int kube_cmd_diagnose(int argc, char **argv)
 	struct diag *d = diag_run(c, util_wall_s());
 	/* the storage behind the VM, link by link (clusters: the objects are read once) */
 	struct json_object *stor = NULL;
-	if (s.src->type == SOURCE_KUBE && c->vm) {
+	if (c->vm) {
 		char *serr = NULL;
 		stor = storage_chain(s.src, s.ns, s.name, c->vmi && util_str_eq(c->vmi->phase, "Running"), &serr);
 		if (stor == NULL) {

@@ -455,6 +455,13 @@ static enum view_result k_diag(struct view *v)
 	char title[600];
 	snprintf(title, sizeof title, "walkthrough %s/%s", vv->ns, vv->name);
 	bool storage = vv->src->type == SOURCE_KUBE && ch->vm;
+	if (vv->src->type == SOURCE_ENGINE && ch->vm) { /* the engine's volumes are local files: read at once */
+		char *serr = NULL;
+		struct json_object *chain = storage_chain(vv->src, vv->ns, vv->name, false, &serr);
+		storage_format_text(chain, &b);
+		json_object_put(chain);
+		free(serr);
+	}
 	if (storage)
 		buf_add_str(&b, "\nStorage: reading the VM's DataVolumes, PVCs and PVs...\n");
 	struct view *pg = pager_new(title, b.data ? b.data : "");

@@ -4,7 +4,8 @@
 # -f prints what is appended to the log as it is written; --previous after a restart is the QEMU log of the
 # execution before; a VM that is not running and an unknown container fail with a reason and exit 1. Also kvcon
 # wait on an engine VMI (met, and the timeout's exit 1 and message), bundle (QEMU and serial logs, objects), and
-# softreboot (the guest boots again in the same execution).
+# softreboot (the guest boots again in the same execution), and diagnose's engine storage section (files, sizes,
+# users, a missing volume file named).
 # Exit 0 pass, anything else fail.
 set -u
 top=$(cd "$(dirname "$0")/../.." && pwd)
@@ -105,5 +106,18 @@ K logs default/lvm --previous || { cat "$ENGINE_T/err"; fail "--previous after r
 grep -qF "$first_start" "$ENGINE_T/out" || fail "previous is not the first execution's log"
 K logs default/lvm || fail "logs after restart"
 grep -qF "$first_start" "$ENGINE_T/out" && fail "current still shows the first execution"
+# diagnose on the engine: each volume's file on this host, its size, who uses it, and a missing one named
+vdir=$XDG_STATE_HOME/kvcon/engine-data/volumes/default
+mkdir -p "$vdir" && truncate -s 1M "$vdir/svm-data.img"
+{ cat "$(manifest svm Halted)"; printf '      volumes:\n      - name: data\n        persistentVolumeClaim:\n          claimName: svm-data\n      - name: gone\n        persistentVolumeClaim:\n          claimName: svm-gone\n'; } >"$ENGINE_T/svm.yaml"
+kv engine apply -f "$ENGINE_T/svm.yaml" >/dev/null || fail "apply svm"
+K diagnose default/svm || { cat "$ENGINE_T/out" "$ENGINE_T/err"; fail "diagnose svm (halted: exit 0)"; }
+grep -q '^Storage (engine volumes: VM volume -> file on this host):$' "$ENGINE_T/out" || { cat "$ENGINE_T/out"; fail "engine storage section"; }
+grep -q "^  data: persistentVolumeClaim claim svm-data -> $vdir/svm-data.img 1048576 bytes$" "$ENGINE_T/out" || { cat "$ENGINE_T/out"; fail "data volume line"; }
+grep -q '^      used by default/svm$' "$ENGINE_T/out" || fail "used by"
+grep -q "^      first broken link: file: the volume file of claim svm-gone ($vdir/svm-gone.img) does not exist$" "$ENGINE_T/out" || fail "missing volume named"
+K diagnose default/svm -o json
+jq -e '.storage[1].brokenLink == "file" and .storage[0].file.exists == true and .storage[0].file.sizeBytes == 1048576' "$ENGINE_T/out" >/dev/null || fail "engine storage json"
+
 K stop default/lvm --force --wait || fail "force stop"
 echo PASS
