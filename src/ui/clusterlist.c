@@ -49,6 +49,7 @@ struct clist {
 	size_t sel, top;
 	int page;
 	int pending;               /* requests in flight */
+	uint64_t asked_ms;         /* when they were sent */
 	int ticks;
 	char note[256];
 	struct crow *next_rows;    /* the list being gathered */
@@ -311,8 +312,16 @@ out:
 
 static void relist(struct clist *c)
 {
-	if (c->pending)
+	/* requests time out after 30 s; one that never answers was dropped with its source (a context switch) */
+	if (c->pending && util_now_ms() - c->asked_ms < 35000)
 		return;
+	if (c->pending) {
+		rows_free(c->next_rows, c->next_n);
+		c->next_rows = NULL;
+		c->next_n = 0;
+		c->pending = 0;
+	}
+	c->asked_ms = util_now_ms();
 	int asked = 0;
 	for (size_t i = 0; i < source_count(); i++) {
 		struct source *s = source_get(i);

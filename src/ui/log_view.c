@@ -111,7 +111,13 @@ static void clear_lines(struct log_view *w)
 /* (Re)reads the log with the current container and instance. 0, or -1 with the reason in w->state. */
 static int start(struct log_view *w)
 {
-	if (w->ls && w->src->ops->close_log)
+	if (w->src->closed) {
+		w->ls = NULL;
+		snprintf(w->state, sizeof w->state, "the source %s is closed", w->src->name);
+		view_dirty(w->view);
+		return -1;
+	}
+	if (w->ls && w->src->ops->close_log && !w->src->closed) /* a closed source dropped its requests already */
 		w->src->ops->close_log(w->ls);
 	w->ls = NULL;
 	clear_lines(w);
@@ -392,7 +398,7 @@ static void destroy(struct view *v)
 			*pp = w->next;
 			break;
 		}
-	if (w->ls && w->src->ops->close_log)
+	if (w->ls && w->src->ops->close_log && !w->src->closed) /* a closed source dropped its requests already */
 		w->src->ops->close_log(w->ls);
 	clear_lines(w);
 	linebuf_free(&w->lb);
