@@ -24,6 +24,7 @@
 
 #define SYNC_TIMEOUT_MS 30000
 #define CLI_MAX_FAILURES 4
+
 /* ---- session ---- */
 
 void session_close(struct session *s)
@@ -82,7 +83,7 @@ static int session_open_engine(struct session *s)
 		hosts[i] = engine_open(s->st, URI_AT(i), &err);
 		if (hosts[i] == NULL) {
 			char *e = util_escape_display(err ? err : "refused");
-			fprintf(stderr, "kvcon %s: -c %s: %s\n", s->cmd, URI_AT(i), e);
+			log_eprintf("kvcon %s: -c %s: %s\n", s->cmd, URI_AT(i), e);
 			free(e);
 			free(err);
 			rc = EXIT_API;
@@ -91,12 +92,16 @@ static int session_open_engine(struct session *s)
 	}
 	uint64_t deadline = util_now_ms() + SYNC_TIMEOUT_MS * 2;
 	for (int i = 0; i < nuris; i++) {
-		while (!engine_ready(hosts[i]) && util_now_ms() < deadline)
+		/* the first failure is the answer (the engine's errors name the host or the machine's problem) */
+		while (!engine_ready(hosts[i]) && engine_error(hosts[i]) == NULL && util_now_ms() < deadline)
 			loop_once(100);
 		if (!engine_ready(hosts[i])) {
 			const char *why = engine_error(hosts[i]);
 			char *e = util_escape_display(why ? why : "timed out connecting");
-			fprintf(stderr, "kvcon %s: -c %s: %s\n", s->cmd, URI_AT(i), e);
+			if (why)
+				log_eprintf("error: %s\n", e);
+			else
+				log_eprintf("error: %s: %s\n", URI_AT(i), e);
 			free(e);
 			rc = EXIT_API;
 			goto out;
@@ -116,7 +121,7 @@ out:
 	free(dflt);
 	return rc;
 #else
-	fprintf(stderr, "kvcon %s: -c: the local engine is not in this build\n", s->cmd);
+	log_eprintf("kvcon %s: -c: the local engine is not in this build\n", s->cmd);
 	return EXIT_USAGE;
 #endif
 }
@@ -128,13 +133,13 @@ int session_open(struct session *s, const char *cmd, const char *ref)
 	s->cmd = cmd;
 	if (strchr(ref, '/')) {
 		if (chain_parse_ref(ref, NULL, &s->ns, &s->name) < 0) {
-			fprintf(stderr, "kvcon %s: '%s' is not NAMESPACE/NAME\n", cmd, ref);
+			log_eprintf("kvcon %s: '%s' is not NAMESPACE/NAME\n", cmd, ref);
 			return EXIT_USAGE;
 		}
 		free(o->ns);
 		o->ns = xstrdup(s->ns); /* watch the VM's own namespace */
 	} else if (*ref == '\0') {
-		fprintf(stderr, "kvcon %s: which VM? (NAMESPACE/NAME)\n", cmd);
+		log_eprintf("kvcon %s: which VM? (NAMESPACE/NAME)\n", cmd);
 		return EXIT_USAGE;
 	} else {
 		s->name = xstrdup(ref);
@@ -161,7 +166,7 @@ int session_open(struct session *s, const char *cmd, const char *ref)
 #endif
 	if (s->src == NULL) {
 		char *e = util_escape_display(err);
-		fprintf(stderr, "kvcon %s: %s\n", cmd, e);
+		log_eprintf("kvcon %s: %s\n", cmd, e);
 		free(e);
 		free(err);
 		return EXIT_API;
@@ -173,21 +178,21 @@ int session_open(struct session *s, const char *cmd, const char *ref)
 	int r;
 	while ((r = session_ready(s, &msg)) == 0) {
 		if (util_now_ms() > deadline) {
-			fprintf(stderr, "kvcon %s: timed out waiting for the cluster's lists\n", cmd);
+			log_eprintf("kvcon %s: timed out waiting for the cluster's lists\n", cmd);
 			return EXIT_API;
 		}
 		loop_once(200);
 	}
 	if (r < 0) {
 		char *e = util_escape_display(msg);
-		fprintf(stderr, "kvcon %s: %s\n", cmd, e);
+		log_eprintf("kvcon %s: %s\n", cmd, e);
 		free(e);
 		return EXIT_API;
 	}
 	for (int k = OBJ_POD; k <= OBJ_EVENT; k++)
 		if (s->src->health[k].state != WATCH_LIVE) {
 			char *e = util_escape_display(s->src->health[k].message);
-			fprintf(stderr, "kvcon %s: warning: %s not listed (%s): the chain is partial\n", cmd,
+			log_eprintf("kvcon %s: warning: %s not listed (%s): the chain is partial\n", cmd,
 				k == OBJ_POD ? "launcher pods" : "events", e);
 			free(e);
 		}
@@ -197,9 +202,8 @@ int session_open(struct session *s, const char *cmd, const char *ref)
 void session_not_found(const struct session *s)
 {
 	char *n = util_escape_display(s->name), *ns = util_escape_display(s->ns);
-	fprintf(stderr, "kvcon %s: VirtualMachine %s/%s not found in %s %s\n", s->cmd, ns, n,
+	log_eprintf("kvcon %s: VirtualMachine %s/%s not found in %s %s\n", s->cmd, ns, n,
 		s->src->type == SOURCE_ENGINE ? "engine host" : "context", s->src->name);
 	free(n);
 	free(ns);
 }
-

@@ -158,10 +158,11 @@ static struct stream *open_engine_vm(const char *ns, const char *name, char **er
 		if (h == NULL)
 			return NULL;
 		uint64_t deadline = util_now_ms() + ENGINE_READY_MS;
-		while (!engine_ready(h) && util_now_ms() < deadline)
+		while (!engine_ready(h) && engine_error(h) == NULL && util_now_ms() < deadline)
 			loop_once(100);
 		if (!engine_ready(h)) {
-			*err = xasprintf("%s: %s", h->server, engine_error(h) ? engine_error(h) : "timed out connecting");
+			/* the engine's errors name the host (or the machine's problem) themselves */
+			*err = engine_error(h) ? xstrdup(engine_error(h)) : xasprintf("%s: timed out connecting", h->server);
 			return NULL;
 		}
 		first = first ? first : h;
@@ -274,7 +275,7 @@ static void shot_event(struct vnc *v, enum vnc_event ev, void *arg)
 	struct shot *s = arg;
 	(void)v;
 	if (ev == VNC_CLOSED) {
-		fprintf(stderr, "kvcon: vnc: %s\n", *vnc_error(v) ? vnc_error(v) : "the VNC session ended");
+		log_eprintf("kvcon: vnc: %s\n", *vnc_error(v) ? vnc_error(v) : "the VNC session ended");
 		s->rc = EXIT_API;
 		loop_quit(s->rc);
 	}
@@ -288,10 +289,10 @@ static void shot_tick(void *arg)
 	bool late = now - s->start >= (uint64_t)s->o->timeout_s * 1000;
 	if (quiet || (late && n > 0)) {
 		if (!quiet)
-			fprintf(stderr, "kvcon: vnc: the screen did not settle within %d s; saving the latest frame\n",
+			log_eprintf("kvcon: vnc: the screen did not settle within %d s; saving the latest frame\n",
 				s->o->timeout_s);
 		if (vnc_screenshot(s->v, s->o->screenshot) < 0) {
-			fprintf(stderr, "kvcon: vnc: cannot write %s: %s\n", s->o->screenshot, strerror(errno));
+			log_eprintf("kvcon: vnc: cannot write %s: %s\n", s->o->screenshot, strerror(errno));
 			s->rc = EXIT_API;
 		} else {
 			int w, h;
@@ -304,7 +305,7 @@ static void shot_tick(void *arg)
 		return;
 	}
 	if (late) {
-		fprintf(stderr, "kvcon: vnc: no frame from %s within %d s\n", s->o->target, s->o->timeout_s);
+		log_eprintf("kvcon: vnc: no frame from %s within %d s\n", s->o->target, s->o->timeout_s);
 		s->rc = EXIT_API;
 		loop_quit(s->rc);
 		return;
@@ -318,7 +319,7 @@ static int run_screenshot(const struct vopts *o)
 	char *err = NULL;
 	s.v = open_session(o, shot_event, &s, &err);
 	if (s.v == NULL) {
-		fprintf(stderr, "kvcon: vnc: %s\n", err);
+		log_eprintf("kvcon: vnc: %s\n", err);
 		free(err);
 		return EXIT_API;
 	}
@@ -351,7 +352,7 @@ static void proxy_state(struct stream *s, enum stream_state st, void *arg)
 	if (st != STREAM_CLOSED)
 		return;
 	if (s == p->server && stream_end(s) != STREAM_END_LOCAL && stream_end(s) != STREAM_END_REMOTE)
-		fprintf(stderr, "kvcon: vnc: %s %s%s%s\n", stream_name(s), stream_end_name(stream_end(s)),
+		log_eprintf("kvcon: vnc: %s %s%s%s\n", stream_name(s), stream_end_name(stream_end(s)),
 			*stream_reason(s) ? ": " : "", stream_reason(s));
 	loop_quit(s == p->client || stream_end(s) == STREAM_END_REMOTE ? EXIT_OK : EXIT_API);
 }
@@ -373,7 +374,7 @@ static void proxy_accept(int fd, short revents, void *arg)
 	char *err = NULL;
 	p->server = open_stream(p->o, &err);
 	if (p->server == NULL) {
-		fprintf(stderr, "kvcon: vnc: %s\n", err);
+		log_eprintf("kvcon: vnc: %s\n", err);
 		free(err);
 		close(c);
 		loop_quit(EXIT_API);
@@ -395,7 +396,7 @@ static int run_proxy(const struct vopts *o)
 	socklen_t sl = sizeof sa;
 	if (p.lfd < 0 || bind(p.lfd, (struct sockaddr *)&sa, sizeof sa) < 0 || listen(p.lfd, 1) < 0 ||
 	    getsockname(p.lfd, (struct sockaddr *)&sa, &sl) < 0) {
-		fprintf(stderr, "kvcon: vnc: cannot listen on 127.0.0.1:%d: %s\n", o->port, strerror(errno));
+		log_eprintf("kvcon: vnc: cannot listen on 127.0.0.1:%d: %s\n", o->port, strerror(errno));
 		if (p.lfd >= 0)
 			close(p.lfd);
 		return EXIT_API;
@@ -724,12 +725,12 @@ static int run_viewer(const struct vopts *o)
 	char *err = NULL;
 	w.v = open_session(o, viewer_event, &w, &err);
 	if (w.v == NULL) {
-		fprintf(stderr, "kvcon: vnc: %s\n", err);
+		log_eprintf("kvcon: vnc: %s\n", err);
 		free(err);
 		return EXIT_API;
 	}
 	if (term_enter() < 0) {
-		fprintf(stderr, "kvcon: vnc: the display needs a terminal (use --screenshot or --proxy-only)\n");
+		log_eprintf("kvcon: vnc: the display needs a terminal (use --screenshot or --proxy-only)\n");
 		vnc_free(w.v);
 		return EXIT_USAGE;
 	}
@@ -757,7 +758,7 @@ static int run_viewer(const struct vopts *o)
 	term_restore();
 	log_release_stderr();
 	if (why) {
-		fprintf(stderr, "kvcon: vnc: %s\n", *why ? why : "the VNC session ended");
+		log_eprintf("kvcon: vnc: %s\n", *why ? why : "the VNC session ended");
 		free(why);
 	}
 	fbcells_free(w.cells);
@@ -785,7 +786,7 @@ int vnccmd_main(int argc, char **argv)
 		for (size_t k = 0; k < sizeof valued / sizeof valued[0]; k++)
 			if (strcmp(a, valued[k]) == 0) {
 				if (i + 1 >= argc) {
-					fprintf(stderr, "kvcon vnc: %s needs a value\n%s", a, usage_text);
+					log_eprintf("kvcon vnc: %s needs a value\n%s", a, usage_text);
 					return EXIT_USAGE;
 				}
 				val = argv[++i];
@@ -818,7 +819,7 @@ int vnccmd_main(int argc, char **argv)
 		} else if (a[0] != '-' && o.target == NULL)
 			o.target = a;
 		else {
-			fprintf(stderr, "kvcon vnc: unexpected argument '%s'\n%s", a, usage_text);
+			log_eprintf("kvcon vnc: unexpected argument '%s'\n%s", a, usage_text);
 			return EXIT_USAGE;
 		}
 	}

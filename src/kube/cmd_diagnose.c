@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "core/buf.h"
+#include "core/log.h"
 #include "core/loop.h"
 #include "core/opts.h"
 #include "core/util.h"
@@ -56,7 +57,7 @@ static int parse_args(const char *cmd, int argc, char **argv, struct args *a, bo
 			else if (strcmp(val, "json") == 0)
 				a->fmt = OUT_JSON;
 			else {
-				fprintf(stderr, "kvcon %s: unknown output format '%s' (text, json)\n", cmd, val);
+				log_eprintf("kvcon %s: unknown output format '%s' (text, json)\n", cmd, val);
 				return -1;
 			}
 			continue;
@@ -70,7 +71,7 @@ static int parse_args(const char *cmd, int argc, char **argv, struct args *a, bo
 			char *end;
 			long g = v ? strtol(v, &end, 10) : -1;
 			if (v == NULL || *v == '\0' || *end || g < 0 || g > 86400) {
-				fprintf(stderr, "kvcon %s: --grace-period needs a number of seconds\n", cmd);
+				log_eprintf("kvcon %s: --grace-period needs a number of seconds\n", cmd);
 				return -1;
 			}
 			a->grace = (int)g;
@@ -86,7 +87,7 @@ static int parse_args(const char *cmd, int argc, char **argv, struct args *a, bo
 				char *end;
 				long w = strtol(s + 7, &end, 10);
 				if (s[7] == '\0' || *end || w <= 0 || w > 86400) {
-					fprintf(stderr, "kvcon %s: --wait=SECONDS needs a positive number\n", cmd);
+					log_eprintf("kvcon %s: --wait=SECONDS needs a positive number\n", cmd);
 					return -1;
 				}
 				a->wait_s = (int)w;
@@ -94,22 +95,22 @@ static int parse_args(const char *cmd, int argc, char **argv, struct args *a, bo
 		} else if (strcmp(s, "-h") == 0 || strcmp(s, "--help") == 0) {
 			return 1;
 		} else if (s[0] == '-' && s[1] != '\0') {
-			fprintf(stderr, "kvcon %s: unknown option '%s'\n", cmd, s);
+			log_eprintf("kvcon %s: unknown option '%s'\n", cmd, s);
 			return -1;
 		} else if (a->ref == NULL) {
 			a->ref = s;
 		} else {
-			fprintf(stderr, "kvcon %s: unexpected argument '%s'\n", cmd, s);
+			log_eprintf("kvcon %s: unexpected argument '%s'\n", cmd, s);
 			return -1;
 		}
 	}
 	if (a->ref == NULL) {
-		fprintf(stderr, "kvcon %s: which VM? (NAMESPACE/NAME)\n", cmd);
+		log_eprintf("kvcon %s: which VM? (NAMESPACE/NAME)\n", cmd);
 		return -1;
 	}
 	return 0;
 needs_value:
-	fprintf(stderr, "kvcon %s: %s needs a value\n", cmd, argv[argc - 1]);
+	log_eprintf("kvcon %s: %s needs a value\n", cmd, argv[argc - 1]);
 	return -1;
 }
 
@@ -476,7 +477,7 @@ int kube_cmd_action(int argc, char **argv)
 		if (strcmp(argv[0], actions[i].cmd) == 0)
 			break;
 	if (i == sizeof actions / sizeof actions[0]) {
-		fprintf(stderr, "kvcon: unknown action '%s'\n", argv[0]);
+		log_eprintf("kvcon: unknown action '%s'\n", argv[0]);
 		return EXIT_USAGE;
 	}
 	const char *cmd = actions[i].cmd;
@@ -517,13 +518,13 @@ int kube_cmd_action(int argc, char **argv)
 	req.name = s.name;
 	char *err = NULL;
 	if (s.src->ops == NULL || s.src->ops->action == NULL) {
-		fprintf(stderr, "kvcon %s: this source has no actions\n", cmd);
+		log_eprintf("kvcon %s: this source has no actions\n", cmd);
 		rc = EXIT_API;
 		goto out;
 	}
 	if (s.src->ops->action(s.src, &req, act_done, &st, &err) < 0) {
 		char *e = util_escape_display(err);
-		fprintf(stderr, "kvcon %s: %s\n", cmd, e);
+		log_eprintf("kvcon %s: %s\n", cmd, e);
 		free(e);
 		free(err);
 		rc = EXIT_API;
@@ -534,7 +535,7 @@ int kube_cmd_action(int argc, char **argv)
 	char *ns = util_escape_display(s.ns), *nm = util_escape_display(s.name);
 	if (st.status != 0) {
 		char *e = util_escape_display(st.message ? st.message : "failed");
-		fprintf(stderr, "kvcon %s: %s/%s: %s\n", cmd, ns, nm, e);
+		log_eprintf("kvcon %s: %s/%s: %s\n", cmd, ns, nm, e);
 		free(e);
 		rc = EXIT_API;
 	} else {
@@ -551,7 +552,7 @@ int kube_cmd_action(int argc, char **argv)
 			printf("VM %s/%s: done\n", ns, nm);
 		} else {
 			char *e = util_escape_display(why ? why : "not reached in time");
-			fprintf(stderr, "kvcon %s: %s/%s: %s; see kvcon diagnose %s/%s\n", cmd, ns, nm, e, ns, nm);
+			log_eprintf("kvcon %s: %s/%s: %s; see kvcon diagnose %s/%s\n", cmd, ns, nm, e, ns, nm);
 			free(e);
 			rc = EXIT_STALLED;
 		}

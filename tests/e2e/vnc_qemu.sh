@@ -30,7 +30,7 @@ fail() {
 # polls a command until it succeeds or the deadline (seconds) passes
 until_ok() { local t=$1; shift; local end=$((SECONDS + t)); while ! "$@"; do [ $SECONDS -ge $end ] && return 1; sleep 0.1; done; }
 
-eval "$(tests/lab/guest.sh)" || { echo "skip: cannot build the lab guest (no kernel package?)"; exit 77; }
+eval "$(scripts/demo-guest.sh)" || { echo "skip: cannot build the lab guest (no kernel package?)"; exit 77; }
 mkdir -p "$tmp/g"
 # a second VNC display of the same guest that asks for a password (VncAuth)
 eval "$(tests/lab/qemu-guest.sh start "$tmp/g" -vnc "unix:$tmp/g/pw.sock,password=on,id=pw")" ||
