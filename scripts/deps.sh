@@ -56,6 +56,7 @@ util-linux
 xorriso
 dosfstools
 jq
+tar
 time
 bc
 groff-base

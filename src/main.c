@@ -5,6 +5,10 @@
 
 #include "console/concmd.h"
 #include "console/vnccmd.h"
+#include "cmd/cmd_bundle.h"
+#include "cmd/cmd_describe.h"
+#include "cmd/cmd_logs.h"
+#include "cmd/cmd_wait.h"
 #include "core/log.h"
 #include "core/opts.h"
 #include "core/xmalloc.h"
@@ -22,22 +26,31 @@ static int cmd_help(int argc, char **argv);
 
 /* Subcommands: one row each. */
 static const struct cmd_entry commands[] = {
-	{ "version", cmd_version, "", "print kvcon's version" },
+	{ "version", cmd_version, "", "print kvcon's version", NULL },
 	{ "get", kube_cmd_get, "vm|vmi|pod|event [-l SEL] [-o FMT] [-w] [--watch-for S] [--timeout S]",
-	  "list KubeVirt objects like kubectl get (-o table|wide|json|name)" },
-	{ "help", cmd_help, "", "show this help" },
+	  "list KubeVirt objects like kubectl get (-o table|wide|json|name)", NULL },
+	{ "help", cmd_help, "", "show this help", NULL },
 	{ "console", concmd_main, "NS/NAME [--timeout S] [--log FILE]",
-	  "the guest's serial console full-screen (Ctrl+] exits)" },
-	{ "vnc", vnccmd_main, "TARGET [--screenshot F.png|--proxy-only]", "the guest display in the terminal" },
-	{ "diagnose", kube_cmd_diagnose, "NS/NAME [-o text|json]", "walk a VM's four boundaries; exit 3 if one stalled" },
-	{ "lineage", kube_cmd_lineage, "NS/NAME [-o text|json]", "the executions (VMI, launchers, nodes) of a VM" },
-	{ "start", kube_cmd_action, "NS/NAME [--wait[=S]]", "start a VM" },
-	{ "stop", kube_cmd_action, "NS/NAME [--force] [--grace-period N] [--wait[=S]]", "stop a VM" },
-	{ "restart", kube_cmd_action, "NS/NAME [--force] [--grace-period N] [--wait[=S]]", "restart a VM" },
-	{ "pause", kube_cmd_action, "NS/NAME [--wait[=S]]", "pause a VM's guest" },
-	{ "unpause", kube_cmd_action, "NS/NAME [--wait[=S]]", "unpause a VM's guest" },
-	{ "migrate", kube_cmd_action, "NS/NAME [--to NODE] [--abort] [--wait[=S]]", "live-migrate a VM" },
-	{ "engine", engine_cmd, "VERB ...", "the local libvirt engine (apply, get, start, stop, console, ...)" },
+	  "the guest's serial console full-screen (Ctrl+] exits)", NULL },
+	{ "vnc", vnccmd_main, "TARGET [--screenshot F.png|--proxy-only]", "the guest display in the terminal", NULL },
+	{ "diagnose", kube_cmd_diagnose, "NS/NAME [-o text|json]", "walk a VM's four boundaries; exit 3 if one stalled", NULL },
+	{ "describe", cmd_describe, "vm|vmi|pod NS/NAME", "the object and its events in kubectl describe's layout", NULL },
+	{ "bundle", cmd_bundle, "NS/NAME [-o FILE.tar.gz]", "evidence tarball: objects, describe, events, logs, diagnosis",
+	  NULL },
+	{ "logs", cmd_logs, "NS/NAME [-c CONTAINER] [-f] [-p] [--since D] [--tail N]",
+	  "a launcher's (VM, VMI) or pod's container log; engine: compute (QEMU), serial", "-c" },
+	{ "wait", cmd_wait, "vm|vmi NS/NAME --for=WHAT [--timeout D]",
+	  "wait (watch) for condition=C, jsonpath=...=V or delete, like kubectl wait", NULL },
+	{ "lineage", kube_cmd_lineage, "NS/NAME [-o text|json]", "the executions (VMI, launchers, nodes) of a VM", NULL },
+	{ "start", kube_cmd_action, "NS/NAME [--wait[=S]]", "start a VM", NULL },
+	{ "stop", kube_cmd_action, "NS/NAME [--force] [--grace-period N] [--wait[=S]]", "stop a VM", NULL },
+	{ "restart", kube_cmd_action, "NS/NAME [--force] [--grace-period N] [--wait[=S]]", "restart a VM", NULL },
+	{ "pause", kube_cmd_action, "NS/NAME [--wait[=S]]", "pause a VM's guest", NULL },
+	{ "unpause", kube_cmd_action, "NS/NAME [--wait[=S]]", "unpause a VM's guest", NULL },
+	{ "softreboot", kube_cmd_action, "NS/NAME", "reboot the guest (guest agent, else ACPI), like virtctl soft-reboot",
+	  NULL },
+	{ "migrate", kube_cmd_action, "NS/NAME [--to NODE] [--abort] [--wait[=S]]", "live-migrate a VM", NULL },
+	{ "engine", engine_cmd, "VERB ...", "the local libvirt engine (apply, get, start, stop, console, ...)", NULL },
 };
 #define NCOMMANDS (sizeof commands / sizeof commands[0])
 
@@ -121,15 +134,33 @@ static void set_global(struct kvcon_opts *o, size_t g, const char *val)
 
 /* Removes global options from argv (anywhere, "--" stops), leaving the subcommand and its own arguments.
  * Returns the new argc, or -1 on a usage error. */
+static bool own_option(const struct cmd_entry *sub, const char *a)
+{
+	if (sub == NULL || sub->own == NULL || a[0] != '-' || a[1] == '-' || a[1] == '\0')
+		return false;
+	for (const char *p = sub->own; *p;) {
+		size_t n = strcspn(p, " ");
+		if (strncmp(a, p, n) == 0 && (a[n] == '\0' || n == 2))
+			return true;
+		p += n + (p[n] == ' ');
+	}
+	return false;
+}
+
 static int parse_globals(int argc, char **argv, struct kvcon_opts *o)
 {
 	int out = 0;
+	const struct cmd_entry *sub = NULL; /* the subcommand, once seen */
 	for (int i = 0; i < argc; i++) {
 		const char *a = argv[i];
 		if (strcmp(a, "--") == 0) {
 			while (i < argc)
 				argv[out++] = argv[i++];
 			break;
+		}
+		if (own_option(sub, a)) {
+			argv[out++] = argv[i];
+			continue;
 		}
 		size_t g;
 		const char *val = NULL;
@@ -144,6 +175,10 @@ static int parse_globals(int argc, char **argv, struct kvcon_opts *o)
 			}
 		}
 		if (g == NGLOBALS) {
+			if (out == 0 && a[0] != '-')
+				for (size_t c = 0; c < NCOMMANDS; c++)
+					if (strcmp(a, commands[c].name) == 0)
+						sub = &commands[c];
 			argv[out++] = argv[i];
 			continue;
 		}

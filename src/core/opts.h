@@ -30,6 +30,8 @@ struct cmd_entry {
 	int (*fn)(int argc, char **argv); /* argv[0] is the subcommand name; global options removed */
 	const char *args;    /* usage synopsis after the name */
 	const char *summary; /* one line for --help */
+	const char *own;     /* short options the command takes itself after its name, space-separated ("-c" is
+			      * logs' container, not the global --connect); NULL: none */
 };
 
 #endif

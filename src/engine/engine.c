@@ -4,6 +4,8 @@
 #include "engine/engine.h"
 
 #include <dirent.h>
+#include <json.h>
+#include <sys/stat.h>
 #include <errno.h>
 #include <libvirt/libvirt.h>
 #include <stdarg.h>
@@ -24,6 +26,7 @@
 #include "engine/embed.h"
 #include "engine/estream.h"
 #include "engine/evm.h"
+#include "engine/elog.h"
 #include "engine/host.h"
 #include "engine/hostenv.h"
 #include "engine/migrate.h"
@@ -1013,6 +1016,9 @@ static void check_waiters(struct evm *v)
 			else if (!x->paused)
 				st = 0;
 			break;
+		case ACT_SOFT_REBOOT:
+			st = 0; /* accepted once asked, as KubeVirt's subresource answers */
+			break;
 		default:
 			break;
 		}
@@ -1600,6 +1606,15 @@ static int engine_action(struct source *src, const struct action_req *req, actio
 		send_simple(v, RQ_RESUME, PK_PAUSE);
 		add_waiter(v, ACT_UNPAUSE, done, arg);
 		break;
+	case ACT_SOFT_REBOOT:
+		if (!is || v->cur->phase != intern("Running"))
+			return act_refuse(err, "VM is not running");
+		if (v->cur->paused)
+			return act_refuse(err, "VMI is paused");
+		send_simple(v, RQ_REBOOT, PK_OTHER);
+		add_event(v, "Normal", "SoftRebooted", true, "soft reboot requested (guest agent, else ACPI)");
+		add_waiter(v, ACT_SOFT_REBOOT, done, arg);
+		break;
 	case ACT_DELETE:
 		v->deleting = true;
 		v->delete_volumes = (req->flags & ENGINE_DELETE_VOLUMES) != 0;
@@ -1666,6 +1681,8 @@ static const struct provider_ops engine_ops = {
 	.open_console = estream_console,
 	.open_vnc = estream_vnc,
 	.fetch_raw = engine_fetch_raw,
+	.open_log = engine_log_open,
+	.close_log = engine_log_close,
 	.destroy = engine_destroy,
 };
 
@@ -2074,4 +2091,116 @@ void evm_move(struct evm *v, struct ehost *dst)
 		if (v->m->serial_console)
 			send_simple(v, RQ_CONSOLE, PK_CONSOLE);
 	}
+}
+
+/* ---- the storage of an engine VM (diagnose, bundle) ---- */
+
+static void vol_file(struct json_object *o, const char *path)
+{
+	struct stat sb;
+	struct json_object *f = json_object_new_object();
+	char *e = util_escape_display(path);
+	json_object_object_add(f, "path", json_object_new_string(e));
+	free(e);
+	bool ok = stat(path, &sb) == 0;
+	json_object_object_add(f, "exists", json_object_new_boolean(ok));
+	if (ok)
+		json_object_object_add(f, "sizeBytes", json_object_new_int64((int64_t)sb.st_size));
+	json_object_object_add(o, "file", f);
+}
+
+static void vol_broken(struct json_object *o, const char *why)
+{
+	char *e = util_escape_display(why);
+	json_object_object_add(o, "brokenLink", json_object_new_string("file"));
+	json_object_object_add(o, "reason", json_object_new_string(e));
+	free(e);
+}
+
+struct json_object *engine_storage_json(struct source *src, const char *ns, const char *name)
+{
+	struct evm *v = find_vm(src, ns, name);
+	if (v == NULL)
+		return NULL;
+	struct json_object *out = json_object_new_array();
+	char *vols = env_dir("KVCON_ENGINE_VOLUMES", "volumes");
+	const char *run = v->cur && active(v->cur) ? v->cur->run_dir : NULL;
+	static const char *const types[] = { "hostDisk", "persistentVolumeClaim", "emptyDisk", "containerDisk",
+					     "cloudInitNoCloud" };
+	for (int i = 0; i < v->m->nvols; i++) {
+		const struct mf_volume *mv = &v->m->vols[i];
+		struct json_object *o = json_object_new_object();
+		char *e = util_escape_display(mv->name);
+		json_object_object_add(o, "volume", json_object_new_string(e));
+		free(e);
+		json_object_object_add(o, "type", json_object_new_string(types[mv->type]));
+		char *path = NULL;
+		switch (mv->type) {
+		case MF_VOL_HOSTDISK:
+			path = xstrdup(mv->path);
+			break;
+		case MF_VOL_PVC: {
+			char *q = xasprintf("%s/%s/%s.qcow2", vols, v->m->ns, mv->claim);
+			struct stat sb;
+			path = stat(q, &sb) == 0 ? q : (free(q), xasprintf("%s/%s/%s.img", vols, v->m->ns, mv->claim));
+			char *c = util_escape_display(mv->claim);
+			json_object_object_add(o, "claim", json_object_new_string(c));
+			free(c);
+			break;
+		}
+		case MF_VOL_EMPTY:
+			path = run ? xasprintf("%s/empty-%s.img", run, mv->name) : NULL;
+			break;
+		case MF_VOL_CONTAINER: {
+			char *im = util_escape_display(mv->image);
+			json_object_object_add(o, "image", json_object_new_string(im));
+			free(im);
+			path = run ? xasprintf("%s/overlay-%s.qcow2", run, mv->name) : NULL;
+			break;
+		}
+		case MF_VOL_CLOUDINIT:
+			path = run ? xasprintf("%s/cloudinit-%s.iso", run, mv->name) : NULL;
+			break;
+		}
+		if (path) {
+			vol_file(o, path);
+			struct stat sb;
+			bool exists = stat(path, &sb) == 0;
+			if (!exists && mv->type == MF_VOL_PVC) {
+				char *why = xasprintf("the volume file of claim %s (%s) does not exist", mv->claim, path);
+				vol_broken(o, why);
+				free(why);
+			} else if (!exists && mv->type == MF_VOL_HOSTDISK && !mv->create) {
+				char *why = xasprintf("hostDisk %s does not exist (type Disk: it is not created)", path);
+				vol_broken(o, why);
+				free(why);
+			}
+		}
+		/* which VMs of this host use the same file (a PVC or host disk shared by two VMs) */
+		if (mv->type == MF_VOL_PVC || mv->type == MF_VOL_HOSTDISK) {
+			struct json_object *users = json_object_new_array();
+			const char *k;
+			void *val;
+			for (size_t it = 0; hmap_next(&v->eh->vms, &it, &k, &val);) {
+				const struct evm *o2 = val;
+				for (int j = 0; j < o2->m->nvols; j++) {
+					const struct mf_volume *w = &o2->m->vols[j];
+					bool same = w->type == mv->type &&
+						    (mv->type == MF_VOL_PVC ? strcmp(o2->m->ns, v->m->ns) == 0 && util_str_eq(w->claim, mv->claim)
+									     : util_str_eq(w->path, mv->path));
+					if (same) {
+						char *u = util_escape_display(k);
+						json_object_array_add(users, json_object_new_string(u));
+						free(u);
+						break;
+					}
+				}
+			}
+			json_object_object_add(o, "usedBy", users);
+		}
+		free(path);
+		json_object_array_add(out, o);
+	}
+	free(vols);
+	return out;
 }

@@ -609,6 +609,9 @@ static void handle(struct host *h, struct host_req *r)
 	case RQ_SUSPEND:
 		rc = virDomainSuspend(dom);
 		break;
+	case RQ_REBOOT:
+		rc = virDomainReboot(dom, 0);
+		break;
 	case RQ_RESUME:
 		rc = virDomainResume(dom);
 		break;

@@ -58,6 +58,7 @@ enum host_req_type {
 	RQ_SHUTDOWN,  /* ACPI power button */
 	RQ_DESTROY,
 	RQ_SUSPEND,
+	RQ_REBOOT,    /* the guest reboots: agent or ACPI, libvirt's default */
 	RQ_RESUME,
 	RQ_UNDEFINE,
 	RQ_INSPECT,

@@ -12,6 +12,7 @@
 #include "core/util.h"
 #include "core/xmalloc.h"
 #include "kube/http.h"
+#include "kube/klog.h"
 #include "kube/kconsole.h"
 #include "kube/kubeconfig.h"
 #include "kube/reflector.h"
@@ -429,6 +430,7 @@ static const struct {
 	[ACT_MIGRATE] = { "virtualmachines", "migrate" },
 	[ACT_MIGRATE_ABORT] = { NULL, NULL },
 	[ACT_DELETE] = { NULL, NULL },
+	[ACT_SOFT_REBOOT] = { "virtualmachineinstances", "softreboot" },
 };
 
 /* The JSON body of a subresource call (StopOptions.gracePeriod, RestartOptions.gracePeriodSeconds,
@@ -607,5 +609,7 @@ static const struct provider_ops kube_ops = {
 	.open_vnc = kube_vnc_open,
 	.fetch_raw = kube_fetch_raw,
 	.list_namespaces = kube_list_namespaces,
+	.open_log = kube_log_open,
+	.close_log = kube_log_close,
 	.destroy = kube_destroy,
 };

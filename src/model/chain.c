@@ -8,6 +8,7 @@
 
 #include "core/hmap.h"
 #include "core/intern.h"
+#include "core/util.h"
 #include "core/xmalloc.h"
 
 static bool uid_eq(const char *a, const char *b)
@@ -412,4 +413,41 @@ int chain_parse_ref(const char *ref, const char *default_ns, char **ns, char **n
 	*ns = xstrdup(default_ns ? default_ns : "default");
 	*name = xstrdup(ref);
 	return 0;
+}
+
+/* The pod a log request for ns/name reads: the VM's or VMI's current launcher, else a pod of that name.
+ * NULL with *why (caller frees) when there is none. */
+const struct pod *chain_log_pod(const struct store *st, struct source *src, const char *ns, const char *name,
+			       const char **vm_name, char **why)
+{
+	*why = NULL;
+	*vm_name = NULL;
+	struct chain *c = chain_build(st, src, ns, name);
+	if (c) {
+		const struct pod *p = c->active ? c->active : c->npods ? c->pods[0] : NULL;
+		if (p == NULL)
+			*why = xasprintf("%s %s/%s has no launcher pod (%s): nothing to show",
+					 c->vm ? "VirtualMachine" : "VirtualMachineInstance", ns, name,
+					 c->vmi ? "its VMI has none yet" : "no VMI: the VM is not running");
+		else
+			*vm_name = c->vmi ? c->vmi->o.name : name;
+		chain_free(c);
+		return p;
+	}
+	const struct pod *p = (const struct pod *)store_find(st, src, OBJ_POD, ns, name);
+	if (p == NULL) {
+		*why = xasprintf("no VirtualMachine, VirtualMachineInstance or pod named %s/%s", ns, name);
+		return NULL;
+	}
+	*vm_name = p->vm_name;
+	return p;
+}
+
+/* compute when the pod has it (launchers), else the server's choice (a pod of one container). */
+const char *pod_default_container(const struct pod *p)
+{
+	for (int i = 0; i < p->ncontainers; i++)
+		if (util_str_eq(p->containers[i].name, "compute"))
+			return "compute";
+	return NULL;
 }

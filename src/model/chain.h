@@ -69,4 +69,12 @@ bool chain_has_pod(const struct chain *c, const struct pod *p);
 /* Parses "NS/NAME" (or "NAME" with default_ns) into newly allocated parts; -1 when malformed. */
 int chain_parse_ref(const char *ref, const char *default_ns, char **ns, char **name);
 
+/* The pod a log of ns/name is read from (kvcon logs, the log pane): the current launcher of the VM or VMI of
+ * that name, else the pod of that name; *vm_name the VM it runs (NULL for other pods). NULL with *why (caller
+ * frees) when there is none, saying why ("no VMI: the VM is not running"). */
+const struct pod *chain_log_pod(const struct store *st, struct source *src, const char *ns, const char *name,
+				const char **vm_name, char **why);
+/* "compute" when the pod has that container (a launcher), else NULL (the server's default). */
+const char *pod_default_container(const struct pod *p);
+
 #endif

@@ -113,6 +113,7 @@ static const struct {
 	[ACT_MIGRATE] = { "migrate", true },
 	[ACT_MIGRATE_ABORT] = { "migrate-abort", true },
 	[ACT_DELETE] = { "delete", true },
+	[ACT_SOFT_REBOOT] = { "soft-reboot", true },
 };
 
 const char *action_name(enum action a)

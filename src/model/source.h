@@ -40,6 +40,7 @@ enum action {
 	ACT_MIGRATE,
 	ACT_MIGRATE_ABORT,
 	ACT_DELETE,
+	ACT_SOFT_REBOOT,  /* the guest reboots (agent, else ACPI); the VMI stays */
 	ACT_COUNT
 };
 
@@ -60,6 +61,27 @@ typedef void (*names_done_cb)(void *arg, int status, const char *const *names, s
 
 struct source;
 
+/* A container log request (kubectl logs' options). The cluster reads pods/log; the engine reads the files of
+ * an execution: container "compute" is QEMU's log (what the launcher's compute container shows on a
+ * cluster), "serial" the guest's serial log. */
+struct log_req {
+	const char *ns;
+	const char *pod;        /* the launcher pod (cluster) */
+	const char *vm;         /* the VM/VMI the pod runs, when known (the engine finds its files by it) */
+	const char *container;  /* NULL: the server's default (a pod of one container) */
+	bool follow;            /* stream new lines until the container instance ends */
+	bool previous;          /* the previous (terminated) instance */
+	bool timestamps;
+	long tail_lines;        /* -1: all */
+	long since_s;           /* 0: all */
+};
+/* Log bytes as they arrive, raw (the reader escapes them); return false to stop (end is then not called). */
+typedef bool (*log_data_cb)(void *arg, const char *data, size_t len);
+/* The end: status 0 when the log ended (a follow whose container instance ended), otherwise an HTTP status
+ * or -1 with the API's message. Called once, on the loop thread; the handle is invalid afterwards. */
+typedef void (*log_end_cb)(void *arg, int status, const char *message);
+struct log_stream;
+
 struct provider_ops {
 	const char *type; /* "kube", "engine" */
 	/* Asynchronous: done is called later on the loop thread (never before this returns). Returns 0 when
@@ -75,6 +97,12 @@ struct provider_ops {
 	 * NULL when the provider has none beyond its objects' own. Asynchronous like action; a source that is
 	 * destroyed first never calls done. */
 	int (*list_namespaces)(struct source *src, names_done_cb done, void *arg, char **err);
+	/* Opens a container log: data arrives through data (never before this returns), then end. NULL with
+	 * *err (caller frees) when refused at once. */
+	struct log_stream *(*open_log)(struct source *src, const struct log_req *req, log_data_cb data,
+				       log_end_cb end, void *arg, char **err);
+	/* Stops a log before its end (no callback follows). Not from inside its own callbacks. NULL is ignored. */
+	void (*close_log)(struct log_stream *ls);
 	void (*destroy)(struct source *src);
 };
 

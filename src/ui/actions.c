@@ -8,6 +8,7 @@
 #include "core/xmalloc.h"
 #include "model/source.h"
 #include "model/store.h"
+#include "ui/describeview.h"
 #include "ui/sources.h"
 #include "ui/ui.h"
 #include "ui/view.h"
@@ -37,7 +38,7 @@ static const struct {
 	{ ACT_START, "Start", false },	       { ACT_STOP, "Stop", true },     { ACT_FORCE_STOP, "Force stop (grace 0)", true },
 	{ ACT_RESTART, "Restart", true },      { ACT_PAUSE, "Pause", true },   { ACT_UNPAUSE, "Unpause", false },
 	{ ACT_MIGRATE, "Live-migrate", true }, { ACT_MIGRATE_ABORT, "Abort the migration of", true },
-	{ ACT_DELETE, "Delete", true },
+	{ ACT_DELETE, "Delete", true },          { ACT_SOFT_REBOOT, "Soft-reboot the guest of", true },
 };
 
 static void done(void *arg, int status, const char *message)
@@ -117,6 +118,19 @@ void ui_open_yaml(const struct obj *o)
 		view_push(yamlview_new(o));
 }
 
+void ui_open_describe(const struct obj *o)
+{
+	if (o == NULL)
+		return;
+	char *err = NULL;
+	struct view *v = describeview_new(o, &err);
+	if (v)
+		view_push(v);
+	else
+		ui_error("%s", err ? err : "describe failed");
+	free(err);
+}
+
 void ui_open_vm(const struct obj *vm)
 {
 	if (vm)
@@ -156,6 +170,11 @@ enum view_result ui_key_restart(struct view *v)
 enum view_result ui_key_pause(struct view *v)
 {
 	return key_act(v, ACT_PAUSE);
+}
+
+enum view_result ui_key_soft_reboot(struct view *v)
+{
+	return key_act(v, ACT_SOFT_REBOOT);
 }
 
 enum view_result ui_key_migrate(struct view *v)

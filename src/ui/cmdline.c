@@ -1,4 +1,5 @@
 /* `:` commands and their completion. */
+#include "ui/clusterlist.h"
 #include "ui/cmdline.h"
 
 #include <stdio.h>
@@ -66,6 +67,34 @@ static int c_events(const char *arg)
 {
 	(void)arg;
 	return open_list(&table_event_spec);
+}
+
+static int c_node(const char *arg)
+{
+	(void)arg;
+	view_replace_all(clusterlist_nodes_new());
+	return 0;
+}
+
+static int c_vmim(const char *arg)
+{
+	(void)arg;
+	view_replace_all(clusterlist_vmims_new());
+	return 0;
+}
+
+static int c_pvc(const char *arg)
+{
+	(void)arg;
+	view_replace_all(clusterlist_pvcs_new());
+	return 0;
+}
+
+static int c_dv(const char *arg)
+{
+	(void)arg;
+	view_replace_all(clusterlist_dvs_new());
+	return 0;
 }
 
 static int c_ns(const char *arg)
@@ -162,6 +191,13 @@ const struct cmdline_entry cmdline_cmds[] = {
 	{ "vmi", "vmis virtualmachineinstance virtualmachineinstances", "", "VMI list", c_vmi, NULL },
 	{ "pod", "pods po launcher", "", "virt-launcher pod list", c_pod, NULL },
 	{ "events", "event ev", "", "event list", c_events, NULL },
+	{ "node", "nodes no", "", "node list: Ready, schedulable for VMs, KVM capacity, VMIs on each (enter: those VMIs)",
+	  c_node, NULL },
+	{ "vmim", "vmims virtualmachineinstancemigration virtualmachineinstancemigrations migrations", "",
+	  "live migrations: phase, VMI, source, target, start, duration (enter: the VM)", c_vmim, NULL },
+	{ "pvc", "pvcs persistentvolumeclaim persistentvolumeclaims", "",
+	  "PVCs: status, volume, capacity, access modes, storage class (enter: YAML)", c_pvc, NULL },
+	{ "dv", "dvs datavolume datavolumes", "", "DataVolumes: phase, progress, restarts (enter: YAML)", c_dv, NULL },
 	{ "ns", "namespace namespaces", "[NAME|all]", "namespace list; with NAME show only that namespace", c_ns,
 	  comp_ns },
 	{ "ctx", "context contexts", "[NAME]", "context list; with NAME switch to that kube context", c_ctx,

@@ -4,7 +4,9 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "ui/clusterlist.h"
 #include "ui/cmdline.h"
+#include "ui/log_view.h"
 #include "ui/pager.h"
 #include "ui/table.h"
 #include "ui/vmview.h"
@@ -43,6 +45,10 @@ void help_text(struct view *v, struct buf *out)
 		keys_section(out, "List views (VMs, VMIs, pods, events)", table_view_keys());
 		keys_section(out, "VM view", vmview_keys());
 		keys_section(out, "Pager (help, YAML, walkthrough)", pager_keys_table());
+		keys_section(out, "Log pane", log_view_keys());
+		keys_section(out, "Node list (:node)", clusterlist_node_keys());
+		keys_section(out, "Migration list (:vmim)", clusterlist_vmim_keys());
+		keys_section(out, "PVC and DataVolume lists (:pvc, :dv)", clusterlist_storage_keys());
 		panes_section(out);
 	}
 	keys_section(out, "Everywhere", ui_global_keys);

@@ -719,6 +719,14 @@ static enum view_result k_yaml(struct view *v)
 }
 
 
+static enum view_result k_describe(struct view *v)
+{
+	struct obj *o = table_view_selected(v);
+	if (o)
+		ui_open_describe(o);
+	return VIEW_DONE;
+}
+
 static const struct view_key table_keys[] = {
 	{ 'j', "j", "next row", k_down },
 	{ VKEY(KEY_DOWN), "Down", "next row", k_down },
@@ -734,6 +742,7 @@ static const struct view_key table_keys[] = {
 	{ VKEY(KEY_END), "End", "last row", k_end },
 	{ '\r', "enter", "open the VM view of the row's VM (YAML for other rows)", k_enter },
 	{ 'y', "y", "show the object as YAML", k_yaml },
+	{ 'e', "e", "describe the object: fields, conditions, volumes, owners, events (kubectl describe)", k_describe },
 	UI_ACTION_KEYS,
 	{ 'N', "shift-N", "sort by NAME (again: reverse)", NULL },
 	{ 'P', "shift-P", "sort by NAMESPACE", NULL },
@@ -754,9 +763,9 @@ static enum view_result key(struct view *v, int k)
 	for (size_t i = 0; i < view_npanes; i++) {
 		if (k != view_panes[i].key)
 			continue;
-		struct obj *vm = selected_vm(v);
+		struct obj *vm = view_panes[i].row ? table_view_selected(v) : selected_vm(v);
 		if (vm == NULL) {
-			ui_error("no VM for this row");
+			ui_error(view_panes[i].row ? "no row selected" : "no VM for this row");
 		} else if (view_panes[i].open == NULL) {
 			ui_error("%s is not available in this build", view_panes[i].label);
 		} else {

@@ -56,6 +56,7 @@ enum view_result ui_key_force_stop(struct view *v);
 enum view_result ui_key_restart(struct view *v);
 enum view_result ui_key_pause(struct view *v);
 enum view_result ui_key_migrate(struct view *v);
+enum view_result ui_key_soft_reboot(struct view *v);
 /* The same lifecycle key rows in every view that shows a VM (a key table's rows, help text included). */
 #define UI_ACTION_KEYS \
 	{ 's', "s", "start the VM", ui_key_start }, \
@@ -63,11 +64,14 @@ enum view_result ui_key_migrate(struct view *v);
 	{ VKEY_CTRL('k'), "ctrl-k", "force stop the VM, grace period 0 (asks)", ui_key_force_stop }, \
 	{ 'r', "r", "restart the VM (asks)", ui_key_restart }, \
 	{ 'p', "p", "pause or unpause the VM", ui_key_pause }, \
-	{ 'm', "m", "live-migrate the VM (asks); during a migration: abort it (asks)", ui_key_migrate }
+	{ 'm', "m", "live-migrate the VM (asks); during a migration: abort it (asks)", ui_key_migrate }, \
+	{ VKEY_CTRL('r'), "ctrl-r", "soft-reboot the guest: guest agent, else ACPI (asks)", ui_key_soft_reboot }
 /* Opens the VM view for a VM (enter, `:vm ns/name`). */
 void ui_open_vm(const struct obj *vm);
 /* Opens the YAML pager for an object (y). */
 void ui_open_yaml(const struct obj *o);
+/* Opens the object described as kubectl describe shows it, with its events (e); says why for other rows. */
+void ui_open_describe(const struct obj *o);
 /* Runs a `:` command line ("vm", "ns default", ...). Returns 0, or -1 with a message shown. */
 int ui_command(const char *line);
 

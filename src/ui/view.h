@@ -132,6 +132,7 @@ struct view_pane_entry {
 	const char *label;
 	const char *help;
 	struct view *(*open)(struct obj *vm, char **err);
+	bool row;           /* in lists, open gets the row's own object (a pod, a VMI), not the row's VM */
 };
 extern const struct view_pane_entry view_panes[];
 extern const size_t view_npanes;

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cmd/storage.h"
 #include "core/buf.h"
 #include "core/loop.h"
 #include "core/util.h"
@@ -15,7 +16,9 @@
 #include "model/lineage.h"
 #include "model/source.h"
 #include "model/store.h"
+#include "ui/bundlerun.h"
 #include "ui/draw.h"
+#include "ui/guestview.h"
 #include "ui/pager.h"
 #include "ui/theme.h"
 #include "ui/sources.h"
@@ -371,6 +374,72 @@ static enum view_result k_yaml(struct view *v)
 		ui_open_yaml(vm);
 	return VIEW_DONE;
 }
+static enum view_result k_describe(struct view *v)
+{
+	struct obj *vm = current_vm(v);
+	if (vm)
+		ui_open_describe(vm);
+	else
+		ui_error("the VM is gone");
+	return VIEW_DONE;
+}
+static enum view_result k_guest(struct view *v)
+{
+	struct obj *vm = current_vm(v);
+	if (vm == NULL) {
+		ui_error("the VM is gone");
+		return VIEW_DONE;
+	}
+	char *err = NULL;
+	struct view *g = guestview_new(vm, &err);
+	if (g)
+		view_push(g);
+	else
+		ui_error("guest: %s", err ? err : "not available");
+	free(err);
+	return VIEW_DONE;
+}
+
+static enum view_result k_bundle(struct view *v)
+{
+	struct obj *vm = current_vm(v);
+	if (vm == NULL) {
+		ui_error("the VM is gone");
+		return VIEW_DONE;
+	}
+	char *err = NULL;
+	if (bundlerun_start(vm, &err) == 0)
+		ui_message("gathering the evidence bundle of %s/%s...", vm->ns, vm->name);
+	else
+		ui_error("bundle: %s", err ? err : "failed");
+	free(err);
+	return VIEW_DONE;
+}
+
+struct walk_storage {
+	unsigned pager;
+	char *text; /* the walkthrough without its storage section */
+};
+
+static void walk_storage_done(void *arg, struct json_object *chain, const char *err)
+{
+	struct walk_storage *w = arg;
+	struct view *pg = pager_find(w->pager);
+	if (pg) {
+		struct buf b;
+		buf_init(&b);
+		buf_add_str(&b, w->text);
+		if (chain)
+			storage_format_text(chain, &b);
+		else
+			buf_printf(&b, "\nStorage: not read (%s)\n", err ? err : "?");
+		pager_set_text(pg, b.data);
+		buf_free(&b);
+	}
+	free(w->text);
+	free(w);
+}
+
 static enum view_result k_diag(struct view *v)
 {
 	struct vmview *vv = v->priv;
@@ -385,7 +454,32 @@ static enum view_result k_diag(struct view *v)
 	diag_format_text(dg, ch, &b);
 	char title[600];
 	snprintf(title, sizeof title, "walkthrough %s/%s", vv->ns, vv->name);
-	view_push(pager_new(title, b.data ? b.data : ""));
+	bool storage = vv->src->type == SOURCE_KUBE && ch->vm;
+	if (vv->src->type == SOURCE_ENGINE && ch->vm) { /* the engine's volumes are local files: read at once */
+		char *serr = NULL;
+		struct json_object *chain = storage_chain(vv->src, vv->ns, vv->name, false, &serr);
+		storage_format_text(chain, &b);
+		json_object_put(chain);
+		free(serr);
+	}
+	if (storage)
+		buf_add_str(&b, "\nStorage: reading the VM's DataVolumes, PVCs and PVs...\n");
+	struct view *pg = pager_new(title, b.data ? b.data : "");
+	view_push(pg);
+	if (storage) {
+		/* the storage chain comes from the API: the pager shows it when the answers are in */
+		struct walk_storage *w = xcalloc(1, sizeof *w);
+		w->pager = pager_id(pg);
+		b.len -= strlen("\nStorage: reading the VM's DataVolumes, PVCs and PVs...\n");
+		w->text = xstrndup(b.data, b.len);
+		char *err = NULL;
+		if (storage_chain_start(vv->src, vv->ns, vv->name, ch->vmi && util_str_eq(ch->vmi->phase, "Running"),
+					walk_storage_done, w, &err) == NULL) {
+			free(w->text);
+			free(w);
+		}
+		free(err);
+	}
 	buf_free(&b);
 	diag_free(dg);
 	chain_free(ch);
@@ -396,6 +490,9 @@ static const struct view_key vm_keys[] = {
 	UI_ACTION_KEYS,
 	{ 'd', "d", "troubleshooting walkthrough: the first stalled boundary, evidence, next check", k_diag },
 	{ 'y', "y", "the VM as YAML", k_yaml },
+	{ 'e', "e", "the VM described: fields, conditions, volumes, events newest last (kubectl describe)", k_describe },
+	{ 'i', "i", "guest details from the guest agent: OS, hostname, interfaces, filesystems, users", k_guest },
+	{ 'b', "b", "evidence bundle (kvcon bundle) into $XDG_STATE_HOME/kvcon/bundles/, in the background", k_bundle },
 	{ 0, NULL, NULL, NULL },
 };
 

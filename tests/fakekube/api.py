@@ -12,18 +12,22 @@ import urllib.parse
 from http.server import BaseHTTPRequestHandler
 
 from store import ApiError, RESOURCES, Filter, Store, dumps
+import logs
 import tables
 from kubevirt import KV_VERSION
 
 GROUPS = {
     "kubevirt.io": ["v1"],
     "subresources.kubevirt.io": ["v1", "v1alpha3"],
+    "cdi.kubevirt.io": ["v1beta1"],
 }
 KUBEVIRT_PLURALS = ("virtualmachines", "virtualmachineinstances", "virtualmachineinstancemigrations")
-CORE_PLURALS = ("pods", "events", "namespaces", "nodes")
+CORE_PLURALS = ("pods", "events", "namespaces", "nodes", "persistentvolumeclaims", "persistentvolumes")
+CDI_PLURALS = ("datavolumes",)
 SUBRESOURCES = {
     "virtualmachines": ["start", "stop", "restart", "migrate"],
-    "virtualmachineinstances": ["pause", "unpause", "softreboot", "console", "vnc", "guestosinfo"],
+    "virtualmachineinstances": ["pause", "unpause", "softreboot", "console", "vnc", "guestosinfo", "interfacelist",
+                                "filesystemlist", "userlist"],
 }
 MUTATING = ("POST", "PUT", "PATCH", "DELETE")
 
@@ -67,7 +71,8 @@ def parse_route(path, kubevirt=True):
         if version not in GROUPS[group]:
             return Route("other", pattern=path)
         rest = segs[3:]
-        allowed = KUBEVIRT_PLURALS if group == "kubevirt.io" else tuple(SUBRESOURCES)
+        allowed = (KUBEVIRT_PLURALS if group == "kubevirt.io" else CDI_PLURALS if group == "cdi.kubevirt.io"
+                   else tuple(SUBRESOURCES))
         base = "/apis/%s/%s" % (group, version)
     else:
         return Route("other", pattern=path)
@@ -142,6 +147,7 @@ class App:
         self.ws_drop_close = False
         self.port = 0
         self.latency = opts.latency
+        self.logs = logs.Logs(store)
 
     def count(self, method, pattern):
         key = method + " " + pattern
@@ -398,7 +404,7 @@ class Handler(BaseHTTPRequestHandler):
         declares the fieldValidation parameter (kubectl then validates on the
         server side, which accepts anything) and every kind has a schema that
         preserves unknown fields."""
-        gvs = [("", "v1")] + ([(g, v) for g, vs in GROUPS.items() if g == "kubevirt.io" for v in vs]
+        gvs = [("", "v1")] + ([(g, v) for g, vs in GROUPS.items() if g in ("kubevirt.io", "cdi.kubevirt.io") for v in vs]
                               if self.app.kubevirt else [])
         if path.rstrip("/") == "/openapi/v3":
             paths = {}
@@ -431,6 +437,11 @@ class Handler(BaseHTTPRequestHandler):
     def resource(self, method, route, user):
         app, st = self.app, self.app.store
         res = RESOURCES[route.plural]
+        if route.plural == "pods" and route.sub == "log" and route.name is not None:
+            if method != "GET":
+                raise ApiError(405, "MethodNotAllowed", "the server does not allow this method on the requested resource")
+            self.authorize(user, "get", res, route.ns, route.name, "log")
+            return app.logs.serve(self, route.ns, route.name, self.params)
         if route.sub and route.sub != "status":
             raise ApiError(404, "NotFound", "the server could not find the requested resource")
         if method == "GET":
@@ -768,13 +779,15 @@ class Handler(BaseHTTPRequestHandler):
             self.authorize(user, "get", res, route.ns, route.name, route.sub)
             import wsock
             return wsock.serve(self, route)
-        if route.sub == "guestosinfo":
+        if route.sub in ("guestosinfo", "interfacelist", "filesystemlist", "userlist"):
             self.authorize(user, "get", res, route.ns, route.name, route.sub)
             vmi = app.store.get(route.plural, route.ns, route.name)
             if vmi is None:
                 raise human_status_not_found(res, route.name)
             if not app.cluster.get_cond(vmi, "AgentConnected"):
                 raise ApiError(409, "Conflict", "VMI does not have guest agent connected")
+            if route.sub != "guestosinfo":
+                return self.send_body(200, dumps(guest_list(route.sub, vmi)))
             info = dict(vmi["status"].get("guestOSInfo") or {})
             return self.send_body(200, dumps({"guestAgentVersion": "8.1.3", "hostname": route.name,
                                               "os": info, "timezone": "UTC, 0",
@@ -921,6 +934,11 @@ class Handler(BaseHTTPRequestHandler):
             with app.mu:
                 app.ws_drop_close = bool(body.get("close", False))
                 app.ws_gen += 1
+        elif what == "log":
+            app.logs.append(body["namespace"], body["pod"], body["container"], body.get("lines", []),
+                            bool(body.get("previous", False)))
+        elif what == "restart-container":
+            app.logs.restart(cl, body["namespace"], body["pod"], body["container"], int(body.get("exitCode", 1)))
         elif what == "fail-vmi":
             with st.lock:
                 cl.fail_vmi(body["namespace"], body["name"])
@@ -928,6 +946,26 @@ class Handler(BaseHTTPRequestHandler):
             raise ApiError(404, "NotFound", "unknown control endpoint %s" % what)
         with st.lock:
             return self.send_body(200, dumps({"ok": True, "resourceVersion": str(st.rv)}))
+
+
+def guest_list(sub, vmi):
+    """What virt-handler reads from the guest agent, shaped as KubeVirt's v1 VirtualMachineInstance*List types."""
+    name = vmi["metadata"]["name"]
+    ifs = (vmi.get("status") or {}).get("interfaces") or []
+    if sub == "interfacelist":
+        return {"items": [{"interfaceName": "eth0", "ipAddress": i.get("ipAddress", ""),
+                           "ipAddresses": i.get("ipAddresses") or [i.get("ipAddress", "")],
+                           "mac": i.get("mac", "52:54:00:12:34:56")} for i in ifs[:1]] +
+                [{"interfaceName": "lo", "ipAddress": "127.0.0.1", "ipAddresses": ["127.0.0.1", "::1"],
+                  "mac": "00:00:00:00:00:00"}]}
+    if sub == "filesystemlist":
+        return {"items": [{"diskName": "vda1", "mountPoint": "/", "fileSystemType": "ext4",
+                           "usedBytes": 41943040, "totalBytes": 1073741824,
+                           "disk": [{"serial": "containerdisk", "busType": "virtio"}]},
+                          {"diskName": "vdb", "mountPoint": "/mnt/cloud-init", "fileSystemType": "iso9660",
+                           "usedBytes": 372736, "totalBytes": 372736, "disk": [{"busType": "virtio"}]}]}
+    return {"items": [{"userName": "cirros", "domain": "", "loginTime": 1764750000.25},
+                      {"userName": "root", "domain": "", "loginTime": 1764753600.5}]}
 
 
 def kind_to_plural(kind):
@@ -942,8 +980,8 @@ class RESOURCESUB:
 
     def __init__(self, res, sub):
         self.plural = res.plural + "/" + sub
-        self.group = "subresources.kubevirt.io"
-        self.gr = res.plural + "." + self.group
+        self.group = "subresources.kubevirt.io" if res.group == "kubevirt.io" else res.group
+        self.gr = res.plural + ("." + self.group if self.group else "")
         self.namespaced = True
 
 
@@ -1011,7 +1049,8 @@ def resource_list(group, version):
         for plural, subs in SUBRESOURCES.items():
             kind = RESOURCES[plural].kind
             for s in subs:
-                verbs = ["get"] if s in ("console", "vnc", "guestosinfo") else ["update"]
+                verbs = ["get"] if s in ("console", "vnc", "guestosinfo", "interfacelist", "filesystemlist",
+                                         "userlist") else ["update"]
                 out["resources"].append({"name": "%s/%s" % (plural, s), "singularName": "",
                                          "namespaced": True, "kind": kind, "verbs": verbs})
         return out
@@ -1028,6 +1067,9 @@ def resource_list(group, version):
         if group == "kubevirt.io" or p == "pods":
             out["resources"].append({"name": p + "/status", "singularName": "", "namespaced": r.namespaced,
                                      "kind": r.kind, "verbs": ["get", "patch", "update"]})
+        if p == "pods":
+            out["resources"].append({"name": "pods/log", "singularName": "", "namespaced": True,
+                                     "kind": "Pod", "verbs": ["get"]})
     return out
 
 

@@ -34,6 +34,9 @@ SCENARIOS = {
     "restart-required": "VM Running with a RestartRequired condition (template changed)",
     "migration-failed": "a failed migration (VMIM Failed, migrationState.failed); further migrations fail too",
     "weird": "unicode names, names/annotations/event messages carrying terminal escape sequences",
+    "dv-importing": "root disk DataVolume ImportInProgress (37.50%), PVC Bound; VM Provisioning, no VMI",
+    "pvc-pending": "root disk PVC Pending (storage class slow-nfs not found); VM WaitingForVolumeBinding, no VMI",
+    "rwo-migration": "runs from a ReadWriteOnce PVC (PV Retain): VMI LiveMigratable False DisksNotLiveMigratable",
 }
 
 WEIRD_NAMES = [
@@ -592,7 +595,12 @@ class Cluster:
                                "addresses": [{"type": "InternalIP", "address": NODE_IPS[n]},
                                              {"type": "Hostname", "address": n}],
                                "nodeInfo": {"kubeletVersion": "v1.32.4", "architecture": "amd64",
-                                            "operatingSystem": "linux"}}})
+                                            "operatingSystem": "linux"},
+                               # virt-handler's device plugins advertise KVM and tun (1k each)
+                               "capacity": {"cpu": "8", "memory": "32Gi", "pods": "110",
+                                            "devices.kubevirt.io/kvm": "1k", "devices.kubevirt.io/tun": "1k"},
+                               "allocatable": {"cpu": "8", "memory": "32Gi", "pods": "110",
+                                               "devices.kubevirt.io/kvm": "1k", "devices.kubevirt.io/tun": "1k"}}})
             if self.kubevirt:
                 for comp, node in [("virt-api", "node01"), ("virt-controller", "node02"),
                                    ("virt-handler", "node01"), ("virt-handler", "node02"),
@@ -729,6 +737,7 @@ class Cluster:
                             cs["state"] = {"waiting": {"reason": "CrashLoopBackOff",
                                                        "message": "back-off 5m0s restarting failed container=compute pod=%s_%s(%s)" % (pod_name, ns, pod["metadata"]["uid"])}}
                             cs["lastState"] = {"terminated": {"exitCode": 1, "reason": "Error",
+                                                              "containerID": "containerd://%064x" % self.rng.getrandbits(256),
                                                               "startedAt": ts(time.time() - 60),
                                                               "finishedAt": ts(time.time() - 55)}}
                     self.set_cond(o, self.cond("Ready", "False", "ContainersNotReady", "containers with unready status: [compute]"))
@@ -795,6 +804,9 @@ class Cluster:
                     if scen == "restart-required":
                         self._restart_required(o)
                 st.update("virtualmachines", ns, name, vmf)
+            if scen == "rwo-migration":
+                import storage
+                storage.rwo_not_migratable(self, ns, name)
             if scen == "agent-missing":
                 self.busy.discard((ns, name))
                 return
@@ -1466,13 +1478,17 @@ class Cluster:
             vols = None
             if scen == "pvc-missing":
                 vols = [{"name": "rootdisk", "persistentVolumeClaim": {"claimName": scen + "-rootdisk"}}]
+            import storage
+            vols = storage.scenario_volumes(scen) or vols
             if scen == "imagepull":
                 vols = [{"name": "containerdisk", "containerDisk": {
                     "image": "registry:5000/kubevirt/does-not-exist-container-disk:devel"}},
                         {"name": "cloudinitdisk", "cloudInitNoCloud": {"userData": "#!/bin/sh\n"}}]
             vm = self.build_vm(ns, scen, "Always", time.time() - 3600, {"fakekube.kvcon.io/scenario": scen},
                                ann, volumes=vols)
-            st.create("virtualmachines", vm)
+            vm = st.create("virtualmachines", vm)
+            if storage.create_objects(self, vm):
+                return
             if scen == "owner-mismatch":
                 self._owner_mismatch(vm)
                 return

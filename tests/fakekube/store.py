@@ -100,6 +100,9 @@ RESOURCES = {r.plural: r for r in [
     Resource("namespaces", "", "v1", "Namespace", False, ["ns"],
              verbs=["create", "delete", "get", "list", "patch", "update", "watch"]),
     Resource("nodes", "", "v1", "Node", False, ["no"]),
+    Resource("persistentvolumeclaims", "", "v1", "PersistentVolumeClaim", True, ["pvc"]),
+    Resource("persistentvolumes", "", "v1", "PersistentVolume", False, ["pv"]),
+    Resource("datavolumes", "cdi.kubevirt.io", "v1beta1", "DataVolume", True, ["dv", "dvs"], categories=["all"]),
 ]}
 
 

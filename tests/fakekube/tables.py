@@ -153,6 +153,37 @@ def node_cells(o):
             ((o.get("status") or {}).get("nodeInfo") or {}).get("kubeletVersion", "")]
 
 
+MODES = {"ReadWriteOnce": "RWO", "ReadOnlyMany": "ROX", "ReadWriteMany": "RWX", "ReadWriteOncePod": "RWOP"}
+
+
+def modes(ms):
+    return ",".join(MODES.get(m, m) for m in ms or [])
+
+
+def pvc_cells(o):
+    st, sp = o.get("status") or {}, o.get("spec") or {}
+    return [o["metadata"]["name"], st.get("phase", ""), sp.get("volumeName", ""),
+            (st.get("capacity") or {}).get("storage", ""), modes(st.get("accessModes")),
+            sp.get("storageClassName", "<unset>"), sp.get("volumeAttributesClassName") or "<unset>",
+            age(o["metadata"].get("creationTimestamp")), sp.get("volumeMode", "")]
+
+
+def pv_cells(o):
+    st, sp = o.get("status") or {}, o.get("spec") or {}
+    ref = sp.get("claimRef") or {}
+    claim = "%s/%s" % (ref.get("namespace", ""), ref.get("name", "")) if ref else ""
+    return [o["metadata"]["name"], (sp.get("capacity") or {}).get("storage", ""), modes(sp.get("accessModes")),
+            sp.get("persistentVolumeReclaimPolicy", ""), st.get("phase", ""), claim,
+            sp.get("storageClassName", ""), sp.get("volumeAttributesClassName") or "<unset>", st.get("reason", ""),
+            age(o["metadata"].get("creationTimestamp")), sp.get("volumeMode", "")]
+
+
+def dv_cells(o):
+    st = o.get("status") or {}
+    return [o["metadata"]["name"], st.get("phase", ""), st.get("progress", "N/A"), st.get("restartCount", 0),
+            age(o["metadata"].get("creationTimestamp"))]
+
+
 def col(name, typ="string", priority=0, desc="", fmt=""):
     return {"name": name, "type": typ, "format": fmt, "description": desc, "priority": priority}
 
@@ -180,6 +211,16 @@ COLUMNS = {
     "namespaces": ([col("Name", fmt="name", desc=NAME_DESC), col("Status"), col("Age")], ns_cells),
     "nodes": ([col("Name", fmt="name", desc=NAME_DESC), col("Status"), col("Roles"), col("Age"),
                col("Version")], node_cells),
+    "persistentvolumeclaims": ([col("Name", fmt="name", desc=NAME_DESC), col("Status"), col("Volume"),
+                                col("Capacity"), col("Access Modes"), col("StorageClass"),
+                                col("VolumeAttributesClass"), col("Age"), col("VolumeMode", priority=1)],
+                               pvc_cells),
+    "persistentvolumes": ([col("Name", fmt="name", desc=NAME_DESC), col("Capacity"), col("Access Modes"),
+                           col("Reclaim Policy"), col("Status"), col("Claim"), col("StorageClass"),
+                           col("VolumeAttributesClass"), col("Reason"), col("Age"), col("VolumeMode", priority=1)],
+                          pv_cells),
+    "datavolumes": ([col("Name", fmt="name", desc=NAME_DESC), col("Phase"), col("Progress"),
+                     col("Restarts", "integer"), col("Age", "date")], dv_cells),
 }
 
 

@@ -18,6 +18,8 @@
 #include "ui/draw.h"
 #include "ui/header.h"
 #include "ui/help.h"
+#include "ui/clusterlist.h"
+#include "ui/log_view.h"
 #include "ui/nsctx.h"
 #include "ui/sources.h"
 #include "ui/table.h"
@@ -868,6 +870,10 @@ static const struct {
 	{ "List views (VMs, VMIs, launcher pods, events)", table_view_keys },
 	{ "VM view", vmview_keys },
 	{ "Pager (help, YAML, walkthrough)", pager_keys_table },
+	{ "Log pane", log_view_keys },
+	{ "Node list (:node)", clusterlist_node_keys },
+	{ "Migration list (:vmim)", clusterlist_vmim_keys },
+	{ "PVC and DataVolume lists (:pvc, :dv)", clusterlist_storage_keys },
 };
 
 static const struct view_key *global_keys(void)

@@ -1,0 +1,487 @@
+/* log_view: a container's log as a pane (`l` on a VM, VMI or pod). The log comes through the source's provider
+ * (provider_ops open_log: pods/log on a cluster, QEMU's and the serial log on the engine), split into lines that
+ * are display-escaped on arrival (core/linebuf.h), so nothing from the guest or the cluster reaches the terminal
+ * raw. The pane follows new lines while it is at the bottom; scrolling up stops following, G or f resume. Long
+ * lines are cut, or wrapped (w). / n N search as in the pager; C picks the next container, p the previous
+ * instance, r reads the log again (a new launcher after a restart). */
+#include "ui/log_view.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/linebuf.h"
+#include "core/xmalloc.h"
+#include "model/chain.h"
+#include "model/source.h"
+#include "ui/draw.h"
+#include "ui/theme.h"
+#include "ui/ui.h"
+#include "ui/view.h"
+
+#define LOG_MAX_LINES 50000 /* the oldest lines go beyond this */
+
+struct log_view {
+	struct view *view;
+	unsigned id;
+	struct source *src;
+	char *ns, *name;       /* what `l` was pressed on */
+	char *pod, *vm;        /* what is read */
+	char **containers;     /* the pod's containers (engine: compute, serial) */
+	int ncontainers, cur;  /* cur: index into containers, -1: the server's default */
+	bool previous, follow, wrap;
+	struct log_stream *ls;
+	struct linebuf lb;
+	char **lines;
+	size_t n, cap;
+	size_t top;            /* first line shown when not following */
+	int page, width;
+	char *search;
+	long hit;
+	char state[160];       /* "streaming", "ended", the API's message */
+	struct log_view *next;
+};
+
+static struct log_view *live;
+static unsigned next_id;
+
+static struct log_view *find_id(unsigned id)
+{
+	for (struct log_view *w = live; w; w = w->next)
+		if (w->id == id)
+			return w;
+	return NULL;
+}
+
+static void add_line(void *arg, const char *line, size_t len)
+{
+	struct log_view *w = arg;
+	if (w->n == LOG_MAX_LINES) {
+		size_t drop = LOG_MAX_LINES / 10;
+		for (size_t i = 0; i < drop; i++)
+			free(w->lines[i]);
+		memmove(w->lines, w->lines + drop, (w->n - drop) * sizeof *w->lines);
+		w->n -= drop;
+		w->top = w->top > drop ? w->top - drop : 0;
+		if (w->hit >= 0)
+			w->hit = w->hit >= (long)drop ? w->hit - (long)drop : -1;
+	}
+	if (w->n == w->cap) {
+		w->cap = w->cap ? w->cap * 2 : 256;
+		w->lines = xreallocarray(w->lines, w->cap, sizeof *w->lines);
+	}
+	w->lines[w->n++] = xstrndup(line, len);
+}
+
+static bool on_data(void *arg, const char *data, size_t len)
+{
+	struct log_view *w = find_id((unsigned)(uintptr_t)arg);
+	if (w == NULL)
+		return false;
+	linebuf_feed(&w->lb, data, len, add_line, w);
+	view_dirty(w->view);
+	return true;
+}
+
+static void on_end(void *arg, int status, const char *message)
+{
+	struct log_view *w = find_id((unsigned)(uintptr_t)arg);
+	if (w == NULL)
+		return;
+	w->ls = NULL;
+	linebuf_flush(&w->lb, add_line, w);
+	if (status == 0)
+		snprintf(w->state, sizeof w->state, "%s", w->n ? "ended" : "ended: the log is empty");
+	else
+		snprintf(w->state, sizeof w->state, "%s", message ? message : "the log could not be read");
+	view_dirty(w->view);
+}
+
+static void clear_lines(struct log_view *w)
+{
+	for (size_t i = 0; i < w->n; i++)
+		free(w->lines[i]);
+	w->n = 0;
+	w->top = 0;
+	w->hit = -1;
+	linebuf_free(&w->lb);
+	linebuf_init(&w->lb);
+}
+
+/* (Re)reads the log with the current container and instance. 0, or -1 with the reason in w->state. */
+static int start(struct log_view *w)
+{
+	if (w->src->closed) {
+		w->ls = NULL;
+		snprintf(w->state, sizeof w->state, "the source %s is closed", w->src->name);
+		view_dirty(w->view);
+		return -1;
+	}
+	if (w->ls && w->src->ops->close_log && !w->src->closed) /* a closed source dropped its requests already */
+		w->src->ops->close_log(w->ls);
+	w->ls = NULL;
+	clear_lines(w);
+	struct log_req req = {
+		.ns = w->ns,
+		.pod = w->pod,
+		.vm = w->vm,
+		.container = w->cur >= 0 ? w->containers[w->cur] : NULL,
+		.follow = !w->previous,
+		.previous = w->previous,
+		.tail_lines = -1,
+	};
+	char *err = NULL;
+	w->ls = w->src->ops->open_log(w->src, &req, on_data, on_end, (void *)(uintptr_t)w->id, &err);
+	if (w->ls == NULL) {
+		snprintf(w->state, sizeof w->state, "%s", err ? err : "refused");
+		free(err);
+		view_dirty(w->view);
+		return -1;
+	}
+	snprintf(w->state, sizeof w->state, "%s", w->previous ? "reading" : "streaming");
+	view_dirty(w->view);
+	return 0;
+}
+
+static void set_pod(struct log_view *w, const struct pod *p, const char *vm_name)
+{
+	free(w->pod);
+	free(w->vm);
+	for (int i = 0; i < w->ncontainers; i++)
+		free(w->containers[i]);
+	free(w->containers);
+	w->pod = xstrdup(p->o.name);
+	w->vm = xstrdup0(vm_name);
+	w->ncontainers = p->ncontainers;
+	w->containers = xcalloc((size_t)(p->ncontainers + 1), sizeof *w->containers);
+	for (int i = 0; i < p->ncontainers; i++)
+		w->containers[i] = xstrdup(p->containers[i].name);
+	if (w->src->type == SOURCE_ENGINE) { /* the engine's launcher has one container, two logs */
+		w->containers = xreallocarray(w->containers, (size_t)w->ncontainers + 2, sizeof *w->containers);
+		w->containers[w->ncontainers++] = xstrdup("serial");
+	}
+	const char *dflt = pod_default_container(p);
+	w->cur = w->ncontainers > 0 ? 0 : -1;
+	for (int i = 0; dflt && i < w->ncontainers; i++)
+		if (strcmp(w->containers[i], dflt) == 0)
+			w->cur = i;
+}
+
+/* ---- drawing ---- */
+
+static int rows_of(const struct log_view *w, size_t k)
+{
+	return w->wrap ? (int)draw_wrap_rows(w->lines[k], w->width, 0, NULL, 0) : 1;
+}
+
+static size_t max_top(const struct log_view *w)
+{
+	int rows = 0, page = w->page > 0 ? w->page : 1;
+	for (size_t k = w->n; k > 0; k--) {
+		rows += w->width > 0 ? rows_of(w, k - 1) : 1;
+		if (rows > page)
+			return k;
+	}
+	return 0;
+}
+
+static void draw(struct view *v, const struct region *r)
+{
+	struct log_view *w = v->priv;
+	int rows = r->h - 1;
+	if (rows < 1 || r->w < 2) {
+		draw_clear_rect(r->y, r->x, r->h, r->w, theme_attr(THEME_NORMAL));
+		return;
+	}
+	w->page = rows;
+	w->width = r->w;
+	if (w->follow)
+		w->top = max_top(w);
+	size_t k = w->top;
+	for (int i = 0; i < rows;) {
+		int y = r->y + i;
+		if (k >= w->n) {
+			draw_fill(y, r->x, r->w, theme_attr(THEME_NORMAL));
+			i++;
+			continue;
+		}
+		int a = w->hit >= 0 && (size_t)w->hit == k ? theme_attr(THEME_MATCH) : theme_attr(THEME_NORMAL);
+		if (w->wrap) {
+			int need = rows_of(w, k);
+			if (need > rows - i)
+				need = rows - i;
+			draw_clear_rect(y, r->x, need, r->w, theme_attr(THEME_NORMAL));
+			i += draw_wrap(y, r->x, r->w, rows - i, 0, a, w->lines[k]);
+		} else {
+			draw_cell(y, r->x, r->w, a, w->lines[k], false);
+			i++;
+		}
+		k++;
+	}
+	char status[768];
+	snprintf(status, sizeof status, " %s/%s [%s%s] | %s | %zu lines%s%s | C container  p previous  w wrap  f follow",
+		 w->ns, w->pod, w->cur >= 0 ? w->containers[w->cur] : "default", w->previous ? ", previous" : "",
+		 w->state, w->n, w->follow ? ", following" : "", w->wrap ? ", wrapped" : "");
+	draw_cell(r->y + r->h - 1, r->x, r->w, A_REVERSE, status, false);
+}
+
+/* ---- keys ---- */
+
+static void scroll_to(struct log_view *w, long line)
+{
+	long max = (long)max_top(w);
+	if (line > max)
+		line = max;
+	if (line < 0)
+		line = 0;
+	w->top = (size_t)line;
+	w->follow = (size_t)line >= (size_t)max && !w->previous && w->ls != NULL;
+	view_dirty(w->view);
+}
+
+static void find(struct log_view *w, bool forward)
+{
+	if (w->search == NULL || w->n == 0)
+		return;
+	long start_at = w->hit >= 0 ? w->hit : (long)w->top - (forward ? 1 : 0);
+	for (size_t i = 1; i <= w->n; i++) {
+		long k = forward ? start_at + (long)i : start_at - (long)i;
+		k = ((k % (long)w->n) + (long)w->n) % (long)w->n;
+		if (strcasestr(w->lines[k], w->search)) {
+			w->hit = k;
+			w->follow = false;
+			if ((size_t)k < w->top || (size_t)k >= w->top + (size_t)w->page)
+				scroll_to(w, k - w->page / 3);
+			w->follow = false;
+			view_dirty(w->view);
+			return;
+		}
+	}
+	ui_error("not found: %s", w->search);
+}
+
+static void search_done(void *arg, const char *text)
+{
+	struct log_view *w = find_id((unsigned)(uintptr_t)arg);
+	if (w == NULL || *text == '\0')
+		return;
+	free(w->search);
+	w->search = xstrdup(text);
+	w->hit = -1;
+	find(w, true);
+}
+
+/* r: the object may have a new launcher now (a restart): resolve it again. */
+static void reload(struct log_view *w)
+{
+	char *why = NULL;
+	const char *vm_name = NULL;
+	const struct pod *p = chain_log_pod(ui_store(), w->src, w->ns, w->name, &vm_name, &why);
+	if (p == NULL) {
+		snprintf(w->state, sizeof w->state, "%s", why ? why : "nothing to show");
+		free(why);
+		view_dirty(w->view);
+		return;
+	}
+	if (strcmp(p->o.name, w->pod) != 0) {
+		char *keep = w->cur >= 0 ? xstrdup(w->containers[w->cur]) : NULL;
+		set_pod(w, p, vm_name);
+		for (int i = 0; keep && i < w->ncontainers; i++)
+			if (strcmp(w->containers[i], keep) == 0)
+				w->cur = i;
+		free(keep);
+	}
+	w->follow = !w->previous;
+	start(w);
+}
+
+static enum view_result key(struct view *v, int k)
+{
+	struct log_view *w = v->priv;
+	switch (k) {
+	case 'j':
+	case VKEY(KEY_DOWN):
+		scroll_to(w, (long)w->top + 1);
+		return VIEW_DONE;
+	case 'k':
+	case VKEY(KEY_UP):
+		w->top = w->follow ? max_top(w) : w->top;
+		scroll_to(w, (long)w->top - 1);
+		return VIEW_DONE;
+	case ' ':
+	case VKEY(KEY_NPAGE):
+	case VKEY_CTRL('f'):
+		scroll_to(w, (long)w->top + w->page - 1);
+		return VIEW_DONE;
+	case VKEY(KEY_PPAGE):
+	case VKEY_CTRL('b'):
+		w->top = w->follow ? max_top(w) : w->top;
+		scroll_to(w, (long)w->top - w->page + 1);
+		return VIEW_DONE;
+	case 'g':
+	case VKEY(KEY_HOME):
+		scroll_to(w, 0);
+		return VIEW_DONE;
+	case 'G':
+	case VKEY(KEY_END):
+		scroll_to(w, (long)w->n);
+		w->follow = !w->previous;
+		return VIEW_DONE;
+	case 'f':
+		w->follow = !w->follow;
+		if (!w->follow)
+			w->top = max_top(w);
+		view_dirty(v);
+		return VIEW_DONE;
+	case 'w':
+		w->wrap = !w->wrap;
+		view_dirty(v);
+		return VIEW_DONE;
+	case '/':
+		ui_prompt("search: ", search_done, NULL, (void *)(uintptr_t)w->id);
+		return VIEW_DONE;
+	case 'n':
+		find(w, true);
+		return VIEW_DONE;
+	case 'N':
+		find(w, false);
+		return VIEW_DONE;
+	case 'C':
+		if (w->ncontainers < 2) {
+			ui_message("%s has only one container", w->pod);
+			return VIEW_DONE;
+		}
+		w->cur = (w->cur + 1) % w->ncontainers;
+		w->follow = !w->previous;
+		start(w);
+		return VIEW_DONE;
+	case 'p':
+		w->previous = !w->previous;
+		w->follow = !w->previous;
+		start(w);
+		return VIEW_DONE;
+	case 'r':
+		reload(w);
+		return VIEW_DONE;
+	case 'q':
+		return VIEW_CLOSE;
+	default:
+		return VIEW_PASS;
+	}
+}
+
+static enum view_result mouse(struct view *v, const struct view_mouse *m)
+{
+	struct log_view *w = v->priv;
+	if (m->kind == VMOUSE_WHEEL_UP) {
+		w->top = w->follow ? max_top(w) : w->top;
+		scroll_to(w, (long)w->top - 3);
+	} else if (m->kind == VMOUSE_WHEEL_DOWN) {
+		scroll_to(w, (long)w->top + 3);
+	} else {
+		return VIEW_PASS;
+	}
+	return VIEW_DONE;
+}
+
+static void title(struct view *v, char *buf, size_t len)
+{
+	struct log_view *w = v->priv;
+	snprintf(buf, len, "logs %s/%s%s", w->ns, w->name, w->ls ? "" : " (ended)");
+}
+
+static void destroy(struct view *v)
+{
+	struct log_view *w = v->priv;
+	for (struct log_view **pp = &live; *pp; pp = &(*pp)->next)
+		if (*pp == w) {
+			*pp = w->next;
+			break;
+		}
+	if (w->ls && w->src->ops->close_log && !w->src->closed) /* a closed source dropped its requests already */
+		w->src->ops->close_log(w->ls);
+	clear_lines(w);
+	linebuf_free(&w->lb);
+	free(w->lines);
+	for (int i = 0; i < w->ncontainers; i++)
+		free(w->containers[i]);
+	free(w->containers);
+	free(w->ns);
+	free(w->name);
+	free(w->pod);
+	free(w->vm);
+	free(w->search);
+	free(w);
+}
+
+static const struct view_key log_keys[] = {
+	{ 'j', "j", "scroll down (also Down); at the bottom the pane follows new lines", NULL },
+	{ 'k', "k", "scroll up (also Up): stops following", NULL },
+	{ VKEY(KEY_PPAGE), "PgUp", "previous page (also ctrl-b; PgDn, space, ctrl-f: next)", NULL },
+	{ 'g', "g", "first line", NULL },
+	{ 'G', "G", "last line, and follow new lines again", NULL },
+	{ 'f', "f", "follow new lines on or off", NULL },
+	{ 'w', "w", "wrap long lines on or off (off: cut at the pane's edge)", NULL },
+	{ '/', "/", "search (case-insensitive); n next, N previous match", NULL },
+	{ 'C', "shift-C", "next container (launcher: compute, volumecontainerdisk, ...; engine: compute = QEMU, serial)", NULL },
+	{ 'p', "p", "previous container instance on or off (kubectl logs --previous)", NULL },
+	{ 'r', "r", "read the log again (after a restart: the new launcher)", NULL },
+	{ 'q', "q", "close the log pane (also x)", NULL },
+	{ 0, NULL, NULL, NULL },
+};
+
+const struct view_key *log_view_keys(void)
+{
+	return log_keys;
+}
+
+static const struct view_ops log_view_ops = {
+	.name = "logs",
+	.draw = draw,
+	.key = key,
+	.mouse = mouse,
+	.title = title,
+	.destroy = destroy,
+	.keys = log_keys,
+};
+
+struct view *log_view_open(struct obj *o, char **err)
+{
+	struct source *src = o->src;
+	if (src == NULL || src->ops == NULL || src->ops->open_log == NULL) {
+		*err = xasprintf("%s serves no logs", src ? src->name : "this source");
+		return NULL;
+	}
+	if (o->kind != OBJ_VM && o->kind != OBJ_VMI && o->kind != OBJ_POD) {
+		*err = xstrdup("logs are read from a VM, a VMI or a pod (this row is none)");
+		return NULL;
+	}
+	const char *vm_name = NULL;
+	char *why = NULL;
+	const struct pod *p = o->kind == OBJ_POD ? (const struct pod *)o
+						 : chain_log_pod(ui_store(), src, o->ns, o->name, &vm_name, &why);
+	if (p == NULL) {
+		*err = why ? why : xstrdup("nothing to show");
+		return NULL;
+	}
+	if (o->kind == OBJ_POD)
+		vm_name = p->vm_name;
+	struct log_view *w = xcalloc(1, sizeof *w);
+	w->id = ++next_id;
+	w->src = src;
+	w->ns = xstrdup(o->ns);
+	w->name = xstrdup(o->name);
+	w->follow = true;
+	w->hit = -1;
+	linebuf_init(&w->lb);
+	set_pod(w, p, vm_name);
+	w->view = view_new(&log_view_ops, w);
+	w->view->pane = true;
+	w->next = live;
+	live = w;
+	if (start(w) < 0 && w->n == 0) {
+		/* refused at once: say why in the status line, and keep the pane (C or p may work) */
+		ui_error("logs: %s", w->state);
+	}
+	return w->view;
+}
