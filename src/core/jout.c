@@ -271,17 +271,43 @@ static bool needs_quotes(const char *s)
 	for (const char *const *w = words; *w; w++)
 		if (strcmp(s, *w) == 0)
 			return true;
-	/* anything that starts like a number (ints, floats, octal, hex, sexagesimal, dates) */
-	const char *p = s;
-	if (*p == '+' || *p == '-' || *p == '.')
-		p++;
-	if (*p >= '0' && *p <= '9') {
-		for (const char *q = s; *q; q++)
-			if (!strchr("0123456789+-.eExXabcdefABCDEF_:oO", *q))
-				return false;
-		return true;
+	/* numbers as YAML 1.1 reads them (ints, floats, hex, octal, with '_'), sexagesimals and timestamps */
+	char t[64];
+	size_t n = 0;
+	for (const char *q = s; *q && n + 1 < sizeof t; q++)
+		if (*q != '_')
+			t[n++] = *q;
+	t[n] = '\0';
+	if (n > 0 && strlen(s) < sizeof t) {
+		char *end;
+		strtod(t, &end);
+		if (*end == '\0')
+			return true;
+		strtoll(t, &end, 0);
+		if (*end == '\0')
+			return true;
 	}
-	return false;
+	/* [-+]?[0-9][0-9_]*(:[0-5]?[0-9])+ */
+	const char *p = s + (*s == '+' || *s == '-');
+	bool sexa = *p >= '0' && *p <= '9' && strchr(p, ':');
+	while (sexa && ((*p >= '0' && *p <= '9') || *p == '_'))
+		p++;
+	while (sexa && *p == ':') {
+		p++;
+		int d = 0, v = 0;
+		while (*p >= '0' && *p <= '9' && d < 3) {
+			v = v * 10 + (*p++ - '0');
+			d++;
+		}
+		sexa = d >= 1 && d <= 2 && v < 60 && !(d == 2 && p[-2] > '5');
+	}
+	if (sexa && *p == '\0')
+		return true;
+	/* YYYY-M-D... */
+	int k = 0;
+	while (k < 4 && s[k] >= '0' && s[k] <= '9')
+		k++;
+	return k == 4 && s[4] == '-' && s[5] >= '0' && s[5] <= '9';
 }
 
 static int emit(yaml_emitter_t *e, yaml_event_t *ev)
@@ -374,7 +400,6 @@ int jout_yaml(struct buf *b, struct json_object *j)
 		return -1;
 	yaml_emitter_set_output(&e, write_buf, b);
 	yaml_emitter_set_unicode(&e, 1);
-	yaml_emitter_set_width(&e, -1);
 	yaml_emitter_set_indent(&e, 2);
 	int rc = 0;
 	yaml_stream_start_event_initialize(&ev, YAML_UTF8_ENCODING);
@@ -394,5 +419,89 @@ int jout_yaml(struct buf *b, struct json_object *j)
 		rc = emit(&e, &ev);
 	}
 	yaml_emitter_delete(&e);
+	return rc;
+}
+
+struct jout_ylist {
+	yaml_emitter_t e;
+	int rc;
+};
+
+static int ev_str(yaml_emitter_t *e, const char *s, bool quoted)
+{
+	yaml_event_t ev;
+	if (!yaml_scalar_event_initialize(&ev, NULL, NULL, (yaml_char_t *)s, (int)strlen(s), 1, 1,
+					  quoted ? YAML_DOUBLE_QUOTED_SCALAR_STYLE : YAML_ANY_SCALAR_STYLE))
+		return -1;
+	return emit(e, &ev);
+}
+
+struct jout_ylist *jout_yaml_list_begin(struct buf *b)
+{
+	struct jout_ylist *l = xcalloc(1, sizeof *l);
+	yaml_event_t ev;
+	if (!yaml_emitter_initialize(&l->e)) {
+		free(l);
+		return NULL;
+	}
+	yaml_emitter_set_output(&l->e, write_buf, b);
+	yaml_emitter_set_unicode(&l->e, 1);
+	yaml_emitter_set_indent(&l->e, 2);
+	yaml_stream_start_event_initialize(&ev, YAML_UTF8_ENCODING);
+	l->rc = emit(&l->e, &ev);
+	if (l->rc == 0) {
+		yaml_document_start_event_initialize(&ev, NULL, NULL, NULL, 1);
+		l->rc = emit(&l->e, &ev);
+	}
+	if (l->rc == 0) {
+		yaml_mapping_start_event_initialize(&ev, NULL, NULL, 1, YAML_BLOCK_MAPPING_STYLE);
+		l->rc = emit(&l->e, &ev);
+	}
+	if (l->rc == 0)
+		l->rc = ev_str(&l->e, "apiVersion", false) || ev_str(&l->e, "v1", false) || ev_str(&l->e, "items", false);
+	if (l->rc == 0) {
+		yaml_sequence_start_event_initialize(&ev, NULL, NULL, 1, YAML_BLOCK_SEQUENCE_STYLE);
+		l->rc = emit(&l->e, &ev);
+	}
+	return l;
+}
+
+void jout_yaml_list_item(struct jout_ylist *l, struct json_object *j)
+{
+	if (l->rc == 0)
+		l->rc = yaml_node(&l->e, j);
+	yaml_emitter_flush(&l->e);
+}
+
+int jout_yaml_list_end(struct jout_ylist *l)
+{
+	yaml_event_t ev;
+	if (l->rc == 0) {
+		yaml_sequence_end_event_initialize(&ev);
+		l->rc = emit(&l->e, &ev);
+	}
+	if (l->rc == 0)
+		l->rc = ev_str(&l->e, "kind", false) || ev_str(&l->e, "List", false) || ev_str(&l->e, "metadata", false);
+	if (l->rc == 0) {
+		yaml_mapping_start_event_initialize(&ev, NULL, NULL, 1, YAML_BLOCK_MAPPING_STYLE);
+		l->rc = emit(&l->e, &ev);
+	}
+	if (l->rc == 0)
+		l->rc = ev_str(&l->e, "resourceVersion", false) || ev_str(&l->e, "", true);
+	for (int i = 0; i < 2 && l->rc == 0; i++) {
+		yaml_mapping_end_event_initialize(&ev);
+		l->rc = emit(&l->e, &ev);
+	}
+	if (l->rc == 0) {
+		yaml_document_end_event_initialize(&ev, 1);
+		l->rc = emit(&l->e, &ev);
+	}
+	if (l->rc == 0) {
+		yaml_stream_end_event_initialize(&ev);
+		l->rc = emit(&l->e, &ev);
+	}
+	int rc = l->rc;
+	yaml_emitter_delete(&l->e);
+	free(l);
 	return rc;
 }

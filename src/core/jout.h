@@ -14,6 +14,12 @@
 void jout_json(struct buf *b, struct json_object *j, int indent, int base);
 /* One YAML document (no "---") of j appended to b. Returns 0, -1 when libyaml fails. */
 int jout_yaml(struct buf *b, struct json_object *j);
+/* A YAML List (apiVersion v1, items, kind List, metadata.resourceVersion "") written item by item through one
+ * emitter, so that items wrap and indent as in one document. */
+struct jout_ylist;
+struct jout_ylist *jout_yaml_list_begin(struct buf *b);
+void jout_yaml_list_item(struct jout_ylist *l, struct json_object *j);
+int jout_yaml_list_end(struct jout_ylist *l); /* frees l */
 /* s with invalid UTF-8 replaced by U+FFFD (caller frees). */
 char *jout_valid_utf8(const char *s, size_t len);
 /* A string value as text for a terminal: kept as is but for controls other than \n and \t, DEL, C1 controls
