@@ -146,7 +146,16 @@ static void skip_ws(struct parser *p)
 }
 
 /* A quoted string ('...' or "...") with C escapes; p->i at the quote. */
+static char *parse_quoted_ex(struct parser *p, bool bracket);
+
 static char *parse_quoted(struct parser *p)
+{
+	return parse_quoted_ex(p, false);
+}
+
+/* bracket: inside [...], where client-go reads 'a.b' as the path a.b and 'a\\.b' as the name "a.b"; an unescaped
+ * dot comes back as \x01. */
+static char *parse_quoted_ex(struct parser *p, bool bracket)
 {
 	char q = p->s[p->i++];
 	struct buf b;
@@ -173,10 +182,13 @@ static char *parse_quoted(struct parser *p)
 				}
 				c = 'u';
 				break;
+			case '.': c = '.'; break;
 			default: c = e; break;
 			}
 			if (c == '\0')
 				continue;
+		} else if (bracket && c == '.') {
+			c = '\x01';
 		}
 		buf_add_char(&b, c);
 	}
@@ -327,7 +339,7 @@ static bool parse_bracket(struct parser *p, struct path *path)
 			skip_ws(p);
 			if (p->i >= p->len || (p->s[p->i] != '\'' && p->s[p->i] != '"'))
 				return perr(p, "expected a quoted name");
-			char *nm = parse_quoted(p);
+			char *nm = parse_quoted_ex(p, true);
 			if (nm == NULL)
 				return false;
 			s->names = xreallocarray(s->names, s->n + 1, sizeof *s->names);
@@ -340,11 +352,25 @@ static bool parse_bracket(struct parser *p, struct path *path)
 			break;
 		}
 		if (s->n == 1) {
-			s->t = ST_FIELD;
-			s->name = s->names[0];
+			/* one name: its unescaped dots separate fields */
+			char *nm = s->names[0];
 			free(s->names);
 			s->names = NULL;
 			s->n = 0;
+			s->t = ST_FIELD;
+			char *save = NULL, *tok = strtok_r(nm, "\x01", &save);
+			s->name = xstrdup(tok ? tok : "");
+			while ((tok = strtok_r(NULL, "\x01", &save)) != NULL) {
+				s = add_step(path);
+				s->t = ST_FIELD;
+				s->name = xstrdup(tok);
+			}
+			free(nm);
+		} else {
+			for (size_t k = 0; k < s->n; k++)
+				for (char *q = s->names[k]; *q; q++)
+					if (*q == '\x01')
+						*q = '.';
 		}
 	} else {
 		s = add_step(path);

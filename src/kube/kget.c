@@ -580,6 +580,50 @@ static void list_tail(struct kg *g)
 	flush_out(g);
 }
 
+/* fmt.Sprint of a decoded JSON value, as kubectl's custom-columns prints it: map[k:v ...] (sorted keys),
+ * [a b], <nil>. */
+static void go_sprint(struct buf *b, struct json_object *v, int depth)
+{
+	if (v == NULL) {
+		buf_add_str(b, "<nil>");
+		return;
+	}
+	if (depth > 64)
+		return;
+	if (json_object_is_type(v, json_type_array)) {
+		buf_add_char(b, '[');
+		for (size_t i = 0; i < json_object_array_length(v); i++) {
+			if (i)
+				buf_add_char(b, ' ');
+			go_sprint(b, json_object_array_get_idx(v, i), depth + 1);
+		}
+		buf_add_char(b, ']');
+	} else if (json_object_is_type(v, json_type_object)) {
+		size_t n = (size_t)json_object_object_length(v), k = 0;
+		const char **keys = xcalloc(n ? n : 1, sizeof *keys);
+		json_object_object_foreach(v, key, val)
+		{
+			(void)val;
+			keys[k++] = key;
+		}
+		for (size_t i = 1; i < k; i++)
+			for (size_t j = i; j > 0 && strcmp(keys[j - 1], keys[j]) > 0; j--) {
+				const char *t = keys[j];
+				keys[j] = keys[j - 1];
+				keys[j - 1] = t;
+			}
+		buf_add_str(b, "map[");
+		for (size_t i = 0; i < k; i++) {
+			buf_printf(b, "%s%s:", i ? " " : "", keys[i]);
+			go_sprint(b, json_object_object_get(v, keys[i]), depth + 1);
+		}
+		buf_add_char(b, ']');
+		free(keys);
+	} else {
+		jsonpath_value_text(b, v, NULL);
+	}
+}
+
 static void custom_row(struct kg *g, struct json_object *it)
 {
 	char **cells = xcalloc((size_t)g->ncc, sizeof *cells);
@@ -593,10 +637,7 @@ static void custom_row(struct kg *g, struct json_object *it)
 		for (size_t i = 0; i < n && i < 64; i++) {
 			if (i)
 				buf_add_char(&b, ',');
-			if (vals[i] == NULL)
-				buf_add_str(&b, "<nil>");
-			else
-				jsonpath_value_text(&b, vals[i], NULL);
+			go_sprint(&b, vals[i], 0);
 		}
 		buf_add(&b, "", 0);
 		cells[c] = esc(b.data);
