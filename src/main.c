@@ -23,7 +23,7 @@ static int cmd_help(int argc, char **argv);
 /* Subcommands: one row each. */
 static const struct cmd_entry commands[] = {
 	{ "version", cmd_version, "", "print kvcon's version" },
-	{ "get", kube_cmd_get, "vm|vmi|pod|event [-l SEL] [-o FMT] [-w] [--watch-for S]",
+	{ "get", kube_cmd_get, "vm|vmi|pod|event [-l SEL] [-o FMT] [-w] [--watch-for S] [--timeout S]",
 	  "list KubeVirt objects like kubectl get (-o table|wide|json|name)" },
 	{ "help", cmd_help, "", "show this help" },
 	{ "console", concmd_main, "NS/NAME [--timeout S] [--log FILE]",
@@ -66,7 +66,7 @@ static void usage(FILE *f)
 	fprintf(f, "usage: kvcon [global options]                 open the dashboard\n"
 		   "       kvcon [global options] COMMAND [args]\n\ncommands:\n");
 	for (size_t i = 0; i < NCOMMANDS; i++) {
-		char left[64];
+		char left[96];
 		snprintf(left, sizeof left, "%s %s", commands[i].name, commands[i].args);
 		fprintf(f, "  %-40s %s\n", left, commands[i].summary);
 	}
