@@ -159,9 +159,9 @@ static long fetch(struct kg *g, const char *path, const char *accept, struct fet
 			return f->status;
 		char *url = kube_http_url(g->http, path);
 		if (f->status)
-			log_eprintf("retrying: %ld from %s (%d): %s\n", f->status, url, attempt, f->error ? f->error : "");
+			log_eprintf("kvcon: retrying: %ld from %s (%d): %s\n", f->status, url, attempt, f->error ? f->error : "");
 		else
-			log_eprintf("retrying: no answer from %s (%d): %s\n", url, attempt, f->error ? f->error : "");
+			log_eprintf("kvcon: retrying: no answer from %s (%d): %s\n", url, attempt, f->error ? f->error : "");
 		free(url);
 		uint64_t ms = f->retry_after > 0 ? (uint64_t)f->retry_after * 1000 : 250u << (attempt < 5 ? attempt : 5);
 		uint64_t until = util_now_ms() + ms;
@@ -982,5 +982,48 @@ int kget_run(const struct kget_opts *o)
 	kube_http_free(g.http);
 	kube_config_free(g.kc);
 	kg_free(&g);
+	return rc;
+}
+
+int kget_server_version(char **version, char **err)
+{
+	struct kvcon_opts *go = opts_global();
+	*version = NULL;
+	*err = NULL;
+	struct kube_config *kc = kube_config_load(go->kubeconfig, go->context, err);
+	if (kc == NULL)
+		return 1;
+	struct kg g = { 0 };
+	struct kget_opts o = { .timeout = 10 };
+	g.o = &o;
+	g.http = kube_http_new(kc, err);
+	if (g.http == NULL) {
+		kube_config_free(kc);
+		return -1;
+	}
+	loop_init();
+	struct fetch f = { 0 };
+	long st = fetch(&g, "/version", NULL, &f, util_now_ms() + 10000);
+	int rc = 0;
+	if (st != 200) {
+		char *url = kube_http_url(g.http, "/version");
+		*err = xasprintf("cannot get the server version from %s: %s", url, f.error ? f.error : "no answer");
+		free(url);
+		rc = -1;
+	} else {
+		struct json_object *j = json_tokener_parse(f.body.data ? f.body.data : "");
+		const char *v = jstr(j, "gitVersion", NULL);
+		if (v)
+			*version = esc(v);
+		else {
+			*err = xstrdup("the server's /version has no gitVersion");
+			rc = -1;
+		}
+		json_object_put(j);
+	}
+	fetch_reset(&f);
+	kube_http_free(g.http);
+	kube_config_free(kc);
+	loop_fini();
 	return rc;
 }

@@ -41,4 +41,8 @@ int kget_run(const struct kget_opts *o);
 /* Checks a -o jsonpath= / custom-columns= / --sort-by argument; NULL when fine, else the message (caller frees). */
 char *kget_check(const struct kget_opts *o);
 
+/* The API server's gitVersion (GET /version) for the configured context: 0 with *version (caller frees), 1 when
+ * no kubeconfig could be loaded (*err says why), -1 with *err when the server did not answer. */
+int kget_server_version(char **version, char **err);
+
 #endif
