@@ -877,16 +877,9 @@ static void print_nodes(const struct node *nodes, size_t n, struct json_object *
 					buf_add_char(out, ' ');
 			}
 		} else {
-			/* range over the results; a single list or map result ranges over its elements */
-			struct vals items = { 0 };
-			if (res.n == 1 && is_container(res.v[0]))
-				children(res.v[0], &items);
-			else
-				for (size_t k = 0; k < res.n; k++)
-					vpush(&items, res.v[k]);
-			for (size_t k = 0; k < items.n; k++)
-				print_nodes(nd->body, nd->nbody, items.v[k], out, text_fn, depth + 1);
-			free(items.v);
+			/* range over the results as they are ({range .items} runs once, with the list: client-go) */
+			for (size_t k = 0; k < res.n; k++)
+				print_nodes(nd->body, nd->nbody, res.v[k], out, text_fn, depth + 1);
 		}
 		free(in.v);
 		free(res.v);

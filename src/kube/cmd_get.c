@@ -663,9 +663,8 @@ static int parse_args(int argc, char **argv, struct get_ctx *g, struct get_args 
 			if (parse_output(k.val, g, ko) < 0)
 				return -1;
 			break;
-		case O_SELECTOR:
-			if (a->sel.len)
-				buf_add_char(&a->sel, ',');
+		case O_SELECTOR: /* repeated: the last one counts, as in kubectl */
+			buf_reset(&a->sel);
 			buf_add_str(&a->sel, k.val);
 			break;
 		case O_FIELD_SELECTOR:

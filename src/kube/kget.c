@@ -245,41 +245,6 @@ static void complete_item(const struct kget_kind *k, struct json_object *it)
 		json_object_object_add(it, "kind", json_object_new_string(k->kind));
 }
 
-/* --- natural order (kubectl's --sort-by on strings) ------------------------------------------------------- */
-
-static int natural_cmp(const char *a, const char *b)
-{
-	while (*a && *b) {
-		if (*a >= '0' && *a <= '9' && *b >= '0' && *b <= '9') {
-			const char *x = a, *y = b;
-			while (*x == '0')
-				x++;
-			while (*y == '0')
-				y++;
-			const char *xe = x, *ye = y;
-			while (*xe >= '0' && *xe <= '9')
-				xe++;
-			while (*ye >= '0' && *ye <= '9')
-				ye++;
-			if (xe - x != ye - y)
-				return xe - x < ye - y ? -1 : 1;
-			int c = strncmp(x, y, (size_t)(xe - x));
-			if (c)
-				return c;
-			if ((xe - a) != (ye - b)) /* more leading zeros sort later */
-				return (xe - a) < (ye - b) ? -1 : 1;
-			a = xe;
-			b = ye;
-			continue;
-		}
-		if (*a != *b)
-			return (unsigned char)*a < (unsigned char)*b ? -1 : 1;
-		a++;
-		b++;
-	}
-	return *a ? 1 : *b ? -1 : 0;
-}
-
 static int key_cmp(struct json_object *x, struct json_object *y)
 {
 	if (x == NULL || y == NULL)
@@ -295,7 +260,7 @@ static int key_cmp(struct json_object *x, struct json_object *y)
 		return a < b ? -1 : a > b;
 	}
 	if (tx == json_type_string && ty == json_type_string)
-		return natural_cmp(json_object_get_string(x), json_object_get_string(y));
+		return strcmp(json_object_get_string(x), json_object_get_string(y)); /* kubectl: byte order */
 	if (tx != ty)
 		return tx < ty ? -1 : 1;
 	struct buf a, b;

@@ -192,7 +192,7 @@ KUBECONFIG=$tmp/500.kc measure "$KVCON" get vm
 grep -q "^kvcon: retrying: 500 from $tkurl/apis/kubevirt.io/v1/namespaces/default/virtualmachines (1): etcd is down$" "$tmp/run.err" ||
 	fail "no retrying line: $(cat "$tmp/run.err")"
 grep -q "retrying: 500 .* (3): " "$tmp/run.err" || fail "no third retry line: $(cat "$tmp/run.err")"
-grep -q '^kvcon get: etcd is down' "$tmp/run.err" || fail "final message: $(cat "$tmp/run.err")"
+grep -q '^error: etcd is down' "$tmp/run.err" || fail "final message: $(cat "$tmp/run.err")"
 echo "persistent 500: exit 1 after $ms ms, $(grep -c retrying "$tmp/run.err") retrying lines"
 [ "${failures:-0}" -eq 0 ] || { echo "$failures checks failed"; exit 1; }
 echo "[${SECONDS}s] PASS: get_security"
