@@ -764,7 +764,11 @@ static int parse_args(int argc, char **argv, struct get_ctx *g, struct get_args 
 static bool use_store(const struct get_ctx *g, const struct get_args *a)
 {
 	const struct kget_opts *ko = &a->ko;
-	if (g->watch || g->watch_for >= 0 || g->summary)
+	if (g->summary)
+		return true;
+	if (g->watch) /* -w: tables and names from the store, the API's objects' formats from kget */
+		return ko->fmt == KGET_TABLE || ko->fmt == KGET_WIDE || ko->fmt == KGET_NAME;
+	if (g->watch_for >= 0)
 		return true;
 	return ko->nkinds == 1 && g->kind < OBJ_KIND_COUNT && ko->nnames == 0 &&
 	       (ko->fmt == KGET_TABLE || ko->fmt == KGET_NAME) && !ko->field_selector &&
@@ -815,6 +819,13 @@ int kube_cmd_get(int argc, char **argv)
 		return EXIT_USAGE;
 	}
 	struct kvcon_opts *o = opts_global();
+	a.ko.watch = g.watch;
+	a.ko.watch_for = g.watch_for;
+	if (!use_store(&g, &a) && g.watch && (a.ko.nkinds > 1 || a.ko.nnames > 0)) {
+		log_eprintf("error: -w watches one kind (no names)\n");
+		get_args_free(&a);
+		return EXIT_USAGE;
+	}
 	if (!use_store(&g, &a)) {
 		if (o->log)
 			log_open(o->log);
@@ -827,8 +838,8 @@ int kube_cmd_get(int argc, char **argv)
 	}
 	if (g.kind >= OBJ_KIND_COUNT || a.ko.nkinds > 1 || a.ko.nnames > 0 ||
 	    !(a.ko.fmt == KGET_TABLE || a.ko.fmt == KGET_WIDE || a.ko.fmt == KGET_NAME)) {
-		log_eprintf("error: -w and --watch-for print one kind of vm, vmi, pod or event as a table, wide, name or "
-			    "summary\n");
+		log_eprintf("error: -w with a table or names, and --watch-for, take one kind of vm, vmi, pod or event "
+			    "(no names)\n");
 		get_args_free(&a);
 		return EXIT_USAGE;
 	}

@@ -81,6 +81,8 @@ struct kg {
 	int rc;
 	bool streamed_open; /* the List's head was printed */
 	struct jout_ylist *ylist;  /* -o yaml's List being written */
+	bool watching;      /* -w: each object on its own, as it comes */
+	char *rv;           /* the list's resourceVersion, then the last event's */
 	struct json_object *items; /* kept items (jsonpath, --sort-by on json/yaml/name/custom-columns) */
 	/* table of the current kind */
 	struct row *rows;
@@ -617,6 +619,21 @@ static void emit_item(struct kg *g, const struct kget_kind *k, struct json_objec
 {
 	complete_item(k, it);
 	enum kget_fmt f = g->o->fmt;
+	if (g->watching && f == KGET_JSONPATH) {
+		jsonpath_print(g->jp, it, &g->out, jout_text, NULL);
+		g->found++;
+		flush_out(g);
+		return;
+	}
+	if (g->watching && f == KGET_CUSTOM) {
+		custom_row(g, it);
+		print_grid(g, g->o->no_headers || g->found ? NULL : g->cc_head, g->rows, g->nrows, g->ncc);
+		rows_free(g);
+		g->found++;
+		return;
+	}
+	if (g->watching && f == KGET_YAML && g->found)
+		buf_add_str(&g->out, "---\n");
 	if (f == KGET_JSONPATH || (g->sort_jp && f != KGET_CUSTOM)) {
 		json_object_array_add(g->items, json_object_get(it));
 		g->found++;
@@ -729,6 +746,9 @@ static void run_kind(struct kg *g, const struct kget_kind *k, uint64_t deadline)
 				for (size_t i = 0; i < json_object_array_length(items); i++)
 					emit_item(g, k, json_object_array_get_idx(items, i));
 		}
+		const char *prv = jstr(page, "metadata", "resourceVersion");
+		if (g->rv == NULL && prv)
+			g->rv = xstrdup(prv);
 		const char *c = jstr(page, "metadata", "continue");
 		if (c && *c)
 			cont = xstrdup(c);
@@ -737,6 +757,116 @@ static void run_kind(struct kg *g, const struct kget_kind *k, uint64_t deadline)
 	} while (cont);
 	free(base);
 	fetch_reset(&f);
+}
+
+/* --- -w ------------------------------------------------------------------------------------------------ */
+
+struct wstate {
+	struct kg *g;
+	const struct kget_kind *k;
+	struct buf line;
+	bool ended;
+	char *err;
+};
+
+static void w_line(struct wstate *w, const char *s, size_t len)
+{
+	struct json_tokener *tok = json_tokener_new_ex(JSON_TOKENER_DEFAULT_DEPTH);
+	struct json_object *ev = json_tokener_parse_ex(tok, s, (int)len);
+	json_tokener_free(tok);
+	struct json_object *obj;
+	const char *type = jstr(ev, "type", NULL);
+	if (ev == NULL || type == NULL || !json_object_object_get_ex(ev, "object", &obj) || obj == NULL) {
+		json_object_put(ev);
+		return;
+	}
+	if (strcmp(type, "ERROR") == 0) {
+		if (w->err == NULL)
+			w->err = xstrdup(jstr(obj, "message", NULL) ? jstr(obj, "message", NULL) : "the watch ended in error");
+	} else {
+		const char *rv = jstr(obj, "metadata", "resourceVersion");
+		if (rv) {
+			free(w->g->rv);
+			w->g->rv = xstrdup(rv);
+		}
+		if (strcmp(type, "BOOKMARK") != 0)
+			emit_item(w->g, w->k, obj);
+		flush_out(w->g);
+		fflush(stdout);
+	}
+	json_object_put(ev);
+}
+
+static bool w_chunk(void *arg, const char *data, size_t len)
+{
+	struct wstate *w = arg;
+	buf_add(&w->line, data, len);
+	size_t start = 0;
+	for (size_t i = 0; i < w->line.len; i++)
+		if (w->line.data[i] == '\n') {
+			if (i > start)
+				w_line(w, w->line.data + start, i - start);
+			start = i + 1;
+		}
+	buf_consume(&w->line, start);
+	return w->err == NULL;
+}
+
+static void w_done(void *arg, const struct kube_resp *r)
+{
+	struct wstate *w = arg;
+	w->ended = true;
+	if (w->err == NULL && !r->aborted && (r->status < 200 || r->status >= 300) && r->status != 0) {
+		w->err = kube_http_error_message(r);
+	}
+}
+
+/* Watches one kind from the list's resourceVersion, printing every event's object, until --watch-for ends (0) or
+ * the watch fails (410 Gone included: 1). */
+static void watch_kind(struct kg *g, const struct kget_kind *k)
+{
+	uint64_t end = g->o->watch_for >= 0 ? util_now_ms() + (uint64_t)g->o->watch_for * 1000 : UINT64_MAX;
+	char *base = api_path(g, k, NULL);
+	g->watching = true;
+	while (util_now_ms() < end) {
+		struct wstate w = { .g = g, .k = k };
+		buf_init(&w.line);
+		struct buf q;
+		buf_init(&q);
+		buf_printf(&q, "%s?watch=1&allowWatchBookmarks=true", base);
+		const char *params[][2] = { { "labelSelector", g->o->selector }, { "fieldSelector", g->o->field_selector },
+					    { "resourceVersion", g->rv } };
+		for (size_t i = 0; i < 3; i++)
+			if (params[i][1] && *params[i][1]) {
+				char *e = curl_easy_escape(NULL, params[i][1], 0);
+				buf_printf(&q, "&%s=%s", params[i][0], e);
+				curl_free(e);
+			}
+		buf_add(&q, "", 0);
+		struct kube_http_req r = { .path = q.data, .on_chunk = w_chunk, .on_done = w_done, .arg = &w };
+		struct kube_req *req = kube_http_start(g->http, &r);
+		while (!w.ended && util_now_ms() < end)
+			loop_once(end == UINT64_MAX ? 1000 : (int)(end - util_now_ms() < 1000 ? end - util_now_ms() : 1000));
+		if (!w.ended)
+			kube_http_cancel(req);
+		buf_free(&q);
+		buf_free(&w.line);
+		if (w.err) {
+			char *e = esc(w.err);
+			log_eprintf("error: %s\n", e);
+			free(e);
+			free(w.err);
+			g->rc = EXIT_API;
+			break;
+		}
+		if (w.ended && util_now_ms() < end) {
+			/* the server closed the watch: again from the last resourceVersion, after a breath */
+			uint64_t until = util_now_ms() + 500;
+			while (util_now_ms() < until)
+				loop_once((int)(until - util_now_ms()));
+		}
+	}
+	free(base);
 }
 
 static int parse_custom(struct kg *g, const char *spec, char **err)
@@ -780,6 +910,7 @@ static void kg_free(struct kg *g)
 	free(g->cc_jp);
 	free(g->cc_head);
 	json_object_put(g->items);
+	free(g->rv);
 	rows_free(g);
 	buf_free(&g->out);
 }
@@ -909,7 +1040,8 @@ int kget_run(const struct kget_opts *o)
 	}
 	g.all_ns = go->all_ns && o->nnames == 0;
 	g.ns = g.all_ns ? NULL : (go->ns && *go->ns ? go->ns : g.kc->ns);
-	g.single = o->nkinds == 1 && o->nnames == 1;
+	g.single = (o->nkinds == 1 && o->nnames == 1) || o->watch;
+	g.watching = o->watch; /* the listed objects print one by one too, as kubectl get -w does */
 	g.prefix_kind = o->nkinds > 1;
 	g.items = json_object_new_array();
 	uint64_t deadline = util_now_ms() + (uint64_t)(o->timeout > 0 ? o->timeout : 30) * 1000;
@@ -919,11 +1051,15 @@ int kget_run(const struct kget_opts *o)
 		if (table)
 			flush_table(&g);
 	}
-	if (o->fmt == KGET_CUSTOM && g.nrows) {
+	if (o->watch && g.rc == 0) {
+		fflush(stdout);
+		watch_kind(&g, o->kinds[0]);
+	}
+	if (o->fmt == KGET_CUSTOM && g.nrows && !o->watch) {
 		if (g.sort_jp)
 			qsort(g.rows, g.nrows, sizeof *g.rows, row_cmp);
 		print_grid(&g, o->no_headers ? NULL : g.cc_head, g.rows, g.nrows, g.ncc);
-	} else if (o->fmt == KGET_JSONPATH || (g.sort_jp && !table && o->fmt != KGET_CUSTOM)) {
+	} else if (!o->watch && (o->fmt == KGET_JSONPATH || (g.sort_jp && !table && o->fmt != KGET_CUSTOM))) {
 		print_kept(&g);
 	}
 	if (!g.single && (o->fmt == KGET_JSON || o->fmt == KGET_YAML))

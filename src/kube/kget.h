@@ -32,6 +32,8 @@ struct kget_opts {
 	int nlabel_cols;
 	const char *sort_by;
 	long timeout;               /* seconds */
+	bool watch;                 /* -w: after the list, every change, each object printed on its own */
+	long watch_for;             /* seconds of watching, -1: until interrupted */
 };
 
 /* The kind a kubectl resource name means (plural, singular, short name, plural.group); NULL when unknown. */

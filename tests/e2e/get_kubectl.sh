@@ -157,4 +157,21 @@ grep -q '^Client Version: v' "$tmp/ver" || fail "client version: $(cat "$tmp/ver
 grep -qx "Server Version: $(K version -o json | jq -r .serverVersion.gitVersion)" "$tmp/ver" || fail "server version: $(cat "$tmp/ver")"
 "$KVCON" --version | grep -q '^Client Version: v' || fail "--version"
 "$KVCON" -v 2 get ns -o name >/dev/null && "$KVCON" --v=3 get ns -o name >/dev/null || fail "-v N / --v=N"
+# 8. -w streams the API objects' formats: each object on its own, the listed ones first, then every change
+vmw=$(K get vm -n ns-01 -o jsonpath='{.items[?(@.status.printableStatus=="Running")].metadata.name}' | cut -d' ' -f1)
+[ -n "$vmw" ] || fail "no running VM in ns-01"
+"$KVCON" get vm -n ns-01 -w --watch-for 60 -o jsonpath='{.metadata.name} {.status.printableStatus}{"\n"}' \
+	>"$tmp/w.out" 2>"$tmp/w.err" &
+wpid=$!
+pids="$pids $wpid"
+poll 20 grep -q "^$vmw Running$" "$tmp/w.out" || fail "-w never listed $vmw: $(cat "$tmp/w.out" "$tmp/w.err")"
+fkctl action ns-01 "$vmw" stop >/dev/null || fail "stop subresource"
+poll 20 grep -q "^$vmw Stopped$" "$tmp/w.out" || fail "-w -o jsonpath did not show $vmw Stopped: $(cat "$tmp/w.out")"
+kill $wpid
+nvm=$(K get vm -n ns-01 -o name | wc -l)
+"$KVCON" get vm -n ns-01 -w --watch-for 2 -o json >"$tmp/w.json" || fail "-w -o json exit"
+[ "$(jq -s 'map(select(.kind == "VirtualMachine")) | length' "$tmp/w.json")" -ge "$nvm" ] || fail "-w -o json objects"
+"$KVCON" get vm -n ns-01 -w --watch-for 2 -o yaml >"$tmp/w.yaml" || fail "-w -o yaml exit"
+"$YPY" -c 'import sys, yaml; d = [x for x in yaml.safe_load_all(open(sys.argv[1]))]; sys.exit(len(d) < int(sys.argv[2]))' \
+	"$tmp/w.yaml" "$nvm" || fail "-w -o yaml documents"
 echo "PASS: get_kubectl ($n comparisons with kubectl)"
