@@ -69,6 +69,7 @@ struct kube_reflector {
 	bool list_fatal;     /* list_err is a limit: not retried */
 	const struct kube_jprune_node *item_schema;
 	size_t list_max, object_max;
+	size_t list_batch;
 	struct kube_reflector_stats stats;
 };
 
@@ -92,6 +93,7 @@ struct kube_reflector *kube_reflector_new(const struct kube_reflector_cfg *cfg)
 	if (r->cfg.page_limit <= 0)
 		r->cfg.page_limit = PAGE_LIMIT;
 	kube_limits(&r->list_max, &r->object_max);
+	r->list_batch = LIST_BATCH;
 	r->js = kube_jstream_new(r->object_max + 4096); /* an event: an object and its envelope */
 	kube_jstream_set_schema(r->js, kube_jprune_schema(cfg->kind));
 	for (const struct kube_jprune_node *n = kube_jprune_schema(cfg->kind); n && n->key; n++)
@@ -408,12 +410,11 @@ static ssize_t find_items(const char *s, size_t n)
 
 /* Decodes what has arrived of a list response: each whole item is pruned, decoded and stored as soon as it is
  * complete, so a response costs memory for one item at a time, not for the body. final: nothing more comes. */
-static void list_process(struct kube_reflector *r, bool final)
+static size_t list_process_bytes(struct kube_reflector *r, const char *d, size_t len, bool final)
 {
-	const char *d = r->page.data ? r->page.data : "";
-	size_t len = r->page.len, off = 0;
+	size_t off = 0;
 	if (r->list_err)
-		return;
+		return 0;
 	if (r->lp == LP_HEAD) {
 		ssize_t at = find_items(d, len);
 		if (at == -1 || (at == -2 && final)) {
@@ -424,7 +425,7 @@ static void list_process(struct kube_reflector *r, bool final)
 			r->lp = LP_ITEMS;
 		} else if (len > LIST_ENVELOPE_MAX) {
 			list_fail(r, false, xasprintf("the %s list has no items before byte %zu", kind_name(r), len));
-			return;
+			return 0;
 		}
 	}
 	while (r->lp == LP_ITEMS) {
@@ -440,7 +441,7 @@ static void list_process(struct kube_reflector *r, bool final)
 		}
 		if (d[off] != '{') {
 			list_fail(r, false, xasprintf("the %s list is not valid JSON", kind_name(r)));
-			return;
+			return 0;
 		}
 		struct json_object *v = NULL;
 		ssize_t used = r->item_schema ? kube_jprune_tree(r->item_schema, d + off, len - off, &v) : -1;
@@ -452,7 +453,7 @@ static void list_process(struct kube_reflector *r, bool final)
 			ssize_t n = kube_jscan(&st, d + off, len - off);
 			if (n < 0) {
 				list_fail(r, false, xasprintf("the %s list is not valid JSON", kind_name(r)));
-				return;
+				return 0;
 			}
 			used = n;
 			if (n > 0) {
@@ -461,7 +462,7 @@ static void list_process(struct kube_reflector *r, bool final)
 				if (v == NULL) {
 					list_fail(r, false, xasprintf("the %s list is not valid JSON: %s", kind_name(r), err));
 					free(err);
-					return;
+					return 0;
 				}
 			}
 		}
@@ -474,7 +475,7 @@ static void list_process(struct kube_reflector *r, bool final)
 							     "(KVCON_OBJECT_MAX_MIB)",
 							     url, r->object_max >> 20));
 				free(url);
-				return;
+				return 0;
 			}
 			break; /* the rest of the item is still to come */
 		}
@@ -490,10 +491,18 @@ static void list_process(struct kube_reflector *r, bool final)
 		off = len;
 		if (r->env.len > (r->lp == LP_TAIL ? LIST_ENVELOPE_MAX : r->list_max)) {
 			list_fail(r, false, xasprintf("the %s list's envelope is too large", kind_name(r)));
-			return;
+			return 0;
 		}
 	}
-	buf_consume(&r->page, off);
+	return off;
+}
+
+/* The same on the bytes kept so far. */
+static void list_process(struct kube_reflector *r, bool final)
+{
+	size_t off = list_process_bytes(r, r->page.data ? r->page.data : "", r->page.len, final);
+	if (r->list_err == NULL)
+		buf_consume(&r->page, off);
 }
 
 static void list_begin(struct kube_reflector *r)
@@ -545,9 +554,16 @@ static bool list_feed(struct kube_reflector *r, const char *data, size_t len)
 		free(url);
 		return false;
 	}
-	buf_add(&r->page, data, len);
-	if (r->page.len >= LIST_BATCH)
-		list_process(r, false);
+	if (r->page.len == 0 && len >= r->list_batch) {
+		/* a large chunk is decoded where it is: only an item it cuts is copied */
+		size_t used = list_process_bytes(r, data, len, false);
+		if (r->list_err == NULL)
+			buf_add(&r->page, data + used, len - used);
+	} else {
+		buf_add(&r->page, data, len);
+		if (r->page.len >= r->list_batch)
+			list_process(r, false);
+	}
 	return r->list_err == NULL;
 }
 
@@ -564,6 +580,27 @@ int kube_reflector_apply_list(struct kube_reflector *r, const char *body, size_t
 		log_warn("kube: %s: %s", kind_name(r), err ? err : "unusable list");
 	free(err);
 	buf_reset(&r->page);
+	return rc;
+}
+
+int kube_reflector_apply_list_chunked(struct kube_reflector *r, const char *body, size_t len, size_t chunk,
+				      size_t batch, char **err)
+{
+	*err = NULL;
+	r->list_batch = batch ? batch : LIST_BATCH;
+	list_begin(r);
+	int rc = 0;
+	for (size_t off = 0; off < len && rc == 0; off += chunk)
+		if (!list_feed(r, body + off, len - off < chunk ? len - off : chunk))
+			rc = -1;
+	if (rc == 0)
+		rc = list_end(r, err);
+	if (rc < 0 && *err == NULL) {
+		*err = r->list_err;
+		r->list_err = NULL;
+	}
+	buf_reset(&r->page);
+	r->list_batch = LIST_BATCH;
 	return rc;
 }
 
@@ -789,8 +826,18 @@ static bool watch_chunk(void *arg, const char *data, size_t len)
 		r->failures = 0;
 		set_health(r, WATCH_LIVE, NULL);
 	}
-	if (kube_reflector_feed(r, data, len) < 0)
+	if (kube_reflector_feed(r, data, len) < 0) {
+		if (kube_jstream_too_big(r->js)) {
+			/* the same event would come again on every resume: a limit, not retried */
+			char *url = coll_url(r);
+			free(r->stream_err);
+			r->stream_err = xasprintf("an object in the watch from %s exceeds %zu MiB (KVCON_OBJECT_MAX_MIB)", url,
+						  r->object_max >> 20);
+			r->list_fatal = true;
+			free(url);
+		}
 		return false;
+	}
 	return !r->relist_wanted && r->stream_err == NULL;
 }
 
@@ -819,7 +866,12 @@ static void watch_done(void *arg, const struct kube_resp *resp)
 	if (r->stream_err) {
 		char *m = r->stream_err;
 		r->stream_err = NULL;
-		retry_later(r, -1, m, resp->status);
+		if (r->list_fatal) {
+			r->list_fatal = false;
+			give_up(r, m);
+		} else {
+			retry_later(r, -1, m, resp->status);
+		}
 		free(m);
 		return;
 	}

@@ -111,6 +111,45 @@ grep -q 'did not finish within 3 s' "$tmp/run.err" || fail "hanging plugin messa
 child=$(cat "$tmp/child")
 poll 5 eval '! alive "$child"' || { kill "$child"; fail "the hanging plugin's child $child was not killed"; }
 echo "hanging plugin: get failed after $ms ms, 1 run"
+# stdin: the terminal only when interactiveMode allows it (a plugin that asks for a password on the terminal)
+cat >"$tmp/ask.sh" <<'PLUGIN'
+#!/bin/sh
+printf 'password: ' >&2
+read -r pw || exit 5
+[ "$pw" = opensesame ] || exit 6
+printf '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential","status":{"token":"%s"}}\n' "$(cat "$PLUGIN_DIR/fk/token")"
+PLUGIN
+chmod +x "$tmp/ask.sh"
+for im in IfAvailable Never; do
+	sed "s#command: ./plugin.sh#command: ./ask.sh#; s#interactiveMode: Never#interactiveMode: $im#" "$tmp/exec.kc" >"$tmp/ask-$im.kc"
+	PLUGIN_DIR=$tmp KUBECONFIG=$tmp/ask-$im.kc "$PY" - "$KVCON" >"$tmp/ask.out" 2>&1 <<'PYEOF'
+import os, pty, sys, time
+pid, fd = pty.fork()
+if pid == 0:
+    os.execv(sys.argv[1], [sys.argv[1], "get", "vm", "-A", "-o", "name"])
+out, sent, end = b"", False, time.time() + 20
+while time.time() < end:
+    if not sent and b"password: " in out:
+        os.write(fd, b"opensesame\n")
+        sent = True
+    try:
+        data = os.read(fd, 4096)
+    except OSError:
+        break
+    if not data:
+        break
+    out += data
+_, st = os.waitpid(pid, 0)
+sys.stdout.write(out.decode(errors="replace"))
+sys.exit(os.waitstatus_to_exitcode(st))
+PYEOF
+	rc=$?
+	if [ $im = IfAvailable ]; then
+		[ $rc -eq 0 ] && grep -q 'virtualmachine.kubevirt.io/' "$tmp/ask.out" || fail "interactive plugin on a terminal: rc $rc: $(cat "$tmp/ask.out")"
+	else
+		[ $rc -eq 1 ] && grep -q 'failed (exit 5)' "$tmp/ask.out" || fail "interactiveMode Never: the plugin had a stdin: rc $rc: $(cat "$tmp/ask.out")"
+	fi
+done
 
 # --- finding 7: files and text -------------------------------------------------------------------------------
 echo "[${SECONDS}s] finding 7"
