@@ -716,32 +716,64 @@ static int parse_args(int argc, char **argv, struct get_ctx *g, struct get_args 
 			    "namespace\n");
 		return -1;
 	}
-	/* KIND/NAME forms (vm/a vmi/b) as kubectl takes them */
-	char *slash = strchr(a->kinds_arg, '/');
-	if (slash) {
-		ko->names = xreallocarray(ko->names, (size_t)ko->nnames + 1, sizeof *ko->names);
-		memmove(ko->names + 1, ko->names, (size_t)ko->nnames * sizeof *ko->names);
-		ko->names[0] = xstrdup(slash + 1);
-		ko->nnames++;
-		*slash = '\0';
-	}
-	char *save = NULL;
-	for (char *t = strtok_r(a->kinds_arg, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-		const struct kget_kind *kk = kget_kind_find(t);
-		if (kk == NULL) {
-			char *e = util_escape_display(t);
-			log_eprintf("error: the server doesn't have a resource type \"%s\"\n", e);
-			free(e);
-			return -1;
+	/* KIND/NAME forms (vm/a vmi/b) as kubectl takes them: then every argument is one */
+	if (strchr(a->kinds_arg, '/')) {
+		int n = ko->nnames + 1;
+		char **all = xcalloc((size_t)n, sizeof *all);
+		all[0] = a->kinds_arg;
+		for (int i = 0; i < ko->nnames; i++)
+			all[i + 1] = ko->names[i];
+		free(ko->names);
+		ko->names = xcalloc((size_t)n, sizeof *ko->names);
+		ko->nnames = 0;
+		ko->pairs = true;
+		int bad = 0;
+		for (int i = 0; i < n; i++) {
+			char *slash = strchr(all[i], '/');
+			const struct kget_kind *kk = slash ? (*slash = '\0', kget_kind_find(all[i])) : NULL;
+			if (bad == 0 && (slash == NULL || slash[1] == '\0')) {
+				char *e = util_escape_display(all[i]);
+				log_eprintf("error: arguments in resource/name form must have a single resource and name: %s\n", e);
+				free(e);
+				bad = 1;
+			} else if (bad == 0 && kk == NULL) {
+				char *e = util_escape_display(all[i]);
+				log_eprintf("error: the server doesn't have a resource type \"%s\"\n", e);
+				free(e);
+				bad = 1;
+			} else if (bad == 0 && ko->nkinds < KGET_MAX_KINDS) {
+				ko->kinds[ko->nkinds++] = kk;
+				ko->names[ko->nnames++] = xstrdup(slash + 1);
+			}
+			free(all[i]); /* all[0] is kinds_arg */
 		}
-		if (ko->nkinds < KGET_MAX_KINDS)
-			ko->kinds[ko->nkinds++] = kk;
+		free(all);
+		a->kinds_arg = xstrdup("");
+		if (bad)
+			return -1;
+	} else {
+		char *save = NULL;
+		for (char *t = strtok_r(a->kinds_arg, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+			const struct kget_kind *kk = kget_kind_find(t);
+			if (kk == NULL) {
+				char *e = util_escape_display(t);
+				log_eprintf("error: the server doesn't have a resource type \"%s\"\n", e);
+				free(e);
+				return -1;
+			}
+			if (ko->nkinds < KGET_MAX_KINDS)
+				ko->kinds[ko->nkinds++] = kk;
+		}
 	}
 	if (ko->nkinds == 0) {
 		log_eprintf("error: you must specify the type of resource to get\n");
 		return -1;
 	}
-	if (ko->nkinds > 1 && ko->nnames > 0) {
+	if (go->all_ns && ko->nnames > 0) {
+		log_eprintf("error: a resource cannot be retrieved by name across all namespaces\n");
+		return -1;
+	}
+	if (ko->nkinds > 1 && ko->nnames > 0 && !ko->pairs) {
 		log_eprintf("error: there is no need to specify a resource type as a separate argument when passing "
 			    "arguments in resource/name form\n");
 		return -1;

@@ -1041,14 +1041,29 @@ int kget_run(const struct kget_opts *o)
 	g.all_ns = go->all_ns && o->nnames == 0;
 	g.ns = g.all_ns ? NULL : (go->ns && *go->ns ? go->ns : g.kc->ns);
 	g.single = (o->nkinds == 1 && o->nnames == 1) || o->watch;
+	if (o->pairs) {
+		bool mixed = false;
+		for (int i = 1; i < o->nkinds; i++)
+			mixed |= o->kinds[i] != o->kinds[0];
+		g.prefix_kind = mixed;
+	}
 	g.watching = o->watch; /* the listed objects print one by one too, as kubectl get -w does */
-	g.prefix_kind = o->nkinds > 1;
+	if (!o->pairs)
+		g.prefix_kind = o->nkinds > 1;
 	g.items = json_object_new_array();
 	uint64_t deadline = util_now_ms() + (uint64_t)(o->timeout > 0 ? o->timeout : 30) * 1000;
 	bool table = o->fmt == KGET_TABLE || o->fmt == KGET_WIDE;
 	for (int i = 0; i < o->nkinds; i++) {
+		struct kget_opts one = *o;
+		if (o->pairs) {
+			/* KIND/NAME: one get each; a table per run of the same kind */
+			one.names = o->names + i;
+			one.nnames = 1;
+			g.o = &one;
+		}
 		run_kind(&g, o->kinds[i], deadline);
-		if (table)
+		g.o = o;
+		if (table && !(o->pairs && i + 1 < o->nkinds && o->kinds[i + 1] == o->kinds[i]))
 			flush_table(&g);
 	}
 	if (o->watch && g.rc == 0) {

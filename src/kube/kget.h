@@ -23,6 +23,7 @@ struct kget_opts {
 	int nkinds;
 	char **names;
 	int nnames;
+	bool pairs;                 /* KIND/NAME arguments: names[i] is of kinds[i] (nkinds == nnames) */
 	enum kget_fmt fmt;
 	const char *fmt_arg;        /* the template of jsonpath= / custom-columns= */
 	const char *selector;       /* -l, joined */

@@ -93,6 +93,10 @@ check node -o wide
 check namespace
 check ns,no -o name
 check vm -n ns-01 "$vm"
+check "vm/$vm" "vmi/$vm" -n ns-02 -o name
+check "vm/$vm" "vmi/$vm" -n ns-02 -o json
+check "vm/$vm" "vmi/$vm" -n ns-02
+check vm "$vm" -A
 check vmi -n ns-02 "$vm" -o wide
 check vm -A "$NOTDEF" -L app -L tier,kubevirt.io/vm
 check vm -n ns-00 --show-labels
