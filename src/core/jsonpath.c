@@ -508,12 +508,12 @@ static bool parse_action(const char *t, size_t len, size_t *pos, struct node **o
 		*is_end = true;
 		return true;
 	}
-	if (p.len - p.i > 6 && strncmp(p.s + p.i, "range ", 6) == 0) {
+	if (p.len - p.i > 5 && strncmp(p.s + p.i, "range", 5) == 0 && strchr(" \t.[@$", p.s[p.i + 5])) {
 		if (depth >= JP_MAX_DEPTH) {
 			*err = xstrdup("ranges nested too deeply");
 			return false;
 		}
-		p.i += 6;
+		p.i += 5;
 		skip_ws(&p);
 		n.t = N_RANGE;
 		n.path = parse_path(&p, false);

@@ -76,6 +76,8 @@ static void test_paths(void)
 	JP("{range .items[*]}{.metadata.name}={.status.phase};{end}", "a=Running;b=Stopped;c\x1b]0;x\x07=Running;");
 	JP("{range .items[*]}{range .status.conditions[*]}{.type}{end}|{end}", "ReadyPaused|Ready||");
 	JP("{range .items}{.kind}{end}", ""); /* client-go: the list as one value */
+	JP("{range.items[0:2]}[{.metadata.name}]{end}", "[a][b]");
+	JP("{ range .items[0:2] }[{ .metadata.name }]{ end }", "[a][b]");
 	JP("{..phase}", "Running Stopped Running");
 	JP("{.items[0]..type}", "Ready Paused");
 	/* syntax errors come back as errors */
