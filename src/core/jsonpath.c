@@ -623,7 +623,8 @@ struct jsonpath *jsonpath_parse_relaxed(const char *expr, char **err)
 
 /* --- evaluation ---------------------------------------------------------------------------------------- */
 
-static void eval_path(const struct path *path, size_t from, struct vals *in, struct vals *out, int depth);
+static void eval_path(const struct path *path, size_t from, struct vals *in, struct vals *out, int depth,
+		      char **err);
 
 static int cmp_str(const void *a, const void *b)
 {
@@ -673,14 +674,14 @@ static void recurse(struct json_object *j, struct vals *out, int depth)
 }
 
 static bool operand_value(const struct operand *o, struct json_object *cur, struct json_object **v, bool *have,
-			  int depth)
+			  int depth, char **err)
 {
 	*have = false;
 	if (o->t != OP_PATH)
 		return true;
 	struct vals in = { 0 }, out = { 0 };
 	vpush(&in, cur);
-	eval_path(o->path, 0, &in, &out, depth + 1);
+	eval_path(o->path, 0, &in, &out, depth + 1, err);
 	bool ok = out.n <= 1;
 	if (out.n == 1) {
 		*v = out.v[0];
@@ -700,17 +701,17 @@ static bool num_of(struct json_object *j, double *d)
 	return false;
 }
 
-static bool filter_pass(const struct step *s, struct json_object *el, int depth)
+static bool filter_pass(const struct step *s, struct json_object *el, int depth, char **err)
 {
 	struct json_object *lv = NULL, *rv = NULL;
 	bool lh, rh;
-	if (!operand_value(&s->left, el, &lv, &lh, depth))
+	if (!operand_value(&s->left, el, &lv, &lh, depth, err))
 		return false;
 	if (s->op[0] == '\0')
 		return s->left.t == OP_PATH ? lh : true;
 	if (s->left.t == OP_PATH && !lh)
 		return false;
-	if (!operand_value(&s->right, el, &rv, &rh, depth))
+	if (!operand_value(&s->right, el, &rv, &rh, depth, err))
 		return false;
 	if (s->right.t == OP_PATH && !rh)
 		return false;
@@ -756,7 +757,7 @@ static bool filter_pass(const struct step *s, struct json_object *el, int depth)
 	return c >= 0;
 }
 
-static void eval_step(const struct step *s, struct vals *in, struct vals *out, int depth)
+static void eval_step(const struct step *s, struct vals *in, struct vals *out, int depth, char **err)
 {
 	for (size_t k = 0; k < in->n; k++) {
 		struct json_object *j = in->v[k], *v;
@@ -791,17 +792,27 @@ static void eval_step(const struct step *s, struct vals *in, struct vals *out, i
 		case ST_SLICE: {
 			if (!json_object_is_type(j, json_type_array))
 				break;
+			/* client-go's evalArray: bounds are errors unless zero elements are asked for */
 			long len = (long)json_object_array_length(j);
 			long a = s->known[0] ? s->sl[0] : 0, b = s->known[1] ? s->sl[1] : len;
 			long step = s->known[2] && s->sl[2] > 0 ? s->sl[2] : 1;
 			if (a < 0)
 				a += len;
-			if (b < 0 || (s->known[1] && b == 0 && s->known[0] && s->sl[0] == -1))
+			if (b < 0)
 				b += len;
-			if (a < 0)
-				a = 0;
-			if (b > len)
-				b = len;
+			if (b == a)
+				break;
+			if (a >= len || a < 0 || b > len || b < 0 || a > b) {
+				if (*err == NULL) {
+					if (a >= len || a < 0)
+						*err = xasprintf("array index out of bounds: index %ld, length %ld", a, len);
+					else if (b > len || b < 0)
+						*err = xasprintf("array index out of bounds: index %ld, length %ld", b - 1, len);
+					else
+						*err = xasprintf("starting index %ld is greater than ending index %ld", a, b);
+				}
+				break;
+			}
 			for (long x = a; x < b; x += step)
 				vpush(out, json_object_array_get_idx(j, (size_t)x));
 			break;
@@ -813,7 +824,7 @@ static void eval_step(const struct step *s, struct vals *in, struct vals *out, i
 			if (json_object_is_type(j, json_type_array))
 				children(j, &els);
 			for (size_t i = 0; i < els.n; i++)
-				if (filter_pass(s, els.v[i], depth))
+				if (filter_pass(s, els.v[i], depth, err))
 					vpush(out, els.v[i]);
 			free(els.v);
 			break;
@@ -822,14 +833,15 @@ static void eval_step(const struct step *s, struct vals *in, struct vals *out, i
 	}
 }
 
-static void eval_path(const struct path *path, size_t from, struct vals *in, struct vals *out, int depth)
+static void eval_path(const struct path *path, size_t from, struct vals *in, struct vals *out, int depth,
+		      char **err)
 {
 	struct vals cur = { 0 };
 	for (size_t i = 0; i < in->n; i++)
 		vpush(&cur, in->v[i]);
 	for (size_t i = from; i < path->n; i++) {
 		struct vals next = { 0 };
-		eval_step(&path->steps[i], &cur, &next, depth);
+		eval_step(&path->steps[i], &cur, &next, depth, err);
 		free(cur.v);
 		cur = next;
 	}
@@ -859,7 +871,7 @@ void jsonpath_value_text(struct buf *out, struct json_object *v, jsonpath_text_f
 }
 
 static void print_nodes(const struct node *nodes, size_t n, struct json_object *cur, struct buf *out,
-			jsonpath_text_fn text_fn, int depth)
+			jsonpath_text_fn text_fn, int depth, char **err)
 {
 	for (size_t i = 0; i < n; i++) {
 		const struct node *nd = &nodes[i];
@@ -869,7 +881,7 @@ static void print_nodes(const struct node *nodes, size_t n, struct json_object *
 		}
 		struct vals in = { 0 }, res = { 0 };
 		vpush(&in, cur);
-		eval_path(nd->path, 0, &in, &res, depth);
+		eval_path(nd->path, 0, &in, &res, depth, err);
 		if (nd->t == N_PATH) {
 			for (size_t k = 0; k < res.n; k++) {
 				jsonpath_value_text(out, res.v[k], text_fn);
@@ -879,7 +891,7 @@ static void print_nodes(const struct node *nodes, size_t n, struct json_object *
 		} else {
 			/* range over the results as they are ({range .items} runs once, with the list: client-go) */
 			for (size_t k = 0; k < res.n; k++)
-				print_nodes(nd->body, nd->nbody, res.v[k], out, text_fn, depth + 1);
+				print_nodes(nd->body, nd->nbody, res.v[k], out, text_fn, depth + 1, err);
 		}
 		free(in.v);
 		free(res.v);
@@ -889,9 +901,22 @@ static void print_nodes(const struct node *nodes, size_t n, struct json_object *
 int jsonpath_print(const struct jsonpath *jp, struct json_object *root, struct buf *out, jsonpath_text_fn text_fn,
 		   char **err)
 {
+	char *e = NULL;
+	size_t start = out->len;
+	print_nodes(jp->nodes, jp->n, root, out, text_fn, 0, &e);
 	if (err)
 		*err = NULL;
-	print_nodes(jp->nodes, jp->n, root, out, text_fn, 0);
+	if (e) {
+		/* as client-go: an error prints nothing */
+		out->len = start;
+		if (out->data)
+			out->data[start] = '\0';
+		if (err)
+			*err = e;
+		else
+			free(e);
+		return -1;
+	}
 	return 0;
 }
 
@@ -903,7 +928,9 @@ size_t jsonpath_values(const struct jsonpath *jp, struct json_object *root, stru
 			continue;
 		struct vals in = { 0 }, res = { 0 };
 		vpush(&in, root);
-		eval_path(jp->nodes[i].path, 0, &in, &res, 0);
+		char *e = NULL;
+		eval_path(jp->nodes[i].path, 0, &in, &res, 0, &e);
+		free(e);
 		for (size_t k = 0; k < res.n; k++, total++)
 			if (total < max)
 				vals[total] = res.v[k];

@@ -614,13 +614,25 @@ static void custom_row(struct kg *g, struct json_object *it)
 	add_row(g, cells, NULL);
 }
 
+static void jsonpath_failed(struct kg *g, const char *err)
+{
+	char *t = esc(g->o->fmt_arg), *e = esc(err);
+	log_eprintf("error: error executing jsonpath \"%s\": Error executing template: %s\n", t, e);
+	free(t);
+	free(e);
+	g->rc = EXIT_API;
+}
+
 /* One object in the chosen format (items kept for jsonpath/--sort-by are printed at the end). */
 static void emit_item(struct kg *g, const struct kget_kind *k, struct json_object *it)
 {
 	complete_item(k, it);
 	enum kget_fmt f = g->o->fmt;
 	if (g->watching && f == KGET_JSONPATH) {
-		jsonpath_print(g->jp, it, &g->out, jout_text, NULL);
+		char *err = NULL;
+		if (jsonpath_print(g->jp, it, &g->out, jout_text, &err) < 0)
+			jsonpath_failed(g, err);
+		free(err);
 		g->found++;
 		flush_out(g);
 		return;
@@ -979,7 +991,8 @@ static void print_kept(struct kg *g)
 			json_object_object_add(root, "metadata", md);
 		}
 		char *err = NULL;
-		jsonpath_print(g->jp, root, &g->out, jout_text, &err);
+		if (jsonpath_print(g->jp, root, &g->out, jout_text, &err) < 0)
+			jsonpath_failed(g, err);
 		free(err);
 		json_object_put(root);
 		flush_out(g);

@@ -33,9 +33,15 @@ static char *run(const char *tmpl, jsonpath_text_fn fn)
 	}
 	struct buf b;
 	buf_init(&b);
-	jsonpath_print(jp, doc, &b, fn, NULL);
+	int rc = jsonpath_print(jp, doc, &b, fn, &err);
 	buf_add(&b, "", 0);
 	jsonpath_free(jp);
+	if (rc < 0) {
+		T_CHECK(err != NULL && b.len == 0);
+		free(err);
+		buf_free(&b);
+		return strdup("ERR-EXEC");
+	}
 	return buf_steal(&b);
 }
 
@@ -63,7 +69,10 @@ static void test_paths(void)
 	JP("{.items[0].metadata.labels.*}", "x a web");
 	JP("{.kind}", "List");
 	JP("{$.kind}{@.kind}", "ListList");
-	JP("{.nope}{.items[7].metadata.name}{.items[0].nope.deeper}", "");
+	JP("{.nope}{.items[0].nope.deeper}{.items[0:0]}", "");
+	JP("{.items[7].metadata.name}", "ERR-EXEC"); /* client-go: out of bounds is an error */
+	JP("{.items[1:9].metadata.name}", "ERR-EXEC");
+	JP("{.items[-2:].metadata.name}", "b c\x1b]0;x\x07");
 	JP("x{.kind}y", "xListy");
 	JP("{\"a\\tb\\n\"}", "a\tb\n");
 	JP("{.items[*].status.conditions[?(@.type==\"Ready\")].status}", "True False");
