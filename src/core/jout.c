@@ -102,6 +102,16 @@ static void json_str(struct buf *b, const char *s, size_t len)
 	buf_add_char(b, '"');
 	size_t i = 0;
 	while (i < len) {
+		/* the common case: a run of printable ASCII that needs no escape, copied at once */
+		size_t run = i;
+		while (run < len && p[run] >= 0x20 && p[run] < 0x7f && p[run] != '"' && p[run] != '\\' && p[run] != '<' &&
+		       p[run] != '>' && p[run] != '&')
+			run++;
+		if (run > i) {
+			buf_add(b, p + i, run - i);
+			i = run;
+			continue;
+		}
 		uint32_t cp;
 		size_t n = u8len(p + i, len - i, &cp);
 		if (n == 0) {
@@ -184,8 +194,12 @@ static void number(struct buf *b, struct json_object *j)
 
 static void pad(struct buf *b, int n)
 {
-	for (int i = 0; i < n; i++)
-		buf_add_char(b, ' ');
+	static const char spaces[] = "                                                                ";
+	while (n > 0) {
+		int k = n < (int)sizeof spaces - 1 ? n : (int)sizeof spaces - 1;
+		buf_add(b, spaces, (size_t)k);
+		n -= k;
+	}
 }
 
 void jout_json(struct buf *b, struct json_object *j, int indent, int base)

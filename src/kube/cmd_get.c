@@ -862,6 +862,7 @@ int kube_cmd_get(int argc, char **argv)
 		if (o->log)
 			log_open(o->log);
 		log_set_stderr_level(o->verbose ? LOG_INFO : LOG_ERROR + 1);
+		mallopt(M_MXFAST, 0); /* json-c's many small nodes per page: see below */
 		loop_init();
 		rc = kget_run(&a.ko);
 		loop_fini();

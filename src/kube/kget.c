@@ -139,13 +139,20 @@ static void fetch_reset(struct fetch *f)
 	memset(f, 0, sizeof *f);
 }
 
-/* GET path, retrying transport failures, 429 and 5xx until the deadline. Returns the final status (0: none). */
-static long fetch(struct kg *g, const char *path, const char *accept, struct fetch *f, uint64_t deadline)
+static struct kube_req *fetch_start(struct kg *g, const char *path, const char *accept, struct fetch *f)
+{
+	fetch_reset(f);
+	struct kube_http_req q = { .path = path, .accept = accept, .timeout_ms = 60000, .on_done = fetch_done, .arg = f };
+	return kube_http_start(g->http, &q);
+}
+
+/* GET path, retrying transport failures, 429 and 5xx until the deadline. Returns the final status (0: none).
+ * started: the first attempt, already under way into f (the next page, fetched while this one prints). */
+static long fetch_ex(struct kg *g, const char *path, const char *accept, struct fetch *f, uint64_t deadline,
+		     struct kube_req *started)
 {
 	for (int attempt = 1;; attempt++) {
-		fetch_reset(f);
-		struct kube_http_req q = { .path = path, .accept = accept, .timeout_ms = 60000, .on_done = fetch_done, .arg = f };
-		struct kube_req *req = kube_http_start(g->http, &q);
+		struct kube_req *req = attempt == 1 && started ? started : fetch_start(g, path, accept, f);
 		while (!f->done) {
 			if (util_now_ms() >= deadline) {
 				kube_http_cancel(req);
@@ -172,6 +179,11 @@ static long fetch(struct kg *g, const char *path, const char *accept, struct fet
 		while (util_now_ms() < until)
 			loop_once((int)(until - util_now_ms()));
 	}
+}
+
+static long fetch(struct kg *g, const char *path, const char *accept, struct fetch *f, uint64_t deadline)
+{
+	return fetch_ex(g, path, accept, f, deadline, NULL);
 }
 
 static char *esc(const char *s)
@@ -684,6 +696,26 @@ static void emit_item(struct kg *g, const struct kget_kind *k, struct json_objec
 		flush_out(g);
 }
 
+/* The list request of one page (cont: its continue token, NULL for the first). Caller frees. */
+static char *list_query(struct kg *g, const char *base, bool table, const char *cont)
+{
+	struct buf q;
+	buf_init(&q);
+	buf_printf(&q, "%s?limit=%d", base, PAGE_LIMIT);
+	if (table && (g->sort_jp || g->o->nlabel_cols || g->o->show_labels || g->all_ns))
+		buf_add_str(&q, g->sort_jp ? "&includeObject=Object" : "&includeObject=Metadata");
+	const char *params[][2] = { { "labelSelector", g->o->selector }, { "fieldSelector", g->o->field_selector },
+				    { "continue", cont } };
+	for (size_t i = 0; i < 3; i++)
+		if (params[i][1] && *params[i][1]) {
+			char *e = curl_easy_escape(NULL, params[i][1], 0);
+			buf_printf(&q, "&%s=%s", params[i][0], e);
+			curl_free(e);
+		}
+	buf_add(&q, "", 0);
+	return buf_steal(&q);
+}
+
 /* Lists (or gets) one kind, page by page. */
 static void run_kind(struct kg *g, const struct kget_kind *k, uint64_t deadline)
 {
@@ -716,57 +748,59 @@ static void run_kind(struct kg *g, const struct kget_kind *k, uint64_t deadline)
 		fetch_reset(&f);
 		return;
 	}
-	char *cont = NULL;
 	char *base = api_path(g, k, NULL);
-	do {
-		struct buf q;
-		buf_init(&q);
-		buf_printf(&q, "%s?limit=%d", base, PAGE_LIMIT);
-		if (table && (g->sort_jp || g->o->nlabel_cols || g->o->show_labels || g->all_ns))
-			buf_add_str(&q, g->sort_jp ? "&includeObject=Object" : "&includeObject=Metadata");
-		const char *params[][2] = { { "labelSelector", g->o->selector }, { "fieldSelector", g->o->field_selector },
-					    { "continue", cont } };
-		for (size_t i = 0; i < 3; i++)
-			if (params[i][1] && *params[i][1]) {
-				char *e = curl_easy_escape(NULL, params[i][1], 0);
-				buf_printf(&q, "&%s=%s", params[i][0], e);
-				curl_free(e);
-			}
-		buf_add(&q, "", 0);
-		long st = fetch(g, q.data, accept, &f, deadline);
-		buf_free(&q);
-		free(cont);
-		cont = NULL;
+	struct fetch f2 = { 0 };
+	struct fetch *cur = &f, *nxt = &f2;
+	struct kube_req *started = NULL;
+	char *path = list_query(g, base, table, NULL);
+	for (;;) {
+		long st = fetch_ex(g, path, accept, cur, deadline, started);
+		started = NULL;
 		if (st != 200) {
-			report_error(g, &f);
+			report_error(g, cur);
 			break;
 		}
 		struct json_tokener *tok = json_tokener_new_ex(JSON_TOKENER_DEFAULT_DEPTH);
-		struct json_object *page = json_tokener_parse_ex(tok, f.body.data ? f.body.data : "", (int)f.body.len);
+		struct json_object *page = json_tokener_parse_ex(tok, cur->body.data ? cur->body.data : "", (int)cur->body.len);
 		json_tokener_free(tok);
-		fetch_reset(&f);
+		fetch_reset(cur);
 		if (page == NULL) {
 			log_eprintf("error: the server's list of %s is not JSON\n", k->plural);
 			g->rc = EXIT_API;
 			break;
+		}
+		const char *prv = jstr(page, "metadata", "resourceVersion");
+		if (g->rv == NULL && prv)
+			g->rv = xstrdup(prv);
+		const char *c = jstr(page, "metadata", "continue");
+		bool more = c && *c;
+		if (more) {
+			/* the next page downloads while this one prints */
+			free(path);
+			path = list_query(g, base, table, c);
+			started = fetch_start(g, path, accept, nxt);
+			struct fetch *t = cur;
+			cur = nxt;
+			nxt = t;
 		}
 		if (table) {
 			table_page(g, k, page);
 		} else {
 			struct json_object *items;
 			if (json_object_object_get_ex(page, "items", &items) && json_object_is_type(items, json_type_array))
-				for (size_t i = 0; i < json_object_array_length(items); i++)
+				for (size_t i = 0; i < json_object_array_length(items); i++) {
 					emit_item(g, k, json_object_array_get_idx(items, i));
+					if (more && (i & 31) == 31)
+						loop_once(0);
+				}
 		}
-		const char *prv = jstr(page, "metadata", "resourceVersion");
-		if (g->rv == NULL && prv)
-			g->rv = xstrdup(prv);
-		const char *c = jstr(page, "metadata", "continue");
-		if (c && *c)
-			cont = xstrdup(c);
 		json_object_put(page);
 		flush_out(g);
-	} while (cont);
+		if (!more)
+			break;
+	}
+	free(path);
+	fetch_reset(nxt);
 	free(base);
 	fetch_reset(&f);
 }
@@ -1054,19 +1088,46 @@ int kget_run(const struct kget_opts *o)
 	g.all_ns = go->all_ns && o->nnames == 0;
 	g.ns = g.all_ns ? NULL : (go->ns && *go->ns ? go->ns : g.kc->ns);
 	g.single = (o->nkinds == 1 && o->nnames == 1) || o->watch;
-	if (o->pairs) {
-		bool mixed = false;
-		for (int i = 1; i < o->nkinds; i++)
-			mixed |= o->kinds[i] != o->kinds[0];
-		g.prefix_kind = mixed;
-	}
 	g.watching = o->watch; /* the listed objects print one by one too, as kubectl get -w does */
 	if (!o->pairs)
 		g.prefix_kind = o->nkinds > 1;
 	g.items = json_object_new_array();
 	uint64_t deadline = util_now_ms() + (uint64_t)(o->timeout > 0 ? o->timeout : 30) * 1000;
 	bool table = o->fmt == KGET_TABLE || o->fmt == KGET_WIDE;
-	for (int i = 0; i < o->nkinds; i++) {
+	if (o->pairs && table) {
+		/* kubectl prefixes names with their kind only when the objects it got are of several kinds */
+		struct json_object **got = xcalloc((size_t)o->nkinds, sizeof *got);
+		const struct kget_kind *first = NULL;
+		for (int i = 0; i < o->nkinds; i++) {
+			struct fetch f = { 0 };
+			char *p = api_path(&g, o->kinds[i], o->names[i]);
+			char *full = g.sort_jp ? xasprintf("%s?includeObject=Object", p) : xstrdup(p);
+			if (fetch(&g, full, TABLE_ACCEPT, &f, deadline) == 200)
+				got[i] = json_tokener_parse(f.body.data ? f.body.data : "");
+			else
+				report_error(&g, &f);
+			fetch_reset(&f);
+			free(full);
+			free(p);
+			if (got[i] && first == NULL)
+				first = o->kinds[i];
+			if (got[i] && o->kinds[i] != first)
+				g.prefix_kind = true;
+		}
+		for (int i = 0; i < o->nkinds; i++) {
+			if (got[i] == NULL)
+				continue;
+			table_page(&g, o->kinds[i], got[i]);
+			json_object_put(got[i]);
+			int n = i + 1;
+			while (n < o->nkinds && got[n] == NULL)
+				n++;
+			if (n >= o->nkinds || o->kinds[n] != o->kinds[i])
+				flush_table(&g);
+		}
+		free(got);
+	}
+	for (int i = 0; i < o->nkinds && !(o->pairs && table); i++) {
 		struct kget_opts one = *o;
 		if (o->pairs) {
 			/* KIND/NAME: one get each; a table per run of the same kind */
