@@ -25,7 +25,7 @@ static int cmd_help(int argc, char **argv);
 
 /* Subcommands: one row each. */
 static const struct cmd_entry commands[] = {
-	{ "version", cmd_version, "", "print kvcon's version" },
+	{ "version", cmd_version, "[--client]", "client version, and the server's where a cluster is configured" },
 	{ "get", kube_cmd_get, "KIND[,KIND] [NAME...] [-o FMT] [-l SEL] [-w]",
 	  "list objects like kubectl get (-o wide|json|yaml|name|jsonpath=|custom-columns=)" },
 	{ "help", cmd_help, "", "show this help" },
