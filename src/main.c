@@ -61,7 +61,7 @@ static const struct {
 	{ NULL, "--log-file", 1, "FILE        log file (default: $XDG_STATE_HOME/kvcon/kvcon.log)" },
 	{ "-v", "--v", 1, "N                log verbosity (-v N, --v=N; -v alone: 1)" },
 	{ NULL, "--verbose", 0, "           more logging (repeatable)" },
-	{ NULL, "--version", 0, "           print the client version" },
+	{ NULL, "--version", 0, "           the same as the version command" },
 	{ "-h", "--help", 0, "              this help" },
 };
 #define NGLOBALS (sizeof globals / sizeof globals[0])
@@ -193,7 +193,6 @@ static int parse_globals(int argc, char **argv, struct kvcon_opts *o)
 			continue;
 		if (strcmp(a, "--version") == 0) {
 			argv[out++] = (char *)"version";
-			argv[out++] = (char *)"--client";
 			continue;
 		}
 		size_t g;

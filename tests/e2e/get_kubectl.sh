@@ -159,7 +159,8 @@ done
 "$KVCON" version >"$tmp/ver" || fail "kvcon version"
 grep -q '^Client Version: v' "$tmp/ver" || fail "client version: $(cat "$tmp/ver")"
 grep -qx "Server Version: $(K version -o json | jq -r .serverVersion.gitVersion)" "$tmp/ver" || fail "server version: $(cat "$tmp/ver")"
-"$KVCON" --version | grep -q '^Client Version: v' || fail "--version"
+"$KVCON" --version | cmp -s - "$tmp/ver" || fail "--version differs from version"
+"$KVCON" version --client | grep -q 'Server' && fail "version --client printed the server's"
 "$KVCON" -v 2 get ns -o name >/dev/null && "$KVCON" --v=3 get ns -o name >/dev/null || fail "-v N / --v=N"
 # 8. -w streams the API objects' formats: each object on its own, the listed ones first, then every change
 vmw=$(K get vm -n ns-01 -o jsonpath='{.items[?(@.status.printableStatus=="Running")].metadata.name}' | cut -d' ' -f1)
