@@ -536,7 +536,6 @@ static bool parse_action(const char *t, size_t len, size_t *pos, struct node **o
 			goto bad;
 		skip_ws(&p);
 		if (p.i != p.len) {
-			free(n.text);
 			perr(&p, "unexpected text after a quoted string");
 			goto bad;
 		}
@@ -547,7 +546,6 @@ static bool parse_action(const char *t, size_t len, size_t *pos, struct node **o
 			goto bad;
 		skip_ws(&p);
 		if (p.i != p.len) {
-			path_free(n.path);
 			perr(&p, "unrecognized character in action");
 			goto bad;
 		}
@@ -556,6 +554,8 @@ static bool parse_action(const char *t, size_t len, size_t *pos, struct node **o
 	(*out)[(*nout)++] = n;
 	return true;
 bad:
+	path_free(n.path);
+	free(n.text);
 	*err = p.err ? p.err : xstrdup("syntax error");
 	return false;
 }
