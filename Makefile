@@ -3,7 +3,7 @@ PREFIX  ?= /usr/local
 DESTDIR ?=
 BUILD   ?= build
 CC      ?= cc
-PKGS     = ncursesw libcurl json-c vterm libvncclient libvirt yaml-0.1 zlib
+PKGS     = ncursesw libcurl json-c vterm libvncclient libvirt yaml-0.1 zlib libxml-2.0 libcrypto
 WARN     = -Wall -Wextra -Wshadow -Wformat=2 -Werror
 CFLAGS  ?= -O2 -g
 ALL_CFLAGS = -std=c11 -D_GNU_SOURCE $(WARN) $(CFLAGS) -Isrc $(shell pkg-config --cflags $(PKGS) 2>/dev/null) -MMD -MP
@@ -18,18 +18,21 @@ UNIT_BIN = $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 FUZZ_SRC = $(wildcard tests/fuzz/fuzz_*.c)
 REPLAY_BIN = $(FUZZ_SRC:tests/fuzz/%.c=$(BUILD)/replay/%)
 
-.PHONY: all run check unit e2e bench asan fuzz install clean deps
+.PHONY: all run check unit e2e bench asan fuzz install clean deps deps-build cleanroom
 
 BIN     ?= kvcon
 
-all: $(BUILD)/.deps-ok $(BIN)
+all: $(BIN)
 
-$(BUILD)/.deps-ok: scripts/deps.sh
-	@./scripts/deps.sh
-	@mkdir -p $(BUILD) && touch $@
+# System prerequisites (scripts/deps.sh, silent when nothing is missing): `make all` needs only the build packages,
+# `make run` the run-time ones too, `make check` everything a test uses. Every object waits for the build ones, so
+# `make -j` never compiles before they are there.
+deps-build:
+	@./scripts/deps.sh build
+$(OBJ) $(MAINOBJ): | deps-build
 
 deps:
-	@./scripts/deps.sh
+	@./scripts/deps.sh check
 
 $(BIN): $(MAINOBJ) $(BUILD)/libkvcon.a
 	@mkdir -p $(dir $@)
@@ -49,6 +52,7 @@ $(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libkvcon.a tests/unit/t.h
 
 # Starts kvcon on its out-of-the-box default: libvirt's embedded QEMU driver with a demo VM.
 run: all
+	@./scripts/deps.sh run
 	@./scripts/run-demo.sh
 
 # Every fuzz harness's corpus (tests/fuzz/corpus/NAME/) replayed, plus deterministic mutations, without libFuzzer.
@@ -56,15 +60,30 @@ $(BUILD)/replay/%: tests/fuzz/%.c tests/fuzz/replay.c $(BUILD)/libkvcon.a
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -o $@ $< tests/fuzz/replay.c $(BUILD)/libkvcon.a $(LIBS)
 
+# Each runner ends with `N passed, N failed, N skipped` (tests/counts.sh); with KVCON_STRICT=1 a skip fails.
+RUN_UNIT = ./tests/run-unit.sh $(UNIT_BIN); u=$$?; ./tests/run-replay.sh $(REPLAY_BIN) && [ $$u = 0 ]
+RUN_E2E  = KVCON_BIN=$(CURDIR)/$(BIN) KVCON_BUILD=$(CURDIR)/$(BUILD) KVCON_CFLAGS="$(CFLAGS)" KVCON_LIBS="$(LIBS)" \
+	./tests/run-e2e.sh
+
 unit: all $(UNIT_BIN) $(REPLAY_BIN)
-	@./tests/run-unit.sh $(UNIT_BIN)
-	@./tests/run-replay.sh $(REPLAY_BIN)
+	@$(RUN_UNIT)
 
 e2e: all
-	@KVCON_BIN=$(CURDIR)/$(BIN) KVCON_BUILD=$(CURDIR)/$(BUILD) KVCON_CFLAGS="$(CFLAGS)" KVCON_LIBS="$(LIBS)" \
-		./tests/run-e2e.sh
+	@./scripts/deps.sh check
+	@$(RUN_E2E)
 
-check: all unit e2e
+# unit then e2e (both, even when the first fails), then the total as the last line. As root, where deps.sh installs
+# every tool a test uses, a skip is a failure unless KVCON_STRICT=0 says otherwise.
+check: all $(UNIT_BIN) $(REPLAY_BIN)
+	@./scripts/deps.sh check
+	@rm -f $(BUILD)/check.counts; \
+	export KVCON_COUNTS=$(CURDIR)/$(BUILD)/check.counts; \
+	[ -n "$${KVCON_STRICT:-}" ] || [ "$$(id -u)" != 0 ] || export KVCON_STRICT=1; \
+	( $(RUN_UNIT) ); ( $(RUN_E2E) ); ./tests/summary.sh $$KVCON_COUNTS
+
+# tests/cleanroom.sh: the README's two commands in a fresh minimal Debian 12 root (root, a few minutes).
+cleanroom:
+	@./tests/cleanroom.sh
 
 # The whole test suite again with AddressSanitizer and UndefinedBehaviorSanitizer.
 SAN = -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
@@ -75,7 +94,8 @@ bench: all
 	@./tests/run-bench.sh
 
 FUZZ_CFLAGS = -O1 -g -fsanitize=fuzzer,address,undefined
-fuzz: $(BUILD)/.deps-ok
+fuzz:
+	@./scripts/deps.sh fuzz
 	$(MAKE) BUILD=build-fuzz CC=clang CFLAGS="-O1 -g -fsanitize=fuzzer-no-link,address,undefined" build-fuzz/libkvcon.a
 	@mkdir -p build-fuzz/fuzz
 	@for f in $(FUZZ_SRC); do n=$$(basename $$f .c); \

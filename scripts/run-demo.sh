@@ -9,10 +9,10 @@ images=${KVCON_ENGINE_IMAGES:-$state/engine-data/images}
 root=$state/engine
 
 echo "run-demo: building the demo guest into $images/kvcon-lab-guest" >&2
-tests/lab/guest.sh "$images/kvcon-lab-guest" >/dev/null
+scripts/demo-guest.sh "$images/kvcon-lab-guest" >/dev/null
 if [ -z "${KVCON_ENGINE_URI:-}" ]; then
 	echo "run-demo: warming the embedded libvirt driver in $root" >&2
-	tests/lab/embed-warm.sh "$root" >/dev/null
+	scripts/embed-warm.sh "$root" >/dev/null
 fi
 # No accelerator choice here: the engine probes KVM itself (once per machine boot, a tiny guest of its own timed
 # under -accel kvm) and runs the demo under TCG, with a notice, where KVM guests would not run.

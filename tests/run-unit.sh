@@ -1,14 +1,17 @@
 #!/bin/sh
-# Runs each unit test binary given on the command line; fails when any fails.
-fail=0
+# Runs each unit test binary given on the command line; fails when any fails. Last line: the counts
+# (tests/counts.sh).
+. "$(dirname "$0")/counts.sh"
+out=$(mktemp)
 for t in "$@"; do
-	if "$t" >/tmp/kvcon-unit.$$ 2>&1; then
-		printf '  PASS %s (%s)\n' "$(basename "$t")" "$(tail -n1 /tmp/kvcon-unit.$$ | sed 's/.*: //')"
+	if "$t" >"$out" 2>&1; then
+		printf '  PASS %s (%s)\n' "$(basename "$t")" "$(tail -n1 "$out" | sed 's/.*: //')"
+		passed=$((passed + 1))
 	else
 		printf '  FAIL %s\n' "$(basename "$t")"
-		cat /tmp/kvcon-unit.$$
-		fail=1
+		cat "$out"
+		failed=$((failed + 1))
 	fi
 done
-rm -f /tmp/kvcon-unit.$$
-exit $fail
+rm -f "$out"
+counts_end

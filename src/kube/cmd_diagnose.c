@@ -105,12 +105,16 @@ static int session_open_engine(struct session *s)
 	}
 	uint64_t deadline = util_now_ms() + SYNC_TIMEOUT_MS * 2;
 	for (int i = 0; i < nuris; i++) {
-		while (!engine_ready(hosts[i]) && util_now_ms() < deadline)
+		/* the first failure is the answer (the engine's errors name the host or the machine's problem) */
+		while (!engine_ready(hosts[i]) && engine_error(hosts[i]) == NULL && util_now_ms() < deadline)
 			loop_once(100);
 		if (!engine_ready(hosts[i])) {
 			const char *why = engine_error(hosts[i]);
 			char *e = util_escape_display(why ? why : "timed out connecting");
-			log_eprintf("kvcon %s: -c %s: %s\n", s->cmd, URI_AT(i), e);
+			if (why)
+				log_eprintf("error: %s\n", e);
+			else
+				log_eprintf("error: %s: %s\n", URI_AT(i), e);
 			free(e);
 			rc = EXIT_API;
 			goto out;

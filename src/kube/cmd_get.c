@@ -896,7 +896,9 @@ int kube_cmd_get(int argc, char **argv)
 	char *err = NULL;
 	g.src = kube_open_ex(g.st, NULL, &ko, &err);
 	if (g.src == NULL) {
-		log_eprintf("error: %s\n", err);
+		char *e = util_escape_display(err);
+		log_eprintf("error: %s\n", e);
+		free(e);
 		free(err);
 		rc = EXIT_API;
 		goto out;

@@ -18,7 +18,9 @@
 
 #define LIST_MAX_MIB 256
 #define OBJECT_MAX_MIB 16
-#define CONNECT_TIMEOUT_MS 10000L
+/* An API server that has not accepted the TCP connection by then is down or filtered: a command says so within
+ * 5 s (the dashboard retries with backoff). */
+#define CONNECT_TIMEOUT_MS 3000L
 
 struct kube_req {
 	struct kube_http *h;
@@ -608,6 +610,25 @@ void kube_http_cancel(struct kube_req *r)
 	req_free(r);
 }
 
+/* A failed transfer in a few words: the usual ways of not reaching a server plainly, anything else as curl says. */
+static void transport_error(struct kube_req *r, CURLcode res, char *out, size_t len)
+{
+	long os_errno = 0;
+	curl_off_t connected_us = 0;
+	curl_easy_getinfo(r->easy, CURLINFO_OS_ERRNO, &os_errno);
+	curl_easy_getinfo(r->easy, CURLINFO_CONNECT_TIME_T, &connected_us);
+	if (res == CURLE_COULDNT_CONNECT && os_errno == ECONNREFUSED)
+		snprintf(out, len, "connection refused");
+	else if (res == CURLE_OPERATION_TIMEDOUT && connected_us == 0)
+		snprintf(out, len, "no answer within %ld s", CONNECT_TIMEOUT_MS / 1000);
+	else if (res == CURLE_COULDNT_RESOLVE_HOST)
+		snprintf(out, len, "cannot resolve the host name");
+	else if (res == CURLE_COULDNT_CONNECT && os_errno != 0)
+		snprintf(out, len, "%s", strerror((int)os_errno));
+	else
+		snprintf(out, len, "%s", r->errbuf[0] ? r->errbuf : curl_easy_strerror(res));
+}
+
 /* Reports completed transfers; a 401 with a refreshable credential is retried once. */
 static void check_done(struct kube_http *h)
 {
@@ -636,7 +657,7 @@ static void check_done(struct kube_http *h)
 				snprintf(msg, sizeof msg, "the response from %s%s exceeds %zu MiB (KVCON_LIST_MAX_MIB)", h->base,
 					 r->path, body_max >> 20);
 			else
-				snprintf(msg, sizeof msg, "%s", r->errbuf[0] ? r->errbuf : curl_easy_strerror(res));
+				transport_error(r, res, msg, sizeof msg);
 			/* a stream cut mid-body still had a status: report the transport failure */
 			finish(r, 0, msg);
 			continue;

@@ -175,17 +175,31 @@ static void disc_done(void *arg, const struct kube_resp *resp)
 	if (resp->status == 404) {
 		msg = xasprintf("KubeVirt (kubevirt.io/v1) is not served by %s", ks->src->server);
 		retry = ks->opts.max_failures == 0;
-	} else if (resp->status == 401 || resp->status == 403) {
+	} else if (resp->status == 401) {
+		char *m = kube_http_error_message(resp);
+		msg = xasprintf("%s refused the credentials of user %s (context %s): %s (401): they are wrong or have "
+				"expired; log in again, or renew the token or certificate in the kubeconfig",
+				ks->src->server, ks->kc->user_name ? ks->kc->user_name : "-", ks->kc->context, m);
+		free(m);
+		retry = ks->opts.max_failures == 0;
+	} else if (resp->status == 403) {
 		char *m = kube_http_error_message(resp);
 		msg = xasprintf("%s: %s", ks->src->server, m);
 		free(m);
 		retry = ks->opts.max_failures == 0;
 	} else {
 		char *m = kube_http_error_message(resp);
-		msg = xasprintf("cannot reach %s: %s", ks->src->server, m);
+		if (resp->status == 0)
+			msg = xasprintf("cannot reach %s (context %s): %s: is the cluster up, and is that the server the "
+					"kubeconfig should name?",
+					ks->src->server, ks->kc->context, m);
+		else
+			msg = xasprintf("cannot reach %s: %s", ks->src->server, m);
 		free(m);
 		ks->disc_failures++;
-		if (ks->opts.max_failures > 0 && ks->disc_failures >= ks->opts.max_failures * (resp->status ? 2 : 1))
+		/* a command gives up at the first server that did not answer (as kubectl does), and after a few
+		 * server errors (each printed as it happens) */
+		if (ks->opts.max_failures > 0 && (resp->status == 0 || ks->disc_failures >= ks->opts.max_failures * 2))
 			retry = false;
 	}
 	log_warn("kube: %s: %s", ks->src->name, msg);

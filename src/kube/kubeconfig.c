@@ -397,9 +397,12 @@ static struct kube_config *load_in_cluster(char **err)
 	const char *port = getenv("KUBERNETES_SERVICE_PORT");
 	if (host == NULL || *host == '\0' || port == NULL || *port == '\0') {
 		const char *env = getenv("KUBECONFIG");
-		*err = env && *env ? xasprintf("none of the KUBECONFIG files exists (%s) and not running in a cluster", env)
+		*err = env && *env ? xasprintf("none of the KUBECONFIG files exists (%s) and not running in a cluster: "
+					       "point $KUBECONFIG or --kubeconfig at a cluster's kubeconfig",
+					       env)
 				   : xstrdup("no kubeconfig (~/.kube/config or $KUBECONFIG) and not running in a cluster "
-					     "(KUBERNETES_SERVICE_HOST unset)");
+					     "(KUBERNETES_SERVICE_HOST unset): point $KUBECONFIG or --kubeconfig at a "
+					     "cluster's kubeconfig (the local engine's VMs: kvcon engine get)");
 		return NULL;
 	}
 	const char *dir = getenv(KUBECONFIG_SA_DIR_ENV);

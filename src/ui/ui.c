@@ -636,7 +636,9 @@ int ui_main(void)
 	loop_init();
 	char *err = NULL;
 	if (sources_open(st, &err) < 0) {
-		log_eprintf("kvcon: %s\n", err ? err : "no source could be opened");
+		char *e = util_escape_display(err ? err : "no source could be opened");
+		log_eprintf("error: %s\n", e);
+		free(e);
 		free(err);
 		store_free(st);
 		return EXIT_API;

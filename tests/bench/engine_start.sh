@@ -22,8 +22,8 @@ cleanup() {
     rm -rf "$T"
 }
 trap cleanup EXIT
-"$ROOT/tests/lab/guest.sh" "$KVCON_ENGINE_IMAGES/kvcon-lab-guest" >/dev/null
-"$ROOT/tests/lab/embed-warm.sh" "$XDG_STATE_HOME/kvcon/engine" >/dev/null
+"$ROOT/scripts/demo-guest.sh" "$KVCON_ENGINE_IMAGES/kvcon-lab-guest" >/dev/null
+"$ROOT/scripts/embed-warm.sh" "$XDG_STATE_HOME/kvcon/engine" >/dev/null
 kv() { "$KV" -c "$URI" "$@" 2>/dev/null; }
 vsh() { LIBVIRT_LOG_OUTPUTS="3:file:$T/virsh.log" virsh -q -c "$URI" "$@"; }
 ms() { date +%s%3N; }

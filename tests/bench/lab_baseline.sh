@@ -37,7 +37,7 @@ xml() { # name
 EOF
 }
 
-eval "$("$LAB/guest.sh" 2>/dev/null)"
+eval "$("$PWD/scripts/demo-guest.sh" 2>/dev/null)"
 echo "lab baselines, $RUNS runs each ($(nproc) cores, TCG, load average $(cut -d" " -f1-3 /proc/loadavg))"
 
 t=()

@@ -35,7 +35,7 @@ on_screen() { screen | grep -qE -- "$1"; }
 fmt='#{pane_title}|#{alternate_on}|#{mouse_any_flag}|#{mouse_sgr_flag}|#{mouse_standard_flag}|#{mouse_button_flag}|#{mouse_all_flag}|#{cursor_flag}|#{keypad_cursor_flag}|#{keypad_flag}|#{insert_flag}|#{wrap_flag}'
 modes() { tmux -L "$sock" display -p -t k "$fmt"; }
 
-eval "$(tests/lab/guest.sh)" || { echo "skip: cannot build the lab guest (no kernel package?)"; exit 77; }
+eval "$(scripts/demo-guest.sh)" || { echo "skip: cannot build the lab guest (no kernel package?)"; exit 77; }
 kver=$(strings "$KVCON_GUEST_KERNEL" | grep -m1 -oE '^[0-9]+\.[0-9]+\.[0-9]+-[0-9]+-[a-z0-9-]+') || fail "no version in the kernel image"
 mkdir -p "$tmp/g" "$tmp/fk"
 eval "$(tests/lab/qemu-guest.sh start "$tmp/g")" || fail "QEMU did not start"

@@ -31,7 +31,7 @@ engine_needs() {
 }
 
 # engine_setup [DIR]: the engine's set-up every engine test shares, under DIR (default $ENGINE_T):
-# XDG_STATE_HOME=DIR/state (records, run dirs, the embedded root), the guest (tests/lab/guest.sh) as a
+# XDG_STATE_HOME=DIR/state (records, run dirs, the embedded root), the guest (scripts/demo-guest.sh) as a
 # kernel-boot image in KVCON_ENGINE_IMAGES=DIR/images, TCG unless KVCON_ENGINE_ACCEL says otherwise.
 # Non-zero when the guest could not be built.
 engine_setup() {
@@ -41,7 +41,7 @@ engine_setup() {
     export KVCON_ENGINE_ACCEL=${KVCON_ENGINE_ACCEL:-tcg}
     mkdir -p "$KVCON_ENGINE_IMAGES/kvcon-lab-guest"
     # built once into build/guest (guest.sh skips a rebuild on its stamp), linked into this test's image dir
-    g=$(cd "$ROOT" && tests/lab/guest.sh >/dev/null && echo "$ROOT/build/guest") || return 1
+    g=$(cd "$ROOT" && scripts/demo-guest.sh >/dev/null && echo "$ROOT/build/guest") || return 1
     ln -f "$g/vmlinuz" "$g/initrd.gz" "$KVCON_ENGINE_IMAGES/kvcon-lab-guest/" 2>/dev/null ||
         cp "$g/vmlinuz" "$g/initrd.gz" "$KVCON_ENGINE_IMAGES/kvcon-lab-guest/"
 }
@@ -49,7 +49,7 @@ engine_setup() {
 # engine_embed_warm: URI, libvirt's embedded driver rooted in this test's state, its capability cache warmed
 engine_embed_warm() {
     URI="qemu:///embed?root=$XDG_STATE_HOME/kvcon/engine"
-    "$ROOT/tests/lab/embed-warm.sh" "$XDG_STATE_HOME/kvcon/engine" >/dev/null
+    "$ROOT/scripts/embed-warm.sh" "$XDG_STATE_HOME/kvcon/engine" >/dev/null
 }
 
 # The embedded driver as this test's host: skips (77) unless root with QEMU and jq; ENGINE_T=/tmp/PREFIX.XXXXXX with

@@ -31,7 +31,7 @@ mig_setup() {
     export KVCON_TWOHOST_DIR=$MT/lab
     trap mig_cleanup EXIT
     export XDG_CONFIG_HOME=$MT/cfg KVCON_ENGINE_ACCEL=tcg
-    engine_setup "$MT" || { echo "guest image could not be built (tests/lab/guest.sh)"; exit 77; }
+    engine_setup "$MT" || { echo "guest image could not be built (scripts/demo-guest.sh)"; exit 77; }
     engine_twohost_up
 }
 

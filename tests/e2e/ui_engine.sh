@@ -1,6 +1,6 @@
 #!/bin/bash
 # Cluster and local engine in one dashboard: fakekube's VMs and an engine VM (embedded libvirt, TCG guest from
-# tests/lab/guest.sh) side by side with a SOURCE column; the engine VM started from the list with `s`, its VM view
+# scripts/demo-guest.sh) side by side with a SOURCE column; the engine VM started from the list with `s`, its VM view
 # progressing, its serial console opened with `c` (the guest's ready marker on screen), then force-stopped.
 . "$(dirname "$0")/engine-lib.bash"
 . "$(dirname "$0")/ui_lib.inc"

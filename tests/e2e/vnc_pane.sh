@@ -9,7 +9,7 @@ command -v qemu-system-x86_64 >/dev/null || { echo "skip: qemu-system-x86_64 not
 G="$W/g"
 qemu_stop() { "$ROOT/tests/lab/qemu-guest.sh" stop "$G" >/dev/null 2>&1; ui_cleanup; }
 trap qemu_stop EXIT
-eval "$("$ROOT/tests/lab/guest.sh")" || { echo "skip: cannot build the lab guest (no kernel package?)"; exit 77; }
+eval "$("$ROOT/scripts/demo-guest.sh")" || { echo "skip: cannot build the lab guest (no kernel package?)"; exit 77; }
 mkdir -p "$G"
 eval "$("$ROOT/tests/lab/qemu-guest.sh" start "$G")" || fail "QEMU did not start"
 "$ROOT/tests/lab/serial-probe" "$QEMU_GUEST_SERIAL" --timeout 60 --ready --quiet || fail "the guest's shell did not answer"

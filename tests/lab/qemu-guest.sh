@@ -69,7 +69,7 @@ cmd_start() {
     local cmdline=${KVCON_GUEST_CMDLINE:-}
     if [[ -z ${KVCON_GUEST_KERNEL:-} || -z ${KVCON_GUEST_INITRD:-} ]]; then
         local env
-        env=$("$HERE/guest.sh") || die "building the guest failed"
+        env=$("$HERE/../../scripts/demo-guest.sh") || die "building the guest failed"
         eval "$env"
     fi
     # a cmdline given by the caller wins over the guest's default

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # selftest.sh - proves the test lab works end to end (run by `make check`):
-#  1. builds the guest (tests/lab/guest.sh);
+#  1. builds the guest (scripts/demo-guest.sh);
 #  2. boots it under plain QEMU (qemu-guest.sh), reads the boot marker and a
 #     command's output over the serial socket, presses the ACPI power button
 #     (QMP system_powerdown): the guest powers off and QEMU exits;
@@ -88,9 +88,9 @@ EOF
 }
 
 # ---------------------------------------------------------------- 1. guest
-env=$("$LAB/guest.sh") || fail "guest.sh failed"
+env=$("$HERE/../../scripts/demo-guest.sh") || fail "demo-guest.sh failed"
 eval "$env"
-[[ -s $KVCON_GUEST_KERNEL && -s $KVCON_GUEST_INITRD ]] || fail "guest.sh printed no kernel/initrd"
+[[ -s $KVCON_GUEST_KERNEL && -s $KVCON_GUEST_INITRD ]] || fail "demo-guest.sh printed no kernel/initrd"
 step "guest built (cached after the first run)"
 
 # ---------------------------------------------------------------- 2. QEMU
@@ -145,7 +145,7 @@ step "private libvirtd down, nothing left"
 # ---------------------------------------------------------------- embedded
 # one shared capability cache, a root per test (libvirt locks a root while
 # a process has it open)
-euri=$("$LAB/embed-warm.sh" "$WORK/embed")
+euri=$("$HERE/../../scripts/embed-warm.sh" "$WORK/embed")
 step "embed-warm.sh on a new root"
 domain_xml kvlab-emb >"$WORK/emb.xml"
 # one virsh session: the root is locked while a process has it open

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # embed-warm.sh - make `qemu:///embed?root=ROOT` fast to use from the first call.
 #
-#   tests/lab/embed-warm.sh ROOT        prints the URI
+#   scripts/embed-warm.sh ROOT          prints the URI (`make run`, and the tests' embedded roots)
 #
 # Two things made the first use of a new root take ~50 s here:
 #  1. Without ROOT/etc/qemu.conf the driver runs QEMU as libvirt-qemu, which
@@ -12,17 +12,29 @@
 #     the cache is valid at once.
 #  2. The probe itself (~4 s for qemu-system-x86_64): the cache file is the
 #     same one a lab libvirtd writes, so it is shared through
-#     build/cache/libvirt-qemu-caps and copied in.
+#     build/cache/libvirt-qemu-caps (tests/lab/lib.sh's LAB_CAPS) and copied in.
 # So: write ROOT/etc/qemu.conf when it is missing (root, no security driver,
 # stdio_handler "file" since no virtlogd serves an embedded driver, no
 # cgroups), seed the cache, then let libvirt confirm it (or probe once and
 # share the result). Idempotent; run it before every test that uses ROOT.
 set -euo pipefail
 
-LAB_PROG=embed-warm.sh
-LAB_ROOT=$(cd "$(dirname "$0")/../.." && pwd)
-# shellcheck source=tests/lab/lib.sh
-. "$LAB_ROOT/tests/lab/lib.sh"
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+# the capability cache the test lab's daemons share (tests/lab/lib.sh)
+LAB_CAPS=${KVCON_CACHE_DIR:-$ROOT/build/cache}/libvirt-qemu-caps
+lab_log() { echo "embed-warm.sh: $*" >&2; }
+lab_die() { lab_log "ERROR: $*"; exit 1; }
+lab_ms() { date +%s%3N; }
+lab_caps_save() {
+    local d=$1 f tmp
+    mkdir -p "$LAB_CAPS"
+    for f in "$d"/cache/qemu/capabilities/*.xml; do
+        [[ -s $f ]] || continue
+        cmp -s "$f" "$LAB_CAPS/${f##*/}" && continue
+        tmp=$(mktemp "$LAB_CAPS/.tmp.XXXXXX")
+        cp "$f" "$tmp" && mv -f "$tmp" "$LAB_CAPS/${f##*/}"
+    done
+}
 
 root=${1:-}
 [[ -n $root ]] || { echo "usage: $0 ROOT" >&2; exit 2; }
@@ -36,7 +48,7 @@ t0=$(lab_ms)
 mkdir -p "$root/etc" "$root/cache/qemu/capabilities"
 if [[ ! -e $root/etc/qemu.conf ]]; then
     cat >"$root/etc/qemu.conf" <<'EOF'
-# written by tests/lab/embed-warm.sh: TCG-friendly embedded QEMU driver
+# written by scripts/embed-warm.sh: TCG-friendly embedded QEMU driver
 user = "root"
 group = "root"
 dynamic_ownership = 0

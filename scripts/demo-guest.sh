@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
-# guest.sh - builds the tiny test guest every kvcon lab test boots:
+# demo-guest.sh - builds the tiny guest `make run`'s demo VM boots, and every kvcon lab test too:
 #   OUTDIR/vmlinuz    Debian's cloud kernel (linux-image-<ver>-cloud-amd64)
 #   OUTDIR/initrd.gz  busybox-static + busybox init: shell on ttyS0 and on tty1
 #   OUTDIR/cmdline    the kernel arguments to boot it with
 #   OUTDIR/guest.env  the three as shell assignments (also printed on stdout)
 #
-#   tests/lab/guest.sh [OUTDIR]            default OUTDIR: build/guest
-#   eval "$(tests/lab/guest.sh)"           -> KVCON_GUEST_KERNEL/INITRD/CMDLINE
+#   scripts/demo-guest.sh [OUTDIR]         default OUTDIR: build/guest
+#   eval "$(scripts/demo-guest.sh)"        -> KVCON_GUEST_KERNEL/INITRD/CMDLINE
 #
 # The guest prints "KVCON-GUEST-READY" on ttyS0 each time its serial shell
 # (re)starts, and a banner on the VGA text console (tty1) for VNC tests.
@@ -18,12 +18,12 @@
 set -euo pipefail
 
 HERE=$(cd "$(dirname "$0")" && pwd)
-ROOT=$(cd "$HERE/../.." && pwd)
+ROOT=$(cd "$HERE/.." && pwd)
 OUT=${1:-$ROOT/build/guest}
 CACHE=${KVCON_CACHE_DIR:-$ROOT/build/cache}
 CMDLINE='console=tty0 console=ttyS0 quiet panic=-1'
 
-log() { echo "guest.sh: $*" >&2; }
+log() { echo "demo-guest.sh: $*" >&2; }
 die() { log "ERROR: $*"; exit 1; }
 
 mkdir -p "$OUT" "$CACHE"
