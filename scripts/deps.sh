@@ -57,6 +57,7 @@ xorriso
 dosfstools
 jq
 tar
+python3-yaml
 time
 bc
 groff-base

@@ -10,11 +10,14 @@
 #include "cmd/cmd_logs.h"
 #include "cmd/cmd_wait.h"
 #include "core/log.h"
+#include "core/kargs.h"
 #include "core/opts.h"
 #include "core/xmalloc.h"
 #include "engine/cli.h"
 #include "kube/cmd_diagnose.h"
 #include "kube/cmd_get.h"
+#include "kube/kget.h"
+#include "core/log.h"
 #include "ui/ui.h"
 
 #ifndef KVCON_VERSION
@@ -26,9 +29,9 @@ static int cmd_help(int argc, char **argv);
 
 /* Subcommands: one row each. */
 static const struct cmd_entry commands[] = {
-	{ "version", cmd_version, "", "print kvcon's version", NULL },
-	{ "get", kube_cmd_get, "vm|vmi|pod|event [-l SEL] [-o FMT] [-w] [--watch-for S] [--timeout S]",
-	  "list KubeVirt objects like kubectl get (-o table|wide|json|name)", NULL },
+	{ "version", cmd_version, "[--client]", "client version, and the server's where a cluster is configured", NULL },
+	{ "get", kube_cmd_get, "KIND[,KIND] [NAME...] [-o FMT] [-l SEL] [-w]",
+	  "list objects like kubectl get (-o wide|json|yaml|name|jsonpath=|custom-columns=)", NULL },
 	{ "help", cmd_help, "", "show this help", NULL },
 	{ "console", concmd_main, "NS/NAME [--timeout S] [--log FILE]",
 	  "the guest's serial console full-screen (Ctrl+] exits)", NULL },
@@ -69,7 +72,9 @@ static const struct {
 	{ NULL, "--readonly", 0, "          refuse every mutating action" },
 	{ NULL, "--theme", 1, "NAME           colour theme (default, dark, light, mono)" },
 	{ NULL, "--log-file", 1, "FILE        log file (default: $XDG_STATE_HOME/kvcon/kvcon.log)" },
-	{ "-v", "--verbose", 0, "           more logging (repeatable)" },
+	{ "-v", "--v", 1, "N                log verbosity (-v N, --v=N; -v alone: 1)" },
+	{ NULL, "--verbose", 0, "           more logging (repeatable)" },
+	{ NULL, "--version", 0, "           the same as the version command" },
 	{ "-h", "--help", 0, "              this help" },
 };
 #define NGLOBALS (sizeof globals / sizeof globals[0])
@@ -92,10 +97,29 @@ static void usage(FILE *f)
 
 static int cmd_version(int argc, char **argv)
 {
-	(void)argc;
-	(void)argv;
-	printf("kvcon %s\n", KVCON_VERSION);
-	return EXIT_OK;
+	bool client_only = false;
+	for (int i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "--client") == 0 || strcmp(argv[i], "--client=true") == 0) {
+			client_only = true;
+		} else {
+			log_eprintf("error: unknown flag: %s\n", argv[i]);
+			return EXIT_USAGE;
+		}
+	}
+	printf("Client Version: v%s\n", KVCON_VERSION);
+	fflush(stdout);
+	if (client_only)
+		return EXIT_OK;
+	char *ver = NULL, *err = NULL;
+	int rc = kget_server_version(&ver, &err);
+	if (rc == 0)
+		printf("Server Version: %s\n", ver);
+	else if (rc < 0)
+		log_eprintf("error: %s\n", err);
+	/* rc 1: no cluster configured; the client version is all there is */
+	free(ver);
+	free(err);
+	return rc < 0 ? EXIT_API : EXIT_OK;
 }
 
 static int cmd_help(int argc, char **argv)
@@ -130,6 +154,40 @@ static void set_global(struct kvcon_opts *o, size_t g, const char *val)
 		o->log = xstrdup(val);
 	else if (strcmp(l, "--verbose") == 0)
 		o->verbose++;
+	else if (strcmp(l, "--v") == 0)
+		o->verbose = atoi(val);
+}
+
+/* -v N, -vN, -v=N, --v=N, --v N as kubectl; a bare -v (not followed by a number) or -vv... count up. Returns true
+ * when argv[*i] was a verbosity option (consumed). */
+static bool verbosity(int argc, char **argv, int *i, struct kvcon_opts *o)
+{
+	const char *a = argv[*i];
+	if (strcmp(a, "-v") == 0 || strcmp(a, "--v") == 0) {
+		const char *n = *i + 1 < argc ? argv[*i + 1] : NULL;
+		if (n && n[0] >= '0' && n[0] <= '9' && strspn(n, "0123456789") == strlen(n)) {
+			o->verbose = atoi(n);
+			*i += 1;
+		} else {
+			o->verbose++;
+		}
+		return true;
+	}
+	if (strncmp(a, "--v=", 4) == 0 || strncmp(a, "-v=", 3) == 0) {
+		o->verbose = atoi(strchr(a, '=') + 1);
+		return true;
+	}
+	if (a[0] == '-' && a[1] == 'v' && a[2]) {
+		if (strspn(a + 2, "0123456789") == strlen(a + 2)) {
+			o->verbose = atoi(a + 2);
+			return true;
+		}
+		if (strspn(a + 1, "v") == strlen(a + 1)) {
+			o->verbose += (int)strlen(a + 1);
+			return true;
+		}
+	}
+	return false;
 }
 
 /* Removes global options from argv (anywhere, "--" stops), leaving the subcommand and its own arguments.
@@ -162,6 +220,12 @@ static int parse_globals(int argc, char **argv, struct kvcon_opts *o)
 			argv[out++] = argv[i];
 			continue;
 		}
+		if (verbosity(argc, argv, &i, o))
+			continue;
+		if (strcmp(a, "--version") == 0) {
+			argv[out++] = (char *)"version";
+			continue;
+		}
 		size_t g;
 		const char *val = NULL;
 		for (g = 0; g < NGLOBALS; g++) {
@@ -171,6 +235,11 @@ static int parse_globals(int argc, char **argv, struct kvcon_opts *o)
 				break;
 			if (globals[g].arg && strncmp(a, l, ll) == 0 && a[ll] == '=') {
 				val = a + ll + 1;
+				break;
+			}
+			/* -nNS and -n=NS */
+			if (globals[g].arg && globals[g].s && strncmp(a, globals[g].s, 2) == 0 && a[2]) {
+				val = a[2] == '=' ? a + 3 : a + 2;
 				break;
 			}
 		}
@@ -188,7 +257,7 @@ static int parse_globals(int argc, char **argv, struct kvcon_opts *o)
 		}
 		if (globals[g].arg && val == NULL) {
 			if (i + 1 >= argc) {
-				log_eprintf("kvcon: %s needs a value\n", a);
+				log_eprintf("error: flag needs an argument: %s\n", a);
 				return -1;
 			}
 			val = argv[++i];
@@ -203,10 +272,8 @@ int main(int argc, char **argv)
 {
 	struct kvcon_opts *o = opts_global();
 	int n = parse_globals(argc - 1, argv + 1, o);
-	if (n < 0) {
-		usage(stderr);
+	if (n < 0)
 		return EXIT_USAGE;
-	}
 	engine_cli_config_hosts(o);
 	char **args = argv + 1;
 	if (n > 0 && (strcmp(args[0], "-h") == 0 || strcmp(args[0], "--help") == 0)) {
@@ -218,7 +285,6 @@ int main(int argc, char **argv)
 	for (size_t i = 0; i < NCOMMANDS; i++)
 		if (strcmp(args[0], commands[i].name) == 0)
 			return commands[i].fn(n, args);
-	log_eprintf("kvcon: unknown command '%s'\n", args[0]);
-	usage(stderr);
+	log_eprintf("error: unknown command \"%s\" for \"kvcon\"\nRun 'kvcon --help' for usage.\n", args[0]);
 	return EXIT_USAGE;
 }

@@ -23,7 +23,8 @@ struct kvcon_opts {
 struct kvcon_opts *opts_global(void);
 
 /* Exit codes shared by every subcommand. */
-enum { EXIT_OK = 0, EXIT_API = 1, EXIT_USAGE = 2, EXIT_STALLED = 3 };
+/* Usage errors exit 1 as kubectl, virtctl and virsh do. */
+enum { EXIT_OK = 0, EXIT_API = 1, EXIT_USAGE = 1, EXIT_STALLED = 3 };
 
 struct cmd_entry {
 	const char *name;

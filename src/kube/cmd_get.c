@@ -14,6 +14,8 @@
 #include "core/opts.h"
 #include "core/util.h"
 #include "core/xmalloc.h"
+#include "core/kargs.h"
+#include "kube/kget.h"
 #include "kube/kube.h"
 #include "model/source.h"
 #include "model/store.h"
@@ -33,6 +35,7 @@ struct get_ctx {
 	struct store *st;
 	struct source *src;
 	bool header_done;
+	bool summary; /* -o summary: kvcon's flat JSON summary of the store's objects */
 	int64_t now;
 };
 
@@ -538,8 +541,12 @@ static void on_change(void *arg, enum obj_kind kind, const struct obj *old, cons
 
 static void get_usage(FILE *f)
 {
-	fprintf(f, "usage: kvcon get vm|vmi|pod|event [-n NS | -A] [-l SELECTOR] [-o table|wide|json|name] [-w]\n"
-		   "                 [--watch-for SECONDS] [--timeout SECONDS]\n");
+	fprintf(f, "usage: kvcon get KIND[,KIND...] [NAME...] [-n NS | -A] [-l SELECTOR] [--field-selector SEL]\n"
+		   "                 [-o wide|json|yaml|name|jsonpath=TEMPLATE|custom-columns=SPEC|summary]\n"
+		   "                 [--no-headers] [--show-labels] [-L KEY,...] [--sort-by JSONPATH]\n"
+		   "                 [-w] [--watch-for SECONDS] [--timeout SECONDS]\n"
+		   "kinds: virtualmachines (vm), virtualmachineinstances (vmi), virtualmachineinstancemigrations (vmim),\n"
+		   "       pods (po), events (ev), nodes (no), namespaces (ns)\n");
 }
 
 static int parse_kind(const char *s, enum obj_kind *out)
@@ -553,85 +560,263 @@ static int parse_kind(const char *s, enum obj_kind *out)
 	return -1;
 }
 
-static const struct {
-	const char *name;
-	enum out_fmt fmt;
-} formats[] = {
-	{ "table", OUT_TABLE }, { "wide", OUT_WIDE }, { "json", OUT_JSON }, { "name", OUT_NAME },
+enum {
+	O_OUTPUT,
+	O_SELECTOR,
+	O_FIELD_SELECTOR,
+	O_ALL_NS,
+	O_NAMESPACE,
+	O_NO_HEADERS,
+	O_SHOW_LABELS,
+	O_LABEL_COLS,
+	O_SORT_BY,
+	O_WATCH,
+	O_WATCH_FOR,
+	O_TIMEOUT,
+	O_HELP,
 };
 
-static int parse_args(int argc, char **argv, struct get_ctx *g, char **selector)
+static const struct karg_opt get_opts[] = {
+	{ 'o', "output", KARG_VALUE, O_OUTPUT },
+	{ 'l', "selector", KARG_VALUE, O_SELECTOR },
+	{ 0, "field-selector", KARG_VALUE, O_FIELD_SELECTOR },
+	{ 'A', "all-namespaces", KARG_FLAG, O_ALL_NS },
+	{ 'n', "namespace", KARG_VALUE, O_NAMESPACE },
+	{ 0, "no-headers", KARG_FLAG, O_NO_HEADERS },
+	{ 0, "show-labels", KARG_FLAG, O_SHOW_LABELS },
+	{ 'L', "label-columns", KARG_VALUE, O_LABEL_COLS },
+	{ 0, "sort-by", KARG_VALUE, O_SORT_BY },
+	{ 'w', "watch", KARG_FLAG, O_WATCH },
+	{ 0, "watch-for", KARG_VALUE, O_WATCH_FOR },
+	{ 0, "timeout", KARG_VALUE, O_TIMEOUT },
+	{ 'h', "help", KARG_FLAG, O_HELP },
+	{ 0, NULL, 0, 0 },
+};
+
+struct get_args {
+	struct kget_opts ko;
+	struct buf sel;
+	char *kinds_arg;
+};
+
+static int parse_output(const char *val, struct get_ctx *g, struct kget_opts *ko)
 {
-	bool have_kind = false;
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i];
-		const char *val = NULL;
-		if (strcmp(a, "-l") == 0 || strcmp(a, "--selector") == 0 || strcmp(a, "-o") == 0 ||
-		    strcmp(a, "--output") == 0 || strcmp(a, "--watch-for") == 0 || strcmp(a, "--timeout") == 0) {
-			if (i + 1 >= argc) {
-				log_eprintf("kvcon get: %s needs a value\n", a);
-				return -1;
-			}
-			val = argv[++i];
-		} else if (util_has_prefix(a, "--selector=") || util_has_prefix(a, "--output=") ||
-			   util_has_prefix(a, "--watch-for=") || util_has_prefix(a, "--timeout=")) {
-			val = strchr(a, '=') + 1;
-		} else if (util_has_prefix(a, "-o") && a[2]) {
-			val = a + 2;
-		}
-		if (strcmp(a, "-l") == 0 || util_has_prefix(a, "--selector")) {
-			free(*selector);
-			*selector = xstrdup(val);
-		} else if (util_has_prefix(a, "-o") || util_has_prefix(a, "--output")) {
-			size_t f;
-			for (f = 0; f < sizeof formats / sizeof formats[0]; f++)
-				if (strcmp(val, formats[f].name) == 0)
-					break;
-			if (f == sizeof formats / sizeof formats[0]) {
-				log_eprintf("kvcon get: unknown output format '%s' (table, wide, json, name)\n", val);
-				return -1;
-			}
+	static const struct {
+		const char *name;
+		enum out_fmt fmt;
+		enum kget_fmt kf;
+	} formats[] = {
+		{ "table", OUT_TABLE, KGET_TABLE }, { "wide", OUT_WIDE, KGET_WIDE },	{ "json", OUT_TABLE, KGET_JSON },
+		{ "yaml", OUT_TABLE, KGET_YAML },   { "name", OUT_NAME, KGET_NAME },	{ "summary", OUT_JSON, KGET_TABLE },
+	};
+	for (size_t f = 0; f < sizeof formats / sizeof formats[0]; f++)
+		if (strcmp(val, formats[f].name) == 0) {
 			g->fmt = formats[f].fmt;
-		} else if (util_has_prefix(a, "--watch-for")) {
-			char *end;
-			long v = strtol(val, &end, 10);
-			if (*val == '\0' || *end || v < 0 || v > 86400 * 365) {
-				log_eprintf("kvcon get: --watch-for needs a number of seconds\n");
-				return -1;
+			ko->fmt = formats[f].kf;
+			g->summary = strcmp(val, "summary") == 0;
+			return 0;
+		}
+	if (util_has_prefix(val, "jsonpath=") || util_has_prefix(val, "custom-columns=")) {
+		bool jp = val[0] == 'j';
+		ko->fmt = jp ? KGET_JSONPATH : KGET_CUSTOM;
+		ko->fmt_arg = strchr(val, '=') + 1;
+		return 0;
+	}
+	log_eprintf("error: unable to match a printer suitable for the output format \"%s\", allowed formats are: "
+		    "custom-columns,json,jsonpath,name,summary,wide,yaml\n", val);
+	return -1;
+}
+
+static int parse_seconds(const char *name, const char *val, long min, long *out)
+{
+	char *end;
+	long v = strtol(val, &end, 10);
+	if (*val == '\0' || *end || v < min || v > 86400 * 365) {
+		log_eprintf("error: %s needs a number of seconds\n", name);
+		return -1;
+	}
+	*out = v;
+	return 0;
+}
+
+static int parse_args(int argc, char **argv, struct get_ctx *g, struct get_args *a)
+{
+	struct karg k;
+	struct kvcon_opts *go = opts_global();
+	struct kget_opts *ko = &a->ko;
+	karg_init(&k, argc, argv, get_opts);
+	int id;
+	while ((id = karg_next(&k)) != KARG_END) {
+		switch (id) {
+		case KARG_ERR:
+			log_eprintf("error: %s\n", k.err);
+			return -1;
+		case KARG_POS:
+			if (a->kinds_arg == NULL)
+				a->kinds_arg = xstrdup(k.val);
+			else {
+				ko->names = xreallocarray(ko->names, (size_t)ko->nnames + 1, sizeof *ko->names);
+				ko->names[ko->nnames++] = xstrdup(k.val);
 			}
-			g->watch_for = v;
-		} else if (util_has_prefix(a, "--timeout")) {
-			char *end;
-			long v = strtol(val, &end, 10);
-			if (*val == '\0' || *end || v <= 0 || v > 86400) {
-				log_eprintf("kvcon get: --timeout needs a number of seconds\n");
+			break;
+		case O_OUTPUT:
+			if (parse_output(k.val, g, ko) < 0)
 				return -1;
+			break;
+		case O_SELECTOR: /* repeated: the last one counts, as in kubectl */
+			buf_reset(&a->sel);
+			buf_add_str(&a->sel, k.val);
+			break;
+		case O_FIELD_SELECTOR:
+			ko->field_selector = k.val;
+			break;
+		case O_ALL_NS:
+			go->all_ns = karg_bool(&k);
+			break;
+		case O_NAMESPACE:
+			free(go->ns);
+			go->ns = xstrdup(k.val);
+			break;
+		case O_NO_HEADERS:
+			ko->no_headers = karg_bool(&k);
+			break;
+		case O_SHOW_LABELS:
+			ko->show_labels = karg_bool(&k);
+			break;
+		case O_LABEL_COLS: {
+			char *s = xstrdup(k.val), *save = NULL;
+			for (char *t = strtok_r(s, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+				ko->label_cols = xreallocarray(ko->label_cols, (size_t)ko->nlabel_cols + 1, sizeof *ko->label_cols);
+				ko->label_cols[ko->nlabel_cols++] = xstrdup(t);
 			}
-			g->timeout = v;
-		} else if (strcmp(a, "-w") == 0 || strcmp(a, "--watch") == 0) {
-			g->watch = true;
-		} else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+			free(s);
+			break;
+		}
+		case O_SORT_BY:
+			ko->sort_by = k.val;
+			break;
+		case O_WATCH:
+			g->watch = karg_bool(&k);
+			break;
+		case O_WATCH_FOR:
+			if (parse_seconds("--watch-for", k.val, 0, &g->watch_for) < 0)
+				return -1;
+			break;
+		case O_TIMEOUT:
+			if (parse_seconds("--timeout", k.val, 1, &g->timeout) < 0)
+				return -1;
+			break;
+		case O_HELP:
 			get_usage(stdout);
 			exit(EXIT_OK);
-		} else if (a[0] == '-') {
-			log_eprintf("kvcon get: unknown option '%s'\n", a);
-			return -1;
-		} else if (!have_kind) {
-			if (parse_kind(a, &g->kind) < 0) {
-				log_eprintf("kvcon get: unknown resource '%s' (vm, vmi, pod, event)\n", a);
-				return -1;
-			}
-			have_kind = true;
-		} else {
-			log_eprintf("kvcon get: unexpected argument '%s'\n", a);
-			return -1;
 		}
 	}
-	if (!have_kind) {
-		log_eprintf("kvcon get: which resource? (vm, vmi, pod, event)\n");
+	if (a->kinds_arg == NULL) {
+		log_eprintf("error: you must specify the type of resource to get. Kinds: vm, vmi, vmim, pod, event, node, "
+			    "namespace\n");
+		return -1;
+	}
+	/* KIND/NAME forms (vm/a vmi/b) as kubectl takes them: then every argument is one */
+	if (strchr(a->kinds_arg, '/')) {
+		int n = ko->nnames + 1;
+		char **all = xcalloc((size_t)n, sizeof *all);
+		all[0] = a->kinds_arg;
+		for (int i = 0; i < ko->nnames; i++)
+			all[i + 1] = ko->names[i];
+		free(ko->names);
+		ko->names = xcalloc((size_t)n, sizeof *ko->names);
+		ko->nnames = 0;
+		ko->pairs = true;
+		int bad = 0;
+		for (int i = 0; i < n; i++) {
+			char *slash = strchr(all[i], '/');
+			const struct kget_kind *kk = slash ? (*slash = '\0', kget_kind_find(all[i])) : NULL;
+			if (bad == 0 && (slash == NULL || slash[1] == '\0')) {
+				char *e = util_escape_display(all[i]);
+				log_eprintf("error: arguments in resource/name form must have a single resource and name: %s\n", e);
+				free(e);
+				bad = 1;
+			} else if (bad == 0 && kk == NULL) {
+				char *e = util_escape_display(all[i]);
+				log_eprintf("error: the server doesn't have a resource type \"%s\"\n", e);
+				free(e);
+				bad = 1;
+			} else if (bad == 0 && ko->nkinds < KGET_MAX_KINDS) {
+				ko->kinds[ko->nkinds++] = kk;
+				ko->names[ko->nnames++] = xstrdup(slash + 1);
+			}
+			free(all[i]); /* all[0] is kinds_arg */
+		}
+		free(all);
+		a->kinds_arg = xstrdup("");
+		if (bad)
+			return -1;
+	} else {
+		char *save = NULL;
+		for (char *t = strtok_r(a->kinds_arg, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+			const struct kget_kind *kk = kget_kind_find(t);
+			if (kk == NULL) {
+				char *e = util_escape_display(t);
+				log_eprintf("error: the server doesn't have a resource type \"%s\"\n", e);
+				free(e);
+				return -1;
+			}
+			if (ko->nkinds < KGET_MAX_KINDS)
+				ko->kinds[ko->nkinds++] = kk;
+		}
+	}
+	if (ko->nkinds == 0) {
+		log_eprintf("error: you must specify the type of resource to get\n");
+		return -1;
+	}
+	if (go->all_ns && ko->nnames > 0) {
+		log_eprintf("error: a resource cannot be retrieved by name across all namespaces\n");
+		return -1;
+	}
+	if (ko->nkinds > 1 && ko->nnames > 0 && !ko->pairs) {
+		log_eprintf("error: there is no need to specify a resource type as a separate argument when passing "
+			    "arguments in resource/name form\n");
+		return -1;
+	}
+	ko->selector = a->sel.len ? a->sel.data : NULL;
+	ko->timeout = g->timeout;
+	if (parse_kind(ko->kinds[0]->plural, &g->kind) < 0)
+		g->kind = OBJ_KIND_COUNT;
+	char *err = kget_check(ko);
+	if (err) {
+		log_eprintf("error: %s\n", err);
+		free(err);
 		return -1;
 	}
 	return 0;
+}
+
+/* The store (and its reflectors) serves the plain tables of one of its four kinds, -w, --watch-for and -o summary;
+ * every other form (-o wide included: the server's columns, as kubectl) reads the API's own objects (kget). */
+static bool use_store(const struct get_ctx *g, const struct get_args *a)
+{
+	const struct kget_opts *ko = &a->ko;
+	if (g->summary)
+		return true;
+	if (g->watch) /* -w: tables and names from the store, the API's objects' formats from kget */
+		return ko->fmt == KGET_TABLE || ko->fmt == KGET_WIDE || ko->fmt == KGET_NAME;
+	if (g->watch_for >= 0)
+		return true;
+	return ko->nkinds == 1 && g->kind < OBJ_KIND_COUNT && ko->nnames == 0 &&
+	       (ko->fmt == KGET_TABLE || ko->fmt == KGET_NAME) && !ko->field_selector &&
+	       !ko->no_headers && !ko->show_labels && ko->nlabel_cols == 0 && !ko->sort_by;
+}
+
+static void get_args_free(struct get_args *a)
+{
+	for (int i = 0; i < a->ko.nnames; i++)
+		free(a->ko.names[i]);
+	free(a->ko.names);
+	for (int i = 0; i < a->ko.nlabel_cols; i++)
+		free(a->ko.label_cols[i]);
+	free(a->ko.label_cols);
+	buf_free(&a->sel);
+	free(a->kinds_arg);
 }
 
 static bool failed(const struct get_ctx *g, unsigned kinds_mask, const char **msg)
@@ -657,14 +842,42 @@ static void on_deadline(void *arg)
 int kube_cmd_get(int argc, char **argv)
 {
 	struct get_ctx g = { .watch_for = -1, .timeout = GET_TIMEOUT_S };
+	struct get_args a = { 0 };
 	char *selector = NULL;
 	int rc = EXIT_OK;
-	if (parse_args(argc, argv, &g, &selector) < 0) {
-		get_usage(stderr);
-		free(selector);
+	buf_init(&a.sel);
+	if (parse_args(argc, argv, &g, &a) < 0) {
+		get_args_free(&a);
 		return EXIT_USAGE;
 	}
 	struct kvcon_opts *o = opts_global();
+	a.ko.watch = g.watch;
+	a.ko.watch_for = g.watch_for;
+	if (!use_store(&g, &a) && g.watch && (a.ko.nkinds > 1 || a.ko.nnames > 0)) {
+		log_eprintf("error: -w watches one kind (no names)\n");
+		get_args_free(&a);
+		return EXIT_USAGE;
+	}
+	if (!use_store(&g, &a)) {
+		if (o->log)
+			log_open(o->log);
+		log_set_stderr_level(o->verbose ? LOG_INFO : LOG_ERROR + 1);
+		mallopt(M_MXFAST, 0); /* json-c's many small nodes per page: see below */
+		loop_init();
+		rc = kget_run(&a.ko);
+		loop_fini();
+		get_args_free(&a);
+		return rc;
+	}
+	if (g.kind >= OBJ_KIND_COUNT || a.ko.nkinds > 1 || a.ko.nnames > 0 ||
+	    !(a.ko.fmt == KGET_TABLE || a.ko.fmt == KGET_WIDE || a.ko.fmt == KGET_NAME)) {
+		log_eprintf("error: -w with a table or names, and --watch-for, take one kind of vm, vmi, pod or event "
+			    "(no names)\n");
+		get_args_free(&a);
+		return EXIT_USAGE;
+	}
+	selector = a.ko.selector ? xstrdup(a.ko.selector) : NULL;
+	get_args_free(&a);
 	g.all_ns = o->all_ns;
 	if (o->log)
 		log_open(o->log);
@@ -698,7 +911,7 @@ int kube_cmd_get(int argc, char **argv)
 			for (int k = 0; k < OBJ_KIND_COUNT; k++)
 				if ((mask & KUBE_KIND_BIT(k)) && g.src->health[k].message)
 					why = g.src->health[k].message;
-			log_eprintf("kvcon get: gave up after %ld s: %s\n", g.timeout, why);
+			log_eprintf("error: gave up after %ld s: %s\n", g.timeout, why);
 			rc = EXIT_API;
 			goto out;
 		}
@@ -713,7 +926,7 @@ int kube_cmd_get(int argc, char **argv)
 	}
 	if (g.src->notice) {
 		char *e = util_escape_display(g.src->notice);
-		log_eprintf("kvcon get: %s\n", e);
+		log_eprintf("error: %s\n", e);
 		free(e);
 	}
 	if (g.watch_for < 0 && !g.watch) {
@@ -731,7 +944,7 @@ int kube_cmd_get(int argc, char **argv)
 		print_store(&g);
 		if (failed(&g, mask, &msg)) {
 			char *e = util_escape_display(msg);
-			log_eprintf("kvcon get: the watch ended in error: %s\n", e);
+			log_eprintf("error: the watch ended in error: %s\n", e);
 			free(e);
 			rc = EXIT_API;
 		}

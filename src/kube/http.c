@@ -26,7 +26,7 @@ struct kube_req {
 	struct kube_http *h;
 	CURL *easy;
 	struct curl_slist *hdrs;
-	char *method, *path, *ctype;
+	char *method, *path, *ctype, *accept;
 	char *body;
 	size_t body_len;
 	long timeout_ms;
@@ -296,6 +296,7 @@ static void req_free(struct kube_req *r)
 	free(r->method);
 	free(r->path);
 	free(r->ctype);
+	free(r->accept);
 	free(r->body);
 	buf_free(&r->resp);
 	free(r);
@@ -497,7 +498,9 @@ static void launch(struct kube_req *r)
 	r->status = 0;
 	r->retry_after = -1;
 	buf_reset(&r->resp);
-	r->hdrs = curl_slist_append(NULL, "Accept: application/json");
+	char *acc = xasprintf("Accept: %s", r->accept ? r->accept : "application/json");
+	r->hdrs = curl_slist_append(NULL, acc);
+	free(acc);
 	if (kube_http_setup_easy(h, e, &r->hdrs, &err) < 0) {
 		finish(r, 0, err);
 		free(err);
@@ -552,6 +555,7 @@ struct kube_req *kube_http_start(struct kube_http *h, const struct kube_http_req
 	r->method = xstrdup(q->method ? q->method : "GET");
 	r->path = xstrdup(q->path);
 	r->ctype = xstrdup0(q->content_type);
+	r->accept = xstrdup0(q->accept);
 	if (q->body) {
 		r->body = xmalloc(q->body_len + 1);
 		memcpy(r->body, q->body, q->body_len);

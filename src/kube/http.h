@@ -46,6 +46,7 @@ struct kube_http_req {
 	const char *body;         /* copied */
 	size_t body_len;
 	const char *content_type; /* default application/json when a body is given */
+	const char *accept;       /* NULL: application/json */
 	long timeout_ms;          /* whole transfer; 0: none (watches) */
 	kube_http_chunk_cb on_chunk; /* set: 2xx bodies are streamed through it instead of collected */
 	kube_http_done_cb on_done;

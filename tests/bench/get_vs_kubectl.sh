@@ -1,6 +1,6 @@
 #!/bin/bash
 # kvcon get vs kubectl get against fakekube with BENCH_VMS (default 10,000) VMs and their VMIs and launcher pods:
-# wall time and peak RSS of `kvcon get vmi -A -o name` and `kubectl get vmi -A -o name` in the same run
+# wall time and peak RSS of `kvcon get vmi -A -o name|json` and `kubectl get vmi -A -o name|json` in the same run
 # (BENCH_RUNS alternating runs each after one warm-up, median wall time, largest peak RSS), then the store's
 # memory per object and watch events applied per second (tests/bench/watch_replay.c loading /fake/state as list
 # pages, and as ADDED then MODIFIED watch streams, through the reflector's list path or line parser, the decoder and
@@ -24,26 +24,40 @@ measure() {
 }
 median() { sort -n | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2}'; }
 
-: >"$tmp/kvcon.runs"
-: >"$tmp/kubectl.runs"
-measure "$KVCON" get vmi -A -o name >/dev/null
-[ -n "$KUBECTL" ] && measure "$KUBECTL" get vmi -A -o name >/dev/null
-for i in $(seq 1 "$RUNS"); do
-	measure "$KVCON" get vmi -A -o name >>"$tmp/kvcon.runs"
-	[ -n "$KUBECTL" ] && measure "$KUBECTL" --request-timeout=120s get vmi -A -o name >>"$tmp/kubectl.runs"
-done
-kw=$(awk '{print $1}' "$tmp/kvcon.runs" | median)
-kr=$(awk '{print $2}' "$tmp/kvcon.runs" | sort -n | tail -1)
-kl=$(awk '{print $3}' "$tmp/kvcon.runs" | sort -n | tail -1)
-echo "kvcon   get vmi -A -o name: $kl names, median wall ${kw} s over $RUNS runs ($(awk '{printf "%s ", $1}' "$tmp/kvcon.runs")), peak RSS $((kr / 1024)) MiB"
+# compare FORMAT: kvcon and kubectl `get vmi -A -o FORMAT`, alternating, after one warm-up each
+compare() {
+	local fmt=$1
+	: >"$tmp/kvcon.runs"
+	: >"$tmp/kubectl.runs"
+	measure "$KVCON" get vmi -A -o "$fmt" >/dev/null
+	[ -n "$KUBECTL" ] && measure "$KUBECTL" --request-timeout=120s get vmi -A -o "$fmt" >/dev/null
+	for i in $(seq 1 "$RUNS"); do
+		measure "$KVCON" get vmi -A -o "$fmt" >>"$tmp/kvcon.runs"
+		[ -n "$KUBECTL" ] && measure "$KUBECTL" --request-timeout=120s get vmi -A -o "$fmt" >>"$tmp/kubectl.runs"
+	done
+	kw=$(awk '{print $1}' "$tmp/kvcon.runs" | median)
+	kr=$(awk '{print $2}' "$tmp/kvcon.runs" | sort -n | tail -1)
+	kl=$(awk '{print $3}' "$tmp/kvcon.runs" | sort -n | tail -1)
+	echo "kvcon   get vmi -A -o $fmt: $kl lines, median wall ${kw} s over $RUNS runs ($(awk '{printf "%s ", $1}' "$tmp/kvcon.runs")), peak RSS $((kr / 1024)) MiB"
+	if [ -n "$KUBECTL" ]; then
+		cw=$(awk '{print $1}' "$tmp/kubectl.runs" | median)
+		cr=$(awk '{print $2}' "$tmp/kubectl.runs" | sort -n | tail -1)
+		cl=$(awk '{print $3}' "$tmp/kubectl.runs" | sort -n | tail -1)
+		echo "kubectl get vmi -A -o $fmt: $cl lines, median wall ${cw} s over $RUNS runs ($(awk '{printf "%s ", $1}' "$tmp/kubectl.runs")), peak RSS $((cr / 1024)) MiB"
+		awk -v a="$cw" -v b="$kw" -v c="$cr" -v d="$kr" -v f="$fmt" 'BEGIN {printf "ratio (-o %s): kvcon is %.1fx faster (wall), uses %.1f%% of kubectl'"'"'s peak RSS\n", f, a / b, 100 * d / c}'
+	else
+		echo "kubectl: not installed, no comparison"
+	fi
+}
+compare name
+# -o json: the server's objects streamed page by page (issue 16: at least 5x faster, at most 25% of kubectl's RSS);
+# the two outputs must be the same objects
+compare json
 if [ -n "$KUBECTL" ]; then
-	cw=$(awk '{print $1}' "$tmp/kubectl.runs" | median)
-	cr=$(awk '{print $2}' "$tmp/kubectl.runs" | sort -n | tail -1)
-	cl=$(awk '{print $3}' "$tmp/kubectl.runs" | sort -n | tail -1)
-	echo "kubectl get vmi -A -o name: $cl names, median wall ${cw} s over $RUNS runs ($(awk '{printf "%s ", $1}' "$tmp/kubectl.runs")), peak RSS $((cr / 1024)) MiB"
-	awk -v a="$cw" -v b="$kw" -v c="$cr" -v d="$kr" 'BEGIN {printf "ratio: kvcon is %.1fx faster (wall), uses %.1f%% of kubectl'"'"'s peak RSS\n", a / b, 100 * d / c}'
-else
-	echo "kubectl: not installed, no comparison"
+	"$KVCON" get vmi -A -o json | jq -S . >"$tmp/kv.json"
+	"$KUBECTL" --request-timeout=120s get vmi -A -o json | jq -S . >"$tmp/kc.json"
+	cmp -s "$tmp/kv.json" "$tmp/kc.json" && echo "-o json: the same objects as kubectl's ($(jq '.items | length' "$tmp/kv.json") items)" ||
+		echo "-o json: DIFFERS from kubectl's"
 fi
 
 # store memory per object and watch events per second, decode included

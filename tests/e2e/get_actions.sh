@@ -6,9 +6,9 @@
 set -u
 # shellcheck source=tests/e2e/lib/fakekube.bash
 . "$(dirname "$0")/lib/fakekube.bash"
-# field of one VMI from `kvcon get vmi -o json`: vmi_field NAME FIELD
+# field of one VMI from `kvcon get vmi -o summary`: vmi_field NAME FIELD
 vmi_field() {
-	"$KVCON" get vmi -n ns-00 -o json | "$PY" -c '
+	"$KVCON" get vmi -n ns-00 -o summary | "$PY" -c '
 import json, sys
 print(next((r.get(sys.argv[2]) or "") for r in json.load(sys.stdin) if r["name"] == sys.argv[1]))' "$1" "$2"
 }
@@ -20,7 +20,7 @@ print(items[-1].get("status", {}).get("phase", "") if items else "none")' "$1"
 }
 
 fk_start --vms 6 --namespaces 1 --seed 4 --step 0.1
-vms=$("$KVCON" get vmi -n ns-00 -o json | "$PY" -c '
+vms=$("$KVCON" get vmi -n ns-00 -o summary | "$PY" -c '
 import json, sys
 print(" ".join(r["name"] for r in json.load(sys.stdin) if r["phase"] == "Running"))')
 set -- $vms
@@ -29,13 +29,13 @@ a=$1 b=$2 c=$3
 
 # 1. migrate: same VMI UID, another node, a new launcher pod
 uid=$(vmi_field "$a" uid); node=$(vmi_field "$a" node)
-pod_before=$("$KVCON" get pod -n ns-00 -o json | "$PY" -c 'import json,sys; print(" ".join(sorted(r["uid"] for r in json.load(sys.stdin) if r["vmiUid"] == sys.argv[1])))' "$uid")
+pod_before=$("$KVCON" get pod -n ns-00 -o summary | "$PY" -c 'import json,sys; print(" ".join(sorted(r["uid"] for r in json.load(sys.stdin) if r["vmiUid"] == sys.argv[1])))' "$uid")
 "$KVCON" migrate "ns-00/$a" >"$tmp/mig.out" 2>&1 || { cat "$tmp/mig.out"; fail "migrate"; }
-poll 30 bash -c "[ \"\$(\"$KVCON\" get vmi -n ns-00 -o json | \"$PY\" -c 'import json,sys; print(next(r[\"node\"] for r in json.load(sys.stdin) if r[\"name\"] == sys.argv[1]))' $a)\" != $node ]" ||
+poll 30 bash -c "[ \"\$(\"$KVCON\" get vmi -n ns-00 -o summary | \"$PY\" -c 'import json,sys; print(next(r[\"node\"] for r in json.load(sys.stdin) if r[\"name\"] == sys.argv[1]))' $a)\" != $node ]" ||
 	fail "VMI did not move off $node"
 [ "$(vmi_field "$a" uid)" = "$uid" ] || fail "migration changed the VMI UID"
 fkctl settle 30 >/dev/null
-pod_after=$("$KVCON" get pod -n ns-00 -o json | "$PY" -c 'import json,sys; print(" ".join(sorted(r["uid"] for r in json.load(sys.stdin) if r["vmiUid"] == sys.argv[1])))' "$uid")
+pod_after=$("$KVCON" get pod -n ns-00 -o summary | "$PY" -c 'import json,sys; print(" ".join(sorted(r["uid"] for r in json.load(sys.stdin) if r["vmiUid"] == sys.argv[1])))' "$uid")
 [ -n "$pod_after" ] && [ "$pod_after" != "$pod_before" ] || fail "no new launcher pod ($pod_before -> $pod_after)"
 
 # 2. migrate --abort on a slow migration: the VMIM is deleted before it finishes

@@ -1,5 +1,5 @@
 #!/bin/bash
-# kvcon get against fakekube over TLS with a bearer token: -o json equals /fake/state for vm, vmi, pod and event
+# kvcon get against fakekube over TLS with a bearer token: -o summary (the store's view) equals /fake/state for vm, vmi, pod and event
 # (with the `weird` scenario's control characters), table/name output, -w sees a stop made through the
 # subresource, 403 on -A falls back to the namespace, 401 / no KubeVirt / unreachable server fail clearly.
 # Exit 0 pass, 77 skip, anything else fail.
@@ -10,14 +10,14 @@ set -u
 fk_start --vms 120 --namespaces 3 --seed 11 --scenario weird,stuck-launcher --step 0.05
 grep -q 'certificate-authority-data' "$KUBECONFIG" && grep -q 'token:' "$KUBECONFIG" || fail "kubeconfig lacks TLS+token"
 
-# 1. -o json == server state, every kind
+# 1. -o summary == server state, every kind
 fkctl state >"$tmp/state.json"
 for k in vm vmi pod event; do
-	"$KVCON" get $k -A -o json >"$tmp/$k.json" 2>"$tmp/$k.err" || { cat "$tmp/$k.err"; fail "get $k -A -o json"; }
-	"$PY" "$top/tests/e2e/get_compare.py" $k "$tmp/$k.json" "$tmp/state.json" || fail "get $k -o json differs from /fake/state"
+	"$KVCON" get $k -A -o summary >"$tmp/$k.json" 2>"$tmp/$k.err" || { cat "$tmp/$k.err"; fail "get $k -A -o summary"; }
+	"$PY" "$top/tests/e2e/get_compare.py" $k "$tmp/$k.json" "$tmp/state.json" || fail "get $k -o summary differs from /fake/state"
 done
 # namespace scope (-n) and the context default
-"$KVCON" get vm -n ns-01 -o json >"$tmp/ns.json" || fail "get vm -n"
+"$KVCON" get vm -n ns-01 -o summary >"$tmp/ns.json" || fail "get vm -n"
 "$PY" "$top/tests/e2e/get_compare.py" vm "$tmp/ns.json" "$tmp/state.json" ns-01 || fail "get vm -n ns-01 differs"
 
 # 2. table and name output: rows sorted by namespace/name, NAMESPACE column with -A, escaped control characters
@@ -35,14 +35,18 @@ LC_ALL=C grep -q "$(printf '\033')" "$tmp/event.json" && fail "raw ESC in event 
 "$KVCON" get vmi -A -o name >"$tmp/vmi.names" || fail "get vmi -o name"
 [ "$(grep -c '^virtualmachineinstance.kubevirt.io/' "$tmp/vmi.names")" -eq "$("$PY" -c 'import json,sys; print(len(json.load(open(sys.argv[1]))["virtualmachineinstances"]))' "$tmp/state.json")" ] ||
 	fail "-o name count"
+"$KVCON" get pod -A >"$tmp/pod.table" || fail "get pod"
+head -1 "$tmp/pod.table" | grep -q 'AGE  *VMI$' || fail "pod header: $(head -1 "$tmp/pod.table")"
+grep -q '^default  *virt-launcher-stuck-launcher-[a-z0-9]*  *0/2  *Pending .* stuck-launcher$' "$tmp/pod.table" || fail "pod VMI column"
 "$KVCON" get pod -A -o wide >"$tmp/pod.wide" || fail "get pod wide"
-head -1 "$tmp/pod.wide" | grep -q 'VMI  *IP  *NODE$' || fail "pod wide header: $(head -1 "$tmp/pod.wide")"
-grep -q '^default  *virt-launcher-stuck-launcher-[a-z0-9]*  *0/2  *Pending .* stuck-launcher ' "$tmp/pod.wide" || fail "pod VMI column"
+head -1 "$tmp/pod.wide" | grep -q 'IP  *NODE  *NOMINATED NODE  *READINESS GATES$' || fail "pod wide header: $(head -1 "$tmp/pod.wide")"
+LC_ALL=C grep -q "$(printf '\033')" "$tmp/pod.wide" && fail "raw ESC in pod wide"
 "$KVCON" get vmi -A -o wide | head -1 | grep -q 'LIVE-MIGRATABLE  *PAUSED$' || fail "vmi wide columns"
-"$KVCON" get vm -A -l app=web -o json >"$tmp/web.json" || fail "get -l"
+"$KVCON" get vm -A -l app=web -o summary >"$tmp/web.json" || fail "get -l"
 "$PY" -c 'import json,sys; rows=json.load(open(sys.argv[1])); sys.exit(0 if rows and all(r["name"].startswith("web-") for r in rows) else 1)' "$tmp/web.json" || fail "label selector"
-"$KVCON" get bogus >/dev/null 2>&1; [ $? -eq 2 ] || fail "unknown resource must exit 2"
-"$KVCON" get vm -o yaml >/dev/null 2>&1; [ $? -eq 2 ] || fail "unknown format must exit 2"
+"$KVCON" get bogus >/dev/null 2>"$tmp/bogus.err"; [ $? -eq 1 ] || fail "unknown resource must exit 1"
+grep -q '^error: the server doesn.t have a resource type "bogus"$' "$tmp/bogus.err" || fail "bogus: $(cat "$tmp/bogus.err")"
+"$KVCON" get vm -o yamlx >/dev/null 2>&1; [ $? -eq 1 ] || fail "unknown format must exit 1"
 
 # 3. -w sees a stop made through the subresource
 vm=$("$PY" -c '
@@ -60,7 +64,7 @@ grep -q "^$vm  *[0-9a-z]*  *Stopping " "$tmp/watch.out" || fail "watch missed St
 kill $wpid
 
 # 4. 403 on -A with the namespace token falls back to its namespace, and says so
-"$KVCON" --context fake-ns get vm -A -o json >"$tmp/403.json" 2>"$tmp/403.err" || { cat "$tmp/403.err"; fail "403 fallback exit"; }
+"$KVCON" --context fake-ns get vm -A -o summary >"$tmp/403.json" 2>"$tmp/403.err" || { cat "$tmp/403.err"; fail "403 fallback exit"; }
 grep -q 'forbidden.*showing namespace ns-00' "$tmp/403.err" || fail "403 notice: $(cat "$tmp/403.err")"
 "$PY" "$top/tests/e2e/get_compare.py" vm "$tmp/403.json" "$tmp/state.json" ns-00 || fail "403 fallback rows"
 

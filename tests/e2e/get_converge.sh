@@ -1,6 +1,6 @@
 #!/bin/bash
 # Convergence under churn and faults: fakekube churns (CONVERGE_CHURN events/s, default 200) with a fault rate
-# of CONVERGE_FAULTS (default 0.05: dropped streams mid-chunk, 410, 429, 500) while four `kvcon get KIND -A -o json
+# of CONVERGE_FAULTS (default 0.05: dropped streams mid-chunk, 410, 429, 500) while four `kvcon get KIND -A -o summary
 # --watch-for W` run; churn is paused and the simulator settled well before their windows end; each printed
 # store must equal the server's final state exactly. CONVERGE_SECONDS (W, default 24) and CONVERGE_RUNS
 # (default 1) scale it up (make bench runs 60 s x 10). Each run starts a fresh fakekube.
@@ -27,7 +27,7 @@ for run in $(seq 1 "$RUNS"); do
 	kp=""
 	rm -f "$tmp"/kvcon-*.log
 	for k in vm vmi pod event; do
-		"$KVCON" get $k -A -o json --watch-for "$W" --log-file "$tmp/kvcon-$k.log" -v >"$tmp/$k.json" 2>"$tmp/$k.err" &
+		"$KVCON" get $k -A -o summary --watch-for "$W" --log-file "$tmp/kvcon-$k.log" -v >"$tmp/$k.json" 2>"$tmp/$k.err" &
 		kp="$kp $!"
 	done
 	pids="$pids $kp"

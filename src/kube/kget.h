@@ -1,0 +1,51 @@
+/* kget: `kvcon get` on the API's own objects, as kubectl prints them: -o json|yaml (the server's objects, a List
+ * for several, streamed page by page), -o jsonpath=, -o custom-columns=, -o name, and the server-side Table
+ * (the columns kubectl shows, -o wide's too) with --no-headers, --show-labels, -L, --sort-by; several kinds
+ * (vm,vmi) and names; kinds vm, vmi, vmim, pod, event, node, namespace. No compact store is built. */
+#ifndef KVCON_KUBE_KGET_H
+#define KVCON_KUBE_KGET_H
+
+#include <stdbool.h>
+
+enum kget_fmt { KGET_TABLE, KGET_WIDE, KGET_JSON, KGET_YAML, KGET_NAME, KGET_JSONPATH, KGET_CUSTOM };
+
+struct kget_kind {
+	const char *plural, *singular, *kind;
+	const char *group; /* NULL: the core group */
+	bool namespaced;
+	const char *const *shorts;
+};
+
+#define KGET_MAX_KINDS 16
+
+struct kget_opts {
+	const struct kget_kind *kinds[KGET_MAX_KINDS];
+	int nkinds;
+	char **names;
+	int nnames;
+	bool pairs;                 /* KIND/NAME arguments: names[i] is of kinds[i] (nkinds == nnames) */
+	enum kget_fmt fmt;
+	const char *fmt_arg;        /* the template of jsonpath= / custom-columns= */
+	const char *selector;       /* -l, joined */
+	const char *field_selector; /* --field-selector */
+	bool no_headers, show_labels;
+	char **label_cols;          /* -L, split at commas */
+	int nlabel_cols;
+	const char *sort_by;
+	long timeout;               /* seconds */
+	bool watch;                 /* -w: after the list, every change, each object printed on its own */
+	long watch_for;             /* seconds of watching, -1: until interrupted */
+};
+
+/* The kind a kubectl resource name means (plural, singular, short name, plural.group); NULL when unknown. */
+const struct kget_kind *kget_kind_find(const char *s);
+/* Runs the listing; prints its own errors ("error: ..."). Returns the exit code. */
+int kget_run(const struct kget_opts *o);
+/* Checks a -o jsonpath= / custom-columns= / --sort-by argument; NULL when fine, else the message (caller frees). */
+char *kget_check(const struct kget_opts *o);
+
+/* The API server's gitVersion (GET /version) for the configured context: 0 with *version (caller frees), 1 when
+ * no kubeconfig could be loaded (*err says why), -1 with *err when the server did not answer. */
+int kget_server_version(char **version, char **err);
+
+#endif
