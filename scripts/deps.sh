@@ -6,7 +6,8 @@ PKGS="build-essential pkg-config clang libclang-rt-14-dev
 libncurses-dev libcurl4-openssl-dev libjson-c-dev libvterm-dev libvncserver-dev libvirt-dev libyaml-dev zlib1g-dev
 tmux qemu-system-x86 qemu-utils libvirt-daemon libvirt-daemon-driver-qemu libvirt-clients
 busybox-static cpio gzip websockify python3-websockets python3-libvirt x11vnc iproute2 openssl
-ncurses-bin ncurses-term procps util-linux xorriso genisoimage dosfstools"
+ncurses-bin ncurses-term procps util-linux xorriso genisoimage dosfstools
+libarchive-dev libssl-dev docker-registry skopeo apache2-utils syslinux syslinux-common mtools"
 missing=""
 for p in $PKGS; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed' || missing="$missing $p"
