@@ -1090,6 +1090,14 @@ static void sweep_images(void)
 	free(refs);
 }
 
+char *engine_image_cache(void)
+{
+	char *root = cache_root();
+	if (imgcache_root() == NULL)
+		imgcache_set_root(root);
+	return root;
+}
+
 const char *engine_pull_progress(struct source *src, const char *ns, const char *name)
 {
 	struct evm *v = find_vm(src, ns, name);

@@ -49,6 +49,9 @@ int engine_vnc_open(struct source *src, const char *ns, const char *name, engine
 /* The VM exists and its current execution is active (Pending, Scheduled or Running). */
 bool engine_running(struct source *src, const char *ns, const char *name);
 
+/* The image cache's directory ($XDG_STATE_HOME/kvcon/engine-data/imgcache). Caller frees. */
+char *engine_image_cache(void);
+
 /* The progress of the image pull the VM's start waits for ("pulling image \"REF\": 12.0 MiB of 40.0 MiB"),
  * or NULL. */
 const char *engine_pull_progress(struct source *src, const char *ns, const char *name);

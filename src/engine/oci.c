@@ -1504,9 +1504,11 @@ static int pull_from(struct puller *p, const struct oci_ref *ref, const char *ro
 			if (f == 0)
 				continue;
 		}
-		if (imgcache_set_ref(root, refstr, idig, l->digest, ext, err) < 0)
+		/* the image ID is the digest the reference names: the index's when there is one (a repo digest) */
+		const char *top = mdig ? mdig : idig;
+		if (imgcache_set_ref(root, refstr, top, l->digest, ext, err) < 0)
 			goto out;
-		res->manifest_digest = xstrdup(idig);
+		res->manifest_digest = xstrdup(top);
 		res->disk = imgcache_disk(root, l->digest);
 		res->endpoint = xstrdup(p->ep->host);
 		rc = 0;

@@ -130,7 +130,7 @@ struct oci_progress {
 };
 
 struct oci_result {
-	char *manifest_digest; /* sha256:... of the image manifest (the image ID) */
+	char *manifest_digest; /* sha256:... of what the reference names (index or image manifest): the image ID */
 	char *disk;            /* path of the disk file in the cache */
 	char *endpoint;        /* the host it came from */
 	uint64_t fetched;      /* bytes downloaded (0 when the cache had it) */
