@@ -1268,6 +1268,7 @@ static void check_waiters(struct evm *v)
 		struct waiter *w = *pp;
 		int st = 1; /* 1: still waiting */
 		const char *msg = NULL;
+		char *pm = NULL;
 		const struct exec *x = v->cur;
 		switch (w->act) {
 		case ACT_START:
@@ -1278,6 +1279,8 @@ static void check_waiters(struct evm *v)
 				 (strcmp(x->how, "FailedCreate") == 0 || pull_reason(x->how))) {
 				st = -1;
 				msg = x->message;
+				if (pull_reason(x->how)) /* kubelet's reason first, as kubectl describe shows it */
+					msg = pm = xasprintf("%s: %s", x->how, x->message ? x->message : "");
 			}
 			break;
 		case ACT_STOP:
@@ -1305,6 +1308,7 @@ static void check_waiters(struct evm *v)
 			continue;
 		}
 		complete(w, st, msg);
+		free(pm);
 		*pp = w->next;
 		free(w);
 	}

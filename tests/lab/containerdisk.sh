@@ -7,6 +7,7 @@
 #                         guest     one gzip layer holding /disk/disk.qcow2 (owner 107, as KubeVirt's images)
 #                         index     an image index: linux/arm64 (a decoy without a disk) first, then linux/amd64
 #                         other     a different disk (raw, 4 MiB of random data) for failure tests
+#                         big       a 160 MiB raw disk of random data (pulls that take a while)
 #
 #   tests/lab/containerdisk.sh [OUTDIR]     default OUTDIR: build/cdisk
 # Idempotent: a stamp (the guest's stamp + hash of this script) skips the rebuild.
@@ -94,9 +95,14 @@ read -r xd xs < <(blob "$T/index-manifest.json")
 head -c 4M /dev/urandom >"$T/other.raw"
 read -r od os odiff < <(layer "$T/other.raw" other.raw)
 read -r omd oms < <(image amd64 "$od" "$os" "$odiff")
+head -c 160M /dev/urandom >"$T/big.raw"
+read -r bd bs bdiff < <(layer "$T/big.raw" big.raw)
+rm -f "$T/big.raw" "$T/layer.tar" "$T/layer.tgz"
+read -r bmd bms < <(image amd64 "$bd" "$bs" "$bdiff")
 echo '{"imageLayoutVersion":"1.0.0"}' >"$L/oci-layout"
-printf '{"schemaVersion":2,"manifests":[{"mediaType":"application/vnd.oci.image.manifest.v1+json","digest":"%s","size":%s,"annotations":{"org.opencontainers.image.ref.name":"guest"}},{"mediaType":"application/vnd.oci.image.index.v1+json","digest":"%s","size":%s,"annotations":{"org.opencontainers.image.ref.name":"index"}},{"mediaType":"application/vnd.oci.image.manifest.v1+json","digest":"%s","size":%s,"annotations":{"org.opencontainers.image.ref.name":"other"}}]}' \
-    "$md" "$ms" "$xd" "$xs" "$omd" "$oms" >"$L/index.json"
+ent() { printf '{"mediaType":"application/vnd.oci.image.%s.v1+json","digest":"%s","size":%s,"annotations":{"org.opencontainers.image.ref.name":"%s"}}' "$@"; }
+printf '{"schemaVersion":2,"manifests":[%s,%s,%s,%s]}' "$(ent manifest "$md" "$ms" guest)" "$(ent index "$xd" "$xs" index)" \
+    "$(ent manifest "$omd" "$oms" other)" "$(ent manifest "$bmd" "$bms" big)" >"$L/index.json"
 rm -rf "$OUT/oci"
 mv "$T/boot.raw" "$T/disk.qcow2" "$OUT/"
 mv "$L" "$OUT/oci"
