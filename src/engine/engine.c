@@ -2105,6 +2105,7 @@ int engine_apply(struct source *src, const char *text, size_t len, char **result
 		*result = xstrdup("unchanged");
 		free(key);
 		manifest_free(m);
+		sweep_images();
 		return 0;
 	}
 	if (v == NULL) {
