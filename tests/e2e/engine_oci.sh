@@ -18,8 +18,10 @@ engine_needs "QEMU, the embedded libvirt driver and a registry" qemu-system-x86_
 engine_embed_up kvo
 export XDG_CONFIG_HOME=$ENGINE_T/config
 REGDIR=$ENGINE_T/reg
+TOKDIR=$ENGINE_T/tok
 cleanup() {
     "$ROOT/tests/lab/registry.sh" down "$REGDIR" || true
+    "$ROOT/tests/lab/registry.sh" down "$TOKDIR" || true
     engine_embed_cleanup
 }
 trap cleanup EXIT
@@ -131,6 +133,23 @@ data=$REGDIR/data/docker/registry/v2/blobs/sha256/${layer:7:2}/${layer#sha256:}/
 size=$(stat -c %s "$data")
 head -c "$size" /dev/urandom >"$data"
 start_fails bad-blob "$REG/kvtest/other:v1" "digest mismatch: registry $REG served $size bytes with digest sha256:[0-9a-f]+ for blob $layer"
+
+step "Bearer tokens: a registry whose auth is a token service (WWW-Authenticate: Bearer realm=...)"
+tok_env=$("$ROOT/tests/lab/registry.sh" up "$TOKDIR" token) || fail "token registry"
+TREG=$(sed -n 's/^REG=//p' <<<"$tok_env")
+TAUTH=$(sed -n 's/^REG_AUTH=//p' <<<"$tok_env")
+d=$("$ROOT/tests/lab/registry.sh" push "$TOKDIR" "$OCI:other" kvtest/other:v1) || fail "push to the token registry"
+echo "registry = $TREG ca=$TOKDIR/ca.crt" >>"$XDG_CONFIG_HOME/kvcon/config"
+out=$(REGISTRY_AUTH_FILE=$TAUTH kv engine pull "$TREG/kvtest/other:v1") || fail "pull with a token: $out"
+[[ $out == *"$d from $TREG"* ]] || fail "token pull: $out"
+grep -q 'GET /token?scope=repository%3akvtest%2fother%3apull&service=kvcon-test-registry HTTP/1.1" 200' \
+    "$TOKDIR/token.log" || fail "the token service was not asked"
+out=$(REGISTRY_AUTH_FILE=/nonexistent kv engine pull "$TREG/kvtest/other:v1" 2>&1) && fail "anonymous pull worked"
+[[ $out == *"ErrImagePull"*"unauthorized: registry $TREG requires authentication"* ]] || fail "anonymous: $out"
+printf '{"auths":{"%s":{"auth":"%s"}}}\n' "$TREG" "$(printf 'kvtest:wrong' | base64 -w0)" >"$ENGINE_T/bad-tok.json"
+out=$(REGISTRY_AUTH_FILE=$ENGINE_T/bad-tok.json kv engine pull "$TREG/kvtest/other:v1" 2>&1) && fail "bad token creds"
+[[ $out == *"unauthorized: the token service of registry $TREG refused the credentials"* ]] || fail "bad creds: $out"
+"$ROOT/tests/lab/registry.sh" down "$TOKDIR"
 
 step "kill -9 in the middle of a pull: nothing half-written is trusted"
 "$KV" engine pull "$REG/kvtest/big:v1" >"$ENGINE_T/big.out" 2>&1 &

@@ -2,7 +2,10 @@
 # registry.sh - a private OCI registry for the containerDisk tests: Debian's docker-registry (the CNCF
 # distribution registry) on 127.0.0.1 with TLS (a CA made here with openssl) and htpasswd (bcrypt) auth.
 #
-#   tests/lab/registry.sh up DIR      starts it (DIR: its state), prints shell assignments:
+#   tests/lab/registry.sh up DIR [token]
+#                                     starts it (DIR: its state); with "token", auth is a Bearer token service
+#                                     (tests/lab/tokenserver.py, HTTPS, the same user) instead of htpasswd;
+#                                     prints shell assignments:
 #                                       REG=127.0.0.1:PORT REG_CA=DIR/ca.crt REG_USER=... REG_PASS=...
 #                                       REG_PID=... REG_AUTH=DIR/auth.json (a valid Docker/Podman auth file)
 #   tests/lab/registry.sh push DIR OCIDIR:TAG REPO:TAG    copies an image with skopeo; prints its digest
@@ -41,6 +44,25 @@ up)
     pass=$(openssl rand -hex 12)
     htpasswd -Bbn "$user" "$pass" >"$D/htpasswd" 2>/dev/null
     port=$(free_port)
+    if [[ ${3:-} == token ]]; then
+        tport=$(free_port)
+        openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj "/CN=kvcon test token signer" \
+            -keyout "$D/token.key" -out "$D/token.crt" 2>/dev/null
+        python3 "$(dirname "$0")/tokenserver.py" "$tport" "$D/server.crt" "$D/server.key" "$D/token.crt" \
+            "$D/token.key" "$user" "$pass" kvcon-test-issuer >"$D/token.log" 2>&1 &
+        echo $! >"$D/token.pid"
+        for _ in $(seq 100); do grep -qs ready "$D/token.log" && break; sleep 0.1; done
+        grep -q ready "$D/token.log" || { cat "$D/token.log" >&2; die "token server did not start"; }
+        authconf="  token:
+    realm: https://127.0.0.1:$tport/token
+    service: kvcon-test-registry
+    issuer: kvcon-test-issuer
+    rootcertbundle: $D/token.crt"
+    else
+        authconf="  htpasswd:
+    realm: kvcon-test
+    path: $D/htpasswd"
+    fi
     cat >"$D/config.yml" <<EOF
 version: 0.1
 log:
@@ -57,9 +79,7 @@ http:
     certificate: $D/server.crt
     key: $D/server.key
 auth:
-  htpasswd:
-    realm: kvcon-test
-    path: $D/htpasswd
+$authconf
 EOF
     docker-registry serve "$D/config.yml" >"$D/registry.log" 2>&1 &
     pid=$!
@@ -89,13 +109,13 @@ push)
     cp "$REG_CA" "$D/certs/ca.crt"
     skopeo copy --all --quiet --dest-cert-dir "$D/certs" --dest-creds "$REG_USER:$REG_PASS" \
         "oci:$3" "docker://$REG/$4" >&2
-    # the manifest digest as the registry serves it
-    curl -sf --cacert "$REG_CA" -u "$REG_USER:$REG_PASS" -o /dev/null -D - \
-        -H 'Accept: application/vnd.oci.image.index.v1+json, application/vnd.oci.image.manifest.v1+json' \
-        "https://$REG/v2/${4%:*}/manifests/${4##*:}" | tr -d '\r' | sed -n 's/^[Dd]ocker-[Cc]ontent-[Dd]igest: //p'
+    # the digest of the manifest as the registry serves it
+    echo "sha256:$(skopeo inspect --raw --cert-dir "$D/certs" --creds "$REG_USER:$REG_PASS" "docker://$REG/$4" |
+        sha256sum | cut -d' ' -f1)"
     ;;
 down)
     [[ -f $D/pid ]] && kill "$(cat "$D/pid")" 2>/dev/null || true
+    [[ -f $D/token.pid ]] && kill "$(cat "$D/token.pid")" 2>/dev/null || true
     ;;
 *)
     die "unknown command $cmd"
