@@ -825,6 +825,11 @@ static void pod_image_containers(const struct evm *v, struct pod *p)
 			l = nl ? nl + 1 : end;
 		}
 	}
+	if (p->ncontainers > 1 && util_str_eq(p->containers[0].state, "waiting")) {
+		free(p->containers[0].message); /* the image containers carry the pull's progress or failure */
+		p->containers[0].message = NULL;
+		p->containers[0].reason = intern("PodInitializing");
+	}
 }
 
 static void human_bytes(char *out, size_t len, uint64_t n)
