@@ -456,7 +456,9 @@ static void publish(struct evm *v)
 	obj_label_add(&p->o, "vm.kubevirt.io/name", v->m->name);
 	snprintf(p->vmi_uid, UID_LEN, "%s", x->uid);
 	p->vm_name = intern(v->m->name);
-	const char *pp = x->phase == intern("Pending") || x->phase == intern("Scheduled") ? "Pending" : x->phase;
+	const char *pp = x->phase == intern("Pending") || x->phase == intern("Scheduled") || pull_reason(x->how)
+				 ? "Pending" /* a pod whose images cannot be pulled stays Pending */
+				 : x->phase;
 	p->phase = intern(pp);
 	p->node = intern(x->node);
 	p->containers = xcalloc(1, sizeof *p->containers);
