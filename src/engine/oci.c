@@ -1105,6 +1105,7 @@ static int do_get(struct puller *p, const char *url, const char *accept, const c
 	curl_easy_setopt(e, CURLOPT_LOW_SPEED_LIMIT, 1L);
 	curl_easy_setopt(e, CURLOPT_LOW_SPEED_TIME, 60L);
 	curl_easy_setopt(e, CURLOPT_ERRORBUFFER, p->errbuf);
+	curl_easy_setopt(e, CURLOPT_BUFFERSIZE, 256L << 10);
 	curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, on_header);
 	curl_easy_setopt(e, CURLOPT_HEADERDATA, r);
 	curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_body);

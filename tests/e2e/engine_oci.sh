@@ -7,6 +7,7 @@
 #  - a second VM of the same image shares the one cached disk (one file, same backing file);
 #  - missing tag, absent digest, corrupted blob (digest mismatch), unreachable registry, bad credentials:
 #    ErrImagePull then ImagePullBackOff, a message naming the registry, nothing written to the cache;
+#  - a Bearer token service (tests/lab/tokenserver.py) and a plain-HTTP registry (insecure=true);
 #  - kill -9 in the middle of a pull: nothing half-written is trusted, the next sweep removes the leftovers;
 #  - delete removes cached images no VM uses; a local file in the image directory wins (registry down).
 set -euo pipefail
@@ -19,7 +20,9 @@ engine_embed_up kvo
 export XDG_CONFIG_HOME=$ENGINE_T/config
 REGDIR=$ENGINE_T/reg
 TOKDIR=$ENGINE_T/tok
+PLAINDIR=$ENGINE_T/plain
 cleanup() {
+    "$ROOT/tests/lab/registry.sh" down "$PLAINDIR" || true
     "$ROOT/tests/lab/registry.sh" down "$REGDIR" || true
     "$ROOT/tests/lab/registry.sh" down "$TOKDIR" || true
     engine_embed_cleanup
@@ -150,6 +153,16 @@ printf '{"auths":{"%s":{"auth":"%s"}}}\n' "$TREG" "$(printf 'kvtest:wrong' | bas
 out=$(REGISTRY_AUTH_FILE=$ENGINE_T/bad-tok.json kv engine pull "$TREG/kvtest/other:v1" 2>&1) && fail "bad token creds"
 [[ $out == *"unauthorized: the token service of registry $TREG refused the credentials"* ]] || fail "bad creds: $out"
 "$ROOT/tests/lab/registry.sh" down "$TOKDIR"
+
+step "an insecure registry (plain HTTP) only with insecure=true"
+PREG=$("$ROOT/tests/lab/registry.sh" up "$PLAINDIR" plain | sed -n 's/^REG=//p') || fail "plain registry"
+d=$("$ROOT/tests/lab/registry.sh" push "$PLAINDIR" "$OCI:other" kvtest/other:v1) || fail "push to the plain registry"
+out=$(kv engine pull "$PREG/kvtest/other:v1" 2>&1) && fail "pulled over plain HTTP without insecure=true: $out"
+[[ $out == *"ErrImagePull"*"registry $PREG unreachable"* ]] || fail "plain registry, secure: $out"
+echo "registry = $PREG insecure=true" >>"$XDG_CONFIG_HOME/kvcon/config"
+out=$(kv engine pull "$PREG/kvtest/other:v1") || fail "insecure pull: $out"
+[[ $out == *"$d from $PREG"* ]] || fail "insecure pull: $out"
+"$ROOT/tests/lab/registry.sh" down "$PLAINDIR"
 
 step "kill -9 in the middle of a pull: nothing half-written is trusted"
 "$KV" engine pull "$REG/kvtest/big:v1" >"$ENGINE_T/big.out" 2>&1 &

@@ -2,9 +2,10 @@
 # registry.sh - a private OCI registry for the containerDisk tests: Debian's docker-registry (the CNCF
 # distribution registry) on 127.0.0.1 with TLS (a CA made here with openssl) and htpasswd (bcrypt) auth.
 #
-#   tests/lab/registry.sh up DIR [token]
+#   tests/lab/registry.sh up DIR [token|plain]
 #                                     starts it (DIR: its state); with "token", auth is a Bearer token service
-#                                     (tests/lab/tokenserver.py, HTTPS, the same user) instead of htpasswd;
+#                                     (tests/lab/tokenserver.py, HTTPS, the same user) instead of htpasswd; with
+#                                     "plain", plain HTTP without auth (an "insecure" registry);
 #                                     prints shell assignments:
 #                                       REG=127.0.0.1:PORT REG_CA=DIR/ca.crt REG_USER=... REG_PASS=...
 #                                       REG_PID=... REG_AUTH=DIR/auth.json (a valid Docker/Podman auth file)
@@ -63,6 +64,12 @@ up)
     realm: kvcon-test
     path: $D/htpasswd"
     fi
+    tlsconf="  tls:
+    certificate: $D/server.crt
+    key: $D/server.key"
+    if [[ ${3:-} == plain ]]; then
+        tlsconf=""
+    fi
     cat >"$D/config.yml" <<EOF
 version: 0.1
 log:
@@ -75,18 +82,22 @@ storage:
 http:
   addr: 127.0.0.1:$port
   secret: kvcon-test
-  tls:
-    certificate: $D/server.crt
-    key: $D/server.key
+$tlsconf
 auth:
 $authconf
 EOF
+    if [[ ${3:-} == plain ]]; then sed -i '/^auth:$/,$d' "$D/config.yml"; fi
     docker-registry serve "$D/config.yml" >"$D/registry.log" 2>&1 &
     pid=$!
     echo $pid >"$D/pid"
     # ready when it answers /v2/ (401: auth required)
     for _ in $(seq 100); do
-        code=$(curl -s -o /dev/null -w '%{http_code}' --cacert "$D/ca.crt" "https://127.0.0.1:$port/v2/" || true)
+        if [[ ${3:-} == plain ]]; then
+            code=$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$port/v2/" || true)
+            [[ $code == 200 ]] && code=401 # ready
+        else
+            code=$(curl -s -o /dev/null -w '%{http_code}' --cacert "$D/ca.crt" "https://127.0.0.1:$port/v2/" || true)
+        fi
         [[ $code == 401 ]] && break
         kill -0 $pid 2>/dev/null || { cat "$D/registry.log" >&2; die "docker-registry exited"; }
         sleep 0.1
@@ -107,10 +118,15 @@ push)
     . "$D/env"
     mkdir -p "$D/certs"
     cp "$REG_CA" "$D/certs/ca.crt"
-    skopeo copy --all --quiet --dest-cert-dir "$D/certs" --dest-creds "$REG_USER:$REG_PASS" \
-        "oci:$3" "docker://$REG/$4" >&2
+    tls=(--dest-cert-dir "$D/certs" --dest-creds "$REG_USER:$REG_PASS")
+    itls=(--cert-dir "$D/certs" --creds "$REG_USER:$REG_PASS")
+    if ! grep -q '^auth:' "$D/config.yml"; then # plain HTTP, no auth
+        tls=(--dest-tls-verify=false)
+        itls=(--tls-verify=false)
+    fi
+    skopeo copy --all --quiet "${tls[@]}" "oci:$3" "docker://$REG/$4" >&2
     # the digest of the manifest as the registry serves it
-    echo "sha256:$(skopeo inspect --raw --cert-dir "$D/certs" --creds "$REG_USER:$REG_PASS" "docker://$REG/$4" |
+    echo "sha256:$(skopeo inspect --raw "${itls[@]}" "docker://$REG/$4" |
         sha256sum | cut -d' ' -f1)"
     ;;
 down)
