@@ -87,7 +87,10 @@ auth:
 $authconf
 EOF
     if [[ ${3:-} == plain ]]; then sed -i '/^auth:$/,$d' "$D/config.yml"; fi
-    docker-registry serve "$D/config.yml" >"$D/registry.log" 2>&1 &
+    # REGISTRY_* variables override the registry's configuration (REGISTRY_AUTH_FILE would become auth.file)
+    unset_reg=()
+    for v in $(env | sed -n 's/^\(REGISTRY_[A-Za-z0-9_]*\)=.*/\1/p'); do unset_reg+=(-u "$v"); done
+    env "${unset_reg[@]}" docker-registry serve "$D/config.yml" >"$D/registry.log" 2>&1 &
     pid=$!
     echo $pid >"$D/pid"
     # ready when it answers /v2/ (401: auth required)
