@@ -2,7 +2,8 @@
 # containerDisks pulled from a real registry (Debian's docker-registry on 127.0.0.1, TLS with a CA made here,
 # htpasswd auth; images pushed with skopeo, tests/lab/registry.sh) by the engine on the embedded driver:
 #  - the seed 001 fedora-demo manifest byte for byte, with kvcon's registry mirror pointing quay.io at the local
-#    registry, pulls, boots from the containerDisk (BIOS, syslinux) to the guest's shell marker, imageID recorded;
+#    registry, pulls, boots from the containerDisk (BIOS, syslinux) to the guest's shell marker, imageID recorded,
+#    and the guest prints the cloudInitNoCloud user data it finds on its seed disk;
 #  - the seed 000 internals-demo manifest with only its digest replaced: an image index resolved to linux/amd64;
 #  - a second VM of the same image shares the one cached disk (one file, same backing file);
 #  - missing tag, absent digest, corrupted blob (digest mismatch), unreachable registry, bad credentials:
@@ -75,6 +76,12 @@ id=$(image_id fedora-demo containerdisk)
 [[ $id == "quay.io/containerdisks/fedora@$D_GUEST" ]] || fail "fedora-demo imageID '$id', wanted quay.io/containerdisks/fedora@$D_GUEST"
 kv engine get event fedora-demo | grep -q 'Successfully pulled image "quay.io/containerdisks/fedora:latest"' ||
     fail "no Pulled event"
+# the guest read its cloudInitNoCloud seed (the second virtio disk) and printed it on the serial console
+seed=$(tr -d '\r' <"$(rec_exec fedora-demo serialLog)" | sed -n '/^KVCON-CLOUDINIT-BEGIN/,/^KVCON-CLOUDINIT-END/p')
+echo "$seed" | sed 's/^/   guest| /'
+grep -qx 'KVCON-CLOUDINIT-BEGIN /dev/vdb' <<<"$seed" || fail "the guest found no cloud-init seed on vdb"
+grep -qx '#cloud-config' <<<"$seed" && grep -qx 'password: fedora' <<<"$seed" &&
+    grep -qx 'chpasswd: { expire: False }' <<<"$seed" || fail "the guest did not see seed 001's user data"
 [[ $(ndisks) == 1 ]] || fail "$(ndisks) disks in the cache after one pull"
 [[ $(ntmp) == 0 ]] || fail "temporary files left after a pull"
 
