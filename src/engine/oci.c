@@ -10,10 +10,12 @@
 #include <fcntl.h>
 #include <json.h>
 #include <openssl/evp.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -968,10 +970,11 @@ struct resp {
 	struct buf body;   /* manifests, tokens, error bodies */
 	size_t max;
 	char *www, *ctype, *dcd;
-	int fd;            /* blobs: the temporary file (-1: collect) */
+	int fd;            /* blobs: the socket to the layer's unpacker (-1: collect) */
 	EVP_MD_CTX *md;
 	uint64_t written;
 	bool too_big, write_err;
+	bool sink_done;    /* the unpacker stopped reading (it has the disk, or failed): only hash the rest */
 	CURL *easy;
 	struct oci_progress *prog;
 };
@@ -1046,13 +1049,17 @@ static size_t on_body(char *data, size_t size, size_t n, void *arg)
 	if (r->prog && r->prog->cancel)
 		return 0;
 	if (r->fd >= 0 && st >= 200 && st < 300) {
-		EVP_DigestUpdate(r->md, data, len);
+		EVP_DigestUpdate(r->md, data, len); /* every byte, so the digest is checked whatever the unpacker does */
 		const char *p = data;
-		size_t left = len;
+		size_t left = r->sink_done ? 0 : len;
 		while (left > 0) {
-			ssize_t w = write(r->fd, p, left);
+			ssize_t w = send(r->fd, p, left, MSG_NOSIGNAL);
 			if (w < 0 && errno == EINTR)
 				continue;
+			if (w < 0 && (errno == EPIPE || errno == ECONNRESET)) {
+				r->sink_done = true;
+				break;
+			}
 			if (w <= 0) {
 				r->write_err = true;
 				return 0;
@@ -1259,15 +1266,12 @@ static int reg_get(struct puller *p, const char *what, const char *accept, struc
 		if (answer_challenge(p, r, err) < 0)
 			rc = -1;
 		else {
-			if (r->fd >= 0 && (ftruncate(r->fd, 0) < 0 || lseek(r->fd, 0, SEEK_SET) < 0))
+			if (r->written > 0) { /* a 401 never streams: nothing went to the unpacker yet */
 				rc = -1;
-			if (r->md)
-				EVP_DigestInit_ex(r->md, EVP_sha256(), NULL);
-			r->written = 0;
+				*err = xasprintf("registry %s sent data before asking for credentials", p->ep->host);
+			}
 			if (rc == 0)
 				rc = do_get(p, url, accept, p->bearer, p->basic, true, r, err);
-			if (rc < 0 && *err == NULL)
-				*err = xstrdup("image cache: cannot rewind a temporary file");
 		}
 	}
 	if (rc == 0 && r->status == 401)
@@ -1383,21 +1387,70 @@ static const char *disk_format(int fd, char **err)
 	return "qcow2";
 }
 
-/* Downloads one layer into the cache and unpacks its disk. 1 stored (*ext set), 0 no disk in it, -1 error. */
+/* The layer's unpacker: libarchive reading the blob from a socket while it downloads (nothing of the blob is
+ * stored; only the disk entry is written, to a temporary file). */
+struct unpacker {
+	int in, out;
+	char *name, *err;
+	int rc;
+};
+
+static void *unpack_thread(void *arg)
+{
+	struct unpacker *u = arg;
+	struct archive *a = layer_reader();
+	if (archive_read_open_fd(a, u->in, 1 << 20) != ARCHIVE_OK) {
+		u->err = xasprintf("layer: %s", archive_error_string(a) ? archive_error_string(a) : "cannot open");
+		u->rc = -1;
+	} else
+		u->rc = extract_from(a, u->out, DISK_MAX, &u->name, &u->err);
+	archive_read_free(a);
+	close(u->in); /* the downloader sees EPIPE and only hashes what is left */
+	return NULL;
+}
+
+/* Downloads one layer and unpacks its disk at the same time; the disk enters the cache only once the blob's
+ * digest and size are verified. 1 stored (*ext set), 0 no disk in it, -1 error. */
 static int fetch_layer(struct puller *p, const char *root, const struct oci_desc *l, const char **ext,
 		       uint64_t *fetched, char **err)
 {
-	char *bpath = NULL, *dpath = NULL, *name = NULL;
-	int bfd = imgcache_tmp(root, &bpath, err), dfd = -1, rc = -1;
-	if (bfd < 0)
+	char *dpath = NULL;
+	int sv[2], rc = -1;
+	int dfd = imgcache_tmp(root, &dpath, err);
+	if (dfd < 0)
 		return -1;
-	struct resp r = { .fd = bfd, .max = 0, .prog = p->prog };
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0) {
+		*err = xasprintf("socketpair: %s", strerror(errno));
+		unlink(dpath);
+		free(dpath);
+		close(dfd);
+		return -1;
+	}
+	struct unpacker u = { .in = sv[1], .out = dfd };
+	pthread_t t;
+	if (pthread_create(&t, NULL, unpack_thread, &u) != 0) {
+		*err = xstrdup("cannot start the layer's unpacker");
+		close(sv[0]);
+		close(sv[1]);
+		unlink(dpath);
+		free(dpath);
+		close(dfd);
+		return -1;
+	}
+	struct resp r = { .fd = sv[0], .max = 0, .prog = p->prog };
 	buf_init(&r.body);
 	r.md = EVP_MD_CTX_new();
 	EVP_DigestInit_ex(r.md, EVP_sha256(), NULL);
 	char *what = xasprintf("blobs/%s", l->digest);
-	if (reg_get(p, what, NULL, &r, err) < 0)
+	char *derr = NULL;
+	int got_rc = reg_get(p, what, NULL, &r, &derr);
+	close(sv[0]); /* end of the stream for the unpacker */
+	pthread_join(t, NULL);
+	if (got_rc < 0) {
+		*err = derr;
+		derr = NULL;
 		goto out;
+	}
 	if (r.status != 200) {
 		char *e = reg_error(&r);
 		*err = xasprintf("registry %s: blob %s: %s", p->ep->host, l->digest, e);
@@ -1413,12 +1466,12 @@ static int fetch_layer(struct puller *p, const char *root, const struct oci_desc
 	}
 	free(got);
 	*fetched += r.written;
-	dfd = imgcache_tmp(root, &dpath, err);
-	if (dfd < 0)
-		goto out;
-	int found = oci_layer_extract(bpath, dfd, DISK_MAX, &name, err);
-	if (found <= 0) {
-		rc = found;
+	if (u.rc <= 0) {
+		rc = u.rc;
+		if (rc < 0) {
+			*err = u.err;
+			u.err = NULL;
+		}
 		goto out;
 	}
 	*ext = disk_format(dfd, err);
@@ -1428,18 +1481,16 @@ static int fetch_layer(struct puller *p, const char *root, const struct oci_desc
 	dpath = NULL; /* renamed */
 	rc = 1;
 out:
+	free(derr);
 	free(what);
-	free(name);
+	free(u.name);
+	free(u.err);
 	EVP_MD_CTX_free(r.md);
 	resp_free(&r);
-	unlink(bpath);
-	free(bpath);
-	close(bfd);
 	if (dpath)
 		unlink(dpath);
 	free(dpath);
-	if (dfd >= 0)
-		close(dfd);
+	close(dfd);
 	return rc;
 }
 
