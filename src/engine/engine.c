@@ -721,6 +721,7 @@ struct pulljob {
 	struct oci_regconf *conf;
 	char *root;
 	struct oci_progress prog;
+	volatile int cur;           /* the image being pulled (written by the thread) */
 	char *err;
 	uint64_t fetched;
 	uint64_t t0;
@@ -860,8 +861,9 @@ static void pull_tick(void *arg)
 	char done[32], total[32];
 	human_bytes(done, sizeof done, j->prog.done);
 	human_bytes(total, sizeof total, j->prog.total);
-	char *msg = j->prog.total ? xasprintf("pulling image \"%s\": %s of %s", j->refs[0], done, total)
-				  : xasprintf("pulling image \"%s\"", j->refs[0]);
+	const char *ref = j->refs[j->cur];
+	char *msg = j->prog.total ? xasprintf("pulling image \"%s\": %s of %s", ref, done, total)
+				  : xasprintf("pulling image \"%s\"", ref);
 	if (!util_str_eq(msg, v->cur->pull_msg)) {
 		free(v->cur->pull_msg);
 		v->cur->pull_msg = msg;
@@ -877,6 +879,7 @@ static void *pull_thread(void *arg)
 		struct oci_result res;
 		char *e = NULL;
 		j->prog.done = j->prog.total = 0;
+		j->cur = i;
 		if (oci_pull(j->refs[i], j->conf, j->root, &j->prog, &res, &e) < 0) {
 			j->err = e;
 			break;
