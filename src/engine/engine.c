@@ -424,7 +424,8 @@ static void publish(struct evm *v)
 	vi->o.generation = x->generation;
 	obj_label_add(&vi->o, "kubevirt.io/nodeName", x->node ? x->node : "");
 	snprintf(vi->vm_uid, UID_LEN, "%s", v->uid);
-	vi->phase = x->phase;
+	/* an execution waiting for its images is, as in KubeVirt, a VMI still Scheduling (its launcher Pending) */
+	vi->phase = pull_reason(x->how) ? intern("Scheduling") : x->phase;
 	vi->node = intern(x->node);
 	vi->phases = xcalloc((size_t)x->nphases + 1, sizeof *vi->phases);
 	memcpy(vi->phases, x->phases, sizeof *vi->phases * (size_t)x->nphases);

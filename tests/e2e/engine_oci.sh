@@ -122,6 +122,14 @@ start_fails() {
     [[ $out == *ErrImagePull* ]] || fail "$name: no ErrImagePull in: $out"
     [[ $out =~ $want ]] || fail "$name: message does not match /$want/: $out"
     [[ $(vm_field "$name" status) == ImagePullBackOff ]] || fail "$name: status $(vm_field "$name" status), wanted ImagePullBackOff"
+    # as on a cluster: the VMI still Scheduling, its launcher Pending, the image container waiting with the reason
+    [[ $(vmi_phase "$name") == Scheduling ]] || fail "$name: VMI phase $(vmi_phase "$name"), wanted Scheduling"
+    kv engine get pod -o json | jq -e --arg p "virt-launcher-$name-" '[.[] | select(.name | startswith($p))][0] |
+        .phase == "Pending" and (.containerStatuses[] | select(.name == "volumecontainerdisk") |
+        .state == "waiting" and (.reason == "ImagePullBackOff" or .reason == "ErrImagePull"))' >/dev/null ||
+        fail "$name: the launcher does not show the image pull failure"
+    out=$(kv diagnose "default/$name" 2>&1) && fail "$name: diagnose found nothing wrong"
+    [[ $out == *launcher-image-pull* ]] || fail "$name: diagnose does not point at the image pull: $out"
     kv engine get event "$name" | grep -q ErrImagePull || fail "$name: no ErrImagePull event"
     kv engine get event "$name" | grep -q BackOff || fail "$name: no BackOff event"
     [[ $(ntmp) == 0 ]] || fail "$name: temporary files left in the cache"
