@@ -184,6 +184,14 @@ int oci_ref_parse(const char *text, struct oci_ref *out, char **err)
 		out->repo = xstrdup(name);
 	if (out->tag == NULL && out->digest == NULL)
 		out->tag = xstrdup("latest");
+	/* the normal form must parse again: library/ and the defaults count against the limits */
+	char *n = oci_ref_string(out);
+	bool fits = strlen(n) <= 1024 && repo_valid(out->repo);
+	free(n);
+	if (!fits) {
+		*err = xstrdup("the image reference is too long");
+		goto bad;
+	}
 	free(s);
 	return 0;
 bad:
@@ -438,9 +446,10 @@ int oci_endpoints(const struct oci_regconf *c, const struct oci_ref *ref, struct
 	size_t blen = 0;
 	for (int i = 0; c && i < c->n; i++) {
 		size_t pl = strlen(c->ents[i].prefix);
+		if (strncmp(full, c->ents[i].prefix, pl) != 0) /* equal: full has at least pl bytes */
+			continue;
 		char b = full[pl];
-		if (strncmp(full, c->ents[i].prefix, pl) == 0 && (b == '\0' || b == '/' || b == ':' || b == '@') &&
-		    pl > blen && pl <= strlen(name)) {
+		if ((b == '\0' || b == '/' || b == ':' || b == '@') && pl > blen && pl <= strlen(name)) {
 			best = &c->ents[i];
 			blen = pl;
 		}
@@ -477,7 +486,7 @@ void oci_challenge_free(struct oci_challenge *c)
 
 static bool is_token_char(char c)
 {
-	return isalnum((unsigned char)c) || strchr("!#$%&'*+-.^_`|~", c) != NULL;
+	return c != '\0' && (isalnum((unsigned char)c) || strchr("!#$%&'*+-.^_`|~", c) != NULL);
 }
 
 int oci_challenge_parse(const char *hdr, struct oci_challenge *out)
