@@ -7,6 +7,7 @@
 #include <json-c/json.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <pthread.h>
 #include <regex.h>
 #include <signal.h>
 #include <stddef.h>
@@ -1032,6 +1033,43 @@ static int cmd_vnc(int argc, char **argv)
 
 /* ---- pull: an image into the engine's cache, as a start would ---- */
 
+struct pull_call {
+	const char *ref, *root;
+	const struct oci_regconf *conf;
+	struct oci_progress prog;
+	struct oci_result res;
+	char *err;
+	int rc;
+	volatile int done;
+};
+
+static void *pull_call_thread(void *arg)
+{
+	struct pull_call *p = arg;
+	p->rc = oci_pull(p->ref, p->conf, p->root, &p->prog, &p->res, &p->err);
+	__atomic_store_n(&p->done, 1, __ATOMIC_RELEASE);
+	return NULL;
+}
+
+/* Runs the pull on a thread and prints its progress (bytes of total) on stderr once a second. */
+static int pull_with_progress(struct pull_call *p)
+{
+	pthread_t t;
+	if (pthread_create(&t, NULL, pull_call_thread, p) != 0)
+		return pull_call_thread(p), p->rc;
+	uint64_t last = util_now_ms();
+	while (!__atomic_load_n(&p->done, __ATOMIC_ACQUIRE)) {
+		usleep(50000);
+		if (util_now_ms() - last >= 1000 && p->prog.total) {
+			last = util_now_ms();
+			fprintf(stderr, "pulling: %.1f MiB of %.1f MiB\n", (double)p->prog.done / (1 << 20),
+				(double)p->prog.total / (1 << 20));
+		}
+	}
+	pthread_join(t, NULL);
+	return p->rc;
+}
+
 static int cmd_pull(int argc, char **argv)
 {
 	const char *ref = NULL;
@@ -1040,10 +1078,14 @@ static int cmd_pull(int argc, char **argv)
 		return rc;
 	char *err = NULL, *root = engine_image_cache();
 	struct oci_regconf *conf = oci_regconf_load(&err);
-	struct oci_progress prog = { 0 };
+	struct pull_call pc = { .ref = ref, .root = root, .conf = conf, .rc = -1 };
 	struct oci_result res;
 	uint64_t t0 = util_now_ms();
-	if (conf == NULL || oci_pull(ref, conf, root, &prog, &res, &err) < 0) {
+	if (conf && pull_with_progress(&pc) == 0)
+		res = pc.res;
+	else if (conf)
+		err = pc.err;
+	if (conf == NULL || pc.rc < 0) {
 		char *e = util_escape_display(err);
 		fprintf(stderr, "kvcon: ErrImagePull: %s\n", e);
 		free(e);
