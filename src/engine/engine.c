@@ -485,9 +485,9 @@ static void publish(struct evm *v)
 		c->exit_code = x->phase == intern("Succeeded") ? 0 : 1;
 		c->message = xstrdup0(x->message);
 	}
-	pod_image_containers(v, p);
 	add_cond(&p->conds, &p->nconds, "PodScheduled", true, "", NULL, x->created);
 	add_cond(&p->conds, &p->nconds, "Ready", c->ready, c->ready ? "" : "ContainersNotReady", NULL, now);
+	pod_image_containers(v, p); /* last: it grows p->containers, c points into it */
 	p->pid = x->pid;
 	p->cmdline = xstrdup0(x->cmdline);
 	p->log_path = xstrdup0(x->log_path);
