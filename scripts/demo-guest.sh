@@ -10,6 +10,9 @@
 #
 # The guest prints "KVCON-GUEST-READY" on ttyS0 each time its serial shell
 # (re)starts, and a banner on the VGA text console (tty1) for VNC tests.
+# A cloud-init seed on a virtio disk (an ISO 9660 NoCloud or config-drive
+# image) is printed on the console at boot, between KVCON-CLOUDINIT-BEGIN and
+# KVCON-CLOUDINIT-END lines (the files' names, then their contents).
 # `exit` respawns the shell; `poweroff` / `poweroff -f` power the machine off,
 # so QEMU exits. Idempotent: a stamp (kernel .deb + hash of this script)
 # skips the rebuild; the kernel .deb is cached in KVCON_CACHE_DIR
@@ -111,6 +114,31 @@ insmod /lib/modules/button.ko
 # started before any shell, and waited for until it holds the input devices:
 # once the marker is out, a power-button press is never missed
 acpid -f -c /etc/acpi -a /etc/acpid.conf -l /tmp/acpid.log &
+# virtio disks and ISO 9660: a cloud-init seed (NoCloud "cidata" or config-2) is shown on the console
+for m in virtio_ring virtio virtio_pci_legacy_dev virtio_pci_modern_dev virtio_pci virtio_blk cdrom isofs; do
+	insmod /lib/modules/$m.ko 2>/dev/null
+done
+if grep -qs 0x0002 /sys/bus/virtio/devices/*/device; then
+	j=0
+	while [ $j -lt 40 ] && ! ls /dev/vd? >/dev/null 2>&1; do
+		sleep 0.05
+		j=$((j + 1))
+	done
+fi
+for d in /dev/vd?; do
+	[ -b "$d" ] && mount -t iso9660 -o ro "$d" /mnt 2>/dev/null || continue
+	if [ -f /mnt/user-data ] || [ -d /mnt/openstack ]; then
+		echo "KVCON-CLOUDINIT-BEGIN $d"
+		for f in /mnt/meta-data /mnt/user-data /mnt/network-config /mnt/openstack/latest/*; do
+			[ -f "$f" ] || continue
+			echo "--- $f"
+			cat "$f"
+			echo
+		done
+		echo "KVCON-CLOUDINIT-END"
+	fi
+	umount /mnt
+done
 i=0
 while [ $i -lt 100 ] && ! ls -l /proc/$!/fd 2>/dev/null | grep -q /dev/input/; do
 	sleep 0.05
@@ -165,12 +193,17 @@ build() {
     trap 'rm -rf "$BUILD_TMP"' EXIT
     # the power button (ACPI) reaches acpid through these two modules
     dpkg-deb --fsys-tarfile "$deb" | tar -x -C "$tmp" --wildcards './boot/vmlinuz-*' \
-        './lib/modules/*/kernel/drivers/acpi/button.ko' './lib/modules/*/kernel/drivers/input/evdev.ko'
+        './lib/modules/*/kernel/drivers/acpi/button.ko' './lib/modules/*/kernel/drivers/input/evdev.ko' \
+        './lib/modules/*/kernel/drivers/virtio/*.ko' './lib/modules/*/kernel/drivers/block/virtio_blk.ko' \
+        './lib/modules/*/kernel/drivers/cdrom/cdrom.ko' './lib/modules/*/kernel/fs/isofs/isofs.ko'
     mv "$tmp"/boot/vmlinuz-* "$tmp/vmlinuz"
     write_initrd_tree "$tmp/root"
     mkdir -p "$tmp/root/lib/modules"
     cp "$tmp"/lib/modules/*/kernel/drivers/acpi/button.ko "$tmp"/lib/modules/*/kernel/drivers/input/evdev.ko \
-        "$tmp/root/lib/modules/"
+        "$tmp"/lib/modules/*/kernel/drivers/virtio/{virtio,virtio_ring,virtio_pci,virtio_pci_legacy_dev}.ko \
+        "$tmp"/lib/modules/*/kernel/drivers/virtio/virtio_pci_modern_dev.ko \
+        "$tmp"/lib/modules/*/kernel/drivers/block/virtio_blk.ko "$tmp"/lib/modules/*/kernel/drivers/cdrom/cdrom.ko \
+        "$tmp"/lib/modules/*/kernel/fs/isofs/isofs.ko "$tmp/root/lib/modules/"
     (cd "$tmp/root" && find . | LC_ALL=C sort | cpio -o -H newc --quiet -R 0:0) | gzip -9n >"$tmp/initrd.gz"
     echo "$CMDLINE" >"$tmp/cmdline"
     # atomic: readers never see a half-written kernel or initrd

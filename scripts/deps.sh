@@ -28,6 +28,7 @@ libyaml-dev
 zlib1g-dev
 libxml2-dev
 libssl-dev
+libarchive-dev
 "
 RUN_PKGS="
 libvirt-daemon
@@ -64,6 +65,12 @@ groff-base
 mmdebstrap
 curl
 ca-certificates
+docker-registry
+skopeo
+apache2-utils
+syslinux
+syslinux-common
+mtools
 "
 
 FUZZ_PKGS="

@@ -7,6 +7,7 @@
 #include <json-c/json.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <pthread.h>
 #include <regex.h>
 #include <signal.h>
 #include <stddef.h>
@@ -29,6 +30,7 @@
 #include "engine/engine.h"
 #include "engine/estream.h"
 #include "engine/migrate.h"
+#include "engine/oci.h"
 #include "model/source.h"
 #include "model/store.h"
 
@@ -409,6 +411,15 @@ static const struct ejson_field pod_rows[] = {
 	{ "logPath", EJ_STRN, offsetof(struct pod, log_path), NULL },
 };
 
+static const struct ejson_field container_rows[] = {
+	{ "name", EJ_STRN, offsetof(struct container_status, name), NULL },
+	{ "state", EJ_STRN, offsetof(struct container_status, state), NULL },
+	{ "reason", EJ_STRN, offsetof(struct container_status, reason), NULL },
+	{ "message", EJ_STRN, offsetof(struct container_status, message), NULL },
+	{ "image", EJ_STRN, offsetof(struct container_status, image), NULL },
+	{ "imageID", EJ_STRN, offsetof(struct container_status, image_id), NULL },
+};
+
 static const struct ejson_field event_rows[] = {
 	{ "type", EJ_STRN, offsetof(struct event, type), NULL },
 	{ "reason", EJ_STRN, offsetof(struct event, reason), NULL },
@@ -443,9 +454,13 @@ static json_object *obj_json(const struct obj *o)
 			json_object_object_add(j, "migrationState", migrate_state_json(vmi_mig(v)));
 		break;
 	}
-	case OBJ_POD:
+	case OBJ_POD: {
+		const struct pod *p = (const struct pod *)o;
 		ejson_put(j, o, EJSON_ROWS(pod_rows));
+		json_object_object_add(j, "containerStatuses", ejson_array(p->containers, sizeof *p->containers,
+									   p->ncontainers, EJSON_ROWS(container_rows)));
 		break;
+	}
 	case OBJ_EVENT:
 		ejson_put(j, o, EJSON_ROWS(event_rows));
 		break;
@@ -638,6 +653,36 @@ static const struct {
 	{ "unpause", ACT_UNPAUSE, "unpaused" },  { "delete", ACT_DELETE, "deleted" },
 };
 
+/* Waiting for an action's reply, with an image pull's progress on stderr as it changes (at most every second). */
+struct pull_watch {
+	struct cli_reply *reply;
+	struct source *src;
+	const char *name;
+	char *last;
+	uint64_t at;
+};
+
+static bool replied_showing_pulls(void *arg)
+{
+	struct pull_watch *w = arg;
+	const char *p = engine_pull_progress(w->src, C.ns, w->name);
+	uint64_t now = util_now_ms();
+	if (p && !util_str_eq(p, w->last) && now - w->at >= 1000) {
+		char *e = util_escape_display(p);
+		fprintf(stderr, "%s\n", e);
+		free(e);
+		free(w->last);
+		w->last = xstrdup(p);
+		w->at = now;
+	}
+	bool done = engine_cli_replied(w->reply);
+	if (done) {
+		free(w->last);
+		w->last = NULL;
+	}
+	return done;
+}
+
 static int cmd_action(int argc, char **argv)
 {
 	size_t vi;
@@ -675,6 +720,7 @@ static int cmd_action(int argc, char **argv)
 		return close_engine(EXIT_API, 0);
 	}
 	struct cli_reply a = { .fd = -1 };
+	struct pull_watch pw = { .reply = &a, .src = src, .name = name };
 	char *err = NULL;
 	if (src->ops->action(src, &req, engine_cli_reply, &a, &err) < 0) {
 		char *e = util_escape_display(err);
@@ -683,8 +729,8 @@ static int cmd_action(int argc, char **argv)
 		free(err);
 		return close_engine(EXIT_API, 0);
 	}
-	if (wait && !run_until(engine_cli_replied, &a, (uint64_t)timeout * 1000)) {
-		log_eprintf("kvcon: %s %s: not done after %d s\n", argv[0], name, timeout);
+	if (wait && !run_until(replied_showing_pulls, &pw, (uint64_t)timeout * 1000)) {
+		log_eprintf("error: %s %s: not done after %d s\n", argv[0], name, timeout);
 		return close_engine(EXIT_API, 0);
 	}
 	if (wait && a.status != 0) {
@@ -966,6 +1012,80 @@ static int cmd_vnc(int argc, char **argv)
 	return rc;
 }
 
+/* ---- pull: an image into the engine's cache, as a start would ---- */
+
+struct pull_call {
+	const char *ref, *root;
+	const struct oci_regconf *conf;
+	struct oci_progress prog;
+	struct oci_result res;
+	char *err;
+	int rc;
+	volatile int done;
+};
+
+static void *pull_call_thread(void *arg)
+{
+	struct pull_call *p = arg;
+	p->rc = oci_pull(p->ref, p->conf, p->root, &p->prog, &p->res, &p->err);
+	__atomic_store_n(&p->done, 1, __ATOMIC_RELEASE);
+	return NULL;
+}
+
+/* Runs the pull on a thread and prints its progress (bytes of total) on stderr once a second. */
+static int pull_with_progress(struct pull_call *p)
+{
+	pthread_t t;
+	if (pthread_create(&t, NULL, pull_call_thread, p) != 0)
+		return pull_call_thread(p), p->rc;
+	uint64_t last = util_now_ms();
+	while (!__atomic_load_n(&p->done, __ATOMIC_ACQUIRE)) {
+		usleep(50000);
+		if (util_now_ms() - last >= 1000 && p->prog.total) {
+			last = util_now_ms();
+			fprintf(stderr, "pulling: %.1f MiB of %.1f MiB\n", (double)p->prog.done / (1 << 20),
+				(double)p->prog.total / (1 << 20));
+		}
+	}
+	pthread_join(t, NULL);
+	return p->rc;
+}
+
+static int cmd_pull(int argc, char **argv)
+{
+	const char *ref = NULL;
+	int rc = engine_cli_args(argc, argv, NULL, 0, "IMAGE", &ref);
+	if (rc)
+		return rc;
+	char *err = NULL, *root = engine_image_cache();
+	struct oci_regconf *conf = oci_regconf_load(&err);
+	struct pull_call pc = { .ref = ref, .root = root, .conf = conf, .rc = -1 };
+	struct oci_result res;
+	uint64_t t0 = util_now_ms();
+	if (conf && pull_with_progress(&pc) == 0)
+		res = pc.res;
+	else if (conf)
+		err = pc.err;
+	if (conf == NULL || pc.rc < 0) {
+		char *e = util_escape_display(err);
+		fprintf(stderr, "kvcon: ErrImagePull: %s\n", e);
+		free(e);
+		rc = EXIT_API;
+	} else {
+		double s = (double)(util_now_ms() - t0) / 1000.0;
+		char *r = util_escape_display(ref);
+		printf("pulled %s %s from %s: %llu bytes fetched in %.3f s (%.1f MiB/s)\n%s\n", r, res.manifest_digest,
+		       res.endpoint, (unsigned long long)res.fetched, s,
+		       s > 0 ? (double)res.fetched / (1 << 20) / s : 0.0, res.disk);
+		free(r);
+		oci_result_free(&res);
+	}
+	free(err);
+	free(root);
+	oci_regconf_free(conf);
+	return rc;
+}
+
 /* ---- reconcile: run the engine headless for a while ---- */
 
 static int cmd_reconcile(int argc, char **argv)
@@ -1003,6 +1123,7 @@ static const struct {
 	{ "console", cmd_console, "console NAME [--expect RE] [--send LINE]... [--wait-stop] [--timeout S] [--log FILE]" },
 	{ "vnc", cmd_vnc, "vnc NAME [--screenshot F.png ...] | vnc NAME --proxy-only [--port N]" },
 	{ "reconcile", cmd_reconcile, "reconcile [--for SECONDS]  run the reconciler, then leave" },
+	{ "pull", cmd_pull, "pull IMAGE                 pull a containerDisk into the image cache (prints its digest)" },
 	{ "migrate", migrate_cmd, "migrate NAME --to HOST [--bandwidth MiB/s] [--auto-converge] [--postcopy] [--timeout S]\n"
 				  "                      [--copy-storage] [--offline] [--migrate-uri URI] [--quiet]" },
 	{ "migrate", migrate_cmd, "migrate --abort NAME       abort a running migration (the VM stays on its host)" },

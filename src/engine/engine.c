@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <errno.h>
 #include <libvirt/libvirt.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,7 +30,9 @@
 #include "engine/elog.h"
 #include "engine/host.h"
 #include "engine/hostenv.h"
+#include "engine/imgcache.h"
 #include "engine/migrate.h"
+#include "engine/oci.h"
 #include "model/source.h"
 
 #define RESYNC_MS 10000
@@ -90,6 +93,9 @@ static struct {
 static void reconcile(struct evm *v);
 static void publish(struct evm *v);
 static void check_waiters(struct evm *v);
+static bool pull_reason(const char *how);
+static void pull_cancel(const struct evm *v);
+static void pod_image_containers(const struct evm *v, struct pod *p);
 
 /* ---- paths ---- */
 
@@ -388,6 +394,10 @@ static const char *printable(const struct evm *v)
 			return "Starting";
 		return v->cur->paused ? "Paused" : "Running";
 	}
+	if (v->cur && pull_reason(v->cur->how)) /* kubelet's reasons for the launcher's image containers */
+		return strcmp(v->cur->how, "ErrImageNeverPull") == 0 ? "ErrImagePull"
+		       : v->retry_after > util_wall_s() && want_running(v) ? "ImagePullBackOff"
+									     : "ErrImagePull";
 	if (v->retry_after > util_wall_s() && want_running(v))
 		return "CrashLoopBackOff";
 	if (v->start_error && strstr(v->start_error, "persistentVolumeClaim"))
@@ -489,7 +499,8 @@ static void publish(struct evm *v)
 	vi->o.generation = x->generation;
 	obj_label_add(&vi->o, "kubevirt.io/nodeName", x->node ? x->node : "");
 	snprintf(vi->vm_uid, UID_LEN, "%s", v->uid);
-	vi->phase = x->phase;
+	/* an execution waiting for its images is, as in KubeVirt, a VMI still Scheduling (its launcher Pending) */
+	vi->phase = pull_reason(x->how) ? intern("Scheduling") : x->phase;
 	vi->node = intern(x->node);
 	vi->phases = xcalloc((size_t)x->nphases + 1, sizeof *vi->phases);
 	memcpy(vi->phases, x->phases, sizeof *vi->phases * (size_t)x->nphases);
@@ -521,7 +532,9 @@ static void publish(struct evm *v)
 	obj_label_add(&p->o, "vm.kubevirt.io/name", v->m->name);
 	snprintf(p->vmi_uid, UID_LEN, "%s", x->uid);
 	p->vm_name = intern(v->m->name);
-	const char *pp = x->phase == intern("Pending") || x->phase == intern("Scheduled") ? "Pending" : x->phase;
+	const char *pp = x->phase == intern("Pending") || x->phase == intern("Scheduled") || pull_reason(x->how)
+				 ? "Pending" /* a pod whose images cannot be pulled stays Pending */
+				 : x->phase;
 	p->phase = intern(pp);
 	p->node = intern(x->node);
 	p->containers = xcalloc(1, sizeof *p->containers);
@@ -536,6 +549,11 @@ static void publish(struct evm *v)
 	} else if (active(x)) {
 		c->state = intern("waiting");
 		c->reason = intern("ContainerCreating");
+		c->message = xstrdup0(x->pull_msg);
+	} else if (pull_reason(x->how)) {
+		c->state = intern("waiting");
+		c->reason = intern(strcmp(x->how, "ErrImageNeverPull") == 0 ? x->how : printable(v));
+		c->message = xstrdup0(x->message);
 	} else {
 		c->state = intern("terminated");
 		c->reason = intern(x->phase == intern("Succeeded") ? "Completed" : "Error");
@@ -544,6 +562,7 @@ static void publish(struct evm *v)
 	}
 	add_cond(&p->conds, &p->nconds, "PodScheduled", true, "", NULL, x->created);
 	add_cond(&p->conds, &p->nconds, "Ready", c->ready, c->ready ? "" : "ContainersNotReady", NULL, now);
+	pod_image_containers(v, p); /* last: it grows p->containers, c points into it */
 	p->pid = x->pid;
 	p->cmdline = xstrdup0(x->cmdline);
 	p->log_path = xstrdup0(x->log_path);
@@ -744,6 +763,10 @@ static int reach_for_qemu(struct ehost *eh, const struct evm *v, const char *img
 	return embed_own_dir(&eh->acct, run_dir, err);
 }
 
+static bool pulls_begin(struct evm *v);
+static void start_build(struct evm *v);
+static void pull_done(void *arg);
+
 static void start_exec(struct evm *v, const char *why)
 {
 	if (active(v->cur))
@@ -769,7 +792,16 @@ static void start_exec(struct evm *v, const char *why)
 	if (why)
 		add_event(v, "Normal", "Restarted", true, "%s", why);
 	add_event(v, "Normal", "Created", true, "created virtual machine instance %s", x->uid);
+	if (pulls_begin(v))
+		return; /* start_build follows the image pulls */
+	start_build(v);
+}
 
+/* The second half of a start, once every containerDisk is on this host: the plan and the worker's request. */
+static void start_build(struct evm *v)
+{
+	struct ehost *eh = v->eh;
+	struct exec *x = v->cur;
 	char *imgs = env_dir("KVCON_ENGINE_IMAGES", "images"), *vols = env_dir("KVCON_ENGINE_VOLUMES", "volumes");
 	char *bridge = setting("KVCON_ENGINE_BRIDGE", "engine.bridge");
 	char **roots = host_roots();
@@ -780,6 +812,8 @@ static void start_exec(struct evm *v, const char *why)
 		v->start_error = xstrdup(err);
 		end_exec(v, true, "FailedCreate", err);
 		free(err);
+		free(cache);
+		values_free(roots);
 		free(imgs);
 		free(vols);
 		free(bridge);
@@ -827,6 +861,410 @@ static void start_exec(struct evm *v, const char *why)
 	v->ring_len = 0;
 }
 
+/* ---- containerDisk pulls ----
+ * A start whose containerDisks are neither in the image directory nor (per imagePullPolicy) in the image cache
+ * pulls them first, on a thread of its own (oci_pull blocks), tracked as the execution's start request so
+ * that stop, delete and the reconciler wait for it. The execution stays Pending meanwhile; its launcher shows
+ * the progress. A failed pull ends the execution with kubelet's reason (ErrImagePull; ImagePullBackOff while
+ * the crash-loop back-off delays the next try; ErrImageNeverPull) and a message naming the registry. */
+
+#define PULL_TICK_MS 500
+
+struct pulljob {
+	struct ehost *eh;
+	char *key;
+	char exec_uid[UID_LEN];
+	int preq_id;
+	int n;
+	char **vols, **refs, **ids; /* per image: the volume, the reference as written, the imageID pulled */
+	struct oci_regconf *conf;
+	char *root;
+	struct oci_progress prog;
+	volatile int cur;           /* the image being pulled (written by the thread) */
+	char *err;
+	uint64_t fetched;
+	uint64_t t0;
+	struct loop_timer *tick;
+	struct pulljob *next;
+};
+
+static struct pulljob *pulls;
+static int pull_ids = -1; /* start-request ids of pulls: negative, never a worker's */
+
+static bool pull_reason(const char *how)
+{
+	return how && (strcmp(how, "ErrImagePull") == 0 || strcmp(how, "ErrImageNeverPull") == 0);
+}
+
+/* The image as a file of the image directory (not of the cache): a local file wins over any registry. */
+static bool local_image(const char *imgs, const char *ref)
+{
+	char **c = manifest_image_candidates(imgs, ref);
+	const char *root = imgcache_root();
+	bool found = false;
+	for (size_t i = 0; c[i]; i++) {
+		struct stat st;
+		if (!found && !(root && util_has_prefix(c[i], root)) && stat(c[i], &st) == 0 && S_ISREG(st.st_mode))
+			found = true;
+		free(c[i]);
+	}
+	free(c);
+	return found;
+}
+
+static void pulljob_free(struct pulljob *j)
+{
+	for (int i = 0; i < j->n; i++) {
+		free(j->vols[i]);
+		free(j->refs[i]);
+		free(j->ids[i]);
+	}
+	free(j->vols);
+	free(j->refs);
+	free(j->ids);
+	oci_regconf_free(j->conf);
+	free(j->root);
+	free(j->err);
+	free(j->key);
+	free(j);
+}
+
+/* "repo@sha256:..." for a reference and the digest it resolved to. */
+static char *image_id(const char *ref, const char *digest)
+{
+	struct oci_ref r;
+	char *e = NULL;
+	if (oci_ref_parse(ref, &r, &e) < 0) {
+		free(e);
+		return xstrdup(digest);
+	}
+	char *s = xasprintf("%s/%s@%s", r.registry, r.repo, digest);
+	oci_ref_free(&r);
+	return s;
+}
+
+static void add_image(struct exec *x, const char *vol, const char *ref, const char *id)
+{
+	char *line = xasprintf("%s%s %s %s\n", x->images ? x->images : "", vol, ref, id);
+	free(x->images);
+	x->images = line;
+}
+
+/* The launcher's containerDisk containers ("volume<NAME>", as virt-launcher pods have), with the image and,
+ * once pulled, its imageID. */
+static void pod_image_containers(const struct evm *v, struct pod *p)
+{
+	const struct exec *x = v->cur;
+	for (int i = 0; i < v->m->nvols; i++) {
+		const struct mf_volume *vol = &v->m->vols[i];
+		if (vol->type != MF_VOL_CONTAINER)
+			continue;
+		p->containers = xreallocarray(p->containers, (size_t)p->ncontainers + 1, sizeof *p->containers);
+		struct container_status *c = &p->containers[p->ncontainers++];
+		*c = p->containers[0];
+		c->message = xstrdup0(p->containers[0].message);
+		char *name = xasprintf("volume%s", vol->name);
+		c->name = intern(name);
+		free(name);
+		c->image = intern(vol->image);
+		for (const char *l = x->images; l && *l;) { /* VOLUME IMAGE IMAGEID lines */
+			const char *nl = strchr(l, '\n'), *end = nl ? nl : l + strlen(l);
+			size_t vl = strlen(vol->name);
+			if ((size_t)(end - l) > vl && strncmp(l, vol->name, vl) == 0 && l[vl] == ' ') {
+				const char *sp = memrchr(l, ' ', (size_t)(end - l));
+				char *id = xstrndup(sp + 1, (size_t)(end - sp - 1));
+				c->image_id = intern(id);
+				free(id);
+			}
+			l = nl ? nl + 1 : end;
+		}
+	}
+	if (p->ncontainers > 1 && util_str_eq(p->containers[0].state, "waiting")) {
+		free(p->containers[0].message); /* the image containers carry the pull's progress or failure */
+		p->containers[0].message = NULL;
+		p->containers[0].reason = intern("PodInitializing");
+	}
+}
+
+static void human_bytes(char *out, size_t len, uint64_t n)
+{
+	if (n >= (uint64_t)1 << 30)
+		snprintf(out, len, "%.1f GiB", (double)n / (1 << 30));
+	else if (n >= (uint64_t)1 << 20)
+		snprintf(out, len, "%.1f MiB", (double)n / (1 << 20));
+	else
+		snprintf(out, len, "%.1f KiB", (double)n / 1024);
+}
+
+static struct evm *pull_vm(const struct pulljob *j)
+{
+	struct evm *v = hmap_get(&j->eh->vms, j->key);
+	return v && v->cur && strcmp(v->cur->uid, j->exec_uid) == 0 ? v : NULL;
+}
+
+static void pull_tick(void *arg)
+{
+	struct pulljob *j = arg;
+	j->tick = loop_timer_add(PULL_TICK_MS, pull_tick, j);
+	struct evm *v = pull_vm(j);
+	if (v == NULL)
+		return;
+	char done[32], total[32];
+	human_bytes(done, sizeof done, j->prog.done);
+	human_bytes(total, sizeof total, j->prog.total);
+	const char *ref = j->refs[j->cur];
+	char *msg = j->prog.total ? xasprintf("pulling image \"%s\": %s of %s", ref, done, total)
+				  : xasprintf("pulling image \"%s\"", ref);
+	if (!util_str_eq(msg, v->cur->pull_msg)) {
+		free(v->cur->pull_msg);
+		v->cur->pull_msg = msg;
+		publish(v);
+	} else
+		free(msg);
+}
+
+static void *pull_thread(void *arg)
+{
+	struct pulljob *j = arg;
+	for (int i = 0; i < j->n && j->err == NULL; i++) {
+		struct oci_result res;
+		char *e = NULL;
+		j->prog.done = j->prog.total = 0;
+		j->cur = i;
+		if (oci_pull(j->refs[i], j->conf, j->root, &j->prog, &res, &e) < 0) {
+			j->err = e;
+			break;
+		}
+		j->ids[i] = image_id(j->refs[i], res.manifest_digest);
+		j->fetched += res.fetched;
+		oci_result_free(&res);
+	}
+	loop_post(pull_done, j);
+	return NULL;
+}
+
+static void pull_done(void *arg)
+{
+	struct pulljob *j = arg;
+	loop_timer_cancel(j->tick);
+	for (struct pulljob **pp = &pulls; *pp; pp = &(*pp)->next)
+		if (*pp == j) {
+			*pp = j->next;
+			break;
+		}
+	struct preq *p = NULL;
+	for (struct preq **pp = &j->eh->reqs; *pp; pp = &(*pp)->next)
+		if ((*pp)->id == j->preq_id) {
+			p = *pp;
+			*pp = p->next;
+			break;
+		}
+	struct evm *v = p ? p->v : NULL;
+	if (v)
+		v->inflight--;
+	free(p);
+	if (v && v->cur && strcmp(v->cur->uid, j->exec_uid) == 0 && active(v->cur)) {
+		struct exec *x = v->cur;
+		free(x->pull_msg);
+		x->pull_msg = NULL;
+		if (v->stopping || v->deleting) {
+			end_exec(v, false, "Stopped", "stopped before its images were pulled");
+		} else if (j->err) {
+			free(v->start_error);
+			v->start_error = xstrdup(j->err);
+			end_exec(v, true, "ErrImagePull", j->err);
+		} else {
+			double s = (double)(util_now_ms() - j->t0) / 1000.0;
+			for (int i = 0; i < j->n; i++) {
+				add_image(x, j->vols[i], j->refs[i], j->ids[i]);
+				add_event(v, "Normal", "Pulled", true, "Successfully pulled image \"%s\" in %.3fs (%s)",
+					  j->refs[i], s, j->ids[i]);
+			}
+			log_info("engine: %s: pulled %llu bytes in %.3f s", v->key, (unsigned long long)j->fetched, s);
+			start_build(v);
+		}
+		check_waiters(v);
+		reconcile(v);
+	} else if (v) {
+		check_waiters(v);
+		reconcile(v);
+	}
+	pulljob_free(j);
+}
+
+static void pull_cancel(const struct evm *v)
+{
+	for (struct pulljob *j = pulls; j; j = j->next)
+		if (strcmp(j->key, v->key) == 0)
+			j->prog.cancel = 1;
+}
+
+/* Decides, per containerDisk, local file / cached / pull; starts the pulls. True when the start now waits for
+ * them (or failed: ErrImageNeverPull, a bad registries configuration). */
+static bool pulls_begin(struct evm *v)
+{
+	struct exec *x = v->cur;
+	char *imgs = env_dir("KVCON_ENGINE_IMAGES", "images");
+	struct pulljob *j = NULL;
+	char *fail_reason = NULL, *fail_msg = NULL;
+	for (int i = 0; i < v->m->nvols && fail_msg == NULL; i++) {
+		const struct mf_volume *vol = &v->m->vols[i];
+		if (vol->type != MF_VOL_CONTAINER || local_image(imgs, vol->image))
+			continue;
+		struct oci_ref r;
+		char *e = NULL;
+		if (oci_ref_parse(vol->image, &r, &e) < 0) {
+			free(e); /* not a registry reference: the plan reports the missing file */
+			continue;
+		}
+		const char *policy = vol->pull_policy ? vol->pull_policy : oci_default_policy(&r);
+		oci_ref_free(&r);
+		char *digest = NULL, *have = imgcache_lookup(vol->image, &digest);
+		if (have && strcmp(policy, "Always") != 0) {
+			char *id = image_id(vol->image, digest);
+			add_image(x, vol->name, vol->image, id);
+			add_event(v, "Normal", "Pulled", true, "Container image \"%s\" already present on machine (%s)",
+				  vol->image, id);
+			free(id);
+		} else if (strcmp(policy, "Never") == 0) {
+			fail_reason = "ErrImageNeverPull";
+			fail_msg = xasprintf("Container image \"%s\" is not present with pull policy of Never", vol->image);
+		} else {
+			if (j == NULL) {
+				j = xcalloc(1, sizeof *j);
+				char *cerr = NULL;
+				j->conf = oci_regconf_load(&cerr);
+				if (j->conf == NULL) {
+					fail_reason = "ErrImagePull";
+					fail_msg = xasprintf("registries configuration: %s", cerr);
+					free(cerr);
+				}
+			}
+			j->vols = xreallocarray(j->vols, (size_t)j->n + 1, sizeof *j->vols);
+			j->refs = xreallocarray(j->refs, (size_t)j->n + 1, sizeof *j->refs);
+			j->ids = xreallocarray(j->ids, (size_t)j->n + 1, sizeof *j->ids);
+			j->vols[j->n] = xstrdup(vol->name);
+			j->refs[j->n] = xstrdup(vol->image);
+			j->ids[j->n++] = NULL;
+			add_event(v, "Normal", "Pulling", true, "Pulling image \"%s\"", vol->image);
+		}
+		free(have);
+		free(digest);
+	}
+	free(imgs);
+	if (fail_msg) {
+		if (j)
+			pulljob_free(j);
+		free(v->start_error);
+		v->start_error = xstrdup(fail_msg);
+		end_exec(v, true, fail_reason, fail_msg);
+		free(fail_msg);
+		return true;
+	}
+	if (j == NULL)
+		return false;
+	j->eh = v->eh;
+	j->key = xstrdup(v->key);
+	snprintf(j->exec_uid, UID_LEN, "%s", x->uid);
+	j->root = image_cache_dir();
+	j->preq_id = pull_ids--;
+	j->t0 = util_now_ms();
+	track(v->eh, j->preq_id, PK_START, v);
+	x->pull_msg = xasprintf("pulling image \"%s\"", j->refs[0]);
+	j->next = pulls;
+	pulls = j;
+	j->tick = loop_timer_add(PULL_TICK_MS, pull_tick, j);
+	publish(v);
+	persist(v);
+	pthread_t t;
+	pthread_attr_t at;
+	pthread_attr_init(&at);
+	pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+	if (pthread_create(&t, &at, pull_thread, j) != 0) {
+		j->err = xasprintf("cannot start a pull thread: %s", strerror(errno));
+		loop_post(pull_done, j);
+	}
+	pthread_attr_destroy(&at);
+	return true;
+}
+
+/* The references every VM of this process's hosts uses, and those of other hosts' records on disk. */
+static void sweep_images(void)
+{
+	char **refs = NULL;
+	int n = 0;
+	for (int h = 0; h < E.nhosts; h++) {
+		const char *key;
+		void *val;
+		for (size_t it = 0; hmap_next(&E.hosts[h]->vms, &it, &key, &val);) {
+			const struct evm *v = val;
+			for (int i = 0; v->m && i < v->m->nvols; i++)
+				if (v->m->vols[i].type == MF_VOL_CONTAINER && !v->deleting) {
+					refs = xreallocarray(refs, (size_t)n + 1, sizeof *refs);
+					refs[n++] = xstrdup(v->m->vols[i].image);
+				}
+		}
+	}
+	/* records of hosts this process has not opened keep their images too */
+	char *dd = data_dir(), *hd = util_path_join(dd, "hosts");
+	DIR *d = opendir(hd);
+	struct dirent *de;
+	while (d && (de = readdir(d))) {
+		if (de->d_name[0] == '.')
+			continue;
+		char *vd = xasprintf("%s/%s/vms", hd, de->d_name);
+		bool mine = false;
+		for (int h = 0; h < E.nhosts; h++)
+			mine |= util_str_eq(E.hosts[h]->records_dir, vd);
+		DIR *rd = mine ? NULL : opendir(vd);
+		struct dirent *re;
+		while (rd && (re = readdir(rd))) {
+			size_t l = strlen(re->d_name);
+			if (re->d_name[0] == '.' || l < 6 || strcmp(re->d_name + l - 5, ".json") != 0)
+				continue;
+			char *path = util_path_join(vd, re->d_name), *text = util_read_file(path, NULL), *err = NULL;
+			struct evm *tmp = xcalloc(1, sizeof *tmp);
+			if (text && record_load(tmp, text, &err) == 0)
+				for (int i = 0; tmp->m && i < tmp->m->nvols; i++)
+					if (tmp->m->vols[i].type == MF_VOL_CONTAINER) {
+						refs = xreallocarray(refs, (size_t)n + 1, sizeof *refs);
+						refs[n++] = xstrdup(tmp->m->vols[i].image);
+					}
+			evm_free(tmp);
+			free(err);
+			free(text);
+			free(path);
+		}
+		if (rd)
+			closedir(rd);
+		free(vd);
+	}
+	if (d)
+		closedir(d);
+	free(hd);
+	free(dd);
+	int removed = 0;
+	if (imgcache_sweep((const char *const *)refs, n, &removed) == 0 && removed)
+		log_info("engine: image cache: %d unused files removed", removed);
+	for (int i = 0; i < n; i++)
+		free(refs[i]);
+	free(refs);
+}
+
+char *engine_image_cache(void)
+{
+	char *root = image_cache_dir();
+	if (imgcache_root() == NULL)
+		imgcache_set_root(root);
+	return root;
+}
+
+const char *engine_pull_progress(struct source *src, const char *ns, const char *name)
+{
+	struct evm *v = find_vm(src, ns, name);
+	return v && v->cur ? v->cur->pull_msg : NULL;
+}
+
 static void grace_expired(void *arg)
 {
 	struct evm *v = arg;
@@ -850,6 +1288,7 @@ static void begin_stop(struct evm *v, int grace)
 	for (struct preq *p = v->eh->reqs; p; p = p->next)
 		starting |= p->v == v && p->kind == PK_START;
 	if (starting) {
+		pull_cancel(v);
 		publish(v);
 		return; /* the start's completion sees stopping and powers off */
 	}
@@ -921,6 +1360,9 @@ static void reconcile(struct evm *v)
 	if (want && !is) {
 		int64_t now = util_wall_s();
 		if (v->retry_after > now) {
+			if (v->retry_timer == NULL && v->cur && util_str_eq(v->cur->how, "ErrImagePull"))
+				add_event(v, "Normal", "BackOff", true, "Back-off pulling image: next try in %llds",
+					  (long long)(v->retry_after - now));
 			if (v->retry_timer == NULL)
 				v->retry_timer = loop_timer_add((uint64_t)(v->retry_after - now) * 1000 + 100, retry_fire, v);
 			publish(v);
@@ -987,6 +1429,7 @@ static void check_waiters(struct evm *v)
 		struct waiter *w = *pp;
 		int st = 1; /* 1: still waiting */
 		const char *msg = NULL;
+		char *pm = NULL;
 		const struct exec *x = v->cur;
 		switch (w->act) {
 		case ACT_START:
@@ -994,9 +1437,11 @@ static void check_waiters(struct evm *v)
 			if (x && x->phase == intern("Running") && strcmp(x->uid, w->old_uid) != 0)
 				st = 0;
 			else if (x && strcmp(x->uid, w->old_uid) != 0 && !active(x) && x->how &&
-				 strcmp(x->how, "FailedCreate") == 0) {
+				 (strcmp(x->how, "FailedCreate") == 0 || pull_reason(x->how))) {
 				st = -1;
 				msg = x->message;
+				if (pull_reason(x->how)) /* kubelet's reason first, as kubectl describe shows it */
+					msg = pm = xasprintf("%s: %s", x->how, x->message ? x->message : "");
 			}
 			break;
 		case ACT_STOP:
@@ -1027,6 +1472,7 @@ static void check_waiters(struct evm *v)
 			continue;
 		}
 		complete(w, st, msg);
+		free(pm);
 		*pp = w->next;
 		free(w);
 	}
@@ -1076,6 +1522,7 @@ static void finish_delete(struct evm *v)
 	store_remove(E.st, eh->src, OBJ_VM, v->uid);
 	hmap_del(&eh->vms, v->key);
 	log_info("engine: %s deleted%s", v->key, v->delete_volumes ? " with its volumes" : "");
+	sweep_images(); /* its pulled images go when no other VM uses them */
 	for (struct waiter *w = v->waiters, *n; w; w = n) {
 		n = w->next;
 		complete(w, 0, NULL);
@@ -1697,6 +2144,12 @@ struct source *engine_open(struct store *st, const char *uri, char **err)
 		return NULL;
 	}
 	E.st = st;
+	if (imgcache_root() == NULL) {
+		char *root = image_cache_dir();
+		imgcache_set_root(root);
+		free(root);
+		manifest_image_hook(imgcache_hook);
+	}
 	char hn[256] = "localhost";
 	gethostname(hn, sizeof hn - 1);
 	struct source *src = source_new(SOURCE_ENGINE, hn);
@@ -1811,7 +2264,23 @@ int engine_apply(struct source *src, const char *text, size_t len, char **result
 	char *cache = image_cache_dir();
 	struct domxml_env env = { .image_dir = imgs, .image_cache = cache, .volume_dir = vols, .bridge = bridge,
 				  .host_roots = (const char *const *)roots };
+	/* containerDisks from registries are pulled at start (as kubelet does), not looked for at apply */
+	enum mf_vol *types = xcalloc((size_t)m->nvols + 1, sizeof *types);
+	for (int i = 0; i < m->nvols; i++) {
+		struct oci_ref r;
+		char *e = NULL;
+		types[i] = m->vols[i].type;
+		if (types[i] == MF_VOL_CONTAINER && !local_image(imgs, m->vols[i].image) &&
+		    oci_ref_parse(m->vols[i].image, &r, &e) == 0) {
+			m->vols[i].type = MF_VOL_EMPTY;
+			oci_ref_free(&r);
+		}
+		free(e);
+	}
 	int rc = domxml_resolve(m, &env, err);
+	for (int i = 0; i < m->nvols; i++)
+		m->vols[i].type = types[i];
+	free(types);
 	free(imgs);
 	free(vols);
 	free(bridge);
@@ -1833,6 +2302,7 @@ int engine_apply(struct source *src, const char *text, size_t len, char **result
 		*result = xstrdup("unchanged");
 		free(key);
 		manifest_free(m);
+		sweep_images();
 		return 0;
 	}
 	if (v == NULL) {
@@ -1859,6 +2329,7 @@ int engine_apply(struct source *src, const char *text, size_t len, char **result
 	publish(v);
 	persist(v);
 	reconcile(v);
+	sweep_images(); /* images the previous manifest used may be unused now */
 	return 0;
 }
 

@@ -58,6 +58,13 @@ bool engine_running(struct source *src, const char *ns, const char *name);
 struct json_object;
 struct json_object *engine_storage_json(struct source *src, const char *ns, const char *name);
 
+/* The image cache's directory ($XDG_STATE_HOME/kvcon/engine-data/imgcache). Caller frees. */
+char *engine_image_cache(void);
+
+/* The progress of the image pull the VM's start waits for ("pulling image \"REF\": 12.0 MiB of 40.0 MiB"),
+ * or NULL. */
+const char *engine_pull_progress(struct source *src, const char *ns, const char *name);
+
 /* The path of the current execution's serial log (the guest's bytes as QEMU wrote them), or NULL. */
 const char *engine_serial_log(struct source *src, const char *ns, const char *name);
 

@@ -26,6 +26,8 @@ struct exec {
 	char *cmdline, *log_path, *serial_log, *run_dir;
 	char *how;               /* how it ended: Stopped, ShutdownByGuest, Crashed, FailedCreate, ... */
 	char *message;
+	char *images;            /* pulled containerDisks: "VOLUME IMAGE IMAGEID" lines (IMAGEID repo@sha256:...) */
+	char *pull_msg;          /* runtime: the pull's progress while the execution waits for its images */
 	uint64_t generation;     /* the VM generation it runs */
 	bool paused, agent, stop_by_us, tcg;
 	struct emig *mig;        /* migrationState (migrate.h), NULL when never migrated */

@@ -603,19 +603,24 @@ static bool parse_volume(struct vctx *v, const struct ynode *n, const char *path
 	}
 	if ((k = ytree_get(n, "containerDisk"))) {
 		static const struct key_rule r[] = { { "image", NULL }, { "imagePullPolicy", NULL },
-			{ "imagePullSecret", "registry credentials are not used: images come from the engine's image "
-					     "directory" },
+			{ "imagePullSecret", "secrets need a cluster: the engine takes registry credentials from the "
+					     "Docker/Podman auth file" },
 			{ "path", "a path inside the image is not supported; the image file is the disk" },
 			{ NULL, NULL } };
 		kinds++;
 		vol->type = MF_VOL_CONTAINER;
 		p = sub(path, "containerDisk");
-		if (!want_map(v, k, p) || !check_keys(v, k, p, r) || !get_str(v, k, "image", p, &vol->image))
+		if (!want_map(v, k, p) || !check_keys(v, k, p, r) || !get_str(v, k, "image", p, &vol->image) ||
+		    !get_str(v, k, "imagePullPolicy", p, &vol->pull_policy))
 			goto out;
 		if (vol->image == NULL || vol->image[0] == '\0')
 			fail(v, p, "image is required");
-		else
+		else {
 			check_text(v, p, "image", vol->image);
+			if (vol->pull_policy && strcmp(vol->pull_policy, "Always") && strcmp(vol->pull_policy, "Never") &&
+			    strcmp(vol->pull_policy, "IfNotPresent"))
+				fail(v, p, "imagePullPolicy \"%s\" is not one of Always, IfNotPresent, Never", vol->pull_policy);
+		}
 		free(p);
 		p = NULL;
 	}
@@ -1380,6 +1385,7 @@ void manifest_free(struct manifest *m)
 		free(v->path);
 		free(v->claim);
 		free(v->image);
+		free(v->pull_policy);
 		free(v->user_data);
 		free(v->network_data);
 	}
@@ -1396,6 +1402,13 @@ void manifest_free(struct manifest *m)
 	free(m);
 }
 
+static char *(*image_hook)(const char *ref);
+
+void manifest_image_hook(char *(*hook)(const char *ref))
+{
+	image_hook = hook;
+}
+
 char **manifest_image_candidates(const char *dir, const char *ref)
 {
 	static const char *exts[] = { "", ".qcow2", ".img", ".raw", ".iso" };
@@ -1408,7 +1421,7 @@ char **manifest_image_candidates(const char *dir, const char *ref)
 	char *base = xstrdup(slash ? slash + 1 : ref);
 	base[strcspn(base, ":@")] = '\0';
 	size_t n = 0;
-	char **out = xcalloc(2 * 5 + 1, sizeof *out);
+	char **out = xcalloc(2 * 5 + 2, sizeof *out);
 	for (int k = 0; k < 2; k++) {
 		const char *name = k ? base : flat;
 		if (k && strcmp(base, flat) == 0)
@@ -1418,6 +1431,9 @@ char **manifest_image_candidates(const char *dir, const char *ref)
 		for (size_t e = 0; e < 5; e++)
 			out[n++] = xasprintf("%s/%s%s", dir, name, exts[e]);
 	}
+	char *pulled = image_hook ? image_hook(ref) : NULL; /* after the image directory: a local file wins */
+	if (pulled)
+		out[n++] = pulled;
 	free(flat);
 	free(base);
 	return out;

@@ -4,7 +4,7 @@
  *
  * Local meanings (documented in kvcon(1)):
  *  - containerDisk.image, kernelBoot.container.image: resolved in the engine's image directory (see
- *    manifest_image_candidates); kernelBoot kernelPath/initrdPath are taken inside that image directory entry
+ *    manifest_image_candidates), then in the cache of images pulled from registries (imgcache.h); kernelBoot kernelPath/initrdPath are taken inside that image directory entry
  *    when it is a directory, or as host paths when the image is the literal "host" or absent.
  *  - persistentVolumeClaim.claimName: a file in the engine's volume directory, <voldir>/<ns>/<claim>.img.
  *  - emptyDisk: a sparse file created for each execution; cloudInitNoCloud: a NoCloud seed ISO per execution.
@@ -39,6 +39,7 @@ struct mf_volume {
 	char *claim;       /* PVC claimName */
 	bool readonly;     /* PVC readOnly */
 	char *image;       /* containerDisk image */
+	char *pull_policy; /* containerDisk imagePullPolicy as written (NULL: Kubernetes' default) */
 	char *user_data, *network_data; /* cloudInitNoCloud, decoded */
 };
 
@@ -84,6 +85,10 @@ int manifest_quantity(const char *s, uint64_t *out);
  * and the array): <dir>/<ref with '/' and ':' as '_'> and <dir>/<repository basename>, each as-is and with
  * .qcow2, .img, .raw, .iso. */
 char **manifest_image_candidates(const char *dir, const char *ref);
+
+/* A resolver consulted after the image directory (the engine's image cache of pulled containerDisks): returns
+ * the file for ref or NULL (caller frees). */
+void manifest_image_hook(char *(*hook)(const char *ref));
 
 const char *mf_bus_name(enum mf_bus b);
 

@@ -30,6 +30,8 @@ void exec_free(struct exec *x)
 	free(x->run_dir);
 	free(x->how);
 	free(x->message);
+	free(x->images);
+	free(x->pull_msg);
 	emig_free(x->mig);
 	free(x);
 }
@@ -94,6 +96,7 @@ static const struct ejson_field exec_rows[] = {
 	{ "runDir", EJ_STR, offsetof(struct exec, run_dir), NULL },
 	{ "how", EJ_STR, offsetof(struct exec, how), NULL },
 	{ "message", EJ_STR, offsetof(struct exec, message), NULL },
+	{ "imageIDs", EJ_STR, offsetof(struct exec, images), NULL },
 	{ "generation", EJ_U64, offsetof(struct exec, generation), NULL },
 	{ "paused", EJ_BOOL, offsetof(struct exec, paused), NULL },
 	{ "stopByUs", EJ_BOOL, offsetof(struct exec, stop_by_us), NULL },

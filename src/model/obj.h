@@ -125,6 +125,7 @@ struct container_status {
 	const char *reason; /* ContainerCreating, CrashLoopBackOff, ErrImagePull, Completed, ... */
 	char *message;
 	const char *last_reason;  /* lastState.terminated.reason (why a CrashLoopBackOff container died) */
+	const char *image, *image_id; /* interned: image as written, imageID (repo@sha256:...) once pulled */
 	uint32_t started;         /* epoch seconds, 0 unknown */
 	int restarts;
 	int exit_code;

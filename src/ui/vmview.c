@@ -175,6 +175,10 @@ static void pod_panel(struct panel *p, const struct pod *pod, const struct vmi *
 		const struct container_status *c = &pod->containers[i];
 		pl(p, theme_status_attr(c->reason ? c->reason : c->ready ? "Ready" : NULL), "%s: %s %s restarts %d",
 		   nz(c->name), nz(c->state), c->reason ? c->reason : "", c->restarts);
+		if (c->message && c->state && strcmp(c->state, "running") != 0) /* a pull's progress, a failure */
+			pl(p, theme_status_attr(c->reason), "  %s", c->message);
+		if (c->image_id)
+			pl(p, 0, "  imageID: %s", c->image_id);
 	}
 }
 

@@ -1,0 +1,145 @@
+/* A client of the OCI distribution API for containerDisk images, as a KubeVirt node's container runtime pulls
+ * them: references, registries configuration (mirrors, insecure registries, with containers-registries.conf(5)
+ * semantics), credentials from the Docker/Podman auth files, anonymous / Basic / Bearer-token auth from the
+ * registry's WWW-Authenticate challenge, image indexes resolved to linux/amd64, every manifest and blob verified
+ * against its sha256 digest, and the disk file of KubeVirt's containerDisk layout (/disk/NAME.qcow2, .img or .raw)
+ * unpacked from the layers into the content-addressed image cache (imgcache.h).
+ *
+ * Threads: oci_pull blocks (libcurl easy handles, libarchive): the engine runs it on a thread of its own. The
+ * parsers are pure and have fuzz harnesses (tests/fuzz/fuzz_oci_*.c). */
+#ifndef KVCON_ENGINE_OCI_H
+#define KVCON_ENGINE_OCI_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* ---- references ---- */
+
+/* A normalized image reference: docker.io/library/fedora:latest style. */
+struct oci_ref {
+	char *registry; /* "quay.io", "127.0.0.1:5000", "docker.io" */
+	char *repo;     /* "containerdisks/fedora", "library/busybox" */
+	char *tag;      /* NULL when only a digest was given */
+	char *digest;   /* "sha256:<64 hex>" or NULL */
+};
+
+/* Parses a reference as Docker/Podman do (default registry docker.io, library/ for single names, tag latest
+ * when neither tag nor digest). 0, or -1 with *err (caller frees). */
+int oci_ref_parse(const char *text, struct oci_ref *out, char **err);
+void oci_ref_free(struct oci_ref *r);
+/* registry/repo[:tag][@digest]. Caller frees. */
+char *oci_ref_string(const struct oci_ref *r);
+/* The Kubernetes default pull policy: Always for :latest (or no tag), else IfNotPresent. */
+const char *oci_default_policy(const struct oci_ref *r);
+/* "sha256:" followed by exactly 64 lower-case hex digits (the only digests kvcon can verify). */
+bool oci_digest_valid(const char *d);
+
+/* ---- registries configuration ----
+ * Lines of kvcon's config file ($XDG_CONFIG_HOME/kvcon/config), "key = value" like the engine's settings:
+ *   registry = PREFIX [location=HOST[/PATH]] [insecure=true] [blocked=true] [ca=FILE]
+ *   registry.mirror = PREFIX location=HOST[/PATH] [insecure=true] [ca=FILE]
+ * PREFIX matches a reference by the longest prefix ending at a host, path or tag boundary (quay.io matches
+ * quay.io/x/y:t, not quay.iox/...). Mirrors of a prefix are tried in their order, then the location (the prefix
+ * rewritten), as containers' registries.conf [[registry]] / [[registry.mirror]] do. insecure: plain HTTP is
+ * allowed and TLS certificates are not verified; ca: a CA bundle for that host. Without a ca= the host's
+ * /etc/containers/certs.d/HOST/ca.crt (or $XDG_CONFIG_HOME/containers/certs.d/HOST/ca.crt) is used when present. */
+struct oci_endpoint {
+	char *host;      /* host[:port] contacted */
+	char *repo;      /* repository on that host */
+	bool insecure;
+	char *ca;        /* CA bundle or NULL */
+	bool mirror;
+};
+
+struct oci_regconf;
+/* Parses the config text (other keys ignored). NULL text: empty configuration. *err (caller frees) names the
+ * first malformed registry line; the configuration is then NULL. */
+struct oci_regconf *oci_regconf_parse(const char *text, char **err);
+/* Loads $XDG_CONFIG_HOME/kvcon/config. */
+struct oci_regconf *oci_regconf_load(char **err);
+void oci_regconf_free(struct oci_regconf *c);
+/* The endpoints to try for ref, in order (mirrors first). Returns their number (0: the registry is blocked). */
+int oci_endpoints(const struct oci_regconf *c, const struct oci_ref *ref, struct oci_endpoint **out);
+void oci_endpoints_free(struct oci_endpoint *e, int n);
+
+/* ---- WWW-Authenticate ---- */
+
+struct oci_challenge {
+	char *scheme; /* "bearer" or "basic" (lower case) */
+	char *realm, *service, *scope;
+};
+/* Parses the first challenge of a WWW-Authenticate header value (RFC 7235 auth-params, quoted strings with
+ * backslash escapes). 0, or -1 when malformed. */
+int oci_challenge_parse(const char *hdr, struct oci_challenge *out);
+void oci_challenge_free(struct oci_challenge *c);
+
+/* ---- manifests ---- */
+
+enum oci_mkind { OCI_M_INDEX, OCI_M_IMAGE };
+
+struct oci_desc {
+	char *media_type, *digest;
+	int64_t size;
+	char *os, *arch, *variant; /* index entries */
+};
+
+struct oci_manifest {
+	enum oci_mkind kind;
+	char *media_type;
+	struct oci_desc config;
+	struct oci_desc *items; /* index: manifests; image: layers */
+	int nitems;
+};
+
+/* Parses an image manifest or index (OCI or Docker v2 schema 2). content_type: the response's Content-Type,
+ * used when the document has no mediaType. 0, or -1 with *err. */
+int oci_manifest_parse(const char *json, size_t len, const char *content_type, struct oci_manifest *out,
+		       char **err);
+void oci_manifest_free(struct oci_manifest *m);
+/* The index entry for linux/amd64 (NULL when none). */
+const struct oci_desc *oci_index_pick(const struct oci_manifest *m);
+/* A layer media type kvcon can unpack (tar, tar+gzip, tar+zstd). */
+bool oci_layer_type_ok(const char *media_type);
+
+/* ---- credentials ---- */
+
+/* user:password for host (and repository) from $REGISTRY_AUTH_FILE, $XDG_RUNTIME_DIR/containers/auth.json,
+ * $XDG_CONFIG_HOME/containers/auth.json, $DOCKER_CONFIG/config.json or ~/.docker/config.json (the first file
+ * with an entry wins; "host/repo" keys match before "host"). NULL when none; *from names the file. */
+char *oci_auth_lookup(const char *host, const char *repo, char **from);
+/* The same over one auth file's text (tests, fuzzing). */
+char *oci_auth_from_json(const char *json, size_t len, const char *host, const char *repo);
+
+/* ---- the tar layer ---- */
+
+/* A KubeVirt containerDisk entry name: disk/NAME (also ./disk/NAME, /disk/NAME) with NAME a plain file name
+ * ending in .qcow2, .img or .raw. */
+bool oci_disk_entry(const char *path);
+/* Unpacks the first containerDisk entry of the layer file at path (tar, optionally gzip/zstd compressed) to fd
+ * (sparse regions kept). 1 found, 0 none in this layer, -1 with *err. *name: the entry's file name. */
+int oci_layer_extract(const char *path, int fd, uint64_t max, char **name, char **err);
+/* The same over a layer in memory (fuzzing). */
+int oci_layer_extract_mem(const void *data, size_t len, int fd, uint64_t max, char **name, char **err);
+
+/* ---- the pull ---- */
+
+struct oci_progress {
+	volatile uint64_t done, total; /* bytes of the blobs being fetched (written by the puller) */
+	volatile int cancel;           /* set by the caller: the pull stops with an error */
+};
+
+struct oci_result {
+	char *manifest_digest; /* sha256:... of what the reference names (index or image manifest): the image ID */
+	char *disk;            /* path of the disk file in the cache */
+	char *endpoint;        /* the host it came from */
+	uint64_t fetched;      /* bytes downloaded (0 when the cache had it) */
+};
+
+/* Pulls ref into the cache rooted at cache_dir. 0, or -1 with *err
+ * (a message naming the registry). Blocking. */
+int oci_pull(const char *ref, const struct oci_regconf *conf, const char *cache_dir, struct oci_progress *prog,
+	     struct oci_result *res, char **err);
+void oci_result_free(struct oci_result *r);
+
+#endif
