@@ -738,7 +738,17 @@ static int reach_for_qemu(struct ehost *eh, const struct evm *v, const char *img
 				return -1;
 			break;
 		}
-	return embed_own_dir(&eh->acct, run_dir, err);
+	/* the run directory itself is made (root's, 0700) and filled by domxml_prepare, then given to the account
+	 * (host.c); here only the way to it */
+	char *parent = xstrdup(run_dir);
+	char *slash = strrchr(parent, '/');
+	if (slash && slash != parent)
+		*slash = '\0';
+	int rc = util_mkdir_p(parent, 0700) < 0 ? -1 : embed_reach(&eh->acct, parent, err);
+	if (rc < 0 && *err == NULL)
+		*err = xasprintf("%s: %s", parent, strerror(errno));
+	free(parent);
+	return rc;
 }
 
 static void start_exec(struct evm *v, const char *why)
