@@ -20,6 +20,7 @@
 #include "core/buf.h"
 #include "core/util.h"
 #include "core/xmalloc.h"
+#include "engine/embed.h"
 
 #define TMPL "spec.template.spec"
 
@@ -831,7 +832,7 @@ static int private_dir(const char *path, char **err)
 		why = "not a directory (a symbolic link?)";
 	else if (st.st_uid != geteuid())
 		why = "owned by another user";
-	else if (st.st_mode & 077)
+	else if (!embed_dir_private(path, st.st_mode)) /* a search-only ACL entry for QEMU's account is not */
 		why = "open to group or others";
 	if (why) {
 		*err = xasprintf("%s: refused as the engine's private directory: %s", path, why);

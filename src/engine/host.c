@@ -546,21 +546,18 @@ static void done(struct host *h, struct host_req *r, int status, char *text, vir
 	post(m);
 }
 
-/* An unprivileged QEMU (engine/embed.h) creates its sockets and serial log in the execution's directory: made
- * and filled by kvcon (root's, 0700), it becomes the account's just before QEMU starts. A socket directory
- * outside it (a run directory too deep for sun_path) stays kvcon's: not supported with an unprivileged QEMU. */
+/* An unprivileged QEMU (engine/embed.h) creates its sockets and serial log in the execution's directory (and its
+ * sockets in the short socket directory when the run directory is too deep for sun_path): made and filled by
+ * kvcon (root's, 0700), they become the account's just before QEMU starts. */
 static int give_run_dir(struct host *h, const struct domxml_plan *p, char **err)
 {
 	struct embed_account a;
 	if (p->run_dir == NULL || embed_account_resolve(h->qemu_user, &a, err) < 0)
 		return p->run_dir == NULL ? 0 : -1;
 	int rc = 0;
-	if (!a.same && p->sock_base) {
-		*err = xasprintf("%s: too deep for a unix socket path, and the short directory %s cannot be given to "
-				 "the account QEMU runs as (%s): use a shorter $XDG_STATE_HOME or engine.qemu-user=root",
-				 p->run_dir, p->sock_dir, a.user);
-		rc = -1;
-	} else if (!a.same)
+	if (!a.same && p->sock_base) /* the short socket directory too, through its (search-only) base */
+		rc = embed_own_dir(&a, p->sock_dir, err);
+	if (!a.same && rc == 0)
 		rc = embed_own_dir(&a, p->run_dir, err);
 	embed_account_clear(&a);
 	return rc;
