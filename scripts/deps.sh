@@ -27,6 +27,7 @@ libvirt-dev
 libyaml-dev
 zlib1g-dev
 libxml2-dev
+libssl-dev
 "
 RUN_PKGS="
 libvirt-daemon

@@ -192,12 +192,6 @@ bool engine_cli_replied(void *reply)
 	return ((struct cli_reply *)reply)->done;
 }
 
-static void reply_fd(void *reply, int fd, const char *err)
-{
-	((struct cli_reply *)reply)->fd = fd;
-	engine_cli_reply(reply, fd < 0, err);
-}
-
 static int open_engine(void)
 {
 	struct kvcon_opts *o = opts_global();
@@ -941,94 +935,35 @@ static int cmd_console(int argc, char **argv)
 	return close_engine(EXIT_OK, K.wait_stop ? 60000 : 5000);
 }
 
-/* ---- vnc: a local port piping one viewer to the display ---- */
+/* ---- vnc ---- */
 
-static void pipe_fds(int a, int b)
-{
-	struct pollfd p[2] = { { .fd = a, .events = POLLIN }, { .fd = b, .events = POLLIN } };
-	char buf[65536];
-	for (;;) {
-		if (poll(p, 2, -1) < 0 && errno != EINTR)
-			return;
-		for (int i = 0; i < 2; i++)
-			if (p[i].revents) {
-				ssize_t n = read(p[i].fd, buf, sizeof buf);
-				if (n <= 0)
-					return;
-				for (ssize_t off = 0; off < n;) {
-					ssize_t w = write(p[1 - i].fd, buf + off, (size_t)(n - off));
-					if (w <= 0)
-						return;
-					off += w;
-				}
-			}
-	}
-}
-
+/* The in-terminal viewer, --screenshot and --proxy-only are all the VNC command's (console/vnccmd.c), on the
+ * engine's display stream: one proxy, with its VNC authentication, for clusters and engines alike. */
 static int cmd_vnc(int argc, char **argv)
 {
 	const char *name = NULL;
-	int port = 0;
-	bool proxy = false;
-	for (int i = 1; i < argc; i++) {
-		if (strcmp(argv[i], "--proxy-only") == 0)
-			proxy = true;
-		else if (strcmp(argv[i], "--port") == 0 && i + 1 < argc)
-			port = atoi(argv[++i]);
+	for (int i = 1; i < argc; i++)
+		if (strcmp(argv[i], "--port") == 0 || strcmp(argv[i], "--password-file") == 0 ||
+		    strcmp(argv[i], "--screenshot") == 0 || strcmp(argv[i], "--colors") == 0 ||
+		    strcmp(argv[i], "--scale") == 0 || strcmp(argv[i], "--quality") == 0 ||
+		    strcmp(argv[i], "--timeout") == 0 || strcmp(argv[i], "--quiet-ms") == 0 ||
+		    strcmp(argv[i], "--ws-protocol") == 0)
+			i++;
 		else if (argv[i][0] != '-' && name == NULL)
 			name = argv[i];
-	}
 	if (name == NULL) {
-		log_eprintf("kvcon engine vnc: usage: vnc NAME [kvcon vnc options] | vnc NAME --proxy-only [--port N]\n");
+		log_eprintf("error: usage: kvcon engine vnc NAME [kvcon vnc options] | vnc NAME --proxy-only [--port N]\n");
 		return EXIT_USAGE;
 	}
-	if (!proxy) {
-		/* the VNC helper's in-terminal viewer (and its --screenshot), on the engine's display stream */
-		vnccmd_open_vm = hook_open_vnc;
-		char **rest = xcalloc((size_t)argc + 1, sizeof *rest);
-		int nr = 0;
-		for (int i = 1; i < argc; i++)
-			if (argv[i] != name)
-				rest[nr++] = argv[i];
-		int rc = delegate(vnccmd_main, "vnc", name, nr, rest);
-		free(rest);
-		return rc;
-	}
-	int rc = open_engine();
-	if (rc)
-		return rc;
-	struct source *src = source_of_vm(name);
-	int ls = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port),
-				  .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-	socklen_t sl = sizeof sa;
-	int one = 1;
-	setsockopt(ls, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-	if (src == NULL || ls < 0 || bind(ls, (struct sockaddr *)&sa, sizeof sa) < 0 || listen(ls, 1) < 0 ||
-	    getsockname(ls, (struct sockaddr *)&sa, &sl) < 0) {
-		log_eprintf("kvcon: vnc %s: %s\n", name, src ? strerror(errno) : "virtualmachine not found");
-		return close_engine(EXIT_API, 0);
-	}
-	printf("{\"port\":%d}\n", ntohs(sa.sin_port));
-	fflush(stdout);
-	int cl = accept(ls, NULL, NULL);
-	close(ls);
-	struct cli_reply s = { .fd = -1 };
-	char *err = NULL;
-	if (cl < 0 || engine_vnc_open(src, C.ns, name, reply_fd, &s, &err) < 0 ||
-	    !run_until(engine_cli_replied, &s, 30000) || s.fd < 0) {
-		log_eprintf("kvcon: vnc %s: %s\n", name, err ? err : s.msg ? s.msg : "no display");
-		free(err);
-		free(s.msg);
-		if (cl >= 0)
-			close(cl);
-		return close_engine(EXIT_API, 0);
-	}
-	free(s.msg);
-	pipe_fds(cl, s.fd);
-	close(cl);
-	close(s.fd);
-	return close_engine(EXIT_OK, 0);
+	vnccmd_open_vm = hook_open_vnc;
+	char **rest = xcalloc((size_t)argc + 1, sizeof *rest);
+	int nr = 0;
+	for (int i = 1; i < argc; i++)
+		if (argv[i] != name)
+			rest[nr++] = argv[i];
+	int rc = delegate(vnccmd_main, "vnc", name, nr, rest);
+	free(rest);
+	return rc;
 }
 
 /* ---- reconcile: run the engine headless for a while ---- */
