@@ -20,6 +20,7 @@
 #include "core/buf.h"
 #include "core/util.h"
 #include "core/xmalloc.h"
+#include "engine/embed.h"
 
 #define TMPL "spec.template.spec"
 
@@ -712,7 +713,6 @@ struct domxml_plan *domxml_build(const struct manifest *m, const struct domxml_e
 	/* The agent's and the display's sockets get explicit paths in a private directory: libvirt's own choice sits
 	 * deep under the embedded root and exceeds the 107 bytes of a unix socket path as soon as $HOME is longer
 	 * than /root; and a display is never put on TCP, where any local user could reach it. */
-	p->qemu_uid = env->qemu_uid;
 	p->sock_dir = sock_dir(env->run_dir, env->vmi_uid ? env->vmi_uid : env->dom_name, &p->sock_base);
 	char *ga = xasprintf("%s/ga.sock", p->sock_dir);
 	xw_start(x, "channel");
@@ -817,10 +817,8 @@ static int run(char *const argv[], char **err)
 }
 
 /* A directory of ours for an execution's files or sockets: created 0700 when missing; refused when it is a
- * symbolic link, someone else's (but for the account QEMU runs as, which the engine gives the directories to), or
- * readable or writable by group or others (nothing we create in it could then be trusted). Search permission
- * alone is allowed: an ACL entry that lets QEMU's account reach a directory shows as the group's x bit. */
-static int private_dir(const char *path, uid_t qemu_uid, char **err)
+ * symbolic link, someone else's, or open to group or others (nothing we create in it could then be trusted). */
+static int private_dir(const char *path, char **err)
 {
 	if (mkdir(path, 0700) < 0 && errno != EEXIST) {
 		*err = xasprintf("%s: %s", path, strerror(errno));
@@ -832,9 +830,9 @@ static int private_dir(const char *path, uid_t qemu_uid, char **err)
 		why = strerror(errno);
 	else if (!S_ISDIR(st.st_mode))
 		why = "not a directory (a symbolic link?)";
-	else if (st.st_uid != geteuid() && st.st_uid != qemu_uid)
+	else if (st.st_uid != geteuid())
 		why = "owned by another user";
-	else if (st.st_mode & 066)
+	else if (!embed_dir_private(path, st.st_mode)) /* a search-only ACL entry for QEMU's account is not */
 		why = "open to group or others";
 	if (why) {
 		*err = xasprintf("%s: refused as the engine's private directory: %s", path, why);
@@ -965,10 +963,9 @@ int domxml_prepare(const struct domxml_plan *p, char **err)
 		*err = xasprintf("%s: %s", p->run_dir, strerror(errno));
 		return -1;
 	}
-	if (p->run_dir && private_dir(p->run_dir, p->qemu_uid, err) < 0)
+	if (p->run_dir && private_dir(p->run_dir, err) < 0)
 		return -1;
-	if (p->sock_base &&
-	    (private_dir(p->sock_base, p->qemu_uid, err) < 0 || private_dir(p->sock_dir, p->qemu_uid, err) < 0))
+	if (p->sock_base && (private_dir(p->sock_base, err) < 0 || private_dir(p->sock_dir, err) < 0))
 		return -1;
 	int dfd = p->run_dir ? open(p->run_dir, O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) : -1;
 	int rc = -1;

@@ -12,7 +12,6 @@
 
 #include <stdbool.h>
 #include <stdint.h>
-#include <sys/types.h>
 
 #include "engine/manifest.h"
 
@@ -28,7 +27,6 @@ struct domxml_env {
 	const char *dom_name;     /* <ns>_<name> */
 	const char *vm_uid, *vmi_uid, *launcher_uid;
 	uint64_t generation;
-	uid_t qemu_uid; /* the account QEMU runs as (engine/embed.h): may own the run and socket directories too */
 };
 
 enum domxml_file_kind { DF_EMPTY, DF_HOSTDISK, DF_SEED, DF_OVERLAY, DF_NEEDED };
@@ -52,7 +50,6 @@ struct domxml_plan {
 	char *run_dir;
 	char *sock_dir;  /* the VNC and agent sockets' directory (run_dir, or <sock_base>/<vmi uid>), 0700 */
 	char *sock_base; /* NULL, or a short private directory (0700, ours) when run_dir is too deep for sun_path */
-	uid_t qemu_uid;  /* env's */
 };
 
 /* The private directory an execution's sockets went to because its run directory is too deep (its path;

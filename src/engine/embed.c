@@ -245,6 +245,25 @@ static int acl_add(const char *dir, uid_t uid, uint16_t perm)
 	return setxattr(dir, ACL_XATTR, buf, 4 + (size_t)n * 8, 0);
 }
 
+bool embed_dir_private(const char *path, mode_t mode)
+{
+	if (mode & 07)
+		return false;
+	unsigned char buf[4 + 64 * 8];
+	ssize_t len = getxattr(path, ACL_XATTR, buf, sizeof buf);
+	if (len < 4 || (size_t)(len - 4) % 8 != 0)
+		return (mode & 070) == 0;
+	for (ssize_t off = 4; off < len; off += 8) {
+		struct acl_ent e;
+		memcpy(&e.tag, buf + off, 2);
+		memcpy(&e.perm, buf + off + 2, 2);
+		if (((e.tag == TAG_GROUP_OBJ || e.tag == TAG_GROUP || e.tag == TAG_OTHER) && e.perm) ||
+		    (e.tag == TAG_USER && (e.perm & ~1)))
+			return false;
+	}
+	return true;
+}
+
 int embed_reach(const struct embed_account *a, const char *dir, char **err)
 {
 	if (a->same)

@@ -53,6 +53,10 @@ char *embed_conf_text(const struct embed_account *a);
  * 0, or -1 with *err. No-op when a->same. */
 int embed_reach(const struct embed_account *a, const char *dir, char **err);
 
+/* Whether a directory of mode MODE at PATH is closed to group and others: no group or other permission, and
+ * named ACL users (an unprivileged QEMU's account) with search permission at most. */
+bool embed_dir_private(const char *path, mode_t mode);
+
 /* Creates DIR (0700) if needed and gives it to the account, after embed_reach on its parent. 0, or -1 with *err. */
 int embed_own_dir(const struct embed_account *a, const char *dir, char **err);
 

@@ -760,7 +760,17 @@ static int reach_for_qemu(struct ehost *eh, const struct evm *v, const char *img
 				return -1;
 			break;
 		}
-	return embed_own_dir(&eh->acct, run_dir, err);
+	/* the run directory itself is made (root's, 0700) and filled by domxml_prepare, then given to the account
+	 * (host.c); here only the way to it */
+	char *parent = xstrdup(run_dir);
+	char *slash = strrchr(parent, '/');
+	if (slash && slash != parent)
+		*slash = '\0';
+	int rc = util_mkdir_p(parent, 0700) < 0 ? -1 : embed_reach(&eh->acct, parent, err);
+	if (rc < 0 && *err == NULL)
+		*err = xasprintf("%s: %s", parent, strerror(errno));
+	free(parent);
+	return rc;
 }
 
 static bool pulls_begin(struct evm *v);
@@ -824,7 +834,7 @@ static void start_build(struct evm *v)
 		.image_dir = imgs, .image_cache = cache, .volume_dir = vols, .run_dir = x->run_dir, .bridge = bridge,
 		.host_roots = (const char *const *)roots,
 		.domain_type = eh->accel ? eh->accel : "qemu", .dom_name = dn, .vm_uid = v->uid, .vmi_uid = x->uid,
-		.launcher_uid = x->launcher, .generation = v->generation, .qemu_uid = eh->acct.same ? geteuid() : eh->acct.uid,
+		.launcher_uid = x->launcher, .generation = v->generation,
 	};
 	struct domxml_plan *plan = domxml_build(v->m, &env, &err);
 	free(imgs);
@@ -832,14 +842,6 @@ static void start_build(struct evm *v)
 	free(bridge);
 	free(cache);
 	values_free(roots);
-	/* sockets moved to a short private directory (a deep run directory): QEMU's account creates them there */
-	if (plan && plan->sock_base && !eh->acct.same &&
-	    (util_mkdir_p(plan->sock_base, 0700) < 0 || embed_own_dir(&eh->acct, plan->sock_dir, &err) < 0)) {
-		if (err == NULL)
-			err = xasprintf("%s: %s", plan->sock_base, strerror(errno));
-		domxml_plan_free(plan);
-		plan = NULL;
-	}
 	if (plan == NULL) {
 		v->start_error = xstrdup(err);
 		end_exec(v, true, "FailedCreate", err);

@@ -546,11 +546,30 @@ static void done(struct host *h, struct host_req *r, int status, char *text, vir
 	post(m);
 }
 
+/* An unprivileged QEMU (engine/embed.h) creates its sockets and serial log in the execution's directory (and its
+ * sockets in the short socket directory when the run directory is too deep for sun_path): made and filled by
+ * kvcon (root's, 0700), they become the account's just before QEMU starts. */
+static int give_run_dir(struct host *h, const struct domxml_plan *p, char **err)
+{
+	struct embed_account a;
+	if (p->run_dir == NULL || embed_account_resolve(h->qemu_user, &a, err) < 0)
+		return p->run_dir == NULL ? 0 : -1;
+	int rc = 0;
+	if (!a.same && p->sock_base) /* the short socket directory too, through its (search-only) base */
+		rc = embed_own_dir(&a, p->sock_dir, err);
+	if (!a.same && rc == 0)
+		rc = embed_own_dir(&a, p->run_dir, err);
+	embed_account_clear(&a);
+	return rc;
+}
+
 static void do_start(struct host *h, struct host_req *r)
 {
 	char *err = NULL;
 	virDomainPtr dom = NULL;
 	if ((err = hostenv_guest_problem(h->uri)) != NULL || domxml_prepare(r->plan, &err) < 0)
+		goto fail;
+	if (h->embed_root && give_run_dir(h, r->plan, &err) < 0)
 		goto fail;
 	dom = virDomainDefineXML(h->conn, r->plan->xml);
 	if (dom == NULL) {

@@ -132,10 +132,11 @@ listeners=$(ss -ltnp 2>/dev/null | grep -F "pid=$pid," || true)
 [[ -z $listeners ]] || fail "QEMU listens on TCP: $listeners"
 sock=/run/kvcon-0/$uid/vnc.sock
 [[ -S $sock ]] || fail "no VNC socket at $sock"
-# the execution's directory belongs to the account QEMU runs as (libvirt-qemu by default), 0700; the base is
-# root's, with at most search permission for that account (an ACL entry shows as the group's x bit)
-[[ $(stat -c '%a %u' "/run/kvcon-0/$uid") == "700 $(ps -o uid= -p "$pid" | tr -d ' ')" && $(stat -c '%a %U' /run/kvcon-0) =~ ^7[01]0\ root$ ]] ||
+# QEMU runs as libvirt-qemu (engine_unpriv.sh): the execution's socket directory is that account's, its base
+# root's with at most a search-only ACL entry for the account (the mask shows as group x), closed to everyone else
+[[ $(stat -c '%a %U' "/run/kvcon-0/$uid") == "700 libvirt-qemu" && $(stat -c '%a %U' /run/kvcon-0) == 7[01]0\ root ]] ||
     fail "socket directory modes: $(stat -c '%n %a %U' /run/kvcon-0 "/run/kvcon-0/$uid")"
+! setpriv --reuid=nobody --regid=nogroup --clear-groups test -x /run/kvcon-0 || fail "/run/kvcon-0 is open to nobody"
 ss -lxp 2>/dev/null | grep -F "$sock" | grep -qF "pid=$pid," || fail "QEMU does not listen on $sock"
 # and the display works through it
 timeout 120 "$KV" -c "$URI" vnc default/deep --screenshot "$ENGINE_T/deep.png" --quiet-ms 300 --timeout 5 \

@@ -29,7 +29,7 @@ expect account "$want" "${IN_NS[@]}" 'mount --bind "$1/passwd" /etc/passwd && mo
 cp "$XDG_STATE_HOME/kvcon/engine/etc/qemu.conf" "$ENGINE_T/qemu.conf.orig"
 sed -i 's/^user = .*/user = "kvenv-nobody"/' "$XDG_STATE_HOME/kvcon/engine/etc/qemu.conf"
 want="error: libvirt's QEMU driver needs accounts that do not exist here (user kvenv-nobody): run scripts/deps.sh"
-want+=" as root, or: useradd -r -g root -d /var/lib/libvirt -s /usr/sbin/nologin kvenv-nobody"
+want+=" as root, or: useradd -r -g kvm -d /var/lib/libvirt -s /usr/sbin/nologin kvenv-nobody" # kvcon's group kvm
 expect conf-user "$want" "$K" -c "$URI" engine get vm
 cp "$ENGINE_T/qemu.conf.orig" "$XDG_STATE_HOME/kvcon/engine/etc/qemu.conf"
 

@@ -92,6 +92,17 @@ int main(void)
 	struct stat st;
 	stat(t, &st);
 	T_EQ_INT(st.st_mode & 07, 0);
+	/* still private for the engine's checks (domxml private_dir): a search-only entry for one account */
+	T_CHECK(embed_dir_private(t, st.st_mode));
+	char *plain = util_path_join(t, "plain");
+	mkdir(plain, 0750); /* no ACL: the owning group may read, not private */
+	chmod(plain, 0750);
+	stat(plain, &st);
+	T_CHECK(!embed_dir_private(plain, st.st_mode));
+	chmod(plain, 0700);
+	stat(plain, &st);
+	T_CHECK(embed_dir_private(plain, st.st_mode));
+	free(plain);
 
 	T_CHECK(can(&q, kvm, R_OK | W_OK));
 	T_CHECK(!can(&other, kvm, R_OK));
