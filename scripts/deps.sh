@@ -26,6 +26,8 @@ libvncserver-dev
 libvirt-dev
 libyaml-dev
 zlib1g-dev
+libxml2-dev
+libssl-dev
 "
 RUN_PKGS="
 libvirt-daemon
@@ -54,6 +56,8 @@ util-linux
 xorriso
 dosfstools
 jq
+time
+bc
 groff-base
 mmdebstrap
 curl

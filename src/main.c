@@ -5,6 +5,7 @@
 
 #include "console/concmd.h"
 #include "console/vnccmd.h"
+#include "core/log.h"
 #include "core/opts.h"
 #include "core/xmalloc.h"
 #include "engine/cli.h"
@@ -22,7 +23,7 @@ static int cmd_help(int argc, char **argv);
 /* Subcommands: one row each. */
 static const struct cmd_entry commands[] = {
 	{ "version", cmd_version, "", "print kvcon's version" },
-	{ "get", kube_cmd_get, "vm|vmi|pod|event [-l SEL] [-o FMT] [-w] [--watch-for S]",
+	{ "get", kube_cmd_get, "vm|vmi|pod|event [-l SEL] [-o FMT] [-w] [--watch-for S] [--timeout S]",
 	  "list KubeVirt objects like kubectl get (-o table|wide|json|name)" },
 	{ "help", cmd_help, "", "show this help" },
 	{ "console", concmd_main, "NS/NAME [--timeout S] [--log FILE]",
@@ -65,7 +66,7 @@ static void usage(FILE *f)
 	fprintf(f, "usage: kvcon [global options]                 open the dashboard\n"
 		   "       kvcon [global options] COMMAND [args]\n\ncommands:\n");
 	for (size_t i = 0; i < NCOMMANDS; i++) {
-		char left[64];
+		char left[96];
 		snprintf(left, sizeof left, "%s %s", commands[i].name, commands[i].args);
 		fprintf(f, "  %-40s %s\n", left, commands[i].summary);
 	}
@@ -152,7 +153,7 @@ static int parse_globals(int argc, char **argv, struct kvcon_opts *o)
 		}
 		if (globals[g].arg && val == NULL) {
 			if (i + 1 >= argc) {
-				fprintf(stderr, "kvcon: %s needs a value\n", a);
+				log_eprintf("kvcon: %s needs a value\n", a);
 				return -1;
 			}
 			val = argv[++i];
@@ -182,7 +183,7 @@ int main(int argc, char **argv)
 	for (size_t i = 0; i < NCOMMANDS; i++)
 		if (strcmp(args[0], commands[i].name) == 0)
 			return commands[i].fn(n, args);
-	fprintf(stderr, "kvcon: unknown command '%s'\n", args[0]);
+	log_eprintf("kvcon: unknown command '%s'\n", args[0]);
 	usage(stderr);
 	return EXIT_USAGE;
 }

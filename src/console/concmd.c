@@ -254,7 +254,7 @@ int concmd_main(int argc, char **argv)
 			char *end;
 			long v = strtol(optarg, &end, 10);
 			if (*end || v < 0) {
-				fprintf(stderr, "kvcon console: --timeout needs seconds\n");
+				log_eprintf("kvcon console: --timeout needs seconds\n");
 				return EXIT_USAGE;
 			}
 			c.timeout_s = (int)v;
@@ -274,7 +274,7 @@ int concmd_main(int argc, char **argv)
 	}
 	const char *target = argv[optind];
 	if (!isatty(0) || !isatty(1)) {
-		fprintf(stderr, "kvcon console: needs a terminal on stdin and stdout\n");
+		log_eprintf("kvcon console: needs a terminal on stdin and stdout\n");
 		return EXIT_USAGE;
 	}
 	setlocale(LC_ALL, "");
@@ -303,7 +303,7 @@ int concmd_main(int argc, char **argv)
 			c.src = kube_open_ex(c.st, opts_global()->context, &ko, &err);
 		}
 		if (!c.src) {
-			fprintf(stderr, "kvcon console: %s\n", err ? err : "no source");
+			log_eprintf("kvcon console: %s\n", err ? err : "no source");
 			free(err);
 			free(ns);
 			store_free(c.st);
@@ -355,7 +355,7 @@ int concmd_main(int argc, char **argv)
 	if (!c.cs) {
 		restore_terminal();
 		log_release_stderr();
-		fprintf(stderr, "kvcon console: %s\n", err);
+		log_eprintf("kvcon console: %s\n", err);
 		free(err);
 		rc = EXIT_USAGE;
 		goto out;
@@ -378,7 +378,7 @@ int concmd_main(int argc, char **argv)
 	log_info("console: %lu frames drawn in %.1f s, %llu guest bytes", c.frames,
 		 (double)(util_now_ms() - c.start_ms) / 1000.0, (unsigned long long)consess_bytes_in(c.cs));
 	if (c.exit_msg)
-		fprintf(stderr, "kvcon console: %s\n", c.exit_msg);
+		log_eprintf("kvcon console: %s\n", c.exit_msg);
 out:
 	consess_free(c.cs);
 	if (c.st && c.listen_id >= 0)

@@ -243,7 +243,7 @@ struct consess *consess_new(const struct consess_opts *o, void (*changed)(void *
 {
 	int log_fd = -1;
 	if (o->log_path) {
-		log_fd = open(o->log_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+		log_fd = util_open_private(o->log_path, O_APPEND, false); /* the guest's output: 0600 */
 		if (log_fd < 0) {
 			*err = xasprintf("cannot open %s: %s", o->log_path, strerror(errno));
 			return NULL;

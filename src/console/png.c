@@ -81,7 +81,7 @@ int png_write_rgbx(const char *path, const uint8_t *pix, int w, int h, size_t st
 	buf_init(&b);
 	int rc = png_encode_rgbx(&b, pix, w, h, stride);
 	if (rc == 0)
-		rc = util_write_file_atomic(path, b.data, b.len, 0644);
+		rc = util_write_file_atomic(path, b.data, b.len, 0600); /* the guest's screen */
 	else
 		errno = EINVAL;
 	buf_free(&b);

@@ -21,6 +21,7 @@
 #include <rfb/keysym.h>
 
 #include "console/fdstream.h"
+#include "console/rfbgate.h"
 #include "console/stream.h"
 #include "console/termkeys.h"
 #include "console/vnc.h"
@@ -158,10 +159,11 @@ static struct stream *open_engine_vm(const char *ns, const char *name, char **er
 		if (h == NULL)
 			return NULL;
 		uint64_t deadline = util_now_ms() + ENGINE_READY_MS;
-		while (!engine_ready(h) && util_now_ms() < deadline)
+		while (!engine_ready(h) && engine_error(h) == NULL && util_now_ms() < deadline)
 			loop_once(100);
 		if (!engine_ready(h)) {
-			*err = xasprintf("%s: %s", h->server, engine_error(h) ? engine_error(h) : "timed out connecting");
+			/* the engine's errors name the host (or the machine's problem) themselves */
+			*err = engine_error(h) ? xstrdup(engine_error(h)) : xasprintf("%s: timed out connecting", h->server);
 			return NULL;
 		}
 		first = first ? first : h;
@@ -230,20 +232,29 @@ static struct stream *open_stream(const struct vopts *o, char **err)
 	return s;
 }
 
+/* The display's own password (--password-file, or KVCON_VNC_PASSWORD) into *pw (NULL when none; caller frees). */
+static int read_password(const struct vopts *o, char **pw, char **err)
+{
+	*pw = NULL;
+	if (o->password_file) {
+		*pw = util_read_file(o->password_file, NULL);
+		if (*pw == NULL) {
+			*err = xasprintf("cannot read %s: %s", o->password_file, strerror(errno));
+			return -1;
+		}
+		(*pw)[strcspn(*pw, "\r\n")] = '\0';
+	} else if (getenv("KVCON_VNC_PASSWORD")) {
+		*pw = xstrdup(getenv("KVCON_VNC_PASSWORD"));
+	}
+	return 0;
+}
+
 static struct vnc *open_session(const struct vopts *o, vnc_event_cb cb, void *arg, char **err)
 {
 	struct vnc_opts vo = {.view_only = o->view_only, .quality = o->quality};
 	char *pw = NULL;
-	if (o->password_file) {
-		pw = util_read_file(o->password_file, NULL);
-		if (pw == NULL) {
-			*err = xasprintf("cannot read %s: %s", o->password_file, strerror(errno));
-			return NULL;
-		}
-		pw[strcspn(pw, "\r\n")] = '\0';
-	} else if (getenv("KVCON_VNC_PASSWORD")) {
-		pw = xstrdup(getenv("KVCON_VNC_PASSWORD"));
-	}
+	if (read_password(o, &pw, err) < 0)
+		return NULL;
 	vo.password = pw;
 	struct vnc *v = NULL;
 	if (is_direct(o->target)) {
@@ -274,7 +285,7 @@ static void shot_event(struct vnc *v, enum vnc_event ev, void *arg)
 	struct shot *s = arg;
 	(void)v;
 	if (ev == VNC_CLOSED) {
-		fprintf(stderr, "kvcon: vnc: %s\n", *vnc_error(v) ? vnc_error(v) : "the VNC session ended");
+		log_eprintf("kvcon: vnc: %s\n", *vnc_error(v) ? vnc_error(v) : "the VNC session ended");
 		s->rc = EXIT_API;
 		loop_quit(s->rc);
 	}
@@ -288,10 +299,10 @@ static void shot_tick(void *arg)
 	bool late = now - s->start >= (uint64_t)s->o->timeout_s * 1000;
 	if (quiet || (late && n > 0)) {
 		if (!quiet)
-			fprintf(stderr, "kvcon: vnc: the screen did not settle within %d s; saving the latest frame\n",
+			log_eprintf("kvcon: vnc: the screen did not settle within %d s; saving the latest frame\n",
 				s->o->timeout_s);
 		if (vnc_screenshot(s->v, s->o->screenshot) < 0) {
-			fprintf(stderr, "kvcon: vnc: cannot write %s: %s\n", s->o->screenshot, strerror(errno));
+			log_eprintf("kvcon: vnc: cannot write %s: %s\n", s->o->screenshot, strerror(errno));
 			s->rc = EXIT_API;
 		} else {
 			int w, h;
@@ -304,7 +315,7 @@ static void shot_tick(void *arg)
 		return;
 	}
 	if (late) {
-		fprintf(stderr, "kvcon: vnc: no frame from %s within %d s\n", s->o->target, s->o->timeout_s);
+		log_eprintf("kvcon: vnc: no frame from %s within %d s\n", s->o->target, s->o->timeout_s);
 		s->rc = EXIT_API;
 		loop_quit(s->rc);
 		return;
@@ -318,7 +329,7 @@ static int run_screenshot(const struct vopts *o)
 	char *err = NULL;
 	s.v = open_session(o, shot_event, &s, &err);
 	if (s.v == NULL) {
-		fprintf(stderr, "kvcon: vnc: %s\n", err);
+		log_eprintf("kvcon: vnc: %s\n", err);
 		free(err);
 		return EXIT_API;
 	}
@@ -330,19 +341,57 @@ static int run_screenshot(const struct vopts *o)
 
 /* ---- proxy for an external viewer ---- */
 
+/* The listener is on 127.0.0.1, where every local user can connect: the viewer must answer a VNC authentication
+ * challenge for a password kvcon makes up and prints (rfbgate) before the display is even opened. */
 struct proxy {
 	const struct vopts *o;
 	int lfd;
 	struct loop_fd *lh;
 	struct stream *server, *client;
+	struct rfbgate *gate;
+	struct buf to_viewer, to_display;
+	char password[RFBGATE_PASSWORD_LEN + 1];
 };
+
+static void proxy_flush(struct proxy *p)
+{
+	if (p->to_viewer.len && p->client && stream_write(p->client, p->to_viewer.data, p->to_viewer.len) < 0)
+		loop_quit(EXIT_API);
+	if (p->to_display.len && p->server && stream_write(p->server, p->to_display.data, p->to_display.len) < 0)
+		loop_quit(EXIT_API);
+	buf_reset(&p->to_viewer);
+	if (p->server)
+		buf_reset(&p->to_display);
+}
+
+static const struct stream_cbs proxy_cbs;
+
+static void proxy_open_display(struct proxy *p)
+{
+	char *err = NULL;
+	p->server = open_stream(p->o, &err);
+	if (p->server == NULL) {
+		log_eprintf("error: vnc: %s\n", err);
+		free(err);
+		loop_quit(EXIT_API);
+		return;
+	}
+	stream_set_callbacks(p->server, &proxy_cbs, p);
+}
 
 static void proxy_data(struct stream *s, const uint8_t *data, size_t len, void *arg)
 {
 	struct proxy *p = arg;
-	struct stream *to = s == p->server ? p->client : p->server;
-	if (to && stream_write(to, data, len) < 0)
+	enum rfbgate_step step = s == p->client
+		? rfbgate_from_viewer(p->gate, data, len, &p->to_viewer, &p->to_display)
+		: rfbgate_from_display(p->gate, data, len, &p->to_viewer, &p->to_display);
+	if (step == RFBGATE_OPEN_DISPLAY)
+		proxy_open_display(p);
+	proxy_flush(p);
+	if (step == RFBGATE_FAIL) {
+		log_eprintf("error: vnc: %s\n", rfbgate_error(p->gate));
 		loop_quit(EXIT_API);
+	}
 }
 
 static void proxy_state(struct stream *s, enum stream_state st, void *arg)
@@ -351,8 +400,15 @@ static void proxy_state(struct stream *s, enum stream_state st, void *arg)
 	if (st != STREAM_CLOSED)
 		return;
 	if (s == p->server && stream_end(s) != STREAM_END_LOCAL && stream_end(s) != STREAM_END_REMOTE)
-		fprintf(stderr, "kvcon: vnc: %s %s%s%s\n", stream_name(s), stream_end_name(stream_end(s)),
+		log_eprintf("error: vnc: %s %s%s%s\n", stream_name(s), stream_end_name(stream_end(s)),
 			*stream_reason(s) ? ": " : "", stream_reason(s));
+	if (!rfbgate_relaying(p->gate)) {
+		if (!rfbgate_error(p->gate)[0])
+			log_eprintf("error: vnc: the %s left before the handshake was done\n",
+				    s == p->client ? "viewer" : "display");
+		loop_quit(EXIT_API);
+		return;
+	}
 	loop_quit(s == p->client || stream_end(s) == STREAM_END_REMOTE ? EXIT_OK : EXIT_API);
 }
 
@@ -365,28 +421,35 @@ static void proxy_accept(int fd, short revents, void *arg)
 	int c = accept4(fd, NULL, NULL, SOCK_CLOEXEC);
 	if (c < 0)
 		return;
-	/* like virtctl: the first client gets the display; the listener closes */
+	/* like virtctl: the first client gets the display; the listener closes (one try at the password) */
 	loop_fd_remove(p->lh);
 	p->lh = NULL;
 	close(p->lfd);
 	p->lfd = -1;
-	char *err = NULL;
-	p->server = open_stream(p->o, &err);
-	if (p->server == NULL) {
-		fprintf(stderr, "kvcon: vnc: %s\n", err);
+	char *pw = NULL, *err = NULL;
+	if (read_password(p->o, &pw, &err) < 0) {
+		log_eprintf("error: vnc: %s\n", err);
 		free(err);
 		close(c);
 		loop_quit(EXIT_API);
 		return;
 	}
+	p->gate = rfbgate_new(p->password, pw, &p->to_viewer);
+	if (pw) {
+		memset(pw, 0, strlen(pw));
+		free(pw);
+	}
 	p->client = fdstream_new(c, c, "vnc proxy client");
-	stream_set_callbacks(p->server, &proxy_cbs, p);
 	stream_set_callbacks(p->client, &proxy_cbs, p);
+	proxy_flush(p);
 }
 
 static int run_proxy(const struct vopts *o)
 {
-	struct proxy p = {o, -1, NULL, NULL, NULL};
+	struct proxy p = {.o = o, .lfd = -1};
+	buf_init(&p.to_viewer);
+	buf_init(&p.to_display);
+	rfbgate_random_password(p.password);
 	p.lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	int one = 1;
 	setsockopt(p.lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
@@ -395,12 +458,12 @@ static int run_proxy(const struct vopts *o)
 	socklen_t sl = sizeof sa;
 	if (p.lfd < 0 || bind(p.lfd, (struct sockaddr *)&sa, sizeof sa) < 0 || listen(p.lfd, 1) < 0 ||
 	    getsockname(p.lfd, (struct sockaddr *)&sa, &sl) < 0) {
-		fprintf(stderr, "kvcon: vnc: cannot listen on 127.0.0.1:%d: %s\n", o->port, strerror(errno));
+		log_eprintf("error: vnc: cannot listen on 127.0.0.1:%d: %s\n", o->port, strerror(errno));
 		if (p.lfd >= 0)
 			close(p.lfd);
 		return EXIT_API;
 	}
-	printf("{\"port\":%d}\n", ntohs(sa.sin_port));
+	printf("{\"port\":%d,\"password\":\"%s\"}\n", ntohs(sa.sin_port), p.password);
 	fflush(stdout);
 	p.lh = loop_fd_add(p.lfd, POLLIN, proxy_accept, &p);
 	int rc = loop_run();
@@ -409,6 +472,10 @@ static int run_proxy(const struct vopts *o)
 		close(p.lfd);
 	stream_free(p.client);
 	stream_free(p.server);
+	rfbgate_free(p.gate);
+	buf_free(&p.to_viewer);
+	buf_free(&p.to_display);
+	memset(p.password, 0, sizeof p.password);
 	return rc;
 }
 
@@ -724,12 +791,12 @@ static int run_viewer(const struct vopts *o)
 	char *err = NULL;
 	w.v = open_session(o, viewer_event, &w, &err);
 	if (w.v == NULL) {
-		fprintf(stderr, "kvcon: vnc: %s\n", err);
+		log_eprintf("kvcon: vnc: %s\n", err);
 		free(err);
 		return EXIT_API;
 	}
 	if (term_enter() < 0) {
-		fprintf(stderr, "kvcon: vnc: the display needs a terminal (use --screenshot or --proxy-only)\n");
+		log_eprintf("kvcon: vnc: the display needs a terminal (use --screenshot or --proxy-only)\n");
 		vnc_free(w.v);
 		return EXIT_USAGE;
 	}
@@ -757,7 +824,7 @@ static int run_viewer(const struct vopts *o)
 	term_restore();
 	log_release_stderr();
 	if (why) {
-		fprintf(stderr, "kvcon: vnc: %s\n", *why ? why : "the VNC session ended");
+		log_eprintf("kvcon: vnc: %s\n", *why ? why : "the VNC session ended");
 		free(why);
 	}
 	fbcells_free(w.cells);
@@ -785,7 +852,7 @@ int vnccmd_main(int argc, char **argv)
 		for (size_t k = 0; k < sizeof valued / sizeof valued[0]; k++)
 			if (strcmp(a, valued[k]) == 0) {
 				if (i + 1 >= argc) {
-					fprintf(stderr, "kvcon vnc: %s needs a value\n%s", a, usage_text);
+					log_eprintf("kvcon vnc: %s needs a value\n%s", a, usage_text);
 					return EXIT_USAGE;
 				}
 				val = argv[++i];
@@ -818,7 +885,7 @@ int vnccmd_main(int argc, char **argv)
 		} else if (a[0] != '-' && o.target == NULL)
 			o.target = a;
 		else {
-			fprintf(stderr, "kvcon vnc: unexpected argument '%s'\n%s", a, usage_text);
+			log_eprintf("kvcon vnc: unexpected argument '%s'\n%s", a, usage_text);
 			return EXIT_USAGE;
 		}
 	}

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,13 +39,17 @@ int log_open(const char *path)
 		free(dir);
 		path = p;
 	}
-	FILE *f = fopen(path, "a");
+	/* guest and cluster text ends up here: 0600, and kvcon's own default log is tightened if an older kvcon
+	 * left it readable */
+	int fd = util_open_private(path, O_APPEND, p != NULL);
+	FILE *f = fd >= 0 ? fdopen(fd, "a") : NULL;
 	if (f == NULL) {
+		if (fd >= 0)
+			close(fd);
 		free(p);
 		return -1;
 	}
 	setvbuf(f, NULL, _IOLBF, 0);
-	fcntl(fileno(f), F_SETFD, FD_CLOEXEC);
 	log_close();
 	log_file = f;
 	free(log_file_path);
@@ -74,27 +79,84 @@ void log_set_stderr_level(int level)
 	log_stderr_min = level;
 }
 
+/* The formatted message, or NULL when it cannot be built. Caller frees. */
+static char *vformat(const char *fmt, va_list ap)
+{
+	char *s = NULL;
+	if (vasprintf(&s, fmt, ap) < 0)
+		return NULL;
+	return s;
+}
+
+/* util_escape_display without xmalloc (fatal() prints through here: no recursion on an allocation failure). */
+static char *escape_dup(const char *s, size_t n)
+{
+	char *o = malloc(n * 4 + 1);
+	if (o)
+		util_escape_display_n(s, n, o, n * 4 + 1);
+	return o;
+}
+
+/* Writes s to f with each line escaped, the separating newlines kept. */
+static void put_escaped_lines(FILE *f, const char *s)
+{
+	while (*s) {
+		size_t n = strcspn(s, "\n");
+		char *e = escape_dup(s, n);
+		if (e)
+			fputs(e, f);
+		free(e);
+		s += n;
+		if (*s == '\n') {
+			fputc('\n', f);
+			s++;
+		}
+	}
+}
+
 void log_vmsg(enum log_level level, const char *fmt, va_list ap)
 {
-	if (level >= log_min && log_file) {
+	bool to_file = level >= log_min && log_file;
+	bool to_stderr = (int)level >= log_stderr_min && saved_stderr < 0;
+	if (!to_file && !to_stderr)
+		return;
+	char *msg = vformat(fmt, ap);
+	/* one message, one line: a newline in text from outside cannot forge another log line */
+	char *e = msg ? escape_dup(msg, strlen(msg)) : NULL;
+	if (e == NULL) {
+		free(msg);
+		return;
+	}
+	if (to_file) {
 		struct timespec ts;
 		struct tm tm;
 		char when[32];
 		clock_gettime(CLOCK_REALTIME, &ts);
 		gmtime_r(&ts.tv_sec, &tm);
 		strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%S", &tm);
-		va_list aq;
-		va_copy(aq, ap);
-		fprintf(log_file, "%s.%03ldZ %s: ", when, ts.tv_nsec / 1000000, level_names[level]);
-		vfprintf(log_file, fmt, aq);
-		fputc('\n', log_file);
-		va_end(aq);
+		fprintf(log_file, "%s.%03ldZ %s: %s\n", when, ts.tv_nsec / 1000000, level_names[level], e);
 	}
-	if ((int)level >= log_stderr_min && saved_stderr < 0) {
-		fputs("kvcon: ", stderr);
-		vfprintf(stderr, fmt, ap);
-		fputc('\n', stderr);
-	}
+	if (to_stderr)
+		fprintf(stderr, "kvcon: %s\n", e);
+	free(e);
+	free(msg);
+}
+
+void log_veprintf(const char *fmt, va_list ap)
+{
+	char *msg = vformat(fmt, ap);
+	if (msg == NULL)
+		return;
+	put_escaped_lines(stderr, msg);
+	free(msg);
+}
+
+void log_eprintf(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	log_veprintf(fmt, ap);
+	va_end(ap);
 }
 
 void log_msg(enum log_level level, const char *fmt, ...)
@@ -171,7 +233,7 @@ void fatal(const char *fmt, ...)
 	va_end(ap);
 	va_start(ap, fmt);
 	fputs("kvcon: fatal: ", stderr);
-	vfprintf(stderr, fmt, ap);
+	log_veprintf(fmt, ap);
 	fputc('\n', stderr);
 	va_end(ap);
 	exit(70);

@@ -159,7 +159,13 @@ int util_mkdir_p(const char *path, mode_t mode)
 		if (*s == '/' || *s == '\0') {
 			char c = *s;
 			*s = '\0';
-			if (mkdir(p, mode) < 0 && errno != EEXIST) {
+			if (mkdir(p, mode) == 0) {
+				/* ours: exactly mode, not what the umask left of it */
+				if (chmod(p, mode) < 0) {
+					rc = -1;
+					goto out;
+				}
+			} else if (errno != EEXIST) {
 				rc = -1;
 				goto out;
 			}
@@ -171,6 +177,29 @@ int util_mkdir_p(const char *path, mode_t mode)
 out:
 	free(p);
 	return rc;
+}
+
+int util_open_private(const char *path, int extra, bool tighten)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | extra, 0600);
+	if (fd >= 0) {
+		if (fchmod(fd, 0600) < 0) { /* a umask cannot widen it, but a strange one may narrow it to 0400 */
+			int e = errno;
+			close(fd);
+			errno = e;
+			return -1;
+		}
+		return fd;
+	}
+	if (errno != EEXIST)
+		return -1;
+	fd = open(path, O_WRONLY | O_CLOEXEC | extra);
+	if (fd < 0)
+		return -1;
+	struct stat st;
+	if (tighten && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == geteuid() && (st.st_mode & 077))
+		fchmod(fd, st.st_mode & 0700);
+	return fd;
 }
 
 int util_write_file_atomic(const char *path, const void *data, size_t len, mode_t mode)

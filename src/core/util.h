@@ -24,7 +24,14 @@ void util_human_duration(int64_t seconds, char *buf, size_t len);
 char *util_state_dir(void);
 char *util_config_dir(void);
 char *util_path_join(const char *a, const char *b);
+/* Creates path and missing parents with exactly mode (whatever the umask: a directory it creates is chmod'ed);
+ * directories that exist already are left as they are. */
 int util_mkdir_p(const char *path, mode_t mode);
+/* Opens (O_WRONLY|O_CREAT|O_CLOEXEC|extra) a file kvcon writes text from outside into (logs, transcripts,
+ * screenshots): a new file is 0600 whatever the umask; an existing one keeps its mode unless tighten is set
+ * (kvcon's own default log), which removes group and other bits from a regular file the caller owns.
+ * Returns the fd or -1 with errno. */
+int util_open_private(const char *path, int extra, bool tighten);
 
 /* Writes data to path atomically: temporary file in the same directory, fsync, rename, fsync of the directory. */
 int util_write_file_atomic(const char *path, const void *data, size_t len, mode_t mode);

@@ -52,13 +52,59 @@ static bool run_until(bool (*cond)(void *), void *arg, uint64_t timeout_ms)
 	return true;
 }
 
-static bool all_ready(void *arg)
+/* Every host is ready, or has failed its first connection: a command reports that at once (as virsh does)
+ * instead of waiting through the reconnect backoff; the dashboard keeps retrying. */
+static bool all_settled(void *arg)
 {
 	(void)arg;
 	for (int i = 0; i < C.nsrcs; i++)
-		if (!engine_ready(C.srcs[i]))
+		if (!engine_ready(C.srcs[i]) && engine_error(C.srcs[i]) == NULL)
 			return false;
 	return true;
+}
+
+/* The first host that did not open, as one line for `error: ...` (caller frees), or NULL when all are ready. */
+static char *open_failure(void)
+{
+	for (int i = 0; i < C.nsrcs; i++)
+		if (!engine_ready(C.srcs[i])) {
+			const char *e = engine_error(C.srcs[i]);
+			char *u = util_escape_display(C.srcs[i]->server);
+			char *m = e ? util_escape_display(e)
+				    : xasprintf("%s: not connected after %d s", u, OPEN_TIMEOUT_MS / 1000);
+			free(u);
+			return m;
+		}
+	return NULL;
+}
+
+/* The accelerator notice (KVM unusable, TCG forced), once per machine boot on the command line: a stamp in the
+ * state directory holds the boot and the notices shown in it. The dashboard's header always shows it. */
+static void notice_once(const struct source *src)
+{
+	char *boot = util_read_file("/proc/sys/kernel/random/boot_id", NULL);
+	char *state = util_state_dir();
+	char *stamp = util_path_join(state, "engine-notice-shown");
+	/* the notice's kind (its words before the first colon), not its details: "(probed earlier this boot)" */
+	char *line = xasprintf("%.*s %s %.*s\n", boot ? (int)strcspn(boot, "\n") : 0, boot ? boot : "", src->name,
+			       (int)strcspn(src->notice, ":"), src->notice);
+	char *old = util_read_file(stamp, NULL);
+	if (old == NULL || strstr(old, line) == NULL) {
+		char *e = util_escape_display(src->notice);
+		fprintf(stderr, "kvcon: %s: %s\n", src->name, e);
+		free(e);
+		/* one line per host and kind this boot; an older boot's lines go */
+		bool same_boot = old && strncmp(old, line, strcspn(line, " ") + 1) == 0;
+		char *text = xasprintf("%s%s", same_boot ? old : "", line);
+		util_mkdir_p(state, 0700);
+		util_write_file_atomic(stamp, text, strlen(text), 0644);
+		free(text);
+	}
+	free(old);
+	free(line);
+	free(stamp);
+	free(state);
+	free(boot);
 }
 
 static bool idle(void *arg)
@@ -103,7 +149,7 @@ int engine_cli_args(int argc, char **argv, const struct cli_opt *rows, size_t n,
 			continue;
 		}
 		if (o == NULL) {
-			fprintf(stderr, "kvcon engine %s: unexpected '%s'\n", argv[0], argv[i]);
+			log_eprintf("kvcon engine %s: unexpected '%s'\n", argv[0], argv[i]);
 			return EXIT_USAGE;
 		}
 		const char *v = o->type == CLI_FLAG ? NULL : argv[++i];
@@ -126,7 +172,7 @@ int engine_cli_args(int argc, char **argv, const struct cli_opt *rows, size_t n,
 		}
 	}
 	if (what && *operand == NULL) {
-		fprintf(stderr, "kvcon engine %s: %s is required\n", argv[0], what);
+		log_eprintf("kvcon engine %s: %s is required\n", argv[0], what);
 		return EXIT_USAGE;
 	}
 	return 0;
@@ -146,12 +192,6 @@ bool engine_cli_replied(void *reply)
 	return ((struct cli_reply *)reply)->done;
 }
 
-static void reply_fd(void *reply, int fd, const char *err)
-{
-	((struct cli_reply *)reply)->fd = fd;
-	engine_cli_reply(reply, fd < 0, err);
-}
-
 static int open_engine(void)
 {
 	struct kvcon_opts *o = opts_global();
@@ -168,28 +208,23 @@ static int open_engine(void)
 		char *err = NULL;
 		struct source *s = engine_open(C.st, o->nuris ? o->uris[i] : NULL, &err);
 		if (s == NULL) {
-			fprintf(stderr, "kvcon: %s\n", err);
+			log_eprintf("kvcon: %s\n", err);
 			free(err);
 			return EXIT_USAGE;
 		}
 		C.srcs = xreallocarray(C.srcs, (size_t)C.nsrcs + 1, sizeof *C.srcs);
 		C.srcs[C.nsrcs++] = s;
 	}
-	if (!run_until(all_ready, NULL, OPEN_TIMEOUT_MS)) {
-		for (int i = 0; i < C.nsrcs; i++)
-			if (!engine_ready(C.srcs[i])) {
-				const char *e = engine_error(C.srcs[i]);
-				fprintf(stderr, "kvcon: engine host %s: %s\n", C.srcs[i]->server,
-					e ? e : "not connected");
-				if (e && strstr(e, "pid file"))
-					fprintf(stderr, "kvcon: another kvcon process holds the embedded engine; its "
-							"dashboard or command reconciles for it\n");
-			}
+	run_until(all_settled, NULL, OPEN_TIMEOUT_MS);
+	char *failure = open_failure();
+	if (failure) {
+		log_eprintf("error: %s\n", failure);
+		free(failure);
 		return EXIT_API;
 	}
 	for (int i = 0; i < C.nsrcs; i++)
 		if (C.srcs[i]->notice)
-			fprintf(stderr, "kvcon: %s: %s\n", C.srcs[i]->name, C.srcs[i]->notice);
+			notice_once(C.srcs[i]);
 	return EXIT_OK;
 }
 
@@ -219,11 +254,9 @@ static int open_into(struct store *st, char **err)
 			C.srcs[C.nsrcs++] = s;
 		}
 	}
-	if (!run_until(all_ready, NULL, OPEN_TIMEOUT_MS)) {
-		const char *e = engine_error(C.srcs[0]);
-		*err = xasprintf("engine host not ready: %s", e ? e : "timed out");
+	run_until(all_settled, NULL, OPEN_TIMEOUT_MS);
+	if ((*err = open_failure()) != NULL)
 		return -1;
-	}
 	return 0;
 }
 
@@ -270,7 +303,7 @@ static int cmd_apply(int argc, char **argv)
 	const struct cli_opt rows[] = { { "-f", CLI_SEQ, &f }, { "--filename", CLI_SEQ, &f } };
 	int rc = engine_cli_args(argc, argv, CLI_ROWS(rows), NULL, NULL);
 	if (rc == 0 && f.n == 0) {
-		fprintf(stderr, "kvcon engine apply: -f FILE is required\n");
+		log_eprintf("kvcon engine apply: -f FILE is required\n");
 		rc = EXIT_USAGE;
 	}
 	if (rc == 0)
@@ -295,16 +328,17 @@ static int cmd_apply(int argc, char **argv)
 		} else
 			text = util_read_file(files[i], &len);
 		if (text == NULL) {
-			fprintf(stderr, "kvcon: %s: %s\n", files[i], strerror(errno));
+			log_eprintf("kvcon: %s: %s\n", files[i], strerror(errno));
 			rc = EXIT_USAGE;
 			continue;
 		}
 		char *result = NULL, *err = NULL;
 		if (engine_apply(C.srcs[0], text, len, &result, &err) < 0) {
+			/* refused (an invalid manifest, as kubectl's 422): exit 1, nothing stored */
 			char *e = util_escape_display(err);
-			fprintf(stderr, "kvcon: %s: %s\n", files[i], e);
+			log_eprintf("error: %s: %s\n", files[i], e);
 			free(e);
-			rc = EXIT_USAGE;
+			rc = EXIT_API;
 		} else {
 			/* the name as the manifest says: read it back from the store's newest VM */
 			printf("virtualmachine %s\n", result);
@@ -525,12 +559,12 @@ static int cmd_get(int argc, char **argv)
 		} else if (argv[i][0] != '-' && name == NULL)
 			name = argv[i];
 		else {
-			fprintf(stderr, "kvcon engine get: unexpected '%s'\n", argv[i]);
+			log_eprintf("kvcon engine get: unexpected '%s'\n", argv[i]);
 			return EXIT_USAGE;
 		}
 	}
 	if (strcmp(out, "table") && strcmp(out, "wide") && strcmp(out, "json") && strcmp(out, "name")) {
-		fprintf(stderr, "kvcon engine get: -o must be table, wide, json or name\n");
+		log_eprintf("kvcon engine get: -o must be table, wide, json or name\n");
 		return EXIT_USAGE;
 	}
 	int rc = open_engine();
@@ -571,7 +605,7 @@ static int cmd_get(int argc, char **argv)
 		}
 	} else {
 		if (nall == 0)
-			fprintf(stderr, "No resources found in %s namespace.\n", all_ns ? "any" : C.ns);
+			log_eprintf("No resources found in %s namespace.\n", all_ns ? "any" : C.ns);
 		else
 			printf("%s%s\n", headers[kind],
 			       strcmp(out, "wide") == 0 && kind == OBJ_VMI   ? "  UID"
@@ -637,25 +671,25 @@ static int cmd_action(int argc, char **argv)
 	req.name = name;
 	struct source *src = source_of_vm(name);
 	if (src == NULL) {
-		fprintf(stderr, "kvcon: virtualmachine \"%s\" not found in namespace %s\n", name, C.ns);
+		log_eprintf("kvcon: virtualmachine \"%s\" not found in namespace %s\n", name, C.ns);
 		return close_engine(EXIT_API, 0);
 	}
 	struct cli_reply a = { .fd = -1 };
 	char *err = NULL;
 	if (src->ops->action(src, &req, engine_cli_reply, &a, &err) < 0) {
 		char *e = util_escape_display(err);
-		fprintf(stderr, "kvcon: %s %s: %s\n", argv[0], name, e);
+		log_eprintf("error: %s %s: %s\n", argv[0], name, e);
 		free(e);
 		free(err);
 		return close_engine(EXIT_API, 0);
 	}
 	if (wait && !run_until(engine_cli_replied, &a, (uint64_t)timeout * 1000)) {
-		fprintf(stderr, "kvcon: %s %s: not done after %d s\n", argv[0], name, timeout);
+		log_eprintf("kvcon: %s %s: not done after %d s\n", argv[0], name, timeout);
 		return close_engine(EXIT_API, 0);
 	}
 	if (wait && a.status != 0) {
 		char *e = util_escape_display(a.msg ? a.msg : "failed");
-		fprintf(stderr, "kvcon: %s %s: %s\n", argv[0], name, e);
+		log_eprintf("error: %s %s: %s\n", argv[0], name, e);
 		free(e);
 		free(a.msg);
 		return close_engine(EXIT_API, 10000);
@@ -819,7 +853,7 @@ static int cmd_console(int argc, char **argv)
 		s->kind = strcmp(seq.opt[i], "--expect") == 0 ? STEP_EXPECT : STEP_SEND;
 		s->arg = seq.val[i];
 		if (s->kind == STEP_EXPECT && regcomp(&s->re, s->arg, REG_EXTENDED | REG_NEWLINE) != 0) {
-			fprintf(stderr, "kvcon engine console: bad regular expression '%s'\n", s->arg);
+			log_eprintf("kvcon engine console: bad regular expression '%s'\n", s->arg);
 			rc = EXIT_USAGE;
 		} else
 			K.nsteps++;
@@ -845,9 +879,15 @@ static int cmd_console(int argc, char **argv)
 		concmd_find_source = hook_find_source;
 		return delegate(concmd_main, "console", name, ne, extra);
 	}
-	if (logfile && (K.log = fopen(logfile, "ab")) == NULL) {
-		fprintf(stderr, "kvcon: %s: %s\n", logfile, strerror(errno));
-		return EXIT_USAGE;
+	if (logfile) {
+		/* the transcript holds the guest's output: 0600 */
+		int lfd = util_open_private(logfile, O_APPEND, false);
+		if (lfd < 0 || (K.log = fdopen(lfd, "ab")) == NULL) {
+			log_eprintf("kvcon: %s: %s\n", logfile, strerror(errno));
+			if (lfd >= 0)
+				close(lfd);
+			return EXIT_USAGE;
+		}
 	}
 	rc = open_engine();
 	if (rc)
@@ -859,13 +899,13 @@ static int cmd_console(int argc, char **argv)
 	const struct obj *vmi = src ? store_find(C.st, src, OBJ_VMI, C.ns, name) : NULL;
 	snprintf(K.first_uid, UID_LEN, "%s", vmi ? vmi->uid : "");
 	if (src == NULL || (K.con = engine_console_open(src, C.ns, name, on_console, NULL, &err)) == NULL) {
-		fprintf(stderr, "kvcon: console %s: %s\n", name, err ? err : "virtualmachine not found");
+		log_eprintf("kvcon: console %s: %s\n", name, err ? err : "virtualmachine not found");
 		free(err);
 		return close_engine(EXIT_API, 0);
 	}
 	buf_init(&K.seen);
 	if (K.interactive) {
-		fprintf(stderr, "Successfully connected to %s console. The escape sequence is ^]\n", name);
+		log_eprintf("Successfully connected to %s console. The escape sequence is ^]\n", name);
 		struct termios t;
 		tcgetattr(0, &K.saved);
 		t = K.saved;
@@ -879,110 +919,51 @@ static int cmd_console(int argc, char **argv)
 	bool ok = run_until(console_finished, NULL, K.interactive ? UINT64_MAX / 2 : (uint64_t)timeout * 1000);
 	restore_tty();
 	if (K.interactive)
-		fprintf(stderr, "\n");
+		log_eprintf("\n");
 	engine_console_close(K.con);
 	if (K.log)
 		fclose(K.log);
 	if (!ok && !K.interactive) {
-		fprintf(stderr, "\nkvcon: console %s: ", name);
+		log_eprintf("\nkvcon: console %s: ", name);
 		if (K.cur < K.nsteps)
-			fprintf(stderr, "timed out after %d s waiting for /%s/\n", timeout, K.steps[K.cur].arg);
+			log_eprintf("timed out after %d s waiting for /%s/\n", timeout, K.steps[K.cur].arg);
 		else
-			fprintf(stderr, "timed out after %d s waiting for the execution to stop\n", timeout);
+			log_eprintf("timed out after %d s waiting for the execution to stop\n", timeout);
 		return close_engine(EXIT_API, 0);
 	}
 	/* after --wait-stop the run strategy may restart the VM: let the reconciler do it before leaving */
 	return close_engine(EXIT_OK, K.wait_stop ? 60000 : 5000);
 }
 
-/* ---- vnc: a local port piping one viewer to the display ---- */
+/* ---- vnc ---- */
 
-static void pipe_fds(int a, int b)
-{
-	struct pollfd p[2] = { { .fd = a, .events = POLLIN }, { .fd = b, .events = POLLIN } };
-	char buf[65536];
-	for (;;) {
-		if (poll(p, 2, -1) < 0 && errno != EINTR)
-			return;
-		for (int i = 0; i < 2; i++)
-			if (p[i].revents) {
-				ssize_t n = read(p[i].fd, buf, sizeof buf);
-				if (n <= 0)
-					return;
-				for (ssize_t off = 0; off < n;) {
-					ssize_t w = write(p[1 - i].fd, buf + off, (size_t)(n - off));
-					if (w <= 0)
-						return;
-					off += w;
-				}
-			}
-	}
-}
-
+/* The in-terminal viewer, --screenshot and --proxy-only are all the VNC command's (console/vnccmd.c), on the
+ * engine's display stream: one proxy, with its VNC authentication, for clusters and engines alike. */
 static int cmd_vnc(int argc, char **argv)
 {
 	const char *name = NULL;
-	int port = 0;
-	bool proxy = false;
-	for (int i = 1; i < argc; i++) {
-		if (strcmp(argv[i], "--proxy-only") == 0)
-			proxy = true;
-		else if (strcmp(argv[i], "--port") == 0 && i + 1 < argc)
-			port = atoi(argv[++i]);
+	for (int i = 1; i < argc; i++)
+		if (strcmp(argv[i], "--port") == 0 || strcmp(argv[i], "--password-file") == 0 ||
+		    strcmp(argv[i], "--screenshot") == 0 || strcmp(argv[i], "--colors") == 0 ||
+		    strcmp(argv[i], "--scale") == 0 || strcmp(argv[i], "--quality") == 0 ||
+		    strcmp(argv[i], "--timeout") == 0 || strcmp(argv[i], "--quiet-ms") == 0 ||
+		    strcmp(argv[i], "--ws-protocol") == 0)
+			i++;
 		else if (argv[i][0] != '-' && name == NULL)
 			name = argv[i];
-	}
 	if (name == NULL) {
-		fprintf(stderr, "kvcon engine vnc: usage: vnc NAME [kvcon vnc options] | vnc NAME --proxy-only [--port N]\n");
+		log_eprintf("error: usage: kvcon engine vnc NAME [kvcon vnc options] | vnc NAME --proxy-only [--port N]\n");
 		return EXIT_USAGE;
 	}
-	if (!proxy) {
-		/* the VNC helper's in-terminal viewer (and its --screenshot), on the engine's display stream */
-		vnccmd_open_vm = hook_open_vnc;
-		char **rest = xcalloc((size_t)argc + 1, sizeof *rest);
-		int nr = 0;
-		for (int i = 1; i < argc; i++)
-			if (argv[i] != name)
-				rest[nr++] = argv[i];
-		int rc = delegate(vnccmd_main, "vnc", name, nr, rest);
-		free(rest);
-		return rc;
-	}
-	int rc = open_engine();
-	if (rc)
-		return rc;
-	struct source *src = source_of_vm(name);
-	int ls = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port),
-				  .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-	socklen_t sl = sizeof sa;
-	int one = 1;
-	setsockopt(ls, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-	if (src == NULL || ls < 0 || bind(ls, (struct sockaddr *)&sa, sizeof sa) < 0 || listen(ls, 1) < 0 ||
-	    getsockname(ls, (struct sockaddr *)&sa, &sl) < 0) {
-		fprintf(stderr, "kvcon: vnc %s: %s\n", name, src ? strerror(errno) : "virtualmachine not found");
-		return close_engine(EXIT_API, 0);
-	}
-	printf("{\"port\":%d}\n", ntohs(sa.sin_port));
-	fflush(stdout);
-	int cl = accept(ls, NULL, NULL);
-	close(ls);
-	struct cli_reply s = { .fd = -1 };
-	char *err = NULL;
-	if (cl < 0 || engine_vnc_open(src, C.ns, name, reply_fd, &s, &err) < 0 ||
-	    !run_until(engine_cli_replied, &s, 30000) || s.fd < 0) {
-		fprintf(stderr, "kvcon: vnc %s: %s\n", name, err ? err : s.msg ? s.msg : "no display");
-		free(err);
-		free(s.msg);
-		if (cl >= 0)
-			close(cl);
-		return close_engine(EXIT_API, 0);
-	}
-	free(s.msg);
-	pipe_fds(cl, s.fd);
-	close(cl);
-	close(s.fd);
-	return close_engine(EXIT_OK, 0);
+	vnccmd_open_vm = hook_open_vnc;
+	char **rest = xcalloc((size_t)argc + 1, sizeof *rest);
+	int nr = 0;
+	for (int i = 1; i < argc; i++)
+		if (argv[i] != name)
+			rest[nr++] = argv[i];
+	int rc = delegate(vnccmd_main, "vnc", name, nr, rest);
+	free(rest);
+	return rc;
 }
 
 /* ---- reconcile: run the engine headless for a while ---- */
@@ -1042,7 +1023,7 @@ int engine_cmd(int argc, char **argv)
 	for (size_t i = 0; i < sizeof subs / sizeof subs[0]; i++)
 		if (strcmp(argv[1], subs[i].name) == 0)
 			return subs[i].fn(argc - 1, argv + 1);
-	fprintf(stderr, "kvcon engine: unknown verb '%s' (see kvcon engine --help)\n", argv[1]);
+	log_eprintf("kvcon engine: unknown verb '%s' (see kvcon engine --help)\n", argv[1]);
 	return EXIT_USAGE;
 }
 

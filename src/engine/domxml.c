@@ -4,6 +4,12 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <libxml/parser.h>
+#include <libxml/tree.h>
+#include <libxml/xmlwriter.h>
+#include <libxml/xpath.h>
+#include <limits.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,29 +22,6 @@
 #include "core/xmalloc.h"
 
 #define TMPL "spec.template.spec"
-
-char *domxml_escape(const char *s)
-{
-	struct buf b;
-	buf_init(&b);
-	for (; s && *s; s++) {
-		switch (*s) {
-		case '<': buf_add_str(&b, "&lt;"); break;
-		case '>': buf_add_str(&b, "&gt;"); break;
-		case '&': buf_add_str(&b, "&amp;"); break;
-		case '\'': buf_add_str(&b, "&apos;"); break;
-		case '"': buf_add_str(&b, "&quot;"); break;
-		default:
-			if ((unsigned char)*s < 0x20 && *s != '\n' && *s != '\t')
-				buf_add_char(&b, ' '); /* not representable in XML 1.0 */
-			else
-				buf_add_char(&b, *s);
-		}
-	}
-	if (b.data == NULL)
-		buf_add_str(&b, "");
-	return buf_steal(&b);
-}
 
 static bool is_file(const char *p)
 {
@@ -92,7 +75,132 @@ static int vol_index(const struct manifest *m, const struct mf_volume *v)
 	return (int)(v - m->vols);
 }
 
-/* kernel and initrd host paths (owned) */
+/* ---- where files may be ---- */
+
+/* The resolved path (symbolic links followed, caller frees); when it does not exist and missing_ok, its
+ * directory resolved plus its last component. NULL when neither resolves. */
+static char *resolve(const char *path, bool missing_ok)
+{
+	char *r = realpath(path, NULL);
+	if (r || !missing_ok || errno != ENOENT)
+		return r;
+	const char *slash = strrchr(path, '/');
+	if (slash == NULL || slash[1] == '\0' || strcmp(slash + 1, "..") == 0 || strcmp(slash + 1, ".") == 0)
+		return NULL;
+	char *dir = slash == path ? xstrdup("/") : xstrndup(path, (size_t)(slash - path));
+	char *rd = realpath(dir, NULL);
+	free(dir);
+	if (rd == NULL)
+		return NULL;
+	char *out = xasprintf("%s/%s", strcmp(rd, "/") == 0 ? "" : rd, slash + 1);
+	free(rd);
+	return out;
+}
+
+/* path (as written) is root or below it, comparing whole components. */
+static bool below(const char *path, const char *root)
+{
+	size_t n = strlen(root);
+	while (n > 1 && root[n - 1] == '/')
+		n--;
+	if (n == 1 && root[0] == '/')
+		return path[0] == '/';
+	return strncmp(path, root, n) == 0 && (path[n] == '/' || path[n] == '\0');
+}
+
+bool domxml_inside(const char *resolved, const char *root)
+{
+	char *r = realpath(root, NULL);
+	bool ok = r && below(resolved, r);
+	free(r);
+	return ok;
+}
+
+/* The root of roots (NULL-terminated, may be NULL) that path lies in, both as written and resolved; NULL when
+ * none. *resolved gets the resolved path (caller frees) when one does. */
+static const char *allowed_root(const char *path, const char *const *roots, bool missing_ok, char **resolved)
+{
+	*resolved = NULL;
+	for (size_t i = 0; roots && roots[i]; i++) {
+		if (roots[i][0] != '/' || !below(path, roots[i]))
+			continue; /* decided on the path as written first: nothing outside is even looked at */
+		char *r = resolve(path, missing_ok);
+		if (r && domxml_inside(r, roots[i])) {
+			*resolved = r;
+			return roots[i];
+		}
+		free(r);
+	}
+	return NULL;
+}
+
+#define OPT_IN                                                                                                     \
+	"allow a directory with \"engine.allow-host-path = DIR\" in $XDG_CONFIG_HOME/kvcon/config (host paths are "   \
+	"off by default, as KubeVirt keeps hostDisk behind its HostDisk feature gate)"
+
+/* A resolved path lies in one of roots. */
+static bool in_roots(const char *resolved, const char *const *roots)
+{
+	for (size_t i = 0; roots && roots[i]; i++)
+		if (roots[i][0] == '/' && domxml_inside(resolved, roots[i]))
+			return true;
+	return false;
+}
+
+/* path as written lies in one of roots (it may still resolve elsewhere). */
+static bool written_in_roots(const char *path, const char *const *roots)
+{
+	for (size_t i = 0; roots && roots[i]; i++)
+		if (roots[i][0] == '/' && below(path, roots[i]))
+			return true;
+	return false;
+}
+
+/* kernel or initrd, resolved (owned): inside a kernel-boot image (dir) of the image directory, or a host path
+ * (dir NULL) in the image directory or a directory the host's owner allows. */
+static int kernel_file(const struct domxml_env *env, const char *dir, const char *inner, const char *field,
+		       char **out, char **err)
+{
+	const char *p = TMPL ".domain.firmware.kernelBoot.container";
+	char *want = dir ? xasprintf("%s%s", dir, inner) : xstrdup(inner);
+	char *img = realpath(env->image_dir, NULL);
+	bool written_ok = dir || below(inner, env->image_dir) || (img && below(inner, img)) ||
+			  written_in_roots(inner, env->host_roots);
+	free(img);
+	*out = NULL;
+	if (!written_ok) {
+		*err = xasprintf("%s.%s: Forbidden: host path \"%s\" is outside the engine's image directory %s and "
+				 "the directories the host's owner allows; put kernel-boot images in the image "
+				 "directory, or " OPT_IN,
+				 p, field, inner, env->image_dir);
+		free(want);
+		return -1;
+	}
+	char *r = realpath(want, NULL);
+	if (r == NULL) {
+		*err = xasprintf("%s.%s: %s: %s", p, field, want, errno == ENOENT ? "no such file" : strerror(errno));
+		free(want);
+		return -1;
+	}
+	if (!domxml_inside(r, env->image_dir) && !in_roots(r, env->host_roots)) {
+		*err = xasprintf("%s.%s: Forbidden: %s resolves to %s, outside the engine's image directory %s and "
+				 "the directories the host's owner allows (a symbolic link may not lead out)",
+				 p, field, want, r, env->image_dir);
+		free(r);
+		free(want);
+		return -1;
+	}
+	free(want);
+	struct stat st;
+	if (stat(r, &st) < 0 || !S_ISREG(st.st_mode)) {
+		*err = xasprintf("%s.%s: %s: not a regular file", p, field, r);
+		free(r);
+		return -1;
+	}
+	*out = r;
+	return 0;
+}
+
 static int kernel_paths(const struct manifest *m, const struct domxml_env *env, char **kernel, char **initrd,
 			char **err)
 {
@@ -100,9 +208,10 @@ static int kernel_paths(const struct manifest *m, const struct domxml_env *env, 
 	if (m->kernel == NULL)
 		return 0;
 	const char *p = TMPL ".domain.firmware.kernelBoot.container";
+	char *dir = NULL;
 	if (m->kernel_image) {
 		char *tried = NULL;
-		char *dir = find_image(env->image_dir, m->kernel_image, true, &tried);
+		dir = find_image(env->image_dir, m->kernel_image, true, &tried);
 		if (dir == NULL) {
 			*err = xasprintf("%s.image: image \"%s\" not found as a directory in the engine's image "
 					 "directory (tried %s); use image: host to take kernelPath/initrdPath as host "
@@ -112,28 +221,70 @@ static int kernel_paths(const struct manifest *m, const struct domxml_env *env, 
 			return -1;
 		}
 		free(tried);
-		*kernel = xasprintf("%s%s", dir, m->kernel);
-		if (m->initrd)
-			*initrd = xasprintf("%s%s", dir, m->initrd);
-		free(dir);
-	} else {
-		*kernel = xstrdup(m->kernel);
-		*initrd = xstrdup0(m->initrd);
 	}
-	if (!is_file(*kernel)) {
-		*err = xasprintf("%s.kernelPath: %s: no such file", p, *kernel);
-		goto fail;
+	int rc = kernel_file(env, dir, m->kernel, "kernelPath", kernel, err);
+	if (rc == 0 && m->initrd && (rc = kernel_file(env, dir, m->initrd, "initrdPath", initrd, err)) < 0) {
+		free(*kernel);
+		*kernel = NULL;
 	}
-	if (*initrd && !is_file(*initrd)) {
-		*err = xasprintf("%s.initrdPath: %s: no such file", p, *initrd);
-		goto fail;
+	free(dir);
+	return rc;
+}
+
+/* A file of the engine's own directory dir (image or volume): its resolved path, which must stay inside dir or
+ * an allowed root (a symbolic link may not lead out). */
+static char *own_file(const char *path, const char *dir, const struct domxml_env *env)
+{
+	char *r = realpath(path, NULL);
+	if (r && (domxml_inside(r, dir) || in_roots(r, env->host_roots) ||
+		  (dir == env->image_dir && env->image_cache && domxml_inside(r, env->image_cache))))
+		return r;
+	free(r);
+	return NULL;
+}
+
+/* hostDisk: the resolved path and the allowed root it lies in, or -1 with *err. */
+static int host_disk(const struct manifest *m, const struct domxml_env *env, int vi, char **path, const char **root,
+		     char **err)
+{
+	const struct mf_volume *v = &m->vols[vi];
+	*path = NULL;
+	*root = allowed_root(v->path, env->host_roots, v->create, path);
+	if (*root)
+		return 0;
+	if (written_in_roots(v->path, env->host_roots)) {
+		char *r = resolve(v->path, v->create);
+		*err = r ? xasprintf("%s.volumes[%d].hostDisk.path: Forbidden: \"%s\" resolves to %s, outside the "
+				     "directories the host's owner allows (a symbolic link may not lead out)",
+				     TMPL, vi, v->path, r)
+			 : xasprintf("%s.volumes[%d].hostDisk.path: %s: %s", TMPL, vi, v->path,
+				     v->create ? "its directory does not exist" : "no such file");
+		free(r);
+		return -1;
 	}
-	return 0;
-fail:
-	free(*kernel);
-	free(*initrd);
-	*kernel = *initrd = NULL;
+	*err = xasprintf("%s.volumes[%d].hostDisk.path: Forbidden: host path \"%s\" is not inside a directory the "
+			 "host's owner allows for host disks; " OPT_IN,
+			 TMPL, vi, v->path);
 	return -1;
+}
+
+/* A persistentVolumeClaim's file, <volume_dir>/<ns>/<claim>.qcow2 or .img (owned); *outside when it exists but
+ * resolves outside the volume directory. */
+static char *pvc_file(const struct manifest *m, const struct domxml_env *env, const struct mf_volume *v,
+		      bool *outside)
+{
+	*outside = false;
+	char *q = xasprintf("%s/%s/%s.qcow2", env->volume_dir, m->ns, v->claim);
+	if (!is_file(q)) {
+		free(q);
+		q = xasprintf("%s/%s/%s.img", env->volume_dir, m->ns, v->claim);
+	}
+	if (!is_file(q))
+		return q; /* missing: the start fails with ErrorPvcNotFound */
+	char *r = own_file(q, env->volume_dir, env);
+	free(q);
+	*outside = r == NULL;
+	return r;
 }
 
 int domxml_resolve(const struct manifest *m, const struct domxml_env *env, char **err)
@@ -145,6 +296,23 @@ int domxml_resolve(const struct manifest *m, const struct domxml_env *env, char 
 	free(i);
 	for (int n = 0; n < m->nvols; n++) {
 		const struct mf_volume *v = &m->vols[n];
+		if (v->type == MF_VOL_HOSTDISK) {
+			char *path;
+			const char *root;
+			if (host_disk(m, env, n, &path, &root, err) < 0)
+				return -1;
+			free(path);
+		} else if (v->type == MF_VOL_PVC) {
+			bool outside;
+			char *f = pvc_file(m, env, v, &outside);
+			free(f);
+			if (outside) {
+				*err = xasprintf("%s.volumes[%d].persistentVolumeClaim.claimName: Forbidden: the file of "
+						 "claim \"%s\" resolves outside the engine's volume directory %s",
+						 TMPL, n, v->claim, env->volume_dir);
+				return -1;
+			}
+		}
 		if (v->type != MF_VOL_CONTAINER)
 			continue;
 		char *tried = NULL;
@@ -157,6 +325,15 @@ int domxml_resolve(const struct manifest *m, const struct domxml_env *env, char 
 			return -1;
 		}
 		free(tried);
+		char *r = own_file(f, env->image_dir, env);
+		if (r == NULL) {
+			*err = xasprintf("%s.volumes[%d].containerDisk.image: Forbidden: %s resolves outside the engine's "
+					 "image directory",
+					 TMPL, n, f);
+			free(f);
+			return -1;
+		}
+		free(r);
 		free(f);
 	}
 	for (int n = 0; n < m->nifaces; n++)
@@ -185,11 +362,61 @@ static const char *fmt_of(const char *path)
 	return n > 6 && strcmp(path + n - 6, ".qcow2") == 0 ? "qcow2" : "raw";
 }
 
-static void add_esc(struct buf *b, const char *s)
+/* ---- the XML writer: libxml2 escapes every attribute and text node; a value that is not plain text (control
+ * characters, broken UTF-8, which XML 1.0 cannot carry) fails the whole build instead of reaching libvirt ---- */
+
+struct xw {
+	xmlBufferPtr buf;
+	xmlTextWriterPtr w;
+	bool bad;
+};
+
+static void xw_start(struct xw *x, const char *el)
 {
-	char *e = domxml_escape(s);
-	buf_add_str(b, e);
-	free(e);
+	if (xmlTextWriterStartElement(x->w, BAD_CAST el) < 0)
+		x->bad = true;
+}
+
+static void xw_end(struct xw *x)
+{
+	if (xmlTextWriterEndElement(x->w) < 0)
+		x->bad = true;
+}
+
+static void xw_attr(struct xw *x, const char *name, const char *val)
+{
+	if (val == NULL || !manifest_plain_text(val) || xmlTextWriterWriteAttribute(x->w, BAD_CAST name, BAD_CAST val) < 0)
+		x->bad = true;
+}
+
+__attribute__((format(printf, 3, 4))) static void xw_attrf(struct xw *x, const char *name, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	char *s = xvasprintf(fmt, ap);
+	va_end(ap);
+	xw_attr(x, name, s);
+	free(s);
+}
+
+/* <el>text</el> */
+static void xw_text(struct xw *x, const char *el, const char *text)
+{
+	if (text == NULL || !manifest_plain_text(text) ||
+	    xmlTextWriterWriteElement(x->w, BAD_CAST el, BAD_CAST text) < 0)
+		x->bad = true;
+}
+
+/* <el a='v' .../>: NULL-terminated name, value pairs */
+static void xw_empty(struct xw *x, const char *el, ...)
+{
+	xw_start(x, el);
+	va_list ap;
+	va_start(ap, el);
+	for (const char *n; (n = va_arg(ap, const char *));)
+		xw_attr(x, n, va_arg(ap, const char *));
+	va_end(ap);
+	xw_end(x);
 }
 
 /* Target device names: vda.. for virtio, sda.. for sata/scsi/usb. */
@@ -201,7 +428,7 @@ static void target_name(char *out, size_t len, bool virtio, int n)
 		snprintf(out, len, "%s%c%c", virtio ? "vd" : "sd", 'a' + n / 26 - 1, 'a' + n % 26);
 }
 
-static int disk_xml(struct buf *b, struct domxml_plan *p, const struct manifest *m, const struct domxml_env *env,
+static int disk_xml(struct xw *x, struct domxml_plan *p, const struct manifest *m, const struct domxml_env *env,
 		    const struct mf_disk *d, int *nvd, int *nsd, char **err)
 {
 	const struct mf_volume *v = volume_of(m, d->name);
@@ -211,22 +438,33 @@ static int disk_xml(struct buf *b, struct domxml_plan *p, const struct manifest 
 	bool ro = d->readonly;
 	switch (v->type) {
 	case MF_VOL_HOSTDISK: {
-		src = xstrdup(v->path);
-		struct domxml_file *f = add_file(p, v->create ? DF_HOSTDISK : DF_NEEDED, xstrdup(v->path));
+		const char *root;
+		if (host_disk(m, env, vi, &src, &root, err) < 0)
+			return -1;
+		struct domxml_file *f = add_file(p, v->create ? DF_HOSTDISK : DF_NEEDED, xstrdup(src));
 		f->size = v->capacity;
+		f->root = xstrdup(root);
 		f->what = xasprintf("%s.volumes[%d].hostDisk.path", TMPL, vi);
 		fmt = fmt_of(src);
 		break;
 	}
 	case MF_VOL_PVC: {
-		char *q = xasprintf("%s/%s/%s.qcow2", env->volume_dir, m->ns, v->claim);
-		if (is_file(q))
-			src = q;
-		else {
-			free(q);
-			src = xasprintf("%s/%s/%s.img", env->volume_dir, m->ns, v->claim);
+		bool outside;
+		src = pvc_file(m, env, v, &outside);
+		if (outside) {
+			*err = xasprintf("%s.volumes[%d].persistentVolumeClaim.claimName: Forbidden: the file of claim "
+					 "\"%s\" resolves outside the engine's volume directory %s",
+					 TMPL, vi, v->claim, env->volume_dir);
+			return -1;
 		}
 		struct domxml_file *f = add_file(p, DF_NEEDED, xstrdup(src));
+		f->root = xstrdup(env->volume_dir);
+		for (size_t r = 0; env->host_roots && env->host_roots[r]; r++)
+			if (!domxml_inside(src, env->volume_dir) && domxml_inside(src, env->host_roots[r])) {
+				free(f->root); /* a claim's file linked into an allowed directory stays allowed at start */
+				f->root = xstrdup(env->host_roots[r]);
+				break;
+			}
 		f->what = xasprintf("%s.volumes[%d].persistentVolumeClaim.claimName: persistent volume claim \"%s\"",
 				    TMPL, vi, v->claim);
 		fmt = fmt_of(src);
@@ -239,13 +477,16 @@ static int disk_xml(struct buf *b, struct domxml_plan *p, const struct manifest 
 		break;
 	}
 	case MF_VOL_CONTAINER: {
-		char *img = find_image(env->image_dir, v->image, false, NULL);
+		char *found = find_image(env->image_dir, v->image, false, NULL);
+		char *img = found ? own_file(found, env->image_dir, env) : NULL;
 		if (img == NULL) {
 			*err = xasprintf("%s.volumes[%d].containerDisk.image: image \"%s\" not found in the engine's "
 					 "image directory %s",
 					 TMPL, vi, v->image, env->image_dir);
+			free(found);
 			return -1;
 		}
+		free(found);
 		/* containerDisks are ephemeral: writes go to a per-execution overlay */
 		src = xasprintf("%s/overlay-%s.qcow2", env->run_dir, v->name);
 		struct domxml_file *f = add_file(p, DF_OVERLAY, xstrdup(src));
@@ -267,158 +508,256 @@ static int disk_xml(struct buf *b, struct domxml_plan *p, const struct manifest 
 	bool virtio = d->bus == MF_BUS_VIRTIO;
 	char dev[8];
 	target_name(dev, sizeof dev, virtio, virtio ? (*nvd)++ : (*nsd)++);
-	buf_printf(b, "    <disk type='file' device='%s'>\n      <driver name='qemu' type='%s'%s%s%s/>\n",
-		   d->cdrom ? "cdrom" : "disk", fmt, d->cache ? " cache='" : "", d->cache ? d->cache : "",
-		   d->cache ? "'" : "");
-	buf_add_str(b, "      <source file='");
-	add_esc(b, src);
-	buf_printf(b, "'/>\n      <target dev='%s' bus='%s'/>\n", dev, mf_bus_name(d->bus));
-	if (d->boot_order)
-		buf_printf(b, "      <boot order='%d'/>\n", d->boot_order);
-	if (ro)
-		buf_add_str(b, "      <readonly/>\n");
-	if (d->serial) {
-		buf_add_str(b, "      <serial>");
-		add_esc(b, d->serial);
-		buf_add_str(b, "</serial>\n");
+	xw_start(x, "disk");
+	xw_attr(x, "type", "file");
+	xw_attr(x, "device", d->cdrom ? "cdrom" : "disk");
+	xw_start(x, "driver");
+	xw_attr(x, "name", "qemu");
+	xw_attr(x, "type", fmt);
+	if (d->cache)
+		xw_attr(x, "cache", d->cache);
+	xw_end(x);
+	xw_empty(x, "source", "file", src, NULL);
+	xw_empty(x, "target", "dev", dev, "bus", mf_bus_name(d->bus), NULL);
+	if (d->boot_order) {
+		xw_start(x, "boot");
+		xw_attrf(x, "order", "%d", d->boot_order);
+		xw_end(x);
 	}
-	buf_printf(b, "      <alias name='ua-%s'/>\n", d->name);
-	buf_add_str(b, "    </disk>\n");
+	if (ro)
+		xw_empty(x, "readonly", NULL);
+	if (d->serial)
+		xw_text(x, "serial", d->serial);
+	xw_start(x, "alias");
+	xw_attrf(x, "name", "ua-%s", d->name);
+	xw_end(x);
+	xw_end(x);
 	free(src);
 	return 0;
+}
+
+/* The directory of the VNC and agent sockets: the execution's own directory when a socket path there fits in
+ * sun_path, else a short private one (<base>/<vmi uid>, base 0700 and owned by us; never TCP). */
+static char *sock_dir(const char *run_dir, const char *id, char **base)
+{
+	*base = NULL;
+	if (strlen(run_dir) + sizeof "/vnc.sock" <= SOCK_PATH_MAX)
+		return xstrdup(run_dir);
+	const char *rt = getenv("XDG_RUNTIME_DIR");
+	if (geteuid() == 0)
+		*base = xstrdup("/run/kvcon-0");
+	else if (rt && rt[0] == '/' && strlen(rt) + sizeof "/kvcon/" + strlen(id) + sizeof "/vnc.sock" <= SOCK_PATH_MAX)
+		*base = xasprintf("%s/kvcon", rt);
+	else
+		*base = xasprintf("/tmp/kvcon-%u", (unsigned)geteuid());
+	return xasprintf("%s/%s", *base, id);
+}
+
+char *domxml_sock_dir_of(const char *run_dir, const char *vmi_uid)
+{
+	size_t n = vmi_uid ? strlen(vmi_uid) : 0;
+	if (run_dir == NULL || n != 36 || strspn(vmi_uid, "0123456789abcdef-") != n)
+		return NULL;
+	char *base = NULL, *d = sock_dir(run_dir, vmi_uid, &base);
+	if (base == NULL) {
+		free(d);
+		return NULL;
+	}
+	free(base);
+	return d;
 }
 
 struct domxml_plan *domxml_build(const struct manifest *m, const struct domxml_env *env, char **err)
 {
 	struct domxml_plan *p = xcalloc(1, sizeof *p);
-	struct buf b;
-	buf_init(&b);
+	struct xw xb = { .buf = xmlBufferCreate() }, *x = &xb;
 	char *kernel = NULL, *initrd = NULL;
 	*err = NULL;
+	if (xb.buf == NULL || (xb.w = xmlNewTextWriterMemory(xb.buf, 0)) == NULL) {
+		*err = xstrdup("domain XML: cannot create the XML writer");
+		goto fail;
+	}
+	xmlTextWriterSetIndent(x->w, 1);
+	xmlTextWriterSetIndentString(x->w, BAD_CAST "  ");
 	if (domxml_resolve(m, env, err) < 0 || kernel_paths(m, env, &kernel, &initrd, err) < 0)
 		goto fail;
 
 	int vcpus = m->sockets * m->cores * m->threads;
-	buf_printf(&b, "<domain type='%s'>\n  <name>", env->domain_type);
-	add_esc(&b, env->dom_name);
-	buf_printf(&b, "</name>\n  <uuid>%s</uuid>\n  <title>", env->vm_uid);
-	add_esc(&b, m->ns);
-	buf_add_char(&b, '/');
-	add_esc(&b, m->name);
-	buf_printf(&b, "</title>\n  <metadata>\n    <kvcon:execution xmlns:kvcon='https://kvcon.dev/xmlns/engine/1' "
-		       "vm='%s' vmi='%s' launcher='%s' generation='%llu'/>\n  </metadata>\n",
-		   env->vm_uid, env->vmi_uid, env->launcher_uid, (unsigned long long)env->generation);
-	buf_printf(&b, "  <memory unit='KiB'>%llu</memory>\n  <vcpu placement='static'>%d</vcpu>\n",
-		   (unsigned long long)(m->memory / 1024), vcpus);
+	xw_start(x, "domain");
+	xw_attr(x, "type", env->domain_type);
+	xw_text(x, "name", env->dom_name);
+	xw_text(x, "uuid", env->vm_uid);
+	char *title = xasprintf("%s/%s", m->ns, m->name);
+	xw_text(x, "title", title);
+	free(title);
+	xw_start(x, "metadata");
+	if (xmlTextWriterStartElementNS(x->w, BAD_CAST "kvcon", BAD_CAST "execution", BAD_CAST DOMXML_META_URI) < 0)
+		x->bad = true;
+	xw_attr(x, "vm", env->vm_uid);
+	xw_attr(x, "vmi", env->vmi_uid);
+	xw_attr(x, "launcher", env->launcher_uid);
+	xw_attrf(x, "generation", "%llu", (unsigned long long)env->generation);
+	xw_end(x);
+	xw_end(x);
+	xw_start(x, "memory");
+	xw_attr(x, "unit", "KiB");
+	char num[32];
+	snprintf(num, sizeof num, "%llu", (unsigned long long)(m->memory / 1024));
+	if (xmlTextWriterWriteString(x->w, BAD_CAST num) < 0)
+		x->bad = true;
+	xw_end(x);
+	xw_start(x, "vcpu");
+	xw_attr(x, "placement", "static");
+	snprintf(num, sizeof num, "%d", vcpus);
+	if (xmlTextWriterWriteString(x->w, BAD_CAST num) < 0)
+		x->bad = true;
+	xw_end(x);
+	xw_start(x, "cpu");
 	if (m->cpu_model && strcmp(env->domain_type, "kvm") == 0 &&
 	    (strcmp(m->cpu_model, "host-passthrough") == 0 || strcmp(m->cpu_model, "host-model") == 0))
-		buf_printf(&b, "  <cpu mode='%s'>\n", m->cpu_model);
+		xw_attr(x, "mode", m->cpu_model);
 	else if (m->cpu_model && strcmp(m->cpu_model, "host-passthrough") && strcmp(m->cpu_model, "host-model")) {
-		buf_add_str(&b, "  <cpu mode='custom' match='exact'>\n    <model fallback='allow'>");
-		add_esc(&b, m->cpu_model);
-		buf_add_str(&b, "</model>\n");
-	} else
-		buf_add_str(&b, "  <cpu>\n"); /* TCG: host-model/passthrough mean nothing; QEMU's default model */
-	buf_printf(&b, "    <topology sockets='%d' dies='1' cores='%d' threads='%d'/>\n  </cpu>\n", m->sockets,
-		   m->cores, m->threads);
-	buf_printf(&b, "  <os%s>\n    <type arch='x86_64' machine='", m->efi ? " firmware='efi'" : "");
-	add_esc(&b, m->machine);
-	buf_add_str(&b, "'>hvm</type>\n");
+		xw_attr(x, "mode", "custom");
+		xw_attr(x, "match", "exact");
+		xw_start(x, "model");
+		xw_attr(x, "fallback", "allow");
+		if (!manifest_plain_text(m->cpu_model) || xmlTextWriterWriteString(x->w, BAD_CAST m->cpu_model) < 0)
+			x->bad = true;
+		xw_end(x);
+	} /* else TCG: host-model/passthrough mean nothing; QEMU's default model */
+	xw_start(x, "topology");
+	xw_attrf(x, "sockets", "%d", m->sockets);
+	xw_attr(x, "dies", "1");
+	xw_attrf(x, "cores", "%d", m->cores);
+	xw_attrf(x, "threads", "%d", m->threads);
+	xw_end(x);
+	xw_end(x); /* cpu */
+	xw_start(x, "os");
 	if (m->efi)
-		buf_printf(&b, "    <firmware>\n      <feature enabled='%s' name='secure-boot'/>\n    </firmware>\n",
-			   m->secure_boot ? "yes" : "no");
+		xw_attr(x, "firmware", "efi");
+	xw_start(x, "type");
+	xw_attr(x, "arch", "x86_64");
+	xw_attr(x, "machine", m->machine);
+	if (xmlTextWriterWriteString(x->w, BAD_CAST "hvm") < 0)
+		x->bad = true;
+	xw_end(x);
+	if (m->efi) {
+		xw_start(x, "firmware");
+		xw_empty(x, "feature", "enabled", m->secure_boot ? "yes" : "no", "name", "secure-boot", NULL);
+		xw_end(x);
+	}
 	if (kernel) {
-		buf_add_str(&b, "    <kernel>");
-		add_esc(&b, kernel);
-		buf_add_str(&b, "</kernel>\n");
-		if (initrd) {
-			buf_add_str(&b, "    <initrd>");
-			add_esc(&b, initrd);
-			buf_add_str(&b, "</initrd>\n");
-		}
-		if (m->kernel_args) {
-			buf_add_str(&b, "    <cmdline>");
-			add_esc(&b, m->kernel_args);
-			buf_add_str(&b, "</cmdline>\n");
-		}
+		xw_text(x, "kernel", kernel);
+		if (initrd)
+			xw_text(x, "initrd", initrd);
+		if (m->kernel_args)
+			xw_text(x, "cmdline", m->kernel_args);
 	}
 	bool any_boot_order = false;
 	for (int i = 0; i < m->ndisks; i++)
 		any_boot_order |= m->disks[i].boot_order != 0;
 	if (!kernel && !any_boot_order)
-		buf_add_str(&b, "    <boot dev='hd'/>\n");
-	buf_add_str(&b, "  </os>\n  <features>\n    <acpi/>\n    <apic/>\n");
+		xw_empty(x, "boot", "dev", "hd", NULL);
+	xw_end(x); /* os */
+	xw_start(x, "features");
+	xw_empty(x, "acpi", NULL);
+	xw_empty(x, "apic", NULL);
 	if (m->efi && m->secure_boot)
-		buf_add_str(&b, "    <smm state='on'/>\n");
-	buf_add_str(&b, "  </features>\n  <clock offset='utc'/>\n"
-			"  <on_poweroff>destroy</on_poweroff>\n  <on_reboot>restart</on_reboot>\n"
-			"  <on_crash>destroy</on_crash>\n  <devices>\n");
+		xw_empty(x, "smm", "state", "on", NULL);
+	xw_end(x);
+	xw_empty(x, "clock", "offset", "utc", NULL);
+	xw_text(x, "on_poweroff", "destroy");
+	xw_text(x, "on_reboot", "restart");
+	xw_text(x, "on_crash", "destroy");
+	xw_start(x, "devices");
 
 	bool scsi = false;
 	int nvd = 0, nsd = 0;
 	for (int i = 0; i < m->ndisks; i++) {
 		scsi |= m->disks[i].bus == MF_BUS_SCSI;
-		if (disk_xml(&b, p, m, env, &m->disks[i], &nvd, &nsd, err) < 0)
+		if (disk_xml(x, p, m, env, &m->disks[i], &nvd, &nsd, err) < 0)
 			goto fail;
 	}
 	if (scsi)
-		buf_add_str(&b, "    <controller type='scsi' model='virtio-scsi'/>\n");
+		xw_empty(x, "controller", "type", "scsi", "model", "virtio-scsi", NULL);
 	for (int i = 0; i < m->nifaces; i++) {
 		const struct mf_iface *f = &m->ifaces[i];
+		xw_start(x, "interface");
 		if (f->bridge) {
-			buf_add_str(&b, "    <interface type='bridge'>\n      <source bridge='");
-			add_esc(&b, f->host_bridge ? f->host_bridge : env->bridge);
-			buf_add_str(&b, "'/>\n");
+			xw_attr(x, "type", "bridge");
+			xw_empty(x, "source", "bridge", f->host_bridge ? f->host_bridge : env->bridge, NULL);
 		} else
-			buf_add_str(&b, "    <interface type='user'>\n");
-		if (f->mac) {
-			buf_add_str(&b, "      <mac address='");
-			add_esc(&b, f->mac);
-			buf_add_str(&b, "'/>\n");
-		}
-		buf_printf(&b, "      <model type='%s'/>\n      <alias name='ua-%s'/>\n    </interface>\n",
-			   f->model ? f->model : "virtio", f->name);
+			xw_attr(x, "type", "user");
+		if (f->mac)
+			xw_empty(x, "mac", "address", f->mac, NULL);
+		xw_empty(x, "model", "type", f->model ? f->model : "virtio", NULL);
+		xw_start(x, "alias");
+		xw_attrf(x, "name", "ua-%s", f->name);
+		xw_end(x);
+		xw_end(x);
 	}
 	p->serial_log = xasprintf("%s/serial.log", env->run_dir);
 	p->run_dir = xstrdup(env->run_dir);
 	if (m->serial_console) {
-		buf_add_str(&b, "    <serial type='pty'>\n      <log file='");
-		add_esc(&b, p->serial_log);
-		buf_add_str(&b, "' append='on'/>\n      <target port='0'/>\n    </serial>\n"
-				"    <console type='pty'>\n      <target type='serial' port='0'/>\n    </console>\n");
+		xw_start(x, "serial");
+		xw_attr(x, "type", "pty");
+		xw_empty(x, "log", "file", p->serial_log, "append", "on", NULL);
+		xw_empty(x, "target", "port", "0", NULL);
+		xw_end(x);
+		xw_start(x, "console");
+		xw_attr(x, "type", "pty");
+		xw_empty(x, "target", "type", "serial", "port", "0", NULL);
+		xw_end(x);
 	}
-	/* The agent's socket gets an explicit path: libvirt's own choice sits deep under the embedded root
-	 * (ROOT/lib/qemu/channel/target/domain-N-NAME/org.qemu.guest_agent.0) and exceeds the 107 bytes of a
-	 * unix socket path as soon as $HOME is longer than /root, which made every start fail. */
-	char *ga = strlen(env->run_dir) + sizeof "/ga.sock" <= 100
-			   ? xasprintf("%s/ga.sock", env->run_dir)
-			   : xasprintf("/tmp/kvcon-ga-%s.sock", env->vmi_uid ? env->vmi_uid : env->dom_name);
-	buf_add_str(&b, "    <channel type='unix'>\n      <source mode='bind' path='");
-	add_esc(&b, ga);
-	buf_add_str(&b, "'/>\n      <target type='virtio' name='org.qemu.guest_agent.0'/>\n    </channel>\n");
+	/* The agent's and the display's sockets get explicit paths in a private directory: libvirt's own choice sits
+	 * deep under the embedded root and exceeds the 107 bytes of a unix socket path as soon as $HOME is longer
+	 * than /root; and a display is never put on TCP, where any local user could reach it. */
+	p->sock_dir = sock_dir(env->run_dir, env->vmi_uid ? env->vmi_uid : env->dom_name, &p->sock_base);
+	char *ga = xasprintf("%s/ga.sock", p->sock_dir);
+	xw_start(x, "channel");
+	xw_attr(x, "type", "unix");
+	xw_empty(x, "source", "mode", "bind", "path", ga, NULL);
+	xw_empty(x, "target", "type", "virtio", "name", "org.qemu.guest_agent.0", NULL);
+	xw_end(x);
 	free(ga);
 	if (m->graphics) {
-		/* a unix socket in the execution's directory: no TCP port to collide with other QEMUs (each embedded
-		 * driver allocates VNC ports on its own); 127.0.0.1 with a free port when the path is too long */
-		if (strlen(env->run_dir) + sizeof "/vnc.sock" <= 100) {
-			buf_add_str(&b, "    <graphics type='vnc' socket='");
-			add_esc(&b, env->run_dir);
-			buf_add_str(&b, "/vnc.sock'/>\n");
-		} else
-			buf_add_str(&b, "    <graphics type='vnc' autoport='yes' listen='127.0.0.1'>\n"
-					"      <listen type='address' address='127.0.0.1'/>\n    </graphics>\n");
-		buf_add_str(&b, "    <video>\n      <model type='vga'/>\n    </video>\n");
+		char *vnc = xasprintf("%s/vnc.sock", p->sock_dir);
+		xw_empty(x, "graphics", "type", "vnc", "socket", vnc, NULL);
+		free(vnc);
+		xw_start(x, "video");
+		xw_empty(x, "model", "type", "vga", NULL);
+		xw_end(x);
 	}
-	if (m->rng)
-		buf_add_str(&b, "    <rng model='virtio'>\n      <backend model='random'>/dev/urandom</backend>\n"
-				"    </rng>\n");
-	buf_printf(&b, "    <memballoon model='%s'/>\n  </devices>\n</domain>\n", m->balloon ? "virtio" : "none");
-	p->xml = buf_steal(&b);
+	if (m->rng) {
+		xw_start(x, "rng");
+		xw_attr(x, "model", "virtio");
+		xw_start(x, "backend");
+		xw_attr(x, "model", "random");
+		if (xmlTextWriterWriteString(x->w, BAD_CAST "/dev/urandom") < 0)
+			x->bad = true;
+		xw_end(x);
+		xw_end(x);
+	}
+	xw_empty(x, "memballoon", "model", m->balloon ? "virtio" : "none", NULL);
+	xw_end(x); /* devices */
+	xw_end(x); /* domain */
+	if (xmlTextWriterFlush(x->w) < 0)
+		x->bad = true;
+	if (x->bad) {
+		*err = xstrdup("domain XML: a value is not UTF-8 text without control characters");
+		goto fail;
+	}
+	p->xml = xstrdup((const char *)xmlBufferContent(xb.buf));
+	xmlFreeTextWriter(xb.w);
+	xmlBufferFree(xb.buf);
 	free(kernel);
 	free(initrd);
 	return p;
 fail:
-	buf_free(&b);
+	if (xb.w)
+		xmlFreeTextWriter(xb.w);
+	if (xb.buf)
+		xmlBufferFree(xb.buf);
 	free(kernel);
 	free(initrd);
 	domxml_plan_free(p);
@@ -437,11 +776,14 @@ void domxml_plan_free(struct domxml_plan *p)
 		free(f->meta_data);
 		free(f->network_data);
 		free(f->what);
+		free(f->root);
 	}
 	free(p->files);
 	free(p->xml);
 	free(p->serial_log);
 	free(p->run_dir);
+	free(p->sock_dir);
+	free(p->sock_base);
 	free(p);
 }
 
@@ -473,9 +815,61 @@ static int run(char *const argv[], char **err)
 	return -1;
 }
 
-static int sparse_file(const char *path, uint64_t size, bool keep, char **err)
+/* A directory of ours for an execution's files or sockets: created 0700 when missing; refused when it is a
+ * symbolic link, someone else's, or open to group or others (nothing we create in it could then be trusted). */
+static int private_dir(const char *path, char **err)
 {
-	int fd = open(path, O_WRONLY | O_CREAT | (keep ? 0 : O_TRUNC) | O_CLOEXEC, 0600);
+	if (mkdir(path, 0700) < 0 && errno != EEXIST) {
+		*err = xasprintf("%s: %s", path, strerror(errno));
+		return -1;
+	}
+	struct stat st;
+	const char *why = NULL;
+	if (lstat(path, &st) < 0)
+		why = strerror(errno);
+	else if (!S_ISDIR(st.st_mode))
+		why = "not a directory (a symbolic link?)";
+	else if (st.st_uid != geteuid())
+		why = "owned by another user";
+	else if (st.st_mode & 077)
+		why = "open to group or others";
+	if (why) {
+		*err = xasprintf("%s: refused as the engine's private directory: %s", path, why);
+		return -1;
+	}
+	return 0;
+}
+
+/* The file's name inside the plan's run directory (NULL when path is not directly inside it). */
+static const char *run_name(const struct domxml_plan *p, const char *path)
+{
+	size_t n = strlen(p->run_dir);
+	const char *base = path + n + 1;
+	if (strncmp(path, p->run_dir, n) != 0 || path[n] != '/' || *base == '\0' || strchr(base, '/') ||
+	    strcmp(base, "..") == 0 || strcmp(base, ".") == 0)
+		return NULL;
+	return base;
+}
+
+/* Prepares name in the run directory for a tool that writes it by path (qemu-img, genisoimage): nothing may
+ * stand there but a regular file of ours, which is removed. */
+static int run_slot(int dfd, const char *path, const char *name, char **err)
+{
+	struct stat st;
+	if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0) {
+		if (!S_ISREG(st.st_mode) || st.st_uid != geteuid()) {
+			*err = xasprintf("%s: refused: not a regular file of the engine's", path);
+			return -1;
+		}
+		unlinkat(dfd, name, 0);
+	}
+	return 0;
+}
+
+/* emptyDisk: a sparse file of size in the run directory, never through a symbolic link. */
+static int empty_file(int dfd, const char *path, const char *name, uint64_t size, char **err)
+{
+	int fd = openat(dfd, name, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (fd < 0 || ftruncate(fd, (off_t)size) < 0) {
 		*err = xasprintf("%s: %s", path, strerror(errno));
 		if (fd >= 0)
@@ -484,6 +878,46 @@ static int sparse_file(const char *path, uint64_t size, bool keep, char **err)
 	}
 	close(fd);
 	return 0;
+}
+
+/* hostDisk DiskOrCreate: a sparse file created only when missing, only below its allowed root (checked again:
+ * the directory may have changed since apply), never through a symbolic link. */
+static int host_file(const struct domxml_file *f, char **err)
+{
+	char *r = realpath(f->path, NULL);
+	if (r) {
+		bool ok = f->root && domxml_inside(r, f->root) && is_file(r);
+		if (!ok)
+			*err = xasprintf("%s: %s: refused: resolves to %s, not a file below %s", f->what, f->path, r,
+					 f->root ? f->root : "an allowed directory");
+		free(r);
+		return ok ? 0 : -1;
+	}
+	const char *slash = strrchr(f->path, '/');
+	char *dir = slash == f->path ? xstrdup("/") : xstrndup(f->path, (size_t)(slash - f->path));
+	char *rd = realpath(dir, NULL);
+	int rc = -1, dfd = -1;
+	if (rd == NULL || f->root == NULL || !domxml_inside(rd, f->root) || strcmp(slash + 1, "..") == 0) {
+		*err = xasprintf("%s: %s: refused: its directory does not resolve below %s", f->what, f->path,
+				 f->root ? f->root : "an allowed directory");
+		goto out;
+	}
+	dfd = open(rd, O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	int fd = dfd < 0 ? -1 : openat(dfd, slash + 1, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0 || ftruncate(fd, (off_t)f->size) < 0) {
+		*err = xasprintf("%s: %s: %s", f->what, f->path, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		goto out;
+	}
+	close(fd);
+	rc = 0;
+out:
+	if (dfd >= 0)
+		close(dfd);
+	free(rd);
+	free(dir);
+	return rc;
 }
 
 static int seed_iso(const struct domxml_file *f, char **err)
@@ -528,45 +962,166 @@ int domxml_prepare(const struct domxml_plan *p, char **err)
 		*err = xasprintf("%s: %s", p->run_dir, strerror(errno));
 		return -1;
 	}
+	if (p->run_dir && private_dir(p->run_dir, err) < 0)
+		return -1;
+	if (p->sock_base && (private_dir(p->sock_base, err) < 0 || private_dir(p->sock_dir, err) < 0))
+		return -1;
+	int dfd = p->run_dir ? open(p->run_dir, O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) : -1;
+	int rc = -1;
 	for (int i = 0; i < p->nfiles; i++) {
 		const struct domxml_file *f = &p->files[i];
-		char *dir = xstrdup(f->path);
-		char *slash = strrchr(dir, '/');
-		if (slash && slash != dir)
-			*slash = '\0';
-		if (f->kind != DF_NEEDED && f->kind != DF_HOSTDISK)
-			util_mkdir_p(dir, 0700);
-		free(dir);
-		switch (f->kind) {
-		case DF_NEEDED:
-			if (!is_file(f->path)) {
-				*err = xasprintf("%s: %s does not exist", f->what, f->path);
-				return -1;
+		const char *name = NULL;
+		if (f->kind == DF_EMPTY || f->kind == DF_OVERLAY || f->kind == DF_SEED) {
+			name = dfd >= 0 ? run_name(p, f->path) : NULL;
+			if (name == NULL) {
+				*err = xasprintf("%s: refused: not a file of the execution's directory", f->path);
+				goto out;
 			}
+		}
+		switch (f->kind) {
+		case DF_NEEDED: {
+			char *r = realpath(f->path, NULL);
+			bool ok = r && is_file(r) && (f->root == NULL || domxml_inside(r, f->root));
+			if (!ok)
+				*err = r ? xasprintf("%s: %s resolves to %s, not a file below %s", f->what, f->path, r,
+						     f->root)
+					 : xasprintf("%s: %s does not exist", f->what, f->path);
+			free(r);
+			if (!ok)
+				goto out;
 			break;
+		}
 		case DF_HOSTDISK:
-			if (!is_file(f->path) && sparse_file(f->path, f->size, true, err) < 0)
-				return -1;
+			if (host_file(f, err) < 0)
+				goto out;
 			break;
 		case DF_EMPTY:
-			if (sparse_file(f->path, f->size, false, err) < 0)
-				return -1;
+			if (empty_file(dfd, f->path, name, f->size, err) < 0)
+				goto out;
 			break;
 		case DF_OVERLAY: {
+			if (run_slot(dfd, f->path, name, err) < 0)
+				goto out;
 			char *fmt = xstrdup(f->backing_fmt);
 			char *argv[] = { "qemu-img", "create", "-q", "-f", "qcow2", "-F", fmt, "-b", f->backing, f->path,
 					 NULL };
-			int rc = run(argv, err);
+			int r = run(argv, err);
 			free(fmt);
-			if (rc < 0)
-				return -1;
+			if (r < 0)
+				goto out;
 			break;
 		}
 		case DF_SEED:
-			if (seed_iso(f, err) < 0)
-				return -1;
+			if (run_slot(dfd, f->path, name, err) < 0 || seed_iso(f, err) < 0)
+				goto out;
 			break;
 		}
 	}
-	return 0;
+	rc = 0;
+out:
+	if (dfd >= 0)
+		close(dfd);
+	return rc;
+}
+
+/* ---- reading libvirt's domain XML back (migration's pre-flight), with libxml2 ---- */
+
+static xmlDocPtr read_xml(const char *xml)
+{
+	return xml ? xmlReadMemory(xml, (int)strlen(xml), NULL, NULL,
+				   XML_PARSE_NONET | XML_PARSE_NOERROR | XML_PARSE_NOWARNING)
+		   : NULL;
+}
+
+static xmlXPathObjectPtr select_nodes(xmlDocPtr doc, const char *xpath)
+{
+	xmlXPathContextPtr ctx = xmlXPathNewContext(doc);
+	xmlXPathObjectPtr r = ctx ? xmlXPathEvalExpression(BAD_CAST xpath, ctx) : NULL;
+	xmlXPathFreeContext(ctx);
+	if (r && (r->type != XPATH_NODESET || r->nodesetval == NULL)) {
+		xmlXPathFreeObject(r);
+		r = NULL;
+	}
+	return r;
+}
+
+int domxml_needs(const char *xml, bool skip_disks, struct domxml_need **out)
+{
+	static const struct {
+		const char *xpath, *what;
+	} q[] = {
+		{ "/domain/os/kernel", "kernel" },
+		{ "/domain/os/initrd", "initrd" },
+		{ "/domain/os/loader", "firmware" },
+		{ "/domain/devices/disk[@device='cdrom']/source/@file", "cdrom image" },
+		{ "/domain/devices/disk[not(@device='cdrom')]/source/@file", "disk image" },
+	};
+	*out = NULL;
+	xmlDocPtr doc = read_xml(xml);
+	if (doc == NULL)
+		return -1;
+	int n = 0;
+	for (size_t k = 0; k < sizeof q / sizeof q[0]; k++) {
+		if (skip_disks && k == 4)
+			continue; /* libvirt copies them */
+		xmlXPathObjectPtr r = select_nodes(doc, q[k].xpath);
+		for (int i = 0; r && i < r->nodesetval->nodeNr; i++) {
+			xmlChar *c = xmlNodeGetContent(r->nodesetval->nodeTab[i]);
+			if (c && c[0]) {
+				*out = xreallocarray(*out, (size_t)n + 1, sizeof **out);
+				(*out)[n].path = xstrdup((const char *)c);
+				(*out)[n++].what = q[k].what;
+			}
+			xmlFree(c);
+		}
+		xmlXPathFreeObject(r);
+	}
+	xmlFreeDoc(doc);
+	return n;
+}
+
+char *domxml_attr(const char *xml, const char *xpath)
+{
+	xmlDocPtr doc = read_xml(xml);
+	xmlXPathObjectPtr r = doc ? select_nodes(doc, xpath) : NULL;
+	char *v = NULL;
+	if (r && r->nodesetval->nodeNr > 0) {
+		xmlChar *c = xmlNodeGetContent(r->nodesetval->nodeTab[0]);
+		v = c ? xstrdup((const char *)c) : NULL;
+		xmlFree(c);
+	}
+	xmlXPathFreeObject(r);
+	xmlFreeDoc(doc);
+	return v;
+}
+
+char *domxml_element(const char *xml, const char *xpath)
+{
+	xmlDocPtr doc = read_xml(xml);
+	xmlXPathObjectPtr r = doc ? select_nodes(doc, xpath) : NULL;
+	char *v = NULL;
+	if (r && r->nodesetval->nodeNr > 0) {
+		xmlBufferPtr b = xmlBufferCreate();
+		if (b && xmlNodeDump(b, doc, r->nodesetval->nodeTab[0], 0, 0) >= 0)
+			v = xstrdup((const char *)xmlBufferContent(b));
+		xmlBufferFree(b);
+	}
+	xmlXPathFreeObject(r);
+	xmlFreeDoc(doc);
+	return v;
+}
+
+char *domxml_with_attr(const char *xml, const char *attr, const char *value)
+{
+	xmlDocPtr doc = read_xml(xml);
+	xmlNodePtr root = doc ? xmlDocGetRootElement(doc) : NULL;
+	char *v = NULL;
+	if (root && manifest_plain_text(value) && xmlSetProp(root, BAD_CAST attr, BAD_CAST value)) {
+		xmlBufferPtr b = xmlBufferCreate();
+		if (b && xmlNodeDump(b, doc, root, 0, 0) >= 0)
+			v = xstrdup((const char *)xmlBufferContent(b));
+		xmlBufferFree(b);
+	}
+	xmlFreeDoc(doc);
+	return v;
 }

@@ -1,18 +1,28 @@
 /* From a validated manifest to a libvirt domain: resolves local paths (images, volumes, kernel), lists the
  * files an execution needs created (emptyDisk, cloud-init seed, containerDisk overlays) and writes the domain
- * XML. Pure: no libvirt, no file creation (the engine's worker does that with domxml_prepare). */
+ * XML. Pure: no libvirt, no file creation (the engine's worker does that with domxml_prepare).
+ *
+ * Safety by construction: the XML is written by libxml2's xmlTextWriter (every attribute and text node escaped;
+ * a value that is not plain UTF-8 text fails the build), and every file the domain names resolves inside the
+ * engine's own directories (image, volume, the execution's run directory, a private socket directory) or inside
+ * a directory the host's owner allows (env->host_roots, "engine.allow-host-path" in the config file): hostDisk
+ * and kernelBoot host paths are refused otherwise, and no symbolic link may lead out. */
 #ifndef KVCON_ENGINE_DOMXML_H
 #define KVCON_ENGINE_DOMXML_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "engine/manifest.h"
 
 struct domxml_env {
 	const char *image_dir;    /* containerDisk and kernelBoot images */
+	const char *image_cache;  /* the engine's cache of pulled images (NULL: none): its files count as images */
 	const char *volume_dir;   /* PVCs: <volume_dir>/<ns>/<claim>.img */
 	const char *run_dir;      /* this execution's files (emptyDisk, seed, overlays, serial log) */
 	const char *bridge;       /* host bridge for bridge binding on the pod network (NULL: none configured) */
+	const char *const *host_roots; /* NULL-terminated directories allowed for hostDisk and kernelBoot host
+					* paths (the config's engine.allow-host-path lines); NULL: none */
 	const char *domain_type;  /* "kvm" or "qemu" (TCG) */
 	const char *dom_name;     /* <ns>_<name> */
 	const char *vm_uid, *vmi_uid, *launcher_uid;
@@ -29,6 +39,7 @@ struct domxml_file {
 	const char *backing_fmt; /* "qcow2" or "raw" */
 	char *user_data, *meta_data, *network_data; /* DF_SEED */
 	char *what;              /* DF_NEEDED: must exist at start ("persistentVolumeClaim disk-a") */
+	char *root;              /* DF_HOSTDISK, DF_NEEDED: the directory the file must still resolve in */
 };
 
 struct domxml_plan {
@@ -37,7 +48,18 @@ struct domxml_plan {
 	int nfiles;
 	char *serial_log;
 	char *run_dir;
+	char *sock_dir;  /* the VNC and agent sockets' directory (run_dir, or <sock_base>/<vmi uid>), 0700 */
+	char *sock_base; /* NULL, or a short private directory (0700, ours) when run_dir is too deep for sun_path */
 };
+
+/* The private directory an execution's sockets went to because its run directory is too deep (its path;
+ * NULL when they are in the run directory, or vmi_uid is not a UUID): removed when the execution ends. */
+char *domxml_sock_dir_of(const char *run_dir, const char *vmi_uid);
+
+/* Unix socket paths the plan uses stay within this many bytes (sun_path holds 107 and a NUL). */
+#define SOCK_PATH_MAX 100
+/* The namespace of the engine's metadata element in the domain. */
+#define DOMXML_META_URI "https://kvcon.dev/xmlns/engine/1"
 
 /* Checks what can be checked at apply time (images found, kernel present, bridge configured).
  * 0, or -1 with *err ("field.path: reason"). */
@@ -49,7 +71,22 @@ void domxml_plan_free(struct domxml_plan *p);
  * 0, or -1 with *err. */
 int domxml_prepare(const struct domxml_plan *p, char **err);
 
-/* XML text escaping into a new string. */
-char *domxml_escape(const char *s);
+/* Reading libvirt's XML back (migration), with libxml2. The files a domain needs where it runs: kernel, initrd,
+ * loader, cdrom and disk sources (disks left out with skip_disks); the count, or -1 when xml does not parse.
+ * Caller frees each path and the array. */
+struct domxml_need {
+	char *path;
+	const char *what; /* "kernel", "initrd", "firmware", "cdrom image", "disk image" */
+};
+int domxml_needs(const char *xml, bool skip_disks, struct domxml_need **out);
+/* The text of the first node xpath selects (an attribute's value, an element's content), or NULL. */
+char *domxml_attr(const char *xml, const char *xpath);
+/* The first element xpath selects, serialized, or NULL. */
+char *domxml_element(const char *xml, const char *xpath);
+/* xml (one element) with its root's attribute set to value, serialized; NULL when it does not parse. */
+char *domxml_with_attr(const char *xml, const char *attr, const char *value);
+
+/* resolved (an absolute path without symbolic links) lies below root (resolved itself first). */
+bool domxml_inside(const char *resolved, const char *root);
 
 #endif

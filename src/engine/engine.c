@@ -23,6 +23,7 @@
 #include "engine/estream.h"
 #include "engine/evm.h"
 #include "engine/host.h"
+#include "engine/hostenv.h"
 #include "engine/migrate.h"
 #include "model/source.h"
 
@@ -94,17 +95,17 @@ static char *data_dir(void)
 	return d;
 }
 
-/* An engine setting: $ENV, else "key = value" in $XDG_CONFIG_HOME/kvcon/config, else NULL. Caller frees. */
-static char *setting(const char *env, const char *key)
+/* Every value of key in $XDG_CONFIG_HOME/kvcon/config ("key = value" lines, '#' comments), in order:
+ * a NULL-terminated array (caller frees each and the array; never NULL). */
+static char **config_values(const char *key)
 {
-	const char *e = getenv(env);
-	if (e && *e)
-		return xstrdup(e);
 	char *dir = util_config_dir(), *path = util_path_join(dir, "config");
-	char *text = util_read_file(path, NULL), *val = NULL;
+	char *text = util_read_file(path, NULL);
 	free(dir);
 	free(path);
-	for (char *line = text, *next; line && *line && val == NULL; line = next) {
+	char **vals = xcalloc(1, sizeof *vals);
+	size_t n = 0;
+	for (char *line = text, *next; line && *line; line = next) {
 		next = strchr(line, '\n');
 		if (next)
 			*next++ = '\0';
@@ -122,11 +123,62 @@ static char *setting(const char *env, const char *key)
 			v++;
 		for (char *t = v + strlen(v); t > v && (t[-1] == ' ' || t[-1] == '\t' || t[-1] == '\r'); t--)
 			t[-1] = '\0';
-		if (strcmp(k, key) == 0 && *v)
-			val = xstrdup(v);
+		if (strcmp(k, key) == 0 && *v) {
+			vals = xreallocarray(vals, n + 2, sizeof *vals);
+			vals[n++] = xstrdup(v);
+			vals[n] = NULL;
+		}
 	}
 	free(text);
+	return vals;
+}
+
+static void values_free(char **vals)
+{
+	for (size_t i = 0; vals && vals[i]; i++)
+		free(vals[i]);
+	free(vals);
+}
+
+/* An engine setting: $ENV, else the first "key = value" in $XDG_CONFIG_HOME/kvcon/config, else NULL. Caller
+ * frees. */
+static char *setting(const char *env, const char *key)
+{
+	const char *e = getenv(env);
+	if (e && *e)
+		return xstrdup(e);
+	char **vals = config_values(key);
+	char *val = vals[0] ? xstrdup(vals[0]) : NULL;
+	values_free(vals);
 	return val;
+}
+
+/* The directories the host's owner allows for hostDisk and kernelBoot host paths: "engine.allow-host-path =
+ * DIR" lines of the config file only (an opt-in, like KubeVirt's HostDisk feature gate; absolute paths). */
+static char **host_roots(void)
+{
+	char **vals = config_values("engine.allow-host-path");
+	size_t j = 0;
+	for (size_t i = 0; vals[i]; i++) {
+		if (vals[i][0] == '/')
+			vals[j++] = vals[i];
+		else {
+			log_warn("config: engine.allow-host-path = %s ignored: not an absolute path", vals[i]);
+			free(vals[i]);
+		}
+	}
+	vals[j] = NULL;
+	return vals;
+}
+
+/* The engine's cache of containerDisks pulled from registries (engine-data/imgcache): images the engine wrote
+ * itself, as trusted as the image directory. */
+static char *image_cache_dir(void)
+{
+	char *d = data_dir();
+	char *p = util_path_join(d, "imgcache");
+	free(d);
+	return p;
 }
 
 static char *env_dir(const char *env, const char *sub)
@@ -362,14 +414,32 @@ static void publish(struct evm *v)
 	vm->o.created = v->created;
 	vm->o.generation = v->generation;
 	vm->o.deleted = v->deleting ? now : 0;
-	for (int i = 0; i < v->m->nlabels; i++) {
-		char *kv = xstrdup(v->m->labels[i]);
-		char *eq = strchr(kv, '=');
-		if (eq) {
+	if (v->m->nlabels > 0) {
+		/* packed in one go: adding them one by one costs the length so far each time (80,000 labels) */
+		size_t n = 0, cap = (size_t)v->m->nlabels;
+		char **kvs = xcalloc(cap, sizeof *kvs);
+		const char **keys = xcalloc(cap, sizeof *keys), **vals = xcalloc(cap, sizeof *vals);
+		for (int i = 0; i < v->m->nlabels; i++) {
+			char *kv = xstrdup(v->m->labels[i]);
+			char *eq = strchr(kv, '=');
+			if (eq == NULL) {
+				free(kv);
+				continue;
+			}
 			*eq = '\0';
-			obj_label_add(&vm->o, kv, eq + 1);
+			kvs[n] = kv;
+			keys[n] = kv;
+			vals[n++] = eq + 1;
 		}
-		free(kv);
+		size_t len = obj_labels_encode(NULL, keys, vals, n);
+		free(vm->o.labels);
+		vm->o.labels = xmalloc(len);
+		obj_labels_encode(vm->o.labels, keys, vals, n);
+		for (size_t i = 0; i < n; i++)
+			free(kvs[i]);
+		free(kvs);
+		free(keys);
+		free(vals);
 	}
 	vm->run_strategy = intern(v->run_strategy);
 	vm->running_field = v->m->running_field;
@@ -548,6 +618,14 @@ static void end_exec(struct evm *v, bool failed, const char *how, const char *me
 		v->retry_after = 0;
 		add_event(v, "Normal", how, true, "%s", message ? message : how);
 	}
+	/* the display's and agent's sockets, when they had a private directory of their own */
+	char *sd = v->eh->h ? domxml_sock_dir_of(x->run_dir, x->uid) : NULL;
+	if (sd) {
+		struct host_req *r = xcalloc(1, sizeof *r);
+		r->type = RQ_RMTREE;
+		r->path = sd;
+		track(v->eh, host_request(v->eh->h, r), PK_WRITE, NULL);
+	}
 	if (by_us)
 		archive(v); /* KubeVirt deletes the VMI of a stopped VM */
 	publish(v);
@@ -638,9 +716,12 @@ static void start_exec(struct evm *v, const char *why)
 
 	char *imgs = env_dir("KVCON_ENGINE_IMAGES", "images"), *vols = env_dir("KVCON_ENGINE_VOLUMES", "volumes");
 	char *bridge = setting("KVCON_ENGINE_BRIDGE", "engine.bridge");
+	char **roots = host_roots();
+	char *cache = image_cache_dir();
 	char *dn = dom_name(v);
 	struct domxml_env env = {
-		.image_dir = imgs, .volume_dir = vols, .run_dir = x->run_dir, .bridge = bridge,
+		.image_dir = imgs, .image_cache = cache, .volume_dir = vols, .run_dir = x->run_dir, .bridge = bridge,
+		.host_roots = (const char *const *)roots,
 		.domain_type = eh->accel ? eh->accel : "qemu", .dom_name = dn, .vm_uid = v->uid, .vmi_uid = x->uid,
 		.launcher_uid = x->launcher, .generation = v->generation,
 	};
@@ -649,6 +730,8 @@ static void start_exec(struct evm *v, const char *why)
 	free(imgs);
 	free(vols);
 	free(bridge);
+	free(cache);
+	values_free(roots);
 	if (plan == NULL) {
 		v->start_error = xstrdup(err);
 		end_exec(v, true, "FailedCreate", err);
@@ -1549,6 +1632,14 @@ struct source *engine_open(struct store *st, const char *uri, char **err)
 	return src;
 }
 
+char *engine_check(const char *uri)
+{
+	char *u = uri ? xstrdup(uri) : engine_default_uri();
+	char *problem = hostenv_problem(u);
+	free(u);
+	return problem;
+}
+
 bool engine_ready(const struct source *src)
 {
 	const struct ehost *eh = ehost_of(src);
@@ -1619,11 +1710,16 @@ int engine_apply(struct source *src, const char *text, size_t len, char **result
 		return -1;
 	char *imgs = env_dir("KVCON_ENGINE_IMAGES", "images"), *vols = env_dir("KVCON_ENGINE_VOLUMES", "volumes");
 	char *bridge = setting("KVCON_ENGINE_BRIDGE", "engine.bridge");
-	struct domxml_env env = { .image_dir = imgs, .volume_dir = vols, .bridge = bridge };
+	char **roots = host_roots();
+	char *cache = image_cache_dir();
+	struct domxml_env env = { .image_dir = imgs, .image_cache = cache, .volume_dir = vols, .bridge = bridge,
+				  .host_roots = (const char *const *)roots };
 	int rc = domxml_resolve(m, &env, err);
 	free(imgs);
 	free(vols);
 	free(bridge);
+	free(cache);
+	values_free(roots);
 	if (rc < 0) {
 		manifest_free(m);
 		return -1;

@@ -13,6 +13,9 @@
 /* Opens a host (uri NULL: engine_default_uri()). Returns its source at once; it connects in the background
  * (source health says how far). NULL with *err (caller frees) when the URI is refused. */
 struct source *engine_open(struct store *st, const char *uri, char **err);
+/* What keeps this machine from opening uri (NULL: engine_default_uri()) as one line with its fix, or NULL. Caller
+ * frees. Local checks are instant; a remote host's port is tried for up to 3 s. */
+char *engine_check(const char *uri);
 /* $KVCON_ENGINE_URI, else qemu:///embed?root=$XDG_STATE_HOME/kvcon/engine. Caller frees. */
 char *engine_default_uri(void);
 /* The source's host has connected and finished its first resync. */

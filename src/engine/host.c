@@ -4,6 +4,8 @@
 #include <errno.h>
 #include <libvirt/libvirt.h>
 #include <libvirt/virterror.h>
+#include <libxml/parser.h>
+#include <libxml/tree.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -19,6 +21,7 @@
 #include "core/loop.h"
 #include "core/util.h"
 #include "core/xmalloc.h"
+#include "engine/hostenv.h"
 #include "engine/kvmprobe.h"
 
 #define META_URI "https://kvcon.dev/xmlns/engine/1"
@@ -40,6 +43,7 @@ struct host {
 	char *uri;
 	char *accel;
 	char *embed_root;
+	char *first_error; /* the embedded driver's first failure to open (worker thread) */
 	host_msg_cb cb;
 	void *arg;
 	pthread_t thread;
@@ -75,10 +79,13 @@ static void quiet_errors(void *data, virErrorPtr err)
 
 static void event_start(void)
 {
-	/* libvirt's own log (the embedded driver's warnings) goes to kvcon's log file, not the terminal */
+	/* libvirt's own log (the embedded driver's warnings and errors, timestamped) goes to kvcon's log file, never
+	 * to the terminal, whatever the environment said: a command without --log-file opens the default one */
+	if (log_path() == NULL)
+		log_open(NULL);
 	const char *lp = log_path();
-	char *outputs = lp ? xasprintf("3:file:%s", lp) : xstrdup("4:stderr");
-	setenv("LIBVIRT_LOG_OUTPUTS", outputs, 0);
+	char *outputs = xasprintf("3:file:%s", lp ? lp : "/dev/null");
+	setenv("LIBVIRT_LOG_OUTPUTS", outputs, 1);
 	free(outputs);
 	virSetErrorFunc(NULL, quiet_errors);
 	virEventRegisterDefaultImpl();
@@ -206,24 +213,16 @@ static char *proc_cmdline(int pid)
 	return s;
 }
 
-/* Reads our metadata element's attributes (we wrote it: vm='..' vmi='..' launcher='..'). */
-static void meta_attr(const char *xml, const char *attr, char out[HOST_UID_LEN])
+/* Reads an attribute of our metadata element (libvirt hands back the element we wrote: vm, vmi, launcher), with
+ * libxml2: a UID that does not fit reads as none. */
+static void meta_attr(xmlDocPtr doc, const char *attr, char out[HOST_UID_LEN])
 {
-	char key[32];
-	snprintf(key, sizeof key, " %s=", attr);
-	const char *p = strstr(xml, key);
 	out[0] = '\0';
-	if (p == NULL)
-		return;
-	p += strlen(key);
-	char q = *p++;
-	if (q != '\'' && q != '"')
-		return;
-	size_t n = strcspn(p, q == '\'' ? "'" : "\"");
-	if (n >= HOST_UID_LEN)
-		return;
-	memcpy(out, p, n);
-	out[n] = '\0';
+	xmlNodePtr root = doc ? xmlDocGetRootElement(doc) : NULL;
+	xmlChar *v = root ? xmlGetProp(root, BAD_CAST attr) : NULL;
+	if (v && strlen((const char *)v) < HOST_UID_LEN)
+		snprintf(out, HOST_UID_LEN, "%s", (const char *)v);
+	xmlFree(v);
 }
 
 /* Fills d from a domain; false when it is not one of kvcon's. */
@@ -233,9 +232,12 @@ static bool inspect(struct host *h, virDomainPtr dom, struct host_dom *d)
 	char *meta = virDomainGetMetadata(dom, VIR_DOMAIN_METADATA_ELEMENT, META_URI, 0);
 	if (meta == NULL)
 		return false;
-	meta_attr(meta, "vm", d->vm);
-	meta_attr(meta, "vmi", d->vmi);
-	meta_attr(meta, "launcher", d->launcher);
+	xmlDocPtr doc = xmlReadMemory(meta, (int)strlen(meta), NULL, NULL,
+				      XML_PARSE_NONET | XML_PARSE_NOERROR | XML_PARSE_NOWARNING);
+	meta_attr(doc, "vm", d->vm);
+	meta_attr(doc, "vmi", d->vmi);
+	meta_attr(doc, "launcher", d->launcher);
+	xmlFreeDoc(doc);
 	free(meta);
 	d->name = xstrdup(virDomainGetName(dom));
 	virDomainGetUUIDString(dom, d->uuid);
@@ -566,7 +568,7 @@ static void do_start(struct host *h, struct host_req *r)
 {
 	char *err = NULL;
 	virDomainPtr dom = NULL;
-	if (domxml_prepare(r->plan, &err) < 0)
+	if ((err = hostenv_guest_problem(h->uri)) != NULL || domxml_prepare(r->plan, &err) < 0)
 		goto fail;
 	dom = virDomainDefineXML(h->conn, r->plan->xml);
 	if (dom == NULL) {
@@ -714,6 +716,15 @@ static void disconnect(struct host *h)
 
 static bool connect_host(struct host *h)
 {
+	/* before the root is touched (another process may hold it) and before libvirt is asked (a QEMU driver that
+	 * failed to start stays failed for the whole process) */
+	char *problem = hostenv_problem(h->uri);
+	if (problem) {
+		struct host_msg *m = msg_new(h, HM_DOWN);
+		m->text = problem;
+		post(m);
+		return false;
+	}
 	if (h->embed_root) {
 		util_mkdir_p(h->embed_root, 0700);
 		write_embed_conf(h->embed_root);
@@ -723,6 +734,16 @@ static bool connect_host(struct host *h)
 	if (h->conn == NULL) {
 		struct host_msg *m = msg_new(h, HM_DOWN);
 		m->text = lv_error(h->uri);
+		/* libvirt starts the embedded QEMU driver once per process: after a failed start every open says only
+		 * "qemu state driver is not active", so the first reason is kept */
+		const char *e = virGetLastErrorMessage();
+		if (h->embed_root && h->first_error && e && strstr(e, "state driver is not active")) {
+			free(m->text);
+			m->text = xasprintf("%s (libvirt's QEMU driver failed to start in this kvcon process: restart kvcon "
+					    "once that is fixed)",
+					    h->first_error);
+		} else if (h->embed_root && h->first_error == NULL)
+			h->first_error = xstrdup(m->text);
 		post(m);
 		return false;
 	}
@@ -867,6 +888,7 @@ void host_free(struct host *h)
 	free(h->uri);
 	free(h->accel);
 	free(h->embed_root);
+	free(h->first_error);
 	/* messages already posted still point at h: it is kept (one per host per process) */
 }
 

@@ -192,16 +192,198 @@ static bool get_qty(struct vctx *v, const struct ynode *map, const char *key, co
 	return ok;
 }
 
-static bool dns_label(const char *s, size_t max)
+/* ---- names and strings that reach domain XML, file names or the seed image ---- */
+
+/* Kubernetes' own wording (k8s.io/apimachinery validation), so a refusal reads as kubectl's would. */
+#define LABEL_MSG                                                                                                  \
+	"a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and "  \
+	"end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is "            \
+	"'[a-z0-9]([-a-z0-9]*[a-z0-9])?')"
+#define SUBDOMAIN_MSG                                                                                              \
+	"a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must "   \
+	"start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is "            \
+	"'[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"
+
+static bool lower_alnum(char c)
 {
-	size_t n = strlen(s);
-	if (n == 0 || n > max || !isalnum((unsigned char)s[0]) || !isalnum((unsigned char)s[n - 1]))
+	return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
+}
+
+/* [a-z0-9]([-a-z0-9]*[a-z0-9])? over s[0..n) */
+static bool label_chars(const char *s, size_t n)
+{
+	if (n == 0 || !lower_alnum(s[0]) || !lower_alnum(s[n - 1]))
 		return false;
 	for (size_t i = 0; i < n; i++)
-		if (!(islower((unsigned char)s[i]) || isdigit((unsigned char)s[i]) || s[i] == '-' ||
-		      (max > 63 && s[i] == '.')))
+		if (!lower_alnum(s[i]) && s[i] != '-')
 			return false;
 	return true;
+}
+
+bool manifest_dns_label(const char *s)
+{
+	return s && strlen(s) <= 63 && label_chars(s, strlen(s));
+}
+
+static bool manifest_dns_subdomain_chars(const char *s)
+{
+	for (const char *p = s;;) {
+		size_t n = strcspn(p, ".");
+		if (!label_chars(p, n))
+			return false;
+		if (p[n] == '\0')
+			return true;
+		p += n + 1;
+	}
+}
+
+bool manifest_dns_subdomain(const char *s)
+{
+	return s && strlen(s) <= 253 && manifest_dns_subdomain_chars(s);
+}
+
+/* s as Go's %q would show it (quotes, escapes), cut at 80 bytes: a refusal quotes what it refused. */
+static char *quoted(const char *s)
+{
+	struct buf b;
+	buf_init(&b);
+	buf_add_char(&b, '"');
+	size_t i;
+	for (i = 0; s[i] && i < 80; i++) {
+		unsigned char c = (unsigned char)s[i];
+		if (c == '"' || c == '\\')
+			buf_printf(&b, "\\%c", c);
+		else if (c < 0x20 || c == 0x7f)
+			buf_printf(&b, "\\x%02x", c);
+		else
+			buf_add_char(&b, (char)c);
+	}
+	buf_add_str(&b, s[i] ? "\"..." : "\"");
+	return buf_steal(&b);
+}
+
+__attribute__((format(printf, 4, 5))) static bool invalid(struct vctx *v, const char *path, const char *value,
+							  const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	char *msg = xvasprintf(fmt, ap);
+	va_end(ap);
+	char *q = quoted(value);
+	fail(v, path, "Invalid value: %s: %s", q, msg);
+	free(q);
+	free(msg);
+	return false;
+}
+
+/* A name KubeVirt validates as a DNS-1123 label (volumes, networks; disks and interfaces name those), refused at
+ * path.key with the apimachinery message. */
+static bool check_label(struct vctx *v, const char *path, const char *key, const char *s)
+{
+	if (s == NULL || manifest_dns_label(s))
+		return true;
+	char *p = sub(path, key);
+	bool chars = label_chars(s, strlen(s));
+	if (strlen(s) > 63) /* both, as apimachinery reports both */
+		invalid(v, p, s, "must be no more than 63 characters%s", chars ? "" : "; " LABEL_MSG);
+	else
+		invalid(v, p, s, LABEL_MSG);
+	free(p);
+	return false;
+}
+
+static bool check_subdomain(struct vctx *v, const char *path, const char *key, const char *s)
+{
+	if (s == NULL || manifest_dns_subdomain(s))
+		return true;
+	char *p = sub(path, key);
+	if (strlen(s) > 253)
+		invalid(v, p, s, "must be no more than 253 characters%s",
+			manifest_dns_subdomain_chars(s) ? "" : "; " SUBDOMAIN_MSG);
+	else
+		invalid(v, p, s, SUBDOMAIN_MSG);
+	free(p);
+	return false;
+}
+
+/* Every byte of s in set (a string of allowed characters, plus letters and digits), 1..max bytes. */
+static bool check_charset(struct vctx *v, const char *path, const char *key, const char *s, const char *set,
+			  size_t max, const char *what)
+{
+	if (s == NULL)
+		return true;
+	size_t n = strlen(s);
+	bool ok = n > 0 && n <= max;
+	for (size_t i = 0; ok && i < n; i++)
+		ok = isalnum((unsigned char)s[i]) || (s[i] && strchr(set, s[i]));
+	if (ok)
+		return true;
+	char *p = sub(path, key);
+	invalid(v, p, s, "%s (at most %zu)", what, max);
+	free(p);
+	return false;
+}
+
+/* Valid UTF-8 with no control characters: free text that reaches the domain XML (XML 1.0 cannot carry most
+ * control characters, and a kernel command line has no use for them). */
+bool manifest_plain_text(const char *s)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	while (*p) {
+		unsigned c = *p;
+		int extra = c < 0x80 ? 0 : (c & 0xe0) == 0xc0 ? 1 : (c & 0xf0) == 0xe0 ? 2 : (c & 0xf8) == 0xf0 ? 3 : -1;
+		if (extra < 0 || (extra == 1 && c < 0xc2) || (extra == 3 && c > 0xf4))
+			return false;
+		if (c < 0x20 || c == 0x7f)
+			return false;
+		unsigned cp = extra ? c & (0x3f >> extra) : c;
+		for (int i = 1; i <= extra; i++) {
+			if ((p[i] & 0xc0) != 0x80)
+				return false;
+			cp = (cp << 6) | (p[i] & 0x3f);
+		}
+		if ((extra == 2 && cp < 0x800) || (extra == 3 && (cp < 0x10000 || cp > 0x10ffff)) ||
+		    (cp >= 0xd800 && cp <= 0xdfff) || (cp >= 0x80 && cp < 0xa0) || cp == 0xfffe || cp == 0xffff)
+			return false;
+		p += 1 + extra;
+	}
+	return true;
+}
+
+static bool check_text(struct vctx *v, const char *path, const char *key, const char *s)
+{
+	if (s == NULL || manifest_plain_text(s))
+		return true;
+	char *p = sub(path, key);
+	invalid(v, p, s, "must be UTF-8 text without control characters");
+	free(p);
+	return false;
+}
+
+bool manifest_clean_path(const char *s)
+{
+	if (s == NULL || s[0] != '/' || strlen(s) > 4000 || !manifest_plain_text(s))
+		return false;
+	for (const char *p = s; *p;) {
+		while (*p == '/')
+			p++;
+		size_t n = strcspn(p, "/");
+		if ((n == 1 && p[0] == '.') || (n == 2 && p[0] == '.' && p[1] == '.'))
+			return false;
+		p += n;
+	}
+	return true;
+}
+
+/* An absolute host path with no "." or ".." component and no control characters. */
+static bool check_path(struct vctx *v, const char *path, const char *key, const char *s)
+{
+	if (s == NULL || manifest_clean_path(s))
+		return true;
+	char *p = sub(path, key);
+	invalid(v, p, s, "must be an absolute path without '.' or '..' components or control characters");
+	free(p);
+	return false;
 }
 
 static bool b64_decode(const char *in, char **out)
@@ -300,6 +482,10 @@ static bool parse_disk(struct vctx *v, const struct ynode *n, const char *path, 
 		return false;
 	if (d->name == NULL)
 		return fail(v, path, "name is required");
+	if (!check_label(v, path, "name", d->name) ||
+	    !check_charset(v, path, "serial", d->serial, "-_.+", 64,
+			   "a disk serial must consist of letters, digits, '-', '_', '.' or '+'"))
+		return false;
 	const struct ynode *disk = ytree_get(n, "disk"), *cd = ytree_get(n, "cdrom");
 	char *p;
 	bool ok = true;
@@ -354,6 +540,8 @@ static bool parse_volume(struct vctx *v, const struct ynode *n, const char *path
 		return false;
 	if (vol->name == NULL)
 		return fail(v, path, "name is required");
+	if (!check_label(v, path, "name", vol->name))
+		return false;
 	int kinds = 0;
 	const struct ynode *k;
 	char *p = NULL;
@@ -371,6 +559,8 @@ static bool parse_volume(struct vctx *v, const struct ynode *n, const char *path
 		}
 		if (vol->path == NULL || vol->path[0] != '/')
 			fail(v, p, "path must be an absolute host path");
+		else if (!check_path(v, p, "path", vol->path))
+			;
 		else if (type == NULL || (strcmp(type, "Disk") && strcmp(type, "DiskOrCreate")))
 			fail(v, p, "type must be Disk or DiskOrCreate");
 		else if (strcmp(type, "DiskOrCreate") == 0) {
@@ -391,8 +581,10 @@ static bool parse_volume(struct vctx *v, const struct ynode *n, const char *path
 		if (!want_map(v, k, p) || !check_keys(v, k, p, r) || !get_str(v, k, "claimName", p, &vol->claim) ||
 		    !get_bool(v, k, "readOnly", p, &vol->readonly))
 			goto out;
-		if (vol->claim == NULL || !dns_label(vol->claim, 253) || strchr(vol->claim, '/'))
-			fail(v, p, "claimName must be a DNS-1123 name");
+		if (vol->claim == NULL)
+			fail(v, p, "claimName is required");
+		else
+			check_subdomain(v, p, "claimName", vol->claim);
 		free(p);
 		p = NULL;
 	}
@@ -422,6 +614,8 @@ static bool parse_volume(struct vctx *v, const struct ynode *n, const char *path
 			goto out;
 		if (vol->image == NULL || vol->image[0] == '\0')
 			fail(v, p, "image is required");
+		else
+			check_text(v, p, "image", vol->image);
 		free(p);
 		p = NULL;
 	}
@@ -492,6 +686,8 @@ static bool parse_iface(struct vctx *v, const struct ynode *n, const char *path,
 		return false;
 	if (f->name == NULL)
 		return fail(v, path, "name is required");
+	if (!check_label(v, path, "name", f->name))
+		return false;
 	const struct ynode *mq = ytree_get(n, "masquerade"), *br = ytree_get(n, "bridge");
 	if ((mq != NULL) == (br != NULL))
 		return fail(v, path, "exactly one of masquerade or bridge is required");
@@ -510,9 +706,10 @@ static bool parse_iface(struct vctx *v, const struct ynode *n, const char *path,
 		}
 	}
 	if (f->mac) {
-		unsigned x[6];
-		char c;
-		if (sscanf(f->mac, "%2x:%2x:%2x:%2x:%2x:%2x%c", &x[0], &x[1], &x[2], &x[3], &x[4], &x[5], &c) != 6) {
+		bool ok = strlen(f->mac) == 17;
+		for (int i = 0; ok && i < 17; i++)
+			ok = i % 3 == 2 ? f->mac[i] == ':' || f->mac[i] == '-' : isxdigit((unsigned char)f->mac[i]) != 0;
+		if (!ok) {
 			char *p = sub(path, "macAddress");
 			fail(v, p, "not a MAC address");
 			free(p);
@@ -540,7 +737,9 @@ static bool parse_cpu(struct vctx *v, const struct ynode *cpu, const char *path,
 		return false;
 	return get_int(v, cpu, "cores", path, 1, 256, &m->cores) &&
 	       get_int(v, cpu, "sockets", path, 1, 64, &m->sockets) &&
-	       get_int(v, cpu, "threads", path, 1, 8, &m->threads) && get_str(v, cpu, "model", path, &m->cpu_model);
+	       get_int(v, cpu, "threads", path, 1, 8, &m->threads) && get_str(v, cpu, "model", path, &m->cpu_model) &&
+	       check_charset(v, path, "model", m->cpu_model, "-_.+", 64,
+			     "a CPU model must consist of letters, digits, '-', '_', '.' or '+'");
 }
 
 static bool parse_firmware(struct vctx *v, const struct ynode *fw, const char *path, struct manifest *m)
@@ -612,8 +811,13 @@ static bool parse_firmware(struct vctx *v, const struct ynode *fw, const char *p
 				fail(v, pc, "kernelPath and initrdPath must be absolute paths");
 			else if (m->kernel == NULL)
 				fail(v, pc, "kernelPath is required (an initrd alone cannot boot)");
+			else if (check_path(v, pc, "kernelPath", m->kernel) &&
+				 check_path(v, pc, "initrdPath", m->initrd))
+				check_text(v, pc, "image", m->kernel_image);
 		}
 		free(pc);
+		if (v->err == NULL)
+			check_text(v, p, "kernelArgs", m->kernel_args);
 		free(p);
 		if (m->kernel_image && (m->kernel_image[0] == '\0' || strcmp(m->kernel_image, "host") == 0)) {
 			free(m->kernel_image);
@@ -690,6 +894,9 @@ static bool parse_domain(struct vctx *v, const struct ynode *d, const char *path
 			const char *t = m->machine;
 			if (!(strcmp(t, "q35") == 0 || strcmp(t, "pc") == 0 || util_has_prefix(t, "pc-q35-") || util_has_prefix(t, "pc-i440fx-")))
 				fail(v, p, "machine type \"%s\" is not q35, pc, pc-q35-* or pc-i440fx-*", t);
+			else
+				check_charset(v, p, "type", t, "-_.", 64,
+					      "a machine type must consist of letters, digits, '-', '_' or '.'");
 		}
 		free(p);
 	}
@@ -809,6 +1016,8 @@ static bool parse_networks(struct vctx *v, const struct ynode *nets, const char 
 				f = &m->ifaces[j];
 		if (name == NULL)
 			fail(v, p, "name is required");
+		else if (!check_label(v, p, "name", name))
+			;
 		else if ((pod != NULL) == (multus != NULL))
 			fail(v, p, "exactly one of pod or multus is required");
 		else if (f == NULL)
@@ -829,6 +1038,13 @@ static bool parse_networks(struct vctx *v, const struct ynode *nets, const char 
 					fail(v, pm, "a multus network needs a bridge interface (it names the host bridge)");
 				else if (f->host_bridge == NULL)
 					fail(v, pm, "networkName (the host bridge) is required");
+				else if (strcmp(f->host_bridge, ".") == 0 || strcmp(f->host_bridge, "..") == 0) {
+					char *pn = sub(pm, "networkName");
+					invalid(v, pn, f->host_bridge, "a host bridge name must not be '.' or '..'");
+					free(pn);
+				} else
+					check_charset(v, pm, "networkName", f->host_bridge, "-_.", 15,
+						      "a host bridge name must consist of letters, digits, '-', '_' or '.'");
 			}
 			free(pm);
 		}
@@ -876,11 +1092,15 @@ static bool parse_template_spec(struct vctx *v, const struct ynode *s, const cha
 	}
 	get_int(v, s, "terminationGracePeriodSeconds", path, 0, 86400, &m->grace);
 	get_str(v, s, "hostname", path, &m->hostname);
+	if (v->err == NULL)
+		check_label(v, path, "hostname", m->hostname); /* KubeVirt: a DNS-1123 label; it goes into the seed */
 	get_str(v, s, "evictionStrategy", path, &m->eviction);
 	char *arch = NULL, *start = NULL, *subd = NULL;
 	get_str(v, s, "architecture", path, &arch);
 	get_str(v, s, "startStrategy", path, &start);
 	get_str(v, s, "subdomain", path, &subd);
+	if (v->err == NULL)
+		check_label(v, path, "subdomain", subd);
 	if (v->err == NULL && arch && strcmp(arch, "amd64") != 0) {
 		p = sub(path, "architecture");
 		fail(v, p, "only amd64 guests are supported");
@@ -991,19 +1211,17 @@ static bool parse_metadata(struct vctx *v, const struct ynode *md, const char *p
 	char *p = sub(path, "name");
 	if (m->name == NULL)
 		fail(v, p, "required");
-	else if (!dns_label(m->name, 63))
-		fail(v, p, "\"%s\" is not a DNS-1123 label (lower case letters, digits, '-', at most 63)", m->name);
+	else if (!check_subdomain(v, path, "name", m->name))
+		;
+	else if (strlen(m->name) > 63) /* the engine names its files and the libvirt domain <ns>_<name> */
+		invalid(v, p, m->name, "must be no more than 63 characters");
 	free(p);
 	if (v->err)
 		return false;
 	if (m->ns == NULL)
 		m->ns = xstrdup("default");
-	else if (!dns_label(m->ns, 63)) {
-		p = sub(path, "namespace");
-		fail(v, p, "\"%s\" is not a DNS-1123 label", m->ns);
-		free(p);
+	else if (!check_label(v, path, "namespace", m->ns))
 		return false;
-	}
 	const struct ynode *labels = ytree_get(md, "labels");
 	if (labels && !ytree_is_null(labels)) {
 		p = sub(path, "labels");

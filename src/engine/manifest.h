@@ -87,4 +87,12 @@ char **manifest_image_candidates(const char *dir, const char *ref);
 
 const char *mf_bus_name(enum mf_bus b);
 
+/* The name rules manifest_parse applies (Kubernetes' IsDNS1123Label / IsDNS1123Subdomain). */
+bool manifest_dns_label(const char *s);
+bool manifest_dns_subdomain(const char *s);
+/* Valid UTF-8 without control characters (C0, DEL, C1). */
+bool manifest_plain_text(const char *s);
+/* Absolute, no "." or ".." component, plain text: what hostDisk.path and kernelPath/initrdPath must be. */
+bool manifest_clean_path(const char *s);
+
 #endif

@@ -74,7 +74,7 @@ static struct source *source_of(const char *ns, const char *name)
 static void print_err(const char *verb, const char *name, const char *msg)
 {
 	char *e = util_escape_display(msg ? msg : "failed");
-	fprintf(stderr, "kvcon: %s %s: %s\n", verb, name, e);
+	log_eprintf("kvcon: %s %s: %s\n", verb, name, e);
 	free(e);
 }
 
@@ -83,7 +83,7 @@ static int migrate_one(const char *ns, const char *name, const struct migrate_op
 {
 	struct source *src = source_of(ns, name);
 	if (src == NULL) {
-		fprintf(stderr, "kvcon: virtualmachine \"%s\" not found in namespace %s\n", name, ns);
+		log_eprintf("kvcon: virtualmachine \"%s\" not found in namespace %s\n", name, ns);
 		return EXIT_API;
 	}
 	struct mig_wait w = { .src = src, .ns = ns, .name = name, .quiet = quiet };
@@ -95,7 +95,7 @@ static int migrate_one(const char *ns, const char *name, const struct migrate_op
 	}
 	uint64_t limit = (uint64_t)(o->timeout > 0 ? o->timeout + 120 : 24 * 3600) * 1000;
 	if (!engine_cli_run_until(mig_finished, &w, limit)) {
-		fprintf(stderr, "kvcon: migrate %s: interrupted; the migration is aborted\n", name);
+		log_eprintf("kvcon: migrate %s: interrupted; the migration is aborted\n", name);
 		engine_migrate_abort(src, ns, name, &err);
 		free(err);
 		w.quiet = true;
@@ -123,7 +123,7 @@ static int abort_cmd(const char *ns, const char *name)
 {
 	struct source *src = source_of(ns, name);
 	if (src == NULL) {
-		fprintf(stderr, "kvcon: virtualmachine \"%s\" not found in namespace %s\n", name, ns);
+		log_eprintf("kvcon: virtualmachine \"%s\" not found in namespace %s\n", name, ns);
 		return EXIT_API;
 	}
 	char *err = NULL;
@@ -185,7 +185,7 @@ int drain_cmd(int argc, char **argv)
 		if (strcmp(srcs[i]->name, host) == 0 || strcmp(srcs[i]->server, host) == 0)
 			src = srcs[i];
 	if (src == NULL) {
-		fprintf(stderr, "kvcon: drain: no engine host %s (open it with -c URI or list it in the config)\n", host);
+		log_eprintf("kvcon: drain: no engine host %s (open it with -c URI or list it in the config)\n", host);
 		return engine_cli_close(EXIT_USAGE, 0);
 	}
 	/* the list first: migrations change the store */
@@ -210,7 +210,7 @@ int drain_cmd(int argc, char **argv)
 	}
 	free(keys);
 	if (failed)
-		fprintf(stderr, "kvcon: drain %s: %d of %zu migrations failed; those VMs still run on %s\n", host,
+		log_eprintf("kvcon: drain %s: %d of %zu migrations failed; those VMs still run on %s\n", host,
 			failed, nk, host);
 	else
 		printf("%s drained\n", src->name);

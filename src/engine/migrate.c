@@ -24,6 +24,7 @@
 #include "core/opts.h"
 #include "core/util.h"
 #include "core/xmalloc.h"
+#include "engine/domxml.h"
 #include "engine/ejson.h"
 #include "engine/engine.h"
 #include "engine/evm.h"
@@ -259,32 +260,6 @@ __attribute__((format(printf, 1, 2))) static char *lv_err(const char *fmt, ...)
 	return s;
 }
 
-static char *xml_unescape(const char *s, size_t n)
-{
-	static const struct {
-		const char *ent;
-		char c;
-	} ents[] = { { "&amp;", '&' }, { "&lt;", '<' }, { "&gt;", '>' }, { "&apos;", '\'' }, { "&quot;", '"' } };
-	char *out = xmalloc(n + 1);
-	size_t o = 0;
-	for (size_t i = 0; i < n;) {
-		bool hit = false;
-		for (size_t k = 0; k < sizeof ents / sizeof ents[0] && s[i] == '&'; k++) {
-			size_t l = strlen(ents[k].ent);
-			if (i + l <= n && strncmp(s + i, ents[k].ent, l) == 0) {
-				out[o++] = ents[k].c;
-				i += l;
-				hit = true;
-				break;
-			}
-		}
-		if (!hit)
-			out[o++] = s[i++];
-	}
-	out[o] = '\0';
-	return out;
-}
-
 /* The files a domain needs on the target: kernel, initrd, loader, disk images (unless they are copied). */
 struct need {
 	char *path;
@@ -305,35 +280,11 @@ static void need_add(struct need **v, int *n, char *path, const char *what)
 
 static void needs_of(const char *xml, bool copy_storage, struct need **v, int *n)
 {
-	static const struct {
-		const char *open, *close, *what;
-	} elems[] = { { "<kernel>", "</kernel>", "kernel" },
-		      { "<initrd>", "</initrd>", "initrd" },
-		      { "<loader", "</loader>", "firmware" } };
-	for (size_t k = 0; k < sizeof elems / sizeof elems[0]; k++)
-		for (const char *p = strstr(xml, elems[k].open); p; p = strstr(p + 1, elems[k].open)) {
-			const char *gt = strchr(p, '>'), *end = strstr(p, elems[k].close);
-			if (gt && end && gt < end && gt[-1] != '/')
-				need_add(v, n, xml_unescape(gt + 1, (size_t)(end - gt - 1)), elems[k].what);
-		}
-	/* disks: <disk ... device='disk|cdrom'> ... <source file='PATH'/> */
-	for (const char *d = strstr(xml, "<disk "); d; d = strstr(d + 1, "<disk ")) {
-		const char *end = strstr(d, "</disk>");
-		if (end == NULL)
-			break;
-		bool cdrom = strstr(d, "device='cdrom'") && strstr(d, "device='cdrom'") < end;
-		const char *s = strstr(d, "<source file=");
-		if (s == NULL || s > end)
-			continue;
-		s += 13;
-		char q = *s++;
-		const char *e = strchr(s, q);
-		if (e == NULL || e > end)
-			continue;
-		if (copy_storage && !cdrom)
-			continue; /* libvirt copies it */
-		need_add(v, n, xml_unescape(s, (size_t)(e - s)), cdrom ? "cdrom image" : "disk image");
-	}
+	struct domxml_need *found = NULL;
+	int nf = domxml_needs(xml, copy_storage, &found); /* disks: libvirt copies them with copy_storage */
+	for (int i = 0; i < nf; i++)
+		need_add(v, n, found[i].path, found[i].what);
+	free(found);
 }
 
 /* The active storage pool of c whose target is dir, or NULL (listed rather than looked up: a failed lookup is
@@ -409,34 +360,19 @@ static int path_on(virConnectPtr c, const char *path, char **why)
 	return rc;
 }
 
-/* The <cpu ...>...</cpu> element of a document (the first one), or NULL. */
-static char *cpu_elem(const char *xml, const char *after)
-{
-	const char *base = after ? strstr(xml, after) : xml;
-	if (base == NULL)
-		return NULL;
-	const char *p = strstr(base, "<cpu");
-	if (p == NULL)
-		return NULL;
-	const char *e = strstr(p, "</cpu>");
-	const char *gt = strchr(p, '>');
-	if (gt && gt[-1] == '/' && (e == NULL || gt < e))
-		return xstrndup(p, (size_t)(gt - p + 1));
-	return e ? xstrndup(p, (size_t)(e - p + 6)) : NULL;
-}
-
 /* Under KVM the target must offer the guest's CPU (its model, or this host's CPU for host-passthrough and
  * host-model); a TCG guest's CPU is emulated the same everywhere. */
 static int check_cpu(virConnectPtr sc, virConnectPtr dc, const char *xml, const char *target, char **err)
 {
-	bool kvm = strstr(xml, "<domain type='kvm'") != NULL || strstr(xml, "<domain type=\"kvm\"") != NULL;
+	char *type = domxml_attr(xml, "/domain/@type");
+	bool kvm = type && strcmp(type, "kvm") == 0;
+	free(type);
 	if (!kvm)
 		return 0;
-	char *check = cpu_elem(xml, NULL);
-	if (check == NULL || strstr(check, "<model") == NULL) {
-		free(check);
+	char *check = domxml_element(xml, "/domain/cpu[model]");
+	if (check == NULL) {
 		char *caps = virConnectGetCapabilities(sc);
-		check = caps ? cpu_elem(caps, "<host>") : NULL;
+		check = caps ? domxml_element(caps, "/capabilities/host/cpu") : NULL;
 		free(caps);
 	}
 	if (check == NULL)
@@ -681,10 +617,8 @@ static void run_migration(struct mig_job *j, virConnectPtr dc, virDomainPtr dom,
 	/* the new launcher: QEMU on the target is a new process of the same execution */
 	char *meta = virDomainGetMetadata(dd, VIR_DOMAIN_METADATA_ELEMENT, META_URI, VIR_DOMAIN_AFFECT_LIVE);
 	if (meta) {
-		const char *l = strstr(meta, " launcher=");
-		if (l && strlen(l + 11) > 36) {
-			char *fixed = xstrdup(meta);
-			memcpy(fixed + (l - meta) + 11, j->new_launcher, 36);
+		char *fixed = domxml_with_attr(meta, "launcher", j->new_launcher);
+		if (fixed) {
 			if (virDomainSetMetadata(dd, VIR_DOMAIN_METADATA_ELEMENT, fixed, "kvcon", META_URI,
 						 VIR_DOMAIN_AFFECT_LIVE | VIR_DOMAIN_AFFECT_CONFIG) < 0)
 				log_warn("engine: %s: launcher metadata: %s", j->dom, virGetLastErrorMessage());

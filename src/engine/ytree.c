@@ -6,6 +6,7 @@
 #include <string.h>
 #include <yaml.h>
 
+#include "core/hmap.h"
 #include "core/xmalloc.h"
 
 #define YTREE_MAX_DEPTH 64
@@ -34,13 +35,19 @@ void ytree_free(struct ynode *n)
 	free(n);
 }
 
+/* Arrays grow by doubling (their capacity is the power of two at or above n): a map of 80,000 labels must not
+ * cost 80,000 reallocations. */
 static void node_add(struct ynode *parent, char *key, struct ynode *kid)
 {
-	parent->kids = xreallocarray(parent->kids, parent->n + 1, sizeof *parent->kids);
-	if (parent->type == YNODE_MAP) {
-		parent->keys = xreallocarray(parent->keys, parent->n + 1, sizeof *parent->keys);
-		parent->keys[parent->n] = key;
+	size_t n = parent->n;
+	if ((n & (n - 1)) == 0) {
+		size_t cap = n ? n * 2 : 1;
+		parent->kids = xreallocarray(parent->kids, cap, sizeof *parent->kids);
+		if (parent->type == YNODE_MAP)
+			parent->keys = xreallocarray(parent->keys, cap, sizeof *parent->keys);
 	}
+	if (parent->type == YNODE_MAP)
+		parent->keys[n] = key;
 	parent->kids[parent->n++] = kid;
 }
 
@@ -93,12 +100,15 @@ static struct ynode *parse_collection(struct yparse *y, enum ynode_type t, int l
 {
 	struct ynode *n = node_new(t, line);
 	yaml_event_type_t end = t == YNODE_MAP ? YAML_MAPPING_END_EVENT : YAML_SEQUENCE_END_EVENT;
+	struct hmap seen; /* the map's keys once it has more than a few: duplicate detection stays linear */
+	hmap_init(&seen);
 	for (;;) {
 		yaml_event_t ev;
 		if (!next_event(y, &ev))
 			goto fail;
 		if (ev.type == end) {
 			yaml_event_delete(&ev);
+			hmap_free(&seen);
 			return n;
 		}
 		char *key = NULL;
@@ -110,12 +120,23 @@ static struct ynode *parse_collection(struct yparse *y, enum ynode_type t, int l
 			}
 			key = xstrndup((const char *)ev.data.scalar.value, ev.data.scalar.length);
 			yaml_event_delete(&ev);
-			for (size_t i = 0; i < n->n; i++)
-				if (strcmp(n->keys[i], key) == 0) {
-					y->err = xasprintf("line %d: duplicate key \"%s\"", line, key);
-					free(key);
-					goto fail;
-				}
+			bool dup = false;
+			if (n->n < 8) {
+				for (size_t i = 0; i < n->n && !dup; i++)
+					dup = strcmp(n->keys[i], key) == 0;
+			} else {
+				if (seen.count == 0)
+					for (size_t i = 0; i < n->n; i++)
+						hmap_put(&seen, n->keys[i], n);
+				dup = hmap_get(&seen, key) != NULL;
+			}
+			if (dup) {
+				y->err = xasprintf("line %d: duplicate key \"%s\"", line, key);
+				free(key);
+				goto fail;
+			}
+			if (seen.count > 0)
+				hmap_put(&seen, key, n);
 			if (!next_event(y, &ev)) {
 				free(key);
 				goto fail;
@@ -129,6 +150,7 @@ static struct ynode *parse_collection(struct yparse *y, enum ynode_type t, int l
 		node_add(n, key, kid);
 	}
 fail:
+	hmap_free(&seen);
 	ytree_free(n);
 	return NULL;
 }

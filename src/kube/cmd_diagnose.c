@@ -96,7 +96,7 @@ static int session_open_engine(struct session *s)
 		hosts[i] = engine_open(s->st, URI_AT(i), &err);
 		if (hosts[i] == NULL) {
 			char *e = util_escape_display(err ? err : "refused");
-			fprintf(stderr, "kvcon %s: -c %s: %s\n", s->cmd, URI_AT(i), e);
+			log_eprintf("kvcon %s: -c %s: %s\n", s->cmd, URI_AT(i), e);
 			free(e);
 			free(err);
 			rc = EXIT_API;
@@ -105,12 +105,16 @@ static int session_open_engine(struct session *s)
 	}
 	uint64_t deadline = util_now_ms() + SYNC_TIMEOUT_MS * 2;
 	for (int i = 0; i < nuris; i++) {
-		while (!engine_ready(hosts[i]) && util_now_ms() < deadline)
+		/* the first failure is the answer (the engine's errors name the host or the machine's problem) */
+		while (!engine_ready(hosts[i]) && engine_error(hosts[i]) == NULL && util_now_ms() < deadline)
 			loop_once(100);
 		if (!engine_ready(hosts[i])) {
 			const char *why = engine_error(hosts[i]);
 			char *e = util_escape_display(why ? why : "timed out connecting");
-			fprintf(stderr, "kvcon %s: -c %s: %s\n", s->cmd, URI_AT(i), e);
+			if (why)
+				log_eprintf("error: %s\n", e);
+			else
+				log_eprintf("error: %s: %s\n", URI_AT(i), e);
 			free(e);
 			rc = EXIT_API;
 			goto out;
@@ -130,7 +134,7 @@ out:
 	free(dflt);
 	return rc;
 #else
-	fprintf(stderr, "kvcon %s: -c: the local engine is not in this build\n", s->cmd);
+	log_eprintf("kvcon %s: -c: the local engine is not in this build\n", s->cmd);
 	return EXIT_USAGE;
 #endif
 }
@@ -142,13 +146,13 @@ static int session_open(struct session *s, const char *cmd, const char *ref)
 	s->cmd = cmd;
 	if (strchr(ref, '/')) {
 		if (chain_parse_ref(ref, NULL, &s->ns, &s->name) < 0) {
-			fprintf(stderr, "kvcon %s: '%s' is not NAMESPACE/NAME\n", cmd, ref);
+			log_eprintf("kvcon %s: '%s' is not NAMESPACE/NAME\n", cmd, ref);
 			return EXIT_USAGE;
 		}
 		free(o->ns);
 		o->ns = xstrdup(s->ns); /* watch the VM's own namespace */
 	} else if (*ref == '\0') {
-		fprintf(stderr, "kvcon %s: which VM? (NAMESPACE/NAME)\n", cmd);
+		log_eprintf("kvcon %s: which VM? (NAMESPACE/NAME)\n", cmd);
 		return EXIT_USAGE;
 	} else {
 		s->name = xstrdup(ref);
@@ -175,7 +179,7 @@ static int session_open(struct session *s, const char *cmd, const char *ref)
 #endif
 	if (s->src == NULL) {
 		char *e = util_escape_display(err);
-		fprintf(stderr, "kvcon %s: %s\n", cmd, e);
+		log_eprintf("kvcon %s: %s\n", cmd, e);
 		free(e);
 		free(err);
 		return EXIT_API;
@@ -187,21 +191,21 @@ static int session_open(struct session *s, const char *cmd, const char *ref)
 	int r;
 	while ((r = session_ready(s, &msg)) == 0) {
 		if (util_now_ms() > deadline) {
-			fprintf(stderr, "kvcon %s: timed out waiting for the cluster's lists\n", cmd);
+			log_eprintf("kvcon %s: timed out waiting for the cluster's lists\n", cmd);
 			return EXIT_API;
 		}
 		loop_once(200);
 	}
 	if (r < 0) {
 		char *e = util_escape_display(msg);
-		fprintf(stderr, "kvcon %s: %s\n", cmd, e);
+		log_eprintf("kvcon %s: %s\n", cmd, e);
 		free(e);
 		return EXIT_API;
 	}
 	for (int k = OBJ_POD; k <= OBJ_EVENT; k++)
 		if (s->src->health[k].state != WATCH_LIVE) {
 			char *e = util_escape_display(s->src->health[k].message);
-			fprintf(stderr, "kvcon %s: warning: %s not listed (%s): the chain is partial\n", cmd,
+			log_eprintf("kvcon %s: warning: %s not listed (%s): the chain is partial\n", cmd,
 				k == OBJ_POD ? "launcher pods" : "events", e);
 			free(e);
 		}
@@ -211,7 +215,7 @@ static int session_open(struct session *s, const char *cmd, const char *ref)
 static void not_found(const struct session *s)
 {
 	char *n = util_escape_display(s->name), *ns = util_escape_display(s->ns);
-	fprintf(stderr, "kvcon %s: VirtualMachine %s/%s not found in %s %s\n", s->cmd, ns, n,
+	log_eprintf("kvcon %s: VirtualMachine %s/%s not found in %s %s\n", s->cmd, ns, n,
 		s->src->type == SOURCE_ENGINE ? "engine host" : "context", s->src->name);
 	free(n);
 	free(ns);
@@ -251,7 +255,7 @@ static int parse_args(const char *cmd, int argc, char **argv, struct args *a, bo
 			else if (strcmp(val, "json") == 0)
 				a->fmt = OUT_JSON;
 			else {
-				fprintf(stderr, "kvcon %s: unknown output format '%s' (text, json)\n", cmd, val);
+				log_eprintf("kvcon %s: unknown output format '%s' (text, json)\n", cmd, val);
 				return -1;
 			}
 			continue;
@@ -265,7 +269,7 @@ static int parse_args(const char *cmd, int argc, char **argv, struct args *a, bo
 			char *end;
 			long g = v ? strtol(v, &end, 10) : -1;
 			if (v == NULL || *v == '\0' || *end || g < 0 || g > 86400) {
-				fprintf(stderr, "kvcon %s: --grace-period needs a number of seconds\n", cmd);
+				log_eprintf("kvcon %s: --grace-period needs a number of seconds\n", cmd);
 				return -1;
 			}
 			a->grace = (int)g;
@@ -281,7 +285,7 @@ static int parse_args(const char *cmd, int argc, char **argv, struct args *a, bo
 				char *end;
 				long w = strtol(s + 7, &end, 10);
 				if (s[7] == '\0' || *end || w <= 0 || w > 86400) {
-					fprintf(stderr, "kvcon %s: --wait=SECONDS needs a positive number\n", cmd);
+					log_eprintf("kvcon %s: --wait=SECONDS needs a positive number\n", cmd);
 					return -1;
 				}
 				a->wait_s = (int)w;
@@ -289,22 +293,22 @@ static int parse_args(const char *cmd, int argc, char **argv, struct args *a, bo
 		} else if (strcmp(s, "-h") == 0 || strcmp(s, "--help") == 0) {
 			return 1;
 		} else if (s[0] == '-' && s[1] != '\0') {
-			fprintf(stderr, "kvcon %s: unknown option '%s'\n", cmd, s);
+			log_eprintf("kvcon %s: unknown option '%s'\n", cmd, s);
 			return -1;
 		} else if (a->ref == NULL) {
 			a->ref = s;
 		} else {
-			fprintf(stderr, "kvcon %s: unexpected argument '%s'\n", cmd, s);
+			log_eprintf("kvcon %s: unexpected argument '%s'\n", cmd, s);
 			return -1;
 		}
 	}
 	if (a->ref == NULL) {
-		fprintf(stderr, "kvcon %s: which VM? (NAMESPACE/NAME)\n", cmd);
+		log_eprintf("kvcon %s: which VM? (NAMESPACE/NAME)\n", cmd);
 		return -1;
 	}
 	return 0;
 needs_value:
-	fprintf(stderr, "kvcon %s: %s needs a value\n", cmd, argv[argc - 1]);
+	log_eprintf("kvcon %s: %s needs a value\n", cmd, argv[argc - 1]);
 	return -1;
 }
 
@@ -654,7 +658,7 @@ int kube_cmd_action(int argc, char **argv)
 		if (strcmp(argv[0], actions[i].cmd) == 0)
 			break;
 	if (i == sizeof actions / sizeof actions[0]) {
-		fprintf(stderr, "kvcon: unknown action '%s'\n", argv[0]);
+		log_eprintf("kvcon: unknown action '%s'\n", argv[0]);
 		return EXIT_USAGE;
 	}
 	const char *cmd = actions[i].cmd;
@@ -695,13 +699,13 @@ int kube_cmd_action(int argc, char **argv)
 	req.name = s.name;
 	char *err = NULL;
 	if (s.src->ops == NULL || s.src->ops->action == NULL) {
-		fprintf(stderr, "kvcon %s: this source has no actions\n", cmd);
+		log_eprintf("kvcon %s: this source has no actions\n", cmd);
 		rc = EXIT_API;
 		goto out;
 	}
 	if (s.src->ops->action(s.src, &req, act_done, &st, &err) < 0) {
 		char *e = util_escape_display(err);
-		fprintf(stderr, "kvcon %s: %s\n", cmd, e);
+		log_eprintf("kvcon %s: %s\n", cmd, e);
 		free(e);
 		free(err);
 		rc = EXIT_API;
@@ -712,7 +716,7 @@ int kube_cmd_action(int argc, char **argv)
 	char *ns = util_escape_display(s.ns), *nm = util_escape_display(s.name);
 	if (st.status != 0) {
 		char *e = util_escape_display(st.message ? st.message : "failed");
-		fprintf(stderr, "kvcon %s: %s/%s: %s\n", cmd, ns, nm, e);
+		log_eprintf("kvcon %s: %s/%s: %s\n", cmd, ns, nm, e);
 		free(e);
 		rc = EXIT_API;
 	} else {
@@ -729,7 +733,7 @@ int kube_cmd_action(int argc, char **argv)
 			printf("VM %s/%s: done\n", ns, nm);
 		} else {
 			char *e = util_escape_display(why ? why : "not reached in time");
-			fprintf(stderr, "kvcon %s: %s/%s: %s; see kvcon diagnose %s/%s\n", cmd, ns, nm, e, ns, nm);
+			log_eprintf("kvcon %s: %s/%s: %s; see kvcon diagnose %s/%s\n", cmd, ns, nm, e, ns, nm);
 			free(e);
 			rc = EXIT_STALLED;
 		}

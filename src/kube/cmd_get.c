@@ -19,6 +19,7 @@
 #include "model/store.h"
 
 #define CLI_MAX_FAILURES 4
+#define GET_TIMEOUT_S 30 /* the first complete list, retries included */
 
 enum out_fmt { OUT_TABLE, OUT_WIDE, OUT_JSON, OUT_NAME };
 
@@ -28,6 +29,7 @@ struct get_ctx {
 	bool all_ns;
 	bool watch;
 	long watch_for; /* seconds, -1 none */
+	long timeout;   /* seconds for the first complete list */
 	struct store *st;
 	struct source *src;
 	bool header_done;
@@ -497,9 +499,9 @@ static int print_store(struct get_ctx *g)
 	if (n == 0 && g->fmt != OUT_JSON) {
 		const char *ns = g->src->ns_scope;
 		if (g->all_ns || ns == NULL)
-			fprintf(stderr, "No resources found\n");
+			log_eprintf("No resources found\n");
 		else
-			fprintf(stderr, "No resources found in %s namespace.\n", ns);
+			log_eprintf("No resources found in %s namespace.\n", ns);
 	} else {
 		print_objs(g, objs, n, true);
 	}
@@ -537,7 +539,7 @@ static void on_change(void *arg, enum obj_kind kind, const struct obj *old, cons
 static void get_usage(FILE *f)
 {
 	fprintf(f, "usage: kvcon get vm|vmi|pod|event [-n NS | -A] [-l SELECTOR] [-o table|wide|json|name] [-w]\n"
-		   "                 [--watch-for SECONDS]\n");
+		   "                 [--watch-for SECONDS] [--timeout SECONDS]\n");
 }
 
 static int parse_kind(const char *s, enum obj_kind *out)
@@ -565,14 +567,14 @@ static int parse_args(int argc, char **argv, struct get_ctx *g, char **selector)
 		const char *a = argv[i];
 		const char *val = NULL;
 		if (strcmp(a, "-l") == 0 || strcmp(a, "--selector") == 0 || strcmp(a, "-o") == 0 ||
-		    strcmp(a, "--output") == 0 || strcmp(a, "--watch-for") == 0) {
+		    strcmp(a, "--output") == 0 || strcmp(a, "--watch-for") == 0 || strcmp(a, "--timeout") == 0) {
 			if (i + 1 >= argc) {
-				fprintf(stderr, "kvcon get: %s needs a value\n", a);
+				log_eprintf("kvcon get: %s needs a value\n", a);
 				return -1;
 			}
 			val = argv[++i];
 		} else if (util_has_prefix(a, "--selector=") || util_has_prefix(a, "--output=") ||
-			   util_has_prefix(a, "--watch-for=")) {
+			   util_has_prefix(a, "--watch-for=") || util_has_prefix(a, "--timeout=")) {
 			val = strchr(a, '=') + 1;
 		} else if (util_has_prefix(a, "-o") && a[2]) {
 			val = a + 2;
@@ -586,7 +588,7 @@ static int parse_args(int argc, char **argv, struct get_ctx *g, char **selector)
 				if (strcmp(val, formats[f].name) == 0)
 					break;
 			if (f == sizeof formats / sizeof formats[0]) {
-				fprintf(stderr, "kvcon get: unknown output format '%s' (table, wide, json, name)\n", val);
+				log_eprintf("kvcon get: unknown output format '%s' (table, wide, json, name)\n", val);
 				return -1;
 			}
 			g->fmt = formats[f].fmt;
@@ -594,31 +596,39 @@ static int parse_args(int argc, char **argv, struct get_ctx *g, char **selector)
 			char *end;
 			long v = strtol(val, &end, 10);
 			if (*val == '\0' || *end || v < 0 || v > 86400 * 365) {
-				fprintf(stderr, "kvcon get: --watch-for needs a number of seconds\n");
+				log_eprintf("kvcon get: --watch-for needs a number of seconds\n");
 				return -1;
 			}
 			g->watch_for = v;
+		} else if (util_has_prefix(a, "--timeout")) {
+			char *end;
+			long v = strtol(val, &end, 10);
+			if (*val == '\0' || *end || v <= 0 || v > 86400) {
+				log_eprintf("kvcon get: --timeout needs a number of seconds\n");
+				return -1;
+			}
+			g->timeout = v;
 		} else if (strcmp(a, "-w") == 0 || strcmp(a, "--watch") == 0) {
 			g->watch = true;
 		} else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
 			get_usage(stdout);
 			exit(EXIT_OK);
 		} else if (a[0] == '-') {
-			fprintf(stderr, "kvcon get: unknown option '%s'\n", a);
+			log_eprintf("kvcon get: unknown option '%s'\n", a);
 			return -1;
 		} else if (!have_kind) {
 			if (parse_kind(a, &g->kind) < 0) {
-				fprintf(stderr, "kvcon get: unknown resource '%s' (vm, vmi, pod, event)\n", a);
+				log_eprintf("kvcon get: unknown resource '%s' (vm, vmi, pod, event)\n", a);
 				return -1;
 			}
 			have_kind = true;
 		} else {
-			fprintf(stderr, "kvcon get: unexpected argument '%s'\n", a);
+			log_eprintf("kvcon get: unexpected argument '%s'\n", a);
 			return -1;
 		}
 	}
 	if (!have_kind) {
-		fprintf(stderr, "kvcon get: which resource? (vm, vmi, pod, event)\n");
+		log_eprintf("kvcon get: which resource? (vm, vmi, pod, event)\n");
 		return -1;
 	}
 	return 0;
@@ -646,7 +656,7 @@ static void on_deadline(void *arg)
 
 int kube_cmd_get(int argc, char **argv)
 {
-	struct get_ctx g = { .watch_for = -1 };
+	struct get_ctx g = { .watch_for = -1, .timeout = GET_TIMEOUT_S };
 	char *selector = NULL;
 	int rc = EXIT_OK;
 	if (parse_args(argc, argv, &g, &selector) < 0) {
@@ -673,25 +683,37 @@ int kube_cmd_get(int argc, char **argv)
 	char *err = NULL;
 	g.src = kube_open_ex(g.st, NULL, &ko, &err);
 	if (g.src == NULL) {
-		fprintf(stderr, "kvcon get: %s\n", err);
+		char *e = util_escape_display(err);
+		log_eprintf("error: %s\n", e);
+		free(e);
 		free(err);
 		rc = EXIT_API;
 		goto out;
 	}
 	const char *msg = NULL;
+	uint64_t give_up = util_now_ms() + (uint64_t)g.timeout * 1000;
 	while (!kube_source_synced(g.src)) {
+		if (util_now_ms() >= give_up) {
+			const char *why = "the lists are not complete";
+			for (int k = 0; k < OBJ_KIND_COUNT; k++)
+				if ((mask & KUBE_KIND_BIT(k)) && g.src->health[k].message)
+					why = g.src->health[k].message;
+			log_eprintf("kvcon get: gave up after %ld s: %s\n", g.timeout, why);
+			rc = EXIT_API;
+			goto out;
+		}
 		if (failed(&g, mask, &msg)) {
 			char *e = util_escape_display(msg);
-			fprintf(stderr, "kvcon get: %s\n", e);
+			log_eprintf("error: %s\n", e);
 			free(e);
 			rc = EXIT_API;
 			goto out;
 		}
-		loop_once(500);
+		loop_once(200);
 	}
 	if (g.src->notice) {
 		char *e = util_escape_display(g.src->notice);
-		fprintf(stderr, "kvcon get: %s\n", e);
+		log_eprintf("kvcon get: %s\n", e);
 		free(e);
 	}
 	if (g.watch_for < 0 && !g.watch) {
@@ -709,7 +731,7 @@ int kube_cmd_get(int argc, char **argv)
 		print_store(&g);
 		if (failed(&g, mask, &msg)) {
 			char *e = util_escape_display(msg);
-			fprintf(stderr, "kvcon get: the watch ended in error: %s\n", e);
+			log_eprintf("kvcon get: the watch ended in error: %s\n", e);
 			free(e);
 			rc = EXIT_API;
 		}

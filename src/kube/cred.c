@@ -1,5 +1,8 @@
-/* Credentials: static token, rotating token file, and exec plugins run without blocking the loop (posix_spawn,
- * pipes watched by the loop, the child reaped by a short polling timer once its output closed). */
+/* Credentials: static token, rotating token file, and exec plugins run without blocking the loop (posix_spawn
+ * into a process group of their own, pipes watched by the loop, the plugin reaped by a short polling timer).
+ * One deadline covers the whole group: past it, or once the plugin has exited while something it started still
+ * holds its pipes, the group is killed. A failure is remembered and answered at once until its back-off ends,
+ * so that reflectors retrying their requests do not run a broken plugin again and again. */
 #include "kube/cred.h"
 
 #include <errno.h>
@@ -11,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <termios.h>
 #include <unistd.h>
 
 #include "core/buf.h"
@@ -21,7 +25,11 @@
 
 extern char **environ;
 
-#define EXEC_TIMEOUT_MS 60000
+#define EXEC_TIMEOUT_MS 30000       /* the whole group, start to finish; KVCON_EXEC_TIMEOUT (seconds) overrides */
+#define EXEC_POLL_MS 20
+#define EXEC_LEFTOVER_MS 500        /* after the plugin exited, how long its output may stay open */
+#define EXEC_FAIL_BACKOFF_MS 30000  /* a failure is answered from memory this long, doubling per failure */
+#define EXEC_FAIL_BACKOFF_MAX_MS 300000
 #define EXEC_OUTPUT_MAX (1u << 20)
 #define TOKEN_FILE_TTL_MS 60000 /* client-go re-reads token files once a minute */
 
@@ -39,19 +47,44 @@ struct kube_cred {
 	long long expiry; /* epoch seconds; 0 none */
 	bool have;
 	int runs;
-	/* running plugin */
+	/* running plugin: pid is also its process group */
 	pid_t pid;
+	bool exited;          /* the plugin itself has been reaped (its group may live on) */
+	int status;
+	uint64_t exited_ms;
+	bool timed_out;
+	bool leftovers;       /* killed what still held the pipes after the plugin exited */
+	bool gave_tty;        /* the terminal's foreground was handed to the plugin (interactive) */
 	int out_fd, err_fd;
 	struct loop_fd *out_h, *err_h;
 	struct buf out, err;
-	struct loop_timer *reap_t, *kill_t;
+	struct loop_timer *poll_t, *kill_t;
 	uint64_t started_ms;
+	/* the last failure, answered without running the plugin until fail_until_ms */
+	char *fail_msg;
+	uint64_t fail_until_ms;
+	int fail_count;
 	struct waiter *waiters;
 	size_t nwaiters;
 	/* token file cache */
 	char *file_token;
 	uint64_t file_read_ms;
 };
+
+static bool interactive_ok = true;
+
+void kube_cred_set_interactive(bool ok)
+{
+	interactive_ok = ok;
+}
+
+static uint64_t exec_timeout_ms(void)
+{
+	const char *v = getenv("KVCON_EXEC_TIMEOUT");
+	char *end;
+	long s = v && *v ? strtol(v, &end, 10) : 0;
+	return v && *v && *end == '\0' && s > 0 && s < 86400 ? (uint64_t)s * 1000 : EXEC_TIMEOUT_MS;
+}
 
 struct kube_cred *kube_cred_new(const struct kube_config *kc)
 {
@@ -95,17 +128,40 @@ static void close_pipes(struct kube_cred *c)
 	c->out_fd = c->err_fd = -1;
 }
 
+/* Gives the terminal's foreground back to kvcon after an interactive plugin. */
+static void take_tty_back(struct kube_cred *c)
+{
+	if (!c->gave_tty)
+		return;
+	sigset_t block, old;
+	sigemptyset(&block);
+	sigaddset(&block, SIGTTOU); /* kvcon is in the background until this call */
+	sigprocmask(SIG_BLOCK, &block, &old);
+	tcsetpgrp(STDIN_FILENO, getpgrp());
+	sigprocmask(SIG_SETMASK, &old, NULL);
+	c->gave_tty = false;
+}
+
+/* Ends the plugin's whole process group and reaps the plugin. */
+static void kill_group(struct kube_cred *c)
+{
+	if (c->pid <= 0)
+		return;
+	kill(-c->pid, SIGKILL);
+	if (!c->exited && waitpid(c->pid, &c->status, 0) >= 0)
+		c->exited = true;
+}
+
 void kube_cred_free(struct kube_cred *c)
 {
 	if (c == NULL)
 		return;
 	close_pipes(c);
-	loop_timer_cancel(c->reap_t);
+	loop_timer_cancel(c->poll_t);
 	loop_timer_cancel(c->kill_t);
-	if (c->pid > 0) {
-		kill(c->pid, SIGKILL);
-		waitpid(c->pid, NULL, 0);
-	}
+	kill_group(c);
+	take_tty_back(c);
+	free(c->fail_msg);
 	drop_cache(c);
 	secret_free(&c->file_token, 0);
 	if (c->out.data)
@@ -221,7 +277,14 @@ static void exec_finished(struct kube_cred *c, int status)
 	char *err = NULL;
 	c->pid = -1;
 	c->runs++;
-	if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
+	take_tty_back(c);
+	if (c->timed_out) {
+		char *tail = stderr_tail(c);
+		err = xasprintf("exec credential plugin %s did not finish within %llu s; it and every process it started "
+				"were killed%s%s",
+				e->command, (unsigned long long)(exec_timeout_ms() / 1000), *tail ? ": " : "", tail);
+		free(tail);
+	} else if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
 		char *t, *cert, *key;
 		long long exp;
 		if (kube_cred_parse(c->out.data ? c->out.data : "", c->out.len, e->api_version, &t, &cert, &key, &exp,
@@ -257,27 +320,60 @@ static void exec_finished(struct kube_cred *c, int status)
 		explicit_bzero(c->out.data, c->out.len);
 	buf_reset(&c->out);
 	buf_reset(&c->err);
-	if (err)
+	if (c->leftovers)
+		log_warn("kube: exec credential plugin %s exited leaving processes that held its output; they were killed",
+			 e->command);
+	free(c->fail_msg);
+	c->fail_msg = NULL;
+	if (err) {
 		log_warn("kube: %s", err);
+		/* not again until the back-off ends: every request would otherwise run the plugin anew */
+		uint64_t back = (uint64_t)EXEC_FAIL_BACKOFF_MS << (c->fail_count < 4 ? c->fail_count : 4);
+		if (back > EXEC_FAIL_BACKOFF_MAX_MS)
+			back = EXEC_FAIL_BACKOFF_MAX_MS;
+		c->fail_count++;
+		c->fail_msg = xstrdup(err);
+		c->fail_until_ms = util_now_ms() + back;
+	} else {
+		c->fail_count = 0;
+	}
 	notify_waiters(c, err);
 	free(err);
 }
 
-static void on_reap(void *arg)
+static void drain(struct kube_cred *c, int fd);
+
+/* Reaps the plugin, then finishes once its output is closed; what it left holding the pipes is killed. */
+static void on_poll(void *arg)
 {
 	struct kube_cred *c = arg;
-	c->reap_t = NULL;
-	int status;
-	pid_t r = waitpid(c->pid, &status, WNOHANG);
-	if (r == 0) {
-		c->reap_t = loop_timer_add(5, on_reap, c);
+	c->poll_t = NULL;
+	if (!c->exited) {
+		int status;
+		pid_t r = waitpid(c->pid, &status, WNOHANG);
+		if (r == c->pid || r < 0) {
+			c->exited = true;
+			c->status = r < 0 ? 0x7f00 : status; /* lost: treat as exit 127 */
+			c->exited_ms = util_now_ms();
+		}
+	}
+	if (c->exited && (c->out_fd >= 0 || c->err_fd >= 0) && util_now_ms() - c->exited_ms >= EXEC_LEFTOVER_MS) {
+		kill(-c->pid, SIGKILL);
+		c->leftovers = true;
+		if (c->out_fd >= 0)
+			drain(c, c->out_fd);
+		if (c->err_fd >= 0)
+			drain(c, c->err_fd);
+		close_pipes(c);
+	}
+	if (c->exited && c->out_fd < 0 && c->err_fd < 0) {
+		loop_timer_cancel(c->kill_t);
+		c->kill_t = NULL;
+		kill(-c->pid, SIGKILL); /* nothing of the group outlives the plugin */
+		exec_finished(c, c->status);
 		return;
 	}
-	loop_timer_cancel(c->kill_t);
-	c->kill_t = NULL;
-	if (r < 0)
-		status = 0x7f00; /* treat as exit 127 */
-	exec_finished(c, status);
+	c->poll_t = loop_timer_add(EXEC_POLL_MS, on_poll, c);
 }
 
 static void on_kill(void *arg)
@@ -285,23 +381,16 @@ static void on_kill(void *arg)
 	struct kube_cred *c = arg;
 	c->kill_t = NULL;
 	if (c->pid > 0) {
-		log_warn("kube: exec credential plugin %s timed out, killing it", c->kc->exec->command);
-		kill(c->pid, SIGKILL);
+		log_warn("kube: exec credential plugin %s timed out, killing its process group", c->kc->exec->command);
+		c->timed_out = true;
+		kill(-c->pid, SIGKILL);
 	}
 }
 
-static void maybe_reap(struct kube_cred *c)
+/* Reads what is there; true at EOF or error. */
+static bool read_pipe(struct kube_cred *c, int fd)
 {
-	if (c->out_fd < 0 && c->err_fd < 0 && c->reap_t == NULL)
-		c->reap_t = loop_timer_add(0, on_reap, c);
-}
-
-static void on_pipe(int fd, short revents, void *arg)
-{
-	struct kube_cred *c = arg;
-	(void)revents;
-	bool is_out = fd == c->out_fd;
-	struct buf *b = is_out ? &c->out : &c->err;
+	struct buf *b = fd == c->out_fd ? &c->out : &c->err;
 	char tmp[4096];
 	for (;;) {
 		ssize_t n = read(fd, tmp, sizeof tmp);
@@ -310,10 +399,24 @@ static void on_pipe(int fd, short revents, void *arg)
 				buf_add(b, tmp, (size_t)n);
 			continue;
 		}
-		if (n < 0 && (errno == EAGAIN || errno == EINTR))
-			return;
-		break; /* EOF or error */
+		if (n < 0 && errno == EINTR)
+			continue;
+		return !(n < 0 && errno == EAGAIN);
 	}
+}
+
+static void drain(struct kube_cred *c, int fd)
+{
+	read_pipe(c, fd);
+}
+
+static void on_pipe(int fd, short revents, void *arg)
+{
+	struct kube_cred *c = arg;
+	(void)revents;
+	bool is_out = fd == c->out_fd;
+	if (!read_pipe(c, fd))
+		return;
 	if (is_out) {
 		loop_fd_remove(c->out_h);
 		c->out_h = NULL;
@@ -325,10 +428,9 @@ static void on_pipe(int fd, short revents, void *arg)
 		close(c->err_fd);
 		c->err_fd = -1;
 	}
-	maybe_reap(c);
 }
 
-static char **build_env(const struct kube_config *kc)
+static char **build_env(const struct kube_config *kc, bool interactive)
 {
 	const struct kube_exec *e = kc->exec;
 	size_t n = 0;
@@ -353,7 +455,7 @@ static char **build_env(const struct kube_config *kc)
 	json_object_object_add(info, "kind", json_object_new_string("ExecCredential"));
 	json_object_object_add(info, "apiVersion", json_object_new_string(e->api_version));
 	struct json_object *spec = json_object_new_object();
-	json_object_object_add(spec, "interactive", json_object_new_boolean(0));
+	json_object_object_add(spec, "interactive", json_object_new_boolean(interactive));
 	if (e->provide_cluster_info) {
 		struct json_object *cl = json_object_new_object();
 		json_object_object_add(cl, "server", json_object_new_string(kc->server));
@@ -383,46 +485,86 @@ static int start_exec(struct kube_cred *c, char **err)
 	int rc = -1;
 	char **env = NULL, **argv = NULL;
 	posix_spawn_file_actions_t fa;
-	bool fa_init = false;
-	if (pipe2(out, O_CLOEXEC) < 0 || pipe2(errp, O_CLOEXEC) < 0) {
+	posix_spawnattr_t attr;
+	bool fa_init = false, attr_init = false;
+	/* the terminal only when the kubeconfig allows it and kvcon holds one in the foreground (not the dashboard) */
+	bool inter = e->interactive != KUBE_EXEC_NEVER && interactive_ok && isatty(STDIN_FILENO) &&
+		     tcgetpgrp(STDIN_FILENO) == getpgrp();
+	if (e->interactive == KUBE_EXEC_ALWAYS && !inter) {
+		*err = xasprintf("exec credential plugin %s needs a terminal (interactiveMode: Always) and kvcon has none "
+				 "to give it here",
+				 e->command);
+		goto out;
+	}
+	if (pipe2(out, O_CLOEXEC) < 0 || (!inter && pipe2(errp, O_CLOEXEC) < 0)) {
 		*err = xasprintf("exec credential plugin: pipe: %s", strerror(errno));
 		goto out;
 	}
-	env = build_env(c->kc);
+	env = build_env(c->kc, inter);
 	argv = xcalloc((size_t)e->nargs + 2, sizeof *argv);
 	argv[0] = xstrdup(e->command);
 	for (int i = 0; i < e->nargs; i++)
 		argv[i + 1] = xstrdup(e->args[i]);
 	posix_spawn_file_actions_init(&fa);
 	fa_init = true;
-	posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+	if (!inter) {
+		posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+		posix_spawn_file_actions_adddup2(&fa, errp[1], 2);
+	}
 	posix_spawn_file_actions_adddup2(&fa, out[1], 1);
-	posix_spawn_file_actions_adddup2(&fa, errp[1], 2);
+	/* a group of its own: the deadline kills everything the plugin starts, not only the plugin */
+	posix_spawnattr_init(&attr);
+	attr_init = true;
+	posix_spawnattr_setpgroup(&attr, 0);
+	sigset_t none;
+	sigemptyset(&none);
+	posix_spawnattr_setsigmask(&attr, &none);
+	posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK);
 	pid_t pid;
-	int e2 = posix_spawnp(&pid, e->command, &fa, NULL, argv, env);
+	int e2 = posix_spawnp(&pid, e->command, &fa, &attr, argv, env);
 	if (e2 != 0) {
 		*err = xasprintf("exec credential plugin %s: %s%s%s", e->command, strerror(e2),
 				 e->install_hint ? "; " : "", e->install_hint ? e->install_hint : "");
 		goto out;
 	}
 	close(out[1]);
-	close(errp[1]);
-	out[1] = errp[1] = -1;
-	fcntl(out[0], F_SETFL, O_NONBLOCK);
-	fcntl(errp[0], F_SETFL, O_NONBLOCK);
+	out[1] = -1;
+	if (errp[1] >= 0)
+		close(errp[1]);
+	errp[1] = -1;
+	setpgid(pid, pid); /* also from here, so that the group exists before kvcon signals it */
 	c->pid = pid;
+	c->exited = c->timed_out = c->leftovers = false;
+	if (inter) {
+		/* the plugin's group takes the terminal's foreground (it may have stopped on SIGTTIN: continue it) */
+		sigset_t block, old;
+		sigemptyset(&block);
+		sigaddset(&block, SIGTTOU);
+		sigprocmask(SIG_BLOCK, &block, &old);
+		c->gave_tty = tcsetpgrp(STDIN_FILENO, pid) == 0;
+		sigprocmask(SIG_SETMASK, &old, NULL);
+		kill(-pid, SIGCONT);
+	}
+	fcntl(out[0], F_SETFL, O_NONBLOCK);
 	c->out_fd = out[0];
-	c->err_fd = errp[0];
-	out[0] = errp[0] = -1;
+	out[0] = -1;
 	c->out_h = loop_fd_add(c->out_fd, POLLIN, on_pipe, c);
-	c->err_h = loop_fd_add(c->err_fd, POLLIN, on_pipe, c);
-	c->kill_t = loop_timer_add(EXEC_TIMEOUT_MS, on_kill, c);
+	if (errp[0] >= 0) {
+		fcntl(errp[0], F_SETFL, O_NONBLOCK);
+		c->err_fd = errp[0];
+		errp[0] = -1;
+		c->err_h = loop_fd_add(c->err_fd, POLLIN, on_pipe, c);
+	}
+	c->kill_t = loop_timer_add(exec_timeout_ms(), on_kill, c);
+	c->poll_t = loop_timer_add(EXEC_POLL_MS, on_poll, c);
 	c->started_ms = util_now_ms();
 	log_info("kube: running exec credential plugin %s", e->command);
 	rc = 0;
 out:
 	if (fa_init)
 		posix_spawn_file_actions_destroy(&fa);
+	if (attr_init)
+		posix_spawnattr_destroy(&attr);
 	for (int i = 0; i < 2; i++) {
 		if (out[i] >= 0)
 			close(out[i]);
@@ -439,6 +581,10 @@ int kube_cred_ensure(struct kube_cred *c, kube_cred_cb cb, void *arg, char **err
 	*err = NULL;
 	if (c->kc->exec == NULL || valid_now(c))
 		return 1;
+	if (c->pid < 0 && c->fail_msg && util_now_ms() < c->fail_until_ms) {
+		*err = xstrdup(c->fail_msg);
+		return -1;
+	}
 	if (c->pid < 0 && start_exec(c, err) < 0)
 		return -1;
 	c->waiters = xreallocarray(c->waiters, c->nwaiters + 1, sizeof *c->waiters);

@@ -31,6 +31,8 @@ const char *kube_cred_token(struct kube_cred *c);
 /* Client certificate/key PEM from the exec plugin (NULL: none). */
 const char *kube_cred_cert(const struct kube_cred *c, size_t *len);
 const char *kube_cred_key(const struct kube_cred *c, size_t *len);
+/* Whether an exec plugin may have the terminal (interactiveMode allowing): false while the dashboard owns it. */
+void kube_cred_set_interactive(bool ok);
 /* How many times the exec plugin ran (tests). */
 int kube_cred_exec_runs(const struct kube_cred *c);
 

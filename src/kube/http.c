@@ -16,8 +16,11 @@
 #include "core/xmalloc.h"
 #include "kube/cred.h"
 
-#define BODY_MAX (512u << 20) /* refuse to collect a body beyond this */
-#define CONNECT_TIMEOUT_MS 10000L
+#define LIST_MAX_MIB 256
+#define OBJECT_MAX_MIB 16
+/* An API server that has not accepted the TCP connection by then is down or filtered: a command says so within
+ * 5 s (the dashboard retries with backoff). */
+#define CONNECT_TIMEOUT_MS 3000L
 
 struct kube_req {
 	struct kube_http *h;
@@ -34,6 +37,7 @@ struct kube_req {
 	long status;
 	long retry_after;
 	bool aborted;
+	bool too_big;
 	bool retried;
 	bool waiting_cred;
 	bool cancelled;
@@ -69,6 +73,25 @@ struct kube_http {
 };
 
 static void check_done(struct kube_http *h);
+
+static size_t env_mib(const char *name, size_t def)
+{
+	const char *v = getenv(name);
+	char *end;
+	long n = v && *v ? strtol(v, &end, 10) : 0;
+	return (v && *v && *end == '\0' && n > 0 && n <= 65536 ? (size_t)n : def) << 20;
+}
+
+void kube_limits(size_t *list_max, size_t *object_max)
+{
+	static size_t lm, om;
+	if (lm == 0) {
+		lm = env_mib("KVCON_LIST_MAX_MIB", LIST_MAX_MIB);
+		om = env_mib("KVCON_OBJECT_MAX_MIB", OBJECT_MAX_MIB);
+	}
+	*list_max = lm;
+	*object_max = om;
+}
 
 static int curl_ready(void)
 {
@@ -192,6 +215,31 @@ out:
 	return rc;
 }
 
+/* What kubectl refuses too: a credential over cleartext, and a CA that insecure-skip-tls-verify would ignore. */
+static int check_settings(struct kube_http *h, char **err)
+{
+	const struct kube_config *kc = h->kc;
+	if ((kc->ca_file || kc->ca_data) && kc->insecure) {
+		*err = xasprintf("%s: context '%s': specifying a root certificates file with the insecure flag is not "
+				 "allowed (certificate-authority and insecure-skip-tls-verify are both set)",
+				 kc->origin, kc->context);
+		return -1;
+	}
+	if (!util_has_prefix(h->base, "http://"))
+		return 0;
+	const char *what = kc->exec		       ? "an exec credential"
+			   : kc->token || kc->token_file ? "a bearer token"
+			   : kc->username || kc->password ? "basic auth"
+			   : kc->cert_file || kc->cert_data || kc->key_file || kc->key_data ? "a client certificate"
+										       : NULL;
+	if (what) {
+		*err = xasprintf("%s: context '%s': refusing to send %s over plain HTTP to %s (use https)", kc->origin,
+				 kc->context, what, h->base);
+		return -1;
+	}
+	return 0;
+}
+
 struct kube_http *kube_http_new(const struct kube_config *kc, char **err)
 {
 	*err = NULL;
@@ -201,7 +249,9 @@ struct kube_http *kube_http_new(const struct kube_config *kc, char **err)
 	}
 	struct kube_http *h = xcalloc(1, sizeof *h);
 	h->kc = kc;
-	if (setup_base(h, err) < 0) {
+	if (setup_base(h, err) < 0 || check_settings(h, err) < 0) {
+		curl_slist_free_all(h->connect_to);
+		free(h->base);
 		free(h);
 		return NULL;
 	}
@@ -383,8 +433,12 @@ static size_t on_write(char *data, size_t size, size_t n, void *arg)
 		}
 		return len;
 	}
-	if (r->resp.len + len > BODY_MAX)
+	size_t body_max, obj_max;
+	kube_limits(&body_max, &obj_max);
+	if (r->resp.len + len > body_max) {
+		r->too_big = true;
 		return 0;
+	}
 	buf_add(&r->resp, data, len);
 	return len;
 }
@@ -552,6 +606,25 @@ void kube_http_cancel(struct kube_req *r)
 	req_free(r);
 }
 
+/* A failed transfer in a few words: the usual ways of not reaching a server plainly, anything else as curl says. */
+static void transport_error(struct kube_req *r, CURLcode res, char *out, size_t len)
+{
+	long os_errno = 0;
+	curl_off_t connected_us = 0;
+	curl_easy_getinfo(r->easy, CURLINFO_OS_ERRNO, &os_errno);
+	curl_easy_getinfo(r->easy, CURLINFO_CONNECT_TIME_T, &connected_us);
+	if (res == CURLE_COULDNT_CONNECT && os_errno == ECONNREFUSED)
+		snprintf(out, len, "connection refused");
+	else if (res == CURLE_OPERATION_TIMEDOUT && connected_us == 0)
+		snprintf(out, len, "no answer within %ld s", CONNECT_TIMEOUT_MS / 1000);
+	else if (res == CURLE_COULDNT_RESOLVE_HOST)
+		snprintf(out, len, "cannot resolve the host name");
+	else if (res == CURLE_COULDNT_CONNECT && os_errno != 0)
+		snprintf(out, len, "%s", strerror((int)os_errno));
+	else
+		snprintf(out, len, "%s", r->errbuf[0] ? r->errbuf : curl_easy_strerror(res));
+}
+
 /* Reports completed transfers; a 401 with a refreshable credential is retried once. */
 static void check_done(struct kube_http *h)
 {
@@ -573,8 +646,14 @@ static void check_done(struct kube_http *h)
 		long status = 0;
 		curl_easy_getinfo(r->easy, CURLINFO_RESPONSE_CODE, &status);
 		if (res != CURLE_OK && !(res == CURLE_WRITE_ERROR && r->aborted)) {
-			char msg[CURL_ERROR_SIZE + 64];
-			snprintf(msg, sizeof msg, "%s", r->errbuf[0] ? r->errbuf : curl_easy_strerror(res));
+			char msg[CURL_ERROR_SIZE + 256];
+			size_t body_max, obj_max;
+			kube_limits(&body_max, &obj_max);
+			if (r->too_big)
+				snprintf(msg, sizeof msg, "the response from %s%s exceeds %zu MiB (KVCON_LIST_MAX_MIB)", h->base,
+					 r->path, body_max >> 20);
+			else
+				transport_error(r, res, msg, sizeof msg);
 			/* a stream cut mid-body still had a status: report the transport failure */
 			finish(r, 0, msg);
 			continue;

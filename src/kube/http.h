@@ -52,6 +52,10 @@ struct kube_http_req {
 	void *arg;
 };
 
+/* Response limits: a list response (KVCON_LIST_MAX_MIB, default 256 MiB; also any collected body) and one object
+ * in it or in a watch (KVCON_OBJECT_MAX_MIB, default 16 MiB). */
+void kube_limits(size_t *list_max, size_t *object_max);
+
 /* Borrows kc (must outlive the client). NULL with *err when the settings cannot be applied. */
 struct kube_http *kube_http_new(const struct kube_config *kc, char **err);
 /* Cancels every request without calling back. */

@@ -18,6 +18,7 @@ struct kube_jstream {
 	struct kube_jscan scan;
 	struct buf cur;    /* the incomplete value so far */
 	size_t max_value;
+	bool too_big; /* the last feed failed on max_value */
 	bool prune;
 	const struct kube_jprune_node *schema; /* NULL: prune by key name */
 };
@@ -58,6 +59,11 @@ void kube_jstream_reset(struct kube_jstream *s)
 	json_tokener_reset(s->tok);
 	buf_reset(&s->cur);
 	s->scan = (struct kube_jscan){ 0 };
+}
+
+bool kube_jstream_too_big(const struct kube_jstream *s)
+{
+	return s->too_big;
 }
 
 bool kube_jstream_partial(const struct kube_jstream *s)
@@ -109,6 +115,7 @@ int kube_jstream_feed(struct kube_jstream *s, const char *data, size_t len, kube
 		      char **err)
 {
 	size_t off = 0;
+	s->too_big = false;
 	while (off < len) {
 		if (s->cur.len == 0) {
 			while (off < len && is_space(data[off]))
@@ -145,6 +152,7 @@ int kube_jstream_feed(struct kube_jstream *s, const char *data, size_t len, kube
 			if (s->cur.len + (len - off) > s->max_value) {
 				*err = xasprintf("a watch event is larger than %zu bytes", s->max_value);
 				kube_jstream_reset(s);
+				s->too_big = true;
 				return -1;
 			}
 			buf_add(&s->cur, data + off, len - off);
@@ -162,6 +170,7 @@ int kube_jstream_feed(struct kube_jstream *s, const char *data, size_t len, kube
 		if (vlen > s->max_value) {
 			*err = xasprintf("a watch event is larger than %zu bytes", s->max_value);
 			kube_jstream_reset(s);
+			s->too_big = true;
 			return -1;
 		}
 		struct json_object *v = kube_jstream_parse(s, val, vlen, s->prune, err);

@@ -36,6 +36,8 @@ void kube_jstream_reset(struct kube_jstream *s);
  * with *err (caller frees). */
 int kube_jstream_feed(struct kube_jstream *s, const char *data, size_t len, kube_jstream_cb cb, void *arg,
 		      char **err);
+/* The last kube_jstream_feed failed because a value was larger than max_value. */
+bool kube_jstream_too_big(const struct kube_jstream *s);
 /* True while a value is incomplete (a stream ending now was cut mid-value). */
 bool kube_jstream_partial(const struct kube_jstream *s);
 

@@ -175,17 +175,31 @@ static void disc_done(void *arg, const struct kube_resp *resp)
 	if (resp->status == 404) {
 		msg = xasprintf("KubeVirt (kubevirt.io/v1) is not served by %s", ks->src->server);
 		retry = ks->opts.max_failures == 0;
-	} else if (resp->status == 401 || resp->status == 403) {
+	} else if (resp->status == 401) {
+		char *m = kube_http_error_message(resp);
+		msg = xasprintf("%s refused the credentials of user %s (context %s): %s (401): they are wrong or have "
+				"expired; log in again, or renew the token or certificate in the kubeconfig",
+				ks->src->server, ks->kc->user_name ? ks->kc->user_name : "-", ks->kc->context, m);
+		free(m);
+		retry = ks->opts.max_failures == 0;
+	} else if (resp->status == 403) {
 		char *m = kube_http_error_message(resp);
 		msg = xasprintf("%s: %s", ks->src->server, m);
 		free(m);
 		retry = ks->opts.max_failures == 0;
 	} else {
 		char *m = kube_http_error_message(resp);
-		msg = xasprintf("cannot reach %s: %s", ks->src->server, m);
+		if (resp->status == 0)
+			msg = xasprintf("cannot reach %s (context %s): %s: is the cluster up, and is that the server the "
+					"kubeconfig should name?",
+					ks->src->server, ks->kc->context, m);
+		else
+			msg = xasprintf("cannot reach %s: %s", ks->src->server, m);
 		free(m);
 		ks->disc_failures++;
-		if (ks->opts.max_failures > 0 && ks->disc_failures >= ks->opts.max_failures * (resp->status ? 5 : 1))
+		/* a command gives up at the first server that did not answer (as kubectl does), and after a few
+		 * server errors (each printed as it happens) */
+		if (ks->opts.max_failures > 0 && (resp->status == 0 || ks->disc_failures >= ks->opts.max_failures * 2))
 			retry = false;
 	}
 	log_warn("kube: %s: %s", ks->src->name, msg);
@@ -202,7 +216,20 @@ static void disc_done(void *arg, const struct kube_resp *resp)
 		ms = DISCOVERY_RETRY_MAX_MS;
 	if (ms > DISCOVERY_RETRY_MAX_MS)
 		ms = DISCOVERY_RETRY_MAX_MS;
+	if (ks->opts.max_failures > 0 && ms > 4000)
+		ms = 4000; /* a one-shot command retries within its own deadline */
 	ms = ms / 2 + (uint64_t)(rand() % (int)(ms / 2 + 1));
+	if (ks->opts.max_failures > 0) {
+		/* a one-shot command says what it retries, as it happens */
+		char *m = kube_http_error_message(resp);
+		char *url = kube_http_url(ks->http, "/apis/kubevirt.io/v1");
+		if (resp->status)
+			log_eprintf("kvcon: retrying: %ld from %s (%d): %s\n", resp->status, url, ks->disc_failures, m);
+		else
+			log_eprintf("kvcon: retrying: no answer from %s (%d): %s\n", url, ks->disc_failures, m);
+		free(url);
+		free(m);
+	}
 	for (int k = 0; k < OBJ_KIND_COUNT; k++)
 		ks->src->health[k].next_retry_ms = loop_now() + ms;
 	ks->disc_timer = loop_timer_add(ms, on_disc_timer, ks);

@@ -303,6 +303,19 @@ static int load_exec(struct kube_config *kc, struct kfile *f, yaml_node_t *ex, c
 	e->command = strchr(cmd, '/') ? resolve_path(f, cmd) : xstrdup(cmd);
 	e->install_hint = xstrdup0(map_str(d, ex, "installHint"));
 	e->provide_cluster_info = yaml_true(map_str(d, ex, "provideClusterInfo"));
+	const char *im = map_str(d, ex, "interactiveMode");
+	if (im == NULL || *im == '\0' || strcmp(im, "IfAvailable") == 0) {
+		e->interactive = KUBE_EXEC_IF_AVAILABLE;
+	} else if (strcmp(im, "Never") == 0) {
+		e->interactive = KUBE_EXEC_NEVER;
+	} else if (strcmp(im, "Always") == 0) {
+		e->interactive = KUBE_EXEC_ALWAYS;
+	} else {
+		char *m = xasprintf("exec plugin interactiveMode '%s' is not Never, IfAvailable or Always", im);
+		*err = errf(f, ex, m);
+		free(m);
+		return -1;
+	}
 	yaml_node_t *args = map_get(d, ex, "args");
 	if (args && args->type == YAML_SEQUENCE_NODE) {
 		for (yaml_node_item_t *it = args->data.sequence.items.start; it < args->data.sequence.items.top; it++) {
@@ -384,9 +397,12 @@ static struct kube_config *load_in_cluster(char **err)
 	const char *port = getenv("KUBERNETES_SERVICE_PORT");
 	if (host == NULL || *host == '\0' || port == NULL || *port == '\0') {
 		const char *env = getenv("KUBECONFIG");
-		*err = env && *env ? xasprintf("none of the KUBECONFIG files exists (%s) and not running in a cluster", env)
+		*err = env && *env ? xasprintf("none of the KUBECONFIG files exists (%s) and not running in a cluster: "
+					       "point $KUBECONFIG or --kubeconfig at a cluster's kubeconfig",
+					       env)
 				   : xstrdup("no kubeconfig (~/.kube/config or $KUBECONFIG) and not running in a cluster "
-					     "(KUBERNETES_SERVICE_HOST unset)");
+					     "(KUBERNETES_SERVICE_HOST unset): point $KUBECONFIG or --kubeconfig at a "
+					     "cluster's kubeconfig (the local engine's VMs: kvcon engine get)");
 		return NULL;
 	}
 	const char *dir = getenv(KUBECONFIG_SA_DIR_ENV);

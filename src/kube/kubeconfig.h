@@ -21,6 +21,7 @@ struct kube_exec {
 	int nenv;
 	char *install_hint;
 	bool provide_cluster_info;
+	enum kube_exec_interactive { KUBE_EXEC_IF_AVAILABLE, KUBE_EXEC_NEVER, KUBE_EXEC_ALWAYS } interactive;
 };
 
 struct kube_config {

@@ -19,8 +19,10 @@
 #define LIST_TIMEOUT_MS 120000
 #define BACKOFF_BASE_MS 250
 #define BACKOFF_MAX_MS 30000
-#define WATCH_EVENT_MAX (64u << 20)
 #define AUTH_RETRY_MS 60000
+#define CLI_BACKOFF_MAX_MS 4000  /* a one-shot command retries within its own deadline */
+#define LIST_BATCH (256u << 10)  /* list bytes decoded per batch as they stream (fewer items cut by a batch end) */
+#define LIST_ENVELOPE_MAX (1u << 20)
 
 static const struct resource {
 	const char *group_path; /* "/apis/kubevirt.io/v1" */
@@ -34,6 +36,9 @@ static const struct resource {
 };
 
 enum phase { PH_IDLE, PH_LIST, PH_WATCH, PH_WAIT };
+/* Where a streamed list response is: before its items array, inside it (items decoded one by one as they
+ * arrive), after it; or a body without an items array, kept whole (an odd or broken response, small). */
+enum list_part { LP_HEAD, LP_ITEMS, LP_TAIL, LP_WHOLE };
 
 struct kube_reflector {
 	struct kube_reflector_cfg cfg;
@@ -56,7 +61,15 @@ struct kube_reflector {
 	bool relist_wanted;  /* set from the stream callback */
 	char *stream_err;    /* set from the stream callback */
 	struct kube_jstream *js;
-	struct buf page;
+	struct buf page;     /* list bytes not decoded yet */
+	struct buf env;      /* the list's envelope: everything but its items ("items":[] in place) */
+	enum list_part lp;
+	size_t list_bytes;   /* of the response so far */
+	char *list_err;      /* set from the chunk callback: the response was refused (too big, malformed) */
+	bool list_fatal;     /* list_err is a limit: not retried */
+	const struct kube_jprune_node *item_schema;
+	size_t list_max, object_max;
+	size_t list_batch;
 	struct kube_reflector_stats stats;
 };
 
@@ -79,9 +92,15 @@ struct kube_reflector *kube_reflector_new(const struct kube_reflector_cfg *cfg)
 	r->cfg.ns = r->cfg.fallback_ns = r->cfg.selector = NULL; /* use the owned copies */
 	if (r->cfg.page_limit <= 0)
 		r->cfg.page_limit = PAGE_LIMIT;
-	r->js = kube_jstream_new(WATCH_EVENT_MAX);
+	kube_limits(&r->list_max, &r->object_max);
+	r->list_batch = LIST_BATCH;
+	r->js = kube_jstream_new(r->object_max + 4096); /* an event: an object and its envelope */
 	kube_jstream_set_schema(r->js, kube_jprune_schema(cfg->kind));
+	for (const struct kube_jprune_node *n = kube_jprune_schema(cfg->kind); n && n->key; n++)
+		if (strcmp(n->key, "items") == 0)
+			r->item_schema = n->kids;
 	buf_init(&r->page);
+	buf_init(&r->env);
 	return r;
 }
 
@@ -93,6 +112,8 @@ void kube_reflector_free(struct kube_reflector *r)
 	loop_timer_cancel(r->timer);
 	kube_jstream_free(r->js);
 	buf_free(&r->page);
+	buf_free(&r->env);
+	free(r->list_err);
 	free(r->ns);
 	free(r->fallback_ns);
 	free(r->selector);
@@ -153,28 +174,46 @@ static void on_timer(void *arg)
 }
 
 /* Schedules the next attempt after a failure: Retry-After when given, else jittered exponential backoff. */
-static void retry_later(struct kube_reflector *r, long retry_after_s, const char *why)
+static char *coll_url(struct kube_reflector *r);
+
+/* A one-shot command (max_failures set) says on stderr what it retries, as it happens. */
+static void report_retry(struct kube_reflector *r, long status, const char *why)
+{
+	if (r->cfg.max_failures <= 0)
+		return;
+	char *url = coll_url(r);
+	char st[32];
+	snprintf(st, sizeof st, "%ld", status);
+	log_eprintf("kvcon: retrying: %s from %s (%d): %s\n", status ? st : "no answer", url, r->failures, why);
+	free(url);
+}
+
+static void retry_later(struct kube_reflector *r, long retry_after_s, const char *why, long status)
 {
 	r->failures++;
 	r->stats.failures++;
 	r->phase = PH_WAIT;
 	/* a server that answers (429, 5xx, a broken body) gets more patience than one that cannot be reached */
-	int limit = r->cfg.max_failures * (r->answered ? 5 : 1);
+	int limit = r->cfg.max_failures * (r->answered ? 2 : 1);
 	if (!r->synced && r->cfg.max_failures > 0 && r->failures >= limit) {
 		set_health(r, WATCH_ERROR, why);
 		log_warn("kube: %s: giving up after %d failures: %s", kind_name(r), r->failures, why);
 		return;
 	}
+	report_retry(r, status, why);
+	uint64_t cap = r->cfg.max_failures > 0 ? CLI_BACKOFF_MAX_MS : BACKOFF_MAX_MS;
 	uint64_t ms;
 	if (retry_after_s >= 0) {
 		ms = (uint64_t)retry_after_s * 1000;
 		if (ms == 0)
 			ms = 100;
+		if (ms > cap && r->cfg.max_failures > 0)
+			ms = cap;
 	} else {
 		int shift = r->failures - 1 < 16 ? r->failures - 1 : 16;
 		uint64_t base = (uint64_t)BACKOFF_BASE_MS << shift;
-		if (base > BACKOFF_MAX_MS)
-			base = BACKOFF_MAX_MS;
+		if (base > cap)
+			base = cap;
 		/* full jitter in [base/2, base) keeps reconnecting clients from stampeding together */
 		ms = base / 2 + (uint64_t)(rand() % (int)(base / 2 + 1));
 	}
@@ -182,6 +221,15 @@ static void retry_later(struct kube_reflector *r, long retry_after_s, const char
 	set_health(r, WATCH_RECONNECTING, why);
 	log_info("kube: %s: retry in %llu ms: %s", kind_name(r), (unsigned long long)ms, why);
 	r->timer = loop_timer_add(ms, on_timer, r);
+}
+
+/* A limit was reached: reported, never retried (the same request would cost the same again). */
+static void give_up(struct kube_reflector *r, const char *msg)
+{
+	r->stats.failures++;
+	r->phase = PH_WAIT;
+	set_health(r, WATCH_ERROR, msg);
+	log_warn("kube: %s: %s; not retried", kind_name(r), msg);
 }
 
 /* 401/403 and other answers that retrying soon will not fix. */
@@ -293,23 +341,272 @@ out:
 	return rc;
 }
 
-int kube_reflector_apply_list(struct kube_reflector *r, const char *body, size_t len)
+/* The collection's URL without the query, for messages. Caller frees. */
+static char *coll_url(struct kube_reflector *r)
 {
-	char *err = NULL;
-	int rc = apply_page(r, body, len, &err);
-	if (rc < 0)
-		log_warn("kube: %s: %s", kind_name(r), err ? err : "unusable list");
-	free(err);
+	const struct resource *res = &resources[r->cfg.kind];
+	char *path = r->ns ? xasprintf("%s/namespaces/%s/%s", res->group_path, r->ns, res->plural)
+			   : xasprintf("%s/%s", res->group_path, res->plural);
+	char *url = r->cfg.http ? kube_http_url(r->cfg.http, path) : xstrdup(path);
+	free(path);
+	return url;
+}
+
+static void list_fail(struct kube_reflector *r, bool fatal_, char *msg)
+{
+	if (r->list_err == NULL) {
+		r->list_err = msg;
+		r->list_fatal = fatal_;
+	} else {
+		free(msg);
+	}
+}
+
+static bool is_space(char c)
+{
+	return c == ' ' || c == '\n' || c == '\r' || c == '\t';
+}
+
+/* Finds the '[' that opens the list's top-level "items" array. Returns its offset; -2 when the bytes end
+ * before it; -1 when the body has no items array (or not one that opens here: null, another type). */
+static ssize_t find_items(const char *s, size_t n)
+{
+	int depth = 0;
+	for (size_t i = 0; i < n;) {
+		char c = s[i];
+		if (c == '"') {
+			size_t start = ++i;
+			while (i < n && s[i] != '"')
+				i += s[i] == '\\' ? 2 : 1;
+			if (i >= n)
+				return -2;
+			size_t klen = i - start;
+			i++;
+			if (depth != 1 || klen != 5 || memcmp(s + start, "items", 5) != 0)
+				continue;
+			size_t j = i;
+			while (j < n && is_space(s[j]))
+				j++;
+			if (j < n && s[j] != ':')
+				continue; /* a value "items" */
+			if (j < n)
+				j++;
+			while (j < n && is_space(s[j]))
+				j++;
+			if (j >= n)
+				return -2;
+			return s[j] == '[' ? (ssize_t)j : -1;
+		}
+		if (c == '{' || c == '[') {
+			depth++;
+		} else if (c == '}' || c == ']') {
+			if (--depth <= 0)
+				return -1;
+		}
+		i++;
+	}
+	return -2;
+}
+
+/* Decodes what has arrived of a list response: each whole item is pruned, decoded and stored as soon as it is
+ * complete, so a response costs memory for one item at a time, not for the body. final: nothing more comes. */
+static size_t list_process_bytes(struct kube_reflector *r, const char *d, size_t len, bool final)
+{
+	size_t off = 0;
+	if (r->list_err)
+		return 0;
+	if (r->lp == LP_HEAD) {
+		ssize_t at = find_items(d, len);
+		if (at == -1 || (at == -2 && final)) {
+			r->lp = LP_WHOLE; /* no items array: keep the (small) body whole for apply_page's verdict */
+		} else if (at >= 0) {
+			buf_add(&r->env, d, (size_t)at + 1);
+			off = (size_t)at + 1;
+			r->lp = LP_ITEMS;
+		} else if (len > LIST_ENVELOPE_MAX) {
+			list_fail(r, false, xasprintf("the %s list has no items before byte %zu", kind_name(r), len));
+			return 0;
+		}
+	}
+	while (r->lp == LP_ITEMS) {
+		while (off < len && (is_space(d[off]) || d[off] == ','))
+			off++;
+		if (off == len)
+			break;
+		if (d[off] == ']') {
+			buf_add_char(&r->env, ']');
+			off++;
+			r->lp = LP_TAIL;
+			break;
+		}
+		if (d[off] != '{') {
+			list_fail(r, false, xasprintf("the %s list is not valid JSON", kind_name(r)));
+			return 0;
+		}
+		struct json_object *v = NULL;
+		ssize_t used = r->item_schema ? kube_jprune_tree(r->item_schema, d + off, len - off, &v) : -1;
+		if (used <= 0) {
+			json_object_put(v);
+			v = NULL;
+			/* cut by the batch's end, or something only json-c reads: find the item's end, then json-c */
+			struct kube_jscan st = { 0 };
+			ssize_t n = kube_jscan(&st, d + off, len - off);
+			if (n < 0) {
+				list_fail(r, false, xasprintf("the %s list is not valid JSON", kind_name(r)));
+				return 0;
+			}
+			used = n;
+			if (n > 0) {
+				char *err = NULL;
+				v = kube_jstream_parse(r->js, d + off, (size_t)n, false, &err);
+				if (v == NULL) {
+					list_fail(r, false, xasprintf("the %s list is not valid JSON: %s", kind_name(r), err));
+					free(err);
+					return 0;
+				}
+			}
+		}
+		if (used == 0 || (size_t)used > r->object_max) {
+			size_t have = used ? (size_t)used : len - off;
+			if (have > r->object_max) {
+				json_object_put(v);
+				char *url = coll_url(r);
+				list_fail(r, true, xasprintf("an object in the list response from %s exceeds %zu MiB "
+							     "(KVCON_OBJECT_MAX_MIB)",
+							     url, r->object_max >> 20));
+				free(url);
+				return 0;
+			}
+			break; /* the rest of the item is still to come */
+		}
+		off += (size_t)used;
+		if (v == NULL)
+			continue;
+		page_begin(r);
+		upsert(r, v, v);
+		r->page_items++;
+	}
+	if (r->lp == LP_TAIL || r->lp == LP_WHOLE) {
+		buf_add(&r->env, d + off, len - off);
+		off = len;
+		if (r->env.len > (r->lp == LP_TAIL ? LIST_ENVELOPE_MAX : r->list_max)) {
+			list_fail(r, false, xasprintf("the %s list's envelope is too large", kind_name(r)));
+			return 0;
+		}
+	}
+	return off;
+}
+
+/* The same on the bytes kept so far. */
+static void list_process(struct kube_reflector *r, bool final)
+{
+	size_t off = list_process_bytes(r, r->page.data ? r->page.data : "", r->page.len, final);
+	if (r->list_err == NULL)
+		buf_consume(&r->page, off);
+}
+
+static void list_begin(struct kube_reflector *r)
+{
+	buf_reset(&r->page);
+	buf_reset(&r->env);
+	r->lp = LP_HEAD;
+	r->list_bytes = 0;
+	r->page_items = 0;
+	free(r->list_err);
+	r->list_err = NULL;
+	r->list_fatal = false;
+}
+
+/* The response is complete: its envelope gives the continue token and resourceVersion. */
+static int list_end(struct kube_reflector *r, char **err)
+{
+	list_process(r, true);
+	if (r->list_err) {
+		*err = r->list_err;
+		r->list_err = NULL;
+		return -1;
+	}
+	if (r->lp == LP_WHOLE) {
+		int rc = apply_page(r, r->env.data ? r->env.data : "", r->env.len, err);
+		buf_reset(&r->env);
+		return rc;
+	}
+	if (r->lp != LP_TAIL || r->page.len > 0) {
+		*err = xasprintf("the %s list is not valid JSON (it ends inside its items)", kind_name(r));
+		return -1;
+	}
+	size_t items = r->page_items;
+	int rc = apply_page(r, r->env.data, r->env.len, err);
+	buf_reset(&r->env);
+	if (rc == 0)
+		r->cfg.src->health[r->cfg.kind].loaded += items;
 	return rc;
 }
 
-/* List pages stream into one buffer kept across pages: growing a fresh multi-megabyte buffer per page right
- * after freeing a page's JSON tree makes glibc consolidate its free lists each time (most of the CPU). */
+/* A chunk of a list response, as it streams: decoded in batches, within the response limit. */
+static bool list_feed(struct kube_reflector *r, const char *data, size_t len)
+{
+	r->list_bytes += len;
+	if (r->list_bytes > r->list_max) {
+		char *url = coll_url(r);
+		list_fail(r, true, xasprintf("list response from %s exceeds %zu MiB (KVCON_LIST_MAX_MIB)", url,
+					     r->list_max >> 20));
+		free(url);
+		return false;
+	}
+	if (r->page.len == 0 && len >= r->list_batch) {
+		/* a large chunk is decoded where it is: only an item it cuts is copied */
+		size_t used = list_process_bytes(r, data, len, false);
+		if (r->list_err == NULL)
+			buf_add(&r->page, data + used, len - used);
+	} else {
+		buf_add(&r->page, data, len);
+		if (r->page.len >= r->list_batch)
+			list_process(r, false);
+	}
+	return r->list_err == NULL;
+}
+
+int kube_reflector_apply_list(struct kube_reflector *r, const char *body, size_t len)
+{
+	char *err = NULL;
+	list_begin(r);
+	int rc = list_feed(r, body, len) ? list_end(r, &err) : -1;
+	if (rc < 0 && err == NULL) {
+		err = r->list_err;
+		r->list_err = NULL;
+	}
+	if (rc < 0)
+		log_warn("kube: %s: %s", kind_name(r), err ? err : "unusable list");
+	free(err);
+	buf_reset(&r->page);
+	return rc;
+}
+
+int kube_reflector_apply_list_chunked(struct kube_reflector *r, const char *body, size_t len, size_t chunk,
+				      size_t batch, char **err)
+{
+	*err = NULL;
+	r->list_batch = batch ? batch : LIST_BATCH;
+	list_begin(r);
+	int rc = 0;
+	for (size_t off = 0; off < len && rc == 0; off += chunk)
+		if (!list_feed(r, body + off, len - off < chunk ? len - off : chunk))
+			rc = -1;
+	if (rc == 0)
+		rc = list_end(r, err);
+	if (rc < 0 && *err == NULL) {
+		*err = r->list_err;
+		r->list_err = NULL;
+	}
+	buf_reset(&r->page);
+	r->list_batch = LIST_BATCH;
+	return rc;
+}
+
 static bool list_chunk(void *arg, const char *data, size_t len)
 {
-	struct kube_reflector *r = arg;
-	buf_add(&r->page, data, len);
-	return true;
+	return list_feed(arg, data, len);
 }
 
 static void list_done(void *arg, const struct kube_resp *resp)
@@ -317,15 +614,28 @@ static void list_done(void *arg, const struct kube_resp *resp)
 	struct kube_reflector *r = arg;
 	r->req = NULL;
 	r->answered = r->answered || resp->status != 0;
-	if (resp->status == 200) {
+	if (r->list_err && r->list_fatal) {
+		/* a limit: fetching it again would only cost the same again */
+		char *m = r->list_err;
+		r->list_err = NULL;
+		buf_reset(&r->page);
+		buf_reset(&r->env);
+		free(r->cont);
+		r->cont = NULL;
+		r->marked = false;
+		give_up(r, m);
+		free(m);
+		return;
+	}
+	if (resp->status == 200 && !resp->aborted) {
 		char *err = NULL;
-		int rc = apply_page(r, r->page.data ? r->page.data : "", r->page.len, &err);
+		int rc = list_end(r, &err);
 		buf_reset(&r->page);
 		if (rc < 0) {
 			free(r->cont);
 			r->cont = NULL;
 			r->marked = false;
-			retry_later(r, -1, err);
+			retry_later(r, -1, err, resp->status);
 			free(err);
 			return;
 		}
@@ -346,8 +656,9 @@ static void list_done(void *arg, const struct kube_resp *resp)
 		start_watch(r);
 		return;
 	}
-	char *msg = kube_http_error_message(resp);
+	char *msg = resp->status == 200 && r->list_err ? xstrdup(r->list_err) : kube_http_error_message(resp);
 	buf_reset(&r->page);
+	buf_reset(&r->env);
 	if (resp->status == 410 && r->cont) {
 		/* the continue token expired: list again from the start */
 		free(r->cont);
@@ -379,7 +690,7 @@ static void list_done(void *arg, const struct kube_resp *resp)
 		free(m);
 	} else {
 		r->marked = r->marked && r->cont != NULL;
-		retry_later(r, resp->status == 429 ? resp->retry_after : -1, msg);
+		retry_later(r, resp->status == 429 ? resp->retry_after : -1, msg, resp->status);
 	}
 	free(msg);
 }
@@ -400,7 +711,7 @@ static void start_list(struct kube_reflector *r)
 			set_health(r, WATCH_LOADING, NULL);
 	}
 	r->phase = PH_LIST;
-	buf_reset(&r->page);
+	list_begin(r);
 	struct kube_http_req q = {
 		.path = b.data,
 		.timeout_ms = LIST_TIMEOUT_MS,
@@ -515,8 +826,18 @@ static bool watch_chunk(void *arg, const char *data, size_t len)
 		r->failures = 0;
 		set_health(r, WATCH_LIVE, NULL);
 	}
-	if (kube_reflector_feed(r, data, len) < 0)
+	if (kube_reflector_feed(r, data, len) < 0) {
+		if (kube_jstream_too_big(r->js)) {
+			/* the same event would come again on every resume: a limit, not retried */
+			char *url = coll_url(r);
+			free(r->stream_err);
+			r->stream_err = xasprintf("an object in the watch from %s exceeds %zu MiB (KVCON_OBJECT_MAX_MIB)", url,
+						  r->object_max >> 20);
+			r->list_fatal = true;
+			free(url);
+		}
 		return false;
+	}
 	return !r->relist_wanted && r->stream_err == NULL;
 }
 
@@ -545,7 +866,12 @@ static void watch_done(void *arg, const struct kube_resp *resp)
 	if (r->stream_err) {
 		char *m = r->stream_err;
 		r->stream_err = NULL;
-		retry_later(r, -1, m);
+		if (r->list_fatal) {
+			r->list_fatal = false;
+			give_up(r, m);
+		} else {
+			retry_later(r, -1, m, resp->status);
+		}
 		free(m);
 		return;
 	}
@@ -556,7 +882,7 @@ static void watch_done(void *arg, const struct kube_resp *resp)
 			r->failures = 0;
 			start_watch(r);
 		} else {
-			retry_later(r, -1, "the watch ended at once");
+			retry_later(r, -1, "the watch ended at once", resp->status);
 		}
 		return;
 	}
@@ -576,7 +902,7 @@ static void watch_done(void *arg, const struct kube_resp *resp)
 	else if (resp->status == 403)
 		fail_hard(r, WATCH_FORBIDDEN, msg);
 	else
-		retry_later(r, resp->status == 429 ? resp->retry_after : -1, msg);
+		retry_later(r, resp->status == 429 ? resp->retry_after : -1, msg, resp->status);
 	free(msg);
 }
 

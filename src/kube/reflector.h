@@ -1,5 +1,6 @@
 /* A reflector keeps the store in step with one resource of one source in one namespace scope: paginated list
- * (limit=500 + continue, each page applied as it arrives), then a watch from the list's resourceVersion with
+ * (limit=500 + continue, each page's items decoded one by one as they stream in, within the limits of
+ * kube_limits(): past one the list ends with WATCH_ERROR and is not fetched again), then a watch from the list's resourceVersion with
  * bookmarks; 410 Expired relists with mark and sweep; dropped streams and 5xx reconnect with jittered
  * exponential backoff; 429 waits Retry-After; 403 on a cluster-wide list falls back to a namespace.
  * Its progress is published in src->health[kind]. */
@@ -58,6 +59,10 @@ int kube_reflector_apply(struct kube_reflector *r, struct json_object *event);
 /* Applies one list response body ({"metadata":..., "items": [...]}) as a page of the list would (benchmarks,
  * tests). Returns 0, or -1 when it is not a list (logged). */
 int kube_reflector_apply_list(struct kube_reflector *r, const char *body, size_t len);
+/* The same as a streamed list response arriving in chunks of chunk bytes, decoded every batch bytes (0: as the
+ * list path does). Returns 0, or -1 with *err (caller frees). Tests and fuzzing. */
+int kube_reflector_apply_list_chunked(struct kube_reflector *r, const char *body, size_t len, size_t chunk,
+				      size_t batch, char **err);
 /* Feeds raw watch-stream bytes through the line parser into kube_reflector_apply (benchmarks, fuzzing).
  * Returns 0, or -1 on a malformed stream. */
 int kube_reflector_feed(struct kube_reflector *r, const char *data, size_t len);

@@ -150,7 +150,14 @@ int sources_open(struct store *st, char **err)
 		}
 	}
 	if (o->nuris == 0 && k == NULL && !o->no_engine) {
-		char *eerr = NULL;
+		/* the engine is all there is: a machine it cannot run on is said now, not in an empty dashboard */
+		char *eerr = engine_check(NULL);
+		if (eerr) {
+			*err = xasprintf("no kubeconfig (~/.kube/config or $KUBECONFIG), and the local engine cannot open: %s",
+					 eerr);
+			free(eerr);
+			return -1;
+		}
 		if (engine_open(st, NULL, &eerr) == NULL) {
 			*err = xasprintf("no kubeconfig, and the local engine did not open: %s", eerr ? eerr : "?");
 			free(eerr);
@@ -158,7 +165,8 @@ int sources_open(struct store *st, char **err)
 		}
 	}
 	if (sources_live_count() == 0) {
-		*err = xstrdup("no kubeconfig (~/.kube/config or $KUBECONFIG) and no engine host (-c URI)");
+		*err = xstrdup("no kubeconfig (~/.kube/config or $KUBECONFIG) and no engine (--no-engine): set $KUBECONFIG "
+			       "or --kubeconfig, or leave out --no-engine for the local engine");
 		return -1;
 	}
 	log_info("ui: %zu sources", sources_live_count());

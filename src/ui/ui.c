@@ -17,6 +17,7 @@
 #include "core/opts.h"
 #include "core/util.h"
 #include "core/xmalloc.h"
+#include "kube/cred.h"
 #include "model/chain.h"
 #include "model/lineage.h"
 #include "model/store.h"
@@ -622,11 +623,12 @@ int ui_main(void)
 	struct kvcon_opts *o = opts_global();
 	/* before any source opens (the engine would start libvirt for nothing) */
 	if (!isatty(STDIN_FILENO) || !isatty(STDOUT_FILENO)) {
-		fprintf(stderr, "kvcon: the dashboard needs a terminal (use `kvcon get` for scripts)\n");
+		log_eprintf("kvcon: the dashboard needs a terminal (use `kvcon get` for scripts)\n");
 		return EXIT_USAGE;
 	}
 	if (log_open(o->log) < 0)
-		fprintf(stderr, "kvcon: cannot open the log file; continuing without\n");
+		log_eprintf("kvcon: cannot open the log file; continuing without\n");
+	kube_cred_set_interactive(false); /* the dashboard owns the terminal: exec plugins get none */
 	log_set_level(o->verbose > 0 ? LOG_DEBUG : LOG_INFO);
 	sources_load_config();
 	U.readonly = o->readonly || sources_config_readonly();
@@ -634,7 +636,9 @@ int ui_main(void)
 	loop_init();
 	char *err = NULL;
 	if (sources_open(st, &err) < 0) {
-		fprintf(stderr, "kvcon: %s\n", err ? err : "no source could be opened");
+		char *e = util_escape_display(err ? err : "no source could be opened");
+		log_eprintf("error: %s\n", e);
+		free(e);
 		free(err);
 		store_free(st);
 		return EXIT_API;

@@ -1,7 +1,7 @@
 #!/bin/bash
 # The engine picks its accelerator by itself (no KVCON_ENGINE_ACCEL, no config): its KVM probe (a tiny guest kvcon
 # builds, timed under -accel kvm) decides, and whatever it decides, a real guest started through the engine must
-# print its boot marker on kvcon's console. A probe that says "ok" where KVM guests stay silent (this lab: /dev/kvm
+# print its boot marker on kvcon's console (the notice on stderr once per boot). A probe that says "ok" where KVM guests stay silent (this lab: /dev/kvm
 # answers, vCPUs crawl) fails here. Then the verdict is cached for this boot: a second kvcon does not probe again.
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -43,7 +43,11 @@ step "second open: the cached verdict, no new probe"
 kv --log-file "$LOG" engine get vmi alpha >/dev/null 2>"$ENGINE_T/get.err" || fail "get"
 grep -q "engine: KVM .* (cached in $probe)" "$LOG" || { cat "$LOG"; fail "second open did not use the cache"; }
 if grep -q 'KVM probe:' "$LOG"; then fail "second open probed again"; fi
-[[ $verdict == ok ]] || grep -q "KVM unusable here" "$ENGINE_T/get.err" || fail "no notice from the cached verdict"
+# the notice is shown once per boot on the command line; the log keeps it every time
+if [[ $verdict != ok ]]; then
+    grep -q "KVM unusable here" "$ENGINE_T/get.err" && fail "the notice again in the same boot: $(cat "$ENGINE_T/get.err")"
+    grep -q "KVM unusable here" "$LOG" || fail "no notice from the cached verdict in the log"
+fi
 
 kv engine stop alpha --grace-period 0 >/dev/null || fail "stop"
 echo PASS

@@ -86,6 +86,8 @@ for f in vmlinuz initrd.gz; do
     cp "$KVCON_ENGINE_IMAGES/kvcon-lab-guest/$f" "$kdir/$f" # kvcon's own check (this namespace)
     cp "$KVCON_ENGINE_IMAGES/kvcon-lab-guest/$f" "$SRC_LIBDIR/${kdir#/var/lib/libvirt/}/$f" # host A's view
 done
+# a kernel outside the engine's image directory is a host path: the host's owner allows its directory
+echo "engine.allow-host-path = $kdir" >>"$XDG_CONFIG_HOME/kvcon/config"
 kv -c "$SRC_URI" engine apply -f "$(manifest vm2 "$kdir/vmlinuz" "$kdir/initrd.gz")"
 wait_shell vm2
 rc=0

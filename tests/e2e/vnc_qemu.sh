@@ -127,13 +127,38 @@ pwfile="$tmp/pw.good"
 compare_via vncauth "unix:$tmp/g/pw.sock"
 pwfile=
 
-# --proxy-only: prints {"port":N}, the first client gets the display
-"$KVCON" --log-file "$tmp/proxy.log" vnc "unix:$QEMU_GUEST_VNC" --proxy-only --port 0 >"$tmp/proxy.out" 2>&1 &
-pids+=($!)
-until_ok 10 grep -q '"port"' "$tmp/proxy.out" || fail "no port printed by --proxy-only"
-pport=$(sed -n 's/^{"port":\([0-9]*\)}$/\1/p' "$tmp/proxy.out")
-[ -n "$pport" ] || fail "bad --proxy-only output: $(cat "$tmp/proxy.out")"
+# --proxy-only: prints {"port":N,"password":"..."}; the listener is reachable by every local user, so the first
+# viewer must pass VNC authentication with that password before the display is opened (issue 14)
+start_proxy() {
+	"$KVCON" --log-file "$tmp/proxy-$1.log" vnc "unix:$QEMU_GUEST_VNC" --proxy-only --port 0 >"$tmp/proxy-$1.out" 2>&1 &
+	ppid_=$!
+	pids+=($ppid_)
+	until_ok 10 grep -qs '"port"' "$tmp/proxy-$1.out" || fail "no port printed by --proxy-only"
+	pport=$(sed -n 's/^{"port":\([0-9]*\),"password":"[A-Za-z0-9]\{8\}"}$/\1/p' "$tmp/proxy-$1.out")
+	ppass=$(sed -n 's/^{"port":[0-9]*,"password":"\([A-Za-z0-9]\{8\}\)"}$/\1/p' "$tmp/proxy-$1.out")
+	[ -n "$pport" ] && [ -n "$ppass" ] || fail "bad --proxy-only output: $(cat "$tmp/proxy-$1.out")"
+}
+start_proxy good
+echo "$ppass" >"$tmp/pw.proxy"
+pwfile="$tmp/pw.proxy"
 compare_via proxy "tcp:127.0.0.1:$pport"
+pwfile=
+# a wrong password and no password: refused, and the proxy ends with an error instead of serving the display
+for how in wrong none; do
+	start_proxy "$how"
+	echo "not-$ppass" >"$tmp/pw.wrong"
+	if "$KVCON" --log-file "$tmp/kvcon-$how.log" vnc "tcp:127.0.0.1:$pport" --screenshot "$tmp/$how.png" --timeout 10 \
+		$([ $how = wrong ] && echo --password-file "$tmp/pw.wrong") >"$tmp/$how.viewer" 2>&1; then
+		fail "proxy: a viewer with $how password got the display"
+	fi
+	[ ! -s "$tmp/$how.png" ] || fail "proxy: a screenshot was written with $how password"
+	wait "$ppid_"; prc=$?
+	[ $prc -ne 0 ] || fail "proxy: exit 0 after a viewer with $how password"
+	want='authentication failed: wrong password'
+	[ $how = none ] && want='the viewer left before the handshake was done'
+	grep -q "^error: vnc: $want\$" "$tmp/proxy-$how.out" || fail "proxy: no refusal line: $(cat "$tmp/proxy-$how.out")"
+	echo "  proxy: a viewer with $how password is refused (proxy exit $prc)"
+done
 
 # typing: the full-screen display in tmux; the guest's tty1 shell runs what we type and writes to ttyS0
 tmux -L "$sock" new-session -d -x 100 -y 30 \

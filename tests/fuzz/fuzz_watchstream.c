@@ -1,9 +1,11 @@
 /* libFuzzer harness for the watch-stream path: bytes split into chunks go through the reflector's line parser
  * (kube/jstream.c) and kube_reflector_apply into a store, as every kind, so broken framing, truncated events,
- * ERROR/BOOKMARK events and hostile objects are all exercised. Seeds: tests/fuzz/corpus/watchstream/ (watch
+ * ERROR/BOOKMARK events and hostile objects are all exercised; the same bytes also go through the streamed list
+ * decoder (kube_reflector_apply_list_chunked: items decoded as they arrive, in small batches). Seeds: tests/fuzz/corpus/watchstream/ (watch
  * streams captured from fakekube). */
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 
 #include "kube/reflector.h"
 #include "model/store.h"
@@ -27,6 +29,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			if (kube_reflector_feed(r, (const char *)data + off, n) < 0)
 				break;
 		}
+		char *err = NULL;
+		kube_reflector_apply_list_chunked(r, (const char *)data, size, chunk, chunk * 3, &err);
+		free(err);
 		kube_reflector_free(r);
 		store_free(st);
 	}

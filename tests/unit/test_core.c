@@ -1,11 +1,14 @@
 /* Unit tests of src/core: time parsing and formatting, escaping, hash map, buffers, atomic files, the loop. */
+#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "core/buf.h"
 #include "core/hmap.h"
 #include "core/intern.h"
+#include "core/log.h"
 #include "core/loop.h"
 #include "core/util.h"
 #include "core/xmalloc.h"
@@ -159,8 +162,65 @@ static void test_loop(void)
 	loop_fini();
 }
 
+/* Files holding outside text are 0600 in 0700 directories whatever the umask; stderr messages and log lines are
+ * escaped (issue 14 finding 7). */
+static void test_private_files_and_escaped_output(void)
+{
+	char dir[] = "/tmp/kvcon-priv-XXXXXX";
+	T_CHECK(mkdtemp(dir) != NULL);
+	mode_t old = umask(0);
+	char *sub = xasprintf("%s/a/b", dir);
+	T_EQ_INT(util_mkdir_p(sub, 0700), 0);
+	struct stat st;
+	T_CHECK(stat(sub, &st) == 0 && (st.st_mode & 0777) == 0700);
+	char *f = xasprintf("%s/log", sub);
+	int fd = util_open_private(f, O_APPEND, false);
+	T_CHECK(fd >= 0 && fstat(fd, &st) == 0 && (st.st_mode & 0777) == 0600);
+	close(fd);
+	/* an existing file keeps its mode, unless tightened (kvcon's own log) */
+	chmod(f, 0644);
+	fd = util_open_private(f, O_APPEND, false);
+	T_CHECK(fd >= 0 && fstat(fd, &st) == 0 && (st.st_mode & 0777) == 0644);
+	close(fd);
+	fd = util_open_private(f, O_APPEND, true);
+	T_CHECK(fd >= 0 && fstat(fd, &st) == 0 && (st.st_mode & 0777) == 0600);
+	close(fd);
+	umask(0277); /* a umask that would leave the directory unusable */
+	char *sub2 = xasprintf("%s/c", dir);
+	T_EQ_INT(util_mkdir_p(sub2, 0700), 0);
+	T_CHECK(stat(sub2, &st) == 0 && (st.st_mode & 0777) == 0700);
+	umask(old);
+	/* log_eprintf: every line escaped, the newlines between them kept; the log file: one line per message */
+	char *ef = xasprintf("%s/stderr", dir);
+	fflush(stderr);
+	int saved = dup(2), efd = open(ef, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	dup2(efd, 2);
+	log_eprintf("kvcon: server '%s' is bad\nsecond \x9b line\n", "\033]0;pwned\007");
+	fflush(stderr);
+	dup2(saved, 2);
+	close(saved);
+	close(efd);
+	char *got = util_read_file(ef, NULL);
+	T_EQ_STR(got, "kvcon: server '\\e]0;pwned\\x07' is bad\nsecond \\x9b line\n");
+	free(got);
+	char *lf = xasprintf("%s/kvcon.log", dir);
+	T_EQ_INT(log_open(lf), 0);
+	log_warn("from the cluster: %s", "a\nfake line \033[2J");
+	log_close();
+	got = util_read_file(lf, NULL);
+	T_CHECK(got && strstr(got, "warn: from the cluster: a\\nfake line \\e[2J\n") && strchr(got, '\033') == NULL);
+	T_CHECK(stat(lf, &st) == 0 && (st.st_mode & 0777) == 0600);
+	free(got);
+	free(lf);
+	free(ef);
+	free(f);
+	free(sub);
+	free(sub2);
+}
+
 int main(void)
 {
+	test_private_files_and_escaped_output();
 	test_time();
 	test_escape();
 	test_hmap();

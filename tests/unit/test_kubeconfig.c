@@ -10,6 +10,7 @@
 #include "core/util.h"
 #include "core/xmalloc.h"
 #include "kube/cred.h"
+#include "kube/http.h"
 #include "kube/kubeconfig.h"
 #include "t.h"
 
@@ -386,6 +387,142 @@ static void test_exec(void)
 	free(s.err);
 }
 
+static bool pid_alive(const char *file)
+{
+	char *t = util_read_file(file, NULL);
+	int pid = t ? atoi(t) : 0;
+	free(t);
+	/* a zombie still answers kill(0): look at its state */
+	char path[64];
+	snprintf(path, sizeof path, "/proc/%d/stat", pid);
+	char *st = pid > 0 ? util_read_file(path, NULL) : NULL;
+	const char *rp = st ? strrchr(st, ')') : NULL;
+	bool alive = rp && rp[1] == ' ' && rp[2] != 'Z';
+	free(st);
+	return alive;
+}
+
+/* SIGKILL is delivered asynchronously: polls up to 2 s for the process to be gone. */
+static bool pid_gone(const char *file)
+{
+	for (int i = 0; i < 200; i++) {
+		if (!pid_alive(file))
+			return true;
+		usleep(10000);
+	}
+	return false;
+}
+
+/* Finding 6 of issue 14: a plugin that leaves a child holding its pipes, and a plugin that hangs. */
+static void test_exec_bounded(void)
+{
+	setenv("KVCON_EXEC_TIMEOUT", "2", 1);
+	char *child = xasprintf("%s/counter.child", tmpdir);
+	/* the plugin answers and exits, its child keeps the pipes: done at once, the child killed */
+	struct kube_config *kc = exec_config("leftover", "client.authentication.k8s.io/v1");
+	T_CHECK(kc != NULL);
+	struct kube_cred *c = kube_cred_new(kc);
+	struct cb_state s = { 0 };
+	char *err = NULL;
+	uint64_t t0 = util_now_ms();
+	T_EQ_INT(kube_cred_ensure(c, on_cred, &s, &err), 0);
+	wait_cb(&s);
+	uint64_t took = util_now_ms() - t0;
+	T_EQ_INT(s.calls, 1);
+	T_CHECK(s.err == NULL);
+	T_EQ_STR(kube_cred_token(c), "tok-1-suffix");
+	T_CHECK(took < 1900); /* not the deadline: the leftovers were killed once the plugin had exited */
+	T_CHECK(pid_gone(child));
+	kube_cred_free(c);
+	kube_config_free(kc);
+
+	/* a hanging plugin: fails at the deadline with its whole group killed, and is not run again at once */
+	kc = exec_config("hang", "client.authentication.k8s.io/v1");
+	c = kube_cred_new(kc);
+	s.calls = 0;
+	t0 = util_now_ms();
+	T_EQ_INT(kube_cred_ensure(c, on_cred, &s, &err), 0);
+	wait_cb(&s);
+	took = util_now_ms() - t0;
+	T_EQ_INT(s.calls, 1);
+	T_CHECK(s.err && strstr(s.err, "did not finish within 2 s"));
+	T_CHECK(took >= 1900 && took < 4000);
+	T_CHECK(pid_gone(child));
+	T_EQ_INT(kube_cred_exec_runs(c), 1);
+	s.calls = 0;
+	T_EQ_INT(kube_cred_ensure(c, on_cred, &s, &err), -1); /* answered from memory, no second run */
+	T_CHECK(err && strstr(err, "did not finish"));
+	free(err);
+	err = NULL;
+	for (int i = 0; i < 10; i++)
+		loop_once(20);
+	T_EQ_INT(kube_cred_exec_runs(c), 1);
+	char *counter = util_path_join(tmpdir, "counter");
+	char *runs = util_read_file(counter, NULL);
+	T_CHECK(runs && atoi(runs) == 1);
+	free(runs);
+	free(counter);
+	kube_cred_free(c);
+	kube_config_free(kc);
+	free(s.err);
+	free(child);
+	unsetenv("KVCON_EXEC_TIMEOUT");
+}
+
+/* Finding 5 of issue 14: credentials never go to http://, a CA with insecure-skip-tls-verify is refused. */
+static void test_http_refusals(void)
+{
+	static const struct {
+		const char *cluster, *user, *want; /* want NULL: accepted */
+	} cases[] = {
+		{ "server: http://127.0.0.1:1", "token: abc", "refusing to send a bearer token over plain HTTP" },
+		{ "server: http://127.0.0.1:1", "tokenFile: /dev/null", "refusing to send a bearer token" },
+		{ "server: http://127.0.0.1:1", "{username: u, password: p}", "refusing to send basic auth" },
+		{ "server: http://127.0.0.1:1", "client-certificate-data: QQ==", "refusing to send a client certificate" },
+		{ "server: http://127.0.0.1:1",
+		  "exec: {apiVersion: client.authentication.k8s.io/v1, command: x, interactiveMode: Never}",
+		  "refusing to send an exec credential" },
+		{ "server: http://127.0.0.1:1", "{}", NULL },
+		{ "server: https://127.0.0.1:1", "token: abc", NULL },
+		{ "{server: https://127.0.0.1:1, certificate-authority-data: QQ==, insecure-skip-tls-verify: true}",
+		  "token: abc", "specifying a root certificates file with the insecure flag is not allowed" },
+		{ "{server: https://127.0.0.1:1, certificate-authority: /x/ca.crt, insecure-skip-tls-verify: true}",
+		  "{}", "specifying a root certificates file with the insecure flag is not allowed" },
+		{ "{server: https://127.0.0.1:1, insecure-skip-tls-verify: true}", "token: abc", NULL },
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		const char *cl = cases[i].cluster;
+		char *text = xasprintf("current-context: c\nclusters:\n- name: k\n  cluster: %s%s%s\n"
+				       "users:\n- name: u\n  user: %s%s%s\ncontexts:\n- name: c\n  context: {cluster: k, user: u}\n",
+				       cl[0] == '{' ? "" : "{", cl, cl[0] == '{' ? "" : "}", cases[i].user[0] == '{' ? "" : "{",
+				       cases[i].user, cases[i].user[0] == '{' ? "" : "}");
+		char *p = write_tmp("refuse.yaml", text);
+		char *err = NULL;
+		struct kube_config *kc = kube_config_load(p, NULL, &err);
+		T_CHECK(kc != NULL);
+		if (kc == NULL) {
+			fprintf(stderr, "case %zu: %s\n", i, err);
+			free(err);
+			free(p);
+			free(text);
+			continue;
+		}
+		struct kube_http *h = kube_http_new(kc, &err);
+		if (cases[i].want) {
+			T_CHECK(h == NULL && err && strstr(err, cases[i].want));
+			if (h || err == NULL || strstr(err, cases[i].want) == NULL)
+				fprintf(stderr, "case %zu: got %s\n", i, err ? err : "(accepted)");
+		} else {
+			T_CHECK(h != NULL);
+		}
+		kube_http_free(h);
+		free(err);
+		kube_config_free(kc);
+		free(p);
+		free(text);
+	}
+}
+
 static void test_parse(void)
 {
 	char *t, *c, *k, *err = NULL;
@@ -425,6 +562,8 @@ int main(void)
 	test_merge();
 	test_errors();
 	test_exec();
+	test_exec_bounded();
+	test_http_refusals();
 	test_in_cluster();
 	loop_fini();
 	char *cmd = xasprintf("rm -rf '%s'", tmpdir);

@@ -159,6 +159,32 @@ static void test_apply(void)
 	struct vm *cv = (struct vm *)store_get(st, src, OBJ_VM, "cccccccc-4444-4444-8444-444444444444");
 	T_CHECK(cv && cv->o.generation == 1 && strcmp(cv->printable_status, "Stopped") == 0);
 	T_CHECK(store_get(st, src, OBJ_VM, "dddddddd-4444-4444-8444-444444444444") != NULL);
+	/* streamed in chunks of any size and decoded in small batches: the same objects, each counted once */
+	for (size_t chunk = 1; chunk < 700; chunk = chunk * 3 + 1) {
+		for (size_t batch = 1; batch < 2000; batch = batch * 7 + 3) {
+			store_free(st);
+			st = store_new();
+			kube_reflector_free(r);
+			r = kube_reflector_new(&(struct kube_reflector_cfg){ .st = st, .src = src, .kind = OBJ_VM });
+			char *err = NULL;
+			T_EQ_INT(kube_reflector_apply_list_chunked(r, mixed, strlen(mixed), chunk, batch, &err), 0);
+			T_CHECK(err == NULL);
+			free(err);
+			T_EQ_INT(store_count(st, OBJ_VM), 4);
+			T_EQ_INT(src->health[OBJ_VM].loaded, 4); /* a first page: counted from 0 */
+			cv = (struct vm *)store_get(st, src, OBJ_VM, "cccccccc-4444-4444-8444-444444444444");
+			T_CHECK(cv && cv->o.generation == 1);
+		}
+	}
+	/* a list that is no list, or whose items are not objects, is an error */
+	static const char *const notlists[] = { "[1]", "{\"items\":[1]}", "{\"items\":[{}", "{\"items\":{}}", "\"x\"",
+					   "{\"items\":[{\"a\":}]}" };
+	for (size_t i = 0; i < sizeof notlists / sizeof notlists[0]; i++) {
+		char *err = NULL;
+		T_EQ_INT(kube_reflector_apply_list_chunked(r, notlists[i], strlen(notlists[i]), 2, 3, &err), -1);
+		T_CHECK(err != NULL);
+		free(err);
+	}
 	/* a page cut short: an error, and the items that arrived whole are kept (they are the server's) */
 	store_free(st);
 	st = store_new();
