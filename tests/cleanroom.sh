@@ -105,7 +105,13 @@ cleanup() {
         nsenter -t "$HOLDER" -m -- umount -R "$R" 2>/dev/null || nsenter -t "$HOLDER" -m -- umount -R -l "$R"
         kill -KILL "$HOLDER" 2>/dev/null
         for ((i = 0; i < 100; i++)); do kill -0 "$HOLDER" 2>/dev/null || break; sleep 0.1; done
-        [[ -z $(room_pids) ]] || log "WARNING: processes survive: $(room_pids)"
+        if [[ -n $(room_pids) ]]; then
+            log "WARNING: processes survive: $(room_pids)"
+        elif kill -0 "$HOLDER" 2>/dev/null; then
+            log "WARNING: the clean room's pid 1 ($HOLDER) survives"
+        else
+            log "clean-up: every process of the clean room ended, its mount namespace gone with its pid 1"
+        fi
     fi
     if [[ -n $TMUX_PID ]]; then
         for ((i = 0; i < 50; i++)); do kill -0 "$TMUX_PID" 2>/dev/null || break; sleep 0.1; done

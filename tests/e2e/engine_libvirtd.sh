@@ -59,7 +59,7 @@ wait_eq 30 1 sh -c "grep -c 'connection closed; reconnecting' '$log' | cut -c1" 
     fail "kvcon did not notice the daemon going away"
 # a new libvirtd in the same mount namespace (virtlogd and QEMU live on there): it reattaches to the guest
 vl=$(cat "$ENGINE_T/lv/virtlogd.pid")
-nsenter --mount="/proc/$vl/ns/mnt" --uts="/proc/$vl/ns/uts" -- \
+nsenter -t "$vl" --mount --uts --root --wd -- \
     libvirtd -d -f /etc/libvirt/libvirtd.conf -p "$ENGINE_T/lv/libvirtd.pid"
 wait_eq 60 $((before + 1)) conns || fail "kvcon did not reconnect"
 [[ $(rec_exec alpha uid) == "$u" && $(rec_exec alpha phase) == Running ]] ||

@@ -86,8 +86,9 @@ k get pods -n kubevirt -l 'kubevirt.io!=virt-launcher,kubevirt.io' --no-headers 
 # 3. chunked list: --chunk-size=50 on 301 VMs pages 7 times and loses nothing.
 k get vm -A --chunk-size=50 -o name -v=6 >"$tmp/chunk.out" 2>"$tmp/chunk.err"
 grep -c '^virtualmachine.kubevirt.io/' "$tmp/chunk.out" | grep -qx 301 || fail "chunked list row count"
-pages=$(grep -c 'GET .*virtualmachines?.*limit=50.* 200 OK' "$tmp/chunk.err" || true)
-conts=$(grep -c 'GET .*virtualmachines?continue=.*limit=50.* 200 OK' "$tmp/chunk.err" || true)
+# kubectl <= 1.32 logs `GET URL 200 OK in N milliseconds`, 1.33 `"Response" verb="GET" url="URL" status="200 OK"`
+pages=$(grep -c 'GET[" ].*virtualmachines?.*limit=50.*[" ]200 OK' "$tmp/chunk.err" || true)
+conts=$(grep -c 'GET[" ].*virtualmachines?continue=.*limit=50.*[" ]200 OK' "$tmp/chunk.err" || true)
 [ "$pages" -eq 7 ] && [ "$conts" -eq 6 ] || fail "expected 7 pages (6 with continue), got $pages/$conts"
 sed 's|.*/||' "$tmp/vm.state" | sort >"$tmp/vm.names"
 sed 's|^virtualmachine.kubevirt.io/||' "$tmp/chunk.out" | sort >"$tmp/chunk.names"

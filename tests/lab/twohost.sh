@@ -168,7 +168,7 @@ cmd_exec() {
     [[ $h == a || $h == b ]] || lab_die "usage: $0 exec a|b CMD..."
     shift
     p=$(lab_live_pid "$(dir_of "$h")/libvirtd.pid" libvirtd) || lab_die "host $h is not up"
-    exec nsenter -t "$p" -m -u -n -- "$@"
+    exec nsenter -t "$p" -m -u -n -r -w -- "$@"
 }
 
 lab_need_root
