@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# containerdisk.sh - packs the lab guest (tests/lab/guest.sh) as a KubeVirt containerDisk OCI image:
+# containerdisk.sh - packs the lab guest (scripts/demo-guest.sh) as a KubeVirt containerDisk OCI image:
 #   OUTDIR/boot.raw     a BIOS-bootable disk: FAT with syslinux, the guest's kernel and initramfs
 #                       (prints KVCON-GUEST-READY on ttyS0 like the kernel-boot guest)
 #   OUTDIR/disk.qcow2   the same as qcow2
@@ -22,7 +22,7 @@ die() { log "ERROR: $*"; exit 1; }
 for c in mkfs.vfat syslinux mcopy qemu-img sha256sum gzip tar; do
     command -v "$c" >/dev/null || die "$c missing (run scripts/deps.sh)"
 done
-"$ROOT/tests/lab/guest.sh" >/dev/null
+"$ROOT/scripts/demo-guest.sh" >/dev/null
 G=$ROOT/build/guest
 mkdir -p "$OUT"
 OUT=$(cd "$OUT" && pwd)

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# qemu-guest.sh - runs the lab guest (tests/lab/guest.sh) under plain QEMU/TCG,
+# qemu-guest.sh - runs the lab guest (scripts/demo-guest.sh) under plain QEMU/TCG,
 # without libvirt, for console and VNC end-to-end tests:
 #
 #   tests/lab/qemu-guest.sh start DIR [EXTRA QEMU ARGS...]   e.g. -S (paused)
@@ -12,7 +12,7 @@
 # assignments (QEMU_GUEST_*) and returns once the sockets exist. Idempotent:
 # `start` on a running DIR just prints; `stop` on a stopped DIR is a no-op.
 # The guest comes from KVCON_GUEST_KERNEL/INITRD/CMDLINE when set, else from
-# tests/lab/guest.sh (built on first use). KVCON_QEMU_MEM (default 256) in MiB.
+# scripts/demo-guest.sh (built on first use). KVCON_QEMU_MEM (default 256) in MiB.
 set -euo pipefail
 
 HERE=$(cd "$(dirname "$0")" && pwd)
