@@ -738,6 +738,16 @@ static int reach_for_qemu(struct ehost *eh, const struct evm *v, const char *img
 	struct stat st;
 	if (stat(imgs, &st) == 0 && embed_reach(&eh->acct, imgs, err) < 0)
 		return -1;
+	for (int i = 0; i < v->m->nvols; i++)
+		if (v->m->vols[i].type == MF_VOL_CONTAINER) { /* pulled containerDisks are backing files of the cache */
+			char *cache = image_cache_dir(), *disks = util_path_join(cache, "disks");
+			int rc = stat(disks, &st) == 0 ? embed_reach(&eh->acct, disks, err) : 0;
+			free(disks);
+			free(cache);
+			if (rc < 0)
+				return -1;
+			break;
+		}
 	if (v->m->kernel_image) { /* a kernel-boot image is a directory of the image directory */
 		char *kd = util_path_join(imgs, v->m->kernel_image);
 		char *real = realpath(kd, NULL), *rimgs = realpath(imgs, NULL);
