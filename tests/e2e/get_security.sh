@@ -29,6 +29,9 @@ kubeconfig() {
 	printf 'apiVersion: v1\nkind: Config\ncurrent-context: c\nclusters:\n- name: k\n  cluster:\n    server: %s\ncontexts:\n- name: c\n  context: {cluster: k, user: u, namespace: default}\nusers:\n- name: u\n  user: %s\n' \
 		"$2" "$3" >"$1"
 }
+# AddressSanitizer's shadow memory and quarantine dwarf these bounds: the plain build (make check) holds them
+sanitized=
+case ${KVCON_CFLAGS:-} in *-fsanitize=*) sanitized=1 ;; esac
 requests() { [ -f "$tk/requests" ] && wc -l <"$tk/requests" || echo 0; }
 # peak RSS in KiB and wall seconds of a command: out in $tmp/run.out, stderr in $tmp/run.err, rc in $rc
 measure() {
@@ -202,7 +205,7 @@ grep -q "list response from $tkurl/apis/kubevirt.io/v1/namespaces/default/virtua
 	fail "oversized list message: $(cat "$tmp/run.err")"
 lists=$(grep -c 'virtualmachines?' "$tk/requests")
 [ "$lists" -eq 1 ] || fail "the oversized list was fetched $lists times"
-[ "$rss" -lt 40000 ] || fail "peak RSS $rss KiB for a 32 MiB limit"
+[ -n "$sanitized" ] || [ "$rss" -lt 40000 ] || fail "peak RSS $rss KiB for a 32 MiB limit"
 echo "oversized list: refused after $ms ms, peak RSS $rss KiB, fetched once"
 echo "[${SECONDS}s] 100 MiB"
 # under the limit, a list is decoded as it arrives: a 100 MiB response costs kvcon its objects, not the body
@@ -212,7 +215,7 @@ KUBECONFIG=$tmp/huge100.kc measure "$KVCON" get vm -o name
 [ $rc -eq 0 ] || fail "a 100 MiB list: exit $rc: $(cat "$tmp/run.err")"
 n=$(wc -l <"$tmp/run.out")
 [ "$n" -gt 100000 ] || fail "only $n items of the 100 MiB list"
-[ "$rss" -lt 90000 ] || fail "peak RSS $rss KiB for a 100 MiB list ($n objects)"
+[ -n "$sanitized" ] || [ "$rss" -lt 90000 ] || fail "peak RSS $rss KiB for a 100 MiB list ($n objects)"
 echo "100 MiB list: $n objects in $ms ms, peak RSS $rss KiB"
 # one object past the per-object limit
 tinykube bigobj 20
