@@ -113,7 +113,7 @@ want="error: start mnt: cannot start guests: / is not a mount point, and libvirt
 want+=" namespace made from it: bind-mount the root onto itself before entering it (mount --bind ROOT ROOT), or"
 want+=" set namespaces = [ ] in $root/etc/qemu.conf"
 expect no-mount-root "$want" "${IN_NS[@]}" 'r=$1/chroot; mkdir -p "$r"
-    for d in usr etc dev proc sys tmp run var work; do
+    for d in usr etc dev proc sys tmp run var work root home; do
         [[ -d /$d ]] || continue; mkdir -p "$r/$d"; mount --rbind "/$d" "$r/$d"; done
     for l in bin sbin lib lib64; do [[ -L /$l ]] && ln -sfn "$(readlink "/$l")" "$r/$l"; done
     exec chroot "$r" "$2" -c "$3" engine start mnt' x "$ENGINE_T" "$K" "$URI"
