@@ -23,6 +23,7 @@
 #include "core/tarball.h"
 #include "core/util.h"
 #include "core/xmalloc.h"
+#include "engine/engine.h"
 #include "model/chain.h"
 #include "model/diagnose.h"
 #include "model/lineage.h"
@@ -404,7 +405,18 @@ int cmd_bundle(int argc, char **argv)
 		add_cluster_extras(&b, c);
 		missing(&b, "console.log", "the serial console is interactive and not attached by bundle (kvcon console --log FILE keeps it)");
 	} else {
-		missing(&b, "domain.xml", "the engine's libvirt domain XML is not read by bundle (virsh -c URI dumpxml NS_NAME)");
+		/* the XML kvcon defined for the current execution, kept beside its serial log */
+		const char *sl = engine_serial_log(s.src, s.ns, s.name);
+		const char *slash = sl ? strrchr(sl, '/') : NULL;
+		char *xp = slash ? xasprintf("%.*s/domain.xml", (int)(slash - sl), sl) : NULL;
+		size_t xlen = 0;
+		char *xml = xp ? util_read_file(xp, &xlen) : NULL;
+		if (xml)
+			add_file(&b, "domain.xml", xml, xlen);
+		else
+			missing(&b, "domain.xml", xp ? "the execution's domain.xml could not be read" : "no current execution");
+		free(xml);
+		free(xp);
 		char *serr = NULL;
 		struct json_object *chain = storage_chain(s.src, s.ns, s.name, false, &serr);
 		if (chain) {

@@ -881,6 +881,29 @@ static int empty_file(int dfd, const char *path, const char *name, uint64_t size
 	return 0;
 }
 
+/* The domain XML kvcon defines, kept in the run directory beside the serial log (`kvcon bundle` collects it). */
+static int xml_copy(int dfd, const struct domxml_plan *p, char **err)
+{
+	int fd = openat(dfd, "domain.xml", O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+	size_t len = strlen(p->xml), off = 0;
+	while (fd >= 0 && off < len) {
+		ssize_t w = write(fd, p->xml + off, len - off);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			break;
+		off += (size_t)w;
+	}
+	if (fd < 0 || off < len) {
+		*err = xasprintf("%s/domain.xml: %s", p->run_dir, strerror(errno ? errno : EIO));
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	close(fd);
+	return 0;
+}
+
 /* hostDisk DiskOrCreate: a sparse file created only when missing, only below its allowed root (checked again:
  * the directory may have changed since apply), never through a symbolic link. */
 static int host_file(const struct domxml_file *f, char **err)
@@ -1018,6 +1041,8 @@ int domxml_prepare(const struct domxml_plan *p, char **err)
 			break;
 		}
 	}
+	if (dfd >= 0 && p->xml && xml_copy(dfd, p, err) < 0)
+		goto out;
 	rc = 0;
 out:
 	if (dfd >= 0)

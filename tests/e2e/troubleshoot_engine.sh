@@ -87,7 +87,11 @@ mkdir -p "$ENGINE_T/bx" && tar xzf "$ENGINE_T/b.tar.gz" -C "$ENGINE_T/bx" || fai
 grep -q ': starting up libvirt version:' "$ENGINE_T"/bx/logs/virt-launcher-lvm-*/compute.log || fail "engine bundle: QEMU log"
 grep -q 'KVCON-GUEST-READY' "$ENGINE_T"/bx/logs/virt-launcher-lvm-*/serial.log || fail "engine bundle: serial log"
 grep -q '^Kind: *VirtualMachine$' "$ENGINE_T/bx/describe/vm.txt" && [ -s "$ENGINE_T/bx/vmi.yaml" ] || fail "engine bundle: objects"
-grep -q '^missing  domain.xml ' "$ENGINE_T/bx/manifest.txt" || fail "engine bundle: domain.xml reason"
+# the domain XML kvcon defined for this execution: libvirt's schema, this VM's domain name and VMI UID
+uid_now=$(record lvm | jq -r '.execution.uid // ""')
+grep -q "<name>default_lvm</name>" "$ENGINE_T/bx/domain.xml" && grep -qF "$uid_now" "$ENGINE_T/bx/domain.xml" ||
+	fail "engine bundle: domain.xml: $(head -c 300 "$ENGINE_T/bx/domain.xml" 2>&1)"
+grep -q '^missing  domain.xml ' "$ENGINE_T/bx/manifest.txt" && fail "engine bundle: domain.xml listed as missing"
 
 # unknown container, serial --previous: a reason, exit 1
 K logs default/lvm -c nope; [ $? -eq 1 ] || fail "unknown container must exit 1"
