@@ -62,13 +62,15 @@ overlay_backing() { # the backing file of a VM's containerDisk overlay
 }
 
 step "seed 001 fedora-demo, byte for byte: quay.io mirrored to the local registry, pulled, boots to a shell"
-SEED1=$(ls /work/shared/seeds/001_*.txt 2>/dev/null || ls "$ROOT"/../shared/seeds/001_*.txt)
-awk '/^apiVersion: kubevirt.io\/v1$/ && !go { go = 1 } go { print } go && /chpasswd:/ { exit }' "$SEED1" \
-    >"$ENGINE_T/fedora-demo.yaml"
-grep -q 'image: quay.io/containerdisks/fedora:latest' "$ENGINE_T/fedora-demo.yaml" || fail "seed 001 extraction"
-# byte for byte: every line of the applied file is a line of the seed, in order, contiguous
-python3 -c 'import sys; s=open(sys.argv[1]).read(); m=open(sys.argv[2]).read(); sys.exit(0 if m in s else 1)' \
-    "$SEED1" "$ENGINE_T/fedora-demo.yaml" || fail "the applied manifest is not the seed's text"
+# tests/fixtures/seed-001-fedora-demo.yaml is the manifest of ../shared/seeds/001_*.txt, byte for byte (cut out
+# with the awk below); where the seeds are at hand (the development machine) the copy is checked against them
+cp "$ROOT/tests/fixtures/seed-001-fedora-demo.yaml" "$ENGINE_T/fedora-demo.yaml"
+SEED1=$(ls /work/shared/seeds/001_*.txt "$ROOT"/../shared/seeds/001_*.txt 2>/dev/null | head -n1)
+if [[ -n $SEED1 ]]; then
+    awk '/^apiVersion: kubevirt.io\/v1$/ && !go { go = 1 } go { print } go && /chpasswd:/ { exit }' "$SEED1" |
+        cmp -s - "$ENGINE_T/fedora-demo.yaml" || fail "tests/fixtures/seed-001-fedora-demo.yaml differs from $SEED1"
+fi
+grep -q 'image: quay.io/containerdisks/fedora:latest' "$ENGINE_T/fedora-demo.yaml" || fail "seed 001 fixture"
 out=$(kv engine apply -f "$ENGINE_T/fedora-demo.yaml") || fail "apply seed 001: $out"
 kv engine start fedora-demo 2>"$ENGINE_T/start-fedora.err" || { cat "$ENGINE_T/start-fedora.err"; fail "start fedora-demo"; }
 marker fedora-demo
@@ -86,9 +88,13 @@ grep -qx '#cloud-config' <<<"$seed" && grep -qx 'password: fedora' <<<"$seed" &&
 [[ $(ntmp) == 0 ]] || fail "temporary files left after a pull"
 
 step "seed 000 internals-demo with the test digest: an image index resolved to linux/amd64"
-SEED0=$(ls /work/shared/seeds/000_*.txt 2>/dev/null || ls "$ROOT"/../shared/seeds/000_*.txt)
-awk '/^apiVersion: kubevirt.io\/v1$/ && !go { go = 1 } go && /^YAML$/ { exit } go { print }' "$SEED0" |
-    sed "s/@sha256:[0-9a-f]\{64\}/@$D_INDEX/" >"$ENGINE_T/internals-demo.yaml"
+SEED0=$(ls /work/shared/seeds/000_*.txt "$ROOT"/../shared/seeds/000_*.txt 2>/dev/null | head -n1)
+if [[ -n $SEED0 ]]; then
+    awk '/^apiVersion: kubevirt.io\/v1$/ && !go { go = 1 } go && /^YAML$/ { exit } go { print }' "$SEED0" |
+        cmp -s - "$ROOT/tests/fixtures/seed-000-internals-demo.yaml" ||
+        fail "tests/fixtures/seed-000-internals-demo.yaml differs from $SEED0"
+fi
+sed "s/@sha256:[0-9a-f]\{64\}/@$D_INDEX/" "$ROOT/tests/fixtures/seed-000-internals-demo.yaml" >"$ENGINE_T/internals-demo.yaml"
 grep -q "cirros-container-disk-demo@$D_INDEX" "$ENGINE_T/internals-demo.yaml" || fail "seed 000 extraction"
 kv engine apply -f "$ENGINE_T/internals-demo.yaml" >/dev/null || fail "apply seed 000"
 kv -n kubevirt-lab engine start internals-demo >/dev/null 2>&1 || fail "start internals-demo"
