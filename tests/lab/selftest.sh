@@ -137,8 +137,18 @@ wait_state "$uri" kvlab-one "shut off" 10
 step "destroy"
 lvns=$(<"$WORK/lv/mntns")
 "$LAB/libvirtd.sh" down "$WORK/lv"
-for p in /proc/[0-9]*; do
-    [[ $(readlink "$p/ns/mnt" 2>/dev/null) != "$lvns" ]] || fail "process ${p#/proc/} left in libvirtd's namespace"
+# processes of the namespace that are still exiting (a libvirt helper reaped after libvirtd) may take a moment:
+# poll until none is left, and name what stays
+in_lvns() {
+    local p
+    for p in /proc/[0-9]*; do
+        [[ $(readlink "$p/ns/mnt" 2>/dev/null) != "$lvns" ]] || echo "${p#/proc/}($(cat "$p/comm" 2>/dev/null))"
+    done
+}
+end=$((SECONDS + 10))
+while left=$(in_lvns) && [[ -n $left ]]; do
+    ((SECONDS < end)) || fail "processes left in libvirtd's namespace: $left"
+    sleep 0.1
 done
 step "private libvirtd down, nothing left"
 
