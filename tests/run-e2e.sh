@@ -24,6 +24,7 @@ for t in tests/e2e/*.sh tests/lab/selftest.sh; do
 	77) printf '  SKIP %-32s %4ss  %s\n' "$name" "$secs" "$(tail -n1 "$logdir/$name.log")"
 	    skipped=$((skipped + 1)) ;;
 	*) printf '  FAIL %-32s %4ss  (rc %d, log %s)\n' "$name" "$secs" "$rc" "$logdir/$name.log"
+	   grep -m 3 'FAIL' "$logdir/$name.log" | sed 's/^/    ! /'
 	   tail -n 30 "$logdir/$name.log" | sed 's/^/    | /'
 	   failed=$((failed + 1)) ;;
 	esac

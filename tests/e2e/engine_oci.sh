@@ -65,7 +65,7 @@ step "seed 001 fedora-demo, byte for byte: quay.io mirrored to the local registr
 # tests/fixtures/seed-001-fedora-demo.yaml is the manifest of ../shared/seeds/001_*.txt, byte for byte (cut out
 # with the awk below); where the seeds are at hand (the development machine) the copy is checked against them
 cp "$ROOT/tests/fixtures/seed-001-fedora-demo.yaml" "$ENGINE_T/fedora-demo.yaml"
-SEED1=$(ls /work/shared/seeds/001_*.txt "$ROOT"/../shared/seeds/001_*.txt 2>/dev/null | head -n1)
+SEED1=$(ls /work/shared/seeds/001_*.txt "$ROOT"/../shared/seeds/001_*.txt 2>/dev/null | head -n1 || true)
 if [[ -n $SEED1 ]]; then
     awk '/^apiVersion: kubevirt.io\/v1$/ && !go { go = 1 } go { print } go && /chpasswd:/ { exit }' "$SEED1" |
         cmp -s - "$ENGINE_T/fedora-demo.yaml" || fail "tests/fixtures/seed-001-fedora-demo.yaml differs from $SEED1"
@@ -88,7 +88,7 @@ grep -qx '#cloud-config' <<<"$seed" && grep -qx 'password: fedora' <<<"$seed" &&
 [[ $(ntmp) == 0 ]] || fail "temporary files left after a pull"
 
 step "seed 000 internals-demo with the test digest: an image index resolved to linux/amd64"
-SEED0=$(ls /work/shared/seeds/000_*.txt "$ROOT"/../shared/seeds/000_*.txt 2>/dev/null | head -n1)
+SEED0=$(ls /work/shared/seeds/000_*.txt "$ROOT"/../shared/seeds/000_*.txt 2>/dev/null | head -n1 || true)
 if [[ -n $SEED0 ]]; then
     awk '/^apiVersion: kubevirt.io\/v1$/ && !go { go = 1 } go && /^YAML$/ { exit } go { print }' "$SEED0" |
         cmp -s - "$ROOT/tests/fixtures/seed-000-internals-demo.yaml" ||
