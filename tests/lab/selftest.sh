@@ -156,7 +156,9 @@ step "private libvirtd down, nothing left"
 # one shared capability cache, a root per test (libvirt locks a root while
 # a process has it open)
 # the lab's own domain XML (its files in $WORK) runs as root here; kvcon's guests run unprivileged
-euri=$(KVCON_ENGINE_QEMU_USER=root "$HERE/../../scripts/embed-warm.sh" "$WORK/embed")
+# kvcon opens the root with a state of its own: with the user's ($XDG_STATE_HOME, ~/.local/state) its engine
+# would reconcile the user's VMs (make run's demo, Running) into this root (seen in the clean room)
+euri=$(KVCON_ENGINE_QEMU_USER=root XDG_STATE_HOME="$WORK/kvcon-state" "$HERE/../../scripts/embed-warm.sh" "$WORK/embed")
 step "embed-warm.sh on a new root"
 domain_xml kvlab-emb >"$WORK/emb.xml"
 # one virsh session: the root is locked while a process has it open
