@@ -253,6 +253,8 @@ static void set_phase(struct exec *x, const char *phase)
 
 static struct preq *track(struct ehost *eh, int id, enum preq_kind kind, struct evm *v)
 {
+	if (id <= 0)
+		return NULL; /* the host is closed: nothing will answer */
 	struct preq *p = xcalloc(1, sizeof *p);
 	p->id = id;
 	p->kind = kind;
@@ -2442,6 +2444,10 @@ int engine_vnc_open(struct source *src, const char *ns, const char *name, engine
 	int id = host_simple(v->eh->h, RQ_VNC, dn);
 	free(dn);
 	struct preq *p = track(v->eh, id, PK_VNC, NULL);
+	if (p == NULL) {
+		*err = xasprintf("%s: the engine host is closed", name);
+		return -1;
+	}
 	p->vnc_cb = cb;
 	p->arg = arg;
 	return 0;

@@ -600,6 +600,48 @@ fail:
 		virDomainFree(dom);
 }
 
+/* The worker's file requests (records, run directories): they need no connection, so they also run
+ * without a worker (host_request on a closed host). */
+static int file_op(const struct host_req *r, char **err)
+{
+	switch (r->type) {
+	case RQ_WRITE:
+		if (util_write_file_atomic(r->path, r->data, r->len, 0600) == 0)
+			return 0;
+		char *dir = xstrdup(r->path);
+		char *s = strrchr(dir, '/');
+		if (s)
+			*s = '\0';
+		util_mkdir_p(dir, 0700);
+		free(dir);
+		if (util_write_file_atomic(r->path, r->data, r->len, 0600) == 0)
+			return 0;
+		*err = xasprintf("%s: %s", r->path, strerror(errno));
+		log_error("engine: cannot write %s", *err);
+		return -1;
+	case RQ_UNLINK:
+		if (unlink(r->path) < 0 && errno != ENOENT) {
+			*err = xasprintf("%s: %s", r->path, strerror(errno));
+			return -1;
+		}
+		return 0;
+	case RQ_RMTREE: {
+		char *argv[] = { "rm", "-rf", "--", r->path, NULL };
+		pid_t pid = fork();
+		if (pid == 0) {
+			execvp(argv[0], argv);
+			_exit(127);
+		}
+		int st;
+		if (pid > 0)
+			waitpid(pid, &st, 0);
+		return 0;
+	}
+	default:
+		return -1;
+	}
+}
+
 static void handle(struct host *h, struct host_req *r)
 {
 	virDomainPtr dom = NULL;
@@ -641,38 +683,10 @@ static void handle(struct host *h, struct host_req *r)
 	case RQ_INSPECT:
 		break;
 	case RQ_WRITE:
-		if (util_write_file_atomic(r->path, r->data, r->len, 0600) < 0) {
-			char *dir = xstrdup(r->path);
-			char *s = strrchr(dir, '/');
-			if (s)
-				*s = '\0';
-			util_mkdir_p(dir, 0700);
-			free(dir);
-			if (util_write_file_atomic(r->path, r->data, r->len, 0600) < 0) {
-				err = xasprintf("%s: %s", r->path, strerror(errno));
-				log_error("engine: cannot write %s", err);
-				rc = -1;
-			}
-		}
-		break;
 	case RQ_UNLINK:
-		if (unlink(r->path) < 0 && errno != ENOENT) {
-			err = xasprintf("%s: %s", r->path, strerror(errno));
-			rc = -1;
-		}
+	case RQ_RMTREE:
+		rc = file_op(r, &err);
 		break;
-	case RQ_RMTREE: {
-		char *argv[] = { "rm", "-rf", "--", r->path, NULL };
-		pid_t pid = fork();
-		if (pid == 0) {
-			execvp(argv[0], argv);
-			_exit(127);
-		}
-		int st;
-		if (pid > 0)
-			waitpid(pid, &st, 0);
-		break;
-	}
 	case RQ_CONSOLE:
 		rc = console_attach(h, dom, r->dom, &err);
 		log_debug("engine: console %s attached: %d", r->dom, rc);
@@ -898,6 +912,17 @@ void host_free(struct host *h)
 
 int host_request(struct host *h, struct host_req *r)
 {
+	if (h == NULL) {
+		/* the host is closed (kvcon is exiting): its file writes still happen, the rest is dropped */
+		char *err = NULL;
+		if (r->type == RQ_WRITE || r->type == RQ_UNLINK || r->type == RQ_RMTREE)
+			file_op(r, &err);
+		else
+			log_debug("engine: request %d after the host closed: dropped", (int)r->type);
+		free(err);
+		req_free(r);
+		return 0;
+	}
 	r->id = atomic_fetch_add(&h->next_id, 1) + 1;
 	int id = r->id;
 	struct qitem *q = xcalloc(1, sizeof *q);

@@ -113,9 +113,9 @@ want="error: start mnt: cannot start guests: / is not a mount point, and libvirt
 want+=" namespace made from it: bind-mount the root onto itself before entering it (mount --bind ROOT ROOT), or"
 want+=" set namespaces = [ ] in $root/etc/qemu.conf"
 expect no-mount-root "$want" "${IN_NS[@]}" 'r=$1/chroot; mkdir -p "$r"
-    for d in usr etc dev proc sys tmp run var work root home; do
-        [[ -d /$d ]] || continue; mkdir -p "$r/$d"; mount --rbind "/$d" "$r/$d"; done
-    for l in bin sbin lib lib64; do [[ -L /$l ]] && ln -sfn "$(readlink "/$l")" "$r/$l"; done
+    for p in /*; do d=${p#/}
+        if [[ -L $p ]]; then ln -sfn "$(readlink "$p")" "$r/$d"
+        elif [[ -d $p ]]; then mkdir -p "$r/$d"; mount --rbind "$p" "$r/$d"; fi; done
     exec chroot "$r" "$2" -c "$3" engine start mnt' x "$ENGINE_T" "$K" "$URI"
 for vm in lock pts mnt; do kv engine delete $vm >/dev/null || fail "delete $vm"; done
 # the same root, unbroken, starts the guest
