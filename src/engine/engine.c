@@ -253,8 +253,8 @@ static void set_phase(struct exec *x, const char *phase)
 
 static struct preq *track(struct ehost *eh, int id, enum preq_kind kind, struct evm *v)
 {
-	if (id <= 0)
-		return NULL; /* the host is closed: nothing will answer */
+	if (id == 0)
+		return NULL; /* the host is closed: nothing will answer (pulls track negative ids) */
 	struct preq *p = xcalloc(1, sizeof *p);
 	p->id = id;
 	p->kind = kind;
