@@ -13,7 +13,7 @@
 #include <stdarg.h>
 #include <unistd.h>
 
-#include "console/fdstream.h"
+#include "core/fdstream.h"
 #include "core/log.h"
 #include "core/loop.h"
 #include "core/util.h"

@@ -10,7 +10,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "console/stream.h"
+#include "core/stream.h"
 #include "console/vtpane.h"
 #include "model/obj.h"
 #include "model/source.h"

@@ -39,7 +39,7 @@
 #include <rfb/rfbclient.h>
 
 #include "console/png.h"
-#include "console/stream.h"
+#include "core/stream.h"
 #include "core/buf.h"
 #include "core/log.h"
 #include "core/loop.h"

@@ -1,5 +1,5 @@
 /* vnc: a VNC (RFB) client session built on libvncclient, driven so that kvcon's UI thread never blocks.
- * The session reaches the server over a console/stream (the KubeVirt `vnc` WebSocket, the engine's display
+ * The session reaches the server over a core/stream (the KubeVirt `vnc` WebSocket, the engine's display
  * socket) through a socketpair kvcon pumps, or over its own socket (unix:PATH, tcp:HOST:PORT). The framebuffer is
  * handed to the UI as damaged rectangles that vnc_render() turns into fbcells. */
 #ifndef KVCON_CONSOLE_VNC_H

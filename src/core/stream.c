@@ -1,6 +1,6 @@
 /* The byte-stream core shared by every implementation: state, callbacks, references, cross-thread posts.
  * See stream.h for the rules this enforces. */
-#include "console/stream.h"
+#include "core/stream.h"
 
 #include <pthread.h>
 #include <stdarg.h>

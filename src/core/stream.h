@@ -1,6 +1,6 @@
 /* A non-blocking, bidirectional byte stream to a guest (serial console or VNC display), driven by the loop in
  * core/loop.h. One interface, several implementations: the KubeVirt WebSocket (kube/ws.c), a libvirt virStream
- * (engine), a plain fd (console/fdstream.c: sockets, pipes, ptys, tests). Consumers (the console pane, the VNC
+ * (engine), a plain fd (core/fdstream.c: sockets, pipes, ptys, tests). Consumers (the console pane, the VNC
  * pane, `kvcon console`) never know which one they hold.
  *
  * Life cycle
