@@ -18,6 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/config.h"
 #include "core/intern.h"
 #include "core/log.h"
 #include "core/loop.h"
@@ -80,36 +81,32 @@ static void cfg_load(void)
 	if (CFG.loaded)
 		return;
 	CFG.loaded = true;
-	char *dir = util_config_dir();
-	char *path = util_path_join(dir, "config");
-	free(dir);
-	char *text = util_read_file(path, NULL);
-	free(path);
-	if (text == NULL)
-		return;
-	char *save = NULL;
-	for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
-		line[strcspn(line, "#")] = '\0';
-		line += strspn(line, " \t");
-		if (!util_has_prefix(line, "engine.host"))
+	struct config *cfg = config_load(NULL);
+	for (size_t i = 0; i < config_count(cfg); i++) {
+		const struct config_entry *e = config_at(cfg, i);
+		if (strcmp(e->key, "engine.host") != 0)
 			continue;
-		char *rest = line + 11;
-		rest += strspn(rest, " \t");
-		if (*rest != '=')
-			continue;
-		char *sp = NULL;
-		char *uri = strtok_r(rest + 1, " \t\r", &sp);
-		if (uri == NULL)
-			continue;
-		CFG.hosts = xreallocarray(CFG.hosts, (size_t)CFG.n + 1, sizeof *CFG.hosts);
-		struct cfg_host *h = &CFG.hosts[CFG.n++];
-		h->uri = xstrdup(uri);
-		h->mig_uri = NULL;
-		for (char *a = strtok_r(NULL, " \t\r", &sp); a; a = strtok_r(NULL, " \t\r", &sp))
-			if (util_has_prefix(a, "migrate-uri="))
-				h->mig_uri = xstrdup(a + 12);
+		char *words = xstrdup(e->value), *sp = NULL;
+		char *uri = strtok_r(words, " \t", &sp);
+		if (uri) {
+			CFG.hosts = xreallocarray(CFG.hosts, (size_t)CFG.n + 1, sizeof *CFG.hosts);
+			struct cfg_host *h = &CFG.hosts[CFG.n++];
+			h->uri = xstrdup(uri);
+			h->mig_uri = NULL;
+			for (char *a = strtok_r(NULL, " \t", &sp); a; a = strtok_r(NULL, " \t", &sp)) {
+				if (util_has_prefix(a, "migrate-uri=")) {
+					free(h->mig_uri);
+					h->mig_uri = xstrdup(a + 12);
+				} else {
+					char *w = config_where(cfg, e);
+					log_warn("config %s: engine.host: '%s' ignored (expected migrate-uri=URI)", w, a);
+					free(w);
+				}
+			}
+		}
+		free(words);
 	}
-	free(text);
+	config_free(cfg);
 	if (CFG.n) {
 		CFG.uris = xcalloc((size_t)CFG.n + 1, sizeof *CFG.uris);
 		for (int i = 0; i < CFG.n; i++)
