@@ -952,7 +952,7 @@ static void queue_input(struct vnc *v, const struct vnc_input *in)
 		log_debug("vnc: wake: %s", strerror(errno));
 }
 
-void vnc_key(struct vnc *v, uint32_t keysym, bool down)
+static void vnc_key(struct vnc *v, uint32_t keysym, bool down)
 {
 	struct vnc_input in = {.key = true, .keysym = keysym, .down = down};
 	queue_input(v, &in);

@@ -109,7 +109,7 @@ static bool below(const char *path, const char *root)
 	return strncmp(path, root, n) == 0 && (path[n] == '/' || path[n] == '\0');
 }
 
-bool domxml_inside(const char *resolved, const char *root)
+static bool domxml_inside(const char *resolved, const char *root)
 {
 	char *r = realpath(root, NULL);
 	bool ok = r && below(resolved, r);

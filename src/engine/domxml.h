@@ -88,7 +88,4 @@ char *domxml_dir_pool(const char *name, const char *dir);
 /* xml (one element) with its root's attribute set to value, serialized; NULL when it does not parse. */
 char *domxml_with_attr(const char *xml, const char *attr, const char *value);
 
-/* resolved (an absolute path without symbolic links) lies below root (resolved itself first). */
-bool domxml_inside(const char *resolved, const char *root);
-
 #endif

@@ -813,7 +813,7 @@ char *oci_auth_from_json(const char *json, size_t len, const char *host, const c
 	return found;
 }
 
-char *oci_auth_lookup(const char *host, const char *repo, char **from)
+static char *oci_auth_lookup(const char *host, const char *repo, char **from)
 {
 	char *files[6] = { 0 };
 	int n = 0;
@@ -932,19 +932,6 @@ static struct archive *layer_reader(void)
 	archive_read_support_filter_zstd(a);
 	archive_read_support_format_tar(a);
 	return a;
-}
-
-int oci_layer_extract(const char *path, int fd, uint64_t max, char **name, char **err)
-{
-	struct archive *a = layer_reader();
-	int rc;
-	if (archive_read_open_filename(a, path, 1 << 20) != ARCHIVE_OK) {
-		*err = xasprintf("layer: %s", archive_error_string(a) ? archive_error_string(a) : "cannot open");
-		rc = -1;
-	} else
-		rc = extract_from(a, fd, max, name, err);
-	archive_read_free(a);
-	return rc;
 }
 
 int oci_layer_extract_mem(const void *data, size_t len, int fd, uint64_t max, char **name, char **err)

@@ -198,11 +198,6 @@ const char *const *nsctx_namespaces(size_t *n)
 	return ns_names;
 }
 
-const char *nsctx_note(void)
-{
-	return api_note;
-}
-
 static void namespaces_listed(void *arg, int status, const char *const *names, size_t n, const char *message)
 {
 	size_t id = (size_t)(uintptr_t)arg;
