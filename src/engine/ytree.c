@@ -1,4 +1,5 @@
-/* Document tree for manifests: libyaml's event stream (or a json-c object) folded into struct ynode. */
+/* Document tree for manifests: a document loaded with libyaml's document API (or a json-c object) folded into
+ * struct ynode. */
 #include "engine/ytree.h"
 
 #include <json-c/json.h>
@@ -71,156 +72,140 @@ bool ytree_is_null(const struct ynode *n)
 	       strcmp(n->str, "Null") == 0 || strcmp(n->str, "NULL") == 0;
 }
 
-/* ---- YAML ---- */
+/* ---- YAML: libyaml's document API (as kubeconfig reads YAML), folded into ynodes ---- */
 
-struct yparse {
-	yaml_parser_t p;
+struct yload {
+	yaml_document_t *doc;
+	unsigned char *seen; /* by node id: an alias makes a second reference to a node */
 	char *err;
-	size_t nodes;
 };
 
-static int ev_line(const yaml_event_t *ev)
+static int node_line(const yaml_node_t *n)
 {
-	return (int)ev->start_mark.line + 1;
+	return (int)n->start_mark.line + 1;
 }
 
-static struct ynode *parse_node(struct yparse *y, yaml_event_t *ev, int depth);
+static struct ynode *fold(struct yload *y, int id, int depth);
 
-static bool next_event(struct yparse *y, yaml_event_t *ev)
+static struct ynode *fold_map(struct yload *y, yaml_node_t *yn, int depth)
 {
-	if (!yaml_parser_parse(&y->p, ev)) {
-		y->err = xasprintf("YAML error at line %zu: %s", y->p.problem_mark.line + 1,
-				   y->p.problem ? y->p.problem : "malformed");
-		return false;
-	}
-	return true;
-}
-
-static struct ynode *parse_collection(struct yparse *y, enum ynode_type t, int line, int depth)
-{
-	struct ynode *n = node_new(t, line);
-	yaml_event_type_t end = t == YNODE_MAP ? YAML_MAPPING_END_EVENT : YAML_SEQUENCE_END_EVENT;
+	struct ynode *n = node_new(YNODE_MAP, node_line(yn));
 	struct hmap seen; /* the map's keys once it has more than a few: duplicate detection stays linear */
 	hmap_init(&seen);
-	for (;;) {
-		yaml_event_t ev;
-		if (!next_event(y, &ev))
+	for (yaml_node_pair_t *p = yn->data.mapping.pairs.start; p < yn->data.mapping.pairs.top; p++) {
+		yaml_node_t *kn = yaml_document_get_node(y->doc, p->key);
+		if (kn == NULL || kn->type != YAML_SCALAR_NODE) {
+			y->err = xasprintf("line %d: only scalar map keys are supported", kn ? node_line(kn) : n->line);
 			goto fail;
-		if (ev.type == end) {
-			yaml_event_delete(&ev);
-			hmap_free(&seen);
-			return n;
 		}
-		char *key = NULL;
-		if (t == YNODE_MAP) {
-			if (ev.type != YAML_SCALAR_EVENT) {
-				y->err = xasprintf("line %d: only scalar map keys are supported", ev_line(&ev));
-				yaml_event_delete(&ev);
-				goto fail;
-			}
-			key = xstrndup((const char *)ev.data.scalar.value, ev.data.scalar.length);
-			yaml_event_delete(&ev);
-			bool dup = false;
-			if (n->n < 8) {
-				for (size_t i = 0; i < n->n && !dup; i++)
-					dup = strcmp(n->keys[i], key) == 0;
-			} else {
-				if (seen.count == 0)
-					for (size_t i = 0; i < n->n; i++)
-						hmap_put(&seen, n->keys[i], n);
-				dup = hmap_get(&seen, key) != NULL;
-			}
-			if (dup) {
-				y->err = xasprintf("line %d: duplicate key \"%s\"", line, key);
-				free(key);
-				goto fail;
-			}
-			if (seen.count > 0)
-				hmap_put(&seen, key, n);
-			if (!next_event(y, &ev)) {
-				free(key);
-				goto fail;
-			}
+		char *key = xstrndup((const char *)kn->data.scalar.value, kn->data.scalar.length);
+		bool dup = false;
+		if (n->n < 8) {
+			for (size_t i = 0; i < n->n && !dup; i++)
+				dup = strcmp(n->keys[i], key) == 0;
+		} else {
+			if (seen.count == 0)
+				for (size_t i = 0; i < n->n; i++)
+					hmap_put(&seen, n->keys[i], n);
+			dup = hmap_get(&seen, key) != NULL;
 		}
-		struct ynode *kid = parse_node(y, &ev, depth + 1);
+		if (dup) {
+			y->err = xasprintf("line %d: duplicate key \"%s\"", n->line, key);
+			free(key);
+			goto fail;
+		}
+		if (seen.count > 0)
+			hmap_put(&seen, key, n);
+		struct ynode *kid = fold(y, p->value, depth + 1);
 		if (kid == NULL) {
 			free(key);
 			goto fail;
 		}
 		node_add(n, key, kid);
 	}
+	hmap_free(&seen);
+	return n;
 fail:
 	hmap_free(&seen);
 	ytree_free(n);
 	return NULL;
 }
 
-/* Consumes ev (deletes it). */
-static struct ynode *parse_node(struct yparse *y, yaml_event_t *ev, int depth)
+static struct ynode *fold(struct yload *y, int id, int depth)
 {
-	struct ynode *n = NULL;
-	int line = ev_line(ev);
-	if (depth > YTREE_MAX_DEPTH || ++y->nodes > YTREE_MAX_NODES) {
-		y->err = xasprintf("line %d: document too deep or too large", line);
-		yaml_event_delete(ev);
+	yaml_node_t *yn = yaml_document_get_node(y->doc, id);
+	if (yn == NULL) {
+		y->err = xstrdup("malformed YAML document");
 		return NULL;
 	}
-	switch (ev->type) {
-	case YAML_SCALAR_EVENT:
-		if (ev->data.scalar.anchor) {
-			y->err = xasprintf("line %d: YAML anchors are not supported", line);
-			break;
-		}
-		n = node_new(YNODE_SCALAR, line);
-		n->str = xstrndup((const char *)ev->data.scalar.value, ev->data.scalar.length);
-		n->quoted = ev->data.scalar.style != YAML_PLAIN_SCALAR_STYLE;
-		break;
-	case YAML_MAPPING_START_EVENT:
-	case YAML_SEQUENCE_START_EVENT: {
-		bool map = ev->type == YAML_MAPPING_START_EVENT;
-		const yaml_char_t *anchor = map ? ev->data.mapping_start.anchor : ev->data.sequence_start.anchor;
-		if (anchor) {
-			y->err = xasprintf("line %d: YAML anchors are not supported", line);
-			break;
-		}
-		yaml_event_delete(ev);
-		return parse_collection(y, map ? YNODE_MAP : YNODE_SEQ, line, depth);
+	int line = node_line(yn);
+	if (depth > YTREE_MAX_DEPTH) {
+		y->err = xasprintf("line %d: document too deep or too large", line);
+		return NULL;
 	}
-	case YAML_ALIAS_EVENT:
-		y->err = xasprintf("line %d: YAML aliases are not supported", line);
-		break;
+	if (y->seen[id - 1]) { /* no alias bombs, and one owner a node */
+		y->err = xasprintf("line %d: YAML anchors and aliases are not supported", line);
+		return NULL;
+	}
+	y->seen[id - 1] = 1;
+	switch (yn->type) {
+	case YAML_SCALAR_NODE: {
+		struct ynode *n = node_new(YNODE_SCALAR, line);
+		n->str = xstrndup((const char *)yn->data.scalar.value, yn->data.scalar.length);
+		n->quoted = yn->data.scalar.style != YAML_PLAIN_SCALAR_STYLE;
+		return n;
+	}
+	case YAML_MAPPING_NODE:
+		return fold_map(y, yn, depth);
+	case YAML_SEQUENCE_NODE: {
+		struct ynode *n = node_new(YNODE_SEQ, line);
+		for (yaml_node_item_t *it = yn->data.sequence.items.start; it < yn->data.sequence.items.top; it++) {
+			struct ynode *kid = fold(y, *it, depth + 1);
+			if (kid == NULL) {
+				ytree_free(n);
+				return NULL;
+			}
+			node_add(n, NULL, kid);
+		}
+		return n;
+	}
 	default:
-		y->err = xasprintf("line %d: unexpected YAML event", line);
-		break;
+		y->err = xasprintf("line %d: unexpected YAML node", line);
+		return NULL;
 	}
-	yaml_event_delete(ev);
-	return n;
 }
 
 static struct ynode *parse_yaml(const char *text, size_t len, char **err)
 {
-	struct yparse y = { .err = NULL };
+	yaml_parser_t p;
 	struct ynode *root = NULL;
+	char *e = NULL;
 	int docs = 0;
-	yaml_parser_initialize(&y.p);
-	yaml_parser_set_input_string(&y.p, (const unsigned char *)text, len);
-	for (;;) {
-		yaml_event_t ev;
-		if (!next_event(&y, &ev))
+	yaml_parser_initialize(&p);
+	yaml_parser_set_input_string(&p, (const unsigned char *)text, len);
+	while (e == NULL) {
+		yaml_document_t doc;
+		if (!yaml_parser_load(&p, &doc)) {
+			e = xasprintf("YAML error at line %zu: %s", p.problem_mark.line + 1,
+				      p.problem ? p.problem : "malformed");
 			break;
-		if (ev.type == YAML_STREAM_END_EVENT) {
-			yaml_event_delete(&ev);
+		}
+		yaml_node_t *top = yaml_document_get_root_node(&doc);
+		if (top == NULL) { /* the end of the stream */
+			yaml_document_delete(&doc);
 			break;
 		}
-		if (ev.type == YAML_STREAM_START_EVENT || ev.type == YAML_DOCUMENT_END_EVENT) {
-			yaml_event_delete(&ev);
-			continue;
+		size_t count = (size_t)(doc.nodes.top - doc.nodes.start);
+		struct ynode *n = NULL;
+		if (count > YTREE_MAX_NODES) {
+			e = xasprintf("line %d: document too deep or too large", node_line(top));
+		} else {
+			struct yload y = { .doc = &doc, .seen = xcalloc(count, 1) };
+			n = fold(&y, 1, 0); /* the root is node 1 */
+			e = y.err;
+			free(y.seen);
 		}
-		if (ev.type == YAML_DOCUMENT_START_EVENT) {
-			yaml_event_delete(&ev);
-			continue;
-		}
-		struct ynode *n = parse_node(&y, &ev, 0);
+		yaml_document_delete(&doc);
 		if (n == NULL)
 			break;
 		if (ytree_is_null(n)) { /* an empty document between separators */
@@ -228,16 +213,16 @@ static struct ynode *parse_yaml(const char *text, size_t len, char **err)
 			continue;
 		}
 		if (++docs > 1) {
-			y.err = xasprintf("line %d: more than one document (apply one manifest per file)", n->line);
+			e = xasprintf("line %d: more than one document (apply one manifest per file)", n->line);
 			ytree_free(n);
 			break;
 		}
 		root = n;
 	}
-	yaml_parser_delete(&y.p);
-	if (y.err) {
+	yaml_parser_delete(&p);
+	if (e) {
 		ytree_free(root);
-		*err = y.err;
+		*err = e;
 		return NULL;
 	}
 	if (root == NULL)

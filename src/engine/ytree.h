@@ -1,6 +1,7 @@
 /* A small document tree (maps, sequences, scalars) read from one YAML document with libyaml, or from JSON with
  * json-c, so the engine validates manifests against one shape whatever their syntax. Every node remembers its
- * line (1-based) for error messages. Anchors and aliases are refused (no alias bombs). */
+ * line (1-based) for error messages. YAML is loaded with libyaml's document API, as kube/kubeconfig.c loads it;
+ * aliases are refused (no alias bombs). */
 #ifndef KVCON_ENGINE_YTREE_H
 #define KVCON_ENGINE_YTREE_H
 
