@@ -33,9 +33,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	if (size > 1 << 16)
 		return 0;
-	char *s = malloc(size + 1);
-	memcpy(s, data, size);
-	s[size] = '\0';
+	char *s = strndup((const char *)data, size); /* the file's text up to a NUL, as util_read_file gives it */
 	char *err = NULL;
 	struct config *c = config_parse(s, "fuzz", &err);
 	if (err && (strncmp(err, "fuzz:", 5) != 0 || strchr(err + 5, ':') == NULL))
