@@ -1,9 +1,12 @@
 /* kvcon's config file: `key = value` lines, parsed once for every module that has settings in it. */
 #include "core/config.h"
 
+#include <stdatomic.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/log.h"
 #include "core/util.h"
 #include "core/xmalloc.h"
 
@@ -83,9 +86,16 @@ char *config_path(void)
 
 struct config *config_load(char **err)
 {
-	char *path = config_path();
+	static atomic_bool warned; /* the engine's threads read the file too */
+	char *path = config_path(), *e = NULL;
 	char *text = util_read_file(path, NULL);
-	struct config *c = config_parse(text, path, err);
+	struct config *c = config_parse(text, path, &e);
+	if (e && !atomic_exchange(&warned, true))
+		log_warn("config %s (the line is ignored)", e);
+	if (err)
+		*err = e;
+	else
+		free(e);
 	free(text);
 	free(path);
 	return c;

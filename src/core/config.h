@@ -19,7 +19,8 @@ struct config;
 /* Parses text (NULL: an empty file). name prefixes error messages ("NAME:LINE: ..."; NULL gives "line LINE: ...").
  * Never NULL. *err (optional; caller frees) receives the first error, else stays NULL. */
 struct config *config_parse(const char *text, const char *name, char **err);
-/* Reads $XDG_CONFIG_HOME/kvcon/config afresh (a missing file is an empty config). As config_parse. */
+/* Reads $XDG_CONFIG_HOME/kvcon/config afresh (a missing file is an empty config). As config_parse; the first
+ * error is also logged (log_warn), once a process, whoever reads the file. */
 struct config *config_load(char **err);
 /* The path config_load reads. Caller frees. */
 char *config_path(void);

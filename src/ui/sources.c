@@ -47,13 +47,9 @@ int sources_parse_config(const char *text, char **err)
 
 void sources_load_config(void)
 {
-	char *err = NULL;
-	struct config *cfg = config_load(&err);
+	struct config *cfg = config_load(NULL); /* it logs a bad line */
 	apply_config(cfg);
 	config_free(cfg);
-	if (err)
-		log_warn("config %s (the line is ignored)", err);
-	free(err);
 }
 
 const char *sources_config_theme(void)

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include "core/config.h"
+#include "core/log.h"
 #include "core/util.h"
 #include "core/xmalloc.h"
 #include "t.h"
@@ -92,13 +93,23 @@ static void test_load(void)
 	util_mkdir_p(kd, 0700);
 	const char *text = "engine.bridge = br0\noops\n";
 	util_write_file_atomic(f, text, strlen(text), 0600);
+	char *logf = xasprintf("%s/kvcon.log", dir);
+	T_EQ_INT(log_open(logf), 0);
 	c = config_load(&err);
 	char *want = xasprintf("%s:2: expected 'key = value'", f);
 	T_EQ_STR(err, want);
 	T_EQ_STR(config_get(c, "engine.bridge"), "br0");
 	config_free(c);
-	free(want);
 	free(err);
+	c = config_load(NULL); /* the engine's settings read it again: logged once */
+	config_free(c);
+	log_close();
+	char *logged = util_read_file(logf, NULL);
+	T_CHECK(logged && strstr(logged, want) && strstr(strstr(logged, want) + 1, want) == NULL);
+	free(logged);
+	free(want);
+	unlink(logf);
+	free(logf);
 	unlink(f);
 	rmdir(kd);
 	rmdir(dir);
