@@ -3,6 +3,7 @@
 # by a test (tests/**/*.c); one used only in its own file should be static, one used nowhere deleted.
 # nm over the objects `make all` built: a second or so. Last line: the counts (tests/counts.sh).
 . "$(dirname "$0")/counts.sh"
+cd "$(dirname "$0")/.." || exit 1
 b=${1:?usage: check-exports.sh BUILD}
 export LC_ALL=C
 # Defined outside C (kvmprobe.c's guest code is assembly) or called by the C runtime.
@@ -11,7 +12,9 @@ allow="main kvmprobe_code kvmprobe_code_end"
 allow="$allow engine_cli_replied engine_cli_seq_free vnccmd_detect_colour"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-set -- "$b"/src/*/*.o "$b"/src/main.o
+# the objects of today's sources (a stale object of a removed file is no export)
+set --
+for c in src/*/*.c src/main.c; do set -- "$@" "$b/${c%.c}.o"; done
 for o in "$@"; do
 	[ -f "$o" ] || { printf '  FAIL exports (%s missing: run make all first)\n' "$o"; failed=1; counts_end; exit; }
 done
