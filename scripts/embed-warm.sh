@@ -18,16 +18,8 @@ LAB_CAPS=${KVCON_CACHE_DIR:-$ROOT/build/cache}/libvirt-qemu-caps
 lab_log() { echo "embed-warm.sh: $*" >&2; }
 lab_die() { lab_log "ERROR: $*"; exit 1; }
 lab_ms() { date +%s%3N; }
-lab_caps_save() {
-    local d=$1 f tmp
-    mkdir -p "$LAB_CAPS"
-    for f in "$d"/cache/qemu/capabilities/*.xml; do
-        [[ -s $f ]] || continue
-        cmp -s "$f" "$LAB_CAPS/${f##*/}" && continue
-        tmp=$(mktemp "$LAB_CAPS/.tmp.XXXXXX")
-        cp "$f" "$tmp" && mv -f "$tmp" "$LAB_CAPS/${f##*/}"
-    done
-}
+# shellcheck source=scripts/caps-cache.sh
+. "$ROOT/scripts/caps-cache.sh"
 
 root=${1:-}
 [[ -n $root ]] || { echo "usage: $0 ROOT" >&2; exit 2; }
@@ -41,11 +33,7 @@ t0=$(lab_ms)
 mkdir -p "$root/cache/qemu/capabilities"
 had=$(ls "$root/cache/qemu/capabilities" | wc -l)
 seeded=0
-for f in "$LAB_CAPS"/*.xml; do
-    [[ -s $f ]] || continue
-    [[ -s $root/cache/qemu/capabilities/${f##*/} ]] && continue
-    cp "$f" "$root/cache/qemu/capabilities/" && seeded=1
-done
+lab_caps_seed "$root" && seeded=1
 # TCG forced: the open is what matters here, not kvcon's KVM probe
 if ! KVCON_ENGINE_ACCEL=tcg "$kv" -c "$uri" --log-file "$root/embed-warm.log" engine get vm \
     >/dev/null 2>"$root/embed-warm.err"; then

@@ -304,18 +304,6 @@ struct storage_job *storage_chain_start(struct source *src, const char *ns, cons
 	return j;
 }
 
-void storage_chain_cancel(struct storage_job *j)
-{
-	if (j == NULL)
-		return;
-	for (size_t i = 0; i < j->nf; i++)
-		if (j->reqs[i]) {
-			kube_http_cancel(j->reqs[i]);
-			free(j->args[i]);
-		}
-	job_free(j);
-}
-
 struct sync_wait {
 	bool done;
 	struct json_object *chain;

@@ -19,7 +19,6 @@ struct storage_job;
 typedef void (*storage_done_cb)(void *arg, struct json_object *chain, const char *err);
 struct storage_job *storage_chain_start(struct source *src, const char *ns, const char *vm, bool running,
 					storage_done_cb cb, void *arg, char **err);
-void storage_chain_cancel(struct storage_job *j);
 /* The chain as diagnose's "Storage" section (nothing when the VM has no such volumes). */
 void storage_format_text(struct json_object *chain, struct buf *out);
 

@@ -13,7 +13,7 @@
 #include <stdarg.h>
 #include <unistd.h>
 
-#include "console/fdstream.h"
+#include "core/fdstream.h"
 #include "core/log.h"
 #include "core/loop.h"
 #include "core/util.h"
@@ -89,6 +89,8 @@ static const struct vmi *cs_vmi(const struct consess *cs)
 }
 
 static void cs_connect(struct consess *cs);
+/* Opens ws(s):// URLs, unix:PATH and tcp:HOST:PORT (a session given a target instead of a VMI). */
+static struct stream *consess_open_target(const char *target, char **err);
 static void wait_for(struct consess *cs);
 
 static void on_retry(void *arg)
@@ -306,11 +308,6 @@ const char *consess_uid(const struct consess *cs)
 	return cs->uid;
 }
 
-int consess_reconnects(const struct consess *cs)
-{
-	return cs->reconnects;
-}
-
 uint64_t consess_bytes_in(const struct consess *cs)
 {
 	return cs->bytes_in;
@@ -418,7 +415,7 @@ static int connect_tcp(const char *hostport, char **err)
 	return -1;
 }
 
-struct stream *consess_open_target(const char *target, char **err)
+static struct stream *consess_open_target(const char *target, char **err)
 {
 	if (util_has_prefix(target, "ws://") || util_has_prefix(target, "wss://")) {
 		const char *proto = getenv("KVCON_WS_SUBPROTOCOL");

@@ -10,7 +10,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "console/stream.h"
+#include "core/stream.h"
 #include "console/vtpane.h"
 #include "model/obj.h"
 #include "model/source.h"
@@ -50,8 +50,6 @@ enum consess_state consess_state(const struct consess *cs);
 const char *consess_status(const struct consess *cs);
 /* The VMI UID last connected to ("" before). */
 const char *consess_uid(const struct consess *cs);
-/* Reconnects so far (tests, status). */
-int consess_reconnects(const struct consess *cs);
 
 /* A key from the UI (see vtpane_key); goes to the guest while connected. */
 void consess_key(struct consess *cs, int ch, bool keycode, int mods);
@@ -63,8 +61,5 @@ void consess_store_changed(struct consess *cs, enum obj_kind kind, const struct 
 
 /* Bytes received from the guest so far. */
 uint64_t consess_bytes_in(const struct consess *cs);
-
-/* Opens ws(s):// URLs, unix:PATH and tcp:HOST:PORT (the default consess_open_fn). */
-struct stream *consess_open_target(const char *target, char **err);
 
 #endif

@@ -285,13 +285,6 @@ size_t fbcells_ndirty(const struct fbcells *f)
 	return f->ndirty;
 }
 
-bool fbcells_is_dirty(const struct fbcells *f, int col, int row)
-{
-	if (col < 0 || row < 0 || col >= f->cols || row >= f->rows)
-		return false;
-	return f->dirty[(size_t)row * (size_t)f->cols + (size_t)col] != 0;
-}
-
 void fbcells_clear_dirty(struct fbcells *f)
 {
 	if (f->dirty)

@@ -54,7 +54,6 @@ const struct fbc_cell *fbcells_grid(const struct fbcells *f);
 void fbcells_pan(const struct fbcells *f, int *pan_x, int *pan_y);
 /* Number of cells changed since the last fbcells_emit() or fbcells_clear_dirty(). */
 size_t fbcells_ndirty(const struct fbcells *f);
-bool fbcells_is_dirty(const struct fbcells *f, int col, int row);
 void fbcells_clear_dirty(struct fbcells *f);
 /* Marks every cell to be drawn again (the terminal was cleared). */
 void fbcells_touch_all(struct fbcells *f);

@@ -34,7 +34,7 @@ static void chunk(struct buf *out, const char *type, const uint8_t *data, size_t
 	buf_add(out, c, 4);
 }
 
-int png_encode_rgbx(struct buf *out, const uint8_t *pix, int w, int h, size_t stride)
+static int png_encode_rgbx(struct buf *out, const uint8_t *pix, int w, int h, size_t stride)
 {
 	if (w <= 0 || h <= 0 || w > 65535 || h > 65535 || pix == NULL)
 		return -1;

@@ -8,9 +8,6 @@
 
 struct buf;
 
-/* Encodes a framebuffer of 4 bytes a pixel (R, G, B, unused; stride in bytes) as PNG into out (appended).
- * Returns 0, or -1 when the size is invalid or compression failed. */
-int png_encode_rgbx(struct buf *out, const uint8_t *pix, int w, int h, size_t stride);
 /* Same, written atomically to path. Returns 0 or -1 with errno set. */
 int png_write_rgbx(const char *path, const uint8_t *pix, int w, int h, size_t stride);
 

@@ -39,7 +39,7 @@
 #include <rfb/rfbclient.h>
 
 #include "console/png.h"
-#include "console/stream.h"
+#include "core/stream.h"
 #include "core/buf.h"
 #include "core/log.h"
 #include "core/loop.h"
@@ -952,7 +952,7 @@ static void queue_input(struct vnc *v, const struct vnc_input *in)
 		log_debug("vnc: wake: %s", strerror(errno));
 }
 
-void vnc_key(struct vnc *v, uint32_t keysym, bool down)
+static void vnc_key(struct vnc *v, uint32_t keysym, bool down)
 {
 	struct vnc_input in = {.key = true, .keysym = keysym, .down = down};
 	queue_input(v, &in);

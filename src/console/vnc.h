@@ -1,5 +1,5 @@
 /* vnc: a VNC (RFB) client session built on libvncclient, driven so that kvcon's UI thread never blocks.
- * The session reaches the server over a console/stream (the KubeVirt `vnc` WebSocket, the engine's display
+ * The session reaches the server over a core/stream (the KubeVirt `vnc` WebSocket, the engine's display
  * socket) through a socketpair kvcon pumps, or over its own socket (unix:PATH, tcp:HOST:PORT). The framebuffer is
  * handed to the UI as damaged rectangles that vnc_render() turns into fbcells. */
 #ifndef KVCON_CONSOLE_VNC_H
@@ -53,9 +53,6 @@ bool vnc_render(struct vnc *v, struct fbcells *f, int cols, int rows, enum fbc_s
 /* Writes the current framebuffer as PNG. 0, or -1 (errno set; EAGAIN before the first frame). */
 int vnc_screenshot(struct vnc *v, const char *path);
 
-/* Input, queued to the session's thread (X keysyms, rfb/keysym.h; button mask: bit 0 left, 1 middle, 2 right,
- * 3/4 wheel up/down). */
-void vnc_key(struct vnc *v, uint32_t keysym, bool down);
 /* Press and release keysyms in order, then release in reverse (Ctrl+Alt+Del is {Control_L, Alt_L, Delete}). */
 void vnc_key_combo(struct vnc *v, const uint32_t *keysyms, int n);
 void vnc_pointer(struct vnc *v, int x, int y, int mask);

@@ -20,9 +20,9 @@
 
 #include <rfb/keysym.h>
 
-#include "console/fdstream.h"
+#include "core/fdstream.h"
 #include "console/rfbgate.h"
-#include "console/stream.h"
+#include "core/stream.h"
 #include "console/termkeys.h"
 #include "console/vnc.h"
 #include "core/buf.h"

@@ -34,8 +34,3 @@ const char *intern_n(const char *s, size_t n)
 	free(tmp);
 	return r;
 }
-
-size_t intern_count(void)
-{
-	return pool.count;
-}

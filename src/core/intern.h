@@ -8,6 +8,5 @@
 /* Returns the canonical copy of s (NULL stays NULL). */
 const char *intern(const char *s);
 const char *intern_n(const char *s, size_t n);
-size_t intern_count(void);
 
 #endif

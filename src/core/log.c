@@ -114,7 +114,7 @@ static void put_escaped_lines(FILE *f, const char *s)
 	}
 }
 
-void log_vmsg(enum log_level level, const char *fmt, va_list ap)
+static void log_vmsg(enum log_level level, const char *fmt, va_list ap)
 {
 	bool to_file = level >= log_min && log_file;
 	bool to_stderr = (int)level >= log_stderr_min && saved_stderr < 0;
@@ -142,7 +142,7 @@ void log_vmsg(enum log_level level, const char *fmt, va_list ap)
 	free(msg);
 }
 
-void log_veprintf(const char *fmt, va_list ap)
+static void log_veprintf(const char *fmt, va_list ap)
 {
 	char *msg = vformat(fmt, ap);
 	if (msg == NULL)

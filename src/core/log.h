@@ -15,10 +15,9 @@ void log_set_level(enum log_level level);
 /* Also copy messages of at least this level to stderr (CLI mode); LOG_ERROR+1 disables. */
 void log_set_stderr_level(int level);
 
-void log_msg(enum log_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Log lines are escaped (util_escape_display) before they reach the file or stderr: they carry text from clusters,
  * guests and kubeconfigs. */
-void log_vmsg(enum log_level level, const char *fmt, va_list ap) __attribute__((format(printf, 2, 0)));
+void log_msg(enum log_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 #define log_debug(...) log_msg(LOG_DEBUG, __VA_ARGS__)
 #define log_info(...) log_msg(LOG_INFO, __VA_ARGS__)
 #define log_warn(...) log_msg(LOG_WARN, __VA_ARGS__)
@@ -28,7 +27,6 @@ void log_vmsg(enum log_level level, const char *fmt, va_list ap) __attribute__((
  * UTF-8 shown as \e, \x9b, ...; the newlines that separate lines kept), so that text from outside (a server
  * URL from a kubeconfig, an API's message, a guest's name) never drives the terminal. */
 void log_eprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-void log_veprintf(const char *fmt, va_list ap) __attribute__((format(printf, 1, 0)));
 
 /* Sends fd 2 to the log file (when curses takes the screen) and back. */
 void log_capture_stderr(void);

@@ -146,11 +146,6 @@ void loop_fd_set_events(struct loop_fd *h, short events)
 	h->events = events;
 }
 
-short loop_fd_events(const struct loop_fd *h)
-{
-	return h->events;
-}
-
 void loop_fd_remove(struct loop_fd *h)
 {
 	if (h)

@@ -22,7 +22,6 @@ void loop_fini(void);
 
 struct loop_fd *loop_fd_add(int fd, short events, loop_fd_cb cb, void *arg);
 void loop_fd_set_events(struct loop_fd *h, short events);
-short loop_fd_events(const struct loop_fd *h);
 /* Unregisters (does not close the fd). Safe from inside the fd's own callback. NULL is ignored. */
 void loop_fd_remove(struct loop_fd *h);
 

@@ -109,7 +109,7 @@ static bool below(const char *path, const char *root)
 	return strncmp(path, root, n) == 0 && (path[n] == '/' || path[n] == '\0');
 }
 
-bool domxml_inside(const char *resolved, const char *root)
+static bool domxml_inside(const char *resolved, const char *root)
 {
 	char *r = realpath(root, NULL);
 	bool ok = r && below(resolved, r);
@@ -1150,4 +1150,30 @@ char *domxml_with_attr(const char *xml, const char *attr, const char *value)
 	}
 	xmlFreeDoc(doc);
 	return v;
+}
+
+char *domxml_dir_pool(const char *name, const char *dir)
+{
+	struct xw xb = { .buf = xmlBufferCreate() }, *x = &xb;
+	char *out = NULL;
+	if (xb.buf == NULL || (xb.w = xmlNewTextWriterMemory(xb.buf, 0)) == NULL)
+		goto out;
+	xw_start(x, "pool");
+	xw_attr(x, "type", "dir");
+	xw_text(x, "name", name);
+	xw_start(x, "target");
+	xw_text(x, "path", dir);
+	xw_end(x);
+	xw_end(x);
+	if (xmlTextWriterFlush(x->w) < 0)
+		x->bad = true;
+	xmlFreeTextWriter(xb.w);
+	xb.w = NULL;
+	if (!x->bad)
+		out = xstrdup((const char *)xmlBufferContent(xb.buf));
+out:
+	if (xb.w)
+		xmlFreeTextWriter(xb.w);
+	xmlBufferFree(xb.buf);
+	return out;
 }

@@ -83,10 +83,9 @@ int domxml_needs(const char *xml, bool skip_disks, struct domxml_need **out);
 char *domxml_attr(const char *xml, const char *xpath);
 /* The first element xpath selects, serialized, or NULL. */
 char *domxml_element(const char *xml, const char *xpath);
+/* A transient directory storage pool's XML (written with libxml2); NULL when name or dir is not plain text. */
+char *domxml_dir_pool(const char *name, const char *dir);
 /* xml (one element) with its root's attribute set to value, serialized; NULL when it does not parse. */
 char *domxml_with_attr(const char *xml, const char *attr, const char *value);
-
-/* resolved (an absolute path without symbolic links) lies below root (resolved itself first). */
-bool domxml_inside(const char *resolved, const char *root);
 
 #endif

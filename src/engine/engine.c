@@ -16,6 +16,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "core/config.h"
 #include "core/hmap.h"
 #include "core/intern.h"
 #include "core/log.h"
@@ -107,44 +108,6 @@ static char *data_dir(void)
 	return d;
 }
 
-/* Every value of key in $XDG_CONFIG_HOME/kvcon/config ("key = value" lines, '#' comments), in order:
- * a NULL-terminated array (caller frees each and the array; never NULL). */
-static char **config_values(const char *key)
-{
-	char *dir = util_config_dir(), *path = util_path_join(dir, "config");
-	char *text = util_read_file(path, NULL);
-	free(dir);
-	free(path);
-	char **vals = xcalloc(1, sizeof *vals);
-	size_t n = 0;
-	for (char *line = text, *next; line && *line; line = next) {
-		next = strchr(line, '\n');
-		if (next)
-			*next++ = '\0';
-		line[strcspn(line, "#")] = '\0';
-		char *eq = strchr(line, '=');
-		if (eq == NULL)
-			continue;
-		*eq = '\0';
-		char *k = line, *v = eq + 1;
-		while (*k == ' ' || *k == '\t')
-			k++;
-		for (char *t = k + strlen(k); t > k && (t[-1] == ' ' || t[-1] == '\t'); t--)
-			t[-1] = '\0';
-		while (*v == ' ' || *v == '\t')
-			v++;
-		for (char *t = v + strlen(v); t > v && (t[-1] == ' ' || t[-1] == '\t' || t[-1] == '\r'); t--)
-			t[-1] = '\0';
-		if (strcmp(k, key) == 0 && *v) {
-			vals = xreallocarray(vals, n + 2, sizeof *vals);
-			vals[n++] = xstrdup(v);
-			vals[n] = NULL;
-		}
-	}
-	free(text);
-	return vals;
-}
-
 static void values_free(char **vals)
 {
 	for (size_t i = 0; vals && vals[i]; i++)
@@ -152,34 +115,41 @@ static void values_free(char **vals)
 	free(vals);
 }
 
-/* An engine setting: $ENV, else the first "key = value" in $XDG_CONFIG_HOME/kvcon/config, else NULL. Caller
- * frees. */
+/* An engine setting: $ENV, else the first non-empty "key = value" of the config file (core/config.h), else NULL.
+ * Caller frees. */
 static char *setting(const char *env, const char *key)
 {
 	const char *e = getenv(env);
 	if (e && *e)
 		return xstrdup(e);
-	char **vals = config_values(key);
-	char *val = vals[0] ? xstrdup(vals[0]) : NULL;
-	values_free(vals);
+	struct config *cfg = config_load(NULL);
+	const char *v = config_get(cfg, key);
+	char *val = v ? xstrdup(v) : NULL;
+	config_free(cfg);
 	return val;
 }
 
 /* The directories the host's owner allows for hostDisk and kernelBoot host paths: "engine.allow-host-path =
- * DIR" lines of the config file only (an opt-in, like KubeVirt's HostDisk feature gate; absolute paths). */
+ * DIR" lines of the config file only (an opt-in, like KubeVirt's HostDisk feature gate; absolute paths).
+ * A NULL-terminated array (caller frees with values_free; never NULL). */
 static char **host_roots(void)
 {
-	char **vals = config_values("engine.allow-host-path");
+	struct config *cfg = config_load(NULL);
+	char **vals = xcalloc(config_count(cfg) + 1, sizeof *vals);
 	size_t j = 0;
-	for (size_t i = 0; vals[i]; i++) {
-		if (vals[i][0] == '/')
-			vals[j++] = vals[i];
+	for (size_t i = 0; i < config_count(cfg); i++) {
+		const struct config_entry *e = config_at(cfg, i);
+		if (strcmp(e->key, "engine.allow-host-path") != 0 || e->value[0] == '\0')
+			continue;
+		if (e->value[0] == '/')
+			vals[j++] = xstrdup(e->value);
 		else {
-			log_warn("config: engine.allow-host-path = %s ignored: not an absolute path", vals[i]);
-			free(vals[i]);
+			char *w = config_where(cfg, e);
+			log_warn("config %s: engine.allow-host-path = %s ignored: not an absolute path", w, e->value);
+			free(w);
 		}
 	}
-	vals[j] = NULL;
+	config_free(cfg);
 	return vals;
 }
 

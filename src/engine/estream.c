@@ -1,4 +1,4 @@
-/* The engine's byte streams for console/stream.h: the serial console (a subscription to the engine's shared
+/* The engine's byte streams for core/stream.h: the serial console (a subscription to the engine's shared
  * virStream, engine_console_*) and the VNC display (the socket libvirt hands over with virDomainOpenGraphicsFD,
  * relayed through an fdstream once it arrives). Both run on the loop thread. */
 #include "engine/estream.h"
@@ -7,7 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "console/fdstream.h"
+#include "core/fdstream.h"
 #include "core/buf.h"
 #include "core/xmalloc.h"
 #include "engine/engine.h"

@@ -102,7 +102,7 @@ static void event_start(void)
 
 /* ---- messages to the loop thread ---- */
 
-void host_dom_clear(struct host_dom *d)
+static void host_dom_clear(struct host_dom *d)
 {
 	free(d->name);
 	free(d->cmdline);
@@ -955,16 +955,4 @@ int host_write_file(struct host *h, const char *path, const char *data, size_t l
 	memcpy(r->data, data, len);
 	r->len = len;
 	return host_request(h, r);
-}
-
-const char *host_uri(const struct host *h)
-{
-	return h->uri;
-}
-
-const char *host_state_name(int state)
-{
-	static const char *names[] = { "nostate", "running", "blocked", "paused", "shutdown", "shutoff",
-				       "crashed", "pmsuspended" };
-	return state >= 0 && state < (int)(sizeof names / sizeof names[0]) ? names[state] : "unknown";
 }

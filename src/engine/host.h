@@ -92,7 +92,6 @@ int host_request(struct host *h, struct host_req *r);
 /* Convenience: a request of one type about dom. */
 int host_simple(struct host *h, enum host_req_type type, const char *dom);
 int host_write_file(struct host *h, const char *path, const char *data, size_t len);
-const char *host_uri(const struct host *h);
 
 /* Root directory of an embedded URI ("qemu:///embed?root=DIR"), or NULL (caller frees). */
 char *host_embed_root(const char *uri);
@@ -100,8 +99,5 @@ char *host_embed_root(const char *uri);
  * -accel kvm within its time budget. The verdict and its reason are cached for this boot (and this probe
  * version) in cache_file when not NULL; *why (caller frees) says what failed. */
 bool host_kvm_works(const char *cache_file, char **why);
-
-const char *host_state_name(int state);
-void host_dom_clear(struct host_dom *d);
 
 #endif

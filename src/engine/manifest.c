@@ -12,11 +12,12 @@
 
 #include "core/buf.h"
 #include "core/util.h"
+#include "core/ydoc.h"
 #include "core/xmalloc.h"
-#include "engine/ytree.h"
 
 struct vctx {
-	char *err; /* first error wins */
+	char *err;            /* first error wins */
+	yaml_document_t *doc; /* the manifest (core/ydoc.h) */
 };
 
 __attribute__((format(printf, 3, 4))) static bool fail(struct vctx *v, const char *path, const char *fmt, ...)
@@ -30,6 +31,11 @@ __attribute__((format(printf, 3, 4))) static bool fail(struct vctx *v, const cha
 	v->err = xasprintf("%s: %s", path, msg);
 	free(msg);
 	return false;
+}
+
+static yaml_node_t *get(struct vctx *v, const yaml_node_t *map, const char *key)
+{
+	return ydoc_get(v->doc, map, key);
 }
 
 static char *sub(const char *path, const char *key)
@@ -49,22 +55,22 @@ struct key_rule {
 };
 
 /* Refuses keys of map that are not in rules, and keys whose rule has a reason. */
-static bool check_keys(struct vctx *v, const struct ynode *map, const char *path, const struct key_rule *rules)
+static bool check_keys(struct vctx *v, yaml_node_t *map, const char *path, const struct key_rule *rules)
 {
-	if (map->type != YNODE_MAP)
+	if (map->type != YAML_MAPPING_NODE)
 		return fail(v, path, "expected a map");
-	for (size_t i = 0; i < map->n; i++) {
+	for (size_t i = 0; i < ydoc_len(map); i++) {
 		const struct key_rule *r;
 		for (r = rules; r->key; r++)
-			if (strcmp(r->key, map->keys[i]) == 0)
+			if (strcmp(r->key, ydoc_key(v->doc, map, i)) == 0)
 				break;
-		char *p = sub(path, map->keys[i]);
+		char *p = sub(path, ydoc_key(v->doc, map, i));
 		if (r->key == NULL) {
 			fail(v, p, "unknown or unsupported field");
 			free(p);
 			return false;
 		}
-		if (r->reason && !ytree_is_null(map->kids[i])) {
+		if (r->reason && !ydoc_is_null(ydoc_at(v->doc, map, i))) {
 			fail(v, p, "%s", r->reason);
 			free(p);
 			return false;
@@ -74,28 +80,28 @@ static bool check_keys(struct vctx *v, const struct ynode *map, const char *path
 	return true;
 }
 
-static bool want_map(struct vctx *v, const struct ynode *n, const char *path)
+static bool want_map(struct vctx *v, yaml_node_t *n, const char *path)
 {
-	if (n && n->type == YNODE_MAP)
+	if (n && n->type == YAML_MAPPING_NODE)
 		return true;
-	if (n && ytree_is_null(n))
+	if (n && ydoc_is_null(n))
 		return true; /* "{}" written as an empty value */
 	return fail(v, path, "expected a map");
 }
 
-static const char *scalar(struct vctx *v, const struct ynode *n, const char *path)
+static const char *scalar(struct vctx *v, yaml_node_t *n, const char *path)
 {
-	if (n == NULL || n->type != YNODE_SCALAR) {
+	if (n == NULL || n->type != YAML_SCALAR_NODE) {
 		fail(v, path, "expected a string");
 		return NULL;
 	}
-	return n->str;
+	return ydoc_str(n);
 }
 
-static bool get_str(struct vctx *v, const struct ynode *map, const char *key, const char *path, char **out)
+static bool get_str(struct vctx *v, yaml_node_t *map, const char *key, const char *path, char **out)
 {
-	const struct ynode *n = ytree_get(map, key);
-	if (n == NULL || ytree_is_null(n))
+	yaml_node_t *n = get(v, map, key);
+	if (n == NULL || ydoc_is_null(n))
 		return true;
 	char *p = sub(path, key);
 	const char *s = scalar(v, n, p);
@@ -107,16 +113,16 @@ static bool get_str(struct vctx *v, const struct ynode *map, const char *key, co
 	return true;
 }
 
-static bool get_bool(struct vctx *v, const struct ynode *map, const char *key, const char *path, bool *out)
+static bool get_bool(struct vctx *v, yaml_node_t *map, const char *key, const char *path, bool *out)
 {
-	const struct ynode *n = ytree_get(map, key);
-	if (n == NULL || ytree_is_null(n))
+	yaml_node_t *n = get(v, map, key);
+	if (n == NULL || ydoc_is_null(n))
 		return true;
 	char *p = sub(path, key);
 	bool ok = true;
-	if (n->type == YNODE_SCALAR && !n->quoted && strcmp(n->str, "true") == 0)
+	if (n->type == YAML_SCALAR_NODE && !ydoc_quoted(n) && strcmp(ydoc_str(n), "true") == 0)
 		*out = true;
-	else if (n->type == YNODE_SCALAR && !n->quoted && strcmp(n->str, "false") == 0)
+	else if (n->type == YAML_SCALAR_NODE && !ydoc_quoted(n) && strcmp(ydoc_str(n), "false") == 0)
 		*out = false;
 	else
 		ok = fail(v, p, "expected true or false");
@@ -124,18 +130,18 @@ static bool get_bool(struct vctx *v, const struct ynode *map, const char *key, c
 	return ok;
 }
 
-static bool get_int(struct vctx *v, const struct ynode *map, const char *key, const char *path, long lo, long hi,
+static bool get_int(struct vctx *v, yaml_node_t *map, const char *key, const char *path, long lo, long hi,
 		    int *out)
 {
-	const struct ynode *n = ytree_get(map, key);
-	if (n == NULL || ytree_is_null(n))
+	yaml_node_t *n = get(v, map, key);
+	if (n == NULL || ydoc_is_null(n))
 		return true;
 	char *p = sub(path, key);
 	bool ok = false;
-	if (n->type == YNODE_SCALAR && !n->quoted && n->str[0]) {
+	if (n->type == YAML_SCALAR_NODE && !ydoc_quoted(n) && ydoc_str(n)[0]) {
 		char *end;
 		errno = 0;
-		long x = strtol(n->str, &end, 10);
+		long x = strtol(ydoc_str(n), &end, 10);
 		if (errno == 0 && *end == '\0' && x >= lo && x <= hi) {
 			*out = (int)x;
 			ok = true;
@@ -174,19 +180,19 @@ int manifest_quantity(const char *s, uint64_t *out)
 	return -1;
 }
 
-static bool get_qty(struct vctx *v, const struct ynode *map, const char *key, const char *path, uint64_t *out,
+static bool get_qty(struct vctx *v, yaml_node_t *map, const char *key, const char *path, uint64_t *out,
 		    char **text)
 {
-	const struct ynode *n = ytree_get(map, key);
-	if (n == NULL || ytree_is_null(n))
+	yaml_node_t *n = get(v, map, key);
+	if (n == NULL || ydoc_is_null(n))
 		return true;
 	char *p = sub(path, key);
-	bool ok = n->type == YNODE_SCALAR && manifest_quantity(n->str, out) == 0;
+	bool ok = n->type == YAML_SCALAR_NODE && manifest_quantity(ydoc_str(n), out) == 0;
 	if (!ok)
 		fail(v, p, "expected a quantity such as 128Mi or 1Gi");
 	else if (text) {
 		free(*text);
-		*text = xstrdup(n->str);
+		*text = xstrdup(ydoc_str(n));
 	}
 	free(p);
 	return ok;
@@ -427,7 +433,7 @@ const char *mf_bus_name(enum mf_bus b)
 	return "virtio";
 }
 
-static bool parse_target(struct vctx *v, const struct ynode *t, const char *path, struct mf_disk *d)
+static bool parse_target(struct vctx *v, yaml_node_t *t, const char *path, struct mf_disk *d)
 {
 	static const struct key_rule rules[] = {
 		{ "bus", NULL }, { "readonly", NULL },
@@ -435,7 +441,7 @@ static bool parse_target(struct vctx *v, const struct ynode *t, const char *path
 		{ "tray", "cdrom tray state is not supported by the engine" },
 		{ NULL, NULL },
 	};
-	if (!want_map(v, t, path) || (t->type == YNODE_MAP && !check_keys(v, t, path, rules)))
+	if (!want_map(v, t, path) || (t->type == YAML_MAPPING_NODE && !check_keys(v, t, path, rules)))
 		return false;
 	char *bus = NULL;
 	if (!get_str(v, t, "bus", path, &bus) || !get_bool(v, t, "readonly", path, &d->readonly)) {
@@ -461,7 +467,7 @@ static bool parse_target(struct vctx *v, const struct ynode *t, const char *path
 	return true;
 }
 
-static bool parse_disk(struct vctx *v, const struct ynode *n, const char *path, struct mf_disk *d)
+static bool parse_disk(struct vctx *v, yaml_node_t *n, const char *path, struct mf_disk *d)
 {
 	static const struct key_rule rules[] = {
 		{ "name", NULL }, { "disk", NULL }, { "cdrom", NULL }, { "bootOrder", NULL }, { "serial", NULL },
@@ -486,7 +492,7 @@ static bool parse_disk(struct vctx *v, const struct ynode *n, const char *path, 
 	    !check_charset(v, path, "serial", d->serial, "-_.+", 64,
 			   "a disk serial must consist of letters, digits, '-', '_', '.' or '+'"))
 		return false;
-	const struct ynode *disk = ytree_get(n, "disk"), *cd = ytree_get(n, "cdrom");
+	yaml_node_t *disk = get(v, n, "disk"), *cd = get(v, n, "cdrom");
 	char *p;
 	bool ok = true;
 	if (disk && cd)
@@ -517,7 +523,7 @@ static bool parse_disk(struct vctx *v, const struct ynode *n, const char *path, 
 	return ok && v->err == NULL;
 }
 
-static bool parse_volume(struct vctx *v, const struct ynode *n, const char *path, struct mf_volume *vol)
+static bool parse_volume(struct vctx *v, yaml_node_t *n, const char *path, struct mf_volume *vol)
 {
 	static const struct key_rule rules[] = {
 		{ "name", NULL }, { "hostDisk", NULL }, { "persistentVolumeClaim", NULL }, { "emptyDisk", NULL },
@@ -543,9 +549,9 @@ static bool parse_volume(struct vctx *v, const struct ynode *n, const char *path
 	if (!check_label(v, path, "name", vol->name))
 		return false;
 	int kinds = 0;
-	const struct ynode *k;
+	yaml_node_t *k;
 	char *p = NULL;
-	if ((k = ytree_get(n, "hostDisk"))) {
+	if ((k = get(v, n, "hostDisk"))) {
 		static const struct key_rule r[] = { { "path", NULL }, { "type", NULL }, { "capacity", NULL },
 			{ "shared", "shared host disks are not supported by the engine" }, { NULL, NULL } };
 		kinds++;
@@ -572,7 +578,7 @@ static bool parse_volume(struct vctx *v, const struct ynode *n, const char *path
 		free(p);
 		p = NULL;
 	}
-	if ((k = ytree_get(n, "persistentVolumeClaim"))) {
+	if ((k = get(v, n, "persistentVolumeClaim"))) {
 		static const struct key_rule r[] = { { "claimName", NULL }, { "readOnly", NULL },
 			{ "hotpluggable", "hotplug is not supported by the engine" }, { NULL, NULL } };
 		kinds++;
@@ -588,7 +594,7 @@ static bool parse_volume(struct vctx *v, const struct ynode *n, const char *path
 		free(p);
 		p = NULL;
 	}
-	if ((k = ytree_get(n, "emptyDisk"))) {
+	if ((k = get(v, n, "emptyDisk"))) {
 		static const struct key_rule r[] = { { "capacity", NULL }, { NULL, NULL } };
 		kinds++;
 		vol->type = MF_VOL_EMPTY;
@@ -601,7 +607,7 @@ static bool parse_volume(struct vctx *v, const struct ynode *n, const char *path
 		free(p);
 		p = NULL;
 	}
-	if ((k = ytree_get(n, "containerDisk"))) {
+	if ((k = get(v, n, "containerDisk"))) {
 		static const struct key_rule r[] = { { "image", NULL }, { "imagePullPolicy", NULL },
 			{ "imagePullSecret", "secrets need a cluster: the engine takes registry credentials from the "
 					     "Docker/Podman auth file" },
@@ -624,7 +630,7 @@ static bool parse_volume(struct vctx *v, const struct ynode *n, const char *path
 		free(p);
 		p = NULL;
 	}
-	if ((k = ytree_get(n, "cloudInitNoCloud"))) {
+	if ((k = get(v, n, "cloudInitNoCloud"))) {
 		static const struct key_rule r[] = { { "userData", NULL }, { "userDataBase64", NULL },
 			{ "networkData", NULL }, { "networkDataBase64", NULL },
 			{ "secretRef", "secrets need a cluster; put userData inline" },
@@ -667,7 +673,7 @@ out:
 	return v->err == NULL;
 }
 
-static bool parse_iface(struct vctx *v, const struct ynode *n, const char *path, struct mf_iface *f)
+static bool parse_iface(struct vctx *v, yaml_node_t *n, const char *path, struct mf_iface *f)
 {
 	static const struct key_rule rules[] = {
 		{ "name", NULL }, { "masquerade", NULL }, { "bridge", NULL }, { "model", NULL },
@@ -693,7 +699,7 @@ static bool parse_iface(struct vctx *v, const struct ynode *n, const char *path,
 		return fail(v, path, "name is required");
 	if (!check_label(v, path, "name", f->name))
 		return false;
-	const struct ynode *mq = ytree_get(n, "masquerade"), *br = ytree_get(n, "bridge");
+	yaml_node_t *mq = get(v, n, "masquerade"), *br = get(v, n, "bridge");
 	if ((mq != NULL) == (br != NULL))
 		return fail(v, path, "exactly one of masquerade or bridge is required");
 	f->bridge = br != NULL;
@@ -726,7 +732,7 @@ static bool parse_iface(struct vctx *v, const struct ynode *n, const char *path,
 
 /* ---- the VMI template ---- */
 
-static bool parse_cpu(struct vctx *v, const struct ynode *cpu, const char *path, struct manifest *m)
+static bool parse_cpu(struct vctx *v, yaml_node_t *cpu, const char *path, struct manifest *m)
 {
 	static const struct key_rule rules[] = {
 		{ "cores", NULL }, { "sockets", NULL }, { "threads", NULL }, { "model", NULL },
@@ -738,7 +744,7 @@ static bool parse_cpu(struct vctx *v, const struct ynode *cpu, const char *path,
 		{ "features", "CPU feature lists are not supported by the engine" },
 		{ NULL, NULL },
 	};
-	if (!want_map(v, cpu, path) || (cpu->type == YNODE_MAP && !check_keys(v, cpu, path, rules)))
+	if (!want_map(v, cpu, path) || (cpu->type == YAML_MAPPING_NODE && !check_keys(v, cpu, path, rules)))
 		return false;
 	return get_int(v, cpu, "cores", path, 1, 256, &m->cores) &&
 	       get_int(v, cpu, "sockets", path, 1, 64, &m->sockets) &&
@@ -747,7 +753,7 @@ static bool parse_cpu(struct vctx *v, const struct ynode *cpu, const char *path,
 			     "a CPU model must consist of letters, digits, '-', '_', '.' or '+'");
 }
 
-static bool parse_firmware(struct vctx *v, const struct ynode *fw, const char *path, struct manifest *m)
+static bool parse_firmware(struct vctx *v, yaml_node_t *fw, const char *path, struct manifest *m)
 {
 	static const struct key_rule rules[] = {
 		{ "bootloader", NULL }, { "kernelBoot", NULL },
@@ -756,25 +762,25 @@ static bool parse_firmware(struct vctx *v, const struct ynode *fw, const char *p
 		{ "acpi", "custom ACPI tables are not supported by the engine" },
 		{ NULL, NULL },
 	};
-	if (!want_map(v, fw, path) || (fw->type == YNODE_MAP && !check_keys(v, fw, path, rules)))
+	if (!want_map(v, fw, path) || (fw->type == YAML_MAPPING_NODE && !check_keys(v, fw, path, rules)))
 		return false;
-	const struct ynode *bl = ytree_get(fw, "bootloader"), *kb = ytree_get(fw, "kernelBoot");
+	yaml_node_t *bl = get(v, fw, "bootloader"), *kb = get(v, fw, "kernelBoot");
 	char *p;
 	if (bl) {
 		static const struct key_rule r[] = { { "bios", NULL }, { "efi", NULL }, { NULL, NULL } };
 		p = sub(path, "bootloader");
-		if (!want_map(v, bl, p) || (bl->type == YNODE_MAP && !check_keys(v, bl, p, r))) {
+		if (!want_map(v, bl, p) || (bl->type == YAML_MAPPING_NODE && !check_keys(v, bl, p, r))) {
 			free(p);
 			return false;
 		}
-		const struct ynode *bios = ytree_get(bl, "bios"), *efi = ytree_get(bl, "efi");
+		yaml_node_t *bios = get(v, bl, "bios"), *efi = get(v, bl, "efi");
 		if (bios && efi)
 			fail(v, p, "bios and efi are mutually exclusive");
 		if (bios) {
 			static const struct key_rule rb[] = {
 				{ "useSerial", "BIOS serial redirection is not supported by the engine" }, { NULL, NULL } };
 			char *pb = sub(p, "bios");
-			if (want_map(v, bios, pb) && bios->type == YNODE_MAP)
+			if (want_map(v, bios, pb) && bios->type == YAML_MAPPING_NODE)
 				check_keys(v, bios, pb, rb);
 			free(pb);
 		}
@@ -785,7 +791,7 @@ static bool parse_firmware(struct vctx *v, const struct ynode *fw, const char *p
 			char *pe = sub(p, "efi");
 			m->efi = true;
 			m->secure_boot = true; /* KubeVirt's default */
-			if (want_map(v, efi, pe) && efi->type == YNODE_MAP && check_keys(v, efi, pe, re))
+			if (want_map(v, efi, pe) && efi->type == YAML_MAPPING_NODE && check_keys(v, efi, pe, re))
 				get_bool(v, efi, "secureBoot", pe, &m->secure_boot);
 			free(pe);
 		}
@@ -801,13 +807,13 @@ static bool parse_firmware(struct vctx *v, const struct ynode *fw, const char *p
 					     "directory" },
 			{ NULL, NULL } };
 		p = sub(path, "kernelBoot");
-		bool ok = want_map(v, kb, p) && kb->type == YNODE_MAP && check_keys(v, kb, p, r) &&
+		bool ok = want_map(v, kb, p) && kb->type == YAML_MAPPING_NODE && check_keys(v, kb, p, r) &&
 			  get_str(v, kb, "kernelArgs", p, &m->kernel_args);
-		const struct ynode *c = ytree_get(kb, "container");
+		yaml_node_t *c = get(v, kb, "container");
 		char *pc = sub(p, "container");
 		if (ok && c == NULL)
 			fail(v, pc, "required (image, kernelPath, initrdPath)");
-		else if (ok && want_map(v, c, pc) && c->type == YNODE_MAP && check_keys(v, c, pc, rc) &&
+		else if (ok && want_map(v, c, pc) && c->type == YAML_MAPPING_NODE && check_keys(v, c, pc, rc) &&
 			 get_str(v, c, "image", pc, &m->kernel_image) && get_str(v, c, "kernelPath", pc, &m->kernel) &&
 			 get_str(v, c, "initrdPath", pc, &m->initrd)) {
 			if (m->kernel == NULL && m->initrd == NULL)
@@ -832,7 +838,7 @@ static bool parse_firmware(struct vctx *v, const struct ynode *fw, const char *p
 	return v->err == NULL;
 }
 
-static bool parse_domain(struct vctx *v, const struct ynode *d, const char *path, struct manifest *m)
+static bool parse_domain(struct vctx *v, yaml_node_t *d, const char *path, struct manifest *m)
 {
 	static const struct key_rule rules[] = {
 		{ "cpu", NULL }, { "memory", NULL }, { "resources", NULL }, { "machine", NULL }, { "firmware", NULL },
@@ -844,27 +850,27 @@ static bool parse_domain(struct vctx *v, const struct ynode *d, const char *path
 		{ "launchSecurity", "confidential computing is not supported by the engine" },
 		{ NULL, NULL },
 	};
-	if (d == NULL || d->type != YNODE_MAP)
+	if (d == NULL || d->type != YAML_MAPPING_NODE)
 		return fail(v, path, "required");
 	if (!check_keys(v, d, path, rules))
 		return false;
 	char *p;
-	const struct ynode *n;
-	if ((n = ytree_get(d, "cpu"))) {
+	yaml_node_t *n;
+	if ((n = get(v, d, "cpu"))) {
 		p = sub(path, "cpu");
 		parse_cpu(v, n, p, m);
 		free(p);
 	}
-	if (v->err == NULL && (n = ytree_get(d, "memory"))) {
+	if (v->err == NULL && (n = get(v, d, "memory"))) {
 		static const struct key_rule r[] = { { "guest", NULL },
 			{ "hugepages", "hugepages are not supported by the engine" },
 			{ "maxGuest", "memory hotplug is not supported by the engine" }, { NULL, NULL } };
 		p = sub(path, "memory");
-		if (want_map(v, n, p) && n->type == YNODE_MAP && check_keys(v, n, p, r))
+		if (want_map(v, n, p) && n->type == YAML_MAPPING_NODE && check_keys(v, n, p, r))
 			get_qty(v, n, "guest", p, &m->memory, &m->memory_text);
 		free(p);
 	}
-	if (v->err == NULL && (n = ytree_get(d, "resources"))) {
+	if (v->err == NULL && (n = get(v, d, "resources"))) {
 		static const struct key_rule r[] = { { "requests", NULL },
 			{ "limits", "launcher resource limits are not enforced by the engine" },
 			{ "overcommitGuestOverhead", NULL }, { NULL, NULL } };
@@ -872,12 +878,12 @@ static bool parse_domain(struct vctx *v, const struct ynode *d, const char *path
 			{ "cpu", "CPU requests are a scheduling input; the engine has no scheduler (use cpu.cores)" },
 			{ NULL, NULL } };
 		p = sub(path, "resources");
-		if (want_map(v, n, p) && n->type == YNODE_MAP && check_keys(v, n, p, r)) {
-			const struct ynode *req = ytree_get(n, "requests");
+		if (want_map(v, n, p) && n->type == YAML_MAPPING_NODE && check_keys(v, n, p, r)) {
+			yaml_node_t *req = get(v, n, "requests");
 			char *pr = sub(p, "requests");
 			uint64_t reqmem = 0;
 			char *reqtext = NULL;
-			if (req && want_map(v, req, pr) && req->type == YNODE_MAP && check_keys(v, req, pr, rq) &&
+			if (req && want_map(v, req, pr) && req->type == YAML_MAPPING_NODE && check_keys(v, req, pr, rq) &&
 			    get_qty(v, req, "memory", pr, &reqmem, &reqtext) && m->memory == 0 && reqmem) {
 				m->memory = reqmem; /* KubeVirt: guest memory defaults to the request */
 				free(m->memory_text);
@@ -891,10 +897,10 @@ static bool parse_domain(struct vctx *v, const struct ynode *d, const char *path
 		}
 		free(p);
 	}
-	if (v->err == NULL && (n = ytree_get(d, "machine"))) {
+	if (v->err == NULL && (n = get(v, d, "machine"))) {
 		static const struct key_rule r[] = { { "type", NULL }, { NULL, NULL } };
 		p = sub(path, "machine");
-		if (want_map(v, n, p) && n->type == YNODE_MAP && check_keys(v, n, p, r) &&
+		if (want_map(v, n, p) && n->type == YAML_MAPPING_NODE && check_keys(v, n, p, r) &&
 		    get_str(v, n, "type", p, &m->machine) && m->machine) {
 			const char *t = m->machine;
 			if (!(strcmp(t, "q35") == 0 || strcmp(t, "pc") == 0 || util_has_prefix(t, "pc-q35-") || util_has_prefix(t, "pc-i440fx-")))
@@ -905,23 +911,23 @@ static bool parse_domain(struct vctx *v, const struct ynode *d, const char *path
 		}
 		free(p);
 	}
-	if (v->err == NULL && (n = ytree_get(d, "firmware"))) {
+	if (v->err == NULL && (n = get(v, d, "firmware"))) {
 		p = sub(path, "firmware");
 		parse_firmware(v, n, p, m);
 		free(p);
 	}
-	if (v->err == NULL && (n = ytree_get(d, "features"))) {
+	if (v->err == NULL && (n = get(v, d, "features"))) {
 		static const struct key_rule r[] = { { "acpi", NULL }, { "apic", NULL },
 			{ "smm", "SMM selection is not supported by the engine" },
 			{ "hyperv", "Hyper-V enlightenments are not supported by the engine" },
 			{ "kvm", "KVM feature flags are not supported by the engine" },
 			{ "pvspinlock", "pvspinlock is not supported by the engine" }, { NULL, NULL } };
 		p = sub(path, "features");
-		if (want_map(v, n, p) && n->type == YNODE_MAP)
+		if (want_map(v, n, p) && n->type == YAML_MAPPING_NODE)
 			check_keys(v, n, p, r);
 		free(p);
 	}
-	if (v->err == NULL && (n = ytree_get(d, "devices"))) {
+	if (v->err == NULL && (n = get(v, d, "devices"))) {
 		static const struct key_rule r[] = {
 			{ "disks", NULL }, { "interfaces", NULL }, { "autoattachSerialConsole", NULL },
 			{ "autoattachGraphicsDevice", NULL }, { "autoattachPodInterface", NULL },
@@ -943,7 +949,7 @@ static bool parse_domain(struct vctx *v, const struct ynode *d, const char *path
 			{ NULL, NULL },
 		};
 		p = sub(path, "devices");
-		if (want_map(v, n, p) && n->type == YNODE_MAP && check_keys(v, n, p, r)) {
+		if (want_map(v, n, p) && n->type == YAML_MAPPING_NODE && check_keys(v, n, p, r)) {
 			bool mq = false, dh = false, ai = true, vt = false;
 			get_bool(v, n, "autoattachSerialConsole", p, &m->serial_console);
 			get_bool(v, n, "autoattachGraphicsDevice", p, &m->graphics);
@@ -956,40 +962,40 @@ static bool parse_domain(struct vctx *v, const struct ynode *d, const char *path
 			bool pod_iface = true;
 			get_bool(v, n, "autoattachPodInterface", p, &pod_iface);
 			m->no_pod_iface = !pod_iface;
-			const struct ynode *rng = ytree_get(n, "rng");
+			yaml_node_t *rng = get(v, n, "rng");
 			if (rng) {
 				char *pr = sub(p, "rng");
-				if (want_map(v, rng, pr) && rng->type == YNODE_MAP && rng->n)
+				if (want_map(v, rng, pr) && rng->type == YAML_MAPPING_NODE && ydoc_len(rng))
 					fail(v, pr, "only an empty rng {} is supported");
 				m->rng = true;
 				free(pr);
 			}
-			const struct ynode *disks = ytree_get(n, "disks"), *ifs = ytree_get(n, "interfaces");
-			if (v->err == NULL && disks && !ytree_is_null(disks)) {
+			yaml_node_t *disks = get(v, n, "disks"), *ifs = get(v, n, "interfaces");
+			if (v->err == NULL && disks && !ydoc_is_null(disks)) {
 				char *pd = sub(p, "disks");
-				if (disks->type != YNODE_SEQ)
+				if (disks->type != YAML_SEQUENCE_NODE)
 					fail(v, pd, "expected a list");
 				else {
-					m->disks = xcalloc(disks->n + 1, sizeof *m->disks);
-					for (size_t i = 0; i < disks->n && v->err == NULL; i++) {
+					m->disks = xcalloc(ydoc_len(disks) + 1, sizeof *m->disks);
+					for (size_t i = 0; i < ydoc_len(disks) && v->err == NULL; i++) {
 						char *pi = idx(pd, i);
 						m->ndisks++;
-						parse_disk(v, disks->kids[i], pi, &m->disks[i]);
+						parse_disk(v, ydoc_at(v->doc, disks, i), pi, &m->disks[i]);
 						free(pi);
 					}
 				}
 				free(pd);
 			}
-			if (v->err == NULL && ifs && !ytree_is_null(ifs)) {
+			if (v->err == NULL && ifs && !ydoc_is_null(ifs)) {
 				char *pf = sub(p, "interfaces");
-				if (ifs->type != YNODE_SEQ)
+				if (ifs->type != YAML_SEQUENCE_NODE)
 					fail(v, pf, "expected a list");
 				else {
-					m->ifaces = xcalloc(ifs->n + 1, sizeof *m->ifaces);
-					for (size_t i = 0; i < ifs->n && v->err == NULL; i++) {
+					m->ifaces = xcalloc(ydoc_len(ifs) + 1, sizeof *m->ifaces);
+					for (size_t i = 0; i < ydoc_len(ifs) && v->err == NULL; i++) {
 						char *pi = idx(pf, i);
 						m->nifaces++;
-						parse_iface(v, ifs->kids[i], pi, &m->ifaces[i]);
+						parse_iface(v, ydoc_at(v->doc, ifs, i), pi, &m->ifaces[i]);
 						free(pi);
 					}
 				}
@@ -1001,20 +1007,20 @@ static bool parse_domain(struct vctx *v, const struct ynode *d, const char *path
 	return v->err == NULL;
 }
 
-static bool parse_networks(struct vctx *v, const struct ynode *nets, const char *path, struct manifest *m)
+static bool parse_networks(struct vctx *v, yaml_node_t *nets, const char *path, struct manifest *m)
 {
-	if (nets->type != YNODE_SEQ)
+	if (nets->type != YAML_SEQUENCE_NODE)
 		return fail(v, path, "expected a list");
 	static const struct key_rule r[] = { { "name", NULL }, { "pod", NULL }, { "multus", NULL }, { NULL, NULL } };
-	for (size_t i = 0; i < nets->n; i++) {
+	for (size_t i = 0; i < ydoc_len(nets); i++) {
 		char *p = idx(path, i);
-		const struct ynode *n = nets->kids[i];
+		yaml_node_t *n = ydoc_at(v->doc, nets, i);
 		char *name = NULL;
 		if (!check_keys(v, n, p, r) || !get_str(v, n, "name", p, &name)) {
 			free(p);
 			return false;
 		}
-		const struct ynode *pod = ytree_get(n, "pod"), *multus = ytree_get(n, "multus");
+		yaml_node_t *pod = get(v, n, "pod"), *multus = get(v, n, "multus");
 		struct mf_iface *f = NULL;
 		for (int j = 0; name && j < m->nifaces; j++)
 			if (strcmp(m->ifaces[j].name, name) == 0)
@@ -1031,13 +1037,13 @@ static bool parse_networks(struct vctx *v, const struct ynode *nets, const char 
 			static const struct key_rule rp[] = { { "vmNetworkCIDR", "custom CIDRs are not supported by user-mode networking" },
 				{ "vmIPv6NetworkCIDR", "custom CIDRs are not supported by user-mode networking" }, { NULL, NULL } };
 			char *pp = sub(p, "pod");
-			if (want_map(v, pod, pp) && pod->type == YNODE_MAP)
+			if (want_map(v, pod, pp) && pod->type == YAML_MAPPING_NODE)
 				check_keys(v, pod, pp, rp);
 			free(pp);
 		} else {
 			static const struct key_rule rm[] = { { "networkName", NULL }, { "default", NULL }, { NULL, NULL } };
 			char *pm = sub(p, "multus");
-			if (want_map(v, multus, pm) && multus->type == YNODE_MAP && check_keys(v, multus, pm, rm) &&
+			if (want_map(v, multus, pm) && multus->type == YAML_MAPPING_NODE && check_keys(v, multus, pm, rm) &&
 			    get_str(v, multus, "networkName", pm, &f->host_bridge)) {
 				if (!f->bridge)
 					fail(v, pm, "a multus network needs a bridge interface (it names the host bridge)");
@@ -1061,7 +1067,7 @@ static bool parse_networks(struct vctx *v, const struct ynode *nets, const char 
 	return true;
 }
 
-static bool parse_template_spec(struct vctx *v, const struct ynode *s, const char *path, struct manifest *m)
+static bool parse_template_spec(struct vctx *v, yaml_node_t *s, const char *path, struct manifest *m)
 {
 	static const struct key_rule rules[] = {
 		{ "domain", NULL }, { "volumes", NULL }, { "networks", NULL },
@@ -1080,12 +1086,12 @@ static bool parse_template_spec(struct vctx *v, const struct ynode *s, const cha
 		{ "dnsConfig", "DNS config is a pod setting; user-mode networking provides DNS" },
 		{ NULL, NULL },
 	};
-	if (s == NULL || s->type != YNODE_MAP)
+	if (s == NULL || s->type != YAML_MAPPING_NODE)
 		return fail(v, path, "required");
 	if (!check_keys(v, s, path, rules))
 		return false;
 	char *p = sub(path, "domain");
-	parse_domain(v, ytree_get(s, "domain"), p, m);
+	parse_domain(v, get(v, s, "domain"), p, m);
 	free(p);
 	if (v->err)
 		return false;
@@ -1119,23 +1125,23 @@ static bool parse_template_spec(struct vctx *v, const struct ynode *s, const cha
 	free(arch);
 	free(start);
 	free(subd);
-	const struct ynode *vols = ytree_get(s, "volumes"), *nets = ytree_get(s, "networks");
-	if (v->err == NULL && vols && !ytree_is_null(vols)) {
+	yaml_node_t *vols = get(v, s, "volumes"), *nets = get(v, s, "networks");
+	if (v->err == NULL && vols && !ydoc_is_null(vols)) {
 		p = sub(path, "volumes");
-		if (vols->type != YNODE_SEQ)
+		if (vols->type != YAML_SEQUENCE_NODE)
 			fail(v, p, "expected a list");
 		else {
-			m->vols = xcalloc(vols->n + 1, sizeof *m->vols);
-			for (size_t i = 0; i < vols->n && v->err == NULL; i++) {
+			m->vols = xcalloc(ydoc_len(vols) + 1, sizeof *m->vols);
+			for (size_t i = 0; i < ydoc_len(vols) && v->err == NULL; i++) {
 				char *pi = idx(p, i);
 				m->nvols++;
-				parse_volume(v, vols->kids[i], pi, &m->vols[i]);
+				parse_volume(v, ydoc_at(v->doc, vols, i), pi, &m->vols[i]);
 				free(pi);
 			}
 		}
 		free(p);
 	}
-	if (v->err == NULL && nets && !ytree_is_null(nets)) {
+	if (v->err == NULL && nets && !ydoc_is_null(nets)) {
 		p = sub(path, "networks");
 		parse_networks(v, nets, p, m);
 		free(p);
@@ -1177,11 +1183,11 @@ static bool parse_template_spec(struct vctx *v, const struct ynode *s, const cha
 	/* interfaces on the pod network (no multus entry) */
 	for (int i = 0; i < m->nifaces; i++) {
 		bool named = false;
-		for (size_t k = 0; nets && nets->type == YNODE_SEQ && k < nets->n; k++) {
-			const struct ynode *nm = ytree_get(nets->kids[k], "name");
-			named |= nm && nm->type == YNODE_SCALAR && strcmp(nm->str, m->ifaces[i].name) == 0;
+		for (size_t k = 0; nets && nets->type == YAML_SEQUENCE_NODE && k < ydoc_len(nets); k++) {
+			yaml_node_t *nm = get(v, ydoc_at(v->doc, nets, k), "name");
+			named |= nm && nm->type == YAML_SCALAR_NODE && strcmp(ydoc_str(nm), m->ifaces[i].name) == 0;
 		}
-		if (!named && nets && !ytree_is_null(nets)) {
+		if (!named && nets && !ydoc_is_null(nets)) {
 			char *pi = xasprintf("%s.domain.devices.interfaces[%d]", path, i);
 			fail(v, pi, "no network named \"%s\" in %s.networks", m->ifaces[i].name, path);
 			free(pi);
@@ -1193,7 +1199,7 @@ static bool parse_template_spec(struct vctx *v, const struct ynode *s, const cha
 
 static const char *const strategies[] = { "Always", "RerunOnFailure", "Once", "Manual", "Halted", NULL };
 
-static bool parse_metadata(struct vctx *v, const struct ynode *md, const char *path, struct manifest *m, bool top)
+static bool parse_metadata(struct vctx *v, yaml_node_t *md, const char *path, struct manifest *m, bool top)
 {
 	static const struct key_rule rules[] = {
 		{ "name", NULL }, { "namespace", NULL }, { "labels", NULL }, { "annotations", NULL },
@@ -1202,7 +1208,7 @@ static bool parse_metadata(struct vctx *v, const struct ynode *md, const char *p
 		{ "generateName", "generateName is not supported: name the VM" },
 		{ NULL, NULL },
 	};
-	if (md == NULL || ytree_is_null(md)) {
+	if (md == NULL || ydoc_is_null(md)) {
 		if (top)
 			return fail(v, path, "required (metadata.name)");
 		return true;
@@ -1227,20 +1233,21 @@ static bool parse_metadata(struct vctx *v, const struct ynode *md, const char *p
 		m->ns = xstrdup("default");
 	else if (!check_label(v, path, "namespace", m->ns))
 		return false;
-	const struct ynode *labels = ytree_get(md, "labels");
-	if (labels && !ytree_is_null(labels)) {
+	yaml_node_t *labels = get(v, md, "labels");
+	if (labels && !ydoc_is_null(labels)) {
 		p = sub(path, "labels");
-		if (labels->type != YNODE_MAP)
+		if (labels->type != YAML_MAPPING_NODE)
 			fail(v, p, "expected a map");
-		for (size_t i = 0; v->err == NULL && i < labels->n; i++) {
-			if (labels->kids[i]->type != YNODE_SCALAR) {
-				char *pl = sub(p, labels->keys[i]);
+		for (size_t i = 0; v->err == NULL && i < ydoc_len(labels); i++) {
+			if (ydoc_at(v->doc, labels, i)->type != YAML_SCALAR_NODE) {
+				char *pl = sub(p, ydoc_key(v->doc, labels, i));
 				fail(v, pl, "expected a string");
 				free(pl);
 				break;
 			}
 			m->labels = xreallocarray(m->labels, (size_t)m->nlabels + 1, sizeof *m->labels);
-			m->labels[m->nlabels++] = xasprintf("%s=%s", labels->keys[i], labels->kids[i]->str);
+			m->labels[m->nlabels++] =
+				xasprintf("%s=%s", ydoc_key(v->doc, labels, i), ydoc_str(ydoc_at(v->doc, labels, i)));
 		}
 		free(p);
 	}
@@ -1249,10 +1256,11 @@ static bool parse_metadata(struct vctx *v, const struct ynode *md, const char *p
 
 struct manifest *manifest_parse(const char *text, size_t len, char **err)
 {
-	struct vctx v = { .err = NULL };
-	struct ynode *root = ytree_parse(text, len, err);
-	if (root == NULL)
+	yaml_document_t doc;
+	if (ydoc_load(&doc, text, len, err) < 0)
 		return NULL;
+	struct vctx v = { .err = NULL, .doc = &doc };
+	yaml_node_t *root = yaml_document_get_root_node(&doc);
 	struct manifest *m = xcalloc(1, sizeof *m);
 	m->serial_console = m->graphics = m->balloon = true;
 	m->grace = 180; /* KubeVirt's default terminationGracePeriodSeconds */
@@ -1269,7 +1277,7 @@ struct manifest *manifest_parse(const char *text, size_t len, char **err)
 		{ "updateVolumesStrategy", "volume updates are not supported by the engine" },
 		{ NULL, NULL },
 	};
-	if (root->type != YNODE_MAP) {
+	if (root->type != YAML_MAPPING_NODE) {
 		fail(&v, "(document)", "expected a map");
 		goto out;
 	}
@@ -1287,26 +1295,26 @@ struct manifest *manifest_parse(const char *text, size_t len, char **err)
 		     kind ? kind : "");
 	free(api);
 	free(kind);
-	if (v.err || !parse_metadata(&v, ytree_get(root, "metadata"), "metadata", m, true))
+	if (v.err || !parse_metadata(&v, get(&v, root, "metadata"), "metadata", m, true))
 		goto out;
-	const struct ynode *spec = ytree_get(root, "spec");
-	if (spec == NULL || spec->type != YNODE_MAP) {
+	yaml_node_t *spec = get(&v, root, "spec");
+	if (spec == NULL || spec->type != YAML_MAPPING_NODE) {
 		fail(&v, "spec", "required");
 		goto out;
 	}
 	if (!check_keys(&v, spec, "spec", specr))
 		goto out;
 	bool running = false;
-	const struct ynode *rn = ytree_get(spec, "running");
+	yaml_node_t *rn = get(&v, spec, "running");
 	get_str(&v, spec, "runStrategy", "spec", &m->run_strategy);
 	get_bool(&v, spec, "running", "spec", &running);
 	if (v.err)
 		goto out;
-	if (rn && !ytree_is_null(rn) && m->run_strategy) {
+	if (rn && !ydoc_is_null(rn) && m->run_strategy) {
 		fail(&v, "spec.running", "running and runStrategy are mutually exclusive");
 		goto out;
 	}
-	if (rn && !ytree_is_null(rn)) {
+	if (rn && !ydoc_is_null(rn)) {
 		m->running_field = true;
 		m->run_strategy = xstrdup(running ? "Always" : "Halted");
 	}
@@ -1321,15 +1329,15 @@ struct manifest *manifest_parse(const char *text, size_t len, char **err)
 		     m->run_strategy);
 		goto out;
 	}
-	const struct ynode *tmpl = ytree_get(spec, "template");
+	yaml_node_t *tmpl = get(&v, spec, "template");
 	static const struct key_rule tr[] = { { "metadata", NULL }, { "spec", NULL }, { NULL, NULL } };
-	if (tmpl == NULL || tmpl->type != YNODE_MAP) {
+	if (tmpl == NULL || tmpl->type != YAML_MAPPING_NODE) {
 		fail(&v, "spec.template", "required");
 		goto out;
 	}
 	if (!check_keys(&v, tmpl, "spec.template", tr) ||
-	    !parse_metadata(&v, ytree_get(tmpl, "metadata"), "spec.template.metadata", m, false) ||
-	    !parse_template_spec(&v, ytree_get(tmpl, "spec"), "spec.template.spec", m))
+	    !parse_metadata(&v, get(&v, tmpl, "metadata"), "spec.template.metadata", m, false) ||
+	    !parse_template_spec(&v, get(&v, tmpl, "spec"), "spec.template.spec", m))
 		goto out;
 	if (m->memory == 0) {
 		fail(&v, "spec.template.spec.domain.memory.guest", "required (or resources.requests.memory)");
@@ -1348,7 +1356,7 @@ struct manifest *manifest_parse(const char *text, size_t len, char **err)
 	if (m->machine == NULL)
 		m->machine = xstrdup("q35");
 out:
-	ytree_free(root);
+	yaml_document_delete(&doc);
 	if (v.err) {
 		manifest_free(m);
 		*err = v.err;

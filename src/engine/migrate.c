@@ -18,6 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/config.h"
 #include "core/intern.h"
 #include "core/log.h"
 #include "core/loop.h"
@@ -41,6 +42,8 @@ struct mig_job {
 	/* read-only for the thread once it runs */
 	char *src_uri, *dst_uri, *mig_uri, *dom, *new_launcher, *target_name;
 	struct migrate_opts o;
+	bool kvm;                 /* the execution runs under KVM (its record), not TCG */
+	char *cpu_model;          /* the manifest's CPU model: NULL, host-model, host-passthrough or a name */
 	atomic_bool abort;
 	char *abort_why;          /* set before abort (loop thread), read by the thread after it sees abort */
 	pthread_t thread;
@@ -80,36 +83,32 @@ static void cfg_load(void)
 	if (CFG.loaded)
 		return;
 	CFG.loaded = true;
-	char *dir = util_config_dir();
-	char *path = util_path_join(dir, "config");
-	free(dir);
-	char *text = util_read_file(path, NULL);
-	free(path);
-	if (text == NULL)
-		return;
-	char *save = NULL;
-	for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
-		line[strcspn(line, "#")] = '\0';
-		line += strspn(line, " \t");
-		if (!util_has_prefix(line, "engine.host"))
+	struct config *cfg = config_load(NULL);
+	for (size_t i = 0; i < config_count(cfg); i++) {
+		const struct config_entry *e = config_at(cfg, i);
+		if (strcmp(e->key, "engine.host") != 0)
 			continue;
-		char *rest = line + 11;
-		rest += strspn(rest, " \t");
-		if (*rest != '=')
-			continue;
-		char *sp = NULL;
-		char *uri = strtok_r(rest + 1, " \t\r", &sp);
-		if (uri == NULL)
-			continue;
-		CFG.hosts = xreallocarray(CFG.hosts, (size_t)CFG.n + 1, sizeof *CFG.hosts);
-		struct cfg_host *h = &CFG.hosts[CFG.n++];
-		h->uri = xstrdup(uri);
-		h->mig_uri = NULL;
-		for (char *a = strtok_r(NULL, " \t\r", &sp); a; a = strtok_r(NULL, " \t\r", &sp))
-			if (util_has_prefix(a, "migrate-uri="))
-				h->mig_uri = xstrdup(a + 12);
+		char *words = xstrdup(e->value), *sp = NULL;
+		char *uri = strtok_r(words, " \t", &sp);
+		if (uri) {
+			CFG.hosts = xreallocarray(CFG.hosts, (size_t)CFG.n + 1, sizeof *CFG.hosts);
+			struct cfg_host *h = &CFG.hosts[CFG.n++];
+			h->uri = xstrdup(uri);
+			h->mig_uri = NULL;
+			for (char *a = strtok_r(NULL, " \t", &sp); a; a = strtok_r(NULL, " \t", &sp)) {
+				if (util_has_prefix(a, "migrate-uri=")) {
+					free(h->mig_uri);
+					h->mig_uri = xstrdup(a + 12);
+				} else {
+					char *w = config_where(cfg, e);
+					log_warn("config %s: engine.host: '%s' ignored (expected migrate-uri=URI)", w, a);
+					free(w);
+				}
+			}
+		}
+		free(words);
 	}
-	free(text);
+	config_free(cfg);
 	if (CFG.n) {
 		CFG.uris = xcalloc((size_t)CFG.n + 1, sizeof *CFG.uris);
 		for (int i = 0; i < CFG.n; i++)
@@ -293,17 +292,17 @@ static virStoragePoolPtr pool_over(virConnectPtr c, const char *dir)
 {
 	virStoragePoolPtr *pools = NULL, found = NULL;
 	int n = virConnectListAllStoragePools(c, &pools, VIR_CONNECT_LIST_STORAGE_POOLS_ACTIVE);
-	char *want = xasprintf("<path>%s</path>", dir);
 	for (int i = 0; i < n; i++) {
 		char *x = found ? NULL : virStoragePoolGetXMLDesc(pools[i], 0);
-		if (x && strstr(x, want))
+		char *target = x ? domxml_attr(x, "/pool/target/path") : NULL;
+		if (target && strcmp(target, dir) == 0)
 			found = pools[i];
 		else
 			virStoragePoolFree(pools[i]);
+		free(target);
 		free(x);
 	}
 	free(pools);
-	free(want);
 	return found;
 }
 
@@ -324,16 +323,19 @@ static int path_on(virConnectPtr c, const char *path, char **why)
 	if (pool == NULL) {
 		char uid[37];
 		util_uuid_v4(uid);
-		char *x = xasprintf("<pool type='dir'><name>kvcon-preflight-%.8s</name><target><path>%s</path></target>"
-				    "</pool>", uid, dir);
-		pool = virStoragePoolCreateXML(c, x, 0);
+		char *name = xasprintf("kvcon-preflight-%.8s", uid);
+		char *x = domxml_dir_pool(name, dir);
+		free(name);
+		bool built = x != NULL;
+		pool = built ? virStoragePoolCreateXML(c, x, 0) : NULL;
 		free(x);
 		if (pool == NULL) {
-			virErrorPtr e = virGetLastError();
+			virErrorPtr e = built ? virGetLastError() : NULL;
 			if (e && e->message && (strstr(e->message, "No such file") || strstr(e->message, "does not exist")))
 				rc = 0;
 			else
-				*why = xstrdup(e && e->message ? e->message : "storage pool");
+				*why = xstrdup(!built ? "the directory's name is not plain text"
+						      : e && e->message ? e->message : "storage pool");
 			free(dir);
 			return rc;
 		}
@@ -361,15 +363,15 @@ static int path_on(virConnectPtr c, const char *path, char **why)
 }
 
 /* Under KVM the target must offer the guest's CPU (its model, or this host's CPU for host-passthrough and
- * host-model); a TCG guest's CPU is emulated the same everywhere. */
-static int check_cpu(virConnectPtr sc, virConnectPtr dc, const char *xml, const char *target, char **err)
+ * host-model); a TCG guest's CPU is emulated the same everywhere. Which case applies comes from the execution's
+ * record and the manifest; libvirt's XML only supplies the CPU definition handed to the comparison. */
+static int check_cpu(struct mig_job *j, virConnectPtr sc, virConnectPtr dc, const char *xml, char **err)
 {
-	char *type = domxml_attr(xml, "/domain/@type");
-	bool kvm = type && strcmp(type, "kvm") == 0;
-	free(type);
-	if (!kvm)
+	if (!j->kvm)
 		return 0;
-	char *check = domxml_element(xml, "/domain/cpu[model]");
+	bool named = j->cpu_model && strcmp(j->cpu_model, "host-model") != 0 &&
+		     strcmp(j->cpu_model, "host-passthrough") != 0;
+	char *check = named ? domxml_element(xml, "/domain/cpu[model]") : NULL;
 	if (check == NULL) {
 		char *caps = virConnectGetCapabilities(sc);
 		check = caps ? domxml_element(caps, "/capabilities/host/cpu") : NULL;
@@ -383,11 +385,11 @@ static int check_cpu(virConnectPtr sc, virConnectPtr dc, const char *xml, const 
 	free(check);
 	if (r == VIR_CPU_COMPARE_INCOMPATIBLE) {
 		*err = xasprintf("refused: the guest's CPU model is not compatible with %s's CPU (virConnectCompareCPU)",
-				 target);
+				 j->target_name);
 		return -1;
 	}
 	if (r == VIR_CPU_COMPARE_ERROR)
-		log_warn("engine: CPU comparison on %s failed: %s", target, virGetLastErrorMessage());
+		log_warn("engine: CPU comparison on %s failed: %s", j->target_name, virGetLastErrorMessage());
 	return 0;
 }
 
@@ -413,11 +415,16 @@ static int preflight(struct mig_job *j, virConnectPtr sc, virConnectPtr dc, virD
 	int rc = -1;
 	struct need *needs = NULL;
 	int nneeds = 0;
-	if (strstr(xml, "<hostdev")) {
+	/* the engine's manifests cannot ask for host devices (manifest.c refuses them); a domain edited behind the
+	 * engine's back can have some */
+	char *hostdev = domxml_element(xml, "/domain/devices/hostdev");
+	bool has_hostdev = hostdev != NULL;
+	free(hostdev);
+	if (has_hostdev) {
 		*err = xasprintf("refused: %s uses host devices (hostdev), which cannot be migrated", j->dom);
 		goto out;
 	}
-	if (check_cpu(sc, dc, xml, j->target_name, err) < 0)
+	if (check_cpu(j, sc, dc, xml, err) < 0)
 		goto out;
 	virDomainInfo info;
 	unsigned long long free_b = virNodeGetFreeMemory(dc);
@@ -686,6 +693,7 @@ static void job_free(struct mig_job *j)
 	free(j->dom);
 	free(j->new_launcher);
 	free(j->target_name);
+	free(j->cpu_model);
 	free(j->abort_why);
 	free(j);
 }
@@ -908,6 +916,8 @@ int engine_migrate(struct source *src, const char *ns, const char *name, const s
 	util_uuid_v4(j->new_launcher);
 	j->o = *o;
 	j->o.target = j->o.mig_uri = NULL;
+	j->kvm = v->cur && !v->cur->tcg;
+	j->cpu_model = xstrdup0(v->m->cpu_model);
 	j->v = v;
 	j->dst = dst;
 	j->done = done;

@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "core/buf.h"
+#include "core/config.h"
 #include "core/util.h"
 #include "core/xmalloc.h"
 #include "engine/imgcache.h"
@@ -335,58 +336,45 @@ static int parse_reg_line(struct oci_regconf *c, bool mirror, char *val, char **
 	return 0;
 }
 
-struct oci_regconf *oci_regconf_parse(const char *text, char **err)
+/* The registry lines of a parsed config file (others ignored); NULL with *err naming the first bad one. */
+static struct oci_regconf *regconf_from(const struct config *cfg, char **err)
 {
 	struct oci_regconf *c = xcalloc(1, sizeof *c);
-	*err = NULL;
-	if (text == NULL)
-		return c;
-	char *copy = xstrdup(text);
-	int lineno = 0;
-	for (char *line = copy, *next; line && *line; line = next) {
-		next = strchr(line, '\n');
-		if (next)
-			*next++ = '\0';
-		lineno++;
-		line[strcspn(line, "#\r")] = '\0';
-		char *eq = strchr(line, '=');
-		if (eq == NULL)
+	for (size_t i = 0; i < config_count(cfg); i++) {
+		const struct config_entry *ent = config_at(cfg, i);
+		bool mirror = strcmp(ent->key, "registry.mirror") == 0;
+		if (!mirror && strcmp(ent->key, "registry") != 0)
 			continue;
-		*eq = '\0';
-		char *k = line;
-		while (*k == ' ' || *k == '\t')
-			k++;
-		for (char *t = k + strlen(k); t > k && (t[-1] == ' ' || t[-1] == '\t'); t--)
-			t[-1] = '\0';
-		bool mirror = strcmp(k, "registry.mirror") == 0;
-		if (!mirror && strcmp(k, "registry") != 0)
-			continue;
-		char *e = NULL;
-		if (parse_reg_line(c, mirror, eq + 1, &e) < 0) {
-			*err = xasprintf("line %d: %s", lineno, e);
+		char *val = xstrdup(ent->value), *e = NULL;
+		int rc = parse_reg_line(c, mirror, val, &e);
+		free(val);
+		if (rc < 0) {
+			char *w = config_where(cfg, ent);
+			*err = xasprintf("%s: %s", w, e);
+			free(w);
 			free(e);
-			free(copy);
 			oci_regconf_free(c);
 			return NULL;
 		}
 	}
-	free(copy);
+	return c;
+}
+
+struct oci_regconf *oci_regconf_parse(const char *text, char **err)
+{
+	*err = NULL;
+	struct config *cfg = config_parse(text, NULL, NULL);
+	struct oci_regconf *c = regconf_from(cfg, err);
+	config_free(cfg);
 	return c;
 }
 
 struct oci_regconf *oci_regconf_load(char **err)
 {
-	char *dir = util_config_dir(), *path = util_path_join(dir, "config");
-	char *text = util_read_file(path, NULL);
-	struct oci_regconf *c = oci_regconf_parse(text, err);
-	if (c == NULL) {
-		char *e = xasprintf("%s: %s", path, *err);
-		free(*err);
-		*err = e;
-	}
-	free(text);
-	free(dir);
-	free(path);
+	*err = NULL;
+	struct config *cfg = config_load(NULL);
+	struct oci_regconf *c = regconf_from(cfg, err);
+	config_free(cfg);
 	return c;
 }
 
@@ -825,7 +813,7 @@ char *oci_auth_from_json(const char *json, size_t len, const char *host, const c
 	return found;
 }
 
-char *oci_auth_lookup(const char *host, const char *repo, char **from)
+static char *oci_auth_lookup(const char *host, const char *repo, char **from)
 {
 	char *files[6] = { 0 };
 	int n = 0;
@@ -944,19 +932,6 @@ static struct archive *layer_reader(void)
 	archive_read_support_filter_zstd(a);
 	archive_read_support_format_tar(a);
 	return a;
-}
-
-int oci_layer_extract(const char *path, int fd, uint64_t max, char **name, char **err)
-{
-	struct archive *a = layer_reader();
-	int rc;
-	if (archive_read_open_filename(a, path, 1 << 20) != ARCHIVE_OK) {
-		*err = xasprintf("layer: %s", archive_error_string(a) ? archive_error_string(a) : "cannot open");
-		rc = -1;
-	} else
-		rc = extract_from(a, fd, max, name, err);
-	archive_read_free(a);
-	return rc;
 }
 
 int oci_layer_extract_mem(const void *data, size_t len, int fd, uint64_t max, char **name, char **err)

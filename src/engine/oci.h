@@ -104,11 +104,9 @@ bool oci_layer_type_ok(const char *media_type);
 
 /* ---- credentials ---- */
 
-/* user:password for host (and repository) from $REGISTRY_AUTH_FILE, $XDG_RUNTIME_DIR/containers/auth.json,
- * $XDG_CONFIG_HOME/containers/auth.json, $DOCKER_CONFIG/config.json or ~/.docker/config.json (the first file
- * with an entry wins; "host/repo" keys match before "host"). NULL when none; *from names the file. */
-char *oci_auth_lookup(const char *host, const char *repo, char **from);
-/* The same over one auth file's text (tests, fuzzing). */
+/* user:password for host (and repository) from one auth file's text ("host/repo" keys match before "host");
+ * NULL when none. The engine looks in $REGISTRY_AUTH_FILE, $XDG_RUNTIME_DIR/containers/auth.json,
+ * $XDG_CONFIG_HOME/containers/auth.json, $DOCKER_CONFIG/config.json, ~/.docker/config.json (the first wins). */
 char *oci_auth_from_json(const char *json, size_t len, const char *host, const char *repo);
 
 /* ---- the tar layer ---- */
@@ -116,10 +114,8 @@ char *oci_auth_from_json(const char *json, size_t len, const char *host, const c
 /* A KubeVirt containerDisk entry name: disk/NAME (also ./disk/NAME, /disk/NAME) with NAME a plain file name
  * ending in .qcow2, .img or .raw. */
 bool oci_disk_entry(const char *path);
-/* Unpacks the first containerDisk entry of the layer file at path (tar, optionally gzip/zstd compressed) to fd
- * (sparse regions kept). 1 found, 0 none in this layer, -1 with *err. *name: the entry's file name. */
-int oci_layer_extract(const char *path, int fd, uint64_t max, char **name, char **err);
-/* The same over a layer in memory (fuzzing). */
+/* Unpacks the first containerDisk entry of a layer in memory (tar, optionally gzip/zstd compressed) to fd (sparse
+ * regions kept). 1 found, 0 none in this layer, -1 with *err. *name: the entry's file name. */
 int oci_layer_extract_mem(const void *data, size_t len, int fd, uint64_t max, char **name, char **err);
 
 /* ---- the pull ---- */

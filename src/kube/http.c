@@ -738,16 +738,3 @@ char *kube_http_error_message(const struct kube_resp *r)
 	}
 	return msg ? msg : xasprintf("HTTP %ld", r->status);
 }
-
-size_t kube_http_pending(const struct kube_http *h)
-{
-	size_t n = 0;
-	for (const struct kube_req *r = h->reqs; r; r = r->next)
-		n++;
-	return n;
-}
-
-int kube_http_exec_runs(const struct kube_http *h)
-{
-	return kube_cred_exec_runs(h->cred);
-}

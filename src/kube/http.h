@@ -79,9 +79,5 @@ void kube_http_when_ready(struct kube_http *h, kube_http_ready_cb cb, void *arg)
 /* The API's Status message of a failed response ("forbidden: ..."), else a description of the failure.
  * Caller frees. */
 char *kube_http_error_message(const struct kube_resp *r);
-/* Requests in flight (tests). */
-size_t kube_http_pending(const struct kube_http *h);
-/* Exec plugin runs so far (tests). */
-int kube_http_exec_runs(const struct kube_http *h);
 
 #endif

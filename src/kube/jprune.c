@@ -40,7 +40,8 @@ const char *const kube_jprune_keys[] = {
 	NULL,
 };
 
-const char *const kube_jprune_whole[] = { "labels", "activePods", NULL };
+/* Keys whose value is kept whole (maps with free-form keys). */
+static const char *const kube_jprune_whole[] = { "labels", "activePods", NULL };
 
 /* ---- the per-kind schemas: what kube/decode.c, the reflector (envelopes, resourceVersion) and
  * kube_http_error_message (Status) read, at the place they read it ---- */

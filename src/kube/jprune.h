@@ -15,8 +15,6 @@
 
 /* The keys kept for the decoder (kube/decode.c) and the list/watch envelopes; NULL-terminated. */
 extern const char *const kube_jprune_keys[];
-/* Keys whose value is kept whole (maps with free-form keys). */
-extern const char *const kube_jprune_whole[];
 
 /* Whether key (len bytes, as it appears between the quotes) is kept: 0 drop, 1 keep and prune inside, 2 keep
  * whole. */

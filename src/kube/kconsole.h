@@ -1,10 +1,10 @@
-/* KubeVirt's console and VNC subresources as byte streams (console/stream.h): a WebSocket with subprotocol
+/* KubeVirt's console and VNC subresources as byte streams (core/stream.h): a WebSocket with subprotocol
  * plain.kubevirt.io to .../virtualmachineinstances/NAME/{console,vnc}, connected with the source's own TLS,
  * client certificate, proxy and credentials. These are the kube provider's open_console / open_vnc. */
 #ifndef KVCON_KUBE_KCONSOLE_H
 #define KVCON_KUBE_KCONSOLE_H
 
-#include "console/stream.h"
+#include "core/stream.h"
 #include "model/source.h"
 
 #define KUBEVIRT_WS_SUBPROTOCOL "plain.kubevirt.io"

@@ -51,7 +51,7 @@ static void add_param(struct buf *b, char *sep, const char *k, const char *v)
 	*sep = '&';
 }
 
-char *kube_log_path(const struct log_req *r)
+static char *kube_log_path(const struct log_req *r)
 {
 	struct buf b;
 	buf_init(&b);

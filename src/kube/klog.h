@@ -7,7 +7,5 @@
 struct log_stream *kube_log_open(struct source *src, const struct log_req *r, log_data_cb data, log_end_cb end,
 				 void *arg, char **err);
 void kube_log_close(struct log_stream *ls);
-/* The pods/log API path with the request's query (caller frees). */
-char *kube_log_path(const struct log_req *r);
 
 #endif

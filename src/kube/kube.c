@@ -65,12 +65,6 @@ struct kube_http *kube_source_http(struct source *src)
 	return ks ? ks->http : NULL;
 }
 
-bool kube_source_discovered(struct source *src)
-{
-	struct kube_src *ks = ks_of(src);
-	return ks && ks->discovered;
-}
-
 bool kube_source_synced(struct source *src)
 {
 	struct kube_src *ks = ks_of(src);

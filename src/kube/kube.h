@@ -36,8 +36,6 @@ void kube_context_names_free(char **names);
 struct kube_http *kube_source_http(struct source *src);
 /* True once every started reflector has applied its first complete list. */
 bool kube_source_synced(struct source *src);
-/* True once discovery found kubevirt.io/v1 (reflectors started). */
-bool kube_source_discovered(struct source *src);
 
 /* API paths (caller frees): the object's own path, and a subresource path. */
 char *kube_object_path(enum obj_kind kind, const char *ns, const char *name);

@@ -13,6 +13,7 @@
 
 #include "core/log.h"
 #include "core/util.h"
+#include "core/ydoc.h"
 #include "core/xmalloc.h"
 
 struct kfile {
@@ -41,26 +42,9 @@ static char *errf(const struct kfile *f, const yaml_node_t *n, const char *what)
 	return e;
 }
 
-static const char *scalar(const yaml_node_t *n)
-{
-	return n && n->type == YAML_SCALAR_NODE ? (const char *)n->data.scalar.value : NULL;
-}
-
-static yaml_node_t *map_get(yaml_document_t *d, yaml_node_t *map, const char *key)
-{
-	if (map == NULL || map->type != YAML_MAPPING_NODE)
-		return NULL;
-	for (yaml_node_pair_t *p = map->data.mapping.pairs.start; p < map->data.mapping.pairs.top; p++) {
-		const char *k = scalar(yaml_document_get_node(d, p->key));
-		if (k && strcmp(k, key) == 0)
-			return yaml_document_get_node(d, p->value);
-	}
-	return NULL;
-}
-
 static const char *map_str(yaml_document_t *d, yaml_node_t *map, const char *key)
 {
-	return scalar(map_get(d, map, key));
+	return ydoc_str(ydoc_get(d, map, key));
 }
 
 static bool yaml_true(const char *s)
@@ -99,7 +83,7 @@ static char *dir_of(const char *path)
 static int check_shape(struct kfile *f, char **err)
 {
 	yaml_node_t *root = yaml_document_get_root_node(&f->doc);
-	if (root == NULL || (root->type == YAML_SCALAR_NODE && scalar(root)[0] == '\0'))
+	if (root == NULL || (root->type == YAML_SCALAR_NODE && ydoc_str(root)[0] == '\0'))
 		return 0;
 	if (root->type != YAML_MAPPING_NODE) {
 		*err = errf(f, root, "a kubeconfig must be a mapping");
@@ -108,8 +92,8 @@ static int check_shape(struct kfile *f, char **err)
 	static const char *const lists[] = { "clusters", "users", "contexts" };
 	static const char *const inner[] = { "cluster", "user", "context" };
 	for (size_t i = 0; i < 3; i++) {
-		yaml_node_t *l = map_get(&f->doc, root, lists[i]);
-		if (l == NULL || (l->type == YAML_SCALAR_NODE && (scalar(l)[0] == '\0' || strcmp(scalar(l), "null") == 0)))
+		yaml_node_t *l = ydoc_get(&f->doc, root, lists[i]);
+		if (l == NULL || (l->type == YAML_SCALAR_NODE && (ydoc_str(l)[0] == '\0' || strcmp(ydoc_str(l), "null") == 0)))
 			continue;
 		if (l->type != YAML_SEQUENCE_NODE) {
 			char *m = xasprintf("'%s' must be a list", lists[i]);
@@ -125,9 +109,9 @@ static int check_shape(struct kfile *f, char **err)
 				free(m);
 				return -1;
 			}
-			yaml_node_t *in = map_get(&f->doc, e, inner[i]);
+			yaml_node_t *in = ydoc_get(&f->doc, e, inner[i]);
 			if (in && in->type != YAML_MAPPING_NODE &&
-			    !(in->type == YAML_SCALAR_NODE && strcmp(scalar(in), "null") == 0)) {
+			    !(in->type == YAML_SCALAR_NODE && strcmp(ydoc_str(in), "null") == 0)) {
 				char *m = xasprintf("'%s' of '%s' must be a mapping", inner[i], map_str(&f->doc, e, "name"));
 				*err = errf(f, in, m);
 				free(m);
@@ -135,7 +119,7 @@ static int check_shape(struct kfile *f, char **err)
 			}
 		}
 	}
-	yaml_node_t *cc = map_get(&f->doc, root, "current-context");
+	yaml_node_t *cc = ydoc_get(&f->doc, root, "current-context");
 	if (cc && cc->type != YAML_SCALAR_NODE) {
 		*err = errf(f, cc, "'current-context' must be a string");
 		return -1;
@@ -232,7 +216,7 @@ static yaml_node_t *find_named(struct kset *ks, const char *list, const char *na
 {
 	for (int i = 0; i < ks->n; i++) {
 		struct kfile *f = &ks->files[i];
-		yaml_node_t *l = map_get(&f->doc, root_of(f), list);
+		yaml_node_t *l = ydoc_get(&f->doc, root_of(f), list);
 		if (l == NULL || l->type != YAML_SEQUENCE_NODE)
 			continue;
 		for (yaml_node_item_t *it = l->data.sequence.items.start; it < l->data.sequence.items.top; it++) {
@@ -261,8 +245,8 @@ static char *resolve_path(const struct kfile *f, const char *p)
 /* Reads a base64 field, reporting where it is when malformed. */
 static int b64_field(struct kfile *f, yaml_node_t *map, const char *key, char **out, size_t *len, char **err)
 {
-	yaml_node_t *n = map_get(&f->doc, map, key);
-	const char *s = scalar(n);
+	yaml_node_t *n = ydoc_get(&f->doc, map, key);
+	const char *s = ydoc_str(n);
 	if (s == NULL || *s == '\0')
 		return 0;
 	*out = kube_base64_decode(s, strlen(s), len);
@@ -316,15 +300,15 @@ static int load_exec(struct kube_config *kc, struct kfile *f, yaml_node_t *ex, c
 		free(m);
 		return -1;
 	}
-	yaml_node_t *args = map_get(d, ex, "args");
+	yaml_node_t *args = ydoc_get(d, ex, "args");
 	if (args && args->type == YAML_SEQUENCE_NODE) {
 		for (yaml_node_item_t *it = args->data.sequence.items.start; it < args->data.sequence.items.top; it++) {
-			const char *a = scalar(yaml_document_get_node(d, *it));
+			const char *a = ydoc_str(yaml_document_get_node(d, *it));
 			e->args = xreallocarray(e->args, (size_t)e->nargs + 1, sizeof *e->args);
 			e->args[e->nargs++] = xstrdup(a ? a : "");
 		}
 	}
-	yaml_node_t *env = map_get(d, ex, "env");
+	yaml_node_t *env = ydoc_get(d, ex, "env");
 	if (env && env->type == YAML_SEQUENCE_NODE) {
 		for (yaml_node_item_t *it = env->data.sequence.items.start; it < env->data.sequence.items.top; it++) {
 			yaml_node_t *kv = yaml_document_get_node(d, *it);
@@ -373,8 +357,8 @@ static int load_user(struct kube_config *kc, struct kfile *f, yaml_node_t *u, ch
 		return -1;
 	kc->username = xstrdup0(map_str(d, u, "username"));
 	kc->password = xstrdup0(map_str(d, u, "password"));
-	yaml_node_t *ex = map_get(d, u, "exec");
-	if (ex && !(ex->type == YAML_SCALAR_NODE && strcmp(scalar(ex), "null") == 0))
+	yaml_node_t *ex = ydoc_get(d, u, "exec");
+	if (ex && !(ex->type == YAML_SCALAR_NODE && strcmp(ydoc_str(ex), "null") == 0))
 		return load_exec(kc, f, ex, err);
 	return 0;
 }
@@ -464,7 +448,7 @@ struct kube_config *kube_config_load(const char *path, const char *context, char
 		goto fail;
 	}
 	struct kfile *cf = &ks.files[fi];
-	yaml_node_t *ctx = map_get(&cf->doc, ce, "context");
+	yaml_node_t *ctx = ydoc_get(&cf->doc, ce, "context");
 	kc = xcalloc(1, sizeof *kc);
 	kc->origin = xstrdup(cf->path);
 	kc->context = xstrdup(ctxname);
@@ -486,7 +470,7 @@ struct kube_config *kube_config_load(const char *path, const char *context, char
 		free(m);
 		goto fail;
 	}
-	yaml_node_t *cln = map_get(&ks.files[cfi].doc, cl, "cluster");
+	yaml_node_t *cln = ydoc_get(&ks.files[cfi].doc, cl, "cluster");
 	if (cln == NULL || cln->type != YAML_MAPPING_NODE) {
 		char *m = xasprintf("cluster '%s' has no server", kc->cluster_name);
 		*err = errf(&ks.files[cfi], cl, m);
@@ -504,7 +488,7 @@ struct kube_config *kube_config_load(const char *path, const char *context, char
 			free(m);
 			goto fail;
 		}
-		yaml_node_t *un = map_get(&ks.files[ufi].doc, ue, "user");
+		yaml_node_t *un = ydoc_get(&ks.files[ufi].doc, ue, "user");
 		if (un && un->type == YAML_MAPPING_NODE && load_user(kc, &ks.files[ufi], un, err) < 0)
 			goto fail;
 	}
@@ -581,7 +565,7 @@ char **kube_config_context_names(const char *path, size_t *n, char **err)
 	char **names = xcalloc(1, sizeof *names);
 	for (int i = 0; i < ks.n; i++) {
 		struct kfile *f = &ks.files[i];
-		yaml_node_t *l = map_get(&f->doc, root_of(f), "contexts");
+		yaml_node_t *l = ydoc_get(&f->doc, root_of(f), "contexts");
 		if (l == NULL || l->type != YAML_SEQUENCE_NODE)
 			continue;
 		for (yaml_node_item_t *it = l->data.sequence.items.start; it < l->data.sequence.items.top; it++) {

@@ -128,11 +128,6 @@ bool kube_reflector_synced(const struct kube_reflector *r)
 	return r->synced;
 }
 
-const char *kube_reflector_ns(const struct kube_reflector *r)
-{
-	return r->ns;
-}
-
 const struct kube_reflector_stats *kube_reflector_stats(const struct kube_reflector *r)
 {
 	return &r->stats;

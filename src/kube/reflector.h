@@ -40,8 +40,6 @@ void kube_reflector_start(struct kube_reflector *r);
 
 /* The first complete list has been applied. */
 bool kube_reflector_synced(const struct kube_reflector *r);
-/* Namespace actually watched (after a 403 fallback), NULL for all. */
-const char *kube_reflector_ns(const struct kube_reflector *r);
 /* Counters (tests, benchmarks). */
 struct kube_reflector_stats {
 	uint64_t events;   /* watch events applied */

@@ -1,4 +1,4 @@
-/* An RFC 6455 WebSocket client as a struct stream (console/stream.h), over a libcurl CONNECT_ONLY connection so
+/* An RFC 6455 WebSocket client as a struct stream (core/stream.h), over a libcurl CONNECT_ONLY connection so
  * TLS, client certificates, proxies and CA bundles are configured exactly as for every API call. libcurl does
  * the TCP/TLS/proxy connect (on a short-lived thread, since a CONNECT_ONLY perform blocks); the HTTP/1.1 Upgrade
  * handshake and the framing (kube/wsframe.c) are ours, driven non-blocking by the loop. */
@@ -9,7 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "console/stream.h"
+#include "core/stream.h"
 
 struct ws_config {
 	const char *url;         /* http(s):// or ws(s):// with path and query */

@@ -18,7 +18,7 @@ void wsframe_parser_init(struct wsframe_parser *p, enum wsframe_role role)
 	p->hdr_need = 2;
 }
 
-bool wsframe_close_code_valid(int code)
+static bool wsframe_close_code_valid(int code)
 {
 	return (code >= 1000 && code <= 1003) || (code >= 1007 && code <= 1014) || (code >= 3000 && code <= 4999);
 }

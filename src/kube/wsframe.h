@@ -85,7 +85,4 @@ void wsframe_encode(struct buf *out, int opcode, bool fin, const uint8_t *mask, 
 /* Appends a close frame with code (0: none) and reason (truncated to fit 125 bytes). */
 void wsframe_encode_close(struct buf *out, const uint8_t *mask, int code, const char *reason);
 
-/* True for codes a peer may send in a close frame. */
-bool wsframe_close_code_valid(int code);
-
 #endif

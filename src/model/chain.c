@@ -389,14 +389,6 @@ void chain_free(struct chain *c)
 	free(c);
 }
 
-bool chain_has_pod(const struct chain *c, const struct pod *p)
-{
-	for (size_t i = 0; i < c->npods; i++)
-		if (c->pods[i] == p)
-			return true;
-	return false;
-}
-
 int chain_parse_ref(const char *ref, const char *default_ns, char **ns, char **name)
 {
 	const char *slash = strchr(ref, '/');

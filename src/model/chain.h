@@ -63,9 +63,6 @@ void chain_index_free(struct chain_index *ix); /* before store_free; NULL is ign
 /* chain_build through the index: the same chain, in time proportional to the chain's own size. */
 struct chain *chain_build_ix(const struct chain_index *ix, struct source *src, const char *ns, const char *name);
 
-/* True when p is one of the chain's owned launcher pods. */
-bool chain_has_pod(const struct chain *c, const struct pod *p);
-
 /* Parses "NS/NAME" (or "NAME" with default_ns) into newly allocated parts; -1 when malformed. */
 int chain_parse_ref(const char *ref, const char *default_ns, char **ns, char **name);
 

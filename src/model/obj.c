@@ -37,7 +37,7 @@ const char *obj_kind_title(enum obj_kind kind)
 	return kind < OBJ_KIND_COUNT ? kinds[kind].title : "?";
 }
 
-void conds_free(struct cond *conds, int n)
+static void conds_free(struct cond *conds, int n)
 {
 	for (int i = 0; i < n; i++)
 		free(conds[i].message);
@@ -250,15 +250,6 @@ struct obj *obj_pack_copy(const struct obj *o)
 	pk_relink((struct obj *)blk, &k);
 	struct obj *p = (struct obj *)blk;
 	p->flags |= OBJ_F_PACKED;
-	return p;
-}
-
-struct obj *obj_pack(struct obj *o)
-{
-	if (o == NULL || (o->flags & OBJ_F_PACKED) || (unsigned)o->kind >= OBJ_KIND_COUNT)
-		return o;
-	struct obj *p = obj_pack_copy(o);
-	obj_free(o);
 	return p;
 }
 

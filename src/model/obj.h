@@ -177,11 +177,9 @@ void obj_free(struct obj *o);
 const char *obj_kind_name(enum obj_kind kind); /* "vm", "vmi", "pod", "event" */
 const char *obj_kind_title(enum obj_kind kind); /* "VirtualMachine", ... */
 
-/* The same object in one allocation (struct, strings and arrays together: no per-part malloc overhead or
- * fragmentation in a store of tens of thousands); o is consumed. Packed objects are read-only: build a new one
- * to change an owned part. */
-struct obj *obj_pack(struct obj *o);
-/* The same, leaving o alone (its parts may live anywhere, e.g. in a decoder's scratch memory). */
+/* A copy of o in one allocation (struct, strings and arrays together: no per-part malloc overhead or
+ * fragmentation in a store of tens of thousands); o is left alone (its parts may live anywhere, e.g. in a
+ * decoder's scratch memory). Packed objects are read-only: build a new one to change an owned part. */
 struct obj *obj_pack_copy(const struct obj *o);
 
 /* The VMI's migration state, or a shared empty one (present false, progress_pct -1) when it has none. */
@@ -202,7 +200,6 @@ bool obj_label_next(const struct obj *o, const char **it, const char **key, cons
 /* Condition helpers. */
 const struct cond *cond_find(const struct cond *conds, int n, const char *type);
 bool cond_is_true(const struct cond *conds, int n, const char *type);
-void conds_free(struct cond *conds, int n);
 
 /* Approximate heap bytes held by an object (for the store's memory figures). */
 size_t obj_heap_size(const struct obj *o);

@@ -10,7 +10,7 @@
 
 #include "model/obj.h"
 
-struct stream; /* console/stream.h */
+struct stream; /* core/stream.h */
 
 enum source_type { SOURCE_KUBE, SOURCE_ENGINE };
 

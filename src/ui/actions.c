@@ -77,7 +77,9 @@ static void run(void *arg)
 	free(err);
 }
 
-void ui_action(enum action act, const struct obj *vm)
+/* Runs a lifecycle action on a VM through its source's provider: readonly check, confirmation for destructive
+ * ones (naming the VM), the API's Status message on error. */
+static void ui_action(enum action act, const struct obj *vm)
 {
 	if (vm == NULL)
 		return;

@@ -22,6 +22,7 @@
 #include "model/source.h"
 #include "model/store.h"
 #include "ui/draw.h"
+#include "ui/listsel.h"
 #include "ui/pager.h"
 #include "ui/table.h"
 #include "ui/theme.h"
@@ -46,8 +47,7 @@ struct clist {
 	unsigned id;
 	struct crow *rows;
 	size_t n;
-	size_t sel, top;
-	int page;
+	struct listsel l;
 	int pending;               /* requests in flight */
 	uint64_t asked_ms;         /* when they were sent */
 	int ticks;
@@ -358,6 +358,23 @@ static size_t vms_on(const struct crow *r)
 	return k;
 }
 
+struct drawing {
+	struct clist *c;
+	char *(*cells)[NCOLS];
+	const int *w;
+	int first, ncol;
+};
+
+static void draw_row(void *arg, size_t k, int y, int x0, int width, int attr)
+{
+	struct drawing *d = arg;
+	int x = x0 + 1;
+	for (int col = d->first; col < d->ncol && x < x0 + width; col++) {
+		draw_text(y, x, x0 + width - x, attr, d->cells[k][col]);
+		x += d->w[col] + 2;
+	}
+}
+
 static void draw(struct view *v, const struct region *r)
 {
 	struct clist *c = v->priv;
@@ -389,32 +406,11 @@ static void draw(struct view *v, const struct region *r)
 		draw_text(r->y, x, r->x + r->w - x, theme_attr(THEME_TABLE_HEADER), heads[c->kind][k]);
 		x += w[k] + 2;
 	}
-	int rows_h = r->h - 2;
-	c->page = rows_h;
-	if (c->sel >= c->n)
-		c->sel = c->n ? c->n - 1 : 0;
-	if (c->sel < c->top)
-		c->top = c->sel;
-	if (rows_h > 0 && c->sel >= c->top + (size_t)rows_h)
-		c->top = c->sel - (size_t)rows_h + 1;
-	for (int i = 0; i < rows_h; i++) {
-		size_t k = c->top + (size_t)i;
-		int y = r->y + 1 + i;
-		if (k >= c->n) {
-			draw_fill(y, r->x, r->w, theme_attr(THEME_NORMAL));
-			if (k == 0 && i == 0)
-				draw_text(y, r->x + 1, r->w - 1, theme_attr(THEME_NORMAL),
-					  c->pending ? "listing..." : c->note[0] ? "" : "(none)");
-			continue;
-		}
-		int a = k == c->sel ? theme_attr(THEME_SELECTED) : theme_attr(THEME_NORMAL);
-		draw_fill(y, r->x, r->w, a);
-		x = r->x + 1;
-		for (int col = first; col < ncol && x < r->x + r->w; col++) {
-			draw_text(y, x, r->x + r->w - x, a, cells[k][col]);
-			x += w[col] + 2;
-		}
-	}
+	struct drawing d = { c, cells, w, first, ncol };
+	listsel_draw(&c->l, c->n, r->y + 1, r->x, r->w, r->h - 2, draw_row, &d);
+	if (c->n == 0 && r->h > 2)
+		draw_text(r->y + 1, r->x + 1, r->w - 1, theme_attr(THEME_NORMAL),
+			  c->pending ? "listing..." : c->note[0] ? "" : "(none)");
 	draw_fill(r->y + r->h - 1, r->x, r->w, theme_attr(THEME_NORMAL));
 	if (c->note[0])
 		draw_text(r->y + r->h - 1, r->x + 1, r->w - 1, theme_attr(THEME_ERROR), c->note);
@@ -459,21 +455,12 @@ static void open_yaml(struct clist *c, const struct crow *r)
 static enum view_result key(struct view *v, int k)
 {
 	struct clist *c = v->priv;
-	long d = 0;
-	if (k == 'j' || k == VKEY(KEY_DOWN))
-		d = 1;
-	else if (k == 'k' || k == VKEY(KEY_UP))
-		d = -1;
-	else if (k == VKEY(KEY_NPAGE))
-		d = c->page;
-	else if (k == VKEY(KEY_PPAGE))
-		d = -c->page;
-	else if (k == 'g' || k == VKEY(KEY_HOME))
-		d = -(long)c->n;
-	else if (k == 'G' || k == VKEY(KEY_END))
-		d = (long)c->n;
-	else if (k == '\r' && c->sel < c->n) {
-		struct crow *r = &c->rows[c->sel];
+	if (listsel_key(&c->l, k, c->n)) {
+		view_dirty(v);
+		return VIEW_DONE;
+	}
+	if (k == '\r' && c->l.sel < c->n) {
+		struct crow *r = &c->rows[c->l.sel];
 		if (c->kind == CL_NODE) {
 			char *name = xstrdup(r->name);
 			if (ui_command("vmi") == 0) {
@@ -496,17 +483,18 @@ static enum view_result key(struct view *v, int k)
 	} else if (k == 'r') {
 		relist(c);
 		return VIEW_DONE;
-	} else {
-		return VIEW_PASS;
 	}
-	long s = (long)c->sel + d;
-	if (s < 0)
-		s = 0;
-	if (c->n && s >= (long)c->n)
-		s = (long)c->n - 1;
-	c->sel = (size_t)s;
+	return VIEW_PASS;
+}
+
+static enum view_result mouse(struct view *v, const struct view_mouse *m)
+{
+	struct clist *c = v->priv;
+	bool open;
+	if (!listsel_mouse(&c->l, m, 1, c->n, &open))
+		return VIEW_PASS;
 	view_dirty(v);
-	return VIEW_DONE;
+	return open ? key(v, '\r') : VIEW_DONE;
 }
 
 static void title(struct view *v, char *buf, size_t len)
@@ -576,18 +564,18 @@ const struct view_key *clusterlist_storage_keys(void)
 }
 
 static const struct view_ops node_ops = {
-	.name = "node", .draw = draw, .key = key, .title = title, .tick = tick,
+	.name = "node", .draw = draw, .key = key, .mouse = mouse, .title = title, .tick = tick,
 	.store_changed = store_changed, .destroy = destroy, .keys = node_keys,
 };
 static const struct view_ops vmim_ops = {
-	.name = "vmim", .draw = draw, .key = key, .title = title, .tick = tick,
+	.name = "vmim", .draw = draw, .key = key, .mouse = mouse, .title = title, .tick = tick,
 	.store_changed = store_changed, .destroy = destroy, .keys = vmim_keys,
 };
 static const struct view_ops pvc_ops = {
-	.name = "pvc", .draw = draw, .key = key, .title = title, .tick = tick, .destroy = destroy, .keys = storage_keys,
+	.name = "pvc", .draw = draw, .key = key, .mouse = mouse, .title = title, .tick = tick, .destroy = destroy, .keys = storage_keys,
 };
 static const struct view_ops dv_ops = {
-	.name = "dv", .draw = draw, .key = key, .title = title, .tick = tick, .destroy = destroy, .keys = storage_keys,
+	.name = "dv", .draw = draw, .key = key, .mouse = mouse, .title = title, .tick = tick, .destroy = destroy, .keys = storage_keys,
 };
 
 static struct view *make(enum clist_kind kind)

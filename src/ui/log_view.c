@@ -15,6 +15,7 @@
 #include "model/chain.h"
 #include "model/source.h"
 #include "ui/draw.h"
+#include "ui/scroller.h"
 #include "ui/theme.h"
 #include "ui/ui.h"
 #include "ui/view.h"
@@ -33,11 +34,8 @@ struct log_view {
 	struct log_stream *ls;
 	struct linebuf lb;
 	char **lines;
-	size_t n, cap;
-	size_t top;            /* first line shown when not following */
-	int page, width;
-	char *search;
-	long hit;
+	size_t cap;
+	struct scroller sc;    /* over lines (sc.n of them); sc.top: the first shown when not following */
 	char state[160];       /* "streaming", "ended", the API's message */
 	struct log_view *next;
 };
@@ -56,21 +54,23 @@ static struct log_view *find_id(unsigned id)
 static void add_line(void *arg, const char *line, size_t len)
 {
 	struct log_view *w = arg;
-	if (w->n == LOG_MAX_LINES) {
+	struct scroller *sc = &w->sc;
+	if (sc->n == LOG_MAX_LINES) {
 		size_t drop = LOG_MAX_LINES / 10;
 		for (size_t i = 0; i < drop; i++)
 			free(w->lines[i]);
-		memmove(w->lines, w->lines + drop, (w->n - drop) * sizeof *w->lines);
-		w->n -= drop;
-		w->top = w->top > drop ? w->top - drop : 0;
-		if (w->hit >= 0)
-			w->hit = w->hit >= (long)drop ? w->hit - (long)drop : -1;
+		memmove(w->lines, w->lines + drop, (sc->n - drop) * sizeof *w->lines);
+		sc->n -= drop;
+		sc->top = sc->top > drop ? sc->top - drop : 0;
+		if (sc->hit >= 0)
+			sc->hit = sc->hit >= (long)drop ? sc->hit - (long)drop : -1;
 	}
-	if (w->n == w->cap) {
+	if (sc->n == w->cap) {
 		w->cap = w->cap ? w->cap * 2 : 256;
 		w->lines = xreallocarray(w->lines, w->cap, sizeof *w->lines);
+		sc->lines = w->lines;
 	}
-	w->lines[w->n++] = xstrndup(line, len);
+	w->lines[sc->n++] = xstrndup(line, len);
 }
 
 static bool on_data(void *arg, const char *data, size_t len)
@@ -91,7 +91,7 @@ static void on_end(void *arg, int status, const char *message)
 	w->ls = NULL;
 	linebuf_flush(&w->lb, add_line, w);
 	if (status == 0)
-		snprintf(w->state, sizeof w->state, "%s", w->n ? "ended" : "ended: the log is empty");
+		snprintf(w->state, sizeof w->state, "%s", w->sc.n ? "ended" : "ended: the log is empty");
 	else
 		snprintf(w->state, sizeof w->state, "%s", message ? message : "the log could not be read");
 	view_dirty(w->view);
@@ -99,11 +99,11 @@ static void on_end(void *arg, int status, const char *message)
 
 static void clear_lines(struct log_view *w)
 {
-	for (size_t i = 0; i < w->n; i++)
+	for (size_t i = 0; i < w->sc.n; i++)
 		free(w->lines[i]);
-	w->n = 0;
-	w->top = 0;
-	w->hit = -1;
+	w->sc.n = 0;
+	w->sc.top = 0;
+	w->sc.hit = -1;
 	linebuf_free(&w->lb);
 	linebuf_init(&w->lb);
 }
@@ -169,22 +169,6 @@ static void set_pod(struct log_view *w, const struct pod *p, const char *vm_name
 
 /* ---- drawing ---- */
 
-static int rows_of(const struct log_view *w, size_t k)
-{
-	return w->wrap ? (int)draw_wrap_rows(w->lines[k], w->width, 0, NULL, 0) : 1;
-}
-
-static size_t max_top(const struct log_view *w)
-{
-	int rows = 0, page = w->page > 0 ? w->page : 1;
-	for (size_t k = w->n; k > 0; k--) {
-		rows += w->width > 0 ? rows_of(w, k - 1) : 1;
-		if (rows > page)
-			return k;
-	}
-	return 0;
-}
-
 static void draw(struct view *v, const struct region *r)
 {
 	struct log_view *w = v->priv;
@@ -193,71 +177,25 @@ static void draw(struct view *v, const struct region *r)
 		draw_clear_rect(r->y, r->x, r->h, r->w, theme_attr(THEME_NORMAL));
 		return;
 	}
-	w->page = rows;
-	w->width = r->w;
+	w->sc.page = rows;
+	w->sc.width = r->w;
 	if (w->follow)
-		w->top = max_top(w);
-	size_t k = w->top;
-	for (int i = 0; i < rows;) {
-		int y = r->y + i;
-		if (k >= w->n) {
-			draw_fill(y, r->x, r->w, theme_attr(THEME_NORMAL));
-			i++;
-			continue;
-		}
-		int a = w->hit >= 0 && (size_t)w->hit == k ? theme_attr(THEME_MATCH) : theme_attr(THEME_NORMAL);
-		if (w->wrap) {
-			int need = rows_of(w, k);
-			if (need > rows - i)
-				need = rows - i;
-			draw_clear_rect(y, r->x, need, r->w, theme_attr(THEME_NORMAL));
-			i += draw_wrap(y, r->x, r->w, rows - i, 0, a, w->lines[k]);
-		} else {
-			draw_cell(y, r->x, r->w, a, w->lines[k], false);
-			i++;
-		}
-		k++;
-	}
+		w->sc.top = scroller_max_top(&w->sc);
+	scroller_draw(&w->sc, r->y, r->x, r->w, rows, 0);
 	char status[768];
 	snprintf(status, sizeof status, " %s/%s [%s%s] | %s | %zu lines%s%s | C container  p previous  w wrap  f follow",
 		 w->ns, w->pod, w->cur >= 0 ? w->containers[w->cur] : "default", w->previous ? ", previous" : "",
-		 w->state, w->n, w->follow ? ", following" : "", w->wrap ? ", wrapped" : "");
+		 w->state, w->sc.n, w->follow ? ", following" : "", w->sc.wrap ? ", wrapped" : "");
 	draw_cell(r->y + r->h - 1, r->x, r->w, A_REVERSE, status, false);
 }
 
 /* ---- keys ---- */
 
-static void scroll_to(struct log_view *w, long line)
+/* After a scroll: the pane follows new lines again once it is at the bottom of a live log. */
+static void scrolled(struct log_view *w)
 {
-	long max = (long)max_top(w);
-	if (line > max)
-		line = max;
-	if (line < 0)
-		line = 0;
-	w->top = (size_t)line;
-	w->follow = (size_t)line >= (size_t)max && !w->previous && w->ls != NULL;
+	w->follow = w->sc.top >= scroller_max_top(&w->sc) && !w->previous && w->ls != NULL;
 	view_dirty(w->view);
-}
-
-static void find(struct log_view *w, bool forward)
-{
-	if (w->search == NULL || w->n == 0)
-		return;
-	long start_at = w->hit >= 0 ? w->hit : (long)w->top - (forward ? 1 : 0);
-	for (size_t i = 1; i <= w->n; i++) {
-		long k = forward ? start_at + (long)i : start_at - (long)i;
-		k = ((k % (long)w->n) + (long)w->n) % (long)w->n;
-		if (strcasestr(w->lines[k], w->search)) {
-			w->hit = k;
-			w->follow = false;
-			if ((size_t)k < w->top || (size_t)k >= w->top + (size_t)w->page)
-				scroll_to(w, k - w->page / 3);
-			w->follow = false;
-			view_dirty(w->view);
-			return;
-		}
-	}
-	ui_error("not found: %s", w->search);
 }
 
 static void search_done(void *arg, const char *text)
@@ -265,10 +203,9 @@ static void search_done(void *arg, const char *text)
 	struct log_view *w = find_id((unsigned)(uintptr_t)arg);
 	if (w == NULL || *text == '\0')
 		return;
-	free(w->search);
-	w->search = xstrdup(text);
-	w->hit = -1;
-	find(w, true);
+	scroller_search(&w->sc, text);
+	w->follow = false;
+	view_dirty(w->view);
 }
 
 /* r: the object may have a new launcher now (a restart): resolve it again. */
@@ -298,53 +235,33 @@ static void reload(struct log_view *w)
 static enum view_result key(struct view *v, int k)
 {
 	struct log_view *w = v->priv;
+	if (w->follow) /* moves start from the bottom the pane shows */
+		w->sc.top = scroller_max_top(&w->sc);
+	if (k == 'n' || k == 'N') {
+		if (scroller_find(&w->sc, k == 'n'))
+			w->follow = false;
+		view_dirty(v);
+		return VIEW_DONE;
+	}
+	if (scroller_key(&w->sc, k)) {
+		scrolled(w);
+		if (k == 'G' || k == VKEY(KEY_END))
+			w->follow = !w->previous;
+		return VIEW_DONE;
+	}
 	switch (k) {
-	case 'j':
-	case VKEY(KEY_DOWN):
-		scroll_to(w, (long)w->top + 1);
-		return VIEW_DONE;
-	case 'k':
-	case VKEY(KEY_UP):
-		w->top = w->follow ? max_top(w) : w->top;
-		scroll_to(w, (long)w->top - 1);
-		return VIEW_DONE;
-	case ' ':
-	case VKEY(KEY_NPAGE):
-	case VKEY_CTRL('f'):
-		scroll_to(w, (long)w->top + w->page - 1);
-		return VIEW_DONE;
-	case VKEY(KEY_PPAGE):
-	case VKEY_CTRL('b'):
-		w->top = w->follow ? max_top(w) : w->top;
-		scroll_to(w, (long)w->top - w->page + 1);
-		return VIEW_DONE;
-	case 'g':
-	case VKEY(KEY_HOME):
-		scroll_to(w, 0);
-		return VIEW_DONE;
-	case 'G':
-	case VKEY(KEY_END):
-		scroll_to(w, (long)w->n);
-		w->follow = !w->previous;
-		return VIEW_DONE;
 	case 'f':
 		w->follow = !w->follow;
 		if (!w->follow)
-			w->top = max_top(w);
+			w->sc.top = scroller_max_top(&w->sc);
 		view_dirty(v);
 		return VIEW_DONE;
 	case 'w':
-		w->wrap = !w->wrap;
+		w->sc.wrap = !w->sc.wrap;
 		view_dirty(v);
 		return VIEW_DONE;
 	case '/':
 		ui_prompt("search: ", search_done, NULL, (void *)(uintptr_t)w->id);
-		return VIEW_DONE;
-	case 'n':
-		find(w, true);
-		return VIEW_DONE;
-	case 'N':
-		find(w, false);
 		return VIEW_DONE;
 	case 'C':
 		if (w->ncontainers < 2) {
@@ -373,14 +290,11 @@ static enum view_result key(struct view *v, int k)
 static enum view_result mouse(struct view *v, const struct view_mouse *m)
 {
 	struct log_view *w = v->priv;
-	if (m->kind == VMOUSE_WHEEL_UP) {
-		w->top = w->follow ? max_top(w) : w->top;
-		scroll_to(w, (long)w->top - 3);
-	} else if (m->kind == VMOUSE_WHEEL_DOWN) {
-		scroll_to(w, (long)w->top + 3);
-	} else {
+	if (w->follow)
+		w->sc.top = scroller_max_top(&w->sc);
+	if (!scroller_mouse(&w->sc, m))
 		return VIEW_PASS;
-	}
+	scrolled(w);
 	return VIEW_DONE;
 }
 
@@ -410,7 +324,7 @@ static void destroy(struct view *v)
 	free(w->name);
 	free(w->pod);
 	free(w->vm);
-	free(w->search);
+	scroller_free(&w->sc);
 	free(w);
 }
 
@@ -472,14 +386,14 @@ struct view *log_view_open(struct obj *o, char **err)
 	w->ns = xstrdup(o->ns);
 	w->name = xstrdup(o->name);
 	w->follow = true;
-	w->hit = -1;
+	scroller_init(&w->sc);
 	linebuf_init(&w->lb);
 	set_pod(w, p, vm_name);
 	w->view = view_new(&log_view_ops, w);
 	w->view->pane = true;
 	w->next = live;
 	live = w;
-	if (start(w) < 0 && w->n == 0) {
+	if (start(w) < 0 && w->sc.n == 0) {
 		/* refused at once: say why in the status line, and keep the pane (C or p may work) */
 		ui_error("logs: %s", w->state);
 	}

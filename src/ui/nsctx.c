@@ -16,6 +16,7 @@
 #include "model/source.h"
 #include "model/store.h"
 #include "ui/draw.h"
+#include "ui/listsel.h"
 #include "ui/sources.h"
 #include "ui/theme.h"
 #include "ui/ui.h"
@@ -23,8 +24,7 @@
 
 struct nsctx {
 	bool ctx;
-	size_t sel, top;
-	int page;
+	struct listsel l;
 };
 
 static const char **ns_names;
@@ -198,11 +198,6 @@ const char *const *nsctx_namespaces(size_t *n)
 	return ns_names;
 }
 
-const char *nsctx_note(void)
-{
-	return api_note;
-}
-
 static void namespaces_listed(void *arg, int status, const char *const *names, size_t n, const char *message)
 {
 	size_t id = (size_t)(uintptr_t)arg;
@@ -263,6 +258,19 @@ static bool is_current(struct nsctx *c, const char *name)
 	return cur ? strcmp(cur, name) == 0 : strcmp(name, "all") == 0;
 }
 
+struct drawing {
+	struct nsctx *c;
+	const char *const *names;
+};
+
+static void draw_row(void *arg, size_t k, int y, int x, int w, int attr)
+{
+	struct drawing *d = arg;
+	char line[512];
+	snprintf(line, sizeof line, "%s%s", d->names[k], is_current(d->c, d->names[k]) ? "  (current)" : "");
+	draw_text(y, x + 1, w - 1, attr, line);
+}
+
 static void draw(struct view *v, const struct region *r)
 {
 	struct nsctx *c = v->priv;
@@ -279,27 +287,8 @@ static void draw(struct view *v, const struct region *r)
 	draw_text(r->y + 1, r->x + 1, r->w - 1, theme_attr(THEME_TABLE_HEADER), "NAME");
 	if (!c->ctx && api_note && r->w > 8)
 		draw_text(r->y + 1, r->x + 7, r->w - 7, theme_attr(THEME_TABLE_HEADER), api_note);
-	int rows_h = r->h - 2;
-	c->page = rows_h;
-	if (c->sel >= n)
-		c->sel = n ? n - 1 : 0;
-	if (c->sel < c->top)
-		c->top = c->sel;
-	if (rows_h > 0 && c->sel >= c->top + (size_t)rows_h)
-		c->top = c->sel - (size_t)rows_h + 1;
-	for (int i = 0; i < rows_h; i++) {
-		size_t k = c->top + (size_t)i;
-		int y = r->y + 2 + i;
-		if (k >= n) {
-			draw_fill(y, r->x, r->w, theme_attr(THEME_NORMAL));
-			continue;
-		}
-		int a = k == c->sel ? theme_attr(THEME_SELECTED) : theme_attr(THEME_NORMAL);
-		char line[512];
-		snprintf(line, sizeof line, "%s%s", names[k], is_current(c, names[k]) ? "  (current)" : "");
-		draw_fill(y, r->x, r->w, a);
-		draw_text(y, r->x + 1, r->w - 1, a, line);
-	}
+	struct drawing d = { c, names };
+	listsel_draw(&c->l, n, r->y + 2, r->x, r->w, r->h - 2, draw_row, &d);
 }
 
 static enum view_result key(struct view *v, int k)
@@ -307,53 +296,31 @@ static enum view_result key(struct view *v, int k)
 	struct nsctx *c = v->priv;
 	size_t n;
 	const char *const *names = items(c, &n);
-	long d = 0;
-	if (k == 'j' || k == VKEY(KEY_DOWN))
-		d = 1;
-	else if (k == 'k' || k == VKEY(KEY_UP))
-		d = -1;
-	else if (k == VKEY(KEY_NPAGE))
-		d = c->page;
-	else if (k == VKEY(KEY_PPAGE))
-		d = -c->page;
-	else if (k == 'g' || k == VKEY(KEY_HOME))
-		d = -(long)n;
-	else if (k == 'G' || k == VKEY(KEY_END))
-		d = (long)n;
-	else if (k == '\r' && c->sel < n) {
+	if (listsel_key(&c->l, k, n)) {
+		view_dirty(v);
+		return VIEW_DONE;
+	}
+	if (k != '\r')
+		return VIEW_PASS;
+	if (c->l.sel < n) {
 		char cmd[600];
-		snprintf(cmd, sizeof cmd, "%s %s", c->ctx ? "ctx" : "ns", names[c->sel]);
+		snprintf(cmd, sizeof cmd, "%s %s", c->ctx ? "ctx" : "ns", names[c->l.sel]);
 		if (ui_command(cmd) == 0)
 			ui_command("vm");
-		return VIEW_DONE;
-	} else {
-		return VIEW_PASS;
 	}
-	long s = (long)c->sel + d;
-	if (s < 0)
-		s = 0;
-	if (n && s >= (long)n)
-		s = (long)n - 1;
-	c->sel = (size_t)s;
-	view_dirty(v);
 	return VIEW_DONE;
 }
 
 static enum view_result mouse(struct view *v, const struct view_mouse *m)
 {
 	struct nsctx *c = v->priv;
-	if (m->kind == VMOUSE_WHEEL_UP)
-		return key(v, 'k');
-	if (m->kind == VMOUSE_WHEEL_DOWN)
-		return key(v, 'j');
-	if ((m->kind == VMOUSE_PRESS || m->kind == VMOUSE_CLICK || m->kind == VMOUSE_DOUBLE) && m->y >= 2) {
-		c->sel = c->top + (size_t)(m->y - 2);
-		view_dirty(v);
-		if (m->kind == VMOUSE_DOUBLE)
-			return key(v, '\r');
-		return VIEW_DONE;
-	}
-	return VIEW_PASS;
+	size_t n;
+	items(c, &n);
+	bool open;
+	if (!listsel_mouse(&c->l, m, 2, n, &open))
+		return VIEW_PASS;
+	view_dirty(v);
+	return open ? key(v, '\r') : VIEW_DONE;
 }
 
 static void title(struct view *v, char *buf, size_t len)
@@ -400,7 +367,7 @@ static struct view *make(bool ctx)
 	const char *const *names = items(c, &n);
 	for (size_t i = 0; i < n; i++)
 		if (is_current(c, names[i]))
-			c->sel = i;
+			c->l.sel = i;
 	return view_new(&nsctx_ops, c);
 }
 

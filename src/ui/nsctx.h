@@ -23,7 +23,5 @@ void nsctx_forget(void);
 size_t nsctx_scans(void);
 /* Asks every source for its namespace list again (asynchronous; the list view redraws when answers come). */
 void nsctx_refresh(void);
-/* Why some namespaces come from objects only (a 403 on the namespace list), or NULL. */
-const char *nsctx_note(void);
 
 #endif

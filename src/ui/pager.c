@@ -7,6 +7,7 @@
 
 #include "core/xmalloc.h"
 #include "ui/draw.h"
+#include "ui/scroller.h"
 #include "ui/theme.h"
 #include "ui/ui.h"
 
@@ -15,12 +16,7 @@ struct pager {
 	char *title;
 	char *text;
 	char **lines;
-	size_t n;
-	size_t top;
-	int page;
-	int width; /* columns the text was last wrapped to */
-	char *search;
-	long hit; /* line of the current hit, -1 none */
+	struct scroller sc; /* over lines: wrapped, continuations indented under their text */
 	struct view *v;
 	struct pager *next;
 };
@@ -33,43 +29,33 @@ static void split(struct pager *p, const char *text)
 	free(p->text);
 	free(p->lines);
 	p->text = xstrdup(text ? text : "");
-	p->n = 0;
-	size_t cap = 64;
+	size_t n = 0, cap = 64;
 	p->lines = xmalloc(cap * sizeof *p->lines);
 	char *s = p->text;
 	for (;;) {
-		if (p->n == cap) {
+		if (n == cap) {
 			cap *= 2;
 			p->lines = xreallocarray(p->lines, cap, sizeof *p->lines);
 		}
-		p->lines[p->n++] = s;
+		p->lines[n++] = s;
 		char *nl = strchr(s, '\n');
 		if (nl == NULL)
 			break;
 		*nl = '\0';
 		s = nl + 1;
 	}
-	if (p->n > 1 && p->lines[p->n - 1][0] == '\0')
-		p->n--;
-	if (p->top >= p->n)
-		p->top = p->n ? p->n - 1 : 0;
+	if (n > 1 && p->lines[n - 1][0] == '\0')
+		n--;
+	p->sc.lines = p->lines;
+	p->sc.n = n;
+	if (p->sc.top >= n)
+		p->sc.top = n ? n - 1 : 0;
+	if (p->sc.hit >= (long)n)
+		p->sc.hit = -1;
 }
 
 /* Long lines wrap (continuations indented under their text) so a walkthrough or a message reads whole; the
  * scroll position stays in source lines, so search and paging are unchanged. */
-static int indent_of(const char *line)
-{
-	int n = 0;
-	while (line[n] == ' ' && n < 40)
-		n++;
-	return n + 2;
-}
-
-static int rows_of(const struct pager *p, size_t k)
-{
-	return (int)draw_wrap_rows(p->lines[k], p->width, indent_of(p->lines[k]), NULL, 0);
-}
-
 static void draw(struct view *v, const struct region *r)
 {
 	struct pager *p = v->priv;
@@ -78,70 +64,7 @@ static void draw(struct view *v, const struct region *r)
 	char title[256];
 	snprintf(title, sizeof title, " %s ", p->title);
 	draw_text(r->y, r->x + (r->w - draw_width(title)) / 2, r->w, theme_attr(THEME_TITLE_ACTIVE), title);
-	int rows = r->h - 1;
-	p->page = rows;
-	p->width = r->w - 1;
-	size_t k = p->top;
-	for (int i = 0; i < rows;) {
-		int y = r->y + 1 + i;
-		if (k >= p->n) {
-			draw_fill(y, r->x, r->w, theme_attr(THEME_NORMAL));
-			i++;
-			continue;
-		}
-		bool hit = p->hit >= 0 && (size_t)p->hit == k;
-		int a = hit ? theme_attr(THEME_MATCH) : theme_attr(THEME_NORMAL);
-		int need = rows_of(p, k);
-		if (need > rows - i)
-			need = rows - i;
-		draw_clear_rect(y, r->x, need, r->w, theme_attr(THEME_NORMAL));
-		i += draw_wrap(y, r->x + 1, r->w - 1, rows - i, indent_of(p->lines[k]), a, p->lines[k]);
-		k++;
-	}
-}
-
-/* The last top line that still fills the page (the end of the text at the bottom). */
-static long max_top(const struct pager *p)
-{
-	int rows = 0, page = p->page > 0 ? p->page : 1;
-	for (long k = (long)p->n - 1; k >= 0; k--) {
-		rows += p->width > 0 ? rows_of(p, (size_t)k) : 1;
-		if (rows > page)
-			return k + 1;
-	}
-	return 0;
-}
-
-static void scroll_to(struct view *v, long line)
-{
-	struct pager *p = v->priv;
-	long max = max_top(p);
-	if (line > max)
-		line = max;
-	if (line < 0)
-		line = 0;
-	p->top = (size_t)line;
-	view_dirty(v);
-}
-
-static void find(struct view *v, bool forward)
-{
-	struct pager *p = v->priv;
-	if (p->search == NULL || p->n == 0)
-		return;
-	long start = p->hit >= 0 ? p->hit : (long)p->top - (forward ? 1 : 0);
-	for (size_t i = 1; i <= p->n; i++) {
-		long k = forward ? start + (long)i : start - (long)i;
-		k = ((k % (long)p->n) + (long)p->n) % (long)p->n;
-		if (strcasestr(p->lines[k], p->search)) {
-			p->hit = k;
-			if ((size_t)k < p->top || (size_t)k >= p->top + (size_t)p->page)
-				scroll_to(v, k - p->page / 3);
-			view_dirty(v);
-			return;
-		}
-	}
-	ui_error("not found: %s", p->search);
+	scroller_draw(&p->sc, r->y + 1, r->x, r->w, r->h - 1, 1);
 }
 
 static void search_done(void *arg, const char *text)
@@ -150,49 +73,20 @@ static void search_done(void *arg, const char *text)
 	if (v == NULL || *text == '\0')
 		return;
 	struct pager *p = v->priv;
-	free(p->search);
-	p->search = xstrdup(text);
-	p->hit = -1;
-	find(v, true);
+	scroller_search(&p->sc, text);
+	view_dirty(v);
 }
 
 static enum view_result key(struct view *v, int k)
 {
 	struct pager *p = v->priv;
+	if (scroller_key(&p->sc, k)) {
+		view_dirty(v);
+		return VIEW_DONE;
+	}
 	switch (k) {
-	case 'j':
-	case VKEY(KEY_DOWN):
-		scroll_to(v, (long)p->top + 1);
-		return VIEW_DONE;
-	case 'k':
-	case VKEY(KEY_UP):
-		scroll_to(v, (long)p->top - 1);
-		return VIEW_DONE;
-	case ' ':
-	case VKEY(KEY_NPAGE):
-	case VKEY_CTRL('f'):
-		scroll_to(v, (long)p->top + p->page - 1);
-		return VIEW_DONE;
-	case VKEY(KEY_PPAGE):
-	case VKEY_CTRL('b'):
-		scroll_to(v, (long)p->top - p->page + 1);
-		return VIEW_DONE;
-	case 'g':
-	case VKEY(KEY_HOME):
-		scroll_to(v, 0);
-		return VIEW_DONE;
-	case 'G':
-	case VKEY(KEY_END):
-		scroll_to(v, (long)p->n);
-		return VIEW_DONE;
 	case '/':
 		ui_prompt("search: ", search_done, NULL, (void *)(uintptr_t)p->id);
-		return VIEW_DONE;
-	case 'n':
-		find(v, true);
-		return VIEW_DONE;
-	case 'N':
-		find(v, false);
 		return VIEW_DONE;
 	case 'q':
 		return VIEW_CLOSE;
@@ -204,12 +98,9 @@ static enum view_result key(struct view *v, int k)
 static enum view_result mouse(struct view *v, const struct view_mouse *m)
 {
 	struct pager *p = v->priv;
-	if (m->kind == VMOUSE_WHEEL_UP)
-		scroll_to(v, (long)p->top - 3);
-	else if (m->kind == VMOUSE_WHEEL_DOWN)
-		scroll_to(v, (long)p->top + 3);
-	else
+	if (!scroller_mouse(&p->sc, m))
 		return VIEW_PASS;
+	view_dirty(v);
 	return VIEW_DONE;
 }
 
@@ -231,7 +122,7 @@ static void destroy(struct view *v)
 	free(p->title);
 	free(p->text);
 	free(p->lines);
-	free(p->search);
+	scroller_free(&p->sc);
 	free(p);
 }
 
@@ -269,7 +160,8 @@ struct view *pager_new(const char *title_, const char *text)
 	struct pager *p = xcalloc(1, sizeof *p);
 	p->id = ++next_id;
 	p->title = xstrdup(title_);
-	p->hit = -1;
+	scroller_init(&p->sc);
+	p->sc.wrap = p->sc.indent = true;
 	split(p, text);
 	p->next = live;
 	live = p;

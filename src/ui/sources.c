@@ -6,9 +6,9 @@
 #include <string.h>
 #include <strings.h>
 
+#include "core/config.h"
 #include "core/log.h"
 #include "core/opts.h"
-#include "core/util.h"
 #include "core/xmalloc.h"
 #include "model/source.h"
 #include "engine/engine.h"
@@ -22,63 +22,34 @@ static struct {
 	char *context;
 } C;
 
-static char *trim(char *s)
+/* The dashboard's keys of the config file (core/config.c parses it): the last theme and readonly lines win. */
+static void apply_config(const struct config *cfg)
 {
-	while (*s == ' ' || *s == '\t')
-		s++;
-	size_t n = strlen(s);
-	while (n && (s[n - 1] == ' ' || s[n - 1] == '\t' || s[n - 1] == '\r'))
-		s[--n] = '\0';
-	return s;
+	for (size_t i = 0; i < config_count(cfg); i++) {
+		const struct config_entry *e = config_at(cfg, i);
+		if (strcmp(e->key, "theme") == 0) {
+			free(C.theme);
+			C.theme = xstrdup(e->value);
+		} else if (strcmp(e->key, "readonly") == 0) {
+			const char *v = e->value;
+			C.readonly = strcasecmp(v, "true") == 0 || strcmp(v, "1") == 0 || strcasecmp(v, "yes") == 0;
+		}
+	}
 }
 
 int sources_parse_config(const char *text, char **err)
 {
-	char *copy = xstrdup(text);
-	int rc = 0, lineno = 0;
-	char *save = NULL;
-	for (char *line = strtok_r(copy, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
-		lineno++;
-		char *hash = strchr(line, '#');
-		if (hash)
-			*hash = '\0';
-		char *eq = strchr(line, '=');
-		if (eq == NULL) {
-			if (*trim(line)) {
-				*err = xasprintf("line %d: expected 'key = value'", lineno);
-				rc = -1;
-				break;
-			}
-			continue;
-		}
-		*eq = '\0';
-		char *k = trim(line), *v = trim(eq + 1);
-		if (strcmp(k, "theme") == 0) {
-			free(C.theme);
-			C.theme = xstrdup(v);
-		} else if (strcmp(k, "readonly") == 0) {
-			C.readonly = strcasecmp(v, "true") == 0 || strcmp(v, "1") == 0 || strcasecmp(v, "yes") == 0;
-		} else {
-			log_info("config: line %d: unknown key '%s' ignored", lineno, k); /* other modules' keys */
-		}
-	}
-	free(copy);
-	return rc;
+	struct config *cfg = config_parse(text, NULL, err);
+	apply_config(cfg);
+	config_free(cfg);
+	return *err ? -1 : 0;
 }
 
 void sources_load_config(void)
 {
-	char *dir = util_config_dir(), *path = util_path_join(dir, "config");
-	char *text = util_read_file(path, NULL);
-	if (text) {
-		char *err = NULL;
-		if (sources_parse_config(text, &err) < 0)
-			log_warn("config %s: %s", path, err);
-		free(err);
-	}
-	free(text);
-	free(path);
-	free(dir);
+	struct config *cfg = config_load(NULL); /* it logs a bad line */
+	apply_config(cfg);
+	config_free(cfg);
 }
 
 const char *sources_config_theme(void)

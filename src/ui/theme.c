@@ -110,11 +110,6 @@ static const struct {
 	{ "underline", A_UNDERLINE }, { "standout", A_STANDOUT }, { "italic", A_ITALIC }, { "blink", A_BLINK },
 };
 
-const char *theme_elem_name(enum theme_elem e)
-{
-	return e < THEME_COUNT ? elem_names[e] : "?";
-}
-
 static int parse_colour(const char *w, int *out)
 {
 	for (size_t i = 0; i < sizeof colour_names / sizeof colour_names[0]; i++) {

@@ -39,7 +39,6 @@ int theme_load(const char *name, char **err);
 /* Call after start_color (or with colour off): allocates pairs for the loaded theme. */
 void theme_apply(bool color, int ncolors);
 int theme_attr(enum theme_elem e);
-const char *theme_elem_name(enum theme_elem e);
 /* The attr for a status word (Running, Pending, Failed, ...). */
 int theme_status_attr(const char *status);
 

@@ -45,9 +45,6 @@ const char *ui_namespace(void);
 void ui_set_namespace(const char *ns);
 /* Switches the kube context (closes the current kube source, opens the named one). */
 int ui_set_context(const char *name, char **err);
-/* Runs a lifecycle action on a VM through its source's provider: readonly check, confirmation for destructive
- * ones (naming the VM), the API's Status message on error. */
-void ui_action(enum action act, const struct obj *vm);
 /* Key functions for the lifecycle actions on the view's ops->target_vm (rows of UI_ACTION_KEYS). */
 struct view;
 enum view_result ui_key_start(struct view *v);

@@ -9,7 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "console/stream.h"
+#include "core/stream.h"
 #include "core/buf.h"
 #include "core/loop.h"
 #include "core/util.h"

@@ -1,4 +1,4 @@
-/* libFuzzer harness for the engine's manifest parser (engine/ytree.c + engine/manifest.c): arbitrary bytes as
+/* libFuzzer harness for the engine's manifest parser (core/ydoc.c + engine/manifest.c): arbitrary bytes as
  * YAML or JSON, validated as a VirtualMachine, and when accepted turned into domain XML. Seeds in
  * tests/fuzz/corpus/manifest/ (KubeVirt's examples and the demo VM). */
 #include <stddef.h>

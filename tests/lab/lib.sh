@@ -16,6 +16,9 @@ LAB_CACHE=${KVCON_CACHE_DIR:-$LAB_ROOT/build/cache}
 # several seconds per daemon, a copied cache nothing (libvirt re-probes by
 # itself when QEMU, libvirt or the kernel changed)
 LAB_CAPS=$LAB_CACHE/libvirt-qemu-caps
+# lab_caps_seed, lab_caps_save: the product's copy (scripts/embed-warm.sh uses them too)
+# shellcheck source=scripts/caps-cache.sh
+. "$LAB_ROOT/scripts/caps-cache.sh"
 
 lab_log() { echo "${LAB_PROG:-lab}: $*" >&2; }
 lab_die() { lab_log "ERROR: $*"; exit 1; }
@@ -86,8 +89,7 @@ lab_host_config() {
     local d=$1 name=$2 uuid=${3:-} ip=${4:-}
     mkdir -p "$d"/{etc,run,lib,log/qemu,cache/qemu/capabilities}
     [[ -n $uuid ]] || uuid=$(cat /proc/sys/kernel/random/uuid)
-    [[ ${KVCON_LAB_SEED_CAPS:-1} == 0 ]] ||
-        cp "$LAB_CAPS"/*.xml "$d/cache/qemu/capabilities/" 2>/dev/null || true
+    [[ ${KVCON_LAB_SEED_CAPS:-1} == 0 ]] || lab_caps_seed "$d" || true
     {
         echo "# kvcon test lab host $name"
         # a fixed host UUID spares dmidecode; migration needs distinct ones
@@ -182,17 +184,6 @@ lab_host_wait() {
 lab_host_warm() {
     local d=$1
     lab_virsh "$d" domcapabilities --virttype qemu >/dev/null
-}
-
-lab_caps_save() {
-    local d=$1 f tmp
-    mkdir -p "$LAB_CAPS"
-    for f in "$d"/cache/qemu/capabilities/*.xml; do
-        [[ -s $f ]] || continue
-        cmp -s "$f" "$LAB_CAPS/${f##*/}" && continue
-        tmp=$(mktemp "$LAB_CAPS/.tmp.XXXXXX")
-        cp "$f" "$tmp" && mv -f "$tmp" "$LAB_CAPS/${f##*/}"
-    done
 }
 
 # pids of the lab's processes (daemons, guests) in the host's mount namespace;

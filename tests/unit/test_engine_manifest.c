@@ -11,7 +11,7 @@
 #include "core/xmalloc.h"
 #include "engine/domxml.h"
 #include "engine/manifest.h"
-#include "engine/ytree.h"
+#include "core/ydoc.h"
 #include "t.h"
 
 #define BASE \
@@ -431,22 +431,25 @@ static void test_duplicate_keys(void)
 		if (where < 2)
 			buf_printf(&b, "  key-%d: again\n", where == 0 ? 0 : 1234);
 		char *err = NULL;
-		struct ynode *root = ytree_parse(b.data, b.len, &err);
+		yaml_document_t doc;
+		int rc = ydoc_load(&doc, b.data, b.len, &err);
 		if (where < 2) {
-			T_CHECK(root == NULL && err && strstr(err, "duplicate key") &&
+			T_CHECK(rc < 0 && err && strstr(err, "duplicate key") &&
 				strstr(err, where == 0 ? "\"key-0\"" : "\"key-1234\""));
 		} else {
-			T_CHECK(root != NULL);
-			struct ynode *l = ytree_get(root, "labels");
-			T_CHECK(l && l->n == 2000 && ytree_get(l, "key-1999") && ytree_get(l, "key-0"));
+			T_CHECK(rc == 0);
+			yaml_node_t *l = rc == 0 ? ydoc_get(&doc, yaml_document_get_root_node(&doc), "labels") : NULL;
+			T_CHECK(l && ydoc_len(l) == 2000 && ydoc_get(&doc, l, "key-1999") && ydoc_get(&doc, l, "key-0"));
+			if (rc == 0)
+				yaml_document_delete(&doc);
 		}
-		ytree_free(root);
 		free(err);
 		buf_free(&b);
 	}
 	/* and in a small map */
 	char *err = NULL;
-	T_CHECK(ytree_parse("a: 1\nb: 2\na: 3\n", 15, &err) == NULL && err && strstr(err, "duplicate key \"a\""));
+	yaml_document_t doc;
+	T_CHECK(ydoc_load(&doc, "a: 1\nb: 2\na: 3\n", 15, &err) < 0 && err && strstr(err, "duplicate key \"a\""));
 	free(err);
 }
 

@@ -1,10 +1,10 @@
-/* Unit tests of console/stream (states, references, posts from another thread) and console/fdstream. */
+/* Unit tests of core/stream (states, references, posts from another thread) and core/fdstream. */
 #include <pthread.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "console/fdstream.h"
-#include "console/stream.h"
+#include "core/fdstream.h"
+#include "core/stream.h"
 #include "core/buf.h"
 #include "core/loop.h"
 #include "core/util.h"

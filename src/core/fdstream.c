@@ -1,5 +1,5 @@
 /* struct stream over file descriptors: reads on POLLIN, queued writes flushed on POLLOUT. */
-#include "console/fdstream.h"
+#include "core/fdstream.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -1,6 +1,6 @@
 /* The byte-stream core shared by every implementation: state, callbacks, references, cross-thread posts.
  * See stream.h for the rules this enforces. */
-#include "console/stream.h"
+#include "core/stream.h"
 
 #include <pthread.h>
 #include <stdarg.h>
@@ -164,11 +164,6 @@ const char *stream_name(const struct stream *s)
 	return s->name;
 }
 
-const char *stream_type(const struct stream *s)
-{
-	return s->ops->type;
-}
-
 uint64_t stream_bytes_in(const struct stream *s)
 {
 	return s->bytes_in;
@@ -177,12 +172,6 @@ uint64_t stream_bytes_in(const struct stream *s)
 uint64_t stream_bytes_out(const struct stream *s)
 {
 	return s->bytes_out;
-}
-
-const char *stream_state_name(enum stream_state st)
-{
-	static const char *const names[] = { "connecting", "open", "closed" };
-	return (unsigned)st < sizeof names / sizeof names[0] ? names[st] : "?";
 }
 
 const char *stream_end_name(enum stream_end e)
@@ -236,16 +225,6 @@ void stream_emit_closed(struct stream *s, enum stream_end end, int status, const
 	free(s->reason);
 	s->reason = xstrdup(reason ? reason : "");
 	notify_state(s);
-}
-
-void stream_emit_closedf(struct stream *s, enum stream_end end, int status, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	char *r = xvasprintf(fmt, ap);
-	va_end(ap);
-	stream_emit_closed(s, end, status, r);
-	free(r);
 }
 
 enum post_kind { POST_OPEN, POST_DATA, POST_CLOSED };

@@ -3,7 +3,7 @@
 #ifndef KVCON_CONSOLE_FDSTREAM_H
 #define KVCON_CONSOLE_FDSTREAM_H
 
-#include "console/stream.h"
+#include "core/stream.h"
 
 /* Takes ownership of rfd and wfd (the same fd for a socket; closed once). Sets them non-blocking. The stream
  * reports OPEN on the next loop pass; EOF on rfd ends it with STREAM_END_REMOTE. */

@@ -1,6 +1,6 @@
 /* A non-blocking, bidirectional byte stream to a guest (serial console or VNC display), driven by the loop in
  * core/loop.h. One interface, several implementations: the KubeVirt WebSocket (kube/ws.c), a libvirt virStream
- * (engine), a plain fd (console/fdstream.c: sockets, pipes, ptys, tests). Consumers (the console pane, the VNC
+ * (engine), a plain fd (core/fdstream.c: sockets, pipes, ptys, tests). Consumers (the console pane, the VNC
  * pane, `kvcon console`) never know which one they hold.
  *
  * Life cycle
@@ -107,13 +107,11 @@ int stream_status(const struct stream *s);
 const char *stream_reason(const struct stream *s);
 /* What this stream is ("kube/ctx default/vm1 console"), for titles and logs. */
 const char *stream_name(const struct stream *s);
-const char *stream_type(const struct stream *s);
 /* Bytes delivered through data() and accepted by stream_write() so far. */
 uint64_t stream_bytes_in(const struct stream *s);
 uint64_t stream_bytes_out(const struct stream *s);
 
-const char *stream_state_name(enum stream_state st); /* "connecting", "open", "closed" */
-const char *stream_end_name(enum stream_end e);      /* "", "closed", "ended by peer", "refused", "error" */
+const char *stream_end_name(enum stream_end e); /* "", "closed", "ended by peer", "refused", "error" */
 
 /* ---- implementation side ---- */
 
@@ -126,10 +124,8 @@ bool stream_detached(const struct stream *s);
 /* Loop thread: report to the consumer. No-ops once CLOSED. emit_data before OPEN implies OPEN first. */
 void stream_emit_open(struct stream *s);
 void stream_emit_data(struct stream *s, const void *data, size_t len);
-/* reason may be NULL; printf-style variant below. */
+/* reason may be NULL. */
 void stream_emit_closed(struct stream *s, enum stream_end end, int status, const char *reason);
-void stream_emit_closedf(struct stream *s, enum stream_end end, int status, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
 
 /* Any thread: the same, delivered on the loop thread in order (the bytes are copied). */
 void stream_post_open(struct stream *s);
