@@ -61,7 +61,7 @@ $(BUILD)/replay/%: tests/fuzz/%.c tests/fuzz/replay.c $(BUILD)/libkvcon.a
 	$(CC) $(ALL_CFLAGS) -o $@ $< tests/fuzz/replay.c $(BUILD)/libkvcon.a $(LIBS)
 
 # Each runner ends with `N passed, N failed, N skipped` (tests/counts.sh); with KVCON_STRICT=1 a skip fails.
-RUN_UNIT = ./tests/run-unit.sh $(UNIT_BIN); u=$$?; ./tests/run-replay.sh $(REPLAY_BIN) && [ $$u = 0 ]
+RUN_UNIT = ./tests/run-unit.sh ./tests/layers.sh $(UNIT_BIN); u=$$?; ./tests/run-replay.sh $(REPLAY_BIN) && [ $$u = 0 ]
 RUN_E2E  = KVCON_BIN=$(CURDIR)/$(BIN) KVCON_BUILD=$(CURDIR)/$(BUILD) KVCON_CFLAGS="$(CFLAGS)" KVCON_LIBS="$(LIBS)" \
 	./tests/run-e2e.sh
 

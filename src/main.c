@@ -3,8 +3,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "console/concmd.h"
-#include "console/vnccmd.h"
+#include "cmd/cmd_console.h"
+#include "cmd/cmd_vnc.h"
 #include "cmd/cmd_bundle.h"
 #include "cmd/cmd_describe.h"
 #include "cmd/cmd_logs.h"
@@ -13,9 +13,9 @@
 #include "core/kargs.h"
 #include "core/opts.h"
 #include "core/xmalloc.h"
-#include "engine/cli.h"
-#include "kube/cmd_diagnose.h"
-#include "kube/cmd_get.h"
+#include "cmd/cmd_engine.h"
+#include "cmd/cmd_diagnose.h"
+#include "cmd/cmd_get.h"
 #include "kube/kget.h"
 #include "core/log.h"
 #include "ui/ui.h"

@@ -2144,6 +2144,7 @@ static const struct provider_ops engine_ops = {
 	.fetch_raw = engine_fetch_raw,
 	.open_log = engine_log_open,
 	.close_log = engine_log_close,
+	.storage_json = engine_storage_json,
 	.destroy = engine_destroy,
 };
 

@@ -1,6 +1,6 @@
 /* `kvcon engine VERB ...`: opens the engine hosts (-c URI, default the embedded driver), waits for their first
  * resync, runs the verb, lets the reconciler converge, then leaves (guests keep running). */
-#include "engine/cli.h"
+#include "cmd/cmd_engine.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -24,8 +24,8 @@
 #include "core/opts.h"
 #include "core/util.h"
 #include "core/xmalloc.h"
-#include "console/concmd.h"
-#include "console/vnccmd.h"
+#include "cmd/cmd_console.h"
+#include "cmd/cmd_vnc.h"
 #include "engine/ejson.h"
 #include "engine/engine.h"
 #include "engine/estream.h"

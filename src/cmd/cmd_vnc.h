@@ -1,7 +1,7 @@
 /* vnccmd: `kvcon vnc TARGET`: the guest's display full-screen in the terminal, a headless screenshot
  * (--screenshot FILE.png) or a local proxy for an external viewer (--proxy-only, like virtctl vnc). */
-#ifndef KVCON_CONSOLE_VNCCMD_H
-#define KVCON_CONSOLE_VNCCMD_H
+#ifndef KVCON_CMD_CMD_VNC_H
+#define KVCON_CMD_CMD_VNC_H
 
 #include "console/fbcells.h"
 

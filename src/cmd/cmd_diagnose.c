@@ -2,7 +2,7 @@
  * A session opens the source on the VM's namespace, waits until its reflectors are live (the store then holds
  * the VM's chain, and the lineage recorder has seen it), answers from the model or acts through provider_ops,
  * and optionally waits for the action's effect. Every string from the cluster is escaped before printing. */
-#include "kube/cmd_diagnose.h"
+#include "cmd/cmd_diagnose.h"
 
 #include <json.h>
 #include <stdio.h>
@@ -16,7 +16,7 @@
 #include "core/util.h"
 #include "core/xmalloc.h"
 #include "cmd/session.h"
-#include "cmd/storage.h"
+#include "kube/storage.h"
 #include "kube/kube.h"
 #include "model/chain.h"
 #include "model/diagnose.h"

@@ -1,7 +1,7 @@
 /* `kvcon engine ...`: the engine's verbs on the command line (apply, get, start, stop, restart, pause, unpause,
  * delete, console, vnc, reconcile), mirroring the cluster verbs. */
-#ifndef KVCON_ENGINE_CLI_H
-#define KVCON_ENGINE_CLI_H
+#ifndef KVCON_CMD_CMD_ENGINE_H
+#define KVCON_CMD_CMD_ENGINE_H
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -1,8 +1,8 @@
-/* vnccmd: `kvcon vnc TARGET` (see vnccmd.h). Full-screen mode owns the terminal directly (raw mode, alternate
+/* cmd_vnc: `kvcon vnc TARGET` (see cmd_vnc.h). Full-screen mode owns the terminal directly (raw mode, alternate
  * screen, SGR mouse reporting) and writes fbcells' escape sequences itself: no curses is needed for a screen that
  * is one picture and a status line. Output is flushed non-blocking; a new frame is only rendered once the previous
  * one has reached the terminal and at most ~30 times a second, so a slow terminal costs frames, not memory. */
-#include "console/vnccmd.h"
+#include "cmd/cmd_vnc.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -1,6 +1,6 @@
 /* `kvcon console`: one console session (consess) drawn full-screen with ncurses: the guest's screen above, one
  * status line below. Frames are drawn at most ~30 times a second from the loop, whatever the guest's rate. */
-#include "console/concmd.h"
+#include "cmd/cmd_console.h"
 
 #include <curses.h>
 #include <errno.h>

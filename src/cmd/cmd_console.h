@@ -1,8 +1,8 @@
-/* concmd: `kvcon console TARGET [--timeout S] [--log FILE]`: a guest's serial console full-screen, without the
+/* cmd_console: `kvcon console TARGET [--timeout S] [--log FILE]`: a guest's serial console full-screen, without the
  * dashboard, like `virtctl console` (waits for the VMI to be Running; Ctrl+] leaves; the terminal is restored).
  * TARGET is NS/NAME (a VMI of the current kube context), or ws(s)://URL, unix:PATH, tcp:HOST:PORT. */
-#ifndef KVCON_CONSOLE_CONCMD_H
-#define KVCON_CONSOLE_CONCMD_H
+#ifndef KVCON_CMD_CMD_CONSOLE_H
+#define KVCON_CMD_CMD_CONSOLE_H
 
 #include "model/source.h"
 #include "model/store.h"

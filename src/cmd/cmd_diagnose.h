@@ -2,8 +2,8 @@
  * restart, pause, unpause, migrate). Each lists and watches the VM's namespace briefly (until the reflectors
  * are live) so the store, the chain and the lineage are filled, then answers or acts through the source's
  * provider_ops. */
-#ifndef KVCON_KUBE_CMD_DIAGNOSE_H
-#define KVCON_KUBE_CMD_DIAGNOSE_H
+#ifndef KVCON_CMD_CMD_DIAGNOSE_H
+#define KVCON_CMD_CMD_DIAGNOSE_H
 
 /* kvcon diagnose NS/NAME [-o text|json]: exit 0 healthy or intentionally stopped, 3 stalled, 1 API error. */
 int kube_cmd_diagnose(int argc, char **argv);

@@ -1,6 +1,6 @@
 /* kvcon get: kubectl-like listing from the store. Columns are tables of (header, width rule, cell function) per
  * kind; every cell from the cluster is escaped before it reaches the terminal. */
-#include "kube/cmd_get.h"
+#include "cmd/cmd_get.h"
 
 #include <json.h>
 #include <malloc.h>
