@@ -223,9 +223,9 @@ static void store_cb(void *arg, enum obj_kind kind, const struct obj *old, const
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: kvcon console NS/NAME|ws://URL|unix:PATH|tcp:HOST:PORT [--timeout S] [--log FILE]\n"
-		   "  --timeout S   wait at most S seconds for the VMI to be Running and the console to open "
-		   "(default 300, 0: forever)\n"
+	fprintf(f, "usage: kvcon console NS/NAME|ws://URL|unix:PATH|tcp:HOST:PORT [--timeout MIN] [--log FILE]\n"
+		   "  --timeout MIN wait at most MIN minutes (or 30s, 2m, 1h) for the VMI to be Running and the console "
+		   "to open (default 5, 0: forever)\n"
 		   "  --log FILE    append every byte the guest sends to FILE\n"
 		   "Keys: Ctrl+] exits; F12 copy mode; Shift+PgUp/PgDn scroll back. A paste goes to the guest,\n"
 		   "bracketed when the guest turned bracketed paste on.\n");
@@ -251,13 +251,16 @@ int concmd_main(int argc, char **argv)
 	optind = 1;
 	while ((opt = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
 		if (opt == 't') {
+			/* minutes, as virtctl console counts them; a unit (30s, 2m, 1h) says otherwise */
 			char *end;
 			long v = strtol(optarg, &end, 10);
-			if (*end || v < 0) {
-				log_eprintf("kvcon console: --timeout needs seconds\n");
+			long mult = *end == '\0' || strcmp(end, "m") == 0 ? 60 : strcmp(end, "s") == 0 ? 1
+								  : strcmp(end, "h") == 0 ? 3600 : 0;
+			if (end == optarg || mult == 0 || v < 0 || v > 10L * 365 * 24 * 3600 / mult) {
+				log_eprintf("error: --timeout takes minutes (5), or a duration with its unit (30s, 2m, 1h)\n");
 				return EXIT_USAGE;
 			}
-			c.timeout_s = (int)v;
+			c.timeout_s = (int)(v * mult);
 		} else if (opt == 'l') {
 			log_path = optarg;
 		} else if (opt == 'h') {

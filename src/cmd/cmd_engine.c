@@ -918,7 +918,7 @@ static int cmd_console(int argc, char **argv)
 			extra[ne++] = (char *)logfile;
 		}
 		if (timeout != 300) {
-			snprintf(tbuf, sizeof tbuf, "%d", timeout);
+			snprintf(tbuf, sizeof tbuf, "%ds", timeout); /* engine console counts seconds */
 			extra[ne++] = "--timeout";
 			extra[ne++] = tbuf;
 		}

@@ -206,7 +206,12 @@ static char *env_dir(const char *env, const char *sub)
 
 char *engine_default_uri(void)
 {
+	/* -c and the config's hosts come first (the callers); then kvcon's own variable, then libvirt's as virsh
+	 * honours it, then the embedded driver under kvcon's state directory */
 	const char *e = getenv("KVCON_ENGINE_URI");
+	if (e && *e)
+		return xstrdup(e);
+	e = getenv("LIBVIRT_DEFAULT_URI");
 	if (e && *e)
 		return xstrdup(e);
 	char *s = util_state_dir();
