@@ -15,6 +15,7 @@
 #include <termios.h>
 #include <unistd.h>
 
+#include "cmd/session.h"
 #include "console/consess.h"
 #include "console/paste.h"
 #include "console/vtpane.h"
@@ -26,7 +27,6 @@
 #include "core/xmalloc.h"
 #include "kube/kube.h"
 
-struct source *(*concmd_find_source)(struct store *st, const char *ns, const char *name, char **err);
 
 #define FRAME_MS 33   /* sustained: ~30 frames a second at most */
 #define FRAME_BURST 3 /* frames that may follow each other at once (a key's echo after the key's own frame) */
@@ -297,16 +297,10 @@ int concmd_main(int argc, char **argv)
 		free(g->ns);
 		g->ns = xstrdup(ns);
 		g->all_ns = false;
-		if (concmd_find_source)
-			c.src = concmd_find_source(c.st, co.ns, co.name, &err);
+		c.src = session_resolve(c.st, co.ns, co.name, KUBE_KIND_BIT(OBJ_VMI), false, &err);
 		if (!c.src) {
-			free(err);
-			err = NULL;
-			struct kube_open_opts ko = { .kinds = KUBE_KIND_BIT(OBJ_VMI) };
-			c.src = kube_open_ex(c.st, opts_global()->context, &ko, &err);
-		}
-		if (!c.src) {
-			log_eprintf("kvcon console: %s\n", err ? err : "no source");
+			log_eprintf("error: %s\n", err ? err : "no source");
+			session_sources_close();
 			free(err);
 			free(ns);
 			store_free(c.st);
@@ -386,6 +380,7 @@ out:
 	consess_free(c.cs);
 	if (c.st && c.listen_id >= 0)
 		store_unlisten(c.st, c.listen_id);
+	session_sources_close();
 	source_free_all();
 	store_free(c.st);
 	free(c.exit_msg);

@@ -239,47 +239,10 @@ static int close_engine(int rc, uint64_t converge_ms)
 	return rc;
 }
 
-/* ---- the console and VNC commands of console/, on engine VMs ---- */
+/* ---- the console and VNC verbs, on engine VMs ---- */
 
-/* Opens the engine hosts into st (once) and waits for their first resync. */
-static int open_into(struct store *st, char **err)
-{
-	struct kvcon_opts *o = opts_global();
-	if (C.nsrcs == 0) {
-		int n = o->nuris ? o->nuris : 1;
-		C.st = st;
-		for (int i = 0; i < n; i++) {
-			struct source *s = engine_open(st, o->nuris ? o->uris[i] : NULL, err);
-			if (s == NULL)
-				return -1;
-			C.srcs = xreallocarray(C.srcs, (size_t)C.nsrcs + 1, sizeof *C.srcs);
-			C.srcs[C.nsrcs++] = s;
-		}
-	}
-	run_until(all_settled, NULL, OPEN_TIMEOUT_MS);
-	if ((*err = open_failure()) != NULL)
-		return -1;
-	return 0;
-}
-
-static struct source *hook_find_source(struct store *st, const char *ns, const char *name, char **err)
-{
-	if (open_into(st, err) < 0)
-		return NULL;
-	for (int i = 0; i < C.nsrcs; i++)
-		if (store_find(st, C.srcs[i], OBJ_VM, ns, name))
-			return C.srcs[i];
-	*err = xasprintf("virtualmachine %s/%s not found on the engine", ns, name);
-	return NULL;
-}
-
-static struct stream *hook_open_vnc(const char *ns, const char *name, char **err)
-{
-	struct source *src = hook_find_source(C.st ? C.st : store_new(), ns, name, err);
-	return src ? estream_vnc(src, ns, name, err) : NULL;
-}
-
-/* Runs console/'s full-screen command on NS/NAME of the engine, with the given extra arguments. */
+/* Runs the full-screen console or vnc verb on NS/NAME of the engine (engine_only: cmd/session.c resolves the
+ * name on the engine hosts only), with the given extra arguments. */
 static int delegate(int (*fn)(int, char **), const char *verb, const char *name, int argc, char **argv)
 {
 	const char *ns = opts_global()->ns ? opts_global()->ns : "default";
@@ -290,8 +253,8 @@ static int delegate(int (*fn)(int, char **), const char *verb, const char *name,
 	av[n++] = target;
 	for (int i = 0; i < argc; i++)
 		av[n++] = argv[i];
+	opts_global()->engine_only = true;
 	int rc = fn(n, av);
-	engine_close_all();
 	free(target);
 	free(av);
 	return rc;
@@ -922,7 +885,6 @@ static int cmd_console(int argc, char **argv)
 			extra[ne++] = "--timeout";
 			extra[ne++] = tbuf;
 		}
-		concmd_find_source = hook_find_source;
 		return delegate(concmd_main, "console", name, ne, extra);
 	}
 	if (logfile) {
@@ -1001,7 +963,6 @@ static int cmd_vnc(int argc, char **argv)
 		log_eprintf("error: usage: kvcon engine vnc NAME [kvcon vnc options] | vnc NAME --proxy-only [--port N]\n");
 		return EXIT_USAGE;
 	}
-	vnccmd_open_vm = hook_open_vnc;
 	char **rest = xcalloc((size_t)argc + 1, sizeof *rest);
 	int nr = 0;
 	for (int i = 1; i < argc; i++)

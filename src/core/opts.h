@@ -18,6 +18,7 @@ struct kvcon_opts {
 	int verbose;        /* -v (repeatable) */
 	bool no_engine;     /* --no-engine: never open the embedded default */
 	char *source;       /* --source NAME: the context or engine host a verb acts on */
+	bool engine_only;   /* `kvcon engine VERB`: names resolve on the engine hosts only */
 };
 
 /* The options parsed by main (defaults zero). */

@@ -204,6 +204,34 @@ static char *env_dir(const char *env, const char *sub)
 	return p;
 }
 
+bool engine_has_record(const char *ns, const char *name)
+{
+	char *dd = data_dir();
+	char *hosts = util_path_join(dd, "hosts");
+	free(dd);
+	char *want = ns && name ? xasprintf("%s_%s.json", ns, name) : NULL;
+	bool any = false;
+	DIR *d = opendir(hosts);
+	for (struct dirent *e; d && !any && (e = readdir(d)) != NULL;) {
+		if (e->d_name[0] == '.')
+			continue;
+		char *vms = xasprintf("%s/%s/vms", hosts, e->d_name);
+		DIR *v = opendir(vms);
+		for (struct dirent *r; v && !any && (r = readdir(v)) != NULL;) {
+			size_t l = strlen(r->d_name);
+			any = want ? strcmp(r->d_name, want) == 0 : l > 5 && strcmp(r->d_name + l - 5, ".json") == 0;
+		}
+		if (v)
+			closedir(v);
+		free(vms);
+	}
+	if (d)
+		closedir(d);
+	free(want);
+	free(hosts);
+	return any;
+}
+
 char *engine_default_uri(void)
 {
 	/* -c and the config's hosts come first (the callers); then kvcon's own variable, then libvirt's as virsh

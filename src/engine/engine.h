@@ -16,8 +16,11 @@ struct source *engine_open(struct store *st, const char *uri, char **err);
 /* What keeps this machine from opening uri (NULL: engine_default_uri()) as one line with its fix, or NULL. Caller
  * frees. Local checks are instant; a remote host's port is tried for up to 3 s. */
 char *engine_check(const char *uri);
-/* $KVCON_ENGINE_URI, else qemu:///embed?root=$XDG_STATE_HOME/kvcon/engine. Caller frees. */
+/* $KVCON_ENGINE_URI, else $LIBVIRT_DEFAULT_URI, else qemu:///embed?root=$XDG_STATE_HOME/kvcon/engine. Caller frees. */
 char *engine_default_uri(void);
+/* kvcon keeps the record of VM ns/name (NULL, NULL: of any VM) of some engine host on this machine (a command
+ * then looks on the engine too); reads the state directory only. */
+bool engine_has_record(const char *ns, const char *name);
 /* The source's host has connected and finished its first resync. */
 bool engine_ready(const struct source *src);
 /* The connection's last error when it is not connected (NULL otherwise). */
