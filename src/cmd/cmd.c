@@ -178,11 +178,6 @@ static const struct cmd_entry commands[] = {
 	{ 0 },
 };
 
-const struct cmd_entry *cmd_table(void)
-{
-	return commands;
-}
-
 const struct cmd_entry *cmd_find(const char *name)
 {
 	for (const struct cmd_entry *e = commands; e->name; e++)

@@ -47,8 +47,6 @@ extern const struct cmd_flag cmd_globals[];
 
 /* The verb named (or aliased) name; NULL when there is none. */
 const struct cmd_entry *cmd_find(const char *name);
-/* The verbs, ended by a zero row. */
-const struct cmd_entry *cmd_table(void);
 /* kvcon --help. */
 void cmd_usage_all(FILE *f);
 /* kvcon VERB --help / kvcon help VERB. */

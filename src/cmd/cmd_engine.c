@@ -15,7 +15,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <termios.h>
 #include <unistd.h>
 
 #include "core/buf.h"
@@ -721,23 +720,13 @@ static struct {
 	struct step *steps;
 	int nsteps, cur;
 	struct buf seen;     /* guest text since the last match (for --expect) */
-	bool closed, interactive, wait_stop, quit;
+	bool closed, wait_stop;
 	struct engine_console *con;
 	struct source *src;
 	const char *name;
 	char first_uid[UID_LEN]; /* the execution the console was opened on */
 	FILE *log;
-	struct termios saved;
-	bool raw;
 } K;
-
-static void restore_tty(void)
-{
-	if (K.raw) {
-		tcsetattr(0, TCSAFLUSH, &K.saved);
-		K.raw = false;
-	}
-}
 
 /* Guest bytes for the terminal: printable text, CR, LF, TAB and BS pass; every other control byte shows
  * escaped, so nothing from the guest drives the user's terminal. */
@@ -806,25 +795,6 @@ static void on_console(void *arg, const char *data, size_t len)
 	run_steps();
 }
 
-static void on_stdin(int fd, short revents, void *arg)
-{
-	(void)revents;
-	(void)arg;
-	char tmp[1024];
-	ssize_t n = read(fd, tmp, sizeof tmp);
-	if (n <= 0) {
-		K.quit = true;
-		return;
-	}
-	for (ssize_t i = 0; i < n; i++)
-		if (tmp[i] == 0x1d) { /* Ctrl+] leaves, as virtctl console */
-			engine_console_write(K.con, tmp, (size_t)i);
-			K.quit = true;
-			return;
-		}
-	engine_console_write(K.con, tmp, (size_t)n);
-}
-
 /* The execution the console was opened on has ended (libvirt reported the stop; not just the stream's EOF). */
 static bool execution_ended(void)
 {
@@ -837,10 +807,6 @@ static bool execution_ended(void)
 static bool console_finished(void *arg)
 {
 	(void)arg;
-	if (K.quit)
-		return true;
-	if (K.interactive)
-		return false;
 	if (K.cur < K.nsteps)
 		return false;
 	return !K.wait_stop || (K.closed && execution_ended());
@@ -870,8 +836,7 @@ static int cmd_console(int argc, char **argv)
 	engine_cli_seq_free(&seq);
 	if (rc)
 		return rc;
-	K.interactive = K.nsteps == 0 && !K.wait_stop && isatty(0) && isatty(1);
-	if (K.interactive) {
+	if (K.nsteps == 0 && !K.wait_stop && isatty(0) && isatty(1)) {
 		/* the console helper's full-screen console (libvterm), fed by the engine's stream */
 		char *extra[4];
 		int ne = 0;
@@ -912,26 +877,13 @@ static int cmd_console(int argc, char **argv)
 		return close_engine(EXIT_API, 0);
 	}
 	buf_init(&K.seen);
-	if (K.interactive) {
-		log_eprintf("Successfully connected to %s console. The escape sequence is ^]\n", name);
-		struct termios t;
-		tcgetattr(0, &K.saved);
-		t = K.saved;
-		cfmakeraw(&t);
-		tcsetattr(0, TCSAFLUSH, &t);
-		K.raw = true;
-		log_set_fatal_hook(restore_tty);
-		loop_fd_add(0, POLLIN, on_stdin, NULL);
-	}
+	/* a terminal without --expect/--send went to the full-screen console above: this is the scripted one */
 	run_steps();
-	bool ok = run_until(console_finished, NULL, K.interactive ? UINT64_MAX / 2 : (uint64_t)timeout * 1000);
-	restore_tty();
-	if (K.interactive)
-		log_eprintf("\n");
+	bool ok = run_until(console_finished, NULL, (uint64_t)timeout * 1000);
 	engine_console_close(K.con);
 	if (K.log)
 		fclose(K.log);
-	if (!ok && !K.interactive) {
+	if (!ok) {
 		log_eprintf("\nkvcon: console %s: ", name);
 		if (K.cur < K.nsteps)
 			log_eprintf("timed out after %d s waiting for /%s/\n", timeout, K.steps[K.cur].arg);

@@ -19,7 +19,6 @@
 #include "engine/engine.h"
 #include "kube/kget.h"
 #include "kube/kube.h"
-#include "kube/kubeconfig.h"
 #include "model/objjson.h"
 #include "model/source.h"
 #include "model/store.h"
@@ -813,12 +812,7 @@ static bool engine_wanted(void)
 		return true;
 	if (o->no_engine || o->context || o->kubeconfig)
 		return false;
-	char *err = NULL;
-	struct kube_config *kc = kube_config_load(NULL, NULL, &err);
-	free(err);
-	bool cluster = kc != NULL;
-	kube_config_free(kc);
-	return !cluster || engine_has_record(NULL, NULL);
+	return !session_kubeconfig_present() || engine_has_record(NULL, NULL);
 }
 
 /* -l for the engine's objects: kubectl's equality forms (k=v, k==v, k!=v, k, !k), comma-separated, ANDed. */
@@ -971,6 +965,7 @@ static int run_kget(struct kget_opts *ko)
 		}
 		ko->extra = engine_objects;
 		ko->extra_arg = &e;
+		ko->cluster_optional = !session_kubeconfig_present();
 	}
 	rc = kget_run(ko);
 out:

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "core/buf.h"
 #include "core/log.h"
@@ -25,6 +26,29 @@
 static bool engines_opened;
 
 /* ---- opening the candidates ---- */
+
+/* A kubeconfig is there to load (a broken one is an error, not a reason to list the engine alone): a file of
+ * $KUBECONFIG, else ~/.kube/config, or a pod's service account. --kubeconfig and --context count too. */
+bool session_kubeconfig_present(void)
+{
+	struct kvcon_opts *o = opts_global();
+	if (o->kubeconfig || o->context || getenv("KUBERNETES_SERVICE_HOST"))
+		return true;
+	const char *env = getenv("KUBECONFIG");
+	if (env && *env) {
+		bool any = false;
+		char *copy = xstrdup(env), *save = NULL;
+		for (char *p = strtok_r(copy, ":", &save); p && !any; p = strtok_r(NULL, ":", &save))
+			any = access(p, F_OK) == 0;
+		free(copy);
+		return any;
+	}
+	const char *home = getenv("HOME");
+	char *path = xasprintf("%s/.kube/config", home ? home : "");
+	bool there = access(path, F_OK) == 0;
+	free(path);
+	return there;
+}
 
 /* Ready when every kind asked is live; pods and events may be forbidden (the chain is then partial, and
  * diagnose says so), VMs and VMIs may not. 1 ready, 0 not yet, -1 failed (message in *msg). */
@@ -135,7 +159,9 @@ struct source *session_resolve(struct store *st, const char *ns, const char *nam
 	char *kerr = NULL;
 	if (!o->engine_only && (!engine_asked || kube_asked || o->source)) {
 		kube = open_kube(st, kinds, &kerr);
-		if (kube == NULL && (kube_asked || (engine_asked && !o->source) || o->no_engine)) {
+		/* a kubeconfig that is there but does not work is an error, not a reason to look elsewhere */
+		if (kube == NULL && (kube_asked || (engine_asked && !o->source) || o->no_engine ||
+				     session_kubeconfig_present())) {
 			*err = kerr;
 			return NULL;
 		}

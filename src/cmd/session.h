@@ -37,6 +37,9 @@ struct source *session_resolve(struct store *st, const char *ns, const char *nam
 /* Opens the engine hosts (-c URIs and the config's, else the default engine) into st and waits until each has
  * resynced: their number with hosts[] (caller frees the array), or -1 with *err. */
 int session_open_engines(struct store *st, struct source ***hosts, char **err);
+/* A kubeconfig is there to load: a file of $KUBECONFIG, else ~/.kube/config, or a pod's service account;
+ * --kubeconfig and --context count too. Without one, the engine is where names are looked for. */
+bool session_kubeconfig_present(void);
 /* Lets the engine finish what was asked, then stops its hosts (when any was opened). */
 void session_sources_close(void);
 

@@ -2169,6 +2169,8 @@ static void engine_destroy(struct source *src)
 	eh->up = false;
 }
 
+static struct json_object *engine_storage_json(struct source *src, const char *ns, const char *name);
+
 static const struct provider_ops engine_ops = {
 	.type = "engine",
 	.action = engine_action,
@@ -2640,7 +2642,10 @@ static void vol_broken(struct json_object *o, const char *why)
 	free(e);
 }
 
-struct json_object *engine_storage_json(struct source *src, const char *ns, const char *name)
+/* The VM's volumes as diagnose and bundle show storage (provider_ops.storage_json): per volume its type, claim or
+ * image, the file behind it on this machine (path, exists, sizeBytes), the VMs of this host using the same file
+ * (usedBy), and brokenLink + reason when a file the VM needs is missing. NULL when no such VM. */
+static struct json_object *engine_storage_json(struct source *src, const char *ns, const char *name)
 {
 	struct evm *v = find_vm(src, ns, name);
 	if (v == NULL)

@@ -55,12 +55,6 @@ int engine_vnc_open(struct source *src, const char *ns, const char *name, engine
 /* The VM exists and its current execution is active (Pending, Scheduled or Running). */
 bool engine_running(struct source *src, const char *ns, const char *name);
 
-/* The VM's volumes as diagnose and bundle show storage: per volume its type, claim or image, the file behind it
- * on this machine (path, exists, sizeBytes), the VMs of this host using the same file (usedBy), and brokenLink +
- * reason when a file the VM needs is missing. A new JSON array (json_object_put it), NULL when no such VM. */
-struct json_object;
-struct json_object *engine_storage_json(struct source *src, const char *ns, const char *name);
-
 /* The image cache's directory ($XDG_STATE_HOME/kvcon/engine-data/imgcache). Caller frees. */
 char *engine_image_cache(void);
 

@@ -1211,7 +1211,7 @@ int kget_run(const struct kget_opts *o)
 	}
 	struct kvcon_opts *go = opts_global();
 	g.kc = kube_config_load(go->kubeconfig, go->context, &err);
-	if (g.kc == NULL && o->extra && !go->kubeconfig && !go->context) {
+	if (g.kc == NULL && o->extra && o->cluster_optional) {
 		/* no cluster: the other sources' objects only */
 		log_info("get: no kube source (%s)", err);
 		free(err);

@@ -38,10 +38,11 @@ struct kget_opts {
 	bool watch;                 /* -w: after the list, every change, each object printed on its own */
 	/* Objects of sources without an API server (the engine hosts), printed with the cluster's in every format:
 	 * a JSON array of { "source": NAME, "object": API object, "cells": [KubeVirt's table cells, every column] }
-	 * of the kind (its plural) in ns (NULL: every namespace), named name (NULL: all); NULL when none. The
-	 * cluster is optional then: no kubeconfig means these objects only. A name both have gets a SOURCE column. */
+	 * of the kind (its plural) in ns (NULL: every namespace), named name (NULL: all); NULL when none. A name both
+	 * have gets a SOURCE column. */
 	struct json_object *(*extra)(void *arg, const char *plural, const char *ns, const char *name);
 	void *extra_arg;
+	bool cluster_optional;      /* no kubeconfig is no error: the extra objects only */
 	long watch_for;             /* seconds of watching, -1: until interrupted */
 };
 
