@@ -6,14 +6,16 @@
 set -u
 # shellcheck source=tests/e2e/lib/fakekube.bash
 . "$(dirname "$0")/lib/fakekube.bash"
-command -v tmux >/dev/null || { echo "SKIP: tmux missing (scripts/deps.sh installs it)"; exit 77; }
+command -v tmux >/dev/null || fail "tmux missing (scripts/deps.sh installs it)"
+command -v zsh >/dev/null || fail "zsh missing (scripts/deps.sh installs it)"
 
 fk_start --vms 6 --namespaces 2 --seed 5 --scenario stuck-launcher
 mkdir -p "$tmp/bin"
 ln -s "$KVCON" "$tmp/bin/kvcon"
 "$KVCON" completion bash >"$tmp/kvcon.bash" || fail "kvcon completion bash"
 bash -n "$tmp/kvcon.bash" || fail "the bash script does not parse"
-"$KVCON" completion zsh | grep -q '^#compdef kvcon$' || fail "kvcon completion zsh"
+"$KVCON" completion zsh >"$tmp/kvcon.zsh" || fail "kvcon completion zsh"
+grep -q '^#compdef kvcon$' "$tmp/kvcon.zsh" && zsh -n "$tmp/kvcon.zsh" || fail "the zsh script does not parse"
 "$KVCON" completion fish >/dev/null 2>"$tmp/fish.err"; [ $? = 1 ] || fail "completion fish must exit 1"
 grep -q '^error: ' "$tmp/fish.err" || fail "completion fish: $(cat "$tmp/fish.err")"
 
@@ -63,4 +65,14 @@ $T send-keys -t c "kvcon diagnose default/stuck" Tab
 poll 15 sh -c "$T capture-pane -p -t c | grep -q '^\\$ kvcon diagnose default/stuck-launcher$'" || fail "diagnose NS/NAME<TAB>: $(line)"
 $T send-keys -t c C-u "kvcon get vm -n ns-0" Tab Tab
 poll 15 sh -c "$T capture-pane -p -t c | grep -q 'ns-01'" || fail "-n <TAB>: $(screen)"
-echo "PASS completion: verbs, kinds, flag values, VM names and NS/NAME complete in bash"
+
+# the same in a real zsh (compinit, then the script)
+$T new-session -d -x 100 -y 30 -s z "env -i HOME=$tmp PATH=$tmp/bin:/usr/bin:/bin TERM=xterm KUBECONFIG=$KUBECONFIG XDG_STATE_HOME=$tmp/state zsh -f -i"
+$T send-keys -t z "PS1='%% '; autoload -Uz compinit; compinit -u -D; source $tmp/kvcon.zsh; clear" Enter
+poll 10 sh -c "[ \"\$($T capture-pane -p -t z | grep -c .)\" = 1 ] && $T capture-pane -p -t z | grep -q '^%'" ||
+	fail "zsh did not start: $($T capture-pane -p -t z)"
+$T send-keys -t z "kvcon get vm stu" Tab
+poll 15 sh -c "$T capture-pane -p -t z | grep -q '^% kvcon get vm stuck-launcher'" || fail "zsh: kvcon get vm stu<TAB>: $($T capture-pane -p -t z)"
+$T send-keys -t z C-u "kvcon diagnose default/stuck" Tab
+poll 15 sh -c "$T capture-pane -p -t z | grep -q '^% kvcon diagnose default/stuck-launcher'" || fail "zsh: NS/NAME<TAB>: $($T capture-pane -p -t z)"
+echo "PASS completion: verbs, kinds, flag values, VM names and NS/NAME complete in bash and zsh"
