@@ -169,8 +169,8 @@ static const struct cmd_entry commands[] = {
 	  NULL, NULL, false, false, kube_cmd_action },
 	{ "engine", NULL, "VERB ...", "the local libvirt engine (apply, get, start, stop, console, ...)", NULL,
 	  CMD_OP_WORDS,
-	  "apply get delete start stop restart pause unpause console vnc ssh logs events migrate drain doctor "
-	  "images history", NULL, true, false, engine_cmd },
+	  "apply get start stop restart pause unpause delete console vnc reconcile pull migrate drain", NULL, true, false,
+	  engine_cmd },
 	{ "completion", NULL, "bash|zsh", "the shell completion script (source <(kvcon completion bash))", NULL,
 	  CMD_OP_WORDS, "bash zsh", NULL, false, false, cmd_completion },
 	{ "__complete", NULL, "WORDS...", "completion candidates for the words typed after kvcon", NULL, CMD_OP_NONE,

@@ -1050,7 +1050,8 @@ int engine_cmd(int argc, char **argv)
 		fprintf(f, "usage: kvcon [-c URI]... [-n NS] engine VERB ...\n\n");
 		for (size_t i = 0; i < sizeof subs / sizeof subs[0]; i++)
 			fprintf(f, "  kvcon engine %s\n", subs[i].usage);
-		fprintf(f, "\nDefault host: the embedded QEMU driver (qemu:///embed?root=$XDG_STATE_HOME/kvcon/engine).\n"
+		fprintf(f, "\nDefault host: $KVCON_ENGINE_URI, else $LIBVIRT_DEFAULT_URI, else the embedded QEMU driver\n"
+			   "(qemu:///embed?root=$XDG_STATE_HOME/kvcon/engine). Domains are named NS_NAME.\n"
 			   "See kvcon(1), section ENGINE.\n");
 		return argc < 2 ? EXIT_USAGE : EXIT_OK;
 	}
