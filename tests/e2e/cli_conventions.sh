@@ -40,5 +40,10 @@ done
 "$KVCON" help nosuch >/dev/null 2>"$tmp/e"; [ $? = 1 ] && grep -q '^error: unknown command "nosuch"' "$tmp/e" ||
 	fail "help nosuch: $(cat "$tmp/e")"
 "$KVCON" --help | grep -q '^  completion bash|zsh' || fail "--help lacks completion"
-"$KVCON" --help | grep -q '__complete' && fail "--help shows the hidden __complete"
+"$KVCON" --help | grep -q '__complete' && fail  "--help shows the hidden __complete"
+# the man page's COMMANDS section names every verb of the table (the table drives --help and completion)
+sed -n '/^\.SH COMMANDS/,/^\.SH [A-Z]/p' "$top/man/kvcon.1" >"$tmp/commands.man"
+for v in $("$KVCON" --help | sed -n '/^commands:/,/^$/p' | awk 'NR > 1 && /^  [a-z]/ { print $1 }'); do
+	grep -qF "\\fB$v\\fR" "$tmp/commands.man" || fail "man/kvcon.1 COMMANDS lacks the verb $v"
+done
 echo "PASS cli_conventions: LIBVIRT_DEFAULT_URI, console --timeout minutes, help from the table"
