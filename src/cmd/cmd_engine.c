@@ -17,6 +17,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "cmd/session.h"
 #include "core/buf.h"
 #include "core/log.h"
 #include "core/loop.h"
@@ -32,8 +33,6 @@
 #include "engine/oci.h"
 #include "model/source.h"
 #include "model/store.h"
-
-#define OPEN_TIMEOUT_MS 120000
 
 static struct {
 	struct store *st;
@@ -51,32 +50,6 @@ static bool run_until(bool (*cond)(void *), void *arg, uint64_t timeout_ms)
 		loop_once(50);
 	}
 	return true;
-}
-
-/* Every host is ready, or has failed its first connection: a command reports that at once (as virsh does)
- * instead of waiting through the reconnect backoff; the dashboard keeps retrying. */
-static bool all_settled(void *arg)
-{
-	(void)arg;
-	for (int i = 0; i < C.nsrcs; i++)
-		if (!engine_ready(C.srcs[i]) && engine_error(C.srcs[i]) == NULL)
-			return false;
-	return true;
-}
-
-/* The first host that did not open, as one line for `error: ...` (caller frees), or NULL when all are ready. */
-static char *open_failure(void)
-{
-	for (int i = 0; i < C.nsrcs; i++)
-		if (!engine_ready(C.srcs[i])) {
-			const char *e = engine_error(C.srcs[i]);
-			char *u = util_escape_display(C.srcs[i]->server);
-			char *m = e ? util_escape_display(e)
-				    : xasprintf("%s: not connected after %d s", u, OPEN_TIMEOUT_MS / 1000);
-			free(u);
-			return m;
-		}
-	return NULL;
 }
 
 /* The accelerator notice (KVM unusable, TCG forced), once per machine boot on the command line: a stamp in the
@@ -204,23 +177,15 @@ static int open_engine(void)
 	loop_signal(SIGTERM, on_signal, NULL);
 	C.st = store_new();
 	C.ns = o->ns ? o->ns : "default";
-	int n = o->nuris ? o->nuris : 1;
-	for (int i = 0; i < n; i++) {
-		char *err = NULL;
-		struct source *s = engine_open(C.st, o->nuris ? o->uris[i] : NULL, &err);
-		if (s == NULL) {
-			log_eprintf("kvcon: %s\n", err);
-			free(err);
-			return EXIT_USAGE;
-		}
-		C.srcs = xreallocarray(C.srcs, (size_t)C.nsrcs + 1, sizeof *C.srcs);
-		C.srcs[C.nsrcs++] = s;
-	}
-	run_until(all_settled, NULL, OPEN_TIMEOUT_MS);
-	char *failure = open_failure();
-	if (failure) {
-		log_eprintf("error: %s\n", failure);
-		free(failure);
+	/* the hosts open as every verb opens them (cmd/session.c): each ready or failed before the verb runs */
+	char *err = NULL;
+	C.nsrcs = session_open_engines(C.st, &C.srcs, &err);
+	if (C.nsrcs < 0) {
+		C.nsrcs = 0;
+		char *e = util_escape_display(err);
+		log_eprintf("error: %s\n", e);
+		free(e);
+		free(err);
 		return EXIT_API;
 	}
 	for (int i = 0; i < C.nsrcs; i++)

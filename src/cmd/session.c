@@ -106,10 +106,8 @@ int session_open_engines(struct store *st, struct source ***hosts, char **err)
 		char *e = NULL;
 		(*hosts)[i] = engine_open(st, uri, &e);
 		if ((*hosts)[i] == NULL) {
-			char *d = uri ? NULL : engine_default_uri();
-			*err = xasprintf("-c %s: %s", uri ? uri : d, e ? e : "refused");
-			free(d);
-			free(e);
+			/* the engine's refusals name the URI */
+			*err = e ? e : xasprintf("%s: refused", uri ? uri : "the default engine");
 			return -1;
 		}
 	}
