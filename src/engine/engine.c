@@ -232,7 +232,9 @@ bool engine_has_record(const char *ns, const char *name)
 	return any;
 }
 
-char *engine_default_uri(void)
+/* $KVCON_ENGINE_URI, else $LIBVIRT_DEFAULT_URI, else qemu:///embed?root=$XDG_STATE_HOME/kvcon/engine. Caller
+ * frees. */
+static char *engine_default_uri(void)
 {
 	/* -c and the config's hosts come first (the callers); then kvcon's own variable, then libvirt's as virsh
 	 * honours it, then the embedded driver under kvcon's state directory */
