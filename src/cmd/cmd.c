@@ -32,7 +32,8 @@ static int cmd_help(int argc, char **argv);
 static int cmd_completion(int argc, char **argv);
 static int cmd_complete(int argc, char **argv);
 
-#define WAIT_FLAG { NULL, "--wait", "[SECONDS", "watch until the effect is visible (default 120 s); exit 3 when not", NULL }
+#define WAIT_FLAG \
+	{ NULL, "--wait", "[SECONDS", "watch until the effect is visible (default 120 s); exit 3 when not", NULL }
 #define SOURCE_HELP "the context or engine host that has the VM (when the name exists on several)"
 
 const struct cmd_flag cmd_globals[] = {

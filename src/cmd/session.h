@@ -30,8 +30,9 @@ void session_not_found(const struct session *s);
 
 /* The resolver underneath, for verbs that keep their own store (console, vnc): opens the candidate sources
  * into st (kube reflectors of kinds, a KUBE_KIND_BIT mask, 0: all), waits for their lists, and returns the one
- * whose store has ns/name as a VM or VMI (ns NULL: the context's namespace on a cluster, default elsewhere). When none has it: NULL with *err, or with must_exist false the
- * cluster (which may create it later) when there is one. The loop must be initialised. */
+ * whose store has ns/name as a VM or VMI (ns NULL: the context's namespace on a cluster, default elsewhere).
+ * When none has it: NULL with *err, or with must_exist false the cluster (which may create it later) when there
+ * is one. The loop must be initialised. */
 struct source *session_resolve(struct store *st, const char *ns, const char *name, unsigned kinds, bool must_exist,
 			       char **err);
 /* Opens the engine hosts (-c URIs and the config's, else the default engine) into st and waits until each has

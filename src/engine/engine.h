@@ -14,8 +14,8 @@
  * $XDG_STATE_HOME/kvcon/engine). Returns its source at once; it connects in the background
  * (source health says how far). NULL with *err (caller frees) when the URI is refused. */
 struct source *engine_open(struct store *st, const char *uri, char **err);
-/* What keeps this machine from opening uri (NULL: the default, as engine_open) as one line with its fix, or NULL. Caller
- * frees. Local checks are instant; a remote host's port is tried for up to 3 s. */
+/* What keeps this machine from opening uri (NULL: the default, as engine_open) as one line with its fix, or NULL.
+ * Caller frees. Local checks are instant; a remote host's port is tried for up to 3 s. */
 char *engine_check(const char *uri);
 /* kvcon keeps the record of VM ns/name (NULL, NULL: of any VM) of some engine host on this machine (a command
  * then looks on the engine too); reads the state directory only. */
