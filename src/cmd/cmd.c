@@ -234,6 +234,9 @@ void cmd_usage(const struct cmd_entry *e, FILE *f)
 {
 	fprintf(f, "usage: kvcon %s %s\n%s%s%s.\n", e->name, e->args, e->summary, e->alias ? "; also " : "",
 		e->alias ? e->alias : "");
+	if (e->operand == CMD_OP_KIND_NAMES)
+		fprintf(f, "kinds: virtualmachines (vm), virtualmachineinstances (vmi), virtualmachineinstancemigrations "
+			   "(vmim),\n       pods (po), events (ev), nodes (no), namespaces (ns)\n");
 	if (e->flags) {
 		fprintf(f, "\nflags:\n");
 		print_flags(e->flags, f);
