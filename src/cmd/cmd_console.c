@@ -32,7 +32,7 @@
 #define FRAME_BURST 3 /* frames that may follow each other at once (a key's echo after the key's own frame) */
 #define KEY_LEAVE 0x1d /* Ctrl+], as virtctl */
 
-struct concmd {
+struct console_cmd {
 	struct store *st;
 	struct source *src;
 	struct consess *cs;
@@ -53,7 +53,7 @@ struct concmd {
 	unsigned long frames;
 };
 
-static struct concmd *C;
+static struct console_cmd *C;
 
 static void restore_terminal(void)
 {
@@ -69,11 +69,11 @@ static void restore_terminal(void)
 
 static void on_changed(void *arg)
 {
-	struct concmd *c = arg;
+	struct console_cmd *c = arg;
 	c->dirty = true;
 }
 
-static void draw_status(struct concmd *c)
+static void draw_status(struct console_cmd *c)
 {
 	const char *hint = vtpane_in_copy_mode(consess_pane(c->cs)) ? "copy mode: q leaves, v selects, y copies, p pastes, / ? search"
 								     : "Ctrl+] exits  F12 copy mode  Shift+PgUp/PgDn scroll";
@@ -93,7 +93,7 @@ static void draw_status(struct concmd *c)
 
 static void draw(void *arg)
 {
-	struct concmd *c = arg;
+	struct console_cmd *c = arg;
 	c->draw_timer = NULL;
 	if (!c->curses_on)
 		return;
@@ -122,12 +122,12 @@ static void draw(void *arg)
 
 static void on_hook(void *arg)
 {
-	struct concmd *c = arg;
+	struct console_cmd *c = arg;
 	if (!c->draw_timer)
 		draw(c);
 }
 
-static void quit(struct concmd *c, int rc, const char *msg)
+static void quit(struct console_cmd *c, int rc, const char *msg)
 {
 	if (msg && !c->exit_msg)
 		c->exit_msg = xstrdup(msg);
@@ -139,7 +139,7 @@ static void on_key_input(int fd, short revents, void *arg)
 {
 	(void)fd;
 	(void)revents;
-	struct concmd *c = arg;
+	struct console_cmd *c = arg;
 	wint_t ch;
 	int r;
 	while ((r = wget_wch(stdscr, &ch)) != ERR) {
@@ -171,7 +171,7 @@ static void on_key_input(int fd, short revents, void *arg)
 	}
 }
 
-static void apply_size(struct concmd *c)
+static void apply_size(struct console_cmd *c)
 {
 	struct winsize ws;
 	if (ioctl(1, TIOCGWINSZ, &ws) == 0 && ws.ws_row > 0 && ws.ws_col > 0)
@@ -195,7 +195,7 @@ static void on_term(int sig, void *arg)
 
 static void on_timeout_check(void *arg)
 {
-	struct concmd *c = arg;
+	struct console_cmd *c = arg;
 	c->timeout_timer = NULL;
 	enum consess_state st = consess_state(c->cs);
 	if (st == CONSESS_ENDED) {
@@ -216,7 +216,7 @@ static void on_timeout_check(void *arg)
 
 static void store_cb(void *arg, enum obj_kind kind, const struct obj *old, const struct obj *new_)
 {
-	struct concmd *c = arg;
+	struct console_cmd *c = arg;
 	if (c->cs)
 		consess_store_changed(c->cs, kind, old, new_);
 }
@@ -237,7 +237,7 @@ static bool is_vmi_target(const char *t)
 	return slash && slash != t && slash[1] && !strchr(slash + 1, '/') && !strchr(t, ':');
 }
 
-int concmd_main(int argc, char **argv)
+int cmd_console(int argc, char **argv)
 {
 	static const struct option longopts[] = {
 		{ "timeout", required_argument, NULL, 't' },
@@ -245,7 +245,7 @@ int concmd_main(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	struct concmd c = { .timeout_s = 300, .listen_id = -1, .rc = EXIT_OK };
+	struct console_cmd c = { .timeout_s = 300, .listen_id = -1, .rc = EXIT_OK };
 	const char *log_path = NULL;
 	int opt;
 	optind = 1;

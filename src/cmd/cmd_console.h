@@ -6,6 +6,6 @@
 #define KVCON_CMD_CMD_CONSOLE_H
 
 /* The subcommand (argv[0] is "console"). */
-int concmd_main(int argc, char **argv);
+int cmd_console(int argc, char **argv);
 
 #endif

@@ -226,7 +226,7 @@ static int delegate(int (*fn)(int, char **), const char *verb, const char *name,
 
 /* ---- apply ---- */
 
-static int cmd_apply(int argc, char **argv)
+static int cmd_engine_apply(int argc, char **argv)
 {
 	struct cli_seq f = { 0 };
 	const struct cli_opt rows[] = { { "-f", CLI_SEQ, &f }, { "--filename", CLI_SEQ, &f } };
@@ -471,7 +471,7 @@ static const char *const headers[] = {
 	[OBJ_EVENT] = "LAST     TYPE     REASON           OBJECT                       MESSAGE",
 };
 
-static int cmd_get(int argc, char **argv)
+static int cmd_engine_get(int argc, char **argv)
 {
 	enum obj_kind kind = OBJ_VM;
 	const char *out = "table", *name = NULL;
@@ -610,7 +610,7 @@ static bool replied_showing_pulls(void *arg)
 	return done;
 }
 
-static int cmd_action(int argc, char **argv)
+static int cmd_engine_action(int argc, char **argv)
 {
 	size_t vi;
 	for (vi = 0; vi < sizeof verbs / sizeof verbs[0]; vi++)
@@ -777,7 +777,7 @@ static bool console_finished(void *arg)
 	return !K.wait_stop || (K.closed && execution_ended());
 }
 
-static int cmd_console(int argc, char **argv)
+static int cmd_engine_console(int argc, char **argv)
 {
 	const char *name = NULL, *logfile = NULL;
 	int timeout = 300;
@@ -815,7 +815,7 @@ static int cmd_console(int argc, char **argv)
 			extra[ne++] = "--timeout";
 			extra[ne++] = tbuf;
 		}
-		return delegate(concmd_main, "console", name, ne, extra);
+		return delegate(cmd_console, "console", name, ne, extra);
 	}
 	if (logfile) {
 		/* the transcript holds the guest's output: 0600 */
@@ -862,9 +862,9 @@ static int cmd_console(int argc, char **argv)
 
 /* ---- vnc ---- */
 
-/* The in-terminal viewer, --screenshot and --proxy-only are all the VNC command's (console/vnccmd.c), on the
+/* The in-terminal viewer, --screenshot and --proxy-only are all the VNC command's (cmd/cmd_vnc.c), on the
  * engine's display stream: one proxy, with its VNC authentication, for clusters and engines alike. */
-static int cmd_vnc(int argc, char **argv)
+static int cmd_engine_vnc(int argc, char **argv)
 {
 	const char *name = NULL;
 	for (int i = 1; i < argc; i++)
@@ -885,7 +885,7 @@ static int cmd_vnc(int argc, char **argv)
 	for (int i = 1; i < argc; i++)
 		if (argv[i] != name)
 			rest[nr++] = argv[i];
-	int rc = delegate(vnccmd_main, "vnc", name, nr, rest);
+	int rc = delegate(cmd_vnc, "vnc", name, nr, rest);
 	free(rest);
 	return rc;
 }
@@ -929,7 +929,7 @@ static int pull_with_progress(struct pull_call *p)
 	return p->rc;
 }
 
-static int cmd_pull(int argc, char **argv)
+static int cmd_engine_pull(int argc, char **argv)
 {
 	const char *ref = NULL;
 	int rc = engine_cli_args(argc, argv, NULL, 0, "IMAGE", &ref);
@@ -966,7 +966,7 @@ static int cmd_pull(int argc, char **argv)
 
 /* ---- reconcile: run the engine headless for a while ---- */
 
-static int cmd_reconcile(int argc, char **argv)
+static int cmd_engine_reconcile(int argc, char **argv)
 {
 	int secs = 0;
 	const struct cli_opt rows[] = { { "--for", CLI_INT, &secs } };
@@ -990,25 +990,25 @@ static const struct {
 	int (*fn)(int, char **);
 	const char *usage;
 } subs[] = {
-	{ "apply", cmd_apply, "apply -f FILE              store a VirtualMachine manifest (YAML or JSON)" },
-	{ "get", cmd_get, "get [vm|vmi|pod|event] [NAME] [-o table|wide|json|name]" },
-	{ "start", cmd_action, "start NAME                 start (virtctl semantics per run strategy)" },
-	{ "stop", cmd_action, "stop NAME [--force] [--grace-period N]" },
-	{ "restart", cmd_action, "restart NAME [--force]     new execution (new VMI UID)" },
-	{ "pause", cmd_action, "pause NAME" },
-	{ "unpause", cmd_action, "unpause NAME" },
-	{ "delete", cmd_action, "delete NAME [--delete-volumes]" },
-	{ "console", cmd_console, "console NAME [--expect RE] [--send LINE]... [--wait-stop] [--timeout S] [--log FILE]" },
-	{ "vnc", cmd_vnc, "vnc NAME [--screenshot F.png ...] | vnc NAME --proxy-only [--port N]" },
-	{ "reconcile", cmd_reconcile, "reconcile [--for SECONDS]  run the reconciler, then leave" },
-	{ "pull", cmd_pull, "pull IMAGE                 pull a containerDisk into the image cache (prints its digest)" },
+	{ "apply", cmd_engine_apply, "apply -f FILE              store a VirtualMachine manifest (YAML or JSON)" },
+	{ "get", cmd_engine_get, "get [vm|vmi|pod|event] [NAME] [-o table|wide|json|name]" },
+	{ "start", cmd_engine_action, "start NAME                 start (virtctl semantics per run strategy)" },
+	{ "stop", cmd_engine_action, "stop NAME [--force] [--grace-period N]" },
+	{ "restart", cmd_engine_action, "restart NAME [--force]     new execution (new VMI UID)" },
+	{ "pause", cmd_engine_action, "pause NAME" },
+	{ "unpause", cmd_engine_action, "unpause NAME" },
+	{ "delete", cmd_engine_action, "delete NAME [--delete-volumes]" },
+	{ "console", cmd_engine_console, "console NAME [--expect RE] [--send LINE]... [--wait-stop] [--timeout S] [--log FILE]" },
+	{ "vnc", cmd_engine_vnc, "vnc NAME [--screenshot F.png ...] | vnc NAME --proxy-only [--port N]" },
+	{ "reconcile", cmd_engine_reconcile, "reconcile [--for SECONDS]  run the reconciler, then leave" },
+	{ "pull", cmd_engine_pull, "pull IMAGE                 pull a containerDisk into the image cache (prints its digest)" },
 	{ "migrate", migrate_cmd, "migrate NAME --to HOST [--bandwidth MiB/s] [--auto-converge] [--postcopy] [--timeout S]\n"
 				  "                      [--copy-storage] [--offline] [--migrate-uri URI] [--quiet]" },
 	{ "migrate", migrate_cmd, "migrate --abort NAME       abort a running migration (the VM stays on its host)" },
 	{ "drain", drain_cmd, "drain HOST [--to HOST] [--bandwidth MiB/s] [--timeout S]   migrate every running VM off HOST" },
 };
 
-int engine_cmd(int argc, char **argv)
+int cmd_engine(int argc, char **argv)
 {
 	if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "help") == 0) {
 		FILE *f = argc < 2 ? stderr : stdout;

@@ -11,7 +11,7 @@ struct kvcon_opts;
 struct source;
 struct store;
 
-int engine_cmd(int argc, char **argv);
+int cmd_engine(int argc, char **argv);
 
 /* For the verbs in other files (migcli.c): open every host and wait for them, leave after converging. */
 int engine_cli_open(void);

@@ -1026,7 +1026,7 @@ static void on_deadline(void *arg)
 	loop_quit(0);
 }
 
-int kube_cmd_get(int argc, char **argv)
+int cmd_get(int argc, char **argv)
 {
 	struct get_ctx g = { .watch_for = -1, .timeout = GET_TIMEOUT_S };
 	struct get_args a = { 0 };

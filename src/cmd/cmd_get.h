@@ -3,6 +3,6 @@
 #ifndef KVCON_CMD_CMD_GET_H
 #define KVCON_CMD_CMD_GET_H
 
-int kube_cmd_get(int argc, char **argv);
+int cmd_get(int argc, char **argv);
 
 #endif

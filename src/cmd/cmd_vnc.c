@@ -60,7 +60,7 @@ struct vopts {
 
 /* ---- colour mode ---- */
 
-enum fbc_colour vnccmd_detect_colour(const char *forced)
+enum fbc_colour cmd_vnc_detect_colour(const char *forced)
 {
 	static const struct {
 		const char *name;
@@ -738,7 +738,7 @@ static void on_term(int sig, void *arg)
 static int run_viewer(const struct vopts *o)
 {
 	struct viewer w = {.o = o, .scale = o->scale, .rc = EXIT_OK};
-	w.colour = vnccmd_detect_colour(o->colors);
+	w.colour = cmd_vnc_detect_colour(o->colors);
 	buf_init(&w.out);
 	char *err = NULL;
 	w.v = open_session(o, viewer_event, &w, &err);
@@ -794,7 +794,7 @@ static const char usage_text[] =
     "       kvcon vnc TARGET --proxy-only [--port N]\n"
     "TARGET: NS/NAME (a VMI), unix:PATH, tcp:HOST:PORT, or ws://... / wss://... (a VNC WebSocket)\n";
 
-int vnccmd_main(int argc, char **argv)
+int cmd_vnc(int argc, char **argv)
 {
 	struct vopts o = {.scale = FBC_FIT, .quality = -1, .timeout_s = 30, .quiet_ms = 500};
 	static const char *const valued[] = {"--screenshot", "--colors",  "--password-file", "--ws-protocol", "--port",
@@ -842,7 +842,7 @@ int vnccmd_main(int argc, char **argv)
 		}
 	}
 	if (o.target == NULL || o.port < 0 || o.port > 65535 || o.quality > 9 || o.timeout_s <= 0 || o.quiet_ms < 0 ||
-	    (o.colors && vnccmd_detect_colour(o.colors) == FBC_MONO && strcmp(o.colors, "mono") &&
+	    (o.colors && cmd_vnc_detect_colour(o.colors) == FBC_MONO && strcmp(o.colors, "mono") &&
 	     strcmp(o.colors, "ascii"))) {
 		fputs(usage_text, stderr);
 		return EXIT_USAGE;

@@ -6,9 +6,9 @@
 #include "console/fbcells.h"
 
 /* The subcommand (argv[0] is "vnc"). */
-int vnccmd_main(int argc, char **argv);
+int cmd_vnc(int argc, char **argv);
 
 /* Colour mode for the display: --colors, NO_COLOR, COLORTERM, then terminfo's colour count. */
-enum fbc_colour vnccmd_detect_colour(const char *forced);
+enum fbc_colour cmd_vnc_detect_colour(const char *forced);
 
 #endif
