@@ -62,7 +62,8 @@ $(BUILD)/replay/%: tests/fuzz/%.c tests/fuzz/replay.c $(BUILD)/libkvcon.a
 
 # Each runner ends with `N passed, N failed, N skipped` (tests/counts.sh); with KVCON_STRICT=1 a skip fails.
 # tests/check-exports.sh: no src/ object exports what nothing else uses (nm over the objects, well under a second).
-RUN_UNIT = ./tests/run-unit.sh $(UNIT_BIN); u=$$?; ./tests/check-exports.sh $(BUILD); x=$$?; \
+# tests/layers.sh: no include cycle between the layers of src/.
+RUN_UNIT = ./tests/run-unit.sh ./tests/layers.sh $(UNIT_BIN); u=$$?; ./tests/check-exports.sh $(BUILD); x=$$?; \
 	./tests/run-replay.sh $(REPLAY_BIN) && [ $$u = 0 ] && [ $$x = 0 ]
 RUN_E2E  = KVCON_BIN=$(CURDIR)/$(BIN) KVCON_BUILD=$(CURDIR)/$(BUILD) KVCON_CFLAGS="$(CFLAGS)" KVCON_LIBS="$(LIBS)" \
 	./tests/run-e2e.sh

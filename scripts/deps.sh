@@ -71,6 +71,7 @@ apache2-utils
 syslinux
 syslinux-common
 mtools
+zsh
 "
 
 FUZZ_PKGS="

@@ -13,10 +13,10 @@
 #include <string.h>
 #include <time.h>
 
-#include "cmd/cmd_describe.h"
-#include "cmd/objjson.h"
+#include "model/describe.h"
+#include "model/objjson.h"
 #include "cmd/session.h"
-#include "cmd/storage.h"
+#include "kube/storage.h"
 #include "core/buf.h"
 #include "core/loop.h"
 #include "core/opts.h"

@@ -1,58 +1,64 @@
-/* A command-line session on one object: opens the source that has NS/NAME (a kube context's namespace, or the
- * engine hosts of -c / the local engine when there is no kubeconfig), waits until its reflectors are live so the
- * store holds the object's chain (and the lineage recorder has seen it), and closes it again. Shared by every
- * verb that answers about one VM (diagnose, lineage, the actions, logs, describe, wait). */
+/* A command-line session on one object, and the resolver of NS/NAME to its source (see session.h). Sources open
+ * through their providers' constructors (kube_open_ex, engine_open); everything after goes through the store and
+ * provider_ops. */
 #include "cmd/session.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "core/buf.h"
 #include "core/log.h"
 #include "core/loop.h"
 #include "core/opts.h"
 #include "core/util.h"
 #include "core/xmalloc.h"
+#include "engine/engine.h"
 #include "kube/kube.h"
 #include "model/chain.h"
 #include "model/lineage.h"
-/* -c URI sessions run on engine hosts (the check keeps this file building without src/engine). */
-#if __has_include("engine/engine.h")
-#include "engine/engine.h"
-#define CMD_HAVE_ENGINE 1
-#endif
 
 #define SYNC_TIMEOUT_MS 30000
 #define CLI_MAX_FAILURES 4
+#define ENGINE_READY_MS 120000 /* the embedded driver's first open probes QEMU (~1 min on a cold cache) */
 
-/* ---- session ---- */
+static bool engines_opened;
 
-void session_close(struct session *s)
+/* ---- opening the candidates ---- */
+
+/* A kubeconfig is there to load (a broken one is an error, not a reason to list the engine alone): a file of
+ * $KUBECONFIG, else ~/.kube/config, or a pod's service account. --kubeconfig and --context count too. */
+bool session_kubeconfig_present(void)
 {
-#ifdef CMD_HAVE_ENGINE
-	if (s->engine) {
-		/* let the engine carry out what was asked (a stop, a restart) before its workers stop */
-		uint64_t deadline = util_now_ms() + 60000;
-		while (!engine_idle() && util_now_ms() < deadline)
-			loop_once(100);
-		engine_close_all();
+	struct kvcon_opts *o = opts_global();
+	if (o->kubeconfig || o->context || getenv("KUBERNETES_SERVICE_HOST"))
+		return true;
+	const char *env = getenv("KUBECONFIG");
+	if (env && *env) {
+		bool any = false;
+		char *copy = xstrdup(env), *save = NULL;
+		for (char *p = strtok_r(copy, ":", &save); p && !any; p = strtok_r(NULL, ":", &save))
+			any = access(p, F_OK) == 0;
+		free(copy);
+		return any;
 	}
-#endif
-	lineage_free(s->lin);
-	source_free_all();
-	store_free(s->st);
-	loop_fini();
-	free(s->ns);
-	free(s->name);
+	const char *home = getenv("HOME");
+	char *path = xasprintf("%s/.kube/config", home ? home : "");
+	bool there = access(path, F_OK) == 0;
+	free(path);
+	return there;
 }
 
-/* Ready when every kind is live; pods and events may be forbidden (the chain is then partial, and diagnose
- * says so), VMs and VMIs may not. Returns 1 ready, 0 not yet, -1 failed (message in *msg). */
-static int session_ready(const struct session *s, const char **msg)
+/* Ready when every kind asked is live; pods and events may be forbidden (the chain is then partial, and
+ * diagnose says so), VMs and VMIs may not. 1 ready, 0 not yet, -1 failed (message in *msg). */
+static int kube_ready(struct source *src, unsigned kinds, const char **msg)
 {
 	int ready = 1;
 	for (int k = 0; k < OBJ_KIND_COUNT; k++) {
-		const struct watch_health *h = &s->src->health[k];
+		if (kinds && !(kinds & KUBE_KIND_BIT(k)))
+			continue;
+		const struct watch_health *h = &src->health[k];
 		bool optional = k == OBJ_POD || k == OBJ_EVENT;
 		if (h->state == WATCH_ERROR || h->state == WATCH_FORBIDDEN) {
 			if (optional)
@@ -63,67 +69,198 @@ static int session_ready(const struct session *s, const char **msg)
 		if (h->state != WATCH_LIVE)
 			ready = 0;
 	}
-	return ready || kube_source_synced(s->src);
+	return ready || kube_source_synced(src);
 }
 
-/* -c URI...: the VM lives on one of the engine hosts; the session's source is the host that has it. With no
- * -c, the engine's default (the embedded driver), as the dashboard does without a kubeconfig. */
-static int session_open_engine(struct session *s)
+static struct source *open_kube(struct store *st, unsigned kinds, char **err)
 {
-#ifdef CMD_HAVE_ENGINE
+	struct kube_open_opts ko = { .kinds = kinds, .max_failures = CLI_MAX_FAILURES };
+	struct source *src = kube_open_ex(st, NULL, &ko, err);
+	if (src == NULL)
+		return NULL;
+	uint64_t deadline = util_now_ms() + SYNC_TIMEOUT_MS;
+	const char *msg = NULL;
+	int r;
+	while ((r = kube_ready(src, kinds, &msg)) == 0) {
+		if (util_now_ms() > deadline) {
+			*err = xstrdup("timed out waiting for the cluster's lists");
+			return NULL;
+		}
+		loop_once(200);
+	}
+	if (r < 0) {
+		*err = xstrdup(msg);
+		return NULL;
+	}
+	return src;
+}
+
+int session_open_engines(struct store *st, struct source ***hosts, char **err)
+{
 	struct kvcon_opts *o = opts_global();
-	s->engine = true;
-	int nuris = o->nuris > 0 ? o->nuris : 1;
-	char *dflt = o->nuris > 0 ? NULL : engine_default_uri();
-#define URI_AT(i) (o->nuris > 0 ? o->uris[(i)] : dflt)
-	struct source **hosts = xcalloc((size_t)nuris, sizeof *hosts);
-	int rc = EXIT_OK;
-	for (int i = 0; i < nuris; i++) {
-		char *err = NULL;
-		hosts[i] = engine_open(s->st, URI_AT(i), &err);
-		if (hosts[i] == NULL) {
-			char *e = util_escape_display(err ? err : "refused");
-			log_eprintf("kvcon %s: -c %s: %s\n", s->cmd, URI_AT(i), e);
-			free(e);
-			free(err);
-			rc = EXIT_API;
-			goto out;
+	int n = o->nuris > 0 ? o->nuris : 1;
+	*hosts = xcalloc((size_t)n, sizeof **hosts);
+	engines_opened = true;
+	for (int i = 0; i < n; i++) {
+		const char *uri = o->nuris > 0 ? o->uris[i] : NULL;
+		char *e = NULL;
+		(*hosts)[i] = engine_open(st, uri, &e);
+		if ((*hosts)[i] == NULL) {
+			/* the engine's refusals name the URI */
+			*err = e ? e : xasprintf("%s: refused", uri ? uri : "the default engine");
+			return -1;
 		}
 	}
-	uint64_t deadline = util_now_ms() + SYNC_TIMEOUT_MS * 2;
-	for (int i = 0; i < nuris; i++) {
+	uint64_t deadline = util_now_ms() + ENGINE_READY_MS;
+	for (int i = 0; i < n; i++) {
+		struct source *h = (*hosts)[i];
 		/* the first failure is the answer (the engine's errors name the host or the machine's problem) */
-		while (!engine_ready(hosts[i]) && engine_error(hosts[i]) == NULL && util_now_ms() < deadline)
+		while (!engine_ready(h) && engine_error(h) == NULL && util_now_ms() < deadline)
 			loop_once(100);
-		if (!engine_ready(hosts[i])) {
-			const char *why = engine_error(hosts[i]);
-			char *e = util_escape_display(why ? why : "timed out connecting");
-			if (why)
-				log_eprintf("error: %s\n", e);
-			else
-				log_eprintf("error: %s: %s\n", URI_AT(i), e);
-			free(e);
-			rc = EXIT_API;
-			goto out;
+		if (!engine_ready(h)) {
+			const char *why = engine_error(h);
+			*err = why ? xstrdup(why) : xasprintf("%s: timed out connecting", h->server);
+			return -1;
 		}
 	}
-	if (s->ns == NULL)
-		s->ns = xstrdup(o->ns ? o->ns : "default");
-	s->src = hosts[0];
-	for (int i = 0; i < nuris; i++)
-		if (store_find(s->st, hosts[i], OBJ_VM, s->ns, s->name) || store_find(s->st, hosts[i], OBJ_VMI, s->ns, s->name)) {
-			s->src = hosts[i];
-			break;
+	return n;
+}
+
+/* The namespace a bare NAME means on src: the context's on a cluster, else default (-n is in ns already). */
+static const char *ns_on(const struct source *src, const char *ns)
+{
+	return ns ? ns : src->type == SOURCE_KUBE && src->ns_scope ? src->ns_scope : "default";
+}
+
+static bool has(struct store *st, struct source *src, const char *ns, const char *name)
+{
+	ns = ns_on(src, ns);
+	return store_find(st, src, OBJ_VM, ns, name) || store_find(st, src, OBJ_VMI, ns, name);
+}
+
+static bool named(const struct source *src, const char *want)
+{
+	return strcmp(src->name, want) == 0 || (src->server && strcmp(src->server, want) == 0);
+}
+
+struct source *session_resolve(struct store *st, const char *ns, const char *name, unsigned kinds, bool must_exist,
+			       char **err)
+{
+	struct kvcon_opts *o = opts_global();
+	*err = NULL;
+	/* -c (or the config's hosts) means the engine, and the cluster too only when named (--context,
+	 * --kubeconfig) or when --source asks for a choice */
+	bool engine_asked = o->nuris > 0;
+	bool kube_asked = o->context || o->kubeconfig;
+	struct source *kube = NULL, **hosts = NULL;
+	int nhosts = 0;
+	char *kerr = NULL;
+	if (!o->engine_only && (!engine_asked || kube_asked || o->source)) {
+		kube = open_kube(st, kinds, &kerr);
+		/* a kubeconfig that is there but does not work is an error, not a reason to look elsewhere */
+		if (kube == NULL && (kube_asked || (engine_asked && !o->source) || o->no_engine ||
+				     session_kubeconfig_present())) {
+			*err = kerr;
+			return NULL;
 		}
-out:
-#undef URI_AT
+		if (kube == NULL)
+			log_info("no kube source (%s): looking on the engine", kerr ? kerr : "?");
+	}
+	/* the engine: asked for, or all there is, or where kvcon keeps a VM of that name (then a name the cluster
+	 * has too is ambiguous) */
+	bool want_engine = engine_asked || o->engine_only ||
+			   (!o->no_engine && (kube == NULL || o->source ||
+					      engine_has_record(kube ? ns_on(kube, ns) : ns ? ns : "default", name)));
+	if (want_engine) {
+		char *eerr = NULL;
+		nhosts = session_open_engines(st, &hosts, &eerr);
+		if (nhosts < 0) {
+			if (kube == NULL || engine_asked) {
+				*err = kube == NULL && kerr && !engine_asked
+					       ? xasprintf("%s; and the local engine: %s", kerr, eerr) : xstrdup(eerr);
+				free(eerr);
+				free(kerr);
+				free(hosts);
+				return NULL;
+			}
+			log_info("the engine did not open (%s): the cluster only", eerr);
+			free(eerr);
+			nhosts = 0;
+		}
+	}
+	free(kerr);
+	struct source *cand[17];
+	int nc = 0;
+	if (kube)
+		cand[nc++] = kube;
+	for (int i = 0; i < nhosts && nc < 16; i++)
+		cand[nc++] = hosts[i];
 	free(hosts);
-	free(dflt);
-	return rc;
-#else
-	log_eprintf("kvcon %s: -c: the local engine is not in this build\n", s->cmd);
-	return EXIT_USAGE;
-#endif
+	struct source *found = NULL;
+	struct buf where;
+	buf_init(&where);
+	int nfound = 0;
+	for (int i = 0; i < nc; i++) {
+		if (o->source && !named(cand[i], o->source))
+			continue;
+		if (o->source && found == NULL)
+			found = cand[i]; /* the one asked for, even without the object (the caller says not found) */
+		if (has(st, cand[i], ns, name)) {
+			if (nfound == 0 || o->source)
+				found = cand[i];
+			buf_printf(&where, "%s%s %s", nfound ? ", " : "",
+				   cand[i]->type == SOURCE_KUBE ? "context" : "engine host", cand[i]->name);
+			nfound++;
+		}
+	}
+	buf_add(&where, "", 0);
+	if (o->source && found == NULL) {
+		struct buf names;
+		buf_init(&names);
+		for (int i = 0; i < nc; i++)
+			buf_printf(&names, "%s%s", i ? ", " : "", cand[i]->name);
+		buf_add(&names, "", 0);
+		*err = xasprintf("--source %s: no such context or engine host (open: %s)", o->source,
+				 nc ? names.data : "none");
+		buf_free(&names);
+	} else if (nfound > 1 && !o->source) {
+		*err = xasprintf("%s/%s exists in %s: say which with --source NAME", ns ? ns : "(default)", name,
+				 where.data);
+		found = NULL;
+	} else if (found == NULL && !must_exist && nc > 0) {
+		found = kube ? kube : cand[0];
+	} else if (found == NULL) {
+		*err = xasprintf("VirtualMachine %s/%s not found in %s", ns ? ns : nc ? ns_on(cand[0], NULL) : "default", name,
+				 nc == 0 ? "any source" : kube && nhosts ? "the cluster nor on the engine"
+						     : kube ? "the cluster" : "the engine");
+	}
+	buf_free(&where);
+	return found;
+}
+
+void session_sources_close(void)
+{
+	if (!engines_opened)
+		return;
+	/* let the engine carry out what was asked (a stop, a restart) before its workers stop */
+	uint64_t deadline = util_now_ms() + 60000;
+	while (!engine_idle() && util_now_ms() < deadline)
+		loop_once(100);
+	engine_close_all();
+	engines_opened = false;
+}
+
+/* ---- session ---- */
+
+void session_close(struct session *s)
+{
+	session_sources_close();
+	lineage_free(s->lin);
+	source_free_all();
+	store_free(s->st);
+	loop_fini();
+	free(s->ns);
+	free(s->name);
 }
 
 int session_open(struct session *s, const char *cmd, const char *ref)
@@ -133,13 +270,13 @@ int session_open(struct session *s, const char *cmd, const char *ref)
 	s->cmd = cmd;
 	if (strchr(ref, '/')) {
 		if (chain_parse_ref(ref, NULL, &s->ns, &s->name) < 0) {
-			log_eprintf("kvcon %s: '%s' is not NAMESPACE/NAME\n", cmd, ref);
+			log_eprintf("error: '%s' is not NAMESPACE/NAME\n", ref);
 			return EXIT_USAGE;
 		}
 		free(o->ns);
 		o->ns = xstrdup(s->ns); /* watch the VM's own namespace */
 	} else if (*ref == '\0') {
-		log_eprintf("kvcon %s: which VM? (NAMESPACE/NAME)\n", cmd);
+		log_eprintf("error: which VM? (NAMESPACE/NAME)\n");
 		return EXIT_USAGE;
 	} else {
 		s->name = xstrdup(ref);
@@ -151,59 +288,36 @@ int session_open(struct session *s, const char *cmd, const char *ref)
 	loop_init();
 	s->st = store_new();
 	s->lin = lineage_new(s->st, NULL); /* before the first list: it records what the reflectors bring */
-	if (o->nuris > 0)
-		return session_open_engine(s);
-	struct kube_open_opts ko = { .max_failures = CLI_MAX_FAILURES };
 	char *err = NULL;
-	s->src = kube_open_ex(s->st, NULL, &ko, &err);
-#ifdef CMD_HAVE_ENGINE
-	if (s->src == NULL && !o->context && !o->kubeconfig && !o->no_engine) {
-		/* no kubeconfig at all: the local engine, as the dashboard opens it */
-		log_info("%s: no kube source (%s): using the local engine", cmd, err ? err : "?");
-		free(err);
-		return session_open_engine(s);
-	}
-#endif
+	/* a bare NAME: -n's namespace, else the one of the source that has it (the context's on a cluster) */
+	const char *ns = s->ns ? s->ns : o->ns;
+	s->src = session_resolve(s->st, ns, s->name, 0, false, &err);
+	if (s->ns == NULL)
+		s->ns = xstrdup(s->src ? ns_on(s->src, ns) : ns ? ns : "default");
 	if (s->src == NULL) {
 		char *e = util_escape_display(err);
-		log_eprintf("kvcon %s: %s\n", cmd, e);
+		log_eprintf("error: %s\n", e);
 		free(e);
 		free(err);
 		return EXIT_API;
 	}
-	if (s->ns == NULL)
-		s->ns = xstrdup(s->src->ns_scope ? s->src->ns_scope : "default");
-	uint64_t deadline = util_now_ms() + SYNC_TIMEOUT_MS;
-	const char *msg = NULL;
-	int r;
-	while ((r = session_ready(s, &msg)) == 0) {
-		if (util_now_ms() > deadline) {
-			log_eprintf("kvcon %s: timed out waiting for the cluster's lists\n", cmd);
-			return EXIT_API;
-		}
-		loop_once(200);
-	}
-	if (r < 0) {
-		char *e = util_escape_display(msg);
-		log_eprintf("kvcon %s: %s\n", cmd, e);
-		free(e);
-		return EXIT_API;
-	}
-	for (int k = OBJ_POD; k <= OBJ_EVENT; k++)
-		if (s->src->health[k].state != WATCH_LIVE) {
-			char *e = util_escape_display(s->src->health[k].message);
-			log_eprintf("kvcon %s: warning: %s not listed (%s): the chain is partial\n", cmd,
-				k == OBJ_POD ? "launcher pods" : "events", e);
-			free(e);
-		}
+	s->engine = s->src->type == SOURCE_ENGINE;
+	if (s->src->type == SOURCE_KUBE)
+		for (int k = OBJ_POD; k <= OBJ_EVENT; k++)
+			if (s->src->health[k].state != WATCH_LIVE) {
+				char *e = util_escape_display(s->src->health[k].message);
+				log_eprintf("kvcon %s: warning: %s not listed (%s): the chain is partial\n", cmd,
+					    k == OBJ_POD ? "launcher pods" : "events", e);
+				free(e);
+			}
 	return EXIT_OK;
 }
 
 void session_not_found(const struct session *s)
 {
 	char *n = util_escape_display(s->name), *ns = util_escape_display(s->ns);
-	log_eprintf("kvcon %s: VirtualMachine %s/%s not found in %s %s\n", s->cmd, ns, n,
-		s->src->type == SOURCE_ENGINE ? "engine host" : "context", s->src->name);
+	log_eprintf("error: VirtualMachine %s/%s not found in %s %s\n", ns, n,
+		    s->src->type == SOURCE_ENGINE ? "engine host" : "context", s->src->name);
 	free(n);
 	free(ns);
 }

@@ -1,5 +1,7 @@
-/* A command-line session on one object (NS/NAME): the source that has it, opened and listed until its
- * reflectors are live, with the store and the lineage recorder. Used by the verbs about one VM. */
+/* A command-line session on one object (NS/NAME), and the one place that resolves NS/NAME to its source: the
+ * kube context, and the engine hosts (-c URIs or the config's, else the default engine when no kubeconfig loads
+ * or when the cluster lacks the name and kvcon has engine VMs here). --source NAME picks among them; a name
+ * that exists in several sources without --source is an error that names them. Used by every verb about one VM. */
 #ifndef KVCON_CMD_SESSION_H
 #define KVCON_CMD_SESSION_H
 
@@ -25,5 +27,21 @@ int session_open(struct session *s, const char *cmd, const char *ref);
 void session_close(struct session *s);
 /* Prints "VirtualMachine NS/NAME not found in ..." on stderr. */
 void session_not_found(const struct session *s);
+
+/* The resolver underneath, for verbs that keep their own store (console, vnc): opens the candidate sources
+ * into st (kube reflectors of kinds, a KUBE_KIND_BIT mask, 0: all), waits for their lists, and returns the one
+ * whose store has ns/name as a VM or VMI (ns NULL: the context's namespace on a cluster, default elsewhere).
+ * When none has it: NULL with *err, or with must_exist false the cluster (which may create it later) when there
+ * is one. The loop must be initialised. */
+struct source *session_resolve(struct store *st, const char *ns, const char *name, unsigned kinds, bool must_exist,
+			       char **err);
+/* Opens the engine hosts (-c URIs and the config's, else the default engine) into st and waits until each has
+ * resynced: their number with hosts[] (caller frees the array), or -1 with *err. */
+int session_open_engines(struct store *st, struct source ***hosts, char **err);
+/* A kubeconfig is there to load: a file of $KUBECONFIG, else ~/.kube/config, or a pod's service account;
+ * --kubeconfig and --context count too. Without one, the engine is where names are looked for. */
+bool session_kubeconfig_present(void);
+/* Lets the engine finish what was asked, then stops its hosts (when any was opened). */
+void session_sources_close(void);
 
 #endif

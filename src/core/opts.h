@@ -1,5 +1,5 @@
 /* Global command-line options, accepted anywhere on the command line (as kubectl and virsh do), and the
- * subcommand table's entry type. main.c strips the global options before a subcommand parses its own. */
+ * exit codes. main.c strips the global options before a subcommand parses its own. */
 #ifndef KVCON_CORE_OPTS_H
 #define KVCON_CORE_OPTS_H
 
@@ -17,6 +17,8 @@ struct kvcon_opts {
 	char *log;          /* --log-file FILE */
 	int verbose;        /* -v (repeatable) */
 	bool no_engine;     /* --no-engine: never open the embedded default */
+	char *source;       /* --source NAME: the context or engine host a verb acts on */
+	bool engine_only;   /* `kvcon engine VERB`: names resolve on the engine hosts only */
 };
 
 /* The options parsed by main (defaults zero). */
@@ -25,14 +27,5 @@ struct kvcon_opts *opts_global(void);
 /* Exit codes shared by every subcommand. */
 /* Usage errors exit 1 as kubectl, virtctl and virsh do. */
 enum { EXIT_OK = 0, EXIT_API = 1, EXIT_USAGE = 1, EXIT_STALLED = 3 };
-
-struct cmd_entry {
-	const char *name;
-	int (*fn)(int argc, char **argv); /* argv[0] is the subcommand name; global options removed */
-	const char *args;    /* usage synopsis after the name */
-	const char *summary; /* one line for --help */
-	const char *own;     /* short options the command takes itself after its name, space-separated ("-c" is
-			      * logs' container, not the global --connect); NULL: none */
-};
 
 #endif

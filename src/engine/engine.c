@@ -174,9 +174,44 @@ static char *env_dir(const char *env, const char *sub)
 	return p;
 }
 
-char *engine_default_uri(void)
+bool engine_has_record(const char *ns, const char *name)
 {
+	char *dd = data_dir();
+	char *hosts = util_path_join(dd, "hosts");
+	free(dd);
+	char *want = ns && name ? xasprintf("%s_%s.json", ns, name) : NULL;
+	bool any = false;
+	DIR *d = opendir(hosts);
+	for (struct dirent *e; d && !any && (e = readdir(d)) != NULL;) {
+		if (e->d_name[0] == '.')
+			continue;
+		char *vms = xasprintf("%s/%s/vms", hosts, e->d_name);
+		DIR *v = opendir(vms);
+		for (struct dirent *r; v && !any && (r = readdir(v)) != NULL;) {
+			size_t l = strlen(r->d_name);
+			any = want ? strcmp(r->d_name, want) == 0 : l > 5 && strcmp(r->d_name + l - 5, ".json") == 0;
+		}
+		if (v)
+			closedir(v);
+		free(vms);
+	}
+	if (d)
+		closedir(d);
+	free(want);
+	free(hosts);
+	return any;
+}
+
+/* $KVCON_ENGINE_URI, else $LIBVIRT_DEFAULT_URI, else qemu:///embed?root=$XDG_STATE_HOME/kvcon/engine. Caller
+ * frees. */
+static char *engine_default_uri(void)
+{
+	/* -c and the config's hosts come first (the callers); then kvcon's own variable, then libvirt's as virsh
+	 * honours it, then the embedded driver under kvcon's state directory */
 	const char *e = getenv("KVCON_ENGINE_URI");
+	if (e && *e)
+		return xstrdup(e);
+	e = getenv("LIBVIRT_DEFAULT_URI");
 	if (e && *e)
 		return xstrdup(e);
 	char *s = util_state_dir();
@@ -2106,6 +2141,8 @@ static void engine_destroy(struct source *src)
 	eh->up = false;
 }
 
+static struct json_object *engine_storage_json(struct source *src, const char *ns, const char *name);
+
 static const struct provider_ops engine_ops = {
 	.type = "engine",
 	.action = engine_action,
@@ -2114,6 +2151,7 @@ static const struct provider_ops engine_ops = {
 	.fetch_raw = engine_fetch_raw,
 	.open_log = engine_log_open,
 	.close_log = engine_log_close,
+	.storage_json = engine_storage_json,
 	.destroy = engine_destroy,
 };
 
@@ -2576,7 +2614,10 @@ static void vol_broken(struct json_object *o, const char *why)
 	free(e);
 }
 
-struct json_object *engine_storage_json(struct source *src, const char *ns, const char *name)
+/* The VM's volumes as diagnose and bundle show storage (provider_ops.storage_json): per volume its type, claim or
+ * image, the file behind it on this machine (path, exists, sizeBytes), the VMs of this host using the same file
+ * (usedBy), and brokenLink + reason when a file the VM needs is missing. NULL when no such VM. */
+static struct json_object *engine_storage_json(struct source *src, const char *ns, const char *name)
 {
 	struct evm *v = find_vm(src, ns, name);
 	if (v == NULL)

@@ -10,14 +10,16 @@
 
 #include "model/store.h"
 
-/* Opens a host (uri NULL: engine_default_uri()). Returns its source at once; it connects in the background
+/* Opens a host (uri NULL: $KVCON_ENGINE_URI, else $LIBVIRT_DEFAULT_URI, else the embedded driver under
+ * $XDG_STATE_HOME/kvcon/engine). Returns its source at once; it connects in the background
  * (source health says how far). NULL with *err (caller frees) when the URI is refused. */
 struct source *engine_open(struct store *st, const char *uri, char **err);
-/* What keeps this machine from opening uri (NULL: engine_default_uri()) as one line with its fix, or NULL. Caller
- * frees. Local checks are instant; a remote host's port is tried for up to 3 s. */
+/* What keeps this machine from opening uri (NULL: the default, as engine_open) as one line with its fix, or NULL.
+ * Caller frees. Local checks are instant; a remote host's port is tried for up to 3 s. */
 char *engine_check(const char *uri);
-/* $KVCON_ENGINE_URI, else qemu:///embed?root=$XDG_STATE_HOME/kvcon/engine. Caller frees. */
-char *engine_default_uri(void);
+/* kvcon keeps the record of VM ns/name (NULL, NULL: of any VM) of some engine host on this machine (a command
+ * then looks on the engine too); reads the state directory only. */
+bool engine_has_record(const char *ns, const char *name);
 /* The source's host has connected and finished its first resync. */
 bool engine_ready(const struct source *src);
 /* The connection's last error when it is not connected (NULL otherwise). */
@@ -51,12 +53,6 @@ int engine_vnc_open(struct source *src, const char *ns, const char *name, engine
 
 /* The VM exists and its current execution is active (Pending, Scheduled or Running). */
 bool engine_running(struct source *src, const char *ns, const char *name);
-
-/* The VM's volumes as diagnose and bundle show storage: per volume its type, claim or image, the file behind it
- * on this machine (path, exists, sizeBytes), the VMs of this host using the same file (usedBy), and brokenLink +
- * reason when a file the VM needs is missing. A new JSON array (json_object_put it), NULL when no such VM. */
-struct json_object;
-struct json_object *engine_storage_json(struct source *src, const char *ns, const char *name);
 
 /* The image cache's directory ($XDG_STATE_HOME/kvcon/engine-data/imgcache). Caller frees. */
 char *engine_image_cache(void);

@@ -60,6 +60,8 @@ const struct kget_kind *kget_kind_find(const char *s)
 
 struct row {
 	char **cells;      /* final cells, every column of the printed table */
+	char *id;          /* NAMESPACE/NAME, for the SOURCE column (owned) */
+	char *src;         /* the source's name (owned) */
 	struct json_object *key; /* --sort-by value (owned ref), NULL when absent */
 	size_t seq;
 };
@@ -91,6 +93,8 @@ struct kg {
 	int ncols;
 	int tables_printed;
 	struct buf out;
+	const char *row_src; /* the source of the rows table_page adds (NULL: the cluster) */
+	bool extra_rows;     /* the current table has rows of another source */
 };
 
 static void flush_out(struct kg *g)
@@ -353,6 +357,8 @@ static void rows_free(struct kg *g)
 		for (int c = 0; c < g->ncols; c++)
 			free(g->rows[r].cells[c]);
 		free(g->rows[r].cells);
+		free(g->rows[r].id);
+		free(g->rows[r].src);
 		json_object_put(g->rows[r].key);
 	}
 	free(g->rows);
@@ -364,6 +370,39 @@ static void rows_free(struct kg *g)
 	free(g->head);
 	g->head = NULL;
 	g->ncols = 0;
+	g->extra_rows = false;
+}
+
+static int id_cmp(const void *a, const void *b)
+{
+	const struct row *const *x = a, *const *y = b;
+	return strcmp((*x)->id ? (*x)->id : "", (*y)->id ? (*y)->id : "");
+}
+
+/* A name listed by two sources (a cluster and an engine host, say): the table gets a last SOURCE column. */
+static void source_column(struct kg *g)
+{
+	if (!g->extra_rows || g->nrows < 2)
+		return;
+	struct row **by = xcalloc(g->nrows, sizeof *by);
+	for (size_t r = 0; r < g->nrows; r++)
+		by[r] = &g->rows[r];
+	qsort(by, g->nrows, sizeof *by, id_cmp);
+	bool dup = false;
+	for (size_t r = 1; r < g->nrows && !dup; r++)
+		dup = by[r]->id && by[r - 1]->id && strcmp(by[r]->id, by[r - 1]->id) == 0;
+	free(by);
+	if (!dup)
+		return;
+	for (size_t r = 0; r < g->nrows; r++) {
+		g->rows[r].cells = xreallocarray(g->rows[r].cells, (size_t)g->ncols + 1, sizeof *g->rows[r].cells);
+		g->rows[r].cells[g->ncols] = esc(g->rows[r].src ? g->rows[r].src : "");
+	}
+	if (g->head) {
+		g->head = xreallocarray(g->head, (size_t)g->ncols + 1, sizeof *g->head);
+		g->head[g->ncols] = xstrdup("SOURCE");
+	}
+	g->ncols++;
 }
 
 static void flush_table(struct kg *g)
@@ -372,6 +411,7 @@ static void flush_table(struct kg *g)
 		rows_free(g);
 		return;
 	}
+	source_column(g);
 	if (g->sort_jp)
 		qsort(g->rows, g->nrows, sizeof *g->rows, row_cmp);
 	if (g->tables_printed++ > 0)
@@ -525,6 +565,11 @@ static void table_page(struct kg *g, const struct kget_kind *k, struct json_obje
 		while (n < g->ncols)
 			out[n++] = xstrdup("");
 		add_row(g, out, sort_key(g, obj));
+		struct row *added = &g->rows[g->nrows - 1];
+		const char *rns = jstr(md, "namespace", NULL);
+		struct json_object *nc = name_col >= 0 ? json_object_array_get_idx(cells, (size_t)name_col) : NULL;
+		added->id = xasprintf("%s/%s", rns ? rns : g->ns ? g->ns : "", nc ? json_object_get_string(nc) : "");
+		added->src = g->row_src ? xstrdup(g->row_src) : g->kc ? xstrdup(g->kc->context) : NULL;
 		g->found++;
 	}
 }
@@ -696,6 +741,81 @@ static void emit_item(struct kg *g, const struct kget_kind *k, struct json_objec
 		flush_out(g);
 }
 
+/* --- objects of other sources (the engine's) -------------------------------------------------------------- */
+
+/* KubeVirt's printer columns (the CRDs' additionalPrinterColumns) for the kinds another source serves: name,
+ * priority (wide only), format. */
+static struct json_object *extra_defs(const char *plural)
+{
+	static const struct {
+		const char *plural, *cols[8];
+		int nwide;
+	} defs[] = {
+		{ "virtualmachines", { "Name", "Age", "Status", "Ready" }, 0 },
+		{ "virtualmachineinstances", { "Name", "Age", "Phase", "IP", "NodeName", "Ready", "Live-Migratable", "Paused" }, 2 },
+		{ "pods", { "Name", "Ready", "Status", "Restarts", "Age", "IP", "Node", "Nominated Node" }, 3 },
+	};
+	for (size_t i = 0; i < sizeof defs / sizeof defs[0]; i++) {
+		if (strcmp(defs[i].plural, plural) != 0)
+			continue;
+		struct json_object *a = json_object_new_array();
+		int n = 0;
+		while (n < 8 && defs[i].cols[n])
+			n++;
+		for (int c = 0; c < n; c++) {
+			struct json_object *d = json_object_new_object();
+			json_object_object_add(d, "name", json_object_new_string(defs[i].cols[c]));
+			json_object_object_add(d, "type", json_object_new_string("string"));
+			json_object_object_add(d, "format", json_object_new_string(c == 0 ? "name" : ""));
+			json_object_object_add(d, "priority", json_object_new_int(c >= n - defs[i].nwide ? 1 : 0));
+			json_object_array_add(a, d);
+		}
+		return a;
+	}
+	return NULL;
+}
+
+/* The other sources' objects of kind k (name: one, NULL: all) into the output. Returns how many. */
+static size_t run_extra(struct kg *g, const struct kget_kind *k, const char *name)
+{
+	if (g->o->extra == NULL)
+		return 0;
+	struct json_object *arr = g->o->extra(g->o->extra_arg, k->plural, g->all_ns ? NULL : g->ns, name);
+	size_t n = arr ? json_object_array_length(arr) : 0;
+	bool table = g->o->fmt == KGET_TABLE || g->o->fmt == KGET_WIDE;
+	struct json_object *defs = table && n ? extra_defs(k->plural) : NULL;
+	for (size_t i = 0; i < n; i++) {
+		struct json_object *e = json_object_array_get_idx(arr, i), *obj = NULL, *cells = NULL;
+		json_object_object_get_ex(e, "object", &obj);
+		json_object_object_get_ex(e, "cells", &cells);
+		if (obj == NULL)
+			continue;
+		if (!table) {
+			emit_item(g, k, obj);
+			continue;
+		}
+		if (defs == NULL || cells == NULL)
+			continue;
+		/* one row of a Table, as a server would send it */
+		struct json_object *t = json_object_new_object(), *rows = json_object_new_array(),
+				   *row = json_object_new_object();
+		json_object_object_add(t, "columnDefinitions", json_object_get(defs));
+		json_object_object_add(row, "cells", json_object_get(cells));
+		json_object_object_add(row, "object", json_object_get(obj));
+		json_object_array_add(rows, row);
+		json_object_object_add(t, "rows", rows);
+		g->row_src = jstr(e, "source", NULL);
+		g->extra_rows = true;
+		table_page(g, k, t);
+		g->row_src = NULL;
+		json_object_put(t);
+	}
+	json_object_put(defs);
+	json_object_put(arr);
+	flush_out(g);
+	return n;
+}
+
 /* The list request of one page (cont: its continue token, NULL for the first). Caller frees. */
 static char *list_query(struct kg *g, const char *base, bool table, const char *cont)
 {
@@ -724,11 +844,26 @@ static void run_kind(struct kg *g, const struct kget_kind *k, uint64_t deadline)
 	struct fetch f = { 0 };
 	if (g->o->nnames > 0) {
 		for (int i = 0; i < g->o->nnames; i++) {
+			if (g->http == NULL) {
+				if (run_extra(g, k, g->o->names[i]) == 0) {
+					char *e = esc(g->o->names[i]);
+					log_eprintf("Error from server (NotFound): %s%s%s \"%s\" not found\n", k->plural,
+						    k->group ? "." : "", k->group ? k->group : "", e);
+					free(e);
+					g->rc = EXIT_API;
+				}
+				continue;
+			}
 			char *p = api_path(g, k, g->o->names[i]);
 			char *full = table && g->sort_jp ? xasprintf("%s?includeObject=Object", p) : xstrdup(p);
 			long st = fetch(g, full, accept, &f, deadline);
 			free(full);
 			free(p);
+			size_t more = run_extra(g, k, g->o->names[i]);
+			if (st == 404 && more > 0) {
+				fetch_reset(&f); /* another source has it */
+				continue;
+			}
 			if (st != 200) {
 				report_error(g, &f);
 				continue;
@@ -746,6 +881,10 @@ static void run_kind(struct kg *g, const struct kget_kind *k, uint64_t deadline)
 			json_object_put(j);
 		}
 		fetch_reset(&f);
+		return;
+	}
+	if (g->http == NULL) {
+		run_extra(g, k, NULL);
 		return;
 	}
 	char *base = api_path(g, k, NULL);
@@ -803,6 +942,7 @@ static void run_kind(struct kg *g, const struct kget_kind *k, uint64_t deadline)
 	fetch_reset(nxt);
 	free(base);
 	fetch_reset(&f);
+	run_extra(g, k, NULL);
 }
 
 /* --- -w ------------------------------------------------------------------------------------------------ */
@@ -1071,14 +1211,19 @@ int kget_run(const struct kget_opts *o)
 	}
 	struct kvcon_opts *go = opts_global();
 	g.kc = kube_config_load(go->kubeconfig, go->context, &err);
-	if (g.kc == NULL) {
+	if (g.kc == NULL && o->extra && o->cluster_optional) {
+		/* no cluster: the other sources' objects only */
+		log_info("get: no kube source (%s)", err);
+		free(err);
+		err = NULL;
+	} else if (g.kc == NULL) {
 		log_eprintf("error: %s\n", err);
 		free(err);
 		kg_free(&g);
 		return EXIT_API;
 	}
-	g.http = kube_http_new(g.kc, &err);
-	if (g.http == NULL) {
+	g.http = g.kc ? kube_http_new(g.kc, &err) : NULL;
+	if (g.kc && g.http == NULL) {
 		log_eprintf("error: %s\n", err);
 		free(err);
 		kube_config_free(g.kc);
@@ -1086,7 +1231,7 @@ int kget_run(const struct kget_opts *o)
 		return EXIT_API;
 	}
 	g.all_ns = go->all_ns && o->nnames == 0;
-	g.ns = g.all_ns ? NULL : (go->ns && *go->ns ? go->ns : g.kc->ns);
+	g.ns = g.all_ns ? NULL : (go->ns && *go->ns ? go->ns : g.kc ? g.kc->ns : "default");
 	g.single = (o->nkinds == 1 && o->nnames == 1) || o->watch;
 	g.watching = o->watch; /* the listed objects print one by one too, as kubectl get -w does */
 	if (!o->pairs)
@@ -1094,7 +1239,7 @@ int kget_run(const struct kget_opts *o)
 	g.items = json_object_new_array();
 	uint64_t deadline = util_now_ms() + (uint64_t)(o->timeout > 0 ? o->timeout : 30) * 1000;
 	bool table = o->fmt == KGET_TABLE || o->fmt == KGET_WIDE;
-	if (o->pairs && table) {
+	if (o->pairs && table && g.http) {
 		/* kubectl prefixes names with their kind only when the objects it got are of several kinds */
 		struct json_object **got = xcalloc((size_t)o->nkinds, sizeof *got);
 		const struct kget_kind *first = NULL;
@@ -1127,7 +1272,7 @@ int kget_run(const struct kget_opts *o)
 		}
 		free(got);
 	}
-	for (int i = 0; i < o->nkinds && !(o->pairs && table); i++) {
+	for (int i = 0; i < o->nkinds && !(o->pairs && table && g.http); i++) {
 		struct kget_opts one = *o;
 		if (o->pairs) {
 			/* KIND/NAME: one get each; a table per run of the same kind */
@@ -1140,7 +1285,7 @@ int kget_run(const struct kget_opts *o)
 		if (table && !(o->pairs && i + 1 < o->nkinds && o->kinds[i + 1] == o->kinds[i]))
 			flush_table(&g);
 	}
-	if (o->watch && g.rc == 0) {
+	if (o->watch && g.rc == 0 && g.http) {
 		fflush(stdout);
 		watch_kind(&g, o->kinds[0]);
 	}

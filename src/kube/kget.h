@@ -7,6 +7,8 @@
 
 #include <stdbool.h>
 
+struct json_object;
+
 enum kget_fmt { KGET_TABLE, KGET_WIDE, KGET_JSON, KGET_YAML, KGET_NAME, KGET_JSONPATH, KGET_CUSTOM };
 
 struct kget_kind {
@@ -34,6 +36,13 @@ struct kget_opts {
 	const char *sort_by;
 	long timeout;               /* seconds */
 	bool watch;                 /* -w: after the list, every change, each object printed on its own */
+	/* Objects of sources without an API server (the engine hosts), printed with the cluster's in every format:
+	 * a JSON array of { "source": NAME, "object": API object, "cells": [KubeVirt's table cells, every column] }
+	 * of the kind (its plural) in ns (NULL: every namespace), named name (NULL: all); NULL when none. A name both
+	 * have gets a SOURCE column. */
+	struct json_object *(*extra)(void *arg, const char *plural, const char *ns, const char *name);
+	void *extra_arg;
+	bool cluster_optional;      /* no kubeconfig is no error: the extra objects only */
 	long watch_for;             /* seconds of watching, -1: until interrupted */
 };
 

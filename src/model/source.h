@@ -11,6 +11,7 @@
 #include "model/obj.h"
 
 struct stream; /* core/stream.h */
+struct json_object;
 
 enum source_type { SOURCE_KUBE, SOURCE_ENGINE };
 
@@ -103,6 +104,9 @@ struct provider_ops {
 				       log_end_cb end, void *arg, char **err);
 	/* Stops a log before its end (no callback follows). Not from inside its own callbacks. NULL is ignored. */
 	void (*close_log)(struct log_stream *ls);
+	/* The VM's storage chain as a JSON array (kube/storage.h's shape), for a provider that answers it from
+	 * its own records (the engine); NULL: the cluster's API objects are read instead. */
+	struct json_object *(*storage_json)(struct source *src, const char *ns, const char *name);
 	void (*destroy)(struct source *src);
 };
 

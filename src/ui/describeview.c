@@ -6,8 +6,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "cmd/cmd_describe.h"
-#include "cmd/objjson.h"
+#include "model/describe.h"
+#include "model/objjson.h"
 #include "core/xmalloc.h"
 #include "model/source.h"
 #include "ui/pager.h"

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cmd/storage.h"
+#include "kube/storage.h"
 #include "core/buf.h"
 #include "core/loop.h"
 #include "core/util.h"

@@ -58,7 +58,7 @@ tmux -L "$sock" set -g allow-rename on 2>/dev/null
 tmux -L "$sock" send-keys -t k "PS1='outer\$ '; stty -g > $tmp/stty.before; clear" Enter
 until_ok 10 test -s "$tmp/stty.before" || fail "outer shell"
 before=$(modes)
-tmux -L "$sock" send-keys -t k "KUBECONFIG=$tmp/fk/kubeconfig $KVCON console $ns/$name --log $tmp/guest.log --timeout 30 2>$tmp/kvcon.err; echo EXIT=\$?" Enter
+tmux -L "$sock" send-keys -t k "KUBECONFIG=$tmp/fk/kubeconfig $KVCON console $ns/$name --log $tmp/guest.log --timeout 1 2>$tmp/kvcon.err; echo EXIT=\$?" Enter
 until_ok 20 on_screen "connected to VMI $uid1" || fail "kvcon did not connect"
 running=$(modes) # kvcon's own modes (its alternate screen, keypad); the guest must not change them
 

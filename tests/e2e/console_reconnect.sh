@@ -67,7 +67,7 @@ echo "dropped stream: said, reconnected, typing works"
 mkdir -p "$tmp/fk"
 $py tests/fakekube/fakekube.py --dir "$tmp/fk" --vms 1 --namespaces 1 >"$tmp/fakekube.log" 2>&1 & pids+=($!)
 $py tests/fakekube/fkctl.py "$tmp/fk" wait 60 >/dev/null || fail "fakekube did not start"
-tmux -L "$sock" send-keys -t k "clear; KUBECONFIG=$tmp/fk/kubeconfig $KVCON console ns-00/no-such-vm --timeout 2; echo EXIT=\$?" Enter
+tmux -L "$sock" send-keys -t k "clear; KUBECONFIG=$tmp/fk/kubeconfig $KVCON console ns-00/no-such-vm --timeout 2s; echo EXIT=\$?" Enter
 until_ok 20 on_screen '^EXIT=1' || fail "--timeout did not end with status 1"
 on_screen 'no console after 2 s: waiting for VMI ns-00/no-such-vm to exist' || fail "timeout reason missing"
 [ "$(tmux -L "$sock" display -p -t k '#{alternate_on}')" = 0 ] || fail "terminal left in the alternate screen"

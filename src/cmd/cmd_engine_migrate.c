@@ -8,7 +8,7 @@
 #include "core/opts.h"
 #include "core/util.h"
 #include "core/xmalloc.h"
-#include "engine/cli.h"
+#include "cmd/cmd_engine.h"
 #include "engine/engine.h"
 #include "engine/migrate.h"
 #include "model/source.h"

@@ -1,6 +1,6 @@
 /* The storage chain of a cluster VM (volume -> DataVolume -> PVC -> PV) and its first broken link, for diagnose. */
-#ifndef KVCON_CMD_STORAGE_H
-#define KVCON_CMD_STORAGE_H
+#ifndef KVCON_KUBE_STORAGE_H
+#define KVCON_KUBE_STORAGE_H
 
 #include <json.h>
 #include <stdbool.h>

@@ -3,7 +3,7 @@
  * references and reclaim policy, and the first link that is broken (a missing object, a DataVolume not
  * Succeeded, a PVC not Bound, a PV not Bound) or, for a running VM, a ReadWriteOnce claim that blocks live
  * migration. The objects are read once with GETs (diagnose runs once; the store keeps no storage kinds). */
-#include "cmd/storage.h"
+#include "kube/storage.h"
 
 #include <curl/curl.h>
 #include <stdlib.h>
@@ -14,10 +14,6 @@
 #include "core/xmalloc.h"
 #include "kube/http.h"
 #include "kube/kube.h"
-#if __has_include("engine/engine.h")
-#include "engine/engine.h"
-#define STORAGE_HAVE_ENGINE 1
-#endif
 
 struct get {
 	bool done;
@@ -320,15 +316,14 @@ static void sync_done(void *arg, struct json_object *chain, const char *err)
 
 struct json_object *storage_chain(struct source *src, const char *ns, const char *vm, bool running, char **err)
 {
-#ifdef STORAGE_HAVE_ENGINE
-	if (src->type == SOURCE_ENGINE) {
+	if (src->ops && src->ops->storage_json) {
+		/* the engine answers from its own records */
 		*err = NULL;
-		struct json_object *o = engine_storage_json(src, ns, vm);
+		struct json_object *o = src->ops->storage_json(src, ns, vm);
 		if (o == NULL)
 			*err = xstrdup("no such VM on this engine host");
 		return o;
 	}
-#endif
 	struct sync_wait w = { 0 };
 	if (storage_chain_start(src, ns, vm, running, sync_done, &w, err) == NULL)
 		return NULL;

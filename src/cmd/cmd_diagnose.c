@@ -2,7 +2,7 @@
  * A session opens the source on the VM's namespace, waits until its reflectors are live (the store then holds
  * the VM's chain, and the lineage recorder has seen it), answers from the model or acts through provider_ops,
  * and optionally waits for the action's effect. Every string from the cluster is escaped before printing. */
-#include "kube/cmd_diagnose.h"
+#include "cmd/cmd_diagnose.h"
 
 #include <json.h>
 #include <stdio.h>
@@ -16,7 +16,7 @@
 #include "core/util.h"
 #include "core/xmalloc.h"
 #include "cmd/session.h"
-#include "cmd/storage.h"
+#include "kube/storage.h"
 #include "kube/kube.h"
 #include "model/chain.h"
 #include "model/diagnose.h"
@@ -248,7 +248,7 @@ static void usage_diagnose(FILE *f)
 		   "quotes the evidence and the next check. Exit 0 healthy or intentionally stopped, 3 stalled, 1 API error.\n");
 }
 
-int kube_cmd_diagnose(int argc, char **argv)
+int cmd_diagnose(int argc, char **argv)
 {
 	struct args a;
 	int p = parse_args("diagnose", argc, argv, &a, false);
@@ -342,7 +342,7 @@ static void usage_lineage(FILE *f)
 		   "The executions (VMI UIDs, launcher pods and nodes, start/end, how each ended) kvcon has recorded.\n");
 }
 
-int kube_cmd_lineage(int argc, char **argv)
+int cmd_lineage(int argc, char **argv)
 {
 	struct args a;
 	int p = parse_args("lineage", argc, argv, &a, false);
@@ -470,7 +470,7 @@ static void usage_action(FILE *f, const char *cmd)
 		WAIT_DEFAULT_S);
 }
 
-int kube_cmd_action(int argc, char **argv)
+int cmd_action(int argc, char **argv)
 {
 	size_t i;
 	for (i = 0; i < sizeof actions / sizeof actions[0]; i++)

@@ -1,7 +1,7 @@
 /* `kvcon engine ...`: the engine's verbs on the command line (apply, get, start, stop, restart, pause, unpause,
  * delete, console, vnc, reconcile), mirroring the cluster verbs. */
-#ifndef KVCON_ENGINE_CLI_H
-#define KVCON_ENGINE_CLI_H
+#ifndef KVCON_CMD_CMD_ENGINE_H
+#define KVCON_CMD_CMD_ENGINE_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -11,7 +11,7 @@ struct kvcon_opts;
 struct source;
 struct store;
 
-int engine_cmd(int argc, char **argv);
+int cmd_engine(int argc, char **argv);
 
 /* For the verbs in other files (migcli.c): open every host and wait for them, leave after converging. */
 int engine_cli_open(void);

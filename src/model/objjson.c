@@ -1,7 +1,7 @@
 /* KubeVirt-shaped API objects (VirtualMachine, VirtualMachineInstance, Pod) built from the store's compact
  * objects, for sources that have no API server to fetch them from (the local engine): describe prints them in
  * kubectl's layout as it prints a cluster's. Only what the store keeps is there (see model/obj.h). */
-#include "cmd/objjson.h"
+#include "model/objjson.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -1,6 +1,6 @@
 /* `kvcon engine VERB ...`: opens the engine hosts (-c URI, default the embedded driver), waits for their first
  * resync, runs the verb, lets the reconciler converge, then leaves (guests keep running). */
-#include "engine/cli.h"
+#include "cmd/cmd_engine.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -15,17 +15,17 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <termios.h>
 #include <unistd.h>
 
+#include "cmd/session.h"
 #include "core/buf.h"
 #include "core/log.h"
 #include "core/loop.h"
 #include "core/opts.h"
 #include "core/util.h"
 #include "core/xmalloc.h"
-#include "console/concmd.h"
-#include "console/vnccmd.h"
+#include "cmd/cmd_console.h"
+#include "cmd/cmd_vnc.h"
 #include "engine/ejson.h"
 #include "engine/engine.h"
 #include "engine/estream.h"
@@ -33,8 +33,6 @@
 #include "engine/oci.h"
 #include "model/source.h"
 #include "model/store.h"
-
-#define OPEN_TIMEOUT_MS 120000
 
 static struct {
 	struct store *st;
@@ -52,32 +50,6 @@ static bool run_until(bool (*cond)(void *), void *arg, uint64_t timeout_ms)
 		loop_once(50);
 	}
 	return true;
-}
-
-/* Every host is ready, or has failed its first connection: a command reports that at once (as virsh does)
- * instead of waiting through the reconnect backoff; the dashboard keeps retrying. */
-static bool all_settled(void *arg)
-{
-	(void)arg;
-	for (int i = 0; i < C.nsrcs; i++)
-		if (!engine_ready(C.srcs[i]) && engine_error(C.srcs[i]) == NULL)
-			return false;
-	return true;
-}
-
-/* The first host that did not open, as one line for `error: ...` (caller frees), or NULL when all are ready. */
-static char *open_failure(void)
-{
-	for (int i = 0; i < C.nsrcs; i++)
-		if (!engine_ready(C.srcs[i])) {
-			const char *e = engine_error(C.srcs[i]);
-			char *u = util_escape_display(C.srcs[i]->server);
-			char *m = e ? util_escape_display(e)
-				    : xasprintf("%s: not connected after %d s", u, OPEN_TIMEOUT_MS / 1000);
-			free(u);
-			return m;
-		}
-	return NULL;
 }
 
 /* The accelerator notice (KVM unusable, TCG forced), once per machine boot on the command line: a stamp in the
@@ -205,23 +177,15 @@ static int open_engine(void)
 	loop_signal(SIGTERM, on_signal, NULL);
 	C.st = store_new();
 	C.ns = o->ns ? o->ns : "default";
-	int n = o->nuris ? o->nuris : 1;
-	for (int i = 0; i < n; i++) {
-		char *err = NULL;
-		struct source *s = engine_open(C.st, o->nuris ? o->uris[i] : NULL, &err);
-		if (s == NULL) {
-			log_eprintf("kvcon: %s\n", err);
-			free(err);
-			return EXIT_USAGE;
-		}
-		C.srcs = xreallocarray(C.srcs, (size_t)C.nsrcs + 1, sizeof *C.srcs);
-		C.srcs[C.nsrcs++] = s;
-	}
-	run_until(all_settled, NULL, OPEN_TIMEOUT_MS);
-	char *failure = open_failure();
-	if (failure) {
-		log_eprintf("error: %s\n", failure);
-		free(failure);
+	/* the hosts open as every verb opens them (cmd/session.c): each ready or failed before the verb runs */
+	char *err = NULL;
+	C.nsrcs = session_open_engines(C.st, &C.srcs, &err);
+	if (C.nsrcs < 0) {
+		C.nsrcs = 0;
+		char *e = util_escape_display(err);
+		log_eprintf("error: %s\n", e);
+		free(e);
+		free(err);
 		return EXIT_API;
 	}
 	for (int i = 0; i < C.nsrcs; i++)
@@ -239,47 +203,10 @@ static int close_engine(int rc, uint64_t converge_ms)
 	return rc;
 }
 
-/* ---- the console and VNC commands of console/, on engine VMs ---- */
+/* ---- the console and VNC verbs, on engine VMs ---- */
 
-/* Opens the engine hosts into st (once) and waits for their first resync. */
-static int open_into(struct store *st, char **err)
-{
-	struct kvcon_opts *o = opts_global();
-	if (C.nsrcs == 0) {
-		int n = o->nuris ? o->nuris : 1;
-		C.st = st;
-		for (int i = 0; i < n; i++) {
-			struct source *s = engine_open(st, o->nuris ? o->uris[i] : NULL, err);
-			if (s == NULL)
-				return -1;
-			C.srcs = xreallocarray(C.srcs, (size_t)C.nsrcs + 1, sizeof *C.srcs);
-			C.srcs[C.nsrcs++] = s;
-		}
-	}
-	run_until(all_settled, NULL, OPEN_TIMEOUT_MS);
-	if ((*err = open_failure()) != NULL)
-		return -1;
-	return 0;
-}
-
-static struct source *hook_find_source(struct store *st, const char *ns, const char *name, char **err)
-{
-	if (open_into(st, err) < 0)
-		return NULL;
-	for (int i = 0; i < C.nsrcs; i++)
-		if (store_find(st, C.srcs[i], OBJ_VM, ns, name))
-			return C.srcs[i];
-	*err = xasprintf("virtualmachine %s/%s not found on the engine", ns, name);
-	return NULL;
-}
-
-static struct stream *hook_open_vnc(const char *ns, const char *name, char **err)
-{
-	struct source *src = hook_find_source(C.st ? C.st : store_new(), ns, name, err);
-	return src ? estream_vnc(src, ns, name, err) : NULL;
-}
-
-/* Runs console/'s full-screen command on NS/NAME of the engine, with the given extra arguments. */
+/* Runs the full-screen console or vnc verb on NS/NAME of the engine (engine_only: cmd/session.c resolves the
+ * name on the engine hosts only), with the given extra arguments. */
 static int delegate(int (*fn)(int, char **), const char *verb, const char *name, int argc, char **argv)
 {
 	const char *ns = opts_global()->ns ? opts_global()->ns : "default";
@@ -290,8 +217,8 @@ static int delegate(int (*fn)(int, char **), const char *verb, const char *name,
 	av[n++] = target;
 	for (int i = 0; i < argc; i++)
 		av[n++] = argv[i];
+	opts_global()->engine_only = true;
 	int rc = fn(n, av);
-	engine_close_all();
 	free(target);
 	free(av);
 	return rc;
@@ -299,7 +226,7 @@ static int delegate(int (*fn)(int, char **), const char *verb, const char *name,
 
 /* ---- apply ---- */
 
-static int cmd_apply(int argc, char **argv)
+static int cmd_engine_apply(int argc, char **argv)
 {
 	struct cli_seq f = { 0 };
 	const struct cli_opt rows[] = { { "-f", CLI_SEQ, &f }, { "--filename", CLI_SEQ, &f } };
@@ -544,7 +471,7 @@ static const char *const headers[] = {
 	[OBJ_EVENT] = "LAST     TYPE     REASON           OBJECT                       MESSAGE",
 };
 
-static int cmd_get(int argc, char **argv)
+static int cmd_engine_get(int argc, char **argv)
 {
 	enum obj_kind kind = OBJ_VM;
 	const char *out = "table", *name = NULL;
@@ -683,7 +610,7 @@ static bool replied_showing_pulls(void *arg)
 	return done;
 }
 
-static int cmd_action(int argc, char **argv)
+static int cmd_engine_action(int argc, char **argv)
 {
 	size_t vi;
 	for (vi = 0; vi < sizeof verbs / sizeof verbs[0]; vi++)
@@ -758,23 +685,13 @@ static struct {
 	struct step *steps;
 	int nsteps, cur;
 	struct buf seen;     /* guest text since the last match (for --expect) */
-	bool closed, interactive, wait_stop, quit;
+	bool closed, wait_stop;
 	struct engine_console *con;
 	struct source *src;
 	const char *name;
 	char first_uid[UID_LEN]; /* the execution the console was opened on */
 	FILE *log;
-	struct termios saved;
-	bool raw;
 } K;
-
-static void restore_tty(void)
-{
-	if (K.raw) {
-		tcsetattr(0, TCSAFLUSH, &K.saved);
-		K.raw = false;
-	}
-}
 
 /* Guest bytes for the terminal: printable text, CR, LF, TAB and BS pass; every other control byte shows
  * escaped, so nothing from the guest drives the user's terminal. */
@@ -843,25 +760,6 @@ static void on_console(void *arg, const char *data, size_t len)
 	run_steps();
 }
 
-static void on_stdin(int fd, short revents, void *arg)
-{
-	(void)revents;
-	(void)arg;
-	char tmp[1024];
-	ssize_t n = read(fd, tmp, sizeof tmp);
-	if (n <= 0) {
-		K.quit = true;
-		return;
-	}
-	for (ssize_t i = 0; i < n; i++)
-		if (tmp[i] == 0x1d) { /* Ctrl+] leaves, as virtctl console */
-			engine_console_write(K.con, tmp, (size_t)i);
-			K.quit = true;
-			return;
-		}
-	engine_console_write(K.con, tmp, (size_t)n);
-}
-
 /* The execution the console was opened on has ended (libvirt reported the stop; not just the stream's EOF). */
 static bool execution_ended(void)
 {
@@ -874,16 +772,12 @@ static bool execution_ended(void)
 static bool console_finished(void *arg)
 {
 	(void)arg;
-	if (K.quit)
-		return true;
-	if (K.interactive)
-		return false;
 	if (K.cur < K.nsteps)
 		return false;
 	return !K.wait_stop || (K.closed && execution_ended());
 }
 
-static int cmd_console(int argc, char **argv)
+static int cmd_engine_console(int argc, char **argv)
 {
 	const char *name = NULL, *logfile = NULL;
 	int timeout = 300;
@@ -907,8 +801,7 @@ static int cmd_console(int argc, char **argv)
 	engine_cli_seq_free(&seq);
 	if (rc)
 		return rc;
-	K.interactive = K.nsteps == 0 && !K.wait_stop && isatty(0) && isatty(1);
-	if (K.interactive) {
+	if (K.nsteps == 0 && !K.wait_stop && isatty(0) && isatty(1)) {
 		/* the console helper's full-screen console (libvterm), fed by the engine's stream */
 		char *extra[4];
 		int ne = 0;
@@ -918,12 +811,11 @@ static int cmd_console(int argc, char **argv)
 			extra[ne++] = (char *)logfile;
 		}
 		if (timeout != 300) {
-			snprintf(tbuf, sizeof tbuf, "%d", timeout);
+			snprintf(tbuf, sizeof tbuf, "%ds", timeout); /* engine console counts seconds */
 			extra[ne++] = "--timeout";
 			extra[ne++] = tbuf;
 		}
-		concmd_find_source = hook_find_source;
-		return delegate(concmd_main, "console", name, ne, extra);
+		return delegate(cmd_console, "console", name, ne, extra);
 	}
 	if (logfile) {
 		/* the transcript holds the guest's output: 0600 */
@@ -950,26 +842,13 @@ static int cmd_console(int argc, char **argv)
 		return close_engine(EXIT_API, 0);
 	}
 	buf_init(&K.seen);
-	if (K.interactive) {
-		log_eprintf("Successfully connected to %s console. The escape sequence is ^]\n", name);
-		struct termios t;
-		tcgetattr(0, &K.saved);
-		t = K.saved;
-		cfmakeraw(&t);
-		tcsetattr(0, TCSAFLUSH, &t);
-		K.raw = true;
-		log_set_fatal_hook(restore_tty);
-		loop_fd_add(0, POLLIN, on_stdin, NULL);
-	}
+	/* a terminal without --expect/--send went to the full-screen console above: this is the scripted one */
 	run_steps();
-	bool ok = run_until(console_finished, NULL, K.interactive ? UINT64_MAX / 2 : (uint64_t)timeout * 1000);
-	restore_tty();
-	if (K.interactive)
-		log_eprintf("\n");
+	bool ok = run_until(console_finished, NULL, (uint64_t)timeout * 1000);
 	engine_console_close(K.con);
 	if (K.log)
 		fclose(K.log);
-	if (!ok && !K.interactive) {
+	if (!ok) {
 		log_eprintf("\nkvcon: console %s: ", name);
 		if (K.cur < K.nsteps)
 			log_eprintf("timed out after %d s waiting for /%s/\n", timeout, K.steps[K.cur].arg);
@@ -983,9 +862,9 @@ static int cmd_console(int argc, char **argv)
 
 /* ---- vnc ---- */
 
-/* The in-terminal viewer, --screenshot and --proxy-only are all the VNC command's (console/vnccmd.c), on the
+/* The in-terminal viewer, --screenshot and --proxy-only are all the VNC command's (cmd/cmd_vnc.c), on the
  * engine's display stream: one proxy, with its VNC authentication, for clusters and engines alike. */
-static int cmd_vnc(int argc, char **argv)
+static int cmd_engine_vnc(int argc, char **argv)
 {
 	const char *name = NULL;
 	for (int i = 1; i < argc; i++)
@@ -1001,13 +880,12 @@ static int cmd_vnc(int argc, char **argv)
 		log_eprintf("error: usage: kvcon engine vnc NAME [kvcon vnc options] | vnc NAME --proxy-only [--port N]\n");
 		return EXIT_USAGE;
 	}
-	vnccmd_open_vm = hook_open_vnc;
 	char **rest = xcalloc((size_t)argc + 1, sizeof *rest);
 	int nr = 0;
 	for (int i = 1; i < argc; i++)
 		if (argv[i] != name)
 			rest[nr++] = argv[i];
-	int rc = delegate(vnccmd_main, "vnc", name, nr, rest);
+	int rc = delegate(cmd_vnc, "vnc", name, nr, rest);
 	free(rest);
 	return rc;
 }
@@ -1051,7 +929,7 @@ static int pull_with_progress(struct pull_call *p)
 	return p->rc;
 }
 
-static int cmd_pull(int argc, char **argv)
+static int cmd_engine_pull(int argc, char **argv)
 {
 	const char *ref = NULL;
 	int rc = engine_cli_args(argc, argv, NULL, 0, "IMAGE", &ref);
@@ -1088,7 +966,7 @@ static int cmd_pull(int argc, char **argv)
 
 /* ---- reconcile: run the engine headless for a while ---- */
 
-static int cmd_reconcile(int argc, char **argv)
+static int cmd_engine_reconcile(int argc, char **argv)
 {
 	int secs = 0;
 	const struct cli_opt rows[] = { { "--for", CLI_INT, &secs } };
@@ -1112,32 +990,33 @@ static const struct {
 	int (*fn)(int, char **);
 	const char *usage;
 } subs[] = {
-	{ "apply", cmd_apply, "apply -f FILE              store a VirtualMachine manifest (YAML or JSON)" },
-	{ "get", cmd_get, "get [vm|vmi|pod|event] [NAME] [-o table|wide|json|name]" },
-	{ "start", cmd_action, "start NAME                 start (virtctl semantics per run strategy)" },
-	{ "stop", cmd_action, "stop NAME [--force] [--grace-period N]" },
-	{ "restart", cmd_action, "restart NAME [--force]     new execution (new VMI UID)" },
-	{ "pause", cmd_action, "pause NAME" },
-	{ "unpause", cmd_action, "unpause NAME" },
-	{ "delete", cmd_action, "delete NAME [--delete-volumes]" },
-	{ "console", cmd_console, "console NAME [--expect RE] [--send LINE]... [--wait-stop] [--timeout S] [--log FILE]" },
-	{ "vnc", cmd_vnc, "vnc NAME [--screenshot F.png ...] | vnc NAME --proxy-only [--port N]" },
-	{ "reconcile", cmd_reconcile, "reconcile [--for SECONDS]  run the reconciler, then leave" },
-	{ "pull", cmd_pull, "pull IMAGE                 pull a containerDisk into the image cache (prints its digest)" },
+	{ "apply", cmd_engine_apply, "apply -f FILE              store a VirtualMachine manifest (YAML or JSON)" },
+	{ "get", cmd_engine_get, "get [vm|vmi|pod|event] [NAME] [-o table|wide|json|name]" },
+	{ "start", cmd_engine_action, "start NAME                 start (virtctl semantics per run strategy)" },
+	{ "stop", cmd_engine_action, "stop NAME [--force] [--grace-period N]" },
+	{ "restart", cmd_engine_action, "restart NAME [--force]     new execution (new VMI UID)" },
+	{ "pause", cmd_engine_action, "pause NAME" },
+	{ "unpause", cmd_engine_action, "unpause NAME" },
+	{ "delete", cmd_engine_action, "delete NAME [--delete-volumes]" },
+	{ "console", cmd_engine_console, "console NAME [--expect RE] [--send LINE]... [--wait-stop] [--timeout S] [--log FILE]" },
+	{ "vnc", cmd_engine_vnc, "vnc NAME [--screenshot F.png ...] | vnc NAME --proxy-only [--port N]" },
+	{ "reconcile", cmd_engine_reconcile, "reconcile [--for SECONDS]  run the reconciler, then leave" },
+	{ "pull", cmd_engine_pull, "pull IMAGE                 pull a containerDisk into the image cache (prints its digest)" },
 	{ "migrate", migrate_cmd, "migrate NAME --to HOST [--bandwidth MiB/s] [--auto-converge] [--postcopy] [--timeout S]\n"
 				  "                      [--copy-storage] [--offline] [--migrate-uri URI] [--quiet]" },
 	{ "migrate", migrate_cmd, "migrate --abort NAME       abort a running migration (the VM stays on its host)" },
 	{ "drain", drain_cmd, "drain HOST [--to HOST] [--bandwidth MiB/s] [--timeout S]   migrate every running VM off HOST" },
 };
 
-int engine_cmd(int argc, char **argv)
+int cmd_engine(int argc, char **argv)
 {
 	if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "help") == 0) {
 		FILE *f = argc < 2 ? stderr : stdout;
 		fprintf(f, "usage: kvcon [-c URI]... [-n NS] engine VERB ...\n\n");
 		for (size_t i = 0; i < sizeof subs / sizeof subs[0]; i++)
 			fprintf(f, "  kvcon engine %s\n", subs[i].usage);
-		fprintf(f, "\nDefault host: the embedded QEMU driver (qemu:///embed?root=$XDG_STATE_HOME/kvcon/engine).\n"
+		fprintf(f, "\nDefault host: $KVCON_ENGINE_URI, else $LIBVIRT_DEFAULT_URI, else the embedded QEMU driver\n"
+			   "(qemu:///embed?root=$XDG_STATE_HOME/kvcon/engine). Domains are named NS_NAME.\n"
 			   "See kvcon(1), section ENGINE.\n");
 		return argc < 2 ? EXIT_USAGE : EXIT_OK;
 	}

@@ -1,7 +1,7 @@
 /* KubeVirt-shaped API objects built from the store's compact objects (for the engine, which has no API server):
  * VirtualMachine, VirtualMachineInstance, Pod. */
-#ifndef KVCON_CMD_OBJJSON_H
-#define KVCON_CMD_OBJJSON_H
+#ifndef KVCON_MODEL_OBJJSON_H
+#define KVCON_MODEL_OBJJSON_H
 
 #include <json.h>
 

@@ -1,6 +1,6 @@
 /* kvcon get: kubectl-like listing from the store. Columns are tables of (header, width rule, cell function) per
  * kind; every cell from the cluster is escaped before it reaches the terminal. */
-#include "kube/cmd_get.h"
+#include "cmd/cmd_get.h"
 
 #include <json.h>
 #include <malloc.h>
@@ -15,8 +15,11 @@
 #include "core/util.h"
 #include "core/xmalloc.h"
 #include "core/kargs.h"
+#include "cmd/session.h"
+#include "engine/engine.h"
 #include "kube/kget.h"
 #include "kube/kube.h"
+#include "model/objjson.h"
 #include "model/source.h"
 #include "model/store.h"
 
@@ -791,6 +794,188 @@ static int parse_args(int argc, char **argv, struct get_ctx *g, struct get_args 
 	return 0;
 }
 
+/* --- engine hosts: their VMs, VMIs and launcher pods beside the cluster's (kget's extra objects) ---------- */
+
+struct engine_set {
+	struct store *st;
+	struct source **hosts;
+	int n;
+	const char *selector; /* -l, applied here (the engine has no API server to do it) */
+};
+
+/* Whether get lists engine hosts too: -c (or the config's hosts) says so; else the default engine when there
+ * is no cluster to list, or when kvcon has engine VMs on this machine. --no-engine: never. */
+static bool engine_wanted(void)
+{
+	struct kvcon_opts *o = opts_global();
+	if (o->nuris > 0)
+		return true;
+	if (o->no_engine || o->context || o->kubeconfig)
+		return false;
+	return !session_kubeconfig_present() || engine_has_record(NULL, NULL);
+}
+
+/* -l for the engine's objects: kubectl's equality forms (k=v, k==v, k!=v, k, !k), comma-separated, ANDed. */
+static bool selector_matches(const struct obj *o, const char *sel)
+{
+	if (sel == NULL || *sel == '\0')
+		return true;
+	char *copy = xstrdup(sel), *save = NULL;
+	bool ok = true;
+	for (char *t = strtok_r(copy, ",", &save); t && ok; t = strtok_r(NULL, ",", &save)) {
+		while (*t == ' ')
+			t++;
+		char *ne = strstr(t, "!="), *eq = strchr(t, '=');
+		if (t[0] == '!') {
+			ok = obj_label(o, t + 1) == NULL;
+		} else if (ne) {
+			*ne = '\0';
+			const char *v = obj_label(o, t);
+			ok = v == NULL || strcmp(v, ne + 2) != 0;
+		} else if (eq) {
+			*eq = '\0';
+			const char *want = eq[1] == '=' ? eq + 2 : eq + 1, *v = obj_label(o, t);
+			ok = v && strcmp(v, want) == 0;
+		} else {
+			ok = obj_label(o, t) != NULL;
+		}
+	}
+	free(copy);
+	return ok;
+}
+
+static struct json_object *str_cell(const char *s)
+{
+	char *e = util_escape_display(s ? s : "");
+	struct json_object *j = json_object_new_string(e);
+	free(e);
+	return j;
+}
+
+static const char *cond_text(const struct cond *c, int n, const char *type)
+{
+	const struct cond *x = cond_find(c, n, type);
+	return x ? x->status : "False";
+}
+
+/* KubeVirt's table cells of an engine object (every column, the wide ones too), as the API server prints them. */
+static struct json_object *engine_cells(const struct obj *o, int64_t now)
+{
+	struct json_object *c = json_object_new_array();
+	char age[32];
+	util_human_duration(now - o->created, age, sizeof age);
+	if (o->kind == OBJ_VM) {
+		const struct vm *v = (const struct vm *)o;
+		json_object_array_add(c, str_cell(o->name));
+		json_object_array_add(c, json_object_new_string(age));
+		json_object_array_add(c, str_cell(v->printable_status));
+		json_object_array_add(c, json_object_new_string(cond_text(v->conds, v->nconds, "Ready")));
+	} else if (o->kind == OBJ_VMI) {
+		const struct vmi *v = (const struct vmi *)o;
+		json_object_array_add(c, str_cell(o->name));
+		json_object_array_add(c, json_object_new_string(age));
+		json_object_array_add(c, str_cell(v->phase));
+		json_object_array_add(c, str_cell(v->ip));
+		json_object_array_add(c, str_cell(v->node));
+		json_object_array_add(c, json_object_new_string(cond_text(v->conds, v->nconds, "Ready")));
+		json_object_array_add(c, json_object_new_string(cond_text(v->conds, v->nconds, "LiveMigratable")));
+		const struct cond *pz = cond_find(v->conds, v->nconds, "Paused");
+		json_object_array_add(c, json_object_new_string(pz ? pz->status : ""));
+	} else {
+		const struct pod *p = (const struct pod *)o;
+		int restarts = 0;
+		for (int i = 0; i < p->ncontainers; i++)
+			restarts += p->containers[i].restarts;
+		char ready[32];
+		snprintf(ready, sizeof ready, "%d/%d", p->ready_containers, p->spec_containers);
+		json_object_array_add(c, str_cell(o->name));
+		json_object_array_add(c, json_object_new_string(ready));
+		json_object_array_add(c, str_cell(p->phase));
+		json_object_array_add(c, json_object_new_int(restarts));
+		json_object_array_add(c, json_object_new_string(age));
+		json_object_array_add(c, str_cell(p->ip && *p->ip ? p->ip : "<none>"));
+		json_object_array_add(c, str_cell(p->node && *p->node ? p->node : "<none>"));
+		json_object_array_add(c, json_object_new_string("<none>"));
+	}
+	return c;
+}
+
+static int obj_cmp_ns_name(const void *a, const void *b)
+{
+	const struct obj *x = *(const struct obj *const *)a, *y = *(const struct obj *const *)b;
+	int c = strcmp(x->ns, y->ns);
+	return c ? c : strcmp(x->name, y->name);
+}
+
+static struct json_object *engine_objects(void *arg, const char *plural, const char *ns, const char *name)
+{
+	struct engine_set *e = arg;
+	enum obj_kind kind = strcmp(plural, "virtualmachines") == 0		? OBJ_VM
+			     : strcmp(plural, "virtualmachineinstances") == 0	? OBJ_VMI
+			     : strcmp(plural, "pods") == 0			? OBJ_POD
+										: OBJ_KIND_COUNT;
+	if (kind == OBJ_KIND_COUNT)
+		return NULL;
+	struct json_object *arr = NULL;
+	int64_t now = util_wall_s();
+	for (int h = 0; h < e->n; h++) {
+		size_t n;
+		struct obj *const *objs = store_objs(e->st, e->hosts[h], kind, &n);
+		/* the store's order is its own: sort by namespace, then name, as a server lists them */
+		const struct obj **sorted = xcalloc(n ? n : 1, sizeof *sorted);
+		size_t k = 0;
+		for (size_t i = 0; i < n; i++)
+			if ((ns == NULL || strcmp(objs[i]->ns, ns) == 0) && (name == NULL || strcmp(objs[i]->name, name) == 0) &&
+			    selector_matches(objs[i], e->selector))
+				sorted[k++] = objs[i];
+		qsort(sorted, k, sizeof *sorted, obj_cmp_ns_name);
+		for (size_t i = 0; i < k; i++) {
+			struct json_object *o = objjson_new(sorted[i]);
+			if (o == NULL)
+				continue;
+			struct json_object *x = json_object_new_object();
+			json_object_object_add(x, "source", json_object_new_string(e->hosts[h]->name));
+			json_object_object_add(x, "object", o);
+			json_object_object_add(x, "cells", engine_cells(sorted[i], now));
+			if (arr == NULL)
+				arr = json_object_new_array();
+			json_object_array_add(arr, x);
+		}
+		free(sorted);
+	}
+	return arr;
+}
+
+/* kget on the cluster (when there is one) and the engine hosts (when wanted). */
+static int run_kget(struct kget_opts *ko)
+{
+	struct engine_set e = { .selector = ko->selector };
+	int rc;
+	if (!ko->field_selector && engine_wanted()) {
+		char *err = NULL;
+		e.st = store_new();
+		e.n = session_open_engines(e.st, &e.hosts, &err);
+		if (e.n < 0) {
+			char *m = util_escape_display(err);
+			log_eprintf("error: %s\n", m);
+			free(m);
+			free(err);
+			rc = EXIT_API;
+			goto out;
+		}
+		ko->extra = engine_objects;
+		ko->extra_arg = &e;
+		ko->cluster_optional = !session_kubeconfig_present();
+	}
+	rc = kget_run(ko);
+out:
+	session_sources_close();
+	source_free_all();
+	store_free(e.st);
+	free(e.hosts);
+	return rc;
+}
+
 /* The store (and its reflectors) serves the plain tables of one of its four kinds, -w, --watch-for and -o summary;
  * every other form (-o wide included: the server's columns, as kubectl) reads the API's own objects (kget). */
 static bool use_store(const struct get_ctx *g, const struct get_args *a)
@@ -802,6 +987,8 @@ static bool use_store(const struct get_ctx *g, const struct get_args *a)
 		return ko->fmt == KGET_TABLE || ko->fmt == KGET_WIDE || ko->fmt == KGET_NAME;
 	if (g->watch_for >= 0)
 		return true;
+	if (engine_wanted()) /* the engine's objects join through kget */
+		return false;
 	return ko->nkinds == 1 && g->kind < OBJ_KIND_COUNT && ko->nnames == 0 &&
 	       (ko->fmt == KGET_TABLE || ko->fmt == KGET_NAME) && !ko->field_selector &&
 	       !ko->no_headers && !ko->show_labels && ko->nlabel_cols == 0 && !ko->sort_by;
@@ -839,7 +1026,7 @@ static void on_deadline(void *arg)
 	loop_quit(0);
 }
 
-int kube_cmd_get(int argc, char **argv)
+int cmd_get(int argc, char **argv)
 {
 	struct get_ctx g = { .watch_for = -1, .timeout = GET_TIMEOUT_S };
 	struct get_args a = { 0 };
@@ -864,7 +1051,7 @@ int kube_cmd_get(int argc, char **argv)
 		log_set_stderr_level(o->verbose ? LOG_INFO : LOG_ERROR + 1);
 		mallopt(M_MXFAST, 0); /* json-c's many small nodes per page: see below */
 		loop_init();
-		rc = kget_run(&a.ko);
+		rc = run_kget(&a.ko);
 		loop_fini();
 		get_args_free(&a);
 		return rc;

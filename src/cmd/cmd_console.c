@@ -1,6 +1,6 @@
 /* `kvcon console`: one console session (consess) drawn full-screen with ncurses: the guest's screen above, one
  * status line below. Frames are drawn at most ~30 times a second from the loop, whatever the guest's rate. */
-#include "console/concmd.h"
+#include "cmd/cmd_console.h"
 
 #include <curses.h>
 #include <errno.h>
@@ -15,6 +15,7 @@
 #include <termios.h>
 #include <unistd.h>
 
+#include "cmd/session.h"
 #include "console/consess.h"
 #include "console/paste.h"
 #include "console/vtpane.h"
@@ -26,13 +27,12 @@
 #include "core/xmalloc.h"
 #include "kube/kube.h"
 
-struct source *(*concmd_find_source)(struct store *st, const char *ns, const char *name, char **err);
 
 #define FRAME_MS 33   /* sustained: ~30 frames a second at most */
 #define FRAME_BURST 3 /* frames that may follow each other at once (a key's echo after the key's own frame) */
 #define KEY_LEAVE 0x1d /* Ctrl+], as virtctl */
 
-struct concmd {
+struct console_cmd {
 	struct store *st;
 	struct source *src;
 	struct consess *cs;
@@ -53,7 +53,7 @@ struct concmd {
 	unsigned long frames;
 };
 
-static struct concmd *C;
+static struct console_cmd *C;
 
 static void restore_terminal(void)
 {
@@ -69,11 +69,11 @@ static void restore_terminal(void)
 
 static void on_changed(void *arg)
 {
-	struct concmd *c = arg;
+	struct console_cmd *c = arg;
 	c->dirty = true;
 }
 
-static void draw_status(struct concmd *c)
+static void draw_status(struct console_cmd *c)
 {
 	const char *hint = vtpane_in_copy_mode(consess_pane(c->cs)) ? "copy mode: q leaves, v selects, y copies, p pastes, / ? search"
 								     : "Ctrl+] exits  F12 copy mode  Shift+PgUp/PgDn scroll";
@@ -93,7 +93,7 @@ static void draw_status(struct concmd *c)
 
 static void draw(void *arg)
 {
-	struct concmd *c = arg;
+	struct console_cmd *c = arg;
 	c->draw_timer = NULL;
 	if (!c->curses_on)
 		return;
@@ -122,12 +122,12 @@ static void draw(void *arg)
 
 static void on_hook(void *arg)
 {
-	struct concmd *c = arg;
+	struct console_cmd *c = arg;
 	if (!c->draw_timer)
 		draw(c);
 }
 
-static void quit(struct concmd *c, int rc, const char *msg)
+static void quit(struct console_cmd *c, int rc, const char *msg)
 {
 	if (msg && !c->exit_msg)
 		c->exit_msg = xstrdup(msg);
@@ -139,7 +139,7 @@ static void on_key_input(int fd, short revents, void *arg)
 {
 	(void)fd;
 	(void)revents;
-	struct concmd *c = arg;
+	struct console_cmd *c = arg;
 	wint_t ch;
 	int r;
 	while ((r = wget_wch(stdscr, &ch)) != ERR) {
@@ -171,7 +171,7 @@ static void on_key_input(int fd, short revents, void *arg)
 	}
 }
 
-static void apply_size(struct concmd *c)
+static void apply_size(struct console_cmd *c)
 {
 	struct winsize ws;
 	if (ioctl(1, TIOCGWINSZ, &ws) == 0 && ws.ws_row > 0 && ws.ws_col > 0)
@@ -195,7 +195,7 @@ static void on_term(int sig, void *arg)
 
 static void on_timeout_check(void *arg)
 {
-	struct concmd *c = arg;
+	struct console_cmd *c = arg;
 	c->timeout_timer = NULL;
 	enum consess_state st = consess_state(c->cs);
 	if (st == CONSESS_ENDED) {
@@ -216,16 +216,16 @@ static void on_timeout_check(void *arg)
 
 static void store_cb(void *arg, enum obj_kind kind, const struct obj *old, const struct obj *new_)
 {
-	struct concmd *c = arg;
+	struct console_cmd *c = arg;
 	if (c->cs)
 		consess_store_changed(c->cs, kind, old, new_);
 }
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: kvcon console NS/NAME|ws://URL|unix:PATH|tcp:HOST:PORT [--timeout S] [--log FILE]\n"
-		   "  --timeout S   wait at most S seconds for the VMI to be Running and the console to open "
-		   "(default 300, 0: forever)\n"
+	fprintf(f, "usage: kvcon console NS/NAME|ws://URL|unix:PATH|tcp:HOST:PORT [--timeout MIN] [--log FILE]\n"
+		   "  --timeout MIN wait at most MIN minutes (or 30s, 2m, 1h) for the VMI to be Running and the console "
+		   "to open (default 5, 0: forever)\n"
 		   "  --log FILE    append every byte the guest sends to FILE\n"
 		   "Keys: Ctrl+] exits; F12 copy mode; Shift+PgUp/PgDn scroll back. A paste goes to the guest,\n"
 		   "bracketed when the guest turned bracketed paste on.\n");
@@ -237,7 +237,7 @@ static bool is_vmi_target(const char *t)
 	return slash && slash != t && slash[1] && !strchr(slash + 1, '/') && !strchr(t, ':');
 }
 
-int concmd_main(int argc, char **argv)
+int cmd_console(int argc, char **argv)
 {
 	static const struct option longopts[] = {
 		{ "timeout", required_argument, NULL, 't' },
@@ -245,19 +245,22 @@ int concmd_main(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	struct concmd c = { .timeout_s = 300, .listen_id = -1, .rc = EXIT_OK };
+	struct console_cmd c = { .timeout_s = 300, .listen_id = -1, .rc = EXIT_OK };
 	const char *log_path = NULL;
 	int opt;
 	optind = 1;
 	while ((opt = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
 		if (opt == 't') {
+			/* minutes, as virtctl console counts them; a unit (30s, 2m, 1h) says otherwise */
 			char *end;
 			long v = strtol(optarg, &end, 10);
-			if (*end || v < 0) {
-				log_eprintf("kvcon console: --timeout needs seconds\n");
+			long mult = *end == '\0' || strcmp(end, "m") == 0 ? 60 : strcmp(end, "s") == 0 ? 1
+								  : strcmp(end, "h") == 0 ? 3600 : 0;
+			if (end == optarg || mult == 0 || v < 0 || v > 10L * 365 * 24 * 3600 / mult) {
+				log_eprintf("error: --timeout takes minutes (5), or a duration with its unit (30s, 2m, 1h)\n");
 				return EXIT_USAGE;
 			}
-			c.timeout_s = (int)v;
+			c.timeout_s = (int)(v * mult);
 		} else if (opt == 'l') {
 			log_path = optarg;
 		} else if (opt == 'h') {
@@ -294,16 +297,10 @@ int concmd_main(int argc, char **argv)
 		free(g->ns);
 		g->ns = xstrdup(ns);
 		g->all_ns = false;
-		if (concmd_find_source)
-			c.src = concmd_find_source(c.st, co.ns, co.name, &err);
+		c.src = session_resolve(c.st, co.ns, co.name, KUBE_KIND_BIT(OBJ_VMI), false, &err);
 		if (!c.src) {
-			free(err);
-			err = NULL;
-			struct kube_open_opts ko = { .kinds = KUBE_KIND_BIT(OBJ_VMI) };
-			c.src = kube_open_ex(c.st, opts_global()->context, &ko, &err);
-		}
-		if (!c.src) {
-			log_eprintf("kvcon console: %s\n", err ? err : "no source");
+			log_eprintf("error: %s\n", err ? err : "no source");
+			session_sources_close();
 			free(err);
 			free(ns);
 			store_free(c.st);
@@ -383,6 +380,7 @@ out:
 	consess_free(c.cs);
 	if (c.st && c.listen_id >= 0)
 		store_unlisten(c.st, c.listen_id);
+	session_sources_close();
 	source_free_all();
 	store_free(c.st);
 	free(c.exit_msg);

@@ -1,8 +1,8 @@
-/* vnccmd: `kvcon vnc TARGET` (see vnccmd.h). Full-screen mode owns the terminal directly (raw mode, alternate
+/* cmd_vnc: `kvcon vnc TARGET` (see cmd_vnc.h). Full-screen mode owns the terminal directly (raw mode, alternate
  * screen, SGR mouse reporting) and writes fbcells' escape sequences itself: no curses is needed for a screen that
  * is one picture and a status line. Output is flushed non-blocking; a new frame is only rendered once the previous
  * one has reached the terminal and at most ~30 times a second, so a slow terminal costs frames, not memory. */
-#include "console/vnccmd.h"
+#include "cmd/cmd_vnc.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -20,6 +20,7 @@
 
 #include <rfb/keysym.h>
 
+#include "cmd/session.h"
 #include "core/fdstream.h"
 #include "console/rfbgate.h"
 #include "core/stream.h"
@@ -31,7 +32,6 @@
 #include "core/opts.h"
 #include "core/util.h"
 #include "core/xmalloc.h"
-#include "engine/engine.h"
 #include "kube/kube.h"
 #include "kube/ws.h"
 #include "model/source.h"
@@ -39,8 +39,6 @@
 
 /* last: terminfo defines macros with common names (lines, columns, buttons) */
 #include <term.h>
-
-struct stream *(*vnccmd_open_vm)(const char *ns, const char *name, char **err);
 
 #define FRAME_MS 33    /* ~30 frames a second at most */
 #define ESC_WAIT_MS 50 /* a lone ESC is the Escape key after this long */
@@ -62,7 +60,7 @@ struct vopts {
 
 /* ---- colour mode ---- */
 
-enum fbc_colour vnccmd_detect_colour(const char *forced)
+enum fbc_colour cmd_vnc_detect_colour(const char *forced)
 {
 	static const struct {
 		const char *name;
@@ -140,43 +138,10 @@ static int connect_direct(const char *t, char **err)
 	return -1;
 }
 
-/* NS/NAME: the same sources the dashboard and `kvcon diagnose` use: the engine hosts with -c URI; otherwise the
- * kubeconfig's (or --context's) cluster, whose provider opens the VMI's vnc subresource WebSocket with the
- * context's TLS settings and credentials; with no kubeconfig at all, the local engine's default host. */
+/* NS/NAME: the source that has it, resolved as every verb resolves it (cmd/session.c); a cluster's provider
+ * opens the VMI's vnc subresource WebSocket with the context's TLS settings and credentials, an engine host's
+ * the domain's display. */
 static struct store *vm_store;
-static bool engine_used;
-
-#define ENGINE_READY_MS 120000 /* the embedded driver's first open probes QEMU (~1 min on a cold cache) */
-
-static struct stream *open_engine_vm(const char *ns, const char *name, char **err)
-{
-	struct kvcon_opts *g = opts_global();
-	int n = g->nuris > 0 ? g->nuris : 1;
-	struct source *found = NULL, *first = NULL;
-	engine_used = true;
-	for (int i = 0; i < n; i++) {
-		struct source *h = engine_open(vm_store, g->nuris > 0 ? g->uris[i] : NULL, err);
-		if (h == NULL)
-			return NULL;
-		uint64_t deadline = util_now_ms() + ENGINE_READY_MS;
-		while (!engine_ready(h) && engine_error(h) == NULL && util_now_ms() < deadline)
-			loop_once(100);
-		if (!engine_ready(h)) {
-			/* the engine's errors name the host (or the machine's problem) themselves */
-			*err = engine_error(h) ? xstrdup(engine_error(h)) : xasprintf("%s: timed out connecting", h->server);
-			return NULL;
-		}
-		first = first ? first : h;
-		if (!found && (store_find(vm_store, h, OBJ_VM, ns, name) || store_find(vm_store, h, OBJ_VMI, ns, name)))
-			found = h;
-	}
-	struct source *src = found ? found : first;
-	if (src->ops == NULL || src->ops->open_vnc == NULL) {
-		*err = xstrdup("the engine has no VNC");
-		return NULL;
-	}
-	return src->ops->open_vnc(src, ns, name, err);
-}
 
 static struct stream *open_vm(const char *ns, const char *name, char **err)
 {
@@ -187,20 +152,11 @@ static struct stream *open_vm(const char *ns, const char *name, char **err)
 	free(g->ns);
 	g->ns = xstrdup(ns);
 	g->all_ns = false;
-	if (g->nuris > 0)
-		return open_engine_vm(ns, name, err);
-	struct kube_open_opts ko = { .kinds = KUBE_KIND_BIT(OBJ_VMI) };
-	struct source *src = kube_open_ex(vm_store, g->context, &ko, err);
-	if (src == NULL && !g->context && !g->kubeconfig && !g->no_engine) {
-		log_info("vnc: no kube source (%s): using the local engine", *err ? *err : "?");
-		free(*err);
-		*err = NULL;
-		return open_engine_vm(ns, name, err);
-	}
+	struct source *src = session_resolve(vm_store, ns, name, KUBE_KIND_BIT(OBJ_VMI), false, err);
 	if (src == NULL)
 		return NULL;
 	if (src->ops == NULL || src->ops->open_vnc == NULL) {
-		*err = xstrdup("this cluster provider has no VNC");
+		*err = xasprintf("%s has no VNC", src->name);
 		return NULL;
 	}
 	return src->ops->open_vnc(src, ns, name, err);
@@ -223,11 +179,7 @@ static struct stream *open_stream(const struct vopts *o, char **err)
 		return NULL;
 	}
 	char *ns = xstrndup(o->target, (size_t)(slash - o->target));
-	struct stream *s = NULL;
-	if (vnccmd_open_vm)
-		s = vnccmd_open_vm(ns, slash + 1, err);
-	else
-		s = open_vm(ns, slash + 1, err);
+	struct stream *s = open_vm(ns, slash + 1, err);
 	free(ns);
 	return s;
 }
@@ -786,7 +738,7 @@ static void on_term(int sig, void *arg)
 static int run_viewer(const struct vopts *o)
 {
 	struct viewer w = {.o = o, .scale = o->scale, .rc = EXIT_OK};
-	w.colour = vnccmd_detect_colour(o->colors);
+	w.colour = cmd_vnc_detect_colour(o->colors);
 	buf_init(&w.out);
 	char *err = NULL;
 	w.v = open_session(o, viewer_event, &w, &err);
@@ -842,7 +794,7 @@ static const char usage_text[] =
     "       kvcon vnc TARGET --proxy-only [--port N]\n"
     "TARGET: NS/NAME (a VMI), unix:PATH, tcp:HOST:PORT, or ws://... / wss://... (a VNC WebSocket)\n";
 
-int vnccmd_main(int argc, char **argv)
+int cmd_vnc(int argc, char **argv)
 {
 	struct vopts o = {.scale = FBC_FIT, .quality = -1, .timeout_s = 30, .quiet_ms = 500};
 	static const char *const valued[] = {"--screenshot", "--colors",  "--password-file", "--ws-protocol", "--port",
@@ -890,7 +842,7 @@ int vnccmd_main(int argc, char **argv)
 		}
 	}
 	if (o.target == NULL || o.port < 0 || o.port > 65535 || o.quality > 9 || o.timeout_s <= 0 || o.quiet_ms < 0 ||
-	    (o.colors && vnccmd_detect_colour(o.colors) == FBC_MONO && strcmp(o.colors, "mono") &&
+	    (o.colors && cmd_vnc_detect_colour(o.colors) == FBC_MONO && strcmp(o.colors, "mono") &&
 	     strcmp(o.colors, "ascii"))) {
 		fputs(usage_text, stderr);
 		return EXIT_USAGE;
@@ -907,8 +859,7 @@ int vnccmd_main(int argc, char **argv)
 		rc = run_viewer(&o);
 	/* the loop may still hold posts from the session thread; give them one pass to drain */
 	loop_once(0);
-	if (engine_used)
-		engine_close_all();
+	session_sources_close();
 	if (vm_store) {
 		source_free_all();
 		store_free(vm_store);

@@ -1,0 +1,529 @@
+/* The command table and what is generated from it: kvcon --help, kvcon help VERB / VERB --help, and the shell
+ * completion scripts (static verb and flag lists, dynamic kinds, namespaces and names through the hidden
+ * `kvcon __complete WORDS...`, which answers from the same table and from the cluster). */
+#include "cmd/cmd.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cmd/cmd_bundle.h"
+#include "cmd/cmd_console.h"
+#include "cmd/cmd_describe.h"
+#include "cmd/cmd_diagnose.h"
+#include "cmd/cmd_engine.h"
+#include "cmd/cmd_get.h"
+#include "cmd/cmd_logs.h"
+#include "cmd/cmd_vnc.h"
+#include "cmd/cmd_wait.h"
+#include "core/buf.h"
+#include "core/log.h"
+#include "core/loop.h"
+#include "core/opts.h"
+#include "core/xmalloc.h"
+#include "kube/kget.h"
+
+#ifndef KVCON_VERSION
+#define KVCON_VERSION "0.1.0"
+#endif
+
+static int cmd_version(int argc, char **argv);
+static int cmd_help(int argc, char **argv);
+static int cmd_completion(int argc, char **argv);
+static int cmd_complete(int argc, char **argv);
+
+#define WAIT_FLAG \
+	{ NULL, "--wait", "[SECONDS", "watch until the effect is visible (default 120 s); exit 3 when not", NULL }
+#define SOURCE_HELP "the context or engine host that has the VM (when the name exists on several)"
+
+const struct cmd_flag cmd_globals[] = {
+	{ NULL, "--kubeconfig", "FILE", "kubeconfig to use (default: $KUBECONFIG, ~/.kube/config)", NULL },
+	{ NULL, "--context", "NAME", "kubeconfig context", NULL },
+	{ "-n", "--namespace", "NS", "namespace (default: the context's)", NULL },
+	{ "-A", "--all-namespaces", NULL, "every namespace", NULL },
+	{ "-c", "--connect", "URI", "libvirt host for the engine (repeatable; default: $LIBVIRT_DEFAULT_URI, else "
+				    "embedded QEMU)", NULL },
+	{ NULL, "--source", "NAME", SOURCE_HELP, NULL },
+	{ NULL, "--no-engine", NULL, "do not open the local engine", NULL },
+	{ NULL, "--readonly", NULL, "refuse every mutating action", NULL },
+	{ NULL, "--theme", "NAME", "colour theme", "default dark light mono" },
+	{ NULL, "--log-file", "FILE", "log file (default: $XDG_STATE_HOME/kvcon/kvcon.log)", NULL },
+	{ "-v", "--v", "N", "log verbosity (-v N, --v=N; -v alone: 1)", NULL },
+	{ NULL, "--verbose", NULL, "more logging (repeatable)", NULL },
+	{ NULL, "--version", NULL, "the same as the version command", NULL },
+	{ "-h", "--help", NULL, "this help", NULL },
+	{ 0 },
+};
+
+static const struct cmd_flag f_version[] = {
+	{ NULL, "--client", NULL, "the client's version only", NULL },
+	{ 0 },
+};
+static const struct cmd_flag f_get[] = {
+	{ "-o", "--output", "FMT", "wide, json, yaml, name, jsonpath=TEMPLATE, custom-columns=SPEC, summary",
+	  "wide json yaml name jsonpath= custom-columns= summary" },
+	{ "-l", "--selector", "SELECTOR", "label selector (repeatable)", NULL },
+	{ NULL, "--field-selector", "SELECTOR", "field selector", NULL },
+	{ NULL, "--no-headers", NULL, "no header line", NULL },
+	{ NULL, "--show-labels", NULL, "a LABELS column", NULL },
+	{ "-L", "--label-columns", "KEY,...", "a column per label key", NULL },
+	{ NULL, "--sort-by", "JSONPATH", "sort by this field", NULL },
+	{ "-w", "--watch", NULL, "after the list, every change", NULL },
+	{ NULL, "--watch-for", "SECONDS", "watch this long, then print the result", NULL },
+	{ NULL, "--timeout", "SECONDS", "give up on the lists after this long", NULL },
+	{ 0 },
+};
+static const struct cmd_flag f_diagnose[] = {
+	{ "-o", "--output", "FMT", "text or json", "text json" },
+	{ 0 },
+};
+static const struct cmd_flag f_bundle[] = {
+	{ "-o", "--output", "FILE", "the tarball (default: NAME-bundle-TIME.tar.gz)", NULL },
+	{ 0 },
+};
+static const struct cmd_flag f_logs[] = {
+	{ "-c", "--container", "NAME", "container (default compute; engine: compute or serial)", "compute serial" },
+	{ "-f", "--follow", NULL, "follow new lines until the container instance ends", NULL },
+	{ "-p", "--previous", NULL, "the previous container instance", NULL },
+	{ NULL, "--since", "DURATION", "only newer lines (5s, 2m, 3h)", NULL },
+	{ NULL, "--tail", "N", "the last N lines", NULL },
+	{ NULL, "--timestamps", NULL, "prefix each line with its time", NULL },
+	{ 0 },
+};
+static const struct cmd_flag f_wait[] = {
+	{ NULL, "--for", "WHAT", "condition=COND[=VALUE], jsonpath='{...}'=VALUE, or delete", "condition= jsonpath= delete" },
+	{ NULL, "--timeout", "DURATION", "give up after this long (default 30s)", NULL },
+	{ 0 },
+};
+static const struct cmd_flag f_wait_only[] = { WAIT_FLAG, { 0 } };
+static const struct cmd_flag f_stop[] = {
+	{ NULL, "--force", NULL, "power off at once", NULL },
+	{ NULL, "--grace-period", "N", "seconds the guest gets to shut down", NULL },
+	WAIT_FLAG,
+	{ 0 },
+};
+static const struct cmd_flag f_migrate[] = {
+	{ NULL, "--to", "NODE", "the target node or engine host", NULL },
+	{ NULL, "--abort", NULL, "cancel the running migration", NULL },
+	WAIT_FLAG,
+	{ 0 },
+};
+static const struct cmd_flag f_console[] = {
+	{ NULL, "--timeout", "MINUTES", "wait this long for the VMI and the console (minutes as virtctl; 30s, 2m, 1h "
+					"with a unit; default 5, 0: forever)", NULL },
+	{ NULL, "--log", "FILE", "append every byte the guest sends to FILE", NULL },
+	{ 0 },
+};
+static const struct cmd_flag f_vnc[] = {
+	{ NULL, "--scale", "MODE", "fit or 1:1", "fit 1:1" },
+	{ NULL, "--colors", "MODE", "truecolor, 256 or mono", "truecolor 256 mono" },
+	{ NULL, "--view-only", NULL, "send no keys", NULL },
+	{ NULL, "--password-file", "FILE", "the display's VNC password", NULL },
+	{ NULL, "--quality", "0-9", "JPEG quality asked of the server", NULL },
+	{ NULL, "--ws-protocol", "NAME", "WebSocket subprotocol (ws:// targets)", NULL },
+	{ NULL, "--screenshot", "FILE.png", "write one frame as PNG and leave", NULL },
+	{ NULL, "--quiet-ms", "MS", "--screenshot: the screen has been still this long", NULL },
+	{ NULL, "--timeout", "S", "--screenshot: give up after this long", NULL },
+	{ NULL, "--proxy-only", NULL, "serve a local port for an external viewer", NULL },
+	{ NULL, "--port", "N", "--proxy-only: the port", NULL },
+	{ 0 },
+};
+
+static const struct cmd_entry commands[] = {
+	{ "version", NULL, "[--client]", "client version, and the server's where a cluster is configured", f_version,
+	  CMD_OP_NONE, NULL, NULL, false, false, cmd_version },
+	{ "get", NULL, "KIND[,KIND] [NAME...] [-o FMT] [-l SEL] [-w]",
+	  "list objects like kubectl get, from clusters and engine hosts", f_get, CMD_OP_KIND_NAMES, NULL, NULL, false,
+	  false, cmd_get },
+	{ "help", NULL, "[VERB]", "this help, or a verb's", NULL, CMD_OP_VERB, NULL, NULL, false, false, cmd_help },
+	{ "console", NULL, "NS/NAME [--timeout MIN] [--log FILE]", "the guest's serial console full-screen (Ctrl+] exits)",
+	  f_console, CMD_OP_TARGET, NULL, NULL, false, false, cmd_console },
+	{ "vnc", NULL, "TARGET [--screenshot F.png|--proxy-only]", "the guest display in the terminal", f_vnc,
+	  CMD_OP_TARGET, NULL, NULL, false, false, cmd_vnc },
+	{ "diagnose", NULL, "NS/NAME [-o text|json]", "walk a VM's four boundaries; exit 3 if one stalled", f_diagnose,
+	  CMD_OP_VM_REF, NULL, NULL, false, false, cmd_diagnose },
+	{ "describe", NULL, "vm|vmi|pod NS/NAME", "the object and its events in kubectl describe's layout", NULL,
+	  CMD_OP_KIND_REF, NULL, NULL, false, false, cmd_describe },
+	{ "bundle", NULL, "NS/NAME [-o FILE.tar.gz]", "evidence tarball: objects, describe, events, logs, diagnosis",
+	  f_bundle, CMD_OP_VM_REF, NULL, NULL, false, false, cmd_bundle },
+	{ "logs", NULL, "NS/NAME [-c CONTAINER] [-f] [-p] [--since D] [--tail N]",
+	  "a launcher's (VM, VMI) or pod's container log; engine: compute (QEMU), serial", f_logs, CMD_OP_VM_REF, NULL,
+	  "-c", false, false, cmd_logs },
+	{ "wait", NULL, "vm|vmi NS/NAME --for=WHAT [--timeout D]",
+	  "wait (watch) for condition=C, jsonpath=...=V or delete, like kubectl wait", f_wait, CMD_OP_KIND_REF, NULL,
+	  NULL, false, false, cmd_wait },
+	{ "lineage", NULL, "NS/NAME [-o text|json]", "the executions (VMI, launchers, nodes) of a VM", f_diagnose,
+	  CMD_OP_VM_REF, NULL, NULL, false, false, cmd_lineage },
+	{ "start", NULL, "NS/NAME [--wait[=S]]", "start a VM", f_wait_only, CMD_OP_VM_REF, NULL, NULL, false, false,
+	  cmd_action },
+	{ "stop", NULL, "NS/NAME [--force] [--grace-period N] [--wait[=S]]", "stop a VM", f_stop, CMD_OP_VM_REF, NULL,
+	  NULL, false, false, cmd_action },
+	{ "restart", NULL, "NS/NAME [--force] [--grace-period N] [--wait[=S]]", "restart a VM", f_stop, CMD_OP_VM_REF,
+	  NULL, NULL, false, false, cmd_action },
+	{ "pause", NULL, "NS/NAME [--wait[=S]]", "pause a VM's guest", f_wait_only, CMD_OP_VM_REF, NULL, NULL, false,
+	  false, cmd_action },
+	{ "unpause", NULL, "NS/NAME [--wait[=S]]", "unpause a VM's guest", f_wait_only, CMD_OP_VM_REF, NULL, NULL, false,
+	  false, cmd_action },
+	{ "softreboot", "soft-reboot", "NS/NAME", "reboot the guest (guest agent, else ACPI), like virtctl soft-reboot",
+	  NULL, CMD_OP_VM_REF, NULL, NULL, false, false, cmd_action },
+	{ "migrate", NULL, "NS/NAME [--to NODE] [--abort] [--wait[=S]]", "live-migrate a VM", f_migrate, CMD_OP_VM_REF,
+	  NULL, NULL, false, false, cmd_action },
+	{ "engine", NULL, "VERB ...", "the local libvirt engine (apply, get, start, stop, console, ...)", NULL,
+	  CMD_OP_WORDS,
+	  "apply get start stop restart pause unpause delete console vnc reconcile pull migrate drain", NULL, true, false,
+	  cmd_engine },
+	{ "completion", NULL, "bash|zsh", "the shell completion script (source <(kvcon completion bash))", NULL,
+	  CMD_OP_WORDS, "bash zsh", NULL, false, false, cmd_completion },
+	{ "__complete", NULL, "WORDS...", "completion candidates for the words typed after kvcon", NULL, CMD_OP_NONE,
+	  NULL, NULL, true, true, cmd_complete },
+	{ 0 },
+};
+
+const struct cmd_entry *cmd_find(const char *name)
+{
+	for (const struct cmd_entry *e = commands; e->name; e++)
+		if (strcmp(e->name, name) == 0 || (e->alias && strcmp(e->alias, name) == 0))
+			return e;
+	return NULL;
+}
+
+/* "-o, --output FMT" */
+static void flag_left(const struct cmd_flag *f, char *out, size_t n)
+{
+	const char *arg = f->arg;
+	if (arg == NULL)
+		snprintf(out, n, "%s%s%s", f->s ? f->s : "    ", f->s ? ", " : "", f->l);
+	else if (arg[0] == '[')
+		snprintf(out, n, "%s%s%s[=%s]", f->s ? f->s : "    ", f->s ? ", " : "", f->l, arg + 1);
+	else
+		snprintf(out, n, "%s%s%s %s", f->s ? f->s : "    ", f->s ? ", " : "", f->l, arg);
+}
+
+static void print_flags(const struct cmd_flag *fl, FILE *f)
+{
+	for (; fl && fl->l; fl++) {
+		char left[64];
+		flag_left(fl, left, sizeof left);
+		if (strlen(left) > 28)
+			fprintf(f, "  %s\n  %-28s %s\n", left, "", fl->help);
+		else
+			fprintf(f, "  %-28s %s\n", left, fl->help);
+	}
+}
+
+void cmd_usage_all(FILE *f)
+{
+	fprintf(f, "usage: kvcon [global options]                 open the dashboard\n"
+		   "       kvcon [global options] COMMAND [args]\n\ncommands:\n");
+	for (const struct cmd_entry *e = commands; e->name; e++) {
+		if (e->hidden)
+			continue;
+		char left[96];
+		snprintf(left, sizeof left, "%s %s", e->name, e->args);
+		if (strlen(left) > 40)
+			fprintf(f, "  %s\n  %-40s %s\n", left, "", e->summary);
+		else
+			fprintf(f, "  %-40s %s\n", left, e->summary);
+	}
+	fprintf(f, "\nglobal options:\n");
+	print_flags(cmd_globals, f);
+	fprintf(f, "\n'kvcon help COMMAND' for a command's flags. See kvcon(1) for keys, views and commands.\n");
+}
+
+void cmd_usage(const struct cmd_entry *e, FILE *f)
+{
+	fprintf(f, "usage: kvcon %s %s\n%s%s%s.\n", e->name, e->args, e->summary, e->alias ? "; also " : "",
+		e->alias ? e->alias : "");
+	if (e->operand == CMD_OP_KIND_NAMES)
+		fprintf(f, "kinds: virtualmachines (vm), virtualmachineinstances (vmi), virtualmachineinstancemigrations "
+			   "(vmim),\n       pods (po), events (ev), nodes (no), namespaces (ns)\n");
+	if (e->flags) {
+		fprintf(f, "\nflags:\n");
+		print_flags(e->flags, f);
+	}
+	fprintf(f, "\nGlobal options (kvcon --help) are accepted too.\n");
+}
+
+static int cmd_version(int argc, char **argv)
+{
+	bool client_only = false;
+	for (int i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "--client") == 0 || strcmp(argv[i], "--client=true") == 0) {
+			client_only = true;
+		} else {
+			log_eprintf("error: unknown flag: %s\n", argv[i]);
+			return EXIT_USAGE;
+		}
+	}
+	printf("Client Version: v%s\n", KVCON_VERSION);
+	fflush(stdout);
+	if (client_only)
+		return EXIT_OK;
+	char *ver = NULL, *err = NULL;
+	int rc = kget_server_version(&ver, &err);
+	if (rc == 0)
+		printf("Server Version: %s\n", ver);
+	else if (rc < 0)
+		log_eprintf("error: %s\n", err);
+	/* rc 1: no cluster configured; the client version is all there is */
+	free(ver);
+	free(err);
+	return rc < 0 ? EXIT_API : EXIT_OK;
+}
+
+static int cmd_help(int argc, char **argv)
+{
+	if (argc < 2) {
+		cmd_usage_all(stdout);
+		return EXIT_OK;
+	}
+	const struct cmd_entry *e = cmd_find(argv[1]);
+	if (e == NULL || e->hidden) {
+		log_eprintf("error: unknown command \"%s\" for \"kvcon\"\n", argv[1]);
+		return EXIT_USAGE;
+	}
+	if (e->own_help) {
+		char *av[] = { (char *)e->name, (char *)"--help", NULL };
+		return e->fn(2, av);
+	}
+	cmd_usage(e, stdout);
+	return EXIT_OK;
+}
+
+/* ---- completion ---- */
+
+/* Every flag word of a table (both forms), space-separated, into b. */
+static void flag_words(struct buf *b, const struct cmd_flag *fl)
+{
+	for (; fl && fl->l; fl++) {
+		if (fl->s)
+			buf_printf(b, "%s ", fl->s);
+		buf_printf(b, "%s%s ", fl->l, fl->arg && fl->arg[0] == '[' ? "=" : "");
+	}
+}
+
+/* The bash script: verbs and flags are in it (generated from the table); kinds, namespaces and names come from
+ * `kvcon __complete` at the time of the <TAB>, with the words typed so far (so -n, --context and --kubeconfig
+ * on the line are honoured). */
+static void completion_bash(FILE *f)
+{
+	fprintf(f, "# kvcon bash completion (generated by `kvcon completion bash`; load with: source <(kvcon completion "
+		   "bash))\n_kvcon()\n{\n\tlocal IFS=$'\\n'\n\tlocal -a c\n"
+		   "\tc=($(\"${COMP_WORDS[0]}\" __complete \"${COMP_WORDS[@]:1:COMP_CWORD}\" 2>/dev/null))\n"
+		   "\t# a value typed as NS/ or --flag= goes on: no space after it\n"
+		   "\tif [ ${#c[@]} -eq 1 ]; then case ${c[0]} in */ | *=) compopt -o nospace 2>/dev/null ;; esac; fi\n"
+		   "\tCOMPREPLY=(\"${c[@]}\")\n}\ncomplete -o default -F _kvcon kvcon\n");
+}
+
+static void completion_zsh(FILE *f)
+{
+	fprintf(f, "#compdef kvcon\n# kvcon zsh completion (generated by `kvcon completion zsh`; load with: source <(kvcon "
+		   "completion zsh))\n_kvcon()\n{\n\tlocal -a c\n"
+		   "\tc=(\"${(@f)$(\"${words[1]}\" __complete \"${(@)words[2,CURRENT]}\" 2>/dev/null)}\")\n"
+		   "\tlocal -a plain cont\n\tlocal w\n\tfor w in $c; do\n\t\tcase $w in\n\t\t*/|*=) cont+=($w) ;;\n"
+		   "\t\t?*) plain+=($w) ;;\n\t\tesac\n\tdone\n"
+		   "\t(( ${#plain} )) && compadd -- $plain\n\t(( ${#cont} )) && compadd -S '' -- $cont\n\treturn 0\n}\n"
+		   "if (( $+functions[compdef] )); then compdef _kvcon kvcon; fi\n");
+}
+
+static int cmd_completion(int argc, char **argv)
+{
+	if (argc != 2 || (strcmp(argv[1], "bash") != 0 && strcmp(argv[1], "zsh") != 0)) {
+		log_eprintf("error: usage: kvcon completion bash|zsh\n");
+		return EXIT_USAGE;
+	}
+	if (strcmp(argv[1], "bash") == 0)
+		completion_bash(stdout);
+	else
+		completion_zsh(stdout);
+	return EXIT_OK;
+}
+
+static const char *const kind_words =
+	"vm vmi vmim pod event node namespace virtualmachines virtualmachineinstances "
+	"virtualmachineinstancemigrations pods events nodes namespaces";
+
+/* Prints the words of list (space-separated) that start with cur, one a line. */
+static void put_words(const char *list, const char *cur)
+{
+	size_t cl = strlen(cur);
+	for (const char *p = list; *p;) {
+		size_t n = strcspn(p, " ");
+		if (n >= cl && strncmp(p, cur, cl) == 0 && n > 0)
+			printf("%.*s\n", (int)n, p);
+		p += n + (p[n] == ' ');
+	}
+}
+
+/* Names from the cluster through kget (jsonpath, no store): kind in ns (NULL: every namespace), each line
+ * "PREFIX" then the template's text; printed only when they start with cur. */
+static void put_api(const char *kind, const char *ns, const char *tmpl, const char *cur)
+{
+	const struct kget_kind *k = kget_kind_find(kind);
+	if (k == NULL)
+		return;
+	struct kvcon_opts *o = opts_global();
+	free(o->ns);
+	o->ns = ns ? xstrdup(ns) : NULL;
+	o->all_ns = ns == NULL;
+	struct kget_opts ko = { .nkinds = 1, .fmt = KGET_JSONPATH, .fmt_arg = tmpl, .timeout = 5 };
+	ko.kinds[0] = k;
+	/* kget prints to stdout: catch it in a pipe-less temp file, then filter */
+	fflush(stdout);
+	FILE *tmp = tmpfile();
+	if (tmp == NULL)
+		return;
+	int saved = dup(1);
+	dup2(fileno(tmp), 1);
+	log_set_stderr_level(LOG_ERROR + 1);
+	loop_init();
+	kget_run(&ko);
+	loop_fini();
+	fflush(stdout);
+	dup2(saved, 1);
+	close(saved);
+	rewind(tmp);
+	char line[1024];
+	size_t cl = strlen(cur);
+	while (fgets(line, sizeof line, tmp)) {
+		line[strcspn(line, "\n")] = '\0';
+		if (line[0] && strncmp(line, cur, cl) == 0)
+			printf("%s\n", line);
+	}
+	fclose(tmp);
+}
+
+/* A global option's row for word w ("-n", "--namespace"), NULL when w is none. */
+static const struct cmd_flag *global_of(const char *w)
+{
+	for (const struct cmd_flag *g = cmd_globals; g->l; g++)
+		if ((g->s && strcmp(w, g->s) == 0) || strcmp(w, g->l) == 0)
+			return g;
+	return NULL;
+}
+
+static const struct cmd_flag *flag_of(const struct cmd_flag *fl, const char *w)
+{
+	for (; fl && fl->l; fl++)
+		if ((fl->s && strcmp(w, fl->s) == 0) || strcmp(w, fl->l) == 0)
+			return fl;
+	return NULL;
+}
+
+/* kvcon __complete WORD... CUR: the words typed after `kvcon` (the last is the one being completed, maybe
+ * empty); prints the candidates, one a line. Global options on the line (-n, --context, --kubeconfig) are
+ * honoured for the lookups; main does not strip them for this verb. */
+static int cmd_complete(int argc, char **argv)
+{
+	struct kvcon_opts *o = opts_global();
+	const char *cur = argc > 1 ? argv[argc - 1] : "";
+	const struct cmd_entry *verb = NULL;
+	const char *ns = NULL;
+	const char *operands[8];
+	int nops = 0;
+	const struct cmd_flag *want = NULL; /* the flag whose value is being typed */
+	for (int i = 1; i < argc - 1; i++) {
+		const char *w = argv[i];
+		const struct cmd_flag *g = global_of(w), *f = verb ? flag_of(verb->flags, w) : NULL;
+		if (f == NULL && g == NULL && w[0] == '-')
+			continue; /* --flag=value, -nNS, ... */
+		if (f || g) {
+			const struct cmd_flag *x = f ? f : g;
+			if (x->arg && x->arg[0] != '[') {
+				if (i + 1 == argc - 1) {
+					want = x;
+					break;
+				}
+				const char *v = argv[++i];
+				if (g && strcmp(g->l, "--namespace") == 0)
+					ns = v;
+				else if (g && strcmp(g->l, "--context") == 0) {
+					free(o->context);
+					o->context = xstrdup(v);
+				} else if (g && strcmp(g->l, "--kubeconfig") == 0) {
+					free(o->kubeconfig);
+					o->kubeconfig = xstrdup(v);
+				}
+			}
+			continue;
+		}
+		if (verb == NULL) {
+			verb = cmd_find(w);
+			if (verb == NULL)
+				return EXIT_OK;
+		} else if (nops < (int)(sizeof operands / sizeof operands[0])) {
+			operands[nops++] = w;
+		}
+	}
+	if (want) {
+		if (strcmp(want->l, "--namespace") == 0)
+			put_api("namespace", NULL, "{range .items[*]}{.metadata.name}{\"\\n\"}{end}", cur);
+		else if (strcmp(want->l, "--context") == 0 || strcmp(want->l, "--kubeconfig") == 0 ||
+			 want->values == NULL)
+			; /* files and contexts: the shell's default */
+		else
+			put_words(want->values, cur);
+		return EXIT_OK;
+	}
+	if (cur[0] == '-') {
+		struct buf b;
+		buf_init(&b);
+		if (verb)
+			flag_words(&b, verb->flags);
+		flag_words(&b, cmd_globals);
+		buf_add(&b, "", 0);
+		put_words(b.data, cur);
+		buf_free(&b);
+		return EXIT_OK;
+	}
+	if (verb == NULL) {
+		for (const struct cmd_entry *e = commands; e->name; e++)
+			if (!e->hidden)
+				put_words(e->name, cur);
+		return EXIT_OK;
+	}
+	const char *ns_name = "{range .items[*]}{.metadata.namespace}/{.metadata.name}{\"\\n\"}{end}";
+	const char *name_only = "{range .items[*]}{.metadata.name}{\"\\n\"}{end}";
+	switch (verb->operand) {
+	case CMD_OP_NONE:
+		break;
+	case CMD_OP_WORDS:
+		if (nops == 0)
+			put_words(verb->words, cur);
+		break;
+	case CMD_OP_VERB:
+		if (nops == 0)
+			for (const struct cmd_entry *e = commands; e->name; e++)
+				if (!e->hidden)
+					put_words(e->name, cur);
+		break;
+	case CMD_OP_KIND_NAMES:
+		if (nops == 0) {
+			put_words(kind_words, cur);
+		} else {
+			/* the names of the first kind named, in -n's namespace (the context's without it) */
+			char kind[64];
+			snprintf(kind, sizeof kind, "%.*s", (int)strcspn(operands[0], ","), operands[0]);
+			if (ns == NULL && o->ns)
+				ns = o->ns;
+			/* "": the context's namespace, as kget uses it when -n is not given */
+			put_api(kind, ns ? ns : "", name_only, cur);
+		}
+		break;
+	case CMD_OP_KIND_REF:
+		if (nops == 0) {
+			put_words("vm vmi pod", cur);
+			break;
+		}
+		if (nops == 1)
+			put_api(operands[0], ns ? ns : NULL, ns ? name_only : ns_name, cur);
+		break;
+	case CMD_OP_VM_REF:
+	case CMD_OP_TARGET:
+		if (nops == 0)
+			put_api(verb->operand == CMD_OP_TARGET ? "vmi" : "vm", ns ? ns : NULL, ns ? name_only : ns_name,
+				cur);
+		break;
+	}
+	return EXIT_OK;
+}

@@ -1,0 +1,55 @@
+/* The command table: one row per verb (name, aliases, synopsis, flags, what its operands are, run function), as
+ * tmux's cmd_entry. Dispatch (main.c), `--help`/`kvcon help VERB`, and shell completion (`kvcon completion
+ * bash|zsh`, the hidden `kvcon __complete`) are all generated from it: adding a verb is adding a row. */
+#ifndef KVCON_CMD_CMD_H
+#define KVCON_CMD_CMD_H
+
+#include <stdbool.h>
+#include <stdio.h>
+
+/* One flag of a verb (or a global option). */
+struct cmd_flag {
+	const char *s;    /* short form ("-o"), NULL when none */
+	const char *l;    /* long form ("--output") */
+	const char *arg;  /* the value's name ("FMT"); NULL: a switch; a leading '[' : optional, --l=V only */
+	const char *help; /* one line */
+	const char *values; /* completion: the values it takes, space-separated; NULL: none known */
+};
+
+/* What a verb's operands are, for completion. */
+enum cmd_operand {
+	CMD_OP_NONE,
+	CMD_OP_KIND_NAMES, /* get: KIND[,KIND] then names of that kind */
+	CMD_OP_KIND_REF,   /* describe, wait: vm|vmi|pod then NS/NAME */
+	CMD_OP_VM_REF,     /* NS/NAME of a VM */
+	CMD_OP_TARGET,     /* console, vnc: NS/NAME of a VM (or a URL/socket) */
+	CMD_OP_VERB,       /* help: a verb */
+	CMD_OP_WORDS,      /* a fixed word list (cmd_entry.words) */
+};
+
+struct cmd_entry {
+	const char *name;
+	const char *alias;   /* another name, or NULL */
+	const char *args;    /* the synopsis after the name */
+	const char *summary; /* one line */
+	const struct cmd_flag *flags; /* its own flags, ended by a zero row; NULL: none */
+	enum cmd_operand operand;
+	const char *words;   /* CMD_OP_WORDS: the words, space-separated */
+	const char *own;     /* short options it takes itself that are also global ones ("-c": logs' container, not
+			      * --connect), space-separated; NULL: none */
+	bool own_help;       /* prints its own --help (engine: its sub-verbs) */
+	bool hidden;         /* not in --help nor completion (__complete) */
+	int (*fn)(int argc, char **argv); /* argv[0] is the verb's name; global options removed */
+};
+
+/* The global options (accepted anywhere on the line), ended by a zero row. */
+extern const struct cmd_flag cmd_globals[];
+
+/* The verb named (or aliased) name; NULL when there is none. */
+const struct cmd_entry *cmd_find(const char *name);
+/* kvcon --help. */
+void cmd_usage_all(FILE *f);
+/* kvcon VERB --help / kvcon help VERB. */
+void cmd_usage(const struct cmd_entry *e, FILE *f);
+
+#endif

@@ -1,0 +1,49 @@
+#!/bin/bash
+# Command-line conventions shared with kubectl, virtctl and virsh: LIBVIRT_DEFAULT_URI is the engine's default
+# host (after -c, the config and KVCON_ENGINE_URI), console --timeout counts minutes (a unit says otherwise) and
+# refuses junk with error: and exit 1, `kvcon help VERB` and `VERB --help` print the table's flags.
+# Exit 0 pass, anything else fail.
+set -u
+top=$(cd "$(dirname "$0")/../.." && pwd)
+KVCON=${KVCON_BIN:-$top/kvcon}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+export XDG_STATE_HOME="$tmp/state" XDG_CONFIG_HOME="$tmp/cfg" KUBECONFIG="$tmp/none"
+unset KVCON_ENGINE_URI
+
+# LIBVIRT_DEFAULT_URI is the host the engine opens (the test driver is refused by name: it was the one tried)
+LIBVIRT_DEFAULT_URI=test:///default "$KVCON" engine get >"$tmp/o" 2>"$tmp/e"; rc=$?
+[ $rc = 1 ] && grep -q 'test:///default' "$tmp/e" || fail "LIBVIRT_DEFAULT_URI not used (rc $rc): $(cat "$tmp/e")"
+# -c wins over it, KVCON_ENGINE_URI too
+LIBVIRT_DEFAULT_URI=test:///default "$KVCON" -c test:///other engine get >"$tmp/o" 2>"$tmp/e"
+grep -q 'test:///other' "$tmp/e" && ! grep -q 'test:///default' "$tmp/e" || fail "-c did not win: $(cat "$tmp/e")"
+LIBVIRT_DEFAULT_URI=test:///default KVCON_ENGINE_URI=test:///mine "$KVCON" engine get >"$tmp/o" 2>"$tmp/e"
+grep -q 'test:///mine' "$tmp/e" || fail "KVCON_ENGINE_URI did not win: $(cat "$tmp/e")"
+
+# console --timeout: minutes, or a duration with its unit; anything else is a usage error
+for bad in 5x -1 abc 2d; do
+	"$KVCON" console default/x --timeout "$bad" </dev/null >"$tmp/o" 2>"$tmp/e"; rc=$?
+	[ $rc = 1 ] && grep -q '^error: --timeout takes minutes' "$tmp/e" || fail "--timeout $bad: rc $rc $(cat "$tmp/e")"
+done
+for good in 5 30s 2m 1h 0; do
+	# accepted: the next complaint is the missing terminal, not the timeout
+	"$KVCON" console default/x --timeout "$good" </dev/null >"$tmp/o" 2>"$tmp/e"
+	grep -q 'timeout' "$tmp/e" && fail "--timeout $good refused: $(cat "$tmp/e")"
+done
+"$KVCON" help console | grep -q -- '--timeout MINUTES' || fail "help console does not say minutes"
+
+# help from the table: every verb's flags, the same for VERB --help; unknown verbs fail as kubectl does
+[ "$("$KVCON" help stop)" = "$("$KVCON" stop --help)" ] || fail "help stop != stop --help"
+"$KVCON" help stop | grep -q -- '--grace-period N' || fail "help stop lacks its flags"
+"$KVCON" help soft-reboot | grep -q '^usage: kvcon softreboot' || fail "the alias soft-reboot"
+"$KVCON" help nosuch >/dev/null 2>"$tmp/e"; [ $? = 1 ] && grep -q '^error: unknown command "nosuch"' "$tmp/e" ||
+	fail "help nosuch: $(cat "$tmp/e")"
+"$KVCON" --help | grep -q '^  completion bash|zsh' || fail "--help lacks completion"
+"$KVCON" --help | grep -q '__complete' && fail  "--help shows the hidden __complete"
+# the man page's COMMANDS section names every verb of the table (the table drives --help and completion)
+sed -n '/^\.SH COMMANDS/,/^\.SH [A-Z]/p' "$top/man/kvcon.1" >"$tmp/commands.man"
+for v in $("$KVCON" --help | sed -n '/^commands:/,/^$/p' | awk 'NR > 1 && /^  [a-z]/ { print $1 }'); do
+	grep -qF "\\fB$v\\fR" "$tmp/commands.man" || fail "man/kvcon.1 COMMANDS lacks the verb $v"
+done
+echo "PASS cli_conventions: LIBVIRT_DEFAULT_URI, console --timeout minutes, help from the table"

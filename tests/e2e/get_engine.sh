@@ -1,0 +1,78 @@
+#!/bin/bash
+# Verbs on every source: `kvcon get` lists the local engine's VMs in every output format (alone without a
+# kubeconfig, beside the cluster's when kvcon has engine VMs), a name both have gets a SOURCE column, and the
+# verbs about one VM resolve NAME where it is, refuse an ambiguous one and take --source.
+# Exit 0 pass, anything else fail.
+set -u
+# shellcheck source=tests/e2e/lib/fakekube.bash
+. "$(dirname "$0")/lib/fakekube.bash"
+command -v jq >/dev/null || fail "jq missing (scripts/deps.sh installs it)"
+export XDG_STATE_HOME="$tmp/state" XDG_CONFIG_HOME="$tmp/cfg"
+unset KVCON_ENGINE_URI LIBVIRT_DEFAULT_URI
+manifest() {
+	cat >"$tmp/$1.yaml" <<EOM
+apiVersion: kubevirt.io/v1
+kind: VirtualMachine
+metadata:
+  name: $1
+  labels:
+    app: $2
+spec:
+  runStrategy: Halted
+  template:
+    spec:
+      domain:
+        memory:
+          guest: 128Mi
+        devices:
+          autoattachPodInterface: false
+EOM
+	echo "$tmp/$1.yaml"
+}
+K() { timeout 180 "$KVCON" "$@" >"$tmp/out" 2>"$tmp/err"; }
+
+# 1. no kubeconfig: the engine's VMs, in every format
+export KUBECONFIG="$tmp/none"
+K engine apply -f "$(manifest evm demo)" || fail "engine apply: $(cat "$tmp/err")"
+K engine apply -f "$(manifest stuck-launcher twin)" || fail "engine apply twin: $(cat "$tmp/err")"
+K get vm || fail "get vm: $(cat "$tmp/err")"
+head -1 "$tmp/out" | grep -q '^NAME  *AGE  *STATUS  *READY$' || fail "header: $(cat "$tmp/out")"
+grep -q '^evm  *[0-9][0-9a-z]*  *Stopped  *False$' "$tmp/out" || fail "evm row: $(cat "$tmp/out")"
+K get vm -o json && jq -e '.kind == "List" and ([.items[].metadata.name] | sort) == ["evm", "stuck-launcher"] and
+	.items[0].apiVersion == "kubevirt.io/v1" and .items[0].kind == "VirtualMachine"' "$tmp/out" >/dev/null ||
+	fail "-o json: $(head -c 400 "$tmp/out")"
+K get vm evm -o yaml && grep -q '^kind: VirtualMachine$' "$tmp/out" && grep -q '^  name: evm$' "$tmp/out" ||
+	fail "get vm evm -o yaml: $(head -20 "$tmp/out")"
+K get vm -o name && [ "$(cat "$tmp/out")" = "$(printf 'virtualmachine.kubevirt.io/evm\nvirtualmachine.kubevirt.io/stuck-launcher')" ] ||
+	fail "-o name: $(cat "$tmp/out")"
+K get vm -l app=demo -o jsonpath='{.items[*].metadata.name}' && [ "$(cat "$tmp/out")" = evm ] || fail "-l + jsonpath: $(cat "$tmp/out")"
+K get vm -o custom-columns=N:.metadata.name,S:.status.printableStatus --sort-by=.metadata.name &&
+	[ "$(sed -n 2p "$tmp/out")" = "evm              Stopped" ] || fail "custom-columns: $(cat "$tmp/out")"
+K get vm nosuch; [ $? = 1 ] && grep -q 'NotFound.*"nosuch" not found' "$tmp/err" || fail "get vm nosuch: $(cat "$tmp/err")"
+K describe vm default/evm && grep -q '^Name:  *evm$' "$tmp/out" || fail "describe on the engine: $(cat "$tmp/err")"
+
+# 2. with a cluster: both, and a SOURCE column for the name both have
+fk_start --vms 4 --namespaces 1 --seed 3 --scenario stuck-launcher
+K get vm || fail "get vm (cluster + engine): $(cat "$tmp/err")"
+head -1 "$tmp/out" | grep -q '^NAME  *AGE  *STATUS  *READY  *SOURCE$' || fail "no SOURCE column: $(cat "$tmp/out")"
+[ "$(grep -c '^stuck-launcher ' "$tmp/out")" = 2 ] || fail "stuck-launcher twice: $(cat "$tmp/out")"
+grep -q '^evm  .*Stopped  *False  *[^ ]' "$tmp/out" || fail "the engine's evm with its source: $(cat "$tmp/out")"
+host=$(awk '$1 == "evm" { print $NF }' "$tmp/out")
+ctx=$(awk '$1 == "stuck-launcher" && $NF != "'"$host"'" { print $NF }' "$tmp/out")
+[ -n "$host" ] && [ -n "$ctx" ] && [ "$host" != "$ctx" ] || fail "sources: host '$host' context '$ctx'"
+K get vm -o json && jq -e '[.items[].metadata.name] | index("evm") != null' "$tmp/out" >/dev/null || fail "json lacks evm"
+K --no-engine get vm && ! grep -q '^evm ' "$tmp/out" || fail "--no-engine still lists the engine"
+
+# 3. one VM: found where it is, ambiguous refused, --source picks
+K describe vm default/evm && grep -q '^Name:  *evm$' "$tmp/out" || fail "describe evm (engine, cluster lacks it): $(cat "$tmp/err")"
+K lineage default/stuck-launcher; [ $? = 1 ] && grep -q "^error: default/stuck-launcher exists in context $ctx, engine host $host: say which with --source NAME$" "$tmp/err" ||
+	fail "ambiguous name: $(cat "$tmp/err")"
+# the engine's twin is Halted, the cluster's is stuck at its launcher
+K --source "$host" diagnose default/stuck-launcher -o json
+jq -e '.boundaries[0].rule == "vm-halted"' "$tmp/out" >/dev/null || fail "--source $host: $(head -c 600 "$tmp/out"; cat "$tmp/err")"
+K --source "$ctx" diagnose default/stuck-launcher -o json
+jq -e '.boundaries[0].rule != "vm-halted" and .firstStalled != null' "$tmp/out" >/dev/null ||
+	fail "--source $ctx: $(head -c 600 "$tmp/out"; cat "$tmp/err")"
+K --source nosuch lineage default/evm; [ $? = 1 ] && grep -q '^error: --source nosuch: no such context or engine host' "$tmp/err" ||
+	fail "--source nosuch: $(cat "$tmp/err")"
+echo "PASS get_engine: engine VMs in get's formats, SOURCE column, resolution and --source"
