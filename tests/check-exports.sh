@@ -8,8 +8,6 @@ b=${1:?usage: check-exports.sh BUILD}
 export LC_ALL=C
 # Defined outside C (kvmprobe.c's guest code is assembly) or called by the C runtime.
 allow="main kvmprobe_code kvmprobe_code_end"
-# In the command files src/cmd/ takes over (issue 16): they go with that move.
-allow="$allow engine_cli_replied engine_cli_seq_free vnccmd_detect_colour"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 # the objects of today's sources (a stale object of a removed file is no export)

@@ -96,7 +96,7 @@ static void on_signal(int sig, void *arg)
 
 /* ---- a verb's options, and asynchronous replies ---- */
 
-void engine_cli_seq_free(struct cli_seq *s)
+static void engine_cli_seq_free(struct cli_seq *s)
 {
 	free(s->opt);
 	free(s->val);
@@ -159,11 +159,6 @@ void engine_cli_reply(void *reply, int status, const char *msg)
 	r->status = status;
 	free(r->msg);
 	r->msg = xstrdup0(msg);
-}
-
-bool engine_cli_replied(void *reply)
-{
-	return ((struct cli_reply *)reply)->done;
 }
 
 static int open_engine(void)
@@ -602,7 +597,7 @@ static bool replied_showing_pulls(void *arg)
 		w->last = xstrdup(p);
 		w->at = now;
 	}
-	bool done = engine_cli_replied(w->reply);
+	bool done = ((struct cli_reply *)(w->reply))->done;
 	if (done) {
 		free(w->last);
 		w->last = NULL;

@@ -35,21 +35,19 @@ struct cli_seq {
 	const char **opt, **val;
 	int n;
 };
-void engine_cli_seq_free(struct cli_seq *s);
 #define CLI_ROWS(t) (t), (sizeof(t) / sizeof((t)[0]))
 /* Parses argv[1..argc) of `kvcon engine VERB` (argv[0] the verb) against the rows, and at most one operand into
  * *operand; what names it ("NAME") when it is required, NULL when the verb takes none. On anything else prints the
  * error and returns EXIT_USAGE; else 0. */
 int engine_cli_args(int argc, char **argv, const struct cli_opt *rows, size_t n, const char *what,
 		    const char **operand);
-/* What an asynchronous engine call answered: a callback fills it, engine_cli_replied tells when. */
+/* What an asynchronous engine call answered: a callback fills it (done set). */
 struct cli_reply {
 	bool done;
 	int status, fd;
 	char *msg; /* owned */
 };
 void engine_cli_reply(void *reply, int status, const char *msg); /* an action_done_cb */
-bool engine_cli_replied(void *reply);
 /* migcli.c */
 int migrate_cmd(int argc, char **argv);
 int drain_cmd(int argc, char **argv);

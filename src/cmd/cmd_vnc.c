@@ -21,12 +21,13 @@
 #include <rfb/keysym.h>
 
 #include "cmd/session.h"
-#include "core/fdstream.h"
+#include "console/fbcells.h"
 #include "console/rfbgate.h"
-#include "core/stream.h"
 #include "console/termkeys.h"
 #include "console/vnc.h"
 #include "core/buf.h"
+#include "core/fdstream.h"
+#include "core/stream.h"
 #include "core/log.h"
 #include "core/loop.h"
 #include "core/opts.h"
@@ -60,7 +61,8 @@ struct vopts {
 
 /* ---- colour mode ---- */
 
-enum fbc_colour cmd_vnc_detect_colour(const char *forced)
+/* Colour mode for the display: --colors, NO_COLOR, COLORTERM, then terminfo's colour count. */
+static enum fbc_colour cmd_vnc_detect_colour(const char *forced)
 {
 	static const struct {
 		const char *name;

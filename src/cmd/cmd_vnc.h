@@ -3,12 +3,7 @@
 #ifndef KVCON_CMD_CMD_VNC_H
 #define KVCON_CMD_CMD_VNC_H
 
-#include "console/fbcells.h"
-
 /* The subcommand (argv[0] is "vnc"). */
 int cmd_vnc(int argc, char **argv);
-
-/* Colour mode for the display: --colors, NO_COLOR, COLORTERM, then terminfo's colour count. */
-enum fbc_colour cmd_vnc_detect_colour(const char *forced);
 
 #endif
