@@ -143,7 +143,12 @@ static struct json_object *vmi_json(const struct vmi *v)
 		struct json_object *ifs = json_object_new_array();
 		for (int i = 0; i < v->nips; i++) {
 			struct json_object *j = json_object_new_object();
+			if (v->ip_ifaces && v->ip_ifaces[i])
+				put_str(j, "name", v->ip_ifaces[i]);
 			put_str(j, "ipAddress", v->ips[i]);
+			struct json_object *all = json_object_new_array();
+			json_object_array_add(all, json_object_new_string(v->ips[i]));
+			json_object_object_add(j, "ipAddresses", all);
 			json_object_array_add(ifs, j);
 		}
 		json_object_object_add(st, "interfaces", ifs);
