@@ -718,6 +718,12 @@ struct domxml_plan *domxml_build(const struct manifest *m, const struct domxml_e
 			xw_attr(x, "type", "user");
 			xw_empty(x, "ip", "family", "ipv4", "address", DOMXML_POD_NET, "prefix", DOMXML_POD_PREFIX, NULL);
 			if (p->pod_iface == NULL && env->host_ports && f->nports) {
+				/* the name reaches a monitor command: a DNS label only (manifest.c checks it too) */
+				const char *ok = "abcdefghijklmnopqrstuvwxyz0123456789-";
+				if (f->name[0] == '\0' || strspn(f->name, ok) != strlen(f->name)) {
+					*err = xasprintf("%s.domain.devices.interfaces[%d].name: not a DNS label", TMPL, i);
+					goto fail;
+				}
 				p->pod_iface = xstrdup(f->name);
 				p->hostfwd = hostfwd_cmds(f, env);
 			}
