@@ -76,6 +76,9 @@ hp=$(host_port web)
 [[ $(jq -r '.[0].ports[0] | .name + " " + .protocol + " " + .hostIP' <<<"$j") == "http TCP 127.0.0.1" ]] || fail "port entry"
 kv engine get vmi web -o wide | grep -q " 10.0.2.15 " || fail "get vmi -o wide shows no IP"
 [[ $(jq -r '.execution.network' <<<"$(record web)") == *"port default http TCP 8080 $hp"* ]] || fail "the host port is not in the record"
+kv describe vmi default/web >"$ENGINE_T/describe.txt" || fail "describe vmi web"
+grep -q '^    Ip Address: *10.0.2.15$' "$ENGINE_T/describe.txt" && grep -q "^      Host Port: *$hp\$" "$ENGINE_T/describe.txt" ||
+    { sed -n '/Interfaces:/,/Node Name/p' "$ENGINE_T/describe.txt"; fail "describe vmi shows no address or forwarded port"; }
 # from 127.0.0.1 only, never from the host's other addresses
 listen=$(ss -Hltn "sport = :$hp" | awk '{print $4}')
 [[ $listen == "127.0.0.1:$hp" ]] || fail "port $hp listens on '$listen', not 127.0.0.1 only"
