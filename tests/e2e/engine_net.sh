@@ -8,12 +8,13 @@
 #  - two VMs asking for the same guest port get different host ports; the port closes with the execution;
 #  - cloudInitNoCloud networkData, and cloudInitConfigDrive (userData, userDataBase64, networkData) reach the
 #    guest: it prints the seed's files (config-2: openstack/latest/...) on its console;
-#  - ports are validated (range, protocol, bridge binding).
+#  - the dashboard's VM view shows the address and the forwarded port (kvcon in tmux);
+#  - ports are validated (range, protocol, duplicates, names).
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/engine-lib.bash"
 
-engine_needs "QEMU and the embedded libvirt driver" qemu-system-x86_64 jq ss
+engine_needs "QEMU and the embedded libvirt driver" qemu-system-x86_64 jq ss tmux blkid
 engine_embed_up kvn
 
 # net_manifest NAME: the lab guest with a masquerade interface on the pod network, port 8080 forwarded, and a
@@ -94,6 +95,30 @@ while (($(date +%s) < until)); do
 done
 [[ $got == KVCON-NC-42 ]] || fail "no marker from the guest through 127.0.0.1:$hp (got '$got')"
 echo "   read '$got' from 127.0.0.1:$hp"
+
+step "the dashboard's VM view shows the address and the forwarded port"
+TM="tmux -L kvn-$$ -f /dev/null"
+trap '$TM kill-server 2>/dev/null; engine_embed_cleanup' EXIT
+$TM new-session -d -x 120 -y 40 -s k -e TERM=xterm-256color \
+    "env KUBECONFIG=/nonexistent KVCON_LOG=$ENGINE_T/ui.log XDG_STATE_HOME=$XDG_STATE_HOME KVCON_ENGINE_IMAGES=$KVCON_ENGINE_IMAGES KVCON_ENGINE_ACCEL=$KVCON_ENGINE_ACCEL $KV -c '$URI'; sleep 600"
+ui_wait() { # ui_wait REGEX: polls the screen (30 s)
+    local until=$(($(date +%s) + 30))
+    while (($(date +%s) < until)); do
+        $TM capture-pane -p -t k | grep -qE -- "$1" && return 0
+        sleep 0.1
+    done
+    $TM capture-pane -p -t k
+    fail "the dashboard never showed /$1/"
+}
+ui_wait ' web +Running +True .* 10\.0\.2\.15 '
+$TM send-keys -t k / && $TM send-keys -t k -l web2 && $TM send-keys -t k BSpace Enter
+ui_wait '</web>'
+$TM send-keys -t k Enter
+ui_wait ' VM default/web '
+ui_wait "ip: 10\\.0\\.2\\.15 \\(default\\)"
+ui_wait "port: http 8080/TCP <- 127\\.0\\.0\\.1:$hp"
+$TM capture-pane -p -t k | grep -E 'ip: |port: ' | sed 's/^/   screen| /'
+$TM kill-server 2>/dev/null || true
 
 step "cloudInitNoCloud networkData reached the guest"
 seed=$(serial web | sed -n '/^KVCON-CLOUDINIT-BEGIN/,/^KVCON-CLOUDINIT-END/p')
