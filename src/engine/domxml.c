@@ -708,6 +708,7 @@ struct domxml_plan *domxml_build(const struct manifest *m, const struct domxml_e
 	}
 	if (scsi)
 		xw_empty(x, "controller", "type", "scsi", "model", "virtio-scsi", NULL);
+	bool pod_seen = false;
 	for (int i = 0; i < m->nifaces; i++) {
 		const struct mf_iface *f = &m->ifaces[i];
 		xw_start(x, "interface");
@@ -717,7 +718,10 @@ struct domxml_plan *domxml_build(const struct manifest *m, const struct domxml_e
 		} else {
 			xw_attr(x, "type", "user");
 			xw_empty(x, "ip", "family", "ipv4", "address", DOMXML_POD_NET, "prefix", DOMXML_POD_PREFIX, NULL);
-			if (p->pod_iface == NULL && env->host_ports && f->nports) {
+			/* the engine chose host ports for the first masquerade interface only (engine.c pod_net) */
+			bool first = !pod_seen;
+			pod_seen = true;
+			if (first && env->host_ports && f->nports) {
 				/* the name reaches a monitor command: a DNS label only (manifest.c checks it too) */
 				const char *ok = "abcdefghijklmnopqrstuvwxyz0123456789-";
 				if (f->name[0] == '\0' || strspn(f->name, ok) != strlen(f->name)) {
