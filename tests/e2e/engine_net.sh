@@ -98,7 +98,7 @@ echo "   read '$got' from 127.0.0.1:$hp"
 
 step "the dashboard's VM view shows the address and the forwarded port"
 TM="tmux -L kvn-$$ -f /dev/null"
-trap '$TM kill-server 2>/dev/null; engine_embed_cleanup' EXIT
+trap '$TM kill-server 2>/dev/null || true; engine_embed_cleanup' EXIT
 $TM new-session -d -x 120 -y 40 -s k -e TERM=xterm-256color \
     "env KUBECONFIG=/nonexistent KVCON_LOG=$ENGINE_T/ui.log XDG_STATE_HOME=$XDG_STATE_HOME KVCON_ENGINE_IMAGES=$KVCON_ENGINE_IMAGES KVCON_ENGINE_ACCEL=$KVCON_ENGINE_ACCEL $KV -c '$URI'; sleep 600"
 ui_wait() { # ui_wait REGEX: polls the screen (30 s)
