@@ -499,6 +499,8 @@ static void vmi_net_json(json_object *j, const struct vmi *v)
 		json_object_object_add(f, "ipAddress", json_object_new_string(v->ips[i]));
 		json_object_array_add(all, json_object_new_string(v->ips[i]));
 		json_object_object_add(f, "ipAddresses", all);
+		/* KubeVirt's field: the address is the one the domain's network hands out, not read from a guest agent */
+		json_object_object_add(f, "infoSource", json_object_new_string("domain"));
 		json_object_array_add(ifs, f);
 	}
 	json_object_object_add(j, "interfaces", ifs);

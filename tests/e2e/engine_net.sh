@@ -75,6 +75,7 @@ echo "$j" | jq -c '.[0] | {ip, interfaces, ports}'
 hp=$(host_port web)
 [[ $hp =~ ^[0-9]+$ ]] && ((hp > 0 && hp < 65536)) || fail "no host port for 8080: '$hp'"
 [[ $(jq -r '.[0].ports[0] | .name + " " + .protocol + " " + .hostIP' <<<"$j") == "http TCP 127.0.0.1" ]] || fail "port entry"
+[[ $(jq -r '.[0].interfaces[0].infoSource' <<<"$j") == domain ]] || fail "infoSource is not domain"
 kv engine get vmi web -o wide | grep -q " 10.0.2.15 " || fail "get vmi -o wide shows no IP"
 [[ $(jq -r '.execution.network' <<<"$(record web)") == *"port default http TCP 8080 $hp"* ]] || fail "the host port is not in the record"
 kv describe vmi default/web >"$ENGINE_T/describe.txt" || fail "describe vmi web"
