@@ -16,7 +16,9 @@
 # `exit` respawns the shell; `poweroff` / `poweroff -f` power the machine off,
 # so QEMU exits. Idempotent: a stamp (kernel .deb + hash of this script)
 # skips the rebuild; the kernel .deb is cached in KVCON_CACHE_DIR
-# (default build/cache). Env: KVCON_GUEST_KERNEL_DEB=/path/to.deb overrides
+# (default build/cache). A virtio NIC is brought up with DHCP (busybox
+# udhcpc) in the background; the lease, `ip addr` and `ip route` are printed
+# between KVCON-NET-BEGIN and KVCON-NET-END lines. Env: KVCON_GUEST_KERNEL_DEB=/path/to.deb overrides
 # the download (offline machines).
 set -euo pipefail
 
@@ -139,8 +141,26 @@ for d in /dev/vd?; do
 	fi
 	umount /mnt
 done
+acpid_pid=$!
+# a virtio NIC (the pod network): DHCP in the background, the result on the console
+for m in failover net_failover virtio_net; do
+	insmod /lib/modules/$m.ko 2>/dev/null
+done
+if [ -e /sys/class/net/eth0 ]; then
+	ip link set lo up
+	(
+		ip link set eth0 up
+		udhcpc -i eth0 -q -n -t 20 -T 1 -s /etc/udhcpc.script >/tmp/udhcpc.log 2>&1
+		echo "KVCON-NET-BEGIN rc=$?"
+		cat /tmp/udhcpc.log
+		ip -4 addr show dev eth0
+		ip -4 route
+		cat /etc/resolv.conf 2>/dev/null
+		echo "KVCON-NET-END"
+	) >/dev/console 2>&1 &
+fi
 i=0
-while [ $i -lt 100 ] && ! ls -l /proc/$!/fd 2>/dev/null | grep -q /dev/input/; do
+while [ $i -lt 100 ] && ! ls -l /proc/$acpid_pid/fd 2>/dev/null | grep -q /dev/input/; do
 	sleep 0.05
 	i=$((i + 1))
 done
@@ -181,6 +201,23 @@ EOF
     printf '#!/bin/sh\necho "KVCON-GUEST-POWER-BUTTON" >/dev/console\nexec poweroff\n' >"$t/etc/acpi/power"
     chmod 755 "$t/etc/acpi/power"
     echo "guest" >"$t/etc/hostname"
+    # udhcpc's lease script: address, default route, DNS (busybox ip)
+    cat >"$t/etc/udhcpc.script" <<'EOF'
+#!/bin/sh
+case $1 in
+deconfig) ip -4 addr flush dev "$interface"; ip link set "$interface" up ;;
+bound|renew)
+	ip -4 addr flush dev "$interface"
+	ip -4 addr add "$ip/${mask:-24}" dev "$interface"
+	for r in $router; do ip -4 route add default via "$r" dev "$interface"; break; done
+	: >/etc/resolv.conf
+	for d in $dns; do echo "nameserver $d" >>/etc/resolv.conf; done
+	echo "KVCON-DHCP-LEASE $ip/${mask:-24} router ${router:-none} on $interface"
+	;;
+esac
+exit 0
+EOF
+    chmod 755 "$t/etc/udhcpc.script"
     printf 'root:x:0:0:root:/root:/bin/sh\n' >"$t/etc/passwd"
     printf 'root:x:0:\n' >"$t/etc/group"
 }
@@ -195,7 +232,9 @@ build() {
     dpkg-deb --fsys-tarfile "$deb" | tar -x -C "$tmp" --wildcards './boot/vmlinuz-*' \
         './lib/modules/*/kernel/drivers/acpi/button.ko' './lib/modules/*/kernel/drivers/input/evdev.ko' \
         './lib/modules/*/kernel/drivers/virtio/*.ko' './lib/modules/*/kernel/drivers/block/virtio_blk.ko' \
-        './lib/modules/*/kernel/drivers/cdrom/cdrom.ko' './lib/modules/*/kernel/fs/isofs/isofs.ko'
+        './lib/modules/*/kernel/drivers/cdrom/cdrom.ko' './lib/modules/*/kernel/fs/isofs/isofs.ko' \
+        './lib/modules/*/kernel/drivers/net/virtio_net.ko' './lib/modules/*/kernel/drivers/net/net_failover.ko' \
+        './lib/modules/*/kernel/net/core/failover.ko'
     mv "$tmp"/boot/vmlinuz-* "$tmp/vmlinuz"
     write_initrd_tree "$tmp/root"
     mkdir -p "$tmp/root/lib/modules"
@@ -203,7 +242,9 @@ build() {
         "$tmp"/lib/modules/*/kernel/drivers/virtio/{virtio,virtio_ring,virtio_pci,virtio_pci_legacy_dev}.ko \
         "$tmp"/lib/modules/*/kernel/drivers/virtio/virtio_pci_modern_dev.ko \
         "$tmp"/lib/modules/*/kernel/drivers/block/virtio_blk.ko "$tmp"/lib/modules/*/kernel/drivers/cdrom/cdrom.ko \
-        "$tmp"/lib/modules/*/kernel/fs/isofs/isofs.ko "$tmp/root/lib/modules/"
+        "$tmp"/lib/modules/*/kernel/fs/isofs/isofs.ko "$tmp"/lib/modules/*/kernel/drivers/net/virtio_net.ko \
+        "$tmp"/lib/modules/*/kernel/drivers/net/net_failover.ko "$tmp"/lib/modules/*/kernel/net/core/failover.ko \
+        "$tmp/root/lib/modules/"
     (cd "$tmp/root" && find . | LC_ALL=C sort | cpio -o -H newc --quiet -R 0:0) | gzip -9n >"$tmp/initrd.gz"
     echo "$CMDLINE" >"$tmp/cmdline"
     # atomic: readers never see a half-written kernel or initrd

@@ -312,6 +312,8 @@ static const struct ejson_field vm_rows[] = {
 	{ "generation", EJ_U64, offsetof(struct vm, o.generation), NULL },
 };
 
+static void vmi_net_json(json_object *j, const struct vmi *v);
+
 static const struct ejson_field vmi_rows[] = {
 	{ "phase", EJ_STRN, offsetof(struct vmi, phase), NULL },
 	{ "node", EJ_STRN, offsetof(struct vmi, node), NULL },
@@ -372,6 +374,7 @@ static json_object *obj_json(const struct obj *o)
 		json_object *ph = ejson_array(v->phases, sizeof *v->phases, v->nphases, EJSON_ROWS(phase_rows));
 		json_object_object_add(j, "phaseTransitionTimestamps", ph);
 		json_object_object_add(j, "conditions", ejson_array(v->conds, sizeof *v->conds, v->nconds, cond_rows, 3));
+		vmi_net_json(j, v);
 		if (vmi_mig(v)->present)
 			json_object_object_add(j, "migrationState", migrate_state_json(vmi_mig(v)));
 		break;
@@ -405,6 +408,40 @@ static int cmp_obj(const void *a, const void *b)
 	return c ? c : strcmp(x->name, y->name);
 }
 
+/* The VMI's addresses (KubeVirt's status.interfaces: name, ipAddress, ipAddresses) and the ports the engine
+ * forwards from the host ("ports": interface, name, protocol, port, hostIP, hostPort). */
+static void vmi_net_json(json_object *j, const struct vmi *v)
+{
+	json_object_object_add(j, "ip", v->ip ? json_object_new_string(v->ip) : NULL);
+	json_object *ifs = json_object_new_array();
+	for (int i = 0; i < v->nips; i++) {
+		json_object *f = json_object_new_object(), *all = json_object_new_array();
+		if (v->ip_ifaces && v->ip_ifaces[i])
+			json_object_object_add(f, "name", json_object_new_string(v->ip_ifaces[i]));
+		json_object_object_add(f, "ipAddress", json_object_new_string(v->ips[i]));
+		json_object_array_add(all, json_object_new_string(v->ips[i]));
+		json_object_object_add(f, "ipAddresses", all);
+		/* KubeVirt's field: the address is the one the domain's network hands out, not read from a guest agent */
+		json_object_object_add(f, "infoSource", json_object_new_string("domain"));
+		json_object_array_add(ifs, f);
+	}
+	json_object_object_add(j, "interfaces", ifs);
+	json_object *ps = json_object_new_array();
+	for (int i = 0; i < v->nfwds; i++) {
+		const struct port_fwd *f = &v->fwds[i];
+		json_object *o = json_object_new_object();
+		json_object_object_add(o, "interface", json_object_new_string(f->iface));
+		if (f->name)
+			json_object_object_add(o, "name", json_object_new_string(f->name));
+		json_object_object_add(o, "protocol", json_object_new_string(f->proto));
+		json_object_object_add(o, "port", json_object_new_int(f->port));
+		json_object_object_add(o, "hostIP", json_object_new_string("127.0.0.1"));
+		json_object_object_add(o, "hostPort", json_object_new_int(f->host_port));
+		json_object_array_add(ps, o);
+	}
+	json_object_object_add(j, "ports", ps);
+}
+
 static void print_row(enum obj_kind k, const struct obj *o, bool wide)
 {
 	char n[128], ns[64], a[16], f1[64], f2[64], f3[64], msg[512];
@@ -425,8 +462,10 @@ static void print_row(enum obj_kind k, const struct obj *o, bool wide)
 		esc(f1, sizeof f1, v->phase);
 		esc(f2, sizeof f2, v->node);
 		printf("%-12s %-24s %-8s %-10s %-16s %-6s", ns, n, a, f1, f2, r ? r->status : "");
-		if (wide)
-			printf(" %s%s", o->uid, v->software_emulation ? "  TCG" : "");
+		if (wide) {
+			esc(f3, sizeof f3, v->ip ? v->ip : "<none>");
+			printf(" %s %-15s%s", o->uid, f3, v->software_emulation ? "  TCG" : "");
+		}
 		printf("\n");
 		break;
 	}
@@ -545,7 +584,7 @@ static int cmd_engine_get(int argc, char **argv)
 			log_eprintf("No resources found in %s namespace.\n", all_ns ? "any" : C.ns);
 		else
 			printf("%s%s\n", headers[kind],
-			       strcmp(out, "wide") == 0 && kind == OBJ_VMI   ? "  UID"
+			       strcmp(out, "wide") == 0 && kind == OBJ_VMI   ? "  UID                                  IP"
 			       : strcmp(out, "wide") == 0 && kind == OBJ_POD ? " VMI"
 									     : "");
 		for (size_t i = 0; i < nall; i++)

@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <json-c/json.h>
 #include <libxml/parser.h>
 #include <libxml/tree.h>
 #include <libxml/xmlwriter.h>
@@ -501,8 +502,21 @@ static int disk_xml(struct xw *x, struct domxml_plan *p, const struct manifest *
 		struct domxml_file *f = add_file(p, DF_SEED, xstrdup(src));
 		f->user_data = xstrdup(v->user_data);
 		f->network_data = xstrdup0(v->network_data);
-		f->meta_data = xasprintf("instance-id: %s.%s\nlocal-hostname: %s\n", m->name, m->ns,
-					 m->hostname ? m->hostname : m->name);
+		f->config_drive = v->config_drive;
+		if (v->config_drive) {
+			/* openstack/latest/meta_data.json, as KubeVirt writes it */
+			json_object *md = json_object_new_object();
+			char *id = xasprintf("%s.%s", m->name, m->ns);
+			json_object_object_add(md, "instance_id", json_object_new_string(id));
+			json_object_object_add(md, "local_hostname",
+					       json_object_new_string(m->hostname ? m->hostname : m->name));
+			json_object_object_add(md, "uuid", json_object_new_string(env->vmi_uid ? env->vmi_uid : id));
+			f->meta_data = xstrdup(json_object_to_json_string_ext(md, JSON_C_TO_STRING_PRETTY));
+			json_object_put(md);
+			free(id);
+		} else
+			f->meta_data = xasprintf("instance-id: %s.%s\nlocal-hostname: %s\n", m->name, m->ns,
+						 m->hostname ? m->hostname : m->name);
 		break;
 	}
 	}
@@ -566,6 +580,19 @@ char *domxml_sock_dir_of(const char *run_dir, const char *vmi_uid)
 	}
 	free(base);
 	return d;
+}
+
+/* QEMU's hostfwd rules for the interface's ports, from 127.0.0.1 only. libvirt names the user-mode netdev of
+ * the interface whose alias is ua-NAME "hostua-NAME". Only validated numbers and the interface's name (a DNS
+ * label, manifest.c) reach the command. */
+static char **hostfwd_cmds(const struct mf_iface *f, const struct domxml_env *env)
+{
+	char **a = xcalloc((size_t)f->nports + 1, sizeof *a);
+	for (int i = 0; i < f->nports; i++)
+		a[i] = xasprintf("hostfwd_add hostua-%s %s:127.0.0.1:%d-:%d", f->name,
+				 strcmp(f->ports[i].proto, "UDP") == 0 ? "udp" : "tcp", env->host_ports[i],
+				 f->ports[i].port);
+	return a;
 }
 
 struct domxml_plan *domxml_build(const struct manifest *m, const struct domxml_env *env, char **err)
@@ -681,14 +708,30 @@ struct domxml_plan *domxml_build(const struct manifest *m, const struct domxml_e
 	}
 	if (scsi)
 		xw_empty(x, "controller", "type", "scsi", "model", "virtio-scsi", NULL);
+	bool pod_seen = false;
 	for (int i = 0; i < m->nifaces; i++) {
 		const struct mf_iface *f = &m->ifaces[i];
 		xw_start(x, "interface");
 		if (f->bridge) {
 			xw_attr(x, "type", "bridge");
 			xw_empty(x, "source", "bridge", f->host_bridge ? f->host_bridge : env->bridge, NULL);
-		} else
+		} else {
 			xw_attr(x, "type", "user");
+			xw_empty(x, "ip", "family", "ipv4", "address", DOMXML_POD_NET, "prefix", DOMXML_POD_PREFIX, NULL);
+			/* the engine chose host ports for the first masquerade interface only (engine.c pod_net) */
+			bool first = !pod_seen;
+			pod_seen = true;
+			if (first && env->host_ports && f->nports) {
+				/* the name reaches a monitor command: a DNS label only (manifest.c checks it too) */
+				const char *ok = "abcdefghijklmnopqrstuvwxyz0123456789-";
+				if (f->name[0] == '\0' || strspn(f->name, ok) != strlen(f->name)) {
+					*err = xasprintf("%s.domain.devices.interfaces[%d].name: not a DNS label", TMPL, i);
+					goto fail;
+				}
+				p->pod_iface = xstrdup(f->name);
+				p->hostfwd = hostfwd_cmds(f, env);
+			}
+		}
 		if (f->mac)
 			xw_empty(x, "mac", "address", f->mac, NULL);
 		xw_empty(x, "model", "type", f->model ? f->model : "virtio", NULL);
@@ -785,6 +828,10 @@ void domxml_plan_free(struct domxml_plan *p)
 	free(p->run_dir);
 	free(p->sock_dir);
 	free(p->sock_base);
+	for (int i = 0; p->hostfwd && p->hostfwd[i]; i++)
+		free(p->hostfwd[i]);
+	free(p->hostfwd);
+	free(p->pod_iface);
 	free(p);
 }
 
@@ -944,8 +991,50 @@ out:
 	return rc;
 }
 
+/* An OpenStack config drive as KubeVirt's cloudInitConfigDrive: an ISO 9660 volume labelled config-2 holding
+ * openstack/latest/{user_data,meta_data.json,network_data.json}. */
+static int config_drive_iso(const struct domxml_file *f, char **err)
+{
+	char *dir = xasprintf("%s.d", f->path), *latest = xasprintf("%s/openstack/latest", dir);
+	char *ud = util_path_join(latest, "user_data"), *md = util_path_join(latest, "meta_data.json"),
+	     *nd = util_path_join(latest, "network_data.json");
+	int rc = -1;
+	char *rm[] = { "rm", "-rf", "--", dir, NULL }, *e0 = NULL;
+	run(rm, &e0); /* a leftover of an interrupted start */
+	free(e0);
+	if (util_mkdir_p(latest, 0700) < 0 ||
+	    util_write_file_atomic(ud, f->user_data, strlen(f->user_data), 0600) < 0 ||
+	    util_write_file_atomic(md, f->meta_data, strlen(f->meta_data), 0600) < 0 ||
+	    (f->network_data && util_write_file_atomic(nd, f->network_data, strlen(f->network_data), 0600) < 0)) {
+		*err = xasprintf("%s: %s", dir, strerror(errno));
+		goto out;
+	}
+	char *gen[] = { "genisoimage", "-quiet", "-output", f->path, "-volid", "config-2", "-joliet", "-rock", dir, NULL };
+	char *xo[] = { "xorriso", "-as", "genisoimage", "-quiet", "-output", f->path, "-volid", "config-2", "-joliet",
+		       "-rock", dir, NULL };
+	char *e1 = NULL, *e2 = NULL;
+	if (run(gen, &e1) == 0 || run(xo, &e2) == 0)
+		rc = 0;
+	else
+		*err = xasprintf("cloud-init config drive: %s; %s (install genisoimage or xorriso)", e1, e2);
+	free(e1);
+	free(e2);
+out:
+	e0 = NULL;
+	run(rm, &e0);
+	free(e0);
+	free(ud);
+	free(md);
+	free(nd);
+	free(latest);
+	free(dir);
+	return rc;
+}
+
 static int seed_iso(const struct domxml_file *f, char **err)
 {
+	if (f->config_drive)
+		return config_drive_iso(f, err);
 	char *dir = xasprintf("%s.d", f->path);
 	int rc = -1;
 	util_mkdir_p(dir, 0700);

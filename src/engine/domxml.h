@@ -27,7 +27,19 @@ struct domxml_env {
 	const char *dom_name;     /* <ns>_<name> */
 	const char *vm_uid, *vmi_uid, *launcher_uid;
 	uint64_t generation;
+	/* The host ports the pod network's masquerade interface forwards from 127.0.0.1, in the order of its ports
+	 * (chosen free by the engine); NULL: its ports are not forwarded. */
+	const int *host_ports;
 };
+
+/* The pod network (masquerade) is QEMU's user-mode network on KubeVirt's 10.0.2.0/24. libvirt cannot set
+ * QEMU's host (gateway) and DHCP start addresses, so the guest's lease is QEMU's: 10.0.2.15, gateway
+ * 10.0.2.2, DNS 10.0.2.3 (KubeVirt's masquerade gives 10.0.2.2 via 10.0.2.1; passt, which would, is disabled
+ * in Debian 12's libvirt and does not forward connections from the host's loopback in Debian 12's build). */
+#define DOMXML_POD_NET "10.0.2.0"
+#define DOMXML_POD_PREFIX "24"
+#define DOMXML_POD_IP "10.0.2.15"
+#define DOMXML_POD_GATEWAY "10.0.2.2"
 
 enum domxml_file_kind { DF_EMPTY, DF_HOSTDISK, DF_SEED, DF_OVERLAY, DF_NEEDED };
 
@@ -38,6 +50,7 @@ struct domxml_file {
 	char *backing;           /* DF_OVERLAY: the image */
 	const char *backing_fmt; /* "qcow2" or "raw" */
 	char *user_data, *meta_data, *network_data; /* DF_SEED */
+	bool config_drive;       /* DF_SEED: an OpenStack config drive (config-2), else a NoCloud seed (cidata) */
 	char *what;              /* DF_NEEDED: must exist at start ("persistentVolumeClaim disk-a") */
 	char *root;              /* DF_HOSTDISK, DF_NEEDED: the directory the file must still resolve in */
 };
@@ -50,6 +63,11 @@ struct domxml_plan {
 	char *run_dir;
 	char *sock_dir;  /* the VNC and agent sockets' directory (run_dir, or <sock_base>/<vmi uid>), 0700 */
 	char *sock_base; /* NULL, or a short private directory (0700, ours) when run_dir is too deep for sun_path */
+	/* The pod network's forwarded ports: QEMU monitor (HMP) commands the worker runs while the guest is
+	 * still paused ("hostfwd_add <netdev> tcp:127.0.0.1:HOSTPORT-:GUESTPORT"), NULL-terminated or NULL;
+	 * the masquerade interface's name. */
+	char **hostfwd;
+	char *pod_iface;
 };
 
 /* The private directory an execution's sockets went to because its run directory is too deep (its path;

@@ -7,7 +7,10 @@
 #include <json.h>
 #include <sys/stat.h>
 #include <errno.h>
+#include <arpa/inet.h>
 #include <libvirt/libvirt.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -16,6 +19,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "core/buf.h"
 #include "core/config.h"
 #include "core/hmap.h"
 #include "core/intern.h"
@@ -426,6 +430,36 @@ static void remove_execution_objs(struct evm *v, const struct exec *x)
 	migrate_unpublish(v, x);
 }
 
+/* The execution's pod network (x->net) as the VMI's status.interfaces and its forwarded ports. */
+static void publish_net(const struct exec *x, struct vmi *vi)
+{
+	for (const char *l = x->net; l && *l;) {
+		const char *e = strchr(l, '\n');
+		char *line = e ? xstrndup(l, (size_t)(e - l)) : xstrdup(l);
+		l = e ? e + 1 : l + strlen(l);
+		char *save = NULL, *kind = strtok_r(line, " ", &save), *ifc = strtok_r(NULL, " ", &save);
+		char *a = strtok_r(NULL, " ", &save), *b = strtok_r(NULL, " ", &save), *c = strtok_r(NULL, " ", &save),
+		     *d = strtok_r(NULL, " ", &save);
+		if (kind && ifc && a && strcmp(kind, "ip") == 0) {
+			vi->ips = xreallocarray(vi->ips, (size_t)vi->nips + 1, sizeof *vi->ips);
+			vi->ip_ifaces = xreallocarray(vi->ip_ifaces, (size_t)vi->nips + 1, sizeof *vi->ip_ifaces);
+			vi->ip_ifaces[vi->nips] = intern(ifc);
+			vi->ips[vi->nips++] = xstrdup(a);
+			if (vi->ip == NULL)
+				vi->ip = xstrdup(a);
+		} else if (kind && ifc && d && strcmp(kind, "port") == 0) {
+			vi->fwds = xreallocarray(vi->fwds, (size_t)vi->nfwds + 1, sizeof *vi->fwds);
+			struct port_fwd *f = &vi->fwds[vi->nfwds++];
+			f->iface = intern(ifc);
+			f->name = strcmp(a, "-") ? intern(a) : NULL;
+			f->proto = intern(b);
+			f->port = atoi(c);
+			f->host_port = atoi(d);
+		}
+		free(line);
+	}
+}
+
 static void publish(struct evm *v)
 {
 	int64_t now = util_wall_s();
@@ -520,6 +554,7 @@ static void publish(struct evm *v)
 	if (x->paused)
 		add_cond(&vi->conds, &vi->nconds, "Paused", true, "PausedByUser", "paused by the user", now);
 	vi->software_emulation = x->tcg;
+	publish_net(x, vi);
 	vi->eviction = v->m->eviction ? intern(v->m->eviction) : NULL;
 	vi->active = xcalloc(1, sizeof *vi->active);
 	snprintf(vi->active[0].uid, UID_LEN, "%s", x->launcher);
@@ -824,6 +859,75 @@ static void start_exec(struct evm *v, const char *why)
 	start_build(v);
 }
 
+/* A socket of type bound to 127.0.0.1 on a port the kernel picks (a free one); its port in *port. */
+static int loopback_socket(int type, int *port)
+{
+	int fd = socket(AF_INET, type | SOCK_CLOEXEC, 0);
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t len = sizeof a;
+	if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof a) < 0 || getsockname(fd, (struct sockaddr *)&a, &len) < 0) {
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	*port = ntohs(a.sin_port);
+	return fd;
+}
+
+/* The pod network (domxml.h): the VMI's address, and host ports for the masquerade interface's ports (free
+ * when chosen, recorded in the execution: x->net). Ports are forwarded only on a host whose QEMU shares
+ * kvcon's network namespace (a local URI: the embedded driver, or the system or session daemon). 0, or -1
+ * with *err. */
+static int pod_net(struct evm *v, struct domxml_env *env, int **hports, char **err)
+{
+	const struct mf_iface *f = NULL;
+	for (int i = 0; i < v->m->nifaces && f == NULL; i++)
+		if (!v->m->ifaces[i].bridge)
+			f = &v->m->ifaces[i];
+	const char *uri = ehost_uri(v->eh);
+	*hports = NULL;
+	free(v->cur->net);
+	v->cur->net = NULL;
+	if (f == NULL)
+		return 0;
+	struct buf b = { 0 };
+	buf_printf(&b, "ip %s %s\n", f->name, DOMXML_POD_IP);
+	if (f->nports && (uri == NULL || strncmp(uri, "qemu:///", 8) != 0)) {
+		*err = xasprintf("interface %s: ports are forwarded only on a local host (qemu:///...), not on %s", f->name,
+				 uri ? uri : "this host");
+		buf_free(&b);
+		return -1;
+	}
+	*hports = xcalloc((size_t)f->nports + 1, sizeof **hports);
+	int *held = xcalloc((size_t)f->nports + 1, sizeof *held);
+	int rc = 0;
+	for (int i = 0; i < f->nports; i++) {
+		/* held until every port is chosen: no two ports of this VM get the same one */
+		held[i] = loopback_socket(strcmp(f->ports[i].proto, "UDP") == 0 ? SOCK_DGRAM : SOCK_STREAM, &(*hports)[i]);
+		if (held[i] < 0) {
+			*err = xasprintf("interface %s: no free host port for %d/%s: %s", f->name, f->ports[i].port,
+					 f->ports[i].proto, strerror(errno));
+			rc = -1;
+			break;
+		}
+		buf_printf(&b, "port %s %s %s %d %d\n", f->name, f->ports[i].name ? f->ports[i].name : "-",
+			   f->ports[i].proto, f->ports[i].port, (*hports)[i]);
+	}
+	for (int i = 0; i < f->nports; i++)
+		if (held[i] > 0)
+			close(held[i]);
+	free(held);
+	if (rc < 0) {
+		free(*hports);
+		*hports = NULL;
+		buf_free(&b);
+		return -1;
+	}
+	env->host_ports = *hports;
+	v->cur->net = buf_steal(&b);
+	return 0;
+}
+
 /* The second half of a start, once every containerDisk is on this host: the plan and the worker's request. */
 static void start_build(struct evm *v)
 {
@@ -853,7 +957,9 @@ static void start_build(struct evm *v)
 		.domain_type = eh->accel ? eh->accel : "qemu", .dom_name = dn, .vm_uid = v->uid, .vmi_uid = x->uid,
 		.launcher_uid = x->launcher, .generation = v->generation,
 	};
-	struct domxml_plan *plan = domxml_build(v->m, &env, &err);
+	int *hports = NULL;
+	struct domxml_plan *plan = pod_net(v, &env, &hports, &err) < 0 ? NULL : domxml_build(v->m, &env, &err);
+	free(hports);
 	free(imgs);
 	free(vols);
 	free(bridge);

@@ -27,6 +27,8 @@ struct exec {
 	char *how;               /* how it ended: Stopped, ShutdownByGuest, Crashed, FailedCreate, ... */
 	char *message;
 	char *images;            /* pulled containerDisks: "VOLUME IMAGE IMAGEID" lines (IMAGEID repo@sha256:...) */
+	char *net;               /* the pod network: "ip IFACE ADDRESS" and
+				  * "port IFACE NAME|- TCP|UDP GUESTPORT HOSTPORT" (on 127.0.0.1) lines */
 	char *pull_msg;          /* runtime: the pull's progress while the execution waits for its images */
 	uint64_t generation;     /* the VM generation it runs */
 	bool paused, agent, stop_by_us, tcg;

@@ -2,6 +2,7 @@
 #include "engine/host.h"
 
 #include <errno.h>
+#include <libvirt/libvirt-qemu.h>
 #include <libvirt/libvirt.h>
 #include <libvirt/virterror.h>
 #include <libxml/parser.h>
@@ -563,6 +564,30 @@ static int give_run_dir(struct host *h, const struct domxml_plan *p, char **err)
 	return rc;
 }
 
+/* The pod network's forwarded ports, through libvirt's QEMU monitor API while the guest is paused (libvirt's XML
+ * has no port forwarding for QEMU's user-mode network). HMP answers an empty text on success. 0, or -1 with
+ * *err. */
+static int hostfwd_add(virDomainPtr dom, const struct domxml_plan *p, char **err)
+{
+	for (int i = 0; p->hostfwd[i]; i++) {
+		char *res = NULL;
+		if (virDomainQemuMonitorCommand(dom, p->hostfwd[i], &res, VIR_DOMAIN_QEMU_MONITOR_COMMAND_HMP) < 0) {
+			*err = lv_error("port forwarding");
+			return -1;
+		}
+		bool ok = res == NULL || strspn(res, " \r\n") == strlen(res);
+		if (!ok) {
+			char *e = util_escape_display(res);
+			*err = xasprintf("port forwarding (%s): %s", p->hostfwd[i], e);
+			free(e);
+		}
+		free(res);
+		if (!ok)
+			return -1;
+	}
+	return 0;
+}
+
 static void do_start(struct host *h, struct host_req *r)
 {
 	char *err = NULL;
@@ -579,6 +604,10 @@ static void do_start(struct host *h, struct host_req *r)
 	/* paused first, so the console is attached before the guest prints its first byte */
 	if (virDomainCreateWithFlags(dom, VIR_DOMAIN_START_PAUSED) < 0) {
 		err = lv_error("start");
+		goto fail;
+	}
+	if (r->plan->hostfwd && hostfwd_add(dom, r->plan, &err) < 0) {
+		virDomainDestroy(dom);
 		goto fail;
 	}
 	char *cerr = NULL;

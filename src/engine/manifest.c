@@ -527,11 +527,9 @@ static bool parse_volume(struct vctx *v, yaml_node_t *n, const char *path, struc
 {
 	static const struct key_rule rules[] = {
 		{ "name", NULL }, { "hostDisk", NULL }, { "persistentVolumeClaim", NULL }, { "emptyDisk", NULL },
-		{ "containerDisk", NULL }, { "cloudInitNoCloud", NULL },
+		{ "containerDisk", NULL }, { "cloudInitNoCloud", NULL }, { "cloudInitConfigDrive", NULL },
 		{ "dataVolume", "CDI DataVolumes need a cluster; use persistentVolumeClaim (a file in the engine's "
 				"volume directory)" },
-		{ "cloudInitConfigDrive", "config-drive cloud-init is not supported by the engine; use "
-					  "cloudInitNoCloud" },
 		{ "ephemeral", "ephemeral PVC overlays are not supported by the engine" },
 		{ "configMap", "configMaps need a cluster" },
 		{ "secret", "secrets need a cluster" },
@@ -630,14 +628,18 @@ static bool parse_volume(struct vctx *v, yaml_node_t *n, const char *path, struc
 		free(p);
 		p = NULL;
 	}
-	if ((k = get(v, n, "cloudInitNoCloud"))) {
+	const char *ci = get(v, n, "cloudInitNoCloud") ? "cloudInitNoCloud" : "cloudInitConfigDrive";
+	if ((k = get(v, n, ci))) {
 		static const struct key_rule r[] = { { "userData", NULL }, { "userDataBase64", NULL },
 			{ "networkData", NULL }, { "networkDataBase64", NULL },
 			{ "secretRef", "secrets need a cluster; put userData inline" },
 			{ "networkDataSecretRef", "secrets need a cluster; put networkData inline" }, { NULL, NULL } };
 		kinds++;
 		vol->type = MF_VOL_CLOUDINIT;
-		p = sub(path, "cloudInitNoCloud");
+		vol->config_drive = strcmp(ci, "cloudInitConfigDrive") == 0;
+		p = sub(path, ci);
+		if (get(v, n, "cloudInitNoCloud") && get(v, n, "cloudInitConfigDrive"))
+			kinds++; /* both: refused below */
 		char *ub = NULL, *nb = NULL;
 		if (!want_map(v, k, p) || !check_keys(v, k, p, r) ||
 		    !get_str(v, k, "userData", p, &vol->user_data) || !get_str(v, k, "userDataBase64", p, &ub) ||
@@ -673,13 +675,56 @@ out:
 	return v->err == NULL;
 }
 
+/* interfaces[].ports as KubeVirt validates them: port 1..65535 (required), protocol TCP or UDP (default TCP),
+ * an optional name; no port twice per protocol; only on masquerade (bridge binding puts the guest on the
+ * bridge's network itself). */
+static bool parse_ports(struct vctx *v, yaml_node_t *ports, const char *path, struct mf_iface *f)
+{
+	static const struct key_rule r[] = { { "name", NULL }, { "port", NULL }, { "protocol", NULL }, { NULL, NULL } };
+	char *pp = sub(path, "ports");
+	if (ports->type != YAML_SEQUENCE_NODE) {
+		fail(v, pp, "expected a list");
+		goto out;
+	}
+	if (f->bridge) {
+		fail(v, pp, "ports are forwarded only on masquerade interfaces");
+		goto out;
+	}
+	f->ports = xcalloc(ydoc_len(ports) + 1, sizeof *f->ports);
+	for (size_t i = 0; i < ydoc_len(ports) && v->err == NULL; i++) {
+		yaml_node_t *n = ydoc_at(v->doc, ports, i);
+		struct mf_port *pt = &f->ports[f->nports++];
+		char *pi = idx(pp, i), *proto = NULL;
+		if (check_keys(v, n, pi, r) && get_str(v, n, "name", pi, &pt->name) &&
+		    get_int(v, n, "port", pi, 1, 65535, &pt->port) && get_str(v, n, "protocol", pi, &proto)) {
+			if (pt->port == 0)
+				fail(v, pi, "port is required");
+			else if (pt->name && !check_label(v, pi, "name", pt->name))
+				;
+			else if (proto && strcmp(proto, "TCP") && strcmp(proto, "UDP")) {
+				char *pr = sub(pi, "protocol");
+				fail(v, pr, "protocol \"%s\" is not one of TCP, UDP", proto);
+				free(pr);
+			} else {
+				pt->proto = proto && strcmp(proto, "UDP") == 0 ? "UDP" : "TCP";
+				for (int j = 0; j + 1 < f->nports; j++)
+					if (f->ports[j].port == pt->port && strcmp(f->ports[j].proto, pt->proto) == 0)
+						fail(v, pi, "port %d/%s is listed twice", pt->port, pt->proto);
+			}
+		}
+		free(proto);
+		free(pi);
+	}
+out:
+	free(pp);
+	return v->err == NULL;
+}
+
 static bool parse_iface(struct vctx *v, yaml_node_t *n, const char *path, struct mf_iface *f)
 {
 	static const struct key_rule rules[] = {
 		{ "name", NULL }, { "masquerade", NULL }, { "bridge", NULL }, { "model", NULL },
-		{ "macAddress", NULL },
-		{ "ports", "port forwarding is not supported on user-mode networking (every outbound connection "
-			   "works; inbound needs a bridge)" },
+		{ "macAddress", NULL }, { "ports", NULL },
 		{ "sriov", "SR-IOV needs a cluster" },
 		{ "slirp", "slirp binding is deprecated in KubeVirt; use masquerade" },
 		{ "macvtap", "macvtap binding is not supported by the engine" },
@@ -703,6 +748,9 @@ static bool parse_iface(struct vctx *v, yaml_node_t *n, const char *path, struct
 	if ((mq != NULL) == (br != NULL))
 		return fail(v, path, "exactly one of masquerade or bridge is required");
 	f->bridge = br != NULL;
+	yaml_node_t *ports = get(v, n, "ports");
+	if (ports && !ydoc_is_null(ports) && !parse_ports(v, ports, path, f))
+		return false;
 	if (f->model) {
 		static const char *models[] = { "virtio", "e1000", "e1000e", "rtl8139", NULL };
 		size_t i;
@@ -1403,6 +1451,9 @@ void manifest_free(struct manifest *m)
 		free(m->ifaces[i].model);
 		free(m->ifaces[i].mac);
 		free(m->ifaces[i].host_bridge);
+		for (int j = 0; j < m->ifaces[i].nports; j++)
+			free(m->ifaces[i].ports[j].name);
+		free(m->ifaces[i].ports);
 	}
 	free(m->ifaces);
 	free(m->hostname);

@@ -7,8 +7,10 @@
  *    manifest_image_candidates), then in the cache of images pulled from registries (imgcache.h); kernelBoot kernelPath/initrdPath are taken inside that image directory entry
  *    when it is a directory, or as host paths when the image is the literal "host" or absent.
  *  - persistentVolumeClaim.claimName: a file in the engine's volume directory, <voldir>/<ns>/<claim>.img.
- *  - emptyDisk: a sparse file created for each execution; cloudInitNoCloud: a NoCloud seed ISO per execution.
- *  - masquerade on the pod network: user-mode networking; bridge: a host bridge (the pod network's bridge
+ *  - emptyDisk: a sparse file created for each execution; cloudInitNoCloud: a NoCloud seed ISO per execution;
+ *    cloudInitConfigDrive: an OpenStack config drive (label config-2) per execution.
+ *  - masquerade on the pod network: passt (KubeVirt's 10.0.2.0/24: guest 10.0.2.2, gateway 10.0.2.1) with the
+ *    interface's ports forwarded from 127.0.0.1 on the host; bridge: a host bridge (the pod network's bridge
  *    comes from the setting engine.bridge / $KVCON_ENGINE_BRIDGE; a multus network names the bridge). */
 #ifndef KVCON_ENGINE_MANIFEST_H
 #define KVCON_ENGINE_MANIFEST_H
@@ -40,12 +42,21 @@ struct mf_volume {
 	bool readonly;     /* PVC readOnly */
 	char *image;       /* containerDisk image */
 	char *pull_policy; /* containerDisk imagePullPolicy as written (NULL: Kubernetes' default) */
-	char *user_data, *network_data; /* cloudInitNoCloud, decoded */
+	char *user_data, *network_data; /* cloudInitNoCloud or cloudInitConfigDrive, decoded */
+	bool config_drive;               /* cloudInitConfigDrive (an OpenStack config-2 drive), else NoCloud */
+};
+
+/* interfaces[].ports: a guest port the host forwards (masquerade on the pod network only) */
+struct mf_port {
+	char *name;         /* NULL when unnamed */
+	const char *proto;  /* "TCP" or "UDP" */
+	int port;           /* 1..65535 */
 };
 
 struct mf_iface {
 	char *name;
 	bool bridge;   /* binding bridge; else masquerade */
+	struct mf_port *ports; int nports;
 	char *model;   /* virtio (default), e1000, e1000e, rtl8139 */
 	char *mac;
 	char *host_bridge; /* bridge binding: the host bridge (NULL: engine.bridge setting) */

@@ -31,6 +31,7 @@ void exec_free(struct exec *x)
 	free(x->how);
 	free(x->message);
 	free(x->images);
+	free(x->net);
 	free(x->pull_msg);
 	emig_free(x->mig);
 	free(x);
@@ -97,6 +98,7 @@ static const struct ejson_field exec_rows[] = {
 	{ "how", EJ_STR, offsetof(struct exec, how), NULL },
 	{ "message", EJ_STR, offsetof(struct exec, message), NULL },
 	{ "imageIDs", EJ_STR, offsetof(struct exec, images), NULL },
+	{ "network", EJ_STR, offsetof(struct exec, net), NULL },
 	{ "generation", EJ_U64, offsetof(struct exec, generation), NULL },
 	{ "paused", EJ_BOOL, offsetof(struct exec, paused), NULL },
 	{ "stopByUs", EJ_BOOL, offsetof(struct exec, stop_by_us), NULL },

@@ -77,6 +77,8 @@ void obj_free(struct obj *o)
 		for (int i = 0; i < v->nips; i++)
 			free(v->ips[i]);
 		free(v->ips);
+		free(v->ip_ifaces);
+		free(v->fwds);
 		conds_free(v->conds, v->nconds);
 		free(v->phases);
 		free(v->guest_os);
@@ -187,6 +189,9 @@ static void pk_relink(struct obj *o, struct packer *k)
 			if (v->ips)
 				v->ips[i] = s;
 		}
+		if (v->ip_ifaces)
+			v->ip_ifaces = pk_mem(k, v->ip_ifaces, (size_t)v->nips * sizeof *v->ip_ifaces, _Alignof(char *));
+		v->fwds = pk_mem(k, v->fwds, (size_t)v->nfwds * sizeof *v->fwds, _Alignof(struct port_fwd));
 		v->conds = pk_conds(k, v->conds, v->nconds);
 		v->phases = pk_mem(k, v->phases, (size_t)v->nphases * sizeof *v->phases, _Alignof(struct phase_time));
 		v->guest_os = pk_str(k, v->guest_os);
@@ -380,6 +385,7 @@ size_t obj_heap_size(const struct obj *o)
 	}
 	case OBJ_VMI: {
 		const struct vmi *v = (const struct vmi *)o;
+		n += sz(v->ip_ifaces) + sz(v->fwds);
 		n += sz(v->ip) + sz(v->ips) + sz(v->conds) + sz(v->phases) + sz(v->guest_os) + sz(v->active) + sz(v->mig);
 		if (v->mig)
 			n += sz(v->mig->source_pod) + sz(v->mig->target_pod) + sz(v->mig->failure_reason);

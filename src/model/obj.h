@@ -98,6 +98,12 @@ struct active_pod {
 	const char *node;
 };
 
+/* A guest port the engine forwards from the host (interfaces[].ports on the pod network); strings interned. */
+struct port_fwd {
+	const char *iface, *name, *proto; /* name NULL when unnamed; proto "TCP" or "UDP" */
+	int port, host_port;              /* the guest's port; the host's, on 127.0.0.1 */
+};
+
 struct vmi {
 	struct obj o;
 	char vm_uid[UID_LEN];        /* ownerReferences kind VirtualMachine */
@@ -106,6 +112,8 @@ struct vmi {
 	const char *node;
 	char *ip;                    /* status.interfaces[0].ipAddress */
 	char **ips; int nips;        /* every interface address (owned) */
+	const char **ip_ifaces;      /* engine: the interface of each of ips (interned), or NULL */
+	struct port_fwd *fwds; int nfwds; /* engine: forwarded ports */
 	struct cond *conds;
 	int nconds;
 	struct phase_time *phases;

@@ -143,7 +143,32 @@ static struct json_object *vmi_json(const struct vmi *v)
 		struct json_object *ifs = json_object_new_array();
 		for (int i = 0; i < v->nips; i++) {
 			struct json_object *j = json_object_new_object();
+			if (v->ip_ifaces && v->ip_ifaces[i])
+				put_str(j, "name", v->ip_ifaces[i]);
 			put_str(j, "ipAddress", v->ips[i]);
+			struct json_object *all = json_object_new_array();
+			json_object_array_add(all, json_object_new_string(v->ips[i]));
+			json_object_object_add(j, "ipAddresses", all);
+			if (v->ip_ifaces && v->ip_ifaces[i]) /* the engine's: from the domain's network, not a guest agent */
+				put_str(j, "infoSource", "domain");
+			/* the engine's own: the interface's ports it forwards from the host */
+			struct json_object *fw = NULL;
+			for (int k = 0; k < v->nfwds; k++) {
+				const struct port_fwd *f = &v->fwds[k];
+				if (v->ip_ifaces == NULL || f->iface != v->ip_ifaces[i])
+					continue;
+				struct json_object *e = json_object_new_object();
+				put_str(e, "name", f->name);
+				json_object_object_add(e, "port", json_object_new_int(f->port));
+				put_str(e, "protocol", f->proto);
+				put_str(e, "hostIP", "127.0.0.1");
+				json_object_object_add(e, "hostPort", json_object_new_int(f->host_port));
+				if (fw == NULL)
+					fw = json_object_new_array();
+				json_object_array_add(fw, e);
+			}
+			if (fw)
+				json_object_object_add(j, "forwardedPorts", fw);
 			json_object_array_add(ifs, j);
 		}
 		json_object_object_add(st, "interfaces", ifs);

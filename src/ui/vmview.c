@@ -114,7 +114,15 @@ static void vmi_panel(struct panel *p, const struct vmi *vmi)
 	pl(p, 0, "uid: %s", vmi->o.uid);
 	pl(p, 0, "node: %s", nz(vmi->node));
 	for (int i = 0; i < vmi->nips; i++)
-		pl(p, 0, "ip: %s", vmi->ips[i]);
+		if (vmi->ip_ifaces && vmi->ip_ifaces[i])
+			pl(p, 0, "ip: %s (%s)", vmi->ips[i], vmi->ip_ifaces[i]);
+		else
+			pl(p, 0, "ip: %s", vmi->ips[i]);
+	for (int i = 0; i < vmi->nfwds; i++) {
+		const struct port_fwd *f = &vmi->fwds[i];
+		pl(p, 0, "port: %s%s%d/%s <- 127.0.0.1:%d", f->name ? f->name : "", f->name ? " " : "", f->port, f->proto,
+		   f->host_port);
+	}
 	const struct migration_state *m = vmi_mig(vmi);
 	if (m->present) {
 		const char *st = m->failed ? "Failed" : m->completed ? "Succeeded" : m->abort_requested ? "Aborting" : "Running";

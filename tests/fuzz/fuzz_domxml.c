@@ -97,7 +97,7 @@ static const char *const elements[] = {
 	"os", "type", "firmware", "feature", "kernel", "initrd", "cmdline", "boot", "features", "acpi", "apic",
 	"smm", "clock", "on_poweroff", "on_reboot", "on_crash", "devices", "disk", "driver", "source", "target",
 	"readonly", "serial", "alias", "controller", "interface", "mac", "console", "log", "channel", "graphics",
-	"video", "rng", "backend", "memballoon", NULL,
+	"video", "rng", "backend", "memballoon", "ip", NULL,
 };
 
 static void violation(const char *what, const char *detail, const char *xml)
@@ -230,6 +230,13 @@ static void check_build(const struct manifest *m, const struct domxml_env *env)
 		free(needs[i].path);
 	}
 	free(needs);
+	/* the forwarded ports' monitor commands: one fixed shape, whatever the manifest held */
+	for (int i = 0; p->hostfwd && p->hostfwd[i]; i++) {
+		const char *c = p->hostfwd[i];
+		if (strncmp(c, "hostfwd_add hostua-", 19) != 0 || strspn(c + 19, "abcdefghijklmnopqrstuvwxyz0123456789-") == 0 ||
+		    strspn(c, "abcdefghijklmnopqrstuvwxyz0123456789-_:. ") != strlen(c))
+			violation("a monitor command out of shape", c, p->xml);
+	}
 	domxml_plan_free(p);
 }
 
@@ -250,6 +257,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				  .vm_uid = "11111111-1111-4111-8111-111111111111",
 				  .vmi_uid = "22222222-2222-4222-8222-222222222222",
 				  .launcher_uid = "33333333-3333-4333-8333-333333333333" };
+	int hports[64];
+	for (int i = 0; i < 64; i++)
+		hports[i] = 40000 + i;
+	bool few = true;
+	for (int i = 0; i < m->nifaces; i++)
+		few &= m->ifaces[i].nports <= 64;
+	if (few)
+		env.host_ports = hports;
 	check_build(m, &env);
 	/* The writer on its own: the validator bypassed, interface names, the disk serial and the kernel command
 	 * line set to the input's last line (they reach only attributes and text, never a path). Whatever they

@@ -373,6 +373,65 @@ static void test_reading(void)
 	free(v);
 }
 
+/* masquerade: QEMU's user network on 10.0.2.0/24; ports forwarded from 127.0.0.1 through monitor commands only
+ * when the engine chose host ports; a config drive is an ISO labelled config-2 with OpenStack's layout. */
+static void test_pod_net(const struct domxml_env *env0, const char *run)
+{
+	const char *y = "apiVersion: kubevirt.io/v1\nkind: VirtualMachine\nmetadata: {name: n}\nspec:\n"
+			"  template:\n    spec:\n      domain:\n        memory: {guest: 64Mi}\n        devices:\n"
+			"          interfaces:\n          - name: default\n            masquerade: {}\n            ports:\n"
+			"            - {name: ssh, port: 22}\n            - {port: 53, protocol: UDP}\n"
+			"      networks: [{name: default, pod: {}}]\n      volumes:\n"
+			"      - {name: cd, cloudInitConfigDrive: {userData: \"#cloud-config\\n\", networkData: \"{}\"}}\n";
+	char *err = NULL;
+	struct manifest *m = manifest_parse(y, strlen(y), &err);
+	T_CHECK(m != NULL);
+	if (m == NULL) {
+		fprintf(stderr, "%s\n", err);
+		free(err);
+		return;
+	}
+	T_EQ_INT(m->ifaces[0].nports, 2);
+	T_EQ_STR(m->ifaces[0].ports[1].proto, "UDP");
+	T_CHECK(m->vols[0].config_drive);
+	struct domxml_env env = *env0;
+	env.run_dir = run;
+	struct domxml_plan *p = domxml_build(m, &env, &err);
+	T_CHECK(p && has(p->xml, "<interface type=\"user\">") &&
+		has(p->xml, "<ip family=\"ipv4\" address=\"10.0.2.0\" prefix=\"24\"/>"));
+	T_CHECK(p && p->hostfwd == NULL); /* no host ports chosen: nothing forwarded */
+	domxml_plan_free(p);
+	int hp[] = { 40022, 40053 };
+	env.host_ports = hp;
+	p = domxml_build(m, &env, &err);
+	T_CHECK(p && p->hostfwd && p->hostfwd[0] && p->hostfwd[1] && p->hostfwd[2] == NULL);
+	if (p && p->hostfwd && p->hostfwd[0] && p->hostfwd[1]) {
+		T_EQ_STR(p->hostfwd[0], "hostfwd_add hostua-default tcp:127.0.0.1:40022-:22");
+		T_EQ_STR(p->hostfwd[1], "hostfwd_add hostua-default udp:127.0.0.1:40053-:53");
+		T_EQ_STR(p->pod_iface, "default");
+	}
+	/* the config drive, really made: ISO 9660 label config-2 at offset 32808, OpenStack's file names */
+	err = NULL;
+	T_EQ_INT(p ? domxml_prepare(p, &err) : -1, 0);
+	if (err)
+		fprintf(stderr, "prepare: %s\n", err);
+	char *iso = xasprintf("%s/cloudinit-cd.iso", run);
+	size_t n = 0;
+	char *data = util_read_file(iso, &n);
+	T_CHECK(data && n > 32808 + 8 && memcmp(data + 32808, "config-2", 8) == 0);
+	bool ud = false, md = false, nd = false;
+	for (size_t i = 0; data && i + 17 < n; i++) {
+		ud |= memcmp(data + i, "user_data", 9) == 0;
+		md |= memcmp(data + i, "meta_data.json", 14) == 0;
+		nd |= memcmp(data + i, "network_data.json", 17) == 0;
+	}
+	T_CHECK(ud && md && nd);
+	free(data);
+	free(iso);
+	domxml_plan_free(p);
+	manifest_free(m);
+}
+
 int main(void)
 {
 	test_reading();
@@ -520,6 +579,7 @@ int main(void)
 	free(util_read_file(c, &n));
 	T_CHECK(n > 0);
 	T_CHECK(access(e, R_OK) == 0);
+	test_pod_net(&env, run);
 	test_writer(&env);
 	test_confinement(dir);
 	char *cmd = xasprintf("rm -rf '%s'", dir);
