@@ -3,7 +3,7 @@ PREFIX  ?= /usr/local
 DESTDIR ?=
 BUILD   ?= build
 CC      ?= cc
-PKGS     = ncursesw libcurl json-c vterm libvncclient libvirt yaml-0.1 zlib libxml-2.0 libarchive libcrypto
+PKGS     = ncursesw libcurl json-c vterm libvncclient libvirt yaml-0.1 zlib libxml-2.0 libarchive libcrypto libmicrohttpd
 WARN     = -Wall -Wextra -Wshadow -Wformat=2 -Werror
 CFLAGS  ?= -O2 -g
 ALL_CFLAGS = -std=c11 -D_GNU_SOURCE $(WARN) $(CFLAGS) -Isrc $(shell pkg-config --cflags $(PKGS) 2>/dev/null) -MMD -MP
