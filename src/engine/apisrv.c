@@ -607,6 +607,32 @@ static enum MHD_Result send_status(struct MHD_Connection *c, unsigned code, cons
 	return rc;
 }
 
+/* 422 as the API server words it: details.kind is the Kind and each cause names its field, so that kubectl prints
+ * `The VirtualMachine "x" is invalid: spec.field: reason`. why is the engine's "field.path: reason". */
+static enum MHD_Result send_invalid(struct MHD_Connection *c, const char *name, const char *why)
+{
+	char *msg = xasprintf("VirtualMachine.kubevirt.io \"%s\" is invalid: %s", name, why);
+	json_object *s = status_json(422, "Invalid", msg, R_COUNT, NULL);
+	json_object *d = json_object_new_object(), *causes = json_object_new_array(), *cause = json_object_new_object();
+	json_object_object_add(d, "name", jstr(name));
+	json_object_object_add(d, "group", jstr("kubevirt.io"));
+	json_object_object_add(d, "kind", jstr("VirtualMachine"));
+	const char *sep = strstr(why, ": ");
+	char *field = sep ? xstrndup(why, (size_t)(sep - why)) : NULL;
+	json_object_object_add(cause, "reason", jstr("FieldValueInvalid"));
+	json_object_object_add(cause, "message", jstr(sep ? sep + 2 : why));
+	if (field && strchr(field, ' ') == NULL)
+		json_object_object_add(cause, "field", jstr(field));
+	else
+		json_object_object_add(cause, "message", jstr(why));
+	json_object_array_add(causes, cause);
+	json_object_object_add(d, "causes", causes);
+	json_object_object_add(s, "details", d);
+	free(field);
+	free(msg);
+	return send_json(c, 422, s);
+}
+
 static enum MHD_Result not_found(struct MHD_Connection *c, enum res r, const char *name)
 {
 	const char *g = RES[r].group;
@@ -1305,8 +1331,7 @@ static enum MHD_Result do_apply(struct MHD_Connection *c, json_object *o, const 
 	free(text);
 	free(result);
 	if (rc < 0) {
-		enum MHD_Result r = send_status(c, 422, "Invalid", R_VM, name, "VirtualMachine.kubevirt.io \"%s\" is invalid: %s",
-						name, err ? err : "refused");
+		enum MHD_Result r = send_invalid(c, name, err ? err : "refused");
 		free(err);
 		return r;
 	}
@@ -1346,8 +1371,7 @@ static enum MHD_Result create_vm(struct MHD_Connection *c, struct reqctx *rq, co
 	if (kind && strcmp(kind, "VirtualMachine") != 0)
 		rc = send_status(c, 400, "BadRequest", R_COUNT, NULL, "kind %s does not match virtualmachines", kind);
 	else if (name == NULL || !manifest_dns_subdomain(name))
-		rc = send_status(c, 422, "Invalid", R_VM, name,
-				 "VirtualMachine.kubevirt.io \"%s\" is invalid: metadata.name: Invalid value", name ? name : "");
+		rc = send_invalid(c, name ? name : "", "metadata.name: Invalid value: a lowercase RFC 1123 subdomain is required");
 	else if (mns && strcmp(mns, ns) != 0)
 		rc = send_status(c, 400, "BadRequest", R_COUNT, NULL,
 				 "the namespace of the provided object does not match the namespace sent on the request");

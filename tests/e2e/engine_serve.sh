@@ -1,0 +1,152 @@
+#!/bin/bash
+# `kvcon engine serve`: the engine as a single-host KubeVirt, driven by the REAL kubectl through the kubeconfig
+# the service writes (HTTPS on 127.0.0.1, its own CA and bearer token), and by curl on its unix socket. A real
+# TCG guest on the embedded driver: apply, get -o wide, wait for Running, the launcher pod's owner, events, a watch
+# that sees a restart (KubeVirt's subresource over the unix socket), apply of a change, paging, 401 without the
+# token, 422 for a bad manifest, delete.
+set -euo pipefail
+HERE=$(cd "$(dirname "$0")" && pwd)
+. "$HERE/engine-lib.bash"
+
+engine_needs "the embedded libvirt driver runs guests under its own account only as root" kubectl curl
+engine_embed_up kvs
+export HOME=$ENGINE_T/home # kubectl's discovery cache, private to the test
+mkdir -p "$HOME"
+SOCK=$ENGINE_T/api.sock
+SRV=
+stop_srv() {
+    [[ -n $SRV ]] && kill -TERM "$SRV" 2>/dev/null && wait "$SRV" 2>/dev/null || true
+    SRV=
+}
+trap 'stop_srv; engine_embed_cleanup' EXIT
+
+step "serve: unix socket and HTTPS, kubeconfig written"
+"$KV" -c "$URI" engine serve --socket "$SOCK" --https 0 >"$ENGINE_T/serve.out" 2>"$ENGINE_T/serve.err" &
+SRV=$!
+wait_eq 120 "engine serving" tail -n1 "$ENGINE_T/serve.out" || { cat "$ENGINE_T/serve.err"; fail "serve did not start"; }
+grep -qx "socket: $SOCK" "$ENGINE_T/serve.out" || fail "socket path not printed"
+KCFG=$(sed -n 's/^kubeconfig: //p' "$ENGINE_T/serve.out")
+PORT=$(sed -n 's|^https: https://127.0.0.1:||p' "$ENGINE_T/serve.out")
+[[ $KCFG == "$XDG_STATE_HOME"/kvcon/engine-kubeconfig && -f $KCFG && $PORT -gt 0 ]] || fail "kubeconfig/port: $KCFG $PORT"
+[[ $(stat -c %a "$SOCK") == 600 ]] || fail "socket mode $(stat -c %a "$SOCK")"
+[[ $(stat -c %a "$KCFG") == 600 ]] || fail "kubeconfig mode $(stat -c %a "$KCFG")"
+TOKEN=$(awk '/token:/ {print $2}' "$KCFG")
+[[ ${#TOKEN} == 64 ]] || fail "no token in the kubeconfig"
+export KUBECONFIG=$KCFG
+[[ $(kubectl config current-context) == kvcon-engine ]] || fail "context name"
+k() { kubectl --request-timeout=60s "$@"; }
+
+step "401 without the token (or with a wrong one); 200 with it, the server's certificate checked against the CA"
+code=$(curl -sk -o "$ENGINE_T/401.json" -w '%{http_code}' "https://127.0.0.1:$PORT/api/v1/pods")
+[[ $code == 401 && $(jq -r '.kind + " " + .reason' "$ENGINE_T/401.json") == "Status Unauthorized" ]] ||
+    fail "no token: $code $(cat "$ENGINE_T/401.json")"
+code=$(curl -sk -o /dev/null -w '%{http_code}' -H "Authorization: Bearer $(tr 0-9a-f 1-9a-f0 <<<"$TOKEN")" "https://127.0.0.1:$PORT/api/v1/pods")
+[[ $code == 401 ]] || fail "wrong token: $code"
+awk '/certificate-authority-data:/ {print $2}' "$KCFG" | base64 -d >"$ENGINE_T/ca.crt"
+code=$(curl -s --cacert "$ENGINE_T/ca.crt" -o /dev/null -w '%{http_code}' -H "Authorization: Bearer $TOKEN" \
+    "https://127.0.0.1:$PORT/apis/kubevirt.io/v1/virtualmachines")
+[[ $code == 200 ]] || fail "with the token: $code"
+
+step "kubectl apply -f vm.yaml"
+m=$(engine_manifest "$ENGINE_T/demo.yaml" demo Always 192Mi)
+out=$(k apply -f "$m")
+[[ $out == "virtualmachine.kubevirt.io/demo created" ]] || fail "apply: $out"
+
+step "kubectl wait for Running; kubectl get vm,vmi,pods -o wide"
+k wait --for=jsonpath='{.status.phase}'=Running vmi/demo --timeout=120s || fail "kubectl wait"
+k get vm,vmi,pods -o wide >"$ENGINE_T/get.out" || fail "kubectl get -o wide"
+cat "$ENGINE_T/get.out"
+grep -Eq '^virtualmachine.kubevirt.io/demo +[0-9a-z]+ +Running +True' "$ENGINE_T/get.out" || fail "vm row"
+grep -q 'LIVE-MIGRATABLE' "$ENGINE_T/get.out" || fail "no wide VMI columns"
+grep -Eq '^virtualmachineinstance.kubevirt.io/demo +[0-9a-z]+ +Running ' "$ENGINE_T/get.out" || fail "vmi row"
+grep -Eq '^pod/virt-launcher-demo-[0-9a-f]{5} +1/1 +Running ' "$ENGINE_T/get.out" || fail "pod row"
+
+step "the launcher pod's owner is the VMI (its UID)"
+VMI1=$(k get vmi demo -o jsonpath='{.metadata.uid}')
+owner=$(k get pods -l kubevirt.io=virt-launcher -o custom-columns=NAME:.metadata.name,OWNER:.metadata.ownerReferences[0].uid --no-headers)
+[[ $owner == virt-launcher-demo-*" $VMI1" ]] || fail "owner: '$owner' vs VMI $VMI1"
+[[ $(k get pods -l kubevirt.io/created-by="$VMI1" -o name) == pod/virt-launcher-demo-* ]] || fail "created-by label"
+[[ -z $(k get pods -l 'kubevirt.io notin (virt-launcher)' -o name) ]] || fail "notin selector"
+
+step "kubectl get events --sort-by=.metadata.creationTimestamp"
+k get events --sort-by=.metadata.creationTimestamp >"$ENGINE_T/events.out" || fail "get events"
+grep -q 'Started' "$ENGINE_T/events.out" || fail "no Started event: $(cat "$ENGINE_T/events.out")"
+
+step "paging over the unix socket: limit=1 and continue"
+curl -sf --unix-socket "$SOCK" "http://engine/api/v1/namespaces/default/events?limit=1" >"$ENGINE_T/p1.json"
+[[ $(jq '.items | length' "$ENGINE_T/p1.json") == 1 ]] || fail "page 1"
+cont=$(jq -r '.metadata.continue' "$ENGINE_T/p1.json")
+[[ -n $cont && $cont != null ]] || fail "no continue token"
+curl -sf --unix-socket "$SOCK" "http://engine/api/v1/namespaces/default/events?limit=100&continue=$cont" >"$ENGINE_T/p2.json"
+n=$(curl -sf --unix-socket "$SOCK" "http://engine/api/v1/events" | jq '.items | length')
+[[ $(jq '.items | length' "$ENGINE_T/p2.json") == $((n - 1)) ]] || fail "page 2 is not the rest of $n"
+[[ $(jq -r '.items[0].metadata.name' "$ENGINE_T/p1.json") != $(jq -r '.items[0].metadata.name' "$ENGINE_T/p2.json") ]] ||
+    fail "page 2 repeats page 1"
+
+step "kubectl get vm -w sees a restart (the subresource, over the unix socket)"
+k get vm -w >"$ENGINE_T/watch.out" 2>&1 &
+WP=$!
+wait_eq 30 1 grep -c '^demo ' "$ENGINE_T/watch.out" || fail "the watch did not list demo"
+code=$(curl -s --unix-socket "$SOCK" -X PUT -o /dev/null -w '%{http_code}' \
+    "http://engine/apis/subresources.kubevirt.io/v1/namespaces/default/virtualmachines/demo/restart")
+[[ $code == 202 ]] || fail "restart: $code"
+until=$(($(date +%s) + 60))
+while ! grep -Eq '^demo +[0-9a-z]+ +(Stopping|Stopped|Starting)' "$ENGINE_T/watch.out" && (($(date +%s) < until)); do
+    sleep 0.2
+done
+kill $WP 2>/dev/null || true
+wait $WP 2>/dev/null || true
+cat "$ENGINE_T/watch.out"
+grep -Eq '^demo +[0-9a-z]+ +(Stopping|Stopped|Starting)' "$ENGINE_T/watch.out" || fail "the watch saw no change"
+# a new execution: another VMI UID, Running
+until=$(($(date +%s) + 120))
+VMI2=
+while (($(date +%s) < until)); do
+    got=$(k get vmi demo -o jsonpath='{.metadata.uid} {.status.phase}' 2>/dev/null || true)
+    [[ $got == *" Running" && $got != "$VMI1 "* ]] && VMI2=${got% *} && break
+    sleep 0.3
+done
+[[ -n $VMI2 && $VMI2 != "$VMI1" ]] || fail "restart kept the VMI uid"
+
+step "kubectl apply of a change: configured, generation 2, last-applied kept"
+sed 's/guest: 192Mi/guest: 256Mi/' "$m" >"$ENGINE_T/demo2.yaml"
+out=$(k apply -f "$ENGINE_T/demo2.yaml")
+[[ $out == "virtualmachine.kubevirt.io/demo configured" ]] || fail "re-apply: $out"
+[[ $(k get vm demo -o jsonpath='{.spec.template.spec.domain.memory.guest} {.metadata.generation}') == "256Mi 2" ]] ||
+    fail "the change was not stored"
+k get vm demo -o jsonpath='{.metadata.annotations.kubectl\.kubernetes\.io/last-applied-configuration}' | grep -q 256Mi ||
+    fail "last-applied annotation"
+out=$(k apply -f "$ENGINE_T/demo2.yaml")
+[[ $out == "virtualmachine.kubevirt.io/demo unchanged" ]] || fail "unchanged: $out"
+
+step "a bad manifest: 422, exit 1, nothing stored"
+sed -e 's/name: demo/name: bad/' -e 's/runStrategy: Always/runStrategy: Sometimes/' "$m" >"$ENGINE_T/bad.yaml"
+rc=0
+k apply -f "$ENGINE_T/bad.yaml" >"$ENGINE_T/bad.out" 2>&1 || rc=$?
+[[ $rc == 1 ]] || fail "bad manifest exit $rc"
+grep -q 'The VirtualMachine "bad" is invalid: spec.runStrategy' "$ENGINE_T/bad.out" || fail "bad: $(cat "$ENGINE_T/bad.out")"
+code=$(curl -s --unix-socket "$SOCK" -o "$ENGINE_T/422.json" -w '%{http_code}' -X POST -H 'Content-Type: application/json' \
+    -d '{"apiVersion":"kubevirt.io/v1","kind":"VirtualMachine","metadata":{"name":"bad"},"spec":{"runStrategy":"Sometimes"}}' \
+    "http://engine/apis/kubevirt.io/v1/namespaces/default/virtualmachines")
+[[ $code == 422 && $(jq -r .reason "$ENGINE_T/422.json") == Invalid ]] || fail "POST bad: $code"
+rc=0
+k get vm bad >/dev/null 2>&1 || rc=$?
+[[ $rc == 1 ]] || fail "bad was stored"
+code=$(curl -s --unix-socket "$SOCK" -o /dev/null -w '%{http_code}' "http://engine/apis/kubevirt.io/v1/namespaces/default/virtualmachines/Bad_Name")
+[[ $code == 400 ]] || fail "invalid name in the path: $code"
+
+step "kubectl delete vm demo: gone, no QEMU left"
+k delete vm demo --timeout=90s || fail "kubectl delete"
+rc=0
+k get vm demo >/dev/null 2>&1 || rc=$?
+[[ $rc == 1 ]] || fail "demo still there"
+[[ $(qemu_count demo) == 0 ]] || fail "QEMU of demo still running"
+
+step "the token never reaches the service's output or log"
+! grep -rqF "$TOKEN" "$ENGINE_T/serve.out" "$ENGINE_T/serve.err" "$XDG_STATE_HOME/kvcon/kvcon.log" 2>/dev/null ||
+    fail "the token was logged"
+
+step "SIGTERM: the service leaves and removes its socket"
+stop_srv
+[[ ! -e $SOCK ]] || fail "socket left behind"
+echo PASS
