@@ -249,7 +249,7 @@ int apisel_continue_decode(const char *tok, uint64_t *rv, char **last)
 		return -1;
 	}
 	*slash = 0;
-	if (apisel_rv_parse(raw, rv) < 0) {
+	if (apisel_rv_parse(raw, rv) < 0 || (raw[0] == '0' && raw[1] != 0)) { /* canonical: no leading zeros */
 		free(raw);
 		return -1;
 	}

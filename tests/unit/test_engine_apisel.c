@@ -1,0 +1,121 @@
+/* The engine service's pure request parsing (engine/apisel.c): label and field selectors as the API server reads
+ * them, continue tokens, resourceVersions. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/apisel.h"
+#include "t.h"
+
+struct labels {
+	const char *const *kv; /* key, value, ..., NULL */
+};
+
+static const char *get(void *arg, const char *key)
+{
+	const struct labels *l = arg;
+	for (int i = 0; l->kv[i]; i += 2)
+		if (strcmp(l->kv[i], key) == 0)
+			return l->kv[i + 1];
+	return NULL;
+}
+
+static int sel_matches(const char *s, bool fields, const char *const *kv)
+{
+	char *err = NULL;
+	struct apisel *sel = apisel_parse(s, fields, &err);
+	if (sel == NULL) {
+		free(err);
+		return -1;
+	}
+	struct labels l = { kv };
+	int m = apisel_match(sel, get, &l);
+	apisel_free(sel);
+	return m;
+}
+
+static void test_labels(void)
+{
+	const char *const pod[] = { "kubevirt.io", "virt-launcher", "kubevirt.io/created-by", "1234-abcd", "app", "web",
+				    NULL };
+	T_EQ_INT(sel_matches("", false, pod), 1);
+	T_EQ_INT(sel_matches(NULL, false, pod), 1);
+	T_EQ_INT(sel_matches("kubevirt.io=virt-launcher", false, pod), 1);
+	T_EQ_INT(sel_matches("kubevirt.io==virt-launcher", false, pod), 1);
+	T_EQ_INT(sel_matches("kubevirt.io!=virt-launcher", false, pod), 0);
+	T_EQ_INT(sel_matches("missing!=x", false, pod), 1); /* absent: not equal */
+	T_EQ_INT(sel_matches("kubevirt.io/created-by=1234-abcd,app=web", false, pod), 1);
+	T_EQ_INT(sel_matches("kubevirt.io/created-by=1234-abcd,app=db", false, pod), 0);
+	T_EQ_INT(sel_matches("app in (db, web)", false, pod), 1);
+	T_EQ_INT(sel_matches("app in (db,cache)", false, pod), 0);
+	T_EQ_INT(sel_matches("app notin (db)", false, pod), 1);
+	T_EQ_INT(sel_matches("tier notin (db)", false, pod), 1);
+	T_EQ_INT(sel_matches("app", false, pod), 1);
+	T_EQ_INT(sel_matches("!app", false, pod), 0);
+	T_EQ_INT(sel_matches("!tier", false, pod), 1);
+	T_EQ_INT(sel_matches("  app = web ", false, pod), 1);
+	/* malformed */
+	T_EQ_INT(sel_matches("app in db", false, pod), -1);
+	T_EQ_INT(sel_matches("app in (db", false, pod), -1);
+	T_EQ_INT(sel_matches("app=web;", false, pod), -1);
+	T_EQ_INT(sel_matches(",", false, pod), -1);
+	T_EQ_INT(sel_matches("=x", false, pod), -1);
+	char big[600];
+	memset(big, 'a', sizeof big - 1);
+	big[sizeof big - 1] = 0;
+	T_EQ_INT(sel_matches(big, false, pod), -1);
+}
+
+static void test_fields(void)
+{
+	const char *const vm[] = { "metadata.name", "demo", "metadata.namespace", "default", NULL };
+	T_EQ_INT(sel_matches("metadata.name=demo", true, vm), 1);
+	T_EQ_INT(sel_matches("metadata.name==demo,metadata.namespace=default", true, vm), 1);
+	T_EQ_INT(sel_matches("metadata.name!=demo", true, vm), 0);
+	T_EQ_INT(sel_matches("metadata.namespace=other", true, vm), 0);
+	T_EQ_INT(sel_matches("metadata.name in (demo)", true, vm), -1); /* fields take =, ==, != only */
+	T_EQ_INT(sel_matches("metadata.name", true, vm), -1);
+	T_EQ_INT(sel_matches("!metadata.name", true, vm), -1);
+}
+
+static void test_continue(void)
+{
+	char *t = apisel_continue_encode(42, "default/demo");
+	uint64_t rv = 0;
+	char *last = NULL;
+	T_EQ_INT(apisel_continue_decode(t, &rv, &last), 0);
+	T_EQ_INT(rv, 42);
+	T_EQ_STR(last, "default/demo");
+	free(last);
+	T_CHECK(strspn(t, "0123456789abcdef") == strlen(t)); /* safe in a query string */
+	free(t);
+	T_EQ_INT(apisel_continue_decode("", &rv, &last), -1);
+	T_EQ_INT(apisel_continue_decode("abc", &rv, &last), -1);      /* odd length */
+	T_EQ_INT(apisel_continue_decode("zz", &rv, &last), -1);       /* not hex */
+	T_EQ_INT(apisel_continue_decode("3432", &rv, &last), -1);     /* "42": no slash */
+	T_EQ_INT(apisel_continue_decode("2f6161", &rv, &last), -1);   /* "/aa": no resourceVersion */
+	T_EQ_INT(apisel_continue_decode("782f6161", &rv, &last), -1); /* "x/aa": not a number */
+	T_EQ_INT(apisel_continue_decode("3400", &rv, &last), -1);     /* NUL inside */
+	T_EQ_INT(apisel_continue_decode("30372f61", &rv, &last), -1); /* "07/a": not canonical */
+}
+
+static void test_rv(void)
+{
+	uint64_t rv = 7;
+	T_EQ_INT(apisel_rv_parse(NULL, &rv), 0);
+	T_EQ_INT(rv, 0);
+	T_EQ_INT(apisel_rv_parse("", &rv), 0);
+	T_EQ_INT(apisel_rv_parse("12345", &rv), 0);
+	T_EQ_INT(rv, 12345);
+	T_EQ_INT(apisel_rv_parse("-1", &rv), -1);
+	T_EQ_INT(apisel_rv_parse("12a", &rv), -1);
+	T_EQ_INT(apisel_rv_parse("99999999999999999999999", &rv), -1);
+}
+
+int main(void)
+{
+	test_labels();
+	test_fields();
+	test_continue();
+	test_rv();
+	return T_DONE();
+}
