@@ -61,6 +61,9 @@ grep -q 'LIVE-MIGRATABLE' "$ENGINE_T/get.out" || fail "no wide VMI columns"
 grep -Eq '^virtualmachineinstance.kubevirt.io/demo +[0-9a-z]+ +Running ' "$ENGINE_T/get.out" || fail "vmi row"
 grep -Eq '^pod/virt-launcher-demo-[0-9a-f]{5} +1/1 +Running ' "$ENGINE_T/get.out" || fail "pod row"
 
+k get vm -A --no-headers | grep -Eq '^default +demo +[0-9a-z]+ +Running +True' || fail "get vm -A"
+k get nodes --no-headers | grep -Eq '^[^ ]+ +Ready ' || fail "the host as a Ready node"
+
 step "the launcher pod's owner is the VMI (its UID)"
 VMI1=$(k get vmi demo -o jsonpath='{.metadata.uid}')
 owner=$(k get pods -l kubevirt.io=virt-launcher -o custom-columns=NAME:.metadata.name,OWNER:.metadata.ownerReferences[0].uid --no-headers)
