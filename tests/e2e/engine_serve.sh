@@ -149,7 +149,13 @@ step "the token never reaches the service's output or log"
 ! grep -rqF "$TOKEN" "$ENGINE_T/serve.out" "$ENGINE_T/serve.err" "$XDG_STATE_HOME/kvcon/kvcon.log" 2>/dev/null ||
     fail "the token was logged"
 
-step "SIGTERM: the service leaves and removes its socket"
-stop_srv
+step "SIGTERM: the service leaves (exit 0) and removes its socket"
+kill -0 "$SRV" 2>/dev/null || fail "the service died: $(tail -5 "$ENGINE_T/serve.err")"
+kill -TERM "$SRV"
+rc=0
+wait "$SRV" || rc=$?
+SRV=
+[[ $rc == 0 ]] || fail "the service exited $rc: $(tail -5 "$ENGINE_T/serve.err")"
+[[ ! -s $ENGINE_T/serve.err ]] || { cat "$ENGINE_T/serve.err"; fail "the service wrote to stderr"; }
 [[ ! -e $SOCK ]] || fail "socket left behind"
 echo PASS
