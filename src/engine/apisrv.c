@@ -39,7 +39,7 @@
 #include "model/store.h"
 
 #define MAX_BODY (4u << 20)
-#define RING 4096
+#define RING_DEFAULT 4096
 #define BOOKMARK_MS 10000
 #define KV_VERSION "v1.5.0-kvcon"
 
@@ -124,8 +124,8 @@ static struct {
 	int nsrcs;
 	uint64_t rv;
 	struct hmap cache;
-	struct wev ring[RING];
-	size_t head, count; /* ring[head] is the oldest */
+	struct wev *ring;
+	size_t ring_size, head, count; /* ring[head] is the oldest */
 	uint64_t oldest_rv; /* watches from before it get 410 */
 	struct watcher *watchers;
 	struct apitls tls;
@@ -338,15 +338,15 @@ static void cent_key(char *out, size_t len, const struct obj *o)
 
 static void ring_push(enum res r, const char *type, const struct obj *o, const char *text)
 {
-	if (S.count == RING) {
+	if (S.count == S.ring_size) {
 		struct wev *w = &S.ring[S.head];
 		S.oldest_rv = w->rv;
 		obj_free(w->o);
 		free(w->text);
-		S.head = (S.head + 1) % RING;
+		S.head = (S.head + 1) % S.ring_size;
 		S.count--;
 	}
-	struct wev *w = &S.ring[(S.head + S.count++) % RING];
+	struct wev *w = &S.ring[(S.head + S.count++) % S.ring_size];
 	w->rv = S.rv;
 	w->r = r;
 	w->type = type;
@@ -1139,7 +1139,7 @@ static bool watcher_matches(struct watcher *w, const struct wev *e)
 static void watcher_fill(struct watcher *w)
 {
 	for (size_t i = 0; i < S.count; i++) {
-		const struct wev *e = &S.ring[(S.head + i) % RING];
+		const struct wev *e = &S.ring[(S.head + i) % S.ring_size];
 		if (e->rv <= w->rv)
 			continue;
 		if (watcher_matches(w, e))
@@ -2037,6 +2037,27 @@ static void on_stop_signal(int sig, void *arg)
 	loop_quit(0);
 }
 
+static void state_free(void)
+{
+	for (size_t i = 0; i < S.count; i++) {
+		struct wev *w = &S.ring[(S.head + i) % S.ring_size];
+		obj_free(w->o);
+		free(w->text);
+	}
+	free(S.ring);
+	S.ring = NULL;
+	S.count = 0;
+	const char *k;
+	void *v;
+	for (size_t it = 0; hmap_next(&S.cache, &it, &k, &v);) {
+		struct cent *c = v;
+		free(c->body);
+		free(c->text);
+		free(c);
+	}
+	hmap_free(&S.cache);
+}
+
 int engine_serve_cmd(int argc, char **argv)
 {
 	const char *sock = NULL, *kubeconfig = NULL;
@@ -2056,6 +2077,10 @@ int engine_serve_cmd(int argc, char **argv)
 	S.started = util_wall_s();
 	util_uuid_v4(S.node_uid);
 	hmap_init(&S.cache);
+	/* the watch history: $KVCON_ENGINE_WATCH_HISTORY events (tests make it small to reach 410 quickly) */
+	const char *h = getenv("KVCON_ENGINE_WATCH_HISTORY");
+	S.ring_size = h && atol(h) >= 4 && atol(h) <= 1000000 ? (size_t)atol(h) : RING_DEFAULT;
+	S.ring = xcalloc(S.ring_size, sizeof *S.ring);
 	int lid = store_listen(S.st, on_store, NULL);
 	char *err = NULL, *spath = sock ? xstrdup(sock) : default_socket(), *kpath = NULL;
 	char *state = util_state_dir();
@@ -2092,6 +2117,7 @@ int engine_serve_cmd(int argc, char **argv)
 	}
 	unlink(spath);
 	store_unlisten(S.st, lid);
+	state_free();
 	free(spath);
 	free(kpath);
 	free(state);
@@ -2104,5 +2130,6 @@ fail:
 	free(kpath);
 	free(state);
 	store_unlisten(S.st, lid);
+	state_free();
 	return engine_cli_close(EXIT_API, 0);
 }

@@ -21,6 +21,7 @@ stop_srv() {
 trap 'stop_srv; engine_embed_cleanup' EXIT
 
 step "serve: unix socket and HTTPS, kubeconfig written"
+export KVCON_ENGINE_WATCH_HISTORY=16 # a short watch history (the service default is 4096): 410 within the test
 "$KV" -c "$URI" engine serve --socket "$SOCK" --https 0 >"$ENGINE_T/serve.out" 2>"$ENGINE_T/serve.err" &
 SRV=$!
 wait_eq 120 "engine serving" tail -n1 "$ENGINE_T/serve.out" || { cat "$ENGINE_T/serve.err"; fail "serve did not start"; }
@@ -86,6 +87,14 @@ n=$(curl -sf --unix-socket "$SOCK" "http://engine/api/v1/events" | jq '.items | 
 [[ $(jq -r '.items[0].metadata.name' "$ENGINE_T/p1.json") != $(jq -r '.items[0].metadata.name' "$ENGINE_T/p2.json") ]] ||
     fail "page 2 repeats page 1"
 
+step "a raw watch over the unix socket: from a resourceVersion, with bookmarks, ending at timeoutSeconds"
+RV0=$(curl -sf --unix-socket "$SOCK" "http://engine/apis/kubevirt.io/v1/namespaces/default/virtualmachines" |
+    jq -r .metadata.resourceVersion)
+[[ $RV0 -gt 0 ]] || fail "list resourceVersion: $RV0"
+curl -sN --max-time 60 --unix-socket "$SOCK" -o "$ENGINE_T/rawwatch.out" \
+    "http://engine/apis/kubevirt.io/v1/namespaces/default/virtualmachines?watch=1&resourceVersion=$RV0&allowWatchBookmarks=true&timeoutSeconds=14&fieldSelector=metadata.name%3Ddemo" &
+RAWW=$!
+
 step "kubectl get vm -w sees a restart (the subresource, over the unix socket)"
 k get vm -w >"$ENGINE_T/watch.out" 2>&1 &
 WP=$!
@@ -110,6 +119,19 @@ while (($(date +%s) < until)); do
     sleep 0.3
 done
 [[ -n $VMI2 && $VMI2 != "$VMI1" ]] || fail "restart kept the VMI uid"
+
+step "the raw watch: MODIFIED events of demo, a BOOKMARK, ended by timeoutSeconds; 410 from before the history"
+rc=0
+wait $RAWW || rc=$?
+[[ $rc == 0 ]] || fail "raw watch exit $rc"
+jq -e -s 'map(select(.type == "MODIFIED" and .object.metadata.name == "demo")) | length > 0' "$ENGINE_T/rawwatch.out" \
+    >/dev/null || fail "no MODIFIED of demo: $(head -c 300 "$ENGINE_T/rawwatch.out")"
+jq -e -s 'map(select(.type == "BOOKMARK")) | length > 0' "$ENGINE_T/rawwatch.out" >/dev/null || fail "no BOOKMARK"
+jq -e -s 'map(select(.type != "BOOKMARK") | .object.metadata.resourceVersion | tonumber) | . == sort and (.[0] > '"$RV0"')' \
+    "$ENGINE_T/rawwatch.out" >/dev/null || fail "resourceVersions not increasing after $RV0"
+code=$(curl -s --max-time 10 --unix-socket "$SOCK" -o "$ENGINE_T/410.json" -w '%{http_code}' \
+    "http://engine/api/v1/namespaces/default/events?watch=1&resourceVersion=1")
+[[ $code == 410 && $(jq -r .reason "$ENGINE_T/410.json") == Expired ]] || fail "too old a watch: $code"
 
 step "kubectl apply of a change: configured, generation 2, last-applied kept"
 sed 's/guest: 192Mi/guest: 256Mi/' "$m" >"$ENGINE_T/demo2.yaml"
