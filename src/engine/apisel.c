@@ -2,6 +2,7 @@
 #include "engine/apisel.h"
 
 #include <ctype.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -270,5 +271,104 @@ int apisel_rv_parse(const char *s, uint64_t *rv)
 		v = v * 10 + (uint64_t)(*p - '0');
 	}
 	*rv = v;
+	return 0;
+}
+
+/* ---- the protobuf envelope: just enough for a kind and a name ---- */
+
+struct pb {
+	const uint8_t *p, *end;
+};
+
+static int pb_varint(struct pb *b, uint64_t *v)
+{
+	*v = 0;
+	for (int shift = 0; shift < 64; shift += 7) {
+		if (b->p >= b->end)
+			return -1;
+		uint8_t c = *b->p++;
+		*v |= (uint64_t)(c & 0x7f) << shift;
+		if (!(c & 0x80))
+			return 0;
+	}
+	return -1;
+}
+
+/* The next field: its number, and for length-delimited ones the bytes (others are skipped: *sub empty). */
+static int pb_next(struct pb *b, uint32_t *field, struct pb *sub)
+{
+	uint64_t key, v;
+	if (pb_varint(b, &key) < 0 || key >> 3 == 0 || key >> 3 > 0x1fffffff)
+		return -1;
+	*field = (uint32_t)(key >> 3);
+	sub->p = sub->end = NULL;
+	switch (key & 7) {
+	case 0:
+		return pb_varint(b, &v);
+	case 1:
+		if (b->end - b->p < 8)
+			return -1;
+		b->p += 8;
+		return 0;
+	case 5:
+		if (b->end - b->p < 4)
+			return -1;
+		b->p += 4;
+		return 0;
+	case 2:
+		if (pb_varint(b, &v) < 0 || v > (uint64_t)(b->end - b->p))
+			return -1;
+		sub->p = b->p;
+		sub->end = b->p + v;
+		b->p += v;
+		return 0;
+	default:
+		return -1;
+	}
+}
+
+static char *pb_string(const struct pb *s)
+{
+	size_t n = s->p ? (size_t)(s->end - s->p) : 0;
+	if (n > 253 || memchr(s->p ? (const void *)s->p : "", 0, n))
+		return NULL;
+	return xstrndup(s->p ? (const char *)s->p : "", n);
+}
+
+/* The string of field want in message m (the last occurrence wins, as protobuf merges), or NULL. */
+static int pb_find(struct pb m, uint32_t want, struct pb *out)
+{
+	bool found = false;
+	while (m.p < m.end) {
+		uint32_t f;
+		struct pb sub;
+		if (pb_next(&m, &f, &sub) < 0)
+			return -1;
+		if (f == want && sub.p) {
+			*out = sub;
+			found = true;
+		}
+	}
+	return found ? 0 : -1;
+}
+
+int apisel_pb_kind_name(const void *data, size_t len, char **kind, char **name)
+{
+	*kind = *name = NULL;
+	if (len < 4 || memcmp(data, "k8s\0", 4) != 0)
+		return -1;
+	struct pb env = { (const uint8_t *)data + 4, (const uint8_t *)data + len }, tm, raw, md, nm, k;
+	/* runtime.Unknown: typeMeta 1 {apiVersion 1, kind 2}, raw 2 (the object: metadata 1 {name 1}) */
+	if (pb_find(env, 1, &tm) < 0 || pb_find(tm, 2, &k) < 0 || pb_find(env, 2, &raw) < 0 ||
+	    pb_find(raw, 1, &md) < 0 || pb_find(md, 1, &nm) < 0)
+		return -1;
+	*kind = pb_string(&k);
+	*name = pb_string(&nm);
+	if (*kind == NULL || *name == NULL) {
+		free(*kind);
+		free(*name);
+		*kind = *name = NULL;
+		return -1;
+	}
 	return 0;
 }

@@ -36,4 +36,9 @@ int apisel_continue_decode(const char *tok, uint64_t *rv, char **last);
 /* A resourceVersion parameter: "" or NULL is 0 (any); -1 when not a decimal number. */
 int apisel_rv_parse(const char *s, uint64_t *rv);
 
+/* The kind and metadata.name of a Kubernetes protobuf object (the "k8s\0" envelope kubectl's typed clients send,
+ * e.g. `kubectl create namespace`): 0 with *kind and *name (caller frees), or -1 when malformed. Nothing else of
+ * the object is read. */
+int apisel_pb_kind_name(const void *data, size_t len, char **kind, char **name);
+
 #endif

@@ -59,7 +59,7 @@ static const struct resdef {
 		    "vmis", true, OBJ_VMI, "delete,get,list,watch" },
 	[R_POD] = { "pods", "pod", "Pod", "", "po", NULL, true, OBJ_POD, "get,list,watch" },
 	[R_EVENT] = { "events", "event", "Event", "", "ev", NULL, true, OBJ_EVENT, "get,list,watch" },
-	[R_NS] = { "namespaces", "namespace", "Namespace", "", "ns", NULL, false, -1, "get,list,watch" },
+	[R_NS] = { "namespaces", "namespace", "Namespace", "", "ns", NULL, false, -1, "create,delete,get,list,watch" },
 	[R_NODE] = { "nodes", "node", "Node", "", "no", NULL, false, -1, "get,list,watch" },
 };
 
@@ -136,6 +136,8 @@ static struct {
 	struct loop_timer *timer, *tick;
 	int64_t started;
 	char node_uid[37];
+	char **nsx; /* namespaces created through the API (kept in $XDG_STATE_HOME/kvcon/engine-namespaces) */
+	size_t nnsx;
 } S;
 
 /* ---- JSON helpers ---- */
@@ -501,6 +503,12 @@ static const char **namespaces(size_t *n)
 	const char **out = xcalloc(1, sizeof *out);
 	*n = 0;
 	out[(*n)++] = "default";
+	for (size_t i = 0; i < S.nnsx; i++) {
+		if (strcmp(S.nsx[i], "default") == 0)
+			continue;
+		out = xreallocarray(out, *n + 2, sizeof *out);
+		out[(*n)++] = S.nsx[i];
+	}
 	for (int s = 0; s < S.nsrcs; s++)
 		for (int k = 0; k < OBJ_KIND_COUNT; k++) {
 			size_t cnt;
@@ -899,6 +907,8 @@ static const char *label_of(void *arg, const char *k)
 	return jgets(jget(jget(l->j, "metadata"), "labels"), k);
 }
 
+/* The fields kubectl selects on: every kind's metadata.name/namespace; events' involvedObject (kubectl describe),
+ * pods' spec.nodeName and status.phase. */
 static const char *field_of(void *arg, const char *k)
 {
 	struct lookup *l = arg;
@@ -906,7 +916,42 @@ static const char *field_of(void *arg, const char *k)
 		return l->name;
 	if (strcmp(k, "metadata.namespace") == 0)
 		return l->ns;
+	if (l->o && l->o->kind == OBJ_EVENT) {
+		const struct event *e = (const struct event *)l->o;
+		if (strcmp(k, "involvedObject.name") == 0)
+			return e->inv_name;
+		if (strcmp(k, "involvedObject.namespace") == 0)
+			return e->inv_ns ? e->inv_ns : l->o->ns;
+		if (strcmp(k, "involvedObject.uid") == 0)
+			return e->inv_uid;
+		if (strcmp(k, "involvedObject.kind") == 0)
+			return e->inv_kind;
+		if (strcmp(k, "involvedObject.apiVersion") == 0)
+			return "kubevirt.io/v1";
+		if (strcmp(k, "type") == 0)
+			return e->type;
+		if (strcmp(k, "reason") == 0)
+			return e->reason;
+	}
+	if (l->o && l->o->kind == OBJ_POD) {
+		const struct pod *p = (const struct pod *)l->o;
+		if (strcmp(k, "spec.nodeName") == 0)
+			return p->node ? p->node : "";
+		if (strcmp(k, "status.phase") == 0)
+			return p->phase ? p->phase : "";
+	}
 	return NULL;
+}
+
+static bool field_supported(enum res r, const char *k)
+{
+	if (strcmp(k, "metadata.name") == 0 || strcmp(k, "metadata.namespace") == 0)
+		return true;
+	if (r == R_EVENT)
+		return util_has_prefix(k, "involvedObject.") || strcmp(k, "type") == 0 || strcmp(k, "reason") == 0;
+	if (r == R_POD)
+		return strcmp(k, "spec.nodeName") == 0 || strcmp(k, "status.phase") == 0;
+	return false;
 }
 
 static bool matches(const struct filter *f, struct lookup *l)
@@ -986,7 +1031,7 @@ static struct item *select_items(enum res r, const struct filter *f, size_t *n)
 	return items;
 }
 
-static int parse_filter(struct MHD_Connection *c, struct filter *f, char **err)
+static int parse_filter(struct MHD_Connection *c, enum res r, struct filter *f, char **err)
 {
 	f->ls = apisel_parse(arg(c, "labelSelector"), false, err);
 	if (f->ls == NULL)
@@ -995,7 +1040,7 @@ static int parse_filter(struct MHD_Connection *c, struct filter *f, char **err)
 	if (f->fs == NULL)
 		return -1;
 	for (size_t i = 0; i < f->fs->n; i++)
-		if (strcmp(f->fs->reqs[i].key, "metadata.name") != 0 && strcmp(f->fs->reqs[i].key, "metadata.namespace") != 0) {
+		if (!field_supported(r, f->fs->reqs[i].key)) {
 			*err = xasprintf("field label not supported: %s", f->fs->reqs[i].key);
 			return -1;
 		}
@@ -1038,7 +1083,7 @@ static enum MHD_Result list(struct MHD_Connection *c, enum res r, const char *ns
 {
 	struct filter f = { .ns = ns };
 	char *err = NULL;
-	if (parse_filter(c, &f, &err) < 0) {
+	if (parse_filter(c, r, &f, &err) < 0) {
 		filter_free(&f);
 		enum MHD_Result rc = send_status(c, 400, "BadRequest", R_COUNT, NULL, "%s", err);
 		free(err);
@@ -1220,7 +1265,7 @@ static enum MHD_Result watch(struct MHD_Connection *c, enum res r, const char *n
 {
 	struct filter f = { .ns = ns, .name = name };
 	char *err = NULL;
-	if (parse_filter(c, &f, &err) < 0) {
+	if (parse_filter(c, r, &f, &err) < 0) {
 		filter_free(&f);
 		enum MHD_Result rc = send_status(c, 400, "BadRequest", R_COUNT, NULL, "%s", err);
 		free(err);
@@ -1345,6 +1390,14 @@ static json_object *body_json(struct MHD_Connection *c, struct reqctx *rq, enum 
 		*rc = send_status(c, 413, NULL, R_COUNT, NULL, "the request body is larger than %u bytes", MAX_BODY);
 		return NULL;
 	}
+	const char *ct = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Type");
+	if (ct && (strstr(ct, "protobuf") || strstr(ct, "cbor") || strstr(ct, "yaml"))) {
+		/* JSON only: client-go sends its typed objects again as JSON after a 415 */
+		*rc = send_status(c, 415, "UnsupportedMediaType", R_COUNT, NULL,
+				  "the body of the request was in an unknown format - accepted media types include: "
+				  "application/json, application/merge-patch+json");
+		return NULL;
+	}
 	buf_add_char(&rq->body, 0);
 	json_tokener *tok = json_tokener_new_ex(64);
 	json_object *o = json_tokener_parse_ex(tok, rq->body.data, (int)rq->body.len);
@@ -1358,6 +1411,8 @@ static json_object *body_json(struct MHD_Connection *c, struct reqctx *rq, enum 
 	}
 	return o;
 }
+
+static bool ns_exists(const char *name);
 
 static enum MHD_Result create_vm(struct MHD_Connection *c, struct reqctx *rq, const char *ns)
 {
@@ -1375,6 +1430,8 @@ static enum MHD_Result create_vm(struct MHD_Connection *c, struct reqctx *rq, co
 	else if (mns && strcmp(mns, ns) != 0)
 		rc = send_status(c, 400, "BadRequest", R_COUNT, NULL,
 				 "the namespace of the provided object does not match the namespace sent on the request");
+	else if (!ns_exists(ns))
+		rc = send_status(c, 404, "NotFound", R_NS, ns, "namespaces \"%s\" not found", ns);
 	else if (source_of(ns, name))
 		rc = send_status(c, 409, "AlreadyExists", R_VM, name, "virtualmachines.kubevirt.io \"%s\" already exists", name);
 	else {
@@ -1548,6 +1605,111 @@ static enum MHD_Result subresource(struct MHD_Connection *c, struct reqctx *rq, 
 			return act(c, r, ACT_SOFT_REBOOT, ns, name, -1, NULL, 200, false);
 	}
 	return send_status(c, 404, "NotFound", R_COUNT, NULL, "the server could not find the requested resource");
+}
+
+/* ---- namespaces created through the API ---- */
+
+static char *nsx_path(void)
+{
+	char *d = util_state_dir(), *p = util_path_join(d, "engine-namespaces");
+	free(d);
+	return p;
+}
+
+static void nsx_save(void)
+{
+	struct buf b;
+	buf_init(&b);
+	for (size_t i = 0; i < S.nnsx; i++)
+		buf_printf(&b, "%s\n", S.nsx[i]);
+	char *p = nsx_path();
+	if (util_write_file_atomic(p, b.data ? b.data : "", b.len, 0600) < 0)
+		log_warn("engine serve: %s: %s", p, strerror(errno));
+	free(p);
+	buf_free(&b);
+}
+
+static void nsx_load(void)
+{
+	char *p = nsx_path(), *text = util_read_file(p, NULL);
+	free(p);
+	for (char *sp, *l = text ? strtok_r(text, "\n", &sp) : NULL; l; l = strtok_r(NULL, "\n", &sp))
+		if (manifest_dns_label(l) && S.nnsx < 10000) {
+			S.nsx = xreallocarray(S.nsx, S.nnsx + 1, sizeof *S.nsx);
+			S.nsx[S.nnsx++] = xstrdup(l);
+		}
+	free(text);
+}
+
+static bool ns_exists(const char *name)
+{
+	size_t n;
+	const char **names = namespaces(&n);
+	bool found = false;
+	for (size_t i = 0; i < n && !found; i++)
+		found = strcmp(names[i], name) == 0;
+	free(names);
+	return found;
+}
+
+static enum MHD_Result create_ns(struct MHD_Connection *c, struct reqctx *rq)
+{
+	enum MHD_Result rc;
+	const char *ct = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Type");
+	json_object *o;
+	if (ct && strstr(ct, "protobuf") && !rq->too_big) {
+		/* kubectl create namespace sends protobuf: the kind and the name are all it needs to say */
+		char *kind = NULL, *pname = NULL;
+		if (apisel_pb_kind_name(rq->body.data ? rq->body.data : "", rq->body.len, &kind, &pname) < 0 ||
+		    strcmp(kind, "Namespace") != 0) {
+			free(kind);
+			free(pname);
+			return send_status(c, 400, "BadRequest", R_COUNT, NULL, "the request body is not a Namespace");
+		}
+		o = json_object_new_object();
+		json_object *md = jobj(o, "metadata");
+		json_object_object_add(md, "name", json_object_new_string(pname));
+		free(kind);
+		free(pname);
+	} else if ((o = body_json(c, rq, &rc)) == NULL)
+		return rc;
+	const char *name = jgets(jget(o, "metadata"), "name");
+	if (name == NULL || !manifest_dns_label(name))
+		rc = send_status(c, 422, "Invalid", R_NS, name, "Namespace \"%s\" is invalid: metadata.name: Invalid value: "
+				 "a lowercase RFC 1123 label is required", name ? name : "");
+	else if (ns_exists(name))
+		rc = send_status(c, 409, "AlreadyExists", R_NS, name, "namespaces \"%s\" already exists", name);
+	else {
+		S.nsx = xreallocarray(S.nsx, S.nnsx + 1, sizeof *S.nsx);
+		S.nsx[S.nnsx++] = xstrdup(name);
+		nsx_save();
+		rc = send_json(c, 201, ns_json(name));
+	}
+	json_object_put(o);
+	return rc;
+}
+
+static enum MHD_Result delete_ns(struct MHD_Connection *c, const char *name)
+{
+	for (size_t i = 0; i < S.nnsx; i++)
+		if (strcmp(S.nsx[i], name) == 0) {
+			for (int s = 0; s < S.nsrcs; s++) {
+				size_t cnt;
+				struct obj *const *objs = store_objs(S.st, S.srcs[s], OBJ_VM, &cnt);
+				for (size_t k = 0; k < cnt; k++)
+					if (strcmp(objs[k]->ns, name) == 0)
+						return send_status(c, 409, "Conflict", R_NS, name,
+								   "namespace %s still holds virtual machines", name);
+			}
+			json_object *j = ns_json(name);
+			free(S.nsx[i]);
+			S.nsx[i] = S.nsx[--S.nnsx];
+			nsx_save();
+			return send_json(c, 200, j);
+		}
+	if (ns_exists(name))
+		return send_status(c, 409, "Conflict", R_NS, name, "namespace %s is in use or built in", name);
+	return not_found(c, R_NS, name);
 }
 
 /* ---- discovery ---- */
@@ -1840,6 +2002,10 @@ static enum MHD_Result route(struct MHD_Connection *c, struct reqctx *rq, const 
 		return send_status(c, 405, "MethodNotAllowed", R_COUNT, NULL, "status is written by the engine only");
 	if (strcmp(method, "POST") == 0 && r == R_VM && ns && name == NULL)
 		return create_vm(c, rq, ns);
+	if (strcmp(method, "POST") == 0 && r == R_NS && name == NULL)
+		return create_ns(c, rq);
+	if (strcmp(method, "DELETE") == 0 && r == R_NS && name)
+		return delete_ns(c, name);
 	if ((strcmp(method, "PATCH") == 0 || strcmp(method, "PUT") == 0) && r == R_VM && ns && name)
 		return patch_vm(c, rq, ns, name, method[1] == 'U');
 	if (strcmp(method, "DELETE") == 0 && ns && name) {
@@ -2046,6 +2212,11 @@ static void state_free(void)
 	}
 	free(S.ring);
 	S.ring = NULL;
+	for (size_t i = 0; i < S.nnsx; i++)
+		free(S.nsx[i]);
+	free(S.nsx);
+	S.nsx = NULL;
+	S.nnsx = 0;
 	S.count = 0;
 	const char *k;
 	void *v;
@@ -2081,6 +2252,7 @@ int engine_serve_cmd(int argc, char **argv)
 	const char *h = getenv("KVCON_ENGINE_WATCH_HISTORY");
 	S.ring_size = h && atol(h) >= 4 && atol(h) <= 1000000 ? (size_t)atol(h) : RING_DEFAULT;
 	S.ring = xcalloc(S.ring_size, sizeof *S.ring);
+	nsx_load();
 	int lid = store_listen(S.st, on_store, NULL);
 	char *err = NULL, *spath = sock ? xstrdup(sock) : default_socket(), *kpath = NULL;
 	char *state = util_state_dir();

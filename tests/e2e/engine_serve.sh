@@ -144,6 +144,22 @@ k get vm demo -o jsonpath='{.metadata.annotations.kubectl\.kubernetes\.io/last-a
 out=$(k apply -f "$ENGINE_T/demo2.yaml")
 [[ $out == "virtualmachine.kubevirt.io/demo unchanged" ]] || fail "unchanged: $out"
 
+step "namespaces: create, use, refuse an unknown one, delete; kubectl describe (events by involvedObject)"
+k create namespace kvlab >/dev/null || fail "create namespace"
+[[ $(k get ns kvlab -o jsonpath='{.status.phase}') == Active ]] || fail "kvlab not Active"
+rc=0
+k create namespace kvlab >/dev/null 2>&1 || rc=$?
+[[ $rc == 1 ]] || fail "a second create namespace kvlab exit $rc"
+sed 's/name: demo/name: other/' "$m" >"$ENGINE_T/other.yaml"
+rc=0
+k -n nosuch apply -f "$ENGINE_T/other.yaml" >"$ENGINE_T/nons.out" 2>&1 || rc=$?
+[[ $rc == 1 ]] && grep -q 'namespaces "nosuch" not found' "$ENGINE_T/nons.out" || fail "unknown namespace: $(cat "$ENGINE_T/nons.out")"
+k -n kvlab get vm 2>&1 | grep -q 'No resources found in kvlab namespace' || fail "kvlab not empty"
+k delete namespace kvlab >/dev/null || fail "delete namespace"
+k describe vmi demo >"$ENGINE_T/describe.out" || fail "kubectl describe vmi"
+grep -q '^Events:' "$ENGINE_T/describe.out" && grep -Eq 'Normal +Started' "$ENGINE_T/describe.out" ||
+    fail "describe shows no events: $(tail -5 "$ENGINE_T/describe.out")"
+
 step "a bad manifest: 422, exit 1, nothing stored"
 sed -e 's/name: demo/name: bad/' -e 's/runStrategy: Always/runStrategy: Sometimes/' "$m" >"$ENGINE_T/bad.yaml"
 rc=0

@@ -1,6 +1,6 @@
 /* libFuzzer harness for the engine service's request parsing (engine/apisel.c): the first byte picks a label
- * selector, a field selector, a continue token or a resourceVersion; the rest is the parameter as a client sends
- * it. A parsed selector is also matched against a fixed label set. */
+ * selector, a field selector, a continue token, a resourceVersion or a protobuf object (kind and name); the rest is
+ * the parameter or body as a client sends it. A parsed selector is also matched against a fixed label set. */
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -28,10 +28,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	char *s = xstrndup((const char *)data + 1, size - 1);
 	char *err = NULL, *last = NULL;
 	uint64_t rv;
-	switch (data[0] % 4) {
+	switch (data[0] % 5) {
+	case 4: {
+		char *kind = NULL, *name = NULL;
+		if (apisel_pb_kind_name(data + 1, size - 1, &kind, &name) == 0 && (!kind || !name))
+			abort();
+		free(kind);
+		free(name);
+		break;
+	}
 	case 0:
 	case 1: {
-		struct apisel *sel = apisel_parse(s, data[0] % 4 == 1, &err);
+		struct apisel *sel = apisel_parse(s, data[0] % 5 == 1, &err);
 		if (sel)
 			apisel_match(sel, get, NULL);
 		apisel_free(sel);

@@ -111,11 +111,34 @@ static void test_rv(void)
 	T_EQ_INT(apisel_rv_parse("99999999999999999999999", &rv), -1);
 }
 
+static void test_pb(void)
+{
+	/* what `kubectl create namespace kvlab` sends: k8s\0, runtime.Unknown{typeMeta, raw: Namespace{metadata{name}}} */
+	static const unsigned char ns[] = { 'k', '8', 's', 0,	 0x0a, 0x0f, 0x0a, 0x02, 'v', '1', 0x12, 0x09, 'N',  'a',
+					    'm', 'e', 's', 'p',	 'a',  'c',  'e',  0x12, 0x0d, 0x0a, 0x07, 0x0a, 0x05, 'k',
+					    'v', 'l', 'a', 'b',	 0x12, 0x00, 0x1a, 0x00, 0x1a, 0x00, 0x22, 0x00 };
+	char *kind = NULL, *name = NULL;
+	T_EQ_INT(apisel_pb_kind_name(ns, sizeof ns, &kind, &name), 0);
+	T_EQ_STR(kind, "Namespace");
+	T_EQ_STR(name, "kvlab");
+	free(kind);
+	free(name);
+	T_EQ_INT(apisel_pb_kind_name(ns, 3, &kind, &name), -1);	      /* no envelope */
+	T_EQ_INT(apisel_pb_kind_name(ns, sizeof ns - 12, &kind, &name), -1); /* cut inside the object */
+	T_CHECK(kind == NULL && name == NULL);
+	unsigned char bad[sizeof ns];
+	memcpy(bad, ns, sizeof ns);
+	bad[5] = 0x7f; /* a length past the end */
+	T_EQ_INT(apisel_pb_kind_name(bad, sizeof bad, &kind, &name), -1);
+	T_EQ_INT(apisel_pb_kind_name("k8s\0", 4, &kind, &name), -1); /* empty */
+}
+
 int main(void)
 {
 	test_labels();
 	test_fields();
 	test_continue();
 	test_rv();
+	test_pb();
 	return T_DONE();
 }
