@@ -176,6 +176,14 @@ k get vm bad >/dev/null 2>&1 || rc=$?
 code=$(curl -s --unix-socket "$SOCK" -o /dev/null -w '%{http_code}' "http://engine/apis/kubevirt.io/v1/namespaces/default/virtualmachines/Bad_Name")
 [[ $code == 400 ]] || fail "invalid name in the path: $code"
 
+step "kvcon's own kube provider against the service: get, stop --wait, start --wait"
+kvk() { "$KV" --no-engine --kubeconfig "$KCFG" "$@"; }
+kvk get vm | grep -Eq '^demo +[0-9a-z]+ +Running +True' || fail "kvcon get vm: $(kvk get vm 2>&1)"
+kvk stop default/demo --wait=90 >/dev/null || fail "kvcon stop"
+[[ $(k get vm demo -o jsonpath='{.status.printableStatus} {.spec.runStrategy}') == "Stopped Halted" ]] || fail "not stopped"
+kvk start default/demo --wait=90 >/dev/null || fail "kvcon start"
+k wait --for=jsonpath='{.status.phase}'=Running vmi/demo --timeout=120s || fail "not Running after kvcon start"
+
 step "kubectl delete vm demo: gone, no QEMU left"
 k delete vm demo --timeout=90s || fail "kubectl delete"
 rc=0
