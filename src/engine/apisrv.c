@@ -8,6 +8,8 @@
 #include <errno.h>
 #include <json-c/json.h>
 #include <microhttpd.h>
+#include <openssl/evp.h>
+#include <openssl/sha.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
@@ -35,6 +37,7 @@
 #include "engine/evm.h"
 #include "engine/manifest.h"
 #include "engine/ytree.h"
+#include "kube/wsframe.h"
 #include "model/source.h"
 #include "model/store.h"
 
@@ -1607,6 +1610,169 @@ static enum MHD_Result subresource(struct MHD_Connection *c, struct reqctx *rq, 
 	return send_status(c, 404, "NotFound", R_COUNT, NULL, "the server could not find the requested resource");
 }
 
+/* ---- the serial console as KubeVirt's WebSocket (plain.kubevirt.io): binary frames both ways ---- */
+
+struct wsconn {
+	struct MHD_UpgradeResponseHandle *urh;
+	int fd;
+	struct loop_fd *lfd;
+	struct engine_console *con;
+	struct wsframe_parser p;
+	struct buf out;
+	bool closing;
+	struct wsconn *next;
+};
+
+static struct wsconn *wsconns;
+
+static void ws_close(struct wsconn *w)
+{
+	for (struct wsconn **pp = &wsconns; *pp; pp = &(*pp)->next)
+		if (*pp == w) {
+			*pp = w->next;
+			break;
+		}
+	loop_fd_remove(w->lfd);
+	engine_console_close(w->con);
+	MHD_upgrade_action(w->urh, MHD_UPGRADE_ACTION_CLOSE);
+	buf_free(&w->out);
+	free(w);
+}
+
+static void ws_flush(struct wsconn *w)
+{
+	while (w->out.len) {
+		ssize_t n = send(w->fd, w->out.data, w->out.len, MSG_NOSIGNAL | MSG_DONTWAIT);
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
+			break;
+		if (n <= 0) {
+			w->closing = true;
+			w->out.len = 0;
+			break;
+		}
+		buf_consume(&w->out, (size_t)n);
+	}
+	loop_fd_set_events(w->lfd, (short)(POLLIN | (w->out.len ? POLLOUT : 0)));
+}
+
+static int ws_frame(void *arg, const struct wsframe_event *ev)
+{
+	struct wsconn *w = arg;
+	switch (ev->type) {
+	case WSFRAME_DATA:
+		if (ev->len)
+			engine_console_write(w->con, (const char *)ev->data, ev->len);
+		break;
+	case WSFRAME_PING:
+		wsframe_encode(&w->out, WS_OP_PONG, true, NULL, ev->data, ev->len);
+		break;
+	case WSFRAME_PONG:
+		break;
+	case WSFRAME_CLOSE:
+		wsframe_encode_close(&w->out, NULL, WS_CLOSE_NORMAL, "");
+		w->closing = true;
+		return 1;
+	}
+	return 0;
+}
+
+static void ws_on_fd(int fd, short revents, void *arg)
+{
+	struct wsconn *w = arg;
+	if (revents & (POLLIN | POLLHUP | POLLERR)) {
+		uint8_t b[16384];
+		ssize_t n = recv(fd, b, sizeof b, MSG_DONTWAIT);
+		if (n > 0) {
+			if (wsframe_feed(&w->p, b, (size_t)n, ws_frame, w) < 0) {
+				wsframe_encode_close(&w->out, NULL, w->p.err_code, w->p.err);
+				w->closing = true;
+			}
+		} else if (n == 0 || (errno != EAGAIN && errno != EINTR)) {
+			ws_close(w);
+			return;
+		}
+	}
+	ws_flush(w);
+	if (w->closing && w->out.len == 0)
+		ws_close(w);
+}
+
+static void ws_console_data(void *arg, const char *data, size_t len)
+{
+	struct wsconn *w = arg;
+	if (len == 0 || w->closing)
+		return; /* the execution ended: the subscription follows the next one, as virt-handler's does not */
+	if (w->out.len > (8u << 20))
+		return; /* a client that does not read loses console bytes, never the service's memory */
+	wsframe_encode(&w->out, WS_OP_BINARY, true, NULL, data, len);
+	ws_flush(w);
+}
+
+struct ws_pending {
+	struct source *src;
+	char ns[64], name[254];
+};
+
+static void ws_upgraded(void *cls, struct MHD_Connection *c, void *con_cls, const char *extra, size_t extra_len,
+			MHD_socket sock, struct MHD_UpgradeResponseHandle *urh)
+{
+	(void)c;
+	(void)con_cls;
+	struct ws_pending *pd = cls;
+	struct wsconn *w = xcalloc(1, sizeof *w);
+	w->urh = urh;
+	w->fd = sock;
+	buf_init(&w->out);
+	wsframe_parser_init(&w->p, WSFRAME_SERVER);
+	w->lfd = loop_fd_add(sock, POLLIN, ws_on_fd, w);
+	w->next = wsconns;
+	wsconns = w;
+	char *err = NULL;
+	w->con = engine_console_open(pd->src, pd->ns, pd->name, ws_console_data, w, &err);
+	free(pd);
+	if (w->con == NULL) {
+		wsframe_encode_close(&w->out, NULL, WS_CLOSE_GOING_AWAY, err ? err : "no console");
+		w->closing = true;
+	} else if (extra_len && wsframe_feed(&w->p, (const uint8_t *)extra, extra_len, ws_frame, w) < 0)
+		w->closing = true;
+	free(err);
+	ws_flush(w);
+}
+
+static enum MHD_Result console_ws(struct MHD_Connection *c, const char *ns, const char *name)
+{
+	const char *up = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Upgrade");
+	const char *key = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Sec-WebSocket-Key");
+	if (up == NULL || strcasecmp(up, "websocket") != 0 || key == NULL || strlen(key) > 64)
+		return send_status(c, 400, "BadRequest", R_COUNT, NULL, "a WebSocket upgrade is required");
+	struct source *src = source_of(ns, name);
+	if (src == NULL || !engine_running(src, ns, name))
+		return send_status(c, 404, "NotFound", R_VMI, name, "virtualmachineinstances.kubevirt.io \"%s\" not found "
+				   "or not running", name);
+	char *k = xasprintf("%s258EAFA5-E914-47DA-95CA-C5AB0DC85B11", key);
+	unsigned char sha[SHA_DIGEST_LENGTH];
+	SHA1((const unsigned char *)k, strlen(k), sha);
+	free(k);
+	char accept[64];
+	EVP_EncodeBlock((unsigned char *)accept, sha, SHA_DIGEST_LENGTH);
+	struct ws_pending *pd = xcalloc(1, sizeof *pd);
+	pd->src = src;
+	snprintf(pd->ns, sizeof pd->ns, "%s", ns);
+	snprintf(pd->name, sizeof pd->name, "%s", name);
+	struct MHD_Response *r = MHD_create_response_for_upgrade(ws_upgraded, pd);
+	MHD_add_response_header(r, "Upgrade", "websocket");
+	MHD_add_response_header(r, "Connection", "Upgrade");
+	MHD_add_response_header(r, "Sec-WebSocket-Accept", accept);
+	const char *proto = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Sec-WebSocket-Protocol");
+	if (proto && strstr(proto, "plain.kubevirt.io"))
+		MHD_add_response_header(r, "Sec-WebSocket-Protocol", "plain.kubevirt.io");
+	enum MHD_Result rc = MHD_queue_response(c, MHD_HTTP_SWITCHING_PROTOCOLS, r);
+	MHD_destroy_response(r);
+	if (rc != MHD_YES)
+		free(pd);
+	return rc;
+}
+
 /* ---- namespaces created through the API ---- */
 
 static char *nsx_path(void)
@@ -1749,7 +1915,8 @@ static json_object *resource_list(const char *gv)
 		const char *subs[][2] = { { "virtualmachines/start", "put" },	  { "virtualmachines/stop", "put" },
 					  { "virtualmachines/restart", "put" },	  { "virtualmachines/migrate", "put" },
 					  { "virtualmachineinstances/pause", "put" }, { "virtualmachineinstances/unpause", "put" },
-					  { "virtualmachineinstances/softreboot", "put" } };
+					  { "virtualmachineinstances/softreboot", "put" },
+					  { "virtualmachineinstances/console", "get" } };
 		for (size_t i = 0; i < sizeof subs / sizeof subs[0]; i++) {
 			json_object *e = json_object_new_object(), *verbs = json_object_new_array();
 			json_object_object_add(e, "name", jstr(subs[i][0]));
@@ -1983,6 +2150,8 @@ static enum MHD_Result route(struct MHD_Connection *c, struct reqctx *rq, const 
 	if (r == R_NS && ns && name == NULL) /* /api/v1/namespaces/NAME */
 		name = ns, ns = NULL;
 	if (sub_group) {
+		if (r == R_VMI && ns && name && sub && strcmp(sub, "console") == 0 && strcmp(method, "GET") == 0)
+			return console_ws(c, ns, name);
 		if (ns == NULL || name == NULL || sub == NULL || strcmp(method, "PUT") != 0)
 			return send_status(c, 405, "MethodNotAllowed", R_COUNT, NULL,
 					   "the server does not allow this method on the requested resource");
@@ -2115,7 +2284,8 @@ static void mhd_log(void *cls, const char *fmt, va_list ap)
 
 static int start_daemon(int lfd, bool tls, char **err)
 {
-	unsigned flags = MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG | (tls ? MHD_USE_TLS : 0);
+	unsigned flags = MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_ALLOW_UPGRADE | MHD_USE_ERROR_LOG |
+			 (tls ? MHD_USE_TLS : 0);
 	struct MHD_OptionItem opts[] = {
 		{ MHD_OPTION_LISTEN_SOCKET, lfd, NULL },
 		{ MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)on_completed, NULL },
@@ -2283,6 +2453,8 @@ int engine_serve_cmd(int argc, char **argv)
 		w->ended = true;
 		wake(w);
 	}
+	while (wsconns)
+		ws_close(wsconns);
 	for (int i = 0; i < S.nd; i++) {
 		loop_fd_remove(S.lfd[i]);
 		MHD_stop_daemon(S.d[i]);

@@ -176,6 +176,14 @@ k get vm bad >/dev/null 2>&1 || rc=$?
 code=$(curl -s --unix-socket "$SOCK" -o /dev/null -w '%{http_code}' "http://engine/apis/kubevirt.io/v1/namespaces/default/virtualmachines/Bad_Name")
 [[ $code == 400 ]] || fail "invalid name in the path: $code"
 
+step "the serial console as KubeVirt's WebSocket (wss, token, plain.kubevirt.io): boot marker, a command's echo"
+PY=/usr/bin/python3
+[[ -x $PY ]] || PY=python3
+timeout 120 "$PY" "$HERE/lib/wsconsole.py" \
+    "wss://127.0.0.1:$PORT/apis/subresources.kubevirt.io/v1/namespaces/default/virtualmachineinstances/demo/console" \
+    "$ENGINE_T/ca.crt" "$TOKEN" KVCON-GUEST-READY >"$ENGINE_T/ws.out" 2>&1 || { cat "$ENGINE_T/ws.out"; fail "console WebSocket"; }
+grep -qx 'console ok' "$ENGINE_T/ws.out" || fail "console WebSocket: $(cat "$ENGINE_T/ws.out")"
+
 step "kvcon's own kube provider against the service: get, stop --wait, start --wait"
 kvk() { "$KV" --no-engine --kubeconfig "$KCFG" "$@"; }
 kvk get vm | grep -Eq '^demo +[0-9a-z]+ +Running +True' || fail "kvcon get vm: $(kvk get vm 2>&1)"
