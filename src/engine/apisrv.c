@@ -1617,6 +1617,10 @@ struct wsconn {
 	int fd;
 	struct loop_fd *lfd;
 	struct engine_console *con;
+	int peer;                /* vnc: the display's socket (-1 until libvirt opened it) */
+	struct loop_fd *peer_lfd;
+	struct buf peer_out;     /* client bytes for the display */
+	bool vnc, waiting_peer;
 	struct wsframe_parser p;
 	struct buf out;
 	bool closing;
@@ -1634,9 +1638,36 @@ static void ws_close(struct wsconn *w)
 		}
 	loop_fd_remove(w->lfd);
 	engine_console_close(w->con);
+	loop_fd_remove(w->peer_lfd);
+	if (w->peer >= 0)
+		close(w->peer);
 	MHD_upgrade_action(w->urh, MHD_UPGRADE_ACTION_CLOSE);
 	buf_free(&w->out);
+	buf_free(&w->peer_out);
+	if (w->waiting_peer) { /* engine_vnc_open's callback still comes: it finds the connection gone */
+		w->urh = NULL;
+		w->lfd = NULL;
+		w->closing = true;
+		return;
+	}
 	free(w);
+}
+
+static void peer_flush(struct wsconn *w)
+{
+	while (w->peer >= 0 && w->peer_out.len) {
+		ssize_t n = send(w->peer, w->peer_out.data, w->peer_out.len, MSG_NOSIGNAL | MSG_DONTWAIT);
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
+			break;
+		if (n <= 0) {
+			w->closing = true;
+			w->peer_out.len = 0;
+			break;
+		}
+		buf_consume(&w->peer_out, (size_t)n);
+	}
+	if (w->peer_lfd)
+		loop_fd_set_events(w->peer_lfd, (short)(POLLIN | (w->peer_out.len ? POLLOUT : 0)));
 }
 
 static void ws_flush(struct wsconn *w)
@@ -1660,7 +1691,11 @@ static int ws_frame(void *arg, const struct wsframe_event *ev)
 	struct wsconn *w = arg;
 	switch (ev->type) {
 	case WSFRAME_DATA:
-		if (ev->len)
+		if (ev->len && w->vnc) {
+			if (w->peer_out.len < (8u << 20))
+				buf_add(&w->peer_out, ev->data, ev->len);
+			peer_flush(w);
+		} else if (ev->len && w->con)
 			engine_console_write(w->con, (const char *)ev->data, ev->len);
 		break;
 	case WSFRAME_PING:
@@ -1708,8 +1743,55 @@ static void ws_console_data(void *arg, const char *data, size_t len)
 	ws_flush(w);
 }
 
+static void ws_peer_fd(int fd, short revents, void *arg)
+{
+	struct wsconn *w = arg;
+	if (revents & (POLLIN | POLLHUP | POLLERR)) {
+		char b[65536];
+		ssize_t n = recv(fd, b, sizeof b, MSG_DONTWAIT);
+		if (n > 0) {
+			if (w->out.len < (8u << 20))
+				wsframe_encode(&w->out, WS_OP_BINARY, true, NULL, b, (size_t)n);
+		} else if (n == 0 || (errno != EAGAIN && errno != EINTR)) {
+			wsframe_encode_close(&w->out, NULL, WS_CLOSE_NORMAL, "the display closed");
+			w->closing = true;
+			loop_fd_remove(w->peer_lfd);
+			w->peer_lfd = NULL;
+		}
+	}
+	if (w->peer_lfd)
+		peer_flush(w);
+	ws_flush(w);
+	if (w->closing && w->out.len == 0)
+		ws_close(w);
+}
+
+static void ws_vnc_opened(void *arg, int fd, const char *err)
+{
+	struct wsconn *w = arg;
+	w->waiting_peer = false;
+	if (w->urh == NULL) { /* the client left first */
+		if (fd >= 0)
+			close(fd);
+		free(w);
+		return;
+	}
+	if (fd < 0) {
+		wsframe_encode_close(&w->out, NULL, WS_CLOSE_GOING_AWAY, err ? err : "no display");
+		w->closing = true;
+	} else {
+		w->peer = fd;
+		w->peer_lfd = loop_fd_add(fd, POLLIN, ws_peer_fd, w);
+		peer_flush(w);
+	}
+	ws_flush(w);
+	if (w->closing && w->out.len == 0)
+		ws_close(w);
+}
+
 struct ws_pending {
 	struct source *src;
+	bool vnc;
 	char ns[64], name[254];
 };
 
@@ -1722,15 +1804,23 @@ static void ws_upgraded(void *cls, struct MHD_Connection *c, void *con_cls, cons
 	struct wsconn *w = xcalloc(1, sizeof *w);
 	w->urh = urh;
 	w->fd = sock;
+	w->peer = -1;
+	w->vnc = pd->vnc;
 	buf_init(&w->out);
+	buf_init(&w->peer_out);
 	wsframe_parser_init(&w->p, WSFRAME_SERVER);
 	w->lfd = loop_fd_add(sock, POLLIN, ws_on_fd, w);
 	w->next = wsconns;
 	wsconns = w;
 	char *err = NULL;
-	w->con = engine_console_open(pd->src, pd->ns, pd->name, ws_console_data, w, &err);
+	bool ok;
+	if (w->vnc) {
+		ok = engine_vnc_open(pd->src, pd->ns, pd->name, ws_vnc_opened, w, &err) == 0;
+		w->waiting_peer = ok;
+	} else
+		ok = (w->con = engine_console_open(pd->src, pd->ns, pd->name, ws_console_data, w, &err)) != NULL;
 	free(pd);
-	if (w->con == NULL) {
+	if (!ok) {
 		wsframe_encode_close(&w->out, NULL, WS_CLOSE_GOING_AWAY, err ? err : "no console");
 		w->closing = true;
 	} else if (extra_len && wsframe_feed(&w->p, (const uint8_t *)extra, extra_len, ws_frame, w) < 0)
@@ -1739,7 +1829,7 @@ static void ws_upgraded(void *cls, struct MHD_Connection *c, void *con_cls, cons
 	ws_flush(w);
 }
 
-static enum MHD_Result console_ws(struct MHD_Connection *c, const char *ns, const char *name)
+static enum MHD_Result console_ws(struct MHD_Connection *c, const char *ns, const char *name, bool vnc)
 {
 	const char *up = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Upgrade");
 	const char *key = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Sec-WebSocket-Key");
@@ -1757,6 +1847,7 @@ static enum MHD_Result console_ws(struct MHD_Connection *c, const char *ns, cons
 	EVP_EncodeBlock((unsigned char *)accept, sha, SHA_DIGEST_LENGTH);
 	struct ws_pending *pd = xcalloc(1, sizeof *pd);
 	pd->src = src;
+	pd->vnc = vnc;
 	snprintf(pd->ns, sizeof pd->ns, "%s", ns);
 	snprintf(pd->name, sizeof pd->name, "%s", name);
 	struct MHD_Response *r = MHD_create_response_for_upgrade(ws_upgraded, pd);
@@ -1916,7 +2007,8 @@ static json_object *resource_list(const char *gv)
 					  { "virtualmachines/restart", "put" },	  { "virtualmachines/migrate", "put" },
 					  { "virtualmachineinstances/pause", "put" }, { "virtualmachineinstances/unpause", "put" },
 					  { "virtualmachineinstances/softreboot", "put" },
-					  { "virtualmachineinstances/console", "get" } };
+					  { "virtualmachineinstances/console", "get" },
+					  { "virtualmachineinstances/vnc", "get" } };
 		for (size_t i = 0; i < sizeof subs / sizeof subs[0]; i++) {
 			json_object *e = json_object_new_object(), *verbs = json_object_new_array();
 			json_object_object_add(e, "name", jstr(subs[i][0]));
@@ -2150,8 +2242,9 @@ static enum MHD_Result route(struct MHD_Connection *c, struct reqctx *rq, const 
 	if (r == R_NS && ns && name == NULL) /* /api/v1/namespaces/NAME */
 		name = ns, ns = NULL;
 	if (sub_group) {
-		if (r == R_VMI && ns && name && sub && strcmp(sub, "console") == 0 && strcmp(method, "GET") == 0)
-			return console_ws(c, ns, name);
+		if (r == R_VMI && ns && name && sub && (strcmp(sub, "console") == 0 || strcmp(sub, "vnc") == 0) &&
+		    strcmp(method, "GET") == 0)
+			return console_ws(c, ns, name, sub[0] == 'v');
 		if (ns == NULL || name == NULL || sub == NULL || strcmp(method, "PUT") != 0)
 			return send_status(c, 405, "MethodNotAllowed", R_COUNT, NULL,
 					   "the server does not allow this method on the requested resource");

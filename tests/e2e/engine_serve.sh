@@ -176,17 +176,21 @@ k get vm bad >/dev/null 2>&1 || rc=$?
 code=$(curl -s --unix-socket "$SOCK" -o /dev/null -w '%{http_code}' "http://engine/apis/kubevirt.io/v1/namespaces/default/virtualmachines/Bad_Name")
 [[ $code == 400 ]] || fail "invalid name in the path: $code"
 
-step "the serial console as KubeVirt's WebSocket (wss, token, plain.kubevirt.io): boot marker, a command's echo"
+step "the serial console as KubeVirt's WebSocket (wss, token, plain.kubevirt.io): a command and its output"
 PY=/usr/bin/python3
 [[ -x $PY ]] || PY=python3
 timeout 120 "$PY" "$HERE/lib/wsconsole.py" \
     "wss://127.0.0.1:$PORT/apis/subresources.kubevirt.io/v1/namespaces/default/virtualmachineinstances/demo/console" \
-    "$ENGINE_T/ca.crt" "$TOKEN" KVCON-GUEST-READY >"$ENGINE_T/ws.out" 2>&1 || { cat "$ENGINE_T/ws.out"; fail "console WebSocket"; }
+    "$ENGINE_T/ca.crt" "$TOKEN" >"$ENGINE_T/ws.out" 2>&1 || { cat "$ENGINE_T/ws.out"; fail "console WebSocket"; }
 grep -qx 'console ok' "$ENGINE_T/ws.out" || fail "console WebSocket: $(cat "$ENGINE_T/ws.out")"
 
-step "kvcon's own kube provider against the service: get, stop --wait, start --wait"
+step "kvcon's own kube provider against the service: get, the VNC WebSocket (a screenshot), stop --wait, start --wait"
 kvk() { "$KV" --no-engine --kubeconfig "$KCFG" "$@"; }
 kvk get vm | grep -Eq '^demo +[0-9a-z]+ +Running +True' || fail "kvcon get vm: $(kvk get vm 2>&1)"
+kvk vnc default/demo --screenshot "$ENGINE_T/screen.png" --quiet-ms 500 --timeout 60 >"$ENGINE_T/vnc.json" ||
+    fail "kvcon vnc through the service"
+[[ $(jq -r '.width > 0 and .updates > 0' "$ENGINE_T/vnc.json") == true ]] || fail "vnc: $(cat "$ENGINE_T/vnc.json")"
+[[ $(head -c 8 "$ENGINE_T/screen.png" | od -An -tx1 | tr -d ' \n') == 89504e470d0a1a0a ]] || fail "not a PNG"
 kvk stop default/demo --wait=90 >/dev/null || fail "kvcon stop"
 [[ $(k get vm demo -o jsonpath='{.status.printableStatus} {.spec.runStrategy}') == "Stopped Halted" ]] || fail "not stopped"
 kvk start default/demo --wait=90 >/dev/null || fail "kvcon start"
