@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <json-c/json.h>
+
 #include "core/buf.h"
 #include "core/xmalloc.h"
 
@@ -372,3 +374,33 @@ int apisel_pb_kind_name(const void *data, size_t len, char **kind, char **name)
 	}
 	return 0;
 }
+
+/* ---- JSON merge patch ---- */
+
+/* RFC 7386 (see apisel.h); target is changed in place when it is an object. */
+json_object *apisel_merge_patch(json_object *target, json_object *patch)
+{
+	if (!json_object_is_type(patch, json_type_object)) {
+		if (target)
+			json_object_put(target);
+		return patch ? json_object_get(patch) : NULL;
+	}
+	if (target == NULL || !json_object_is_type(target, json_type_object)) {
+		if (target)
+			json_object_put(target);
+		target = json_object_new_object();
+	}
+	json_object_object_foreach(patch, k, v)
+	{
+		if (v == NULL) {
+			json_object_object_del(target, k);
+			continue;
+		}
+		json_object *cur = NULL;
+		json_object_object_get_ex(target, k, &cur);
+		json_object *res = apisel_merge_patch(cur ? json_object_get(cur) : NULL, v);
+		json_object_object_add(target, k, res);
+	}
+	return target;
+}
+

@@ -41,4 +41,9 @@ int apisel_rv_parse(const char *s, uint64_t *rv);
  * the object is read. */
 int apisel_pb_kind_name(const void *data, size_t len, char **kind, char **name);
 
+/* RFC 7386 JSON merge patch: target (consumed; NULL allowed) patched by patch (borrowed); returns the result (a new
+ * reference). A null member deletes; objects merge member by member; anything else replaces. */
+struct json_object;
+struct json_object *apisel_merge_patch(struct json_object *target, struct json_object *patch);
+
 #endif

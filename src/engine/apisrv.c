@@ -1375,6 +1375,19 @@ static enum MHD_Result do_apply(struct MHD_Connection *c, json_object *o, const 
 	if (src == NULL)
 		src = S.srcs[0];
 	char *result = NULL, *err = NULL;
+	const char *dry = arg(c, "dryRun");
+	if (dry) {
+		/* validated as an apply would, nothing stored; the answer is the object as sent */
+		struct manifest *m = manifest_parse(text, strlen(text), &err);
+		manifest_free(m);
+		free(text);
+		if (m == NULL) {
+			enum MHD_Result r = send_invalid(c, name, err ? err : "refused");
+			free(err);
+			return r;
+		}
+		return send_json(c, ok_code, json_object_get(o));
+	}
 	int rc = engine_apply(src, text, strlen(text), &result, &err);
 	free(text);
 	free(result);
@@ -1447,32 +1460,6 @@ static enum MHD_Result create_vm(struct MHD_Connection *c, struct reqctx *rq, co
 	return rc;
 }
 
-/* RFC 7386 JSON merge patch of target by patch (target changed in place; returns the result). */
-static json_object *merge_patch(json_object *target, json_object *patch)
-{
-	if (!json_object_is_type(patch, json_type_object)) {
-		if (target)
-			json_object_put(target);
-		return patch ? json_object_get(patch) : NULL;
-	}
-	if (target == NULL || !json_object_is_type(target, json_type_object)) {
-		if (target)
-			json_object_put(target);
-		target = json_object_new_object();
-	}
-	json_object_object_foreach(patch, k, v)
-	{
-		if (v == NULL) {
-			json_object_object_del(target, k);
-			continue;
-		}
-		json_object *cur = jget(target, k);
-		json_object *res = merge_patch(cur ? json_object_get(cur) : NULL, v);
-		json_object_object_add(target, k, res);
-	}
-	return target;
-}
-
 /* The VM as stored (its manifest), for a patch or an update: NULL when absent. */
 static json_object *current_manifest(const char *ns, const char *name)
 {
@@ -1526,7 +1513,7 @@ static enum MHD_Result patch_vm(struct MHD_Connection *c, struct reqctx *rq, con
 				   "modified; please apply your changes to the latest version and try again",
 				   name);
 	}
-	json_object *res = replace ? json_object_get(p) : merge_patch(json_object_get(cur), p);
+	json_object *res = replace ? json_object_get(p) : apisel_merge_patch(json_object_get(cur), p);
 	json_object_put(cur);
 	json_object_put(p);
 	json_object *md = jobj(res, "metadata");
@@ -1567,12 +1554,31 @@ static int grace_of(struct MHD_Connection *c, struct reqctx *rq, const char *key
 	return v < 0 ? -1 : v;
 }
 
-static enum MHD_Result act(struct MHD_Connection *c, enum res r, enum action a, const char *ns, const char *name,
-			   int grace, const char *target, unsigned ok_code, bool reply_obj)
+/* dryRun as a query parameter (create, patch) or in the body's DeleteOptions / options (delete, subresources). */
+static bool dry_run(struct MHD_Connection *c, struct reqctx *rq)
+{
+	if (arg(c, "dryRun"))
+		return true;
+	if (rq->body.len == 0 || rq->too_big)
+		return false;
+	buf_add_char(&rq->body, 0);
+	json_object *o = json_tokener_parse(rq->body.data);
+	rq->body.len--;
+	json_object *d = jget(o, "dryRun");
+	bool dry = d && json_object_is_type(d, json_type_array) && json_object_array_length(d) > 0;
+	if (o)
+		json_object_put(o);
+	return dry;
+}
+
+static enum MHD_Result act(struct MHD_Connection *c, struct reqctx *rq, enum res r, enum action a, const char *ns,
+			   const char *name, int grace, const char *target, unsigned ok_code, bool reply_obj)
 {
 	struct source *src = source_of(ns, name);
 	if (src == NULL)
 		return not_found(c, r == R_VM ? R_VM : R_VMI, name);
+	if (dry_run(c, rq)) /* nothing is done */
+		return reply_obj ? reply_object(c, ok_code, r, ns, name) : send_text(c, ok_code, xstrdup(""), "text/plain");
 	struct action_req req = { .act = a, .ns = ns, .name = name, .grace_period = grace, .target = target };
 	if (a == ACT_STOP && grace == 0)
 		req.act = ACT_FORCE_STOP;
@@ -1592,20 +1598,20 @@ static enum MHD_Result subresource(struct MHD_Connection *c, struct reqctx *rq, 
 {
 	if (r == R_VM) {
 		if (strcmp(sub, "start") == 0)
-			return act(c, r, ACT_START, ns, name, -1, NULL, 202, false);
+			return act(c, rq, r, ACT_START, ns, name, -1, NULL, 202, false);
 		if (strcmp(sub, "stop") == 0)
-			return act(c, r, ACT_STOP, ns, name, grace_of(c, rq, "gracePeriod"), NULL, 202, false);
+			return act(c, rq, r, ACT_STOP, ns, name, grace_of(c, rq, "gracePeriod"), NULL, 202, false);
 		if (strcmp(sub, "restart") == 0)
-			return act(c, r, ACT_RESTART, ns, name, grace_of(c, rq, "gracePeriodSeconds"), NULL, 202, false);
+			return act(c, rq, r, ACT_RESTART, ns, name, grace_of(c, rq, "gracePeriodSeconds"), NULL, 202, false);
 		if (strcmp(sub, "migrate") == 0)
-			return act(c, r, ACT_MIGRATE, ns, name, -1, NULL, 202, false);
+			return act(c, rq, r, ACT_MIGRATE, ns, name, -1, NULL, 202, false);
 	} else if (r == R_VMI) {
 		if (strcmp(sub, "pause") == 0)
-			return act(c, r, ACT_PAUSE, ns, name, -1, NULL, 200, false);
+			return act(c, rq, r, ACT_PAUSE, ns, name, -1, NULL, 200, false);
 		if (strcmp(sub, "unpause") == 0)
-			return act(c, r, ACT_UNPAUSE, ns, name, -1, NULL, 200, false);
+			return act(c, rq, r, ACT_UNPAUSE, ns, name, -1, NULL, 200, false);
 		if (strcmp(sub, "softreboot") == 0)
-			return act(c, r, ACT_SOFT_REBOOT, ns, name, -1, NULL, 200, false);
+			return act(c, rq, r, ACT_SOFT_REBOOT, ns, name, -1, NULL, 200, false);
 	}
 	return send_status(c, 404, "NotFound", R_COUNT, NULL, "the server could not find the requested resource");
 }
@@ -2273,7 +2279,7 @@ static enum MHD_Result route(struct MHD_Connection *c, struct reqctx *rq, const 
 	if (strcmp(method, "DELETE") == 0 && ns && name) {
 		int grace = grace_of(c, rq, "gracePeriodSeconds");
 		if (r == R_VM)
-			return act(c, r, ACT_DELETE, ns, name, grace, NULL, 200, true);
+			return act(c, rq, r, ACT_DELETE, ns, name, grace, NULL, 200, true);
 		if (r == R_VMI) {
 			/* the execution ends; the VM's run strategy decides what follows (Always: a new one) */
 			const struct vm *vm = NULL;
@@ -2281,7 +2287,7 @@ static enum MHD_Result route(struct MHD_Connection *c, struct reqctx *rq, const 
 			if (src)
 				vm = (const struct vm *)store_find(S.st, src, OBJ_VM, ns, name);
 			bool always = vm && util_str_eq(vm->run_strategy, "Always");
-			return act(c, r, always ? ACT_RESTART : ACT_STOP, ns, name, grace, NULL, 200, true);
+			return act(c, rq, r, always ? ACT_RESTART : ACT_STOP, ns, name, grace, NULL, 200, true);
 		}
 	}
 	return send_status(c, 405, "MethodNotAllowed", R_COUNT, NULL,

@@ -143,6 +143,14 @@ k get vm demo -o jsonpath='{.metadata.annotations.kubectl\.kubernetes\.io/last-a
     fail "last-applied annotation"
 out=$(k apply -f "$ENGINE_T/demo2.yaml")
 [[ $out == "virtualmachine.kubevirt.io/demo unchanged" ]] || fail "unchanged: $out"
+sed 's/guest: 192Mi/guest: 320Mi/' "$m" >"$ENGINE_T/demo3.yaml"
+out=$(k apply --dry-run=server -f "$ENGINE_T/demo3.yaml")
+[[ $out == "virtualmachine.kubevirt.io/demo configured (server dry run)" ]] || fail "dry run: $out"
+[[ $(k get vm demo -o jsonpath='{.spec.template.spec.domain.memory.guest} {.metadata.generation}') == "256Mi 2" ]] ||
+    fail "a server dry run changed the VM"
+k delete vm demo --dry-run=server >/dev/null || fail "delete dry run"
+[[ $(k get vm demo -o jsonpath='{.metadata.deletionTimestamp}/{.status.printableStatus}') == /Running ]] ||
+    fail "a delete dry run touched the VM"
 
 step "namespaces: create, use, refuse an unknown one, delete; kubectl describe (events by involvedObject)"
 k create namespace kvlab >/dev/null || fail "create namespace"

@@ -1,5 +1,6 @@
 /* The engine service's pure request parsing (engine/apisel.c): label and field selectors as the API server reads
  * them, continue tokens, resourceVersions. */
+#include <json-c/json.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -133,6 +134,39 @@ static void test_pb(void)
 	T_EQ_INT(apisel_pb_kind_name("k8s\0", 4, &kind, &name), -1); /* empty */
 }
 
+/* RFC 7386's appendix A, every example: original, patch, result. */
+static void test_merge_patch(void)
+{
+	static const char *const v[][3] = {
+		{ "{\"a\":\"b\"}", "{\"a\":\"c\"}", "{\"a\":\"c\"}" },
+		{ "{\"a\":\"b\"}", "{\"b\":\"c\"}", "{\"a\":\"b\",\"b\":\"c\"}" },
+		{ "{\"a\":\"b\"}", "{\"a\":null}", "{}" },
+		{ "{\"a\":\"b\",\"b\":\"c\"}", "{\"a\":null}", "{\"b\":\"c\"}" },
+		{ "{\"a\":[\"b\"]}", "{\"a\":\"c\"}", "{\"a\":\"c\"}" },
+		{ "{\"a\":\"c\"}", "{\"a\":[\"b\"]}", "{\"a\":[\"b\"]}" },
+		{ "{\"a\":{\"b\":\"c\"}}", "{\"a\":{\"b\":\"d\",\"c\":null}}", "{\"a\":{\"b\":\"d\"}}" },
+		{ "{\"a\":[{\"b\":\"c\"}]}", "{\"a\":[1]}", "{\"a\":[1]}" },
+		{ "[\"a\",\"b\"]", "[\"c\",\"d\"]", "[\"c\",\"d\"]" },
+		{ "{\"a\":\"b\"}", "[\"c\"]", "[\"c\"]" },
+		{ "{\"e\":null}", "{\"a\":1}", "{\"e\":null,\"a\":1}" },
+		{ "[1,2]", "{\"a\":\"b\",\"c\":null}", "{\"a\":\"b\"}" },
+		{ "{}", "{\"a\":{\"bb\":{\"ccc\":null}}}", "{\"a\":{\"bb\":{}}}" },
+	};
+	for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) {
+		json_object *t = json_tokener_parse(v[i][0]), *p = json_tokener_parse(v[i][1]), *want = json_tokener_parse(v[i][2]);
+		json_object *got = apisel_merge_patch(t, p);
+		if (!json_object_equal(got, want))
+			fprintf(stderr, "merge patch %zu: got %s\n", i, json_object_to_json_string(got));
+		T_CHECK(json_object_equal(got, want));
+		json_object_put(got);
+		json_object_put(p);
+		json_object_put(want);
+	}
+	/* "null" patches to nothing */
+	json_object *got = apisel_merge_patch(json_tokener_parse("{\"a\":1}"), NULL);
+	T_CHECK(got == NULL);
+}
+
 int main(void)
 {
 	test_labels();
@@ -140,5 +174,6 @@ int main(void)
 	test_continue();
 	test_rv();
 	test_pb();
+	test_merge_patch();
 	return T_DONE();
 }
