@@ -1004,7 +1004,11 @@ static struct item *select_items(enum res r, const struct filter *f, size_t *n)
 				struct lookup l = { .o = objs[i], .ns = objs[i]->ns, .name = objs[i]->name };
 				if (!matches(f, &l))
 					continue;
-				struct cent *c = refresh(objs[i], false);
+				char key[UID_LEN + 4];
+				cent_key(key, sizeof key, objs[i]);
+				struct cent *c = hmap_get(&S.cache, key); /* the listener keeps it current */
+				if (c == NULL)
+					c = refresh(objs[i], false);
 				if (c)
 					add_item(&items, n, objs[i]->ns, objs[i]->name, xstrdup(c->text));
 			}
@@ -2523,6 +2527,18 @@ int engine_serve_cmd(int argc, char **argv)
 	S.ring = xcalloc(S.ring_size, sizeof *S.ring);
 	nsx_load();
 	int lid = store_listen(S.st, on_store, NULL);
+	if (port < 0) { /* engine.api-port in the config file, or $KVCON_ENGINE_API_PORT */
+		char *ps = engine_setting("KVCON_ENGINE_API_PORT", "engine.api-port");
+		if (ps && *ps)
+			port = atoi(ps);
+		free(ps);
+	}
+	if (port > 65535) {
+		log_eprintf("error: engine serve: %d: not a port\n", port);
+		store_unlisten(S.st, lid);
+		state_free();
+		return engine_cli_close(EXIT_USAGE, 0);
+	}
 	char *err = NULL, *spath = sock ? xstrdup(sock) : default_socket(), *kpath = NULL;
 	char *state = util_state_dir();
 	int fd = listen_unix(spath, &err);

@@ -18,6 +18,9 @@ struct source *engine_open(struct store *st, const char *uri, char **err);
 char *engine_check(const char *uri);
 /* $KVCON_ENGINE_URI, else qemu:///embed?root=$XDG_STATE_HOME/kvcon/engine. Caller frees. */
 char *engine_default_uri(void);
+/* A setting: $env when set and not empty, else the first "key = value" of the config file, else NULL. Caller
+ * frees. */
+char *engine_setting(const char *env, const char *key);
 /* The source's host has connected and finished its first resync. */
 bool engine_ready(const struct source *src);
 /* The connection's last error when it is not connected (NULL otherwise). */
