@@ -2376,7 +2376,7 @@ static void on_pass(void *arg)
 	mhd_run_all();
 }
 
-static void mhd_log(void *cls, const char *fmt, va_list ap)
+__attribute__((format(printf, 2, 0))) static void mhd_log(void *cls, const char *fmt, va_list ap)
 {
 	(void)cls;
 	char msg[512];
