@@ -108,6 +108,9 @@ install: all
 	install -m 755 kvcon $(DESTDIR)$(PREFIX)/bin/kvcon
 	install -m 644 man/kvcon.1 $(DESTDIR)$(PREFIX)/share/man/man1/kvcon.1
 	install -m 644 themes/* $(DESTDIR)$(PREFIX)/share/kvcon/themes/ 2>/dev/null || true
+	install -d $(DESTDIR)$(PREFIX)/lib/systemd/user
+	sed 's|@BINDIR@|$(PREFIX)/bin|' contrib/kvcon-engine.service.in >$(DESTDIR)$(PREFIX)/lib/systemd/user/kvcon-engine.service
+	chmod 644 $(DESTDIR)$(PREFIX)/lib/systemd/user/kvcon-engine.service
 
 clean:
 	rm -rf $(BUILD) build-asan build-fuzz kvcon

@@ -2394,7 +2394,7 @@ static int start_daemon(int lfd, bool tls, char **err)
 		{ MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)on_completed, NULL },
 		{ MHD_OPTION_EXTERNAL_LOGGER, (intptr_t)mhd_log, NULL },
 		{ MHD_OPTION_CONNECTION_LIMIT, 512, NULL },
-		{ MHD_OPTION_CONNECTION_TIMEOUT, 0, NULL },
+		{ MHD_OPTION_CONNECTION_TIMEOUT, 600, NULL }, /* idle connections; a waiting watch is suspended, not idle */
 		{ tls ? MHD_OPTION_HTTPS_MEM_KEY : MHD_OPTION_END, 0, tls ? S.tls.key_pem : NULL },
 		{ MHD_OPTION_HTTPS_MEM_CERT, 0, S.tls.cert_pem },
 		{ MHD_OPTION_END, 0, NULL },
