@@ -2310,6 +2310,12 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 		rq = xcalloc(1, sizeof *rq);
 		buf_init(&rq->body);
 		*con_cls = rq;
+		/* before any body is read: no token, nothing buffered (MHD drops the rest and closes) */
+		if (tls && !apitls_auth_ok(&S.tls, MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization")))
+			return send_status(c, 401, "Unauthorized", R_COUNT, NULL, "Unauthorized");
+		const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Length");
+		if (cl && strtoull(cl, NULL, 10) > MAX_BODY)
+			return send_status(c, 413, NULL, R_COUNT, NULL, "the request body is larger than %u bytes", MAX_BODY);
 		return MHD_YES;
 	}
 	if (*upload_size) {

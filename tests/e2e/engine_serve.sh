@@ -47,6 +47,12 @@ awk '/certificate-authority-data:/ {print $2}' "$KCFG" | base64 -d >"$ENGINE_T/c
 code=$(curl -s --cacert "$ENGINE_T/ca.crt" -o /dev/null -w '%{http_code}' -H "Authorization: Bearer $TOKEN" \
     "https://127.0.0.1:$PORT/apis/kubevirt.io/v1/virtualmachines")
 [[ $code == 200 ]] || fail "with the token: $code"
+head -c 5000000 /dev/zero >"$ENGINE_T/big"
+code=$(curl -sk -o /dev/null -w '%{http_code}' -X POST --data-binary @"$ENGINE_T/big" "https://127.0.0.1:$PORT/api/v1/namespaces")
+[[ $code == 401 ]] || fail "a big body without the token: $code"
+code=$(curl -s --unix-socket "$SOCK" -o /dev/null -w '%{http_code}' -X POST -H 'Content-Type: application/json' \
+    --data-binary @"$ENGINE_T/big" "http://engine/api/v1/namespaces")
+[[ $code == 413 ]] || fail "a body over 4 MiB: $code"
 
 step "kubectl apply -f vm.yaml"
 m=$(engine_manifest "$ENGINE_T/demo.yaml" demo Always 192Mi)
@@ -222,6 +228,6 @@ rc=0
 wait "$SRV" || rc=$?
 SRV=
 [[ $rc == 0 ]] || fail "the service exited $rc: $(tail -5 "$ENGINE_T/serve.err")"
-[[ ! -s $ENGINE_T/serve.err ]] || { cat "$ENGINE_T/serve.err"; fail "the service wrote to stderr"; }
+! grep -Eq 'error|Sanitizer|runtime error' "$ENGINE_T/serve.err" || { cat "$ENGINE_T/serve.err"; fail "errors on stderr"; }
 [[ ! -e $SOCK ]] || fail "socket left behind"
 echo PASS
