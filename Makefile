@@ -3,7 +3,7 @@ PREFIX  ?= /usr/local
 DESTDIR ?=
 BUILD   ?= build
 CC      ?= cc
-PKGS     = ncursesw libcurl json-c vterm libvncclient libvirt libvirt-qemu yaml-0.1 zlib libxml-2.0 libarchive libcrypto
+PKGS     = ncursesw libcurl json-c vterm libvncclient libvirt libvirt-qemu yaml-0.1 zlib libxml-2.0 libarchive libcrypto libmicrohttpd
 WARN     = -Wall -Wextra -Wshadow -Wformat=2 -Werror
 CFLAGS  ?= -O2 -g
 ALL_CFLAGS = -std=c11 -D_GNU_SOURCE $(WARN) $(CFLAGS) -Isrc $(shell pkg-config --cflags $(PKGS) 2>/dev/null) -MMD -MP
@@ -111,6 +111,9 @@ install: all
 	install -m 755 kvcon $(DESTDIR)$(PREFIX)/bin/kvcon
 	install -m 644 man/kvcon.1 $(DESTDIR)$(PREFIX)/share/man/man1/kvcon.1
 	install -m 644 themes/* $(DESTDIR)$(PREFIX)/share/kvcon/themes/ 2>/dev/null || true
+	install -d $(DESTDIR)$(PREFIX)/lib/systemd/user
+	sed 's|@BINDIR@|$(PREFIX)/bin|' contrib/kvcon-engine.service.in >$(DESTDIR)$(PREFIX)/lib/systemd/user/kvcon-engine.service
+	chmod 644 $(DESTDIR)$(PREFIX)/lib/systemd/user/kvcon-engine.service
 
 clean:
 	rm -rf $(BUILD) build-asan build-fuzz kvcon

@@ -29,6 +29,7 @@ zlib1g-dev
 libxml2-dev
 libssl-dev
 libarchive-dev
+libmicrohttpd-dev
 "
 RUN_PKGS="
 libvirt-daemon
@@ -42,6 +43,7 @@ cpio
 gzip
 ncurses-base
 ncurses-term
+libmicrohttpd12
 "
 TEST_PKGS="
 tmux

@@ -26,6 +26,7 @@
 #include "core/xmalloc.h"
 #include "cmd/cmd_console.h"
 #include "cmd/cmd_vnc.h"
+#include "cmd/apisrv.h"
 #include "engine/ejson.h"
 #include "engine/engine.h"
 #include "engine/estream.h"
@@ -1035,6 +1036,9 @@ static const struct {
 	{ "console", cmd_engine_console, "console NAME [--expect RE] [--send LINE]... [--wait-stop] [--timeout S] [--log FILE]" },
 	{ "vnc", cmd_engine_vnc, "vnc NAME [--screenshot F.png ...] | vnc NAME --proxy-only [--port N]" },
 	{ "reconcile", cmd_engine_reconcile, "reconcile [--for SECONDS]  run the reconciler, then leave" },
+	{ "serve", engine_serve_cmd, "serve [--socket PATH] [--https PORT] [--kubeconfig-out FILE]\n"
+				     "                      run the reconciler for good and serve the Kubernetes API "
+				     "(docs/ENGINE-SERVICE.md)" },
 	{ "pull", cmd_engine_pull, "pull IMAGE                 pull a containerDisk into the image cache (prints its digest)" },
 	{ "migrate", migrate_cmd, "migrate NAME --to HOST [--bandwidth MiB/s] [--auto-converge] [--postcopy] [--timeout S]\n"
 				  "                      [--copy-storage] [--offline] [--migrate-uri URI] [--quiet]" },

@@ -1,6 +1,7 @@
 /* One YAML tree: libyaml's documents (see ydoc.h). */
 #include "core/ydoc.h"
 
+#include <errno.h>
 #include <json-c/json.h>
 #include <stdlib.h>
 #include <string.h>
@@ -310,4 +311,45 @@ int ydoc_load(yaml_document_t *doc, const char *text, size_t len, char **err)
 	if (i < len && (text[i] == '{' || text[i] == '['))
 		return load_json(doc, text, len, err);
 	return load_yaml(doc, text, len, err);
+}
+
+static json_object *node_json(yaml_document_t *d, const yaml_node_t *n, int depth)
+{
+	if (n == NULL || depth > YDOC_MAX_DEPTH)
+		return NULL;
+	if (n->type == YAML_MAPPING_NODE) {
+		json_object *o = json_object_new_object();
+		for (size_t i = 0; i < ydoc_len(n); i++)
+			json_object_object_add(o, ydoc_key(d, n, i), node_json(d, ydoc_at(d, n, i), depth + 1));
+		return o;
+	}
+	if (n->type == YAML_SEQUENCE_NODE) {
+		json_object *a = json_object_new_array();
+		for (size_t i = 0; i < ydoc_len(n); i++)
+			json_object_array_add(a, node_json(d, ydoc_at(d, n, i), depth + 1));
+		return a;
+	}
+	const char *s = ydoc_str(n);
+	if (ydoc_quoted(n))
+		return json_object_new_string(s);
+	if (ydoc_is_null(n))
+		return NULL;
+	if (strcmp(s, "true") == 0 || strcmp(s, "false") == 0)
+		return json_object_new_boolean(s[0] == 't');
+	char *end;
+	errno = 0;
+	long long v = strtoll(s, &end, 10);
+	if (*s && *end == '\0' && errno == 0)
+		return json_object_new_int64(v);
+	if (*s && (s[0] == '-' || s[0] == '.' || (s[0] >= '0' && s[0] <= '9'))) {
+		double x = strtod(s, &end);
+		if (*end == '\0')
+			return json_object_new_double(x);
+	}
+	return json_object_new_string(s);
+}
+
+json_object *ydoc_json(yaml_document_t *d, const yaml_node_t *n)
+{
+	return node_json(d, n, 0);
 }

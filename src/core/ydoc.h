@@ -26,5 +26,8 @@ const char *ydoc_key(yaml_document_t *d, const yaml_node_t *map, size_t i);
 bool ydoc_quoted(const yaml_node_t *n);
 /* NULL, or a plain scalar that is YAML null ("", "~", "null", "Null", "NULL"). */
 bool ydoc_is_null(const yaml_node_t *n);
+/* n as JSON: quoted scalars are strings, plain ones typed as YAML 1.2's core schema does (null, booleans,
+ * integers, floats); NULL for YAML null. The caller owns the result (json_object_put). */
+struct json_object *ydoc_json(yaml_document_t *d, const yaml_node_t *n);
 
 #endif

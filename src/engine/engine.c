@@ -133,6 +133,11 @@ static char *setting(const char *env, const char *key)
 	return val;
 }
 
+char *engine_setting(const char *env, const char *key)
+{
+	return setting(env, key);
+}
+
 /* The directories the host's owner allows for hostDisk and kernelBoot host paths: "engine.allow-host-path =
  * DIR" lines of the config file only (an opt-in, like KubeVirt's HostDisk feature gate; absolute paths).
  * A NULL-terminated array (caller frees with values_free; never NULL). */

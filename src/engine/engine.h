@@ -20,6 +20,9 @@ char *engine_check(const char *uri);
 /* kvcon keeps the record of VM ns/name (NULL, NULL: of any VM) of some engine host on this machine (a command
  * then looks on the engine too); reads the state directory only. */
 bool engine_has_record(const char *ns, const char *name);
+/* A setting: $env when set and not empty, else the first "key = value" of the config file, else NULL. Caller
+ * frees. */
+char *engine_setting(const char *env, const char *key);
 /* The source's host has connected and finished its first resync. */
 bool engine_ready(const struct source *src);
 /* The connection's last error when it is not connected (NULL otherwise). */

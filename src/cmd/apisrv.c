@@ -1,0 +1,2565 @@
+/* The engine service: the Kubernetes API over the engine's store (see apisrv.h and docs/ENGINE-SERVICE.md).
+ *
+ * Everything runs on the loop thread: libmicrohttpd in external-epoll mode (its epoll fd is one of the loop's fds,
+ * MHD_run is called when it is readable and at the end of every loop pass), the engine's reconciler and the store
+ * listener that turns store changes into resource versions and watch events. */
+#include "cmd/apisrv.h"
+
+#include <errno.h>
+#include <json-c/json.h>
+#include <microhttpd.h>
+#include <openssl/evp.h>
+#include <openssl/sha.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "cmd/cmd_engine.h"
+#include "core/buf.h"
+#include "core/hmap.h"
+#include "core/log.h"
+#include "core/loop.h"
+#include "core/opts.h"
+#include "core/util.h"
+#include "core/xmalloc.h"
+#include "core/ydoc.h"
+#include "engine/apisel.h"
+#include "engine/apitls.h"
+#include "engine/engine.h"
+#include "engine/evm.h"
+#include "engine/manifest.h"
+#include "kube/wsframe.h"
+#include "model/objjson.h"
+#include "model/source.h"
+#include "model/store.h"
+
+#define MAX_BODY (4u << 20)
+#define RING_DEFAULT 4096
+#define BOOKMARK_MS 10000
+#define KV_VERSION "v1.5.0-kvcon"
+
+/* ---- resources ---- */
+
+enum res { R_VM, R_VMI, R_POD, R_EVENT, R_NS, R_NODE, R_COUNT };
+
+static const struct resdef {
+	const char *plural, *singular, *kind, *group, *short1, *short2;
+	bool namespaced;
+	int obj_kind; /* enum obj_kind, -1 for synthesised kinds */
+	const char *verbs;
+} RES[R_COUNT] = {
+	[R_VM] = { "virtualmachines", "virtualmachine", "VirtualMachine", "kubevirt.io", "vm", "vms", true, OBJ_VM,
+		   "create,delete,get,list,patch,update,watch" },
+	[R_VMI] = { "virtualmachineinstances", "virtualmachineinstance", "VirtualMachineInstance", "kubevirt.io", "vmi",
+		    "vmis", true, OBJ_VMI, "delete,get,list,watch" },
+	[R_POD] = { "pods", "pod", "Pod", "", "po", NULL, true, OBJ_POD, "get,list,watch" },
+	[R_EVENT] = { "events", "event", "Event", "", "ev", NULL, true, OBJ_EVENT, "get,list,watch" },
+	[R_NS] = { "namespaces", "namespace", "Namespace", "", "ns", NULL, false, -1, "create,delete,get,list,watch" },
+	[R_NODE] = { "nodes", "node", "Node", "", "no", NULL, false, -1, "get,list,watch" },
+};
+
+static const char *api_version(enum res r)
+{
+	return *RES[r].group ? "kubevirt.io/v1" : "v1";
+}
+
+static enum res res_of_kind(enum obj_kind k)
+{
+	switch (k) {
+	case OBJ_VM:
+		return R_VM;
+	case OBJ_VMI:
+		return R_VMI;
+	case OBJ_POD:
+		return R_POD;
+	default:
+		return R_EVENT;
+	}
+}
+
+/* ---- state ---- */
+
+/* The last JSON text served for a store object: its resourceVersion and text (with that resourceVersion). */
+struct cent {
+	char key[UID_LEN + 4];
+	uint64_t rv;
+	char *body; /* JSON without resourceVersion (for comparison) */
+	char *text; /* JSON as served */
+};
+
+/* One watch event kept for watchers that are behind. */
+struct wev {
+	uint64_t rv;
+	enum res r;
+	const char *type; /* ADDED, MODIFIED, DELETED */
+	struct obj *o;    /* packed copy (namespace, name, labels for the filters) */
+	char *text;
+};
+
+struct watcher {
+	struct MHD_Connection *c;
+	enum res r;
+	char *ns, *name;
+	struct apisel *ls, *fs;
+	uint64_t rv; /* last sent */
+	bool bookmarks, table, suspended, ended, sent_columns;
+	uint64_t deadline_ms, next_bookmark_ms;
+	struct buf out;
+	struct watcher *next;
+};
+
+struct reqctx {
+	struct buf body;
+	bool too_big;
+};
+
+static struct {
+	struct store *st;
+	struct source **srcs;
+	int nsrcs;
+	uint64_t rv;
+	struct hmap cache;
+	struct wev *ring;
+	size_t ring_size, head, count; /* ring[head] is the oldest */
+	uint64_t oldest_rv; /* watches from before it get 410 */
+	struct watcher *watchers;
+	struct apitls tls;
+	bool https;
+	struct MHD_Daemon *d[2];
+	struct loop_fd *lfd[2];
+	int nd;
+	struct loop_timer *timer, *tick;
+	int64_t started;
+	char node_uid[37];
+	char **nsx; /* namespaces created through the API (kept in $XDG_STATE_HOME/kvcon/engine-namespaces) */
+	size_t nnsx;
+} S;
+
+/* ---- JSON helpers ---- */
+
+static json_object *jstr(const char *s)
+{
+	return s ? json_object_new_string(s) : NULL;
+}
+
+static json_object *jget(json_object *o, const char *k)
+{
+	json_object *v = NULL;
+	return o && json_object_is_type(o, json_type_object) && json_object_object_get_ex(o, k, &v) ? v : NULL;
+}
+
+static const char *jgets(json_object *o, const char *k)
+{
+	json_object *v = jget(o, k);
+	return v && json_object_is_type(v, json_type_string) ? json_object_get_string(v) : NULL;
+}
+
+static json_object *jobj(json_object *o, const char *k)
+{
+	json_object *v = jget(o, k);
+	if (v && json_object_is_type(v, json_type_object))
+		return v;
+	v = json_object_new_object();
+	json_object_object_add(o, k, v);
+	return v;
+}
+
+static char *jtext(json_object *o)
+{
+	return xstrdup(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
+}
+
+static json_object *time_json(int64_t t)
+{
+	char b[40];
+	if (t <= 0)
+		return NULL;
+	util_format_time(t, b, sizeof b);
+	return json_object_new_string(b);
+}
+
+/* The stored manifest as a JSON object (NULL when it does not parse). */
+static json_object *manifest_json(const char *text)
+{
+	if (text == NULL)
+		return NULL;
+	char *err = NULL;
+	yaml_document_t doc;
+	if (ydoc_load(&doc, text, strlen(text), &err) < 0) {
+		free(err);
+		return NULL;
+	}
+	yaml_node_t *root = yaml_document_get_root_node(&doc);
+	json_object *o = root && root->type == YAML_MAPPING_NODE ? ydoc_json(&doc, root) : NULL;
+	yaml_document_delete(&doc);
+	return o;
+}
+
+/* ---- objects as the API serves them ---- */
+
+static void add_labels(json_object *md, const struct obj *o)
+{
+	json_object *l = NULL;
+	for (const char *it = NULL, *k, *v; obj_label_next(o, &it, &k, &v);) {
+		if (l == NULL)
+			l = jobj(md, "labels");
+		json_object_object_add(l, k, json_object_new_string(v));
+	}
+}
+
+static json_object *vm_json(const struct obj *o)
+{
+	const struct vm *v = (const struct vm *)o;
+	json_object *base = objjson_new(o);
+	struct evm *ev = evm_find(o->src, o->ns, o->name);
+	json_object *m = ev ? manifest_json(ev->text) : NULL;
+	if (m == NULL)
+		return base;
+	/* the manifest as applied (spec, labels, annotations), with the server's metadata and status */
+	json_object_object_del(m, "status");
+	json_object *md = jobj(m, "metadata"), *bmd = jget(base, "metadata");
+	const char *keys[] = { "name", "namespace", "uid", "creationTimestamp", "deletionTimestamp", "generation" };
+	for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
+		json_object *x = jget(bmd, keys[i]);
+		json_object_object_del(md, keys[i]);
+		if (x)
+			json_object_object_add(md, keys[i], json_object_get(x));
+	}
+	json_object_object_del(md, "resourceVersion");
+	json_object_object_del(md, "managedFields");
+	json_object *spec = jobj(m, "spec");
+	if (v->run_strategy && !v->running_field)
+		json_object_object_add(spec, "runStrategy", json_object_new_string(v->run_strategy));
+	json_object_object_add(m, "apiVersion", json_object_new_string("kubevirt.io/v1"));
+	json_object_object_add(m, "kind", json_object_new_string("VirtualMachine"));
+	json_object *st = jget(base, "status");
+	json_object_object_add(m, "status", st ? json_object_get(st) : json_object_new_object());
+	json_object_put(base);
+	return m;
+}
+
+static json_object *event_json(const struct obj *o)
+{
+	const struct event *e = (const struct event *)o;
+	json_object *j = json_object_new_object(), *md = json_object_new_object(), *io = json_object_new_object();
+	json_object_object_add(j, "apiVersion", jstr("v1"));
+	json_object_object_add(j, "kind", jstr("Event"));
+	json_object_object_add(md, "name", jstr(o->name));
+	json_object_object_add(md, "namespace", jstr(o->ns));
+	json_object_object_add(md, "uid", jstr(o->uid));
+	json_object_object_add(md, "creationTimestamp", time_json(o->created ? o->created : e->first));
+	json_object_object_add(j, "metadata", md);
+	json_object_object_add(io, "apiVersion", jstr("kubevirt.io/v1"));
+	json_object_object_add(io, "kind", jstr(e->inv_kind));
+	json_object_object_add(io, "name", jstr(e->inv_name));
+	json_object_object_add(io, "namespace", jstr(e->inv_ns ? e->inv_ns : o->ns));
+	if (e->inv_uid[0])
+		json_object_object_add(io, "uid", jstr(e->inv_uid));
+	json_object_object_add(j, "involvedObject", io);
+	json_object_object_add(j, "reason", jstr(e->reason));
+	json_object_object_add(j, "message", jstr(e->message));
+	json_object_object_add(j, "type", jstr(e->type));
+	json_object_object_add(j, "count", json_object_new_int(e->count > 0 ? e->count : 1));
+	json_object_object_add(j, "firstTimestamp", time_json(e->first));
+	json_object_object_add(j, "lastTimestamp", time_json(e->last ? e->last : e->first));
+	json_object *src = json_object_new_object();
+	json_object_object_add(src, "component", jstr(e->component ? e->component : "kvcon-engine"));
+	if (o->src && o->src->name)
+		json_object_object_add(src, "host", jstr(o->src->name));
+	json_object_object_add(j, "source", src);
+	json_object_object_add(j, "reportingComponent", jstr(e->component ? e->component : "kvcon-engine"));
+	return j;
+}
+
+static json_object *obj_to_json(const struct obj *o)
+{
+	json_object *j;
+	switch (o->kind) {
+	case OBJ_VM:
+		return vm_json(o);
+	case OBJ_EVENT:
+		return event_json(o);
+	default:
+		j = objjson_new(o);
+		break;
+	}
+	if (j == NULL)
+		return NULL;
+	json_object *md = jobj(j, "metadata");
+	if (jget(md, "labels") == NULL)
+		add_labels(md, o);
+	return j;
+}
+
+/* ---- resource versions and the watch ring ---- */
+
+static void cent_key(char *out, size_t len, const struct obj *o)
+{
+	snprintf(out, len, "%d/%s", (int)o->kind, o->uid);
+}
+
+static void ring_push(enum res r, const char *type, const struct obj *o, const char *text)
+{
+	if (S.count == S.ring_size) {
+		struct wev *w = &S.ring[S.head];
+		S.oldest_rv = w->rv;
+		obj_free(w->o);
+		free(w->text);
+		S.head = (S.head + 1) % S.ring_size;
+		S.count--;
+	}
+	struct wev *w = &S.ring[(S.head + S.count++) % S.ring_size];
+	w->rv = S.rv;
+	w->r = r;
+	w->type = type;
+	w->o = obj_pack_copy(o);
+	w->text = xstrdup(text);
+}
+
+static void wake_watchers(void);
+
+/* The served text of o, rebuilt; bumps the resourceVersion and records a watch event when it changed. */
+static struct cent *refresh(const struct obj *o, bool notify)
+{
+	char key[UID_LEN + 4];
+	cent_key(key, sizeof key, o);
+	struct cent *c = hmap_get(&S.cache, key);
+	json_object *j = obj_to_json(o);
+	if (j == NULL)
+		return c;
+	char *body = jtext(j);
+	if (c && strcmp(c->body, body) == 0) {
+		free(body);
+		json_object_put(j);
+		return c;
+	}
+	bool added = c == NULL;
+	if (c == NULL) {
+		c = xcalloc(1, sizeof *c);
+		memcpy(c->key, key, sizeof key);
+		hmap_put(&S.cache, c->key, c);
+	}
+	free(c->body);
+	free(c->text);
+	c->body = body;
+	c->rv = ++S.rv;
+	char rv[24];
+	snprintf(rv, sizeof rv, "%llu", (unsigned long long)c->rv);
+	json_object_object_add(jobj(j, "metadata"), "resourceVersion", json_object_new_string(rv));
+	c->text = jtext(j);
+	json_object_put(j);
+	if (notify) {
+		ring_push(res_of_kind(o->kind), added ? "ADDED" : "MODIFIED", o, c->text);
+		wake_watchers();
+	}
+	return c;
+}
+
+static void on_store(void *arg, enum obj_kind kind, const struct obj *old, const struct obj *new_)
+{
+	(void)arg;
+	(void)kind;
+	if (new_) {
+		refresh(new_, true);
+		return;
+	}
+	char key[UID_LEN + 4];
+	cent_key(key, sizeof key, old);
+	struct cent *c = hmap_del(&S.cache, key);
+	S.rv++;
+	char *text = NULL;
+	json_object *j = c ? json_tokener_parse(c->text) : obj_to_json(old);
+	if (j) {
+		char rv[24];
+		snprintf(rv, sizeof rv, "%llu", (unsigned long long)S.rv);
+		json_object_object_add(jobj(j, "metadata"), "resourceVersion", json_object_new_string(rv));
+		text = jtext(j);
+		json_object_put(j);
+	}
+	if (text)
+		ring_push(res_of_kind(old->kind), "DELETED", old, text);
+	free(text);
+	if (c) {
+		free(c->body);
+		free(c->text);
+		free(c);
+	}
+	wake_watchers();
+}
+
+/* ---- synthesised kinds: Namespace and Node ---- */
+
+static void fake_uid(char out[37], const char *kind, const char *name)
+{
+	uint32_t a = hmap_hash(kind), b = hmap_hash(name), c = hmap_hash(S.node_uid);
+	snprintf(out, 37, "%08x-%04x-4%03x-8%03x-%08x%04x", a ^ c, b & 0xffff, (b >> 16) & 0xfff, (a >> 8) & 0xfff,
+		 b ^ c, a & 0xffff);
+}
+
+static json_object *ns_json(const char *name)
+{
+	json_object *j = json_object_new_object(), *md = json_object_new_object(), *st = json_object_new_object();
+	char uid[37], rv[24];
+	fake_uid(uid, "Namespace", name);
+	snprintf(rv, sizeof rv, "%llu", (unsigned long long)S.rv);
+	json_object_object_add(j, "apiVersion", jstr("v1"));
+	json_object_object_add(j, "kind", jstr("Namespace"));
+	json_object_object_add(md, "name", jstr(name));
+	json_object_object_add(md, "uid", jstr(uid));
+	json_object_object_add(md, "resourceVersion", jstr(rv));
+	json_object_object_add(md, "creationTimestamp", time_json(S.started));
+	json_object *l = json_object_new_object();
+	json_object_object_add(l, "kubernetes.io/metadata.name", jstr(name));
+	json_object_object_add(md, "labels", l);
+	json_object_object_add(j, "metadata", md);
+	json_object_object_add(j, "spec", json_object_new_object());
+	json_object_object_add(st, "phase", jstr("Active"));
+	json_object_object_add(j, "status", st);
+	return j;
+}
+
+static json_object *node_json(struct source *src)
+{
+	json_object *j = json_object_new_object(), *md = json_object_new_object(), *st = json_object_new_object();
+	char uid[37], rv[24];
+	fake_uid(uid, "Node", src->name);
+	snprintf(rv, sizeof rv, "%llu", (unsigned long long)S.rv);
+	json_object_object_add(j, "apiVersion", jstr("v1"));
+	json_object_object_add(j, "kind", jstr("Node"));
+	json_object_object_add(md, "name", jstr(src->name));
+	json_object_object_add(md, "uid", jstr(uid));
+	json_object_object_add(md, "resourceVersion", jstr(rv));
+	json_object_object_add(md, "creationTimestamp", time_json(S.started));
+	json_object *l = json_object_new_object();
+	json_object_object_add(l, "kubernetes.io/hostname", jstr(src->name));
+	json_object_object_add(l, "kubevirt.io/schedulable", jstr("true"));
+	json_object_object_add(md, "labels", l);
+	json_object *an = json_object_new_object();
+	json_object_object_add(an, "kvcon.io/libvirt-uri", jstr(src->server));
+	json_object_object_add(md, "annotations", an);
+	json_object_object_add(j, "metadata", md);
+	json_object_object_add(j, "spec", json_object_new_object());
+	json_object *conds = json_object_new_array(), *c = json_object_new_object();
+	bool ready = engine_ready(src);
+	json_object_object_add(c, "type", jstr("Ready"));
+	json_object_object_add(c, "status", jstr(ready ? "True" : "False"));
+	json_object_object_add(c, "reason", jstr(ready ? "LibvirtConnected" : "LibvirtNotConnected"));
+	json_object_object_add(c, "message", jstr(ready ? "libvirt is connected" : engine_error(src)));
+	json_object_array_add(conds, c);
+	json_object_object_add(st, "conditions", conds);
+	json_object *ni = json_object_new_object();
+	json_object_object_add(ni, "kubeletVersion", jstr(src->version ? src->version : ""));
+	json_object_object_add(ni, "containerRuntimeVersion", jstr("libvirt"));
+	json_object_object_add(ni, "operatingSystem", jstr("linux"));
+	json_object_object_add(ni, "architecture", jstr("amd64"));
+	json_object_object_add(st, "nodeInfo", ni);
+	json_object_object_add(j, "status", st);
+	return j;
+}
+
+/* The namespaces in use, "default" always among them, sorted; NULL-terminated, strings borrowed (interned). */
+static const char **namespaces(size_t *n)
+{
+	const char **out = xcalloc(1, sizeof *out);
+	*n = 0;
+	out[(*n)++] = "default";
+	for (size_t i = 0; i < S.nnsx; i++) {
+		if (strcmp(S.nsx[i], "default") == 0)
+			continue;
+		out = xreallocarray(out, *n + 2, sizeof *out);
+		out[(*n)++] = S.nsx[i];
+	}
+	for (int s = 0; s < S.nsrcs; s++)
+		for (int k = 0; k < OBJ_KIND_COUNT; k++) {
+			size_t cnt;
+			struct obj *const *objs = store_objs(S.st, S.srcs[s], (enum obj_kind)k, &cnt);
+			for (size_t i = 0; i < cnt; i++) {
+				size_t x;
+				for (x = 0; x < *n && strcmp(out[x], objs[i]->ns) != 0; x++)
+					;
+				if (x == *n && *objs[i]->ns) {
+					out = xreallocarray(out, *n + 2, sizeof *out);
+					out[(*n)++] = objs[i]->ns;
+				}
+			}
+		}
+	for (size_t i = 1; i < *n; i++)
+		for (size_t k = i; k > 0 && strcmp(out[k - 1], out[k]) > 0; k--) {
+			const char *t = out[k];
+			out[k] = out[k - 1];
+			out[k - 1] = t;
+		}
+	return out;
+}
+
+/* ---- responses ---- */
+
+static enum MHD_Result send_text(struct MHD_Connection *c, unsigned code, char *text, const char *ctype)
+{
+	struct MHD_Response *r = MHD_create_response_from_buffer(strlen(text), text, MHD_RESPMEM_MUST_FREE);
+	MHD_add_response_header(r, "Content-Type", ctype);
+	MHD_add_response_header(r, "Cache-Control", "no-cache, private");
+	enum MHD_Result rc = MHD_queue_response(c, code, r);
+	MHD_destroy_response(r);
+	return rc;
+}
+
+static enum MHD_Result send_json(struct MHD_Connection *c, unsigned code, json_object *o)
+{
+	char *t = jtext(o);
+	json_object_put(o);
+	return send_text(c, code, t, "application/json");
+}
+
+static const char *reason_of(unsigned code)
+{
+	switch (code) {
+	case 400:
+		return "BadRequest";
+	case 401:
+		return "Unauthorized";
+	case 404:
+		return "NotFound";
+	case 405:
+		return "MethodNotAllowed";
+	case 406:
+		return "NotAcceptable";
+	case 409:
+		return "Conflict";
+	case 410:
+		return "Expired";
+	case 413:
+		return "RequestEntityTooLarge";
+	case 415:
+		return "UnsupportedMediaType";
+	case 422:
+		return "Invalid";
+	default:
+		return "InternalError";
+	}
+}
+
+static json_object *status_json(unsigned code, const char *reason, const char *msg, enum res r, const char *name)
+{
+	json_object *s = json_object_new_object();
+	json_object_object_add(s, "kind", jstr("Status"));
+	json_object_object_add(s, "apiVersion", jstr("v1"));
+	json_object_object_add(s, "metadata", json_object_new_object());
+	json_object_object_add(s, "status", jstr("Failure"));
+	json_object_object_add(s, "message", jstr(msg));
+	json_object_object_add(s, "reason", jstr(reason ? reason : reason_of(code)));
+	if (name && r < R_COUNT) {
+		json_object *d = json_object_new_object();
+		json_object_object_add(d, "name", jstr(name));
+		json_object_object_add(d, "group", jstr(RES[r].group));
+		json_object_object_add(d, "kind", jstr(RES[r].plural));
+		json_object_object_add(s, "details", d);
+	}
+	json_object_object_add(s, "code", json_object_new_int((int)code));
+	return s;
+}
+
+static enum MHD_Result send_status(struct MHD_Connection *c, unsigned code, const char *reason, enum res r,
+				   const char *name, const char *fmt, ...) __attribute__((format(printf, 6, 7)));
+static enum MHD_Result send_status(struct MHD_Connection *c, unsigned code, const char *reason, enum res r,
+				   const char *name, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	char *msg = NULL;
+	if (vasprintf(&msg, fmt, ap) < 0)
+		msg = NULL;
+	va_end(ap);
+	enum MHD_Result rc = send_json(c, code, status_json(code, reason, msg ? msg : "error", r, name));
+	free(msg);
+	return rc;
+}
+
+/* 422 as the API server words it: details.kind is the Kind and each cause names its field, so that kubectl prints
+ * `The VirtualMachine "x" is invalid: spec.field: reason`. why is the engine's "field.path: reason". */
+static enum MHD_Result send_invalid(struct MHD_Connection *c, const char *name, const char *why)
+{
+	char *msg = xasprintf("VirtualMachine.kubevirt.io \"%s\" is invalid: %s", name, why);
+	json_object *s = status_json(422, "Invalid", msg, R_COUNT, NULL);
+	json_object *d = json_object_new_object(), *causes = json_object_new_array(), *cause = json_object_new_object();
+	json_object_object_add(d, "name", jstr(name));
+	json_object_object_add(d, "group", jstr("kubevirt.io"));
+	json_object_object_add(d, "kind", jstr("VirtualMachine"));
+	const char *sep = strstr(why, ": ");
+	char *field = sep ? xstrndup(why, (size_t)(sep - why)) : NULL;
+	json_object_object_add(cause, "reason", jstr("FieldValueInvalid"));
+	json_object_object_add(cause, "message", jstr(sep ? sep + 2 : why));
+	if (field && strchr(field, ' ') == NULL)
+		json_object_object_add(cause, "field", jstr(field));
+	else
+		json_object_object_add(cause, "message", jstr(why));
+	json_object_array_add(causes, cause);
+	json_object_object_add(d, "causes", causes);
+	json_object_object_add(s, "details", d);
+	free(field);
+	free(msg);
+	return send_json(c, 422, s);
+}
+
+static enum MHD_Result not_found(struct MHD_Connection *c, enum res r, const char *name)
+{
+	const char *g = RES[r].group;
+	return send_status(c, 404, "NotFound", r, name, "%s%s%s \"%s\" not found", RES[r].plural, *g ? "." : "", g,
+			   name);
+}
+
+static const char *arg(struct MHD_Connection *c, const char *k)
+{
+	return MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, k);
+}
+
+/* ---- Table output ---- */
+
+static bool wants_table(struct MHD_Connection *c)
+{
+	const char *a = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Accept");
+	if (a == NULL)
+		return false;
+	size_t first = strcspn(a, ",");
+	char *f = xstrndup(a, first);
+	bool t = strstr(f, "as=Table") && strstr(f, "v=v1") && !strstr(f, "v=v1beta1");
+	free(f);
+	return t;
+}
+
+struct col {
+	const char *name, *type, *format;
+	int priority;
+};
+
+static const struct col COLS_VM[] = { { "Name", "string", "name", 0 }, { "Age", "date", "", 0 },
+				      { "Status", "string", "", 0 }, { "Ready", "string", "", 0 }, { 0 } };
+static const struct col COLS_VMI[] = { { "Name", "string", "name", 0 },	   { "Age", "date", "", 0 },
+				       { "Phase", "string", "", 0 },	   { "IP", "string", "", 0 },
+				       { "NodeName", "string", "", 0 },	   { "Ready", "string", "", 0 },
+				       { "Live-Migratable", "string", "", 1 }, { "Paused", "string", "", 1 },
+				       { 0 } };
+static const struct col COLS_POD[] = { { "Name", "string", "name", 0 },	 { "Ready", "string", "", 0 },
+				       { "Status", "string", "", 0 },	 { "Restarts", "string", "", 0 },
+				       { "Age", "string", "", 0 },		 { "IP", "string", "", 1 },
+				       { "Node", "string", "", 1 },		 { "Nominated Node", "string", "", 1 },
+				       { "Readiness Gates", "string", "", 1 }, { 0 } };
+static const struct col COLS_EVENT[] = { { "Last Seen", "string", "", 0 }, { "Type", "string", "", 0 },
+					 { "Reason", "string", "", 0 },	   { "Object", "string", "", 0 },
+					 { "Message", "string", "", 0 },   { "Subobject", "string", "", 1 },
+					 { "Source", "string", "", 1 },	   { "First Seen", "string", "", 1 },
+					 { "Count", "integer", "", 1 },	   { "Name", "string", "name", 1 },
+					 { 0 } };
+static const struct col COLS_NS[] = { { "Name", "string", "name", 0 }, { "Status", "string", "", 0 },
+				      { "Age", "string", "", 0 }, { 0 } };
+static const struct col COLS_NODE[] = { { "Name", "string", "name", 0 },	{ "Status", "string", "", 0 },
+					{ "Roles", "string", "", 0 },		{ "Age", "string", "", 0 },
+					{ "Version", "string", "", 0 },		{ "Internal-IP", "string", "", 1 },
+					{ "External-IP", "string", "", 1 },	{ "OS-Image", "string", "", 1 },
+					{ "Kernel-Version", "string", "", 1 },	{ "Container-Runtime", "string", "", 1 },
+					{ 0 } };
+static const struct col *const COLS[R_COUNT] = { COLS_VM, COLS_VMI, COLS_POD, COLS_EVENT, COLS_NS, COLS_NODE };
+
+static json_object *columns_json(enum res r)
+{
+	json_object *a = json_object_new_array();
+	for (const struct col *c = COLS[r]; c->name; c++) {
+		json_object *d = json_object_new_object();
+		json_object_object_add(d, "name", jstr(c->name));
+		json_object_object_add(d, "type", jstr(c->type));
+		json_object_object_add(d, "format", jstr(c->format));
+		json_object_object_add(d, "description", jstr(""));
+		json_object_object_add(d, "priority", json_object_new_int(c->priority));
+		json_object_array_add(a, d);
+	}
+	return a;
+}
+
+static json_object *age_cell(const char *ts)
+{
+	int64_t t;
+	char b[32];
+	if (ts == NULL || util_parse_time(ts, &t) < 0)
+		return jstr("<unknown>");
+	util_human_duration(util_wall_s() - t, b, sizeof b);
+	return jstr(b);
+}
+
+static json_object *cond_cell(json_object *o, const char *type)
+{
+	json_object *conds = jget(jget(o, "status"), "conditions");
+	for (size_t i = 0; conds && json_object_is_type(conds, json_type_array) && i < json_object_array_length(conds); i++) {
+		json_object *c = json_object_array_get_idx(conds, i);
+		if (util_str_eq(jgets(c, "type"), type))
+			return jstr(jgets(c, "status"));
+	}
+	return NULL;
+}
+
+static json_object *or_none(const char *s)
+{
+	return jstr(s && *s ? s : "<none>");
+}
+
+static json_object *row_cells(enum res r, json_object *o)
+{
+	json_object *a = json_object_new_array(), *md = jget(o, "metadata"), *st = jget(o, "status");
+	const char *name = jgets(md, "name"), *created = jgets(md, "creationTimestamp");
+#define CELL(x) json_object_array_add(a, (x))
+	switch (r) {
+	case R_VM:
+		CELL(jstr(name));
+		CELL(age_cell(created));
+		CELL(jstr(jgets(st, "printableStatus")));
+		CELL(cond_cell(o, "Ready"));
+		break;
+	case R_VMI: {
+		json_object *ifs = jget(st, "interfaces");
+		json_object *i0 = ifs && json_object_is_type(ifs, json_type_array) ? json_object_array_get_idx(ifs, 0) : NULL;
+		CELL(jstr(name));
+		CELL(age_cell(created));
+		CELL(jstr(jgets(st, "phase")));
+		CELL(jstr(jgets(i0, "ipAddress")));
+		CELL(jstr(jgets(st, "nodeName")));
+		CELL(cond_cell(o, "Ready"));
+		CELL(cond_cell(o, "LiveMigratable"));
+		CELL(cond_cell(o, "Paused"));
+		break;
+	}
+	case R_POD: {
+		json_object *cs = jget(st, "containerStatuses");
+		int ready = 0, restarts = 0, total = 0;
+		const char *reason = jgets(st, "reason") ? jgets(st, "reason") : jgets(st, "phase");
+		json_object *spc = jget(jget(o, "spec"), "containers");
+		total = spc && json_object_is_type(spc, json_type_array) ? (int)json_object_array_length(spc) : 0;
+		for (size_t i = 0; cs && json_object_is_type(cs, json_type_array) && i < json_object_array_length(cs); i++) {
+			json_object *x = json_object_array_get_idx(cs, i);
+			ready += json_object_get_boolean(jget(x, "ready"));
+			restarts += json_object_get_int(jget(x, "restartCount"));
+			const char *w = jgets(jget(jget(x, "state"), "waiting"), "reason");
+			if (w && *w)
+				reason = w;
+		}
+		if (jgets(md, "deletionTimestamp"))
+			reason = "Terminating";
+		char rd[32], rs[16];
+		snprintf(rd, sizeof rd, "%d/%d", ready, total);
+		snprintf(rs, sizeof rs, "%d", restarts);
+		CELL(jstr(name));
+		CELL(jstr(rd));
+		CELL(jstr(reason ? reason : "Unknown"));
+		CELL(jstr(rs));
+		CELL(age_cell(created));
+		CELL(or_none(jgets(st, "podIP")));
+		CELL(or_none(jgets(jget(o, "spec"), "nodeName")));
+		CELL(jstr("<none>"));
+		CELL(jstr("<none>"));
+		break;
+	}
+	case R_EVENT: {
+		json_object *io = jget(o, "involvedObject"), *src = jget(o, "source");
+		char obj[300], *lk = xstrdup(jgets(io, "kind") ? jgets(io, "kind") : "");
+		for (char *p = lk; *p; p++)
+			*p = (char)(*p >= 'A' && *p <= 'Z' ? *p + 32 : *p);
+		snprintf(obj, sizeof obj, "%s/%s", lk, jgets(io, "name") ? jgets(io, "name") : "");
+		free(lk);
+		char srcs[300];
+		snprintf(srcs, sizeof srcs, "%s%s%s", jgets(src, "component") ? jgets(src, "component") : "",
+			 jgets(src, "host") ? ", " : "", jgets(src, "host") ? jgets(src, "host") : "");
+		CELL(age_cell(jgets(o, "lastTimestamp")));
+		CELL(jstr(jgets(o, "type")));
+		CELL(jstr(jgets(o, "reason")));
+		CELL(jstr(obj));
+		CELL(jstr(jgets(o, "message")));
+		CELL(jstr(""));
+		CELL(jstr(srcs));
+		CELL(age_cell(jgets(o, "firstTimestamp")));
+		CELL(json_object_new_int(json_object_get_int(jget(o, "count"))));
+		CELL(jstr(name));
+		break;
+	}
+	case R_NS:
+		CELL(jstr(name));
+		CELL(jstr("Active"));
+		CELL(age_cell(created));
+		break;
+	case R_NODE: {
+		json_object *rc = cond_cell(o, "Ready");
+		CELL(jstr(name));
+		CELL(jstr(util_str_eq(json_object_get_string(rc), "True") ? "Ready" : "NotReady"));
+		json_object_put(rc);
+		CELL(jstr("<none>"));
+		CELL(age_cell(created));
+		CELL(jstr(jgets(jget(st, "nodeInfo"), "kubeletVersion")));
+		CELL(jstr("<none>"));
+		CELL(jstr("<none>"));
+		CELL(jstr("<unknown>"));
+		CELL(jstr("<unknown>"));
+		CELL(jstr("libvirt"));
+		break;
+	}
+	case R_COUNT:
+		break;
+	}
+#undef CELL
+	return a;
+}
+
+/* includeObject: None, Metadata (the default) or Object. */
+static json_object *table_row(enum res r, json_object *o, const char *include)
+{
+	json_object *row = json_object_new_object();
+	json_object_object_add(row, "cells", row_cells(r, o));
+	if (util_str_eq(include, "Object"))
+		json_object_object_add(row, "object", json_object_get(o));
+	else if (!util_str_eq(include, "None")) {
+		json_object *p = json_object_new_object();
+		json_object_object_add(p, "kind", jstr("PartialObjectMetadata"));
+		json_object_object_add(p, "apiVersion", jstr("meta.k8s.io/v1"));
+		json_object *md = jget(o, "metadata");
+		json_object_object_add(p, "metadata", md ? json_object_get(md) : json_object_new_object());
+		json_object_object_add(row, "object", p);
+	}
+	return row;
+}
+
+static json_object *table_new(enum res r, uint64_t rv, const char *cont, bool columns)
+{
+	json_object *t = json_object_new_object(), *md = json_object_new_object();
+	char b[24];
+	snprintf(b, sizeof b, "%llu", (unsigned long long)rv);
+	json_object_object_add(t, "kind", jstr("Table"));
+	json_object_object_add(t, "apiVersion", jstr("meta.k8s.io/v1"));
+	json_object_object_add(md, "resourceVersion", jstr(b));
+	if (cont)
+		json_object_object_add(md, "continue", jstr(cont));
+	json_object_object_add(t, "metadata", md);
+	json_object_object_add(t, "columnDefinitions", columns ? columns_json(r) : json_object_new_array());
+	json_object_object_add(t, "rows", json_object_new_array());
+	return t;
+}
+
+/* ---- selecting objects ---- */
+
+struct item {
+	char *key;   /* ns/name, the list's order */
+	char *text;  /* JSON as served (owned) */
+	json_object *j; /* parsed on demand (Table) */
+};
+
+struct filter {
+	const char *ns;   /* NULL: all namespaces */
+	const char *name; /* NULL: all */
+	struct apisel *ls, *fs;
+};
+
+struct lookup {
+	const struct obj *o; /* store objects */
+	json_object *j;      /* synthesised ones */
+	const char *ns, *name;
+};
+
+static const char *label_of(void *arg, const char *k)
+{
+	struct lookup *l = arg;
+	if (l->o)
+		return obj_label(l->o, k);
+	return jgets(jget(jget(l->j, "metadata"), "labels"), k);
+}
+
+/* The fields kubectl selects on: every kind's metadata.name/namespace; events' involvedObject (kubectl describe),
+ * pods' spec.nodeName and status.phase. */
+static const char *field_of(void *arg, const char *k)
+{
+	struct lookup *l = arg;
+	if (strcmp(k, "metadata.name") == 0)
+		return l->name;
+	if (strcmp(k, "metadata.namespace") == 0)
+		return l->ns;
+	if (l->o && l->o->kind == OBJ_EVENT) {
+		const struct event *e = (const struct event *)l->o;
+		if (strcmp(k, "involvedObject.name") == 0)
+			return e->inv_name;
+		if (strcmp(k, "involvedObject.namespace") == 0)
+			return e->inv_ns ? e->inv_ns : l->o->ns;
+		if (strcmp(k, "involvedObject.uid") == 0)
+			return e->inv_uid;
+		if (strcmp(k, "involvedObject.kind") == 0)
+			return e->inv_kind;
+		if (strcmp(k, "involvedObject.apiVersion") == 0)
+			return "kubevirt.io/v1";
+		if (strcmp(k, "type") == 0)
+			return e->type;
+		if (strcmp(k, "reason") == 0)
+			return e->reason;
+	}
+	if (l->o && l->o->kind == OBJ_POD) {
+		const struct pod *p = (const struct pod *)l->o;
+		if (strcmp(k, "spec.nodeName") == 0)
+			return p->node ? p->node : "";
+		if (strcmp(k, "status.phase") == 0)
+			return p->phase ? p->phase : "";
+	}
+	return NULL;
+}
+
+static bool field_supported(enum res r, const char *k)
+{
+	if (strcmp(k, "metadata.name") == 0 || strcmp(k, "metadata.namespace") == 0)
+		return true;
+	if (r == R_EVENT)
+		return util_has_prefix(k, "involvedObject.") || strcmp(k, "type") == 0 || strcmp(k, "reason") == 0;
+	if (r == R_POD)
+		return strcmp(k, "spec.nodeName") == 0 || strcmp(k, "status.phase") == 0;
+	return false;
+}
+
+static bool matches(const struct filter *f, struct lookup *l)
+{
+	if (f->ns && strcmp(f->ns, l->ns) != 0)
+		return false;
+	if (f->name && strcmp(f->name, l->name) != 0)
+		return false;
+	return apisel_match(f->ls, label_of, l) && apisel_match(f->fs, field_of, l);
+}
+
+static int cmp_item(const void *a, const void *b)
+{
+	return strcmp(((const struct item *)a)->key, ((const struct item *)b)->key);
+}
+
+static void add_item(struct item **items, size_t *n, const char *ns, const char *name, char *text)
+{
+	*items = xreallocarray(*items, *n + 1, sizeof **items);
+	(*items)[*n].key = xasprintf("%s/%s", ns, name);
+	(*items)[*n].text = text;
+	(*items)[*n].j = NULL;
+	(*n)++;
+}
+
+static void items_free(struct item *items, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		free(items[i].key);
+		free(items[i].text);
+		if (items[i].j)
+			json_object_put(items[i].j);
+	}
+	free(items);
+}
+
+/* Every object of r that f selects, sorted by namespace/name. */
+static struct item *select_items(enum res r, const struct filter *f, size_t *n)
+{
+	struct item *items = NULL;
+	*n = 0;
+	if (RES[r].obj_kind >= 0) {
+		for (int s = 0; s < S.nsrcs; s++) {
+			size_t cnt;
+			struct obj *const *objs = store_objs(S.st, S.srcs[s], (enum obj_kind)RES[r].obj_kind, &cnt);
+			for (size_t i = 0; i < cnt; i++) {
+				struct lookup l = { .o = objs[i], .ns = objs[i]->ns, .name = objs[i]->name };
+				if (!matches(f, &l))
+					continue;
+				char key[UID_LEN + 4];
+				cent_key(key, sizeof key, objs[i]);
+				struct cent *c = hmap_get(&S.cache, key); /* the listener keeps it current */
+				if (c == NULL)
+					c = refresh(objs[i], false);
+				if (c)
+					add_item(&items, n, objs[i]->ns, objs[i]->name, xstrdup(c->text));
+			}
+		}
+	} else if (r == R_NS) {
+		size_t nn;
+		const char **names = namespaces(&nn);
+		for (size_t i = 0; i < nn; i++) {
+			json_object *j = ns_json(names[i]);
+			struct lookup l = { .j = j, .ns = "", .name = names[i] };
+			if (matches(f, &l))
+				add_item(&items, n, "", names[i], jtext(j));
+			json_object_put(j);
+		}
+		free(names);
+	} else {
+		for (int s = 0; s < S.nsrcs; s++) {
+			json_object *j = node_json(S.srcs[s]);
+			struct lookup l = { .j = j, .ns = "", .name = S.srcs[s]->name };
+			if (matches(f, &l))
+				add_item(&items, n, "", S.srcs[s]->name, jtext(j));
+			json_object_put(j);
+		}
+	}
+	if (*n > 1)
+		qsort(items, *n, sizeof *items, cmp_item);
+	return items;
+}
+
+static int parse_filter(struct MHD_Connection *c, enum res r, struct filter *f, char **err)
+{
+	f->ls = apisel_parse(arg(c, "labelSelector"), false, err);
+	if (f->ls == NULL)
+		return -1;
+	f->fs = apisel_parse(arg(c, "fieldSelector"), true, err);
+	if (f->fs == NULL)
+		return -1;
+	for (size_t i = 0; i < f->fs->n; i++)
+		if (!field_supported(r, f->fs->reqs[i].key)) {
+			*err = xasprintf("field label not supported: %s", f->fs->reqs[i].key);
+			return -1;
+		}
+	return 0;
+}
+
+static void filter_free(struct filter *f)
+{
+	apisel_free(f->ls);
+	apisel_free(f->fs);
+}
+
+/* ---- get and list ---- */
+
+static enum MHD_Result get_one(struct MHD_Connection *c, enum res r, const char *ns, const char *name)
+{
+	struct filter f = { .ns = RES[r].namespaced ? ns : NULL, .name = name };
+	size_t n;
+	struct item *items = select_items(r, &f, &n);
+	if (n == 0) {
+		items_free(items, n);
+		return not_found(c, r, name);
+	}
+	enum MHD_Result rc;
+	if (wants_table(c)) {
+		json_object *o = json_tokener_parse(items[0].text);
+		json_object *t = table_new(r, S.rv, NULL, true);
+		json_object_array_add(jget(t, "rows"), table_row(r, o, arg(c, "includeObject")));
+		json_object_put(o);
+		rc = send_json(c, 200, t);
+	} else {
+		rc = send_text(c, 200, items[0].text, "application/json");
+		items[0].text = NULL;
+	}
+	items_free(items, n);
+	return rc;
+}
+
+static enum MHD_Result list(struct MHD_Connection *c, enum res r, const char *ns)
+{
+	struct filter f = { .ns = ns };
+	char *err = NULL;
+	if (parse_filter(c, r, &f, &err) < 0) {
+		filter_free(&f);
+		enum MHD_Result rc = send_status(c, 400, "BadRequest", R_COUNT, NULL, "%s", err);
+		free(err);
+		return rc;
+	}
+	const char *lim = arg(c, "limit"), *cont = arg(c, "continue");
+	long limit = lim ? strtol(lim, NULL, 10) : 0;
+	char *after = NULL;
+	uint64_t crv = 0;
+	if (cont && *cont && apisel_continue_decode(cont, &crv, &after) < 0) {
+		filter_free(&f);
+		return send_status(c, 400, "BadRequest", R_COUNT, NULL, "invalid continue token");
+	}
+	if (cont && *cont && crv < S.oldest_rv) {
+		free(after);
+		filter_free(&f);
+		return send_status(c, 410, "Expired", R_COUNT, NULL,
+				   "The provided continue parameter is too old to display a consistent list result. You "
+				   "can start a new list without the continue parameter.");
+	}
+	size_t n;
+	struct item *items = select_items(r, &f, &n);
+	filter_free(&f);
+	size_t start = 0;
+	if (after)
+		while (start < n && strcmp(items[start].key, after) <= 0)
+			start++;
+	free(after);
+	size_t end = n;
+	char *next = NULL;
+	if (limit > 0 && n - start > (size_t)limit) {
+		end = start + (size_t)limit;
+		next = apisel_continue_encode(crv ? crv : S.rv, items[end - 1].key);
+	}
+	enum MHD_Result rc;
+	if (wants_table(c)) {
+		json_object *t = table_new(r, S.rv, next, true), *rows = jget(t, "rows");
+		const char *inc = arg(c, "includeObject");
+		for (size_t i = start; i < end; i++) {
+			json_object *o = json_tokener_parse(items[i].text);
+			json_object_array_add(rows, table_row(r, o, inc));
+			json_object_put(o);
+		}
+		if (next)
+			json_object_object_add(jget(t, "metadata"), "remainingItemCount",
+					       json_object_new_int64((int64_t)(n - end)));
+		rc = send_json(c, 200, t);
+	} else {
+		struct buf b;
+		buf_init(&b);
+		buf_printf(&b, "{\"kind\":\"%sList\",\"apiVersion\":\"%s\",\"metadata\":{\"resourceVersion\":\"%llu\"",
+			   RES[r].kind, api_version(r), (unsigned long long)S.rv);
+		if (next)
+			buf_printf(&b, ",\"continue\":\"%s\",\"remainingItemCount\":%zu", next, n - end);
+		buf_add_str(&b, "},\"items\":[");
+		for (size_t i = start; i < end; i++) {
+			if (i > start)
+				buf_add_char(&b, ',');
+			buf_add_str(&b, items[i].text);
+		}
+		buf_add_str(&b, "]}");
+		buf_add_char(&b, 0);
+		rc = send_text(c, 200, buf_steal(&b), "application/json");
+	}
+	free(next);
+	items_free(items, n);
+	return rc;
+}
+
+/* ---- watch ---- */
+
+static void watcher_event(struct watcher *w, const char *type, const char *text)
+{
+	if (w->table) {
+		json_object *o = json_tokener_parse(text);
+		json_object *t = table_new(w->r, S.rv, NULL, !w->sent_columns);
+		w->sent_columns = true;
+		json_object_array_add(jget(t, "rows"), table_row(w->r, o, "Metadata"));
+		json_object_put(o);
+		char *tt = jtext(t);
+		json_object_put(t);
+		buf_printf(&w->out, "{\"type\":\"%s\",\"object\":%s}\n", type, tt);
+		free(tt);
+	} else
+		buf_printf(&w->out, "{\"type\":\"%s\",\"object\":%s}\n", type, text);
+}
+
+static bool watcher_matches(struct watcher *w, const struct wev *e)
+{
+	if (e->r != w->r)
+		return false;
+	struct filter f = { .ns = w->ns, .name = w->name, .ls = w->ls, .fs = w->fs };
+	struct lookup l = { .o = e->o, .ns = e->o->ns, .name = e->o->name };
+	return matches(&f, &l);
+}
+
+/* Moves the ring's events after w->rv into w's output. */
+static void watcher_fill(struct watcher *w)
+{
+	for (size_t i = 0; i < S.count; i++) {
+		const struct wev *e = &S.ring[(S.head + i) % S.ring_size];
+		if (e->rv <= w->rv)
+			continue;
+		if (watcher_matches(w, e))
+			watcher_event(w, e->type, e->text);
+		w->rv = e->rv;
+	}
+	if (w->rv < S.rv)
+		w->rv = S.rv;
+}
+
+static void watcher_bookmark(struct watcher *w)
+{
+	buf_printf(&w->out,
+		   "{\"type\":\"BOOKMARK\",\"object\":{\"kind\":\"%s\",\"apiVersion\":\"%s\",\"metadata\":"
+		   "{\"resourceVersion\":\"%llu\"}}}\n",
+		   w->table ? "Table" : RES[w->r].kind, w->table ? "meta.k8s.io/v1" : api_version(w->r),
+		   (unsigned long long)w->rv);
+}
+
+static void wake(struct watcher *w)
+{
+	if (w->suspended) {
+		w->suspended = false;
+		MHD_resume_connection(w->c);
+	}
+}
+
+static void wake_watchers(void)
+{
+	for (struct watcher *w = S.watchers; w; w = w->next)
+		wake(w);
+}
+
+static ssize_t watch_read(void *cls, uint64_t pos, char *out, size_t max)
+{
+	(void)pos;
+	struct watcher *w = cls;
+	if (w->out.len == 0 && !w->ended) {
+		watcher_fill(w);
+		uint64_t now = util_now_ms();
+		if (w->out.len == 0 && w->bookmarks && now >= w->next_bookmark_ms) {
+			watcher_bookmark(w);
+			w->next_bookmark_ms = now + BOOKMARK_MS;
+		}
+		if (w->deadline_ms && now >= w->deadline_ms)
+			w->ended = true;
+	}
+	if (w->out.len == 0) {
+		if (w->ended)
+			return MHD_CONTENT_READER_END_OF_STREAM;
+		w->suspended = true;
+		MHD_suspend_connection(w->c);
+		return 0;
+	}
+	size_t n = w->out.len < max ? w->out.len : max;
+	memcpy(out, w->out.data, n);
+	buf_consume(&w->out, n);
+	return (ssize_t)n;
+}
+
+static void watch_free(void *cls)
+{
+	struct watcher *w = cls;
+	for (struct watcher **p = &S.watchers; *p; p = &(*p)->next)
+		if (*p == w) {
+			*p = w->next;
+			break;
+		}
+	free(w->ns);
+	free(w->name);
+	apisel_free(w->ls);
+	apisel_free(w->fs);
+	buf_free(&w->out);
+	free(w);
+}
+
+static enum MHD_Result watch(struct MHD_Connection *c, enum res r, const char *ns, const char *name)
+{
+	struct filter f = { .ns = ns, .name = name };
+	char *err = NULL;
+	if (parse_filter(c, r, &f, &err) < 0) {
+		filter_free(&f);
+		enum MHD_Result rc = send_status(c, 400, "BadRequest", R_COUNT, NULL, "%s", err);
+		free(err);
+		return rc;
+	}
+	uint64_t rv;
+	if (apisel_rv_parse(arg(c, "resourceVersion"), &rv) < 0) {
+		filter_free(&f);
+		return send_status(c, 400, "BadRequest", R_COUNT, NULL, "resourceVersion: not a resource version");
+	}
+	if (rv > 0 && (rv < S.oldest_rv || rv > S.rv)) {
+		filter_free(&f);
+		return send_status(c, 410, "Expired", R_COUNT, NULL, "too old resource version: %llu (%llu)",
+				   (unsigned long long)rv, (unsigned long long)S.oldest_rv);
+	}
+	struct watcher *w = xcalloc(1, sizeof *w);
+	w->c = c;
+	w->r = r;
+	w->ns = xstrdup0(ns);
+	w->name = xstrdup0(name);
+	w->ls = f.ls;
+	w->fs = f.fs;
+	w->table = wants_table(c);
+	const char *bm = arg(c, "allowWatchBookmarks");
+	w->bookmarks = bm && (strcmp(bm, "true") == 0 || strcmp(bm, "1") == 0);
+	w->next_bookmark_ms = util_now_ms() + BOOKMARK_MS;
+	const char *ts = arg(c, "timeoutSeconds");
+	if (ts && atol(ts) > 0)
+		w->deadline_ms = util_now_ms() + (uint64_t)atol(ts) * 1000;
+	buf_init(&w->out);
+	if (rv == 0) {
+		/* a watch from "now" starts with the current objects as ADDED, as the API server's does */
+		size_t n;
+		struct filter ff = { .ns = ns, .name = name, .ls = w->ls, .fs = w->fs };
+		struct item *items = select_items(r, &ff, &n);
+		for (size_t i = 0; i < n; i++)
+			watcher_event(w, "ADDED", items[i].text);
+		items_free(items, n);
+		w->rv = S.rv;
+	} else
+		w->rv = rv;
+	w->next = S.watchers;
+	S.watchers = w;
+	struct MHD_Response *resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 64 * 1024, watch_read, w,
+								       watch_free);
+	MHD_add_response_header(resp, "Content-Type", "application/json");
+	MHD_add_response_header(resp, "Cache-Control", "no-cache, private");
+	enum MHD_Result rc = MHD_queue_response(c, 200, resp);
+	MHD_destroy_response(resp);
+	return rc;
+}
+
+static void on_tick(void *arg)
+{
+	(void)arg;
+	S.tick = loop_timer_add(1000, on_tick, NULL);
+	uint64_t now = util_now_ms();
+	for (struct watcher *w = S.watchers; w; w = w->next)
+		if ((w->bookmarks && now >= w->next_bookmark_ms) || (w->deadline_ms && now >= w->deadline_ms))
+			wake(w);
+}
+
+/* ---- writes ---- */
+
+static struct source *source_of(const char *ns, const char *name)
+{
+	for (int s = 0; s < S.nsrcs; s++)
+		if (store_find(S.st, S.srcs[s], OBJ_VM, ns, name))
+			return S.srcs[s];
+	return NULL;
+}
+
+static enum MHD_Result reply_object(struct MHD_Connection *c, unsigned code, enum res r, const char *ns,
+				    const char *name)
+{
+	for (int s = 0; s < S.nsrcs; s++) {
+		struct obj *o = store_find(S.st, S.srcs[s], (enum obj_kind)RES[r].obj_kind, ns, name);
+		if (o) {
+			struct cent *ce = refresh(o, true);
+			if (ce)
+				return send_text(c, code, xstrdup(ce->text), "application/json");
+		}
+	}
+	return not_found(c, r, name);
+}
+
+/* The manifest text for the engine: the object without server-owned fields. */
+static char *manifest_text(json_object *o)
+{
+	json_object_object_del(o, "status");
+	json_object *md = jget(o, "metadata");
+	const char *drop[] = { "uid", "resourceVersion", "creationTimestamp", "generation", "managedFields",
+			       "deletionTimestamp", "selfLink" };
+	for (size_t i = 0; md && i < sizeof drop / sizeof drop[0]; i++)
+		json_object_object_del(md, drop[i]);
+	return jtext(o);
+}
+
+static enum MHD_Result do_apply(struct MHD_Connection *c, json_object *o, const char *ns, const char *name,
+				unsigned ok_code)
+{
+	char *text = manifest_text(o);
+	struct source *src = source_of(ns, name);
+	if (src == NULL)
+		src = S.srcs[0];
+	char *result = NULL, *err = NULL;
+	const char *dry = arg(c, "dryRun");
+	if (dry) {
+		/* validated as an apply would, nothing stored; the answer is the object as sent */
+		struct manifest *m = manifest_parse(text, strlen(text), &err);
+		manifest_free(m);
+		free(text);
+		if (m == NULL) {
+			enum MHD_Result r = send_invalid(c, name, err ? err : "refused");
+			free(err);
+			return r;
+		}
+		return send_json(c, ok_code, json_object_get(o));
+	}
+	int rc = engine_apply(src, text, strlen(text), &result, &err);
+	free(text);
+	free(result);
+	if (rc < 0) {
+		enum MHD_Result r = send_invalid(c, name, err ? err : "refused");
+		free(err);
+		return r;
+	}
+	return reply_object(c, ok_code, R_VM, ns, name);
+}
+
+/* The request body as a JSON object, or NULL after replying 400/413. */
+static json_object *body_json(struct MHD_Connection *c, struct reqctx *rq, enum MHD_Result *rc)
+{
+	if (rq->too_big) {
+		*rc = send_status(c, 413, NULL, R_COUNT, NULL, "the request body is larger than %u bytes", MAX_BODY);
+		return NULL;
+	}
+	const char *ct = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Type");
+	if (ct && (strstr(ct, "protobuf") || strstr(ct, "cbor") || strstr(ct, "yaml"))) {
+		/* JSON only: client-go sends its typed objects again as JSON after a 415 */
+		*rc = send_status(c, 415, "UnsupportedMediaType", R_COUNT, NULL,
+				  "the body of the request was in an unknown format - accepted media types include: "
+				  "application/json, application/merge-patch+json");
+		return NULL;
+	}
+	buf_add_char(&rq->body, 0);
+	json_tokener *tok = json_tokener_new_ex(64);
+	json_object *o = json_tokener_parse_ex(tok, rq->body.data, (int)rq->body.len);
+	enum json_tokener_error e = json_tokener_get_error(tok);
+	json_tokener_free(tok);
+	if (o == NULL || e != json_tokener_success || !json_object_is_type(o, json_type_object)) {
+		if (o)
+			json_object_put(o);
+		*rc = send_status(c, 400, "BadRequest", R_COUNT, NULL, "the request body is not a JSON object");
+		return NULL;
+	}
+	return o;
+}
+
+static bool ns_exists(const char *name);
+
+static enum MHD_Result create_vm(struct MHD_Connection *c, struct reqctx *rq, const char *ns)
+{
+	enum MHD_Result rc;
+	json_object *o = body_json(c, rq, &rc);
+	if (o == NULL)
+		return rc;
+	const char *kind = jgets(o, "kind");
+	json_object *md = jget(o, "metadata");
+	const char *name = jgets(md, "name"), *mns = jgets(md, "namespace");
+	if (kind && strcmp(kind, "VirtualMachine") != 0)
+		rc = send_status(c, 400, "BadRequest", R_COUNT, NULL, "kind %s does not match virtualmachines", kind);
+	else if (name == NULL || !manifest_dns_subdomain(name))
+		rc = send_invalid(c, name ? name : "", "metadata.name: Invalid value: a lowercase RFC 1123 subdomain is required");
+	else if (mns && strcmp(mns, ns) != 0)
+		rc = send_status(c, 400, "BadRequest", R_COUNT, NULL,
+				 "the namespace of the provided object does not match the namespace sent on the request");
+	else if (!ns_exists(ns))
+		rc = send_status(c, 404, "NotFound", R_NS, ns, "namespaces \"%s\" not found", ns);
+	else if (source_of(ns, name))
+		rc = send_status(c, 409, "AlreadyExists", R_VM, name, "virtualmachines.kubevirt.io \"%s\" already exists", name);
+	else {
+		char *nm = xstrdup(name);
+		json_object_object_add(jobj(o, "metadata"), "namespace", json_object_new_string(ns));
+		rc = do_apply(c, o, ns, nm, 201);
+		free(nm);
+	}
+	json_object_put(o);
+	return rc;
+}
+
+/* The VM as stored (its manifest), for a patch or an update: NULL when absent. */
+static json_object *current_manifest(const char *ns, const char *name)
+{
+	for (int s = 0; s < S.nsrcs; s++) {
+		struct evm *v = evm_find(S.srcs[s], ns, name);
+		if (v && !v->deleting)
+			return manifest_json(v->text);
+	}
+	return NULL;
+}
+
+static bool rv_conflict(json_object *o, const char *ns, const char *name)
+{
+	const char *want = jgets(jget(o, "metadata"), "resourceVersion");
+	if (want == NULL || *want == 0)
+		return false;
+	for (int s = 0; s < S.nsrcs; s++) {
+		struct obj *x = store_find(S.st, S.srcs[s], OBJ_VM, ns, name);
+		if (x) {
+			struct cent *ce = refresh(x, true);
+			char b[24];
+			snprintf(b, sizeof b, "%llu", (unsigned long long)(ce ? ce->rv : 0));
+			return strcmp(b, want) != 0;
+		}
+	}
+	return false;
+}
+
+static enum MHD_Result patch_vm(struct MHD_Connection *c, struct reqctx *rq, const char *ns, const char *name,
+				bool replace)
+{
+	enum MHD_Result rc;
+	const char *ct = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Type");
+	if (!replace && ct && strstr(ct, "json-patch+json"))
+		return send_status(c, 415, "UnsupportedMediaType", R_COUNT, NULL,
+				   "the body of the request was in an unknown format - accepted media types include: "
+				   "application/merge-patch+json, application/strategic-merge-patch+json");
+	json_object *cur = current_manifest(ns, name);
+	if (cur == NULL)
+		return not_found(c, R_VM, name);
+	json_object *p = body_json(c, rq, &rc);
+	if (p == NULL) {
+		json_object_put(cur);
+		return rc;
+	}
+	if (rv_conflict(p, ns, name)) {
+		json_object_put(cur);
+		json_object_put(p);
+		return send_status(c, 409, "Conflict", R_VM, name,
+				   "Operation cannot be fulfilled on virtualmachines.kubevirt.io \"%s\": the object has been "
+				   "modified; please apply your changes to the latest version and try again",
+				   name);
+	}
+	json_object *res = replace ? json_object_get(p) : apisel_merge_patch(json_object_get(cur), p);
+	json_object_put(cur);
+	json_object_put(p);
+	json_object *md = jobj(res, "metadata");
+	if ((jgets(md, "name") && strcmp(jgets(md, "name"), name) != 0) ||
+	    (jgets(md, "namespace") && strcmp(jgets(md, "namespace"), ns) != 0)) {
+		json_object_put(res);
+		return send_status(c, 400, "BadRequest", R_COUNT, NULL, "the name or namespace of the object may not change");
+	}
+	json_object_object_add(md, "name", json_object_new_string(name));
+	json_object_object_add(md, "namespace", json_object_new_string(ns));
+	rc = do_apply(c, res, ns, name, 200);
+	json_object_put(res);
+	return rc;
+}
+
+static void action_done(void *arg, int status, const char *message)
+{
+	(void)arg;
+	if (status != 0)
+		log_warn("engine serve: an action ended with %d: %s", status, message ? message : "");
+}
+
+/* A grace period from the query or a DeleteOptions / StopOptions body; -1 when none. */
+static int grace_of(struct MHD_Connection *c, struct reqctx *rq, const char *key)
+{
+	const char *q = arg(c, "gracePeriodSeconds");
+	if (q && *q)
+		return atoi(q);
+	if (rq->body.len == 0 || rq->too_big)
+		return -1;
+	buf_add_char(&rq->body, 0);
+	json_object *o = json_tokener_parse(rq->body.data);
+	rq->body.len--;
+	json_object *g = jget(o, key);
+	int v = g && json_object_is_type(g, json_type_int) ? json_object_get_int(g) : -1;
+	if (o)
+		json_object_put(o);
+	return v < 0 ? -1 : v;
+}
+
+/* dryRun as a query parameter (create, patch) or in the body's DeleteOptions / options (delete, subresources). */
+static bool dry_run(struct MHD_Connection *c, struct reqctx *rq)
+{
+	if (arg(c, "dryRun"))
+		return true;
+	if (rq->body.len == 0 || rq->too_big)
+		return false;
+	buf_add_char(&rq->body, 0);
+	json_object *o = json_tokener_parse(rq->body.data);
+	rq->body.len--;
+	json_object *d = jget(o, "dryRun");
+	bool dry = d && json_object_is_type(d, json_type_array) && json_object_array_length(d) > 0;
+	if (o)
+		json_object_put(o);
+	return dry;
+}
+
+static enum MHD_Result act(struct MHD_Connection *c, struct reqctx *rq, enum res r, enum action a, const char *ns,
+			   const char *name, int grace, const char *target, unsigned ok_code, bool reply_obj)
+{
+	struct source *src = source_of(ns, name);
+	if (src == NULL)
+		return not_found(c, r == R_VM ? R_VM : R_VMI, name);
+	if (dry_run(c, rq)) /* nothing is done */
+		return reply_obj ? reply_object(c, ok_code, r, ns, name) : send_text(c, ok_code, xstrdup(""), "text/plain");
+	struct action_req req = { .act = a, .ns = ns, .name = name, .grace_period = grace, .target = target };
+	if (a == ACT_STOP && grace == 0)
+		req.act = ACT_FORCE_STOP;
+	char *err = NULL;
+	if (src->ops->action(src, &req, action_done, NULL, &err) < 0) {
+		enum MHD_Result rc = send_status(c, 409, "Conflict", r, name, "%s", err ? err : "refused");
+		free(err);
+		return rc;
+	}
+	if (reply_obj)
+		return reply_object(c, ok_code, r, ns, name);
+	return send_text(c, ok_code, xstrdup(""), "text/plain");
+}
+
+static enum MHD_Result subresource(struct MHD_Connection *c, struct reqctx *rq, enum res r, const char *ns,
+				   const char *name, const char *sub)
+{
+	if (r == R_VM) {
+		if (strcmp(sub, "start") == 0)
+			return act(c, rq, r, ACT_START, ns, name, -1, NULL, 202, false);
+		if (strcmp(sub, "stop") == 0)
+			return act(c, rq, r, ACT_STOP, ns, name, grace_of(c, rq, "gracePeriod"), NULL, 202, false);
+		if (strcmp(sub, "restart") == 0)
+			return act(c, rq, r, ACT_RESTART, ns, name, grace_of(c, rq, "gracePeriodSeconds"), NULL, 202, false);
+		if (strcmp(sub, "migrate") == 0)
+			return act(c, rq, r, ACT_MIGRATE, ns, name, -1, NULL, 202, false);
+	} else if (r == R_VMI) {
+		if (strcmp(sub, "pause") == 0)
+			return act(c, rq, r, ACT_PAUSE, ns, name, -1, NULL, 200, false);
+		if (strcmp(sub, "unpause") == 0)
+			return act(c, rq, r, ACT_UNPAUSE, ns, name, -1, NULL, 200, false);
+		if (strcmp(sub, "softreboot") == 0)
+			return act(c, rq, r, ACT_SOFT_REBOOT, ns, name, -1, NULL, 200, false);
+	}
+	return send_status(c, 404, "NotFound", R_COUNT, NULL, "the server could not find the requested resource");
+}
+
+/* ---- the serial console as KubeVirt's WebSocket (plain.kubevirt.io): binary frames both ways ---- */
+
+struct wsconn {
+	struct MHD_UpgradeResponseHandle *urh;
+	int fd;
+	struct loop_fd *lfd;
+	struct engine_console *con;
+	int peer;                /* vnc: the display's socket (-1 until libvirt opened it) */
+	struct loop_fd *peer_lfd;
+	struct buf peer_out;     /* client bytes for the display */
+	bool vnc, waiting_peer;
+	struct wsframe_parser p;
+	struct buf out;
+	bool closing;
+	struct wsconn *next;
+};
+
+static struct wsconn *wsconns;
+
+static void ws_close(struct wsconn *w)
+{
+	for (struct wsconn **pp = &wsconns; *pp; pp = &(*pp)->next)
+		if (*pp == w) {
+			*pp = w->next;
+			break;
+		}
+	loop_fd_remove(w->lfd);
+	engine_console_close(w->con);
+	loop_fd_remove(w->peer_lfd);
+	if (w->peer >= 0)
+		close(w->peer);
+	MHD_upgrade_action(w->urh, MHD_UPGRADE_ACTION_CLOSE);
+	buf_free(&w->out);
+	buf_free(&w->peer_out);
+	if (w->waiting_peer) { /* engine_vnc_open's callback still comes: it finds the connection gone */
+		w->urh = NULL;
+		w->lfd = NULL;
+		w->closing = true;
+		return;
+	}
+	free(w);
+}
+
+static void peer_flush(struct wsconn *w)
+{
+	while (w->peer >= 0 && w->peer_out.len) {
+		ssize_t n = send(w->peer, w->peer_out.data, w->peer_out.len, MSG_NOSIGNAL | MSG_DONTWAIT);
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
+			break;
+		if (n <= 0) {
+			w->closing = true;
+			w->peer_out.len = 0;
+			break;
+		}
+		buf_consume(&w->peer_out, (size_t)n);
+	}
+	if (w->peer_lfd)
+		loop_fd_set_events(w->peer_lfd, (short)(POLLIN | (w->peer_out.len ? POLLOUT : 0)));
+}
+
+static void ws_flush(struct wsconn *w)
+{
+	while (w->out.len) {
+		ssize_t n = send(w->fd, w->out.data, w->out.len, MSG_NOSIGNAL | MSG_DONTWAIT);
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
+			break;
+		if (n <= 0) {
+			w->closing = true;
+			w->out.len = 0;
+			break;
+		}
+		buf_consume(&w->out, (size_t)n);
+	}
+	loop_fd_set_events(w->lfd, (short)(POLLIN | (w->out.len ? POLLOUT : 0)));
+}
+
+static int ws_frame(void *arg, const struct wsframe_event *ev)
+{
+	struct wsconn *w = arg;
+	switch (ev->type) {
+	case WSFRAME_DATA:
+		if (ev->len && w->vnc) {
+			if (w->peer_out.len < (8u << 20))
+				buf_add(&w->peer_out, ev->data, ev->len);
+			peer_flush(w);
+		} else if (ev->len && w->con)
+			engine_console_write(w->con, (const char *)ev->data, ev->len);
+		break;
+	case WSFRAME_PING:
+		wsframe_encode(&w->out, WS_OP_PONG, true, NULL, ev->data, ev->len);
+		break;
+	case WSFRAME_PONG:
+		break;
+	case WSFRAME_CLOSE:
+		wsframe_encode_close(&w->out, NULL, WS_CLOSE_NORMAL, "");
+		w->closing = true;
+		return 1;
+	}
+	return 0;
+}
+
+static void ws_on_fd(int fd, short revents, void *arg)
+{
+	struct wsconn *w = arg;
+	if (revents & (POLLIN | POLLHUP | POLLERR)) {
+		uint8_t b[16384];
+		ssize_t n = recv(fd, b, sizeof b, MSG_DONTWAIT);
+		if (n > 0) {
+			if (wsframe_feed(&w->p, b, (size_t)n, ws_frame, w) < 0) {
+				wsframe_encode_close(&w->out, NULL, w->p.err_code, w->p.err);
+				w->closing = true;
+			}
+		} else if (n == 0 || (errno != EAGAIN && errno != EINTR)) {
+			ws_close(w);
+			return;
+		}
+	}
+	ws_flush(w);
+	if (w->closing && w->out.len == 0)
+		ws_close(w);
+}
+
+static void ws_console_data(void *arg, const char *data, size_t len)
+{
+	struct wsconn *w = arg;
+	if (len == 0 || w->closing)
+		return; /* the execution ended: the subscription follows the next one, as virt-handler's does not */
+	if (w->out.len > (8u << 20))
+		return; /* a client that does not read loses console bytes, never the service's memory */
+	wsframe_encode(&w->out, WS_OP_BINARY, true, NULL, data, len);
+	ws_flush(w);
+}
+
+static void ws_peer_fd(int fd, short revents, void *arg)
+{
+	struct wsconn *w = arg;
+	if (revents & (POLLIN | POLLHUP | POLLERR)) {
+		char b[65536];
+		ssize_t n = recv(fd, b, sizeof b, MSG_DONTWAIT);
+		if (n > 0) {
+			if (w->out.len < (8u << 20))
+				wsframe_encode(&w->out, WS_OP_BINARY, true, NULL, b, (size_t)n);
+		} else if (n == 0 || (errno != EAGAIN && errno != EINTR)) {
+			wsframe_encode_close(&w->out, NULL, WS_CLOSE_NORMAL, "the display closed");
+			w->closing = true;
+			loop_fd_remove(w->peer_lfd);
+			w->peer_lfd = NULL;
+		}
+	}
+	if (w->peer_lfd)
+		peer_flush(w);
+	ws_flush(w);
+	if (w->closing && w->out.len == 0)
+		ws_close(w);
+}
+
+static void ws_vnc_opened(void *arg, int fd, const char *err)
+{
+	struct wsconn *w = arg;
+	w->waiting_peer = false;
+	if (w->urh == NULL) { /* the client left first */
+		if (fd >= 0)
+			close(fd);
+		free(w);
+		return;
+	}
+	if (fd < 0) {
+		wsframe_encode_close(&w->out, NULL, WS_CLOSE_GOING_AWAY, err ? err : "no display");
+		w->closing = true;
+	} else {
+		w->peer = fd;
+		w->peer_lfd = loop_fd_add(fd, POLLIN, ws_peer_fd, w);
+		peer_flush(w);
+	}
+	ws_flush(w);
+	if (w->closing && w->out.len == 0)
+		ws_close(w);
+}
+
+struct ws_pending {
+	struct source *src;
+	bool vnc;
+	char ns[64], name[254];
+};
+
+static void ws_upgraded(void *cls, struct MHD_Connection *c, void *con_cls, const char *extra, size_t extra_len,
+			MHD_socket sock, struct MHD_UpgradeResponseHandle *urh)
+{
+	(void)c;
+	(void)con_cls;
+	struct ws_pending *pd = cls;
+	struct wsconn *w = xcalloc(1, sizeof *w);
+	w->urh = urh;
+	w->fd = sock;
+	w->peer = -1;
+	w->vnc = pd->vnc;
+	buf_init(&w->out);
+	buf_init(&w->peer_out);
+	wsframe_parser_init(&w->p, WSFRAME_SERVER);
+	w->lfd = loop_fd_add(sock, POLLIN, ws_on_fd, w);
+	w->next = wsconns;
+	wsconns = w;
+	char *err = NULL;
+	bool ok;
+	if (w->vnc) {
+		ok = engine_vnc_open(pd->src, pd->ns, pd->name, ws_vnc_opened, w, &err) == 0;
+		w->waiting_peer = ok;
+	} else
+		ok = (w->con = engine_console_open(pd->src, pd->ns, pd->name, ws_console_data, w, &err)) != NULL;
+	free(pd);
+	if (!ok) {
+		wsframe_encode_close(&w->out, NULL, WS_CLOSE_GOING_AWAY, err ? err : "no console");
+		w->closing = true;
+	} else if (extra_len && wsframe_feed(&w->p, (const uint8_t *)extra, extra_len, ws_frame, w) < 0)
+		w->closing = true;
+	free(err);
+	ws_flush(w);
+}
+
+static enum MHD_Result console_ws(struct MHD_Connection *c, const char *ns, const char *name, bool vnc)
+{
+	const char *up = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Upgrade");
+	const char *key = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Sec-WebSocket-Key");
+	if (up == NULL || strcasecmp(up, "websocket") != 0 || key == NULL || strlen(key) > 64)
+		return send_status(c, 400, "BadRequest", R_COUNT, NULL, "a WebSocket upgrade is required");
+	struct source *src = source_of(ns, name);
+	if (src == NULL || !engine_running(src, ns, name))
+		return send_status(c, 404, "NotFound", R_VMI, name, "virtualmachineinstances.kubevirt.io \"%s\" not found "
+				   "or not running", name);
+	char *k = xasprintf("%s258EAFA5-E914-47DA-95CA-C5AB0DC85B11", key);
+	unsigned char sha[SHA_DIGEST_LENGTH];
+	SHA1((const unsigned char *)k, strlen(k), sha);
+	free(k);
+	char accept[64];
+	EVP_EncodeBlock((unsigned char *)accept, sha, SHA_DIGEST_LENGTH);
+	struct ws_pending *pd = xcalloc(1, sizeof *pd);
+	pd->src = src;
+	pd->vnc = vnc;
+	snprintf(pd->ns, sizeof pd->ns, "%s", ns);
+	snprintf(pd->name, sizeof pd->name, "%s", name);
+	struct MHD_Response *r = MHD_create_response_for_upgrade(ws_upgraded, pd);
+	MHD_add_response_header(r, "Upgrade", "websocket");
+	MHD_add_response_header(r, "Connection", "Upgrade");
+	MHD_add_response_header(r, "Sec-WebSocket-Accept", accept);
+	const char *proto = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Sec-WebSocket-Protocol");
+	if (proto && strstr(proto, "plain.kubevirt.io"))
+		MHD_add_response_header(r, "Sec-WebSocket-Protocol", "plain.kubevirt.io");
+	enum MHD_Result rc = MHD_queue_response(c, MHD_HTTP_SWITCHING_PROTOCOLS, r);
+	MHD_destroy_response(r);
+	if (rc != MHD_YES)
+		free(pd);
+	return rc;
+}
+
+/* ---- namespaces created through the API ---- */
+
+static char *nsx_path(void)
+{
+	char *d = util_state_dir(), *p = util_path_join(d, "engine-namespaces");
+	free(d);
+	return p;
+}
+
+static void nsx_save(void)
+{
+	struct buf b;
+	buf_init(&b);
+	for (size_t i = 0; i < S.nnsx; i++)
+		buf_printf(&b, "%s\n", S.nsx[i]);
+	char *p = nsx_path();
+	if (util_write_file_atomic(p, b.data ? b.data : "", b.len, 0600) < 0)
+		log_warn("engine serve: %s: %s", p, strerror(errno));
+	free(p);
+	buf_free(&b);
+}
+
+static void nsx_load(void)
+{
+	char *p = nsx_path(), *text = util_read_file(p, NULL);
+	free(p);
+	for (char *sp, *l = text ? strtok_r(text, "\n", &sp) : NULL; l; l = strtok_r(NULL, "\n", &sp))
+		if (manifest_dns_label(l) && S.nnsx < 10000) {
+			S.nsx = xreallocarray(S.nsx, S.nnsx + 1, sizeof *S.nsx);
+			S.nsx[S.nnsx++] = xstrdup(l);
+		}
+	free(text);
+}
+
+static bool ns_exists(const char *name)
+{
+	size_t n;
+	const char **names = namespaces(&n);
+	bool found = false;
+	for (size_t i = 0; i < n && !found; i++)
+		found = strcmp(names[i], name) == 0;
+	free(names);
+	return found;
+}
+
+static enum MHD_Result create_ns(struct MHD_Connection *c, struct reqctx *rq)
+{
+	enum MHD_Result rc;
+	const char *ct = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Type");
+	json_object *o;
+	if (ct && strstr(ct, "protobuf") && !rq->too_big) {
+		/* kubectl create namespace sends protobuf: the kind and the name are all it needs to say */
+		char *kind = NULL, *pname = NULL;
+		if (apisel_pb_kind_name(rq->body.data ? rq->body.data : "", rq->body.len, &kind, &pname) < 0 ||
+		    strcmp(kind, "Namespace") != 0) {
+			free(kind);
+			free(pname);
+			return send_status(c, 400, "BadRequest", R_COUNT, NULL, "the request body is not a Namespace");
+		}
+		o = json_object_new_object();
+		json_object *md = jobj(o, "metadata");
+		json_object_object_add(md, "name", json_object_new_string(pname));
+		free(kind);
+		free(pname);
+	} else if ((o = body_json(c, rq, &rc)) == NULL)
+		return rc;
+	const char *name = jgets(jget(o, "metadata"), "name");
+	if (name == NULL || !manifest_dns_label(name))
+		rc = send_status(c, 422, "Invalid", R_NS, name, "Namespace \"%s\" is invalid: metadata.name: Invalid value: "
+				 "a lowercase RFC 1123 label is required", name ? name : "");
+	else if (ns_exists(name))
+		rc = send_status(c, 409, "AlreadyExists", R_NS, name, "namespaces \"%s\" already exists", name);
+	else {
+		S.nsx = xreallocarray(S.nsx, S.nnsx + 1, sizeof *S.nsx);
+		S.nsx[S.nnsx++] = xstrdup(name);
+		nsx_save();
+		rc = send_json(c, 201, ns_json(name));
+	}
+	json_object_put(o);
+	return rc;
+}
+
+static enum MHD_Result delete_ns(struct MHD_Connection *c, const char *name)
+{
+	for (size_t i = 0; i < S.nnsx; i++)
+		if (strcmp(S.nsx[i], name) == 0) {
+			for (int s = 0; s < S.nsrcs; s++) {
+				size_t cnt;
+				struct obj *const *objs = store_objs(S.st, S.srcs[s], OBJ_VM, &cnt);
+				for (size_t k = 0; k < cnt; k++)
+					if (strcmp(objs[k]->ns, name) == 0)
+						return send_status(c, 409, "Conflict", R_NS, name,
+								   "namespace %s still holds virtual machines", name);
+			}
+			json_object *j = ns_json(name);
+			free(S.nsx[i]);
+			S.nsx[i] = S.nsx[--S.nnsx];
+			nsx_save();
+			return send_json(c, 200, j);
+		}
+	if (ns_exists(name))
+		return send_status(c, 409, "Conflict", R_NS, name, "namespace %s is in use or built in", name);
+	return not_found(c, R_NS, name);
+}
+
+/* ---- discovery ---- */
+
+static json_object *resource_list(const char *gv)
+{
+	json_object *l = json_object_new_object(), *a = json_object_new_array();
+	json_object_object_add(l, "kind", jstr("APIResourceList"));
+	json_object_object_add(l, "apiVersion", jstr("v1"));
+	json_object_object_add(l, "groupVersion", jstr(gv));
+	bool kv = strcmp(gv, "kubevirt.io/v1") == 0, sub = strcmp(gv, "subresources.kubevirt.io/v1") == 0;
+	for (int r = 0; r < R_COUNT && !sub; r++) {
+		if ((*RES[r].group != 0) != kv)
+			continue;
+		json_object *e = json_object_new_object(), *verbs = json_object_new_array(), *sn = json_object_new_array();
+		json_object_object_add(e, "name", jstr(RES[r].plural));
+		json_object_object_add(e, "singularName", jstr(RES[r].singular));
+		json_object_object_add(e, "namespaced", json_object_new_boolean(RES[r].namespaced));
+		json_object_object_add(e, "kind", jstr(RES[r].kind));
+		char *v = xstrdup(RES[r].verbs);
+		for (char *s, *p = strtok_r(v, ",", &s); p; p = strtok_r(NULL, ",", &s))
+			json_object_array_add(verbs, jstr(p));
+		free(v);
+		json_object_object_add(e, "verbs", verbs);
+		json_object_array_add(sn, jstr(RES[r].short1));
+		if (RES[r].short2)
+			json_object_array_add(sn, jstr(RES[r].short2));
+		json_object_object_add(e, "shortNames", sn);
+		if (kv) {
+			json_object *cat = json_object_new_array();
+			json_object_array_add(cat, jstr("all"));
+			json_object_object_add(e, "categories", cat);
+		}
+		json_object_array_add(a, e);
+	}
+	if (sub) {
+		const char *subs[][2] = { { "virtualmachines/start", "put" },	  { "virtualmachines/stop", "put" },
+					  { "virtualmachines/restart", "put" },	  { "virtualmachines/migrate", "put" },
+					  { "virtualmachineinstances/pause", "put" }, { "virtualmachineinstances/unpause", "put" },
+					  { "virtualmachineinstances/softreboot", "put" },
+					  { "virtualmachineinstances/console", "get" },
+					  { "virtualmachineinstances/vnc", "get" } };
+		for (size_t i = 0; i < sizeof subs / sizeof subs[0]; i++) {
+			json_object *e = json_object_new_object(), *verbs = json_object_new_array();
+			json_object_object_add(e, "name", jstr(subs[i][0]));
+			json_object_object_add(e, "singularName", jstr(""));
+			json_object_object_add(e, "namespaced", json_object_new_boolean(1));
+			json_object_object_add(e, "kind", jstr(""));
+			json_object_array_add(verbs, jstr(subs[i][1]));
+			json_object_object_add(e, "verbs", verbs);
+			json_object_array_add(a, e);
+		}
+	}
+	json_object_object_add(l, "resources", a);
+	return l;
+}
+
+static json_object *group_json(const char *g)
+{
+	json_object *o = json_object_new_object(), *vs = json_object_new_array(), *v = json_object_new_object();
+	char *gv = xasprintf("%s/v1", g);
+	json_object_object_add(o, "kind", jstr("APIGroup"));
+	json_object_object_add(o, "apiVersion", jstr("v1"));
+	json_object_object_add(o, "name", jstr(g));
+	json_object_object_add(v, "groupVersion", jstr(gv));
+	json_object_object_add(v, "version", jstr("v1"));
+	json_object_array_add(vs, json_object_get(v));
+	json_object_object_add(o, "versions", vs);
+	json_object_object_add(o, "preferredVersion", v);
+	free(gv);
+	return o;
+}
+
+/* Just enough OpenAPI v3 for kubectl apply/create: write operations declare fieldValidation (kubectl then
+ * leaves validation to the server, which runs the engine's validators) and each kind keeps unknown fields. */
+static json_object *openapi_doc(bool kv)
+{
+	json_object *doc = json_object_new_object(), *paths = json_object_new_object(), *schemas = json_object_new_object();
+	json_object_object_add(doc, "openapi", jstr("3.0.0"));
+	json_object *info = json_object_new_object();
+	json_object_object_add(info, "title", jstr("kvcon engine"));
+	json_object_object_add(info, "version", jstr(KV_VERSION));
+	json_object_object_add(doc, "info", info);
+	for (int r = 0; r < R_COUNT; r++) {
+		if ((*RES[r].group != 0) != kv)
+			continue;
+		char *sname = xasprintf("%s%s", kv ? "io.kubevirt.v1." : "io.k8s.api.core.v1.", RES[r].kind);
+		char *ref = xasprintf("#/components/schemas/%s", sname);
+		json_object *gvk = json_object_new_object();
+		json_object_object_add(gvk, "group", jstr(RES[r].group));
+		json_object_object_add(gvk, "version", jstr("v1"));
+		json_object_object_add(gvk, "kind", jstr(RES[r].kind));
+		const char *base = kv ? "/apis/kubevirt.io/v1" : "/api/v1";
+		char *coll = xasprintf("%s%s%s", base, RES[r].namespaced ? "/namespaces/{namespace}/" : "/", RES[r].plural);
+		char *one = xasprintf("%s/{name}", coll);
+		const char *ops[][2] = { { "post", NULL }, { "put", "one" }, { "patch", "one" } };
+		json_object *pc = json_object_new_object(), *po = json_object_new_object();
+		for (size_t i = 0; i < 3; i++) {
+			json_object *op = json_object_new_object(), *params = json_object_new_array(),
+				    *fv = json_object_new_object(), *sch = json_object_new_object();
+			json_object_object_add(fv, "name", jstr("fieldValidation"));
+			json_object_object_add(fv, "in", jstr("query"));
+			json_object_object_add(sch, "type", jstr("string"));
+			json_object_object_add(sch, "uniqueItems", json_object_new_boolean(1));
+			json_object_object_add(fv, "schema", sch);
+			json_object_array_add(params, fv);
+			json_object_object_add(op, "parameters", params);
+			json_object *rs = json_object_new_object(), *ok = json_object_new_object(),
+				    *content = json_object_new_object(), *aj = json_object_new_object(),
+				    *s2 = json_object_new_object();
+			json_object_object_add(s2, "$ref", jstr(ref));
+			json_object_object_add(aj, "schema", s2);
+			json_object_object_add(content, "application/json", aj);
+			json_object_object_add(ok, "description", jstr("OK"));
+			json_object_object_add(ok, "content", content);
+			json_object_object_add(rs, "200", ok);
+			json_object_object_add(op, "responses", rs);
+			json_object_object_add(op, "x-kubernetes-action", jstr(ops[i][0]));
+			json_object_object_add(op, "x-kubernetes-group-version-kind", json_object_get(gvk));
+			json_object_object_add(ops[i][1] ? po : pc, ops[i][0], op);
+		}
+		json_object_object_add(paths, coll, pc);
+		json_object_object_add(paths, one, po);
+		json_object *s = json_object_new_object(), *gl = json_object_new_array();
+		json_object_object_add(s, "type", jstr("object"));
+		json_object_object_add(s, "x-kubernetes-preserve-unknown-fields", json_object_new_boolean(1));
+		json_object_array_add(gl, json_object_get(gvk));
+		json_object_object_add(s, "x-kubernetes-group-version-kind", gl);
+		json_object_object_add(schemas, sname, s);
+		json_object_put(gvk);
+		free(coll);
+		free(one);
+		free(ref);
+		free(sname);
+	}
+	json_object_object_add(doc, "paths", paths);
+	json_object *comp = json_object_new_object();
+	json_object_object_add(comp, "schemas", schemas);
+	json_object_object_add(doc, "components", comp);
+	return doc;
+}
+
+static enum MHD_Result discovery(struct MHD_Connection *c, const char *p, bool *handled)
+{
+	*handled = true;
+	if (strcmp(p, "/version") == 0) {
+		json_object *v = json_object_new_object();
+		json_object_object_add(v, "major", jstr("1"));
+		json_object_object_add(v, "minor", jstr("33"));
+		json_object_object_add(v, "gitVersion", jstr("v1.33.0-kvcon-engine"));
+		json_object_object_add(v, "platform", jstr("linux/amd64"));
+		return send_json(c, 200, v);
+	}
+	if (strcmp(p, "/healthz") == 0 || strcmp(p, "/readyz") == 0 || strcmp(p, "/livez") == 0)
+		return send_text(c, 200, xstrdup("ok"), "text/plain");
+	if (strcmp(p, "/api") == 0) {
+		json_object *o = json_object_new_object(), *v = json_object_new_array();
+		json_object_object_add(o, "kind", jstr("APIVersions"));
+		json_object_array_add(v, jstr("v1"));
+		json_object_object_add(o, "versions", v);
+		json_object_object_add(o, "serverAddressByClientCIDRs", json_object_new_array());
+		return send_json(c, 200, o);
+	}
+	if (strcmp(p, "/api/v1") == 0)
+		return send_json(c, 200, resource_list("v1"));
+	if (strcmp(p, "/apis") == 0) {
+		json_object *o = json_object_new_object(), *g = json_object_new_array();
+		json_object_object_add(o, "kind", jstr("APIGroupList"));
+		json_object_object_add(o, "apiVersion", jstr("v1"));
+		json_object *kv = group_json("kubevirt.io"), *sub = group_json("subresources.kubevirt.io");
+		json_object_object_del(kv, "kind");
+		json_object_object_del(kv, "apiVersion");
+		json_object_object_del(sub, "kind");
+		json_object_object_del(sub, "apiVersion");
+		json_object_array_add(g, kv);
+		json_object_array_add(g, sub);
+		json_object_object_add(o, "groups", g);
+		return send_json(c, 200, o);
+	}
+	if (strcmp(p, "/apis/kubevirt.io") == 0)
+		return send_json(c, 200, group_json("kubevirt.io"));
+	if (strcmp(p, "/apis/subresources.kubevirt.io") == 0)
+		return send_json(c, 200, group_json("subresources.kubevirt.io"));
+	if (strcmp(p, "/apis/kubevirt.io/v1") == 0)
+		return send_json(c, 200, resource_list("kubevirt.io/v1"));
+	if (strcmp(p, "/apis/subresources.kubevirt.io/v1") == 0)
+		return send_json(c, 200, resource_list("subresources.kubevirt.io/v1"));
+	if (strcmp(p, "/apis/subresources.kubevirt.io/v1/version") == 0) {
+		json_object *v = json_object_new_object();
+		json_object_object_add(v, "gitVersion", jstr(KV_VERSION));
+		json_object_object_add(v, "platform", jstr("linux/amd64"));
+		return send_json(c, 200, v);
+	}
+	if (strcmp(p, "/openapi/v3") == 0) {
+		json_object *o = json_object_new_object(), *ps = json_object_new_object();
+		const char *keys[] = { "api/v1", "apis/kubevirt.io/v1" };
+		for (int i = 0; i < 2; i++) {
+			json_object *e = json_object_new_object();
+			char *u = xasprintf("/openapi/v3/%s?hash=%llu", keys[i], (unsigned long long)S.started);
+			json_object_object_add(e, "serverRelativeURL", jstr(u));
+			free(u);
+			json_object_object_add(ps, keys[i], e);
+		}
+		json_object_object_add(o, "paths", ps);
+		return send_json(c, 200, o);
+	}
+	if (strcmp(p, "/openapi/v3/api/v1") == 0)
+		return send_json(c, 200, openapi_doc(false));
+	if (strcmp(p, "/openapi/v3/apis/kubevirt.io/v1") == 0)
+		return send_json(c, 200, openapi_doc(true));
+	*handled = false;
+	return MHD_NO;
+}
+
+/* ---- routing ---- */
+
+static bool valid_name(const char *s)
+{
+	return s && *s && strlen(s) <= 253 && manifest_dns_subdomain(s);
+}
+
+static enum MHD_Result route(struct MHD_Connection *c, struct reqctx *rq, const char *url, const char *method)
+{
+	char path[1024];
+	size_t ul = strlen(url);
+	if (ul >= sizeof path)
+		return send_status(c, 404, "NotFound", R_COUNT, NULL, "the server could not find the requested resource");
+	memcpy(path, url, ul + 1);
+	while (ul > 1 && path[ul - 1] == '/')
+		path[--ul] = 0;
+	bool handled;
+	if (strcmp(method, "GET") == 0) {
+		enum MHD_Result rc = discovery(c, path, &handled);
+		if (handled)
+			return rc;
+	}
+	/* /api/v1/... or /apis/{kubevirt.io,subresources.kubevirt.io}/v1/... */
+	char *seg[12];
+	int n = 0;
+	for (char *s, *p = strtok_r(path, "/", &s); p && n < 12; p = strtok_r(NULL, "/", &s))
+		seg[n++] = p;
+	int i;
+	bool sub_group = false, core;
+	if (n >= 3 && strcmp(seg[0], "api") == 0 && strcmp(seg[1], "v1") == 0)
+		i = 2, core = true;
+	else if (n >= 4 && strcmp(seg[0], "apis") == 0 && strcmp(seg[2], "v1") == 0 &&
+		 (strcmp(seg[1], "kubevirt.io") == 0 || (sub_group = strcmp(seg[1], "subresources.kubevirt.io") == 0)))
+		i = 3, core = false;
+	else
+		return send_status(c, 404, "NotFound", R_COUNT, NULL, "the server could not find the requested resource");
+	const char *ns = NULL, *plural, *name = NULL, *sub = NULL;
+	if (n - i >= 2 && strcmp(seg[i], "namespaces") == 0 && n - i != 2) {
+		ns = seg[i + 1];
+		i += 2;
+	}
+	plural = seg[i++];
+	if (i < n)
+		name = seg[i++];
+	if (i < n)
+		sub = seg[i++];
+	if (i < n)
+		return send_status(c, 404, "NotFound", R_COUNT, NULL, "the server could not find the requested resource");
+	enum res r;
+	for (r = 0; r < R_COUNT; r++)
+		if (strcmp(RES[r].plural, plural) == 0 && (*RES[r].group == 0) == core)
+			break;
+	if (r == R_COUNT)
+		return send_status(c, 404, "NotFound", R_COUNT, NULL, "the server could not find the requested resource");
+	if ((ns && !manifest_dns_label(ns)) || (name && !valid_name(name)))
+		return send_status(c, 400, "BadRequest", R_COUNT, NULL, "invalid namespace or name in the path");
+	if (ns && !RES[r].namespaced && !(r == R_NS && name == NULL))
+		return send_status(c, 404, "NotFound", R_COUNT, NULL, "the server could not find the requested resource");
+	if (r == R_NS && ns && name == NULL) /* /api/v1/namespaces/NAME */
+		name = ns, ns = NULL;
+	if (sub_group) {
+		if (r == R_VMI && ns && name && sub && (strcmp(sub, "console") == 0 || strcmp(sub, "vnc") == 0) &&
+		    strcmp(method, "GET") == 0)
+			return console_ws(c, ns, name, sub[0] == 'v');
+		if (ns == NULL || name == NULL || sub == NULL || strcmp(method, "PUT") != 0)
+			return send_status(c, 405, "MethodNotAllowed", R_COUNT, NULL,
+					   "the server does not allow this method on the requested resource");
+		return subresource(c, rq, r, ns, name, sub);
+	}
+	if (sub && strcmp(sub, "status") != 0)
+		return send_status(c, 404, "NotFound", R_COUNT, NULL, "the server could not find the requested resource");
+	if (strcmp(method, "GET") == 0) {
+		const char *w = arg(c, "watch");
+		if (w && (strcmp(w, "true") == 0 || strcmp(w, "1") == 0))
+			return watch(c, r, ns, name);
+		if (name)
+			return get_one(c, r, ns, name);
+		return list(c, r, ns);
+	}
+	if (sub)
+		return send_status(c, 405, "MethodNotAllowed", R_COUNT, NULL, "status is written by the engine only");
+	if (strcmp(method, "POST") == 0 && r == R_VM && ns && name == NULL)
+		return create_vm(c, rq, ns);
+	if (strcmp(method, "POST") == 0 && r == R_NS && name == NULL)
+		return create_ns(c, rq);
+	if (strcmp(method, "DELETE") == 0 && r == R_NS && name)
+		return delete_ns(c, name);
+	if ((strcmp(method, "PATCH") == 0 || strcmp(method, "PUT") == 0) && r == R_VM && ns && name)
+		return patch_vm(c, rq, ns, name, method[1] == 'U');
+	if (strcmp(method, "DELETE") == 0 && ns && name) {
+		int grace = grace_of(c, rq, "gracePeriodSeconds");
+		if (r == R_VM)
+			return act(c, rq, r, ACT_DELETE, ns, name, grace, NULL, 200, true);
+		if (r == R_VMI) {
+			/* the execution ends; the VM's run strategy decides what follows (Always: a new one) */
+			const struct vm *vm = NULL;
+			struct source *src = source_of(ns, name);
+			if (src)
+				vm = (const struct vm *)store_find(S.st, src, OBJ_VM, ns, name);
+			bool always = vm && util_str_eq(vm->run_strategy, "Always");
+			return act(c, rq, r, always ? ACT_RESTART : ACT_STOP, ns, name, grace, NULL, 200, true);
+		}
+	}
+	return send_status(c, 405, "MethodNotAllowed", R_COUNT, NULL,
+			   "the server does not allow this method on the requested resource");
+}
+
+/* ---- libmicrohttpd ---- */
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url, const char *method,
+				  const char *version, const char *upload, size_t *upload_size, void **con_cls)
+{
+	(void)version;
+	bool tls = cls != NULL;
+	struct reqctx *rq = *con_cls;
+	if (rq == NULL) {
+		rq = xcalloc(1, sizeof *rq);
+		buf_init(&rq->body);
+		*con_cls = rq;
+		/* before any body is read: no token, nothing buffered (MHD drops the rest and closes) */
+		if (tls && !apitls_auth_ok(&S.tls, MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization")))
+			return send_status(c, 401, "Unauthorized", R_COUNT, NULL, "Unauthorized");
+		const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Length");
+		if (cl && strtoull(cl, NULL, 10) > MAX_BODY)
+			return send_status(c, 413, NULL, R_COUNT, NULL, "the request body is larger than %u bytes", MAX_BODY);
+		return MHD_YES;
+	}
+	if (*upload_size) {
+		if (rq->body.len + *upload_size > MAX_BODY)
+			rq->too_big = true;
+		else
+			buf_add(&rq->body, upload, *upload_size);
+		*upload_size = 0;
+		return MHD_YES;
+	}
+	if (tls && !apitls_auth_ok(&S.tls, MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization")))
+		return send_status(c, 401, "Unauthorized", R_COUNT, NULL, "Unauthorized");
+	log_debug("engine serve: %s %s", method, url);
+	return route(c, rq, url, method);
+}
+
+static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls, enum MHD_RequestTerminationCode t)
+{
+	(void)cls;
+	(void)c;
+	(void)t;
+	struct reqctx *rq = *con_cls;
+	if (rq) {
+		buf_free(&rq->body);
+		free(rq);
+		*con_cls = NULL;
+	}
+}
+
+static void mhd_run_all(void);
+
+static void on_mhd_timer(void *arg)
+{
+	(void)arg;
+	S.timer = NULL;
+	mhd_run_all();
+}
+
+static void mhd_run_all(void)
+{
+	MHD_UNSIGNED_LONG_LONG t, best = (MHD_UNSIGNED_LONG_LONG)-1;
+	for (int i = 0; i < S.nd; i++) {
+		MHD_run(S.d[i]);
+		if (MHD_get_timeout(S.d[i], &t) == MHD_YES && t < best)
+			best = t;
+	}
+	loop_timer_cancel(S.timer);
+	S.timer = NULL;
+	if (best != (MHD_UNSIGNED_LONG_LONG)-1)
+		S.timer = loop_timer_add(best, on_mhd_timer, NULL);
+}
+
+static void on_epoll(int fd, short revents, void *arg)
+{
+	(void)fd;
+	(void)revents;
+	(void)arg;
+	mhd_run_all();
+}
+
+static void on_pass(void *arg)
+{
+	(void)arg;
+	mhd_run_all();
+}
+
+__attribute__((format(printf, 2, 0))) static void mhd_log(void *cls, const char *fmt, va_list ap)
+{
+	(void)cls;
+	char msg[512];
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	msg[strcspn(msg, "\n")] = 0;
+	log_info("engine serve: libmicrohttpd: %s", msg);
+}
+
+static int start_daemon(int lfd, bool tls, char **err)
+{
+	unsigned flags = MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_ALLOW_UPGRADE | MHD_USE_ERROR_LOG |
+			 (tls ? MHD_USE_TLS : 0);
+	struct MHD_OptionItem opts[] = {
+		{ MHD_OPTION_LISTEN_SOCKET, lfd, NULL },
+		{ MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)on_completed, NULL },
+		{ MHD_OPTION_EXTERNAL_LOGGER, (intptr_t)mhd_log, NULL },
+		{ MHD_OPTION_CONNECTION_LIMIT, 512, NULL },
+		{ MHD_OPTION_CONNECTION_TIMEOUT, 600, NULL }, /* idle connections; a waiting watch is suspended, not idle */
+		{ tls ? MHD_OPTION_HTTPS_MEM_KEY : MHD_OPTION_END, 0, tls ? S.tls.key_pem : NULL },
+		{ MHD_OPTION_HTTPS_MEM_CERT, 0, S.tls.cert_pem },
+		{ MHD_OPTION_END, 0, NULL },
+	};
+	struct MHD_Daemon *d = MHD_start_daemon(flags, 0, NULL, NULL, on_request, tls ? (void *)&S : NULL,
+						MHD_OPTION_ARRAY, opts, MHD_OPTION_END);
+	if (d == NULL) {
+		*err = xstrdup(tls ? "libmicrohttpd refused the HTTPS listener" : "libmicrohttpd refused the socket");
+		return -1;
+	}
+	const union MHD_DaemonInfo *info = MHD_get_daemon_info(d, MHD_DAEMON_INFO_EPOLL_FD);
+	S.d[S.nd] = d;
+	S.lfd[S.nd] = loop_fd_add(info->epoll_fd, POLLIN, on_epoll, NULL);
+	S.nd++;
+	return 0;
+}
+
+static int listen_unix(const char *path, char **err)
+{
+	struct sockaddr_un a = { .sun_family = AF_UNIX };
+	if (strlen(path) >= sizeof a.sun_path) {
+		*err = xasprintf("%s: the socket path is too long", path);
+		return -1;
+	}
+	strcpy(a.sun_path, path);
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0) {
+		*err = xasprintf("socket: %s", strerror(errno));
+		return -1;
+	}
+	unlink(path);
+	mode_t old = umask(077);
+	int rc = bind(fd, (struct sockaddr *)&a, sizeof a);
+	umask(old);
+	if (rc < 0 || chmod(path, 0600) < 0 || listen(fd, 64) < 0) {
+		*err = xasprintf("%s: %s", path, strerror(errno));
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+static int listen_tcp(int *port, char **err)
+{
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	int one = 1;
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)*port),
+				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	if (fd < 0) {
+		*err = xasprintf("socket: %s", strerror(errno));
+		return -1;
+	}
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+	socklen_t al = sizeof a;
+	if (bind(fd, (struct sockaddr *)&a, sizeof a) < 0 || listen(fd, 64) < 0 ||
+	    getsockname(fd, (struct sockaddr *)&a, &al) < 0) {
+		*err = xasprintf("127.0.0.1:%d: %s", *port, strerror(errno));
+		close(fd);
+		return -1;
+	}
+	*port = ntohs(a.sin_port);
+	return fd;
+}
+
+static char *default_socket(void)
+{
+	const char *rt = getenv("XDG_RUNTIME_DIR");
+	char *dir = rt && *rt == '/' ? util_path_join(rt, "kvcon") : util_state_dir();
+	util_mkdir_p(dir, 0700);
+	char *p = util_path_join(dir, "engine.sock");
+	free(dir);
+	return p;
+}
+
+static void on_stop_signal(int sig, void *arg)
+{
+	(void)sig;
+	(void)arg;
+	loop_quit(0);
+}
+
+static void state_free(void)
+{
+	for (size_t i = 0; i < S.count; i++) {
+		struct wev *w = &S.ring[(S.head + i) % S.ring_size];
+		obj_free(w->o);
+		free(w->text);
+	}
+	free(S.ring);
+	S.ring = NULL;
+	for (size_t i = 0; i < S.nnsx; i++)
+		free(S.nsx[i]);
+	free(S.nsx);
+	S.nsx = NULL;
+	S.nnsx = 0;
+	S.count = 0;
+	const char *k;
+	void *v;
+	for (size_t it = 0; hmap_next(&S.cache, &it, &k, &v);) {
+		struct cent *c = v;
+		free(c->body);
+		free(c->text);
+		free(c);
+	}
+	hmap_free(&S.cache);
+}
+
+int engine_serve_cmd(int argc, char **argv)
+{
+	const char *sock = NULL, *kubeconfig = NULL;
+	int port = -1;
+	const struct cli_opt rows[] = { { "--socket", CLI_STR, &sock },
+					{ "--https", CLI_INT, &port },
+					{ "--kubeconfig-out", CLI_STR, &kubeconfig } };
+	int rc = engine_cli_args(argc, argv, CLI_ROWS(rows), NULL, NULL);
+	if (rc)
+		return rc;
+	rc = engine_cli_open();
+	if (rc)
+		return rc;
+	loop_signal(SIGTERM, on_stop_signal, NULL);
+	S.st = engine_cli_store();
+	S.srcs = engine_cli_sources(&S.nsrcs);
+	S.started = util_wall_s();
+	util_uuid_v4(S.node_uid);
+	hmap_init(&S.cache);
+	/* the watch history: $KVCON_ENGINE_WATCH_HISTORY events (tests make it small to reach 410 quickly) */
+	const char *h = getenv("KVCON_ENGINE_WATCH_HISTORY");
+	S.ring_size = h && atol(h) >= 4 && atol(h) <= 1000000 ? (size_t)atol(h) : RING_DEFAULT;
+	S.ring = xcalloc(S.ring_size, sizeof *S.ring);
+	nsx_load();
+	int lid = store_listen(S.st, on_store, NULL);
+	if (port < 0) { /* engine.api-port in the config file, or $KVCON_ENGINE_API_PORT */
+		char *ps = engine_setting("KVCON_ENGINE_API_PORT", "engine.api-port");
+		if (ps && *ps)
+			port = atoi(ps);
+		free(ps);
+	}
+	if (port > 65535) {
+		log_eprintf("error: engine serve: %d: not a port\n", port);
+		store_unlisten(S.st, lid);
+		state_free();
+		return engine_cli_close(EXIT_USAGE, 0);
+	}
+	char *err = NULL, *spath = sock ? xstrdup(sock) : default_socket(), *kpath = NULL;
+	char *state = util_state_dir();
+	int fd = listen_unix(spath, &err);
+	if (fd < 0 || start_daemon(fd, false, &err) < 0)
+		goto fail;
+	printf("socket: %s\n", spath);
+	if (port >= 0) {
+		if (apitls_load(state, &S.tls, &err) < 0)
+			goto fail;
+		int tfd = listen_tcp(&port, &err);
+		if (tfd < 0 || start_daemon(tfd, true, &err) < 0)
+			goto fail;
+		kpath = kubeconfig ? xstrdup(kubeconfig) : util_path_join(state, "engine-kubeconfig");
+		if (apitls_kubeconfig(kpath, &S.tls, port, &err) < 0)
+			goto fail;
+		printf("https: https://127.0.0.1:%d\nkubeconfig: %s\n", port, kpath);
+	}
+	printf("engine serving\n");
+	fflush(stdout);
+	int hook = loop_hook_add(on_pass, NULL);
+	S.tick = loop_timer_add(1000, on_tick, NULL);
+	rc = loop_run();
+	loop_hook_remove(hook);
+	loop_timer_cancel(S.tick);
+	loop_timer_cancel(S.timer);
+	for (struct watcher *w = S.watchers; w; w = w->next) {
+		w->ended = true;
+		wake(w);
+	}
+	while (wsconns)
+		ws_close(wsconns);
+	for (int i = 0; i < S.nd; i++) {
+		loop_fd_remove(S.lfd[i]);
+		MHD_stop_daemon(S.d[i]);
+	}
+	unlink(spath);
+	store_unlisten(S.st, lid);
+	state_free();
+	free(spath);
+	free(kpath);
+	free(state);
+	apitls_free(&S.tls);
+	return engine_cli_close(rc == 130 ? 0 : rc, 0);
+fail:
+	log_eprintf("error: engine serve: %s\n", err ? err : "cannot listen");
+	free(err);
+	free(spath);
+	free(kpath);
+	free(state);
+	store_unlisten(S.st, lid);
+	state_free();
+	return engine_cli_close(EXIT_API, 0);
+}

@@ -1,0 +1,49 @@
+/* The engine service's pure request parsing: Kubernetes label and field selectors, continue tokens, and the
+ * DNS-1123 checks on names in URL paths. No I/O, no engine state (unit-tested and fuzzed). */
+#ifndef KVCON_ENGINE_APISEL_H
+#define KVCON_ENGINE_APISEL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+enum apisel_op { SEL_EQ, SEL_NE, SEL_IN, SEL_NOTIN, SEL_EXISTS, SEL_NOT_EXISTS };
+
+struct apisel_req {
+	enum apisel_op op;
+	char *key;
+	char **values; /* IN/NOTIN: one or more; EQ/NE: exactly one */
+	size_t nvalues;
+};
+
+struct apisel {
+	struct apisel_req *reqs;
+	size_t n;
+};
+
+/* Parses a labelSelector ("a=b,c!=d,e in (x,y),f notin (z),g,!h"); fields: a fieldSelector (=, ==, != only).
+ * An empty or NULL string selects everything. NULL with *err (caller frees) when malformed. */
+struct apisel *apisel_parse(const char *s, bool fields, char **err);
+void apisel_free(struct apisel *s);
+/* Whether an object matches: get(arg, key) returns the label (or field) value, NULL when absent. */
+bool apisel_match(const struct apisel *s, const char *(*get)(void *arg, const char *key), void *arg);
+
+/* A continue token for a list sorted by key: resume after last at resourceVersion rv (caller frees). */
+char *apisel_continue_encode(uint64_t rv, const char *last);
+/* 0 with *rv and *last (caller frees), or -1 when the token is malformed. */
+int apisel_continue_decode(const char *tok, uint64_t *rv, char **last);
+
+/* A resourceVersion parameter: "" or NULL is 0 (any); -1 when not a decimal number. */
+int apisel_rv_parse(const char *s, uint64_t *rv);
+
+/* The kind and metadata.name of a Kubernetes protobuf object (the "k8s\0" envelope kubectl's typed clients send,
+ * e.g. `kubectl create namespace`): 0 with *kind and *name (caller frees), or -1 when malformed. Nothing else of
+ * the object is read. */
+int apisel_pb_kind_name(const void *data, size_t len, char **kind, char **name);
+
+/* RFC 7386 JSON merge patch: target (consumed; NULL allowed) patched by patch (borrowed); returns the result (a new
+ * reference). A null member deletes; objects merge member by member; anything else replaces. */
+struct json_object;
+struct json_object *apisel_merge_patch(struct json_object *target, struct json_object *patch);
+
+#endif

@@ -1,0 +1,23 @@
+/* The engine service's credentials: a CA and a server certificate for 127.0.0.1 (generated on first start with
+ * libcrypto, kept under the state directory, key files 0600), a random bearer token, and the kubeconfig that
+ * points kubectl at them. */
+#ifndef KVCON_ENGINE_APITLS_H
+#define KVCON_ENGINE_APITLS_H
+
+#include <stdbool.h>
+
+struct apitls {
+	char *ca_pem, *cert_pem, *key_pem; /* PEM text (owned) */
+	char *token;                       /* 64 hex digits (owned); never logged */
+};
+
+/* Loads dir's credentials, generating the missing ones (dir is created 0700). 0, or -1 with *err. */
+int apitls_load(const char *dir, struct apitls *t, char **err);
+void apitls_free(struct apitls *t);
+/* Writes a kubeconfig (0600, atomically) with cluster/user/context `kvcon-engine` for https://127.0.0.1:port.
+ * 0, or -1 with *err. */
+int apitls_kubeconfig(const char *path, const struct apitls *t, int port, char **err);
+/* Constant-time comparison of an Authorization header value with "Bearer TOKEN". */
+bool apitls_auth_ok(const struct apitls *t, const char *authorization);
+
+#endif
