@@ -1784,6 +1784,89 @@ static void load_records(struct ehost *eh)
 	closedir(d);
 }
 
+/* The directory name of a host's records, from its identity: the host name a daemon reports (qemu:///system,
+ * remote hosts), with "~session" for a session daemon, and for an embedded root this machine's name with
+ * "~embed-" and a hash of the root's real path: two roots on one machine never share records. */
+static char *host_key(const char *uri, const char *name)
+{
+	char *root = host_embed_root(uri);
+	char *key;
+	if (root) {
+		char *real = realpath(root, NULL);
+		uint64_t h = 1469598103934665603ull; /* FNV-1a */
+		for (const unsigned char *p = (const unsigned char *)(real ? real : root); *p; p++)
+			h = (h ^ *p) * 1099511628211ull;
+		key = xasprintf("%s~embed-%016llx", name, (unsigned long long)h);
+		free(real);
+		free(root);
+	} else if (strstr(uri, "/session"))
+		key = xasprintf("%s~session", name);
+	else
+		key = xstrdup(name);
+	/* a host name is a DNS name, but it comes from the host: nothing that leaves the directory */
+	for (char *c = key; *c; c++)
+		if (*c == '/' || (c == key && *c == '.'))
+			*c = '_';
+	return key;
+}
+
+/* Records kept by earlier versions under hosts/NAME/vms (keyed by host name only, shared by every embedded root
+ * and session of this machine) move to this host's own directory: an embedded root or session takes those
+ * whose domain it defines; the default host (engine_default_uri) takes the rest. Moved with rename (same file
+ * system), both directories fsync'd. */
+static void adopt_old_records(struct ehost *eh, const char *dd, const char *name, const char *key)
+{
+	if (strcmp(name, key) == 0 || strchr(name, '/') || name[0] == '.')
+		return;
+	char *old = xasprintf("%s/hosts/%s/vms", dd, name);
+	DIR *d = opendir(old);
+	if (d == NULL) {
+		free(old);
+		return;
+	}
+	char *def = engine_default_uri();
+	bool is_default = strcmp(def, eh->uri) == 0;
+	free(def);
+	char *root = host_embed_root(eh->uri);
+	int moved = 0;
+	struct dirent *de;
+	while ((de = readdir(d))) {
+		size_t n = strlen(de->d_name);
+		if (n < 6 || strcmp(de->d_name + n - 5, ".json") != 0 || de->d_name[0] == '.')
+			continue;
+		bool mine = is_default;
+		if (!mine && root) {
+			/* the embedded driver keeps a defined domain's XML in ROOT/etc/qemu/DOMAIN.xml */
+			char *x = xasprintf("%s/etc/qemu/%.*s.xml", root, (int)(n - 5), de->d_name);
+			mine = access(x, F_OK) == 0;
+			free(x);
+		}
+		if (!mine)
+			continue;
+		char *from = util_path_join(old, de->d_name), *to = util_path_join(eh->records_dir, de->d_name);
+		if (access(to, F_OK) != 0 && rename(from, to) == 0)
+			moved++;
+		free(from);
+		free(to);
+	}
+	closedir(d);
+	if (moved) {
+		const char *dirs[] = { eh->records_dir, old };
+		for (int i = 0; i < 2; i++) {
+			int fd = open(dirs[i], O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+			if (fd >= 0) {
+				fsync(fd);
+				close(fd);
+			}
+		}
+		log_info("engine: %d VM record%s moved from %s to %s (records are kept per host identity)", moved,
+			 moved == 1 ? "" : "s", old, eh->records_dir);
+		rmdir(old); /* when empty */
+	}
+	free(root);
+	free(old);
+}
+
 static void set_health(struct ehost *eh, enum watch_state st, const char *msg)
 {
 	for (int k = 0; k < OBJ_KIND_COUNT; k++)
@@ -1814,9 +1897,12 @@ static void on_up(struct ehost *eh, struct host_msg *m)
 			eh->src->name = xstrdup(name);
 		}
 		char *dd = data_dir();
-		eh->records_dir = xasprintf("%s/hosts/%s/vms", dd, eh->src->name);
-		free(dd);
+		char *hk = host_key(eh->uri, name);
+		eh->records_dir = xasprintf("%s/hosts/%s/vms", dd, hk);
 		util_mkdir_p(eh->records_dir, 0700);
+		adopt_old_records(eh, dd, name, hk);
+		free(hk);
+		free(dd);
 		load_records(eh);
 		eh->loaded = true;
 	}
