@@ -1974,6 +1974,8 @@ static void apply_obs(struct evm *v, const struct host_dom *d)
 		set_phase(x, "Running");
 		fill_from_dom(x, d);
 		v->cur = x;
+		v->failures = 0; /* it runs: no crash loop to back off from */
+		v->retry_after = 0;
 		add_event(v, "Normal", "Started", true, "adopted a running domain (started outside kvcon's record)");
 		publish(v);
 		persist(v);

@@ -574,7 +574,21 @@ static void do_start(struct host *h, struct host_req *r)
 	dom = virDomainDefineXML(h->conn, r->plan->xml);
 	if (dom == NULL) {
 		err = lv_error("define");
-		goto fail;
+		/* a stopped definition of this name left by an earlier record of the VM (another VM UID: the record
+		 * was lost, unreadable or replaced) gives way to the record's; a running one never does */
+		virDomainPtr old = virDomainLookupByName(h->conn, r->dom);
+		if (old && virDomainIsActive(old) == 0 && virDomainUndefineFlags(old, VIR_DOMAIN_UNDEFINE_NVRAM) == 0) {
+			log_info("engine: %s: replaced a stopped definition of another VM UID", r->dom);
+			dom = virDomainDefineXML(h->conn, r->plan->xml);
+			if (dom) {
+				free(err);
+				err = NULL;
+			}
+		}
+		if (old)
+			virDomainFree(old);
+		if (dom == NULL)
+			goto fail;
 	}
 	/* paused first, so the console is attached before the guest prints its first byte */
 	if (virDomainCreateWithFlags(dom, VIR_DOMAIN_START_PAUSED) < 0) {
