@@ -1770,6 +1770,10 @@ static void load_records(struct ehost *eh)
 			evm_free(v);
 		} else {
 			v->key = xasprintf("%s/%s", v->m->ns, v->m->name);
+			if (!active(v->cur)) { /* the stop was done, its record not written after it */
+				v->stopping = false;
+				v->stop_deadline = 0;
+			}
 			v->stop_unsent = v->stopping; /* an accepted stop: sent again with what is left of its grace */
 			struct evm *old = hmap_put(&eh->vms, v->key, v);
 			evm_free(old);
