@@ -650,10 +650,12 @@ static void archive(struct evm *v)
 	v->cur = NULL;
 }
 
-static void fill_from_dom(struct exec *x, const struct host_dom *d)
+static void fill_from_dom(struct ehost *eh, struct exec *x, const struct host_dom *d)
 {
-	if (d->pid > 0)
+	if (d->pid > 0) {
 		x->pid = d->pid;
+		host_reap(eh->h, d->pid);
+	}
 	if (d->cmdline) {
 		free(x->cmdline);
 		x->cmdline = xstrdup(d->cmdline);
@@ -1936,7 +1938,7 @@ static void apply_obs(struct evm *v, const struct host_dom *d)
 				/* kvcon stopped between "start paused" and "resume": finish that start */
 				send_simple(v, RQ_CONSOLE, PK_CONSOLE);
 				send_simple(v, RQ_RESUME, PK_PAUSE);
-				fill_from_dom(x, d);
+				fill_from_dom(v->eh, x, d);
 				x->paused = false;
 				set_phase(x, "Running");
 				x->started = d->started ? d->started : util_wall_s();
@@ -1947,7 +1949,7 @@ static void apply_obs(struct evm *v, const struct host_dom *d)
 			}
 			bool changed = x->phase != intern("Running") || x->pid != d->pid ||
 				       x->paused != (d->state == VIR_DOMAIN_PAUSED);
-			fill_from_dom(x, d);
+			fill_from_dom(v->eh, x, d);
 			if (x->phase != intern("Running")) {
 				set_phase(x, "Running");
 				add_event(v, "Normal", "Started", true, "found running (pid %d) after kvcon restarted",
@@ -1976,7 +1978,7 @@ static void apply_obs(struct evm *v, const struct host_dom *d)
 		x->generation = v->generation;
 		x->tcg = v->eh->accel && strcmp(v->eh->accel, "qemu") == 0;
 		set_phase(x, "Running");
-		fill_from_dom(x, d);
+		fill_from_dom(v->eh, x, d);
 		v->cur = x;
 		v->failures = 0; /* it runs: no crash loop to back off from */
 		v->retry_after = 0;
@@ -2113,7 +2115,7 @@ static void on_done(struct ehost *eh, struct host_msg *m)
 			break;
 		}
 		if (d)
-			fill_from_dom(v->cur, d);
+			fill_from_dom(v->eh, v->cur, d);
 		if (v->cur->started == 0)
 			v->cur->started = util_wall_s();
 		set_phase(v->cur, "Running");
@@ -2138,7 +2140,7 @@ static void on_done(struct ehost *eh, struct host_msg *m)
 			persist(v);
 		}
 		if (active(v->cur) && d) {
-			fill_from_dom(v->cur, d);
+			fill_from_dom(v->eh, v->cur, d);
 			publish(v);
 		}
 		if (m->status < 0)

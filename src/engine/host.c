@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -367,6 +368,64 @@ static void console_send(struct host *h, const char *dom, const char *data, size
 		else
 			break;
 	}
+}
+
+/* ---- reaping the embedded driver's QEMU processes ---- */
+
+/* The embedded driver daemonizes QEMU; this process is a child subreaper, so its QEMUs become its children.
+ * When one dies, libvirt waits (kill(pid, 0)) until its zombie is gone before it reports the stop, and a lazy
+ * init can hold a zombie for seconds: a thread reaps the QEMUs the engine knows, every 20 ms. Other children
+ * are left to whoever waits for them. */
+static struct {
+	pthread_mutex_t mu;
+	int *pids;
+	int n, cap;
+	bool started;
+} R = { .mu = PTHREAD_MUTEX_INITIALIZER };
+
+static void *reaper_main(void *arg)
+{
+	(void)arg;
+	for (;;) {
+		struct timespec ts = { 0, 20 * 1000 * 1000 };
+		nanosleep(&ts, NULL);
+		pthread_mutex_lock(&R.mu);
+		for (int i = 0; i < R.n;) {
+			pid_t r = waitpid(R.pids[i], NULL, WNOHANG);
+			if (r == R.pids[i] || (r < 0 && errno == ECHILD))
+				R.pids[i] = R.pids[--R.n]; /* reaped, or not our child (started by another process) */
+			else
+				i++;
+		}
+		pthread_mutex_unlock(&R.mu);
+	}
+	return NULL;
+}
+
+void host_reap(const struct host *h, int pid)
+{
+	if (h == NULL || h->embed_root == NULL || pid <= 0)
+		return;
+	pthread_mutex_lock(&R.mu);
+	bool known = false;
+	for (int i = 0; i < R.n; i++)
+		known |= R.pids[i] == pid;
+	if (!known) {
+		if (R.n == R.cap) {
+			R.cap = R.cap ? R.cap * 2 : 16;
+			R.pids = xreallocarray(R.pids, (size_t)R.cap, sizeof *R.pids);
+		}
+		R.pids[R.n++] = pid;
+	}
+	if (!R.started) {
+		pthread_t t;
+		pthread_attr_t at;
+		pthread_attr_init(&at);
+		pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+		R.started = pthread_create(&t, &at, reaper_main, NULL) == 0;
+		pthread_attr_destroy(&at);
+	}
+	pthread_mutex_unlock(&R.mu);
 }
 
 /* ---- lifecycle events (event thread) ---- */
@@ -890,6 +949,8 @@ struct host *host_new(const char *uri, const char *accel, const char *qemu_user,
 	h->uri = xstrdup(uri);
 	h->accel = xstrdup0(accel);
 	h->embed_root = host_embed_root(uri);
+	if (h->embed_root)
+		prctl(PR_SET_CHILD_SUBREAPER, 1L, 0L, 0L, 0L); /* QEMU's daemonized processes stay ours (host_reap) */
 	h->qemu_user = xstrdup0(qemu_user);
 	h->cb = cb;
 	h->arg = arg;
