@@ -1702,6 +1702,11 @@ static void publish_bad(struct ehost *eh, const char *file, const char *uid, con
 	free(ns);
 	vm->o.name = xstrndup(us + 1, n - 5 - (size_t)(us + 1 - file));
 	snprintf(vm->o.uid, UID_LEN, "%s", uid);
+	char *path = util_path_join(eh->records_dir, file);
+	struct stat sb;
+	if (stat(path, &sb) == 0)
+		vm->o.created = sb.st_mtime; /* when the file was last written */
+	free(path);
 	vm->run_strategy = intern("Unknown");
 	vm->printable_status = intern("RecordUnreadable");
 	add_cond(&vm->conds, &vm->nconds, "Failure", true, "RecordUnreadable",
