@@ -7,6 +7,7 @@
 #     created, the previous record byte for byte intact, a new VM not listed;
 #   - a corrupt record: `get` names the file on stderr and shows a RecordUnreadable row, its QEMU keeps
 #     running (not killed, not forgotten), apply over it is refused; removed, the next apply adopts the QEMU;
+#   - a pause stored but not yet sent (the record edited as a kill would leave it) is done by the next process;
 #   - records are per embedded root: another root with the same state directory sees none of them.
 # Then Always holds on a QEMU kill (new VMI UID, Running; polled, the timing is tests/bench/engine_always.sh's).
 set -euo pipefail
@@ -119,6 +120,16 @@ kill -TERM $bg
 wait $bg 2>/dev/null || true
 [[ $(vmi_uid bad) != "$u1" && $(vmi_phase bad) == Running && $(qemu_count bad) == 1 ]] ||
     fail "no new execution after the kill: $(vmi_json bad)"
+
+step "a stored pause (the kill between the record and libvirt's suspend) is carried out by the next process"
+f=$(recdir bad)/default_bad.json
+jq '.pauseRequest = 1' "$f" >"$f.new" && mv "$f.new" "$f"
+timeout 60 "$KV" -c "$URI" engine reconcile >/dev/null 2>&1 || fail "reconcile"
+[[ $(vm_field bad status) == Paused ]] || fail "the stored pause was not carried out: $(vm_json bad)"
+[[ $(record bad | jq -r '.pauseRequest') == 0 ]] || fail "the pause request stayed in the record"
+jq '.pauseRequest = 2' "$f" >"$f.new" && mv "$f.new" "$f"
+timeout 60 "$KV" -c "$URI" engine reconcile >/dev/null 2>&1 || fail "reconcile"
+[[ $(vm_field bad status) == Running ]] || fail "the stored unpause was not carried out: $(vm_json bad)"
 
 step "records are per embedded root: another root with the same state sees none of them"
 OTHER=$ENGINE_T/other
