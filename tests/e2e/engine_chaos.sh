@@ -108,7 +108,8 @@ for ((t = 1; t <= TRIALS; t++)); do
     esac
     before=$state
     uid_before=$([[ $state == running ]] && vmi_uid $VM || true)
-    "$KV" -c "$URI" engine "${args[@]}" >"$ENGINE_T/op.out" 2>"$ENGINE_T/op.err" &
+    rm -f "$ENGINE_T/op.log"
+    "$KV" -c "$URI" --log-file "$ENGINE_T/op.log" engine "${args[@]}" >"$ENGINE_T/op.out" 2>"$ENGINE_T/op.err" &
     pid=$!
     sleep "$(printf '%d.%03d' $((delay / 1000)) $((delay % 1000)))"
     killed=yes
@@ -126,6 +127,8 @@ for ((t = 1; t <= TRIALS; t++)); do
         $(jq -r '.execution.uid // ""' <<<"$rec") != "$uid_before" ]] && accepted=yes ;;
     delete) [[ $(jq -r '.deleting // false' <<<"$rec") == true || $rec == '{}' ]] && accepted=yes ;;
     esac
+    # the killed process's log (line-buffered) also tells: its Deleting event is logged once the delete is taken
+    [[ $op == delete ]] && grep -q "default/$VM: Deleting:" "$ENGINE_T/op.log" 2>/dev/null && accepted=yes
     t0=$(date +%s%N)
     timeout 60 "$KV" -c "$URI" engine reconcile >"$ENGINE_T/rec.out" 2>"$ENGINE_T/rec.err" ||
         { cat "$ENGINE_T/rec.err"; fail "trial $t: reconcile after $op failed or hung"; }
