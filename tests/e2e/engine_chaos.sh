@@ -107,7 +107,7 @@ for ((t = 1; t <= TRIALS; t++)); do
     delete) args=(delete $VM --grace-period 1) ;;
     esac
     before=$state
-    uid_before=$([[ $state == running ]] && vmi_uid $VM || true)
+    uid_before=$([[ $state == running ]] && rec_exec $VM uid || true) # state_now checked it against get
     rm -f "$ENGINE_T/op.log"
     "$KV" -c "$URI" --log-file "$ENGINE_T/op.log" engine "${args[@]}" >"$ENGINE_T/op.out" 2>"$ENGINE_T/op.err" &
     pid=$!
