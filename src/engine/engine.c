@@ -652,10 +652,9 @@ static void archive(struct evm *v)
 
 static void fill_from_dom(struct ehost *eh, struct exec *x, const struct host_dom *d)
 {
-	if (d->pid > 0) {
+	(void)eh;
+	if (d->pid > 0)
 		x->pid = d->pid;
-		host_reap(eh->h, d->pid);
-	}
 	if (d->cmdline) {
 		free(x->cmdline);
 		x->cmdline = xstrdup(d->cmdline);

@@ -1,6 +1,7 @@
 /* libvirt connection per engine host: worker thread, request queue, event forwarding, console streams. */
 #include "engine/host.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <libvirt/libvirt.h>
 #include <libvirt/virterror.h>
@@ -372,16 +373,48 @@ static void console_send(struct host *h, const char *dom, const char *data, size
 
 /* ---- reaping the embedded driver's QEMU processes ---- */
 
-/* The embedded driver daemonizes QEMU; this process is a child subreaper, so its QEMUs become its children.
- * When one dies, libvirt waits (kill(pid, 0)) until its zombie is gone before it reports the stop, and a lazy
- * init can hold a zombie for seconds: a thread reaps the QEMUs the engine knows, every 20 ms. Other children
- * are left to whoever waits for them. */
-static struct {
-	pthread_mutex_t mu;
-	int *pids;
-	int n, cap;
-	bool started;
-} R = { .mu = PTHREAD_MUTEX_INITIALIZER };
+/* The embedded driver daemonizes QEMU (guests and its capability probes); this process is a child subreaper,
+ * so they become its children. libvirt waits (kill(pid, 0)) until a QEMU's zombie is gone before it reports the
+ * stop, and a lazy init can hold a zombie for seconds: a thread reaps this process's QEMU zombies every 20 ms
+ * (children listed in /proc/self/task/(tid)/children, state Z, command qemu-system-*). Other children are left
+ * to whoever waits for them. */
+static pthread_once_t reaper_once = PTHREAD_ONCE_INIT;
+
+static void reap_qemu_zombies(void)
+{
+	DIR *d = opendir("/proc/self/task");
+	struct dirent *de;
+	while (d && (de = readdir(d))) {
+		if (de->d_name[0] == '.')
+			continue;
+		char path[96], buf[4096];
+		snprintf(path, sizeof path, "/proc/self/task/%.20s/children", de->d_name);
+		FILE *f = fopen(path, "re");
+		if (f == NULL)
+			continue;
+		size_t n = fread(buf, 1, sizeof buf - 1, f);
+		fclose(f);
+		buf[n] = '\0';
+		for (char *p = buf, *end; *p; p = end) {
+			long pid = strtol(p, &end, 10);
+			if (end == p)
+				break;
+			char stat[256] = "";
+			snprintf(path, sizeof path, "/proc/%ld/stat", pid);
+			FILE *sf = fopen(path, "re");
+			if (sf == NULL)
+				continue;
+			size_t k = fread(stat, 1, sizeof stat - 1, sf);
+			fclose(sf);
+			stat[k] = '\0';
+			char *rp = strrchr(stat, ')');
+			if (strncmp(stat + strcspn(stat, "("), "(qemu-system", 12) == 0 && rp && rp[1] == ' ' && rp[2] == 'Z')
+				waitpid((pid_t)pid, NULL, WNOHANG);
+		}
+	}
+	if (d)
+		closedir(d);
+}
 
 static void *reaper_main(void *arg)
 {
@@ -389,43 +422,21 @@ static void *reaper_main(void *arg)
 	for (;;) {
 		struct timespec ts = { 0, 20 * 1000 * 1000 };
 		nanosleep(&ts, NULL);
-		pthread_mutex_lock(&R.mu);
-		for (int i = 0; i < R.n;) {
-			pid_t r = waitpid(R.pids[i], NULL, WNOHANG);
-			if (r == R.pids[i] || (r < 0 && errno == ECHILD))
-				R.pids[i] = R.pids[--R.n]; /* reaped, or not our child (started by another process) */
-			else
-				i++;
-		}
-		pthread_mutex_unlock(&R.mu);
+		reap_qemu_zombies();
 	}
 	return NULL;
 }
 
-void host_reap(const struct host *h, int pid)
+static void reaper_start(void)
 {
-	if (h == NULL || h->embed_root == NULL || pid <= 0)
-		return;
-	pthread_mutex_lock(&R.mu);
-	bool known = false;
-	for (int i = 0; i < R.n; i++)
-		known |= R.pids[i] == pid;
-	if (!known) {
-		if (R.n == R.cap) {
-			R.cap = R.cap ? R.cap * 2 : 16;
-			R.pids = xreallocarray(R.pids, (size_t)R.cap, sizeof *R.pids);
-		}
-		R.pids[R.n++] = pid;
-	}
-	if (!R.started) {
-		pthread_t t;
-		pthread_attr_t at;
-		pthread_attr_init(&at);
-		pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
-		R.started = pthread_create(&t, &at, reaper_main, NULL) == 0;
-		pthread_attr_destroy(&at);
-	}
-	pthread_mutex_unlock(&R.mu);
+	prctl(PR_SET_CHILD_SUBREAPER, 1L, 0L, 0L, 0L);
+	pthread_t t;
+	pthread_attr_t at;
+	pthread_attr_init(&at);
+	pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+	if (pthread_create(&t, &at, reaper_main, NULL) != 0)
+		prctl(PR_SET_CHILD_SUBREAPER, 0L, 0L, 0L, 0L); /* no reaper: leave orphans to init as before */
+	pthread_attr_destroy(&at);
 }
 
 /* ---- lifecycle events (event thread) ---- */
@@ -950,7 +961,7 @@ struct host *host_new(const char *uri, const char *accel, const char *qemu_user,
 	h->accel = xstrdup0(accel);
 	h->embed_root = host_embed_root(uri);
 	if (h->embed_root)
-		prctl(PR_SET_CHILD_SUBREAPER, 1L, 0L, 0L, 0L); /* QEMU's daemonized processes stay ours (host_reap) */
+		pthread_once(&reaper_once, reaper_start); /* QEMU's daemonized processes stay ours, reaped at once */
 	h->qemu_user = xstrdup0(qemu_user);
 	h->cb = cb;
 	h->arg = arg;

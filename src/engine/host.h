@@ -93,9 +93,6 @@ int host_request(struct host *h, struct host_req *r);
 int host_simple(struct host *h, enum host_req_type type, const char *dom);
 int host_write_file(struct host *h, const char *path, const char *data, size_t len);
 const char *host_uri(const struct host *h);
-/* An embedded host's QEMU pid to reap when it exits (this process is a child subreaper for embedded roots, so the
- * QEMUs it starts are its children): libvirt reports a QEMU's end only once its zombie is gone. */
-void host_reap(const struct host *h, int pid);
 
 /* Root directory of an embedded URI ("qemu:///embed?root=DIR"), or NULL (caller frees). */
 char *host_embed_root(const char *uri);
