@@ -82,6 +82,21 @@ static void notice_once(const struct source *src)
 	free(boot);
 }
 
+/* Unreadable records, each by its file name on stderr (their rows say RecordUnreadable). */
+static void warn_bad_records(void)
+{
+	for (int i = 0; i < C.nsrcs; i++) {
+		const char *const *bad;
+		int n = engine_bad_records(C.srcs[i], &bad);
+		for (int k = 0; k < n; k++) {
+			char *e = util_escape_display(bad[k]);
+			log_eprintf("warning: unreadable engine record %s (the VM is not managed until the file is fixed "
+				    "or removed; its QEMU, if any, is left running)\n", e);
+			free(e);
+		}
+	}
+}
+
 static bool idle(void *arg)
 {
 	(void)arg;
@@ -549,6 +564,7 @@ static int cmd_engine_get(int argc, char **argv)
 		return rc;
 	/* every kvcon process reconciles: show the state it converged to, not a transition */
 	run_until(idle, NULL, 60000);
+	warn_bad_records();
 	struct obj **all = NULL;
 	size_t nall = 0;
 	bool all_ns = opts_global()->all_ns;
@@ -1010,6 +1026,7 @@ static int cmd_engine_reconcile(int argc, char **argv)
 		rc = open_engine();
 	if (rc)
 		return rc;
+	warn_bad_records();
 	printf("engine ready\n"); /* tests wait for this line: events are registered, the first resync done */
 	fflush(stdout);
 	if (secs > 0) {

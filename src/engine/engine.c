@@ -8,6 +8,8 @@
 #include <sys/stat.h>
 #include <errno.h>
 #include <arpa/inet.h>
+#include <fcntl.h>
+#include <time.h>
 #include <libvirt/libvirt.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -63,6 +65,9 @@ struct ehost {
 	bool up, synced, loaded;
 	char *accel, *error;
 	char *records_dir;
+	char **bad;     /* unreadable records: "FILE: reason", kept on disk untouched, reported (engine_problems) */
+	char **bad_uid; /* the VM row each one shows as */
+	int nbad;
 	struct embed_account acct; /* who QEMU runs as on an embedded root (acct.same otherwise) */
 	struct hmap vms; /* ns/name -> evm */
 	struct preq *reqs;
@@ -289,14 +294,60 @@ static int send_simple(struct evm *v, enum host_req_type type, enum preq_kind ki
 	return id;
 }
 
-static void persist(struct evm *v)
+static int64_t wall_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Stores the record now, on this thread: written to a temporary file, fsync'd, renamed over the record and the
+ * directory fsync'd, so an accepted request is on disk before the engine acts on it (a kill -9 at any later
+ * moment finds it). 0, or -1 with *err (caller frees) and the previous record intact. */
+static int persist_err(struct evm *v, char **err)
 {
 	char *path = record_path(v);
 	char *json = record_dump(v);
-	int id = host_write_file(v->eh->h, path, json, strlen(json));
-	track(v->eh, id, PK_WRITE, NULL);
+	int rc = util_write_file_atomic(path, json, strlen(json), 0600);
+	if (rc < 0 && errno == ENOENT) {
+		util_mkdir_p(v->eh->records_dir, 0700);
+		rc = util_write_file_atomic(path, json, strlen(json), 0600);
+	}
+	if (rc < 0)
+		*err = xasprintf("cannot store the record %s: %s", path, strerror(errno));
 	free(json);
 	free(path);
+	return rc;
+}
+
+/* The same for the engine's own progress (what it saw): a failure is logged; the next change writes again. */
+static void persist(struct evm *v)
+{
+	char *err = NULL;
+	if (persist_err(v, &err) < 0) {
+		log_error("engine: %s", err);
+		free(err);
+	}
+}
+
+/* Removes a record durably (the directory fsync'd). */
+static void unlink_record(const char *path)
+{
+	if (unlink(path) < 0 && errno != ENOENT) {
+		log_error("engine: cannot remove %s: %s", path, strerror(errno));
+		return;
+	}
+	char *dir = xstrdup(path);
+	char *slash = strrchr(dir, '/');
+	if (slash) {
+		*slash = '\0';
+		int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (fd >= 0) {
+			fsync(fd);
+			close(fd);
+		}
+	}
+	free(dir);
 }
 
 static struct evm *find_dom(struct ehost *eh, const char *dom)
@@ -643,8 +694,9 @@ static void archive(struct evm *v)
 	v->cur = NULL;
 }
 
-static void fill_from_dom(struct exec *x, const struct host_dom *d)
+static void fill_from_dom(struct ehost *eh, struct exec *x, const struct host_dom *d)
 {
+	(void)eh;
 	if (d->pid > 0)
 		x->pid = d->pid;
 	if (d->cmdline) {
@@ -679,6 +731,9 @@ static void end_exec(struct evm *v, bool failed, const char *how, const char *me
 	v->grace_timer = NULL;
 	bool by_us = x->stop_by_us;
 	v->stopping = false;
+	v->stop_unsent = false;
+	v->stop_deadline = 0;
+	v->pause_req = 0;
 	if (failed) {
 		bool quick = x->started == 0 || now - x->started < QUICK_FAILURE_S;
 		v->failures = quick ? v->failures + 1 : 1;
@@ -1405,7 +1460,9 @@ static void grace_expired(void *arg)
 	send_simple(v, RQ_DESTROY, PK_DESTROY);
 }
 
-static void begin_stop(struct evm *v, int grace)
+/* The intent of a stop with its grace period (a stop, a restart's stop, a delete's stop): stored by the caller
+ * before issue_stop sends it. A second stop only shortens a pending one to a power-off. */
+static void stop_intent(struct evm *v, int grace)
 {
 	if (!active(v->cur))
 		return;
@@ -1414,6 +1471,17 @@ static void begin_stop(struct evm *v, int grace)
 	v->cur->stop_by_us = true;
 	if (was && grace > 0)
 		return;
+	v->stop_deadline = wall_ms() + (grace > 0 ? (int64_t)grace * 1000 : 0);
+	v->stop_unsent = true;
+}
+
+/* Sends the stored stop: ACPI with a timer to its deadline (what is left of the grace period when the record
+ * was loaded by a later process), or a power-off when the deadline has passed. */
+static void issue_stop(struct evm *v)
+{
+	if (!v->stop_unsent || !active(v->cur))
+		return;
+	v->stop_unsent = false;
 	bool starting = false;
 	for (struct preq *p = v->eh->reqs; p; p = p->next)
 		starting |= p->v == v && p->kind == PK_START;
@@ -1422,16 +1490,26 @@ static void begin_stop(struct evm *v, int grace)
 		publish(v);
 		return; /* the start's completion sees stopping and powers off */
 	}
-	if (grace <= 0) {
-		loop_timer_cancel(v->grace_timer);
-		v->grace_timer = NULL;
+	int64_t left = v->stop_deadline - wall_ms();
+	loop_timer_cancel(v->grace_timer);
+	v->grace_timer = NULL;
+	if (left <= 0)
 		send_simple(v, RQ_DESTROY, PK_DESTROY);
-	} else {
+	else {
 		send_simple(v, RQ_SHUTDOWN, PK_STOP);
-		v->grace_timer = loop_timer_add((uint64_t)grace * 1000, grace_expired, v);
+		v->grace_timer = loop_timer_add((uint64_t)left, grace_expired, v);
 	}
 	publish(v);
+}
+
+static void begin_stop(struct evm *v, int grace)
+{
+	if (!active(v->cur))
+		return;
+	stop_intent(v, grace);
 	persist(v);
+	issue_stop(v);
+	publish(v);
 }
 
 /* ---- the reconciler ---- */
@@ -1479,6 +1557,24 @@ static void reconcile(struct evm *v)
 		starting |= p->v == v && p->kind == PK_START;
 	if (starting)
 		return;
+	if (v->stop_unsent && active(v->cur)) {
+		issue_stop(v); /* a stop stored by an earlier process, with what is left of its grace period */
+		return;
+	}
+	if (v->pause_req && !v->deleting && !v->stopping) {
+		bool sent = false;
+		for (struct preq *p = eh->reqs; p; p = p->next)
+			sent |= p->v == v && p->kind == PK_PAUSE;
+		bool running = active(v->cur) && v->cur->phase == intern("Running");
+		if (!sent && running && v->pause_req == EVM_PAUSE && !v->cur->paused)
+			send_simple(v, RQ_SUSPEND, PK_PAUSE);
+		else if (!sent && running && v->pause_req == EVM_UNPAUSE && v->cur->paused)
+			send_simple(v, RQ_RESUME, PK_PAUSE);
+		else if (!sent) {
+			v->pause_req = 0; /* done, or nothing left to pause */
+			persist(v);
+		}
+	}
 	if (v->deleting) {
 		if (active(v->cur))
 			begin_stop(v, v->m->grace);
@@ -1625,14 +1721,17 @@ static void finish_delete(struct evm *v)
 	if (v->deleting == false || v->inflight > 0)
 		return;
 	struct ehost *eh = v->eh;
-	char *dn = dom_name(v);
-	int id = host_simple(eh->h, RQ_UNDEFINE, dn);
-	free(dn);
-	track(eh, id, PK_UNDEFINE, NULL);
-	struct host_req *r = xcalloc(1, sizeof *r);
-	r->type = RQ_UNLINK;
-	r->path = record_path(v);
-	track(eh, host_request(eh->h, r), PK_WRITE, NULL);
+	if (!v->undefining) {
+		/* the domain goes first; the record (which says "deleting") when that is done, so a kill between
+		 * the two finds the delete still to finish */
+		v->undefining = true;
+		send_simple(v, RQ_UNDEFINE, PK_UNDEFINE);
+		return;
+	}
+	struct host_req *r;
+	char *rp = record_path(v);
+	unlink_record(rp);
+	free(rp);
 	if (v->delete_volumes) {
 		char *vols = env_dir("KVCON_ENGINE_VOLUMES", "volumes");
 		for (int i = 0; i < v->m->nvols; i++)
@@ -1702,6 +1801,68 @@ static void forget(struct evm *v)
 
 /* ---- messages from the host workers ---- */
 
+/* The row of an unreadable record NS_NAME.json (names cannot hold '_'): status RecordUnreadable, and what is
+ * known of its domain. */
+static void publish_bad(struct ehost *eh, const char *file, const char *uid, const struct host_dom *d)
+{
+	size_t n = strlen(file);
+	const char *us = strchr(file, '_');
+	if (us == NULL || n < 6)
+		return;
+	struct vm *vm = (struct vm *)obj_new(OBJ_VM);
+	vm->o.src = eh->src;
+	char *ns = xstrndup(file, (size_t)(us - file));
+	vm->o.ns = intern(ns);
+	free(ns);
+	vm->o.name = xstrndup(us + 1, n - 5 - (size_t)(us + 1 - file));
+	snprintf(vm->o.uid, UID_LEN, "%s", uid);
+	char *path = util_path_join(eh->records_dir, file);
+	struct stat sb;
+	if (stat(path, &sb) == 0)
+		vm->o.created = sb.st_mtime; /* when the file was last written */
+	free(path);
+	vm->run_strategy = intern("Unknown");
+	vm->printable_status = intern("RecordUnreadable");
+	add_cond(&vm->conds, &vm->nconds, "Failure", true, "RecordUnreadable",
+		 d && d->pid > 0 ? "the engine's record of this VM is unreadable; its QEMU keeps running, unmanaged"
+				 : "the engine's record of this VM is unreadable",
+		 util_wall_s());
+	store_upsert(E.st, &vm->o);
+}
+
+/* The host's unreadable records against the domains it runs: each is logged with its QEMU (left running,
+ * unmanaged) and becomes the host's notice. */
+static void check_bad(struct ehost *eh, const struct host_msg *m)
+{
+	if (eh->nbad == 0)
+		return;
+	struct buf b;
+	buf_init(&b);
+	buf_printf(&b, "%d unreadable VM record%s (not managed until fixed or removed): ", eh->nbad,
+		   eh->nbad == 1 ? "" : "s");
+	for (int i = 0; i < eh->nbad; i++) {
+		const char *file = strrchr(eh->bad[i], '/') ? strrchr(eh->bad[i], '/') + 1 : eh->bad[i];
+		size_t fl = strcspn(file, ":");
+		const struct host_dom *d = NULL;
+		for (int k = 0; k < m->ndoms; k++)
+			if (fl > 5 && strlen(m->doms[k].name) == fl - 5 && strncmp(m->doms[k].name, file, fl - 5) == 0)
+				d = &m->doms[k];
+		char *fn = xstrndup(file, fl);
+		publish_bad(eh, fn, eh->bad_uid[i], d);
+		free(fn);
+		bool up = d && d->state != VIR_DOMAIN_SHUTOFF && d->state != VIR_DOMAIN_CRASHED;
+		buf_printf(&b, "%s%s", i ? "; " : "", eh->bad[i]);
+		if (up)
+			buf_printf(&b, " (its domain %s runs, QEMU pid %d, left running)", d->name, d->pid);
+	}
+	char *text = buf_steal(&b);
+	if (!util_str_eq(eh->src->notice, text)) {
+		log_warn("engine: %s: %s", eh->src->name, text);
+		source_set_notice(eh->src, text);
+	}
+	free(text);
+}
+
 static void load_records(struct ehost *eh)
 {
 	DIR *d = opendir(eh->records_dir);
@@ -1717,10 +1878,24 @@ static void load_records(struct ehost *eh)
 		struct evm *v = xcalloc(1, sizeof *v);
 		v->eh = eh;
 		if (text == NULL || record_load(v, text, &err) < 0) {
+			/* kept as it is (never overwritten), shown by get and the host's notice; its domain, if any, is
+			 * left alone (on_sync says so) */
 			log_error("engine: %s: unreadable record: %s", path, err ? err : strerror(errno));
+			eh->bad = xreallocarray(eh->bad, (size_t)eh->nbad + 1, sizeof *eh->bad);
+			eh->bad_uid = xreallocarray(eh->bad_uid, (size_t)eh->nbad + 1, sizeof *eh->bad_uid);
+			eh->bad[eh->nbad] = xasprintf("%s: %s", path, err ? err : strerror(errno));
+			eh->bad_uid[eh->nbad] = xcalloc(1, UID_LEN);
+			util_uuid_v4(eh->bad_uid[eh->nbad]);
+			publish_bad(eh, de->d_name, eh->bad_uid[eh->nbad], NULL);
+			eh->nbad++;
 			evm_free(v);
 		} else {
 			v->key = xasprintf("%s/%s", v->m->ns, v->m->name);
+			if (!active(v->cur)) { /* the stop was done, its record not written after it */
+				v->stopping = false;
+				v->stop_deadline = 0;
+			}
+			v->stop_unsent = v->stopping; /* an accepted stop: sent again with what is left of its grace */
 			struct evm *old = hmap_put(&eh->vms, v->key, v);
 			evm_free(old);
 			publish(v);
@@ -1732,6 +1907,89 @@ static void load_records(struct ehost *eh)
 		free(path);
 	}
 	closedir(d);
+}
+
+/* The directory name of a host's records, from its identity: the host name a daemon reports (qemu:///system,
+ * remote hosts), with "~session" for a session daemon, and for an embedded root this machine's name with
+ * "~embed-" and a hash of the root's real path: two roots on one machine never share records. */
+static char *host_key(const char *uri, const char *name)
+{
+	char *root = host_embed_root(uri);
+	char *key;
+	if (root) {
+		char *real = realpath(root, NULL);
+		uint64_t h = 1469598103934665603ull; /* FNV-1a */
+		for (const unsigned char *p = (const unsigned char *)(real ? real : root); *p; p++)
+			h = (h ^ *p) * 1099511628211ull;
+		key = xasprintf("%s~embed-%016llx", name, (unsigned long long)h);
+		free(real);
+		free(root);
+	} else if (strstr(uri, "/session"))
+		key = xasprintf("%s~session", name);
+	else
+		key = xstrdup(name);
+	/* a host name is a DNS name, but it comes from the host: nothing that leaves the directory */
+	for (char *c = key; *c; c++)
+		if (*c == '/' || (c == key && *c == '.'))
+			*c = '_';
+	return key;
+}
+
+/* Records kept by earlier versions under hosts/NAME/vms (keyed by host name only, shared by every embedded root
+ * and session of this machine) move to this host's own directory: an embedded root or session takes those
+ * whose domain it defines; the default host (engine_default_uri) takes the rest. Moved with rename (same file
+ * system), both directories fsync'd. */
+static void adopt_old_records(struct ehost *eh, const char *dd, const char *name, const char *key)
+{
+	if (strcmp(name, key) == 0 || strchr(name, '/') || name[0] == '.')
+		return;
+	char *old = xasprintf("%s/hosts/%s/vms", dd, name);
+	DIR *d = opendir(old);
+	if (d == NULL) {
+		free(old);
+		return;
+	}
+	char *def = engine_default_uri();
+	bool is_default = strcmp(def, eh->uri) == 0;
+	free(def);
+	char *root = host_embed_root(eh->uri);
+	int moved = 0;
+	struct dirent *de;
+	while ((de = readdir(d))) {
+		size_t n = strlen(de->d_name);
+		if (n < 6 || strcmp(de->d_name + n - 5, ".json") != 0 || de->d_name[0] == '.')
+			continue;
+		bool mine = is_default;
+		if (!mine && root) {
+			/* the embedded driver keeps a defined domain's XML in ROOT/etc/qemu/DOMAIN.xml */
+			char *x = xasprintf("%s/etc/qemu/%.*s.xml", root, (int)(n - 5), de->d_name);
+			mine = access(x, F_OK) == 0;
+			free(x);
+		}
+		if (!mine)
+			continue;
+		char *from = util_path_join(old, de->d_name), *to = util_path_join(eh->records_dir, de->d_name);
+		if (access(to, F_OK) != 0 && rename(from, to) == 0)
+			moved++;
+		free(from);
+		free(to);
+	}
+	closedir(d);
+	if (moved) {
+		const char *dirs[] = { eh->records_dir, old };
+		for (int i = 0; i < 2; i++) {
+			int fd = open(dirs[i], O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+			if (fd >= 0) {
+				fsync(fd);
+				close(fd);
+			}
+		}
+		log_info("engine: %d VM record%s moved from %s to %s (records are kept per host identity)", moved,
+			 moved == 1 ? "" : "s", old, eh->records_dir);
+		rmdir(old); /* when empty */
+	}
+	free(root);
+	free(old);
 }
 
 static void set_health(struct ehost *eh, enum watch_state st, const char *msg)
@@ -1764,9 +2022,12 @@ static void on_up(struct ehost *eh, struct host_msg *m)
 			eh->src->name = xstrdup(name);
 		}
 		char *dd = data_dir();
-		eh->records_dir = xasprintf("%s/hosts/%s/vms", dd, eh->src->name);
-		free(dd);
+		char *hk = host_key(eh->uri, name);
+		eh->records_dir = xasprintf("%s/hosts/%s/vms", dd, hk);
 		util_mkdir_p(eh->records_dir, 0700);
+		adopt_old_records(eh, dd, name, hk);
+		free(hk);
+		free(dd);
 		load_records(eh);
 		eh->loaded = true;
 	}
@@ -1796,7 +2057,7 @@ static void apply_obs(struct evm *v, const struct host_dom *d)
 				/* kvcon stopped between "start paused" and "resume": finish that start */
 				send_simple(v, RQ_CONSOLE, PK_CONSOLE);
 				send_simple(v, RQ_RESUME, PK_PAUSE);
-				fill_from_dom(x, d);
+				fill_from_dom(v->eh, x, d);
 				x->paused = false;
 				set_phase(x, "Running");
 				x->started = d->started ? d->started : util_wall_s();
@@ -1807,7 +2068,7 @@ static void apply_obs(struct evm *v, const struct host_dom *d)
 			}
 			bool changed = x->phase != intern("Running") || x->pid != d->pid ||
 				       x->paused != (d->state == VIR_DOMAIN_PAUSED);
-			fill_from_dom(x, d);
+			fill_from_dom(v->eh, x, d);
 			if (x->phase != intern("Running")) {
 				set_phase(x, "Running");
 				add_event(v, "Normal", "Started", true, "found running (pid %d) after kvcon restarted",
@@ -1836,8 +2097,10 @@ static void apply_obs(struct evm *v, const struct host_dom *d)
 		x->generation = v->generation;
 		x->tcg = v->eh->accel && strcmp(v->eh->accel, "qemu") == 0;
 		set_phase(x, "Running");
-		fill_from_dom(x, d);
+		fill_from_dom(v->eh, x, d);
 		v->cur = x;
+		v->failures = 0; /* it runs: no crash loop to back off from */
+		v->retry_after = 0;
 		add_event(v, "Normal", "Started", true, "adopted a running domain (started outside kvcon's record)");
 		publish(v);
 		persist(v);
@@ -1855,6 +2118,7 @@ static void on_sync(struct ehost *eh, struct host_msg *m)
 	}
 	bool first = !eh->synced;
 	eh->synced = true;
+	check_bad(eh, m);
 	const char *key;
 	void *val;
 	struct evm **list = xcalloc(eh->vms.count + 1, sizeof *list);
@@ -1970,7 +2234,7 @@ static void on_done(struct ehost *eh, struct host_msg *m)
 			break;
 		}
 		if (d)
-			fill_from_dom(v->cur, d);
+			fill_from_dom(v->eh, v->cur, d);
 		if (v->cur->started == 0)
 			v->cur->started = util_wall_s();
 		set_phase(v->cur, "Running");
@@ -1990,8 +2254,12 @@ static void on_done(struct ehost *eh, struct host_msg *m)
 			send_simple(v, RQ_INSPECT, PK_INSPECT); /* maybe already off */
 		break;
 	case PK_PAUSE:
+		if (v->pause_req) {
+			v->pause_req = 0;
+			persist(v);
+		}
 		if (active(v->cur) && d) {
-			fill_from_dom(v->cur, d);
+			fill_from_dom(v->eh, v->cur, d);
 			publish(v);
 		}
 		if (m->status < 0)
@@ -2100,6 +2368,41 @@ static void done_now(action_done_cb done, void *arg)
 	complete(&w, 0, NULL);
 }
 
+/* What an action may change of the record, to put back when the record cannot be stored. */
+struct intent {
+	char *run_strategy;
+	bool req_start, req_stop, restart, deleting, delete_volumes, stopping, stop_unsent, stop_by_us;
+	int failures, pause_req;
+	int64_t retry_after, stop_deadline;
+};
+
+static void intent_save(const struct evm *v, struct intent *s)
+{
+	*s = (struct intent){ xstrdup(v->run_strategy), v->req_start, v->req_stop, v->restart, v->deleting,
+			      v->delete_volumes, v->stopping, v->stop_unsent, v->cur && v->cur->stop_by_us,
+			      v->failures, v->pause_req, v->retry_after, v->stop_deadline };
+}
+
+static void intent_restore(struct evm *v, struct intent *s)
+{
+	free(v->run_strategy);
+	v->run_strategy = s->run_strategy;
+	v->req_start = s->req_start;
+	v->req_stop = s->req_stop;
+	v->restart = s->restart;
+	v->deleting = s->deleting;
+	v->delete_volumes = s->delete_volumes;
+	v->stopping = s->stopping;
+	v->stop_unsent = s->stop_unsent;
+	if (v->cur)
+		v->cur->stop_by_us = s->stop_by_us;
+	v->failures = s->failures;
+	v->pause_req = s->pause_req;
+	v->retry_after = s->retry_after;
+	v->stop_deadline = s->stop_deadline;
+}
+
+/* An action: checked, its intent stored (fsync'd; refused when that fails, nothing changed), then acted on. */
 static int engine_action(struct source *src, const struct action_req *req, action_done_cb done, void *arg,
 			 char **err)
 {
@@ -2110,28 +2413,33 @@ static int engine_action(struct source *src, const struct action_req *req, actio
 		return act_refuse(err, "read-only: %s refused", action_name(req->act));
 	if (migrate_busy(v) && req->act != ACT_MIGRATE_ABORT && req->act != ACT_MIGRATE)
 		return act_refuse(err, "%s is migrating: abort the migration first", req->name);
+	if (req->act == ACT_MIGRATE || req->act == ACT_MIGRATE_ABORT)
+		return migrate_action(src, req, done, arg, err);
+	if (req->act == ACT_COUNT)
+		return act_refuse(err, "unknown action");
 	bool is = active(v->cur);
 	bool force = req->act == ACT_FORCE_STOP || req->grace_period == 0;
 	int grace = force ? 0 : req->grace_period > 0 ? req->grace_period : v->m->grace;
 	const char *rs = v->run_strategy;
+	struct intent saved;
+	/* 1. the checks, and the intent in memory */
 	switch (req->act) {
 	case ACT_START:
 		if (is)
 			return act_refuse(err, "VM is already running");
 		if (strcmp(rs, "Always") == 0 || strcmp(rs, "Once") == 0)
 			return act_refuse(err, "%s does not support manual start requests", rs);
+		if (strcmp(rs, "RerunOnFailure") == 0 && v->cur && v->cur->phase == intern("Failed"))
+			return act_refuse(err, "RerunOnFailure does not support starting VM from failed state");
+		intent_save(v, &saved);
 		if (strcmp(rs, "Halted") == 0) {
 			free(v->run_strategy);
 			v->run_strategy = xstrdup("Always");
-		} else {
-			if (strcmp(rs, "RerunOnFailure") == 0 && v->cur && v->cur->phase == intern("Failed"))
-				return act_refuse(err, "RerunOnFailure does not support starting VM from failed state");
+		} else
 			v->req_start = true;
-		}
 		v->req_stop = false;
 		v->failures = 0;
 		v->retry_after = 0;
-		add_waiter(v, ACT_START, done, arg);
 		break;
 	case ACT_STOP:
 	case ACT_FORCE_STOP:
@@ -2140,73 +2448,106 @@ static int engine_action(struct source *src, const struct action_req *req, actio
 				return act_refuse(err, "VM is not running");
 			if (!force && grace >= v->m->grace)
 				return act_refuse(err, "Halted only supports manual stop requests with a shorter graceperiod");
-		} else if (strcmp(rs, "RerunOnFailure") == 0 || strcmp(rs, "Manual") == 0) {
-			if (!is)
-				return act_refuse(err, "VM is not running");
+		} else if ((strcmp(rs, "RerunOnFailure") == 0 || strcmp(rs, "Manual") == 0) && !is)
+			return act_refuse(err, "VM is not running");
+		intent_save(v, &saved);
+		if (strcmp(rs, "RerunOnFailure") == 0 || strcmp(rs, "Manual") == 0) {
 			v->req_stop = true;
 			v->req_start = false;
-		} else {
+		} else if (strcmp(rs, "Halted") != 0) {
 			free(v->run_strategy);
 			v->run_strategy = xstrdup("Halted");
 		}
-		if (is)
-			begin_stop(v, grace);
-		if (is)
-			add_waiter(v, req->act, done, arg);
-		else
-			done_now(done, arg);
+		stop_intent(v, grace);
 		break;
 	case ACT_RESTART:
 		if (strcmp(rs, "Halted") == 0)
 			return act_refuse(err, "Halted does not support manual restart requests");
 		if (!is)
 			return act_refuse(err, "VM is not running");
+		intent_save(v, &saved);
 		v->restart = true;
 		if (strcmp(rs, "Manual") == 0 || strcmp(rs, "RerunOnFailure") == 0) {
 			v->req_start = true;
 			v->req_stop = false;
 		}
-		add_waiter(v, ACT_RESTART, done, arg);
-		begin_stop(v, grace);
+		stop_intent(v, grace);
 		break;
 	case ACT_PAUSE:
 		if (!is || v->cur->phase != intern("Running"))
 			return act_refuse(err, "VM is not running");
 		if (v->cur->paused)
 			return act_refuse(err, "VMI is already paused");
-		send_simple(v, RQ_SUSPEND, PK_PAUSE);
-		add_waiter(v, ACT_PAUSE, done, arg);
+		intent_save(v, &saved);
+		v->pause_req = EVM_PAUSE;
 		break;
 	case ACT_UNPAUSE:
 		if (!is || !v->cur->paused)
 			return act_refuse(err, "VMI is not paused");
-		send_simple(v, RQ_RESUME, PK_PAUSE);
-		add_waiter(v, ACT_UNPAUSE, done, arg);
+		intent_save(v, &saved);
+		v->pause_req = EVM_UNPAUSE;
 		break;
 	case ACT_SOFT_REBOOT:
 		if (!is || v->cur->phase != intern("Running"))
 			return act_refuse(err, "VM is not running");
 		if (v->cur->paused)
 			return act_refuse(err, "VMI is paused");
+		intent_save(v, &saved);
+		break;
+	case ACT_DELETE:
+		intent_save(v, &saved);
+		v->deleting = true;
+		v->delete_volumes = (req->flags & ENGINE_DELETE_VOLUMES) != 0;
+		stop_intent(v, force ? 0 : grace);
+		break;
+	default:
+		return act_refuse(err, "unknown action");
+	}
+	/* 2. stored before anything is done about it */
+	char *perr = NULL;
+	if (persist_err(v, &perr) < 0) {
+		intent_restore(v, &saved);
+		*err = perr;
+		return -1;
+	}
+	free(saved.run_strategy);
+	/* 3. acted on */
+	switch (req->act) {
+	case ACT_START:
+		add_waiter(v, ACT_START, done, arg);
+		break;
+	case ACT_STOP:
+	case ACT_FORCE_STOP:
+		if (is)
+			add_waiter(v, req->act, done, arg);
+		else
+			done_now(done, arg);
+		break;
+	case ACT_RESTART:
+		add_waiter(v, ACT_RESTART, done, arg);
+		break;
+	case ACT_PAUSE:
+		send_simple(v, RQ_SUSPEND, PK_PAUSE);
+		add_waiter(v, ACT_PAUSE, done, arg);
+		break;
+	case ACT_UNPAUSE:
+		send_simple(v, RQ_RESUME, PK_PAUSE);
+		add_waiter(v, ACT_UNPAUSE, done, arg);
+		break;
+	case ACT_SOFT_REBOOT:
 		send_simple(v, RQ_REBOOT, PK_OTHER);
 		add_event(v, "Normal", "SoftRebooted", true, "soft reboot requested (guest agent, else ACPI)");
 		add_waiter(v, ACT_SOFT_REBOOT, done, arg);
 		break;
 	case ACT_DELETE:
-		v->deleting = true;
-		v->delete_volumes = (req->flags & ENGINE_DELETE_VOLUMES) != 0;
 		add_event(v, "Normal", "Deleting", false, "deleting the virtual machine%s",
 			  v->delete_volumes ? " and its volumes" : "");
 		add_waiter(v, ACT_DELETE, done, arg);
-		if (is)
-			begin_stop(v, force ? 0 : grace);
 		break;
-	case ACT_MIGRATE:
-	case ACT_MIGRATE_ABORT:
-		return migrate_action(src, req, done, arg, err);
-	case ACT_COUNT:
-		return act_refuse(err, "unknown action");
+	default:
+		break;
 	}
+	issue_stop(v);
 	publish(v);
 	persist(v);
 	reconcile(v);
@@ -2335,6 +2676,19 @@ const char *engine_error(const struct source *src)
 	return eh && !eh->up ? eh->error : NULL;
 }
 
+const char *engine_problems(const struct source *src)
+{
+	const struct ehost *eh = ehost_of(src);
+	return eh && eh->nbad ? eh->src->notice : NULL;
+}
+
+int engine_bad_records(const struct source *src, const char *const **list)
+{
+	const struct ehost *eh = ehost_of(src);
+	*list = eh ? (const char *const *)eh->bad : NULL;
+	return eh ? eh->nbad : 0;
+}
+
 bool engine_idle(void)
 {
 	int64_t now = util_wall_s();
@@ -2425,6 +2779,16 @@ int engine_apply(struct source *src, const char *text, size_t len, char **result
 	}
 	char *key = xasprintf("%s/%s", m->ns, m->name);
 	struct evm *v = hmap_get(&eh->vms, key);
+	char *file = xasprintf("/%s_%s.json:", m->ns, m->name);
+	for (int i = 0; i < eh->nbad && v == NULL; i++)
+		if (strstr(eh->bad[i], file)) {
+			*err = xasprintf("the record of %s is unreadable (%s): move it away first", key, eh->bad[i]);
+			free(file);
+			free(key);
+			manifest_free(m);
+			return -1;
+		}
+	free(file);
 	if (v && v->deleting) {
 		*err = xasprintf("%s is being deleted", key);
 		free(key);
@@ -2438,29 +2802,57 @@ int engine_apply(struct source *src, const char *text, size_t len, char **result
 		sweep_images();
 		return 0;
 	}
-	if (v == NULL) {
+	/* the new record is stored before anything else: an apply that cannot be stored is refused and leaves
+	 * the previous record (file and memory) as it was */
+	bool fresh = v == NULL;
+	struct evm old = { 0 };
+	if (fresh) {
 		v = xcalloc(1, sizeof *v);
 		v->eh = eh;
 		v->key = key;
 		util_uuid_v4(v->uid);
 		v->created = util_wall_s();
 		v->generation = 1;
-		hmap_put(&eh->vms, v->key, v);
-		*result = xstrdup("created");
 	} else {
 		free(key);
-		manifest_free(v->m);
-		free(v->text);
+		old.m = v->m;
+		old.text = v->text;
+		old.run_strategy = v->run_strategy;
+		old.generation = v->generation;
+		old.req_start = v->req_start;
+		old.req_stop = v->req_stop;
 		v->generation++;
-		*result = xstrdup("configured");
+		v->run_strategy = NULL;
 	}
 	v->m = m;
 	v->text = xstrndup(text, len);
-	free(v->run_strategy);
 	v->run_strategy = xstrdup(m->run_strategy); /* apply sets spec.runStrategy, as kubectl apply does */
 	v->req_start = v->req_stop = false;
+	if (persist_err(v, err) < 0) {
+		if (fresh)
+			evm_free(v);
+		else {
+			manifest_free(v->m);
+			free(v->text);
+			free(v->run_strategy);
+			v->m = old.m;
+			v->text = old.text;
+			v->run_strategy = old.run_strategy;
+			v->generation = old.generation;
+			v->req_start = old.req_start;
+			v->req_stop = old.req_stop;
+		}
+		return -1;
+	}
+	if (fresh)
+		hmap_put(&eh->vms, v->key, v);
+	else {
+		manifest_free(old.m);
+		free(old.text);
+		free(old.run_strategy);
+	}
+	*result = xstrdup(fresh ? "created" : "configured");
 	publish(v);
-	persist(v);
 	reconcile(v);
 	sweep_images(); /* images the previous manifest used may be unused now */
 	return 0;
@@ -2664,10 +3056,7 @@ void evm_move(struct evm *v, struct ehost *dst)
 	for (int i = 0; i < v->nevents; i++)
 		store_remove(E.st, from->src, OBJ_EVENT, v->events[i].uid);
 	store_remove(E.st, from->src, OBJ_VM, v->uid);
-	struct host_req *r = xcalloc(1, sizeof *r);
-	r->type = RQ_UNLINK;
-	r->path = record_path(v);
-	track(from, host_request(from->h, r), PK_WRITE, NULL);
+	char *old_path = record_path(v); /* removed once the target's record is stored */
 	for (struct preq *p = from->reqs; p; p = p->next)
 		if (p->v == v) { /* answers about the domain on the old host no longer concern it */
 			p->v = NULL;
@@ -2694,6 +3083,8 @@ void evm_move(struct evm *v, struct ehost *dst)
 		event_obj(v, &v->events[i]);
 	publish(v);
 	persist(v);
+	unlink_record(old_path);
+	free(old_path);
 	if (active(v->cur)) {
 		send_simple(v, RQ_INSPECT, PK_INSPECT);
 		if (v->m->serial_console)

@@ -27,6 +27,11 @@ char *engine_setting(const char *env, const char *key);
 bool engine_ready(const struct source *src);
 /* The connection's last error when it is not connected (NULL otherwise). */
 const char *engine_error(const struct source *src);
+/* The host's unreadable VM records, each "FILE: reason" (kept on disk untouched; their domains are left
+ * running, unmanaged): *list points into the engine (valid until it closes). Their count. */
+int engine_bad_records(const struct source *src, const char *const **list);
+/* The same as one line for a status (with the domains left running), or NULL when every record reads. */
+const char *engine_problems(const struct source *src);
 /* No request in flight, no pending stop/restart/delete, every record written. */
 bool engine_idle(void);
 /* Stops every host's worker after its queued writes (call before exit). */

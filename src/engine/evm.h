@@ -13,6 +13,8 @@
 #define EVM_MAX_PHASES 8
 #define EVM_MAX_HISTORY 20
 #define EVM_MAX_EVENTS 40
+#define EVM_PAUSE 1
+#define EVM_UNPAUSE 2
 
 struct exec {
 	char uid[UID_LEN];       /* the VMI UID: new at every start, kept by migration */
@@ -69,6 +71,12 @@ struct evm {
 	int failures;               /* consecutive quick failures (crash loop backoff) */
 	int64_t retry_after;        /* epoch s; 0 none */
 	char *start_error;          /* last start failure, for printableStatus */
+	/* accepted requests not yet carried out, stored before the engine acts on them (docs/ENGINE-SERVICE.md,
+	 * "Durable intent") and resumed when another process loads the record */
+	bool restart, deleting, delete_volumes;
+	bool stopping;              /* a stop (or the stop of a restart or delete) is under way */
+	int64_t stop_deadline;      /* epoch ms: power off when the guest has not stopped by then */
+	int pause_req;              /* EVM_PAUSE or EVM_UNPAUSE asked, not yet seen done; 0 none */
 	struct exec *cur;
 	struct evm_past *past;
 	int npast;
@@ -76,7 +84,8 @@ struct evm {
 	int nevents;
 	/* runtime only */
 	int inflight;               /* requests on the worker about this VM */
-	bool stopping, restart, deleting, delete_volumes;
+	bool stop_unsent;           /* the stop intent's shutdown/destroy is not sent yet (a loaded record) */
+	bool undefining;            /* a delete's undefine is on the worker: the record goes when it is done */
 	struct loop_timer *grace_timer, *retry_timer;
 	struct waiter *waiters;
 	char *ring;                 /* the console's recent bytes */

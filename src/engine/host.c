@@ -1,6 +1,7 @@
 /* libvirt connection per engine host: worker thread, request queue, event forwarding, console streams. */
 #include "engine/host.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <libvirt/libvirt-qemu.h>
 #include <libvirt/libvirt.h>
@@ -13,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -370,6 +372,74 @@ static void console_send(struct host *h, const char *dom, const char *data, size
 	}
 }
 
+/* ---- reaping the embedded driver's QEMU processes ---- */
+
+/* The embedded driver daemonizes QEMU (guests and its capability probes); this process is a child subreaper,
+ * so they become its children. libvirt waits (kill(pid, 0)) until a QEMU's zombie is gone before it reports the
+ * stop, and a lazy init can hold a zombie for seconds: a thread reaps this process's QEMU zombies every 20 ms
+ * (children listed in /proc/self/task/(tid)/children, state Z, command qemu-system-*). Other children are left
+ * to whoever waits for them. */
+static pthread_once_t reaper_once = PTHREAD_ONCE_INIT;
+
+static void reap_qemu_zombies(void)
+{
+	DIR *d = opendir("/proc/self/task");
+	struct dirent *de;
+	while (d && (de = readdir(d))) {
+		if (de->d_name[0] == '.')
+			continue;
+		char path[96], buf[4096];
+		snprintf(path, sizeof path, "/proc/self/task/%.20s/children", de->d_name);
+		FILE *f = fopen(path, "re");
+		if (f == NULL)
+			continue;
+		size_t n = fread(buf, 1, sizeof buf - 1, f);
+		fclose(f);
+		buf[n] = '\0';
+		for (char *p = buf, *end; *p; p = end) {
+			long pid = strtol(p, &end, 10);
+			if (end == p)
+				break;
+			char stat[256] = "";
+			snprintf(path, sizeof path, "/proc/%ld/stat", pid);
+			FILE *sf = fopen(path, "re");
+			if (sf == NULL)
+				continue;
+			size_t k = fread(stat, 1, sizeof stat - 1, sf);
+			fclose(sf);
+			stat[k] = '\0';
+			char *rp = strrchr(stat, ')');
+			if (strncmp(stat + strcspn(stat, "("), "(qemu-system", 12) == 0 && rp && rp[1] == ' ' && rp[2] == 'Z')
+				waitpid((pid_t)pid, NULL, WNOHANG);
+		}
+	}
+	if (d)
+		closedir(d);
+}
+
+static void *reaper_main(void *arg)
+{
+	(void)arg;
+	for (;;) {
+		struct timespec ts = { 0, 20 * 1000 * 1000 };
+		nanosleep(&ts, NULL);
+		reap_qemu_zombies();
+	}
+	return NULL;
+}
+
+static void reaper_start(void)
+{
+	prctl(PR_SET_CHILD_SUBREAPER, 1L, 0L, 0L, 0L);
+	pthread_t t;
+	pthread_attr_t at;
+	pthread_attr_init(&at);
+	pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+	if (pthread_create(&t, &at, reaper_main, NULL) != 0)
+		prctl(PR_SET_CHILD_SUBREAPER, 0L, 0L, 0L, 0L); /* no reaper: leave orphans to init as before */
+	pthread_attr_destroy(&at);
+}
+
 /* ---- lifecycle events (event thread) ---- */
 
 static int on_lifecycle(virConnectPtr conn, virDomainPtr dom, int event, int detail, void *opaque)
@@ -599,7 +669,21 @@ static void do_start(struct host *h, struct host_req *r)
 	dom = virDomainDefineXML(h->conn, r->plan->xml);
 	if (dom == NULL) {
 		err = lv_error("define");
-		goto fail;
+		/* a stopped definition of this name left by an earlier record of the VM (another VM UID: the record
+		 * was lost, unreadable or replaced) gives way to the record's; a running one never does */
+		virDomainPtr old = virDomainLookupByName(h->conn, r->dom);
+		if (old && virDomainIsActive(old) == 0 && virDomainUndefineFlags(old, VIR_DOMAIN_UNDEFINE_NVRAM) == 0) {
+			log_info("engine: %s: replaced a stopped definition of another VM UID", r->dom);
+			dom = virDomainDefineXML(h->conn, r->plan->xml);
+			if (dom) {
+				free(err);
+				err = NULL;
+			}
+		}
+		if (old)
+			virDomainFree(old);
+		if (dom == NULL)
+			goto fail;
 	}
 	/* paused first, so the console is attached before the guest prints its first byte */
 	if (virDomainCreateWithFlags(dom, VIR_DOMAIN_START_PAUSED) < 0) {
@@ -905,6 +989,8 @@ struct host *host_new(const char *uri, const char *accel, const char *qemu_user,
 	h->uri = xstrdup(uri);
 	h->accel = xstrdup0(accel);
 	h->embed_root = host_embed_root(uri);
+	if (h->embed_root)
+		pthread_once(&reaper_once, reaper_start); /* QEMU's daemonized processes stay ours, reaped at once */
 	h->qemu_user = xstrdup0(qemu_user);
 	h->cb = cb;
 	h->arg = arg;

@@ -1,5 +1,6 @@
 /* The engine's record of a VM as JSON (json-c): manifest, identity, live run strategy, the current execution,
- * past executions and events. Written atomically by the host worker after every change. */
+ * past executions, events and the intent of accepted requests not yet carried out. Written atomically and
+ * fsync'd (file, then directory) by the loop thread before the engine acts on a change (engine.c, persist). */
 #include <json-c/json.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -70,6 +71,12 @@ static const struct ejson_field vm_rows[] = {
 	{ "failures", EJ_INT, offsetof(struct evm, failures), NULL },
 	{ "retryAfter", EJ_I64, offsetof(struct evm, retry_after), NULL },
 	{ "startError", EJ_STR, offsetof(struct evm, start_error), NULL },
+	{ "deleting", EJ_BOOL, offsetof(struct evm, deleting), NULL },
+	{ "deleteVolumes", EJ_BOOL, offsetof(struct evm, delete_volumes), NULL },
+	{ "restartRequested", EJ_BOOL, offsetof(struct evm, restart), NULL },
+	{ "stopping", EJ_BOOL, offsetof(struct evm, stopping), NULL },
+	{ "stopDeadlineMs", EJ_I64, offsetof(struct evm, stop_deadline), NULL },
+	{ "pauseRequest", EJ_INT, offsetof(struct evm, pause_req), NULL },
 	{ "manifest", EJ_STR, offsetof(struct evm, text), NULL },
 };
 

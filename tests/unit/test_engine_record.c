@@ -1,5 +1,5 @@
 /* Unit tests of the engine's VM record (engine/record.c): what is dumped is loaded back the same (identity, live
- * run strategy, change requests, the current execution with its phase timeline, history, events), and broken
+ * run strategy, change requests, the intent of accepted requests, the current execution with its phase timeline, history, events), and broken
  * records are refused. */
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +26,13 @@ int main(void)
 	v->req_stop = true;
 	v->failures = 3;
 	v->retry_after = 1700000100;
+	/* the intent of accepted requests (docs/ENGINE-SERVICE.md, "Durable intent") */
+	v->stopping = true;
+	v->stop_deadline = 1700000005123;
+	v->restart = true;
+	v->deleting = true;
+	v->delete_volumes = true;
+	v->pause_req = EVM_PAUSE;
 	v->cur = exec_new();
 	struct exec *x = v->cur;
 	strcpy(x->uid, "22222222-2222-4222-8222-222222222222");
@@ -67,6 +74,9 @@ int main(void)
 	T_CHECK(w->req_stop && !w->req_start);
 	T_EQ_INT(w->failures, 3);
 	T_EQ_INT(w->retry_after, 1700000100);
+	T_CHECK(w->stopping && w->restart && w->deleting && w->delete_volumes);
+	T_EQ_INT(w->stop_deadline, 1700000005123);
+	T_EQ_INT(w->pause_req, EVM_PAUSE);
 	T_CHECK(w->cur != NULL);
 	if (w->cur) {
 		T_EQ_STR(w->cur->uid, x->uid);

@@ -1,0 +1,172 @@
+#!/bin/bash
+# Chaos for the engine's durable intent (docs/ENGINE-SERVICE.md, "Durable intent"): at least 50 trials of kill -9
+# of the kvcon process that holds the engine, at a random moment of apply, start, stop with a grace period,
+# restart and delete of one VM (a TCG guest on the embedded driver). After each kill, `kvcon engine reconcile`
+# (which converges, then leaves) must bring the VM to the state that was asked for, or leave it as it was when the
+# request was not accepted yet; never half-way:
+#   - the VM is settled (Running or Stopped, no Stopping/Terminating/Starting) and as its run strategy says;
+#   - exactly one QEMU when Running, none otherwise (no execution duplicated, no QEMU orphaned: every QEMU of the
+#     test's root belongs to a listed, running VM);
+#   - a record on disk exactly when the VM is listed (no manifest lost), and a request kvcon reported as done
+#     before the kill is in effect;
+#   - a stop's grace period survives the kill: reconcile ends within the grace period plus a margin.
+# The op order follows the VM's state (least-used op first); the kill delay comes from $RANDOM seeded by
+# CHAOS_SEED (printed: CHAOS_SEED=N replays a run). CHAOS_TRIALS (default 50) sets the count.
+set -euo pipefail
+HERE=$(cd "$(dirname "$0")" && pwd)
+. "$HERE/engine-lib.bash"
+
+engine_embed_up kvchaos
+fail() { echo "FAIL: $*" >&2; exit 1; } # also from inside $(...)
+
+SEED=${CHAOS_SEED:-$(($(date +%s) % 32768))}
+TRIALS=${CHAOS_TRIALS:-50}
+RANDOM=$SEED
+echo "CHAOS_SEED=$SEED CHAOS_TRIALS=$TRIALS (replay: CHAOS_SEED=$SEED E2E_FILTER=engine_chaos make e2e)"
+
+GRACE=2
+VM=chaos
+ALWAYS=$(manifest $VM Always)
+
+# every QEMU process of this test's root: "PID DOMAIN" lines
+qemus() {
+    local p c
+    for p in /proc/[0-9]*; do
+        c=$({ tr '\0' ' ' <"$p/cmdline"; } 2>/dev/null) || continue
+        [[ $c == *qemu-system* && $c == *"$ENGINE_T"* ]] || continue
+        c=${c#*guest=}
+        echo "${p#/proc/} ${c%%,*}"
+    done
+}
+
+rec_file() { ls "$XDG_STATE_HOME"/kvcon/engine-data/hosts/*/vms/default_$VM.json 2>/dev/null || true; }
+
+declare -A count=([apply]=0 [start]=0 [stop]=0 [restart]=0 [delete]=0)
+
+# the VM's settled state: absent, running or halted (fails on anything else)
+state_now() {
+    local j st rs n
+    j=$(kv engine get vm -o json 2>"$ENGINE_T/get.err") || { cat "$ENGINE_T/get.err"; fail "get failed"; }
+    st=$(jq -r ".[] | select(.name == \"$VM\") | .status" <<<"$j")
+    rs=$(jq -r ".[] | select(.name == \"$VM\") | .runStrategy" <<<"$j")
+    n=$(qemus | awk -v d="default_$VM" '$2 == d' | wc -l)
+    # no QEMU of this root without a running VM
+    if qemus | awk -v d="default_$VM" '$2 != d' | grep -q .; then
+        qemus
+        fail "a QEMU of an unknown domain runs (orphaned)"
+    fi
+    if [[ -z $st ]]; then
+        [[ -z $(rec_file) ]] || fail "no VM listed, but its record is on disk: $(rec_file)"
+        [[ $n == 0 ]] || fail "no VM listed, but $n QEMU of it run (orphaned)"
+        echo absent
+        return
+    fi
+    [[ -n $(rec_file) ]] || fail "VM listed without a record on disk"
+    case "$st/$rs" in
+    Running/Always)
+        [[ $n == 1 ]] || fail "Running with $n QEMU processes (want exactly 1)"
+        [[ $(vmi_phase $VM) == Running ]] || fail "VM Running but its VMI is not"
+        echo running ;;
+    Stopped/Halted)
+        [[ $n == 0 ]] || fail "Stopped with $n QEMU processes"
+        echo halted ;;
+    *) fail "VM not settled after reconcile: status $st, runStrategy $rs, $n QEMU" ;;
+    esac
+}
+
+# pick OP: the least-used op valid in state $1, ties broken by the random number $2
+pick() {
+    local -a ops
+    case $1 in
+    absent) ops=(apply) ;;
+    running) ops=(stop restart delete) ;;
+    halted) ops=(start delete apply) ;;
+    esac
+    local i n=${#ops[@]} best="" o
+    for ((i = 0; i < n; i++)); do
+        o=${ops[$((($2 + i) % n))]}
+        [[ -z $best || ${count[$o]} -lt ${count[$best]} ]] && best=$o
+    done
+    OP=$best
+}
+
+t_start=$(date +%s)
+state=$(state_now)
+for ((t = 1; t <= TRIALS; t++)); do
+    pick "$state" $RANDOM
+    op=$OP
+    count[$op]=$((count[$op] + 1))
+    delay=$((30 + RANDOM % 900)) # ms after the command starts
+    case $op in
+    apply) # a changed manifest each time (an equal one is "unchanged" and keeps a stopped VM stopped)
+        { cat "$ALWAYS"; echo "# trial $t"; } >"$ENGINE_T/apply.yaml"
+        args=(apply -f "$ENGINE_T/apply.yaml") ;;
+    start) args=(start $VM) ;;
+    stop) args=(stop $VM --grace-period $GRACE) ;;
+    restart) args=(restart $VM --grace-period 1) ;;
+    delete) args=(delete $VM --grace-period 1) ;;
+    esac
+    before=$state
+    uid_before=$([[ $state == running ]] && rec_exec $VM uid || true) # state_now checked it against get
+    rm -f "$ENGINE_T/op.log"
+    "$KV" -c "$URI" --log-file "$ENGINE_T/op.log" engine "${args[@]}" >"$ENGINE_T/op.out" 2>"$ENGINE_T/op.err" &
+    pid=$!
+    sleep "$(printf '%d.%03d' $((delay / 1000)) $((delay % 1000)))"
+    killed=yes
+    kill -9 $pid 2>/dev/null || killed=no # already done
+    wait $pid 2>/dev/null || true
+    out=$(cat "$ENGINE_T/op.out")
+    # what the record holds right after the kill: an accepted request must be carried out
+    rec=$(f=$(rec_file) && [[ -n $f ]] && cat "$f" || echo '{}')
+    accepted=no
+    case $op in
+    apply) [[ $(jq -r '.manifest // ""' <<<"$rec") == *"# trial $t"* ]] && accepted=yes ;;
+    start) [[ $(jq -r '.runStrategy' <<<"$rec") == Always ]] && accepted=yes ;;
+    stop) [[ $(jq -r '.runStrategy' <<<"$rec") == Halted ]] && accepted=yes ;;
+    restart) [[ $(jq -r '.restartRequested // false' <<<"$rec") == true ||
+        $(jq -r '.execution.uid // ""' <<<"$rec") != "$uid_before" ]] && accepted=yes ;;
+    delete) [[ $(jq -r '.deleting // false' <<<"$rec") == true || $rec == '{}' ]] && accepted=yes ;;
+    esac
+    # the killed process's log (line-buffered) also tells: its Deleting event is logged once the delete is taken
+    [[ $op == delete ]] && grep -q "default/$VM: Deleting:" "$ENGINE_T/op.log" 2>/dev/null && accepted=yes
+    t0=$(date +%s%N)
+    timeout 60 "$KV" -c "$URI" engine reconcile >"$ENGINE_T/rec.out" 2>"$ENGINE_T/rec.err" ||
+        { cat "$ENGINE_T/rec.err"; fail "trial $t: reconcile after $op failed or hung"; }
+    rec_ms=$((($(date +%s%N) - t0) / 1000000))
+    state=$(state_now)
+    echo "trial $t: $before --$op (kill at ${delay} ms: $killed; accepted: $accepted; said: ${out:-nothing})--> $state (reconcile $rec_ms ms)"
+    # the state reached is the one asked for, or the one before (the request not accepted yet)
+    case $op/$before/$state in
+    apply/absent/running | apply/absent/absent | apply/halted/running | apply/halted/halted) ;;
+    start/halted/running | start/halted/halted) ;;
+    stop/running/halted | stop/running/running) ;;
+    restart/running/running) ;;
+    delete/running/absent | delete/running/running | delete/halted/absent | delete/halted/halted) ;;
+    *) fail "trial $t: $op from $before ended $state" ;;
+    esac
+    # an accepted request (in the record at the kill) is carried out by the next process
+    if [[ $accepted == yes ]]; then
+        case $op in
+        apply | start) [[ $state == running ]] || fail "trial $t: accepted $op, VM $state" ;;
+        stop) [[ $state == halted ]] || fail "trial $t: accepted stop, VM $state" ;;
+        delete) [[ $state == absent ]] || fail "trial $t: accepted delete, VM $state" ;;
+        restart) [[ $(vmi_uid $VM) != "$uid_before" ]] || fail "trial $t: accepted restart kept VMI $uid_before" ;;
+        esac
+    fi
+    # what kvcon said was done before the kill is in effect
+    case $op in
+    apply) [[ $out != *"virtualmachine created"* && $out != *configured* || $state == running ]] ||
+        fail "trial $t: apply said '$out', VM $state" ;;
+    start) [[ $out != *started* || $state == running ]] || fail "trial $t: start said '$out', VM $state" ;;
+    stop) [[ $out != *stopped* || $state == halted ]] || fail "trial $t: stop said '$out', VM $state" ;;
+    delete) [[ $out != *deleted* || $state == absent ]] || fail "trial $t: delete said '$out', VM $state" ;;
+    esac
+    # a stop's grace period survives the kill (the bug: the default applied, or the stop was lost for 80 s)
+    ((rec_ms < (GRACE + 12) * 1000)) || fail "trial $t: reconcile after $op took $rec_ms ms"
+done
+elapsed=$(($(date +%s) - t_start))
+echo "ops: apply ${count[apply]}, start ${count[start]}, stop ${count[stop]}, restart ${count[restart]}, delete ${count[delete]}; ${elapsed}s"
+for o in apply start stop restart delete; do
+    ((count[$o] >= TRIALS / 10)) || fail "only ${count[$o]} trials of $o"
+done
+echo PASS
