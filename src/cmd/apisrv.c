@@ -454,6 +454,14 @@ static json_object *node_json(struct source *src)
 	json_object_object_add(c, "reason", jstr(ready ? "LibvirtConnected" : "LibvirtNotConnected"));
 	json_object_object_add(c, "message", jstr(ready ? "libvirt is connected" : engine_error(src)));
 	json_object_array_add(conds, c);
+	/* unreadable VM records (kept on disk, their QEMU left running and unmanaged): named here */
+	const char *problems = engine_problems(src);
+	json_object *rc = json_object_new_object();
+	json_object_object_add(rc, "type", jstr("RecordsReadable"));
+	json_object_object_add(rc, "status", jstr(problems ? "False" : "True"));
+	json_object_object_add(rc, "reason", jstr(problems ? "RecordUnreadable" : "AllRecordsRead"));
+	json_object_object_add(rc, "message", jstr(problems ? problems : "every VM record reads"));
+	json_object_array_add(conds, rc);
 	json_object_object_add(st, "conditions", conds);
 	json_object *ni = json_object_new_object();
 	json_object_object_add(ni, "kubeletVersion", jstr(src->version ? src->version : ""));

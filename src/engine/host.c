@@ -1061,13 +1061,3 @@ int host_simple(struct host *h, enum host_req_type type, const char *dom)
 	return host_request(h, r);
 }
 
-int host_write_file(struct host *h, const char *path, const char *data, size_t len)
-{
-	struct host_req *r = xcalloc(1, sizeof *r);
-	r->type = RQ_WRITE;
-	r->path = xstrdup(path);
-	r->data = xmalloc(len + 1);
-	memcpy(r->data, data, len);
-	r->len = len;
-	return host_request(h, r);
-}

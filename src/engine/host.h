@@ -91,7 +91,6 @@ void host_free(struct host *h);
 int host_request(struct host *h, struct host_req *r);
 /* Convenience: a request of one type about dom. */
 int host_simple(struct host *h, enum host_req_type type, const char *dom);
-int host_write_file(struct host *h, const char *path, const char *data, size_t len);
 
 /* Root directory of an embedded URI ("qemu:///embed?root=DIR"), or NULL (caller frees). */
 char *host_embed_root(const char *uri);

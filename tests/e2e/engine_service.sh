@@ -96,4 +96,20 @@ done
 echo "ALWAYS: a new execution Running $(($(date +%s%3N) - t0)) ms after the kill (kubectl polled every 50 ms)"
 k get events --sort-by=.metadata.creationTimestamp >"$W/events.out" || fail "get events"
 grep -q 'always' "$W/events.out" || fail "no events for always: $(tail -5 "$W/events.out")"
+step "an unreadable record: named in the node's status, its QEMU left running"
+rec=$(ls "$XDG_STATE_HOME"/kvcon/engine-data/hosts/*/vms/default_halted2.json)
+qpid=$(cat "$XDG_STATE_HOME/kvcon/engine/run/qemu/default_halted2.pid")
+kill -TERM "$SRV" && wait "$SRV"
+SRV=
+echo '{"name": "halted2", truncated' >"$rec"
+"$KV" -c "$URI" engine serve --socket "$W/api.sock" --https 0 >"$W/serve2.out" 2>"$W/serve2.err" &
+SRV=$!
+deadline=$((SECONDS + 120))
+until grep -q '^engine serving' "$W/serve2.out"; do
+	[ $SECONDS -lt $deadline ] && kill -0 "$SRV" 2>/dev/null || fail "serve did not restart: $(cat "$W/serve2.err")"
+	sleep 0.1
+done
+msg=$(k get nodes -o jsonpath='{.items[0].status.conditions[?(@.type=="RecordsReadable")].status} {.items[0].status.conditions[?(@.type=="RecordsReadable")].message}')
+[[ $msg == False*default_halted2.json* ]] || fail "RecordsReadable: $msg"
+kill -0 "$qpid" 2>/dev/null || fail "the QEMU of the unreadable record was stopped"
 echo "PASS engine_service"

@@ -21,7 +21,10 @@ nokube=(env -u KUBECONFIG -u KUBERNETES_SERVICE_HOST -u KUBERNETES_SERVICE_PORT 
 echo "== no kubeconfig"
 want="error: no kubeconfig (~/.kube/config or \$KUBECONFIG) and not running in a cluster (KUBERNETES_SERVICE_HOST"
 want+=" unset): point \$KUBECONFIG or --kubeconfig at a cluster's kubeconfig (the local engine's VMs: kvcon engine get)"
-expect no-kubeconfig "$want" "${nokube[@]}" "$K" get vm
+expect no-kubeconfig "$want" "${nokube[@]}" "$K" --no-engine get vm
+# without --no-engine, get looks at the local engine instead (the out-of-the-box default): no error
+out=$("${nokube[@]}" XDG_STATE_HOME="$tmp/state" "$K" get vm 2>&1) || fail "get vm with no kubeconfig, engine: $out"
+[[ $out == "No resources found in default namespace." ]] || fail "get vm with no kubeconfig, engine: $out"
 # the dashboard (in a pseudo-terminal, whose output script(1) copies to stderr here) says it before taking the
 # screen
 want="error: no kubeconfig (~/.kube/config or \$KUBECONFIG) and no engine (--no-engine): set \$KUBECONFIG or"
