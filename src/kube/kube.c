@@ -247,7 +247,9 @@ struct source *kube_open_ex(struct store *st, const char *context, const struct 
 {
 	struct kvcon_opts *g = opts_global();
 	*err = NULL;
-	struct kube_config *kc = kube_config_load(g->kubeconfig, context ? context : g->context, err);
+	struct kube_config *kc = o && o->unix_socket
+					 ? kube_config_unix(o->unix_socket, o->name ? o->name : "kvcon-engine", g->ns)
+					 : kube_config_load(g->kubeconfig, context ? context : g->context, err);
 	if (kc == NULL)
 		return NULL;
 	struct kube_http *http = kube_http_new(kc, err);
