@@ -27,7 +27,6 @@
 
 static bool engines_opened;
 static bool route_on = true;
-static bool routed;
 
 /* ---- opening the candidates ---- */
 
@@ -112,11 +111,6 @@ void session_route(bool on)
 	route_on = on;
 }
 
-bool session_routed(void)
-{
-	return routed;
-}
-
 /* The service of this root answers on its socket: its kube source (named as the engine's host), synced. NULL when
  * no service answers (a stale socket included: the caller opens the engine in-process) or with *err when it
  * answered but its lists did not come. */
@@ -157,7 +151,6 @@ static struct source *open_service(struct store *st, char **err)
 		*err = xasprintf("the engine service: %s", msg);
 		return NULL;
 	}
-	routed = true;
 	return src;
 }
 

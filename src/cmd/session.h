@@ -46,8 +46,6 @@ char *session_service_socket(void);
 /* Whether session_open_engines may go through the service (default on; verbs that need the in-process engine,
  * and the service itself, turn it off). */
 void session_route(bool on);
-/* session_open_engines went through the service. */
-bool session_routed(void);
 /* A kubeconfig is there to load: a file of $KUBECONFIG, else ~/.kube/config, or a pod's service account;
  * --kubeconfig and --context count too. Without one, the engine is where names are looked for. */
 bool session_kubeconfig_present(void);
