@@ -114,17 +114,27 @@ void session_route(bool on)
 /* The service of this root answers on its socket: its kube source (named as the engine's host), synced. NULL when
  * no service answers (a stale socket included: the caller opens the engine in-process) or with *err when it
  * answered but its lists did not come. */
+static int healthy(const char *sock)
+{
+	return kube_http_unix_healthy(sock, 3000);
+}
+
 static struct source *open_service(struct store *st, char **err)
 {
 	if (!route_on || opts_global()->no_engine)
 		return NULL;
-	const char *env = getenv("KVCON_ENGINE_SERVICE");
-	if (env && strcmp(env, "off") == 0)
+	enum engine_service_mode mode = engine_service_mode();
+	if (mode == ENGINE_SERVICE_OFF)
 		return NULL;
+	struct kvcon_opts *o = opts_global();
 	char *path = session_service_socket();
 	if (access(path, F_OK) != 0 || !kube_http_unix_healthy(path, 3000)) {
-		free(path);
-		return NULL;
+		/* engine.service = auto: start one, and go through it */
+		if (mode != ENGINE_SERVICE_AUTO ||
+		    engine_service_spawn(o->uris, o->nuris, path, healthy, ENGINE_READY_MS, err) < 0) {
+			free(path);
+			return NULL;
+		}
 	}
 	char hn[256] = "localhost";
 	gethostname(hn, sizeof hn - 1);

@@ -101,15 +101,24 @@ static void close_kube(void)
 
 /* The engine service of the root the dashboard would open (engine/service.h), when one answers on its socket:
  * its API as a kube source named as the host, instead of the engine in-process (which the service holds). */
+static int healthy(const char *sock)
+{
+	return kube_http_unix_healthy(sock, 3000);
+}
+
 static struct source *open_service(struct store *st, char **err)
 {
 	struct kvcon_opts *o = opts_global();
-	const char *env = getenv("KVCON_ENGINE_SERVICE");
-	if (env && strcmp(env, "off") == 0)
+	enum engine_service_mode mode = engine_service_mode();
+	if (mode == ENGINE_SERVICE_OFF)
 		return NULL;
 	char *path = engine_service_socket(o->uris, o->nuris);
 	struct source *src = NULL;
-	if (access(path, F_OK) == 0 && kube_http_unix_healthy(path, 3000)) {
+	bool up = access(path, F_OK) == 0 && kube_http_unix_healthy(path, 3000);
+	/* engine.service = auto: start one (up to 2 minutes: the embedded driver's first open probes QEMU) */
+	if (!up && mode == ENGINE_SERVICE_AUTO)
+		up = engine_service_spawn(o->uris, o->nuris, path, healthy, 120000, err) == 0;
+	if (up) {
 		char hn[256] = "localhost";
 		gethostname(hn, sizeof hn - 1);
 		struct kube_open_opts ko = { .unix_socket = path, .name = hn, .all_namespaces = true };

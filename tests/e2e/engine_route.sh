@@ -14,7 +14,10 @@ mkdir -p "$HOME" "$XDG_RUNTIME_DIR"
 chmod 0700 "$XDG_RUNTIME_DIR"
 SRV=
 stop_srv() {
-	[ -n "$SRV" ] && kill -TERM "$SRV" 2>/dev/null && wait "$SRV" 2>/dev/null
+	if [ -n "$SRV" ] && kill -TERM "$SRV" 2>/dev/null; then
+		wait "$SRV" 2>/dev/null # our child; one started on demand is not: poll it
+		for _ in $(seq 1 100); do kill -0 "$SRV" 2>/dev/null || break; sleep 0.1; done
+	fi
 	SRV=
 	for f in "$XDG_STATE_HOME"/kvcon/engine/run/qemu/*.pid; do
 		[ -f "$f" ] && kill -9 "$(cat "$f")" 2>/dev/null
@@ -122,4 +125,18 @@ SRV=
 [ -S "$sock" ] || fail "the killed service's socket is gone (nothing stale to test)"
 kvc engine get vm >"$W/stale.out" 2>"$W/stale.err" || fail "get with a stale socket: $(cat "$W/stale.err")"
 grep -Eq '^default +always .* Running ' "$W/stale.out" || fail "in-process get: $(cat "$W/stale.out")"
+
+step "engine.service = auto: the first command starts a service, the next ones go through it"
+KVCON_ENGINE_SERVICE=auto kvc engine get vm -o name >"$W/auto.out" 2>&1 || fail "auto: $(cat "$W/auto.out")"
+grep -qx 'vm/always' "$W/auto.out" || fail "auto get: $(cat "$W/auto.out")"
+[ -f "$sock.pid" ] || fail "no pid file for the service started on demand"
+SRV=$(cat "$sock.pid")
+kill -0 "$SRV" 2>/dev/null || fail "the service started on demand is not running"
+tr '\0' ' ' <"/proc/$SRV/cmdline" | grep -q 'engine serve --socket' || fail "pid $SRV: $(tr '\0' ' ' <"/proc/$SRV/cmdline")"
+[ "$(stat -c %a "$sock")" = 600 ] || fail "socket mode $(stat -c %a "$sock")"
+out=$(kvc engine stop always) || fail "stop through the service started on demand: $out"
+[ "$out" = "virtualmachine always stopped" ] || fail "stop said '$out'"
+if KVCON_ENGINE_SERVICE=off timeout 20 "$KVCON" -c "$URI" engine get vm >"$W/off2.out" 2>&1; then
+	fail "the root opened in-process beside the service started on demand: $(cat "$W/off2.out")"
+fi
 echo "PASS engine_route"
