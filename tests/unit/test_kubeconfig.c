@@ -611,6 +611,15 @@ static void test_unix_socket(void)
 	free(state2);
 	free(uri);
 	free(other);
+	/* how kvcon uses a service: the variable first */
+	setenv("XDG_CONFIG_HOME", tmpdir, 1);
+	unsetenv("KVCON_ENGINE_SERVICE");
+	T_CHECK(engine_service_mode() == ENGINE_SERVICE_USE);
+	setenv("KVCON_ENGINE_SERVICE", "off", 1);
+	T_CHECK(engine_service_mode() == ENGINE_SERVICE_OFF);
+	setenv("KVCON_ENGINE_SERVICE", "auto", 1);
+	T_CHECK(engine_service_mode() == ENGINE_SERVICE_AUTO);
+	unsetenv("KVCON_ENGINE_SERVICE");
 }
 
 static void test_parse(void)
