@@ -253,9 +253,11 @@ static void api_call(struct source *src, const char *method, const char *path, c
 	memset(w, 0, sizeof *w);
 	struct kube_http_req q = { .method = method, .path = path, .body = body, .body_len = body ? strlen(body) : 0,
 				   .content_type = ctype, .timeout_ms = 60000, .on_done = api_done, .arg = w };
-	kube_http_start(kube_source_http(src), &q);
-	if (!run_until(api_answered, w, 70000) && !w->done)
+	struct kube_req *r = kube_http_start(kube_source_http(src), &q);
+	if (!run_until(api_answered, w, 70000) && !w->done) {
+		kube_http_cancel(r); /* interrupted: no callback into this frame later */
 		w->msg = xstrdup("the engine service did not answer");
+	}
 }
 
 static void api_wait_free(struct api_wait *w)
@@ -841,6 +843,12 @@ static int cmd_engine_action(int argc, char **argv)
 	struct source *src = source_of_vm(name);
 	if (src == NULL) {
 		log_eprintf("kvcon: virtualmachine \"%s\" not found in namespace %s\n", name, C.ns);
+		return close_engine(EXIT_API, 0);
+	}
+	if (src->type == SOURCE_KUBE && delete_volumes) {
+		/* the API has no such option: refused rather than deleting the VM and keeping its volumes */
+		log_eprintf("error: delete %s: --delete-volumes needs the engine in-process (an engine service holds "
+			    "this root)\n", name);
 		return close_engine(EXIT_API, 0);
 	}
 	struct cli_reply a = { .fd = -1 };
