@@ -34,6 +34,7 @@
 #include "engine/migrate.h"
 #include "engine/oci.h"
 #include "kube/http.h"
+#include "kube/kconsole.h"
 #include "kube/kube.h"
 #include "model/source.h"
 #include "model/store.h"
@@ -901,6 +902,8 @@ static struct {
 	struct buf seen;     /* guest text since the last match (for --expect) */
 	bool closed, wait_stop;
 	struct engine_console *con;
+	struct stream *ws;   /* through the engine service: its console WebSocket instead of con */
+	bool ws_failed;      /* refused or broken (said on stderr) */
 	struct source *src;
 	const char *name;
 	char first_uid[UID_LEN]; /* the execution the console was opened on */
@@ -941,7 +944,10 @@ static void run_steps(void)
 		struct step *s = &K.steps[K.cur];
 		if (s->kind == STEP_SEND) {
 			char *line = xasprintf("%s\r", s->arg);
-			engine_console_write(K.con, line, strlen(line));
+			if (K.ws)
+				stream_write(K.ws, line, strlen(line));
+			else
+				engine_console_write(K.con, line, strlen(line));
 			free(line);
 			K.cur++;
 			continue;
@@ -972,6 +978,29 @@ static void on_console(void *arg, const char *data, size_t len)
 	if (K.seen.len > (1u << 20))
 		buf_consume(&K.seen, K.seen.len - (1u << 19));
 	run_steps();
+}
+
+static void on_ws_data(struct stream *st, const uint8_t *data, size_t len, void *arg)
+{
+	(void)st;
+	on_console(arg, (const char *)data, len);
+}
+
+static void on_ws_state(struct stream *st, enum stream_state state, void *arg)
+{
+	(void)arg;
+	if (state == STREAM_OPEN)
+		run_steps(); /* a --send waits for the connection */
+	if (state == STREAM_CLOSED) {
+		K.closed = true;
+		if (stream_end(st) == STREAM_END_REFUSED || stream_end(st) == STREAM_END_ERROR) {
+			char *e = util_escape_display(stream_reason(st) ? stream_reason(st) : stream_end_name(stream_end(st)));
+			log_eprintf("\nkvcon: console %s: %s\n", K.name, e);
+			free(e);
+			K.ws_failed = true;
+			loop_quit(EXIT_API);
+		}
+	}
 }
 
 /* The execution the console was opened on has ended (libvirt reported the stop; not just the stream's EOF). */
@@ -1050,18 +1079,35 @@ static int cmd_engine_console(int argc, char **argv)
 	K.name = name;
 	const struct obj *vmi = src ? store_find(C.st, src, OBJ_VMI, C.ns, name) : NULL;
 	snprintf(K.first_uid, UID_LEN, "%s", vmi ? vmi->uid : "");
-	if (src == NULL || (K.con = engine_console_open(src, C.ns, name, on_console, NULL, &err)) == NULL) {
+	if (src && src->type == SOURCE_KUBE) {
+		/* through the engine service: its console WebSocket (the same shared console, backlog first) */
+		K.ws = kube_console_open(src, C.ns, name, &err);
+		if (K.ws) {
+			static const struct stream_cbs cbs = { .data = on_ws_data, .state = on_ws_state };
+			stream_set_callbacks(K.ws, &cbs, NULL);
+		}
+	}
+	if (src == NULL || (K.ws == NULL && src->type == SOURCE_KUBE) ||
+	    (src->type != SOURCE_KUBE && (K.con = engine_console_open(src, C.ns, name, on_console, NULL, &err)) == NULL)) {
 		log_eprintf("kvcon: console %s: %s\n", name, err ? err : "virtualmachine not found");
 		free(err);
 		return close_engine(EXIT_API, 0);
 	}
 	buf_init(&K.seen);
 	/* a terminal without --expect/--send went to the full-screen console above: this is the scripted one */
-	run_steps();
+	if (K.ws == NULL)
+		run_steps(); /* through the service: once the WebSocket is open (on_ws_state) */
 	bool ok = run_until(console_finished, NULL, (uint64_t)timeout * 1000);
-	engine_console_close(K.con);
+	if (K.ws) {
+		stream_free(K.ws); /* no callback after it */
+		K.ws = NULL;
+	} else {
+		engine_console_close(K.con);
+	}
 	if (K.log)
 		fclose(K.log);
+	if (!ok && K.ws_failed)
+		return close_engine(EXIT_API, 0);
 	if (!ok) {
 		log_eprintf("\nkvcon: console %s: ", name);
 		if (K.cur < K.nsteps)
@@ -1239,7 +1285,8 @@ int cmd_engine(int argc, char **argv)
 	}
 	/* the verbs that work through the engine service's API when one serves this root (cmd/session.h); the
 	 * others need the engine in-process */
-	static const char *const routed[] = { "get", "apply", "start", "stop", "restart", "pause", "unpause", "delete" };
+	static const char *const routed[] = { "get", "apply", "start", "stop", "restart", "pause", "unpause", "delete",
+					      "console" };
 	bool route = false;
 	for (size_t i = 0; i < sizeof routed / sizeof routed[0]; i++)
 		route = route || strcmp(argv[1], routed[i]) == 0;

@@ -95,6 +95,10 @@ deadline=$((SECONDS + 20))
 while ! grep -q KVCON_EXIT "$W/exit" 2>/dev/null && [ $SECONDS -lt $deadline ]; do sleep 0.1; done
 grep -q 'KVCON_EXIT=0' "$W/exit" || fail "console exit: $(cat "$W/exit" 2>/dev/null)"
 
+# the scripted console (engine console --send/--expect) through the service's console WebSocket
+kvc engine console always --send 'echo ROUTE-$((7*7))' --expect 'ROUTE-49' --timeout 60 >"$W/econ.out" 2>&1 ||
+	fail "engine console through the service: $(tail -c 400 "$W/econ.out")"
+
 step "the dashboard beside the service"
 : >"$W/exit"
 kv_start_env "XDG_RUNTIME_DIR=$XDG_RUNTIME_DIR HOME=$HOME KVCON_ENGINE_IMAGES=$KVCON_ENGINE_IMAGES" -c "$URI" -A
