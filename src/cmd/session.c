@@ -111,14 +111,14 @@ void session_route(bool on)
 	route_on = on;
 }
 
-/* The service of this root answers on its socket: its kube source (named as the engine's host), synced. NULL when
- * no service answers (a stale socket included: the caller opens the engine in-process) or with *err when it
- * answered but its lists did not come. */
 static int healthy(const char *sock)
 {
 	return kube_http_unix_healthy(sock, 3000);
 }
 
+/* The service of this root answers on its socket (started first with engine.service = auto): its kube source
+ * (named as the engine's host), synced. NULL when no service answers (a stale socket included: the caller opens
+ * the engine in-process) or with *err when it answered but its lists did not come, or could not be started. */
 static struct source *open_service(struct store *st, char **err)
 {
 	if (!route_on || opts_global()->no_engine)

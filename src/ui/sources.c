@@ -99,13 +99,13 @@ static void close_kube(void)
 	kube_src = NULL;
 }
 
-/* The engine service of the root the dashboard would open (engine/service.h), when one answers on its socket:
- * its API as a kube source named as the host, instead of the engine in-process (which the service holds). */
 static int healthy(const char *sock)
 {
 	return kube_http_unix_healthy(sock, 3000);
 }
 
+/* The engine service of the root the dashboard would open (engine/service.h), when one answers on its socket:
+ * its API as a kube source named as the host, instead of the engine in-process (which the service holds). */
 static struct source *open_service(struct store *st, char **err)
 {
 	struct kvcon_opts *o = opts_global();
