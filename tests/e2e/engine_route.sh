@@ -82,6 +82,12 @@ step "kvcon get vm -A, and the console, beside the service"
 kvc get vm -A >"$W/getA.out" 2>"$W/getA.err" || fail "get vm -A: $(cat "$W/getA.err")"
 grep -Eq '^default +always ' "$W/getA.out" || fail "get vm -A: $(cat "$W/getA.out")"
 grep -Eq '^default +halted ' "$W/getA.out" || fail "get vm -A: $(cat "$W/getA.out")"
+kvc describe vm default/always >"$W/desc.out" 2>"$W/desc.err" || fail "describe: $(cat "$W/desc.err")"
+grep -q 'always' "$W/desc.out" || fail "describe: $(head -5 "$W/desc.out")"
+out=$(kvc pause default/always 2>&1) || fail "pause (the top-level verb): $out"
+until_status always Paused 60
+out=$(kvc unpause default/always 2>&1) || fail "unpause: $out"
+until_status always Running 60
 kv_start_env "XDG_RUNTIME_DIR=$XDG_RUNTIME_DIR HOME=$HOME KVCON_ENGINE_IMAGES=$KVCON_ENGINE_IMAGES" -c "$URI" console default/always
 deadline=$((SECONDS + 60))
 until screen | grep -q 'ROUTE-42'; do
