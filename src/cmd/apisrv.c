@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "cmd/cmd_engine.h"
+#include "cmd/session.h"
 #include "core/buf.h"
 #include "core/hmap.h"
 #include "core/log.h"
@@ -2438,12 +2439,12 @@ static int listen_tcp(int *port, char **err)
 	return fd;
 }
 
+/* The root's well-known socket (cmd/session.h), where kvcon's own commands look for the service. */
 static char *default_socket(void)
 {
-	const char *rt = getenv("XDG_RUNTIME_DIR");
-	char *dir = rt && *rt == '/' ? util_path_join(rt, "kvcon") : util_state_dir();
+	char *p = session_service_socket();
+	char *dir = xstrndup(p, (size_t)(strrchr(p, '/') - p));
 	util_mkdir_p(dir, 0700);
-	char *p = util_path_join(dir, "engine.sock");
 	free(dir);
 	return p;
 }
@@ -2491,6 +2492,7 @@ int engine_serve_cmd(int argc, char **argv)
 	int rc = engine_cli_args(argc, argv, CLI_ROWS(rows), NULL, NULL);
 	if (rc)
 		return rc;
+	session_route(false); /* the service opens the engine itself, whoever else serves */
 	rc = engine_cli_open();
 	if (rc)
 		return rc;

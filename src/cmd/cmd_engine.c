@@ -24,6 +24,7 @@
 #include "core/opts.h"
 #include "core/util.h"
 #include "core/xmalloc.h"
+#include "core/ydoc.h"
 #include "cmd/cmd_console.h"
 #include "cmd/cmd_vnc.h"
 #include "cmd/apisrv.h"
@@ -32,6 +33,9 @@
 #include "engine/estream.h"
 #include "engine/migrate.h"
 #include "engine/oci.h"
+#include "kube/http.h"
+#include "kube/kconsole.h"
+#include "kube/kube.h"
 #include "model/source.h"
 #include "model/store.h"
 
@@ -237,6 +241,134 @@ static int delegate(int (*fn)(int, char **), const char *verb, const char *name,
 
 /* ---- apply ---- */
 
+/* One request to the engine service (a routed source, cmd/session.h), waited for on the loop. */
+struct api_wait {
+	bool done;
+	long status;
+	char *body, *msg;
+};
+
+static void api_done(void *arg, const struct kube_resp *r)
+{
+	struct api_wait *w = arg;
+	w->done = true;
+	w->status = r->status;
+	w->body = r->body ? xstrndup(r->body, r->len) : NULL;
+	if (r->status < 200 || r->status > 299)
+		w->msg = kube_http_error_message(r);
+}
+
+static bool api_answered(void *arg)
+{
+	return ((struct api_wait *)arg)->done;
+}
+
+static void api_call(struct source *src, const char *method, const char *path, const char *body,
+		     const char *ctype, struct api_wait *w)
+{
+	memset(w, 0, sizeof *w);
+	struct kube_http_req q = { .method = method, .path = path, .body = body, .body_len = body ? strlen(body) : 0,
+				   .content_type = ctype, .timeout_ms = 60000, .on_done = api_done, .arg = w };
+	struct kube_req *r = kube_http_start(kube_source_http(src), &q);
+	if (!run_until(api_answered, w, 70000) && !w->done) {
+		kube_http_cancel(r); /* interrupted: no callback into this frame later */
+		w->msg = xstrdup("the engine service did not answer");
+	}
+}
+
+static void api_wait_free(struct api_wait *w)
+{
+	free(w->body);
+	free(w->msg);
+}
+
+/* A DNS-1123-like name, safe in an API path. */
+static bool path_name(const char *s)
+{
+	if (s == NULL || *s == '\0' || strlen(s) > 253)
+		return false;
+	for (const char *p = s; *p; p++)
+		if (!((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '-' || *p == '.'))
+			return false;
+	return true;
+}
+
+static const char *rv_of(json_object *o)
+{
+	json_object *md, *rv;
+	return o && json_object_object_get_ex(o, "metadata", &md) && json_object_object_get_ex(md, "resourceVersion", &rv)
+		       ? json_object_get_string(rv) : NULL;
+}
+
+/* engine apply through the service: create (POST), else replace the manifest (PUT at the current
+ * resourceVersion, as the in-process apply replaces it); "unchanged" when the served object did not change. */
+static int apply_via_service(struct source *src, const char *text, size_t len, char **result, char **err)
+{
+	yaml_document_t doc;
+	if (ydoc_load(&doc, text, len, err) < 0)
+		return -1;
+	yaml_node_t *root = yaml_document_get_root_node(&doc);
+	json_object *o = root && root->type == YAML_MAPPING_NODE ? ydoc_json(&doc, root) : NULL;
+	yaml_document_delete(&doc);
+	json_object *md = NULL, *jn = NULL, *jns = NULL;
+	if (o == NULL || !json_object_object_get_ex(o, "metadata", &md) || !json_object_is_type(md, json_type_object) ||
+	    !json_object_object_get_ex(md, "name", &jn) || !json_object_is_type(jn, json_type_string)) {
+		json_object_put(o);
+		*err = xstrdup("metadata.name: Required value");
+		return -1;
+	}
+	if (!json_object_object_get_ex(md, "namespace", &jns) || !json_object_is_type(jns, json_type_string))
+		json_object_object_add(md, "namespace", json_object_new_string(C.ns));
+	json_object_object_get_ex(md, "namespace", &jns);
+	char *name = xstrdup(json_object_get_string(jn)), *ns = xstrdup(json_object_get_string(jns));
+	int rc = -1;
+	if (!path_name(name) || !path_name(ns)) {
+		*err = xasprintf("metadata.name or namespace: Invalid value: must be a DNS-1123 name");
+		goto out;
+	}
+	char *path = kube_object_path(OBJ_VM, ns, name);
+	struct api_wait g, w;
+	api_call(src, "GET", path, NULL, NULL, &g);
+	if (g.status == 404) {
+		char *coll = xasprintf("/apis/kubevirt.io/v1/namespaces/%s/virtualmachines", ns);
+		const char *body = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN);
+		api_call(src, "POST", coll, body, NULL, &w);
+		free(coll);
+		if (w.status == 201 || w.status == 200) {
+			*result = xasprintf("%s created", name);
+			rc = 0;
+		}
+	} else if (g.status == 200) {
+		json_object *cur = json_tokener_parse(g.body ? g.body : "");
+		const char *rv0 = rv_of(cur);
+		if (rv0)
+			json_object_object_add(md, "resourceVersion", json_object_new_string(rv0));
+		const char *body = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN);
+		api_call(src, "PUT", path, body, NULL, &w);
+		if (w.status == 200 || w.status == 201) {
+			json_object *now = json_tokener_parse(w.body ? w.body : "");
+			const char *rv1 = rv_of(now);
+			*result = xasprintf("%s %s", name, rv0 && rv1 && strcmp(rv0, rv1) == 0 ? "unchanged" : "configured");
+			json_object_put(now);
+			rc = 0;
+		}
+		json_object_put(cur);
+	} else {
+		w = g;
+		g.body = g.msg = NULL;
+	}
+	if (rc < 0)
+		*err = xstrdup(w.msg ? w.msg : "the engine service refused the manifest");
+	api_wait_free(&w);
+	api_wait_free(&g);
+	free(path);
+out:
+	free(name);
+	free(ns);
+	json_object_put(o);
+	return rc;
+}
+
 static int cmd_engine_apply(int argc, char **argv)
 {
 	struct cli_seq f = { 0 };
@@ -273,7 +405,8 @@ static int cmd_engine_apply(int argc, char **argv)
 			continue;
 		}
 		char *result = NULL, *err = NULL;
-		if (engine_apply(C.srcs[0], text, len, &result, &err) < 0) {
+		if (C.srcs[0]->type == SOURCE_KUBE ? apply_via_service(C.srcs[0], text, len, &result, &err) < 0
+						   : engine_apply(C.srcs[0], text, len, &result, &err) < 0) {
 			/* refused (an invalid manifest, as kubectl's 422): exit 1, nothing stored */
 			char *e = util_escape_display(err);
 			log_eprintf("error: %s: %s\n", files[i], e);
@@ -643,7 +776,7 @@ struct pull_watch {
 static bool replied_showing_pulls(void *arg)
 {
 	struct pull_watch *w = arg;
-	const char *p = engine_pull_progress(w->src, C.ns, w->name);
+	const char *p = w->src->type == SOURCE_ENGINE ? engine_pull_progress(w->src, C.ns, w->name) : NULL;
 	uint64_t now = util_now_ms();
 	if (p && !util_str_eq(p, w->last) && now - w->at >= 1000) {
 		char *e = util_escape_display(p);
@@ -659,6 +792,38 @@ static bool replied_showing_pulls(void *arg)
 		w->last = NULL;
 	}
 	return done;
+}
+
+/* An action through the engine service is done when the VM's status says so. */
+struct routed_wait {
+	struct source *src;
+	const char *name;
+	enum action act;
+};
+
+static bool routed_done(void *arg)
+{
+	struct routed_wait *w = arg;
+	const struct vm *v = (const struct vm *)store_find(C.st, w->src, OBJ_VM, C.ns, w->name);
+	const char *want = NULL;
+	switch (w->act) {
+	case ACT_DELETE:
+		return v == NULL;
+	case ACT_STOP:
+	case ACT_FORCE_STOP:
+		want = "Stopped";
+		break;
+	case ACT_START:
+	case ACT_UNPAUSE:
+		want = "Running";
+		break;
+	case ACT_PAUSE:
+		want = "Paused";
+		break;
+	default:
+		return true;
+	}
+	return v && v->printable_status && strcmp(v->printable_status, want) == 0;
 }
 
 static int cmd_engine_action(int argc, char **argv)
@@ -697,6 +862,12 @@ static int cmd_engine_action(int argc, char **argv)
 		log_eprintf("kvcon: virtualmachine \"%s\" not found in namespace %s\n", name, C.ns);
 		return close_engine(EXIT_API, 0);
 	}
+	if (src->type == SOURCE_KUBE && delete_volumes) {
+		/* the API has no such option: refused rather than deleting the VM and keeping its volumes */
+		log_eprintf("error: delete %s: --delete-volumes needs the engine in-process (an engine service holds "
+			    "this root)\n", name);
+		return close_engine(EXIT_API, 0);
+	}
 	struct cli_reply a = { .fd = -1 };
 	struct pull_watch pw = { .reply = &a, .src = src, .name = name };
 	char *err = NULL;
@@ -718,6 +889,15 @@ static int cmd_engine_action(int argc, char **argv)
 		free(a.msg);
 		return close_engine(EXIT_API, 10000);
 	}
+	if (wait && src->type == SOURCE_KUBE) {
+		/* the service accepted it (202): wait until its objects say it is done, as the in-process engine does */
+		struct routed_wait rw = { .src = src, .name = name, .act = req.act };
+		if (!run_until(routed_done, &rw, (uint64_t)timeout * 1000)) {
+			log_eprintf("error: %s %s: not done after %d s\n", argv[0], name, timeout);
+			free(a.msg);
+			return close_engine(EXIT_API, 0);
+		}
+	}
 	printf("virtualmachine %s %s%s\n", name, wait ? "" : "request sent: ", verbs[vi].past);
 	free(a.msg);
 	return close_engine(EXIT_OK, 30000);
@@ -738,6 +918,8 @@ static struct {
 	struct buf seen;     /* guest text since the last match (for --expect) */
 	bool closed, wait_stop;
 	struct engine_console *con;
+	struct stream *ws;   /* through the engine service: its console WebSocket instead of con */
+	bool ws_failed;      /* refused or broken (said on stderr) */
 	struct source *src;
 	const char *name;
 	char first_uid[UID_LEN]; /* the execution the console was opened on */
@@ -778,7 +960,10 @@ static void run_steps(void)
 		struct step *s = &K.steps[K.cur];
 		if (s->kind == STEP_SEND) {
 			char *line = xasprintf("%s\r", s->arg);
-			engine_console_write(K.con, line, strlen(line));
+			if (K.ws)
+				stream_write(K.ws, line, strlen(line));
+			else
+				engine_console_write(K.con, line, strlen(line));
 			free(line);
 			K.cur++;
 			continue;
@@ -809,6 +994,29 @@ static void on_console(void *arg, const char *data, size_t len)
 	if (K.seen.len > (1u << 20))
 		buf_consume(&K.seen, K.seen.len - (1u << 19));
 	run_steps();
+}
+
+static void on_ws_data(struct stream *st, const uint8_t *data, size_t len, void *arg)
+{
+	(void)st;
+	on_console(arg, (const char *)data, len);
+}
+
+static void on_ws_state(struct stream *st, enum stream_state state, void *arg)
+{
+	(void)arg;
+	if (state == STREAM_OPEN)
+		run_steps(); /* a --send waits for the connection */
+	if (state == STREAM_CLOSED) {
+		K.closed = true;
+		if (stream_end(st) == STREAM_END_REFUSED || stream_end(st) == STREAM_END_ERROR) {
+			char *e = util_escape_display(stream_reason(st) ? stream_reason(st) : stream_end_name(stream_end(st)));
+			log_eprintf("\nkvcon: console %s: %s\n", K.name, e);
+			free(e);
+			K.ws_failed = true;
+			loop_quit(EXIT_API);
+		}
+	}
 }
 
 /* The execution the console was opened on has ended (libvirt reported the stop; not just the stream's EOF). */
@@ -887,18 +1095,35 @@ static int cmd_engine_console(int argc, char **argv)
 	K.name = name;
 	const struct obj *vmi = src ? store_find(C.st, src, OBJ_VMI, C.ns, name) : NULL;
 	snprintf(K.first_uid, UID_LEN, "%s", vmi ? vmi->uid : "");
-	if (src == NULL || (K.con = engine_console_open(src, C.ns, name, on_console, NULL, &err)) == NULL) {
+	if (src && src->type == SOURCE_KUBE) {
+		/* through the engine service: its console WebSocket (the same shared console, backlog first) */
+		K.ws = kube_console_open(src, C.ns, name, &err);
+		if (K.ws) {
+			static const struct stream_cbs cbs = { .data = on_ws_data, .state = on_ws_state };
+			stream_set_callbacks(K.ws, &cbs, NULL);
+		}
+	}
+	if (src == NULL || (K.ws == NULL && src->type == SOURCE_KUBE) ||
+	    (src->type != SOURCE_KUBE && (K.con = engine_console_open(src, C.ns, name, on_console, NULL, &err)) == NULL)) {
 		log_eprintf("kvcon: console %s: %s\n", name, err ? err : "virtualmachine not found");
 		free(err);
 		return close_engine(EXIT_API, 0);
 	}
 	buf_init(&K.seen);
 	/* a terminal without --expect/--send went to the full-screen console above: this is the scripted one */
-	run_steps();
+	if (K.ws == NULL)
+		run_steps(); /* through the service: once the WebSocket is open (on_ws_state) */
 	bool ok = run_until(console_finished, NULL, (uint64_t)timeout * 1000);
-	engine_console_close(K.con);
+	if (K.ws) {
+		stream_free(K.ws); /* no callback after it */
+		K.ws = NULL;
+	} else {
+		engine_console_close(K.con);
+	}
 	if (K.log)
 		fclose(K.log);
+	if (!ok && K.ws_failed)
+		return close_engine(EXIT_API, 0);
 	if (!ok) {
 		log_eprintf("\nkvcon: console %s: ", name);
 		if (K.cur < K.nsteps)
@@ -1075,6 +1300,14 @@ int cmd_engine(int argc, char **argv)
 			   "See kvcon(1), section ENGINE.\n");
 		return argc < 2 ? EXIT_USAGE : EXIT_OK;
 	}
+	/* the verbs that work through the engine service's API when one serves this root (cmd/session.h); the
+	 * others need the engine in-process */
+	static const char *const routed[] = { "get", "apply", "start", "stop", "restart", "pause", "unpause", "delete",
+					      "console" };
+	bool route = false;
+	for (size_t i = 0; i < sizeof routed / sizeof routed[0]; i++)
+		route = route || strcmp(argv[1], routed[i]) == 0;
+	session_route(route);
 	for (size_t i = 0; i < sizeof subs / sizeof subs[0]; i++)
 		if (strcmp(argv[1], subs[i].name) == 0)
 			return subs[i].fn(argc - 1, argv + 1);

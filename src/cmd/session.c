@@ -15,6 +15,8 @@
 #include "core/util.h"
 #include "core/xmalloc.h"
 #include "engine/engine.h"
+#include "engine/service.h"
+#include "kube/http.h"
 #include "kube/kube.h"
 #include "model/chain.h"
 #include "model/lineage.h"
@@ -24,6 +26,7 @@
 #define ENGINE_READY_MS 120000 /* the embedded driver's first open probes QEMU (~1 min on a cold cache) */
 
 static bool engines_opened;
+static bool route_on = true;
 
 /* ---- opening the candidates ---- */
 
@@ -95,9 +98,87 @@ static struct source *open_kube(struct store *st, unsigned kinds, char **err)
 	return src;
 }
 
+/* ---- the engine service ---- */
+
+char *session_service_socket(void)
+{
+	struct kvcon_opts *o = opts_global();
+	return engine_service_socket(o->uris, o->nuris);
+}
+
+void session_route(bool on)
+{
+	route_on = on;
+}
+
+static int healthy(const char *sock)
+{
+	return kube_http_unix_healthy(sock, 3000);
+}
+
+/* The service of this root answers on its socket (started first with engine.service = auto): its kube source
+ * (named as the engine's host), synced. NULL when no service answers (a stale socket included: the caller opens
+ * the engine in-process) or with *err when it answered but its lists did not come, or could not be started. */
+static struct source *open_service(struct store *st, char **err)
+{
+	if (!route_on || opts_global()->no_engine)
+		return NULL;
+	enum engine_service_mode mode = engine_service_mode();
+	if (mode == ENGINE_SERVICE_OFF)
+		return NULL;
+	struct kvcon_opts *o = opts_global();
+	char *path = session_service_socket();
+	if (access(path, F_OK) != 0 || !kube_http_unix_healthy(path, 3000)) {
+		/* engine.service = auto: start one, and go through it */
+		if (mode != ENGINE_SERVICE_AUTO ||
+		    engine_service_spawn(o->uris, o->nuris, path, healthy, ENGINE_READY_MS, err) < 0) {
+			free(path);
+			return NULL;
+		}
+	}
+	char hn[256] = "localhost";
+	gethostname(hn, sizeof hn - 1);
+	struct kube_open_opts ko = { .max_failures = CLI_MAX_FAILURES, .unix_socket = path, .name = hn,
+				     .all_namespaces = true };
+	struct source *src = kube_open_ex(st, NULL, &ko, err);
+	if (src == NULL) {
+		free(path);
+		return NULL;
+	}
+	log_info("the engine service answers on %s: going through it", path);
+	free(path);
+	uint64_t deadline = util_now_ms() + SYNC_TIMEOUT_MS;
+	const char *msg = NULL;
+	int r;
+	while ((r = kube_ready(src, 0, &msg)) == 0) {
+		if (util_now_ms() > deadline) {
+			*err = xstrdup("timed out waiting for the engine service's lists");
+			return NULL;
+		}
+		loop_once(100);
+	}
+	if (r < 0) {
+		*err = xasprintf("the engine service: %s", msg);
+		return NULL;
+	}
+	return src;
+}
+
 int session_open_engines(struct store *st, struct source ***hosts, char **err)
 {
 	struct kvcon_opts *o = opts_global();
+	char *serr = NULL;
+	struct source *svc = open_service(st, &serr);
+	if (svc || serr) {
+		if (serr) {
+			*hosts = NULL;
+			*err = serr;
+			return -1;
+		}
+		*hosts = xcalloc(1, sizeof **hosts);
+		(*hosts)[0] = svc;
+		return 1;
+	}
 	int n = o->nuris > 0 ? o->nuris : 1;
 	*hosts = xcalloc((size_t)n, sizeof **hosts);
 	engines_opened = true;

@@ -38,6 +38,14 @@ struct source *session_resolve(struct store *st, const char *ns, const char *nam
 /* Opens the engine hosts (-c URIs and the config's, else the default engine) into st and waits until each has
  * resynced: their number with hosts[] (caller frees the array), or -1 with *err. */
 int session_open_engines(struct store *st, struct source ***hosts, char **err);
+/* The engine service (`kvcon engine serve`) of the root kvcon would open: its well-known unix socket, one per
+ * root ($XDG_RUNTIME_DIR/kvcon, else the state directory; engine-HASH.sock, HASH of the state directory and the
+ * engine URIs). When a service answers there (/healthz), session_open_engines returns its kube source (plain
+ * HTTP over the socket) instead of opening the engine in-process. Caller frees. */
+char *session_service_socket(void);
+/* Whether session_open_engines may go through the service (default on; verbs that need the in-process engine,
+ * and the service itself, turn it off). */
+void session_route(bool on);
 /* A kubeconfig is there to load: a file of $KUBECONFIG, else ~/.kube/config, or a pod's service account;
  * --kubeconfig and --context count too. Without one, the engine is where names are looked for. */
 bool session_kubeconfig_present(void);

@@ -170,6 +170,15 @@ static int timer_cb(CURLM *multi, long timeout_ms, void *userp)
 	return 0;
 }
 
+static size_t on_probe_body(char *data, size_t size, size_t n, void *arg)
+{
+	struct buf *b = arg;
+	if (b->len + size * n > 4096)
+		return 0;
+	buf_add(b, data, size * n);
+	return size * n;
+}
+
 /* --- client ------------------------------------------------------------------------------------------ */
 
 /* Splits the server URL and, with tls-server-name, builds the URL host and the CONNECT_TO entry. */
@@ -223,6 +232,13 @@ static int check_settings(struct kube_http *h, char **err)
 		*err = xasprintf("%s: context '%s': specifying a root certificates file with the insecure flag is not "
 				 "allowed (certificate-authority and insecure-skip-tls-verify are both set)",
 				 kc->origin, kc->context);
+		return -1;
+	}
+	if (kc->unix_socket && (!util_has_prefix(h->base, "http://") || kc->proxy_url || kc->exec || kc->token ||
+				kc->token_file || kc->username || kc->password || kc->cert_file || kc->cert_data ||
+				kc->key_file || kc->key_data)) {
+		/* the socket's mode is the access control: nothing else is ever sent there */
+		*err = xasprintf("%s: a unix socket takes plain HTTP with no credential and no proxy", kc->origin);
 		return -1;
 	}
 	if (!util_has_prefix(h->base, "http://"))
@@ -351,6 +367,11 @@ int kube_http_setup_easy(struct kube_http *h, CURL *e, struct curl_slist **heade
 	}
 	if (h->connect_to)
 		curl_easy_setopt(e, CURLOPT_CONNECT_TO, h->connect_to);
+	if (kc->unix_socket) {
+		curl_easy_setopt(e, CURLOPT_UNIX_SOCKET_PATH, kc->unix_socket);
+		curl_easy_setopt(e, CURLOPT_TCP_KEEPALIVE, 0L);
+		return 0; /* no credential, no proxy (check_settings) */
+	}
 	if (kc->proxy_url)
 		curl_easy_setopt(e, CURLOPT_PROXY, kc->proxy_url);
 	size_t cl = 0, kl = 0;
@@ -391,6 +412,30 @@ int kube_http_setup_easy(struct kube_http *h, CURL *e, struct curl_slist **heade
 		curl_easy_setopt(e, CURLOPT_PASSWORD, kc->password);
 	}
 	return 0;
+}
+
+bool kube_http_unix_healthy(const char *socket_path, long timeout_ms)
+{
+	if (curl_ready() < 0)
+		return false;
+	CURL *e = curl_easy_init();
+	if (e == NULL)
+		return false;
+	struct buf b;
+	buf_init(&b);
+	curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(e, CURLOPT_UNIX_SOCKET_PATH, socket_path);
+	curl_easy_setopt(e, CURLOPT_URL, "http://kvcon-engine/healthz");
+	curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, timeout_ms);
+	curl_easy_setopt(e, CURLOPT_PROXY, "");
+	curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_probe_body);
+	curl_easy_setopt(e, CURLOPT_WRITEDATA, &b);
+	long status = 0;
+	bool ok = curl_easy_perform(e) == CURLE_OK && curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &status) == CURLE_OK &&
+		  status == 200;
+	curl_easy_cleanup(e);
+	buf_free(&b);
+	return ok;
 }
 
 /* --- requests ---------------------------------------------------------------------------------------- */

@@ -76,6 +76,9 @@ int kube_http_setup_easy(struct kube_http *h, CURL *easy, struct curl_slist **he
 /* Calls cb once the credential is available (later, on the loop; err set when it cannot be had). */
 void kube_http_when_ready(struct kube_http *h, kube_http_ready_cb cb, void *arg);
 
+/* A server on the unix socket answers GET /healthz with 200 within timeout_ms (blocking; no loop needed). */
+bool kube_http_unix_healthy(const char *socket_path, long timeout_ms);
+
 /* The API's Status message of a failed response ("forbidden: ..."), else a description of the failure.
  * Caller frees. */
 char *kube_http_error_message(const struct kube_resp *r);

@@ -247,7 +247,9 @@ struct source *kube_open_ex(struct store *st, const char *context, const struct 
 {
 	struct kvcon_opts *g = opts_global();
 	*err = NULL;
-	struct kube_config *kc = kube_config_load(g->kubeconfig, context ? context : g->context, err);
+	struct kube_config *kc = o && o->unix_socket
+					 ? kube_config_unix(o->unix_socket, o->name ? o->name : "kvcon-engine", g->ns)
+					 : kube_config_load(g->kubeconfig, context ? context : g->context, err);
 	if (kc == NULL)
 		return NULL;
 	struct kube_http *http = kube_http_new(kc, err);
@@ -273,7 +275,8 @@ struct source *kube_open_ex(struct store *st, const char *context, const struct 
 		ks->opts.kinds = KUBE_KINDS_ALL;
 	ks->selector = xstrdup0(o ? o->selector : NULL);
 	ks->opts.selector = NULL;
-	if (g->all_ns) {
+	ks->opts.unix_socket = ks->opts.name = NULL; /* the caller's strings, used above only */
+	if (g->all_ns || ks->opts.all_namespaces) {
 		ks->ns = NULL;
 		ks->fallback_ns = xstrdup(kc->ns);
 	} else {
@@ -472,7 +475,9 @@ static int kube_action(struct source *src, const struct action_req *req, action_
 		path = xasprintf("/apis/kubevirt.io/v1/namespaces/%s/virtualmachineinstancemigrations", req->ns);
 		q.on_done = abort_list_done;
 	} else if (req->act == ACT_DELETE) {
-		path = kube_object_path(OBJ_VM, req->ns, req->name);
+		char *p = kube_object_path(OBJ_VM, req->ns, req->name);
+		path = req->grace_period >= 0 ? xasprintf("%s?gracePeriodSeconds=%d", p, req->grace_period) : xstrdup(p);
+		free(p);
 		q.method = "DELETE";
 	} else {
 		path = xasprintf("/apis/subresources.kubevirt.io/v1/namespaces/%s/%s/%s/%s", req->ns,

@@ -21,6 +21,9 @@ struct kube_open_opts {
 			       * its first complete list (5x as many when the server answers 429/5xx); 0: keep
 			       * retrying (the dashboard) */
 	int page_limit;       /* list page size; 0: 500 */
+	const char *unix_socket; /* set: the engine service on this socket (kube_config_unix) instead of a kubeconfig */
+	const char *name;     /* with unix_socket: the source's name */
+	bool all_namespaces;  /* watch every namespace whatever -n/-A say (the engine service's objects) */
 };
 
 /* Loads the kubeconfig per opts_global() (--kubeconfig, -n, -A), creates the source for context (NULL: the

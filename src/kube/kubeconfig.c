@@ -542,6 +542,7 @@ void kube_config_free(struct kube_config *kc)
 	free(kc->ca_file);
 	free(kc->ca_data);
 	free(kc->tls_server_name);
+	free(kc->unix_socket);
 	free(kc->proxy_url);
 	free_secret(kc->token, 0);
 	free(kc->token_file);
@@ -645,4 +646,17 @@ char *kube_base64_decode(const char *in, size_t inlen, size_t *outlen)
 	if (outlen)
 		*outlen = o;
 	return out;
+}
+
+struct kube_config *kube_config_unix(const char *socket_path, const char *context, const char *ns)
+{
+	struct kube_config *kc = xcalloc(1, sizeof *kc);
+	kc->origin = xstrdup(socket_path);
+	kc->context = xstrdup(context);
+	kc->cluster_name = xstrdup(context);
+	kc->ns = xstrdup(ns && *ns ? ns : "default");
+	kc->ns_explicit = ns && *ns;
+	kc->server = xstrdup("http://kvcon-engine");
+	kc->unix_socket = xstrdup(socket_path);
+	return kc;
 }

@@ -39,6 +39,8 @@ struct kube_config {
 	bool insecure;
 	char *tls_server_name;
 	char *proxy_url;
+	char *unix_socket;     /* set: the server is reached over this unix socket, plain HTTP with no credential (the
+				* local engine service, kube_config_unix); never read from a kubeconfig file */
 	/* user */
 	char *token;
 	char *token_file;
@@ -54,6 +56,10 @@ struct kube_config {
  * them exists, the in-cluster service account). Returns NULL with *err (caller frees) naming file and line. */
 struct kube_config *kube_config_load(const char *path, const char *context, char **err);
 void kube_config_free(struct kube_config *kc);
+/* The settings of a server on a unix socket (the engine service's, docs/ENGINE-SERVICE.md): server
+ * http://kvcon-engine, no TLS and no credential (the socket's mode is the access control), namespace -n's, else
+ * default; context and origin name it in messages. */
+struct kube_config *kube_config_unix(const char *socket_path, const char *context, const char *ns);
 
 /* Every context name of the merged kubeconfig, in file order; NULL-terminated array (caller frees with
  * kube_config_names_free). NULL with *err on a broken file. */

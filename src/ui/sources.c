@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
 
 #include "core/config.h"
 #include "core/log.h"
@@ -12,6 +13,8 @@
 #include "core/xmalloc.h"
 #include "model/source.h"
 #include "engine/engine.h"
+#include "engine/service.h"
+#include "kube/http.h"
 #include "kube/kube.h"
 #include "model/store.h"
 #include "ui/ui.h"
@@ -96,6 +99,37 @@ static void close_kube(void)
 	kube_src = NULL;
 }
 
+static int healthy(const char *sock)
+{
+	return kube_http_unix_healthy(sock, 3000);
+}
+
+/* The engine service of the root the dashboard would open (engine/service.h), when one answers on its socket:
+ * its API as a kube source named as the host, instead of the engine in-process (which the service holds). */
+static struct source *open_service(struct store *st, char **err)
+{
+	struct kvcon_opts *o = opts_global();
+	enum engine_service_mode mode = engine_service_mode();
+	if (mode == ENGINE_SERVICE_OFF)
+		return NULL;
+	char *path = engine_service_socket(o->uris, o->nuris);
+	struct source *src = NULL;
+	bool up = access(path, F_OK) == 0 && kube_http_unix_healthy(path, 3000);
+	/* engine.service = auto: start one (up to 2 minutes: the embedded driver's first open probes QEMU) */
+	if (!up && mode == ENGINE_SERVICE_AUTO)
+		up = engine_service_spawn(o->uris, o->nuris, path, healthy, 120000, err) == 0;
+	if (up) {
+		char hn[256] = "localhost";
+		gethostname(hn, sizeof hn - 1);
+		struct kube_open_opts ko = { .unix_socket = path, .name = hn, .all_namespaces = true };
+		src = kube_open_ex(st, NULL, &ko, err);
+		if (src)
+			log_info("ui: the engine service answers on %s: going through it", path);
+	}
+	free(path);
+	return src;
+}
+
 int sources_open(struct store *st, char **err)
 {
 	struct kvcon_opts *o = opts_global();
@@ -111,7 +145,17 @@ int sources_open(struct store *st, char **err)
 	if (k == NULL)
 		log_info("ui: no kube source: %s", kerr ? kerr : "?");
 	free(kerr);
-	/* the local engine: every -c URI, or the embedded default when there is no cluster and no -c */
+	/* the local engine: every -c URI, or the embedded default when there is no cluster and no -c; through its
+	 * service when one serves that root */
+	if (!o->no_engine && (o->nuris > 0 || k == NULL)) {
+		char *serr = NULL;
+		if (open_service(st, &serr))
+			goto opened;
+		if (serr) {
+			*err = serr;
+			return -1;
+		}
+	}
 	for (int i = 0; i < o->nuris; i++) {
 		char *eerr = NULL;
 		if (engine_open(st, o->uris[i], &eerr) == NULL) {
@@ -135,6 +179,7 @@ int sources_open(struct store *st, char **err)
 			return -1;
 		}
 	}
+opened:
 	if (sources_live_count() == 0) {
 		*err = xstrdup("no kubeconfig (~/.kube/config or $KUBECONFIG) and no engine (--no-engine): set $KUBECONFIG "
 			       "or --kubeconfig, or leave out --no-engine for the local engine");

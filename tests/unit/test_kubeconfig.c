@@ -3,7 +3,10 @@
 #include <libgen.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "core/loop.h"
@@ -12,6 +15,7 @@
 #include "kube/cred.h"
 #include "kube/http.h"
 #include "kube/kubeconfig.h"
+#include "engine/service.h"
 #include "t.h"
 
 static char tmpdir[] = "/tmp/kvcon-kcfg-XXXXXX";
@@ -523,6 +527,101 @@ static void test_http_refusals(void)
 	}
 }
 
+static int listen_at(const char *path)
+{
+	struct sockaddr_un a = { .sun_family = AF_UNIX };
+	snprintf(a.sun_path, sizeof a.sun_path, "%s", path);
+	int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+	unlink(path);
+	if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof a) < 0)
+		return -1;
+	return fd;
+}
+
+/* The engine service's socket: plain HTTP with nothing else allowed, /healthz answered or not (a stale socket),
+ * and its path one per root. */
+static void test_unix_socket(void)
+{
+	char *sock = util_path_join(tmpdir, "svc.sock");
+	struct kube_config *kc = kube_config_unix(sock, "host1", NULL);
+	char *err = NULL;
+	struct kube_http *h = kube_http_new(kc, &err);
+	T_CHECK(h != NULL && err == NULL);
+	char *url = h ? kube_http_url(h, "/healthz") : NULL;
+	T_CHECK(url && strcmp(url, "http://kvcon-engine/healthz") == 0);
+	free(url);
+	kube_http_free(h);
+	T_CHECK(strcmp(kc->ns, "default") == 0 && strcmp(kc->context, "host1") == 0);
+	/* never a credential or a proxy on the socket */
+	kc->token = xstrdup("secret");
+	h = kube_http_new(kc, &err);
+	T_CHECK(h == NULL && err && strstr(err, "no credential"));
+	free(err);
+	err = NULL;
+	free(kc->token);
+	kc->token = NULL;
+	kc->proxy_url = xstrdup("http://proxy:3128");
+	h = kube_http_new(kc, &err);
+	T_CHECK(h == NULL && err && strstr(err, "no proxy"));
+	free(err);
+	kube_config_free(kc);
+	/* no socket; a stale one (bound, nobody listening); one that answers 200 */
+	T_CHECK(!kube_http_unix_healthy(sock, 1000));
+	int fd = listen_at(sock);
+	T_CHECK(fd >= 0);
+	T_CHECK(!kube_http_unix_healthy(sock, 1000));
+	close(fd);
+	fd = listen_at(sock);
+	T_CHECK(fd >= 0 && listen(fd, 4) == 0);
+	pid_t pid = fork();
+	if (pid == 0) {
+		int c = accept(fd, NULL, NULL);
+		char req[1024];
+		ssize_t n = read(c, req, sizeof req - 1);
+		req[n > 0 ? n : 0] = '\0';
+		const char *ok = strstr(req, "GET /healthz ") ? "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"
+							       : "HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n";
+		if (write(c, ok, strlen(ok)) < 0)
+			_exit(1);
+		_exit(0);
+	}
+	T_CHECK(kube_http_unix_healthy(sock, 5000));
+	int st = 0;
+	waitpid(pid, &st, 0);
+	close(fd);
+	unlink(sock);
+	free(sock);
+	/* one socket per root: the default root and -c of the same URI agree, another URI or state directory not */
+	setenv("XDG_STATE_HOME", tmpdir, 1);
+	setenv("XDG_RUNTIME_DIR", "/run/user/test", 1);
+	unsetenv("KVCON_ENGINE_URI");
+	unsetenv("LIBVIRT_DEFAULT_URI");
+	char *uri = xasprintf("qemu:///embed?root=%s/kvcon/engine", tmpdir);
+	char *other = xstrdup("qemu:///embed?root=/elsewhere");
+	char *dflt = engine_service_socket(NULL, 0), *same = engine_service_socket(&uri, 1),
+	     *diff = engine_service_socket(&other, 1);
+	T_CHECK(strcmp(dflt, same) == 0 && strcmp(dflt, diff) != 0);
+	T_CHECK(util_has_prefix(dflt, "/run/user/test/kvcon/engine-") && strstr(dflt, ".sock"));
+	setenv("XDG_STATE_HOME", "/tmp/another-state", 1);
+	char *state2 = engine_service_socket(&uri, 1);
+	T_CHECK(strcmp(state2, same) != 0);
+	free(dflt);
+	free(same);
+	free(diff);
+	free(state2);
+	free(uri);
+	free(other);
+	/* how kvcon uses a service: the variable first */
+	setenv("XDG_CONFIG_HOME", tmpdir, 1);
+	unsetenv("KVCON_ENGINE_SERVICE");
+	T_CHECK(engine_service_mode() == ENGINE_SERVICE_USE);
+	setenv("KVCON_ENGINE_SERVICE", "off", 1);
+	T_CHECK(engine_service_mode() == ENGINE_SERVICE_OFF);
+	setenv("KVCON_ENGINE_SERVICE", "auto", 1);
+	T_CHECK(engine_service_mode() == ENGINE_SERVICE_AUTO);
+	unsetenv("KVCON_ENGINE_SERVICE");
+}
+
 static void test_parse(void)
 {
 	char *t, *c, *k, *err = NULL;
@@ -564,6 +663,7 @@ int main(void)
 	test_exec();
 	test_exec_bounded();
 	test_http_refusals();
+	test_unix_socket();
 	test_in_cluster();
 	loop_fini();
 	char *cmd = xasprintf("rm -rf '%s'", tmpdir);

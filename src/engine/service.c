@@ -1,0 +1,163 @@
+/* The engine service's well-known socket per root (see service.h). */
+#include "engine/service.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "core/buf.h"
+#include "core/util.h"
+#include "core/xmalloc.h"
+#include "engine/engine.h"
+
+char *engine_service_socket(char *const *uris, int n)
+{
+	/* the root as engine_open resolves it, with the state directory (where the records are) */
+	char *state = util_state_dir();
+	struct buf key;
+	buf_init(&key);
+	buf_printf(&key, "%s\n", state);
+	if (n > 0) {
+		for (int i = 0; i < n; i++)
+			buf_printf(&key, "%s\n", uris[i]);
+	} else {
+		const char *e = getenv("KVCON_ENGINE_URI");
+		if (e == NULL || *e == '\0')
+			e = getenv("LIBVIRT_DEFAULT_URI");
+		if (e && *e)
+			buf_printf(&key, "%s\n", e);
+		else
+			buf_printf(&key, "qemu:///embed?root=%s/engine\n", state);
+	}
+	uint64_t h = 1469598103934665603ULL;
+	for (size_t i = 0; i < key.len; i++)
+		h = (h ^ (unsigned char)key.data[i]) * 1099511628211ULL;
+	buf_free(&key);
+	const char *rt = getenv("XDG_RUNTIME_DIR");
+	char *dir = rt && *rt == '/' ? util_path_join(rt, "kvcon") : xstrdup(state);
+	char *p = xasprintf("%s/engine-%016" PRIx64 ".sock", dir, h);
+	free(dir);
+	free(state);
+	return p;
+}
+
+enum engine_service_mode engine_service_mode(void)
+{
+	char *v = engine_setting("KVCON_ENGINE_SERVICE", "engine.service");
+	enum engine_service_mode m = v && strcmp(v, "off") == 0    ? ENGINE_SERVICE_OFF
+				     : v && strcmp(v, "auto") == 0 ? ENGINE_SERVICE_AUTO
+								   : ENGINE_SERVICE_USE;
+	free(v);
+	return m;
+}
+
+int engine_service_spawn(char *const *uris, int n, const char *sock, int (*probe)(const char *sock),
+			 long timeout_ms, char **err)
+{
+	char exe[4096];
+	ssize_t el = readlink("/proc/self/exe", exe, sizeof exe - 1);
+	if (el <= 0) {
+		*err = xasprintf("cannot find kvcon's own executable: %s", strerror(errno));
+		return -1;
+	}
+	exe[el] = '\0';
+	char *state = util_state_dir();
+	util_mkdir_p(state, 0700);
+	char *slash = strrchr(sock, '/');
+	char *sdir = slash ? xstrndup(sock, (size_t)(slash - sock)) : xstrdup(".");
+	util_mkdir_p(sdir, 0700);
+	free(sdir);
+	char *logp = util_path_join(state, "engine-serve.log");
+	char *pidp = xasprintf("%s.pid", sock);
+	char **argv = xcalloc((size_t)n * 2 + 6, sizeof *argv);
+	int k = 0;
+	argv[k++] = exe;
+	for (int i = 0; i < n; i++) {
+		argv[k++] = (char *)"-c";
+		argv[k++] = uris[i];
+	}
+	argv[k++] = (char *)"engine";
+	argv[k++] = (char *)"serve";
+	argv[k++] = (char *)"--socket";
+	argv[k++] = (char *)sock;
+	fflush(NULL);
+	pid_t pid = fork();
+	if (pid < 0) {
+		*err = xasprintf("fork: %s", strerror(errno));
+		free(argv);
+		free(logp);
+		free(pidp);
+		free(state);
+		return -1;
+	}
+	if (pid == 0) {
+		/* the middle child: a new session, and the service as its child, so that nobody waits for it */
+		setsid();
+		pid_t g = fork();
+		if (g != 0)
+			_exit(g < 0 ? 1 : 0);
+		int in = open("/dev/null", O_RDONLY | O_CLOEXEC);
+		int out = open(logp, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+		if (in >= 0)
+			dup2(in, 0);
+		if (out >= 0) {
+			dup2(out, 1);
+			dup2(out, 2);
+		}
+		for (int fd = 3; fd < 1024; fd++) /* none of the caller's connections or terminal */
+			close(fd);
+		char pidtext[32];
+		int pl = snprintf(pidtext, sizeof pidtext, "%ld\n", (long)getpid());
+		int pf = open(pidp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+		if (pf >= 0) {
+			if (write(pf, pidtext, (size_t)pl) < 0)
+				_exit(1);
+			close(pf);
+		}
+		execv(exe, argv);
+		_exit(127);
+	}
+	int st = 0;
+	waitpid(pid, &st, 0);
+	free(argv);
+	free(state);
+	/* the embedded driver's first open may probe QEMU for a minute: wait for the service's answer */
+	struct timespec t0;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (;;) {
+		if (probe(sock)) {
+			free(logp);
+			free(pidp);
+			return 0;
+		}
+		/* a service that could not start (the root in use, a bad URI) says why in its log */
+		char *pt = util_read_file(pidp, NULL);
+		long spid = pt ? atol(pt) : 0;
+		free(pt);
+		if (spid > 0 && kill((pid_t)spid, 0) < 0 && errno == ESRCH && !probe(sock)) {
+			*err = xasprintf("the engine service started on demand exited (see %s)", logp);
+			free(logp);
+			free(pidp);
+			return -1;
+		}
+		struct timespec now, nap = { 0, 100 * 1000 * 1000 };
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		long ms = (now.tv_sec - t0.tv_sec) * 1000 + (now.tv_nsec - t0.tv_nsec) / 1000000;
+		if (ms > timeout_ms) {
+			*err = xasprintf("the engine service started on demand did not answer on %s within %ld s (see %s)", sock,
+					 timeout_ms / 1000, logp);
+			free(logp);
+			free(pidp);
+			return -1;
+		}
+		nanosleep(&nap, NULL);
+	}
+}

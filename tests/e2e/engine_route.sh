@@ -1,0 +1,152 @@
+#!/bin/bash
+# kvcon beside its engine service (issue 15): while `kvcon engine serve` holds the embedded root, kvcon's own
+# commands on that root (`-c URI` or the default) find the service on the root's well-known socket and go through
+# its API over the unix socket (plain HTTP, no token) instead of being refused: engine apply/get/start/stop/delete,
+# get vm -A, the console and the dashboard, all while the service runs. With routing off they are refused (the
+# failure this fixes); a stale socket (the service killed -9) falls back to the engine in-process.
+. "$(dirname "$0")/engine-lib.bash"
+. "$(dirname "$0")/ui_lib.inc"
+engine_needs "the embedded libvirt driver" qemu-system-x86_64 jq
+engine_setup "$W" || fail "guest build"
+engine_embed_warm || fail "embed-warm"
+export HOME=$W/home XDG_RUNTIME_DIR=$W/run
+mkdir -p "$HOME" "$XDG_RUNTIME_DIR"
+chmod 0700 "$XDG_RUNTIME_DIR"
+SRV=
+stop_srv() {
+	if [ -n "$SRV" ] && kill -TERM "$SRV" 2>/dev/null; then
+		wait "$SRV" 2>/dev/null # our child; one started on demand is not: poll it
+		for _ in $(seq 1 100); do kill -0 "$SRV" 2>/dev/null || break; sleep 0.1; done
+	fi
+	SRV=
+	for f in "$XDG_STATE_HOME"/kvcon/engine/run/qemu/*.pid; do
+		[ -f "$f" ] && kill -9 "$(cat "$f")" 2>/dev/null
+	done
+}
+trap 'stop_srv; ui_cleanup' EXIT
+kvc() { "$KVCON" -c "$URI" "$@"; }
+# vm_status NAME: the VM's printable status as `engine get -o json` says it
+vm_status() { kvc engine get vm "$1" -o json | jq -r '.[0].status // ""'; }
+until_status() {
+	local deadline=$((SECONDS + $3)) s=
+	while [ $SECONDS -lt $deadline ]; do
+		s=$(vm_status "$1")
+		[ "$s" = "$2" ] && return 0
+		sleep 0.5
+	done
+	fail "$1 is '$s', not $2 after $3 s"
+}
+
+step "the service holds the root, on the root's well-known socket"
+"$KVCON" -c "$URI" engine serve >"$W/serve.out" 2>"$W/serve.err" &
+SRV=$!
+deadline=$((SECONDS + 120))
+until grep -q '^engine serving' "$W/serve.out"; do
+	[ $SECONDS -lt $deadline ] && kill -0 "$SRV" 2>/dev/null || fail "serve did not start: $(cat "$W/serve.err")"
+	sleep 0.1
+done
+sock=$(sed -n 's/^socket: //p' "$W/serve.out")
+[[ $sock == "$XDG_RUNTIME_DIR"/kvcon/engine-*.sock ]] || fail "socket $sock is not the root's well-known one"
+[ "$(stat -c %a "$sock")" = 600 ] || fail "socket mode $(stat -c %a "$sock")"
+
+step "engine apply / get through the service (created, unchanged, the table)"
+engine_manifest "$W/always.yaml" always Always 160Mi >/dev/null
+engine_manifest "$W/halted.yaml" halted Halted 160Mi >/dev/null
+out=$(kvc engine apply -f "$W/always.yaml") || fail "apply always: $out"
+[ "$out" = "virtualmachine always created" ] || fail "apply said '$out'"
+out=$(kvc engine apply -f "$W/halted.yaml") || fail "apply halted: $out"
+[ "$out" = "virtualmachine halted created" ] || fail "apply said '$out'"
+out=$(kvc engine apply -f "$W/halted.yaml") || fail "re-apply halted: $out"
+[ "$out" = "virtualmachine halted unchanged" ] || fail "re-apply said '$out'"
+until_status always Running 120
+kvc engine get vm >"$W/get.out" 2>"$W/get.err" || fail "engine get vm: $(cat "$W/get.err")"
+grep -Eq '^default +always .* Running ' "$W/get.out" || fail "engine get vm: $(cat "$W/get.out")"
+grep -Eq '^default +halted .* Stopped ' "$W/get.out" || fail "engine get vm: $(cat "$W/get.out")"
+# the default root (no -c) is the same root: the same socket
+"$KVCON" engine get vm -o name >"$W/getd.out" 2>&1 || fail "engine get (default root): $(cat "$W/getd.out")"
+grep -qx 'vm/always' "$W/getd.out" || fail "engine get (default root): $(cat "$W/getd.out")"
+# an invalid manifest is refused by the service's validator: exit 1, nothing stored
+sed 's/runStrategy: Halted/runStrategy: Sometimes/' "$W/halted.yaml" >"$W/bad.yaml"
+if kvc engine apply -f "$W/bad.yaml" >"$W/bad.out" 2>&1; then fail "invalid manifest accepted: $(cat "$W/bad.out")"; fi
+grep -q 'runStrategy' "$W/bad.out" || fail "refusal does not name the field: $(cat "$W/bad.out")"
+
+step "engine start / stop / delete through the service"
+out=$(kvc engine start halted) || fail "start: $out"
+[ "$out" = "virtualmachine halted started" ] || fail "start said '$out'"
+[ "$(vm_status halted)" = Running ] || fail "halted is $(vm_status halted) after start"
+out=$(kvc engine stop halted --grace-period 2) || fail "stop: $out"
+[ "$out" = "virtualmachine halted stopped" ] || fail "stop said '$out'"
+[ "$(vm_status halted)" = Stopped ] || fail "halted is $(vm_status halted) after stop"
+
+step "kvcon get vm -A, and the console, beside the service"
+kvc get vm -A >"$W/getA.out" 2>"$W/getA.err" || fail "get vm -A: $(cat "$W/getA.err")"
+grep -Eq '^default +always ' "$W/getA.out" || fail "get vm -A: $(cat "$W/getA.out")"
+grep -Eq '^default +halted ' "$W/getA.out" || fail "get vm -A: $(cat "$W/getA.out")"
+kvc describe vm default/always >"$W/desc.out" 2>"$W/desc.err" || fail "describe: $(cat "$W/desc.err")"
+grep -q 'always' "$W/desc.out" || fail "describe: $(head -5 "$W/desc.out")"
+out=$(kvc pause default/always 2>&1) || fail "pause (the top-level verb): $out"
+until_status always Paused 60
+out=$(kvc unpause default/always 2>&1) || fail "unpause: $out"
+until_status always Running 60
+kv_start_env "XDG_RUNTIME_DIR=$XDG_RUNTIME_DIR HOME=$HOME KVCON_ENGINE_IMAGES=$KVCON_ENGINE_IMAGES" -c "$URI" console default/always
+deadline=$((SECONDS + 60))
+until screen | grep -q 'ROUTE-42'; do
+	keys -l 'echo ROUTE-$((6*7))'
+	keys Enter
+	[ $SECONDS -lt $deadline ] || fail "the guest's answer did not come through the console"
+	for _ in 1 2 3 4 5 6 7 8 9 10; do screen | grep -q 'ROUTE-42' && break; sleep 0.3; done
+done
+keys C-]
+deadline=$((SECONDS + 20))
+while ! grep -q KVCON_EXIT "$W/exit" 2>/dev/null && [ $SECONDS -lt $deadline ]; do sleep 0.1; done
+grep -q 'KVCON_EXIT=0' "$W/exit" || fail "console exit: $(cat "$W/exit" 2>/dev/null)"
+
+# the scripted console (engine console --send/--expect) through the service's console WebSocket
+kvc engine console always --send 'echo ROUTE-$((7*7))' --expect 'ROUTE-49' --timeout 60 >"$W/econ.out" 2>&1 ||
+	fail "engine console through the service: $(tail -c 400 "$W/econ.out")"
+
+step "the dashboard beside the service"
+: >"$W/exit"
+kv_start_env "XDG_RUNTIME_DIR=$XDG_RUNTIME_DIR HOME=$HOME KVCON_ENGINE_IMAGES=$KVCON_ENGINE_IMAGES" -c "$URI" -A
+wait_for ' always +Running +True' 60
+wait_for ' halted +Stopped ' 10
+grep -q 'the engine service answers on .*going through it' "$W/kvcon.log" || fail "the dashboard did not use the service"
+out=$(kvc engine start halted) || fail "start beside the dashboard: $out"
+wait_for ' halted +Running +True' 60
+cmd q
+deadline=$((SECONDS + 20))
+while ! grep -q KVCON_EXIT "$W/exit" 2>/dev/null && [ $SECONDS -lt $deadline ]; do sleep 0.1; done
+grep -q 'KVCON_EXIT=0' "$W/exit" || fail "dashboard exit: $(cat "$W/exit")"
+out=$(kvc engine delete halted --grace-period 1) || fail "delete: $out"
+[ "$out" = "virtualmachine halted deleted" ] || fail "delete said '$out'"
+kvc engine get vm -o name >"$W/get2.out" 2>&1 || fail "get after delete: $(cat "$W/get2.out")"
+! grep -q 'halted' "$W/get2.out" || fail "halted still listed: $(cat "$W/get2.out")"
+
+step "without the service's route the same command is refused (the failure routing fixes)"
+if KVCON_ENGINE_SERVICE=off timeout 20 "$KVCON" -c "$URI" engine get vm >"$W/off.out" 2>&1; then
+	fail "the embedded root opened in-process while the service holds it: $(cat "$W/off.out")"
+fi
+echo "   refused without the route: $(head -c 300 "$W/off.out")"
+
+step "a stale socket (the service killed -9): the engine in-process again"
+kill -9 "$SRV"
+wait "$SRV" 2>/dev/null
+SRV=
+[ -S "$sock" ] || fail "the killed service's socket is gone (nothing stale to test)"
+kvc engine get vm >"$W/stale.out" 2>"$W/stale.err" || fail "get with a stale socket: $(cat "$W/stale.err")"
+grep -Eq '^default +always .* Running ' "$W/stale.out" || fail "in-process get: $(cat "$W/stale.out")"
+
+step "engine.service = auto: the first command starts a service, the next ones go through it"
+KVCON_ENGINE_SERVICE=auto kvc engine get vm -o name >"$W/auto.out" 2>&1 || fail "auto: $(cat "$W/auto.out")"
+grep -qx 'vm/always' "$W/auto.out" || fail "auto get: $(cat "$W/auto.out")"
+[ -f "$sock.pid" ] || fail "no pid file for the service started on demand"
+SRV=$(cat "$sock.pid")
+kill -0 "$SRV" 2>/dev/null || fail "the service started on demand is not running"
+tr '\0' ' ' <"/proc/$SRV/cmdline" | grep -q 'engine serve --socket' || fail "pid $SRV: $(tr '\0' ' ' <"/proc/$SRV/cmdline")"
+[ "$(stat -c %a "$sock")" = 600 ] || fail "socket mode $(stat -c %a "$sock")"
+out=$(kvc engine stop always) || fail "stop through the service started on demand: $out"
+[ "$out" = "virtualmachine always stopped" ] || fail "stop said '$out'"
+if KVCON_ENGINE_SERVICE=off timeout 20 "$KVCON" -c "$URI" engine get vm >"$W/off2.out" 2>&1; then
+	fail "the root opened in-process beside the service started on demand: $(cat "$W/off2.out")"
+fi
+echo "PASS engine_route"
