@@ -399,16 +399,17 @@ static const struct col_pick event_get[] = {
 
 #define N(a) (sizeof(a) / sizeof((a)[0]))
 
-static const struct column_table tables[OBJ_KIND_COUNT] = {
-	[OBJ_VM] = { OBJ_VM, vm_cols, N(vm_cols), VM_NAME, vm_get, N(vm_get), VM_NS },
-	[OBJ_VMI] = { OBJ_VMI, vmi_cols, N(vmi_cols), VMI_NAME, vmi_get, N(vmi_get), VMI_NS },
-	[OBJ_POD] = { OBJ_POD, pod_cols, N(pod_cols), POD_NAME, pod_get, N(pod_get), POD_NS },
-	[OBJ_EVENT] = { OBJ_EVENT, event_cols, N(event_cols), EV_LAST, event_get, N(event_get), EV_NS },
-};
+const struct column_table columns_vm = { OBJ_VM, vm_cols, N(vm_cols), VM_NAME, vm_get, N(vm_get), VM_NS };
+const struct column_table columns_vmi = { OBJ_VMI, vmi_cols, N(vmi_cols), VMI_NAME, vmi_get, N(vmi_get), VMI_NS };
+const struct column_table columns_pod = { OBJ_POD, pod_cols, N(pod_cols), POD_NAME, pod_get, N(pod_get), POD_NS };
+const struct column_table columns_event = { OBJ_EVENT, event_cols, N(event_cols), EV_LAST, event_get, N(event_get), EV_NS };
 
 const struct column_table *columns_table(enum obj_kind kind)
 {
-	return (unsigned)kind < OBJ_KIND_COUNT ? &tables[kind] : NULL;
+	static const struct column_table *const tables[OBJ_KIND_COUNT] = {
+		[OBJ_VM] = &columns_vm, [OBJ_VMI] = &columns_vmi, [OBJ_POD] = &columns_pod, [OBJ_EVENT] = &columns_event,
+	};
+	return (unsigned)kind < OBJ_KIND_COUNT ? tables[kind] : NULL;
 }
 
 /* ---- kubectl's plain table ---- */

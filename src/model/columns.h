@@ -65,6 +65,8 @@ struct column_table {
 	size_t ns_col;             /* the NAMESPACE column */
 };
 
+extern const struct column_table columns_vm, columns_vmi, columns_pod, columns_event;
+
 /* The table of a kind (OBJ_VM..OBJ_EVENT). */
 const struct column_table *columns_table(enum obj_kind kind);
 
