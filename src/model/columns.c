@@ -242,8 +242,8 @@ static enum col_tone c_pod_vmi(const struct col_ctx *c, const struct obj *o, cha
 	put(b, n, vmi ? vmi->name : POD(o)->vm_name);
 	return COL_TONE_NONE;
 }
-/* kubectl's STATUS: Terminating, else the first container's waiting/terminated reason, else the pod's reason,
- * else its phase. */
+/* kubectl's STATUS: Terminating, else the first container's waiting/terminated reason (an init container that
+ * completed with exit code 0 says nothing), else the pod's reason, else its phase. */
 static const char *pod_status(const struct obj *o)
 {
 	const struct pod *p = POD(o);
@@ -251,6 +251,8 @@ static const char *pod_status(const struct obj *o)
 		return "Terminating";
 	for (int i = 0; i < p->ncontainers; i++) {
 		const struct container_status *c = &p->containers[i];
+		if (c->init && c->state && strcmp(c->state, "terminated") == 0 && c->exit_code == 0)
+			continue;
 		if (c->reason && *c->reason && c->state && strcmp(c->state, "running") != 0)
 			return c->reason;
 	}
