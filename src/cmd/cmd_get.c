@@ -575,51 +575,40 @@ static struct json_object *str_cell(const char *s)
 	return j;
 }
 
-static const char *cond_text(const struct cond *c, int n, const char *type)
+/* The text of the kind's column titled title (model/columns.c), <none> where kubectl prints it. */
+static struct json_object *model_cell(const struct obj *o, const char *title, int64_t now)
 {
-	const struct cond *x = cond_find(c, n, type);
-	return x ? x->status : "False";
+	const struct column *c = columns_find(columns_table(o->kind), title);
+	struct col_ctx cx = { .st = NULL, .now = now };
+	char b[1024] = "";
+	if (c)
+		c->cell(&cx, o, b, sizeof b);
+	return str_cell(b[0] == '\0' && c && (c->flags & COL_NONE) ? "<none>" : b);
 }
 
-/* KubeVirt's table cells of an engine object (every column, the wide ones too), as the API server prints them. */
+/* KubeVirt's table cells of an engine object (every column, the wide ones too), as the API server prints them:
+ * the texts of the kinds' column tables. */
 static struct json_object *engine_cells(const struct obj *o, int64_t now)
 {
+	static const char *const vm[] = { "NAME", "AGE", "STATUS", "READY", NULL };
+	static const char *const vmi[] = { "NAME", "AGE", "PHASE", "IP", "NODENAME", "READY", "LIVE-MIGRATABLE", "PAUSED", NULL };
+	static const char *const pod[] = { "NAME", "READY", "STATUS", "RESTARTS", "AGE", "IP", "NODE", NULL };
+	const char *const *titles = o->kind == OBJ_VM ? vm : o->kind == OBJ_VMI ? vmi : pod;
 	struct json_object *c = json_object_new_array();
-	char age[32];
-	util_human_duration(now - o->created, age, sizeof age);
-	if (o->kind == OBJ_VM) {
-		const struct vm *v = (const struct vm *)o;
-		json_object_array_add(c, str_cell(o->name));
-		json_object_array_add(c, json_object_new_string(age));
-		json_object_array_add(c, str_cell(v->printable_status));
-		json_object_array_add(c, json_object_new_string(cond_text(v->conds, v->nconds, "Ready")));
-	} else if (o->kind == OBJ_VMI) {
-		const struct vmi *v = (const struct vmi *)o;
-		json_object_array_add(c, str_cell(o->name));
-		json_object_array_add(c, json_object_new_string(age));
-		json_object_array_add(c, str_cell(v->phase));
-		json_object_array_add(c, str_cell(v->ip));
-		json_object_array_add(c, str_cell(v->node));
-		json_object_array_add(c, json_object_new_string(cond_text(v->conds, v->nconds, "Ready")));
-		json_object_array_add(c, json_object_new_string(cond_text(v->conds, v->nconds, "LiveMigratable")));
-		const struct cond *pz = cond_find(v->conds, v->nconds, "Paused");
-		json_object_array_add(c, json_object_new_string(pz ? pz->status : ""));
-	} else {
-		const struct pod *p = (const struct pod *)o;
-		int restarts = 0;
-		for (int i = 0; i < p->ncontainers; i++)
-			restarts += p->containers[i].restarts;
-		char ready[32];
-		snprintf(ready, sizeof ready, "%d/%d", p->ready_containers, p->spec_containers);
-		json_object_array_add(c, str_cell(o->name));
-		json_object_array_add(c, json_object_new_string(ready));
-		json_object_array_add(c, str_cell(p->phase));
-		json_object_array_add(c, json_object_new_int(restarts));
-		json_object_array_add(c, json_object_new_string(age));
-		json_object_array_add(c, str_cell(p->ip && *p->ip ? p->ip : "<none>"));
-		json_object_array_add(c, str_cell(p->node && *p->node ? p->node : "<none>"));
-		json_object_array_add(c, json_object_new_string("<none>"));
+	for (size_t i = 0; titles[i]; i++) {
+		if (o->kind == OBJ_POD && strcmp(titles[i], "RESTARTS") == 0) {
+			/* a number in the server's Table */
+			const struct pod *p = (const struct pod *)o;
+			int restarts = 0;
+			for (int k = 0; k < p->ncontainers; k++)
+				restarts += p->containers[k].restarts;
+			json_object_array_add(c, json_object_new_int(restarts));
+		} else {
+			json_object_array_add(c, model_cell(o, titles[i], now));
+		}
 	}
+	if (o->kind == OBJ_POD)
+		json_object_array_add(c, json_object_new_string("<none>")); /* NOMINATED NODE */
 	return c;
 }
 

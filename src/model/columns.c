@@ -414,6 +414,14 @@ const struct column_table *columns_table(enum obj_kind kind)
 	return (unsigned)kind < OBJ_KIND_COUNT ? tables[kind] : NULL;
 }
 
+const struct column *columns_find(const struct column_table *t, const char *title)
+{
+	for (size_t i = 0; t && i < t->ncols; i++)
+		if (strcmp(t->cols[i].title, title) == 0)
+			return &t->cols[i];
+	return NULL;
+}
+
 /* ---- kubectl's plain table ---- */
 
 #define CELL_MAX 1024

@@ -70,6 +70,9 @@ extern const struct column_table columns_vm, columns_vmi, columns_pod, columns_e
 /* The table of a kind (OBJ_VM..OBJ_EVENT). */
 const struct column_table *columns_table(enum obj_kind kind);
 
+/* The column titled title (its first), or NULL. */
+const struct column *columns_find(const struct column_table *t, const char *title);
+
 struct columns_print_opts {
 	bool wide;    /* -o wide: the wide columns too */
 	bool all_ns;  /* -A: NAMESPACE first */

@@ -125,6 +125,9 @@ static void test_headers(void)
 				T_CHECK(t->cols[a].sort_key == 0 || t->cols[a].sort_key != t->cols[b].sort_key);
 	}
 	T_CHECK(columns_table(OBJ_KIND_COUNT) == NULL);
+	const struct column *lm = columns_find(columns_table(OBJ_VMI), "LIVE-MIGRATABLE");
+	T_CHECK(lm != NULL && strcmp(lm->title, "LIVE-MIGRATABLE") == 0);
+	T_CHECK(columns_find(columns_table(OBJ_VM), "NOSUCH") == NULL);
 }
 
 static void test_vm_vmi(void)
