@@ -36,6 +36,7 @@
 #include "kube/http.h"
 #include "kube/kconsole.h"
 #include "kube/kube.h"
+#include "model/columns.h"
 #include "model/source.h"
 #include "model/store.h"
 
@@ -431,14 +432,6 @@ static void esc(char *out, size_t len, const char *s)
 	util_escape_display_n(s ? s : "", s ? strlen(s) : 0, out, len);
 }
 
-static void age(char *out, size_t len, int64_t t)
-{
-	if (t == 0)
-		snprintf(out, len, "<unknown>");
-	else
-		util_human_duration(util_wall_s() - t, out, len);
-}
-
 /* -o json: the rows of each kind, after kind and source (null for unset strings) */
 static const struct ejson_field obj_rows[] = {
 	{ "namespace", EJ_STRN, offsetof(struct obj, ns), NULL },
@@ -591,69 +584,6 @@ static void vmi_net_json(json_object *j, const struct vmi *v)
 	json_object_object_add(j, "ports", ps);
 }
 
-static void print_row(enum obj_kind k, const struct obj *o, bool wide)
-{
-	char n[128], ns[64], a[16], f1[64], f2[64], f3[64], msg[512];
-	esc(n, sizeof n, o->name);
-	esc(ns, sizeof ns, o->ns);
-	age(a, sizeof a, o->created);
-	switch (k) {
-	case OBJ_VM: {
-		const struct vm *v = (const struct vm *)o;
-		esc(f1, sizeof f1, v->printable_status);
-		esc(f2, sizeof f2, v->run_strategy);
-		printf("%-12s %-24s %-8s %-18s %-6s %s\n", ns, n, a, f1, v->ready ? "True" : "False", f2);
-		break;
-	}
-	case OBJ_VMI: {
-		const struct vmi *v = (const struct vmi *)o;
-		const struct cond *r = cond_find(v->conds, v->nconds, "Ready");
-		esc(f1, sizeof f1, v->phase);
-		esc(f2, sizeof f2, v->node);
-		printf("%-12s %-24s %-8s %-10s %-16s %-6s", ns, n, a, f1, f2, r ? r->status : "");
-		if (wide) {
-			esc(f3, sizeof f3, v->ip ? v->ip : "<none>");
-			printf(" %s %-15s%s", o->uid, f3, v->software_emulation ? "  TCG" : "");
-		}
-		printf("\n");
-		break;
-	}
-	case OBJ_POD: {
-		const struct pod *p = (const struct pod *)o;
-		esc(f1, sizeof f1, p->phase);
-		esc(f2, sizeof f2, p->node);
-		printf("%-12s %-34s %-10s %-16s %-8d %-8s", ns, n, f1, f2, p->pid, a);
-		if (wide) {
-			esc(f3, sizeof f3, p->vmi_uid);
-			printf(" %s", f3);
-		}
-		printf("\n");
-		break;
-	}
-	case OBJ_EVENT: {
-		const struct event *e = (const struct event *)o;
-		age(a, sizeof a, e->last);
-		esc(f1, sizeof f1, e->type);
-		esc(f2, sizeof f2, e->reason);
-		esc(msg, sizeof msg, e->message);
-		char inv[160];
-		esc(n, sizeof n, e->inv_name);
-		snprintf(inv, sizeof inv, "%s/%s", strcmp(e->inv_kind, "VirtualMachine") == 0 ? "vm" : "vmi", n);
-		printf("%-8s %-8s %-16s %-28s %s\n", a, f1, f2, inv, msg);
-		break;
-	}
-	case OBJ_KIND_COUNT:
-		break;
-	}
-}
-
-static const char *const headers[] = {
-	[OBJ_VM] = "NAMESPACE    NAME                     AGE      STATUS             READY  RUNSTRATEGY",
-	[OBJ_VMI] = "NAMESPACE    NAME                     AGE      PHASE      NODENAME         READY",
-	[OBJ_POD] = "NAMESPACE    NAME                               PHASE      NODE             PID      AGE",
-	[OBJ_EVENT] = "LAST     TYPE     REASON           OBJECT                       MESSAGE",
-};
-
 static int cmd_engine_get(int argc, char **argv)
 {
 	enum obj_kind kind = OBJ_VM;
@@ -732,13 +662,14 @@ static int cmd_engine_get(int argc, char **argv)
 	} else {
 		if (nall == 0)
 			log_eprintf("No resources found in %s namespace.\n", all_ns ? "any" : C.ns);
-		else
-			printf("%s%s\n", headers[kind],
-			       strcmp(out, "wide") == 0 && kind == OBJ_VMI   ? "  UID                                  IP"
-			       : strcmp(out, "wide") == 0 && kind == OBJ_POD ? " VMI"
-									     : "");
-		for (size_t i = 0; i < nall; i++)
-			print_row(kind, all[i], strcmp(out, "wide") == 0);
+		/* the kind's columns (model/columns.c), as `kvcon get` and kubectl print them */
+		struct columns_print_opts po = { .wide = strcmp(out, "wide") == 0, .all_ns = all_ns, .header = nall > 0 };
+		struct col_ctx cc = { .st = C.st, .now = util_wall_s() };
+		struct buf b;
+		buf_init(&b);
+		columns_print(columns_table(kind), (const struct obj *const *)all, nall, &po, &cc, &b);
+		fwrite(b.data, 1, b.len, stdout);
+		buf_free(&b);
 	}
 	free(all);
 	return close_engine(rc, 0);

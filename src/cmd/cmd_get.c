@@ -1,5 +1,5 @@
-/* kvcon get: kubectl-like listing from the store. Columns are tables of (header, width rule, cell function) per
- * kind; every cell from the cluster is escaped before it reaches the terminal. */
+/* kvcon get: kubectl-like listing from the store. The columns are the kind's table (model/columns.c), shared
+ * with the dashboard; every cell from the cluster is escaped before it reaches the terminal. */
 #include "cmd/cmd_get.h"
 
 #include <json.h>
@@ -19,6 +19,7 @@
 #include "engine/engine.h"
 #include "kube/kget.h"
 #include "kube/kube.h"
+#include "model/columns.h"
 #include "model/objjson.h"
 #include "model/source.h"
 #include "model/store.h"
@@ -42,16 +43,6 @@ struct get_ctx {
 	int64_t now;
 };
 
-/* --- cells ------------------------------------------------------------------------------------------- */
-
-typedef void (*cell_fn)(const struct get_ctx *g, const struct obj *o, struct buf *out);
-
-struct column {
-	const char *title;
-	bool wide_only;
-	cell_fn cell;
-};
-
 static void put(struct buf *out, const char *s)
 {
 	char *e = util_escape_display(s && *s ? s : "<none>");
@@ -59,240 +50,19 @@ static void put(struct buf *out, const char *s)
 	free(e);
 }
 
-static void c_ns(const struct get_ctx *g, const struct obj *o, struct buf *out)
-{
-	(void)g;
-	put(out, o->ns);
-}
-
-static void c_name(const struct get_ctx *g, const struct obj *o, struct buf *out)
-{
-	(void)g;
-	put(out, o->name);
-}
-
-static void age(const struct get_ctx *g, int64_t t, struct buf *out)
-{
-	if (t <= 0) {
-		buf_add_str(out, "<unknown>");
-		return;
-	}
-	char tmp[32];
-	util_human_duration(g->now - t, tmp, sizeof tmp);
-	buf_add_str(out, tmp);
-}
-
-static void c_age(const struct get_ctx *g, const struct obj *o, struct buf *out)
-{
-	age(g, o->created, out);
-}
-
-static void cond_status(const struct cond *c, int n, const char *type, struct buf *out)
-{
-	const struct cond *x = cond_find(c, n, type);
-	/* kubectl prints an empty cell for a missing JSONPath value */
-	if (x && x->status)
-		put(out, x->status);
-}
-
-static void c_vm_status(const struct get_ctx *g, const struct obj *o, struct buf *out)
-{
-	(void)g;
-	const struct vm *v = (const struct vm *)o;
-	if (v->printable_status)
-		put(out, v->printable_status);
-}
-
-static void c_vm_ready(const struct get_ctx *g, const struct obj *o, struct buf *out)
-{
-	(void)g;
-	const struct vm *v = (const struct vm *)o;
-	cond_status(v->conds, v->nconds, "Ready", out);
-}
-
-static void c_vm_strategy(const struct get_ctx *g, const struct obj *o, struct buf *out)
-{
-	(void)g;
-	put(out, ((const struct vm *)o)->run_strategy);
-}
-
-static void c_vmi_phase(const struct get_ctx *g, const struct obj *o, struct buf *out)
-{
-	(void)g;
-	const struct vmi *v = (const struct vmi *)o;
-	if (v->phase && *v->phase)
-		put(out, v->phase);
-}
-
-static void c_vmi_ip(const struct get_ctx *g, const struct obj *o, struct buf *out)
-{
-	(void)g;
-	const struct vmi *v = (const struct vmi *)o;
-	if (v->ip && *v->ip)
-		put(out, v->ip);
-}
-
-static void c_vmi_node(const struct get_ctx *g, const struct obj *o, struct buf *out)
-{
-	(void)g;
-	const struct vmi *v = (const struct vmi *)o;
-	if (v->node && *v->node)
-		put(out, v->node);
-}
-
-static void c_vmi_ready(const struct get_ctx *g, const struct obj *o, struct buf *out)
-{
-	(void)g;
-	const struct vmi *v = (const struct vmi *)o;
-	cond_status(v->conds, v->nconds, "Ready", out);
-}
-
-static void c_vmi_migratable(const struct get_ctx *g, const struct obj *o, struct buf *out)
-{
-	(void)g;
-	const struct vmi *v = (const struct vmi *)o;
-	cond_status(v->conds, v->nconds, "LiveMigratable", out);
-}
-
-static void c_vmi_paused(const struct get_ctx *g, const struct obj *o, struct buf *out)
-{
-	(void)g;
-	const struct vmi *v = (const struct vmi *)o;
-	cond_status(v->conds, v->nconds, "Paused", out);
-}
-
-static void c_pod_ready(const struct get_ctx *g, const struct obj *o, struct buf *out)
-{
-	(void)g;
-	const struct pod *p = (const struct pod *)o;
-	int total = p->spec_containers;
-	if (total == 0)
-		for (int i = 0; i < p->ncontainers; i++)
-			total += !p->containers[i].init;
-	buf_printf(out, "%d/%d", p->ready_containers, total);
-}
-
-/* kubectl's STATUS: Terminating, else the first container's waiting/terminated reason, else the pod's. */
-static void c_pod_status(const struct get_ctx *g, const struct obj *o, struct buf *out)
-{
-	(void)g;
-	const struct pod *p = (const struct pod *)o;
-	const char *s = p->reason && *p->reason ? p->reason : p->phase;
-	for (int i = 0; i < p->ncontainers; i++) {
-		const struct container_status *c = &p->containers[i];
-		if (c->reason && *c->reason && c->state && strcmp(c->state, "running") != 0) {
-			s = c->reason;
-			break;
-		}
-	}
-	if (o->deleted)
-		s = "Terminating";
-	put(out, s);
-}
-
-static void c_pod_restarts(const struct get_ctx *g, const struct obj *o, struct buf *out)
-{
-	(void)g;
-	buf_printf(out, "%d", ((const struct pod *)o)->restarts);
-}
-
-static void c_pod_vmi(const struct get_ctx *g, const struct obj *o, struct buf *out)
-{
-	const struct pod *p = (const struct pod *)o;
-	const struct obj *vmi = p->vmi_uid[0] ? store_get(g->st, g->src, OBJ_VMI, p->vmi_uid) : NULL;
-	put(out, vmi ? vmi->name : p->vm_name);
-}
-
-static void c_pod_ip(const struct get_ctx *g, const struct obj *o, struct buf *out)
-{
-	(void)g;
-	put(out, ((const struct pod *)o)->ip);
-}
-
-static void c_pod_node(const struct get_ctx *g, const struct obj *o, struct buf *out)
-{
-	(void)g;
-	put(out, ((const struct pod *)o)->node);
-}
-
-static void c_ev_last(const struct get_ctx *g, const struct obj *o, struct buf *out)
-{
-	const struct event *e = (const struct event *)o;
-	age(g, e->last ? e->last : o->created, out);
-}
-
-static void c_ev_type(const struct get_ctx *g, const struct obj *o, struct buf *out)
-{
-	(void)g;
-	put(out, ((const struct event *)o)->type);
-}
-
-static void c_ev_reason(const struct get_ctx *g, const struct obj *o, struct buf *out)
-{
-	(void)g;
-	put(out, ((const struct event *)o)->reason);
-}
-
-static void c_ev_object(const struct get_ctx *g, const struct obj *o, struct buf *out)
-{
-	(void)g;
-	const struct event *e = (const struct event *)o;
-	char *k = xstrdup(e->inv_kind ? e->inv_kind : "");
-	for (char *p = k; *p; p++)
-		if (*p >= 'A' && *p <= 'Z')
-			*p = (char)(*p - 'A' + 'a');
-	char *s = xasprintf("%s/%s", k, e->inv_name ? e->inv_name : "");
-	put(out, s);
-	free(s);
-	free(k);
-}
-
-static void c_ev_message(const struct get_ctx *g, const struct obj *o, struct buf *out)
-{
-	(void)g;
-	put(out, ((const struct event *)o)->message);
-}
-
-static void c_ev_count(const struct get_ctx *g, const struct obj *o, struct buf *out)
-{
-	(void)g;
-	buf_printf(out, "%d", ((const struct event *)o)->count);
-}
-
-static const struct column vm_cols[] = {
-	{ "NAME", false, c_name },	     { "AGE", false, c_age },	       { "STATUS", false, c_vm_status },
-	{ "READY", false, c_vm_ready },	     { "RUNSTRATEGY", true, c_vm_strategy }, { NULL, false, NULL },
-};
-static const struct column vmi_cols[] = {
-	{ "NAME", false, c_name },	       { "AGE", false, c_age },		 { "PHASE", false, c_vmi_phase },
-	{ "IP", false, c_vmi_ip },	       { "NODENAME", false, c_vmi_node }, { "READY", false, c_vmi_ready },
-	{ "LIVE-MIGRATABLE", true, c_vmi_migratable }, { "PAUSED", true, c_vmi_paused }, { NULL, false, NULL },
-};
-static const struct column pod_cols[] = {
-	{ "NAME", false, c_name },	      { "READY", false, c_pod_ready }, { "STATUS", false, c_pod_status },
-	{ "RESTARTS", false, c_pod_restarts }, { "AGE", false, c_age },	{ "VMI", false, c_pod_vmi },
-	{ "IP", true, c_pod_ip },	      { "NODE", true, c_pod_node },	{ NULL, false, NULL },
-};
-static const struct column ev_cols[] = {
-	{ "LAST SEEN", false, c_ev_last }, { "TYPE", false, c_ev_type },	 { "REASON", false, c_ev_reason },
-	{ "OBJECT", false, c_ev_object },  { "COUNT", true, c_ev_count },	 { "NAME", true, c_name },
-	{ "MESSAGE", false, c_ev_message }, { NULL, false, NULL },
-};
-
 static const struct kind_info {
 	const char *const *aliases;
-	const struct column *cols;
 	const char *name_prefix; /* -o name, as kubectl prints it */
 } kinds[OBJ_KIND_COUNT] = {
 	[OBJ_VM] = { (const char *const[]){ "vm", "vms", "virtualmachine", "virtualmachines",
 					     "virtualmachine.kubevirt.io", "virtualmachines.kubevirt.io", NULL },
-		     vm_cols, "virtualmachine.kubevirt.io/" },
+		     "virtualmachine.kubevirt.io/" },
 	[OBJ_VMI] = { (const char *const[]){ "vmi", "vmis", "virtualmachineinstance", "virtualmachineinstances",
 					      "virtualmachineinstance.kubevirt.io", "virtualmachineinstances.kubevirt.io",
 					      NULL },
-		      vmi_cols, "virtualmachineinstance.kubevirt.io/" },
-	[OBJ_POD] = { (const char *const[]){ "pod", "pods", "po", NULL }, pod_cols, "pod/" },
-	[OBJ_EVENT] = { (const char *const[]){ "event", "events", "ev", NULL }, ev_cols, "event/" },
+		      "virtualmachineinstance.kubevirt.io/" },
+	[OBJ_POD] = { (const char *const[]){ "pod", "pods", "po", NULL }, "pod/" },
+	[OBJ_EVENT] = { (const char *const[]){ "event", "events", "ev", NULL }, "event/" },
 };
 
 /* --- output ------------------------------------------------------------------------------------------ */
@@ -304,63 +74,16 @@ static int cmp_obj(const void *a, const void *b)
 	return c ? c : strcmp(x->name, y->name);
 }
 
-/* Rows as cells, then padded to the widest cell per column (kubectl's tabwriter, 3 spaces apart). */
+/* The kind's columns (model/columns.c), as kubectl prints a table. */
 static void print_table(struct get_ctx *g, struct obj **objs, size_t n, bool header)
 {
-	const struct column *cols = kinds[g->kind].cols;
-	int ncols = 0;
-	const struct column *use[16];
-	for (const struct column *c = cols; c->title; c++)
-		if (!c->wide_only || g->fmt == OUT_WIDE)
-			use[ncols++] = c;
-	int total = ncols + (g->all_ns ? 1 : 0);
-	size_t rows = n + (header ? 1 : 0);
-	char **cells = xcalloc(rows * (size_t)total, sizeof *cells);
-	size_t *width = xcalloc((size_t)total, sizeof *width);
+	struct columns_print_opts po = { .wide = g->fmt == OUT_WIDE, .all_ns = g->all_ns, .header = header };
+	struct col_ctx c = { .st = g->st, .now = g->now };
 	struct buf b;
 	buf_init(&b);
-	for (size_t r = 0; r < rows; r++) {
-		const struct obj *o = header ? (r ? objs[r - 1] : NULL) : objs[r];
-		for (int c = 0; c < total; c++) {
-			buf_reset(&b);
-			bool nscol = g->all_ns && c == 0;
-			const struct column *col = nscol ? NULL : use[c - (g->all_ns ? 1 : 0)];
-			if (o == NULL)
-				buf_add_str(&b, nscol ? "NAMESPACE" : col->title);
-			else if (nscol)
-				c_ns(g, o, &b);
-			else
-				col->cell(g, o, &b);
-			cells[r * (size_t)total + (size_t)c] = xstrdup(b.data ? b.data : "");
-			size_t w = 0;
-			for (const unsigned char *p = (const unsigned char *)cells[r * (size_t)total + (size_t)c]; *p; p++)
-				w += (*p & 0xc0) != 0x80; /* code points, close enough for alignment */
-			if (w > width[c])
-				width[c] = w;
-		}
-	}
-	for (size_t r = 0; r < rows; r++) {
-		buf_reset(&b);
-		for (int c = 0; c < total; c++) {
-			const char *s = cells[r * (size_t)total + (size_t)c];
-			buf_add_str(&b, s);
-			if (c + 1 < total) {
-				size_t w = 0;
-				for (const unsigned char *p = (const unsigned char *)s; *p; p++)
-					w += (*p & 0xc0) != 0x80;
-				for (size_t k = w; k < width[c] + 3; k++)
-					buf_add_char(&b, ' ');
-			}
-			free(cells[r * (size_t)total + (size_t)c]);
-		}
-		while (b.len > 0 && b.data[b.len - 1] == ' ')
-			b.data[--b.len] = '\0';
-		buf_add_char(&b, '\n');
-		fwrite(b.data, 1, b.len, stdout);
-	}
+	columns_print(columns_table(g->kind), (const struct obj *const *)objs, n, &po, &c, &b);
+	fwrite(b.data, 1, b.len, stdout);
 	buf_free(&b);
-	free(cells);
-	free(width);
 }
 
 static void jadd_str(struct json_object *j, const char *k, const char *v)
@@ -852,51 +575,40 @@ static struct json_object *str_cell(const char *s)
 	return j;
 }
 
-static const char *cond_text(const struct cond *c, int n, const char *type)
+/* The text of the kind's column titled title (model/columns.c), <none> where kubectl prints it. */
+static struct json_object *model_cell(const struct obj *o, const char *title, int64_t now)
 {
-	const struct cond *x = cond_find(c, n, type);
-	return x ? x->status : "False";
+	const struct column *c = columns_find(columns_table(o->kind), title);
+	struct col_ctx cx = { .st = NULL, .now = now };
+	char b[1024] = "";
+	if (c)
+		c->cell(&cx, o, b, sizeof b);
+	return str_cell(b[0] == '\0' && c && (c->flags & COL_NONE) ? "<none>" : b);
 }
 
-/* KubeVirt's table cells of an engine object (every column, the wide ones too), as the API server prints them. */
+/* KubeVirt's table cells of an engine object (every column, the wide ones too), as the API server prints them:
+ * the texts of the kinds' column tables. */
 static struct json_object *engine_cells(const struct obj *o, int64_t now)
 {
+	static const char *const vm[] = { "NAME", "AGE", "STATUS", "READY", NULL };
+	static const char *const vmi[] = { "NAME", "AGE", "PHASE", "IP", "NODENAME", "READY", "LIVE-MIGRATABLE", "PAUSED", NULL };
+	static const char *const pod[] = { "NAME", "READY", "STATUS", "RESTARTS", "AGE", "IP", "NODE", NULL };
+	const char *const *titles = o->kind == OBJ_VM ? vm : o->kind == OBJ_VMI ? vmi : pod;
 	struct json_object *c = json_object_new_array();
-	char age[32];
-	util_human_duration(now - o->created, age, sizeof age);
-	if (o->kind == OBJ_VM) {
-		const struct vm *v = (const struct vm *)o;
-		json_object_array_add(c, str_cell(o->name));
-		json_object_array_add(c, json_object_new_string(age));
-		json_object_array_add(c, str_cell(v->printable_status));
-		json_object_array_add(c, json_object_new_string(cond_text(v->conds, v->nconds, "Ready")));
-	} else if (o->kind == OBJ_VMI) {
-		const struct vmi *v = (const struct vmi *)o;
-		json_object_array_add(c, str_cell(o->name));
-		json_object_array_add(c, json_object_new_string(age));
-		json_object_array_add(c, str_cell(v->phase));
-		json_object_array_add(c, str_cell(v->ip));
-		json_object_array_add(c, str_cell(v->node));
-		json_object_array_add(c, json_object_new_string(cond_text(v->conds, v->nconds, "Ready")));
-		json_object_array_add(c, json_object_new_string(cond_text(v->conds, v->nconds, "LiveMigratable")));
-		const struct cond *pz = cond_find(v->conds, v->nconds, "Paused");
-		json_object_array_add(c, json_object_new_string(pz ? pz->status : ""));
-	} else {
-		const struct pod *p = (const struct pod *)o;
-		int restarts = 0;
-		for (int i = 0; i < p->ncontainers; i++)
-			restarts += p->containers[i].restarts;
-		char ready[32];
-		snprintf(ready, sizeof ready, "%d/%d", p->ready_containers, p->spec_containers);
-		json_object_array_add(c, str_cell(o->name));
-		json_object_array_add(c, json_object_new_string(ready));
-		json_object_array_add(c, str_cell(p->phase));
-		json_object_array_add(c, json_object_new_int(restarts));
-		json_object_array_add(c, json_object_new_string(age));
-		json_object_array_add(c, str_cell(p->ip && *p->ip ? p->ip : "<none>"));
-		json_object_array_add(c, str_cell(p->node && *p->node ? p->node : "<none>"));
-		json_object_array_add(c, json_object_new_string("<none>"));
+	for (size_t i = 0; titles[i]; i++) {
+		if (o->kind == OBJ_POD && strcmp(titles[i], "RESTARTS") == 0) {
+			/* a number in the server's Table */
+			const struct pod *p = (const struct pod *)o;
+			int restarts = 0;
+			for (int k = 0; k < p->ncontainers; k++)
+				restarts += p->containers[k].restarts;
+			json_object_array_add(c, json_object_new_int(restarts));
+		} else {
+			json_object_array_add(c, model_cell(o, titles[i], now));
+		}
 	}
+	if (o->kind == OBJ_POD)
+		json_object_array_add(c, json_object_new_string("<none>")); /* NOMINATED NODE */
 	return c;
 }
 

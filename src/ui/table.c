@@ -204,9 +204,36 @@ bool table_filter_match(const struct table_filter *f, const struct obj *o, const
 	return hit != f->negate;
 }
 
+/* ---- cells ---- */
+
+/* A cell's text (model/columns.c) and its colour from the tone. */
+static void cell_draw(const struct column *col, const struct store *st, const struct obj *o, char *buf, size_t len,
+		      int *attr)
+{
+	struct col_ctx c = { .st = st, .now = util_wall_s() };
+	buf[0] = '\0';
+	switch (col->cell(&c, o, buf, len)) {
+	case COL_TONE_STATUS: {
+		char word[32];
+		size_t n = strcspn(buf, " ");
+		snprintf(word, sizeof word, "%.*s", (int)(n < sizeof word ? n : sizeof word - 1), buf);
+		*attr = theme_status_attr(word);
+		break;
+	}
+	case COL_TONE_WAIT:
+		*attr = theme_attr(THEME_WAIT);
+		break;
+	case COL_TONE_BAD:
+		*attr = theme_attr(THEME_BAD);
+		break;
+	case COL_TONE_NONE:
+		break;
+	}
+}
+
 /* ---- layout ---- */
 
-int table_layout(const struct table_col *cols, size_t ncols, const bool *shown, char *const *cells, size_t nrows,
+int table_layout(const struct column *cols, size_t ncols, const bool *shown, char *const *cells, size_t nrows,
 		 int width, int sort_col, int *w)
 {
 	int total = 0, nshown = 0;
@@ -253,25 +280,25 @@ int table_layout(const struct table_col *cols, size_t ncols, const bool *shown, 
 
 static struct {
 	const struct store *st;
-	const struct table_col *col;
+	const struct column *col;
 	bool desc;
-	const struct table_col *name_col;
+	const struct column *name_col;
 } sort_ctx;
 
-static int cmp_text(const struct table_col *col, const struct obj *a, const struct obj *b)
+static int cmp_text(const struct column *col, const struct obj *a, const struct obj *b)
 {
 	char ba[CELL_MAX], bb[CELL_MAX];
 	int attr = 0;
-	col->cell(sort_ctx.st, a, ba, sizeof ba, &attr);
-	col->cell(sort_ctx.st, b, bb, sizeof bb, &attr);
+	cell_draw(col, sort_ctx.st, a, ba, sizeof ba, &attr);
+	cell_draw(col, sort_ctx.st, b, bb, sizeof bb, &attr);
 	return strcmp(ba, bb);
 }
 
 static int cmp_rows(const void *pa, const void *pb)
 {
 	const struct obj *a = *(struct obj *const *)pa, *b = *(struct obj *const *)pb;
-	const struct table_col *col = sort_ctx.col;
-	int r = col->cmp ? col->cmp(sort_ctx.st, a, b) : cmp_text(col, a, b);
+	const struct column *col = sort_ctx.col;
+	int r = col->cmp ? col->cmp(a, b) : cmp_text(col, a, b);
 	if (sort_ctx.desc)
 		r = -r;
 	if (r == 0) { /* stable, predictable order for ties: namespace, name, source */
@@ -289,9 +316,11 @@ static void row_text(const struct table_spec *spec, const struct store *st, cons
 {
 	size_t off = 0;
 	buf[0] = '\0';
-	for (size_t c = 0; c < spec->ncols && off + 2 < len; c++) {
+	for (size_t c = 0; c < spec->tab->ncols && off + 2 < len; c++) {
 		int attr = 0;
-		spec->cols[c].cell(st, o, buf + off, len - off, &attr);
+		if (spec->tab->cols[c].flags & COL_GET_ONLY)
+			continue;
+		cell_draw(&spec->tab->cols[c], st, o, buf + off, len - off, &attr);
 		off += strlen(buf + off);
 		if (off + 1 < len)
 			buf[off++] = ' ';
@@ -355,7 +384,7 @@ static void rebuild(struct tview *t)
 		}
 	}
 	sort_ctx.st = st;
-	sort_ctx.col = &t->spec->cols[t->sort_col];
+	sort_ctx.col = &t->spec->tab->cols[t->sort_col];
 	sort_ctx.desc = t->desc;
 	if (t->n > 1)
 		qsort(t->rows, t->n, sizeof *t->rows, cmp_rows);
@@ -408,9 +437,9 @@ static bool keeps_place(struct tview *t, const struct obj *old, const struct obj
 {
 	if (t->filt.active || t->filt.text || t->stale)
 		return false;
-	const struct table_col *col = &t->spec->cols[t->sort_col];
+	const struct column *col = &t->spec->tab->cols[t->sort_col];
 	sort_ctx.st = ui_store();
-	return (col->cmp ? col->cmp(sort_ctx.st, old, new_) : cmp_text(col, old, new_)) == 0;
+	return (col->cmp ? col->cmp(old, new_) : cmp_text(col, old, new_)) == 0;
 }
 
 static void store_changed(struct view *v, enum obj_kind kind, const struct obj *old, const struct obj *new_)
@@ -425,7 +454,7 @@ static void store_changed(struct view *v, enum obj_kind kind, const struct obj *
 				mc_put(&t->mc, store_find(ui_store(), o->src, t->spec->kind, o->ns, o->name), MC_UNKNOWN);
 			else
 				t->mc.full = true;
-			if (t->filt.text || t->spec->cols[t->sort_col].joined)
+			if (t->filt.text || (t->spec->tab->cols[t->sort_col].flags & COL_JOINED))
 				t->stale = true; /* the row may now match the filter, or no longer, or move */
 			view_dirty(v);
 		}
@@ -472,11 +501,13 @@ static void store_changed(struct view *v, enum obj_kind kind, const struct obj *
 
 /* ---- drawing ---- */
 
-static bool col_shown(const struct table_col *c)
+static bool col_shown(const struct column *c)
 {
-	if (c->visibility == TABLE_COL_ALL_NS)
+	if (c->flags & COL_GET_ONLY)
+		return false;
+	if (c->flags & COL_ALL_NS)
 		return ui_namespace() == NULL;
-	if (c->visibility == TABLE_COL_MULTI_SOURCE)
+	if (c->flags & COL_MULTI_SOURCE)
 		return sources_live_count() > 1;
 	return true;
 }
@@ -558,7 +589,7 @@ static void draw(struct view *v, const struct region *r)
 	if (t->top + (size_t)rows_h > t->n)
 		t->top = t->n > (size_t)rows_h ? t->n - (size_t)rows_h : 0;
 	size_t nvis = t->n - t->top < (size_t)rows_h ? t->n - t->top : (size_t)rows_h;
-	size_t nc = spec->ncols;
+	size_t nc = spec->tab->ncols;
 	bool shown[32];
 	int w[32];
 	char *cells[nvis * nc + 1];
@@ -566,18 +597,18 @@ static void draw(struct view *v, const struct region *r)
 	char *store_buf = xmalloc((nvis * nc + 1) * CELL_MAX);
 	const struct store *st = ui_store();
 	for (size_t c = 0; c < nc && c < 32; c++)
-		shown[c] = col_shown(&spec->cols[c]);
+		shown[c] = col_shown(&spec->tab->cols[c]);
 	for (size_t i = 0; i < nvis; i++) {
 		for (size_t c = 0; c < nc; c++) {
 			char *b = store_buf + (i * nc + c) * CELL_MAX;
 			attrs[i * nc + c] = 0;
 			b[0] = '\0';
 			if (shown[c])
-				spec->cols[c].cell(st, t->rows[t->top + i], b, CELL_MAX, &attrs[i * nc + c]);
+				cell_draw(&spec->tab->cols[c], st, t->rows[t->top + i], b, CELL_MAX, &attrs[i * nc + c]);
 			cells[i * nc + c] = b;
 		}
 	}
-	table_layout(spec->cols, nc, shown, cells, nvis, r->w - 2, t->sort_col, w);
+	table_layout(spec->tab->cols, nc, shown, cells, nvis, r->w - 2, t->sort_col, w);
 	/* header */
 	int hattr = theme_attr(THEME_TABLE_HEADER);
 	draw_fill(r->y + 1, r->x, r->w, theme_attr(THEME_NORMAL));
@@ -587,8 +618,8 @@ static void draw(struct view *v, const struct region *r)
 			continue;
 		char head[64];
 		const char *arrow = (int)c == t->sort_col ? (t->desc ? "↓" : "↑") : "";
-		snprintf(head, sizeof head, "%s%s", spec->cols[c].title, arrow);
-		draw_cell(r->y + 1, x, w[c], hattr, head, spec->cols[c].right);
+		snprintf(head, sizeof head, "%s%s", spec->tab->cols[c].title, arrow);
+		draw_cell(r->y + 1, x, w[c], hattr, head, spec->tab->cols[c].right);
 		x += w[c] + 2;
 	}
 	uint64_t next_flash_end = 0;
@@ -611,7 +642,7 @@ static void draw(struct view *v, const struct region *r)
 				continue;
 			int a = attrs[(size_t)i * nc + c];
 			draw_cell(y, x, w[c], selected || flash || !a ? rowattr : a, cells[(size_t)i * nc + c],
-				  spec->cols[c].right);
+				  spec->tab->cols[c].right);
 			x += w[c] + 2;
 		}
 	}
@@ -780,8 +811,8 @@ static enum view_result key(struct view *v, int k)
 		return VIEW_DONE;
 	}
 	if (k >= 'A' && k <= 'Z') {
-		for (size_t c = 0; c < t->spec->ncols; c++) {
-			if (t->spec->cols[c].sort_key != k || !col_shown(&t->spec->cols[c]))
+		for (size_t c = 0; c < t->spec->tab->ncols; c++) {
+			if (t->spec->tab->cols[c].sort_key != k || !col_shown(&t->spec->tab->cols[c]))
 				continue;
 			if (t->sort_col == (int)c)
 				t->desc = !t->desc;
@@ -874,7 +905,7 @@ struct view *table_view_new(const struct table_spec *spec)
 {
 	struct tview *t = xcalloc(1, sizeof *t);
 	t->spec = spec;
-	t->sort_col = spec->default_sort;
+	t->sort_col = spec->tab->default_sort;
 	t->desc = spec->default_desc;
 	t->stale = true;
 	t->built_ns = "";

@@ -8,6 +8,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "model/columns.h"
 #include "model/obj.h"
 #include "ui/view.h"
 
@@ -16,30 +17,11 @@ struct store;
 #define TABLE_RESORT_HZ 4
 #define TABLE_FLASH_MS 1500
 
-struct table_col {
-	const char *title;
-	int minw, maxw;
-	bool right;
-	int sort_key;      /* shift+letter that sorts by this column ('N'), 0: none */
-	int visibility;    /* TABLE_COL_* */
-	/* Formats the cell; *attr may be set (status colours). */
-	void (*cell)(const struct store *st, const struct obj *o, char *buf, size_t len, int *attr);
-	/* Orders two rows by this column; NULL compares the cell text. */
-	int (*cmp)(const struct store *st, const struct obj *a, const struct obj *b);
-	/* The cell reads an object of another kind (the spec's also: the VM list's VMI columns): a change of that
-	 * kind re-sorts rows sorted by it. */
-	bool joined;
-};
-
-enum { TABLE_COL_ALWAYS, TABLE_COL_ALL_NS /* only when every namespace is shown */, TABLE_COL_MULTI_SOURCE };
-
 struct table_spec {
 	const char *name;     /* "vm": the `:` command */
 	const char *title;    /* "VirtualMachines" */
 	enum obj_kind kind;
-	const struct table_col *cols;
-	size_t ncols;
-	int default_sort;     /* column index */
+	const struct column_table *tab; /* the kind's columns (model/columns.h); tab->default_sort first */
 	bool default_desc;
 	uint32_t also;        /* 1 << kind of other kinds whose changes alter cells (the VM list shows VMI fields) */
 	/* The state fields whose change makes a row flash (returns true when they differ). */
@@ -86,7 +68,7 @@ bool table_filter_match(const struct table_filter *f, const struct obj *o, const
 
 /* Column widths for a frame: fills w[ncols] (0 = hidden) so that they fit into width, from the header and the
  * given cell texts (cells[row * ncols + col]); the sorted column gets room for its arrow. Returns the total. */
-int table_layout(const struct table_col *cols, size_t ncols, const bool *shown, char *const *cells, size_t nrows,
+int table_layout(const struct column *cols, size_t ncols, const bool *shown, char *const *cells, size_t nrows,
 		 int width, int sort_col, int *w);
 
 #endif

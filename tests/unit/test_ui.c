@@ -262,11 +262,10 @@ static void test_filter(void)
 
 static void test_layout(void)
 {
-	static void (*const nocell)(const struct store *, const struct obj *, char *, size_t, int *) = NULL;
-	struct table_col cols[3] = {
-		{ "NAME", 4, 20, false, 'N', TABLE_COL_ALWAYS, nocell, NULL, false },
-		{ "STATUS", 6, 10, false, 0, TABLE_COL_ALWAYS, nocell, NULL, false },
-		{ "AGE", 3, 6, true, 0, TABLE_COL_ALWAYS, nocell, NULL, false },
+	struct column cols[3] = {
+		{ "NAME", 4, 20, false, 'N', 0, NULL, NULL },
+		{ "STATUS", 6, 10, false, 0, 0, NULL, NULL },
+		{ "AGE", 3, 6, true, 0, 0, NULL, NULL },
 	};
 	bool shown[3] = { true, true, true };
 	char *cells[6] = { "a-very-long-vm-name-indeed-yes", "Running", "5d", "short", "ErrorUnschedulable", "10s" };

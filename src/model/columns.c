@@ -1,0 +1,484 @@
+/* The column tables of the VM, VMI, launcher pod and event kinds (model/columns.h) and kubectl's plain table
+ * printer over them. Where the dashboard and `get` used to disagree, the text is kubectl's or KubeVirt's
+ * printer column's. */
+#include "model/columns.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/util.h"
+#include "core/xmalloc.h"
+#include "model/source.h"
+#include "model/store.h"
+
+#define VM(o) ((const struct vm *)(o))
+#define VMI(o) ((const struct vmi *)(o))
+#define POD(o) ((const struct pod *)(o))
+#define EV(o) ((const struct event *)(o))
+
+static void put(char *buf, size_t len, const char *s)
+{
+	snprintf(buf, len, "%s", s ? s : "");
+}
+
+static void age(const struct col_ctx *c, int64_t t, char *buf, size_t len)
+{
+	if (t <= 0) {
+		put(buf, len, "<unknown>");
+		return;
+	}
+	int64_t d = c->now - t;
+	util_human_duration(d < 0 ? 0 : d, buf, len);
+}
+
+static int cmp_str(const char *a, const char *b)
+{
+	return strcmp(a ? a : "", b ? b : "");
+}
+
+static int cmp_i64(int64_t a, int64_t b)
+{
+	return a < b ? -1 : a > b;
+}
+
+/* ---- every kind ---- */
+
+static enum col_tone c_ns(const struct col_ctx *c, const struct obj *o, char *b, size_t n)
+{
+	(void)c;
+	put(b, n, o->ns);
+	return COL_TONE_NONE;
+}
+static int s_ns(const struct obj *x, const struct obj *y)
+{
+	return strcmp(x->ns, y->ns);
+}
+static enum col_tone c_name(const struct col_ctx *c, const struct obj *o, char *b, size_t n)
+{
+	(void)c;
+	put(b, n, o->name);
+	return COL_TONE_NONE;
+}
+static int s_name(const struct obj *x, const struct obj *y)
+{
+	int r = strcmp(x->name, y->name);
+	return r ? r : strcmp(x->ns, y->ns);
+}
+static enum col_tone c_source(const struct col_ctx *c, const struct obj *o, char *b, size_t n)
+{
+	(void)c;
+	put(b, n, o->src ? o->src->name : "");
+	return COL_TONE_NONE;
+}
+static enum col_tone c_age(const struct col_ctx *c, const struct obj *o, char *b, size_t n)
+{
+	age(c, o->created, b, n);
+	return COL_TONE_NONE;
+}
+static int s_age(const struct obj *x, const struct obj *y)
+{
+	return cmp_i64(y->created, x->created); /* youngest first */
+}
+
+/* A condition's status, empty without the condition (KubeVirt's printer columns read them by JSONPath). */
+static enum col_tone cond_cell(const struct cond *c, int nc, const char *type, char *b, size_t n)
+{
+	const struct cond *x = cond_find(c, nc, type);
+	put(b, n, x ? x->status : "");
+	return x && x->status ? COL_TONE_STATUS : COL_TONE_NONE;
+}
+
+/* ---- VMs ---- */
+
+static const struct vmi *vm_vmi(const struct col_ctx *c, const struct obj *o)
+{
+	return c->st ? (const struct vmi *)store_find(c->st, o->src, OBJ_VMI, o->ns, o->name) : NULL;
+}
+
+static enum col_tone c_vm_status(const struct col_ctx *c, const struct obj *o, char *b, size_t n)
+{
+	(void)c;
+	put(b, n, VM(o)->printable_status);
+	return COL_TONE_STATUS;
+}
+static int s_vm_status(const struct obj *x, const struct obj *y)
+{
+	return cmp_str(VM(x)->printable_status, VM(y)->printable_status);
+}
+static enum col_tone c_vm_ready(const struct col_ctx *c, const struct obj *o, char *b, size_t n)
+{
+	(void)c;
+	return cond_cell(VM(o)->conds, VM(o)->nconds, "Ready", b, n);
+}
+static enum col_tone c_vm_rs(const struct col_ctx *c, const struct obj *o, char *b, size_t n)
+{
+	(void)c;
+	put(b, n, VM(o)->run_strategy);
+	return COL_TONE_NONE;
+}
+static enum col_tone c_vm_vmiphase(const struct col_ctx *c, const struct obj *o, char *b, size_t n)
+{
+	const struct vmi *v = vm_vmi(c, o);
+	put(b, n, v ? v->phase : "");
+	return v ? COL_TONE_STATUS : COL_TONE_NONE;
+}
+static enum col_tone c_vm_node(const struct col_ctx *c, const struct obj *o, char *b, size_t n)
+{
+	const struct vmi *v = vm_vmi(c, o);
+	put(b, n, v ? v->node : "");
+	return COL_TONE_NONE;
+}
+static enum col_tone c_vm_ip(const struct col_ctx *c, const struct obj *o, char *b, size_t n)
+{
+	const struct vmi *v = vm_vmi(c, o);
+	put(b, n, v ? v->ip : "");
+	return COL_TONE_NONE;
+}
+
+enum { VM_NS, VM_NAME, VM_SOURCE, VM_STATUS, VM_READY, VM_RS, VM_VMIPHASE, VM_NODE, VM_IP, VM_AGE };
+
+static const struct column vm_cols[] = {
+	[VM_NS] = { "NAMESPACE", 9, 24, false, 'P', COL_ALL_NS, c_ns, s_ns },
+	[VM_NAME] = { "NAME", 4, 48, false, 'N', 0, c_name, s_name },
+	[VM_SOURCE] = { "SOURCE", 6, 20, false, 0, COL_MULTI_SOURCE, c_source, NULL },
+	[VM_STATUS] = { "STATUS", 8, 24, false, 'U', 0, c_vm_status, s_vm_status },
+	[VM_READY] = { "READY", 5, 7, false, 'R', 0, c_vm_ready, NULL },
+	[VM_RS] = { "RUNSTRATEGY", 11, 14, false, 'T', COL_NONE, c_vm_rs, NULL },
+	[VM_VMIPHASE] = { "VMI PHASE", 9, 14, false, 0, COL_JOINED, c_vm_vmiphase, NULL },
+	[VM_NODE] = { "NODE", 4, 24, false, 'O', COL_JOINED, c_vm_node, NULL },
+	[VM_IP] = { "IP", 2, 39, false, 'I', COL_JOINED, c_vm_ip, NULL },
+	[VM_AGE] = { "AGE", 3, 8, true, 'A', 0, c_age, s_age },
+};
+
+/* KubeVirt's VirtualMachine printer columns */
+static const struct col_pick vm_get[] = {
+	{ VM_NAME, false }, { VM_AGE, false }, { VM_STATUS, false }, { VM_READY, false }, { VM_RS, true },
+};
+
+/* ---- VMIs ---- */
+
+static enum col_tone c_vmi_phase(const struct col_ctx *c, const struct obj *o, char *b, size_t n)
+{
+	(void)c;
+	put(b, n, VMI(o)->phase);
+	return COL_TONE_STATUS;
+}
+static int s_vmi_phase(const struct obj *x, const struct obj *y)
+{
+	return cmp_str(VMI(x)->phase, VMI(y)->phase);
+}
+static enum col_tone c_vmi_ip(const struct col_ctx *c, const struct obj *o, char *b, size_t n)
+{
+	(void)c;
+	put(b, n, VMI(o)->ip);
+	return COL_TONE_NONE;
+}
+static enum col_tone c_vmi_node(const struct col_ctx *c, const struct obj *o, char *b, size_t n)
+{
+	(void)c;
+	put(b, n, VMI(o)->node);
+	return COL_TONE_NONE;
+}
+static enum col_tone c_vmi_ready(const struct col_ctx *c, const struct obj *o, char *b, size_t n)
+{
+	(void)c;
+	return cond_cell(VMI(o)->conds, VMI(o)->nconds, "Ready", b, n);
+}
+static enum col_tone c_vmi_lm(const struct col_ctx *c, const struct obj *o, char *b, size_t n)
+{
+	(void)c;
+	return cond_cell(VMI(o)->conds, VMI(o)->nconds, "LiveMigratable", b, n);
+}
+static enum col_tone c_vmi_paused(const struct col_ctx *c, const struct obj *o, char *b, size_t n)
+{
+	(void)c;
+	return cond_cell(VMI(o)->conds, VMI(o)->nconds, "Paused", b, n);
+}
+static enum col_tone c_vmi_mig(const struct col_ctx *c, const struct obj *o, char *b, size_t n)
+{
+	(void)c;
+	const struct migration_state *m = vmi_mig(VMI(o));
+	if (!m->present) {
+		put(b, n, "");
+		return COL_TONE_NONE;
+	}
+	const char *state = m->failed ? "Failed" : m->completed ? "Succeeded" : "Running";
+	const char *src = m->source_node ? m->source_node : "", *dst = m->target_node ? m->target_node : "";
+	if (!m->completed && !m->failed && m->progress_pct >= 0)
+		snprintf(b, n, "%s %d%% %s->%s", state, m->progress_pct, src, dst);
+	else
+		snprintf(b, n, "%s %s->%s", state, src, dst);
+	return COL_TONE_STATUS;
+}
+
+enum { VMI_NS, VMI_NAME, VMI_SOURCE, VMI_AGE, VMI_PHASE, VMI_IP, VMI_NODE, VMI_READY, VMI_LM, VMI_PAUSED, VMI_MIG };
+
+static const struct column vmi_cols[] = {
+	[VMI_NS] = { "NAMESPACE", 9, 24, false, 'P', COL_ALL_NS, c_ns, s_ns },
+	[VMI_NAME] = { "NAME", 4, 48, false, 'N', 0, c_name, s_name },
+	[VMI_SOURCE] = { "SOURCE", 6, 20, false, 0, COL_MULTI_SOURCE, c_source, NULL },
+	[VMI_AGE] = { "AGE", 3, 8, true, 'A', 0, c_age, s_age },
+	[VMI_PHASE] = { "PHASE", 5, 14, false, 'U', 0, c_vmi_phase, s_vmi_phase },
+	[VMI_IP] = { "IP", 2, 39, false, 'I', 0, c_vmi_ip, NULL },
+	[VMI_NODE] = { "NODENAME", 8, 24, false, 'O', 0, c_vmi_node, NULL },
+	[VMI_READY] = { "READY", 5, 7, false, 'R', 0, c_vmi_ready, NULL },
+	[VMI_LM] = { "LIVE-MIGRATABLE", 15, 15, false, 0, 0, c_vmi_lm, NULL },
+	[VMI_PAUSED] = { "PAUSED", 6, 6, false, 0, 0, c_vmi_paused, NULL },
+	[VMI_MIG] = { "MIGRATION", 9, 40, false, 0, 0, c_vmi_mig, NULL },
+};
+
+/* KubeVirt's VirtualMachineInstance printer columns */
+static const struct col_pick vmi_get[] = {
+	{ VMI_NAME, false }, { VMI_AGE, false }, { VMI_PHASE, false }, { VMI_IP, false },
+	{ VMI_NODE, false }, { VMI_READY, false }, { VMI_LM, true },   { VMI_PAUSED, true },
+};
+
+/* ---- launcher pods ---- */
+
+static enum col_tone c_pod_vmi(const struct col_ctx *c, const struct obj *o, char *b, size_t n)
+{
+	const struct obj *vmi = c->st && POD(o)->vmi_uid[0] ? store_get(c->st, o->src, OBJ_VMI, POD(o)->vmi_uid) : NULL;
+	put(b, n, vmi ? vmi->name : POD(o)->vm_name);
+	return COL_TONE_NONE;
+}
+/* kubectl's STATUS: Terminating, else the first container's waiting/terminated reason (an init container that
+ * completed with exit code 0 says nothing), else the pod's reason, else its phase. */
+static const char *pod_status(const struct obj *o)
+{
+	const struct pod *p = POD(o);
+	if (o->deleted)
+		return "Terminating";
+	for (int i = 0; i < p->ncontainers; i++) {
+		const struct container_status *c = &p->containers[i];
+		if (c->init && c->state && strcmp(c->state, "terminated") == 0 && c->exit_code == 0)
+			continue;
+		if (c->reason && *c->reason && c->state && strcmp(c->state, "running") != 0)
+			return c->reason;
+	}
+	return p->reason && *p->reason ? p->reason : p->phase;
+}
+static enum col_tone c_pod_status(const struct col_ctx *c, const struct obj *o, char *b, size_t n)
+{
+	(void)c;
+	put(b, n, pod_status(o));
+	return COL_TONE_STATUS;
+}
+static int s_pod_status(const struct obj *x, const struct obj *y)
+{
+	return cmp_str(pod_status(x), pod_status(y));
+}
+/* ready/total as kubectl: total is the spec's containers (the statuses' non-init ones when unknown) */
+static enum col_tone c_pod_ready(const struct col_ctx *c, const struct obj *o, char *b, size_t n)
+{
+	(void)c;
+	const struct pod *p = POD(o);
+	int total = p->spec_containers;
+	if (total == 0)
+		for (int i = 0; i < p->ncontainers; i++)
+			total += !p->containers[i].init;
+	snprintf(b, n, "%d/%d", p->ready_containers, total);
+	return COL_TONE_NONE;
+}
+static enum col_tone c_pod_restarts(const struct col_ctx *c, const struct obj *o, char *b, size_t n)
+{
+	(void)c;
+	snprintf(b, n, "%d", POD(o)->restarts);
+	return POD(o)->restarts > 0 ? COL_TONE_WAIT : COL_TONE_NONE;
+}
+static int s_pod_restarts(const struct obj *x, const struct obj *y)
+{
+	return POD(y)->restarts - POD(x)->restarts;
+}
+static enum col_tone c_pod_node(const struct col_ctx *c, const struct obj *o, char *b, size_t n)
+{
+	(void)c;
+	put(b, n, POD(o)->node);
+	return COL_TONE_NONE;
+}
+static enum col_tone c_pod_ip(const struct col_ctx *c, const struct obj *o, char *b, size_t n)
+{
+	(void)c;
+	put(b, n, POD(o)->ip);
+	return COL_TONE_NONE;
+}
+
+enum { POD_NS, POD_NAME, POD_SOURCE, POD_VMI, POD_STATUS, POD_READY, POD_RESTARTS, POD_NODE, POD_AGE, POD_IP };
+
+static const struct column pod_cols[] = {
+	[POD_NS] = { "NAMESPACE", 9, 24, false, 'P', COL_ALL_NS, c_ns, s_ns },
+	[POD_NAME] = { "NAME", 4, 56, false, 'N', 0, c_name, s_name },
+	[POD_SOURCE] = { "SOURCE", 6, 20, false, 0, COL_MULTI_SOURCE, c_source, NULL },
+	[POD_VMI] = { "VMI", 3, 40, false, 'I', COL_JOINED | COL_NONE, c_pod_vmi, NULL },
+	[POD_STATUS] = { "STATUS", 6, 20, false, 'U', COL_NONE, c_pod_status, s_pod_status },
+	[POD_READY] = { "READY", 5, 7, false, 0, 0, c_pod_ready, NULL },
+	[POD_RESTARTS] = { "RESTARTS", 8, 8, true, 'R', 0, c_pod_restarts, s_pod_restarts },
+	[POD_NODE] = { "NODE", 4, 24, false, 'O', COL_NONE, c_pod_node, NULL },
+	[POD_AGE] = { "AGE", 3, 8, true, 'A', 0, c_age, s_age },
+	[POD_IP] = { "IP", 2, 39, false, 0, COL_GET_ONLY | COL_NONE, c_pod_ip, NULL },
+};
+
+/* kubectl's pod columns, then the VMI the launcher runs */
+static const struct col_pick pod_get[] = {
+	{ POD_NAME, false }, { POD_READY, false }, { POD_STATUS, false }, { POD_RESTARTS, false },
+	{ POD_AGE, false },  { POD_VMI, false },   { POD_IP, true },	      { POD_NODE, true },
+};
+
+/* ---- events ---- */
+
+/* kubectl's LAST SEEN: lastTimestamp, else firstTimestamp (else the creation) */
+static int64_t ev_last(const struct obj *o)
+{
+	return EV(o)->last ? EV(o)->last : EV(o)->first ? EV(o)->first : o->created;
+}
+static enum col_tone c_ev_last(const struct col_ctx *c, const struct obj *o, char *b, size_t n)
+{
+	age(c, ev_last(o), b, n);
+	return COL_TONE_NONE;
+}
+static int s_ev_last(const struct obj *x, const struct obj *y)
+{
+	return cmp_i64(ev_last(y), ev_last(x)); /* newest first */
+}
+static enum col_tone c_ev_type(const struct col_ctx *c, const struct obj *o, char *b, size_t n)
+{
+	(void)c;
+	put(b, n, EV(o)->type);
+	return COL_TONE_STATUS;
+}
+static enum col_tone c_ev_reason(const struct col_ctx *c, const struct obj *o, char *b, size_t n)
+{
+	(void)c;
+	put(b, n, EV(o)->reason);
+	return EV(o)->type && strcmp(EV(o)->type, "Warning") == 0 ? COL_TONE_BAD : COL_TONE_NONE;
+}
+/* kubectl's OBJECT: the lower-cased kind, a slash, the name */
+static enum col_tone c_ev_object(const struct col_ctx *c, const struct obj *o, char *b, size_t n)
+{
+	(void)c;
+	snprintf(b, n, "%s/%s", EV(o)->inv_kind ? EV(o)->inv_kind : "", EV(o)->inv_name ? EV(o)->inv_name : "");
+	for (char *p = b; *p && *p != '/'; p++)
+		if (*p >= 'A' && *p <= 'Z')
+			*p = (char)(*p - 'A' + 'a');
+	return COL_TONE_NONE;
+}
+static enum col_tone c_ev_message(const struct col_ctx *c, const struct obj *o, char *b, size_t n)
+{
+	(void)c;
+	put(b, n, EV(o)->message);
+	return COL_TONE_NONE;
+}
+static enum col_tone c_ev_count(const struct col_ctx *c, const struct obj *o, char *b, size_t n)
+{
+	(void)c;
+	snprintf(b, n, "%d", EV(o)->count);
+	return COL_TONE_NONE;
+}
+static int s_ev_count(const struct obj *x, const struct obj *y)
+{
+	return EV(y)->count - EV(x)->count;
+}
+
+enum { EV_NS, EV_SOURCE, EV_LAST, EV_TYPE, EV_REASON, EV_OBJECT, EV_MESSAGE, EV_COUNT, EV_NAME };
+
+static const struct column event_cols[] = {
+	[EV_NS] = { "NAMESPACE", 9, 24, false, 'P', COL_ALL_NS, c_ns, s_ns },
+	[EV_SOURCE] = { "SOURCE", 6, 20, false, 0, COL_MULTI_SOURCE, c_source, NULL },
+	[EV_LAST] = { "LAST SEEN", 9, 9, true, 'A', 0, c_ev_last, s_ev_last },
+	[EV_TYPE] = { "TYPE", 7, 7, false, 'T', COL_NONE, c_ev_type, NULL },
+	[EV_REASON] = { "REASON", 6, 28, false, 'E', COL_NONE, c_ev_reason, NULL },
+	[EV_OBJECT] = { "OBJECT", 6, 48, false, 'N', 0, c_ev_object, NULL },
+	[EV_MESSAGE] = { "MESSAGE", 7, 200, false, 0, COL_NONE, c_ev_message, NULL },
+	[EV_COUNT] = { "COUNT", 5, 6, true, 'C', 0, c_ev_count, s_ev_count },
+	[EV_NAME] = { "NAME", 4, 48, false, 0, COL_GET_ONLY, c_name, s_name },
+};
+
+/* kubectl's event columns */
+static const struct col_pick event_get[] = {
+	{ EV_LAST, false },   { EV_TYPE, false }, { EV_REASON, false },  { EV_OBJECT, false },
+	{ EV_COUNT, true },   { EV_NAME, true },  { EV_MESSAGE, false },
+};
+
+#define N(a) (sizeof(a) / sizeof((a)[0]))
+
+const struct column_table columns_vm = { OBJ_VM, vm_cols, N(vm_cols), VM_NAME, vm_get, N(vm_get), VM_NS };
+const struct column_table columns_vmi = { OBJ_VMI, vmi_cols, N(vmi_cols), VMI_NAME, vmi_get, N(vmi_get), VMI_NS };
+const struct column_table columns_pod = { OBJ_POD, pod_cols, N(pod_cols), POD_NAME, pod_get, N(pod_get), POD_NS };
+const struct column_table columns_event = { OBJ_EVENT, event_cols, N(event_cols), EV_LAST, event_get, N(event_get), EV_NS };
+
+const struct column_table *columns_table(enum obj_kind kind)
+{
+	static const struct column_table *const tables[OBJ_KIND_COUNT] = {
+		[OBJ_VM] = &columns_vm, [OBJ_VMI] = &columns_vmi, [OBJ_POD] = &columns_pod, [OBJ_EVENT] = &columns_event,
+	};
+	return (unsigned)kind < OBJ_KIND_COUNT ? tables[kind] : NULL;
+}
+
+const struct column *columns_find(const struct column_table *t, const char *title)
+{
+	for (size_t i = 0; t && i < t->ncols; i++)
+		if (strcmp(t->cols[i].title, title) == 0)
+			return &t->cols[i];
+	return NULL;
+}
+
+/* ---- kubectl's plain table ---- */
+
+#define CELL_MAX 1024
+
+static size_t width_of(const char *s)
+{
+	size_t w = 0;
+	for (const unsigned char *p = (const unsigned char *)s; *p; p++)
+		w += (*p & 0xc0) != 0x80; /* code points, close enough for alignment */
+	return w;
+}
+
+void columns_print(const struct column_table *t, const struct obj *const *objs, size_t n,
+		   const struct columns_print_opts *po, const struct col_ctx *c, struct buf *out)
+{
+	const struct column *use[32];
+	size_t ncols = 0;
+	if (po->all_ns)
+		use[ncols++] = &t->cols[t->ns_col];
+	for (size_t i = 0; i < t->nget && ncols < N(use); i++)
+		if (!t->get[i].wide || po->wide)
+			use[ncols++] = &t->cols[t->get[i].col];
+	size_t rows = n + (po->header ? 1 : 0);
+	char **cells = xcalloc(rows * ncols + 1, sizeof *cells);
+	size_t *width = xcalloc(ncols + 1, sizeof *width);
+	char tmp[CELL_MAX];
+	for (size_t r = 0; r < rows; r++) {
+		const struct obj *o = po->header ? (r ? objs[r - 1] : NULL) : objs[r];
+		for (size_t k = 0; k < ncols; k++) {
+			char *s;
+			if (o == NULL) {
+				s = xstrdup(use[k]->title);
+			} else {
+				tmp[0] = '\0';
+				use[k]->cell(c, o, tmp, sizeof tmp);
+				s = util_escape_display(tmp[0] == '\0' && (use[k]->flags & COL_NONE) ? "<none>" : tmp);
+			}
+			cells[r * ncols + k] = s;
+			size_t w = width_of(s);
+			if (w > width[k])
+				width[k] = w;
+		}
+	}
+	for (size_t r = 0; r < rows; r++) {
+		size_t line = out->len;
+		for (size_t k = 0; k < ncols; k++) {
+			const char *s = cells[r * ncols + k];
+			buf_add_str(out, s);
+			if (k + 1 < ncols)
+				for (size_t w = width_of(s); w < width[k] + 3; w++)
+					buf_add_char(out, ' ');
+			free(cells[r * ncols + k]);
+		}
+		while (out->len > line && out->data[out->len - 1] == ' ')
+			out->data[--out->len] = '\0';
+		buf_add_char(out, '\n');
+	}
+	free(cells);
+	free(width);
+}

@@ -1,0 +1,87 @@
+/* One column table per kind (VM, VMI, launcher pod, event), without curses: header, width hints, alignment,
+ * where the column shows, a cell function that turns a model object into text, a sort order. The dashboard's
+ * lists (ui/lists.c, ui/table.c) draw them; `kvcon get` on the store and `kvcon engine get` print them as
+ * kubectl does (columns_print). The server-side Table of `kvcon get` against a cluster (the server's printer
+ * columns, kube/kget.c) is not these: the server decides those. */
+#ifndef KVCON_MODEL_COLUMNS_H
+#define KVCON_MODEL_COLUMNS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/buf.h"
+#include "model/obj.h"
+
+struct store;
+
+/* What a cell's text means to a reader's eye; the dashboard picks the colour. */
+enum col_tone {
+	COL_TONE_NONE,
+	COL_TONE_STATUS, /* the text's first word is a status word (Running, True, Failed, Warning...) */
+	COL_TONE_WAIT,   /* something to watch (restarts) */
+	COL_TONE_BAD,    /* a failure (a Warning event's reason) */
+};
+
+struct col_ctx {
+	const struct store *st; /* joins (a VM's VMI, a pod's VMI); may be NULL */
+	int64_t now;            /* wall clock seconds, for ages */
+};
+
+enum {
+	COL_ALL_NS = 1u << 0,       /* dashboard: only when every namespace is shown */
+	COL_MULTI_SOURCE = 1u << 1, /* dashboard: only with more than one live source */
+	COL_GET_ONLY = 1u << 2,     /* never on the dashboard (only a `get` column) */
+	COL_JOINED = 1u << 3,       /* reads an object of another kind (a change of it re-sorts) */
+	COL_NONE = 1u << 4,         /* `get` prints <none> for an empty cell (kubectl's built-in printers) */
+};
+
+struct column {
+	const char *title;
+	int minw, maxw; /* dashboard width hints (maxw 0: none) */
+	bool right;     /* right-aligned (numbers, ages) */
+	int sort_key;   /* dashboard: shift+letter that sorts by this column ('N'), 0: none */
+	unsigned flags; /* COL_* */
+	/* Writes the cell's text (empty when there is no value) into buf; returns its tone. Text is raw: the
+	 * printer escapes it. */
+	enum col_tone (*cell)(const struct col_ctx *c, const struct obj *o, char *buf, size_t len);
+	/* Orders two rows by this column; NULL compares the cell text. */
+	int (*cmp)(const struct obj *a, const struct obj *b);
+};
+
+/* `kvcon get`'s use of a column: which, and whether only with -o wide. */
+struct col_pick {
+	unsigned char col;
+	bool wide;
+};
+
+struct column_table {
+	enum obj_kind kind;
+	const struct column *cols; /* in the dashboard's order */
+	size_t ncols;
+	int default_sort;          /* the dashboard's default sort column */
+	const struct col_pick *get; /* kubectl's columns for `get` (NAMESPACE first with -A, not listed) */
+	size_t nget;
+	size_t ns_col;             /* the NAMESPACE column */
+};
+
+extern const struct column_table columns_vm, columns_vmi, columns_pod, columns_event;
+
+/* The table of a kind (OBJ_VM..OBJ_EVENT). */
+const struct column_table *columns_table(enum obj_kind kind);
+
+/* The column titled title (its first), or NULL. */
+const struct column *columns_find(const struct column_table *t, const char *title);
+
+struct columns_print_opts {
+	bool wide;    /* -o wide: the wide columns too */
+	bool all_ns;  /* -A: NAMESPACE first */
+	bool header;  /* the header line */
+};
+
+/* Prints objs as `kubectl get` does: header, then one row each, cells padded to the widest of the column plus
+ * three spaces, trailing blanks trimmed, text escaped for the terminal. Appends to out. */
+void columns_print(const struct column_table *t, const struct obj *const *objs, size_t n,
+		   const struct columns_print_opts *po, const struct col_ctx *c, struct buf *out);
+
+#endif
