@@ -60,8 +60,8 @@ out=$(kvc engine apply -f "$W/halted.yaml") || fail "re-apply halted: $out"
 [ "$out" = "virtualmachine halted unchanged" ] || fail "re-apply said '$out'"
 until_status always Running 120
 kvc engine get vm >"$W/get.out" 2>"$W/get.err" || fail "engine get vm: $(cat "$W/get.err")"
-grep -Eq '^default +always .* Running ' "$W/get.out" || fail "engine get vm: $(cat "$W/get.out")"
-grep -Eq '^default +halted .* Stopped ' "$W/get.out" || fail "engine get vm: $(cat "$W/get.out")"
+grep -Eq '^always .* Running ' "$W/get.out" || fail "engine get vm: $(cat "$W/get.out")"
+grep -Eq '^halted .* Stopped ' "$W/get.out" || fail "engine get vm: $(cat "$W/get.out")"
 # the default root (no -c) is the same root: the same socket
 "$KVCON" engine get vm -o name >"$W/getd.out" 2>&1 || fail "engine get (default root): $(cat "$W/getd.out")"
 grep -qx 'vm/always' "$W/getd.out" || fail "engine get (default root): $(cat "$W/getd.out")"
@@ -134,7 +134,7 @@ wait "$SRV" 2>/dev/null
 SRV=
 [ -S "$sock" ] || fail "the killed service's socket is gone (nothing stale to test)"
 kvc engine get vm >"$W/stale.out" 2>"$W/stale.err" || fail "get with a stale socket: $(cat "$W/stale.err")"
-grep -Eq '^default +always .* Running ' "$W/stale.out" || fail "in-process get: $(cat "$W/stale.out")"
+grep -Eq '^always .* Running ' "$W/stale.out" || fail "in-process get: $(cat "$W/stale.out")"
 
 step "engine.service = auto: the first command starts a service, the next ones go through it"
 KVCON_ENGINE_SERVICE=auto kvc engine get vm -o name >"$W/auto.out" 2>&1 || fail "auto: $(cat "$W/auto.out")"
