@@ -17,7 +17,8 @@ for o in "$@"; do
 	[ -f "$o" ] || { printf '  FAIL exports (%s missing: run make all first)\n' "$o"; failed=1; counts_end; exit; }
 done
 # one nm for every object (-A: "OBJECT:ADDRESS TYPE SYMBOL", "OBJECT: U SYMBOL")
-nm -A -g --defined-only "$@" | awk -v b="$b/" '$(NF-1) ~ /^[TDBR]$/ {
+# (names the compiler makes, such as ASan's __odr_asan.NAME, are not the project's)
+nm -A -g --defined-only "$@" | awk -v b="$b/" '$(NF-1) ~ /^[TDBR]$/ && $NF !~ /^__/ {
 	o = $1; sub(/:[^:]*$/, "", o); if (index(o, b) == 1) o = substr(o, length(b) + 1); sub(/\.o$/, ".c", o); print $NF, o }' | sort >"$tmp/defs"
 {
 	nm -A -u "$@" | awk '{ print $NF }'
