@@ -1637,36 +1637,32 @@ static void ws_close(struct wsconn *w)
 	free(w);
 }
 
-static void peer_flush(struct wsconn *w)
+/* Sends what b holds to fd without blocking; on an error the connection closes and b is dropped. */
+static void send_out(struct wsconn *w, int fd, struct buf *b)
 {
-	while (w->peer >= 0 && w->peer_out.len) {
-		ssize_t n = send(w->peer, w->peer_out.data, w->peer_out.len, MSG_NOSIGNAL | MSG_DONTWAIT);
+	while (fd >= 0 && b->len) {
+		ssize_t n = send(fd, b->data, b->len, MSG_NOSIGNAL | MSG_DONTWAIT);
 		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
 			break;
 		if (n <= 0) {
 			w->closing = true;
-			w->peer_out.len = 0;
+			b->len = 0;
 			break;
 		}
-		buf_consume(&w->peer_out, (size_t)n);
+		buf_consume(b, (size_t)n);
 	}
+}
+
+static void peer_flush(struct wsconn *w)
+{
+	send_out(w, w->peer, &w->peer_out);
 	if (w->peer_lfd)
 		loop_fd_set_events(w->peer_lfd, (short)(POLLIN | (w->peer_out.len ? POLLOUT : 0)));
 }
 
 static void ws_flush(struct wsconn *w)
 {
-	while (w->out.len) {
-		ssize_t n = send(w->fd, w->out.data, w->out.len, MSG_NOSIGNAL | MSG_DONTWAIT);
-		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
-			break;
-		if (n <= 0) {
-			w->closing = true;
-			w->out.len = 0;
-			break;
-		}
-		buf_consume(&w->out, (size_t)n);
-	}
+	send_out(w, w->fd, &w->out);
 	loop_fd_set_events(w->lfd, (short)(POLLIN | (w->out.len ? POLLOUT : 0)));
 }
 
