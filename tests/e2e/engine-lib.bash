@@ -144,10 +144,10 @@ wait_eq() {
     return 1
 }
 
-qemu_count() { # QEMU processes running domain default_NAME of this test's host
+qemu_count() { # QEMU processes running domain NS_NAME of this test's host (NS: default, or $2)
     local n=0 p
     for p in /proc/[0-9]*; do
-        { tr '\0' ' ' <"$p/cmdline"; } 2>/dev/null | grep -- "guest=default_$1," | grep -q -- "$ENGINE_T" &&
+        { tr '\0' ' ' <"$p/cmdline"; } 2>/dev/null | grep -- "guest=${2:-default}_$1," | grep -q -- "$ENGINE_T" &&
             n=$((n + 1))
     done
     echo $n

@@ -1,0 +1,130 @@
+#!/bin/bash
+# The kubectl steps of the seed 000 walkthrough ("KubeVirt internals": ../shared/seeds/000_*.txt) against a
+# standalone host: `kvcon engine serve` on the embedded driver, the real kubectl with the kubeconfig the service
+# writes, kvcon's start/stop/console standing in for virtctl's. The seed's manifest with only its digest replaced
+# (tests/fixtures/seed-000-internals-demo.yaml, checked against the seed where it is at hand) pulls its
+# containerDisk from a local registry (quay.io mirrored to it). Checked on the way, as the walkthrough describes:
+# no VMI before start; the VMI owned by the VM and the launcher pod by the VMI (UID); after stop and start the VM
+# UID stays and the VMI and launcher UIDs are new; the VM survives stop; delete removes it.
+set -euo pipefail
+HERE=$(cd "$(dirname "$0")" && pwd)
+. "$HERE/engine-lib.bash"
+
+engine_needs "QEMU, the embedded libvirt driver and a registry" qemu-system-x86_64 jq kubectl docker-registry \
+    skopeo htpasswd openssl syslinux mcopy
+engine_embed_up kvw
+export XDG_CONFIG_HOME=$ENGINE_T/config HOME=$ENGINE_T/home
+mkdir -p "$HOME"
+REGDIR=$ENGINE_T/reg
+SRV=
+cleanup() {
+    [[ -n $SRV ]] && kill -TERM "$SRV" 2>/dev/null && wait "$SRV" 2>/dev/null || true
+    "$ROOT/tests/lab/registry.sh" down "$REGDIR" || true
+    engine_embed_cleanup
+}
+trap cleanup EXIT
+
+step "the seed's image in a local registry, quay.io mirrored to it"
+"$ROOT/tests/lab/containerdisk.sh" || fail "containerdisk.sh"
+eval "$("$ROOT/tests/lab/registry.sh" up "$REGDIR")"
+D_INDEX=$("$ROOT/tests/lab/registry.sh" push "$REGDIR" "$ROOT/build/cdisk/oci:index" kubevirt/cirros-container-disk-demo:test)
+[[ $D_INDEX == sha256:* ]] || fail "no digest from the push"
+export REGISTRY_AUTH_FILE=$REG_AUTH
+mkdir -p "$XDG_CONFIG_HOME/kvcon"
+printf 'registry = %s ca=%s\nregistry.mirror = quay.io location=%s ca=%s\n' "$REG" "$REG_CA" "$REG" "$REG_CA" \
+    >"$XDG_CONFIG_HOME/kvcon/config"
+SEED0=$(ls /work/shared/seeds/000_*.txt "$ROOT"/../shared/seeds/000_*.txt 2>/dev/null | head -n1 || true)
+if [[ -n $SEED0 ]]; then
+    awk '/^apiVersion: kubevirt.io\/v1$/ && !go { go = 1 } go { print } go && /image: quay.io/ { exit }' "$SEED0" |
+        cmp -s - "$ROOT/tests/fixtures/seed-000-internals-demo.yaml" ||
+        fail "tests/fixtures/seed-000-internals-demo.yaml differs from $SEED0"
+fi
+sed "s/@sha256:[0-9a-f]\{64\}/@$D_INDEX/" "$ROOT/tests/fixtures/seed-000-internals-demo.yaml" >"$ENGINE_T/vm.yaml"
+
+step "the service (its kubeconfig for kubectl, its socket for kvcon)"
+"$KV" -c "$URI" engine serve --https 0 >"$ENGINE_T/serve.out" 2>"$ENGINE_T/serve.err" &
+SRV=$!
+wait_eq 120 "engine serving" tail -n1 "$ENGINE_T/serve.out" || { cat "$ENGINE_T/serve.err"; fail "serve did not start"; }
+export KUBECONFIG=$(sed -n 's/^kubeconfig: //p' "$ENGINE_T/serve.out")
+k() { echo "\$ kubectl $*" >&2; kubectl --request-timeout=60s "$@"; }
+kvc() { echo "\$ kvcon $*" >&2; "$KV" -c "$URI" "$@"; }
+
+step "check the context"
+[[ $(k config current-context) == kvcon-engine ]] || fail "current-context"
+k get nodes -o wide | tee "$ENGINE_T/nodes" >&2
+grep -Eq ' Ready ' "$ENGINE_T/nodes" || fail "no Ready node"
+
+step "create a VM without starting it (runStrategy: Manual)"
+k create namespace kubevirt-lab
+k -n kubevirt-lab apply -f - <"$ENGINE_T/vm.yaml" | grep -qx 'virtualmachine.kubevirt.io/internals-demo created' ||
+    fail "apply"
+k -n kubevirt-lab get vm,vmi >"$ENGINE_T/get0" 2>&1
+grep -Eq '^virtualmachine.kubevirt.io/internals-demo ' "$ENGINE_T/get0" || fail "no VM: $(cat "$ENGINE_T/get0")"
+grep -q 'virtualmachineinstance' "$ENGINE_T/get0" && fail "a VMI before start: $(cat "$ENGINE_T/get0")"
+VM_UID=$(k -n kubevirt-lab get vm internals-demo -o jsonpath='{.metadata.uid}')
+[[ $VM_UID =~ ^[0-9a-f-]{36}$ ]] || fail "VM uid '$VM_UID'"
+
+step "start the VM (kvcon start for virtctl start) and follow the objects"
+kvc start kubevirt-lab/internals-demo >&2 || fail "kvcon start"
+k -n kubevirt-lab get vm,vmi,pods -o wide >&2
+k -n kubevirt-lab wait --for=jsonpath='{.status.phase}'=Running vmi/internals-demo --timeout=180s >&2 ||
+    fail "VMI not Running"
+out=$(k -n kubevirt-lab get vmi internals-demo \
+    -o jsonpath='VMI UID: {.metadata.uid}{"\n"}Owners: {.metadata.ownerReferences}{"\n"}Node: {.status.nodeName}{"\n"}')
+echo "$out" >&2
+VMI1=$(sed -n 's/^VMI UID: //p' <<<"$out")
+grep -q "\"uid\":\"$VM_UID\"" <<<"$out" && grep -q '"kind":"VirtualMachine"' <<<"$out" || fail "the VMI is not owned by the VM"
+[[ $(sed -n 's/^Node: //p' <<<"$out") != "" ]] || fail "no node"
+k -n kubevirt-lab get pods -l kubevirt.io=virt-launcher -o wide >&2
+k -n kubevirt-lab get events --sort-by=.metadata.creationTimestamp >"$ENGINE_T/ev1"
+grep -q 'Pulled' "$ENGINE_T/ev1" && grep -q 'Started' "$ENGINE_T/ev1" || fail "events: $(cat "$ENGINE_T/ev1")"
+row=$(k -n kubevirt-lab get pods -l kubevirt.io=virt-launcher \
+    -o custom-columns='NAME:.metadata.name,OWNER:.metadata.ownerReferences[0].uid,NODE:.spec.nodeName' --no-headers)
+LAUNCHER_POD=${row%% *}
+[[ $row == virt-launcher-internals-demo-*" $VMI1 "* ]] || fail "launcher row '$row' (VMI $VMI1)"
+[[ $(k -n kubevirt-lab get pod "$LAUNCHER_POD" -o jsonpath='{.metadata.ownerReferences[0].kind}') == VirtualMachineInstance ]] ||
+    fail "the launcher's owner kind"
+
+step "where does QEMU fit: describe the launcher, its node and containers"
+k -n kubevirt-lab describe pod "$LAUNCHER_POD" >"$ENGINE_T/desc-pod" || fail "describe pod"
+grep -q "Controlled By: *VirtualMachineInstance/internals-demo" "$ENGINE_T/desc-pod" || fail "describe pod: $(cat "$ENGINE_T/desc-pod")"
+out=$(k -n kubevirt-lab get pod "$LAUNCHER_POD" -o jsonpath='{.spec.nodeName}{"\n"}{.spec.containers[*].name}{"\n"}')
+grep -qw compute <<<"$out" || fail "containers: $out"
+kvc -n kubevirt-lab engine console internals-demo --expect KVCON-GUEST-READY --timeout 120 >"$ENGINE_T/console.log" ||
+    { cat "$ENGINE_T/console.log"; fail "no guest marker on the console"; }
+
+step "stop and start: which identities survive"
+LAUNCHER1=$(k -n kubevirt-lab get pod "$LAUNCHER_POD" -o jsonpath='{.metadata.uid}')
+kvc stop kubevirt-lab/internals-demo >&2 || fail "kvcon stop"
+k -n kubevirt-lab wait --for=delete vmi/internals-demo --timeout=180s >&2 || fail "VMI not deleted"
+k -n kubevirt-lab get vm,vmi >"$ENGINE_T/get2" 2>&1
+grep -q '^virtualmachine.kubevirt.io/internals-demo ' "$ENGINE_T/get2" || fail "the VM went with the stop"
+kvc start kubevirt-lab/internals-demo >&2 || fail "kvcon start again"
+k -n kubevirt-lab wait --for=jsonpath='{.status.phase}'=Running vmi/internals-demo --timeout=180s >&2 ||
+    fail "VMI not Running again"
+[[ $(k -n kubevirt-lab get vm internals-demo -o jsonpath='{.metadata.uid}') == "$VM_UID" ]] || fail "the VM UID changed"
+VMI2=$(k -n kubevirt-lab get vmi internals-demo -o jsonpath='{.metadata.uid}')
+[[ -n $VMI2 && $VMI2 != "$VMI1" ]] || fail "the VMI UID did not change ($VMI1 -> $VMI2)"
+row=$(k -n kubevirt-lab get pods -l kubevirt.io=virt-launcher \
+    -o custom-columns='NAME:.metadata.name,UID:.metadata.uid,OWNER:.metadata.ownerReferences[0].uid' --no-headers)
+echo "$row" >&2
+[[ $(wc -l <<<"$row") == 1 ]] || fail "more than one launcher: $row"
+read -r _ LAUNCHER2 OWNER2 <<<"$row"
+[[ $LAUNCHER2 != "$LAUNCHER1" && $OWNER2 == "$VMI2" ]] || fail "launcher after restart: $row (before $LAUNCHER1)"
+
+step "diagnosing: describe vm, describe vmi, events"
+k -n kubevirt-lab describe vm internals-demo | grep -q '^Name: *internals-demo' || fail "describe vm"
+k -n kubevirt-lab describe vmi internals-demo | grep -q '^Name: *internals-demo' || fail "describe vmi"
+k -n kubevirt-lab get events --sort-by=.metadata.creationTimestamp | grep -c Started | grep -qx '[2-9]' ||
+    fail "two Started events expected"
+
+step "cleanup: stop, wait, delete the VM, get all, delete the namespace"
+kvc stop kubevirt-lab/internals-demo >&2 || fail "kvcon stop (cleanup)"
+k -n kubevirt-lab wait --for=delete vmi/internals-demo --timeout=180s >&2 || fail "VMI not deleted (cleanup)"
+k -n kubevirt-lab delete vm internals-demo | grep -qx 'virtualmachine.kubevirt.io "internals-demo" deleted' ||
+    fail "delete vm"
+k -n kubevirt-lab get all >"$ENGINE_T/all" 2>&1 || fail "get all: $(cat "$ENGINE_T/all")"
+grep -q internals-demo "$ENGINE_T/all" && fail "get all still shows the VM: $(cat "$ENGINE_T/all")"
+k delete namespace kubevirt-lab >&2 || fail "delete namespace"
+[[ $(qemu_count internals-demo kubevirt-lab) == 0 ]] || fail "a QEMU is left"
+echo "PASS engine_walkthrough"
