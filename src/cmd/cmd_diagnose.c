@@ -290,7 +290,8 @@ int cmd_diagnose(int argc, char **argv)
 		buf_init(&b);
 		diag_format_text(d, c, &b);
 		storage_format_text(stor, &b);
-		fwrite(b.data, 1, b.len, stdout);
+		if (b.len)
+			fwrite(b.data, 1, b.len, stdout);
 		buf_free(&b);
 	}
 	json_object_put(stor);
@@ -374,7 +375,8 @@ int cmd_lineage(int argc, char **argv)
 		free(ns);
 		free(nm);
 		lineage_format_text(ex, n, util_wall_s(), &b);
-		fwrite(b.data, 1, b.len, stdout);
+		if (b.len)
+			fwrite(b.data, 1, b.len, stdout);
 		buf_free(&b);
 	}
 out:

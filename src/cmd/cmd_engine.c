@@ -668,7 +668,8 @@ static int cmd_engine_get(int argc, char **argv)
 		struct buf b;
 		buf_init(&b);
 		columns_print(columns_table(kind), (const struct obj *const *)all, nall, &po, &cc, &b);
-		fwrite(b.data, 1, b.len, stdout);
+		if (b.len)
+			fwrite(b.data, 1, b.len, stdout);
 		buf_free(&b);
 	}
 	free(all);

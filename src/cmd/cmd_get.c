@@ -82,7 +82,8 @@ static void print_table(struct get_ctx *g, struct obj **objs, size_t n, bool hea
 	struct buf b;
 	buf_init(&b);
 	columns_print(columns_table(g->kind), (const struct obj *const *)objs, n, &po, &c, &b);
-	fwrite(b.data, 1, b.len, stdout);
+	if (b.len)
+		fwrite(b.data, 1, b.len, stdout);
 	buf_free(&b);
 }
 
@@ -179,7 +180,8 @@ static void write_json_safe(const char *s)
 		}
 	}
 	buf_add_char(&b, '\n');
-	fwrite(b.data, 1, b.len, stdout);
+	if (b.len)
+		fwrite(b.data, 1, b.len, stdout);
 	buf_free(&b);
 }
 
@@ -201,7 +203,8 @@ static void print_names(struct get_ctx *g, struct obj **objs, size_t n)
 		buf_add_str(&b, kinds[g->kind].name_prefix);
 		put(&b, objs[i]->name);
 		buf_add_char(&b, '\n');
-		fwrite(b.data, 1, b.len, stdout);
+		if (b.len)
+			fwrite(b.data, 1, b.len, stdout);
 	}
 	buf_free(&b);
 }
