@@ -79,7 +79,7 @@ static void usage(FILE *f)
 		   "  --timeout MIN wait at most MIN minutes (or 30s, 2m, 1h) for the VMI to be Running and the console "
 		   "to open (default 5, 0: forever)\n"
 		   "  --log FILE    append every byte the guest sends to FILE\n"
-		   "Keys: Ctrl+] exits; F12 copy mode; Shift+PgUp/PgDn scroll back. A paste goes to the guest,\n"
+		   "Keys: Ctrl+] exits; F12 copy mode; Shift+PgUp/PgDn (or the mouse wheel) scroll back. A paste goes to the guest,\n"
 		   "bracketed when the guest turned bracketed paste on.\n");
 }
 
