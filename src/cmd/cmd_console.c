@@ -1,131 +1,41 @@
-/* `kvcon console`: one console session (consess) drawn full-screen with ncurses: the guest's screen above, one
- * status line below. Frames are drawn at most ~30 times a second from the loop, whatever the guest's rate. */
+/* `kvcon console`: one console session (consess) full-screen: the dashboard's console pane alone, zoomed to the
+ * whole terminal (ui/panemain.c), the guest's screen above, one status line below. The dashboard's screen owns
+ * the terminal: its restore path and its frame pacer (at most ~30 frames a second, whatever the guest's rate). */
 #include "cmd/cmd_console.h"
 
-#include <curses.h>
 #include <errno.h>
 #include <getopt.h>
 #include <locale.h>
-#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
-#include <termios.h>
 #include <unistd.h>
 
 #include "cmd/session.h"
 #include "console/consess.h"
-#include "console/paste.h"
-#include "console/vtpane.h"
 #include "core/log.h"
 #include "core/loop.h"
 #include "core/opts.h"
-#include "core/termrestore.h"
 #include "core/util.h"
 #include "core/xmalloc.h"
 #include "kube/kube.h"
+#include "ui/console_view.h"
+#include "ui/panemain.h"
 
-
-#define FRAME_MS 33   /* sustained: ~30 frames a second at most */
-#define FRAME_BURST 3 /* frames that may follow each other at once (a key's echo after the key's own frame) */
-#define KEY_LEAVE 0x1d /* Ctrl+], as virtctl */
 
 struct console_cmd {
 	struct store *st;
 	struct source *src;
-	struct consess *cs;
-	char *label;
+	struct consess *cs; /* the pane's session */
 	int timeout_s;
 	uint64_t start_ms;
-	bool dirty, full;
-	uint64_t last_draw;
-	double tokens; /* frame budget: refills at one per FRAME_MS, up to FRAME_BURST */
-	struct loop_timer *draw_timer, *timeout_timer;
-	struct loop_fd *in_h;
-	int hook;
+	struct loop_timer *timeout_timer;
 	int listen_id;
 	int rc;
 	char *exit_msg;
-	bool curses_on;
-	struct paste paste;
-	unsigned long frames;
 };
-
-static struct console_cmd *C;
-
-static void restore_terminal(void)
-{
-	if (C && C->curses_on) {
-		endwin();
-		/* a shell left in bracketed paste mode would get every later paste wrapped */
-		fputs(PASTE_TERM_OFF, stdout);
-		fflush(stdout);
-		C->curses_on = false;
-		termrestore_disarm();
-	}
-}
-
-static void on_changed(void *arg)
-{
-	struct console_cmd *c = arg;
-	c->dirty = true;
-}
-
-static void draw_status(struct console_cmd *c)
-{
-	const char *hint = vtpane_in_copy_mode(consess_pane(c->cs)) ? "copy mode: q leaves, v selects, y copies, p pastes, / ? search"
-								     : "Ctrl+] exits  F12 copy mode  Shift+PgUp/PgDn scroll";
-	char line[512];
-	int off = vtpane_view_offset(consess_pane(c->cs));
-	char scroll[48] = "";
-	if (off)
-		snprintf(scroll, sizeof scroll, " [-%d]", off);
-	snprintf(line, sizeof line, " %s | %s%s | %s", c->label, consess_status(c->cs), scroll, hint);
-	attr_t a = A_REVERSE;
-	wattr_set(stdscr, a, 0, NULL);
-	mvwhline(stdscr, LINES - 1, 0, ' ', COLS);
-	/* the label and status are escaped already; addnstr clips to the width */
-	mvwaddnstr(stdscr, LINES - 1, 0, line, COLS);
-	wattr_set(stdscr, A_NORMAL, 0, NULL);
-}
-
-static void draw(void *arg)
-{
-	struct console_cmd *c = arg;
-	c->draw_timer = NULL;
-	if (!c->curses_on)
-		return;
-	struct vtpane *p = consess_pane(c->cs);
-	if (!c->dirty && !c->full && !vtpane_dirty(p))
-		return;
-	uint64_t now = util_now_ms();
-	c->tokens += (double)(now - c->last_draw) / FRAME_MS;
-	if (c->tokens > FRAME_BURST)
-		c->tokens = FRAME_BURST;
-	c->last_draw = now;
-	if (c->tokens < 1.0) {
-		/* over budget: whatever arrives until the next token is drawn in one frame */
-		if (!c->draw_timer)
-			c->draw_timer = loop_timer_add((uint64_t)((1.0 - c->tokens) * FRAME_MS) + 1, draw, c);
-		return;
-	}
-	c->tokens -= 1.0;
-	vtpane_draw(p, stdscr, 0, 0, c->full);
-	draw_status(c);
-	c->dirty = c->full = false;
-	wnoutrefresh(stdscr);
-	doupdate();
-	c->frames++;
-}
-
-static void on_hook(void *arg)
-{
-	struct console_cmd *c = arg;
-	if (!c->draw_timer)
-		draw(c);
-}
 
 static void quit(struct console_cmd *c, int rc, const char *msg)
 {
@@ -133,64 +43,6 @@ static void quit(struct console_cmd *c, int rc, const char *msg)
 		c->exit_msg = xstrdup(msg);
 	c->rc = rc;
 	loop_quit(rc);
-}
-
-static void on_key_input(int fd, short revents, void *arg)
-{
-	(void)fd;
-	(void)revents;
-	struct console_cmd *c = arg;
-	wint_t ch;
-	int r;
-	while ((r = wget_wch(stdscr, &ch)) != ERR) {
-		bool keycode = r == KEY_CODE_YES;
-		struct vtpane *p = consess_pane(c->cs);
-		enum paste_result pr = paste_key(&c->paste, (int)ch, keycode);
-		if (pr == PASTE_DONE && !vtpane_in_copy_mode(p))
-			consess_paste(c->cs, c->paste.text.data ? c->paste.text.data : "", c->paste.text.len);
-		if (pr != PASTE_NONE)
-			continue;
-		if (!keycode && ch == KEY_LEAVE) {
-			quit(c, EXIT_OK, NULL);
-			return;
-		}
-		if (keycode && ch == KEY_RESIZE)
-			continue;
-		if (keycode && ch == KEY_F(12)) {
-			vtpane_copy_mode(p, !vtpane_in_copy_mode(p));
-			c->dirty = true;
-		} else if (keycode && (ch == KEY_SPREVIOUS || ch == KEY_SNEXT) && !vtpane_in_copy_mode(p)) {
-			int rows, cols;
-			vtpane_size(p, &rows, &cols);
-			vtpane_scroll(p, ch == KEY_SPREVIOUS ? rows / 2 : -rows / 2);
-			c->dirty = true;
-		} else {
-			/* a key for the guest changes nothing on screen until the guest answers */
-			consess_key(c->cs, (int)ch, keycode, 0);
-		}
-	}
-}
-
-static void apply_size(struct console_cmd *c)
-{
-	struct winsize ws;
-	if (ioctl(1, TIOCGWINSZ, &ws) == 0 && ws.ws_row > 0 && ws.ws_col > 0)
-		resize_term(ws.ws_row, ws.ws_col);
-	consess_resize(c->cs, LINES > 1 ? LINES - 1 : 1, COLS);
-	clear();
-	c->full = true;
-}
-
-static void on_winch(int sig, void *arg)
-{
-	(void)sig;
-	apply_size(arg);
-}
-
-static void on_term(int sig, void *arg)
-{
-	(void)sig;
-	quit(arg, EXIT_OK, NULL);
 }
 
 static void on_timeout_check(void *arg)
@@ -227,7 +79,7 @@ static void usage(FILE *f)
 		   "  --timeout MIN wait at most MIN minutes (or 30s, 2m, 1h) for the VMI to be Running and the console "
 		   "to open (default 5, 0: forever)\n"
 		   "  --log FILE    append every byte the guest sends to FILE\n"
-		   "Keys: Ctrl+] exits; F12 copy mode; Shift+PgUp/PgDn scroll back. A paste goes to the guest,\n"
+		   "Keys: Ctrl+] exits; F12 copy mode; Shift+PgUp/PgDn (or the mouse wheel) scroll back. A paste goes to the guest,\n"
 		   "bracketed when the guest turned bracketed paste on.\n");
 }
 
@@ -285,7 +137,7 @@ int cmd_console(int argc, char **argv)
 	loop_init();
 	log_open(opts_global()->log);
 	struct consess_opts co = { .log_path = log_path };
-	char *ns = NULL, *err = NULL;
+	char *ns = NULL, *err = NULL, *raw_label = NULL;
 	if (is_vmi_target(target)) {
 		const char *slash = strchr(target, '/');
 		ns = xstrndup(target, (size_t)(slash - target));
@@ -309,84 +161,52 @@ int cmd_console(int argc, char **argv)
 		co.st = c.st;
 		co.src = c.src;
 		c.listen_id = store_listen(c.st, store_cb, &c);
-		c.label = xasprintf("%s/%s", ns, co.name);
+		raw_label = xasprintf("%s/%s", ns, co.name);
 	} else {
 		co.target = target;
 		co.no_reconnect = false;
-		c.label = util_escape_display(target);
+		raw_label = xstrdup(target);
 	}
-	char *esc = util_escape_display(c.label);
-	free(c.label);
-	c.label = esc;
-	/* curses owns the screen from here: library chatter goes to the log */
-	C = &c;
-	struct termios tio;
-	bool have_tio = tcgetattr(STDIN_FILENO, &tio) == 0;
-	log_capture_stderr();
-	initscr();
-	c.curses_on = true;
-	/* what fatal() and the crash handlers write to give the terminal back, collected while it is safe to allocate */
-	termrestore_begin(have_tio ? &tio : NULL);
-	termrestore_add(PASTE_TERM_OFF);
-	termrestore_add_cap("sgr0");
-	termrestore_add_cap("cnorm");
-	termrestore_add_cap("rmkx");
-	termrestore_add_cap("rmcup");
-	termrestore_arm();
-	raw();
-	noecho();
-	nonl();
-	keypad(stdscr, TRUE);
-	nodelay(stdscr, TRUE);
-	set_escdelay(25);
-	curs_set(0);
-	if (has_colors()) {
-		start_color();
-		use_default_colors();
-	}
-	paste_terminal_on();
-	co.rows = LINES > 1 ? LINES - 1 : 1;
-	co.cols = COLS;
-	c.cs = consess_new(&co, on_changed, &c, &err);
+	char *label = util_escape_display(raw_label);
+	free(raw_label);
+	/* the dashboard's screen owns the terminal from here (library chatter goes to the log); the pane sizes the
+	 * session to its region on the first frame */
+	struct winsize ws;
+	bool have_ws = ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_row > 1 && ws.ws_col > 0;
+	co.rows = have_ws ? ws.ws_row - 1 : 24;
+	co.cols = have_ws ? ws.ws_col : 80;
+	struct view *v = console_view_new(&co, label, &err);
 	int rc = EXIT_OK;
-	if (!c.cs) {
-		restore_terminal();
-		log_release_stderr();
-		log_eprintf("kvcon console: %s\n", err);
+	if (!v) {
+		log_eprintf("kvcon console: %s\n", err ? err : "no console");
 		free(err);
 		rc = EXIT_USAGE;
 		goto out;
 	}
+	c.cs = console_view_session(v);
 	c.start_ms = util_now_ms();
-	c.full = true;
-	c.in_h = loop_fd_add(0, POLLIN, on_key_input, &c);
-	c.hook = loop_hook_add(on_hook, &c);
-	loop_signal(SIGWINCH, on_winch, &c);
-	loop_signal(SIGTERM, on_term, &c);
-	loop_signal(SIGHUP, on_term, &c);
 	c.timeout_timer = loop_timer_add(200, on_timeout_check, &c);
-	rc = loop_run();
-	loop_fd_remove(c.in_h);
-	loop_hook_remove(c.hook);
+	int lrc = panemain_run(v);
 	loop_timer_cancel(c.timeout_timer);
-	loop_timer_cancel(c.draw_timer);
-	restore_terminal();
-	log_release_stderr();
-	log_info("console: %lu frames drawn in %.1f s, %llu guest bytes", c.frames,
+	if (lrc < 0) {
+		rc = EXIT_USAGE;
+		goto out;
+	}
+	rc = c.exit_msg ? c.rc : lrc;
+	log_info("console: %lu frames drawn in %.1f s, %llu guest bytes", panemain_frames(),
 		 (double)(util_now_ms() - c.start_ms) / 1000.0, (unsigned long long)consess_bytes_in(c.cs));
 	if (c.exit_msg)
 		log_eprintf("kvcon console: %s\n", c.exit_msg);
 out:
-	consess_free(c.cs);
 	if (c.st && c.listen_id >= 0)
 		store_unlisten(c.st, c.listen_id);
+	panemain_close();
+	c.cs = NULL;
 	session_sources_close();
 	source_free_all();
 	store_free(c.st);
 	free(c.exit_msg);
-	free(c.label);
+	free(label);
 	free(ns);
-	paste_free(&c.paste);
-	C = NULL;
 	return rc;
 }

@@ -1,5 +1,5 @@
-/* cmd_vnc: `kvcon vnc TARGET` (see cmd_vnc.h). Full-screen mode owns the terminal directly (raw mode, alternate
- * screen, SGR mouse reporting) and writes fbcells' escape sequences itself: no curses is needed for a screen that
+/* cmd_vnc: `kvcon vnc TARGET` (see cmd_vnc.h). Full-screen mode takes the terminal itself (raw mode, alternate
+ * screen, SGR mouse reporting; given back through core/termrestore) and writes fbcells' escape sequences itself: no curses is needed for a screen that
  * is one picture and a status line. Output is flushed non-blocking; a new frame is only rendered once the previous
  * one has reached the terminal and at most ~30 times a second, so a slow terminal costs frames, not memory. */
 #include "cmd/cmd_vnc.h"
@@ -28,6 +28,7 @@
 #include "core/buf.h"
 #include "core/fdstream.h"
 #include "core/stream.h"
+#include "core/termrestore.h"
 #include "core/log.h"
 #include "core/loop.h"
 #include "core/opts.h"
@@ -456,37 +457,36 @@ struct viewer {
 	int rc;
 };
 
-static struct termios saved_tio;
-static int saved_out_flags = -1; /* fd 1's flags before O_NONBLOCK (shared with the tty's other fds) */
-static bool tio_saved;
-
+/* The terminal is given back through core/termrestore, on every path (normal exit, fatal(), crash signals): the
+ * modes from before, fd 1's flags from before O_NONBLOCK (shared with the tty's other fds), then the bytes that
+ * leave our modes. */
 static void term_restore(void)
 {
-	/* also the fatal hook: only fcntl(), write() and tcsetattr() here (async-signal-safe) */
-	static const char leave[] = "\033[?1006l\033[?1002l\033[?1000l\033[0m\033[?25h\033[?1049l";
-	if (!tio_saved)
-		return;
-	if (saved_out_flags >= 0)
-		fcntl(1, F_SETFL, saved_out_flags);
-	ssize_t n = write(1, leave, sizeof leave - 1); /* nothing to do about a failure here */
-	(void)n;
-	tcsetattr(0, TCSAFLUSH, &saved_tio);
-	tio_saved = false;
+	termrestore_now();
 }
 
 static int term_enter(void)
 {
+	struct termios saved_tio;
 	if (!isatty(0) || !isatty(1) || tcgetattr(0, &saved_tio) < 0)
 		return -1;
 	struct termios t = saved_tio;
 	cfmakeraw(&t);
 	if (tcsetattr(0, TCSAFLUSH, &t) < 0)
 		return -1;
-	tio_saved = true;
-	log_set_fatal_hook(term_restore);
+	termrestore_begin(&saved_tio);
+	termrestore_add("\033[?1006l\033[?1002l\033[?1000l\033[0m\033[?25h\033[?1049l");
+	int fl = fcntl(1, F_GETFL);
+	if (fl >= 0)
+		termrestore_set_flags(1, fl);
+	termrestore_arm();
 	static const char enter[] = "\033[?1049h\033[?25l\033[2J\033[?1000h\033[?1002h\033[?1006h";
-	if (write(1, enter, sizeof enter - 1) < 0)
+	if (write(1, enter, sizeof enter - 1) < 0) {
+		term_restore();
 		return -1;
+	}
+	if (fl >= 0)
+		fcntl(1, F_SETFL, fl | O_NONBLOCK);
 	return 0;
 }
 
@@ -755,9 +755,6 @@ static int run_viewer(const struct vopts *o)
 		return EXIT_USAGE;
 	}
 	log_capture_stderr();
-	saved_out_flags = fcntl(1, F_GETFL);
-	if (saved_out_flags >= 0)
-		fcntl(1, F_SETFL, saved_out_flags | O_NONBLOCK);
 	term_size(&w);
 	w.cells = fbcells_new();
 	w.keys = termkeys_new(on_key, &w);

@@ -84,8 +84,10 @@ static void console_view_draw(struct view *view, const struct region *r)
 	char scroll[48] = "";
 	if (off)
 		snprintf(scroll, sizeof scroll, " [-%d]", off);
+	/* alone (full-screen `kvcon console`, no main view to go back to), Ctrl+] exits the command */
 	const char *hint = vtpane_in_copy_mode(p) ? "copy mode: q leaves, v selects, y copies, p pastes, / ? search"
-						  : "Ctrl+] leaves  F12 copy mode  Shift+PgUp/PgDn scroll";
+			   : view_depth() == 0 ? "Ctrl+] exits  F12 copy mode  Shift+PgUp/PgDn scroll"
+					       : "Ctrl+] leaves  F12 copy mode  Shift+PgUp/PgDn scroll";
 	snprintf(status, sizeof status, " %s | %s%s | %s", w->label, consess_status(w->cs), scroll, hint);
 	draw_cell(r->y + r->h - 1, r->x, r->w, A_REVERSE, status, false);
 }
@@ -190,19 +192,11 @@ bool console_view_paste(struct view *v, const char *text, size_t len)
 	return true;
 }
 
-struct view *console_view_open(struct obj *vm, char **err)
+struct view *console_view_new(const struct consess_opts *o, const char *label, char **err)
 {
-	struct source *src = vm->src;
-	if (src == NULL || src->ops == NULL || src->ops->open_console == NULL) {
-		*err = xasprintf("%s has no serial console", src ? src->name : "this VM");
-		return NULL;
-	}
 	struct console_view *w = xcalloc(1, sizeof *w);
-	w->label = xasprintf("%s/%s", vm->ns, vm->name);
-	struct consess_opts o = {
-		.st = ui_store(), .src = src, .ns = vm->ns, .name = vm->name, .rows = 24, .cols = 80,
-	};
-	w->cs = consess_new(&o, on_changed, w, err);
+	w->label = xstrdup(label);
+	w->cs = consess_new(o, on_changed, w, err);
 	if (!w->cs) {
 		free(w->label);
 		free(w);
@@ -212,4 +206,28 @@ struct view *console_view_open(struct obj *vm, char **err)
 	w->view->raw = true;
 	w->view->pane = true;
 	return w->view;
+}
+
+struct consess *console_view_session(struct view *v)
+{
+	if (!v || v->ops != &console_view_ops)
+		return NULL;
+	struct console_view *w = v->priv;
+	return w->cs;
+}
+
+struct view *console_view_open(struct obj *vm, char **err)
+{
+	struct source *src = vm->src;
+	if (src == NULL || src->ops == NULL || src->ops->open_console == NULL) {
+		*err = xasprintf("%s has no serial console", src ? src->name : "this VM");
+		return NULL;
+	}
+	char *label = xasprintf("%s/%s", vm->ns, vm->name);
+	struct consess_opts o = {
+		.st = ui_store(), .src = src, .ns = vm->ns, .name = vm->name, .rows = 24, .cols = 80,
+	};
+	struct view *v = console_view_new(&o, label, err);
+	free(label);
+	return v;
 }

@@ -195,6 +195,11 @@ void screen_frame_now(void)
 		frame();
 }
 
+unsigned long screen_frames(void)
+{
+	return S.frames;
+}
+
 void screen_dirty(void)
 {
 	S.dirty = true;
@@ -234,6 +239,7 @@ int screen_init(const struct screen_cbs *cbs, const char *theme, char **theme_er
 		return -1;
 	}
 	S.active = true;
+	S.frames = 0;
 	prepare_restore();
 	termrestore_arm();
 	log_capture_stderr();

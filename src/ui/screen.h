@@ -34,5 +34,7 @@ void screen_dirty_full(void);
 /* Draws a frame now, from wherever the loop thread is (the first rows must not wait for the rest of a busy loop
  * pass); the pacing of later frames continues from it. */
 void screen_frame_now(void);
+/* Frames drawn since screen_init. */
+unsigned long screen_frames(void);
 
 #endif

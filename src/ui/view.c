@@ -230,8 +230,13 @@ void view_layout(const struct region *body)
 		int ph = V.zoomed ? body->h : body->h / 2;
 		if (ph < 3)
 			ph = body->h;
-		t = (struct region){ body->y + body->h - ph, body->x, 1, body->w };
-		p = (struct region){ t.y + 1, body->x, ph - 1, body->w };
+		if (V.zoomed && V.depth == 0 && V.npanes == 1) {
+			/* a pane alone (full-screen `kvcon console`): no tab line, the pane has every cell */
+			p = *body;
+		} else {
+			t = (struct region){ body->y + body->h - ph, body->x, 1, body->w };
+			p = (struct region){ t.y + 1, body->x, ph - 1, body->w };
+		}
 		m.h = body->h - ph;
 	}
 	V.main_r = m;
@@ -279,7 +284,7 @@ bool view_draw_all(bool force)
 	}
 	if (V.npanes) {
 		struct view *p = V.panes[V.active];
-		if (force || V.tabs_dirty) {
+		if ((force || V.tabs_dirty) && V.tabs_r.h > 0) {
 			V.tabs_dirty = false;
 			draw_tabs();
 			drew = true;
