@@ -4,7 +4,8 @@
 # migrates a running TCG guest, `kubectl wait` sees phase Succeeded, the VMI's nodeName and
 # status.migrationState name the other host (the same migrationUid as the vmim's), `kubectl get vmim` prints
 # KubeVirt's columns (NAME PHASE VMI), a watch sees the phases, a refused migration is Failed with the reason,
-# and the guest's shell state survives the move (read through kvcon's serial console).
+# `kubectl delete vmim` of a running migration aborts it, and the guest's shell state survives the moves (read
+# through kvcon's serial console).
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/migrate-lib.bash"
@@ -115,4 +116,21 @@ k wait --for=jsonpath='{.status.phase}'=Succeeded vmim/mig-back --timeout=300s |
 k delete vmim mig1 mig-same mig-back >/dev/null || fail "delete"
 [[ -z $(k get vmim -o name) ]] || fail "vmims left: $(k get vmim -o name)"
 console vm1 'echo mark=$KVMARK' 'mark=vmim42' || fail "variable lost after the way back"
+
+step "kubectl delete vmim of a running migration aborts it (a 1 MiB/s migration: libvirt's speed for the domain)"
+virsh -q -c "$SRC_URI" migrate-setspeed default_vm1 1 || fail "migrate-setspeed"
+sed "s/mig1/mig-abort/" "$MT/vmim.yaml" >"$MT/abort.yaml"
+k create -f "$MT/abort.yaml" >/dev/null || fail "create mig-abort"
+k wait --for=jsonpath='{.status.phase}'=Running vmim/mig-abort --timeout=120s || fail "mig-abort not Running"
+auid=$(k get vmim mig-abort -o jsonpath='{.status.migrationState.migrationUid}')
+[[ ${#auid} == 36 && $auid != "$uid" ]] || fail "mig-abort's migrationUid: '$auid'"
+out=$(k delete vmim mig-abort)
+[[ $out == 'virtualmachineinstancemigration.kubevirt.io "mig-abort" deleted' ]] || fail "delete: $out"
+abort_done() { k get vmi vm1 -o jsonpath='{.status.migrationState.migrationUid} {.status.migrationState.failed} {.status.migrationState.abortStatus}'; }
+wait_eq 120 "$auid true Succeeded" abort_done || fail "the migration was not aborted"
+[[ $(k get vmi vm1 -o jsonpath='{.status.nodeName}') == "$HA" ]] || fail "vm1 left $HA after the abort"
+[[ $(dom_state "$SRC_URI" vm1) == running ]] || fail "vm1 not running on $HA after the abort"
+! virsh -q -c "$DST_URI" dominfo default_vm1 >/dev/null 2>&1 || fail "left over on $HB"
+grep -q '"type":"DELETED".*"name":"mig-abort"' "$MT/watch.out" || fail "the watch did not see mig-abort DELETED"
+console vm1 'echo mark=$KVMARK' 'mark=vmim42' || fail "vm1 does not answer after the abort"
 echo PASS
