@@ -20,7 +20,8 @@ stop_srv() {
     [[ -n $SRV ]] && kill -TERM "$SRV" 2>/dev/null && wait "$SRV" 2>/dev/null || true
     SRV= WATCH=
 }
-trap 'stop_srv; mig_cleanup' EXIT
+# mig_cleanup exits with the status it finds in $?: the test's, not stop_srv's
+trap 'r=$?; stop_srv; set +e; (exit $r); mig_cleanup' EXIT
 
 step "vm1 running on $HA, a shell variable set"
 kv -c "$SRC_URI" engine apply -f "$(manifest vm1)"
