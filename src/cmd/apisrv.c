@@ -49,7 +49,7 @@
 
 /* ---- resources ---- */
 
-enum res { R_VM, R_VMI, R_POD, R_EVENT, R_NS, R_NODE, R_COUNT };
+enum res { R_VM, R_VMI, R_POD, R_EVENT, R_NS, R_NODE, R_VMIM, R_COUNT };
 
 static const struct resdef {
 	const char *plural, *singular, *kind, *group, *short1, *short2;
@@ -65,6 +65,9 @@ static const struct resdef {
 	[R_EVENT] = { "events", "event", "Event", "", "ev", NULL, true, OBJ_EVENT, "get,list,watch" },
 	[R_NS] = { "namespaces", "namespace", "Namespace", "", "ns", NULL, false, -1, "create,delete,get,list,watch" },
 	[R_NODE] = { "nodes", "node", "Node", "", "no", NULL, false, -1, "get,list,watch" },
+	[R_VMIM] = { "virtualmachineinstancemigrations", "virtualmachineinstancemigration",
+		     "VirtualMachineInstanceMigration", "kubevirt.io", "vmim", "vmims", true, -1,
+		     "create,delete,get,list,watch" },
 };
 
 static const char *api_version(enum res r)
@@ -101,7 +104,7 @@ struct wev {
 	uint64_t rv;
 	enum res r;
 	const char *type; /* ADDED, MODIFIED, DELETED */
-	struct obj *o;    /* packed copy (namespace, name, labels for the filters) */
+	struct obj *o;    /* packed copy (namespace, name, labels for the filters); NULL for a migration (text) */
 	char *text;
 };
 
@@ -120,6 +123,28 @@ struct watcher {
 struct reqctx {
 	struct buf body;
 	bool too_big;
+};
+
+#define VMIM_NPHASE 8
+
+/* A VirtualMachineInstanceMigration: kept by the service (not persisted); its phase follows the engine's
+ * migration (the VMI's migrationState with the same migrationUid) and the action's outcome. */
+struct vmim {
+	unsigned id;
+	char *ns, *name, *vmi, *target; /* target: spec.addedNodeSelector's kubernetes.io/hostname, or NULL */
+	char uid[37];
+	char mig_uid[UID_LEN]; /* the engine's migrationUid once started */
+	int64_t created;
+	json_object *labels, *annotations;
+	const char *phase;
+	char *reason;      /* why it failed (refused, or the engine's message) */
+	int done;          /* 0 running, 1 the action ended well, -1 it failed */
+	const char *tphase[VMIM_NPHASE];
+	int64_t tstamp[VMIM_NPHASE];
+	int ntrans;
+	uint64_t rv;
+	char *body, *text; /* JSON without / with resourceVersion */
+	struct vmim *next;
 };
 
 static struct {
@@ -142,6 +167,9 @@ static struct {
 	char node_uid[37];
 	char **nsx; /* namespaces created through the API (kept in $XDG_STATE_HOME/kvcon/engine-namespaces) */
 	size_t nnsx;
+	struct vmim *vmims;
+	unsigned vmim_ids;
+	bool vmim_posted;
 } S;
 
 /* ---- JSON helpers ---- */
@@ -280,6 +308,37 @@ static json_object *event_json(const struct obj *o)
 	return j;
 }
 
+/* status.migrationState as KubeVirt writes it (timestamps RFC 3339). */
+static json_object *mig_state_json(const struct migration_state *m)
+{
+	json_object *j = json_object_new_object();
+	if (m->migration_uid[0])
+		json_object_object_add(j, "migrationUid", jstr(m->migration_uid));
+	if (m->source_node)
+		json_object_object_add(j, "sourceNode", jstr(m->source_node));
+	if (m->target_node)
+		json_object_object_add(j, "targetNode", jstr(m->target_node));
+	if (m->source_pod)
+		json_object_object_add(j, "sourcePod", jstr(m->source_pod));
+	if (m->target_pod)
+		json_object_object_add(j, "targetPod", jstr(m->target_pod));
+	if (m->start)
+		json_object_object_add(j, "startTimestamp", time_json(m->start));
+	if (m->end)
+		json_object_object_add(j, "endTimestamp", time_json(m->end));
+	json_object_object_add(j, "completed", json_object_new_boolean(m->completed));
+	json_object_object_add(j, "failed", json_object_new_boolean(m->failed));
+	if (m->abort_requested)
+		json_object_object_add(j, "abortRequested", json_object_new_boolean(1));
+	if (m->abort_status)
+		json_object_object_add(j, "abortStatus", jstr(m->abort_status));
+	if (m->mode)
+		json_object_object_add(j, "mode", jstr(m->mode));
+	if (m->failure_reason)
+		json_object_object_add(j, "failureReason", jstr(m->failure_reason));
+	return j;
+}
+
 static json_object *obj_to_json(const struct obj *o)
 {
 	json_object *j;
@@ -294,6 +353,12 @@ static json_object *obj_to_json(const struct obj *o)
 	}
 	if (j == NULL)
 		return NULL;
+	if (o->kind == OBJ_VMI) {
+		const struct migration_state *m = vmi_mig((const struct vmi *)o);
+		json_object *st = jget(j, "status");
+		if (m && m->present && st)
+			json_object_object_add(st, "migrationState", mig_state_json(m));
+	}
 	json_object *md = jobj(j, "metadata");
 	if (jget(md, "labels") == NULL)
 		add_labels(md, o);
@@ -321,7 +386,7 @@ static void ring_push(enum res r, const char *type, const struct obj *o, const c
 	w->rv = S.rv;
 	w->r = r;
 	w->type = type;
-	w->o = obj_pack_copy(o);
+	w->o = o ? obj_pack_copy(o) : NULL;
 	w->text = xstrdup(text);
 }
 
@@ -364,10 +429,22 @@ static struct cent *refresh(const struct obj *o, bool notify)
 	return c;
 }
 
+static void vmims_update(void);
+
+static void on_vmi_changed(void *arg)
+{
+	(void)arg;
+	S.vmim_posted = false;
+	vmims_update();
+}
+
 static void on_store(void *arg, enum obj_kind kind, const struct obj *old, const struct obj *new_)
 {
 	(void)arg;
-	(void)kind;
+	if (kind == OBJ_VMI && S.vmims && !S.vmim_posted) { /* read once the store is done with this change */
+		S.vmim_posted = true;
+		loop_post(on_vmi_changed, NULL);
+	}
 	if (new_) {
 		refresh(new_, true);
 		return;
@@ -675,7 +752,11 @@ static const struct col COLS_NODE[] = { { "Name", "string", "name", 0 },	{ "Stat
 					{ "External-IP", "string", "", 1 },	{ "OS-Image", "string", "", 1 },
 					{ "Kernel-Version", "string", "", 1 },	{ "Container-Runtime", "string", "", 1 },
 					{ 0 } };
-static const struct col *const COLS[R_COUNT] = { COLS_VM, COLS_VMI, COLS_POD, COLS_EVENT, COLS_NS, COLS_NODE };
+/* KubeVirt's additionalPrinterColumns for VirtualMachineInstanceMigration */
+static const struct col COLS_VMIM[] = { { "Name", "string", "name", 0 }, { "Phase", "string", "", 0 },
+					{ "VMI", "string", "", 0 }, { 0 } };
+static const struct col *const COLS[R_COUNT] = { COLS_VM, COLS_VMI, COLS_POD, COLS_EVENT, COLS_NS, COLS_NODE,
+						 COLS_VMIM };
 
 static json_object *columns_json(enum res r)
 {
@@ -815,6 +896,11 @@ static json_object *row_cells(enum res r, json_object *o)
 		CELL(jstr("libvirt"));
 		break;
 	}
+	case R_VMIM:
+		CELL(jstr(name));
+		CELL(jstr(jgets(st, "phase")));
+		CELL(jstr(jgets(jget(o, "spec"), "vmiName")));
+		break;
 	case R_COUNT:
 		break;
 	}
@@ -998,6 +1084,17 @@ static struct item *select_items(enum res r, const struct filter *f, size_t *n)
 			json_object_put(j);
 		}
 		free(names);
+	} else if (r == R_VMIM) {
+		for (struct vmim *m = S.vmims; m; m = m->next) {
+			if (m->text == NULL)
+				continue;
+			json_object *j = json_tokener_parse(m->text);
+			struct lookup l = { .j = j, .ns = m->ns, .name = m->name };
+			if (j && matches(f, &l))
+				add_item(&items, n, m->ns, m->name, xstrdup(m->text));
+			if (j)
+				json_object_put(j);
+		}
 	} else {
 		for (int s = 0; s < S.nsrcs; s++) {
 			json_object *j = node_json(S.srcs[s]);
@@ -1157,6 +1254,14 @@ static bool watcher_matches(struct watcher *w, const struct wev *e)
 	if (e->r != w->r)
 		return false;
 	struct filter f = { .ns = w->ns, .name = w->name, .ls = w->ls, .fs = w->fs };
+	if (e->o == NULL) { /* a migration: its text says the rest */
+		json_object *j = json_tokener_parse(e->text), *md = jget(j, "metadata");
+		struct lookup l = { .j = j, .ns = jgets(md, "namespace"), .name = jgets(md, "name") };
+		bool ok = j && l.ns && l.name && matches(&f, &l);
+		if (j)
+			json_object_put(j);
+		return ok;
+	}
 	struct lookup l = { .o = e->o, .ns = e->o->ns, .name = e->o->name };
 	return matches(&f, &l);
 }
@@ -1592,6 +1697,310 @@ static enum MHD_Result subresource(struct MHD_Connection *c, struct reqctx *rq, 
 			return act(c, rq, r, ACT_SOFT_REBOOT, ns, name, -1, NULL, 200, false);
 	}
 	return send_status(c, 404, "NotFound", R_COUNT, NULL, "the server could not find the requested resource");
+}
+
+/* ---- VirtualMachineInstanceMigration ---- */
+
+static bool valid_name(const char *s);
+
+static void vmim_free(struct vmim *m)
+{
+	free(m->ns);
+	free(m->name);
+	free(m->vmi);
+	free(m->target);
+	free(m->reason);
+	free(m->body);
+	free(m->text);
+	if (m->labels)
+		json_object_put(m->labels);
+	if (m->annotations)
+		json_object_put(m->annotations);
+	free(m);
+}
+
+static struct vmim *vmim_find(const char *ns, const char *name)
+{
+	for (struct vmim *m = S.vmims; m; m = m->next)
+		if (strcmp(m->ns, ns) == 0 && strcmp(m->name, name) == 0)
+			return m;
+	return NULL;
+}
+
+static const struct vmi *vmi_of(const char *ns, const char *name)
+{
+	for (int s = 0; s < S.nsrcs; s++) {
+		struct obj *o = store_find(S.st, S.srcs[s], OBJ_VMI, ns, name);
+		if (o)
+			return (const struct vmi *)o;
+	}
+	return NULL;
+}
+
+/* The engine's state of m's migration: the VMI's migrationState when it is this migration's, else NULL. */
+static const struct migration_state *vmim_state(const struct vmim *m)
+{
+	const struct vmi *v = m->mig_uid[0] ? vmi_of(m->ns, m->vmi) : NULL;
+	const struct migration_state *ms = v ? vmi_mig(v) : NULL;
+	return ms && ms->present && strcmp(ms->migration_uid, m->mig_uid) == 0 ? ms : NULL;
+}
+
+static bool vmim_final(const struct vmim *m)
+{
+	return util_str_eq(m->phase, "Succeeded") || util_str_eq(m->phase, "Failed");
+}
+
+/* KubeVirt's phase from the engine's state: pre-flight checks pass before the migration exists (Scheduling and
+ * Scheduled are instantaneous here), no job figures yet is the target being prepared, figures are Running. */
+static const char *vmim_phase_now(struct vmim *m)
+{
+	if (vmim_final(m))
+		return m->phase;
+	const struct migration_state *ms = vmim_state(m);
+	if (ms && ms->completed)
+		return "Succeeded";
+	if (ms && ms->failed) {
+		if (m->reason == NULL && ms->failure_reason)
+			m->reason = xstrdup(ms->failure_reason);
+		return "Failed";
+	}
+	if (m->done)
+		return m->done > 0 ? "Succeeded" : "Failed";
+	if (ms == NULL)
+		return m->phase;
+	if (ms->iteration > 0 || ms->data_processed > 0 || ms->progress_pct > 0)
+		return "Running";
+	return "PreparingTarget";
+}
+
+static void vmim_set_phase(struct vmim *m, const char *phase)
+{
+	if (util_str_eq(m->phase, phase))
+		return;
+	/* the steps a jump skips are recorded too, as KubeVirt's controller passes through them */
+	static const char *const order[] = { "Pending",	       "Scheduling", "Scheduled", "PreparingTarget",
+					     "TargetReady",    "Running",    "Succeeded" };
+	int from = -1, to = -1;
+	for (int i = 0; i < 7; i++) {
+		if (util_str_eq(order[i], m->phase))
+			from = i;
+		if (util_str_eq(order[i], phase))
+			to = i;
+	}
+	int64_t now = util_wall_s();
+	for (int i = from + 1; from >= 0 && to > from && i < to && m->ntrans < VMIM_NPHASE; i++) {
+		m->tphase[m->ntrans] = order[i];
+		m->tstamp[m->ntrans++] = now;
+	}
+	if (m->ntrans < VMIM_NPHASE) {
+		m->tphase[m->ntrans] = phase;
+		m->tstamp[m->ntrans++] = now;
+	}
+	m->phase = phase;
+}
+
+static json_object *vmim_json(const struct vmim *m)
+{
+	json_object *j = json_object_new_object(), *md = json_object_new_object(), *spec = json_object_new_object(),
+		    *st = json_object_new_object();
+	json_object_object_add(j, "apiVersion", jstr("kubevirt.io/v1"));
+	json_object_object_add(j, "kind", jstr("VirtualMachineInstanceMigration"));
+	json_object_object_add(md, "name", jstr(m->name));
+	json_object_object_add(md, "namespace", jstr(m->ns));
+	json_object_object_add(md, "uid", jstr(m->uid));
+	json_object_object_add(md, "creationTimestamp", time_json(m->created));
+	json_object *l = m->labels ? json_object_get(m->labels) : json_object_new_object();
+	json_object_object_add(l, "kubevirt.io/vmi-name", jstr(m->vmi));
+	json_object_object_add(md, "labels", l);
+	if (m->annotations)
+		json_object_object_add(md, "annotations", json_object_get(m->annotations));
+	json_object_object_add(j, "metadata", md);
+	json_object_object_add(spec, "vmiName", jstr(m->vmi));
+	if (m->target) {
+		json_object *sel = json_object_new_object();
+		json_object_object_add(sel, "kubernetes.io/hostname", jstr(m->target));
+		json_object_object_add(spec, "addedNodeSelector", sel);
+	}
+	json_object_object_add(j, "spec", spec);
+	json_object_object_add(st, "phase", jstr(m->phase));
+	json_object *tr = json_object_new_array();
+	for (int i = 0; i < m->ntrans; i++) {
+		json_object *t = json_object_new_object();
+		json_object_object_add(t, "phase", jstr(m->tphase[i]));
+		json_object_object_add(t, "phaseTransitionTimestamp", time_json(m->tstamp[i]));
+		json_object_array_add(tr, t);
+	}
+	json_object_object_add(st, "phaseTransitionTimestamps", tr);
+	const struct migration_state *ms = vmim_state(m);
+	if (ms)
+		json_object_object_add(st, "migrationState", mig_state_json(ms));
+	if (util_str_eq(m->phase, "Failed") && m->reason) {
+		json_object *conds = json_object_new_array(), *c = json_object_new_object();
+		json_object_object_add(c, "type", jstr("Failed"));
+		json_object_object_add(c, "status", jstr("True"));
+		json_object_object_add(c, "message", jstr(m->reason));
+		json_object_array_add(conds, c);
+		json_object_object_add(st, "conditions", conds);
+	}
+	json_object_object_add(j, "status", st);
+	return j;
+}
+
+/* Rebuilds m's text; a change bumps the resourceVersion and becomes a watch event. */
+static void vmim_refresh(struct vmim *m, const char *type)
+{
+	vmim_set_phase(m, vmim_phase_now(m));
+	json_object *j = vmim_json(m);
+	char *body = jtext(j);
+	if (m->body && strcmp(m->body, body) == 0) {
+		free(body);
+		json_object_put(j);
+		return;
+	}
+	free(m->body);
+	m->body = body;
+	m->rv = ++S.rv;
+	char rv[24];
+	snprintf(rv, sizeof rv, "%llu", (unsigned long long)m->rv);
+	json_object_object_add(jobj(j, "metadata"), "resourceVersion", json_object_new_string(rv));
+	free(m->text);
+	m->text = jtext(j);
+	json_object_put(j);
+	ring_push(R_VMIM, type ? type : "MODIFIED", NULL, m->text);
+	wake_watchers();
+}
+
+static void vmims_update(void)
+{
+	for (struct vmim *m = S.vmims; m; m = m->next)
+		vmim_refresh(m, NULL);
+}
+
+static void vmim_done(void *arg, int status, const char *message)
+{
+	unsigned id = (unsigned)(uintptr_t)arg;
+	for (struct vmim *m = S.vmims; m; m = m->next)
+		if (m->id == id) {
+			m->done = status == 0 ? 1 : -1;
+			if (status != 0 && m->reason == NULL && message)
+				m->reason = xstrdup(message);
+			vmim_refresh(m, NULL);
+			return;
+		}
+}
+
+static enum MHD_Result create_vmim(struct MHD_Connection *c, struct reqctx *rq, const char *ns)
+{
+	enum MHD_Result rc;
+	json_object *o = body_json(c, rq, &rc);
+	if (o == NULL)
+		return rc;
+	json_object *md = jget(o, "metadata"), *spec = jget(o, "spec");
+	const char *name = jgets(md, "name"), *gen = jgets(md, "generateName"), *vmi = jgets(spec, "vmiName");
+	const char *target = jgets(jget(spec, "addedNodeSelector"), "kubernetes.io/hostname");
+	char *gname = NULL;
+	if ((name == NULL || *name == 0) && gen && *gen) {
+		char u[37];
+		util_uuid_v4(u);
+		name = gname = xasprintf("%s%.5s", gen, u);
+	}
+	struct source *src = vmi ? source_of(ns, vmi) : NULL;
+	bool tfound = target == NULL;
+	for (int s = 0; s < S.nsrcs && !tfound; s++)
+		tfound = util_str_eq(S.srcs[s]->name, target);
+	if (name == NULL || !valid_name(name))
+		rc = send_invalid(c, name ? name : "", "metadata.name: Invalid value: a lowercase RFC 1123 subdomain is required");
+	else if (vmi == NULL || *vmi == 0)
+		rc = send_invalid(c, name, "spec.vmiName: Required value");
+	else if (!ns_exists(ns))
+		rc = send_status(c, 404, "NotFound", R_NS, ns, "namespaces \"%s\" not found", ns);
+	else if (vmim_find(ns, name))
+		rc = send_status(c, 409, "AlreadyExists", R_VMIM, name, "%s \"%s\" already exists", RES[R_VMIM].plural,
+				 name);
+	else if (src == NULL || vmi_of(ns, vmi) == NULL)
+		rc = send_invalid(c, name, "spec.vmiName: the VMI does not exist or is not running");
+	else if (!tfound)
+		rc = send_invalid(c, name, "spec.addedNodeSelector: kubernetes.io/hostname is not one of the nodes");
+	else {
+		struct vmim *m = xcalloc(1, sizeof *m);
+		m->id = ++S.vmim_ids;
+		m->ns = xstrdup(ns);
+		m->name = xstrdup(name);
+		m->vmi = xstrdup(vmi);
+		m->target = xstrdup0(target);
+		util_uuid_v4(m->uid);
+		m->created = util_wall_s();
+		json_object *x = jget(md, "labels");
+		if (x && json_object_is_type(x, json_type_object))
+			m->labels = json_tokener_parse(json_object_to_json_string(x));
+		x = jget(md, "annotations");
+		if (x && json_object_is_type(x, json_type_object))
+			m->annotations = json_tokener_parse(json_object_to_json_string(x));
+		vmim_set_phase(m, "Pending");
+		if (dry_run(c, rq)) { /* nothing is kept or done */
+			json_object *j = vmim_json(m);
+			vmim_free(m);
+			rc = send_json(c, 201, j);
+		} else {
+			m->next = S.vmims;
+			S.vmims = m;
+			vmim_set_phase(m, "Scheduling");
+			struct action_req req = { .act = ACT_MIGRATE, .ns = ns, .name = vmi, .grace_period = -1,
+						  .target = target };
+			char *err = NULL;
+			if (src->ops->action(src, &req, vmim_done, (void *)(uintptr_t)m->id, &err) < 0) {
+				m->reason = err ? err : xstrdup("refused");
+				vmim_set_phase(m, "Failed");
+			} else {
+				const struct vmi *v = vmi_of(ns, vmi);
+				const struct migration_state *ms = v ? vmi_mig(v) : NULL;
+				if (ms && ms->present && !ms->completed && !ms->failed)
+					snprintf(m->mig_uid, UID_LEN, "%s", ms->migration_uid);
+				vmim_set_phase(m, "Scheduled");
+			}
+			vmim_refresh(m, "ADDED");
+			rc = send_text(c, 201, xstrdup(m->text), "application/json");
+		}
+	}
+	free(gname);
+	json_object_put(o);
+	return rc;
+}
+
+/* Deleting a migration that is still running aborts it, as KubeVirt's controller does. */
+static enum MHD_Result delete_vmim(struct MHD_Connection *c, struct reqctx *rq, const char *ns, const char *name)
+{
+	struct vmim *m = vmim_find(ns, name);
+	if (m == NULL)
+		return not_found(c, R_VMIM, name);
+	if (dry_run(c, rq))
+		return send_text(c, 200, xstrdup(m->text), "application/json");
+	vmim_refresh(m, NULL);
+	if (!vmim_final(m)) {
+		struct source *src = source_of(ns, m->vmi);
+		struct action_req req = { .act = ACT_MIGRATE_ABORT, .ns = ns, .name = m->vmi, .grace_period = -1 };
+		char *err = NULL;
+		if (src == NULL || src->ops->action(src, &req, action_done, NULL, &err) < 0) {
+			log_warn("engine serve: aborting migration %s/%s: %s", ns, name, err ? err : "the VM is gone");
+			free(err);
+		}
+	}
+	for (struct vmim **p = &S.vmims; *p; p = &(*p)->next)
+		if (*p == m) {
+			*p = m->next;
+			break;
+		}
+	S.rv++;
+	json_object *j = json_tokener_parse(m->text);
+	char rv[24];
+	snprintf(rv, sizeof rv, "%llu", (unsigned long long)S.rv);
+	json_object_object_add(jobj(j, "metadata"), "resourceVersion", json_object_new_string(rv));
+	char *text = jtext(j);
+	json_object_put(j);
+	ring_push(R_VMIM, "DELETED", NULL, text);
+	wake_watchers();
+	vmim_free(m);
+	return send_text(c, 200, text, "application/json");
 }
 
 /* ---- the serial console as KubeVirt's WebSocket (plain.kubevirt.io): binary frames both ways ---- */
@@ -2246,6 +2655,10 @@ static enum MHD_Result route(struct MHD_Connection *c, struct reqctx *rq, const 
 		return create_vm(c, rq, ns);
 	if (strcmp(method, "POST") == 0 && r == R_NS && name == NULL)
 		return create_ns(c, rq);
+	if (strcmp(method, "POST") == 0 && r == R_VMIM && ns && name == NULL)
+		return create_vmim(c, rq, ns);
+	if (strcmp(method, "DELETE") == 0 && r == R_VMIM && ns && name)
+		return delete_vmim(c, rq, ns, name);
 	if (strcmp(method, "DELETE") == 0 && r == R_NS && name)
 		return delete_ns(c, name);
 	if ((strcmp(method, "PATCH") == 0 || strcmp(method, "PUT") == 0) && r == R_VM && ns && name)
@@ -2467,6 +2880,11 @@ static void state_free(void)
 	S.nsx = NULL;
 	S.nnsx = 0;
 	S.count = 0;
+	while (S.vmims) {
+		struct vmim *m = S.vmims;
+		S.vmims = m->next;
+		vmim_free(m);
+	}
 	const char *k;
 	void *v;
 	for (size_t it = 0; hmap_next(&S.cache, &it, &k, &v);) {

@@ -1,0 +1,137 @@
+#!/bin/bash
+# `kvcon engine serve` over the two-host lab: both hosts are nodes, and live migration is KubeVirt's
+# VirtualMachineInstanceMigration driven by the REAL kubectl: discovery lists vmim, `kubectl create -f vmim.yaml`
+# migrates a running TCG guest, `kubectl wait` sees phase Succeeded, the VMI's nodeName and
+# status.migrationState name the other host (the same migrationUid as the vmim's), `kubectl get vmim` prints
+# KubeVirt's columns (NAME PHASE VMI), a watch sees the phases, a refused migration is Failed with the reason,
+# `kubectl delete vmim` of a running migration aborts it, and the guest's shell state survives the moves (read
+# through kvcon's serial console).
+set -euo pipefail
+HERE=$(cd "$(dirname "$0")" && pwd)
+. "$HERE/migrate-lib.bash"
+engine_needs "the two-host lab" kubectl
+mig_setup
+export HOME=$MT/home # kubectl's discovery cache, private to the test
+mkdir -p "$HOME"
+SOCK=$MT/api.sock
+SRV= WATCH=
+stop_srv() {
+    [[ -n $WATCH ]] && kill "$WATCH" 2>/dev/null || true
+    [[ -n $SRV ]] && kill -TERM "$SRV" 2>/dev/null && wait "$SRV" 2>/dev/null || true
+    SRV= WATCH=
+}
+# mig_cleanup exits with the status it finds in $?: the test's, not stop_srv's
+trap 'r=$?; stop_srv; set +e; (exit $r); mig_cleanup' EXIT
+
+step "vm1 running on $HA, a shell variable set"
+kv -c "$SRC_URI" engine apply -f "$(manifest vm1)"
+wait_shell vm1
+console vm1 'export KVMARK=vmim$((6*7)); echo mark=$KVMARK' 'mark=vmim42' || fail "variable not set on $HA"
+
+step "serve with both hosts (the config file's) as nodes"
+"$KV" engine serve --socket "$SOCK" --https 0 >"$MT/serve.out" 2>"$MT/serve.err" &
+SRV=$!
+wait_eq 120 "engine serving" tail -n1 "$MT/serve.out" || { cat "$MT/serve.err"; fail "serve did not start"; }
+export KUBECONFIG=$(sed -n 's/^kubeconfig: //p' "$MT/serve.out")
+k() { kubectl --request-timeout=60s "$@"; }
+[[ $(k get nodes -o name | sort | tr '\n' ' ') == "node/$HA node/$HB " ]] || fail "nodes: $(k get nodes -o name)"
+k api-resources --api-group=kubevirt.io >"$MT/res.out"
+grep -Eq '^virtualmachineinstancemigrations +vmim,vmims +kubevirt.io/v1 +true +VirtualMachineInstanceMigration$' \
+    "$MT/res.out" || { cat "$MT/res.out"; fail "api-resources does not list vmim"; }
+k wait --for=jsonpath='{.status.phase}'=Running vmi/vm1 --timeout=120s || fail "vmi not Running"
+[[ $(k get vmi vm1 -o jsonpath='{.status.nodeName}') == "$HA" ]] || fail "vm1 not on $HA"
+
+step "a watch on vmims; kubectl create -f vmim.yaml (the engine picks the target: the other host)"
+curl -sN --unix-socket "$SOCK" "http://engine/apis/kubevirt.io/v1/namespaces/default/virtualmachineinstancemigrations?watch=true" \
+    >"$MT/watch.out" 2>/dev/null &
+WATCH=$!
+cat >"$MT/vmim.yaml" <<YAML
+apiVersion: kubevirt.io/v1
+kind: VirtualMachineInstanceMigration
+metadata:
+  name: mig1
+spec:
+  vmiName: vm1
+YAML
+out=$(k create -f "$MT/vmim.yaml")
+[[ $out == "virtualmachineinstancemigration.kubevirt.io/mig1 created" ]] || fail "create: $out"
+k wait --for=jsonpath='{.status.phase}'=Succeeded vmim/mig1 --timeout=300s ||
+    fail "vmim not Succeeded: $(k get vmim mig1 -o json)"
+
+step "the VMI moved: nodeName and migrationState name $HB; the vmim's migrationUid is the VMI's"
+k get vmi vm1 -o json >"$MT/vmi.json"
+k get vmim mig1 -o json >"$MT/vmim.json"
+[[ $(jq -r .status.nodeName "$MT/vmi.json") == "$HB" ]] || fail "VMI nodeName: $(jq -c .status "$MT/vmi.json")"
+ms=$(jq -c .status.migrationState "$MT/vmi.json")
+[[ $(jq -r .targetNode <<<"$ms") == "$HB" && $(jq -r .sourceNode <<<"$ms") == "$HA" &&
+   $(jq -r .completed <<<"$ms") == true && $(jq -r .failed <<<"$ms") == false && $(jq -r .mode <<<"$ms") == PreCopy ]] ||
+    fail "VMI migrationState: $ms"
+jq -e '(.startTimestamp | test("^20[0-9-]+T[0-9:]+Z$")) and (.endTimestamp | test("^20[0-9-]+T[0-9:]+Z$"))' <<<"$ms" \
+    >/dev/null || fail "timestamps: $ms"
+uid=$(jq -r .migrationUid <<<"$ms")
+[[ ${#uid} == 36 && $(jq -r .status.migrationState.migrationUid "$MT/vmim.json") == "$uid" ]] ||
+    fail "migrationUid: VMI $uid, vmim $(jq -c .status "$MT/vmim.json")"
+[[ $(jq -r .spec.vmiName "$MT/vmim.json") == vm1 && $(jq -r '.status.phaseTransitionTimestamps[-1].phase' "$MT/vmim.json") == Succeeded ]] ||
+    fail "vmim: $(jq -c . "$MT/vmim.json")"
+[[ $(virsh -q -c "$DST_URI" domstate default_vm1 | head -n1) == running ]] || fail "domain not running on $HB"
+! virsh -q -c "$SRC_URI" dominfo default_vm1 >/dev/null 2>&1 || fail "still defined on $HA"
+
+step "kubectl get vmim: KubeVirt's columns"
+k get vmim >"$MT/get.out"
+cat "$MT/get.out"
+head -n1 "$MT/get.out" | grep -Eq '^NAME +PHASE +VMI$' || fail "header"
+grep -Eq '^mig1 +Succeeded +vm1$' "$MT/get.out" || fail "row"
+wait_for 10 grep -q '"phase":"Succeeded"' "$MT/watch.out" || fail "the watch did not see Succeeded: $(cat "$MT/watch.out")"
+jq -r '.type + " " + .object.status.phase' "$MT/watch.out" >"$MT/watch.phases"
+cat "$MT/watch.phases"
+head -n1 "$MT/watch.phases" | grep -q '^ADDED ' || fail "the watch: no ADDED first"
+tail -n1 "$MT/watch.phases" | grep -qx 'MODIFIED Succeeded' || fail "the watch: last is not Succeeded"
+
+console vm1 'echo mark=$KVMARK' 'mark=vmim42' || fail "variable lost on $HB"
+
+step "a refused migration (a target that is not a node) is 422; one to the node it is on fails"
+cat >"$MT/bad.yaml" <<YAML
+apiVersion: kubevirt.io/v1
+kind: VirtualMachineInstanceMigration
+metadata:
+  name: mig-bad
+spec:
+  vmiName: vm1
+  addedNodeSelector:
+    kubernetes.io/hostname: nosuchnode
+YAML
+! k create -f "$MT/bad.yaml" 2>"$MT/bad.err" || fail "a target that is no node was accepted"
+grep -q "addedNodeSelector" "$MT/bad.err" || fail "no reason: $(cat "$MT/bad.err")"
+sed -i "s/nosuchnode/$HB/; s/mig-bad/mig-same/" "$MT/bad.yaml"
+k create -f "$MT/bad.yaml" >/dev/null || fail "create mig-same"
+k wait --for=jsonpath='{.status.phase}'=Failed vmim/mig-same --timeout=60s || fail "mig-same not Failed"
+[[ -n $(k get vmim mig-same -o jsonpath='{.status.conditions[0].message}') ]] || fail "no failure message"
+[[ $(k get vmi vm1 -o jsonpath='{.status.nodeName}') == "$HB" ]] || fail "vm1 moved by a refused migration"
+
+step "migrate back with spec.addedNodeSelector naming $HA; kubectl delete vmim"
+sed -i "s/$HB/$HA/; s/mig-same/mig-back/" "$MT/bad.yaml"
+k create -f "$MT/bad.yaml" >/dev/null || fail "create mig-back"
+k wait --for=jsonpath='{.status.phase}'=Succeeded vmim/mig-back --timeout=300s || fail "mig-back not Succeeded"
+[[ $(k get vmi vm1 -o jsonpath='{.status.nodeName}') == "$HA" ]] || fail "vm1 not back on $HA"
+[[ $(k get vmi vm1 -o jsonpath='{.status.migrationState.targetNode}') == "$HA" ]] || fail "targetNode not $HA"
+k delete vmim mig1 mig-same mig-back >/dev/null || fail "delete"
+[[ -z $(k get vmim -o name) ]] || fail "vmims left: $(k get vmim -o name)"
+console vm1 'echo mark=$KVMARK' 'mark=vmim42' || fail "variable lost after the way back"
+
+step "kubectl delete vmim of a running migration aborts it (a 1 MiB/s migration: libvirt's speed for the domain)"
+virsh -q -c "$SRC_URI" migrate-setspeed default_vm1 1 || fail "migrate-setspeed"
+sed "s/mig1/mig-abort/" "$MT/vmim.yaml" >"$MT/abort.yaml"
+k create -f "$MT/abort.yaml" >/dev/null || fail "create mig-abort"
+k wait --for=jsonpath='{.status.phase}'=Running vmim/mig-abort --timeout=120s || fail "mig-abort not Running"
+auid=$(k get vmim mig-abort -o jsonpath='{.status.migrationState.migrationUid}')
+[[ ${#auid} == 36 && $auid != "$uid" ]] || fail "mig-abort's migrationUid: '$auid'"
+out=$(k delete vmim mig-abort)
+[[ $out == 'virtualmachineinstancemigration.kubevirt.io "mig-abort" deleted' ]] || fail "delete: $out"
+abort_done() { k get vmi vm1 -o jsonpath='{.status.migrationState.migrationUid} {.status.migrationState.failed} {.status.migrationState.abortStatus}'; }
+wait_eq 120 "$auid true Succeeded" abort_done || fail "the migration was not aborted"
+[[ $(k get vmi vm1 -o jsonpath='{.status.nodeName}') == "$HA" ]] || fail "vm1 left $HA after the abort"
+[[ $(dom_state "$SRC_URI" vm1) == running ]] || fail "vm1 not running on $HA after the abort"
+! virsh -q -c "$DST_URI" dominfo default_vm1 >/dev/null 2>&1 || fail "left over on $HB"
+grep -q '"type":"DELETED".*"name":"mig-abort"' "$MT/watch.out" || fail "the watch did not see mig-abort DELETED"
+console vm1 'echo mark=$KVMARK' 'mark=vmim42' || fail "vm1 does not answer after the abort"
+echo PASS
