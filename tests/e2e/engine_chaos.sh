@@ -155,6 +155,13 @@ for ((t = 1; t <= TRIALS; t++)); do
         log_skip=$(wc -l <"$SRV_LOG")
         "$KV" -c "$URI" --log-file "$ENGINE_T/cli.log" engine "${args[@]}" >"$ENGINE_T/op.out" 2>"$ENGINE_T/op.err" &
         pid=$!
+        # the delay counts from the client's choice of the service (a kill before it would only test the
+        # fallback to the engine in-process on a stale socket: engine_route.sh's)
+        for ((i = 0; i < 200; i++)); do
+            grep -q 'the engine service answers on' "$ENGINE_T/cli.log" 2>/dev/null && break
+            kill -0 $pid 2>/dev/null || break
+            sleep 0.02
+        done
         sleep "$(printf '%d.%03d' $((delay / 1000)) $((delay % 1000)))"
         killed=yes
         kill -0 $pid 2>/dev/null || killed=no # the request was already done
