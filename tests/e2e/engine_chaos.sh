@@ -12,17 +12,56 @@
 #   - a stop's grace period survives the kill: reconcile ends within the grace period plus a margin.
 # The op order follows the VM's state (least-used op first); the kill delay comes from $RANDOM seeded by
 # CHAOS_SEED (printed: CHAOS_SEED=N replays a run). CHAOS_TRIALS (default 50) sets the count.
+#
+# CHAOS_TARGET=service (tests/e2e/engine_svc_chaos.sh): the same trials against `kvcon engine serve`. A service
+# holds the root; each request is kvcon's own command routed through it (docs/ENGINE-SERVICE.md, "kvcon beside
+# the service"), and the SERVICE is killed -9 at the random moment (the client, cut off, is reaped). Then a new
+# service starts (no `engine reconcile`, no kvcon in-process) and must converge by itself to the same checks,
+# within the same bound counted from its start; the delete's Deleting event is looked for in the killed
+# service's log.
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/engine-lib.bash"
 
+TARGET=${CHAOS_TARGET:-process}
 engine_embed_up kvchaos
 fail() { echo "FAIL: $*" >&2; exit 1; } # also from inside $(...)
+SRV=
+if [[ $TARGET == service ]]; then
+    # the service's socket under this test's own runtime dir (the root's well-known socket: routing finds it)
+    export HOME=$ENGINE_T/home XDG_RUNTIME_DIR=$ENGINE_T/run
+    mkdir -p "$HOME" "$XDG_RUNTIME_DIR"
+    chmod 0700 "$XDG_RUNTIME_DIR"
+    trap '[[ -z $SRV ]] || { kill -9 $SRV; wait $SRV; } 2>/dev/null || true; engine_embed_cleanup' EXIT
+fi
+SRV_LOG=$ENGINE_T/srv.log
+# srv_up: a new `kvcon engine serve` on the root (log appended to SRV_LOG), back once it serves
+srv_up() {
+    local deadline=$((SECONDS + 60))
+    : >"$ENGINE_T/serve.out"
+    "$KV" -c "$URI" --log-file "$SRV_LOG" engine serve >"$ENGINE_T/serve.out" 2>"$ENGINE_T/serve.err" &
+    SRV=$!
+    until grep -q '^engine serving' "$ENGINE_T/serve.out"; do
+        ((SECONDS < deadline)) && kill -0 $SRV 2>/dev/null ||
+            fail "engine serve did not start: $(cat "$ENGINE_T/serve.err")"
+        sleep 0.05
+    done
+}
+# settle: polls until the VM is settled (state_now passes) or the deadline; the last try's failure is the verdict
+settle() {
+    local deadline=$((SECONDS + 60))
+    while ((SECONDS < deadline)); do
+        (state_now) >/dev/null 2>&1 && return 0 # fail exits: a subshell
+        sleep 0.2
+    done
+}
 
 SEED=${CHAOS_SEED:-$(($(date +%s) % 32768))}
 TRIALS=${CHAOS_TRIALS:-50}
 RANDOM=$SEED
-echo "CHAOS_SEED=$SEED CHAOS_TRIALS=$TRIALS (replay: CHAOS_SEED=$SEED E2E_FILTER=engine_chaos make e2e)"
+filter=engine_chaos
+[[ $TARGET == service ]] && filter=engine_svc_chaos
+echo "CHAOS_SEED=$SEED CHAOS_TRIALS=$TRIALS CHAOS_TARGET=$TARGET (replay: CHAOS_SEED=$SEED E2E_FILTER=$filter make e2e)"
 
 GRACE=2
 VM=chaos
@@ -91,15 +130,21 @@ pick() {
 }
 
 t_start=$(date +%s)
+[[ $TARGET == service ]] && srv_up
 state=$(state_now)
 for ((t = 1; t <= TRIALS; t++)); do
     pick "$state" $RANDOM
     op=$OP
     count[$op]=$((count[$op] + 1))
     delay=$((30 + RANDOM % 900)) # ms after the command starts
+    # through the service an apply or a restart is answered within ~25 ms of the client's choice of it (seed
+    # 4242: none of 20 killed in flight at 30-930 ms): a kill within 100 ms lands while the service acts on what
+    # it answered (the new service must carry it out)
+    [[ $TARGET == service && ($op == apply || $op == restart) ]] && delay=$((delay % 100))
     case $op in
-    apply) # a changed manifest each time (an equal one is "unchanged" and keeps a stopped VM stopped)
-        { cat "$ALWAYS"; echo "# trial $t"; } >"$ENGINE_T/apply.yaml"
+    apply) # a changed manifest each time (an equal one is "unchanged" and keeps a stopped VM stopped); an
+        # annotation, not a comment: the service stores the object as served (comments are gone)
+        sed "s/^  name: $VM\$/&\\n  annotations:\\n    kvcon.test\/chaos-trial: \"trial-$t.\"/" "$ALWAYS" >"$ENGINE_T/apply.yaml"
         args=(apply -f "$ENGINE_T/apply.yaml") ;;
     start) args=(start $VM) ;;
     stop) args=(stop $VM --grace-period $GRACE) ;;
@@ -109,29 +154,65 @@ for ((t = 1; t <= TRIALS; t++)); do
     before=$state
     uid_before=$([[ $state == running ]] && rec_exec $VM uid || true) # state_now checked it against get
     rm -f "$ENGINE_T/op.log"
-    "$KV" -c "$URI" --log-file "$ENGINE_T/op.log" engine "${args[@]}" >"$ENGINE_T/op.out" 2>"$ENGINE_T/op.err" &
-    pid=$!
-    sleep "$(printf '%d.%03d' $((delay / 1000)) $((delay % 1000)))"
-    killed=yes
-    kill -9 $pid 2>/dev/null || killed=no # already done
-    wait $pid 2>/dev/null || true
+    if [[ $TARGET == service ]]; then
+        # routed through the service (the client's log says so); the service is the one killed
+        log_skip=$(wc -l <"$SRV_LOG")
+        "$KV" -c "$URI" --log-file "$ENGINE_T/cli.log" engine "${args[@]}" >"$ENGINE_T/op.out" 2>"$ENGINE_T/op.err" &
+        pid=$!
+        # the delay counts from the client's choice of the service (a kill before it would only test the
+        # fallback to the engine in-process on a stale socket: engine_route.sh's)
+        for ((i = 0; i < 200; i++)); do
+            grep -q 'the engine service answers on' "$ENGINE_T/cli.log" 2>/dev/null && break
+            kill -0 $pid 2>/dev/null || break
+            sleep 0.02
+        done
+        sleep "$(printf '%d.%03d' $((delay / 1000)) $((delay % 1000)))"
+        killed=yes
+        kill -0 $pid 2>/dev/null || killed=no # the request was already done
+        kill -9 $SRV
+        wait $SRV 2>/dev/null || true
+        SRV=
+        # the client, cut off, fails on its own; it must not outlive the service by much (nor fall back in-process)
+        for ((i = 0; i < 50; i++)); do kill -0 $pid 2>/dev/null || break; sleep 0.1; done
+        kill -9 $pid 2>/dev/null || true
+        rc=0
+        wait $pid 2>/dev/null || rc=$?
+        tail -n +$((log_skip + 1)) "$SRV_LOG" >"$ENGINE_T/op.log"
+        grep -q 'the engine service answers on' "$ENGINE_T/cli.log" ||
+            fail "trial $t: the $op was not routed through the service: $(tail -c 600 "$ENGINE_T/cli.log")"
+        rm -f "$ENGINE_T/cli.log"
+    else
+        "$KV" -c "$URI" --log-file "$ENGINE_T/op.log" engine "${args[@]}" >"$ENGINE_T/op.out" 2>"$ENGINE_T/op.err" &
+        pid=$!
+        sleep "$(printf '%d.%03d' $((delay / 1000)) $((delay % 1000)))"
+        killed=yes
+        kill -9 $pid 2>/dev/null || killed=no # already done
+        wait $pid 2>/dev/null || true
+    fi
     out=$(cat "$ENGINE_T/op.out")
     # what the record holds right after the kill: an accepted request must be carried out
     rec=$(f=$(rec_file) && [[ -n $f ]] && cat "$f" || echo '{}')
     accepted=no
     case $op in
-    apply) [[ $(jq -r '.manifest // ""' <<<"$rec") == *"# trial $t"* ]] && accepted=yes ;;
+    apply) [[ $(jq -r '.manifest // ""' <<<"$rec") == *"trial-$t."* ]] && accepted=yes ;;
     start) [[ $(jq -r '.runStrategy' <<<"$rec") == Always ]] && accepted=yes ;;
     stop) [[ $(jq -r '.runStrategy' <<<"$rec") == Halted ]] && accepted=yes ;;
     restart) [[ $(jq -r '.restartRequested // false' <<<"$rec") == true ||
         $(jq -r '.execution.uid // ""' <<<"$rec") != "$uid_before" ]] && accepted=yes ;;
     delete) [[ $(jq -r '.deleting // false' <<<"$rec") == true || $rec == '{}' ]] && accepted=yes ;;
     esac
+    # through the service: the API answered success (the client exited 0) = accepted
+    [[ $TARGET == service && $rc == 0 ]] && accepted=yes
     # the killed process's log (line-buffered) also tells: its Deleting event is logged once the delete is taken
     [[ $op == delete ]] && grep -q "default/$VM: Deleting:" "$ENGINE_T/op.log" 2>/dev/null && accepted=yes
     t0=$(date +%s%N)
-    timeout 60 "$KV" -c "$URI" engine reconcile >"$ENGINE_T/rec.out" 2>"$ENGINE_T/rec.err" ||
-        { cat "$ENGINE_T/rec.err"; fail "trial $t: reconcile after $op failed or hung"; }
+    if [[ $TARGET == service ]]; then
+        srv_up # the new service converges by itself
+        settle
+    else
+        timeout 60 "$KV" -c "$URI" engine reconcile >"$ENGINE_T/rec.out" 2>"$ENGINE_T/rec.err" ||
+            { cat "$ENGINE_T/rec.err"; fail "trial $t: reconcile after $op failed or hung"; }
+    fi
     rec_ms=$((($(date +%s%N) - t0) / 1000000))
     state=$(state_now)
     echo "trial $t: $before --$op (kill at ${delay} ms: $killed; accepted: $accepted; said: ${out:-nothing})--> $state (reconcile $rec_ms ms)"
