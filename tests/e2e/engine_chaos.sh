@@ -11,7 +11,8 @@
 #     before the kill is in effect;
 #   - a stop's grace period survives the kill: reconcile ends within the grace period plus a margin.
 # The op order follows the VM's state (least-used op first); the kill delay comes from $RANDOM seeded by
-# CHAOS_SEED (printed: CHAOS_SEED=N replays a run). CHAOS_TRIALS (default 50) sets the count.
+# CHAOS_SEED (printed: CHAOS_SEED=N replays a run). CHAOS_TRIALS sets the count: 50 against the service (issue 15's
+# figure), 20 against an in-process kvcon (the same code underneath; the suite's time goes to the service).
 #
 # CHAOS_TARGET=service (tests/e2e/engine_svc_chaos.sh): the same trials against `kvcon engine serve`. A service
 # holds the root; each request is kvcon's own command routed through it (docs/ENGINE-SERVICE.md, "kvcon beside
@@ -57,7 +58,7 @@ settle() {
 }
 
 SEED=${CHAOS_SEED:-$(($(date +%s) % 32768))}
-TRIALS=${CHAOS_TRIALS:-50}
+TRIALS=${CHAOS_TRIALS:-$([[ $TARGET == service ]] && echo 50 || echo 20)}
 RANDOM=$SEED
 filter=engine_chaos
 [[ $TARGET == service ]] && filter=engine_svc_chaos
