@@ -111,6 +111,10 @@ echo "$row" >&2
 [[ $(wc -l <<<"$row") == 1 ]] || fail "more than one launcher: $row"
 read -r _ LAUNCHER2 OWNER2 <<<"$row"
 [[ $LAUNCHER2 != "$LAUNCHER1" && $OWNER2 == "$VMI2" ]] || fail "launcher after restart: $row (before $LAUNCHER1)"
+# the guest up again (its init answers the ACPI power button the cleanup's stop sends; a guest still booting
+# would take the 180 s default grace period)
+kvc -n kubevirt-lab engine console internals-demo --expect KVCON-GUEST-READY --timeout 120 >"$ENGINE_T/console2.log" ||
+    { cat "$ENGINE_T/console2.log"; fail "no guest marker after the restart"; }
 
 step "diagnosing: describe vm, describe vmi, events"
 k -n kubevirt-lab describe vm internals-demo | grep -q '^Name: *internals-demo' || fail "describe vm"
