@@ -217,6 +217,29 @@ static struct json_object *lookup(struct storage_job *j, const char *path, long 
 	return NULL;
 }
 
+/* One link of the chain: the object at path (caller puts it), with {"name": name} started in *lj (caller adds it
+ * to v). When it cannot be read, *lj gets the phase "(missing)" or "(unreadable)" and v the broken link "LINK
+ * WHAT does not exist" or "LINK WHAT: why", and NULL comes back. Frees path. */
+static struct json_object *link_lookup(struct storage_job *j, char *path, struct json_object *v, const char *link,
+				       const char *name, const char *what, struct json_object **lj)
+{
+	long status = 0;
+	char *e = NULL;
+	struct json_object *o = lookup(j, path, &status, &e);
+	free(path);
+	*lj = json_object_new_object();
+	add_str(*lj, "name", name);
+	if (o == NULL) {
+		add_str(*lj, "phase", status == 404 ? "(missing)" : "(unreadable)");
+		char *why = status == 404 ? xasprintf("%s %s does not exist", link, what)
+					  : xasprintf("%s %s: %s", link, what, e ? e : "read failed");
+		broken(v, link, why);
+		free(why);
+	}
+	free(e);
+	return o;
+}
+
 static void job_free(struct storage_job *j)
 {
 	for (size_t i = 0; i < j->nf; i++) {
@@ -361,18 +384,12 @@ static struct json_object *build(struct storage_job *j, char **err)
 		add_str(v, "volume", jget(vol, "name", NULL, NULL));
 		add_str(v, "type", dv ? "dataVolume" : "persistentVolumeClaim");
 		if (dv) {
-			path = obj_path("/apis/cdi.kubevirt.io/v1beta1", ns, "datavolumes", dv);
-			struct json_object *d = lookup(j, path, &status, &e);
-			free(path);
-			struct json_object *dj = json_object_new_object();
-			add_str(dj, "name", dv);
-			if (d == NULL) {
-				add_str(dj, "phase", status == 404 ? "(missing)" : "(unreadable)");
-				char *why = status == 404 ? xasprintf("DataVolume %s/%s does not exist", ns, dv)
-							  : xasprintf("DataVolume %s/%s: %s", ns, dv, e ? e : "read failed");
-				broken(v, "DataVolume", why);
-				free(why);
-			} else {
+			char *what = xasprintf("%s/%s", ns, dv);
+			struct json_object *dj;
+			struct json_object *d = link_lookup(j, obj_path("/apis/cdi.kubevirt.io/v1beta1", ns, "datavolumes", dv), v,
+							    "DataVolume", dv, what, &dj);
+			free(what);
+			if (d != NULL) {
 				const char *ph = jget(d, "status", "phase", NULL);
 				add_str(dj, "phase", ph ? ph : "");
 				add_str(dj, "progress", jget(d, "status", "progress", NULL));
@@ -388,24 +405,16 @@ static struct json_object *build(struct storage_job *j, char **err)
 				const char *cn = jget(d, "status", "claimName", NULL);
 				claim = claim_owned = xstrdup(cn ? cn : dv);
 			}
-			free(e);
-			e = NULL;
 			json_object_object_add(v, "dataVolume", dj);
 			json_object_put(d);
 		}
-		path = obj_path("/api/v1", ns, "persistentvolumeclaims", claim);
-		struct json_object *pvc = lookup(j, path, &status, &e);
-		free(path);
-		struct json_object *pj = json_object_new_object();
-		add_str(pj, "name", claim);
+		char *what = xasprintf("%s/%s", ns, claim);
+		struct json_object *pj;
+		struct json_object *pvc =
+			link_lookup(j, obj_path("/api/v1", ns, "persistentvolumeclaims", claim), v, "PVC", claim, what, &pj);
+		free(what);
 		const char *pv_name = NULL;
-		if (pvc == NULL) {
-			add_str(pj, "phase", status == 404 ? "(missing)" : "(unreadable)");
-			char *why = status == 404 ? xasprintf("PVC %s/%s does not exist", ns, claim)
-						  : xasprintf("PVC %s/%s: %s", ns, claim, e ? e : "read failed");
-			broken(v, "PVC", why);
-			free(why);
-		} else {
+		if (pvc != NULL) {
 			const char *ph = jget(pvc, "status", "phase", NULL);
 			add_str(pj, "phase", ph ? ph : "");
 			add_str(pj, "capacity", jget(pvc, "status", "capacity", "storage"));
@@ -428,22 +437,14 @@ static struct json_object *build(struct storage_job *j, char **err)
 			}
 			free(m);
 		}
-		free(e);
-		e = NULL;
 		json_object_object_add(v, "pvc", pj);
 		if (pv_name) {
-			path = obj_path("/api/v1", NULL, "persistentvolumes", pv_name);
-			struct json_object *pv = lookup(j, path, &status, &e);
-			free(path);
-			struct json_object *vj = json_object_new_object();
-			add_str(vj, "name", pv_name);
-			if (pv == NULL) {
-				add_str(vj, "phase", status == 404 ? "(missing)" : "(unreadable)");
-				char *why = xasprintf("PV %s (bound to PVC %s/%s) %s", pv_name, ns, claim,
-						      status == 404 ? "does not exist" : "could not be read");
-				broken(v, "PV", why);
-				free(why);
-			} else {
+			char *bound = xasprintf("%s (bound to PVC %s/%s)", pv_name, ns, claim);
+			struct json_object *vj;
+			struct json_object *pv =
+				link_lookup(j, obj_path("/api/v1", NULL, "persistentvolumes", pv_name), v, "PV", pv_name, bound, &vj);
+			free(bound);
+			if (pv != NULL) {
 				const char *ph = jget(pv, "status", "phase", NULL);
 				add_str(vj, "phase", ph ? ph : "");
 				add_str(vj, "capacity", jget(pv, "spec", "capacity", "storage"));
@@ -454,8 +455,6 @@ static struct json_object *build(struct storage_job *j, char **err)
 					free(why);
 				}
 			}
-			free(e);
-			e = NULL;
 			json_object_object_add(v, "pv", vj);
 			json_object_put(pv);
 		}
