@@ -53,6 +53,11 @@ step "check the context"
 [[ $(k config current-context) == kvcon-engine ]] || fail "current-context"
 k get nodes -o wide | tee "$ENGINE_T/nodes" >&2
 grep -Eq ' Ready ' "$ENGINE_T/nodes" || fail "no Ready node"
+k api-resources | grep -E '^kubevirts +kv,kvs +kubevirt.io/v1 +true +KubeVirt$' >&2 || fail "api-resources lists no kubevirts"
+k -n kubevirt wait kv kubevirt --for condition=Available --timeout=120s >&2 || fail "KubeVirt not Available"
+k get kubevirt -A | tee "$ENGINE_T/kv" >&2
+grep -Eq '^kubevirt +kubevirt +[0-9a-z]+ +Deployed$' "$ENGINE_T/kv" || fail "kubectl get kubevirt -A: $(cat "$ENGINE_T/kv")"
+[[ $(k get kv -n kubevirt kubevirt -o jsonpath='{.status.phase}') == Deployed ]] || fail "the KubeVirt CR is not Deployed"
 
 step "create a VM without starting it (runStrategy: Manual)"
 k create namespace kubevirt-lab
