@@ -4,6 +4,7 @@
 # writes, kvcon's start/stop/console standing in for virtctl's. The seed's manifest with only its digest replaced
 # (tests/fixtures/seed-000-internals-demo.yaml, checked against the seed where it is at hand) pulls its
 # containerDisk from a local registry (quay.io mirrored to it). Checked on the way, as the walkthrough describes:
+# the context's KubeVirt CR (`kubectl get kubevirt -A`: kubevirt/kubevirt, Deployed);
 # no VMI before start; the VMI owned by the VM and the launcher pod by the VMI (UID); after stop and start the VM
 # UID stays and the VMI and launcher UIDs are new; the VM survives stop; delete removes it.
 set -euo pipefail
