@@ -178,7 +178,6 @@ static struct {
 	unsigned vmim_ids;
 	bool vmim_posted;
 	struct kv_state {
-		bool deployed;		  /* every host was ready once */
 		char status[KV_NCOND][6]; /* each condition's last status, for its transition time */
 		int64_t since[KV_NCOND];
 		uint64_t rv;
@@ -592,9 +591,10 @@ static void kv_cond(json_object *conds, int i, const char *type, bool status, co
 	json_object_array_add(conds, c);
 }
 
-/* kubevirt/kubevirt: the engine as KubeVirt's operator would describe its install. Deploying until every host
- * has connected once, Deployed after; Available while a host is ready; Degraded, naming the host and the reason,
- * while a host is not ready or holds unreadable VM records (RecordsReadable, as the node's condition). */
+/* kubevirt/kubevirt: the engine as KubeVirt's operator would describe its install. Deployed once the service
+ * serves (its hosts have each connected or failed by then); Available while a host is ready; Degraded, naming the
+ * host and the reason, while a host is not ready or holds unreadable VM records (RecordsReadable, as the node's
+ * condition). */
 static json_object *kv_json(void)
 {
 	struct buf down, bad;
@@ -613,12 +613,9 @@ static json_object *kv_json(void)
 	}
 	buf_add_char(&down, 0);
 	buf_add_char(&bad, 0);
-	if (ready == S.nsrcs)
-		S.kv.deployed = true;
-	bool degraded = S.kv.deployed && (ready < S.nsrcs || bad.len > 1);
-	char version[64], msg[160];
+	bool degraded = ready < S.nsrcs || bad.len > 1;
+	char version[64];
 	snprintf(version, sizeof version, "v%s", KVCON_VERSION);
-	snprintf(msg, sizeof msg, "Deploying version %s: %d of %d engine hosts ready", version, ready, S.nsrcs);
 
 	json_object *j = json_object_new_object(), *md = json_object_new_object(), *spec = json_object_new_object(),
 		    *st = json_object_new_object(), *an = json_object_new_object(), *conds = json_object_new_array();
@@ -643,11 +640,7 @@ static json_object *kv_json(void)
 	json_object_object_add(j, "spec", spec);
 
 	const char *all = "All components are ready.";
-	if (!S.kv.deployed) {
-		kv_cond(conds, 0, "Available", false, "DeploymentInProgress", msg);
-		kv_cond(conds, 1, "Progressing", true, "DeploymentInProgress", msg);
-		kv_cond(conds, 2, "Degraded", false, "DeploymentInProgress", msg);
-	} else if (!degraded) {
+	if (!degraded) {
 		kv_cond(conds, 0, "Available", true, "AllComponentsReady", all);
 		kv_cond(conds, 1, "Progressing", false, "AllComponentsReady", all);
 		kv_cond(conds, 2, "Degraded", false, "AllComponentsReady", all);
@@ -663,14 +656,13 @@ static json_object *kv_json(void)
 	kv_cond(conds, 3, "Created", true, "AllResourcesCreated", "All resources were created.");
 	kv_cond(conds, 4, "RecordsReadable", bad.len <= 1, bad.len > 1 ? "RecordUnreadable" : "AllRecordsRead",
 		bad.len > 1 ? bad.data : "every VM record reads");
-	json_object_object_add(st, "phase", jstr(S.kv.deployed ? "Deployed" : "Deploying"));
+	json_object_object_add(st, "phase", jstr("Deployed"));
 	json_object_object_add(st, "conditions", conds);
 	json_object_object_add(st, "defaultArchitecture", jstr("amd64"));
 	json_object_object_add(st, "observedGeneration", json_object_new_int(1));
 	json_object_object_add(st, "operatorVersion", jstr(version));
 	json_object_object_add(st, "targetKubeVirtVersion", jstr(version));
-	if (S.kv.deployed)
-		json_object_object_add(st, "observedKubeVirtVersion", jstr(version));
+	json_object_object_add(st, "observedKubeVirtVersion", jstr(version));
 	json_object_object_add(st, "outdatedVirtualMachineInstanceWorkloads", json_object_new_int(0));
 	json_object_object_add(j, "status", st);
 	buf_free(&down);
