@@ -46,9 +46,15 @@ $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -c -o $@ $<
 
-$(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libkvcon.a tests/unit/t.h
+# the unit tests' shared fixture helpers (tests/unit/fixture.h), linked into each unit test
+UNIT_HELPERS = $(BUILD)/tests/fixture.o
+$(BUILD)/tests/fixture.o: tests/unit/fixture.c tests/unit/fixture.h
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -Itests/unit -o $@ $< $(BUILD)/libkvcon.a $(LIBS)
+	$(CC) $(ALL_CFLAGS) -Itests/unit -c -o $@ $<
+
+$(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libkvcon.a tests/unit/t.h $(UNIT_HELPERS)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -Itests/unit -o $@ $< $(UNIT_HELPERS) $(BUILD)/libkvcon.a $(LIBS)
 
 # Starts kvcon on its out-of-the-box default: libvirt's embedded QEMU driver with a demo VM.
 run: all

@@ -22,6 +22,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "cmd/cmd.h"
 #include "cmd/cmd_engine.h"
 #include "cmd/session.h"
 #include "core/buf.h"
@@ -46,10 +47,13 @@
 #define RING_DEFAULT 4096
 #define BOOKMARK_MS 10000
 #define KV_VERSION "v1.5.0-kvcon"
+/* where the engine's KubeVirt CR lives, as a real install names it */
+#define KV_NS "kubevirt"
+#define KV_NAME "kubevirt"
 
 /* ---- resources ---- */
 
-enum res { R_VM, R_VMI, R_POD, R_EVENT, R_NS, R_NODE, R_VMIM, R_COUNT };
+enum res { R_VM, R_VMI, R_POD, R_EVENT, R_NS, R_NODE, R_VMIM, R_KV, R_COUNT };
 
 static const struct resdef {
 	const char *plural, *singular, *kind, *group, *short1, *short2;
@@ -68,6 +72,8 @@ static const struct resdef {
 	[R_VMIM] = { "virtualmachineinstancemigrations", "virtualmachineinstancemigration",
 		     "VirtualMachineInstanceMigration", "kubevirt.io", "vmim", "vmims", true, -1,
 		     "create,delete,get,list,watch" },
+	/* the engine's own KubeVirt CR (kv_json): read-only, writes are 405 */
+	[R_KV] = { "kubevirts", "kubevirt", "KubeVirt", "kubevirt.io", "kv", "kvs", true, -1, "get,list,watch" },
 };
 
 static const char *api_version(enum res r)
@@ -126,6 +132,7 @@ struct reqctx {
 };
 
 #define VMIM_NPHASE 8
+#define KV_NCOND 5 /* the KubeVirt CR's conditions (kv_json) */
 
 /* A VirtualMachineInstanceMigration: kept by the service (not persisted); its phase follows the engine's
  * migration (the VMI's migrationState with the same migrationUid) and the action's outcome. */
@@ -170,6 +177,12 @@ static struct {
 	struct vmim *vmims;
 	unsigned vmim_ids;
 	bool vmim_posted;
+	struct kv_state {
+		char status[KV_NCOND][6]; /* each condition's last status, for its transition time */
+		int64_t since[KV_NCOND];
+		uint64_t rv;
+		char *body, *text; /* JSON without / with resourceVersion */
+	} kv;
 } S;
 
 /* ---- JSON helpers ---- */
@@ -393,6 +406,28 @@ static void ring_push(enum res r, const char *type, const struct obj *o, const c
 static void wake_watchers(void);
 
 /* The served text of o, rebuilt; bumps the resourceVersion and records a watch event when it changed. */
+/* Takes j (the object as served, without resourceVersion): when it differs from *body, the next resourceVersion
+ * goes into *rv and j's metadata, the texts into *body and *text, and it returns true. */
+static bool publish(json_object *j, char **body, char **text, uint64_t *rv)
+{
+	char *b = jtext(j);
+	if (*body && strcmp(*body, b) == 0) {
+		free(b);
+		json_object_put(j);
+		return false;
+	}
+	free(*body);
+	*body = b;
+	*rv = ++S.rv;
+	char rvs[24];
+	snprintf(rvs, sizeof rvs, "%llu", (unsigned long long)*rv);
+	json_object_object_add(jobj(j, "metadata"), "resourceVersion", json_object_new_string(rvs));
+	free(*text);
+	*text = jtext(j);
+	json_object_put(j);
+	return true;
+}
+
 static struct cent *refresh(const struct obj *o, bool notify)
 {
 	char key[UID_LEN + 4];
@@ -401,28 +436,13 @@ static struct cent *refresh(const struct obj *o, bool notify)
 	json_object *j = obj_to_json(o);
 	if (j == NULL)
 		return c;
-	char *body = jtext(j);
-	if (c && strcmp(c->body, body) == 0) {
-		free(body);
-		json_object_put(j);
-		return c;
-	}
 	bool added = c == NULL;
 	if (c == NULL) {
 		c = xcalloc(1, sizeof *c);
 		memcpy(c->key, key, sizeof key);
 		hmap_put(&S.cache, c->key, c);
 	}
-	free(c->body);
-	free(c->text);
-	c->body = body;
-	c->rv = ++S.rv;
-	char rv[24];
-	snprintf(rv, sizeof rv, "%llu", (unsigned long long)c->rv);
-	json_object_object_add(jobj(j, "metadata"), "resourceVersion", json_object_new_string(rv));
-	c->text = jtext(j);
-	json_object_put(j);
-	if (notify) {
+	if (publish(j, &c->body, &c->text, &c->rv) && notify) {
 		ring_push(res_of_kind(o->kind), added ? "ADDED" : "MODIFIED", o, c->text);
 		wake_watchers();
 	}
@@ -551,14 +571,124 @@ static json_object *node_json(struct source *src)
 	return j;
 }
 
-/* The namespaces in use, "default" always among them, sorted; NULL-terminated, strings borrowed (interned). */
+/* ---- the engine's KubeVirt CR ---- */
+
+/* One condition of the KubeVirt CR; its transition time changes only with its status, as virt-operator's do. */
+static void kv_cond(json_object *conds, int i, const char *type, bool status, const char *reason, const char *msg)
+{
+	const char *st = status ? "True" : "False";
+	if (strcmp(S.kv.status[i], st) != 0) {
+		snprintf(S.kv.status[i], sizeof S.kv.status[i], "%s", st);
+		S.kv.since[i] = util_wall_s();
+	}
+	json_object *c = json_object_new_object();
+	json_object_object_add(c, "type", jstr(type));
+	json_object_object_add(c, "status", jstr(st));
+	json_object_object_add(c, "reason", jstr(reason));
+	json_object_object_add(c, "message", jstr(msg));
+	json_object_object_add(c, "lastProbeTime", time_json(S.kv.since[i]));
+	json_object_object_add(c, "lastTransitionTime", time_json(S.kv.since[i]));
+	json_object_array_add(conds, c);
+}
+
+/* kubevirt/kubevirt: the engine as KubeVirt's operator would describe its install. Deployed once the service
+ * serves (its hosts have each connected or failed by then); Available while a host is ready; Degraded, naming the
+ * host and the reason, while a host is not ready or holds unreadable VM records (RecordsReadable, as the node's
+ * condition). */
+static json_object *kv_json(void)
+{
+	struct buf down, bad;
+	buf_init(&down);
+	buf_init(&bad);
+	int ready = 0;
+	for (int s = 0; s < S.nsrcs; s++) {
+		if (engine_ready(S.srcs[s]))
+			ready++;
+		else
+			buf_printf(&down, "%shost %s is not ready: %s", down.len ? "; " : "", S.srcs[s]->name,
+				   engine_error(S.srcs[s]) ? engine_error(S.srcs[s]) : "connecting");
+		const char *p = engine_problems(S.srcs[s]);
+		if (p)
+			buf_printf(&bad, "%shost %s: %s", bad.len ? "; " : "", S.srcs[s]->name, p);
+	}
+	buf_add_char(&down, 0);
+	buf_add_char(&bad, 0);
+	bool degraded = ready < S.nsrcs || bad.len > 1;
+	char version[64];
+	snprintf(version, sizeof version, "v%s", KVCON_VERSION);
+
+	json_object *j = json_object_new_object(), *md = json_object_new_object(), *spec = json_object_new_object(),
+		    *st = json_object_new_object(), *an = json_object_new_object(), *conds = json_object_new_array();
+	char uid[37];
+	fake_uid(uid, "KubeVirt", KV_NAME);
+	json_object_object_add(j, "apiVersion", jstr("kubevirt.io/v1"));
+	json_object_object_add(j, "kind", jstr("KubeVirt"));
+	json_object_object_add(md, "name", jstr(KV_NAME));
+	json_object_object_add(md, "namespace", jstr(KV_NS));
+	json_object_object_add(md, "uid", jstr(uid));
+	json_object_object_add(md, "generation", json_object_new_int(1));
+	json_object_object_add(md, "creationTimestamp", time_json(S.started));
+	json_object_object_add(an, "kubevirt.io/latest-observed-api-version", jstr("v1"));
+	json_object_object_add(an, "kubevirt.io/storage-observed-api-version", jstr("v1"));
+	json_object_object_add(md, "annotations", an);
+	json_object_object_add(j, "metadata", md);
+	json_object_object_add(spec, "certificateRotateStrategy", json_object_new_object());
+	json_object_object_add(spec, "configuration", json_object_new_object());
+	json_object_object_add(spec, "customizeComponents", json_object_new_object());
+	json_object_object_add(spec, "imagePullPolicy", jstr("IfNotPresent"));
+	json_object_object_add(spec, "workloadUpdateStrategy", json_object_new_object());
+	json_object_object_add(j, "spec", spec);
+
+	const char *all = "All components are ready.";
+	if (!degraded) {
+		kv_cond(conds, 0, "Available", true, "AllComponentsReady", all);
+		kv_cond(conds, 1, "Progressing", false, "AllComponentsReady", all);
+		kv_cond(conds, 2, "Degraded", false, "AllComponentsReady", all);
+	} else {
+		char avail[96];
+		snprintf(avail, sizeof avail, "%d of %d engine hosts ready", ready, S.nsrcs);
+		kv_cond(conds, 0, "Available", ready > 0, ready > 0 ? "SomeHostsReady" : "NoHostReady", avail);
+		kv_cond(conds, 1, "Progressing", false, "DeploymentCompleted", avail);
+		char *why = xasprintf("%s%s%s", down.data, down.len > 1 && bad.len > 1 ? "; " : "", bad.data);
+		kv_cond(conds, 2, "Degraded", true, ready < S.nsrcs ? "HostNotReady" : "RecordUnreadable", why);
+		free(why);
+	}
+	kv_cond(conds, 3, "Created", true, "AllResourcesCreated", "All resources were created.");
+	kv_cond(conds, 4, "RecordsReadable", bad.len <= 1, bad.len > 1 ? "RecordUnreadable" : "AllRecordsRead",
+		bad.len > 1 ? bad.data : "every VM record reads");
+	json_object_object_add(st, "phase", jstr("Deployed"));
+	json_object_object_add(st, "conditions", conds);
+	json_object_object_add(st, "defaultArchitecture", jstr("amd64"));
+	json_object_object_add(st, "observedGeneration", json_object_new_int(1));
+	json_object_object_add(st, "operatorVersion", jstr(version));
+	json_object_object_add(st, "targetKubeVirtVersion", jstr(version));
+	json_object_object_add(st, "observedKubeVirtVersion", jstr(version));
+	json_object_object_add(st, "outdatedVirtualMachineInstanceWorkloads", json_object_new_int(0));
+	json_object_object_add(j, "status", st);
+	buf_free(&down);
+	buf_free(&bad);
+	return j;
+}
+
+/* Rebuilds the KubeVirt CR's text; a change becomes a watch event. */
+static void kv_refresh(void)
+{
+	bool added = S.kv.body == NULL;
+	if (publish(kv_json(), &S.kv.body, &S.kv.text, &S.kv.rv)) {
+		ring_push(R_KV, added ? "ADDED" : "MODIFIED", NULL, S.kv.text);
+		wake_watchers();
+	}
+}
+
+/* The namespaces in use, "default" and the KubeVirt CR's always among them, sorted; NULL-terminated, strings borrowed (interned). */
 static const char **namespaces(size_t *n)
 {
-	const char **out = xcalloc(1, sizeof *out);
+	const char **out = xcalloc(3, sizeof *out);
 	*n = 0;
 	out[(*n)++] = "default";
+	out[(*n)++] = KV_NS; /* the KubeVirt CR's */
 	for (size_t i = 0; i < S.nnsx; i++) {
-		if (strcmp(S.nsx[i], "default") == 0)
+		if (strcmp(S.nsx[i], "default") == 0 || strcmp(S.nsx[i], KV_NS) == 0)
 			continue;
 		out = xreallocarray(out, *n + 2, sizeof *out);
 		out[(*n)++] = S.nsx[i];
@@ -755,8 +885,11 @@ static const struct col COLS_NODE[] = { { "Name", "string", "name", 0 },	{ "Stat
 /* KubeVirt's additionalPrinterColumns for VirtualMachineInstanceMigration */
 static const struct col COLS_VMIM[] = { { "Name", "string", "name", 0 }, { "Phase", "string", "", 0 },
 					{ "VMI", "string", "", 0 }, { 0 } };
+/* KubeVirt's additionalPrinterColumns for KubeVirt */
+static const struct col COLS_KV[] = { { "Name", "string", "name", 0 }, { "Age", "date", "", 0 },
+				      { "Phase", "string", "", 0 }, { 0 } };
 static const struct col *const COLS[R_COUNT] = { COLS_VM, COLS_VMI, COLS_POD, COLS_EVENT, COLS_NS, COLS_NODE,
-						 COLS_VMIM };
+						 COLS_VMIM, COLS_KV };
 
 static json_object *columns_json(enum res r)
 {
@@ -900,6 +1033,11 @@ static json_object *row_cells(enum res r, json_object *o)
 		CELL(jstr(name));
 		CELL(jstr(jgets(st, "phase")));
 		CELL(jstr(jgets(jget(o, "spec"), "vmiName")));
+		break;
+	case R_KV:
+		CELL(jstr(name));
+		CELL(age_cell(created));
+		CELL(jstr(jgets(st, "phase")));
 		break;
 	case R_COUNT:
 		break;
@@ -1084,6 +1222,14 @@ static struct item *select_items(enum res r, const struct filter *f, size_t *n)
 			json_object_put(j);
 		}
 		free(names);
+	} else if (r == R_KV) {
+		kv_refresh();
+		json_object *j = json_tokener_parse(S.kv.text);
+		struct lookup l = { .j = j, .ns = KV_NS, .name = KV_NAME };
+		if (j && matches(f, &l))
+			add_item(&items, n, KV_NS, KV_NAME, xstrdup(S.kv.text));
+		if (j)
+			json_object_put(j);
 	} else if (r == R_VMIM) {
 		for (struct vmim *m = S.vmims; m; m = m->next) {
 			if (m->text == NULL)
@@ -1254,7 +1400,7 @@ static bool watcher_matches(struct watcher *w, const struct wev *e)
 	if (e->r != w->r)
 		return false;
 	struct filter f = { .ns = w->ns, .name = w->name, .ls = w->ls, .fs = w->fs };
-	if (e->o == NULL) { /* a migration: its text says the rest */
+	if (e->o == NULL) { /* a migration or the KubeVirt CR: its text says the rest */
 		json_object *j = json_tokener_parse(e->text), *md = jget(j, "metadata");
 		struct lookup l = { .j = j, .ns = jgets(md, "namespace"), .name = jgets(md, "name") };
 		bool ok = j && l.ns && l.name && matches(&f, &l);
@@ -1408,6 +1554,7 @@ static void on_tick(void *arg)
 {
 	(void)arg;
 	S.tick = loop_timer_add(1000, on_tick, NULL);
+	kv_refresh(); /* hosts come and go, records turn unreadable: the KubeVirt CR's status follows within 1 s */
 	uint64_t now = util_now_ms();
 	for (struct watcher *w = S.watchers; w; w = w->next)
 		if ((w->bookmarks && now >= w->next_bookmark_ms) || (w->deadline_ms && now >= w->deadline_ms))
@@ -1850,24 +1997,10 @@ static json_object *vmim_json(const struct vmim *m)
 static void vmim_refresh(struct vmim *m, const char *type)
 {
 	vmim_set_phase(m, vmim_phase_now(m));
-	json_object *j = vmim_json(m);
-	char *body = jtext(j);
-	if (m->body && strcmp(m->body, body) == 0) {
-		free(body);
-		json_object_put(j);
-		return;
+	if (publish(vmim_json(m), &m->body, &m->text, &m->rv)) {
+		ring_push(R_VMIM, type ? type : "MODIFIED", NULL, m->text);
+		wake_watchers();
 	}
-	free(m->body);
-	m->body = body;
-	m->rv = ++S.rv;
-	char rv[24];
-	snprintf(rv, sizeof rv, "%llu", (unsigned long long)m->rv);
-	json_object_object_add(jobj(j, "metadata"), "resourceVersion", json_object_new_string(rv));
-	free(m->text);
-	m->text = jtext(j);
-	json_object_put(j);
-	ring_push(R_VMIM, type ? type : "MODIFIED", NULL, m->text);
-	wake_watchers();
 }
 
 static void vmims_update(void)
@@ -2651,6 +2784,10 @@ static enum MHD_Result route(struct MHD_Connection *c, struct reqctx *rq, const 
 	}
 	if (sub)
 		return send_status(c, 405, "MethodNotAllowed", R_COUNT, NULL, "status is written by the engine only");
+	if (r == R_KV)
+		return send_status(c, 405, "MethodNotAllowed", R_KV, name,
+				   "the KubeVirt object %s/%s is the engine service's own (kvcon engine serve): it cannot "
+				   "be created, changed or deleted through the API", KV_NS, KV_NAME);
 	if (strcmp(method, "POST") == 0 && r == R_VM && ns && name == NULL)
 		return create_vm(c, rq, ns);
 	if (strcmp(method, "POST") == 0 && r == R_NS && name == NULL)
@@ -2894,6 +3031,9 @@ static void state_free(void)
 		free(c);
 	}
 	hmap_free(&S.cache);
+	free(S.kv.body);
+	free(S.kv.text);
+	memset(&S.kv, 0, sizeof S.kv);
 }
 
 int engine_serve_cmd(int argc, char **argv)
@@ -2922,6 +3062,7 @@ int engine_serve_cmd(int argc, char **argv)
 	S.ring = xcalloc(S.ring_size, sizeof *S.ring);
 	nsx_load();
 	int lid = store_listen(S.st, on_store, NULL);
+	kv_refresh();
 	if (port < 0) { /* engine.api-port in the config file, or $KVCON_ENGINE_API_PORT */
 		char *ps = engine_setting("KVCON_ENGINE_API_PORT", "engine.api-port");
 		if (ps && *ps)

@@ -23,10 +23,6 @@
 #include "core/xmalloc.h"
 #include "kube/kget.h"
 
-#ifndef KVCON_VERSION
-#define KVCON_VERSION "0.1.0"
-#endif
-
 static int cmd_version(int argc, char **argv);
 static int cmd_help(int argc, char **argv);
 static int cmd_completion(int argc, char **argv);

@@ -7,6 +7,11 @@
 #include <stdbool.h>
 #include <stdio.h>
 
+/* kvcon's version (`kvcon version`; the engine service's KubeVirt CR reports it) */
+#ifndef KVCON_VERSION
+#define KVCON_VERSION "0.1.0"
+#endif
+
 /* One flag of a verb (or a global option). */
 struct cmd_flag {
 	const char *s;    /* short form ("-o"), NULL when none */

@@ -9,6 +9,8 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 KV=${KVCON_BIN:-$ROOT/kvcon}
 ROUNDS=${ROUNDS:-5}
+# shellcheck source=tests/e2e/engine-lib.bash
+. "$ROOT/tests/e2e/engine-lib.bash" # engine_manifest
 [[ $(id -u) == 0 ]] || { echo "needs root"; exit 77; }
 command -v jq >/dev/null || { echo "jq missing"; exit 77; }
 
@@ -35,24 +37,7 @@ qemu_pid() { # the QEMU of domain default_$VM in this root, or nothing (pgrep: o
 }
 
 for ((i = 1; i <= ROUNDS; i++)); do
-cat >"$T/bench$i.yaml" <<EOF
-apiVersion: kubevirt.io/v1
-kind: VirtualMachine
-metadata: {name: bench$i}
-spec:
-  runStrategy: Always
-  template:
-    spec:
-      terminationGracePeriodSeconds: 0
-      domain:
-        memory: {guest: 128Mi}
-        firmware:
-          kernelBoot:
-            kernelArgs: console=ttyS0 quiet panic=-1
-            container: {image: kvcon-lab-guest, kernelPath: /vmlinuz, initrdPath: /initrd.gz}
-        devices: {autoattachPodInterface: false}
-EOF
-"$KV" -c "$URI" engine apply -f "$T/bench$i.yaml" >/dev/null
+    "$KV" -c "$URI" engine apply -f "$(engine_manifest "$T/bench$i.yaml" "bench$i" Always 128Mi)" >/dev/null
 done
 "$KV" -c "$URI" ${BENCH_LOG:+-v --log-file "$BENCH_LOG"} engine reconcile --for 3600 >"$T/rec.log" 2>&1 &
 BG=$!

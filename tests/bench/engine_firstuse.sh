@@ -11,6 +11,8 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 KV=${KVCON_BIN:-$ROOT/kvcon}
 ROUNDS=${ROUNDS:-5}
+# shellcheck source=tests/e2e/engine-lib.bash
+. "$ROOT/tests/e2e/engine-lib.bash" # engine_manifest
 [[ $(id -u) == 0 ]] || { echo "needs root"; exit 1; }
 
 T=$(mktemp -d /tmp/kvf.XXXXXX)
@@ -27,23 +29,7 @@ trap cleanup EXIT
 "$ROOT/scripts/demo-guest.sh" "$KVCON_ENGINE_IMAGES/kvcon-lab-guest" >/dev/null
 kv() { "$KV" -c "$URI" "$@" 2>>"$T/kv.err"; }
 ms() { date +%s%3N; }
-cat >"$T/bench.yaml" <<'EOF'
-apiVersion: kubevirt.io/v1
-kind: VirtualMachine
-metadata: {name: bench}
-spec:
-  runStrategy: Halted
-  template:
-    spec:
-      terminationGracePeriodSeconds: 0
-      domain:
-        memory: {guest: 192Mi}
-        firmware:
-          kernelBoot:
-            kernelArgs: console=ttyS0 quiet panic=-1
-            container: {image: kvcon-lab-guest, kernelPath: /vmlinuz, initrdPath: /initrd.gz}
-        devices: {autoattachPodInterface: false}
-EOF
+engine_manifest "$T/bench.yaml" bench Halted 192Mi >/dev/null
 start_marker() {
     local t0
     t0=$(ms)

@@ -41,20 +41,14 @@ KCFG=$(sed -n 's/^kubeconfig: //p' "$ENGINE_T/serve.out")
 export KUBECONFIG=$KCFG
 echo "engine serve: $VMS VMs; load average: $(cut -d' ' -f1-3 /proc/loadavg); $(nproc) cores"
 
-# 1. store the VMs (one JSON document per VM in one file: kubectl validates a v1 List against OpenAPI v2, which the
+# 1. store the VMs (one YAML document per VM in one file: kubectl validates a v1 List against OpenAPI v2, which the
 # service does not serve)
-python3 - "$VMS" >"$ENGINE_T/vms.json" <<'EOF'
-import json, sys
-for i in range(int(sys.argv[1])):
-    print(json.dumps({"apiVersion": "kubevirt.io/v1", "kind": "VirtualMachine",
-                  "metadata": {"name": "vm-%04d" % i, "namespace": "default", "labels": {"bench": "engine"}},
-                  "spec": {"runStrategy": "Halted", "template": {"spec": {"domain": {
-                      "memory": {"guest": "128Mi"}, "devices": {"autoattachPodInterface": False},
-                      "firmware": {"kernelBoot": {"kernelArgs": "console=ttyS0", "container": {
-                          "image": "kvcon-lab-guest", "kernelPath": "/vmlinuz", "initrdPath": "/initrd.gz"}}}}}}}}))
-EOF
+for ((i = 0; i < VMS; i++)); do
+    echo ---
+    cat "$(engine_manifest "$ENGINE_T/vm.yaml" "$(printf 'vm-%04d' "$i")" Halted 128Mi)"
+done >"$ENGINE_T/vms.yaml"
 t0=$(now_ms)
-kubectl --request-timeout=600s apply -f "$ENGINE_T/vms.json" >"$ENGINE_T/apply.out" 2>&1 || { tail -3 "$ENGINE_T/apply.out"; exit 1; }
+kubectl --request-timeout=600s apply -f "$ENGINE_T/vms.yaml" >"$ENGINE_T/apply.out" 2>&1 || { tail -3 "$ENGINE_T/apply.out"; exit 1; }
 t1=$(now_ms)
 echo "kubectl apply -f (one file, $VMS VMs): $((t1 - t0)) ms, $(grep -c created "$ENGINE_T/apply.out") created ($(((t1 - t0) * 1000 / VMS)) us per VM)"
 

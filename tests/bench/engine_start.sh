@@ -8,6 +8,8 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 KV=${KVCON_BIN:-$ROOT/kvcon}
 ROUNDS=${ROUNDS:-5}
+# shellcheck source=tests/e2e/engine-lib.bash
+. "$ROOT/tests/e2e/engine-lib.bash" # engine_manifest
 [[ $(id -u) == 0 ]] || { echo "needs root"; exit 77; }
 command -v script >/dev/null && command -v jq >/dev/null || { echo "script(1)/jq missing"; exit 77; }
 
@@ -28,23 +30,7 @@ kv() { "$KV" -c "$URI" "$@" 2>/dev/null; }
 vsh() { LIBVIRT_LOG_OUTPUTS="3:file:$T/virsh.log" virsh -q -c "$URI" "$@"; }
 ms() { date +%s%3N; }
 
-cat >"$T/bench.yaml" <<'EOF'
-apiVersion: kubevirt.io/v1
-kind: VirtualMachine
-metadata: {name: bench}
-spec:
-  runStrategy: Halted
-  template:
-    spec:
-      terminationGracePeriodSeconds: 0
-      domain:
-        memory: {guest: 192Mi}
-        firmware:
-          kernelBoot:
-            kernelArgs: console=ttyS0 quiet panic=-1
-            container: {image: kvcon-lab-guest, kernelPath: /vmlinuz, initrdPath: /initrd.gz}
-        devices: {autoattachPodInterface: false}
-EOF
+engine_manifest "$T/bench.yaml" bench Halted 192Mi >/dev/null
 kv engine apply -f "$T/bench.yaml" >/dev/null
 # one kvcon start defines the domain; its XML, renamed, is the virsh guest
 kv engine start bench >/dev/null

@@ -2,15 +2,18 @@
 # The engine against a real, private libvirtd (tests/lab/libvirtd.sh), QEMU under TCG: the short run-strategy
 # scenario (apply, boot marker through kvcon's console, Always restarts after a guest poweroff, stop/start
 # UIDs, RerunOnFailure not restarted after a guest poweroff but restarted after `virsh destroy` simulating a
-# crash while `kvcon engine reconcile` watches the daemon's lifecycle events).
+# crash while `kvcon engine reconcile` watches the daemon's lifecycle events); libvirtd killed and restarted under
+# `kvcon engine serve`: its KubeVirt CR turns Degraded (HostNotReady) and back, each a watch event.
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/engine-lib.bash"
 
-engine_needs "a private libvirtd in a mount namespace" libvirtd jq
+engine_needs "a private libvirtd in a mount namespace" libvirtd jq curl
 
 ENGINE_T=$(mktemp -d /tmp/kvl.XXXXXX)
+SRV=
 cleanup() {
+    [[ -z $SRV ]] || { kill -TERM "$SRV" 2>/dev/null; wait "$SRV" 2>/dev/null; } || true
     "$ROOT/tests/lab/libvirtd.sh" down "$ENGINE_T/lv" >/dev/null 2>&1 || true
     [[ -n ${KEEP:-} ]] || rm -rf "$ENGINE_T"
 }
@@ -75,4 +78,35 @@ wait $bg 2>/dev/null || true
 [[ $(rec_exec alpha phase) == Running && $(rec_exec alpha uid) != "$u" ]] ||
     fail "no restart after the reconnect (phase $(rec_exec alpha phase))"
 marker alpha
+
+step "the service's KubeVirt CR follows its host: Degraded while libvirtd is away, a watch event each way"
+SOCK=$ENGINE_T/api.sock
+"$KV" -c "$URI" engine serve --socket "$SOCK" >"$ENGINE_T/serve.out" 2>"$ENGINE_T/serve.err" &
+SRV=$!
+wait_eq 60 "engine serving" tail -n1 "$ENGINE_T/serve.out" || { cat "$ENGINE_T/serve.err"; fail "serve did not start"; }
+kvcr() { curl -sf --unix-socket "$SOCK" http://engine/apis/kubevirt.io/v1/namespaces/kubevirt/kubevirts/kubevirt; }
+kvcond() { kvcr | jq -r --arg t "$1" '.status.conditions[] | select(.type == $t) | .status + " " + .reason'; }
+wait_eq 30 "False AllComponentsReady" kvcond Degraded || fail "not healthy at the start: $(kvcr)"
+[[ $(kvcr | jq -r '.status.phase + " " + .metadata.namespace + "/" + .metadata.name') == "Deployed kubevirt/kubevirt" ]] ||
+    fail "the KubeVirt CR: $(kvcr)"
+rv=$(kvcr | jq -r .metadata.resourceVersion)
+curl -sN --max-time 150 --unix-socket "$SOCK" -o "$ENGINE_T/kvwatch.out" \
+    "http://engine/apis/kubevirt.io/v1/kubevirts?watch=1&resourceVersion=$rv" &
+wp=$!
+kill -9 "$(cat "$ENGINE_T/lv/libvirtd.pid")"
+wait_eq 30 "True HostNotReady" kvcond Degraded || fail "not Degraded without libvirtd: $(kvcr)"
+[[ $(kvcond Available) == "False NoHostReady" ]] || fail "Available without a host: $(kvcond Available)"
+host=$(kvcr | jq -r '.status.conditions[] | select(.type == "Degraded") | .message')
+[[ $host == "host "*" is not ready: "* ]] || fail "the Degraded message: $host"
+nsenter -t "$vl" --mount --uts --root --wd -- \
+    libvirtd -d -f /etc/libvirt/libvirtd.conf -p "$ENGINE_T/lv/libvirtd.pid"
+wait_eq 90 "False AllComponentsReady" kvcond Degraded || fail "not healthy again after libvirtd's restart: $(kvcr)"
+[[ $(kvcond Available) == "True AllComponentsReady" ]] || fail "not Available again"
+kill "$wp" 2>/dev/null || true
+wait "$wp" 2>/dev/null || true
+got=$(jq -r 'select(.object.kind == "KubeVirt") | .type + " " +
+    (.object.status.conditions[] | select(.type == "Degraded") | .status)' "$ENGINE_T/kvwatch.out" | uniq | tr '\n' ,)
+[[ $got == "MODIFIED True,MODIFIED False," ]] || fail "the watch saw '$got': $(cat "$ENGINE_T/kvwatch.out")"
+kill -TERM "$SRV" && wait "$SRV" || fail "serve did not end cleanly"
+SRV=
 echo PASS

@@ -3,7 +3,8 @@
 # the service writes (HTTPS on 127.0.0.1, its own CA and bearer token), and by curl on its unix socket. A real
 # TCG guest on the embedded driver: apply, get -o wide, wait for Running, the launcher pod's owner, events, a watch
 # that sees a restart (KubeVirt's subresource over the unix socket), apply of a change, paging, 401 without the
-# token, 422 for a bad manifest, delete.
+# token, 422 for a bad manifest, delete; the KubeVirt CR (kubevirt/kubevirt): Deployed, read-only, Degraded with an
+# unreadable record.
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/engine-lib.bash"
@@ -70,6 +71,34 @@ grep -Eq '^pod/virt-launcher-demo-[0-9a-f]{5} +1/1 +Running ' "$ENGINE_T/get.out
 
 k get vm -A --no-headers | grep -Eq '^default +demo +[0-9a-z]+ +Running +True' || fail "get vm -A"
 k get nodes --no-headers | grep -Eq '^[^ ]+ +Ready ' || fail "the host as a Ready node"
+
+step "the KubeVirt CR (kubevirt/kubevirt): discovery, get -A, Table columns, status, watch; writes refused"
+k api-resources >"$ENGINE_T/res.out" || fail "kubectl api-resources"
+grep -Eq '^kubevirts +kv,kvs +kubevirt.io/v1 +true +KubeVirt$' "$ENGINE_T/res.out" ||
+    fail "api-resources: $(grep -i kubevirt "$ENGINE_T/res.out")"
+k -n kubevirt wait kv kubevirt --for condition=Available --timeout=120s >/dev/null || fail "kubevirt not Available"
+k get kubevirt -A >"$ENGINE_T/kv.out" || fail "kubectl get kubevirt -A"
+cat "$ENGINE_T/kv.out"
+head -n1 "$ENGINE_T/kv.out" | grep -Eq '^NAMESPACE +NAME +AGE +PHASE$' || fail "kubevirt columns: $(head -n1 "$ENGINE_T/kv.out")"
+grep -Eq '^kubevirt +kubevirt +[0-9a-z]+ +Deployed$' "$ENGINE_T/kv.out" || fail "kubevirt row"
+[[ $(wc -l <"$ENGINE_T/kv.out") == 2 ]] || fail "more than one KubeVirt"
+VER=$("$KV" version --client | sed -n 's/^Client Version: //p')
+got=$(k get kv -n kubevirt kubevirt -o jsonpath='{.status.phase} {.status.observedKubeVirtVersion} {.status.conditions[?(@.type=="Available")].status}{.status.conditions[?(@.type=="Progressing")].status}{.status.conditions[?(@.type=="Degraded")].status}{.status.conditions[?(@.type=="RecordsReadable")].status}')
+[[ $got == "Deployed $VER TrueFalseFalseTrue" ]] || fail "kubevirt status: '$got' (kvcon $VER)"
+k get ns kubevirt -o jsonpath='{.status.phase}' | grep -qx Active || fail "no kubevirt namespace"
+# a watch from now: the CR as ADDED, nothing else (the status does not change)
+curl -sf --max-time 30 --unix-socket "$SOCK" \
+    "http://engine/apis/kubevirt.io/v1/kubevirts?watch=1&timeoutSeconds=2" >"$ENGINE_T/kvwatch.out" || fail "kubevirt watch"
+[[ $(jq -r '.type + " " + .object.kind + " " + .object.metadata.namespace + "/" + .object.metadata.name' \
+    "$ENGINE_T/kvwatch.out") == "ADDED KubeVirt kubevirt/kubevirt" ]] || fail "kubevirt watch: $(cat "$ENGINE_T/kvwatch.out")"
+rc=0
+k -n kubevirt delete kv kubevirt >"$ENGINE_T/kvdel.out" 2>&1 || rc=$?
+[[ $rc == 1 ]] && grep -q 'MethodNotAllowed' "$ENGINE_T/kvdel.out" || fail "delete kv: exit $rc $(cat "$ENGINE_T/kvdel.out")"
+code=$(curl -s --unix-socket "$SOCK" -o "$ENGINE_T/kvpatch.json" -w '%{http_code}' -X PATCH \
+    -H 'Content-Type: application/merge-patch+json' -d '{"spec":{"imagePullPolicy":"Always"}}' \
+    "http://engine/apis/kubevirt.io/v1/namespaces/kubevirt/kubevirts/kubevirt")
+[[ $code == 405 && $(jq -r .reason "$ENGINE_T/kvpatch.json") == MethodNotAllowed ]] || fail "patch kv: $code"
+[[ $(k get kv -n kubevirt kubevirt -o jsonpath='{.spec.imagePullPolicy}') == IfNotPresent ]] || fail "the patch changed it"
 
 step "the launcher pod's owner is the VMI (its UID)"
 VMI1=$(k get vmi demo -o jsonpath='{.metadata.uid}')
@@ -230,4 +259,19 @@ SRV=
 [[ $rc == 0 ]] || fail "the service exited $rc: $(tail -5 "$ENGINE_T/serve.err")"
 ! grep -Eq 'error|Sanitizer|runtime error' "$ENGINE_T/serve.err" || { cat "$ENGINE_T/serve.err"; fail "errors on stderr"; }
 [[ ! -e $SOCK ]] || fail "socket left behind"
+
+step "an unreadable record: the KubeVirt CR says Degraded and names the file (phase Deployed, Available)"
+vms=$(ls -d "$XDG_STATE_HOME"/kvcon/engine-data/hosts/*/vms | head -n1)
+[[ -d $vms ]] || fail "no records directory"
+echo '{"name": "broken", truncated' >"$vms/default_broken.json"
+"$KV" -c "$URI" engine serve --socket "$SOCK" --https 0 >"$ENGINE_T/serve2.out" 2>"$ENGINE_T/serve2.err" &
+SRV=$!
+wait_eq 120 "engine serving" tail -n1 "$ENGINE_T/serve2.out" || { cat "$ENGINE_T/serve2.err"; fail "serve did not restart"; }
+k -n kubevirt wait kv kubevirt --for condition=Degraded --timeout=60s >/dev/null || fail "kubevirt not Degraded"
+got=$(k get kv -n kubevirt kubevirt -o jsonpath='{.status.phase} {.status.conditions[?(@.type=="Available")].status} {.status.conditions[?(@.type=="Degraded")].reason} {.status.conditions[?(@.type=="RecordsReadable")].status}')
+[[ $got == "Deployed True RecordUnreadable False" ]] || fail "degraded status: $got"
+k get kv -n kubevirt kubevirt -o jsonpath='{.status.conditions[?(@.type=="Degraded")].message}' |
+    grep -q 'default_broken.json' || fail "the Degraded message does not name the file"
+k get kubevirt -A --no-headers | grep -Eq '^kubevirt +kubevirt +[0-9a-z]+ +Deployed$' || fail "kubevirt row (degraded)"
+stop_srv
 echo PASS

@@ -4,6 +4,7 @@
 # writes, kvcon's start/stop/console standing in for virtctl's. The seed's manifest with only its digest replaced
 # (tests/fixtures/seed-000-internals-demo.yaml, checked against the seed where it is at hand) pulls its
 # containerDisk from a local registry (quay.io mirrored to it). Checked on the way, as the walkthrough describes:
+# the context's KubeVirt CR (`kubectl get kubevirt -A`: kubevirt/kubevirt, Deployed);
 # no VMI before start; the VMI owned by the VM and the launcher pod by the VMI (UID); after stop and start the VM
 # UID stays and the VMI and launcher UIDs are new; the VM survives stop; delete removes it.
 set -euo pipefail
@@ -53,6 +54,11 @@ step "check the context"
 [[ $(k config current-context) == kvcon-engine ]] || fail "current-context"
 k get nodes -o wide | tee "$ENGINE_T/nodes" >&2
 grep -Eq ' Ready ' "$ENGINE_T/nodes" || fail "no Ready node"
+k api-resources | grep -E '^kubevirts +kv,kvs +kubevirt.io/v1 +true +KubeVirt$' >&2 || fail "api-resources lists no kubevirts"
+k -n kubevirt wait kv kubevirt --for condition=Available --timeout=120s >&2 || fail "KubeVirt not Available"
+k get kubevirt -A | tee "$ENGINE_T/kv" >&2
+grep -Eq '^kubevirt +kubevirt +[0-9a-z]+ +Deployed$' "$ENGINE_T/kv" || fail "kubectl get kubevirt -A: $(cat "$ENGINE_T/kv")"
+[[ $(k get kv -n kubevirt kubevirt -o jsonpath='{.status.phase}') == Deployed ]] || fail "the KubeVirt CR is not Deployed"
 
 step "create a VM without starting it (runStrategy: Manual)"
 k create namespace kubevirt-lab

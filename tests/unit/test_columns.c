@@ -12,36 +12,10 @@
 #include "model/columns.h"
 #include "model/source.h"
 #include "model/store.h"
+#include "fixture.h"
 #include "t.h"
 
 static struct source *src;
-
-static struct obj *load(enum obj_kind kind, const char *name)
-{
-	char *path = xasprintf("tests/fixtures/%s", name);
-	struct json_object *j = json_object_from_file(path);
-	if (j == NULL)
-		fprintf(stderr, "cannot load %s\n", path);
-	free(path);
-	struct obj *o = j ? kube_decode(kind, j, src, NULL) : NULL;
-	json_object_put(j);
-	return o;
-}
-
-static struct obj *decode_str(enum obj_kind kind, const char *json)
-{
-	struct json_object *j = json_tokener_parse(json);
-	struct obj *o = kube_decode(kind, j, src, NULL);
-	json_object_put(j);
-	return o;
-}
-
-static int64_t ts(const char *s)
-{
-	int64_t t = 0;
-	util_parse_time(s, &t);
-	return t;
-}
 
 /* The dashboard's titles, '|'-separated, in order. */
 static char *dash_titles(const struct column_table *t)
@@ -133,9 +107,9 @@ static void test_headers(void)
 static void test_vm_vmi(void)
 {
 	struct store *st = store_new();
-	int64_t now = ts("2008-01-03T01:01:01Z");
+	int64_t now = fixture_ts("2008-01-03T01:01:01Z");
 	struct col_ctx c = { st, now };
-	struct obj *vm = load(OBJ_VM, "roundtrip-VirtualMachine.json");
+	struct obj *vm = fixture_obj(src, OBJ_VM, "roundtrip-VirtualMachine.json");
 	T_CHECK(vm != NULL);
 	if (vm == NULL)
 		goto out;
@@ -150,7 +124,7 @@ static void test_vm_vmi(void)
 	T_CELL(OBJ_VM, "READY", vm, &c, ""); /* KubeVirt's column: the Ready condition, absent here */
 	T_CELL(OBJ_VM, "VMI PHASE", vm, &c, ""); /* no VMI in the store */
 	/* a VMI of the same name joins the VM's VMI columns */
-	struct obj *vmi = load(OBJ_VMI, "roundtrip-VirtualMachineInstance.json");
+	struct obj *vmi = fixture_obj(src, OBJ_VMI, "roundtrip-VirtualMachineInstance.json");
 	T_CHECK(vmi != NULL);
 	if (vmi) {
 		T_CELL(OBJ_VMI, "PHASE", vmi, &c, "phaseValue");
@@ -168,9 +142,9 @@ static void test_vm_vmi(void)
 		}
 	}
 	/* get's row: <none> for an empty RUNSTRATEGY (-o wide), empty READY */
-	struct obj *v2 = decode_str(OBJ_VM, "{\"metadata\":{\"name\":\"v2\",\"namespace\":\"ns\",\"uid\":\"u2\","
+	struct obj *v2 = fixture_decode(src, OBJ_VM, "{\"metadata\":{\"name\":\"v2\",\"namespace\":\"ns\",\"uid\":\"u2\","
 				     "\"creationTimestamp\":\"2008-01-02T01:01:01Z\"},\"spec\":{},\"status\":{"
-				     "\"printableStatus\":\"Running\",\"conditions\":[{\"type\":\"Ready\",\"status\":\"True\"}]}}");
+				     "\"printableStatus\":\"Running\",\"conditions\":[{\"type\":\"Ready\",\"status\":\"True\"}]}}", NULL);
 	T_CHECK(v2 != NULL);
 	if (v2) {
 		T_CELL(OBJ_VM, "READY", v2, &c, "True");
@@ -188,8 +162,8 @@ out:
 
 static void test_pod(void)
 {
-	struct col_ctx c = { NULL, ts("2024-05-01T11:00:00Z") };
-	struct obj *p = load(OBJ_POD, "pod-launcher.json");
+	struct col_ctx c = { NULL, fixture_ts("2024-05-01T11:00:00Z") };
+	struct obj *p = fixture_obj(src, OBJ_POD, "pod-launcher.json");
 	T_CHECK(p != NULL);
 	if (p == NULL)
 		return;
@@ -208,9 +182,9 @@ static void test_pod(void)
 	T_CELL(OBJ_POD, "STATUS", p, &c, "Terminating");
 	obj_free(p);
 	/* kubectl's <none> for a pod not yet scheduled (-o wide) */
-	p = decode_str(OBJ_POD, "{\"metadata\":{\"name\":\"p\",\"namespace\":\"ns\",\"uid\":\"u3\","
+	p = fixture_decode(src, OBJ_POD, "{\"metadata\":{\"name\":\"p\",\"namespace\":\"ns\",\"uid\":\"u3\","
 				"\"creationTimestamp\":\"2024-05-01T10:59:00Z\"},\"spec\":{\"containers\":[{\"name\":\"c\"}]},"
-				"\"status\":{\"phase\":\"Pending\"}}");
+				"\"status\":{\"phase\":\"Pending\"}}", NULL);
 	T_CHECK(p != NULL);
 	if (p) {
 		const struct obj *rows[] = { p };
@@ -223,8 +197,8 @@ static void test_pod(void)
 
 static void test_events(void)
 {
-	struct col_ctx c = { NULL, ts("2024-05-01T10:06:01Z") };
-	struct obj *e = load(OBJ_EVENT, "event-core.json");
+	struct col_ctx c = { NULL, fixture_ts("2024-05-01T10:06:01Z") };
+	struct obj *e = fixture_obj(src, OBJ_EVENT, "event-core.json");
 	T_CHECK(e != NULL);
 	if (e == NULL)
 		return;
@@ -243,7 +217,7 @@ static void test_events(void)
 	free(s);
 	obj_free(e);
 	/* a series event names a VirtualMachineInstance: lower-cased kind */
-	e = load(OBJ_EVENT, "event-series.json");
+	e = fixture_obj(src, OBJ_EVENT, "event-series.json");
 	T_CHECK(e != NULL);
 	if (e) {
 		s = cell(OBJ_EVENT, "OBJECT", e, &c, NULL);
@@ -257,10 +231,10 @@ static void test_events(void)
 static void test_print_escape(void)
 {
 	struct col_ctx c = { NULL, 100 };
-	struct obj *a = decode_str(OBJ_VMI, "{\"metadata\":{\"name\":\"a\\u001b[2Jx\",\"namespace\":\"ns\",\"uid\":\"u1\"},"
-					    "\"status\":{\"phase\":\"Running\"}}");
-	struct obj *b = decode_str(OBJ_VMI, "{\"metadata\":{\"name\":\"longer-name\",\"namespace\":\"ns\",\"uid\":\"u2\"},"
-					    "\"status\":{}}");
+	struct obj *a = fixture_decode(src, OBJ_VMI, "{\"metadata\":{\"name\":\"a\\u001b[2Jx\",\"namespace\":\"ns\",\"uid\":\"u1\"},"
+					    "\"status\":{\"phase\":\"Running\"}}", NULL);
+	struct obj *b = fixture_decode(src, OBJ_VMI, "{\"metadata\":{\"name\":\"longer-name\",\"namespace\":\"ns\",\"uid\":\"u2\"},"
+					    "\"status\":{}}", NULL);
 	T_CHECK(a != NULL && b != NULL);
 	if (a && b) {
 		const struct obj *rows[] = { a, b };

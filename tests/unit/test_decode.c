@@ -8,38 +8,14 @@
 #include "core/util.h"
 #include "core/xmalloc.h"
 #include "kube/decode.h"
+#include "fixture.h"
 #include "t.h"
 
 static struct source *src;
 
-static struct json_object *load(const char *name)
-{
-	char *path = xasprintf("tests/fixtures/%s", name);
-	struct json_object *j = json_object_from_file(path);
-	if (j == NULL)
-		fprintf(stderr, "cannot load %s\n", path);
-	free(path);
-	return j;
-}
-
-static struct obj *decode_str(enum obj_kind kind, const char *json, char **err)
-{
-	struct json_object *j = json_tokener_parse(json);
-	struct obj *o = kube_decode(kind, j, src, err);
-	json_object_put(j);
-	return o;
-}
-
-static int64_t ts(const char *s)
-{
-	int64_t t = 0;
-	util_parse_time(s, &t);
-	return t;
-}
-
 static void test_vm_roundtrip(void)
 {
-	struct json_object *j = load("roundtrip-VirtualMachine.json");
+	struct json_object *j = fixture_json("roundtrip-VirtualMachine.json");
 	T_CHECK(j != NULL);
 	char *err = NULL;
 	struct vm *v = (struct vm *)kube_decode(OBJ_VM, j, src, &err);
@@ -51,8 +27,8 @@ static void test_vm_roundtrip(void)
 	T_EQ_STR(v->o.ns, "namespaceValue");
 	T_EQ_STR(v->o.uid, "uidValue");
 	T_CHECK(v->o.src == src);
-	T_EQ_INT(v->o.created, ts("2008-01-01T01:01:01Z"));
-	T_EQ_INT(v->o.deleted, ts("2009-01-01T01:01:01Z"));
+	T_EQ_INT(v->o.created, fixture_ts("2008-01-01T01:01:01Z"));
+	T_EQ_INT(v->o.deleted, fixture_ts("2009-01-01T01:01:01Z"));
 	T_EQ_INT(v->o.generation, 7);
 	T_EQ_INT(v->o.rv, 0); /* "resourceVersionValue" is not numeric */
 	T_EQ_STR(obj_label(&v->o, "labelsKey"), "labelsValue");
@@ -69,8 +45,8 @@ static void test_vm_roundtrip(void)
 		T_EQ_STR(v->conds[0].status, "statusValue");
 		T_EQ_STR(v->conds[0].reason, "reasonValue");
 		T_EQ_STR(v->conds[0].message, "messageValue");
-		T_EQ_INT(v->conds[0].last_transition, ts("1982-01-01T01:01:01Z"));
-		T_EQ_INT(v->conds[0].last_probe, ts("1987-01-01T01:01:01Z"));
+		T_EQ_INT(v->conds[0].last_transition, fixture_ts("1982-01-01T01:01:01Z"));
+		T_EQ_INT(v->conds[0].last_probe, fixture_ts("1987-01-01T01:01:01Z"));
 	}
 	T_EQ_INT(v->nscr, 1);
 	if (v->nscr == 1) {
@@ -78,7 +54,7 @@ static void test_vm_roundtrip(void)
 		T_EQ_STR(v->scr[0].uid, "uidValue");
 	}
 	T_EQ_INT(v->start_failures, 0); /* -20 clamps to 0 */
-	T_EQ_INT(v->start_retry_after, ts("1981-01-01T01:01:01Z"));
+	T_EQ_INT(v->start_retry_after, fixture_ts("1981-01-01T01:01:01Z"));
 	T_EQ_STR(v->start_fail_vmi, "lastFailedVMIUIDValue");
 	T_EQ_STR(v->instancetype, "nameValue");
 	T_EQ_INT(v->observed_generation, 0); /* negative in the fixture: clamped */
@@ -93,7 +69,7 @@ out:
 
 static void test_vmi_roundtrip(void)
 {
-	struct json_object *j = load("roundtrip-VirtualMachineInstance.json");
+	struct json_object *j = fixture_json("roundtrip-VirtualMachineInstance.json");
 	T_CHECK(j != NULL);
 	struct vmi *v = (struct vmi *)kube_decode(OBJ_VMI, j, src, NULL);
 	T_CHECK(v != NULL);
@@ -113,7 +89,7 @@ static void test_vmi_roundtrip(void)
 	T_EQ_INT(v->nphases, 1);
 	if (v->nphases == 1) {
 		T_EQ_STR(v->phases[0].phase, "phaseValue");
-		T_EQ_INT(v->phases[0].at, ts("1976-01-01T01:01:01Z"));
+		T_EQ_INT(v->phases[0].at, fixture_ts("1976-01-01T01:01:01Z"));
 	}
 	T_EQ_STR(v->guest_os, "prettyNameValue");
 	T_EQ_INT(v->nactive, 1);
@@ -131,8 +107,8 @@ static void test_vmi_roundtrip(void)
 	T_EQ_STR(vmi_mig(v)->abort_status, "abortStatusValue");
 	T_EQ_STR(vmi_mig(v)->mode, "modeValue");
 	T_EQ_STR(vmi_mig(v)->failure_reason, "failureReasonValue");
-	T_EQ_INT(vmi_mig(v)->start, ts("1986-01-01T01:01:01Z"));
-	T_EQ_INT(vmi_mig(v)->end, ts("1988-01-01T01:01:01Z"));
+	T_EQ_INT(vmi_mig(v)->start, fixture_ts("1986-01-01T01:01:01Z"));
+	T_EQ_INT(vmi_mig(v)->end, fixture_ts("1988-01-01T01:01:01Z"));
 	T_EQ_INT(vmi_mig(v)->progress_pct, -1);
 	T_EQ_STR(v->eviction, "evictionStrategyValue");
 	/* the fixture's owner is kind "kindValue": not a VM */
@@ -144,7 +120,7 @@ out:
 
 static void test_pod(void)
 {
-	struct json_object *j = load("pod-launcher.json");
+	struct json_object *j = fixture_json("pod-launcher.json");
 	struct pod *p = (struct pod *)kube_decode(OBJ_POD, j, src, NULL);
 	T_CHECK(p != NULL);
 	if (p == NULL)
@@ -170,7 +146,7 @@ static void test_pod(void)
 		T_EQ_INT(p->containers[1].restarts, 2);
 		T_EQ_STR(p->containers[1].last_reason, "OOMKilled");
 		T_EQ_INT(p->containers[1].last_exit_code, 137);
-		T_EQ_INT(p->containers[1].started, ts("2024-05-01T10:00:08Z"));
+		T_EQ_INT(p->containers[1].started, fixture_ts("2024-05-01T10:00:08Z"));
 		T_EQ_STR(p->containers[2].state, "waiting");
 		T_EQ_STR(p->containers[2].reason, "ImagePullBackOff");
 		T_EQ_STR(p->containers[2].message, "Back-off pulling image \"quay.io/x/y:latest\"");
@@ -184,7 +160,7 @@ out:
 
 static void test_pod_owner_other(void)
 {
-	struct pod *p = (struct pod *)decode_str(
+	struct pod *p = (struct pod *)fixture_decode(src,
 		OBJ_POD,
 		"{\"metadata\":{\"name\":\"virt-launcher-x\",\"namespace\":\"ns\",\"uid\":\"p1\","
 		"\"labels\":{\"kubevirt.io/created-by\":\"vmi-1\"},"
@@ -205,7 +181,7 @@ static void test_pod_owner_other(void)
 		char *json = xasprintf("{\"metadata\":{\"name\":\"l\",\"namespace\":\"ns\",\"uid\":\"p2\","
 				       "\"labels\":{\"kubevirt.io/created-by\":\"%s\"}}}",
 				       bad[i]);
-		p = (struct pod *)decode_str(OBJ_POD, json, NULL);
+		p = (struct pod *)fixture_decode(src, OBJ_POD, json, NULL);
 		T_CHECK(p != NULL && strcmp(pod_created_by(p), "") == 0);
 		if (p)
 			obj_free(&p->o);
@@ -215,7 +191,7 @@ static void test_pod_owner_other(void)
 
 static void test_events(void)
 {
-	struct json_object *j = load("event-core.json");
+	struct json_object *j = fixture_json("event-core.json");
 	struct event *e = (struct event *)kube_decode(OBJ_EVENT, j, src, NULL);
 	T_CHECK(e != NULL);
 	if (e) {
@@ -227,21 +203,21 @@ static void test_events(void)
 		T_EQ_STR(e->type, "Warning");
 		T_EQ_STR(e->component, "default-scheduler");
 		T_EQ_INT(e->count, 7);
-		T_EQ_INT(e->first, ts("2024-05-01T10:00:01Z"));
-		T_EQ_INT(e->last, ts("2024-05-01T10:05:01Z"));
+		T_EQ_INT(e->first, fixture_ts("2024-05-01T10:00:01Z"));
+		T_EQ_INT(e->last, fixture_ts("2024-05-01T10:05:01Z"));
 		T_CHECK(strstr(e->message, "Insufficient devices.kubevirt.io/kvm") != NULL);
 	}
 	obj_free(&e->o);
 	json_object_put(j);
 
-	j = load("event-series.json");
+	j = fixture_json("event-series.json");
 	e = (struct event *)kube_decode(OBJ_EVENT, j, src, NULL);
 	T_CHECK(e != NULL);
 	if (e) {
 		T_EQ_STR(e->component, "virtualmachine-controller");
 		T_EQ_INT(e->count, 3);
-		T_EQ_INT(e->first, ts("2024-05-01T10:00:00Z"));
-		T_EQ_INT(e->last, ts("2024-05-01T10:02:00Z"));
+		T_EQ_INT(e->first, fixture_ts("2024-05-01T10:00:00Z"));
+		T_EQ_INT(e->last, fixture_ts("2024-05-01T10:02:00Z"));
 		T_EQ_STR(e->inv_kind, "VirtualMachineInstance");
 	}
 	obj_free(&e->o);
@@ -250,20 +226,20 @@ static void test_events(void)
 
 static void test_running_mapping(void)
 {
-	struct vm *v = (struct vm *)decode_str(
+	struct vm *v = (struct vm *)fixture_decode(src,
 		OBJ_VM, "{\"metadata\":{\"name\":\"a\",\"namespace\":\"n\",\"uid\":\"u\"},\"spec\":{\"running\":true}}",
 		NULL);
 	T_CHECK(v && strcmp(v->run_strategy, "Always") == 0 && v->running_field && !v->run_conflict);
 	obj_free(&v->o);
-	v = (struct vm *)decode_str(
+	v = (struct vm *)fixture_decode(src,
 		OBJ_VM, "{\"metadata\":{\"name\":\"a\",\"namespace\":\"n\",\"uid\":\"u\"},\"spec\":{\"running\":false}}",
 		NULL);
 	T_CHECK(v && strcmp(v->run_strategy, "Halted") == 0);
 	obj_free(&v->o);
-	v = (struct vm *)decode_str(OBJ_VM, "{\"metadata\":{\"name\":\"a\",\"namespace\":\"n\",\"uid\":\"u\"}}", NULL);
+	v = (struct vm *)fixture_decode(src, OBJ_VM, "{\"metadata\":{\"name\":\"a\",\"namespace\":\"n\",\"uid\":\"u\"}}", NULL);
 	T_CHECK(v && strcmp(v->run_strategy, "Halted") == 0 && !v->running_field);
 	obj_free(&v->o);
-	v = (struct vm *)decode_str(OBJ_VM,
+	v = (struct vm *)fixture_decode(src, OBJ_VM,
 				    "{\"metadata\":{\"name\":\"a\",\"namespace\":\"n\",\"uid\":\"u\"},"
 				    "\"spec\":{\"runStrategy\":\"Manual\",\"template\":{\"spec\":{\"domain\":{"
 				    "\"cpu\":{\"cores\":2},\"resources\":{\"requests\":{\"memory\":\"256Mi\"}}}}}}}",
@@ -294,7 +270,7 @@ static void test_refused(void)
 	};
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
 		char *err = NULL;
-		struct obj *o = decode_str(OBJ_VMI, cases[i].json, &err);
+		struct obj *o = fixture_decode(src, OBJ_VMI, cases[i].json, &err);
 		T_CHECK(o == NULL);
 		T_CHECK(err != NULL && strstr(err, cases[i].why) != NULL);
 		if (err && !strstr(err, cases[i].why))
@@ -303,7 +279,7 @@ static void test_refused(void)
 		obj_free(o);
 	}
 	/* err may be NULL */
-	T_CHECK(decode_str(OBJ_POD, "{}", NULL) == NULL);
+	T_CHECK(fixture_decode(src, OBJ_POD, "{}", NULL) == NULL);
 	T_CHECK(kube_decode(OBJ_POD, NULL, src, NULL) == NULL);
 }
 
@@ -317,7 +293,7 @@ static void test_huge(void)
 	longname[299] = '\0';
 	buf_printf(&b, "{\"metadata\":{\"name\":\"%s\",\"uid\":\"u\"}}", longname);
 	char *err = NULL;
-	T_CHECK(decode_str(OBJ_VM, b.data, &err) == NULL);
+	T_CHECK(fixture_decode(src, OBJ_VM, b.data, &err) == NULL);
 	T_CHECK(err && strstr(err, "longer than 253"));
 	free(err);
 	free(longname);
@@ -337,7 +313,7 @@ static void test_huge(void)
 		buf_add_str(&b, "\"}");
 	}
 	buf_add_str(&b, "]}}");
-	struct vm *v = (struct vm *)decode_str(OBJ_VM, b.data, NULL);
+	struct vm *v = (struct vm *)fixture_decode(src, OBJ_VM, b.data, NULL);
 	T_CHECK(v != NULL);
 	if (v) {
 		T_EQ_INT(v->nconds, KUBE_DECODE_LIST_MAX);
@@ -371,7 +347,7 @@ static void test_wrong_types(void)
 	for (size_t i = 0; i < sizeof docs / sizeof docs[0]; i++) {
 		for (int k = 0; k < OBJ_KIND_COUNT; k++) {
 			char *err = NULL;
-			struct obj *o = decode_str((enum obj_kind)k, docs[i], &err);
+			struct obj *o = fixture_decode(src, (enum obj_kind)k, docs[i], &err);
 			T_CHECK(o != NULL);
 			if (o == NULL)
 				fprintf(stderr, "  doc %zu kind %d: %s\n", i, k, err ? err : "?");
