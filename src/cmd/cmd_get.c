@@ -578,51 +578,6 @@ static bool selector_matches(const struct obj *o, const char *sel)
 	return ok;
 }
 
-static struct json_object *str_cell(const char *s)
-{
-	char *e = util_escape_display(s ? s : "");
-	struct json_object *j = json_object_new_string(e);
-	free(e);
-	return j;
-}
-
-/* The text of the kind's column titled title (model/columns.c), <none> where kubectl prints it. */
-static struct json_object *model_cell(const struct obj *o, const char *title, int64_t now)
-{
-	const struct column *c = columns_find(columns_table(o->kind), title);
-	struct col_ctx cx = { .st = NULL, .now = now };
-	char b[1024] = "";
-	if (c)
-		c->cell(&cx, o, b, sizeof b);
-	return str_cell(b[0] == '\0' && c && (c->flags & COL_NONE) ? "<none>" : b);
-}
-
-/* KubeVirt's table cells of an engine object (every column, the wide ones too), as the API server prints them:
- * the texts of the kinds' column tables. */
-static struct json_object *engine_cells(const struct obj *o, int64_t now)
-{
-	static const char *const vm[] = { "NAME", "AGE", "STATUS", "READY", NULL };
-	static const char *const vmi[] = { "NAME", "AGE", "PHASE", "IP", "NODENAME", "READY", "LIVE-MIGRATABLE", "PAUSED", NULL };
-	static const char *const pod[] = { "NAME", "READY", "STATUS", "RESTARTS", "AGE", "IP", "NODE", NULL };
-	const char *const *titles = o->kind == OBJ_VM ? vm : o->kind == OBJ_VMI ? vmi : pod;
-	struct json_object *c = json_object_new_array();
-	for (size_t i = 0; titles[i]; i++) {
-		if (o->kind == OBJ_POD && strcmp(titles[i], "RESTARTS") == 0) {
-			/* a number in the server's Table */
-			const struct pod *p = (const struct pod *)o;
-			int restarts = 0;
-			for (int k = 0; k < p->ncontainers; k++)
-				restarts += p->containers[k].restarts;
-			json_object_array_add(c, json_object_new_int(restarts));
-		} else {
-			json_object_array_add(c, model_cell(o, titles[i], now));
-		}
-	}
-	if (o->kind == OBJ_POD)
-		json_object_array_add(c, json_object_new_string("<none>")); /* NOMINATED NODE */
-	return c;
-}
-
 static int obj_cmp_ns_name(const void *a, const void *b)
 {
 	const struct obj *x = *(const struct obj *const *)a, *y = *(const struct obj *const *)b;
@@ -659,7 +614,8 @@ static struct json_object *engine_objects(void *arg, const char *plural, const c
 			struct json_object *x = json_object_new_object();
 			json_object_object_add(x, "source", json_object_new_string(e->hosts[h]->name));
 			json_object_object_add(x, "object", o);
-			json_object_object_add(x, "cells", engine_cells(sorted[i], now));
+			/* KubeVirt's table cells (every column, the wide ones too), as the engine service serves them */
+			json_object_object_add(x, "cells", columns_api_cells(columns_table(sorted[i]->kind), o, now));
 			if (arr == NULL)
 				arr = json_object_new_array();
 			json_object_array_add(arr, x);

@@ -19,6 +19,7 @@
 #include "core/xmalloc.h"
 #include "kube/http.h"
 #include "kube/kubeconfig.h"
+#include "model/columns.h"
 
 #define PAGE_LIMIT 500
 #define TABLE_ACCEPT "application/json;as=Table;v=v1;g=meta.k8s.io,application/json"
@@ -743,36 +744,16 @@ static void emit_item(struct kg *g, const struct kget_kind *k, struct json_objec
 
 /* --- objects of other sources (the engine's) -------------------------------------------------------------- */
 
-/* KubeVirt's printer columns (the CRDs' additionalPrinterColumns) for the kinds another source serves: name,
- * priority (wide only), format. */
+/* The Table columns of the kinds another source (the engine) serves: their column tables' (model/columns.c), as
+ * the engine service serves them. */
 static struct json_object *extra_defs(const char *plural)
 {
-	static const struct {
-		const char *plural, *cols[8];
-		int nwide;
-	} defs[] = {
-		{ "virtualmachines", { "Name", "Age", "Status", "Ready" }, 0 },
-		{ "virtualmachineinstances", { "Name", "Age", "Phase", "IP", "NodeName", "Ready", "Live-Migratable", "Paused" }, 2 },
-		{ "pods", { "Name", "Ready", "Status", "Restarts", "Age", "IP", "Node", "Nominated Node" }, 3 },
-	};
-	for (size_t i = 0; i < sizeof defs / sizeof defs[0]; i++) {
-		if (strcmp(defs[i].plural, plural) != 0)
-			continue;
-		struct json_object *a = json_object_new_array();
-		int n = 0;
-		while (n < 8 && defs[i].cols[n])
-			n++;
-		for (int c = 0; c < n; c++) {
-			struct json_object *d = json_object_new_object();
-			json_object_object_add(d, "name", json_object_new_string(defs[i].cols[c]));
-			json_object_object_add(d, "type", json_object_new_string("string"));
-			json_object_object_add(d, "format", json_object_new_string(c == 0 ? "name" : ""));
-			json_object_object_add(d, "priority", json_object_new_int(c >= n - defs[i].nwide ? 1 : 0));
-			json_object_array_add(a, d);
-		}
-		return a;
-	}
-	return NULL;
+	enum obj_kind kind = strcmp(plural, "virtualmachines") == 0	      ? OBJ_VM
+			     : strcmp(plural, "virtualmachineinstances") == 0 ? OBJ_VMI
+			     : strcmp(plural, "pods") == 0		      ? OBJ_POD
+			     : strcmp(plural, "events") == 0		      ? OBJ_EVENT
+									      : OBJ_KIND_COUNT;
+	return kind < OBJ_KIND_COUNT ? columns_api_defs(columns_table(kind)) : NULL;
 }
 
 /* The other sources' objects of kind k (name: one, NULL: all) into the output. Returns how many. */
