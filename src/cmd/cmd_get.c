@@ -765,7 +765,6 @@ static bool synced(const struct get_ctx *g)
 	return true;
 }
 
-
 static void on_deadline(void *arg)
 {
 	(void)arg;
