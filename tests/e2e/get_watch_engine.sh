@@ -2,8 +2,9 @@
 # `kvcon get -w` on the engine (issue 16): the engine's objects are watched through its service's API as a
 # cluster's are. Without a service it is an error (exit 1), not an empty watch. With one (`kvcon engine serve` on
 # the root's well-known socket), `get vm -w` (kvcon's table), `get vm -w -o json` (the API objects, one per event),
-# `get vmi -w -o jsonpath=` and kubectl's own `get vm -w` run side by side while the VM is labelled, started
-# (a TCG guest) and stopped; each must print the new rows, and kvcon's table the same statuses as kubectl's.
+# `get vmi -w -o jsonpath=`, `get pods -w -o name`, `get events -w` and kubectl's own `get vm -w` run side by side
+# while the VM is labelled, started (a TCG guest) and stopped; each must print the new rows, and kvcon's table the
+# same statuses as kubectl's.
 # --watch-for SECONDS prints the table at its end.
 . "$(dirname "$0")/engine-lib.bash"
 engine_needs "the embedded libvirt driver" qemu-system-x86_64 kubectl jq
@@ -32,7 +33,7 @@ until_ok() {
 	shift 2
 	until "$@" 2>/dev/null; do
 		if [ $SECONDS -ge $deadline ]; then
-			for f in "$W"/t.out "$W"/k.out "$W"/i.out "$W"/*.err; do
+			for f in "$W"/t.out "$W"/k.out "$W"/i.out "$W"/p.out "$W"/e.out "$W"/*.err; do
 				[ -f "$f" ] && { echo "--- $f"; tail -n 20 "$f"; }
 			done
 			fail "$what (after $1 s)"
@@ -72,6 +73,10 @@ kvc get vmi -w -o jsonpath='{.metadata.name} {.status.phase}{"\n"}' >"$W/i.out" 
 WATCHERS+=($!)
 k get vm -w >"$W/k.out" 2>"$W/k.err" &
 WATCHERS+=($!)
+kvc get pods -w -o name >"$W/p.out" 2>"$W/p.err" &
+WATCHERS+=($!)
+kvc get events -w >"$W/e.out" 2>"$W/e.err" &
+WATCHERS+=($!)
 has_row() { grep -Eq "$2" "$1"; }
 until_ok 60 "kvcon's table has no evm row" has_row "$W/t.out" '^evm +[0-9a-z]+ +Stopped +False$'
 until_ok 60 "kubectl's table has no evm row" has_row "$W/k.out" '^evm +[0-9a-z]+ +Stopped +False$'
@@ -92,6 +97,8 @@ step "start (a TCG guest), then stop: Running, then Stopped, in every watch"
 kvc start default/evm >"$W/start.out" 2>&1 || fail "start: $(cat "$W/start.out")"
 until_ok 120 "kvcon's table never said Running" has_row "$W/t.out" '^evm +[0-9a-z]+ +Running +True$'
 until_ok 60 "the VMI watch never said Running" has_row "$W/i.out" '^evm Running$'
+until_ok 30 "the pods watch never showed the launcher" has_row "$W/p.out" '^pod/virt-launcher-evm-'
+until_ok 30 "the events watch has no event of evm" has_row "$W/e.out" ' virtualmachine(instance)?/evm '
 until_ok 60 "-o json never had a Ready evm" \
 	json_has "$W/j.out" 'map(select(.metadata.name == "evm" and .status.printableStatus == "Running")) | length >= 1'
 kvc stop default/evm --grace-period 5 >"$W/stop.out" 2>&1 || fail "stop: $(cat "$W/stop.out")"
@@ -110,4 +117,4 @@ for p in "${WATCHERS[@]}"; do kill -0 "$p" 2>/dev/null || fail "a watcher ended 
 step "--watch-for: the table at the end"
 kvc get vm --watch-for 2 >"$W/wf.out" 2>"$W/wf.err" || fail "--watch-for: $(cat "$W/wf.err")"
 grep -Eq '^evm +[0-9a-z]+ +Stopped +False$' "$W/wf.out" || fail "--watch-for: $(cat "$W/wf.out")"
-echo "PASS get_watch_engine: get -w (table, json, jsonpath) through the engine service beside kubectl's"
+echo "PASS get_watch_engine: get -w (table, json, jsonpath, pods, events) through the engine service beside kubectl's"
