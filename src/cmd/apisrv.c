@@ -39,6 +39,7 @@
 #include "engine/evm.h"
 #include "engine/manifest.h"
 #include "kube/wsframe.h"
+#include "model/columns.h"
 #include "model/objjson.h"
 #include "model/source.h"
 #include "model/store.h"
@@ -856,24 +857,7 @@ struct col {
 	int priority;
 };
 
-static const struct col COLS_VM[] = { { "Name", "string", "name", 0 }, { "Age", "date", "", 0 },
-				      { "Status", "string", "", 0 }, { "Ready", "string", "", 0 }, { 0 } };
-static const struct col COLS_VMI[] = { { "Name", "string", "name", 0 },	   { "Age", "date", "", 0 },
-				       { "Phase", "string", "", 0 },	   { "IP", "string", "", 0 },
-				       { "NodeName", "string", "", 0 },	   { "Ready", "string", "", 0 },
-				       { "Live-Migratable", "string", "", 1 }, { "Paused", "string", "", 1 },
-				       { 0 } };
-static const struct col COLS_POD[] = { { "Name", "string", "name", 0 },	 { "Ready", "string", "", 0 },
-				       { "Status", "string", "", 0 },	 { "Restarts", "string", "", 0 },
-				       { "Age", "string", "", 0 },		 { "IP", "string", "", 1 },
-				       { "Node", "string", "", 1 },		 { "Nominated Node", "string", "", 1 },
-				       { "Readiness Gates", "string", "", 1 }, { 0 } };
-static const struct col COLS_EVENT[] = { { "Last Seen", "string", "", 0 }, { "Type", "string", "", 0 },
-					 { "Reason", "string", "", 0 },	   { "Object", "string", "", 0 },
-					 { "Message", "string", "", 0 },   { "Subobject", "string", "", 1 },
-					 { "Source", "string", "", 1 },	   { "First Seen", "string", "", 1 },
-					 { "Count", "integer", "", 1 },	   { "Name", "string", "name", 1 },
-					 { 0 } };
+/* VirtualMachines, VMIs, pods and events: the kinds' column tables (model/columns.c); these have none */
 static const struct col COLS_NS[] = { { "Name", "string", "name", 0 }, { "Status", "string", "", 0 },
 				      { "Age", "string", "", 0 }, { 0 } };
 static const struct col COLS_NODE[] = { { "Name", "string", "name", 0 },	{ "Status", "string", "", 0 },
@@ -888,11 +872,13 @@ static const struct col COLS_VMIM[] = { { "Name", "string", "name", 0 }, { "Phas
 /* KubeVirt's additionalPrinterColumns for KubeVirt */
 static const struct col COLS_KV[] = { { "Name", "string", "name", 0 }, { "Age", "date", "", 0 },
 				      { "Phase", "string", "", 0 }, { 0 } };
-static const struct col *const COLS[R_COUNT] = { COLS_VM, COLS_VMI, COLS_POD, COLS_EVENT, COLS_NS, COLS_NODE,
-						 COLS_VMIM, COLS_KV };
+static const struct col *const COLS[R_COUNT] = { [R_NS] = COLS_NS, [R_NODE] = COLS_NODE, [R_VMIM] = COLS_VMIM,
+						 [R_KV] = COLS_KV };
 
 static json_object *columns_json(enum res r)
 {
+	if (RES[r].obj_kind >= 0)
+		return columns_api_defs(columns_table((enum obj_kind)RES[r].obj_kind));
 	json_object *a = json_object_new_array();
 	for (const struct col *c = COLS[r]; c->name; c++) {
 		json_object *d = json_object_new_object();
@@ -927,88 +913,19 @@ static json_object *cond_cell(json_object *o, const char *type)
 	return NULL;
 }
 
-static json_object *or_none(const char *s)
-{
-	return jstr(s && *s ? s : "<none>");
-}
-
 static json_object *row_cells(enum res r, json_object *o)
 {
+	if (RES[r].obj_kind >= 0)
+		return columns_api_cells(columns_table((enum obj_kind)RES[r].obj_kind), o, util_wall_s());
 	json_object *a = json_object_new_array(), *md = jget(o, "metadata"), *st = jget(o, "status");
 	const char *name = jgets(md, "name"), *created = jgets(md, "creationTimestamp");
 #define CELL(x) json_object_array_add(a, (x))
 	switch (r) {
 	case R_VM:
-		CELL(jstr(name));
-		CELL(age_cell(created));
-		CELL(jstr(jgets(st, "printableStatus")));
-		CELL(cond_cell(o, "Ready"));
-		break;
-	case R_VMI: {
-		json_object *ifs = jget(st, "interfaces");
-		json_object *i0 = ifs && json_object_is_type(ifs, json_type_array) ? json_object_array_get_idx(ifs, 0) : NULL;
-		CELL(jstr(name));
-		CELL(age_cell(created));
-		CELL(jstr(jgets(st, "phase")));
-		CELL(jstr(jgets(i0, "ipAddress")));
-		CELL(jstr(jgets(st, "nodeName")));
-		CELL(cond_cell(o, "Ready"));
-		CELL(cond_cell(o, "LiveMigratable"));
-		CELL(cond_cell(o, "Paused"));
-		break;
-	}
-	case R_POD: {
-		json_object *cs = jget(st, "containerStatuses");
-		int ready = 0, restarts = 0, total = 0;
-		const char *reason = jgets(st, "reason") ? jgets(st, "reason") : jgets(st, "phase");
-		json_object *spc = jget(jget(o, "spec"), "containers");
-		total = spc && json_object_is_type(spc, json_type_array) ? (int)json_object_array_length(spc) : 0;
-		for (size_t i = 0; cs && json_object_is_type(cs, json_type_array) && i < json_object_array_length(cs); i++) {
-			json_object *x = json_object_array_get_idx(cs, i);
-			ready += json_object_get_boolean(jget(x, "ready"));
-			restarts += json_object_get_int(jget(x, "restartCount"));
-			const char *w = jgets(jget(jget(x, "state"), "waiting"), "reason");
-			if (w && *w)
-				reason = w;
-		}
-		if (jgets(md, "deletionTimestamp"))
-			reason = "Terminating";
-		char rd[32], rs[16];
-		snprintf(rd, sizeof rd, "%d/%d", ready, total);
-		snprintf(rs, sizeof rs, "%d", restarts);
-		CELL(jstr(name));
-		CELL(jstr(rd));
-		CELL(jstr(reason ? reason : "Unknown"));
-		CELL(jstr(rs));
-		CELL(age_cell(created));
-		CELL(or_none(jgets(st, "podIP")));
-		CELL(or_none(jgets(jget(o, "spec"), "nodeName")));
-		CELL(jstr("<none>"));
-		CELL(jstr("<none>"));
-		break;
-	}
-	case R_EVENT: {
-		json_object *io = jget(o, "involvedObject"), *src = jget(o, "source");
-		char obj[300], *lk = xstrdup(jgets(io, "kind") ? jgets(io, "kind") : "");
-		for (char *p = lk; *p; p++)
-			*p = (char)(*p >= 'A' && *p <= 'Z' ? *p + 32 : *p);
-		snprintf(obj, sizeof obj, "%s/%s", lk, jgets(io, "name") ? jgets(io, "name") : "");
-		free(lk);
-		char srcs[300];
-		snprintf(srcs, sizeof srcs, "%s%s%s", jgets(src, "component") ? jgets(src, "component") : "",
-			 jgets(src, "host") ? ", " : "", jgets(src, "host") ? jgets(src, "host") : "");
-		CELL(age_cell(jgets(o, "lastTimestamp")));
-		CELL(jstr(jgets(o, "type")));
-		CELL(jstr(jgets(o, "reason")));
-		CELL(jstr(obj));
-		CELL(jstr(jgets(o, "message")));
-		CELL(jstr(""));
-		CELL(jstr(srcs));
-		CELL(age_cell(jgets(o, "firstTimestamp")));
-		CELL(json_object_new_int(json_object_get_int(jget(o, "count"))));
-		CELL(jstr(name));
-		break;
-	}
+	case R_VMI:
+	case R_POD:
+	case R_EVENT:
+		break; /* columns_api_cells, above */
 	case R_NS:
 		CELL(jstr(name));
 		CELL(jstr("Active"));

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "core/buf.h"
 #include "core/log.h"
@@ -17,6 +18,7 @@
 #include "core/kargs.h"
 #include "cmd/session.h"
 #include "engine/engine.h"
+#include "engine/service.h"
 #include "kube/kget.h"
 #include "kube/kube.h"
 #include "model/columns.h"
@@ -37,7 +39,8 @@ struct get_ctx {
 	long watch_for; /* seconds, -1 none */
 	long timeout;   /* seconds for the first complete list */
 	struct store *st;
-	struct source *src;
+	struct source *srcs[2]; /* the cluster and/or the engine service */
+	int nsrc;
 	bool header_done;
 	bool summary; /* -o summary: kvcon's flat JSON summary of the store's objects */
 	int64_t now;
@@ -222,14 +225,19 @@ static void print_objs(struct get_ctx *g, struct obj **objs, size_t n, bool head
 
 static int print_store(struct get_ctx *g)
 {
-	size_t n;
-	struct obj *const *arr = store_objs(g->st, g->src, g->kind, &n);
-	struct obj **objs = xcalloc(n ? n : 1, sizeof *objs);
-	if (n)
-		memcpy(objs, arr, n * sizeof *objs);
+	size_t n = 0;
+	struct obj **objs = NULL;
+	for (int i = 0; i < g->nsrc; i++) {
+		size_t k;
+		struct obj *const *arr = store_objs(g->st, g->srcs[i], g->kind, &k);
+		objs = xreallocarray(objs, n + k + 1, sizeof *objs);
+		if (k)
+			memcpy(objs + n, arr, k * sizeof *objs);
+		n += k;
+	}
 	qsort(objs, n, sizeof *objs, cmp_obj);
 	if (n == 0 && g->fmt != OUT_JSON) {
-		const char *ns = g->src->ns_scope;
+		const char *ns = g->srcs[0]->ns_scope;
 		if (g->all_ns || ns == NULL)
 			log_eprintf("No resources found\n");
 		else
@@ -250,7 +258,7 @@ static void on_change(void *arg, enum obj_kind kind, const struct obj *old, cons
 	if (kind != g->kind)
 		return;
 	const struct obj *o = new_ ? new_ : old;
-	if (o->src != g->src)
+	if (!(o->src == g->srcs[0] || (g->nsrc > 1 && o->src == g->srcs[1])))
 		return;
 	g->now = util_wall_s();
 	if (g->fmt == OUT_JSON) {
@@ -570,51 +578,6 @@ static bool selector_matches(const struct obj *o, const char *sel)
 	return ok;
 }
 
-static struct json_object *str_cell(const char *s)
-{
-	char *e = util_escape_display(s ? s : "");
-	struct json_object *j = json_object_new_string(e);
-	free(e);
-	return j;
-}
-
-/* The text of the kind's column titled title (model/columns.c), <none> where kubectl prints it. */
-static struct json_object *model_cell(const struct obj *o, const char *title, int64_t now)
-{
-	const struct column *c = columns_find(columns_table(o->kind), title);
-	struct col_ctx cx = { .st = NULL, .now = now };
-	char b[1024] = "";
-	if (c)
-		c->cell(&cx, o, b, sizeof b);
-	return str_cell(b[0] == '\0' && c && (c->flags & COL_NONE) ? "<none>" : b);
-}
-
-/* KubeVirt's table cells of an engine object (every column, the wide ones too), as the API server prints them:
- * the texts of the kinds' column tables. */
-static struct json_object *engine_cells(const struct obj *o, int64_t now)
-{
-	static const char *const vm[] = { "NAME", "AGE", "STATUS", "READY", NULL };
-	static const char *const vmi[] = { "NAME", "AGE", "PHASE", "IP", "NODENAME", "READY", "LIVE-MIGRATABLE", "PAUSED", NULL };
-	static const char *const pod[] = { "NAME", "READY", "STATUS", "RESTARTS", "AGE", "IP", "NODE", NULL };
-	const char *const *titles = o->kind == OBJ_VM ? vm : o->kind == OBJ_VMI ? vmi : pod;
-	struct json_object *c = json_object_new_array();
-	for (size_t i = 0; titles[i]; i++) {
-		if (o->kind == OBJ_POD && strcmp(titles[i], "RESTARTS") == 0) {
-			/* a number in the server's Table */
-			const struct pod *p = (const struct pod *)o;
-			int restarts = 0;
-			for (int k = 0; k < p->ncontainers; k++)
-				restarts += p->containers[k].restarts;
-			json_object_array_add(c, json_object_new_int(restarts));
-		} else {
-			json_object_array_add(c, model_cell(o, titles[i], now));
-		}
-	}
-	if (o->kind == OBJ_POD)
-		json_object_array_add(c, json_object_new_string("<none>")); /* NOMINATED NODE */
-	return c;
-}
-
 static int obj_cmp_ns_name(const void *a, const void *b)
 {
 	const struct obj *x = *(const struct obj *const *)a, *y = *(const struct obj *const *)b;
@@ -651,7 +614,8 @@ static struct json_object *engine_objects(void *arg, const char *plural, const c
 			struct json_object *x = json_object_new_object();
 			json_object_object_add(x, "source", json_object_new_string(e->hosts[h]->name));
 			json_object_object_add(x, "object", o);
-			json_object_object_add(x, "cells", engine_cells(sorted[i], now));
+			/* KubeVirt's table cells (every column, the wide ones too), as the engine service serves them */
+			json_object_object_add(x, "cells", columns_api_cells(columns_table(sorted[i]->kind), o, now));
 			if (arr == NULL)
 				arr = json_object_new_array();
 			json_object_array_add(arr, x);
@@ -661,11 +625,68 @@ static struct json_object *engine_objects(void *arg, const char *plural, const c
 	return arr;
 }
 
+/* -w and --watch-for on the engine go through its service, as on a cluster (a watch on an in-process engine
+ * would hold the root for as long as it runs). The service's socket (caller frees), or NULL: no engine to watch
+ * (*rc EXIT_OK; a warning when the engine was only implied beside a cluster), or an error printed (*rc EXIT_API). */
+static char *engine_watch_socket(int *rc)
+{
+	*rc = EXIT_OK;
+	if (!engine_wanted())
+		return NULL;
+	char *err = NULL;
+	char *path = session_service_answering(&err);
+	if (path)
+		return path;
+	if (err) {
+		char *e = util_escape_display(err);
+		log_eprintf("error: the engine service: %s\n", e);
+		free(e);
+		free(err);
+		*rc = EXIT_API;
+		return NULL;
+	}
+	/* asked for (-c, the config's hosts), or all there is: an error; beside a cluster: a warning */
+	bool required = opts_global()->nuris > 0 || !session_kubeconfig_present();
+	char *sock = session_service_socket(), *e = util_escape_display(sock);
+	const char *why = engine_service_mode() == ENGINE_SERVICE_OFF ? "KVCON_ENGINE_SERVICE (or engine.service) is off"
+								      : "none answers on ";
+	const char *at = engine_service_mode() == ENGINE_SERVICE_OFF ? "" : e;
+	if (required) {
+		log_eprintf("error: watching the engine's objects needs its service and %s%s: start one with `kvcon engine "
+			    "serve` (or set engine.service = auto)\n", why, at);
+		*rc = EXIT_API;
+	} else {
+		log_eprintf("warning: the engine's objects are not watched (their service is needed and %s%s: `kvcon "
+			    "engine serve`, or engine.service = auto)\n", why, at);
+	}
+	free(e);
+	free(sock);
+	return NULL;
+}
+
 /* kget on the cluster (when there is one) and the engine hosts (when wanted). */
 static int run_kget(struct kget_opts *ko)
 {
 	struct engine_set e = { .selector = ko->selector };
 	int rc;
+	char hn[256] = "localhost";
+	if (ko->watch) {
+		/* -w: the engine's objects through its service's API, watched as a cluster's */
+		char *sock = engine_watch_socket(&rc);
+		if (sock == NULL && rc != EXIT_OK)
+			return rc;
+		if (sock) {
+			gethostname(hn, sizeof hn - 1);
+			ko->engine_socket = sock;
+			ko->engine_name = hn;
+			ko->cluster_optional = !session_kubeconfig_present();
+		}
+		rc = kget_run(ko);
+		free(sock);
+		ko->engine_socket = NULL;
+		source_free_all();
+		return rc;
+	}
 	if (!ko->field_selector && engine_wanted()) {
 		char *err = NULL;
 		e.st = store_new();
@@ -723,16 +744,25 @@ static void get_args_free(struct get_args *a)
 
 static bool failed(const struct get_ctx *g, unsigned kinds_mask, const char **msg)
 {
-	for (int k = 0; k < OBJ_KIND_COUNT; k++) {
-		if (!(kinds_mask & KUBE_KIND_BIT(k)))
-			continue;
-		const struct watch_health *h = &g->src->health[k];
-		if (h->state == WATCH_ERROR || h->state == WATCH_FORBIDDEN) {
-			*msg = h->message ? h->message : watch_state_name(h->state);
-			return true;
+	for (int i = 0; i < g->nsrc; i++)
+		for (int k = 0; k < OBJ_KIND_COUNT; k++) {
+			if (!(kinds_mask & KUBE_KIND_BIT(k)))
+				continue;
+			const struct watch_health *h = &g->srcs[i]->health[k];
+			if (h->state == WATCH_ERROR || h->state == WATCH_FORBIDDEN) {
+				*msg = h->message ? h->message : watch_state_name(h->state);
+				return true;
+			}
 		}
-	}
 	return false;
+}
+
+static bool synced(const struct get_ctx *g)
+{
+	for (int i = 0; i < g->nsrc; i++)
+		if (!kube_source_synced(g->srcs[i]))
+			return false;
+	return true;
 }
 
 static void on_deadline(void *arg)
@@ -796,23 +826,46 @@ int cmd_get(int argc, char **argv)
 	struct kube_open_opts ko = { .kinds = mask, .selector = selector, .selector_kinds = KUBE_KIND_BIT(g.kind),
 				     .max_failures = CLI_MAX_FAILURES };
 	char *err = NULL;
-	g.src = kube_open_ex(g.st, NULL, &ko, &err);
-	if (g.src == NULL) {
-		char *e = util_escape_display(err);
-		log_eprintf("error: %s\n", e);
-		free(e);
-		free(err);
-		rc = EXIT_API;
-		goto out;
+	/* a watch takes the engine's objects from its service; a cluster beside it when there is one */
+	char *sock = NULL;
+	if (g.watch || g.watch_for >= 0) {
+		sock = engine_watch_socket(&rc);
+		if (rc != EXIT_OK)
+			goto out;
+	}
+	if (sock == NULL || session_kubeconfig_present()) {
+		g.srcs[g.nsrc] = kube_open_ex(g.st, NULL, &ko, &err);
+		if (g.srcs[g.nsrc] == NULL) {
+			char *e = util_escape_display(err);
+			log_eprintf("error: %s\n", e);
+			free(e);
+			free(err);
+			rc = EXIT_API;
+			goto out;
+		}
+		g.nsrc++;
+	}
+	if (sock) {
+		g.srcs[g.nsrc] = session_service_source(g.st, sock, &ko, &err);
+		if (g.srcs[g.nsrc] == NULL) {
+			char *e = util_escape_display(err);
+			log_eprintf("error: the engine service: %s\n", e);
+			free(e);
+			free(err);
+			rc = EXIT_API;
+			goto out;
+		}
+		g.nsrc++;
 	}
 	const char *msg = NULL;
 	uint64_t give_up = util_now_ms() + (uint64_t)g.timeout * 1000;
-	while (!kube_source_synced(g.src)) {
+	while (!synced(&g)) {
 		if (util_now_ms() >= give_up) {
 			const char *why = "the lists are not complete";
-			for (int k = 0; k < OBJ_KIND_COUNT; k++)
-				if ((mask & KUBE_KIND_BIT(k)) && g.src->health[k].message)
-					why = g.src->health[k].message;
+			for (int i = 0; i < g.nsrc; i++)
+				for (int k = 0; k < OBJ_KIND_COUNT; k++)
+					if ((mask & KUBE_KIND_BIT(k)) && g.srcs[i]->health[k].message)
+						why = g.srcs[i]->health[k].message;
 			log_eprintf("error: gave up after %ld s: %s\n", g.timeout, why);
 			rc = EXIT_API;
 			goto out;
@@ -826,11 +879,12 @@ int cmd_get(int argc, char **argv)
 		}
 		loop_once(200);
 	}
-	if (g.src->notice) {
-		char *e = util_escape_display(g.src->notice);
-		log_eprintf("error: %s\n", e);
-		free(e);
-	}
+	for (int i = 0; i < g.nsrc; i++)
+		if (g.srcs[i]->notice) {
+			char *e = util_escape_display(g.srcs[i]->notice);
+			log_eprintf("error: %s\n", e);
+			free(e);
+		}
 	if (g.watch_for < 0 && !g.watch) {
 		print_store(&g);
 		goto out;
@@ -856,5 +910,6 @@ out:
 	store_free(g.st);
 	loop_fini();
 	free(selector);
+	free(sock);
 	return rc;
 }

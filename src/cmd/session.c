@@ -116,11 +116,9 @@ static int healthy(const char *sock)
 	return kube_http_unix_healthy(sock, 3000);
 }
 
-/* The service of this root answers on its socket (started first with engine.service = auto): its kube source
- * (named as the engine's host), synced. NULL when no service answers (a stale socket included: the caller opens
- * the engine in-process) or with *err when it answered but its lists did not come, or could not be started. */
-static struct source *open_service(struct store *st, char **err)
+char *session_service_answering(char **err)
 {
+	*err = NULL;
 	if (!route_on || opts_global()->no_engine)
 		return NULL;
 	enum engine_service_mode mode = engine_service_mode();
@@ -136,11 +134,31 @@ static struct source *open_service(struct store *st, char **err)
 			return NULL;
 		}
 	}
+	return path;
+}
+
+struct source *session_service_source(struct store *st, const char *path, const struct kube_open_opts *base,
+				      char **err)
+{
 	char hn[256] = "localhost";
 	gethostname(hn, sizeof hn - 1);
-	struct kube_open_opts ko = { .max_failures = CLI_MAX_FAILURES, .unix_socket = path, .name = hn,
-				     .all_namespaces = true };
-	struct source *src = kube_open_ex(st, NULL, &ko, err);
+	struct kube_open_opts ko = { .max_failures = CLI_MAX_FAILURES, .all_namespaces = true };
+	if (base)
+		ko = *base;
+	ko.unix_socket = path;
+	ko.name = hn;
+	return kube_open_ex(st, NULL, &ko, err);
+}
+
+/* The service of this root answers on its socket (started first with engine.service = auto): its kube source
+ * (named as the engine's host), synced. NULL when no service answers (a stale socket included: the caller opens
+ * the engine in-process) or with *err when it answered but its lists did not come, or could not be started. */
+static struct source *open_service(struct store *st, char **err)
+{
+	char *path = session_service_answering(err);
+	if (path == NULL)
+		return NULL;
+	struct source *src = session_service_source(st, path, NULL, err);
 	if (src == NULL) {
 		free(path);
 		return NULL;

@@ -10,6 +10,7 @@
 #include "model/source.h"
 #include "model/store.h"
 
+struct kube_open_opts;
 struct lineage;
 
 struct session {
@@ -43,6 +44,14 @@ int session_open_engines(struct store *st, struct source ***hosts, char **err);
  * engine URIs). When a service answers there (/healthz), session_open_engines returns its kube source (plain
  * HTTP over the socket) instead of opening the engine in-process. Caller frees. */
 char *session_service_socket(void);
+/* The socket of the engine service of this root when one answers there (/healthz), after starting one with
+ * engine.service = auto (caller frees); NULL when none answers (*err NULL), or when auto could not start one
+ * (*err says why, caller frees). NULL too with routing off, --no-engine or KVCON_ENGINE_SERVICE=off. */
+char *session_service_answering(char **err);
+/* The service on path as a kube source in st (plain HTTP over the unix socket, named as this host): base's
+ * kinds, selector, failures and namespaces (NULL: every kind, every namespace). Not waited for. */
+struct source *session_service_source(struct store *st, const char *path, const struct kube_open_opts *base,
+				      char **err);
 /* Whether session_open_engines may go through the service (default on; verbs that need the in-process engine,
  * and the service itself, turn it off). */
 void session_route(bool on);

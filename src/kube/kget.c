@@ -19,6 +19,7 @@
 #include "core/xmalloc.h"
 #include "kube/http.h"
 #include "kube/kubeconfig.h"
+#include "model/columns.h"
 
 #define PAGE_LIMIT 500
 #define TABLE_ACCEPT "application/json;as=Table;v=v1;g=meta.k8s.io,application/json"
@@ -743,36 +744,16 @@ static void emit_item(struct kg *g, const struct kget_kind *k, struct json_objec
 
 /* --- objects of other sources (the engine's) -------------------------------------------------------------- */
 
-/* KubeVirt's printer columns (the CRDs' additionalPrinterColumns) for the kinds another source serves: name,
- * priority (wide only), format. */
+/* The Table columns of the kinds another source (the engine) serves: their column tables' (model/columns.c), as
+ * the engine service serves them. */
 static struct json_object *extra_defs(const char *plural)
 {
-	static const struct {
-		const char *plural, *cols[8];
-		int nwide;
-	} defs[] = {
-		{ "virtualmachines", { "Name", "Age", "Status", "Ready" }, 0 },
-		{ "virtualmachineinstances", { "Name", "Age", "Phase", "IP", "NodeName", "Ready", "Live-Migratable", "Paused" }, 2 },
-		{ "pods", { "Name", "Ready", "Status", "Restarts", "Age", "IP", "Node", "Nominated Node" }, 3 },
-	};
-	for (size_t i = 0; i < sizeof defs / sizeof defs[0]; i++) {
-		if (strcmp(defs[i].plural, plural) != 0)
-			continue;
-		struct json_object *a = json_object_new_array();
-		int n = 0;
-		while (n < 8 && defs[i].cols[n])
-			n++;
-		for (int c = 0; c < n; c++) {
-			struct json_object *d = json_object_new_object();
-			json_object_object_add(d, "name", json_object_new_string(defs[i].cols[c]));
-			json_object_object_add(d, "type", json_object_new_string("string"));
-			json_object_object_add(d, "format", json_object_new_string(c == 0 ? "name" : ""));
-			json_object_object_add(d, "priority", json_object_new_int(c >= n - defs[i].nwide ? 1 : 0));
-			json_object_array_add(a, d);
-		}
-		return a;
-	}
-	return NULL;
+	enum obj_kind kind = strcmp(plural, "virtualmachines") == 0	      ? OBJ_VM
+			     : strcmp(plural, "virtualmachineinstances") == 0 ? OBJ_VMI
+			     : strcmp(plural, "pods") == 0		      ? OBJ_POD
+			     : strcmp(plural, "events") == 0		      ? OBJ_EVENT
+									      : OBJ_KIND_COUNT;
+	return kind < OBJ_KIND_COUNT ? columns_api_defs(columns_table(kind)) : NULL;
 }
 
 /* The other sources' objects of kind k (name: one, NULL: all) into the output. Returns how many. */
@@ -950,8 +931,12 @@ static void run_kind(struct kg *g, const struct kget_kind *k, uint64_t deadline)
 struct wstate {
 	struct kg *g;
 	const struct kget_kind *k;
+	struct kube_http *http; /* the server watched */
+	char **rv;              /* its last resourceVersion */
+	struct kube_req *req;
 	struct buf line;
 	bool ended;
+	uint64_t again_at;      /* the server closed the watch: when to start it again */
 	char *err;
 };
 
@@ -972,8 +957,8 @@ static void w_line(struct wstate *w, const char *s, size_t len)
 	} else {
 		const char *rv = jstr(obj, "metadata", "resourceVersion");
 		if (rv) {
-			free(w->g->rv);
-			w->g->rv = xstrdup(rv);
+			free(*w->rv);
+			*w->rv = xstrdup(rv);
 		}
 		if (strcmp(type, "BOOKMARK") != 0)
 			emit_item(w->g, w->k, obj);
@@ -1002,55 +987,78 @@ static void w_done(void *arg, const struct kube_resp *r)
 {
 	struct wstate *w = arg;
 	w->ended = true;
+	w->req = NULL;
 	if (w->err == NULL && !r->aborted && (r->status < 200 || r->status >= 300) && r->status != 0) {
 		w->err = kube_http_error_message(r);
 	}
 }
 
-/* Watches one kind from the list's resourceVersion, printing every event's object, until --watch-for ends (0) or
- * the watch fails (410 Gone included: 1). */
-static void watch_kind(struct kg *g, const struct kget_kind *k)
+static void w_start(struct wstate *w, const char *base)
+{
+	struct kg *g = w->g;
+	buf_reset(&w->line);
+	struct buf q;
+	buf_init(&q);
+	buf_printf(&q, "%s?watch=1&allowWatchBookmarks=true", base);
+	const char *params[][2] = { { "labelSelector", g->o->selector }, { "fieldSelector", g->o->field_selector },
+				    { "resourceVersion", *w->rv } };
+	for (size_t i = 0; i < 3; i++)
+		if (params[i][1] && *params[i][1]) {
+			char *e = curl_easy_escape(NULL, params[i][1], 0);
+			buf_printf(&q, "&%s=%s", params[i][0], e);
+			curl_free(e);
+		}
+	buf_add(&q, "", 0);
+	w->ended = false;
+	w->again_at = 0;
+	struct kube_http_req r = { .path = q.data, .on_chunk = w_chunk, .on_done = w_done, .arg = w };
+	w->req = kube_http_start(w->http, &r);
+	buf_free(&q);
+}
+
+/* Watches one kind on every server (the cluster, the engine service) at once, each from its list's
+ * resourceVersion, printing every event's object as it comes, until --watch-for ends or a watch fails (410 Gone
+ * included: rc 1). A watch the server closes starts again from its last resourceVersion after a breath. */
+static void watch_kind(struct kg *g, const struct kget_kind *k, struct kube_http **https, char **rvs, int n)
 {
 	uint64_t end = g->o->watch_for >= 0 ? util_now_ms() + (uint64_t)g->o->watch_for * 1000 : UINT64_MAX;
 	char *base = api_path(g, k, NULL);
 	g->watching = true;
-	while (util_now_ms() < end) {
-		struct wstate w = { .g = g, .k = k };
-		buf_init(&w.line);
-		struct buf q;
-		buf_init(&q);
-		buf_printf(&q, "%s?watch=1&allowWatchBookmarks=true", base);
-		const char *params[][2] = { { "labelSelector", g->o->selector }, { "fieldSelector", g->o->field_selector },
-					    { "resourceVersion", g->rv } };
-		for (size_t i = 0; i < 3; i++)
-			if (params[i][1] && *params[i][1]) {
-				char *e = curl_easy_escape(NULL, params[i][1], 0);
-				buf_printf(&q, "&%s=%s", params[i][0], e);
-				curl_free(e);
+	struct wstate *ws = xcalloc((size_t)n, sizeof *ws);
+	for (int i = 0; i < n; i++) {
+		ws[i] = (struct wstate){ .g = g, .k = k, .http = https[i], .rv = &rvs[i] };
+		buf_init(&ws[i].line);
+		w_start(&ws[i], base);
+	}
+	char *err = NULL;
+	while (err == NULL && util_now_ms() < end) {
+		uint64_t left = end - util_now_ms();
+		loop_once(left < 500 ? (int)left : 500);
+		for (int i = 0; i < n && err == NULL; i++) {
+			struct wstate *w = &ws[i];
+			if (w->err) {
+				err = w->err;
+				w->err = NULL;
+			} else if (w->ended && w->again_at == 0) {
+				w->again_at = util_now_ms() + 500;
+			} else if (w->ended && util_now_ms() >= w->again_at) {
+				w_start(w, base);
 			}
-		buf_add(&q, "", 0);
-		struct kube_http_req r = { .path = q.data, .on_chunk = w_chunk, .on_done = w_done, .arg = &w };
-		struct kube_req *req = kube_http_start(g->http, &r);
-		while (!w.ended && util_now_ms() < end)
-			loop_once(end == UINT64_MAX ? 1000 : (int)(end - util_now_ms() < 1000 ? end - util_now_ms() : 1000));
-		if (!w.ended)
-			kube_http_cancel(req);
-		buf_free(&q);
-		buf_free(&w.line);
-		if (w.err) {
-			char *e = esc(w.err);
-			log_eprintf("error: %s\n", e);
-			free(e);
-			free(w.err);
-			g->rc = EXIT_API;
-			break;
 		}
-		if (w.ended && util_now_ms() < end) {
-			/* the server closed the watch: again from the last resourceVersion, after a breath */
-			uint64_t until = util_now_ms() + 500;
-			while (util_now_ms() < until)
-				loop_once((int)(until - util_now_ms()));
-		}
+	}
+	for (int i = 0; i < n; i++) {
+		if (ws[i].req && !ws[i].ended)
+			kube_http_cancel(ws[i].req);
+		buf_free(&ws[i].line);
+		free(ws[i].err);
+	}
+	free(ws);
+	if (err) {
+		char *e = esc(err);
+		log_eprintf("error: %s\n", e);
+		free(e);
+		free(err);
+		g->rc = EXIT_API;
 	}
 	free(base);
 }
@@ -1211,7 +1219,7 @@ int kget_run(const struct kget_opts *o)
 	}
 	struct kvcon_opts *go = opts_global();
 	g.kc = kube_config_load(go->kubeconfig, go->context, &err);
-	if (g.kc == NULL && o->extra && o->cluster_optional) {
+	if (g.kc == NULL && (o->extra || (o->watch && o->engine_socket)) && o->cluster_optional) {
 		/* no cluster: the other sources' objects only */
 		log_info("get: no kube source (%s)", err);
 		free(err);
@@ -1229,6 +1237,23 @@ int kget_run(const struct kget_opts *o)
 		kube_config_free(g.kc);
 		kg_free(&g);
 		return EXIT_API;
+	}
+	/* -w on the engine: its service is one more server, listed and watched through the API */
+	struct kube_config *ekc = NULL;
+	struct kube_http *ehttp = NULL;
+	char *erv = NULL;
+	if (o->watch && o->engine_socket) {
+		ekc = kube_config_unix(o->engine_socket, o->engine_name ? o->engine_name : "kvcon-engine", go->ns);
+		ehttp = kube_http_new(ekc, &err);
+		if (ehttp == NULL) {
+			log_eprintf("error: %s\n", err);
+			free(err);
+			kube_config_free(ekc);
+			kube_http_free(g.http);
+			kube_config_free(g.kc);
+			kg_free(&g);
+			return EXIT_API;
+		}
 	}
 	g.all_ns = go->all_ns && o->nnames == 0;
 	g.ns = g.all_ns ? NULL : (go->ns && *go->ns ? go->ns : g.kc ? g.kc->ns : "default");
@@ -1285,10 +1310,37 @@ int kget_run(const struct kget_opts *o)
 		if (table && !(o->pairs && i + 1 < o->nkinds && o->kinds[i + 1] == o->kinds[i]))
 			flush_table(&g);
 	}
-	if (o->watch && g.rc == 0 && g.http) {
-		fflush(stdout);
-		watch_kind(&g, o->kinds[0]);
+	if (ehttp && g.rc == 0) {
+		/* the engine's list (its own resourceVersion), after the cluster's */
+		struct kube_http *ch = g.http;
+		char *crv = g.rv;
+		g.http = ehttp;
+		g.rv = NULL;
+		run_kind(&g, o->kinds[0], deadline);
+		erv = g.rv;
+		g.http = ch;
+		g.rv = crv;
 	}
+	if (o->watch && g.rc == 0 && (g.http || ehttp)) {
+		struct kube_http *https[2];
+		char *rvs[2];
+		int n = 0;
+		if (g.http) {
+			https[n] = g.http;
+			rvs[n++] = g.rv;
+			g.rv = NULL;
+		}
+		if (ehttp) {
+			https[n] = ehttp;
+			rvs[n++] = erv;
+			erv = NULL;
+		}
+		fflush(stdout);
+		watch_kind(&g, o->kinds[0], https, rvs, n);
+		for (int i = 0; i < n; i++)
+			free(rvs[i]);
+	}
+	free(erv);
 	if (o->fmt == KGET_CUSTOM && g.nrows && !o->watch) {
 		if (g.sort_jp)
 			qsort(g.rows, g.nrows, sizeof *g.rows, row_cmp);
@@ -1314,6 +1366,8 @@ int kget_run(const struct kget_opts *o)
 	}
 	fflush(stdout);
 	int rc = g.rc;
+	kube_http_free(ehttp);
+	kube_config_free(ekc);
 	kube_http_free(g.http);
 	kube_config_free(g.kc);
 	kg_free(&g);

@@ -44,6 +44,10 @@ struct kget_opts {
 	void *extra_arg;
 	bool cluster_optional;      /* no kubeconfig is no error: the extra objects only */
 	long watch_for;             /* seconds of watching, -1: until interrupted */
+	/* -w on the engine: the engine service's unix socket (NULL: none), whose objects are listed and watched
+	 * through its API as a cluster's are, beside the cluster (or alone, with cluster_optional); named engine_name */
+	const char *engine_socket;
+	const char *engine_name;
 };
 
 /* The kind a kubectl resource name means (plural, singular, short name, plural.group); NULL when unknown. */

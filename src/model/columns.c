@@ -3,6 +3,7 @@
  * printer column's. */
 #include "model/columns.h"
 
+#include <json.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,6 +41,60 @@ static int cmp_str(const char *a, const char *b)
 static int cmp_i64(int64_t a, int64_t b)
 {
 	return a < b ? -1 : a > b;
+}
+
+/* ---- cells over the API object (the server-side Table) ---- */
+
+static struct json_object *jget(struct json_object *o, const char *k)
+{
+	struct json_object *v = NULL;
+	return o && json_object_is_type(o, json_type_object) && json_object_object_get_ex(o, k, &v) ? v : NULL;
+}
+static const char *jgets(struct json_object *o, const char *k)
+{
+	struct json_object *v = jget(o, k);
+	return v && json_object_is_type(v, json_type_string) ? json_object_get_string(v) : NULL;
+}
+/* a string cell; NULL (a JSONPath that found nothing) without a value */
+static struct json_object *jcell(const char *s)
+{
+	return s ? json_object_new_string(s) : NULL;
+}
+static struct json_object *jnone(const char *s)
+{
+	return json_object_new_string(s && *s ? s : "<none>");
+}
+/* a date column as the API server prints it: the age of the timestamp */
+static struct json_object *jage(const char *ts, int64_t now)
+{
+	int64_t t;
+	char b[32];
+	if (ts == NULL || util_parse_time(ts, &t) < 0)
+		return json_object_new_string("<unknown>");
+	util_human_duration(now - t, b, sizeof b);
+	return json_object_new_string(b);
+}
+/* a condition's status (KubeVirt's printer columns: .status.conditions[?(@.type=='T')].status) */
+static struct json_object *jcond(struct json_object *o, const char *type)
+{
+	struct json_object *conds = jget(jget(o, "status"), "conditions");
+	for (size_t i = 0; conds && json_object_is_type(conds, json_type_array) && i < json_object_array_length(conds); i++) {
+		struct json_object *c = json_object_array_get_idx(conds, i);
+		const char *t = jgets(c, "type");
+		if (t && strcmp(t, type) == 0)
+			return jcell(jgets(c, "status"));
+	}
+	return NULL;
+}
+
+static struct json_object *a_name(struct json_object *o, int64_t now)
+{
+	(void)now;
+	return jcell(jgets(jget(o, "metadata"), "name"));
+}
+static struct json_object *a_age(struct json_object *o, int64_t now)
+{
+	return jage(jgets(jget(o, "metadata"), "creationTimestamp"), now);
 }
 
 /* ---- every kind ---- */
@@ -136,24 +191,41 @@ static enum col_tone c_vm_ip(const struct col_ctx *c, const struct obj *o, char 
 	return COL_TONE_NONE;
 }
 
+static struct json_object *a_vm_status(struct json_object *o, int64_t now)
+{
+	(void)now;
+	return jcell(jgets(jget(o, "status"), "printableStatus"));
+}
+static struct json_object *a_ready(struct json_object *o, int64_t now)
+{
+	(void)now;
+	return jcond(o, "Ready");
+}
+
 enum { VM_NS, VM_NAME, VM_SOURCE, VM_STATUS, VM_READY, VM_RS, VM_VMIPHASE, VM_NODE, VM_IP, VM_AGE };
 
 static const struct column vm_cols[] = {
 	[VM_NS] = { "NAMESPACE", 9, 24, false, 'P', COL_ALL_NS, c_ns, s_ns },
-	[VM_NAME] = { "NAME", 4, 48, false, 'N', 0, c_name, s_name },
+	[VM_NAME] = { "NAME", 4, 48, false, 'N', 0, c_name, s_name, a_name },
 	[VM_SOURCE] = { "SOURCE", 6, 20, false, 0, COL_MULTI_SOURCE, c_source, NULL },
-	[VM_STATUS] = { "STATUS", 8, 24, false, 'U', 0, c_vm_status, s_vm_status },
-	[VM_READY] = { "READY", 5, 7, false, 'R', 0, c_vm_ready, NULL },
+	[VM_STATUS] = { "STATUS", 8, 24, false, 'U', 0, c_vm_status, s_vm_status, a_vm_status },
+	[VM_READY] = { "READY", 5, 7, false, 'R', 0, c_vm_ready, NULL, a_ready },
 	[VM_RS] = { "RUNSTRATEGY", 11, 14, false, 'T', COL_NONE, c_vm_rs, NULL },
 	[VM_VMIPHASE] = { "VMI PHASE", 9, 14, false, 0, COL_JOINED, c_vm_vmiphase, NULL },
 	[VM_NODE] = { "NODE", 4, 24, false, 'O', COL_JOINED, c_vm_node, NULL },
 	[VM_IP] = { "IP", 2, 39, false, 'I', COL_JOINED, c_vm_ip, NULL },
-	[VM_AGE] = { "AGE", 3, 8, true, 'A', 0, c_age, s_age },
+	[VM_AGE] = { "AGE", 3, 8, true, 'A', 0, c_age, s_age, a_age },
 };
 
 /* KubeVirt's VirtualMachine printer columns */
 static const struct col_pick vm_get[] = {
 	{ VM_NAME, false }, { VM_AGE, false }, { VM_STATUS, false }, { VM_READY, false }, { VM_RS, true },
+};
+
+/* KubeVirt's additionalPrinterColumns of VirtualMachine */
+static const struct api_pick vm_api[] = {
+	{ VM_NAME, "Name", "string", "name", 0, NULL },	  { VM_AGE, "Age", "date", "", 0, NULL },
+	{ VM_STATUS, "Status", "string", "", 0, NULL }, { VM_READY, "Ready", "string", "", 0, NULL },
 };
 
 /* ---- VMIs ---- */
@@ -212,19 +284,47 @@ static enum col_tone c_vmi_mig(const struct col_ctx *c, const struct obj *o, cha
 	return COL_TONE_STATUS;
 }
 
+static struct json_object *a_vmi_phase(struct json_object *o, int64_t now)
+{
+	(void)now;
+	return jcell(jgets(jget(o, "status"), "phase"));
+}
+static struct json_object *a_vmi_ip(struct json_object *o, int64_t now)
+{
+	(void)now;
+	struct json_object *ifs = jget(jget(o, "status"), "interfaces");
+	struct json_object *i0 = ifs && json_object_is_type(ifs, json_type_array) ? json_object_array_get_idx(ifs, 0) : NULL;
+	return jcell(jgets(i0, "ipAddress"));
+}
+static struct json_object *a_vmi_node(struct json_object *o, int64_t now)
+{
+	(void)now;
+	return jcell(jgets(jget(o, "status"), "nodeName"));
+}
+static struct json_object *a_vmi_lm(struct json_object *o, int64_t now)
+{
+	(void)now;
+	return jcond(o, "LiveMigratable");
+}
+static struct json_object *a_vmi_paused(struct json_object *o, int64_t now)
+{
+	(void)now;
+	return jcond(o, "Paused");
+}
+
 enum { VMI_NS, VMI_NAME, VMI_SOURCE, VMI_AGE, VMI_PHASE, VMI_IP, VMI_NODE, VMI_READY, VMI_LM, VMI_PAUSED, VMI_MIG };
 
 static const struct column vmi_cols[] = {
 	[VMI_NS] = { "NAMESPACE", 9, 24, false, 'P', COL_ALL_NS, c_ns, s_ns },
-	[VMI_NAME] = { "NAME", 4, 48, false, 'N', 0, c_name, s_name },
+	[VMI_NAME] = { "NAME", 4, 48, false, 'N', 0, c_name, s_name, a_name },
 	[VMI_SOURCE] = { "SOURCE", 6, 20, false, 0, COL_MULTI_SOURCE, c_source, NULL },
-	[VMI_AGE] = { "AGE", 3, 8, true, 'A', 0, c_age, s_age },
-	[VMI_PHASE] = { "PHASE", 5, 14, false, 'U', 0, c_vmi_phase, s_vmi_phase },
-	[VMI_IP] = { "IP", 2, 39, false, 'I', 0, c_vmi_ip, NULL },
-	[VMI_NODE] = { "NODENAME", 8, 24, false, 'O', 0, c_vmi_node, NULL },
-	[VMI_READY] = { "READY", 5, 7, false, 'R', 0, c_vmi_ready, NULL },
-	[VMI_LM] = { "LIVE-MIGRATABLE", 15, 15, false, 0, 0, c_vmi_lm, NULL },
-	[VMI_PAUSED] = { "PAUSED", 6, 6, false, 0, 0, c_vmi_paused, NULL },
+	[VMI_AGE] = { "AGE", 3, 8, true, 'A', 0, c_age, s_age, a_age },
+	[VMI_PHASE] = { "PHASE", 5, 14, false, 'U', 0, c_vmi_phase, s_vmi_phase, a_vmi_phase },
+	[VMI_IP] = { "IP", 2, 39, false, 'I', 0, c_vmi_ip, NULL, a_vmi_ip },
+	[VMI_NODE] = { "NODENAME", 8, 24, false, 'O', 0, c_vmi_node, NULL, a_vmi_node },
+	[VMI_READY] = { "READY", 5, 7, false, 'R', 0, c_vmi_ready, NULL, a_ready },
+	[VMI_LM] = { "LIVE-MIGRATABLE", 15, 15, false, 0, 0, c_vmi_lm, NULL, a_vmi_lm },
+	[VMI_PAUSED] = { "PAUSED", 6, 6, false, 0, 0, c_vmi_paused, NULL, a_vmi_paused },
 	[VMI_MIG] = { "MIGRATION", 9, 40, false, 0, 0, c_vmi_mig, NULL },
 };
 
@@ -232,6 +332,18 @@ static const struct column vmi_cols[] = {
 static const struct col_pick vmi_get[] = {
 	{ VMI_NAME, false }, { VMI_AGE, false }, { VMI_PHASE, false }, { VMI_IP, false },
 	{ VMI_NODE, false }, { VMI_READY, false }, { VMI_LM, true },   { VMI_PAUSED, true },
+};
+
+/* KubeVirt's additionalPrinterColumns of VirtualMachineInstance */
+static const struct api_pick vmi_api[] = {
+	{ VMI_NAME, "Name", "string", "name", 0, NULL },
+	{ VMI_AGE, "Age", "date", "", 0, NULL },
+	{ VMI_PHASE, "Phase", "string", "", 0, NULL },
+	{ VMI_IP, "IP", "string", "", 0, NULL },
+	{ VMI_NODE, "NodeName", "string", "", 0, NULL },
+	{ VMI_READY, "Ready", "string", "", 0, NULL },
+	{ VMI_LM, "Live-Migratable", "string", "", 1, NULL },
+	{ VMI_PAUSED, "Paused", "string", "", 1, NULL },
 };
 
 /* ---- launcher pods ---- */
@@ -303,25 +415,93 @@ static enum col_tone c_pod_ip(const struct col_ctx *c, const struct obj *o, char
 	return COL_TONE_NONE;
 }
 
+/* kubectl's pod printer over the API object: ready/total, the status (Terminating, a waiting container's
+ * reason, the pod's reason, its phase), restarts */
+static struct json_object *a_pod_ready(struct json_object *o, int64_t now)
+{
+	(void)now;
+	struct json_object *cs = jget(jget(o, "status"), "containerStatuses"), *spc = jget(jget(o, "spec"), "containers");
+	int ready = 0, total = spc && json_object_is_type(spc, json_type_array) ? (int)json_object_array_length(spc) : 0;
+	for (size_t i = 0; cs && json_object_is_type(cs, json_type_array) && i < json_object_array_length(cs); i++)
+		ready += json_object_get_boolean(jget(json_object_array_get_idx(cs, i), "ready"));
+	char b[32];
+	snprintf(b, sizeof b, "%d/%d", ready, total);
+	return json_object_new_string(b);
+}
+static struct json_object *a_pod_status(struct json_object *o, int64_t now)
+{
+	(void)now;
+	struct json_object *st = jget(o, "status"), *cs = jget(st, "containerStatuses");
+	const char *reason = jgets(st, "reason") ? jgets(st, "reason") : jgets(st, "phase");
+	for (size_t i = 0; cs && json_object_is_type(cs, json_type_array) && i < json_object_array_length(cs); i++) {
+		const char *w = jgets(jget(jget(json_object_array_get_idx(cs, i), "state"), "waiting"), "reason");
+		if (w && *w)
+			reason = w;
+	}
+	if (jgets(jget(o, "metadata"), "deletionTimestamp"))
+		reason = "Terminating";
+	return json_object_new_string(reason ? reason : "Unknown");
+}
+static struct json_object *a_pod_restarts(struct json_object *o, int64_t now)
+{
+	(void)now;
+	struct json_object *cs = jget(jget(o, "status"), "containerStatuses");
+	int restarts = 0;
+	for (size_t i = 0; cs && json_object_is_type(cs, json_type_array) && i < json_object_array_length(cs); i++)
+		restarts += json_object_get_int(jget(json_object_array_get_idx(cs, i), "restartCount"));
+	char b[16];
+	snprintf(b, sizeof b, "%d", restarts);
+	return json_object_new_string(b);
+}
+static struct json_object *a_pod_ip(struct json_object *o, int64_t now)
+{
+	(void)now;
+	return jnone(jgets(jget(o, "status"), "podIP"));
+}
+static struct json_object *a_pod_node(struct json_object *o, int64_t now)
+{
+	(void)now;
+	return jnone(jgets(jget(o, "spec"), "nodeName"));
+}
+static struct json_object *a_none(struct json_object *o, int64_t now)
+{
+	(void)o;
+	(void)now;
+	return json_object_new_string("<none>");
+}
+
 enum { POD_NS, POD_NAME, POD_SOURCE, POD_VMI, POD_STATUS, POD_READY, POD_RESTARTS, POD_NODE, POD_AGE, POD_IP };
 
 static const struct column pod_cols[] = {
 	[POD_NS] = { "NAMESPACE", 9, 24, false, 'P', COL_ALL_NS, c_ns, s_ns },
-	[POD_NAME] = { "NAME", 4, 56, false, 'N', 0, c_name, s_name },
+	[POD_NAME] = { "NAME", 4, 56, false, 'N', 0, c_name, s_name, a_name },
 	[POD_SOURCE] = { "SOURCE", 6, 20, false, 0, COL_MULTI_SOURCE, c_source, NULL },
 	[POD_VMI] = { "VMI", 3, 40, false, 'I', COL_JOINED | COL_NONE, c_pod_vmi, NULL },
-	[POD_STATUS] = { "STATUS", 6, 20, false, 'U', COL_NONE, c_pod_status, s_pod_status },
-	[POD_READY] = { "READY", 5, 7, false, 0, 0, c_pod_ready, NULL },
-	[POD_RESTARTS] = { "RESTARTS", 8, 8, true, 'R', 0, c_pod_restarts, s_pod_restarts },
-	[POD_NODE] = { "NODE", 4, 24, false, 'O', COL_NONE, c_pod_node, NULL },
-	[POD_AGE] = { "AGE", 3, 8, true, 'A', 0, c_age, s_age },
-	[POD_IP] = { "IP", 2, 39, false, 0, COL_GET_ONLY | COL_NONE, c_pod_ip, NULL },
+	[POD_STATUS] = { "STATUS", 6, 20, false, 'U', COL_NONE, c_pod_status, s_pod_status, a_pod_status },
+	[POD_READY] = { "READY", 5, 7, false, 0, 0, c_pod_ready, NULL, a_pod_ready },
+	[POD_RESTARTS] = { "RESTARTS", 8, 8, true, 'R', 0, c_pod_restarts, s_pod_restarts, a_pod_restarts },
+	[POD_NODE] = { "NODE", 4, 24, false, 'O', COL_NONE, c_pod_node, NULL, a_pod_node },
+	[POD_AGE] = { "AGE", 3, 8, true, 'A', 0, c_age, s_age, a_age },
+	[POD_IP] = { "IP", 2, 39, false, 0, COL_GET_ONLY | COL_NONE, c_pod_ip, NULL, a_pod_ip },
 };
 
 /* kubectl's pod columns, then the VMI the launcher runs */
 static const struct col_pick pod_get[] = {
 	{ POD_NAME, false }, { POD_READY, false }, { POD_STATUS, false }, { POD_RESTARTS, false },
 	{ POD_AGE, false },  { POD_VMI, false },   { POD_IP, true },	      { POD_NODE, true },
+};
+
+/* kubectl's built-in pod columns (the API server's Table) */
+static const struct api_pick pod_api[] = {
+	{ POD_NAME, "Name", "string", "name", 0, NULL },
+	{ POD_READY, "Ready", "string", "", 0, NULL },
+	{ POD_STATUS, "Status", "string", "", 0, NULL },
+	{ POD_RESTARTS, "Restarts", "string", "", 0, NULL },
+	{ POD_AGE, "Age", "string", "", 0, NULL },
+	{ POD_IP, "IP", "string", "", 1, NULL },
+	{ POD_NODE, "Node", "string", "", 1, NULL },
+	{ -1, "Nominated Node", "string", "", 1, a_none },
+	{ -1, "Readiness Gates", "string", "", 1, a_none },
 };
 
 /* ---- events ---- */
@@ -379,18 +559,73 @@ static int s_ev_count(const struct obj *x, const struct obj *y)
 	return EV(y)->count - EV(x)->count;
 }
 
+static struct json_object *a_ev_last(struct json_object *o, int64_t now)
+{
+	return jage(jgets(o, "lastTimestamp"), now);
+}
+static struct json_object *a_ev_first(struct json_object *o, int64_t now)
+{
+	return jage(jgets(o, "firstTimestamp"), now);
+}
+static struct json_object *a_ev_type(struct json_object *o, int64_t now)
+{
+	(void)now;
+	return jcell(jgets(o, "type"));
+}
+static struct json_object *a_ev_reason(struct json_object *o, int64_t now)
+{
+	(void)now;
+	return jcell(jgets(o, "reason"));
+}
+static struct json_object *a_ev_message(struct json_object *o, int64_t now)
+{
+	(void)now;
+	return jcell(jgets(o, "message"));
+}
+static struct json_object *a_ev_object(struct json_object *o, int64_t now)
+{
+	(void)now;
+	struct json_object *io = jget(o, "involvedObject");
+	char b[300];
+	snprintf(b, sizeof b, "%s/%s", jgets(io, "kind") ? jgets(io, "kind") : "", jgets(io, "name") ? jgets(io, "name") : "");
+	for (char *p = b; *p && *p != '/'; p++)
+		if (*p >= 'A' && *p <= 'Z')
+			*p = (char)(*p - 'A' + 'a');
+	return json_object_new_string(b);
+}
+static struct json_object *a_ev_count(struct json_object *o, int64_t now)
+{
+	(void)now;
+	return json_object_new_int(json_object_get_int(jget(o, "count")));
+}
+static struct json_object *a_ev_subobject(struct json_object *o, int64_t now)
+{
+	(void)o;
+	(void)now;
+	return json_object_new_string("");
+}
+static struct json_object *a_ev_source(struct json_object *o, int64_t now)
+{
+	(void)now;
+	struct json_object *src = jget(o, "source");
+	const char *comp = jgets(src, "component"), *host = jgets(src, "host");
+	char b[300];
+	snprintf(b, sizeof b, "%s%s%s", comp ? comp : "", host ? ", " : "", host ? host : "");
+	return json_object_new_string(b);
+}
+
 enum { EV_NS, EV_SOURCE, EV_LAST, EV_TYPE, EV_REASON, EV_OBJECT, EV_MESSAGE, EV_COUNT, EV_NAME };
 
 static const struct column event_cols[] = {
 	[EV_NS] = { "NAMESPACE", 9, 24, false, 'P', COL_ALL_NS, c_ns, s_ns },
 	[EV_SOURCE] = { "SOURCE", 6, 20, false, 0, COL_MULTI_SOURCE, c_source, NULL },
-	[EV_LAST] = { "LAST SEEN", 9, 9, true, 'A', 0, c_ev_last, s_ev_last },
-	[EV_TYPE] = { "TYPE", 7, 7, false, 'T', COL_NONE, c_ev_type, NULL },
-	[EV_REASON] = { "REASON", 6, 28, false, 'E', COL_NONE, c_ev_reason, NULL },
-	[EV_OBJECT] = { "OBJECT", 6, 48, false, 'N', 0, c_ev_object, NULL },
-	[EV_MESSAGE] = { "MESSAGE", 7, 200, false, 0, COL_NONE, c_ev_message, NULL },
-	[EV_COUNT] = { "COUNT", 5, 6, true, 'C', 0, c_ev_count, s_ev_count },
-	[EV_NAME] = { "NAME", 4, 48, false, 0, COL_GET_ONLY, c_name, s_name },
+	[EV_LAST] = { "LAST SEEN", 9, 9, true, 'A', 0, c_ev_last, s_ev_last, a_ev_last },
+	[EV_TYPE] = { "TYPE", 7, 7, false, 'T', COL_NONE, c_ev_type, NULL, a_ev_type },
+	[EV_REASON] = { "REASON", 6, 28, false, 'E', COL_NONE, c_ev_reason, NULL, a_ev_reason },
+	[EV_OBJECT] = { "OBJECT", 6, 48, false, 'N', 0, c_ev_object, NULL, a_ev_object },
+	[EV_MESSAGE] = { "MESSAGE", 7, 200, false, 0, COL_NONE, c_ev_message, NULL, a_ev_message },
+	[EV_COUNT] = { "COUNT", 5, 6, true, 'C', 0, c_ev_count, s_ev_count, a_ev_count },
+	[EV_NAME] = { "NAME", 4, 48, false, 0, COL_GET_ONLY, c_name, s_name, a_name },
 };
 
 /* kubectl's event columns */
@@ -399,12 +634,34 @@ static const struct col_pick event_get[] = {
 	{ EV_COUNT, true },   { EV_NAME, true },  { EV_MESSAGE, false },
 };
 
+/* kubectl's built-in event columns (the API server's Table) */
+static const struct api_pick event_api[] = {
+	{ EV_LAST, "Last Seen", "string", "", 0, NULL },
+	{ EV_TYPE, "Type", "string", "", 0, NULL },
+	{ EV_REASON, "Reason", "string", "", 0, NULL },
+	{ EV_OBJECT, "Object", "string", "", 0, NULL },
+	{ EV_MESSAGE, "Message", "string", "", 0, NULL },
+	{ -1, "Subobject", "string", "", 1, a_ev_subobject },
+	{ -1, "Source", "string", "", 1, a_ev_source },
+	{ -1, "First Seen", "string", "", 1, a_ev_first },
+	{ EV_COUNT, "Count", "integer", "", 1, NULL },
+	{ EV_NAME, "Name", "string", "name", 1, NULL },
+};
+
 #define N(a) (sizeof(a) / sizeof((a)[0]))
 
-const struct column_table columns_vm = { OBJ_VM, vm_cols, N(vm_cols), VM_NAME, vm_get, N(vm_get), VM_NS };
-const struct column_table columns_vmi = { OBJ_VMI, vmi_cols, N(vmi_cols), VMI_NAME, vmi_get, N(vmi_get), VMI_NS };
-const struct column_table columns_pod = { OBJ_POD, pod_cols, N(pod_cols), POD_NAME, pod_get, N(pod_get), POD_NS };
-const struct column_table columns_event = { OBJ_EVENT, event_cols, N(event_cols), EV_LAST, event_get, N(event_get), EV_NS };
+const struct column_table columns_vm = {
+	OBJ_VM, vm_cols, N(vm_cols), VM_NAME, vm_get, N(vm_get), VM_NS, vm_api, N(vm_api),
+};
+const struct column_table columns_vmi = {
+	OBJ_VMI, vmi_cols, N(vmi_cols), VMI_NAME, vmi_get, N(vmi_get), VMI_NS, vmi_api, N(vmi_api),
+};
+const struct column_table columns_pod = {
+	OBJ_POD, pod_cols, N(pod_cols), POD_NAME, pod_get, N(pod_get), POD_NS, pod_api, N(pod_api),
+};
+const struct column_table columns_event = {
+	OBJ_EVENT, event_cols, N(event_cols), EV_LAST, event_get, N(event_get), EV_NS, event_api, N(event_api),
+};
 
 const struct column_table *columns_table(enum obj_kind kind)
 {
@@ -420,6 +677,35 @@ const struct column *columns_find(const struct column_table *t, const char *titl
 		if (strcmp(t->cols[i].title, title) == 0)
 			return &t->cols[i];
 	return NULL;
+}
+
+/* ---- the server-side Table ---- */
+
+struct json_object *columns_api_defs(const struct column_table *t)
+{
+	struct json_object *a = json_object_new_array();
+	for (size_t i = 0; t && i < t->napi; i++) {
+		const struct api_pick *p = &t->api[i];
+		struct json_object *d = json_object_new_object();
+		json_object_object_add(d, "name", json_object_new_string(p->name));
+		json_object_object_add(d, "type", json_object_new_string(p->type));
+		json_object_object_add(d, "format", json_object_new_string(p->format));
+		json_object_object_add(d, "description", json_object_new_string(""));
+		json_object_object_add(d, "priority", json_object_new_int(p->priority));
+		json_object_array_add(a, d);
+	}
+	return a;
+}
+
+struct json_object *columns_api_cells(const struct column_table *t, struct json_object *o, int64_t now)
+{
+	struct json_object *a = json_object_new_array();
+	for (size_t i = 0; t && i < t->napi; i++) {
+		const struct api_pick *p = &t->api[i];
+		struct json_object *(*fn)(struct json_object *, int64_t) = p->col >= 0 ? t->cols[p->col].api_cell : p->cell;
+		json_object_array_add(a, fn ? fn(o, now) : NULL);
+	}
+	return a;
 }
 
 /* ---- kubectl's plain table ---- */

@@ -1,8 +1,11 @@
 /* One column table per kind (VM, VMI, launcher pod, event), without curses: header, width hints, alignment,
- * where the column shows, a cell function that turns a model object into text, a sort order. The dashboard's
- * lists (ui/lists.c, ui/table.c) draw them; `kvcon get` on the store and `kvcon engine get` print them as
- * kubectl does (columns_print). The server-side Table of `kvcon get` against a cluster (the server's printer
- * columns, kube/kget.c) is not these: the server decides those. */
+ * where the column shows, a cell function that turns a model object into text, a sort order, and the same cell
+ * over the API object with the kind's server-side Table (meta.k8s.io/v1: KubeVirt's printer columns for VMs and
+ * VMIs, kubectl's built-in ones for pods and events). The dashboard's lists (ui/lists.c, ui/table.c) draw them;
+ * `kvcon get` on the store and `kvcon engine get` print them as kubectl does (columns_print); the engine service
+ * (cmd/apisrv.c) serves their Table (columns_api_defs, columns_api_cells), and `kvcon get` prints the engine's
+ * rows with it. The server-side Table of `kvcon get` against a cluster (the server's printer columns,
+ * kube/kget.c) is not these: the server decides those. */
 #ifndef KVCON_MODEL_COLUMNS_H
 #define KVCON_MODEL_COLUMNS_H
 
@@ -13,6 +16,7 @@
 #include "core/buf.h"
 #include "model/obj.h"
 
+struct json_object;
 struct store;
 
 /* What a cell's text means to a reader's eye; the dashboard picks the colour. */
@@ -47,6 +51,18 @@ struct column {
 	enum col_tone (*cell)(const struct col_ctx *c, const struct obj *o, char *buf, size_t len);
 	/* Orders two rows by this column; NULL compares the cell text. */
 	int (*cmp)(const struct obj *a, const struct obj *b);
+	/* The same cell from the kind's API object (the server-side Table): a new reference, NULL where the
+	 * printer column's JSONPath finds nothing; now is the wall clock in seconds. NULL: not a Table column. */
+	struct json_object *(*api_cell)(struct json_object *o, int64_t now);
+};
+
+/* One column of the kind's server-side Table: a column of the table (its api_cell), or one that only the
+ * server's Table has (col -1, cell). */
+struct api_pick {
+	int col;
+	const char *name, *type, *format; /* the column definition: "Live-Migratable", "date", "name" */
+	int priority;                     /* 1: kubectl shows it with -o wide only */
+	struct json_object *(*cell)(struct json_object *o, int64_t now);
 };
 
 /* `kvcon get`'s use of a column: which, and whether only with -o wide. */
@@ -63,6 +79,8 @@ struct column_table {
 	const struct col_pick *get; /* kubectl's columns for `get` (NAMESPACE first with -A, not listed) */
 	size_t nget;
 	size_t ns_col;             /* the NAMESPACE column */
+	const struct api_pick *api; /* the server-side Table's columns, in its order */
+	size_t napi;
 };
 
 extern const struct column_table columns_vm, columns_vmi, columns_pod, columns_event;
@@ -72,6 +90,11 @@ const struct column_table *columns_table(enum obj_kind kind);
 
 /* The column titled title (its first), or NULL. */
 const struct column *columns_find(const struct column_table *t, const char *title);
+
+/* The server-side Table's columnDefinitions of t (name, type, format, description, priority); a new array. */
+struct json_object *columns_api_defs(const struct column_table *t);
+/* One row's cells of that Table from the API object o (a new array, one cell per definition). */
+struct json_object *columns_api_cells(const struct column_table *t, struct json_object *o, int64_t now);
 
 struct columns_print_opts {
 	bool wide;    /* -o wide: the wide columns too */

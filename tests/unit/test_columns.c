@@ -250,6 +250,48 @@ static void test_print_escape(void)
 	obj_free(b);
 }
 
+/* The server-side Table (the engine service's, model/columns.c's api picks): KubeVirt's printer columns over the API
+ * object; a JSONPath with no value is a null cell; the definitions' names, types and priorities. */
+static void test_api_table(void)
+{
+	struct json_object *vm = json_tokener_parse(
+		"{\"metadata\":{\"name\":\"web\",\"creationTimestamp\":\"1970-01-01T00:01:00Z\"},"
+		"\"status\":{\"printableStatus\":\"Running\",\"conditions\":[{\"type\":\"Ready\",\"status\":\"True\"}]}}");
+	struct json_object *cells = columns_api_cells(columns_table(OBJ_VM), vm, 3660);
+	T_EQ_INT((int)json_object_array_length(cells), 4);
+	T_EQ_STR(json_object_get_string(json_object_array_get_idx(cells, 0)), "web");
+	T_EQ_STR(json_object_get_string(json_object_array_get_idx(cells, 1)), "60m");
+	T_EQ_STR(json_object_get_string(json_object_array_get_idx(cells, 2)), "Running");
+	T_EQ_STR(json_object_get_string(json_object_array_get_idx(cells, 3)), "True");
+	json_object_put(cells);
+	json_object_put(vm);
+	struct json_object *vmi = json_tokener_parse("{\"metadata\":{\"name\":\"web\"},\"status\":{\"phase\":\"Scheduling\"}}");
+	cells = columns_api_cells(columns_table(OBJ_VMI), vmi, 0);
+	struct json_object *defs = columns_api_defs(columns_table(OBJ_VMI));
+	T_EQ_INT((int)json_object_array_length(cells), (int)json_object_array_length(defs));
+	T_EQ_STR(json_object_get_string(json_object_array_get_idx(cells, 1)), "<unknown>");
+	T_EQ_STR(json_object_get_string(json_object_array_get_idx(cells, 2)), "Scheduling");
+	T_CHECK(json_object_array_get_idx(cells, 3) == NULL); /* no IP: null, as the API server sends it */
+	struct json_object *d6 = json_object_array_get_idx(defs, 6), *v;
+	T_CHECK(json_object_object_get_ex(d6, "name", &v) && strcmp(json_object_get_string(v), "Live-Migratable") == 0);
+	T_CHECK(json_object_object_get_ex(d6, "priority", &v) && json_object_get_int(v) == 1);
+	T_CHECK(json_object_object_get_ex(json_object_array_get_idx(defs, 0), "format", &v) &&
+		strcmp(json_object_get_string(v), "name") == 0);
+	json_object_put(cells);
+	json_object_put(defs);
+	json_object_put(vmi);
+	/* every kind: one cell per definition */
+	for (int k = OBJ_VM; k <= OBJ_EVENT; k++) {
+		struct json_object *o = json_tokener_parse("{}");
+		cells = columns_api_cells(columns_table((enum obj_kind)k), o, 0);
+		defs = columns_api_defs(columns_table((enum obj_kind)k));
+		T_CHECK(json_object_array_length(defs) > 0 && json_object_array_length(cells) == json_object_array_length(defs));
+		json_object_put(cells);
+		json_object_put(defs);
+		json_object_put(o);
+	}
+}
+
 int main(void)
 {
 	src = source_new(SOURCE_KUBE, "test");
@@ -258,6 +300,7 @@ int main(void)
 	test_pod();
 	test_events();
 	test_print_escape();
+	test_api_table();
 	source_free_all();
 	return T_DONE();
 }

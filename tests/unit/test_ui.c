@@ -263,9 +263,9 @@ static void test_filter(void)
 static void test_layout(void)
 {
 	struct column cols[3] = {
-		{ "NAME", 4, 20, false, 'N', 0, NULL, NULL },
-		{ "STATUS", 6, 10, false, 0, 0, NULL, NULL },
-		{ "AGE", 3, 6, true, 0, 0, NULL, NULL },
+		{ "NAME", 4, 20, false, 'N', 0, NULL, NULL, NULL },
+		{ "STATUS", 6, 10, false, 0, 0, NULL, NULL, NULL },
+		{ "AGE", 3, 6, true, 0, 0, NULL, NULL, NULL },
 	};
 	bool shown[3] = { true, true, true };
 	char *cells[6] = { "a-very-long-vm-name-indeed-yes", "Running", "5d", "short", "ErrorUnschedulable", "10s" };
