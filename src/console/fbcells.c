@@ -478,6 +478,22 @@ bool fbcells_cell_to_fb(const struct fbcells *f, int col, int row, int half, int
 	return inside;
 }
 
+bool fbcells_colour_parse(const char *name, enum fbc_colour *mode)
+{
+	static const struct {
+		const char *name;
+		enum fbc_colour mode;
+	} names[] = { { "truecolor", FBC_TRUECOLOUR }, { "truecolour", FBC_TRUECOLOUR }, { "24bit", FBC_TRUECOLOUR },
+		      { "256", FBC_256 },		{ "mono", FBC_MONO },		    { "ascii", FBC_MONO } };
+	for (size_t i = 0; name && i < sizeof names / sizeof names[0]; i++) {
+		if (strcmp(name, names[i].name) == 0) {
+			*mode = names[i].mode;
+			return true;
+		}
+	}
+	return false;
+}
+
 bool fbcells_view_key(int key, int cols, int rows, enum fbc_scale *scale, int *pan_x, int *pan_y)
 {
 	static const struct {

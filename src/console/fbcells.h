@@ -67,6 +67,10 @@ size_t fbcells_emit(struct fbcells *f, struct buf *out, int top, int left, enum 
  * Returns false when the cell shows no part of the framebuffer (letterbox); *x, *y are then clamped onto it. */
 bool fbcells_cell_to_fb(const struct fbcells *f, int col, int row, int half, int *x, int *y);
 
+/* A colour mode by name, as `kvcon vnc --colors` takes it: truecolor, truecolour, 24bit, 256, mono, ascii.
+ * Returns false for any other name. */
+bool fbcells_colour_parse(const char *name, enum fbc_colour *mode);
+
 /* xterm's 256-colour palette: the nearest of the 6x6x6 cube (16..231) and the grey ramp (232..255). */
 uint8_t fbcells_xterm256(uint32_t rgb);
 uint32_t fbcells_xterm256_rgb(uint8_t idx);
