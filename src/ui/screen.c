@@ -256,8 +256,10 @@ static void on_cont(int sig, void *arg)
 	screen_dirty_full();
 }
 
-/* After curses has written its frame: the hook's own bytes, then the cursor back where curses believes it is
- * (curses moves relative to it) and the attributes it believes (normal: doupdate ends in them). */
+/* After curses has written its frame: the hook's own bytes, then the attributes curses believes (normal:
+ * doupdate ends in them) and the cursor back where curses put it (curses moves relative to the cursor). While a
+ * hook is set, stdscr is not leaveok: doupdate ends with the cursor at curscr's, not wherever the last cell
+ * written left it (which curses alone would know). */
 static void raw_output(bool full)
 {
 	buf_reset(&S.raw_out);
@@ -292,6 +294,11 @@ void screen_raw_hook(screen_raw_fn fn, void *arg)
 		S.raw_all = true;
 	S.raw_fn = fn;
 	S.raw_arg = arg;
+	if (S.active) {
+		leaveok(stdscr, fn == NULL);
+		/* an update cut short by pending input would finish later over the hook's cells */
+		typeahead(fn ? -1 : STDIN_FILENO);
+	}
 }
 
 static void frame(void)

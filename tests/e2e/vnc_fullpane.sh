@@ -5,7 +5,8 @@
 #  1. the log shows the dashboard's screen took the terminal; alternate screen, SGR mouse and button-event
 #     tracking are on, the cursor is hidden; COLORTERM=truecolor gives true colour cells (48;2;: the server's gradient has the same colour in both halves of a cell) although
 #     terminfo has none (the pane's own sequences after curses' update); a click is a pointer event; a bracketed
-#     paste is typed on the guest's keyboard;
+#     paste is typed on the guest's keyboard; after a DesktopSize change the status row says the new size and no
+#     text of curses' lands inside the picture;
 #  2. the server goes away: kvcon exits 1 at once with `kvcon: vnc: ...` on stderr, and the terminal is the
 #     shell's again (main screen, mouse off, cursor on, stty -g as before);
 #  3. --colors 256 draws xterm palette colours (48;5;, no 48;2;), --colors mono ASCII density characters without
@@ -82,6 +83,12 @@ m=$(mark); printf 'hi' | $T load-buffer -b kvp -; $T paste-buffer -p -b kvp -t k
 until_ok 10 bash -c "[ \"\$(tail -n +$m '$tmp/events.log' | tr '\n' ' ')\" = 'key 1 0x68 key 0 0x68 key 1 0x69 key 0 0x69 ' ]" ||
 	fail "paste: $(events_since "$m")"
 echo "  a click is a pointer event at the pixel under the cell; a paste is typed"
+# the server resizes its desktop (F12): curses' status row follows, and none of its text lands in the picture
+# (the raw cells are written after curses' update; curses must still know where the cursor is)
+$T send-keys -t k F12
+wait_screen 'fake  800x600  fit  F8 menu  Ctrl\+\] leave' 10
+screen | head -23 | grep -q '[A-Za-z0-9]' && fail "text inside the picture: $(screen | head -23 | grep '[A-Za-z0-9]' | head -2)"
+echo "  DesktopSize: the status row follows, the picture stays clean"
 # 2. the server goes away: exit 1 with the reason, the terminal given back
 kill "$srv"; wait "$srv" 2>/dev/null; srv=""
 back 1 1
