@@ -48,7 +48,7 @@ static struct {
 	struct buf raw_out;
 } S = { .hook = -1 };
 
-static const char mouse_on[] = "\033[?1000h\033[?1002h\033[?1006h";
+static const char mouse_on[] = "\033[?1000h\033[?1006h";
 static const char mouse_off[] = "\033[?1000l\033[?1002l\033[?1003l\033[?1006l\033[?1015l";
 
 /* What the crash path writes, collected while it is safe to allocate: mouse reporting and bracketed paste off,
@@ -288,6 +288,15 @@ static void raw_output(bool full)
 	}
 }
 
+void screen_mouse_drags(bool on)
+{
+	if (!S.active)
+		return;
+	/* the tracking modes exclude each other: leaving 1002 turns reporting off, 1000 turns it back on */
+	fputs(on ? "\033[?1002h" : "\033[?1002l\033[?1000h", stdout);
+	fflush(stdout);
+}
+
 void screen_raw_hook(screen_raw_fn fn, void *arg)
 {
 	if (fn != S.raw_fn || arg != S.raw_arg)
@@ -402,12 +411,13 @@ int screen_init(const struct screen_cbs *cbs, const char *theme, char **theme_er
 	leaveok(stdscr, TRUE);
 	mouseinterval(0); /* press/release reported as they come; clicks are synthesised by the views */
 	mousemask(ALL_MOUSE_EVENTS, NULL);
-	/* xterm's SGR reports (no 223-column limit) and button-event tracking (drags), whatever terminfo says: where
-	 * ncurses would decode SGR itself (kmous ESC [ <) it leaves them to on_input, which decodes motion too */
+	/* xterm's SGR reports (no 223-column limit), whatever terminfo says: where ncurses would decode SGR itself
+	 * (kmous ESC [ <) it leaves them to on_input, which decodes drags too (screen_mouse_drags) */
 	const char *kmous = tigetstr("kmous");
 	if (kmous && kmous != (char *)-1 && strcmp(kmous, "\033[<") == 0)
 		keyok(KEY_MOUSE, FALSE);
-	putp(mouse_on);
+	fputs(mouse_on, stdout);
+	fflush(stdout);
 	paste_terminal_on();
 	S.color = false;
 	const char *nc = getenv("NO_COLOR");

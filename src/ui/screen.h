@@ -41,6 +41,9 @@ void screen_frame_now(void);
 struct buf;
 typedef void (*screen_raw_fn)(void *arg, struct buf *out, bool all);
 void screen_raw_hook(screen_raw_fn fn, void *arg);
+/* Mouse motion with a button held (xterm's button-event tracking, 1002) reported as VMOUSE_MOTION: on for a view
+ * that follows drags (the VNC pane), off again (press and release only, 1000) when it goes. */
+void screen_mouse_drags(bool on);
 /* Frames drawn since screen_init. */
 unsigned long screen_frames(void);
 

@@ -33,7 +33,7 @@ struct vnc_view {
 	char *label;  /* "ns/name" as the cluster spells it (escaped when drawn); NULL: the desktop's name */
 	char *colors; /* the forced colour mode's name, or NULL */
 	bool own_screen, view_only;
-	bool colour_known, raw, hooked;
+	bool colour_known, raw, hooked, drags;
 	enum fbc_colour colour;
 	enum fbc_scale scale;
 	int pan_x, pan_y;
@@ -197,6 +197,10 @@ static void vnc_view_draw(struct view *view, const struct region *r)
 	if (r->h < 2 || r->w < 1)
 		return;
 	resolve_colour(w);
+	if (!w->drags) {
+		screen_mouse_drags(true); /* a drag on the display is a drag on the guest */
+		w->drags = true;
+	}
 	int rows = r->h - 1;
 	vnc_render(w->v, w->cells, r->w, rows, w->scale, w->pan_x, w->pan_y);
 	fbcells_pan(w->cells, &w->pan_x, &w->pan_y);
@@ -381,6 +385,8 @@ static void vnc_view_destroy(struct view *view)
 	struct vnc_view *w = view->priv;
 	if (w->hooked)
 		screen_raw_hook(NULL, NULL);
+	if (w->drags)
+		screen_mouse_drags(false);
 	loop_timer_cancel(w->esc_timer);
 	vnc_free(w->v);
 	fbcells_free(w->cells);
