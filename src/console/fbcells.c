@@ -216,12 +216,21 @@ static void compute_cells(struct fbcells *f, const struct fbc_src *src, int c0, 
 			compute_cell(f, src, c, r);
 }
 
+/* Marks every cell to be drawn again. */
+static void touch_all(struct fbcells *f)
+{
+	size_t n = (size_t)f->cols * (size_t)f->rows;
+	if (f->dirty)
+		memset(f->dirty, 1, n);
+	f->ndirty = n;
+}
+
 void fbcells_full(struct fbcells *f, const struct fbc_src *src)
 {
 	if (f->cells == NULL)
 		return;
 	if (f->stale)
-		fbcells_touch_all(f);
+		touch_all(f);
 	f->stale = false;
 	compute_cells(f, src, 0, f->cols, 0, f->rows);
 }
@@ -290,14 +299,6 @@ void fbcells_clear_dirty(struct fbcells *f)
 	if (f->dirty)
 		memset(f->dirty, 0, (size_t)f->cols * (size_t)f->rows);
 	f->ndirty = 0;
-}
-
-void fbcells_touch_all(struct fbcells *f)
-{
-	size_t n = (size_t)f->cols * (size_t)f->rows;
-	if (f->dirty)
-		memset(f->dirty, 1, n);
-	f->ndirty = n;
 }
 
 /* ---- colour reduction ---- */

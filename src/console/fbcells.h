@@ -55,8 +55,6 @@ void fbcells_pan(const struct fbcells *f, int *pan_x, int *pan_y);
 /* Number of cells changed since the last fbcells_emit() or fbcells_clear_dirty(). */
 size_t fbcells_ndirty(const struct fbcells *f);
 void fbcells_clear_dirty(struct fbcells *f);
-/* Marks every cell to be drawn again (the terminal was cleared). */
-void fbcells_touch_all(struct fbcells *f);
 
 /* Appends the escape sequences that draw the changed cells (all cells when all is true) with the grid's top-left
  * corner at terminal position (top, left), 0-based; clears the dirty marks. Ends with SGR 0. Returns the number of
