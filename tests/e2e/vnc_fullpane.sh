@@ -5,7 +5,7 @@
 #  1. the log shows the dashboard's screen took the terminal; alternate screen, SGR mouse and button-event
 #     tracking are on, the cursor is hidden; COLORTERM=truecolor gives true colour cells (48;2;: the server's gradient has the same colour in both halves of a cell) although
 #     terminfo has none (the pane's own sequences after curses' update); a click is a pointer event; a bracketed
-#     paste is typed on the guest's keyboard; after a DesktopSize change the status row says the new size and no
+#     paste is typed on the guest's keyboard; Alt+x, Ctrl+Up and a lone Escape keep their modifiers; after a DesktopSize change the status row says the new size and no
 #     text of curses' lands inside the picture;
 #  2. the server goes away: kvcon exits 1 at once with `kvcon: vnc: ...` on stderr, and the terminal is the
 #     shell's again (main screen, mouse off, cursor on, stty -g as before);
@@ -83,6 +83,19 @@ m=$(mark); printf 'hi' | $T load-buffer -b kvp -; $T paste-buffer -p -b kvp -t k
 until_ok 10 bash -c "[ \"\$(tail -n +$m '$tmp/events.log' | tr '\n' ' ')\" = 'key 1 0x68 key 0 0x68 key 1 0x69 key 0 0x69 ' ]" ||
 	fail "paste: $(events_since "$m")"
 echo "  a click is a pointer event at the pixel under the cell; a paste is typed"
+# keys ncurses decodes: Alt+x (ESC x at once), Ctrl+Up (kUP5), a lone Escape
+expect_keys() {
+	local what=$1 m=$2 want=$3
+	until_ok 10 bash -c "[ \"\$(tail -n +$m '$tmp/events.log' | tr '\n' ' ')\" = '$want' ]" ||
+		fail "$what: got '$(events_since "$m")', want '$want'"
+}
+m=$(mark); $T send-keys -t k M-x
+expect_keys "Alt+x" "$m" "key 1 0xffe9 key 1 0x78 key 0 0x78 key 0 0xffe9 "
+m=$(mark); $T send-keys -t k C-Up
+expect_keys "Ctrl+Up" "$m" "key 1 0xffe3 key 1 0xff52 key 0 0xff52 key 0 0xffe3 "
+m=$(mark); $T send-keys -t k Escape
+expect_keys "Escape" "$m" "key 1 0xff1b key 0 0xff1b "
+echo "  Alt+x, Ctrl+Up and Escape reach the guest with their modifiers"
 # the server resizes its desktop (F12): curses' status row follows, and none of its text lands in the picture
 # (the raw cells are written after curses' update; curses must still know where the cursor is)
 $T send-keys -t k F12
