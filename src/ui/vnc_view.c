@@ -205,9 +205,10 @@ static void vnc_view_draw(struct view *view, const struct region *r)
 	vnc_render(w->v, w->cells, r->w, rows, w->scale, w->pan_x, w->pan_y);
 	fbcells_pan(w->cells, &w->pan_x, &w->pan_y);
 	if (w->raw) {
-		/* blank on stdscr, so curses never writes there; the hook draws the picture after curses' update */
+		/* blank on stdscr, the same blank every frame (attributes set: the status row leaves reverse on), so
+		 * curses never writes there; the hook draws the picture after curses' update */
 		for (int y = 0; y < rows; y++)
-			mvhline(r->y + y, r->x, ' ', r->w);
+			draw_fill(r->y + y, r->x, r->w, A_NORMAL);
 		screen_raw_hook(raw_emit, w);
 		w->hooked = true;
 	} else {

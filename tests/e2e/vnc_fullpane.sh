@@ -102,6 +102,14 @@ $T send-keys -t k F12
 wait_screen 'fake  800x600  fit  F8 menu  Ctrl\+\] leave' 10
 screen | head -23 | grep -q '[A-Za-z0-9]' && fail "text inside the picture: $(screen | head -23 | grep '[A-Za-z0-9]' | head -2)"
 echo "  DesktopSize: the status row follows, the picture stays clean"
+# frames that change only the status row (the menu opened and closed) leave the picture alone: curses writes
+# nothing over it (no reverse-video blanks from the status row's attributes)
+$T send-keys -t k F8; wait_screen '^send: d Ctrl' 5; $T send-keys -t k Escape
+wait_screen 'fake  800x600  fit  F8 menu' 5
+pic=$($T capture-pane -p -e -t k | head -23)
+echo "$pic" | grep -q '[34]8;2;' || fail "the picture is gone after status-only frames"
+echo "$pic" | grep -qE '\[(0;)?7m' && fail "reverse video inside the picture after status-only frames"
+echo "  status-only frames leave the picture alone"
 # 2. the server goes away: exit 1 with the reason, the terminal given back
 kill "$srv"; wait "$srv" 2>/dev/null; srv=""
 back 1 1
