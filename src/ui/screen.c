@@ -134,35 +134,42 @@ static void sgr_flush(void)
 		deliver((wint_t)(unsigned char)S.sgr[i], OK);
 }
 
-/* A complete report "b;x;y" ended by M (press, motion, wheel) or m (release), as xterm's mode 1006 sends it. */
-static void sgr_report(bool release)
+bool screen_sgr_mouse(const char *params, bool release, struct view_mouse *m)
 {
-	S.sgr[S.sgr_len] = '\0';
 	int b, x, y;
 	char tail;
-	bool ok = sscanf(S.sgr, "%d;%d;%d%c", &b, &x, &y, &tail) == 3 && b >= 0 && x >= 1 && y >= 1;
-	S.sgr_state = 0;
-	S.sgr_len = 0;
-	if (!ok || !S.cbs.mouse)
-		return;
-	struct view_mouse m = { .y = y - 1, .x = x - 1 };
-	m.shift = (b & 4) != 0;
-	m.alt = (b & 8) != 0;
-	m.ctrl = (b & 16) != 0;
+	if (sscanf(params, "%d;%d;%d%c", &b, &x, &y, &tail) != 3 || b < 0 || x < 1 || y < 1)
+		return false;
+	*m = (struct view_mouse){ .y = y - 1, .x = x - 1 };
+	m->shift = (b & 4) != 0;
+	m->alt = (b & 8) != 0;
+	m->ctrl = (b & 16) != 0;
 	int btn = b & 3;
 	if (b & 64) {
 		if (release || btn > 1)
-			return; /* wheel left/right */
-		m.kind = btn == 0 ? VMOUSE_WHEEL_UP : VMOUSE_WHEEL_DOWN;
+			return false; /* wheel left/right */
+		m->kind = btn == 0 ? VMOUSE_WHEEL_UP : VMOUSE_WHEEL_DOWN;
 	} else if (b & 32) {
-		m.kind = VMOUSE_MOTION;
+		m->kind = VMOUSE_MOTION;
 	} else if (btn == 3) {
-		return;
+		return false;
 	} else {
-		m.kind = release ? VMOUSE_RELEASE : VMOUSE_PRESS;
-		m.button = btn + 1;
+		m->kind = release ? VMOUSE_RELEASE : VMOUSE_PRESS;
+		m->button = btn + 1;
 	}
-	S.cbs.mouse(&m);
+	return true;
+}
+
+/* A complete report held in S.sgr, ended by M or m. */
+static void sgr_report(bool release)
+{
+	S.sgr[S.sgr_len] = '\0';
+	struct view_mouse m;
+	bool ok = screen_sgr_mouse(S.sgr, release, &m);
+	S.sgr_state = 0;
+	S.sgr_len = 0;
+	if (ok && S.cbs.mouse)
+		S.cbs.mouse(&m);
 }
 
 /* xterm SGR mouse reports (mode 1006, which screen_init asks for whatever terminfo says) arrive as plain
