@@ -46,6 +46,7 @@ static struct {
 	void *raw_arg;
 	bool raw_all;
 	struct buf raw_out;
+	int drag_users; /* views that asked for screen_mouse_drags */
 } S = { .hook = -1 };
 
 static const char mouse_on[] = "\033[?1000h\033[?1006h";
@@ -299,6 +300,10 @@ void screen_mouse_drags(bool on)
 {
 	if (!S.active)
 		return;
+	/* counted: several VNC panes may want drags */
+	S.drag_users += on ? 1 : -1;
+	if (S.drag_users != (on ? 1 : 0))
+		return;
 	/* the tracking modes exclude each other: leaving 1002 turns reporting off, 1000 turns it back on */
 	fputs(on ? "\033[?1002h" : "\033[?1002l\033[?1000h", stdout);
 	fflush(stdout);
@@ -478,6 +483,7 @@ void screen_fini(void)
 	S.scr = NULL;
 	S.raw_fn = NULL;
 	S.raw_arg = NULL;
+	S.drag_users = 0;
 	S.sgr_state = 0;
 	S.sgr_len = 0;
 	buf_free(&S.raw_out);
