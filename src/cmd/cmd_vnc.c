@@ -1,34 +1,27 @@
-/* cmd_vnc: `kvcon vnc TARGET` (see cmd_vnc.h). Full-screen mode takes the terminal itself (raw mode, alternate
- * screen, SGR mouse reporting; given back through core/termrestore) and writes fbcells' escape sequences itself: no curses is needed for a screen that
- * is one picture and a status line. Output is flushed non-blocking; a new frame is only rendered once the previous
- * one has reached the terminal and at most ~30 times a second, so a slow terminal costs frames, not memory. */
+/* cmd_vnc: `kvcon vnc TARGET` (see cmd_vnc.h). Full-screen mode is the dashboard's VNC pane alone, zoomed to the
+ * whole terminal (ui/panemain.c, as `kvcon console`): the dashboard's screen owns the terminal, with its one restore
+ * path and its one frame pacer (at most ~30 frames a second, whatever the guest's rate). --screenshot and
+ * --proxy-only never touch the terminal. */
 #include "cmd/cmd_vnc.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/un.h>
-#include <termios.h>
 #include <unistd.h>
-
-#include <rfb/keysym.h>
 
 #include "cmd/session.h"
 #include "console/fbcells.h"
 #include "console/rfbgate.h"
-#include "console/termkeys.h"
 #include "console/vnc.h"
 #include "core/buf.h"
 #include "core/fdstream.h"
 #include "core/stream.h"
-#include "core/termrestore.h"
 #include "core/log.h"
 #include "core/loop.h"
 #include "core/opts.h"
@@ -38,12 +31,9 @@
 #include "kube/ws.h"
 #include "model/source.h"
 #include "model/store.h"
+#include "ui/panemain.h"
+#include "ui/vnc_view.h"
 
-/* last: terminfo defines macros with common names (lines, columns, buttons) */
-#include <term.h>
-
-#define FRAME_MS 33    /* ~30 frames a second at most */
-#define ESC_WAIT_MS 50 /* a lone ESC is the Escape key after this long */
 
 struct vopts {
 	const char *target;
@@ -59,42 +49,6 @@ struct vopts {
 	int timeout_s;
 	int quiet_ms;
 };
-
-/* ---- colour mode ---- */
-
-/* Colour mode for the display: --colors, NO_COLOR, COLORTERM, then terminfo's colour count. */
-static enum fbc_colour cmd_vnc_detect_colour(const char *forced)
-{
-	static const struct {
-		const char *name;
-		enum fbc_colour mode;
-	} names[] = {{"truecolor", FBC_TRUECOLOUR},
-		     {"truecolour", FBC_TRUECOLOUR},
-		     {"24bit", FBC_TRUECOLOUR},
-		     {"256", FBC_256},
-		     {"mono", FBC_MONO},
-		     {"ascii", FBC_MONO}};
-	if (forced)
-		for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
-			if (strcmp(forced, names[i].name) == 0)
-				return names[i].mode;
-	const char *nc = getenv("NO_COLOR");
-	if (nc && *nc)
-		return FBC_MONO;
-	const char *ct = getenv("COLORTERM");
-	if (ct && (strcmp(ct, "truecolor") == 0 || strcmp(ct, "24bit") == 0))
-		return FBC_TRUECOLOUR;
-	int err = 0;
-	if (setupterm(NULL, 1, &err) == 0) {
-		int rgb = tigetflag("RGB");
-		int colors = tigetnum("colors");
-		if (rgb > 0 || colors >= 1 << 24)
-			return FBC_TRUECOLOUR;
-		if (colors >= 256)
-			return FBC_256;
-	}
-	return FBC_MONO;
-}
 
 /* ---- opening the target ---- */
 
@@ -434,353 +388,67 @@ static int run_proxy(const struct vopts *o)
 	return rc;
 }
 
-/* ---- full-screen viewer ---- */
+/* ---- full-screen viewer: the VNC pane alone on the dashboard's screen (ui/panemain.c) ---- */
 
 struct viewer {
-	const struct vopts *o;
-	struct vnc *v;
-	struct fbcells *cells;
-	struct termkeys *keys;
-	enum fbc_colour colour;
-	enum fbc_scale scale;
-	int pan_x, pan_y;
-	int cols, rows; /* terminal size */
-	bool frame_dirty, status_dirty, clear;
-	bool menu;
-	int mask;       /* pointer buttons held */
-	int fb_w, fb_h; /* framebuffer size shown in the status line */
-	uint64_t last_draw;
-	struct loop_timer *draw_timer, *esc_timer;
-	struct loop_fd *in_h, *out_h;
-	struct buf out;
-	char status_msg[160];
 	int rc;
+	char *why; /* set when the session ended by itself */
 };
 
-/* The terminal is given back through core/termrestore, on every path (normal exit, fatal(), crash signals): the
- * modes from before, fd 1's flags from before O_NONBLOCK (shared with the tty's other fds), then the bytes that
- * leave our modes. */
-static void term_restore(void)
-{
-	termrestore_now();
-}
-
-static int term_enter(void)
-{
-	struct termios saved_tio;
-	if (!isatty(0) || !isatty(1) || tcgetattr(0, &saved_tio) < 0)
-		return -1;
-	struct termios t = saved_tio;
-	cfmakeraw(&t);
-	if (tcsetattr(0, TCSAFLUSH, &t) < 0)
-		return -1;
-	termrestore_begin(&saved_tio);
-	termrestore_add("\033[?1006l\033[?1002l\033[?1000l\033[0m\033[?25h\033[?1049l");
-	int fl = fcntl(1, F_GETFL);
-	if (fl >= 0)
-		termrestore_set_flags(1, fl);
-	termrestore_arm();
-	static const char enter[] = "\033[?1049h\033[?25l\033[2J\033[?1000h\033[?1002h\033[?1006h";
-	if (write(1, enter, sizeof enter - 1) < 0) {
-		term_restore();
-		return -1;
-	}
-	if (fl >= 0)
-		fcntl(1, F_SETFL, fl | O_NONBLOCK);
-	return 0;
-}
-
-static void term_size(struct viewer *w)
-{
-	struct winsize ws;
-	if (ioctl(1, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0 && ws.ws_row > 0) {
-		w->cols = ws.ws_col;
-		w->rows = ws.ws_row;
-	} else {
-		w->cols = 80;
-		w->rows = 24;
-	}
-}
-
-static void flush_out(struct viewer *w);
-static void schedule_draw(struct viewer *w);
-
-static void on_out(int fd, short revents, void *arg)
-{
-	(void)fd;
-	(void)revents;
-	flush_out(arg);
-}
-
-static void flush_out(struct viewer *w)
-{
-	while (w->out.len) {
-		ssize_t n = write(1, w->out.data, w->out.len);
-		if (n > 0) {
-			buf_consume(&w->out, (size_t)n);
-			continue;
-		}
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
-			break;
-		loop_quit(EXIT_API); /* the terminal went away */
-		return;
-	}
-	if (w->out.len && w->out_h == NULL)
-		w->out_h = loop_fd_add(1, POLLOUT, on_out, w);
-	else if (w->out.len == 0 && w->out_h) {
-		loop_fd_remove(w->out_h);
-		w->out_h = NULL;
-		schedule_draw(w); /* a frame may have waited for the terminal */
-	}
-}
-
-static const char *scale_name(enum fbc_scale s)
-{
-	return s == FBC_ONE ? "1:1" : "fit";
-}
-
-static void draw_status(struct viewer *w)
-{
-	char text[512];
-	int fw, fh;
-	vnc_size(w->v, &fw, &fh);
-	if (w->menu)
-		snprintf(text, sizeof text, " send: " VNC_MENU_HELP " | s fit/1:1  hjkl pan  q leave  Esc close");
-	else if (*w->status_msg)
-		snprintf(text, sizeof text, " %s", w->status_msg);
-	else {
-		char *name = util_escape_display(vnc_desktop_name(w->v));
-		snprintf(text, sizeof text, " %s  %dx%d  %s  F8 menu  Ctrl+] leave", name, fw, fh,
-			 scale_name(w->scale));
-		free(name);
-	}
-	/* cut to the width (the text is ASCII apart from the escaped name, which is printable) */
-	int len = (int)strlen(text);
-	if (len > w->cols)
-		text[w->cols] = '\0';
-	buf_printf(&w->out, "\033[%d;1H\033[0;7m%-*s\033[0m", w->rows, w->cols, text);
-}
-
-static void draw(void *arg)
+/* The server closed, refused the password or could not be reached: leave with an error, as virtctl vnc does. */
+static void viewer_ended(void *arg, const char *why)
 {
 	struct viewer *w = arg;
-	w->draw_timer = NULL;
-	if (w->out.len)
-		return; /* flush_out calls back when the terminal took the last frame */
-	if (w->clear) {
-		buf_add_str(&w->out, "\033[0m\033[2J");
-		w->clear = false;
-		w->status_dirty = true;
-		fbcells_touch_all(w->cells);
-	}
-	if (w->frame_dirty && vnc_is_connected(w->v)) {
-		vnc_render(w->v, w->cells, w->cols, w->rows > 1 ? w->rows - 1 : 1, w->scale, w->pan_x, w->pan_y);
-		fbcells_pan(w->cells, &w->pan_x, &w->pan_y);
-		fbcells_emit(w->cells, &w->out, 0, 0, w->colour, false);
-		w->frame_dirty = false;
-	}
-	if (w->status_dirty) {
-		draw_status(w);
-		w->status_dirty = false;
-	}
-	w->last_draw = loop_now();
-	flush_out(w);
-}
-
-static void schedule_draw(struct viewer *w)
-{
-	if (w->draw_timer || w->out.len || (!w->frame_dirty && !w->status_dirty && !w->clear))
+	if (w->why)
 		return;
-	uint64_t since = loop_now() - w->last_draw;
-	w->draw_timer = loop_timer_add(since >= FRAME_MS ? 0 : FRAME_MS - since, draw, w);
-}
-
-static void viewer_event(struct vnc *v, enum vnc_event ev, void *arg)
-{
-	struct viewer *w = arg;
-	(void)v;
-	if (ev == VNC_CLOSED) {
-		w->rc = EXIT_API;
-		loop_quit(EXIT_API);
-		return;
-	}
-	if (ev == VNC_CONNECTED) {
-		w->status_msg[0] = '\0';
-		w->status_dirty = true;
-		w->clear = true;
-	}
-	if (ev == VNC_FRAME) {
-		int fw, fh;
-		vnc_size(w->v, &fw, &fh);
-		w->frame_dirty = true;
-		if (fw != w->fb_w || fh != w->fb_h) { /* the status line shows the size */
-			w->fb_w = fw;
-			w->fb_h = fh;
-			w->status_dirty = true;
-		}
-	}
-	schedule_draw(w);
-}
-
-/* Presses the modifiers, the key, and releases in reverse. */
-static void send_key(struct viewer *w, uint32_t keysym, unsigned mods)
-{
-	uint32_t seq[5];
-	int n = 0;
-	if (mods & TK_CTRL)
-		seq[n++] = XK_Control_L;
-	if (mods & TK_ALT)
-		seq[n++] = XK_Alt_L;
-	if ((mods & TK_SHIFT) || termkeys_needs_shift(keysym))
-		seq[n++] = XK_Shift_L;
-	seq[n++] = keysym;
-	vnc_key_combo(w->v, seq, n);
-}
-
-static void menu_key(struct viewer *w, const struct termkeys_event *ev)
-{
-	w->menu = false;
-	w->status_dirty = true;
-	if (ev->ch && vnc_menu_send(w->v, ev->ch))
-		return;
-	if (ev->ch == 'q') {
-		loop_quit(EXIT_OK);
-	} else if (ev->ch && fbcells_view_key(ev->ch, w->cols, w->rows, &w->scale, &w->pan_x, &w->pan_y)) {
-		if (ev->ch == 's')
-			w->clear = true;
-		w->frame_dirty = true;
-	}
-}
-
-static void on_key(const struct termkeys_event *ev, void *arg)
-{
-	struct viewer *w = arg;
-	switch (ev->type) {
-	case TK_LEAVE:
-		w->rc = EXIT_OK;
-		loop_quit(EXIT_OK);
-		return;
-	case TK_MENU:
-		w->menu = !w->menu;
-		w->status_dirty = true;
-		break;
-	case TK_KEY:
-		if (w->menu)
-			menu_key(w, ev);
-		else
-			send_key(w, ev->keysym, ev->mods);
-		break;
-	case TK_MOUSE: {
-		if (ev->row >= w->rows - 1 || w->menu)
-			break; /* the status line */
-		int x, y;
-		fbcells_cell_to_fb(w->cells, ev->col, ev->row, 0, &x, &y);
-		if (ev->button >= 3) { /* wheel: a press and a release */
-			if (ev->press) {
-				int bit = 1 << ev->button;
-				vnc_pointer(w->v, x, y, w->mask | bit);
-				vnc_pointer(w->v, x, y, w->mask);
-			}
-			break;
-		}
-		if (ev->button >= 0 && !ev->motion)
-			w->mask = ev->press ? w->mask | 1 << ev->button : w->mask & ~(1 << ev->button);
-		vnc_pointer(w->v, x, y, w->mask);
-		break;
-	}
-	}
-	schedule_draw(w);
-}
-
-static void esc_timeout(void *arg)
-{
-	struct viewer *w = arg;
-	w->esc_timer = NULL;
-	termkeys_flush(w->keys);
-}
-
-static void on_stdin(int fd, short revents, void *arg)
-{
-	struct viewer *w = arg;
-	(void)revents;
-	uint8_t b[4096];
-	ssize_t n = read(fd, b, sizeof b);
-	if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
-		loop_quit(EXIT_OK);
-		return;
-	}
-	if (n < 0)
-		return;
-	loop_timer_cancel(w->esc_timer);
-	w->esc_timer = NULL;
-	termkeys_feed(w->keys, b, (size_t)n);
-	if (termkeys_pending(w->keys))
-		w->esc_timer = loop_timer_add(ESC_WAIT_MS, esc_timeout, w);
-}
-
-static void on_winch(int sig, void *arg)
-{
-	(void)sig;
-	struct viewer *w = arg;
-	term_size(w);
-	w->clear = true;
-	w->frame_dirty = true;
-	schedule_draw(w);
-}
-
-static void on_term(int sig, void *arg)
-{
-	(void)sig;
-	(void)arg;
-	loop_quit(EXIT_OK);
+	w->why = xstrdup(why);
+	w->rc = EXIT_API;
+	loop_quit(EXIT_API);
 }
 
 static int run_viewer(const struct vopts *o)
 {
-	struct viewer w = {.o = o, .scale = o->scale, .rc = EXIT_OK};
-	w.colour = cmd_vnc_detect_colour(o->colors);
-	buf_init(&w.out);
-	char *err = NULL;
-	w.v = open_session(o, viewer_event, &w, &err);
-	if (w.v == NULL) {
-		log_eprintf("kvcon: vnc: %s\n", err);
+	if (!isatty(STDIN_FILENO) || !isatty(STDOUT_FILENO)) {
+		log_eprintf("kvcon: vnc: the display needs a terminal (use --screenshot or --proxy-only)\n");
+		return EXIT_USAGE;
+	}
+	struct viewer w = {.rc = EXIT_OK};
+	char *pw = NULL, *err = NULL;
+	struct view *v = NULL;
+	if (read_password(o, &pw, &err) == 0) {
+		struct vnc_view_opts vo = {.password = pw,
+					   .colors = o->colors,
+					   .own_screen = true,
+					   .scale = o->scale,
+					   .view_only = o->view_only,
+					   .quality = o->quality,
+					   .ended = viewer_ended,
+					   .arg = &w};
+		if (is_direct(o->target))
+			vo.direct = o->target;
+		else
+			vo.stream = open_stream(o, &err);
+		if (vo.direct || vo.stream)
+			v = vnc_view_new(&vo, &err);
+	}
+	if (pw) {
+		memset(pw, 0, strlen(pw));
+		free(pw);
+	}
+	if (v == NULL) {
+		log_eprintf("kvcon: vnc: %s\n", err ? err : "no display");
 		free(err);
 		return EXIT_API;
 	}
-	if (term_enter() < 0) {
-		log_eprintf("kvcon: vnc: the display needs a terminal (use --screenshot or --proxy-only)\n");
-		vnc_free(w.v);
-		return EXIT_USAGE;
-	}
-	log_capture_stderr();
-	term_size(&w);
-	w.cells = fbcells_new();
-	w.keys = termkeys_new(on_key, &w);
-	snprintf(w.status_msg, sizeof w.status_msg, "connecting to %s ...  Ctrl+] leave", o->target);
-	w.status_dirty = true;
-	w.in_h = loop_fd_add(0, POLLIN, on_stdin, &w);
-	loop_signal(SIGWINCH, on_winch, &w);
-	loop_signal(SIGTERM, on_term, &w);
-	loop_signal(SIGHUP, on_term, &w);
-	schedule_draw(&w);
-	int rc = loop_run();
-	char *why = w.rc != EXIT_OK ? xstrdup(vnc_error(w.v)) : NULL;
-	loop_fd_remove(w.in_h);
-	loop_fd_remove(w.out_h);
-	loop_timer_cancel(w.draw_timer);
-	loop_timer_cancel(w.esc_timer);
-	vnc_free(w.v);
-	term_restore();
-	log_release_stderr();
-	if (why) {
-		log_eprintf("kvcon: vnc: %s\n", *why ? why : "the VNC session ended");
-		free(why);
-	}
-	fbcells_free(w.cells);
-	termkeys_free(w.keys);
-	buf_free(&w.out);
+	uint64_t start = util_now_ms();
+	int rc = panemain_run(v);
+	if (rc < 0)
+		return EXIT_USAGE; /* no terminal to take (said on stderr); the pane is freed */
+	log_info("vnc: %lu frames drawn in %.1f s", panemain_frames(), (double)(util_now_ms() - start) / 1000.0);
+	panemain_close();
+	if (w.why)
+		log_eprintf("kvcon: vnc: %s\n", *w.why ? w.why : "the VNC session ended");
+	free(w.why);
 	return w.rc != EXIT_OK ? w.rc : rc;
 }
 
@@ -841,8 +509,7 @@ int cmd_vnc(int argc, char **argv)
 		}
 	}
 	if (o.target == NULL || o.port < 0 || o.port > 65535 || o.quality > 9 || o.timeout_s <= 0 || o.quiet_ms < 0 ||
-	    (o.colors && cmd_vnc_detect_colour(o.colors) == FBC_MONO && strcmp(o.colors, "mono") &&
-	     strcmp(o.colors, "ascii"))) {
+	    (o.colors && !fbcells_colour_parse(o.colors, &(enum fbc_colour){FBC_MONO}))) {
 		fputs(usage_text, stderr);
 		return EXIT_USAGE;
 	}

@@ -216,12 +216,21 @@ static void compute_cells(struct fbcells *f, const struct fbc_src *src, int c0, 
 			compute_cell(f, src, c, r);
 }
 
+/* Marks every cell to be drawn again. */
+static void touch_all(struct fbcells *f)
+{
+	size_t n = (size_t)f->cols * (size_t)f->rows;
+	if (f->dirty)
+		memset(f->dirty, 1, n);
+	f->ndirty = n;
+}
+
 void fbcells_full(struct fbcells *f, const struct fbc_src *src)
 {
 	if (f->cells == NULL)
 		return;
 	if (f->stale)
-		fbcells_touch_all(f);
+		touch_all(f);
 	f->stale = false;
 	compute_cells(f, src, 0, f->cols, 0, f->rows);
 }
@@ -290,14 +299,6 @@ void fbcells_clear_dirty(struct fbcells *f)
 	if (f->dirty)
 		memset(f->dirty, 0, (size_t)f->cols * (size_t)f->rows);
 	f->ndirty = 0;
-}
-
-void fbcells_touch_all(struct fbcells *f)
-{
-	size_t n = (size_t)f->cols * (size_t)f->rows;
-	if (f->dirty)
-		memset(f->dirty, 1, n);
-	f->ndirty = n;
 }
 
 /* ---- colour reduction ---- */
@@ -476,6 +477,22 @@ bool fbcells_cell_to_fb(const struct fbcells *f, int col, int row, int half, int
 	*x = clampi((int)(((int64_t)(2 * tx + 1) * f->fbw) / (2 * (int64_t)f->tw)), 0, f->fbw - 1);
 	*y = clampi((int)(((int64_t)(2 * ty + 1) * f->fbh) / (2 * (int64_t)f->th)), 0, f->fbh - 1);
 	return inside;
+}
+
+bool fbcells_colour_parse(const char *name, enum fbc_colour *mode)
+{
+	static const struct {
+		const char *name;
+		enum fbc_colour mode;
+	} names[] = { { "truecolor", FBC_TRUECOLOUR }, { "truecolour", FBC_TRUECOLOUR }, { "24bit", FBC_TRUECOLOUR },
+		      { "256", FBC_256 },		{ "mono", FBC_MONO },		    { "ascii", FBC_MONO } };
+	for (size_t i = 0; name && i < sizeof names / sizeof names[0]; i++) {
+		if (strcmp(name, names[i].name) == 0) {
+			*mode = names[i].mode;
+			return true;
+		}
+	}
+	return false;
 }
 
 bool fbcells_view_key(int key, int cols, int rows, enum fbc_scale *scale, int *pan_x, int *pan_y)

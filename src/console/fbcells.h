@@ -55,8 +55,6 @@ void fbcells_pan(const struct fbcells *f, int *pan_x, int *pan_y);
 /* Number of cells changed since the last fbcells_emit() or fbcells_clear_dirty(). */
 size_t fbcells_ndirty(const struct fbcells *f);
 void fbcells_clear_dirty(struct fbcells *f);
-/* Marks every cell to be drawn again (the terminal was cleared). */
-void fbcells_touch_all(struct fbcells *f);
 
 /* Appends the escape sequences that draw the changed cells (all cells when all is true) with the grid's top-left
  * corner at terminal position (top, left), 0-based; clears the dirty marks. Ends with SGR 0. Returns the number of
@@ -66,6 +64,10 @@ size_t fbcells_emit(struct fbcells *f, struct buf *out, int top, int left, enum 
 /* Maps a cell (and which half: 0 top, 1 bottom) to the framebuffer pixel at its centre, for pointer events.
  * Returns false when the cell shows no part of the framebuffer (letterbox); *x, *y are then clamped onto it. */
 bool fbcells_cell_to_fb(const struct fbcells *f, int col, int row, int half, int *x, int *y);
+
+/* A colour mode by name, as `kvcon vnc --colors` takes it: truecolor, truecolour, 24bit, 256, mono, ascii.
+ * Returns false for any other name. */
+bool fbcells_colour_parse(const char *name, enum fbc_colour *mode);
 
 /* xterm's 256-colour palette: the nearest of the 6x6x6 cube (16..231) and the grey ramp (232..255). */
 uint8_t fbcells_xterm256(uint32_t rgb);

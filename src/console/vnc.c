@@ -936,8 +936,12 @@ static void queue_input(struct vnc *v, const struct vnc_input *in)
 	if (v->opts.view_only)
 		return;
 	pthread_mutex_lock(&v->mu);
-	/* consecutive pointer motions with the same buttons: only the last position matters */
-	if (!in->key && v->nqueue && !v->queue[v->nqueue - 1].key && v->queue[v->nqueue - 1].buttons == in->buttons) {
+	/* consecutive pointer motions with the same buttons: only the last position matters; a press or release
+	 * (the last entry changed the buttons, or nothing before it says) keeps its own position */
+	size_t n = v->nqueue;
+	bool last_moved = n >= 2 && !v->queue[n - 1].key && !v->queue[n - 2].key &&
+			  v->queue[n - 2].buttons == v->queue[n - 1].buttons;
+	if (!in->key && last_moved && v->queue[n - 1].buttons == in->buttons) {
 		v->queue[v->nqueue - 1] = *in;
 	} else {
 		if (v->nqueue == v->capqueue) {

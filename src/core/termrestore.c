@@ -2,7 +2,6 @@
 #include "core/termrestore.h"
 
 #include <curses.h>
-#include <fcntl.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <string.h>
@@ -16,14 +15,12 @@ static struct {
 	size_t len;
 	struct termios tio;
 	bool have_tio;
-	int fl_fd, fl; /* fcntl flags to set back (fl_fd -1: none) */
 	volatile sig_atomic_t armed;
-} R = { .fl_fd = -1 };
+} R;
 
 void termrestore_begin(const struct termios *tio)
 {
 	R.len = 0;
-	R.fl_fd = -1;
 	R.have_tio = tio != NULL;
 	if (tio)
 		R.tio = *tio;
@@ -51,16 +48,8 @@ const char *termrestore_bytes(size_t *len)
 	return R.seq;
 }
 
-void termrestore_set_flags(int fd, int flags)
-{
-	R.fl_fd = fd;
-	R.fl = flags;
-}
-
 void termrestore_write(int out_fd, int tty_fd)
 {
-	if (R.fl_fd >= 0)
-		fcntl(R.fl_fd, F_SETFL, R.fl);
 	ssize_t w = write(out_fd, R.seq, R.len); /* nothing to do about a failure here */
 	(void)w;
 	if (R.have_tio)
@@ -81,12 +70,6 @@ void termrestore_arm(void)
 	R.armed = 1;
 	log_set_fatal_hook(restore_hook);
 	log_install_crash_handlers();
-}
-
-void termrestore_now(void)
-{
-	restore_hook();
-	log_set_fatal_hook(NULL);
 }
 
 void termrestore_disarm(void)

@@ -9,6 +9,7 @@
 #include "ui/console_view.h"
 #include "ui/screen.h"
 #include "ui/view.h"
+#include "ui/vnc_view.h"
 
 static void layout(int rows, int cols)
 {
@@ -54,7 +55,8 @@ static void on_quit(int sig)
 
 static void on_paste(const char *text, size_t len)
 {
-	console_view_paste(view_pane_active(), text, len);
+	if (!console_view_paste(view_pane_active(), text, len))
+		vnc_view_paste(view_pane_active(), text, len);
 	screen_dirty();
 }
 

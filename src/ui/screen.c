@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "console/paste.h"
+#include "core/buf.h"
 #include "core/log.h"
 #include "core/loop.h"
 #include "core/termrestore.h"
@@ -36,8 +37,19 @@ static struct {
 	bool color;
 	SCREEN *scr;
 	struct paste paste;
+	/* an xterm SGR mouse report being read (ESC [ < b ; x ; y M|m) when ncurses does not decode them */
+	int sgr_state; /* 0 none, 1 ESC, 2 ESC [, 3 ESC [ < (parameters follow) */
+	char sgr[24];
+	size_t sgr_len;
+	/* the raw output hook (screen_raw_hook) */
+	screen_raw_fn raw_fn;
+	void *raw_arg;
+	bool raw_all;
+	struct buf raw_out;
+	int drag_users; /* views that asked for screen_mouse_drags */
 } S = { .hook = -1 };
 
+static const char mouse_on[] = "\033[?1000h\033[?1006h";
 static const char mouse_off[] = "\033[?1000l\033[?1002l\033[?1003l\033[?1006l\033[?1015l";
 
 /* What the crash path writes, collected while it is safe to allocate: mouse reporting and bracketed paste off,
@@ -76,6 +88,127 @@ static int mouse_kind(mmask_t b, int *button)
 	return -1;
 }
 
+/* One key or paste byte from ncurses, after the SGR mouse decoder let it through. */
+static void deliver(wint_t ch, int rc)
+{
+	enum paste_result pr = paste_key(&S.paste, (int)ch, rc == KEY_CODE_YES);
+	if (pr == PASTE_DONE && S.cbs.paste)
+		S.cbs.paste(S.paste.text.data ? S.paste.text.data : "", S.paste.text.len);
+	if (pr != PASTE_NONE)
+		return; /* a paste is never taken as keys */
+	if (rc == KEY_CODE_YES && ch == KEY_MOUSE) {
+		MEVENT me;
+		while (getmouse(&me) == OK) {
+			struct view_mouse m = { .y = me.y, .x = me.x };
+			int kind = mouse_kind(me.bstate, &m.button);
+			log_debug("ui: mouse %d,%d bstate %#lx -> kind %d", me.y, me.x, (unsigned long)me.bstate, kind);
+			if (kind < 0)
+				continue;
+			m.kind = (enum view_mouse_kind)kind;
+			m.shift = (me.bstate & BUTTON_SHIFT) != 0;
+			m.ctrl = (me.bstate & BUTTON_CTRL) != 0;
+			m.alt = (me.bstate & BUTTON_ALT) != 0;
+			if (S.cbs.mouse)
+				S.cbs.mouse(&m);
+		}
+	} else if (rc == KEY_CODE_YES && ch == KEY_RESIZE) {
+		return; /* handled through SIGWINCH */
+	} else if (rc == KEY_CODE_YES) {
+		if (S.cbs.key)
+			S.cbs.key(VKEY((int)ch));
+	} else if (S.cbs.key) {
+		S.cbs.key((int)ch);
+	}
+}
+
+/* Gives back as keys what the SGR decoder held (it was not a mouse report). */
+static void sgr_flush(void)
+{
+	static const char lead[] = "\033[<";
+	int held = S.sgr_state;
+	size_t n = S.sgr_len;
+	S.sgr_state = 0;
+	S.sgr_len = 0;
+	for (int i = 0; i < held; i++)
+		deliver((wint_t)(unsigned char)lead[i], OK);
+	for (size_t i = 0; i < n; i++)
+		deliver((wint_t)(unsigned char)S.sgr[i], OK);
+}
+
+bool screen_sgr_mouse(const char *params, bool release, struct view_mouse *m)
+{
+	int b, x, y;
+	char tail;
+	if (sscanf(params, "%d;%d;%d%c", &b, &x, &y, &tail) != 3 || b < 0 || x < 1 || y < 1)
+		return false;
+	*m = (struct view_mouse){ .y = y - 1, .x = x - 1 };
+	m->shift = (b & 4) != 0;
+	m->alt = (b & 8) != 0;
+	m->ctrl = (b & 16) != 0;
+	int btn = b & 3;
+	if (b & 64) {
+		if (release || btn > 1)
+			return false; /* wheel left/right */
+		m->kind = btn == 0 ? VMOUSE_WHEEL_UP : VMOUSE_WHEEL_DOWN;
+	} else if (b & 32) {
+		m->kind = VMOUSE_MOTION;
+	} else if (btn == 3) {
+		return false;
+	} else {
+		m->kind = release ? VMOUSE_RELEASE : VMOUSE_PRESS;
+		m->button = btn + 1;
+	}
+	return true;
+}
+
+/* A complete report held in S.sgr, ended by M or m. */
+static void sgr_report(bool release)
+{
+	S.sgr[S.sgr_len] = '\0';
+	struct view_mouse m;
+	bool ok = screen_sgr_mouse(S.sgr, release, &m);
+	S.sgr_state = 0;
+	S.sgr_len = 0;
+	if (ok && S.cbs.mouse)
+		S.cbs.mouse(&m);
+}
+
+/* xterm SGR mouse reports (mode 1006, which screen_init asks for whatever terminfo says) arrive as plain
+ * characters when ncurses decodes another format (terminfo's kmous is X10's ESC [ M) or none: read them here.
+ * Returns true when ch was taken. */
+static bool sgr_feed(wint_t ch, int rc)
+{
+	if (S.paste.active)
+		return false;
+	bool plain = rc != KEY_CODE_YES;
+	switch (S.sgr_state) {
+	case 0:
+		if (!plain || ch != 0x1b)
+			return false;
+		S.sgr_state = 1;
+		return true;
+	case 1:
+	case 2:
+		if (plain && ch == (S.sgr_state == 1 ? '[' : '<')) {
+			S.sgr_state++;
+			return true;
+		}
+		break;
+	default:
+		if (plain && (ch == 'M' || ch == 'm')) {
+			sgr_report(ch == 'm');
+			return true;
+		}
+		if (plain && ((ch >= '0' && ch <= '9') || ch == ';') && S.sgr_len + 1 < sizeof S.sgr) {
+			S.sgr[S.sgr_len++] = (char)ch;
+			return true;
+		}
+		break;
+	}
+	sgr_flush();
+	return false;
+}
+
 static void on_input(int fd, short revents, void *arg)
 {
 	(void)fd;
@@ -93,35 +226,12 @@ static void on_input(int fd, short revents, void *arg)
 	int rc;
 	/* drain everything ncurses has buffered: one poll wake-up may carry a whole paste */
 	while (S.active && (rc = get_wch(&ch)) != ERR) {
-		enum paste_result pr = paste_key(&S.paste, (int)ch, rc == KEY_CODE_YES);
-		if (pr == PASTE_DONE && S.cbs.paste)
-			S.cbs.paste(S.paste.text.data ? S.paste.text.data : "", S.paste.text.len);
-		if (pr != PASTE_NONE)
-			continue; /* a paste is never taken as keys */
-		if (rc == KEY_CODE_YES && ch == KEY_MOUSE) {
-			MEVENT me;
-			while (getmouse(&me) == OK) {
-				struct view_mouse m = { .y = me.y, .x = me.x };
-				int kind = mouse_kind(me.bstate, &m.button);
-				log_debug("ui: mouse %d,%d bstate %#lx -> kind %d", me.y, me.x, (unsigned long)me.bstate, kind);
-				if (kind < 0)
-					continue;
-				m.kind = (enum view_mouse_kind)kind;
-				m.shift = (me.bstate & BUTTON_SHIFT) != 0;
-				m.ctrl = (me.bstate & BUTTON_CTRL) != 0;
-				m.alt = (me.bstate & BUTTON_ALT) != 0;
-				if (S.cbs.mouse)
-					S.cbs.mouse(&m);
-			}
-		} else if (rc == KEY_CODE_YES && ch == KEY_RESIZE) {
-			continue; /* handled through SIGWINCH */
-		} else if (rc == KEY_CODE_YES) {
-			if (S.cbs.key)
-				S.cbs.key(VKEY((int)ch));
-		} else if (S.cbs.key) {
-			S.cbs.key((int)ch);
-		}
+		if (!sgr_feed(ch, rc))
+			deliver(ch, rc);
 	}
+	/* ncurses gave ESC (or ESC [) and nothing after it: the Escape key, or Alt+[; a report never stops there */
+	if (S.sgr_state == 1 || S.sgr_state == 2)
+		sgr_flush();
 }
 
 static void on_winch(int sig, void *arg)
@@ -154,6 +264,64 @@ static void on_cont(int sig, void *arg)
 	screen_dirty_full();
 }
 
+/* After curses has written its frame: the hook's own bytes, then the attributes curses believes (normal:
+ * doupdate ends in them) and the cursor back where curses put it (curses moves relative to the cursor). While a
+ * hook is set, stdscr is not leaveok: doupdate ends with the cursor at curscr's, not wherever the last cell
+ * written left it (which curses alone would know). */
+static void raw_output(bool full)
+{
+	buf_reset(&S.raw_out);
+	S.raw_fn(S.raw_arg, &S.raw_out, full || S.raw_all);
+	S.raw_all = false;
+	if (S.raw_out.len == 0)
+		return;
+	int y, x;
+	getyx(curscr, y, x);
+	buf_printf(&S.raw_out, "\033[0m\033[%d;%dH", y + 1, x + 1);
+	const char *p = S.raw_out.data;
+	size_t left = S.raw_out.len;
+	while (left > 0) {
+		ssize_t n = write(STDOUT_FILENO, p, left);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && errno == EAGAIN) {
+			struct pollfd pfd = { .fd = STDOUT_FILENO, .events = POLLOUT };
+			poll(&pfd, 1, 100);
+			continue;
+		}
+		if (n <= 0)
+			break; /* the terminal went away: the input side says so */
+		p += n;
+		left -= (size_t)n;
+	}
+}
+
+void screen_mouse_drags(bool on)
+{
+	if (!S.active)
+		return;
+	/* counted: several VNC panes may want drags */
+	S.drag_users += on ? 1 : -1;
+	if (S.drag_users != (on ? 1 : 0))
+		return;
+	/* the tracking modes exclude each other: leaving 1002 turns reporting off, 1000 turns it back on */
+	fputs(on ? "\033[?1002h" : "\033[?1002l\033[?1000h", stdout);
+	fflush(stdout);
+}
+
+void screen_raw_hook(screen_raw_fn fn, void *arg)
+{
+	if (fn != S.raw_fn || arg != S.raw_arg)
+		S.raw_all = true;
+	S.raw_fn = fn;
+	S.raw_arg = arg;
+	if (S.active) {
+		leaveok(stdscr, fn == NULL);
+		/* an update cut short by pending input would finish later over the hook's cells */
+		typeahead(fn ? -1 : STDIN_FILENO);
+	}
+}
+
 static void frame(void)
 {
 	S.dirty = false;
@@ -164,6 +332,8 @@ static void frame(void)
 	if (S.cbs.draw)
 		S.cbs.draw(full);
 	doupdate();
+	if (S.raw_fn)
+		raw_output(full);
 	S.frames++;
 	S.next_frame = util_now_ms() + 1000 / SCREEN_FPS;
 }
@@ -253,6 +423,13 @@ int screen_init(const struct screen_cbs *cbs, const char *theme, char **theme_er
 	leaveok(stdscr, TRUE);
 	mouseinterval(0); /* press/release reported as they come; clicks are synthesised by the views */
 	mousemask(ALL_MOUSE_EVENTS, NULL);
+	/* xterm's SGR reports (no 223-column limit), whatever terminfo says: where ncurses would decode SGR itself
+	 * (kmous ESC [ <) it leaves them to on_input, which decodes drags too (screen_mouse_drags) */
+	const char *kmous = tigetstr("kmous");
+	if (kmous && kmous != (char *)-1 && strcmp(kmous, "\033[<") == 0)
+		keyok(KEY_MOUSE, FALSE);
+	fputs(mouse_on, stdout);
+	fflush(stdout);
 	paste_terminal_on();
 	S.color = false;
 	const char *nc = getenv("NO_COLOR");
@@ -304,6 +481,12 @@ void screen_fini(void)
 	termrestore_disarm();
 	delscreen(S.scr);
 	S.scr = NULL;
+	S.raw_fn = NULL;
+	S.raw_arg = NULL;
+	S.drag_users = 0;
+	S.sgr_state = 0;
+	S.sgr_len = 0;
+	buf_free(&S.raw_out);
 	log_release_stderr();
 	paste_free(&S.paste);
 }

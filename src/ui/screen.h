@@ -34,6 +34,19 @@ void screen_dirty_full(void);
 /* Draws a frame now, from wherever the loop thread is (the first rows must not wait for the rest of a busy loop
  * pass); the pacing of later frames continues from it. */
 void screen_frame_now(void);
+/* Output curses cannot make (true colour where terminfo has none): after each frame's update, fn appends escape
+ * sequences to out for cells its view keeps blank on stdscr (curses then never writes there); all: the terminal was
+ * repainted (or the hook is new), draw every cell, else only what changed. One hook at a time, for a view that stays
+ * visible (the zoomed pane of panemain); NULL removes it. screen_fini removes it too. */
+struct buf;
+typedef void (*screen_raw_fn)(void *arg, struct buf *out, bool all);
+void screen_raw_hook(screen_raw_fn fn, void *arg);
+/* An xterm SGR mouse report's parameters ("b;x;y", 1-based cells) and its final byte (m: release) as a view event
+ * in screen coordinates; false for what the views take no event for (wheel left/right, a release of no button). */
+bool screen_sgr_mouse(const char *params, bool release, struct view_mouse *m);
+/* Mouse motion with a button held (xterm's button-event tracking, 1002) reported as VMOUSE_MOTION: on for a view
+ * that follows drags (the VNC pane), off again (press and release only, 1000) when the last such view goes. */
+void screen_mouse_drags(bool on);
 /* Frames drawn since screen_init. */
 unsigned long screen_frames(void);
 

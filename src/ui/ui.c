@@ -32,6 +32,7 @@
 #include "ui/table.h"
 #include "ui/theme.h"
 #include "ui/view.h"
+#include "ui/vnc_view.h"
 
 enum prompt_mode { PROMPT_NONE, PROMPT_TEXT, PROMPT_CONFIRM };
 
@@ -408,7 +409,7 @@ static void on_key(int key)
 	screen_dirty();
 }
 
-/* A bracketed paste: into the focused console (to the guest), typed into an open text prompt (printable
+/* A bracketed paste: into the focused console (to the guest) or VNC display (typed on its keyboard), typed into an open text prompt (printable
  * characters only: a line end would submit it), otherwise dropped; never taken as key commands. */
 static void on_paste(const char *text, size_t len)
 {
@@ -428,7 +429,8 @@ static void on_paste(const char *text, size_t len)
 			i += n;
 		}
 	} else if (U.prompt == PROMPT_NONE) {
-		console_view_paste(view_focused(), text, len);
+		if (!console_view_paste(view_focused(), text, len))
+			vnc_view_paste(view_focused(), text, len);
 	}
 	screen_dirty();
 }

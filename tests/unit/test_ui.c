@@ -27,6 +27,7 @@
 #include "ui/ui.h"
 #include "ui/cmdline.h"
 #include "ui/pager.h"
+#include "ui/screen.h"
 #include "ui/view.h"
 #include "ui/vmview.h"
 #include "ui/yamlview.h"
@@ -960,6 +961,26 @@ static void test_man_and_help(void)
 	free(man);
 }
 
+/* xterm SGR mouse reports as screen.c decodes them (what the VNC pane turns into pointer events) */
+static void test_sgr_mouse(void)
+{
+	struct view_mouse m;
+	T_CHECK(screen_sgr_mouse("0;41;12", false, &m) && m.kind == VMOUSE_PRESS && m.button == 1 && m.x == 40 &&
+		m.y == 11 && !m.shift && !m.alt && !m.ctrl);
+	T_CHECK(screen_sgr_mouse("2;1;1", true, &m) && m.kind == VMOUSE_RELEASE && m.button == 3 && m.x == 0 && m.y == 0);
+	T_CHECK(screen_sgr_mouse("32;70;23", false, &m) && m.kind == VMOUSE_MOTION && m.x == 69 && m.y == 22);
+	T_CHECK(screen_sgr_mouse("64;5;5", false, &m) && m.kind == VMOUSE_WHEEL_UP);
+	T_CHECK(screen_sgr_mouse("65;5;5", false, &m) && m.kind == VMOUSE_WHEEL_DOWN);
+	T_CHECK(screen_sgr_mouse("20;300;200", false, &m) && m.kind == VMOUSE_PRESS && m.shift && m.ctrl && !m.alt &&
+		m.x == 299 && m.y == 199);
+	T_CHECK(!screen_sgr_mouse("66;5;5", false, &m));   /* wheel left */
+	T_CHECK(!screen_sgr_mouse("3;5;5", false, &m));    /* no button */
+	T_CHECK(!screen_sgr_mouse("0;0;5", false, &m));    /* columns count from 1 */
+	T_CHECK(!screen_sgr_mouse("0;5", false, &m));
+	T_CHECK(!screen_sgr_mouse("0;5;5;7", false, &m));
+	T_CHECK(!screen_sgr_mouse("", false, &m));
+}
+
 int main(int argc, char **argv)
 {
 	if (argc >= 2 && strcmp(argv[1], "--man") == 0) {
@@ -989,5 +1010,6 @@ int main(int argc, char **argv)
 	test_header_counts();
 	test_ns_list();
 	test_panes();
+	test_sgr_mouse();
 	return T_DONE();
 }
