@@ -5,7 +5,9 @@
  * listener that turns store changes into resource versions and watch events. */
 #include "cmd/apisrv.h"
 
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <json-c/json.h>
 #include <microhttpd.h>
 #include <openssl/evp.h>
@@ -26,6 +28,7 @@
 #include "cmd/session.h"
 #include "core/buf.h"
 #include "core/hmap.h"
+#include "core/intern.h"
 #include "core/log.h"
 #include "core/loop.h"
 #include "core/opts.h"
@@ -127,8 +130,10 @@ struct reqctx {
 
 #define VMIM_NPHASE 8
 
-/* A VirtualMachineInstanceMigration: kept by the service (not persisted); its phase follows the engine's
- * migration (the VMI's migrationState with the same migrationUid) and the action's outcome. */
+/* A VirtualMachineInstanceMigration: kept by the service in a file of its own (engine-data/vmims/NS_NAME.json,
+ * fsync'd, stored before the engine is asked to migrate); its phase follows the engine's migration (the VMI's
+ * migrationState with the same migrationUid, which the object chooses and hands to the engine) and the action's
+ * outcome. */
 struct vmim {
 	unsigned id;
 	char *ns, *name, *vmi, *target; /* target: spec.addedNodeSelector's kubernetes.io/hostname, or NULL */
@@ -144,6 +149,7 @@ struct vmim {
 	int ntrans;
 	uint64_t rv;
 	char *body, *text; /* JSON without / with resourceVersion */
+	bool loaded;       /* read from its file: an earlier service accepted it */
 	struct vmim *next;
 };
 
@@ -1404,10 +1410,13 @@ static enum MHD_Result watch(struct MHD_Connection *c, enum res r, const char *n
 	return rc;
 }
 
+static void vmims_settle_loaded(void);
+
 static void on_tick(void *arg)
 {
 	(void)arg;
 	S.tick = loop_timer_add(1000, on_tick, NULL);
+	vmims_settle_loaded();
 	uint64_t now = util_now_ms();
 	for (struct watcher *w = S.watchers; w; w = w->next)
 		if ((w->bookmarks && now >= w->next_bookmark_ms) || (w->deadline_ms && now >= w->deadline_ms))
@@ -1702,6 +1711,9 @@ static enum MHD_Result subresource(struct MHD_Connection *c, struct reqctx *rq, 
 /* ---- VirtualMachineInstanceMigration ---- */
 
 static bool valid_name(const char *s);
+static bool vmim_final(const struct vmim *m);
+static const struct migration_state *vmim_state(const struct vmim *m);
+static void vmim_refresh(struct vmim *m, const char *type);
 
 static void vmim_free(struct vmim *m)
 {
@@ -1846,7 +1858,159 @@ static json_object *vmim_json(const struct vmim *m)
 	return j;
 }
 
-/* Rebuilds m's text; a change bumps the resourceVersion and becomes a watch event. */
+/* ---- the objects on disk, beside the engine's records ---- */
+
+static char *vmim_dir(void)
+{
+	char *d = util_state_dir(), *p = util_path_join(d, "engine-data/vmims");
+	free(d);
+	return p;
+}
+
+static char *vmim_path(const struct vmim *m)
+{
+	char *d = vmim_dir(), *p = xasprintf("%s/%s_%s.json", d, m->ns, m->name);
+	free(d);
+	return p;
+}
+
+/* Writes m's file (temporary file, fsync, rename, directory fsync). 0, or -1 with *err (caller frees). */
+static int vmim_store(const struct vmim *m, const char *body, char **err)
+{
+	json_object *f = json_object_new_object();
+	json_object_object_add(f, "object", json_tokener_parse(body));
+	json_object_object_add(f, "migrationUid", jstr(m->mig_uid));
+	json_object_object_add(f, "created", json_object_new_int64(m->created));
+	json_object_object_add(f, "done", json_object_new_int(m->done));
+	if (m->reason)
+		json_object_object_add(f, "reason", jstr(m->reason));
+	json_object *tr = json_object_new_array();
+	for (int i = 0; i < m->ntrans; i++) {
+		json_object *t = json_object_new_object();
+		json_object_object_add(t, "phase", jstr(m->tphase[i]));
+		json_object_object_add(t, "time", json_object_new_int64(m->tstamp[i]));
+		json_object_array_add(tr, t);
+	}
+	json_object_object_add(f, "transitions", tr);
+	char *text = jtext(f), *path = vmim_path(m);
+	json_object_put(f);
+	int rc = util_write_file_atomic(path, text, strlen(text), 0600);
+	if (rc < 0 && errno == ENOENT) {
+		char *d = vmim_dir();
+		util_mkdir_p(d, 0700);
+		free(d);
+		rc = util_write_file_atomic(path, text, strlen(text), 0600);
+	}
+	if (rc < 0)
+		*err = xasprintf("cannot store %s: %s", path, strerror(errno));
+	free(text);
+	free(path);
+	return rc;
+}
+
+static void vmim_unlink(const struct vmim *m)
+{
+	char *path = vmim_path(m);
+	if (unlink(path) < 0 && errno != ENOENT)
+		log_warn("engine serve: cannot remove %s: %s", path, strerror(errno));
+	char *d = vmim_dir();
+	int fd = open(d, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd >= 0) {
+		fsync(fd);
+		close(fd);
+	}
+	free(d);
+	free(path);
+}
+
+static bool valid_name(const char *s);
+
+/* The objects an earlier service kept (at start; their phases follow the engine's records once read). */
+static void vmims_load(void)
+{
+	char *d = vmim_dir();
+	DIR *dir = opendir(d);
+	struct dirent *de;
+	while (dir && (de = readdir(dir))) {
+		size_t n = strlen(de->d_name);
+		if (de->d_name[0] == '.' || n < 6 || strcmp(de->d_name + n - 5, ".json") != 0)
+			continue;
+		char *path = util_path_join(d, de->d_name), *text = util_read_file(path, NULL);
+		json_object *f = text ? json_tokener_parse(text) : NULL, *o = jget(f, "object");
+		json_object *md = jget(o, "metadata"), *spec = jget(o, "spec");
+		const char *ns = jgets(md, "namespace"), *name = jgets(md, "name"), *vmi = jgets(spec, "vmiName");
+		const char *uid = jgets(md, "uid"), *mu = jgets(f, "migrationUid");
+		if (ns == NULL || name == NULL || vmi == NULL || uid == NULL || !valid_name(name) || !valid_name(ns) ||
+		    vmim_find(ns, name)) {
+			log_warn("engine serve: %s: not a VirtualMachineInstanceMigration kvcon stored; ignored", path);
+		} else {
+			struct vmim *m = xcalloc(1, sizeof *m);
+			m->id = ++S.vmim_ids;
+			m->loaded = true;
+			m->ns = xstrdup(ns);
+			m->name = xstrdup(name);
+			m->vmi = xstrdup(vmi);
+			m->target = xstrdup0(jgets(jget(spec, "addedNodeSelector"), "kubernetes.io/hostname"));
+			snprintf(m->uid, sizeof m->uid, "%s", uid);
+			snprintf(m->mig_uid, UID_LEN, "%s", mu ? mu : "");
+			m->created = json_object_get_int64(jget(f, "created"));
+			m->done = json_object_get_int(jget(f, "done"));
+			m->reason = xstrdup0(jgets(f, "reason"));
+			json_object *x = jget(md, "labels");
+			if (x && json_object_is_type(x, json_type_object)) {
+				m->labels = json_tokener_parse(json_object_to_json_string(x));
+				json_object_object_del(m->labels, "kubevirt.io/vmi-name");
+			}
+			x = jget(md, "annotations");
+			if (x && json_object_is_type(x, json_type_object))
+				m->annotations = json_tokener_parse(json_object_to_json_string(x));
+			json_object *tr = jget(f, "transitions");
+			for (size_t i = 0; tr && json_object_is_type(tr, json_type_array) && i < json_object_array_length(tr) &&
+					   m->ntrans < VMIM_NPHASE; i++) {
+				const char *ph = jgets(json_object_array_get_idx(tr, i), "phase");
+				if (ph == NULL)
+					continue;
+				m->tphase[m->ntrans] = intern(ph);
+				m->tstamp[m->ntrans++] = json_object_get_int64(jget(json_object_array_get_idx(tr, i), "time"));
+			}
+			const char *ph = jgets(jget(o, "status"), "phase");
+			m->phase = ph ? intern(ph) : intern("Pending");
+			m->next = S.vmims;
+			S.vmims = m;
+		}
+		if (f)
+			json_object_put(f);
+		free(text);
+		free(path);
+	}
+	if (dir)
+		closedir(dir);
+	free(d);
+}
+
+/* A loaded migration the engine never heard of (the service was killed between storing the object and asking the
+ * engine), or whose VM is gone: Failed, once every host has been read. */
+static void vmims_settle_loaded(void)
+{
+	bool ready = true;
+	for (int s = 0; s < S.nsrcs; s++)
+		ready &= engine_ready(S.srcs[s]);
+	if (!ready)
+		return;
+	for (struct vmim *m = S.vmims; m; m = m->next) {
+		if (!m->loaded)
+			continue;
+		m->loaded = false;
+		if (vmim_final(m) || m->done || vmim_state(m))
+			continue;
+		free(m->reason);
+		m->reason = xstrdup("interrupted: the engine service stopped before the migration started");
+		m->done = -1;
+		vmim_refresh(m, NULL);
+	}
+}
+
+/* Rebuilds m's text; a change bumps the resourceVersion and becomes a watch event (and is stored). */
 static void vmim_refresh(struct vmim *m, const char *type)
 {
 	vmim_set_phase(m, vmim_phase_now(m));
@@ -1856,6 +2020,11 @@ static void vmim_refresh(struct vmim *m, const char *type)
 		free(body);
 		json_object_put(j);
 		return;
+	}
+	char *err = NULL;
+	if (m->body && vmim_store(m, body, &err) < 0) { /* progress: the next change writes again */
+		log_warn("engine serve: %s", err);
+		free(err);
 	}
 	free(m->body);
 	m->body = body;
@@ -1942,23 +2111,38 @@ static enum MHD_Result create_vmim(struct MHD_Connection *c, struct reqctx *rq, 
 			vmim_free(m);
 			rc = send_json(c, 201, j);
 		} else {
+			/* the object, with the migrationUid the engine will use, on disk before the engine acts: a
+			 * service killed from here on finds it, and the engine's record says how the migration went */
+			util_uuid_v4(m->mig_uid);
+			vmim_set_phase(m, "Scheduling");
+			json_object *j = vmim_json(m);
+			char *body = jtext(j), *err = NULL;
+			json_object_put(j);
+			if (vmim_store(m, body, &err) < 0) {
+				rc = send_status(c, 500, "InternalError", R_VMIM, name, "%s", err);
+				free(err);
+				free(body);
+				vmim_free(m);
+				free(gname);
+				json_object_put(o);
+				return rc;
+			}
+			free(body);
 			m->next = S.vmims;
 			S.vmims = m;
-			vmim_set_phase(m, "Scheduling");
 			struct action_req req = { .act = ACT_MIGRATE, .ns = ns, .name = vmi, .grace_period = -1,
-						  .target = target };
-			char *err = NULL;
+						  .target = target, .uid = m->mig_uid };
 			if (src->ops->action(src, &req, vmim_done, (void *)(uintptr_t)m->id, &err) < 0) {
 				m->reason = err ? err : xstrdup("refused");
 				vmim_set_phase(m, "Failed");
 			} else {
-				const struct vmi *v = vmi_of(ns, vmi);
-				const struct migration_state *ms = v ? vmi_mig(v) : NULL;
-				if (ms && ms->present && !ms->completed && !ms->failed)
-					snprintf(m->mig_uid, UID_LEN, "%s", ms->migration_uid);
 				vmim_set_phase(m, "Scheduled");
 			}
 			vmim_refresh(m, "ADDED");
+			if (vmim_store(m, m->body, &err) < 0) {
+				log_warn("engine serve: %s", err);
+				free(err);
+			}
 			rc = send_text(c, 201, xstrdup(m->text), "application/json");
 		}
 	}
@@ -1976,6 +2160,7 @@ static enum MHD_Result delete_vmim(struct MHD_Connection *c, struct reqctx *rq, 
 	if (dry_run(c, rq))
 		return send_text(c, 200, xstrdup(m->text), "application/json");
 	vmim_refresh(m, NULL);
+	vmim_unlink(m);
 	if (!vmim_final(m)) {
 		struct source *src = source_of(ns, m->vmi);
 		struct action_req req = { .act = ACT_MIGRATE_ABORT, .ns = ns, .name = m->vmi, .grace_period = -1 };
@@ -2921,6 +3106,8 @@ int engine_serve_cmd(int argc, char **argv)
 	S.ring_size = h && atol(h) >= 4 && atol(h) <= 1000000 ? (size_t)atol(h) : RING_DEFAULT;
 	S.ring = xcalloc(S.ring_size, sizeof *S.ring);
 	nsx_load();
+	vmims_load();
+	vmims_update();
 	int lid = store_listen(S.st, on_store, NULL);
 	if (port < 0) { /* engine.api-port in the config file, or $KVCON_ENGINE_API_PORT */
 		char *ps = engine_setting("KVCON_ENGINE_API_PORT", "engine.api-port");
