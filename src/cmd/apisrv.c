@@ -1685,6 +1685,8 @@ static enum MHD_Result act(struct MHD_Connection *c, struct reqctx *rq, enum res
 	return send_text(c, ok_code, xstrdup(""), "text/plain");
 }
 
+static enum MHD_Result migrate_sub(struct MHD_Connection *c, struct reqctx *rq, const char *ns, const char *name);
+
 static enum MHD_Result subresource(struct MHD_Connection *c, struct reqctx *rq, enum res r, const char *ns,
 				   const char *name, const char *sub)
 {
@@ -1696,7 +1698,7 @@ static enum MHD_Result subresource(struct MHD_Connection *c, struct reqctx *rq, 
 		if (strcmp(sub, "restart") == 0)
 			return act(c, rq, r, ACT_RESTART, ns, name, grace_of(c, rq, "gracePeriodSeconds"), NULL, 202, false);
 		if (strcmp(sub, "migrate") == 0)
-			return act(c, rq, r, ACT_MIGRATE, ns, name, -1, NULL, 202, false);
+			return migrate_sub(c, rq, ns, name);
 	} else if (r == R_VMI) {
 		if (strcmp(sub, "pause") == 0)
 			return act(c, rq, r, ACT_PAUSE, ns, name, -1, NULL, 200, false);
@@ -2058,6 +2060,42 @@ static void vmim_done(void *arg, int status, const char *message)
 		}
 }
 
+/* Keeps m and starts its migration: the object, with the migrationUid the engine will use, is on disk before the
+ * engine acts (a service killed from here on finds it, and the engine's record says how the migration went). -1
+ * with *err when it cannot be stored (m freed, nothing done); else 0, m listed (Failed when the engine refused). */
+static int vmim_begin(struct vmim *m, struct source *src, char **err)
+{
+	util_uuid_v4(m->mig_uid);
+	vmim_set_phase(m, "Scheduling");
+	json_object *j = vmim_json(m);
+	char *body = jtext(j);
+	json_object_put(j);
+	if (vmim_store(m, body, err) < 0) {
+		free(body);
+		vmim_free(m);
+		return -1;
+	}
+	free(body);
+	m->next = S.vmims;
+	S.vmims = m;
+	struct action_req req = { .act = ACT_MIGRATE, .ns = m->ns, .name = m->vmi, .grace_period = -1,
+				  .target = m->target, .uid = m->mig_uid };
+	char *why = NULL;
+	if (src->ops->action(src, &req, vmim_done, (void *)(uintptr_t)m->id, &why) < 0) {
+		m->reason = why ? why : xstrdup("refused");
+		vmim_set_phase(m, "Failed");
+	} else {
+		vmim_set_phase(m, "Scheduled");
+	}
+	vmim_refresh(m, "ADDED");
+	char *serr = NULL;
+	if (vmim_store(m, m->body, &serr) < 0) {
+		log_warn("engine serve: %s", serr);
+		free(serr);
+	}
+	return 0;
+}
+
 static enum MHD_Result create_vmim(struct MHD_Connection *c, struct reqctx *rq, const char *ns)
 {
 	enum MHD_Result rc;
@@ -2106,49 +2144,75 @@ static enum MHD_Result create_vmim(struct MHD_Connection *c, struct reqctx *rq, 
 		if (x && json_object_is_type(x, json_type_object))
 			m->annotations = json_tokener_parse(json_object_to_json_string(x));
 		vmim_set_phase(m, "Pending");
+		char *err = NULL;
 		if (dry_run(c, rq)) { /* nothing is kept or done */
 			json_object *j = vmim_json(m);
 			vmim_free(m);
 			rc = send_json(c, 201, j);
+		} else if (vmim_begin(m, src, &err) < 0) {
+			rc = send_status(c, 500, "InternalError", R_VMIM, name, "%s", err);
+			free(err);
 		} else {
-			/* the object, with the migrationUid the engine will use, on disk before the engine acts: a
-			 * service killed from here on finds it, and the engine's record says how the migration went */
-			util_uuid_v4(m->mig_uid);
-			vmim_set_phase(m, "Scheduling");
-			json_object *j = vmim_json(m);
-			char *body = jtext(j), *err = NULL;
-			json_object_put(j);
-			if (vmim_store(m, body, &err) < 0) {
-				rc = send_status(c, 500, "InternalError", R_VMIM, name, "%s", err);
-				free(err);
-				free(body);
-				vmim_free(m);
-				free(gname);
-				json_object_put(o);
-				return rc;
-			}
-			free(body);
-			m->next = S.vmims;
-			S.vmims = m;
-			struct action_req req = { .act = ACT_MIGRATE, .ns = ns, .name = vmi, .grace_period = -1,
-						  .target = target, .uid = m->mig_uid };
-			if (src->ops->action(src, &req, vmim_done, (void *)(uintptr_t)m->id, &err) < 0) {
-				m->reason = err ? err : xstrdup("refused");
-				vmim_set_phase(m, "Failed");
-			} else {
-				vmim_set_phase(m, "Scheduled");
-			}
-			vmim_refresh(m, "ADDED");
-			if (vmim_store(m, m->body, &err) < 0) {
-				log_warn("engine serve: %s", err);
-				free(err);
-			}
 			rc = send_text(c, 201, xstrdup(m->text), "application/json");
 		}
 	}
 	free(gname);
 	json_object_put(o);
 	return rc;
+}
+
+/* The migrate subresource (virtctl migrate, kvcon's kube provider): as KubeVirt's virt-api, a
+ * VirtualMachineInstanceMigration named kubevirt-migrate-vm-XXXXX (MigrateOptions.addedNodeSelector its target);
+ * the engine's refusal is also the answer (409), the object stays Failed. */
+static enum MHD_Result migrate_sub(struct MHD_Connection *c, struct reqctx *rq, const char *ns, const char *name)
+{
+	struct source *src = source_of(ns, name);
+	if (src == NULL)
+		return not_found(c, R_VM, name);
+	char *target = NULL;
+	if (rq->body.len && !rq->too_big) {
+		buf_add_char(&rq->body, 0);
+		json_object *o = json_tokener_parse(rq->body.data);
+		rq->body.len--;
+		target = xstrdup0(jgets(jget(o, "addedNodeSelector"), "kubernetes.io/hostname"));
+		if (o)
+			json_object_put(o);
+	}
+	bool tfound = target == NULL;
+	for (int s = 0; s < S.nsrcs && !tfound; s++)
+		tfound = util_str_eq(S.srcs[s]->name, target);
+	if (!tfound) {
+		free(target);
+		return send_status(c, 422, "Invalid", R_VM, name, "addedNodeSelector: kubernetes.io/hostname is not one of the nodes");
+	}
+	if (vmi_of(ns, name) == NULL) {
+		free(target);
+		return send_status(c, 409, "Conflict", R_VM, name, "VM is not running");
+	}
+	if (dry_run(c, rq)) {
+		free(target);
+		return send_text(c, 202, xstrdup(""), "text/plain");
+	}
+	struct vmim *m = xcalloc(1, sizeof *m);
+	m->id = ++S.vmim_ids;
+	m->ns = xstrdup(ns);
+	char u[37];
+	util_uuid_v4(u);
+	m->name = xasprintf("kubevirt-migrate-vm-%.5s", u);
+	m->vmi = xstrdup(name);
+	m->target = target;
+	util_uuid_v4(m->uid);
+	m->created = util_wall_s();
+	vmim_set_phase(m, "Pending");
+	char *err = NULL;
+	if (vmim_begin(m, src, &err) < 0) {
+		enum MHD_Result rc = send_status(c, 500, "InternalError", R_VM, name, "%s", err);
+		free(err);
+		return rc;
+	}
+	if (util_str_eq(m->phase, "Failed"))
+		return send_status(c, 409, "Conflict", R_VM, name, "%s", m->reason ? m->reason : "refused");
+	return send_text(c, 202, xstrdup(""), "text/plain");
 }
 
 /* Deleting a migration that is still running aborts it, as KubeVirt's controller does. */
