@@ -2015,6 +2015,7 @@ static void vmims_settle_loaded(void)
 /* Rebuilds m's text; a change bumps the resourceVersion and becomes a watch event (and is stored). */
 static void vmim_refresh(struct vmim *m, const char *type)
 {
+	const char *was = m->phase;
 	vmim_set_phase(m, vmim_phase_now(m));
 	json_object *j = vmim_json(m);
 	char *body = jtext(j);
@@ -2024,7 +2025,8 @@ static void vmim_refresh(struct vmim *m, const char *type)
 		return;
 	}
 	char *err = NULL;
-	if (m->body && vmim_store(m, body, &err) < 0) { /* progress: the next change writes again */
+	/* a new phase is stored (the figures of a running migration are not: they come from the engine's record) */
+	if (m->body && was != m->phase && vmim_store(m, body, &err) < 0) {
 		log_warn("engine serve: %s", err);
 		free(err);
 	}

@@ -1274,15 +1274,27 @@ void migrate_resume_all(void)
 {
 	int n;
 	struct ehost **all = ehost_all(&n);
+	bool all_ready = true;
 	for (int i = 0; i < n; i++)
-		if (!ehost_ready(all[i]))
-			return; /* the target is known by its name once its host answered */
+		all_ready &= ehost_ready(all[i]);
 	for (int i = 0; i < n; i++) {
+		if (!ehost_ready(all[i]))
+			continue;
 		int nv = 0;
 		struct evm **vs = ehost_vms(all[i], &nv);
-		for (int k = 0; k < nv; k++)
-			if (vs[k]->cur && unsettled(vs[k]->cur->mig) && vs[k]->cur->mig->job == NULL)
-				resume_one(vs[k], all, n);
+		for (int k = 0; k < nv; k++) {
+			struct evm *v = vs[k];
+			if (v->cur == NULL || !unsettled(v->cur->mig) || v->cur->mig->job)
+				continue;
+			/* both hosts answer; a target named by no host is settled once every host answered (a host
+			 * is known by its name only then): until then the VM waits, never started twice */
+			bool target_ready = false;
+			for (int h = 0; h < n; h++)
+				target_ready |= all[h] != all[i] && ehost_ready(all[h]) &&
+						util_str_eq(ehost_source(all[h])->name, v->cur->mig->target_node);
+			if (target_ready || all_ready)
+				resume_one(v, all, n);
+		}
 		free(vs);
 	}
 }
