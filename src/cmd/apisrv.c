@@ -5,7 +5,9 @@
  * listener that turns store changes into resource versions and watch events. */
 #include "cmd/apisrv.h"
 
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <json-c/json.h>
 #include <microhttpd.h>
 #include <openssl/evp.h>
@@ -27,6 +29,7 @@
 #include "cmd/session.h"
 #include "core/buf.h"
 #include "core/hmap.h"
+#include "core/intern.h"
 #include "core/log.h"
 #include "core/loop.h"
 #include "core/opts.h"
@@ -135,8 +138,10 @@ struct reqctx {
 #define VMIM_NPHASE 8
 #define KV_NCOND 5 /* the KubeVirt CR's conditions (kv_json) */
 
-/* A VirtualMachineInstanceMigration: kept by the service (not persisted); its phase follows the engine's
- * migration (the VMI's migrationState with the same migrationUid) and the action's outcome. */
+/* A VirtualMachineInstanceMigration: kept by the service in a file of its own (engine-data/vmims/NS_NAME.json,
+ * fsync'd, stored before the engine is asked to migrate); its phase follows the engine's migration (the VMI's
+ * migrationState with the same migrationUid, which the object chooses and hands to the engine) and the action's
+ * outcome. */
 struct vmim {
 	unsigned id;
 	char *ns, *name, *vmi, *target; /* target: spec.addedNodeSelector's kubernetes.io/hostname, or NULL */
@@ -152,6 +157,7 @@ struct vmim {
 	int ntrans;
 	uint64_t rv;
 	char *body, *text; /* JSON without / with resourceVersion */
+	bool loaded;       /* read from its file: an earlier service accepted it */
 	struct vmim *next;
 };
 
@@ -1467,11 +1473,14 @@ static enum MHD_Result watch(struct MHD_Connection *c, enum res r, const char *n
 	return rc;
 }
 
+static void vmims_settle_loaded(void);
+
 static void on_tick(void *arg)
 {
 	(void)arg;
 	S.tick = loop_timer_add(1000, on_tick, NULL);
 	kv_refresh(); /* hosts come and go, records turn unreadable: the KubeVirt CR's status follows within 1 s */
+	vmims_settle_loaded();
 	uint64_t now = util_now_ms();
 	for (struct watcher *w = S.watchers; w; w = w->next)
 		if ((w->bookmarks && now >= w->next_bookmark_ms) || (w->deadline_ms && now >= w->deadline_ms))
@@ -1740,6 +1749,8 @@ static enum MHD_Result act(struct MHD_Connection *c, struct reqctx *rq, enum res
 	return send_text(c, ok_code, xstrdup(""), "text/plain");
 }
 
+static enum MHD_Result migrate_sub(struct MHD_Connection *c, struct reqctx *rq, const char *ns, const char *name);
+
 static enum MHD_Result subresource(struct MHD_Connection *c, struct reqctx *rq, enum res r, const char *ns,
 				   const char *name, const char *sub)
 {
@@ -1751,7 +1762,7 @@ static enum MHD_Result subresource(struct MHD_Connection *c, struct reqctx *rq, 
 		if (strcmp(sub, "restart") == 0)
 			return act(c, rq, r, ACT_RESTART, ns, name, grace_of(c, rq, "gracePeriodSeconds"), NULL, 202, false);
 		if (strcmp(sub, "migrate") == 0)
-			return act(c, rq, r, ACT_MIGRATE, ns, name, -1, NULL, 202, false);
+			return migrate_sub(c, rq, ns, name);
 	} else if (r == R_VMI) {
 		if (strcmp(sub, "pause") == 0)
 			return act(c, rq, r, ACT_PAUSE, ns, name, -1, NULL, 200, false);
@@ -1766,6 +1777,9 @@ static enum MHD_Result subresource(struct MHD_Connection *c, struct reqctx *rq, 
 /* ---- VirtualMachineInstanceMigration ---- */
 
 static bool valid_name(const char *s);
+static bool vmim_final(const struct vmim *m);
+static const struct migration_state *vmim_state(const struct vmim *m);
+static void vmim_refresh(struct vmim *m, const char *type);
 
 static void vmim_free(struct vmim *m)
 {
@@ -1910,14 +1924,174 @@ static json_object *vmim_json(const struct vmim *m)
 	return j;
 }
 
-/* Rebuilds m's text; a change bumps the resourceVersion and becomes a watch event. */
+/* ---- the objects on disk, beside the engine's records ---- */
+
+static char *vmim_dir(void)
+{
+	char *d = util_state_dir(), *p = util_path_join(d, "engine-data/vmims");
+	free(d);
+	return p;
+}
+
+static char *vmim_path(const struct vmim *m)
+{
+	char *d = vmim_dir(), *p = xasprintf("%s/%s_%s.json", d, m->ns, m->name);
+	free(d);
+	return p;
+}
+
+/* Writes m's file (temporary file, fsync, rename, directory fsync). 0, or -1 with *err (caller frees). */
+static int vmim_store(const struct vmim *m, const char *body, char **err)
+{
+	json_object *f = json_object_new_object();
+	json_object_object_add(f, "object", json_tokener_parse(body));
+	json_object_object_add(f, "migrationUid", jstr(m->mig_uid));
+	json_object_object_add(f, "created", json_object_new_int64(m->created));
+	json_object_object_add(f, "done", json_object_new_int(m->done));
+	if (m->reason)
+		json_object_object_add(f, "reason", jstr(m->reason));
+	json_object *tr = json_object_new_array();
+	for (int i = 0; i < m->ntrans; i++) {
+		json_object *t = json_object_new_object();
+		json_object_object_add(t, "phase", jstr(m->tphase[i]));
+		json_object_object_add(t, "time", json_object_new_int64(m->tstamp[i]));
+		json_object_array_add(tr, t);
+	}
+	json_object_object_add(f, "transitions", tr);
+	char *text = jtext(f), *path = vmim_path(m);
+	json_object_put(f);
+	int rc = util_write_file_atomic(path, text, strlen(text), 0600);
+	if (rc < 0 && errno == ENOENT) {
+		char *d = vmim_dir();
+		util_mkdir_p(d, 0700);
+		free(d);
+		rc = util_write_file_atomic(path, text, strlen(text), 0600);
+	}
+	if (rc < 0)
+		*err = xasprintf("cannot store %s: %s", path, strerror(errno));
+	free(text);
+	free(path);
+	return rc;
+}
+
+static void vmim_unlink(const struct vmim *m)
+{
+	char *path = vmim_path(m);
+	if (unlink(path) < 0 && errno != ENOENT)
+		log_warn("engine serve: cannot remove %s: %s", path, strerror(errno));
+	char *d = vmim_dir();
+	int fd = open(d, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd >= 0) {
+		fsync(fd);
+		close(fd);
+	}
+	free(d);
+	free(path);
+}
+
+static bool valid_name(const char *s);
+
+/* The objects an earlier service kept (at start; their phases follow the engine's records once read). */
+static void vmims_load(void)
+{
+	char *d = vmim_dir();
+	DIR *dir = opendir(d);
+	struct dirent *de;
+	while (dir && (de = readdir(dir))) {
+		size_t n = strlen(de->d_name);
+		if (de->d_name[0] == '.' || n < 6 || strcmp(de->d_name + n - 5, ".json") != 0)
+			continue;
+		char *path = util_path_join(d, de->d_name), *text = util_read_file(path, NULL);
+		json_object *f = text ? json_tokener_parse(text) : NULL, *o = jget(f, "object");
+		json_object *md = jget(o, "metadata"), *spec = jget(o, "spec");
+		const char *ns = jgets(md, "namespace"), *name = jgets(md, "name"), *vmi = jgets(spec, "vmiName");
+		const char *uid = jgets(md, "uid"), *mu = jgets(f, "migrationUid");
+		if (ns == NULL || name == NULL || vmi == NULL || uid == NULL || !valid_name(name) || !valid_name(ns) ||
+		    vmim_find(ns, name)) {
+			log_warn("engine serve: %s: not a VirtualMachineInstanceMigration kvcon stored; ignored", path);
+		} else {
+			struct vmim *m = xcalloc(1, sizeof *m);
+			m->id = ++S.vmim_ids;
+			m->loaded = true;
+			m->ns = xstrdup(ns);
+			m->name = xstrdup(name);
+			m->vmi = xstrdup(vmi);
+			m->target = xstrdup0(jgets(jget(spec, "addedNodeSelector"), "kubernetes.io/hostname"));
+			snprintf(m->uid, sizeof m->uid, "%s", uid);
+			snprintf(m->mig_uid, UID_LEN, "%s", mu ? mu : "");
+			m->created = json_object_get_int64(jget(f, "created"));
+			m->done = json_object_get_int(jget(f, "done"));
+			m->reason = xstrdup0(jgets(f, "reason"));
+			json_object *x = jget(md, "labels");
+			if (x && json_object_is_type(x, json_type_object)) {
+				m->labels = json_tokener_parse(json_object_to_json_string(x));
+				json_object_object_del(m->labels, "kubevirt.io/vmi-name");
+			}
+			x = jget(md, "annotations");
+			if (x && json_object_is_type(x, json_type_object))
+				m->annotations = json_tokener_parse(json_object_to_json_string(x));
+			json_object *tr = jget(f, "transitions");
+			for (size_t i = 0; tr && json_object_is_type(tr, json_type_array) && i < json_object_array_length(tr) &&
+					   m->ntrans < VMIM_NPHASE; i++) {
+				const char *ph = jgets(json_object_array_get_idx(tr, i), "phase");
+				if (ph == NULL)
+					continue;
+				m->tphase[m->ntrans] = intern(ph);
+				m->tstamp[m->ntrans++] = json_object_get_int64(jget(json_object_array_get_idx(tr, i), "time"));
+			}
+			const char *ph = jgets(jget(o, "status"), "phase");
+			m->phase = ph ? intern(ph) : intern("Pending");
+			m->next = S.vmims;
+			S.vmims = m;
+		}
+		if (f)
+			json_object_put(f);
+		free(text);
+		free(path);
+	}
+	if (dir)
+		closedir(dir);
+	free(d);
+}
+
+/* A loaded migration the engine never heard of (the service was killed between storing the object and asking the
+ * engine), or whose VM is gone: Failed, once every host has been read. */
+static void vmims_settle_loaded(void)
+{
+	bool ready = true;
+	for (int s = 0; s < S.nsrcs; s++)
+		ready &= engine_ready(S.srcs[s]);
+	if (!ready)
+		return;
+	for (struct vmim *m = S.vmims; m; m = m->next) {
+		if (!m->loaded)
+			continue;
+		m->loaded = false;
+		if (vmim_final(m) || m->done || vmim_state(m))
+			continue;
+		free(m->reason);
+		m->reason = xstrdup("interrupted: the engine service stopped before the migration started");
+		m->done = -1;
+		vmim_refresh(m, NULL);
+	}
+}
+
+/* Rebuilds m's text; a change bumps the resourceVersion and becomes a watch event (and is stored). */
 static void vmim_refresh(struct vmim *m, const char *type)
 {
+	const char *was = m->phase;
+	bool stored = m->body != NULL; /* the first body is stored by create */
 	vmim_set_phase(m, vmim_phase_now(m));
-	if (publish(vmim_json(m), &m->body, &m->text, &m->rv)) {
-		ring_push(R_VMIM, type ? type : "MODIFIED", NULL, m->text);
-		wake_watchers();
+	if (!publish(vmim_json(m), &m->body, &m->text, &m->rv))
+		return;
+	char *err = NULL;
+	/* a new phase is stored (the figures of a running migration are not: they come from the engine's record) */
+	if (stored && was != m->phase && vmim_store(m, m->body, &err) < 0) {
+		log_warn("engine serve: %s", err);
+		free(err);
 	}
+	ring_push(R_VMIM, type ? type : "MODIFIED", NULL, m->text);
+	wake_watchers();
 }
 
 static void vmims_update(void)
@@ -1937,6 +2111,42 @@ static void vmim_done(void *arg, int status, const char *message)
 			vmim_refresh(m, NULL);
 			return;
 		}
+}
+
+/* Keeps m and starts its migration: the object, with the migrationUid the engine will use, is on disk before the
+ * engine acts (a service killed from here on finds it, and the engine's record says how the migration went). -1
+ * with *err when it cannot be stored (m freed, nothing done); else 0, m listed (Failed when the engine refused). */
+static int vmim_begin(struct vmim *m, struct source *src, char **err)
+{
+	util_uuid_v4(m->mig_uid);
+	vmim_set_phase(m, "Scheduling");
+	json_object *j = vmim_json(m);
+	char *body = jtext(j);
+	json_object_put(j);
+	if (vmim_store(m, body, err) < 0) {
+		free(body);
+		vmim_free(m);
+		return -1;
+	}
+	free(body);
+	m->next = S.vmims;
+	S.vmims = m;
+	struct action_req req = { .act = ACT_MIGRATE, .ns = m->ns, .name = m->vmi, .grace_period = -1,
+				  .target = m->target, .uid = m->mig_uid };
+	char *why = NULL;
+	if (src->ops->action(src, &req, vmim_done, (void *)(uintptr_t)m->id, &why) < 0) {
+		m->reason = why ? why : xstrdup("refused");
+		vmim_set_phase(m, "Failed");
+	} else {
+		vmim_set_phase(m, "Scheduled");
+	}
+	vmim_refresh(m, "ADDED");
+	char *serr = NULL;
+	if (vmim_store(m, m->body, &serr) < 0) {
+		log_warn("engine serve: %s", serr);
+		free(serr);
+	}
+	return 0;
 }
 
 static enum MHD_Result create_vmim(struct MHD_Connection *c, struct reqctx *rq, const char *ns)
@@ -1987,34 +2197,75 @@ static enum MHD_Result create_vmim(struct MHD_Connection *c, struct reqctx *rq, 
 		if (x && json_object_is_type(x, json_type_object))
 			m->annotations = json_tokener_parse(json_object_to_json_string(x));
 		vmim_set_phase(m, "Pending");
+		char *err = NULL;
 		if (dry_run(c, rq)) { /* nothing is kept or done */
 			json_object *j = vmim_json(m);
 			vmim_free(m);
 			rc = send_json(c, 201, j);
+		} else if (vmim_begin(m, src, &err) < 0) {
+			rc = send_status(c, 500, "InternalError", R_VMIM, name, "%s", err);
+			free(err);
 		} else {
-			m->next = S.vmims;
-			S.vmims = m;
-			vmim_set_phase(m, "Scheduling");
-			struct action_req req = { .act = ACT_MIGRATE, .ns = ns, .name = vmi, .grace_period = -1,
-						  .target = target };
-			char *err = NULL;
-			if (src->ops->action(src, &req, vmim_done, (void *)(uintptr_t)m->id, &err) < 0) {
-				m->reason = err ? err : xstrdup("refused");
-				vmim_set_phase(m, "Failed");
-			} else {
-				const struct vmi *v = vmi_of(ns, vmi);
-				const struct migration_state *ms = v ? vmi_mig(v) : NULL;
-				if (ms && ms->present && !ms->completed && !ms->failed)
-					snprintf(m->mig_uid, UID_LEN, "%s", ms->migration_uid);
-				vmim_set_phase(m, "Scheduled");
-			}
-			vmim_refresh(m, "ADDED");
 			rc = send_text(c, 201, xstrdup(m->text), "application/json");
 		}
 	}
 	free(gname);
 	json_object_put(o);
 	return rc;
+}
+
+/* The migrate subresource (virtctl migrate, kvcon's kube provider): as KubeVirt's virt-api, a
+ * VirtualMachineInstanceMigration named kubevirt-migrate-vm-XXXXX (MigrateOptions.addedNodeSelector its target);
+ * the engine's refusal is also the answer (409), the object stays Failed. */
+static enum MHD_Result migrate_sub(struct MHD_Connection *c, struct reqctx *rq, const char *ns, const char *name)
+{
+	struct source *src = source_of(ns, name);
+	if (src == NULL)
+		return not_found(c, R_VM, name);
+	char *target = NULL;
+	if (rq->body.len && !rq->too_big) {
+		buf_add_char(&rq->body, 0);
+		json_object *o = json_tokener_parse(rq->body.data);
+		rq->body.len--;
+		target = xstrdup0(jgets(jget(o, "addedNodeSelector"), "kubernetes.io/hostname"));
+		if (o)
+			json_object_put(o);
+	}
+	bool tfound = target == NULL;
+	for (int s = 0; s < S.nsrcs && !tfound; s++)
+		tfound = util_str_eq(S.srcs[s]->name, target);
+	if (!tfound) {
+		free(target);
+		return send_status(c, 422, "Invalid", R_VM, name, "addedNodeSelector: kubernetes.io/hostname is not one of the nodes");
+	}
+	if (vmi_of(ns, name) == NULL) {
+		free(target);
+		return send_status(c, 409, "Conflict", R_VM, name, "VM is not running");
+	}
+	if (dry_run(c, rq)) {
+		free(target);
+		return send_text(c, 202, xstrdup(""), "text/plain");
+	}
+	struct vmim *m = xcalloc(1, sizeof *m);
+	m->id = ++S.vmim_ids;
+	m->ns = xstrdup(ns);
+	char u[37];
+	util_uuid_v4(u);
+	m->name = xasprintf("kubevirt-migrate-vm-%.5s", u);
+	m->vmi = xstrdup(name);
+	m->target = target;
+	util_uuid_v4(m->uid);
+	m->created = util_wall_s();
+	vmim_set_phase(m, "Pending");
+	char *err = NULL;
+	if (vmim_begin(m, src, &err) < 0) {
+		enum MHD_Result rc = send_status(c, 500, "InternalError", R_VM, name, "%s", err);
+		free(err);
+		return rc;
+	}
+	if (util_str_eq(m->phase, "Failed"))
+		return send_status(c, 409, "Conflict", R_VM, name, "%s", m->reason ? m->reason : "refused");
+	return send_text(c, 202, xstrdup(""), "text/plain");
 }
 
 /* Deleting a migration that is still running aborts it, as KubeVirt's controller does. */
@@ -2026,6 +2277,7 @@ static enum MHD_Result delete_vmim(struct MHD_Connection *c, struct reqctx *rq, 
 	if (dry_run(c, rq))
 		return send_text(c, 200, xstrdup(m->text), "application/json");
 	vmim_refresh(m, NULL);
+	vmim_unlink(m);
 	if (!vmim_final(m)) {
 		struct source *src = source_of(ns, m->vmi);
 		struct action_req req = { .act = ACT_MIGRATE_ABORT, .ns = ns, .name = m->vmi, .grace_period = -1 };
@@ -2978,6 +3230,8 @@ int engine_serve_cmd(int argc, char **argv)
 	S.ring_size = h && atol(h) >= 4 && atol(h) <= 1000000 ? (size_t)atol(h) : RING_DEFAULT;
 	S.ring = xcalloc(S.ring_size, sizeof *S.ring);
 	nsx_load();
+	vmims_load();
+	vmims_update();
 	int lid = store_listen(S.st, on_store, NULL);
 	kv_refresh();
 	if (port < 0) { /* engine.api-port in the config file, or $KVCON_ENGINE_API_PORT */

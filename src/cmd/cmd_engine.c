@@ -1174,6 +1174,24 @@ static int cmd_engine_pull(int argc, char **argv)
 
 /* ---- reconcile: run the engine headless for a while ---- */
 
+/* Every VM the service serves is in a settled state (not starting, stopping, terminating or migrating). */
+static bool routed_settled(void *arg)
+{
+	(void)arg;
+	static const char *const moving[] = { "Starting", "Stopping", "Terminating", "Migrating", "Provisioning" };
+	for (int s = 0; s < C.nsrcs; s++) {
+		size_t n = 0;
+		struct obj *const *vms = store_objs(C.st, C.srcs[s], OBJ_VM, &n);
+		for (size_t i = 0; i < n; i++) {
+			const char *st = ((const struct vm *)vms[i])->printable_status;
+			for (size_t k = 0; st && k < sizeof moving / sizeof moving[0]; k++)
+				if (strcmp(st, moving[k]) == 0)
+					return false;
+		}
+	}
+	return true;
+}
+
 static int cmd_engine_reconcile(int argc, char **argv)
 {
 	int secs = 0;
@@ -1183,6 +1201,20 @@ static int cmd_engine_reconcile(int argc, char **argv)
 		rc = open_engine();
 	if (rc)
 		return rc;
+	if (C.nsrcs > 0 && C.srcs[0]->type == SOURCE_KUBE) {
+		/* an engine service holds these hosts and reconciles them all the time: nothing to run here but
+		 * to wait (--for), then for its VMs to settle */
+		printf("engine ready (the engine service reconciles these hosts)\n");
+		fflush(stdout);
+		uint64_t until = util_now_ms() + (uint64_t)(secs > 0 ? secs : 0) * 1000;
+		while (util_now_ms() < until && !loop_quitting())
+			loop_once(200);
+		if (!run_until(routed_settled, NULL, 60000)) {
+			log_eprintf("error: reconcile: the engine service's VMs did not settle within 60 s\n");
+			return close_engine(EXIT_API, 0);
+		}
+		return close_engine(EXIT_OK, 0);
+	}
 	warn_bad_records();
 	printf("engine ready\n"); /* tests wait for this line: events are registered, the first resync done */
 	fflush(stdout);
@@ -1234,8 +1266,9 @@ int cmd_engine(int argc, char **argv)
 	}
 	/* the verbs that work through the engine service's API when one serves this root (cmd/session.h); the
 	 * others need the engine in-process */
-	static const char *const routed[] = { "get", "apply", "start", "stop", "restart", "pause", "unpause", "delete",
-					      "console" };
+	static const char *const routed[] = { "get",	 "apply",   "start",	 "stop",      "restart", "pause",
+					      "unpause", "delete",  "console", "migrate", "drain",	 "vnc",
+					      "reconcile" };
 	bool route = false;
 	for (size_t i = 0; i < sizeof routed / sizeof routed[0]; i++)
 		route = route || strcmp(argv[1], routed[i]) == 0;

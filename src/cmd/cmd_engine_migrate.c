@@ -78,6 +78,80 @@ static void print_err(const char *verb, const char *name, const char *msg)
 	free(e);
 }
 
+/* The VMI's migrationState as the store has it (any source), or NULL. */
+static const struct migration_state *mig_state(const char *ns, const char *name)
+{
+	struct mig_wait w = { .ns = ns, .name = name };
+	const struct vmi *v = find_vmi(&w);
+	return v ? vmi_mig(v) : NULL;
+}
+
+struct routed_mig {
+	struct cli_reply r;
+	const char *ns, *name;
+	char before[UID_LEN]; /* the VMI's migrationUid before the request */
+};
+
+/* the request answered, then a migration other than the one before it has ended */
+static bool routed_mig_done(void *arg)
+{
+	struct routed_mig *w = arg;
+	if (!w->r.done)
+		return false;
+	if (w->r.status != 0)
+		return true;
+	const struct migration_state *m = mig_state(w->ns, w->name);
+	return m && m->migration_uid[0] && strcmp(m->migration_uid, w->before) != 0 && (m->completed || m->failed);
+}
+
+/* Through the engine service (a routed source): the migrate subresource, which makes a
+ * VirtualMachineInstanceMigration, then the VMI's migrationState until that migration has ended. */
+static int migrate_routed(struct source *src, const char *ns, const char *name, const struct migrate_opts *o)
+{
+	if (o->bandwidth || o->auto_converge || o->postcopy || o->copy_storage || o->offline || o->mig_uri ||
+	    o->timeout) {
+		log_eprintf("error: migrate %s: --bandwidth, --auto-converge, --postcopy, --copy-storage, --offline, "
+			    "--migrate-uri and --timeout need the engine in-process (an engine service holds these hosts: "
+			    "the API's migration takes a target only)\n", name);
+		return EXIT_USAGE;
+	}
+	struct routed_mig w = { .ns = ns, .name = name };
+	const struct migration_state *m0 = mig_state(ns, name);
+	if (m0 && m0->present)
+		snprintf(w.before, UID_LEN, "%s", m0->migration_uid);
+	struct action_req req = { .act = ACT_MIGRATE, .ns = ns, .name = name, .grace_period = -1, .target = o->target };
+	char *err = NULL;
+	if (src->ops->action(src, &req, engine_cli_reply, &w.r, &err) < 0) {
+		print_err("migrate", name, err);
+		free(err);
+		return EXIT_API;
+	}
+	if (!engine_cli_run_until(routed_mig_done, &w, 24 * 3600 * 1000ULL)) {
+		log_eprintf("kvcon: migrate %s: interrupted; the engine service carries on with the migration "
+			    "(kvcon engine migrate --abort %s stops it)\n", name, name);
+		free(w.r.msg);
+		return EXIT_API;
+	}
+	if (w.r.status != 0) {
+		print_err("migrate", name, w.r.msg);
+		free(w.r.msg);
+		return EXIT_API;
+	}
+	free(w.r.msg);
+	const struct migration_state *m = mig_state(ns, name);
+	if (m->failed) {
+		print_err("migrate", name, m->failure_reason ? m->failure_reason : "the migration failed");
+		return EXIT_API;
+	}
+	char *t = util_escape_display(m->target_node ? m->target_node : "?");
+	char *f = util_escape_display(m->source_node ? m->source_node : "?");
+	printf("virtualmachine %s migrated from %s to %s (through the engine service)\n", name, f, t);
+	free(t);
+	free(f);
+	fflush(stdout);
+	return EXIT_OK;
+}
+
 /* Runs one migration to its end. 0 ok, else an exit code. */
 static int migrate_one(const char *ns, const char *name, const struct migrate_opts *o, bool quiet)
 {
@@ -86,6 +160,8 @@ static int migrate_one(const char *ns, const char *name, const struct migrate_op
 		log_eprintf("kvcon: virtualmachine \"%s\" not found in namespace %s\n", name, ns);
 		return EXIT_API;
 	}
+	if (src->type == SOURCE_KUBE)
+		return migrate_routed(src, ns, name, o);
 	struct mig_wait w = { .src = src, .ns = ns, .name = name, .quiet = quiet };
 	char *err = NULL;
 	if (engine_migrate(src, ns, name, o, engine_cli_reply, &w.r, &err) < 0) {
@@ -128,7 +204,10 @@ static int abort_cmd(const char *ns, const char *name)
 	}
 	char *err = NULL;
 	struct mig_wait w = { .ns = ns, .name = name, .quiet = true };
-	if (migrate_abort_any(src, ns, name, engine_cli_reply, &w.r, &err) < 0) {
+	struct action_req req = { .act = ACT_MIGRATE_ABORT, .ns = ns, .name = name, .grace_period = -1 };
+	int arc = src->type == SOURCE_KUBE ? src->ops->action(src, &req, engine_cli_reply, &w.r, &err) /* the service */
+					   : migrate_abort_any(src, ns, name, engine_cli_reply, &w.r, &err);
+	if (arc < 0) {
 		print_err("migrate --abort", name, err);
 		free(err);
 		return EXIT_API;
@@ -168,6 +247,47 @@ int migrate_cmd(int argc, char **argv)
 	return engine_cli_close(rc, 30000);
 }
 
+/* Through the engine service: the VMIs running on node HOST, migrated one after the other (a
+ * VirtualMachineInstanceMigration each, the engine's choice of target unless --to). */
+static int drain_routed(const char *host, const struct migrate_opts *o)
+{
+	int n;
+	struct source **srcs = engine_cli_sources(&n);
+	char **keys = NULL;
+	size_t nk = 0;
+	for (int s = 0; s < n; s++) {
+		size_t nv = 0;
+		struct obj *const *vmis = store_objs(engine_cli_store(), srcs[s], OBJ_VMI, &nv);
+		for (size_t i = 0; i < nv; i++) {
+			const struct vmi *v = (const struct vmi *)vmis[i];
+			if (v->node && strcmp(v->node, host) == 0 && v->phase && strcmp(v->phase, "Running") == 0) {
+				keys = xreallocarray(keys, nk + 1, sizeof *keys);
+				keys[nk++] = xasprintf("%s/%s", v->o.ns, v->o.name);
+			}
+		}
+	}
+	char *h = util_escape_display(host);
+	printf("draining %s: %zu running VM%s (through the engine service)\n", h, nk, nk == 1 ? "" : "s");
+	fflush(stdout);
+	int failed = 0;
+	for (size_t i = 0; i < nk; i++) {
+		char *slash = strchr(keys[i], '/');
+		*slash = '\0';
+		printf("[%zu/%zu] %s/%s\n", i + 1, nk, keys[i], slash + 1);
+		fflush(stdout);
+		if (migrate_one(keys[i], slash + 1, o, false) != EXIT_OK)
+			failed++;
+		free(keys[i]);
+	}
+	free(keys);
+	if (failed)
+		log_eprintf("kvcon: drain %s: %d of %zu migrations failed; those VMs still run on %s\n", h, failed, nk, h);
+	else
+		printf("%s drained\n", h);
+	free(h);
+	return failed ? EXIT_API : EXIT_OK;
+}
+
 int drain_cmd(int argc, char **argv)
 {
 	struct migrate_opts o = { 0 };
@@ -182,8 +302,10 @@ int drain_cmd(int argc, char **argv)
 	struct source **srcs = engine_cli_sources(&n);
 	struct source *src = NULL;
 	for (int i = 0; i < n; i++)
-		if (strcmp(srcs[i]->name, host) == 0 || strcmp(srcs[i]->server, host) == 0)
+		if (srcs[i]->type != SOURCE_KUBE && (strcmp(srcs[i]->name, host) == 0 || strcmp(srcs[i]->server, host) == 0))
 			src = srcs[i];
+	if (n > 0 && srcs[0]->type == SOURCE_KUBE)
+		return engine_cli_close(drain_routed(host, &o), 30000);
 	if (src == NULL) {
 		log_eprintf("kvcon: drain: no engine host %s (open it with -c URI or list it in the config)\n", host);
 		return engine_cli_close(EXIT_USAGE, 0);

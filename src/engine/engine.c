@@ -2138,6 +2138,7 @@ static void on_sync(struct ehost *eh, struct host_msg *m)
 	free(list);
 	if (first)
 		set_health(eh, WATCH_LIVE, NULL);
+	migrate_resume_all(); /* migrations a killed process left: settled before the reconciler acts on them */
 	reconcile_host(eh);
 }
 
@@ -2989,6 +2990,18 @@ struct ehost **ehost_all(int *n)
 	return E.hosts;
 }
 
+struct evm **ehost_vms(struct ehost *eh, int *n)
+{
+	struct evm **list = xcalloc(eh->vms.count + 1, sizeof *list);
+	size_t k = 0;
+	const char *key;
+	void *val;
+	for (size_t it = 0; hmap_next(&eh->vms, &it, &key, &val);)
+		list[k++] = val;
+	*n = (int)k;
+	return list;
+}
+
 struct source *ehost_source(const struct ehost *eh)
 {
 	return eh->src;
@@ -3037,6 +3050,11 @@ void evm_publish(struct evm *v)
 void evm_persist(struct evm *v)
 {
 	persist(v);
+}
+
+int evm_persist_err(struct evm *v, char **err)
+{
+	return persist_err(v, err);
 }
 
 void evm_event(struct evm *v, const char *type, const char *reason, const char *msg)

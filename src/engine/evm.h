@@ -103,6 +103,8 @@ struct store;
 struct host;
 struct ehost *ehost_of_source(const struct source *src);
 struct ehost **ehost_all(int *n);
+/* The host's VMs (caller frees the array). */
+struct evm **ehost_vms(struct ehost *eh, int *n);
 struct source *ehost_source(const struct ehost *eh);
 struct host *ehost_worker(const struct ehost *eh);
 const char *ehost_uri(const struct ehost *eh);
@@ -113,6 +115,8 @@ bool evm_active(const struct evm *v);
 char *evm_dom_name(const struct evm *v);
 void evm_publish(struct evm *v);
 void evm_persist(struct evm *v);
+/* The same for an accepted request: 0, or -1 with *err (caller frees) when the record could not be stored. */
+int evm_persist_err(struct evm *v, char **err);
 void evm_event(struct evm *v, const char *type, const char *reason, const char *msg);
 void evm_inspect(struct evm *v);
 /* Moves v (record, store objects, consoles) to host dst; the execution keeps its UID. */

@@ -44,6 +44,8 @@ struct mig_job {
 	struct migrate_opts o;
 	bool kvm;                 /* the execution runs under KVM (its record), not TCG */
 	char *cpu_model;          /* the manifest's CPU model: NULL, host-model, host-passthrough or a name */
+	bool resume;              /* settles a migration an earlier process left (dst_uri NULL: no such host) */
+	char vm_uid[UID_LEN];
 	atomic_bool abort;
 	char *abort_why;          /* set before abort (loop thread), read by the thread after it sees abort */
 	pthread_t thread;
@@ -59,6 +61,7 @@ struct mmsg {
 	struct mig_job *j;
 	int status;               /* MM_DONE: 0 completed, -1 failed */
 	bool aborted, postcopy, timed_out;
+	bool retry;               /* resume: could not tell yet (a host unreachable); the next sync tries again */
 	char *text;
 	uint64_t processed, remaining, total, dirty_rate;
 	int iteration;
@@ -158,6 +161,7 @@ void emig_free(struct emig *m)
 /* migrationState as the record keeps it (and as VMIs show it, below): the same keys KubeVirt uses */
 static const struct ejson_field emig_rows[] = {
 	{ "migrationUid", EJ_UID, offsetof(struct emig, uid), NULL },
+	{ "targetLauncherUid", EJ_UID, offsetof(struct emig, target_launcher), NULL },
 	{ "sourceNode", EJ_STR, offsetof(struct emig, source_node), NULL },
 	{ "targetNode", EJ_STR, offsetof(struct emig, target_node), NULL },
 	{ "startTimestamp", EJ_I64, offsetof(struct emig, start), NULL },
@@ -217,14 +221,8 @@ struct emig *emig_from(json_object *o)
 {
 	struct emig *m = xcalloc(1, sizeof *m);
 	ejson_get(m, o, EJSON_ROWS(emig_rows));
+	/* neither completed nor failed: the process that ran it ended before it did; migrate_resume_all settles it */
 	m->progress_pct = m->completed ? 100 : -1;
-	if (!m->completed && !m->failed) {
-		/* the process that ran it ended before it did: its outcome was not observed */
-		m->failed = true;
-		free(m->failure_reason);
-		m->failure_reason = xstrdup("the kvcon process running this migration ended before it did; "
-					    "the domain stays where libvirt left it");
-	}
 	json_object *a = ejson_child(o, "previousLaunchers", json_type_array);
 	for (size_t i = 0; a && i < json_object_array_length(a) && m->nprev < MIG_MAX_PREV; i++)
 		ejson_get(&m->prev[m->nprev++], json_object_array_get_idx(a, i), EJSON_ROWS(launcher_rows));
@@ -636,6 +634,124 @@ static void run_migration(struct mig_job *j, virConnectPtr dc, virDomainPtr dom,
 	virDomainFree(dd);
 }
 
+/* ---- settling a migration that a killed process left (the record says started, not how it ended) ---- */
+
+#define RESUME_WAIT_MS (180 * 1000) /* libvirt's own job may still run: waited for, then aborted */
+
+struct where {
+	virDomainPtr d;
+	int state, reason;
+	bool up;       /* QEMU runs (running or paused) */
+	bool incoming; /* the target's side of a migration not finished (paused for it) */
+	bool job;      /* the source's side of a migration still runs (libvirt's job) */
+};
+
+static void where_of(virConnectPtr c, const char *dom, const char *vm_uid, struct where *w)
+{
+	memset(w, 0, sizeof *w);
+	if (c == NULL || (w->d = virDomainLookupByName(c, dom)) == NULL)
+		return;
+	if (virDomainGetState(w->d, &w->state, &w->reason, 0) < 0)
+		w->state = VIR_DOMAIN_NOSTATE;
+	w->up = w->state == VIR_DOMAIN_RUNNING || w->state == VIR_DOMAIN_PAUSED || w->state == VIR_DOMAIN_BLOCKED ||
+		w->state == VIR_DOMAIN_SHUTDOWN || w->state == VIR_DOMAIN_PMSUSPENDED;
+	if (w->up) { /* another VM's domain of the same name is not this execution */
+		char *meta = virDomainGetMetadata(w->d, VIR_DOMAIN_METADATA_ELEMENT, META_URI, 0);
+		if (meta && vm_uid[0] && strstr(meta, vm_uid) == NULL)
+			w->up = false;
+		free(meta);
+	}
+	w->incoming = w->up && w->state == VIR_DOMAIN_PAUSED && w->reason == VIR_DOMAIN_PAUSED_MIGRATION;
+	virDomainJobInfo info;
+	w->job = w->up && virDomainGetJobInfo(w->d, &info) == 0 && info.type != VIR_DOMAIN_JOB_NONE;
+}
+
+static void where_free(struct where *w)
+{
+	if (w->d)
+		virDomainFree(w->d);
+	w->d = NULL;
+}
+
+/* Stops a copy of the domain that must not run (the other one is the execution). */
+static void drop_copy(struct where *w, const char *host, const char *dom)
+{
+	log_warn("engine: %s: a second copy ran on %s after an interrupted migration: destroyed", dom, host);
+	if (virDomainDestroy(w->d) < 0)
+		log_warn("engine: %s on %s: %s", dom, host, virGetLastErrorMessage());
+}
+
+/* Where the domain is once libvirt's own job is over: on the target (completed) or on the source (failed). */
+static void resume_main(struct mig_job *j, struct mmsg *d)
+{
+	virConnectPtr sc = virConnectOpen(j->src_uri), dc = j->dst_uri ? virConnectOpen(j->dst_uri) : NULL;
+	if (sc == NULL || (j->dst_uri && dc == NULL)) {
+		d->retry = true;
+		d->text = lv_err("cannot reach %s", sc == NULL ? j->src_uri : j->dst_uri);
+		goto out;
+	}
+	uint64_t t0 = util_now_ms();
+	bool aborted = false;
+	struct where s, t;
+	for (;;) {
+		where_of(sc, j->dom, j->vm_uid, &s);
+		where_of(dc, j->dom, j->vm_uid, &t);
+		if (!s.job && !t.incoming)
+			break;
+		bool give_up = util_now_ms() - t0 > RESUME_WAIT_MS;
+		if ((atomic_load(&j->abort) || give_up) && !aborted && s.job) {
+			aborted = virDomainAbortJob(s.d) == 0;
+			if (!aborted)
+				log_warn("engine: abort %s: %s", j->dom, virGetLastErrorMessage());
+		}
+		if (give_up && util_now_ms() - t0 > RESUME_WAIT_MS + 30000) {
+			if (t.incoming) { /* the target still waits for a migration that does not come */
+				drop_copy(&t, j->target_name, j->dom);
+				t.up = false;
+			}
+			break;
+		}
+		where_free(&s);
+		where_free(&t);
+		usleep(POLL_MS * 1000);
+	}
+	if (t.up && s.up) {
+		/* never both: the one that runs the guest (not paused by the migration) is the execution */
+		bool target_wins = s.state == VIR_DOMAIN_PAUSED && t.state == VIR_DOMAIN_RUNNING;
+		if (target_wins)
+			drop_copy(&s, "the source", j->dom);
+		else
+			drop_copy(&t, j->target_name, j->dom);
+		if (target_wins)
+			s.up = false;
+		else
+			t.up = false;
+	}
+	if (t.up) {
+		d->status = 0;
+		/* the new launcher, as a completed migration sets it (the kill may have come first) */
+		char *meta = virDomainGetMetadata(t.d, VIR_DOMAIN_METADATA_ELEMENT, META_URI, VIR_DOMAIN_AFFECT_LIVE);
+		char *fixed = meta ? domxml_with_attr(meta, "launcher", j->new_launcher) : NULL;
+		if (fixed && virDomainSetMetadata(t.d, VIR_DOMAIN_METADATA_ELEMENT, fixed, "kvcon", META_URI,
+						  VIR_DOMAIN_AFFECT_LIVE | VIR_DOMAIN_AFFECT_CONFIG) < 0)
+			log_warn("engine: %s: launcher metadata: %s", j->dom, virGetLastErrorMessage());
+		free(fixed);
+		free(meta);
+	} else {
+		d->status = -1;
+		d->aborted = aborted;
+		d->text = s.up ? xstrdup("interrupted: the engine stopped during the migration; libvirt did not complete it")
+			       : xstrdup("interrupted: the engine stopped during the migration, and the VM with it");
+	}
+	where_free(&s);
+	where_free(&t);
+out:
+	if (sc)
+		virConnectClose(sc);
+	if (dc)
+		virConnectClose(dc);
+}
+
 static void *job_main(void *arg)
 {
 	struct mig_job *j = arg;
@@ -645,6 +761,10 @@ static void *job_main(void *arg)
 	d->status = -1;
 	virConnectPtr sc = NULL, dc = NULL;
 	virDomainPtr dom = NULL;
+	if (j->resume) {
+		resume_main(j, d);
+		goto out;
+	}
 	sc = virConnectOpen(j->src_uri);
 	if (sc == NULL) {
 		d->text = lv_err("source host %s unreachable", j->src_uri);
@@ -758,9 +878,13 @@ static void finish(struct mig_job *j, struct mmsg *m)
 		x->pid = 0;
 		free(x->cmdline);
 		x->cmdline = NULL;
-		msg = xasprintf("migrated from %s to %s in %.1f s (downtime %lld ms, %llu MiB transferred)",
-				e->source_node, target, (double)m->elapsed_ms / 1000.0, (long long)m->downtime_ms,
-				(unsigned long long)(m->processed >> 20));
+		if (j->resume)
+			msg = xasprintf("migrated from %s to %s (completed while the engine was stopped)",
+					e->source_node, target);
+		else
+			msg = xasprintf("migrated from %s to %s in %.1f s (downtime %lld ms, %llu MiB transferred)",
+					e->source_node, target, (double)m->elapsed_ms / 1000.0, (long long)m->downtime_ms,
+					(unsigned long long)(m->processed >> 20));
 		evm_event(v, "Normal", "Migrated", msg);
 		/* the old launcher's pod object goes with the source host's view */
 		store_remove(evm_store(), ehost_source(v->eh), OBJ_POD, l->uid);
@@ -801,6 +925,12 @@ static void on_msg(void *arg)
 			stats_into(v->cur->mig, m);
 			evm_publish(v);
 		}
+	} else if (m->retry) {
+		pthread_join(j->thread, NULL);
+		log_warn("engine: %s: the interrupted migration is not settled yet: %s", v->key, m->text);
+		if (v->cur && v->cur->mig && v->cur->mig->job == j)
+			v->cur->mig->job = NULL; /* the next sync tries again */
+		job_free(j);
 	} else {
 		pthread_join(j->thread, NULL);
 		finish(j, m);
@@ -915,7 +1045,7 @@ int engine_migrate(struct source *src, const char *ns, const char *name, const s
 	j->new_launcher = xmalloc(UID_LEN);
 	util_uuid_v4(j->new_launcher);
 	j->o = *o;
-	j->o.target = j->o.mig_uri = NULL;
+	j->o.target = j->o.mig_uri = j->o.uid = NULL;
 	j->kvm = v->cur && !v->cur->tcg;
 	j->cpu_model = xstrdup0(v->m->cpu_model);
 	j->v = v;
@@ -927,7 +1057,11 @@ int engine_migrate(struct source *src, const char *ns, const char *name, const s
 		if (x->mig == NULL)
 			x->mig = xcalloc(1, sizeof *x->mig);
 		struct emig *e = x->mig;
-		util_uuid_v4(e->uid);
+		if (o->uid && strlen(o->uid) == UID_LEN - 1)
+			snprintf(e->uid, UID_LEN, "%s", o->uid);
+		else
+			util_uuid_v4(e->uid);
+		snprintf(e->target_launcher, UID_LEN, "%s", j->new_launcher);
 		free(e->source_node);
 		e->source_node = xstrdup(src->name);
 		free(e->target_node);
@@ -948,10 +1082,21 @@ int engine_migrate(struct source *src, const char *ns, const char *name, const s
 		e->job = j;
 		char *msg = xasprintf("migrating to %s (migration %s%s%s)", dsrc->name, e->uid,
 				      o->postcopy ? ", post-copy allowed" : "", o->copy_storage ? ", copying storage" : "");
+		/* the intent on disk before libvirt hears of it: a process killed from here on leaves a record that
+		 * the next one settles (migrate_resume_all) */
+		if (evm_persist_err(v, err) < 0) {
+			e->job = NULL;
+			e->failed = true;
+			e->end = util_wall_s();
+			e->failure_reason = xstrdup(*err);
+			job_free(j);
+			free(msg);
+			evm_publish(v);
+			return -1;
+		}
 		evm_event(v, "Normal", "Migrating", msg);
 		free(msg);
 		evm_publish(v);
-		evm_persist(v);
 	}
 	sigset_t all, old;
 	sigfillset(&all);
@@ -1075,13 +1220,83 @@ int migrate_action(struct source *src, const struct action_req *req, action_done
 		.postcopy = req->flags & ENGINE_MIG_POSTCOPY,
 		.copy_storage = req->flags & ENGINE_MIG_COPY_STORAGE,
 		.offline = req->flags & ENGINE_MIG_OFFLINE,
+		.uid = req->uid,
 	};
 	return engine_migrate(src, req->ns, req->name, &o, done, arg, err);
 }
 
+static bool unsettled(const struct emig *e)
+{
+	return e && e->start && !e->completed && !e->failed;
+}
+
 bool migrate_busy(const struct evm *v)
 {
-	return v && v->cur && v->cur->mig && v->cur->mig->job;
+	return v && v->cur && v->cur->mig && (v->cur->mig->job || unsettled(v->cur->mig));
+}
+
+static void resume_one(struct evm *v, struct ehost **all, int n)
+{
+	struct emig *e = v->cur->mig;
+	struct ehost *dst = NULL;
+	for (int i = 0; i < n; i++)
+		if (all[i] != v->eh && util_str_eq(ehost_source(all[i])->name, e->target_node))
+			dst = all[i];
+	struct mig_job *j = xcalloc(1, sizeof *j);
+	j->resume = true;
+	j->src_uri = xstrdup(ehost_uri(v->eh));
+	j->dst_uri = dst ? xstrdup(ehost_uri(dst)) : NULL;
+	j->dom = evm_dom_name(v);
+	j->target_name = xstrdup(dst ? ehost_source(dst)->name : e->target_node ? e->target_node : "?");
+	j->new_launcher = xmalloc(UID_LEN);
+	if (e->target_launcher[0])
+		snprintf(j->new_launcher, UID_LEN, "%s", e->target_launcher);
+	else
+		util_uuid_v4(j->new_launcher);
+	snprintf(j->vm_uid, UID_LEN, "%s", v->uid);
+	j->v = v;
+	j->dst = dst;
+	e->job = j;
+	log_info("engine: %s: settling migration %s to %s, started by a process that ended before it did", v->key,
+		 e->uid, j->target_name);
+	sigset_t all_sigs, old;
+	sigfillset(&all_sigs);
+	pthread_sigmask(SIG_BLOCK, &all_sigs, &old);
+	int rc = pthread_create(&j->thread, NULL, job_main, j);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (rc != 0) {
+		e->job = NULL;
+		job_free(j);
+	}
+}
+
+void migrate_resume_all(void)
+{
+	int n;
+	struct ehost **all = ehost_all(&n);
+	bool all_ready = true;
+	for (int i = 0; i < n; i++)
+		all_ready &= ehost_ready(all[i]);
+	for (int i = 0; i < n; i++) {
+		if (!ehost_ready(all[i]))
+			continue;
+		int nv = 0;
+		struct evm **vs = ehost_vms(all[i], &nv);
+		for (int k = 0; k < nv; k++) {
+			struct evm *v = vs[k];
+			if (v->cur == NULL || !unsettled(v->cur->mig) || v->cur->mig->job)
+				continue;
+			/* both hosts answer; a target named by no host is settled once every host answered (a host
+			 * is known by its name only then): until then the VM waits, never started twice */
+			bool target_ready = false;
+			for (int h = 0; h < n; h++)
+				target_ready |= all[h] != all[i] && ehost_ready(all[h]) &&
+						util_str_eq(ehost_source(all[h])->name, v->cur->mig->target_node);
+			if (target_ready || all_ready)
+				resume_one(v, all, n);
+		}
+		free(vs);
+	}
 }
 
 void migrate_publish(struct evm *v, struct vmi *vi)

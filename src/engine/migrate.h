@@ -20,6 +20,7 @@ struct migrate_opts {
 	bool auto_converge, postcopy, copy_storage;
 	unsigned long bandwidth; /* MiB/s, 0 unlimited */
 	int timeout;             /* s, 0 none: abort when not done by then */
+	const char *uid;         /* the migrationUid to use (a VirtualMachineInstanceMigration's); NULL: a new one */
 };
 
 /* Flags for struct action_req.flags with ACT_MIGRATE (the UI's `m` passes none: live, unlimited). */
@@ -43,6 +44,7 @@ struct mig_job;
 /* The migration state of one execution (struct exec's mig), KubeVirt's vocabulary; persisted in the record. */
 struct emig {
 	char uid[UID_LEN];                 /* migrationUid */
+	char target_launcher[UID_LEN];     /* the launcher UID the execution takes on the target */
 	char *source_node, *target_node;
 	int64_t start, end;
 	bool completed, failed, abort_requested;
@@ -56,7 +58,7 @@ struct emig {
 	uint64_t processed, remaining, total, dirty_rate;
 	int iteration;
 	int64_t downtime_ms, elapsed_ms;   /* expected downtime while running, the real one when completed */
-	struct mig_job *job;               /* runtime: the thread running it */
+	struct mig_job *job;               /* runtime: the thread running it (or settling one a killed process left) */
 };
 
 struct evm;
@@ -86,8 +88,13 @@ json_object *migrate_state_json(const struct migration_state *m);
 
 /* ACT_MIGRATE / ACT_MIGRATE_ABORT of the engine provider. */
 int migrate_action(struct source *src, const struct action_req *req, action_done_cb done, void *arg, char **err);
-/* A migration of v is running: lifecycle events and resyncs of the source must not end its execution. */
+/* A migration of v is running, or one that an earlier process started is not settled yet: lifecycle events and
+ * resyncs of the source must not end its execution, and the reconciler waits. */
 bool migrate_busy(const struct evm *v);
+/* Settles the migrations that an earlier process recorded as started and did not see end (it was killed): a
+ * thread asks both hosts where the domain is once libvirt's own job is over, then the record moves to the target
+ * (completed) or stays (failed). Called at every host's sync; does nothing while a host is not connected. */
+void migrate_resume_all(void);
 /* Fills the VMI's migrationState and active pods, and publishes the launchers the execution left behind. */
 void migrate_publish(struct evm *v, struct vmi *vi);
 /* Removes those launchers' pods from the store (the execution is archived or the VM moves away). */

@@ -52,6 +52,7 @@ struct action_req {
 	int grace_period;       /* -1: the server's default */
 	const char *target;     /* migrate: target node/host, NULL: any */
 	uint32_t flags;         /* provider-specific (engine migration options) */
+	const char *uid;        /* migrate: the migrationUid to use (the engine's; NULL: a new one) */
 };
 
 /* status 0 on success; otherwise an HTTP status or -1, with the API's own message. */

@@ -11,8 +11,9 @@
 #     before the kill is in effect;
 #   - a stop's grace period survives the kill: reconcile ends within the grace period plus a margin.
 # The op order follows the VM's state (least-used op first); the kill delay comes from $RANDOM seeded by
-# CHAOS_SEED (printed: CHAOS_SEED=N replays a run). CHAOS_TRIALS sets the count: 50 against the service (issue 15's
-# figure), 20 against an in-process kvcon (the same code underneath; the suite's time goes to the service).
+# CHAOS_SEED (printed: CHAOS_SEED=N replays a run). CHAOS_TRIALS sets the count: 50 against the service when run
+# alone (engine_svc_chaos.sh runs 40, then 12 of migrate: issue 15's 50 in all), 20 against an in-process kvcon
+# (the same code underneath; the suite's time goes to the service).
 #
 # CHAOS_TARGET=service (tests/e2e/engine_svc_chaos.sh): the same trials against `kvcon engine serve`. A service
 # holds the root; each request is kvcon's own command routed through it (docs/ENGINE-SERVICE.md, "kvcon beside

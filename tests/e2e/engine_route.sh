@@ -2,7 +2,8 @@
 # kvcon beside its engine service (issue 15): while `kvcon engine serve` holds the embedded root, kvcon's own
 # commands on that root (`-c URI` or the default) find the service on the root's well-known socket and go through
 # its API over the unix socket (plain HTTP, no token) instead of being refused: engine apply/get/start/stop/delete,
-# get vm -A, the console and the dashboard, all while the service runs. With routing off they are refused (the
+# get vm -A, the console, engine vnc and engine reconcile, and the dashboard, all while the service runs
+# (engine migrate and drain: engine_route_mig.sh, the two-host lab). With routing off they are refused (the
 # failure this fixes); a stale socket (the service killed -9) falls back to the engine in-process.
 . "$(dirname "$0")/engine-lib.bash"
 . "$(dirname "$0")/ui_lib.inc"
@@ -104,6 +105,16 @@ grep -q 'KVCON_EXIT=0' "$W/exit" || fail "console exit: $(cat "$W/exit" 2>/dev/n
 # the scripted console (engine console --send/--expect) through the service's console WebSocket
 kvc engine console always --send 'echo ROUTE-$((7*7))' --expect 'ROUTE-49' --timeout 60 >"$W/econ.out" 2>&1 ||
 	fail "engine console through the service: $(tail -c 400 "$W/econ.out")"
+
+step "engine vnc and engine reconcile through the service (refused before: they opened the root in-process)"
+timeout 120 "$KVCON" -c "$URI" --log-file "$W/vnc.log" engine vnc always --screenshot "$W/vnc.png" --quiet-ms 500 \
+	--timeout 5 >"$W/vnc.out" 2>&1 || fail "engine vnc through the service: $(tail -c 400 "$W/vnc.out")"
+grep -q 'the engine service answers on .*going through it' "$W/vnc.log" || fail "engine vnc did not use the service"
+grep -Eq '"width":[1-9][0-9]*,"height":[1-9][0-9]*' "$W/vnc.out" || fail "engine vnc: $(cat "$W/vnc.out")"
+[ "$(head -c 4 "$W/vnc.png" | tail -c 3)" = PNG ] || fail "engine vnc: no PNG written"
+out=$(timeout 120 "$KVCON" -c "$URI" --log-file "$W/rec.log" engine reconcile --for 1 2>&1) || fail "reconcile: $out"
+[ "$out" = "engine ready (the engine service reconciles these hosts)" ] || fail "reconcile said '$out'"
+grep -q 'the engine service answers on .*going through it' "$W/rec.log" || fail "engine reconcile did not use the service"
 
 step "the dashboard beside the service"
 : >"$W/exit"

@@ -8,6 +8,7 @@
 
 #include "core/util.h"
 #include "core/xmalloc.h"
+#include "engine/evm.h"
 #include "engine/migrate.h"
 #include "t.h"
 
@@ -68,12 +69,28 @@ static void test_round_trip(void)
 
 static void test_unfinished(void)
 {
-	/* a record written while a migration ran, read by a process that did not run it */
+	/* a record written while a migration ran, read by a process that did not run it: neither completed nor
+	 * failed (migrate_resume_all settles it), and the VM busy meanwhile (nothing ends or restarts it) */
 	json_object *o = json_tokener_parse("{\"migrationUid\":\"u\",\"sourceNode\":\"a\",\"targetNode\":\"b\","
+					    "\"targetLauncherUid\":\"11111111-2222-4333-8444-555555555555\","
 					    "\"startTimestamp\":5,\"completed\":false,\"failed\":false}");
 	struct emig *m = emig_from(o);
-	T_CHECK(m->failed && !m->completed);
-	T_CHECK(m->failure_reason && strstr(m->failure_reason, "ended before it did"));
+	T_CHECK(!m->failed && !m->completed && m->failure_reason == NULL && m->job == NULL);
+	T_EQ_STR(m->target_launcher, "11111111-2222-4333-8444-555555555555");
+	T_EQ_STR(m->target_node, "b");
+	struct exec x = { 0 };
+	struct evm v = { 0 };
+	v.cur = &x;
+	x.mig = m;
+	T_CHECK(migrate_busy(&v));
+	m->completed = true; /* settled: busy no more */
+	T_CHECK(!migrate_busy(&v));
+	m->completed = false;
+	m->failed = true;
+	T_CHECK(!migrate_busy(&v));
+	m->start = 0; /* none started */
+	m->failed = false;
+	T_CHECK(!migrate_busy(&v));
 	emig_free(m);
 	json_object_put(o);
 	/* junk is tolerated: wrong types read as absent */

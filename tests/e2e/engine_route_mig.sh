@@ -1,0 +1,83 @@
+#!/bin/bash
+# `kvcon engine migrate` and `kvcon engine drain` beside an engine service (issue 15): while `kvcon engine serve`
+# holds the two lab hosts, the commands go through its API (the root's well-known socket) instead of opening the
+# hosts in-process: migrate is the migrate subresource, which makes a VirtualMachineInstanceMigration
+# (kubevirt-migrate-vm-XXXXX, as KubeVirt's virt-api does) that the service keeps and the command follows to its
+# end; drain migrates every VMI running on the node; migrate --abort deletes the running vmim (the migration is
+# aborted, the VM stays); options the API has no field for are refused; a refusal by the engine is the
+# command's error (exit 1).
+set -euo pipefail
+HERE=$(cd "$(dirname "$0")" && pwd)
+. "$HERE/migrate-lib.bash"
+mig_setup
+export HOME=$MT/home XDG_RUNTIME_DIR=$MT/run
+mkdir -p "$HOME" "$XDG_RUNTIME_DIR"
+chmod 0700 "$XDG_RUNTIME_DIR"
+SRV=
+trap 'r=$?; [[ -z $SRV ]] || { kill -TERM $SRV; wait $SRV; } 2>/dev/null || true; set +e; (exit $r); mig_cleanup' EXIT
+
+step "vm1 and vm2 running on $HA; a service holds both hosts"
+kv -c "$SRC_URI" engine apply -f "$(manifest vm1)"
+kv -c "$SRC_URI" engine apply -f "$(manifest vm2)"
+"$KV" engine serve >"$MT/serve.out" 2>"$MT/serve.err" &
+SRV=$!
+wait_eq 120 "engine serving" tail -n1 "$MT/serve.out" || fail "serve did not start: $(cat "$MT/serve.err")"
+SOCK=$(sed -n 's/^socket: //p' "$MT/serve.out")
+api() { curl -s --max-time 20 --unix-socket "$SOCK" "http://engine$1"; }
+vmi_node() { api "/apis/kubevirt.io/v1/namespaces/default/virtualmachineinstances/$1" | jq -r '.status.phase + " " + .status.nodeName'; }
+wait_eq 120 "Running $HA" vmi_node vm1 || fail "vm1 not Running on $HA: $(vmi_node vm1)"
+wait_eq 120 "Running $HA" vmi_node vm2 || fail "vm2 not Running on $HA: $(vmi_node vm2)"
+routed() { grep -q 'the engine service answers on .*going through it' "$1" || fail "$2 did not go through the service: $(tail -c 400 "$1")"; }
+
+step "engine migrate vm1: through the service, a vmim kept and Succeeded"
+out=$("$KV" --log-file "$MT/m1.log" engine migrate vm1 2>&1) || fail "migrate: $out"
+routed "$MT/m1.log" "engine migrate"
+[[ $out == "virtualmachine vm1 migrated from $HA to $HB (through the engine service)" ]] || fail "migrate said '$out'"
+[[ $(vmi_node vm1) == "Running $HB" ]] || fail "vm1: $(vmi_node vm1)"
+[[ $(dom_state "$DST_URI" vm1) == running ]] || fail "vm1 not running on $HB"
+! virsh -q -c "$SRC_URI" dominfo default_vm1 >/dev/null 2>&1 || fail "vm1 still defined on $HA"
+[[ $(rec_host vm1) == "$HB" ]] || fail "vm1's record not on $HB: $(rec_host vm1)"
+api /apis/kubevirt.io/v1/namespaces/default/virtualmachineinstancemigrations >"$MT/vmims.json"
+jq -e '[.items[] | select(.spec.vmiName == "vm1" and (.metadata.name | test("^kubevirt-migrate-vm-[0-9a-f]{5}$")) and .status.phase == "Succeeded")] | length == 1' \
+    "$MT/vmims.json" >/dev/null || fail "no Succeeded kubevirt-migrate-vm-* vmim: $(jq -c '[.items[] | [.metadata.name, .status.phase]]' "$MT/vmims.json")"
+ls "$XDG_STATE_HOME"/kvcon/engine-data/vmims/default_kubevirt-migrate-vm-*.json >/dev/null || fail "the vmim is not on disk"
+
+step "refusals: an option the API has no field for; the host it already runs on (the engine's, exit 1)"
+rc=0
+"$KV" engine migrate vm1 --bandwidth 5 >"$MT/bw.out" 2>&1 || rc=$?
+[[ $rc == 1 ]] && grep -q -- '--bandwidth.*need the engine in-process' "$MT/bw.out" || fail "--bandwidth: rc $rc: $(cat "$MT/bw.out")"
+rc=0
+"$KV" engine migrate vm1 --to "$HB" >"$MT/same.out" 2>&1 || rc=$?
+[[ $rc == 1 ]] && grep -q "already runs on $HB" "$MT/same.out" || fail "--to $HB: rc $rc: $(cat "$MT/same.out")"
+[[ $(vmi_node vm1) == "Running $HB" ]] || fail "vm1 moved by a refused migration: $(vmi_node vm1)"
+
+step "engine drain $HA: vm2 (the only VMI there) moves to $HB"
+out=$("$KV" --log-file "$MT/d1.log" engine drain "$HA" 2>&1) || fail "drain: $out"
+routed "$MT/d1.log" "engine drain"
+grep -q "^draining $HA: 1 running VM (through the engine service)$" <<<"$out" || fail "drain said: $out"
+grep -q "^$HA drained$" <<<"$out" || fail "drain said: $out"
+[[ $(vmi_node vm2) == "Running $HB" && $(rec_host vm2) == "$HB" ]] || fail "vm2: $(vmi_node vm2), record on $(rec_host vm2)"
+[[ $(vmi_node vm1) == "Running $HB" ]] || fail "vm1 moved by the drain of $HA: $(vmi_node vm1)"
+
+step "engine drain $HB --to $HA: both back"
+out=$("$KV" engine drain "$HB" --to "$HA" 2>&1) || fail "drain back: $out"
+grep -q "^draining $HB: 2 running VMs" <<<"$out" && grep -q "^$HB drained$" <<<"$out" || fail "drain back said: $out"
+[[ $(vmi_node vm1) == "Running $HA" && $(vmi_node vm2) == "Running $HA" ]] || fail "not back: $(vmi_node vm1), $(vmi_node vm2)"
+
+step "engine migrate --abort through the service (a 1 MiB/s migration): the vmim deleted, the VM stays on $HA"
+virsh -q -c "$SRC_URI" migrate-setspeed default_vm1 1 || fail "migrate-setspeed"
+"$KV" engine migrate vm1 >"$MT/slow.out" 2>&1 &
+MIG_BG=$!
+running_vmim() { api /apis/kubevirt.io/v1/namespaces/default/virtualmachineinstancemigrations | jq -r '[.items[] | select(.status.phase == "Running") | .metadata.name] | length'; }
+wait_eq 120 1 running_vmim || fail "no Running vmim: $(cat "$MT/slow.out")"
+out=$("$KV" --log-file "$MT/ab.log" engine migrate --abort vm1 2>&1) || fail "abort: $out"
+routed "$MT/ab.log" "engine migrate --abort"
+[[ $out == "virtualmachine vm1: migration abort requested" ]] || fail "abort said '$out'"
+rc=0
+wait $MIG_BG || rc=$?
+MIG_BG=
+[[ $rc == 1 ]] || fail "the aborted migrate exited $rc: $(cat "$MT/slow.out")"
+echo "   the aborted migrate said: $(cat "$MT/slow.out")"
+[[ $(vmi_node vm1) == "Running $HA" && $(dom_state "$SRC_URI" vm1) == running ]] || fail "vm1 after the abort: $(vmi_node vm1)"
+! virsh -q -c "$DST_URI" dominfo default_vm1 >/dev/null 2>&1 || fail "vm1 left over on $HB"
+echo PASS
