@@ -6,6 +6,7 @@
 #include "cmd/apisrv.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <json-c/json.h>
 #include <microhttpd.h>
 #include <openssl/evp.h>
@@ -170,6 +171,10 @@ static struct {
 	struct vmim *vmims;
 	unsigned vmim_ids;
 	bool vmim_posted;
+	long idle_exit;      /* seconds without a client and with nothing to reconcile before the service exits; 0 never */
+	uint64_t busy_ms;    /* the last time a client was connected or something needed reconciling */
+	char *busy_why;      /* what last kept it (logged when it changes) */
+	char *pid_path;      /* SOCKET.pid, removed at exit */
 } S;
 
 /* ---- JSON helpers ---- */
@@ -1404,6 +1409,8 @@ static enum MHD_Result watch(struct MHD_Connection *c, enum res r, const char *n
 	return rc;
 }
 
+static void idle_check(uint64_t now);
+
 static void on_tick(void *arg)
 {
 	(void)arg;
@@ -1412,6 +1419,7 @@ static void on_tick(void *arg)
 	for (struct watcher *w = S.watchers; w; w = w->next)
 		if ((w->bookmarks && now >= w->next_bookmark_ms) || (w->deadline_ms && now >= w->deadline_ms))
 			wake(w);
+	idle_check(now);
 }
 
 /* ---- writes ---- */
@@ -2765,6 +2773,45 @@ static void on_pass(void *arg)
 	mhd_run_all();
 }
 
+static unsigned mhd_connections(void)
+{
+	unsigned n = 0;
+	for (int i = 0; i < S.nd; i++) {
+		const union MHD_DaemonInfo *info = MHD_get_daemon_info(S.d[i], MHD_DAEMON_INFO_CURRENT_CONNECTIONS);
+		n += info ? info->num_connections : 1;
+	}
+	return n;
+}
+
+/* The idle exit (docs/ENGINE-SERVICE.md, "Started on demand, gone when idle"): the service leaves once it has
+ * had no client (connection, watch, console or VNC) for S.idle_exit seconds while nothing needed reconciling:
+ * no running execution to reap, no VM to (re)start, no request under way. Every tick that finds one of them
+ * starts the period again. */
+static void idle_check(uint64_t now)
+{
+	if (S.idle_exit <= 0)
+		return;
+	unsigned nc = mhd_connections();
+	char *why = S.watchers || wsconns || nc ? xasprintf("%u client connection(s)", nc) : engine_needs_reconciler();
+	if (why) {
+		if (S.busy_why == NULL || strcmp(why, S.busy_why) != 0)
+			log_info("engine serve: staying: %s", why);
+		free(S.busy_why);
+		S.busy_why = why;
+		S.busy_ms = now;
+		return;
+	}
+	free(S.busy_why);
+	S.busy_why = NULL;
+	if (now - S.busy_ms >= (uint64_t)S.idle_exit * 1000) {
+		log_info("engine serve: no client for %ld s and nothing to reconcile: exiting", S.idle_exit);
+		printf("engine service idle for %ld s with nothing to reconcile: exiting\n", S.idle_exit);
+		fflush(stdout);
+		S.idle_exit = 0;
+		loop_quit(0);
+	}
+}
+
 __attribute__((format(printf, 2, 0))) static void mhd_log(void *cls, const char *fmt, va_list ap)
 {
 	(void)cls;
@@ -2814,6 +2861,16 @@ static int listen_unix(const char *path, char **err)
 		*err = xasprintf("socket: %s", strerror(errno));
 		return -1;
 	}
+	/* a service that answers keeps its socket: a second one on the same root is refused, not swapped in */
+	int probe = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (probe >= 0 && connect(probe, (struct sockaddr *)&a, sizeof a) == 0) {
+		close(probe);
+		close(fd);
+		*err = xasprintf("%s: another engine service answers there", path);
+		return -1;
+	}
+	if (probe >= 0)
+		close(probe);
 	unlink(path);
 	mode_t old = umask(077);
 	int rc = bind(fd, (struct sockaddr *)&a, sizeof a);
@@ -2896,16 +2953,48 @@ static void state_free(void)
 	hmap_free(&S.cache);
 }
 
+/* SOCKET.pid: this process's pid beside its socket (how scripts and tests find a service started on demand) */
+static void write_pid(const char *sock)
+{
+	S.pid_path = xasprintf("%s.pid", sock);
+	char *tmp = xasprintf("%s.tmp", S.pid_path);
+	char text[32];
+	int n = snprintf(text, sizeof text, "%ld\n", (long)getpid());
+	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (fd < 0 || write(fd, text, (size_t)n) != n || close(fd) < 0 || rename(tmp, S.pid_path) < 0)
+		log_info("engine serve: %s: %s", S.pid_path, strerror(errno));
+	free(tmp);
+}
+
+static void remove_pid(void)
+{
+	if (S.pid_path == NULL)
+		return;
+	char *t = util_read_file(S.pid_path, NULL);
+	if (t && atol(t) == (long)getpid())
+		unlink(S.pid_path);
+	free(t);
+	free(S.pid_path);
+	S.pid_path = NULL;
+}
+
 int engine_serve_cmd(int argc, char **argv)
 {
 	const char *sock = NULL, *kubeconfig = NULL;
-	int port = -1;
+	int port = -1, idle = 0;
 	const struct cli_opt rows[] = { { "--socket", CLI_STR, &sock },
 					{ "--https", CLI_INT, &port },
-					{ "--kubeconfig-out", CLI_STR, &kubeconfig } };
+					{ "--kubeconfig-out", CLI_STR, &kubeconfig },
+					{ "--idle-exit", CLI_INT, &idle } };
 	int rc = engine_cli_args(argc, argv, CLI_ROWS(rows), NULL, NULL);
 	if (rc)
 		return rc;
+	if (idle < 0) {
+		log_eprintf("error: engine serve: --idle-exit %d: not a number of seconds\n", idle);
+		return EXIT_USAGE;
+	}
+	S.idle_exit = idle;
+	S.busy_ms = util_now_ms();
 	session_route(false); /* the service opens the engine itself, whoever else serves */
 	rc = engine_cli_open();
 	if (rc)
@@ -2939,6 +3028,7 @@ int engine_serve_cmd(int argc, char **argv)
 	int fd = listen_unix(spath, &err);
 	if (fd < 0 || start_daemon(fd, false, &err) < 0)
 		goto fail;
+	write_pid(spath);
 	printf("socket: %s\n", spath);
 	if (port >= 0) {
 		if (apitls_load(state, &S.tls, &err) < 0)
@@ -2970,6 +3060,9 @@ int engine_serve_cmd(int argc, char **argv)
 		MHD_stop_daemon(S.d[i]);
 	}
 	unlink(spath);
+	remove_pid();
+	free(S.busy_why);
+	S.busy_why = NULL;
 	store_unlisten(S.st, lid);
 	state_free();
 	free(spath);
@@ -2979,6 +3072,10 @@ int engine_serve_cmd(int argc, char **argv)
 	return engine_cli_close(rc == 130 ? 0 : rc, 0);
 fail:
 	log_eprintf("error: engine serve: %s\n", err ? err : "cannot listen");
+	if (S.pid_path) { /* listening already (the HTTPS side failed) */
+		unlink(spath);
+		remove_pid();
+	}
 	free(err);
 	free(spath);
 	free(kpath);

@@ -1210,7 +1210,7 @@ static const struct {
 	{ "console", cmd_engine_console, "console NAME [--expect RE] [--send LINE]... [--wait-stop] [--timeout S] [--log FILE]" },
 	{ "vnc", cmd_engine_vnc, "vnc NAME [--screenshot F.png ...] | vnc NAME --proxy-only [--port N]" },
 	{ "reconcile", cmd_engine_reconcile, "reconcile [--for SECONDS]  run the reconciler, then leave" },
-	{ "serve", engine_serve_cmd, "serve [--socket PATH] [--https PORT] [--kubeconfig-out FILE]\n"
+	{ "serve", engine_serve_cmd, "serve [--socket PATH] [--https PORT] [--kubeconfig-out FILE] [--idle-exit SECONDS]\n"
 				     "                      run the reconciler for good and serve the Kubernetes API "
 				     "(docs/ENGINE-SERVICE.md)" },
 	{ "pull", cmd_engine_pull, "pull IMAGE                 pull a containerDisk into the image cache (prints its digest)" },
