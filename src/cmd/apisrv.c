@@ -175,6 +175,9 @@ static struct {
 	uint64_t busy_ms;    /* the last time a client was connected or something needed reconciling */
 	char *busy_why;      /* what last kept it (logged when it changes) */
 	char *pid_path;      /* SOCKET.pid, removed at exit */
+	char *sock_path;     /* the unix socket, and its identity: a service whose socket was removed or replaced */
+	dev_t sock_dev;      /* (and which serves no HTTPS) can be reached by nobody: it leaves */
+	ino_t sock_ino;
 } S;
 
 /* ---- JSON helpers ---- */
@@ -2789,6 +2792,16 @@ static unsigned mhd_connections(void)
  * starts the period again. */
 static void idle_check(uint64_t now)
 {
+	struct stat sb;
+	if (S.sock_path && S.nd == 1 &&
+	    (lstat(S.sock_path, &sb) < 0 || sb.st_dev != S.sock_dev || sb.st_ino != S.sock_ino)) {
+		log_info("engine serve: %s was removed or replaced: nobody can reach this service: exiting", S.sock_path);
+		printf("engine service: %s was removed or replaced: exiting\n", S.sock_path);
+		fflush(stdout);
+		S.sock_path = NULL;
+		loop_quit(0);
+		return;
+	}
 	if (S.idle_exit <= 0)
 		return;
 	unsigned nc = mhd_connections();
@@ -3029,6 +3042,12 @@ int engine_serve_cmd(int argc, char **argv)
 	if (fd < 0 || start_daemon(fd, false, &err) < 0)
 		goto fail;
 	write_pid(spath);
+	struct stat sb;
+	if (lstat(spath, &sb) == 0) {
+		S.sock_path = spath;
+		S.sock_dev = sb.st_dev;
+		S.sock_ino = sb.st_ino;
+	}
 	printf("socket: %s\n", spath);
 	if (port >= 0) {
 		if (apitls_load(state, &S.tls, &err) < 0)
@@ -3059,7 +3078,10 @@ int engine_serve_cmd(int argc, char **argv)
 		loop_fd_remove(S.lfd[i]);
 		MHD_stop_daemon(S.d[i]);
 	}
-	unlink(spath);
+	struct stat now_sb; /* the socket, unless it is another's now */
+	if (lstat(spath, &now_sb) == 0 && now_sb.st_dev == S.sock_dev && now_sb.st_ino == S.sock_ino)
+		unlink(spath);
+	S.sock_path = NULL;
 	remove_pid();
 	free(S.busy_why);
 	S.busy_why = NULL;
