@@ -2581,6 +2581,116 @@ static enum MHD_Result discovery(struct MHD_Connection *c, const char *p, bool *
 	return MHD_NO;
 }
 
+/* ---- pods/NAME/log: the launcher's containers as the engine keeps them (compute: QEMU's log, serial: the
+ * guest's serial log), streamed from the engine's open_log as kubectl logs reads a cluster's ---- */
+
+struct logconn {
+	struct MHD_Connection *c;
+	struct source *src;
+	struct log_stream *ls; /* NULL once it ended */
+	struct buf out;
+	bool ended, suspended;
+};
+
+static void logconn_wake(struct logconn *lc)
+{
+	if (lc->suspended) {
+		lc->suspended = false;
+		MHD_resume_connection(lc->c);
+	}
+}
+
+static bool logconn_data(void *arg, const char *data, size_t len)
+{
+	struct logconn *lc = arg;
+	buf_add(&lc->out, data, len);
+	logconn_wake(lc);
+	return true;
+}
+
+static void logconn_end(void *arg, int status, const char *message)
+{
+	struct logconn *lc = arg;
+	if (status != 0)
+		log_info("engine serve: a log ended: %d %s", status, message ? message : "");
+	lc->ls = NULL;
+	lc->ended = true;
+	logconn_wake(lc);
+}
+
+static ssize_t logconn_read(void *cls, uint64_t pos, char *out, size_t max)
+{
+	(void)pos;
+	struct logconn *lc = cls;
+	if (lc->out.len == 0) {
+		if (lc->ended)
+			return MHD_CONTENT_READER_END_OF_STREAM;
+		lc->suspended = true;
+		MHD_suspend_connection(lc->c);
+		return 0;
+	}
+	size_t n = lc->out.len < max ? lc->out.len : max;
+	memcpy(out, lc->out.data, n);
+	buf_consume(&lc->out, n);
+	return (ssize_t)n;
+}
+
+static void logconn_free(void *cls)
+{
+	struct logconn *lc = cls;
+	if (lc->ls && lc->src->ops->close_log)
+		lc->src->ops->close_log(lc->ls);
+	buf_free(&lc->out);
+	free(lc);
+}
+
+static bool arg_true(struct MHD_Connection *c, const char *k)
+{
+	const char *v = arg(c, k);
+	return v && (strcmp(v, "true") == 0 || strcmp(v, "1") == 0);
+}
+
+static enum MHD_Result pod_log(struct MHD_Connection *c, const char *ns, const char *name)
+{
+	struct obj *pod = NULL;
+	struct source *src = NULL;
+	for (int s = 0; s < S.nsrcs && pod == NULL; s++)
+		if ((pod = store_find(S.st, S.srcs[s], OBJ_POD, ns, name)) != NULL)
+			src = S.srcs[s];
+	if (pod == NULL)
+		return not_found(c, R_POD, name);
+	if (src->ops->open_log == NULL)
+		return send_status(c, 405, "MethodNotAllowed", R_COUNT, NULL, "this host keeps no logs");
+	struct log_req rq = { .ns = ns, .pod = name, .vm = obj_label(pod, "vm.kubevirt.io/name"),
+			      .container = arg(c, "container"), .follow = arg_true(c, "follow"),
+			      .previous = arg_true(c, "previous"), .timestamps = arg_true(c, "timestamps"),
+			      .tail_lines = -1 };
+	const char *t = arg(c, "tailLines"), *since = arg(c, "sinceSeconds");
+	char *end = NULL;
+	if (t && ((rq.tail_lines = strtol(t, &end, 10)) < 0 || *end))
+		return send_status(c, 400, "BadRequest", R_COUNT, NULL, "tailLines: not a number of lines");
+	if (since && ((rq.since_s = strtol(since, &end, 10)) < 1 || *end))
+		return send_status(c, 400, "BadRequest", R_COUNT, NULL, "sinceSeconds: not a number of seconds");
+	struct logconn *lc = xcalloc(1, sizeof *lc);
+	lc->c = c;
+	lc->src = src;
+	buf_init(&lc->out);
+	char *err = NULL;
+	lc->ls = src->ops->open_log(src, &rq, logconn_data, logconn_end, lc, &err);
+	if (lc->ls == NULL) {
+		free(lc);
+		enum MHD_Result rc = send_status(c, 400, "BadRequest", R_COUNT, NULL, "%s", err ? err : "no log");
+		free(err);
+		return rc;
+	}
+	struct MHD_Response *resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 64 * 1024, logconn_read, lc,
+								       logconn_free);
+	MHD_add_response_header(resp, "Content-Type", "text/plain");
+	enum MHD_Result rc = MHD_queue_response(c, 200, resp);
+	MHD_destroy_response(resp);
+	return rc;
+}
+
 /* ---- routing ---- */
 
 static bool valid_name(const char *s)
@@ -2650,6 +2760,8 @@ static enum MHD_Result route(struct MHD_Connection *c, struct reqctx *rq, const 
 					   "the server does not allow this method on the requested resource");
 		return subresource(c, rq, r, ns, name, sub);
 	}
+	if (r == R_POD && ns && name && sub && strcmp(sub, "log") == 0 && strcmp(method, "GET") == 0)
+		return pod_log(c, ns, name);
 	if (sub && strcmp(sub, "status") != 0)
 		return send_status(c, 404, "NotFound", R_COUNT, NULL, "the server could not find the requested resource");
 	if (strcmp(method, "GET") == 0) {
