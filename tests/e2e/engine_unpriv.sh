@@ -7,6 +7,9 @@
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/engine-lib.bash"
+# the engine in-process on purpose: KVCON_ENGINE_QEMU_USER is given to one command (a service started on demand
+# keeps the environment of the kvcon that started it)
+export KVCON_ENGINE_SERVICE=off
 
 engine_needs "the embedded driver changes users only as root" qemu-system-x86_64 jq setpriv ps
 getent passwd libvirt-qemu >/dev/null || fail "no libvirt-qemu account (scripts/deps.sh creates it)"
