@@ -75,6 +75,18 @@ long engine_service_idle_exit(void)
 	return s;
 }
 
+bool engine_service_startable(char *const *uris, int n)
+{
+	for (int i = 0; i < (n > 0 ? n : 1); i++) {
+		char *why = engine_check(n > 0 ? uris[i] : NULL);
+		if (why) {
+			free(why);
+			return false;
+		}
+	}
+	return true;
+}
+
 static long ms_since(const struct timespec *t0)
 {
 	struct timespec now;

@@ -3,6 +3,8 @@
 #ifndef KVCON_ENGINE_SERVICE_H
 #define KVCON_ENGINE_SERVICE_H
 
+#include <stdbool.h>
+
 /* $XDG_RUNTIME_DIR/kvcon/engine-HASH.sock (else the state directory's), HASH = FNV-1a of the state directory and
  * the engine URIs (uris[0..n), or the default as engine_open resolves it when n is 0). Caller frees. */
 char *engine_service_socket(char *const *uris, int n);
@@ -17,6 +19,10 @@ enum engine_service_mode engine_service_mode(void);
  * engine.idle-exit, else ENGINE_SERVICE_IDLE_DEFAULT; 0: never). */
 #define ENGINE_SERVICE_IDLE_DEFAULT 300
 long engine_service_idle_exit(void);
+
+/* engine_check passes for every host of the root (uris[0..n), or the default): a service could open it. When it
+ * does not, the caller opens the engine in-process, whose refusal says what to fix. */
+bool engine_service_startable(char *const *uris, int n);
 
 /* Starts `kvcon [-c URI]... engine serve --socket SOCK --idle-exit engine_service_idle_exit()` (this executable)
  * detached from the caller (its own session, stdio on $XDG_STATE_HOME/kvcon/engine-serve.log; the service writes
