@@ -130,8 +130,8 @@ static struct source *open_service(struct store *st, char **err)
 	char *path = session_service_socket();
 	if (access(path, F_OK) != 0 || !kube_http_unix_healthy(path, 3000)) {
 		/* engine.service = auto: start one, and go through it */
-		if (mode != ENGINE_SERVICE_AUTO || !engine_service_startable(o->uris, o->nuris) ||
-		    engine_service_spawn(o->uris, o->nuris, path, healthy, ENGINE_READY_MS, err) < 0) {
+		if (mode != ENGINE_SERVICE_AUTO ||
+		    engine_service_spawn(o->uris, o->nuris, path, healthy, ENGINE_READY_MS, err) != 0) {
 			free(path);
 			return NULL;
 		}

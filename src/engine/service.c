@@ -123,6 +123,14 @@ int engine_service_spawn(char *const *uris, int n, const char *sock, int (*probe
 		free(state);
 		return 0;
 	}
+	/* checked under the lock: a service another kvcon just started holds the root (engine_check says so) but
+	 * answers by now */
+	if (!engine_service_startable(uris, n)) {
+		if (lfd >= 0)
+			close(lfd);
+		free(state);
+		return 1;
+	}
 	char *logp = util_path_join(state, "engine-serve.log");
 	char idle[32];
 	snprintf(idle, sizeof idle, "%ld", engine_service_idle_exit());

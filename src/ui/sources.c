@@ -116,7 +116,7 @@ static struct source *open_service(struct store *st, char **err)
 	struct source *src = NULL;
 	bool up = access(path, F_OK) == 0 && kube_http_unix_healthy(path, 3000);
 	/* engine.service = auto: start one (up to 2 minutes: the embedded driver's first open probes QEMU) */
-	if (!up && mode == ENGINE_SERVICE_AUTO && engine_service_startable(o->uris, o->nuris))
+	if (!up && mode == ENGINE_SERVICE_AUTO)
 		up = engine_service_spawn(o->uris, o->nuris, path, healthy, 120000, err) == 0;
 	if (up) {
 		char hn[256] = "localhost";

@@ -9,6 +9,9 @@
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/migrate-lib.bash"
+# the explicit service below serves the lab on its own socket (not the hosts' well-known one): kvcon's own commands
+# beside it open the engine in-process, and none starts a second service (a second reconciler) on demand
+export KVCON_ENGINE_SERVICE=off
 engine_needs "the two-host lab" kubectl
 mig_setup
 export HOME=$MT/home # kubectl's discovery cache, private to the test
@@ -24,8 +27,7 @@ stop_srv() {
 trap 'r=$?; stop_srv; set +e; (exit $r); mig_cleanup' EXIT
 
 step "vm1 running on $HA, a shell variable set"
-# the explicit service below serves the lab: no service on demand for this apply's root
-KVCON_ENGINE_SERVICE=off kv -c "$SRC_URI" engine apply -f "$(manifest vm1)"
+kv -c "$SRC_URI" engine apply -f "$(manifest vm1)"
 wait_shell vm1
 console vm1 'export KVMARK=vmim$((6*7)); echo mark=$KVMARK' 'mark=vmim42' || fail "variable not set on $HA"
 
