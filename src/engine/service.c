@@ -75,7 +75,8 @@ long engine_service_idle_exit(void)
 	return s;
 }
 
-bool engine_service_startable(char *const *uris, int n)
+/* engine_check passes for every host of the root (uris[0..n), or the default): a service could open it */
+static bool startable(char *const *uris, int n)
 {
 	for (int i = 0; i < (n > 0 ? n : 1); i++) {
 		char *why = engine_check(n > 0 ? uris[i] : NULL);
@@ -125,7 +126,7 @@ int engine_service_spawn(char *const *uris, int n, const char *sock, int (*probe
 	}
 	/* checked under the lock: a service another kvcon just started holds the root (engine_check says so) but
 	 * answers by now */
-	if (!engine_service_startable(uris, n)) {
+	if (!startable(uris, n)) {
 		if (lfd >= 0)
 			close(lfd);
 		free(state);

@@ -20,10 +20,6 @@ enum engine_service_mode engine_service_mode(void);
 #define ENGINE_SERVICE_IDLE_DEFAULT 300
 long engine_service_idle_exit(void);
 
-/* engine_check passes for every host of the root (uris[0..n), or the default): a service could open it. When it
- * does not, the caller opens the engine in-process, whose refusal says what to fix. */
-bool engine_service_startable(char *const *uris, int n);
-
 /* Starts `kvcon [-c URI]... engine serve --socket SOCK --idle-exit engine_service_idle_exit()` (this executable)
  * detached from the caller (its own session, stdio on $XDG_STATE_HOME/kvcon/engine-serve.log; the service writes
  * its pid in SOCK.pid), then waits up to timeout_ms until /healthz answers on sock (probe: a function returning
