@@ -18,7 +18,7 @@ UNIT_BIN = $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 FUZZ_SRC = $(wildcard tests/fuzz/fuzz_*.c)
 REPLAY_BIN = $(FUZZ_SRC:tests/fuzz/%.c=$(BUILD)/replay/%)
 
-.PHONY: all run check unit e2e bench asan fuzz install clean deps deps-build cleanroom
+.PHONY: all run check unit e2e bench asan fuzz install install-unit clean deps deps-build cleanroom
 
 BIN     ?= kvcon
 
@@ -112,11 +112,14 @@ fuzz:
 	  clang -std=c11 -D_GNU_SOURCE -Isrc $(shell pkg-config --cflags $(PKGS) 2>/dev/null) $(FUZZ_CFLAGS) \
 	    -o build-fuzz/fuzz/$$n $$f build-fuzz/libkvcon.a $(LIBS) || exit 1; done
 
-install: all
+install: all install-unit
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man1 $(DESTDIR)$(PREFIX)/share/kvcon/themes
 	install -m 755 kvcon $(DESTDIR)$(PREFIX)/bin/kvcon
 	install -m 644 man/kvcon.1 $(DESTDIR)$(PREFIX)/share/man/man1/kvcon.1
 	install -m 644 themes/* $(DESTDIR)$(PREFIX)/share/kvcon/themes/ 2>/dev/null || true
+
+# the systemd user unit alone (tests/e2e/engine_unit.sh verifies what install writes)
+install-unit:
 	install -d $(DESTDIR)$(PREFIX)/lib/systemd/user
 	sed 's|@BINDIR@|$(PREFIX)/bin|' contrib/kvcon-engine.service.in >$(DESTDIR)$(PREFIX)/lib/systemd/user/kvcon-engine.service
 	chmod 644 $(DESTDIR)$(PREFIX)/lib/systemd/user/kvcon-engine.service

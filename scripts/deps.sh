@@ -74,6 +74,7 @@ syslinux
 syslinux-common
 mtools
 zsh
+systemd
 "
 
 FUZZ_PKGS="

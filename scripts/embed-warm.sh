@@ -34,8 +34,9 @@ mkdir -p "$root/cache/qemu/capabilities"
 had=$(ls "$root/cache/qemu/capabilities" | wc -l)
 seeded=0
 lab_caps_seed "$root" && seeded=1
-# TCG forced: the open is what matters here, not kvcon's KVM probe
-if ! KVCON_ENGINE_ACCEL=tcg "$kv" -c "$uri" --log-file "$root/embed-warm.log" engine get vm \
+# TCG forced: the open is what matters here, not kvcon's KVM probe; in-process (the warm-up must not leave an
+# engine service holding the root)
+if ! KVCON_ENGINE_SERVICE=off KVCON_ENGINE_ACCEL=tcg "$kv" -c "$uri" --log-file "$root/embed-warm.log" engine get vm \
     >/dev/null 2>"$root/embed-warm.err"; then
     cat "$root/embed-warm.err" >&2
     lab_die "kvcon -c '$uri' engine get vm failed (see $root/embed-warm.log)"

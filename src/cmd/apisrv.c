@@ -190,6 +190,13 @@ static struct {
 		uint64_t rv;
 		char *body, *text; /* JSON without / with resourceVersion */
 	} kv;
+	long idle_exit;      /* seconds without a client and with nothing to reconcile before the service exits; 0 never */
+	uint64_t busy_ms;    /* the last time a client was connected or something needed reconciling */
+	char *busy_why;      /* what last kept it (logged when it changes) */
+	char *pid_path;      /* SOCKET.pid, removed at exit */
+	char *sock_path;     /* the unix socket, and its identity: a service whose socket was removed or replaced */
+	dev_t sock_dev;      /* (and which serves no HTTPS) can be reached by nobody: it leaves */
+	ino_t sock_ino;
 } S;
 
 /* ---- JSON helpers ---- */
@@ -1474,6 +1481,7 @@ static enum MHD_Result watch(struct MHD_Connection *c, enum res r, const char *n
 }
 
 static void vmims_settle_loaded(void);
+static void idle_check(uint64_t now);
 
 static void on_tick(void *arg)
 {
@@ -1485,6 +1493,7 @@ static void on_tick(void *arg)
 	for (struct watcher *w = S.watchers; w; w = w->next)
 		if ((w->bookmarks && now >= w->next_bookmark_ms) || (w->deadline_ms && now >= w->deadline_ms))
 			wake(w);
+	idle_check(now);
 }
 
 /* ---- writes ---- */
@@ -2872,6 +2881,116 @@ static enum MHD_Result discovery(struct MHD_Connection *c, const char *p, bool *
 	return MHD_NO;
 }
 
+/* ---- pods/NAME/log: the launcher's containers as the engine keeps them (compute: QEMU's log, serial: the
+ * guest's serial log), streamed from the engine's open_log as kubectl logs reads a cluster's ---- */
+
+struct logconn {
+	struct MHD_Connection *c;
+	struct source *src;
+	struct log_stream *ls; /* NULL once it ended */
+	struct buf out;
+	bool ended, suspended;
+};
+
+static void logconn_wake(struct logconn *lc)
+{
+	if (lc->suspended) {
+		lc->suspended = false;
+		MHD_resume_connection(lc->c);
+	}
+}
+
+static bool logconn_data(void *arg, const char *data, size_t len)
+{
+	struct logconn *lc = arg;
+	buf_add(&lc->out, data, len);
+	logconn_wake(lc);
+	return true;
+}
+
+static void logconn_end(void *arg, int status, const char *message)
+{
+	struct logconn *lc = arg;
+	if (status != 0)
+		log_info("engine serve: a log ended: %d %s", status, message ? message : "");
+	lc->ls = NULL;
+	lc->ended = true;
+	logconn_wake(lc);
+}
+
+static ssize_t logconn_read(void *cls, uint64_t pos, char *out, size_t max)
+{
+	(void)pos;
+	struct logconn *lc = cls;
+	if (lc->out.len == 0) {
+		if (lc->ended)
+			return MHD_CONTENT_READER_END_OF_STREAM;
+		lc->suspended = true;
+		MHD_suspend_connection(lc->c);
+		return 0;
+	}
+	size_t n = lc->out.len < max ? lc->out.len : max;
+	memcpy(out, lc->out.data, n);
+	buf_consume(&lc->out, n);
+	return (ssize_t)n;
+}
+
+static void logconn_free(void *cls)
+{
+	struct logconn *lc = cls;
+	if (lc->ls && lc->src->ops->close_log)
+		lc->src->ops->close_log(lc->ls);
+	buf_free(&lc->out);
+	free(lc);
+}
+
+static bool arg_true(struct MHD_Connection *c, const char *k)
+{
+	const char *v = arg(c, k);
+	return v && (strcmp(v, "true") == 0 || strcmp(v, "1") == 0);
+}
+
+static enum MHD_Result pod_log(struct MHD_Connection *c, const char *ns, const char *name)
+{
+	struct obj *pod = NULL;
+	struct source *src = NULL;
+	for (int s = 0; s < S.nsrcs && pod == NULL; s++)
+		if ((pod = store_find(S.st, S.srcs[s], OBJ_POD, ns, name)) != NULL)
+			src = S.srcs[s];
+	if (pod == NULL)
+		return not_found(c, R_POD, name);
+	if (src->ops->open_log == NULL)
+		return send_status(c, 405, "MethodNotAllowed", R_COUNT, NULL, "this host keeps no logs");
+	struct log_req rq = { .ns = ns, .pod = name, .vm = obj_label(pod, "vm.kubevirt.io/name"),
+			      .container = arg(c, "container"), .follow = arg_true(c, "follow"),
+			      .previous = arg_true(c, "previous"), .timestamps = arg_true(c, "timestamps"),
+			      .tail_lines = -1 };
+	const char *t = arg(c, "tailLines"), *since = arg(c, "sinceSeconds");
+	char *end = NULL;
+	if (t && ((rq.tail_lines = strtol(t, &end, 10)) < 0 || *end))
+		return send_status(c, 400, "BadRequest", R_COUNT, NULL, "tailLines: not a number of lines");
+	if (since && ((rq.since_s = strtol(since, &end, 10)) < 1 || *end))
+		return send_status(c, 400, "BadRequest", R_COUNT, NULL, "sinceSeconds: not a number of seconds");
+	struct logconn *lc = xcalloc(1, sizeof *lc);
+	lc->c = c;
+	lc->src = src;
+	buf_init(&lc->out);
+	char *err = NULL;
+	lc->ls = src->ops->open_log(src, &rq, logconn_data, logconn_end, lc, &err);
+	if (lc->ls == NULL) {
+		free(lc);
+		enum MHD_Result rc = send_status(c, 400, "BadRequest", R_COUNT, NULL, "%s", err ? err : "no log");
+		free(err);
+		return rc;
+	}
+	struct MHD_Response *resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 64 * 1024, logconn_read, lc,
+								       logconn_free);
+	MHD_add_response_header(resp, "Content-Type", "text/plain");
+	enum MHD_Result rc = MHD_queue_response(c, 200, resp);
+	MHD_destroy_response(resp);
+	return rc;
+}
+
 /* ---- routing ---- */
 
 static bool valid_name(const char *s)
@@ -2941,6 +3060,8 @@ static enum MHD_Result route(struct MHD_Connection *c, struct reqctx *rq, const 
 					   "the server does not allow this method on the requested resource");
 		return subresource(c, rq, r, ns, name, sub);
 	}
+	if (r == R_POD && ns && name && sub && strcmp(sub, "log") == 0 && strcmp(method, "GET") == 0)
+		return pod_log(c, ns, name);
 	if (sub && strcmp(sub, "status") != 0)
 		return send_status(c, 404, "NotFound", R_COUNT, NULL, "the server could not find the requested resource");
 	if (strcmp(method, "GET") == 0) {
@@ -3071,6 +3192,55 @@ static void on_pass(void *arg)
 	mhd_run_all();
 }
 
+static unsigned mhd_connections(void)
+{
+	unsigned n = 0;
+	for (int i = 0; i < S.nd; i++) {
+		const union MHD_DaemonInfo *info = MHD_get_daemon_info(S.d[i], MHD_DAEMON_INFO_CURRENT_CONNECTIONS);
+		n += info ? info->num_connections : 1;
+	}
+	return n;
+}
+
+/* The idle exit (docs/ENGINE-SERVICE.md, "Started on demand, gone when idle"): the service leaves once it has
+ * had no client (connection, watch, console or VNC) for S.idle_exit seconds while nothing needed reconciling:
+ * no running execution to reap, no VM to (re)start, no request under way. Every tick that finds one of them
+ * starts the period again. */
+static void idle_check(uint64_t now)
+{
+	struct stat sb;
+	if (S.sock_path && S.nd == 1 &&
+	    (lstat(S.sock_path, &sb) < 0 || sb.st_dev != S.sock_dev || sb.st_ino != S.sock_ino)) {
+		log_info("engine serve: %s was removed or replaced: nobody can reach this service: exiting", S.sock_path);
+		printf("engine service: %s was removed or replaced: exiting\n", S.sock_path);
+		fflush(stdout);
+		S.sock_path = NULL;
+		loop_quit(0);
+		return;
+	}
+	if (S.idle_exit <= 0)
+		return;
+	unsigned nc = mhd_connections();
+	char *why = S.watchers || wsconns || nc ? xasprintf("%u client connection(s)", nc) : engine_needs_reconciler();
+	if (why) {
+		if (S.busy_why == NULL || strcmp(why, S.busy_why) != 0)
+			log_info("engine serve: staying: %s", why);
+		free(S.busy_why);
+		S.busy_why = why;
+		S.busy_ms = now;
+		return;
+	}
+	free(S.busy_why);
+	S.busy_why = NULL;
+	if (now - S.busy_ms >= (uint64_t)S.idle_exit * 1000) {
+		log_info("engine serve: no client for %ld s and nothing to reconcile: exiting", S.idle_exit);
+		printf("engine service idle for %ld s with nothing to reconcile: exiting\n", S.idle_exit);
+		fflush(stdout);
+		S.idle_exit = 0;
+		loop_quit(0);
+	}
+}
+
 __attribute__((format(printf, 2, 0))) static void mhd_log(void *cls, const char *fmt, va_list ap)
 {
 	(void)cls;
@@ -3120,6 +3290,16 @@ static int listen_unix(const char *path, char **err)
 		*err = xasprintf("socket: %s", strerror(errno));
 		return -1;
 	}
+	/* a service that answers keeps its socket: a second one on the same root is refused, not swapped in */
+	int probe = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (probe >= 0 && connect(probe, (struct sockaddr *)&a, sizeof a) == 0) {
+		close(probe);
+		close(fd);
+		*err = xasprintf("%s: another engine service answers there", path);
+		return -1;
+	}
+	if (probe >= 0)
+		close(probe);
 	unlink(path);
 	mode_t old = umask(077);
 	int rc = bind(fd, (struct sockaddr *)&a, sizeof a);
@@ -3205,16 +3385,48 @@ static void state_free(void)
 	memset(&S.kv, 0, sizeof S.kv);
 }
 
+/* SOCKET.pid: this process's pid beside its socket (how scripts and tests find a service started on demand) */
+static void write_pid(const char *sock)
+{
+	S.pid_path = xasprintf("%s.pid", sock);
+	char *tmp = xasprintf("%s.tmp", S.pid_path);
+	char text[32];
+	int n = snprintf(text, sizeof text, "%ld\n", (long)getpid());
+	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (fd < 0 || write(fd, text, (size_t)n) != n || close(fd) < 0 || rename(tmp, S.pid_path) < 0)
+		log_info("engine serve: %s: %s", S.pid_path, strerror(errno));
+	free(tmp);
+}
+
+static void remove_pid(void)
+{
+	if (S.pid_path == NULL)
+		return;
+	char *t = util_read_file(S.pid_path, NULL);
+	if (t && atol(t) == (long)getpid())
+		unlink(S.pid_path);
+	free(t);
+	free(S.pid_path);
+	S.pid_path = NULL;
+}
+
 int engine_serve_cmd(int argc, char **argv)
 {
 	const char *sock = NULL, *kubeconfig = NULL;
-	int port = -1;
+	int port = -1, idle = 0;
 	const struct cli_opt rows[] = { { "--socket", CLI_STR, &sock },
 					{ "--https", CLI_INT, &port },
-					{ "--kubeconfig-out", CLI_STR, &kubeconfig } };
+					{ "--kubeconfig-out", CLI_STR, &kubeconfig },
+					{ "--idle-exit", CLI_INT, &idle } };
 	int rc = engine_cli_args(argc, argv, CLI_ROWS(rows), NULL, NULL);
 	if (rc)
 		return rc;
+	if (idle < 0) {
+		log_eprintf("error: engine serve: --idle-exit %d: not a number of seconds\n", idle);
+		return EXIT_USAGE;
+	}
+	S.idle_exit = idle;
+	S.busy_ms = util_now_ms();
 	session_route(false); /* the service opens the engine itself, whoever else serves */
 	rc = engine_cli_open();
 	if (rc)
@@ -3251,6 +3463,13 @@ int engine_serve_cmd(int argc, char **argv)
 	int fd = listen_unix(spath, &err);
 	if (fd < 0 || start_daemon(fd, false, &err) < 0)
 		goto fail;
+	write_pid(spath);
+	struct stat sb;
+	if (lstat(spath, &sb) == 0) {
+		S.sock_path = spath;
+		S.sock_dev = sb.st_dev;
+		S.sock_ino = sb.st_ino;
+	}
 	printf("socket: %s\n", spath);
 	if (port >= 0) {
 		if (apitls_load(state, &S.tls, &err) < 0)
@@ -3281,7 +3500,13 @@ int engine_serve_cmd(int argc, char **argv)
 		loop_fd_remove(S.lfd[i]);
 		MHD_stop_daemon(S.d[i]);
 	}
-	unlink(spath);
+	struct stat now_sb; /* the socket, unless it is another's now */
+	if (lstat(spath, &now_sb) == 0 && now_sb.st_dev == S.sock_dev && now_sb.st_ino == S.sock_ino)
+		unlink(spath);
+	S.sock_path = NULL;
+	remove_pid();
+	free(S.busy_why);
+	S.busy_why = NULL;
 	store_unlisten(S.st, lid);
 	state_free();
 	free(spath);
@@ -3291,6 +3516,10 @@ int engine_serve_cmd(int argc, char **argv)
 	return engine_cli_close(rc == 130 ? 0 : rc, 0);
 fail:
 	log_eprintf("error: engine serve: %s\n", err ? err : "cannot listen");
+	if (S.pid_path) { /* listening already (the HTTPS side failed) */
+		unlink(spath);
+		remove_pid();
+	}
 	free(err);
 	free(spath);
 	free(kpath);

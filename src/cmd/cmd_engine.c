@@ -303,7 +303,8 @@ static const char *rv_of(json_object *o)
 
 /* engine apply through the service: create (POST), else replace the manifest (PUT at the current
  * resourceVersion, as the in-process apply replaces it); "unchanged" when the served object did not change. */
-static int apply_via_service(struct source *src, const char *text, size_t len, char **result, char **err)
+static int apply_via_service(struct source *src, const char *text, size_t len, char **result, char **err,
+			     char **out_key)
 {
 	yaml_document_t doc;
 	if (ydoc_load(&doc, text, len, err) < 0)
@@ -337,6 +338,7 @@ static int apply_via_service(struct source *src, const char *text, size_t len, c
 		free(coll);
 		if (w.status == 201 || w.status == 200) {
 			*result = xasprintf("%s created", name);
+			*out_key = xasprintf("%s/%s", ns, name);
 			rc = 0;
 		}
 	} else if (g.status == 200) {
@@ -350,6 +352,7 @@ static int apply_via_service(struct source *src, const char *text, size_t len, c
 			json_object *now = json_tokener_parse(w.body ? w.body : "");
 			const char *rv1 = rv_of(now);
 			*result = xasprintf("%s %s", name, rv0 && rv1 && strcmp(rv0, rv1) == 0 ? "unchanged" : "configured");
+			*out_key = xasprintf("%s/%s", ns, name);
 			json_object_put(now);
 			rc = 0;
 		}
@@ -370,6 +373,41 @@ out:
 	return rc;
 }
 
+/* The VMs an apply through the service stored ("NS/NAME", and whether it was created): the command leaves once
+ * their run strategies have acted, as the in-process apply converges before it returns (close_engine). */
+struct applied {
+	char **keys;
+	bool *created;
+	int n;
+	struct source *src;
+};
+
+static bool applied_settled(void *arg)
+{
+	struct applied *a = arg;
+	static const char *const moving[] = { "Starting", "Stopping", "Terminating", "Provisioning", "Migrating",
+					      "WaitingForVolumeBinding" };
+	for (int i = 0; i < a->n; i++) {
+		char *slash = strchr(a->keys[i], '/');
+		*slash = '\0';
+		const struct vm *v = (const struct vm *)store_find(C.st, a->src, OBJ_VM, a->keys[i], slash + 1);
+		*slash = '/';
+		if (v == NULL)
+			return false;
+		const char *ps = v->printable_status ? v->printable_status : "";
+		for (size_t k = 0; k < sizeof moving / sizeof moving[0]; k++)
+			if (strcmp(ps, moving[k]) == 0)
+				return false;
+		/* a start the run strategy asks for has not begun yet */
+		bool to_run = util_str_eq(v->run_strategy, "Always") ||
+			      (a->created[i] &&
+			       (util_str_eq(v->run_strategy, "RerunOnFailure") || util_str_eq(v->run_strategy, "Once")));
+		if (to_run && strcmp(ps, "Stopped") == 0)
+			return false;
+	}
+	return true;
+}
+
 static int cmd_engine_apply(int argc, char **argv)
 {
 	struct cli_seq f = { 0 };
@@ -386,6 +424,7 @@ static int cmd_engine_apply(int argc, char **argv)
 		return rc;
 	}
 	const char **files = f.val;
+	struct applied ap = { .src = C.srcs[0] };
 	for (int i = 0; i < f.n; i++) {
 		size_t len = 0;
 		char *text = NULL;
@@ -405,8 +444,8 @@ static int cmd_engine_apply(int argc, char **argv)
 			rc = EXIT_USAGE;
 			continue;
 		}
-		char *result = NULL, *err = NULL;
-		if (C.srcs[0]->type == SOURCE_KUBE ? apply_via_service(C.srcs[0], text, len, &result, &err) < 0
+		char *result = NULL, *err = NULL, *key = NULL;
+		if (C.srcs[0]->type == SOURCE_KUBE ? apply_via_service(C.srcs[0], text, len, &result, &err, &key) < 0
 						   : engine_apply(C.srcs[0], text, len, &result, &err) < 0) {
 			/* refused (an invalid manifest, as kubectl's 422): exit 1, nothing stored */
 			char *e = util_escape_display(err);
@@ -416,12 +455,28 @@ static int cmd_engine_apply(int argc, char **argv)
 		} else {
 			/* the name as the manifest says: read it back from the store's newest VM */
 			printf("virtualmachine %s\n", result);
+			if (key) {
+				ap.keys = xreallocarray(ap.keys, (size_t)ap.n + 1, sizeof *ap.keys);
+				ap.created = xreallocarray(ap.created, (size_t)ap.n + 1, sizeof *ap.created);
+				ap.created[ap.n] = result && strstr(result, " created") != NULL;
+				ap.keys[ap.n++] = key;
+				key = NULL;
+			}
 		}
+		free(key);
 		free(result);
 		free(err);
 		free(text);
 	}
 	engine_cli_seq_free(&f);
+	if (ap.n) {
+		fflush(stdout);
+		run_until(applied_settled, &ap, 60000);
+	}
+	for (int i = 0; i < ap.n; i++)
+		free(ap.keys[i]);
+	free(ap.keys);
+	free(ap.created);
 	return close_engine(rc, 60000);
 }
 
@@ -1242,7 +1297,7 @@ static const struct {
 	{ "console", cmd_engine_console, "console NAME [--expect RE] [--send LINE]... [--wait-stop] [--timeout S] [--log FILE]" },
 	{ "vnc", cmd_engine_vnc, "vnc NAME [--screenshot F.png ...] | vnc NAME --proxy-only [--port N]" },
 	{ "reconcile", cmd_engine_reconcile, "reconcile [--for SECONDS]  run the reconciler, then leave" },
-	{ "serve", engine_serve_cmd, "serve [--socket PATH] [--https PORT] [--kubeconfig-out FILE]\n"
+	{ "serve", engine_serve_cmd, "serve [--socket PATH] [--https PORT] [--kubeconfig-out FILE] [--idle-exit SECONDS]\n"
 				     "                      run the reconciler for good and serve the Kubernetes API "
 				     "(docs/ENGINE-SERVICE.md)" },
 	{ "pull", cmd_engine_pull, "pull IMAGE                 pull a containerDisk into the image cache (prints its digest)" },

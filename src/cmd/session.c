@@ -129,7 +129,7 @@ char *session_service_answering(char **err)
 	if (access(path, F_OK) != 0 || !kube_http_unix_healthy(path, 3000)) {
 		/* engine.service = auto: start one, and go through it */
 		if (mode != ENGINE_SERVICE_AUTO ||
-		    engine_service_spawn(o->uris, o->nuris, path, healthy, ENGINE_READY_MS, err) < 0) {
+		    engine_service_spawn(o->uris, o->nuris, path, healthy, ENGINE_READY_MS, err) != 0) {
 			free(path);
 			return NULL;
 		}

@@ -2712,6 +2712,35 @@ bool engine_idle(void)
 	return true;
 }
 
+char *engine_needs_reconciler(void)
+{
+	int64_t now = util_wall_s();
+	for (int i = 0; i < E.nhosts; i++) {
+		struct ehost *eh = E.hosts[i];
+		if (eh->reqs)
+			return xasprintf("%s: requests in flight", eh->uri);
+		/* a host not (yet) connected may have executions to watch: nobody knows until it answers */
+		if (!eh->up || !eh->synced)
+			return xasprintf("%s: not connected", eh->uri);
+		const char *key;
+		void *val;
+		for (size_t it = 0; hmap_next(&eh->vms, &it, &key, &val);) {
+			struct evm *v = val;
+			if (v->stopping || v->restart || v->deleting || v->pause_req || v->waiters || v->inflight ||
+			    v->undefining || migrate_busy(v))
+				return xasprintf("%s: a request is under way", v->key);
+			/* a running execution is reaped (and, per its run strategy, restarted) when its QEMU dies */
+			if (active(v->cur))
+				return xasprintf("%s: running (%s)", v->key, v->run_strategy);
+			/* Always, RerunOnFailure after a failure, a start asked: the reconciler has a start to retry */
+			if (want_running(v))
+				return xasprintf("%s: %s", v->key,
+						 v->retry_after > now ? "waiting to retry its start" : "to start");
+		}
+	}
+	return NULL;
+}
+
 static bool requests_pending(void)
 {
 	for (int i = 0; i < E.nhosts; i++)

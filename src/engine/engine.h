@@ -34,6 +34,12 @@ int engine_bad_records(const struct source *src, const char *const **list);
 const char *engine_problems(const struct source *src);
 /* No request in flight, no pending stop/restart/delete, every record written. */
 bool engine_idle(void);
+/* Why the engine must keep running (the engine service's idle exit, docs/ENGINE-SERVICE.md): a host not
+ * connected, a request in flight or pending (stop with its grace period, restart, delete, pause, migration, the
+ * image pull of a start), a running execution (its QEMU's death is reaped and, per run strategy, restarted), or
+ * a VM the reconciler still has to start (Always, RerunOnFailure after a failure, a retry after a crash loop).
+ * NULL when nothing needs reconciling. Caller frees. */
+char *engine_needs_reconciler(void);
 /* Stops every host's worker after its queued writes (call before exit). */
 void engine_close_all(void);
 

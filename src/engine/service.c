@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -52,11 +53,46 @@ char *engine_service_socket(char *const *uris, int n)
 enum engine_service_mode engine_service_mode(void)
 {
 	char *v = engine_setting("KVCON_ENGINE_SERVICE", "engine.service");
-	enum engine_service_mode m = v && strcmp(v, "off") == 0    ? ENGINE_SERVICE_OFF
-				     : v && strcmp(v, "auto") == 0 ? ENGINE_SERVICE_AUTO
-								   : ENGINE_SERVICE_USE;
+	enum engine_service_mode m = v && strcmp(v, "off") == 0   ? ENGINE_SERVICE_OFF
+				     : v && strcmp(v, "use") == 0 ? ENGINE_SERVICE_USE
+								  : ENGINE_SERVICE_AUTO;
 	free(v);
 	return m;
+}
+
+long engine_service_idle_exit(void)
+{
+	char *v = engine_setting("KVCON_ENGINE_IDLE_EXIT", "engine.idle-exit");
+	long s = ENGINE_SERVICE_IDLE_DEFAULT;
+	if (v && *v) {
+		char *end = NULL;
+		errno = 0;
+		long n = strtol(v, &end, 10);
+		if (errno == 0 && end && *end == '\0' && n >= 0 && n <= 100L * 365 * 86400)
+			s = n;
+	}
+	free(v);
+	return s;
+}
+
+/* engine_check passes for every host of the root (uris[0..n), or the default): a service could open it */
+static bool startable(char *const *uris, int n)
+{
+	for (int i = 0; i < (n > 0 ? n : 1); i++) {
+		char *why = engine_check(n > 0 ? uris[i] : NULL);
+		if (why) {
+			free(why);
+			return false;
+		}
+	}
+	return true;
+}
+
+static long ms_since(const struct timespec *t0)
+{
+	struct timespec now;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return (now.tv_sec - t0->tv_sec) * 1000 + (now.tv_nsec - t0->tv_nsec) / 1000000;
 }
 
 int engine_service_spawn(char *const *uris, int n, const char *sock, int (*probe)(const char *sock),
@@ -75,9 +111,31 @@ int engine_service_spawn(char *const *uris, int n, const char *sock, int (*probe
 	char *sdir = slash ? xstrndup(sock, (size_t)(slash - sock)) : xstrdup(".");
 	util_mkdir_p(sdir, 0700);
 	free(sdir);
+	/* one starter at a time per root: a second kvcon waits here, then finds the first one's service */
+	char *lockp = xasprintf("%s.lock", sock);
+	int lfd = open(lockp, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	free(lockp);
+	if (lfd >= 0)
+		while (flock(lfd, LOCK_EX) < 0 && errno == EINTR)
+			;
+	if (probe(sock)) {
+		if (lfd >= 0)
+			close(lfd);
+		free(state);
+		return 0;
+	}
+	/* checked under the lock: a service another kvcon just started holds the root (engine_check says so) but
+	 * answers by now */
+	if (!startable(uris, n)) {
+		if (lfd >= 0)
+			close(lfd);
+		free(state);
+		return 1;
+	}
 	char *logp = util_path_join(state, "engine-serve.log");
-	char *pidp = xasprintf("%s.pid", sock);
-	char **argv = xcalloc((size_t)n * 2 + 6, sizeof *argv);
+	char idle[32];
+	snprintf(idle, sizeof idle, "%ld", engine_service_idle_exit());
+	char **argv = xcalloc((size_t)n * 2 + 8, sizeof *argv);
 	int k = 0;
 	argv[k++] = exe;
 	for (int i = 0; i < n; i++) {
@@ -88,22 +146,31 @@ int engine_service_spawn(char *const *uris, int n, const char *sock, int (*probe
 	argv[k++] = (char *)"serve";
 	argv[k++] = (char *)"--socket";
 	argv[k++] = (char *)sock;
+	argv[k++] = (char *)"--idle-exit";
+	argv[k++] = idle;
+	int pp[2];
+	if (pipe2(pp, O_CLOEXEC) < 0) {
+		*err = xasprintf("pipe: %s", strerror(errno));
+		goto fail;
+	}
 	fflush(NULL);
 	pid_t pid = fork();
 	if (pid < 0) {
 		*err = xasprintf("fork: %s", strerror(errno));
-		free(argv);
-		free(logp);
-		free(pidp);
-		free(state);
-		return -1;
+		close(pp[0]);
+		close(pp[1]);
+		goto fail;
 	}
 	if (pid == 0) {
-		/* the middle child: a new session, and the service as its child, so that nobody waits for it */
+		/* the middle child: a new session, and the service as its child, so that nobody waits for it; the
+		 * service's pid goes back on the pipe (the service writes SOCKET.pid itself once it listens) */
 		setsid();
 		pid_t g = fork();
-		if (g != 0)
-			_exit(g < 0 ? 1 : 0);
+		if (g != 0) {
+			long gl = (long)g;
+			ssize_t wr = write(pp[1], &gl, sizeof gl);
+			_exit(g < 0 || wr != (ssize_t)sizeof gl ? 1 : 0);
+		}
 		int in = open("/dev/null", O_RDONLY | O_CLOEXEC);
 		int out = open(logp, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
 		if (in >= 0)
@@ -112,52 +179,53 @@ int engine_service_spawn(char *const *uris, int n, const char *sock, int (*probe
 			dup2(out, 1);
 			dup2(out, 2);
 		}
-		for (int fd = 3; fd < 1024; fd++) /* none of the caller's connections or terminal */
+		for (int fd = 3; fd < 1024; fd++) /* none of the caller's connections, terminal or lock */
 			close(fd);
-		char pidtext[32];
-		int pl = snprintf(pidtext, sizeof pidtext, "%ld\n", (long)getpid());
-		int pf = open(pidp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-		if (pf >= 0) {
-			if (write(pf, pidtext, (size_t)pl) < 0)
-				_exit(1);
-			close(pf);
-		}
 		execv(exe, argv);
 		_exit(127);
 	}
+	close(pp[1]);
+	long spid = 0;
+	ssize_t rd;
+	while ((rd = read(pp[0], &spid, sizeof spid)) < 0 && errno == EINTR)
+		;
+	close(pp[0]);
 	int st = 0;
 	waitpid(pid, &st, 0);
-	free(argv);
-	free(state);
+	if (rd != (ssize_t)sizeof spid || spid <= 0) {
+		*err = xstrdup("could not start the engine service (fork)");
+		goto fail;
+	}
 	/* the embedded driver's first open may probe QEMU for a minute: wait for the service's answer */
 	struct timespec t0;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	for (;;) {
-		if (probe(sock)) {
-			free(logp);
-			free(pidp);
-			return 0;
-		}
+		if (probe(sock))
+			break;
 		/* a service that could not start (the root in use, a bad URI) says why in its log */
-		char *pt = util_read_file(pidp, NULL);
-		long spid = pt ? atol(pt) : 0;
-		free(pt);
-		if (spid > 0 && kill((pid_t)spid, 0) < 0 && errno == ESRCH && !probe(sock)) {
+		if (kill((pid_t)spid, 0) < 0 && errno == ESRCH && !probe(sock)) {
 			*err = xasprintf("the engine service started on demand exited (see %s)", logp);
-			free(logp);
-			free(pidp);
-			return -1;
+			goto fail;
 		}
-		struct timespec now, nap = { 0, 100 * 1000 * 1000 };
-		clock_gettime(CLOCK_MONOTONIC, &now);
-		long ms = (now.tv_sec - t0.tv_sec) * 1000 + (now.tv_nsec - t0.tv_nsec) / 1000000;
-		if (ms > timeout_ms) {
+		if (ms_since(&t0) > timeout_ms) {
 			*err = xasprintf("the engine service started on demand did not answer on %s within %ld s (see %s)", sock,
 					 timeout_ms / 1000, logp);
-			free(logp);
-			free(pidp);
-			return -1;
+			goto fail;
 		}
+		struct timespec nap = { 0, 100 * 1000 * 1000 };
 		nanosleep(&nap, NULL);
 	}
+	free(argv);
+	free(logp);
+	free(state);
+	if (lfd >= 0)
+		close(lfd);
+	return 0;
+fail:
+	free(argv);
+	free(logp);
+	free(state);
+	if (lfd >= 0)
+		close(lfd);
+	return -1;
 }

@@ -3,18 +3,29 @@
 #ifndef KVCON_ENGINE_SERVICE_H
 #define KVCON_ENGINE_SERVICE_H
 
+#include <stdbool.h>
+
 /* $XDG_RUNTIME_DIR/kvcon/engine-HASH.sock (else the state directory's), HASH = FNV-1a of the state directory and
  * the engine URIs (uris[0..n), or the default as engine_open resolves it when n is 0). Caller frees. */
 char *engine_service_socket(char *const *uris, int n);
 
-/* How kvcon uses a service ($KVCON_ENGINE_SERVICE, else the config's engine.service): "off" never, "auto" starts
- * one on demand (engine_service_spawn) when none answers, anything else (the default) uses one that runs. */
+/* How kvcon uses a service ($KVCON_ENGINE_SERVICE, else the config's engine.service): "off" never (the engine
+ * in-process: the fallback and debugging mode), "use" one that runs but never starts one, anything else (the
+ * default, "auto") starts one on demand (engine_service_spawn) when none answers. */
 enum engine_service_mode { ENGINE_SERVICE_USE, ENGINE_SERVICE_OFF, ENGINE_SERVICE_AUTO };
 enum engine_service_mode engine_service_mode(void);
 
-/* Starts `kvcon [-c URI]... engine serve` (this executable) detached from the caller (its own session, stdio on
- * $XDG_STATE_HOME/kvcon/engine-serve.log, its pid in SOCKET.pid), then waits up to timeout_ms until /healthz
- * answers on sock (probe: a function returning true once it does). 0, or -1 with *err. */
+/* The idle exit of a service started on demand, in seconds ($KVCON_ENGINE_IDLE_EXIT, else the config's
+ * engine.idle-exit, else ENGINE_SERVICE_IDLE_DEFAULT; 0: never). */
+#define ENGINE_SERVICE_IDLE_DEFAULT 300
+long engine_service_idle_exit(void);
+
+/* Starts `kvcon [-c URI]... engine serve --socket SOCK --idle-exit engine_service_idle_exit()` (this executable)
+ * detached from the caller (its own session, stdio on $XDG_STATE_HOME/kvcon/engine-serve.log; the service writes
+ * its pid in SOCK.pid), then waits up to timeout_ms until /healthz answers on sock (probe: a function returning
+ * true once it does). Starters of one root take turns (a lock on SOCK.lock): the second finds the first one's
+ * service. 0, 1 when engine_service_startable refuses (the caller opens the engine in-process, whose refusal says
+ * what to fix), or -1 with *err. */
 int engine_service_spawn(char *const *uris, int n, const char *sock, int (*probe)(const char *sock),
 			 long timeout_ms, char **err);
 

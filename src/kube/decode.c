@@ -482,6 +482,7 @@ static void decode_vmi(struct obj *o, struct json_object *item)
 		const char *ip = jstr(e, "ipAddress", &len);
 		if (i == 0 && ip && len > 0)
 			v->ip = dup_cap(ip, len, 64);
+		int first = v->nips;
 		add_ip(v, ip, ip ? len : 0);
 		struct json_object *more = jarr(e, "ipAddresses");
 		size_t m = more ? json_object_array_length(more) : 0;
@@ -490,6 +491,34 @@ static void decode_vmi(struct obj *o, struct json_object *item)
 			if (s && json_object_is_type(s, json_type_string))
 				add_ip(v, json_object_get_string(s),
 				       strnlen(json_object_get_string(s), (size_t)json_object_get_string_len(s)));
+		}
+		/* kvcon's engine service: the interface of each address (its network, not a guest agent) and the
+		 * ports the engine forwards from the host (status.interfaces[].forwardedPorts, the engine's own) */
+		const char *ifn = jword(e, "infoSource") == intern("domain") ? jword(e, "name") : NULL;
+		if (ifn && *ifn && v->nips > first) {
+			if (v->ip_ifaces == NULL)
+				v->ip_ifaces = scratch_alloc(16 * sizeof *v->ip_ifaces);
+			for (int k = first; k < v->nips; k++)
+				v->ip_ifaces[k] = ifn;
+		}
+		struct json_object *fw = ifn && *ifn ? jarr(e, "forwardedPorts") : NULL;
+		size_t nf = fw ? json_object_array_length(fw) : 0;
+		for (size_t j = 0; j < nf && j < 16; j++) {
+			struct json_object *f = json_object_array_get_idx(fw, j);
+			int port = (int)jint(f, "port", 0, 0, 65535), hport = (int)jint(f, "hostPort", 0, 0, 65535);
+			const char *proto = jword(f, "protocol");
+			if (port == 0 || hport == 0 || (proto != intern("TCP") && proto != intern("UDP")))
+				continue;
+			if (v->fwds == NULL)
+				v->fwds = scratch_alloc(16 * sizeof *v->fwds);
+			if (v->nfwds >= 16)
+				break;
+			struct port_fwd *p = &v->fwds[v->nfwds++];
+			p->iface = ifn;
+			p->name = jword(f, "name");
+			p->proto = proto;
+			p->port = port;
+			p->host_port = hport;
 		}
 	}
 

@@ -30,6 +30,7 @@ const char *const kube_jprune_keys[] = {
 	"phaseTransitionTimestamp", "guestOSInfo", "prettyName", "version", "activePods", "migrationState",
 	"startTimestamp", "endTimestamp", "sourceNode", "targetNode", "sourcePod", "targetPod", "completed", "failed",
 	"abortRequested", "abortStatus", "failureReason", "migrationUid", "mode", "evictionStrategy", "guestAgentVersion",
+	"infoSource", "forwardedPorts", "port", "protocol", "hostPort",
 	/* Pod */
 	"containers", "containerStatuses", "initContainerStatuses", "restartCount", "state", "lastState", "waiting",
 	"running", "terminated", "startedAt", "exitCode", "podIP",
@@ -98,8 +99,13 @@ static const struct kube_jprune_node jp_vm[] = {
 
 /* VirtualMachineInstance */
 static const struct kube_jprune_node jp_vmi_spec[] = { JP_LEAF("evictionStrategy"), JP_END };
+/* kvcon's engine service adds forwardedPorts (the ports it forwards from the host) */
+static const struct kube_jprune_node jp_vmi_fwd[] = {
+	JP_LEAF("name"), JP_LEAF("port"), JP_LEAF("protocol"), JP_LEAF("hostPort"), JP_END,
+};
 static const struct kube_jprune_node jp_vmi_if[] = {
-	JP_LEAF("ipAddress"), JP_NODE("ipAddresses", KUBE_JPRUNE_WHOLE, NULL), JP_END,
+	JP_LEAF("ipAddress"), JP_NODE("ipAddresses", KUBE_JPRUNE_WHOLE, NULL), JP_LEAF("name"), JP_LEAF("infoSource"),
+	JP_KIDS("forwardedPorts", jp_vmi_fwd), JP_END,
 };
 static const struct kube_jprune_node jp_vmi_pts[] = { JP_LEAF("phase"), JP_LEAF("phaseTransitionTimestamp"), JP_END };
 static const struct kube_jprune_node jp_vmi_gi[] = { JP_LEAF("prettyName"), JP_LEAF("name"), JP_LEAF("version"), JP_END };

@@ -183,12 +183,20 @@ static const char *health_word(const struct watch_health *h, char *buf, size_t l
 	}
 }
 
+/* The local engine's service (engine/service.h): a kube source on its unix socket, shown as the engine host it is */
+static bool engine_service(const struct source *src)
+{
+	return src->type == SOURCE_KUBE && src->server && strcmp(src->server, "http://kvcon-engine") == 0;
+}
+
 static void source_info(int y, int x, int end, struct source *src, bool named)
 {
-	bool kube = src->type == SOURCE_KUBE;
+	bool svc = engine_service(src), kube = src->type == SOURCE_KUBE && !svc;
 	if (named)
 		x = pair(y, x, end, kube ? "Context: " : "Engine: ", src->name, theme_attr(THEME_HEADER));
-	if (src->server)
+	if (svc)
+		x = pair(y, x, end, "Via: ", "the engine service", theme_attr(THEME_HEADER));
+	else if (src->server)
 		x = pair(y, x, end, kube ? "Cluster: " : "URI: ", src->server, theme_attr(THEME_HEADER));
 	if (src->user)
 		x = pair(y, x, end, "User: ", src->user, theme_attr(THEME_HEADER));
@@ -204,7 +212,7 @@ static int source_watch(int y, int x, int end, struct source *src, bool named)
 {
 	static const char *const kinds[OBJ_KIND_COUNT] = { "vm ", "vmi ", "pod ", "event " };
 	if (named)
-		x = pair(y, x, end, src->type == SOURCE_KUBE ? "Context: " : "Engine: ", src->name,
+		x = pair(y, x, end, src->type == SOURCE_KUBE && !engine_service(src) ? "Context: " : "Engine: ", src->name,
 			 theme_attr(THEME_HEADER));
 	else if (x < end)
 		x += draw_text(y, x, end - x, theme_attr(THEME_HEADER_KEY), "Watch: ");

@@ -13,6 +13,10 @@ command -v qemu-system-x86_64 >/dev/null || { echo "skip: qemu-system-x86_64 not
 command -v tmux >/dev/null || { echo "skip: tmux not installed"; exit 77; }
 py=${FAKEKUBE_PYTHON:-python3}
 tmp=$(mktemp -d /tmp/kvcon.XXXXXX)
+# kvcon's state in the test's own directory: the engine a command may look at (and its service, started on
+# demand) is the test's, never this machine's
+export XDG_STATE_HOME="$tmp/state" XDG_CONFIG_HOME="$tmp/cfg"
+unset XDG_RUNTIME_DIR
 sock="kvcon$$"
 pids=()
 cleanup() {

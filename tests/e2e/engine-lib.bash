@@ -8,6 +8,7 @@
 # XDG_STATE_HOME=$ENGINE_T/state keeps everything (records, run dirs, the embedded root) private.
 
 ROOT=${KVCON_ROOT:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
+. "$ROOT/tests/e2e/lib/service.bash"
 KV=${KVCON_BIN:-$ROOT/kvcon}
 step() { echo "== $(date +%T) $*"; }
 fail() { echo "FAIL: $*"; exit 1; }
@@ -37,6 +38,8 @@ engine_needs() {
 engine_setup() {
     local dir=${1:-$ENGINE_T} g
     export XDG_STATE_HOME=$dir/state
+    # the engine service's socket (started on demand) beside the state, not in the user's runtime directory
+    unset XDG_RUNTIME_DIR
     export KVCON_ENGINE_IMAGES=$dir/images
     export KVCON_ENGINE_ACCEL=${KVCON_ENGINE_ACCEL:-tcg}
     mkdir -p "$KVCON_ENGINE_IMAGES/kvcon-lab-guest"
@@ -63,6 +66,7 @@ engine_embed_up() {
 }
 engine_embed_cleanup() {
     local f
+    svc_stop_all "$ENGINE_T"
     for f in "$ENGINE_T"/state/kvcon/engine/run/qemu/*.pid; do
         [[ -f $f ]] && kill -9 "$(cat "$f")" 2>/dev/null || true
     done

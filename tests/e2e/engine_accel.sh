@@ -9,6 +9,8 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 
 engine_embed_up kva
 unset KVCON_ENGINE_ACCEL
+# the first open in-process on purpose (its notice on stderr, its log): no service on demand
+export KVCON_ENGINE_SERVICE=off
 export XDG_CONFIG_HOME=$ENGINE_T/config # no engine.accel from a config file either
 LOG=$ENGINE_T/kvcon.log
 probe=$XDG_STATE_HOME/kvcon/engine-kvm-probe

@@ -26,6 +26,9 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/engine-lib.bash"
 
 TARGET=${CHAOS_TARGET:-process}
+# process: the engine in-process on purpose (no service on demand); service: the commands use the running
+# service, and none of them starts one while the killed service is down (srv_up starts the next)
+if [[ $TARGET == service ]]; then export KVCON_ENGINE_SERVICE=use; else export KVCON_ENGINE_SERVICE=off; fi
 engine_embed_up kvchaos
 fail() { echo "FAIL: $*" >&2; exit 1; } # also from inside $(...)
 SRV=

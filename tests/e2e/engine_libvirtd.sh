@@ -7,6 +7,8 @@
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/engine-lib.bash"
+# the engine in-process on purpose (`engine reconcile` watches the daemon's lifecycle events): no service on demand
+export KVCON_ENGINE_SERVICE=off
 
 engine_needs "a private libvirtd in a mount namespace" libvirtd jq curl
 

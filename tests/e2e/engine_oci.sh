@@ -14,6 +14,8 @@
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/engine-lib.bash"
+# the engine in-process on purpose (`engine pull` needs the engine in-process): no service on demand
+export KVCON_ENGINE_SERVICE=off
 
 engine_needs "QEMU, the embedded libvirt driver and a registry" qemu-system-x86_64 jq docker-registry skopeo \
     htpasswd openssl syslinux mcopy

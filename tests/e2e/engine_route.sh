@@ -4,7 +4,8 @@
 # its API over the unix socket (plain HTTP, no token) instead of being refused: engine apply/get/start/stop/delete,
 # get vm -A, the console, engine vnc and engine reconcile, and the dashboard, all while the service runs
 # (engine migrate and drain: engine_route_mig.sh, the two-host lab). With routing off they are refused (the
-# failure this fixes); a stale socket (the service killed -9) falls back to the engine in-process.
+# failure this fixes); with engine.service = use, a stale socket (the service killed -9) falls back to the engine
+# in-process; by default, the next command starts a service on demand on the stale socket.
 . "$(dirname "$0")/engine-lib.bash"
 . "$(dirname "$0")/ui_lib.inc"
 engine_needs "the embedded libvirt driver" qemu-system-x86_64 jq
@@ -139,16 +140,16 @@ if KVCON_ENGINE_SERVICE=off timeout 20 "$KVCON" -c "$URI" engine get vm >"$W/off
 fi
 echo "   refused without the route: $(head -c 300 "$W/off.out")"
 
-step "a stale socket (the service killed -9): the engine in-process again"
+step "a stale socket (the service killed -9), engine.service = use: the engine in-process again"
 kill -9 "$SRV"
 wait "$SRV" 2>/dev/null
 SRV=
 [ -S "$sock" ] || fail "the killed service's socket is gone (nothing stale to test)"
-kvc engine get vm >"$W/stale.out" 2>"$W/stale.err" || fail "get with a stale socket: $(cat "$W/stale.err")"
+KVCON_ENGINE_SERVICE=use kvc engine get vm >"$W/stale.out" 2>"$W/stale.err" || fail "get with a stale socket: $(cat "$W/stale.err")"
 grep -Eq '^always .* Running ' "$W/stale.out" || fail "in-process get: $(cat "$W/stale.out")"
 
-step "engine.service = auto: the first command starts a service, the next ones go through it"
-KVCON_ENGINE_SERVICE=auto kvc engine get vm -o name >"$W/auto.out" 2>&1 || fail "auto: $(cat "$W/auto.out")"
+step "by default the first command starts a service on the stale socket, the next ones go through it"
+kvc engine get vm -o name >"$W/auto.out" 2>&1 || fail "auto: $(cat "$W/auto.out")"
 grep -qx 'vm/always' "$W/auto.out" || fail "auto get: $(cat "$W/auto.out")"
 [ -f "$sock.pid" ] || fail "no pid file for the service started on demand"
 SRV=$(cat "$sock.pid")

@@ -12,6 +12,8 @@
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/engine-lib.bash"
+# the engine in-process on purpose (`engine reconcile`): no service on demand
+export KVCON_ENGINE_SERVICE=off
 
 engine_embed_up kvsec
 security_cleanup() {

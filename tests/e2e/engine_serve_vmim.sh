@@ -9,6 +9,9 @@
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/migrate-lib.bash"
+# the explicit service below serves the lab on its own socket (not the hosts' well-known one): kvcon's own commands
+# beside it open the engine in-process, and none starts a second service (a second reconciler) on demand
+export KVCON_ENGINE_SERVICE=off
 engine_needs "the two-host lab" kubectl
 mig_setup
 export HOME=$MT/home # kubectl's discovery cache, private to the test

@@ -7,6 +7,9 @@
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/engine-lib.bash"
+# the engine in-process on purpose: KVCON_ENGINE_QEMU_USER is given to one command (a service started on demand
+# keeps the environment of the kvcon that started it)
+export KVCON_ENGINE_SERVICE=off
 
 engine_needs "the embedded driver changes users only as root" qemu-system-x86_64 jq setpriv ps
 getent passwd libvirt-qemu >/dev/null || fail "no libvirt-qemu account (scripts/deps.sh creates it)"
@@ -71,7 +74,7 @@ cp "$KV" "$NOBODY_T/kvcon" && chmod 755 "$NOBODY_T/kvcon"
 as_nobody() {
     setpriv --reuid=nobody --regid=nogroup --clear-groups env -i PATH=/usr/bin:/bin HOME="$NOBODY_T/home" ${ASAN_OPTIONS:+ASAN_OPTIONS="$ASAN_OPTIONS"} \
         XDG_STATE_HOME="$NOBODY_T/home/state" KVCON_ENGINE_IMAGES="$NOBODY_T/home/images" KVCON_ENGINE_ACCEL=tcg \
-        KVCON_ENGINE_BRIDGE=kvcon-nobr timeout 120 "$NOBODY_T/kvcon" "$@"
+        KVCON_ENGINE_BRIDGE=kvcon-nobr KVCON_ENGINE_SERVICE=off timeout 120 "$NOBODY_T/kvcon" "$@"
 }
 out=$(as_nobody engine apply -f "$NOBODY_T/br.yaml" 2>&1) || fail "apply as nobody: $out"
 out=$(as_nobody engine start br 2>&1 || true)

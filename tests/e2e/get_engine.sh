@@ -9,6 +9,9 @@ set -u
 command -v jq >/dev/null || fail "jq missing (scripts/deps.sh installs it)"
 export XDG_STATE_HOME="$tmp/state" XDG_CONFIG_HOME="$tmp/cfg"
 unset KVCON_ENGINE_URI LIBVIRT_DEFAULT_URI
+# the engine in-process on purpose: its source is named "engine host H" (through the engine service it is a
+# context named after the host; docs/ENGINE-SERVICE.md)
+export KVCON_ENGINE_SERVICE=off
 manifest() {
 	cat >"$tmp/$1.yaml" <<EOM
 apiVersion: kubevirt.io/v1

@@ -18,6 +18,7 @@ kv() {
 mig_cleanup() {
     local rc=$?
     [[ -n ${MIG_BG:-} ]] && kill "$MIG_BG" 2>/dev/null
+    svc_stop_all "$MT"
     "$ROOT/tests/lab/twohost.sh" down >/dev/null 2>&1 || true
     [[ -n ${MIG_EXTRA_CLEAN:-} ]] && rm -rf $MIG_EXTRA_CLEAN
     [[ -n ${KEEP:-} ]] || rm -rf "$MT"

@@ -9,6 +9,10 @@ cd "$(dirname "$0")/../.."
 KVCON=${KVCON_BIN:-$PWD/kvcon}
 command -v tmux >/dev/null || { echo "skip: tmux not installed"; exit 77; }
 tmp=$(mktemp -d /tmp/kvvin.XXXXXX)
+# kvcon's state in the test's own directory: the engine a command may look at (and its service, started on
+# demand) is the test's, never this machine's
+export XDG_STATE_HOME="$tmp/state" XDG_CONFIG_HOME="$tmp/cfg"
+unset XDG_RUNTIME_DIR
 sock="kvvin$$"
 srv=""
 cleanup() {

@@ -12,6 +12,10 @@ KVCON=${KVCON_BIN:-$ROOT/kvcon}
 command -v qemu-system-x86_64 >/dev/null || { echo "skip: qemu-system-x86_64 not installed"; exit 77; }
 command -v tmux >/dev/null || { echo "skip: tmux not installed"; exit 77; }
 tmp=$(mktemp -d /tmp/kvvnc.XXXXXX)
+# kvcon's state in the test's own directory: the engine a command may look at (and its service, started on
+# demand) is the test's, never this machine's
+export XDG_STATE_HOME="$tmp/state" XDG_CONFIG_HOME="$tmp/cfg"
+unset XDG_RUNTIME_DIR
 sock="kvvnc$$"
 pids=()
 cleanup() {

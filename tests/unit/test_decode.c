@@ -67,6 +67,45 @@ out:
 	json_object_put(j);
 }
 
+/* kvcon's engine service (model/objjson.c) serves each address's interface and the ports it forwards; the kube
+ * decoder reads them back (the dashboard's VM view and `engine get vmi` show them through the service), only from an
+ * interface the domain reports (infoSource "domain"), and only valid ports. */
+static void test_vmi_engine_ports(void)
+{
+	struct json_object *j = json_tokener_parse(
+		"{\"metadata\":{\"name\":\"web\",\"namespace\":\"default\",\"uid\":\"0b3c7a52-5d0e-4f55-9d8e-2b7e3f1f0a11\"},"
+		"\"status\":{\"phase\":\"Running\",\"interfaces\":["
+		"{\"name\":\"default\",\"ipAddress\":\"10.0.2.15\",\"ipAddresses\":[\"10.0.2.15\"],\"infoSource\":\"domain\","
+		"\"forwardedPorts\":[{\"name\":\"http\",\"port\":80,\"protocol\":\"TCP\",\"hostIP\":\"127.0.0.1\",\"hostPort\":8080},"
+		"{\"port\":0,\"protocol\":\"TCP\",\"hostPort\":1},{\"port\":22,\"protocol\":\"SCTP\",\"hostPort\":2222},"
+		"{\"port\":53,\"protocol\":\"UDP\",\"hostPort\":0}]},"
+		"{\"name\":\"ga\",\"ipAddress\":\"10.1.1.1\",\"infoSource\":\"guest-agent\","
+		"\"forwardedPorts\":[{\"port\":1,\"protocol\":\"TCP\",\"hostPort\":2}]}]}}");
+	T_CHECK(j != NULL);
+	struct vmi *v = j ? (struct vmi *)kube_decode(OBJ_VMI, j, src, NULL) : NULL;
+	T_CHECK(v != NULL);
+	if (v == NULL) {
+		json_object_put(j);
+		return;
+	}
+	T_EQ_INT(v->nips, 2);
+	T_CHECK(v->ip_ifaces != NULL);
+	if (v->ip_ifaces && v->nips == 2) {
+		T_EQ_STR(v->ip_ifaces[0], "default");
+		T_CHECK(v->ip_ifaces[1] == NULL); /* a guest agent's interface: a cluster's, no name kept */
+	}
+	T_EQ_INT(v->nfwds, 1);
+	if (v->nfwds == 1) {
+		T_EQ_STR(v->fwds[0].iface, "default");
+		T_EQ_STR(v->fwds[0].name, "http");
+		T_EQ_STR(v->fwds[0].proto, "TCP");
+		T_EQ_INT(v->fwds[0].port, 80);
+		T_EQ_INT(v->fwds[0].host_port, 8080);
+	}
+	obj_free(&v->o);
+	json_object_put(j);
+}
+
 static void test_vmi_roundtrip(void)
 {
 	struct json_object *j = fixture_json("roundtrip-VirtualMachineInstance.json");
@@ -415,6 +454,7 @@ int main(void)
 	src = source_new(SOURCE_KUBE, "test");
 	test_vm_roundtrip();
 	test_vmi_roundtrip();
+	test_vmi_engine_ports();
 	test_pod();
 	test_pod_owner_other();
 	test_events();

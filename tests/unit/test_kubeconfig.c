@@ -1,6 +1,7 @@
 /* kubeconfig loading (merge order, relative paths, errors with file:line, in-cluster config) and credentials
  * (exec plugins run on the loop: cached, re-run when expired, failures reported). */
 #include <libgen.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -614,12 +615,39 @@ static void test_unix_socket(void)
 	/* how kvcon uses a service: the variable first */
 	setenv("XDG_CONFIG_HOME", tmpdir, 1);
 	unsetenv("KVCON_ENGINE_SERVICE");
-	T_CHECK(engine_service_mode() == ENGINE_SERVICE_USE);
+	T_CHECK(engine_service_mode() == ENGINE_SERVICE_AUTO); /* on demand unless told otherwise */
 	setenv("KVCON_ENGINE_SERVICE", "off", 1);
 	T_CHECK(engine_service_mode() == ENGINE_SERVICE_OFF);
+	setenv("KVCON_ENGINE_SERVICE", "use", 1);
+	T_CHECK(engine_service_mode() == ENGINE_SERVICE_USE);
 	setenv("KVCON_ENGINE_SERVICE", "auto", 1);
 	T_CHECK(engine_service_mode() == ENGINE_SERVICE_AUTO);
 	unsetenv("KVCON_ENGINE_SERVICE");
+	/* the idle exit of a service started on demand: the variable, the config file, the default */
+	unsetenv("KVCON_ENGINE_IDLE_EXIT");
+	T_CHECK(engine_service_idle_exit() == ENGINE_SERVICE_IDLE_DEFAULT);
+	setenv("KVCON_ENGINE_IDLE_EXIT", "0", 1);
+	T_CHECK(engine_service_idle_exit() == 0);
+	setenv("KVCON_ENGINE_IDLE_EXIT", "42", 1);
+	T_CHECK(engine_service_idle_exit() == 42);
+	setenv("KVCON_ENGINE_IDLE_EXIT", "-5", 1);
+	T_CHECK(engine_service_idle_exit() == ENGINE_SERVICE_IDLE_DEFAULT);
+	setenv("KVCON_ENGINE_IDLE_EXIT", "12s", 1);
+	T_CHECK(engine_service_idle_exit() == ENGINE_SERVICE_IDLE_DEFAULT);
+	unsetenv("KVCON_ENGINE_IDLE_EXIT");
+	char *cdir = xasprintf("%s/kvcon", tmpdir), *cfile = xasprintf("%s/kvcon/config", tmpdir);
+	util_mkdir_p(cdir, 0700);
+	FILE *cf = fopen(cfile, "w");
+	T_CHECK(cf != NULL);
+	if (cf) {
+		fputs("engine.idle-exit = 90\nengine.service = off\n", cf);
+		fclose(cf);
+	}
+	T_CHECK(engine_service_idle_exit() == 90);
+	T_CHECK(engine_service_mode() == ENGINE_SERVICE_OFF);
+	unlink(cfile);
+	free(cdir);
+	free(cfile);
 }
 
 static void test_parse(void)

@@ -8,11 +8,14 @@ KVCON=${KVCON_BIN:-$top/kvcon}
 PY=${FAKEKUBE_PYTHON:-$(command -v python3 || echo /usr/bin/python3)}
 command -v openssl >/dev/null 2>&1 || { echo "SKIP: openssl missing"; exit 77; }
 tmp=$(mktemp -d)
+. "$top/tests/e2e/lib/service.bash"
+unset XDG_RUNTIME_DIR # an engine service started on demand keeps its socket in $tmp
 # kvcon's state and config are the test's own: what this machine keeps (a local engine's VM records, which
 # `kvcon get` lists beside a cluster's, or a config file) never reaches a cluster test
 export XDG_STATE_HOME="$tmp/state" XDG_CONFIG_HOME="$tmp/config"
 pids=""
 cleanup() {
+	svc_stop_all "$tmp"
 	for p in $pids; do kill "$p" 2>/dev/null; done
 	for p in $pids; do wait "$p" 2>/dev/null; done
 	[ -n "${KEEP:-}" ] || rm -rf "$tmp"
