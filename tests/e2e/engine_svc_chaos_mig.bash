@@ -13,6 +13,8 @@
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/migrate-lib.bash"
+# this test starts its own service (and kills it): no command of its own may start one on demand
+export KVCON_ENGINE_SERVICE=use
 mig_setup
 export HOME=$MT/home XDG_RUNTIME_DIR=$MT/run
 mkdir -p "$HOME" "$XDG_RUNTIME_DIR"
