@@ -1,5 +1,6 @@
 /* The engine service's well-known socket per root (see service.h). */
 #include "engine/service.h"
+#include "core/log.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -204,8 +205,14 @@ int engine_service_spawn(char *const *uris, int n, const char *sock, int (*probe
 			break;
 		/* a service that could not start (the root in use, a bad URI) says why in its log */
 		if (kill((pid_t)spid, 0) < 0 && errno == ESRCH && !probe(sock)) {
-			*err = xasprintf("the engine service started on demand exited (see %s)", logp);
-			goto fail;
+			/* the caller opens the engine in-process, which fails the same way and says what to fix */
+			log_info("engine: the service started on demand exited (see %s): the engine in-process instead", logp);
+			free(argv);
+			free(logp);
+			free(state);
+			if (lfd >= 0)
+				close(lfd);
+			return 1;
 		}
 		if (ms_since(&t0) > timeout_ms) {
 			*err = xasprintf("the engine service started on demand did not answer on %s within %ld s (see %s)", sock,

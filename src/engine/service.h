@@ -24,7 +24,8 @@ long engine_service_idle_exit(void);
  * detached from the caller (its own session, stdio on $XDG_STATE_HOME/kvcon/engine-serve.log; the service writes
  * its pid in SOCK.pid), then waits up to timeout_ms until /healthz answers on sock (probe: a function returning
  * true once it does). Starters of one root take turns (a lock on SOCK.lock): the second finds the first one's
- * service. 0, 1 when engine_service_startable refuses (the caller opens the engine in-process, whose refusal says
+ * service. 0, 1 when engine_service_startable refuses or the service exits before it answers (the caller opens
+ * the engine in-process, whose refusal says
  * what to fix), or -1 with *err. */
 int engine_service_spawn(char *const *uris, int n, const char *sock, int (*probe)(const char *sock),
 			 long timeout_ms, char **err);

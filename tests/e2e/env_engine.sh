@@ -15,6 +15,8 @@ engine_embed_up kvenv
 EXPECT_DIR=$ENGINE_T
 # shellcheck source=tests/e2e/lib/envexpect.bash
 . "$ROOT/tests/e2e/lib/envexpect.bash"
+# the environment problems of the engine in-process, and a root held by another in-process kvcon
+export KVCON_ENGINE_SERVICE=off
 K=$KV
 
 step "a missing libvirt account: /etc/passwd and /etc/group without libvirt-qemu (private copies)"

@@ -44,8 +44,8 @@ until_ok() {
 # the STATUS column of NAME's rows (table with NAME AGE STATUS READY), consecutive repeats collapsed
 statuses() { awk -v n="$2" '$1 == n { print $3 }' "$1" | uniq | tr '\n' ' '; }
 
-step "no service: -w is an error, not an empty watch"
-if timeout 60 "$KV" -c "$URI" get vm -w >"$W/nosvc.out" 2>"$W/nosvc.err"; then
+step "no service (engine.service = use: never one started on demand): -w is an error, not an empty watch"
+if KVCON_ENGINE_SERVICE=use timeout 60 "$KV" -c "$URI" get vm -w >"$W/nosvc.out" 2>"$W/nosvc.err"; then
 	fail "get vm -w without a service exited 0: $(cat "$W/nosvc.out")"
 fi
 grep -q "^error: watching the engine's objects needs its service and none answers on $XDG_RUNTIME_DIR/kvcon/engine-" \
