@@ -247,6 +247,24 @@ int migrate_cmd(int argc, char **argv)
 	return engine_cli_close(rc, 30000);
 }
 
+/* Migrates keys[0..nk) ("NS/NAME"; keys and each key freed here) one after the other with drain's progress lines;
+ * how many failed. */
+static int drain_keys(char **keys, size_t nk, const struct migrate_opts *o)
+{
+	int failed = 0;
+	for (size_t i = 0; i < nk; i++) {
+		char *slash = strchr(keys[i], '/');
+		*slash = '\0';
+		printf("[%zu/%zu] %s/%s\n", i + 1, nk, keys[i], slash + 1);
+		fflush(stdout);
+		if (migrate_one(keys[i], slash + 1, o, false) != EXIT_OK)
+			failed++;
+		free(keys[i]);
+	}
+	free(keys);
+	return failed;
+}
+
 /* Through the engine service: the VMIs running on node HOST, migrated one after the other (a
  * VirtualMachineInstanceMigration each, the engine's choice of target unless --to). */
 static int drain_routed(const char *host, const struct migrate_opts *o)
@@ -269,17 +287,7 @@ static int drain_routed(const char *host, const struct migrate_opts *o)
 	char *h = util_escape_display(host);
 	printf("draining %s: %zu running VM%s (through the engine service)\n", h, nk, nk == 1 ? "" : "s");
 	fflush(stdout);
-	int failed = 0;
-	for (size_t i = 0; i < nk; i++) {
-		char *slash = strchr(keys[i], '/');
-		*slash = '\0';
-		printf("[%zu/%zu] %s/%s\n", i + 1, nk, keys[i], slash + 1);
-		fflush(stdout);
-		if (migrate_one(keys[i], slash + 1, o, false) != EXIT_OK)
-			failed++;
-		free(keys[i]);
-	}
-	free(keys);
+	int failed = drain_keys(keys, nk, o);
 	if (failed)
 		log_eprintf("kvcon: drain %s: %d of %zu migrations failed; those VMs still run on %s\n", h, failed, nk, h);
 	else
@@ -320,17 +328,7 @@ int drain_cmd(int argc, char **argv)
 			keys[nk++] = xasprintf("%s/%s", vms[i]->ns, vms[i]->name);
 	printf("draining %s: %zu running VM%s\n", src->name, nk, nk == 1 ? "" : "s");
 	fflush(stdout);
-	int failed = 0;
-	for (size_t i = 0; i < nk; i++) {
-		char *slash = strchr(keys[i], '/');
-		*slash = '\0';
-		printf("[%zu/%zu] %s/%s\n", i + 1, nk, keys[i], slash + 1);
-		fflush(stdout);
-		if (migrate_one(keys[i], slash + 1, &o, false) != EXIT_OK)
-			failed++;
-		free(keys[i]);
-	}
-	free(keys);
+	int failed = drain_keys(keys, nk, &o);
 	if (failed)
 		log_eprintf("kvcon: drain %s: %d of %zu migrations failed; those VMs still run on %s\n", host,
 			failed, nk, host);

@@ -797,6 +797,20 @@ static size_t run_extra(struct kg *g, const struct kget_kind *k, const char *nam
 	return n;
 }
 
+/* The query's selectors and one more parameter (key=val), each escaped and only when set; q is then a C string. */
+static void add_params(struct buf *q, const struct kg *g, const char *key, const char *val)
+{
+	const char *params[][2] = { { "labelSelector", g->o->selector }, { "fieldSelector", g->o->field_selector },
+				    { key, val } };
+	for (size_t i = 0; i < 3; i++)
+		if (params[i][1] && *params[i][1]) {
+			char *e = curl_easy_escape(NULL, params[i][1], 0);
+			buf_printf(q, "&%s=%s", params[i][0], e);
+			curl_free(e);
+		}
+	buf_add(q, "", 0);
+}
+
 /* The list request of one page (cont: its continue token, NULL for the first). Caller frees. */
 static char *list_query(struct kg *g, const char *base, bool table, const char *cont)
 {
@@ -805,15 +819,7 @@ static char *list_query(struct kg *g, const char *base, bool table, const char *
 	buf_printf(&q, "%s?limit=%d", base, PAGE_LIMIT);
 	if (table && (g->sort_jp || g->o->nlabel_cols || g->o->show_labels || g->all_ns))
 		buf_add_str(&q, g->sort_jp ? "&includeObject=Object" : "&includeObject=Metadata");
-	const char *params[][2] = { { "labelSelector", g->o->selector }, { "fieldSelector", g->o->field_selector },
-				    { "continue", cont } };
-	for (size_t i = 0; i < 3; i++)
-		if (params[i][1] && *params[i][1]) {
-			char *e = curl_easy_escape(NULL, params[i][1], 0);
-			buf_printf(&q, "&%s=%s", params[i][0], e);
-			curl_free(e);
-		}
-	buf_add(&q, "", 0);
+	add_params(&q, g, "continue", cont);
 	return buf_steal(&q);
 }
 
@@ -1000,15 +1006,7 @@ static void w_start(struct wstate *w, const char *base)
 	struct buf q;
 	buf_init(&q);
 	buf_printf(&q, "%s?watch=1&allowWatchBookmarks=true", base);
-	const char *params[][2] = { { "labelSelector", g->o->selector }, { "fieldSelector", g->o->field_selector },
-				    { "resourceVersion", *w->rv } };
-	for (size_t i = 0; i < 3; i++)
-		if (params[i][1] && *params[i][1]) {
-			char *e = curl_easy_escape(NULL, params[i][1], 0);
-			buf_printf(&q, "&%s=%s", params[i][0], e);
-			curl_free(e);
-		}
-	buf_add(&q, "", 0);
+	add_params(&q, g, "resourceVersion", *w->rv);
 	w->ended = false;
 	w->again_at = 0;
 	struct kube_http_req r = { .path = q.data, .on_chunk = w_chunk, .on_done = w_done, .arg = w };
