@@ -1319,15 +1319,7 @@ int cmd_engine(int argc, char **argv)
 			   "See kvcon(1), section ENGINE.\n");
 		return argc < 2 ? EXIT_USAGE : EXIT_OK;
 	}
-	/* the verbs that work through the engine service's API when one serves this root (cmd/session.h); the
-	 * others need the engine in-process */
-	static const char *const routed[] = { "get",	 "apply",   "start",	 "stop",      "restart", "pause",
-					      "unpause", "delete",  "console", "migrate", "drain",	 "vnc",
-					      "reconcile" };
-	bool route = false;
-	for (size_t i = 0; i < sizeof routed / sizeof routed[0]; i++)
-		route = route || strcmp(argv[1], routed[i]) == 0;
-	session_route(route);
+	/* every verb reaches the engine through its service (cmd/session.h); `serve` is the service */
 	for (size_t i = 0; i < sizeof subs / sizeof subs[0]; i++)
 		if (strcmp(argv[1], subs[i].name) == 0)
 			return subs[i].fn(argc - 1, argv + 1);

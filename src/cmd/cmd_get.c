@@ -637,30 +637,17 @@ static char *engine_watch_socket(int *rc)
 	char *path = session_service_answering(&err);
 	if (path)
 		return path;
-	if (err) {
-		char *e = util_escape_display(err);
-		log_eprintf("error: the engine service: %s\n", e);
-		free(e);
-		free(err);
-		*rc = EXIT_API;
-		return NULL;
-	}
 	/* asked for (-c, the config's hosts), or all there is: an error; beside a cluster: a warning */
 	bool required = opts_global()->nuris > 0 || !session_kubeconfig_present();
-	char *sock = session_service_socket(), *e = util_escape_display(sock);
-	const char *why = engine_service_mode() == ENGINE_SERVICE_OFF ? "KVCON_ENGINE_SERVICE (or engine.service) is off"
-								      : "none answers on ";
-	const char *at = engine_service_mode() == ENGINE_SERVICE_OFF ? "" : e;
+	char *e = util_escape_display(err ? err : "it did not answer");
 	if (required) {
-		log_eprintf("error: watching the engine's objects needs its service and %s%s: start one with `kvcon engine "
-			    "serve` (or set engine.service = auto)\n", why, at);
+		log_eprintf("error: the engine service: %s\n", e);
 		*rc = EXIT_API;
 	} else {
-		log_eprintf("warning: the engine's objects are not watched (their service is needed and %s%s: `kvcon "
-			    "engine serve`, or engine.service = auto)\n", why, at);
+		log_eprintf("warning: the engine's objects are not watched: %s\n", e);
 	}
 	free(e);
-	free(sock);
+	free(err);
 	return NULL;
 }
 

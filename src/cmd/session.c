@@ -121,15 +121,18 @@ char *session_service_answering(char **err)
 	*err = NULL;
 	if (!route_on || opts_global()->no_engine)
 		return NULL;
-	enum engine_service_mode mode = engine_service_mode();
-	if (mode == ENGINE_SERVICE_OFF)
-		return NULL;
 	struct kvcon_opts *o = opts_global();
 	char *path = session_service_socket();
 	if (access(path, F_OK) != 0 || !kube_http_unix_healthy(path, 3000)) {
 		/* engine.service = auto: start one, and go through it */
-		if (mode != ENGINE_SERVICE_AUTO ||
-		    engine_service_spawn(o->uris, o->nuris, path, healthy, ENGINE_READY_MS, err) != 0) {
+		if (engine_service_mode() != ENGINE_SERVICE_AUTO) {
+			*err = xasprintf("no engine service answers on %s (engine.service = use): start one with `kvcon "
+					 "engine serve`, or set engine.service = auto",
+					 path);
+			free(path);
+			return NULL;
+		}
+		if (engine_service_spawn(o->uris, o->nuris, path, healthy, ENGINE_READY_MS, err) != 0) {
 			free(path);
 			return NULL;
 		}
@@ -150,9 +153,8 @@ struct source *session_service_source(struct store *st, const char *path, const 
 	return kube_open_ex(st, NULL, &ko, err);
 }
 
-/* The service of this root answers on its socket (started first with engine.service = auto): its kube source
- * (named as the engine's host), synced. NULL when no service answers (a stale socket included: the caller opens
- * the engine in-process) or with *err when it answered but its lists did not come, or could not be started. */
+/* The service of this root (started first with engine.service = auto): its kube source (named as the engine's
+ * host), synced; NULL with *err when none answers and none could be started, or its lists did not come. */
 static struct source *open_service(struct store *st, char **err)
 {
 	char *path = session_service_answering(err);
@@ -182,21 +184,11 @@ static struct source *open_service(struct store *st, char **err)
 	return src;
 }
 
-int session_open_engines(struct store *st, struct source ***hosts, char **err)
+/* The engine itself, in this process: only the service opens it (session_route(false)); every host ready or
+ * the first failure said. */
+static int open_in_process(struct store *st, struct source ***hosts, char **err)
 {
 	struct kvcon_opts *o = opts_global();
-	char *serr = NULL;
-	struct source *svc = open_service(st, &serr);
-	if (svc || serr) {
-		if (serr) {
-			*hosts = NULL;
-			*err = serr;
-			return -1;
-		}
-		*hosts = xcalloc(1, sizeof **hosts);
-		(*hosts)[0] = svc;
-		return 1;
-	}
 	int n = o->nuris > 0 ? o->nuris : 1;
 	*hosts = xcalloc((size_t)n, sizeof **hosts);
 	engines_opened = true;
@@ -223,6 +215,22 @@ int session_open_engines(struct store *st, struct source ***hosts, char **err)
 		}
 	}
 	return n;
+}
+
+int session_open_engines(struct store *st, struct source ***hosts, char **err)
+{
+	if (!route_on)
+		return open_in_process(st, hosts, err);
+	*hosts = NULL;
+	char *serr = NULL;
+	struct source *svc = open_service(st, &serr);
+	if (svc == NULL) {
+		*err = serr ? serr : xstrdup("the engine service did not answer");
+		return -1;
+	}
+	*hosts = xcalloc(1, sizeof **hosts);
+	(*hosts)[0] = svc;
+	return 1;
 }
 
 /* The namespace a bare NAME means on src: the context's on a cluster, else default (-n is in ns already). */

@@ -41,19 +41,19 @@ struct source *session_resolve(struct store *st, const char *ns, const char *nam
 int session_open_engines(struct store *st, struct source ***hosts, char **err);
 /* The engine service (`kvcon engine serve`) of the root kvcon would open: its well-known unix socket, one per
  * root ($XDG_RUNTIME_DIR/kvcon, else the state directory; engine-HASH.sock, HASH of the state directory and the
- * engine URIs). When a service answers there (/healthz), session_open_engines returns its kube source (plain
- * HTTP over the socket) instead of opening the engine in-process. Caller frees. */
+ * engine URIs). session_open_engines returns its kube source (plain HTTP over the socket): kvcon reaches the engine
+ * only through its service. Caller frees. */
 char *session_service_socket(void);
 /* The socket of the engine service of this root when one answers there (/healthz), after starting one with
- * engine.service = auto (caller frees); NULL when none answers (*err NULL), or when auto could not start one
- * (*err says why, caller frees). NULL too with routing off, --no-engine or KVCON_ENGINE_SERVICE=off. */
+ * engine.service = auto (caller frees); NULL with *err when none answers and none could be started (use, or the
+ * service's own refusal); NULL with *err NULL with routing off or --no-engine. */
 char *session_service_answering(char **err);
 /* The service on path as a kube source in st (plain HTTP over the unix socket, named as this host): base's
  * kinds, selector, failures and namespaces (NULL: every kind, every namespace). Not waited for. */
 struct source *session_service_source(struct store *st, const char *path, const struct kube_open_opts *base,
 				      char **err);
-/* Whether session_open_engines may go through the service (default on; verbs that need the in-process engine,
- * and the service itself, turn it off). */
+/* Whether session_open_engines goes through the service (default on); off only in the service itself, which
+ * opens the engine in its own process. */
 void session_route(bool on);
 /* A kubeconfig is there to load: a file of $KUBECONFIG, else ~/.kube/config, or a pod's service account;
  * --kubeconfig and --context count too. Without one, the engine is where names are looked for. */

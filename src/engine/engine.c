@@ -2628,6 +2628,7 @@ struct source *engine_open(struct store *st, const char *uri, char **err)
 	char hn[256] = "localhost";
 	gethostname(hn, sizeof hn - 1);
 	struct source *src = source_new(SOURCE_ENGINE, hn);
+	src->engine = true;
 	struct ehost *eh = xcalloc(1, sizeof *eh);
 	eh->src = src;
 	eh->uri = u;

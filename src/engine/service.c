@@ -11,6 +11,7 @@
 #include <string.h>
 #include <signal.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -54,9 +55,9 @@ char *engine_service_socket(char *const *uris, int n)
 enum engine_service_mode engine_service_mode(void)
 {
 	char *v = engine_setting("KVCON_ENGINE_SERVICE", "engine.service");
-	enum engine_service_mode m = v && strcmp(v, "off") == 0   ? ENGINE_SERVICE_OFF
-				     : v && strcmp(v, "use") == 0 ? ENGINE_SERVICE_USE
-								  : ENGINE_SERVICE_AUTO;
+	/* "off" was the in-process engine, which is gone: it means what it always did for services, none started */
+	enum engine_service_mode m = v && (strcmp(v, "use") == 0 || strcmp(v, "off") == 0) ? ENGINE_SERVICE_USE
+											     : ENGINE_SERVICE_AUTO;
 	free(v);
 	return m;
 }
@@ -76,17 +77,46 @@ long engine_service_idle_exit(void)
 	return s;
 }
 
-/* engine_check passes for every host of the root (uris[0..n), or the default): a service could open it */
-static bool startable(char *const *uris, int n)
+/* NULL when engine_check passes for every host of the root (uris[0..n), or the default): a service could open
+ * it; else why not (caller frees) */
+static char *unstartable(char *const *uris, int n)
 {
 	for (int i = 0; i < (n > 0 ? n : 1); i++) {
 		char *why = engine_check(n > 0 ? uris[i] : NULL);
-		if (why) {
-			free(why);
-			return false;
-		}
+		if (why)
+			return why;
 	}
-	return true;
+	return NULL;
+}
+
+/* What a service that exited before it answered said last: the last "error:" line it wrote to its log after
+ * offset `from` (else its last line), without the prefix; NULL when it wrote nothing. Caller frees. */
+static char *last_words(const char *logp, off_t from)
+{
+	int fd = open(logp, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return NULL;
+	struct buf b;
+	buf_init(&b);
+	char chunk[4096];
+	ssize_t r;
+	if (lseek(fd, from, SEEK_SET) == from)
+		while (b.len < (1u << 20) && (r = read(fd, chunk, sizeof chunk)) > 0)
+			buf_add(&b, chunk, (size_t)r);
+	close(fd);
+	char *err = NULL, *last = NULL, *save = NULL;
+	buf_add(&b, "", 1);
+	for (char *l = strtok_r(b.data, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
+		if (util_has_prefix(l, "error: "))
+			err = l + 7;
+		else if (util_has_prefix(l, "kvcon: "))
+			last = l + 7;
+		else if (*l)
+			last = l;
+	}
+	char *out = err ? xstrdup(err) : last ? xstrdup(last) : NULL;
+	buf_free(&b);
+	return out;
 }
 
 static long ms_since(const struct timespec *t0)
@@ -127,13 +157,17 @@ int engine_service_spawn(char *const *uris, int n, const char *sock, int (*probe
 	}
 	/* checked under the lock: a service another kvcon just started holds the root (engine_check says so) but
 	 * answers by now */
-	if (!startable(uris, n)) {
+	char *why = unstartable(uris, n);
+	if (why) {
+		*err = why;
 		if (lfd >= 0)
 			close(lfd);
 		free(state);
-		return 1;
+		return -1;
 	}
 	char *logp = util_path_join(state, "engine-serve.log");
+	struct stat lst;
+	off_t log_from = stat(logp, &lst) == 0 ? lst.st_size : 0;
 	char idle[32];
 	snprintf(idle, sizeof idle, "%ld", engine_service_idle_exit());
 	char **argv = xcalloc((size_t)n * 2 + 8, sizeof *argv);
@@ -205,14 +239,12 @@ int engine_service_spawn(char *const *uris, int n, const char *sock, int (*probe
 			break;
 		/* a service that could not start (the root in use, a bad URI) says why in its log */
 		if (kill((pid_t)spid, 0) < 0 && errno == ESRCH && !probe(sock)) {
-			/* the caller opens the engine in-process, which fails the same way and says what to fix */
-			log_info("engine: the service started on demand exited (see %s): the engine in-process instead", logp);
-			free(argv);
-			free(logp);
-			free(state);
-			if (lfd >= 0)
-				close(lfd);
-			return 1;
+			char *said = last_words(logp, log_from);
+			*err = said ? xasprintf("the engine service could not start: %s (its log: %s)", said, logp)
+				    : xasprintf("the engine service exited before it answered on %s (its log: %s)", sock,
+						logp);
+			free(said);
+			goto fail;
 		}
 		if (ms_since(&t0) > timeout_ms) {
 			*err = xasprintf("the engine service started on demand did not answer on %s within %ld s (see %s)", sock,

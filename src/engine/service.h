@@ -9,10 +9,11 @@
  * the engine URIs (uris[0..n), or the default as engine_open resolves it when n is 0). Caller frees. */
 char *engine_service_socket(char *const *uris, int n);
 
-/* How kvcon uses a service ($KVCON_ENGINE_SERVICE, else the config's engine.service): "off" never (the engine
- * in-process: the fallback and debugging mode), "use" one that runs but never starts one, anything else (the
- * default, "auto") starts one on demand (engine_service_spawn) when none answers. */
-enum engine_service_mode { ENGINE_SERVICE_USE, ENGINE_SERVICE_OFF, ENGINE_SERVICE_AUTO };
+/* How kvcon reaches a root's service ($KVCON_ENGINE_SERVICE, else the config's engine.service); kvcon reaches the
+ * engine only through it (docs/ENGINE-SERVICE.md). "use" (or "off", its old name): one that runs, never
+ * starting one; anything else (the default, "auto"): one started on demand (engine_service_spawn) when none
+ * answers. */
+enum engine_service_mode { ENGINE_SERVICE_USE, ENGINE_SERVICE_AUTO };
 enum engine_service_mode engine_service_mode(void);
 
 /* The idle exit of a service started on demand, in seconds ($KVCON_ENGINE_IDLE_EXIT, else the config's
@@ -24,9 +25,8 @@ long engine_service_idle_exit(void);
  * detached from the caller (its own session, stdio on $XDG_STATE_HOME/kvcon/engine-serve.log; the service writes
  * its pid in SOCK.pid), then waits up to timeout_ms until /healthz answers on sock (probe: a function returning
  * true once it does). Starters of one root take turns (a lock on SOCK.lock): the second finds the first one's
- * service. 0, 1 when engine_service_startable refuses or the service exits before it answers (the caller opens
- * the engine in-process, whose refusal says
- * what to fix), or -1 with *err. */
+ * service. 0, or -1 with *err: engine_check's refusal (what to fix on this machine), or what the service said
+ * last when it exited before it answered (its "error:" line in the log). */
 int engine_service_spawn(char *const *uris, int n, const char *sock, int (*probe)(const char *sock),
 			 long timeout_ms, char **err);
 

@@ -264,6 +264,7 @@ struct source *kube_open_ex(struct store *st, const char *context, const struct 
 	}
 	struct source *src = source_new(SOURCE_KUBE, name);
 	free(name);
+	src->engine = o && o->unix_socket;
 	struct kube_src *ks = xcalloc(1, sizeof *ks);
 	ks->src = src;
 	ks->st = st;

@@ -121,6 +121,8 @@ struct source {
 	char *ns_scope;            /* namespace watched, NULL for all namespaces */
 	char *notice;              /* one-line notice for the header (403 fallback, TCG fallback), owned */
 	bool readonly;
+	bool engine;               /* an engine: the service's API (a kube source on its socket) or, in the service,
+				    * an engine host: said as "engine HOST", its VMs acted on with kvcon's verbs */
 	bool closed;               /* retired by source_close (context switch): no objects, not shown */
 	struct watch_health health[OBJ_KIND_COUNT];
 	const struct provider_ops *ops;

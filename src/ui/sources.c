@@ -104,20 +104,21 @@ static int healthy(const char *sock)
 	return kube_http_unix_healthy(sock, 3000);
 }
 
-/* The engine service of the root the dashboard would open (engine/service.h), when one answers on its socket:
- * its API as a kube source named as the host, instead of the engine in-process (which the service holds). */
+/* The engine service of the root the dashboard would open (engine/service.h): its API as a kube source named as
+ * the host. One is started on demand (engine.service = auto; up to 2 minutes: the embedded driver's first open
+ * probes QEMU); NULL with *err when none answers and none could be started. */
 static struct source *open_service(struct store *st, char **err)
 {
 	struct kvcon_opts *o = opts_global();
-	enum engine_service_mode mode = engine_service_mode();
-	if (mode == ENGINE_SERVICE_OFF)
-		return NULL;
 	char *path = engine_service_socket(o->uris, o->nuris);
 	struct source *src = NULL;
 	bool up = access(path, F_OK) == 0 && kube_http_unix_healthy(path, 3000);
-	/* engine.service = auto: start one (up to 2 minutes: the embedded driver's first open probes QEMU) */
-	if (!up && mode == ENGINE_SERVICE_AUTO)
+	if (!up && engine_service_mode() == ENGINE_SERVICE_AUTO)
 		up = engine_service_spawn(o->uris, o->nuris, path, healthy, 120000, err) == 0;
+	else if (!up)
+		*err = xasprintf("no engine service answers on %s (engine.service = use): start one with `kvcon engine "
+				 "serve`, or set engine.service = auto",
+				 path);
 	if (up) {
 		char hn[256] = "localhost";
 		gethostname(hn, sizeof hn - 1);
@@ -145,41 +146,21 @@ int sources_open(struct store *st, char **err)
 	if (k == NULL)
 		log_info("ui: no kube source: %s", kerr ? kerr : "?");
 	free(kerr);
-	/* the local engine: every -c URI, or the embedded default when there is no cluster and no -c; through its
-	 * service when one serves that root */
+	/* the local engine (every -c URI, or the embedded default when there is no cluster and no -c), through its
+	 * service */
 	if (!o->no_engine && (o->nuris > 0 || k == NULL)) {
 		char *serr = NULL;
-		if (open_service(st, &serr))
-			goto opened;
-		if (serr) {
-			*err = serr;
+		if (open_service(st, &serr) == NULL) {
+			if (o->nuris == 0 && k == NULL)
+				*err = xasprintf("no kubeconfig (~/.kube/config or $KUBECONFIG), and the local engine cannot "
+						 "open: %s",
+						 serr ? serr : "?");
+			else
+				*err = xasprintf("the local engine: %s", serr ? serr : "?");
+			free(serr);
 			return -1;
 		}
 	}
-	for (int i = 0; i < o->nuris; i++) {
-		char *eerr = NULL;
-		if (engine_open(st, o->uris[i], &eerr) == NULL) {
-			*err = xasprintf("-c %s: %s", o->uris[i], eerr ? eerr : "refused");
-			free(eerr);
-			return -1;
-		}
-	}
-	if (o->nuris == 0 && k == NULL && !o->no_engine) {
-		/* the engine is all there is: a machine it cannot run on is said now, not in an empty dashboard */
-		char *eerr = engine_check(NULL);
-		if (eerr) {
-			*err = xasprintf("no kubeconfig (~/.kube/config or $KUBECONFIG), and the local engine cannot open: %s",
-					 eerr);
-			free(eerr);
-			return -1;
-		}
-		if (engine_open(st, NULL, &eerr) == NULL) {
-			*err = xasprintf("no kubeconfig, and the local engine did not open: %s", eerr ? eerr : "?");
-			free(eerr);
-			return -1;
-		}
-	}
-opened:
 	if (sources_live_count() == 0) {
 		*err = xstrdup("no kubeconfig (~/.kube/config or $KUBECONFIG) and no engine (--no-engine): set $KUBECONFIG "
 			       "or --kubeconfig, or leave out --no-engine for the local engine");

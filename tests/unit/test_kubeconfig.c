@@ -617,7 +617,7 @@ static void test_unix_socket(void)
 	unsetenv("KVCON_ENGINE_SERVICE");
 	T_CHECK(engine_service_mode() == ENGINE_SERVICE_AUTO); /* on demand unless told otherwise */
 	setenv("KVCON_ENGINE_SERVICE", "off", 1);
-	T_CHECK(engine_service_mode() == ENGINE_SERVICE_OFF);
+	T_CHECK(engine_service_mode() == ENGINE_SERVICE_USE); /* its old name, from when the engine could open in-process */
 	setenv("KVCON_ENGINE_SERVICE", "use", 1);
 	T_CHECK(engine_service_mode() == ENGINE_SERVICE_USE);
 	setenv("KVCON_ENGINE_SERVICE", "auto", 1);
@@ -640,11 +640,11 @@ static void test_unix_socket(void)
 	FILE *cf = fopen(cfile, "w");
 	T_CHECK(cf != NULL);
 	if (cf) {
-		fputs("engine.idle-exit = 90\nengine.service = off\n", cf);
+		fputs("engine.idle-exit = 90\nengine.service = use\n", cf);
 		fclose(cf);
 	}
 	T_CHECK(engine_service_idle_exit() == 90);
-	T_CHECK(engine_service_mode() == ENGINE_SERVICE_OFF);
+	T_CHECK(engine_service_mode() == ENGINE_SERVICE_USE);
 	unlink(cfile);
 	free(cdir);
 	free(cfile);
