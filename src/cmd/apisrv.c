@@ -556,6 +556,10 @@ static json_object *node_json(struct source *src)
 	json_object_object_add(md, "labels", l);
 	json_object *an = json_object_new_object();
 	json_object_object_add(an, "kvcon.io/libvirt-uri", jstr(src->server));
+	/* what the engine in-process showed in the dashboard's header and once a boot on stderr (KVM unusable and
+	 * guests under TCG, TCG forced, unreadable records): clients show it the same (kube/kube.c) */
+	if (src->notice)
+		json_object_object_add(an, "kvcon.io/notice", jstr(src->notice));
 	json_object_object_add(md, "annotations", an);
 	json_object_object_add(j, "metadata", md);
 	json_object_object_add(j, "spec", json_object_new_object());

@@ -204,8 +204,10 @@ static int open_engine(void)
 		free(err);
 		return EXIT_API;
 	}
+	/* a client's, from the service (the Node's kvcon.io/notice): the service itself only logs it, so that the
+	 * once-a-boot stamp is the user's */
 	for (int i = 0; i < C.nsrcs; i++)
-		if (C.srcs[i]->notice)
+		if (C.srcs[i]->notice && C.srcs[i]->type == SOURCE_KUBE)
 			notice_once(C.srcs[i]);
 	return EXIT_OK;
 }
@@ -781,16 +783,36 @@ static bool replied_showing_pulls(void *arg)
 	return done;
 }
 
-/* An action through the engine service is done when the VM's status says so. */
+/* An action through the engine service is done when the VM's status says so; a start that fails is done too, with
+ * the engine's reason (its FailedCreate event, the one the engine in-process answered the start with). */
 struct routed_wait {
 	struct source *src;
 	const char *name;
 	enum action act;
+	char *failed; /* the message of a FailedCreate event of the VM seen since the request, owned */
 };
+
+/* store listener: a FailedCreate event of the VM, new or repeated (its count grew), after the request */
+static void routed_event(void *arg, enum obj_kind kind, const struct obj *old, const struct obj *new_)
+{
+	struct routed_wait *w = arg;
+	if (kind != OBJ_EVENT || new_ == NULL || new_->src != w->src)
+		return;
+	const struct event *e = (const struct event *)new_, *o = (const struct event *)old;
+	if (o && o->count >= e->count)
+		return;
+	if (e->reason && strcmp(e->reason, "FailedCreate") == 0 && e->inv_name && strcmp(e->inv_name, w->name) == 0 &&
+	    e->inv_ns && strcmp(e->inv_ns, C.ns) == 0) {
+		free(w->failed);
+		w->failed = xstrdup(e->message ? e->message : "FailedCreate");
+	}
+}
 
 static bool routed_done(void *arg)
 {
 	struct routed_wait *w = arg;
+	if (w->failed)
+		return true;
 	const struct vm *v = (const struct vm *)store_find(C.st, w->src, OBJ_VM, C.ns, w->name);
 	const char *want = NULL;
 	switch (w->act) {
@@ -857,15 +879,24 @@ static int cmd_engine_action(int argc, char **argv)
 	}
 	struct cli_reply a = { .fd = -1 };
 	struct pull_watch pw = { .reply = &a, .src = src, .name = name };
+	struct routed_wait rw = { .src = src, .name = name, .act = req.act };
+	int lid = src->type == SOURCE_KUBE && req.act == ACT_START ? store_listen(C.st, routed_event, &rw) : -1;
 	char *err = NULL;
 	if (src->ops->action(src, &req, engine_cli_reply, &a, &err) < 0) {
 		char *e = util_escape_display(err);
 		log_eprintf("error: %s %s: %s\n", argv[0], name, e);
 		free(e);
 		free(err);
+		if (lid >= 0)
+			store_unlisten(C.st, lid);
 		return close_engine(EXIT_API, 0);
 	}
-	if (wait && !run_until(replied_showing_pulls, &pw, (uint64_t)timeout * 1000)) {
+	bool replied = !wait || run_until(replied_showing_pulls, &pw, (uint64_t)timeout * 1000);
+	if (lid >= 0 && (!replied || (wait && a.status != 0))) {
+		store_unlisten(C.st, lid);
+		lid = -1;
+	}
+	if (!replied) {
 		log_eprintf("error: %s %s: not done after %d s\n", argv[0], name, timeout);
 		return close_engine(EXIT_API, 0);
 	}
@@ -878,13 +909,25 @@ static int cmd_engine_action(int argc, char **argv)
 	}
 	if (wait && src->type == SOURCE_KUBE) {
 		/* the service accepted it (202): wait until its objects say it is done, as the in-process engine does */
-		struct routed_wait rw = { .src = src, .name = name, .act = req.act };
-		if (!run_until(routed_done, &rw, (uint64_t)timeout * 1000)) {
-			log_eprintf("error: %s %s: not done after %d s\n", argv[0], name, timeout);
+		bool done = run_until(routed_done, &rw, (uint64_t)timeout * 1000);
+		if (lid >= 0)
+			store_unlisten(C.st, lid);
+		lid = -1;
+		if (!done || rw.failed) {
+			char *e = rw.failed ? util_escape_display(rw.failed) : NULL;
+			if (e)
+				log_eprintf("error: %s %s: %s\n", argv[0], name, e);
+			else
+				log_eprintf("error: %s %s: not done after %d s\n", argv[0], name, timeout);
+			free(e);
+			free(rw.failed);
 			free(a.msg);
 			return close_engine(EXIT_API, 0);
 		}
 	}
+	if (lid >= 0)
+		store_unlisten(C.st, lid);
+	free(rw.failed);
 	printf("virtualmachine %s %s%s\n", name, wait ? "" : "request sent: ", verbs[vi].past);
 	free(a.msg);
 	return close_engine(EXIT_OK, 30000);

@@ -158,6 +158,28 @@ static char *missing_accounts(const char *root, const char *module)
 	return msg;
 }
 
+/* The socket of `kvcon ... engine serve --socket SOCK` running as pid, else NULL (another program). Caller frees. */
+static char *service_socket_of(int pid)
+{
+	char *cf = xasprintf("/proc/%d/cmdline", pid);
+	size_t len = 0;
+	char *c = util_read_file(cf, &len);
+	free(cf);
+	char *sock = NULL;
+	bool engine = false, serve = false;
+	for (size_t i = 0; c && i < len; i += strlen(c + i) + 1) {
+		const char *a = c + i;
+		if (strcmp(a, "engine") == 0)
+			engine = true;
+		else if (engine && strcmp(a, "serve") == 0)
+			serve = true;
+		else if (serve && strcmp(a, "--socket") == 0 && i + strlen(a) + 1 < len)
+			sock = xstrdup(c + i + strlen(a) + 1);
+	}
+	free(c);
+	return sock;
+}
+
 /* The pid of the process holding the driver's pid file lock of ROOT (libvirt admits one process per root), or 0. */
 static int root_holder(const char *root)
 {
@@ -216,9 +238,20 @@ static char *embed_problem(const char *root)
 			snprintf(comm, sizeof comm, "%.*s", (int)strcspn(c, "\n"), c);
 		free(c);
 		char *e = util_escape_display(root), *ec = util_escape_display(comm);
-		if (pid > 0)
+		char *svc = pid > 0 ? service_socket_of(pid) : NULL;
+		if (svc) {
+			/* kvcon reaches a root only through the service on its own well-known socket: one elsewhere
+			 * (another state directory's, or an explicit --socket) keeps this one from starting */
+			char *es = util_escape_display(svc);
+			msg = xasprintf("the engine root %s is in use by the engine service on %s (pid %d), not the one "
+					"this kvcon would start: the embedded driver admits one process at a time; stop that "
+					"service first (kill %d)",
+					e, es, pid, pid);
+			free(es);
+			free(svc);
+		} else if (pid > 0)
 			msg = xasprintf("the engine root %s is in use by %s (pid %d): the embedded driver admits one "
-					"process at a time; use that one (its dashboard), or quit it first",
+					"process at a time; quit it first",
 					e, *ec ? ec : "another process", pid);
 		else
 			msg = xasprintf("the engine root %s is in use by another process: the embedded driver admits "

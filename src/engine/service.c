@@ -90,9 +90,11 @@ static char *unstartable(char *const *uris, int n)
 }
 
 /* What a service that exited before it answered said last: the last "error:" line it wrote to its log after
- * offset `from` (else its last line), without the prefix; NULL when it wrote nothing. Caller frees. */
-static char *last_words(const char *logp, off_t from)
+ * offset `from` (*is_error set), else its last line, without the prefix; NULL when it wrote nothing. Caller
+ * frees. */
+static char *last_words(const char *logp, off_t from, bool *is_error)
 {
+	*is_error = false;
 	int fd = open(logp, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return NULL;
@@ -114,6 +116,7 @@ static char *last_words(const char *logp, off_t from)
 		else if (*l)
 			last = l;
 	}
+	*is_error = err != NULL;
 	char *out = err ? xstrdup(err) : last ? xstrdup(last) : NULL;
 	buf_free(&b);
 	return out;
@@ -239,10 +242,14 @@ int engine_service_spawn(char *const *uris, int n, const char *sock, int (*probe
 			break;
 		/* a service that could not start (the root in use, a bad URI) says why in its log */
 		if (kill((pid_t)spid, 0) < 0 && errno == ESRCH && !probe(sock)) {
-			char *said = last_words(logp, log_from);
-			*err = said ? xasprintf("the engine service could not start: %s (its log: %s)", said, logp)
-				    : xasprintf("the engine service exited before it answered on %s (its log: %s)", sock,
-						logp);
+			/* its own error line is what the engine refused and how to fix it (what the engine in-process
+			 * said): the user sees that alone, as from any command; anything else with where to read more */
+			bool is_error;
+			char *said = last_words(logp, log_from, &is_error);
+			*err = said && is_error ? xstrdup(said)
+			       : said ? xasprintf("the engine service could not start: %s (its log: %s)", said, logp)
+				      : xasprintf("the engine service exited before it answered on %s (its log: %s)", sock,
+						  logp);
 			free(said);
 			goto fail;
 		}

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/buf.h"
 #include "core/log.h"
 #include "core/loop.h"
 #include "core/opts.h"
@@ -243,6 +244,47 @@ static void start_discovery(struct kube_src *ks)
 
 /* --- open -------------------------------------------------------------------------------------------- */
 
+/* The engine service's notices (KVM unusable and guests under TCG, unreadable records): each node's
+ * kvcon.io/notice annotation (docs/ENGINE-SERVICE.md), read once at open as the engine in-process had it from its
+ * first connect: the text alone for one node, "NODE: text; ..." for several. NULL when there is none. Caller
+ * frees. */
+static char *engine_notice(const char *sock)
+{
+	char *body = kube_http_unix_get(sock, "/api/v1/nodes", 3000);
+	json_object *list = body ? json_tokener_parse(body) : NULL;
+	free(body);
+	json_object *items = NULL;
+	if (list == NULL || !json_object_object_get_ex(list, "items", &items) ||
+	    !json_object_is_type(items, json_type_array)) {
+		json_object_put(list);
+		return NULL;
+	}
+	struct buf b;
+	buf_init(&b);
+	size_t n = json_object_array_length(items), shown = 0;
+	for (size_t i = 0; i < n; i++) {
+		json_object *md = NULL, *an = NULL, *v = NULL, *nm = NULL;
+		json_object *it = json_object_array_get_idx(items, i);
+		if (!json_object_object_get_ex(it, "metadata", &md) || !json_object_object_get_ex(md, "annotations", &an) ||
+		    !json_object_object_get_ex(an, "kvcon.io/notice", &v) || !json_object_is_type(v, json_type_string))
+			continue;
+		json_object_object_get_ex(md, "name", &nm);
+		if (n > 1)
+			buf_printf(&b, "%s%s: %s", shown ? "; " : "", nm ? json_object_get_string(nm) : "?",
+				   json_object_get_string(v));
+		else
+			buf_add_str(&b, json_object_get_string(v));
+		shown++;
+	}
+	json_object_put(list);
+	if (shown == 0) {
+		buf_free(&b);
+		return NULL;
+	}
+	buf_add(&b, "", 1);
+	return b.data;
+}
+
 struct source *kube_open_ex(struct store *st, const char *context, const struct kube_open_opts *o, char **err)
 {
 	struct kvcon_opts *g = opts_global();
@@ -265,6 +307,8 @@ struct source *kube_open_ex(struct store *st, const char *context, const struct 
 	struct source *src = source_new(SOURCE_KUBE, name);
 	free(name);
 	src->engine = o && o->unix_socket;
+	if (src->engine)
+		src->notice = engine_notice(o->unix_socket);
 	struct kube_src *ks = xcalloc(1, sizeof *ks);
 	ks->src = src;
 	ks->st = st;

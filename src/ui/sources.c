@@ -155,8 +155,8 @@ int sources_open(struct store *st, char **err)
 				*err = xasprintf("no kubeconfig (~/.kube/config or $KUBECONFIG), and the local engine cannot "
 						 "open: %s",
 						 serr ? serr : "?");
-			else
-				*err = xasprintf("the local engine: %s", serr ? serr : "?");
+			else /* -c asked for the engine: what the command line says (cmd/session.c), word for word */
+				*err = serr ? xstrdup(serr) : xstrdup("the engine service did not answer");
 			free(serr);
 			return -1;
 		}

@@ -15,8 +15,6 @@ engine_embed_up kvenv
 EXPECT_DIR=$ENGINE_T
 # shellcheck source=tests/e2e/lib/envexpect.bash
 . "$ROOT/tests/e2e/lib/envexpect.bash"
-# the environment problems of the engine in-process, and a root held by another in-process kvcon
-export KVCON_ENGINE_SERVICE=off
 K=$KV
 
 step "a missing libvirt account: /etc/passwd and /etc/group without libvirt-qemu (private copies)"
@@ -35,19 +33,16 @@ want+=" as root, or: useradd -r -g kvm -d /var/lib/libvirt -s /usr/sbin/nologin 
 expect conf-user "$want" "$K" -c "$URI" engine get vm
 cp "$ENGINE_T/qemu.conf.orig" "$XDG_STATE_HOME/kvcon/engine/etc/qemu.conf"
 
-step "a QEMU driver that fails to start: the command says why; the dashboard's retries keep saying why"
+step "a QEMU driver that fails to start: the command and the dashboard say why, in the same words"
 printf 'user = "root"\ngroup = "root"\nthis is = = broken\n' >"$XDG_STATE_HOME/kvcon/engine/etc/qemu.conf"
+# the service started on demand exits at once; its own error line is what the user sees, nothing around it
 want="error: $URI: configuration file syntax error: $XDG_STATE_HOME/kvcon/engine/etc/qemu.conf:3: expecting an"
 want+=" assignment"
 expect driver-fails "$want" "$K" -c "$URI" engine get vm
 mkdir -p "$ENGINE_T/home"
-tmux -L "kvenv$$" new-session -d -x 120 -y 30 \
-    "env -u KUBECONFIG HOME=$ENGINE_T/home $K -c '$URI' --log-file $ENGINE_T/dash.log"
-kept() {
-    grep -c "expecting an assignment (libvirt's QEMU driver failed to start in this kvcon process" "$ENGINE_T/dash.log"
-}
-wait_eq 20 2 kept || { tmux -L "kvenv$$" kill-server; fail "the dashboard's retries lost the reason"; }
-tmux -L "kvenv$$" kill-server
+# the dashboard (in a pseudo-terminal, whose output script(1) copies to stderr here), before taking the screen
+expect dash-driver-fails "$want" env -u KUBECONFIG HOME="$ENGINE_T/home" \
+    bash -c 'exec script -qec "$1 -c \"$2\"" /dev/null >&2' x "$K" "$URI"
 cp "$ENGINE_T/qemu.conf.orig" "$XDG_STATE_HOME/kvcon/engine/etc/qemu.conf"
 
 step "QEMU not installed: /dev/null over the binary"
@@ -66,13 +61,16 @@ want+=" libvirt-daemon-driver-qemu (Debian), or run scripts/deps.sh as root"
 expect no-driver "$want" "${IN_NS[@]}" 'mount -t tmpfs none "$1" && exec "$2" -c "$3" engine get vm' \
     x "$drv" "$K" "$URI"
 
-step "the embedded root held by another kvcon: refused at once, naming its pid"
-"$K" -c "$URI" engine reconcile --for 60 >"$ENGINE_T/holder.out" 2>"$ENGINE_T/holder.err" &
+step "the embedded root held by another engine service: refused at once, naming its socket and pid"
+# a service of the same root on a socket of its own (an explicit --socket, or another state directory's): the
+# one this kvcon would start on the root's well-known socket cannot open the root
+"$K" -c "$URI" engine serve --socket "$ENGINE_T/engine-other.sock" >"$ENGINE_T/holder.out" 2>"$ENGINE_T/holder.err" &
 holder=$!
-wait_eq 30 "engine ready" cat "$ENGINE_T/holder.out" || { kill "$holder"; fail "the holder did not open"; }
+wait_eq 60 "engine serving" tail -n1 "$ENGINE_T/holder.out" || { kill "$holder"; fail "the holder did not open"; }
 root=$XDG_STATE_HOME/kvcon/engine
-want="error: the engine root $root is in use by kvcon (pid $holder): the embedded driver admits one process at a"
-want+=" time; use that one (its dashboard), or quit it first"
+want="error: the engine root $root is in use by the engine service on $ENGINE_T/engine-other.sock (pid $holder), not"
+want+=" the one this kvcon would start: the embedded driver admits one process at a time; stop that service first"
+want+=" (kill $holder)"
 expect held-get "$want" "$K" -c "$URI" engine get vm
 expect held-apply "$want" "$K" -c "$URI" engine apply -f "$(manifest alpha Halted)"
 kill "$holder"
@@ -98,10 +96,14 @@ out=$(timeout 60 "$K" -c qemu+ssh://kvenv.invalid/system engine get vm 2>&1) && 
 
 step "a minimal root: no /var/lock, no devpts, a root that is not a mount point (before a guest starts)"
 for vm in lock pts mnt; do kv engine apply -f "$(manifest $vm Halted)" >/dev/null || fail "apply $vm"; done
+# each case's engine service starts inside its broken root (a private mount namespace, a chroot) and is stopped
+# after it: the one the applies started sees the machine's own root
+svc_stop_all "$ENGINE_T"
 want="error: start lock: cannot start guests: /var/lock is missing or not writable (No such file or directory),"
 want+=" and libvirt locks each guest's console there: mkdir -p /run/lock (where /var/lock points on Debian)"
 expect no-run-lock "$want" "${IN_NS[@]}" 'mount -t tmpfs none /run && exec "$1" -c "$2" engine start lock' \
     x "$K" "$URI"
+svc_stop_all "$ENGINE_T"
 want="error: start pts: cannot start guests: no usable pseudo-terminal here (No such device), and QEMU's serial"
 want+=" console needs one: mount a devpts of this root's own (mount -t devpts -o newinstance,ptmxmode=0666 devpts"
 want+=" /dev/pts; mount --bind /dev/pts/ptmx /dev/ptmx)"
@@ -110,6 +112,7 @@ want+=" /dev/pts; mount --bind /dev/pts/ptmx /dev/ptmx)"
 expect no-devpts "$want" "${IN_NS[@]}" 'mount -t tmpfs none /dev/pts && { umount /dev/ptmx 2>/dev/null || true; } &&
     exec "$1" -c "$2" engine start pts' \
     x "$K" "$URI"
+svc_stop_all "$ENGINE_T"
 # a chroot into a plain directory that holds the machine's directories as bind mounts
 want="error: start mnt: cannot start guests: / is not a mount point, and libvirt gives each guest a mount"
 want+=" namespace made from it: bind-mount the root onto itself before entering it (mount --bind ROOT ROOT), or"
@@ -119,6 +122,7 @@ expect no-mount-root "$want" "${IN_NS[@]}" 'r=$1/chroot; mkdir -p "$r"
         if [[ -L $p ]]; then ln -sfn "$(readlink "$p")" "$r/$d"
         elif [[ -d $p ]]; then mkdir -p "$r/$d"; mount --rbind "$p" "$r/$d"; fi; done
     exec chroot "$r" "$2" -c "$3" engine start mnt' x "$ENGINE_T" "$K" "$URI"
+svc_stop_all "$ENGINE_T"
 for vm in lock pts mnt; do kv engine delete $vm >/dev/null || fail "delete $vm"; done
 # the same root, unbroken, starts the guest
 kv engine apply -f "$(manifest alpha Halted)" >/dev/null || fail "apply alpha"
@@ -127,6 +131,8 @@ kv engine start alpha >/dev/null || fail "start outside the broken roots"
 kv engine stop alpha --grace-period 0 >/dev/null || fail "stop alpha"
 
 step "KVM unusable (an empty file over /dev/kvm): the notice is one line, once per boot"
+# the service started on demand inside the namespace sees its /dev/kvm (the machine's runs elsewhere)
+svc_stop_all "$ENGINE_T"
 unset KVCON_ENGINE_ACCEL
 rm -f "$XDG_STATE_HOME/kvcon/engine-kvm-probe" "$XDG_STATE_HOME/kvcon/engine-notice-shown"
 : >"$ENGINE_T/emptykvm"
@@ -146,6 +152,7 @@ grep -q "^kvcon: [^ ]*: KVM unusable here, guests run under TCG emulation: .*kvm
     fail "KVM notice: $(cat "$ENGINE_T/kvm1.notice")"
 grep -q "KVM" "$ENGINE_T/kvm2.err" && fail "KVM notice shown twice in one boot: $(cat "$ENGINE_T/kvm2.err")"
 step "no /dev/kvm at all (a /dev without it): the notice is one line, once per boot"
+svc_stop_all "$ENGINE_T" # the one of the empty /dev/kvm
 rm -f "$XDG_STATE_HOME/kvcon/engine-kvm-probe" "$XDG_STATE_HOME/kvcon/engine-notice-shown"
 mkdir -p "$ENGINE_T/devsave"
 for i in 1 2; do
