@@ -15,9 +15,6 @@ EXPECT_DIR=$tmp
 K=$KVCON
 mkdir -p "$tmp/home" "$tmp/state"
 export XDG_STATE_HOME=$tmp/state XDG_CONFIG_HOME=$tmp/config
-# the environment problems of the engine in-process (the service started on demand meets the same ones: a
-# service that exits at start hands over to the in-process open, whose message these steps check)
-export KVCON_ENGINE_SERVICE=off
 # nothing from this machine's own kubeconfig or cluster
 nokube=(env -u KUBECONFIG -u KUBERNETES_SERVICE_HOST -u KUBERNETES_SERVICE_PORT HOME="$tmp/home")
 
@@ -33,7 +30,9 @@ out=$("${nokube[@]}" XDG_STATE_HOME="$tmp/state" "$K" get vm 2>&1) || fail "get 
 want="error: no kubeconfig (~/.kube/config or \$KUBECONFIG) and no engine (--no-engine): set \$KUBECONFIG or"
 want+=" --kubeconfig, or leave out --no-engine for the local engine"
 expect dash-no-engine "$want" "${nokube[@]}" bash -c 'exec script -qec "$1 --no-engine" /dev/null >&2' x "$K"
-# QEMU hidden: the engine the dashboard would fall back to cannot open either
+# QEMU hidden: the engine the dashboard would fall back to cannot open either (its service, started on demand
+# inside the namespace, refuses; the one `get vm` started above sees QEMU and goes first)
+svc_stop_all "$tmp"
 want="error: no kubeconfig (~/.kube/config or \$KUBECONFIG), and the local engine cannot open: QEMU is not installed"
 want+=" (no qemu-system-x86_64 on the PATH): install qemu-system-x86 (Debian), or run scripts/deps.sh as root"
 expect dash-no-qemu "$want" "${nokube[@]}" "${IN_NS[@]}" 'mount --bind /dev/null "$(command -v qemu-system-x86_64)" &&
