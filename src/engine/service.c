@@ -12,6 +12,7 @@
 #include <signal.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -20,6 +21,30 @@
 #include "core/util.h"
 #include "core/xmalloc.h"
 #include "engine/engine.h"
+
+/* Where a socket goes when the usual directory is too deep for sun_path: root's /run/kvcon-0 (as the guests'
+ * display sockets, engine/domxml.c), else $XDG_RUNTIME_DIR/kvcon, else /tmp/kvcon-UID. Caller frees. */
+static char *short_dir(void)
+{
+	const char *rt = getenv("XDG_RUNTIME_DIR");
+	if (geteuid() == 0)
+		return xstrdup("/run/kvcon-0");
+	if (rt && *rt == '/' && strlen(rt) < 64)
+		return util_path_join(rt, "kvcon");
+	return xasprintf("/tmp/kvcon-%u", (unsigned)geteuid());
+}
+
+/* dir exists (made 0700 if not), is a directory of this user's and nobody else may write in it: a socket there is
+ * the one our service made (in /tmp another user could have made the directory first) */
+static bool private_dir(const char *dir)
+{
+	util_mkdir_p(dir, 0700);
+	struct stat sb;
+	if (lstat(dir, &sb) == 0 && S_ISDIR(sb.st_mode) && sb.st_uid == geteuid() && (sb.st_mode & 022) == 0)
+		return true;
+	log_warn("engine service: %s is not a private directory of this user's: not used for the socket", dir);
+	return false;
+}
 
 char *engine_service_socket(char *const *uris, int n)
 {
@@ -49,6 +74,16 @@ char *engine_service_socket(char *const *uris, int n)
 	char *p = xasprintf("%s/engine-%016" PRIx64 ".sock", dir, h);
 	free(dir);
 	free(state);
+	struct sockaddr_un sa;
+	if (strlen(p) >= sizeof sa.sun_path) {
+		/* too deep for a unix socket: a short directory of our own (the hash keeps roots apart) */
+		char *base = short_dir();
+		if (private_dir(base)) {
+			free(p);
+			p = xasprintf("%s/engine-%016" PRIx64 ".sock", base, h);
+		}
+		free(base);
+	}
 	return p;
 }
 

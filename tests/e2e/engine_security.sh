@@ -7,13 +7,15 @@
 #     the allowed directory still is; a disk inside the allowed directory then boots, opened by QEMU;
 #  4. with $XDG_STATE_HOME so deep that no socket path fits in its run directory, the guest's display is a unix
 #     socket in a 0700 directory of its own and QEMU listens on no TCP port (ss -ltn).
+#  5. the same attacks on the engine service's API itself (curl on its 0600 socket): a POSTed injection, a merge
+#     patch bringing it (or the traversing volume name, or the secret hostDisk) into a stored VM, a name or a
+#     namespace that is a path (in the body or the URL): refused (422 with the field, or 4xx), nothing changed.
+# Every step goes through the engine service started on demand (the only way kvcon reaches the engine).
 # Before the fix each of these went the other way (the file was created, the victim zeroed, the disk attached,
 # VNC on 127.0.0.1:59xx without a password).
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/engine-lib.bash"
-# the engine in-process on purpose (`engine reconcile`): no service on demand
-export KVCON_ENGINE_SERVICE=off
 
 engine_embed_up kvsec
 security_cleanup() {
@@ -114,6 +116,69 @@ pid=$(rec_exec hd pid)
 ls -l "/proc/$pid/fd" 2>/dev/null | grep -qF "$ENGINE_T/hostdisks/data.img" || fail "QEMU has not opened the disk"
 ! ls -l "/proc/$pid/fd" 2>/dev/null | grep -qF "$ENGINE_T/secret" || fail "QEMU opened the secret"
 kv engine delete hd >/dev/null || fail "delete hd"
+
+step "5. the same attacks on the engine service's API itself (curl on its socket, no kvcon client in between)"
+sock=$(find "$XDG_STATE_HOME/kvcon" -maxdepth 1 -name 'engine-*.sock' -type s | head -1)
+[[ -S $sock ]] || fail "no engine service socket in $XDG_STATE_HOME/kvcon"
+[[ $(stat -c '%a' "$sock") == 600 ]] || fail "the service's socket is $(stat -c '%a' "$sock")"
+VMS=/apis/kubevirt.io/v1/namespaces/default/virtualmachines
+# api METHOD PATH [CONTENT-TYPE BODY-FILE]: the HTTP status; the body in $ENGINE_T/api.out
+api() {
+    local a=(-s -o "$ENGINE_T/api.out" -w '%{http_code}' --unix-socket "$sock" -X "$1")
+    [[ -n ${3:-} ]] && a+=(-H "Content-Type: $3" --data-binary "@$4")
+    curl "${a[@]}" "http://engine$2"
+}
+# api_refused WANT-STATUS WANT-TEXT METHOD PATH [CT FILE]: HTTP WANT-STATUS, a Status whose message has WANT-TEXT
+api_refused() {
+    local want=$1 text=$2 got
+    shift 2
+    got=$(api "$@")
+    [[ $got == "$want" ]] || fail "$1 $2: HTTP $got, wanted $want: $(cat "$ENGINE_T/api.out")"
+    jq -r '.message // ""' "$ENGINE_T/api.out" | grep -qF -- "$text" ||
+        fail "$1 $2: no '$text' in the Status's message: $(cat "$ENGINE_T/api.out")"
+}
+# the injection as JSON, POSTed
+python3 - "$payload" "$ENGINE_T/inj.json" <<'EOF2'
+import json, sys
+vm = {"apiVersion": "kubevirt.io/v1", "kind": "VirtualMachine", "metadata": {"name": "inj"},
+      "spec": {"runStrategy": "Always", "template": {"spec": {"domain": {
+          "memory": {"guest": "160Mi"},
+          "firmware": {"kernelBoot": {"kernelArgs": "console=ttyS0", "container": {
+              "image": "kvcon-lab-guest", "kernelPath": "/vmlinuz", "initrdPath": "/initrd.gz"}}},
+          "devices": {"interfaces": [{"name": sys.argv[1], "masquerade": {}}]}}}}}}
+open(sys.argv[2], "w").write(json.dumps(vm))
+EOF2
+api_refused 422 "spec.template.spec.domain.devices.interfaces[0].name: Invalid value:" POST "$VMS" application/json \
+    "$ENGINE_T/inj.json"
+[[ $(api GET "$VMS/inj") == 404 ]] || fail "inj stored through the API"
+# a good VM, then the injection as a JSON merge patch of it: refused, the stored VM unchanged
+kv engine apply -f "$(vm good Halted)" >/dev/null || fail "apply good"
+before=$(api GET "$VMS/good" >/dev/null; jq -c .spec "$ENGINE_T/api.out")
+jq -c '{spec: {template: {spec: {domain: {devices: .spec.template.spec.domain.devices}}}}}' "$ENGINE_T/inj.json" \
+    >"$ENGINE_T/inj-patch.json"
+api_refused 422 "interfaces[0].name: Invalid value:" PATCH "$VMS/good" application/merge-patch+json \
+    "$ENGINE_T/inj-patch.json"
+[[ $(api GET "$VMS/good" >/dev/null; jq -c .spec "$ENGINE_T/api.out") == "$before" ]] || fail "the patch changed good"
+# the traversing volume name and the secret hostDisk, patched in
+printf '%s' '{"spec":{"template":{"spec":{"volumes":[{"name":"../../../../../../../some/dir/victim","emptyDisk":{"capacity":"1Mi"}}]}}}}' \
+    >"$ENGINE_T/trav-patch.json"
+api_refused 422 'volumes[0].name: Invalid value: "../../../../../../../some/dir/victim"' PATCH "$VMS/good" \
+    application/merge-patch+json "$ENGINE_T/trav-patch.json"
+printf '{"spec":{"template":{"spec":{"volumes":[{"name":"h","hostDisk":{"path":"%s","type":"Disk"}}]}}}}' \
+    "$ENGINE_T/secret/shadow" >"$ENGINE_T/hd-patch.json"
+api_refused 422 "hostDisk.path: Forbidden" PATCH "$VMS/good" application/merge-patch+json "$ENGINE_T/hd-patch.json"
+[[ $(sha256sum <"$victim") == "$sum" ]] || fail "the victim's bytes changed"
+# names and namespaces that are paths: in the body and in the URL
+jq -c '.metadata.name = "../../x" | .spec.template.spec.domain.devices = {}' "$ENGINE_T/inj.json" >"$ENGINE_T/dots.json"
+api_refused 422 "metadata.name" POST "$VMS" application/json "$ENGINE_T/dots.json"
+jq -c '.metadata.name = "dots" | .spec.template.spec.domain.devices = {}' "$ENGINE_T/inj.json" >"$ENGINE_T/dots.json"
+got=$(api POST "/apis/kubevirt.io/v1/namespaces/..%2F..%2Fescape/virtualmachines" application/json "$ENGINE_T/dots.json")
+[[ $got == 4* ]] || fail "a namespace of ../../escape: HTTP $got: $(cat "$ENGINE_T/api.out")"
+[[ -z $(find "$ENGINE_T" -path '*escape*' 2>/dev/null) ]] || fail "a path was made from the namespace"
+got=$(api PUT "$VMS/..%2F..%2Fgood/start")
+[[ $got == 4* ]] || fail "start of ../../good: HTTP $got"
+[[ $(vmi_phase good) == "" ]] || fail "good started through a path name"
+kv engine delete good >/dev/null || fail "delete good"
 
 step "4. a very deep \$XDG_STATE_HOME: the display stays on a private unix socket, no TCP listener"
 deep=$ENGINE_T/home/$(printf 'a-rather-long-directory-name-%02d/' 1 2 3 4 5)

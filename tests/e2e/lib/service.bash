@@ -2,8 +2,9 @@
 # kvcon starts an engine service on demand (docs/ENGINE-SERVICE.md) for the root a test uses; the test's cleanup
 # stops the ones under its own directories, so that no service outlives its test.
 
-# svc_stop_all DIR...: stops every `kvcon engine serve` whose SOCKET.pid lies under a DIR (SIGTERM, SIGKILL after
-# 10 s), before the caller removes its directories
+# svc_stop_all DIR...: stops every `kvcon engine serve` whose SOCKET.pid lies under a DIR, or whose socket an
+# engine-serve.log under a DIR names (a state directory too deep for a socket puts it in a short directory
+# elsewhere: engine/service.c) (SIGTERM, SIGKILL after 10 s), before the caller removes its directories
 svc_stop_all() {
     local f p i
     while IFS= read -r f; do
@@ -16,6 +17,14 @@ svc_stop_all() {
             sleep 0.1
         done
         kill -9 "$p" 2>/dev/null || true
-    done < <(find "$@" -name 'engine-*.sock.pid' 2>/dev/null)
+    done < <({
+        find "$@" -name 'engine-*.sock.pid' 2>/dev/null
+        find "$@" -name engine-serve.log -exec sed -n 's/^socket: \(.*\)$/\1.pid/p' {} + 2>/dev/null
+    } | sort -u)
+    # those outside the DIRs (named by a log under them, hashed from the test's own state directory) leave nothing
+    # behind either: the socket of one killed -9, the pid file, the starters' lock
+    while IFS= read -r f; do
+        rm -f "$f" "$f.pid" "$f.lock"
+    done < <(find "$@" -name engine-serve.log -exec sed -n 's/^socket: \(.*\)$/\1/p' {} + 2>/dev/null | sort -u)
     return 0
 }
