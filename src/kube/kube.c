@@ -307,8 +307,11 @@ struct source *kube_open_ex(struct store *st, const char *context, const struct 
 	struct source *src = source_new(SOURCE_KUBE, name);
 	free(name);
 	src->engine = o && o->unix_socket;
-	if (src->engine)
+	if (src->engine) {
 		src->notice = engine_notice(o->unix_socket);
+		if (src->notice) /* kept in every client's log, as the engine in-process kept it */
+			log_warn("kube: the engine service's notice: %s", src->notice);
+	}
 	struct kube_src *ks = xcalloc(1, sizeof *ks);
 	ks->src = src;
 	ks->st = st;
