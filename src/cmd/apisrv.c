@@ -389,6 +389,17 @@ static json_object *obj_to_json(const struct obj *o)
 	json_object *md = jobj(j, "metadata");
 	if (jget(md, "labels") == NULL)
 		add_labels(md, o);
+	if (o->kind == OBJ_POD && ((const struct pod *)o)->pid > 0) {
+		/* the launcher's QEMU process (KubeVirt's pod has none: a kvcon extension, docs/ENGINE-SERVICE.md) */
+		json_object *an = jget(md, "annotations");
+		if (an == NULL) {
+			an = json_object_new_object();
+			json_object_object_add(md, "annotations", an);
+		}
+		char pid[16];
+		snprintf(pid, sizeof pid, "%d", ((const struct pod *)o)->pid);
+		json_object_object_add(an, "kvcon.io/qemu-pid", jstr(pid));
+	}
 	return j;
 }
 

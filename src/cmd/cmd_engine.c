@@ -1063,7 +1063,28 @@ static bool console_finished(void *arg)
 	(void)arg;
 	if (K.cur < K.nsteps)
 		return false;
-	return !K.wait_stop || (K.closed && execution_ended());
+	/* in-process the console's end comes with the execution's; the service's WebSocket follows the VM into its
+	 * next execution (a run strategy's restart), so there the execution's end alone says it */
+	return !K.wait_stop || ((K.closed || K.ws) && execution_ended());
+}
+
+/* Through the service, after --wait-stop: the run strategy has answered the ended execution, as the engine
+ * in-process had before the command left (its reconciler idle): a new execution running where one is due
+ * (Always; RerunOnFailure after a failure), else the VM settled. */
+static bool routed_reacted(void *arg)
+{
+	(void)arg;
+	const struct vm *vm = (const struct vm *)store_find(C.st, K.src, OBJ_VM, C.ns, K.name);
+	if (vm == NULL)
+		return true;
+	const struct vmi *vi = (const struct vmi *)store_find(C.st, K.src, OBJ_VMI, C.ns, K.name);
+	bool fresh = vi && strcmp(vi->o.uid, K.first_uid) != 0;
+	const char *rs = vm->run_strategy ? vm->run_strategy : "", *st = vm->printable_status ? vm->printable_status : "";
+	bool again = strcmp(rs, "Always") == 0 ||
+		     (strcmp(rs, "RerunOnFailure") == 0 && (fresh || (vi && vi->phase && strcmp(vi->phase, "Failed") == 0)));
+	if (again)
+		return (fresh && vi->phase && strcmp(vi->phase, "Running") == 0) || strcmp(st, "CrashLoopBackOff") == 0;
+	return strcmp(st, "Starting") != 0 && strcmp(st, "Stopping") != 0;
 }
 
 static int cmd_engine_console(int argc, char **argv)
@@ -1163,6 +1184,8 @@ static int cmd_engine_console(int argc, char **argv)
 		return close_engine(EXIT_API, 0);
 	}
 	/* after --wait-stop the run strategy may restart the VM: let the reconciler do it before leaving */
+	if (K.wait_stop && src->type == SOURCE_KUBE)
+		run_until(routed_reacted, NULL, 60000);
 	return close_engine(EXIT_OK, K.wait_stop ? 60000 : 5000);
 }
 

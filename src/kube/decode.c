@@ -620,6 +620,13 @@ static void decode_pod(struct obj *o, struct json_object *item)
 	const char *vmname = obj_label(&p->o, "vm.kubevirt.io/name");
 	p->vm_name = vmname ? intern_cap(vmname, strlen(vmname)) : NULL;
 
+	/* the engine service's launcher: its QEMU's pid (docs/ENGINE-SERVICE.md) */
+	size_t pl = 0;
+	const char *qp = jstr(jobj(meta, "annotations"), "kvcon.io/qemu-pid", &pl);
+	if (qp && pl > 0 && pl < 11 && strspn(qp, "0123456789") == pl) {
+		long v = strtol(qp, NULL, 10);
+		p->pid = v > 0 && v <= 0x3fffffff ? (int)v : 0;
+	}
 	p->phase = jword(status, "phase");
 	if (p->phase == NULL)
 		p->phase = intern("");

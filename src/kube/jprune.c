@@ -34,6 +34,8 @@ const char *const kube_jprune_keys[] = {
 	/* Pod */
 	"containers", "containerStatuses", "initContainerStatuses", "restartCount", "state", "lastState", "waiting",
 	"running", "terminated", "startedAt", "exitCode", "podIP",
+	/* the engine service's launcher pod: its QEMU's pid */
+	"annotations", "kvcon.io/qemu-pid",
 	/* Event */
 	"involvedObject", "regarding", "count", "firstTimestamp", "lastTimestamp", "eventTime", "series",
 	"lastObservedTime", "source", "component", "reportingComponent", "reportingController", "note",
@@ -146,8 +148,15 @@ static const struct kube_jprune_node jp_pod_status[] = {
 	JP_LEAF("phase"), JP_LEAF("reason"), JP_LEAF("message"), JP_KIDS("conditions", jp_cond), JP_LEAF("podIP"),
 	JP_KIDS("initContainerStatuses", jp_pod_cs), JP_KIDS("containerStatuses", jp_pod_cs), JP_END,
 };
+/* the engine service's launcher: metadata.annotations["kvcon.io/qemu-pid"] too */
+static const struct kube_jprune_node jp_pod_annotations[] = { JP_LEAF("kvcon.io/qemu-pid"), JP_END };
+static const struct kube_jprune_node jp_pod_meta[] = {
+	JP_LEAF("name"), JP_LEAF("namespace"), JP_LEAF("uid"), JP_LEAF("generation"), JP_LEAF("creationTimestamp"),
+	JP_LEAF("deletionTimestamp"), JP_LEAF("resourceVersion"), JP_NODE("labels", KUBE_JPRUNE_WHOLE, NULL),
+	JP_KIDS("ownerReferences", jp_owner), JP_KIDS("annotations", jp_pod_annotations), JP_END,
+};
 static const struct kube_jprune_node jp_pod[] = {
-	JP_META, JP_KIDS("spec", jp_pod_spec), JP_KIDS("status", jp_pod_status), JP_STATUS_KEYS, JP_END,
+	JP_NODE("metadata", KUBE_JPRUNE_KEEP_EMPTY, jp_pod_meta), JP_KIDS("spec", jp_pod_spec), JP_KIDS("status", jp_pod_status), JP_STATUS_KEYS, JP_END,
 };
 
 /* Event (core/v1 and events.k8s.io/v1 spellings) */
@@ -200,8 +209,16 @@ bool kube_jprune_keeps(const struct kube_jprune_node *schema, const char *path)
 {
 	const struct kube_jprune_node *kids = schema;
 	for (const char *p = path; kids;) {
+		/* a key may hold '/' itself (an annotation's prefix/name): the shortest run of segments that is one */
+		const struct kube_jprune_node *nd = NULL;
 		size_t n = strcspn(p, "/");
-		const struct kube_jprune_node *nd = n ? node_find(kids, p, n) : NULL;
+		for (;;) {
+			if (n && (nd = node_find(kids, p, n)) != NULL)
+				break;
+			if (p[n] == '\0')
+				break;
+			n += 1 + strcspn(p + n + 1, "/");
+		}
 		if (nd == NULL)
 			return false;
 		if (p[n] == '\0' || (nd->flags & KUBE_JPRUNE_WHOLE))
