@@ -891,8 +891,11 @@ static int cmd_engine_action(int argc, char **argv)
 			store_unlisten(C.st, lid);
 		return close_engine(EXIT_API, 0);
 	}
-	bool replied = !wait || run_until(replied_showing_pulls, &pw, (uint64_t)timeout * 1000);
-	if (lid >= 0 && (!replied || (wait && a.status != 0))) {
+	/* through the service, even --no-wait waits for its answer (202, or why not): the request must have reached it
+	 * before this process leaves */
+	bool answer = wait || src->type == SOURCE_KUBE;
+	bool replied = !answer || run_until(replied_showing_pulls, &pw, (uint64_t)timeout * 1000);
+	if (lid >= 0 && (!replied || (answer && a.status != 0))) {
 		store_unlisten(C.st, lid);
 		lid = -1;
 	}
@@ -900,7 +903,7 @@ static int cmd_engine_action(int argc, char **argv)
 		log_eprintf("error: %s %s: not done after %d s\n", argv[0], name, timeout);
 		return close_engine(EXIT_API, 0);
 	}
-	if (wait && a.status != 0) {
+	if (answer && a.status != 0) {
 		char *e = util_escape_display(a.msg ? a.msg : "failed");
 		log_eprintf("error: %s %s: %s\n", argv[0], name, e);
 		free(e);
