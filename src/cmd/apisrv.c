@@ -1751,15 +1751,28 @@ static bool dry_run(struct MHD_Connection *c, struct reqctx *rq)
 	return dry;
 }
 
+static enum MHD_Result act_ex(struct MHD_Connection *c, struct reqctx *rq, enum res r, enum action a, const char *ns,
+			      const char *name, int grace, const char *target, unsigned ok_code, bool reply_obj,
+			      unsigned flags);
+
 static enum MHD_Result act(struct MHD_Connection *c, struct reqctx *rq, enum res r, enum action a, const char *ns,
 			   const char *name, int grace, const char *target, unsigned ok_code, bool reply_obj)
+{
+	return act_ex(c, rq, r, a, ns, name, grace, target, ok_code, reply_obj, 0);
+}
+
+/* act with the engine's request flags (ENGINE_DELETE_VOLUMES) */
+static enum MHD_Result act_ex(struct MHD_Connection *c, struct reqctx *rq, enum res r, enum action a, const char *ns,
+			      const char *name, int grace, const char *target, unsigned ok_code, bool reply_obj,
+			      unsigned flags)
 {
 	struct source *src = source_of(ns, name);
 	if (src == NULL)
 		return not_found(c, r == R_VM ? R_VM : R_VMI, name);
 	if (dry_run(c, rq)) /* nothing is done */
 		return reply_obj ? reply_object(c, ok_code, r, ns, name) : send_text(c, ok_code, xstrdup(""), "text/plain");
-	struct action_req req = { .act = a, .ns = ns, .name = name, .grace_period = grace, .target = target };
+	struct action_req req = { .act = a, .ns = ns, .name = name, .grace_period = grace, .target = target,
+				  .flags = flags };
 	if (a == ACT_STOP && grace == 0)
 		req.act = ACT_FORCE_STOP;
 	char *err = NULL;
@@ -3107,8 +3120,12 @@ static enum MHD_Result route(struct MHD_Connection *c, struct reqctx *rq, const 
 		return patch_vm(c, rq, ns, name, method[1] == 'U');
 	if (strcmp(method, "DELETE") == 0 && ns && name) {
 		int grace = grace_of(c, rq, "gracePeriodSeconds");
-		if (r == R_VM)
-			return act(c, rq, r, ACT_DELETE, ns, name, grace, NULL, 200, true);
+		if (r == R_VM) {
+			/* kvcon's extension (docs/ENGINE-SERVICE.md): the VM's volumes go too */
+			const char *dv = arg(c, "kvcon.io/deleteVolumes");
+			return act_ex(c, rq, r, ACT_DELETE, ns, name, grace, NULL, 200, true,
+				      dv && strcmp(dv, "true") == 0 ? ENGINE_DELETE_VOLUMES : 0);
+		}
 		if (r == R_VMI) {
 			/* the execution ends; the VM's run strategy decides what follows (Always: a new one) */
 			const struct vm *vm = NULL;

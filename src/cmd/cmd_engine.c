@@ -871,10 +871,9 @@ static int cmd_engine_action(int argc, char **argv)
 		log_eprintf("kvcon: virtualmachine \"%s\" not found in namespace %s\n", name, C.ns);
 		return close_engine(EXIT_API, 0);
 	}
-	if (src->type == SOURCE_KUBE && delete_volumes) {
-		/* the API has no such option: refused rather than deleting the VM and keeping its volumes */
-		log_eprintf("error: delete %s: --delete-volumes needs the engine in-process (an engine service holds "
-			    "this root)\n", name);
+	if (src->type == SOURCE_KUBE && delete_volumes && !src->engine) {
+		/* KubeVirt's API has no such option (the engine service's has: kvcon.io/deleteVolumes) */
+		log_eprintf("error: delete %s: --delete-volumes is for the engine's VMs\n", name);
 		return close_engine(EXIT_API, 0);
 	}
 	struct cli_reply a = { .fd = -1 };

@@ -524,7 +524,13 @@ static int kube_action(struct source *src, const struct action_req *req, action_
 		q.on_done = abort_list_done;
 	} else if (req->act == ACT_DELETE) {
 		char *p = kube_object_path(OBJ_VM, req->ns, req->name);
-		path = req->grace_period >= 0 ? xasprintf("%s?gracePeriodSeconds=%d", p, req->grace_period) : xstrdup(p);
+		/* the engine service's extension (docs/ENGINE-SERVICE.md): its volumes too (flag 0x1, the engine's
+		 * ENGINE_DELETE_VOLUMES) */
+		const char *dv = src->engine && (req->flags & 0x1u) ? "kvcon.io/deleteVolumes=true" : NULL;
+		if (req->grace_period >= 0)
+			path = xasprintf("%s?gracePeriodSeconds=%d%s%s", p, req->grace_period, dv ? "&" : "", dv ? dv : "");
+		else
+			path = dv ? xasprintf("%s?%s", p, dv) : xstrdup(p);
 		free(p);
 		q.method = "DELETE";
 	} else {
