@@ -6,7 +6,9 @@
 #include <stdbool.h>
 
 /* $XDG_RUNTIME_DIR/kvcon/engine-HASH.sock (else the state directory's), HASH = FNV-1a of the state directory and
- * the engine URIs (uris[0..n), or the default as engine_open resolves it when n is 0). Caller frees. */
+ * the engine URIs (uris[0..n), or the default as engine_open resolves it when n is 0); when that path is too long
+ * for a unix socket, the same name in a short private directory (/run/kvcon-0 for root, $XDG_RUNTIME_DIR/kvcon,
+ * else /tmp/kvcon-UID, used only when it is ours and writable by nobody else). Caller frees. */
 char *engine_service_socket(char *const *uris, int n);
 
 /* How kvcon reaches a root's service ($KVCON_ENGINE_SERVICE, else the config's engine.service); kvcon reaches the
@@ -26,7 +28,8 @@ long engine_service_idle_exit(void);
  * its pid in SOCK.pid), then waits up to timeout_ms until /healthz answers on sock (probe: a function returning
  * true once it does). Starters of one root take turns (a lock on SOCK.lock): the second finds the first one's
  * service. 0, or -1 with *err: engine_check's refusal (what to fix on this machine), or what the service said
- * last when it exited before it answered (its "error:" line in the log). */
+ * last when it exited before it answered: its "error:" line in the log alone (what the engine in-process would
+ * have said), else its last line wrapped with the log's path. */
 int engine_service_spawn(char *const *uris, int n, const char *sock, int (*probe)(const char *sock),
 			 long timeout_ms, char **err);
 

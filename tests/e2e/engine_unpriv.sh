@@ -42,7 +42,6 @@ rd=$(rec_exec alpha runDir)
 [[ -S $rd/ga.sock || -f $rd/serial.log ]] || fail "nothing of QEMU's in $rd: $(ls -la "$rd")"
 # the account may pass through the test's 0700 directory, nobody else may
 setpriv --reuid=libvirt-qemu --regid=kvm --init-groups test -x "$ENGINE_T" || fail "libvirt-qemu cannot search $ENGINE_T"
-curl -sf --unix-socket "$rsock" http://e/healthz >/dev/null || fail "root does not reach its own service"
 ! setpriv --reuid=nobody --regid=nogroup --clear-groups test -x "$ENGINE_T" || fail "$ENGINE_T is open to nobody"
 ! setpriv --reuid=libvirt-qemu --regid=kvm --init-groups ls "$ENGINE_T" >/dev/null 2>&1 ||
     fail "libvirt-qemu may list $ENGINE_T (search only was wanted)"
@@ -102,6 +101,7 @@ out=$(as_nobody engine get vm 2>&1) || fail "get vm as nobody: $out"
 kv engine get vm >/dev/null || fail "root's get vm" # root's service, beside nobody's
 rsock=$(find "$XDG_STATE_HOME/kvcon" -maxdepth 1 -name 'engine-*.sock' -type s | head -1)
 [[ -n $rsock && $(stat -c '%U %a' "$rsock") == "root 600" ]] || fail "root's socket: $rsock"
+curl -sf --unix-socket "$rsock" http://e/healthz >/dev/null || fail "root does not reach its own service"
 ! setpriv --reuid=nobody --regid=nogroup --clear-groups curl -sf --unix-socket "$rsock" http://e/healthz >/dev/null 2>&1 ||
     fail "nobody reaches root's engine service"
 echo PASS
