@@ -2991,6 +2991,50 @@ static enum MHD_Result pod_log(struct MHD_Connection *c, const char *ns, const c
 	return rc;
 }
 
+/* ---- kvcon's own read-only subresources (not KubeVirt's: docs/ENGINE-SERVICE.md): what the engine keeps on
+ * its host and KubeVirt's API has no field for, for kvcon's diagnose, bundle and VM view ---- */
+
+/* GET virtualmachineinstances/NAME/kvcon-domainxml: the libvirt domain XML kvcon defined for the current
+ * execution (application/xml). */
+static enum MHD_Result vmi_domainxml(struct MHD_Connection *c, const char *ns, const char *name)
+{
+	struct source *src = NULL;
+	for (int s = 0; s < S.nsrcs && src == NULL; s++)
+		if (store_find(S.st, S.srcs[s], OBJ_VMI, ns, name))
+			src = S.srcs[s];
+	if (src == NULL)
+		return not_found(c, R_VMI, name);
+	const char *sl = engine_serial_log(src, ns, name);
+	const char *slash = sl ? strrchr(sl, '/') : NULL;
+	if (slash == NULL)
+		return send_status(c, 404, "NotFound", R_VMI, name, "the VMI %s/%s has no current execution", ns, name);
+	char *xp = xasprintf("%.*s/domain.xml", (int)(slash - sl), sl);
+	size_t len = 0;
+	char *xml = util_read_file(xp, &len);
+	free(xp);
+	if (xml == NULL)
+		return send_status(c, 404, "NotFound", R_VMI, name, "the domain XML of %s/%s's execution could not be read",
+				   ns, name);
+	if (strlen(xml) != len) { /* send_text sends a string */
+		free(xml);
+		return send_status(c, 500, "InternalError", R_VMI, name, "the domain XML of %s/%s is not text", ns, name);
+	}
+	return send_text(c, 200, xml, "application/xml");
+}
+
+/* GET virtualmachines/NAME/kvcon-storage: the VM's volumes and the files behind them on the engine's host (the
+ * storage chain's JSON array, kube/storage.h's shape with the engine's file links). */
+static enum MHD_Result vm_storage(struct MHD_Connection *c, const char *ns, const char *name)
+{
+	struct source *src = source_of(ns, name);
+	if (src == NULL)
+		return not_found(c, R_VM, name);
+	json_object *o = src->ops->storage_json ? src->ops->storage_json(src, ns, name) : NULL;
+	if (o == NULL)
+		return send_status(c, 404, "NotFound", R_VM, name, "no storage record for %s/%s", ns, name);
+	return send_json(c, 200, o);
+}
+
 /* ---- routing ---- */
 
 static bool valid_name(const char *s)
@@ -3062,6 +3106,10 @@ static enum MHD_Result route(struct MHD_Connection *c, struct reqctx *rq, const 
 	}
 	if (r == R_POD && ns && name && sub && strcmp(sub, "log") == 0 && strcmp(method, "GET") == 0)
 		return pod_log(c, ns, name);
+	if (r == R_VMI && ns && name && sub && strcmp(sub, "kvcon-domainxml") == 0 && strcmp(method, "GET") == 0)
+		return vmi_domainxml(c, ns, name);
+	if (r == R_VM && ns && name && sub && strcmp(sub, "kvcon-storage") == 0 && strcmp(method, "GET") == 0)
+		return vm_storage(c, ns, name);
 	if (sub && strcmp(sub, "status") != 0)
 		return send_status(c, 404, "NotFound", R_COUNT, NULL, "the server could not find the requested resource");
 	if (strcmp(method, "GET") == 0) {

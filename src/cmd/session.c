@@ -150,7 +150,12 @@ struct source *session_service_source(struct store *st, const char *path, const 
 		ko = *base;
 	ko.unix_socket = path;
 	ko.name = hn;
-	return kube_open_ex(st, NULL, &ko, err);
+	struct source *src = kube_open_ex(st, NULL, &ko, err);
+	if (src) {
+		struct kvcon_opts *o = opts_global();
+		src->engine_uris = engine_service_uris(o->uris, o->nuris);
+	}
+	return src;
 }
 
 /* The service of this root (started first with engine.service = auto): its kube source (named as the engine's
@@ -316,7 +321,7 @@ struct source *session_resolve(struct store *st, const char *ns, const char *nam
 			if (nfound == 0 || o->source)
 				found = cand[i];
 			buf_printf(&where, "%s%s %s", nfound ? ", " : "",
-				   cand[i]->type == SOURCE_KUBE ? "context" : "engine host", cand[i]->name);
+				   cand[i]->engine ? "engine host" : "context", cand[i]->name);
 			nfound++;
 		}
 	}
@@ -408,7 +413,7 @@ int session_open(struct session *s, const char *cmd, const char *ref)
 		free(err);
 		return EXIT_API;
 	}
-	s->engine = s->src->type == SOURCE_ENGINE;
+	s->engine = s->src->engine;
 	if (s->src->type == SOURCE_KUBE)
 		for (int k = OBJ_POD; k <= OBJ_EVENT; k++)
 			if (s->src->health[k].state != WATCH_LIVE) {
@@ -424,7 +429,7 @@ void session_not_found(const struct session *s)
 {
 	char *n = util_escape_display(s->name), *ns = util_escape_display(s->ns);
 	log_eprintf("error: VirtualMachine %s/%s not found in %s %s\n", ns, n,
-		    s->src->type == SOURCE_ENGINE ? "engine host" : "context", s->src->name);
+		    s->src->engine ? "engine host" : "context", s->src->name);
 	free(n);
 	free(ns);
 }

@@ -123,6 +123,8 @@ struct source {
 	bool readonly;
 	bool engine;               /* an engine: the service's API (a kube source on its socket) or, in the service,
 				    * an engine host: said as "engine HOST", its VMs acted on with kvcon's verbs */
+	char *engine_uris;         /* engine service (client side): the libvirt URIs it serves, one a line, as -c
+				    * names them (the commands kvcon suggests reach the same service); owned */
 	bool closed;               /* retired by source_close (context switch): no objects, not shown */
 	struct watch_health health[OBJ_KIND_COUNT];
 	const struct provider_ops *ops;

@@ -18,9 +18,6 @@ trap cleanup EXIT INT TERM
 # shellcheck source=/dev/null
 source "$lib"
 KV=$KVCON
-# the engine in-process on purpose: through the engine service the VM's source is the service's kube source, and
-# diagnose's next commands are then a cluster's (virtctl), not the engine's (docs/ENGINE-SERVICE.md)
-export KVCON_ENGINE_SERVICE=off
 URI="qemu:///embed?root=$ENGINE_T/state/kvcon/engine"
 engine_setup || { echo "SKIP: the lab guest could not be built"; exit 77; }
 K() { timeout 180 "$KVCON" -c "$URI" "$@" >"$ENGINE_T/out" 2>"$ENGINE_T/err"; }
