@@ -3106,10 +3106,12 @@ static enum MHD_Result route(struct MHD_Connection *c, struct reqctx *rq, const 
 	}
 	if (r == R_POD && ns && name && sub && strcmp(sub, "log") == 0 && strcmp(method, "GET") == 0)
 		return pod_log(c, ns, name);
-	if (r == R_VMI && ns && name && sub && strcmp(sub, "kvcon-domainxml") == 0 && strcmp(method, "GET") == 0)
-		return vmi_domainxml(c, ns, name);
-	if (r == R_VM && ns && name && sub && strcmp(sub, "kvcon-storage") == 0 && strcmp(method, "GET") == 0)
-		return vm_storage(c, ns, name);
+	bool domxml = r == R_VMI && sub && strcmp(sub, "kvcon-domainxml") == 0;
+	if ((domxml || (r == R_VM && sub && strcmp(sub, "kvcon-storage") == 0)) && ns && name) {
+		if (strcmp(method, "GET") != 0) /* kvcon's own read-only subresources */
+			return send_status(c, 405, "MethodNotAllowed", R_COUNT, NULL, "%s is read-only", sub);
+		return domxml ? vmi_domainxml(c, ns, name) : vm_storage(c, ns, name);
+	}
 	if (sub && strcmp(sub, "status") != 0)
 		return send_status(c, 404, "NotFound", R_COUNT, NULL, "the server could not find the requested resource");
 	if (strcmp(method, "GET") == 0) {

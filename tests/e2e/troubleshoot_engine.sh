@@ -88,7 +88,7 @@ grep -q ': starting up libvirt version:' "$ENGINE_T"/bx/logs/virt-launcher-lvm-*
 grep -q 'KVCON-GUEST-READY' "$ENGINE_T"/bx/logs/virt-launcher-lvm-*/serial.log || fail "engine bundle: serial log"
 grep -q '^Kind: *VirtualMachine$' "$ENGINE_T/bx/describe/vm.txt" && [ -s "$ENGINE_T/bx/vmi.yaml" ] || fail "engine bundle: objects"
 grep -q '^kvcon bundle of VirtualMachine default/lvm on engine host ' "$ENGINE_T/bx/manifest.txt" || fail "engine bundle: not said as an engine host"
-grep -q '^missing  logs/.*serial.log' "$ENGINE_T/bx/manifest.txt" && fail "engine bundle: serial log listed as missing"
+grep -q '^missing  logs/[^ ]*/serial\.log ' "$ENGINE_T/bx/manifest.txt" && { cat "$ENGINE_T/bx/manifest.txt"; fail "engine bundle: serial log listed as missing"; }
 # the domain XML kvcon defined for this execution: libvirt's schema, this VM's domain name and VMI UID
 uid_now=$(record lvm | jq -r '.execution.uid // ""')
 grep -q '^<domain' "$ENGINE_T/bx/domain.xml" && grep -q "<name>default_lvm</name>" "$ENGINE_T/bx/domain.xml" && grep -qF "$uid_now" "$ENGINE_T/bx/domain.xml" ||
