@@ -94,6 +94,18 @@ uid_now=$(record lvm | jq -r '.execution.uid // ""')
 grep -q '^<domain' "$ENGINE_T/bx/domain.xml" && grep -q "<name>default_lvm</name>" "$ENGINE_T/bx/domain.xml" && grep -qF "$uid_now" "$ENGINE_T/bx/domain.xml" ||
 	fail "engine bundle: domain.xml: $(head -c 300 "$ENGINE_T/bx/domain.xml" 2>&1)"
 grep -q '^missing  domain.xml ' "$ENGINE_T/bx/manifest.txt" && fail "engine bundle: domain.xml listed as missing"
+# kvcon's own subresources on the service's socket: read-only (a write is refused with 405), an unknown VMI is 404
+sock=$(find "$XDG_STATE_HOME" -name 'engine-*.sock' -type s | head -n1)
+[ -S "$sock" ] || fail "no engine service socket under $XDG_STATE_HOME"
+api() { curl -s -o "$ENGINE_T/api.out" -w '%{http_code}' --unix-socket "$sock" "$@"; }
+[ "$(api http://localhost/apis/kubevirt.io/v1/namespaces/default/virtualmachineinstances/lvm/kvcon-domainxml)" = 200 ] &&
+	grep -q '^<domain' "$ENGINE_T/api.out" || fail "kvcon-domainxml GET"
+[ "$(api -X PUT -d '{}' http://localhost/apis/kubevirt.io/v1/namespaces/default/virtualmachineinstances/lvm/kvcon-domainxml)" = 405 ] ||
+	fail "kvcon-domainxml PUT is not refused"
+[ "$(api http://localhost/apis/kubevirt.io/v1/namespaces/default/virtualmachineinstances/nope/kvcon-domainxml)" = 404 ] ||
+	fail "kvcon-domainxml of an unknown VMI"
+[ "$(api http://localhost/apis/kubevirt.io/v1/namespaces/default/virtualmachines/lvm/kvcon-storage)" = 200 ] &&
+	jq -e 'type == "array"' "$ENGINE_T/api.out" >/dev/null || fail "kvcon-storage GET"
 
 # unknown container, serial --previous: a reason, exit 1
 K logs default/lvm -c nope; [ $? -eq 1 ] || fail "unknown container must exit 1"
