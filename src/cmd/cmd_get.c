@@ -542,7 +542,7 @@ struct engine_set {
 static bool engine_wanted(void)
 {
 	struct kvcon_opts *o = opts_global();
-	if (o->nuris > 0)
+	if (o->nuris > 0 || o->engine_only)
 		return true;
 	if (o->no_engine || o->context || o->kubeconfig)
 		return false;
@@ -638,7 +638,7 @@ static char *engine_watch_socket(int *rc)
 	if (path)
 		return path;
 	/* asked for (-c, the config's hosts), or all there is: an error; beside a cluster: a warning */
-	bool required = opts_global()->nuris > 0 || !session_kubeconfig_present();
+	bool required = opts_global()->nuris > 0 || opts_global()->engine_only || !session_kubeconfig_present();
 	char *e = util_escape_display(err ? err : "it did not answer");
 	if (required) {
 		log_eprintf("error: the engine service: %s\n", e);
@@ -657,6 +657,21 @@ static int run_kget(struct kget_opts *ko)
 	struct engine_set e = { .selector = ko->selector };
 	int rc;
 	char hn[256] = "localhost";
+	if (opts_global()->engine_only) {
+		/* `kvcon engine get`: the engine service alone, read as a cluster is (its objects, tables, events) */
+		char *sock = engine_watch_socket(&rc);
+		if (sock == NULL)
+			return rc;
+		gethostname(hn, sizeof hn - 1);
+		ko->engine_socket = sock;
+		ko->engine_name = hn;
+		ko->engine_only = true;
+		rc = kget_run(ko);
+		free(sock);
+		ko->engine_socket = NULL;
+		source_free_all();
+		return rc;
+	}
 	if (ko->watch) {
 		/* -w: the engine's objects through its service's API, watched as a cluster's */
 		char *sock = engine_watch_socket(&rc);
@@ -820,7 +835,7 @@ int cmd_get(int argc, char **argv)
 		if (rc != EXIT_OK)
 			goto out;
 	}
-	if (sock == NULL || session_kubeconfig_present()) {
+	if (!o->engine_only && (sock == NULL || session_kubeconfig_present())) {
 		g.srcs[g.nsrc] = kube_open_ex(g.st, NULL, &ko, &err);
 		if (g.srcs[g.nsrc] == NULL) {
 			char *e = util_escape_display(err);

@@ -408,7 +408,7 @@ int session_open(struct session *s, const char *cmd, const char *ref)
 		free(err);
 		return EXIT_API;
 	}
-	s->engine = s->src->type == SOURCE_ENGINE;
+	s->engine = s->src->engine;
 	if (s->src->type == SOURCE_KUBE)
 		for (int k = OBJ_POD; k <= OBJ_EVENT; k++)
 			if (s->src->health[k].state != WATCH_LIVE) {
@@ -424,7 +424,7 @@ void session_not_found(const struct session *s)
 {
 	char *n = util_escape_display(s->name), *ns = util_escape_display(s->ns);
 	log_eprintf("error: VirtualMachine %s/%s not found in %s %s\n", ns, n,
-		    s->src->type == SOURCE_ENGINE ? "engine host" : "context", s->src->name);
+		    s->src->engine ? "engine host" : "context", s->src->name);
 	free(n);
 	free(ns);
 }

@@ -91,8 +91,8 @@ declare -A count=([apply]=0 [start]=0 [stop]=0 [restart]=0 [delete]=0)
 state_now() {
     local j st rs n
     j=$(kv engine get vm -o json 2>"$ENGINE_T/get.err") || { cat "$ENGINE_T/get.err"; fail "get failed"; }
-    st=$(jq -r ".[] | select(.name == \"$VM\") | .status" <<<"$j")
-    rs=$(jq -r ".[] | select(.name == \"$VM\") | .runStrategy" <<<"$j")
+    st=$(jq -r ".items[] | select(.metadata.name == \"$VM\") | .status.printableStatus" <<<"$j")
+    rs=$(jq -r ".items[] | select(.metadata.name == \"$VM\") | .spec.runStrategy" <<<"$j")
     n=$(qemus | awk -v d="default_$VM" '$2 == d' | wc -l)
     # no QEMU of this root without a running VM
     if qemus | awk -v d="default_$VM" '$2 != d' | grep -q .; then
