@@ -98,6 +98,13 @@ static const struct cmd_flag f_stop[] = {
 	WAIT_FLAG,
 	{ 0 },
 };
+static const struct cmd_flag f_delete[] = {
+	{ NULL, "--grace-period", "N", "seconds the guest gets to shut down", NULL },
+	{ NULL, "--force", NULL, "power off at once (--grace-period 0)", NULL },
+	{ NULL, "--delete-volumes", NULL, "engine VMs: their disks too (an engine extension of the API)", NULL },
+	WAIT_FLAG,
+	{ 0 },
+};
 static const struct cmd_flag f_migrate[] = {
 	{ NULL, "--to", "NODE", "the target node or engine host", NULL },
 	{ NULL, "--abort", NULL, "cancel the running migration", NULL },
@@ -164,7 +171,10 @@ static const struct cmd_entry commands[] = {
 	  NULL, CMD_OP_VM_REF, NULL, NULL, false, false, cmd_action },
 	{ "migrate", NULL, "NS/NAME [--to NODE] [--abort] [--wait[=S]]", "live-migrate a VM", f_migrate, CMD_OP_VM_REF,
 	  NULL, NULL, false, false, cmd_action },
-	{ "engine", NULL, "VERB ...", "the local libvirt engine (apply, get, start, stop, console, ...)", NULL,
+	{ "delete", NULL, "NS/NAME [--grace-period N] [--delete-volumes] [--wait[=S]]", "delete a VM (its execution first)",
+	  f_delete, CMD_OP_VM_REF, NULL, NULL, false, false, cmd_action },
+	{ "engine", NULL, "VERB ...", "the local engine: apply, serve, pull, migrate, drain, reconcile; get, start, "
+				     "stop, console, ... (the verbs above on its VMs)", NULL,
 	  CMD_OP_WORDS,
 	  "apply get start stop restart pause unpause delete console vnc reconcile pull migrate drain", NULL, true, false,
 	  cmd_engine },

@@ -997,8 +997,9 @@ static const struct {
 	{ "pause", engine_action, "pause NAME                                = kvcon pause NS/NAME --wait=S" },
 	{ "unpause", engine_action, "unpause NAME                              = kvcon unpause NS/NAME --wait=S" },
 	{ "delete", engine_action, "delete NAME [--delete-volumes]            = kvcon delete NS/NAME --wait=S" },
-	{ "console", cmd_engine_console, "console NAME [--expect RE] [--send LINE]... [--wait-stop] [--timeout S] [--log FILE]" },
-	{ "vnc", cmd_engine_vnc, "vnc NAME [--screenshot F.png ...] | vnc NAME --proxy-only [--port N]" },
+	{ "console", cmd_engine_console, "console NAME [--timeout S] [--log FILE]   = kvcon console NS/NAME; scripted:\n"
+					 "                      console NAME [--expect RE] [--send LINE]... [--wait-stop]" },
+	{ "vnc", cmd_engine_vnc, "vnc NAME [kvcon vnc's flags]             = kvcon vnc NS/NAME" },
 	{ "reconcile", cmd_engine_reconcile, "reconcile [--for SECONDS]  run the reconciler, then leave" },
 	{ "serve", engine_serve_cmd, "serve [--socket PATH] [--https PORT] [--kubeconfig-out FILE] [--idle-exit SECONDS]\n"
 				     "                      run the reconciler for good and serve the Kubernetes API "
@@ -1017,7 +1018,12 @@ int cmd_engine(int argc, char **argv)
 		fprintf(f, "usage: kvcon [-c URI]... [-n NS] engine VERB ...\n\n");
 		for (size_t i = 0; i < sizeof subs / sizeof subs[0]; i++)
 			fprintf(f, "  kvcon engine %s\n", subs[i].usage);
-		fprintf(f, "\nDefault host: $KVCON_ENGINE_URI, else $LIBVIRT_DEFAULT_URI, else the embedded QEMU driver\n"
+		fprintf(f, "\nget, start, stop, restart, pause, unpause, delete, console and vnc are the top-level verbs\n"
+			   "(kvcon get, kvcon start NS/NAME, ...) on the engine's VMs only: the same code, output, flags\n"
+			   "and exit codes. NAME alone is in -n's namespace (default); the actions wait for their effect\n"
+			   "(--wait=300; --timeout S sets it, --no-wait does not wait). `get event NAME` lists the events\n"
+			   "about NAME. Every verb goes through the engine service (kvcon engine serve, started on demand).\n"
+			   "\nDefault host: $KVCON_ENGINE_URI, else $LIBVIRT_DEFAULT_URI, else the embedded QEMU driver\n"
 			   "(qemu:///embed?root=$XDG_STATE_HOME/kvcon/engine). Domains are named NS_NAME.\n"
 			   "See kvcon(1), section ENGINE.\n");
 		return argc < 2 ? EXIT_USAGE : EXIT_OK;

@@ -635,8 +635,10 @@ static char *engine_watch_socket(int *rc)
 		return NULL;
 	char *err = NULL;
 	char *path = session_service_answering(&err);
-	if (path)
+	if (path) {
+		log_info("the engine service answers on %s: going through it", path);
 		return path;
+	}
 	/* asked for (-c, the config's hosts), or all there is: an error; beside a cluster: a warning */
 	bool required = opts_global()->nuris > 0 || opts_global()->engine_only || !session_kubeconfig_present();
 	char *e = util_escape_display(err ? err : "it did not answer");

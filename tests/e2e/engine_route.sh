@@ -134,19 +134,20 @@ out=$(kvc engine delete halted --grace-period 1) || fail "delete: $out"
 kvc engine get vm -o name >"$W/get2.out" 2>&1 || fail "get after delete: $(cat "$W/get2.out")"
 ! grep -q 'halted' "$W/get2.out" || fail "halted still listed: $(cat "$W/get2.out")"
 
-step "without the service's route the same command is refused (the failure routing fixes)"
-if KVCON_ENGINE_SERVICE=off timeout 20 "$KVCON" -c "$URI" engine get vm >"$W/off.out" 2>&1; then
-	fail "the embedded root opened in-process while the service holds it: $(cat "$W/off.out")"
-fi
-echo "   refused without the route: $(head -c 300 "$W/off.out")"
+step "engine.service = off is the old name of use: the same command goes through the running service"
+KVCON_ENGINE_SERVICE=off timeout 20 "$KVCON" -c "$URI" --log-file "$W/off.log" engine get vm >"$W/off.out" 2>&1 ||
+	fail "engine.service = off beside the service: $(cat "$W/off.out")"
+grep -q 'the engine service answers on .*going through it' "$W/off.log" || fail "engine.service = off did not use the service"
 
-step "a stale socket (the service killed -9), engine.service = use: the engine in-process again"
+step "a stale socket (the service killed -9), engine.service = use: refused, saying no service answers"
 kill -9 "$SRV"
 wait "$SRV" 2>/dev/null
 SRV=
 [ -S "$sock" ] || fail "the killed service's socket is gone (nothing stale to test)"
-KVCON_ENGINE_SERVICE=use kvc engine get vm >"$W/stale.out" 2>"$W/stale.err" || fail "get with a stale socket: $(cat "$W/stale.err")"
-grep -Eq '^always .* Running ' "$W/stale.out" || fail "in-process get: $(cat "$W/stale.out")"
+if KVCON_ENGINE_SERVICE=use kvc engine get vm >"$W/stale.out" 2>"$W/stale.err"; then
+	fail "engine.service = use answered with no service: $(cat "$W/stale.out")"
+fi
+grep -q 'no engine service answers on .*engine.service = use' "$W/stale.err" || fail "use, stale socket: $(cat "$W/stale.err")"
 
 step "by default the first command starts a service on the stale socket, the next ones go through it"
 kvc engine get vm -o name >"$W/auto.out" 2>&1 || fail "auto: $(cat "$W/auto.out")"
@@ -158,7 +159,7 @@ tr '\0' ' ' <"/proc/$SRV/cmdline" | grep -q 'engine serve --socket' || fail "pid
 [ "$(stat -c %a "$sock")" = 600 ] || fail "socket mode $(stat -c %a "$sock")"
 out=$(kvc engine stop always) || fail "stop through the service started on demand: $out"
 [ "$out" = $'VM default/always: stop requested\nVM default/always: done' ] || fail "stop said '$out'"
-if KVCON_ENGINE_SERVICE=off timeout 20 "$KVCON" -c "$URI" engine get vm >"$W/off2.out" 2>&1; then
-	fail "the root opened in-process beside the service started on demand: $(cat "$W/off2.out")"
-fi
+KVCON_ENGINE_SERVICE=off timeout 20 "$KVCON" -c "$URI" engine get vm -o name >"$W/off2.out" 2>&1 ||
+	fail "engine.service = off beside the service started on demand: $(cat "$W/off2.out")"
+grep -qx 'virtualmachine.kubevirt.io/always' "$W/off2.out" || fail "engine.service = off: $(cat "$W/off2.out")"
 echo "PASS engine_route"
