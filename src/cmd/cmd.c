@@ -115,6 +115,9 @@ static const struct cmd_flag f_console[] = {
 	{ NULL, "--timeout", "MINUTES", "wait this long for the VMI and the console (minutes as virtctl; 30s, 2m, 1h "
 					"with a unit; default 5, 0: forever)", NULL },
 	{ NULL, "--log", "FILE", "append every byte the guest sends to FILE", NULL },
+	{ NULL, "--expect", "RE", "scripted: wait for this regular expression in the guest's output", NULL },
+	{ NULL, "--send", "LINE", "scripted: type this line (steps run in the order given)", NULL },
+	{ NULL, "--wait-stop", NULL, "scripted: then wait until the execution ended", NULL },
 	{ 0 },
 };
 static const struct cmd_flag f_vnc[] = {
@@ -139,7 +142,8 @@ static const struct cmd_entry commands[] = {
 	  "list objects like kubectl get, from clusters and engine hosts", f_get, CMD_OP_KIND_NAMES, NULL, NULL, false,
 	  false, cmd_get },
 	{ "help", NULL, "[VERB]", "this help, or a verb's", NULL, CMD_OP_VERB, NULL, NULL, false, false, cmd_help },
-	{ "console", NULL, "NS/NAME [--timeout MIN] [--log FILE]", "the guest's serial console full-screen (Ctrl+] exits)",
+	{ "console", NULL, "NS/NAME [--timeout MIN] [--log FILE] [--expect RE] [--send LINE]...",
+	  "the guest's serial console full-screen (Ctrl+] exits), or scripted",
 	  f_console, CMD_OP_TARGET, NULL, NULL, false, false, cmd_console },
 	{ "vnc", NULL, "TARGET [--screenshot F.png|--proxy-only]", "the guest display in the terminal", f_vnc,
 	  CMD_OP_TARGET, NULL, NULL, false, false, cmd_vnc },

@@ -583,247 +583,37 @@ static int engine_get(int argc, char **argv)
 	return rc;
 }
 
-/* ---- actions ---- */
-
-static struct source *source_of_vm(const char *name)
-{
-	for (int s = 0; s < C.nsrcs; s++)
-		if (store_find(C.st, C.srcs[s], OBJ_VM, C.ns, name))
-			return C.srcs[s];
-	return NULL;
-}
-
 /* ---- console ---- */
 
-enum step_kind { STEP_EXPECT, STEP_SEND };
-struct step {
-	enum step_kind kind;
-	const char *arg;
-	regex_t re;
-};
-
-static struct {
-	struct step *steps;
-	int nsteps, cur;
-	struct buf seen;     /* guest text since the last match (for --expect) */
-	bool closed, wait_stop;
-	struct engine_console *con;
-	struct stream *ws;   /* through the engine service: its console WebSocket instead of con */
-	bool ws_failed;      /* refused or broken (said on stderr) */
-	struct source *src;
-	const char *name;
-	char first_uid[UID_LEN]; /* the execution the console was opened on */
-	FILE *log;
-} K;
-
-/* Guest bytes for the terminal: printable text, CR, LF, TAB and BS pass; every other control byte shows
- * escaped, so nothing from the guest drives the user's terminal. */
-static void show(const char *data, size_t len)
-{
-	struct buf b;
-	buf_init(&b);
-	size_t start = 0;
-	for (size_t i = 0; i <= len; i++) {
-		bool cut = i == len || data[i] == '\r' || data[i] == '\n' || data[i] == '\t' || data[i] == '\b';
-		if (!cut)
-			continue;
-		if (i > start) {
-			size_t cap = (i - start) * 4 + 1;
-			char *e = xmalloc(cap);
-			size_t n = util_escape_display_n(data + start, i - start, e, cap);
-			buf_add(&b, e, n);
-			free(e);
-		}
-		if (i < len)
-			buf_add_char(&b, data[i]);
-		start = i + 1;
-	}
-	if (b.len)
-		fwrite(b.data, 1, b.len, stdout);
-	fflush(stdout);
-	buf_free(&b);
-}
-
-static void run_steps(void)
-{
-	while (K.cur < K.nsteps) {
-		struct step *s = &K.steps[K.cur];
-		if (s->kind == STEP_SEND) {
-			char *line = xasprintf("%s\r", s->arg);
-			if (K.ws)
-				stream_write(K.ws, line, strlen(line));
-			else
-				engine_console_write(K.con, line, strlen(line));
-			free(line);
-			K.cur++;
-			continue;
-		}
-		regmatch_t m;
-		if (K.seen.len && regexec(&s->re, K.seen.data, 1, &m, 0) == 0) {
-			buf_consume(&K.seen, (size_t)m.rm_eo);
-			K.cur++;
-			continue;
-		}
-		return;
-	}
-}
-
-static void on_console(void *arg, const char *data, size_t len)
-{
-	(void)arg;
-	if (len == 0) {
-		K.closed = true;
-		return;
-	}
-	if (K.log)
-		fwrite(data, 1, len, K.log);
-	show(data, len);
-	for (size_t i = 0; i < len; i++)
-		if (data[i] != '\0')
-			buf_add_char(&K.seen, data[i]);
-	if (K.seen.len > (1u << 20))
-		buf_consume(&K.seen, K.seen.len - (1u << 19));
-	run_steps();
-}
-
-static void on_ws_data(struct stream *st, const uint8_t *data, size_t len, void *arg)
-{
-	(void)st;
-	on_console(arg, (const char *)data, len);
-}
-
-static void on_ws_state(struct stream *st, enum stream_state state, void *arg)
-{
-	(void)arg;
-	if (state == STREAM_OPEN)
-		run_steps(); /* a --send waits for the connection */
-	if (state == STREAM_CLOSED) {
-		K.closed = true;
-		if (stream_end(st) == STREAM_END_REFUSED || stream_end(st) == STREAM_END_ERROR) {
-			char *e = util_escape_display(stream_reason(st) ? stream_reason(st) : stream_end_name(stream_end(st)));
-			log_eprintf("\nkvcon: console %s: %s\n", K.name, e);
-			free(e);
-			K.ws_failed = true;
-			loop_quit(EXIT_API);
-		}
-	}
-}
-
-/* The execution the console was opened on has ended (libvirt reported the stop; not just the stream's EOF). */
-static bool execution_ended(void)
-{
-	const struct vmi *v = (const struct vmi *)store_find(C.st, K.src, OBJ_VMI, C.ns, K.name);
-	if (v == NULL || strcmp(v->o.uid, K.first_uid) != 0)
-		return true;
-	return strcmp(v->phase, "Succeeded") == 0 || strcmp(v->phase, "Failed") == 0;
-}
-
-static bool console_finished(void *arg)
-{
-	(void)arg;
-	if (K.cur < K.nsteps)
-		return false;
-	return !K.wait_stop || (K.closed && execution_ended());
-}
-
+/* console NAME [--timeout S] [--log FILE] [--expect RE] [--send LINE]... [--wait-stop]: cmd_console on NS/NAME
+ * (its full-screen console on a terminal, its scripted console with --expect/--send/--wait-stop); --timeout
+ * counts seconds in this spelling. */
 static int cmd_engine_console(int argc, char **argv)
 {
-	const char *name = NULL, *logfile = NULL;
-	int timeout = 300;
-	struct cli_seq seq = { 0 }; /* --expect and --send, in order */
-	const struct cli_opt rows[] = {
-		{ "--expect", CLI_SEQ, &seq }, { "--send", CLI_SEQ, &seq },	   { "--timeout", CLI_INT, &timeout },
-		{ "--log", CLI_STR, &logfile }, { "--wait-stop", CLI_FLAG, &K.wait_stop },
-	};
-	int rc = engine_cli_args(argc, argv, CLI_ROWS(rows), "NAME", &name);
-	K.steps = xcalloc((size_t)seq.n + 1, sizeof *K.steps);
-	for (int i = 0; rc == 0 && i < seq.n; i++) {
-		struct step *s = &K.steps[K.nsteps];
-		s->kind = strcmp(seq.opt[i], "--expect") == 0 ? STEP_EXPECT : STEP_SEND;
-		s->arg = seq.val[i];
-		if (s->kind == STEP_EXPECT && regcomp(&s->re, s->arg, REG_EXTENDED | REG_NEWLINE) != 0) {
-			log_eprintf("kvcon engine console: bad regular expression '%s'\n", s->arg);
-			rc = EXIT_USAGE;
-		} else
-			K.nsteps++;
-	}
-	engine_cli_seq_free(&seq);
-	if (rc)
-		return rc;
-	if (K.nsteps == 0 && !K.wait_stop && isatty(0) && isatty(1)) {
-		/* the console helper's full-screen console (libvterm), fed by the engine's stream */
-		char *extra[4];
-		int ne = 0;
-		char tbuf[16];
-		if (logfile) {
-			extra[ne++] = "--log";
-			extra[ne++] = (char *)logfile;
-		}
-		if (timeout != 300) {
-			snprintf(tbuf, sizeof tbuf, "%ds", timeout); /* engine console counts seconds */
-			extra[ne++] = "--timeout";
-			extra[ne++] = tbuf;
-		}
-		return delegate(cmd_console, "console", name, ne, extra);
-	}
-	if (logfile) {
-		/* the transcript holds the guest's output: 0600 */
-		int lfd = util_open_private(logfile, O_APPEND, false);
-		if (lfd < 0 || (K.log = fdopen(lfd, "ab")) == NULL) {
-			log_eprintf("kvcon: %s: %s\n", logfile, strerror(errno));
-			if (lfd >= 0)
-				close(lfd);
-			return EXIT_USAGE;
+	char **av = xcalloc((size_t)argc + 2, sizeof *av);
+	char *target = NULL, *secs = NULL;
+	int n = 0;
+	av[n++] = argv[0];
+	for (int i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "--timeout") == 0 && i + 1 < argc) {
+			av[n++] = argv[i++];
+			bool digits = argv[i][0] != '\0' && strspn(argv[i], "0123456789") == strlen(argv[i]);
+			av[n++] = digits && secs == NULL ? (secs = xasprintf("%ss", argv[i])) : argv[i];
+		} else if ((strcmp(argv[i], "--expect") == 0 || strcmp(argv[i], "--send") == 0 ||
+			    strcmp(argv[i], "--log") == 0) && i + 1 < argc) {
+			av[n++] = argv[i++];
+			av[n++] = argv[i];
+		} else if (argv[i][0] != '-' && target == NULL) {
+			av[n++] = target = ns_name(argv[i]);
+		} else {
+			av[n++] = argv[i];
 		}
 	}
-	rc = open_engine();
-	if (rc)
-		return rc;
-	struct source *src = source_of_vm(name);
-	char *err = NULL;
-	K.src = src;
-	K.name = name;
-	const struct obj *vmi = src ? store_find(C.st, src, OBJ_VMI, C.ns, name) : NULL;
-	snprintf(K.first_uid, UID_LEN, "%s", vmi ? vmi->uid : "");
-	if (src && src->type == SOURCE_KUBE) {
-		/* through the engine service: its console WebSocket (the same shared console, backlog first) */
-		K.ws = kube_console_open(src, C.ns, name, &err);
-		if (K.ws) {
-			static const struct stream_cbs cbs = { .data = on_ws_data, .state = on_ws_state };
-			stream_set_callbacks(K.ws, &cbs, NULL);
-		}
-	}
-	if (src == NULL || (K.ws == NULL && src->type == SOURCE_KUBE) ||
-	    (src->type != SOURCE_KUBE && (K.con = engine_console_open(src, C.ns, name, on_console, NULL, &err)) == NULL)) {
-		log_eprintf("kvcon: console %s: %s\n", name, err ? err : "virtualmachine not found");
-		free(err);
-		return close_engine(EXIT_API, 0);
-	}
-	buf_init(&K.seen);
-	/* a terminal without --expect/--send went to the full-screen console above: this is the scripted one */
-	if (K.ws == NULL)
-		run_steps(); /* through the service: once the WebSocket is open (on_ws_state) */
-	bool ok = run_until(console_finished, NULL, (uint64_t)timeout * 1000);
-	if (K.ws) {
-		stream_free(K.ws); /* no callback after it */
-		K.ws = NULL;
-	} else {
-		engine_console_close(K.con);
-	}
-	if (K.log)
-		fclose(K.log);
-	if (!ok && K.ws_failed)
-		return close_engine(EXIT_API, 0);
-	if (!ok) {
-		log_eprintf("\nkvcon: console %s: ", name);
-		if (K.cur < K.nsteps)
-			log_eprintf("timed out after %d s waiting for /%s/\n", timeout, K.steps[K.cur].arg);
-		else
-			log_eprintf("timed out after %d s waiting for the execution to stop\n", timeout);
-		return close_engine(EXIT_API, 0);
-	}
-	/* after --wait-stop the run strategy may restart the VM: let the reconciler do it before leaving */
-	return close_engine(EXIT_OK, K.wait_stop ? 60000 : 5000);
+	int rc = shared(cmd_console, av, n);
+	free(secs);
+	free(target);
+	free(av);
+	return rc;
 }
 
 /* ---- vnc ---- */
@@ -997,8 +787,8 @@ static const struct {
 	{ "pause", engine_action, "pause NAME                                = kvcon pause NS/NAME --wait=S" },
 	{ "unpause", engine_action, "unpause NAME                              = kvcon unpause NS/NAME --wait=S" },
 	{ "delete", engine_action, "delete NAME [--delete-volumes]            = kvcon delete NS/NAME --wait=S" },
-	{ "console", cmd_engine_console, "console NAME [--timeout S] [--log FILE]   = kvcon console NS/NAME; scripted:\n"
-					 "                      console NAME [--expect RE] [--send LINE]... [--wait-stop]" },
+	{ "console", cmd_engine_console, "console NAME [--timeout S] [--log FILE]   = kvcon console NS/NAME --timeout Ss\n"
+					 "                      console NAME [--expect RE] [--send LINE]... [--wait-stop]   (scripted)" },
 	{ "vnc", cmd_engine_vnc, "vnc NAME [kvcon vnc's flags]             = kvcon vnc NS/NAME" },
 	{ "reconcile", cmd_engine_reconcile, "reconcile [--for SECONDS]  run the reconciler, then leave" },
 	{ "serve", engine_serve_cmd, "serve [--socket PATH] [--https PORT] [--kubeconfig-out FILE] [--idle-exit SECONDS]\n"
