@@ -180,7 +180,7 @@ static const struct cmd_entry commands[] = {
 	{ "engine", NULL, "VERB ...", "the local engine: apply, serve, pull, migrate, drain, reconcile; get, start, "
 				     "stop, console, ... (the verbs above on its VMs)", NULL,
 	  CMD_OP_WORDS,
-	  "apply get start stop restart pause unpause delete console vnc reconcile pull migrate drain", NULL, true, false,
+	  "apply get start stop restart pause unpause delete console vnc reconcile serve pull migrate drain", NULL, true, false,
 	  cmd_engine },
 	{ "completion", NULL, "bash|zsh", "the shell completion script (source <(kvcon completion bash))", NULL,
 	  CMD_OP_WORDS, "bash zsh", NULL, false, false, cmd_completion },

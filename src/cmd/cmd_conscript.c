@@ -38,7 +38,7 @@ static struct {
 	struct step *steps;
 	int nsteps, cur;
 	struct buf seen;         /* guest text since the last match (for --expect) */
-	bool closed, wait_stop;
+	bool wait_stop;
 	struct stream *ws;       /* the console WebSocket */
 	bool ws_failed;          /* refused or broken (said on stderr) */
 	char first_uid[UID_LEN]; /* the execution the console was opened on */
@@ -98,10 +98,8 @@ static void on_ws_data(struct stream *st, const uint8_t *data, size_t len, void 
 {
 	(void)st;
 	(void)arg;
-	if (len == 0) {
-		K.closed = true;
+	if (len == 0)
 		return;
-	}
 	if (K.log)
 		fwrite(data, 1, len, K.log);
 	show((const char *)data, len);
@@ -119,7 +117,6 @@ static void on_ws_state(struct stream *st, enum stream_state state, void *arg)
 	if (state == STREAM_OPEN)
 		run_steps(); /* a --send waits for the connection */
 	if (state == STREAM_CLOSED) {
-		K.closed = true;
 		if (stream_end(st) == STREAM_END_REFUSED || stream_end(st) == STREAM_END_ERROR) {
 			char *e = util_escape_display(stream_reason(st) ? stream_reason(st) : stream_end_name(stream_end(st)));
 			char *n = util_escape_display(K.name);
@@ -132,8 +129,7 @@ static void on_ws_state(struct stream *st, enum stream_state state, void *arg)
 	}
 }
 
-/* The execution the console was opened on has ended (its VMI is gone, replaced or final; not just the stream's
- * end). */
+/* The execution the console was opened on has ended (its VMI is gone, replaced or final). */
 static bool execution_ended(void)
 {
 	const struct vmi *v = (const struct vmi *)store_find(K.st, K.src, OBJ_VMI, K.ns, K.name);
@@ -146,7 +142,9 @@ static bool finished(void)
 {
 	if (K.cur < K.nsteps)
 		return false;
-	return !K.wait_stop || (K.closed && execution_ended());
+	/* the execution's end as the API says it: a service's shared console follows the next execution (an Always
+	 * restart) without closing */
+	return !K.wait_stop || execution_ended();
 }
 
 static void on_signal(int sig, void *arg)

@@ -424,10 +424,46 @@ struct before {
 	int64_t mig_start;
 };
 
+/* A start that cannot go on (a new execution whose VM says so: KubeVirt's failure statuses): "REASON: message"
+ * from the launcher's waiting container, else the status alone, in buf; NULL when the start is not failing. */
+static const char *start_failed(const struct session *s, const struct vmi *v, const struct before *b, char *buf,
+				size_t len)
+{
+	static const char *const failing[] = { "ErrImagePull", "ImagePullBackOff", "CrashLoopBackOff",
+					       "ErrorUnschedulable", "ErrorPvcNotFound", "ErrorDataVolumeNotFound",
+					       "DataVolumeError" };
+	const struct vm *vm = (const struct vm *)store_find(s->st, s->src, OBJ_VM, s->ns, s->name);
+	if (vm == NULL || vm->printable_status == NULL || v == NULL || strcmp(v->o.uid, b->vmi_uid) == 0)
+		return NULL;
+	size_t k = 0;
+	while (k < sizeof failing / sizeof failing[0] && strcmp(vm->printable_status, failing[k]) != 0)
+		k++;
+	if (k == sizeof failing / sizeof failing[0])
+		return NULL;
+	snprintf(buf, len, "%s", vm->printable_status);
+	size_t n = 0;
+	struct obj *const *pods = store_objs(s->st, s->src, OBJ_POD, &n);
+	for (size_t i = 0; i < n; i++) {
+		const struct pod *p = (const struct pod *)pods[i];
+		if (strcmp(p->vmi_uid, v->o.uid) != 0)
+			continue;
+		for (int c = 0; c < p->ncontainers; c++) {
+			const struct container_status *cs = &p->containers[c];
+			if (cs->message && cs->reason && strcmp(cs->reason, "ContainerCreating") != 0 &&
+			    !util_str_eq(cs->state, "running")) {
+				snprintf(buf, len, "%s: %s", cs->reason, cs->message);
+				return buf;
+			}
+		}
+	}
+	return buf;
+}
+
 /* Has the action's effect shown in the store? 1 yes, 0 not yet, -1 it failed (reason in *why). */
 static int effect_reached(const struct session *s, enum action act, bool abort_mig, const struct before *b,
 			  const char **why)
 {
+	static char failed[512];
 	if (act == ACT_DELETE) /* the VM is gone (its execution went first) */
 		return store_find(s->st, s->src, OBJ_VM, s->ns, s->name) == NULL;
 	const struct vmi *v = (const struct vmi *)store_find(s->st, s->src, OBJ_VMI, s->ns, s->name);
@@ -438,8 +474,9 @@ static int effect_reached(const struct session *s, enum action act, bool abort_m
 	bool running = v && util_str_eq(v->phase, "Running");
 	switch (act) {
 	case ACT_START:
-		return running && strcmp(v->o.uid, b->vmi_uid) != 0;
 	case ACT_RESTART:
+		if ((*why = start_failed(s, v, b, failed, sizeof failed)) != NULL)
+			return -1;
 		return running && strcmp(v->o.uid, b->vmi_uid) != 0;
 	case ACT_STOP:
 	case ACT_FORCE_STOP:

@@ -241,11 +241,12 @@ for ((t = 1; t <= TRIALS; t++)); do
     fi
     # what kvcon said was done before the kill is in effect
     case $op in
-    apply) [[ $out != *"virtualmachine created"* && $out != *configured* || $state == running ]] ||
+    apply) [[ $out != *" created"* && $out != *configured* || $state == running ]] ||
         fail "trial $t: apply said '$out', VM $state" ;;
-    start) [[ $out != *started* || $state == running ]] || fail "trial $t: start said '$out', VM $state" ;;
-    stop) [[ $out != *stopped* || $state == halted ]] || fail "trial $t: stop said '$out', VM $state" ;;
-    delete) [[ $out != *deleted* || $state == absent ]] || fail "trial $t: delete said '$out', VM $state" ;;
+    # the verbs say "VM NS/NAME: done" once their effect is seen (kvcon start|stop|delete --wait)
+    start) [[ $out != *": done"* || $state == running ]] || fail "trial $t: start said '$out', VM $state" ;;
+    stop) [[ $out != *": done"* || $state == halted ]] || fail "trial $t: stop said '$out', VM $state" ;;
+    delete) [[ $out != *": done"* || $state == absent ]] || fail "trial $t: delete said '$out', VM $state" ;;
     esac
     # a stop's grace period survives the kill (the bug: the default applied, or the stop was lost for 80 s)
     ((rec_ms < (GRACE + 12) * 1000)) || fail "trial $t: reconcile after $op took $rec_ms ms"
