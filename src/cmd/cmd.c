@@ -117,7 +117,7 @@ static const struct cmd_flag f_console[] = {
 	{ NULL, "--log", "FILE", "append every byte the guest sends to FILE", NULL },
 	{ NULL, "--expect", "RE", "scripted: wait for this regular expression in the guest's output", NULL },
 	{ NULL, "--send", "LINE", "scripted: type this line (steps run in the order given)", NULL },
-	{ NULL, "--wait-stop", NULL, "scripted: then wait until the execution ended", NULL },
+	{ NULL, "--wait-stop", NULL, "scripted: then wait until the execution ended and the run strategy reacted", NULL },
 	{ 0 },
 };
 static const struct cmd_flag f_vnc[] = {

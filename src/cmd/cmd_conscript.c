@@ -147,6 +147,25 @@ static bool finished(void)
 	return !K.wait_stop || execution_ended();
 }
 
+/* After --wait-stop: the VM's run strategy has reacted (an Always VM runs a new execution; nothing is starting,
+ * stopping or terminating), as the in-process engine converged before it returned. */
+static bool reacted(void)
+{
+	static const char *const moving[] = { "Starting", "Stopping", "Terminating", "Provisioning", "Migrating",
+					      "WaitingForVolumeBinding" };
+	const struct vm *vm = (const struct vm *)store_find(K.st, K.src, OBJ_VM, K.ns, K.name);
+	if (vm == NULL)
+		return true;
+	const char *ps = vm->printable_status ? vm->printable_status : "";
+	for (size_t k = 0; k < sizeof moving / sizeof moving[0]; k++)
+		if (strcmp(ps, moving[k]) == 0)
+			return false;
+	if (!util_str_eq(vm->run_strategy, "Always"))
+		return true;
+	const struct vmi *v = (const struct vmi *)store_find(K.st, K.src, OBJ_VMI, K.ns, K.name);
+	return v && strcmp(v->o.uid, K.first_uid) != 0 && util_str_eq(v->phase, "Running");
+}
+
 static void on_signal(int sig, void *arg)
 {
 	(void)sig;
@@ -185,6 +204,9 @@ static int script(const char *ns, const char *name, int timeout_s)
 	bool ok = finished();
 	stream_free(K.ws); /* no callback after it */
 	K.ws = NULL;
+	for (uint64_t settle = util_now_ms() + 60000; ok && K.wait_stop && !reacted() && !loop_quitting() &&
+							util_now_ms() < settle;)
+		loop_once(100);
 	if (ok)
 		return EXIT_OK;
 	if (!K.ws_failed && !loop_quitting()) {

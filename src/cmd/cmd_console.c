@@ -82,7 +82,8 @@ static void usage(FILE *f)
 		   "  --log FILE    append every byte the guest sends to FILE\n"
 		   "  --expect RE   scripted (no terminal needed): wait for the extended regular expression in the guest's\n"
 		   "                output (after the previous match); --send LINE types a line; in the order given;\n"
-		   "  --wait-stop   then wait until the execution ended. The guest's output goes to stdout, escaped.\n"
+		   "  --wait-stop   then wait until the execution ended and the run strategy reacted. The guest's output goes\n"
+		   "                to stdout, escaped.\n"
 		   "Keys: Ctrl+] exits; F12 copy mode; Shift+PgUp/PgDn (or the mouse wheel) scroll back. A paste goes to the guest,\n"
 		   "bracketed when the guest turned bracketed paste on.\n");
 }

@@ -19,6 +19,7 @@
 #include "cmd/session.h"
 #include "engine/engine.h"
 #include "engine/service.h"
+#include "kube/http.h"
 #include "kube/kget.h"
 #include "kube/kube.h"
 #include "model/columns.h"
@@ -654,6 +655,56 @@ static char *engine_watch_socket(int *rc)
 	return NULL;
 }
 
+/* The engine service's KubeVirt CR names the VM records it cannot read (condition RecordsReadable False, its
+ * message the files and reasons): `kvcon engine get` says so on stderr, as the rows say RecordUnreadable. */
+struct kv_fetch {
+	bool done;
+	char *body;
+};
+
+static void kv_fetched(void *arg, const struct kube_resp *r)
+{
+	struct kv_fetch *f = arg;
+	f->done = true;
+	if (r->status == 200 && r->body)
+		f->body = xstrndup(r->body, r->len);
+}
+
+static void warn_unreadable(const char *sock)
+{
+	char *err = NULL;
+	struct kube_config *kc = kube_config_unix(sock, "kvcon-engine", NULL);
+	struct kube_http *h = kube_http_new(kc, &err);
+	struct kv_fetch f = { 0 };
+	struct kube_http_req q = { .path = "/apis/kubevirt.io/v1/namespaces/kubevirt/kubevirts/kubevirt",
+				   .timeout_ms = 10000, .on_done = kv_fetched, .arg = &f };
+	struct kube_req *r = h ? kube_http_start(h, &q) : NULL;
+	uint64_t until = util_now_ms() + 12000;
+	while (r && !f.done && util_now_ms() < until)
+		loop_once(50);
+	if (r && !f.done)
+		kube_http_cancel(r);
+	struct json_object *o = f.body ? json_tokener_parse(f.body) : NULL, *st, *conds;
+	if (o && json_object_object_get_ex(o, "status", &st) && json_object_object_get_ex(st, "conditions", &conds) &&
+	    json_object_is_type(conds, json_type_array)) {
+		for (size_t i = 0; i < json_object_array_length(conds); i++) {
+			struct json_object *c = json_object_array_get_idx(conds, i), *t, *v, *m;
+			if (json_object_object_get_ex(c, "type", &t) && util_str_eq(json_object_get_string(t), "RecordsReadable") &&
+			    json_object_object_get_ex(c, "status", &v) && util_str_eq(json_object_get_string(v), "False") &&
+			    json_object_object_get_ex(c, "message", &m)) {
+				char *e = util_escape_display(json_object_get_string(m));
+				log_eprintf("warning: %s (their QEMUs, if any, are left running)\n", e);
+				free(e);
+			}
+		}
+	}
+	json_object_put(o);
+	free(f.body);
+	free(err);
+	kube_http_free(h);
+	kube_config_free(kc);
+}
+
 /* kget on the cluster (when there is one) and the engine hosts (when wanted). */
 static int run_kget(struct kget_opts *ko)
 {
@@ -670,6 +721,8 @@ static int run_kget(struct kget_opts *ko)
 		ko->engine_name = hn;
 		ko->engine_only = true;
 		rc = kget_run(ko);
+		if (!ko->watch)
+			warn_unreadable(sock);
 		free(sock);
 		ko->engine_socket = NULL;
 		source_free_all();
