@@ -1,5 +1,7 @@
-/* `kvcon engine VERB ...`: opens the engine hosts (-c URI, default the embedded driver), waits for their first
- * resync, runs the verb, lets the reconciler converge, then leaves (guests keep running). */
+/* `kvcon engine VERB ...`: the engine's own verbs (apply, serve, pull, reconcile; migrate and drain in
+ * cmd_engine_migrate.c), each through the engine service of its hosts (-c URI, default the embedded driver), and
+ * the old spellings of the top-level verbs on the engine only (get, start, stop, restart, pause, unpause, delete,
+ * console, vnc: cmd_get, cmd_action, cmd_console, cmd_vnc with opts.engine_only). */
 #include "cmd/cmd_engine.h"
 
 #include <errno.h>
