@@ -1745,6 +1745,8 @@ static enum MHD_Result act(struct MHD_Connection *c, struct reqctx *rq, enum res
 	if (dry_run(c, rq)) /* nothing is done */
 		return reply_obj ? reply_object(c, ok_code, r, ns, name) : send_text(c, ok_code, xstrdup(""), "text/plain");
 	struct action_req req = { .act = a, .ns = ns, .name = name, .grace_period = grace, .target = target };
+	if (a == ACT_DELETE && util_str_eq(arg(c, "deleteVolumes"), "true"))
+		req.flags |= ACTION_DELETE_VOLUMES; /* the engine's extension: the VM's disks go too */
 	if (a == ACT_STOP && grace == 0)
 		req.act = ACT_FORCE_STOP;
 	char *err = NULL;

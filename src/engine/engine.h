@@ -48,7 +48,7 @@ void engine_close_all(void);
 int engine_apply(struct source *src, const char *text, size_t len, char **result, char **err);
 
 /* Extra flag for struct action_req.flags with ACT_DELETE: also delete the VM's volumes. */
-#define ENGINE_DELETE_VOLUMES 0x1u
+#define ENGINE_DELETE_VOLUMES ACTION_DELETE_VOLUMES
 
 /* The serial console of an engine VM, shared by every viewer: the bytes of the running execution since the
  * engine attached (a backlog of recent bytes first), then live bytes. cb gets len 0 when the console closes

@@ -585,6 +585,8 @@ static void decode_vmi(struct obj *o, struct json_object *item)
 static void decode_container(struct container_status *c, struct json_object *e, bool init)
 {
 	c->name = jword(e, "name");
+	c->image = jword(e, "image");
+	c->image_id = jword(e, "imageID");
 	c->init = init;
 	c->restarts = (int)jint(e, "restartCount", 0, 0, INT32_MAX);
 	jbool(e, "ready", &c->ready);
@@ -620,6 +622,13 @@ static void decode_pod(struct obj *o, struct json_object *item)
 	const char *vmname = obj_label(&p->o, "vm.kubevirt.io/name");
 	p->vm_name = vmname ? intern_cap(vmname, strlen(vmname)) : NULL;
 
+	struct json_object *pid = NULL;
+	if (json_object_object_get_ex(jobj(meta, "annotations"), POD_QEMU_PID_ANNOTATION, &pid) &&
+	    json_object_is_type(pid, json_type_string)) {
+		char *end;
+		long n = strtol(json_object_get_string(pid), &end, 10);
+		p->pid = *end == '\0' && n > 0 && n <= INT32_MAX ? (int)n : 0;
+	}
 	p->phase = jword(status, "phase");
 	if (p->phase == NULL)
 		p->phase = intern("");

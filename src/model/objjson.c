@@ -196,6 +196,13 @@ static struct json_object *pod_json(const struct pod *p)
 	put_str(o, "apiVersion", "v1");
 	put_str(o, "kind", "Pod");
 	struct json_object *md = meta_json(&p->o);
+	if (p->pid > 0) { /* the engine's launcher: its QEMU's pid (docs/ENGINE-SERVICE.md) */
+		struct json_object *an = json_object_new_object();
+		char pid[24];
+		snprintf(pid, sizeof pid, "%d", p->pid);
+		json_object_object_add(an, POD_QEMU_PID_ANNOTATION, json_object_new_string(pid));
+		json_object_object_add(md, "annotations", an);
+	}
 	if (p->vmi_uid[0])
 		json_object_object_add(md, "ownerReferences",
 				       owner_json("VirtualMachineInstance", p->vm_name ? p->vm_name : p->o.name, p->vmi_uid));
@@ -212,6 +219,8 @@ static struct json_object *pod_json(const struct pod *p)
 		}
 		json_object_array_add(cs, cj);
 		put_str(sj, "name", c->name);
+		put_str(sj, "image", c->image);
+		put_str(sj, "imageID", c->image_id);
 		json_object_object_add(sj, "ready", json_object_new_boolean(c->ready));
 		json_object_object_add(sj, "restartCount", json_object_new_int(c->restarts));
 		struct json_object *s = json_object_new_object();
@@ -225,6 +234,7 @@ static struct json_object *pod_json(const struct pod *p)
 			json_object_object_add(state, "terminated", s);
 		} else {
 			put_str(s, "reason", c->reason);
+			put_str(s, "message", c->message); /* the engine's: an image pull's progress */
 			json_object_object_add(state, "waiting", s);
 		}
 		json_object_object_add(sj, "state", state);

@@ -51,9 +51,13 @@ struct action_req {
 	const char *name;
 	int grace_period;       /* -1: the server's default */
 	const char *target;     /* migrate: target node/host, NULL: any */
-	uint32_t flags;         /* provider-specific (engine migration options) */
+	uint32_t flags;         /* ACTION_DELETE_VOLUMES, or provider-specific (engine migration options) */
 	const char *uid;        /* migrate: the migrationUid to use (the engine's; NULL: a new one) */
 };
+
+/* action_req.flags with ACT_DELETE: the VM's volumes go too (an engine VM's disks; the engine service takes it as
+ * the query parameter deleteVolumes=true, an extension of the API: docs/ENGINE-SERVICE.md). */
+#define ACTION_DELETE_VOLUMES 0x1u
 
 /* status 0 on success; otherwise an HTTP status or -1, with the API's own message. */
 typedef void (*action_done_cb)(void *arg, int status, const char *message);

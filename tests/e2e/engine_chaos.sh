@@ -91,8 +91,8 @@ declare -A count=([apply]=0 [start]=0 [stop]=0 [restart]=0 [delete]=0)
 state_now() {
     local j st rs n
     j=$(kv engine get vm -o json 2>"$ENGINE_T/get.err") || { cat "$ENGINE_T/get.err"; fail "get failed"; }
-    st=$(jq -r ".[] | select(.name == \"$VM\") | .status" <<<"$j")
-    rs=$(jq -r ".[] | select(.name == \"$VM\") | .runStrategy" <<<"$j")
+    st=$(jq -r ".items[] | select(.metadata.name == \"$VM\") | .status.printableStatus" <<<"$j")
+    rs=$(jq -r ".items[] | select(.metadata.name == \"$VM\") | .spec.runStrategy" <<<"$j")
     n=$(qemus | awk -v d="default_$VM" '$2 == d' | wc -l)
     # no QEMU of this root without a running VM
     if qemus | awk -v d="default_$VM" '$2 != d' | grep -q .; then
@@ -241,11 +241,12 @@ for ((t = 1; t <= TRIALS; t++)); do
     fi
     # what kvcon said was done before the kill is in effect
     case $op in
-    apply) [[ $out != *"virtualmachine created"* && $out != *configured* || $state == running ]] ||
+    apply) [[ $out != *" created"* && $out != *configured* || $state == running ]] ||
         fail "trial $t: apply said '$out', VM $state" ;;
-    start) [[ $out != *started* || $state == running ]] || fail "trial $t: start said '$out', VM $state" ;;
-    stop) [[ $out != *stopped* || $state == halted ]] || fail "trial $t: stop said '$out', VM $state" ;;
-    delete) [[ $out != *deleted* || $state == absent ]] || fail "trial $t: delete said '$out', VM $state" ;;
+    # the verbs say "VM NS/NAME: done" once their effect is seen (kvcon start|stop|delete --wait)
+    start) [[ $out != *": done"* || $state == running ]] || fail "trial $t: start said '$out', VM $state" ;;
+    stop) [[ $out != *": done"* || $state == halted ]] || fail "trial $t: stop said '$out', VM $state" ;;
+    delete) [[ $out != *": done"* || $state == absent ]] || fail "trial $t: delete said '$out', VM $state" ;;
     esac
     # a stop's grace period survives the kill (the bug: the default applied, or the stop was lost for 80 s)
     ((rec_ms < (GRACE + 12) * 1000)) || fail "trial $t: reconcile after $op took $rec_ms ms"

@@ -57,7 +57,7 @@ image_id() { # image_id [NS] VMNAME VOLUME -> the launcher's imageID for the vol
     local ns=default
     [[ $# == 3 ]] && { ns=$1; shift; }
     kv -n "$ns" engine get pod -o json | jq -r --arg p "virt-launcher-$1-" --arg c "volume$2" \
-        '.[] | select(.name | startswith($p)) | .containerStatuses[] | select(.name == $c) | .imageID // ""'
+        '.items[] | select(.metadata.name | startswith($p)) | .status.containerStatuses[] | select(.name == $c) | .imageID // ""'
 }
 overlay_backing() { # the backing file of a VM's containerDisk overlay
     qemu-img info -U --output=json "$(rec_exec "$1" runDir)/overlay-$2.qcow2" | jq -r '.["backing-filename"]'
@@ -132,9 +132,9 @@ start_fails() {
     [[ $(vm_field "$name" status) == ImagePullBackOff ]] || fail "$name: status $(vm_field "$name" status), wanted ImagePullBackOff"
     # as on a cluster: the VMI still Scheduling, its launcher Pending, the image container waiting with the reason
     [[ $(vmi_phase "$name") == Scheduling ]] || fail "$name: VMI phase $(vmi_phase "$name"), wanted Scheduling"
-    kv engine get pod -o json | jq -e --arg p "virt-launcher-$name-" '[.[] | select(.name | startswith($p))][0] |
-        .phase == "Pending" and (.containerStatuses[] | select(.name == "volumecontainerdisk") |
-        .state == "waiting" and (.reason == "ImagePullBackOff" or .reason == "ErrImagePull"))' >/dev/null ||
+    kv engine get pod -o json | jq -e --arg p "virt-launcher-$name-" '[.items[] | select(.metadata.name | startswith($p))][0] |
+        .status.phase == "Pending" and (.status.containerStatuses[] | select(.name == "volumecontainerdisk") |
+        .state.waiting.reason == "ImagePullBackOff" or .state.waiting.reason == "ErrImagePull")' >/dev/null ||
         fail "$name: the launcher does not show the image pull failure"
     out=$(kv diagnose "default/$name" 2>&1) && fail "$name: diagnose found nothing wrong"
     [[ $out == *launcher-image-pull* ]] || fail "$name: diagnose does not point at the image pull: $out"

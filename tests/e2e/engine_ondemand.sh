@@ -84,7 +84,7 @@ fi
 
 step "the VM stopped: nothing to reconcile, the service leaves after $IDLE s"
 out=$(kvd engine stop always) || fail "stop: $out"
-[ "$out" = "virtualmachine always stopped" ] || fail "stop said '$out'"
+[ "$out" = $'VM default/always: stop requested\nVM default/always: done' ] || fail "stop said '$out'"
 t0=$SECONDS
 gone_within "$pid" $((IDLE + 30)) || fail "the service still runs $((SECONDS - t0)) s after the stop"
 echo "   the service left $((SECONDS - t0)) s after the stop; what kept it last:"
