@@ -158,6 +158,11 @@ struct vmim {
 	uint64_t rv;
 	char *body, *text; /* JSON without / with resourceVersion */
 	bool loaded;       /* read from its file: an earlier service accepted it */
+	/* the engine's options, from the kvcon.io/ annotations (vmim_opts; docs/ENGINE-SERVICE.md) */
+	uint32_t flags;    /* ENGINE_MIG_* */
+	char *mig_uri;
+	int timeout;
+	unsigned long bandwidth;
 	struct vmim *next;
 };
 
@@ -1796,6 +1801,7 @@ static void vmim_free(struct vmim *m)
 	free(m->name);
 	free(m->vmi);
 	free(m->target);
+	free(m->mig_uri);
 	free(m->reason);
 	free(m->body);
 	free(m->text);
@@ -1822,6 +1828,95 @@ static const struct vmi *vmi_of(const char *ns, const char *name)
 			return (const struct vmi *)o;
 	}
 	return NULL;
+}
+
+/* The engine's migration options, which KubeVirt's object has no field for: annotations of the
+ * VirtualMachineInstanceMigration (docs/ENGINE-SERVICE.md, what is not KubeVirt-compatible):
+ *   kvcon.io/migrate-uri         the target's libvirt URI as the source host reaches it (SCHEME://...)
+ *   kvcon.io/migration-timeout   seconds, 1..604800: aborted when not completed by then
+ *   kvcon.io/migration-bandwidth MiB/s, 1..1048576
+ *   kvcon.io/migration-options   a comma list of auto-converge, postcopy, copy-storage, offline
+ * Other kvcon.io/migrat* annotations are refused (a misspelt option must not be ignored silently). 0, or -1 with
+ * *why (caller frees). */
+static int vmim_opts(json_object *an, struct vmim *m, char **why)
+{
+	if (an == NULL || !json_object_is_type(an, json_type_object))
+		return 0;
+	json_object_object_foreach(an, key, val)
+	{
+		if (strncmp(key, "kvcon.io/migrat", 15) != 0)
+			continue;
+		const char *v = json_object_is_type(val, json_type_string) ? json_object_get_string(val) : NULL;
+		if (v == NULL) {
+			*why = xasprintf("metadata.annotations[%s]: Invalid value: a string is required", key);
+			return -1;
+		}
+		char *end = NULL;
+		if (strcmp(key, "kvcon.io/migrate-uri") == 0) {
+			size_t sl = strspn(v, "abcdefghijklmnopqrstuvwxyz0123456789+.-");
+			bool ok = sl > 0 && strncmp(v + sl, "://", 3) == 0 && strlen(v) <= 1024;
+			for (const unsigned char *p = (const unsigned char *)v; ok && *p; p++)
+				ok = *p > 0x20 && *p < 0x7f;
+			if (!ok) {
+				*why = xstrdup("metadata.annotations[kvcon.io/migrate-uri]: Invalid value: a URI "
+					       "(SCHEME://HOST..., printable ASCII, no spaces, at most 1024 characters) is required");
+				return -1;
+			}
+			free(m->mig_uri);
+			m->mig_uri = xstrdup(v);
+		} else if (strcmp(key, "kvcon.io/migration-timeout") == 0) {
+			errno = 0;
+			long n = strtol(v, &end, 10);
+			if (errno || end == v || *end || n < 1 || n > 604800) {
+				*why = xstrdup("metadata.annotations[kvcon.io/migration-timeout]: Invalid value: whole seconds "
+					       "from 1 to 604800 are required");
+				return -1;
+			}
+			m->timeout = (int)n;
+		} else if (strcmp(key, "kvcon.io/migration-bandwidth") == 0) {
+			errno = 0;
+			long n = strtol(v, &end, 10);
+			if (errno || end == v || *end || n < 1 || n > 1048576) {
+				*why = xstrdup("metadata.annotations[kvcon.io/migration-bandwidth]: Invalid value: MiB/s from 1 "
+					       "to 1048576 are required");
+				return -1;
+			}
+			m->bandwidth = (unsigned long)n;
+		} else if (strcmp(key, "kvcon.io/migration-options") == 0) {
+			static const struct {
+				const char *name;
+				uint32_t flag;
+			} known[] = { { "auto-converge", ENGINE_MIG_AUTO_CONVERGE },
+				      { "postcopy", ENGINE_MIG_POSTCOPY },
+				      { "copy-storage", ENGINE_MIG_COPY_STORAGE },
+				      { "offline", ENGINE_MIG_OFFLINE } };
+			for (const char *p = v; *p;) {
+				size_t l = strcspn(p, ",");
+				bool found = false;
+				for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
+					if (l == strlen(known[i].name) && strncmp(p, known[i].name, l) == 0) {
+						m->flags |= known[i].flag;
+						found = true;
+					}
+				if (!found) {
+					*why = xstrdup("metadata.annotations[kvcon.io/migration-options]: Invalid value: a comma "
+						       "list of auto-converge, postcopy, copy-storage, offline is required");
+					return -1;
+				}
+				p += l;
+				if (*p == ',')
+					p++;
+			}
+		} else {
+			char *k = util_escape_display(key);
+			*why = xasprintf("metadata.annotations[%s]: Unsupported value: the engine's migration annotations are "
+					 "kvcon.io/migrate-uri, kvcon.io/migration-timeout, kvcon.io/migration-bandwidth and "
+					 "kvcon.io/migration-options", k);
+			free(k);
+			return -1;
+		}
+	}
+	return 0;
 }
 
 /* The engine's state of m's migration: the VMI's migrationState when it is this migration's, else NULL. */
@@ -2039,6 +2134,11 @@ static void vmims_load(void)
 			x = jget(md, "annotations");
 			if (x && json_object_is_type(x, json_type_object))
 				m->annotations = json_tokener_parse(json_object_to_json_string(x));
+			char *why = NULL;
+			if (vmim_opts(m->annotations, m, &why) < 0) { /* validated when created: not kvcon's file */
+				log_warn("engine serve: %s: %s", path, why);
+				free(why);
+			}
 			json_object *tr = jget(f, "transitions");
 			for (size_t i = 0; tr && json_object_is_type(tr, json_type_array) && i < json_object_array_length(tr) &&
 					   m->ntrans < VMIM_NPHASE; i++) {
@@ -2141,7 +2241,8 @@ static int vmim_begin(struct vmim *m, struct source *src, char **err)
 	m->next = S.vmims;
 	S.vmims = m;
 	struct action_req req = { .act = ACT_MIGRATE, .ns = m->ns, .name = m->vmi, .grace_period = -1,
-				  .target = m->target, .uid = m->mig_uid };
+				  .target = m->target, .uid = m->mig_uid, .flags = m->flags, .mig_uri = m->mig_uri,
+				  .timeout = m->timeout, .bandwidth = m->bandwidth };
 	char *why = NULL;
 	if (src->ops->action(src, &req, vmim_done, (void *)(uintptr_t)m->id, &why) < 0) {
 		m->reason = why ? why : xstrdup("refused");
@@ -2177,6 +2278,9 @@ static enum MHD_Result create_vmim(struct MHD_Connection *c, struct reqctx *rq, 
 	bool tfound = target == NULL;
 	for (int s = 0; s < S.nsrcs && !tfound; s++)
 		tfound = util_str_eq(S.srcs[s]->name, target);
+	struct vmim opts = { 0 };
+	char *owhy = NULL;
+	bool oerr = vmim_opts(jget(md, "annotations"), &opts, &owhy) < 0;
 	if (name == NULL || !valid_name(name))
 		rc = send_invalid(c, name ? name : "", "metadata.name: Invalid value: a lowercase RFC 1123 subdomain is required");
 	else if (vmi == NULL || *vmi == 0)
@@ -2186,7 +2290,11 @@ static enum MHD_Result create_vmim(struct MHD_Connection *c, struct reqctx *rq, 
 	else if (vmim_find(ns, name))
 		rc = send_status(c, 409, "AlreadyExists", R_VMIM, name, "%s \"%s\" already exists", RES[R_VMIM].plural,
 				 name);
-	else if (src == NULL || vmi_of(ns, vmi) == NULL)
+	else if (oerr)
+		rc = send_invalid(c, name, owhy);
+	else if (src == NULL && (opts.flags & ENGINE_MIG_OFFLINE))
+		rc = send_invalid(c, name, "spec.vmiName: no VirtualMachine of that name (offline migration)");
+	else if (src == NULL || (vmi_of(ns, vmi) == NULL && !(opts.flags & ENGINE_MIG_OFFLINE)))
 		rc = send_invalid(c, name, "spec.vmiName: the VMI does not exist or is not running");
 	else if (!tfound)
 		rc = send_invalid(c, name, "spec.addedNodeSelector: kubernetes.io/hostname is not one of the nodes");
@@ -2205,6 +2313,11 @@ static enum MHD_Result create_vmim(struct MHD_Connection *c, struct reqctx *rq, 
 		x = jget(md, "annotations");
 		if (x && json_object_is_type(x, json_type_object))
 			m->annotations = json_tokener_parse(json_object_to_json_string(x));
+		m->flags = opts.flags;
+		m->mig_uri = opts.mig_uri;
+		opts.mig_uri = NULL;
+		m->timeout = opts.timeout;
+		m->bandwidth = opts.bandwidth;
 		vmim_set_phase(m, "Pending");
 		char *err = NULL;
 		if (dry_run(c, rq)) { /* nothing is kept or done */
@@ -2218,6 +2331,8 @@ static enum MHD_Result create_vmim(struct MHD_Connection *c, struct reqctx *rq, 
 			rc = send_text(c, 201, xstrdup(m->text), "application/json");
 		}
 	}
+	free(opts.mig_uri);
+	free(owhy);
 	free(gname);
 	json_object_put(o);
 	return rc;

@@ -1221,6 +1221,9 @@ int migrate_action(struct source *src, const struct action_req *req, action_done
 		.copy_storage = req->flags & ENGINE_MIG_COPY_STORAGE,
 		.offline = req->flags & ENGINE_MIG_OFFLINE,
 		.uid = req->uid,
+		.mig_uri = req->mig_uri,
+		.timeout = req->timeout,
+		.bandwidth = req->bandwidth,
 	};
 	return engine_migrate(src, req->ns, req->name, &o, done, arg, err);
 }

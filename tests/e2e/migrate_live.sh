@@ -7,8 +7,6 @@
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/migrate-lib.bash"
-# the engine's migration in-process (through the service: engine_route_mig.sh, engine_svc_chaos.sh)
-export KVCON_ENGINE_SERVICE=off
 mig_setup
 
 step "vm1 on $HA"

@@ -4,8 +4,6 @@
 # and its downtime; `m` again brings it back.
 . "$(dirname "$0")/engine-lib.bash"
 . "$(dirname "$0")/ui_lib.inc"
-# the dashboard with the engine in-process (the migration through the service: engine_route_mig.sh)
-export KVCON_ENGINE_SERVICE=off
 engine_needs "network namespaces, private libvirtd" ip libvirtd qemu-system-x86_64
 
 export KVCON_TWOHOST_NS=kui${W##*.}- KVCON_TWOHOST_DIR=$W/lab
