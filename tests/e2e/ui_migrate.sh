@@ -7,14 +7,14 @@
 engine_needs "network namespaces, private libvirtd" ip libvirtd qemu-system-x86_64
 
 export KVCON_TWOHOST_NS=kui${W##*.}- KVCON_TWOHOST_DIR=$W/lab
-trap '"$ROOT/tests/lab/twohost.sh" down >/dev/null 2>&1; ui_cleanup' EXIT
+trap '$T kill-server 2>/dev/null; svc_stop_all "$W"; "$ROOT/tests/lab/twohost.sh" down >/dev/null 2>&1; ui_cleanup' EXIT
 fk_start --vms 1
 export XDG_CONFIG_HOME=$W/cfg KVCON_ENGINE_ACCEL=tcg
 engine_setup "$W" || { echo "guest image not built"; exit 77; }
 engine_twohost_up
 A=$HA B=$HB
 engine_manifest "$W/vm.yaml" mvm Always 160Mi >/dev/null
-"$KVCON" -c "$SRC_URI" engine apply -f "$W/vm.yaml" >/dev/null 2>&1 || fail "engine apply"
+"$KVCON" engine apply -f "$W/vm.yaml" >/dev/null 2>&1 || fail "engine apply"
 
 kv_start_env "XDG_STATE_HOME=$XDG_STATE_HOME KVCON_ENGINE_IMAGES=$KVCON_ENGINE_IMAGES KVCON_ENGINE_ACCEL=tcg" -A
 wait_for " mvm +$A +Running " 60
