@@ -1863,34 +1863,88 @@ static void check_bad(struct ehost *eh, const struct host_msg *m)
 	free(text);
 }
 
-static void load_records(struct ehost *eh)
+static void load_record_file(struct ehost *eh, const char *dir, const char *fname);
+
+/* A loaded record with an offline move's intent (evm_move_offline): the process that stored it was killed before
+ * the move was done. Finished here: the target's record is written unless it already is, then the source's removed
+ * and its domain undefined. true: v no longer belongs to eh (freed by the caller); false: keep it here (the intent
+ * is not kvcon's, or the target's record could not be written: tried again at the next load). */
+static bool finish_offline_move(struct ehost *eh, struct evm *v, const char *path, const char *fname)
 {
-	DIR *d = opendir(eh->records_dir);
-	if (d == NULL)
-		return;
-	struct dirent *de;
-	while ((de = readdir(d))) {
-		size_t n = strlen(de->d_name);
-		if (n < 6 || strcmp(de->d_name + n - 5, ".json") != 0 || de->d_name[0] == '.')
-			continue;
-		char *path = util_path_join(eh->records_dir, de->d_name);
-		char *text = util_read_file(path, NULL), *err = NULL;
-		struct evm *v = xcalloc(1, sizeof *v);
-		v->eh = eh;
-		if (text == NULL || record_load(v, text, &err) < 0) {
-			/* kept as it is (never overwritten), shown by get and the host's notice; its domain, if any, is
-			 * left alone (on_sync says so) */
-			log_error("engine: %s: unreadable record: %s", path, err ? err : strerror(errno));
-			eh->bad = xreallocarray(eh->bad, (size_t)eh->nbad + 1, sizeof *eh->bad);
-			eh->bad_uid = xreallocarray(eh->bad_uid, (size_t)eh->nbad + 1, sizeof *eh->bad_uid);
-			eh->bad[eh->nbad] = xasprintf("%s: %s", path, err ? err : strerror(errno));
-			eh->bad_uid[eh->nbad] = xcalloc(1, UID_LEN);
-			util_uuid_v4(eh->bad_uid[eh->nbad]);
-			publish_bad(eh, de->d_name, eh->bad_uid[eh->nbad], NULL);
-			eh->nbad++;
+	char *dd = data_dir(), *hosts = xasprintf("%s/hosts/", dd);
+	const char *md = v->moving_dir;
+	size_t ml = md ? strlen(md) : 0;
+	bool ours = md && strncmp(md, hosts, strlen(hosts)) == 0 && !strstr(md, "/..") && ml > 4 &&
+		    strcmp(md + ml - 4, "/vms") == 0 && strcmp(md, eh->records_dir) != 0;
+	free(hosts);
+	free(dd);
+	if (!ours) {
+		log_warn("engine: %s: an offline move's intent names no host directory of this engine; ignored", path);
+		free(v->moving_to);
+		free(v->moving_dir);
+		v->moving_to = v->moving_dir = NULL;
+		return false;
+	}
+	char *tpath = util_path_join(md, fname), *to = xstrdup(v->moving_to ? v->moving_to : "?");
+	char *dir = xstrdup(md);
+	bool done = access(tpath, F_OK) == 0;
+	if (!done) {
+		free(v->moving_to);
+		free(v->moving_dir);
+		v->moving_to = v->moving_dir = NULL;
+		char *json = record_dump(v);
+		util_mkdir_p(dir, 0700);
+		done = util_write_file_atomic(tpath, json, strlen(json), 0600) == 0;
+		if (!done) {
+			log_error("engine: %s: cannot finish the offline move to %s: %s: %s", v->key, to, tpath, strerror(errno));
+			v->moving_to = xstrdup(to);
+			v->moving_dir = xstrdup(dir);
+		}
+		free(json);
+	}
+	if (done) {
+		unlink_record(path);
+		char *dn = dom_name(v);
+		if (eh->h)
+			host_simple(eh->h, RQ_UNDEFINE, dn); /* the definition is rebuilt at the next start on the target */
+		free(dn);
+		log_warn("engine: %s: an interrupted offline migration to %s was finished (its record moved)", v->key, to);
+		/* the target, when it has read its records already, reads this one too */
+		int n;
+		struct ehost **all = ehost_all(&n);
+		for (int i = 0; i < n; i++)
+			if (all[i] != eh && all[i]->loaded && all[i]->records_dir && strcmp(all[i]->records_dir, dir) == 0)
+				load_record_file(all[i], dir, fname);
+	}
+	free(dir);
+	free(to);
+	free(tpath);
+	return done;
+}
+
+static void load_record_file(struct ehost *eh, const char *dir, const char *fname)
+{
+	char *path = util_path_join(dir, fname);
+	char *text = util_read_file(path, NULL), *err = NULL;
+	struct evm *v = xcalloc(1, sizeof *v);
+	v->eh = eh;
+	if (text == NULL || record_load(v, text, &err) < 0) {
+		/* kept as it is (never overwritten), shown by get and the host's notice; its domain, if any, is
+		 * left alone (on_sync says so) */
+		log_error("engine: %s: unreadable record: %s", path, err ? err : strerror(errno));
+		eh->bad = xreallocarray(eh->bad, (size_t)eh->nbad + 1, sizeof *eh->bad);
+		eh->bad_uid = xreallocarray(eh->bad_uid, (size_t)eh->nbad + 1, sizeof *eh->bad_uid);
+		eh->bad[eh->nbad] = xasprintf("%s: %s", path, err ? err : strerror(errno));
+		eh->bad_uid[eh->nbad] = xcalloc(1, UID_LEN);
+		util_uuid_v4(eh->bad_uid[eh->nbad]);
+		publish_bad(eh, fname, eh->bad_uid[eh->nbad], NULL);
+		eh->nbad++;
+		evm_free(v);
+	} else {
+		v->key = xasprintf("%s/%s", v->m->ns, v->m->name);
+		if ((v->moving_to || v->moving_dir) && finish_offline_move(eh, v, path, fname)) {
 			evm_free(v);
 		} else {
-			v->key = xasprintf("%s/%s", v->m->ns, v->m->name);
 			if (!active(v->cur)) { /* the stop was done, its record not written after it */
 				v->stopping = false;
 				v->stop_deadline = 0;
@@ -1902,9 +1956,23 @@ static void load_records(struct ehost *eh)
 			for (int i = 0; i < v->nevents; i++)
 				event_obj(v, &v->events[i]);
 		}
-		free(err);
-		free(text);
-		free(path);
+	}
+	free(err);
+	free(text);
+	free(path);
+}
+
+static void load_records(struct ehost *eh)
+{
+	DIR *d = opendir(eh->records_dir);
+	if (d == NULL)
+		return;
+	struct dirent *de;
+	while ((de = readdir(d))) {
+		size_t n = strlen(de->d_name);
+		if (n < 6 || strcmp(de->d_name + n - 5, ".json") != 0 || de->d_name[0] == '.')
+			continue;
+		load_record_file(eh, eh->records_dir, de->d_name);
 	}
 	closedir(d);
 }
@@ -3130,14 +3198,41 @@ void evm_move(struct evm *v, struct ehost *dst)
 	for (int i = 0; i < v->nevents; i++)
 		event_obj(v, &v->events[i]);
 	publish(v);
-	persist(v);
-	unlink_record(old_path);
+	char *err = NULL;
+	if (persist_err(v, &err) < 0) {
+		/* the source's record stays: a live migration's says where the execution went (migrate_resume_all), an
+		 * offline one's holds its intent (finish_offline_move) */
+		log_error("engine: %s: %s; the record on %s is kept", v->key, err, from->src->name);
+		free(err);
+	} else {
+		unlink_record(old_path);
+	}
 	free(old_path);
 	if (active(v->cur)) {
 		send_simple(v, RQ_INSPECT, PK_INSPECT);
 		if (v->m->serial_console)
 			send_simple(v, RQ_CONSOLE, PK_CONSOLE);
 	}
+}
+
+int evm_move_offline(struct evm *v, struct ehost *dst, char **err)
+{
+	v->moving_to = xstrdup(dst->src->name);
+	v->moving_dir = xstrdup(dst->records_dir);
+	int rc = persist_err(v, err);
+	free(v->moving_to);
+	free(v->moving_dir);
+	v->moving_to = v->moving_dir = NULL;
+	if (rc < 0)
+		return -1;
+	char *dn = dom_name(v);
+	struct ehost *from = v->eh;
+	evm_move(v, dst);
+	/* after the move: a kill before it leaves the domain where the record is */
+	if (from->h)
+		host_simple(from->h, RQ_UNDEFINE, dn);
+	free(dn);
+	return 0;
 }
 
 /* ---- the storage of an engine VM (diagnose, bundle) ---- */

@@ -77,6 +77,9 @@ struct evm {
 	bool stopping;              /* a stop (or the stop of a restart or delete) is under way */
 	int64_t stop_deadline;      /* epoch ms: power off when the guest has not stopped by then */
 	int pause_req;              /* EVM_PAUSE or EVM_UNPAUSE asked, not yet seen done; 0 none */
+	/* an offline migration under way: the target host's name and records directory, stored in the source's
+	 * record before the record moves (evm_move_offline); a loaded record with them finishes the move */
+	char *moving_to, *moving_dir;
 	struct exec *cur;
 	struct evm_past *past;
 	int npast;
@@ -121,6 +124,12 @@ void evm_event(struct evm *v, const char *type, const char *reason, const char *
 void evm_inspect(struct evm *v);
 /* Moves v (record, store objects, consoles) to host dst; the execution keeps its UID. */
 void evm_move(struct evm *v, struct ehost *dst);
+/* The same for a stopped VM (offline migration), durably: the intent (target host and its records directory) is
+ * stored and fsync'd in the source's record first, then the record is written on the target and the source's
+ * removed; a process killed in between finds the intent when it loads the source's records and finishes the
+ * move (exactly one record, on the target). 0, or -1 with *err (caller frees) when the intent could not be
+ * stored (nothing moved). */
+int evm_move_offline(struct evm *v, struct ehost *dst, char **err);
 
 /* The record as JSON text (caller frees). */
 char *record_dump(const struct evm *v);

@@ -853,13 +853,17 @@ static void finish(struct mig_job *j, struct mmsg *m)
 		stats_into(e, m);
 	}
 	const char *target = j->target_name;
+	char *serr = NULL;
+	if (m->status == 0 && j->o.offline && evm_move_offline(v, j->dst, &serr) < 0) {
+		free(m->text);
+		m->text = xasprintf("the move could not be stored: %s", serr);
+		m->status = -1;
+		free(serr);
+	}
 	if (m->status == 0 && j->o.offline) {
 		msg = xasprintf("moved to %s (offline)", target);
 		evm_event(v, "Normal", "Migrated", msg);
-		char *dn = evm_dom_name(v);
-		host_simple(ehost_worker(v->eh), RQ_UNDEFINE, dn);
-		free(dn);
-		evm_move(v, j->dst);
+		evm_persist(v);
 	} else if (m->status == 0 && x && e) {
 		e->completed = true;
 		e->progress_pct = 100;
