@@ -5,7 +5,7 @@
 # view shows the completed migrationState and its downtime; `m` again brings it back.
 . "$(dirname "$0")/engine-lib.bash"
 . "$(dirname "$0")/ui_lib.inc"
-engine_needs "network namespaces, private libvirtd" ip libvirtd qemu-system-x86_64
+engine_needs "network namespaces, private libvirtd" ip libvirtd qemu-system-x86_64 curl jq
 
 export KVCON_TWOHOST_NS=kui${W##*.}- KVCON_TWOHOST_DIR=$W/lab
 trap '$T kill-server 2>/dev/null; svc_stop_all "$W"; "$ROOT/tests/lab/twohost.sh" down >/dev/null 2>&1; ui_cleanup' EXIT
@@ -21,11 +21,19 @@ kv_start_env "XDG_STATE_HOME=$XDG_STATE_HOME KVCON_ENGINE_IMAGES=$KVCON_ENGINE_I
 wait_for " mvm +.* Running +$A " 60
 screen | grep -q "Via: the engine service" || fail "the dashboard does not go through the engine service"
 keys "/"; keys -l "mvm"; keys Enter; wait_for '</mvm>'
-# both hosts connected and resynced: the target's notice is logged by the service when it connects
+# both hosts connected and resynced: the service's Node of the target is Ready
+node_ready() {
+	local sock
+	for sock in "$XDG_STATE_HOME"/kvcon/engine-*.sock; do
+		curl -s --max-time 5 --unix-socket "$sock" "http://engine/api/v1/nodes/$B" |
+			jq -e '.status.conditions[] | select(.type == "Ready" and .status == "True")' >/dev/null && return 0
+	done
+	return 1
+}
 deadline=$((SECONDS + 60))
-until grep -qs "engine: $B: TCG forced" "$XDG_STATE_HOME/kvcon/engine-serve.log" "$W/kvcon.log"; do
+until node_ready; do
 	[ $SECONDS -lt $deadline ] || fail "host $B never connected"
-	sleep 0.1
+	sleep 0.2
 done
 for try in 1 2 3 4 5 6 7 8 9 10; do
 	keys m; wait_for "Live-migrate VM default/mvm on $A\\?"; keys y
