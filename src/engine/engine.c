@@ -71,6 +71,9 @@ struct ehost {
 	struct embed_account acct; /* who QEMU runs as on an embedded root (acct.same otherwise) */
 	struct hmap vms; /* ns/name -> evm */
 	struct preq *reqs;
+	/* the kvcon domains of the last sync (copies): where a domain moved behind kvcon's back is found */
+	struct host_dom *seen;
+	int nseen;
 };
 
 struct waiter {
@@ -1768,37 +1771,6 @@ static void finish_delete(struct evm *v)
 	evm_free(v);
 }
 
-/* Drops a VM from this process without touching its record (another process moved it away). */
-static void forget(struct evm *v)
-{
-	struct ehost *eh = v->eh;
-	log_info("engine: %s migrated away from %s by another kvcon process", v->key, eh->src->name);
-	remove_execution_objs(v, v->cur);
-	for (int i = 0; i < v->nevents; i++)
-		store_remove(E.st, eh->src, OBJ_EVENT, v->events[i].uid);
-	store_remove(E.st, eh->src, OBJ_VM, v->uid);
-	hmap_del(&eh->vms, v->key);
-	for (struct preq *p = eh->reqs; p; p = p->next)
-		if (p->v == v) {
-			p->v = NULL;
-			p->kind = PK_OTHER;
-		}
-	for (struct waiter *w = v->waiters, *n; w; w = n) {
-		n = w->next;
-		complete(w, -1, "the VM migrated to another host");
-		free(w);
-	}
-	v->waiters = NULL;
-	for (struct engine_console *c = v->consoles; c; c = c->next) {
-		c->v = NULL;
-		c->cb(c->arg, NULL, 0);
-	}
-	v->consoles = NULL;
-	loop_timer_cancel(v->retry_timer);
-	loop_timer_cancel(v->grace_timer);
-	evm_free(v);
-}
-
 /* ---- messages from the host workers ---- */
 
 /* The row of an unreadable record NS_NAME.json (names cannot hold '_'): status RecordUnreadable, and what is
@@ -2107,6 +2079,74 @@ static void on_up(struct ehost *eh, struct host_msg *m)
 	set_health(eh, WATCH_LOADING, NULL);
 }
 
+static void seen_free(struct ehost *eh)
+{
+	for (int i = 0; i < eh->nseen; i++) {
+		free(eh->seen[i].name);
+		free(eh->seen[i].cmdline);
+		free(eh->seen[i].log_path);
+	}
+	free(eh->seen);
+	eh->seen = NULL;
+	eh->nseen = 0;
+}
+
+static void seen_keep(struct ehost *eh, const struct host_msg *m)
+{
+	seen_free(eh);
+	eh->seen = m->ndoms ? xcalloc((size_t)m->ndoms, sizeof *eh->seen) : NULL;
+	for (int i = 0; i < m->ndoms; i++) {
+		eh->seen[i] = m->doms[i];
+		eh->seen[i].name = xstrdup0(m->doms[i].name);
+		eh->seen[i].cmdline = xstrdup0(m->doms[i].cmdline);
+		eh->seen[i].log_path = xstrdup0(m->doms[i].log_path);
+	}
+	eh->nseen = m->ndoms;
+}
+
+static bool dom_running(const struct host_dom *d)
+{
+	return d && d->state != VIR_DOMAIN_SHUTOFF && d->state != VIR_DOMAIN_CRASHED && d->state != VIR_DOMAIN_NOSTATE;
+}
+
+static void apply_obs(struct evm *v, const struct host_dom *d);
+
+/* v's execution is gone from its host: when another host of the set runs its domain with the same execution
+ * (kvcon's metadata travels with the domain: `virsh migrate` behind kvcon's back), the record follows it there
+ * instead of the execution ending. true when it did. */
+static bool adopt_elsewhere(struct evm *v)
+{
+	if (!active(v->cur) || v->cur->uid[0] == '\0')
+		return false;
+	char *dn = dom_name(v);
+	struct ehost *to = NULL;
+	const struct host_dom *found = NULL;
+	for (int i = 0; i < E.nhosts && !to; i++) {
+		struct ehost *o = E.hosts[i];
+		if (o == v->eh || !o->synced || !o->up || hmap_get(&o->vms, v->key))
+			continue;
+		for (int k = 0; k < o->nseen; k++)
+			if (strcmp(o->seen[k].name, dn) == 0 && strcmp(o->seen[k].vmi, v->cur->uid) == 0 &&
+			    dom_running(&o->seen[k])) {
+				to = o;
+				found = &o->seen[k];
+				break;
+			}
+	}
+	free(dn);
+	if (to == NULL)
+		return false;
+	struct ehost *from = v->eh;
+	log_warn("engine: %s: runs on %s now (moved outside kvcon): its record follows it from %s", v->key,
+		 to->src->name, from->src->name);
+	add_event(v, "Normal", "Migrated", true, "found running on %s (moved outside kvcon, e.g. by virsh migrate): the "
+		  "record follows it from %s", to->src->name, from->src->name);
+	v->away_until = 0;
+	evm_move(v, to);
+	apply_obs(v, found);
+	return true;
+}
+
 static void apply_obs(struct evm *v, const struct host_dom *d)
 {
 	if (migrate_busy(v))
@@ -2174,6 +2214,17 @@ static void apply_obs(struct evm *v, const struct host_dom *d)
 		persist(v);
 		return;
 	}
+	if (active(x) && d == NULL) {
+		/* gone from this host: moved to another host of the set behind kvcon's back? */
+		if (adopt_elsewhere(v))
+			return;
+		bool all_seen = true;
+		for (int i = 0; i < E.nhosts; i++)
+			all_seen &= E.hosts[i] == v->eh || E.hosts[i]->synced;
+		if (!all_seen || v->away_until > util_wall_s())
+			return; /* not before every host has said what it runs (or the migration's target has) */
+		v->away_until = 0;
+	}
 	if (active(x))
 		ended_by_state(v, d);
 }
@@ -2186,6 +2237,7 @@ static void on_sync(struct ehost *eh, struct host_msg *m)
 	}
 	bool first = !eh->synced;
 	eh->synced = true;
+	seen_keep(eh, m);
 	check_bad(eh, m);
 	const char *key;
 	void *val;
@@ -2204,6 +2256,31 @@ static void on_sync(struct ehost *eh, struct host_msg *m)
 		check_waiters(list[i]);
 	}
 	free(list);
+	/* executions gone from other hosts that this one may run now (moved behind kvcon's back) */
+	for (int i = 0; i < E.nhosts; i++) {
+		if (E.hosts[i] == eh)
+			continue;
+		struct evm **vs = NULL;
+		size_t nv = 0;
+		for (size_t it = 0; hmap_next(&E.hosts[i]->vms, &it, &key, &val);) {
+			struct evm *ov = val;
+			if (ov->away_until || (first && active(ov->cur))) {
+				vs = xreallocarray(vs, nv + 1, sizeof *vs);
+				vs[nv++] = ov;
+			}
+		}
+		for (size_t k = 0; k < nv; k++)
+			if (!migrate_busy(vs[k]) && !hmap_get(&eh->vms, vs[k]->key)) {
+				char *dn = dom_name(vs[k]);
+				bool there = false;
+				for (int d = 0; d < E.hosts[i]->nseen; d++)
+					there |= strcmp(E.hosts[i]->seen[d].name, dn) == 0 && dom_running(&E.hosts[i]->seen[d]);
+				free(dn);
+				if (!there)
+					adopt_elsewhere(vs[k]);
+			}
+		free(vs);
+	}
 	if (first)
 		set_health(eh, WATCH_LIVE, NULL);
 	migrate_resume_all(); /* migrations a killed process left: settled before the reconciler acts on them */
@@ -2220,7 +2297,13 @@ static void on_lifecycle(struct ehost *eh, struct host_msg *m)
 		starting |= p->v == v && p->kind == PK_START;
 	log_debug("engine: %s: lifecycle event %d detail %d", m->dom, m->event, m->detail);
 	if (m->event == VIR_DOMAIN_EVENT_STOPPED && m->detail == VIR_DOMAIN_EVENT_STOPPED_MIGRATED && !starting) {
-		forget(v); /* another kvcon process migrated it: its record is that process's, on the target */
+		/* migrated behind kvcon's back (virsh migrate): the execution is not over; the hosts of the set say
+		 * where it runs now, and the record follows it there (adopt_elsewhere); ended if none does in 30 s */
+		v->away_until = util_wall_s() + 30;
+		log_info("engine: %s migrated away from %s outside kvcon: asking the other hosts", v->key, eh->src->name);
+		for (int i = 0; i < E.nhosts; i++)
+			if (E.hosts[i] != eh && E.hosts[i]->up)
+				host_simple(E.hosts[i]->h, RQ_SYNC, NULL);
 		return;
 	}
 	if (m->event == VIR_DOMAIN_EVENT_SUSPENDED && (m->detail == VIR_DOMAIN_EVENT_SUSPENDED_MIGRATED ||

@@ -89,6 +89,7 @@ struct evm {
 	int inflight;               /* requests on the worker about this VM */
 	bool stop_unsent;           /* the stop intent's shutdown/destroy is not sent yet (a loaded record) */
 	bool undefining;            /* a delete's undefine is on the worker: the record goes when it is done */
+	int64_t away_until;         /* migrated away behind kvcon's back: wait (epoch s) for a host to report it */
 	struct loop_timer *grace_timer, *retry_timer;
 	struct waiter *waiters;
 	char *ring;                 /* the console's recent bytes */

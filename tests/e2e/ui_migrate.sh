@@ -25,14 +25,15 @@ keys "/"; keys -l "mvm"; keys Enter; wait_for '</mvm>'
 node_ready() {
 	local sock
 	for sock in "$XDG_STATE_HOME"/kvcon/engine-*.sock; do
-		curl -s --max-time 5 --unix-socket "$sock" "http://engine/api/v1/nodes/$B" |
-			jq -e '.status.conditions[] | select(.type == "Ready" and .status == "True")' >/dev/null && return 0
+		curl -s --max-time 5 --unix-socket "$sock" http://engine/api/v1/nodes | jq -e --arg n "$B" \
+			'.items[] | select(.metadata.name == $n) | .status.conditions[] | select(.type == "Ready" and .status == "True")' \
+			>/dev/null && return 0
 	done
 	return 1
 }
 deadline=$((SECONDS + 60))
 until node_ready; do
-	[ $SECONDS -lt $deadline ] || fail "host $B never connected"
+	[ $SECONDS -lt $deadline ] || fail "host $B never connected: $(for s in "$XDG_STATE_HOME"/kvcon/engine-*.sock; do curl -s --max-time 5 --unix-socket "$s" http://engine/api/v1/nodes; done)"
 	sleep 0.2
 done
 for try in 1 2 3 4 5 6 7 8 9 10; do
