@@ -189,6 +189,15 @@ static struct {
 	struct vmim *vmims;
 	unsigned vmim_ids;
 	bool vmim_posted;
+	/* objects removed from the store during this loop turn, their DELETED not sent yet: one added again with the
+	 * same UID in the same turn (the engine moves a VM between its hosts: a migration) is MODIFIED instead */
+	struct gone {
+		struct cent *c;
+		struct obj *o; /* packed copy, for the watch filters */
+		char *text;    /* as served, without the new resourceVersion */
+		struct gone *next;
+	} *gone;
+	bool gone_posted;
 	struct kv_state {
 		char status[KV_NCOND][6]; /* each condition's last status, for its transition time */
 		int64_t since[KV_NCOND];
@@ -455,6 +464,17 @@ static struct cent *refresh(const struct obj *o, bool notify)
 	json_object *j = obj_to_json(o);
 	if (j == NULL)
 		return c;
+	for (struct gone **g = &S.gone; c == NULL && *g; g = &(*g)->next)
+		if (strcmp((*g)->c->key, key) == 0) { /* back in the same turn: a move, not a deletion */
+			struct gone *x = *g;
+			*g = x->next;
+			c = x->c;
+			hmap_put(&S.cache, c->key, c);
+			obj_free(x->o);
+			free(x->text);
+			free(x);
+			break;
+		}
 	bool added = c == NULL;
 	if (c == NULL) {
 		c = xcalloc(1, sizeof *c);
@@ -477,6 +497,45 @@ static void on_vmi_changed(void *arg)
 	vmims_update();
 }
 
+/* The DELETED events of the objects removed during the last loop turn that did not come back. */
+static void flush_gone(void *arg)
+{
+	(void)arg;
+	S.gone_posted = false;
+	struct gone *g = S.gone;
+	S.gone = NULL;
+	/* oldest first, as they were removed */
+	struct gone *rev = NULL;
+	while (g) {
+		struct gone *n = g->next;
+		g->next = rev;
+		rev = g;
+		g = n;
+	}
+	for (g = rev; g;) {
+		struct gone *n = g->next;
+		S.rv++;
+		json_object *j = json_tokener_parse(g->text);
+		if (j) {
+			char rv[24];
+			snprintf(rv, sizeof rv, "%llu", (unsigned long long)S.rv);
+			json_object_object_add(jobj(j, "metadata"), "resourceVersion", json_object_new_string(rv));
+			char *text = jtext(j);
+			json_object_put(j);
+			ring_push(res_of_kind(g->o->kind), "DELETED", g->o, text);
+			free(text);
+		}
+		obj_free(g->o);
+		free(g->text);
+		free(g->c->body);
+		free(g->c->text);
+		free(g->c);
+		free(g);
+		g = n;
+	}
+	wake_watchers();
+}
+
 static void on_store(void *arg, enum obj_kind kind, const struct obj *old, const struct obj *new_)
 {
 	(void)arg;
@@ -491,9 +550,22 @@ static void on_store(void *arg, enum obj_kind kind, const struct obj *old, const
 	char key[UID_LEN + 4];
 	cent_key(key, sizeof key, old);
 	struct cent *c = hmap_del(&S.cache, key);
+	if (c) { /* its DELETED once this turn is over, unless it comes back (refresh) */
+		struct gone *g = xcalloc(1, sizeof *g);
+		g->c = c;
+		g->o = obj_pack_copy(old);
+		g->text = xstrdup(c->text);
+		g->next = S.gone;
+		S.gone = g;
+		if (!S.gone_posted) {
+			S.gone_posted = true;
+			loop_post(flush_gone, NULL);
+		}
+		return;
+	}
 	S.rv++;
 	char *text = NULL;
-	json_object *j = c ? json_tokener_parse(c->text) : obj_to_json(old);
+	json_object *j = obj_to_json(old);
 	if (j) {
 		char rv[24];
 		snprintf(rv, sizeof rv, "%llu", (unsigned long long)S.rv);
@@ -504,11 +576,6 @@ static void on_store(void *arg, enum obj_kind kind, const struct obj *old, const
 	if (text)
 		ring_push(res_of_kind(old->kind), "DELETED", old, text);
 	free(text);
-	if (c) {
-		free(c->body);
-		free(c->text);
-		free(c);
-	}
 	wake_watchers();
 }
 

@@ -620,6 +620,13 @@ static void decode_pod(struct obj *o, struct json_object *item)
 	const char *vmname = obj_label(&p->o, "vm.kubevirt.io/name");
 	p->vm_name = vmname ? intern_cap(vmname, strlen(vmname)) : NULL;
 
+	/* the engine service's launcher: QEMU's pid (a kvcon annotation) */
+	const char *pid = jstr(jobj(meta, "annotations"), "kvcon.io/qemu-pid", NULL);
+	if (pid) {
+		char *end = NULL;
+		long n = strtol(pid, &end, 10);
+		p->pid = end != pid && *end == '\0' && n > 0 && n <= 4194304 ? (int)n : 0;
+	}
 	p->phase = jword(status, "phase");
 	if (p->phase == NULL)
 		p->phase = intern("");
