@@ -377,6 +377,17 @@ static json_object *mig_state_json(const struct migration_state *m)
 		json_object_object_add(j, "mode", jstr(m->mode));
 	if (m->failure_reason)
 		json_object_object_add(j, "failureReason", jstr(m->failure_reason));
+	/* the engine's job figures, which KubeVirt's migrationState has no field for (docs/ENGINE-SERVICE.md) */
+	if (m->progress_pct >= 0 || m->data_processed || m->downtime_ms) {
+		json_object *job = json_object_new_object();
+		json_object_object_add(job, "progress", json_object_new_int(m->progress_pct));
+		json_object_object_add(job, "dataProcessed", json_object_new_int64((int64_t)m->data_processed));
+		json_object_object_add(job, "dataRemaining", json_object_new_int64((int64_t)m->data_remaining));
+		json_object_object_add(job, "memoryDirtyRate", json_object_new_int64((int64_t)m->dirty_rate));
+		json_object_object_add(job, "memoryIteration", json_object_new_int(m->iteration));
+		json_object_object_add(job, "downtimeMs", json_object_new_int64(m->downtime_ms));
+		json_object_object_add(j, "kvconJob", job);
+	}
 	return j;
 }
 
@@ -2245,6 +2256,13 @@ static void vmims_settle_loaded(void)
 		m->loaded = false;
 		if (vmim_final(m) || m->done || vmim_state(m))
 			continue;
+		struct source *at = (m->flags & ENGINE_MIG_OFFLINE) && m->target ? source_of(m->ns, m->vmi) : NULL;
+		if (at && util_str_eq(at->name, m->target)) {
+			/* an offline move the engine finished from its record's intent (its record is on the target) */
+			m->done = 1;
+			vmim_refresh(m, NULL);
+			continue;
+		}
 		free(m->reason);
 		m->reason = xstrdup("interrupted: the engine service stopped before the migration started");
 		m->done = -1;

@@ -3188,11 +3188,6 @@ struct source *ehost_source(const struct ehost *eh)
 	return eh->src;
 }
 
-struct host *ehost_worker(const struct ehost *eh)
-{
-	return eh->h;
-}
-
 const char *ehost_uri(const struct ehost *eh)
 {
 	return eh->uri;

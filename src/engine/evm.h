@@ -110,7 +110,6 @@ struct ehost **ehost_all(int *n);
 /* The host's VMs (caller frees the array). */
 struct evm **ehost_vms(struct ehost *eh, int *n);
 struct source *ehost_source(const struct ehost *eh);
-struct host *ehost_worker(const struct ehost *eh);
 const char *ehost_uri(const struct ehost *eh);
 bool ehost_ready(const struct ehost *eh);
 struct store *evm_store(void);

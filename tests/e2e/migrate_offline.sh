@@ -8,7 +8,8 @@
 #     written yet: the new service writes it and removes the source's) and the intent beside the target's record
 #     (the source's is removed); either way the VM is listed once, on the target, and starts there;
 #   - CHAOS_OFF_TRIALS (default 6) offline migrations killed -9 at a random moment (0-CHAOS_OFF_SPAN ms after the
-#     request went out): after a new service has started, one record, on one host, the VM listed once.
+#     request went out): after a new service has started, one record, on one host, the VM listed once, and every
+#     vmim final, Succeeded exactly when the record moved.
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/migrate-lib.bash"
@@ -110,7 +111,10 @@ kv engine stop vm0 --grace-period 0 >/dev/null
 wait_for 60 bash -c "[[ \$(virsh -q -c '$DST_URI' domstate default_vm0 2>/dev/null | head -n1) != running ]]" || fail "vm0 did not stop"
 
 step "$TRIALS offline migrations, the service killed -9 at a random moment"
-where=$HB
+vmims() { api http://engine/apis/kubevirt.io/v1/namespaces/default/virtualmachineinstancemigrations |
+    jq -c '[.items[] | select(.spec.vmiName == "vm0") | [.metadata.name, .status.phase]]'; }
+vmims_final() { vmims | jq -e 'all(.[]; .[1] == "Succeeded" or .[1] == "Failed")' >/dev/null; }
+where=$HB moved=0
 for ((t = 1; t <= TRIALS; t++)); do
     to=$(other "$where")
     delay=$((RANDOM % (SPAN + 1)))
@@ -122,6 +126,11 @@ for ((t = 1; t <= TRIALS; t++)); do
     srv_up
     wait_for 60 on_one || fail "trial $t (kill at $delay ms): $(listed_on "$where"); records on '$(records)'"
     now=$(cat "$MT/on")
+    [[ $now == "$to" ]] && moved=$((moved + 1))
+    # every vmim of vm0 final, and Succeeded exactly for the moves (the first one above included)
+    wait_for 60 vmims_final || fail "trial $t: a vmim not final: $(vmims)"
+    [[ $(vmims | jq '[.[] | select(.[1] == "Succeeded")] | length') == $((moved + 1)) ]] ||
+        fail "trial $t (kill at $delay ms, vm0 on $now): the vmims say $(vmims), $moved moves"
     echo "   trial $t: kill at $delay ms: vm0 on $now ($([[ $now == "$to" ]] && echo moved || echo stayed))"
     where=$now
 done
