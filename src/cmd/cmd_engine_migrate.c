@@ -91,6 +91,7 @@ struct routed_mig {
 	const char *ns, *name;
 	char before[UID_LEN]; /* the VMI's migrationUid before the request */
 	bool offline;         /* no VMI: the request's answer is the end */
+	struct mig_wait pw;   /* the progress lines (the job figures the service serves) */
 };
 
 /* the request answered, then a migration other than the one before it has ended */
@@ -102,15 +103,19 @@ static bool routed_mig_done(void *arg)
 	if (w->r.status != 0 || w->offline)
 		return true;
 	const struct migration_state *m = mig_state(w->ns, w->name);
-	return m && m->migration_uid[0] && strcmp(m->migration_uid, w->before) != 0 && (m->completed || m->failed);
+	bool ours = m && m->migration_uid[0] && strcmp(m->migration_uid, w->before) != 0;
+	if (ours)
+		print_progress(&w->pw);
+	return ours && (m->completed || m->failed);
 }
 
 /* Through the engine service (a routed source): the migrate subresource, which makes a
  * VirtualMachineInstanceMigration, or with the engine's options that object with kvcon.io/ annotations; then the
  * VMI's migrationState until that migration has ended (offline: the object's own end, there is no VMI). */
-static int migrate_routed(struct source *src, const char *ns, const char *name, const struct migrate_opts *o)
+static int migrate_routed(struct source *src, const char *ns, const char *name, const struct migrate_opts *o,
+			  bool quiet)
 {
-	struct routed_mig w = { .ns = ns, .name = name };
+	struct routed_mig w = { .ns = ns, .name = name, .pw = { .ns = ns, .name = name, .quiet = quiet } };
 	const struct migration_state *m0 = mig_state(ns, name);
 	if (m0 && m0->present)
 		snprintf(w.before, UID_LEN, "%s", m0->migration_uid);
@@ -174,7 +179,7 @@ static int migrate_one(const char *ns, const char *name, const struct migrate_op
 		return EXIT_API;
 	}
 	if (src->type == SOURCE_KUBE)
-		return migrate_routed(src, ns, name, o);
+		return migrate_routed(src, ns, name, o, quiet);
 	struct mig_wait w = { .src = src, .ns = ns, .name = name, .quiet = quiet };
 	char *err = NULL;
 	if (engine_migrate(src, ns, name, o, engine_cli_reply, &w.r, &err) < 0) {

@@ -1771,6 +1771,37 @@ static void finish_delete(struct evm *v)
 	evm_free(v);
 }
 
+/* Drops a VM from this process without touching its record (another process moved it away). */
+static void forget(struct evm *v)
+{
+	struct ehost *eh = v->eh;
+	log_info("engine: %s migrated away from %s by another kvcon process", v->key, eh->src->name);
+	remove_execution_objs(v, v->cur);
+	for (int i = 0; i < v->nevents; i++)
+		store_remove(E.st, eh->src, OBJ_EVENT, v->events[i].uid);
+	store_remove(E.st, eh->src, OBJ_VM, v->uid);
+	hmap_del(&eh->vms, v->key);
+	for (struct preq *p = eh->reqs; p; p = p->next)
+		if (p->v == v) {
+			p->v = NULL;
+			p->kind = PK_OTHER;
+		}
+	for (struct waiter *w = v->waiters, *n; w; w = n) {
+		n = w->next;
+		complete(w, -1, "the VM migrated to another host");
+		free(w);
+	}
+	v->waiters = NULL;
+	for (struct engine_console *c = v->consoles; c; c = c->next) {
+		c->v = NULL;
+		c->cb(c->arg, NULL, 0);
+	}
+	v->consoles = NULL;
+	loop_timer_cancel(v->retry_timer);
+	loop_timer_cancel(v->grace_timer);
+	evm_free(v);
+}
+
 /* ---- messages from the host workers ---- */
 
 /* The row of an unreadable record NS_NAME.json (names cannot hold '_'): status RecordUnreadable, and what is
@@ -2218,6 +2249,13 @@ static void apply_obs(struct evm *v, const struct host_dom *d)
 		/* gone from this host: moved to another host of the set behind kvcon's back? */
 		if (adopt_elsewhere(v))
 			return;
+		char *rp = record_path(v);
+		bool kept = access(rp, F_OK) == 0;
+		free(rp);
+		if (!kept) { /* another kvcon process moved it (its record with it): dropped by on_sync */
+			v->forget_me = true;
+			return;
+		}
 		bool all_seen = true;
 		for (int i = 0; i < E.nhosts; i++)
 			all_seen &= E.hosts[i] == v->eh || E.hosts[i]->synced;
@@ -2253,7 +2291,10 @@ static void on_sync(struct ehost *eh, struct host_msg *m)
 				d = &m->doms[k];
 		free(dn);
 		apply_obs(list[i], d);
-		check_waiters(list[i]);
+		if (list[i]->forget_me)
+			forget(list[i]);
+		else
+			check_waiters(list[i]);
 	}
 	free(list);
 	/* executions gone from other hosts that this one may run now (moved behind kvcon's back) */

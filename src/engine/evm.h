@@ -90,6 +90,7 @@ struct evm {
 	bool stop_unsent;           /* the stop intent's shutdown/destroy is not sent yet (a loaded record) */
 	bool undefining;            /* a delete's undefine is on the worker: the record goes when it is done */
 	int64_t away_until;         /* migrated away behind kvcon's back: wait (epoch s) for a host to report it */
+	bool forget_me;             /* gone with its record (another kvcon process moved it): dropped at the sync */
 	struct loop_timer *grace_timer, *retry_timer;
 	struct waiter *waiters;
 	char *ring;                 /* the console's recent bytes */
