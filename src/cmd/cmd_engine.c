@@ -1020,7 +1020,9 @@ static bool console_finished(void *arg)
 	(void)arg;
 	if (K.cur < K.nsteps)
 		return false;
-	return !K.wait_stop || (K.closed && execution_ended());
+	/* in-process the console closes with its execution; the service's WebSocket stays open across executions (the
+	 * VM's one console): there the VMI says the execution ended */
+	return !K.wait_stop || ((K.closed || K.ws) && execution_ended());
 }
 
 static int cmd_engine_console(int argc, char **argv)
