@@ -905,8 +905,10 @@ static void finish(struct mig_job *j, struct mmsg *m)
 															      : "Failed");
 			}
 		}
-		msg = xasprintf("migration to %s failed; the VM keeps running on %s: %s", target,
-				ehost_source(v->eh)->name, why);
+		msg = j->o.offline ? xasprintf("offline migration to %s failed; the VM stays on %s: %s", target,
+					       ehost_source(v->eh)->name, why)
+				   : xasprintf("migration to %s failed; the VM keeps running on %s: %s", target,
+					       ehost_source(v->eh)->name, why);
 		evm_event(v, "Warning", "FailedMigration", msg);
 		if (evm_active(v))
 			evm_inspect(v);
