@@ -1025,6 +1025,26 @@ static bool console_finished(void *arg)
 	return !K.wait_stop || ((K.closed || K.ws) && execution_ended());
 }
 
+static bool routed_settled(void *arg);
+
+/* --wait-stop through the service: the run strategy acts on the service's side; as the in-process engine lets its
+ * reconciler converge before leaving, wait for the new execution (Always, RerunOnFailure after a failure) or for
+ * the VM to settle */
+static bool wait_stop_settled(void *arg)
+{
+	const struct vmi *v = (const struct vmi *)store_find(C.st, K.src, OBJ_VMI, C.ns, K.name);
+	if (v && strcmp(v->o.uid, K.first_uid) != 0 && strcmp(v->phase, "Running") == 0)
+		return true;
+	const struct vm *vm = (const struct vm *)store_find(C.st, K.src, OBJ_VM, C.ns, K.name);
+	if (vm == NULL)
+		return true;
+	if (util_str_eq(vm->run_strategy, "Always"))
+		return false;
+	if (util_str_eq(vm->run_strategy, "RerunOnFailure") && v && strcmp(v->phase, "Failed") == 0)
+		return false;
+	return routed_settled(arg);
+}
+
 static int cmd_engine_console(int argc, char **argv)
 {
 	const char *name = NULL, *logfile = NULL;
@@ -1122,6 +1142,8 @@ static int cmd_engine_console(int argc, char **argv)
 		return close_engine(EXIT_API, 0);
 	}
 	/* after --wait-stop the run strategy may restart the VM: let the reconciler do it before leaving */
+	if (K.wait_stop && src->type == SOURCE_KUBE)
+		run_until(wait_stop_settled, NULL, 60000);
 	return close_engine(EXIT_OK, K.wait_stop ? 60000 : 5000);
 }
 

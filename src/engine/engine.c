@@ -628,6 +628,9 @@ static void publish(struct evm *v)
 	p->o.name = pod_name(v);
 	snprintf(p->o.uid, UID_LEN, "%s", x->launcher);
 	p->o.created = x->created;
+	/* a launcher a live migration made was created when the source's ended (the VMI keeps its own creation) */
+	if (x->mig && x->mig->nprev > 0 && x->mig->prev[x->mig->nprev - 1].ended > p->o.created)
+		p->o.created = x->mig->prev[x->mig->nprev - 1].ended;
 	obj_label_add(&p->o, "kubevirt.io", "virt-launcher");
 	obj_label_add(&p->o, "kubevirt.io/created-by", x->uid);
 	obj_label_add(&p->o, "vm.kubevirt.io/name", v->m->name);
