@@ -33,7 +33,11 @@ routed() { grep -q 'the engine service answers on .*going through it' "$1" || fa
 step "engine migrate vm1: through the service, a vmim kept and Succeeded"
 out=$("$KV" --log-file "$MT/m1.log" engine migrate vm1 2>&1) || fail "migrate: $out"
 routed "$MT/m1.log" "engine migrate"
-[[ $out == "virtualmachine vm1 migrated from $HA to $HB (through the engine service)" ]] || fail "migrate said '$out'"
+[[ $(tail -n1 <<<"$out") == "virtualmachine vm1 migrated from $HA to $HB (through the engine service)" ]] ||
+    fail "migrate said '$out'"
+# the job's progress lines, from the figures the service serves (migrationState.kvconJob)
+grep -Eq '^ +[0-9]+%  [0-9]+ MiB sent, [0-9]+ MiB remaining, .*pass [0-9]+, expected downtime [0-9]+ ms' <<<"$out" ||
+    fail "no progress line: '$out'"
 [[ $(vmi_node vm1) == "Running $HB" ]] || fail "vm1: $(vmi_node vm1)"
 [[ $(dom_state "$DST_URI" vm1) == running ]] || fail "vm1 not running on $HB"
 ! virsh -q -c "$SRC_URI" dominfo default_vm1 >/dev/null 2>&1 || fail "vm1 still defined on $HA"
