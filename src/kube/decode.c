@@ -459,6 +459,16 @@ static void decode_migration(struct vmi *v, struct json_object *ms)
 	m->abort_status = jword(ms, "abortStatus");
 	m->mode = jword(ms, "mode");
 	m->failure_reason = jdup(ms, "failureReason", KUBE_DECODE_MSG_MAX);
+	/* the kvcon engine service's job figures (no KubeVirt field: docs/ENGINE-SERVICE.md) */
+	struct json_object *job = jobj(ms, "kvconJob");
+	if (job) {
+		m->progress_pct = (int)jint(job, "progress", -1, -1, 100);
+		m->data_processed = (uint64_t)jint(job, "dataProcessed", 0, 0, INT64_MAX);
+		m->data_remaining = (uint64_t)jint(job, "dataRemaining", 0, 0, INT64_MAX);
+		m->dirty_rate = (uint64_t)jint(job, "memoryDirtyRate", 0, 0, INT64_MAX);
+		m->iteration = (int)jint(job, "memoryIteration", 0, 0, INT32_MAX);
+		m->downtime_ms = jint(job, "downtimeMs", 0, 0, INT64_MAX);
+	}
 }
 
 static void decode_vmi(struct obj *o, struct json_object *item)
