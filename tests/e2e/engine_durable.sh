@@ -13,8 +13,6 @@
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/engine-lib.bash"
-# the engine in-process on purpose (`engine reconcile` and kill -9 of the kvcon that holds the engine): no service on demand
-export KVCON_ENGINE_SERVICE=off
 
 engine_embed_up kvdur
 MNT=""
