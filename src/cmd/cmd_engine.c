@@ -17,6 +17,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "cmd/pullshow.h"
 #include "cmd/session.h"
 #include "core/buf.h"
 #include "core/log.h"
@@ -87,16 +88,21 @@ static void notice_once(const struct source *src)
 	free(boot);
 }
 
-/* Unreadable records, each by its file name on stderr (their rows say RecordUnreadable). */
+/* Unreadable records, each by its file name on stderr: the service's RecordUnreadable rows carry the file and
+ * the reason in their Failure condition. */
 static void warn_bad_records(void)
 {
 	for (int i = 0; i < C.nsrcs; i++) {
-		const char *const *bad;
-		int n = engine_bad_records(C.srcs[i], &bad);
-		for (int k = 0; k < n; k++) {
-			char *e = util_escape_display(bad[k]);
-			log_eprintf("warning: unreadable engine record %s (the VM is not managed until the file is fixed "
-				    "or removed; its QEMU, if any, is left running)\n", e);
+		size_t n;
+		struct obj *const *vms = store_objs(C.st, C.srcs[i], OBJ_VM, &n);
+		for (size_t k = 0; k < n; k++) {
+			const struct vm *vm = (const struct vm *)vms[k];
+			const struct cond *c = cond_find(vm->conds, vm->nconds, "Failure");
+			if (!util_str_eq(vm->printable_status, "RecordUnreadable") || c == NULL || c->message == NULL)
+				continue;
+			char *e = util_escape_display(c->message);
+			log_eprintf("warning: %s/%s: %s (the VM is not managed until the file is fixed or removed)\n",
+				    vm->o.ns, vm->o.name, e);
 			free(e);
 		}
 	}
@@ -205,8 +211,14 @@ static int open_engine(void)
 		return EXIT_API;
 	}
 	for (int i = 0; i < C.nsrcs; i++)
-		if (C.srcs[i]->notice)
+		if (C.srcs[i]->notice && util_has_prefix(C.srcs[i]->notice, SESSION_DEGRADED)) {
+			/* the service's own state (session_service_status): said every time, as get does */
+			char *e = util_escape_display(C.srcs[i]->notice);
+			log_eprintf("warning: %s\n", e);
+			free(e);
+		} else if (C.srcs[i]->notice) {
 			notice_once(C.srcs[i]);
+		}
 	return EXIT_OK;
 }
 
@@ -751,33 +763,21 @@ static const struct {
 	{ "unpause", ACT_UNPAUSE, "unpaused" },  { "delete", ACT_DELETE, "deleted" },
 };
 
-/* Waiting for an action's reply, with an image pull's progress on stderr as it changes (at most every second). */
+/* Waiting for an action's reply, with an image pull's progress on stderr as it changes (cmd/pullshow.h). */
 struct pull_watch {
 	struct cli_reply *reply;
 	struct source *src;
 	const char *name;
-	char *last;
-	uint64_t at;
+	struct pull_show show;
 };
 
 static bool replied_showing_pulls(void *arg)
 {
 	struct pull_watch *w = arg;
-	const char *p = w->src->type == SOURCE_ENGINE ? engine_pull_progress(w->src, C.ns, w->name) : NULL;
-	uint64_t now = util_now_ms();
-	if (p && !util_str_eq(p, w->last) && now - w->at >= 1000) {
-		char *e = util_escape_display(p);
-		fprintf(stderr, "%s\n", e);
-		free(e);
-		free(w->last);
-		w->last = xstrdup(p);
-		w->at = now;
-	}
+	pull_show_tick(&w->show, C.st, w->src, C.ns, w->name);
 	bool done = ((struct cli_reply *)(w->reply))->done;
-	if (done) {
-		free(w->last);
-		w->last = NULL;
-	}
+	if (done)
+		pull_show_end(&w->show);
 	return done;
 }
 
@@ -786,11 +786,13 @@ struct routed_wait {
 	struct source *src;
 	const char *name;
 	enum action act;
+	struct pull_show show; /* a start's image pulls, as the launcher pod shows them */
 };
 
 static bool routed_done(void *arg)
 {
 	struct routed_wait *w = arg;
+	pull_show_tick(&w->show, C.st, w->src, C.ns, w->name);
 	const struct vm *v = (const struct vm *)store_find(C.st, w->src, OBJ_VM, C.ns, w->name);
 	const char *want = NULL;
 	switch (w->act) {
@@ -879,7 +881,9 @@ static int cmd_engine_action(int argc, char **argv)
 	if (wait && src->type == SOURCE_KUBE) {
 		/* the service accepted it (202): wait until its objects say it is done, as the in-process engine does */
 		struct routed_wait rw = { .src = src, .name = name, .act = req.act };
-		if (!run_until(routed_done, &rw, (uint64_t)timeout * 1000)) {
+		bool ok = run_until(routed_done, &rw, (uint64_t)timeout * 1000);
+		pull_show_end(&rw.show);
+		if (!ok) {
 			log_eprintf("error: %s %s: not done after %d s\n", argv[0], name, timeout);
 			free(a.msg);
 			return close_engine(EXIT_API, 0);

@@ -686,6 +686,12 @@ static int run_kget(struct kget_opts *ko)
 			rc = EXIT_API;
 			goto out;
 		}
+		for (int i = 0; i < e.n; i++)
+			if (e.hosts[i]->notice) { /* the service's own state (degraded: unreadable records, by file) */
+				char *m = util_escape_display(e.hosts[i]->notice);
+				log_eprintf("warning: %s\n", m);
+				free(m);
+			}
 		ko->extra = engine_objects;
 		ko->extra_arg = &e;
 		ko->cluster_optional = !session_kubeconfig_present();
@@ -842,6 +848,7 @@ int cmd_get(int argc, char **argv)
 			rc = EXIT_API;
 			goto out;
 		}
+		session_service_status(g.srcs[g.nsrc], sock); /* its Degraded condition, said below */
 		g.nsrc++;
 	}
 	const char *msg = NULL;

@@ -225,6 +225,7 @@ static struct json_object *pod_json(const struct pod *p)
 			json_object_object_add(state, "terminated", s);
 		} else {
 			put_str(s, "reason", c->reason);
+			put_str(s, "message", c->message); /* the engine's image pull progress while ContainerCreating */
 			json_object_object_add(state, "waiting", s);
 		}
 		json_object_object_add(sj, "state", state);
