@@ -10,13 +10,57 @@ export KVCON_ROOT="$PWD"
 logdir="$PWD/build/e2e-logs"
 mkdir -p "$logdir"
 n=0
+# Processes a test leaves behind: an `engine serve` of the binary under test, or a QEMU whose command line names
+# a /tmp directory that is gone (its test removed it), started while the test ran. Printed, then ended (so that
+# they cannot disturb the next test), and the test fails. Other kvcon binaries' services (another checkout's
+# suite on the same machine) are not this run's.
+kvbin=$(readlink -f "$KVCON_BIN")
+ours() { # PID: an `engine serve` of the binary under test, or a QEMU of a removed /tmp directory
+	local exe cmd w d
+	exe=$(readlink "/proc/$1/exe" 2>/dev/null) || return 1
+	cmd=$({ tr '\0' ' ' <"/proc/$1/cmdline"; } 2>/dev/null) || return 1
+	if [ "${exe% (deleted)}" = "$kvbin" ]; then
+		[[ $cmd == *" engine serve"* ]]
+		return
+	fi
+	[[ $exe == */qemu-system-* ]] || return 1
+	for w in $cmd; do
+		[[ $w =~ (/tmp/[^/,=:\"]+) ]] || continue
+		d=${BASH_REMATCH[1]}
+		[ -e "$d" ] || return 0
+	done
+	return 1
+}
+pids_now() { ls /proc | grep -E '^[0-9]+$' | sort; }
+leftovers() { # BEFORE-LIST: the pids started since that are ours
+	local p
+	for p in $(comm -13 "$1" <(pids_now)); do
+		ours "$p" && echo "$p"
+	done
+}
 for t in tests/e2e/*.sh tests/lab/selftest.sh; do
 	[ -f "$t" ] || continue
 	if [ -n "${E2E_FILTER:-}" ] && ! [[ "$t" =~ $E2E_FILTER ]]; then continue; fi
 	name=$(basename "$t" .sh); [ "$t" = tests/lab/selftest.sh ] && name=lab-selftest
 	start=$(date +%s)
+	pids_now >"$logdir/.pids-before"
 	bash "$t" >"$logdir/$name.log" 2>&1
 	rc=$?
+	left=$(leftovers "$logdir/.pids-before")
+	if [ -n "$left" ]; then
+		for p in $left; do
+			echo "FAIL: left running after the test: pid $p: $({ tr '\0' ' ' <"/proc/$p/cmdline"; } 2>/dev/null | head -c 300)"
+			kill -TERM "$p" 2>/dev/null
+		done >>"$logdir/$name.log"
+		for i in $(seq 1 50); do
+			alive=0
+			for p in $left; do kill -0 "$p" 2>/dev/null && alive=1; done
+			[ $alive = 1 ] || break
+			sleep 0.1
+		done
+		for p in $left; do kill -9 "$p" 2>/dev/null; done
+		if [ "$rc" = 0 ] || [ "$rc" = 77 ]; then rc=1; fi
+	fi
 	secs=$(( $(date +%s) - start ))
 	n=$((n + 1))
 	case $rc in

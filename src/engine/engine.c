@@ -1832,10 +1832,35 @@ static void publish_bad(struct ehost *eh, const char *file, const char *why, con
 	store_upsert(E.st, &vm->o);
 }
 
+/* Forgets unreadable record i when its file is gone (moved away, removed: the service runs on, so it learns
+ * this at the next sync of the host or apply of that name): its row goes, the host's notice with the last one. True when forgotten. */
+static bool forget_bad(struct ehost *eh, int i)
+{
+	size_t pl = strcspn(eh->bad[i], ":");
+	char *path = xstrndup(eh->bad[i], pl);
+	struct stat sb;
+	bool gone = lstat(path, &sb) != 0 && errno == ENOENT;
+	free(path);
+	if (!gone)
+		return false;
+	store_remove(E.st, eh->src, OBJ_VM, eh->bad_uid[i]);
+	free(eh->bad[i]);
+	free(eh->bad_uid[i]);
+	memmove(&eh->bad[i], &eh->bad[i + 1], (size_t)(eh->nbad - i - 1) * sizeof *eh->bad);
+	memmove(&eh->bad_uid[i], &eh->bad_uid[i + 1], (size_t)(eh->nbad - i - 1) * sizeof *eh->bad_uid);
+	eh->nbad--;
+	if (eh->nbad == 0)
+		source_set_notice(eh->src, NULL);
+	return true;
+}
+
 /* The host's unreadable records against the domains it runs: each is logged with its QEMU (left running,
  * unmanaged) and becomes the host's notice. */
 static void check_bad(struct ehost *eh, const struct host_msg *m)
 {
+	for (int i = 0; i < eh->nbad; i++)
+		if (forget_bad(eh, i))
+			i--;
 	if (eh->nbad == 0)
 		return;
 	struct buf b;
@@ -1863,28 +1888,6 @@ static void check_bad(struct ehost *eh, const struct host_msg *m)
 		source_set_notice(eh->src, text);
 	}
 	free(text);
-}
-
-/* Forgets unreadable record i when its file is gone (moved away, removed: the service runs on, so it learns
- * this at the next apply of that name): its row goes, the host's notice with the last one. True when forgotten. */
-static bool forget_bad(struct ehost *eh, int i)
-{
-	size_t pl = strcspn(eh->bad[i], ":");
-	char *path = xstrndup(eh->bad[i], pl);
-	struct stat sb;
-	bool gone = lstat(path, &sb) != 0 && errno == ENOENT;
-	free(path);
-	if (!gone)
-		return false;
-	store_remove(E.st, eh->src, OBJ_VM, eh->bad_uid[i]);
-	free(eh->bad[i]);
-	free(eh->bad_uid[i]);
-	memmove(&eh->bad[i], &eh->bad[i + 1], (size_t)(eh->nbad - i - 1) * sizeof *eh->bad);
-	memmove(&eh->bad_uid[i], &eh->bad_uid[i + 1], (size_t)(eh->nbad - i - 1) * sizeof *eh->bad_uid);
-	eh->nbad--;
-	if (eh->nbad == 0)
-		source_set_notice(eh->src, NULL);
-	return true;
 }
 
 static void load_records(struct ehost *eh)

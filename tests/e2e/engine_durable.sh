@@ -132,7 +132,9 @@ rc=0
 kv engine apply -f "$ENGINE_T/bad-Always.yaml" 2>"$ENGINE_T/apply.err" || rc=$?
 [[ $rc == 1 ]] && grep -q default_bad.json "$ENGINE_T/apply.err" || fail "apply over an unreadable record: exit $rc"
 mv "$f" "$ENGINE_T/bad.moved"
-kv engine apply -f "$ENGINE_T/bad-Always.yaml" >/dev/null
+# the running service notices the file is gone at its next sync of the host (every 10 s): the row goes
+wait_eq 30 "" vm_field bad status || fail "the unreadable row stayed after its file was moved away"
+kv engine apply -f "$ENGINE_T/bad-Always.yaml" >/dev/null || fail "apply after the record was moved away"
 wait_eq 60 Running vmi_phase bad
 [[ $(pid_of bad) == "$pid" && $(qemu_count bad) == 1 ]] || fail "the running QEMU was not adopted"
 curl -sf --unix-socket "$(svc_sock)" http://engine/apis/kubevirt.io/v1/namespaces/kubevirt/kubevirts/kubevirt |
@@ -147,7 +149,7 @@ until=$(($(date +%s) + 30))
 while [[ $(rec_exec bad uid) == "$u1" || $(rec_exec bad phase) != Running ]] && (($(date +%s) < until)); do
     sleep 0.1
 done
-[ $(vmi_uid bad) != "$u1" && $(vmi_phase bad) == Running && $(qemu_count bad) == 1 ]] ||
+[[ $(vmi_uid bad) != "$u1" && $(vmi_phase bad) == Running && $(qemu_count bad) == 1 ]] ||
     fail "no new execution after the kill: $(vmi_json bad)"
 
 step "a stored pause (the kill between the record and libvirt's suspend) is carried out by the next service"

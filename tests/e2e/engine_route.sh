@@ -134,19 +134,23 @@ out=$(kvc engine delete halted --grace-period 1) || fail "delete: $out"
 kvc engine get vm -o name >"$W/get2.out" 2>&1 || fail "get after delete: $(cat "$W/get2.out")"
 ! grep -q 'halted' "$W/get2.out" || fail "halted still listed: $(cat "$W/get2.out")"
 
-step "without the service's route the same command is refused (the failure routing fixes)"
-if KVCON_ENGINE_SERVICE=off timeout 20 "$KVCON" -c "$URI" engine get vm >"$W/off.out" 2>&1; then
-	fail "the embedded root opened in-process while the service holds it: $(cat "$W/off.out")"
-fi
-echo "   refused without the route: $(head -c 300 "$W/off.out")"
+step "engine.service = off (the old name of use) goes through the running service too"
+KVCON_ENGINE_SERVICE=off timeout 20 "$KVCON" -c "$URI" --log-file "$W/off.log" engine get vm >"$W/off.out" 2>&1 ||
+	fail "get with engine.service = off beside the service: $(cat "$W/off.out")"
+grep -Eq '^always .* Running ' "$W/off.out" || fail "get with engine.service = off: $(cat "$W/off.out")"
+grep -q "the engine service answers on $sock" "$W/off.log" || fail "not through the service: $(tail -c 400 "$W/off.log")"
 
-step "a stale socket (the service killed -9), engine.service = use: the engine in-process again"
+step "a stale socket (the service killed -9), engine.service = use: an error naming the socket, nothing opened"
 kill -9 "$SRV"
 wait "$SRV" 2>/dev/null
 SRV=
 [ -S "$sock" ] || fail "the killed service's socket is gone (nothing stale to test)"
-KVCON_ENGINE_SERVICE=use kvc engine get vm >"$W/stale.out" 2>"$W/stale.err" || fail "get with a stale socket: $(cat "$W/stale.err")"
-grep -Eq '^always .* Running ' "$W/stale.out" || fail "in-process get: $(cat "$W/stale.out")"
+rc=0
+KVCON_ENGINE_SERVICE=use kvc engine get vm >"$W/stale.out" 2>"$W/stale.err" || rc=$?
+[ "$rc" = 1 ] || fail "get with a stale socket: exit $rc: $(cat "$W/stale.out" "$W/stale.err")"
+grep -q "^error: no engine service answers on $sock .*kvcon engine serve" "$W/stale.err" ||
+	fail "get with a stale socket: $(cat "$W/stale.err")"
+[ -z "$(pgrep -f "engine serve --socket $sock")" ] || fail "a service started with engine.service = use"
 
 step "by default the first command starts a service on the stale socket, the next ones go through it"
 kvc engine get vm -o name >"$W/auto.out" 2>&1 || fail "auto: $(cat "$W/auto.out")"
@@ -158,7 +162,8 @@ tr '\0' ' ' <"/proc/$SRV/cmdline" | grep -q 'engine serve --socket' || fail "pid
 [ "$(stat -c %a "$sock")" = 600 ] || fail "socket mode $(stat -c %a "$sock")"
 out=$(kvc engine stop always) || fail "stop through the service started on demand: $out"
 [ "$out" = "virtualmachine always stopped" ] || fail "stop said '$out'"
-if KVCON_ENGINE_SERVICE=off timeout 20 "$KVCON" -c "$URI" engine get vm >"$W/off2.out" 2>&1; then
-	fail "the root opened in-process beside the service started on demand: $(cat "$W/off2.out")"
-fi
+KVCON_ENGINE_SERVICE=off timeout 20 "$KVCON" -c "$URI" engine get vm >"$W/off2.out" 2>&1 ||
+	fail "engine.service = off beside the service started on demand: $(cat "$W/off2.out")"
+grep -Eq '^always .* Stopped ' "$W/off2.out" || fail "get through the service started on demand: $(cat "$W/off2.out")"
+[ "$(cat "$sock.pid")" = "$SRV" ] || fail "another service replaced the one started on demand"
 echo "PASS engine_route"
