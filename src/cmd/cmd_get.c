@@ -80,7 +80,9 @@ static int cmp_obj(const void *a, const void *b)
 /* The kind's columns (model/columns.c), as kubectl prints a table. */
 static void print_table(struct get_ctx *g, struct obj **objs, size_t n, bool header)
 {
-	struct columns_print_opts po = { .wide = g->fmt == OUT_WIDE, .all_ns = g->all_ns, .header = header };
+	/* beside a cluster, the engine's rows (its service's) say where they are from, as the list's table does */
+	struct columns_print_opts po = { .wide = g->fmt == OUT_WIDE, .all_ns = g->all_ns, .header = header,
+					 .source = g->nsrc > 1 };
 	struct col_ctx c = { .st = g->st, .now = g->now };
 	struct buf b;
 	buf_init(&b);

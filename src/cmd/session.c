@@ -349,7 +349,7 @@ struct source *session_resolve(struct store *st, const char *ns, const char *nam
 			if (nfound == 0 || o->source)
 				found = cand[i];
 			buf_printf(&where, "%s%s %s", nfound ? ", " : "",
-				   cand[i]->type == SOURCE_KUBE ? "context" : "engine host", cand[i]->name);
+				   cand[i]->engine ? "engine host" : "context", cand[i]->name);
 			nfound++;
 		}
 	}
@@ -457,7 +457,7 @@ void session_not_found(const struct session *s)
 {
 	char *n = util_escape_display(s->name), *ns = util_escape_display(s->ns);
 	log_eprintf("error: VirtualMachine %s/%s not found in %s %s\n", ns, n,
-		    s->src->type == SOURCE_ENGINE ? "engine host" : "context", s->src->name);
+		    s->src->engine ? "engine host" : "context", s->src->name);
 	free(n);
 	free(ns);
 }
