@@ -10,7 +10,7 @@
 #include "core/xmalloc.h"
 #include "model/obj.h"
 
-const char *pull_show_progress(const struct store *st, struct source *src, const char *ns, const char *name)
+static const char *progress(const struct store *st, struct source *src, const char *ns, const char *name)
 {
 	size_t n;
 	struct obj *const *pods = store_objs(st, src, OBJ_POD, &n);
@@ -31,7 +31,7 @@ const char *pull_show_progress(const struct store *st, struct source *src, const
 void pull_show_tick(struct pull_show *ps, const struct store *st, struct source *src, const char *ns,
 		    const char *name)
 {
-	const char *p = pull_show_progress(st, src, ns, name);
+	const char *p = progress(st, src, ns, name);
 	uint64_t now = util_now_ms();
 	if (p == NULL || util_str_eq(p, ps->last) || now - ps->at < 1000)
 		return;

@@ -15,10 +15,8 @@ struct pull_show {
 	uint64_t at; /* when (util_now_ms) */
 };
 
-/* The pull progress of VM ns/name on src: the message of a waiting ContainerCreating container of one of its
- * launcher pods in st; NULL when none (borrowed from the store). */
-const char *pull_show_progress(const struct store *st, struct source *src, const char *ns, const char *name);
-/* Prints the progress on stderr (escaped) when it changed, at most once a second. */
+/* Prints the pull progress of VM ns/name on src (the message of a waiting ContainerCreating container of one
+ * of its launcher pods in st) on stderr, escaped, when it changed, at most once a second. */
 void pull_show_tick(struct pull_show *ps, const struct store *st, struct source *src, const char *ns,
 		    const char *name);
 /* Forgets the last line (frees it). */

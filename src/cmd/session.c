@@ -155,7 +155,9 @@ struct source *session_service_source(struct store *st, const char *path, const 
 	return kube_open_ex(st, NULL, &ko, err);
 }
 
-char *session_service_degraded(const char *text)
+/* The message of a KubeVirt CR's Degraded condition when it is True (text: the CR as JSON), else NULL. Caller
+ * frees. */
+static char *service_degraded(const char *text)
 {
 	json_object *j = text ? json_tokener_parse(text) : NULL, *st, *conds;
 	char *out = NULL;
@@ -175,7 +177,7 @@ char *session_service_degraded(const char *text)
 void session_service_status(struct source *src, const char *path)
 {
 	char *text = kube_http_unix_get(path, "/apis/kubevirt.io/v1/namespaces/kubevirt/kubevirts/kubevirt", 3000);
-	char *why = session_service_degraded(text);
+	char *why = service_degraded(text);
 	if (why) {
 		char *notice = xasprintf("%s: %s", SESSION_DEGRADED, why);
 		source_set_notice(src, notice);

@@ -57,9 +57,6 @@ struct source *session_service_source(struct store *st, const char *path, const 
  * get prints and the dashboard's header shows. Blocking, at most 3 s. */
 #define SESSION_DEGRADED "the engine service is degraded"
 void session_service_status(struct source *src, const char *path);
-/* The message of a KubeVirt CR's Degraded condition when it is True (text: the CR as JSON), else NULL. Caller
- * frees. */
-char *session_service_degraded(const char *text);
 /* Whether session_open_engines goes through the service (default on); off only in the service itself, which
  * opens the engine in its own process. */
 void session_route(bool on);

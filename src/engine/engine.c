@@ -1444,12 +1444,6 @@ char *engine_image_cache(void)
 	return root;
 }
 
-const char *engine_pull_progress(struct source *src, const char *ns, const char *name)
-{
-	struct evm *v = find_vm(src, ns, name);
-	return v && v->cur ? v->cur->pull_msg : NULL;
-}
-
 static void grace_expired(void *arg)
 {
 	struct evm *v = arg;
@@ -2709,13 +2703,6 @@ const char *engine_problems(const struct source *src)
 {
 	const struct ehost *eh = ehost_of(src);
 	return eh && eh->nbad ? eh->src->notice : NULL;
-}
-
-int engine_bad_records(const struct source *src, const char *const **list)
-{
-	const struct ehost *eh = ehost_of(src);
-	*list = eh ? (const char *const *)eh->bad : NULL;
-	return eh ? eh->nbad : 0;
 }
 
 bool engine_idle(void)
