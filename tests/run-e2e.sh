@@ -43,10 +43,12 @@ for t in tests/e2e/*.sh tests/lab/selftest.sh; do
 	if [ -n "${E2E_FILTER:-}" ] && ! [[ "$t" =~ $E2E_FILTER ]]; then continue; fi
 	name=$(basename "$t" .sh); [ "$t" = tests/lab/selftest.sh ] && name=lab-selftest
 	start=$(date +%s)
-	pids_now >"$logdir/.pids-before"
+	before=$(mktemp)
+	pids_now >"$before"
 	bash "$t" >"$logdir/$name.log" 2>&1
 	rc=$?
-	left=$(leftovers "$logdir/.pids-before")
+	left=$(leftovers "$before")
+	rm -f "$before"
 	if [ -n "$left" ]; then
 		for p in $left; do
 			echo "FAIL: left running after the test: pid $p: $({ tr '\0' ' ' <"/proc/$p/cmdline"; } 2>/dev/null | head -c 300)"
