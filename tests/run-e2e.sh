@@ -10,32 +10,35 @@ export KVCON_ROOT="$PWD"
 logdir="$PWD/build/e2e-logs"
 mkdir -p "$logdir"
 n=0
-# Processes a test leaves behind: an `engine serve` of the binary under test, or a QEMU whose command line names
-# a /tmp directory that is gone (its test removed it), started while the test ran. Printed, then ended (so that
-# they cannot disturb the next test), and the test fails. Other kvcon binaries' services (another checkout's
-# suite on the same machine) are not this run's.
+# Processes a test leaves behind, started while it ran: an `engine serve` of the binary under test that carries
+# this run's mark in its environment (KVCON_E2E_RUN, inherited by the services kvcon starts on demand), or a QEMU
+# whose command line names a /tmp directory that is gone and that the test's log names (its test removed it).
+# Printed, then ended (they would disturb the next test), and the test fails. Another suite's processes on the
+# same machine (another checkout, another runner) are never this run's.
 kvbin=$(readlink -f "$KVCON_BIN")
-ours() { # PID: an `engine serve` of the binary under test, or a QEMU of a removed /tmp directory
+export KVCON_E2E_RUN="$$.$(date +%s%N)"
+ours() { # PID LOG: an `engine serve` of this run, or a QEMU of a removed /tmp directory LOG names
 	local exe cmd w d
 	exe=$(readlink "/proc/$1/exe" 2>/dev/null) || return 1
 	cmd=$({ tr '\0' ' ' <"/proc/$1/cmdline"; } 2>/dev/null) || return 1
 	if [ "${exe% (deleted)}" = "$kvbin" ]; then
-		[[ $cmd == *" engine serve"* ]]
+		[[ $cmd == *" engine serve"* ]] || return 1
+		tr '\0' '\n' <"/proc/$1/environ" 2>/dev/null | grep -qxF "KVCON_E2E_RUN=$KVCON_E2E_RUN"
 		return
 	fi
 	[[ $exe == */qemu-system-* ]] || return 1
 	for w in $cmd; do
 		[[ $w =~ (/tmp/[^/,=:\"]+) ]] || continue
 		d=${BASH_REMATCH[1]}
-		[ -e "$d" ] || return 0
+		[ ! -e "$d" ] && grep -qF "$d" "$2" && return 0
 	done
 	return 1
 }
 pids_now() { ls /proc | grep -E '^[0-9]+$' | sort; }
-leftovers() { # BEFORE-LIST: the pids started since that are ours
+leftovers() { # BEFORE-LIST LOG: the pids started since that are ours
 	local p
 	for p in $(comm -13 "$1" <(pids_now)); do
-		ours "$p" && echo "$p"
+		ours "$p" "$2" && echo "$p"
 	done
 }
 for t in tests/e2e/*.sh tests/lab/selftest.sh; do
@@ -47,7 +50,7 @@ for t in tests/e2e/*.sh tests/lab/selftest.sh; do
 	pids_now >"$before"
 	bash "$t" >"$logdir/$name.log" 2>&1
 	rc=$?
-	left=$(leftovers "$before")
+	left=$(leftovers "$before" "$logdir/$name.log")
 	rm -f "$before"
 	if [ -n "$left" ]; then
 		for p in $left; do

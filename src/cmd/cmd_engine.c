@@ -787,12 +787,37 @@ struct routed_wait {
 	const char *name;
 	enum action act;
 	struct pull_show show; /* a start's image pulls, as the launcher pod shows them */
+	int64_t since;         /* when the request was sent (epoch seconds) */
+	char *failed;          /* a start that cannot go on: "REASON: message" (owned) */
 };
+
+/* A launcher of the VM created since the request whose image cannot be pulled (kubelet's reasons on its
+ * containers): the start has failed, "REASON: message" (caller frees); else NULL. */
+static char *start_failure(const struct routed_wait *w)
+{
+	size_t n;
+	struct obj *const *pods = store_objs(C.st, w->src, OBJ_POD, &n);
+	for (size_t i = 0; i < n; i++) {
+		const struct pod *p = (const struct pod *)pods[i];
+		if (!util_str_eq(p->o.ns, C.ns) || !util_str_eq(p->vm_name, w->name) || p->o.created + 1 < w->since)
+			continue;
+		for (int k = 0; k < p->ncontainers; k++) {
+			const struct container_status *c = &p->containers[k];
+			if (util_str_eq(c->state, "waiting") &&
+			    (util_str_eq(c->reason, "ErrImagePull") || util_str_eq(c->reason, "ImagePullBackOff") ||
+			     util_str_eq(c->reason, "ErrImageNeverPull")))
+				return xasprintf("%s: %s", c->reason, c->message ? c->message : "the image cannot be pulled");
+		}
+	}
+	return NULL;
+}
 
 static bool routed_done(void *arg)
 {
 	struct routed_wait *w = arg;
 	pull_show_tick(&w->show, C.st, w->src, C.ns, w->name);
+	if ((w->act == ACT_START || w->act == ACT_RESTART) && (w->failed = start_failure(w)))
+		return true;
 	const struct vm *v = (const struct vm *)store_find(C.st, w->src, OBJ_VM, C.ns, w->name);
 	const char *want = NULL;
 	switch (w->act) {
@@ -858,6 +883,7 @@ static int cmd_engine_action(int argc, char **argv)
 		return close_engine(EXIT_API, 0);
 	}
 	struct cli_reply a = { .fd = -1 };
+	int64_t t_req = util_wall_s();
 	struct pull_watch pw = { .reply = &a, .src = src, .name = name };
 	char *err = NULL;
 	if (src->ops->action(src, &req, engine_cli_reply, &a, &err) < 0) {
@@ -880,9 +906,17 @@ static int cmd_engine_action(int argc, char **argv)
 	}
 	if (wait && src->type == SOURCE_KUBE) {
 		/* the service accepted it (202): wait until its objects say it is done, as the in-process engine does */
-		struct routed_wait rw = { .src = src, .name = name, .act = req.act };
+		struct routed_wait rw = { .src = src, .name = name, .act = req.act, .since = t_req };
 		bool ok = run_until(routed_done, &rw, (uint64_t)timeout * 1000);
 		pull_show_end(&rw.show);
+		if (rw.failed) {
+			char *e = util_escape_display(rw.failed);
+			log_eprintf("error: %s %s: %s\n", argv[0], name, e);
+			free(e);
+			free(rw.failed);
+			free(a.msg);
+			return close_engine(EXIT_API, 0);
+		}
 		if (!ok) {
 			log_eprintf("error: %s %s: not done after %d s\n", argv[0], name, timeout);
 			free(a.msg);

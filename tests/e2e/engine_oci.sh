@@ -96,6 +96,10 @@ if [[ -n $SEED0 ]]; then
 fi
 sed "s/@sha256:[0-9a-f]\{64\}/@$D_INDEX/" "$ROOT/tests/fixtures/seed-000-internals-demo.yaml" >"$ENGINE_T/internals-demo.yaml"
 grep -q "cirros-container-disk-demo@$D_INDEX" "$ENGINE_T/internals-demo.yaml" || fail "seed 000 extraction"
+# the seed's `kubectl create namespace kubevirt-lab`, on the engine service's API (a VM's namespace must exist there)
+curl -sf --unix-socket "$(ls "$XDG_STATE_HOME"/kvcon/engine-*.sock)" -X POST -H 'Content-Type: application/json' \
+    -d '{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"kubevirt-lab"}}' \
+    http://engine/api/v1/namespaces >/dev/null || fail "create namespace kubevirt-lab"
 kv engine apply -f "$ENGINE_T/internals-demo.yaml" >/dev/null || fail "apply seed 000"
 kv -n kubevirt-lab engine start internals-demo >/dev/null 2>&1 || fail "start internals-demo"
 kv -n kubevirt-lab engine console internals-demo --expect KVCON-GUEST-READY --timeout 120 >"$ENGINE_T/c0.log" ||
