@@ -806,7 +806,12 @@ static char *start_failure(const struct routed_wait *w)
 			if (util_str_eq(c->state, "waiting") &&
 			    (util_str_eq(c->reason, "ErrImagePull") || util_str_eq(c->reason, "ImagePullBackOff") ||
 			     util_str_eq(c->reason, "ErrImageNeverPull")))
-				return xasprintf("%s: %s", c->reason, c->message ? c->message : "the image cannot be pulled");
+				/* the pull failed (ErrImagePull); a back-off already under way is said after it */
+				return util_str_eq(c->reason, "ImagePullBackOff")
+					       ? xasprintf("ErrImagePull: %s (the VM is in ImagePullBackOff: retried later)",
+							   c->message ? c->message : "the image cannot be pulled")
+					       : xasprintf("%s: %s", c->reason,
+							   c->message ? c->message : "the image cannot be pulled");
 		}
 	}
 	return NULL;
