@@ -152,8 +152,12 @@ start_fails bad-tag "$REG/containerdisks/fedora:nope" "manifest nope not found .
 start_fails bad-digest "quay.io/containerdisks/fedora@sha256:$(printf '%064d' 0)" "not found .*registry $REG"
 start_fails unreachable "127.0.0.1:9/kvtest/none:v1" "registry 127.0.0.1:9 unreachable"
 printf '{"auths":{"%s":{"auth":"%s"}}}\n' "$REG" "$(printf 'kvtest:wrong' | base64 -w0)" >"$ENGINE_T/bad-auth.json"
+# the pull is the engine service's: its credentials are those of its environment (a service started on demand
+# inherits the starting kvcon's), so the service is restarted with the bad ones, and again without them after
+svc_stop_all "$ENGINE_T"
 REGISTRY_AUTH_FILE=$ENGINE_T/bad-auth.json start_fails bad-creds "$REG/kvtest/other:v1" \
     "unauthorized: registry $REG refused the credentials from $ENGINE_T/bad-auth.json"
+svc_stop_all "$ENGINE_T"
 # a blob whose bytes no longer match its digest (the registry's storage corrupted behind its back)
 layer=$(jq -r '.layers[0].digest' "$OCI/blobs/sha256/${D_OTHER#sha256:}")
 data=$REGDIR/data/docker/registry/v2/blobs/sha256/${layer:7:2}/${layer#sha256:}/data
