@@ -1639,6 +1639,12 @@ static enum MHD_Result do_apply(struct MHD_Connection *c, json_object *o, const 
 	int rc = engine_apply(src, text, strlen(text), &result, &err);
 	free(text);
 	free(result);
+	if (rc < 0 && err && util_has_prefix(err, "cannot store the record")) {
+		/* the manifest is fine, the disk is not (ENOSPC, EIO): the API server's answer to a failed write */
+		enum MHD_Result r = send_status(c, 500, "InternalError", R_VM, name, "Internal error occurred: %s", err);
+		free(err);
+		return r;
+	}
 	if (rc < 0) {
 		enum MHD_Result r = send_invalid(c, name, err ? err : "refused");
 		free(err);
@@ -1746,8 +1752,16 @@ static enum MHD_Result patch_vm(struct MHD_Connection *c, struct reqctx *rq, con
 				   "the body of the request was in an unknown format - accepted media types include: "
 				   "application/merge-patch+json, application/strategic-merge-patch+json");
 	json_object *cur = current_manifest(ns, name);
-	if (cur == NULL)
+	if (cur == NULL) {
+		/* a row without a manifest: its record is unreadable (the row's Failure condition names the file) */
+		struct source *src = source_of(ns, name);
+		const struct vm *bad = src ? (const struct vm *)store_find(S.st, src, OBJ_VM, ns, name) : NULL;
+		const struct cond *f = bad ? cond_find(bad->conds, bad->nconds, "Failure") : NULL;
+		if (f && util_str_eq(f->reason, "RecordUnreadable"))
+			return send_status(c, 409, "Conflict", R_VM, name, "%s: move it away first",
+					   f->message ? f->message : "its record is unreadable");
 		return not_found(c, R_VM, name);
+	}
 	json_object *p = body_json(c, rq, &rc);
 	if (p == NULL) {
 		json_object_put(cur);

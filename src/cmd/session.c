@@ -8,6 +8,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <json-c/json.h>
+
 #include "core/buf.h"
 #include "core/log.h"
 #include "core/loop.h"
@@ -158,6 +160,38 @@ struct source *session_service_source(struct store *st, const char *path, const 
 	return src;
 }
 
+/* The message of a KubeVirt CR's Degraded condition when it is True (text: the CR as JSON), else NULL. Caller
+ * frees. */
+static char *service_degraded(const char *text)
+{
+	json_object *j = text ? json_tokener_parse(text) : NULL, *st, *conds;
+	char *out = NULL;
+	if (j && json_object_object_get_ex(j, "status", &st) && json_object_object_get_ex(st, "conditions", &conds) &&
+	    json_object_is_type(conds, json_type_array))
+		for (size_t i = 0; i < json_object_array_length(conds) && out == NULL; i++) {
+			json_object *c = json_object_array_get_idx(conds, i), *t, *s, *m;
+			if (json_object_object_get_ex(c, "type", &t) && json_object_object_get_ex(c, "status", &s) &&
+			    json_object_object_get_ex(c, "message", &m) && util_str_eq(json_object_get_string(t), "Degraded") &&
+			    util_str_eq(json_object_get_string(s), "True") && json_object_get_string_len(m) > 0)
+				out = xstrdup(json_object_get_string(m));
+		}
+	json_object_put(j);
+	return out;
+}
+
+void session_service_status(struct source *src, const char *path)
+{
+	char *text = kube_http_unix_get(path, "/apis/kubevirt.io/v1/namespaces/kubevirt/kubevirts/kubevirt", 3000);
+	char *why = service_degraded(text);
+	if (why) {
+		char *notice = xasprintf("%s: %s", SESSION_DEGRADED, why);
+		source_set_notice(src, notice);
+		free(notice);
+	}
+	free(why);
+	free(text);
+}
+
 /* The service of this root (started first with engine.service = auto): its kube source (named as the engine's
  * host), synced; NULL with *err when none answers and none could be started, or its lists did not come. */
 static struct source *open_service(struct store *st, char **err)
@@ -171,6 +205,7 @@ static struct source *open_service(struct store *st, char **err)
 		return NULL;
 	}
 	log_info("the engine service answers on %s: going through it", path);
+	session_service_status(src, path);
 	free(path);
 	uint64_t deadline = util_now_ms() + SYNC_TIMEOUT_MS;
 	const char *msg = NULL;

@@ -206,6 +206,17 @@ static const char *jword(struct json_object *o, const char *key)
 	return s ? intern_cap(s, len) : NULL;
 }
 
+/* An image reference (registry/repository:tag or @sha256:...), interned: longer than a word, capped at 1 KiB */
+static const char *jref(struct json_object *o, const char *key)
+{
+	size_t len;
+	const char *s = jstr(o, key, &len);
+	if (s == NULL)
+		return NULL;
+	size_t n = cut_utf8(s, len, 1024);
+	return s[n] == '\0' ? intern(s) : intern_n(s, n);
+}
+
 /* Copies a UID; false when absent, empty or too long to be one. */
 static bool copy_uid(char dst[UID_LEN], const char *s, size_t len)
 {
@@ -595,8 +606,8 @@ static void decode_vmi(struct obj *o, struct json_object *item)
 static void decode_container(struct container_status *c, struct json_object *e, bool init)
 {
 	c->name = jword(e, "name");
-	c->image = jword(e, "image");
-	c->image_id = jword(e, "imageID");
+	c->image = jref(e, "image");
+	c->image_id = jref(e, "imageID");
 	c->init = init;
 	c->restarts = (int)jint(e, "restartCount", 0, 0, INT32_MAX);
 	jbool(e, "ready", &c->ready);

@@ -222,8 +222,9 @@ static struct json_object *pod_json(const struct pod *p)
 		}
 		json_object_array_add(cs, cj);
 		put_str(sj, "name", c->name);
+		put_str(cj, "image", c->image);
 		put_str(sj, "image", c->image);
-		put_str(sj, "imageID", c->image_id);
+		put_str(sj, "imageID", c->image_id); /* what the reference resolved to, as kubelet reports it */
 		json_object_object_add(sj, "ready", json_object_new_boolean(c->ready));
 		json_object_object_add(sj, "restartCount", json_object_new_int(c->restarts));
 		struct json_object *s = json_object_new_object();
