@@ -10,6 +10,9 @@
  * for a unix socket, the same name in a short private directory (/run/kvcon-0 for root, $XDG_RUNTIME_DIR/kvcon,
  * else /tmp/kvcon-UID, used only when it is ours and writable by nobody else). Caller frees. */
 char *engine_service_socket(char *const *uris, int n);
+/* The engine URIs a service of uris[0..n) serves, one a line: uris, or the default as engine_open resolves it when
+ * n is 0 (what `kvcon -c URI` names to reach the same service). Caller frees. */
+char *engine_service_uris(char *const *uris, int n);
 
 /* How kvcon reaches a root's service ($KVCON_ENGINE_SERVICE, else the config's engine.service); kvcon reaches the
  * engine only through it (docs/ENGINE-SERVICE.md). "use" (or "off", its old name): one that runs, never

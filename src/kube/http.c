@@ -170,17 +170,12 @@ static int timer_cb(CURLM *multi, long timeout_ms, void *userp)
 	return 0;
 }
 
-struct probe_body {
-	struct buf *b;
-	size_t max;
-};
-
 static size_t on_probe_body(char *data, size_t size, size_t n, void *arg)
 {
-	struct probe_body *pb = arg;
-	if (pb->b->len + size * n > pb->max)
+	struct buf *b = arg;
+	if (b->len + size * n > 4096)
 		return 0;
-	buf_add(pb->b, data, size * n);
+	buf_add(b, data, size * n);
 	return size * n;
 }
 
@@ -419,50 +414,69 @@ int kube_http_setup_easy(struct kube_http *h, CURL *e, struct curl_slist **heade
 	return 0;
 }
 
-/* A small body (at most `max` bytes) of GET path on the unix socket; the HTTP status (0: no answer). */
-static long unix_get(const char *socket_path, const char *path, long timeout_ms, size_t max, struct buf *b)
+bool kube_http_unix_healthy(const char *socket_path, long timeout_ms)
 {
 	if (curl_ready() < 0)
-		return 0;
+		return false;
 	CURL *e = curl_easy_init();
 	if (e == NULL)
+		return false;
+	struct buf b;
+	buf_init(&b);
+	curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(e, CURLOPT_UNIX_SOCKET_PATH, socket_path);
+	curl_easy_setopt(e, CURLOPT_URL, "http://kvcon-engine/healthz");
+	curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, timeout_ms);
+	curl_easy_setopt(e, CURLOPT_PROXY, "");
+	curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_probe_body);
+	curl_easy_setopt(e, CURLOPT_WRITEDATA, &b);
+	long status = 0;
+	bool ok = curl_easy_perform(e) == CURLE_OK && curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &status) == CURLE_OK &&
+		  status == 200;
+	curl_easy_cleanup(e);
+	buf_free(&b);
+	return ok;
+}
+
+static size_t on_get_body(char *data, size_t size, size_t n, void *arg)
+{
+	struct buf *b = arg;
+	if (b->len + size * n > (1u << 20))
 		return 0;
-	struct probe_body pb = { b, max };
+	buf_add(b, data, size * n);
+	return size * n;
+}
+
+/* A GET of path on the unix socket's server (blocking; no loop needed): its body when it answers 200 within
+ * timeout_ms (caller frees), else NULL. */
+char *kube_http_unix_get(const char *socket_path, const char *path, long timeout_ms)
+{
+	if (curl_ready() < 0)
+		return NULL;
+	CURL *e = curl_easy_init();
+	if (e == NULL)
+		return NULL;
+	struct buf b;
+	buf_init(&b);
 	char *url = xasprintf("http://kvcon-engine%s", path);
 	curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(e, CURLOPT_UNIX_SOCKET_PATH, socket_path);
 	curl_easy_setopt(e, CURLOPT_URL, url);
 	curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, timeout_ms);
 	curl_easy_setopt(e, CURLOPT_PROXY, "");
-	curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_probe_body);
-	curl_easy_setopt(e, CURLOPT_WRITEDATA, &pb);
+	curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_get_body);
+	curl_easy_setopt(e, CURLOPT_WRITEDATA, &b);
 	long status = 0;
-	if (curl_easy_perform(e) != CURLE_OK || curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &status) != CURLE_OK)
-		status = 0;
+	bool ok = curl_easy_perform(e) == CURLE_OK && curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &status) == CURLE_OK &&
+		  status == 200;
 	curl_easy_cleanup(e);
 	free(url);
-	return status;
-}
-
-bool kube_http_unix_healthy(const char *socket_path, long timeout_ms)
-{
-	struct buf b;
-	buf_init(&b);
-	bool ok = unix_get(socket_path, "/healthz", timeout_ms, 4096, &b) == 200;
-	buf_free(&b);
-	return ok;
-}
-
-char *kube_http_unix_get(const char *socket_path, const char *path, long timeout_ms)
-{
-	struct buf b;
-	buf_init(&b);
-	if (unix_get(socket_path, path, timeout_ms, 1u << 20, &b) != 200) {
+	if (!ok) {
 		buf_free(&b);
 		return NULL;
 	}
-	buf_add(&b, "", 1);
-	return b.data;
+	buf_add_char(&b, 0);
+	return buf_steal(&b);
 }
 
 /* --- requests ---------------------------------------------------------------------------------------- */

@@ -43,4 +43,9 @@ bool kube_source_synced(struct source *src);
 /* API paths (caller frees): the object's own path, and a subresource path. */
 char *kube_object_path(enum obj_kind kind, const char *ns, const char *name);
 
+/* The engine service's notices on socket sock: each Node's kvcon.io/notice (KVM unusable and guests under TCG,
+ * TCG forced, unreadable records), the text alone for one node, "NODE: text; ..." for several; NULL when there is
+ * none. Blocking (a local socket, 3 s at most). Caller frees. */
+char *kube_engine_notice(const char *sock);
+
 #endif

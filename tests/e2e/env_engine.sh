@@ -99,14 +99,20 @@ for vm in lock pts mnt; do kv engine apply -f "$(manifest $vm Halted)" >/dev/nul
 # each case's engine service starts inside its broken root (a private mount namespace, a chroot) and is stopped
 # after it: the one the applies started sees the machine's own root
 svc_stop_all "$ENGINE_T"
-want="error: start lock: cannot start guests: /var/lock is missing or not writable (No such file or directory),"
-want+=" and libvirt locks each guest's console there: mkdir -p /run/lock (where /var/lock points on Debian)"
+# the start's failure as the verbs say a start whose execution failed (exit 3): the engine's reason (the
+# launcher's Error, or the VM's FailedCreate when the launcher is not listed yet), then where to look next
+EXPECT_RC=3
+EXPECT_ALT=(Error FailedCreate)
+want="kvcon start: default/lock: Error: cannot start guests: /var/lock is missing or not writable (No such file or"
+want+=" directory), and libvirt locks each guest's console there: mkdir -p /run/lock (where /var/lock points on"
+want+=" Debian); see kvcon diagnose default/lock"
 expect no-run-lock "$want" "${IN_NS[@]}" 'mount -t tmpfs none /run && exec "$1" -c "$2" engine start lock' \
     x "$K" "$URI"
 svc_stop_all "$ENGINE_T"
-want="error: start pts: cannot start guests: no usable pseudo-terminal here (No such device), and QEMU's serial"
-want+=" console needs one: mount a devpts of this root's own (mount -t devpts -o newinstance,ptmxmode=0666 devpts"
-want+=" /dev/pts; mount --bind /dev/pts/ptmx /dev/ptmx)"
+want="kvcon start: default/pts: Error: cannot start guests: no usable pseudo-terminal here (No such device), and"
+want+=" QEMU's serial console needs one: mount a devpts of this root's own (mount -t devpts -o"
+want+=" newinstance,ptmxmode=0666 devpts /dev/pts; mount --bind /dev/pts/ptmx /dev/ptmx); see kvcon diagnose"
+want+=" default/pts"
 # no devpts at all: where /dev/ptmx is a bind of a devpts instance's ptmx (a container, tests/cleanroom.sh) it
 # goes too, so that the error is the same as on a machine (ENODEV, not ENOENT from a pty without its /dev/pts)
 expect no-devpts "$want" "${IN_NS[@]}" 'mount -t tmpfs none /dev/pts && { umount /dev/ptmx 2>/dev/null || true; } &&
@@ -114,14 +120,16 @@ expect no-devpts "$want" "${IN_NS[@]}" 'mount -t tmpfs none /dev/pts && { umount
     x "$K" "$URI"
 svc_stop_all "$ENGINE_T"
 # a chroot into a plain directory that holds the machine's directories as bind mounts
-want="error: start mnt: cannot start guests: / is not a mount point, and libvirt gives each guest a mount"
-want+=" namespace made from it: bind-mount the root onto itself before entering it (mount --bind ROOT ROOT), or"
-want+=" set namespaces = [ ] in $root/etc/qemu.conf"
+want="kvcon start: default/mnt: Error: cannot start guests: / is not a mount point, and libvirt gives each guest a"
+want+=" mount namespace made from it: bind-mount the root onto itself before entering it (mount --bind ROOT ROOT),"
+want+=" or set namespaces = [ ] in $root/etc/qemu.conf; see kvcon diagnose default/mnt"
 expect no-mount-root "$want" "${IN_NS[@]}" 'r=$1/chroot; mkdir -p "$r"
     for p in /*; do d=${p#/}
         if [[ -L $p ]]; then ln -sfn "$(readlink "$p")" "$r/$d"
         elif [[ -d $p ]]; then mkdir -p "$r/$d"; mount --rbind "$p" "$r/$d"; fi; done
     exec chroot "$r" "$2" -c "$3" engine start mnt' x "$ENGINE_T" "$K" "$URI"
+EXPECT_RC=1
+EXPECT_ALT=()
 svc_stop_all "$ENGINE_T"
 for vm in lock pts mnt; do kv engine delete $vm >/dev/null || fail "delete $vm"; done
 # the same root, unbroken, starts the guest
