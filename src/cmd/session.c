@@ -401,6 +401,7 @@ void session_sources_close(void)
  * state directory holds the boot and the notices shown in it. The dashboard's header always shows it. */
 void session_notice_once_text(const char *host, const char *notice)
 {
+	log_warn("engine: %s: %s", host, notice); /* the log keeps it every time */
 	char *boot = util_read_file("/proc/sys/kernel/random/boot_id", NULL);
 	char *state = util_state_dir();
 	char *stamp = util_path_join(state, "engine-notice-shown");
