@@ -1639,6 +1639,12 @@ static enum MHD_Result do_apply(struct MHD_Connection *c, json_object *o, const 
 	int rc = engine_apply(src, text, strlen(text), &result, &err);
 	free(text);
 	free(result);
+	if (rc < 0 && err && util_has_prefix(err, "cannot store the record")) {
+		/* the manifest is fine, the disk is not (ENOSPC, EIO): the API server's answer to a failed write */
+		enum MHD_Result r = send_status(c, 500, "InternalError", R_VM, name, "Internal error occurred: %s", err);
+		free(err);
+		return r;
+	}
 	if (rc < 0) {
 		enum MHD_Result r = send_invalid(c, name, err ? err : "refused");
 		free(err);
@@ -1746,8 +1752,16 @@ static enum MHD_Result patch_vm(struct MHD_Connection *c, struct reqctx *rq, con
 				   "the body of the request was in an unknown format - accepted media types include: "
 				   "application/merge-patch+json, application/strategic-merge-patch+json");
 	json_object *cur = current_manifest(ns, name);
-	if (cur == NULL)
+	if (cur == NULL) {
+		/* a row without a manifest: its record is unreadable (the row's Failure condition names the file) */
+		struct source *src = source_of(ns, name);
+		const struct vm *bad = src ? (const struct vm *)store_find(S.st, src, OBJ_VM, ns, name) : NULL;
+		const struct cond *f = bad ? cond_find(bad->conds, bad->nconds, "Failure") : NULL;
+		if (f && util_str_eq(f->reason, "RecordUnreadable"))
+			return send_status(c, 409, "Conflict", R_VM, name, "%s: move it away first",
+					   f->message ? f->message : "its record is unreadable");
 		return not_found(c, R_VM, name);
+	}
 	json_object *p = body_json(c, rq, &rc);
 	if (p == NULL) {
 		json_object_put(cur);
@@ -1828,6 +1842,8 @@ static enum MHD_Result act(struct MHD_Connection *c, struct reqctx *rq, enum res
 	if (dry_run(c, rq)) /* nothing is done */
 		return reply_obj ? reply_object(c, ok_code, r, ns, name) : send_text(c, ok_code, xstrdup(""), "text/plain");
 	struct action_req req = { .act = a, .ns = ns, .name = name, .grace_period = grace, .target = target };
+	if (a == ACT_DELETE && util_str_eq(arg(c, "deleteVolumes"), "true"))
+		req.flags |= ACTION_DELETE_VOLUMES; /* the engine's extension: the VM's disks go too */
 	if (a == ACT_STOP && grace == 0)
 		req.act = ACT_FORCE_STOP;
 	char *err = NULL;
@@ -3191,6 +3207,50 @@ static enum MHD_Result pod_log(struct MHD_Connection *c, const char *ns, const c
 	return rc;
 }
 
+/* ---- kvcon's own read-only subresources (not KubeVirt's: docs/ENGINE-SERVICE.md): what the engine keeps on
+ * its host and KubeVirt's API has no field for, for kvcon's diagnose, bundle and VM view ---- */
+
+/* GET virtualmachineinstances/NAME/kvcon-domainxml: the libvirt domain XML kvcon defined for the current
+ * execution (application/xml). */
+static enum MHD_Result vmi_domainxml(struct MHD_Connection *c, const char *ns, const char *name)
+{
+	struct source *src = NULL;
+	for (int s = 0; s < S.nsrcs && src == NULL; s++)
+		if (store_find(S.st, S.srcs[s], OBJ_VMI, ns, name))
+			src = S.srcs[s];
+	if (src == NULL)
+		return not_found(c, R_VMI, name);
+	const char *sl = engine_serial_log(src, ns, name);
+	const char *slash = sl ? strrchr(sl, '/') : NULL;
+	if (slash == NULL)
+		return send_status(c, 404, "NotFound", R_VMI, name, "the VMI %s/%s has no current execution", ns, name);
+	char *xp = xasprintf("%.*s/domain.xml", (int)(slash - sl), sl);
+	size_t len = 0;
+	char *xml = util_read_file(xp, &len);
+	free(xp);
+	if (xml == NULL)
+		return send_status(c, 404, "NotFound", R_VMI, name, "the domain XML of %s/%s's execution could not be read",
+				   ns, name);
+	if (strlen(xml) != len) { /* send_text sends a string */
+		free(xml);
+		return send_status(c, 500, "InternalError", R_VMI, name, "the domain XML of %s/%s is not text", ns, name);
+	}
+	return send_text(c, 200, xml, "application/xml");
+}
+
+/* GET virtualmachines/NAME/kvcon-storage: the VM's volumes and the files behind them on the engine's host (the
+ * storage chain's JSON array, kube/storage.h's shape with the engine's file links). */
+static enum MHD_Result vm_storage(struct MHD_Connection *c, const char *ns, const char *name)
+{
+	struct source *src = source_of(ns, name);
+	if (src == NULL)
+		return not_found(c, R_VM, name);
+	json_object *o = src->ops->storage_json ? src->ops->storage_json(src, ns, name) : NULL;
+	if (o == NULL)
+		return send_status(c, 404, "NotFound", R_VM, name, "no storage record for %s/%s", ns, name);
+	return send_json(c, 200, o);
+}
+
 /* ---- routing ---- */
 
 static bool valid_name(const char *s)
@@ -3262,6 +3322,12 @@ static enum MHD_Result route(struct MHD_Connection *c, struct reqctx *rq, const 
 	}
 	if (r == R_POD && ns && name && sub && strcmp(sub, "log") == 0 && strcmp(method, "GET") == 0)
 		return pod_log(c, ns, name);
+	bool domxml = r == R_VMI && sub && strcmp(sub, "kvcon-domainxml") == 0;
+	if ((domxml || (r == R_VM && sub && strcmp(sub, "kvcon-storage") == 0)) && ns && name) {
+		if (strcmp(method, "GET") != 0) /* kvcon's own read-only subresources */
+			return send_status(c, 405, "MethodNotAllowed", R_COUNT, NULL, "%s is read-only", sub);
+		return domxml ? vmi_domainxml(c, ns, name) : vm_storage(c, ns, name);
+	}
 	if (sub && strcmp(sub, "status") != 0)
 		return send_status(c, 404, "NotFound", R_COUNT, NULL, "the server could not find the requested resource");
 	if (strcmp(method, "GET") == 0) {

@@ -98,6 +98,13 @@ static const struct cmd_flag f_stop[] = {
 	WAIT_FLAG,
 	{ 0 },
 };
+static const struct cmd_flag f_delete[] = {
+	{ NULL, "--grace-period", "N", "seconds the guest gets to shut down", NULL },
+	{ NULL, "--force", NULL, "power off at once (--grace-period 0)", NULL },
+	{ NULL, "--delete-volumes", NULL, "engine VMs: their disks too (an engine extension of the API)", NULL },
+	WAIT_FLAG,
+	{ 0 },
+};
 static const struct cmd_flag f_migrate[] = {
 	{ NULL, "--to", "NODE", "the target node or engine host", NULL },
 	{ NULL, "--abort", NULL, "cancel the running migration", NULL },
@@ -108,6 +115,9 @@ static const struct cmd_flag f_console[] = {
 	{ NULL, "--timeout", "MINUTES", "wait this long for the VMI and the console (minutes as virtctl; 30s, 2m, 1h "
 					"with a unit; default 5, 0: forever)", NULL },
 	{ NULL, "--log", "FILE", "append every byte the guest sends to FILE", NULL },
+	{ NULL, "--expect", "RE", "scripted: wait for this regular expression in the guest's output", NULL },
+	{ NULL, "--send", "LINE", "scripted: type this line (steps run in the order given)", NULL },
+	{ NULL, "--wait-stop", NULL, "scripted: then wait until the execution ended and the run strategy reacted", NULL },
 	{ 0 },
 };
 static const struct cmd_flag f_vnc[] = {
@@ -132,7 +142,8 @@ static const struct cmd_entry commands[] = {
 	  "list objects like kubectl get, from clusters and engine hosts", f_get, CMD_OP_KIND_NAMES, NULL, NULL, false,
 	  false, cmd_get },
 	{ "help", NULL, "[VERB]", "this help, or a verb's", NULL, CMD_OP_VERB, NULL, NULL, false, false, cmd_help },
-	{ "console", NULL, "NS/NAME [--timeout MIN] [--log FILE]", "the guest's serial console full-screen (Ctrl+] exits)",
+	{ "console", NULL, "NS/NAME [--timeout MIN] [--log FILE] [--expect RE] [--send LINE]...",
+	  "the guest's serial console full-screen (Ctrl+] exits), or scripted",
 	  f_console, CMD_OP_TARGET, NULL, NULL, false, false, cmd_console },
 	{ "vnc", NULL, "TARGET [--screenshot F.png|--proxy-only]", "the guest display in the terminal", f_vnc,
 	  CMD_OP_TARGET, NULL, NULL, false, false, cmd_vnc },
@@ -164,9 +175,12 @@ static const struct cmd_entry commands[] = {
 	  NULL, CMD_OP_VM_REF, NULL, NULL, false, false, cmd_action },
 	{ "migrate", NULL, "NS/NAME [--to NODE] [--abort] [--wait[=S]]", "live-migrate a VM", f_migrate, CMD_OP_VM_REF,
 	  NULL, NULL, false, false, cmd_action },
-	{ "engine", NULL, "VERB ...", "the local libvirt engine (apply, get, start, stop, console, ...)", NULL,
+	{ "delete", NULL, "NS/NAME [--grace-period N] [--delete-volumes] [--wait[=S]]", "delete a VM (its execution first)",
+	  f_delete, CMD_OP_VM_REF, NULL, NULL, false, false, cmd_action },
+	{ "engine", NULL, "VERB ...", "the local engine: apply, serve, pull, migrate, drain, reconcile; get, start, "
+				     "stop, console, ... (the verbs above on its VMs)", NULL,
 	  CMD_OP_WORDS,
-	  "apply get start stop restart pause unpause delete console vnc reconcile pull migrate drain", NULL, true, false,
+	  "apply get start stop restart pause unpause delete console vnc reconcile serve pull migrate drain", NULL, true, false,
 	  cmd_engine },
 	{ "completion", NULL, "bash|zsh", "the shell completion script (source <(kvcon completion bash))", NULL,
 	  CMD_OP_WORDS, "bash zsh", NULL, false, false, cmd_completion },

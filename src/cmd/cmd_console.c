@@ -76,9 +76,14 @@ static void store_cb(void *arg, enum obj_kind kind, const struct obj *old, const
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: kvcon console NS/NAME|ws://URL|unix:PATH|tcp:HOST:PORT [--timeout MIN] [--log FILE]\n"
+		   "       kvcon console NS/NAME [--expect RE] [--send LINE]... [--wait-stop] [--timeout MIN] [--log FILE]\n"
 		   "  --timeout MIN wait at most MIN minutes (or 30s, 2m, 1h) for the VMI to be Running and the console "
 		   "to open (default 5, 0: forever)\n"
 		   "  --log FILE    append every byte the guest sends to FILE\n"
+		   "  --expect RE   scripted (no terminal needed): wait for the extended regular expression in the guest's\n"
+		   "                output (after the previous match); --send LINE types a line; in the order given;\n"
+		   "  --wait-stop   then wait until the execution ended and the run strategy reacted. The guest's output goes\n"
+		   "                to stdout, escaped.\n"
 		   "Keys: Ctrl+] exits; F12 copy mode; Shift+PgUp/PgDn (or the mouse wheel) scroll back. A paste goes to the guest,\n"
 		   "bracketed when the guest turned bracketed paste on.\n");
 }
@@ -94,11 +99,17 @@ int cmd_console(int argc, char **argv)
 	static const struct option longopts[] = {
 		{ "timeout", required_argument, NULL, 't' },
 		{ "log", required_argument, NULL, 'l' },
+		{ "expect", required_argument, NULL, 'e' },
+		{ "send", required_argument, NULL, 's' },
+		{ "wait-stop", no_argument, NULL, 'w' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct console_cmd c = { .timeout_s = 300, .listen_id = -1, .rc = EXIT_OK };
 	const char *log_path = NULL;
+	const char **sopt = xcalloc((size_t)argc + 1, sizeof *sopt), **sval = xcalloc((size_t)argc + 1, sizeof *sval);
+	int nsteps = 0;
+	bool wait_stop = false;
 	int opt;
 	optind = 1;
 	while ((opt = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
@@ -115,19 +126,42 @@ int cmd_console(int argc, char **argv)
 			c.timeout_s = (int)(v * mult);
 		} else if (opt == 'l') {
 			log_path = optarg;
-		} else if (opt == 'h') {
-			usage(stdout);
-			return EXIT_OK;
+		} else if (opt == 'e' || opt == 's') {
+			sopt[nsteps] = opt == 'e' ? "--expect" : "--send";
+			sval[nsteps++] = optarg;
+		} else if (opt == 'w') {
+			wait_stop = true;
 		} else {
-			usage(stderr);
-			return EXIT_USAGE;
+			free(sopt);
+			free(sval);
+			usage(opt == 'h' ? stdout : stderr);
+			return opt == 'h' ? EXIT_OK : EXIT_USAGE;
 		}
 	}
 	if (optind != argc - 1) {
+		free(sopt);
+		free(sval);
 		usage(stderr);
 		return EXIT_USAGE;
 	}
 	const char *target = argv[optind];
+	if (nsteps > 0 || wait_stop) {
+		/* the scripted console: no terminal needed */
+		int rc = EXIT_USAGE;
+		if (!is_vmi_target(target)) {
+			log_eprintf("error: --expect, --send and --wait-stop take NS/NAME\n");
+		} else {
+			char *sns = xstrndup(target, (size_t)(strchr(target, '/') - target));
+			rc = console_script(sns, strchr(target, '/') + 1, sopt, sval, nsteps, wait_stop, c.timeout_s,
+					    log_path);
+			free(sns);
+		}
+		free(sopt);
+		free(sval);
+		return rc;
+	}
+	free(sopt);
+	free(sval);
 	if (!isatty(0) || !isatty(1)) {
 		log_eprintf("kvcon console: needs a terminal on stdin and stdout\n");
 		return EXIT_USAGE;

@@ -5,7 +5,16 @@
 #ifndef KVCON_CMD_CMD_CONSOLE_H
 #define KVCON_CMD_CMD_CONSOLE_H
 
-/* The subcommand (argv[0] is "console"). */
+#include <stdbool.h>
+
+/* The subcommand (argv[0] is "console"). With --expect RE / --send LINE (in order) or --wait-stop it runs
+ * console_script instead of the full-screen console. */
 int cmd_console(int argc, char **argv);
+
+/* The scripted console of VM ns/name (cmd/cmd_conscript.c): the guest's output on stdout (escaped); steps opt[i]
+ * "--expect" (an extended regular expression, matched after the previous match) or "--send" (a line typed) with
+ * val[i]; wait_stop then waits until the execution ended. timeout_s 0: forever. Exit status 1 on timeout. */
+int console_script(const char *ns, const char *name, const char *const *opt, const char *const *val, int n,
+		   bool wait_stop, int timeout_s, const char *logfile);
 
 #endif

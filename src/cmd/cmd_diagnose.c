@@ -30,7 +30,7 @@ enum out_fmt { OUT_TEXT, OUT_JSON };
 struct args {
 	const char *ref;
 	enum out_fmt fmt;
-	bool force, abort_mig;
+	bool force, abort_mig, delete_volumes;
 	int grace;
 	const char *to;
 	int wait_s; /* -1: do not wait */
@@ -66,6 +66,8 @@ static int parse_args(const char *cmd, int argc, char **argv, struct args *a, bo
 			a->force = true;
 		} else if (action && strcmp(argv[0], "migrate") == 0 && strcmp(s, "--abort") == 0) {
 			a->abort_mig = true;
+		} else if (action && strcmp(argv[0], "delete") == 0 && strcmp(s, "--delete-volumes") == 0) {
+			a->delete_volumes = true;
 		} else if (action && (strcmp(s, "--grace-period") == 0 || util_has_prefix(s, "--grace-period="))) {
 			const char *v = strchr(s, '=') ? strchr(s, '=') + 1 : (++i < argc ? argv[i] : NULL);
 			char *end;
@@ -371,7 +373,7 @@ int cmd_lineage(int argc, char **argv)
 		buf_init(&b);
 		char *ns = util_escape_display(s.ns), *nm = util_escape_display(s.name);
 		buf_printf(&b, "VirtualMachine %s/%s (%s %s): %zu execution%s\n", ns, nm,
-			   s.src->type == SOURCE_ENGINE ? "engine" : "context", s.src->name, n, n == 1 ? "" : "s");
+			   s.src->engine ? "engine" : "context", s.src->name, n, n == 1 ? "" : "s");
 		free(ns);
 		free(nm);
 		lineage_format_text(ex, n, util_wall_s(), &b);
@@ -413,6 +415,7 @@ static const struct {
 	{ "unpause", ACT_UNPAUSE, true, "unpaused" },
 	{ "migrate", ACT_MIGRATE, false, "migration requested" },
 	{ "softreboot", ACT_SOFT_REBOOT, true, "soft reboot requested" },
+	{ "delete", ACT_DELETE, false, "delete requested" },
 };
 
 struct before {
@@ -421,10 +424,48 @@ struct before {
 	int64_t mig_start;
 };
 
+/* A start that cannot go on (a new execution whose VM says so: KubeVirt's failure statuses): "REASON: message"
+ * from the launcher's waiting container, else the status alone, in buf; NULL when the start is not failing. */
+static const char *start_failed(const struct session *s, const struct vmi *v, const struct before *b, char *buf,
+				size_t len)
+{
+	static const char *const failing[] = { "ErrImagePull", "ImagePullBackOff", "CrashLoopBackOff",
+					       "ErrorUnschedulable", "ErrorPvcNotFound", "ErrorDataVolumeNotFound",
+					       "DataVolumeError" };
+	const struct vm *vm = (const struct vm *)store_find(s->st, s->src, OBJ_VM, s->ns, s->name);
+	if (vm == NULL || vm->printable_status == NULL || v == NULL || strcmp(v->o.uid, b->vmi_uid) == 0)
+		return NULL;
+	size_t k = 0;
+	while (k < sizeof failing / sizeof failing[0] && strcmp(vm->printable_status, failing[k]) != 0)
+		k++;
+	if (k == sizeof failing / sizeof failing[0])
+		return NULL;
+	snprintf(buf, len, "%s", vm->printable_status);
+	size_t n = 0;
+	struct obj *const *pods = store_objs(s->st, s->src, OBJ_POD, &n);
+	for (size_t i = 0; i < n; i++) {
+		const struct pod *p = (const struct pod *)pods[i];
+		if (strcmp(p->vmi_uid, v->o.uid) != 0)
+			continue;
+		for (int c = 0; c < p->ncontainers; c++) {
+			const struct container_status *cs = &p->containers[c];
+			if (cs->message && cs->reason && strcmp(cs->reason, "ContainerCreating") != 0 &&
+			    !util_str_eq(cs->state, "running")) {
+				snprintf(buf, len, "%s: %s", cs->reason, cs->message);
+				return buf;
+			}
+		}
+	}
+	return buf;
+}
+
 /* Has the action's effect shown in the store? 1 yes, 0 not yet, -1 it failed (reason in *why). */
 static int effect_reached(const struct session *s, enum action act, bool abort_mig, const struct before *b,
 			  const char **why)
 {
+	static char failed[512];
+	if (act == ACT_DELETE) /* the VM is gone (its execution went first) */
+		return store_find(s->st, s->src, OBJ_VM, s->ns, s->name) == NULL;
 	const struct vmi *v = (const struct vmi *)store_find(s->st, s->src, OBJ_VMI, s->ns, s->name);
 	/* a migrated engine VM shows up in its target host's source */
 	for (size_t i = 0; v == NULL && (act == ACT_MIGRATE || act == ACT_MIGRATE_ABORT) && i < source_count(); i++)
@@ -433,8 +474,9 @@ static int effect_reached(const struct session *s, enum action act, bool abort_m
 	bool running = v && util_str_eq(v->phase, "Running");
 	switch (act) {
 	case ACT_START:
-		return running && strcmp(v->o.uid, b->vmi_uid) != 0;
 	case ACT_RESTART:
+		if ((*why = start_failed(s, v, b, failed, sizeof failed)) != NULL)
+			return -1;
 		return running && strcmp(v->o.uid, b->vmi_uid) != 0;
 	case ACT_STOP:
 	case ACT_FORCE_STOP:
@@ -462,11 +504,55 @@ static int effect_reached(const struct session *s, enum action act, bool abort_m
 	}
 }
 
+/* The image pull an action waits on, as the VM's launcher pod says it: its compute container waiting in
+ * ContainerCreating with the pull's progress as message ("pulling image \"REF\": 12.0 MiB of 40.0 MiB"; the engine
+ * service serves it so, docs/ENGINE-SERVICE.md). NULL when nothing is being pulled. */
+static const char *pull_progress(const struct session *s)
+{
+	const struct vmi *vmi = (const struct vmi *)store_find(s->st, s->src, OBJ_VMI, s->ns, s->name);
+	size_t n = 0;
+	struct obj *const *pods = store_objs(s->st, s->src, OBJ_POD, &n);
+	for (size_t i = 0; i < n; i++) {
+		const struct pod *p = (const struct pod *)pods[i];
+		if (strcmp(p->o.ns, s->ns) != 0 ||
+		    !((vmi && strcmp(p->vmi_uid, vmi->o.uid) == 0) || util_str_eq(p->vm_name, s->name)))
+			continue;
+		for (int c = 0; c < p->ncontainers; c++) {
+			const struct container_status *cs = &p->containers[c];
+			if (util_str_eq(cs->state, "waiting") && util_str_eq(cs->reason, "ContainerCreating") && cs->message &&
+			    util_has_prefix(cs->message, "pulling image"))
+				return cs->message;
+		}
+	}
+	return NULL;
+}
+
+/* The pull's progress on stderr while an action waits, as it changes (at most once a second). */
+struct pull_line {
+	char *last;
+	uint64_t at;
+};
+
+static void show_pull(const struct session *s, struct pull_line *pl)
+{
+	const char *p = pull_progress(s);
+	uint64_t now = util_now_ms();
+	if (p == NULL || util_str_eq(p, pl->last) || now - pl->at < 1000)
+		return;
+	char *e = util_escape_display(p);
+	fprintf(stderr, "%s\n", e);
+	free(e);
+	free(pl->last);
+	pl->last = xstrdup(p);
+	pl->at = now;
+}
+
 static void usage_action(FILE *f, const char *cmd)
 {
 	fprintf(f, "usage: kvcon %s NAMESPACE/NAME%s [--wait[=SECONDS]]\n", cmd,
 		strcmp(cmd, "stop") == 0 || strcmp(cmd, "restart") == 0 ? " [--force] [--grace-period N]"
 		: strcmp(cmd, "migrate") == 0			   ? " [--to NODE] [--abort]"
+		: strcmp(cmd, "delete") == 0			   ? " [--grace-period N] [--delete-volumes]"
 								   : "");
 	fprintf(f, "--wait: watch until the effect is visible (default %d s); exit 3 when it is not reached.\n",
 		WAIT_DEFAULT_S);
@@ -494,7 +580,7 @@ int cmd_action(int argc, char **argv)
 		req.act = ACT_FORCE_STOP; /* virtctl stop --force --grace-period 0: pull the power cord */
 		if (req.grace_period < 0)
 			req.grace_period = 0;
-	} else if (a.force && req.act == ACT_RESTART && req.grace_period < 0) {
+	} else if (a.force && (req.act == ACT_RESTART || req.act == ACT_DELETE) && req.grace_period < 0) {
 		req.grace_period = 0;
 	}
 	if (a.abort_mig)
@@ -518,6 +604,14 @@ int cmd_action(int argc, char **argv)
 	snprintf(b.mig_uid, sizeof b.mig_uid, "%s", vmi ? vmi_mig(vmi)->migration_uid : "");
 	req.ns = s.ns;
 	req.name = s.name;
+	if (a.delete_volumes && !s.src->engine) {
+		/* an engine extension: a cluster's volumes are its storage's, deleted with a plain DELETE's policies */
+		log_eprintf("kvcon %s: --delete-volumes is for engine VMs (source %s is a cluster)\n", cmd, s.src->name);
+		rc = EXIT_USAGE;
+		goto out;
+	}
+	if (a.delete_volumes)
+		req.flags |= ACTION_DELETE_VOLUMES;
 	char *err = NULL;
 	if (s.src->ops == NULL || s.src->ops->action == NULL) {
 		log_eprintf("kvcon %s: this source has no actions\n", cmd);
@@ -532,8 +626,9 @@ int cmd_action(int argc, char **argv)
 		rc = EXIT_API;
 		goto out;
 	}
+	struct pull_line pl = { 0 };
 	while (!st.done)
-		loop_once(1000);
+		loop_once(200);
 	char *ns = util_escape_display(s.ns), *nm = util_escape_display(s.name);
 	if (st.status != 0) {
 		char *e = util_escape_display(st.message ? st.message : "failed");
@@ -548,8 +643,10 @@ int cmd_action(int argc, char **argv)
 		uint64_t deadline = util_now_ms() + (uint64_t)a.wait_s * 1000u;
 		const char *why = NULL;
 		int r;
-		while ((r = effect_reached(&s, req.act, a.abort_mig, &b, &why)) == 0 && util_now_ms() < deadline)
+		while ((r = effect_reached(&s, req.act, a.abort_mig, &b, &why)) == 0 && util_now_ms() < deadline) {
+			show_pull(&s, &pl);
 			loop_once(200);
+		}
 		if (r > 0) {
 			printf("VM %s/%s: done\n", ns, nm);
 		} else {
@@ -561,6 +658,7 @@ int cmd_action(int argc, char **argv)
 	}
 	free(ns);
 	free(nm);
+	free(pl.last);
 out:
 	free(st.message);
 	session_close(&s);

@@ -1,5 +1,7 @@
-/* `kvcon engine VERB ...`: opens the engine hosts (-c URI, default the embedded driver), waits for their first
- * resync, runs the verb, lets the reconciler converge, then leaves (guests keep running). */
+/* `kvcon engine VERB ...`: the engine's own verbs (apply, serve, pull, reconcile; migrate and drain in
+ * cmd_engine_migrate.c), each through the engine service of its hosts (-c URI, default the embedded driver), and
+ * the old spellings of the top-level verbs on the engine only (get, start, stop, restart, pause, unpause, delete,
+ * console, vnc: cmd_get, cmd_action, cmd_console, cmd_vnc with opts.engine_only). */
 #include "cmd/cmd_engine.h"
 
 #include <errno.h>
@@ -26,6 +28,8 @@
 #include "core/xmalloc.h"
 #include "core/ydoc.h"
 #include "cmd/cmd_console.h"
+#include "cmd/cmd_diagnose.h"
+#include "cmd/cmd_get.h"
 #include "cmd/cmd_vnc.h"
 #include "cmd/apisrv.h"
 #include "engine/ejson.h"
@@ -87,16 +91,21 @@ static void notice_once(const struct source *src)
 	free(boot);
 }
 
-/* Unreadable records, each by its file name on stderr (their rows say RecordUnreadable). */
+/* Unreadable records, each by its file name on stderr: the service's RecordUnreadable rows carry the file and
+ * the reason in their Failure condition. */
 static void warn_bad_records(void)
 {
 	for (int i = 0; i < C.nsrcs; i++) {
-		const char *const *bad;
-		int n = engine_bad_records(C.srcs[i], &bad);
-		for (int k = 0; k < n; k++) {
-			char *e = util_escape_display(bad[k]);
-			log_eprintf("warning: unreadable engine record %s (the VM is not managed until the file is fixed "
-				    "or removed; its QEMU, if any, is left running)\n", e);
+		size_t n;
+		struct obj *const *vms = store_objs(C.st, C.srcs[i], OBJ_VM, &n);
+		for (size_t k = 0; k < n; k++) {
+			const struct vm *vm = (const struct vm *)vms[k];
+			const struct cond *c = cond_find(vm->conds, vm->nconds, "Failure");
+			if (!util_str_eq(vm->printable_status, "RecordUnreadable") || c == NULL || c->message == NULL)
+				continue;
+			char *e = util_escape_display(c->message);
+			log_eprintf("warning: %s/%s: %s (the VM is not managed until the file is fixed or removed)\n",
+				    vm->o.ns, vm->o.name, e);
 			free(e);
 		}
 	}
@@ -205,8 +214,14 @@ static int open_engine(void)
 		return EXIT_API;
 	}
 	for (int i = 0; i < C.nsrcs; i++)
-		if (C.srcs[i]->notice)
+		if (C.srcs[i]->notice && util_has_prefix(C.srcs[i]->notice, SESSION_DEGRADED)) {
+			/* the service's own state (session_service_status): said every time, as get does */
+			char *e = util_escape_display(C.srcs[i]->notice);
+			log_eprintf("warning: %s\n", e);
+			free(e);
+		} else if (C.srcs[i]->notice) {
 			notice_once(C.srcs[i]);
+		}
 	return EXIT_OK;
 }
 
@@ -480,671 +495,138 @@ static int cmd_engine_apply(int argc, char **argv)
 	return close_engine(rc, 60000);
 }
 
-/* ---- get ---- */
+/* ---- the verbs shared with the top level ---- */
 
-static void esc(char *out, size_t len, const char *s)
+/* `kvcon engine VERB NAME` is `kvcon VERB NS/NAME` resolved on the engine only (one verb tree: the same code,
+ * output, flags and exit codes). The engine forms keep their old spellings as aliases: a bare NAME is in -n's
+ * namespace (default), and the actions wait for their effect unless --no-wait (--timeout S: --wait=S). */
+static int shared(int (*fn)(int, char **), char **av, int n)
 {
-	util_escape_display_n(s ? s : "", s ? strlen(s) : 0, out, len);
+	opts_global()->engine_only = true;
+	av[n] = NULL;
+	return fn(n, av);
 }
 
-/* -o json: the rows of each kind, after kind and source (null for unset strings) */
-static const struct ejson_field obj_rows[] = {
-	{ "namespace", EJ_STRN, offsetof(struct obj, ns), NULL },
-	{ "name", EJ_STRN, offsetof(struct obj, name), NULL },
-	{ "uid", EJ_UID, offsetof(struct obj, uid), NULL },
-	{ "created", EJ_I64, offsetof(struct obj, created), NULL },
-};
-
-static const struct ejson_field cond_rows[] = { /* VMIs show the first three */
-	{ "type", EJ_STRN, offsetof(struct cond, type), NULL },
-	{ "status", EJ_STRN, offsetof(struct cond, status), NULL },
-	{ "reason", EJ_STRN, offsetof(struct cond, reason), NULL },
-	{ "message", EJ_STRN, offsetof(struct cond, message), NULL },
-};
-
-static const struct ejson_field vm_rows[] = {
-	{ "status", EJ_STRN, offsetof(struct vm, printable_status), NULL },
-	{ "runStrategy", EJ_STRN, offsetof(struct vm, run_strategy), NULL },
-	{ "ready", EJ_BOOL, offsetof(struct vm, ready), NULL },
-	{ "generation", EJ_U64, offsetof(struct vm, o.generation), NULL },
-};
-
-static void vmi_net_json(json_object *j, const struct vmi *v);
-
-static const struct ejson_field vmi_rows[] = {
-	{ "phase", EJ_STRN, offsetof(struct vmi, phase), NULL },
-	{ "node", EJ_STRN, offsetof(struct vmi, node), NULL },
-	{ "vmUid", EJ_UID, offsetof(struct vmi, vm_uid), NULL },
-	{ "softwareEmulation", EJ_BOOL, offsetof(struct vmi, software_emulation), NULL },
-};
-
-static const struct ejson_field phase_rows[] = {
-	{ "phase", EJ_STRN, offsetof(struct phase_time, phase), NULL },
-	{ "at", EJ_I64, offsetof(struct phase_time, at), NULL },
-};
-
-static const struct ejson_field pod_rows[] = {
-	{ "phase", EJ_STRN, offsetof(struct pod, phase), NULL },
-	{ "node", EJ_STRN, offsetof(struct pod, node), NULL },
-	{ "vmiUid", EJ_UID, offsetof(struct pod, vmi_uid), NULL },
-	{ "pid", EJ_INT, offsetof(struct pod, pid), NULL },
-	{ "cmdline", EJ_STRN, offsetof(struct pod, cmdline), NULL },
-	{ "logPath", EJ_STRN, offsetof(struct pod, log_path), NULL },
-};
-
-static const struct ejson_field container_rows[] = {
-	{ "name", EJ_STRN, offsetof(struct container_status, name), NULL },
-	{ "state", EJ_STRN, offsetof(struct container_status, state), NULL },
-	{ "reason", EJ_STRN, offsetof(struct container_status, reason), NULL },
-	{ "message", EJ_STRN, offsetof(struct container_status, message), NULL },
-	{ "image", EJ_STRN, offsetof(struct container_status, image), NULL },
-	{ "imageID", EJ_STRN, offsetof(struct container_status, image_id), NULL },
-};
-
-static const struct ejson_field event_rows[] = {
-	{ "type", EJ_STRN, offsetof(struct event, type), NULL },
-	{ "reason", EJ_STRN, offsetof(struct event, reason), NULL },
-	{ "message", EJ_STRN, offsetof(struct event, message), NULL },
-	{ "involvedKind", EJ_STRN, offsetof(struct event, inv_kind), NULL },
-	{ "involvedUid", EJ_UID, offsetof(struct event, inv_uid), NULL },
-	{ "count", EJ_INT, offsetof(struct event, count), NULL },
-	{ "lastTimestamp", EJ_I64, offsetof(struct event, last), NULL },
-};
-
-static json_object *obj_json(const struct obj *o)
+static char *ns_name(const char *name)
 {
-	json_object *j = json_object_new_object();
-	json_object_object_add(j, "kind", json_object_new_string(obj_kind_title(o->kind)));
-	json_object_object_add(j, "source", o->src->name ? json_object_new_string(o->src->name) : NULL);
-	ejson_put(j, o, EJSON_ROWS(obj_rows));
-	switch (o->kind) {
-	case OBJ_VM: {
-		const struct vm *v = (const struct vm *)o;
-		ejson_put(j, v, EJSON_ROWS(vm_rows));
-		json_object_object_add(j, "conditions",
-				       ejson_array(v->conds, sizeof *v->conds, v->nconds, EJSON_ROWS(cond_rows)));
-		break;
-	}
-	case OBJ_VMI: {
-		const struct vmi *v = (const struct vmi *)o;
-		ejson_put(j, v, EJSON_ROWS(vmi_rows));
-		json_object *ph = ejson_array(v->phases, sizeof *v->phases, v->nphases, EJSON_ROWS(phase_rows));
-		json_object_object_add(j, "phaseTransitionTimestamps", ph);
-		json_object_object_add(j, "conditions", ejson_array(v->conds, sizeof *v->conds, v->nconds, cond_rows, 3));
-		vmi_net_json(j, v);
-		if (vmi_mig(v)->present)
-			json_object_object_add(j, "migrationState", migrate_state_json(vmi_mig(v)));
-		break;
-	}
-	case OBJ_POD: {
-		const struct pod *p = (const struct pod *)o;
-		ejson_put(j, o, EJSON_ROWS(pod_rows));
-		json_object_object_add(j, "containerStatuses", ejson_array(p->containers, sizeof *p->containers,
-									   p->ncontainers, EJSON_ROWS(container_rows)));
-		break;
-	}
-	case OBJ_EVENT:
-		ejson_put(j, o, EJSON_ROWS(event_rows));
-		break;
-	case OBJ_KIND_COUNT:
-		break;
-	}
-	return j;
+	const char *ns = opts_global()->ns ? opts_global()->ns : "default";
+	return strchr(name, '/') ? xstrdup(name) : xasprintf("%s/%s", ns, name);
 }
 
-static int cmp_obj(const void *a, const void *b)
+/* start|stop|restart|pause|unpause|delete NAME [--force] [--grace-period N] [--delete-volumes] [--no-wait]
+ * [--timeout S] [--wait[=S]]: cmd_action on NS/NAME. */
+static int engine_action(int argc, char **argv)
 {
-	const struct obj *x = *(const struct obj *const *)a, *y = *(const struct obj *const *)b;
-	if (x->kind == OBJ_EVENT) {
-		const struct event *ex = (const struct event *)x, *ey = (const struct event *)y;
-		if (ex->last != ey->last)
-			return ex->last < ey->last ? -1 : 1;
-		return 0;
-	}
-	int c = strcmp(x->ns, y->ns);
-	return c ? c : strcmp(x->name, y->name);
-}
-
-/* The VMI's addresses (KubeVirt's status.interfaces: name, ipAddress, ipAddresses) and the ports the engine
- * forwards from the host ("ports": interface, name, protocol, port, hostIP, hostPort). */
-static void vmi_net_json(json_object *j, const struct vmi *v)
-{
-	json_object_object_add(j, "ip", v->ip ? json_object_new_string(v->ip) : NULL);
-	json_object *ifs = json_object_new_array();
-	for (int i = 0; i < v->nips; i++) {
-		json_object *f = json_object_new_object(), *all = json_object_new_array();
-		if (v->ip_ifaces && v->ip_ifaces[i])
-			json_object_object_add(f, "name", json_object_new_string(v->ip_ifaces[i]));
-		json_object_object_add(f, "ipAddress", json_object_new_string(v->ips[i]));
-		json_object_array_add(all, json_object_new_string(v->ips[i]));
-		json_object_object_add(f, "ipAddresses", all);
-		/* KubeVirt's field: the address is the one the domain's network hands out, not read from a guest agent */
-		json_object_object_add(f, "infoSource", json_object_new_string("domain"));
-		json_object_array_add(ifs, f);
-	}
-	json_object_object_add(j, "interfaces", ifs);
-	json_object *ps = json_object_new_array();
-	for (int i = 0; i < v->nfwds; i++) {
-		const struct port_fwd *f = &v->fwds[i];
-		json_object *o = json_object_new_object();
-		json_object_object_add(o, "interface", json_object_new_string(f->iface));
-		if (f->name)
-			json_object_object_add(o, "name", json_object_new_string(f->name));
-		json_object_object_add(o, "protocol", json_object_new_string(f->proto));
-		json_object_object_add(o, "port", json_object_new_int(f->port));
-		json_object_object_add(o, "hostIP", json_object_new_string("127.0.0.1"));
-		json_object_object_add(o, "hostPort", json_object_new_int(f->host_port));
-		json_object_array_add(ps, o);
-	}
-	json_object_object_add(j, "ports", ps);
-}
-
-static int cmd_engine_get(int argc, char **argv)
-{
-	enum obj_kind kind = OBJ_VM;
-	const char *out = "table", *name = NULL;
-	static const struct {
-		const char *word;
-		enum obj_kind kind;
-	} kinds[] = { { "vm", OBJ_VM }, { "vms", OBJ_VM }, { "virtualmachine", OBJ_VM }, { "vmi", OBJ_VMI },
-		      { "vmis", OBJ_VMI }, { "pod", OBJ_POD }, { "pods", OBJ_POD }, { "event", OBJ_EVENT },
-		      { "events", OBJ_EVENT } };
-	bool kind_set = false;
+	char **av = xcalloc((size_t)argc + 3, sizeof *av);
+	char *target = NULL, *wait = NULL;
+	int n = 0, timeout = 300;
+	bool no_wait = false, wait_given = false;
+	av[n++] = argv[0];
 	for (int i = 1; i < argc; i++) {
-		if ((strcmp(argv[i], "-o") == 0 || strcmp(argv[i], "--output") == 0) && i + 1 < argc) {
-			out = argv[++i];
+		if (strcmp(argv[i], "--no-wait") == 0) {
+			no_wait = true;
+		} else if (strcmp(argv[i], "--timeout") == 0 && i + 1 < argc) {
+			timeout = atoi(argv[++i]);
+		} else if (strcmp(argv[i], "--grace-period") == 0 && i + 1 < argc) {
+			av[n++] = argv[i++];
+			av[n++] = argv[i];
+		} else if (argv[i][0] != '-' && target == NULL) {
+			target = ns_name(argv[i]);
+			av[n++] = target;
+		} else {
+			wait_given |= util_has_prefix(argv[i], "--wait");
+			av[n++] = argv[i];
+		}
+	}
+	if (!no_wait && !wait_given)
+		av[n++] = wait = xasprintf("--wait=%d", timeout > 0 ? timeout : 300);
+	int rc = shared(cmd_action, av, n);
+	free(wait);
+	free(target);
+	free(av);
+	return rc;
+}
+
+/* get [KIND] [NAME] [-o FMT] [get's flags]: cmd_get of KIND (vm when none); `get event NAME` is the events about
+ * NAME (--field-selector involvedObject.name=NAME), as the engine form always listed them. */
+static int engine_get(int argc, char **argv)
+{
+	static const char *const kinds[] = { "vm", "vms", "virtualmachine", "virtualmachines", "vmi", "vmis",
+					     "virtualmachineinstance", "virtualmachineinstances", "vmim", "pod", "pods",
+					     "po", "event", "events", "ev", "node", "nodes", "namespace", "namespaces",
+					     "ns", NULL };
+	static const char *const with_value[] = { "-o", "--output", "-l", "--selector", "--field-selector", "-L",
+						  "--label-columns", "--sort-by", "--watch-for", "--timeout", NULL };
+	char **av = xcalloc((size_t)argc + 4, sizeof *av);
+	const char *kind = NULL, *name = NULL;
+	int n = 0;
+	av[n++] = argv[0];
+	av[n++] = NULL; /* the kind, below */
+	for (int i = 1; i < argc; i++) {
+		bool val = false;
+		for (size_t k = 0; with_value[k]; k++)
+			val |= strcmp(argv[i], with_value[k]) == 0;
+		if (val && i + 1 < argc) {
+			av[n++] = argv[i++];
+			av[n++] = argv[i];
 			continue;
 		}
-		if (util_has_prefix(argv[i], "-o")) {
-			out = argv[i] + 2;
-			continue;
-		}
-		size_t k;
-		for (k = 0; !kind_set && k < sizeof kinds / sizeof kinds[0]; k++)
-			if (strcmp(argv[i], kinds[k].word) == 0)
-				break;
-		if (!kind_set && k < sizeof kinds / sizeof kinds[0]) {
-			kind = kinds[k].kind;
-			kind_set = true;
-		} else if (argv[i][0] != '-' && name == NULL)
+		bool is_kind = false;
+		for (size_t k = 0; kind == NULL && name == NULL && kinds[k]; k++)
+			is_kind |= strcmp(argv[i], kinds[k]) == 0;
+		if (is_kind)
+			kind = argv[i];
+		else if (argv[i][0] != '-' && name == NULL)
 			name = argv[i];
-		else {
-			log_eprintf("kvcon engine get: unexpected '%s'\n", argv[i]);
-			return EXIT_USAGE;
-		}
+		else
+			av[n++] = argv[i];
 	}
-	if (strcmp(out, "table") && strcmp(out, "wide") && strcmp(out, "json") && strcmp(out, "name")) {
-		log_eprintf("kvcon engine get: -o must be table, wide, json or name\n");
-		return EXIT_USAGE;
+	av[1] = (char *)(kind ? kind : "vm");
+	char *fs = NULL;
+	bool events = kind && (strcmp(kind, "event") == 0 || strcmp(kind, "events") == 0 || strcmp(kind, "ev") == 0);
+	if (name && events) {
+		av[n++] = "--field-selector";
+		av[n++] = fs = xasprintf("involvedObject.name=%s", name);
+	} else if (name) {
+		av[n++] = (char *)name;
 	}
-	int rc = open_engine();
-	if (rc)
-		return rc;
-	/* every kvcon process reconciles: show the state it converged to, not a transition */
-	run_until(idle, NULL, 60000);
-	warn_bad_records();
-	struct obj **all = NULL;
-	size_t nall = 0;
-	bool all_ns = opts_global()->all_ns;
-	for (int s = 0; s < C.nsrcs; s++) {
-		size_t n;
-		struct obj *const *objs = store_objs(C.st, C.srcs[s], kind, &n);
-		for (size_t i = 0; i < n; i++) {
-			const struct obj *o = objs[i];
-			if (!all_ns && strcmp(o->ns, C.ns) != 0)
-				continue;
-			if (name && strcmp(o->name, name) != 0 &&
-			    !(kind == OBJ_EVENT && strcmp(((const struct event *)o)->inv_name, name) == 0))
-				continue;
-			all = xreallocarray(all, nall + 1, sizeof *all);
-			all[nall++] = (struct obj *)o;
-		}
-	}
-	if (nall > 1)
-		qsort(all, nall, sizeof *all, cmp_obj);
-	if (strcmp(out, "json") == 0) {
-		json_object *arr = json_object_new_array();
-		for (size_t i = 0; i < nall; i++)
-			json_object_array_add(arr, obj_json(all[i]));
-		printf("%s\n", json_object_to_json_string_ext(arr, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE));
-		json_object_put(arr);
-	} else if (strcmp(out, "name") == 0) {
-		for (size_t i = 0; i < nall; i++) {
-			char n[256];
-			esc(n, sizeof n, all[i]->name);
-			printf("%s/%s\n", obj_kind_name(kind), n);
-		}
-	} else {
-		if (nall == 0)
-			log_eprintf("No resources found in %s namespace.\n", all_ns ? "any" : C.ns);
-		/* the kind's columns (model/columns.c), as `kvcon get` and kubectl print them */
-		struct columns_print_opts po = { .wide = strcmp(out, "wide") == 0, .all_ns = all_ns, .header = nall > 0 };
-		struct col_ctx cc = { .st = C.st, .now = util_wall_s() };
-		struct buf b;
-		buf_init(&b);
-		columns_print(columns_table(kind), (const struct obj *const *)all, nall, &po, &cc, &b);
-		if (b.len)
-			fwrite(b.data, 1, b.len, stdout);
-		buf_free(&b);
-	}
-	free(all);
-	return close_engine(rc, 0);
-}
-
-/* ---- actions ---- */
-
-static struct source *source_of_vm(const char *name)
-{
-	for (int s = 0; s < C.nsrcs; s++)
-		if (store_find(C.st, C.srcs[s], OBJ_VM, C.ns, name))
-			return C.srcs[s];
-	return NULL;
-}
-
-static const struct {
-	const char *verb;
-	enum action act;
-	const char *past;
-} verbs[] = {
-	{ "start", ACT_START, "started" },   { "stop", ACT_STOP, "stopped" },
-	{ "restart", ACT_RESTART, "restarted" }, { "pause", ACT_PAUSE, "paused" },
-	{ "unpause", ACT_UNPAUSE, "unpaused" },  { "delete", ACT_DELETE, "deleted" },
-};
-
-/* Waiting for an action's reply, with an image pull's progress on stderr as it changes (at most every second). */
-struct pull_watch {
-	struct cli_reply *reply;
-	struct source *src;
-	const char *name;
-	char *last;
-	uint64_t at;
-};
-
-static bool replied_showing_pulls(void *arg)
-{
-	struct pull_watch *w = arg;
-	const char *p = w->src->type == SOURCE_ENGINE ? engine_pull_progress(w->src, C.ns, w->name) : NULL;
-	uint64_t now = util_now_ms();
-	if (p && !util_str_eq(p, w->last) && now - w->at >= 1000) {
-		char *e = util_escape_display(p);
-		fprintf(stderr, "%s\n", e);
-		free(e);
-		free(w->last);
-		w->last = xstrdup(p);
-		w->at = now;
-	}
-	bool done = ((struct cli_reply *)(w->reply))->done;
-	if (done) {
-		free(w->last);
-		w->last = NULL;
-	}
-	return done;
-}
-
-/* An action through the engine service is done when the VM's status says so. */
-struct routed_wait {
-	struct source *src;
-	const char *name;
-	enum action act;
-};
-
-static bool routed_done(void *arg)
-{
-	struct routed_wait *w = arg;
-	const struct vm *v = (const struct vm *)store_find(C.st, w->src, OBJ_VM, C.ns, w->name);
-	const char *want = NULL;
-	switch (w->act) {
-	case ACT_DELETE:
-		return v == NULL;
-	case ACT_STOP:
-	case ACT_FORCE_STOP:
-		want = "Stopped";
-		break;
-	case ACT_START:
-	case ACT_UNPAUSE:
-		want = "Running";
-		break;
-	case ACT_PAUSE:
-		want = "Paused";
-		break;
-	default:
-		return true;
-	}
-	return v && v->printable_status && strcmp(v->printable_status, want) == 0;
-}
-
-static int cmd_engine_action(int argc, char **argv)
-{
-	size_t vi;
-	for (vi = 0; vi < sizeof verbs / sizeof verbs[0]; vi++)
-		if (strcmp(argv[0], verbs[vi].verb) == 0)
-			break;
-	struct action_req req = { .act = verbs[vi].act, .grace_period = -1 };
-	const char *name = NULL;
-	bool force = false, no_wait = false, delete_volumes = false;
-	int timeout = 300;
-	const struct cli_opt rows[] = {
-		{ "--force", CLI_FLAG, &force },	{ "--grace-period", CLI_INT, &req.grace_period },
-		{ "--no-wait", CLI_FLAG, &no_wait },	{ "--timeout", CLI_INT, &timeout },
-		{ "--delete-volumes", CLI_FLAG, &delete_volumes }, /* delete only: the last row */
-	};
-	size_t nrows = sizeof rows / sizeof rows[0] - (req.act != ACT_DELETE);
-	int rc = engine_cli_args(argc, argv, rows, nrows, "NAME", &name);
-	if (rc)
-		return rc;
-	bool wait = !no_wait;
-	if (force && req.act != ACT_STOP)
-		req.grace_period = 0; /* stop --force is its own action (below) */
-	if (delete_volumes)
-		req.flags |= ENGINE_DELETE_VOLUMES;
-	if (req.act == ACT_STOP && (force || req.grace_period == 0))
-		req.act = ACT_FORCE_STOP;
-	rc = open_engine();
-	if (rc)
-		return rc;
-	req.ns = C.ns;
-	req.name = name;
-	struct source *src = source_of_vm(name);
-	if (src == NULL) {
-		log_eprintf("kvcon: virtualmachine \"%s\" not found in namespace %s\n", name, C.ns);
-		return close_engine(EXIT_API, 0);
-	}
-	if (src->type == SOURCE_KUBE && delete_volumes) {
-		/* the API has no such option: refused rather than deleting the VM and keeping its volumes */
-		log_eprintf("error: delete %s: --delete-volumes needs the engine in-process (an engine service holds "
-			    "this root)\n", name);
-		return close_engine(EXIT_API, 0);
-	}
-	struct cli_reply a = { .fd = -1 };
-	struct pull_watch pw = { .reply = &a, .src = src, .name = name };
-	char *err = NULL;
-	if (src->ops->action(src, &req, engine_cli_reply, &a, &err) < 0) {
-		char *e = util_escape_display(err);
-		log_eprintf("error: %s %s: %s\n", argv[0], name, e);
-		free(e);
-		free(err);
-		return close_engine(EXIT_API, 0);
-	}
-	if (wait && !run_until(replied_showing_pulls, &pw, (uint64_t)timeout * 1000)) {
-		log_eprintf("error: %s %s: not done after %d s\n", argv[0], name, timeout);
-		return close_engine(EXIT_API, 0);
-	}
-	if (wait && a.status != 0) {
-		char *e = util_escape_display(a.msg ? a.msg : "failed");
-		log_eprintf("error: %s %s: %s\n", argv[0], name, e);
-		free(e);
-		free(a.msg);
-		return close_engine(EXIT_API, 10000);
-	}
-	if (wait && src->type == SOURCE_KUBE) {
-		/* the service accepted it (202): wait until its objects say it is done, as the in-process engine does */
-		struct routed_wait rw = { .src = src, .name = name, .act = req.act };
-		if (!run_until(routed_done, &rw, (uint64_t)timeout * 1000)) {
-			log_eprintf("error: %s %s: not done after %d s\n", argv[0], name, timeout);
-			free(a.msg);
-			return close_engine(EXIT_API, 0);
-		}
-	}
-	printf("virtualmachine %s %s%s\n", name, wait ? "" : "request sent: ", verbs[vi].past);
-	free(a.msg);
-	return close_engine(EXIT_OK, 30000);
+	int rc = shared(cmd_get, av, n);
+	free(fs);
+	free(av);
+	return rc;
 }
 
 /* ---- console ---- */
 
-enum step_kind { STEP_EXPECT, STEP_SEND };
-struct step {
-	enum step_kind kind;
-	const char *arg;
-	regex_t re;
-};
-
-static struct {
-	struct step *steps;
-	int nsteps, cur;
-	struct buf seen;     /* guest text since the last match (for --expect) */
-	bool closed, wait_stop;
-	struct engine_console *con;
-	struct stream *ws;   /* through the engine service: its console WebSocket instead of con */
-	bool ws_failed;      /* refused or broken (said on stderr) */
-	struct source *src;
-	const char *name;
-	char first_uid[UID_LEN]; /* the execution the console was opened on */
-	FILE *log;
-} K;
-
-/* Guest bytes for the terminal: printable text, CR, LF, TAB and BS pass; every other control byte shows
- * escaped, so nothing from the guest drives the user's terminal. */
-static void show(const char *data, size_t len)
-{
-	struct buf b;
-	buf_init(&b);
-	size_t start = 0;
-	for (size_t i = 0; i <= len; i++) {
-		bool cut = i == len || data[i] == '\r' || data[i] == '\n' || data[i] == '\t' || data[i] == '\b';
-		if (!cut)
-			continue;
-		if (i > start) {
-			size_t cap = (i - start) * 4 + 1;
-			char *e = xmalloc(cap);
-			size_t n = util_escape_display_n(data + start, i - start, e, cap);
-			buf_add(&b, e, n);
-			free(e);
-		}
-		if (i < len)
-			buf_add_char(&b, data[i]);
-		start = i + 1;
-	}
-	if (b.len)
-		fwrite(b.data, 1, b.len, stdout);
-	fflush(stdout);
-	buf_free(&b);
-}
-
-static void run_steps(void)
-{
-	while (K.cur < K.nsteps) {
-		struct step *s = &K.steps[K.cur];
-		if (s->kind == STEP_SEND) {
-			char *line = xasprintf("%s\r", s->arg);
-			if (K.ws)
-				stream_write(K.ws, line, strlen(line));
-			else
-				engine_console_write(K.con, line, strlen(line));
-			free(line);
-			K.cur++;
-			continue;
-		}
-		regmatch_t m;
-		if (K.seen.len && regexec(&s->re, K.seen.data, 1, &m, 0) == 0) {
-			buf_consume(&K.seen, (size_t)m.rm_eo);
-			K.cur++;
-			continue;
-		}
-		return;
-	}
-}
-
-static void on_console(void *arg, const char *data, size_t len)
-{
-	(void)arg;
-	if (len == 0) {
-		K.closed = true;
-		return;
-	}
-	if (K.log)
-		fwrite(data, 1, len, K.log);
-	show(data, len);
-	for (size_t i = 0; i < len; i++)
-		if (data[i] != '\0')
-			buf_add_char(&K.seen, data[i]);
-	if (K.seen.len > (1u << 20))
-		buf_consume(&K.seen, K.seen.len - (1u << 19));
-	run_steps();
-}
-
-static void on_ws_data(struct stream *st, const uint8_t *data, size_t len, void *arg)
-{
-	(void)st;
-	on_console(arg, (const char *)data, len);
-}
-
-static void on_ws_state(struct stream *st, enum stream_state state, void *arg)
-{
-	(void)arg;
-	if (state == STREAM_OPEN)
-		run_steps(); /* a --send waits for the connection */
-	if (state == STREAM_CLOSED) {
-		K.closed = true;
-		if (stream_end(st) == STREAM_END_REFUSED || stream_end(st) == STREAM_END_ERROR) {
-			char *e = util_escape_display(stream_reason(st) ? stream_reason(st) : stream_end_name(stream_end(st)));
-			log_eprintf("\nkvcon: console %s: %s\n", K.name, e);
-			free(e);
-			K.ws_failed = true;
-			loop_quit(EXIT_API);
-		}
-	}
-}
-
-/* The execution the console was opened on has ended (libvirt reported the stop; not just the stream's EOF). */
-static bool execution_ended(void)
-{
-	const struct vmi *v = (const struct vmi *)store_find(C.st, K.src, OBJ_VMI, C.ns, K.name);
-	if (v == NULL || strcmp(v->o.uid, K.first_uid) != 0)
-		return true;
-	return strcmp(v->phase, "Succeeded") == 0 || strcmp(v->phase, "Failed") == 0;
-}
-
-static bool console_finished(void *arg)
-{
-	(void)arg;
-	if (K.cur < K.nsteps)
-		return false;
-	/* in-process the console closes with its execution; the service's WebSocket stays open across executions (the
-	 * VM's one console): there the VMI says the execution ended */
-	return !K.wait_stop || ((K.closed || K.ws) && execution_ended());
-}
-
-static bool routed_settled(void *arg);
-
-/* --wait-stop through the service: the run strategy acts on the service's side; as the in-process engine lets its
- * reconciler converge before leaving, wait for the new execution (Always, RerunOnFailure after a failure) or for
- * the VM to settle */
-static bool wait_stop_settled(void *arg)
-{
-	const struct vmi *v = (const struct vmi *)store_find(C.st, K.src, OBJ_VMI, C.ns, K.name);
-	if (v && strcmp(v->o.uid, K.first_uid) != 0 && strcmp(v->phase, "Running") == 0)
-		return true;
-	const struct vm *vm = (const struct vm *)store_find(C.st, K.src, OBJ_VM, C.ns, K.name);
-	if (vm == NULL)
-		return true;
-	if (util_str_eq(vm->run_strategy, "Always"))
-		return false;
-	if (util_str_eq(vm->run_strategy, "RerunOnFailure") && v && strcmp(v->phase, "Failed") == 0)
-		return false;
-	return routed_settled(arg);
-}
-
+/* console NAME [--timeout S] [--log FILE] [--expect RE] [--send LINE]... [--wait-stop]: cmd_console on NS/NAME
+ * (its full-screen console on a terminal, its scripted console with --expect/--send/--wait-stop); --timeout
+ * counts seconds in this spelling. */
 static int cmd_engine_console(int argc, char **argv)
 {
-	const char *name = NULL, *logfile = NULL;
-	int timeout = 300;
-	struct cli_seq seq = { 0 }; /* --expect and --send, in order */
-	const struct cli_opt rows[] = {
-		{ "--expect", CLI_SEQ, &seq }, { "--send", CLI_SEQ, &seq },	   { "--timeout", CLI_INT, &timeout },
-		{ "--log", CLI_STR, &logfile }, { "--wait-stop", CLI_FLAG, &K.wait_stop },
-	};
-	int rc = engine_cli_args(argc, argv, CLI_ROWS(rows), "NAME", &name);
-	K.steps = xcalloc((size_t)seq.n + 1, sizeof *K.steps);
-	for (int i = 0; rc == 0 && i < seq.n; i++) {
-		struct step *s = &K.steps[K.nsteps];
-		s->kind = strcmp(seq.opt[i], "--expect") == 0 ? STEP_EXPECT : STEP_SEND;
-		s->arg = seq.val[i];
-		if (s->kind == STEP_EXPECT && regcomp(&s->re, s->arg, REG_EXTENDED | REG_NEWLINE) != 0) {
-			log_eprintf("kvcon engine console: bad regular expression '%s'\n", s->arg);
-			rc = EXIT_USAGE;
-		} else
-			K.nsteps++;
-	}
-	engine_cli_seq_free(&seq);
-	if (rc)
-		return rc;
-	if (K.nsteps == 0 && !K.wait_stop && isatty(0) && isatty(1)) {
-		/* the console helper's full-screen console (libvterm), fed by the engine's stream */
-		char *extra[4];
-		int ne = 0;
-		char tbuf[16];
-		if (logfile) {
-			extra[ne++] = "--log";
-			extra[ne++] = (char *)logfile;
-		}
-		if (timeout != 300) {
-			snprintf(tbuf, sizeof tbuf, "%ds", timeout); /* engine console counts seconds */
-			extra[ne++] = "--timeout";
-			extra[ne++] = tbuf;
-		}
-		return delegate(cmd_console, "console", name, ne, extra);
-	}
-	if (logfile) {
-		/* the transcript holds the guest's output: 0600 */
-		int lfd = util_open_private(logfile, O_APPEND, false);
-		if (lfd < 0 || (K.log = fdopen(lfd, "ab")) == NULL) {
-			log_eprintf("kvcon: %s: %s\n", logfile, strerror(errno));
-			if (lfd >= 0)
-				close(lfd);
-			return EXIT_USAGE;
+	char **av = xcalloc((size_t)argc + 2, sizeof *av);
+	char *target = NULL, *secs = NULL;
+	int n = 0;
+	av[n++] = argv[0];
+	for (int i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "--timeout") == 0 && i + 1 < argc) {
+			av[n++] = argv[i++];
+			bool digits = argv[i][0] != '\0' && strspn(argv[i], "0123456789") == strlen(argv[i]);
+			av[n++] = digits && secs == NULL ? (secs = xasprintf("%ss", argv[i])) : argv[i];
+		} else if ((strcmp(argv[i], "--expect") == 0 || strcmp(argv[i], "--send") == 0 ||
+			    strcmp(argv[i], "--log") == 0) && i + 1 < argc) {
+			av[n++] = argv[i++];
+			av[n++] = argv[i];
+		} else if (argv[i][0] != '-' && target == NULL) {
+			av[n++] = target = ns_name(argv[i]);
+		} else {
+			av[n++] = argv[i];
 		}
 	}
-	rc = open_engine();
-	if (rc)
-		return rc;
-	struct source *src = source_of_vm(name);
-	char *err = NULL;
-	K.src = src;
-	K.name = name;
-	const struct obj *vmi = src ? store_find(C.st, src, OBJ_VMI, C.ns, name) : NULL;
-	snprintf(K.first_uid, UID_LEN, "%s", vmi ? vmi->uid : "");
-	if (src && src->type == SOURCE_KUBE) {
-		/* through the engine service: its console WebSocket (the same shared console, backlog first) */
-		K.ws = kube_console_open(src, C.ns, name, &err);
-		if (K.ws) {
-			static const struct stream_cbs cbs = { .data = on_ws_data, .state = on_ws_state };
-			stream_set_callbacks(K.ws, &cbs, NULL);
-		}
-	}
-	if (src == NULL || (K.ws == NULL && src->type == SOURCE_KUBE) ||
-	    (src->type != SOURCE_KUBE && (K.con = engine_console_open(src, C.ns, name, on_console, NULL, &err)) == NULL)) {
-		log_eprintf("kvcon: console %s: %s\n", name, err ? err : "virtualmachine not found");
-		free(err);
-		return close_engine(EXIT_API, 0);
-	}
-	buf_init(&K.seen);
-	/* a terminal without --expect/--send went to the full-screen console above: this is the scripted one */
-	if (K.ws == NULL)
-		run_steps(); /* through the service: once the WebSocket is open (on_ws_state) */
-	bool ok = run_until(console_finished, NULL, (uint64_t)timeout * 1000);
-	if (K.ws) {
-		stream_free(K.ws); /* no callback after it */
-		K.ws = NULL;
-	} else {
-		engine_console_close(K.con);
-	}
-	if (K.log)
-		fclose(K.log);
-	if (!ok && K.ws_failed)
-		return close_engine(EXIT_API, 0);
-	if (!ok) {
-		log_eprintf("\nkvcon: console %s: ", name);
-		if (K.cur < K.nsteps)
-			log_eprintf("timed out after %d s waiting for /%s/\n", timeout, K.steps[K.cur].arg);
-		else
-			log_eprintf("timed out after %d s waiting for the execution to stop\n", timeout);
-		return close_engine(EXIT_API, 0);
-	}
-	/* after --wait-stop the run strategy may restart the VM: let the reconciler do it before leaving */
-	if (K.wait_stop && src->type == SOURCE_KUBE)
-		run_until(wait_stop_settled, NULL, 60000);
-	return close_engine(EXIT_OK, K.wait_stop ? 60000 : 5000);
+	int rc = shared(cmd_console, av, n);
+	free(secs);
+	free(target);
+	free(av);
+	return rc;
 }
 
 /* ---- vnc ---- */
@@ -1311,15 +793,16 @@ static const struct {
 	const char *usage;
 } subs[] = {
 	{ "apply", cmd_engine_apply, "apply -f FILE              store a VirtualMachine manifest (YAML or JSON)" },
-	{ "get", cmd_engine_get, "get [vm|vmi|pod|event] [NAME] [-o table|wide|json|name]" },
-	{ "start", cmd_engine_action, "start NAME                 start (virtctl semantics per run strategy)" },
-	{ "stop", cmd_engine_action, "stop NAME [--force] [--grace-period N]" },
-	{ "restart", cmd_engine_action, "restart NAME [--force]     new execution (new VMI UID)" },
-	{ "pause", cmd_engine_action, "pause NAME" },
-	{ "unpause", cmd_engine_action, "unpause NAME" },
-	{ "delete", cmd_engine_action, "delete NAME [--delete-volumes]" },
-	{ "console", cmd_engine_console, "console NAME [--expect RE] [--send LINE]... [--wait-stop] [--timeout S] [--log FILE]" },
-	{ "vnc", cmd_engine_vnc, "vnc NAME [--screenshot F.png ...] | vnc NAME --proxy-only [--port N]" },
+	{ "get", engine_get, "get [KIND] [NAME] [-o FMT] [get's flags]   = kvcon get KIND [NAME] on the engine" },
+	{ "start", engine_action, "start NAME [--no-wait] [--timeout S]      = kvcon start NS/NAME --wait=S" },
+	{ "stop", engine_action, "stop NAME [--force] [--grace-period N]    = kvcon stop NS/NAME --wait=S" },
+	{ "restart", engine_action, "restart NAME [--force]                    = kvcon restart NS/NAME --wait=S" },
+	{ "pause", engine_action, "pause NAME                                = kvcon pause NS/NAME --wait=S" },
+	{ "unpause", engine_action, "unpause NAME                              = kvcon unpause NS/NAME --wait=S" },
+	{ "delete", engine_action, "delete NAME [--delete-volumes]            = kvcon delete NS/NAME --wait=S" },
+	{ "console", cmd_engine_console, "console NAME [--timeout S] [--log FILE]   = kvcon console NS/NAME --timeout Ss\n"
+					 "                      console NAME [--expect RE] [--send LINE]... [--wait-stop]   (scripted)" },
+	{ "vnc", cmd_engine_vnc, "vnc NAME [kvcon vnc's flags]             = kvcon vnc NS/NAME" },
 	{ "reconcile", cmd_engine_reconcile, "reconcile [--for SECONDS]  run the reconciler, then leave" },
 	{ "serve", engine_serve_cmd, "serve [--socket PATH] [--https PORT] [--kubeconfig-out FILE] [--idle-exit SECONDS]\n"
 				     "                      run the reconciler for good and serve the Kubernetes API "
@@ -1338,7 +821,12 @@ int cmd_engine(int argc, char **argv)
 		fprintf(f, "usage: kvcon [-c URI]... [-n NS] engine VERB ...\n\n");
 		for (size_t i = 0; i < sizeof subs / sizeof subs[0]; i++)
 			fprintf(f, "  kvcon engine %s\n", subs[i].usage);
-		fprintf(f, "\nDefault host: $KVCON_ENGINE_URI, else $LIBVIRT_DEFAULT_URI, else the embedded QEMU driver\n"
+		fprintf(f, "\nget, start, stop, restart, pause, unpause, delete, console and vnc are the top-level verbs\n"
+			   "(kvcon get, kvcon start NS/NAME, ...) on the engine's VMs only: the same code, output, flags\n"
+			   "and exit codes. NAME alone is in -n's namespace (default); the actions wait for their effect\n"
+			   "(--wait=300; --timeout S sets it, --no-wait does not wait). `get event NAME` lists the events\n"
+			   "about NAME. Every verb goes through the engine service (kvcon engine serve, started on demand).\n"
+			   "\nDefault host: $KVCON_ENGINE_URI, else $LIBVIRT_DEFAULT_URI, else the embedded QEMU driver\n"
 			   "(qemu:///embed?root=$XDG_STATE_HOME/kvcon/engine). Domains are named NS_NAME.\n"
 			   "See kvcon(1), section ENGINE.\n");
 		return argc < 2 ? EXIT_USAGE : EXIT_OK;

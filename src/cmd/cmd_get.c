@@ -19,6 +19,7 @@
 #include "cmd/session.h"
 #include "engine/engine.h"
 #include "engine/service.h"
+#include "kube/http.h"
 #include "kube/kget.h"
 #include "kube/kube.h"
 #include "model/columns.h"
@@ -80,7 +81,9 @@ static int cmp_obj(const void *a, const void *b)
 /* The kind's columns (model/columns.c), as kubectl prints a table. */
 static void print_table(struct get_ctx *g, struct obj **objs, size_t n, bool header)
 {
-	struct columns_print_opts po = { .wide = g->fmt == OUT_WIDE, .all_ns = g->all_ns, .header = header };
+	/* beside a cluster, the engine's rows (its service's) say where they are from, as the list's table does */
+	struct columns_print_opts po = { .wide = g->fmt == OUT_WIDE, .all_ns = g->all_ns, .header = header,
+					 .source = g->nsrc > 1 };
 	struct col_ctx c = { .st = g->st, .now = g->now };
 	struct buf b;
 	buf_init(&b);
@@ -542,7 +545,7 @@ struct engine_set {
 static bool engine_wanted(void)
 {
 	struct kvcon_opts *o = opts_global();
-	if (o->nuris > 0)
+	if (o->nuris > 0 || o->engine_only)
 		return true;
 	if (o->no_engine || o->context || o->kubeconfig)
 		return false;
@@ -635,13 +638,16 @@ static char *engine_watch_socket(int *rc)
 		return NULL;
 	char *err = NULL;
 	char *path = session_service_answering(&err);
-	if (path)
+	if (path) {
+		log_info("the engine service answers on %s: going through it", path);
 		return path;
+	}
 	/* asked for (-c, the config's hosts), or all there is: an error; beside a cluster: a warning */
-	bool required = opts_global()->nuris > 0 || !session_kubeconfig_present();
+	bool required = opts_global()->nuris > 0 || opts_global()->engine_only || !session_kubeconfig_present();
 	char *e = util_escape_display(err ? err : "it did not answer");
 	if (required) {
-		log_eprintf("error: the engine service: %s\n", e);
+		/* its own words when it names the service already ("the engine service could not start: ...") */
+		log_eprintf("error: %s%s\n", util_has_prefix(e, "the engine service") ? "" : "the engine service: ", e);
 		*rc = EXIT_API;
 	} else {
 		log_eprintf("warning: the engine's objects are not watched: %s\n", e);
@@ -651,12 +657,79 @@ static char *engine_watch_socket(int *rc)
 	return NULL;
 }
 
+/* The engine service's KubeVirt CR names the VM records it cannot read (condition RecordsReadable False, its
+ * message the files and reasons): `kvcon engine get` says so on stderr, as the rows say RecordUnreadable. */
+struct kv_fetch {
+	bool done;
+	char *body;
+};
+
+static void kv_fetched(void *arg, const struct kube_resp *r)
+{
+	struct kv_fetch *f = arg;
+	f->done = true;
+	if (r->status == 200 && r->body)
+		f->body = xstrndup(r->body, r->len);
+}
+
+static void warn_unreadable(const char *sock)
+{
+	char *err = NULL;
+	struct kube_config *kc = kube_config_unix(sock, "kvcon-engine", NULL);
+	struct kube_http *h = kube_http_new(kc, &err);
+	struct kv_fetch f = { 0 };
+	struct kube_http_req q = { .path = "/apis/kubevirt.io/v1/namespaces/kubevirt/kubevirts/kubevirt",
+				   .timeout_ms = 10000, .on_done = kv_fetched, .arg = &f };
+	struct kube_req *r = h ? kube_http_start(h, &q) : NULL;
+	uint64_t until = util_now_ms() + 12000;
+	while (r && !f.done && util_now_ms() < until)
+		loop_once(50);
+	if (r && !f.done)
+		kube_http_cancel(r);
+	struct json_object *o = f.body ? json_tokener_parse(f.body) : NULL, *st, *conds;
+	if (o && json_object_object_get_ex(o, "status", &st) && json_object_object_get_ex(st, "conditions", &conds) &&
+	    json_object_is_type(conds, json_type_array)) {
+		for (size_t i = 0; i < json_object_array_length(conds); i++) {
+			struct json_object *c = json_object_array_get_idx(conds, i), *t, *v, *m;
+			if (json_object_object_get_ex(c, "type", &t) && util_str_eq(json_object_get_string(t), "RecordsReadable") &&
+			    json_object_object_get_ex(c, "status", &v) && util_str_eq(json_object_get_string(v), "False") &&
+			    json_object_object_get_ex(c, "message", &m)) {
+				char *e = util_escape_display(json_object_get_string(m));
+				log_eprintf("warning: %s (their QEMUs, if any, are left running)\n", e);
+				free(e);
+			}
+		}
+	}
+	json_object_put(o);
+	free(f.body);
+	free(err);
+	kube_http_free(h);
+	kube_config_free(kc);
+}
+
 /* kget on the cluster (when there is one) and the engine hosts (when wanted). */
 static int run_kget(struct kget_opts *ko)
 {
 	struct engine_set e = { .selector = ko->selector };
 	int rc;
 	char hn[256] = "localhost";
+	if (opts_global()->engine_only) {
+		/* `kvcon engine get`: the engine service alone, read as a cluster is (its objects, tables, events) */
+		char *sock = engine_watch_socket(&rc);
+		if (sock == NULL)
+			return rc;
+		gethostname(hn, sizeof hn - 1);
+		ko->engine_socket = sock;
+		ko->engine_name = hn;
+		ko->engine_only = true;
+		rc = kget_run(ko);
+		if (!ko->watch)
+			warn_unreadable(sock);
+		free(sock);
+		ko->engine_socket = NULL;
+		source_free_all();
+		return rc;
+	}
 	if (ko->watch) {
 		/* -w: the engine's objects through its service's API, watched as a cluster's */
 		char *sock = engine_watch_socket(&rc);
@@ -686,6 +759,12 @@ static int run_kget(struct kget_opts *ko)
 			rc = EXIT_API;
 			goto out;
 		}
+		for (int i = 0; i < e.n; i++)
+			if (e.hosts[i]->notice) { /* the service's own state (degraded: unreadable records, by file) */
+				char *m = util_escape_display(e.hosts[i]->notice);
+				log_eprintf("warning: %s\n", m);
+				free(m);
+			}
 		ko->extra = engine_objects;
 		ko->extra_arg = &e;
 		ko->cluster_optional = !session_kubeconfig_present();
@@ -820,7 +899,7 @@ int cmd_get(int argc, char **argv)
 		if (rc != EXIT_OK)
 			goto out;
 	}
-	if (sock == NULL || session_kubeconfig_present()) {
+	if (!o->engine_only && (sock == NULL || session_kubeconfig_present())) {
 		g.srcs[g.nsrc] = kube_open_ex(g.st, NULL, &ko, &err);
 		if (g.srcs[g.nsrc] == NULL) {
 			char *e = util_escape_display(err);
@@ -842,6 +921,7 @@ int cmd_get(int argc, char **argv)
 			rc = EXIT_API;
 			goto out;
 		}
+		session_service_status(g.srcs[g.nsrc], sock); /* its Degraded condition, said below */
 		g.nsrc++;
 	}
 	const char *msg = NULL;

@@ -1450,12 +1450,6 @@ char *engine_image_cache(void)
 	return root;
 }
 
-const char *engine_pull_progress(struct source *src, const char *ns, const char *name)
-{
-	struct evm *v = find_vm(src, ns, name);
-	return v && v->cur ? v->cur->pull_msg : NULL;
-}
-
 static void grace_expired(void *arg)
 {
 	struct evm *v = arg;
@@ -1809,7 +1803,8 @@ static void forget(struct evm *v)
 
 /* The row of an unreadable record NS_NAME.json (names cannot hold '_'): status RecordUnreadable, and what is
  * known of its domain. */
-static void publish_bad(struct ehost *eh, const char *file, const char *uid, const struct host_dom *d)
+static void publish_bad(struct ehost *eh, const char *file, const char *why, const char *uid,
+			const struct host_dom *d)
 {
 	size_t n = strlen(file);
 	const char *us = strchr(file, '_');
@@ -1829,17 +1824,43 @@ static void publish_bad(struct ehost *eh, const char *file, const char *uid, con
 	free(path);
 	vm->run_strategy = intern("Unknown");
 	vm->printable_status = intern("RecordUnreadable");
-	add_cond(&vm->conds, &vm->nconds, "Failure", true, "RecordUnreadable",
-		 d && d->pid > 0 ? "the engine's record of this VM is unreadable; its QEMU keeps running, unmanaged"
-				 : "the engine's record of this VM is unreadable",
-		 util_wall_s());
+	/* the file and what is wrong with it: what a client (kvcon get, kubectl) shows of the row */
+	char *msg = xasprintf("the engine's record of this VM is unreadable (%s)%s", why,
+			      d && d->pid > 0 ? "; its QEMU keeps running, unmanaged" : "");
+	add_cond(&vm->conds, &vm->nconds, "Failure", true, "RecordUnreadable", msg, util_wall_s());
+	free(msg);
 	store_upsert(E.st, &vm->o);
+}
+
+/* Forgets unreadable record i when its file is gone (moved away, removed: the service runs on, so it learns
+ * this at the next sync of the host or apply of that name): its row goes, the host's notice with the last one. True when forgotten. */
+static bool forget_bad(struct ehost *eh, int i)
+{
+	size_t pl = strcspn(eh->bad[i], ":");
+	char *path = xstrndup(eh->bad[i], pl);
+	struct stat sb;
+	bool gone = lstat(path, &sb) != 0 && errno == ENOENT;
+	free(path);
+	if (!gone)
+		return false;
+	store_remove(E.st, eh->src, OBJ_VM, eh->bad_uid[i]);
+	free(eh->bad[i]);
+	free(eh->bad_uid[i]);
+	memmove(&eh->bad[i], &eh->bad[i + 1], (size_t)(eh->nbad - i - 1) * sizeof *eh->bad);
+	memmove(&eh->bad_uid[i], &eh->bad_uid[i + 1], (size_t)(eh->nbad - i - 1) * sizeof *eh->bad_uid);
+	eh->nbad--;
+	if (eh->nbad == 0)
+		source_set_notice(eh->src, NULL);
+	return true;
 }
 
 /* The host's unreadable records against the domains it runs: each is logged with its QEMU (left running,
  * unmanaged) and becomes the host's notice. */
 static void check_bad(struct ehost *eh, const struct host_msg *m)
 {
+	for (int i = 0; i < eh->nbad; i++)
+		if (forget_bad(eh, i))
+			i--;
 	if (eh->nbad == 0)
 		return;
 	struct buf b;
@@ -1854,7 +1875,7 @@ static void check_bad(struct ehost *eh, const struct host_msg *m)
 			if (fl > 5 && strlen(m->doms[k].name) == fl - 5 && strncmp(m->doms[k].name, file, fl - 5) == 0)
 				d = &m->doms[k];
 		char *fn = xstrndup(file, fl);
-		publish_bad(eh, fn, eh->bad_uid[i], d);
+		publish_bad(eh, fn, eh->bad[i], eh->bad_uid[i], d);
 		free(fn);
 		bool up = d && d->state != VIR_DOMAIN_SHUTOFF && d->state != VIR_DOMAIN_CRASHED;
 		buf_printf(&b, "%s%s", i ? "; " : "", eh->bad[i]);
@@ -1943,7 +1964,7 @@ static void load_record_file(struct ehost *eh, const char *dir, const char *fnam
 		eh->bad[eh->nbad] = xasprintf("%s: %s", path, err ? err : strerror(errno));
 		eh->bad_uid[eh->nbad] = xcalloc(1, UID_LEN);
 		util_uuid_v4(eh->bad_uid[eh->nbad]);
-		publish_bad(eh, fname, eh->bad_uid[eh->nbad], NULL);
+		publish_bad(eh, fname, eh->bad[eh->nbad], eh->bad_uid[eh->nbad], NULL);
 		eh->nbad++;
 		evm_free(v);
 	} else {
@@ -2879,13 +2900,6 @@ const char *engine_problems(const struct source *src)
 	return eh && eh->nbad ? eh->src->notice : NULL;
 }
 
-int engine_bad_records(const struct source *src, const char *const **list)
-{
-	const struct ehost *eh = ehost_of(src);
-	*list = eh ? (const char *const *)eh->bad : NULL;
-	return eh ? eh->nbad : 0;
-}
-
 bool engine_idle(void)
 {
 	int64_t now = util_wall_s();
@@ -3007,7 +3021,9 @@ int engine_apply(struct source *src, const char *text, size_t len, char **result
 	struct evm *v = hmap_get(&eh->vms, key);
 	char *file = xasprintf("/%s_%s.json:", m->ns, m->name);
 	for (int i = 0; i < eh->nbad && v == NULL; i++)
-		if (strstr(eh->bad[i], file)) {
+		if (strstr(eh->bad[i], file) && forget_bad(eh, i)) {
+			i--; /* moved away or removed since: this apply writes the record anew */
+		} else if (strstr(eh->bad[i], file)) {
 			*err = xasprintf("the record of %s is unreadable (%s): move it away first", key, eh->bad[i]);
 			free(file);
 			free(key);

@@ -206,6 +206,17 @@ static const char *jword(struct json_object *o, const char *key)
 	return s ? intern_cap(s, len) : NULL;
 }
 
+/* An image reference (registry/repository:tag or @sha256:...), interned: longer than a word, capped at 1 KiB */
+static const char *jref(struct json_object *o, const char *key)
+{
+	size_t len;
+	const char *s = jstr(o, key, &len);
+	if (s == NULL)
+		return NULL;
+	size_t n = cut_utf8(s, len, 1024);
+	return s[n] == '\0' ? intern(s) : intern_n(s, n);
+}
+
 /* Copies a UID; false when absent, empty or too long to be one. */
 static bool copy_uid(char dst[UID_LEN], const char *s, size_t len)
 {
@@ -595,6 +606,8 @@ static void decode_vmi(struct obj *o, struct json_object *item)
 static void decode_container(struct container_status *c, struct json_object *e, bool init)
 {
 	c->name = jword(e, "name");
+	c->image = jref(e, "image");
+	c->image_id = jref(e, "imageID");
 	c->init = init;
 	c->restarts = (int)jint(e, "restartCount", 0, 0, INT32_MAX);
 	jbool(e, "ready", &c->ready);
@@ -630,12 +643,12 @@ static void decode_pod(struct obj *o, struct json_object *item)
 	const char *vmname = obj_label(&p->o, "vm.kubevirt.io/name");
 	p->vm_name = vmname ? intern_cap(vmname, strlen(vmname)) : NULL;
 
-	/* the engine service's launcher: QEMU's pid (a kvcon annotation) */
-	const char *pid = jstr(jobj(meta, "annotations"), "kvcon.io/qemu-pid", NULL);
-	if (pid) {
-		char *end = NULL;
-		long n = strtol(pid, &end, 10);
-		p->pid = end != pid && *end == '\0' && n > 0 && n <= 4194304 ? (int)n : 0;
+	struct json_object *pid = NULL;
+	if (json_object_object_get_ex(jobj(meta, "annotations"), POD_QEMU_PID_ANNOTATION, &pid) &&
+	    json_object_is_type(pid, json_type_string)) {
+		char *end;
+		long n = strtol(json_object_get_string(pid), &end, 10);
+		p->pid = *end == '\0' && n > 0 && n <= INT32_MAX ? (int)n : 0;
 	}
 	p->phase = jword(status, "phase");
 	if (p->phase == NULL)

@@ -34,7 +34,7 @@ const char *const kube_jprune_keys[] = {
 	"dataRemaining", "memoryDirtyRate", "memoryIteration", "downtimeMs",
 	/* Pod */
 	"containers", "containerStatuses", "initContainerStatuses", "restartCount", "state", "lastState", "waiting",
-	"running", "terminated", "startedAt", "exitCode", "podIP",
+	"running", "terminated", "startedAt", "exitCode", "podIP", "image", "imageID",
 	/* Event */
 	"involvedObject", "regarding", "count", "firstTimestamp", "lastTimestamp", "eventTime", "series",
 	"lastObservedTime", "source", "component", "reportingComponent", "reportingController", "note",
@@ -152,8 +152,8 @@ static const struct kube_jprune_node jp_pod_states[] = {
 static const struct kube_jprune_node jp_pod_last_term[] = { JP_LEAF("reason"), JP_LEAF("exitCode"), JP_END };
 static const struct kube_jprune_node jp_pod_last[] = { JP_KIDS("terminated", jp_pod_last_term), JP_END };
 static const struct kube_jprune_node jp_pod_cs[] = {
-	JP_LEAF("name"), JP_LEAF("restartCount"), JP_LEAF("ready"), JP_KIDS("state", jp_pod_states),
-	JP_KIDS("lastState", jp_pod_last), JP_END,
+	JP_LEAF("name"), JP_LEAF("image"), JP_LEAF("imageID"), JP_LEAF("restartCount"), JP_LEAF("ready"),
+	JP_KIDS("state", jp_pod_states), JP_KIDS("lastState", jp_pod_last), JP_END,
 };
 static const struct kube_jprune_node jp_pod_status[] = {
 	JP_LEAF("phase"), JP_LEAF("reason"), JP_LEAF("message"), JP_KIDS("conditions", jp_cond), JP_LEAF("podIP"),

@@ -1216,7 +1216,10 @@ int kget_run(const struct kget_opts *o)
 		return EXIT_API;
 	}
 	struct kvcon_opts *go = opts_global();
-	g.kc = kube_config_load(go->kubeconfig, go->context, &err);
+	if (o->engine_only && o->engine_socket)
+		g.kc = kube_config_unix(o->engine_socket, o->engine_name ? o->engine_name : "kvcon-engine", go->ns);
+	else
+		g.kc = kube_config_load(go->kubeconfig, go->context, &err);
 	if (g.kc == NULL && (o->extra || (o->watch && o->engine_socket)) && o->cluster_optional) {
 		/* no cluster: the other sources' objects only */
 		log_info("get: no kube source (%s)", err);
@@ -1240,7 +1243,7 @@ int kget_run(const struct kget_opts *o)
 	struct kube_config *ekc = NULL;
 	struct kube_http *ehttp = NULL;
 	char *erv = NULL;
-	if (o->watch && o->engine_socket) {
+	if (o->watch && o->engine_socket && !o->engine_only) {
 		ekc = kube_config_unix(o->engine_socket, o->engine_name ? o->engine_name : "kvcon-engine", go->ns);
 		ehttp = kube_http_new(ekc, &err);
 		if (ehttp == NULL) {

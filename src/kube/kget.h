@@ -48,6 +48,9 @@ struct kget_opts {
 	 * through its API as a cluster's are, beside the cluster (or alone, with cluster_optional); named engine_name */
 	const char *engine_socket;
 	const char *engine_name;
+	/* `kvcon engine get`: the engine service (engine_socket) is the only server, as a cluster is (its API objects,
+	 * tables, selectors, events); the kubeconfig is not read */
+	bool engine_only;
 };
 
 /* The kind a kubectl resource name means (plural, singular, short name, plural.group); NULL when unknown. */

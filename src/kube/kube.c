@@ -603,7 +603,12 @@ static int kube_action(struct source *src, const struct action_req *req, action_
 		x->act_flags = req->flags;
 	} else if (req->act == ACT_DELETE) {
 		char *p = kube_object_path(OBJ_VM, req->ns, req->name);
-		path = req->grace_period >= 0 ? xasprintf("%s?gracePeriodSeconds=%d", p, req->grace_period) : xstrdup(p);
+		/* deleteVolumes: the engine service's extension (a cluster is never sent it: cmd_action refuses) */
+		bool dv = (req->flags & ACTION_DELETE_VOLUMES) != 0;
+		if (req->grace_period >= 0)
+			path = xasprintf("%s?gracePeriodSeconds=%d%s", p, req->grace_period, dv ? "&deleteVolumes=true" : "");
+		else
+			path = xasprintf("%s%s", p, dv ? "?deleteVolumes=true" : "");
 		free(p);
 		q.method = "DELETE";
 	} else {

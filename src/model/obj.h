@@ -160,10 +160,13 @@ struct pod {
 	int restarts;
 	char *ip;
 	/* engine launcher: the QEMU process */
-	int pid;
+	int pid;                    /* served as the annotation POD_QEMU_PID_ANNOTATION */
 	char *cmdline;
 	char *log_path;
 };
+
+/* The engine service's launcher pods: the QEMU's pid (decimal), an annotation (KubeVirt's pods have none). */
+#define POD_QEMU_PID_ANNOTATION "kvcon.io/qemu-pid"
 
 struct event {
 	struct obj o;

@@ -207,7 +207,7 @@ static struct json_object *pod_json(const struct pod *p)
 		}
 		char b[16];
 		snprintf(b, sizeof b, "%d", p->pid);
-		json_object_object_add(an, "kvcon.io/qemu-pid", json_object_new_string(b));
+		json_object_object_add(an, POD_QEMU_PID_ANNOTATION, json_object_new_string(b));
 	}
 	json_object_object_add(o, "metadata", md);
 	struct json_object *cs = json_object_new_array(), *css = json_object_new_array();
@@ -222,6 +222,9 @@ static struct json_object *pod_json(const struct pod *p)
 		}
 		json_object_array_add(cs, cj);
 		put_str(sj, "name", c->name);
+		put_str(cj, "image", c->image);
+		put_str(sj, "image", c->image);
+		put_str(sj, "imageID", c->image_id); /* what the reference resolved to, as kubelet reports it */
 		json_object_object_add(sj, "ready", json_object_new_boolean(c->ready));
 		json_object_object_add(sj, "restartCount", json_object_new_int(c->restarts));
 		struct json_object *s = json_object_new_object();
@@ -235,6 +238,7 @@ static struct json_object *pod_json(const struct pod *p)
 			json_object_object_add(state, "terminated", s);
 		} else {
 			put_str(s, "reason", c->reason);
+			put_str(s, "message", c->message); /* the engine's: an image pull's progress */
 			json_object_object_add(state, "waiting", s);
 		}
 		json_object_object_add(sj, "state", state);

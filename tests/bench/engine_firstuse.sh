@@ -42,7 +42,7 @@ kv engine get vm >/dev/null
 first_open=$(($(ms) - t0))
 kv engine apply -f "$T/bench.yaml" >/dev/null
 first_start=$(start_marker)
-pid=$(kv engine get pod -o json | jq -r '.[0].pid')
+pid=$(kv engine get pod -o json | jq -r '.items[0].metadata.annotations["kvcon.io/qemu-pid"] // 0')
 user=$(ps -o user= -p "$pid")
 kv engine stop bench --force >/dev/null
 t0=$(ms)

@@ -1,8 +1,11 @@
 #!/bin/bash
-# Start-to-serial-marker time of one guest: kvcon (`kvcon engine start` then `kvcon engine console --expect`)
+# Start-to-serial-marker time of one guest: kvcon (`kvcon engine start` then `kvcon engine console --expect`,
+# both through the engine service, which runs already as it does for a user: started before the clock starts)
 # against virsh (`virsh start` then `virsh console` in a pty, watching for the marker) on the same guest, in
 # the same run, alternating, on libvirt's embedded driver (kvcon's default host) under TCG.
 # The virsh domain is kvcon's own domain XML under another name and UUID (same kernel, initrd, devices).
+# The embedded driver admits one process at a time: the service is stopped before each virsh round (virsh opens
+# the root itself) and started again, outside the timing, before each kvcon round.
 # Env: ROUNDS (default 5). Prints every sample and the medians.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -14,10 +17,12 @@ ROUNDS=${ROUNDS:-5}
 command -v script >/dev/null && command -v jq >/dev/null || { echo "script(1)/jq missing"; exit 77; }
 
 T=$(mktemp -d /tmp/kvb.XXXXXX)
-export XDG_STATE_HOME=$T/state KVCON_ENGINE_IMAGES=$T/images KVCON_ENGINE_ACCEL=tcg
+export XDG_STATE_HOME=$T/state XDG_RUNTIME_DIR=$T/run KVCON_ENGINE_IMAGES=$T/images KVCON_ENGINE_ACCEL=tcg
+mkdir -p -m 0700 "$XDG_RUNTIME_DIR"
 URI="qemu:///embed?root=$XDG_STATE_HOME/kvcon/engine"
 cleanup() {
     local f
+    svc_stop_all "$T"
     for f in "$XDG_STATE_HOME"/kvcon/engine/run/qemu/*.pid; do
         [[ -f $f ]] && kill -9 "$(cat "$f")" 2>/dev/null || true
     done
@@ -29,6 +34,8 @@ trap cleanup EXIT
 kv() { "$KV" -c "$URI" "$@" 2>/dev/null; }
 vsh() { LIBVIRT_LOG_OUTPUTS="3:file:$T/virsh.log" virsh -q -c "$URI" "$@"; }
 ms() { date +%s%3N; }
+svc_up() { kv engine get vm >/dev/null; } # the service, started on demand (as the first kvcon a user runs)
+svc_down() { svc_stop_all "$T"; }         # the root free for virsh
 
 engine_manifest "$T/bench.yaml" bench Halted 192Mi >/dev/null
 kv engine apply -f "$T/bench.yaml" >/dev/null
@@ -36,17 +43,20 @@ kv engine apply -f "$T/bench.yaml" >/dev/null
 kv engine start bench >/dev/null
 kv engine console bench --expect KVCON-GUEST-READY --timeout 120 >/dev/null
 kv engine stop bench --force >/dev/null
+svc_down
 vsh dumpxml default_bench | sed -e 's|<name>default_bench</name>|<name>virsh_bench</name>|' -e '/<uuid>/d' \
     -e '/<metadata>/,/<\/metadata>/d' -e "s|/run/[0-9a-f-]*/serial.log|/virsh-serial.log|" >"$T/virsh.xml"
 vsh define "$T/virsh.xml" >/dev/null
 
 kvcon_once() {
     local t0 t1
+    svc_up
     t0=$(ms)
     kv engine start bench >/dev/null
     kv engine console bench --expect KVCON-GUEST-READY --timeout 120 >/dev/null
     t1=$(ms)
     kv engine stop bench --force >/dev/null
+    svc_down
     echo $((t1 - t0))
 }
 

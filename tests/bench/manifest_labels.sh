@@ -32,6 +32,6 @@ e=$(ms "$KV" -c "$URI" engine apply -f "$m")
 a=$(ms "$KV" -c "$URI" engine apply -f "$m.big")
 g1=$(ms "$KV" -c "$URI" engine get vm biglabels)
 g2=$(ms "$KV" -c "$URI" engine get vm)
-"$KV" -c "$URI" engine get vm biglabels -o json | jq -e '.[0].name == "biglabels"' >/dev/null || echo "  (the VM is not listed)"
+"$KV" -c "$URI" engine get vm biglabels -o json | jq -e '.metadata.name == "biglabels"' >/dev/null || echo "  (the VM is not listed)"
 echo "manifest: $n labels, $bytes bytes; engine apply: $a; then engine get vm NAME: $g1; engine get vm: $g2;" \
 	"(first command, a small manifest: $e)"

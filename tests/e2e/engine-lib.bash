@@ -124,11 +124,23 @@ EOF
 manifest() { engine_manifest "$ENGINE_T/$1-$2.yaml" "$1" "$2" 192Mi; }
 
 # kvcon's own view, as JSON (converged: `get` runs after the engine's resync)
-vm_json() { kv engine get vm "$1" -o json | jq -c '.[0] // {}'; }
-vmi_json() { kv engine get vmi "$1" -o json | jq -c '.[0] // {}'; }
-vmi_uid() { vmi_json "$1" | jq -r '.uid // ""'; }
-vmi_phase() { vmi_json "$1" | jq -r '.phase // ""'; }
-vm_field() { vm_json "$1" | jq -r ".$2 // \"\""; }
+# (the API objects `kvcon get -o json` prints: a List; none is {})
+vm_json() { kv engine get vm -o json | jq -c --arg n "$1" '[.items[] | select(.metadata.name == $n)][0] // {}'; }
+vmi_json() { kv engine get vmi -o json | jq -c --arg n "$1" '[.items[] | select(.metadata.name == $n)][0] // {}'; }
+vmi_uid() { vmi_json "$1" | jq -r '.metadata.uid // ""'; }
+vmi_phase() { vmi_json "$1" | jq -r '.status.phase // ""'; }
+# vm_field NAME status|runStrategy|uid|memory: the VM's printable status, run strategy, UID, guest memory
+vm_field() {
+    local path
+    case $2 in
+    status) path=.status.printableStatus ;;
+    runStrategy) path=.spec.runStrategy ;;
+    uid) path=.metadata.uid ;;
+    memory) path=.spec.template.spec.domain.memory.guest ;;
+    *) path=.$2 ;;
+    esac
+    vm_json "$1" | jq -r "$path // \"\""
+}
 
 # the record kvcon keeps (readable while another kvcon runs)
 record() { cat "$XDG_STATE_HOME"/kvcon/engine-data/hosts/*/vms/default_"$1".json 2>/dev/null || echo '{}'; }
@@ -186,7 +198,7 @@ engine_scenario() {
     [[ $(vmi_phase alpha) == Running ]] || fail "not Running after start"
     u1=$(vmi_uid alpha)
     marker alpha
-    [[ $(kv engine get pod -o json | jq -r '.[0].pid') -gt 0 ]] || fail "launcher pod has no QEMU pid"
+    [[ $(kv engine get pod -o json | jq -r '.items[0].metadata.annotations["kvcon.io/qemu-pid"] // 0') -gt 0 ]] || fail "launcher pod has no QEMU pid"
     out=$(kv engine start alpha 2>&1 || true)
     [[ $out == *"already running"* ]] || fail "second start not refused: $out"
 

@@ -52,7 +52,8 @@ YAML
 serial() { tr -d '\r' <"$(rec_exec "$1" serialLog)" 2>/dev/null || true; }
 net_block() { serial "$1" | sed -n '/KVCON-NET-BEGIN/,/^KVCON-NET-END/p'; }
 has_net_end() { net_block "$1" | grep -c '^KVCON-NET-END' || true; }
-host_port() { kv engine get vmi "$1" -o json | jq -r '.[0].ports[] | select(.port == 8080) | .hostPort'; }
+# the host port the engine forwards to the VMI's port 8080 (status.interfaces[].forwardedPorts, the engine's extension)
+host_port() { kv engine get vmi "$1" -o json | jq -r '.status.interfaces[]?.forwardedPorts[]? | select(.port == 8080) | .hostPort'; }
 
 step "a VM with masquerade + ports [8080]: a DHCP lease on 10.0.2.0/24 and a default route"
 net_manifest web
@@ -68,14 +69,14 @@ grep -q '^default via 10.0.2.2 dev eth0' <<<"$blk" || fail "no default route via
 
 step "the VMI reports the guest's address and the forwarded port"
 j=$(kv engine get vmi web -o json)
-echo "$j" | jq -c '.[0] | {ip, interfaces, ports}'
-[[ $(jq -r '.[0].ip' <<<"$j") == 10.0.2.15 ]] || fail "VMI ip is not the guest's lease 10.0.2.15"
-[[ $(jq -r '.[0].interfaces[0].name + " " + .[0].interfaces[0].ipAddress + " " + .[0].interfaces[0].ipAddresses[0]' <<<"$j") == "default 10.0.2.15 10.0.2.15" ]] ||
+echo "$j" | jq -c '.status.interfaces'
+[[ $(jq -r '.status.interfaces[0].ipAddress' <<<"$j") == 10.0.2.15 ]] || fail "VMI ip is not the guest's lease 10.0.2.15"
+[[ $(jq -r '.status.interfaces[0] | .name + " " + .ipAddress + " " + .ipAddresses[0]' <<<"$j") == "default 10.0.2.15 10.0.2.15" ]] ||
     fail "status.interfaces wrong"
 hp=$(host_port web)
 [[ $hp =~ ^[0-9]+$ ]] && ((hp > 0 && hp < 65536)) || fail "no host port for 8080: '$hp'"
-[[ $(jq -r '.[0].ports[0] | .name + " " + .protocol + " " + .hostIP' <<<"$j") == "http TCP 127.0.0.1" ]] || fail "port entry"
-[[ $(jq -r '.[0].interfaces[0].infoSource' <<<"$j") == domain ]] || fail "infoSource is not domain"
+[[ $(jq -r '.status.interfaces[0].forwardedPorts[0] | .name + " " + .protocol + " " + .hostIP' <<<"$j") == "http TCP 127.0.0.1" ]] || fail "port entry"
+[[ $(jq -r '.status.interfaces[0].infoSource' <<<"$j") == domain ]] || fail "infoSource is not domain"
 kv engine get vmi web -o wide | grep -q " 10.0.2.15 " || fail "get vmi -o wide shows no IP"
 [[ $(jq -r '.execution.network' <<<"$(record web)") == *"port default http TCP 8080 $hp"* ]] || fail "the host port is not in the record"
 kv describe vmi default/web >"$ENGINE_T/describe.txt" || fail "describe vmi web"

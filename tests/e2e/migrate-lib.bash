@@ -39,8 +39,18 @@ mig_setup() {
 # manifest NAME [KERNEL INITRD] -> path (the lab guest; host paths with image: host)
 manifest() { engine_manifest "$MT/$1.yaml" "$1" Always 160Mi ${2:+host "$2" "$3"}; }
 
-vmi_json() { "$KV" engine get vmi "$1" -o json 2>/dev/null | jq -c '.[0] // {}'; }
-vmi_field() { vmi_json "$1" | jq -r ".$2 // \"\""; }
+# the VMI as the API object `kvcon get -o json` lists ({} when none); vmi_field NAME uid|node|phase
+vmi_json() { "$KV" engine get vmi -o json 2>/dev/null | jq -c --arg n "$1" '[.items[] | select(.metadata.name == $n)][0] // {}'; }
+vmi_field() {
+    local path
+    case $2 in
+    uid) path=.metadata.uid ;;
+    node) path=.status.nodeName ;;
+    phase) path=.status.phase ;;
+    *) path=.$2 ;;
+    esac
+    vmi_json "$1" | jq -r "$path // \"\""
+}
 rec() { rec_exec "$1" "$2"; }
 rec_host() { local f; f=$(ls "$XDG_STATE_HOME"/kvcon/engine-data/hosts/*/vms/default_"$1".json 2>/dev/null); basename "$(dirname "$(dirname "$f")")"; }
 dom_state() { virsh -q -c "$1" domstate "default_$2" 2>/dev/null | head -n1; }

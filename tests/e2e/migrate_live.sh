@@ -36,7 +36,7 @@ wait_for 30 bash -c "kill -0 $pid_a 2>/dev/null && exit 1 || exit 0" || fail "ol
 pid_b=$(rec vm1 pid)
 [[ $pid_b -gt 0 && $pid_b != "$pid_a" ]] || fail "launcher pid not changed ($pid_a -> $pid_b)"
 kill -0 "$pid_b" || fail "new QEMU $pid_b not alive"
-ms=$(vmi_json vm1 | jq -c .migrationState)
+ms=$(vmi_json vm1 | jq -c .status.migrationState)
 [[ $(jq -r .completed <<<"$ms") == true && $(jq -r .sourceNode <<<"$ms") == "$HA" &&
    $(jq -r .targetNode <<<"$ms") == "$HB" && $(jq -r .failed <<<"$ms") == false ]] || fail "migrationState: $ms"
 [[ $(vmi_field vm1 uid) == "$vmi_a" && $(vmi_field vm1 node) == "$HB" ]] || fail "VMI: $(vmi_json vm1)"
@@ -70,9 +70,9 @@ grep -q "canceled by client" "$MT/mig-abort.out" || fail "no abort reason"
 [[ $(rec_host vm1) == "$HA" && $(dom_state "$SRC_URI" vm1) == running ]] || fail "vm1 not running on $HA after abort"
 [[ $(rec vm1 launcherUid) == "$launcher" ]] || fail "launcher changed by an aborted migration"
 ! virsh -q -c "$DST_URI" dominfo default_vm1 >/dev/null 2>&1 || fail "left over on $HB"
-ms=$(vmi_json vm1 | jq -c .migrationState)
+ms=$(vmi_json vm1 | jq -c .status.migrationState)
 [[ $(jq -r .failed <<<"$ms") == true && $(jq -r .abortStatus <<<"$ms") == Succeeded ]] || fail "migrationState: $ms"
-"$KV" engine get event -o json 2>/dev/null | jq -e '[.[] | select(.reason == "FailedMigration")] | length == 1' \
+"$KV" engine get event -o json 2>/dev/null | jq -e '[.items[] | select(.reason == "FailedMigration")] | length == 1' \
     >/dev/null || fail "no FailedMigration event"
 console vm1 'echo mark=$KVMARK' 'mark=moved42' || fail "vm1 does not answer after the abort"
 "$KV" -c "$SRC_URI" -c "$DST_URI" diagnose vm1 >"$MT/diag.out" 2>&1 || true

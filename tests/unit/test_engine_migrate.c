@@ -1,6 +1,6 @@
 /* Unit tests of the engine's migration state: the migrationState record round trip (KubeVirt's field names, the
  * launchers an execution left behind), an unfinished migration read back as failed, the VMI's migrationState
- * as `engine get -o json` prints it, and the config file's engine.host lines with their migrate-uri. */
+ * as `engine get -o json` (the API's VMI, status.migrationState) prints it, and the config file's engine.host lines with their migrate-uri. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
