@@ -646,8 +646,8 @@ static char *engine_watch_socket(int *rc)
 	bool required = opts_global()->nuris > 0 || opts_global()->engine_only || !session_kubeconfig_present();
 	char *e = util_escape_display(err ? err : "it did not answer");
 	if (required) {
-		/* its own words when it names the service already ("the engine service could not start: ...") */
-		log_eprintf("error: %s%s\n", util_has_prefix(e, "the engine service") ? "" : "the engine service: ", e);
+		/* session_service_answering's words name the service or the engine's own refusal */
+		log_eprintf("error: %s\n", e);
 		*rc = EXIT_API;
 	} else {
 		log_eprintf("warning: the engine's objects are not watched: %s\n", e);
