@@ -467,6 +467,8 @@ static bool publish(json_object *j, char **body, char **text, uint64_t *rv)
 	return true;
 }
 
+static void flush_gone(void *arg);
+
 static struct cent *refresh(const struct obj *o, bool notify)
 {
 	char key[UID_LEN + 4];
@@ -484,6 +486,14 @@ static struct cent *refresh(const struct obj *o, bool notify)
 			obj_free(x->o);
 			free(x->text);
 			free(x);
+			break;
+		}
+	/* a new object (another UID) under the name of one removed this turn (a restart's next VMI, its launcher):
+	 * the old one's DELETED goes first, as a watch on a cluster sees it, or a client keyed by name would drop
+	 * the new one */
+	for (struct gone *g = S.gone; c == NULL && g; g = g->next)
+		if (g->o->kind == o->kind && util_str_eq(g->o->ns, o->ns) && util_str_eq(g->o->name, o->name)) {
+			flush_gone(NULL);
 			break;
 		}
 	bool added = c == NULL;

@@ -646,8 +646,7 @@ static char *engine_watch_socket(int *rc)
 	bool required = opts_global()->nuris > 0 || opts_global()->engine_only || !session_kubeconfig_present();
 	char *e = util_escape_display(err ? err : "it did not answer");
 	if (required) {
-		/* its own words, as every command says them: engine_check's refusal or the service's own error line (what
-		 * to fix, first), or a sentence that names the service ("no engine service answers on ...") */
+		/* session_service_answering's words name the service or the engine's own refusal */
 		log_eprintf("error: %s\n", e);
 		*rc = EXIT_API;
 	} else {
