@@ -48,7 +48,7 @@ step "no service (engine.service = use: never one started on demand): -w is an e
 if KVCON_ENGINE_SERVICE=use timeout 60 "$KV" -c "$URI" get vm -w >"$W/nosvc.out" 2>"$W/nosvc.err"; then
 	fail "get vm -w without a service exited 0: $(cat "$W/nosvc.out")"
 fi
-grep -q "^error: watching the engine's objects needs its service and none answers on $XDG_RUNTIME_DIR/kvcon/engine-" \
+grep -q "^error: the engine service: no engine service answers on $XDG_RUNTIME_DIR/kvcon/engine-" \
 	"$W/nosvc.err" || fail "no service: $(cat "$W/nosvc.err")"
 
 step "the service holds the root, on its well-known socket"
