@@ -34,33 +34,26 @@ mkdir -p "$root/cache/qemu/capabilities"
 had=$(ls "$root/cache/qemu/capabilities" | wc -l)
 seeded=0
 lab_caps_seed "$root" && seeded=1
-# TCG forced: the open is what matters here, not kvcon's KVM probe. kvcon reaches the engine only through its
-# service: the one started on demand for this open gets a runtime directory of its own (its socket there, not
-# where the caller's commands look) and is stopped before leaving, so the warm-up holds nothing of the root.
-rt=$(mktemp -d /tmp/kvwarm.XXXXXX)
-stop_warm_service() {
-    local f p i
-    for f in "$rt"/kvcon/engine-*.sock.pid; do
-        [[ -f $f ]] || continue
-        p=$(cat "$f" 2>/dev/null) || continue
-        [[ $p =~ ^[0-9]+$ ]] || continue
-        kill -TERM "$p" 2>/dev/null || continue
-        for i in $(seq 1 100); do
-            kill -0 "$p" 2>/dev/null || break
-            sleep 0.1
-        done
-        kill -9 "$p" 2>/dev/null || true
-    done
-    rm -rf "$rt"
-}
-trap stop_warm_service EXIT
-if ! XDG_RUNTIME_DIR=$rt KVCON_ENGINE_SERVICE=auto KVCON_ENGINE_ACCEL=tcg "$kv" -c "$uri" --log-file "$root/embed-warm.log" \
-    engine get vm >/dev/null 2>"$root/embed-warm.err"; then
-    cat "$root/embed-warm.err" >&2
-    lab_die "kvcon -c '$uri' engine get vm failed (see $root/embed-warm.log)"
-fi
-stop_warm_service
-trap - EXIT
+# TCG forced: the open is what matters here, not kvcon's KVM probe. Only `engine serve` opens the engine, so the
+# warm-up runs one on its own socket in this root, waits until its lists answer, and stops it (no service is left
+# holding the root, none keeps this script's environment for the caller's commands)
+sock="$root/embed-warm.sock"
+rm -f "$sock"
+KVCON_ENGINE_ACCEL=tcg "$kv" -c "$uri" --log-file "$root/embed-warm.log" engine serve --socket "$sock" --idle-exit 0 \
+    >/dev/null 2>"$root/embed-warm.err" &
+spid=$!
+stop_warm() { kill "$spid" 2>/dev/null; wait "$spid" 2>/dev/null || true; rm -f "$sock"; }
+deadline=$(($(date +%s) + 180))
+until [[ -S $sock ]] && curl -sf --max-time 60 --unix-socket "$sock" \
+    http://localhost/apis/kubevirt.io/v1/virtualmachines >/dev/null 2>&1; do
+    if ! kill -0 "$spid" 2>/dev/null || [[ $(date +%s) -ge $deadline ]]; then
+        stop_warm
+        cat "$root/embed-warm.err" >&2
+        lab_die "kvcon -c '$uri' engine serve did not answer (see $root/embed-warm.log)"
+    fi
+    sleep 0.2
+done
+stop_warm
 lab_caps_save "$root"
 how=probed
 [[ $had == 0 ]] || how=kept

@@ -302,6 +302,20 @@ until grep -aq 'MAKE-RUN-EXIT=' "$W/make-run.out"; do
 done
 grep -aq 'MAKE-RUN-EXIT=0' "$W/make-run.out" || { show; die "make run: $(grep -ao 'MAKE-RUN-EXIT=[0-9]*' "$W/make-run.out")"; }
 log "make run: the dashboard quit, make run exit 0"
+# what make run leaves running, as the README says: the engine service the dashboard started on demand and the
+# demo guest. Stopped the way the README tells a user (the VM, then the service by its pid file), before make
+# check, so that what is left after make check is the tests' own. The pane (its `sleep`) goes first.
+"${TM[@]}" kill-session -t cr 2>/dev/null || true
+inside /bin/bash -c 'cd /root/kvcon && ./kvcon engine stop demo-vm --force' >&2 || die "engine stop demo-vm after make run"
+inside /bin/bash -c 'for f in /root/.local/state/kvcon/engine-*.sock.pid; do [ -f "$f" ] && kill -TERM "$(cat "$f")"; done; exit 0'
+for ((i = 0; i < 100; i++)); do
+    [[ -z $(room_pids) ]] && break
+    sleep 0.1
+done
+if [[ -n $(room_pids) ]]; then
+    for p in $(room_pids); do log "left after make run: $p $(tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null | head -c 200)"; done
+    die "processes left in the clean room after make run, its VM and its service stopped"
+fi
 
 if [[ ${KVCON_CLEANROOM_STOP:-} == run ]]; then
     log "KVCON_CLEANROOM_STOP=run: not running make check"
@@ -317,6 +331,12 @@ rc=0
 timeout -k 30 "$T_CHECK" nsenter -t "$HOLDER" -m -p -- chroot "$R" /usr/bin/env -i "${CLEAN_ENV[@]}" \
     /bin/bash -c 'cd /root/kvcon && make check' </dev/null >"$W/make-check.out" 2>&1 || rc=$?
 phase "make check" "$(secs "$t" "$(now)")"
+# no test may leave a process behind (tests/run-e2e.sh fails the test that does; this is the room's own count)
+left=$(room_pids)
+if [[ -n $left ]]; then
+    for p in $left; do log "left after make check: $p $(tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null | head -c 200)"; done
+    rc=1
+fi
 grep -E '^  (FAIL|SKIP) |passed, ' "$W/make-check.out" >&2 || true
 last=$(tail -n1 "$W/make-check.out")
 log "make check: exit $rc, last line: $last"

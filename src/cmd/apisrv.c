@@ -158,6 +158,11 @@ struct vmim {
 	uint64_t rv;
 	char *body, *text; /* JSON without / with resourceVersion */
 	bool loaded;       /* read from its file: an earlier service accepted it */
+	/* the engine's options, from the kvcon.io/ annotations (vmim_opts; docs/ENGINE-SERVICE.md) */
+	uint32_t flags;    /* ENGINE_MIG_* */
+	char *mig_uri;
+	int timeout;
+	unsigned long bandwidth;
 	struct vmim *next;
 };
 
@@ -184,6 +189,15 @@ static struct {
 	struct vmim *vmims;
 	unsigned vmim_ids;
 	bool vmim_posted;
+	/* objects removed from the store during this loop turn, their DELETED not sent yet: one added again with the
+	 * same UID in the same turn (the engine moves a VM between its hosts: a migration) is MODIFIED instead */
+	struct gone {
+		struct cent *c;
+		struct obj *o; /* packed copy, for the watch filters */
+		char *text;    /* as served, without the new resourceVersion */
+		struct gone *next;
+	} *gone;
+	bool gone_posted;
 	struct kv_state {
 		char status[KV_NCOND][6]; /* each condition's last status, for its transition time */
 		int64_t since[KV_NCOND];
@@ -363,6 +377,17 @@ static json_object *mig_state_json(const struct migration_state *m)
 		json_object_object_add(j, "mode", jstr(m->mode));
 	if (m->failure_reason)
 		json_object_object_add(j, "failureReason", jstr(m->failure_reason));
+	/* the engine's job figures, which KubeVirt's migrationState has no field for (docs/ENGINE-SERVICE.md) */
+	if (m->progress_pct >= 0 || m->data_processed || m->downtime_ms) {
+		json_object *job = json_object_new_object();
+		json_object_object_add(job, "progress", json_object_new_int(m->progress_pct));
+		json_object_object_add(job, "dataProcessed", json_object_new_int64((int64_t)m->data_processed));
+		json_object_object_add(job, "dataRemaining", json_object_new_int64((int64_t)m->data_remaining));
+		json_object_object_add(job, "memoryDirtyRate", json_object_new_int64((int64_t)m->dirty_rate));
+		json_object_object_add(job, "memoryIteration", json_object_new_int(m->iteration));
+		json_object_object_add(job, "downtimeMs", json_object_new_int64(m->downtime_ms));
+		json_object_object_add(j, "kvconJob", job);
+	}
 	return j;
 }
 
@@ -450,6 +475,17 @@ static struct cent *refresh(const struct obj *o, bool notify)
 	json_object *j = obj_to_json(o);
 	if (j == NULL)
 		return c;
+	for (struct gone **g = &S.gone; c == NULL && *g; g = &(*g)->next)
+		if (strcmp((*g)->c->key, key) == 0) { /* back in the same turn: a move, not a deletion */
+			struct gone *x = *g;
+			*g = x->next;
+			c = x->c;
+			hmap_put(&S.cache, c->key, c);
+			obj_free(x->o);
+			free(x->text);
+			free(x);
+			break;
+		}
 	bool added = c == NULL;
 	if (c == NULL) {
 		c = xcalloc(1, sizeof *c);
@@ -472,6 +508,45 @@ static void on_vmi_changed(void *arg)
 	vmims_update();
 }
 
+/* The DELETED events of the objects removed during the last loop turn that did not come back. */
+static void flush_gone(void *arg)
+{
+	(void)arg;
+	S.gone_posted = false;
+	struct gone *g = S.gone;
+	S.gone = NULL;
+	/* oldest first, as they were removed */
+	struct gone *rev = NULL;
+	while (g) {
+		struct gone *n = g->next;
+		g->next = rev;
+		rev = g;
+		g = n;
+	}
+	for (g = rev; g;) {
+		struct gone *n = g->next;
+		S.rv++;
+		json_object *j = json_tokener_parse(g->text);
+		if (j) {
+			char rv[24];
+			snprintf(rv, sizeof rv, "%llu", (unsigned long long)S.rv);
+			json_object_object_add(jobj(j, "metadata"), "resourceVersion", json_object_new_string(rv));
+			char *text = jtext(j);
+			json_object_put(j);
+			ring_push(res_of_kind(g->o->kind), "DELETED", g->o, text);
+			free(text);
+		}
+		obj_free(g->o);
+		free(g->text);
+		free(g->c->body);
+		free(g->c->text);
+		free(g->c);
+		free(g);
+		g = n;
+	}
+	wake_watchers();
+}
+
 static void on_store(void *arg, enum obj_kind kind, const struct obj *old, const struct obj *new_)
 {
 	(void)arg;
@@ -486,9 +561,22 @@ static void on_store(void *arg, enum obj_kind kind, const struct obj *old, const
 	char key[UID_LEN + 4];
 	cent_key(key, sizeof key, old);
 	struct cent *c = hmap_del(&S.cache, key);
+	if (c) { /* its DELETED once this turn is over, unless it comes back (refresh) */
+		struct gone *g = xcalloc(1, sizeof *g);
+		g->c = c;
+		g->o = obj_pack_copy(old);
+		g->text = xstrdup(c->text);
+		g->next = S.gone;
+		S.gone = g;
+		if (!S.gone_posted) {
+			S.gone_posted = true;
+			loop_post(flush_gone, NULL);
+		}
+		return;
+	}
 	S.rv++;
 	char *text = NULL;
-	json_object *j = c ? json_tokener_parse(c->text) : obj_to_json(old);
+	json_object *j = obj_to_json(old);
 	if (j) {
 		char rv[24];
 		snprintf(rv, sizeof rv, "%llu", (unsigned long long)S.rv);
@@ -499,11 +587,6 @@ static void on_store(void *arg, enum obj_kind kind, const struct obj *old, const
 	if (text)
 		ring_push(res_of_kind(old->kind), "DELETED", old, text);
 	free(text);
-	if (c) {
-		free(c->body);
-		free(c->text);
-		free(c);
-	}
 	wake_watchers();
 }
 
@@ -1556,6 +1639,12 @@ static enum MHD_Result do_apply(struct MHD_Connection *c, json_object *o, const 
 	int rc = engine_apply(src, text, strlen(text), &result, &err);
 	free(text);
 	free(result);
+	if (rc < 0 && err && util_has_prefix(err, "cannot store the record")) {
+		/* the manifest is fine, the disk is not (ENOSPC, EIO): the API server's answer to a failed write */
+		enum MHD_Result r = send_status(c, 500, "InternalError", R_VM, name, "Internal error occurred: %s", err);
+		free(err);
+		return r;
+	}
 	if (rc < 0) {
 		enum MHD_Result r = send_invalid(c, name, err ? err : "refused");
 		free(err);
@@ -1663,8 +1752,16 @@ static enum MHD_Result patch_vm(struct MHD_Connection *c, struct reqctx *rq, con
 				   "the body of the request was in an unknown format - accepted media types include: "
 				   "application/merge-patch+json, application/strategic-merge-patch+json");
 	json_object *cur = current_manifest(ns, name);
-	if (cur == NULL)
+	if (cur == NULL) {
+		/* a row without a manifest: its record is unreadable (the row's Failure condition names the file) */
+		struct source *src = source_of(ns, name);
+		const struct vm *bad = src ? (const struct vm *)store_find(S.st, src, OBJ_VM, ns, name) : NULL;
+		const struct cond *f = bad ? cond_find(bad->conds, bad->nconds, "Failure") : NULL;
+		if (f && util_str_eq(f->reason, "RecordUnreadable"))
+			return send_status(c, 409, "Conflict", R_VM, name, "%s: move it away first",
+					   f->message ? f->message : "its record is unreadable");
 		return not_found(c, R_VM, name);
+	}
 	json_object *p = body_json(c, rq, &rc);
 	if (p == NULL) {
 		json_object_put(cur);
@@ -1798,6 +1895,7 @@ static void vmim_free(struct vmim *m)
 	free(m->name);
 	free(m->vmi);
 	free(m->target);
+	free(m->mig_uri);
 	free(m->reason);
 	free(m->body);
 	free(m->text);
@@ -1824,6 +1922,95 @@ static const struct vmi *vmi_of(const char *ns, const char *name)
 			return (const struct vmi *)o;
 	}
 	return NULL;
+}
+
+/* The engine's migration options, which KubeVirt's object has no field for: annotations of the
+ * VirtualMachineInstanceMigration (docs/ENGINE-SERVICE.md, what is not KubeVirt-compatible):
+ *   kvcon.io/migrate-uri         the target's libvirt URI as the source host reaches it (SCHEME://...)
+ *   kvcon.io/migration-timeout   seconds, 1..604800: aborted when not completed by then
+ *   kvcon.io/migration-bandwidth MiB/s, 1..1048576
+ *   kvcon.io/migration-options   a comma list of auto-converge, postcopy, copy-storage, offline
+ * Other kvcon.io/migrat* annotations are refused (a misspelt option must not be ignored silently). 0, or -1 with
+ * *why (caller frees). */
+static int vmim_opts(json_object *an, struct vmim *m, char **why)
+{
+	if (an == NULL || !json_object_is_type(an, json_type_object))
+		return 0;
+	json_object_object_foreach(an, key, val)
+	{
+		if (strncmp(key, "kvcon.io/migrat", 15) != 0)
+			continue;
+		const char *v = json_object_is_type(val, json_type_string) ? json_object_get_string(val) : NULL;
+		if (v == NULL) {
+			*why = xasprintf("metadata.annotations[%s]: Invalid value: a string is required", key);
+			return -1;
+		}
+		char *end = NULL;
+		if (strcmp(key, "kvcon.io/migrate-uri") == 0) {
+			size_t sl = strspn(v, "abcdefghijklmnopqrstuvwxyz0123456789+.-");
+			bool ok = sl > 0 && strncmp(v + sl, "://", 3) == 0 && strlen(v) <= 1024;
+			for (const unsigned char *p = (const unsigned char *)v; ok && *p; p++)
+				ok = *p > 0x20 && *p < 0x7f;
+			if (!ok) {
+				*why = xstrdup("metadata.annotations[kvcon.io/migrate-uri]: Invalid value: a URI "
+					       "(SCHEME://HOST..., printable ASCII, no spaces, at most 1024 characters) is required");
+				return -1;
+			}
+			free(m->mig_uri);
+			m->mig_uri = xstrdup(v);
+		} else if (strcmp(key, "kvcon.io/migration-timeout") == 0) {
+			errno = 0;
+			long n = strtol(v, &end, 10);
+			if (errno || end == v || *end || n < 1 || n > 604800) {
+				*why = xstrdup("metadata.annotations[kvcon.io/migration-timeout]: Invalid value: whole seconds "
+					       "from 1 to 604800 are required");
+				return -1;
+			}
+			m->timeout = (int)n;
+		} else if (strcmp(key, "kvcon.io/migration-bandwidth") == 0) {
+			errno = 0;
+			long n = strtol(v, &end, 10);
+			if (errno || end == v || *end || n < 1 || n > 1048576) {
+				*why = xstrdup("metadata.annotations[kvcon.io/migration-bandwidth]: Invalid value: MiB/s from 1 "
+					       "to 1048576 are required");
+				return -1;
+			}
+			m->bandwidth = (unsigned long)n;
+		} else if (strcmp(key, "kvcon.io/migration-options") == 0) {
+			static const struct {
+				const char *name;
+				uint32_t flag;
+			} known[] = { { "auto-converge", ENGINE_MIG_AUTO_CONVERGE },
+				      { "postcopy", ENGINE_MIG_POSTCOPY },
+				      { "copy-storage", ENGINE_MIG_COPY_STORAGE },
+				      { "offline", ENGINE_MIG_OFFLINE } };
+			for (const char *p = v; *p;) {
+				size_t l = strcspn(p, ",");
+				bool found = false;
+				for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
+					if (l == strlen(known[i].name) && strncmp(p, known[i].name, l) == 0) {
+						m->flags |= known[i].flag;
+						found = true;
+					}
+				if (!found) {
+					*why = xstrdup("metadata.annotations[kvcon.io/migration-options]: Invalid value: a comma "
+						       "list of auto-converge, postcopy, copy-storage, offline is required");
+					return -1;
+				}
+				p += l;
+				if (*p == ',')
+					p++;
+			}
+		} else {
+			char *k = util_escape_display(key);
+			*why = xasprintf("metadata.annotations[%s]: Unsupported value: the engine's migration annotations are "
+					 "kvcon.io/migrate-uri, kvcon.io/migration-timeout, kvcon.io/migration-bandwidth and "
+					 "kvcon.io/migration-options", k);
+			free(k);
+			return -1;
+		}
+	}
+	return 0;
 }
 
 /* The engine's state of m's migration: the VMI's migrationState when it is this migration's, else NULL. */
@@ -2041,6 +2228,11 @@ static void vmims_load(void)
 			x = jget(md, "annotations");
 			if (x && json_object_is_type(x, json_type_object))
 				m->annotations = json_tokener_parse(json_object_to_json_string(x));
+			char *why = NULL;
+			if (vmim_opts(m->annotations, m, &why) < 0) { /* validated when created: not kvcon's file */
+				log_warn("engine serve: %s: %s", path, why);
+				free(why);
+			}
 			json_object *tr = jget(f, "transitions");
 			for (size_t i = 0; tr && json_object_is_type(tr, json_type_array) && i < json_object_array_length(tr) &&
 					   m->ntrans < VMIM_NPHASE; i++) {
@@ -2080,6 +2272,13 @@ static void vmims_settle_loaded(void)
 		m->loaded = false;
 		if (vmim_final(m) || m->done || vmim_state(m))
 			continue;
+		struct source *at = (m->flags & ENGINE_MIG_OFFLINE) && m->target ? source_of(m->ns, m->vmi) : NULL;
+		if (at && util_str_eq(at->name, m->target)) {
+			/* an offline move the engine finished from its record's intent (its record is on the target) */
+			m->done = 1;
+			vmim_refresh(m, NULL);
+			continue;
+		}
 		free(m->reason);
 		m->reason = xstrdup("interrupted: the engine service stopped before the migration started");
 		m->done = -1;
@@ -2143,7 +2342,8 @@ static int vmim_begin(struct vmim *m, struct source *src, char **err)
 	m->next = S.vmims;
 	S.vmims = m;
 	struct action_req req = { .act = ACT_MIGRATE, .ns = m->ns, .name = m->vmi, .grace_period = -1,
-				  .target = m->target, .uid = m->mig_uid };
+				  .target = m->target, .uid = m->mig_uid, .flags = m->flags, .mig_uri = m->mig_uri,
+				  .timeout = m->timeout, .bandwidth = m->bandwidth };
 	char *why = NULL;
 	if (src->ops->action(src, &req, vmim_done, (void *)(uintptr_t)m->id, &why) < 0) {
 		m->reason = why ? why : xstrdup("refused");
@@ -2179,6 +2379,9 @@ static enum MHD_Result create_vmim(struct MHD_Connection *c, struct reqctx *rq, 
 	bool tfound = target == NULL;
 	for (int s = 0; s < S.nsrcs && !tfound; s++)
 		tfound = util_str_eq(S.srcs[s]->name, target);
+	struct vmim opts = { 0 };
+	char *owhy = NULL;
+	bool oerr = vmim_opts(jget(md, "annotations"), &opts, &owhy) < 0;
 	if (name == NULL || !valid_name(name))
 		rc = send_invalid(c, name ? name : "", "metadata.name: Invalid value: a lowercase RFC 1123 subdomain is required");
 	else if (vmi == NULL || *vmi == 0)
@@ -2188,7 +2391,11 @@ static enum MHD_Result create_vmim(struct MHD_Connection *c, struct reqctx *rq, 
 	else if (vmim_find(ns, name))
 		rc = send_status(c, 409, "AlreadyExists", R_VMIM, name, "%s \"%s\" already exists", RES[R_VMIM].plural,
 				 name);
-	else if (src == NULL || vmi_of(ns, vmi) == NULL)
+	else if (oerr)
+		rc = send_invalid(c, name, owhy);
+	else if (src == NULL && (opts.flags & ENGINE_MIG_OFFLINE))
+		rc = send_invalid(c, name, "spec.vmiName: no VirtualMachine of that name (offline migration)");
+	else if (src == NULL || (vmi_of(ns, vmi) == NULL && !(opts.flags & ENGINE_MIG_OFFLINE)))
 		rc = send_invalid(c, name, "spec.vmiName: the VMI does not exist or is not running");
 	else if (!tfound)
 		rc = send_invalid(c, name, "spec.addedNodeSelector: kubernetes.io/hostname is not one of the nodes");
@@ -2207,6 +2414,11 @@ static enum MHD_Result create_vmim(struct MHD_Connection *c, struct reqctx *rq, 
 		x = jget(md, "annotations");
 		if (x && json_object_is_type(x, json_type_object))
 			m->annotations = json_tokener_parse(json_object_to_json_string(x));
+		m->flags = opts.flags;
+		m->mig_uri = opts.mig_uri;
+		opts.mig_uri = NULL;
+		m->timeout = opts.timeout;
+		m->bandwidth = opts.bandwidth;
 		vmim_set_phase(m, "Pending");
 		char *err = NULL;
 		if (dry_run(c, rq)) { /* nothing is kept or done */
@@ -2220,6 +2432,8 @@ static enum MHD_Result create_vmim(struct MHD_Connection *c, struct reqctx *rq, 
 			rc = send_text(c, 201, xstrdup(m->text), "application/json");
 		}
 	}
+	free(opts.mig_uri);
+	free(owhy);
 	free(gname);
 	json_object_put(o);
 	return rc;
@@ -2993,6 +3207,50 @@ static enum MHD_Result pod_log(struct MHD_Connection *c, const char *ns, const c
 	return rc;
 }
 
+/* ---- kvcon's own read-only subresources (not KubeVirt's: docs/ENGINE-SERVICE.md): what the engine keeps on
+ * its host and KubeVirt's API has no field for, for kvcon's diagnose, bundle and VM view ---- */
+
+/* GET virtualmachineinstances/NAME/kvcon-domainxml: the libvirt domain XML kvcon defined for the current
+ * execution (application/xml). */
+static enum MHD_Result vmi_domainxml(struct MHD_Connection *c, const char *ns, const char *name)
+{
+	struct source *src = NULL;
+	for (int s = 0; s < S.nsrcs && src == NULL; s++)
+		if (store_find(S.st, S.srcs[s], OBJ_VMI, ns, name))
+			src = S.srcs[s];
+	if (src == NULL)
+		return not_found(c, R_VMI, name);
+	const char *sl = engine_serial_log(src, ns, name);
+	const char *slash = sl ? strrchr(sl, '/') : NULL;
+	if (slash == NULL)
+		return send_status(c, 404, "NotFound", R_VMI, name, "the VMI %s/%s has no current execution", ns, name);
+	char *xp = xasprintf("%.*s/domain.xml", (int)(slash - sl), sl);
+	size_t len = 0;
+	char *xml = util_read_file(xp, &len);
+	free(xp);
+	if (xml == NULL)
+		return send_status(c, 404, "NotFound", R_VMI, name, "the domain XML of %s/%s's execution could not be read",
+				   ns, name);
+	if (strlen(xml) != len) { /* send_text sends a string */
+		free(xml);
+		return send_status(c, 500, "InternalError", R_VMI, name, "the domain XML of %s/%s is not text", ns, name);
+	}
+	return send_text(c, 200, xml, "application/xml");
+}
+
+/* GET virtualmachines/NAME/kvcon-storage: the VM's volumes and the files behind them on the engine's host (the
+ * storage chain's JSON array, kube/storage.h's shape with the engine's file links). */
+static enum MHD_Result vm_storage(struct MHD_Connection *c, const char *ns, const char *name)
+{
+	struct source *src = source_of(ns, name);
+	if (src == NULL)
+		return not_found(c, R_VM, name);
+	json_object *o = src->ops->storage_json ? src->ops->storage_json(src, ns, name) : NULL;
+	if (o == NULL)
+		return send_status(c, 404, "NotFound", R_VM, name, "no storage record for %s/%s", ns, name);
+	return send_json(c, 200, o);
+}
+
 /* ---- routing ---- */
 
 static bool valid_name(const char *s)
@@ -3064,6 +3322,12 @@ static enum MHD_Result route(struct MHD_Connection *c, struct reqctx *rq, const 
 	}
 	if (r == R_POD && ns && name && sub && strcmp(sub, "log") == 0 && strcmp(method, "GET") == 0)
 		return pod_log(c, ns, name);
+	bool domxml = r == R_VMI && sub && strcmp(sub, "kvcon-domainxml") == 0;
+	if ((domxml || (r == R_VM && sub && strcmp(sub, "kvcon-storage") == 0)) && ns && name) {
+		if (strcmp(method, "GET") != 0) /* kvcon's own read-only subresources */
+			return send_status(c, 405, "MethodNotAllowed", R_COUNT, NULL, "%s is read-only", sub);
+		return domxml ? vmi_domainxml(c, ns, name) : vm_storage(c, ns, name);
+	}
 	if (sub && strcmp(sub, "status") != 0)
 		return send_status(c, 404, "NotFound", R_COUNT, NULL, "the server could not find the requested resource");
 	if (strcmp(method, "GET") == 0) {

@@ -23,7 +23,8 @@
 #include "core/tarball.h"
 #include "core/util.h"
 #include "core/xmalloc.h"
-#include "engine/engine.h"
+#include "kube/http.h"
+#include "kube/kube.h"
 #include "model/chain.h"
 #include "model/diagnose.h"
 #include "model/lineage.h"
@@ -94,16 +95,10 @@ static void add_yaml(struct bundle *b, const char *name, struct json_object *o)
 	free(err);
 }
 
-/* The object as the source has it: the API's (cluster), KubeVirt-shaped from the store (engine). */
+/* The object as the source's API has it (a cluster's, or the engine service's KubeVirt-shaped one). */
 static struct json_object *object_json(struct bundle *b, enum obj_kind kind, const char *name, char **why)
 {
 	struct session *s = b->s;
-	if (s->src->type == SOURCE_ENGINE) {
-		const struct obj *o = store_find(s->st, s->src, kind, s->ns, name);
-		if (o == NULL)
-			*why = xstrdup("not in the engine's store");
-		return o ? objjson_new(o) : NULL;
-	}
 	static const char *const plural[] = { "virtualmachines", "virtualmachineinstances", "pods", "events" };
 	char *ns = curl_easy_escape(NULL, s->ns, 0), *nm = curl_easy_escape(NULL, name, 0);
 	char *path = xasprintf("%s/namespaces/%s/%s/%s", kind == OBJ_POD ? "/api/v1" : "/apis/kubevirt.io/v1", ns,
@@ -168,6 +163,14 @@ static void log_end(void *arg, int status, const char *message)
 	r->message = xstrdup0(message);
 }
 
+static bool has_container(const struct pod *p, const char *name)
+{
+	for (int k = 0; k < p->ncontainers; k++)
+		if (p->containers[k].name && strcmp(p->containers[k].name, name) == 0)
+			return true;
+	return false;
+}
+
 static void add_log(struct bundle *b, const struct pod *p, const char *vm, const char *container, bool previous,
 		    const char *file)
 {
@@ -196,6 +199,54 @@ static void add_log(struct bundle *b, const struct pod *p, const char *vm, const
 		add_file(b, file, r.data.data ? r.data.data : "", r.data.len);
 	free(r.message);
 	buf_free(&r.data);
+}
+
+/* ---- the engine's domain XML: the service's kvcon-domainxml subresource (docs/ENGINE-SERVICE.md) ---- */
+
+struct rawget {
+	bool done;
+	long status;
+	struct buf body;
+	char *err;
+};
+
+static void raw_done(void *arg, const struct kube_resp *r)
+{
+	struct rawget *g = arg;
+	g->done = true;
+	g->status = r->status;
+	if (r->status == 200)
+		buf_add(&g->body, r->body ? r->body : "", r->body ? r->len : 0);
+	else
+		g->err = kube_http_error_message(r);
+}
+
+static void add_domain_xml(struct bundle *b)
+{
+	struct session *s = b->s;
+	struct kube_http *h = kube_source_http(s->src);
+	if (h == NULL) {
+		missing(b, "domain.xml", "this source serves no domain XML");
+		return;
+	}
+	char *ns = curl_easy_escape(NULL, s->ns, 0), *nm = curl_easy_escape(NULL, s->name, 0);
+	char *path = xasprintf("/apis/kubevirt.io/v1/namespaces/%s/virtualmachineinstances/%s/kvcon-domainxml", ns, nm);
+	curl_free(ns);
+	curl_free(nm);
+	struct rawget g = { .done = false };
+	buf_init(&g.body);
+	struct kube_http_req q = { .path = path, .accept = "application/xml", .timeout_ms = 30000, .on_done = raw_done,
+				   .arg = &g };
+	kube_http_start(h, &q);
+	while (!g.done)
+		loop_once(1000);
+	free(path);
+	if (g.status == 200)
+		add_file(b, "domain.xml", g.body.data ? g.body.data : "", g.body.len);
+	else
+		missing(b, "domain.xml", g.err ? g.err : "the engine service did not answer");
+	free(g.err);
+	buf_free(&g.body);
 }
 
 /* ---- the rest ---- */
@@ -251,6 +302,10 @@ static void add_cluster_extras(struct bundle *b, const struct chain *c)
 	}
 	const char *js = json_object_to_json_string_ext(chain, JSON_C_TO_STRING_PRETTY);
 	add_file(b, "storage/chain.json", js, strlen(js));
+	if (s->src->engine) { /* files on the engine's host, no DataVolume/PVC/PV objects behind them */
+		json_object_put(chain);
+		return;
+	}
 	for (size_t i = 0; i < json_object_array_length(chain); i++) {
 		struct json_object *v = json_object_array_get_idx(chain, i);
 		static const struct {
@@ -365,7 +420,7 @@ int cmd_bundle(int argc, char **argv)
 	char *hn = util_escape_display(s.ns), *nn = util_escape_display(s.name), when[40];
 	util_format_time(b.now, when, sizeof when);
 	buf_printf(&b.manifest, "kvcon bundle of VirtualMachine %s/%s on %s %s, collected %s\n", hn, nn,
-		   s.src->type == SOURCE_ENGINE ? "engine host" : "context", s.src->name, when);
+		   s.src->engine ? "engine host" : "context", s.src->name, when);
 	buf_add_str(&b.manifest, "Secrets are never read; cloud-init userData/networkData are replaced by \"" REDACTED "\".\n\n");
 	free(hn);
 	free(nn);
@@ -389,8 +444,9 @@ int cmd_bundle(int argc, char **argv)
 		const char *vmn = c->vmi ? c->vmi->o.name : s.name;
 		int nc = p->ncontainers;
 		for (int k = 0; k <= nc; k++) {
-			/* every container; on the engine the launcher's one container has the serial log beside it */
-			const char *cn = k < nc ? p->containers[k].name : s.src->type == SOURCE_ENGINE ? "serial" : NULL;
+			/* every container; on the engine the launcher's one container has the serial log beside it
+			 * (the service's pods/NAME/log?container=serial) */
+			const char *cn = k < nc ? p->containers[k].name : s.src->engine && !has_container(p, "serial") ? "serial" : NULL;
 			if (cn == NULL)
 				break;
 			for (int prev = 0; prev < 2; prev++) {
@@ -401,33 +457,10 @@ int cmd_bundle(int argc, char **argv)
 		}
 	}
 	add_events(&b, c);
-	if (s.src->type == SOURCE_KUBE) {
-		add_cluster_extras(&b, c);
-		missing(&b, "console.log", "the serial console is interactive and not attached by bundle (kvcon console --log FILE keeps it)");
-	} else {
-		/* the XML kvcon defined for the current execution, kept beside its serial log */
-		const char *sl = engine_serial_log(s.src, s.ns, s.name);
-		const char *slash = sl ? strrchr(sl, '/') : NULL;
-		char *xp = slash ? xasprintf("%.*s/domain.xml", (int)(slash - sl), sl) : NULL;
-		size_t xlen = 0;
-		char *xml = xp ? util_read_file(xp, &xlen) : NULL;
-		if (xml)
-			add_file(&b, "domain.xml", xml, xlen);
-		else
-			missing(&b, "domain.xml", xp ? "the execution's domain.xml could not be read" : "no current execution");
-		free(xml);
-		free(xp);
-		char *serr = NULL;
-		struct json_object *chain = storage_chain(s.src, s.ns, s.name, false, &serr);
-		if (chain) {
-			const char *js = json_object_to_json_string_ext(chain, JSON_C_TO_STRING_PRETTY);
-			add_file(&b, "storage/chain.json", js, strlen(js));
-		} else {
-			missing(&b, "storage/chain.json", serr ? serr : "not read");
-		}
-		json_object_put(chain);
-		free(serr);
-	}
+	add_cluster_extras(&b, c);
+	if (s.src->engine)
+		add_domain_xml(&b); /* the XML kvcon defined for the current execution */
+	missing(&b, "console.log", "the serial console is interactive and not attached by bundle (kvcon console --log FILE keeps it)");
 	struct diag *d = diag_run(c, util_wall_s());
 	struct buf t;
 	buf_init(&t);

@@ -15,7 +15,6 @@
 #include "core/xmalloc.h"
 #include "model/describe.h"
 #include "model/obj.h"
-#include "model/objjson.h"
 
 /* ---- the command ---- */
 
@@ -101,15 +100,8 @@ int cmd_describe(int argc, char **argv)
 	if (rc != EXIT_OK)
 		goto out;
 	char *err = NULL;
-	if (s.src->type == SOURCE_ENGINE) {
-		/* the engine has no API objects: KubeVirt-shaped ones from what the engine published to the store */
-		const struct obj *so = store_find(s.st, s.src, kind, s.ns, s.name);
-		struct json_object *j = so ? objjson_new(so) : NULL;
-		x.done = true;
-		x.status = j ? 0 : 404;
-		x.body = xstrdup(j ? json_object_to_json_string(j) : "not found");
-		json_object_put(j);
-	} else if (s.src->ops == NULL || s.src->ops->fetch_raw == NULL ||
+	/* a cluster's object, or the engine service's KubeVirt-shaped one, through the source's API */
+	if (s.src->ops == NULL || s.src->ops->fetch_raw == NULL ||
 		   s.src->ops->fetch_raw(s.src, kind, s.ns, s.name, fetched, &x, &err) < 0) {
 		fprintf(stderr, "error: %s\n", err ? err : "this source cannot fetch objects");
 		free(err);

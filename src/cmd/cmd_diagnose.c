@@ -373,7 +373,7 @@ int cmd_lineage(int argc, char **argv)
 		buf_init(&b);
 		char *ns = util_escape_display(s.ns), *nm = util_escape_display(s.name);
 		buf_printf(&b, "VirtualMachine %s/%s (%s %s): %zu execution%s\n", ns, nm,
-			   s.src->type == SOURCE_ENGINE ? "engine" : "context", s.src->name, n, n == 1 ? "" : "s");
+			   s.src->engine ? "engine" : "context", s.src->name, n, n == 1 ? "" : "s");
 		free(ns);
 		free(nm);
 		lineage_format_text(ex, n, util_wall_s(), &b);

@@ -91,16 +91,21 @@ static void notice_once(const struct source *src)
 	free(boot);
 }
 
-/* Unreadable records, each by its file name on stderr (their rows say RecordUnreadable). */
+/* Unreadable records, each by its file name on stderr: the service's RecordUnreadable rows carry the file and
+ * the reason in their Failure condition. */
 static void warn_bad_records(void)
 {
 	for (int i = 0; i < C.nsrcs; i++) {
-		const char *const *bad;
-		int n = engine_bad_records(C.srcs[i], &bad);
-		for (int k = 0; k < n; k++) {
-			char *e = util_escape_display(bad[k]);
-			log_eprintf("warning: unreadable engine record %s (the VM is not managed until the file is fixed "
-				    "or removed; its QEMU, if any, is left running)\n", e);
+		size_t n;
+		struct obj *const *vms = store_objs(C.st, C.srcs[i], OBJ_VM, &n);
+		for (size_t k = 0; k < n; k++) {
+			const struct vm *vm = (const struct vm *)vms[k];
+			const struct cond *c = cond_find(vm->conds, vm->nconds, "Failure");
+			if (!util_str_eq(vm->printable_status, "RecordUnreadable") || c == NULL || c->message == NULL)
+				continue;
+			char *e = util_escape_display(c->message);
+			log_eprintf("warning: %s/%s: %s (the VM is not managed until the file is fixed or removed)\n",
+				    vm->o.ns, vm->o.name, e);
 			free(e);
 		}
 	}
@@ -209,8 +214,14 @@ static int open_engine(void)
 		return EXIT_API;
 	}
 	for (int i = 0; i < C.nsrcs; i++)
-		if (C.srcs[i]->notice)
+		if (C.srcs[i]->notice && util_has_prefix(C.srcs[i]->notice, SESSION_DEGRADED)) {
+			/* the service's own state (session_service_status): said every time, as get does */
+			char *e = util_escape_display(C.srcs[i]->notice);
+			log_eprintf("warning: %s\n", e);
+			free(e);
+		} else if (C.srcs[i]->notice) {
 			notice_once(C.srcs[i]);
+		}
 	return EXIT_OK;
 }
 

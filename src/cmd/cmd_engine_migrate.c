@@ -90,6 +90,8 @@ struct routed_mig {
 	struct cli_reply r;
 	const char *ns, *name;
 	char before[UID_LEN]; /* the VMI's migrationUid before the request */
+	bool offline;         /* no VMI: the request's answer is the end */
+	struct mig_wait pw;   /* the progress lines (the job figures the service serves) */
 };
 
 /* the request answered, then a migration other than the one before it has ended */
@@ -98,28 +100,37 @@ static bool routed_mig_done(void *arg)
 	struct routed_mig *w = arg;
 	if (!w->r.done)
 		return false;
-	if (w->r.status != 0)
+	if (w->r.status != 0 || w->offline)
 		return true;
 	const struct migration_state *m = mig_state(w->ns, w->name);
-	return m && m->migration_uid[0] && strcmp(m->migration_uid, w->before) != 0 && (m->completed || m->failed);
+	bool ours = m && m->migration_uid[0] && strcmp(m->migration_uid, w->before) != 0;
+	if (ours)
+		print_progress(&w->pw);
+	return ours && (m->completed || m->failed);
 }
 
 /* Through the engine service (a routed source): the migrate subresource, which makes a
- * VirtualMachineInstanceMigration, then the VMI's migrationState until that migration has ended. */
-static int migrate_routed(struct source *src, const char *ns, const char *name, const struct migrate_opts *o)
+ * VirtualMachineInstanceMigration, or with the engine's options that object with kvcon.io/ annotations; then the
+ * VMI's migrationState until that migration has ended (offline: the object's own end, there is no VMI). */
+static int migrate_routed(struct source *src, const char *ns, const char *name, const struct migrate_opts *o,
+			  bool quiet)
 {
-	if (o->bandwidth || o->auto_converge || o->postcopy || o->copy_storage || o->offline || o->mig_uri ||
-	    o->timeout) {
-		log_eprintf("error: migrate %s: --bandwidth, --auto-converge, --postcopy, --copy-storage, --offline, "
-			    "--migrate-uri and --timeout need the engine in-process (an engine service holds these hosts: "
-			    "the API's migration takes a target only)\n", name);
-		return EXIT_USAGE;
-	}
-	struct routed_mig w = { .ns = ns, .name = name };
+	struct routed_mig w = { .ns = ns, .name = name, .pw = { .ns = ns, .name = name, .quiet = quiet } };
 	const struct migration_state *m0 = mig_state(ns, name);
 	if (m0 && m0->present)
 		snprintf(w.before, UID_LEN, "%s", m0->migration_uid);
-	struct action_req req = { .act = ACT_MIGRATE, .ns = ns, .name = name, .grace_period = -1, .target = o->target };
+	w.offline = o->offline;
+	struct action_req req = { .act = ACT_MIGRATE,
+				  .ns = ns,
+				  .name = name,
+				  .grace_period = -1,
+				  .target = o->target,
+				  .mig_uri = o->mig_uri,
+				  .timeout = o->timeout,
+				  .bandwidth = o->bandwidth,
+				  .flags = (o->auto_converge ? ENGINE_MIG_AUTO_CONVERGE : 0) |
+					   (o->postcopy ? ENGINE_MIG_POSTCOPY : 0) |
+					   (o->copy_storage ? ENGINE_MIG_COPY_STORAGE : 0) | (o->offline ? ENGINE_MIG_OFFLINE : 0) };
 	char *err = NULL;
 	if (src->ops->action(src, &req, engine_cli_reply, &w.r, &err) < 0) {
 		print_err("migrate", name, err);
@@ -138,6 +149,13 @@ static int migrate_routed(struct source *src, const char *ns, const char *name, 
 		return EXIT_API;
 	}
 	free(w.r.msg);
+	if (o->offline) {
+		char *t = util_escape_display(o->target ? o->target : "the other host");
+		printf("virtualmachine %s moved to %s (offline, through the engine service)\n", name, t);
+		free(t);
+		fflush(stdout);
+		return EXIT_OK;
+	}
 	const struct migration_state *m = mig_state(ns, name);
 	if (m->failed) {
 		print_err("migrate", name, m->failure_reason ? m->failure_reason : "the migration failed");
@@ -161,7 +179,7 @@ static int migrate_one(const char *ns, const char *name, const struct migrate_op
 		return EXIT_API;
 	}
 	if (src->type == SOURCE_KUBE)
-		return migrate_routed(src, ns, name, o);
+		return migrate_routed(src, ns, name, o, quiet);
 	struct mig_wait w = { .src = src, .ns = ns, .name = name, .quiet = quiet };
 	char *err = NULL;
 	if (engine_migrate(src, ns, name, o, engine_cli_reply, &w.r, &err) < 0) {

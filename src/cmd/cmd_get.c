@@ -81,7 +81,9 @@ static int cmp_obj(const void *a, const void *b)
 /* The kind's columns (model/columns.c), as kubectl prints a table. */
 static void print_table(struct get_ctx *g, struct obj **objs, size_t n, bool header)
 {
-	struct columns_print_opts po = { .wide = g->fmt == OUT_WIDE, .all_ns = g->all_ns, .header = header };
+	/* beside a cluster, the engine's rows (its service's) say where they are from, as the list's table does */
+	struct columns_print_opts po = { .wide = g->fmt == OUT_WIDE, .all_ns = g->all_ns, .header = header,
+					 .source = g->nsrc > 1 };
 	struct col_ctx c = { .st = g->st, .now = g->now };
 	struct buf b;
 	buf_init(&b);
@@ -757,6 +759,12 @@ static int run_kget(struct kget_opts *ko)
 			rc = EXIT_API;
 			goto out;
 		}
+		for (int i = 0; i < e.n; i++)
+			if (e.hosts[i]->notice) { /* the service's own state (degraded: unreadable records, by file) */
+				char *m = util_escape_display(e.hosts[i]->notice);
+				log_eprintf("warning: %s\n", m);
+				free(m);
+			}
 		ko->extra = engine_objects;
 		ko->extra_arg = &e;
 		ko->cluster_optional = !session_kubeconfig_present();
@@ -913,6 +921,7 @@ int cmd_get(int argc, char **argv)
 			rc = EXIT_API;
 			goto out;
 		}
+		session_service_status(g.srcs[g.nsrc], sock); /* its Degraded condition, said below */
 		g.nsrc++;
 	}
 	const char *msg = NULL;

@@ -8,6 +8,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <json-c/json.h>
+
 #include "core/buf.h"
 #include "core/log.h"
 #include "core/loop.h"
@@ -150,7 +152,44 @@ struct source *session_service_source(struct store *st, const char *path, const 
 		ko = *base;
 	ko.unix_socket = path;
 	ko.name = hn;
-	return kube_open_ex(st, NULL, &ko, err);
+	struct source *src = kube_open_ex(st, NULL, &ko, err);
+	if (src) {
+		struct kvcon_opts *o = opts_global();
+		src->engine_uris = engine_service_uris(o->uris, o->nuris);
+	}
+	return src;
+}
+
+/* The message of a KubeVirt CR's Degraded condition when it is True (text: the CR as JSON), else NULL. Caller
+ * frees. */
+static char *service_degraded(const char *text)
+{
+	json_object *j = text ? json_tokener_parse(text) : NULL, *st, *conds;
+	char *out = NULL;
+	if (j && json_object_object_get_ex(j, "status", &st) && json_object_object_get_ex(st, "conditions", &conds) &&
+	    json_object_is_type(conds, json_type_array))
+		for (size_t i = 0; i < json_object_array_length(conds) && out == NULL; i++) {
+			json_object *c = json_object_array_get_idx(conds, i), *t, *s, *m;
+			if (json_object_object_get_ex(c, "type", &t) && json_object_object_get_ex(c, "status", &s) &&
+			    json_object_object_get_ex(c, "message", &m) && util_str_eq(json_object_get_string(t), "Degraded") &&
+			    util_str_eq(json_object_get_string(s), "True") && json_object_get_string_len(m) > 0)
+				out = xstrdup(json_object_get_string(m));
+		}
+	json_object_put(j);
+	return out;
+}
+
+void session_service_status(struct source *src, const char *path)
+{
+	char *text = kube_http_unix_get(path, "/apis/kubevirt.io/v1/namespaces/kubevirt/kubevirts/kubevirt", 3000);
+	char *why = service_degraded(text);
+	if (why) {
+		char *notice = xasprintf("%s: %s", SESSION_DEGRADED, why);
+		source_set_notice(src, notice);
+		free(notice);
+	}
+	free(why);
+	free(text);
 }
 
 /* The service of this root (started first with engine.service = auto): its kube source (named as the engine's
@@ -166,6 +205,7 @@ static struct source *open_service(struct store *st, char **err)
 		return NULL;
 	}
 	log_info("the engine service answers on %s: going through it", path);
+	session_service_status(src, path);
 	free(path);
 	uint64_t deadline = util_now_ms() + SYNC_TIMEOUT_MS;
 	const char *msg = NULL;
@@ -316,7 +356,7 @@ struct source *session_resolve(struct store *st, const char *ns, const char *nam
 			if (nfound == 0 || o->source)
 				found = cand[i];
 			buf_printf(&where, "%s%s %s", nfound ? ", " : "",
-				   cand[i]->type == SOURCE_KUBE ? "context" : "engine host", cand[i]->name);
+				   cand[i]->engine ? "engine host" : "context", cand[i]->name);
 			nfound++;
 		}
 	}

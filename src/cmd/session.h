@@ -52,6 +52,11 @@ char *session_service_answering(char **err);
  * kinds, selector, failures and namespaces (NULL: every kind, every namespace). Not waited for. */
 struct source *session_service_source(struct store *st, const char *path, const struct kube_open_opts *base,
 				      char **err);
+/* The service's own state as its clients show it: the KubeVirt CR's Degraded condition (a host not ready, VM
+ * records it cannot read, named by file) becomes src's notice ("the engine service is degraded: ..."), which
+ * get prints and the dashboard's header shows. Blocking, at most 3 s. */
+#define SESSION_DEGRADED "the engine service is degraded"
+void session_service_status(struct source *src, const char *path);
 /* Whether session_open_engines goes through the service (default on); off only in the service itself, which
  * opens the engine in its own process. */
 void session_route(bool on);

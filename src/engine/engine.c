@@ -71,6 +71,9 @@ struct ehost {
 	struct embed_account acct; /* who QEMU runs as on an embedded root (acct.same otherwise) */
 	struct hmap vms; /* ns/name -> evm */
 	struct preq *reqs;
+	/* the kvcon domains of the last sync (copies): where a domain moved behind kvcon's back is found */
+	struct host_dom *seen;
+	int nseen;
 };
 
 struct waiter {
@@ -625,6 +628,9 @@ static void publish(struct evm *v)
 	p->o.name = pod_name(v);
 	snprintf(p->o.uid, UID_LEN, "%s", x->launcher);
 	p->o.created = x->created;
+	/* a launcher a live migration made was created when the source's ended (the VMI keeps its own creation) */
+	if (x->mig && x->mig->nprev > 0 && x->mig->prev[x->mig->nprev - 1].ended > p->o.created)
+		p->o.created = x->mig->prev[x->mig->nprev - 1].ended;
 	obj_label_add(&p->o, "kubevirt.io", "virt-launcher");
 	obj_label_add(&p->o, "kubevirt.io/created-by", x->uid);
 	obj_label_add(&p->o, "vm.kubevirt.io/name", v->m->name);
@@ -1444,12 +1450,6 @@ char *engine_image_cache(void)
 	return root;
 }
 
-const char *engine_pull_progress(struct source *src, const char *ns, const char *name)
-{
-	struct evm *v = find_vm(src, ns, name);
-	return v && v->cur ? v->cur->pull_msg : NULL;
-}
-
 static void grace_expired(void *arg)
 {
 	struct evm *v = arg;
@@ -1803,7 +1803,8 @@ static void forget(struct evm *v)
 
 /* The row of an unreadable record NS_NAME.json (names cannot hold '_'): status RecordUnreadable, and what is
  * known of its domain. */
-static void publish_bad(struct ehost *eh, const char *file, const char *uid, const struct host_dom *d)
+static void publish_bad(struct ehost *eh, const char *file, const char *why, const char *uid,
+			const struct host_dom *d)
 {
 	size_t n = strlen(file);
 	const char *us = strchr(file, '_');
@@ -1823,17 +1824,43 @@ static void publish_bad(struct ehost *eh, const char *file, const char *uid, con
 	free(path);
 	vm->run_strategy = intern("Unknown");
 	vm->printable_status = intern("RecordUnreadable");
-	add_cond(&vm->conds, &vm->nconds, "Failure", true, "RecordUnreadable",
-		 d && d->pid > 0 ? "the engine's record of this VM is unreadable; its QEMU keeps running, unmanaged"
-				 : "the engine's record of this VM is unreadable",
-		 util_wall_s());
+	/* the file and what is wrong with it: what a client (kvcon get, kubectl) shows of the row */
+	char *msg = xasprintf("the engine's record of this VM is unreadable (%s)%s", why,
+			      d && d->pid > 0 ? "; its QEMU keeps running, unmanaged" : "");
+	add_cond(&vm->conds, &vm->nconds, "Failure", true, "RecordUnreadable", msg, util_wall_s());
+	free(msg);
 	store_upsert(E.st, &vm->o);
+}
+
+/* Forgets unreadable record i when its file is gone (moved away, removed: the service runs on, so it learns
+ * this at the next sync of the host or apply of that name): its row goes, the host's notice with the last one. True when forgotten. */
+static bool forget_bad(struct ehost *eh, int i)
+{
+	size_t pl = strcspn(eh->bad[i], ":");
+	char *path = xstrndup(eh->bad[i], pl);
+	struct stat sb;
+	bool gone = lstat(path, &sb) != 0 && errno == ENOENT;
+	free(path);
+	if (!gone)
+		return false;
+	store_remove(E.st, eh->src, OBJ_VM, eh->bad_uid[i]);
+	free(eh->bad[i]);
+	free(eh->bad_uid[i]);
+	memmove(&eh->bad[i], &eh->bad[i + 1], (size_t)(eh->nbad - i - 1) * sizeof *eh->bad);
+	memmove(&eh->bad_uid[i], &eh->bad_uid[i + 1], (size_t)(eh->nbad - i - 1) * sizeof *eh->bad_uid);
+	eh->nbad--;
+	if (eh->nbad == 0)
+		source_set_notice(eh->src, NULL);
+	return true;
 }
 
 /* The host's unreadable records against the domains it runs: each is logged with its QEMU (left running,
  * unmanaged) and becomes the host's notice. */
 static void check_bad(struct ehost *eh, const struct host_msg *m)
 {
+	for (int i = 0; i < eh->nbad; i++)
+		if (forget_bad(eh, i))
+			i--;
 	if (eh->nbad == 0)
 		return;
 	struct buf b;
@@ -1848,7 +1875,7 @@ static void check_bad(struct ehost *eh, const struct host_msg *m)
 			if (fl > 5 && strlen(m->doms[k].name) == fl - 5 && strncmp(m->doms[k].name, file, fl - 5) == 0)
 				d = &m->doms[k];
 		char *fn = xstrndup(file, fl);
-		publish_bad(eh, fn, eh->bad_uid[i], d);
+		publish_bad(eh, fn, eh->bad[i], eh->bad_uid[i], d);
 		free(fn);
 		bool up = d && d->state != VIR_DOMAIN_SHUTOFF && d->state != VIR_DOMAIN_CRASHED;
 		buf_printf(&b, "%s%s", i ? "; " : "", eh->bad[i]);
@@ -1863,34 +1890,88 @@ static void check_bad(struct ehost *eh, const struct host_msg *m)
 	free(text);
 }
 
-static void load_records(struct ehost *eh)
+static void load_record_file(struct ehost *eh, const char *dir, const char *fname);
+
+/* A loaded record with an offline move's intent (evm_move_offline): the process that stored it was killed before
+ * the move was done. Finished here: the target's record is written unless it already is, then the source's removed
+ * and its domain undefined. true: v no longer belongs to eh (freed by the caller); false: keep it here (the intent
+ * is not kvcon's, or the target's record could not be written: tried again at the next load). */
+static bool finish_offline_move(struct ehost *eh, struct evm *v, const char *path, const char *fname)
 {
-	DIR *d = opendir(eh->records_dir);
-	if (d == NULL)
-		return;
-	struct dirent *de;
-	while ((de = readdir(d))) {
-		size_t n = strlen(de->d_name);
-		if (n < 6 || strcmp(de->d_name + n - 5, ".json") != 0 || de->d_name[0] == '.')
-			continue;
-		char *path = util_path_join(eh->records_dir, de->d_name);
-		char *text = util_read_file(path, NULL), *err = NULL;
-		struct evm *v = xcalloc(1, sizeof *v);
-		v->eh = eh;
-		if (text == NULL || record_load(v, text, &err) < 0) {
-			/* kept as it is (never overwritten), shown by get and the host's notice; its domain, if any, is
-			 * left alone (on_sync says so) */
-			log_error("engine: %s: unreadable record: %s", path, err ? err : strerror(errno));
-			eh->bad = xreallocarray(eh->bad, (size_t)eh->nbad + 1, sizeof *eh->bad);
-			eh->bad_uid = xreallocarray(eh->bad_uid, (size_t)eh->nbad + 1, sizeof *eh->bad_uid);
-			eh->bad[eh->nbad] = xasprintf("%s: %s", path, err ? err : strerror(errno));
-			eh->bad_uid[eh->nbad] = xcalloc(1, UID_LEN);
-			util_uuid_v4(eh->bad_uid[eh->nbad]);
-			publish_bad(eh, de->d_name, eh->bad_uid[eh->nbad], NULL);
-			eh->nbad++;
+	char *dd = data_dir(), *hosts = xasprintf("%s/hosts/", dd);
+	const char *md = v->moving_dir;
+	size_t ml = md ? strlen(md) : 0;
+	bool ours = md && strncmp(md, hosts, strlen(hosts)) == 0 && !strstr(md, "/..") && ml > 4 &&
+		    strcmp(md + ml - 4, "/vms") == 0 && strcmp(md, eh->records_dir) != 0;
+	free(hosts);
+	free(dd);
+	if (!ours) {
+		log_warn("engine: %s: an offline move's intent names no host directory of this engine; ignored", path);
+		free(v->moving_to);
+		free(v->moving_dir);
+		v->moving_to = v->moving_dir = NULL;
+		return false;
+	}
+	char *tpath = util_path_join(md, fname), *to = xstrdup(v->moving_to ? v->moving_to : "?");
+	char *dir = xstrdup(md);
+	bool done = access(tpath, F_OK) == 0;
+	if (!done) {
+		free(v->moving_to);
+		free(v->moving_dir);
+		v->moving_to = v->moving_dir = NULL;
+		char *json = record_dump(v);
+		util_mkdir_p(dir, 0700);
+		done = util_write_file_atomic(tpath, json, strlen(json), 0600) == 0;
+		if (!done) {
+			log_error("engine: %s: cannot finish the offline move to %s: %s: %s", v->key, to, tpath, strerror(errno));
+			v->moving_to = xstrdup(to);
+			v->moving_dir = xstrdup(dir);
+		}
+		free(json);
+	}
+	if (done) {
+		unlink_record(path);
+		char *dn = dom_name(v);
+		if (eh->h)
+			host_simple(eh->h, RQ_UNDEFINE, dn); /* the definition is rebuilt at the next start on the target */
+		free(dn);
+		log_warn("engine: %s: an interrupted offline migration to %s was finished (its record moved)", v->key, to);
+		/* the target, when it has read its records already, reads this one too */
+		int n;
+		struct ehost **all = ehost_all(&n);
+		for (int i = 0; i < n; i++)
+			if (all[i] != eh && all[i]->loaded && all[i]->records_dir && strcmp(all[i]->records_dir, dir) == 0)
+				load_record_file(all[i], dir, fname);
+	}
+	free(dir);
+	free(to);
+	free(tpath);
+	return done;
+}
+
+static void load_record_file(struct ehost *eh, const char *dir, const char *fname)
+{
+	char *path = util_path_join(dir, fname);
+	char *text = util_read_file(path, NULL), *err = NULL;
+	struct evm *v = xcalloc(1, sizeof *v);
+	v->eh = eh;
+	if (text == NULL || record_load(v, text, &err) < 0) {
+		/* kept as it is (never overwritten), shown by get and the host's notice; its domain, if any, is
+		 * left alone (on_sync says so) */
+		log_error("engine: %s: unreadable record: %s", path, err ? err : strerror(errno));
+		eh->bad = xreallocarray(eh->bad, (size_t)eh->nbad + 1, sizeof *eh->bad);
+		eh->bad_uid = xreallocarray(eh->bad_uid, (size_t)eh->nbad + 1, sizeof *eh->bad_uid);
+		eh->bad[eh->nbad] = xasprintf("%s: %s", path, err ? err : strerror(errno));
+		eh->bad_uid[eh->nbad] = xcalloc(1, UID_LEN);
+		util_uuid_v4(eh->bad_uid[eh->nbad]);
+		publish_bad(eh, fname, eh->bad[eh->nbad], eh->bad_uid[eh->nbad], NULL);
+		eh->nbad++;
+		evm_free(v);
+	} else {
+		v->key = xasprintf("%s/%s", v->m->ns, v->m->name);
+		if ((v->moving_to || v->moving_dir) && finish_offline_move(eh, v, path, fname)) {
 			evm_free(v);
 		} else {
-			v->key = xasprintf("%s/%s", v->m->ns, v->m->name);
 			if (!active(v->cur)) { /* the stop was done, its record not written after it */
 				v->stopping = false;
 				v->stop_deadline = 0;
@@ -1902,9 +1983,23 @@ static void load_records(struct ehost *eh)
 			for (int i = 0; i < v->nevents; i++)
 				event_obj(v, &v->events[i]);
 		}
-		free(err);
-		free(text);
-		free(path);
+	}
+	free(err);
+	free(text);
+	free(path);
+}
+
+static void load_records(struct ehost *eh)
+{
+	DIR *d = opendir(eh->records_dir);
+	if (d == NULL)
+		return;
+	struct dirent *de;
+	while ((de = readdir(d))) {
+		size_t n = strlen(de->d_name);
+		if (n < 6 || strcmp(de->d_name + n - 5, ".json") != 0 || de->d_name[0] == '.')
+			continue;
+		load_record_file(eh, eh->records_dir, de->d_name);
 	}
 	closedir(d);
 }
@@ -2039,6 +2134,74 @@ static void on_up(struct ehost *eh, struct host_msg *m)
 	set_health(eh, WATCH_LOADING, NULL);
 }
 
+static void seen_free(struct ehost *eh)
+{
+	for (int i = 0; i < eh->nseen; i++) {
+		free(eh->seen[i].name);
+		free(eh->seen[i].cmdline);
+		free(eh->seen[i].log_path);
+	}
+	free(eh->seen);
+	eh->seen = NULL;
+	eh->nseen = 0;
+}
+
+static void seen_keep(struct ehost *eh, const struct host_msg *m)
+{
+	seen_free(eh);
+	eh->seen = m->ndoms ? xcalloc((size_t)m->ndoms, sizeof *eh->seen) : NULL;
+	for (int i = 0; i < m->ndoms; i++) {
+		eh->seen[i] = m->doms[i];
+		eh->seen[i].name = xstrdup0(m->doms[i].name);
+		eh->seen[i].cmdline = xstrdup0(m->doms[i].cmdline);
+		eh->seen[i].log_path = xstrdup0(m->doms[i].log_path);
+	}
+	eh->nseen = m->ndoms;
+}
+
+static bool dom_running(const struct host_dom *d)
+{
+	return d && d->state != VIR_DOMAIN_SHUTOFF && d->state != VIR_DOMAIN_CRASHED && d->state != VIR_DOMAIN_NOSTATE;
+}
+
+static void apply_obs(struct evm *v, const struct host_dom *d);
+
+/* v's execution is gone from its host: when another host of the set runs its domain with the same execution
+ * (kvcon's metadata travels with the domain: `virsh migrate` behind kvcon's back), the record follows it there
+ * instead of the execution ending. true when it did. */
+static bool adopt_elsewhere(struct evm *v)
+{
+	if (!active(v->cur) || v->cur->uid[0] == '\0')
+		return false;
+	char *dn = dom_name(v);
+	struct ehost *to = NULL;
+	const struct host_dom *found = NULL;
+	for (int i = 0; i < E.nhosts && !to; i++) {
+		struct ehost *o = E.hosts[i];
+		if (o == v->eh || !o->synced || !o->up || hmap_get(&o->vms, v->key))
+			continue;
+		for (int k = 0; k < o->nseen; k++)
+			if (strcmp(o->seen[k].name, dn) == 0 && strcmp(o->seen[k].vmi, v->cur->uid) == 0 &&
+			    dom_running(&o->seen[k])) {
+				to = o;
+				found = &o->seen[k];
+				break;
+			}
+	}
+	free(dn);
+	if (to == NULL)
+		return false;
+	struct ehost *from = v->eh;
+	log_warn("engine: %s: runs on %s now (moved outside kvcon): its record follows it from %s", v->key,
+		 to->src->name, from->src->name);
+	add_event(v, "Normal", "Migrated", true, "found running on %s (moved outside kvcon, e.g. by virsh migrate): the "
+		  "record follows it from %s", to->src->name, from->src->name);
+	v->away_until = 0;
+	evm_move(v, to);
+	apply_obs(v, found);
+	return true;
+}
+
 static void apply_obs(struct evm *v, const struct host_dom *d)
 {
 	if (migrate_busy(v))
@@ -2106,6 +2269,24 @@ static void apply_obs(struct evm *v, const struct host_dom *d)
 		persist(v);
 		return;
 	}
+	if (active(x) && d == NULL) {
+		/* gone from this host: moved to another host of the set behind kvcon's back? */
+		if (adopt_elsewhere(v))
+			return;
+		char *rp = record_path(v);
+		bool kept = access(rp, F_OK) == 0;
+		free(rp);
+		if (!kept) { /* another kvcon process moved it (its record with it): dropped by on_sync */
+			v->forget_me = true;
+			return;
+		}
+		bool all_seen = true;
+		for (int i = 0; i < E.nhosts; i++)
+			all_seen &= E.hosts[i] == v->eh || E.hosts[i]->synced;
+		if (!all_seen || v->away_until > util_wall_s())
+			return; /* not before every host has said what it runs (or the migration's target has) */
+		v->away_until = 0;
+	}
 	if (active(x))
 		ended_by_state(v, d);
 }
@@ -2118,6 +2299,7 @@ static void on_sync(struct ehost *eh, struct host_msg *m)
 	}
 	bool first = !eh->synced;
 	eh->synced = true;
+	seen_keep(eh, m);
 	check_bad(eh, m);
 	const char *key;
 	void *val;
@@ -2133,9 +2315,37 @@ static void on_sync(struct ehost *eh, struct host_msg *m)
 				d = &m->doms[k];
 		free(dn);
 		apply_obs(list[i], d);
-		check_waiters(list[i]);
+		if (list[i]->forget_me)
+			forget(list[i]);
+		else
+			check_waiters(list[i]);
 	}
 	free(list);
+	/* executions gone from other hosts that this one may run now (moved behind kvcon's back) */
+	for (int i = 0; i < E.nhosts; i++) {
+		if (E.hosts[i] == eh)
+			continue;
+		struct evm **vs = NULL;
+		size_t nv = 0;
+		for (size_t it = 0; hmap_next(&E.hosts[i]->vms, &it, &key, &val);) {
+			struct evm *ov = val;
+			if (ov->away_until || (first && active(ov->cur))) {
+				vs = xreallocarray(vs, nv + 1, sizeof *vs);
+				vs[nv++] = ov;
+			}
+		}
+		for (size_t k = 0; k < nv; k++)
+			if (!migrate_busy(vs[k]) && !hmap_get(&eh->vms, vs[k]->key)) {
+				char *dn = dom_name(vs[k]);
+				bool there = false;
+				for (int d = 0; d < E.hosts[i]->nseen; d++)
+					there |= strcmp(E.hosts[i]->seen[d].name, dn) == 0 && dom_running(&E.hosts[i]->seen[d]);
+				free(dn);
+				if (!there)
+					adopt_elsewhere(vs[k]);
+			}
+		free(vs);
+	}
 	if (first)
 		set_health(eh, WATCH_LIVE, NULL);
 	migrate_resume_all(); /* migrations a killed process left: settled before the reconciler acts on them */
@@ -2152,7 +2362,13 @@ static void on_lifecycle(struct ehost *eh, struct host_msg *m)
 		starting |= p->v == v && p->kind == PK_START;
 	log_debug("engine: %s: lifecycle event %d detail %d", m->dom, m->event, m->detail);
 	if (m->event == VIR_DOMAIN_EVENT_STOPPED && m->detail == VIR_DOMAIN_EVENT_STOPPED_MIGRATED && !starting) {
-		forget(v); /* another kvcon process migrated it: its record is that process's, on the target */
+		/* migrated behind kvcon's back (virsh migrate): the execution is not over; the hosts of the set say
+		 * where it runs now, and the record follows it there (adopt_elsewhere); ended if none does in 30 s */
+		v->away_until = util_wall_s() + 30;
+		log_info("engine: %s migrated away from %s outside kvcon: asking the other hosts", v->key, eh->src->name);
+		for (int i = 0; i < E.nhosts; i++)
+			if (E.hosts[i] != eh && E.hosts[i]->up)
+				host_simple(E.hosts[i]->h, RQ_SYNC, NULL);
 		return;
 	}
 	if (m->event == VIR_DOMAIN_EVENT_SUSPENDED && (m->detail == VIR_DOMAIN_EVENT_SUSPENDED_MIGRATED ||
@@ -2684,13 +2900,6 @@ const char *engine_problems(const struct source *src)
 	return eh && eh->nbad ? eh->src->notice : NULL;
 }
 
-int engine_bad_records(const struct source *src, const char *const **list)
-{
-	const struct ehost *eh = ehost_of(src);
-	*list = eh ? (const char *const *)eh->bad : NULL;
-	return eh ? eh->nbad : 0;
-}
-
 bool engine_idle(void)
 {
 	int64_t now = util_wall_s();
@@ -2812,7 +3021,9 @@ int engine_apply(struct source *src, const char *text, size_t len, char **result
 	struct evm *v = hmap_get(&eh->vms, key);
 	char *file = xasprintf("/%s_%s.json:", m->ns, m->name);
 	for (int i = 0; i < eh->nbad && v == NULL; i++)
-		if (strstr(eh->bad[i], file)) {
+		if (strstr(eh->bad[i], file) && forget_bad(eh, i)) {
+			i--; /* moved away or removed since: this apply writes the record anew */
+		} else if (strstr(eh->bad[i], file)) {
 			*err = xasprintf("the record of %s is unreadable (%s): move it away first", key, eh->bad[i]);
 			free(file);
 			free(key);
@@ -3037,11 +3248,6 @@ struct source *ehost_source(const struct ehost *eh)
 	return eh->src;
 }
 
-struct host *ehost_worker(const struct ehost *eh)
-{
-	return eh->h;
-}
-
 const char *ehost_uri(const struct ehost *eh)
 {
 	return eh->uri;
@@ -3130,14 +3336,41 @@ void evm_move(struct evm *v, struct ehost *dst)
 	for (int i = 0; i < v->nevents; i++)
 		event_obj(v, &v->events[i]);
 	publish(v);
-	persist(v);
-	unlink_record(old_path);
+	char *err = NULL;
+	if (persist_err(v, &err) < 0) {
+		/* the source's record stays: a live migration's says where the execution went (migrate_resume_all), an
+		 * offline one's holds its intent (finish_offline_move) */
+		log_error("engine: %s: %s; the record on %s is kept", v->key, err, from->src->name);
+		free(err);
+	} else {
+		unlink_record(old_path);
+	}
 	free(old_path);
 	if (active(v->cur)) {
 		send_simple(v, RQ_INSPECT, PK_INSPECT);
 		if (v->m->serial_console)
 			send_simple(v, RQ_CONSOLE, PK_CONSOLE);
 	}
+}
+
+int evm_move_offline(struct evm *v, struct ehost *dst, char **err)
+{
+	v->moving_to = xstrdup(dst->src->name);
+	v->moving_dir = xstrdup(dst->records_dir);
+	int rc = persist_err(v, err);
+	free(v->moving_to);
+	free(v->moving_dir);
+	v->moving_to = v->moving_dir = NULL;
+	if (rc < 0)
+		return -1;
+	char *dn = dom_name(v);
+	struct ehost *from = v->eh;
+	evm_move(v, dst);
+	/* after the move: a kill before it leaves the domain where the record is */
+	if (from->h)
+		host_simple(from->h, RQ_UNDEFINE, dn);
+	free(dn);
+	return 0;
 }
 
 /* ---- the storage of an engine VM (diagnose, bundle) ---- */

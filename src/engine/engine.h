@@ -27,9 +27,6 @@ char *engine_setting(const char *env, const char *key);
 bool engine_ready(const struct source *src);
 /* The connection's last error when it is not connected (NULL otherwise). */
 const char *engine_error(const struct source *src);
-/* The host's unreadable VM records, each "FILE: reason" (kept on disk untouched; their domains are left
- * running, unmanaged): *list points into the engine (valid until it closes). Their count. */
-int engine_bad_records(const struct source *src, const char *const **list);
 /* The same as one line for a status (with the domains left running), or NULL when every record reads. */
 const char *engine_problems(const struct source *src);
 /* No request in flight, no pending stop/restart/delete, every record written. */
@@ -70,10 +67,6 @@ bool engine_running(struct source *src, const char *ns, const char *name);
 
 /* The image cache's directory ($XDG_STATE_HOME/kvcon/engine-data/imgcache). Caller frees. */
 char *engine_image_cache(void);
-
-/* The progress of the image pull the VM's start waits for ("pulling image \"REF\": 12.0 MiB of 40.0 MiB"),
- * or NULL. */
-const char *engine_pull_progress(struct source *src, const char *ns, const char *name);
 
 /* The path of the current execution's serial log (the guest's bytes as QEMU wrote them), or NULL. */
 const char *engine_serial_log(struct source *src, const char *ns, const char *name);

@@ -77,6 +77,9 @@ struct evm {
 	bool stopping;              /* a stop (or the stop of a restart or delete) is under way */
 	int64_t stop_deadline;      /* epoch ms: power off when the guest has not stopped by then */
 	int pause_req;              /* EVM_PAUSE or EVM_UNPAUSE asked, not yet seen done; 0 none */
+	/* an offline migration under way: the target host's name and records directory, stored in the source's
+	 * record before the record moves (evm_move_offline); a loaded record with them finishes the move */
+	char *moving_to, *moving_dir;
 	struct exec *cur;
 	struct evm_past *past;
 	int npast;
@@ -86,6 +89,8 @@ struct evm {
 	int inflight;               /* requests on the worker about this VM */
 	bool stop_unsent;           /* the stop intent's shutdown/destroy is not sent yet (a loaded record) */
 	bool undefining;            /* a delete's undefine is on the worker: the record goes when it is done */
+	int64_t away_until;         /* migrated away behind kvcon's back: wait (epoch s) for a host to report it */
+	bool forget_me;             /* gone with its record (another kvcon process moved it): dropped at the sync */
 	struct loop_timer *grace_timer, *retry_timer;
 	struct waiter *waiters;
 	char *ring;                 /* the console's recent bytes */
@@ -106,7 +111,6 @@ struct ehost **ehost_all(int *n);
 /* The host's VMs (caller frees the array). */
 struct evm **ehost_vms(struct ehost *eh, int *n);
 struct source *ehost_source(const struct ehost *eh);
-struct host *ehost_worker(const struct ehost *eh);
 const char *ehost_uri(const struct ehost *eh);
 bool ehost_ready(const struct ehost *eh);
 struct store *evm_store(void);
@@ -121,6 +125,12 @@ void evm_event(struct evm *v, const char *type, const char *reason, const char *
 void evm_inspect(struct evm *v);
 /* Moves v (record, store objects, consoles) to host dst; the execution keeps its UID. */
 void evm_move(struct evm *v, struct ehost *dst);
+/* The same for a stopped VM (offline migration), durably: the intent (target host and its records directory) is
+ * stored and fsync'd in the source's record first, then the record is written on the target and the source's
+ * removed; a process killed in between finds the intent when it loads the source's records and finishes the
+ * move (exactly one record, on the target). 0, or -1 with *err (caller frees) when the intent could not be
+ * stored (nothing moved). */
+int evm_move_offline(struct evm *v, struct ehost *dst, char **err);
 
 /* The record as JSON text (caller frees). */
 char *record_dump(const struct evm *v);

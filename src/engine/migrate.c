@@ -853,13 +853,17 @@ static void finish(struct mig_job *j, struct mmsg *m)
 		stats_into(e, m);
 	}
 	const char *target = j->target_name;
+	char *serr = NULL;
+	if (m->status == 0 && j->o.offline && evm_move_offline(v, j->dst, &serr) < 0) {
+		free(m->text);
+		m->text = xasprintf("the move could not be stored: %s", serr);
+		m->status = -1;
+		free(serr);
+	}
 	if (m->status == 0 && j->o.offline) {
 		msg = xasprintf("moved to %s (offline)", target);
 		evm_event(v, "Normal", "Migrated", msg);
-		char *dn = evm_dom_name(v);
-		host_simple(ehost_worker(v->eh), RQ_UNDEFINE, dn);
-		free(dn);
-		evm_move(v, j->dst);
+		evm_persist(v);
 	} else if (m->status == 0 && x && e) {
 		e->completed = true;
 		e->progress_pct = 100;
@@ -901,8 +905,10 @@ static void finish(struct mig_job *j, struct mmsg *m)
 															      : "Failed");
 			}
 		}
-		msg = xasprintf("migration to %s failed; the VM keeps running on %s: %s", target,
-				ehost_source(v->eh)->name, why);
+		msg = j->o.offline ? xasprintf("offline migration to %s failed; the VM stays on %s: %s", target,
+					       ehost_source(v->eh)->name, why)
+				   : xasprintf("migration to %s failed; the VM keeps running on %s: %s", target,
+					       ehost_source(v->eh)->name, why);
 		evm_event(v, "Warning", "FailedMigration", msg);
 		if (evm_active(v))
 			evm_inspect(v);
@@ -1221,6 +1227,9 @@ int migrate_action(struct source *src, const struct action_req *req, action_done
 		.copy_storage = req->flags & ENGINE_MIG_COPY_STORAGE,
 		.offline = req->flags & ENGINE_MIG_OFFLINE,
 		.uid = req->uid,
+		.mig_uri = req->mig_uri,
+		.timeout = req->timeout,
+		.bandwidth = req->bandwidth,
 	};
 	return engine_migrate(src, req->ns, req->name, &o, done, arg, err);
 }

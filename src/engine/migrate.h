@@ -23,11 +23,7 @@ struct migrate_opts {
 	const char *uid;         /* the migrationUid to use (a VirtualMachineInstanceMigration's); NULL: a new one */
 };
 
-/* Flags for struct action_req.flags with ACT_MIGRATE (the UI's `m` passes none: live, unlimited). */
-#define ENGINE_MIG_AUTO_CONVERGE 0x100u
-#define ENGINE_MIG_POSTCOPY 0x200u
-#define ENGINE_MIG_COPY_STORAGE 0x400u
-#define ENGINE_MIG_OFFLINE 0x800u
+/* struct action_req.flags with ACT_MIGRATE: ENGINE_MIG_* (model/source.h) */
 
 #define MIG_MAX_PREV 8
 

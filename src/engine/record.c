@@ -47,6 +47,8 @@ void evm_free(struct evm *v)
 	manifest_free(v->m);
 	free(v->run_strategy);
 	free(v->start_error);
+	free(v->moving_to);
+	free(v->moving_dir);
 	exec_free(v->cur);
 	for (int i = 0; i < v->npast; i++) {
 		free(v->past[i].node);
@@ -77,6 +79,8 @@ static const struct ejson_field vm_rows[] = {
 	{ "stopping", EJ_BOOL, offsetof(struct evm, stopping), NULL },
 	{ "stopDeadlineMs", EJ_I64, offsetof(struct evm, stop_deadline), NULL },
 	{ "pauseRequest", EJ_INT, offsetof(struct evm, pause_req), NULL },
+	{ "movingTo", EJ_STR, offsetof(struct evm, moving_to), NULL },
+	{ "movingDir", EJ_STR, offsetof(struct evm, moving_dir), NULL },
 	{ "manifest", EJ_STR, offsetof(struct evm, text), NULL },
 };
 

@@ -21,25 +21,38 @@
 #include "core/xmalloc.h"
 #include "engine/engine.h"
 
-char *engine_service_socket(char *const *uris, int n)
+char *engine_service_uris(char *const *uris, int n)
 {
-	/* the root as engine_open resolves it, with the state directory (where the records are) */
-	char *state = util_state_dir();
-	struct buf key;
-	buf_init(&key);
-	buf_printf(&key, "%s\n", state);
+	struct buf b;
+	buf_init(&b);
 	if (n > 0) {
 		for (int i = 0; i < n; i++)
-			buf_printf(&key, "%s\n", uris[i]);
+			buf_printf(&b, "%s%s", i ? "\n" : "", uris[i]);
 	} else {
 		const char *e = getenv("KVCON_ENGINE_URI");
 		if (e == NULL || *e == '\0')
 			e = getenv("LIBVIRT_DEFAULT_URI");
-		if (e && *e)
-			buf_printf(&key, "%s\n", e);
-		else
-			buf_printf(&key, "qemu:///embed?root=%s/engine\n", state);
+		if (e && *e) {
+			buf_printf(&b, "%s", e);
+		} else {
+			char *state = util_state_dir();
+			buf_printf(&b, "qemu:///embed?root=%s/engine", state);
+			free(state);
+		}
 	}
+	buf_add(&b, "", 0);
+	return buf_steal(&b);
+}
+
+char *engine_service_socket(char *const *uris, int n)
+{
+	/* the root as engine_open resolves it, with the state directory (where the records are) */
+	char *state = util_state_dir();
+	char *u = engine_service_uris(uris, n);
+	struct buf key;
+	buf_init(&key);
+	buf_printf(&key, "%s\n%s\n", state, u);
+	free(u);
 	uint64_t h = 1469598103934665603ULL;
 	for (size_t i = 0; i < key.len; i++)
 		h = (h ^ (unsigned char)key.data[i]) * 1099511628211ULL;

@@ -8,6 +8,9 @@
 /* $XDG_RUNTIME_DIR/kvcon/engine-HASH.sock (else the state directory's), HASH = FNV-1a of the state directory and
  * the engine URIs (uris[0..n), or the default as engine_open resolves it when n is 0). Caller frees. */
 char *engine_service_socket(char *const *uris, int n);
+/* The engine URIs a service of uris[0..n) serves, one a line: uris, or the default as engine_open resolves it when
+ * n is 0 (what `kvcon -c URI` names to reach the same service). Caller frees. */
+char *engine_service_uris(char *const *uris, int n);
 
 /* How kvcon reaches a root's service ($KVCON_ENGINE_SERVICE, else the config's engine.service); kvcon reaches the
  * engine only through it (docs/ENGINE-SERVICE.md). "use" (or "off", its old name): one that runs, never

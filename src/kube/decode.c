@@ -206,6 +206,17 @@ static const char *jword(struct json_object *o, const char *key)
 	return s ? intern_cap(s, len) : NULL;
 }
 
+/* An image reference (registry/repository:tag or @sha256:...), interned: longer than a word, capped at 1 KiB */
+static const char *jref(struct json_object *o, const char *key)
+{
+	size_t len;
+	const char *s = jstr(o, key, &len);
+	if (s == NULL)
+		return NULL;
+	size_t n = cut_utf8(s, len, 1024);
+	return s[n] == '\0' ? intern(s) : intern_n(s, n);
+}
+
 /* Copies a UID; false when absent, empty or too long to be one. */
 static bool copy_uid(char dst[UID_LEN], const char *s, size_t len)
 {
@@ -459,6 +470,16 @@ static void decode_migration(struct vmi *v, struct json_object *ms)
 	m->abort_status = jword(ms, "abortStatus");
 	m->mode = jword(ms, "mode");
 	m->failure_reason = jdup(ms, "failureReason", KUBE_DECODE_MSG_MAX);
+	/* the kvcon engine service's job figures (no KubeVirt field: docs/ENGINE-SERVICE.md) */
+	struct json_object *job = jobj(ms, "kvconJob");
+	if (job) {
+		m->progress_pct = (int)jint(job, "progress", -1, -1, 100);
+		m->data_processed = (uint64_t)jint(job, "dataProcessed", 0, 0, INT64_MAX);
+		m->data_remaining = (uint64_t)jint(job, "dataRemaining", 0, 0, INT64_MAX);
+		m->dirty_rate = (uint64_t)jint(job, "memoryDirtyRate", 0, 0, INT64_MAX);
+		m->iteration = (int)jint(job, "memoryIteration", 0, 0, INT32_MAX);
+		m->downtime_ms = jint(job, "downtimeMs", 0, 0, INT64_MAX);
+	}
 }
 
 static void decode_vmi(struct obj *o, struct json_object *item)
@@ -585,8 +606,8 @@ static void decode_vmi(struct obj *o, struct json_object *item)
 static void decode_container(struct container_status *c, struct json_object *e, bool init)
 {
 	c->name = jword(e, "name");
-	c->image = jword(e, "image");
-	c->image_id = jword(e, "imageID");
+	c->image = jref(e, "image");
+	c->image_id = jref(e, "imageID");
 	c->init = init;
 	c->restarts = (int)jint(e, "restartCount", 0, 0, INT32_MAX);
 	jbool(e, "ready", &c->ready);

@@ -438,6 +438,47 @@ bool kube_http_unix_healthy(const char *socket_path, long timeout_ms)
 	return ok;
 }
 
+static size_t on_get_body(char *data, size_t size, size_t n, void *arg)
+{
+	struct buf *b = arg;
+	if (b->len + size * n > (1u << 20))
+		return 0;
+	buf_add(b, data, size * n);
+	return size * n;
+}
+
+/* A GET of path on the unix socket's server (blocking; no loop needed): its body when it answers 200 within
+ * timeout_ms (caller frees), else NULL. */
+char *kube_http_unix_get(const char *socket_path, const char *path, long timeout_ms)
+{
+	if (curl_ready() < 0)
+		return NULL;
+	CURL *e = curl_easy_init();
+	if (e == NULL)
+		return NULL;
+	struct buf b;
+	buf_init(&b);
+	char *url = xasprintf("http://kvcon-engine%s", path);
+	curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(e, CURLOPT_UNIX_SOCKET_PATH, socket_path);
+	curl_easy_setopt(e, CURLOPT_URL, url);
+	curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, timeout_ms);
+	curl_easy_setopt(e, CURLOPT_PROXY, "");
+	curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_get_body);
+	curl_easy_setopt(e, CURLOPT_WRITEDATA, &b);
+	long status = 0;
+	bool ok = curl_easy_perform(e) == CURLE_OK && curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &status) == CURLE_OK &&
+		  status == 200;
+	curl_easy_cleanup(e);
+	free(url);
+	if (!ok) {
+		buf_free(&b);
+		return NULL;
+	}
+	buf_add_char(&b, 0);
+	return buf_steal(&b);
+}
+
 /* --- requests ---------------------------------------------------------------------------------------- */
 
 static size_t on_header(char *data, size_t size, size_t n, void *arg)

@@ -78,6 +78,9 @@ void kube_http_when_ready(struct kube_http *h, kube_http_ready_cb cb, void *arg)
 
 /* A server on the unix socket answers GET /healthz with 200 within timeout_ms (blocking; no loop needed). */
 bool kube_http_unix_healthy(const char *socket_path, long timeout_ms);
+/* The body of GET path (e.g. "/apis/...") on the unix socket's server when it answers 200 within timeout_ms
+ * (blocking; no loop needed); NULL otherwise. Caller frees. */
+char *kube_http_unix_get(const char *socket_path, const char *path, long timeout_ms);
 
 /* The API's Status message of a failed response ("forbidden: ..."), else a description of the failure.
  * Caller frees. */

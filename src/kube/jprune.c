@@ -17,7 +17,7 @@ const char *const kube_jprune_keys[] = {
 	"type", "object", "items", "metadata", "continue", "resourceVersion", "code", "message", "reason", "kind",
 	/* metadata */
 	"name", "namespace", "uid", "generation", "creationTimestamp", "deletionTimestamp", "ownerReferences",
-	"controller", "labels",
+	"controller", "labels", "annotations", "kvcon.io/qemu-pid",
 	/* VirtualMachine */
 	"spec", "status", "runStrategy", "running", "template", "domain", "cpu", "cores", "memory", "guest",
 	"resources", "requests", "instancetype", "printableStatus", "ready", "created", "conditions", "stateChangeRequests",
@@ -30,10 +30,11 @@ const char *const kube_jprune_keys[] = {
 	"phaseTransitionTimestamp", "guestOSInfo", "prettyName", "version", "activePods", "migrationState",
 	"startTimestamp", "endTimestamp", "sourceNode", "targetNode", "sourcePod", "targetPod", "completed", "failed",
 	"abortRequested", "abortStatus", "failureReason", "migrationUid", "mode", "evictionStrategy", "guestAgentVersion",
-	"infoSource", "forwardedPorts", "port", "protocol", "hostPort",
+	"infoSource", "forwardedPorts", "port", "protocol", "hostPort", "kvconJob", "progress", "dataProcessed",
+	"dataRemaining", "memoryDirtyRate", "memoryIteration", "downtimeMs",
 	/* Pod */
 	"containers", "containerStatuses", "initContainerStatuses", "restartCount", "state", "lastState", "waiting",
-	"running", "terminated", "startedAt", "exitCode", "podIP",
+	"running", "terminated", "startedAt", "exitCode", "podIP", "image", "imageID",
 	/* Event */
 	"involvedObject", "regarding", "count", "firstTimestamp", "lastTimestamp", "eventTime", "series",
 	"lastObservedTime", "source", "component", "reportingComponent", "reportingController", "note",
@@ -63,6 +64,13 @@ static const struct kube_jprune_node jp_meta[] = {
 	JP_LEAF("name"), JP_LEAF("namespace"), JP_LEAF("uid"), JP_LEAF("generation"), JP_LEAF("creationTimestamp"),
 	JP_LEAF("deletionTimestamp"), JP_LEAF("resourceVersion"), JP_NODE("labels", KUBE_JPRUNE_WHOLE, NULL),
 	JP_KIDS("ownerReferences", jp_owner), JP_END,
+};
+/* a pod's annotations are kept (the engine service's launcher: kvcon.io/qemu-pid, QEMU's pid); a VM's are not
+ * (kubectl's last-applied-configuration can be large) */
+static const struct kube_jprune_node jp_pod_meta[] = {
+	JP_LEAF("name"), JP_LEAF("namespace"), JP_LEAF("uid"), JP_LEAF("generation"), JP_LEAF("creationTimestamp"),
+	JP_LEAF("deletionTimestamp"), JP_LEAF("resourceVersion"), JP_NODE("labels", KUBE_JPRUNE_WHOLE, NULL),
+	JP_KIDS("ownerReferences", jp_owner), JP_NODE("annotations", KUBE_JPRUNE_WHOLE, NULL), JP_END,
 };
 /* metadata stays even when empty ("without metadata" and "without metadata.name" are different refusals) */
 #define JP_META JP_NODE("metadata", KUBE_JPRUNE_KEEP_EMPTY, jp_meta)
@@ -109,11 +117,16 @@ static const struct kube_jprune_node jp_vmi_if[] = {
 };
 static const struct kube_jprune_node jp_vmi_pts[] = { JP_LEAF("phase"), JP_LEAF("phaseTransitionTimestamp"), JP_END };
 static const struct kube_jprune_node jp_vmi_gi[] = { JP_LEAF("prettyName"), JP_LEAF("name"), JP_LEAF("version"), JP_END };
+/* kvcon's engine service adds its libvirt job figures */
+static const struct kube_jprune_node jp_vmi_job[] = {
+	JP_LEAF("progress"), JP_LEAF("dataProcessed"), JP_LEAF("dataRemaining"), JP_LEAF("memoryDirtyRate"),
+	JP_LEAF("memoryIteration"), JP_LEAF("downtimeMs"), JP_END,
+};
 static const struct kube_jprune_node jp_vmi_mig[] = {
 	JP_LEAF("sourceNode"), JP_LEAF("targetNode"), JP_LEAF("sourcePod"), JP_LEAF("targetPod"),
 	JP_LEAF("migrationUid"), JP_LEAF("startTimestamp"), JP_LEAF("endTimestamp"), JP_LEAF("completed"),
 	JP_LEAF("failed"), JP_LEAF("abortRequested"), JP_LEAF("abortStatus"), JP_LEAF("mode"),
-	JP_LEAF("failureReason"), JP_END,
+	JP_LEAF("failureReason"), JP_KIDS("kvconJob", jp_vmi_job), JP_END,
 };
 static const struct kube_jprune_node jp_vmi_status[] = {
 	JP_LEAF("phase"), JP_LEAF("reason"), JP_LEAF("nodeName"), JP_KIDS("interfaces", jp_vmi_if),
@@ -139,15 +152,15 @@ static const struct kube_jprune_node jp_pod_states[] = {
 static const struct kube_jprune_node jp_pod_last_term[] = { JP_LEAF("reason"), JP_LEAF("exitCode"), JP_END };
 static const struct kube_jprune_node jp_pod_last[] = { JP_KIDS("terminated", jp_pod_last_term), JP_END };
 static const struct kube_jprune_node jp_pod_cs[] = {
-	JP_LEAF("name"), JP_LEAF("restartCount"), JP_LEAF("ready"), JP_KIDS("state", jp_pod_states),
-	JP_KIDS("lastState", jp_pod_last), JP_END,
+	JP_LEAF("name"), JP_LEAF("image"), JP_LEAF("imageID"), JP_LEAF("restartCount"), JP_LEAF("ready"),
+	JP_KIDS("state", jp_pod_states), JP_KIDS("lastState", jp_pod_last), JP_END,
 };
 static const struct kube_jprune_node jp_pod_status[] = {
 	JP_LEAF("phase"), JP_LEAF("reason"), JP_LEAF("message"), JP_KIDS("conditions", jp_cond), JP_LEAF("podIP"),
 	JP_KIDS("initContainerStatuses", jp_pod_cs), JP_KIDS("containerStatuses", jp_pod_cs), JP_END,
 };
 static const struct kube_jprune_node jp_pod[] = {
-	JP_META, JP_KIDS("spec", jp_pod_spec), JP_KIDS("status", jp_pod_status), JP_STATUS_KEYS, JP_END,
+	JP_NODE("metadata", KUBE_JPRUNE_KEEP_EMPTY, jp_pod_meta), JP_KIDS("spec", jp_pod_spec), JP_KIDS("status", jp_pod_status), JP_STATUS_KEYS, JP_END,
 };
 
 /* Event (core/v1 and events.k8s.io/v1 spellings) */

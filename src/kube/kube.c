@@ -49,6 +49,9 @@ struct kube_act {
 	names_done_cb ndone;
 	void *arg;
 	char *ns, *name;
+	uint32_t act_flags;       /* the request's (ENGINE_MIG_*) */
+	char *vmim;               /* an offline migration: its object, read until it has ended */
+	struct loop_timer *timer; /* the next read of it */
 	struct kube_act *next, *prev;
 };
 
@@ -345,8 +348,10 @@ static void act_free(struct kube_act *x)
 		ks->acts = x->next;
 	if (x->next)
 		x->next->prev = x->prev;
+	loop_timer_cancel(x->timer);
 	free(x->ns);
 	free(x->name);
+	free(x->vmim);
 	free(x);
 }
 
@@ -452,6 +457,114 @@ static char *act_body(const struct action_req *req)
 	return s;
 }
 
+/* A migration with the engine's options: a VirtualMachineInstanceMigration (generateName
+ * kubevirt-migrate-vm-, as virt-api names the subresource's) whose kvcon.io/ annotations carry them (the engine
+ * service validates them; docs/ENGINE-SERVICE.md). Caller frees. */
+static char *vmim_body(const struct action_req *req)
+{
+	struct json_object *b = json_object_new_object(), *md = json_object_new_object(),
+			   *an = json_object_new_object(), *spec = json_object_new_object();
+	json_object_object_add(b, "apiVersion", json_object_new_string("kubevirt.io/v1"));
+	json_object_object_add(b, "kind", json_object_new_string("VirtualMachineInstanceMigration"));
+	json_object_object_add(md, "generateName", json_object_new_string("kubevirt-migrate-vm-"));
+	if (req->mig_uri && *req->mig_uri)
+		json_object_object_add(an, "kvcon.io/migrate-uri", json_object_new_string(req->mig_uri));
+	char n[32];
+	if (req->timeout > 0) {
+		snprintf(n, sizeof n, "%d", req->timeout);
+		json_object_object_add(an, "kvcon.io/migration-timeout", json_object_new_string(n));
+	}
+	if (req->bandwidth > 0) {
+		snprintf(n, sizeof n, "%lu", req->bandwidth);
+		json_object_object_add(an, "kvcon.io/migration-bandwidth", json_object_new_string(n));
+	}
+	char fl[64] = "";
+	static const struct {
+		uint32_t flag;
+		const char *name;
+	} names[] = { { ENGINE_MIG_AUTO_CONVERGE, "auto-converge" },
+		      { ENGINE_MIG_POSTCOPY, "postcopy" },
+		      { ENGINE_MIG_COPY_STORAGE, "copy-storage" },
+		      { ENGINE_MIG_OFFLINE, "offline" } };
+	for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+		if (req->flags & names[i].flag)
+			snprintf(fl + strlen(fl), sizeof fl - strlen(fl), "%s%s", fl[0] ? "," : "", names[i].name);
+	if (fl[0])
+		json_object_object_add(an, "kvcon.io/migration-options", json_object_new_string(fl));
+	json_object_object_add(md, "annotations", an);
+	json_object_object_add(b, "metadata", md);
+	json_object_object_add(spec, "vmiName", json_object_new_string(req->name));
+	if (req->target && *req->target) {
+		struct json_object *sel = json_object_new_object();
+		json_object_object_add(sel, "kubernetes.io/hostname", json_object_new_string(req->target));
+		json_object_object_add(spec, "addedNodeSelector", sel);
+	}
+	json_object_object_add(b, "spec", spec);
+	char *s = xstrdup(json_object_to_json_string_ext(b, JSON_C_TO_STRING_PLAIN));
+	json_object_put(b);
+	return s;
+}
+
+static void vmim_read(void *arg, const struct kube_resp *resp);
+
+static void vmim_reread(void *arg)
+{
+	struct kube_act *x = arg;
+	x->timer = NULL;
+	char *path = xasprintf("/apis/kubevirt.io/v1/namespaces/%s/virtualmachineinstancemigrations/%s", x->ns,
+			       x->vmim);
+	struct kube_http_req q = { .path = path, .timeout_ms = ACTION_TIMEOUT_MS, .on_done = vmim_read, .arg = x };
+	x->req = kube_http_start(x->ks->http, &q);
+	free(path);
+}
+
+/* The migration object created (or read again): a migration the engine refused is Failed, its condition's
+ * message the error (as the subresource's 409). A live one is done once created (its VMI's migrationState
+ * follows it); an offline one (no VMI) once its object says Succeeded, read every 200 ms. */
+static void vmim_read(void *arg, const struct kube_resp *resp)
+{
+	struct kube_act *x = arg;
+	x->req = NULL;
+	struct json_object *o = resp->status == 201 || (resp->status == 200 && x->vmim) ? json_tokener_parse(resp->body)
+										       : NULL;
+	struct json_object *st, *ph, *conds, *md, *nm;
+	const char *phase = o && json_object_object_get_ex(o, "status", &st) &&
+				    json_object_object_get_ex(st, "phase", &ph) && json_object_is_type(ph, json_type_string)
+			    ? json_object_get_string(ph)
+			    : "";
+	if (o && x->vmim == NULL && (x->act_flags & ENGINE_MIG_OFFLINE) && json_object_object_get_ex(o, "metadata", &md) &&
+	    json_object_object_get_ex(md, "name", &nm) && json_object_is_type(nm, json_type_string))
+		x->vmim = xstrdup(json_object_get_string(nm));
+	if (o && x->vmim && strcmp(phase, "Succeeded") != 0 && strcmp(phase, "Failed") != 0) {
+		json_object_put(o);
+		x->timer = loop_timer_add(200, vmim_reread, x);
+		return;
+	}
+	if (o && strcmp(phase, "Failed") == 0) {
+		const char *why = "refused";
+		struct json_object *c0, *msg;
+		if (json_object_object_get_ex(st, "conditions", &conds) && json_object_is_type(conds, json_type_array) &&
+		    (c0 = json_object_array_get_idx(conds, 0)) && json_object_object_get_ex(c0, "message", &msg) &&
+		    json_object_is_type(msg, json_type_string))
+			why = json_object_get_string(msg);
+		x->req = NULL;
+		log_warn("kube: %s %s/%s: %s", action_name(x->act), x->ns, x->name, why);
+		x->done(x->arg, 409, why);
+		json_object_put(o);
+		act_free(x);
+		return;
+	}
+	if (o)
+		json_object_put(o);
+	act_finish(x, resp);
+}
+
+static bool mig_has_opts(const struct action_req *req)
+{
+	return req->act == ACT_MIGRATE && (req->flags || (req->mig_uri && *req->mig_uri) || req->timeout > 0 ||
+					   req->bandwidth > 0);
+}
+
 static int kube_action(struct source *src, const struct action_req *req, action_done_cb done, void *arg, char **err)
 {
 	struct kube_src *ks = ks_of(src);
@@ -468,6 +581,11 @@ static int kube_action(struct source *src, const struct action_req *req, action_
 		*err = xstrdup("an action needs a namespace and a name");
 		return -1;
 	}
+	if (mig_has_opts(req) && !src->engine) {
+		*err = xstrdup("the migration's options (bandwidth, timeout, migrate URI, auto-converge, postcopy, "
+			       "copy-storage, offline) are the kvcon engine's: a KubeVirt cluster has no field for them");
+		return -1;
+	}
 	struct kube_act *x = act_new(ks, req->act, req->ns, req->name, arg);
 	x->done = done;
 	char *path = NULL, *body = NULL;
@@ -475,6 +593,14 @@ static int kube_action(struct source *src, const struct action_req *req, action_
 	if (req->act == ACT_MIGRATE_ABORT) {
 		path = xasprintf("/apis/kubevirt.io/v1/namespaces/%s/virtualmachineinstancemigrations", req->ns);
 		q.on_done = abort_list_done;
+	} else if (mig_has_opts(req)) {
+		path = xasprintf("/apis/kubevirt.io/v1/namespaces/%s/virtualmachineinstancemigrations", req->ns);
+		body = vmim_body(req);
+		q.method = "POST";
+		q.body = body;
+		q.body_len = strlen(body);
+		q.on_done = vmim_read;
+		x->act_flags = req->flags;
 	} else if (req->act == ACT_DELETE) {
 		char *p = kube_object_path(OBJ_VM, req->ns, req->name);
 		/* deleteVolumes: the engine service's extension (a cluster is never sent it: cmd_action refuses) */

@@ -148,6 +148,7 @@ struct storage_job {
 	struct kube_http *h;
 	char *ns, *vm;
 	bool running;
+	bool engine;                  /* the engine service: one GET of its kvcon-storage subresource */
 	int round, pending;
 	struct sfetch *f;
 	size_t nf;
@@ -257,9 +258,41 @@ static void job_free(struct storage_job *j)
 
 static struct json_object *build(struct storage_job *j, char **err);
 
+/* The engine service answers the chain itself (GET virtualmachines/NAME/kvcon-storage, docs/ENGINE-SERVICE.md):
+ * the VM's volumes and the files behind them on its host, in this chain's shape. */
+static struct json_object *engine_chain(struct storage_job *j, char **err)
+{
+	long st;
+	char *e = NULL;
+	char *p = obj_path("/apis/kubevirt.io/v1", j->ns, "virtualmachines", j->vm);
+	char *sp = xasprintf("%s/kvcon-storage", p);
+	struct json_object *o = lookup(j, sp, &st, &e);
+	free(sp);
+	free(p);
+	if (o && !json_object_is_type(o, json_type_array)) {
+		json_object_put(o);
+		o = NULL;
+		st = -1;
+	}
+	if (o == NULL)
+		*err = e ? e : xstrdup(st == 404 ? "no such VM on this engine" : "the engine's answer is not a storage chain");
+	else
+		free(e);
+	return o;
+}
+
 static void next_round(struct storage_job *j)
 {
 	j->round++;
+	if (j->engine) {
+		char *err = NULL;
+		struct json_object *chain = engine_chain(j, &err);
+		j->cb(j->arg, chain, err);
+		json_object_put(chain);
+		free(err);
+		job_free(j);
+		return;
+	}
 	if (j->round == 2 || j->round == 3) {
 		long st;
 		char *e = NULL;
@@ -319,7 +352,14 @@ struct storage_job *storage_chain_start(struct source *src, const char *ns, cons
 	j->cb = cb;
 	j->arg = arg;
 	j->round = 1;
-	want(j, obj_path("/apis/kubevirt.io/v1", ns, "virtualmachines", vm));
+	j->engine = src->engine;
+	char *p = obj_path("/apis/kubevirt.io/v1", ns, "virtualmachines", vm);
+	if (j->engine) {
+		want(j, xasprintf("%s/kvcon-storage", p));
+		free(p);
+	} else {
+		want(j, p);
+	}
 	return j;
 }
 

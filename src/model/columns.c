@@ -730,6 +730,11 @@ void columns_print(const struct column_table *t, const struct obj *const *objs, 
 	for (size_t i = 0; i < t->nget && ncols < N(use); i++)
 		if (!t->get[i].wide || po->wide)
 			use[ncols++] = &t->cols[t->get[i].col];
+	for (size_t i = 0; po->source && i < t->ncols && ncols < N(use); i++)
+		if (t->cols[i].flags & COL_MULTI_SOURCE) {
+			use[ncols++] = &t->cols[i];
+			break;
+		}
 	size_t rows = n + (po->header ? 1 : 0);
 	char **cells = xcalloc(rows * ncols + 1, sizeof *cells);
 	size_t *width = xcalloc(ncols + 1, sizeof *width);

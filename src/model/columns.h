@@ -100,6 +100,7 @@ struct columns_print_opts {
 	bool wide;    /* -o wide: the wide columns too */
 	bool all_ns;  /* -A: NAMESPACE first */
 	bool header;  /* the header line */
+	bool source;  /* a last SOURCE column (rows of several sources: a cluster and the engine) */
 };
 
 /* Prints objs as `kubectl get` does: header, then one row each, cells padded to the widest of the column plus

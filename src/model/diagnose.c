@@ -784,6 +784,9 @@ static bool m_guest_agent_unsupported(struct diag_ctx *x)
 #define DESCRIBE_POD "kubectl -n {ns} describe pod {pod}"
 #define EVENTS "kubectl -n {ns} get events --sort-by=.lastTimestamp"
 #define ENGINE_GET "kvcon -c '{uri}' -n {ns} engine get vm {name}"
+/* the engine service serves the launcher's two logs: compute (QEMU's) and serial (the guest's) */
+#define ENGINE_LOGS "kvcon -c '{uri}' -n {ns} logs {name} --tail=50"
+#define ENGINE_SERIAL "kvcon -c '{uri}' -n {ns} logs {name} -c serial --tail=50"
 
 static const struct diag_rule rules[] = {
 	/* VM: management intent */
@@ -819,7 +822,7 @@ static const struct diag_rule rules[] = {
 	{ "vm-crashloop", DIAG_VM, DIAG_STALL, DIAG_FAILED, 0, m_vm_crashloop,
 	  "the VM keeps failing to start and is backing off before the next attempt",
 	  "why the last executions failed: the VM's events and the failed launcher's logs",
-	  DESCRIBE_VM "\n" EVENTS, "kvcon -c '{uri}' -n {ns} engine get vm {name}\nless {log}" },
+	  DESCRIBE_VM "\n" EVENTS, ENGINE_GET "\n" ENGINE_LOGS },
 	{ "vm-halted", DIAG_VM, DIAG_STOP, DIAG_PROGRESSED, 0, m_vm_halted,
 	  "the VM is stopped on purpose (runStrategy Halted): no VMI is expected",
 	  "nothing is wrong; start it if it should run", "virtctl -n {ns} start {name}", "kvcon -c '{uri}' -n {ns} engine start {name}" },
@@ -857,14 +860,14 @@ static const struct diag_rule rules[] = {
 	{ "vmi-unknown", DIAG_VMI, DIAG_STALL, DIAG_FAILED, 0, m_vmi_unknown,
 	  "the VMI's phase is Unknown: virt-handler lost track of it (node {node} unreachable?)",
 	  "the node and virt-handler on it", "kubectl get node {node}\nkubectl -n kubevirt get pods -o wide --field-selector spec.nodeName={node}",
-	  "virsh -c '{uri}' list --all" },
+	  "kvcon -c '{uri}' get nodes\n" ENGINE_GET },
 	{ "vmi-ended-restart", DIAG_VMI, DIAG_STALL, DIAG_FAILED, 120, m_vmi_ended_restart,
 	  "the VMI ended ({phase}) and runStrategy {rs} should replace it",
 	  "why it ended (the events) and whether the VM is backing off",
-	  DESCRIBE_VMI "\n" DESCRIBE_VM, "kvcon -c '{uri}' -n {ns} engine get vm {name}\nless {log}" },
+	  DESCRIBE_VMI "\n" DESCRIBE_VM, ENGINE_GET "\n" ENGINE_LOGS },
 	{ "vmi-failed", DIAG_VMI, DIAG_STALL, DIAG_FAILED, 0, m_vmi_failed,
 	  "the VMI failed and runStrategy {rs} does not restart it", "why it failed: events, launcher logs",
-	  DESCRIBE_VMI "\n" EVENTS, "kvcon -c '{uri}' -n {ns} engine get vm {name}\nless {log}" },
+	  DESCRIBE_VMI "\n" EVENTS, ENGINE_GET "\n" ENGINE_LOGS },
 	{ "vmi-succeeded", DIAG_VMI, DIAG_STOP, DIAG_NOT_EXPECTED, 0, m_vmi_succeeded,
 	  "the guest shut down and runStrategy {rs} leaves it stopped", "nothing is wrong; start it again if needed",
 	  "virtctl -n {ns} start {name}", "kvcon -c '{uri}' -n {ns} engine start {name}" },
@@ -897,33 +900,34 @@ static const struct diag_rule rules[] = {
 	{ "launcher-not-seen", DIAG_LAUNCHER, DIAG_STALL, DIAG_FAILED, 0, m_launcher_not_seen,
 	  "the VMI is {phase} but its launcher pod is not visible", "whether launcher pods can be listed (RBAC) in {ns}",
 	  "kubectl -n {ns} get pods -l kubevirt.io=virt-launcher -o wide\nkubectl auth can-i list pods -n {ns}",
-	  "virsh -c '{uri}' list --all" },
+	  "kvcon -c '{uri}' -n {ns} get pods -l kubevirt.io=virt-launcher -o wide\n" ENGINE_GET },
 	{ "launcher-failed", DIAG_LAUNCHER, DIAG_STALL, DIAG_FAILED, 0, m_launcher_failed,
 	  "the launcher pod {pod} ended ({phase})", "the pod's status reason (eviction, OOM) and the compute container's log",
-	  DESCRIBE_POD "\nkubectl -n {ns} logs {pod} -c compute --tail=50", "less {log}" },
+	  DESCRIBE_POD "\nkubectl -n {ns} logs {pod} -c compute --tail=50", ENGINE_LOGS },
 	{ "launcher-unschedulable", DIAG_LAUNCHER, DIAG_STALL, DIAG_FAILED, 0, m_launcher_unschedulable,
 	  "the launcher pod {pod} cannot be scheduled",
 	  "why the scheduler rejects it: node resources, selectors, taints, devices.kubevirt.io/kvm capacity",
-	  DESCRIBE_POD "\nkubectl get nodes -o wide", "virsh -c '{uri}' nodeinfo" },
+	  DESCRIBE_POD "\nkubectl get nodes -o wide", "kvcon -c '{uri}' get nodes -o wide\n" ENGINE_LOGS },
 	{ "launcher-image-pull", DIAG_LAUNCHER, DIAG_STALL, DIAG_FAILED, 0, m_launcher_image_pull,
 	  "an image of the launcher pod {pod} cannot be pulled (a containerDisk or the launcher image)",
 	  "the image name, the registry's reachability and pull secrets", DESCRIBE_POD,
 	  "kvcon -c '{uri}' -n {ns} engine get vm {name} -o json" },
 	{ "launcher-crashloop", DIAG_LAUNCHER, DIAG_STALL, DIAG_FAILED, 0, m_launcher_crashloop,
 	  "a container of the launcher pod {pod} keeps crashing", "the crashed container's previous log",
-	  "kubectl -n {ns} logs {pod} -c compute --previous --tail=50\n" DESCRIBE_POD, "less {log}" },
+	  "kubectl -n {ns} logs {pod} -c compute --previous --tail=50\n" DESCRIBE_POD,
+	  "kvcon -c '{uri}' -n {ns} logs {name} --previous --tail=50\n" ENGINE_LOGS },
 	{ "launcher-container-error", DIAG_LAUNCHER, DIAG_STALL, DIAG_FAILED, 0, m_launcher_container_error,
 	  "a container of the launcher pod {pod} cannot start", "the container's waiting reason and message",
-	  DESCRIBE_POD, "less {log}" },
+	  DESCRIBE_POD, ENGINE_LOGS },
 	{ "launcher-creating", DIAG_LAUNCHER, DIAG_STALL, DIAG_FAILED, 300, m_launcher_creating,
 	  "the launcher pod {pod} is scheduled on {node} but its containers are not running yet",
-	  "the pod's events (volume mounts and attachments, image pulls)", DESCRIBE_POD, "less {log}" },
+	  "the pod's events (volume mounts and attachments, image pulls)", DESCRIBE_POD, ENGINE_LOGS },
 	{ "launcher-domain-starting", DIAG_LAUNCHER, DIAG_STALL, DIAG_FAILED, 300, m_launcher_domain_starting,
 	  "the launcher pod {pod} runs but the VMI is still {phase}: the domain has not started",
 	  "the compute container's log and virt-handler on {node}",
-	  "kubectl -n {ns} logs {pod} -c compute --tail=50\n" DESCRIBE_VMI, "less {log}" },
+	  "kubectl -n {ns} logs {pod} -c compute --tail=50\n" DESCRIBE_VMI, ENGINE_LOGS },
 	{ "launcher-phase-other", DIAG_LAUNCHER, DIAG_STALL, DIAG_WAITING, 0, m_launcher_phase_other,
-	  "the launcher pod {pod} is not running", "the pod's status", DESCRIBE_POD, "less {log}" },
+	  "the launcher pod {pod} is not running", "the pod's status", DESCRIBE_POD, ENGINE_LOGS },
 
 	/* guest: the OS inside */
 	{ "guest-paused", DIAG_GUEST, DIAG_STOP, DIAG_NOT_EXPECTED, 0, m_guest_paused,
@@ -931,7 +935,8 @@ static const struct diag_rule rules[] = {
 	  "kvcon -c '{uri}' -n {ns} engine unpause {name}" },
 	{ "guest-not-ready", DIAG_GUEST, DIAG_STALL, DIAG_FAILED, 300, m_guest_not_ready,
 	  "the VMI runs but is not Ready", "the readiness probe and the guest itself (serial console)",
-	  DESCRIBE_VMI "\nvirtctl -n {ns} console {name}", "kvcon -c '{uri}' -n {ns} engine console {name}" },
+	  DESCRIBE_VMI "\nvirtctl -n {ns} console {name}",
+	  ENGINE_SERIAL "\nkvcon -c '{uri}' -n {ns} engine console {name}" },
 	{ "guest-agent-missing", DIAG_GUEST, DIAG_NOTE, DIAG_PROGRESSED, 0, m_guest_agent_missing,
 	  "no guest agent is connected: the guest's health can only be seen on its console",
 	  "the console; install or start qemu-guest-agent in the guest for guest OS details",
@@ -988,7 +993,21 @@ static void expand(struct buf *out, const char *tmpl, const struct diag_ctx *x)
 						    ? x->pod->phase
 						    : x->vmi ? (PH(x->vmi->phase)[0] ? x->vmi->phase : "Pending") : NULL;
 					break;
-				case 8: v = c->src ? c->src->server : NULL; break;
+				case 8:
+					v = c->src ? c->src->server : NULL;
+					if (c->src && c->src->engine_uris) { /* every URI of the service: -c 'A' -c 'B' */
+						for (const char *u = c->src->engine_uris, *nl; *u; u = nl ? nl + 1 : "") {
+							nl = strchr(u, '\n');
+							char *part = xstrndup(u, nl ? (size_t)(nl - u) : strlen(u));
+							char *e = esc(part, 512);
+							buf_printf(out, "%s%s", u == c->src->engine_uris ? "" : "' -c '", e);
+							free(e);
+							free(part);
+						}
+						p = end + 1;
+						continue;
+					}
+					break;
 				case 9: v = x->pod ? x->pod->log_path : NULL; break;
 				}
 				char *e = esc(v ? v : (i == 4 ? "<launcher-pod>" : "?"), 512);
@@ -1041,7 +1060,7 @@ static void record(struct diag *d, struct diag_ctx *x, const struct diag_rule *r
 	f->rule = r;
 	f->verdict = v;
 	f->summary = expand_new(r->summary, x);
-	bool engine = x->c->src && x->c->src->type == SOURCE_ENGINE;
+	bool engine = x->c->src && x->c->src->engine;
 	f->cmd = expand_new(engine ? r->cmd_engine : r->cmd_kube, x);
 	f->ev = x->ev;
 	f->nev = x->nev;
@@ -1159,7 +1178,7 @@ static void boundary_state(struct buf *out, const struct chain *c, int b)
 	case DIAG_LAUNCHER:
 		if (c->active) {
 			n = esc(c->active->o.name, 256);
-			buf_printf(out, "%s %s, %s%s", c->src && c->src->type == SOURCE_ENGINE ? "process" : "pod", n,
+			buf_printf(out, "%s %s, %s%s", c->src && c->src->engine ? "process" : "pod", n,
 				   PH(c->active->phase)[0] ? c->active->phase : "(unset)",
 				   c->npods > 1 ? " (+ older/migration pods)" : "");
 			free(n);
@@ -1198,7 +1217,7 @@ void diag_format_text(const struct diag *d, const struct chain *c, struct buf *o
 {
 	char *n = esc(c->name, 256);
 	buf_printf(out, "%s %s/%s (%s %s)\n\n", c->vm ? "VirtualMachine" : "VirtualMachineInstance", c->ns, n,
-		   c->src && c->src->type == SOURCE_ENGINE ? "engine" : "context", c->src ? c->src->name : "?");
+		   c->src && c->src->engine ? "engine" : "context", c->src ? c->src->name : "?");
 	free(n);
 	for (int b = 0; b < DIAG_NBOUNDARY; b++) {
 		buf_printf(out, "  %-9s %-13s ", diag_boundary_name((enum diag_boundary)b), diag_verdict_name(d->verdict[b]));

@@ -499,11 +499,20 @@ static bool launcher_update(struct lin_exec *x, const char *uid, const char *nam
 		if (x->pub.nlaunchers >= LIN_MAX_LAUNCHERS)
 			return false;
 		x->pub.launchers = xreallocarray(x->pub.launchers, (size_t)x->pub.nlaunchers + 1, sizeof *la);
-		la = &x->pub.launchers[x->pub.nlaunchers++];
+		/* in the order they started, whatever order the lists and watches deliver them in (a service lists
+		 * the launcher a migration left behind after the new one) */
+		int64_t st = created ? created : util_wall_s();
+		int at = x->pub.nlaunchers;
+		while (at > 0 && x->pub.launchers[at - 1].start > st)
+			at--;
+		memmove(&x->pub.launchers[at + 1], &x->pub.launchers[at],
+			sizeof *la * (size_t)(x->pub.nlaunchers - at));
+		x->pub.nlaunchers++;
+		la = &x->pub.launchers[at];
 		memset(la, 0, sizeof *la);
 		copy_uid(la->uid, uid);
 		la->name = xstrdup(name);
-		la->start = created ? created : util_wall_s();
+		la->start = st;
 		changed = true;
 	}
 	if (node && la->node != node) {

@@ -196,16 +196,19 @@ static struct json_object *pod_json(const struct pod *p)
 	put_str(o, "apiVersion", "v1");
 	put_str(o, "kind", "Pod");
 	struct json_object *md = meta_json(&p->o);
-	if (p->pid > 0) { /* the engine's launcher: its QEMU's pid (docs/ENGINE-SERVICE.md) */
-		struct json_object *an = json_object_new_object();
-		char pid[24];
-		snprintf(pid, sizeof pid, "%d", p->pid);
-		json_object_object_add(an, POD_QEMU_PID_ANNOTATION, json_object_new_string(pid));
-		json_object_object_add(md, "annotations", an);
-	}
 	if (p->vmi_uid[0])
 		json_object_object_add(md, "ownerReferences",
 				       owner_json("VirtualMachineInstance", p->vm_name ? p->vm_name : p->o.name, p->vmi_uid));
+	if (p->pid > 0) { /* the engine's launcher: QEMU's pid (docs/ENGINE-SERVICE.md) */
+		struct json_object *an = NULL;
+		if (!json_object_object_get_ex(md, "annotations", &an) || !json_object_is_type(an, json_type_object)) {
+			an = json_object_new_object();
+			json_object_object_add(md, "annotations", an);
+		}
+		char b[16];
+		snprintf(b, sizeof b, "%d", p->pid);
+		json_object_object_add(an, POD_QEMU_PID_ANNOTATION, json_object_new_string(b));
+	}
 	json_object_object_add(o, "metadata", md);
 	struct json_object *cs = json_object_new_array(), *css = json_object_new_array();
 	for (int i = 0; i < p->ncontainers; i++) {
@@ -219,8 +222,9 @@ static struct json_object *pod_json(const struct pod *p)
 		}
 		json_object_array_add(cs, cj);
 		put_str(sj, "name", c->name);
+		put_str(cj, "image", c->image);
 		put_str(sj, "image", c->image);
-		put_str(sj, "imageID", c->image_id);
+		put_str(sj, "imageID", c->image_id); /* what the reference resolved to, as kubelet reports it */
 		json_object_object_add(sj, "ready", json_object_new_boolean(c->ready));
 		json_object_object_add(sj, "restartCount", json_object_new_int(c->restarts));
 		struct json_object *s = json_object_new_object();

@@ -83,6 +83,7 @@ void source_free_all(void)
 			free(s->health[k].message);
 		free(s->name);
 		free(s->server);
+		free(s->engine_uris);
 		free(s->user);
 		free(s->version);
 		free(s->ns_scope);

@@ -53,11 +53,21 @@ struct action_req {
 	const char *target;     /* migrate: target node/host, NULL: any */
 	uint32_t flags;         /* ACTION_DELETE_VOLUMES, or provider-specific (engine migration options) */
 	const char *uid;        /* migrate: the migrationUid to use (the engine's; NULL: a new one) */
+	const char *mig_uri;    /* migrate: the target's URI as the source host reaches it (engine; NULL: config) */
+	int timeout;            /* migrate: abort when not done within this many s (engine; 0: none) */
+	unsigned long bandwidth; /* migrate: MiB/s (engine; 0: unlimited) */
 };
 
 /* action_req.flags with ACT_DELETE: the VM's volumes go too (an engine VM's disks; the engine service takes it as
  * the query parameter deleteVolumes=true, an extension of the API: docs/ENGINE-SERVICE.md). */
 #define ACTION_DELETE_VOLUMES 0x1u
+
+/* Flags for struct action_req.flags with ACT_MIGRATE, the engine's options (the UI's `m` passes none: live,
+ * unlimited). Through the engine service they travel as kvcon.io/ annotations of the migration object. */
+#define ENGINE_MIG_AUTO_CONVERGE 0x100u
+#define ENGINE_MIG_POSTCOPY 0x200u
+#define ENGINE_MIG_COPY_STORAGE 0x400u
+#define ENGINE_MIG_OFFLINE 0x800u
 
 /* status 0 on success; otherwise an HTTP status or -1, with the API's own message. */
 typedef void (*action_done_cb)(void *arg, int status, const char *message);
@@ -127,6 +137,8 @@ struct source {
 	bool readonly;
 	bool engine;               /* an engine: the service's API (a kube source on its socket) or, in the service,
 				    * an engine host: said as "engine HOST", its VMs acted on with kvcon's verbs */
+	char *engine_uris;         /* engine service (client side): the libvirt URIs it serves, one a line, as -c
+				    * names them (the commands kvcon suggests reach the same service); owned */
 	bool closed;               /* retired by source_close (context switch): no objects, not shown */
 	struct watch_health health[OBJ_KIND_COUNT];
 	const struct provider_ops *ops;

@@ -103,8 +103,12 @@ static void ui_action(enum action act, const struct obj *vm)
 			continue;
 		if (action_rows[i].confirm) {
 			char q[600];
-			snprintf(q, sizeof q, "%s VM %s/%s%s%s?", action_rows[i].verb, vm->ns, vm->name,
-				 sources_live_count() > 1 ? " on " : "", sources_live_count() > 1 ? vm->src->name : "");
+			/* an engine's hosts are its service's nodes: the question names the host the VM runs on */
+			const char *on = vm->src->engine && vmi && vmi->node && *vmi->node ? vmi->node
+					 : sources_live_count() > 1				 ? vm->src->name
+												 : NULL;
+			snprintf(q, sizeof q, "%s VM %s/%s%s%s?", action_rows[i].verb, vm->ns, vm->name, on ? " on " : "",
+				 on ? on : "");
 			ui_confirm(q, run, p, pending_free);
 			return;
 		}

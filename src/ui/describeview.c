@@ -7,7 +7,6 @@
 #include <stdlib.h>
 
 #include "model/describe.h"
-#include "model/objjson.h"
 #include "core/xmalloc.h"
 #include "model/source.h"
 #include "ui/pager.h"
@@ -62,20 +61,6 @@ struct view *describeview_new(const struct obj *o, char **err)
 	char title[600];
 	snprintf(title, sizeof title, "describe %s %s/%s", obj_kind_name(o->kind), o->ns, o->name);
 	struct view *v = pager_new(title, "fetching...");
-	if (src->type == SOURCE_ENGINE) { /* no API object: a KubeVirt-shaped one from the store */
-		struct json_object *j = objjson_new(o);
-		char *text = NULL;
-		size_t tlen = 0;
-		FILE *f = open_memstream(&text, &tlen);
-		if (f && j)
-			describe_text(ui_store(), src, o->kind, o->ns, o->name, json_object_to_json_string(j), f);
-		if (f)
-			fclose(f);
-		pager_set_text(v, text ? text : "describe failed");
-		free(text);
-		json_object_put(j);
-		return v;
-	}
 	struct dfetch *d = xcalloc(1, sizeof *d);
 	d->pager = pager_id(v);
 	d->src = src;

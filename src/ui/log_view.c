@@ -143,6 +143,15 @@ static int start(struct log_view *w)
 	return 0;
 }
 
+/* The engine service's pod may list the serial log as a container of its own. */
+static bool has_serial(const struct pod *p)
+{
+	for (int i = 0; i < p->ncontainers; i++)
+		if (p->containers[i].name && strcmp(p->containers[i].name, "serial") == 0)
+			return true;
+	return false;
+}
+
 static void set_pod(struct log_view *w, const struct pod *p, const char *vm_name)
 {
 	free(w->pod);
@@ -156,7 +165,7 @@ static void set_pod(struct log_view *w, const struct pod *p, const char *vm_name
 	w->containers = xcalloc((size_t)(p->ncontainers + 1), sizeof *w->containers);
 	for (int i = 0; i < p->ncontainers; i++)
 		w->containers[i] = xstrdup(p->containers[i].name);
-	if (w->src->type == SOURCE_ENGINE) { /* the engine's launcher has one container, two logs */
+	if (w->src->engine && !has_serial(p)) { /* the engine's launcher: one container, two logs (compute, serial) */
 		w->containers = xreallocarray(w->containers, (size_t)w->ncontainers + 2, sizeof *w->containers);
 		w->containers[w->ncontainers++] = xstrdup("serial");
 	}

@@ -125,6 +125,8 @@ static struct source *open_service(struct store *st, char **err)
 		struct kube_open_opts ko = { .unix_socket = path, .name = hn, .all_namespaces = true };
 		src = kube_open_ex(st, NULL, &ko, err);
 		if (src)
+			src->engine_uris = engine_service_uris(o->uris, o->nuris);
+		if (src)
 			log_info("ui: the engine service answers on %s: going through it", path);
 	}
 	free(path);

@@ -466,23 +466,20 @@ static enum view_result k_diag(struct view *v)
 	diag_format_text(dg, ch, &b);
 	char title[600];
 	snprintf(title, sizeof title, "walkthrough %s/%s", vv->ns, vv->name);
-	bool storage = vv->src->type == SOURCE_KUBE && ch->vm;
-	if (vv->src->type == SOURCE_ENGINE && ch->vm) { /* the engine's volumes are local files: read at once */
-		char *serr = NULL;
-		struct json_object *chain = storage_chain(vv->src, vv->ns, vv->name, false, &serr);
-		storage_format_text(chain, &b);
-		json_object_put(chain);
-		free(serr);
-	}
+	/* the storage chain comes from the API: a cluster's DataVolumes, PVCs and PVs, or the engine service's
+	 * volume files (its kvcon-storage subresource) */
+	bool storage = ch->vm != NULL;
+	const char *reading = vv->src->engine ? "\nStorage: reading the VM's volume files from the engine...\n"
+					      : "\nStorage: reading the VM's DataVolumes, PVCs and PVs...\n";
 	if (storage)
-		buf_add_str(&b, "\nStorage: reading the VM's DataVolumes, PVCs and PVs...\n");
+		buf_add_str(&b, reading);
 	struct view *pg = pager_new(title, b.data ? b.data : "");
 	view_push(pg);
 	if (storage) {
 		/* the storage chain comes from the API: the pager shows it when the answers are in */
 		struct walk_storage *w = xcalloc(1, sizeof *w);
 		w->pager = pager_id(pg);
-		b.len -= strlen("\nStorage: reading the VM's DataVolumes, PVCs and PVs...\n");
+		b.len -= strlen(reading);
 		w->text = xstrndup(b.data, b.len);
 		char *err = NULL;
 		if (storage_chain_start(vv->src, vv->ns, vv->name, ch->vmi && util_str_eq(ch->vmi->phase, "Running"),

@@ -18,9 +18,6 @@ trap cleanup EXIT INT TERM
 # shellcheck source=/dev/null
 source "$lib"
 KV=$KVCON
-# the engine in-process on purpose: through the engine service the VM's source is the service's kube source, and
-# diagnose's next commands are then a cluster's (virtctl), not the engine's (docs/ENGINE-SERVICE.md)
-export KVCON_ENGINE_SERVICE=off
 URI="qemu:///embed?root=$ENGINE_T/state/kvcon/engine"
 engine_setup || { echo "SKIP: the lab guest could not be built"; exit 77; }
 K() { timeout 180 "$KVCON" -c "$URI" "$@" >"$ENGINE_T/out" 2>"$ENGINE_T/err"; }
@@ -32,6 +29,9 @@ K diagnose default/dvm || { rc=$?; cat "$ENGINE_T/out" "$ENGINE_T/err"; fail "di
 grep -q '\[vm-halted\]' "$ENGINE_T/out" || fail "halted rule"
 grep -q "\$ kvcon -c '$URI' -n default engine start dvm" "$ENGINE_T/out" || { cat "$ENGINE_T/out"; fail "engine command"; }
 grep -q kubectl "$ENGINE_T/out" && fail "kubectl suggested for an engine VM"
+grep -q virtctl "$ENGINE_T/out" && fail "virtctl suggested for an engine VM"
+# through the engine service the VM is still said to be on the engine host, not in a cluster context
+grep -q "^VirtualMachine default/dvm (engine $(hostname))\$" "$ENGINE_T/out" || { cat "$ENGINE_T/out"; fail "not said as on the engine host"; }
 
 # start: every boundary progressed (the lab guest has no agent: a note, exit 0)
 K start default/dvm --wait || { cat "$ENGINE_T/err"; fail "start --wait"; }
@@ -39,6 +39,11 @@ K diagnose default/dvm -o json || { cat "$ENGINE_T/out"; fail "diagnose running:
 jq -e '[.boundaries[].verdict] == ["progressed","progressed","progressed","progressed"]' "$ENGINE_T/out" >/dev/null ||
 	{ cat "$ENGINE_T/out"; fail "running verdicts"; }
 uid1=$(jq -r .chain.vmiUid "$ENGINE_T/out")
+jq -e '[.findings[].commands // [] | .[]] as $c | ($c | length) > 0 and ([$c[] | select(test("virtctl|kubectl|virsh|^less "))] == [])
+	and ([$c[] | select(startswith("kvcon -c "))] | length) == ($c | length)' "$ENGINE_T/out" >/dev/null ||
+	{ cat "$ENGINE_T/out"; fail "running: a cluster's or libvirt's command suggested"; }
+K diagnose default/dvm || fail "diagnose running (text)"
+grep -qE '^  launcher +progressed +process virt-launcher-dvm-' "$ENGINE_T/out" || { cat "$ENGINE_T/out"; fail "the launcher is not said as the engine's process"; }
 
 # stop + start: two executions, the first stopped; restart: the second restarted
 K stop default/dvm --wait || { cat "$ENGINE_T/err"; fail "stop --wait"; }

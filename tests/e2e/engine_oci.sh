@@ -14,8 +14,6 @@
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/engine-lib.bash"
-# the engine in-process on purpose (`engine pull` needs the engine in-process): no service on demand
-export KVCON_ENGINE_SERVICE=off
 
 engine_needs "QEMU, the embedded libvirt driver and a registry" qemu-system-x86_64 jq docker-registry skopeo \
     htpasswd openssl syslinux mcopy
@@ -98,6 +96,10 @@ if [[ -n $SEED0 ]]; then
 fi
 sed "s/@sha256:[0-9a-f]\{64\}/@$D_INDEX/" "$ROOT/tests/fixtures/seed-000-internals-demo.yaml" >"$ENGINE_T/internals-demo.yaml"
 grep -q "cirros-container-disk-demo@$D_INDEX" "$ENGINE_T/internals-demo.yaml" || fail "seed 000 extraction"
+# the seed's `kubectl create namespace kubevirt-lab`, on the engine service's API (a VM's namespace must exist there)
+curl -sf --unix-socket "$(ls "$XDG_STATE_HOME"/kvcon/engine-*.sock)" -X POST -H 'Content-Type: application/json' \
+    -d '{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"kubevirt-lab"}}' \
+    http://engine/api/v1/namespaces >/dev/null || fail "create namespace kubevirt-lab"
 kv engine apply -f "$ENGINE_T/internals-demo.yaml" >/dev/null || fail "apply seed 000"
 kv -n kubevirt-lab engine start internals-demo >/dev/null 2>&1 || fail "start internals-demo"
 kv -n kubevirt-lab engine console internals-demo --expect KVCON-GUEST-READY --timeout 120 >"$ENGINE_T/c0.log" ||
@@ -150,8 +152,12 @@ start_fails bad-tag "$REG/containerdisks/fedora:nope" "manifest nope not found .
 start_fails bad-digest "quay.io/containerdisks/fedora@sha256:$(printf '%064d' 0)" "not found .*registry $REG"
 start_fails unreachable "127.0.0.1:9/kvtest/none:v1" "registry 127.0.0.1:9 unreachable"
 printf '{"auths":{"%s":{"auth":"%s"}}}\n' "$REG" "$(printf 'kvtest:wrong' | base64 -w0)" >"$ENGINE_T/bad-auth.json"
+# the pull is the engine service's: its credentials are those of its environment (a service started on demand
+# inherits the starting kvcon's), so the service is restarted with the bad ones, and again without them after
+svc_stop_all "$ENGINE_T"
 REGISTRY_AUTH_FILE=$ENGINE_T/bad-auth.json start_fails bad-creds "$REG/kvtest/other:v1" \
     "unauthorized: registry $REG refused the credentials from $ENGINE_T/bad-auth.json"
+svc_stop_all "$ENGINE_T"
 # a blob whose bytes no longer match its digest (the registry's storage corrupted behind its back)
 layer=$(jq -r '.layers[0].digest' "$OCI/blobs/sha256/${D_OTHER#sha256:}")
 data=$REGDIR/data/docker/registry/v2/blobs/sha256/${layer:7:2}/${layer#sha256:}/data
@@ -206,9 +212,17 @@ kv engine apply -f "$ENGINE_T/fedora-demo.yaml" >/dev/null # unchanged; sweeps
 [[ $(ntmp) == 0 ]] || fail "the sweep left the killed pull's temporary file"
 [[ ! -e $CACHE/disks/sha256-${biglayer#sha256:}.raw ]] || fail "the sweep kept a disk no VM uses"
 
-step "progress on the command line"
-grep -q 'pulling image "quay.io/containerdisks/fedora:latest"' "$ENGINE_T/start-fedora.err" ||
-    echo "   (the pull of fedora-demo was faster than the first progress line)"
+step "progress on the command line: the service's launcher pod carries the pull, engine start shows it"
+# the 160 MiB image (swept from the cache just above): its pull takes a while; the engine service reports it as
+# kubelet would, the waiting message of the launcher's ContainerCreating container, and `engine start` prints it
+sed -e "s/fedora-demo/bigvm/g" -e "s#image: quay.io/containerdisks/fedora:latest#image: $REG/kvtest/big:v1#" \
+    "$ENGINE_T/fedora-demo.yaml" >"$ENGINE_T/bigvm.yaml"
+kv engine apply -f "$ENGINE_T/bigvm.yaml" >/dev/null || fail "apply bigvm"
+kv engine start bigvm 2>"$ENGINE_T/start-big.err" >/dev/null || { cat "$ENGINE_T/start-big.err"; fail "start bigvm"; }
+sed 's/^/   stderr| /' "$ENGINE_T/start-big.err"
+grep -q "^pulling image \"$REG/kvtest/big:v1\"" "$ENGINE_T/start-big.err" || fail "engine start showed no pull progress"
+kv engine get event bigvm | grep -q "Successfully pulled image \"$REG/kvtest/big:v1\"" || fail "no Pulled event for bigvm"
+kv engine delete bigvm --force >/dev/null
 
 step "delete: cached images go when no VM uses them"
 kv engine delete fedora-two --force >/dev/null

@@ -112,10 +112,14 @@ pid3=$(svc_pid)
 kill -TERM "$pid3"
 gone_within "$pid3" 30 || fail "the service ignored SIGTERM"
 
-step "engine.service = off: the engine in-process, no service"
-KVCON_ENGINE_SERVICE=off kvd get vm -A >"$W/off.out" 2>&1 || fail "get in-process: $(cat "$W/off.out")"
-grep -Eq '^default +always ' "$W/off.out" || fail "get in-process: $(cat "$W/off.out")"
-[ -z "$(svc_sock)" ] && [ "$(svc_count)" = 0 ] || fail "a service started with engine.service = off"
+step "engine.service = off (the old name of use): no service started, an error naming the socket and the fix"
+rc=0
+KVCON_ENGINE_SERVICE=off kvd get vm -A >"$W/off.out" 2>"$W/off.err" || rc=$?
+[ "$rc" = 1 ] || fail "get with engine.service = off and no service: exit $rc: $(cat "$W/off.out" "$W/off.err")"
+[ ! -s "$W/off.out" ] || fail "get with no service printed rows: $(cat "$W/off.out")"
+grep -q "^error: no engine service answers on $XDG_STATE_HOME/kvcon/engine-[0-9a-f]*\.sock .*start one with \`kvcon engine serve\`" "$W/off.err" ||
+	fail "the error does not name the socket and how to start one: $(cat "$W/off.err")"
+[ "$(svc_count)" = 0 ] || fail "a service started with engine.service = off"
 
 step "an explicit engine serve has no idle exit"
 "$KVCON" engine serve >"$W/serve.out" 2>"$W/serve.err" &

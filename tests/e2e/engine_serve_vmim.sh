@@ -9,14 +9,10 @@
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/migrate-lib.bash"
-# the explicit service below serves the lab on its own socket (not the hosts' well-known one): kvcon's own commands
-# beside it open the engine in-process, and none starts a second service (a second reconciler) on demand
-export KVCON_ENGINE_SERVICE=off
 engine_needs "the two-host lab" kubectl
 mig_setup
 export HOME=$MT/home # kubectl's discovery cache, private to the test
 mkdir -p "$HOME"
-SOCK=$MT/api.sock
 SRV= WATCH=
 stop_srv() {
     [[ -n $WATCH ]] && kill "$WATCH" 2>/dev/null || true
@@ -26,16 +22,18 @@ stop_srv() {
 # mig_cleanup exits with the status it finds in $?: the test's, not stop_srv's
 trap 'r=$?; stop_srv; set +e; (exit $r); mig_cleanup' EXIT
 
-step "vm1 running on $HA, a shell variable set"
-kv -c "$SRC_URI" engine apply -f "$(manifest vm1)"
-wait_shell vm1
-console vm1 'export KVMARK=vmim$((6*7)); echo mark=$KVMARK' 'mark=vmim42' || fail "variable not set on $HA"
-
-step "serve with both hosts (the config file's) as nodes"
-"$KV" engine serve --socket "$SOCK" --https 0 >"$MT/serve.out" 2>"$MT/serve.err" &
+step "serve with both hosts (the config file's) as nodes, on the hosts' own socket: kvcon's commands go through it"
+"$KV" engine serve --https 0 >"$MT/serve.out" 2>"$MT/serve.err" &
 SRV=$!
 wait_eq 120 "engine serving" tail -n1 "$MT/serve.out" || { cat "$MT/serve.err"; fail "serve did not start"; }
+SOCK=$(sed -n 's/^socket: //p' "$MT/serve.out")
 export KUBECONFIG=$(sed -n 's/^kubeconfig: //p' "$MT/serve.out")
+
+step "vm1 running on $HA (the first host), a shell variable set"
+kv --log-file "$MT/apply.log" engine apply -f "$(manifest vm1)"
+grep -q "the engine service answers on $SOCK: going through it" "$MT/apply.log" || fail "apply did not go through $SOCK"
+wait_shell vm1
+console vm1 'export KVMARK=vmim$((6*7)); echo mark=$KVMARK' 'mark=vmim42' || fail "variable not set on $HA"
 k() { kubectl --request-timeout=60s "$@"; }
 [[ $(k get nodes -o name | sort | tr '\n' ' ') == "node/$HA node/$HB " ]] || fail "nodes: $(k get nodes -o name)"
 k api-resources --api-group=kubevirt.io >"$MT/res.out"

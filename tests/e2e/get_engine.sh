@@ -9,9 +9,6 @@ set -u
 command -v jq >/dev/null || fail "jq missing (scripts/deps.sh installs it)"
 export XDG_STATE_HOME="$tmp/state" XDG_CONFIG_HOME="$tmp/cfg"
 unset KVCON_ENGINE_URI LIBVIRT_DEFAULT_URI
-# the engine in-process on purpose: its source is named "engine host H" (through the engine service it is a
-# context named after the host; docs/ENGINE-SERVICE.md)
-export KVCON_ENGINE_SERVICE=off
 manifest() {
 	cat >"$tmp/$1.yaml" <<EOM
 apiVersion: kubevirt.io/v1
@@ -65,13 +62,14 @@ ctx=$(awk '$1 == "stuck-launcher" && $NF != "'"$host"'" { print $NF }' "$tmp/out
 [ -n "$host" ] && [ -n "$ctx" ] && [ "$host" != "$ctx" ] || fail "sources: host '$host' context '$ctx'"
 K get vm -o json && jq -e '[.items[].metadata.name] | index("evm") != null' "$tmp/out" >/dev/null || fail "json lacks evm"
 K --no-engine get vm && ! grep -q '^evm ' "$tmp/out" || fail "--no-engine still lists the engine"
-# a watch takes (engine.service = use for the -c step: never one started on demand) the engine's objects from its service only: none runs, and the engine is only implied (kvcon has
-# records here) beside the cluster, so the cluster is watched with a warning (with -c, or alone: an error, exit 1)
+# a watch takes the engine's objects from its service (started on demand, as for every command): beside the
+# cluster, both sources' rows; with engine.service = use and no service running, -w -c is an error, exit 1
 K get vm --watch-for 1 || fail "--watch-for beside the cluster: $(cat "$tmp/err")"
-grep -q "^warning: the engine's objects are not watched" "$tmp/err" || fail "no warning: $(cat "$tmp/err")"
-grep -q '^stuck-launcher ' "$tmp/out" && ! grep -q '^evm ' "$tmp/out" || fail "--watch-for rows: $(cat "$tmp/out")"
+grep -q '^stuck-launcher .* '"$ctx"'$' "$tmp/out" && grep -q '^evm .* '"$host"'$' "$tmp/out" ||
+	fail "--watch-for rows: $(cat "$tmp/out") $(cat "$tmp/err")"
+svc_stop_all "$tmp"
 KVCON_ENGINE_SERVICE=use K get vm -w -o json -c "qemu:///embed?root=$XDG_STATE_HOME/kvcon/engine"; [ $? = 1 ] &&
-	grep -q "^error: watching the engine's objects needs its service and none answers on " "$tmp/err" ||
+	grep -q "^error: the engine service: no engine service answers on $XDG_STATE_HOME/kvcon/engine-[0-9a-f]*\.sock .*start one with \`kvcon engine serve\`" "$tmp/err" ||
 	fail "-w -c without a service: $(cat "$tmp/err")"
 
 # 3. one VM: found where it is, ambiguous refused, --source picks

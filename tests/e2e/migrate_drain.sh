@@ -9,7 +9,7 @@ mig_setup
 
 VMS="d1 d2 d3"
 step "three guests on $HA"
-for v in $VMS; do kv -c "$SRC_URI" engine apply -f "$(manifest "$v")"; done
+for v in $VMS; do kv engine apply -f "$(manifest "$v")"; done # the first host of the config's set
 for v in $VMS; do
     wait_shell "$v"
     kv engine console "$v" --send "export KVMARK=drain-$v" --send 'echo mark=$KVMARK' --expect "mark=drain-$v" \

@@ -7,12 +7,10 @@
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/migrate-lib.bash"
-# the engine's migration in-process (through the service: engine_route_mig.sh, engine_svc_chaos.sh)
-export KVCON_ENGINE_SERVICE=off
 mig_setup
 
 step "vm1 on $HA"
-kv -c "$SRC_URI" engine apply -f "$(manifest vm1)"
+kv engine apply -f "$(manifest vm1)" # the first host of the config's set: $HA
 wait_shell vm1
 kv engine console vm1 --send 'export KVMARK=moved$((6*7))' --send 'echo mark=$KVMARK' --expect 'mark=moved42' \
     --timeout 60 >"$MT/console.out" 2>&1 || { cat "$MT/console.out"; fail "variable not set on A"; }
@@ -90,7 +88,7 @@ for f in vmlinuz initrd.gz; do
 done
 # a kernel outside the engine's image directory is a host path: the host's owner allows its directory
 echo "engine.allow-host-path = $kdir" >>"$XDG_CONFIG_HOME/kvcon/config"
-kv -c "$SRC_URI" engine apply -f "$(manifest vm2 "$kdir/vmlinuz" "$kdir/initrd.gz")"
+kv engine apply -f "$(manifest vm2 "$kdir/vmlinuz" "$kdir/initrd.gz")"
 wait_shell vm2
 rc=0
 kv engine migrate vm2 --to "$HB" >"$MT/refused.out" 2>&1 || rc=$?

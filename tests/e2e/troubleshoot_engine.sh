@@ -13,9 +13,6 @@ KVCON=${KVCON_BIN:-$top/kvcon}
 # shellcheck source=/dev/null
 source "$top/tests/e2e/engine-lib.bash"
 KV=$KVCON
-# the engine in-process on purpose: bundle's serial log and domain XML and diagnose's storage section read the
-# engine's own records (through the engine service they are not served yet: docs/ENGINE-SERVICE.md)
-export KVCON_ENGINE_SERVICE=off
 engine_embed_up kvtrbe
 K() { timeout 180 "$KVCON" -c "$URI" "$@" >"$ENGINE_T/out" 2>"$ENGINE_T/err"; }
 poll() {
@@ -90,11 +87,25 @@ mkdir -p "$ENGINE_T/bx" && tar xzf "$ENGINE_T/b.tar.gz" -C "$ENGINE_T/bx" || fai
 grep -q ': starting up libvirt version:' "$ENGINE_T"/bx/logs/virt-launcher-lvm-*/compute.log || fail "engine bundle: QEMU log"
 grep -q 'KVCON-GUEST-READY' "$ENGINE_T"/bx/logs/virt-launcher-lvm-*/serial.log || fail "engine bundle: serial log"
 grep -q '^Kind: *VirtualMachine$' "$ENGINE_T/bx/describe/vm.txt" && [ -s "$ENGINE_T/bx/vmi.yaml" ] || fail "engine bundle: objects"
+grep -q '^kvcon bundle of VirtualMachine default/lvm on engine host ' "$ENGINE_T/bx/manifest.txt" || fail "engine bundle: not said as an engine host"
+grep -q '^missing  logs/[^ ]*/serial\.log ' "$ENGINE_T/bx/manifest.txt" && { cat "$ENGINE_T/bx/manifest.txt"; fail "engine bundle: serial log listed as missing"; }
 # the domain XML kvcon defined for this execution: libvirt's schema, this VM's domain name and VMI UID
 uid_now=$(record lvm | jq -r '.execution.uid // ""')
-grep -q "<name>default_lvm</name>" "$ENGINE_T/bx/domain.xml" && grep -qF "$uid_now" "$ENGINE_T/bx/domain.xml" ||
+grep -q '^<domain' "$ENGINE_T/bx/domain.xml" && grep -q "<name>default_lvm</name>" "$ENGINE_T/bx/domain.xml" && grep -qF "$uid_now" "$ENGINE_T/bx/domain.xml" ||
 	fail "engine bundle: domain.xml: $(head -c 300 "$ENGINE_T/bx/domain.xml" 2>&1)"
 grep -q '^missing  domain.xml ' "$ENGINE_T/bx/manifest.txt" && fail "engine bundle: domain.xml listed as missing"
+# kvcon's own subresources on the service's socket: read-only (a write is refused with 405), an unknown VMI is 404
+sock=$(find "$XDG_STATE_HOME" -name 'engine-*.sock' -type s | head -n1)
+[ -S "$sock" ] || fail "no engine service socket under $XDG_STATE_HOME"
+api() { curl -s -o "$ENGINE_T/api.out" -w '%{http_code}' --unix-socket "$sock" "$@"; }
+[ "$(api http://localhost/apis/kubevirt.io/v1/namespaces/default/virtualmachineinstances/lvm/kvcon-domainxml)" = 200 ] &&
+	grep -q '^<domain' "$ENGINE_T/api.out" || fail "kvcon-domainxml GET"
+[ "$(api -X PUT -d '{}' http://localhost/apis/kubevirt.io/v1/namespaces/default/virtualmachineinstances/lvm/kvcon-domainxml)" = 405 ] ||
+	fail "kvcon-domainxml PUT is not refused"
+[ "$(api http://localhost/apis/kubevirt.io/v1/namespaces/default/virtualmachineinstances/nope/kvcon-domainxml)" = 404 ] ||
+	fail "kvcon-domainxml of an unknown VMI"
+[ "$(api http://localhost/apis/kubevirt.io/v1/namespaces/default/virtualmachines/lvm/kvcon-storage)" = 200 ] &&
+	jq -e 'type == "array"' "$ENGINE_T/api.out" >/dev/null || fail "kvcon-storage GET"
 
 # unknown container, serial --previous: a reason, exit 1
 K logs default/lvm -c nope; [ $? -eq 1 ] || fail "unknown container must exit 1"

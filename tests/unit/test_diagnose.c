@@ -269,8 +269,42 @@ static void test_engine_commands(void)
 	T_CHECK(f && strcmp(f->cmd, "kvcon -c 'qemu:///system' -n default engine start testvm") == 0);
 	unload(&l);
 	T_CHECK(load_fixture("launcher-crashloop.json", engine_src, &l) == 0);
-	for (size_t i = 0; i < l.diag->nfindings; i++)
+	for (size_t i = 0; i < l.diag->nfindings; i++) {
 		T_CHECK(strstr(l.diag->findings[i].cmd, "kubectl") == NULL);
+		T_CHECK(strstr(l.diag->findings[i].cmd, "virtctl") == NULL);
+		T_CHECK(strstr(l.diag->findings[i].cmd, "less ") == NULL); /* the service serves the logs */
+	}
+	f = diag_find(l.diag, "launcher-crashloop");
+	T_CHECK(f && strstr(f->cmd, "kvcon -c 'qemu:///system' -n default logs testvm --previous --tail=50") != NULL);
+	unload(&l);
+}
+
+/* The engine service's source (a kube source marked engine): "engine HOST", kvcon's commands with every URI
+ * the service serves (the -c that reach the same service), a launcher said as a process. */
+static void test_engine_service_commands(void)
+{
+	struct source *svc = source_new(SOURCE_KUBE, "myhost");
+	svc->engine = true;
+	svc->server = xstrdup("http://localhost");
+	svc->engine_uris = xstrdup("qemu+tcp://a/system\nqemu+tcp://b/system");
+	struct loaded l;
+	T_CHECK(load_fixture("vm-halted.json", svc, &l) == 0);
+	const struct diag_finding *f = diag_find(l.diag, "vm-halted");
+	T_CHECK(f && strcmp(f->cmd, "kvcon -c 'qemu+tcp://a/system' -c 'qemu+tcp://b/system' -n default engine start testvm") == 0);
+	struct buf b;
+	buf_init(&b);
+	diag_format_text(l.diag, l.chain, &b);
+	T_CHECK(strstr(b.data, "VirtualMachine default/testvm (engine myhost)") != NULL);
+	T_CHECK(strstr(b.data, "virtctl") == NULL && strstr(b.data, "kubectl") == NULL);
+	buf_free(&b);
+	unload(&l);
+	T_CHECK(load_fixture("launcher-crashloop.json", svc, &l) == 0);
+	buf_init(&b);
+	diag_format_text(l.diag, l.chain, &b);
+	T_CHECK(strstr(b.data, "launcher  ") != NULL && strstr(b.data, " process virt-launcher-") != NULL);
+	for (size_t i = 0; i < l.diag->nfindings; i++)
+		T_CHECK(strstr(l.diag->findings[i].cmd, "kubectl") == NULL && strstr(l.diag->findings[i].cmd, "virtctl") == NULL);
+	buf_free(&b);
 	unload(&l);
 }
 
@@ -436,6 +470,7 @@ int main(void)
 {
 	src = source_new(SOURCE_KUBE, "test");
 	engine_src = source_new(SOURCE_ENGINE, "host");
+	engine_src->engine = true;
 	test_all_fixtures();
 	test_rule_coverage();
 	test_rules_documented();
@@ -443,6 +478,7 @@ int main(void)
 	test_halted_text();
 	test_start_failure_retry();
 	test_engine_commands();
+	test_engine_service_commands();
 	test_escaping();
 	test_chain_scale();
 	test_parse_ref();

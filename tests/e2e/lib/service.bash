@@ -17,5 +17,13 @@ svc_stop_all() {
         done
         kill -9 "$p" 2>/dev/null || true
     done < <(find "$@" -name 'engine-*.sock.pid' 2>/dev/null)
+    # a service stopped while libvirt probed QEMU's capabilities (a cold root's first open) leaves the probe's
+    # QEMU behind, daemonized: its pid file is under the root's lib/qemu/qmp-*/
+    while IFS= read -r f; do
+        p=$(cat "$f" 2>/dev/null) || continue
+        [[ $p =~ ^[0-9]+$ ]] || continue
+        { tr '\0' ' ' <"/proc/$p/cmdline"; } 2>/dev/null | grep -q -- "-qmp unix:${f%/qmp.pid}/" || continue
+        kill -9 "$p" 2>/dev/null || true
+    done < <(find "$@" -path '*/qmp-*/qmp.pid' 2>/dev/null)
     return 0
 }
