@@ -646,8 +646,10 @@ static char *engine_watch_socket(int *rc)
 	bool required = opts_global()->nuris > 0 || opts_global()->engine_only || !session_kubeconfig_present();
 	char *e = util_escape_display(err ? err : "it did not answer");
 	if (required) {
-		/* its own words when it names the service already ("the engine service could not start: ...") */
-		log_eprintf("error: %s%s\n", util_has_prefix(e, "the engine service") ? "" : "the engine service: ", e);
+		/* `engine get`, and a message that names the service already ("the engine service could not start:
+		 * ..."): its own words, as every engine verb says them */
+		bool plain = opts_global()->engine_only || util_has_prefix(e, "the engine service");
+		log_eprintf("error: %s%s\n", plain ? "" : "the engine service: ", e);
 		*rc = EXIT_API;
 	} else {
 		log_eprintf("warning: the engine's objects are not watched: %s\n", e);
