@@ -18,7 +18,8 @@ unset KVCON_ENGINE_URI LIBVIRT_DEFAULT_URI KVCON_ENGINE_SERVICE
 SRV=
 WATCHERS=()
 cleanup() {
-	for p in "${WATCHERS[@]}"; do kill "$p" 2>/dev/null; done
+	# each watcher is a backgrounded function (a subshell): its kvcon child first, or it outlives the test
+	for p in "${WATCHERS[@]}"; do pkill -P "$p" 2>/dev/null; kill "$p" 2>/dev/null; done
 	if [ -n "$SRV" ] && kill -TERM "$SRV" 2>/dev/null; then wait "$SRV" 2>/dev/null; fi
 	for f in "$W"/state/kvcon/engine/run/qemu/*.pid; do
 		[ -f "$f" ] && kill -9 "$(cat "$f")" 2>/dev/null
