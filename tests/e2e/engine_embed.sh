@@ -6,19 +6,19 @@
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/engine-lib.bash"
-# the engine in-process on purpose (`engine reconcile` watches the crash): no service on demand
-export KVCON_ENGINE_SERVICE=off
+# through the engine service started on demand (the default); its cleanup stops it
 
 engine_embed_up kve
 
-# a crash: QEMU killed by a signal while kvcon watches (libvirt reports STOPPED/FAILED)
+# a crash: QEMU killed by a signal while kvcon watches (libvirt reports STOPPED/FAILED; the service reconciles)
 crash_vm() {
     local pid
     pid=$(rec_exec "$1" pid)
     [[ $pid -gt 0 ]] || fail "no QEMU pid recorded for $1"
     "$KV" -c "$URI" engine reconcile --for 90 >"$ENGINE_T/reconcile.log" 2>"$ENGINE_T/reconcile.err" &
     local bg=$!
-    wait_eq 30 "engine ready" head -n1 "$ENGINE_T/reconcile.log" || fail "reconcile did not start"
+    wait_eq 30 "engine ready (the engine service reconciles these hosts)" head -n1 "$ENGINE_T/reconcile.log" ||
+        fail "reconcile did not start"
     kill -9 "$pid"
     local until=$(($(date +%s) + 60))
     while [[ $(rec_exec "$1" uid) == "$2" || $(rec_exec "$1" phase) != Running ]] && (($(date +%s) < until)); do
