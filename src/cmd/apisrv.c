@@ -3708,6 +3708,12 @@ int engine_serve_cmd(int argc, char **argv)
 	S.idle_exit = idle;
 	S.busy_ms = util_now_ms();
 	session_route(false); /* the service opens the engine itself, whoever else serves */
+	{ /* who holds each host's lock (engine.c): a second service for one of these hosts names this one */
+		char *ls = sock ? xstrdup(sock) : default_socket(), *label = xasprintf("engine serve on %s", ls);
+		engine_set_owner(label);
+		free(label);
+		free(ls);
+	}
 	rc = engine_cli_open();
 	if (rc)
 		return rc;

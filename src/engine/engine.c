@@ -12,6 +12,7 @@
 #include <time.h>
 #include <libvirt/libvirt.h>
 #include <netinet/in.h>
+#include <sys/file.h>
 #include <sys/socket.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -65,6 +66,7 @@ struct ehost {
 	bool up, synced, loaded;
 	char *accel, *error;
 	char *records_dir;
+	int owner_fd;   /* the flock on the host's service.lock: one engine process per host (-1: none held) */
 	char **bad;     /* unreadable records: "FILE: reason", kept on disk untouched, reported (engine_problems) */
 	char **bad_uid; /* the VM row each one shows as */
 	int nbad;
@@ -2093,6 +2095,50 @@ static void set_health(struct ehost *eh, enum watch_state st, const char *msg)
 		source_set_health(eh->src, (enum obj_kind)k, st, msg);
 }
 
+static char *owner_label;
+
+void engine_set_owner(const char *label)
+{
+	free(owner_label);
+	owner_label = label ? xstrdup(label) : NULL;
+}
+
+/* Takes the host's service.lock (an flock held for the process's life, released by the kernel when it dies)
+ * and writes who holds it: NULL, or why not (caller frees): another engine process holds the host. */
+static char *own_host(struct ehost *eh, const char *dd, const char *hk)
+{
+	if (eh->owner_fd >= 0)
+		return NULL;
+	char *dir = xasprintf("%s/hosts/%s", dd, hk), *path = xasprintf("%s/service.lock", dir);
+	util_mkdir_p(dir, 0700);
+	char *why = NULL;
+	int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd < 0) {
+		why = xasprintf("%s: %s", path, strerror(errno));
+	} else if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+		char held[512] = "";
+		ssize_t n = pread(fd, held, sizeof held - 1, 0);
+		held[n > 0 ? n : 0] = '\0';
+		held[strcspn(held, "\n")] = '\0';
+		why = xasprintf("its VMs are managed by another kvcon engine process (%s); one engine service per host: "
+				"use that service's hosts (the same -c set), or stop it",
+				held[0] ? held : "see its lock file");
+		close(fd);
+		fd = -1;
+	} else {
+		char who[512];
+		int len = snprintf(who, sizeof who, "pid %ld, %s\n", (long)getpid(),
+				   owner_label ? owner_label : "no socket");
+		if (ftruncate(fd, 0) == 0 && pwrite(fd, who, (size_t)len, 0) != len)
+			log_warn("engine: %s: cannot write who holds it", path);
+	}
+	free(path);
+	free(dir);
+	if (fd >= 0)
+		eh->owner_fd = fd;
+	return why;
+}
+
 static void on_up(struct ehost *eh, struct host_msg *m)
 {
 	eh->up = true;
@@ -2118,6 +2164,19 @@ static void on_up(struct ehost *eh, struct host_msg *m)
 		}
 		char *dd = data_dir();
 		char *hk = host_key(eh->uri, name);
+		char *why = own_host(eh, dd, hk);
+		if (why) {
+			/* another engine process reconciles this host's records: two would start its VMs twice */
+			eh->up = false;
+			free(eh->error);
+			eh->error = xasprintf("%s: %s", eh->uri, why);
+			log_error("engine: %s", eh->error);
+			set_health(eh, WATCH_ERROR, eh->error);
+			free(why);
+			free(hk);
+			free(dd);
+			return;
+		}
 		eh->records_dir = xasprintf("%s/hosts/%s/vms", dd, hk);
 		util_mkdir_p(eh->records_dir, 0700);
 		adopt_old_records(eh, dd, name, hk);
@@ -2848,6 +2907,7 @@ struct source *engine_open(struct store *st, const char *uri, char **err)
 	struct ehost *eh = xcalloc(1, sizeof *eh);
 	eh->src = src;
 	eh->uri = u;
+	eh->owner_fd = -1;
 	hmap_init(&eh->vms);
 	src->priv = eh;
 	src->ops = &engine_ops;

@@ -71,4 +71,8 @@ char *engine_image_cache(void);
 /* The path of the current execution's serial log (the guest's bytes as QEMU wrote them), or NULL. */
 const char *engine_serial_log(struct source *src, const char *ns, const char *name);
 
+/* Who this process is, written into each host's service.lock when it takes it (one engine process per host:
+ * a second one for the same host is refused, naming the holder). NULL: "no socket". */
+void engine_set_owner(const char *label);
+
 #endif

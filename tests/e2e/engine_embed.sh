@@ -1,8 +1,9 @@
 #!/bin/bash
 # The engine on libvirt's embedded QEMU driver (kvcon's default host), real QEMU under TCG: apply a kernelBoot
 # manifest, boot marker through kvcon's console, every run strategy's reaction to a guest poweroff and to a
-# crash (QEMU killed while only the engine service runs), stop/start UIDs, kill -9 of kvcon mid-start and
-# mid-stop. Every command goes through the engine service started on demand (the default). The embedded root is private to the test; its capability cache is pre-warmed (tests/lab).
+# crash (QEMU killed while only the engine service runs), stop/start UIDs, kill -9 of the engine service mid-start
+# and mid-stop. Every command goes through the engine service started on demand (the default); its cleanup stops
+# it. The embedded root is private to the test; its capability cache is pre-warmed (tests/lab).
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/engine-lib.bash"

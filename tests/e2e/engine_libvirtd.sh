@@ -4,7 +4,8 @@
 # through kvcon's console, Always restarts after a guest poweroff, stop/start UIDs, RerunOnFailure not restarted
 # after a guest poweroff but restarted after `virsh destroy` simulating a crash, which the service sees through
 # the daemon's lifecycle events); libvirtd killed and restarted under the service: it reconnects and resyncs, the
-# execution survives, and its KubeVirt CR turns Degraded (HostNotReady) and back, each a watch event.
+# execution survives, and its KubeVirt CR turns Degraded (HostNotReady) and back, each a watch event; a second
+# service for the same host is refused (one engine process per host), naming the first.
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/engine-lib.bash"
@@ -30,6 +31,17 @@ crash_vm() { # virsh destroy behind kvcon's back while the service watches the d
 }
 
 ENGINE_SHORT=1 engine_scenario
+
+step "one engine process per host: a second service for the daemon's host is refused, naming the first"
+rc=0
+timeout 120 "$KV" -c "$URI" --log-file "$ENGINE_T/second.log" engine serve --socket "$ENGINE_T/second.sock" \
+    >"$ENGINE_T/second.out" 2>&1 || rc=$?
+cat "$ENGINE_T/second.out"
+[[ $rc == 1 ]] || fail "a second service for $URI: exit $rc"
+grep -q "managed by another kvcon engine process (pid [0-9]*, engine serve on /" "$ENGINE_T/second.out" ||
+    fail "the refusal does not name the service that holds the host"
+[[ ! -e $ENGINE_T/second.sock ]] || fail "the refused service left a socket"
+kv engine get vm alpha >/dev/null || fail "the first service stopped answering"
 
 step "a crash while no kvcon command runs: the service restarts it (Always)"
 # stop + start: Halted, then Always with a clean failure count (two quick failures in a row would back off)

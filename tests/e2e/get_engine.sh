@@ -69,7 +69,7 @@ grep -q '^stuck-launcher .* '"$ctx"'$' "$tmp/out" && grep -q '^evm .* '"$host"'$
 	fail "--watch-for rows: $(cat "$tmp/out") $(cat "$tmp/err")"
 svc_stop_all "$tmp"
 KVCON_ENGINE_SERVICE=use K get vm -w -o json -c "qemu:///embed?root=$XDG_STATE_HOME/kvcon/engine"; [ $? = 1 ] &&
-	grep -q "^error: the engine service: no engine service answers on $XDG_STATE_HOME/kvcon/engine-[0-9a-f]*\.sock .*start one with \`kvcon engine serve\`" "$tmp/err" ||
+	grep -q "^error: no engine service answers on $XDG_STATE_HOME/kvcon/engine-[0-9a-f]*\.sock .*start one with \`kvcon engine serve\`" "$tmp/err" ||
 	fail "-w -c without a service: $(cat "$tmp/err")"
 
 # 3. one VM: found where it is, ambiguous refused, --source picks

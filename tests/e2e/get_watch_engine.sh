@@ -18,7 +18,8 @@ unset KVCON_ENGINE_URI LIBVIRT_DEFAULT_URI KVCON_ENGINE_SERVICE
 SRV=
 WATCHERS=()
 cleanup() {
-	for p in "${WATCHERS[@]}"; do kill "$p" 2>/dev/null; done
+	# each watcher is a backgrounded function (a subshell): its kvcon child first, or it outlives the test
+	for p in "${WATCHERS[@]}"; do pkill -P "$p" 2>/dev/null; kill "$p" 2>/dev/null; done
 	if [ -n "$SRV" ] && kill -TERM "$SRV" 2>/dev/null; then wait "$SRV" 2>/dev/null; fi
 	for f in "$W"/state/kvcon/engine/run/qemu/*.pid; do
 		[ -f "$f" ] && kill -9 "$(cat "$f")" 2>/dev/null
@@ -48,7 +49,7 @@ step "no service (engine.service = use: never one started on demand): -w is an e
 if KVCON_ENGINE_SERVICE=use timeout 60 "$KV" -c "$URI" get vm -w >"$W/nosvc.out" 2>"$W/nosvc.err"; then
 	fail "get vm -w without a service exited 0: $(cat "$W/nosvc.out")"
 fi
-grep -q "^error: watching the engine's objects needs its service and none answers on $XDG_RUNTIME_DIR/kvcon/engine-" \
+grep -q "^error: no engine service answers on $XDG_RUNTIME_DIR/kvcon/engine-" \
 	"$W/nosvc.err" || fail "no service: $(cat "$W/nosvc.err")"
 
 step "the service holds the root, on its well-known socket"
