@@ -441,6 +441,11 @@ static const char *start_failed(const struct session *s, const struct vmi *v, co
 	if (k == sizeof failing / sizeof failing[0])
 		return NULL;
 	snprintf(buf, len, "%s", vm->printable_status);
+	/* the VM's status may come before its launcher's (the watches are separate): the launcher's reason and
+	 * message are waited for up to 2 s, then the status alone is the answer */
+	static uint64_t first_seen;
+	if (first_seen == 0)
+		first_seen = util_now_ms();
 	size_t n = 0;
 	struct obj *const *pods = store_objs(s->st, s->src, OBJ_POD, &n);
 	for (size_t i = 0; i < n; i++) {
@@ -451,12 +456,17 @@ static const char *start_failed(const struct session *s, const struct vmi *v, co
 			const struct container_status *cs = &p->containers[c];
 			if (cs->message && cs->reason && strcmp(cs->reason, "ContainerCreating") != 0 &&
 			    !util_str_eq(cs->state, "running")) {
-				snprintf(buf, len, "%s: %s", cs->reason, cs->message);
+				/* a pull that failed is ErrImagePull, whatever back-off the VM is in already */
+				if (strcmp(cs->reason, "ImagePullBackOff") == 0)
+					snprintf(buf, len, "ErrImagePull: %s (ImagePullBackOff: retried later)",
+						 cs->message);
+				else
+					snprintf(buf, len, "%s: %s", cs->reason, cs->message);
 				return buf;
 			}
 		}
 	}
-	return buf;
+	return util_now_ms() - first_seen >= 2000 ? buf : NULL;
 }
 
 /* Has the action's effect shown in the store? 1 yes, 0 not yet, -1 it failed (reason in *why). */
