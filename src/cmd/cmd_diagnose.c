@@ -441,6 +441,11 @@ static const char *start_failed(const struct session *s, const struct vmi *v, co
 	if (k == sizeof failing / sizeof failing[0])
 		return NULL;
 	snprintf(buf, len, "%s", vm->printable_status);
+	/* the VM's status may come before its launcher's (the watches are separate): the launcher's reason and
+	 * message are waited for up to 2 s, then the status alone is the answer */
+	static uint64_t first_seen;
+	if (first_seen == 0)
+		first_seen = util_now_ms();
 	size_t n = 0;
 	struct obj *const *pods = store_objs(s->st, s->src, OBJ_POD, &n);
 	for (size_t i = 0; i < n; i++) {
@@ -451,13 +456,20 @@ static const char *start_failed(const struct session *s, const struct vmi *v, co
 			const struct container_status *cs = &p->containers[c];
 			if (cs->message && cs->reason && strcmp(cs->reason, "ContainerCreating") != 0 &&
 			    !util_str_eq(cs->state, "running")) {
-				snprintf(buf, len, "%s: %s", cs->reason, cs->message);
+				/* a pull that failed is ErrImagePull, whatever back-off the VM is in already */
+				if (strcmp(cs->reason, "ImagePullBackOff") == 0)
+					snprintf(buf, len, "ErrImagePull: %s (ImagePullBackOff: retried later)",
+						 cs->message);
+				else
+					snprintf(buf, len, "%s: %s", cs->reason, cs->message);
 				return buf;
 			}
 		}
 	}
-	/* no launcher says why (none yet, or already gone): the VM's own Failure condition (the engine's
-	 * FailedCreate, with what to fix), else the status alone */
+	if (util_now_ms() - first_seen < 2000)
+		return NULL;
+	/* no launcher says why (none, or already gone): the VM's own Failure condition (the engine's FailedCreate,
+	 * with what to fix), else the status alone */
 	for (int c = 0; c < vm->nconds; c++)
 		if (util_str_eq(vm->conds[c].type, "Failure") && util_str_eq(vm->conds[c].status, "True") &&
 		    vm->conds[c].message && *vm->conds[c].message) {

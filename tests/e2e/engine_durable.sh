@@ -112,7 +112,7 @@ cp "$f" "$ENGINE_T/bad.json"
 rc=0
 kv engine get vm >"$ENGINE_T/get.out" 2>"$ENGINE_T/get.err" || rc=$?
 cat "$ENGINE_T/get.out" "$ENGINE_T/get.err"
-grep -q "^warning: default/bad: .*default_bad.json" "$ENGINE_T/get.err" || fail "get does not name the unreadable record on stderr"
+grep -q "^warning: .*default_bad.json" "$ENGINE_T/get.err" || fail "get does not name the unreadable record on stderr"
 grep -E "^bad .*RecordUnreadable" "$ENGINE_T/get.out" || fail "get shows no RecordUnreadable row"
 rc=0
 "$KV" -c "$URI" get vm >"$ENGINE_T/kget.out" 2>"$ENGINE_T/kget.err" || rc=$?

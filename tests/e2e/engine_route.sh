@@ -148,7 +148,7 @@ SRV=
 rc=0
 KVCON_ENGINE_SERVICE=use kvc engine get vm >"$W/stale.out" 2>"$W/stale.err" || rc=$?
 [ "$rc" = 1 ] || fail "get with a stale socket: exit $rc: $(cat "$W/stale.out" "$W/stale.err")"
-grep -q "^error: no engine service answers on $sock .*kvcon engine serve" "$W/stale.err" ||
+grep -Eq "^error: (the engine service: )?no engine service answers on $sock .*kvcon engine serve" "$W/stale.err" ||
 	fail "get with a stale socket: $(cat "$W/stale.err")"
 [ -z "$(pgrep -f "engine serve --socket $sock")" ] || fail "a service started with engine.service = use"
 
