@@ -10,12 +10,7 @@
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/migrate-lib.bash"
-mig_setup
-export HOME=$MT/home XDG_RUNTIME_DIR=$MT/run
-mkdir -p "$HOME" "$XDG_RUNTIME_DIR"
-chmod 0700 "$XDG_RUNTIME_DIR"
-SRV=
-trap 'r=$?; [[ -z $SRV ]] || { kill -TERM $SRV; wait $SRV; } 2>/dev/null || true; set +e; (exit $r); mig_cleanup' EXIT
+mig_service_setup TERM
 
 step "vm1 and vm2 running on $HA; a service holds both hosts"
 "$KV" engine serve >"$MT/serve.out" 2>"$MT/serve.err" &

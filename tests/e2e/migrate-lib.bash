@@ -75,3 +75,29 @@ wait_for() { # wait_for SECONDS CMD... (until CMD succeeds)
         sleep 0.2
     done
 }
+
+# mig_service_setup [SIGNAL]: mig_setup for a test that runs its own `kvcon engine serve` (SRV, its socket SOCK):
+# HOME and XDG_RUNTIME_DIR of the test's own (0700), an EXIT trap that ends the service (SIGNAL, default TERM)
+# before mig_cleanup; srv_up starts it (up to 120 s for "engine serving"), srv_kill kills it -9.
+mig_service_setup() {
+    MIG_SRV_SIGNAL=${1:-TERM}
+    mig_setup
+    export HOME=$MT/home XDG_RUNTIME_DIR=$MT/run
+    mkdir -p "$HOME" "$XDG_RUNTIME_DIR"
+    chmod 0700 "$XDG_RUNTIME_DIR"
+    SRV=
+    SOCK=
+    trap 'r=$?; [[ -z $SRV ]] || { kill -$MIG_SRV_SIGNAL $SRV; wait $SRV; } 2>/dev/null || true; set +e; (exit $r); mig_cleanup' EXIT
+}
+srv_up() {
+    local deadline=$((SECONDS + 120))
+    : >"$MT/serve.out"
+    "$KV" --log-file "$MT/srv.log" engine serve >"$MT/serve.out" 2>"$MT/serve.err" &
+    SRV=$!
+    until grep -q '^engine serving' "$MT/serve.out"; do
+        ((SECONDS < deadline)) && kill -0 $SRV 2>/dev/null || fail "engine serve did not start: $(cat "$MT/serve.err")"
+        sleep 0.05
+    done
+    SOCK=$(sed -n 's/^socket: //p' "$MT/serve.out")
+}
+srv_kill() { kill -9 "$SRV" 2>/dev/null || true; wait "$SRV" 2>/dev/null || true; SRV=; }

@@ -9,25 +9,8 @@ set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/migrate-lib.bash"
 export KVCON_ENGINE_SERVICE=use # the test's own service only (it stops and starts it)
-mig_setup
-export HOME=$MT/home XDG_RUNTIME_DIR=$MT/run
-mkdir -p "$HOME" "$XDG_RUNTIME_DIR"
-chmod 0700 "$XDG_RUNTIME_DIR"
-SRV=
-trap 'r=$?; [[ -z $SRV ]] || { kill -TERM $SRV; wait $SRV; } 2>/dev/null || true; set +e; (exit $r); mig_cleanup' EXIT
+mig_service_setup TERM
 
-SOCK=
-srv_up() {
-    local deadline=$((SECONDS + 120))
-    : >"$MT/serve.out"
-    "$KV" --log-file "$MT/srv.log" engine serve >"$MT/serve.out" 2>"$MT/serve.err" &
-    SRV=$!
-    until grep -q '^engine serving' "$MT/serve.out"; do
-        ((SECONDS < deadline)) && kill -0 $SRV 2>/dev/null || fail "engine serve did not start: $(cat "$MT/serve.err")"
-        sleep 0.05
-    done
-    SOCK=$(sed -n 's/^socket: //p' "$MT/serve.out")
-}
 srv_stop() { kill -TERM "$SRV" 2>/dev/null || true; wait "$SRV" 2>/dev/null || true; SRV=; }
 api() { curl -s --max-time 20 --unix-socket "$SOCK" "$@"; }
 vmi() { api http://engine/apis/kubevirt.io/v1/namespaces/default/virtualmachineinstances/vm1 | jq -r "$1"; }

@@ -15,12 +15,7 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/migrate-lib.bash"
 # the test starts its own service (and kills it): no command of its own may start one on demand
 export KVCON_ENGINE_SERVICE=use
-mig_setup
-export HOME=$MT/home XDG_RUNTIME_DIR=$MT/run
-mkdir -p "$HOME" "$XDG_RUNTIME_DIR"
-chmod 0700 "$XDG_RUNTIME_DIR"
-SRV=
-trap 'r=$?; [[ -z $SRV ]] || { kill -9 $SRV; wait $SRV; } 2>/dev/null || true; set +e; (exit $r); mig_cleanup' EXIT
+mig_service_setup 9
 
 SEED=${CHAOS_SEED:-$(($(date +%s) % 32768))}
 TRIALS=${CHAOS_OFF_TRIALS:-6}
@@ -28,19 +23,6 @@ SPAN=${CHAOS_OFF_SPAN:-150}
 RANDOM=$SEED
 echo "offline: CHAOS_SEED=$SEED CHAOS_OFF_TRIALS=$TRIALS (replay: CHAOS_SEED=$SEED E2E_FILTER=migrate_offline make e2e)"
 
-SOCK=
-srv_up() {
-    local deadline=$((SECONDS + 120))
-    : >"$MT/serve.out"
-    "$KV" --log-file "$MT/srv.log" engine serve >"$MT/serve.out" 2>"$MT/serve.err" &
-    SRV=$!
-    until grep -q '^engine serving' "$MT/serve.out"; do
-        ((SECONDS < deadline)) && kill -0 $SRV 2>/dev/null || fail "engine serve did not start: $(cat "$MT/serve.err")"
-        sleep 0.05
-    done
-    SOCK=$(sed -n 's/^socket: //p' "$MT/serve.out")
-}
-srv_kill() { kill -9 "$SRV" 2>/dev/null || true; wait "$SRV" 2>/dev/null || true; SRV=; }
 api() { curl -s --max-time 20 --unix-socket "$SOCK" "$@"; }
 RECS=$XDG_STATE_HOME/kvcon/engine-data/hosts
 records() { # the hosts holding vm0's record
