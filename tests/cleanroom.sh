@@ -71,11 +71,15 @@ log "root: $R (commit $commit)"
 # ------------------------------------------------------------------ clean-up
 # pids of every process in the clean room's pid namespace but its pid 1
 room_pids() {
-    local ns p
+    local ns p st
     ns=$(readlink "/proc/$HOLDER/ns/pid" 2>/dev/null) || return 0
     for p in /proc/[0-9]*; do
         [[ ${p#/proc/} != "$HOLDER" ]] || continue
-        [[ $(readlink "$p/ns/pid" 2>/dev/null) == "$ns" ]] && echo "${p#/proc/}"
+        [[ $(readlink "$p/ns/pid" 2>/dev/null) == "$ns" ]] || continue
+        # a zombie has ended already; the holder (pid 1 of the room) reaps it within 0.5 s
+        st=$(cat "$p/stat" 2>/dev/null) || continue
+        st=${st##*) }
+        [[ ${st%% *} != Z ]] && echo "${p#/proc/}"
     done
     return 0
 }
@@ -332,7 +336,11 @@ timeout -k 30 "$T_CHECK" nsenter -t "$HOLDER" -m -p -- chroot "$R" /usr/bin/env 
     /bin/bash -c 'cd /root/kvcon && make check' </dev/null >"$W/make-check.out" 2>&1 || rc=$?
 phase "make check" "$(secs "$t" "$(now)")"
 # no test may leave a process behind (tests/run-e2e.sh fails the test that does; this is the room's own count)
-left=$(room_pids)
+for ((i = 0; i < 50; i++)); do # what the last test ended is given up to 5 s to be gone
+    left=$(room_pids)
+    [[ -z $left ]] && break
+    sleep 0.1
+done
 if [[ -n $left ]]; then
     for p in $left; do log "left after make check: $p $(tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null | head -c 200)"; done
     rc=1

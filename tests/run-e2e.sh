@@ -36,10 +36,13 @@ ours() { # PID LOG: an `engine serve` of this run, or a QEMU of a removed /tmp d
 }
 pids_now() { ls /proc | grep -E '^[0-9]+$' | sort; }
 leftovers() { # BEFORE-LIST LOG: the pids started since that are ours
-	local p
-	for p in $(comm -13 "$1" <(pids_now)); do
+	local p now
+	now=$(mktemp)
+	pids_now >"$now"
+	for p in $(comm -13 "$1" "$now"); do
 		ours "$p" "$2" && echo "$p"
 	done
+	rm -f "$now"
 }
 for t in tests/e2e/*.sh tests/lab/selftest.sh; do
 	[ -f "$t" ] || continue
