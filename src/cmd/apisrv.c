@@ -2771,6 +2771,9 @@ static void ws_upgraded(void *cls, struct MHD_Connection *c, void *con_cls, cons
 		w->waiting_peer = ok;
 	} else
 		ok = (w->con = engine_console_open(pd->src, pd->ns, pd->name, ws_console_data, w, &err)) != NULL;
+	if (!ok) /* the client says it too (kvcon console: at once); the service's log keeps which and why */
+		log_info("engine serve: %s %s/%s refused: %s", w->vnc ? "display" : "console", pd->ns, pd->name,
+			 err ? err : "no console");
 	free(pd);
 	if (!ok) {
 		wsframe_encode_close(&w->out, NULL, WS_CLOSE_GOING_AWAY, err ? err : "no console");
