@@ -127,6 +127,7 @@ struct watcher {
 	bool bookmarks, table, suspended, ended, sent_columns;
 	uint64_t deadline_ms, next_bookmark_ms;
 	struct buf out;
+	struct loop_fd *gone; /* while suspended: the client's socket, to notice that it left */
 	struct watcher *next;
 };
 
@@ -1465,6 +1466,8 @@ static void watcher_bookmark(struct watcher *w)
 
 static void wake(struct watcher *w)
 {
+	loop_fd_remove(w->gone);
+	w->gone = NULL;
 	if (w->suspended) {
 		w->suspended = false;
 		MHD_resume_connection(w->c);
@@ -1475,6 +1478,25 @@ static void wake_watchers(void)
 {
 	for (struct watcher *w = S.watchers; w; w = w->next)
 		wake(w);
+}
+
+/* A suspended watch's socket turned readable: a client that left (EOF) ends the watch now, not at the next
+ * event or bookmark written to it. Departed clients (every kvcon command lists and watches) otherwise pile up to
+ * the connection limit, and new connections, a console's too, wait in the listen queue meanwhile. */
+static void watch_peer(int fd, short revents, void *arg)
+{
+	struct watcher *w = arg;
+	char b;
+	ssize_t n = recv(fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
+	if (n > 0 && !(revents & (POLLHUP | POLLERR))) { /* bytes from the client (pipelined): MHD reads them */
+		loop_fd_remove(w->gone);
+		w->gone = NULL;
+		return;
+	}
+	if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) && !(revents & (POLLHUP | POLLERR)))
+		return;
+	w->ended = true;
+	wake(w);
 }
 
 static ssize_t watch_read(void *cls, uint64_t pos, char *out, size_t max)
@@ -1496,6 +1518,9 @@ static ssize_t watch_read(void *cls, uint64_t pos, char *out, size_t max)
 			return MHD_CONTENT_READER_END_OF_STREAM;
 		w->suspended = true;
 		MHD_suspend_connection(w->c);
+		const union MHD_ConnectionInfo *ci = MHD_get_connection_info(w->c, MHD_CONNECTION_INFO_CONNECTION_FD);
+		if (ci && ci->connect_fd != MHD_INVALID_SOCKET && w->gone == NULL)
+			w->gone = loop_fd_add(ci->connect_fd, POLLIN, watch_peer, w);
 		return 0;
 	}
 	size_t n = w->out.len < max ? w->out.len : max;
@@ -1507,6 +1532,7 @@ static ssize_t watch_read(void *cls, uint64_t pos, char *out, size_t max)
 static void watch_free(void *cls)
 {
 	struct watcher *w = cls;
+	loop_fd_remove(w->gone);
 	for (struct watcher **p = &S.watchers; *p; p = &(*p)->next)
 		if (*p == w) {
 			*p = w->next;
@@ -2749,6 +2775,9 @@ static void ws_upgraded(void *cls, struct MHD_Connection *c, void *con_cls, cons
 		w->waiting_peer = ok;
 	} else
 		ok = (w->con = engine_console_open(pd->src, pd->ns, pd->name, ws_console_data, w, &err)) != NULL;
+	if (!ok) /* the client says it too (kvcon console: at once); the service's log keeps which and why */
+		log_info("engine serve: %s %s/%s refused: %s", w->vnc ? "display" : "console", pd->ns, pd->name,
+			 err ? err : "no console");
 	free(pd);
 	if (!ok) {
 		wsframe_encode_close(&w->out, NULL, WS_CLOSE_GOING_AWAY, err ? err : "no console");

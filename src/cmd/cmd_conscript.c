@@ -117,8 +117,15 @@ static void on_ws_state(struct stream *st, enum stream_state state, void *arg)
 	if (state == STREAM_OPEN)
 		run_steps(); /* a --send waits for the connection */
 	if (state == STREAM_CLOSED) {
-		if (stream_end(st) == STREAM_END_REFUSED || stream_end(st) == STREAM_END_ERROR) {
-			char *e = util_escape_display(stream_reason(st) ? stream_reason(st) : stream_end_name(stream_end(st)));
+		/* refused, broken, or closed by the server while a step still waits (the execution ended, the service
+		 * went away): said at once, never a silent wait until --timeout */
+		if (stream_end(st) == STREAM_END_REFUSED || stream_end(st) == STREAM_END_ERROR ||
+		    (stream_end(st) == STREAM_END_REMOTE && K.cur < K.nsteps)) {
+			const char *why = stream_reason(st) && *stream_reason(st) ? stream_reason(st)
+										: stream_end_name(stream_end(st));
+			if (stream_end(st) == STREAM_END_REMOTE && !(stream_reason(st) && *stream_reason(st)))
+				why = "the console closed before the expected output";
+			char *e = util_escape_display(why);
 			char *n = util_escape_display(K.name);
 			log_eprintf("\nkvcon: console %s: %s\n", n, e);
 			free(n);

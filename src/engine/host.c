@@ -40,7 +40,9 @@ struct console {
 	struct host *h;
 	char *dom;
 	virStreamPtr st;
-	atomic_bool dead; /* set by the event thread on EOF/error; freed by the worker */
+	unsigned int dom_id;  /* virDomainGetID: the QEMU run this stream reads (a restart gets a new one) */
+	atomic_bool dead;     /* set by the event thread on EOF/error, or by the worker when the run is gone */
+	atomic_bool released; /* libvirt let go of the event callback: nothing calls console_event any more */
 	struct console *next;
 };
 
@@ -299,11 +301,18 @@ static void console_event(virStreamPtr st, int events, void *opaque)
 	}
 }
 
+/* libvirt's free callback for the stream's event callback: called once no dispatch can reach console_event */
+static void console_released(void *opaque)
+{
+	struct console *c = opaque;
+	atomic_store(&c->released, true);
+}
+
 static void console_reap(struct host *h)
 {
 	for (struct console **pp = &h->consoles; *pp;) {
 		struct console *c = *pp;
-		if (atomic_load(&c->dead)) {
+		if (atomic_load(&c->dead) && atomic_load(&c->released)) {
 			*pp = c->next;
 			virStreamAbort(c->st);
 			virStreamFree(c->st);
@@ -318,15 +327,26 @@ static struct console *console_find(struct host *h, const char *dom)
 {
 	console_reap(h);
 	for (struct console *c = h->consoles; c; c = c->next)
-		if (strcmp(c->dom, dom) == 0)
+		if (!atomic_load(&c->dead) && strcmp(c->dom, dom) == 0)
 			return c;
 	return NULL;
 }
 
+/* Attaches to the console of dom's current QEMU run. A stream of an earlier run of the same domain whose end
+ * the event thread has not reported yet (a restart right after a crash or a poweroff) is retired first: it
+ * must never pass for the new run's, or the new run's output reaches no one. */
 static int console_attach(struct host *h, virDomainPtr dom, const char *name, char **err)
 {
-	if (console_find(h, name))
+	unsigned int id = virDomainGetID(dom);
+	struct console *old = console_find(h, name);
+	if (old && old->dom_id == id)
 		return 0;
+	if (old) {
+		log_info("engine: console %s: the stream of an earlier run (id %u, now %u) retired", name, old->dom_id,
+			 id);
+		virStreamEventRemoveCallback(old->st);
+		atomic_store(&old->dead, true);
+	}
 	virStreamPtr st = virStreamNew(h->conn, VIR_STREAM_NONBLOCK);
 	if (st == NULL) {
 		*err = lv_error("console stream");
@@ -341,9 +361,10 @@ static int console_attach(struct host *h, virDomainPtr dom, const char *name, ch
 	c->h = h;
 	c->dom = xstrdup(name);
 	c->st = st;
+	c->dom_id = id;
 	if (virStreamEventAddCallback(st, VIR_STREAM_EVENT_READABLE | VIR_STREAM_EVENT_ERROR |
 						  VIR_STREAM_EVENT_HANGUP,
-				      console_event, c, NULL) < 0) {
+				      console_event, c, console_released) < 0) {
 		*err = lv_error("console events");
 		virStreamAbort(st);
 		virStreamFree(st);

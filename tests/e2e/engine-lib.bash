@@ -234,6 +234,14 @@ engine_scenario() {
     [[ $out == *ShutdownByGuest* && $out == *Restarted* ]] || fail "no ShutdownByGuest/Restarted events: $out"
     marker alpha
 
+    step "a console held open across an Always restart sees the new execution boot (the service's console follows it)"
+    kv engine console alpha --expect KVCON-GUEST-READY --send 'poweroff -f' --expect KVCON-GUEST-READY --timeout 120 \
+        >"$ENGINE_T/across-alpha.log" 2>&1 || { cat "$ENGINE_T/across-alpha.log"; fail "no boot marker of the next execution on a console opened before the restart"; }
+    wait_eq 60 Running vmi_phase alpha || fail "alpha not Running after the restart seen on the console"
+    out=$(vmi_uid alpha)
+    [[ -n $out && $out != "$u2" ]] || fail "the console's second marker came from the same execution ($u2)"
+    u2=$out
+
     step "stop -> Halted, no VMI; start -> new VMI UID, same VM UID"
     kv engine stop alpha --grace-period 0 >/dev/null || fail "stop"
     [[ $(vm_field alpha runStrategy) == Halted && $(vm_field alpha status) == Stopped ]] || fail "stop state"
