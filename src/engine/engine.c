@@ -1971,7 +1971,11 @@ static void load_record_file(struct ehost *eh, const char *dir, const char *fnam
 		evm_free(v);
 	} else {
 		v->key = xasprintf("%s/%s", v->m->ns, v->m->name);
-		if ((v->moving_to || v->moving_dir) && finish_offline_move(eh, v, path, fname)) {
+		if (hmap_get(&eh->vms, v->key)) {
+			/* held already (an offline move finished by another host's load, its target's record read
+			 * before): the VM in memory is the newer, and consoles or requests may hold it */
+			evm_free(v);
+		} else if ((v->moving_to || v->moving_dir) && finish_offline_move(eh, v, path, fname)) {
 			evm_free(v);
 		} else {
 			if (!active(v->cur)) { /* the stop was done, its record not written after it */
@@ -1979,8 +1983,7 @@ static void load_record_file(struct ehost *eh, const char *dir, const char *fnam
 				v->stop_deadline = 0;
 			}
 			v->stop_unsent = v->stopping; /* an accepted stop: sent again with what is left of its grace */
-			struct evm *old = hmap_put(&eh->vms, v->key, v);
-			evm_free(old);
+			hmap_put(&eh->vms, v->key, v);
 			publish(v);
 			for (int i = 0; i < v->nevents; i++)
 				event_obj(v, &v->events[i]);
