@@ -23,30 +23,13 @@ SPAN=${CHAOS_MIG_SPAN:-3000}
 RANDOM=$SEED
 echo "migrate: CHAOS_SEED=$SEED CHAOS_MIG_TRIALS=$TRIALS (replay: CHAOS_SEED=$SEED E2E_FILTER=engine_svc_chaos make e2e)"
 
-api() { curl -s --max-time 20 --unix-socket "$SOCK" "$@"; }
 VMIMS=http://engine/apis/kubevirt.io/v1/namespaces/default/virtualmachineinstancemigrations
 
-# QEMU processes of vm1 (both lab hosts run on this machine)
-nqemu() {
-    local p c n=0
-    for p in /proc/[0-9]*; do
-        c=$({ tr '\0' ' ' <"$p/cmdline"; } 2>/dev/null) || continue
-        [[ $c == *qemu-system* && $c == *guest=default_vm1,* && $c == *"$MT/"* ]] && n=$((n + 1))
-    done
-    echo $n
-}
 running_on() { # the hosts whose libvirtd runs vm1
     local on=""
     [[ $(dom_state "$SRC_URI" vm1) == running ]] && on="$HA"
     [[ $(dom_state "$DST_URI" vm1) == running ]] && on="$on${on:+ }$HB"
     echo "$on"
-}
-records() { # the hosts holding vm1's record
-    local f out=""
-    for f in "$XDG_STATE_HOME"/kvcon/engine-data/hosts/*/vms/default_vm1.json; do
-        [[ -e $f ]] && out="$out${out:+ }$(basename "$(dirname "$(dirname "$f")")")"
-    done
-    echo "$out"
 }
 
 # settled NAME: the verdict (prints "PHASE HOST") once the vmim is final (or, not accepted, absent: PHASE
@@ -62,13 +45,13 @@ settled() {
     [[ $ph == Succeeded || $ph == Failed || $ph == absent ]] || { echo "vmim $1 phase '$ph'"; return 1; }
     on=$(running_on)
     [[ $on == "$HA" || $on == "$HB" ]] || { echo "vm1 runs on '$on'"; return 1; }
-    n=$(nqemu)
+    n=$(nqemu vm1)
     [[ $n == 1 ]] || { echo "$n QEMU of vm1"; return 1; }
     vmi=$(api http://engine/apis/kubevirt.io/v1/namespaces/default/virtualmachineinstances/vm1) || return 1
     [[ $(jq -r '.status.phase' <<<"$vmi") == Running ]] || { echo "VMI $(jq -c .status.phase <<<"$vmi")"; return 1; }
     node=$(jq -r '.status.nodeName' <<<"$vmi")
     [[ $node == "$on" ]] || { echo "VMI on '$node', domain on '$on'"; return 1; }
-    rec=$(records)
+    rec=$(rec_hosts vm1)
     [[ $rec == "$on" ]] || { echo "record on '$rec', domain on '$on'"; return 1; }
     echo "$ph $on"
 }

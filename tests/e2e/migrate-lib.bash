@@ -101,3 +101,22 @@ srv_up() {
     SOCK=$(sed -n 's/^socket: //p' "$MT/serve.out")
 }
 srv_kill() { kill -9 "$SRV" 2>/dev/null || true; wait "$SRV" 2>/dev/null || true; SRV=; }
+# api CURL-ARGS...: a request to the service srv_up started
+api() { curl -s --max-time 20 --unix-socket "$SOCK" "$@"; }
+# rec_hosts NAME: the hosts holding NAME's record (in the order of the state directory)
+rec_hosts() {
+    local f out=""
+    for f in "$XDG_STATE_HOME"/kvcon/engine-data/hosts/*/vms/default_"$1".json; do
+        [[ -e $f ]] && out="$out${out:+ }$(basename "$(dirname "$(dirname "$f")")")"
+    done
+    echo "$out"
+}
+# nqemu NAME: the QEMU processes of NAME of this test (both lab hosts run on this machine)
+nqemu() {
+    local p c n=0
+    for p in /proc/[0-9]*; do
+        c=$({ tr '\0' ' ' <"$p/cmdline"; } 2>/dev/null) || continue
+        [[ $c == *qemu-system* && $c == *guest=default_"$1",* && $c == *"$MT/"* ]] && n=$((n + 1))
+    done
+    echo $n
+}

@@ -12,27 +12,11 @@ export KVCON_ENGINE_SERVICE=use # the test's own service only (it stops and star
 mig_service_setup TERM
 
 srv_stop() { kill -TERM "$SRV" 2>/dev/null || true; wait "$SRV" 2>/dev/null || true; SRV=; }
-api() { curl -s --max-time 20 --unix-socket "$SOCK" "$@"; }
 vmi() { api http://engine/apis/kubevirt.io/v1/namespaces/default/virtualmachineinstances/vm1 | jq -r "$1"; }
-nqemu() { # QEMU processes of vm1 (both lab hosts run on this machine)
-    local p c n=0
-    for p in /proc/[0-9]*; do
-        c=$({ tr '\0' ' ' <"$p/cmdline"; } 2>/dev/null) || continue
-        [[ $c == *qemu-system* && $c == *guest=default_vm1,* && $c == *"$MT/"* ]] && n=$((n + 1))
-    done
-    echo $n
-}
-records() {
-    local f out=""
-    for f in "$XDG_STATE_HOME"/kvcon/engine-data/hosts/*/vms/default_vm1.json; do
-        [[ -e $f ]] && out="$out${out:+ }$(basename "$(dirname "$(dirname "$f")")")"
-    done
-    echo "$out"
-}
 # adopted HOST UID: the VMI (same UID) Running on HOST, its record there only, its domain running there only
 adopted() {
     [[ $(vmi '.status.phase + " " + .status.nodeName + " " + .metadata.uid') == "Running $1 $2" ]] &&
-        [[ $(records) == "$1" ]] && echo yes
+        [[ $(rec_hosts vm1) == "$1" ]] && echo yes
 }
 # `virsh migrate` from the root namespace, as LAB.md: peer to peer, the target's address as the source reaches it
 virsh_migrate() { virsh -q -c "$1" migrate --live --p2p --persistent --undefinesource default_vm1 "$2"; }
@@ -47,24 +31,24 @@ uid=$(vmi .metadata.uid)
 
 step "virsh migrate to $HB while the service runs: the record follows the domain"
 virsh_migrate "$SRC_URI" "$DST_TCP_URI" || fail "virsh migrate"
-wait_eq 60 yes adopted "$HB" "$uid" || fail "not adopted on $HB: VMI $(vmi -c .status), records on '$(records)'"
+wait_eq 60 yes adopted "$HB" "$uid" || fail "not adopted on $HB: VMI $(vmi -c .status), records on '$(rec_hosts vm1)'"
 [[ $(dom_state "$DST_URI" vm1) == running ]] || fail "not running on $HB"
 ! virsh -q -c "$SRC_URI" dominfo default_vm1 >/dev/null 2>&1 || fail "defined again on $HA (restarted there?)"
-[[ $(nqemu) == 1 ]] || fail "$(nqemu) QEMU of vm1"
+[[ $(nqemu vm1) == 1 ]] || fail "$(nqemu vm1) QEMU of vm1"
 api 'http://engine/api/v1/namespaces/default/events' >"$MT/events.json"
 jq -e --arg h "$HB" '[.items[] | select(.reason == "Migrated" and (.message | test("found running on " + $h)))] | length >= 1' \
     "$MT/events.json" >/dev/null || fail "no Migrated event naming $HB: $(jq -c '[.items[] | [.reason, .message]]' "$MT/events.json")"
 console vm1 'echo mark=$KVMARK' 'mark=adopt42' || fail "the guest's state is lost"
 sleep 12 # past a periodic resync (10 s): nothing restarts it on $HA
-[[ $(adopted "$HB" "$uid") == yes && $(nqemu) == 1 ]] || fail "after a resync: VMI $(vmi -c .status), $(nqemu) QEMU"
+[[ $(adopted "$HB" "$uid") == yes && $(nqemu vm1) == 1 ]] || fail "after a resync: VMI $(vmi -c .status), $(nqemu vm1) QEMU"
 
 step "virsh migrate back to $HA while no service runs: a new service finds it there"
 srv_stop
 virsh_migrate "$DST_URI" "$SRC_TCP_URI" || fail "virsh migrate back"
-[[ $(records) == "$HB" ]] || fail "set-up: records on '$(records)'"
+[[ $(rec_hosts vm1) == "$HB" ]] || fail "set-up: records on '$(rec_hosts vm1)'"
 srv_up
-wait_eq 60 yes adopted "$HA" "$uid" || fail "not adopted on $HA: VMI $(vmi -c .status), records on '$(records)'"
+wait_eq 60 yes adopted "$HA" "$uid" || fail "not adopted on $HA: VMI $(vmi -c .status), records on '$(rec_hosts vm1)'"
 ! virsh -q -c "$DST_URI" dominfo default_vm1 >/dev/null 2>&1 || fail "defined again on $HB (restarted there?)"
-[[ $(nqemu) == 1 ]] || fail "$(nqemu) QEMU of vm1"
+[[ $(nqemu vm1) == 1 ]] || fail "$(nqemu vm1) QEMU of vm1"
 console vm1 'echo mark=$KVMARK' 'mark=adopt42' || fail "the guest's state is lost after the way back"
 echo PASS

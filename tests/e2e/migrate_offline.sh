@@ -23,21 +23,13 @@ SPAN=${CHAOS_OFF_SPAN:-150}
 RANDOM=$SEED
 echo "offline: CHAOS_SEED=$SEED CHAOS_OFF_TRIALS=$TRIALS (replay: CHAOS_SEED=$SEED E2E_FILTER=migrate_offline make e2e)"
 
-api() { curl -s --max-time 20 --unix-socket "$SOCK" "$@"; }
 RECS=$XDG_STATE_HOME/kvcon/engine-data/hosts
-records() { # the hosts holding vm0's record
-    local f out=""
-    for f in "$RECS"/*/vms/default_vm0.json; do
-        [[ -e $f ]] && out="$out${out:+ }$(basename "$(dirname "$(dirname "$f")")")"
-    done
-    echo "$out"
-}
 # listed HOST: the service lists vm0 once, and its record is on HOST only
 listed_on() {
     local n
     n=$(api http://engine/apis/kubevirt.io/v1/namespaces/default/virtualmachines | jq '[.items[] | select(.metadata.name == "vm0")] | length')
     [[ $n == 1 ]] || { echo "vm0 listed $n times"; return 1; }
-    [[ $(records) == "$1" ]] || { echo "record on '$(records)', wanted $1"; return 1; }
+    [[ $(rec_hosts vm0) == "$1" ]] || { echo "record on '$(rec_hosts vm0)', wanted $1"; return 1; }
 }
 on_one() { # vm0 listed once with its record on one host: that host in $MT/on
     local h
@@ -49,7 +41,7 @@ other() { [[ $1 == "$HA" ]] && echo "$HB" || echo "$HA"; }
 step "vm0 (Halted) on $HA; a service with both hosts as nodes"
 srv_up
 kv engine apply -f "$(engine_manifest "$MT/vm0.yaml" vm0 Halted 160Mi)"
-wait_for 30 bash -c "[[ \$(ls '$RECS/$HA/vms/default_vm0.json' 2>/dev/null) ]]" || fail "vm0's record not on $HA: $(records)"
+wait_for 30 bash -c "[[ \$(ls '$RECS/$HA/vms/default_vm0.json' 2>/dev/null) ]]" || fail "vm0's record not on $HA: $(rec_hosts vm0)"
 
 step "engine migrate --offline through the service: the record moves, the vmim carries the option"
 out=$(kv engine migrate vm0 --offline --to "$HB" 2>&1) || fail "offline migrate: $out"
@@ -67,7 +59,7 @@ srv_kill
 jq --arg to "$HA" --arg dir "$RECS/$HA/vms" '. + {movingTo: $to, movingDir: $dir}' "$RECS/$HB/vms/default_vm0.json" \
     >"$MT/rec.json"
 mv "$MT/rec.json" "$RECS/$HB/vms/default_vm0.json"
-[[ $(records) == "$HB" ]] || fail "set-up: $(records)"
+[[ $(rec_hosts vm0) == "$HB" ]] || fail "set-up: $(rec_hosts vm0)"
 srv_up
 wait_for 60 listed_on "$HA" || fail "the interrupted move was not finished: $(listed_on "$HA")"
 grep -q "vm0: an interrupted offline migration to $HA was finished" "$MT/srv.log" || fail "the service did not say so"
@@ -79,7 +71,7 @@ jq 'del(.movingTo, .movingDir)' "$RECS/$HA/vms/default_vm0.json" >"$RECS/$HB/vms
 jq --arg to "$HB" --arg dir "$RECS/$HB/vms" '. + {movingTo: $to, movingDir: $dir}' "$RECS/$HA/vms/default_vm0.json" \
     >"$MT/rec.json"
 mv "$MT/rec.json" "$RECS/$HA/vms/default_vm0.json"
-[[ $(records) == "$HA $HB" || $(records) == "$HB $HA" ]] || fail "set-up: $(records)"
+[[ $(rec_hosts vm0) == "$HA $HB" || $(rec_hosts vm0) == "$HB $HA" ]] || fail "set-up: $(rec_hosts vm0)"
 srv_up
 wait_for 60 listed_on "$HB" || fail "two records after the restart: $(listed_on "$HB")"
 
@@ -106,7 +98,7 @@ for ((t = 1; t <= TRIALS; t++)); do
     srv_kill
     wait $bg 2>/dev/null || true
     srv_up
-    wait_for 60 on_one || fail "trial $t (kill at $delay ms): $(listed_on "$where"); records on '$(records)'"
+    wait_for 60 on_one || fail "trial $t (kill at $delay ms): $(listed_on "$where"); records on '$(rec_hosts vm0)'"
     now=$(cat "$MT/on")
     [[ $now == "$to" ]] && moved=$((moved + 1))
     # every vmim of vm0 final, and Succeeded exactly for the moves (the first one above included)
