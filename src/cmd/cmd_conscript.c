@@ -7,7 +7,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <regex.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -173,13 +172,6 @@ static bool reacted(void)
 	return v && strcmp(v->o.uid, K.first_uid) != 0 && util_str_eq(v->phase, "Running");
 }
 
-static void on_signal(int sig, void *arg)
-{
-	(void)sig;
-	(void)arg;
-	loop_quit(130);
-}
-
 static int script(const char *ns, const char *name, int timeout_s)
 {
 	char *err = NULL;
@@ -265,12 +257,7 @@ int console_script(const char *ns, const char *name, const char *const *opt, con
 	}
 	if (rc == EXIT_OK) {
 		struct kvcon_opts *o = opts_global();
-		loop_init();
-		log_open(o->log);
-		log_set_level(o->verbose ? LOG_DEBUG : LOG_INFO);
-		log_set_stderr_level(o->verbose ? LOG_INFO : LOG_ERROR + 1);
-		loop_signal(SIGINT, on_signal, NULL);
-		loop_signal(SIGTERM, on_signal, NULL);
+		session_cli_start();
 		free(o->ns);
 		o->ns = xstrdup(ns); /* list and watch the VM's own namespace */
 		o->all_ns = false;

@@ -11,7 +11,6 @@
 #include <poll.h>
 #include <pthread.h>
 #include <regex.h>
-#include <signal.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -89,13 +88,6 @@ static bool idle(void *arg)
 	return engine_idle();
 }
 
-static void on_signal(int sig, void *arg)
-{
-	(void)sig;
-	(void)arg;
-	loop_quit(130);
-}
-
 /* ---- a verb's options, and asynchronous replies ---- */
 
 static void engine_cli_seq_free(struct cli_seq *s)
@@ -166,12 +158,7 @@ void engine_cli_reply(void *reply, int status, const char *msg)
 static int open_engine(void)
 {
 	struct kvcon_opts *o = opts_global();
-	loop_init();
-	log_open(o->log);
-	log_set_level(o->verbose ? LOG_DEBUG : LOG_INFO);
-	log_set_stderr_level(o->verbose ? LOG_INFO : LOG_ERROR + 1);
-	loop_signal(SIGINT, on_signal, NULL);
-	loop_signal(SIGTERM, on_signal, NULL);
+	session_cli_start();
 	C.st = store_new();
 	C.ns = o->ns ? o->ns : "default";
 	/* the hosts open as every verb opens them (cmd/session.c): each ready or failed before the verb runs */

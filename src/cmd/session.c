@@ -3,6 +3,7 @@
  * provider_ops. */
 #include "cmd/session.h"
 
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -158,6 +159,24 @@ struct source *session_service_source(struct store *st, const char *path, const 
 		src->engine_uris = engine_service_uris(o->uris, o->nuris);
 	}
 	return src;
+}
+
+static void on_quit_signal(int sig, void *arg)
+{
+	(void)sig;
+	(void)arg;
+	loop_quit(130);
+}
+
+void session_cli_start(void)
+{
+	struct kvcon_opts *o = opts_global();
+	loop_init();
+	log_open(o->log);
+	log_set_level(o->verbose ? LOG_DEBUG : LOG_INFO);
+	log_set_stderr_level(o->verbose ? LOG_INFO : LOG_ERROR + 1);
+	loop_signal(SIGINT, on_quit_signal, NULL);
+	loop_signal(SIGTERM, on_quit_signal, NULL);
 }
 
 /* The message of a KubeVirt CR's Degraded condition when it is True (text: the CR as JSON), else NULL. Caller

@@ -63,6 +63,9 @@ struct source *session_service_source(struct store *st, const char *path, const 
 void session_notice_once(const struct source *src);
 void session_notice_once_text(const char *host, const char *notice);
 void session_service_status(struct source *src, const char *path);
+/* A verb's start: its log (--log-file, else the state directory's; -v: debug), errors only on stderr (-v adds
+ * info), the event loop, and SIGINT or SIGTERM ending the loop with 130. */
+void session_cli_start(void);
 /* Whether session_open_engines goes through the service (default on); off only in the service itself, which
  * opens the engine in its own process. */
 void session_route(bool on);
