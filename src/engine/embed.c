@@ -1,9 +1,12 @@
 /* The embedded driver's root made ready before it is opened, and the unprivileged account QEMU runs as there. */
 #include "engine/embed.h"
 
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <grp.h>
 #include <pwd.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -363,4 +366,62 @@ int embed_prepare(const char *root, const char *spec, char **err)
 out:
 	embed_account_clear(&a);
 	return rc;
+}
+
+/* Whether process pid runs with an argument that begins with prefix. */
+static bool proc_has_arg(long pid, const char *prefix)
+{
+	char path[64];
+	snprintf(path, sizeof path, "/proc/%ld/cmdline", pid);
+	size_t len = 0;
+	char *c = util_read_file(path, &len);
+	bool found = false;
+	for (size_t i = 0; c && i < len && !found; i += strlen(c + i) + 1)
+		found = strncmp(c + i, prefix, strlen(prefix)) == 0;
+	free(c);
+	return found;
+}
+
+int embed_reap_probes(const char *root)
+{
+	char *pf = xasprintf("%s/run/qemu/driver.pid", root), *lib = xasprintf("%s/lib/qemu", root);
+	int n = 0, fd = open(pf, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+	struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET };
+	DIR *d = fd >= 0 && fcntl(fd, F_SETLK, &fl) == 0 ? opendir(lib) : NULL; /* held: a live driver's probes */
+	struct dirent *de;
+	while (d && (de = readdir(d))) {
+		if (strncmp(de->d_name, "qmp-", 4) != 0 || strchr(de->d_name, '/'))
+			continue;
+		char *dir = xasprintf("%s/%s", lib, de->d_name), *pidf = xasprintf("%s/qmp.pid", dir);
+		char *mon = xasprintf("%s/qmp.monitor", dir), *arg = xasprintf("unix:%s,", mon);
+		char *text = util_read_file(pidf, NULL);
+		long pid = text ? strtol(text, NULL, 10) : 0;
+		/* the probe's own command line names this directory's monitor: a recycled pid is left alone */
+		if (pid > 1 && proc_has_arg(pid, arg) && kill((pid_t)pid, SIGKILL) == 0) {
+			log_warn("engine: %s: ended QEMU pid %ld, a capability probe left by a kvcon killed while libvirt "
+				 "probed",
+				 root, pid);
+			n++;
+			/* dead (a zombie's command line is empty) within moments; its directory goes below */
+			for (int i = 0; i < 200 && proc_has_arg(pid, arg); i++)
+				usleep(5000);
+		}
+		if (pid <= 1 || !proc_has_arg(pid, arg)) {
+			unlink(pidf);
+			unlink(mon);
+			rmdir(dir);
+		}
+		free(text);
+		free(arg);
+		free(mon);
+		free(pidf);
+		free(dir);
+	}
+	if (d)
+		closedir(d);
+	if (fd >= 0)
+		close(fd);
+	free(lib);
+	free(pf);
+	return n;
 }

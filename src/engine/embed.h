@@ -43,6 +43,13 @@ void embed_account_clear(struct embed_account *a);
  * Idempotent and quick when nothing changed. 0, or -1 with *err (caller frees). */
 int embed_prepare(const char *root, const char *spec, char **err);
 
+/* Ends what a process killed during libvirt's QEMU capability probe left in ROOT: the probe's QEMU (daemonized,
+ * waiting on its monitor for good) and its ROOT/lib/qemu/qmp-* directory. Only while no process holds the root
+ * (libvirt's ROOT/run/qemu/driver.pid lock, tested by taking it for the scan); call it only before this process
+ * first opens ROOT, as closing the lock file drops every lock this process holds on it, libvirt's too. The number
+ * of QEMUs ended. */
+int embed_reap_probes(const char *root);
+
 /* The KVM device embed_prepare lets the account open ("/dev/kvm"; tests point it at a file of their own). */
 extern const char *embed_kvm_path;
 

@@ -897,6 +897,10 @@ static bool connect_host(struct host *h)
 		post(m);
 		return false;
 	}
+	/* libvirt's embedded driver starts once per process: before it does, what a killed kvcon left behind */
+	static atomic_bool embed_started;
+	if (h->embed_root && !atomic_exchange(&embed_started, true))
+		embed_reap_probes(h->embed_root);
 	uint64_t t0 = util_now_ms();
 	h->conn = virConnectOpen(h->uri);
 	if (h->conn == NULL) {

@@ -27,12 +27,15 @@ svc_stop_all() {
         rm -f "$f" "$f.pid" "$f.lock"
     done < <(find "$@" -name engine-serve.log -exec sed -n 's/^socket: \(.*\)$/\1/p' {} + 2>/dev/null | sort -u)
     # a service stopped while libvirt probed QEMU's capabilities (a cold root's first open) leaves the probe's
-    # QEMU behind, daemonized: its pid file is under the root's lib/qemu/qmp-*/
-    while IFS= read -r f; do
-        p=$(cat "$f" 2>/dev/null) || continue
-        [[ $p =~ ^[0-9]+$ ]] || continue
-        { tr '\0' ' ' <"/proc/$p/cmdline"; } 2>/dev/null | grep -q -- "-qmp unix:${f%/qmp.pid}/" || continue
-        kill -9 "$p" 2>/dev/null || true
-    done < <(find "$@" -path '*/qmp-*/qmp.pid' 2>/dev/null)
+    # QEMU behind, daemonized (the next engine process of the root would end it: embed_reap_probes): found by
+    # its command line, whose monitor is under a root in the DIRs (its pid file may not be written yet)
+    local c d
+    for p in /proc/[0-9]*; do
+        c=$({ tr '\0' ' ' <"$p/cmdline"; } 2>/dev/null) || continue
+        [[ $c == *qemu-system*" -machine none"* ]] || continue
+        for d in "$@"; do
+            [[ $c == *" -qmp unix:$d/"*/lib/qemu/qmp-* ]] && kill -9 "${p#/proc/}" 2>/dev/null
+        done
+    done
     return 0
 }
