@@ -170,15 +170,6 @@ static int timer_cb(CURLM *multi, long timeout_ms, void *userp)
 	return 0;
 }
 
-static size_t on_probe_body(char *data, size_t size, size_t n, void *arg)
-{
-	struct buf *b = arg;
-	if (b->len + size * n > 4096)
-		return 0;
-	buf_add(b, data, size * n);
-	return size * n;
-}
-
 /* --- client ------------------------------------------------------------------------------------------ */
 
 /* Splits the server URL and, with tls-server-name, builds the URL host and the CONNECT_TO entry. */
@@ -414,50 +405,32 @@ int kube_http_setup_easy(struct kube_http *h, CURL *e, struct curl_slist **heade
 	return 0;
 }
 
-bool kube_http_unix_healthy(const char *socket_path, long timeout_ms)
-{
-	if (curl_ready() < 0)
-		return false;
-	CURL *e = curl_easy_init();
-	if (e == NULL)
-		return false;
+/* A body of at most cap bytes (a larger one fails the transfer). */
+struct capped {
 	struct buf b;
-	buf_init(&b);
-	curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(e, CURLOPT_UNIX_SOCKET_PATH, socket_path);
-	curl_easy_setopt(e, CURLOPT_URL, "http://kvcon-engine/healthz");
-	curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, timeout_ms);
-	curl_easy_setopt(e, CURLOPT_PROXY, "");
-	curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_probe_body);
-	curl_easy_setopt(e, CURLOPT_WRITEDATA, &b);
-	long status = 0;
-	bool ok = curl_easy_perform(e) == CURLE_OK && curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &status) == CURLE_OK &&
-		  status == 200;
-	curl_easy_cleanup(e);
-	buf_free(&b);
-	return ok;
-}
+	size_t cap;
+};
 
 static size_t on_get_body(char *data, size_t size, size_t n, void *arg)
 {
-	struct buf *b = arg;
-	if (b->len + size * n > (1u << 20))
+	struct capped *c = arg;
+	if (c->b.len + size * n > c->cap)
 		return 0;
-	buf_add(b, data, size * n);
+	buf_add(&c->b, data, size * n);
 	return size * n;
 }
 
-/* A GET of path on the unix socket's server (blocking; no loop needed): its body when it answers 200 within
- * timeout_ms (caller frees), else NULL. */
-char *kube_http_unix_get(const char *socket_path, const char *path, long timeout_ms)
+/* GET path on the unix socket's server: its body (caller frees) when it answers 200 within timeout_ms with at
+ * most cap bytes, else NULL. */
+static char *unix_get(const char *socket_path, const char *path, long timeout_ms, size_t cap)
 {
 	if (curl_ready() < 0)
 		return NULL;
 	CURL *e = curl_easy_init();
 	if (e == NULL)
 		return NULL;
-	struct buf b;
-	buf_init(&b);
+	struct capped c = { .cap = cap };
+	buf_init(&c.b);
 	char *url = xasprintf("http://kvcon-engine%s", path);
 	curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(e, CURLOPT_UNIX_SOCKET_PATH, socket_path);
@@ -465,18 +438,31 @@ char *kube_http_unix_get(const char *socket_path, const char *path, long timeout
 	curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, timeout_ms);
 	curl_easy_setopt(e, CURLOPT_PROXY, "");
 	curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_get_body);
-	curl_easy_setopt(e, CURLOPT_WRITEDATA, &b);
+	curl_easy_setopt(e, CURLOPT_WRITEDATA, &c);
 	long status = 0;
 	bool ok = curl_easy_perform(e) == CURLE_OK && curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &status) == CURLE_OK &&
 		  status == 200;
 	curl_easy_cleanup(e);
 	free(url);
 	if (!ok) {
-		buf_free(&b);
+		buf_free(&c.b);
 		return NULL;
 	}
-	buf_add_char(&b, 0);
-	return buf_steal(&b);
+	buf_add_char(&c.b, 0);
+	return buf_steal(&c.b);
+}
+
+bool kube_http_unix_healthy(const char *socket_path, long timeout_ms)
+{
+	char *body = unix_get(socket_path, "/healthz", timeout_ms, 4096);
+	bool ok = body != NULL;
+	free(body);
+	return ok;
+}
+
+char *kube_http_unix_get(const char *socket_path, const char *path, long timeout_ms)
+{
+	return unix_get(socket_path, path, timeout_ms, 1u << 20);
 }
 
 /* --- requests ---------------------------------------------------------------------------------------- */
