@@ -602,6 +602,9 @@ static void run_migration(struct mig_job *j, virConnectPtr dc, virDomainPtr dom,
 		d->timed_out = aborted && abort_why;
 		if (aborted && abort_why)
 			d->text = xasprintf("aborted: %s (%s)", abort_why, c.err);
+		else if (aborted && !strstr(c.err, "canceled by client"))
+			/* the abort closes the stream: libvirt may report the target's failure to load it first */
+			d->text = xasprintf("aborted on request, canceled by client (%s)", c.err);
 		else
 			d->text = c.err;
 		if (d->text != c.err)
