@@ -527,6 +527,17 @@ static void read_stats(virDomainPtr dom, unsigned int flags, struct mmsg *m)
 }
 
 /* Runs the migration; fills d (MM_DONE). */
+/* What a failed live migration says: an abort on request or by --timeout reads as one whatever libvirt said. */
+char *migrate_failure_text(bool aborted, const char *abort_why, const char *err)
+{
+	if (aborted && abort_why)
+		return xasprintf("aborted: %s (%s)", abort_why, err);
+	if (aborted && !strstr(err, "canceled by client"))
+		/* the abort closes the stream: libvirt may report the target's failure to load it first */
+		return xasprintf("aborted on request, canceled by client (%s)", err);
+	return xstrdup(err);
+}
+
 static void run_migration(struct mig_job *j, virConnectPtr dc, virDomainPtr dom, struct mmsg *d)
 {
 	struct mig_call c = { .dom = dom, .uri = j->mig_uri };
@@ -600,15 +611,8 @@ static void run_migration(struct mig_job *j, virConnectPtr dc, virDomainPtr dom,
 		d->status = -1;
 		d->aborted = aborted;
 		d->timed_out = aborted && abort_why;
-		if (aborted && abort_why)
-			d->text = xasprintf("aborted: %s (%s)", abort_why, c.err);
-		else if (aborted && !strstr(c.err, "canceled by client"))
-			/* the abort closes the stream: libvirt may report the target's failure to load it first */
-			d->text = xasprintf("aborted on request, canceled by client (%s)", c.err);
-		else
-			d->text = c.err;
-		if (d->text != c.err)
-			free(c.err);
+		d->text = migrate_failure_text(aborted, abort_why, c.err);
+		free(c.err);
 		free(abort_why);
 		return;
 	}

@@ -96,6 +96,8 @@ void migrate_publish(struct evm *v, struct vmi *vi);
 /* Removes those launchers' pods from the store (the execution is archived or the VM moves away). */
 void migrate_unpublish(struct evm *v, const struct exec *x);
 
+/* What a failed live migration says (aborted: by request, or abort_why such as a --timeout; err: libvirt's). */
+char *migrate_failure_text(bool aborted, const char *abort_why, const char *err);
 void emig_free(struct emig *m);
 json_object *emig_json(const struct emig *m);
 struct emig *emig_from(json_object *o);

@@ -1,6 +1,7 @@
 /* Unit tests of the engine's migration state: the migrationState record round trip (KubeVirt's field names, the
  * launchers an execution left behind), an unfinished migration read back as failed, the VMI's migrationState
- * as `engine get -o json` (the API's VMI, status.migrationState) prints it, and the config file's engine.host lines with their migrate-uri. */
+ * as `engine get -o json` (the API's VMI, status.migrationState) prints it, the config file's engine.host lines
+ * with their migrate-uri, and a failed migration's reason. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -120,6 +121,26 @@ static void test_state_json(void)
 	free(ms.failure_reason);
 }
 
+/* A failed live migration's reason: an abort reads as one even when libvirt reports the target's end first
+ * (CI saw "qemu unexpectedly closed the monitor ... load of migration failed" for an abort on request). */
+static void test_failure_text(void)
+{
+	const char *target = "internal error: qemu unexpectedly closed the monitor: load of migration failed";
+	char *t = migrate_failure_text(true, NULL, target);
+	T_CHECK(strstr(t, "aborted on request, canceled by client") == t);
+	T_CHECK(strstr(t, "load of migration failed") != NULL);
+	free(t);
+	t = migrate_failure_text(true, NULL, "operation aborted: job 'migration out' canceled by client");
+	T_EQ_STR(t, "operation aborted: job 'migration out' canceled by client");
+	free(t);
+	t = migrate_failure_text(true, "not completed within --timeout 5 s", "operation aborted: canceled by client");
+	T_EQ_STR(t, "aborted: not completed within --timeout 5 s (operation aborted: canceled by client)");
+	free(t);
+	t = migrate_failure_text(false, NULL, target);
+	T_EQ_STR(t, target);
+	free(t);
+}
+
 static void test_config(void)
 {
 	char dir[] = "/tmp/kvcon-mig-cfg.XXXXXX";
@@ -156,5 +177,6 @@ int main(void)
 	test_unfinished();
 	test_state_json();
 	test_config();
+	test_failure_text();
 	return T_DONE();
 }
