@@ -36,6 +36,8 @@ struct kube_src {
 	char *fallback_ns; /* for a 403 on a cluster-wide list */
 	struct kube_req *disc_req, *ver_req;
 	struct loop_timer *disc_timer;
+	struct kube_req *notice_req; /* an engine service's notices, read again (NOTICE_EVERY_MS) */
+	struct loop_timer *notice_timer;
 	int disc_failures;
 	bool discovered;
 	struct kube_act *acts;
@@ -248,14 +250,11 @@ static void start_discovery(struct kube_src *ks)
 /* --- open -------------------------------------------------------------------------------------------- */
 
 /* The engine service's notices (KVM unusable and guests under TCG, unreadable records): each node's
- * kvcon.io/notice annotation (docs/ENGINE-SERVICE.md), read once at open as the engine in-process had it from its
- * first connect: the text alone for one node, "NODE: text; ..." for several. NULL when there is none. Caller
- * frees. */
-char *kube_engine_notice(const char *sock)
+ * kvcon.io/notice annotation (docs/ENGINE-SERVICE.md) in body, the service's NodeList: the text alone for one
+ * node, "NODE: text; ..." for several. NULL when there is none (or body is not a list). Caller frees. */
+static char *engine_notice_of(const char *body)
 {
-	char *body = kube_http_unix_get(sock, "/api/v1/nodes", 3000);
 	json_object *list = body ? json_tokener_parse(body) : NULL;
-	free(body);
 	json_object *items = NULL;
 	if (list == NULL || !json_object_object_get_ex(list, "items", &items) ||
 	    !json_object_is_type(items, json_type_array)) {
@@ -286,6 +285,49 @@ char *kube_engine_notice(const char *sock)
 	}
 	buf_add(&b, "", 1);
 	return b.data;
+}
+
+/* The engine service's notices as its nodes say them now (engine_notice_of), read at open (once a boot on
+ * stderr, as the engine in-process had them from its first connect). */
+char *kube_engine_notice(const char *sock)
+{
+	char *body = kube_http_unix_get(sock, "/api/v1/nodes", 3000);
+	char *notice = engine_notice_of(body);
+	free(body);
+	return notice;
+}
+
+/* An engine source opened with live_notice (the dashboard) reads its nodes' notices again every NOTICE_EVERY_MS
+ * (the service syncs each host every 10 s): a record moved away clears the header's line, a host's new notice
+ * shows. */
+#define NOTICE_EVERY_MS 10000
+
+static void notice_read(void *arg);
+
+static void notice_done(void *arg, const struct kube_resp *resp)
+{
+	struct kube_src *ks = arg;
+	ks->notice_req = NULL;
+	if (resp->status == 200) {
+		char *notice = engine_notice_of(resp->body);
+		if (!util_str_eq(notice, ks->src->notice)) {
+			if (notice)
+				log_warn("kube: the engine service's notice: %s", notice);
+			else
+				log_info("kube: the engine service's notice is gone");
+			source_set_notice(ks->src, notice);
+		}
+		free(notice);
+	}
+	ks->notice_timer = loop_timer_add(NOTICE_EVERY_MS, notice_read, ks);
+}
+
+static void notice_read(void *arg)
+{
+	struct kube_src *ks = arg;
+	ks->notice_timer = NULL;
+	struct kube_http_req q = { .path = "/api/v1/nodes", .timeout_ms = 5000, .on_done = notice_done, .arg = ks };
+	ks->notice_req = kube_http_start(ks->http, &q);
 }
 
 struct source *kube_open_ex(struct store *st, const char *context, const struct kube_open_opts *o, char **err)
@@ -327,6 +369,8 @@ struct source *kube_open_ex(struct store *st, const char *context, const struct 
 	ks->selector = xstrdup0(o ? o->selector : NULL);
 	ks->opts.selector = NULL;
 	ks->opts.unix_socket = ks->opts.name = NULL; /* the caller's strings, used above only */
+	if (src->engine && ks->opts.live_notice)
+		ks->notice_timer = loop_timer_add(NOTICE_EVERY_MS, notice_read, ks);
 	if (g->all_ns || ks->opts.all_namespaces) {
 		ks->ns = NULL;
 		ks->fallback_ns = xstrdup(kc->ns);
@@ -767,6 +811,8 @@ static void kube_destroy(struct source *src)
 	kube_http_cancel(ks->disc_req);
 	kube_http_cancel(ks->ver_req);
 	loop_timer_cancel(ks->disc_timer);
+	kube_http_cancel(ks->notice_req);
+	loop_timer_cancel(ks->notice_timer);
 	while (ks->acts) {
 		kube_http_cancel(ks->acts->req);
 		act_free(ks->acts);

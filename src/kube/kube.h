@@ -24,6 +24,7 @@ struct kube_open_opts {
 	const char *unix_socket; /* set: the engine service on this socket (kube_config_unix) instead of a kubeconfig */
 	const char *name;     /* with unix_socket: the source's name */
 	bool all_namespaces;  /* watch every namespace whatever -n/-A say (the engine service's objects) */
+	bool live_notice;     /* with unix_socket: the nodes' notices read again every 10 s (the dashboard's header) */
 };
 
 /* Loads the kubeconfig per opts_global() (--kubeconfig, -n, -A), creates the source for context (NULL: the
@@ -45,7 +46,8 @@ char *kube_object_path(enum obj_kind kind, const char *ns, const char *name);
 
 /* The engine service's notices on socket sock: each Node's kvcon.io/notice (KVM unusable and guests under TCG,
  * TCG forced, unreadable records), the text alone for one node, "NODE: text; ..." for several; NULL when there is
- * none. Blocking (a local socket, 3 s at most). Caller frees. */
+ * none. Blocking (a local socket, 3 s at most). Caller frees. A source opened with live_notice reads them again
+ * every 10 s, without blocking. */
 char *kube_engine_notice(const char *sock);
 
 #endif

@@ -122,7 +122,9 @@ static struct source *open_service(struct store *st, char **err)
 	if (up) {
 		char hn[256] = "localhost";
 		gethostname(hn, sizeof hn - 1);
-		struct kube_open_opts ko = { .unix_socket = path, .name = hn, .all_namespaces = true };
+		struct kube_open_opts ko = {
+			.unix_socket = path, .name = hn, .all_namespaces = true, .live_notice = true
+		};
 		src = kube_open_ex(st, NULL, &ko, err);
 		if (src)
 			src->engine_uris = engine_service_uris(o->uris, o->nuris);

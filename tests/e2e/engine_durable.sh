@@ -9,7 +9,8 @@
 #     created, the previous record byte for byte intact, a new VM not listed;
 #   - a corrupt record (found by a service starting): `engine get` and `get` name the file on stderr, the
 #     service's status (its KubeVirt CR's Degraded condition) names it, a RecordUnreadable row; its QEMU keeps
-#     running (not killed, not forgotten), apply over it is refused; moved away, the next apply adopts the QEMU;
+#     running (not killed, not forgotten), apply over it is refused; the dashboard's header names it, and no
+#     longer once the file is moved away; moved away, the next apply adopts the QEMU;
 #   - a pause stored but not yet sent (the record edited as a kill would leave it) is done by the next process;
 #   - records are per embedded root: another root with the same state directory sees none of them.
 # Then Always holds on a QEMU kill (new VMI UID, Running; polled, the timing is tests/bench/engine_always.sh's).
@@ -19,7 +20,9 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 
 engine_embed_up kvdur
 MNT=""
+DASH_CLEAN=""
 cleanup() {
+    [[ -z $DASH_CLEAN ]] || tmux -L "kvdur-$$" kill-server 2>/dev/null || true
     [[ -z $MNT ]] || umount "$MNT" 2>/dev/null || true
     engine_embed_cleanup
 }
@@ -131,9 +134,29 @@ cmp "$f" "$ENGINE_T/bad.json" || fail "the unreadable record was overwritten"
 rc=0
 kv engine apply -f "$ENGINE_T/bad-Always.yaml" 2>"$ENGINE_T/apply.err" || rc=$?
 [[ $rc == 1 ]] && grep -q default_bad.json "$ENGINE_T/apply.err" || fail "apply over an unreadable record: exit $rc"
+# the dashboard on the same service: its header names the record, and drops it once the file is gone (it reads
+# the service's notices again every 10 s, as the service syncs the host)
+TM="tmux -L kvdur-$$ -f /dev/null"
+DASH_CLEAN=1
+$TM new-session -d -x 220 -y 30 -s d "env TERM=xterm-256color KVCON_LOG=$ENGINE_T/dash.log '$KV' -c '$URI'; sleep 600"
+dash_has() { $TM capture-pane -p -t d | head -5 | grep -q -- "$1"; }
+wait_dash() { # wait_dash SECONDS yes|no TEXT: polls the dashboard's header until it shows TEXT (yes) or not (no)
+    local until=$(($(date +%s) + $1))
+    while (($(date +%s) < until)); do
+        if dash_has "$3"; then [[ $2 == yes ]] && return 0; else [[ $2 == no ]] && return 0; fi
+        sleep 0.2
+    done
+    $TM capture-pane -p -t d | head -5
+    return 1
+}
+wait_dash 60 yes "1 unreadable VM record" || fail "the dashboard's header does not name the unreadable record"
+dash_has "default_bad.json" || fail "the header's notice does not name the file"
 mv "$f" "$ENGINE_T/bad.moved"
 # the running service notices the file is gone at its next sync of the host (every 10 s): the row goes
 wait_eq 30 "" vm_field bad status || fail "the unreadable row stayed after its file was moved away"
+wait_dash 30 no "unreadable VM record" || fail "the dashboard's header still names the record moved away"
+$TM kill-server 2>/dev/null || true
+DASH_CLEAN=""
 kv engine apply -f "$ENGINE_T/bad-Always.yaml" >/dev/null || fail "apply after the record was moved away"
 wait_eq 60 Running vmi_phase bad
 [[ $(pid_of bad) == "$pid" && $(qemu_count bad) == 1 ]] || fail "the running QEMU was not adopted"
