@@ -98,5 +98,9 @@ char *host_embed_root(const char *uri);
  * -accel kvm within its time budget. The verdict and its reason are cached for this boot (and this probe
  * version) in cache_file when not NULL; *why (caller frees) says what failed. */
 bool host_kvm_works(const char *cache_file, char **why);
+/* One pass of the embedded driver's QEMU reaper (a thread runs it every 20 ms once a host connects): waits for
+ * the QEMU zombies among the main thread's children (the orphans a child subreaper adopts), never for a child of
+ * another thread (libvirt's own, which it waits for). Allocation-free. */
+void host_reap_qemu_zombies(void);
 
 #endif
