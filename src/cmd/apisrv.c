@@ -2198,15 +2198,16 @@ static int vmim_store(const struct vmim *m, const char *body, char **err)
 	json_object_object_add(f, "transitions", tr);
 	char *text = jtext(f), *path = vmim_path(m);
 	json_object_put(f);
-	int rc = util_write_file_atomic(path, text, strlen(text), 0600);
+	char why[UTIL_WHY_LEN];
+	int rc = util_write_file_why(path, text, strlen(text), 0600, why);
 	if (rc < 0 && errno == ENOENT) {
 		char *d = vmim_dir();
 		util_mkdir_p(d, 0700);
 		free(d);
-		rc = util_write_file_atomic(path, text, strlen(text), 0600);
+		rc = util_write_file_why(path, text, strlen(text), 0600, why);
 	}
 	if (rc < 0)
-		*err = xasprintf("cannot store %s: %s", path, strerror(errno));
+		*err = xasprintf("cannot store %s: %s", path, why);
 	free(text);
 	free(path);
 	return rc;
@@ -2838,9 +2839,9 @@ static void nsx_save(void)
 	buf_init(&b);
 	for (size_t i = 0; i < S.nnsx; i++)
 		buf_printf(&b, "%s\n", S.nsx[i]);
-	char *p = nsx_path();
-	if (util_write_file_atomic(p, b.data ? b.data : "", b.len, 0600) < 0)
-		log_warn("engine serve: %s: %s", p, strerror(errno));
+	char *p = nsx_path(), why[UTIL_WHY_LEN];
+	if (util_write_file_why(p, b.data ? b.data : "", b.len, 0600, why) < 0)
+		log_warn("engine serve: %s: %s", p, why);
 	free(p);
 	buf_free(&b);
 }
@@ -3698,13 +3699,10 @@ static void state_free(void)
 static void write_pid(const char *sock)
 {
 	S.pid_path = xasprintf("%s.pid", sock);
-	char *tmp = xasprintf("%s.tmp", S.pid_path);
-	char text[32];
+	char text[32], why[UTIL_WHY_LEN];
 	int n = snprintf(text, sizeof text, "%ld\n", (long)getpid());
-	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	if (fd < 0 || write(fd, text, (size_t)n) != n || close(fd) < 0 || rename(tmp, S.pid_path) < 0)
-		log_info("engine serve: %s: %s", S.pid_path, strerror(errno));
-	free(tmp);
+	if (util_write_file_why(S.pid_path, text, (size_t)n, 0600, why) < 0)
+		log_info("engine serve: %s: %s", S.pid_path, why);
 }
 
 static void remove_pid(void)

@@ -312,14 +312,14 @@ static int64_t wall_ms(void)
 static int persist_err(struct evm *v, char **err)
 {
 	char *path = record_path(v);
-	char *json = record_dump(v);
-	int rc = util_write_file_atomic(path, json, strlen(json), 0600);
+	char *json = record_dump(v), why[UTIL_WHY_LEN];
+	int rc = util_write_file_why(path, json, strlen(json), 0600, why);
 	if (rc < 0 && errno == ENOENT) {
 		util_mkdir_p(v->eh->records_dir, 0700);
-		rc = util_write_file_atomic(path, json, strlen(json), 0600);
+		rc = util_write_file_why(path, json, strlen(json), 0600, why);
 	}
 	if (rc < 0)
-		*err = xasprintf("cannot store the record %s: %s", path, strerror(errno));
+		*err = xasprintf("cannot store the record %s: %s", path, why);
 	free(json);
 	free(path);
 	return rc;

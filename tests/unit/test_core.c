@@ -174,15 +174,15 @@ static void test_private_files_and_escaped_output(void)
 	struct stat st;
 	T_CHECK(stat(sub, &st) == 0 && (st.st_mode & 0777) == 0700);
 	char *f = xasprintf("%s/log", sub);
-	int fd = util_open_private(f, O_APPEND, false);
+	int fd = util_open_private(f, O_APPEND, false, NULL);
 	T_CHECK(fd >= 0 && fstat(fd, &st) == 0 && (st.st_mode & 0777) == 0600);
 	close(fd);
 	/* an existing file keeps its mode, unless tightened (kvcon's own log) */
 	chmod(f, 0644);
-	fd = util_open_private(f, O_APPEND, false);
+	fd = util_open_private(f, O_APPEND, false, NULL);
 	T_CHECK(fd >= 0 && fstat(fd, &st) == 0 && (st.st_mode & 0777) == 0644);
 	close(fd);
-	fd = util_open_private(f, O_APPEND, true);
+	fd = util_open_private(f, O_APPEND, true, NULL);
 	T_CHECK(fd >= 0 && fstat(fd, &st) == 0 && (st.st_mode & 0777) == 0600);
 	close(fd);
 	umask(0277); /* a umask that would leave the directory unusable */
