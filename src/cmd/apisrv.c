@@ -48,6 +48,7 @@
 #include "model/store.h"
 
 #define MAX_BODY (4u << 20)
+#define DOMXML_READ_MAX (1u << 20) /* a domain XML kvcon wrote: kilobytes */
 #define RING_DEFAULT 4096
 #define BOOKMARK_MS 10000
 #define KV_VERSION "v1.5.0-kvcon"
@@ -3268,9 +3269,14 @@ static enum MHD_Result vmi_domainxml(struct MHD_Connection *c, const char *ns, c
 	const char *slash = sl ? strrchr(sl, '/') : NULL;
 	if (slash == NULL)
 		return send_status(c, 404, "NotFound", R_VMI, name, "the VMI %s/%s has no current execution", ns, name);
-	char *xp = xasprintf("%.*s/domain.xml", (int)(slash - sl), sl);
+	char *xp = xasprintf("%.*s/domain.xml", (int)(slash - sl), sl), why[UTIL_WHY_LEN];
 	size_t len = 0;
-	char *xml = util_read_file(xp, &len);
+	/* the run directory is QEMU's account's: root's own file there, not a link or FIFO the account put in its
+	 * place (it would serve any of the host's files) */
+	const uid_t owners[] = { geteuid() };
+	char *xml = util_read_file_checked(xp, owners, 1, DOMXML_READ_MAX, &len, why);
+	if (xml == NULL && errno != ENOENT)
+		log_warn("engine serve: %s: %s", xp, why);
 	free(xp);
 	if (xml == NULL)
 		return send_status(c, 404, "NotFound", R_VMI, name, "the domain XML of %s/%s's execution could not be read",

@@ -478,8 +478,10 @@ char *util_read_fd(int fd, size_t max, size_t *lenp)
 			buf = xrealloc(buf, cap);
 		}
 		size_t want = cap - len - 1;
-		if (want > max + 1 - len) /* one byte past max tells a file that is too big */
-			want = max + 1 - len;
+		if (want > max - len)
+			want = max - len;
+		if (want == 0)
+			break;
 		ssize_t r = read(fd, buf + len, want);
 		if (r < 0) {
 			if (errno == EINTR)
@@ -492,11 +494,6 @@ char *util_read_fd(int fd, size_t max, size_t *lenp)
 		if (r == 0)
 			break;
 		len += (size_t)r;
-		if (len > max) {
-			free(buf);
-			errno = EFBIG;
-			return NULL;
-		}
 	}
 	buf[len] = '\0';
 	if (lenp)
@@ -510,14 +507,19 @@ char *util_read_file_checked(const char *path, const uid_t *owners, size_t nowne
 	int fd = util_open_checked(path, owners, nowners, why);
 	if (fd < 0)
 		return NULL;
-	char *s = util_read_fd(fd, max, len);
+	size_t n = 0;
+	char *s = util_read_fd(fd, max < SIZE_MAX ? max + 1 : max, &n); /* one byte past max tells a file too big */
 	int e = errno;
 	close(fd);
-	if (s == NULL) {
-		if (e == EFBIG)
-			why_set(why, "larger than %zu bytes", max);
-		else
-			why_set(why, "%s", strerror(e));
+	if (s && n > max) {
+		free(s);
+		s = NULL;
+		e = EFBIG;
+		why_set(why, "larger than %zu bytes", max);
+	} else if (s == NULL) {
+		why_set(why, "%s", strerror(e));
+	} else if (len) {
+		*len = n;
 	}
 	errno = e;
 	return s;

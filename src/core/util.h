@@ -62,10 +62,11 @@ int util_temp_commit(char *tmp, const char *path, char *why);
  * the open does not block (a FIFO), and fstat must show a regular file owned by one of owners (uids or
  * UTIL_OWNER_DIR) — any owner when only the euid can write the directory. Returns the fd or -1 with errno, why. */
 int util_open_checked(const char *path, const uid_t *owners, size_t nowners, char *why);
-/* Reads fd to its end, at most max bytes (NUL-terminated, length in *len if not NULL). Caller frees; NULL with
- * errno (EFBIG past max). */
+/* Reads fd to its end or max bytes, whichever comes first (NUL-terminated, length in *len if not NULL). Caller
+ * frees; NULL with errno. */
 char *util_read_fd(int fd, size_t max, size_t *len);
-/* util_open_checked then util_read_fd. Caller frees; NULL with errno and why. */
+/* util_open_checked then util_read_fd; a file larger than max is refused (EFBIG). Caller frees; NULL with errno
+ * and why. */
 char *util_read_file_checked(const char *path, const uid_t *owners, size_t nowners, size_t max, size_t *len,
 			     char *why);
 /* Reads a whole file (NUL-terminated, length in *len if not NULL). Caller frees; NULL with errno set. */
