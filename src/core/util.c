@@ -259,8 +259,10 @@ int util_open_private(const char *path, int extra, bool tighten, char *why)
 		if (errno == ELOOP) {
 			why_set(why, "a symlink (not followed)");
 			errno = ELOOP;
-		} else if (errno == ENXIO) {
-			why_set(why, "not a regular file (%s)", "a FIFO or socket");
+		} else if (errno == ENXIO || errno == EISDIR) {
+			int e = errno;
+			why_set(why, "not a regular file (%s)", e == EISDIR ? "a directory" : "a FIFO or socket");
+			errno = e;
 		} else {
 			why_errno(why);
 		}
