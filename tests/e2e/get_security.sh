@@ -184,7 +184,7 @@ if [ "$(id -u)" = 0 ]; then
 		[ "$(cat "$tmp/prep.err")" = "error: $p: $why" ] || fail "$p: message: $(cat "$tmp/prep.err")"
 	}
 	owned="owned by uid 65534, not by uid 0 (this kvcon)"
-	prepared "$sd/kvcon.log" "$owned" "$KVCON" --log-file "$sd/kvcon.log" version
+	prepared "$sd/kvcon.log" "$owned" "$KVCON" --log-file "$sd/kvcon.log" -v get vm -A
 	prepared "$sd/link.log" "a symlink (not followed)" "$KVCON" --log-file "$sd/link.log" get vm -A
 	prepared "$sd/fifo.log" "not a regular file (a FIFO or socket)" "$KVCON" --log-file "$sd/fifo.log" version
 	prepared "$sd/shot.png" "$owned" "$KVCON" vnc nosuch --screenshot "$sd/shot.png"
