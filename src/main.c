@@ -7,6 +7,7 @@
 
 #include "cmd/cmd.h"
 #include "cmd/cmd_engine.h"
+#include "core/config.h"
 #include "core/log.h"
 #include "core/opts.h"
 #include "core/util.h"
@@ -174,12 +175,19 @@ int main(int argc, char **argv)
 		}
 		close(fd);
 	}
-	engine_cli_config_hosts(o);
 	char **args = argv + 1;
 	if (n > 0 && (strcmp(args[0], "-h") == 0 || strcmp(args[0], "--help") == 0)) {
 		cmd_usage_all(stdout);
 		return EXIT_OK;
 	}
+	/* before anything reads the config (engine hosts) or the state: both another user may have written */
+	char *terr = NULL;
+	if (config_trust_check(&terr) < 0) {
+		log_eprintf("error: %s\n", terr);
+		free(terr);
+		return EXIT_API;
+	}
+	engine_cli_config_hosts(o);
 	if (n == 0)
 		return ui_main();
 	const struct cmd_entry *e = cmd_find(args[0]);

@@ -33,6 +33,7 @@
 #include "core/log.h"
 #include "core/loop.h"
 #include "core/opts.h"
+#include "core/trust.h"
 #include "core/util.h"
 #include "core/xmalloc.h"
 #include "core/ydoc.h"
@@ -41,6 +42,7 @@
 #include "engine/engine.h"
 #include "engine/evm.h"
 #include "engine/manifest.h"
+#include "engine/migrate.h"
 #include "kube/wsframe.h"
 #include "model/columns.h"
 #include "model/objjson.h"
@@ -1971,9 +1973,9 @@ static const struct vmi *vmi_of(const char *ns, const char *name)
  *   kvcon.io/migration-timeout   seconds, 1..604800: aborted when not completed by then
  *   kvcon.io/migration-bandwidth MiB/s, 1..1048576
  *   kvcon.io/migration-options   a comma list of auto-converge, postcopy, copy-storage, offline
- * Other kvcon.io/migrat* annotations are refused (a misspelt option must not be ignored silently). 0, or -1 with
- * *why (caller frees). */
-static int vmim_opts(json_object *an, struct vmim *m, char **why)
+ * Other kvcon.io/migrat* annotations are refused (a misspelt option must not be ignored silently). A migrate-uri
+ * from anyone but the host's owner must be one the owner configured. 0, or -1 with *why (caller frees). */
+static int vmim_opts(json_object *an, struct vmim *m, bool owner, char **why)
 {
 	if (an == NULL || !json_object_is_type(an, json_type_object))
 		return 0;
@@ -1995,6 +1997,18 @@ static int vmim_opts(json_object *an, struct vmim *m, char **why)
 			if (!ok) {
 				*why = xstrdup("metadata.annotations[kvcon.io/migrate-uri]: Invalid value: a URI "
 					       "(SCHEME://HOST..., printable ASCII, no spaces, at most 1024 characters) is required");
+				return -1;
+			}
+			/* libvirt may run a program a URI names (+ext, command=): only the host's owner chooses one */
+			bool known = owner || migrate_uri_configured(v);
+			for (int s = 0; s < S.nsrcs && !known; s++)
+				known = util_str_eq(S.srcs[s]->server, v);
+			if (!known) {
+				char *e = util_escape_display(v);
+				*why = xasprintf("metadata.annotations[kvcon.io/migrate-uri]: Forbidden: %s is not a URI this "
+						 "host's owner configured (an engine.host line, or its migrate-uri=, in the config "
+						 "file of the engine service's user, or a host it serves)", e);
+				free(e);
 				return -1;
 			}
 			free(m->mig_uri);
@@ -2241,7 +2255,10 @@ static void vmims_load(void)
 		size_t n = strlen(de->d_name);
 		if (de->d_name[0] == '.' || n < 6 || strcmp(de->d_name + n - 5, ".json") != 0)
 			continue;
-		char *path = util_path_join(d, de->d_name), *text = util_read_file(path, NULL);
+		char *path = util_path_join(d, de->d_name), *why = NULL, *text = trust_read_file(path, NULL, &why);
+		if (why)
+			log_warn("engine serve: %s", why);
+		free(why);
 		json_object *f = text ? json_tokener_parse(text) : NULL, *o = jget(f, "object");
 		json_object *md = jget(o, "metadata"), *spec = jget(o, "spec");
 		const char *ns = jgets(md, "namespace"), *name = jgets(md, "name"), *vmi = jgets(spec, "vmiName");
@@ -2270,10 +2287,10 @@ static void vmims_load(void)
 			x = jget(md, "annotations");
 			if (x && json_object_is_type(x, json_type_object))
 				m->annotations = json_tokener_parse(json_object_to_json_string(x));
-			char *why = NULL;
-			if (vmim_opts(m->annotations, m, &why) < 0) { /* validated when created: not kvcon's file */
-				log_warn("engine serve: %s: %s", path, why);
-				free(why);
+			char *owhy = NULL;
+			if (vmim_opts(m->annotations, m, true, &owhy) < 0) { /* validated when created: not kvcon's file */
+				log_warn("engine serve: %s: %s", path, owhy);
+				free(owhy);
 			}
 			json_object *tr = jget(f, "transitions");
 			for (size_t i = 0; tr && json_object_is_type(tr, json_type_array) && i < json_object_array_length(tr) &&
@@ -2402,6 +2419,21 @@ static int vmim_begin(struct vmim *m, struct source *src, char **err)
 	return 0;
 }
 
+/* The request came from the host's owner: a client of the unix socket (in a directory of the service user's) running
+ * as the service's uid or root, as `kvcon engine migrate --migrate-uri` does; an HTTPS client holds a token only. */
+static bool from_owner(struct MHD_Connection *c)
+{
+	const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+	struct sockaddr_storage sa;
+	socklen_t sl = sizeof sa;
+	struct ucred cr;
+	socklen_t cl = sizeof cr;
+	if (ci == NULL || getsockname(ci->connect_fd, (struct sockaddr *)&sa, &sl) < 0 || sa.ss_family != AF_UNIX ||
+	    getsockopt(ci->connect_fd, SOL_SOCKET, SO_PEERCRED, &cr, &cl) < 0)
+		return false;
+	return cr.uid == geteuid() || cr.uid == 0;
+}
+
 static enum MHD_Result create_vmim(struct MHD_Connection *c, struct reqctx *rq, const char *ns)
 {
 	enum MHD_Result rc;
@@ -2423,7 +2455,7 @@ static enum MHD_Result create_vmim(struct MHD_Connection *c, struct reqctx *rq, 
 		tfound = util_str_eq(S.srcs[s]->name, target);
 	struct vmim opts = { 0 };
 	char *owhy = NULL;
-	bool oerr = vmim_opts(jget(md, "annotations"), &opts, &owhy) < 0;
+	bool oerr = vmim_opts(jget(md, "annotations"), &opts, from_owner(c), &owhy) < 0;
 	if (name == NULL || !valid_name(name))
 		rc = send_invalid(c, name ? name : "", "metadata.name: Invalid value: a lowercase RFC 1123 subdomain is required");
 	else if (vmi == NULL || *vmi == 0)
@@ -2849,7 +2881,10 @@ static void nsx_save(void)
 
 static void nsx_load(void)
 {
-	char *p = nsx_path(), *text = util_read_file(p, NULL);
+	char *p = nsx_path(), *why = NULL, *text = trust_read_file(p, NULL, &why);
+	if (why)
+		log_warn("engine serve: %s (its namespaces are not listed)", why);
+	free(why);
 	free(p);
 	for (char *sp, *l = text ? strtok_r(text, "\n", &sp) : NULL; l; l = strtok_r(NULL, "\n", &sp))
 		if (manifest_dns_label(l) && S.nnsx < 10000) {

@@ -49,10 +49,11 @@ bool session_kubeconfig_present(void)
 		free(copy);
 		return any;
 	}
-	const char *home = getenv("HOME");
-	char *path = xasprintf("%s/.kube/config", home ? home : "");
-	bool there = access(path, F_OK) == 0;
+	char *home = util_home_dir();
+	char *path = home ? xasprintf("%s/.kube/config", home) : NULL;
+	bool there = path && access(path, F_OK) == 0;
 	free(path);
+	free(home);
 	return there;
 }
 

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "core/log.h"
+#include "core/trust.h"
 #include "core/util.h"
 #include "core/xmalloc.h"
 
@@ -87,11 +88,18 @@ char *config_path(void)
 struct config *config_load(char **err)
 {
 	static atomic_bool warned; /* the engine's threads read the file too */
-	char *path = config_path(), *e = NULL;
-	char *text = util_read_file(path, NULL);
-	struct config *c = config_parse(text, path, &e);
-	if (e && !atomic_exchange(&warned, true))
+	char *path = config_path(), *e = NULL, *why = NULL;
+	/* engine.host decides what libvirt runs: a file another user could write is not read at all */
+	char *text = trust_read_file(path, NULL, &why);
+	struct config *c = config_parse(text, path, why ? NULL : &e);
+	if (why) {
+		e = xasprintf("%s (the config file is ignored)", why);
+		free(why);
+		if (!atomic_exchange(&warned, true))
+			log_error("config %s", e);
+	} else if (e && !atomic_exchange(&warned, true)) {
 		log_warn("config %s (the line is ignored)", e);
+	}
 	if (err)
 		*err = e;
 	else
@@ -99,6 +107,39 @@ struct config *config_load(char **err)
 	free(text);
 	free(path);
 	return c;
+}
+
+/* One directory of kvcon's: trusted or missing (then made where trusted). */
+static int trusted_dir(char *dir, char **err)
+{
+	char *why = NULL;
+	int rc = trust_check(dir, &why) == TRUST_REFUSED ? -1 : 0;
+	if (rc < 0)
+		*err = why;
+	free(dir);
+	return rc;
+}
+
+int config_trust_check(char **err)
+{
+	char *path = config_path(), *why = NULL;
+	*err = NULL;
+	int rc = trust_check(path, &why) == TRUST_REFUSED ? -1 : 0;
+	free(path);
+	if (rc < 0) {
+		*err = xasprintf("%s (kvcon reads its config file only when no other user can have written it)", why);
+		free(why);
+		return -1;
+	}
+	const char *rt = getenv("XDG_RUNTIME_DIR");
+	if (trusted_dir(util_config_dir(), err) < 0 || trusted_dir(util_state_dir(), err) < 0 ||
+	    (rt && *rt == '/' && trusted_dir(util_path_join(rt, "kvcon"), err) < 0)) {
+		why = *err;
+		*err = xasprintf("%s (kvcon keeps its state only where no other user can write)", why);
+		free(why);
+		return -1;
+	}
+	return 0;
 }
 
 void config_free(struct config *c)

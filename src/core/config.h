@@ -22,6 +22,11 @@ struct config *config_parse(const char *text, const char *name, char **err);
 /* Reads $XDG_CONFIG_HOME/kvcon/config afresh (a missing file is an empty config). As config_parse; the first
  * error is also logged (log_warn), once a process, whoever reads the file. */
 struct config *config_load(char **err);
+/* Whether the config file, the config and state directories and $XDG_RUNTIME_DIR/kvcon may be believed
+ * (core/trust.h: owned by root or the euid, nobody else can write them or a directory above them; missing ones
+ * count as trusted when the directory that would hold them is). 0, or -1 with *err (caller frees) naming the path
+ * and what is wrong. config_load itself ignores a refused file (an empty config, the reason in *err). */
+int config_trust_check(char **err);
 /* The path config_load reads. Caller frees. */
 char *config_path(void);
 void config_free(struct config *c);

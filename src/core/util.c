@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pwd.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/log.h"
 #include "core/xmalloc.h"
 
 uint64_t util_now_ms(void)
@@ -123,15 +125,34 @@ void util_human_duration(int64_t s, char *buf, size_t len)
 		snprintf(buf, len, "%lldy", (long long)yy);
 }
 
+char *util_home_dir(void)
+{
+	const char *home = getenv("HOME");
+	if (home && *home == '/')
+		return xstrdup(home);
+	/* no $HOME (a system unit, env -i): the account's own, never a directory everyone can write */
+	struct passwd pw, *res = NULL;
+	char buf[4096];
+	if (getpwuid_r(geteuid(), &pw, buf, sizeof buf, &res) == 0 && res && res->pw_dir && res->pw_dir[0] == '/')
+		return xstrdup(res->pw_dir);
+	return NULL;
+}
+
 static char *xdg_dir(const char *var, const char *fallback)
 {
 	const char *v = getenv(var);
 	if (v && *v == '/')
 		return util_path_join(v, "kvcon");
-	const char *home = getenv("HOME");
-	if (home == NULL || *home == '\0')
-		home = "/tmp";
-	return xasprintf("%s/%s/kvcon", home, fallback);
+	char *home = util_home_dir();
+	if (home == NULL) {
+		log_run_fatal_hook();
+		fprintf(stderr, "error: no home directory: $HOME is unset and uid %u has no passwd entry with one; "
+				"set HOME or $%s\n", (unsigned)geteuid(), var);
+		exit(1);
+	}
+	char *d = xasprintf("%s/%s/kvcon", strcmp(home, "/") == 0 ? "" : home, fallback);
+	free(home);
+	return d;
 }
 
 char *util_state_dir(void)

@@ -20,7 +20,11 @@ void util_format_time(int64_t t, char *buf, size_t len);
 /* kubectl's human duration ("45s", "3m12s", "5h", "2d3h", "400d", "3y20d") for a number of seconds. */
 void util_human_duration(int64_t seconds, char *buf, size_t len);
 
-/* $XDG_STATE_HOME/kvcon (default ~/.local/state/kvcon), $XDG_CONFIG_HOME/kvcon (~/.config/kvcon). Caller frees. */
+/* The home directory: $HOME when it is an absolute path, else the passwd entry of the effective uid (never a
+ * shared directory such as /tmp); NULL when there is neither. Caller frees. */
+char *util_home_dir(void);
+/* $XDG_STATE_HOME/kvcon (default ~/.local/state/kvcon), $XDG_CONFIG_HOME/kvcon (~/.config/kvcon), ~ as
+ * util_home_dir; with no home directory at all they print an `error:` line and exit 1. Caller frees. */
 char *util_state_dir(void);
 char *util_config_dir(void);
 char *util_path_join(const char *a, const char *b);

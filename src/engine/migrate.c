@@ -135,6 +135,15 @@ const char *migrate_uri_for(const char *uri, const char *name)
 	return NULL;
 }
 
+bool migrate_uri_configured(const char *uri)
+{
+	cfg_load();
+	for (int i = 0; i < CFG.n; i++)
+		if (util_str_eq(CFG.hosts[i].uri, uri) || util_str_eq(CFG.hosts[i].mig_uri, uri))
+			return true;
+	return false;
+}
+
 /* A URI another host can use as is: a remote transport with a host name. */
 static bool uri_is_network(const char *uri)
 {

@@ -73,6 +73,10 @@ int migrate_abort_any(struct source *src, const char *ns, const char *name, acti
 		      char **err);
 /* The migration URI configured for a host (config `engine.host = URI migrate-uri=URI`), or NULL. */
 const char *migrate_uri_for(const char *uri, const char *name);
+/* Whether uri is an engine.host URI or a migrate-uri= of the config file (which config_load read only because no
+ * other user can have written it): what an API client may name as a migration URI. A libvirt URI can make libvirt
+ * run a program (qemu+ext://...?command=, netcat=): only the host's owner chooses one. */
+bool migrate_uri_configured(const char *uri);
 /* Engine host URIs listed in $XDG_CONFIG_HOME/kvcon/config (`engine.host = URI [migrate-uri=URI]`); NULL-terminated,
  * NULL when none. Static storage. */
 char *const *migrate_config_hosts(void);

@@ -391,9 +391,11 @@ void oci_endpoints_free(struct oci_endpoint *e, int n)
 /* The CA from containers' certs.d for host, if any. */
 static char *certs_d(const char *host)
 {
+	char *home = util_home_dir();
 	char *cfg = getenv("XDG_CONFIG_HOME") && *getenv("XDG_CONFIG_HOME") ? xstrdup(getenv("XDG_CONFIG_HOME"))
-		   : getenv("HOME")					      ? xasprintf("%s/.config", getenv("HOME"))
+		   : home						      ? xasprintf("%s/.config", home)
 									      : NULL;
+	free(home);
 	char *cands[2] = { cfg ? xasprintf("%s/containers/certs.d/%s/ca.crt", cfg, host) : NULL,
 			   xasprintf("/etc/containers/certs.d/%s/ca.crt", host) };
 	free(cfg);
@@ -826,8 +828,10 @@ static char *oci_auth_lookup(const char *host, const char *repo, char **from)
 		files[n++] = xasprintf("%s/containers/auth.json", e);
 	if ((e = getenv("DOCKER_CONFIG")) && *e)
 		files[n++] = xasprintf("%s/config.json", e);
-	if ((e = getenv("HOME")) && *e)
-		files[n++] = xasprintf("%s/.docker/config.json", e);
+	char *home = util_home_dir();
+	if (home)
+		files[n++] = xasprintf("%s/.docker/config.json", home);
+	free(home);
 	char *found = NULL;
 	for (int i = 0; i < n; i++) {
 		size_t len = 0;

@@ -187,12 +187,13 @@ static int kset_load(struct kset *ks, const char *path, char **err)
 					kset_add(ks, p);
 			free(copy);
 		} else {
-			const char *home = getenv("HOME");
-			if (home && *home) {
+			char *home = util_home_dir();
+			if (home) {
 				char *p = xasprintf("%s/.kube/config", home);
 				if (file_exists(p))
 					kset_add(ks, p);
 				free(p);
+				free(home);
 			}
 		}
 	}
@@ -237,8 +238,12 @@ static char *resolve_path(const struct kfile *f, const char *p)
 		return NULL;
 	if (p[0] == '/')
 		return xstrdup(p);
-	if (p[0] == '~' && p[1] == '/' && getenv("HOME"))
-		return xasprintf("%s%s", getenv("HOME"), p + 1);
+	char *home = p[0] == '~' && p[1] == '/' ? util_home_dir() : NULL;
+	if (home) {
+		char *r = xasprintf("%s%s", home, p + 1);
+		free(home);
+		return r;
+	}
 	return util_path_join(f->dir, p);
 }
 

@@ -4,6 +4,8 @@
 # hanging one is killed (with its child) at the deadline and not run again; kvcon's log files are 0600; an
 # escape sequence in a kubeconfig prints escaped; an oversized list response ends with a clear error, in bounded
 # memory, without being fetched again; persistent 500s are reported as they happen and `get` gives up in time.
+# Issue 23, finding 1 (root, lib/nohome.sh): with HOME empty root never reads a config another user wrote in /tmp
+# (it runs nothing of theirs), and a config or state directory another user owns or can write is refused.
 # Issue 23 finding 3: paths another user prepared in a sticky directory are refused, not written through.
 # Exit 0 pass, anything else fail.
 set -u
@@ -275,5 +277,18 @@ grep -q "^kvcon: retrying: 500 from $tkurl/apis/kubevirt.io/v1/namespaces/defaul
 grep -q "retrying: 500 .* (3): " "$tmp/run.err" || fail "no third retry line: $(cat "$tmp/run.err")"
 grep -q '^error: etcd is down' "$tmp/run.err" || fail "final message: $(cat "$tmp/run.err")"
 echo "persistent 500: exit 1 after $ms ms, $(grep -c retrying "$tmp/run.err") retrying lines"
+echo "[${SECONDS}s] no HOME (issue 23, finding 1)"
+# root with HOME empty on a machine where another user wrote /tmp/.config/kvcon/config: in a mount namespace of
+# its own (its own /tmp, root's home an empty tmpfs), lib/nohome.sh; root only
+if [ "$(id -u)" = 0 ] && command -v unshare >/dev/null && command -v setpriv >/dev/null; then
+	who=nobody
+	getent passwd "$who" >/dev/null || useradd -r -M -s /usr/sbin/nologin "$who" || fail "no account $who"
+	t0=$SECONDS
+	unshare -m --propagation private bash "$top/tests/e2e/lib/nohome.sh" "$(readlink -f "$KVCON")" "$who" ||
+		fail "no HOME: see the lines above"
+	echo "no HOME: $((SECONDS - t0)) s"
+else
+	echo "no HOME: not checked (needs root, unshare and setpriv)"
+fi
 [ "${failures:-0}" -eq 0 ] || { echo "$failures checks failed"; exit 1; }
 echo "[${SECONDS}s] PASS: get_security"

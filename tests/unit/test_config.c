@@ -110,6 +110,22 @@ static void test_load(void)
 	free(want);
 	unlink(logf);
 	free(logf);
+	/* a file the group or others can write is not read at all: an empty config, the reason as the error */
+	chmod(f, 0620);
+	c = config_load(&err);
+	T_EQ_INT(config_count(c), 0);
+	want = xasprintf("%s: mode 0620 lets the group write it", f);
+	T_CHECK(err && strstr(err, want) && strstr(err, "(the config file is ignored)"));
+	config_free(c);
+	free(err);
+	free(want);
+	char *terr = NULL;
+	T_EQ_INT(config_trust_check(&terr), -1);
+	T_CHECK(terr && strstr(terr, "mode 0620"));
+	free(terr);
+	chmod(f, 0600);
+	T_EQ_INT(config_trust_check(&terr), 0);
+	T_CHECK(terr == NULL);
 	unlink(f);
 	rmdir(kd);
 	rmdir(dir);
