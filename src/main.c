@@ -1,13 +1,16 @@
 /* kvcon: global options and dispatch through the command table (src/cmd/cmd.c); no command code here. */
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cmd/cmd.h"
 #include "cmd/cmd_engine.h"
 #include "core/config.h"
 #include "core/log.h"
 #include "core/opts.h"
+#include "core/util.h"
 #include "core/xmalloc.h"
 #include "ui/ui.h"
 
@@ -160,6 +163,18 @@ int main(int argc, char **argv)
 	int n = parse_globals(argc - 1, argv + 1, o);
 	if (n < 0)
 		return EXIT_USAGE;
+	if (o->log) {
+		/* --log-file is checked once, here, for every command: a path that holds what kvcon may not write into
+		 * (another user's file, a symlink, a FIFO) is an error before anything runs, where each command's
+		 * log_open would go on without a log */
+		char why[UTIL_WHY_LEN];
+		int fd = util_open_private(o->log, O_APPEND, false, why);
+		if (fd < 0) {
+			log_eprintf("error: %s: %s\n", o->log, why);
+			return EXIT_USAGE;
+		}
+		close(fd);
+	}
 	char **args = argv + 1;
 	if (n > 0 && (strcmp(args[0], "-h") == 0 || strcmp(args[0], "--help") == 0)) {
 		cmd_usage_all(stdout);

@@ -50,6 +50,7 @@
 #include "model/store.h"
 
 #define MAX_BODY (4u << 20)
+#define DOMXML_READ_MAX (1u << 20) /* a domain XML kvcon wrote: kilobytes */
 #define RING_DEFAULT 4096
 #define BOOKMARK_MS 10000
 #define KV_VERSION "v1.5.0-kvcon"
@@ -2212,15 +2213,16 @@ static int vmim_store(const struct vmim *m, const char *body, char **err)
 	json_object_object_add(f, "transitions", tr);
 	char *text = jtext(f), *path = vmim_path(m);
 	json_object_put(f);
-	int rc = util_write_file_atomic(path, text, strlen(text), 0600);
+	char why[UTIL_WHY_LEN];
+	int rc = util_write_file_why(path, text, strlen(text), 0600, why);
 	if (rc < 0 && errno == ENOENT) {
 		char *d = vmim_dir();
 		util_mkdir_p(d, 0700);
 		free(d);
-		rc = util_write_file_atomic(path, text, strlen(text), 0600);
+		rc = util_write_file_why(path, text, strlen(text), 0600, why);
 	}
 	if (rc < 0)
-		*err = xasprintf("cannot store %s: %s", path, strerror(errno));
+		*err = xasprintf("cannot store %s: %s", path, why);
 	free(text);
 	free(path);
 	return rc;
@@ -2870,9 +2872,9 @@ static void nsx_save(void)
 	buf_init(&b);
 	for (size_t i = 0; i < S.nnsx; i++)
 		buf_printf(&b, "%s\n", S.nsx[i]);
-	char *p = nsx_path();
-	if (util_write_file_atomic(p, b.data ? b.data : "", b.len, 0600) < 0)
-		log_warn("engine serve: %s: %s", p, strerror(errno));
+	char *p = nsx_path(), why[UTIL_WHY_LEN];
+	if (util_write_file_why(p, b.data ? b.data : "", b.len, 0600, why) < 0)
+		log_warn("engine serve: %s: %s", p, why);
 	free(p);
 	buf_free(&b);
 }
@@ -3302,9 +3304,14 @@ static enum MHD_Result vmi_domainxml(struct MHD_Connection *c, const char *ns, c
 	const char *slash = sl ? strrchr(sl, '/') : NULL;
 	if (slash == NULL)
 		return send_status(c, 404, "NotFound", R_VMI, name, "the VMI %s/%s has no current execution", ns, name);
-	char *xp = xasprintf("%.*s/domain.xml", (int)(slash - sl), sl);
+	char *xp = xasprintf("%.*s/domain.xml", (int)(slash - sl), sl), why[UTIL_WHY_LEN];
 	size_t len = 0;
-	char *xml = util_read_file(xp, &len);
+	/* the run directory is QEMU's account's: root's own file there, not a link or FIFO the account put in its
+	 * place (it would serve any of the host's files) */
+	const uid_t owners[] = { geteuid() };
+	char *xml = util_read_file_checked(xp, owners, 1, DOMXML_READ_MAX, &len, why);
+	if (xml == NULL && errno != ENOENT)
+		log_warn("engine serve: %s: %s", xp, why);
 	free(xp);
 	if (xml == NULL)
 		return send_status(c, 404, "NotFound", R_VMI, name, "the domain XML of %s/%s's execution could not be read",
@@ -3733,13 +3740,10 @@ static void state_free(void)
 static void write_pid(const char *sock)
 {
 	S.pid_path = xasprintf("%s.pid", sock);
-	char *tmp = xasprintf("%s.tmp", S.pid_path);
-	char text[32];
+	char text[32], why[UTIL_WHY_LEN];
 	int n = snprintf(text, sizeof text, "%ld\n", (long)getpid());
-	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	if (fd < 0 || write(fd, text, (size_t)n) != n || close(fd) < 0 || rename(tmp, S.pid_path) < 0)
-		log_info("engine serve: %s: %s", S.pid_path, strerror(errno));
-	free(tmp);
+	if (util_write_file_why(S.pid_path, text, (size_t)n, 0600, why) < 0)
+		log_info("engine serve: %s: %s", S.pid_path, why);
 }
 
 static void remove_pid(void)

@@ -247,9 +247,10 @@ int console_script(const char *ns, const char *name, const char *const *opt, con
 	}
 	if (rc == EXIT_OK && logfile) {
 		/* the transcript holds the guest's output: 0600 */
-		int lfd = util_open_private(logfile, O_APPEND, false);
+		char why[UTIL_WHY_LEN] = "";
+		int lfd = util_open_private(logfile, O_APPEND, false, why);
 		if (lfd < 0 || (K.log = fdopen(lfd, "ab")) == NULL) {
-			log_eprintf("kvcon: %s: %s\n", logfile, strerror(errno));
+			log_eprintf("error: %s: %s\n", logfile, *why ? why : strerror(errno));
 			if (lfd >= 0)
 				close(lfd);
 			rc = EXIT_USAGE;

@@ -210,8 +210,9 @@ static void shot_tick(void *arg)
 		if (!quiet)
 			log_eprintf("kvcon: vnc: the screen did not settle within %d s; saving the latest frame\n",
 				s->o->timeout_s);
-		if (vnc_screenshot(s->v, s->o->screenshot) < 0) {
-			log_eprintf("kvcon: vnc: cannot write %s: %s\n", s->o->screenshot, strerror(errno));
+		char why[UTIL_WHY_LEN] = "";
+		if (vnc_screenshot(s->v, s->o->screenshot, why) < 0) {
+			log_eprintf("error: %s: %s\n", s->o->screenshot, *why ? why : strerror(errno));
 			s->rc = EXIT_API;
 		} else {
 			int w, h;
@@ -235,7 +236,11 @@ static void shot_tick(void *arg)
 static int run_screenshot(const struct vopts *o)
 {
 	struct shot s = {o, NULL, util_now_ms(), EXIT_API};
-	char *err = NULL;
+	char *err = NULL, why[UTIL_WHY_LEN];
+	if (util_target_check(o->screenshot, why) < 0) { /* refused now, not once the screen settled */
+		log_eprintf("error: %s: %s\n", o->screenshot, why);
+		return EXIT_USAGE;
+	}
 	s.v = open_session(o, shot_event, &s, &err);
 	if (s.v == NULL) {
 		log_eprintf("kvcon: vnc: %s\n", err);

@@ -245,9 +245,10 @@ struct consess *consess_new(const struct consess_opts *o, void (*changed)(void *
 {
 	int log_fd = -1;
 	if (o->log_path) {
-		log_fd = util_open_private(o->log_path, O_APPEND, false); /* the guest's output: 0600 */
+		char why[UTIL_WHY_LEN];
+		log_fd = util_open_private(o->log_path, O_APPEND, false, why); /* the guest's output: 0600 */
 		if (log_fd < 0) {
-			*err = xasprintf("cannot open %s: %s", o->log_path, strerror(errno));
+			*err = xasprintf("%s: %s", o->log_path, why);
 			return NULL;
 		}
 	}

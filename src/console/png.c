@@ -3,6 +3,7 @@
 #include "console/png.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <zlib.h>
@@ -75,15 +76,18 @@ static int png_encode_rgbx(struct buf *out, const uint8_t *pix, int w, int h, si
 	return 0;
 }
 
-int png_write_rgbx(const char *path, const uint8_t *pix, int w, int h, size_t stride)
+int png_write_rgbx(const char *path, const uint8_t *pix, int w, int h, size_t stride, char *why)
 {
 	struct buf b;
 	buf_init(&b);
 	int rc = png_encode_rgbx(&b, pix, w, h, stride);
-	if (rc == 0)
-		rc = util_write_file_atomic(path, b.data, b.len, 0600); /* the guest's screen */
-	else
+	if (rc == 0) {
+		rc = util_write_file_why(path, b.data, b.len, 0600, why); /* the guest's screen */
+	} else {
 		errno = EINVAL;
+		if (why)
+			snprintf(why, UTIL_WHY_LEN, "cannot encode a %dx%d image", w, h);
+	}
 	buf_free(&b);
 	return rc;
 }

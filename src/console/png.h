@@ -8,7 +8,8 @@
 
 struct buf;
 
-/* Same, written atomically to path. Returns 0 or -1 with errno set. */
-int png_write_rgbx(const char *path, const uint8_t *pix, int w, int h, size_t stride);
+/* Same, written atomically to path (util_write_file_why: an existing path must be a regular file of the euid).
+ * Returns 0 or -1 with errno set and why (UTIL_WHY_LEN bytes, or NULL). */
+int png_write_rgbx(const char *path, const uint8_t *pix, int w, int h, size_t stride, char *why);
 
 #endif

@@ -917,7 +917,7 @@ bool vnc_render(struct vnc *v, struct fbcells *f, int cols, int rows, enum fbc_s
 	return fbcells_ndirty(f) != before || relayout;
 }
 
-int vnc_screenshot(struct vnc *v, const char *path)
+int vnc_screenshot(struct vnc *v, const char *path, char *why)
 {
 	pthread_mutex_lock(&v->mu);
 	int rc;
@@ -925,7 +925,7 @@ int vnc_screenshot(struct vnc *v, const char *path)
 		errno = EAGAIN;
 		rc = -1;
 	} else {
-		rc = png_write_rgbx(path, v->fb, v->w, v->h, (size_t)v->w * 4);
+		rc = png_write_rgbx(path, v->fb, v->w, v->h, (size_t)v->w * 4, why);
 	}
 	pthread_mutex_unlock(&v->mu);
 	return rc;

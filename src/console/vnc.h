@@ -50,8 +50,9 @@ uint64_t vnc_updates(struct vnc *v, uint64_t *last_ms);
 /* Brings f up to date with the framebuffer for a grid of cols x rows cells: only the damaged cells when the
  * layout is unchanged. Returns true when some cell changed. */
 bool vnc_render(struct vnc *v, struct fbcells *f, int cols, int rows, enum fbc_scale mode, int pan_x, int pan_y);
-/* Writes the current framebuffer as PNG. 0, or -1 (errno set; EAGAIN before the first frame). */
-int vnc_screenshot(struct vnc *v, const char *path);
+/* Writes the current framebuffer as PNG (png_write_rgbx). 0, or -1 (errno set, EAGAIN before the first frame;
+ * why as png_write_rgbx's, unless EAGAIN). */
+int vnc_screenshot(struct vnc *v, const char *path, char *why);
 
 /* Press and release keysyms in order, then release in reverse (Ctrl+Alt+Del is {Control_L, Alt_L, Delete}). */
 void vnc_key_combo(struct vnc *v, const uint32_t *keysyms, int n);

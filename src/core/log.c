@@ -41,7 +41,7 @@ int log_open(const char *path)
 	}
 	/* guest and cluster text ends up here: 0600, and kvcon's own default log is tightened if an older kvcon
 	 * left it readable */
-	int fd = util_open_private(path, O_APPEND, p != NULL);
+	int fd = util_open_private(path, O_APPEND, p != NULL, NULL); /* main refused a bad --log-file already */
 	FILE *f = fd >= 0 ? fdopen(fd, "a") : NULL;
 	if (f == NULL) {
 		if (fd >= 0)

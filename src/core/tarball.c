@@ -8,6 +8,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include "core/util.h"
 #include "core/xmalloc.h"
 
 struct tarball {
@@ -19,17 +20,32 @@ struct tarball {
 struct tarball *tarball_open(const char *path, char **err)
 {
 	struct tarball *t = xcalloc(1, sizeof *t);
+	int fd = -1;
 	t->path = xstrdup(path);
-	t->tmp = xasprintf("%s.tmp", path);
-	t->gz = gzopen(t->tmp, "wb9");
+	char why[UTIL_WHY_LEN];
+	if (util_target_check(path, why) < 0) { /* before minutes of collecting */
+		*err = xasprintf("%s: %s", path, why);
+		goto fail;
+	}
+	/* a random temporary name made O_EXCL, 0600 (the bundle holds the VM's logs and definition) */
+	fd = util_temp_open(path, &t->tmp);
+	if (fd < 0) {
+		*err = xasprintf("%s: %s", path, strerror(errno ? errno : EIO));
+		goto fail;
+	}
+	t->gz = gzdopen(fd, "wb9");
 	if (t->gz == NULL) {
 		*err = xasprintf("%s: %s", t->tmp, strerror(errno ? errno : EIO));
-		free(t->path);
-		free(t->tmp);
-		free(t);
-		return NULL;
+		close(fd);
+		unlink(t->tmp);
+		goto fail;
 	}
 	return t;
+fail:
+	free(t->path);
+	free(t->tmp);
+	free(t);
+	return NULL;
 }
 
 static void put(struct tarball *t, const void *p, size_t n)
@@ -97,13 +113,13 @@ int tarball_close(struct tarball *t, char **err)
 	int rc = 0;
 	if (gzclose(t->gz) != Z_OK)
 		t->failed = 1;
+	char why[UTIL_WHY_LEN];
 	if (t->failed) {
 		*err = xasprintf("%s: write failed", t->tmp);
 		unlink(t->tmp);
 		rc = -1;
-	} else if (rename(t->tmp, t->path) < 0) {
-		*err = xasprintf("%s: %s", t->path, strerror(errno));
-		unlink(t->tmp);
+	} else if (util_temp_commit(t->tmp, t->path, why) < 0) { /* an existing path: a regular file of ours */
+		*err = xasprintf("%s: %s", t->path, why);
 		rc = -1;
 	}
 	free(t->path);

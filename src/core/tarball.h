@@ -1,5 +1,6 @@
 /* A gzip-compressed ustar archive written in one pass (kvcon bundle): regular files only, mode 0644, names up to
- * 255 bytes (prefix + name). Written to a temporary file and renamed into place by tarball_close. */
+ * 255 bytes (prefix + name). Written to a temporary file (util_temp_open: a random name, 0600) and renamed into
+ * place by tarball_close, over nothing or a regular file of the euid only (util_temp_commit). */
 #ifndef KVCON_CORE_TARBALL_H
 #define KVCON_CORE_TARBALL_H
 

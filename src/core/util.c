@@ -1,9 +1,10 @@
-/* Small helpers shared by every module: time, paths, atomic files, display escaping. */
+/* Small helpers shared by every module: time, paths, atomic and checked files, display escaping. */
 #include "core/util.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <pwd.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -200,11 +201,67 @@ out:
 	return rc;
 }
 
-int util_open_private(const char *path, int extra, bool tighten)
+/* ---- files at paths someone else may have prepared ----
+ * kvcon runs as root beside other users and writes where it is told (--log-file, console --log, --screenshot, the
+ * bundle, --kubeconfig-out) and reads back what an unprivileged QEMU account wrote in the run directory root gave
+ * it. A path may already hold a symlink, a FIFO, a hard link to a system file or a file another user made (and
+ * keeps open). So: nothing is followed (O_NOFOLLOW, O_EXCL), every check is fstat of the descriptor opened (no
+ * window between check and use), and a refusal says what was found in one line. */
+
+static void why_set(char *why, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void why_set(char *why, const char *fmt, ...)
 {
-	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | extra, 0600);
+	if (why == NULL)
+		return;
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(why, UTIL_WHY_LEN, fmt, ap);
+	va_end(ap);
+}
+
+static const char *kind_of(mode_t m)
+{
+	return S_ISDIR(m) ? "a directory" : S_ISFIFO(m) ? "a FIFO" : S_ISSOCK(m) ? "a socket" : S_ISCHR(m) ? "a character device"
+	       : S_ISBLK(m) ? "a block device" : S_ISLNK(m) ? "a symlink (not followed)" : "not a regular file";
+}
+
+/* Refuses what fstat/lstat found at a path kvcon was given to write: anything but a regular file of the euid.
+ * 0, or -1 with errno and why. */
+static int refuse_target(const struct stat *st, char *why)
+{
+	if (S_ISLNK(st->st_mode)) {
+		why_set(why, "a symlink (not followed)");
+		errno = ELOOP;
+		return -1;
+	}
+	if (!S_ISREG(st->st_mode)) {
+		why_set(why, "not a regular file (%s)", kind_of(st->st_mode));
+		errno = S_ISDIR(st->st_mode) ? EISDIR : EINVAL;
+		return -1;
+	}
+	if (st->st_uid != geteuid()) {
+		why_set(why, "owned by uid %lu, not by uid %lu (this kvcon)", (unsigned long)st->st_uid,
+			(unsigned long)geteuid());
+		errno = EPERM;
+		return -1;
+	}
+	return 0;
+}
+
+static void why_errno(char *why)
+{
+	int e = errno;
+	why_set(why, "%s", strerror(e));
+	errno = e;
+}
+
+int util_open_private(const char *path, int extra, bool tighten, char *why)
+{
+	/* a new file: O_EXCL never follows a symlink nor takes over a name someone else made */
+	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC | extra, 0600);
 	if (fd >= 0) {
 		if (fchmod(fd, 0600) < 0) { /* a umask cannot widen it, but a strange one may narrow it to 0400 */
+			why_errno(why);
 			int e = errno;
 			close(fd);
 			errno = e;
@@ -212,42 +269,96 @@ int util_open_private(const char *path, int extra, bool tighten)
 		}
 		return fd;
 	}
-	if (errno != EEXIST)
+	if (errno != EEXIST) {
+		why_errno(why);
 		return -1;
-	fd = open(path, O_WRONLY | O_CLOEXEC | extra);
-	if (fd < 0)
+	}
+	/* an existing one: not followed, and O_NONBLOCK so that a FIFO planted there cannot hold kvcon (ENXIO without
+	 * a reader; refused below with one) */
+	fd = open(path, O_WRONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC | extra);
+	if (fd < 0) {
+		if (errno == ELOOP) {
+			why_set(why, "a symlink (not followed)");
+			errno = ELOOP;
+		} else if (errno == ENXIO || errno == EISDIR) {
+			int e = errno;
+			why_set(why, "not a regular file (%s)", e == EISDIR ? "a directory" : "a FIFO or socket");
+			errno = e;
+		} else {
+			why_errno(why);
+		}
 		return -1;
+	}
 	struct stat st;
-	if (tighten && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == geteuid() && (st.st_mode & 077))
+	if (fstat(fd, &st) < 0) {
+		why_errno(why);
+		goto refuse;
+	}
+	if (refuse_target(&st, why) < 0)
+		goto refuse;
+	if (st.st_nlink != 1) { /* a hard link to another file of the euid (/etc/shadow, for root) */
+		why_set(why, "has %lu hard links", (unsigned long)st.st_nlink);
+		errno = EPERM;
+		goto refuse;
+	}
+	/* Writable by group or others: someone else may hold it open and read what kvcon appends, and fchmod cannot
+	 * take back a descriptor opened earlier; only a file nobody else could open is private, so it is refused
+	 * (the user fixes the mode or picks a new name). A file others can only read is what its owner chose to show,
+	 * kept as it is, except kvcon's own log (tighten), whose mode older kvcons left to the umask. */
+	if (st.st_mode & 022) {
+		why_set(why, "mode %04o lets others write it (and hold it open): chmod go-w it or choose a new file",
+			(unsigned)(st.st_mode & 07777));
+		errno = EPERM;
+		goto refuse;
+	}
+	if (tighten && (st.st_mode & 077))
 		fchmod(fd, st.st_mode & 0700);
+	int fl = fcntl(fd, F_GETFL);
+	if (fl >= 0)
+		fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
+	return fd;
+refuse:;
+	int e = errno;
+	close(fd);
+	errno = e;
+	return -1;
+}
+
+int util_temp_open(const char *path, char **tmp)
+{
+	/* mkostemp: a random name, O_CREAT|O_EXCL (no symlink followed, no name taken over), mode 0600 */
+	*tmp = xasprintf("%s.tmp.XXXXXX", path);
+	int fd = mkostemp(*tmp, O_CLOEXEC);
+	if (fd < 0) {
+		int e = errno;
+		free(*tmp);
+		*tmp = NULL;
+		errno = e;
+	}
 	return fd;
 }
 
-int util_write_file_atomic(const char *path, const void *data, size_t len, mode_t mode)
+int util_target_check(const char *path, char *why)
 {
-	char *tmp = xasprintf("%s.tmp.%ld", path, (long)getpid());
-	int rc = -1, fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
-	if (fd < 0)
+	struct stat st;
+	if (lstat(path, &st) == 0)
+		return refuse_target(&st, why);
+	if (errno == ENOENT)
+		return 0;
+	why_errno(why);
+	return -1;
+}
+
+int util_temp_commit(char *tmp, const char *path, char *why)
+{
+	/* An existing target is replaced only when it is a regular file of the euid. rename never follows a symlink at
+	 * path and the new inode is ours (0600 until the content was there), so a race with this lstat can at worst
+	 * unlink what someone put there since; the check is what tells the user that the name was taken. */
+	int rc = -1;
+	if (util_target_check(path, why) < 0)
 		goto out;
-	const char *p = data;
-	while (len > 0) {
-		ssize_t w = write(fd, p, len);
-		if (w < 0) {
-			if (errno == EINTR)
-				continue;
-			close(fd);
-			unlink(tmp);
-			goto out;
-		}
-		p += w;
-		len -= (size_t)w;
-	}
-	if (fsync(fd) < 0 || close(fd) < 0) {
-		unlink(tmp);
-		goto out;
-	}
 	if (rename(tmp, path) < 0) {
-		unlink(tmp);
+		why_errno(why);
 		goto out;
 	}
 	char *dir = xstrdup(path);
@@ -263,8 +374,178 @@ int util_write_file_atomic(const char *path, const void *data, size_t len, mode_
 	free(dir);
 	rc = 0;
 out:
+	if (rc < 0) {
+		int e = errno;
+		unlink(tmp);
+		errno = e;
+	}
+	return rc;
+}
+
+int util_write_file_why(const char *path, const void *data, size_t len, mode_t mode, char *why)
+{
+	char *tmp = NULL;
+	int rc = -1, fd = util_temp_open(path, &tmp);
+	if (fd < 0) {
+		why_errno(why);
+		return -1;
+	}
+	const char *p = data;
+	while (len > 0) {
+		ssize_t w = write(fd, p, len);
+		if (w < 0) {
+			if (errno == EINTR)
+				continue;
+			goto fail;
+		}
+		p += w;
+		len -= (size_t)w;
+	}
+	/* the mode the caller asked for, once the content is there (mkostemp made it 0600) */
+	if (fchmod(fd, mode & 07777) < 0 || fsync(fd) < 0)
+		goto fail;
+	int c = close(fd);
+	fd = -1;
+	if (c < 0)
+		goto fail;
+	rc = util_temp_commit(tmp, path, why);
 	free(tmp);
 	return rc;
+fail:
+	why_errno(why);
+	int e = errno;
+	if (fd >= 0)
+		close(fd);
+	unlink(tmp);
+	free(tmp);
+	errno = e;
+	return -1;
+}
+
+int util_write_file_atomic(const char *path, const void *data, size_t len, mode_t mode)
+{
+	return util_write_file_why(path, data, len, mode, NULL);
+}
+
+int util_open_checked(const char *path, const uid_t *owners, size_t nowners, char *why)
+{
+	char *dir = xstrdup(path), *slash = strrchr(dir, '/');
+	const char *base = path;
+	int fd = -1, dfd;
+	if (slash) {
+		*slash = '\0';
+		base = slash + 1;
+		dfd = open(*dir ? dir : "/", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	} else {
+		dfd = open(".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	}
+	struct stat ds, st;
+	if (dfd < 0 || fstat(dfd, &ds) < 0) {
+		why_errno(why);
+		goto out;
+	}
+	/* O_NONBLOCK: a FIFO there must not hold the reader (refused below) */
+	fd = openat(dfd, base, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+	if (fd < 0) {
+		if (errno == ELOOP)
+			why_set(why, "a symlink (not followed)");
+		else
+			why_errno(why);
+		goto out;
+	}
+	if (fstat(fd, &st) < 0) {
+		why_errno(why);
+		goto bad;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		why_set(why, "not a regular file (%s)", kind_of(st.st_mode));
+		errno = S_ISDIR(st.st_mode) ? EISDIR : EINVAL;
+		goto bad;
+	}
+	/* In a directory only the euid can write, whatever is there was put there by it (libvirt relabels a serial
+	 * log for its QEMU user in a root's directory); elsewhere the file's owner must be one expected. */
+	bool ok = ds.st_uid == geteuid() && !(ds.st_mode & 022);
+	for (size_t i = 0; i < nowners && !ok; i++)
+		ok = st.st_uid == (owners[i] == UTIL_OWNER_DIR ? ds.st_uid : owners[i]);
+	if (!ok) {
+		why_set(why, "owned by uid %lu, which was not expected to write it", (unsigned long)st.st_uid);
+		errno = EPERM;
+		goto bad;
+	}
+	int fl = fcntl(fd, F_GETFL);
+	if (fl >= 0)
+		fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
+	goto out;
+bad:;
+	int e = errno;
+	close(fd);
+	fd = -1;
+	errno = e;
+out:
+	if (dfd >= 0) {
+		int e2 = errno;
+		close(dfd);
+		errno = e2;
+	}
+	free(dir);
+	return fd;
+}
+
+char *util_read_fd(int fd, size_t max, size_t *lenp)
+{
+	size_t cap = 4096, len = 0;
+	char *buf = xmalloc(cap);
+	for (;;) {
+		if (cap - len < 2) {
+			cap *= 2;
+			buf = xrealloc(buf, cap);
+		}
+		size_t want = cap - len - 1;
+		if (want > max - len)
+			want = max - len;
+		if (want == 0)
+			break;
+		ssize_t r = read(fd, buf + len, want);
+		if (r < 0) {
+			if (errno == EINTR)
+				continue;
+			int e = errno;
+			free(buf);
+			errno = e;
+			return NULL;
+		}
+		if (r == 0)
+			break;
+		len += (size_t)r;
+	}
+	buf[len] = '\0';
+	if (lenp)
+		*lenp = len;
+	return buf;
+}
+
+char *util_read_file_checked(const char *path, const uid_t *owners, size_t nowners, size_t max, size_t *len,
+			     char *why)
+{
+	int fd = util_open_checked(path, owners, nowners, why);
+	if (fd < 0)
+		return NULL;
+	size_t n = 0;
+	char *s = util_read_fd(fd, max < SIZE_MAX ? max + 1 : max, &n); /* one byte past max tells a file too big */
+	int e = errno;
+	close(fd);
+	if (s && n > max) {
+		free(s);
+		s = NULL;
+		e = EFBIG;
+		why_set(why, "larger than %zu bytes", max);
+	} else if (s == NULL) {
+		why_set(why, "%s", strerror(e));
+	} else if (len) {
+		*len = n;
+	}
+	errno = e;
+	return s;
 }
 
 char *util_read_file(const char *path, size_t *lenp)

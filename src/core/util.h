@@ -31,14 +31,48 @@ char *util_path_join(const char *a, const char *b);
 /* Creates path and missing parents with exactly mode (whatever the umask: a directory it creates is chmod'ed);
  * directories that exist already are left as they are. */
 int util_mkdir_p(const char *path, mode_t mode);
-/* Opens (O_WRONLY|O_CREAT|O_CLOEXEC|extra) a file kvcon writes text from outside into (logs, transcripts,
- * screenshots): a new file is 0600 whatever the umask; an existing one keeps its mode unless tighten is set
- * (kvcon's own default log), which removes group and other bits from a regular file the caller owns.
- * Returns the fd or -1 with errno. */
-int util_open_private(const char *path, int extra, bool tighten);
+/* Files at paths someone else may have prepared (a sticky /tmp, the run directory QEMU's account can write).
+ * Nothing is followed (O_NOFOLLOW, O_EXCL), every check is fstat of the descriptor opened, and a refusal leaves why
+ * (UTIL_WHY_LEN bytes, NULL for none) with one reason for an "error: PATH: WHY" line: "a symlink (not followed)",
+ * "owned by uid 1000, not by uid 0 (this kvcon)", "not a regular file (a FIFO)", or strerror(errno). */
+#define UTIL_WHY_LEN 160
 
-/* Writes data to path atomically: temporary file in the same directory, fsync, rename, fsync of the directory. */
+/* Opens (O_WRONLY|O_CLOEXEC|extra) a file kvcon writes text from outside into at a path it was given (logs,
+ * transcripts): a new file is created O_EXCL, 0600 whatever the umask; an existing one is opened O_NOFOLLOW and
+ * kept only when fstat shows a regular file of the euid with one link that group and others cannot write (its mode
+ * is kept, unless tighten is set (kvcon's own default log): then group and other bits go). Returns the fd, or -1
+ * with errno and why. */
+int util_open_private(const char *path, int extra, bool tighten, char *why);
+
+/* Writes data to path atomically: a temporary file made by util_temp_open, chmod'ed to mode once written, fsync,
+ * then util_temp_commit. 0, or -1 with errno (and why). */
+int util_write_file_why(const char *path, const void *data, size_t len, mode_t mode, char *why);
 int util_write_file_atomic(const char *path, const void *data, size_t len, mode_t mode);
+/* The temporary file of an atomic write of path: "PATH.tmp.XXXXXX" by mkostemp (O_EXCL, a random name, mode
+ * 0600) beside it. Returns the fd and *tmp (caller frees), or -1 with errno. */
+int util_temp_open(const char *path, char **tmp);
+/* Whether path may be replaced by util_temp_commit: nothing there, or a regular file of the euid (lstat: a
+ * symlink is refused, not followed). 0, or -1 with errno and why. An early answer for a long job (the bundle);
+ * util_temp_commit checks again. */
+int util_target_check(const char *path, char *why);
+/* Renames the written, closed temporary file tmp to path, which may hold nothing or a regular file of the euid
+ * (anything else is refused, tmp removed); fsyncs the directory. 0, or -1 with errno and why. */
+int util_temp_commit(char *tmp, const char *path, char *why);
+
+/* Who may own a file util_open_checked opens: the owner of the directory it is in (the QEMU account root gave its
+ * run directory to). */
+#define UTIL_OWNER_DIR ((uid_t)-2)
+/* Opens for reading a file in a directory someone else may write: the directory and the file are not followed,
+ * the open does not block (a FIFO), and fstat must show a regular file owned by one of owners (uids or
+ * UTIL_OWNER_DIR) — any owner when only the euid can write the directory. Returns the fd or -1 with errno, why. */
+int util_open_checked(const char *path, const uid_t *owners, size_t nowners, char *why);
+/* Reads fd to its end or max bytes, whichever comes first (NUL-terminated, length in *len if not NULL). Caller
+ * frees; NULL with errno. */
+char *util_read_fd(int fd, size_t max, size_t *len);
+/* util_open_checked then util_read_fd; a file larger than max is refused (EFBIG). Caller frees; NULL with errno
+ * and why. */
+char *util_read_file_checked(const char *path, const uid_t *owners, size_t nowners, size_t max, size_t *len,
+			     char *why);
 /* Reads a whole file (NUL-terminated, length in *len if not NULL). Caller frees; NULL with errno set. */
 char *util_read_file(const char *path, size_t *len);
 

@@ -116,10 +116,10 @@ static int generate(struct apitls *t, char **err)
 
 static int save(const char *dir, const char *name, const char *text, mode_t mode, char **err)
 {
-	char *p = util_path_join(dir, name);
-	int rc = util_write_file_atomic(p, text, strlen(text), mode);
+	char *p = util_path_join(dir, name), why[UTIL_WHY_LEN];
+	int rc = util_write_file_why(p, text, strlen(text), mode, why);
 	if (rc < 0)
-		*err = xasprintf("%s: %s", p, strerror(errno));
+		*err = xasprintf("%s: %s", p, why);
 	free(p);
 	return rc;
 }
@@ -216,9 +216,10 @@ int apitls_kubeconfig(const char *path, const struct apitls *t, int port, char *
 		util_mkdir_p(dir, 0700);
 	}
 	free(dir);
-	int rc = util_write_file_atomic(path, b.data, b.len, 0600);
+	char why[UTIL_WHY_LEN];
+	int rc = util_write_file_why(path, b.data, b.len, 0600, why); /* --kubeconfig-out: a regular file of ours */
 	if (rc < 0)
-		*err = xasprintf("%s: %s", path, strerror(errno));
+		*err = xasprintf("%s: %s", path, why);
 	OPENSSL_cleanse(b.data, b.len);
 	buf_free(&b);
 	return rc;

@@ -2,7 +2,8 @@
  * container's log. Container "compute" is QEMU's log, the part libvirt wrote since the execution's
  * "starting up" line (the previous instance is the part before it); "serial" is the execution's serial log
  * (the guest's bytes). A follow checks the file's size on a timer (a local file, as `tail -f` does) and ends
- * once the execution is over and the file no longer grows. */
+ * once the execution is over and the file no longer grows. Both files are in the run directory root gives QEMU's
+ * account (or libvirt's log directory): opened with util_open_checked every time, never followed. */
 #include "engine/elog.h"
 
 #include <errno.h>
@@ -10,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "core/loop.h"
 #include "core/util.h"
@@ -17,6 +19,7 @@
 #include "engine/evm.h"
 
 #define FOLLOW_TICK_MS 200
+#define READ_MAX (64u << 20) /* the most of a log read at once: its last 64 MiB */
 #define START_MARK ": starting up libvirt version:"
 
 struct log_stream {
@@ -86,6 +89,14 @@ static void ls_free(struct log_stream *ls)
 
 static void tick(void *arg);
 
+/* An execution's log, opened as util_open_checked does for a file QEMU's account could have planted: a regular
+ * file of root or of the directory's owner (the account), no symlink, no FIFO. */
+static int open_log(const char *path, char *why)
+{
+	const uid_t owners[] = { geteuid(), UTIL_OWNER_DIR };
+	return util_open_checked(path, owners, 2, why);
+}
+
 static void finish(struct log_stream *ls, int status, const char *msg)
 {
 	ls->timer = NULL;
@@ -114,24 +125,22 @@ static void tick(void *arg)
 	}
 	struct stat sb;
 	bool grew = false;
-	if (stat(ls->path, &sb) == 0 && sb.st_size > ls->pos) {
-		FILE *f = fopen(ls->path, "rb");
-		if (f && fseeko(f, ls->pos, SEEK_SET) == 0) {
-			char buf[16384];
-			size_t got;
-			while ((got = fread(buf, 1, sizeof buf, f)) > 0) {
-				ls->pos += (off_t)got;
-				grew = true;
-				if (!ls->data(ls->arg, buf, got)) {
-					fclose(f);
-					ls_free(ls);
-					return;
-				}
+	int fd = open_log(ls->path, NULL);
+	if (fd >= 0 && fstat(fd, &sb) == 0 && sb.st_size > ls->pos && lseek(fd, ls->pos, SEEK_SET) == ls->pos) {
+		char buf[16384];
+		ssize_t got;
+		while ((got = read(fd, buf, sizeof buf)) > 0) {
+			ls->pos += (off_t)got;
+			grew = true;
+			if (!ls->data(ls->arg, buf, (size_t)got)) {
+				close(fd);
+				ls_free(ls);
+				return;
 			}
 		}
-		if (f)
-			fclose(f);
 	}
+	if (fd >= 0)
+		close(fd);
 	struct evm *v = evm_find(ls->src, ls->ns, ls->vm);
 	bool same = v && v->cur && strcmp(v->cur->launcher, ls->launcher) == 0 && evm_active(v);
 	if (!same && !grew) {
@@ -175,10 +184,23 @@ struct log_stream *engine_log_open(struct source *src, const struct log_req *r, 
 		return NULL;
 	}
 	size_t len = 0;
-	errno = 0;
-	char *s = util_read_file(path, &len);
-	if (s == NULL && !(errno == ENOENT && !r->previous)) {
-		*err = xasprintf("%s: %s", path, strerror(errno));
+	off_t read_to = 0;
+	char *s = NULL, why[UTIL_WHY_LEN];
+	int fd = open_log(path, why);
+	if (fd >= 0) {
+		/* a bounded read: the last READ_MAX bytes of a log the guest can grow without end */
+		struct stat sb;
+		off_t from = 0;
+		if (fstat(fd, &sb) == 0 && sb.st_size > (off_t)READ_MAX)
+			from = sb.st_size - (off_t)READ_MAX;
+		if (lseek(fd, from, SEEK_SET) == from && (s = util_read_fd(fd, READ_MAX, &len)) != NULL)
+			read_to = from + (off_t)len;
+		else
+			snprintf(why, sizeof why, "%s", strerror(errno));
+		close(fd);
+	}
+	if (s == NULL && !(fd < 0 && errno == ENOENT && !r->previous)) {
+		*err = xasprintf("%s: %s", path, why);
 		return NULL;
 	}
 	const char *part = s ? s : "";
@@ -214,7 +236,7 @@ struct log_stream *engine_log_open(struct source *src, const struct log_req *r, 
 	ls->first = xmalloc(tl + 1);
 	memcpy(ls->first, t, tl);
 	ls->first_len = tl;
-	ls->pos = (off_t)len;
+	ls->pos = read_to;
 	ls->follow = r->follow && !r->previous;
 	free(s);
 	ls->timer = loop_timer_add(0, tick, ls);

@@ -394,7 +394,10 @@ int embed_reap_probes(const char *root)
 			continue;
 		char *dir = xasprintf("%s/%s", lib, de->d_name), *pidf = xasprintf("%s/qmp.pid", dir);
 		char *mon = xasprintf("%s/qmp.monitor", dir), *arg = xasprintf("unix:%s,", mon);
-		char *text = util_read_file(pidf, NULL);
+		/* written by the probe QEMU as the account, in a directory libvirt gave it: a regular file of root or
+		 * of the account (the directory's owner), not followed, a few bytes */
+		const uid_t owners[] = { geteuid(), UTIL_OWNER_DIR };
+		char *text = util_read_file_checked(pidf, owners, 2, 64, NULL, NULL);
 		long pid = text ? strtol(text, NULL, 10) : 0;
 		/* the probe's own command line names this directory's monitor: a recycled pid is left alone */
 		if (pid > 1 && proc_has_arg(pid, arg) && kill((pid_t)pid, SIGKILL) == 0) {

@@ -313,14 +313,14 @@ static int64_t wall_ms(void)
 static int persist_err(struct evm *v, char **err)
 {
 	char *path = record_path(v);
-	char *json = record_dump(v);
-	int rc = util_write_file_atomic(path, json, strlen(json), 0600);
+	char *json = record_dump(v), why[UTIL_WHY_LEN];
+	int rc = util_write_file_why(path, json, strlen(json), 0600, why);
 	if (rc < 0 && errno == ENOENT) {
 		util_mkdir_p(v->eh->records_dir, 0700);
-		rc = util_write_file_atomic(path, json, strlen(json), 0600);
+		rc = util_write_file_why(path, json, strlen(json), 0600, why);
 	}
 	if (rc < 0)
-		*err = xasprintf("cannot store the record %s: %s", path, strerror(errno));
+		*err = xasprintf("cannot store the record %s: %s", path, why);
 	free(json);
 	free(path);
 	return rc;
@@ -3194,14 +3194,21 @@ struct engine_console *engine_console_open(struct source *src, const char *ns, c
 	c->cb = cb;
 	c->arg = arg;
 	if (v->ring_len == 0 && active(v->cur) && v->cur->serial_log) {
-		/* attached after the start (another kvcon started it): the log's tail is the backlog */
-		size_t n = 0;
-		char *s = util_read_file(v->cur->serial_log, &n);
-		if (s && n) {
-			size_t keep = n > 8192 ? 8192 : n;
-			console_deliver(v, s + n - keep, keep); /* into the ring, before c subscribes */
+		/* attached after the start (another kvcon started it): the log's tail is the backlog, read from a file of
+		 * root or QEMU's account (the run directory's owner), never through a link the account planted */
+		const uid_t owners[] = { geteuid(), UTIL_OWNER_DIR };
+		int fd = util_open_checked(v->cur->serial_log, owners, 2, NULL);
+		struct stat st;
+		if (fd >= 0 && fstat(fd, &st) == 0 && st.st_size > 0) {
+			off_t from = st.st_size > 8192 ? st.st_size - 8192 : 0;
+			size_t n = 0;
+			char *s = lseek(fd, from, SEEK_SET) == from ? util_read_fd(fd, 8192, &n) : NULL;
+			if (s && n)
+				console_deliver(v, s, n); /* into the ring, before c subscribes */
+			free(s);
 		}
-		free(s);
+		if (fd >= 0)
+			close(fd);
 	}
 	c->next = v->consoles;
 	v->consoles = c;

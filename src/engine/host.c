@@ -256,7 +256,9 @@ static bool inspect(struct host *h, virDomainPtr dom, struct host_dom *d)
 	local_dirs(h, &run, &logd);
 	if (run) {
 		char *pf = xasprintf("%s/%s.pid", run, d->name);
-		char *s = util_read_file(pf, NULL);
+		/* libvirt's (root's) pid file: never a link, a FIFO or /dev/zero someone put there */
+		const uid_t owners[] = { geteuid() };
+		char *s = util_read_file_checked(pf, owners, 1, 64, NULL, NULL);
 		if (s)
 			d->pid = atoi(s);
 		free(s);
@@ -744,8 +746,9 @@ fail:
 static int file_op(const struct host_req *r, char **err)
 {
 	switch (r->type) {
-	case RQ_WRITE:
-		if (util_write_file_atomic(r->path, r->data, r->len, 0600) == 0)
+	case RQ_WRITE: {
+		char why[UTIL_WHY_LEN];
+		if (util_write_file_why(r->path, r->data, r->len, 0600, why) == 0)
 			return 0;
 		char *dir = xstrdup(r->path);
 		char *s = strrchr(dir, '/');
@@ -753,11 +756,12 @@ static int file_op(const struct host_req *r, char **err)
 			*s = '\0';
 		util_mkdir_p(dir, 0700);
 		free(dir);
-		if (util_write_file_atomic(r->path, r->data, r->len, 0600) == 0)
+		if (util_write_file_why(r->path, r->data, r->len, 0600, why) == 0)
 			return 0;
-		*err = xasprintf("%s: %s", r->path, strerror(errno));
+		*err = xasprintf("%s: %s", r->path, why);
 		log_error("engine: cannot write %s", *err);
 		return -1;
+	}
 	case RQ_UNLINK:
 		if (unlink(r->path) < 0 && errno != ENOENT) {
 			*err = xasprintf("%s: %s", r->path, strerror(errno));

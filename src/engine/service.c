@@ -258,7 +258,7 @@ int engine_service_spawn(char *const *uris, int n, const char *sock, int (*probe
 			_exit(g < 0 || wr != (ssize_t)sizeof gl ? 1 : 0);
 		}
 		int in = open("/dev/null", O_RDONLY | O_CLOEXEC);
-		int out = open(logp, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+		int out = util_open_private(logp, O_APPEND, true, NULL); /* no symlink, FIFO or foreign file */
 		if (in >= 0)
 			dup2(in, 0);
 		if (out >= 0) {

@@ -242,9 +242,10 @@ static void persist_line(struct lineage *l, const struct source *src, const char
 			log_warn("lineage: cannot create %s: %s", l->dir, strerror(errno));
 			return;
 		}
-		ls->fd = open(ls->path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+		char why[UTIL_WHY_LEN];
+		ls->fd = util_open_private(ls->path, O_APPEND, true, why); /* no symlink, FIFO or foreign file */
 		if (ls->fd < 0) {
-			log_warn("lineage: cannot open %s: %s", ls->path, strerror(errno));
+			log_warn("lineage: cannot open %s: %s", ls->path, why);
 			return;
 		}
 	}

@@ -6,6 +6,7 @@
 # memory, without being fetched again; persistent 500s are reported as they happen and `get` gives up in time.
 # Issue 23, finding 1 (root, lib/nohome.sh): with HOME empty root never reads a config another user wrote in /tmp
 # (it runs nothing of theirs), and a config or state directory another user owns or can write is refused.
+# Issue 23 finding 3: paths another user prepared in a sticky directory are refused, not written through.
 # Exit 0 pass, anything else fail.
 set -u
 # shellcheck source=tests/e2e/lib/fakekube.bash
@@ -165,6 +166,44 @@ XDG_STATE_HOME=$tmp/xdg3 "$KVCON" -c 'bogus:///x' engine console nosuch \
 	--expect x --log "$tmp/console.log" >/dev/null 2>&1
 [ -f "$tmp/console.log" ] || fail "engine console --log created no file"
 [ "$(mode "$tmp/console.log")" = 600 ] || fail "engine console --log is $(mode "$tmp/console.log")"
+# issue 23 finding 3: in a sticky shared directory another user prepared the names kvcon is given (a 0666 file of
+# theirs, a symlink to root's secret, a FIFO): each is refused with one error line naming it, nothing is written
+# and nothing blocks (run as root: nobody is the other user)
+if [ "$(id -u)" = 0 ]; then
+	echo "[${SECONDS}s] prepared paths"
+	sd=$tmp/sticky
+	chmod 711 "$tmp" # nobody may pass through to the shared directory, as to /tmp
+	mkdir -m 1777 "$sd"
+	printf 'secret\n' >"$tmp/secret"
+	setpriv --reuid=nobody --regid=nogroup --clear-groups sh -c "umask 0 && : >$sd/kvcon.log && : >$sd/console.log &&
+		: >$sd/shot.png && ln -s $tmp/secret $sd/link.log && mkfifo $sd/fifo.log" || fail "nobody's files"
+	prepared() { # PATH WHY CMD...: refused before it runs, one line, nothing written
+		local p=$1 why=$2
+		shift 2
+		timeout 10 "$@" >/dev/null 2>"$tmp/prep.err"
+		local rc=$?
+		[ $rc -eq 1 ] || fail "$p: exit $rc: $(cat "$tmp/prep.err")"
+		[ "$(cat "$tmp/prep.err")" = "error: $p: $why" ] || fail "$p: message: $(cat "$tmp/prep.err")"
+	}
+	owned="owned by uid 65534, not by uid 0 (this kvcon)"
+	prepared "$sd/kvcon.log" "$owned" "$KVCON" --log-file "$sd/kvcon.log" -v get vm -A
+	prepared "$sd/link.log" "a symlink (not followed)" "$KVCON" --log-file "$sd/link.log" get vm -A
+	prepared "$sd/fifo.log" "not a regular file (a FIFO or socket)" "$KVCON" --log-file "$sd/fifo.log" version
+	prepared "$sd/shot.png" "$owned" "$KVCON" vnc nosuch --screenshot "$sd/shot.png"
+	XDG_STATE_HOME=$tmp/xdg3 "$KVCON" -c 'bogus:///x' engine console nosuch --expect x --log "$sd/console.log" \
+		>/dev/null 2>"$tmp/prep.err"
+	grep -qx "error: $sd/console.log: $owned" "$tmp/prep.err" || fail "console --log: $(cat "$tmp/prep.err")"
+	for f in kvcon.log console.log shot.png; do
+		[ ! -s "$sd/$f" ] || fail "$f got root's text: $(head -c 200 "$sd/$f")"
+	done
+	[ "$(cat "$tmp/secret")" = secret ] || fail "the secret was written through link.log"
+	# a file of kvcon's user that others can write may be held open by them: refused too
+	: >"$sd/mine.log"
+	chmod 666 "$sd/mine.log"
+	prepared "$sd/mine.log" "mode 0666 lets others write it (and hold it open): chmod go-w it or choose a new file" \
+		"$KVCON" --log-file "$sd/mine.log" version
+	echo "[${SECONDS}s] prepared paths refused"
+fi
 echo "[${SECONDS}s] default log"
 # kvcon's default log (the dashboard's, on a terminal), in a directory kvcon creates 0700
 "$PY" - "$KVCON" "$tmp/xdg" <<'PYEOF' || fail "the default kvcon.log"

@@ -1,4 +1,7 @@
-/* Unit tests of src/core: time parsing and formatting, escaping, hash map, buffers, atomic files, the loop. */
+/* Unit tests of src/core: time parsing and formatting, escaping, hash map, buffers, atomic and checked files, the
+ * loop. */
+#include <dirent.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -174,15 +177,15 @@ static void test_private_files_and_escaped_output(void)
 	struct stat st;
 	T_CHECK(stat(sub, &st) == 0 && (st.st_mode & 0777) == 0700);
 	char *f = xasprintf("%s/log", sub);
-	int fd = util_open_private(f, O_APPEND, false);
+	int fd = util_open_private(f, O_APPEND, false, NULL);
 	T_CHECK(fd >= 0 && fstat(fd, &st) == 0 && (st.st_mode & 0777) == 0600);
 	close(fd);
 	/* an existing file keeps its mode, unless tightened (kvcon's own log) */
 	chmod(f, 0644);
-	fd = util_open_private(f, O_APPEND, false);
+	fd = util_open_private(f, O_APPEND, false, NULL);
 	T_CHECK(fd >= 0 && fstat(fd, &st) == 0 && (st.st_mode & 0777) == 0644);
 	close(fd);
-	fd = util_open_private(f, O_APPEND, true);
+	fd = util_open_private(f, O_APPEND, true, NULL);
 	T_CHECK(fd >= 0 && fstat(fd, &st) == 0 && (st.st_mode & 0777) == 0600);
 	close(fd);
 	umask(0277); /* a umask that would leave the directory unusable */
@@ -218,8 +221,207 @@ static void test_private_files_and_escaped_output(void)
 	free(sub2);
 }
 
+/* Files at paths someone else prepared (issue 23 findings 3 and 6): one row per thing found at the path, for the
+ * three ways kvcon meets such a path. Another user's files need root (chown to nobody); as a user those rows are
+ * skipped. */
+enum prep { P_NONE, P_OWN, P_OWN_0644, P_OWN_0666, P_OTHER, P_SYMLINK, P_FIFO, P_DIR, P_HARDLINK, P_THIRD };
+
+#define NOBODY 65534
+#define THIRD 65533
+
+/* Puts at path what row p names; secret is a file the symlink and the hard link point at. */
+static void prepare(const char *path, enum prep p, const char *secret)
+{
+	int fd;
+	switch (p) {
+	case P_NONE:
+		break;
+	case P_OWN:
+	case P_OWN_0644:
+	case P_OWN_0666:
+	case P_OTHER:
+	case P_THIRD:
+		fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 0600);
+		T_CHECK(fd >= 0 && write(fd, "old\n", 4) == 4);
+		close(fd);
+		chmod(path, p == P_OWN_0644 ? 0644 : p == P_OWN ? 0600 : 0666);
+		if (p == P_OTHER || p == P_THIRD)
+			T_EQ_INT(chown(path, p == P_OTHER ? NOBODY : THIRD, NOBODY), 0);
+		break;
+	case P_SYMLINK:
+		T_EQ_INT(symlink(secret, path), 0);
+		break;
+	case P_FIFO:
+		T_EQ_INT(mkfifo(path, 0666), 0);
+		break;
+	case P_DIR:
+		T_EQ_INT(mkdir(path, 0755), 0);
+		break;
+	case P_HARDLINK:
+		T_EQ_INT(link(secret, path), 0);
+		break;
+	}
+}
+
+static void test_files_at_given_paths(void)
+{
+	bool root = geteuid() == 0;
+	char dir[] = "/tmp/kvcon-given-XXXXXX";
+	T_CHECK(mkdtemp(dir) != NULL);
+	chmod(dir, 01777); /* a sticky shared directory, as /tmp */
+	char *secret = xasprintf("%s/secret", dir);
+	util_write_file_atomic(secret, "secret\n", 7, 0600);
+	static const struct {
+		enum prep p;
+		bool needs_root;
+		bool append_ok, replace_ok; /* util_open_private (logs), util_write_file_why (screenshot, bundle) */
+		const char *why;            /* in the refusal */
+	} rows[] = {
+		{ P_NONE, false, true, true, NULL },
+		{ P_OWN, false, true, true, NULL },
+		{ P_OWN_0644, false, true, true, NULL },
+		{ P_OWN_0666, false, false, true, "mode 0666 lets others write it" },
+		{ P_OTHER, true, false, false, "owned by uid 65534, not by uid 0" },
+		{ P_SYMLINK, false, false, false, "a symlink (not followed)" },
+		{ P_FIFO, false, false, false, "not a regular file" },
+		{ P_DIR, false, false, false, "not a regular file" },
+		{ P_HARDLINK, false, false, true, "has 2 hard links" },
+	};
+	for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+		if (rows[i].needs_root && !root)
+			continue;
+		for (int way = 0; way < 2; way++) {
+			char *path = xasprintf("%s/given-%zu-%d", dir, i, way), why[UTIL_WHY_LEN] = "";
+			prepare(path, rows[i].p, secret);
+			bool ok;
+			if (way == 0) {
+				int fd = util_open_private(path, O_APPEND, false, why);
+				ok = fd >= 0 && write(fd, "new\n", 4) == 4;
+				if (fd >= 0)
+					close(fd);
+			} else {
+				ok = util_write_file_why(path, "new\n", 4, 0600, why) == 0;
+			}
+			bool want = way == 0 ? rows[i].append_ok : rows[i].replace_ok;
+			if (ok != want || (!ok && rows[i].why && strstr(why, rows[i].why) == NULL))
+				fprintf(stderr, "row %zu way %d: ok %d, why \"%s\"\n", i, way, ok, why);
+			T_EQ_INT(ok, want);
+			if (!ok && rows[i].why)
+				T_CHECK(strstr(why, rows[i].why) != NULL);
+			struct stat st;
+			if (ok && way == 0 && rows[i].p == P_NONE)
+				T_CHECK(stat(path, &st) == 0 && (st.st_mode & 0777) == 0600);
+			if (ok && way == 0 && rows[i].p == P_OWN_0644) /* a mode its owner chose is kept */
+				T_CHECK(stat(path, &st) == 0 && (st.st_mode & 0777) == 0644);
+			if (!ok && (rows[i].p == P_OTHER || rows[i].p == P_OWN_0666)) { /* nothing written */
+				char *t = util_read_file(path, NULL);
+				T_EQ_STR(t, "old\n");
+				free(t);
+			}
+			if (rows[i].p == P_HARDLINK && ok) /* replaced: the link is gone, the file it shared kept */
+				T_CHECK(lstat(path, &st) == 0 && st.st_nlink == 1);
+			char *t = util_read_file(secret, NULL);
+			T_EQ_STR(t, "secret\n");
+			free(t);
+			if (rows[i].p == P_DIR)
+				rmdir(path);
+			else
+				unlink(path);
+			free(path);
+		}
+	}
+	/* kvcon's own log (tighten): its group and other read bits go */
+	char *own = xasprintf("%s/own.log", dir);
+	prepare(own, P_OWN_0644, secret);
+	int fd = util_open_private(own, O_APPEND, true, NULL);
+	struct stat st;
+	T_CHECK(fd >= 0 && fstat(fd, &st) == 0 && (st.st_mode & 0777) == 0600);
+	close(fd);
+	/* pre-created temporary names: the old guessable X.tmp.<pid> as a symlink to the secret and many X.tmp.* files
+	 * another user made; the write takes none of them and leaves none of its own behind */
+	char *x = xasprintf("%s/kc", dir), *guess = xasprintf("%s/kc.tmp.%ld", dir, (long)getpid());
+	T_EQ_INT(symlink(secret, guess), 0);
+	for (int i = 0; i < 64; i++) {
+		char *n = xasprintf("%s/kc.tmp.%06d", dir, i);
+		prepare(n, root ? P_OTHER : P_OWN_0666, secret);
+		free(n);
+	}
+	T_EQ_INT(util_write_file_why(x, "token\n", 6, 0640, NULL), 0);
+	char *t = util_read_file(x, NULL);
+	T_EQ_STR(t, "token\n");
+	free(t);
+	T_CHECK(stat(x, &st) == 0 && (st.st_mode & 0777) == 0640 && st.st_uid == geteuid());
+	t = util_read_file(secret, NULL);
+	T_EQ_STR(t, "secret\n");
+	free(t);
+	int left = 0;
+	DIR *d = opendir(dir);
+	for (struct dirent *de; d && (de = readdir(d));)
+		left += strncmp(de->d_name, "kc.tmp.", 7) == 0;
+	closedir(d);
+	T_EQ_INT(left, 65); /* the planted ones only */
+	free(x);
+	free(guess);
+	free(own);
+
+	/* what root reads back from a run directory given to QEMU's account */
+	char *run = xasprintf("%s/run", dir);
+	T_EQ_INT(mkdir(run, 0700), 0);
+	if (root)
+		T_EQ_INT(chown(run, NOBODY, NOBODY), 0);
+	static const struct {
+		enum prep p;
+		bool needs_root, ok;
+		const char *why;
+	} reads[] = {
+		{ P_OWN, false, true, NULL },
+		{ P_OTHER, true, true, NULL }, /* the account's own serial log */
+		{ P_THIRD, true, false, "owned by uid 65533" },
+		{ P_SYMLINK, false, false, "a symlink (not followed)" },
+		{ P_FIFO, false, false, "not a regular file (a FIFO)" },
+		{ P_DIR, false, false, "not a regular file (a directory)" },
+	};
+	const uid_t owners[] = { geteuid(), UTIL_OWNER_DIR };
+	for (size_t i = 0; i < sizeof reads / sizeof reads[0]; i++) {
+		if (reads[i].needs_root && !root)
+			continue;
+		char *path = xasprintf("%s/serial.log", run), why[UTIL_WHY_LEN] = "";
+		prepare(path, reads[i].p, secret);
+		size_t n = 0;
+		char *s = util_read_file_checked(path, owners, 2, 1024, &n, why);
+		if ((s != NULL) != reads[i].ok)
+			fprintf(stderr, "read row %zu: %s\n", i, why);
+		T_EQ_INT(s != NULL, reads[i].ok);
+		if (s)
+			T_CHECK(strcmp(s, "old\n") == 0 && n == 4);
+		if (!s && reads[i].why)
+			T_CHECK(strstr(why, reads[i].why) != NULL);
+		free(s);
+		if (reads[i].p == P_DIR)
+			rmdir(path);
+		else
+			unlink(path);
+		free(path);
+	}
+	/* bounded: a file past max is refused, not read to the end */
+	char *big = xasprintf("%s/domain.xml", run);
+	prepare(big, P_OWN, secret);
+	char why[UTIL_WHY_LEN] = "";
+	T_CHECK(util_read_file_checked(big, owners, 2, 3, NULL, why) == NULL && errno == EFBIG);
+	T_CHECK(strstr(why, "larger than 3 bytes") != NULL);
+	unlink(big);
+	free(big);
+	rmdir(run);
+	free(run);
+	char *rm = xasprintf("rm -rf '%s'", dir);
+	T_EQ_INT(system(rm), 0);
+	free(rm);
+	free(secret);
+}
+
 int main(void)
 {
+	test_files_at_given_paths();
 	test_private_files_and_escaped_output();
 	test_time();
 	test_escape();
