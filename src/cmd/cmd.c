@@ -22,6 +22,7 @@
 #include "core/opts.h"
 #include "core/xmalloc.h"
 #include "kube/kget.h"
+#include "model/registry.h"
 
 static int cmd_version(int argc, char **argv);
 static int cmd_help(int argc, char **argv);
@@ -245,13 +246,38 @@ void cmd_usage(const struct cmd_entry *e, FILE *f)
 	fprintf(f, "usage: kvcon %s %s\n%s%s%s.\n", e->name, e->args, e->summary, e->alias ? "; also " : "",
 		e->alias ? e->alias : "");
 	if (e->operand == CMD_OP_KIND_NAMES)
-		fprintf(f, "kinds: virtualmachines (vm), virtualmachineinstances (vmi), virtualmachineinstancemigrations "
-			   "(vmim),\n       pods (po), events (ev), nodes (no), namespaces (ns)\n");
+		cmd_print_kinds(f);
 	if (e->flags) {
 		fprintf(f, "\nflags:\n");
 		print_flags(e->flags, f);
 	}
 	fprintf(f, "\nGlobal options (kvcon --help) are accepted too.\n");
+}
+
+void cmd_print_kinds(FILE *f)
+{
+	int col = fprintf(f, "kinds:");
+	for (int i = 0; i < KIND_COUNT; i++) {
+		const struct kind_def *k = registry_kind((enum kind_id)i);
+		char w[96];
+		int n = snprintf(w, sizeof w, " %s (%s)%s", k->plural, k->shorts[0], i + 1 < KIND_COUNT ? "," : "");
+		if (col + n > 110) {
+			fprintf(f, "\n      ");
+			col = 6;
+		}
+		col += fprintf(f, "%s", w);
+	}
+	fprintf(f, "\n");
+}
+
+void cmd_print_suggestions(const char *const *words, size_t n)
+{
+	if (n == 0)
+		return;
+	/* the words are the registry's and the command table's own (log_eprintf would escape the tab) */
+	fprintf(stderr, "\nDid you mean this?\n");
+	for (size_t i = 0; i < n; i++)
+		fprintf(stderr, "\t%s\n", words[i]);
 }
 
 static int cmd_version(int argc, char **argv)
@@ -349,10 +375,6 @@ static int cmd_completion(int argc, char **argv)
 	return EXIT_OK;
 }
 
-static const char *const kind_words =
-	"vm vmi vmim pod event node namespace virtualmachines virtualmachineinstances "
-	"virtualmachineinstancemigrations pods events nodes namespaces";
-
 /* Prints the words of list (space-separated) that start with cur, one a line. */
 static void put_words(const char *list, const char *cur)
 {
@@ -369,7 +391,7 @@ static void put_words(const char *list, const char *cur)
  * "PREFIX" then the template's text; printed only when they start with cur. */
 static void put_api(const char *kind, const char *ns, const char *tmpl, const char *cur)
 {
-	const struct kget_kind *k = kget_kind_find(kind);
+	const struct kind_def *k = registry_kind_find(kind);
 	if (k == NULL)
 		return;
 	struct kvcon_opts *o = opts_global();
@@ -509,7 +531,7 @@ static int cmd_complete(int argc, char **argv)
 		break;
 	case CMD_OP_KIND_NAMES:
 		if (nops == 0) {
-			put_words(kind_words, cur);
+			put_words(registry_kind_words(), cur);
 		} else {
 			/* the names of the first kind named, in -n's namespace (the context's without it) */
 			char kind[64];

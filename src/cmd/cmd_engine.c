@@ -40,6 +40,7 @@
 #include "kube/kconsole.h"
 #include "kube/kube.h"
 #include "model/columns.h"
+#include "model/registry.h"
 #include "model/source.h"
 #include "model/store.h"
 
@@ -512,10 +513,6 @@ static int engine_action(int argc, char **argv)
  * NAME (--field-selector involvedObject.name=NAME), as the engine form always listed them. */
 static int engine_get(int argc, char **argv)
 {
-	static const char *const kinds[] = { "vm", "vms", "virtualmachine", "virtualmachines", "vmi", "vmis",
-					     "virtualmachineinstance", "virtualmachineinstances", "vmim", "pod", "pods",
-					     "po", "event", "events", "ev", "node", "nodes", "namespace", "namespaces",
-					     "ns", NULL };
 	static const char *const with_value[] = { "-o", "--output", "-l", "--selector", "--field-selector", "-L",
 						  "--label-columns", "--sort-by", "--watch-for", "--timeout", NULL };
 	char **av = xcalloc((size_t)argc + 4, sizeof *av);
@@ -532,9 +529,7 @@ static int engine_get(int argc, char **argv)
 			av[n++] = argv[i];
 			continue;
 		}
-		bool is_kind = false;
-		for (size_t k = 0; kind == NULL && name == NULL && kinds[k]; k++)
-			is_kind |= strcmp(argv[i], kinds[k]) == 0;
+		bool is_kind = kind == NULL && name == NULL && registry_kind_find(argv[i]) != NULL;
 		if (is_kind)
 			kind = argv[i];
 		else if (argv[i][0] != '-' && name == NULL)

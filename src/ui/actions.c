@@ -6,6 +6,7 @@
 
 #include "core/log.h"
 #include "core/xmalloc.h"
+#include "model/registry.h"
 #include "model/source.h"
 #include "model/store.h"
 #include "ui/describeview.h"

@@ -12,6 +12,7 @@
 #include "core/loop.h"
 #include "core/util.h"
 #include "core/xmalloc.h"
+#include "model/registry.h"
 #include "model/source.h"
 #include "model/store.h"
 #include "t.h"
@@ -917,8 +918,8 @@ static void man_keys(struct buf *b)
 		if (cmdline_cmds[i].args[0])
 			buf_printf(b, " \\fI%s\\fR", cmdline_cmds[i].args);
 		buf_printf(b, "\n%s", cmdline_cmds[i].help);
-		if (cmdline_cmds[i].aliases && *cmdline_cmds[i].aliases)
-			buf_printf(b, " (also: %s)", cmdline_cmds[i].aliases);
+		if (cmdline_aliases(&cmdline_cmds[i]) && *cmdline_aliases(&cmdline_cmds[i]))
+			buf_printf(b, " (also: %s)", cmdline_aliases(&cmdline_cmds[i]));
 		buf_add_str(b, "\n");
 	}
 }
