@@ -53,6 +53,8 @@ extern const struct cmd_flag cmd_globals[];
 
 /* The verb named (or aliased) name; NULL when there is none. */
 const struct cmd_entry *cmd_find(const char *name);
+/* The verbs close to a mistyped name (kubectl's "Did you mean this?") into out (at most max); how many. */
+size_t cmd_suggest(const char *name, const char **out, size_t max);
 /* kvcon --help. */
 void cmd_usage_all(FILE *f);
 /* kvcon VERB --help / kvcon help VERB. */
