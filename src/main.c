@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 #include "cmd/cmd.h"
@@ -154,6 +155,20 @@ static int parse_globals(int argc, char **argv, struct kvcon_opts *o)
 	return out;
 }
 
+/* The config file's `readonly = true` (the last readonly line wins; true, yes or 1). */
+static bool config_readonly(void)
+{
+	struct config *cfg = config_load(NULL); /* it logs a bad line */
+	bool ro = false;
+	for (size_t i = 0; i < config_count(cfg); i++) {
+		const struct config_entry *c = config_at(cfg, i);
+		if (strcmp(c->key, "readonly") == 0)
+			ro = strcasecmp(c->value, "true") == 0 || strcmp(c->value, "1") == 0 || strcasecmp(c->value, "yes") == 0;
+	}
+	config_free(cfg);
+	return ro;
+}
+
 int main(int argc, char **argv)
 {
 	struct kvcon_opts *o = opts_global();
@@ -192,9 +207,19 @@ int main(int argc, char **argv)
 		return ui_main();
 	const struct cmd_entry *e = cmd_find(args[0]);
 	if (e == NULL) {
-		log_eprintf("error: unknown command \"%s\" for \"kvcon\"\nRun 'kvcon --help' for usage.\n", args[0]);
+		/* kubectl's words, and its suggestion of the verbs close to the one typed */
+		log_eprintf("error: unknown command \"%s\" for \"kvcon\"\n", args[0]);
+		const char *close[4];
+		size_t nc = cmd_suggest(args[0], close, 4);
+		cmd_print_suggestions(close, nc);
+		if (nc == 0)
+			log_eprintf("Run 'kvcon --help' for usage.\n");
 		return EXIT_USAGE;
 	}
+	/* readonly means the same from the flag and the config file, for every verb as for the dashboard; the engine
+	 * service itself is not a client (it serves clients that each check their own) */
+	if (!o->readonly && !(strcmp(e->name, "engine") == 0 && n > 1 && strcmp(args[1], "serve") == 0))
+		o->readonly = config_readonly();
 	if (!e->own_help)
 		for (int i = 1; i < n && strcmp(args[i], "--") != 0; i++)
 			if (strcmp(args[i], "-h") == 0 || strcmp(args[i], "--help") == 0) {

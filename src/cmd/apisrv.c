@@ -46,6 +46,7 @@
 #include "kube/wsframe.h"
 #include "model/columns.h"
 #include "model/objjson.h"
+#include "model/registry.h"
 #include "model/source.h"
 #include "model/store.h"
 
@@ -62,26 +63,42 @@
 
 enum res { R_VM, R_VMI, R_POD, R_EVENT, R_NS, R_NODE, R_VMIM, R_KV, R_COUNT };
 
-static const struct resdef {
+/* Each resource is a kind of the registry (model/registry.c: names, group, short names, scope, store kind) with
+ * the verbs this server allows on it; RES[r] reads as the table it was, filled from the registry on first use. */
+struct resdef {
 	const char *plural, *singular, *kind, *group, *short1, *short2;
 	bool namespaced;
 	int obj_kind; /* enum obj_kind, -1 for synthesised kinds */
 	const char *verbs;
-} RES[R_COUNT] = {
-	[R_VM] = { "virtualmachines", "virtualmachine", "VirtualMachine", "kubevirt.io", "vm", "vms", true, OBJ_VM,
-		   "create,delete,get,list,patch,update,watch" },
-	[R_VMI] = { "virtualmachineinstances", "virtualmachineinstance", "VirtualMachineInstance", "kubevirt.io", "vmi",
-		    "vmis", true, OBJ_VMI, "delete,get,list,watch" },
-	[R_POD] = { "pods", "pod", "Pod", "", "po", NULL, true, OBJ_POD, "get,list,watch" },
-	[R_EVENT] = { "events", "event", "Event", "", "ev", NULL, true, OBJ_EVENT, "get,list,watch" },
-	[R_NS] = { "namespaces", "namespace", "Namespace", "", "ns", NULL, false, -1, "create,delete,get,list,watch" },
-	[R_NODE] = { "nodes", "node", "Node", "", "no", NULL, false, -1, "get,list,watch" },
-	[R_VMIM] = { "virtualmachineinstancemigrations", "virtualmachineinstancemigration",
-		     "VirtualMachineInstanceMigration", "kubevirt.io", "vmim", "vmims", true, -1,
-		     "create,delete,get,list,watch" },
-	/* the engine's own KubeVirt CR (kv_json): read-only, writes are 405 */
-	[R_KV] = { "kubevirts", "kubevirt", "KubeVirt", "kubevirt.io", "kv", "kvs", true, -1, "get,list,watch" },
 };
+
+static const struct {
+	enum kind_id kind;
+	const char *verbs;
+} RES_ROWS[R_COUNT] = {
+	[R_VM] = { KIND_VM, "create,delete,get,list,patch,update,watch" },
+	[R_VMI] = { KIND_VMI, "delete,get,list,watch" },
+	[R_POD] = { KIND_POD, "get,list,watch" },
+	[R_EVENT] = { KIND_EVENT, "get,list,watch" },
+	[R_NS] = { KIND_NS, "create,delete,get,list,watch" },
+	[R_NODE] = { KIND_NODE, "get,list,watch" },
+	[R_VMIM] = { KIND_VMIM, "create,delete,get,list,watch" },
+	/* the engine's own KubeVirt CR (kv_json): read-only, writes are 405 */
+	[R_KV] = { KIND_KV, "get,list,watch" },
+};
+
+static const struct resdef *res_table(void)
+{
+	static struct resdef t[R_COUNT];
+	if (t[0].plural == NULL)
+		for (int r = 0; r < R_COUNT; r++) {
+			const struct kind_def *k = registry_kind(RES_ROWS[r].kind);
+			t[r] = (struct resdef){ k->plural, k->singular, k->kind, k->group, k->shorts[0], k->shorts[1],
+						k->namespaced, k->obj, RES_ROWS[r].verbs };
+		}
+	return t;
+}
+#define RES (res_table())
 
 static const char *api_version(enum res r)
 {
@@ -1905,23 +1922,20 @@ static enum MHD_Result migrate_sub(struct MHD_Connection *c, struct reqctx *rq, 
 static enum MHD_Result subresource(struct MHD_Connection *c, struct reqctx *rq, enum res r, const char *ns,
 				   const char *name, const char *sub)
 {
-	if (r == R_VM) {
-		if (strcmp(sub, "start") == 0)
-			return act(c, rq, r, ACT_START, ns, name, -1, NULL, 202, false);
-		if (strcmp(sub, "stop") == 0)
-			return act(c, rq, r, ACT_STOP, ns, name, grace_of(c, rq, "gracePeriod"), NULL, 202, false);
-		if (strcmp(sub, "restart") == 0)
-			return act(c, rq, r, ACT_RESTART, ns, name, grace_of(c, rq, "gracePeriodSeconds"), NULL, 202, false);
-		if (strcmp(sub, "migrate") == 0)
-			return migrate_sub(c, rq, ns, name);
-	} else if (r == R_VMI) {
-		if (strcmp(sub, "pause") == 0)
-			return act(c, rq, r, ACT_PAUSE, ns, name, -1, NULL, 200, false);
-		if (strcmp(sub, "unpause") == 0)
-			return act(c, rq, r, ACT_UNPAUSE, ns, name, -1, NULL, 200, false);
-		if (strcmp(sub, "softreboot") == 0)
-			return act(c, rq, r, ACT_SOFT_REBOOT, ns, name, -1, NULL, 200, false);
-	}
+	/* the action whose subresource of this kind it is (model/registry.c) */
+	const struct action_def *ad;
+	for (size_t i = 0; (ad = registry_action_at(i)) != NULL; i++)
+		if (ad->verb && ad->subresource && ad->on == RES_ROWS[r].kind && strcmp(ad->subresource, sub) == 0)
+			break;
+	unsigned ok = r == R_VM ? 202 : 200; /* virt-api's codes: accepted for a VM's, OK for a VMI's */
+	if (ad && ad->act == ACT_MIGRATE)
+		return migrate_sub(c, rq, ns, name);
+	if (ad && ad->act == ACT_STOP)
+		return act(c, rq, r, ACT_STOP, ns, name, grace_of(c, rq, "gracePeriod"), NULL, ok, false);
+	if (ad && ad->act == ACT_RESTART)
+		return act(c, rq, r, ACT_RESTART, ns, name, grace_of(c, rq, "gracePeriodSeconds"), NULL, ok, false);
+	if (ad)
+		return act(c, rq, r, ad->act, ns, name, -1, NULL, ok, false);
 	return send_status(c, 404, "NotFound", R_COUNT, NULL, "the server could not find the requested resource");
 }
 
@@ -2830,8 +2844,8 @@ static enum MHD_Result console_ws(struct MHD_Connection *c, const char *ns, cons
 		return send_status(c, 400, "BadRequest", R_COUNT, NULL, "a WebSocket upgrade is required");
 	struct source *src = source_of(ns, name);
 	if (src == NULL || !engine_running(src, ns, name))
-		return send_status(c, 404, "NotFound", R_VMI, name, "virtualmachineinstances.kubevirt.io \"%s\" not found "
-				   "or not running", name);
+		return send_status(c, 404, "NotFound", R_VMI, name, "%s.%s \"%s\" not found or not running",
+				   RES[R_VMI].plural, RES[R_VMI].group, name);
 	char *k = xasprintf("%s258EAFA5-E914-47DA-95CA-C5AB0DC85B11", key);
 	unsigned char sha[SHA_DIGEST_LENGTH];
 	SHA1((const unsigned char *)k, strlen(k), sha);
@@ -2999,13 +3013,22 @@ static json_object *resource_list(const char *gv)
 		json_object_array_add(a, e);
 	}
 	if (sub) {
-		const char *subs[][2] = { { "virtualmachines/start", "put" },	  { "virtualmachines/stop", "put" },
-					  { "virtualmachines/restart", "put" },	  { "virtualmachines/migrate", "put" },
-					  { "virtualmachineinstances/pause", "put" }, { "virtualmachineinstances/unpause", "put" },
-					  { "virtualmachineinstances/softreboot", "put" },
-					  { "virtualmachineinstances/console", "get" },
-					  { "virtualmachineinstances/vnc", "get" } };
-		for (size_t i = 0; i < sizeof subs / sizeof subs[0]; i++) {
+		/* the actions' subresources (model/registry.c), then the VMI's console and display */
+		char subs[16][2][64];
+		size_t n = 0;
+		const struct action_def *ad;
+		for (size_t i = 0; (ad = registry_action_at(i)) != NULL && n < 14; i++)
+			if (ad->verb && ad->subresource) {
+				snprintf(subs[n][0], sizeof subs[n][0], "%s/%s", registry_kind(ad->on)->plural, ad->subresource);
+				snprintf(subs[n][1], sizeof subs[n][1], "put");
+				n++;
+			}
+		for (int i = 0; i < 2; i++) {
+			snprintf(subs[n][0], sizeof subs[n][0], "%s/%s", RES[R_VMI].plural, i ? "vnc" : "console");
+			snprintf(subs[n][1], sizeof subs[n][1], "get");
+			n++;
+		}
+		for (size_t i = 0; i < n; i++) {
 			json_object *e = json_object_new_object(), *verbs = json_object_new_array();
 			json_object_object_add(e, "name", jstr(subs[i][0]));
 			json_object_object_add(e, "singularName", jstr(""));
@@ -3290,7 +3313,7 @@ static enum MHD_Result pod_log(struct MHD_Connection *c, const char *ns, const c
 /* ---- kvcon's own read-only subresources (not KubeVirt's: docs/ENGINE-SERVICE.md): what the engine keeps on
  * its host and KubeVirt's API has no field for, for kvcon's diagnose, bundle and VM view ---- */
 
-/* GET virtualmachineinstances/NAME/kvcon-domainxml: the libvirt domain XML kvcon defined for the current
+/* GET the VMI's NAME/kvcon-domainxml: the libvirt domain XML kvcon defined for the current
  * execution (application/xml). */
 static enum MHD_Result vmi_domainxml(struct MHD_Connection *c, const char *ns, const char *name)
 {

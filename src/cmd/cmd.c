@@ -22,6 +22,7 @@
 #include "core/opts.h"
 #include "core/xmalloc.h"
 #include "kube/kget.h"
+#include "model/registry.h"
 
 static int cmd_version(int argc, char **argv);
 static int cmd_help(int argc, char **argv);
@@ -135,7 +136,7 @@ static const struct cmd_flag f_vnc[] = {
 	{ 0 },
 };
 
-static const struct cmd_entry commands[] = {
+static const struct cmd_entry rows[] = {
 	{ "version", NULL, "[--client]", "client version, and the server's where a cluster is configured", f_version,
 	  CMD_OP_NONE, NULL, NULL, false, false, cmd_version },
 	{ "get", NULL, "KIND[,KIND] [NAME...] [-o FMT] [-l SEL] [-w]",
@@ -161,26 +162,12 @@ static const struct cmd_entry commands[] = {
 	  NULL, false, false, cmd_wait },
 	{ "lineage", NULL, "NS/NAME [-o text|json]", "the executions (VMI, launchers, nodes) of a VM", f_diagnose,
 	  CMD_OP_VM_REF, NULL, NULL, false, false, cmd_lineage },
-	{ "start", NULL, "NS/NAME [--wait[=S]]", "start a VM", f_wait_only, CMD_OP_VM_REF, NULL, NULL, false, false,
-	  cmd_action },
-	{ "stop", NULL, "NS/NAME [--force] [--grace-period N] [--wait[=S]]", "stop a VM", f_stop, CMD_OP_VM_REF, NULL,
-	  NULL, false, false, cmd_action },
-	{ "restart", NULL, "NS/NAME [--force] [--grace-period N] [--wait[=S]]", "restart a VM", f_stop, CMD_OP_VM_REF,
-	  NULL, NULL, false, false, cmd_action },
-	{ "pause", NULL, "NS/NAME [--wait[=S]]", "pause a VM's guest", f_wait_only, CMD_OP_VM_REF, NULL, NULL, false,
-	  false, cmd_action },
-	{ "unpause", NULL, "NS/NAME [--wait[=S]]", "unpause a VM's guest", f_wait_only, CMD_OP_VM_REF, NULL, NULL, false,
-	  false, cmd_action },
-	{ "softreboot", "soft-reboot", "NS/NAME", "reboot the guest (guest agent, else ACPI), like virtctl soft-reboot",
-	  NULL, CMD_OP_VM_REF, NULL, NULL, false, false, cmd_action },
-	{ "migrate", NULL, "NS/NAME [--to NODE] [--abort] [--wait[=S]]", "live-migrate a VM", f_migrate, CMD_OP_VM_REF,
-	  NULL, NULL, false, false, cmd_action },
-	{ "delete", NULL, "NS/NAME [--grace-period N] [--delete-volumes] [--wait[=S]]", "delete a VM (its execution first)",
-	  f_delete, CMD_OP_VM_REF, NULL, NULL, false, false, cmd_action },
+	/* the lifecycle actions' verbs go here, one per row of model/registry.c (action_rows) */
+	{ "", NULL, NULL, NULL, NULL, CMD_OP_NONE, NULL, NULL, false, true, NULL },
 	{ "engine", NULL, "VERB ...", "the local engine: apply, serve, pull, migrate, drain, reconcile; get, start, "
 				     "stop, console, ... (the verbs above on its VMs)", NULL,
 	  CMD_OP_WORDS,
-	  "apply get start stop restart pause unpause delete console vnc reconcile serve pull migrate drain", NULL, true, false,
+	  "apply get console vnc reconcile serve pull migrate drain", NULL, true, false,
 	  cmd_engine },
 	{ "completion", NULL, "bash|zsh", "the shell completion script (source <(kvcon completion bash))", NULL,
 	  CMD_OP_WORDS, "bash zsh", NULL, false, false, cmd_completion },
@@ -189,12 +176,80 @@ static const struct cmd_entry commands[] = {
 	{ 0 },
 };
 
+/* An action's own flags beyond --wait (which every action with something to wait for takes). */
+static const struct cmd_flag *action_flags(enum action a)
+{
+	switch (a) {
+	case ACT_STOP:
+	case ACT_RESTART:
+		return f_stop;
+	case ACT_MIGRATE:
+		return f_migrate;
+	case ACT_DELETE:
+		return f_delete;
+	default:
+		return registry_action(a)->waits == WAIT_NONE ? NULL : f_wait_only;
+	}
+}
+
+/* "NS/NAME [--force] [--grace-period N] [--wait[=SECONDS]]", from the flags */
+static const char *action_synopsis(const struct cmd_flag *fl, char *buf, size_t len)
+{
+	size_t n = (size_t)snprintf(buf, len, "NS/NAME");
+	for (; fl && fl->l && n < len; fl++) {
+		if (fl->arg == NULL)
+			n += (size_t)snprintf(buf + n, len - n, " [%s]", fl->l);
+		else if (fl->arg[0] == '[')
+			n += (size_t)snprintf(buf + n, len - n, " [%s[=%s]]", fl->l, fl->arg + 1);
+		else
+			n += (size_t)snprintf(buf + n, len - n, " [%s %s]", fl->l, fl->arg);
+	}
+	return buf;
+}
+
+/* The command table: rows, with the actions' verbs (model/registry.c) in place of the empty-named row. */
+static const struct cmd_entry *table(void)
+{
+	static struct cmd_entry t[sizeof rows / sizeof rows[0] + ACT_COUNT];
+	static char syn[ACT_COUNT][128];
+	if (t[0].name)
+		return t;
+	size_t n = 0;
+	for (const struct cmd_entry *e = rows; e->name; e++) {
+		if (*e->name) {
+			t[n++] = *e;
+			continue;
+		}
+		const struct action_def *a;
+		for (size_t i = 0; (a = registry_action_at(i)) != NULL; i++) {
+			if (!a->verb)
+				continue;
+			const struct cmd_flag *fl = action_flags(a->act);
+			t[n++] = (struct cmd_entry){ a->name, a->aliases ? a->aliases[0] : NULL,
+						     action_synopsis(fl, syn[a->act], sizeof syn[a->act]), a->summary, fl,
+						     CMD_OP_VM_REF, NULL, NULL, false, false, cmd_action };
+		}
+	}
+	return t;
+}
+#define commands (table())
+
 const struct cmd_entry *cmd_find(const char *name)
 {
 	for (const struct cmd_entry *e = commands; e->name; e++)
 		if (strcmp(e->name, name) == 0 || (e->alias && strcmp(e->alias, name) == 0))
 			return e;
 	return NULL;
+}
+
+size_t cmd_suggest(const char *name, const char **out, size_t max)
+{
+	const char *names[sizeof rows / sizeof rows[0] + ACT_COUNT];
+	size_t n = 0;
+	for (const struct cmd_entry *e = commands; e->name; e++)
+		if (!e->hidden)
+			names[n++] = e->name;
+	return registry_suggest(name, names, n, out, max);
 }
 
 /* "-o, --output FMT" */
@@ -245,13 +300,38 @@ void cmd_usage(const struct cmd_entry *e, FILE *f)
 	fprintf(f, "usage: kvcon %s %s\n%s%s%s.\n", e->name, e->args, e->summary, e->alias ? "; also " : "",
 		e->alias ? e->alias : "");
 	if (e->operand == CMD_OP_KIND_NAMES)
-		fprintf(f, "kinds: virtualmachines (vm), virtualmachineinstances (vmi), virtualmachineinstancemigrations "
-			   "(vmim),\n       pods (po), events (ev), nodes (no), namespaces (ns)\n");
+		cmd_print_kinds(f);
 	if (e->flags) {
 		fprintf(f, "\nflags:\n");
 		print_flags(e->flags, f);
 	}
 	fprintf(f, "\nGlobal options (kvcon --help) are accepted too.\n");
+}
+
+void cmd_print_kinds(FILE *f)
+{
+	int col = fprintf(f, "kinds:");
+	for (int i = 0; i < KIND_COUNT; i++) {
+		const struct kind_def *k = registry_kind((enum kind_id)i);
+		char w[96];
+		int n = snprintf(w, sizeof w, " %s (%s)%s", k->plural, k->shorts[0], i + 1 < KIND_COUNT ? "," : "");
+		if (col + n > 110) {
+			fprintf(f, "\n      ");
+			col = 6;
+		}
+		col += fprintf(f, "%s", w);
+	}
+	fprintf(f, "\n");
+}
+
+void cmd_print_suggestions(const char *const *words, size_t n)
+{
+	if (n == 0)
+		return;
+	/* the words are the registry's and the command table's own (log_eprintf would escape the tab) */
+	fprintf(stderr, "\nDid you mean this?\n");
+	for (size_t i = 0; i < n; i++)
+		fprintf(stderr, "\t%s\n", words[i]);
 }
 
 static int cmd_version(int argc, char **argv)
@@ -349,10 +429,6 @@ static int cmd_completion(int argc, char **argv)
 	return EXIT_OK;
 }
 
-static const char *const kind_words =
-	"vm vmi vmim pod event node namespace virtualmachines virtualmachineinstances "
-	"virtualmachineinstancemigrations pods events nodes namespaces";
-
 /* Prints the words of list (space-separated) that start with cur, one a line. */
 static void put_words(const char *list, const char *cur)
 {
@@ -369,7 +445,7 @@ static void put_words(const char *list, const char *cur)
  * "PREFIX" then the template's text; printed only when they start with cur. */
 static void put_api(const char *kind, const char *ns, const char *tmpl, const char *cur)
 {
-	const struct kget_kind *k = kget_kind_find(kind);
+	const struct kind_def *k = registry_kind_find(kind);
 	if (k == NULL)
 		return;
 	struct kvcon_opts *o = opts_global();
@@ -500,6 +576,12 @@ static int cmd_complete(int argc, char **argv)
 	case CMD_OP_WORDS:
 		if (nops == 0)
 			put_words(verb->words, cur);
+		if (nops == 0 && verb->fn == cmd_engine) { /* the engine takes the actions' verbs too */
+			const struct action_def *a;
+			for (size_t i = 0; (a = registry_action_at(i)) != NULL; i++)
+				if (a->verb && a->act != ACT_MIGRATE)
+					put_words(a->name, cur);
+		}
 		break;
 	case CMD_OP_VERB:
 		if (nops == 0)
@@ -509,7 +591,7 @@ static int cmd_complete(int argc, char **argv)
 		break;
 	case CMD_OP_KIND_NAMES:
 		if (nops == 0) {
-			put_words(kind_words, cur);
+			put_words(registry_kind_words(), cur);
 		} else {
 			/* the names of the first kind named, in -n's namespace (the context's without it) */
 			char kind[64];

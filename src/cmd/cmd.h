@@ -5,6 +5,7 @@
 #define KVCON_CMD_CMD_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdio.h>
 
 /* kvcon's version (`kvcon version`; the engine service's KubeVirt CR reports it) */
@@ -52,9 +53,15 @@ extern const struct cmd_flag cmd_globals[];
 
 /* The verb named (or aliased) name; NULL when there is none. */
 const struct cmd_entry *cmd_find(const char *name);
+/* The verbs close to a mistyped name (kubectl's "Did you mean this?") into out (at most max); how many. */
+size_t cmd_suggest(const char *name, const char **out, size_t max);
 /* kvcon --help. */
 void cmd_usage_all(FILE *f);
 /* kvcon VERB --help / kvcon help VERB. */
 void cmd_usage(const struct cmd_entry *e, FILE *f);
+/* "kinds: virtualmachines (vm), ...": every kind of the registry (model/registry.h) with its first short name. */
+void cmd_print_kinds(FILE *f);
+/* kubectl's "\nDid you mean this?\n\tWORD\n..." on stderr after an error about a mistyped word; nothing when n is 0. */
+void cmd_print_suggestions(const char *const *words, size_t n);
 
 #endif

@@ -28,6 +28,7 @@
 #include "model/chain.h"
 #include "model/diagnose.h"
 #include "model/lineage.h"
+#include "model/registry.h"
 #include "ui/yamlview.h"
 
 #define LOG_TAIL 5000
@@ -99,10 +100,8 @@ static void add_yaml(struct bundle *b, const char *name, struct json_object *o)
 static struct json_object *object_json(struct bundle *b, enum obj_kind kind, const char *name, char **why)
 {
 	struct session *s = b->s;
-	static const char *const plural[] = { "virtualmachines", "virtualmachineinstances", "pods", "events" };
 	char *ns = curl_easy_escape(NULL, s->ns, 0), *nm = curl_easy_escape(NULL, name, 0);
-	char *path = xasprintf("%s/namespaces/%s/%s/%s", kind == OBJ_POD ? "/api/v1" : "/apis/kubevirt.io/v1", ns,
-			       plural[kind], nm);
+	char *path = registry_kind_path(registry_kind_of_obj(kind), ns, nm);
 	curl_free(ns);
 	curl_free(nm);
 	long status;
@@ -230,7 +229,9 @@ static void add_domain_xml(struct bundle *b)
 		return;
 	}
 	char *ns = curl_easy_escape(NULL, s->ns, 0), *nm = curl_easy_escape(NULL, s->name, 0);
-	char *path = xasprintf("/apis/kubevirt.io/v1/namespaces/%s/virtualmachineinstances/%s/kvcon-domainxml", ns, nm);
+	char *obj = registry_kind_path(registry_kind(KIND_VMI), ns, nm);
+	char *path = xasprintf("%s/kvcon-domainxml", obj);
+	free(obj);
 	curl_free(ns);
 	curl_free(nm);
 	struct rawget g = { .done = false };

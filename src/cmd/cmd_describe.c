@@ -15,27 +15,17 @@
 #include "core/xmalloc.h"
 #include "model/describe.h"
 #include "model/obj.h"
+#include "model/registry.h"
 
 /* ---- the command ---- */
 
-static const struct {
-	const char *names[4];
-	enum obj_kind kind;
-	const char *gr;
-} kinds[] = {
-	{ { "vm", "vms", "virtualmachine", "virtualmachines" }, OBJ_VM, "virtualmachines.kubevirt.io" },
-	{ { "vmi", "vmis", "virtualmachineinstance", "virtualmachineinstances" }, OBJ_VMI,
-	  "virtualmachineinstances.kubevirt.io" },
-	{ { "pod", "pods", "po", "launcher" }, OBJ_POD, "pods" },
-};
-
-static int find_kind(const char *s, size_t n)
+/* The kind named by s[0..n) that describe renders (model/describe.c: VMs, VMIs and pods), NULL when none. */
+static const struct kind_def *find_kind(const char *s, size_t n)
 {
-	for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++)
-		for (int j = 0; j < 4; j++)
-			if (strlen(kinds[i].names[j]) == n && strncmp(kinds[i].names[j], s, n) == 0)
-				return (int)i;
-	return -1;
+	char *w = xstrndup(s, n);
+	const struct kind_def *k = registry_kind_find(w);
+	free(w);
+	return k && (k->id == KIND_VM || k->id == KIND_VMI || k->id == KIND_POD) ? k : NULL;
 }
 
 static void usage(FILE *f)
@@ -60,7 +50,7 @@ static void fetched(void *arg, int status, const char *body, size_t len)
 
 int cmd_describe(int argc, char **argv)
 {
-	int ki = -1;
+	const struct kind_def *ki = NULL;
 	const char *ref = NULL;
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
@@ -73,12 +63,12 @@ int cmd_describe(int argc, char **argv)
 			return EXIT_API;
 		}
 		const char *sl = strchr(a, '/');
-		if (ki < 0 && sl && find_kind(a, (size_t)(sl - a)) >= 0) {
+		if (ki == NULL && sl && find_kind(a, (size_t)(sl - a))) {
 			ki = find_kind(a, (size_t)(sl - a));
 			ref = sl + 1;
-		} else if (ki < 0) {
+		} else if (ki == NULL) {
 			ki = find_kind(a, strlen(a));
-			if (ki < 0) {
+			if (ki == NULL) {
 				fprintf(stderr, "error: the server doesn't have a resource type \"%s\" (kvcon describe: vm, vmi, pod)\n", a);
 				return EXIT_API;
 			}
@@ -89,11 +79,11 @@ int cmd_describe(int argc, char **argv)
 			return EXIT_API;
 		}
 	}
-	if (ki < 0 || ref == NULL) {
+	if (ki == NULL || ref == NULL) {
 		usage(stderr);
 		return EXIT_API;
 	}
-	enum obj_kind kind = kinds[ki].kind;
+	enum obj_kind kind = (enum obj_kind)ki->obj;
 	struct session s;
 	struct fetch x = { 0 };
 	int rc = session_open(&s, "describe", ref);
@@ -111,8 +101,9 @@ int cmd_describe(int argc, char **argv)
 	while (!x.done)
 		loop_once(1000);
 	if (x.status == 404) {
-		char *n = util_escape_display(s.name);
-		fprintf(stderr, "Error from server (NotFound): %s \"%s\" not found\n", kinds[ki].gr, n);
+		char *n = util_escape_display(s.name), gr[96];
+		fprintf(stderr, "Error from server (NotFound): %s \"%s\" not found\n", registry_kind_gr(ki, true, gr, sizeof gr),
+			n);
 		free(n);
 		rc = EXIT_API;
 		goto out;

@@ -1,4 +1,4 @@
-/* kvcon diagnose / lineage / start|stop|restart|pause|unpause|migrate: one VM from the command line.
+/* kvcon diagnose / lineage / the actions (model/registry.c): one VM from the command line.
  * A session opens the source on the VM's namespace, waits until its reflectors are live (the store then holds
  * the VM's chain, and the lineage recorder has seen it), answers from the model or acts through provider_ops,
  * and optionally waits for the action's effect. Every string from the cluster is escaped before printing. */
@@ -21,6 +21,7 @@
 #include "model/chain.h"
 #include "model/diagnose.h"
 #include "model/lineage.h"
+#include "model/registry.h"
 #define WAIT_DEFAULT_S 120
 
 /* ---- option parsing shared by the commands ---- */
@@ -36,7 +37,7 @@ struct args {
 	int wait_s; /* -1: do not wait */
 };
 
-static int parse_args(const char *cmd, int argc, char **argv, struct args *a, bool action)
+static int parse_args(int argc, char **argv, struct args *a, bool action)
 {
 	memset(a, 0, sizeof *a);
 	a->grace = -1;
@@ -57,7 +58,7 @@ static int parse_args(const char *cmd, int argc, char **argv, struct args *a, bo
 			else if (strcmp(val, "json") == 0)
 				a->fmt = OUT_JSON;
 			else {
-				log_eprintf("kvcon %s: unknown output format '%s' (text, json)\n", cmd, val);
+				log_eprintf("error: unknown output format '%s' (text, json)\n", val);
 				return -1;
 			}
 			continue;
@@ -73,7 +74,7 @@ static int parse_args(const char *cmd, int argc, char **argv, struct args *a, bo
 			char *end;
 			long g = v ? strtol(v, &end, 10) : -1;
 			if (v == NULL || *v == '\0' || *end || g < 0 || g > 86400) {
-				log_eprintf("kvcon %s: --grace-period needs a number of seconds\n", cmd);
+				log_eprintf("error: --grace-period needs a number of seconds\n");
 				return -1;
 			}
 			a->grace = (int)g;
@@ -89,7 +90,7 @@ static int parse_args(const char *cmd, int argc, char **argv, struct args *a, bo
 				char *end;
 				long w = strtol(s + 7, &end, 10);
 				if (s[7] == '\0' || *end || w <= 0 || w > 86400) {
-					log_eprintf("kvcon %s: --wait=SECONDS needs a positive number\n", cmd);
+					log_eprintf("error: --wait=SECONDS needs a positive number\n");
 					return -1;
 				}
 				a->wait_s = (int)w;
@@ -97,22 +98,22 @@ static int parse_args(const char *cmd, int argc, char **argv, struct args *a, bo
 		} else if (strcmp(s, "-h") == 0 || strcmp(s, "--help") == 0) {
 			return 1;
 		} else if (s[0] == '-' && s[1] != '\0') {
-			log_eprintf("kvcon %s: unknown option '%s'\n", cmd, s);
+			log_eprintf("error: unknown option '%s'\n", s);
 			return -1;
 		} else if (a->ref == NULL) {
 			a->ref = s;
 		} else {
-			log_eprintf("kvcon %s: unexpected argument '%s'\n", cmd, s);
+			log_eprintf("error: unexpected argument '%s'\n", s);
 			return -1;
 		}
 	}
 	if (a->ref == NULL) {
-		log_eprintf("kvcon %s: which VM? (NAMESPACE/NAME)\n", cmd);
+		log_eprintf("error: which VM? (NAMESPACE/NAME)\n");
 		return -1;
 	}
 	return 0;
 needs_value:
-	log_eprintf("kvcon %s: %s needs a value\n", cmd, argv[argc - 1]);
+	log_eprintf("error: %s needs a value\n", argv[argc - 1]);
 	return -1;
 }
 
@@ -253,7 +254,7 @@ static void usage_diagnose(FILE *f)
 int cmd_diagnose(int argc, char **argv)
 {
 	struct args a;
-	int p = parse_args("diagnose", argc, argv, &a, false);
+	int p = parse_args(argc, argv, &a, false);
 	if (p != 0) {
 		usage_diagnose(p > 0 ? stdout : stderr);
 		return p > 0 ? EXIT_OK : EXIT_USAGE;
@@ -276,7 +277,7 @@ int cmd_diagnose(int argc, char **argv)
 		stor = storage_chain(s.src, s.ns, s.name, c->vmi && util_str_eq(c->vmi->phase, "Running"), &serr);
 		if (stor == NULL) {
 			char *e = util_escape_display(serr);
-			fprintf(stderr, "kvcon diagnose: warning: storage not read: %s\n", e);
+			fprintf(stderr, "warning: storage not read: %s\n", e);
 			free(e);
 		}
 		free(serr);
@@ -348,7 +349,7 @@ static void usage_lineage(FILE *f)
 int cmd_lineage(int argc, char **argv)
 {
 	struct args a;
-	int p = parse_args("lineage", argc, argv, &a, false);
+	int p = parse_args(argc, argv, &a, false);
 	if (p != 0) {
 		usage_lineage(p > 0 ? stdout : stderr);
 		return p > 0 ? EXIT_OK : EXIT_USAGE;
@@ -401,22 +402,6 @@ static void act_done(void *arg, int status, const char *message)
 	x->status = status;
 	x->message = xstrdup0(message);
 }
-
-static const struct {
-	const char *cmd;
-	enum action act;
-	bool needs_vmi;        /* the call is on the VMI (pause/unpause) */
-	const char *past;      /* "start requested" */
-} actions[] = {
-	{ "start", ACT_START, false, "start requested" },
-	{ "stop", ACT_STOP, false, "stop requested" },
-	{ "restart", ACT_RESTART, false, "restart requested" },
-	{ "pause", ACT_PAUSE, true, "paused" },
-	{ "unpause", ACT_UNPAUSE, true, "unpaused" },
-	{ "migrate", ACT_MIGRATE, false, "migration requested" },
-	{ "softreboot", ACT_SOFT_REBOOT, true, "soft reboot requested" },
-	{ "delete", ACT_DELETE, false, "delete requested" },
-};
 
 struct before {
 	char vmi_uid[UID_LEN];
@@ -486,7 +471,7 @@ static int effect_reached(const struct session *s, enum action act, bool abort_m
 			  const char **why)
 {
 	static char failed[512];
-	if (act == ACT_DELETE) /* the VM is gone (its execution went first) */
+	if (registry_action(act)->waits == WAIT_VM_GONE) /* the VM is gone (its execution went first) */
 		return store_find(s->st, s->src, OBJ_VM, s->ns, s->name) == NULL;
 	const struct vmi *v = (const struct vmi *)store_find(s->st, s->src, OBJ_VMI, s->ns, s->name);
 	/* a migrated engine VM shows up in its target host's source */
@@ -494,21 +479,18 @@ static int effect_reached(const struct session *s, enum action act, bool abort_m
 		if (source_get(i))
 			v = (const struct vmi *)store_find(s->st, source_get(i), OBJ_VMI, s->ns, s->name);
 	bool running = v && util_str_eq(v->phase, "Running");
-	switch (act) {
-	case ACT_START:
-	case ACT_RESTART:
+	switch (registry_action(act)->waits) {
+	case WAIT_NEW_RUN:
 		if ((*why = start_failed(s, v, b, failed, sizeof failed)) != NULL)
 			return -1;
 		return running && strcmp(v->o.uid, b->vmi_uid) != 0;
-	case ACT_STOP:
-	case ACT_FORCE_STOP:
+	case WAIT_NO_VMI:
 		return v == NULL;
-	case ACT_PAUSE:
+	case WAIT_PAUSED:
 		return v && cond_is_true(v->conds, v->nconds, "Paused");
-	case ACT_UNPAUSE:
+	case WAIT_UNPAUSED:
 		return v && !cond_is_true(v->conds, v->nconds, "Paused");
-	case ACT_MIGRATE:
-	case ACT_MIGRATE_ABORT:
+	case WAIT_MIGRATED:
 		if (v == NULL || !vmi_mig(v)->present)
 			return 0;
 		const struct migration_state *m = vmi_mig(v);
@@ -582,22 +564,19 @@ static void usage_action(FILE *f, const char *cmd)
 
 int cmd_action(int argc, char **argv)
 {
-	size_t i;
-	for (i = 0; i < sizeof actions / sizeof actions[0]; i++)
-		if (strcmp(argv[0], actions[i].cmd) == 0)
-			break;
-	if (i == sizeof actions / sizeof actions[0]) {
-		log_eprintf("kvcon: unknown action '%s'\n", argv[0]);
+	const struct action_def *ad = registry_action_find(argv[0]);
+	if (ad == NULL) {
+		log_eprintf("error: unknown action \"%s\"\n", argv[0]);
 		return EXIT_USAGE;
 	}
-	const char *cmd = actions[i].cmd;
+	const char *cmd = ad->name;
 	struct args a;
-	int p = parse_args(cmd, argc, argv, &a, true);
+	int p = parse_args(argc, argv, &a, true);
 	if (p != 0) {
 		usage_action(p > 0 ? stdout : stderr, cmd);
 		return p > 0 ? EXIT_OK : EXIT_USAGE;
 	}
-	struct action_req req = { .act = actions[i].act, .grace_period = a.grace };
+	struct action_req req = { .act = ad->act, .grace_period = a.grace };
 	if (a.force && req.act == ACT_STOP) {
 		req.act = ACT_FORCE_STOP; /* virtctl stop --force --grace-period 0: pull the power cord */
 		if (req.grace_period < 0)
@@ -616,7 +595,7 @@ int cmd_action(int argc, char **argv)
 		goto out;
 	const struct vm *vm = (const struct vm *)store_find(s.st, s.src, OBJ_VM, s.ns, s.name);
 	const struct vmi *vmi = (const struct vmi *)store_find(s.st, s.src, OBJ_VMI, s.ns, s.name);
-	if (vm == NULL && !(actions[i].needs_vmi && vmi)) {
+	if (vm == NULL && !(ad->on == KIND_VMI && vmi)) { /* a VMI's action takes a VMI of no VM too */
 		session_not_found(&s);
 		rc = EXIT_API;
 		goto out;
@@ -628,7 +607,7 @@ int cmd_action(int argc, char **argv)
 	req.name = s.name;
 	if (a.delete_volumes && !s.src->engine) {
 		/* an engine extension: a cluster's volumes are its storage's, deleted with a plain DELETE's policies */
-		log_eprintf("kvcon %s: --delete-volumes is for engine VMs (source %s is a cluster)\n", cmd, s.src->name);
+		log_eprintf("error: --delete-volumes is for engine VMs (source %s is a cluster)\n", s.src->name);
 		rc = EXIT_USAGE;
 		goto out;
 	}
@@ -636,13 +615,22 @@ int cmd_action(int argc, char **argv)
 		req.flags |= ACTION_DELETE_VOLUMES;
 	char *err = NULL;
 	if (s.src->ops == NULL || s.src->ops->action == NULL) {
-		log_eprintf("kvcon %s: this source has no actions\n", cmd);
+		log_eprintf("error: this source has no actions\n");
 		rc = EXIT_API;
+		goto out;
+	}
+	/* readonly, from the flag or the config file, refuses here as in the dashboard (the provider checks again) */
+	if (action_is_mutating(req.act) && (opts_global()->readonly || s.src->readonly)) {
+		char *ns = util_escape_display(s.ns), *nm = util_escape_display(s.name);
+		log_eprintf("error: read-only mode: %s %s/%s refused\n", action_name(req.act), ns, nm);
+		free(ns);
+		free(nm);
+		rc = EXIT_USAGE;
 		goto out;
 	}
 	if (s.src->ops->action(s.src, &req, act_done, &st, &err) < 0) {
 		char *e = util_escape_display(err);
-		log_eprintf("kvcon %s: %s\n", cmd, e);
+		log_eprintf("error: %s\n", e);
 		free(e);
 		free(err);
 		rc = EXIT_API;
@@ -654,12 +642,11 @@ int cmd_action(int argc, char **argv)
 	char *ns = util_escape_display(s.ns), *nm = util_escape_display(s.name);
 	if (st.status != 0) {
 		char *e = util_escape_display(st.message ? st.message : "failed");
-		log_eprintf("kvcon %s: %s/%s: %s\n", cmd, ns, nm, e);
+		log_eprintf("error: %s %s/%s: %s\n", cmd, ns, nm, e);
 		free(e);
 		rc = EXIT_API;
 	} else {
-		printf("VM %s/%s: %s%s\n", ns, nm, req.act == ACT_FORCE_STOP ? "force " : "",
-		       req.act == ACT_MIGRATE_ABORT ? "migration abort requested" : actions[i].past);
+		printf("VM %s/%s: %s\n", ns, nm, registry_action(req.act)->done);
 	}
 	if (rc == EXIT_OK && a.wait_s > 0) {
 		uint64_t deadline = util_now_ms() + (uint64_t)a.wait_s * 1000u;
@@ -673,7 +660,7 @@ int cmd_action(int argc, char **argv)
 			printf("VM %s/%s: done\n", ns, nm);
 		} else {
 			char *e = util_escape_display(why ? why : "not reached in time");
-			log_eprintf("kvcon %s: %s/%s: %s; see kvcon diagnose %s/%s\n", cmd, ns, nm, e, ns, nm);
+			log_eprintf("error: %s %s/%s: %s; see kvcon diagnose %s/%s\n", cmd, ns, nm, e, ns, nm);
 			free(e);
 			rc = EXIT_STALLED;
 		}

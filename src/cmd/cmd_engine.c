@@ -1,6 +1,6 @@
 /* `kvcon engine VERB ...`: the engine's own verbs (apply, serve, pull, reconcile; migrate and drain in
  * cmd_engine_migrate.c), each through the engine service of its hosts (-c URI, default the embedded driver), and
- * the old spellings of the top-level verbs on the engine only (get, start, stop, restart, pause, unpause, delete,
+ * the old spellings of the top-level verbs on the engine only (get, the actions of model/registry.c,
  * console, vnc: cmd_get, cmd_action, cmd_console, cmd_vnc with opts.engine_only). */
 #include "cmd/cmd_engine.h"
 
@@ -40,6 +40,7 @@
 #include "kube/kconsole.h"
 #include "kube/kube.h"
 #include "model/columns.h"
+#include "model/registry.h"
 #include "model/source.h"
 #include "model/store.h"
 
@@ -474,7 +475,14 @@ static char *ns_name(const char *name)
 	return strchr(name, '/') ? xstrdup(name) : xasprintf("%s/%s", ns, name);
 }
 
-/* start|stop|restart|pause|unpause|delete NAME [--force] [--grace-period N] [--delete-volumes] [--no-wait]
+/* An action's verb (model/registry.c; migrate is the engine's own, below) */
+static bool is_engine_action(const char *verb)
+{
+	const struct action_def *a = registry_action_find(verb);
+	return a && a->act != ACT_MIGRATE;
+}
+
+/* ACTION NAME [--force] [--grace-period N] [--delete-volumes] [--no-wait]
  * [--timeout S] [--wait[=S]]: cmd_action on NS/NAME. */
 static int engine_action(int argc, char **argv)
 {
@@ -512,10 +520,6 @@ static int engine_action(int argc, char **argv)
  * NAME (--field-selector involvedObject.name=NAME), as the engine form always listed them. */
 static int engine_get(int argc, char **argv)
 {
-	static const char *const kinds[] = { "vm", "vms", "virtualmachine", "virtualmachines", "vmi", "vmis",
-					     "virtualmachineinstance", "virtualmachineinstances", "vmim", "pod", "pods",
-					     "po", "event", "events", "ev", "node", "nodes", "namespace", "namespaces",
-					     "ns", NULL };
 	static const char *const with_value[] = { "-o", "--output", "-l", "--selector", "--field-selector", "-L",
 						  "--label-columns", "--sort-by", "--watch-for", "--timeout", NULL };
 	char **av = xcalloc((size_t)argc + 4, sizeof *av);
@@ -532,9 +536,7 @@ static int engine_get(int argc, char **argv)
 			av[n++] = argv[i];
 			continue;
 		}
-		bool is_kind = false;
-		for (size_t k = 0; kind == NULL && name == NULL && kinds[k]; k++)
-			is_kind |= strcmp(argv[i], kinds[k]) == 0;
+		bool is_kind = kind == NULL && name == NULL && registry_kind_find(argv[i]) != NULL;
 		if (is_kind)
 			kind = argv[i];
 		else if (argv[i][0] != '-' && name == NULL)
@@ -755,12 +757,6 @@ static const struct {
 } subs[] = {
 	{ "apply", cmd_engine_apply, "apply -f FILE              store a VirtualMachine manifest (YAML or JSON)" },
 	{ "get", engine_get, "get [KIND] [NAME] [-o FMT] [get's flags]   = kvcon get KIND [NAME] on the engine" },
-	{ "start", engine_action, "start NAME [--no-wait] [--timeout S]      = kvcon start NS/NAME --wait=S" },
-	{ "stop", engine_action, "stop NAME [--force] [--grace-period N]    = kvcon stop NS/NAME --wait=S" },
-	{ "restart", engine_action, "restart NAME [--force]                    = kvcon restart NS/NAME --wait=S" },
-	{ "pause", engine_action, "pause NAME                                = kvcon pause NS/NAME --wait=S" },
-	{ "unpause", engine_action, "unpause NAME                              = kvcon unpause NS/NAME --wait=S" },
-	{ "delete", engine_action, "delete NAME [--delete-volumes]            = kvcon delete NS/NAME --wait=S" },
 	{ "console", cmd_engine_console, "console NAME [--timeout S] [--log FILE]   = kvcon console NS/NAME --timeout Ss\n"
 					 "                      console NAME [--expect RE] [--send LINE]... [--wait-stop]   (scripted)" },
 	{ "vnc", cmd_engine_vnc, "vnc NAME [kvcon vnc's flags]             = kvcon vnc NS/NAME" },
@@ -780,9 +776,17 @@ int cmd_engine(int argc, char **argv)
 	if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "help") == 0) {
 		FILE *f = argc < 2 ? stderr : stdout;
 		fprintf(f, "usage: kvcon [-c URI]... [-n NS] engine VERB ...\n\n");
-		for (size_t i = 0; i < sizeof subs / sizeof subs[0]; i++)
+		for (size_t i = 0; i < sizeof subs / sizeof subs[0]; i++) {
 			fprintf(f, "  kvcon engine %s\n", subs[i].usage);
-		fprintf(f, "\nget, start, stop, restart, pause, unpause, delete, console and vnc are the top-level verbs\n"
+			const struct action_def *a;
+			for (size_t k = 0; i == 1 && (a = registry_action_at(k)) != NULL; k++) /* after get: the actions */
+				if (a->verb && is_engine_action(a->name)) {
+					char left[64];
+					snprintf(left, sizeof left, "%s NAME [--no-wait] [--timeout S]", a->name);
+					fprintf(f, "  kvcon engine %-41s = kvcon %s NS/NAME --wait=S\n", left, a->name);
+				}
+		}
+		fprintf(f, "\nget, console, vnc and the actions above are the top-level verbs\n"
 			   "(kvcon get, kvcon start NS/NAME, ...) on the engine's VMs only: the same code, output, flags\n"
 			   "and exit codes. NAME alone is in -n's namespace (default); the actions wait for their effect\n"
 			   "(--wait=300; --timeout S sets it, --no-wait does not wait). `get event NAME` lists the events\n"
@@ -796,7 +800,9 @@ int cmd_engine(int argc, char **argv)
 	for (size_t i = 0; i < sizeof subs / sizeof subs[0]; i++)
 		if (strcmp(argv[1], subs[i].name) == 0)
 			return subs[i].fn(argc - 1, argv + 1);
-	log_eprintf("kvcon engine: unknown verb '%s' (see kvcon engine --help)\n", argv[1]);
+	if (is_engine_action(argv[1]))
+		return engine_action(argc - 1, argv + 1);
+	log_eprintf("error: unknown command \"%s\" for \"kvcon engine\" (see kvcon engine --help)\n", argv[1]);
 	return EXIT_USAGE;
 }
 

@@ -1,5 +1,5 @@
 /* `kvcon engine ...`: the engine's verbs on the command line (apply, serve, pull, reconcile, migrate, drain), and
- * get, start, stop, restart, pause, unpause, delete, console and vnc: the top-level verbs on the engine only. */
+ * get, console, vnc and the actions (model/registry.c): the top-level verbs on the engine only. */
 #ifndef KVCON_CMD_CMD_ENGINE_H
 #define KVCON_CMD_CMD_ENGINE_H
 

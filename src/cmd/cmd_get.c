@@ -16,6 +16,7 @@
 #include "core/util.h"
 #include "core/xmalloc.h"
 #include "core/kargs.h"
+#include "cmd/cmd.h"
 #include "cmd/session.h"
 #include "engine/engine.h"
 #include "engine/service.h"
@@ -24,6 +25,7 @@
 #include "kube/kube.h"
 #include "model/columns.h"
 #include "model/objjson.h"
+#include "model/registry.h"
 #include "model/source.h"
 #include "model/store.h"
 
@@ -53,21 +55,6 @@ static void put(struct buf *out, const char *s)
 	buf_add_str(out, e);
 	free(e);
 }
-
-static const struct kind_info {
-	const char *const *aliases;
-	const char *name_prefix; /* -o name, as kubectl prints it */
-} kinds[OBJ_KIND_COUNT] = {
-	[OBJ_VM] = { (const char *const[]){ "vm", "vms", "virtualmachine", "virtualmachines",
-					     "virtualmachine.kubevirt.io", "virtualmachines.kubevirt.io", NULL },
-		     "virtualmachine.kubevirt.io/" },
-	[OBJ_VMI] = { (const char *const[]){ "vmi", "vmis", "virtualmachineinstance", "virtualmachineinstances",
-					      "virtualmachineinstance.kubevirt.io", "virtualmachineinstances.kubevirt.io",
-					      NULL },
-		      "virtualmachineinstance.kubevirt.io/" },
-	[OBJ_POD] = { (const char *const[]){ "pod", "pods", "po", NULL }, "pod/" },
-	[OBJ_EVENT] = { (const char *const[]){ "event", "events", "ev", NULL }, "event/" },
-};
 
 /* --- output ------------------------------------------------------------------------------------------ */
 
@@ -206,7 +193,8 @@ static void print_names(struct get_ctx *g, struct obj **objs, size_t n)
 	buf_init(&b);
 	for (size_t i = 0; i < n; i++) {
 		buf_reset(&b);
-		buf_add_str(&b, kinds[g->kind].name_prefix);
+		char gr[96];
+		buf_printf(&b, "%s/", registry_kind_gr(registry_kind_of_obj(g->kind), false, gr, sizeof gr));
 		put(&b, objs[i]->name);
 		buf_add_char(&b, '\n');
 		if (b.len)
@@ -284,20 +272,18 @@ static void get_usage(FILE *f)
 	fprintf(f, "usage: kvcon get KIND[,KIND...] [NAME...] [-n NS | -A] [-l SELECTOR] [--field-selector SEL]\n"
 		   "                 [-o wide|json|yaml|name|jsonpath=TEMPLATE|custom-columns=SPEC|summary]\n"
 		   "                 [--no-headers] [--show-labels] [-L KEY,...] [--sort-by JSONPATH]\n"
-		   "                 [-w] [--watch-for SECONDS] [--timeout SECONDS]\n"
-		   "kinds: virtualmachines (vm), virtualmachineinstances (vmi), virtualmachineinstancemigrations (vmim),\n"
-		   "       pods (po), events (ev), nodes (no), namespaces (ns)\n");
+		   "                 [-w] [--watch-for SECONDS] [--timeout SECONDS]\n");
+	cmd_print_kinds(f);
 }
 
-static int parse_kind(const char *s, enum obj_kind *out)
+/* kubectl's error for a kind it does not know, and kvcon's suggestion of the kinds close to it */
+static void unknown_kind(const char *s)
 {
-	for (int k = 0; k < OBJ_KIND_COUNT; k++)
-		for (const char *const *a = kinds[k].aliases; *a; a++)
-			if (strcmp(s, *a) == 0) {
-				*out = (enum obj_kind)k;
-				return 0;
-			}
-	return -1;
+	char *e = util_escape_display(s);
+	log_eprintf("error: the server doesn't have a resource type \"%s\"\n", e);
+	free(e);
+	const char *close[4];
+	cmd_print_suggestions(close, registry_kind_suggest(s, close, 4));
 }
 
 enum {
@@ -452,8 +438,7 @@ static int parse_args(int argc, char **argv, struct get_ctx *g, struct get_args 
 		}
 	}
 	if (a->kinds_arg == NULL) {
-		log_eprintf("error: you must specify the type of resource to get. Kinds: vm, vmi, vmim, pod, event, node, "
-			    "namespace\n");
+		log_eprintf("error: you must specify the type of resource to get (kvcon help get lists the kinds)\n");
 		return -1;
 	}
 	/* KIND/NAME forms (vm/a vmi/b) as kubectl takes them: then every argument is one */
@@ -470,16 +455,14 @@ static int parse_args(int argc, char **argv, struct get_ctx *g, struct get_args 
 		int bad = 0;
 		for (int i = 0; i < n; i++) {
 			char *slash = strchr(all[i], '/');
-			const struct kget_kind *kk = slash ? (*slash = '\0', kget_kind_find(all[i])) : NULL;
+			const struct kind_def *kk = slash ? (*slash = '\0', registry_kind_find(all[i])) : NULL;
 			if (bad == 0 && (slash == NULL || slash[1] == '\0')) {
 				char *e = util_escape_display(all[i]);
 				log_eprintf("error: arguments in resource/name form must have a single resource and name: %s\n", e);
 				free(e);
 				bad = 1;
 			} else if (bad == 0 && kk == NULL) {
-				char *e = util_escape_display(all[i]);
-				log_eprintf("error: the server doesn't have a resource type \"%s\"\n", e);
-				free(e);
+				unknown_kind(all[i]);
 				bad = 1;
 			} else if (bad == 0 && ko->nkinds < KGET_MAX_KINDS) {
 				ko->kinds[ko->nkinds++] = kk;
@@ -494,11 +477,9 @@ static int parse_args(int argc, char **argv, struct get_ctx *g, struct get_args 
 	} else {
 		char *save = NULL;
 		for (char *t = strtok_r(a->kinds_arg, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-			const struct kget_kind *kk = kget_kind_find(t);
+			const struct kind_def *kk = registry_kind_find(t);
 			if (kk == NULL) {
-				char *e = util_escape_display(t);
-				log_eprintf("error: the server doesn't have a resource type \"%s\"\n", e);
-				free(e);
+				unknown_kind(t);
 				return -1;
 			}
 			if (ko->nkinds < KGET_MAX_KINDS)
@@ -520,8 +501,7 @@ static int parse_args(int argc, char **argv, struct get_ctx *g, struct get_args 
 	}
 	ko->selector = a->sel.len ? a->sel.data : NULL;
 	ko->timeout = g->timeout;
-	if (parse_kind(ko->kinds[0]->plural, &g->kind) < 0)
-		g->kind = OBJ_KIND_COUNT;
+	g->kind = ko->kinds[0]->obj >= 0 ? (enum obj_kind)ko->kinds[0]->obj : OBJ_KIND_COUNT;
 	char *err = kget_check(ko);
 	if (err) {
 		log_eprintf("error: %s\n", err);
@@ -588,15 +568,13 @@ static int obj_cmp_ns_name(const void *a, const void *b)
 	return c ? c : strcmp(x->name, y->name);
 }
 
-static struct json_object *engine_objects(void *arg, const char *plural, const char *ns, const char *name)
+static struct json_object *engine_objects(void *arg, const struct kind_def *kd, const char *ns, const char *name)
 {
 	struct engine_set *e = arg;
-	enum obj_kind kind = strcmp(plural, "virtualmachines") == 0		? OBJ_VM
-			     : strcmp(plural, "virtualmachineinstances") == 0	? OBJ_VMI
-			     : strcmp(plural, "pods") == 0			? OBJ_POD
-										: OBJ_KIND_COUNT;
-	if (kind == OBJ_KIND_COUNT)
+	/* the engine's VMs, VMIs and launcher pods (its events come through its service's API) */
+	if (kd->obj < 0 || kd->obj == OBJ_EVENT)
 		return NULL;
+	enum obj_kind kind = (enum obj_kind)kd->obj;
 	struct json_object *arr = NULL;
 	int64_t now = util_wall_s();
 	for (int h = 0; h < e->n; h++) {

@@ -24,6 +24,7 @@
 #include "kube/http.h"
 #include "kube/kube.h"
 #include "model/obj.h"
+#include "model/registry.h"
 
 #define WAIT_DEFAULT_S 30
 
@@ -38,19 +39,10 @@ struct wait_args {
 	double timeout_s;
 };
 
-static const struct {
-	const char *names[4];
-	enum obj_kind kind;
-	const char *gr, *plural;
-} kinds[] = {
-	{ { "vm", "vms", "virtualmachine", "virtualmachines" }, OBJ_VM, "virtualmachine.kubevirt.io", "virtualmachines" },
-	{ { "vmi", "vmis", "virtualmachineinstance", "virtualmachineinstances" }, OBJ_VMI,
-	  "virtualmachineinstance.kubevirt.io", "virtualmachineinstances" },
-};
-
-static int kind_index(enum obj_kind k)
+/* The kind's row (wait takes VMs and VMIs: the kinds the store keeps that have conditions of their own) */
+static const struct kind_def *kind_of(enum obj_kind k)
 {
-	return k == OBJ_VM ? 0 : 1;
+	return registry_kind_of_obj(k);
 }
 
 static void usage(FILE *f)
@@ -93,13 +85,13 @@ static double parse_duration(const char *s)
 
 static bool set_kind(struct wait_args *a, const char *s, size_t n)
 {
-	for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++)
-		for (int j = 0; j < 4; j++)
-			if (strlen(kinds[i].names[j]) == n && strncmp(kinds[i].names[j], s, n) == 0) {
-				a->kind = kinds[i].kind;
-				return true;
-			}
-	return false;
+	char *w = xstrndup(s, n);
+	const struct kind_def *k = registry_kind_find(w);
+	free(w);
+	if (k == NULL || !(k->id == KIND_VM || k->id == KIND_VMI))
+		return false;
+	a->kind = (enum obj_kind)k->obj;
+	return true;
 }
 
 static int parse_for(struct wait_args *a, const char *v)
@@ -376,13 +368,13 @@ static void start_get(struct kwait *w);
 
 static void start_watch(struct kwait *w)
 {
-	int k = kind_index(w->a->kind);
 	char *ns = curl_easy_escape(NULL, w->ns, 0);
 	char *sel = xasprintf("metadata.name=%s", w->name);
 	char *esel = curl_easy_escape(NULL, sel, 0);
-	char *path = xasprintf("/apis/kubevirt.io/v1/namespaces/%s/%s?fieldSelector=%s&watch=true&allowWatchBookmarks=true"
-			       "&timeoutSeconds=300&resourceVersion=%s",
-			       ns, kinds[k].plural, esel, w->rv ? w->rv : "0");
+	char *coll = registry_kind_path(kind_of(w->a->kind), ns, NULL);
+	char *path = xasprintf("%s?fieldSelector=%s&watch=true&allowWatchBookmarks=true&timeoutSeconds=300&resourceVersion=%s",
+			       coll, esel, w->rv ? w->rv : "0");
+	free(coll);
 	curl_free(ns);
 	curl_free(esel);
 	free(sel);
@@ -403,9 +395,9 @@ static void get_done(void *arg, const struct kube_resp *resp)
 			w->result = 2; /* absent from the start: kubectl says nothing */
 			return;
 		}
-		int k = kind_index(w->a->kind);
-		char *n = util_escape_display(w->name);
-		fprintf(stderr, "Error from server (NotFound): %s.kubevirt.io \"%s\" not found\n", kinds[k].plural, n);
+		char *n = util_escape_display(w->name), gr[96];
+		fprintf(stderr, "Error from server (NotFound): %s \"%s\" not found\n",
+			registry_kind_gr(kind_of(w->a->kind), true, gr, sizeof gr), n);
 		free(n);
 		w->result = 1;
 		return;
@@ -511,9 +503,9 @@ static int wait_engine(struct session *s, const struct wait_args *a)
 	if (!exists && a->what == FOR_DELETE)
 		return 2;
 	if (!exists) {
-		int k = kind_index(a->kind);
-		char *n = util_escape_display(s->name);
-		fprintf(stderr, "Error from server (NotFound): %s.kubevirt.io \"%s\" not found\n", kinds[k].plural, n);
+		char *n = util_escape_display(s->name), gr[96];
+		fprintf(stderr, "Error from server (NotFound): %s \"%s\" not found\n",
+			registry_kind_gr(kind_of(a->kind), true, gr, sizeof gr), n);
 		free(n);
 		return 1;
 	}
@@ -540,14 +532,14 @@ int cmd_wait(int argc, char **argv)
 	if (rc != EXIT_OK)
 		goto out;
 	int r = s.src->type == SOURCE_KUBE ? wait_cluster(&s, &a) : wait_engine(&s, &a);
-	int k = kind_index(a.kind);
-	char *n = util_escape_display(s.name);
+	const struct kind_def *k = kind_of(a.kind);
+	char *n = util_escape_display(s.name), gr[96];
 	if (r == 0 || r == 2) {
 		if (r == 0)
-			printf("%s/%s condition met\n", kinds[k].gr, n);
+			printf("%s/%s condition met\n", registry_kind_gr(k, false, gr, sizeof gr), n);
 		rc = EXIT_OK;
 	} else if (r < 0) {
-		fprintf(stderr, "error: timed out waiting for the condition on %s/%s\n", kinds[k].plural, n);
+		fprintf(stderr, "error: timed out waiting for the condition on %s/%s\n", k->plural, n);
 		rc = EXIT_API;
 	} else {
 		rc = EXIT_API;

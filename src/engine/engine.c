@@ -42,6 +42,7 @@
 #include "engine/imgcache.h"
 #include "engine/migrate.h"
 #include "engine/oci.h"
+#include "model/registry.h"
 #include "model/source.h"
 
 #define RESYNC_MS 10000

@@ -4,7 +4,7 @@
  *
  * Reusing the connection settings elsewhere (the console's CONNECT_ONLY WebSocket):
  *     kube_http_when_ready(h, cb, arg);                 // exec credential obtained (cb at once if not needed)
- *     char *url = kube_http_url(h, "/apis/subresources.kubevirt.io/v1/namespaces/ns/virtualmachineinstances/x/console");
+ *     char *url = kube_http_url(h, path);          // path: a subresource's, model/registry.h
  *     CURL *e = curl_easy_init();
  *     struct curl_slist *hdrs = NULL;
  *     kube_http_setup_easy(h, e, &hdrs, &err);          // TLS/CA/client cert/proxy/tls-server-name + Authorization

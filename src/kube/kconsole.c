@@ -9,6 +9,7 @@
 #include "kube/http.h"
 #include "kube/kube.h"
 #include "kube/ws.h"
+#include "model/registry.h"
 
 struct kc_pending {
 	struct stream *s;
@@ -69,8 +70,7 @@ static struct stream *kc_open(struct source *src, const char *ns, const char *na
 	struct kc_pending *k = xcalloc(1, sizeof *k);
 	k->s = s;
 	k->h = h;
-	k->path = xasprintf("/apis/subresources.kubevirt.io/v1/namespaces/%s/virtualmachineinstances/%s/%s", ns, name,
-			    sub);
+	k->path = registry_subresource_path(registry_kind(KIND_VMI), ns, name, sub);
 	stream_ref(s);
 	kube_http_when_ready(h, kc_ready, k);
 	return s;

@@ -1,5 +1,5 @@
 /* KubeVirt's console and VNC subresources as byte streams (core/stream.h): a WebSocket with subprotocol
- * plain.kubevirt.io to .../virtualmachineinstances/NAME/{console,vnc}, connected with the source's own TLS,
+ * plain.kubevirt.io to the VMI's {console,vnc} subresource, connected with the source's own TLS,
  * client certificate, proxy and credentials. These are the kube provider's open_console / open_vnc. */
 #ifndef KVCON_KUBE_KCONSOLE_H
 #define KVCON_KUBE_KCONSOLE_H

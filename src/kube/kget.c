@@ -20,42 +20,10 @@
 #include "kube/http.h"
 #include "kube/kubeconfig.h"
 #include "model/columns.h"
+#include "model/registry.h"
 
 #define PAGE_LIMIT 500
 #define TABLE_ACCEPT "application/json;as=Table;v=v1;g=meta.k8s.io,application/json"
-
-static const struct kget_kind kinds[] = {
-	{ "virtualmachines", "virtualmachine", "VirtualMachine", "kubevirt.io", true, (const char *const[]){ "vm", "vms", NULL } },
-	{ "virtualmachineinstances", "virtualmachineinstance", "VirtualMachineInstance", "kubevirt.io", true,
-	  (const char *const[]){ "vmi", "vmis", NULL } },
-	{ "virtualmachineinstancemigrations", "virtualmachineinstancemigration", "VirtualMachineInstanceMigration",
-	  "kubevirt.io", true, (const char *const[]){ "vmim", "vmims", NULL } },
-	{ "pods", "pod", "Pod", NULL, true, (const char *const[]){ "po", NULL } },
-	{ "events", "event", "Event", NULL, true, (const char *const[]){ "ev", NULL } },
-	{ "nodes", "node", "Node", NULL, false, (const char *const[]){ "no", NULL } },
-	{ "namespaces", "namespace", "Namespace", NULL, false, (const char *const[]){ "ns", NULL } },
-};
-
-const struct kget_kind *kget_kind_find(const char *s)
-{
-	for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++) {
-		const struct kget_kind *k = &kinds[i];
-		if (strcasecmp(s, k->plural) == 0 || strcasecmp(s, k->singular) == 0)
-			return k;
-		for (const char *const *a = k->shorts; *a; a++)
-			if (strcmp(s, *a) == 0)
-				return k;
-		const char *dot = strchr(s, '.');
-		if (dot && k->group && strcmp(dot + 1, k->group) == 0 &&
-		    ((size_t)(dot - s) == strlen(k->plural) ? strncasecmp(s, k->plural, strlen(k->plural)) == 0
-		     : (size_t)(dot - s) == strlen(k->singular) && strncasecmp(s, k->singular, strlen(k->singular)) == 0))
-			return k;
-		if (dot && k->group && strcmp(dot + 1, "v1.kubevirt.io") == 0 && (size_t)(dot - s) == strlen(k->plural) &&
-		    strncasecmp(s, k->plural, strlen(k->plural)) == 0)
-			return k;
-	}
-	return NULL;
-}
 
 /* --- state ---------------------------------------------------------------------------------------------- */
 
@@ -207,14 +175,11 @@ static void report_error(struct kg *g, const struct fetch *f)
 	g->rc = EXIT_API;
 }
 
-static char *api_path(struct kg *g, const struct kget_kind *k, const char *name)
+static char *api_path(struct kg *g, const struct kind_def *k, const char *name)
 {
 	struct buf b;
 	buf_init(&b);
-	if (k->group)
-		buf_printf(&b, "/apis/%s/v1", k->group);
-	else
-		buf_add_str(&b, "/api/v1");
+	buf_add_str(&b, k->base);
 	if (k->namespaced && g->ns) {
 		char *e = curl_easy_escape(NULL, g->ns, 0);
 		buf_printf(&b, "/namespaces/%s", e);
@@ -242,21 +207,21 @@ static const char *jstr(struct json_object *j, const char *k1, const char *k2)
 	return v && json_object_is_type(v, json_type_string) ? json_object_get_string(v) : NULL;
 }
 
-static void name_prefix(const struct kget_kind *k, struct buf *b)
+static void name_prefix(const struct kind_def *k, struct buf *b)
 {
 	buf_add_str(b, k->singular);
-	if (k->group)
+	if (*k->group)
 		buf_printf(b, ".%s", k->group);
 	buf_add_char(b, '/');
 }
 
 /* The list items carry no apiVersion/kind for built-in kinds; kubectl prints them with both. */
-static void complete_item(const struct kget_kind *k, struct json_object *it)
+static void complete_item(const struct kind_def *k, struct json_object *it)
 {
 	if (!json_object_is_type(it, json_type_object))
 		return;
 	if (!json_object_object_get_ex(it, "apiVersion", NULL)) {
-		char *av = k->group ? xasprintf("%s/v1", k->group) : xstrdup("v1");
+		char *av = *k->group ? xasprintf("%s/%s", k->group, k->version) : xstrdup(k->version);
 		json_object_object_add(it, "apiVersion", json_object_new_string(av));
 		free(av);
 	}
@@ -497,7 +462,7 @@ static char *cell_text(struct json_object *c)
 }
 
 /* One page of a server-side Table. */
-static void table_page(struct kg *g, const struct kget_kind *k, struct json_object *t)
+static void table_page(struct kg *g, const struct kind_def *k, struct json_object *t)
 {
 	struct json_object *defs, *rows;
 	if (!json_object_object_get_ex(t, "columnDefinitions", &defs) || !json_object_object_get_ex(t, "rows", &rows) ||
@@ -682,7 +647,7 @@ static void jsonpath_failed(struct kg *g, const char *err)
 }
 
 /* One object in the chosen format (items kept for jsonpath/--sort-by are printed at the end). */
-static void emit_item(struct kg *g, const struct kget_kind *k, struct json_object *it)
+static void emit_item(struct kg *g, const struct kind_def *k, struct json_object *it)
 {
 	complete_item(k, it);
 	enum kget_fmt f = g->o->fmt;
@@ -746,25 +711,20 @@ static void emit_item(struct kg *g, const struct kget_kind *k, struct json_objec
 
 /* The Table columns of the kinds another source (the engine) serves: their column tables' (model/columns.c), as
  * the engine service serves them. */
-static struct json_object *extra_defs(const char *plural)
+static struct json_object *extra_defs(const struct kind_def *k)
 {
-	enum obj_kind kind = strcmp(plural, "virtualmachines") == 0	      ? OBJ_VM
-			     : strcmp(plural, "virtualmachineinstances") == 0 ? OBJ_VMI
-			     : strcmp(plural, "pods") == 0		      ? OBJ_POD
-			     : strcmp(plural, "events") == 0		      ? OBJ_EVENT
-									      : OBJ_KIND_COUNT;
-	return kind < OBJ_KIND_COUNT ? columns_api_defs(columns_table(kind)) : NULL;
+	return k->obj >= 0 ? columns_api_defs(columns_table((enum obj_kind)k->obj)) : NULL;
 }
 
 /* The other sources' objects of kind k (name: one, NULL: all) into the output. Returns how many. */
-static size_t run_extra(struct kg *g, const struct kget_kind *k, const char *name)
+static size_t run_extra(struct kg *g, const struct kind_def *k, const char *name)
 {
 	if (g->o->extra == NULL)
 		return 0;
-	struct json_object *arr = g->o->extra(g->o->extra_arg, k->plural, g->all_ns ? NULL : g->ns, name);
+	struct json_object *arr = g->o->extra(g->o->extra_arg, k, g->all_ns ? NULL : g->ns, name);
 	size_t n = arr ? json_object_array_length(arr) : 0;
 	bool table = g->o->fmt == KGET_TABLE || g->o->fmt == KGET_WIDE;
-	struct json_object *defs = table && n ? extra_defs(k->plural) : NULL;
+	struct json_object *defs = table && n ? extra_defs(k) : NULL;
 	for (size_t i = 0; i < n; i++) {
 		struct json_object *e = json_object_array_get_idx(arr, i), *obj = NULL, *cells = NULL;
 		json_object_object_get_ex(e, "object", &obj);
@@ -824,7 +784,7 @@ static char *list_query(struct kg *g, const char *base, bool table, const char *
 }
 
 /* Lists (or gets) one kind, page by page. */
-static void run_kind(struct kg *g, const struct kget_kind *k, uint64_t deadline)
+static void run_kind(struct kg *g, const struct kind_def *k, uint64_t deadline)
 {
 	bool table = g->o->fmt == KGET_TABLE || g->o->fmt == KGET_WIDE;
 	const char *accept = table ? TABLE_ACCEPT : NULL;
@@ -835,7 +795,7 @@ static void run_kind(struct kg *g, const struct kget_kind *k, uint64_t deadline)
 				if (run_extra(g, k, g->o->names[i]) == 0) {
 					char *e = esc(g->o->names[i]);
 					log_eprintf("Error from server (NotFound): %s%s%s \"%s\" not found\n", k->plural,
-						    k->group ? "." : "", k->group ? k->group : "", e);
+						    *k->group ? "." : "", k->group, e);
 					free(e);
 					g->rc = EXIT_API;
 				}
@@ -936,7 +896,7 @@ static void run_kind(struct kg *g, const struct kget_kind *k, uint64_t deadline)
 
 struct wstate {
 	struct kg *g;
-	const struct kget_kind *k;
+	const struct kind_def *k;
 	struct kube_http *http; /* the server watched */
 	char **rv;              /* its last resourceVersion */
 	struct kube_req *req;
@@ -1017,7 +977,7 @@ static void w_start(struct wstate *w, const char *base)
 /* Watches one kind on every server (the cluster, the engine service) at once, each from its list's
  * resourceVersion, printing every event's object as it comes, until --watch-for ends or a watch fails (410 Gone
  * included: rc 1). A watch the server closes starts again from its last resourceVersion after a breath. */
-static void watch_kind(struct kg *g, const struct kget_kind *k, struct kube_http **https, char **rvs, int n)
+static void watch_kind(struct kg *g, const struct kind_def *k, struct kube_http **https, char **rvs, int n)
 {
 	uint64_t end = g->o->watch_for >= 0 ? util_now_ms() + (uint64_t)g->o->watch_for * 1000 : UINT64_MAX;
 	char *base = api_path(g, k, NULL);
@@ -1192,10 +1152,10 @@ static void print_kept(struct kg *g)
 	for (size_t i = 0; i < n; i++) {
 		struct json_object *it = json_object_array_get_idx(items, i);
 		const char *kind = jstr(it, "kind", NULL);
-		const struct kget_kind *k = &kinds[0];
-		for (size_t x = 0; x < sizeof kinds / sizeof kinds[0]; x++)
-			if (kind && strcmp(kinds[x].kind, kind) == 0)
-				k = &kinds[x];
+		const struct kind_def *k = registry_kind(KIND_VM);
+		for (int x = 0; x < KIND_COUNT; x++)
+			if (kind && strcmp(registry_kind((enum kind_id)x)->kind, kind) == 0)
+				k = registry_kind((enum kind_id)x);
 		emit_item(g, k, it);
 	}
 	g->sort_jp = sj;
@@ -1268,7 +1228,7 @@ int kget_run(const struct kget_opts *o)
 	if (o->pairs && table && g.http) {
 		/* kubectl prefixes names with their kind only when the objects it got are of several kinds */
 		struct json_object **got = xcalloc((size_t)o->nkinds, sizeof *got);
-		const struct kget_kind *first = NULL;
+		const struct kind_def *first = NULL;
 		for (int i = 0; i < o->nkinds; i++) {
 			struct fetch f = { 0 };
 			char *p = api_path(&g, o->kinds[i], o->names[i]);

@@ -1,27 +1,21 @@
 /* kget: `kvcon get` on the API's own objects, as kubectl prints them: -o json|yaml (the server's objects, a List
  * for several, streamed page by page), -o jsonpath=, -o custom-columns=, -o name, and the server-side Table
  * (the columns kubectl shows, -o wide's too) with --no-headers, --show-labels, -L, --sort-by; several kinds
- * (vm,vmi) and names; kinds vm, vmi, vmim, pod, event, node, namespace. No compact store is built. */
+ * (vm,vmi) and names; every kind of the registry (model/registry.h). No compact store is built. */
 #ifndef KVCON_KUBE_KGET_H
 #define KVCON_KUBE_KGET_H
 
 #include <stdbool.h>
 
 struct json_object;
+struct kind_def;
 
 enum kget_fmt { KGET_TABLE, KGET_WIDE, KGET_JSON, KGET_YAML, KGET_NAME, KGET_JSONPATH, KGET_CUSTOM };
-
-struct kget_kind {
-	const char *plural, *singular, *kind;
-	const char *group; /* NULL: the core group */
-	bool namespaced;
-	const char *const *shorts;
-};
 
 #define KGET_MAX_KINDS 16
 
 struct kget_opts {
-	const struct kget_kind *kinds[KGET_MAX_KINDS];
+	const struct kind_def *kinds[KGET_MAX_KINDS];
 	int nkinds;
 	char **names;
 	int nnames;
@@ -38,9 +32,9 @@ struct kget_opts {
 	bool watch;                 /* -w: after the list, every change, each object printed on its own */
 	/* Objects of sources without an API server (the engine hosts), printed with the cluster's in every format:
 	 * a JSON array of { "source": NAME, "object": API object, "cells": [KubeVirt's table cells, every column] }
-	 * of the kind (its plural) in ns (NULL: every namespace), named name (NULL: all); NULL when none. A name both
+	 * of the kind k in ns (NULL: every namespace), named name (NULL: all); NULL when none. A name both
 	 * have gets a SOURCE column. */
-	struct json_object *(*extra)(void *arg, const char *plural, const char *ns, const char *name);
+	struct json_object *(*extra)(void *arg, const struct kind_def *k, const char *ns, const char *name);
 	void *extra_arg;
 	bool cluster_optional;      /* no kubeconfig is no error: the extra objects only */
 	long watch_for;             /* seconds of watching, -1: until interrupted */
@@ -53,8 +47,6 @@ struct kget_opts {
 	bool engine_only;
 };
 
-/* The kind a kubectl resource name means (plural, singular, short name, plural.group); NULL when unknown. */
-const struct kget_kind *kget_kind_find(const char *s);
 /* Runs the listing; prints its own errors ("error: ..."). Returns the exit code. */
 int kget_run(const struct kget_opts *o);
 /* Checks a -o jsonpath= / custom-columns= / --sort-by argument; NULL when fine, else the message (caller frees). */

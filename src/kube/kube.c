@@ -17,6 +17,7 @@
 #include "kube/kconsole.h"
 #include "kube/kubeconfig.h"
 #include "kube/reflector.h"
+#include "model/registry.h"
 
 #define DISCOVERY_TIMEOUT_MS 15000
 #define ACTION_TIMEOUT_MS 30000
@@ -82,21 +83,10 @@ bool kube_source_synced(struct source *src)
 	return true;
 }
 
-static const struct {
-	const char *group; /* "/apis/kubevirt.io/v1" */
-	const char *plural;
-} kind_paths[OBJ_KIND_COUNT] = {
-	[OBJ_VM] = { "/apis/kubevirt.io/v1", "virtualmachines" },
-	[OBJ_VMI] = { "/apis/kubevirt.io/v1", "virtualmachineinstances" },
-	[OBJ_POD] = { "/api/v1", "pods" },
-	[OBJ_EVENT] = { "/api/v1", "events" },
-};
-
 char *kube_object_path(enum obj_kind kind, const char *ns, const char *name)
 {
-	if ((unsigned)kind >= OBJ_KIND_COUNT)
-		return NULL;
-	return xasprintf("%s/namespaces/%s/%s/%s", kind_paths[kind].group, ns, kind_paths[kind].plural, name);
+	const struct kind_def *k = registry_kind_of_obj(kind);
+	return k ? registry_kind_path(k, ns, name) : NULL;
 }
 
 /* --- discovery --------------------------------------------------------------------------------------- */
@@ -502,7 +492,7 @@ static void abort_list_done(void *arg, const struct kube_resp *resp)
 		act_free(x);
 		return;
 	}
-	char *path = xasprintf("/apis/kubevirt.io/v1/namespaces/%s/virtualmachineinstancemigrations/%s", x->ns, target);
+	char *path = registry_kind_path(registry_kind(KIND_VMIM), x->ns, target);
 	free(target);
 	struct kube_http_req q = {
 		.method = "DELETE", .path = path, .timeout_ms = ACTION_TIMEOUT_MS, .on_done = act_done, .arg = x
@@ -510,22 +500,6 @@ static void abort_list_done(void *arg, const struct kube_resp *resp)
 	x->req = kube_http_start(x->ks->http, &q);
 	free(path);
 }
-
-static const struct {
-	const char *res;    /* subresource's parent collection; NULL: special */
-	const char *sub;
-} act_paths[ACT_COUNT] = {
-	[ACT_START] = { "virtualmachines", "start" },
-	[ACT_STOP] = { "virtualmachines", "stop" },
-	[ACT_FORCE_STOP] = { "virtualmachines", "stop" },
-	[ACT_RESTART] = { "virtualmachines", "restart" },
-	[ACT_PAUSE] = { "virtualmachineinstances", "pause" },
-	[ACT_UNPAUSE] = { "virtualmachineinstances", "unpause" },
-	[ACT_MIGRATE] = { "virtualmachines", "migrate" },
-	[ACT_MIGRATE_ABORT] = { NULL, NULL },
-	[ACT_DELETE] = { NULL, NULL },
-	[ACT_SOFT_REBOOT] = { "virtualmachineinstances", "softreboot" },
-};
 
 /* The JSON body of a subresource call (StopOptions.gracePeriod, RestartOptions.gracePeriodSeconds,
  * MigrateOptions.addedNodeSelector). Caller frees. */
@@ -602,8 +576,7 @@ static void vmim_reread(void *arg)
 {
 	struct kube_act *x = arg;
 	x->timer = NULL;
-	char *path = xasprintf("/apis/kubevirt.io/v1/namespaces/%s/virtualmachineinstancemigrations/%s", x->ns,
-			       x->vmim);
+	char *path = registry_kind_path(registry_kind(KIND_VMIM), x->ns, x->vmim);
 	struct kube_http_req q = { .path = path, .timeout_ms = ACTION_TIMEOUT_MS, .on_done = vmim_read, .arg = x };
 	x->req = kube_http_start(x->ks->http, &q);
 	free(path);
@@ -682,10 +655,10 @@ static int kube_action(struct source *src, const struct action_req *req, action_
 	char *path = NULL, *body = NULL;
 	struct kube_http_req q = { .timeout_ms = ACTION_TIMEOUT_MS, .on_done = act_done, .arg = x };
 	if (req->act == ACT_MIGRATE_ABORT) {
-		path = xasprintf("/apis/kubevirt.io/v1/namespaces/%s/virtualmachineinstancemigrations", req->ns);
+		path = registry_kind_path(registry_kind(KIND_VMIM), req->ns, NULL);
 		q.on_done = abort_list_done;
 	} else if (mig_has_opts(req)) {
-		path = xasprintf("/apis/kubevirt.io/v1/namespaces/%s/virtualmachineinstancemigrations", req->ns);
+		path = registry_kind_path(registry_kind(KIND_VMIM), req->ns, NULL);
 		body = vmim_body(req);
 		q.method = "POST";
 		q.body = body;
@@ -703,8 +676,8 @@ static int kube_action(struct source *src, const struct action_req *req, action_
 		free(p);
 		q.method = "DELETE";
 	} else {
-		path = xasprintf("/apis/subresources.kubevirt.io/v1/namespaces/%s/%s/%s/%s", req->ns,
-				 act_paths[req->act].res, req->name, act_paths[req->act].sub);
+		const struct action_def *ad = registry_action(req->act);
+		path = registry_subresource_path(registry_kind(ad->on), req->ns, req->name, ad->subresource);
 		body = act_body(req);
 		q.method = "PUT";
 		q.body = body;

@@ -14,6 +14,7 @@
 #include "kube/decode.h"
 #include "kube/jprune.h"
 #include "kube/jstream.h"
+#include "model/registry.h"
 
 #define PAGE_LIMIT 500
 #define LIST_TIMEOUT_MS 120000
@@ -23,17 +24,6 @@
 #define CLI_BACKOFF_MAX_MS 4000  /* a one-shot command retries within its own deadline */
 #define LIST_BATCH (256u << 10)  /* list bytes decoded per batch as they stream (fewer items cut by a batch end) */
 #define LIST_ENVELOPE_MAX (1u << 20)
-
-static const struct resource {
-	const char *group_path; /* "/apis/kubevirt.io/v1" */
-	const char *plural;
-	const char *selector;   /* fixed label selector, NULL none */
-} resources[OBJ_KIND_COUNT] = {
-	[OBJ_VM] = { "/apis/kubevirt.io/v1", "virtualmachines", NULL },
-	[OBJ_VMI] = { "/apis/kubevirt.io/v1", "virtualmachineinstances", NULL },
-	[OBJ_POD] = { "/api/v1", "pods", "kubevirt.io=virt-launcher" },
-	[OBJ_EVENT] = { "/api/v1", "events", NULL },
-};
 
 enum phase { PH_IDLE, PH_LIST, PH_WATCH, PH_WAIT };
 /* Where a streamed list response is: before its items array, inside it (items decoded one by one as they
@@ -82,7 +72,7 @@ struct kube_reflector *kube_reflector_new(const struct kube_reflector_cfg *cfg)
 	r->cfg = *cfg;
 	r->ns = xstrdup0(cfg->ns);
 	r->fallback_ns = xstrdup0(cfg->fallback_ns);
-	const char *fixed = resources[cfg->kind].selector;
+	const char *fixed = registry_kind_of_obj(cfg->kind)->selector;
 	if (fixed && cfg->selector && *cfg->selector)
 		r->selector = xasprintf("%s,%s", fixed, cfg->selector);
 	else if (fixed)
@@ -135,7 +125,7 @@ const struct kube_reflector_stats *kube_reflector_stats(const struct kube_reflec
 
 static const char *kind_name(const struct kube_reflector *r)
 {
-	return resources[r->cfg.kind].plural;
+	return registry_kind_of_obj(r->cfg.kind)->plural;
 }
 
 static void set_health(struct kube_reflector *r, enum watch_state s, const char *msg)
@@ -146,11 +136,9 @@ static void set_health(struct kube_reflector *r, enum watch_state s, const char 
 /* Path of the collection with the query so far ("?..."). */
 static void collection_path(struct kube_reflector *r, struct buf *b)
 {
-	const struct resource *res = &resources[r->cfg.kind];
-	if (r->ns)
-		buf_printf(b, "%s/namespaces/%s/%s?", res->group_path, r->ns, res->plural);
-	else
-		buf_printf(b, "%s/%s?", res->group_path, res->plural);
+	char *path = registry_kind_path(registry_kind_of_obj(r->cfg.kind), r->ns, NULL);
+	buf_printf(b, "%s?", path);
+	free(path);
 	if (r->selector) {
 		char *e = curl_easy_escape(NULL, r->selector, 0);
 		buf_printf(b, "labelSelector=%s&", e);
@@ -339,9 +327,7 @@ out:
 /* The collection's URL without the query, for messages. Caller frees. */
 static char *coll_url(struct kube_reflector *r)
 {
-	const struct resource *res = &resources[r->cfg.kind];
-	char *path = r->ns ? xasprintf("%s/namespaces/%s/%s", res->group_path, r->ns, res->plural)
-			   : xasprintf("%s/%s", res->group_path, res->plural);
+	char *path = registry_kind_path(registry_kind_of_obj(r->cfg.kind), r->ns, NULL);
 	char *url = r->cfg.http ? kube_http_url(r->cfg.http, path) : xstrdup(path);
 	free(path);
 	return url;
@@ -680,7 +666,7 @@ static void list_done(void *arg, const struct kube_resp *resp)
 	} else if (resp->status == 403) {
 		fail_hard(r, WATCH_FORBIDDEN, msg);
 	} else if (resp->status == 404) {
-		char *m = xasprintf("%s: %s is not served", msg, resources[r->cfg.kind].plural);
+		char *m = xasprintf("%s: %s is not served", msg, kind_name(r));
 		fail_hard(r, WATCH_ERROR, m);
 		free(m);
 	} else {

@@ -1,4 +1,4 @@
-/* The registry of sources, and names of watch states and actions. */
+/* The registry of sources, and names of watch states (actions are model/registry.c's rows). */
 #include "model/source.h"
 
 #include <stdlib.h>
@@ -99,30 +99,4 @@ const char *watch_state_name(enum watch_state s)
 {
 	static const char *const names[] = { "idle", "loading", "live", "reconnecting", "forbidden", "error" };
 	return (unsigned)s < sizeof names / sizeof names[0] ? names[s] : "?";
-}
-
-static const struct {
-	const char *name;
-	bool mutating;
-} actions[ACT_COUNT] = {
-	[ACT_START] = { "start", true },
-	[ACT_STOP] = { "stop", true },
-	[ACT_FORCE_STOP] = { "force-stop", true },
-	[ACT_RESTART] = { "restart", true },
-	[ACT_PAUSE] = { "pause", true },
-	[ACT_UNPAUSE] = { "unpause", true },
-	[ACT_MIGRATE] = { "migrate", true },
-	[ACT_MIGRATE_ABORT] = { "migrate-abort", true },
-	[ACT_DELETE] = { "delete", true },
-	[ACT_SOFT_REBOOT] = { "soft-reboot", true },
-};
-
-const char *action_name(enum action a)
-{
-	return (unsigned)a < ACT_COUNT ? actions[a].name : "?";
-}
-
-bool action_is_mutating(enum action a)
-{
-	return (unsigned)a < ACT_COUNT && actions[a].mutating;
 }

@@ -162,7 +162,5 @@ void source_close(struct source *src);
 void source_free_all(void);
 
 const char *watch_state_name(enum watch_state s);
-const char *action_name(enum action a); /* "start", "stop", "force-stop", ... */
-bool action_is_mutating(enum action a);
 
 #endif

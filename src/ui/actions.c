@@ -6,10 +6,12 @@
 
 #include "core/log.h"
 #include "core/xmalloc.h"
+#include "model/registry.h"
 #include "model/source.h"
 #include "model/store.h"
 #include "ui/describeview.h"
 #include "ui/sources.h"
+#include "ui/table.h"
 #include "ui/ui.h"
 #include "ui/view.h"
 #include "ui/vmview.h"
@@ -28,18 +30,6 @@ static void pending_free(void *arg)
 	free(p->name);
 	free(p);
 }
-
-/* Which actions ask first, and how the question is worded. */
-static const struct {
-	enum action act;
-	const char *verb;
-	bool confirm;
-} action_rows[] = {
-	{ ACT_START, "Start", false },	       { ACT_STOP, "Stop", true },     { ACT_FORCE_STOP, "Force stop (grace 0)", true },
-	{ ACT_RESTART, "Restart", true },      { ACT_PAUSE, "Pause", true },   { ACT_UNPAUSE, "Unpause", false },
-	{ ACT_MIGRATE, "Live-migrate", true }, { ACT_MIGRATE_ABORT, "Abort the migration of", true },
-	{ ACT_DELETE, "Delete", true },          { ACT_SOFT_REBOOT, "Soft-reboot the guest of", true },
-};
 
 static void done(void *arg, int status, const char *message)
 {
@@ -83,7 +73,7 @@ static void ui_action(enum action act, const struct obj *vm)
 {
 	if (vm == NULL)
 		return;
-	/* the keys toggle: p on a paused guest unpauses; m during a migration aborts it (deletes the migration) */
+	/* the keys toggle: p on a paused guest is ACT_UNPAUSE; m during a migration aborts it (deletes the migration) */
 	const struct vmi *vmi = (const struct vmi *)store_find(ui_store(), vm->src, OBJ_VMI, vm->ns, vm->name);
 	if (act == ACT_PAUSE && vmi && cond_is_true(vmi->conds, vmi->nconds, "Paused"))
 		act = ACT_UNPAUSE;
@@ -98,21 +88,16 @@ static void ui_action(enum action act, const struct obj *vm)
 	p->src = vm->src;
 	p->ns = xstrdup(vm->ns);
 	p->name = xstrdup(vm->name);
-	for (size_t i = 0; i < sizeof action_rows / sizeof action_rows[0]; i++) {
-		if (action_rows[i].act != act)
-			continue;
-		if (action_rows[i].confirm) {
-			char q[600];
-			/* an engine's hosts are its service's nodes: the question names the host the VM runs on */
-			const char *on = vm->src->engine && vmi && vmi->node && *vmi->node ? vmi->node
-					 : sources_live_count() > 1				 ? vm->src->name
-												 : NULL;
-			snprintf(q, sizeof q, "%s VM %s/%s%s%s?", action_rows[i].verb, vm->ns, vm->name, on ? " on " : "",
-				 on ? on : "");
-			ui_confirm(q, run, p, pending_free);
-			return;
-		}
-		break;
+	const struct action_def *ad = registry_action(act);
+	if (ad && ad->confirm) {
+		char q[600];
+		/* an engine's hosts are its service's nodes: the question names the host the VM runs on */
+		const char *on = vm->src->engine && vmi && vmi->node && *vmi->node ? vmi->node
+				 : sources_live_count() > 1				 ? vm->src->name
+											 : NULL;
+		snprintf(q, sizeof q, "%s VM %s/%s%s%s?", ad->confirm, vm->ns, vm->name, on ? " on " : "", on ? on : "");
+		ui_confirm(q, run, p, pending_free);
+		return;
 	}
 	run(p);
 	pending_free(p);
@@ -143,47 +128,22 @@ void ui_open_vm(const struct obj *vm)
 		view_push(vmview_new(vm));
 }
 
-static enum view_result key_act(struct view *v, enum action a)
+enum view_result ui_action_key(struct view *v, int key)
 {
-	struct obj *vm = v->ops->target_vm ? v->ops->target_vm(v) : NULL;
+	const struct action_def *ad = registry_action_key(key);
+	if (ad == NULL || v->ops->target_vm == NULL)
+		return VIEW_PASS;
+	/* the row's own kind: a list's selected object, else (the VM view) the VM */
+	const struct obj *row = table_view_spec(v) ? table_view_selected(v) : NULL;
+	const struct kind_def *k = registry_kind_of_obj(row ? row->kind : OBJ_VM);
+	if (row && !registry_action_applies(ad, k->id)) {
+		ui_error("%s does not apply to %ss", ad->name, k->title);
+		return VIEW_DONE;
+	}
+	struct obj *vm = v->ops->target_vm(v);
 	if (vm == NULL)
 		ui_error("no VM here");
 	else
-		ui_action(a, vm);
+		ui_action(ad->act, vm);
 	return VIEW_DONE;
-}
-
-enum view_result ui_key_start(struct view *v)
-{
-	return key_act(v, ACT_START);
-}
-
-enum view_result ui_key_stop(struct view *v)
-{
-	return key_act(v, ACT_STOP);
-}
-
-enum view_result ui_key_force_stop(struct view *v)
-{
-	return key_act(v, ACT_FORCE_STOP);
-}
-
-enum view_result ui_key_restart(struct view *v)
-{
-	return key_act(v, ACT_RESTART);
-}
-
-enum view_result ui_key_pause(struct view *v)
-{
-	return key_act(v, ACT_PAUSE);
-}
-
-enum view_result ui_key_soft_reboot(struct view *v)
-{
-	return key_act(v, ACT_SOFT_REBOOT);
-}
-
-enum view_result ui_key_migrate(struct view *v)
-{
-	return key_act(v, ACT_MIGRATE);
 }

@@ -19,6 +19,7 @@
 #include "core/xmalloc.h"
 #include "kube/http.h"
 #include "kube/kube.h"
+#include "model/registry.h"
 #include "model/source.h"
 #include "model/store.h"
 #include "ui/draw.h"
@@ -68,16 +69,8 @@ static const char *const heads[4][NCOLS] = {
 };
 static const int ncols[4] = { 6, 8, 8, 6 };
 static const char *const titles[4] = { "Nodes", "Migrations", "PVCs", "DataVolumes" };
-/* the collection path (namespaced kinds: in the dashboard's namespace, or every one) */
-static const struct {
-	const char *base, *plural;
-	bool namespaced;
-} paths[4] = {
-	{ "/api/v1", "nodes", false },
-	{ "/apis/kubevirt.io/v1", "virtualmachineinstancemigrations", true },
-	{ "/api/v1", "persistentvolumeclaims", true },
-	{ "/apis/cdi.kubevirt.io/v1beta1", "datavolumes", true },
-};
+/* each list's kind (model/registry.c: its path, whether it is namespaced) */
+static const enum kind_id list_kind[4] = { KIND_NODE, KIND_VMIM, KIND_PVC, KIND_DV };
 
 static struct clist *find_id(unsigned id)
 {
@@ -327,14 +320,10 @@ static void relist(struct clist *c)
 		struct source *s = source_get(i);
 		if (s == NULL || s->closed || s->type != SOURCE_KUBE || kube_source_http(s) == NULL)
 			continue;
-		char *path;
-		if (paths[c->kind].namespaced && ui_namespace()) {
-			char *ns = curl_easy_escape(NULL, ui_namespace(), 0);
-			path = xasprintf("%s/namespaces/%s/%s", paths[c->kind].base, ns ? ns : "", paths[c->kind].plural);
-			curl_free(ns);
-		} else {
-			path = xasprintf("%s/%s", paths[c->kind].base, paths[c->kind].plural);
-		}
+		/* namespaced kinds: in the dashboard's namespace, or every one */
+		char *ns = ui_namespace() ? curl_easy_escape(NULL, ui_namespace(), 0) : NULL;
+		char *path = registry_kind_path(registry_kind(list_kind[c->kind]), ns, NULL);
+		curl_free(ns);
 		struct lreq *q = xcalloc(1, sizeof *q);
 		q->id = c->id;
 		q->src = s;
@@ -399,7 +388,7 @@ static void draw(struct view *v, const struct region *r)
 		}
 	}
 	/* in one namespace the NAMESPACE column goes, as in the other lists */
-	int first = paths[c->kind].namespaced && ui_namespace() ? 1 : 0;
+	int first = registry_kind(list_kind[c->kind])->namespaced && ui_namespace() ? 1 : 0;
 	draw_fill(r->y, r->x, r->w, theme_attr(THEME_TABLE_HEADER));
 	int x = r->x + 1;
 	for (int k = first; k < ncol && x < r->x + r->w; k++) {
@@ -438,11 +427,11 @@ static void yaml_fetched(void *arg, const struct kube_resp *resp)
 static void open_yaml(struct clist *c, const struct crow *r)
 {
 	char title[600];
-	snprintf(title, sizeof title, "%s %s/%s (YAML)", c->kind == CL_PVC ? "PersistentVolumeClaim" : "DataVolume",
+	snprintf(title, sizeof title, "%s %s/%s (YAML)", registry_kind(list_kind[c->kind])->kind,
 		 r->ns ? r->ns : "", r->name);
 	struct view *v = pager_new(title, "fetching...");
 	char *ns = curl_easy_escape(NULL, r->ns ? r->ns : "", 0), *nm = curl_easy_escape(NULL, r->name, 0);
-	char *path = xasprintf("%s/namespaces/%s/%s/%s", paths[c->kind].base, ns, paths[c->kind].plural, nm);
+	char *path = registry_kind_path(registry_kind(list_kind[c->kind]), ns, nm);
 	curl_free(ns);
 	curl_free(nm);
 	struct kube_http_req q = { .path = path, .timeout_ms = 30000, .on_done = yaml_fetched,

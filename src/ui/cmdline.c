@@ -7,7 +7,9 @@
 #include <string.h>
 
 #include "core/loop.h"
+#include "core/util.h"
 #include "core/xmalloc.h"
+#include "model/registry.h"
 #include "model/source.h"
 #include "model/store.h"
 #include "ui/help.h"
@@ -185,21 +187,19 @@ static const char *comp_vm(const char *prefix, int i)
 	return NULL;
 }
 
+/* The rows that list a kind are named by its view (model/registry.c); every name of the kind is an alias. */
 const struct cmdline_entry cmdline_cmds[] = {
-	{ "vm", "vms virtualmachine virtualmachines", "[NS/NAME]", "VM list; with NS/NAME open that VM's view", c_vm,
-	  comp_vm },
-	{ "vmi", "vmis virtualmachineinstance virtualmachineinstances", "", "VMI list", c_vmi, NULL },
-	{ "pod", "pods po launcher", "", "virt-launcher pod list", c_pod, NULL },
-	{ "events", "event ev", "", "event list", c_events, NULL },
-	{ "node", "nodes no", "", "node list: Ready, schedulable for VMs, KVM capacity, VMIs on each (enter: those VMIs)",
+	{ "vm", NULL, "[NS/NAME]", "VM list; with NS/NAME open that VM's view", c_vm, comp_vm },
+	{ "vmi", NULL, "", "VMI list", c_vmi, NULL },
+	{ "pod", NULL, "", "virt-launcher pod list", c_pod, NULL },
+	{ "events", NULL, "", "event list", c_events, NULL },
+	{ "node", NULL, "", "node list: Ready, schedulable for VMs, KVM capacity, VMIs on each (enter: those VMIs)",
 	  c_node, NULL },
-	{ "vmim", "vmims virtualmachineinstancemigration virtualmachineinstancemigrations migrations", "",
-	  "live migrations: phase, VMI, source, target, start, duration (enter: the VM)", c_vmim, NULL },
-	{ "pvc", "pvcs persistentvolumeclaim persistentvolumeclaims", "",
-	  "PVCs: status, volume, capacity, access modes, storage class (enter: YAML)", c_pvc, NULL },
-	{ "dv", "dvs datavolume datavolumes", "", "DataVolumes: phase, progress, restarts (enter: YAML)", c_dv, NULL },
-	{ "ns", "namespace namespaces", "[NAME|all]", "namespace list; with NAME show only that namespace", c_ns,
-	  comp_ns },
+	{ "vmim", NULL, "", "live migrations: phase, VMI, source, target, start, duration (enter: the VM)", c_vmim,
+	  NULL },
+	{ "pvc", NULL, "", "PVCs: status, volume, capacity, access modes, storage class (enter: YAML)", c_pvc, NULL },
+	{ "dv", NULL, "", "DataVolumes: phase, progress, restarts (enter: YAML)", c_dv, NULL },
+	{ "ns", NULL, "[NAME|all]", "namespace list; with NAME show only that namespace", c_ns, comp_ns },
 	{ "ctx", "context contexts", "[NAME]", "context list; with NAME switch to that kube context", c_ctx,
 	  comp_ctx },
 	{ "help", "h", "", "help for the current view", c_help, NULL },
@@ -207,11 +207,43 @@ const struct cmdline_entry cmdline_cmds[] = {
 };
 const size_t cmdline_ncmds = sizeof cmdline_cmds / sizeof cmdline_cmds[0];
 
+/* The kind whose view the row is, NULL when it lists none. */
+static const struct kind_def *row_kind(const struct cmdline_entry *c)
+{
+	for (int k = 0; k < KIND_COUNT; k++)
+		if (util_str_eq(registry_kind((enum kind_id)k)->view, c->name))
+			return registry_kind((enum kind_id)k);
+	return NULL;
+}
+
+const char *cmdline_aliases(const struct cmdline_entry *c)
+{
+	static char buf[512];
+	const struct kind_def *k = row_kind(c);
+	if (k == NULL)
+		return c->aliases;
+	const char *words[16];
+	size_t n = 0;
+	for (const char *const *a = k->shorts; *a; a++)
+		words[n++] = *a;
+	words[n++] = k->singular;
+	words[n++] = k->plural;
+	for (const char *const *a = k->aliases; a && *a; a++)
+		words[n++] = *a;
+	size_t len = 0;
+	buf[0] = '\0';
+	for (size_t i = 0; i < n; i++)
+		if (strcmp(words[i], c->name) != 0)
+			len += (size_t)snprintf(buf + len, sizeof buf - len, "%s%s", len ? " " : "", words[i]);
+	return buf;
+}
+
 static bool name_is(const struct cmdline_entry *c, const char *w, size_t wl)
 {
 	if (strlen(c->name) == wl && strncmp(c->name, w, wl) == 0)
 		return true;
-	const char *a = c->aliases ? c->aliases : "";
+	const char *a = cmdline_aliases(c);
+	a = a ? a : "";
 	while (*a) {
 		size_t al = strcspn(a, " ");
 		if (al == wl && strncmp(a, w, wl) == 0)

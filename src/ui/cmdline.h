@@ -7,7 +7,7 @@
 
 struct cmdline_entry {
 	const char *name;
-	const char *aliases; /* space-separated */
+	const char *aliases; /* space-separated; a kind's view takes its names from the registry (cmdline_aliases) */
 	const char *args;    /* synopsis of the argument, "" when none */
 	const char *help;
 	int (*fn)(const char *arg); /* 0 ok, -1 (message already shown) */
@@ -16,6 +16,9 @@ struct cmdline_entry {
 };
 
 extern const struct cmdline_entry cmdline_cmds[];
+/* The row's other names: a kind's (model/registry.h: short names, singular, plural, kvcon's aliases) for the rows
+ * that list one, else its aliases; space-separated, NULL when none. The result may live until the next call. */
+const char *cmdline_aliases(const struct cmdline_entry *c);
 extern const size_t cmdline_ncmds;
 
 /* Prompt callbacks (ui_prompt). */

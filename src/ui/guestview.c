@@ -16,6 +16,7 @@
 #include "core/xmalloc.h"
 #include "kube/http.h"
 #include "kube/kube.h"
+#include "model/registry.h"
 #include "model/source.h"
 #include "ui/pager.h"
 
@@ -180,8 +181,7 @@ struct view *guestview_new(const struct obj *vm, char **err)
 	g->pager = pager_id(v);
 	char *ns = curl_easy_escape(NULL, vm->ns, 0), *nm = curl_easy_escape(NULL, vm->name, 0);
 	for (int p = 0; p < 4; p++) {
-		char *path = xasprintf("/apis/subresources.kubevirt.io/v1/namespaces/%s/virtualmachineinstances/%s/%s", ns,
-				       nm, parts[p]);
+		char *path = registry_subresource_path(registry_kind(KIND_VMI), ns, nm, parts[p]);
 		struct garg *a = xcalloc(1, sizeof *a);
 		a->g = g;
 		a->part = p;

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "model/registry.h"
 #include "ui/clusterlist.h"
 #include "ui/cmdline.h"
 #include "ui/log_view.h"
@@ -18,6 +19,17 @@ static void keys_section(struct buf *out, const char *heading, const struct view
 	buf_printf(out, "%s\n", heading);
 	for (const struct view_key *k = keys; k->key; k++)
 		buf_printf(out, "  %-10s %s\n", k->label, k->help);
+	buf_add_str(out, "\n");
+}
+
+/* The lifecycle actions' keys (model/registry.c), taken by every view that has a VM */
+static void actions_section(struct buf *out)
+{
+	buf_add_str(out, "Actions (VM views and lists; on a list, rows of the kinds each applies to)\n");
+	const struct action_def *a;
+	for (size_t i = 0; (a = registry_action_at(i)) != NULL; i++)
+		if (a->key)
+			buf_printf(out, "  %-10s %s\n", a->key_label, a->key_help);
 	buf_add_str(out, "\n");
 }
 
@@ -39,6 +51,8 @@ void help_text(struct view *v, struct buf *out)
 		char h[160];
 		snprintf(h, sizeof h, "Keys of this view (%s)", title[0] ? title : v->ops->name);
 		keys_section(out, h, v->ops->keys);
+		if (v->ops->target_vm)
+			actions_section(out);
 		if (table_view_spec(v) || vmview_is(v))
 			panes_section(out);
 	} else {
@@ -49,6 +63,7 @@ void help_text(struct view *v, struct buf *out)
 		keys_section(out, "Node list (:node)", clusterlist_node_keys());
 		keys_section(out, "Migration list (:vmim)", clusterlist_vmim_keys());
 		keys_section(out, "PVC and DataVolume lists (:pvc, :dv)", clusterlist_storage_keys());
+		actions_section(out);
 		panes_section(out);
 	}
 	keys_section(out, "Everywhere", ui_global_keys);

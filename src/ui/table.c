@@ -774,7 +774,6 @@ static const struct view_key table_keys[] = {
 	{ '\r', "enter", "open the VM view of the row's VM (YAML for other rows)", k_enter },
 	{ 'y', "y", "show the object as YAML", k_yaml },
 	{ 'e', "e", "describe the object: fields, conditions, volumes, owners, events (kubectl describe)", k_describe },
-	UI_ACTION_KEYS,
 	{ 'N', "shift-N", "sort by NAME (again: reverse)", NULL },
 	{ 'P', "shift-P", "sort by NAMESPACE", NULL },
 	{ 'U', "shift-U", "sort by STATUS / PHASE (S is stop)", NULL },

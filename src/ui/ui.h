@@ -45,24 +45,11 @@ const char *ui_namespace(void);
 void ui_set_namespace(const char *ns);
 /* Switches the kube context (closes the current kube source, opens the named one). */
 int ui_set_context(const char *name, char **err);
-/* Key functions for the lifecycle actions on the view's ops->target_vm (rows of UI_ACTION_KEYS). */
+/* The lifecycle action whose dashboard key is key (model/registry.c) on the view's ops->target_vm, when the action
+ * applies to the kind of the view's row (a pod's row: it says the action does not apply to pods). VIEW_PASS when
+ * key is no action's or the view has no target_vm. Every view with a target_vm takes these keys (view.c). */
 struct view;
-enum view_result ui_key_start(struct view *v);
-enum view_result ui_key_stop(struct view *v);
-enum view_result ui_key_force_stop(struct view *v);
-enum view_result ui_key_restart(struct view *v);
-enum view_result ui_key_pause(struct view *v);
-enum view_result ui_key_migrate(struct view *v);
-enum view_result ui_key_soft_reboot(struct view *v);
-/* The same lifecycle key rows in every view that shows a VM (a key table's rows, help text included). */
-#define UI_ACTION_KEYS \
-	{ 's', "s", "start the VM", ui_key_start }, \
-	{ 'S', "S", "stop the VM (asks)", ui_key_stop }, \
-	{ VKEY_CTRL('k'), "ctrl-k", "force stop the VM, grace period 0 (asks)", ui_key_force_stop }, \
-	{ 'r', "r", "restart the VM (asks)", ui_key_restart }, \
-	{ 'p', "p", "pause or unpause the VM", ui_key_pause }, \
-	{ 'm', "m", "live-migrate the VM (asks); during a migration: abort it (asks)", ui_key_migrate }, \
-	{ VKEY_CTRL('r'), "ctrl-r", "soft-reboot the guest: guest agent, else ACPI (asks)", ui_key_soft_reboot }
+enum view_result ui_action_key(struct view *v, int key);
 /* Opens the VM view for a VM (enter, `:vm ns/name`). */
 void ui_open_vm(const struct obj *vm);
 /* Opens the YAML pager for an object (y). */

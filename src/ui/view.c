@@ -8,6 +8,7 @@
 #include "ui/draw.h"
 #include "ui/screen.h"
 #include "ui/theme.h"
+#include "ui/ui.h"
 
 #define MAX_STACK 32
 #define MAX_PANES 16
@@ -328,6 +329,8 @@ enum view_result view_key_dispatch(int key)
 	const struct view_key *k = v->raw ? NULL : view_key_find(v->ops->keys, key);
 	if (k && k->fn)
 		r = k->fn(v);
+	else if (!v->raw && v->ops->target_vm && (r = ui_action_key(v, key)) != VIEW_PASS)
+		; /* a lifecycle action's key (model/registry.c) */
 	else if (v->ops->key)
 		r = v->ops->key(v, key);
 	if (r == VIEW_PASS && !v->raw && v->pane && key == '\t') {

@@ -82,7 +82,7 @@ struct view_ops {
 	/* Called once per second while visible (ages, spinners). May be NULL. */
 	void (*tick)(struct view *v);
 	void (*destroy)(struct view *v);
-	/* The VM the lifecycle keys act on (UI_ACTION_KEYS); NULL when the view has none. */
+	/* The VM the lifecycle keys act on (the registry's action keys, ui_action_key); NULL when the view has none. */
 	struct obj *(*target_vm)(struct view *v);
 	const struct view_key *keys; /* terminated by a zero row; may be NULL */
 };

@@ -496,7 +496,6 @@ static enum view_result k_diag(struct view *v)
 }
 
 static const struct view_key vm_keys[] = {
-	UI_ACTION_KEYS,
 	{ 'd', "d", "troubleshooting walkthrough: the first stalled boundary, evidence, next check", k_diag },
 	{ 'y', "y", "the VM as YAML", k_yaml },
 	{ 'e', "e", "the VM described: fields, conditions, volumes, events newest last (kubectl describe)", k_describe },

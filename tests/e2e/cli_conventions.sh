@@ -36,7 +36,15 @@ done
 # help from the table: every verb's flags, the same for VERB --help; unknown verbs fail as kubectl does
 [ "$("$KVCON" help stop)" = "$("$KVCON" stop --help)" ] || fail "help stop != stop --help"
 "$KVCON" help stop | grep -q -- '--grace-period N' || fail "help stop lacks its flags"
-"$KVCON" help soft-reboot | grep -q '^usage: kvcon softreboot' || fail "the alias soft-reboot"
+"$KVCON" help softreboot | grep -q '^usage: kvcon soft-reboot' || fail "virtctl's soft-reboot, softreboot its alias"
+# one error shape, kubectl's suggestion for a mistyped verb (model/registry.c's suggestion rule)
+"$KVCON" gte vm >"$tmp/o" 2>"$tmp/e"; rc=$?
+printf 'error: unknown command "gte" for "kvcon"\n\nDid you mean this?\n\tget\n' | cmp -s - "$tmp/e" && [ $rc = 1 ] ||
+	fail "kvcon gte vm: rc $rc $(cat "$tmp/e")"
+"$KVCON" stop >"$tmp/o" 2>"$tmp/e"; [ $? = 1 ] && grep -q '^error: which VM' "$tmp/e" || fail "stop: $(cat "$tmp/e")"
+"$KVCON" get datavolume2 >"$tmp/o" 2>"$tmp/e"; [ $? = 1 ] && grep -q '^error: the server doesn.t have a resource type "datavolume2"' \
+	"$tmp/e" && grep -q "^$(printf '\t')datavolumes$" "$tmp/e" || fail "get datavolume2: $(cat "$tmp/e")"
+grep -rq 'kvcon [a-z]*: \|unknown action' "$tmp/e" && fail "an old error shape: $(cat "$tmp/e")"
 "$KVCON" help nosuch >/dev/null 2>"$tmp/e"; [ $? = 1 ] && grep -q '^error: unknown command "nosuch"' "$tmp/e" ||
 	fail "help nosuch: $(cat "$tmp/e")"
 "$KVCON" --help | grep -q '^  completion bash|zsh' || fail "--help lacks completion"
@@ -44,6 +52,6 @@ done
 # the man page's COMMANDS section names every verb of the table (the table drives --help and completion)
 sed -n '/^\.SH COMMANDS/,/^\.SH [A-Z]/p' "$top/man/kvcon.1" >"$tmp/commands.man"
 for v in $("$KVCON" --help | sed -n '/^commands:/,/^$/p' | awk 'NR > 1 && /^  [a-z]/ { print $1 }'); do
-	grep -qF "\\fB$v\\fR" "$tmp/commands.man" || fail "man/kvcon.1 COMMANDS lacks the verb $v"
+	grep -qF "\\fB${v//-/\\-}\\fR" "$tmp/commands.man" || fail "man/kvcon.1 COMMANDS lacks the verb $v"
 done
 echo "PASS cli_conventions: LIBVIRT_DEFAULT_URI, console --timeout minutes, help from the table"

@@ -103,13 +103,13 @@ svc_stop_all "$ENGINE_T"
 # launcher's Error, or the VM's FailedCreate when the launcher is not listed yet), then where to look next
 EXPECT_RC=3
 EXPECT_ALT=(Error FailedCreate)
-want="kvcon start: default/lock: Error: cannot start guests: /var/lock is missing or not writable (No such file or"
+want="error: start default/lock: Error: cannot start guests: /var/lock is missing or not writable (No such file or"
 want+=" directory), and libvirt locks each guest's console there: mkdir -p /run/lock (where /var/lock points on"
 want+=" Debian); see kvcon diagnose default/lock"
 expect no-run-lock "$want" "${IN_NS[@]}" 'mount -t tmpfs none /run && exec "$1" -c "$2" engine start lock' \
     x "$K" "$URI"
 svc_stop_all "$ENGINE_T"
-want="kvcon start: default/pts: Error: cannot start guests: no usable pseudo-terminal here (No such device), and"
+want="error: start default/pts: Error: cannot start guests: no usable pseudo-terminal here (No such device), and"
 want+=" QEMU's serial console needs one: mount a devpts of this root's own (mount -t devpts -o"
 want+=" newinstance,ptmxmode=0666 devpts /dev/pts; mount --bind /dev/pts/ptmx /dev/ptmx); see kvcon diagnose"
 want+=" default/pts"
@@ -120,7 +120,7 @@ expect no-devpts "$want" "${IN_NS[@]}" 'mount -t tmpfs none /dev/pts && { umount
     x "$K" "$URI"
 svc_stop_all "$ENGINE_T"
 # a chroot into a plain directory that holds the machine's directories as bind mounts
-want="kvcon start: default/mnt: Error: cannot start guests: / is not a mount point, and libvirt gives each guest a"
+want="error: start default/mnt: Error: cannot start guests: / is not a mount point, and libvirt gives each guest a"
 want+=" mount namespace made from it: bind-mount the root onto itself before entering it (mount --bind ROOT ROOT),"
 want+=" or set namespaces = [ ] in $root/etc/qemu.conf; see kvcon diagnose default/mnt"
 expect no-mount-root "$want" "${IN_NS[@]}" 'r=$1/chroot; mkdir -p "$r"

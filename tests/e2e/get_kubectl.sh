@@ -108,6 +108,11 @@ check vm -A "$NOTDEF" --sort-by=.metadata.name -o name
 check vm -n ns-01 -l tier=frontend -l app=web
 check pod -n ns-01 --field-selector=status.phase=Running -o name
 check vm -n no-such-namespace
+# every kind the dashboard lists (model/registry.c): PVCs, PVs, DataVolumes, by short name and long
+check pvc -A "$NOTDEF"
+check pv
+check dv -A "$NOTDEF" -o wide
+check persistentvolumeclaims,datavolumes.cdi.kubevirt.io -n ns-01 -o name
 check vm -n ns-01 no-such-vm
 # 3. jsonpath, byte for byte
 while IFS= read -r t; do

@@ -1,6 +1,8 @@
 #!/bin/bash
 # --readonly: every action key pressed in the list view and in the VM view (answering yes to any question)
-# sends no mutating request to the API (fakekube counts them), and the header says READ-ONLY.
+# sends no mutating request to the API (fakekube counts them), and the header says READ-ONLY; the config file's
+# readonly = true does the same in the dashboard and for `kvcon stop`; an action key on a pod's row says it does
+# not apply to pods.
 . "$(dirname "$0")/ui_lib.inc"
 
 fk_start --vms 12 --step 0.2
@@ -36,4 +38,13 @@ wait_for 'READ-ONLY' 10
 wait_for 'Watch: vm live'
 press_all
 [ "$(mutating)" = 0 ] || fail "config readonly sent mutating requests"
+# an action is offered only on rows of the kinds it applies to (model/registry.c): s on a pod's row says so
+cmd pod; wait_for 'virt-launcher-'
+keys s; wait_for 'start does not apply to pods' 5
+# the config's readonly holds for the CLI verbs too: error, exit 1, the VM unchanged (no mutating request)
+vm=$(env KUBECONFIG="$W/fk/kubeconfig" XDG_STATE_HOME="$W/state" "$KVCON" --no-engine get vm -n ns-01 -o name | head -1)
+env KUBECONFIG="$W/fk/kubeconfig" XDG_CONFIG_HOME="$W/cfg" XDG_STATE_HOME="$W/state" "$KVCON" --no-engine stop \
+	"ns-01/${vm#*/}" >"$W/stop.out" 2>&1; rc=$?
+[ $rc = 1 ] && grep -q '^error: read-only mode: stop ns-01/' "$W/stop.out" || fail "stop with readonly = true: rc $rc $(cat "$W/stop.out")"
+[ "$(mutating)" = 0 ] || fail "the CLI's stop under readonly = true sent a mutating request"
 echo "PASS ui_readonly"

@@ -12,6 +12,7 @@
 #include "core/loop.h"
 #include "core/util.h"
 #include "core/xmalloc.h"
+#include "model/registry.h"
 #include "model/source.h"
 #include "model/store.h"
 #include "t.h"
@@ -904,6 +905,12 @@ static void man_keys(struct buf *b)
 			roff_label(b, k->label);
 			buf_printf(b, "%s\n", k->help);
 		}
+		const struct action_def *a;
+		for (size_t i = 0; t < 2 && (a = registry_action_at(i)) != NULL; i++)
+			if (a->key) { /* the lifecycle keys (model/registry.c) of the views with a VM */
+				roff_label(b, a->key_label);
+				buf_printf(b, "%s\n", a->key_help);
+			}
 		if (t < 2)
 			for (size_t i = 0; i < view_npanes; i++) {
 				char l[2] = { (char)view_panes[i].key, 0 };
@@ -917,8 +924,8 @@ static void man_keys(struct buf *b)
 		if (cmdline_cmds[i].args[0])
 			buf_printf(b, " \\fI%s\\fR", cmdline_cmds[i].args);
 		buf_printf(b, "\n%s", cmdline_cmds[i].help);
-		if (cmdline_cmds[i].aliases && *cmdline_cmds[i].aliases)
-			buf_printf(b, " (also: %s)", cmdline_cmds[i].aliases);
+		if (cmdline_aliases(&cmdline_cmds[i]) && *cmdline_aliases(&cmdline_cmds[i]))
+			buf_printf(b, " (also: %s)", cmdline_aliases(&cmdline_cmds[i]));
 		buf_add_str(b, "\n");
 	}
 }
@@ -954,6 +961,13 @@ static void test_man_and_help(void)
 			T_CHECK(strstr(help.data, line) != NULL);
 		}
 	}
+	const struct action_def *a;
+	for (size_t i = 0; (a = registry_action_at(i)) != NULL; i++)
+		if (a->key) {
+			char line[160];
+			snprintf(line, sizeof line, "  %-10s %s\n", a->key_label, a->key_help);
+			T_CHECK(strstr(help.data, line) != NULL);
+		}
 	for (size_t i = 0; i < cmdline_ncmds; i++)
 		T_CHECK(strstr(help.data, cmdline_cmds[i].help) != NULL);
 	buf_free(&help);
