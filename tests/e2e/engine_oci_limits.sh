@@ -18,7 +18,7 @@ command -v python3 >/dev/null || { echo "python3 missing"; exit 77; }
 T=$(mktemp -d /tmp/kvol.XXXXXX)
 REGPID=
 cleanup() {
-    [[ -n $REGPID ]] && kill "$REGPID" 2>/dev/null && wait "$REGPID" 2>/dev/null
+    if [[ -n $REGPID ]]; then kill "$REGPID" 2>/dev/null || true; wait "$REGPID" 2>/dev/null || true; fi
     [[ -n ${KEEP:-} ]] || rm -rf "$T"
 }
 trap cleanup EXIT
