@@ -1022,8 +1022,8 @@ static int extract_from(struct archive *a, int fd, const struct oci_unpack *u, c
 			human_size(need, sizeof need, (uint64_t)size);
 			human_size(have, sizeof have, (uint64_t)avail);
 			human_size(cap, sizeof cap, u->cap);
-			*err = xasprintf("layer: the disk %.80s needs %s, %s free / cap %s (engine.image-max-size)", path,
-					 need, have, cap);
+			*err = xasprintf("layer: the disk %.80s needs %s, %s free / cap %s (engine.image-max-size)",
+					 path, need, have, cap);
 			return -2;
 		}
 		const void *buf;
@@ -1594,9 +1594,10 @@ static int fetch_layer(struct puller *p, const char *root, const struct oci_desc
 	}
 	if (p->prog)
 		p->prog->unpacked = 0;
-	struct unpacker u = { .in = sv[1],
-			      .out = dfd,
-			      .spec = { .cap = p->lim->image_max, .avail = -1, .unpacked = p->prog ? &p->prog->unpacked : NULL } };
+	struct unpacker u = { .in = sv[1], .out = dfd };
+	u.spec = (struct oci_unpack){ .cap = p->lim->image_max,
+				      .avail = -1,
+				      .unpacked = p->prog ? &p->prog->unpacked : NULL };
 	pthread_t t;
 	if (pthread_create(&t, NULL, unpack_thread, &u) != 0) {
 		*err = xstrdup("cannot start the layer's unpacker");
@@ -1607,7 +1608,9 @@ static int fetch_layer(struct puller *p, const char *root, const struct oci_desc
 		close(dfd);
 		return -1;
 	}
-	struct resp r = { .fd = sv[0], .max = 0, .expect = (uint64_t)l->size, .prog = p->prog, .sink_refused = &u.refused };
+	struct resp r = {
+		.fd = sv[0], .max = 0, .expect = (uint64_t)l->size, .prog = p->prog, .sink_refused = &u.refused
+	};
 	buf_init(&r.body);
 	r.md = EVP_MD_CTX_new();
 	EVP_DigestInit_ex(r.md, EVP_sha256(), NULL);

@@ -129,9 +129,9 @@ char *oci_auth_from_json(const char *json, size_t len, const char *host, const c
  * ending in .qcow2, .img or .raw. */
 bool oci_disk_entry(const char *path);
 /* What unpacking a disk entry may take: its size as the tar header states it must fit under cap and under the free
- * space of fd's filesystem less a margin (5% of it, at most 1 GiB), else the layer is refused before any byte is written
- * ("needs X, Y free / cap Z"); no more than that size is ever written, and blocks of zeros are not written at all
- * (the disk stays sparse: its allocation is about its data's, whatever the layer decompresses to). */
+ * space of fd's filesystem less a margin (5% of it, at most 1 GiB), else the layer is refused before any byte is
+ * written ("needs X, Y free / cap Z"); no more than that size is ever written, and blocks of zeros are not written
+ * at all (the disk stays sparse: its allocation is about its data's, whatever the layer decompresses to). */
 struct oci_unpack {
 	uint64_t cap;                /* engine.image-max-size */
 	int64_t avail;               /* free bytes to assume; -1: fstatvfs(fd) less the margin */
