@@ -509,8 +509,9 @@ static int effect_reached(const struct session *s, enum action act, bool abort_m
 }
 
 /* The image pull an action waits on, as the VM's launcher pod says it: its compute container waiting in
- * ContainerCreating with the pull's progress as message ("pulling image \"REF\": 12.0 MiB of 40.0 MiB"; the engine
- * service serves it so, docs/ENGINE-SERVICE.md). NULL when nothing is being pulled. */
+ * ContainerCreating with the pull's progress as message ("pulling image \"REF\": 12.0 MiB of 40.0 MiB fetched,
+ * 300.0 MiB unpacked"; the engine service serves it so, docs/ENGINE-SERVICE.md). NULL when nothing is being
+ * pulled. */
 static const char *pull_progress(const struct session *s)
 {
 	const struct vmi *vmi = (const struct vmi *)store_find(s->st, s->src, OBJ_VMI, s->ns, s->name);

@@ -642,7 +642,8 @@ static void *pull_call_thread(void *arg)
 	return NULL;
 }
 
-/* Runs the pull on a thread and prints its progress (bytes of total) on stderr once a second. */
+/* Runs the pull on a thread and prints its progress (bytes fetched of total, bytes unpacked) on stderr once a
+ * second. */
 static int pull_with_progress(struct pull_call *p)
 {
 	pthread_t t;
@@ -653,8 +654,11 @@ static int pull_with_progress(struct pull_call *p)
 		usleep(50000);
 		if (util_now_ms() - last >= 1000 && p->prog.total) {
 			last = util_now_ms();
-			fprintf(stderr, "pulling: %.1f MiB of %.1f MiB\n", (double)p->prog.done / (1 << 20),
-				(double)p->prog.total / (1 << 20));
+			char *line = oci_progress_text(p->ref, &p->prog);
+			char *e = util_escape_display(line);
+			fprintf(stderr, "%s\n", e);
+			free(e);
+			free(line);
 		}
 	}
 	pthread_join(t, NULL);

@@ -1181,16 +1181,6 @@ static void pod_image_containers(const struct evm *v, struct pod *p)
 	}
 }
 
-static void human_bytes(char *out, size_t len, uint64_t n)
-{
-	if (n >= (uint64_t)1 << 30)
-		snprintf(out, len, "%.1f GiB", (double)n / (1 << 30));
-	else if (n >= (uint64_t)1 << 20)
-		snprintf(out, len, "%.1f MiB", (double)n / (1 << 20));
-	else
-		snprintf(out, len, "%.1f KiB", (double)n / 1024);
-}
-
 static struct evm *pull_vm(const struct pulljob *j)
 {
 	struct evm *v = hmap_get(&j->eh->vms, j->key);
@@ -1204,12 +1194,7 @@ static void pull_tick(void *arg)
 	struct evm *v = pull_vm(j);
 	if (v == NULL)
 		return;
-	char done[32], total[32];
-	human_bytes(done, sizeof done, j->prog.done);
-	human_bytes(total, sizeof total, j->prog.total);
-	const char *ref = j->refs[j->cur];
-	char *msg = j->prog.total ? xasprintf("pulling image \"%s\": %s of %s", ref, done, total)
-				  : xasprintf("pulling image \"%s\"", ref);
+	char *msg = oci_progress_text(j->refs[j->cur], &j->prog);
 	if (!util_str_eq(msg, v->cur->pull_msg)) {
 		free(v->cur->pull_msg);
 		v->cur->pull_msg = msg;
@@ -1224,7 +1209,7 @@ static void *pull_thread(void *arg)
 	for (int i = 0; i < j->n && j->err == NULL; i++) {
 		struct oci_result res;
 		char *e = NULL;
-		j->prog.done = j->prog.total = 0;
+		j->prog.done = j->prog.total = j->prog.unpacked = 0;
 		j->cur = i;
 		if (oci_pull(j->refs[i], j->conf, j->root, &j->prog, &res, &e) < 0) {
 			j->err = e;

@@ -17,6 +17,7 @@
 #include <strings.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include "core/buf.h"
@@ -24,11 +25,19 @@
 #include "core/util.h"
 #include "core/xmalloc.h"
 #include "engine/imgcache.h"
+#include "engine/manifest.h"
 
 #define MANIFEST_MAX (4u << 20)
 #define ERRBODY_MAX (64u << 10)
 #define TOKEN_MAX (1u << 20)
-#define DISK_MAX ((uint64_t)256 << 30)
+/* A containerDisk is a VM's root disk shipped in a container image: Fedora, CentOS and Ubuntu containerdisks are
+ * qcow2s of 0.5-2 GiB (virtual 5-10 GiB), a raw Windows disk some tens of GiB. The cap is on the size a layer's
+ * tar header states (a raw disk counts its holes), so it leaves room for those, not for a 256 GiB zero bomb. */
+#define IMAGE_MAX_DEFAULT ((uint64_t)64 << 30)
+#define REG_TOTAL_MS 60000u /* a registry's token and manifest requests together */
+#define BLOB_FLOOR_BPS 1024u /* a blob under this rate ... */
+#define BLOB_FLOOR_S 30u     /* ... for this long is aborted */
+#define ZERO_BLOCK 4096u     /* zero blocks of this size are holes in the unpacked disk */
 
 /* ---- references ---- */
 
@@ -231,6 +240,7 @@ struct oci_regent {
 struct oci_regconf {
 	struct oci_regent *ents;
 	int n;
+	struct oci_limits lim;
 };
 
 void oci_regconf_free(struct oci_regconf *c)
@@ -336,12 +346,30 @@ static int parse_reg_line(struct oci_regconf *c, bool mirror, char *val, char **
 	return 0;
 }
 
-/* The registry lines of a parsed config file (others ignored); NULL with *err naming the first bad one. */
+/* The registry lines and engine.image-max-size of a parsed config file (others ignored); NULL with *err naming
+ * the first bad one. */
 static struct oci_regconf *regconf_from(const struct config *cfg, char **err)
 {
 	struct oci_regconf *c = xcalloc(1, sizeof *c);
+	c->lim = (struct oci_limits){ .image_max = IMAGE_MAX_DEFAULT,
+				      .total_ms = REG_TOTAL_MS,
+				      .floor_bps = BLOB_FLOOR_BPS,
+				      .floor_s = BLOB_FLOOR_S };
 	for (size_t i = 0; i < config_count(cfg); i++) {
 		const struct config_entry *ent = config_at(cfg, i);
+		if (strcmp(ent->key, "engine.image-max-size") == 0) {
+			uint64_t v = 0;
+			if (manifest_quantity(ent->value, &v) < 0 || v == 0) {
+				char *w = config_where(cfg, ent);
+				*err = xasprintf("%s: engine.image-max-size \"%s\" is not a size such as 20Gi or 10G", w,
+						 ent->value);
+				free(w);
+				oci_regconf_free(c);
+				return NULL;
+			}
+			c->lim.image_max = v;
+			continue;
+		}
 		bool mirror = strcmp(ent->key, "registry.mirror") == 0;
 		if (!mirror && strcmp(ent->key, "registry") != 0)
 			continue;
@@ -369,13 +397,36 @@ struct oci_regconf *oci_regconf_parse(const char *text, char **err)
 	return c;
 }
 
+/* $KVCON_TEST_REGISTRY_DEADLINES=TOTAL_S,FLOOR_BPS,FLOOR_S (tests only): each value may only make its limit
+ * stricter, so the variable can shorten a test, never loosen a pull. */
+static void test_deadlines(struct oci_limits *l)
+{
+	const char *e = getenv("KVCON_TEST_REGISTRY_DEADLINES");
+	unsigned total, bps, secs;
+	if (e == NULL || sscanf(e, "%u,%u,%u", &total, &bps, &secs) != 3)
+		return;
+	if (total > 0 && total < l->total_ms / 1000u)
+		l->total_ms = total * 1000u;
+	if (bps > l->floor_bps)
+		l->floor_bps = bps;
+	if (secs > 0 && secs < l->floor_s)
+		l->floor_s = secs;
+}
+
 struct oci_regconf *oci_regconf_load(char **err)
 {
 	*err = NULL;
 	struct config *cfg = config_load(NULL);
 	struct oci_regconf *c = regconf_from(cfg, err);
 	config_free(cfg);
+	if (c)
+		test_deadlines(&c->lim);
 	return c;
+}
+
+const struct oci_limits *oci_regconf_limits(const struct oci_regconf *c)
+{
+	return &c->lim;
 }
 
 void oci_endpoints_free(struct oci_endpoint *e, int n)
@@ -873,7 +924,75 @@ bool oci_disk_entry(const char *path)
 	return false;
 }
 
-static int extract_from(struct archive *a, int fd, uint64_t max, char **name, char **err)
+/* "1.5 GiB", "12.0 MiB", "3.0 KiB", "12 B" for messages. */
+static void human_size(char *out, size_t len, uint64_t n)
+{
+	if (n >= (uint64_t)1 << 30)
+		snprintf(out, len, "%.1f GiB", (double)n / (1 << 30));
+	else if (n >= (uint64_t)1 << 20)
+		snprintf(out, len, "%.1f MiB", (double)n / (1 << 20));
+	else if (n >= 1024)
+		snprintf(out, len, "%.1f KiB", (double)n / 1024);
+	else
+		snprintf(out, len, "%u B", (unsigned)n);
+}
+
+/* What the disk may take on fd's filesystem: the space available to us less a margin (5% of the filesystem, at
+ * most 1 GiB) left for the overlays, logs and records beside the cache. -1 with errno when unknown. */
+static int64_t free_for_disk(int fd)
+{
+	struct statvfs sv;
+	if (fstatvfs(fd, &sv) < 0)
+		return -1;
+	uint64_t fs = (uint64_t)sv.f_blocks * sv.f_frsize, avail = (uint64_t)sv.f_bavail * sv.f_frsize;
+	uint64_t margin = fs / 20 < ((uint64_t)1 << 30) ? fs / 20 : (uint64_t)1 << 30;
+	return avail > margin ? (int64_t)(avail - margin) : 0;
+}
+
+static bool all_zero(const char *p, size_t n)
+{
+	return n == 0 || (p[0] == 0 && memcmp(p, p + 1, n - 1) == 0);
+}
+
+/* Writes len bytes at off, blocks of zeros left as holes (the file is new, and data only ever goes past what was
+ * written before, so a hole reads as the zeros it stands for; ftruncate sets the size at the end). */
+static int write_sparse(int fd, const char *p, size_t len, uint64_t off, char **err)
+{
+	while (len > 0) {
+		size_t n = ZERO_BLOCK - (size_t)(off % ZERO_BLOCK); /* up to the next block boundary */
+		if (n > len)
+			n = len;
+		if (all_zero(p, n)) {
+			p += n;
+			off += n;
+			len -= n;
+			continue;
+		}
+		while (n < len) { /* the data run goes on to the next zero block */
+			size_t m = len - n < ZERO_BLOCK ? len - n : ZERO_BLOCK;
+			if (all_zero(p + n, m))
+				break;
+			n += m;
+		}
+		for (size_t left = n; left > 0;) {
+			ssize_t w = pwrite(fd, p, left, (off_t)off);
+			if (w < 0 && errno == EINTR)
+				continue;
+			if (w <= 0) {
+				*err = xasprintf("writing the disk: %s", w < 0 ? strerror(errno) : "short write");
+				return -1;
+			}
+			p += w;
+			off += (uint64_t)w;
+			left -= (size_t)w;
+			len -= (size_t)w;
+		}
+	}
+	return 0;
+}
+
+/* 1 found, 0 none, -1 an unreadable layer, -2 refused (over a bound: stop downloading it). */
+static int extract_from(struct archive *a, int fd, const struct oci_unpack *u, char **name, char **err)
 {
 	struct archive_entry *ent;
 	for (;;) {
@@ -888,41 +1007,50 @@ static int extract_from(struct archive *a, int fd, uint64_t max, char **name, ch
 		if (path == NULL || !oci_disk_entry(path) || archive_entry_filetype(ent) != AE_IFREG)
 			continue;
 		int64_t size = archive_entry_size(ent);
-		if (size < 0 || (uint64_t)size > max) {
-			*err = xasprintf("layer: disk entry of %lld bytes (limit %llu)", (long long)size,
-					 (unsigned long long)max);
+		if (size < 0) {
+			*err = xstrdup("layer: the disk entry has no size");
 			return -1;
+		}
+		/* refused on the header's word, before a byte is written */
+		int64_t avail = u->avail >= 0 ? u->avail : free_for_disk(fd);
+		if (avail < 0) {
+			*err = xasprintf("the image cache's free space: %s", strerror(errno));
+			return -1;
+		}
+		if ((uint64_t)size > u->cap || size > avail) {
+			char need[32], have[32], cap[32];
+			human_size(need, sizeof need, (uint64_t)size);
+			human_size(have, sizeof have, (uint64_t)avail);
+			human_size(cap, sizeof cap, u->cap);
+			*err = xasprintf("layer: the disk %.80s needs %s, %s free / cap %s (engine.image-max-size)",
+					 path, need, have, cap);
+			return -2;
 		}
 		const void *buf;
 		size_t len;
 		la_int64_t off;
+		uint64_t end = 0; /* what was written so far ends here: data never goes back (holes stay zeros) */
 		while ((r = archive_read_data_block(a, &buf, &len, &off)) == ARCHIVE_OK) {
-			if (off < 0 || (uint64_t)off + len > (uint64_t)size) {
-				*err = xstrdup("layer: disk data beyond the entry's size");
+			if (off < 0 || (uint64_t)off < end || (uint64_t)off + len > (uint64_t)size) {
+				*err = xstrdup("layer: disk data beyond the entry's size or out of order");
+				return -2;
+			}
+			if (write_sparse(fd, buf, len, (uint64_t)off, err) < 0)
 				return -1;
-			}
-			const char *p = buf;
-			while (len > 0) {
-				ssize_t w = pwrite(fd, p, len, off);
-				if (w < 0 && errno == EINTR)
-					continue;
-				if (w <= 0) {
-					*err = xasprintf("writing the disk: %s", strerror(errno));
-					return -1;
-				}
-				p += w;
-				off += w;
-				len -= (size_t)w;
-			}
+			end = (uint64_t)off + len;
+			if (u->unpacked)
+				*u->unpacked = end;
 		}
 		if (r != ARCHIVE_EOF) {
 			*err = xasprintf("layer: %s", archive_error_string(a) ? archive_error_string(a) : "truncated");
 			return -1;
 		}
-		if (ftruncate(fd, size) < 0) { /* trailing holes of a sparse entry */
+		if (ftruncate(fd, size) < 0) { /* the holes at the end */
 			*err = xasprintf("writing the disk: %s", strerror(errno));
 			return -1;
 		}
+		if (u->unpacked)
+			*u->unpacked = (uint64_t)size;
 		const char *slash = strrchr(path, '/');
 		*name = xstrdup(slash ? slash + 1 : path);
 		return 1;
@@ -938,7 +1066,7 @@ static struct archive *layer_reader(void)
 	return a;
 }
 
-int oci_layer_extract_mem(const void *data, size_t len, int fd, uint64_t max, char **name, char **err)
+int oci_layer_extract_mem(const void *data, size_t len, int fd, const struct oci_unpack *u, char **name, char **err)
 {
 	struct archive *a = layer_reader();
 	int rc;
@@ -946,9 +1074,9 @@ int oci_layer_extract_mem(const void *data, size_t len, int fd, uint64_t max, ch
 		*err = xasprintf("layer: %s", archive_error_string(a) ? archive_error_string(a) : "cannot open");
 		rc = -1;
 	} else
-		rc = extract_from(a, fd, max, name, err);
+		rc = extract_from(a, fd, u, name, err);
 	archive_read_free(a);
-	return rc;
+	return rc < 0 ? -1 : rc;
 }
 
 /* ---- the pull ---- */
@@ -961,8 +1089,11 @@ struct resp {
 	int fd;            /* blobs: the socket to the layer's unpacker (-1: collect) */
 	EVP_MD_CTX *md;
 	uint64_t written;
+	uint64_t expect;   /* blobs: the size the manifest gave (never more is taken) */
 	bool too_big, write_err;
 	bool sink_done;    /* the unpacker stopped reading (it has the disk, or failed): only hash the rest */
+	const int *sink_refused; /* set by the unpacker when it refused the layer: stop the download */
+	bool refused;
 	CURL *easy;
 	struct oci_progress *prog;
 };
@@ -976,6 +1107,8 @@ struct puller {
 	bool basic;    /* send creds as Basic */
 	bool authed;   /* the challenge was answered once */
 	struct oci_progress *prog;
+	const struct oci_limits *lim;
+	uint64_t deadline; /* util_now_ms() by which this registry's token and manifest requests are done */
 	char errbuf[CURL_ERROR_SIZE];
 };
 
@@ -1037,6 +1170,10 @@ static size_t on_body(char *data, size_t size, size_t n, void *arg)
 	if (r->prog && r->prog->cancel)
 		return 0;
 	if (r->fd >= 0 && st >= 200 && st < 300) {
+		if (r->written + len > r->expect) {
+			r->too_big = true;
+			return 0;
+		}
 		EVP_DigestUpdate(r->md, data, len); /* every byte, so the digest is checked whatever the unpacker does */
 		const char *p = data;
 		size_t left = r->sink_done ? 0 : len;
@@ -1045,6 +1182,10 @@ static size_t on_body(char *data, size_t size, size_t n, void *arg)
 			if (w < 0 && errno == EINTR)
 				continue;
 			if (w < 0 && (errno == EPIPE || errno == ECONNRESET)) {
+				if (r->sink_refused && __atomic_load_n(r->sink_refused, __ATOMIC_ACQUIRE)) {
+					r->refused = true;
+					return 0;
+				}
 				r->sink_done = true;
 				break;
 			}
@@ -1067,6 +1208,13 @@ static size_t on_body(char *data, size_t size, size_t n, void *arg)
 	}
 	buf_add(&r->body, data, len);
 	return len;
+}
+
+/* Not "unreachable": a slow registry is not retried over plain HTTP. */
+static char *deadline_error(const struct puller *p)
+{
+	return xasprintf("registry %s did not finish its token and manifest requests within %u s: too slow",
+			 p->ep->host, p->lim->total_ms / 1000u);
 }
 
 /* One GET. 0 with r filled (any HTTP status), or -1 with *err on a transport failure. */
@@ -1097,8 +1245,23 @@ static int do_get(struct puller *p, const char *url, const char *accept, const c
 	curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
 	curl_easy_setopt(e, CURLOPT_REDIR_PROTOCOLS_STR, p->ep->insecure ? "http,https" : "https");
 	curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, 15000L);
-	curl_easy_setopt(e, CURLOPT_LOW_SPEED_LIMIT, 1L);
-	curl_easy_setopt(e, CURLOPT_LOW_SPEED_TIME, 60L);
+	/* a blob (its unpacker's socket) streams as long as it keeps above the floor; everything else (token,
+	 * manifests) shares the registry's one deadline */
+	bool blob = r->fd >= 0;
+	uint64_t now = util_now_ms();
+	if (blob) {
+		curl_easy_setopt(e, CURLOPT_LOW_SPEED_LIMIT, (long)p->lim->floor_bps);
+		curl_easy_setopt(e, CURLOPT_LOW_SPEED_TIME, (long)p->lim->floor_s);
+	} else {
+		if (now >= p->deadline) {
+			curl_slist_free_all(h);
+			curl_easy_cleanup(e);
+			r->easy = NULL;
+			*err = deadline_error(p);
+			return -1;
+		}
+		curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, (long)(p->deadline - now));
+	}
 	curl_easy_setopt(e, CURLOPT_ERRORBUFFER, p->errbuf);
 	curl_easy_setopt(e, CURLOPT_BUFFERSIZE, 256L << 10);
 	curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, on_header);
@@ -1119,18 +1282,29 @@ static int do_get(struct puller *p, const char *url, const char *accept, const c
 	}
 	CURLcode rc = curl_easy_perform(e);
 	curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &r->status);
+	curl_off_t connected = 0;
+	curl_easy_getinfo(e, CURLINFO_CONNECT_TIME_T, &connected);
 	curl_slist_free_all(h);
 	curl_easy_cleanup(e);
 	r->easy = NULL;
 	if (rc == CURLE_OK)
 		return 0;
-	if (r->write_err)
+	if (r->refused)
+		*err = xstrdup("the layer was refused"); /* the unpacker's reason replaces it */
+	else if (r->write_err)
 		*err = xasprintf("writing to the image cache: %s", strerror(errno));
 	else if (r->prog && r->prog->cancel)
 		*err = xstrdup("the pull was cancelled");
 	else if (r->too_big)
 		*err = xasprintf("registry %s sent a response larger than expected", p->ep->host);
-	else
+	else if (rc == CURLE_OPERATION_TIMEDOUT && !blob && util_now_ms() >= p->deadline)
+		*err = deadline_error(p);
+	else if (rc == CURLE_OPERATION_TIMEDOUT && blob && connected > 0) {
+		char floor[32];
+		human_size(floor, sizeof floor, p->lim->floor_bps);
+		*err = xasprintf("registry %s sent a blob slower than %s/s for %u s: aborted (%llu bytes received)",
+				 p->ep->host, floor, p->lim->floor_s, (unsigned long long)r->written);
+	} else
 		*err = xasprintf("registry %s unreachable: %s", p->ep->host, p->errbuf[0] ? p->errbuf : curl_easy_strerror(rc));
 	return -1;
 }
@@ -1379,8 +1553,10 @@ static const char *disk_format(int fd, char **err)
  * stored; only the disk entry is written, to a temporary file). */
 struct unpacker {
 	int in, out;
+	struct oci_unpack spec;
 	char *name, *err;
 	int rc;
+	int refused; /* atomic: rc is -2, the download stops */
 };
 
 static void *unpack_thread(void *arg)
@@ -1391,7 +1567,9 @@ static void *unpack_thread(void *arg)
 		u->err = xasprintf("layer: %s", archive_error_string(a) ? archive_error_string(a) : "cannot open");
 		u->rc = -1;
 	} else
-		u->rc = extract_from(a, u->out, DISK_MAX, &u->name, &u->err);
+		u->rc = extract_from(a, u->out, &u->spec, &u->name, &u->err);
+	if (u->rc == -2)
+		__atomic_store_n(&u->refused, 1, __ATOMIC_RELEASE);
 	archive_read_free(a);
 	close(u->in); /* the downloader sees EPIPE and only hashes what is left */
 	return NULL;
@@ -1414,7 +1592,12 @@ static int fetch_layer(struct puller *p, const char *root, const struct oci_desc
 		close(dfd);
 		return -1;
 	}
+	if (p->prog)
+		p->prog->unpacked = 0;
 	struct unpacker u = { .in = sv[1], .out = dfd };
+	u.spec = (struct oci_unpack){ .cap = p->lim->image_max,
+				      .avail = -1,
+				      .unpacked = p->prog ? &p->prog->unpacked : NULL };
 	pthread_t t;
 	if (pthread_create(&t, NULL, unpack_thread, &u) != 0) {
 		*err = xstrdup("cannot start the layer's unpacker");
@@ -1425,7 +1608,9 @@ static int fetch_layer(struct puller *p, const char *root, const struct oci_desc
 		close(dfd);
 		return -1;
 	}
-	struct resp r = { .fd = sv[0], .max = 0, .prog = p->prog };
+	struct resp r = {
+		.fd = sv[0], .max = 0, .expect = (uint64_t)l->size, .prog = p->prog, .sink_refused = &u.refused
+	};
 	buf_init(&r.body);
 	r.md = EVP_MD_CTX_new();
 	EVP_DigestInit_ex(r.md, EVP_sha256(), NULL);
@@ -1434,6 +1619,10 @@ static int fetch_layer(struct puller *p, const char *root, const struct oci_desc
 	int got_rc = reg_get(p, what, NULL, &r, &derr);
 	close(sv[0]); /* end of the stream for the unpacker */
 	pthread_join(t, NULL);
+	if (u.rc == -2) { /* refused on its header's word or its data: whatever the download did meanwhile */
+		*err = xasprintf("registry %s: blob %s: %s", p->ep->host, l->digest, u.err);
+		goto out;
+	}
 	if (got_rc < 0) {
 		*err = derr;
 		derr = NULL;
@@ -1456,10 +1645,8 @@ static int fetch_layer(struct puller *p, const char *root, const struct oci_desc
 	*fetched += r.written;
 	if (u.rc <= 0) {
 		rc = u.rc;
-		if (rc < 0) {
-			*err = u.err;
-			u.err = NULL;
-		}
+		if (rc < 0)
+			*err = xasprintf("registry %s: blob %s: %s", p->ep->host, l->digest, u.err);
 		goto out;
 	}
 	*ext = disk_format(dfd, err);
@@ -1480,6 +1667,17 @@ out:
 	free(dpath);
 	close(dfd);
 	return rc;
+}
+
+char *oci_progress_text(const char *ref, const struct oci_progress *p)
+{
+	if (p->total == 0)
+		return xasprintf("pulling image \"%s\"", ref);
+	char done[32], total[32], unpacked[32];
+	human_size(done, sizeof done, p->done);
+	human_size(total, sizeof total, p->total);
+	human_size(unpacked, sizeof unpacked, p->unpacked);
+	return xasprintf("pulling image \"%s\": %s of %s fetched, %s unpacked", ref, done, total, unpacked);
 }
 
 void oci_result_free(struct oci_result *r)
@@ -1523,6 +1721,17 @@ static int pull_from(struct puller *p, const struct oci_ref *ref, const char *ro
 		if (!oci_layer_type_ok(im.items[i].media_type)) {
 			*err = xasprintf("registry %s: layer %s has the unsupported media type \"%.80s\"", p->ep->host,
 					 im.items[i].digest, im.items[i].media_type ? im.items[i].media_type : "");
+			goto out;
+		}
+		/* a blob is never taken past its stated size: that size is bounded as the disk it may hold (a tar
+		 * of incompressible data is a little larger than its files) */
+		uint64_t bound = p->lim->image_max + p->lim->image_max / 16 + ((uint64_t)1 << 20);
+		if ((uint64_t)im.items[i].size > bound) {
+			char need[32], cap[32];
+			human_size(need, sizeof need, (uint64_t)im.items[i].size);
+			human_size(cap, sizeof cap, p->lim->image_max);
+			*err = xasprintf("registry %s: layer %s needs %s / cap %s (engine.image-max-size)", p->ep->host,
+					 im.items[i].digest, need, cap);
 			goto out;
 		}
 		total += (uint64_t)im.items[i].size;
@@ -1587,8 +1796,14 @@ int oci_pull(const char *text, const struct oci_regconf *conf, const char *root,
 	lock = imgcache_lock_shared(root, err);
 	if (lock < 0)
 		goto out;
+	static const struct oci_limits dflt = { IMAGE_MAX_DEFAULT, REG_TOTAL_MS, BLOB_FLOOR_BPS, BLOB_FLOOR_S };
+	const struct oci_limits *lim = conf ? &conf->lim : &dflt;
 	for (int i = 0; i < neps && rc < 0; i++) {
-		struct puller p = { .ep = &eps[i], .prog = prog, .scheme = "https" };
+		struct puller p = { .ep = &eps[i],
+				    .prog = prog,
+				    .scheme = "https",
+				    .lim = lim,
+				    .deadline = util_now_ms() + lim->total_ms };
 		p.creds = oci_auth_lookup(eps[i].host, eps[i].repo, &p.creds_from);
 		char *e = NULL;
 		rc = pull_from(&p, &ref, root, refstr, res, &e);

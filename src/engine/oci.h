@@ -56,8 +56,22 @@ struct oci_regconf;
 /* Parses the config text (other keys ignored). NULL text: empty configuration. *err (caller frees) names the
  * first malformed registry line; the configuration is then NULL. */
 struct oci_regconf *oci_regconf_parse(const char *text, char **err);
-/* Loads $XDG_CONFIG_HOME/kvcon/config. */
+/* Loads $XDG_CONFIG_HOME/kvcon/config (and $KVCON_TEST_REGISTRY_DEADLINES, below). */
 struct oci_regconf *oci_regconf_load(char **err);
+
+/* A pull's bounds against a hostile registry, from the same file:
+ *   engine.image-max-size = SIZE  the largest disk a layer may unpack to, as its tar header states it (a
+ *                                 Kubernetes quantity: 20Gi, 10G; default 64Gi)
+ * and the registry deadlines: a registry's token and manifest requests finish within 60 s in all; a blob download
+ * is aborted once it stays under 1 KiB/s for 30 s. $KVCON_TEST_REGISTRY_DEADLINES=TOTAL_S,FLOOR_BPS,FLOOR_S
+ * exists for tests only (read by oci_regconf_load): it makes them stricter, never looser. */
+struct oci_limits {
+	uint64_t image_max;   /* bytes */
+	unsigned total_ms;    /* token + manifest requests of one registry */
+	unsigned floor_bps;   /* a blob slower than this ... */
+	unsigned floor_s;     /* ... for this long is aborted */
+};
+const struct oci_limits *oci_regconf_limits(const struct oci_regconf *c);
 void oci_regconf_free(struct oci_regconf *c);
 /* The endpoints to try for ref, in order (mirrors first). Returns their number (0: the registry is blocked). */
 int oci_endpoints(const struct oci_regconf *c, const struct oci_ref *ref, struct oci_endpoint **out);
@@ -114,16 +128,30 @@ char *oci_auth_from_json(const char *json, size_t len, const char *host, const c
 /* A KubeVirt containerDisk entry name: disk/NAME (also ./disk/NAME, /disk/NAME) with NAME a plain file name
  * ending in .qcow2, .img or .raw. */
 bool oci_disk_entry(const char *path);
-/* Unpacks the first containerDisk entry of a layer in memory (tar, optionally gzip/zstd compressed) to fd (sparse
- * regions kept). 1 found, 0 none in this layer, -1 with *err. *name: the entry's file name. */
-int oci_layer_extract_mem(const void *data, size_t len, int fd, uint64_t max, char **name, char **err);
+/* What unpacking a disk entry may take: its size as the tar header states it must fit under cap and under the free
+ * space of fd's filesystem less a margin (5% of it, at most 1 GiB), else the layer is refused before any byte is
+ * written ("needs X, Y free / cap Z"); no more than that size is ever written, and blocks of zeros are not written
+ * at all (the disk stays sparse: its allocation is about its data's, whatever the layer decompresses to). */
+struct oci_unpack {
+	uint64_t cap;                /* engine.image-max-size */
+	int64_t avail;               /* free bytes to assume; -1: fstatvfs(fd) less the margin */
+	volatile uint64_t *unpacked; /* optional: the entry's bytes unpacked so far (holes included) */
+};
+/* Unpacks the first containerDisk entry of a layer in memory (tar, optionally gzip/zstd compressed) to fd within
+ * u's bounds. 1 found, 0 none in this layer, -1 with *err. *name: the entry's file name. */
+int oci_layer_extract_mem(const void *data, size_t len, int fd, const struct oci_unpack *u, char **name, char **err);
 
 /* ---- the pull ---- */
 
 struct oci_progress {
 	volatile uint64_t done, total; /* bytes of the blobs being fetched (written by the puller) */
+	volatile uint64_t unpacked;    /* bytes of the disk unpacked from them (written by the unpacker) */
 	volatile int cancel;           /* set by the caller: the pull stops with an error */
 };
+
+/* "pulling image \"REF\": 1.0 MiB of 1.0 MiB fetched, 1.0 GiB unpacked" (no figures before the manifest).
+ * Caller frees. */
+char *oci_progress_text(const char *ref, const struct oci_progress *p);
 
 struct oci_result {
 	char *manifest_digest; /* sha256:... of what the reference names (index or image manifest): the image ID */

@@ -6,8 +6,9 @@
 #    and the guest prints the cloudInitNoCloud user data it finds on its seed disk;
 #  - the seed 000 internals-demo manifest with only its digest replaced: an image index resolved to linux/amd64;
 #  - a second VM of the same image shares the one cached disk (one file, same backing file);
-#  - missing tag, absent digest, corrupted blob (digest mismatch), unreachable registry, bad credentials:
-#    ErrImagePull then ImagePullBackOff, a message naming the registry, nothing written to the cache;
+#  - missing tag, absent digest, corrupted blob (digest mismatch), unreachable registry, bad credentials, a disk
+#    over engine.image-max-size: ErrImagePull then ImagePullBackOff, a message naming the registry, nothing
+#    written to the cache (the slow and disk-filling registries of issue 23: engine_oci_limits.sh);
 #  - a Bearer token service (tests/lab/tokenserver.py) and a plain-HTTP registry (insecure=true);
 #  - kill -9 in the middle of a pull: nothing half-written is trusted, the next sweep removes the leftovers;
 #  - delete removes cached images no VM uses; a local file in the image directory wins (registry down).
@@ -151,6 +152,11 @@ step "failures: ErrImagePull then ImagePullBackOff, the registry named, nothing 
 start_fails bad-tag "$REG/containerdisks/fedora:nope" "manifest nope not found .*registry $REG"
 start_fails bad-digest "quay.io/containerdisks/fedora@sha256:$(printf '%064d' 0)" "not found .*registry $REG"
 start_fails unreachable "127.0.0.1:9/kvtest/none:v1" "registry 127.0.0.1:9 unreachable"
+# a disk larger than engine.image-max-size (issue 23): refused on its tar header, before a byte is written
+echo "engine.image-max-size = 3Mi" >>"$XDG_CONFIG_HOME/kvcon/config"
+start_fails too-big "$REG/kvtest/other:v1" \
+    "registry $REG: blob sha256:[0-9a-f]{64}: layer: the disk [^ ]+ needs 4.0 MiB, [0-9.]+ [KMG]iB free / cap 3.0 MiB"
+sed -i '/^engine.image-max-size/d' "$XDG_CONFIG_HOME/kvcon/config"
 printf '{"auths":{"%s":{"auth":"%s"}}}\n' "$REG" "$(printf 'kvtest:wrong' | base64 -w0)" >"$ENGINE_T/bad-auth.json"
 # the pull is the engine service's: its credentials are those of its environment (a service started on demand
 # inherits the starting kvcon's), so the service is restarted with the bad ones, and again without them after

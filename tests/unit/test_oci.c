@@ -1,13 +1,16 @@
 /* The containerDisk pull's parts without a registry: references, registries configuration (mirrors, prefixes,
  * blocked), WWW-Authenticate challenges, manifests and indexes, auth files, the layer's disk entry (a tar built
- * here with libarchive: the disk is found, sparse holes kept, traversal and symlinks ignored), and the image
- * cache (references, sweep, the temporary files of a live pull kept, a dead pull's removed, the lookup hook
- * consulted after the image directory). */
+ * here with libarchive: the disk is found, sparse holes kept, traversal and symlinks ignored; zero blocks left
+ * as holes; a header over the cap or the free space refused before a byte is written; a stream longer than its
+ * header cut), the pull's limits (engine.image-max-size, the progress line), and the image cache (references,
+ * sweep, the temporary files of a live pull kept, a dead pull's removed, the lookup hook consulted after the
+ * image directory). */
 #include <archive.h>
 #include <archive_entry.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdint.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -126,7 +129,24 @@ static void test_regconf(void)
 	T_EQ_STR(n == 1 ? e[0].repo : NULL, "library/busybox");
 	oci_endpoints_free(e, n);
 	oci_ref_free(&r);
+	/* the pull's limits: 64 GiB, 60 s for a registry's token and manifests, 1 KiB/s over 30 s for a blob */
+	const struct oci_limits *l = oci_regconf_limits(c);
+	T_CHECK(l->image_max == (uint64_t)64 << 30 && l->total_ms == 60000 && l->floor_bps == 1024 &&
+		l->floor_s == 30);
 	oci_regconf_free(c);
+	c = oci_regconf_parse("engine.image-max-size = 20Gi\n", &err);
+	T_CHECK(c && oci_regconf_limits(c)->image_max == (uint64_t)20 << 30);
+	oci_regconf_free(c);
+	c = oci_regconf_parse("engine.image-max-size = 10G\n", &err);
+	T_CHECK(c && oci_regconf_limits(c)->image_max == 10000000000u);
+	oci_regconf_free(c);
+	T_CHECK(oci_regconf_parse("\nengine.image-max-size = lots\n", &err) == NULL && err &&
+		strstr(err, "line 2") && strstr(err, "engine.image-max-size"));
+	free(err);
+	err = NULL;
+	T_CHECK(oci_regconf_parse("engine.image-max-size = 0\n", &err) == NULL && err);
+	free(err);
+	err = NULL;
 }
 
 static void test_challenge(void)
@@ -257,6 +277,8 @@ static char *read_fd(int fd, size_t *n)
 	return b;
 }
 
+static const struct oci_unpack MIB = { .cap = 1 << 20, .avail = 1 << 20 };
+
 static void test_layer(void)
 {
 	T_CHECK(oci_disk_entry("disk/disk.qcow2"));
@@ -284,7 +306,7 @@ static void test_layer(void)
 		int fd = mkstemp(tmpl);
 		unlink(tmpl);
 		char *name = NULL, *err = NULL;
-		T_EQ_INT(oci_layer_extract_mem(tar, len, fd, 1 << 20, &name, &err), 1);
+		T_EQ_INT(oci_layer_extract_mem(tar, len, fd, &MIB, &name, &err), 1);
 		T_EQ_STR(name, "disk.qcow2");
 		size_t n = 0;
 		char *got = read_fd(fd, &n);
@@ -295,8 +317,9 @@ static void test_layer(void)
 		/* over the size limit: refused */
 		name = err = NULL;
 		T_EQ_INT(ftruncate(fd, 0), 0);
-		T_EQ_INT(oci_layer_extract_mem(tar, len, fd, 8, &name, &err), -1);
-		T_CHECK(err && strstr(err, "limit"));
+		const struct oci_unpack tiny = { .cap = 8, .avail = 1 << 20 };
+		T_EQ_INT(oci_layer_extract_mem(tar, len, fd, &tiny, &name, &err), -1);
+		T_CHECK(err && strstr(err, "needs 13 B, 1.0 MiB free / cap 8 B"));
 		free(err);
 		free(name);
 		close(fd);
@@ -307,11 +330,172 @@ static void test_layer(void)
 	void *tar = make_tar(ents, 4, &len, false);
 	int fd = open("/tmp", O_TMPFILE | O_RDWR, 0600);
 	char *name = NULL, *err = NULL;
-	T_EQ_INT(oci_layer_extract_mem(tar, len, fd, 1 << 20, &name, &err), 0);
-	T_EQ_INT(oci_layer_extract_mem("not a tar at all, not at all", 28, fd, 1 << 20, &name, &err), -1);
+	T_EQ_INT(oci_layer_extract_mem(tar, len, fd, &MIB, &name, &err), 0);
+	T_EQ_INT(oci_layer_extract_mem("not a tar at all, not at all", 28, fd, &MIB, &name, &err), -1);
 	free(err);
 	close(fd);
 	free(tar);
+}
+
+/* A tar by hand: one entry whose header states size (octal, or base-256 past 8 GiB) followed by datalen bytes of
+ * data, whatever the header says (a layer that lies), then the end blocks. Caller frees. */
+static char *raw_tar(const char *path, uint64_t size, const char *data, size_t datalen, size_t *len)
+{
+	size_t pad = (datalen + 511) / 512 * 512;
+	*len = 512 + pad + 1024;
+	char *t = xcalloc(1, *len);
+	memcpy(t, path, strlen(path));
+	memcpy(t + 100, "0000644", 7);
+	memcpy(t + 108, "0000000", 7);
+	memcpy(t + 116, "0000000", 7);
+	if (size < (uint64_t)1 << 33)
+		snprintf(t + 124, 12, "%011llo", (unsigned long long)size);
+	else {
+		t[124] = (char)0x80;
+		for (int i = 0; i < 8; i++)
+			t[135 - i] = (char)(size >> (8 * i));
+	}
+	memcpy(t + 136, "00000000000", 11);
+	t[156] = '0';
+	memcpy(t + 257, "ustar", 6);
+	memcpy(t + 263, "00", 2);
+	memset(t + 148, ' ', 8);
+	unsigned sum = 0;
+	for (int i = 0; i < 512; i++)
+		sum += (unsigned char)t[i];
+	snprintf(t + 148, 8, "%06o", sum);
+	memcpy(t + 512, data, datalen);
+	return t;
+}
+
+/* gzip of data through libarchive's raw writer (caller frees). */
+static void *gzip_of(const void *data, size_t n, size_t *len)
+{
+	size_t cap = n + (4 << 20);
+	void *buf = xmalloc(cap);
+	struct archive *a = archive_write_new();
+	archive_write_set_format_raw(a);
+	archive_write_add_filter_gzip(a);
+	archive_write_open_memory(a, buf, cap, len);
+	struct archive_entry *ae = archive_entry_new();
+	archive_entry_set_filetype(ae, AE_IFREG);
+	archive_write_header(a, ae);
+	archive_write_data(a, data, n);
+	archive_entry_free(ae);
+	archive_write_close(a);
+	archive_write_free(a);
+	return buf;
+}
+
+static int tmpfile_fd(void)
+{
+	char tmpl[] = "/tmp/kvcon-test-oci-XXXXXX";
+	int fd = mkstemp(tmpl);
+	unlink(tmpl);
+	return fd;
+}
+
+/* Issue 23, finding 2: a layer that is gzip of a large, mostly zero disk is unpacked sparse (holes for the zero
+ * blocks, the data where it belongs), and refused before a byte is written when its header says more than the cap
+ * or the free space. */
+static void test_layer_bounds(void)
+{
+	const size_t big = 64u << 20;
+	char *disk = xcalloc(1, big);
+	const struct {
+		size_t off;
+		const char *s;
+	} bits[] = { { 0, "first block" }, { (1u << 20) + 17, "unaligned, across a block" }, { 32u << 20, "middle" },
+		     { (48u << 20) - 3, "spans 48 MiB" }, { big - 6, "end!!!" } };
+	for (size_t i = 0; i < sizeof bits / sizeof bits[0]; i++)
+		memcpy(disk + bits[i].off, bits[i].s, strlen(bits[i].s));
+	memset(disk + (8u << 20), 0x5a, 3 * 4096 + 100); /* a run of data blocks */
+	const struct ent e[] = { { "disk/disk.img", AE_IFREG, disk, big, NULL } };
+	size_t len = 0;
+	void *tgz = make_tar(e, 1, &len, true);
+	T_CHECK(len < (1u << 20)); /* gzip of 64 MiB, mostly zeros */
+
+	int fd = tmpfile_fd();
+	char *name = NULL, *err = NULL;
+	volatile uint64_t unpacked = 0;
+	const struct oci_unpack roomy = { .cap = (uint64_t)1 << 30, .avail = -1, .unpacked = &unpacked };
+	T_EQ_INT(oci_layer_extract_mem(tgz, len, fd, &roomy, &name, &err), 1);
+	T_EQ_STR(name, "disk.img");
+	T_CHECK(unpacked == big);
+	struct stat st;
+	T_EQ_INT(fstat(fd, &st), 0);
+	T_EQ_INT(st.st_size, big);
+	/* allocated: about the data's (7 blocks of text, 4 of 0x5a), far from 64 MiB */
+	T_CHECK((uint64_t)st.st_blocks * 512 <= (256u << 10));
+	size_t n = 0;
+	char *got = read_fd(fd, &n);
+	T_CHECK(n == big && memcmp(got, disk, big) == 0);
+	free(got);
+	free(name);
+	close(fd);
+
+	/* over the cap: refused with the sizes, nothing written */
+	fd = tmpfile_fd();
+	name = err = NULL;
+	const struct oci_unpack capped = { .cap = 16u << 20, .avail = (int64_t)1 << 30 };
+	T_EQ_INT(oci_layer_extract_mem(tgz, len, fd, &capped, &name, &err), -1);
+	T_CHECK(err && strstr(err, "needs 64.0 MiB, 1.0 GiB free / cap 16.0 MiB"));
+	T_CHECK(name == NULL);
+	T_EQ_INT(fstat(fd, &st), 0);
+	T_CHECK(st.st_size == 0 && st.st_blocks == 0);
+	free(err);
+	/* over the free space */
+	err = NULL;
+	const struct oci_unpack full = { .cap = (uint64_t)1 << 30, .avail = 10u << 20 };
+	T_EQ_INT(oci_layer_extract_mem(tgz, len, fd, &full, &name, &err), -1);
+	T_CHECK(err && strstr(err, "needs 64.0 MiB, 10.0 MiB free / cap 1.0 GiB"));
+	T_EQ_INT(fstat(fd, &st), 0);
+	T_CHECK(st.st_size == 0 && st.st_blocks == 0);
+	free(err);
+	/* the real free space (statvfs of the file's filesystem): a header of 1 PiB */
+	err = NULL;
+	size_t rlen = 0;
+	char *huge = raw_tar("disk/huge.raw", (uint64_t)1 << 50, "x", 1, &rlen);
+	const struct oci_unpack nocap = { .cap = UINT64_MAX, .avail = -1 };
+	T_EQ_INT(oci_layer_extract_mem(huge, rlen, fd, &nocap, &name, &err), -1);
+	T_CHECK(err && strstr(err, "needs 1048576.0 GiB, ") && strstr(err, " free / cap "));
+	T_EQ_INT(fstat(fd, &st), 0);
+	T_CHECK(st.st_size == 0 && st.st_blocks == 0);
+	free(err);
+	free(huge);
+	close(fd);
+	free(tgz);
+
+	/* a stream longer than its header says: the disk is cut at the header's size */
+	fd = tmpfile_fd();
+	err = NULL;
+	memset(disk, 'A', 1 << 20);
+	char *liar = raw_tar("disk/liar.raw", 1024, disk, 1 << 20, &rlen);
+	size_t glen = 0;
+	void *gz = gzip_of(liar, rlen, &glen);
+	T_EQ_INT(oci_layer_extract_mem(gz, glen, fd, &roomy, &name, &err), 1);
+	T_EQ_INT(fstat(fd, &st), 0);
+	T_EQ_INT(st.st_size, 1024);
+	T_CHECK((uint64_t)st.st_blocks * 512 <= 8192);
+	free(name);
+	free(err);
+	free(gz);
+	free(liar);
+	close(fd);
+	free(disk);
+}
+
+static void test_progress(void)
+{
+	struct oci_progress p = { 0 };
+	char *s = oci_progress_text("quay.io/x/y:v1", &p);
+	T_EQ_STR(s, "pulling image \"quay.io/x/y:v1\"");
+	free(s);
+	p.done = p.total = 1043713;
+	p.unpacked = (uint64_t)1 << 30;
+	s = oci_progress_text("quay.io/x/y:v1", &p);
+	T_EQ_STR(s, "pulling image \"quay.io/x/y:v1\": 1019.3 KiB of 1019.3 KiB fetched, 1.0 GiB unpacked");
+	free(s);
 }
 
 static int count(const char *dir)
@@ -400,6 +584,8 @@ int main(void)
 	test_manifest();
 	test_auth();
 	test_layer();
+	test_layer_bounds();
+	test_progress();
 	test_cache();
 	return T_DONE();
 }
