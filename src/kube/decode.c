@@ -603,7 +603,7 @@ static void decode_vmi(struct obj *o, struct json_object *item)
 
 /* ---- launcher Pod ---- */
 
-static void decode_container(struct container_status *c, struct json_object *e, bool init)
+static void decode_container(struct container_status *c, struct json_object *e, bool init, struct json_object *spec_init)
 {
 	c->name = jword(e, "name");
 	c->image = jref(e, "image");
@@ -611,6 +611,13 @@ static void decode_container(struct container_status *c, struct json_object *e, 
 	c->init = init;
 	c->restarts = (int)jint(e, "restartCount", 0, 0, INT32_MAX);
 	jbool(e, "ready", &c->ready);
+	jbool(e, "started", &c->started_flag);
+	for (size_t i = 0; init && spec_init && c->name && i < json_object_array_length(spec_init); i++) {
+		struct json_object *sc = json_object_array_get_idx(spec_init, i);
+		const char *n = jword(sc, "name"), *rp = jword(sc, "restartPolicy");
+		if (n && strcmp(n, c->name) == 0)
+			c->restartable = rp && strcmp(rp, "Always") == 0;
+	}
 	struct json_object *state = jobj(e, "state");
 	static const char *const states[] = { "waiting", "running", "terminated" };
 	for (size_t i = 0; i < sizeof states / sizeof states[0]; i++) {
@@ -622,12 +629,14 @@ static void decode_container(struct container_status *c, struct json_object *e, 
 		c->message = jdup(s, "message", KUBE_DECODE_MSG_MAX);
 		c->started = jtime(s, "startedAt");
 		c->exit_code = (int)jint(s, "exitCode", 0, INT32_MIN, INT32_MAX);
+		c->signal = (int)jint(s, "signal", 0, INT32_MIN, INT32_MAX);
 		break;
 	}
 	struct json_object *last = jobj(jobj(e, "lastState"), "terminated");
 	if (last) {
 		c->last_reason = jword(last, "reason");
 		c->last_exit_code = (int)jint(last, "exitCode", 0, INT32_MIN, INT32_MAX);
+		c->last_finished = (uint32_t)jtime(last, "finishedAt");
 	}
 }
 
@@ -660,6 +669,8 @@ static void decode_pod(struct obj *o, struct json_object *item)
 	p->ip = jdup(status, "podIP", 64);
 	struct json_object *spec_cs = jarr(spec, "containers");
 	p->spec_containers = spec_cs ? (int)json_object_array_length(spec_cs) : 0;
+	struct json_object *spec_init = jarr(spec, "initContainers");
+	p->spec_init_containers = spec_init ? (int)json_object_array_length(spec_init) : 0;
 
 	struct json_object *lists[2] = { jarr(status, "initContainerStatuses"), jarr(status, "containerStatuses") };
 	size_t total = 0;
@@ -676,7 +687,7 @@ static void decode_pod(struct obj *o, struct json_object *item)
 			if (e == NULL || !json_object_is_type(e, json_type_object))
 				continue;
 			struct container_status *c = &p->containers[p->ncontainers++];
-			decode_container(c, e, l == 0);
+			decode_container(c, e, l == 0, spec_init);
 			if (!c->init) {
 				p->restarts += c->restarts;
 				p->ready_containers += c->ready;

@@ -138,7 +138,11 @@ struct container_status {
 	int restarts;
 	int exit_code;
 	int last_exit_code;
+	int signal;               /* state.terminated.signal */
+	uint32_t last_finished;   /* lastState.terminated.finishedAt: the last restart (kubectl's RESTARTS age) */
 	bool ready;
+	bool started_flag;        /* status "started" (a restartable init container counts once started) */
+	bool restartable;         /* an init container whose spec says restartPolicy: Always (a sidecar) */
 	bool init;                /* from initContainerStatuses */
 };
 
@@ -157,6 +161,7 @@ struct pod {
 	int ncontainers;
 	int ready_containers;
 	int spec_containers;        /* len(spec.containers): READY's denominator, as kubectl prints it */
+	int spec_init_containers;   /* len(spec.initContainers): kubectl's Init:I/N */
 	int restarts;
 	char *ip;
 	/* engine launcher: the QEMU process */
