@@ -640,6 +640,19 @@ static void decode_container(struct container_status *c, struct json_object *e, 
 	}
 }
 
+/* the containers' names, each ending in '\n', interned (kubectl's default container and its list); NULL for none */
+static const char *names_of(struct json_object *containers)
+{
+	char names[1024];
+	size_t nl = 0;
+	for (size_t i = 0; containers && i < json_object_array_length(containers); i++) {
+		const char *cn = jword(json_object_array_get_idx(containers, i), "name");
+		if (cn && nl + strlen(cn) + 2 < sizeof names)
+			nl += (size_t)snprintf(names + nl, sizeof names - nl, "%s\n", cn);
+	}
+	return nl ? intern_n(names, nl) : NULL;
+}
+
 static void decode_pod(struct obj *o, struct json_object *item)
 {
 	struct pod *p = (struct pod *)o;
@@ -669,6 +682,13 @@ static void decode_pod(struct obj *o, struct json_object *item)
 	p->ip = jdup(status, "podIP", 64);
 	struct json_object *spec_cs = jarr(spec, "containers");
 	p->spec_containers = spec_cs ? (int)json_object_array_length(spec_cs) : 0;
+	p->spec_names = names_of(spec_cs);
+	p->spec_init_names = names_of(jarr(spec, "initContainers"));
+	struct json_object *dc = NULL;
+	if (json_object_object_get_ex(jobj(meta, "annotations"), "kubectl.kubernetes.io/default-container", &dc) &&
+	    json_object_is_type(dc, json_type_string) && json_object_get_string_len(dc) > 0 &&
+	    json_object_get_string_len(dc) < 64)
+		p->default_container = intern_cap(json_object_get_string(dc), (size_t)json_object_get_string_len(dc));
 	struct json_object *spec_init = jarr(spec, "initContainers");
 	p->spec_init_containers = spec_init ? (int)json_object_array_length(spec_init) : 0;
 

@@ -35,7 +35,7 @@ const char *const kube_jprune_keys[] = {
 	/* Pod */
 	"containers", "containerStatuses", "initContainerStatuses", "restartCount", "state", "lastState", "waiting",
 	"running", "terminated", "startedAt", "exitCode", "podIP", "image", "imageID", "initContainers", "restartPolicy",
-	"started", "signal", "finishedAt",
+	"started", "signal", "finishedAt", "kubectl.kubernetes.io/default-container",
 	/* Event */
 	"involvedObject", "regarding", "count", "firstTimestamp", "lastTimestamp", "eventTime", "series",
 	"lastObservedTime", "source", "component", "reportingComponent", "reportingController", "note",
@@ -143,7 +143,7 @@ static const struct kube_jprune_node jp_vmi[] = {
 /* Pod */
 static const struct kube_jprune_node jp_pod_init[] = { JP_LEAF("name"), JP_LEAF("restartPolicy"), JP_END };
 static const struct kube_jprune_node jp_pod_spec[] = {
-	JP_LEAF("nodeName"), JP_NODE("containers", KUBE_JPRUNE_COUNT, NULL), JP_KIDS("initContainers", jp_pod_init), JP_END,
+	JP_LEAF("nodeName"), JP_KIDS("containers", jp_pod_init), JP_KIDS("initContainers", jp_pod_init), JP_END,
 };
 static const struct kube_jprune_node jp_pod_state[] = {
 	JP_LEAF("reason"), JP_LEAF("message"), JP_LEAF("startedAt"), JP_LEAF("exitCode"), JP_LEAF("signal"), JP_END,

@@ -162,6 +162,9 @@ struct pod {
 	int ready_containers;
 	int spec_containers;        /* len(spec.containers): READY's denominator, as kubectl prints it */
 	int spec_init_containers;   /* len(spec.initContainers): kubectl's Init:I/N */
+	const char *spec_names;     /* spec.containers' names, each ending in '\n' (interned), NULL unknown */
+	const char *spec_init_names; /* spec.initContainers' names, the same way */
+	const char *default_container; /* annotation kubectl.kubernetes.io/default-container (interned), NULL none */
 	int restarts;
 	char *ip;
 	/* engine launcher: the QEMU process */
