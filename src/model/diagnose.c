@@ -80,8 +80,14 @@ static int64_t latest(int64_t a, int64_t b)
 
 /* ---- evidence ---- */
 
+/* takes text; a line already quoted is not quoted again (two helpers may quote the same field) */
 static void ev_add(struct diag_ctx *x, const struct obj *o, char *text)
 {
+	for (size_t i = 0; i < x->nev; i++)
+		if (strcmp(x->ev[i].text, text) == 0) {
+			free(text);
+			return;
+		}
 	x->ev = xreallocarray(x->ev, x->nev + 1, sizeof *x->ev);
 	x->ev[x->nev].obj = o;
 	x->ev[x->nev].text = text;
