@@ -194,11 +194,19 @@ int cmd_logs(int argc, char **argv)
 		rc = EXIT_API;
 		goto out;
 	}
+	char *note = NULL;
+	const char *container = a.container ? a.container : pod_default_container(pod, &note);
+	if (note) { /* kubectl says which container it chose, on stderr */
+		char *e = util_escape_display(note);
+		fprintf(stderr, "%s\n", e);
+		free(e);
+		free(note);
+	}
 	struct log_req req = {
 		.ns = s.ns,
 		.pod = pod->o.name,
 		.vm = vm_name,
-		.container = a.container ? a.container : pod_default_container(pod),
+		.container = container,
 		.follow = a.follow,
 		.previous = a.previous,
 		.timestamps = a.timestamps,

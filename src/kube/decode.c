@@ -603,7 +603,7 @@ static void decode_vmi(struct obj *o, struct json_object *item)
 
 /* ---- launcher Pod ---- */
 
-static void decode_container(struct container_status *c, struct json_object *e, bool init)
+static void decode_container(struct container_status *c, struct json_object *e, bool init, struct json_object *spec_init)
 {
 	c->name = jword(e, "name");
 	c->image = jref(e, "image");
@@ -611,6 +611,13 @@ static void decode_container(struct container_status *c, struct json_object *e, 
 	c->init = init;
 	c->restarts = (int)jint(e, "restartCount", 0, 0, INT32_MAX);
 	jbool(e, "ready", &c->ready);
+	jbool(e, "started", &c->started_flag);
+	for (size_t i = 0; init && spec_init && c->name && i < json_object_array_length(spec_init); i++) {
+		struct json_object *sc = json_object_array_get_idx(spec_init, i);
+		const char *n = jword(sc, "name"), *rp = jword(sc, "restartPolicy");
+		if (n && strcmp(n, c->name) == 0)
+			c->restartable = rp && strcmp(rp, "Always") == 0;
+	}
 	struct json_object *state = jobj(e, "state");
 	static const char *const states[] = { "waiting", "running", "terminated" };
 	for (size_t i = 0; i < sizeof states / sizeof states[0]; i++) {
@@ -622,13 +629,28 @@ static void decode_container(struct container_status *c, struct json_object *e, 
 		c->message = jdup(s, "message", KUBE_DECODE_MSG_MAX);
 		c->started = jtime(s, "startedAt");
 		c->exit_code = (int)jint(s, "exitCode", 0, INT32_MIN, INT32_MAX);
+		c->signal = (int)jint(s, "signal", 0, INT32_MIN, INT32_MAX);
 		break;
 	}
 	struct json_object *last = jobj(jobj(e, "lastState"), "terminated");
 	if (last) {
 		c->last_reason = jword(last, "reason");
 		c->last_exit_code = (int)jint(last, "exitCode", 0, INT32_MIN, INT32_MAX);
+		c->last_finished = (uint32_t)jtime(last, "finishedAt");
 	}
+}
+
+/* the containers' names, each ending in '\n', interned (kubectl's default container and its list); NULL for none */
+static const char *names_of(struct json_object *containers)
+{
+	char names[1024];
+	size_t nl = 0;
+	for (size_t i = 0; containers && i < json_object_array_length(containers); i++) {
+		const char *cn = jword(json_object_array_get_idx(containers, i), "name");
+		if (cn && nl + strlen(cn) + 2 < sizeof names)
+			nl += (size_t)snprintf(names + nl, sizeof names - nl, "%s\n", cn);
+	}
+	return nl ? intern_n(names, nl) : NULL;
 }
 
 static void decode_pod(struct obj *o, struct json_object *item)
@@ -660,6 +682,15 @@ static void decode_pod(struct obj *o, struct json_object *item)
 	p->ip = jdup(status, "podIP", 64);
 	struct json_object *spec_cs = jarr(spec, "containers");
 	p->spec_containers = spec_cs ? (int)json_object_array_length(spec_cs) : 0;
+	p->spec_names = names_of(spec_cs);
+	p->spec_init_names = names_of(jarr(spec, "initContainers"));
+	struct json_object *dc = NULL;
+	if (json_object_object_get_ex(jobj(meta, "annotations"), "kubectl.kubernetes.io/default-container", &dc) &&
+	    json_object_is_type(dc, json_type_string) && json_object_get_string_len(dc) > 0 &&
+	    json_object_get_string_len(dc) < 64)
+		p->default_container = intern_cap(json_object_get_string(dc), (size_t)json_object_get_string_len(dc));
+	struct json_object *spec_init = jarr(spec, "initContainers");
+	p->spec_init_containers = spec_init ? (int)json_object_array_length(spec_init) : 0;
 
 	struct json_object *lists[2] = { jarr(status, "initContainerStatuses"), jarr(status, "containerStatuses") };
 	size_t total = 0;
@@ -676,7 +707,7 @@ static void decode_pod(struct obj *o, struct json_object *item)
 			if (e == NULL || !json_object_is_type(e, json_type_object))
 				continue;
 			struct container_status *c = &p->containers[p->ncontainers++];
-			decode_container(c, e, l == 0);
+			decode_container(c, e, l == 0, spec_init);
 			if (!c->init) {
 				p->restarts += c->restarts;
 				p->ready_containers += c->ready;

@@ -34,7 +34,8 @@ const char *const kube_jprune_keys[] = {
 	"dataRemaining", "memoryDirtyRate", "memoryIteration", "downtimeMs",
 	/* Pod */
 	"containers", "containerStatuses", "initContainerStatuses", "restartCount", "state", "lastState", "waiting",
-	"running", "terminated", "startedAt", "exitCode", "podIP", "image", "imageID",
+	"running", "terminated", "startedAt", "exitCode", "podIP", "image", "imageID", "initContainers", "restartPolicy",
+	"started", "signal", "finishedAt", "kubectl.kubernetes.io/default-container",
 	/* Event */
 	"involvedObject", "regarding", "count", "firstTimestamp", "lastTimestamp", "eventTime", "series",
 	"lastObservedTime", "source", "component", "reportingComponent", "reportingController", "note",
@@ -140,19 +141,20 @@ static const struct kube_jprune_node jp_vmi[] = {
 };
 
 /* Pod */
+static const struct kube_jprune_node jp_pod_init[] = { JP_LEAF("name"), JP_LEAF("restartPolicy"), JP_END };
 static const struct kube_jprune_node jp_pod_spec[] = {
-	JP_LEAF("nodeName"), JP_NODE("containers", KUBE_JPRUNE_COUNT, NULL), JP_END,
+	JP_LEAF("nodeName"), JP_KIDS("containers", jp_pod_init), JP_KIDS("initContainers", jp_pod_init), JP_END,
 };
 static const struct kube_jprune_node jp_pod_state[] = {
-	JP_LEAF("reason"), JP_LEAF("message"), JP_LEAF("startedAt"), JP_LEAF("exitCode"), JP_END,
+	JP_LEAF("reason"), JP_LEAF("message"), JP_LEAF("startedAt"), JP_LEAF("exitCode"), JP_LEAF("signal"), JP_END,
 };
 static const struct kube_jprune_node jp_pod_states[] = {
 	JP_KIDS("waiting", jp_pod_state), JP_KIDS("running", jp_pod_state), JP_KIDS("terminated", jp_pod_state), JP_END,
 };
-static const struct kube_jprune_node jp_pod_last_term[] = { JP_LEAF("reason"), JP_LEAF("exitCode"), JP_END };
+static const struct kube_jprune_node jp_pod_last_term[] = { JP_LEAF("reason"), JP_LEAF("exitCode"), JP_LEAF("finishedAt"), JP_END };
 static const struct kube_jprune_node jp_pod_last[] = { JP_KIDS("terminated", jp_pod_last_term), JP_END };
 static const struct kube_jprune_node jp_pod_cs[] = {
-	JP_LEAF("name"), JP_LEAF("image"), JP_LEAF("imageID"), JP_LEAF("restartCount"), JP_LEAF("ready"),
+	JP_LEAF("name"), JP_LEAF("image"), JP_LEAF("imageID"), JP_LEAF("restartCount"), JP_LEAF("ready"), JP_LEAF("started"),
 	JP_KIDS("state", jp_pod_states), JP_KIDS("lastState", jp_pod_last), JP_END,
 };
 static const struct kube_jprune_node jp_pod_status[] = {

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/buf.h"
 #include "core/hmap.h"
 #include "core/intern.h"
 #include "core/util.h"
@@ -435,11 +436,46 @@ const struct pod *chain_log_pod(const struct store *st, struct source *src, cons
 	return p;
 }
 
-/* compute when the pod has it (launchers), else the server's choice (a pod of one container). */
-const char *pod_default_container(const struct pod *p)
+/* the pod's containers' names: spec.containers', else (a pod built without its spec) its statuses' */
+int pod_container_names(const struct pod *p, const char **out, int max)
 {
-	for (int i = 0; i < p->ncontainers; i++)
-		if (util_str_eq(p->containers[i].name, "compute"))
-			return "compute";
-	return NULL;
+	int n = 0;
+	for (const char *q = p->spec_names, *nl; q && *q && n < max; q = nl + 1) {
+		nl = strchr(q, '\n');
+		if (nl == NULL)
+			break;
+		out[n++] = intern_n(q, (size_t)(nl - q));
+	}
+	for (int i = 0; p->spec_names == NULL && i < p->ncontainers && n < max; i++)
+		if (!p->containers[i].init && p->containers[i].name)
+			out[n++] = p->containers[i].name;
+	return n;
+}
+
+const char *pod_default_container(const struct pod *p, char **note)
+{
+	const char *names[32];
+	int n = pod_container_names(p, names, 32);
+	if (note)
+		*note = NULL;
+	if (p->default_container) {
+		for (int i = 0; i < n; i++)
+			if (strcmp(names[i], p->default_container) == 0)
+				return names[i];
+		if (note)
+			*note = xasprintf("Default container name \"%s\" not found in pod %s", p->default_container, p->o.name);
+	}
+	if (n == 0)
+		return NULL;
+	if (note && *note == NULL && (n > 1 || p->spec_init_names)) {
+		struct buf b; /* kubectl's AllContainerNames: the containers, then the init containers "(init)" */
+		buf_init(&b);
+		for (int i = 0; i < n; i++)
+			buf_printf(&b, "%s%s", b.len ? ", " : "", names[i]);
+		for (const char *q = p->spec_init_names, *nl; q && *q && (nl = strchr(q, '\n')); q = nl + 1)
+			buf_printf(&b, "%s%.*s (init)", b.len ? ", " : "", (int)(nl - q), q);
+		*note = xasprintf("Defaulted container \"%s\" out of: %s", names[0], b.data);
+		buf_free(&b);
+	}
+	return names[0];
 }

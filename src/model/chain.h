@@ -71,7 +71,12 @@ int chain_parse_ref(const char *ref, const char *default_ns, char **ns, char **n
  * frees) when there is none, saying why ("no VMI: the VM is not running"). */
 const struct pod *chain_log_pod(const struct store *st, struct source *src, const char *ns, const char *name,
 				const char **vm_name, char **why);
-/* "compute" when the pod has that container (a launcher), else NULL (the server's default). */
-const char *pod_default_container(const struct pod *p);
+/* The pod's containers' names (interned, spec order; the statuses' when the spec's are unknown): at most max. */
+int pod_container_names(const struct pod *p, const char **out, int max);
+/* kubectl's container for logs: the kubectl.kubernetes.io/default-container annotation when it names a container
+ * of the pod (KubeVirt's launchers: compute), else the first; NULL when none is known. *note (caller frees; NULL
+ * when there is nothing to say) gets what kubectl says on stderr then: "Defaulted container "c" out of: a, b" or
+ * "Default container name "x" not found in pod P". note may be NULL. */
+const char *pod_default_container(const struct pod *p, char **note);
 
 #endif

@@ -10,6 +10,7 @@
 
 #include "core/util.h"
 #include "core/xmalloc.h"
+#include "model/podprint.h"
 #include "model/source.h"
 #include "model/store.h"
 
@@ -354,53 +355,43 @@ static enum col_tone c_pod_vmi(const struct col_ctx *c, const struct obj *o, cha
 	put(b, n, vmi ? vmi->name : POD(o)->vm_name);
 	return COL_TONE_NONE;
 }
-/* kubectl's STATUS: Terminating, else the first container's waiting/terminated reason (an init container that
- * completed with exit code 0 says nothing), else the pod's reason, else its phase. */
-static const char *pod_status(const struct obj *o)
-{
-	const struct pod *p = POD(o);
-	if (o->deleted)
-		return "Terminating";
-	for (int i = 0; i < p->ncontainers; i++) {
-		const struct container_status *c = &p->containers[i];
-		if (c->init && c->state && strcmp(c->state, "terminated") == 0 && c->exit_code == 0)
-			continue;
-		if (c->reason && *c->reason && c->state && strcmp(c->state, "running") != 0)
-			return c->reason;
-	}
-	return p->reason && *p->reason ? p->reason : p->phase;
-}
+/* STATUS, READY and RESTARTS are kubectl's printer's (model/podprint.h) */
 static enum col_tone c_pod_status(const struct col_ctx *c, const struct obj *o, char *b, size_t n)
 {
 	(void)c;
-	put(b, n, pod_status(o));
+	struct podprint pp;
+	podprint_pod(POD(o), &pp);
+	put(b, n, pp.status);
 	return COL_TONE_STATUS;
 }
 static int s_pod_status(const struct obj *x, const struct obj *y)
 {
-	return cmp_str(pod_status(x), pod_status(y));
+	struct podprint a, b;
+	podprint_pod(POD(x), &a);
+	podprint_pod(POD(y), &b);
+	return strcmp(a.status, b.status);
 }
-/* ready/total as kubectl: total is the spec's containers (the statuses' non-init ones when unknown) */
 static enum col_tone c_pod_ready(const struct col_ctx *c, const struct obj *o, char *b, size_t n)
 {
 	(void)c;
-	const struct pod *p = POD(o);
-	int total = p->spec_containers;
-	if (total == 0)
-		for (int i = 0; i < p->ncontainers; i++)
-			total += !p->containers[i].init;
-	snprintf(b, n, "%d/%d", p->ready_containers, total);
+	struct podprint pp;
+	podprint_pod(POD(o), &pp);
+	snprintf(b, n, "%d/%d", pp.ready, pp.total);
 	return COL_TONE_NONE;
 }
 static enum col_tone c_pod_restarts(const struct col_ctx *c, const struct obj *o, char *b, size_t n)
 {
-	(void)c;
-	snprintf(b, n, "%d", POD(o)->restarts);
-	return POD(o)->restarts > 0 ? COL_TONE_WAIT : COL_TONE_NONE;
+	struct podprint pp;
+	podprint_pod(POD(o), &pp);
+	podprint_restarts(&pp, c->now, b, n);
+	return pp.restarts > 0 ? COL_TONE_WAIT : COL_TONE_NONE;
 }
 static int s_pod_restarts(const struct obj *x, const struct obj *y)
 {
-	return POD(y)->restarts - POD(x)->restarts;
+	struct podprint a, b;
+	podprint_pod(POD(x), &a);
+	podprint_pod(POD(y), &b);
+	return b.restarts - a.restarts;
 }
 static enum col_tone c_pod_node(const struct col_ctx *c, const struct obj *o, char *b, size_t n)
 {
@@ -415,42 +406,29 @@ static enum col_tone c_pod_ip(const struct col_ctx *c, const struct obj *o, char
 	return COL_TONE_NONE;
 }
 
-/* kubectl's pod printer over the API object: ready/total, the status (Terminating, a waiting container's
- * reason, the pod's reason, its phase), restarts */
+/* kubectl's pod printer over the API object */
 static struct json_object *a_pod_ready(struct json_object *o, int64_t now)
 {
 	(void)now;
-	struct json_object *cs = jget(jget(o, "status"), "containerStatuses"), *spc = jget(jget(o, "spec"), "containers");
-	int ready = 0, total = spc && json_object_is_type(spc, json_type_array) ? (int)json_object_array_length(spc) : 0;
-	for (size_t i = 0; cs && json_object_is_type(cs, json_type_array) && i < json_object_array_length(cs); i++)
-		ready += json_object_get_boolean(jget(json_object_array_get_idx(cs, i), "ready"));
+	struct podprint pp;
+	podprint_json(o, &pp);
 	char b[32];
-	snprintf(b, sizeof b, "%d/%d", ready, total);
+	snprintf(b, sizeof b, "%d/%d", pp.ready, pp.total);
 	return json_object_new_string(b);
 }
 static struct json_object *a_pod_status(struct json_object *o, int64_t now)
 {
 	(void)now;
-	struct json_object *st = jget(o, "status"), *cs = jget(st, "containerStatuses");
-	const char *reason = jgets(st, "reason") ? jgets(st, "reason") : jgets(st, "phase");
-	for (size_t i = 0; cs && json_object_is_type(cs, json_type_array) && i < json_object_array_length(cs); i++) {
-		const char *w = jgets(jget(jget(json_object_array_get_idx(cs, i), "state"), "waiting"), "reason");
-		if (w && *w)
-			reason = w;
-	}
-	if (jgets(jget(o, "metadata"), "deletionTimestamp"))
-		reason = "Terminating";
-	return json_object_new_string(reason ? reason : "Unknown");
+	struct podprint pp;
+	podprint_json(o, &pp);
+	return json_object_new_string(pp.status);
 }
 static struct json_object *a_pod_restarts(struct json_object *o, int64_t now)
 {
-	(void)now;
-	struct json_object *cs = jget(jget(o, "status"), "containerStatuses");
-	int restarts = 0;
-	for (size_t i = 0; cs && json_object_is_type(cs, json_type_array) && i < json_object_array_length(cs); i++)
-		restarts += json_object_get_int(jget(json_object_array_get_idx(cs, i), "restartCount"));
-	char b[16];
-	snprintf(b, sizeof b, "%d", restarts);
+	struct podprint pp;
+	podprint_json(o, &pp);
+	char b[48];
+	podprint_restarts(&pp, now, b, sizeof b);
 	return json_object_new_string(b);
 }
 static struct json_object *a_pod_ip(struct json_object *o, int64_t now)
@@ -479,7 +457,7 @@ static const struct column pod_cols[] = {
 	[POD_VMI] = { "VMI", 3, 40, false, 'I', COL_JOINED | COL_NONE, c_pod_vmi, NULL },
 	[POD_STATUS] = { "STATUS", 6, 20, false, 'U', COL_NONE, c_pod_status, s_pod_status, a_pod_status },
 	[POD_READY] = { "READY", 5, 7, false, 0, 0, c_pod_ready, NULL, a_pod_ready },
-	[POD_RESTARTS] = { "RESTARTS", 8, 8, true, 'R', 0, c_pod_restarts, s_pod_restarts, a_pod_restarts },
+	[POD_RESTARTS] = { "RESTARTS", 8, 16, false, 'R', 0, c_pod_restarts, s_pod_restarts, a_pod_restarts },
 	[POD_NODE] = { "NODE", 4, 24, false, 'O', COL_NONE, c_pod_node, NULL, a_pod_node },
 	[POD_AGE] = { "AGE", 3, 8, true, 'A', 0, c_age, s_age, a_age },
 	[POD_IP] = { "IP", 2, 39, false, 0, COL_GET_ONLY | COL_NONE, c_pod_ip, NULL, a_pod_ip },

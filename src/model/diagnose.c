@@ -10,6 +10,7 @@
 #include "core/opts.h"
 #include "core/util.h"
 #include "core/xmalloc.h"
+#include "model/podprint.h"
 
 struct diag_ctx {
 	const struct chain *c;
@@ -79,8 +80,14 @@ static int64_t latest(int64_t a, int64_t b)
 
 /* ---- evidence ---- */
 
+/* takes text; a line already quoted is not quoted again (two helpers may quote the same field) */
 static void ev_add(struct diag_ctx *x, const struct obj *o, char *text)
 {
+	for (size_t i = 0; i < x->nev; i++)
+		if (strcmp(x->ev[i].text, text) == 0) {
+			free(text);
+			return;
+		}
 	x->ev = xreallocarray(x->ev, x->nev + 1, sizeof *x->ev);
 	x->ev[x->nev].obj = o;
 	x->ev[x->nev].text = text;
@@ -557,9 +564,15 @@ static bool m_vmi_phase_other(struct diag_ctx *x)
 
 static void ev_pod_state(struct diag_ctx *x, const struct pod *p)
 {
-	char *n = esc(p->o.name, 256);
-	ev_text(x, &p->o, "Pod %s/%s (uid %s) status.phase: \"%s\"%s%s", p->o.ns, n, p->o.uid, PH(p->phase),
-		p->node ? ", node " : ", not scheduled", p->node ? p->node : "");
+	char *n = esc(p->o.name, 256), rs[48];
+	struct podprint pp;
+	podprint_pod(p, &pp);
+	podprint_restarts(&pp, x->now, rs, sizeof rs);
+	char *ps = esc(pp.status, 96);
+	ev_text(x, &p->o, "Pod %s/%s (uid %s) status.phase: \"%s\"%s%s; kubectl get pod: READY %d/%d, STATUS %s, RESTARTS %s",
+		p->o.ns, n, p->o.uid, PH(p->phase), p->node ? ", node " : ", not scheduled", p->node ? p->node : "",
+		pp.ready, pp.total, ps, rs);
+	free(ps);
 	free(n);
 }
 
@@ -1177,10 +1190,13 @@ static void boundary_state(struct buf *out, const struct chain *c, int b)
 		break;
 	case DIAG_LAUNCHER:
 		if (c->active) {
+			struct podprint pp; /* kubectl's STATUS and READY (ErrImagePull, not the phase Pending) */
+			podprint_pod(c->active, &pp);
 			n = esc(c->active->o.name, 256);
-			buf_printf(out, "%s %s, %s%s", c->src && c->src->engine ? "process" : "pod", n,
-				   PH(c->active->phase)[0] ? c->active->phase : "(unset)",
-				   c->npods > 1 ? " (+ older/migration pods)" : "");
+			char *ps = esc(pp.status[0] ? pp.status : "(unset)", 96);
+			buf_printf(out, "%s %s, %s %d/%d%s", c->src && c->src->engine ? "process" : "pod", n, ps, pp.ready,
+				   pp.total, c->npods > 1 ? " (+ older/migration pods)" : "");
+			free(ps);
 			free(n);
 		} else {
 			buf_add_str(out, "no launcher");

@@ -144,6 +144,8 @@ static struct json_object *exec_to_json(const struct lineage_exec *e, const char
 		json_object_object_add(o, "start", json_object_new_int64(la->start));
 		json_object_object_add(o, "end", json_object_new_int64(la->end));
 		json_object_object_add(o, "migrated", json_object_new_boolean(la->migrated));
+		if (la->attempt)
+			json_object_object_add(o, "attempt", json_object_new_boolean(true));
 		json_object_array_add(ls, o);
 	}
 	json_object_object_add(j, "launchers", ls);
@@ -208,6 +210,7 @@ static int exec_from_json(struct lineage_exec *e, struct json_object *j)
 			la->end = jint(o, "end");
 			struct json_object *m;
 			la->migrated = json_object_object_get_ex(o, "migrated", &m) && json_object_get_boolean(m);
+			la->attempt = json_object_object_get_ex(o, "attempt", &m) && json_object_get_boolean(m);
 		}
 	}
 	return 0;
@@ -621,6 +624,15 @@ static void vmi_seen(struct lineage *l, const struct vmi *vmi)
 		x->pub.phase = vmi->phase;
 		changed = true;
 	}
+	/* a failed migration: its target launcher was an attempt, the execution stayed on the source */
+	const struct migration_state *ms = vmi_mig(vmi);
+	for (int i = 0; ms->present && ms->failed && ms->target_pod && i < x->pub.nlaunchers; i++) {
+		struct lineage_launcher *la = &x->pub.launchers[i];
+		if (!la->attempt && la->name && strcmp(la->name, ms->target_pod) == 0) {
+			la->attempt = true;
+			changed = true;
+		}
+	}
 	/* a node change of the same execution is a completed migration */
 	const char *was = x->pub.node;
 	if (vmi->node && was && strcmp(was, vmi->node) != 0 && x->pub.how == LIN_RUNNING) {
@@ -881,11 +893,23 @@ void lineage_format_text(const struct lineage_exec *const *ex, size_t n, int64_t
 			util_human_duration((e->end ? e->end : now) - e->start, dur, sizeof dur);
 		buf_printf(out, "%-3zu %-36s %-20s %-20s %-9s %-10s ", i + 1, e->vmi_uid, s, en, lineage_end_name(e->how),
 			   dur);
+		bool first = true;
+		for (int k = 0; k < e->nlaunchers; k++) { /* the moves; a failed migration's target is not one */
+			const struct lineage_launcher *la = &e->launchers[k];
+			if (la->attempt)
+				continue;
+			char *name = util_escape_display(la->name);
+			buf_printf(out, "%s%s (%s%s)", first ? "" : " -> ", name, la->node ? la->node : "unscheduled",
+				   la->migrated ? ", migrated" : "");
+			first = false;
+			free(name);
+		}
 		for (int k = 0; k < e->nlaunchers; k++) {
 			const struct lineage_launcher *la = &e->launchers[k];
+			if (!la->attempt)
+				continue;
 			char *name = util_escape_display(la->name);
-			buf_printf(out, "%s%s (%s%s)", k ? " -> " : "", name, la->node ? la->node : "unscheduled",
-				   la->migrated ? ", migrated" : "");
+			buf_printf(out, "  [migration to %s failed: %s]", la->node ? la->node : "unscheduled", name);
 			free(name);
 		}
 		if (e->nlaunchers == 0)

@@ -39,6 +39,7 @@ struct lineage_launcher {
 	const char *node;   /* interned; NULL until scheduled */
 	int64_t start, end; /* epoch seconds; end 0 while the pod exists */
 	bool migrated;      /* the execution moved away from this launcher (live migration source) */
+	bool attempt;       /* the target of a migration that failed: the execution never left the source */
 };
 
 struct lineage_exec {

@@ -138,7 +138,11 @@ struct container_status {
 	int restarts;
 	int exit_code;
 	int last_exit_code;
+	int signal;               /* state.terminated.signal */
+	uint32_t last_finished;   /* lastState.terminated.finishedAt: the last restart (kubectl's RESTARTS age) */
 	bool ready;
+	bool started_flag;        /* status "started" (a restartable init container counts once started) */
+	bool restartable;         /* an init container whose spec says restartPolicy: Always (a sidecar) */
 	bool init;                /* from initContainerStatuses */
 };
 
@@ -157,6 +161,10 @@ struct pod {
 	int ncontainers;
 	int ready_containers;
 	int spec_containers;        /* len(spec.containers): READY's denominator, as kubectl prints it */
+	int spec_init_containers;   /* len(spec.initContainers): kubectl's Init:I/N */
+	const char *spec_names;     /* spec.containers' names, each ending in '\n' (interned), NULL unknown */
+	const char *spec_init_names; /* spec.initContainers' names, the same way */
+	const char *default_container; /* annotation kubectl.kubernetes.io/default-container (interned), NULL none */
 	int restarts;
 	char *ip;
 	/* engine launcher: the QEMU process */

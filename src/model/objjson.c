@@ -227,12 +227,24 @@ static struct json_object *pod_json(const struct pod *p)
 		put_str(sj, "imageID", c->image_id); /* what the reference resolved to, as kubelet reports it */
 		json_object_object_add(sj, "ready", json_object_new_boolean(c->ready));
 		json_object_object_add(sj, "restartCount", json_object_new_int(c->restarts));
+		json_object_object_add(sj, "started", json_object_new_boolean(c->started_flag || util_str_eq(c->state, "running")));
+		if (c->last_reason || c->last_finished) {
+			struct json_object *ls = json_object_new_object(), *lt = json_object_new_object();
+			json_object_object_add(lt, "exitCode", json_object_new_int(c->last_exit_code));
+			put_str(lt, "reason", c->last_reason);
+			if (c->last_finished)
+				json_object_object_add(lt, "finishedAt", time_json(c->last_finished));
+			json_object_object_add(ls, "terminated", lt);
+			json_object_object_add(sj, "lastState", ls);
+		}
 		struct json_object *s = json_object_new_object();
 		if (util_str_eq(c->state, "running")) {
 			json_object_object_add(s, "startedAt", time_json(c->started));
 			json_object_object_add(state, "running", s);
 		} else if (util_str_eq(c->state, "terminated")) {
 			json_object_object_add(s, "exitCode", json_object_new_int(c->exit_code));
+			if (c->signal)
+				json_object_object_add(s, "signal", json_object_new_int(c->signal));
 			put_str(s, "reason", c->reason);
 			put_str(s, "message", c->message);
 			json_object_object_add(state, "terminated", s);

@@ -161,15 +161,16 @@ static void set_pod(struct log_view *w, const struct pod *p, const char *vm_name
 	free(w->containers);
 	w->pod = xstrdup(p->o.name);
 	w->vm = xstrdup0(vm_name);
-	w->ncontainers = p->ncontainers;
-	w->containers = xcalloc((size_t)(p->ncontainers + 1), sizeof *w->containers);
-	for (int i = 0; i < p->ncontainers; i++)
-		w->containers[i] = xstrdup(p->containers[i].name);
+	const char *names[32]; /* every container of the spec, started or not */
+	w->ncontainers = pod_container_names(p, names, 32);
+	w->containers = xcalloc((size_t)(w->ncontainers + 1), sizeof *w->containers);
+	for (int i = 0; i < w->ncontainers; i++)
+		w->containers[i] = xstrdup(names[i]);
 	if (w->src->engine && !has_serial(p)) { /* the engine's launcher: one container, two logs (compute, serial) */
 		w->containers = xreallocarray(w->containers, (size_t)w->ncontainers + 2, sizeof *w->containers);
 		w->containers[w->ncontainers++] = xstrdup("serial");
 	}
-	const char *dflt = pod_default_container(p);
+	const char *dflt = pod_default_container(p, NULL);
 	w->cur = w->ncontainers > 0 ? 0 : -1;
 	for (int i = 0; dflt && i < w->ncontainers; i++)
 		if (strcmp(w->containers[i], dflt) == 0)
@@ -346,7 +347,7 @@ static const struct view_key log_keys[] = {
 	{ 'f', "f", "follow new lines on or off", NULL },
 	{ 'w', "w", "wrap long lines on or off (off: cut at the pane's edge)", NULL },
 	{ '/', "/", "search (case-insensitive); n next, N previous match", NULL },
-	{ 'C', "shift-C", "next container (launcher: compute, volumecontainerdisk, ...; engine: compute = QEMU, serial)", NULL },
+	{ 'C', "shift-C", "next container, started or not (launcher: compute, volumecontainerdisk, ...; engine: compute = QEMU, serial)", NULL },
 	{ 'p', "p", "previous container instance on or off (kubectl logs --previous)", NULL },
 	{ 'r', "r", "read the log again (after a restart: the new launcher)", NULL },
 	{ 'q', "q", "close the log pane (also x)", NULL },

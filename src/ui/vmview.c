@@ -291,8 +291,15 @@ static void draw_lineage(struct vmview *vv, int y, int x, int h, int w)
 		if (e->start)
 			util_human_duration((e->end ? e->end : now) - e->start, dur, sizeof dur);
 		buf_printf(&b, "#%zu %s %-9s %-7s", i + 1, e->vmi_uid, lineage_end_name(e->how), dur);
+		int moves = 0;
+		for (int k = 0; k < e->nlaunchers; k++) /* the nodes it ran on; a failed migration's target is not one */
+			if (!e->launchers[k].attempt)
+				buf_printf(&b, "%s%s", moves++ ? " -> " : "  on ",
+					   e->launchers[k].node ? e->launchers[k].node : "unscheduled");
 		for (int k = 0; k < e->nlaunchers; k++)
-			buf_printf(&b, "%s%s", k ? " -> " : "  on ", e->launchers[k].node ? e->launchers[k].node : "unscheduled");
+			if (e->launchers[k].attempt)
+				buf_printf(&b, "  (migration to %s failed)",
+					   e->launchers[k].node ? e->launchers[k].node : "unscheduled");
 		if (e->migrations)
 			buf_printf(&b, "  [%d migration%s]", e->migrations, e->migrations > 1 ? "s" : "");
 		lines[i] = buf_steal(&b);

@@ -11,7 +11,7 @@ set -u
 . "$(dirname "$0")/lib/fakekube.bash"
 
 command -v kubectl >/dev/null || fail "kubectl missing (the set-up installs it)"
-fk_start --vms 4 --namespaces 1 --seed 5 --scenario crashloop,imagepull --step 0.05
+fk_start --vms 4 --namespaces 1 --seed 5 --scenario crashloop,imagepull,stuck-launcher --step 0.05
 pod_of() { # NS VM: the VM's launcher pod name
 	fkctl state pods | "$PY" -c '
 import json, sys
@@ -60,6 +60,16 @@ grep -q "previous terminated container \"compute\" in pod \"$pod\" not found" "$
 "$KVCON" logs ns-00/$vm -c nope >/dev/null 2>"$tmp/e3"; [ $? -eq 1 ] || fail "unknown container must exit 1"
 grep -q "container nope is not valid for pod $pod" "$tmp/e3" || fail "container message: $(cat "$tmp/e3")"
 "$KVCON" logs ns-00/nothing-here >/dev/null 2>"$tmp/e4"; [ $? -eq 1 ] || fail "unknown name must exit 1"
+# a launcher not started yet: the container is the pod's default-container annotation's (compute), as kubectl's,
+# and the answer is kubectl's words and exit status (not "a container name must be specified")
+stuck=$(pod_of default stuck-launcher)
+"$KVCON" logs default/stuck-launcher >/dev/null 2>"$tmp/e5"; r1=$?
+kubectl logs -n default "$stuck" >/dev/null 2>"$tmp/k5"; r2=$?
+[ $r1 -eq 1 ] && [ $r2 -eq 1 ] || fail "waiting launcher: kvcon exit $r1, kubectl exit $r2 (want 1)"
+[ "$(sed 's/^error: //' "$tmp/e5")" = "$(sed 's/^Error from server (BadRequest): //' "$tmp/k5")" ] ||
+	fail "waiting launcher: kvcon said '$(cat "$tmp/e5")', kubectl '$(cat "$tmp/k5")'"
+grep -q "container \"compute\" in pod \"$stuck\" is waiting to start: ContainerCreating" "$tmp/e5" ||
+	fail "waiting launcher message: $(cat "$tmp/e5")"
 
 # 3. escape sequences are shown, never sent
 fkctl post /fake/log "{\"namespace\":\"ns-00\",\"pod\":\"$pod\",\"container\":\"compute\",\"lines\":[\"evil \\u001b[2J\\u001b]0;pwned\\u0007 \\u009b31m end\"]}" >/dev/null ||

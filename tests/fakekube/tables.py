@@ -90,42 +90,91 @@ def vmim_cells(o):
     return [o["metadata"]["name"], st.get("phase"), (o.get("spec") or {}).get("vmiName")]
 
 
-def pod_status(o):
-    """kubectl's printPod reason logic, the parts launcher pods exercise."""
-    st = o.get("status") or {}
-    reason = st.get("reason") or st.get("phase") or "Unknown"
-    for cs in reversed(st.get("containerStatuses") or []):
-        state = cs.get("state") or {}
-        if state.get("waiting", {}).get("reason"):
-            reason = state["waiting"]["reason"]
-            break
-        term = state.get("terminated")
-        if term and st.get("phase") != "Running":
-            reason = term.get("reason") or ("Signal:%s" % term.get("signal") if term.get("signal")
-                                            else "ExitCode:%s" % term.get("exitCode"))
-            break
-    else:
-        if st.get("phase") == "Pending":
-            for c in st.get("conditions") or []:
-                if c.get("type") == "PodScheduled" and c.get("status") == "False":
-                    reason = "Pending"
-    if o["metadata"].get("deletionTimestamp"):
+def pod_print(o):
+    """kubectl's printPod (kubernetes pkg/printers/internalversion/printers.go), line for line: READY, STATUS,
+    RESTARTS."""
+    md, spec, st = o.get("metadata") or {}, o.get("spec") or {}, o.get("status") or {}
+    restarts = ri_restarts = 0
+    total = len(spec.get("containers") or [])
+    ready = 0
+    last = ri_last = 0
+    phase = st.get("phase") or ""
+    reason = st.get("reason") or phase
+    for c in st.get("conditions") or []:
+        if c.get("type") == "PodScheduled" and c.get("reason") == "SchedulingGated":
+            reason = "SchedulingGated"
+    spec_init = {c.get("name"): c for c in spec.get("initContainers") or []}
+
+    def restartable(name):
+        return (spec_init.get(name) or {}).get("restartPolicy") == "Always"
+    total += sum(1 for c in spec_init.values() if c.get("restartPolicy") == "Always")
+
+    def finished(c):
+        return parse_ts((((c.get("lastState") or {}).get("terminated")) or {}).get("finishedAt")) or 0
+    initializing = False
+    for i, c in enumerate(st.get("initContainerStatuses") or []):
+        restarts += c.get("restartCount", 0)
+        last = max(last, finished(c))
+        if restartable(c.get("name")):
+            ri_restarts += c.get("restartCount", 0)
+            ri_last = max(ri_last, finished(c))
+        state = c.get("state") or {}
+        term, wait = state.get("terminated"), state.get("waiting")
+        if term is not None and term.get("exitCode", 0) == 0:
+            continue
+        if restartable(c.get("name")) and c.get("started"):
+            if c.get("ready"):
+                ready += 1
+            continue
+        if term is not None:
+            if not term.get("reason"):
+                reason = ("Init:Signal:%d" % term["signal"] if term.get("signal")
+                          else "Init:ExitCode:%d" % term.get("exitCode", 0))
+            else:
+                reason = "Init:" + term["reason"]
+        elif wait is not None and wait.get("reason") and wait["reason"] != "PodInitializing":
+            reason = "Init:" + wait["reason"]
+        else:
+            reason = "Init:%d/%d" % (i, len(spec.get("initContainers") or []))
+        initializing = True
+        break
+    initialized = any(c.get("type") == "Initialized" and c.get("status") == "True"
+                      for c in st.get("conditions") or [])
+    if not initializing or initialized:
+        restarts, last = ri_restarts, ri_last
+        running = False
+        for c in reversed(st.get("containerStatuses") or []):
+            restarts += c.get("restartCount", 0)
+            last = max(last, finished(c))
+            state = c.get("state") or {}
+            term, wait = state.get("terminated"), state.get("waiting")
+            if wait is not None and wait.get("reason"):
+                reason = wait["reason"]
+            elif term is not None and term.get("reason"):
+                reason = term["reason"]
+            elif term is not None:
+                reason = ("Signal:%d" % term["signal"] if term.get("signal")
+                          else "ExitCode:%d" % term.get("exitCode", 0))
+            elif c.get("ready") and state.get("running") is not None:
+                running = True
+                ready += 1
+        if reason == "Completed" and running:
+            has_ready = any(c.get("type") == "Ready" for c in st.get("conditions") or [])
+            reason = "Running" if has_ready else "NotReady"
+    if md.get("deletionTimestamp") and st.get("reason") == "NodeLost":
+        reason = "Unknown"
+    elif md.get("deletionTimestamp") and phase not in ("Failed", "Succeeded"):
         reason = "Terminating"
-    return reason
+    rs = str(restarts)
+    if restarts and last:
+        rs = "%d (%s ago)" % (restarts, human_duration(time.time() - last))
+    return "%d/%d" % (ready, total), reason, rs
 
 
 def pod_cells(o):
     st = o.get("status") or {}
-    cs = st.get("containerStatuses") or []
-    total = len((o.get("spec") or {}).get("containers") or [])
-    ready = sum(1 for c in cs if c.get("ready"))
-    restarts = sum(c.get("restartCount", 0) for c in cs)
-    last = max((parse_ts(((c.get("lastState") or {}).get("terminated") or {}).get("finishedAt")) or 0
-                for c in cs), default=0)
-    if restarts and last:
-        # kubectl: "6 (5m ago)"
-        restarts = "%d (%s ago)" % (restarts, human_duration(time.time() - last))
-    return [o["metadata"]["name"], "%d/%d" % (ready, total), pod_status(o), restarts,
+    ready, status, restarts = pod_print(o)
+    return [o["metadata"]["name"], ready, status, restarts,
             age(o["metadata"].get("creationTimestamp")), st.get("podIP") or "<none>",
             (o.get("spec") or {}).get("nodeName") or "<none>", "<none>", "<none>"]
 

@@ -10,6 +10,7 @@
 #include "core/xmalloc.h"
 #include "kube/decode.h"
 #include "model/columns.h"
+#include "model/podprint.h"
 #include "model/source.h"
 #include "model/store.h"
 #include "fixture.h"
@@ -292,12 +293,61 @@ static void test_api_table(void)
 	}
 }
 
+/* Every pod of every fakekube scenario, and pods in the states no scenario reaches, against the real kubectl's
+ * READY, STATUS and RESTARTS printed at the fixture's "now" (tests/fixtures/podprint/gen.py): the dashboard's and
+ * get's cells over the decoded pod, and the printer over the API object (the API server's Tables). */
+static void test_pod_kubectl(void)
+{
+	struct json_object *fx = fixture_json("podprint/pods.json"), *items = NULL, *now = NULL;
+	T_CHECK(fx && json_object_object_get_ex(fx, "items", &items) && json_object_object_get_ex(fx, "now", &now));
+	if (items == NULL || now == NULL)
+		return;
+	struct col_ctx c = { .now = json_object_get_int64(now) };
+	size_t n = json_object_array_length(items);
+	T_CHECK(n >= 30);
+	for (size_t i = 0; i < n; i++) {
+		struct json_object *it = json_object_array_get_idx(items, i), *want = NULL;
+		T_CHECK(json_object_object_get_ex(it, "kubectl", &want));
+		const char *w_ready = json_object_get_string(json_object_array_get_idx(want, 0));
+		const char *w_status = json_object_get_string(json_object_array_get_idx(want, 1));
+		const char *w_restarts = json_object_get_string(json_object_array_get_idx(want, 2));
+		struct podprint pp;
+		char rb[48];
+		podprint_json(it, &pp);
+		podprint_restarts(&pp, c.now, rb, sizeof rb);
+		T_EQ_STR(pp.status, w_status);
+		T_EQ_STR(rb, w_restarts);
+		char *err = NULL;
+		struct obj *o = fixture_decode(src, OBJ_POD, json_object_to_json_string(it), &err);
+		const char *name = json_object_get_string(json_object_object_get(json_object_object_get(it, "metadata"), "name"));
+		/* the decoder refuses a name longer than Kubernetes allows (the weird scenario's); nothing else */
+		T_CHECK(o != NULL || (err && strstr(err, "longer than 253") && strlen(name) > 253));
+		free(err);
+		if (o == NULL)
+			continue;
+		char *ready = cell(OBJ_POD, "READY", o, &c, NULL), *status = cell(OBJ_POD, "STATUS", o, &c, NULL);
+		char *restarts = cell(OBJ_POD, "RESTARTS", o, &c, NULL);
+		if (strcmp(ready, w_ready) || strcmp(status, w_status) || strcmp(restarts, w_restarts))
+			fprintf(stderr, "pod %s/%s: kvcon %s|%s|%s, kubectl %s|%s|%s\n", o->ns, o->name, ready, status,
+				restarts, w_ready, w_status, w_restarts);
+		T_EQ_STR(ready, w_ready);
+		T_EQ_STR(status, w_status);
+		T_EQ_STR(restarts, w_restarts);
+		free(ready);
+		free(status);
+		free(restarts);
+		obj_free(o);
+	}
+	json_object_put(fx);
+}
+
 int main(void)
 {
 	src = source_new(SOURCE_KUBE, "test");
 	test_headers();
 	test_vm_vmi();
 	test_pod();
+	test_pod_kubectl();
 	test_events();
 	test_print_escape();
 	test_api_table();

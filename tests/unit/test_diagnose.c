@@ -86,6 +86,11 @@ static int load_fixture(const char *name, struct source *s, struct loaded *l)
 	if (l->chain == NULL)
 		return -1;
 	l->diag = diag_run(l->chain, now);
+	/* every evidence line once per finding (issue 25: printableStatus was quoted twice) */
+	for (size_t f = 0; l->diag && f < l->diag->nfindings; f++)
+		for (size_t i = 0; i < l->diag->findings[f].nev; i++)
+			for (size_t j = i + 1; j < l->diag->findings[f].nev; j++)
+				T_CHECK(strcmp(l->diag->findings[f].ev[i].text, l->diag->findings[f].ev[j].text) != 0);
 	struct chain_index *ix = chain_index_new(l->st);
 	struct chain *c2 = chain_build_ix(ix, s, l->chain->ns, l->chain->name);
 	T_CHECK(c2 && same_chain(l->chain, c2));

@@ -281,6 +281,58 @@ static void test_migration(void)
 	store_free(st);
 }
 
+/* A failed migration: the target launcher on node-2 was an attempt; the execution never left node-1 (issue 25:
+ * the lineage said "(node-1) -> dst (node-2)", the VM view "on node-1 -> node-2") */
+static void test_migration_failed(void)
+{
+	struct source *src = source_new(SOURCE_KUBE, "failmig");
+	set_health(src, WATCH_LIVE);
+	struct store *st = store_new();
+	struct lineage *l = lineage_new(st, dir);
+	store_upsert(st, &mk_vm(src, "Always")->o);
+	store_upsert(st, &mk_vmi(src, "f-1", "Running", "node-1", 100)->o);
+	store_upsert(st, &mk_pod(src, "src-pod", "f-1", "node-1", 100)->o);
+	store_upsert(st, &mk_pod(src, "dst-pod", "f-1", "node-2", 500)->o); /* the migration's target */
+	struct vmi *v = mk_vmi(src, "f-1", "Running", "node-1", 100);
+	struct migration_state *m = vmi_mig_set(v);
+	m->present = true;
+	m->failed = true;
+	m->source_node = intern("node-1");
+	m->target_node = intern("node-2");
+	m->source_pod = xstrdup("virt-launcher-testvm-src-pod");
+	m->target_pod = xstrdup("virt-launcher-testvm-dst-pod");
+	store_upsert(st, &v->o);
+	store_remove(st, src, OBJ_POD, "dst-pod");
+	size_t n;
+	const struct lineage_exec *const *ex = lineage_get(l, src, "default", "testvm", &n);
+	T_EQ_INT(n, 1);
+	if (n == 1) {
+		T_EQ_STR(lineage_end_name(ex[0]->how), "running");
+		T_EQ_INT(ex[0]->migrations, 0);
+		T_EQ_STR(ex[0]->node, "node-1");
+		T_EQ_INT(ex[0]->nlaunchers, 2);
+		if (ex[0]->nlaunchers == 2) {
+			T_CHECK(!ex[0]->launchers[0].migrated && !ex[0]->launchers[0].attempt);
+			T_CHECK(ex[0]->launchers[1].attempt);
+		}
+		struct buf b;
+		buf_init(&b);
+		lineage_format_text(ex, n, 1000, &b);
+		T_CHECK(b.data && strstr(b.data, "virt-launcher-testvm-src-pod (node-1)  [migration to node-2 failed: virt-launcher-testvm-dst-pod]"));
+		T_CHECK(b.data && strstr(b.data, " -> ") == NULL);
+		if (b.data && !strstr(b.data, "[migration to node-2 failed"))
+			fprintf(stderr, "%s", b.data);
+		buf_free(&b);
+	}
+	lineage_free(l);
+	/* the attempt survives a reload from the file */
+	l = lineage_new(st, dir);
+	ex = lineage_get(l, src, "default", "testvm", &n);
+	T_CHECK(n == 1 && ex[0]->nlaunchers == 2 && ex[0]->launchers[1].attempt);
+	lineage_free(l);
+	store_free(st);
+}
+
 /* A live migration between two engine hosts (two sources): the same VMI UID continues on the second host,
  * whichever host reports first; after a reload it is in the new host's history only. */
 static void test_move_between_hosts(void)
@@ -350,6 +402,7 @@ int main(void)
 	test_restart_and_late_stop();
 	test_succeeded();
 	test_migration();
+	test_migration_failed();
 	test_move_between_hosts();
 	char *cmd = xasprintf("rm -rf '%s'", dir);
 	T_CHECK(system(cmd) == 0);
