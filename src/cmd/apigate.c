@@ -24,14 +24,14 @@ struct gate_conn {
 	int fd;
 	uint64_t t0_ms;
 	bool authed;
-	bool cut;                     /* shut down by the gate; libmicrohttpd has not closed it yet */
+	bool cut;		       /* shut down by the gate; libmicrohttpd has not closed it yet */
 	struct gate_conn *prev, *next; /* in the waiting list: neither authed nor cut */
 };
 
 static struct {
-	struct gate_conn *head, *tail; /* waiting, oldest first */
-	unsigned waiting;              /* in the list */
-	unsigned unauthed;             /* open and not authed (the list and the cut ones) */
+	struct gate_conn *head, *tail;	/* waiting, oldest first */
+	unsigned waiting;		/* in the list */
+	unsigned unauthed;		/* open and not authed (the list and the cut ones) */
 	unsigned cut_deadline, cut_cap; /* since the last log line */
 } G;
 
@@ -76,8 +76,7 @@ static void cut(struct gate_conn *g)
 		shutdown(g->fd, SHUT_RDWR);
 }
 
-void apigate_notify(void *cls, struct MHD_Connection *c, void **socket_context,
-		    enum MHD_ConnectionNotificationCode toe)
+void apigate_notify(void *cls, struct MHD_Connection *c, void **socket_context, enum MHD_ConnectionNotificationCode toe)
 {
 	(void)cls;
 	struct gate_conn *g = *socket_context;
@@ -132,9 +131,10 @@ void apigate_expire(uint64_t now_ms)
 		G.cut_deadline++;
 	}
 	if (G.cut_deadline || G.cut_cap) {
-		log_info("engine serve: closed %u HTTPS connection(s) without the token after %d s, %u over the cap of %d "
-			 "waiting",
-			 G.cut_deadline, APIGATE_DEADLINE_S, G.cut_cap, APIGATE_UNAUTH_MAX);
+		log_info(
+		    "engine serve: closed %u HTTPS connection(s) without the token after %d s, %u over the cap of %d "
+		    "waiting",
+		    G.cut_deadline, APIGATE_DEADLINE_S, G.cut_cap, APIGATE_UNAUTH_MAX);
 		G.cut_deadline = G.cut_cap = 0;
 	}
 }

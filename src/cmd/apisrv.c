@@ -3598,7 +3598,8 @@ static void idle_check(uint64_t now)
 	}
 	if (S.idle_exit <= 0)
 		return;
-	unsigned nc = mhd_connections() - apigate_unauthed(); /* a connection without the token is no client */
+	unsigned nc = mhd_connections(), waiting = apigate_unauthed(); /* a connection without the token is no client */
+	nc = nc > waiting ? nc - waiting : 0;
 	char *why = S.watchers || wsconns || nc ? xasprintf("%u client connection(s)", nc) : engine_needs_reconciler();
 	if (why) {
 		if (S.busy_why == NULL || strcmp(why, S.busy_why) != 0)

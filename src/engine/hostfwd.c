@@ -15,9 +15,10 @@
 int hostfwd_free_port(bool udp, int *port)
 {
 	int fd = socket(AF_INET, (udp ? SOCK_DGRAM : SOCK_STREAM) | SOCK_CLOEXEC, 0);
-	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
 	socklen_t len = sizeof a;
-	if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof a) < 0 || getsockname(fd, (struct sockaddr *)&a, &len) < 0) {
+	if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof a) < 0 ||
+	    getsockname(fd, (struct sockaddr *)&a, &len) < 0) {
 		if (fd >= 0)
 			close(fd);
 		return -1;
@@ -66,7 +67,8 @@ int hostfwd_apply(struct domxml_plan *p, hostfwd_monitor_fn monitor, void *arg, 
 					p->fwds[i].host_port = next;
 					again = true;
 				} else {
-					*err = xasprintf("port forwarding (%s, try %d of %d): %s", cmd, t, HOSTFWD_TRIES, e);
+					*err = xasprintf("port forwarding (%s, try %d of %d): %s", cmd, t,
+							 HOSTFWD_TRIES, e);
 					rc = -1;
 				}
 				free(e);

@@ -39,11 +39,12 @@ static int fake_monitor(void *arg, const char *cmd, char **answer, char **err)
 		return 0;
 	}
 	int fd = socket(AF_INET, strcmp(proto, "udp") == 0 ? SOCK_DGRAM : SOCK_STREAM, 0);
-	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port),
-				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	struct sockaddr_in a = {
+	    .sin_family = AF_INET, .sin_port = htons((uint16_t)port), .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
 	if (q->refuse_all || bind(fd, (struct sockaddr *)&a, sizeof a) < 0) {
 		close(fd);
-		*answer = xasprintf("could not set up host forwarding rule '%s:127.0.0.1:%d-:%d'\r\n", proto, port, guest);
+		*answer =
+		    xasprintf("could not set up host forwarding rule '%s:127.0.0.1:%d-:%d'\r\n", proto, port, guest);
 		return 0;
 	}
 	q->bound[q->nbound++] = fd;
@@ -62,8 +63,8 @@ static struct domxml_plan *plan_new(int tcp_port, int udp_port)
 	struct domxml_plan *p = xcalloc(1, sizeof *p);
 	p->pod_iface = xstrdup("default");
 	p->fwds = xcalloc(2, sizeof *p->fwds);
-	p->fwds[0] = (struct domxml_fwd){ .udp = false, .host_port = tcp_port, .guest_port = 22 };
-	p->fwds[1] = (struct domxml_fwd){ .udp = true, .host_port = udp_port, .guest_port = 53 };
+	p->fwds[0] = (struct domxml_fwd){.udp = false, .host_port = tcp_port, .guest_port = 22};
+	p->fwds[1] = (struct domxml_fwd){.udp = true, .host_port = udp_port, .guest_port = 53};
 	p->nfwds = 2;
 	return p;
 }
@@ -77,7 +78,7 @@ static void test_taken_port_moves(void)
 	T_CHECK(user >= 0 && fb >= 0);
 	close(fb);
 	struct domxml_plan *p = plan_new(a, b);
-	struct fakeqemu q = { 0 };
+	struct fakeqemu q = {0};
 	char *err = NULL;
 	T_EQ_INT(hostfwd_apply(p, fake_monitor, &q, &err), 0);
 	T_CHECK(err == NULL);
@@ -98,7 +99,7 @@ static void test_taken_port_moves(void)
 static void test_refused_every_time(void)
 {
 	struct domxml_plan *p = plan_new(40022, 40053);
-	struct fakeqemu q = { .refuse_all = true };
+	struct fakeqemu q = {.refuse_all = true};
 	char *err = NULL;
 	T_EQ_INT(hostfwd_apply(p, fake_monitor, &q, &err), -1);
 	T_EQ_INT(q.calls, HOSTFWD_TRIES);
@@ -112,7 +113,7 @@ static void test_refused_every_time(void)
 static void test_monitor_fails(void)
 {
 	struct domxml_plan *p = plan_new(40022, 40053);
-	struct fakeqemu q = { .send_fails = true };
+	struct fakeqemu q = {.send_fails = true};
 	char *err = NULL;
 	T_EQ_INT(hostfwd_apply(p, fake_monitor, &q, &err), -1);
 	T_EQ_INT(q.calls, 1);
@@ -126,7 +127,7 @@ static void test_monitor_fails(void)
 static void test_nothing(void)
 {
 	struct domxml_plan *p = xcalloc(1, sizeof *p);
-	struct fakeqemu q = { 0 };
+	struct fakeqemu q = {0};
 	char *err = NULL;
 	T_EQ_INT(hostfwd_apply(p, fake_monitor, &q, &err), 0);
 	T_EQ_INT(q.calls, 0);
