@@ -55,9 +55,9 @@ code=$(curl -s --unix-socket "$SOCK" -o /dev/null -w '%{http_code}' -X POST -H '
     --data-binary @"$ENGINE_T/big" "http://engine/api/v1/namespaces")
 [[ $code == 413 ]] || fail "a body over 4 MiB: $code"
 
-step "1,500 idle connections without a byte (a local user): the token still gets in; the server closes them in 10 s"
+step "1,500 idle connections without a byte and 2 dripping a request head (a local user): the token still gets in; the server closes them in 10 s"
 rm -f "$ENGINE_T/held"
-(ulimit -n 4096 && exec python3 "$HERE/holdconns.py" "$PORT" 1500 "$ENGINE_T/held" 30) >"$ENGINE_T/hold.out" 2>&1 &
+(ulimit -n 4096 && exec python3 "$HERE/holdconns.py" "$PORT" 1500 "$ENGINE_T/held" 30 2) >"$ENGINE_T/hold.out" 2>&1 &
 HOLD=$!
 wait_eq 30 "held 1500" cat "$ENGINE_T/held" || fail "the connections: $(cat "$ENGINE_T/hold.out")"
 got=$(curl -s --max-time 10 --cacert "$ENGINE_T/ca.crt" -o /dev/null -w '%{http_code} %{time_total}' \

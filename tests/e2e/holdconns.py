@@ -1,20 +1,33 @@
 #!/usr/bin/env python3
-"""holdconns.py PORT N READY [MAX_S]: a local user's idle connections to 127.0.0.1:PORT.
+"""holdconns.py PORT N READY [MAX_S [DRIP]]: a local user's idle connections to 127.0.0.1:PORT.
 
 Opens N TCP connections, sends nothing (no TLS handshake), and writes "held N" to the file READY once every
-connect has completed. Then waits until the server has closed every one (end of file or reset) and prints
-"closed N after S s" (S counted from READY), exit 0; or "K of N still open after MAX_S s", exit 1.
-The caller raises `ulimit -n` above N."""
+connect has completed. DRIP more (default 0), opened last, finish the TLS handshake and send a request head
+without the token one byte a second, never ending it. Then waits until the server has closed every one (end of
+file or reset) and prints "closed N after S s" (N counts both kinds; S from READY), exit 0; or "K of N still
+open after MAX_S s", exit 1. The caller raises `ulimit -n` above N."""
 import os
 import select
 import socket
+import ssl
 import sys
 import time
+
+
+def drip_conn(port):
+    ctx = ssl.create_default_context()
+    ctx.check_hostname = False
+    ctx.verify_mode = ssl.CERT_NONE
+    s = ctx.wrap_socket(socket.create_connection(("127.0.0.1", port), timeout=10))
+    s.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\nX-Drip: ")
+    s.setblocking(False)
+    return s
 
 
 def main():
     port, n, ready = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
     max_s = float(sys.argv[4]) if len(sys.argv) > 4 else 30.0
+    ndrip = int(sys.argv[5]) if len(sys.argv) > 5 else 0
     ep = select.epoll()
     socks = {}
     for _ in range(n):
@@ -36,29 +49,48 @@ def main():
                 ep.modify(fd, select.EPOLLIN | select.EPOLLRDHUP)
     if pending:
         sys.exit("%d of %d connects did not complete" % (len(pending), n))
+    drips = set()
+    for _ in range(ndrip):
+        s = drip_conn(port)
+        socks[s.fileno()] = s
+        drips.add(s.fileno())
+        ep.register(s.fileno(), select.EPOLLIN | select.EPOLLRDHUP)
     with open(ready + ".tmp", "w") as f:
         f.write("held %d\n" % n)
     os.rename(ready + ".tmp", ready)
     t0 = time.monotonic()
     open_fds = set(socks)
-    deadline = t0 + max_s
+    deadline, next_drip = t0 + max_s, t0 + 1
     while open_fds and time.monotonic() < deadline:
+        closed = set()
         for fd, _ in ep.poll(0.5):
             if fd not in open_fds:
                 continue
             try:
                 data = socks[fd].recv(4096)
-            except (ConnectionResetError, BlockingIOError) as e:
-                if isinstance(e, BlockingIOError):
-                    continue
+            except (BlockingIOError, ssl.SSLWantReadError):
+                continue
+            except OSError:
                 data = b""
             if not data:
-                ep.unregister(fd)
-                open_fds.discard(fd)
+                closed.add(fd)
+        if time.monotonic() >= next_drip:
+            next_drip += 1
+            for fd in drips & open_fds - closed:
+                try:
+                    socks[fd].send(b"a")
+                except (BlockingIOError, ssl.SSLWantWriteError):
+                    pass
+                except OSError:
+                    closed.add(fd)
+        for fd in closed:
+            ep.unregister(fd)
+            open_fds.discard(fd)
+    total = n + ndrip
     if open_fds:
-        print("%d of %d still open after %.0f s" % (len(open_fds), n, max_s))
+        print("%d of %d still open after %.0f s" % (len(open_fds), total, max_s))
         sys.exit(1)
-    print("closed %d after %.1f s" % (n, time.monotonic() - t0))
+    print("closed %d after %.1f s" % (total, time.monotonic() - t0))
 
 
 if __name__ == "__main__":
