@@ -67,7 +67,7 @@ echo "   healthz under 1,500 idle connections: ${got#* } s"
 wait "$HOLD" || fail "idle connections left open: $(cat "$ENGINE_T/hold.out")"
 read -r _ _ _ secs _ <"$ENGINE_T/hold.out"
 echo "   $(cat "$ENGINE_T/hold.out")"
-((${secs%.*} <= 12)) || fail "the idle connections were closed only after $secs s"
+((${secs%.*} < 15)) || fail "the idle connections were closed only after $secs s" # 10 s, the 1 s tick, load
 
 step "kubectl apply -f vm.yaml"
 m=$(engine_manifest "$ENGINE_T/demo.yaml" demo Always 192Mi)
