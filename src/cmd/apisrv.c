@@ -24,6 +24,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "cmd/apigate.h"
 #include "cmd/cmd.h"
 #include "cmd/cmd_engine.h"
 #include "cmd/session.h"
@@ -1636,6 +1637,7 @@ static void on_tick(void *arg)
 	for (struct watcher *w = S.watchers; w; w = w->next)
 		if ((w->bookmarks && now >= w->next_bookmark_ms) || (w->deadline_ms && now >= w->deadline_ms))
 			wake(w);
+	apigate_expire(now);
 	idle_check(now);
 }
 
@@ -3497,6 +3499,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 		/* before any body is read: no token, nothing buffered (MHD drops the rest and closes) */
 		if (tls && !apitls_auth_ok(&S.tls, MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization")))
 			return send_status(c, 401, "Unauthorized", R_COUNT, NULL, "Unauthorized");
+		if (tls)
+			apigate_authed(c);
 		const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Length");
 		if (cl && strtoull(cl, NULL, 10) > MAX_BODY)
 			return send_status(c, 413, NULL, R_COUNT, NULL, "the request body is larger than %u bytes", MAX_BODY);
@@ -3594,7 +3598,8 @@ static void idle_check(uint64_t now)
 	}
 	if (S.idle_exit <= 0)
 		return;
-	unsigned nc = mhd_connections();
+	unsigned nc = mhd_connections(), waiting = apigate_unauthed(); /* a connection without the token is no client */
+	nc = nc > waiting ? nc - waiting : 0;
 	char *why = S.watchers || wsconns || nc ? xasprintf("%u client connection(s)", nc) : engine_needs_reconciler();
 	if (why) {
 		if (S.busy_why == NULL || strcmp(why, S.busy_why) != 0)
@@ -3632,9 +3637,12 @@ static int start_daemon(int lfd, bool tls, char **err)
 		{ MHD_OPTION_LISTEN_SOCKET, lfd, NULL },
 		{ MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)on_completed, NULL },
 		{ MHD_OPTION_EXTERNAL_LOGGER, (intptr_t)mhd_log, NULL },
-		{ MHD_OPTION_CONNECTION_LIMIT, 512, NULL },
-		{ MHD_OPTION_CONNECTION_TIMEOUT, 600, NULL }, /* idle connections; a waiting watch is suspended, not idle */
-		{ tls ? MHD_OPTION_HTTPS_MEM_KEY : MHD_OPTION_END, 0, tls ? S.tls.key_pem : NULL },
+		/* idle connections; a waiting watch is suspended, not idle. HTTPS: anyone local can connect, so the gate
+		 * (apigate.h) holds a connection to a short deadline until its request head carries the token. */
+		{ MHD_OPTION_CONNECTION_LIMIT, tls ? apigate_connection_limit() : 512, NULL },
+		{ MHD_OPTION_CONNECTION_TIMEOUT, tls ? APIGATE_DEADLINE_S : APIGATE_IDLE_TIMEOUT_S, NULL },
+		{ tls ? MHD_OPTION_NOTIFY_CONNECTION : MHD_OPTION_END, (intptr_t)apigate_notify, NULL },
+		{ MHD_OPTION_HTTPS_MEM_KEY, 0, S.tls.key_pem },
 		{ MHD_OPTION_HTTPS_MEM_CERT, 0, S.tls.cert_pem },
 		{ MHD_OPTION_END, 0, NULL },
 	};
@@ -3698,7 +3706,8 @@ static int listen_tcp(int *port, char **err)
 	}
 	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
 	socklen_t al = sizeof a;
-	if (bind(fd, (struct sockaddr *)&a, sizeof a) < 0 || listen(fd, 64) < 0 ||
+	/* a deep accept queue: a burst of connections (the gate closes those without the token) leaves room */
+	if (bind(fd, (struct sockaddr *)&a, sizeof a) < 0 || listen(fd, SOMAXCONN) < 0 ||
 	    getsockname(fd, (struct sockaddr *)&a, &al) < 0) {
 		*err = xasprintf("127.0.0.1:%d: %s", *port, strerror(errno));
 		close(fd);

@@ -38,6 +38,7 @@
 #include "engine/evm.h"
 #include "engine/elog.h"
 #include "engine/host.h"
+#include "engine/hostfwd.h"
 #include "engine/hostenv.h"
 #include "engine/imgcache.h"
 #include "engine/migrate.h"
@@ -929,19 +930,24 @@ static void start_exec(struct evm *v, const char *why)
 	start_build(v);
 }
 
-/* A socket of type bound to 127.0.0.1 on a port the kernel picks (a free one); its port in *port. */
-static int loopback_socket(int type, int *port)
+/* The first pod-network (masquerade) interface of the VM: the one whose ports are forwarded. */
+static const struct mf_iface *pod_iface(const struct evm *v)
 {
-	int fd = socket(AF_INET, type | SOCK_CLOEXEC, 0);
-	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-	socklen_t len = sizeof a;
-	if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof a) < 0 || getsockname(fd, (struct sockaddr *)&a, &len) < 0) {
-		if (fd >= 0)
-			close(fd);
-		return -1;
-	}
-	*port = ntohs(a.sin_port);
-	return fd;
+	for (int i = 0; i < v->m->nifaces; i++)
+		if (!v->m->ifaces[i].bridge)
+			return &v->m->ifaces[i];
+	return NULL;
+}
+
+/* x->net: the interface's address and its ports with the host ports forwarded to them (hports, or none). */
+static char *net_text(const struct mf_iface *f, const int *hports)
+{
+	struct buf b = { 0 };
+	buf_printf(&b, "ip %s %s\n", f->name, DOMXML_POD_IP);
+	for (int i = 0; hports && i < f->nports; i++)
+		buf_printf(&b, "port %s %s %s %d %d\n", f->name, f->ports[i].name ? f->ports[i].name : "-",
+			   f->ports[i].proto, f->ports[i].port, hports[i]);
+	return buf_steal(&b);
 }
 
 /* The pod network (domxml.h): the VMI's address, and host ports for the masquerade interface's ports (free
@@ -950,22 +956,16 @@ static int loopback_socket(int type, int *port)
  * with *err. */
 static int pod_net(struct evm *v, struct domxml_env *env, int **hports, char **err)
 {
-	const struct mf_iface *f = NULL;
-	for (int i = 0; i < v->m->nifaces && f == NULL; i++)
-		if (!v->m->ifaces[i].bridge)
-			f = &v->m->ifaces[i];
+	const struct mf_iface *f = pod_iface(v);
 	const char *uri = ehost_uri(v->eh);
 	*hports = NULL;
 	free(v->cur->net);
 	v->cur->net = NULL;
 	if (f == NULL)
 		return 0;
-	struct buf b = { 0 };
-	buf_printf(&b, "ip %s %s\n", f->name, DOMXML_POD_IP);
 	if (f->nports && (uri == NULL || strncmp(uri, "qemu:///", 8) != 0)) {
 		*err = xasprintf("interface %s: ports are forwarded only on a local host (qemu:///...), not on %s", f->name,
 				 uri ? uri : "this host");
-		buf_free(&b);
 		return -1;
 	}
 	*hports = xcalloc((size_t)f->nports + 1, sizeof **hports);
@@ -973,15 +973,13 @@ static int pod_net(struct evm *v, struct domxml_env *env, int **hports, char **e
 	int rc = 0;
 	for (int i = 0; i < f->nports; i++) {
 		/* held until every port is chosen: no two ports of this VM get the same one */
-		held[i] = loopback_socket(strcmp(f->ports[i].proto, "UDP") == 0 ? SOCK_DGRAM : SOCK_STREAM, &(*hports)[i]);
+		held[i] = hostfwd_free_port(strcmp(f->ports[i].proto, "UDP") == 0, &(*hports)[i]);
 		if (held[i] < 0) {
 			*err = xasprintf("interface %s: no free host port for %d/%s: %s", f->name, f->ports[i].port,
 					 f->ports[i].proto, strerror(errno));
 			rc = -1;
 			break;
 		}
-		buf_printf(&b, "port %s %s %s %d %d\n", f->name, f->ports[i].name ? f->ports[i].name : "-",
-			   f->ports[i].proto, f->ports[i].port, (*hports)[i]);
 	}
 	for (int i = 0; i < f->nports; i++)
 		if (held[i] > 0)
@@ -990,11 +988,10 @@ static int pod_net(struct evm *v, struct domxml_env *env, int **hports, char **e
 	if (rc < 0) {
 		free(*hports);
 		*hports = NULL;
-		buf_free(&b);
 		return -1;
 	}
 	env->host_ports = *hports;
-	v->cur->net = buf_steal(&b);
+	v->cur->net = net_text(f, *hports);
 	return 0;
 }
 
@@ -2501,6 +2498,11 @@ static void on_done(struct ehost *eh, struct host_msg *m)
 		}
 		if (d)
 			fill_from_dom(v->eh, v->cur, d);
+		const struct mf_iface *pf = pod_iface(v);
+		if (m->nports && pf && pf->nports == m->nports) { /* a port QEMU could not bind moved (hostfwd.h) */
+			free(v->cur->net);
+			v->cur->net = net_text(pf, m->ports);
+		}
 		if (v->cur->started == 0)
 			v->cur->started = util_wall_s();
 		set_phase(v->cur, "Running");

@@ -26,6 +26,7 @@
 #include "core/xmalloc.h"
 #include "engine/embed.h"
 #include "engine/hostenv.h"
+#include "engine/hostfwd.h"
 #include "engine/kvmprobe.h"
 
 #define META_URI "https://kvcon.dev/xmlns/engine/1"
@@ -127,6 +128,7 @@ static void msg_free(struct host_msg *m)
 	free(m->version);
 	free(m->accel);
 	free(m->note);
+	free(m->ports);
 	free(m);
 }
 
@@ -630,7 +632,7 @@ static void do_sync(struct host *h, bool wait_reconnect)
 	post(m);
 }
 
-static void done(struct host *h, struct host_req *r, int status, char *text, virDomainPtr dom)
+static struct host_msg *done_msg(struct host *h, struct host_req *r, int status, char *text, virDomainPtr dom)
 {
 	struct host_msg *m = msg_new(h, HM_DONE);
 	m->req_id = r->id;
@@ -642,7 +644,12 @@ static void done(struct host *h, struct host_req *r, int status, char *text, vir
 		if (inspect(h, dom, &m->doms[0]))
 			m->ndoms = 1;
 	}
-	post(m);
+	return m;
+}
+
+static void done(struct host *h, struct host_req *r, int status, char *text, virDomainPtr dom)
+{
+	post(done_msg(h, r, status, text, dom));
 }
 
 /* An unprivileged QEMU (engine/embed.h) creates its sockets and serial log in the execution's directory (and its
@@ -662,26 +669,13 @@ static int give_run_dir(struct host *h, const struct domxml_plan *p, char **err)
 	return rc;
 }
 
-/* The pod network's forwarded ports, through libvirt's QEMU monitor API while the guest is paused (libvirt's XML
- * has no port forwarding for QEMU's user-mode network). HMP answers an empty text on success. 0, or -1 with
- * *err. */
-static int hostfwd_add(virDomainPtr dom, const struct domxml_plan *p, char **err)
+/* The pod network's forwarded ports go through libvirt's QEMU monitor API while the guest is paused (libvirt's
+ * XML has no port forwarding for QEMU's user-mode network); HMP answers an empty text on success. */
+static int hmp(void *arg, const char *cmd, char **answer, char **err)
 {
-	for (int i = 0; p->hostfwd[i]; i++) {
-		char *res = NULL;
-		if (virDomainQemuMonitorCommand(dom, p->hostfwd[i], &res, VIR_DOMAIN_QEMU_MONITOR_COMMAND_HMP) < 0) {
-			*err = lv_error("port forwarding");
-			return -1;
-		}
-		bool ok = res == NULL || strspn(res, " \r\n") == strlen(res);
-		if (!ok) {
-			char *e = util_escape_display(res);
-			*err = xasprintf("port forwarding (%s): %s", p->hostfwd[i], e);
-			free(e);
-		}
-		free(res);
-		if (!ok)
-			return -1;
+	if (virDomainQemuMonitorCommand(arg, cmd, answer, VIR_DOMAIN_QEMU_MONITOR_COMMAND_HMP) < 0) {
+		*err = lv_error("port forwarding");
+		return -1;
 	}
 	return 0;
 }
@@ -718,7 +712,7 @@ static void do_start(struct host *h, struct host_req *r)
 		err = lv_error("start");
 		goto fail;
 	}
-	if (r->plan->hostfwd && hostfwd_add(dom, r->plan, &err) < 0) {
+	if (hostfwd_apply(r->plan, hmp, dom, &err) < 0) {
 		virDomainDestroy(dom);
 		goto fail;
 	}
@@ -732,7 +726,14 @@ static void do_start(struct host *h, struct host_req *r)
 		virDomainDestroy(dom);
 		goto fail;
 	}
-	done(h, r, 0, NULL, dom);
+	struct host_msg *m = done_msg(h, r, 0, NULL, dom);
+	if (r->plan->nfwds) { /* the ports in use (one may have moved) */
+		m->ports = xcalloc((size_t)r->plan->nfwds, sizeof *m->ports);
+		for (int i = 0; i < r->plan->nfwds; i++)
+			m->ports[i] = r->plan->fwds[i].host_port;
+		m->nports = r->plan->nfwds;
+	}
+	post(m);
 	virDomainFree(dom);
 	return;
 fail:

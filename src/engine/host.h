@@ -48,6 +48,8 @@ struct host_msg {
 	size_t len;
 	int fd;
 	char *hostname, *version, *accel, *note;
+	int *ports; /* HM_DONE of RQ_START: the forwarded host ports in use, in the plan's order (nports) */
+	int nports;
 };
 
 typedef void (*host_msg_cb)(void *arg, struct host_msg *m); /* m is freed after the callback */
