@@ -18,6 +18,7 @@
 #include "cmd/cmd_wait.h"
 #include "core/buf.h"
 #include "core/log.h"
+#include "core/version.h"
 #include "core/loop.h"
 #include "core/opts.h"
 #include "core/xmalloc.h"

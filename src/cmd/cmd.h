@@ -8,10 +8,6 @@
 #include <stddef.h>
 #include <stdio.h>
 
-/* kvcon's version (`kvcon version`; the engine service's KubeVirt CR reports it) */
-#ifndef KVCON_VERSION
-#define KVCON_VERSION "0.1.0"
-#endif
 
 /* One flag of a verb (or a global option). */
 struct cmd_flag {

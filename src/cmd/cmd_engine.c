@@ -30,7 +30,7 @@
 #include "cmd/cmd_diagnose.h"
 #include "cmd/cmd_get.h"
 #include "cmd/cmd_vnc.h"
-#include "cmd/apisrv.h"
+#include "cmd/cmd_serve.h"
 #include "engine/ejson.h"
 #include "engine/engine.h"
 #include "engine/estream.h"

@@ -3,7 +3,7 @@
  * over the API object with the kind's server-side Table (meta.k8s.io/v1: KubeVirt's printer columns for VMs and
  * VMIs, kubectl's built-in ones for pods and events). The dashboard's lists (ui/lists.c, ui/table.c) draw them;
  * `kvcon get` on the store and `kvcon engine get` print them as kubectl does (columns_print); the engine service
- * (cmd/apisrv.c) serves their Table (columns_api_defs, columns_api_cells), and `kvcon get` prints the engine's
+ * (apiserver/apisrv.c) serves their Table (columns_api_defs, columns_api_cells), and `kvcon get` prints the engine's
  * rows with it. The server-side Table of `kvcon get` against a cluster (the server's printer columns,
  * kube/kget.c) is not these: the server decides those. */
 #ifndef KVCON_MODEL_COLUMNS_H

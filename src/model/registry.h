@@ -4,7 +4,7 @@
  * key, its confirmation, whether readonly blocks it, what --wait watches for). Like model/columns.c's tables,
  * everything else derives from these rows: `kvcon get`, describe and wait's kinds (cmd/), the reflectors' and
  * kget's paths (kube/), the dashboard's `:` commands and action keys (ui/), the command table's action verbs
- * and the API server's resources, discovery and subresources (cmd/apisrv.c). Adding a kind or an action is adding
+ * and the API server's resources, discovery and subresources (apiserver/apisrv.c). Adding a kind or an action is adding
  * a row here (docs/ARCHITECTURE.md says what else). */
 #ifndef KVCON_MODEL_REGISTRY_H
 #define KVCON_MODEL_REGISTRY_H

@@ -5,7 +5,7 @@
  * authenticated wait in a list, oldest first. libmicrohttpd has no call that closes a connection from outside a
  * request, so the gate shuts the socket down: libmicrohttpd then reads end of file (or the TLS handshake fails)
  * and closes the connection itself, which ends the entry. */
-#include "cmd/apigate.h"
+#include "apiserver/apigate.h"
 
 #include <stdbool.h>
 #include <stdlib.h>

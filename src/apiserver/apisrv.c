@@ -3,7 +3,7 @@
  * Everything runs on the loop thread: libmicrohttpd in external-epoll mode (its epoll fd is one of the loop's fds,
  * MHD_run is called when it is readable and at the end of every loop pass), the engine's reconciler and the store
  * listener that turns store changes into resource versions and watch events. */
-#include "cmd/apisrv.h"
+#include "apiserver/apisrv.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -24,10 +24,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "cmd/apigate.h"
-#include "cmd/cmd.h"
-#include "cmd/cmd_engine.h"
-#include "cmd/session.h"
+#include "apiserver/apigate.h"
 #include "core/buf.h"
 #include "core/hmap.h"
 #include "core/intern.h"
@@ -36,6 +33,7 @@
 #include "core/opts.h"
 #include "core/trust.h"
 #include "core/util.h"
+#include "core/version.h"
 #include "core/xmalloc.h"
 #include "core/ydoc.h"
 #include "engine/apisel.h"
@@ -3717,16 +3715,6 @@ static int listen_tcp(int *port, char **err)
 	return fd;
 }
 
-/* The root's well-known socket (cmd/session.h), where kvcon's own commands look for the service. */
-static char *default_socket(void)
-{
-	char *p = session_service_socket();
-	char *dir = xstrndup(p, (size_t)(strrchr(p, '/') - p));
-	util_mkdir_p(dir, 0700);
-	free(dir);
-	return p;
-}
-
 static void on_stop_signal(int sig, void *arg)
 {
 	(void)sig;
@@ -3790,36 +3778,16 @@ static void remove_pid(void)
 	S.pid_path = NULL;
 }
 
-int engine_serve_cmd(int argc, char **argv)
+int apisrv_serve(const struct apisrv_config *c, char **errp)
 {
-	const char *sock = NULL, *kubeconfig = NULL;
-	int port = -1, idle = 0;
-	const struct cli_opt rows[] = { { "--socket", CLI_STR, &sock },
-					{ "--https", CLI_INT, &port },
-					{ "--kubeconfig-out", CLI_STR, &kubeconfig },
-					{ "--idle-exit", CLI_INT, &idle } };
-	int rc = engine_cli_args(argc, argv, CLI_ROWS(rows), NULL, NULL);
-	if (rc)
-		return rc;
-	if (idle < 0) {
-		log_eprintf("error: engine serve: --idle-exit %d: not a number of seconds\n", idle);
-		return EXIT_USAGE;
-	}
-	S.idle_exit = idle;
-	S.busy_ms = util_now_ms();
-	session_route(false); /* the service opens the engine itself, whoever else serves */
-	{ /* who holds each host's lock (engine.c): a second service for one of these hosts names this one */
-		char *ls = sock ? xstrdup(sock) : default_socket(), *label = xasprintf("engine serve on %s", ls);
-		engine_set_owner(label);
-		free(label);
-		free(ls);
-	}
-	rc = engine_cli_open();
-	if (rc)
-		return rc;
+	const char *kubeconfig = c->kubeconfig;
+	int port = c->https_port, rc;
 	loop_signal(SIGTERM, on_stop_signal, NULL);
-	S.st = engine_cli_store();
-	S.srcs = engine_cli_sources(&S.nsrcs);
+	S.idle_exit = c->idle_exit;
+	S.busy_ms = util_now_ms();
+	S.st = c->st;
+	S.srcs = c->srcs;
+	S.nsrcs = c->nsrcs;
 	S.started = util_wall_s();
 	util_uuid_v4(S.node_uid);
 	hmap_init(&S.cache);
@@ -3838,14 +3806,12 @@ int engine_serve_cmd(int argc, char **argv)
 			port = atoi(ps);
 		free(ps);
 	}
-	if (port > 65535) {
-		log_eprintf("error: engine serve: %d: not a port\n", port);
-		store_unlisten(S.st, lid);
-		state_free();
-		return engine_cli_close(EXIT_USAGE, 0);
-	}
-	char *err = NULL, *spath = sock ? xstrdup(sock) : default_socket(), *kpath = NULL;
+	char *err = NULL, *spath = xstrdup(c->socket), *kpath = NULL;
 	char *state = util_state_dir();
+	if (port > 65535) {
+		err = xasprintf("%d: not a port", port);
+		goto fail;
+	}
 	int fd = listen_unix(spath, &err);
 	if (fd < 0 || start_daemon(fd, false, &err) < 0)
 		goto fail;
@@ -3899,18 +3865,17 @@ int engine_serve_cmd(int argc, char **argv)
 	free(kpath);
 	free(state);
 	apitls_free(&S.tls);
-	return engine_cli_close(rc == 130 ? 0 : rc, 0);
+	return rc;
 fail:
-	log_eprintf("error: engine serve: %s\n", err ? err : "cannot listen");
 	if (S.pid_path) { /* listening already (the HTTPS side failed) */
 		unlink(spath);
 		remove_pid();
 	}
-	free(err);
+	*errp = err ? err : xstrdup("cannot listen");
 	free(spath);
 	free(kpath);
 	free(state);
 	store_unlisten(S.st, lid);
 	state_free();
-	return engine_cli_close(EXIT_API, 0);
+	return -1;
 }
