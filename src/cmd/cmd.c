@@ -43,7 +43,7 @@ const struct cmd_flag cmd_globals[] = {
 				    "embedded QEMU)", NULL },
 	{ NULL, "--source", "NAME", SOURCE_HELP, NULL },
 	{ NULL, "--no-engine", NULL, "do not open the local engine", NULL },
-	{ NULL, "--readonly", NULL, "refuse every mutating action", NULL },
+	{ NULL, "--readonly", NULL, "refuse every mutating action; consoles and VNC view only", NULL },
 	{ NULL, "--theme", "NAME", "colour theme", "default dark light mono" },
 	{ NULL, "--log-file", "FILE", "log file (default: $XDG_STATE_HOME/kvcon/kvcon.log)", NULL },
 	{ "-v", "--v", "N", "log verbosity (-v N, --v=N; -v alone: 1)", NULL },

@@ -170,7 +170,7 @@ int cmd_console(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 	loop_init();
 	log_open(opts_global()->log);
-	struct consess_opts co = { .log_path = log_path };
+	struct consess_opts co = { .log_path = log_path, .view_only = opts_global()->readonly };
 	char *ns = NULL, *err = NULL, *raw_label = NULL;
 	if (is_vmi_target(target)) {
 		const char *slash = strchr(target, '/');

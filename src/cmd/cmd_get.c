@@ -764,8 +764,9 @@ out:
 	return rc;
 }
 
-/* The store (and its reflectors) serves the plain tables of one of its four kinds, -w, --watch-for and -o summary;
- * every other form (-o wide included: the server's columns, as kubectl) reads the API's own objects (kget). */
+/* The store (and its reflectors) serves the plain tables of one of its four kinds, -w and --watch-for with tables
+ * and names, and -o summary; every other form (-o wide included: the server's columns, as kubectl) reads the
+ * API's own objects (kget): --watch-for with them prints the objects as they are when its seconds have passed. */
 static bool use_store(const struct get_ctx *g, const struct get_args *a)
 {
 	const struct kget_opts *ko = &a->ko;
@@ -774,7 +775,8 @@ static bool use_store(const struct get_ctx *g, const struct get_args *a)
 	if (g->watch) /* -w: tables and names from the store, the API's objects' formats from kget */
 		return ko->fmt == KGET_TABLE || ko->fmt == KGET_WIDE || ko->fmt == KGET_NAME;
 	if (g->watch_for >= 0)
-		return true;
+		return ko->nkinds == 1 && g->kind < OBJ_KIND_COUNT && ko->nnames == 0 &&
+		       (ko->fmt == KGET_TABLE || ko->fmt == KGET_WIDE || ko->fmt == KGET_NAME);
 	if (engine_wanted()) /* the engine's objects join through kget */
 		return false;
 	return ko->nkinds == 1 && g->kind < OBJ_KIND_COUNT && ko->nnames == 0 &&
@@ -848,6 +850,16 @@ int cmd_get(int argc, char **argv)
 		log_set_stderr_level(o->verbose ? LOG_INFO : LOG_ERROR + 1);
 		mallopt(M_MXFAST, 0); /* json-c's many small nodes per page: see below */
 		loop_init();
+		if (g.watch_for >= 0 && !g.watch) {
+			/* --watch-for without -w: the state once its seconds have passed, in any format (the store's
+			 * forms apply the watch's events; the API's own objects are listed then) */
+			uint64_t end = util_now_ms() + (uint64_t)g.watch_for * 1000;
+			while (util_now_ms() < end && !loop_quitting()) {
+				uint64_t left = end - util_now_ms();
+				loop_once(left < 500 ? (int)left : 500);
+			}
+			a.ko.watch_for = -1;
+		}
 		rc = run_kget(&a.ko);
 		loop_fini();
 		get_args_free(&a);

@@ -29,6 +29,9 @@ struct watch_health {
 	uint64_t next_retry_ms; /* monotonic, when RECONNECTING */
 	size_t loaded;          /* objects received by the current list */
 	char *message;          /* owned; the API's Status message or a transport error */
+	enum watch_state failed; /* the last failure (RECONNECTING, FORBIDDEN, ERROR) since the kind was last LIVE,
+				  * else IDLE: while it lists again (LOADING) its message is kept, so that an empty
+				  * list can say the source is unreachable or forbidden rather than loading */
 };
 
 enum action {

@@ -193,7 +193,7 @@ const struct cmdline_entry cmdline_cmds[] = {
 	{ "vmi", NULL, "", "VMI list", c_vmi, NULL },
 	{ "pod", NULL, "", "virt-launcher pod list", c_pod, NULL },
 	{ "events", NULL, "", "event list", c_events, NULL },
-	{ "node", NULL, "", "node list: Ready, schedulable for VMs, KVM capacity, VMIs on each (enter: those VMIs)",
+	{ "node", NULL, "", "node list: Ready, schedulable for VMs, KVM capacity, CPU and memory requested and allocatable (as kubectl describe node), VMIs on each (enter: those VMIs)",
 	  c_node, NULL },
 	{ "vmim", NULL, "", "live migrations: phase, VMI, source, target, start, duration (enter: the VM)", c_vmim,
 	  NULL },

@@ -88,7 +88,9 @@ static void console_view_draw(struct view *view, const struct region *r)
 	const char *hint = vtpane_in_copy_mode(p) ? "copy mode: q leaves, v selects, y copies, p pastes, / ? search"
 			   : view_depth() == 0 ? "Ctrl+] exits  F12 copy mode  Shift+PgUp/PgDn scroll"
 					       : "Ctrl+] leaves  F12 copy mode  Shift+PgUp/PgDn scroll";
-	snprintf(status, sizeof status, " %s | %s%s | %s", w->label, consess_status(w->cs), scroll, hint);
+	snprintf(status, sizeof status, " %s | %s%s%s | %s", w->label,
+		 consess_view_only(w->cs) ? "READ-ONLY: view only, nothing typed or pasted is sent | " : "",
+		 consess_status(w->cs), scroll, hint);
 	draw_cell(r->y + r->h - 1, r->x, r->w, A_REVERSE, status, false);
 }
 
@@ -226,6 +228,7 @@ struct view *console_view_open(struct obj *vm, char **err)
 	char *label = xasprintf("%s/%s", vm->ns, vm->name);
 	struct consess_opts o = {
 		.st = ui_store(), .src = src, .ns = vm->ns, .name = vm->name, .rows = 24, .cols = 80,
+		.view_only = ui_readonly(),
 	};
 	struct view *v = console_view_new(&o, label, err);
 	free(label);

@@ -203,6 +203,14 @@ int draw_text(int y, int x, int maxw, int attr, const char *s)
 	return w;
 }
 
+void draw_title_bar(int y, int x, int w, int battr, int tattr, const char *title)
+{
+	attrset((attr_t)battr);
+	mvhline(y, x, ACS_HLINE, w);
+	int tx = x + (w - draw_width(title)) / 2;
+	draw_text(y, tx < x ? x : tx, w, tattr, title);
+}
+
 void draw_fill(int y, int x, int w, int attr)
 {
 	if (w <= 0)

@@ -137,6 +137,14 @@ const char *ui_namespace(void)
 	return U.ns;
 }
 
+const char *ui_shown_namespace(void)
+{
+	if (U.ns)
+		return U.ns;
+	const char *ns = sources_narrowed_scope();
+	return ns ? intern(ns) : NULL; /* interned: the header keeps it across frames, the source may free its own */
+}
+
 void ui_set_namespace(const char *ns)
 {
 	if (ns && (strcmp(ns, "all") == 0 || strcmp(ns, "-A") == 0 || *ns == '\0'))
@@ -510,7 +518,7 @@ static void on_draw(bool full)
 		wnoutrefresh(stdscr);
 		return;
 	}
-	header_draw(&(struct region){ 0, 0, U.header_h, cols }, U.st, U.readonly, U.ns);
+	header_draw(&(struct region){ 0, 0, U.header_h, cols }, U.st, U.readonly, ui_shown_namespace());
 	view_draw_all(full);
 	draw_status(rows - 1, cols);
 	wnoutrefresh(stdscr);

@@ -156,6 +156,9 @@ step "by default the first command starts a service on the stale socket, the nex
 kvc engine get vm -o name >"$W/auto.out" 2>&1 || fail "auto: $(cat "$W/auto.out")"
 grep -qx 'virtualmachine.kubevirt.io/always' "$W/auto.out" || fail "auto get: $(cat "$W/auto.out")"
 [ -f "$sock.pid" ] || fail "no pid file for the service started on demand"
+# the README's way to stop it finds this pid file (it once named ~/.local/state/kvcon/, where none is)
+readme_pidf=$(grep -o 'kill $(cat [^)]*)' "$ROOT/README.md" | head -1 | sed 's/^kill $(cat //; s/)$//')
+[ "$(eval "ls $readme_pidf" 2>/dev/null)" = "$sock.pid" ] || fail "README's pid file '$readme_pidf' is not $sock.pid"
 SRV=$(cat "$sock.pid")
 kill -0 "$SRV" 2>/dev/null || fail "the service started on demand is not running"
 tr '\0' ' ' <"/proc/$SRV/cmdline" | grep -q 'engine serve --socket' || fail "pid $SRV: $(tr '\0' ' ' <"/proc/$SRV/cmdline")"

@@ -184,4 +184,18 @@ nvm=$(K get vm -n ns-01 -o name | wc -l)
 "$KVCON" get vm -n ns-01 -w --watch-for 2 -o yaml >"$tmp/w.yaml" || fail "-w -o yaml exit"
 "$YPY" -c 'import sys, yaml; d = [x for x in yaml.safe_load_all(open(sys.argv[1]))]; sys.exit(len(d) < int(sys.argv[2]))' \
 	"$tmp/w.yaml" "$nvm" || fail "-w -o yaml documents"
+# 9. --watch-for N in every format of get: the objects once N seconds have passed, as kubectl lists them then
+# (issue 25, item 12: -o json was refused as "take one kind")
+for f in json yaml 'jsonpath={.items[*].metadata.name}' 'custom-columns=NAME:.metadata.name,RS:.spec.runStrategy' name wide; do
+	"$KVCON" get vm -n ns-01 --watch-for 1 -o "$f" >"$tmp/wf.out" 2>"$tmp/wf.err" || fail "--watch-for 1 -o $f: $(cat "$tmp/wf.err")"
+	K get vm -n ns-01 -o "$f" >"$tmp/wf.k"
+	case $f in
+	json) [ "$(jq -c '[.items[].metadata.name]' "$tmp/wf.out")" = "$(jq -c '[.items[].metadata.name]' "$tmp/wf.k")" ] ;;
+	yaml) grep -q '^kind: List$' "$tmp/wf.out" && [ "$(grep -c '^  kind: VirtualMachine$' "$tmp/wf.out")" = "$nvm" ] ;;
+	wide) [ "$(awk '{print $1}' "$tmp/wf.out")" = "$(awk '{print $1}' "$tmp/wf.k")" ] ;;
+	*) cmp -s "$tmp/wf.out" "$tmp/wf.k" ;;
+	esac || fail "--watch-for 1 -o $f differs from kubectl: $(diff "$tmp/wf.out" "$tmp/wf.k" | head -5)"
+	n=$((n + 1))
+done
+"$KVCON" get vm,vmi -n ns-01 --watch-for 1 -o name | cmp -s - <(K get vm,vmi -n ns-01 -o name) || fail "--watch-for with two kinds"
 echo "PASS: get_kubectl ($n comparisons with kubectl)"

@@ -1,7 +1,8 @@
 #!/bin/bash
-# The dashboard's cluster lists against fakekube in tmux: `:node` lists the three nodes with Ready, schedulable
-# for VMs, KVM capacity from virt-handler (1k) and the number of VMIs on each (equal to the VMIs' nodeName in
-# the fake cluster), a cordoned node shows SchedulingDisabled and not schedulable after the next listing, enter
+# The dashboard's cluster lists against fakekube in tmux, each under a title bar as every list: `:node` lists the
+# three nodes with Ready, schedulable for VMs, KVM capacity from virt-handler (1k), CPU and memory requested by
+# the pods on each and allocatable, as `kubectl describe node` prints them (its "Allocated resources" and
+# "Allocatable"), and the number of VMIs on each (equal to the VMIs' nodeName in the fake cluster), a cordoned node shows SchedulingDisabled and not schedulable after the next listing, enter
 # on a node opens the VMI list filtered to it; `:vmim` lists a migration the test starts, with its VMI, source
 # and target node and Succeeded, and enter opens that VM's view; `:pvc` and `:dv` list the storage scenarios'
 # claims and DataVolume (phase, progress), enter shows the object's YAML; the VM view's walkthrough (d) shows the
@@ -19,11 +20,25 @@ import json, sys
 print(sum(1 for v in json.load(sys.stdin)["virtualmachineinstances"] if v["status"].get("nodeName") == sys.argv[1]))' "$1"; }
 
 # 1. :node
+# kubectl describe node's requests ("419m (5%)") and allocatable of node $1, as a regex: CPU REQ CPU ALLOC MEM REQ MEM ALLOC
+described() {
+	KUBECONFIG="$W/fk/kubeconfig" kubectl describe node "$1" | awk '
+		/^Allocatable:/ { al = 1 } /^System Info:/ { al = 0 } /^Allocated resources:/ { ar = 1 }
+		al && $1 == "cpu:" { acpu = $2 } al && $1 == "memory:" { amem = $2 }
+		ar && $1 == "cpu" && !cpu { cpu = $2 " " $3 } ar && $1 == "memory" && !mem { mem = $2 " " $3 }
+		END { print cpu "  " acpu "  " mem "  " amem }' | sed 's/[()]/\\&/g; s/  / +/g'
+}
 cmd node
-wait_for 'Nodes\[3\]' 10
-wait_for 'NAME +STATUS +SCHEDULABLE +KVM +VMS +AGE' 5
+wait_for '─ Nodes\[3\] ─' 10
+wait_for 'NAME +STATUS +SCHEDULABLE +KVM +CPU REQ +CPU ALLOC +MEM REQ +MEM ALLOC +VMS +AGE' 5
 for n in node01 node02 node03; do
-	wait_for "^ $n +Ready +true +1k +$(count_on $n) +50d" 10
+	if command -v kubectl >/dev/null; then
+		want=$(described $n)
+		[[ $want == *'m \('*'%\) +'*' +'*'%\) +'* ]] || fail "kubectl describe node $n: '$want'"
+		wait_for "^ $n +Ready +true +1k +$want +$(count_on $n) +50d" 10
+	else
+		wait_for "^ $n +Ready +true +1k +[0-9]+m \([0-9]+%\) +7910m +[0-9]+ \([0-9]+%\) +32318852Ki +$(count_on $n) +50d" 10
+	fi
 done
 fk patch /api/v1/nodes/node02 '{"spec":{"unschedulable":true}}' >/dev/null || fail "cordon"
 wait_for '^ node02 +Ready,SchedulingDisabled +false +1k ' 10
@@ -45,18 +60,18 @@ fk settle 30 >/dev/null || fail "settle after migrate"
 dst=$(fk get "/apis/kubevirt.io/v1/namespaces/ns-00/virtualmachineinstances/$vm" | $PY -c 'import json,sys; print(json.load(sys.stdin)["status"]["nodeName"])')
 [ "$src" != "$dst" ] || fail "the migration did not move the VMI"
 cmd vmim
-wait_for 'Migrations\[1\]' 10
+wait_for '─ Migrations\(ns-00\)\[1\] ─' 10
 wait_for "^ kubevirt-migrate-vm-[a-z0-9]+ +Succeeded +$vm +$src +$dst +[0-9]+[smhd] +[0-9]+[smhd]$" 10
 keys Enter
 wait_for "vm ns-00/$vm" 10
 
 # 4. :pvc and :dv, enter shows the object's YAML
 cmd pvc
-wait_for 'PVCs\[2\]' 10
+wait_for '─ PVCs\(ns-00\)\[2\] ─' 10
 wait_for '^ dv-importing-rootdisk +Bound +pvc-[0-9a-f-]+ +10Gi +RWO +local-path ' 10
 wait_for '^ pvc-pending-rootdisk +Pending +slow-nfs ' 10
 cmd dv
-wait_for 'DataVolumes\[1\]' 10
+wait_for '─ DataVolumes\(ns-00\)\[1\] ─' 10
 wait_for '^ dv-importing-rootdisk +ImportInProgress +37.50% +0 ' 10
 keys Enter
 wait_for 'DataVolume ns-00/dv-importing-rootdisk \(YAML\)' 10
