@@ -46,7 +46,9 @@ struct pf_conn {
 	struct pf *pf;
 	int remote_port;
 	struct stream *local, *remote;
-	struct loop_timer *drain;
+	struct loop_timer *drain, *linger;
+	bool close_on_open; /* the local side ended while the guest's was connecting */
+	bool stdin_done;    /* --stdio: stdin ended; the guest's bytes still go to stdout for a while */
 	struct pf_conn *next;
 };
 
@@ -74,6 +76,7 @@ static void conn_free(struct pf_conn *c)
 		}
 	pf->nconns--;
 	loop_timer_cancel(c->drain);
+	loop_timer_cancel(c->linger);
 	stream_free(c->local);
 	stream_free(c->remote);
 	free(c);
@@ -99,10 +102,45 @@ static void conn_drain(void *arg)
 		c->drain = loop_timer_add(PF_DRAIN_MS, conn_drain, c);
 }
 
+/* The guest's stream is closed once it is open: closing one that is still connecting would leave its connect
+ * thread (kube/ws.c) running while the command ends. */
+static void close_remote(struct pf_conn *c)
+{
+	if (stream_state(c->remote) == STREAM_CONNECTING)
+		c->close_on_open = true;
+	else
+		stream_close(c->remote);
+}
+
+static void conn_linger(void *arg)
+{
+	struct pf_conn *c = arg;
+	c->linger = NULL;
+	close_remote(c);
+}
+
+/* --stdio after stdin ended: the guest's answer still goes to stdout (blocking: a command's own output) */
+static void write_stdout(const uint8_t *data, size_t len)
+{
+	while (len > 0) {
+		ssize_t n = write(STDOUT_FILENO, data, len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return;
+		data += n;
+		len -= (size_t)n;
+	}
+}
+
 static void conn_data(struct stream *s, const uint8_t *data, size_t len, void *arg)
 {
 	struct pf_conn *c = arg;
 	struct stream *to = s == c->local ? c->remote : c->local;
+	if (c->stdin_done && s == c->remote) {
+		write_stdout(data, len);
+		return;
+	}
 	if (stream_state(to) == STREAM_CLOSED)
 		return;
 	if (stream_write(to, data, len) < 0) {
@@ -119,6 +157,8 @@ static void conn_data(struct stream *s, const uint8_t *data, size_t len, void *a
 static void conn_state(struct stream *s, enum stream_state st, void *arg)
 {
 	struct pf_conn *c = arg;
+	if (st == STREAM_OPEN && s == c->remote && c->close_on_open)
+		stream_close(s);
 	if (st != STREAM_CLOSED)
 		return;
 	struct stream *other = s == c->local ? c->remote : c->local;
@@ -135,6 +175,16 @@ static void conn_state(struct stream *s, enum stream_state st, void *arg)
 	}
 	if (stream_state(other) == STREAM_CLOSED) {
 		conn_free(c);
+		return;
+	}
+	if (s == c->local) {
+		if (c->pf->stdio && stream_end(s) == STREAM_END_REMOTE) {
+			/* stdin ended, stdout is still there: what the guest answers within a second still comes */
+			c->stdin_done = true;
+			c->linger = loop_timer_add(1000, conn_linger, c);
+		} else {
+			close_remote(c);
+		}
 		return;
 	}
 	/* the local socket gets what is queued for it, then closes; nothing of c is touched after this */

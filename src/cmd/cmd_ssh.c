@@ -44,10 +44,11 @@ struct ssh_args {
 	int npos;
 };
 
-/* s single-quoted for the shell ssh runs ProxyCommand with, '%' doubled for ssh's own expansion */
-static void shq(struct buf *b, const char *s)
+/* " 's'" (no space first when first): single-quoted for the shell ssh runs ProxyCommand with, '%' doubled for
+ * ssh's own expansion */
+static void shq(struct buf *b, const char *s, bool first)
 {
-	buf_add(b, " '", 2);
+	buf_add(b, " '" + first, first ? 1 : 2);
 	for (; *s; s++) {
 		if (*s == '\'')
 			buf_add(b, "'\\''", 4);
@@ -65,27 +66,27 @@ static char *proxy_command(const struct pf_target *t, const char *ns, int port)
 {
 	struct buf b;
 	buf_init(&b);
-	buf_printf(&b, "ProxyCommand=exec");
+	buf_printf(&b, "ProxyCommand=");
 	char self[PATH_MAX];
 	ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
 	self[n > 0 ? n : 0] = '\0';
-	shq(&b, n > 0 ? self : "kvcon");
+	shq(&b, n > 0 ? self : "kvcon", true);
 	const struct kvcon_opts *g = opts_global();
 	if (g->kubeconfig) {
 		buf_printf(&b, " --kubeconfig");
-		shq(&b, g->kubeconfig);
+		shq(&b, g->kubeconfig, false);
 	}
 	if (g->context) {
 		buf_printf(&b, " --context");
-		shq(&b, g->context);
+		shq(&b, g->context, false);
 	}
 	if (g->source) {
 		buf_printf(&b, " --source");
-		shq(&b, g->source);
+		shq(&b, g->source, false);
 	}
 	if (g->log) {
 		buf_printf(&b, " --log-file");
-		shq(&b, g->log);
+		shq(&b, g->log, false);
 	}
 	/* the target's parts are DNS names (cmd/pfspec.c): nothing a shell would read */
 	buf_printf(&b, " port-forward --stdio=true %s/%s.%s %d", t->kind == KIND_VM ? "vm" : "vmi", t->name, ns, port);
