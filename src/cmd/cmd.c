@@ -170,8 +170,8 @@ static const struct {
 	enum cmd_operand op;
 	const char *own;
 } guest_rows[GV_COUNT] = {
-	[GV_PORT_FORWARD] = { f_portforward, cmd_portforward, CMD_OP_TARGET, NULL },
-	[GV_SSH] = { f_ssh, cmd_ssh, CMD_OP_TARGET, "-c" },
+	[GV_PORT_FORWARD] = { f_portforward, cmd_portforward, CMD_OP_NONE, NULL },
+	[GV_SSH] = { f_ssh, cmd_ssh, CMD_OP_NONE, "-c" },
 	[GV_SCP] = { f_scp, cmd_scp, CMD_OP_NONE, NULL },
 	[GV_GUESTOSINFO] = { NULL, cmd_guestinfo, CMD_OP_TARGET, NULL },
 	[GV_USERLIST] = { NULL, cmd_guestinfo, CMD_OP_TARGET, NULL },

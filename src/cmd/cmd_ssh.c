@@ -8,7 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "cmd/pfspec.h"
+#include "model/pfspec.h"
 #include "core/buf.h"
 #include "core/kargs.h"
 #include "core/log.h"
@@ -88,7 +88,7 @@ static char *proxy_command(const struct pf_target *t, const char *ns, int port)
 		buf_printf(&b, " --log-file");
 		shq(&b, g->log, false);
 	}
-	/* the target's parts are DNS names (cmd/pfspec.c): nothing a shell would read */
+	/* the target's parts are DNS names (model/pfspec.c): nothing a shell would read */
 	buf_printf(&b, " port-forward --stdio=true %s/%s.%s %d", t->kind == KIND_VM ? "vm" : "vmi", t->name, ns, port);
 	buf_add(&b, "", 1);
 	return b.data;

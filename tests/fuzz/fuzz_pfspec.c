@@ -1,4 +1,4 @@
-/* libFuzzer harness for the port-forward, ssh and scp operand parsers (cmd/pfspec.c). The first byte picks the
+/* libFuzzer harness for the port-forward, ssh and scp operand parsers (model/pfspec.c). The first byte picks the
  * parser. Whatever is accepted must be safe on a shell's command line (ssh's ProxyCommand): names and users of
  * [a-z0-9.-] / [A-Za-z0-9._-] only, not starting with '-'; ports in range; messages printable. Seeds in
  * tests/fuzz/corpus/pfspec/. */
@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cmd/pfspec.h"
+#include "model/pfspec.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -1,5 +1,5 @@
 /* cmd/pfspec.c: virtctl's port-forward, ssh and scp operands, and what is refused (anything a shell would read). */
-#include "cmd/pfspec.h"
+#include "model/pfspec.h"
 
 #include "t.h"
 

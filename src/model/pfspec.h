@@ -3,8 +3,8 @@
  * registry's names for them), a port [PROTO/]LOCAL[:REMOTE], and scp's [USER@]TARGET:PATH. Everything accepted
  * is safe on a command line a shell reads (ssh runs its ProxyCommand through one): names are DNS-1123, a user
  * is [A-Za-z0-9._-] not starting with '-'. */
-#ifndef KVCON_CMD_PFSPEC_H
-#define KVCON_CMD_PFSPEC_H
+#ifndef KVCON_MODEL_PFSPEC_H
+#define KVCON_MODEL_PFSPEC_H
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -1,5 +1,5 @@
 /* port-forward, ssh and scp operands (see pfspec.h). */
-#include "cmd/pfspec.h"
+#include "model/pfspec.h"
 
 #include <stdio.h>
 #include <string.h>
