@@ -213,7 +213,8 @@ bool action_is_mutating(enum action a)
 
 #define VM_VMI (KIND_BIT(KIND_VM) | KIND_BIT(KIND_VMI))
 static const struct guest_verb_def guest_verbs[GV_COUNT] = {
-	[GV_PORT_FORWARD] = { GV_PORT_FORWARD, "port-forward", "portforward", VM_VMI, 0, NULL, NULL,
+	[GV_PORT_FORWARD] = { GV_PORT_FORWARD, "port-forward", "portforward", VM_VMI, 'F', "shift-F",
+			      "forward local ports to the guest's (asks for them; :pf lists and stops the forwards)",
 			      "TYPE/NAME[.NS] [PROTO/]LOCAL[:REMOTE]... [--address ADDR] [--stdio]",
 			      "forward local ports to a guest's through the portforward subresource, like virtctl" },
 	[GV_SSH] = { GV_SSH, "ssh", "portforward", VM_VMI, 0, NULL, NULL,
@@ -233,6 +234,14 @@ static const struct guest_verb_def guest_verbs[GV_COUNT] = {
 const struct guest_verb_def *registry_guest_verb(enum guest_verb v)
 {
 	return (unsigned)v < GV_COUNT ? &guest_verbs[v] : NULL;
+}
+
+const struct guest_verb_def *registry_guest_verb_key(int key)
+{
+	for (int i = 0; key && i < GV_COUNT; i++)
+		if (guest_verbs[i].key == key)
+			return &guest_verbs[i];
+	return NULL;
 }
 
 const struct guest_verb_def *registry_guest_verb_find(const char *name)

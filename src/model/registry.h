@@ -139,6 +139,8 @@ struct guest_verb_def {
 
 /* The row of a guest verb; NULL past the end. */
 const struct guest_verb_def *registry_guest_verb(enum guest_verb v);
+/* The guest verb of the dashboard key k; NULL when none. */
+const struct guest_verb_def *registry_guest_verb_key(int key);
 /* The guest verb named name; NULL when none. */
 const struct guest_verb_def *registry_guest_verb_find(const char *name);
 
