@@ -60,8 +60,8 @@ static void shq(struct buf *b, const char *s, bool first)
 	buf_add(b, "'", 1);
 }
 
-/* "ProxyCommand=KVCON [--kubeconfig F] [--context C] [--source S] port-forward --stdio=true KIND/NAME.NS PORT";
- * caller frees */
+/* "ProxyCommand=KVCON [--kubeconfig F] [--context C] [--source S] [-c URI]... port-forward --stdio=true KIND/NAME.NS
+ * PORT": the global options that choose the source travel along. Caller frees. */
 static char *proxy_command(const struct pf_target *t, const char *ns, int port)
 {
 	struct buf b;
@@ -84,6 +84,12 @@ static char *proxy_command(const struct pf_target *t, const char *ns, int port)
 		buf_printf(&b, " --source");
 		shq(&b, g->source, false);
 	}
+	for (int i = 0; i < g->nuris; i++) { /* engine hosts: the proxy looks the VM up where this kvcon does */
+		buf_printf(&b, " -c");
+		shq(&b, g->uris[i], false);
+	}
+	if (g->no_engine)
+		buf_printf(&b, " --no-engine");
 	if (g->log) {
 		buf_printf(&b, " --log-file");
 		shq(&b, g->log, false);
