@@ -4,6 +4,7 @@
  * MHD_run is called when it is readable and at the end of every loop pass), the engine's reconciler and the store
  * listener that turns store changes into resource versions and watch events. */
 #include "apiserver/apisrv.h"
+#include "apiserver/apipf.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -3405,7 +3406,8 @@ static enum MHD_Result route(struct MHD_Connection *c, struct reqctx *rq, const 
 		name = seg[i++];
 	if (i < n)
 		sub = seg[i++];
-	if (i < n)
+	int pf_at = sub_group && sub && strcmp(sub, "portforward") == 0 ? i : -1; /* PORT[/PROTOCOL] follow */
+	if (i < n && pf_at < 0)
 		return send_status(c, 404, "NotFound", R_COUNT, NULL, "the server could not find the requested resource");
 	enum res r;
 	for (r = 0; r < R_COUNT; r++)
@@ -3420,6 +3422,17 @@ static enum MHD_Result route(struct MHD_Connection *c, struct reqctx *rq, const 
 	if (r == R_NS && ns && name == NULL) /* /api/v1/namespaces/NAME */
 		name = ns, ns = NULL;
 	if (sub_group) {
+		if (pf_at >= 0 && (r == R_VMI || r == R_VM) && ns && name && strcmp(method, "GET") == 0) {
+			enum MHD_Result mrc = MHD_NO;
+			char *perr = NULL;
+			int code = apipf_serve(c, source_of(ns, name), ns, name, (const char *const *)seg + pf_at, n - pf_at,
+					       &mrc, &perr);
+			if (code)
+				mrc = send_status(c, (unsigned)code, code == 404 ? "NotFound" : "BadRequest", R_VMI, name,
+						  "%s", perr);
+			free(perr);
+			return mrc;
+		}
 		if (r == R_VMI && ns && name && sub && (strcmp(sub, "console") == 0 || strcmp(sub, "vnc") == 0) &&
 		    strcmp(method, "GET") == 0)
 			return console_ws(c, ns, name, sub[0] == 'v');
@@ -3598,7 +3611,8 @@ static void idle_check(uint64_t now)
 		return;
 	unsigned nc = mhd_connections(), waiting = apigate_unauthed(); /* a connection without the token is no client */
 	nc = nc > waiting ? nc - waiting : 0;
-	char *why = S.watchers || wsconns || nc ? xasprintf("%u client connection(s)", nc) : engine_needs_reconciler();
+	char *why = S.watchers || wsconns || apipf_active() || nc ? xasprintf("%u client connection(s)", nc)
+								    : engine_needs_reconciler();
 	if (why) {
 		if (S.busy_why == NULL || strcmp(why, S.busy_why) != 0)
 			log_info("engine serve: staying: %s", why);
@@ -3848,6 +3862,7 @@ int apisrv_serve(const struct apisrv_config *c, char **errp)
 	}
 	while (wsconns)
 		ws_close(wsconns);
+	apipf_close_all();
 	for (int i = 0; i < S.nd; i++) {
 		loop_fd_remove(S.lfd[i]);
 		MHD_stop_daemon(S.d[i]);

@@ -13,7 +13,10 @@
 #include "cmd/cmd_diagnose.h"
 #include "cmd/cmd_engine.h"
 #include "cmd/cmd_get.h"
+#include "cmd/cmd_guestinfo.h"
 #include "cmd/cmd_logs.h"
+#include "cmd/cmd_portforward.h"
+#include "cmd/cmd_ssh.h"
 #include "cmd/cmd_vnc.h"
 #include "cmd/cmd_wait.h"
 #include "core/buf.h"
@@ -137,6 +140,45 @@ static const struct cmd_flag f_vnc[] = {
 	{ 0 },
 };
 
+static const struct cmd_flag f_portforward[] = {
+	{ NULL, "--address", "ADDR[,ADDR]", "the local addresses to listen on (default 127.0.0.1)", NULL },
+	{ NULL, "--stdio", NULL, "one connection on stdin and stdout (ssh's ProxyCommand)", NULL },
+	{ 0 },
+};
+#define SSH_FLAGS \
+	{ "-i", "--identity-file", "FILE", "the private key", NULL }, \
+	{ "-l", "--username", "USER", "the guest's user (also USER@ before the target)", NULL }, \
+	{ "-p", "--port", "PORT", "the guest's ssh port (default 22)", NULL }, \
+	{ "-t", "--local-ssh-opts", "OPT", "one more argument for the client (repeatable)", NULL }, \
+	{ NULL, "--known-hosts", "FILE", "the known_hosts file (default: the client's, host TYPE.NAME.NS)", NULL }, \
+	{ NULL, "--local-ssh", NULL, "the system's client (always; virtctl's flag)", NULL }
+static const struct cmd_flag f_ssh[] = {
+	SSH_FLAGS,
+	{ "-c", "--command", "COMMAND", "run this instead of a login shell", NULL },
+	{ 0 },
+};
+static const struct cmd_flag f_scp[] = {
+	SSH_FLAGS,
+	{ "-r", "--recursive", NULL, "copy directories", NULL },
+	{ NULL, "--preserve", NULL, "keep times and modes", NULL },
+	{ 0 },
+};
+
+/* The verbs into the guest (model/registry.c's guest_verbs): flags, run function and own short options by row. */
+static const struct {
+	const struct cmd_flag *flags;
+	int (*fn)(int, char **);
+	enum cmd_operand op;
+	const char *own;
+} guest_rows[GV_COUNT] = {
+	[GV_PORT_FORWARD] = { f_portforward, cmd_portforward, CMD_OP_NONE, NULL },
+	[GV_SSH] = { f_ssh, cmd_ssh, CMD_OP_NONE, "-c" },
+	[GV_SCP] = { f_scp, cmd_scp, CMD_OP_NONE, NULL },
+	[GV_GUESTOSINFO] = { NULL, cmd_guestinfo, CMD_OP_TARGET, NULL },
+	[GV_USERLIST] = { NULL, cmd_guestinfo, CMD_OP_TARGET, NULL },
+	[GV_FSLIST] = { NULL, cmd_guestinfo, CMD_OP_TARGET, NULL },
+};
+
 static const struct cmd_entry rows[] = {
 	{ "version", NULL, "[--client]", "client version, and the server's where a cluster is configured", f_version,
 	  CMD_OP_NONE, NULL, NULL, false, false, cmd_version },
@@ -165,6 +207,8 @@ static const struct cmd_entry rows[] = {
 	  CMD_OP_VM_REF, NULL, NULL, false, false, cmd_lineage },
 	/* the lifecycle actions' verbs go here, one per row of model/registry.c (action_rows) */
 	{ "", NULL, NULL, NULL, NULL, CMD_OP_NONE, NULL, NULL, false, true, NULL },
+	/* and the verbs into the guest, one per row of its guest_verbs */
+	{ "", NULL, NULL, NULL, NULL, CMD_OP_NONE, "guest", NULL, false, true, NULL },
 	{ "engine", NULL, "VERB ...", "the local engine: apply, serve, pull, migrate, drain, reconcile; get, start, "
 				     "stop, console, ... (the verbs above on its VMs)", NULL,
 	  CMD_OP_WORDS,
@@ -211,7 +255,7 @@ static const char *action_synopsis(const struct cmd_flag *fl, char *buf, size_t 
 /* The command table: rows, with the actions' verbs (model/registry.c) in place of the empty-named row. */
 static const struct cmd_entry *table(void)
 {
-	static struct cmd_entry t[sizeof rows / sizeof rows[0] + ACT_COUNT];
+	static struct cmd_entry t[sizeof rows / sizeof rows[0] + ACT_COUNT + GV_COUNT];
 	static char syn[ACT_COUNT][128];
 	if (t[0].name)
 		return t;
@@ -219,6 +263,15 @@ static const struct cmd_entry *table(void)
 	for (const struct cmd_entry *e = rows; e->name; e++) {
 		if (*e->name) {
 			t[n++] = *e;
+			continue;
+		}
+		if (e->words && strcmp(e->words, "guest") == 0) {
+			for (int i = 0; i < GV_COUNT; i++) {
+				const struct guest_verb_def *g = registry_guest_verb((enum guest_verb)i);
+				t[n++] = (struct cmd_entry){ g->name, NULL, g->synopsis, g->summary, guest_rows[i].flags,
+							     guest_rows[i].op, NULL, guest_rows[i].own, false, false,
+							     guest_rows[i].fn };
+			}
 			continue;
 		}
 		const struct action_def *a;
@@ -245,7 +298,7 @@ const struct cmd_entry *cmd_find(const char *name)
 
 size_t cmd_suggest(const char *name, const char **out, size_t max)
 {
-	const char *names[sizeof rows / sizeof rows[0] + ACT_COUNT];
+	const char *names[sizeof rows / sizeof rows[0] + ACT_COUNT + GV_COUNT];
 	size_t n = 0;
 	for (const struct cmd_entry *e = commands; e->name; e++)
 		if (!e->hidden)

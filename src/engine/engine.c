@@ -2545,6 +2545,9 @@ static void on_done(struct ehost *eh, struct host_msg *m)
 			log_warn("engine: %s", m->text);
 		break;
 	case PK_VNC:
+		/* the request failed before it opened anything (the domain gone): the opener still hears of it */
+		if (m->status < 0 && p->vnc_cb)
+			p->vnc_cb(p->arg, -1, m->text ? m->text : "the domain is gone");
 		break;
 	}
 	free(p);
@@ -3263,6 +3266,61 @@ int engine_vnc_open(struct source *src, const char *ns, const char *name, engine
 	p->vnc_cb = cb;
 	p->arg = arg;
 	return 0;
+}
+
+int engine_portforward_open(struct source *src, const char *ns, const char *name, int port, engine_vnc_cb cb,
+			    void *arg, int *host_port, char **err)
+{
+	struct evm *v = find_vm(src, ns, name);
+	if (v == NULL || !active(v->cur)) {
+		*err = xasprintf("virtualmachineinstance \"%s\" is not running", name);
+		return -1;
+	}
+	const struct mf_iface *f = pod_iface(v);
+	const char *uri = ehost_uri(v->eh);
+	if (f == NULL) {
+		*err = xasprintf("%s has no masquerade interface to forward to", name);
+		return -1;
+	}
+	if (uri == NULL || strncmp(uri, "qemu:///", 8) != 0) {
+		*err = xasprintf("ports are forwarded only on a local host (qemu:///...), not on %s", uri ? uri : "this host");
+		return -1;
+	}
+	/* a free port now; QEMU binds it at once (a port taken meanwhile fails the rule, and this connection) */
+	int hp = 0, held = hostfwd_free_port(false, &hp);
+	if (held < 0) {
+		*err = xasprintf("no free host port: %s", strerror(errno));
+		return -1;
+	}
+	close(held);
+	struct host_req *r = xcalloc(1, sizeof *r);
+	r->type = RQ_PORTFWD;
+	r->dom = dom_name(v);
+	r->data = xasprintf("hostfwd_add hostua-%s tcp:127.0.0.1:%d-:%d", f->name, hp, port);
+	r->len = (size_t)hp;
+	int id = host_request(v->eh->h, r);
+	struct preq *p = track(v->eh, id, PK_VNC, NULL);
+	if (p == NULL) {
+		*err = xasprintf("%s: the engine host is closed", name);
+		return -1;
+	}
+	p->vnc_cb = cb;
+	p->arg = arg;
+	*host_port = hp;
+	return 0;
+}
+
+void engine_portforward_drop(struct source *src, const char *ns, const char *name, int host_port)
+{
+	struct evm *v = find_vm(src, ns, name);
+	const struct mf_iface *f = v ? pod_iface(v) : NULL;
+	if (f == NULL || !active(v->cur) || host_port <= 0)
+		return; /* the execution ended: its QEMU and its rules are gone */
+	struct host_req *r = xcalloc(1, sizeof *r);
+	r->type = RQ_PORTFWD_DROP;
+	r->dom = dom_name(v);
+	r->data = xasprintf("hostfwd_remove hostua-%s tcp:127.0.0.1:%d", f->name, host_port);
+	host_request(v->eh->h, r);
 }
 
 const char *engine_serial_log(struct source *src, const char *ns, const char *name)

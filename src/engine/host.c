@@ -14,7 +14,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <netinet/in.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -838,6 +840,43 @@ static void handle(struct host *h, struct host_req *r)
 	case RQ_CONSOLE_SEND:
 		console_send(h, r->dom, r->data, r->len);
 		break;
+	case RQ_PORTFWD: {
+		/* the rule (free port chosen by the engine), then the connection through it: QEMU has accepted it
+		 * before the rule goes (RQ_PORTFWD_DROP when the stream ends) */
+		struct host_msg *m = msg_new(h, HM_VNC);
+		m->req_id = r->id;
+		m->fd = -1;
+		char *res = NULL;
+		if (dom == NULL || virDomainQemuMonitorCommand(dom, r->data, &res, VIR_DOMAIN_QEMU_MONITOR_COMMAND_HMP) < 0) {
+			m->text = lv_error("port forwarding");
+		} else if (res && strspn(res, " \r\n") != strlen(res)) {
+			char *e = util_escape_display(res);
+			m->text = xasprintf("port forwarding: %s", e);
+			free(e);
+		} else {
+			struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK),
+						 .sin_port = htons((uint16_t)r->len) };
+			m->fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+			if (m->fd < 0 || connect(m->fd, (struct sockaddr *)&a, sizeof a) < 0) {
+				m->text = xasprintf("port forwarding: connect 127.0.0.1:%zu: %s", r->len, strerror(errno));
+				if (m->fd >= 0)
+					close(m->fd);
+				m->fd = -1;
+			}
+		}
+		free(res);
+		post(m);
+		if (dom)
+			virDomainFree(dom);
+		return;
+	}
+	case RQ_PORTFWD_DROP: {
+		char *res = NULL;
+		if (dom && virDomainQemuMonitorCommand(dom, r->data, &res, VIR_DOMAIN_QEMU_MONITOR_COMMAND_HMP) < 0)
+			log_debug("engine: %s: %s", r->data, virGetLastErrorMessage());
+		free(res);
+		break;
+	}
 	case RQ_VNC: {
 		struct host_msg *m = msg_new(h, HM_VNC);
 		m->req_id = r->id;

@@ -70,6 +70,8 @@ enum host_req_type {
 	RQ_CONSOLE,   /* attach the console of dom (no-op when attached) */
 	RQ_CONSOLE_SEND, /* data, len */
 	RQ_VNC,       /* open the display: HM_VNC with an fd */
+	RQ_PORTFWD,   /* data: HMP hostfwd_add; len: its 127.0.0.1 port, connected to: HM_VNC with the fd */
+	RQ_PORTFWD_DROP, /* data: HMP hostfwd_remove */
 };
 
 struct host_req {

@@ -12,6 +12,7 @@
 #include "model/registry.h"
 #include "model/source.h"
 #include "model/store.h"
+#include "ui/forwards.h"
 #include "ui/help.h"
 #include "ui/nsctx.h"
 #include "ui/sources.h"
@@ -96,6 +97,13 @@ static int c_dv(const char *arg)
 {
 	(void)arg;
 	view_replace_all(clusterlist_dvs_new());
+	return 0;
+}
+
+static int c_pf(const char *arg)
+{
+	(void)arg;
+	view_replace_all(forwards_view_new());
 	return 0;
 }
 
@@ -199,6 +207,8 @@ const struct cmdline_entry cmdline_cmds[] = {
 	  NULL },
 	{ "pvc", NULL, "", "PVCs: status, volume, capacity, access modes, storage class (enter: YAML)", c_pvc, NULL },
 	{ "dv", NULL, "", "DataVolumes: phase, progress, restarts (enter: YAML)", c_dv, NULL },
+	{ "pf", "portforward port-forward", "", "port forwards: VM, local and guest port, connections, bytes (ctrl-d stops)",
+	  c_pf, NULL },
 	{ "ns", NULL, "[NAME|all]", "namespace list; with NAME show only that namespace", c_ns, comp_ns },
 	{ "ctx", "context contexts", "[NAME]", "context list; with NAME switch to that kube context", c_ctx,
 	  comp_ctx },

@@ -24,6 +24,7 @@
 #include "ui/cmdline.h"
 #include "ui/console_view.h"
 #include "ui/draw.h"
+#include "ui/forwards.h"
 #include "ui/header.h"
 #include "ui/help.h"
 #include "ui/nsctx.h"
@@ -90,6 +91,7 @@ void ui_forget_source(struct source *src)
 	lineage_free(U.lineage);
 	U.lineage = NULL;
 	store_clear_source(U.st, src);
+	forwards_stop_source(src);
 	if (had) {
 		U.lineage = lineage_new(U.st, NULL);
 		for (size_t i = 0; i < source_count(); i++)
@@ -613,6 +615,7 @@ int ui_run(struct store *st)
 	if (U.prompt != PROMPT_NONE)
 		prompt_end();
 	screen_fini();
+	forwards_stop_source(NULL); /* the forwards end with the dashboard */
 	view_free_all();
 	lineage_free(U.lineage);
 	U.lineage = NULL;

@@ -25,9 +25,9 @@ KUBEVIRT_PLURALS = ("virtualmachines", "virtualmachineinstances", "virtualmachin
 CORE_PLURALS = ("pods", "events", "namespaces", "nodes", "persistentvolumeclaims", "persistentvolumes")
 CDI_PLURALS = ("datavolumes",)
 SUBRESOURCES = {
-    "virtualmachines": ["start", "stop", "restart", "migrate"],
+    "virtualmachines": ["start", "stop", "restart", "migrate", "portforward"],
     "virtualmachineinstances": ["pause", "unpause", "softreboot", "console", "vnc", "guestosinfo", "interfacelist",
-                                "filesystemlist", "userlist"],
+                                "filesystemlist", "userlist", "portforward"],
 }
 MUTATING = ("POST", "PUT", "PATCH", "DELETE")
 
@@ -773,6 +773,11 @@ class Handler(BaseHTTPRequestHandler):
     def subresource(self, method, route, user):
         app = self.app
         res = RESOURCES[route.plural]
+        if route.sub.split("/")[0] == "portforward":
+            # portforward/PORT[/PROTOCOL], a WebSocket to the guest's port (wsock.serve_portforward)
+            self.authorize(user, "get", res, route.ns, route.name, "portforward")
+            import wsock
+            return wsock.serve_portforward(self, route)
         if route.sub not in SUBRESOURCES.get(route.plural, []):
             raise ApiError(404, "NotFound", "the server could not find the requested resource")
         if route.sub in ("console", "vnc"):
@@ -858,7 +863,9 @@ class Handler(BaseHTTPRequestHandler):
                 app.total = 0
         elif what == "backend":
             key = (body["namespace"], body["name"], body.get("kind", "console"))
-            if body.get("unix"):
+            if body.get("ports"):
+                app.backends[key] = {"tcp": body.get("tcp"), "ports": dict(body["ports"])}
+            elif body.get("unix"):
                 app.backends[key] = {"unix": body["unix"]}
             elif body.get("tcp"):
                 app.backends[key] = {"tcp": body["tcp"]}

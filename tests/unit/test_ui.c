@@ -17,6 +17,7 @@
 #include "model/store.h"
 #include "t.h"
 #include "ui/draw.h"
+#include "ui/forwards.h"
 #include "ui/header.h"
 #include "ui/help.h"
 #include "ui/clusterlist.h"
@@ -863,6 +864,11 @@ static void test_panes(void)
 	view_free_all();
 }
 
+static const struct view_key *pf_keys(void)
+{
+	return forwards_keys;
+}
+
 /* The key tables the man page and `?` are checked against, with the man page's subsection titles. */
 static const struct {
 	const char *title;
@@ -875,6 +881,7 @@ static const struct {
 	{ "Node list (:node)", clusterlist_node_keys },
 	{ "Migration list (:vmim)", clusterlist_vmim_keys },
 	{ "PVC and DataVolume lists (:pvc, :dv)", clusterlist_storage_keys },
+	{ "Port forwards (:pf)", pf_keys },
 };
 
 static const struct view_key *global_keys(void)
@@ -910,6 +917,11 @@ static void man_keys(struct buf *b)
 			if (a->key) { /* the lifecycle keys (model/registry.c) of the views with a VM */
 				roff_label(b, a->key_label);
 				buf_printf(b, "%s\n", a->key_help);
+			}
+		for (int i = 0; t < 2 && i < GV_COUNT; i++)
+			if (registry_guest_verb((enum guest_verb)i)->key) { /* shift-F (model/registry.c) */
+				roff_label(b, registry_guest_verb((enum guest_verb)i)->key_label);
+				buf_printf(b, "%s\n", registry_guest_verb((enum guest_verb)i)->key_help);
 			}
 		if (t < 2)
 			for (size_t i = 0; i < view_npanes; i++) {
@@ -966,6 +978,13 @@ static void test_man_and_help(void)
 		if (a->key) {
 			char line[160];
 			snprintf(line, sizeof line, "  %-10s %s\n", a->key_label, a->key_help);
+			T_CHECK(strstr(help.data, line) != NULL);
+		}
+	for (int i = 0; i < GV_COUNT; i++)
+		if (registry_guest_verb((enum guest_verb)i)->key) {
+			char line[160];
+			snprintf(line, sizeof line, "  %-10s %s\n", registry_guest_verb((enum guest_verb)i)->key_label,
+				 registry_guest_verb((enum guest_verb)i)->key_help);
 			T_CHECK(strstr(help.data, line) != NULL);
 		}
 	for (size_t i = 0; i < cmdline_ncmds; i++)
