@@ -1572,6 +1572,15 @@ static void reconcile(struct evm *v)
 		return;
 	}
 	bool want = want_running(v), is = active(v->cur);
+	if (!want && !is && v->cur && (strategy_is(v, "Halted") || v->req_stop)) {
+		/* a finished execution of a VM not to run again: KubeVirt deletes its VMI (a stop after a crash loop
+		 * must not wait on a Failed VMI forever); Manual and Once keep a final VMI until the next start */
+		archive(v);
+		publish(v);
+		persist(v);
+		check_waiters(v);
+		return;
+	}
 	if (want && !is) {
 		int64_t now = util_wall_s();
 		if (v->retry_after > now) {
