@@ -33,11 +33,12 @@ grep -q virtctl "$ENGINE_T/out" && fail "virtctl suggested for an engine VM"
 # through the engine service the VM is still said to be on the engine host, not in a cluster context
 grep -q "^VirtualMachine default/dvm (engine $(hostname))\$" "$ENGINE_T/out" || { cat "$ENGINE_T/out"; fail "not said as on the engine host"; }
 
-# a start that keeps failing (runStrategy Always, a kernel the image does not have: no guest boots): the VM backs
+# a start that keeps failing (runStrategy Always, a "kernel" QEMU cannot boot: no guest runs): the VM backs
 # off with its failed VMI; a stop ends that execution as KubeVirt does, so stop --wait returns once the VM is
 # stopped, diagnose says halted, and the console of the halted VM says so at once with the start command
 # (issue 25, items 7 and 8)
-kv engine apply -f "$(engine_manifest "$ENGINE_T/cvm.yaml" cvm Always 192Mi kvcon-lab-guest /no-such-kernel)" >/dev/null ||
+head -c 4096 /dev/zero >"$ENGINE_T/images/kvcon-lab-guest/bad-kernel"
+kv engine apply -f "$(engine_manifest "$ENGINE_T/cvm.yaml" cvm Always 192Mi kvcon-lab-guest /bad-kernel)" >/dev/null ||
 	fail "apply cvm"
 wait_eq 60 CrashLoopBackOff vm_field cvm status || fail "cvm not in CrashLoopBackOff"
 [[ $(vmi_phase cvm) == Failed ]] || fail "cvm: the failed execution's VMI is not Failed: $(vmi_phase cvm)"
