@@ -1576,6 +1576,8 @@ static void reconcile(struct evm *v)
 		/* a finished execution of a VM not to run again: KubeVirt deletes its VMI (a stop after a crash loop
 		 * must not wait on a Failed VMI forever); Manual and Once keep a final VMI until the next start */
 		archive(v);
+		v->failures = 0; /* and clears its startFailure: a stopped VM is not backing off */
+		v->retry_after = 0;
 		publish(v);
 		persist(v);
 		check_waiters(v);

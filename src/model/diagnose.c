@@ -448,8 +448,8 @@ static bool m_vm_pvc_not_found(struct diag_ctx *x)
 
 static bool m_vm_crashloop(struct diag_ctx *x)
 {
-	if (x->vm == NULL || x->vmi != NULL || x->vm->start_failures <= 0)
-		return false;
+	if (x->vm == NULL || x->vmi != NULL || x->vm->start_failures <= 0 || !x->want_run)
+		return false; /* a VM stopped after its crash loop is halted, not looping */
 	char next[64] = "";
 	if (x->vm->start_retry_after > x->now) {
 		char h[32];
@@ -611,6 +611,17 @@ static bool m_vmi_ended_restart(struct diag_ctx *x)
 	bool always = eq(x->rs, "Always"), rerun = eq(x->rs, "RerunOnFailure");
 	if (!((vmi_phase_is(x, "Succeeded") && always) || (vmi_phase_is(x, "Failed") && (always || rerun))))
 		return false;
+	/* the engine keeps the failed VMI through the back-off (KubeVirt deletes it): the back-off is said too */
+	char next[64] = "";
+	if (x->vm && x->vm->start_retry_after > x->now) {
+		char h[32];
+		util_human_duration(x->vm->start_retry_after - x->now, h, sizeof h);
+		snprintf(next, sizeof next, ", next attempt in %s", h);
+	}
+	if (x->vm && x->vm->start_failures > 0)
+		what_set(x, "%s; %d failed starts in a row%s", x->vmi->phase, x->vm->start_failures, next);
+	else
+		what_set(x, "%s", x->vmi->phase);
 	ev_phase(x);
 	ev_run_strategy(x);
 	ev_start_failure(x);
@@ -1096,9 +1107,9 @@ static const struct diag_rule rules[] = {
 	  "kubectl get node {node}\nkubectl -n kubevirt get pods -o wide --field-selector spec.nodeName={node}",
 	  "kvcon -c '{uri}' get nodes\n" ENGINE_GET, "Unknown", NULL },
 	{ "vmi-ended-restart", DIAG_VMI, DIAG_STALL, DIAG_FAILED, 120, m_vmi_ended_restart,
-	  "the VMI ended ({phase}) and runStrategy {rs} should replace it",
+	  "the VMI ended ({what}) and runStrategy {rs} should replace it",
 	  "why it ended (the events) and whether the VM is backing off",
-	  DESCRIBE_VMI "\n" DESCRIBE_VM, ENGINE_GET "\n" ENGINE_LOGS, NULL, NULL },
+	  DESCRIBE_VMI "\n" DESCRIBE_VM, ENGINE_GET "\n" ENGINE_LOGS, "CrashLoopBackOff", NULL },
 	{ "vmi-failed", DIAG_VMI, DIAG_STALL, DIAG_FAILED, 0, m_vmi_failed,
 	  "the VMI failed and runStrategy {rs} does not restart it", "why it failed: events, launcher logs",
 	  DESCRIBE_VMI "\n" EVENTS, ENGINE_GET "\n" ENGINE_LOGS, NULL, NULL },

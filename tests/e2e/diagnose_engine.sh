@@ -42,6 +42,9 @@ kv engine apply -f "$(engine_manifest "$ENGINE_T/cvm.yaml" cvm Always 192Mi kvco
 	fail "apply cvm"
 wait_eq 60 CrashLoopBackOff vm_field cvm status || fail "cvm not in CrashLoopBackOff"
 [[ $(vmi_phase cvm) == Failed ]] || fail "cvm: the failed execution's VMI is not Failed: $(vmi_phase cvm)"
+K diagnose default/cvm; [[ $? == 3 ]] || { cat "$ENGINE_T/out"; fail "diagnose of the crash loop: not exit 3"; }
+grep -qE '^  \[vmi-ended-restart\] the VMI ended \(Failed; [0-9]+ failed starts in a row(, next attempt in [0-9a-z]+)?\) and runStrategy Always should replace it$' \
+	"$ENGINE_T/out" || { cat "$ENGINE_T/out"; fail "diagnose of the crash loop: headline"; }
 K stop default/cvm --wait=30 || { rc=$?; cat "$ENGINE_T/err"; fail "stop --wait of a crash-looping VM: exit $rc"; }
 [[ $(vmi_json cvm) == '{}' ]] || fail "cvm: a VMI after the stop: $(vmi_json cvm)"
 [[ $(vm_field cvm status) == Stopped && $(vm_field cvm runStrategy) == Halted ]] || fail "cvm: not Stopped/Halted"
