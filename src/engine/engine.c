@@ -1569,6 +1569,17 @@ static void reconcile(struct evm *v)
 		return;
 	}
 	bool want = want_running(v), is = active(v->cur);
+	if (!want && !is && v->cur && (strategy_is(v, "Halted") || v->req_stop)) {
+		/* a finished execution of a VM not to run again: KubeVirt deletes its VMI (a stop after a crash loop
+		 * must not wait on a Failed VMI forever); Manual and Once keep a final VMI until the next start */
+		archive(v);
+		v->failures = 0; /* and clears its startFailure: a stopped VM is not backing off */
+		v->retry_after = 0;
+		publish(v);
+		persist(v);
+		check_waiters(v);
+		return;
+	}
 	if (want && !is) {
 		int64_t now = util_wall_s();
 		if (v->retry_after > now) {

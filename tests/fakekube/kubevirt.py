@@ -37,6 +37,8 @@ SCENARIOS = {
     "dv-importing": "root disk DataVolume ImportInProgress (37.50%), PVC Bound; VM Provisioning, no VMI",
     "pvc-pending": "root disk PVC Pending (storage class slow-nfs not found); VM WaitingForVolumeBinding, no VMI",
     "rwo-migration": "runs from a ReadWriteOnce PVC (PV Retain): VMI LiveMigratable False DisksNotLiveMigratable",
+    "dv-error": "root disk DataVolume import Failed (the source answers 404); VM DataVolumeError, no VMI",
+    "dv-upload": "root disk DataVolume UploadReady, waiting for virtctl image-upload; VM WaitingForReceiver, no VMI",
 }
 
 WEIRD_NAMES = [
