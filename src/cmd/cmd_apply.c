@@ -277,11 +277,14 @@ static int parse(int argc, char **argv, struct args *a)
 	return 0;
 }
 
+/* After the objects, as kubectl's CheckErr: one error with "error: " (unless the server's), several one per line. */
 static void print_errs(struct run *r)
 {
 	for (size_t i = 0; i < r->nerrs; i++) {
 		const char *e = r->errs[i];
 		bool raw = r->nerrs > 1 || util_has_prefix(e, "Error from server") || util_has_prefix(e, "error: ");
+		if (r->nerrs > 1 && util_has_prefix(e, "error: "))
+			e += 7;
 		log_eprintf("%s%s\n", raw ? "" : "error: ", e);
 	}
 }
@@ -399,7 +402,7 @@ static int run(struct args *a)
 		r.docs[0] = (struct doc){ o, xstrdup("") };
 		r.ndocs = 1;
 	}
-	bool explicit_ns = kc->ns_explicit;
+	bool explicit_ns = kc && kc->ns_explicit;
 	bool engine = on_engine();
 	for (size_t i = 0; i < r.ndocs; i++) {
 		struct kapply_opts ko = { .dry = a->dry, .ns = kc->ns, .source = r.docs[i].source,
@@ -421,8 +424,14 @@ static int run(struct args *a)
 		else
 			x = kapply_apply(h, r.docs[i].obj, &ko, &line, &e);
 		if (x < 0) {
-			char *m = util_escape_display(e);
-			add_err(&r, m);
+			struct buf b;
+			buf_init(&b);
+			for (char *sp, *l = strtok_r(e, "\n", &sp); l; l = strtok_r(NULL, "\n", &sp)) {
+				char *m = util_escape_display(l);
+				buf_printf(&b, "%s%s", b.len ? "\n" : "", m);
+				free(m);
+			}
+			add_err(&r, buf_steal(&b));
 		} else if (line) {
 			char *m = util_escape_display(line);
 			printf("%s\n", m);
