@@ -404,6 +404,19 @@ static int run(struct args *a)
 	}
 	bool explicit_ns = kc && kc->ns_explicit;
 	bool engine = on_engine();
+	if (engine && a->verb == V_DELETE) {
+		/* the engine deletes only an empty namespace (a cluster empties it): the file's Namespaces go last */
+		struct doc *sorted = xcalloc(r.ndocs ? r.ndocs : 1, sizeof *sorted);
+		size_t k = 0;
+		for (int pass = 0; pass < 2; pass++)
+			for (size_t i = 0; i < r.ndocs; i++) {
+				const char *kind = json_object_get_string(json_object_object_get(r.docs[i].obj, "kind"));
+				if ((kind && strcmp(kind, "Namespace") == 0) == (pass == 1))
+					sorted[k++] = r.docs[i];
+			}
+		free(r.docs);
+		r.docs = sorted;
+	}
 	for (size_t i = 0; i < r.ndocs; i++) {
 		struct kapply_opts ko = { .dry = a->dry, .ns = kc->ns, .source = r.docs[i].source,
 					  .ignore_not_found = a->ignore_not_found, .timeout_ms = 60000 };
