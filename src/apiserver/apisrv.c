@@ -80,7 +80,7 @@ static const struct {
 	[R_VMI] = { KIND_VMI, "delete,get,list,watch" },
 	[R_POD] = { KIND_POD, "get,list,watch" },
 	[R_EVENT] = { KIND_EVENT, "get,list,watch" },
-	[R_NS] = { KIND_NS, "create,delete,get,list,watch" },
+	[R_NS] = { KIND_NS, "create,delete,get,list,patch,watch" },
 	[R_NODE] = { KIND_NODE, "get,list,watch" },
 	[R_VMIM] = { KIND_VMIM, "create,delete,get,list,watch" },
 	/* the engine's own KubeVirt CR (kv_json): read-only, writes are 405 */
@@ -206,6 +206,7 @@ static struct {
 	int64_t started;
 	char node_uid[37];
 	char **nsx; /* namespaces created through the API (kept in $XDG_STATE_HOME/kvcon/engine-namespaces) */
+	char **nsxmeta; /* each one's labels and annotations as applied: {"labels":..,"annotations":..} text, or NULL */
 	size_t nnsx;
 	struct vmim *vmims;
 	unsigned vmim_ids;
@@ -643,8 +644,21 @@ static json_object *ns_json(const char *name)
 	json_object_object_add(md, "resourceVersion", jstr(rv));
 	json_object_object_add(md, "creationTimestamp", time_json(S.started));
 	json_object *l = json_object_new_object();
+	json_object *meta = NULL;
+	for (size_t i = 0; i < S.nnsx && meta == NULL; i++)
+		if (strcmp(S.nsx[i], name) == 0 && S.nsxmeta[i])
+			meta = json_tokener_parse(S.nsxmeta[i]);
+	json_object *ml = jget(meta, "labels"), *ma = jget(meta, "annotations");
+	if (ml && json_object_is_type(ml, json_type_object)) {
+		json_object_object_foreach(ml, k, v)
+			json_object_object_add(l, k, json_object_get(v));
+	}
 	json_object_object_add(l, "kubernetes.io/metadata.name", jstr(name));
 	json_object_object_add(md, "labels", l);
+	if (ma && json_object_is_type(ma, json_type_object) && json_object_object_length(ma))
+		json_object_object_add(md, "annotations", json_object_get(ma));
+	if (meta)
+		json_object_put(meta);
 	json_object_object_add(j, "metadata", md);
 	json_object_object_add(j, "spec", json_object_new_object());
 	json_object_object_add(st, "phase", jstr("Active"));
@@ -2881,12 +2895,44 @@ static char *nsx_path(void)
 	return p;
 }
 
+static void nsx_add(const char *name, const char *meta)
+{
+	S.nsx = xreallocarray(S.nsx, S.nnsx + 1, sizeof *S.nsx);
+	S.nsxmeta = xreallocarray(S.nsxmeta, S.nnsx + 1, sizeof *S.nsxmeta);
+	S.nsx[S.nnsx] = xstrdup(name);
+	S.nsxmeta[S.nnsx++] = meta ? xstrdup(meta) : NULL;
+}
+
+/* The labels (but the one the server sets) and annotations of a Namespace object, as kept; NULL when none. */
+static char *nsx_meta_of(json_object *o)
+{
+	json_object *md = jget(o, "metadata"), *l = jget(md, "labels"), *a = jget(md, "annotations");
+	json_object *m = json_object_new_object();
+	if (l && json_object_is_type(l, json_type_object)) {
+		json_object *lc = json_object_new_object();
+		json_object_object_foreach(l, k, v)
+			if (strcmp(k, "kubernetes.io/metadata.name") != 0 && json_object_is_type(v, json_type_string))
+				json_object_object_add(lc, k, json_object_get(v));
+		json_object_object_add(m, "labels", lc);
+	}
+	if (a && json_object_is_type(a, json_type_object)) {
+		json_object *ac = json_object_new_object();
+		json_object_object_foreach(a, k, v)
+			if (json_object_is_type(v, json_type_string))
+				json_object_object_add(ac, k, json_object_get(v));
+		json_object_object_add(m, "annotations", ac);
+	}
+	char *t = json_object_object_length(m) ? xstrdup(json_object_to_json_string_ext(m, JSON_C_TO_STRING_PLAIN)) : NULL;
+	json_object_put(m);
+	return t;
+}
+
 static void nsx_save(void)
 {
 	struct buf b;
 	buf_init(&b);
 	for (size_t i = 0; i < S.nnsx; i++)
-		buf_printf(&b, "%s\n", S.nsx[i]);
+		buf_printf(&b, "%s%s%s\n", S.nsx[i], S.nsxmeta[i] ? "\t" : "", S.nsxmeta[i] ? S.nsxmeta[i] : "");
 	char *p = nsx_path(), why[UTIL_WHY_LEN];
 	if (util_write_file_why(p, b.data ? b.data : "", b.len, 0600, why) < 0)
 		log_warn("engine serve: %s: %s", p, why);
@@ -2901,11 +2947,16 @@ static void nsx_load(void)
 		log_warn("engine serve: %s (its namespaces are not listed)", why);
 	free(why);
 	free(p);
-	for (char *sp, *l = text ? strtok_r(text, "\n", &sp) : NULL; l; l = strtok_r(NULL, "\n", &sp))
-		if (manifest_dns_label(l) && S.nnsx < 10000) {
-			S.nsx = xreallocarray(S.nsx, S.nnsx + 1, sizeof *S.nsx);
-			S.nsx[S.nnsx++] = xstrdup(l);
-		}
+	for (char *sp, *l = text ? strtok_r(text, "\n", &sp) : NULL; l; l = strtok_r(NULL, "\n", &sp)) {
+		char *meta = strchr(l, '\t'); /* NAME, or NAME TAB its labels and annotations (JSON) */
+		if (meta)
+			*meta++ = '\0';
+		json_object *mj = meta ? json_tokener_parse(meta) : NULL;
+		if (manifest_dns_label(l) && S.nnsx < 10000)
+			nsx_add(l, mj && json_object_is_type(mj, json_type_object) ? meta : NULL);
+		if (mj)
+			json_object_put(mj);
+	}
 	free(text);
 }
 
@@ -2947,14 +2998,51 @@ static enum MHD_Result create_ns(struct MHD_Connection *c, struct reqctx *rq)
 				 "a lowercase RFC 1123 label is required", name ? name : "");
 	else if (ns_exists(name))
 		rc = send_status(c, 409, "AlreadyExists", R_NS, name, "namespaces \"%s\" already exists", name);
+	else if (arg(c, "dryRun"))
+		rc = send_json(c, 201, json_object_get(o)); /* nothing kept */
 	else {
-		S.nsx = xreallocarray(S.nsx, S.nnsx + 1, sizeof *S.nsx);
-		S.nsx[S.nnsx++] = xstrdup(name);
+		char *meta = nsx_meta_of(o);
+		nsx_add(name, meta);
+		free(meta);
 		nsx_save();
 		rc = send_json(c, 201, ns_json(name));
 	}
 	json_object_put(o);
 	return rc;
+}
+
+/* kubectl apply's patch of a Namespace: its labels and annotations (a merge patch; a strategic merge patch is
+ * one for these maps). A namespace that exists only because it is in use or built in is kept from then on. */
+static enum MHD_Result patch_ns(struct MHD_Connection *c, struct reqctx *rq, const char *name)
+{
+	enum MHD_Result rc;
+	if (!ns_exists(name))
+		return not_found(c, R_NS, name);
+	json_object *p = body_json(c, rq, &rc);
+	if (p == NULL)
+		return rc;
+	json_object *res = apisel_merge_patch(ns_json(name), p);
+	json_object_put(p);
+	if (!util_str_eq(jgets(jget(res, "metadata"), "name"), name)) {
+		json_object_put(res);
+		return send_status(c, 400, "BadRequest", R_COUNT, NULL, "the name of the object may not change");
+	}
+	if (arg(c, "dryRun"))
+		return send_json(c, 200, res);
+	char *meta = nsx_meta_of(res);
+	json_object_put(res);
+	size_t i;
+	for (i = 0; i < S.nnsx && strcmp(S.nsx[i], name) != 0; i++)
+		;
+	if (i == S.nnsx)
+		nsx_add(name, meta);
+	else {
+		free(S.nsxmeta[i]);
+		S.nsxmeta[i] = meta ? xstrdup(meta) : NULL;
+	}
+	free(meta);
+	nsx_save();
+	return send_json(c, 200, ns_json(name));
 }
 
 static enum MHD_Result delete_ns(struct MHD_Connection *c, const char *name)
@@ -2971,6 +3059,8 @@ static enum MHD_Result delete_ns(struct MHD_Connection *c, const char *name)
 			}
 			json_object *j = ns_json(name);
 			free(S.nsx[i]);
+			free(S.nsxmeta[i]);
+			S.nsxmeta[i] = S.nsxmeta[S.nnsx - 1];
 			S.nsx[i] = S.nsx[--S.nnsx];
 			nsx_save();
 			return send_json(c, 200, j);
@@ -3475,6 +3565,8 @@ static enum MHD_Result route(struct MHD_Connection *c, struct reqctx *rq, const 
 		return delete_vmim(c, rq, ns, name);
 	if (strcmp(method, "DELETE") == 0 && r == R_NS && name)
 		return delete_ns(c, name);
+	if (strcmp(method, "PATCH") == 0 && r == R_NS && name)
+		return patch_ns(c, rq, name);
 	if ((strcmp(method, "PATCH") == 0 || strcmp(method, "PUT") == 0) && r == R_VM && ns && name)
 		return patch_vm(c, rq, ns, name, method[1] == 'U');
 	if (strcmp(method, "DELETE") == 0 && ns && name) {
@@ -3745,10 +3837,14 @@ static void state_free(void)
 	}
 	free(S.ring);
 	S.ring = NULL;
-	for (size_t i = 0; i < S.nnsx; i++)
+	for (size_t i = 0; i < S.nnsx; i++) {
 		free(S.nsx[i]);
+		free(S.nsxmeta[i]);
+	}
 	free(S.nsx);
+	free(S.nsxmeta);
 	S.nsx = NULL;
+	S.nsxmeta = NULL;
 	S.nnsx = 0;
 	S.count = 0;
 	while (S.vmims) {

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cmd/cmd_apply.h"
 #include "cmd/cmd_bundle.h"
 #include "cmd/cmd_console.h"
 #include "cmd/cmd_describe.h"
@@ -103,7 +104,22 @@ static const struct cmd_flag f_stop[] = {
 	WAIT_FLAG,
 	{ 0 },
 };
+static const struct cmd_flag f_apply[] = {
+	{ "-f", "--filename", "FILE", "a manifest file, a directory of them, or - (STDIN); repeatable", NULL },
+	{ "-R", "--recursive", NULL, "-f DIR: its subdirectories too", NULL },
+	{ NULL, "--dry-run", "[MODE", "client (send nothing) or server (validated, nothing stored)", "client server none" },
+	{ 0 },
+};
+static const struct cmd_flag f_create[] = {
+	{ NULL, "--dry-run", "[MODE", "client (send nothing) or server (validated, nothing stored)", "client server none" },
+	{ 0 },
+};
 static const struct cmd_flag f_delete[] = {
+	{ "-f", "--filename", "FILE", "the objects of a manifest file, directory or - (STDIN), as kubectl delete -f",
+	  NULL },
+	{ "-R", "--recursive", NULL, "-f DIR: its subdirectories too", NULL },
+	{ NULL, "--dry-run", "[MODE", "-f: client or server", "client server none" },
+	{ NULL, "--ignore-not-found", NULL, "-f: an absent object is no error", NULL },
 	{ NULL, "--grace-period", "N", "seconds the guest gets to shut down", NULL },
 	{ NULL, "--force", NULL, "power off at once (--grace-period 0)", NULL },
 	{ NULL, "--delete-volumes", NULL, "engine VMs: their disks too (an engine extension of the API)", NULL },
@@ -205,6 +221,11 @@ static const struct cmd_entry rows[] = {
 	  NULL, false, false, cmd_wait },
 	{ "lineage", NULL, "NS/NAME [-o text|json]", "the executions (VMI, launchers, nodes) of a VM", f_diagnose,
 	  CMD_OP_VM_REF, NULL, NULL, false, false, cmd_lineage },
+	{ "apply", NULL, "-f FILE|DIR|- [-R] [--dry-run=client|server]",
+	  "create or update the objects of manifests (multi-document YAML), as kubectl apply -f", f_apply,
+	  CMD_OP_NONE, NULL, NULL, false, false, cmd_apply },
+	{ "create", NULL, "namespace NAME [--dry-run=client|server]", "create a namespace, as kubectl create namespace",
+	  f_create, CMD_OP_WORDS, "namespace", NULL, false, false, cmd_create },
 	/* the lifecycle actions' verbs go here, one per row of model/registry.c (action_rows) */
 	{ "", NULL, NULL, NULL, NULL, CMD_OP_NONE, NULL, NULL, false, true, NULL },
 	/* and the verbs into the guest, one per row of its guest_verbs */
@@ -281,7 +302,8 @@ static const struct cmd_entry *table(void)
 			const struct cmd_flag *fl = action_flags(a->act);
 			t[n++] = (struct cmd_entry){ a->name, a->aliases ? a->aliases[0] : NULL,
 						     action_synopsis(fl, syn[a->act], sizeof syn[a->act]), a->summary, fl,
-						     CMD_OP_VM_REF, NULL, NULL, false, false, cmd_action };
+						     CMD_OP_VM_REF, NULL, NULL, false, false,
+						     a->act == ACT_DELETE ? cmd_delete : cmd_action };
 		}
 	}
 	return t;

@@ -3,6 +3,7 @@
  * the old spellings of the top-level verbs on the engine only (get, the actions of model/registry.c,
  * console, vnc: cmd_get, cmd_action, cmd_console, cmd_vnc with opts.engine_only). */
 #include "cmd/cmd_engine.h"
+#include "cmd/cmd_apply.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -90,13 +91,6 @@ static bool idle(void *arg)
 }
 
 /* ---- a verb's options, and asynchronous replies ---- */
-
-static void engine_cli_seq_free(struct cli_seq *s)
-{
-	free(s->opt);
-	free(s->val);
-	memset(s, 0, sizeof *s);
-}
 
 static void seq_add(struct cli_seq *s, const char *opt, const char *val)
 {
@@ -219,242 +213,12 @@ static int delegate(int (*fn)(int, char **), const char *verb, const char *name,
 
 /* ---- apply ---- */
 
-/* One request to the engine service (a routed source, cmd/session.h), waited for on the loop. */
-struct api_wait {
-	bool done;
-	long status;
-	char *body, *msg;
-};
-
-static void api_done(void *arg, const struct kube_resp *r)
-{
-	struct api_wait *w = arg;
-	w->done = true;
-	w->status = r->status;
-	w->body = r->body ? xstrndup(r->body, r->len) : NULL;
-	if (r->status < 200 || r->status > 299)
-		w->msg = kube_http_error_message(r);
-}
-
-static bool api_answered(void *arg)
-{
-	return ((struct api_wait *)arg)->done;
-}
-
-static void api_call(struct source *src, const char *method, const char *path, const char *body,
-		     const char *ctype, struct api_wait *w)
-{
-	memset(w, 0, sizeof *w);
-	struct kube_http_req q = { .method = method, .path = path, .body = body, .body_len = body ? strlen(body) : 0,
-				   .content_type = ctype, .timeout_ms = 60000, .on_done = api_done, .arg = w };
-	struct kube_req *r = kube_http_start(kube_source_http(src), &q);
-	if (!run_until(api_answered, w, 70000) && !w->done) {
-		kube_http_cancel(r); /* interrupted: no callback into this frame later */
-		w->msg = xstrdup("the engine service did not answer");
-	}
-}
-
-static void api_wait_free(struct api_wait *w)
-{
-	free(w->body);
-	free(w->msg);
-}
-
-/* A DNS-1123-like name, safe in an API path. */
-static bool path_name(const char *s)
-{
-	if (s == NULL || *s == '\0' || strlen(s) > 253)
-		return false;
-	for (const char *p = s; *p; p++)
-		if (!((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '-' || *p == '.'))
-			return false;
-	return true;
-}
-
-static const char *rv_of(json_object *o)
-{
-	json_object *md, *rv;
-	return o && json_object_object_get_ex(o, "metadata", &md) && json_object_object_get_ex(md, "resourceVersion", &rv)
-		       ? json_object_get_string(rv) : NULL;
-}
-
-/* engine apply through the service: create (POST), else replace the manifest (PUT at the current
- * resourceVersion, as the in-process apply replaces it); "unchanged" when the served object did not change. */
-static int apply_via_service(struct source *src, const char *text, size_t len, char **result, char **err,
-			     char **out_key)
-{
-	yaml_document_t doc;
-	if (ydoc_load(&doc, text, len, err) < 0)
-		return -1;
-	yaml_node_t *root = yaml_document_get_root_node(&doc);
-	json_object *o = root && root->type == YAML_MAPPING_NODE ? ydoc_json(&doc, root) : NULL;
-	yaml_document_delete(&doc);
-	json_object *md = NULL, *jn = NULL, *jns = NULL;
-	if (o == NULL || !json_object_object_get_ex(o, "metadata", &md) || !json_object_is_type(md, json_type_object) ||
-	    !json_object_object_get_ex(md, "name", &jn) || !json_object_is_type(jn, json_type_string)) {
-		json_object_put(o);
-		*err = xstrdup("metadata.name: Required value");
-		return -1;
-	}
-	if (!json_object_object_get_ex(md, "namespace", &jns) || !json_object_is_type(jns, json_type_string))
-		json_object_object_add(md, "namespace", json_object_new_string(C.ns));
-	json_object_object_get_ex(md, "namespace", &jns);
-	char *name = xstrdup(json_object_get_string(jn)), *ns = xstrdup(json_object_get_string(jns));
-	int rc = -1;
-	if (!path_name(name) || !path_name(ns)) {
-		*err = xasprintf("metadata.name or namespace: Invalid value: must be a DNS-1123 name");
-		goto out;
-	}
-	char *path = kube_object_path(OBJ_VM, ns, name);
-	struct api_wait g, w;
-	api_call(src, "GET", path, NULL, NULL, &g);
-	if (g.status == 404) {
-		char *coll = xasprintf("/apis/kubevirt.io/v1/namespaces/%s/virtualmachines", ns);
-		const char *body = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN);
-		api_call(src, "POST", coll, body, NULL, &w);
-		free(coll);
-		if (w.status == 201 || w.status == 200) {
-			*result = xasprintf("%s created", name);
-			*out_key = xasprintf("%s/%s", ns, name);
-			rc = 0;
-		}
-	} else if (g.status == 200) {
-		json_object *cur = json_tokener_parse(g.body ? g.body : "");
-		const char *rv0 = rv_of(cur);
-		if (rv0)
-			json_object_object_add(md, "resourceVersion", json_object_new_string(rv0));
-		const char *body = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN);
-		api_call(src, "PUT", path, body, NULL, &w);
-		if (w.status == 200 || w.status == 201) {
-			json_object *now = json_tokener_parse(w.body ? w.body : "");
-			const char *rv1 = rv_of(now);
-			*result = xasprintf("%s %s", name, rv0 && rv1 && strcmp(rv0, rv1) == 0 ? "unchanged" : "configured");
-			*out_key = xasprintf("%s/%s", ns, name);
-			json_object_put(now);
-			rc = 0;
-		}
-		json_object_put(cur);
-	} else {
-		w = g;
-		g.body = g.msg = NULL;
-	}
-	if (rc < 0)
-		*err = xstrdup(w.msg ? w.msg : "the engine service refused the manifest");
-	api_wait_free(&w);
-	api_wait_free(&g);
-	free(path);
-out:
-	free(name);
-	free(ns);
-	json_object_put(o);
-	return rc;
-}
-
-/* The VMs an apply through the service stored ("NS/NAME", and whether it was created): the command leaves once
- * their run strategies have acted, as the in-process apply converges before it returns (close_engine). */
-struct applied {
-	char **keys;
-	bool *created;
-	int n;
-	struct source *src;
-};
-
-static bool applied_settled(void *arg)
-{
-	struct applied *a = arg;
-	static const char *const moving[] = { "Starting", "Stopping", "Terminating", "Provisioning", "Migrating",
-					      "WaitingForVolumeBinding" };
-	for (int i = 0; i < a->n; i++) {
-		char *slash = strchr(a->keys[i], '/');
-		*slash = '\0';
-		const struct vm *v = (const struct vm *)store_find(C.st, a->src, OBJ_VM, a->keys[i], slash + 1);
-		*slash = '/';
-		if (v == NULL)
-			return false;
-		const char *ps = v->printable_status ? v->printable_status : "";
-		for (size_t k = 0; k < sizeof moving / sizeof moving[0]; k++)
-			if (strcmp(ps, moving[k]) == 0)
-				return false;
-		/* a start the run strategy asks for has not begun yet */
-		bool to_run = util_str_eq(v->run_strategy, "Always") ||
-			      (a->created[i] &&
-			       (util_str_eq(v->run_strategy, "RerunOnFailure") || util_str_eq(v->run_strategy, "Once")));
-		if (to_run && strcmp(ps, "Stopped") == 0)
-			return false;
-	}
-	return true;
-}
-
+/* `kvcon engine apply -f ...` is `kvcon apply` on the engine (cmd/cmd_apply.c: multi-document files, kubectl's
+ * output), which waits until the run strategies of the VMs it stored have acted. */
 static int cmd_engine_apply(int argc, char **argv)
 {
-	struct cli_seq f = { 0 };
-	const struct cli_opt rows[] = { { "-f", CLI_SEQ, &f }, { "--filename", CLI_SEQ, &f } };
-	int rc = engine_cli_args(argc, argv, CLI_ROWS(rows), NULL, NULL);
-	if (rc == 0 && f.n == 0) {
-		log_eprintf("kvcon engine apply: -f FILE is required\n");
-		rc = EXIT_USAGE;
-	}
-	if (rc == 0)
-		rc = open_engine();
-	if (rc) {
-		engine_cli_seq_free(&f);
-		return rc;
-	}
-	const char **files = f.val;
-	struct applied ap = { .src = C.srcs[0] };
-	for (int i = 0; i < f.n; i++) {
-		size_t len = 0;
-		char *text = NULL;
-		if (strcmp(files[i], "-") == 0) {
-			struct buf b;
-			buf_init(&b);
-			char tmp[4096];
-			ssize_t n;
-			while ((n = read(0, tmp, sizeof tmp)) > 0)
-				buf_add(&b, tmp, (size_t)n);
-			len = b.len;
-			text = buf_steal(&b);
-		} else
-			text = util_read_file(files[i], &len);
-		if (text == NULL) {
-			log_eprintf("kvcon: %s: %s\n", files[i], strerror(errno));
-			rc = EXIT_USAGE;
-			continue;
-		}
-		char *result = NULL, *err = NULL, *key = NULL;
-		if (C.srcs[0]->type == SOURCE_KUBE ? apply_via_service(C.srcs[0], text, len, &result, &err, &key) < 0
-						   : engine_apply(C.srcs[0], text, len, &result, &err) < 0) {
-			/* refused (an invalid manifest, as kubectl's 422): exit 1, nothing stored */
-			char *e = util_escape_display(err);
-			log_eprintf("error: %s: %s\n", files[i], e);
-			free(e);
-			rc = EXIT_API;
-		} else {
-			/* the name as the manifest says: read it back from the store's newest VM */
-			printf("virtualmachine %s\n", result);
-			if (key) {
-				ap.keys = xreallocarray(ap.keys, (size_t)ap.n + 1, sizeof *ap.keys);
-				ap.created = xreallocarray(ap.created, (size_t)ap.n + 1, sizeof *ap.created);
-				ap.created[ap.n] = result && strstr(result, " created") != NULL;
-				ap.keys[ap.n++] = key;
-				key = NULL;
-			}
-		}
-		free(key);
-		free(result);
-		free(err);
-		free(text);
-	}
-	engine_cli_seq_free(&f);
-	if (ap.n) {
-		fflush(stdout);
-		run_until(applied_settled, &ap, 60000);
-	}
-	for (int i = 0; i < ap.n; i++)
-		free(ap.keys[i]);
-	free(ap.keys);
-	free(ap.created);
-	return close_engine(rc, 60000);
+	opts_global()->engine_only = true;
+	return cmd_apply(argc, argv);
 }
 
 /* ---- the verbs shared with the top level ---- */
@@ -759,7 +523,7 @@ static const struct {
 	int (*fn)(int, char **);
 	const char *usage;
 } subs[] = {
-	{ "apply", cmd_engine_apply, "apply -f FILE              store a VirtualMachine manifest (YAML or JSON)" },
+	{ "apply", cmd_engine_apply, "apply -f FILE|DIR|- [-R]    kvcon apply on the engine (multi-document YAML or JSON)" },
 	{ "get", engine_get, "get [KIND] [NAME] [-o FMT] [get's flags]   = kvcon get KIND [NAME] on the engine" },
 	{ "console", cmd_engine_console, "console NAME [--timeout S] [--log FILE]   = kvcon console NS/NAME --timeout Ss\n"
 					 "                      console NAME [--expect RE] [--send LINE]... [--wait-stop]   (scripted)" },

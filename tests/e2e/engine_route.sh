@@ -55,11 +55,11 @@ step "engine apply / get through the service (created, unchanged, the table)"
 engine_manifest "$W/always.yaml" always Always 160Mi >/dev/null
 engine_manifest "$W/halted.yaml" halted Halted 160Mi >/dev/null
 out=$(kvc engine apply -f "$W/always.yaml") || fail "apply always: $out"
-[ "$out" = "virtualmachine always created" ] || fail "apply said '$out'"
+[ "$out" = "virtualmachine.kubevirt.io/always created" ] || fail "apply said '$out'"
 out=$(kvc engine apply -f "$W/halted.yaml") || fail "apply halted: $out"
-[ "$out" = "virtualmachine halted created" ] || fail "apply said '$out'"
+[ "$out" = "virtualmachine.kubevirt.io/halted created" ] || fail "apply said '$out'"
 out=$(kvc engine apply -f "$W/halted.yaml") || fail "re-apply halted: $out"
-[ "$out" = "virtualmachine halted unchanged" ] || fail "re-apply said '$out'"
+[ "$out" = "virtualmachine.kubevirt.io/halted unchanged" ] || fail "re-apply said '$out'"
 until_status always Running 120
 kvc engine get vm >"$W/get.out" 2>"$W/get.err" || fail "engine get vm: $(cat "$W/get.err")"
 grep -Eq '^always .* Running ' "$W/get.out" || fail "engine get vm: $(cat "$W/get.out")"

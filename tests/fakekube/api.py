@@ -494,6 +494,9 @@ class Handler(BaseHTTPRequestHandler):
             if cur is None:
                 raise human_status_not_found(res, route.name)
             if method == "DELETE":
+                opts = self.json_body()
+                if self.params.get("dryRun") or (isinstance(opts, dict) and opts.get("dryRun")):
+                    return self.send_body(200, dumps(cur))
                 out = st.delete(route.plural, route.ns, route.name)
                 app.cluster.on_deleted(route.plural, out)
                 return self.send_body(200, dumps(out))
@@ -530,6 +533,8 @@ class Handler(BaseHTTPRequestHandler):
                 new = merge_patch(new, patch)
             new["metadata"]["name"] = route.name
             new["metadata"]["uid"] = cur["metadata"]["uid"]
+            if self.params.get("dryRun"):
+                return self.send_body(200, dumps(new))
             bump_generation(cur, new, route.sub)
             out = st.replace(route.plural, new)
             app.cluster.on_updated(route.plural, out)
