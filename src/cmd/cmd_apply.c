@@ -27,6 +27,7 @@
 #include "core/ydoc.h"
 #include "kube/http.h"
 #include "kube/kapply.h"
+#include "kube/kube.h"
 #include "kube/kubeconfig.h"
 #include "model/registry.h"
 
@@ -196,6 +197,14 @@ static struct kube_config *target(char **err)
 		if (*err == NULL)
 			*err = xstrdup("no engine service to apply to (--no-engine, or routing is off)");
 		return NULL;
+	}
+	log_info("the engine service answers on %s: going through it", sock);
+	char *notice = kube_engine_notice(sock); /* its host's (KVM, TCG): once a boot, as every engine verb says it */
+	if (notice) {
+		char hn[256] = "localhost";
+		gethostname(hn, sizeof hn - 1);
+		session_notice_once_text(hn, notice);
+		free(notice);
 	}
 	struct kube_config *kc = kube_config_unix(sock, "kvcon-engine", o->ns);
 	free(sock);
