@@ -244,7 +244,7 @@ static json_object *openapi_doc(bool kv)
 	return doc;
 }
 
-enum MHD_Result apis_discovery(struct MHD_Connection *c, const char *p, bool *handled)
+enum MHD_Result apis_discovery(struct apisrv *srv, struct MHD_Connection *c, const char *p, bool *handled)
 {
 	*handled = true;
 	if (strcmp(p, "/version") == 0) {
@@ -300,7 +300,7 @@ enum MHD_Result apis_discovery(struct MHD_Connection *c, const char *p, bool *ha
 		const char *keys[] = { "api/v1", "apis/kubevirt.io/v1" };
 		for (int i = 0; i < 2; i++) {
 			json_object *e = json_object_new_object();
-			char *u = xasprintf("/openapi/v3/%s?hash=%llu", keys[i], (unsigned long long)S.started);
+			char *u = xasprintf("/openapi/v3/%s?hash=%llu", keys[i], (unsigned long long)srv->started);
 			json_object_object_add(e, "serverRelativeURL", apis_jstr(u));
 			free(u);
 			json_object_object_add(ps, keys[i], e);

@@ -77,6 +77,7 @@ struct wev {
 };
 
 struct watcher {
+	struct apisrv *srv;
 	struct MHD_Connection *c;
 	enum res r;
 	char *ns, *name;
@@ -153,6 +154,10 @@ struct apisrv {
 	struct apitls tls;
 	bool https;
 	struct MHD_Daemon *d[2];
+	struct apisrv_daemon {
+		struct apisrv *srv;
+		bool tls;
+	} dcls[2]; /* each daemon's callback argument */
 	struct loop_fd *lfd[2];
 	int nd;
 	struct loop_timer *timer, *tick;
@@ -176,8 +181,6 @@ struct apisrv {
 	dev_t sock_dev;      /* (and which serves no HTTPS) can be reached by nobody: it leaves */
 	ino_t sock_ino;
 };
-
-extern struct apisrv S;
 
 /* ---- selecting objects (list.c) ---- */
 
@@ -203,7 +206,7 @@ struct lookup {
 
 const char *apis_api_version(enum res r);
 enum res apis_res_of_kind(enum obj_kind k);
-enum MHD_Result apis_discovery(struct MHD_Connection *c, const char *p, bool *handled);
+enum MHD_Result apis_discovery(struct apisrv *srv, struct MHD_Connection *c, const char *p, bool *handled);
 
 /* ---- objects.c ---- */
 
@@ -216,18 +219,18 @@ json_object *apis_time_json(int64_t t);
 json_object *apis_manifest_json(const char *text);
 json_object *apis_mig_state_json(const struct migration_state *m);
 json_object *apis_obj_to_json(const struct obj *o);
-json_object *apis_ns_json(const char *name);
-json_object *apis_node_json(struct source *src);
-void apis_kv_refresh(void);
+json_object *apis_ns_json(struct apisrv *srv, const char *name);
+json_object *apis_node_json(struct apisrv *srv, struct source *src);
+void apis_kv_refresh(struct apisrv *srv);
 
 /* ---- nsx.c ---- */
 
-const char **apis_namespaces(size_t *n);
-void apis_nsx_load(void);
-bool apis_ns_exists(const char *name);
-enum MHD_Result apis_create_ns(struct MHD_Connection *c, struct reqctx *rq);
-enum MHD_Result apis_patch_ns(struct MHD_Connection *c, struct reqctx *rq, const char *name);
-enum MHD_Result apis_delete_ns(struct MHD_Connection *c, const char *name);
+const char **apis_namespaces(struct apisrv *srv, size_t *n);
+void apis_nsx_load(struct apisrv *srv);
+bool apis_ns_exists(struct apisrv *srv, const char *name);
+enum MHD_Result apis_create_ns(struct apisrv *srv, struct MHD_Connection *c, struct reqctx *rq);
+enum MHD_Result apis_patch_ns(struct apisrv *srv, struct MHD_Connection *c, struct reqctx *rq, const char *name);
+enum MHD_Result apis_delete_ns(struct apisrv *srv, struct MHD_Connection *c, const char *name);
 
 /* ---- reply.c ---- */
 
@@ -246,58 +249,58 @@ json_object *apis_table_row(enum res r, json_object *o, const char *include);
 json_object *apis_table_new(enum res r, uint64_t rv, const char *cont, bool columns);
 bool apis_matches(const struct filter *f, struct lookup *l);
 void apis_items_free(struct item *items, size_t n);
-struct item *apis_select_items(enum res r, const struct filter *f, size_t *n);
+struct item *apis_select_items(struct apisrv *srv, enum res r, const struct filter *f, size_t *n);
 int apis_parse_filter(struct MHD_Connection *c, enum res r, struct filter *f, char **err);
 void apis_filter_free(struct filter *f);
-enum MHD_Result apis_get_one(struct MHD_Connection *c, enum res r, const char *ns, const char *name);
-enum MHD_Result apis_list(struct MHD_Connection *c, enum res r, const char *ns);
+enum MHD_Result apis_get_one(struct apisrv *srv, struct MHD_Connection *c, enum res r, const char *ns, const char *name);
+enum MHD_Result apis_list(struct apisrv *srv, struct MHD_Connection *c, enum res r, const char *ns);
 
 /* ---- watch.c ---- */
 
 void apis_cent_key(char *out, size_t len, const struct obj *o);
-void apis_ring_push(enum res r, const char *type, const struct obj *o, const char *text);
-bool apis_publish(json_object *j, char **body, char **text, uint64_t *rv);
-struct cent *apis_refresh(const struct obj *o, bool notify);
+void apis_ring_push(struct apisrv *srv, enum res r, const char *type, const struct obj *o, const char *text);
+bool apis_publish(struct apisrv *srv, json_object *j, char **body, char **text, uint64_t *rv);
+struct cent *apis_refresh(struct apisrv *srv, const struct obj *o, bool notify);
 void apis_on_store(void *arg, enum obj_kind kind, const struct obj *old, const struct obj *new_);
 void apis_wake(struct watcher *w);
-void apis_wake_watchers(void);
-enum MHD_Result apis_watch(struct MHD_Connection *c, enum res r, const char *ns, const char *name);
+void apis_wake_watchers(struct apisrv *srv);
+enum MHD_Result apis_watch(struct apisrv *srv, struct MHD_Connection *c, enum res r, const char *ns, const char *name);
 
 /* ---- vmwrite.c ---- */
 
-struct source *apis_source_of(const char *ns, const char *name);
+struct source *apis_source_of(struct apisrv *srv, const char *ns, const char *name);
 json_object *apis_body_json(struct MHD_Connection *c, struct reqctx *rq, enum MHD_Result *rc);
-enum MHD_Result apis_create_vm(struct MHD_Connection *c, struct reqctx *rq, const char *ns);
-enum MHD_Result apis_patch_vm(struct MHD_Connection *c, struct reqctx *rq, const char *ns, const char *name,
+enum MHD_Result apis_create_vm(struct apisrv *srv, struct MHD_Connection *c, struct reqctx *rq, const char *ns);
+enum MHD_Result apis_patch_vm(struct apisrv *srv, struct MHD_Connection *c, struct reqctx *rq, const char *ns, const char *name,
 				bool replace);
 void apis_action_done(void *arg, int status, const char *message);
 int apis_grace_of(struct MHD_Connection *c, struct reqctx *rq, const char *key);
 bool apis_dry_run(struct MHD_Connection *c, struct reqctx *rq);
-enum MHD_Result apis_act(struct MHD_Connection *c, struct reqctx *rq, enum res r, enum action a, const char *ns,
+enum MHD_Result apis_act(struct apisrv *srv, struct MHD_Connection *c, struct reqctx *rq, enum res r, enum action a, const char *ns,
 			   const char *name, int grace, const char *target, unsigned ok_code, bool reply_obj);
-enum MHD_Result apis_subresource(struct MHD_Connection *c, struct reqctx *rq, enum res r, const char *ns,
+enum MHD_Result apis_subresource(struct apisrv *srv, struct MHD_Connection *c, struct reqctx *rq, enum res r, const char *ns,
 				   const char *name, const char *sub);
 
 /* ---- vmim.c ---- */
 
 void apis_vmim_free(struct vmim *m);
-void apis_vmims_load(void);
-void apis_vmims_settle_loaded(void);
-void apis_vmims_update(void);
-enum MHD_Result apis_create_vmim(struct MHD_Connection *c, struct reqctx *rq, const char *ns);
-enum MHD_Result apis_migrate_sub(struct MHD_Connection *c, struct reqctx *rq, const char *ns, const char *name);
-enum MHD_Result apis_delete_vmim(struct MHD_Connection *c, struct reqctx *rq, const char *ns, const char *name);
+void apis_vmims_load(struct apisrv *srv);
+void apis_vmims_settle_loaded(struct apisrv *srv);
+void apis_vmims_update(struct apisrv *srv);
+enum MHD_Result apis_create_vmim(struct apisrv *srv, struct MHD_Connection *c, struct reqctx *rq, const char *ns);
+enum MHD_Result apis_migrate_sub(struct apisrv *srv, struct MHD_Connection *c, struct reqctx *rq, const char *ns, const char *name);
+enum MHD_Result apis_delete_vmim(struct apisrv *srv, struct MHD_Connection *c, struct reqctx *rq, const char *ns, const char *name);
 
 /* ---- wsbridge.c ---- */
 
-void apis_ws_close(struct wsconn *w);
-enum MHD_Result apis_console_ws(struct MHD_Connection *c, const char *ns, const char *name, bool vnc);
+void apis_ws_close(struct apisrv *srv, struct wsconn *w);
+enum MHD_Result apis_console_ws(struct apisrv *srv, struct MHD_Connection *c, const char *ns, const char *name, bool vnc);
 
 /* ---- subres.c ---- */
 
-enum MHD_Result apis_pod_log(struct MHD_Connection *c, const char *ns, const char *name);
-enum MHD_Result apis_vmi_domainxml(struct MHD_Connection *c, const char *ns, const char *name);
-enum MHD_Result apis_vm_storage(struct MHD_Connection *c, const char *ns, const char *name);
+enum MHD_Result apis_pod_log(struct apisrv *srv, struct MHD_Connection *c, const char *ns, const char *name);
+enum MHD_Result apis_vmi_domainxml(struct apisrv *srv, struct MHD_Connection *c, const char *ns, const char *name);
+enum MHD_Result apis_vm_storage(struct apisrv *srv, struct MHD_Connection *c, const char *ns, const char *name);
 
 /* ---- apisrv.c ---- */
 

@@ -296,32 +296,32 @@ void apis_items_free(struct item *items, size_t n)
 }
 
 /* Every object of r that f selects, sorted by namespace/name. */
-struct item *apis_select_items(enum res r, const struct filter *f, size_t *n)
+struct item *apis_select_items(struct apisrv *srv, enum res r, const struct filter *f, size_t *n)
 {
 	struct item *items = NULL;
 	*n = 0;
 	if (RES[r].obj_kind >= 0) {
-		for (int s = 0; s < S.nsrcs; s++) {
+		for (int s = 0; s < srv->nsrcs; s++) {
 			size_t cnt;
-			struct obj *const *objs = store_objs(S.st, S.srcs[s], (enum obj_kind)RES[r].obj_kind, &cnt);
+			struct obj *const *objs = store_objs(srv->st, srv->srcs[s], (enum obj_kind)RES[r].obj_kind, &cnt);
 			for (size_t i = 0; i < cnt; i++) {
 				struct lookup l = { .o = objs[i], .ns = objs[i]->ns, .name = objs[i]->name };
 				if (!apis_matches(f, &l))
 					continue;
 				char key[UID_LEN + 4];
 				apis_cent_key(key, sizeof key, objs[i]);
-				struct cent *c = hmap_get(&S.cache, key); /* the listener keeps it current */
+				struct cent *c = hmap_get(&srv->cache, key); /* the listener keeps it current */
 				if (c == NULL)
-					c = apis_refresh(objs[i], false);
+					c = apis_refresh(srv, objs[i], false);
 				if (c)
 					add_item(&items, n, objs[i]->ns, objs[i]->name, xstrdup(c->text));
 			}
 		}
 	} else if (r == R_NS) {
 		size_t nn;
-		const char **names = apis_namespaces(&nn);
+		const char **names = apis_namespaces(srv, &nn);
 		for (size_t i = 0; i < nn; i++) {
-			json_object *j = apis_ns_json(names[i]);
+			json_object *j = apis_ns_json(srv, names[i]);
 			struct lookup l = { .j = j, .ns = "", .name = names[i] };
 			if (apis_matches(f, &l))
 				add_item(&items, n, "", names[i], apis_jtext(j));
@@ -329,15 +329,15 @@ struct item *apis_select_items(enum res r, const struct filter *f, size_t *n)
 		}
 		free(names);
 	} else if (r == R_KV) {
-		apis_kv_refresh();
-		json_object *j = json_tokener_parse(S.kv.text);
+		apis_kv_refresh(srv);
+		json_object *j = json_tokener_parse(srv->kv.text);
 		struct lookup l = { .j = j, .ns = KV_NS, .name = KV_NAME };
 		if (j && apis_matches(f, &l))
-			add_item(&items, n, KV_NS, KV_NAME, xstrdup(S.kv.text));
+			add_item(&items, n, KV_NS, KV_NAME, xstrdup(srv->kv.text));
 		if (j)
 			json_object_put(j);
 	} else if (r == R_VMIM) {
-		for (struct vmim *m = S.vmims; m; m = m->next) {
+		for (struct vmim *m = srv->vmims; m; m = m->next) {
 			if (m->text == NULL)
 				continue;
 			json_object *j = json_tokener_parse(m->text);
@@ -348,11 +348,11 @@ struct item *apis_select_items(enum res r, const struct filter *f, size_t *n)
 				json_object_put(j);
 		}
 	} else {
-		for (int s = 0; s < S.nsrcs; s++) {
-			json_object *j = apis_node_json(S.srcs[s]);
-			struct lookup l = { .j = j, .ns = "", .name = S.srcs[s]->name };
+		for (int s = 0; s < srv->nsrcs; s++) {
+			json_object *j = apis_node_json(srv, srv->srcs[s]);
+			struct lookup l = { .j = j, .ns = "", .name = srv->srcs[s]->name };
 			if (apis_matches(f, &l))
-				add_item(&items, n, "", S.srcs[s]->name, apis_jtext(j));
+				add_item(&items, n, "", srv->srcs[s]->name, apis_jtext(j));
 			json_object_put(j);
 		}
 	}
@@ -385,11 +385,11 @@ void apis_filter_free(struct filter *f)
 
 /* ---- get and list ---- */
 
-enum MHD_Result apis_get_one(struct MHD_Connection *c, enum res r, const char *ns, const char *name)
+enum MHD_Result apis_get_one(struct apisrv *srv, struct MHD_Connection *c, enum res r, const char *ns, const char *name)
 {
 	struct filter f = { .ns = RES[r].namespaced ? ns : NULL, .name = name };
 	size_t n;
-	struct item *items = apis_select_items(r, &f, &n);
+	struct item *items = apis_select_items(srv, r, &f, &n);
 	if (n == 0) {
 		apis_items_free(items, n);
 		return apis_not_found(c, r, name);
@@ -397,7 +397,7 @@ enum MHD_Result apis_get_one(struct MHD_Connection *c, enum res r, const char *n
 	enum MHD_Result rc;
 	if (apis_wants_table(c)) {
 		json_object *o = json_tokener_parse(items[0].text);
-		json_object *t = apis_table_new(r, S.rv, NULL, true);
+		json_object *t = apis_table_new(r, srv->rv, NULL, true);
 		json_object_array_add(apis_jget(t, "rows"), apis_table_row(r, o, apis_arg(c, "includeObject")));
 		json_object_put(o);
 		rc = apis_send_json(c, 200, t);
@@ -409,7 +409,7 @@ enum MHD_Result apis_get_one(struct MHD_Connection *c, enum res r, const char *n
 	return rc;
 }
 
-enum MHD_Result apis_list(struct MHD_Connection *c, enum res r, const char *ns)
+enum MHD_Result apis_list(struct apisrv *srv, struct MHD_Connection *c, enum res r, const char *ns)
 {
 	struct filter f = { .ns = ns };
 	char *err = NULL;
@@ -427,7 +427,7 @@ enum MHD_Result apis_list(struct MHD_Connection *c, enum res r, const char *ns)
 		apis_filter_free(&f);
 		return apis_send_status(c, 400, "BadRequest", R_COUNT, NULL, "invalid continue token");
 	}
-	if (cont && *cont && crv < S.oldest_rv) {
+	if (cont && *cont && crv < srv->oldest_rv) {
 		free(after);
 		apis_filter_free(&f);
 		return apis_send_status(c, 410, "Expired", R_COUNT, NULL,
@@ -435,7 +435,7 @@ enum MHD_Result apis_list(struct MHD_Connection *c, enum res r, const char *ns)
 				   "can start a new list without the continue parameter.");
 	}
 	size_t n;
-	struct item *items = apis_select_items(r, &f, &n);
+	struct item *items = apis_select_items(srv, r, &f, &n);
 	apis_filter_free(&f);
 	size_t start = 0;
 	if (after)
@@ -446,11 +446,11 @@ enum MHD_Result apis_list(struct MHD_Connection *c, enum res r, const char *ns)
 	char *next = NULL;
 	if (limit > 0 && n - start > (size_t)limit) {
 		end = start + (size_t)limit;
-		next = apisel_continue_encode(crv ? crv : S.rv, items[end - 1].key);
+		next = apisel_continue_encode(crv ? crv : srv->rv, items[end - 1].key);
 	}
 	enum MHD_Result rc;
 	if (apis_wants_table(c)) {
-		json_object *t = apis_table_new(r, S.rv, next, true), *rows = apis_jget(t, "rows");
+		json_object *t = apis_table_new(r, srv->rv, next, true), *rows = apis_jget(t, "rows");
 		const char *inc = apis_arg(c, "includeObject");
 		for (size_t i = start; i < end; i++) {
 			json_object *o = json_tokener_parse(items[i].text);
@@ -465,7 +465,7 @@ enum MHD_Result apis_list(struct MHD_Connection *c, enum res r, const char *ns)
 		struct buf b;
 		buf_init(&b);
 		buf_printf(&b, "{\"kind\":\"%sList\",\"apiVersion\":\"%s\",\"metadata\":{\"resourceVersion\":\"%llu\"",
-			   RES[r].kind, apis_api_version(r), (unsigned long long)S.rv);
+			   RES[r].kind, apis_api_version(r), (unsigned long long)srv->rv);
 		if (next)
 			buf_printf(&b, ",\"continue\":\"%s\",\"remainingItemCount\":%zu", next, n - end);
 		buf_add_str(&b, "},\"items\":[");

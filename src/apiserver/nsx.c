@@ -44,22 +44,22 @@
 #include "model/source.h"
 #include "model/store.h"
 
-const char **apis_namespaces(size_t *n)
+const char **apis_namespaces(struct apisrv *srv, size_t *n)
 {
 	const char **out = xcalloc(3, sizeof *out);
 	*n = 0;
 	out[(*n)++] = "default";
 	out[(*n)++] = KV_NS; /* the KubeVirt CR's */
-	for (size_t i = 0; i < S.nnsx; i++) {
-		if (strcmp(S.nsx[i], "default") == 0 || strcmp(S.nsx[i], KV_NS) == 0)
+	for (size_t i = 0; i < srv->nnsx; i++) {
+		if (strcmp(srv->nsx[i], "default") == 0 || strcmp(srv->nsx[i], KV_NS) == 0)
 			continue;
 		out = xreallocarray(out, *n + 2, sizeof *out);
-		out[(*n)++] = S.nsx[i];
+		out[(*n)++] = srv->nsx[i];
 	}
-	for (int s = 0; s < S.nsrcs; s++)
+	for (int s = 0; s < srv->nsrcs; s++)
 		for (int k = 0; k < OBJ_KIND_COUNT; k++) {
 			size_t cnt;
-			struct obj *const *objs = store_objs(S.st, S.srcs[s], (enum obj_kind)k, &cnt);
+			struct obj *const *objs = store_objs(srv->st, srv->srcs[s], (enum obj_kind)k, &cnt);
 			for (size_t i = 0; i < cnt; i++) {
 				size_t x;
 				for (x = 0; x < *n && strcmp(out[x], objs[i]->ns) != 0; x++)
@@ -88,12 +88,12 @@ static char *nsx_path(void)
 	return p;
 }
 
-static void nsx_add(const char *name, const char *meta)
+static void nsx_add(struct apisrv *srv, const char *name, const char *meta)
 {
-	S.nsx = xreallocarray(S.nsx, S.nnsx + 1, sizeof *S.nsx);
-	S.nsxmeta = xreallocarray(S.nsxmeta, S.nnsx + 1, sizeof *S.nsxmeta);
-	S.nsx[S.nnsx] = xstrdup(name);
-	S.nsxmeta[S.nnsx++] = meta ? xstrdup(meta) : NULL;
+	srv->nsx = xreallocarray(srv->nsx, srv->nnsx + 1, sizeof *srv->nsx);
+	srv->nsxmeta = xreallocarray(srv->nsxmeta, srv->nnsx + 1, sizeof *srv->nsxmeta);
+	srv->nsx[srv->nnsx] = xstrdup(name);
+	srv->nsxmeta[srv->nnsx++] = meta ? xstrdup(meta) : NULL;
 }
 
 /* The labels (but the one the server sets) and annotations of a Namespace object, as kept; NULL when none. */
@@ -120,12 +120,12 @@ static char *nsx_meta_of(json_object *o)
 	return t;
 }
 
-static void nsx_save(void)
+static void nsx_save(struct apisrv *srv)
 {
 	struct buf b;
 	buf_init(&b);
-	for (size_t i = 0; i < S.nnsx; i++)
-		buf_printf(&b, "%s%s%s\n", S.nsx[i], S.nsxmeta[i] ? "\t" : "", S.nsxmeta[i] ? S.nsxmeta[i] : "");
+	for (size_t i = 0; i < srv->nnsx; i++)
+		buf_printf(&b, "%s%s%s\n", srv->nsx[i], srv->nsxmeta[i] ? "\t" : "", srv->nsxmeta[i] ? srv->nsxmeta[i] : "");
 	char *p = nsx_path(), why[UTIL_WHY_LEN];
 	if (util_write_file_why(p, b.data ? b.data : "", b.len, 0600, why) < 0)
 		log_warn("engine serve: %s: %s", p, why);
@@ -133,7 +133,7 @@ static void nsx_save(void)
 	buf_free(&b);
 }
 
-void apis_nsx_load(void)
+void apis_nsx_load(struct apisrv *srv)
 {
 	char *p = nsx_path(), *why = NULL, *text = trust_read_file(p, NULL, &why);
 	if (why)
@@ -145,18 +145,18 @@ void apis_nsx_load(void)
 		if (meta)
 			*meta++ = '\0';
 		json_object *mj = meta ? json_tokener_parse(meta) : NULL;
-		if (manifest_dns_label(l) && S.nnsx < 10000)
-			nsx_add(l, mj && json_object_is_type(mj, json_type_object) ? meta : NULL);
+		if (manifest_dns_label(l) && srv->nnsx < 10000)
+			nsx_add(srv, l, mj && json_object_is_type(mj, json_type_object) ? meta : NULL);
 		if (mj)
 			json_object_put(mj);
 	}
 	free(text);
 }
 
-bool apis_ns_exists(const char *name)
+bool apis_ns_exists(struct apisrv *srv, const char *name)
 {
 	size_t n;
-	const char **names = apis_namespaces(&n);
+	const char **names = apis_namespaces(srv, &n);
 	bool found = false;
 	for (size_t i = 0; i < n && !found; i++)
 		found = strcmp(names[i], name) == 0;
@@ -164,7 +164,7 @@ bool apis_ns_exists(const char *name)
 	return found;
 }
 
-enum MHD_Result apis_create_ns(struct MHD_Connection *c, struct reqctx *rq)
+enum MHD_Result apis_create_ns(struct apisrv *srv, struct MHD_Connection *c, struct reqctx *rq)
 {
 	enum MHD_Result rc;
 	const char *ct = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Type");
@@ -189,16 +189,16 @@ enum MHD_Result apis_create_ns(struct MHD_Connection *c, struct reqctx *rq)
 	if (name == NULL || !manifest_dns_label(name))
 		rc = apis_send_status(c, 422, "Invalid", R_NS, name, "Namespace \"%s\" is invalid: metadata.name: Invalid value: "
 				 "a lowercase RFC 1123 label is required", name ? name : "");
-	else if (apis_ns_exists(name))
+	else if (apis_ns_exists(srv, name))
 		rc = apis_send_status(c, 409, "AlreadyExists", R_NS, name, "namespaces \"%s\" already exists", name);
 	else if (apis_arg(c, "dryRun"))
 		rc = apis_send_json(c, 201, json_object_get(o)); /* nothing kept */
 	else {
 		char *meta = nsx_meta_of(o);
-		nsx_add(name, meta);
+		nsx_add(srv, name, meta);
 		free(meta);
-		nsx_save();
-		rc = apis_send_json(c, 201, apis_ns_json(name));
+		nsx_save(srv);
+		rc = apis_send_json(c, 201, apis_ns_json(srv, name));
 	}
 	json_object_put(o);
 	return rc;
@@ -206,15 +206,15 @@ enum MHD_Result apis_create_ns(struct MHD_Connection *c, struct reqctx *rq)
 
 /* kubectl apply's patch of a Namespace: its labels and annotations (a merge patch; a strategic merge patch is
  * one for these maps). A namespace that exists only because it is in use or built in is kept from then on. */
-enum MHD_Result apis_patch_ns(struct MHD_Connection *c, struct reqctx *rq, const char *name)
+enum MHD_Result apis_patch_ns(struct apisrv *srv, struct MHD_Connection *c, struct reqctx *rq, const char *name)
 {
 	enum MHD_Result rc;
-	if (!apis_ns_exists(name))
+	if (!apis_ns_exists(srv, name))
 		return apis_not_found(c, R_NS, name);
 	json_object *p = apis_body_json(c, rq, &rc);
 	if (p == NULL)
 		return rc;
-	json_object *res = apisel_merge_patch(apis_ns_json(name), p);
+	json_object *res = apisel_merge_patch(apis_ns_json(srv, name), p);
 	json_object_put(p);
 	if (!util_str_eq(apis_jgets(apis_jget(res, "metadata"), "name"), name)) {
 		json_object_put(res);
@@ -225,40 +225,40 @@ enum MHD_Result apis_patch_ns(struct MHD_Connection *c, struct reqctx *rq, const
 	char *meta = nsx_meta_of(res);
 	json_object_put(res);
 	size_t i;
-	for (i = 0; i < S.nnsx && strcmp(S.nsx[i], name) != 0; i++)
+	for (i = 0; i < srv->nnsx && strcmp(srv->nsx[i], name) != 0; i++)
 		;
-	if (i == S.nnsx)
-		nsx_add(name, meta);
+	if (i == srv->nnsx)
+		nsx_add(srv, name, meta);
 	else {
-		free(S.nsxmeta[i]);
-		S.nsxmeta[i] = meta ? xstrdup(meta) : NULL;
+		free(srv->nsxmeta[i]);
+		srv->nsxmeta[i] = meta ? xstrdup(meta) : NULL;
 	}
 	free(meta);
-	nsx_save();
-	return apis_send_json(c, 200, apis_ns_json(name));
+	nsx_save(srv);
+	return apis_send_json(c, 200, apis_ns_json(srv, name));
 }
 
-enum MHD_Result apis_delete_ns(struct MHD_Connection *c, const char *name)
+enum MHD_Result apis_delete_ns(struct apisrv *srv, struct MHD_Connection *c, const char *name)
 {
-	for (size_t i = 0; i < S.nnsx; i++)
-		if (strcmp(S.nsx[i], name) == 0) {
-			for (int s = 0; s < S.nsrcs; s++) {
+	for (size_t i = 0; i < srv->nnsx; i++)
+		if (strcmp(srv->nsx[i], name) == 0) {
+			for (int s = 0; s < srv->nsrcs; s++) {
 				size_t cnt;
-				struct obj *const *objs = store_objs(S.st, S.srcs[s], OBJ_VM, &cnt);
+				struct obj *const *objs = store_objs(srv->st, srv->srcs[s], OBJ_VM, &cnt);
 				for (size_t k = 0; k < cnt; k++)
 					if (strcmp(objs[k]->ns, name) == 0)
 						return apis_send_status(c, 409, "Conflict", R_NS, name,
 								   "namespace %s still holds virtual machines", name);
 			}
-			json_object *j = apis_ns_json(name);
-			free(S.nsx[i]);
-			free(S.nsxmeta[i]);
-			S.nsxmeta[i] = S.nsxmeta[S.nnsx - 1];
-			S.nsx[i] = S.nsx[--S.nnsx];
-			nsx_save();
+			json_object *j = apis_ns_json(srv, name);
+			free(srv->nsx[i]);
+			free(srv->nsxmeta[i]);
+			srv->nsxmeta[i] = srv->nsxmeta[srv->nnsx - 1];
+			srv->nsx[i] = srv->nsx[--srv->nnsx];
+			nsx_save(srv);
 			return apis_send_json(c, 200, j);
 		}
-	if (apis_ns_exists(name))
+	if (apis_ns_exists(srv, name))
 		return apis_send_status(c, 409, "Conflict", R_NS, name, "namespace %s is in use or built in", name);
 	return apis_not_found(c, R_NS, name);
 }

@@ -251,30 +251,30 @@ json_object *apis_obj_to_json(const struct obj *o)
 
 /* ---- synthesised kinds: Namespace and Node ---- */
 
-static void fake_uid(char out[37], const char *kind, const char *name)
+static void fake_uid(struct apisrv *srv, char out[37], const char *kind, const char *name)
 {
-	uint32_t a = hmap_hash(kind), b = hmap_hash(name), c = hmap_hash(S.node_uid);
+	uint32_t a = hmap_hash(kind), b = hmap_hash(name), c = hmap_hash(srv->node_uid);
 	snprintf(out, 37, "%08x-%04x-4%03x-8%03x-%08x%04x", a ^ c, b & 0xffff, (b >> 16) & 0xfff, (a >> 8) & 0xfff,
 		 b ^ c, a & 0xffff);
 }
 
-json_object *apis_ns_json(const char *name)
+json_object *apis_ns_json(struct apisrv *srv, const char *name)
 {
 	json_object *j = json_object_new_object(), *md = json_object_new_object(), *st = json_object_new_object();
 	char uid[37], rv[24];
-	fake_uid(uid, "Namespace", name);
-	snprintf(rv, sizeof rv, "%llu", (unsigned long long)S.rv);
+	fake_uid(srv, uid, "Namespace", name);
+	snprintf(rv, sizeof rv, "%llu", (unsigned long long)srv->rv);
 	json_object_object_add(j, "apiVersion", apis_jstr("v1"));
 	json_object_object_add(j, "kind", apis_jstr("Namespace"));
 	json_object_object_add(md, "name", apis_jstr(name));
 	json_object_object_add(md, "uid", apis_jstr(uid));
 	json_object_object_add(md, "resourceVersion", apis_jstr(rv));
-	json_object_object_add(md, "creationTimestamp", apis_time_json(S.started));
+	json_object_object_add(md, "creationTimestamp", apis_time_json(srv->started));
 	json_object *l = json_object_new_object();
 	json_object *meta = NULL;
-	for (size_t i = 0; i < S.nnsx && meta == NULL; i++)
-		if (strcmp(S.nsx[i], name) == 0 && S.nsxmeta[i])
-			meta = json_tokener_parse(S.nsxmeta[i]);
+	for (size_t i = 0; i < srv->nnsx && meta == NULL; i++)
+		if (strcmp(srv->nsx[i], name) == 0 && srv->nsxmeta[i])
+			meta = json_tokener_parse(srv->nsxmeta[i]);
 	json_object *ml = apis_jget(meta, "labels"), *ma = apis_jget(meta, "annotations");
 	if (ml && json_object_is_type(ml, json_type_object)) {
 		json_object_object_foreach(ml, k, v)
@@ -293,18 +293,18 @@ json_object *apis_ns_json(const char *name)
 	return j;
 }
 
-json_object *apis_node_json(struct source *src)
+json_object *apis_node_json(struct apisrv *srv, struct source *src)
 {
 	json_object *j = json_object_new_object(), *md = json_object_new_object(), *st = json_object_new_object();
 	char uid[37], rv[24];
-	fake_uid(uid, "Node", src->name);
-	snprintf(rv, sizeof rv, "%llu", (unsigned long long)S.rv);
+	fake_uid(srv, uid, "Node", src->name);
+	snprintf(rv, sizeof rv, "%llu", (unsigned long long)srv->rv);
 	json_object_object_add(j, "apiVersion", apis_jstr("v1"));
 	json_object_object_add(j, "kind", apis_jstr("Node"));
 	json_object_object_add(md, "name", apis_jstr(src->name));
 	json_object_object_add(md, "uid", apis_jstr(uid));
 	json_object_object_add(md, "resourceVersion", apis_jstr(rv));
-	json_object_object_add(md, "creationTimestamp", apis_time_json(S.started));
+	json_object_object_add(md, "creationTimestamp", apis_time_json(srv->started));
 	json_object *l = json_object_new_object();
 	json_object_object_add(l, "kubernetes.io/hostname", apis_jstr(src->name));
 	json_object_object_add(l, "kubevirt.io/schedulable", apis_jstr("true"));
@@ -347,20 +347,20 @@ json_object *apis_node_json(struct source *src)
 /* ---- the engine's KubeVirt CR ---- */
 
 /* One condition of the KubeVirt CR; its transition time changes only with its status, as virt-operator's do. */
-static void kv_cond(json_object *conds, int i, const char *type, bool status, const char *reason, const char *msg)
+static void kv_cond(struct apisrv *srv, json_object *conds, int i, const char *type, bool status, const char *reason, const char *msg)
 {
 	const char *st = status ? "True" : "False";
-	if (strcmp(S.kv.status[i], st) != 0) {
-		snprintf(S.kv.status[i], sizeof S.kv.status[i], "%s", st);
-		S.kv.since[i] = util_wall_s();
+	if (strcmp(srv->kv.status[i], st) != 0) {
+		snprintf(srv->kv.status[i], sizeof srv->kv.status[i], "%s", st);
+		srv->kv.since[i] = util_wall_s();
 	}
 	json_object *c = json_object_new_object();
 	json_object_object_add(c, "type", apis_jstr(type));
 	json_object_object_add(c, "status", apis_jstr(st));
 	json_object_object_add(c, "reason", apis_jstr(reason));
 	json_object_object_add(c, "message", apis_jstr(msg));
-	json_object_object_add(c, "lastProbeTime", apis_time_json(S.kv.since[i]));
-	json_object_object_add(c, "lastTransitionTime", apis_time_json(S.kv.since[i]));
+	json_object_object_add(c, "lastProbeTime", apis_time_json(srv->kv.since[i]));
+	json_object_object_add(c, "lastTransitionTime", apis_time_json(srv->kv.since[i]));
 	json_object_array_add(conds, c);
 }
 
@@ -368,39 +368,39 @@ static void kv_cond(json_object *conds, int i, const char *type, bool status, co
  * serves (its hosts have each connected or failed by then); Available while a host is ready; Degraded, naming the
  * host and the reason, while a host is not ready or holds unreadable VM records (RecordsReadable, as the node's
  * condition). */
-static json_object *kv_json(void)
+static json_object *kv_json(struct apisrv *srv)
 {
 	struct buf down, bad;
 	buf_init(&down);
 	buf_init(&bad);
 	int ready = 0;
-	for (int s = 0; s < S.nsrcs; s++) {
-		if (engine_ready(S.srcs[s]))
+	for (int s = 0; s < srv->nsrcs; s++) {
+		if (engine_ready(srv->srcs[s]))
 			ready++;
 		else
-			buf_printf(&down, "%shost %s is not ready: %s", down.len ? "; " : "", S.srcs[s]->name,
-				   engine_error(S.srcs[s]) ? engine_error(S.srcs[s]) : "connecting");
-		const char *p = engine_problems(S.srcs[s]);
+			buf_printf(&down, "%shost %s is not ready: %s", down.len ? "; " : "", srv->srcs[s]->name,
+				   engine_error(srv->srcs[s]) ? engine_error(srv->srcs[s]) : "connecting");
+		const char *p = engine_problems(srv->srcs[s]);
 		if (p)
-			buf_printf(&bad, "%shost %s: %s", bad.len ? "; " : "", S.srcs[s]->name, p);
+			buf_printf(&bad, "%shost %s: %s", bad.len ? "; " : "", srv->srcs[s]->name, p);
 	}
 	buf_add_char(&down, 0);
 	buf_add_char(&bad, 0);
-	bool degraded = ready < S.nsrcs || bad.len > 1;
+	bool degraded = ready < srv->nsrcs || bad.len > 1;
 	char version[64];
 	snprintf(version, sizeof version, "v%s", KVCON_VERSION);
 
 	json_object *j = json_object_new_object(), *md = json_object_new_object(), *spec = json_object_new_object(),
 		    *st = json_object_new_object(), *an = json_object_new_object(), *conds = json_object_new_array();
 	char uid[37];
-	fake_uid(uid, "KubeVirt", KV_NAME);
+	fake_uid(srv, uid, "KubeVirt", KV_NAME);
 	json_object_object_add(j, "apiVersion", apis_jstr("kubevirt.io/v1"));
 	json_object_object_add(j, "kind", apis_jstr("KubeVirt"));
 	json_object_object_add(md, "name", apis_jstr(KV_NAME));
 	json_object_object_add(md, "namespace", apis_jstr(KV_NS));
 	json_object_object_add(md, "uid", apis_jstr(uid));
 	json_object_object_add(md, "generation", json_object_new_int(1));
-	json_object_object_add(md, "creationTimestamp", apis_time_json(S.started));
+	json_object_object_add(md, "creationTimestamp", apis_time_json(srv->started));
 	json_object_object_add(an, "kubevirt.io/latest-observed-api-version", apis_jstr("v1"));
 	json_object_object_add(an, "kubevirt.io/storage-observed-api-version", apis_jstr("v1"));
 	json_object_object_add(md, "annotations", an);
@@ -414,20 +414,20 @@ static json_object *kv_json(void)
 
 	const char *all = "All components are ready.";
 	if (!degraded) {
-		kv_cond(conds, 0, "Available", true, "AllComponentsReady", all);
-		kv_cond(conds, 1, "Progressing", false, "AllComponentsReady", all);
-		kv_cond(conds, 2, "Degraded", false, "AllComponentsReady", all);
+		kv_cond(srv, conds, 0, "Available", true, "AllComponentsReady", all);
+		kv_cond(srv, conds, 1, "Progressing", false, "AllComponentsReady", all);
+		kv_cond(srv, conds, 2, "Degraded", false, "AllComponentsReady", all);
 	} else {
 		char avail[96];
-		snprintf(avail, sizeof avail, "%d of %d engine hosts ready", ready, S.nsrcs);
-		kv_cond(conds, 0, "Available", ready > 0, ready > 0 ? "SomeHostsReady" : "NoHostReady", avail);
-		kv_cond(conds, 1, "Progressing", false, "DeploymentCompleted", avail);
+		snprintf(avail, sizeof avail, "%d of %d engine hosts ready", ready, srv->nsrcs);
+		kv_cond(srv, conds, 0, "Available", ready > 0, ready > 0 ? "SomeHostsReady" : "NoHostReady", avail);
+		kv_cond(srv, conds, 1, "Progressing", false, "DeploymentCompleted", avail);
 		char *why = xasprintf("%s%s%s", down.data, down.len > 1 && bad.len > 1 ? "; " : "", bad.data);
-		kv_cond(conds, 2, "Degraded", true, ready < S.nsrcs ? "HostNotReady" : "RecordUnreadable", why);
+		kv_cond(srv, conds, 2, "Degraded", true, ready < srv->nsrcs ? "HostNotReady" : "RecordUnreadable", why);
 		free(why);
 	}
-	kv_cond(conds, 3, "Created", true, "AllResourcesCreated", "All resources were created.");
-	kv_cond(conds, 4, "RecordsReadable", bad.len <= 1, bad.len > 1 ? "RecordUnreadable" : "AllRecordsRead",
+	kv_cond(srv, conds, 3, "Created", true, "AllResourcesCreated", "All resources were created.");
+	kv_cond(srv, conds, 4, "RecordsReadable", bad.len <= 1, bad.len > 1 ? "RecordUnreadable" : "AllRecordsRead",
 		bad.len > 1 ? bad.data : "every VM record reads");
 	json_object_object_add(st, "phase", apis_jstr("Deployed"));
 	json_object_object_add(st, "conditions", conds);
@@ -444,12 +444,12 @@ static json_object *kv_json(void)
 }
 
 /* Rebuilds the KubeVirt CR's text; a change becomes a watch event. */
-void apis_kv_refresh(void)
+void apis_kv_refresh(struct apisrv *srv)
 {
-	bool added = S.kv.body == NULL;
-	if (apis_publish(kv_json(), &S.kv.body, &S.kv.text, &S.kv.rv)) {
-		apis_ring_push(R_KV, added ? "ADDED" : "MODIFIED", NULL, S.kv.text);
-		apis_wake_watchers();
+	bool added = srv->kv.body == NULL;
+	if (apis_publish(srv, kv_json(srv), &srv->kv.body, &srv->kv.text, &srv->kv.rv)) {
+		apis_ring_push(srv, R_KV, added ? "ADDED" : "MODIFIED", NULL, srv->kv.text);
+		apis_wake_watchers(srv);
 	}
 }
 

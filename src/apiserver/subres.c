@@ -115,13 +115,13 @@ static bool arg_true(struct MHD_Connection *c, const char *k)
 	return v && (strcmp(v, "true") == 0 || strcmp(v, "1") == 0);
 }
 
-enum MHD_Result apis_pod_log(struct MHD_Connection *c, const char *ns, const char *name)
+enum MHD_Result apis_pod_log(struct apisrv *srv, struct MHD_Connection *c, const char *ns, const char *name)
 {
 	struct obj *pod = NULL;
 	struct source *src = NULL;
-	for (int s = 0; s < S.nsrcs && pod == NULL; s++)
-		if ((pod = store_find(S.st, S.srcs[s], OBJ_POD, ns, name)) != NULL)
-			src = S.srcs[s];
+	for (int s = 0; s < srv->nsrcs && pod == NULL; s++)
+		if ((pod = store_find(srv->st, srv->srcs[s], OBJ_POD, ns, name)) != NULL)
+			src = srv->srcs[s];
 	if (pod == NULL)
 		return apis_not_found(c, R_POD, name);
 	if (src->ops->open_log == NULL)
@@ -161,12 +161,12 @@ enum MHD_Result apis_pod_log(struct MHD_Connection *c, const char *ns, const cha
 
 /* GET the VMI's NAME/kvcon-domainxml: the libvirt domain XML kvcon defined for the current
  * execution (application/xml). */
-enum MHD_Result apis_vmi_domainxml(struct MHD_Connection *c, const char *ns, const char *name)
+enum MHD_Result apis_vmi_domainxml(struct apisrv *srv, struct MHD_Connection *c, const char *ns, const char *name)
 {
 	struct source *src = NULL;
-	for (int s = 0; s < S.nsrcs && src == NULL; s++)
-		if (store_find(S.st, S.srcs[s], OBJ_VMI, ns, name))
-			src = S.srcs[s];
+	for (int s = 0; s < srv->nsrcs && src == NULL; s++)
+		if (store_find(srv->st, srv->srcs[s], OBJ_VMI, ns, name))
+			src = srv->srcs[s];
 	if (src == NULL)
 		return apis_not_found(c, R_VMI, name);
 	const char *sl = engine_serial_log(src, ns, name);
@@ -194,9 +194,9 @@ enum MHD_Result apis_vmi_domainxml(struct MHD_Connection *c, const char *ns, con
 
 /* GET virtualmachines/NAME/kvcon-storage: the VM's volumes and the files behind them on the engine's host (the
  * storage chain's JSON array, kube/storage.h's shape with the engine's file links). */
-enum MHD_Result apis_vm_storage(struct MHD_Connection *c, const char *ns, const char *name)
+enum MHD_Result apis_vm_storage(struct apisrv *srv, struct MHD_Connection *c, const char *ns, const char *name)
 {
-	struct source *src = apis_source_of(ns, name);
+	struct source *src = apis_source_of(srv, ns, name);
 	if (src == NULL)
 		return apis_not_found(c, R_VM, name);
 	json_object *o = src->ops->storage_json ? src->ops->storage_json(src, ns, name) : NULL;

@@ -48,8 +48,8 @@
 /* ---- VirtualMachineInstanceMigration ---- */
 
 static bool vmim_final(const struct vmim *m);
-static const struct migration_state *vmim_state(const struct vmim *m);
-static void vmim_refresh(struct vmim *m, const char *type);
+static const struct migration_state *vmim_state(struct apisrv *srv, const struct vmim *m);
+static void vmim_refresh(struct apisrv *srv, struct vmim *m, const char *type);
 
 void apis_vmim_free(struct vmim *m)
 {
@@ -68,18 +68,18 @@ void apis_vmim_free(struct vmim *m)
 	free(m);
 }
 
-static struct vmim *vmim_find(const char *ns, const char *name)
+static struct vmim *vmim_find(struct apisrv *srv, const char *ns, const char *name)
 {
-	for (struct vmim *m = S.vmims; m; m = m->next)
+	for (struct vmim *m = srv->vmims; m; m = m->next)
 		if (strcmp(m->ns, ns) == 0 && strcmp(m->name, name) == 0)
 			return m;
 	return NULL;
 }
 
-static const struct vmi *vmi_of(const char *ns, const char *name)
+static const struct vmi *vmi_of(struct apisrv *srv, const char *ns, const char *name)
 {
-	for (int s = 0; s < S.nsrcs; s++) {
-		struct obj *o = store_find(S.st, S.srcs[s], OBJ_VMI, ns, name);
+	for (int s = 0; s < srv->nsrcs; s++) {
+		struct obj *o = store_find(srv->st, srv->srcs[s], OBJ_VMI, ns, name);
 		if (o)
 			return (const struct vmi *)o;
 	}
@@ -94,7 +94,7 @@ static const struct vmi *vmi_of(const char *ns, const char *name)
  *   kvcon.io/migration-options   a comma list of auto-converge, postcopy, copy-storage, offline
  * Other kvcon.io/migrat* annotations are refused (a misspelt option must not be ignored silently). A migrate-uri
  * from anyone but the host's owner must be one the owner configured. 0, or -1 with *why (caller frees). */
-static int vmim_opts(json_object *an, struct vmim *m, bool owner, char **why)
+static int vmim_opts(struct apisrv *srv, json_object *an, struct vmim *m, bool owner, char **why)
 {
 	if (an == NULL || !json_object_is_type(an, json_type_object))
 		return 0;
@@ -120,8 +120,8 @@ static int vmim_opts(json_object *an, struct vmim *m, bool owner, char **why)
 			}
 			/* libvirt may run a program a URI names (+ext, command=): only the host's owner chooses one */
 			bool known = owner || migrate_uri_configured(v);
-			for (int s = 0; s < S.nsrcs && !known; s++)
-				known = util_str_eq(S.srcs[s]->server, v);
+			for (int s = 0; s < srv->nsrcs && !known; s++)
+				known = util_str_eq(srv->srcs[s]->server, v);
 			if (!known) {
 				char *e = util_escape_display(v);
 				*why = xasprintf("metadata.annotations[kvcon.io/migrate-uri]: Forbidden: %s is not a URI this "
@@ -188,9 +188,9 @@ static int vmim_opts(json_object *an, struct vmim *m, bool owner, char **why)
 }
 
 /* The engine's state of m's migration: the VMI's migrationState when it is this migration's, else NULL. */
-static const struct migration_state *vmim_state(const struct vmim *m)
+static const struct migration_state *vmim_state(struct apisrv *srv, const struct vmim *m)
 {
-	const struct vmi *v = m->mig_uid[0] ? vmi_of(m->ns, m->vmi) : NULL;
+	const struct vmi *v = m->mig_uid[0] ? vmi_of(srv, m->ns, m->vmi) : NULL;
 	const struct migration_state *ms = v ? vmi_mig(v) : NULL;
 	return ms && ms->present && strcmp(ms->migration_uid, m->mig_uid) == 0 ? ms : NULL;
 }
@@ -202,11 +202,11 @@ static bool vmim_final(const struct vmim *m)
 
 /* KubeVirt's phase from the engine's state: pre-flight checks pass before the migration exists (Scheduling and
  * Scheduled are instantaneous here), no job figures yet is the target being prepared, figures are Running. */
-static const char *vmim_phase_now(struct vmim *m)
+static const char *vmim_phase_now(struct apisrv *srv, struct vmim *m)
 {
 	if (vmim_final(m))
 		return m->phase;
-	const struct migration_state *ms = vmim_state(m);
+	const struct migration_state *ms = vmim_state(srv, m);
 	if (ms && ms->completed)
 		return "Succeeded";
 	if (ms && ms->failed) {
@@ -249,7 +249,7 @@ static void vmim_set_phase(struct vmim *m, const char *phase)
 	m->phase = phase;
 }
 
-static json_object *vmim_json(const struct vmim *m)
+static json_object *vmim_json(struct apisrv *srv, const struct vmim *m)
 {
 	json_object *j = json_object_new_object(), *md = json_object_new_object(), *spec = json_object_new_object(),
 		    *st = json_object_new_object();
@@ -281,7 +281,7 @@ static json_object *vmim_json(const struct vmim *m)
 		json_object_array_add(tr, t);
 	}
 	json_object_object_add(st, "phaseTransitionTimestamps", tr);
-	const struct migration_state *ms = vmim_state(m);
+	const struct migration_state *ms = vmim_state(srv, m);
 	if (ms)
 		json_object_object_add(st, "migrationState", apis_mig_state_json(ms));
 	if (util_str_eq(m->phase, "Failed") && m->reason) {
@@ -364,7 +364,7 @@ static void vmim_unlink(const struct vmim *m)
 
 
 /* The objects an earlier service kept (at start; their phases follow the engine's records once read). */
-void apis_vmims_load(void)
+void apis_vmims_load(struct apisrv *srv)
 {
 	char *d = vmim_dir();
 	DIR *dir = opendir(d);
@@ -382,11 +382,11 @@ void apis_vmims_load(void)
 		const char *ns = apis_jgets(md, "namespace"), *name = apis_jgets(md, "name"), *vmi = apis_jgets(spec, "vmiName");
 		const char *uid = apis_jgets(md, "uid"), *mu = apis_jgets(f, "migrationUid");
 		if (ns == NULL || name == NULL || vmi == NULL || uid == NULL || !apis_valid_name(name) || !apis_valid_name(ns) ||
-		    vmim_find(ns, name)) {
+		    vmim_find(srv, ns, name)) {
 			log_warn("engine serve: %s: not a VirtualMachineInstanceMigration kvcon stored; ignored", path);
 		} else {
 			struct vmim *m = xcalloc(1, sizeof *m);
-			m->id = ++S.vmim_ids;
+			m->id = ++srv->vmim_ids;
 			m->loaded = true;
 			m->ns = xstrdup(ns);
 			m->name = xstrdup(name);
@@ -406,7 +406,7 @@ void apis_vmims_load(void)
 			if (x && json_object_is_type(x, json_type_object))
 				m->annotations = json_tokener_parse(json_object_to_json_string(x));
 			char *owhy = NULL;
-			if (vmim_opts(m->annotations, m, true, &owhy) < 0) { /* validated when created: not kvcon's file */
+			if (vmim_opts(srv, m->annotations, m, true, &owhy) < 0) { /* validated when created: not kvcon's file */
 				log_warn("engine serve: %s: %s", path, owhy);
 				free(owhy);
 			}
@@ -421,8 +421,8 @@ void apis_vmims_load(void)
 			}
 			const char *ph = apis_jgets(apis_jget(o, "status"), "phase");
 			m->phase = ph ? intern(ph) : intern("Pending");
-			m->next = S.vmims;
-			S.vmims = m;
+			m->next = srv->vmims;
+			srv->vmims = m;
 		}
 		if (f)
 			json_object_put(f);
@@ -436,40 +436,40 @@ void apis_vmims_load(void)
 
 /* A loaded migration the engine never heard of (the service was killed between storing the object and asking the
  * engine), or whose VM is gone: Failed, once every host has been read. */
-void apis_vmims_settle_loaded(void)
+void apis_vmims_settle_loaded(struct apisrv *srv)
 {
 	bool ready = true;
-	for (int s = 0; s < S.nsrcs; s++)
-		ready &= engine_ready(S.srcs[s]);
+	for (int s = 0; s < srv->nsrcs; s++)
+		ready &= engine_ready(srv->srcs[s]);
 	if (!ready)
 		return;
-	for (struct vmim *m = S.vmims; m; m = m->next) {
+	for (struct vmim *m = srv->vmims; m; m = m->next) {
 		if (!m->loaded)
 			continue;
 		m->loaded = false;
-		if (vmim_final(m) || m->done || vmim_state(m))
+		if (vmim_final(m) || m->done || vmim_state(srv, m))
 			continue;
-		struct source *at = (m->flags & ENGINE_MIG_OFFLINE) && m->target ? apis_source_of(m->ns, m->vmi) : NULL;
+		struct source *at = (m->flags & ENGINE_MIG_OFFLINE) && m->target ? apis_source_of(srv, m->ns, m->vmi) : NULL;
 		if (at && util_str_eq(at->name, m->target)) {
 			/* an offline move the engine finished from its record's intent (its record is on the target) */
 			m->done = 1;
-			vmim_refresh(m, NULL);
+			vmim_refresh(srv, m, NULL);
 			continue;
 		}
 		free(m->reason);
 		m->reason = xstrdup("interrupted: the engine service stopped before the migration started");
 		m->done = -1;
-		vmim_refresh(m, NULL);
+		vmim_refresh(srv, m, NULL);
 	}
 }
 
 /* Rebuilds m's text; a change bumps the resourceVersion and becomes a watch event (and is stored). */
-static void vmim_refresh(struct vmim *m, const char *type)
+static void vmim_refresh(struct apisrv *srv, struct vmim *m, const char *type)
 {
 	const char *was = m->phase;
 	bool stored = m->body != NULL; /* the first body is stored by create */
-	vmim_set_phase(m, vmim_phase_now(m));
-	if (!apis_publish(vmim_json(m), &m->body, &m->text, &m->rv))
+	vmim_set_phase(m, vmim_phase_now(srv, m));
+	if (!apis_publish(srv, vmim_json(srv, m), &m->body, &m->text, &m->rv))
 		return;
 	char *err = NULL;
 	/* a new phase is stored (the figures of a running migration are not: they come from the engine's record) */
@@ -477,25 +477,34 @@ static void vmim_refresh(struct vmim *m, const char *type)
 		log_warn("engine serve: %s", err);
 		free(err);
 	}
-	apis_ring_push(R_VMIM, type ? type : "MODIFIED", NULL, m->text);
-	apis_wake_watchers();
+	apis_ring_push(srv, R_VMIM, type ? type : "MODIFIED", NULL, m->text);
+	apis_wake_watchers(srv);
 }
 
-void apis_vmims_update(void)
+void apis_vmims_update(struct apisrv *srv)
 {
-	for (struct vmim *m = S.vmims; m; m = m->next)
-		vmim_refresh(m, NULL);
+	for (struct vmim *m = srv->vmims; m; m = m->next)
+		vmim_refresh(srv, m, NULL);
 }
+
+/* Which migration an engine action was for: by id, as the object may be deleted before the engine answers. */
+struct vmim_ticket {
+	struct apisrv *srv;
+	unsigned id;
+};
 
 static void vmim_done(void *arg, int status, const char *message)
 {
-	unsigned id = (unsigned)(uintptr_t)arg;
-	for (struct vmim *m = S.vmims; m; m = m->next)
+	struct vmim_ticket *t = arg;
+	struct apisrv *srv = t->srv;
+	unsigned id = t->id;
+	free(t);
+	for (struct vmim *m = srv->vmims; m; m = m->next)
 		if (m->id == id) {
 			m->done = status == 0 ? 1 : -1;
 			if (status != 0 && m->reason == NULL && message)
 				m->reason = xstrdup(message);
-			vmim_refresh(m, NULL);
+			vmim_refresh(srv, m, NULL);
 			return;
 		}
 }
@@ -503,11 +512,11 @@ static void vmim_done(void *arg, int status, const char *message)
 /* Keeps m and starts its migration: the object, with the migrationUid the engine will use, is on disk before the
  * engine acts (a service killed from here on finds it, and the engine's record says how the migration went). -1
  * with *err when it cannot be stored (m freed, nothing done); else 0, m listed (Failed when the engine refused). */
-static int vmim_begin(struct vmim *m, struct source *src, char **err)
+static int vmim_begin(struct apisrv *srv, struct vmim *m, struct source *src, char **err)
 {
 	util_uuid_v4(m->mig_uid);
 	vmim_set_phase(m, "Scheduling");
-	json_object *j = vmim_json(m);
+	json_object *j = vmim_json(srv, m);
 	char *body = apis_jtext(j);
 	json_object_put(j);
 	if (vmim_store(m, body, err) < 0) {
@@ -516,19 +525,22 @@ static int vmim_begin(struct vmim *m, struct source *src, char **err)
 		return -1;
 	}
 	free(body);
-	m->next = S.vmims;
-	S.vmims = m;
+	m->next = srv->vmims;
+	srv->vmims = m;
 	struct action_req req = { .act = ACT_MIGRATE, .ns = m->ns, .name = m->vmi, .grace_period = -1,
 				  .target = m->target, .uid = m->mig_uid, .flags = m->flags, .mig_uri = m->mig_uri,
 				  .timeout = m->timeout, .bandwidth = m->bandwidth };
 	char *why = NULL;
-	if (src->ops->action(src, &req, vmim_done, (void *)(uintptr_t)m->id, &why) < 0) {
+	struct vmim_ticket *t = xmalloc(sizeof *t);
+	*t = (struct vmim_ticket){ srv, m->id };
+	if (src->ops->action(src, &req, vmim_done, t, &why) < 0) { /* done is not called: the ticket is ours */
+		free(t);
 		m->reason = why ? why : xstrdup("refused");
 		vmim_set_phase(m, "Failed");
 	} else {
 		vmim_set_phase(m, "Scheduled");
 	}
-	vmim_refresh(m, "ADDED");
+	vmim_refresh(srv, m, "ADDED");
 	char *serr = NULL;
 	if (vmim_store(m, m->body, &serr) < 0) {
 		log_warn("engine serve: %s", serr);
@@ -552,7 +564,7 @@ static bool from_owner(struct MHD_Connection *c)
 	return cr.uid == geteuid() || cr.uid == 0;
 }
 
-enum MHD_Result apis_create_vmim(struct MHD_Connection *c, struct reqctx *rq, const char *ns)
+enum MHD_Result apis_create_vmim(struct apisrv *srv, struct MHD_Connection *c, struct reqctx *rq, const char *ns)
 {
 	enum MHD_Result rc;
 	json_object *o = apis_body_json(c, rq, &rc);
@@ -567,33 +579,33 @@ enum MHD_Result apis_create_vmim(struct MHD_Connection *c, struct reqctx *rq, co
 		util_uuid_v4(u);
 		name = gname = xasprintf("%s%.5s", gen, u);
 	}
-	struct source *src = vmi ? apis_source_of(ns, vmi) : NULL;
+	struct source *src = vmi ? apis_source_of(srv, ns, vmi) : NULL;
 	bool tfound = target == NULL;
-	for (int s = 0; s < S.nsrcs && !tfound; s++)
-		tfound = util_str_eq(S.srcs[s]->name, target);
+	for (int s = 0; s < srv->nsrcs && !tfound; s++)
+		tfound = util_str_eq(srv->srcs[s]->name, target);
 	struct vmim opts = { 0 };
 	char *owhy = NULL;
-	bool oerr = vmim_opts(apis_jget(md, "annotations"), &opts, from_owner(c), &owhy) < 0;
+	bool oerr = vmim_opts(srv, apis_jget(md, "annotations"), &opts, from_owner(c), &owhy) < 0;
 	if (name == NULL || !apis_valid_name(name))
 		rc = apis_send_invalid(c, name ? name : "", "metadata.name: Invalid value: a lowercase RFC 1123 subdomain is required");
 	else if (vmi == NULL || *vmi == 0)
 		rc = apis_send_invalid(c, name, "spec.vmiName: Required value");
-	else if (!apis_ns_exists(ns))
+	else if (!apis_ns_exists(srv, ns))
 		rc = apis_send_status(c, 404, "NotFound", R_NS, ns, "namespaces \"%s\" not found", ns);
-	else if (vmim_find(ns, name))
+	else if (vmim_find(srv, ns, name))
 		rc = apis_send_status(c, 409, "AlreadyExists", R_VMIM, name, "%s \"%s\" already exists", RES[R_VMIM].plural,
 				 name);
 	else if (oerr)
 		rc = apis_send_invalid(c, name, owhy);
 	else if (src == NULL && (opts.flags & ENGINE_MIG_OFFLINE))
 		rc = apis_send_invalid(c, name, "spec.vmiName: no VirtualMachine of that name (offline migration)");
-	else if (src == NULL || (vmi_of(ns, vmi) == NULL && !(opts.flags & ENGINE_MIG_OFFLINE)))
+	else if (src == NULL || (vmi_of(srv, ns, vmi) == NULL && !(opts.flags & ENGINE_MIG_OFFLINE)))
 		rc = apis_send_invalid(c, name, "spec.vmiName: the VMI does not exist or is not running");
 	else if (!tfound)
 		rc = apis_send_invalid(c, name, "spec.addedNodeSelector: kubernetes.io/hostname is not one of the nodes");
 	else {
 		struct vmim *m = xcalloc(1, sizeof *m);
-		m->id = ++S.vmim_ids;
+		m->id = ++srv->vmim_ids;
 		m->ns = xstrdup(ns);
 		m->name = xstrdup(name);
 		m->vmi = xstrdup(vmi);
@@ -614,10 +626,10 @@ enum MHD_Result apis_create_vmim(struct MHD_Connection *c, struct reqctx *rq, co
 		vmim_set_phase(m, "Pending");
 		char *err = NULL;
 		if (apis_dry_run(c, rq)) { /* nothing is kept or done */
-			json_object *j = vmim_json(m);
+			json_object *j = vmim_json(srv, m);
 			apis_vmim_free(m);
 			rc = apis_send_json(c, 201, j);
-		} else if (vmim_begin(m, src, &err) < 0) {
+		} else if (vmim_begin(srv, m, src, &err) < 0) {
 			rc = apis_send_status(c, 500, "InternalError", R_VMIM, name, "%s", err);
 			free(err);
 		} else {
@@ -634,9 +646,9 @@ enum MHD_Result apis_create_vmim(struct MHD_Connection *c, struct reqctx *rq, co
 /* The migrate apis_subresource (virtctl migrate, kvcon's kube provider): as KubeVirt's virt-api, a
  * VirtualMachineInstanceMigration named kubevirt-migrate-vm-XXXXX (MigrateOptions.addedNodeSelector its target);
  * the engine's refusal is also the answer (409), the object stays Failed. */
-enum MHD_Result apis_migrate_sub(struct MHD_Connection *c, struct reqctx *rq, const char *ns, const char *name)
+enum MHD_Result apis_migrate_sub(struct apisrv *srv, struct MHD_Connection *c, struct reqctx *rq, const char *ns, const char *name)
 {
-	struct source *src = apis_source_of(ns, name);
+	struct source *src = apis_source_of(srv, ns, name);
 	if (src == NULL)
 		return apis_not_found(c, R_VM, name);
 	char *target = NULL;
@@ -649,13 +661,13 @@ enum MHD_Result apis_migrate_sub(struct MHD_Connection *c, struct reqctx *rq, co
 			json_object_put(o);
 	}
 	bool tfound = target == NULL;
-	for (int s = 0; s < S.nsrcs && !tfound; s++)
-		tfound = util_str_eq(S.srcs[s]->name, target);
+	for (int s = 0; s < srv->nsrcs && !tfound; s++)
+		tfound = util_str_eq(srv->srcs[s]->name, target);
 	if (!tfound) {
 		free(target);
 		return apis_send_status(c, 422, "Invalid", R_VM, name, "addedNodeSelector: kubernetes.io/hostname is not one of the nodes");
 	}
-	if (vmi_of(ns, name) == NULL) {
+	if (vmi_of(srv, ns, name) == NULL) {
 		free(target);
 		return apis_send_status(c, 409, "Conflict", R_VM, name, "VM is not running");
 	}
@@ -664,7 +676,7 @@ enum MHD_Result apis_migrate_sub(struct MHD_Connection *c, struct reqctx *rq, co
 		return apis_send_text(c, 202, xstrdup(""), "text/plain");
 	}
 	struct vmim *m = xcalloc(1, sizeof *m);
-	m->id = ++S.vmim_ids;
+	m->id = ++srv->vmim_ids;
 	m->ns = xstrdup(ns);
 	char u[37];
 	util_uuid_v4(u);
@@ -675,7 +687,7 @@ enum MHD_Result apis_migrate_sub(struct MHD_Connection *c, struct reqctx *rq, co
 	m->created = util_wall_s();
 	vmim_set_phase(m, "Pending");
 	char *err = NULL;
-	if (vmim_begin(m, src, &err) < 0) {
+	if (vmim_begin(srv, m, src, &err) < 0) {
 		enum MHD_Result rc = apis_send_status(c, 500, "InternalError", R_VM, name, "%s", err);
 		free(err);
 		return rc;
@@ -686,17 +698,17 @@ enum MHD_Result apis_migrate_sub(struct MHD_Connection *c, struct reqctx *rq, co
 }
 
 /* Deleting a migration that is still running aborts it, as KubeVirt's controller does. */
-enum MHD_Result apis_delete_vmim(struct MHD_Connection *c, struct reqctx *rq, const char *ns, const char *name)
+enum MHD_Result apis_delete_vmim(struct apisrv *srv, struct MHD_Connection *c, struct reqctx *rq, const char *ns, const char *name)
 {
-	struct vmim *m = vmim_find(ns, name);
+	struct vmim *m = vmim_find(srv, ns, name);
 	if (m == NULL)
 		return apis_not_found(c, R_VMIM, name);
 	if (apis_dry_run(c, rq))
 		return apis_send_text(c, 200, xstrdup(m->text), "application/json");
-	vmim_refresh(m, NULL);
+	vmim_refresh(srv, m, NULL);
 	vmim_unlink(m);
 	if (!vmim_final(m)) {
-		struct source *src = apis_source_of(ns, m->vmi);
+		struct source *src = apis_source_of(srv, ns, m->vmi);
 		struct action_req req = { .act = ACT_MIGRATE_ABORT, .ns = ns, .name = m->vmi, .grace_period = -1 };
 		char *err = NULL;
 		if (src == NULL || src->ops->action(src, &req, apis_action_done, NULL, &err) < 0) {
@@ -704,20 +716,20 @@ enum MHD_Result apis_delete_vmim(struct MHD_Connection *c, struct reqctx *rq, co
 			free(err);
 		}
 	}
-	for (struct vmim **p = &S.vmims; *p; p = &(*p)->next)
+	for (struct vmim **p = &srv->vmims; *p; p = &(*p)->next)
 		if (*p == m) {
 			*p = m->next;
 			break;
 		}
-	S.rv++;
+	srv->rv++;
 	json_object *j = json_tokener_parse(m->text);
 	char rv[24];
-	snprintf(rv, sizeof rv, "%llu", (unsigned long long)S.rv);
+	snprintf(rv, sizeof rv, "%llu", (unsigned long long)srv->rv);
 	json_object_object_add(apis_jobj(j, "metadata"), "resourceVersion", json_object_new_string(rv));
 	char *text = apis_jtext(j);
 	json_object_put(j);
-	apis_ring_push(R_VMIM, "DELETED", NULL, text);
-	apis_wake_watchers();
+	apis_ring_push(srv, R_VMIM, "DELETED", NULL, text);
+	apis_wake_watchers(srv);
 	apis_vmim_free(m);
 	return apis_send_text(c, 200, text, "application/json");
 }

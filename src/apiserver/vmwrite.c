@@ -47,21 +47,21 @@
 
 /* ---- writes ---- */
 
-struct source *apis_source_of(const char *ns, const char *name)
+struct source *apis_source_of(struct apisrv *srv, const char *ns, const char *name)
 {
-	for (int s = 0; s < S.nsrcs; s++)
-		if (store_find(S.st, S.srcs[s], OBJ_VM, ns, name))
-			return S.srcs[s];
+	for (int s = 0; s < srv->nsrcs; s++)
+		if (store_find(srv->st, srv->srcs[s], OBJ_VM, ns, name))
+			return srv->srcs[s];
 	return NULL;
 }
 
-static enum MHD_Result reply_object(struct MHD_Connection *c, unsigned code, enum res r, const char *ns,
+static enum MHD_Result reply_object(struct apisrv *srv, struct MHD_Connection *c, unsigned code, enum res r, const char *ns,
 				    const char *name)
 {
-	for (int s = 0; s < S.nsrcs; s++) {
-		struct obj *o = store_find(S.st, S.srcs[s], (enum obj_kind)RES[r].obj_kind, ns, name);
+	for (int s = 0; s < srv->nsrcs; s++) {
+		struct obj *o = store_find(srv->st, srv->srcs[s], (enum obj_kind)RES[r].obj_kind, ns, name);
 		if (o) {
-			struct cent *ce = apis_refresh(o, true);
+			struct cent *ce = apis_refresh(srv, o, true);
 			if (ce)
 				return apis_send_text(c, code, xstrdup(ce->text), "application/json");
 		}
@@ -81,13 +81,13 @@ static char *manifest_text(json_object *o)
 	return apis_jtext(o);
 }
 
-static enum MHD_Result do_apply(struct MHD_Connection *c, json_object *o, const char *ns, const char *name,
+static enum MHD_Result do_apply(struct apisrv *srv, struct MHD_Connection *c, json_object *o, const char *ns, const char *name,
 				unsigned ok_code)
 {
 	char *text = manifest_text(o);
-	struct source *src = apis_source_of(ns, name);
+	struct source *src = apis_source_of(srv, ns, name);
 	if (src == NULL)
-		src = S.srcs[0];
+		src = srv->srcs[0];
 	char *result = NULL, *err = NULL;
 	const char *dry = apis_arg(c, "dryRun");
 	if (dry) {
@@ -116,7 +116,7 @@ static enum MHD_Result do_apply(struct MHD_Connection *c, json_object *o, const 
 		free(err);
 		return r;
 	}
-	return reply_object(c, ok_code, R_VM, ns, name);
+	return reply_object(srv, c, ok_code, R_VM, ns, name);
 }
 
 /* The request body as a JSON object, or NULL after replying 400/413. */
@@ -149,7 +149,7 @@ json_object *apis_body_json(struct MHD_Connection *c, struct reqctx *rq, enum MH
 }
 
 
-enum MHD_Result apis_create_vm(struct MHD_Connection *c, struct reqctx *rq, const char *ns)
+enum MHD_Result apis_create_vm(struct apisrv *srv, struct MHD_Connection *c, struct reqctx *rq, const char *ns)
 {
 	enum MHD_Result rc;
 	json_object *o = apis_body_json(c, rq, &rc);
@@ -165,14 +165,14 @@ enum MHD_Result apis_create_vm(struct MHD_Connection *c, struct reqctx *rq, cons
 	else if (mns && strcmp(mns, ns) != 0)
 		rc = apis_send_status(c, 400, "BadRequest", R_COUNT, NULL,
 				 "the namespace of the provided object does not match the namespace sent on the request");
-	else if (!apis_ns_exists(ns))
+	else if (!apis_ns_exists(srv, ns))
 		rc = apis_send_status(c, 404, "NotFound", R_NS, ns, "namespaces \"%s\" not found", ns);
-	else if (apis_source_of(ns, name))
+	else if (apis_source_of(srv, ns, name))
 		rc = apis_send_status(c, 409, "AlreadyExists", R_VM, name, "virtualmachines.kubevirt.io \"%s\" already exists", name);
 	else {
 		char *nm = xstrdup(name);
 		json_object_object_add(apis_jobj(o, "metadata"), "namespace", json_object_new_string(ns));
-		rc = do_apply(c, o, ns, nm, 201);
+		rc = do_apply(srv, c, o, ns, nm, 201);
 		free(nm);
 	}
 	json_object_put(o);
@@ -180,25 +180,25 @@ enum MHD_Result apis_create_vm(struct MHD_Connection *c, struct reqctx *rq, cons
 }
 
 /* The VM as stored (its manifest), for a patch or an update: NULL when absent. */
-static json_object *current_manifest(const char *ns, const char *name)
+static json_object *current_manifest(struct apisrv *srv, const char *ns, const char *name)
 {
-	for (int s = 0; s < S.nsrcs; s++) {
-		struct evm *v = evm_find(S.srcs[s], ns, name);
+	for (int s = 0; s < srv->nsrcs; s++) {
+		struct evm *v = evm_find(srv->srcs[s], ns, name);
 		if (v && !v->deleting)
 			return apis_manifest_json(v->text);
 	}
 	return NULL;
 }
 
-static bool rv_conflict(json_object *o, const char *ns, const char *name)
+static bool rv_conflict(struct apisrv *srv, json_object *o, const char *ns, const char *name)
 {
 	const char *want = apis_jgets(apis_jget(o, "metadata"), "resourceVersion");
 	if (want == NULL || *want == 0)
 		return false;
-	for (int s = 0; s < S.nsrcs; s++) {
-		struct obj *x = store_find(S.st, S.srcs[s], OBJ_VM, ns, name);
+	for (int s = 0; s < srv->nsrcs; s++) {
+		struct obj *x = store_find(srv->st, srv->srcs[s], OBJ_VM, ns, name);
 		if (x) {
-			struct cent *ce = apis_refresh(x, true);
+			struct cent *ce = apis_refresh(srv, x, true);
 			char b[24];
 			snprintf(b, sizeof b, "%llu", (unsigned long long)(ce ? ce->rv : 0));
 			return strcmp(b, want) != 0;
@@ -207,7 +207,7 @@ static bool rv_conflict(json_object *o, const char *ns, const char *name)
 	return false;
 }
 
-enum MHD_Result apis_patch_vm(struct MHD_Connection *c, struct reqctx *rq, const char *ns, const char *name,
+enum MHD_Result apis_patch_vm(struct apisrv *srv, struct MHD_Connection *c, struct reqctx *rq, const char *ns, const char *name,
 				bool replace)
 {
 	enum MHD_Result rc;
@@ -216,11 +216,11 @@ enum MHD_Result apis_patch_vm(struct MHD_Connection *c, struct reqctx *rq, const
 		return apis_send_status(c, 415, "UnsupportedMediaType", R_COUNT, NULL,
 				   "the body of the request was in an unknown format - accepted media types include: "
 				   "application/merge-patch+json, application/strategic-merge-patch+json");
-	json_object *cur = current_manifest(ns, name);
+	json_object *cur = current_manifest(srv, ns, name);
 	if (cur == NULL) {
 		/* a row without a manifest: its record is unreadable (the row's Failure condition names the file) */
-		struct source *src = apis_source_of(ns, name);
-		const struct vm *bad = src ? (const struct vm *)store_find(S.st, src, OBJ_VM, ns, name) : NULL;
+		struct source *src = apis_source_of(srv, ns, name);
+		const struct vm *bad = src ? (const struct vm *)store_find(srv->st, src, OBJ_VM, ns, name) : NULL;
 		const struct cond *f = bad ? cond_find(bad->conds, bad->nconds, "Failure") : NULL;
 		if (f && util_str_eq(f->reason, "RecordUnreadable"))
 			return apis_send_status(c, 409, "Conflict", R_VM, name, "%s: move it away first",
@@ -232,7 +232,7 @@ enum MHD_Result apis_patch_vm(struct MHD_Connection *c, struct reqctx *rq, const
 		json_object_put(cur);
 		return rc;
 	}
-	if (rv_conflict(p, ns, name)) {
+	if (rv_conflict(srv, p, ns, name)) {
 		json_object_put(cur);
 		json_object_put(p);
 		return apis_send_status(c, 409, "Conflict", R_VM, name,
@@ -251,7 +251,7 @@ enum MHD_Result apis_patch_vm(struct MHD_Connection *c, struct reqctx *rq, const
 	}
 	json_object_object_add(md, "name", json_object_new_string(name));
 	json_object_object_add(md, "namespace", json_object_new_string(ns));
-	rc = do_apply(c, res, ns, name, 200);
+	rc = do_apply(srv, c, res, ns, name, 200);
 	json_object_put(res);
 	return rc;
 }
@@ -298,14 +298,14 @@ bool apis_dry_run(struct MHD_Connection *c, struct reqctx *rq)
 	return dry;
 }
 
-enum MHD_Result apis_act(struct MHD_Connection *c, struct reqctx *rq, enum res r, enum action a, const char *ns,
+enum MHD_Result apis_act(struct apisrv *srv, struct MHD_Connection *c, struct reqctx *rq, enum res r, enum action a, const char *ns,
 			   const char *name, int grace, const char *target, unsigned ok_code, bool reply_obj)
 {
-	struct source *src = apis_source_of(ns, name);
+	struct source *src = apis_source_of(srv, ns, name);
 	if (src == NULL)
 		return apis_not_found(c, r == R_VM ? R_VM : R_VMI, name);
 	if (apis_dry_run(c, rq)) /* nothing is done */
-		return reply_obj ? reply_object(c, ok_code, r, ns, name) : apis_send_text(c, ok_code, xstrdup(""), "text/plain");
+		return reply_obj ? reply_object(srv, c, ok_code, r, ns, name) : apis_send_text(c, ok_code, xstrdup(""), "text/plain");
 	struct action_req req = { .act = a, .ns = ns, .name = name, .grace_period = grace, .target = target };
 	if (a == ACT_DELETE && util_str_eq(apis_arg(c, "deleteVolumes"), "true"))
 		req.flags |= ACTION_DELETE_VOLUMES; /* the engine's extension: the VM's disks go too */
@@ -318,12 +318,12 @@ enum MHD_Result apis_act(struct MHD_Connection *c, struct reqctx *rq, enum res r
 		return rc;
 	}
 	if (reply_obj)
-		return reply_object(c, ok_code, r, ns, name);
+		return reply_object(srv, c, ok_code, r, ns, name);
 	return apis_send_text(c, ok_code, xstrdup(""), "text/plain");
 }
 
 
-enum MHD_Result apis_subresource(struct MHD_Connection *c, struct reqctx *rq, enum res r, const char *ns,
+enum MHD_Result apis_subresource(struct apisrv *srv, struct MHD_Connection *c, struct reqctx *rq, enum res r, const char *ns,
 				   const char *name, const char *sub)
 {
 	/* the action whose subresource of this kind it is (model/registry.c) */
@@ -333,12 +333,12 @@ enum MHD_Result apis_subresource(struct MHD_Connection *c, struct reqctx *rq, en
 			break;
 	unsigned ok = r == R_VM ? 202 : 200; /* virt-api's codes: accepted for a VM's, OK for a VMI's */
 	if (ad && ad->act == ACT_MIGRATE)
-		return apis_migrate_sub(c, rq, ns, name);
+		return apis_migrate_sub(srv, c, rq, ns, name);
 	if (ad && ad->act == ACT_STOP)
-		return apis_act(c, rq, r, ACT_STOP, ns, name, apis_grace_of(c, rq, "gracePeriod"), NULL, ok, false);
+		return apis_act(srv, c, rq, r, ACT_STOP, ns, name, apis_grace_of(c, rq, "gracePeriod"), NULL, ok, false);
 	if (ad && ad->act == ACT_RESTART)
-		return apis_act(c, rq, r, ACT_RESTART, ns, name, apis_grace_of(c, rq, "gracePeriodSeconds"), NULL, ok, false);
+		return apis_act(srv, c, rq, r, ACT_RESTART, ns, name, apis_grace_of(c, rq, "gracePeriodSeconds"), NULL, ok, false);
 	if (ad)
-		return apis_act(c, rq, r, ad->act, ns, name, -1, NULL, ok, false);
+		return apis_act(srv, c, rq, r, ad->act, ns, name, -1, NULL, ok, false);
 	return apis_send_status(c, 404, "NotFound", R_COUNT, NULL, "the server could not find the requested resource");
 }

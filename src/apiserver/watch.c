@@ -55,18 +55,18 @@ void apis_cent_key(char *out, size_t len, const struct obj *o)
 	snprintf(out, len, "%d/%s", (int)o->kind, o->uid);
 }
 
-void apis_ring_push(enum res r, const char *type, const struct obj *o, const char *text)
+void apis_ring_push(struct apisrv *srv, enum res r, const char *type, const struct obj *o, const char *text)
 {
-	if (S.count == S.ring_size) {
-		struct wev *w = &S.ring[S.head];
-		S.oldest_rv = w->rv;
+	if (srv->count == srv->ring_size) {
+		struct wev *w = &srv->ring[srv->head];
+		srv->oldest_rv = w->rv;
 		obj_free(w->o);
 		free(w->text);
-		S.head = (S.head + 1) % S.ring_size;
-		S.count--;
+		srv->head = (srv->head + 1) % srv->ring_size;
+		srv->count--;
 	}
-	struct wev *w = &S.ring[(S.head + S.count++) % S.ring_size];
-	w->rv = S.rv;
+	struct wev *w = &srv->ring[(srv->head + srv->count++) % srv->ring_size];
+	w->rv = srv->rv;
 	w->r = r;
 	w->type = type;
 	w->o = o ? obj_pack_copy(o) : NULL;
@@ -77,7 +77,7 @@ void apis_ring_push(enum res r, const char *type, const struct obj *o, const cha
 /* The served text of o, rebuilt; bumps the resourceVersion and records a watch event when it changed. */
 /* Takes j (the object as served, without resourceVersion): when it differs from *body, the next resourceVersion
  * goes into *rv and j's metadata, the texts into *body and *text, and it returns true. */
-bool apis_publish(json_object *j, char **body, char **text, uint64_t *rv)
+bool apis_publish(struct apisrv *srv, json_object *j, char **body, char **text, uint64_t *rv)
 {
 	char *b = apis_jtext(j);
 	if (*body && strcmp(*body, b) == 0) {
@@ -87,7 +87,7 @@ bool apis_publish(json_object *j, char **body, char **text, uint64_t *rv)
 	}
 	free(*body);
 	*body = b;
-	*rv = ++S.rv;
+	*rv = ++srv->rv;
 	char rvs[24];
 	snprintf(rvs, sizeof rvs, "%llu", (unsigned long long)*rv);
 	json_object_object_add(apis_jobj(j, "metadata"), "resourceVersion", json_object_new_string(rvs));
@@ -99,20 +99,20 @@ bool apis_publish(json_object *j, char **body, char **text, uint64_t *rv)
 
 static void flush_gone(void *arg);
 
-struct cent *apis_refresh(const struct obj *o, bool notify)
+struct cent *apis_refresh(struct apisrv *srv, const struct obj *o, bool notify)
 {
 	char key[UID_LEN + 4];
 	apis_cent_key(key, sizeof key, o);
-	struct cent *c = hmap_get(&S.cache, key);
+	struct cent *c = hmap_get(&srv->cache, key);
 	json_object *j = apis_obj_to_json(o);
 	if (j == NULL)
 		return c;
-	for (struct gone **g = &S.gone; c == NULL && *g; g = &(*g)->next)
+	for (struct gone **g = &srv->gone; c == NULL && *g; g = &(*g)->next)
 		if (strcmp((*g)->c->key, key) == 0) { /* back in the same turn: a move, not a deletion */
 			struct gone *x = *g;
 			*g = x->next;
 			c = x->c;
-			hmap_put(&S.cache, c->key, c);
+			hmap_put(&srv->cache, c->key, c);
 			obj_free(x->o);
 			free(x->text);
 			free(x);
@@ -121,20 +121,20 @@ struct cent *apis_refresh(const struct obj *o, bool notify)
 	/* a new object (another UID) under the name of one removed this turn (a restart's next VMI, its launcher):
 	 * the old one's DELETED goes first, as a watch on a cluster sees it, or a client keyed by name would drop
 	 * the new one */
-	for (struct gone *g = S.gone; c == NULL && g; g = g->next)
+	for (struct gone *g = srv->gone; c == NULL && g; g = g->next)
 		if (g->o->kind == o->kind && util_str_eq(g->o->ns, o->ns) && util_str_eq(g->o->name, o->name)) {
-			flush_gone(NULL);
+			flush_gone(srv);
 			break;
 		}
 	bool added = c == NULL;
 	if (c == NULL) {
 		c = xcalloc(1, sizeof *c);
 		memcpy(c->key, key, sizeof key);
-		hmap_put(&S.cache, c->key, c);
+		hmap_put(&srv->cache, c->key, c);
 	}
-	if (apis_publish(j, &c->body, &c->text, &c->rv) && notify) {
-		apis_ring_push(apis_res_of_kind(o->kind), added ? "ADDED" : "MODIFIED", o, c->text);
-		apis_wake_watchers();
+	if (apis_publish(srv, j, &c->body, &c->text, &c->rv) && notify) {
+		apis_ring_push(srv, apis_res_of_kind(o->kind), added ? "ADDED" : "MODIFIED", o, c->text);
+		apis_wake_watchers(srv);
 	}
 	return c;
 }
@@ -142,18 +142,18 @@ struct cent *apis_refresh(const struct obj *o, bool notify)
 
 static void on_vmi_changed(void *arg)
 {
-	(void)arg;
-	S.vmim_posted = false;
-	apis_vmims_update();
+	struct apisrv *srv = arg;
+	srv->vmim_posted = false;
+	apis_vmims_update(srv);
 }
 
 /* The DELETED events of the objects removed during the last loop turn that did not come back. */
 static void flush_gone(void *arg)
 {
-	(void)arg;
-	S.gone_posted = false;
-	struct gone *g = S.gone;
-	S.gone = NULL;
+	struct apisrv *srv = arg;
+	srv->gone_posted = false;
+	struct gone *g = srv->gone;
+	srv->gone = NULL;
 	/* oldest first, as they were removed */
 	struct gone *rev = NULL;
 	while (g) {
@@ -164,15 +164,15 @@ static void flush_gone(void *arg)
 	}
 	for (g = rev; g;) {
 		struct gone *n = g->next;
-		S.rv++;
+		srv->rv++;
 		json_object *j = json_tokener_parse(g->text);
 		if (j) {
 			char rv[24];
-			snprintf(rv, sizeof rv, "%llu", (unsigned long long)S.rv);
+			snprintf(rv, sizeof rv, "%llu", (unsigned long long)srv->rv);
 			json_object_object_add(apis_jobj(j, "metadata"), "resourceVersion", json_object_new_string(rv));
 			char *text = apis_jtext(j);
 			json_object_put(j);
-			apis_ring_push(apis_res_of_kind(g->o->kind), "DELETED", g->o, text);
+			apis_ring_push(srv, apis_res_of_kind(g->o->kind), "DELETED", g->o, text);
 			free(text);
 		}
 		obj_free(g->o);
@@ -183,59 +183,59 @@ static void flush_gone(void *arg)
 		free(g);
 		g = n;
 	}
-	apis_wake_watchers();
+	apis_wake_watchers(srv);
 }
 
 void apis_on_store(void *arg, enum obj_kind kind, const struct obj *old, const struct obj *new_)
 {
-	(void)arg;
-	if (kind == OBJ_VMI && S.vmims && !S.vmim_posted) { /* read once the store is done with this change */
-		S.vmim_posted = true;
-		loop_post(on_vmi_changed, NULL);
+	struct apisrv *srv = arg;
+	if (kind == OBJ_VMI && srv->vmims && !srv->vmim_posted) { /* read once the store is done with this change */
+		srv->vmim_posted = true;
+		loop_post(on_vmi_changed, srv);
 	}
 	if (new_) {
-		apis_refresh(new_, true);
+		apis_refresh(srv, new_, true);
 		return;
 	}
 	char key[UID_LEN + 4];
 	apis_cent_key(key, sizeof key, old);
-	struct cent *c = hmap_del(&S.cache, key);
+	struct cent *c = hmap_del(&srv->cache, key);
 	if (c) { /* its DELETED once this turn is over, unless it comes back (refresh) */
 		struct gone *g = xcalloc(1, sizeof *g);
 		g->c = c;
 		g->o = obj_pack_copy(old);
 		g->text = xstrdup(c->text);
-		g->next = S.gone;
-		S.gone = g;
-		if (!S.gone_posted) {
-			S.gone_posted = true;
-			loop_post(flush_gone, NULL);
+		g->next = srv->gone;
+		srv->gone = g;
+		if (!srv->gone_posted) {
+			srv->gone_posted = true;
+			loop_post(flush_gone, srv);
 		}
 		return;
 	}
-	S.rv++;
+	srv->rv++;
 	char *text = NULL;
 	json_object *j = apis_obj_to_json(old);
 	if (j) {
 		char rv[24];
-		snprintf(rv, sizeof rv, "%llu", (unsigned long long)S.rv);
+		snprintf(rv, sizeof rv, "%llu", (unsigned long long)srv->rv);
 		json_object_object_add(apis_jobj(j, "metadata"), "resourceVersion", json_object_new_string(rv));
 		text = apis_jtext(j);
 		json_object_put(j);
 	}
 	if (text)
-		apis_ring_push(apis_res_of_kind(old->kind), "DELETED", old, text);
+		apis_ring_push(srv, apis_res_of_kind(old->kind), "DELETED", old, text);
 	free(text);
-	apis_wake_watchers();
+	apis_wake_watchers(srv);
 }
 
 /* ---- watch ---- */
 
-static void watcher_event(struct watcher *w, const char *type, const char *text)
+static void watcher_event(struct apisrv *srv, struct watcher *w, const char *type, const char *text)
 {
 	if (w->table) {
 		json_object *o = json_tokener_parse(text);
-		json_object *t = apis_table_new(w->r, S.rv, NULL, !w->sent_columns);
+		json_object *t = apis_table_new(w->r, srv->rv, NULL, !w->sent_columns);
 		w->sent_columns = true;
 		json_object_array_add(apis_jget(t, "rows"), apis_table_row(w->r, o, "Metadata"));
 		json_object_put(o);
@@ -265,18 +265,18 @@ static bool watcher_matches(struct watcher *w, const struct wev *e)
 }
 
 /* Moves the ring's events after w->rv into w's output. */
-static void watcher_fill(struct watcher *w)
+static void watcher_fill(struct apisrv *srv, struct watcher *w)
 {
-	for (size_t i = 0; i < S.count; i++) {
-		const struct wev *e = &S.ring[(S.head + i) % S.ring_size];
+	for (size_t i = 0; i < srv->count; i++) {
+		const struct wev *e = &srv->ring[(srv->head + i) % srv->ring_size];
 		if (e->rv <= w->rv)
 			continue;
 		if (watcher_matches(w, e))
-			watcher_event(w, e->type, e->text);
+			watcher_event(srv, w, e->type, e->text);
 		w->rv = e->rv;
 	}
-	if (w->rv < S.rv)
-		w->rv = S.rv;
+	if (w->rv < srv->rv)
+		w->rv = srv->rv;
 }
 
 static void watcher_bookmark(struct watcher *w)
@@ -298,9 +298,9 @@ void apis_wake(struct watcher *w)
 	}
 }
 
-void apis_wake_watchers(void)
+void apis_wake_watchers(struct apisrv *srv)
 {
-	for (struct watcher *w = S.watchers; w; w = w->next)
+	for (struct watcher *w = srv->watchers; w; w = w->next)
 		apis_wake(w);
 }
 
@@ -327,8 +327,9 @@ static ssize_t watch_read(void *cls, uint64_t pos, char *out, size_t max)
 {
 	(void)pos;
 	struct watcher *w = cls;
+	struct apisrv *srv = w->srv;
 	if (w->out.len == 0 && !w->ended) {
-		watcher_fill(w);
+		watcher_fill(srv, w);
 		uint64_t now = util_now_ms();
 		if (w->out.len == 0 && w->bookmarks && now >= w->next_bookmark_ms) {
 			watcher_bookmark(w);
@@ -356,8 +357,9 @@ static ssize_t watch_read(void *cls, uint64_t pos, char *out, size_t max)
 static void watch_free(void *cls)
 {
 	struct watcher *w = cls;
+	struct apisrv *srv = w->srv;
 	loop_fd_remove(w->gone);
-	for (struct watcher **p = &S.watchers; *p; p = &(*p)->next)
+	for (struct watcher **p = &srv->watchers; *p; p = &(*p)->next)
 		if (*p == w) {
 			*p = w->next;
 			break;
@@ -370,7 +372,7 @@ static void watch_free(void *cls)
 	free(w);
 }
 
-enum MHD_Result apis_watch(struct MHD_Connection *c, enum res r, const char *ns, const char *name)
+enum MHD_Result apis_watch(struct apisrv *srv, struct MHD_Connection *c, enum res r, const char *ns, const char *name)
 {
 	struct filter f = { .ns = ns, .name = name };
 	char *err = NULL;
@@ -385,12 +387,13 @@ enum MHD_Result apis_watch(struct MHD_Connection *c, enum res r, const char *ns,
 		apis_filter_free(&f);
 		return apis_send_status(c, 400, "BadRequest", R_COUNT, NULL, "resourceVersion: not a resource version");
 	}
-	if (rv > 0 && (rv < S.oldest_rv || rv > S.rv)) {
+	if (rv > 0 && (rv < srv->oldest_rv || rv > srv->rv)) {
 		apis_filter_free(&f);
 		return apis_send_status(c, 410, "Expired", R_COUNT, NULL, "too old resource version: %llu (%llu)",
-				   (unsigned long long)rv, (unsigned long long)S.oldest_rv);
+				   (unsigned long long)rv, (unsigned long long)srv->oldest_rv);
 	}
 	struct watcher *w = xcalloc(1, sizeof *w);
+	w->srv = srv;
 	w->c = c;
 	w->r = r;
 	w->ns = xstrdup0(ns);
@@ -409,15 +412,15 @@ enum MHD_Result apis_watch(struct MHD_Connection *c, enum res r, const char *ns,
 		/* a watch from "now" starts with the current objects as ADDED, as the API server's does */
 		size_t n;
 		struct filter ff = { .ns = ns, .name = name, .ls = w->ls, .fs = w->fs };
-		struct item *items = apis_select_items(r, &ff, &n);
+		struct item *items = apis_select_items(srv, r, &ff, &n);
 		for (size_t i = 0; i < n; i++)
-			watcher_event(w, "ADDED", items[i].text);
+			watcher_event(srv, w, "ADDED", items[i].text);
 		apis_items_free(items, n);
-		w->rv = S.rv;
+		w->rv = srv->rv;
 	} else
 		w->rv = rv;
-	w->next = S.watchers;
-	S.watchers = w;
+	w->next = srv->watchers;
+	srv->watchers = w;
 	struct MHD_Response *resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 64 * 1024, watch_read, w,
 								       watch_free);
 	MHD_add_response_header(resp, "Content-Type", "application/json");

@@ -47,6 +47,7 @@
 /* ---- the serial console as KubeVirt's WebSocket (plain.kubevirt.io): binary frames both ways ---- */
 
 struct wsconn {
+	struct apisrv *srv;
 	struct MHD_UpgradeResponseHandle *urh;
 	int fd;
 	struct loop_fd *lfd;
@@ -61,9 +62,9 @@ struct wsconn {
 	struct wsconn *next;
 };
 
-void apis_ws_close(struct wsconn *w)
+void apis_ws_close(struct apisrv *srv, struct wsconn *w)
 {
-	for (struct wsconn **pp = &S.wsconns; *pp; pp = &(*pp)->next)
+	for (struct wsconn **pp = &srv->wsconns; *pp; pp = &(*pp)->next)
 		if (*pp == w) {
 			*pp = w->next;
 			break;
@@ -142,6 +143,7 @@ static int ws_frame(void *arg, const struct wsframe_event *ev)
 static void ws_on_fd(int fd, short revents, void *arg)
 {
 	struct wsconn *w = arg;
+	struct apisrv *srv = w->srv;
 	if (revents & (POLLIN | POLLHUP | POLLERR)) {
 		uint8_t b[16384];
 		ssize_t n = recv(fd, b, sizeof b, MSG_DONTWAIT);
@@ -151,13 +153,13 @@ static void ws_on_fd(int fd, short revents, void *arg)
 				w->closing = true;
 			}
 		} else if (n == 0 || (errno != EAGAIN && errno != EINTR)) {
-			apis_ws_close(w);
+			apis_ws_close(srv, w);
 			return;
 		}
 	}
 	ws_flush(w);
 	if (w->closing && w->out.len == 0)
-		apis_ws_close(w);
+		apis_ws_close(srv, w);
 }
 
 static void ws_console_data(void *arg, const char *data, size_t len)
@@ -174,6 +176,7 @@ static void ws_console_data(void *arg, const char *data, size_t len)
 static void ws_peer_fd(int fd, short revents, void *arg)
 {
 	struct wsconn *w = arg;
+	struct apisrv *srv = w->srv;
 	if (revents & (POLLIN | POLLHUP | POLLERR)) {
 		char b[65536];
 		ssize_t n = recv(fd, b, sizeof b, MSG_DONTWAIT);
@@ -191,12 +194,13 @@ static void ws_peer_fd(int fd, short revents, void *arg)
 		peer_flush(w);
 	ws_flush(w);
 	if (w->closing && w->out.len == 0)
-		apis_ws_close(w);
+		apis_ws_close(srv, w);
 }
 
 static void ws_vnc_opened(void *arg, int fd, const char *err)
 {
 	struct wsconn *w = arg;
+	struct apisrv *srv = w->srv;
 	w->waiting_peer = false;
 	if (w->urh == NULL) { /* the client left first */
 		if (fd >= 0)
@@ -214,10 +218,11 @@ static void ws_vnc_opened(void *arg, int fd, const char *err)
 	}
 	ws_flush(w);
 	if (w->closing && w->out.len == 0)
-		apis_ws_close(w);
+		apis_ws_close(srv, w);
 }
 
 struct ws_pending {
+	struct apisrv *srv;
 	struct source *src;
 	bool vnc;
 	char ns[64], name[254];
@@ -229,7 +234,9 @@ static void ws_upgraded(void *cls, struct MHD_Connection *c, void *con_cls, cons
 	(void)c;
 	(void)con_cls;
 	struct ws_pending *pd = cls;
+	struct apisrv *srv = pd->srv;
 	struct wsconn *w = xcalloc(1, sizeof *w);
+	w->srv = srv;
 	w->urh = urh;
 	w->fd = sock;
 	w->peer = -1;
@@ -238,8 +245,8 @@ static void ws_upgraded(void *cls, struct MHD_Connection *c, void *con_cls, cons
 	buf_init(&w->peer_out);
 	wsframe_parser_init(&w->p, WSFRAME_SERVER);
 	w->lfd = loop_fd_add(sock, POLLIN, ws_on_fd, w);
-	w->next = S.wsconns;
-	S.wsconns = w;
+	w->next = srv->wsconns;
+	srv->wsconns = w;
 	char *err = NULL;
 	bool ok;
 	if (w->vnc) {
@@ -260,13 +267,13 @@ static void ws_upgraded(void *cls, struct MHD_Connection *c, void *con_cls, cons
 	ws_flush(w);
 }
 
-enum MHD_Result apis_console_ws(struct MHD_Connection *c, const char *ns, const char *name, bool vnc)
+enum MHD_Result apis_console_ws(struct apisrv *srv, struct MHD_Connection *c, const char *ns, const char *name, bool vnc)
 {
 	const char *up = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Upgrade");
 	const char *key = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Sec-WebSocket-Key");
 	if (up == NULL || strcasecmp(up, "websocket") != 0 || key == NULL || strlen(key) > 64)
 		return apis_send_status(c, 400, "BadRequest", R_COUNT, NULL, "a WebSocket upgrade is required");
-	struct source *src = apis_source_of(ns, name);
+	struct source *src = apis_source_of(srv, ns, name);
 	if (src == NULL || !engine_running(src, ns, name))
 		return apis_send_status(c, 404, "NotFound", R_VMI, name, "%s.%s \"%s\" not found or not running",
 				   RES[R_VMI].plural, RES[R_VMI].group, name);
@@ -277,6 +284,7 @@ enum MHD_Result apis_console_ws(struct MHD_Connection *c, const char *ns, const 
 	char accept[64];
 	EVP_EncodeBlock((unsigned char *)accept, sha, SHA_DIGEST_LENGTH);
 	struct ws_pending *pd = xcalloc(1, sizeof *pd);
+	pd->srv = srv;
 	pd->src = src;
 	pd->vnc = vnc;
 	snprintf(pd->ns, sizeof pd->ns, "%s", ns);
