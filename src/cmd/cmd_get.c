@@ -45,6 +45,7 @@ struct get_ctx {
 	struct source *srcs[2]; /* the cluster and/or the engine service */
 	int nsrc;
 	bool header_done;
+	size_t widths[COLUMNS_MAX]; /* -w: the columns' widths so far, as kubectl's watch keeps them */
 	bool summary; /* -o summary: kvcon's flat JSON summary of the store's objects */
 	int64_t now;
 };
@@ -70,7 +71,7 @@ static void print_table(struct get_ctx *g, struct obj **objs, size_t n, bool hea
 {
 	/* beside a cluster, the engine's rows (its service's) say where they are from, as the list's table does */
 	struct columns_print_opts po = { .wide = g->fmt == OUT_WIDE, .all_ns = g->all_ns, .header = header,
-					 .source = g->nsrc > 1 };
+					 .source = g->nsrc > 1, .widths = g->watch ? g->widths : NULL };
 	struct col_ctx c = { .st = g->st, .now = g->now };
 	struct buf b;
 	buf_init(&b);

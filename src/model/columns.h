@@ -101,10 +101,15 @@ struct columns_print_opts {
 	bool all_ns;  /* -A: NAMESPACE first */
 	bool header;  /* the header line */
 	bool source;  /* a last SOURCE column (rows of several sources: a cluster and the engine) */
+	/* in and out, COLUMNS_MAX entries or NULL: each column's width so far, kept across calls. kubectl get -w
+	 * prints later rows with the widest cell seen since its first page (its tabwriter's RememberWidths): a
+	 * longer value widens the column from its row on, a shorter one leaves it as wide. */
+	size_t *widths;
 };
+#define COLUMNS_MAX 32
 
-/* Prints objs as `kubectl get` does: header, then one row each, cells padded to the widest of the column plus
- * three spaces, trailing blanks trimmed, text escaped for the terminal. Appends to out. */
+/* Prints objs as `kubectl get` does: header, then one row each, cells padded to the widest of the column (and
+ * of po->widths) plus three spaces, trailing blanks trimmed, text escaped for the terminal. Appends to out. */
 void columns_print(const struct column_table *t, const struct obj *const *objs, size_t n,
 		   const struct columns_print_opts *po, const struct col_ctx *c, struct buf *out);
 

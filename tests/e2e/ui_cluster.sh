@@ -6,7 +6,8 @@
 # on a node opens the VMI list filtered to it; `:vmim` lists a migration the test starts, with its VMI, source
 # and target node and Succeeded, and enter opens that VM's view; `:pvc` and `:dv` list the storage scenarios'
 # claims and DataVolume (phase, progress), enter shows the object's YAML; the VM view's walkthrough (d) shows the
-# storage chain with its first broken link; i shows the guest agent's OS, hostname, interfaces, filesystems and
+# storage chain with its first broken link, and it and the view's verdicts name the DataVolume or the claim; at 80
+# columns the VM view keeps UIDs and names whole and wraps event lines instead of cutting them; i shows the guest agent's OS, hostname, interfaces, filesystems and
 # users (and says why without an agent); ctrl-r and kvcon softreboot call the VMI's softreboot subresource; b
 # writes an evidence bundle in the background.
 . "$(dirname "$0")/ui_lib.inc"
@@ -85,7 +86,29 @@ keys d
 wait_for 'walkthrough ns-00/dv-importing' 10
 wait_for 'rootdisk: DataVolume dv-importing-rootdisk ImportInProgress 37.50% -> PVC dv-importing-rootdisk Bound' 10
 wait_for 'first broken link: DataVolume: DataVolume ns-00/dv-importing-rootdisk is ImportInProgress' 10
+# its headline names the DataVolume and its progress, as kvcon diagnose's (diag_run_storage)
+wait_for '\[vm-provisioning\] the VM waits for its disks: DataVolume ns-00/dv-importing-rootdisk is' 5
 keys q
+# the VM view's verdicts too, once the storage chain read in the background is in: the claim, not "a PVC of the VM"
+cmd "vm ns-00/pvc-pending"
+wait_for 'vm ns-00/pvc-pending' 10
+wait_for '^   ns-00/pvc-pending-rootdisk \(storage class slow-nfs\) is' 10
+screen | grep -q 'a PVC of the VM is not Bound' && fail "the VM view's headline is the generic one"
+
+# 5b. layout at 80 columns (issue 25, item 11): panels wrap at words, UIDs and names whole; event lines wrap under
+# their reason instead of being cut with ~ (only the oldest one shown may be, when it does not fit)
+$T resize-window -t k -x 80 -y 40
+uid_of() { fk get "$1" | $PY -c 'import json,sys; print(json.load(sys.stdin)["metadata"]["uid"])'; }
+vmuid=$(uid_of /apis/kubevirt.io/v1/namespaces/ns-00/virtualmachines/agent-missing)
+pod=$(fk names pods | sed -n 's|^ns-00/||p' | grep '^virt-launcher-agent-missing-' | head -1)
+poduid=$(uid_of "/api/v1/namespaces/ns-00/pods/$pod")
+cmd "vm ns-00/agent-missing"
+wait_for 'vm ns-00/agent-missing' 10
+wait_for "^ +$vmuid( |$)" 5
+wait_for "^ +$poduid( |$)" 5
+wait_for "$pod:\$" 5
+[ "$(screen | sed -n '/─ events\[/,$p' | grep -c '~$')" -le 1 ] || fail "event lines cut with ~"
+$T resize-window -t k -x 120 -y 40
 
 # 6. i: the guest agent's report (kubectl reads the same subresources); without an agent it says so
 kubectl --kubeconfig "$W/fk/kubeconfig" get --raw "/apis/subresources.kubevirt.io/v1/namespaces/ns-00/virtualmachineinstances/$vm/filesystemlist" |

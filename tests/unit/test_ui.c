@@ -190,6 +190,29 @@ static void test_wrap(void)
 	T_EQ_INT(draw_wrap_rows("日本語", 3, 0, st, 8), 3);
 	/* counting only */
 	T_EQ_INT(draw_wrap_rows(msg, 20, 2, NULL, 0), 4);
+	/* a UID or a name is never split: the row ends at the space before it, even when that leaves it short
+	 * (issue 25, item 11: `...launcher-l8` / `sqn`) */
+	const char *uid = "owned by VMI 6a1f0c3e-8d2b-4c7a-9e51-0f2d3b4c5a6e";
+	T_EQ_INT(draw_wrap_rows(uid, 38, 2, st, 8), 2);
+	T_EQ_STR(uid + st[1], "6a1f0c3e-8d2b-4c7a-9e51-0f2d3b4c5a6e");
+	const char *pod = "OWNER MISMATCH: virt-launcher-stuck-launcher-l8sqn has created-by=x";
+	T_EQ_INT(draw_wrap_rows(pod, 38, 2, st, 8), 3);
+	T_EQ_STR(pod + st[1], "virt-launcher-stuck-launcher-l8sqn has created-by=x");
+	T_EQ_STR(pod + st[2], "has created-by=x");
+	/* words wrap at spaces, the next row starts at the word (the space that did not fit is dropped) */
+	T_EQ_INT(draw_wrap_rows("aaaa bbbb", 4, 0, st, 8), 2);
+	T_EQ_INT(st[1], 5);
+	T_EQ_INT(draw_wrap_rows("aaa  bbb", 4, 0, st, 8), 2);
+	T_EQ_INT(st[1], 5);
+	/* only a word longer than a whole row is cut, at the width; the words around it stay whole */
+	const char *lng = "ab 0123456789 cd";
+	T_EQ_INT(draw_wrap_rows(lng, 6, 0, st, 8), 4);
+	T_EQ_STR(lng + st[1], "0123456789 cd");
+	T_EQ_STR(lng + st[2], "6789 cd");
+	T_EQ_STR(lng + st[3], "cd");
+	/* a line's leading blanks are its indentation, not a place to break */
+	T_EQ_INT(draw_wrap_rows("  imageID:sha256", 10, 0, st, 8), 2);
+	T_EQ_INT(st[1], 10);
 }
 
 static void test_fit(void)
