@@ -1,0 +1,141 @@
+/* The engine's settings: its data directories, the config file's engine.* keys (engine.images, engine.volumes,
+ * engine.allow-host-path, engine.host) and the default URI. */
+#include <dirent.h>
+#include <json.h>
+#include <sys/stat.h>
+#include <errno.h>
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <time.h>
+#include <libvirt/libvirt.h>
+#include <netinet/in.h>
+#include <sys/file.h>
+#include <sys/socket.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "core/buf.h"
+#include "core/config.h"
+#include "core/hmap.h"
+#include "core/intern.h"
+#include "core/log.h"
+#include "core/loop.h"
+#include "core/opts.h"
+#include "core/trust.h"
+#include "core/util.h"
+#include "core/xmalloc.h"
+#include "engine/domxml.h"
+#include "engine/embed.h"
+#include "engine/estream.h"
+#include "engine/evm.h"
+#include "engine/elog.h"
+#include "engine/host.h"
+#include "engine/hostfwd.h"
+#include "engine/hostenv.h"
+#include "engine/imgcache.h"
+#include "engine/migrate.h"
+#include "engine/oci.h"
+#include "model/registry.h"
+#include "model/source.h"
+#include "engine/engine_int.h"
+#include "engine/record.h"
+
+/* ---- paths ---- */
+
+char *esettings_data_dir(void)
+{
+	char *s = util_state_dir();
+	char *d = util_path_join(s, "engine-data");
+	free(s);
+	return d;
+}
+
+void esettings_values_free(char **vals)
+{
+	for (size_t i = 0; vals && vals[i]; i++)
+		free(vals[i]);
+	free(vals);
+}
+
+/* An engine setting: $ENV, else the first non-empty "key = value" of the config file (core/config.h), else NULL.
+ * Caller frees. */
+char *engine_setting(const char *env, const char *key)
+{
+	const char *e = getenv(env);
+	if (e && *e)
+		return xstrdup(e);
+	struct config *cfg = config_load(NULL);
+	const char *v = config_get(cfg, key);
+	char *val = v ? xstrdup(v) : NULL;
+	config_free(cfg);
+	return val;
+}
+
+
+/* The directories the host's owner allows for hostDisk and kernelBoot host paths: "engine.allow-host-path =
+ * DIR" lines of the config file only (an opt-in, like KubeVirt's HostDisk feature gate; absolute paths).
+ * A NULL-terminated array (caller frees with esettings_values_free; never NULL). */
+char **esettings_host_roots(void)
+{
+	struct config *cfg = config_load(NULL);
+	char **vals = xcalloc(config_count(cfg) + 1, sizeof *vals);
+	size_t j = 0;
+	for (size_t i = 0; i < config_count(cfg); i++) {
+		const struct config_entry *e = config_at(cfg, i);
+		if (strcmp(e->key, "engine.allow-host-path") != 0 || e->value[0] == '\0')
+			continue;
+		if (e->value[0] == '/')
+			vals[j++] = xstrdup(e->value);
+		else {
+			char *w = config_where(cfg, e);
+			log_warn("config %s: engine.allow-host-path = %s ignored: not an absolute path", w, e->value);
+			free(w);
+		}
+	}
+	config_free(cfg);
+	return vals;
+}
+
+/* The engine's cache of containerDisks pulled from registries (engine-data/imgcache): images the engine wrote
+ * itself, as trusted as the image directory. */
+char *esettings_image_cache(void)
+{
+	char *d = esettings_data_dir();
+	char *p = util_path_join(d, "imgcache");
+	free(d);
+	return p;
+}
+
+char *esettings_dir(const char *env, const char *sub)
+{
+	char *e = engine_setting(env, strcmp(sub, "images") == 0 ? "engine.images" : "engine.volumes");
+	if (e)
+		return e;
+	char *d = esettings_data_dir();
+	char *p = util_path_join(d, sub);
+	free(d);
+	return p;
+}
+
+/* $KVCON_ENGINE_URI, else $LIBVIRT_DEFAULT_URI, else qemu:///embed?root=$XDG_STATE_HOME/kvcon/engine. Caller
+ * frees. */
+char *esettings_default_uri(void)
+{
+	/* -c and the config's hosts come first (the callers); then kvcon's own variable, then libvirt's as virsh
+	 * honours it, then the embedded driver under kvcon's state directory */
+	const char *e = getenv("KVCON_ENGINE_URI");
+	if (e && *e)
+		return xstrdup(e);
+	e = getenv("LIBVIRT_DEFAULT_URI");
+	if (e && *e)
+		return xstrdup(e);
+	char *s = util_state_dir();
+	char *u = xasprintf("qemu:///embed?root=%s/engine", s);
+	free(s);
+	return u;
+}
