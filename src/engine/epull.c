@@ -1,51 +1,26 @@
-/* containerDisk pulls, the image cache and its sweep. A start whose containerDisks are neither in the image directory nor (per imagePullPolicy) in the image cache
- * pulls them first, on a thread of its own (oci_pull blocks), tracked as the execution's start request so
- * that stop, delete and the reconciler wait for it. The execution stays Pending meanwhile; its launcher shows
- * the progress. A failed pull ends the execution with kubelet's reason (ErrImagePull; ImagePullBackOff while
- * the crash-loop back-off delays the next try; ErrImageNeverPull) and a message naming the registry. */
+/* containerDisk pulls, the image cache and its sweep. A start whose containerDisks are neither in the image
+ * directory nor (per imagePullPolicy) in the image cache pulls them first, on a thread of its own (oci_pull
+ * blocks), tracked as the execution's start request so that stop, delete and the reconciler wait for it. The
+ * execution stays Pending meanwhile; its launcher shows the progress. A failed pull ends the execution with
+ * kubelet's reason (ErrImagePull; ImagePullBackOff while the crash-loop back-off delays the next try;
+ * ErrImageNeverPull) and a message naming the registry. */
 #include <dirent.h>
-#include <json.h>
-#include <sys/stat.h>
 #include <errno.h>
-#include <arpa/inet.h>
-#include <fcntl.h>
-#include <time.h>
-#include <libvirt/libvirt.h>
-#include <netinet/in.h>
-#include <sys/file.h>
-#include <sys/socket.h>
+#include <json.h>
 #include <pthread.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
-#include "core/buf.h"
-#include "core/config.h"
-#include "core/hmap.h"
 #include "core/intern.h"
 #include "core/log.h"
 #include "core/loop.h"
-#include "core/opts.h"
-#include "core/trust.h"
 #include "core/util.h"
 #include "core/xmalloc.h"
-#include "engine/domxml.h"
-#include "engine/embed.h"
-#include "engine/estream.h"
-#include "engine/evm.h"
-#include "engine/elog.h"
-#include "engine/host.h"
-#include "engine/hostfwd.h"
-#include "engine/hostenv.h"
-#include "engine/imgcache.h"
-#include "engine/migrate.h"
-#include "engine/oci.h"
-#include "model/registry.h"
-#include "model/source.h"
 #include "engine/engine_int.h"
+#include "engine/imgcache.h"
+#include "engine/oci.h"
 #include "engine/record.h"
 
 #define PULL_TICK_MS 500

@@ -1,19 +1,8 @@
 /* The run-strategy reconciler: executions (start, end, archive), stop with its grace period, what the host workers
  * report (connected, sync, lifecycle events, finished requests) and what the reconciler does about it, as KubeVirt's
  * run strategies say. */
-#include <dirent.h>
-#include <json.h>
-#include <sys/stat.h>
 #include <errno.h>
-#include <arpa/inet.h>
-#include <fcntl.h>
-#include <time.h>
 #include <libvirt/libvirt.h>
-#include <netinet/in.h>
-#include <sys/file.h>
-#include <sys/socket.h>
-#include <pthread.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,29 +10,14 @@
 #include <unistd.h>
 
 #include "core/buf.h"
-#include "core/config.h"
-#include "core/hmap.h"
 #include "core/intern.h"
 #include "core/log.h"
 #include "core/loop.h"
-#include "core/opts.h"
-#include "core/trust.h"
 #include "core/util.h"
 #include "core/xmalloc.h"
-#include "engine/domxml.h"
-#include "engine/embed.h"
-#include "engine/estream.h"
-#include "engine/evm.h"
-#include "engine/elog.h"
-#include "engine/host.h"
-#include "engine/hostfwd.h"
-#include "engine/hostenv.h"
-#include "engine/imgcache.h"
-#include "engine/migrate.h"
-#include "engine/oci.h"
-#include "model/registry.h"
-#include "model/source.h"
 #include "engine/engine_int.h"
+#include "engine/hostfwd.h"
+#include "engine/migrate.h"
 #include "engine/record.h"
 
 /* ---- executions ---- */

@@ -1,49 +1,14 @@
 /* The engine's settings: its data directories, the config file's engine.* keys (engine.images, engine.volumes,
  * engine.allow-host-path, engine.host) and the default URI. */
-#include <dirent.h>
-#include <json.h>
-#include <sys/stat.h>
-#include <errno.h>
-#include <arpa/inet.h>
-#include <fcntl.h>
-#include <time.h>
-#include <libvirt/libvirt.h>
-#include <netinet/in.h>
-#include <sys/file.h>
-#include <sys/socket.h>
-#include <pthread.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
-#include "core/buf.h"
 #include "core/config.h"
-#include "core/hmap.h"
-#include "core/intern.h"
 #include "core/log.h"
-#include "core/loop.h"
-#include "core/opts.h"
-#include "core/trust.h"
 #include "core/util.h"
 #include "core/xmalloc.h"
-#include "engine/domxml.h"
-#include "engine/embed.h"
-#include "engine/estream.h"
-#include "engine/evm.h"
-#include "engine/elog.h"
-#include "engine/host.h"
-#include "engine/hostfwd.h"
-#include "engine/hostenv.h"
-#include "engine/imgcache.h"
-#include "engine/migrate.h"
-#include "engine/oci.h"
-#include "model/registry.h"
-#include "model/source.h"
 #include "engine/engine_int.h"
-#include "engine/record.h"
 
 /* ---- paths ---- */
 
@@ -138,4 +103,80 @@ char *esettings_default_uri(void)
 	char *u = xasprintf("qemu:///embed?root=%s/engine", s);
 	free(s);
 	return u;
+}
+
+/* ---- engine.host = URI [migrate-uri=URI] (repeatable): the hosts a migration may go to (migrate.h) ---- */
+
+struct cfg_host {
+	char *uri, *mig_uri;
+};
+
+static struct {
+	bool loaded;
+	struct cfg_host *hosts;
+	int n;
+	char **uris;
+} CFG;
+
+static void cfg_load(void)
+{
+	if (CFG.loaded)
+		return;
+	CFG.loaded = true;
+	struct config *cfg = config_load(NULL);
+	for (size_t i = 0; i < config_count(cfg); i++) {
+		const struct config_entry *e = config_at(cfg, i);
+		if (strcmp(e->key, "engine.host") != 0)
+			continue;
+		char *words = xstrdup(e->value), *sp = NULL;
+		char *uri = strtok_r(words, " \t", &sp);
+		if (uri) {
+			CFG.hosts = xreallocarray(CFG.hosts, (size_t)CFG.n + 1, sizeof *CFG.hosts);
+			struct cfg_host *h = &CFG.hosts[CFG.n++];
+			h->uri = xstrdup(uri);
+			h->mig_uri = NULL;
+			for (char *a = strtok_r(NULL, " \t", &sp); a; a = strtok_r(NULL, " \t", &sp)) {
+				if (util_has_prefix(a, "migrate-uri=")) {
+					free(h->mig_uri);
+					h->mig_uri = xstrdup(a + 12);
+				} else {
+					char *w = config_where(cfg, e);
+					log_warn("config %s: engine.host: '%s' ignored (expected migrate-uri=URI)", w, a);
+					free(w);
+				}
+			}
+		}
+		free(words);
+	}
+	config_free(cfg);
+	if (CFG.n) {
+		CFG.uris = xcalloc((size_t)CFG.n + 1, sizeof *CFG.uris);
+		for (int i = 0; i < CFG.n; i++)
+			CFG.uris[i] = CFG.hosts[i].uri;
+	}
+}
+
+char *const *migrate_config_hosts(void)
+{
+	cfg_load();
+	return CFG.uris;
+}
+
+const char *migrate_uri_for(const char *uri, const char *name)
+{
+	(void)name;
+	cfg_load();
+	for (int i = 0; i < CFG.n; i++)
+		if (strcmp(CFG.hosts[i].uri, uri) == 0)
+			return CFG.hosts[i].mig_uri;
+	return NULL;
+}
+
+bool migrate_uri_configured(const char *uri)
+{
+	cfg_load();
+	for (int i = 0; i < CFG.n; i++)
+		if (util_str_eq(CFG.hosts[i].uri, uri) || util_str_eq(CFG.hosts[i].mig_uri, uri))
+			return true;
+	return false;
 }

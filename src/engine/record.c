@@ -329,7 +329,8 @@ void record_unlink(const char *path)
 
 
 /* Forgets unreadable record i when its file is gone (moved away, removed: the service runs on, so it learns
- * this at the next sync of the host or apply of that name): its row goes, the host's notice with the last one. True when forgotten. */
+ * this at the next sync of the host or apply of that name): its row goes, the host's notice with the last one.
+ * True when forgotten. */
 bool record_forget_bad(struct ehost *eh, int i)
 {
 	size_t pl = strcspn(eh->bad[i], ":");

@@ -23,9 +23,11 @@ void record_unlink(const char *path);
 void record_load_all(struct ehost *eh);
 /* The directory name of a host's records, from its URI and the name its daemon reports (caller frees). */
 char *record_host_key(const char *uri, const char *name);
-/* Moves the records an older kvcon kept under another name for this host to key. */
+/* Moves the records earlier versions kept under hosts/NAME/vms (keyed by host name only) that are this host's
+ * into its own directory hosts/KEY (dd: the data directory). */
 void record_adopt_old(struct ehost *eh, const char *dd, const char *name, const char *key);
-/* Unreadable records: what a sync says of their domains, and dropping the one at index i once it reads. */
+/* Unreadable records: logged with the domains a sync reports for them, and the host's notice; unreadable
+ * record i forgotten when its file is gone (true). */
 void record_check_bad(struct ehost *eh, const struct host_msg *m);
 bool record_forget_bad(struct ehost *eh, int i);
 
