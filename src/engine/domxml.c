@@ -724,7 +724,7 @@ struct domxml_plan *domxml_build(const struct manifest *m, const struct domxml_e
 		} else {
 			xw_attr(x, "type", "user");
 			xw_empty(x, "ip", "family", "ipv4", "address", DOMXML_POD_NET, "prefix", DOMXML_POD_PREFIX, NULL);
-			/* the engine chose host ports for the first masquerade interface only (engine.c pod_net) */
+			/* the engine chose host ports for the first masquerade interface only (ereconcile.c pod_net) */
 			bool first = !pod_seen;
 			pod_seen = true;
 			if (first && env->host_ports && f->nports) {
