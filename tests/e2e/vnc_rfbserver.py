@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """A minimal RFB 3.8 server for kvcon's input tests (standard library only): security None, a 640x480 32-bit
-framebuffer sent once as one Raw rectangle, and every KeyEvent / PointerEvent the client sends appended to a log
-file, one line each ("key 1 0xffe1" = down, "key 0 ..." = up; "ptr MASK X Y"). Serves clients one after another.
+framebuffer sent once as one Raw rectangle, and every KeyEvent / PointerEvent / ClientCutText the client sends
+appended to a log file, one line each ("key 1 0xffe1" = down, "key 0 ..." = up; "ptr MASK X Y"; "cut LENGTH").
+Serves clients one after another.
 Typing F12 makes the server resize the desktop to 800x600 (DesktopSize pseudo-rectangle, then a full frame).
 usage: vnc_rfbserver.py PORTFILE LOGFILE"""
 import socket
@@ -62,6 +63,8 @@ def serve(c, log):
         elif t == 6:                    # ClientCutText
             _, n = struct.unpack(">3sI", recv_exact(c, 7))
             recv_exact(c, n)
+            log.write("cut %d\n" % n)
+            log.flush()
         else:
             log.write("unknown message %d\n" % t)
             log.flush()
