@@ -10,6 +10,7 @@
 #include "cmd/cmd_apply.h"
 #include "cmd/cmd_bundle.h"
 #include "cmd/cmd_console.h"
+#include "cmd/cmd_credentials.h"
 #include "cmd/cmd_describe.h"
 #include "cmd/cmd_diagnose.h"
 #include "cmd/cmd_engine.h"
@@ -149,6 +150,8 @@ static const struct cmd_flag f_vnc[] = {
 	{ NULL, "--quality", "0-9", "JPEG quality asked of the server", NULL },
 	{ NULL, "--ws-protocol", "NAME", "WebSocket subprotocol (ws:// targets)", NULL },
 	{ NULL, "--screenshot", "FILE.png", "write one frame as PNG and leave", NULL },
+	{ "-f", "--file", "FILE.png", "vnc screenshot TARGET (virtctl's): the PNG, - for stdout", NULL },
+	{ "-m", "--move-cursor", NULL, "vnc screenshot: move the pointer first to wake a screensaver", NULL },
 	{ NULL, "--quiet-ms", "MS", "--screenshot: the screen has been still this long", NULL },
 	{ NULL, "--timeout", "S", "--screenshot: give up after this long", NULL },
 	{ NULL, "--proxy-only", NULL, "serve a local port for an external viewer", NULL },
@@ -180,6 +183,19 @@ static const struct cmd_flag f_scp[] = {
 	{ 0 },
 };
 
+static const struct cmd_flag f_credentials[] = {
+	{ "-u", "--user", "USER", "the guest's user", NULL },
+	{ "-f", "--file", "FILE", "add-ssh-key, remove-ssh-key: the SSH public key file", NULL },
+	{ NULL, "--value", "KEY", "add-ssh-key, remove-ssh-key: the SSH public key itself", NULL },
+	{ "-p", "--password", "PASSWORD", "set-password: the password", NULL },
+	{ NULL, "--secret", "NAME", "the Secret to change when the user has several", NULL },
+	{ NULL, "--create-secret", NULL, "add-ssh-key: a new Secret owned by the VM (not while it runs, but --force)",
+	  NULL },
+	{ NULL, "--update-secret", NULL, "add-ssh-key: add to the user's Secret", NULL },
+	{ NULL, "--force", NULL, "change a Secret the VM does not own; add a Secret to a running VM", NULL },
+	{ 0 },
+};
+
 /* The verbs into the guest (model/registry.c's guest_verbs): flags, run function and own short options by row. */
 static const struct {
 	const struct cmd_flag *flags;
@@ -193,6 +209,7 @@ static const struct {
 	[GV_GUESTOSINFO] = { NULL, cmd_guestinfo, CMD_OP_TARGET, NULL },
 	[GV_USERLIST] = { NULL, cmd_guestinfo, CMD_OP_TARGET, NULL },
 	[GV_FSLIST] = { NULL, cmd_guestinfo, CMD_OP_TARGET, NULL },
+	[GV_CREDENTIALS] = { f_credentials, cmd_credentials, CMD_OP_NONE, NULL },
 };
 
 static const struct cmd_entry rows[] = {

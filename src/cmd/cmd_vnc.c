@@ -48,6 +48,8 @@ struct vopts {
 	int quality;
 	int timeout_s;
 	int quiet_ms;
+	bool virtctl;     /* `vnc screenshot TARGET -f FILE` (virtctl's spelling): the PNG only, no JSON line */
+	bool move_cursor; /* -m: the pointer moved once a frame came, to wake a screensaver */
 };
 
 /* ---- opening the target ---- */
@@ -186,6 +188,8 @@ struct shot {
 	const struct vopts *o;
 	struct vnc *v;
 	uint64_t start;
+	uint64_t moved; /* when -m moved the pointer, 0: not yet */
+	const char *path; /* where the PNG is written: o->screenshot, or a temporary file for "-" */
 	int rc;
 };
 
@@ -204,16 +208,25 @@ static void shot_tick(void *arg)
 {
 	struct shot *s = arg;
 	uint64_t last, n = vnc_updates(s->v, &last), now = util_now_ms();
-	bool quiet = n > 0 && now - last >= (uint64_t)s->o->quiet_ms;
+	if (s->o->move_cursor && n > 0 && s->moved == 0) {
+		/* what virt-api's moveCursor does: a pointer motion, the screen then redrawn */
+		vnc_pointer(s->v, 1, 1, 0);
+		vnc_pointer(s->v, 0, 0, 0);
+		s->moved = now;
+	}
+	bool quiet = n > 0 && now - last >= (uint64_t)s->o->quiet_ms &&
+		     (!s->o->move_cursor || (s->moved && now - s->moved >= (uint64_t)s->o->quiet_ms));
 	bool late = now - s->start >= (uint64_t)s->o->timeout_s * 1000;
 	if (quiet || (late && n > 0)) {
 		if (!quiet)
 			log_eprintf("kvcon: vnc: the screen did not settle within %d s; saving the latest frame\n",
 				s->o->timeout_s);
 		char why[UTIL_WHY_LEN] = "";
-		if (vnc_screenshot(s->v, s->o->screenshot, why) < 0) {
+		if (vnc_screenshot(s->v, s->path, why) < 0) {
 			log_eprintf("error: %s: %s\n", s->o->screenshot, *why ? why : strerror(errno));
 			s->rc = EXIT_API;
+		} else if (s->o->virtctl) {
+			s->rc = EXIT_OK;
 		} else {
 			int w, h;
 			vnc_size(s->v, &w, &h);
@@ -233,23 +246,62 @@ static void shot_tick(void *arg)
 	loop_timer_add(20, shot_tick, s);
 }
 
+/* -f -: the PNG written in a private temporary directory, then copied to stdout */
+static int copy_out(const char *path)
+{
+	FILE *f = fopen(path, "re");
+	if (f == NULL)
+		return -1;
+	char b[65536];
+	size_t n;
+	int rc = 0;
+	while ((n = fread(b, 1, sizeof b, f)) > 0)
+		if (fwrite(b, 1, n, stdout) != n)
+			rc = -1;
+	fclose(f);
+	return fflush(stdout) == 0 ? rc : -1;
+}
+
 static int run_screenshot(const struct vopts *o)
 {
-	struct shot s = {o, NULL, util_now_ms(), EXIT_API};
+	struct shot s = {o, NULL, util_now_ms(), 0, o->screenshot, EXIT_API};
 	char *err = NULL, why[UTIL_WHY_LEN];
-	if (util_target_check(o->screenshot, why) < 0) { /* refused now, not once the screen settled */
+	char *dir = NULL, *tmp = NULL;
+	bool to_stdout = strcmp(o->screenshot, "-") == 0;
+	if (to_stdout) {
+		const char *t = getenv("TMPDIR");
+		dir = xasprintf("%s/kvcon-shot.XXXXXX", t && *t ? t : "/tmp");
+		if (mkdtemp(dir) == NULL) {
+			log_eprintf("error: %s: %s\n", dir, strerror(errno));
+			free(dir);
+			return EXIT_API;
+		}
+		s.path = tmp = xasprintf("%s/screenshot.png", dir);
+	} else if (util_target_check(o->screenshot, why) < 0) { /* refused now, not once the screen settled */
 		log_eprintf("error: %s: %s\n", o->screenshot, why);
 		return EXIT_USAGE;
 	}
+	int rc = EXIT_API;
 	s.v = open_session(o, shot_event, &s, &err);
 	if (s.v == NULL) {
 		log_eprintf("kvcon: vnc: %s\n", err);
 		free(err);
-		return EXIT_API;
+		goto out;
 	}
 	loop_timer_add(20, shot_tick, &s);
-	int rc = loop_run();
+	rc = loop_run();
 	vnc_free(s.v);
+	if (rc == EXIT_OK && to_stdout && copy_out(tmp) < 0) {
+		log_eprintf("error: failed to write image to stdout: %s\n", strerror(errno));
+		rc = EXIT_API;
+	}
+out:
+	if (tmp)
+		unlink(tmp);
+	if (dir)
+		rmdir(dir);
+	free(tmp);
+	free(dir);
 	return rc;
 }
 
@@ -464,13 +516,15 @@ static const char usage_text[] =
     "                        [--password-file FILE] [--quality 0-9] [--ws-protocol NAME]\n"
     "       kvcon vnc TARGET --screenshot FILE.png [--quiet-ms MS] [--timeout S]\n"
     "       kvcon vnc TARGET --proxy-only [--port N]\n"
+    "       kvcon vnc screenshot TARGET -f FILE.png|- [-m]  (virtctl's spelling; -m: --move-cursor)\n"
     "TARGET: NS/NAME (a VMI), unix:PATH, tcp:HOST:PORT, or ws://... / wss://... (a VNC WebSocket)\n";
 
 int cmd_vnc(int argc, char **argv)
 {
 	struct vopts o = {.scale = FBC_FIT, .quality = -1, .timeout_s = 30, .quiet_ms = 500};
 	static const char *const valued[] = {"--screenshot", "--colors",  "--password-file", "--ws-protocol", "--port",
-					     "--scale",	     "--quality", "--timeout",	     "--quiet-ms"};
+					     "--scale",	     "--quality", "--timeout",	     "--quiet-ms",    "-f",
+					     "--file"};
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i], *val = NULL;
 		for (size_t k = 0; k < sizeof valued / sizeof valued[0]; k++)
@@ -481,8 +535,12 @@ int cmd_vnc(int argc, char **argv)
 				}
 				val = argv[++i];
 			}
-		if (strcmp(a, "--screenshot") == 0)
+		if (strcmp(a, "--screenshot") == 0 || strcmp(a, "-f") == 0 || strcmp(a, "--file") == 0)
 			o.screenshot = val;
+		else if (strcmp(a, "-m") == 0 || strcmp(a, "--move-cursor") == 0)
+			o.move_cursor = true;
+		else if (strcmp(a, "screenshot") == 0 && o.target == NULL && !o.virtctl)
+			o.virtctl = true;
 		else if (strcmp(a, "--colors") == 0)
 			o.colors = val;
 		else if (strcmp(a, "--password-file") == 0)
@@ -512,6 +570,14 @@ int cmd_vnc(int argc, char **argv)
 			log_eprintf("kvcon vnc: unexpected argument '%s'\n%s", a, usage_text);
 			return EXIT_USAGE;
 		}
+	}
+	if (o.virtctl && o.screenshot == NULL) {
+		log_eprintf("error: required flag(s) \"file\" not set\n%s", usage_text);
+		return EXIT_USAGE;
+	}
+	if ((o.move_cursor && o.screenshot == NULL) || (o.screenshot && o.proxy_only) || (o.screenshot && strcmp(o.screenshot, "-") == 0 && !o.virtctl)) {
+		fputs(usage_text, stderr);
+		return EXIT_USAGE;
 	}
 	if (o.target == NULL || o.port < 0 || o.port > 65535 || o.quality > 9 || o.timeout_s <= 0 || o.quiet_ms < 0 ||
 	    (o.colors && !fbcells_colour_parse(o.colors, &(enum fbc_colour){FBC_MONO}))) {

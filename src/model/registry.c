@@ -229,6 +229,10 @@ static const struct guest_verb_def guest_verbs[GV_COUNT] = {
 			  "the guest agent's logged-in users as JSON, like virtctl userlist" },
 	[GV_FSLIST] = { GV_FSLIST, "fslist", "filesystemlist", KIND_BIT(KIND_VMI), 0, NULL, NULL, "NS/NAME",
 			"the guest agent's filesystems as JSON, like virtctl fslist" },
+	/* no subresource: a Secret and the VM's accessCredentials, which virt-handler hands to the guest agent */
+	[GV_CREDENTIALS] = { GV_CREDENTIALS, "credentials", NULL, KIND_BIT(KIND_VM), 0, NULL, NULL,
+			     "add-ssh-key|remove-ssh-key|set-password NS/NAME --user USER [-f FILE|--value KEY]",
+			     "SSH keys and passwords the guest agent puts in the guest, like virtctl credentials" },
 };
 
 const struct guest_verb_def *registry_guest_verb(enum guest_verb v)

@@ -122,6 +122,7 @@ enum guest_verb {
 	GV_GUESTOSINFO,
 	GV_USERLIST,
 	GV_FSLIST,
+	GV_CREDENTIALS,
 	GV_COUNT
 };
 

@@ -67,4 +67,10 @@ for i, want in enumerate(bars):
     got = tuple(rows[100][x * bpp:x * bpp + 3])
     assert got == want, (i, got, want)
 PYEOF
-echo "PASS: fakekube_vnc"
+# virtctl's spelling: vnc screenshot TARGET -f - (the PNG alone on stdout, the same frame), -m; -f required
+KUBECONFIG="$tmp/fk/kubeconfig" timeout 60 "$KVCON" vnc screenshot "$target" -f - -m --timeout 20 \
+	>"$tmp/shot2.png" 2>"$tmp/err" || { cat "$tmp/err" >&2; fail "kvcon vnc screenshot -f -"; }
+cmp -s "$tmp/shot.png" "$tmp/shot2.png" || fail "vnc screenshot -f - differs from --screenshot's PNG"
+KUBECONFIG="$tmp/fk/kubeconfig" "$KVCON" vnc screenshot "$target" >/dev/null 2>"$tmp/err" && fail "screenshot without -f"
+grep -q 'required flag(s) "file" not set' "$tmp/err" || fail "screenshot without -f: $(cat "$tmp/err")"
+echo "PASS: fakekube_vnc (and vnc screenshot -f -)"

@@ -3,6 +3,8 @@ watch, Table output, writes, KubeVirt subresources, fault injection, and the
 /fake/ control API used by tests.
 """
 
+import base64
+import binascii
 import json
 import os
 import socket
@@ -22,7 +24,7 @@ GROUPS = {
     "cdi.kubevirt.io": ["v1beta1"],
 }
 KUBEVIRT_PLURALS = ("virtualmachines", "virtualmachineinstances", "virtualmachineinstancemigrations")
-CORE_PLURALS = ("pods", "events", "namespaces", "nodes", "persistentvolumeclaims", "persistentvolumes")
+CORE_PLURALS = ("pods", "secrets", "events", "namespaces", "nodes", "persistentvolumeclaims", "persistentvolumes")
 CDI_PLURALS = ("datavolumes",)
 SUBRESOURCES = {
     "virtualmachines": ["start", "stop", "restart", "migrate", "portforward"],
@@ -480,6 +482,8 @@ class Handler(BaseHTTPRequestHandler):
                     # status is the controllers' business: dropped on create, as for
                     # CRDs with a status subresource
                     obj["status"] = {}
+                if route.plural == "secrets":
+                    secret_normalise(obj)
                 if self.params.get("dryRun"):
                     return self.send_body(201, dumps(obj))
                 out = st.create(route.plural, obj)
@@ -519,6 +523,8 @@ class Handler(BaseHTTPRequestHandler):
                     obj["metadata"]["namespace"] = route.ns
                 if route.sub != "status" and "status" in cur and "status" not in obj:
                     obj["status"] = cur["status"]
+                if route.plural == "secrets":
+                    secret_normalise(obj)
                 bump_generation(cur, obj, route.sub)
                 out = st.replace(route.plural, obj)
                 app.cluster.on_updated(route.plural, out)
@@ -533,6 +539,8 @@ class Handler(BaseHTTPRequestHandler):
                 new = merge_patch(new, patch)
             new["metadata"]["name"] = route.name
             new["metadata"]["uid"] = cur["metadata"]["uid"]
+            if route.plural == "secrets":
+                secret_normalise(new)
             if self.params.get("dryRun"):
                 return self.send_body(200, dumps(new))
             bump_generation(cur, new, route.sub)
@@ -1019,6 +1027,28 @@ def merge_patch(target, patch):
         else:
             target[k] = merge_patch(target.get(k), v)
     return target
+
+
+def secret_normalise(obj):
+    """What the API server does to a Secret it stores: stringData merged into data (and dropped), every data
+    value base64 (as Go's []byte in JSON), type Opaque when none."""
+    if not isinstance(obj.get("data", {}), dict) and obj.get("data") is not None:
+        raise ApiError(400, "BadRequest", "Secret in version \"v1\" cannot be handled as a Secret: data must be an object")
+    data = obj.get("data") or {}
+    for k, v in data.items():
+        try:
+            if not isinstance(v, str):
+                raise ValueError
+            base64.b64decode(v, validate=True)
+        except (binascii.Error, ValueError):
+            raise ApiError(400, "BadRequest", "Secret in version \"v1\" cannot be handled as a Secret: "
+                           "illegal base64 data at input byte 0 (data[%s])" % k)
+    sd = obj.pop("stringData", None) or {}
+    for k, v in sd.items():
+        data[k] = base64.b64encode(str(v).encode()).decode()
+    if data or "data" in obj:
+        obj["data"] = data
+    obj.setdefault("type", "Opaque")
 
 
 def apply_json_patch(doc, ops):

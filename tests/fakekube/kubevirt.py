@@ -1452,6 +1452,11 @@ class Cluster:
                 for p in self.pods_of_vmi(vmi):
                     st.delete("pods", ns, p["metadata"]["name"])
                 st.delete("virtualmachineinstances", ns, name)
+            # the garbage collector: what the VM owns (virtctl's credential Secrets) goes with it
+            uid = obj["metadata"]["uid"]
+            for sec in st.find("secrets", lambda o: o["metadata"].get("namespace") == ns and any(
+                    r.get("uid") == uid for r in o["metadata"].get("ownerReferences") or [])):
+                st.delete("secrets", ns, sec["metadata"]["name"])
             self.busy.discard((ns, name))
         elif plural == "virtualmachineinstances":
             for p in self.pods_of_vmi(obj):

@@ -102,6 +102,7 @@ RESOURCES = {r.plural: r for r in [
     Resource("nodes", "", "v1", "Node", False, ["no"]),
     Resource("persistentvolumeclaims", "", "v1", "PersistentVolumeClaim", True, ["pvc"]),
     Resource("persistentvolumes", "", "v1", "PersistentVolume", False, ["pv"]),
+    Resource("secrets", "", "v1", "Secret", True),
     Resource("datavolumes", "cdi.kubevirt.io", "v1beta1", "DataVolume", True, ["dv", "dvs"], categories=["all"]),
 ]}
 

@@ -233,6 +233,11 @@ def dv_cells(o):
             age(o["metadata"].get("creationTimestamp"))]
 
 
+def secret_cells(o):
+    return [o["metadata"]["name"], o.get("type", "Opaque"), len(o.get("data") or {}),
+            age(o["metadata"].get("creationTimestamp"))]
+
+
 def col(name, typ="string", priority=0, desc="", fmt=""):
     return {"name": name, "type": typ, "format": fmt, "description": desc, "priority": priority}
 
@@ -268,6 +273,8 @@ COLUMNS = {
                            col("Reclaim Policy"), col("Status"), col("Claim"), col("StorageClass"),
                            col("VolumeAttributesClass"), col("Reason"), col("Age"), col("VolumeMode", priority=1)],
                           pv_cells),
+    "secrets": ([col("Name", fmt="name", desc=NAME_DESC), col("Type"), col("Data", "integer"), col("Age")],
+                secret_cells),
     "datavolumes": ([col("Name", fmt="name", desc=NAME_DESC), col("Phase"), col("Progress"),
                      col("Restarts", "integer"), col("Age", "date")], dv_cells),
 }
