@@ -35,7 +35,7 @@ static int cmd_complete(int argc, char **argv);
 
 const struct cmd_flag cmd_globals[] = {
 	{ NULL, "--kubeconfig", "FILE", "kubeconfig to use (default: $KUBECONFIG, ~/.kube/config)", NULL },
-	{ NULL, "--context", "NAME", "kubeconfig context", NULL },
+	{ NULL, "--context", "NAME", "kubeconfig context, or engine (the local engine; CTX,engine: both)", NULL },
 	{ "-n", "--namespace", "NS", "namespace (default: the context's)", NULL },
 	{ "-A", "--all-namespaces", NULL, "every namespace", NULL },
 	{ "-c", "--connect", "URI", "libvirt host for the engine (repeatable; default: $LIBVIRT_DEFAULT_URI, else "
@@ -448,11 +448,8 @@ static void put_api(const char *kind, const char *ns, const char *tmpl, const ch
 	const struct kind_def *k = registry_kind_find(kind);
 	if (k == NULL)
 		return;
-	struct kvcon_opts *o = opts_global();
-	free(o->ns);
-	o->ns = ns ? xstrdup(ns) : NULL;
-	o->all_ns = ns == NULL;
-	struct kget_opts ko = { .nkinds = 1, .fmt = KGET_JSONPATH, .fmt_arg = tmpl, .timeout = 5 };
+	struct kget_opts ko = { .nkinds = 1, .fmt = KGET_JSONPATH, .fmt_arg = tmpl, .timeout = 5, .ns_set = true,
+				.ns = ns };
 	ko.kinds[0] = k;
 	/* kget prints to stdout: catch it in a pipe-less temp file, then filter */
 	fflush(stdout);

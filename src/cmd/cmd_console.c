@@ -163,7 +163,7 @@ int cmd_console(int argc, char **argv)
 	free(sopt);
 	free(sval);
 	if (!isatty(0) || !isatty(1)) {
-		log_eprintf("kvcon console: needs a terminal on stdin and stdout\n");
+		log_eprintf("error: needs a terminal on stdin and stdout\n");
 		return EXIT_USAGE;
 	}
 	setlocale(LC_ALL, "");
@@ -178,11 +178,8 @@ int cmd_console(int argc, char **argv)
 		co.ns = ns;
 		co.name = slash + 1;
 		c.st = store_new();
-		/* watch only this namespace's VMIs: the phase and UID are all the console needs */
-		struct kvcon_opts *g = opts_global();
-		free(g->ns);
-		g->ns = xstrdup(ns);
-		g->all_ns = false;
+		/* watch only this namespace's VMIs (session_resolve watches ns alone): the phase and UID are all the
+		 * console needs */
 		c.src = session_resolve(c.st, co.ns, co.name, KUBE_KIND_BIT(OBJ_VMI), false, &err);
 		if (!c.src) {
 			log_eprintf("error: %s\n", err ? err : "no source");
@@ -212,7 +209,7 @@ int cmd_console(int argc, char **argv)
 	struct view *v = console_view_new(&co, label, &err);
 	int rc = EXIT_OK;
 	if (!v) {
-		log_eprintf("kvcon console: %s\n", err ? err : "no console");
+		log_eprintf("error: %s\n", err ? err : "no console");
 		free(err);
 		rc = EXIT_USAGE;
 		goto out;
@@ -230,7 +227,7 @@ int cmd_console(int argc, char **argv)
 	log_info("console: %lu frames drawn in %.1f s, %llu guest bytes", panemain_frames(),
 		 (double)(util_now_ms() - c.start_ms) / 1000.0, (unsigned long long)consess_bytes_in(c.cs));
 	if (c.exit_msg)
-		log_eprintf("kvcon console: %s\n", c.exit_msg);
+		log_eprintf("error: %s\n", c.exit_msg);
 out:
 	if (c.st && c.listen_id >= 0)
 		store_unlisten(c.st, c.listen_id);

@@ -118,7 +118,8 @@ int engine_cli_args(int argc, char **argv, const struct cli_opt *rows, size_t n,
 			continue;
 		}
 		if (o == NULL) {
-			log_eprintf("kvcon engine %s: unexpected '%s'\n", argv[0], argv[i]);
+			log_eprintf("error: unexpected argument '%s' for \"kvcon engine %s\" (kvcon engine --help)\n", argv[i],
+				    argv[0]);
 			return EXIT_USAGE;
 		}
 		const char *v = o->type == CLI_FLAG ? NULL : argv[++i];
@@ -141,7 +142,7 @@ int engine_cli_args(int argc, char **argv, const struct cli_opt *rows, size_t n,
 		}
 	}
 	if (what && *operand == NULL) {
-		log_eprintf("kvcon engine %s: %s is required\n", argv[0], what);
+		log_eprintf("error: kvcon engine %s: %s is required\n", argv[0], what);
 		return EXIT_USAGE;
 	}
 	return 0;
@@ -391,7 +392,7 @@ static int cmd_engine_apply(int argc, char **argv)
 	const struct cli_opt rows[] = { { "-f", CLI_SEQ, &f }, { "--filename", CLI_SEQ, &f } };
 	int rc = engine_cli_args(argc, argv, CLI_ROWS(rows), NULL, NULL);
 	if (rc == 0 && f.n == 0) {
-		log_eprintf("kvcon engine apply: -f FILE is required\n");
+		log_eprintf("error: must specify -f FILE (kvcon engine apply)\n");
 		rc = EXIT_USAGE;
 	}
 	if (rc == 0)
@@ -417,7 +418,7 @@ static int cmd_engine_apply(int argc, char **argv)
 		} else
 			text = util_read_file(files[i], &len);
 		if (text == NULL) {
-			log_eprintf("kvcon: %s: %s\n", files[i], strerror(errno));
+			log_eprintf("error: %s: %s\n", files[i], strerror(errno));
 			rc = EXIT_USAGE;
 			continue;
 		}
@@ -682,7 +683,7 @@ static int cmd_engine_pull(int argc, char **argv)
 		err = pc.err;
 	if (conf == NULL || pc.rc < 0) {
 		char *e = util_escape_display(err);
-		fprintf(stderr, "kvcon: ErrImagePull: %s\n", e);
+		fprintf(stderr, "error: ErrImagePull: %s\n", e);
 		free(e);
 		rc = EXIT_API;
 	} else {

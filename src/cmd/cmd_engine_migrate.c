@@ -74,7 +74,7 @@ static struct source *source_of(const char *ns, const char *name)
 static void print_err(const char *verb, const char *name, const char *msg)
 {
 	char *e = util_escape_display(msg ? msg : "failed");
-	log_eprintf("kvcon: %s %s: %s\n", verb, name, e);
+	log_eprintf("error: %s %s: %s\n", verb, name, e);
 	free(e);
 }
 
@@ -138,7 +138,7 @@ static int migrate_routed(struct source *src, const char *ns, const char *name, 
 		return EXIT_API;
 	}
 	if (!engine_cli_run_until(routed_mig_done, &w, 24 * 3600 * 1000ULL)) {
-		log_eprintf("kvcon: migrate %s: interrupted; the engine service carries on with the migration "
+		log_eprintf("error: migrate %s: interrupted; the engine service carries on with the migration "
 			    "(kvcon engine migrate --abort %s stops it)\n", name, name);
 		free(w.r.msg);
 		return EXIT_API;
@@ -175,7 +175,7 @@ static int migrate_one(const char *ns, const char *name, const struct migrate_op
 {
 	struct source *src = source_of(ns, name);
 	if (src == NULL) {
-		log_eprintf("kvcon: virtualmachine \"%s\" not found in namespace %s\n", name, ns);
+		log_eprintf("error: virtualmachine \"%s\" not found in namespace %s\n", name, ns);
 		return EXIT_API;
 	}
 	if (src->type == SOURCE_KUBE)
@@ -189,7 +189,7 @@ static int migrate_one(const char *ns, const char *name, const struct migrate_op
 	}
 	uint64_t limit = (uint64_t)(o->timeout > 0 ? o->timeout + 120 : 24 * 3600) * 1000;
 	if (!engine_cli_run_until(mig_finished, &w, limit)) {
-		log_eprintf("kvcon: migrate %s: interrupted; the migration is aborted\n", name);
+		log_eprintf("error: migrate %s: interrupted; the migration is aborted\n", name);
 		engine_migrate_abort(src, ns, name, &err);
 		free(err);
 		w.quiet = true;
@@ -217,7 +217,7 @@ static int abort_cmd(const char *ns, const char *name)
 {
 	struct source *src = source_of(ns, name);
 	if (src == NULL) {
-		log_eprintf("kvcon: virtualmachine \"%s\" not found in namespace %s\n", name, ns);
+		log_eprintf("error: virtualmachine \"%s\" not found in namespace %s\n", name, ns);
 		return EXIT_API;
 	}
 	char *err = NULL;
@@ -307,7 +307,7 @@ static int drain_routed(const char *host, const struct migrate_opts *o)
 	fflush(stdout);
 	int failed = drain_keys(keys, nk, o);
 	if (failed)
-		log_eprintf("kvcon: drain %s: %d of %zu migrations failed; those VMs still run on %s\n", h, failed, nk, h);
+		log_eprintf("error: drain %s: %d of %zu migrations failed; those VMs still run on %s\n", h, failed, nk, h);
 	else
 		printf("%s drained\n", h);
 	free(h);
@@ -333,7 +333,7 @@ int drain_cmd(int argc, char **argv)
 	if (n > 0 && srcs[0]->type == SOURCE_KUBE)
 		return engine_cli_close(drain_routed(host, &o), 30000);
 	if (src == NULL) {
-		log_eprintf("kvcon: drain: no engine host %s (open it with -c URI or list it in the config)\n", host);
+		log_eprintf("error: drain: no engine host %s (open it with -c URI or list it in the config)\n", host);
 		return engine_cli_close(EXIT_USAGE, 0);
 	}
 	/* the list first: migrations change the store */
@@ -348,7 +348,7 @@ int drain_cmd(int argc, char **argv)
 	fflush(stdout);
 	int failed = drain_keys(keys, nk, &o);
 	if (failed)
-		log_eprintf("kvcon: drain %s: %d of %zu migrations failed; those VMs still run on %s\n", host,
+		log_eprintf("error: drain %s: %d of %zu migrations failed; those VMs still run on %s\n", host,
 			failed, nk, host);
 	else
 		printf("%s drained\n", src->name);

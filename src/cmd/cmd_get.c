@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "core/buf.h"
+#include "core/connect.h"
 #include "core/log.h"
 #include "core/loop.h"
 #include "core/opts.h"
@@ -520,16 +521,18 @@ struct engine_set {
 	const char *selector; /* -l, applied here (the engine has no API server to do it) */
 };
 
-/* Whether get lists engine hosts too: -c (or the config's hosts) says so; else the default engine when there
- * is no cluster to list, or when kvcon has engine VMs on this machine. --no-engine: never. */
+/* Which sources get reads: the one rule of core/connect.h (with a kubeconfig, its context alone, as kubectl; the
+ * engine when asked for, or when there is no kubeconfig). */
+static struct connect_plan plan(void)
+{
+	struct connect_plan p;
+	connect_plan(opts_global(), &p);
+	return p;
+}
+
 static bool engine_wanted(void)
 {
-	struct kvcon_opts *o = opts_global();
-	if (o->nuris > 0 || o->engine_only)
-		return true;
-	if (o->no_engine || o->context || o->kubeconfig)
-		return false;
-	return !session_kubeconfig_present() || engine_has_record(NULL, NULL);
+	return plan().engine;
 }
 
 /* -l for the engine's objects: kubectl's equality forms (k=v, k==v, k!=v, k, !k), comma-separated, ANDed. */
@@ -620,16 +623,11 @@ static char *engine_watch_socket(int *rc)
 		log_info("the engine service answers on %s: going through it", path);
 		return path;
 	}
-	/* asked for (-c, the config's hosts), or all there is: an error; beside a cluster: a warning */
-	bool required = opts_global()->nuris > 0 || opts_global()->engine_only || !session_kubeconfig_present();
+	/* asked for (its context, -c, the config's hosts) or all there is: an error (session_service_answering's
+	 * words name the service or the engine's own refusal) */
 	char *e = util_escape_display(err ? err : "it did not answer");
-	if (required) {
-		/* session_service_answering's words name the service or the engine's own refusal */
-		log_eprintf("error: %s\n", e);
-		*rc = EXIT_API;
-	} else {
-		log_eprintf("warning: the engine's objects are not watched: %s\n", e);
-	}
+	log_eprintf("error: %s\n", e);
+	*rc = EXIT_API;
 	free(e);
 	free(err);
 	return NULL;
@@ -690,13 +688,14 @@ static int run_kget(struct kget_opts *ko)
 {
 	struct engine_set e = { .selector = ko->selector };
 	int rc;
-	char hn[256] = "localhost";
-	if (opts_global()->engine_only) {
-		/* `kvcon engine get`: the engine service alone, read as a cluster is (its objects, tables, events) */
+	const char *hn = connect_engine_name();
+	struct connect_plan p = plan();
+	if (!p.kube) {
+		/* the engine alone (`kvcon engine get`, --context engine, -c): its service read as a cluster is (its
+		 * objects, tables, events) */
 		char *sock = engine_watch_socket(&rc);
 		if (sock == NULL)
 			return rc;
-		gethostname(hn, sizeof hn - 1);
 		ko->engine_socket = sock;
 		ko->engine_name = hn;
 		ko->engine_only = true;
@@ -719,10 +718,9 @@ static int run_kget(struct kget_opts *ko)
 		if (sock == NULL && rc != EXIT_OK)
 			return rc;
 		if (sock) {
-			gethostname(hn, sizeof hn - 1);
 			ko->engine_socket = sock;
 			ko->engine_name = hn;
-			ko->cluster_optional = !session_kubeconfig_present();
+			ko->cluster_optional = p.kube_optional;
 		}
 		rc = kget_run(ko);
 		free(sock);
@@ -753,7 +751,7 @@ static int run_kget(struct kget_opts *ko)
 			}
 		ko->extra = engine_objects;
 		ko->extra_arg = &e;
-		ko->cluster_optional = !session_kubeconfig_present();
+		ko->cluster_optional = p.kube_optional;
 	}
 	rc = kget_run(ko);
 out:
@@ -885,7 +883,8 @@ int cmd_get(int argc, char **argv)
 		if (rc != EXIT_OK)
 			goto out;
 	}
-	if (!o->engine_only && (sock == NULL || session_kubeconfig_present())) {
+	struct connect_plan p = plan();
+	if (p.kube && !(sock && p.kube_optional)) {
 		g.srcs[g.nsrc] = kube_open_ex(g.st, NULL, &ko, &err);
 		if (g.srcs[g.nsrc] == NULL) {
 			char *e = util_escape_display(err);

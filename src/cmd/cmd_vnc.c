@@ -102,13 +102,9 @@ static struct store *vm_store;
 
 static struct stream *open_vm(const char *ns, const char *name, char **err)
 {
-	struct kvcon_opts *g = opts_global();
 	if (vm_store == NULL)
 		vm_store = store_new();
-	/* only this namespace's objects: nothing else is needed for a display */
-	free(g->ns);
-	g->ns = xstrdup(ns);
-	g->all_ns = false;
+	/* only this namespace's objects (session_resolve watches ns alone): nothing else is needed for a display */
 	struct source *src = session_resolve(vm_store, ns, name, KUBE_KIND_BIT(OBJ_VMI), false, err);
 	if (src == NULL)
 		return NULL;
@@ -194,7 +190,7 @@ static void shot_event(struct vnc *v, enum vnc_event ev, void *arg)
 	struct shot *s = arg;
 	(void)v;
 	if (ev == VNC_CLOSED) {
-		log_eprintf("kvcon: vnc: %s\n", *vnc_error(v) ? vnc_error(v) : "the VNC session ended");
+		log_eprintf("error: %s\n", *vnc_error(v) ? vnc_error(v) : "the VNC session ended");
 		s->rc = EXIT_API;
 		loop_quit(s->rc);
 	}
@@ -208,7 +204,7 @@ static void shot_tick(void *arg)
 	bool late = now - s->start >= (uint64_t)s->o->timeout_s * 1000;
 	if (quiet || (late && n > 0)) {
 		if (!quiet)
-			log_eprintf("kvcon: vnc: the screen did not settle within %d s; saving the latest frame\n",
+			log_eprintf("error: the screen did not settle within %d s; saving the latest frame\n",
 				s->o->timeout_s);
 		char why[UTIL_WHY_LEN] = "";
 		if (vnc_screenshot(s->v, s->o->screenshot, why) < 0) {
@@ -225,7 +221,7 @@ static void shot_tick(void *arg)
 		return;
 	}
 	if (late) {
-		log_eprintf("kvcon: vnc: no frame from %s within %d s\n", s->o->target, s->o->timeout_s);
+		log_eprintf("error: no frame from %s within %d s\n", s->o->target, s->o->timeout_s);
 		s->rc = EXIT_API;
 		loop_quit(s->rc);
 		return;
@@ -243,7 +239,7 @@ static int run_screenshot(const struct vopts *o)
 	}
 	s.v = open_session(o, shot_event, &s, &err);
 	if (s.v == NULL) {
-		log_eprintf("kvcon: vnc: %s\n", err);
+		log_eprintf("error: %s\n", err);
 		free(err);
 		return EXIT_API;
 	}
@@ -414,7 +410,7 @@ static void viewer_ended(void *arg, const char *why)
 static int run_viewer(const struct vopts *o)
 {
 	if (!isatty(STDIN_FILENO) || !isatty(STDOUT_FILENO)) {
-		log_eprintf("kvcon: vnc: the display needs a terminal (use --screenshot or --proxy-only)\n");
+		log_eprintf("error: the display needs a terminal (use --screenshot or --proxy-only)\n");
 		return EXIT_USAGE;
 	}
 	struct viewer w = {.rc = EXIT_OK};
@@ -441,7 +437,7 @@ static int run_viewer(const struct vopts *o)
 		free(pw);
 	}
 	if (v == NULL) {
-		log_eprintf("kvcon: vnc: %s\n", err ? err : "no display");
+		log_eprintf("error: %s\n", err ? err : "no display");
 		free(err);
 		return EXIT_API;
 	}
@@ -452,7 +448,7 @@ static int run_viewer(const struct vopts *o)
 	log_info("vnc: %lu frames drawn in %.1f s", panemain_frames(), (double)(util_now_ms() - start) / 1000.0);
 	panemain_close();
 	if (w.why)
-		log_eprintf("kvcon: vnc: %s\n", *w.why ? w.why : "the VNC session ended");
+		log_eprintf("error: %s\n", *w.why ? w.why : "the VNC session ended");
 	free(w.why);
 	return w.rc != EXIT_OK ? w.rc : rc;
 }
@@ -476,7 +472,7 @@ int cmd_vnc(int argc, char **argv)
 		for (size_t k = 0; k < sizeof valued / sizeof valued[0]; k++)
 			if (strcmp(a, valued[k]) == 0) {
 				if (i + 1 >= argc) {
-					log_eprintf("kvcon vnc: %s needs a value\n%s", a, usage_text);
+					log_eprintf("error: %s needs a value\n%s", a, usage_text);
 					return EXIT_USAGE;
 				}
 				val = argv[++i];
@@ -509,7 +505,7 @@ int cmd_vnc(int argc, char **argv)
 		} else if (a[0] != '-' && o.target == NULL)
 			o.target = a;
 		else {
-			log_eprintf("kvcon vnc: unexpected argument '%s'\n%s", a, usage_text);
+			log_eprintf("error: unexpected argument '%s'\n%s", a, usage_text);
 			return EXIT_USAGE;
 		}
 	}

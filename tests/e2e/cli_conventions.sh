@@ -45,6 +45,12 @@ printf 'error: unknown command "gte" for "kvcon"\n\nDid you mean this?\n\tget\n'
 "$KVCON" get datavolume2 >"$tmp/o" 2>"$tmp/e"; [ $? = 1 ] && grep -q '^error: the server doesn.t have a resource type "datavolume2"' \
 	"$tmp/e" && grep -q "^$(printf '\t')datavolumes$" "$tmp/e" || fail "get datavolume2: $(cat "$tmp/e")"
 grep -rq 'kvcon [a-z]*: \|unknown action' "$tmp/e" && fail "an old error shape: $(cat "$tmp/e")"
+# the verbs with their own parsers say it the same way: error: and exit 1, no "kvcon VERB:" prefix
+for args in "vnc default/x --port" "vnc default/x --bogus" "engine apply"; do
+	# shellcheck disable=SC2086 # the words of args
+	"$KVCON" $args </dev/null >"$tmp/o" 2>"$tmp/e"; rc=$?
+	[ $rc = 1 ] && grep -q '^error: ' "$tmp/e" && ! grep -q '^kvcon[ :]' "$tmp/e" || fail "kvcon $args: rc $rc $(cat "$tmp/e")"
+done
 "$KVCON" help nosuch >/dev/null 2>"$tmp/e"; [ $? = 1 ] && grep -q '^error: unknown command "nosuch"' "$tmp/e" ||
 	fail "help nosuch: $(cat "$tmp/e")"
 "$KVCON" --help | grep -q '^  completion bash|zsh' || fail "--help lacks completion"
