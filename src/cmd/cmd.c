@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cmd/args.h"
 #include "cmd/cmd_bundle.h"
 #include "cmd/cmd_console.h"
 #include "cmd/cmd_describe.h"
@@ -20,6 +21,7 @@
 #include "core/log.h"
 #include "core/loop.h"
 #include "core/opts.h"
+#include "core/util.h"
 #include "core/xmalloc.h"
 #include "kube/kget.h"
 #include "model/registry.h"
@@ -28,112 +30,121 @@ static int cmd_version(int argc, char **argv);
 static int cmd_help(int argc, char **argv);
 static int cmd_completion(int argc, char **argv);
 static int cmd_complete(int argc, char **argv);
+static void print_kinds(FILE *f);
 
-#define WAIT_FLAG \
-	{ NULL, "--wait", "[SECONDS", "watch until the effect is visible (default 120 s); exit 3 when not", NULL }
+/* A flag row: short and long form, the value's name, help, completion values; D a duration whose bare number
+ * counts unit ms (virtctl's unit for the flag), N a whole number (cmd/args.c checks both). */
+#define F(s_, l_, arg_, help_, values_) { .s = s_, .l = l_, .arg = arg_, .help = help_, .values = values_ }
+#define D(s_, l_, arg_, help_, unit_)                                                                             \
+	{ .s = s_, .l = l_, .arg = arg_, .help = help_, .type = CMD_FLAG_DURATION, .unit_ms = unit_ }
+#define N(s_, l_, arg_, help_) { .s = s_, .l = l_, .arg = arg_, .help = help_, .type = CMD_FLAG_INT }
+#define WAIT_FLAG                                                                                                  \
+	D(NULL, "--wait", "[SECONDS", "watch until the effect is visible (default 120 s); exit 3 when not", 1000)
 #define SOURCE_HELP "the context or engine host that has the VM (when the name exists on several)"
 
 const struct cmd_flag cmd_globals[] = {
-	{ NULL, "--kubeconfig", "FILE", "kubeconfig to use (default: $KUBECONFIG, ~/.kube/config)", NULL },
-	{ NULL, "--context", "NAME", "kubeconfig context, or engine (the local engine; CTX,engine: both)", NULL },
-	{ "-n", "--namespace", "NS", "namespace (default: the context's)", NULL },
-	{ "-A", "--all-namespaces", NULL, "every namespace", NULL },
-	{ "-c", "--connect", "URI", "libvirt host for the engine (repeatable; default: $LIBVIRT_DEFAULT_URI, else "
-				    "embedded QEMU)", NULL },
-	{ NULL, "--source", "NAME", SOURCE_HELP, NULL },
-	{ NULL, "--no-engine", NULL, "do not open the local engine", NULL },
-	{ NULL, "--readonly", NULL, "refuse every mutating action", NULL },
-	{ NULL, "--theme", "NAME", "colour theme", "default dark light mono" },
-	{ NULL, "--log-file", "FILE", "log file (default: $XDG_STATE_HOME/kvcon/kvcon.log)", NULL },
-	{ "-v", "--v", "N", "log verbosity (-v N, --v=N; -v alone: 1)", NULL },
-	{ NULL, "--verbose", NULL, "more logging (repeatable)", NULL },
-	{ NULL, "--version", NULL, "the same as the version command", NULL },
-	{ "-h", "--help", NULL, "this help", NULL },
-	{ 0 },
+	F(NULL, "--kubeconfig", "FILE", "kubeconfig to use (default: $KUBECONFIG, ~/.kube/config)", NULL),
+	F(NULL, "--context", "NAME", "kubeconfig context, or engine (the local engine; CTX,engine: both)", NULL),
+	F("-n", "--namespace", "NS", "namespace (default: the context's)", NULL),
+	F("-A", "--all-namespaces", NULL, "every namespace", NULL),
+	F("-c", "--connect", "URI", "libvirt host for the engine (repeatable; default: $LIBVIRT_DEFAULT_URI, else "
+				    "embedded QEMU)", NULL),
+	F(NULL, "--source", "NAME", SOURCE_HELP, NULL),
+	F(NULL, "--no-engine", NULL, "do not open the local engine", NULL),
+	F(NULL, "--readonly", NULL, "refuse every mutating action", NULL),
+	F(NULL, "--theme", "NAME", "colour theme", "default dark light mono"),
+	F(NULL, "--log-file", "FILE", "log file (default: $XDG_STATE_HOME/kvcon/kvcon.log)", NULL),
+	F("-v", "--v", "N", "log verbosity (-v N, --v=N; -v alone: 1)", NULL),
+	F(NULL, "--verbose", NULL, "more logging (repeatable)", NULL),
+	F(NULL, "--version", NULL, "the same as the version command", NULL),
+	F("-h", "--help", NULL, "this help", NULL),
+	{ .l = NULL },
 };
 
 static const struct cmd_flag f_version[] = {
-	{ NULL, "--client", NULL, "the client's version only", NULL },
-	{ 0 },
+	F(NULL, "--client", NULL, "the client's version only", NULL),
+	{ .l = NULL },
 };
 static const struct cmd_flag f_get[] = {
-	{ "-o", "--output", "FMT", "wide, json, yaml, name, jsonpath=TEMPLATE, custom-columns=SPEC, summary",
-	  "wide json yaml name jsonpath= custom-columns= summary" },
-	{ "-l", "--selector", "SELECTOR", "label selector (repeatable)", NULL },
-	{ NULL, "--field-selector", "SELECTOR", "field selector", NULL },
-	{ NULL, "--no-headers", NULL, "no header line", NULL },
-	{ NULL, "--show-labels", NULL, "a LABELS column", NULL },
-	{ "-L", "--label-columns", "KEY,...", "a column per label key", NULL },
-	{ NULL, "--sort-by", "JSONPATH", "sort by this field", NULL },
-	{ "-w", "--watch", NULL, "after the list, every change", NULL },
-	{ NULL, "--watch-for", "SECONDS", "watch this long, then print the result", NULL },
-	{ NULL, "--timeout", "SECONDS", "give up on the lists after this long", NULL },
-	{ 0 },
+	F("-o", "--output", "FMT", "wide, json, yaml, name, jsonpath=TEMPLATE, custom-columns=SPEC, summary",
+	  "wide json yaml name jsonpath= custom-columns= summary"),
+	F("-l", "--selector", "SELECTOR", "label selector (repeatable)", NULL),
+	F(NULL, "--field-selector", "SELECTOR", "field selector", NULL),
+	F(NULL, "--no-headers", NULL, "no header line", NULL),
+	F(NULL, "--show-labels", NULL, "a LABELS column", NULL),
+	F("-L", "--label-columns", "KEY,...", "a column per label key", NULL),
+	F(NULL, "--sort-by", "JSONPATH", "sort by this field", NULL),
+	F("-w", "--watch", NULL, "after the list, every change", NULL),
+	{ .s = "-A", .l = "--all-namespaces", .help = "every namespace (a global option)", .hidden = true },
+	{ .s = "-n", .l = "--namespace", .arg = "NS", .help = "namespace (a global option)", .hidden = true },
+	D(NULL, "--watch-for", "SECONDS", "watch this long, then print the result (or 30s, 2m)", 1000),
+	D(NULL, "--timeout", "SECONDS", "give up on the lists after this long (default 30; or 30s, 2m)", 1000),
+	{ .l = NULL },
 };
 static const struct cmd_flag f_diagnose[] = {
-	{ "-o", "--output", "FMT", "text or json", "text json" },
-	{ 0 },
+	F("-o", "--output", "FMT", "text or json", "text json"),
+	{ .l = NULL },
 };
 static const struct cmd_flag f_bundle[] = {
-	{ "-o", "--output", "FILE", "the tarball (default: NAME-bundle-TIME.tar.gz)", NULL },
-	{ 0 },
+	F("-o", "--output", "FILE", "the tarball (default: NAME-bundle-TIME.tar.gz)", NULL),
+	{ .l = NULL },
 };
 static const struct cmd_flag f_logs[] = {
-	{ "-c", "--container", "NAME", "container (default compute; engine: compute or serial)", "compute serial" },
-	{ "-f", "--follow", NULL, "follow new lines until the container instance ends", NULL },
-	{ "-p", "--previous", NULL, "the previous container instance", NULL },
-	{ NULL, "--since", "DURATION", "only newer lines (5s, 2m, 3h)", NULL },
-	{ NULL, "--tail", "N", "the last N lines", NULL },
-	{ NULL, "--timestamps", NULL, "prefix each line with its time", NULL },
-	{ 0 },
+	F("-c", "--container", "NAME", "container (default compute; engine: compute or serial)", "compute serial"),
+	F("-f", "--follow", NULL, "follow new lines until the container instance ends", NULL),
+	F("-p", "--previous", NULL, "the previous container instance", NULL),
+	D(NULL, "--since", "DURATION", "only newer lines (5s, 2m, 3h)", 1000),
+	F(NULL, "--tail", "N", "the last N lines (-1: all)", NULL),
+	F(NULL, "--timestamps", NULL, "prefix each line with its time", NULL),
+	{ .l = NULL },
 };
 static const struct cmd_flag f_wait[] = {
-	{ NULL, "--for", "WHAT", "condition=COND[=VALUE], jsonpath='{...}'=VALUE, or delete", "condition= jsonpath= delete" },
-	{ NULL, "--timeout", "DURATION", "give up after this long (default 30s)", NULL },
-	{ 0 },
+	F(NULL, "--for", "WHAT", "condition=COND[=VALUE], jsonpath='{...}'=VALUE, or delete", "condition= jsonpath= delete"),
+	D(NULL, "--timeout", "DURATION", "give up after this long (default 30s; a bare number: seconds)", 1000),
+	{ .l = NULL },
 };
-static const struct cmd_flag f_wait_only[] = { WAIT_FLAG, { 0 } };
+static const struct cmd_flag f_wait_only[] = { WAIT_FLAG, { .l = NULL } };
 static const struct cmd_flag f_stop[] = {
-	{ NULL, "--force", NULL, "power off at once", NULL },
-	{ NULL, "--grace-period", "N", "seconds the guest gets to shut down", NULL },
+	F(NULL, "--force", NULL, "power off at once", NULL),
+	N(NULL, "--grace-period", "N", "seconds the guest gets to shut down"),
 	WAIT_FLAG,
-	{ 0 },
+	{ .l = NULL },
 };
 static const struct cmd_flag f_delete[] = {
-	{ NULL, "--grace-period", "N", "seconds the guest gets to shut down", NULL },
-	{ NULL, "--force", NULL, "power off at once (--grace-period 0)", NULL },
-	{ NULL, "--delete-volumes", NULL, "engine VMs: their disks too (an engine extension of the API)", NULL },
+	N(NULL, "--grace-period", "N", "seconds the guest gets to shut down"),
+	F(NULL, "--force", NULL, "power off at once (--grace-period 0)", NULL),
+	F(NULL, "--delete-volumes", NULL, "engine VMs: their disks too (an engine extension of the API)", NULL),
 	WAIT_FLAG,
-	{ 0 },
+	{ .l = NULL },
 };
 static const struct cmd_flag f_migrate[] = {
-	{ NULL, "--to", "NODE", "the target node or engine host", NULL },
-	{ NULL, "--abort", NULL, "cancel the running migration", NULL },
+	F(NULL, "--to", "NODE", "the target node or engine host", NULL),
+	F(NULL, "--abort", NULL, "cancel the running migration", NULL),
 	WAIT_FLAG,
-	{ 0 },
+	{ .l = NULL },
 };
 static const struct cmd_flag f_console[] = {
-	{ NULL, "--timeout", "MINUTES", "wait this long for the VMI and the console (minutes as virtctl; 30s, 2m, 1h "
-					"with a unit; default 5, 0: forever)", NULL },
-	{ NULL, "--log", "FILE", "append every byte the guest sends to FILE", NULL },
-	{ NULL, "--expect", "RE", "scripted: wait for this regular expression in the guest's output", NULL },
-	{ NULL, "--send", "LINE", "scripted: type this line (steps run in the order given)", NULL },
-	{ NULL, "--wait-stop", NULL, "scripted: then wait until the execution ended and the run strategy reacted", NULL },
-	{ 0 },
+	D(NULL, "--timeout", "MINUTES", "wait this long for the VMI and the console (minutes as virtctl; 30s, 2m, 1h "
+					"with a unit; default 5, 0: forever)", 60000),
+	F(NULL, "--log", "FILE", "append every byte the guest sends to FILE", NULL),
+	F(NULL, "--expect", "RE", "scripted: wait for this regular expression in the guest's output", NULL),
+	F(NULL, "--send", "LINE", "scripted: type this line (steps run in the order given)", NULL),
+	F(NULL, "--wait-stop", NULL, "scripted: then wait until the execution ended and the run strategy reacted", NULL),
+	{ .l = NULL },
 };
 static const struct cmd_flag f_vnc[] = {
-	{ NULL, "--scale", "MODE", "fit or 1:1", "fit 1:1" },
-	{ NULL, "--colors", "MODE", "truecolor, 256 or mono", "truecolor 256 mono" },
-	{ NULL, "--view-only", NULL, "send no keys", NULL },
-	{ NULL, "--password-file", "FILE", "the display's VNC password", NULL },
-	{ NULL, "--quality", "0-9", "JPEG quality asked of the server", NULL },
-	{ NULL, "--ws-protocol", "NAME", "WebSocket subprotocol (ws:// targets)", NULL },
-	{ NULL, "--screenshot", "FILE.png", "write one frame as PNG and leave", NULL },
-	{ NULL, "--quiet-ms", "MS", "--screenshot: the screen has been still this long", NULL },
-	{ NULL, "--timeout", "S", "--screenshot: give up after this long", NULL },
-	{ NULL, "--proxy-only", NULL, "serve a local port for an external viewer", NULL },
-	{ NULL, "--port", "N", "--proxy-only: the port", NULL },
-	{ 0 },
+	F(NULL, "--scale", "MODE", "fit or 1:1", "fit 1:1"),
+	F(NULL, "--colors", "MODE", "truecolor, 256 or mono", "truecolor 256 mono"),
+	F(NULL, "--view-only", NULL, "send no keys", NULL),
+	F(NULL, "--password-file", "FILE", "the display's VNC password", NULL),
+	N(NULL, "--quality", "0-9", "JPEG quality asked of the server"),
+	F(NULL, "--ws-protocol", "NAME", "WebSocket subprotocol (ws:// targets)", NULL),
+	F(NULL, "--screenshot", "FILE.png", "write one frame as PNG and leave", NULL),
+	D(NULL, "--quiet-ms", "MS", "--screenshot: the screen has been still this long (default 500)", 1),
+	D(NULL, "--timeout", "S", "--screenshot: give up after this long (default 30)", 1000),
+	F(NULL, "--proxy-only", NULL, "serve a local port for an external viewer", NULL),
+	N(NULL, "--port", "N", "--proxy-only: the port"),
+	{ .l = NULL },
 };
 
 static const struct cmd_entry rows[] = {
@@ -146,7 +157,8 @@ static const struct cmd_entry rows[] = {
 	{ "console", NULL, "NS/NAME [--timeout MIN] [--log FILE] [--expect RE] [--send LINE]...",
 	  "the guest's serial console full-screen (Ctrl+] exits), or scripted",
 	  f_console, CMD_OP_TARGET, NULL, NULL, false, false, cmd_console },
-	{ "vnc", NULL, "TARGET [--screenshot F.png|--proxy-only]", "the guest display in the terminal", f_vnc,
+	{ "vnc", NULL, "NS/NAME|unix:PATH|tcp:HOST:PORT|ws://URL [--screenshot F.png|--proxy-only]",
+	  "the guest display in the terminal", f_vnc,
 	  CMD_OP_TARGET, NULL, NULL, false, false, cmd_vnc },
 	{ "diagnose", NULL, "NS/NAME [-o text|json]", "walk a VM's four boundaries; exit 3 if one stalled", f_diagnose,
 	  CMD_OP_VM_REF, NULL, NULL, false, false, cmd_diagnose },
@@ -267,6 +279,8 @@ static void flag_left(const struct cmd_flag *f, char *out, size_t n)
 static void print_flags(const struct cmd_flag *fl, FILE *f)
 {
 	for (; fl && fl->l; fl++) {
+		if (fl->hidden)
+			continue;
 		char left[64];
 		flag_left(fl, left, sizeof left);
 		if (strlen(left) > 28)
@@ -300,7 +314,7 @@ void cmd_usage(const struct cmd_entry *e, FILE *f)
 	fprintf(f, "usage: kvcon %s %s\n%s%s%s.\n", e->name, e->args, e->summary, e->alias ? "; also " : "",
 		e->alias ? e->alias : "");
 	if (e->operand == CMD_OP_KIND_NAMES)
-		cmd_print_kinds(f);
+		print_kinds(f);
 	if (e->flags) {
 		fprintf(f, "\nflags:\n");
 		print_flags(e->flags, f);
@@ -308,7 +322,8 @@ void cmd_usage(const struct cmd_entry *e, FILE *f)
 	fprintf(f, "\nGlobal options (kvcon --help) are accepted too.\n");
 }
 
-void cmd_print_kinds(FILE *f)
+/* "kinds: virtualmachines (vm), ...": every kind of the registry with its first short name. */
+static void print_kinds(FILE *f)
 {
 	int col = fprintf(f, "kinds:");
 	for (int i = 0; i < KIND_COUNT; i++) {
@@ -336,15 +351,18 @@ void cmd_print_suggestions(const char *const *words, size_t n)
 
 static int cmd_version(int argc, char **argv)
 {
-	bool client_only = false;
-	for (int i = 1; i < argc; i++) {
-		if (strcmp(argv[i], "--client") == 0 || strcmp(argv[i], "--client=true") == 0) {
-			client_only = true;
-		} else {
-			log_eprintf("error: unknown flag: %s\n", argv[i]);
-			return EXIT_USAGE;
-		}
+	struct args g;
+	int p = args_parse_verb(argc, argv, &g);
+	if (p == ARGS_OK && g.npos > 0) {
+		char *e = util_escape_display(g.pos[0]);
+		log_eprintf("error: unexpected argument '%s'\nSee 'kvcon version --help' for usage.\n", e);
+		free(e);
+		p = ARGS_ERR;
 	}
+	bool client_only = args_bool(&g, "--client");
+	args_free(&g);
+	if (p != ARGS_OK)
+		return p == ARGS_HELP ? EXIT_OK : EXIT_USAGE;
 	printf("Client Version: v%s\n", KVCON_VERSION);
 	fflush(stdout);
 	if (client_only)
@@ -386,6 +404,8 @@ static int cmd_help(int argc, char **argv)
 static void flag_words(struct buf *b, const struct cmd_flag *fl)
 {
 	for (; fl && fl->l; fl++) {
+		if (fl->hidden)
+			continue;
 		if (fl->s)
 			buf_printf(b, "%s ", fl->s);
 		buf_printf(b, "%s%s ", fl->l, fl->arg && fl->arg[0] == '[' ? "=" : "");

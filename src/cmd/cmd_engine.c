@@ -26,6 +26,7 @@
 #include "core/util.h"
 #include "core/xmalloc.h"
 #include "core/ydoc.h"
+#include "cmd/args.h"
 #include "cmd/cmd_console.h"
 #include "cmd/cmd_diagnose.h"
 #include "cmd/cmd_get.h"
@@ -562,32 +563,23 @@ static int engine_get(int argc, char **argv)
 
 /* ---- console ---- */
 
-/* console NAME [--timeout S] [--log FILE] [--expect RE] [--send LINE]... [--wait-stop]: cmd_console on NS/NAME
- * (its full-screen console on a terminal, its scripted console with --expect/--send/--wait-stop); --timeout
- * counts seconds in this spelling. */
+/* console NAME [--timeout MIN] [--log FILE] [--expect RE] [--send LINE]... [--wait-stop]: cmd_console on NS/NAME
+ * (its full-screen console on a terminal, its scripted console with --expect/--send/--wait-stop); its flags are
+ * console's, --timeout in minutes as virtctl's (30s, 2m with a unit). */
 static int cmd_engine_console(int argc, char **argv)
 {
-	char **av = xcalloc((size_t)argc + 2, sizeof *av);
-	char *target = NULL, *secs = NULL;
-	int n = 0;
-	av[n++] = argv[0];
-	for (int i = 1; i < argc; i++) {
-		if (strcmp(argv[i], "--timeout") == 0 && i + 1 < argc) {
-			av[n++] = argv[i++];
-			bool digits = argv[i][0] != '\0' && strspn(argv[i], "0123456789") == strlen(argv[i]);
-			av[n++] = digits && secs == NULL ? (secs = xasprintf("%ss", argv[i])) : argv[i];
-		} else if ((strcmp(argv[i], "--expect") == 0 || strcmp(argv[i], "--send") == 0 ||
-			    strcmp(argv[i], "--log") == 0) && i + 1 < argc) {
-			av[n++] = argv[i++];
-			av[n++] = argv[i];
-		} else if (argv[i][0] != '-' && target == NULL) {
-			av[n++] = target = ns_name(argv[i]);
-		} else {
-			av[n++] = argv[i];
-		}
-	}
-	int rc = shared(cmd_console, av, n);
-	free(secs);
+	/* console's flags, parsed by the command table's parser; only NAME changes (NS/NAME in -n's namespace) */
+	struct args a;
+	int p = args_parse(cmd_find("console"), argc, argv, &a);
+	const char *name = p == ARGS_OK && a.npos > 0 ? a.pos[0] : NULL;
+	args_free(&a);
+	if (p != ARGS_OK)
+		return p == ARGS_HELP ? EXIT_OK : EXIT_USAGE;
+	char **av = xcalloc((size_t)argc + 1, sizeof *av);
+	char *target = NULL;
+	for (int i = 0; i < argc; i++)
+		av[i] = argv[i] == name ? (target = ns_name(name)) : argv[i];
+	int rc = shared(cmd_console, av, argc);
 	free(target);
 	free(av);
 	return rc;
@@ -762,7 +754,7 @@ static const struct {
 } subs[] = {
 	{ "apply", cmd_engine_apply, "apply -f FILE              store a VirtualMachine manifest (YAML or JSON)" },
 	{ "get", engine_get, "get [KIND] [NAME] [-o FMT] [get's flags]   = kvcon get KIND [NAME] on the engine" },
-	{ "console", cmd_engine_console, "console NAME [--timeout S] [--log FILE]   = kvcon console NS/NAME --timeout Ss\n"
+	{ "console", cmd_engine_console, "console NAME [--timeout MIN] [--log FILE] = kvcon console NS/NAME (minutes; 30s)\n"
 					 "                      console NAME [--expect RE] [--send LINE]... [--wait-stop]   (scripted)" },
 	{ "vnc", cmd_engine_vnc, "vnc NAME [kvcon vnc's flags]             = kvcon vnc NS/NAME" },
 	{ "reconcile", cmd_engine_reconcile, "reconcile [--for SECONDS]  run the reconciler, then leave" },

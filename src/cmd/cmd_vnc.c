@@ -15,6 +15,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "cmd/args.h"
 #include "cmd/session.h"
 #include "console/fbcells.h"
 #include "console/rfbgate.h"
@@ -455,65 +456,48 @@ static int run_viewer(const struct vopts *o)
 
 /* ---- arguments ---- */
 
-static const char usage_text[] =
-    "usage: kvcon vnc TARGET [--scale fit|1:1] [--colors truecolor|256|mono] [--view-only]\n"
-    "                        [--password-file FILE] [--quality 0-9] [--ws-protocol NAME]\n"
-    "       kvcon vnc TARGET --screenshot FILE.png [--quiet-ms MS] [--timeout S]\n"
-    "       kvcon vnc TARGET --proxy-only [--port N]\n"
-    "TARGET: NS/NAME (a VMI), unix:PATH, tcp:HOST:PORT, or ws://... / wss://... (a VNC WebSocket)\n";
-
 int cmd_vnc(int argc, char **argv)
 {
-	struct vopts o = {.scale = FBC_FIT, .quality = -1, .timeout_s = 30, .quiet_ms = 500};
-	static const char *const valued[] = {"--screenshot", "--colors",  "--password-file", "--ws-protocol", "--port",
-					     "--scale",	     "--quality", "--timeout",	     "--quiet-ms"};
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i], *val = NULL;
-		for (size_t k = 0; k < sizeof valued / sizeof valued[0]; k++)
-			if (strcmp(a, valued[k]) == 0) {
-				if (i + 1 >= argc) {
-					log_eprintf("error: %s needs a value\n%s", a, usage_text);
-					return EXIT_USAGE;
-				}
-				val = argv[++i];
-			}
-		if (strcmp(a, "--screenshot") == 0)
-			o.screenshot = val;
-		else if (strcmp(a, "--colors") == 0)
-			o.colors = val;
-		else if (strcmp(a, "--password-file") == 0)
-			o.password_file = val;
-		else if (strcmp(a, "--ws-protocol") == 0)
-			o.ws_protocol = val;
-		else if (strcmp(a, "--port") == 0)
-			o.port = atoi(val);
-		else if (strcmp(a, "--scale") == 0 && (strcmp(val, "fit") == 0 || strcmp(val, "1:1") == 0))
-			o.scale = strcmp(val, "fit") == 0 ? FBC_FIT : FBC_ONE;
-		else if (strcmp(a, "--quality") == 0)
-			o.quality = atoi(val);
-		else if (strcmp(a, "--timeout") == 0)
-			o.timeout_s = atoi(val);
-		else if (strcmp(a, "--quiet-ms") == 0)
-			o.quiet_ms = atoi(val);
-		else if (strcmp(a, "--proxy-only") == 0)
-			o.proxy_only = true;
-		else if (strcmp(a, "--view-only") == 0)
-			o.view_only = true;
-		else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
-			fputs(usage_text, stdout);
-			return EXIT_OK;
-		} else if (a[0] != '-' && o.target == NULL)
-			o.target = a;
-		else {
-			log_eprintf("error: unexpected argument '%s'\n%s", a, usage_text);
-			return EXIT_USAGE;
+	/* the flags are the command table's (cmd/cmd.c), checked by its parser (cmd/args.c) */
+	struct args a;
+	int p = args_parse_verb(argc, argv, &a);
+	if (p == ARGS_OK && a.npos != 1) {
+		log_eprintf("error: %s\nSee 'kvcon vnc --help' for usage.\n",
+			    a.npos ? "one display at a time" : "which display? (NS/NAME, unix:PATH, tcp:HOST:PORT or ws://URL)");
+		p = ARGS_ERR;
+	}
+	struct vopts o = { .scale = FBC_FIT, .quality = -1, .timeout_s = 30, .quiet_ms = 500 };
+	if (p == ARGS_OK) {
+		o.target = a.pos[0];
+		o.screenshot = args_get(&a, "--screenshot");
+		o.colors = args_get(&a, "--colors");
+		o.password_file = args_get(&a, "--password-file");
+		o.ws_protocol = args_get(&a, "--ws-protocol");
+		o.port = (int)args_num(&a, "--port", 0);
+		o.quality = (int)args_num(&a, "--quality", -1);
+		o.timeout_s = (int)((args_num(&a, "--timeout", 30000) + 999) / 1000);
+		o.quiet_ms = (int)args_num(&a, "--quiet-ms", 500);
+		o.proxy_only = args_bool(&a, "--proxy-only");
+		o.view_only = args_bool(&a, "--view-only");
+		const char *scale = args_get(&a, "--scale");
+		if (scale && strcmp(scale, "fit") != 0 && strcmp(scale, "1:1") != 0) {
+			log_eprintf("error: --scale takes fit or 1:1\n");
+			p = ARGS_ERR;
+		}
+		o.scale = scale && strcmp(scale, "1:1") == 0 ? FBC_ONE : FBC_FIT;
+		if (o.port > 65535 || o.quality > 9 || o.timeout_s <= 0) {
+			log_eprintf("error: %s\n", o.port > 65535 ? "--port takes 0-65535" : o.quality > 9 ? "--quality takes 0-9"
+										       : "--timeout must be more than 0");
+			p = ARGS_ERR;
+		}
+		if (o.colors && !fbcells_colour_parse(o.colors, &(enum fbc_colour){ FBC_MONO })) {
+			log_eprintf("error: --colors takes truecolor, 256 or mono\n");
+			p = ARGS_ERR;
 		}
 	}
-	if (o.target == NULL || o.port < 0 || o.port > 65535 || o.quality > 9 || o.timeout_s <= 0 || o.quiet_ms < 0 ||
-	    (o.colors && !fbcells_colour_parse(o.colors, &(enum fbc_colour){FBC_MONO}))) {
-		fputs(usage_text, stderr);
-		return EXIT_USAGE;
-	}
+	args_free(&a);
+	if (p != ARGS_OK)
+		return p == ARGS_HELP ? EXIT_OK : EXIT_USAGE;
 	if (log_path() == NULL)
 		log_open(opts_global()->log);
 	loop_init();
