@@ -86,10 +86,17 @@ int args_parse(const struct cmd_entry *e, int argc, char **argv, struct args *a)
 	return ARGS_OK;
 }
 
+static const struct cmd_entry none = { "", NULL, "", "", NULL, CMD_OP_NONE, NULL, NULL, false, true, NULL, NULL };
+
 int args_parse_verb(int argc, char **argv, struct args *a)
 {
 	const struct cmd_entry *e = cmd_find(argv[0]);
-	static const struct cmd_entry none = { "", NULL, "", "", NULL, CMD_OP_NONE, NULL, NULL, false, true, NULL };
+	return args_parse(e ? e : &none, argc, argv, a);
+}
+
+int args_parse_sub(const char *parent, int argc, char **argv, struct args *a)
+{
+	const struct cmd_entry *p = cmd_find(parent), *e = p ? cmd_child(p, argv[0]) : NULL;
 	return args_parse(e ? e : &none, argc, argv, a);
 }
 

@@ -31,6 +31,8 @@ enum { ARGS_OK = 0, ARGS_HELP = 1, ARGS_ERR = -1 };
 int args_parse(const struct cmd_entry *e, int argc, char **argv, struct args *a);
 /* The verb's own row for argv[0] (cmd_find), for args_parse. */
 int args_parse_verb(int argc, char **argv, struct args *a);
+/* The same for a sub-verb: the child row argv[0] of the verb parent (`kvcon engine VERB`). */
+int args_parse_sub(const char *parent, int argc, char **argv, struct args *a);
 void args_free(struct args *a);
 
 /* The last value given for the flag of long name l ("--timeout"): NULL when not given. */

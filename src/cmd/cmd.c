@@ -12,6 +12,7 @@
 #include "cmd/cmd_console.h"
 #include "cmd/cmd_describe.h"
 #include "cmd/cmd_diagnose.h"
+#include "cmd/apisrv.h"
 #include "cmd/cmd_engine.h"
 #include "cmd/cmd_get.h"
 #include "cmd/cmd_logs.h"
@@ -147,44 +148,153 @@ static const struct cmd_flag f_vnc[] = {
 	{ .l = NULL },
 };
 
+/* `kvcon engine VERB`: child rows of the engine's row (named "engine VERB"); get, console, vnc and the actions are
+ * the top-level verbs on the engine's VMs (their flags, a bare NAME in -n's namespace), the actions' rows are
+ * filled from the registry (engine_table). */
+static const struct cmd_flag f_engine_apply[] = {
+	F("-f", "--filename", "FILE", "a VirtualMachine manifest, YAML or JSON (repeatable; - : stdin)", NULL),
+	{ .l = NULL },
+};
+static const struct cmd_flag f_engine_reconcile[] = {
+	D(NULL, "--for", "SECONDS", "keep reconciling this long, then leave once converged", 1000),
+	{ .l = NULL },
+};
+/* parsed by the service itself (cmd/apisrv.c); here for --help and completion */
+static const struct cmd_flag f_engine_serve[] = {
+	F(NULL, "--socket", "PATH", "the unix socket (default: the root's, see kvcon(1) FILES)", NULL),
+	F(NULL, "--https", "PORT", "also serve HTTPS on this port (a CA, a certificate, a token)", NULL),
+	F(NULL, "--kubeconfig-out", "FILE", "with --https: write a kubeconfig for kubectl", NULL),
+	F(NULL, "--idle-exit", "SECONDS", "leave after this long without a client and with nothing to do", NULL),
+	{ .l = NULL },
+};
+#define MIGRATE_FLAGS                                                                                              \
+	F(NULL, "--to", "HOST", "the target host (default: the only other one)", NULL),                             \
+	N(NULL, "--bandwidth", "MiB/s", "limit the migration's bandwidth (0: none)"),                               \
+	D(NULL, "--timeout", "S", "abort when not done by then (0: none)", 1000),                                    \
+	F(NULL, "--auto-converge", NULL, "throttle the guest's vCPUs until it converges", NULL),                     \
+	F(NULL, "--postcopy", NULL, "switch to post-copy when pre-copy does not converge", NULL),                    \
+	F(NULL, "--copy-storage", NULL, "copy the disks too (no shared storage)", NULL),                             \
+	F(NULL, "--migrate-uri", "URI", "the target's URI as the source host reaches it", NULL)
+static const struct cmd_flag f_engine_migrate[] = {
+	MIGRATE_FLAGS,
+	F(NULL, "--offline", NULL, "a stopped VM: move its definition and record only", NULL),
+	F(NULL, "--abort", NULL, "abort the running migration (the VM stays on its host)", NULL),
+	F(NULL, "--quiet", NULL, "no progress lines", NULL),
+	{ .l = NULL },
+};
+static const struct cmd_flag f_engine_drain[] = { MIGRATE_FLAGS, { .l = NULL } };
+#define ENGINE_WAIT                                                                                                \
+	F(NULL, "--no-wait", NULL, "send the request only", NULL),                                                  \
+	D(NULL, "--timeout", "S", "wait this long for the effect (default 300; the same as --wait=S)", 1000), WAIT_FLAG
+static const struct cmd_flag f_engine_wait[] = { ENGINE_WAIT, { .l = NULL } };
+static const struct cmd_flag f_engine_stop[] = {
+	F(NULL, "--force", NULL, "power off at once", NULL),
+	N(NULL, "--grace-period", "N", "seconds the guest gets to shut down"),
+	ENGINE_WAIT,
+	{ .l = NULL },
+};
+static const struct cmd_flag f_engine_delete[] = {
+	N(NULL, "--grace-period", "N", "seconds the guest gets to shut down"),
+	F(NULL, "--force", NULL, "power off at once (--grace-period 0)", NULL),
+	F(NULL, "--delete-volumes", NULL, "its persistentVolumeClaim files too", NULL),
+	ENGINE_WAIT,
+	{ .l = NULL },
+};
+
+#define ENGINE_ROW(name_, args_, summary_, flags_, fn_)                                                            \
+	{ .name = "engine " name_, .args = args_, .summary = summary_, .flags = flags_, .operand = CMD_OP_NONE,      \
+	  .fn = fn_ }
+static const struct cmd_entry engine_rows[] = {
+	ENGINE_ROW("apply", "-f FILE...", "store VirtualMachine manifests (YAML or JSON)", f_engine_apply,
+		   cmd_engine_apply),
+	ENGINE_ROW("get", "[KIND] [NAME] [-o FMT]", "= kvcon get KIND [NAME] on the engine (vm when no KIND; get event "
+		   "NAME: its events)", f_get, cmd_engine_get),
+	/* the actions' rows go here (engine_table) */
+	{ .name = "" },
+	ENGINE_ROW("console", "NAME [--timeout MIN] [--log FILE] [--expect RE] [--send LINE]... [--wait-stop]",
+		   "= kvcon console NS/NAME on the engine (--timeout in minutes, or 30s)", f_console, cmd_engine_console),
+	ENGINE_ROW("vnc", "NAME [--screenshot F.png|--proxy-only]", "= kvcon vnc NS/NAME on the engine", f_vnc,
+		   cmd_engine_vnc),
+	ENGINE_ROW("reconcile", "[--for SECONDS]", "run the reconciler, then leave", f_engine_reconcile,
+		   cmd_engine_reconcile),
+	ENGINE_ROW("serve", "[--socket PATH] [--https PORT] [--kubeconfig-out FILE] [--idle-exit SECONDS]",
+		   "run the reconciler for good and serve the Kubernetes API (docs/ENGINE-SERVICE.md)", f_engine_serve,
+		   engine_serve_cmd),
+	ENGINE_ROW("pull", "IMAGE", "pull a containerDisk into the image cache (prints its digest)", NULL,
+		   cmd_engine_pull),
+	ENGINE_ROW("migrate", "NAME [--to HOST] [--bandwidth MiB/s] [--timeout S] ... | --abort NAME",
+		   "live-migrate a VM to another engine host (--offline: a stopped one)", f_engine_migrate, migrate_cmd),
+	ENGINE_ROW("drain", "HOST [--to HOST] [--bandwidth MiB/s] [--timeout S]", "migrate every running VM off HOST",
+		   f_engine_drain, drain_cmd),
+	{ 0 },
+};
+
+/* engine_rows with the actions' verbs of the registry (migrate is the engine's own) in place of the empty row */
+static struct cmd_entry engine_verbs[sizeof engine_rows / sizeof engine_rows[0] + ACT_COUNT];
+
+static const struct cmd_flag *engine_action_flags(enum action a)
+{
+	return a == ACT_STOP || a == ACT_RESTART ? f_engine_stop : a == ACT_DELETE ? f_engine_delete : f_engine_wait;
+}
+
+static void engine_table(void)
+{
+	static char names[ACT_COUNT][48];
+	size_t n = 0;
+	for (const struct cmd_entry *e = engine_rows; e->name; e++) {
+		if (*e->name) {
+			engine_verbs[n++] = *e;
+			continue;
+		}
+		const struct action_def *a;
+		for (size_t i = 0; (a = registry_action_at(i)) != NULL; i++) {
+			if (!a->verb || a->act == ACT_MIGRATE)
+				continue;
+			snprintf(names[a->act], sizeof names[a->act], "engine %s", a->name);
+			engine_verbs[n++] = (struct cmd_entry){ .name = names[a->act], .args = "NAME [--no-wait] [--timeout S]",
+								.summary = a->summary, .flags = engine_action_flags(a->act),
+								.operand = CMD_OP_NONE, .fn = cmd_engine_action };
+		}
+	}
+}
+
 static const struct cmd_entry rows[] = {
 	{ "version", NULL, "[--client]", "client version, and the server's where a cluster is configured", f_version,
-	  CMD_OP_NONE, NULL, NULL, false, false, cmd_version },
+	  CMD_OP_NONE, NULL, NULL, false, false, cmd_version, NULL },
 	{ "get", NULL, "KIND[,KIND] [NAME...] [-o FMT] [-l SEL] [-w]",
 	  "list objects like kubectl get, from clusters and engine hosts", f_get, CMD_OP_KIND_NAMES, NULL, NULL, false,
-	  false, cmd_get },
-	{ "help", NULL, "[VERB]", "this help, or a verb's", NULL, CMD_OP_VERB, NULL, NULL, false, false, cmd_help },
+	  false, cmd_get, NULL },
+	{ "help", NULL, "[VERB]", "this help, or a verb's", NULL, CMD_OP_VERB, NULL, NULL, false, false, cmd_help, NULL },
 	{ "console", NULL, "NS/NAME [--timeout MIN] [--log FILE] [--expect RE] [--send LINE]...",
 	  "the guest's serial console full-screen (Ctrl+] exits), or scripted",
-	  f_console, CMD_OP_TARGET, NULL, NULL, false, false, cmd_console },
+	  f_console, CMD_OP_TARGET, NULL, NULL, false, false, cmd_console, NULL },
 	{ "vnc", NULL, "NS/NAME|unix:PATH|tcp:HOST:PORT|ws://URL [--screenshot F.png|--proxy-only]",
 	  "the guest display in the terminal", f_vnc,
-	  CMD_OP_TARGET, NULL, NULL, false, false, cmd_vnc },
+	  CMD_OP_TARGET, NULL, NULL, false, false, cmd_vnc, NULL },
 	{ "diagnose", NULL, "NS/NAME [-o text|json]", "walk a VM's four boundaries; exit 3 if one stalled", f_diagnose,
-	  CMD_OP_VM_REF, NULL, NULL, false, false, cmd_diagnose },
+	  CMD_OP_VM_REF, NULL, NULL, false, false, cmd_diagnose, NULL },
 	{ "describe", NULL, "vm|vmi|pod NS/NAME", "the object and its events in kubectl describe's layout", NULL,
-	  CMD_OP_KIND_REF, NULL, NULL, false, false, cmd_describe },
+	  CMD_OP_KIND_REF, NULL, NULL, false, false, cmd_describe, NULL },
 	{ "bundle", NULL, "NS/NAME [-o FILE.tar.gz]", "evidence tarball: objects, describe, events, logs, diagnosis",
-	  f_bundle, CMD_OP_VM_REF, NULL, NULL, false, false, cmd_bundle },
+	  f_bundle, CMD_OP_VM_REF, NULL, NULL, false, false, cmd_bundle, NULL },
 	{ "logs", NULL, "NS/NAME [-c CONTAINER] [-f] [-p] [--since D] [--tail N]",
 	  "a launcher's (VM, VMI) or pod's container log; engine: compute (QEMU), serial", f_logs, CMD_OP_VM_REF, NULL,
-	  "-c", false, false, cmd_logs },
+	  "-c", false, false, cmd_logs, NULL },
 	{ "wait", NULL, "vm|vmi NS/NAME --for=WHAT [--timeout D]",
 	  "wait (watch) for condition=C, jsonpath=...=V or delete, like kubectl wait", f_wait, CMD_OP_KIND_REF, NULL,
-	  NULL, false, false, cmd_wait },
+	  NULL, false, false, cmd_wait, NULL },
 	{ "lineage", NULL, "NS/NAME [-o text|json]", "the executions (VMI, launchers, nodes) of a VM", f_diagnose,
-	  CMD_OP_VM_REF, NULL, NULL, false, false, cmd_lineage },
+	  CMD_OP_VM_REF, NULL, NULL, false, false, cmd_lineage, NULL },
 	/* the lifecycle actions' verbs go here, one per row of model/registry.c (action_rows) */
-	{ "", NULL, NULL, NULL, NULL, CMD_OP_NONE, NULL, NULL, false, true, NULL },
+	{ "", NULL, NULL, NULL, NULL, CMD_OP_NONE, NULL, NULL, false, true, NULL, NULL },
 	{ "engine", NULL, "VERB ...", "the local engine: apply, serve, pull, migrate, drain, reconcile; get, start, "
 				     "stop, console, ... (the verbs above on its VMs)", NULL,
 	  CMD_OP_WORDS,
-	  "apply get console vnc reconcile serve pull migrate drain", NULL, true, false,
-	  cmd_engine },
+	  NULL, NULL, true, false, cmd_engine, engine_verbs },
 	{ "completion", NULL, "bash|zsh", "the shell completion script (source <(kvcon completion bash))", NULL,
-	  CMD_OP_WORDS, "bash zsh", NULL, false, false, cmd_completion },
+	  CMD_OP_WORDS, "bash zsh", NULL, false, false, cmd_completion, NULL },
 	{ "__complete", NULL, "WORDS...", "completion candidates for the words typed after kvcon", NULL, CMD_OP_NONE,
-	  NULL, NULL, true, true, cmd_complete },
+	  NULL, NULL, true, true, cmd_complete, NULL },
 	{ 0 },
 };
 
@@ -226,6 +336,7 @@ static const struct cmd_entry *table(void)
 	static char syn[ACT_COUNT][128];
 	if (t[0].name)
 		return t;
+	engine_table();
 	size_t n = 0;
 	for (const struct cmd_entry *e = rows; e->name; e++) {
 		if (*e->name) {
@@ -239,7 +350,7 @@ static const struct cmd_entry *table(void)
 			const struct cmd_flag *fl = action_flags(a->act);
 			t[n++] = (struct cmd_entry){ a->name, a->aliases ? a->aliases[0] : NULL,
 						     action_synopsis(fl, syn[a->act], sizeof syn[a->act]), a->summary, fl,
-						     CMD_OP_VM_REF, NULL, NULL, false, false, cmd_action };
+						     CMD_OP_VM_REF, NULL, NULL, false, false, cmd_action, NULL };
 		}
 	}
 	return t;
@@ -309,8 +420,31 @@ void cmd_usage_all(FILE *f)
 	fprintf(f, "\n'kvcon help COMMAND' for a command's flags. See kvcon(1) for keys, views and commands.\n");
 }
 
+const struct cmd_entry *cmd_child(const struct cmd_entry *e, const char *word)
+{
+	size_t pl = strlen(e->name);
+	for (const struct cmd_entry *c = e->children; c && c->name; c++)
+		if (strncmp(c->name, e->name, pl) == 0 && c->name[pl] == ' ' && strcmp(c->name + pl + 1, word) == 0)
+			return c;
+	return NULL;
+}
+
 void cmd_usage(const struct cmd_entry *e, FILE *f)
 {
+	if (e->children) {
+		fprintf(f, "usage: kvcon %s %s\n%s.\n\nverbs:\n", e->name, e->args, e->summary);
+		for (const struct cmd_entry *c = e->children; c->name; c++) {
+			char left[160];
+			snprintf(left, sizeof left, "%s %s", c->name, c->args);
+			if (strlen(left) > 44)
+				fprintf(f, "  kvcon %s\n  %-50s %s\n", left, "", c->summary);
+			else
+				fprintf(f, "  kvcon %-44s %s\n", left, c->summary);
+		}
+		fprintf(f, "\n'kvcon help %s VERB' for a verb's flags. Global options (kvcon --help) are accepted too.\n",
+			e->name);
+		return;
+	}
 	fprintf(f, "usage: kvcon %s %s\n%s%s%s.\n", e->name, e->args, e->summary, e->alias ? "; also " : "",
 		e->alias ? e->alias : "");
 	if (e->operand == CMD_OP_KIND_NAMES)
@@ -389,6 +523,17 @@ static int cmd_help(int argc, char **argv)
 	if (e == NULL || e->hidden) {
 		log_eprintf("error: unknown command \"%s\" for \"kvcon\"\n", argv[1]);
 		return EXIT_USAGE;
+	}
+	if (argc >= 3 && e->children) {
+		const struct cmd_entry *c = cmd_child(e, argv[2]);
+		if (c == NULL) {
+			char *w = util_escape_display(argv[2]);
+			log_eprintf("error: unknown command \"%s\" for \"kvcon %s\"\n", w, e->name);
+			free(w);
+			return EXIT_USAGE;
+		}
+		cmd_usage(c, stdout);
+		return EXIT_OK;
 	}
 	if (e->own_help) {
 		char *av[] = { (char *)e->name, (char *)"--help", NULL };
@@ -520,14 +665,14 @@ static int cmd_complete(int argc, char **argv)
 {
 	struct kvcon_opts *o = opts_global();
 	const char *cur = argc > 1 ? argv[argc - 1] : "";
-	const struct cmd_entry *verb = NULL;
+	const struct cmd_entry *verb = NULL, *sub = NULL; /* sub: `kvcon engine VERB`'s row */
 	const char *ns = NULL;
 	const char *operands[8];
 	int nops = 0;
 	const struct cmd_flag *want = NULL; /* the flag whose value is being typed */
 	for (int i = 1; i < argc - 1; i++) {
 		const char *w = argv[i];
-		const struct cmd_flag *g = global_of(w), *f = verb ? flag_of(verb->flags, w) : NULL;
+		const struct cmd_flag *g = global_of(w), *f = verb ? flag_of(sub ? sub->flags : verb->flags, w) : NULL;
 		if (f == NULL && g == NULL && w[0] == '-')
 			continue; /* --flag=value, -nNS, ... */
 		if (f || g) {
@@ -554,6 +699,8 @@ static int cmd_complete(int argc, char **argv)
 			verb = cmd_find(w);
 			if (verb == NULL)
 				return EXIT_OK;
+		} else if (verb->children && sub == NULL && nops == 0 && (sub = cmd_child(verb, w)) != NULL) {
+			nops++; /* the sub-verb: its flags from here on */
 		} else if (nops < (int)(sizeof operands / sizeof operands[0])) {
 			operands[nops++] = w;
 		}
@@ -572,7 +719,7 @@ static int cmd_complete(int argc, char **argv)
 		struct buf b;
 		buf_init(&b);
 		if (verb)
-			flag_words(&b, verb->flags);
+			flag_words(&b, sub ? sub->flags : verb->flags);
 		flag_words(&b, cmd_globals);
 		buf_add(&b, "", 0);
 		put_words(b.data, cur);
@@ -591,14 +738,10 @@ static int cmd_complete(int argc, char **argv)
 	case CMD_OP_NONE:
 		break;
 	case CMD_OP_WORDS:
-		if (nops == 0)
+		if (nops == 0 && verb->words)
 			put_words(verb->words, cur);
-		if (nops == 0 && verb->fn == cmd_engine) { /* the engine takes the actions' verbs too */
-			const struct action_def *a;
-			for (size_t i = 0; (a = registry_action_at(i)) != NULL; i++)
-				if (a->verb && a->act != ACT_MIGRATE)
-					put_words(a->name, cur);
-		}
+		for (const struct cmd_entry *c = verb->children; nops == 0 && c && c->name; c++) /* engine's verbs */
+			put_words(c->name + strlen(verb->name) + 1, cur);
 		break;
 	case CMD_OP_VERB:
 		if (nops == 0)

@@ -56,6 +56,8 @@ struct cmd_entry {
 	bool own_help;       /* prints its own --help (engine: its sub-verbs) */
 	bool hidden;         /* not in --help nor completion (__complete) */
 	int (*fn)(int argc, char **argv); /* argv[0] is the verb's name; global options removed */
+	const struct cmd_entry *children; /* sub-verbs (`kvcon engine VERB`): rows named "engine VERB", ended by a
+					   * zero row; their fn gets argv[0] = VERB; NULL: none */
 };
 
 /* The global options (accepted anywhere on the line), ended by a zero row. */
@@ -67,8 +69,10 @@ const struct cmd_entry *cmd_find(const char *name);
 size_t cmd_suggest(const char *name, const char **out, size_t max);
 /* kvcon --help. */
 void cmd_usage_all(FILE *f);
-/* kvcon VERB --help / kvcon help VERB. */
+/* kvcon VERB --help / kvcon help VERB (a verb with children: each child's synopsis and summary). */
 void cmd_usage(const struct cmd_entry *e, FILE *f);
+/* The child of e named word (its name after "PARENT "), NULL when none. */
+const struct cmd_entry *cmd_child(const struct cmd_entry *e, const char *word);
 /* kubectl's "\nDid you mean this?\n\tWORD\n..." on stderr after an error about a mistyped word; nothing when n is 0. */
 void cmd_print_suggestions(const char *const *words, size_t n);
 

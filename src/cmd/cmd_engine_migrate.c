@@ -8,6 +8,7 @@
 #include "core/opts.h"
 #include "core/util.h"
 #include "core/xmalloc.h"
+#include "cmd/args.h"
 #include "cmd/cmd_engine.h"
 #include "engine/engine.h"
 #include "engine/migrate.h"
@@ -241,21 +242,45 @@ static int abort_cmd(const char *ns, const char *name)
 	return EXIT_OK;
 }
 
-/* the options migrate and drain share: rows on a struct migrate_opts */
-#define MIGRATE_ROWS(o)                                                                             \
-	{ "--to", CLI_STR, &(o).target }, { "--bandwidth", CLI_ULONG, &(o).bandwidth },              \
-	{ "--timeout", CLI_INT, &(o).timeout }, { "--auto-converge", CLI_FLAG, &(o).auto_converge }, \
-	{ "--postcopy", CLI_FLAG, &(o).postcopy }, { "--copy-storage", CLI_FLAG, &(o).copy_storage }, \
-	{ "--migrate-uri", CLI_STR, &(o).mig_uri }
+/* The flags migrate and drain share into o (their rows in cmd/cmd.c, parsed by cmd/args.c); the one operand (NAME
+ * or HOST, what) into *operand. 0, or the exit code after --help or the error. */
+static int migrate_args(int argc, char **argv, const char *what, struct migrate_opts *o, const char **operand,
+			bool *abort_it, bool *quiet)
+{
+	struct args a;
+	int p = args_parse_sub("engine", argc, argv, &a);
+	if (p == ARGS_OK && a.npos != 1) {
+		log_eprintf("error: %s %s\nSee 'kvcon engine %s --help' for usage.\n", a.npos ? "one" : "which",
+			    what, argv[0]);
+		p = ARGS_ERR;
+	}
+	if (p == ARGS_OK) {
+		*operand = a.pos[0];
+		o->target = args_get(&a, "--to");
+		o->mig_uri = args_get(&a, "--migrate-uri");
+		o->bandwidth = (unsigned long)args_num(&a, "--bandwidth", 0);
+		o->timeout = (int)((args_num(&a, "--timeout", 0) + 999) / 1000);
+		o->auto_converge = args_bool(&a, "--auto-converge");
+		o->postcopy = args_bool(&a, "--postcopy");
+		o->copy_storage = args_bool(&a, "--copy-storage");
+		o->offline = args_bool(&a, "--offline");
+		if (abort_it)
+			*abort_it = args_bool(&a, "--abort");
+		if (quiet)
+			*quiet = args_bool(&a, "--quiet");
+	}
+	args_free(&a);
+	return p == ARGS_OK ? 0 : p == ARGS_HELP ? EXIT_OK : EXIT_USAGE;
+}
 
 int migrate_cmd(int argc, char **argv)
 {
 	struct migrate_opts o = { 0 };
 	const char *name = NULL;
 	bool abort_it = false, quiet = false;
-	const struct cli_opt rows[] = { MIGRATE_ROWS(o), { "--offline", CLI_FLAG, &o.offline },
-					{ "--abort", CLI_FLAG, &abort_it }, { "--quiet", CLI_FLAG, &quiet } };
-	int rc = engine_cli_args(argc, argv, CLI_ROWS(rows), "NAME", &name);
+	int rc = migrate_args(argc, argv, "VM (NAME)", &o, &name, &abort_it, &quiet);
+	if (rc == 0 && name == NULL)
+		return EXIT_OK; /* --help */
 	if (rc == 0)
 		rc = engine_cli_open();
 	if (rc)
@@ -318,8 +343,9 @@ int drain_cmd(int argc, char **argv)
 {
 	struct migrate_opts o = { 0 };
 	const char *host = NULL;
-	const struct cli_opt rows[] = { MIGRATE_ROWS(o) };
-	int rc = engine_cli_args(argc, argv, CLI_ROWS(rows), "HOST", &host);
+	int rc = migrate_args(argc, argv, "host (HOST)", &o, &host, NULL, NULL);
+	if (rc == 0 && host == NULL)
+		return EXIT_OK; /* --help */
 	if (rc == 0)
 		rc = engine_cli_open();
 	if (rc)

@@ -78,8 +78,9 @@ void connect_plan(const struct kvcon_opts *o, struct connect_plan *p)
 		p->engine = p->engine_required = true;
 		return;
 	}
-	if (o->engine_ctx || o->nuris > 0) {
-		/* the engine asked for (its context's name, -c, the config's hosts); a cluster too when named */
+	if (o->engine_ctx || (o->nuris > 0 && !o->uris_config)) {
+		/* the engine asked for (its context's name, -c); a cluster too when named. The config's engine hosts say
+		 * what the engine is, not that it is read: with a kubeconfig, its context alone */
 		p->engine = p->engine_required = true;
 		p->kube = named_kube;
 		return;

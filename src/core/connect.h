@@ -3,8 +3,8 @@
  *   - `kvcon engine VERB`: the engine alone;
  *   - --context names contexts (comma-separated); the local engine is a context of its own, named "engine" or
  *     by this host's name (as its rows' SOURCE says): those named are the sources;
- *   - -c URI (or the config's engine hosts): those engine hosts, plus the cluster when --context or --kubeconfig
- *     name one;
+ *   - -c URI: those engine hosts, plus the cluster when --context or --kubeconfig name one (the config's engine
+ *     hosts are what "the engine" is, not a choice of it);
  *   - otherwise, with a kubeconfig, its current context alone, exactly as kubectl; without one, the engine
  *     (unless --no-engine).
  * Several sources at once only when asked; their rows then carry a SOURCE column. Nothing here opens anything:

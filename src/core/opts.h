@@ -13,6 +13,7 @@ struct kvcon_opts {
 	bool all_ns;        /* -A/--all-namespaces */
 	char **uris;        /* -c/--connect URI (repeatable): engine hosts */
 	int nuris;
+	bool uris_config;   /* uris are the config file's engine hosts (what the engine is), not -c (which selects it) */
 	bool readonly;      /* --readonly */
 	char *theme;        /* --theme NAME */
 	char *log;          /* --log-file FILE */

@@ -36,6 +36,14 @@ done
 "$KVCON" engine console x --timeout 5x </dev/null >"$tmp/o" 2>"$tmp/e"; rc=$?
 [ $rc = 1 ] && grep -q '^error: --timeout takes minutes' "$tmp/e" || fail "engine console --timeout: rc $rc $(cat "$tmp/e")"
 "$KVCON" engine --help | grep -q 'console NAME \[--timeout MIN\]' || fail "engine --help does not say minutes"
+# the engine's verbs are child rows of the table: help, flags and errors from it
+"$KVCON" help engine migrate | grep -q -- '--bandwidth MiB/s' || fail "help engine migrate lacks its flags"
+"$KVCON" engine --help | grep -q '^  kvcon engine soft-reboot NAME' || fail "engine --help lacks the registry's actions"
+for args in "engine migrate x --bogus" "engine start" "engine stop x --grace-period=x" "engine pull" "engine nosuch"; do
+	# shellcheck disable=SC2086 # the words of args
+	"$KVCON" $args </dev/null >"$tmp/o" 2>"$tmp/e"; rc=$?
+	[ $rc = 1 ] && grep -q '^error: ' "$tmp/e" || fail "kvcon $args: rc $rc $(cat "$tmp/e")"
+done
 
 # help from the table: every verb's flags, the same for VERB --help; unknown verbs fail as kubectl does
 [ "$("$KVCON" help stop)" = "$("$KVCON" stop --help)" ] || fail "help stop != stop --help"

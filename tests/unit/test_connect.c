@@ -61,6 +61,15 @@ static void test_rule(const char *dir)
 	p = plan_of(&o);
 	T_CHECK(p.kube && p.engine);
 	o.kubeconfig = NULL;
+	/* the config's engine hosts say what the engine is, not that it is read: with a kubeconfig, its context */
+	o.uris_config = true;
+	p = plan_of(&o);
+	T_CHECK(p.kube && !p.engine);
+	T_EQ_INT(connect_set_context(&o, "engine", &err), 0);
+	p = plan_of(&o);
+	T_CHECK(!p.kube && p.engine);
+	o.engine_ctx = false;
+	o.uris_config = false;
 	o.uris = NULL;
 	o.nuris = 0;
 
