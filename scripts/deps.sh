@@ -47,6 +47,8 @@ libmicrohttpd12
 "
 TEST_PKGS="
 tmux
+openssh-server
+openssh-client
 websockify
 python3-websockets
 python3-libvirt
@@ -136,7 +138,7 @@ if ! command -v dpkg-query >/dev/null || ! command -v apt-get >/dev/null; then
 	done
 	cmds="cc make pkg-config"
 	[ "$level" = build ] || [ "$level" = fuzz ] || cmds="$cmds virsh qemu-system-x86_64 qemu-img busybox cpio gzip"
-	[ "$level" != check ] || cmds="$cmds tmux websockify x11vnc jq groff openssl ip python3"
+	[ "$level" != check ] || cmds="$cmds tmux websockify x11vnc jq groff openssl ip python3 ssh scp"
 	[ "$level" != fuzz ] || cmds="$cmds clang"
 	for c in $cmds; do command -v $c >/dev/null || miss="$miss $c"; done
 	[ -z "$miss" ] || { echo "kvcon needs (not a Debian system: see README.md for the packages):$miss" >&2; exit 1; }

@@ -1,7 +1,9 @@
 #!/bin/bash
 # Runs every e2e / lab script (tests/e2e/*.sh, tests/lab/selftest.sh). Each exits 0 (pass), 77 (skip, with the
 # reason on its last output line) or anything else (fail). KVCON_BIN names the binary under test.
-# E2E_FILTER=regex runs a subset. Last line: the counts (tests/counts.sh; KVCON_STRICT=1 fails on a skip).
+# E2E_FILTER=regex runs a subset; E2E_OMIT=regex leaves the matching scripts out, each named on an OMIT line (not
+# counted: `make asan` omits the ones that run no kvcon code). Last line: the counts (tests/counts.sh;
+# KVCON_STRICT=1 fails on a skip).
 set -u
 cd "$(dirname "$0")/.."
 . tests/counts.sh
@@ -48,6 +50,10 @@ for t in tests/e2e/*.sh tests/lab/selftest.sh; do
 	[ -f "$t" ] || continue
 	if [ -n "${E2E_FILTER:-}" ] && ! [[ "$t" =~ $E2E_FILTER ]]; then continue; fi
 	name=$(basename "$t" .sh); [ "$t" = tests/lab/selftest.sh ] && name=lab-selftest
+	if [ -n "${E2E_OMIT:-}" ] && [[ "$t" =~ $E2E_OMIT ]]; then
+		printf '  OMIT %-32s        (E2E_OMIT)\n' "$name"
+		continue
+	fi
 	start=$(date +%s)
 	before=$(mktemp)
 	pids_now >"$before"

@@ -8,18 +8,23 @@
 #include <unistd.h>
 
 #include "cmd/args.h"
+#include "cmd/cmd_apply.h"
 #include "cmd/cmd_bundle.h"
 #include "cmd/cmd_console.h"
 #include "cmd/cmd_describe.h"
 #include "cmd/cmd_diagnose.h"
-#include "cmd/apisrv.h"
+#include "cmd/cmd_serve.h"
 #include "cmd/cmd_engine.h"
 #include "cmd/cmd_get.h"
+#include "cmd/cmd_guestinfo.h"
 #include "cmd/cmd_logs.h"
+#include "cmd/cmd_portforward.h"
+#include "cmd/cmd_ssh.h"
 #include "cmd/cmd_vnc.h"
 #include "cmd/cmd_wait.h"
 #include "core/buf.h"
 #include "core/log.h"
+#include "core/version.h"
 #include "core/loop.h"
 #include "core/opts.h"
 #include "core/util.h"
@@ -52,7 +57,7 @@ const struct cmd_flag cmd_globals[] = {
 				    "embedded QEMU)", NULL),
 	F(NULL, "--source", "NAME", SOURCE_HELP, NULL),
 	F(NULL, "--no-engine", NULL, "do not open the local engine", NULL),
-	F(NULL, "--readonly", NULL, "refuse every mutating action", NULL),
+	F(NULL, "--readonly", NULL, "refuse every mutating action; consoles and VNC view only", NULL),
 	F(NULL, "--theme", "NAME", "colour theme", "default dark light mono"),
 	F(NULL, "--log-file", "FILE", "log file (default: $XDG_STATE_HOME/kvcon/kvcon.log)", NULL),
 	F("-v", "--v", "N", "log verbosity (-v N, --v=N; -v alone: 1)", NULL),
@@ -111,7 +116,22 @@ static const struct cmd_flag f_stop[] = {
 	WAIT_FLAG,
 	{ .l = NULL },
 };
+static const struct cmd_flag f_apply[] = {
+	F("-f", "--filename", "FILE", "a manifest file, a directory of them, or - (STDIN); repeatable", NULL),
+	F("-R", "--recursive", NULL, "-f DIR: its subdirectories too", NULL),
+	F(NULL, "--dry-run", "[MODE", "client (send nothing) or server (validated, nothing stored)", "client server none"),
+	{ .l = NULL },
+};
+static const struct cmd_flag f_create[] = {
+	F(NULL, "--dry-run", "[MODE", "client (send nothing) or server (validated, nothing stored)", "client server none"),
+	{ .l = NULL },
+};
 static const struct cmd_flag f_delete[] = {
+	F("-f", "--filename", "FILE", "the objects of a manifest file, directory or - (STDIN), as kubectl delete -f",
+	  NULL),
+	F("-R", "--recursive", NULL, "-f DIR: its subdirectories too", NULL),
+	F(NULL, "--dry-run", "[MODE", "-f: client or server", "client server none"),
+	F(NULL, "--ignore-not-found", NULL, "-f: an absent object is no error", NULL),
 	N(NULL, "--grace-period", "N", "seconds the guest gets to shut down"),
 	F(NULL, "--force", NULL, "power off at once (--grace-period 0)", NULL),
 	F(NULL, "--delete-volumes", NULL, "engine VMs: their disks too (an engine extension of the API)", NULL),
@@ -151,10 +171,6 @@ static const struct cmd_flag f_vnc[] = {
 /* `kvcon engine VERB`: child rows of the engine's row (named "engine VERB"); get, console, vnc and the actions are
  * the top-level verbs on the engine's VMs (their flags, a bare NAME in -n's namespace), the actions' rows are
  * filled from the registry (engine_table). */
-static const struct cmd_flag f_engine_apply[] = {
-	F("-f", "--filename", "FILE", "a VirtualMachine manifest, YAML or JSON (repeatable; - : stdin)", NULL),
-	{ .l = NULL },
-};
 static const struct cmd_flag f_engine_reconcile[] = {
 	D(NULL, "--for", "SECONDS", "keep reconciling this long, then leave once converged", 1000),
 	{ .l = NULL },
@@ -205,7 +221,8 @@ static const struct cmd_flag f_engine_delete[] = {
 	{ .name = "engine " name_, .args = args_, .summary = summary_, .flags = flags_, .operand = CMD_OP_NONE,      \
 	  .fn = fn_ }
 static const struct cmd_entry engine_rows[] = {
-	ENGINE_ROW("apply", "-f FILE...", "store VirtualMachine manifests (YAML or JSON)", f_engine_apply,
+	ENGINE_ROW("apply", "-f FILE|DIR|- [-R] [--dry-run=client|server]",
+		   "= kvcon apply on the engine (multi-document YAML or JSON)", f_apply,
 		   cmd_engine_apply),
 	ENGINE_ROW("get", "[KIND] [NAME] [-o FMT]", "= kvcon get KIND [NAME] on the engine (vm when no KIND; get event "
 		   "NAME: its events)", f_get, cmd_engine_get),
@@ -258,6 +275,45 @@ static void engine_table(void)
 	}
 }
 
+static const struct cmd_flag f_portforward[] = {
+	F(NULL, "--address", "ADDR[,ADDR]", "the local addresses to listen on (default 127.0.0.1)", NULL),
+	F(NULL, "--stdio", NULL, "one connection on stdin and stdout (ssh's ProxyCommand)", NULL),
+	{ .l = NULL },
+};
+#define SSH_FLAGS \
+	F("-i", "--identity-file", "FILE", "the private key", NULL), \
+	F("-l", "--username", "USER", "the guest's user (also USER@ before the target)", NULL), \
+	F("-p", "--port", "PORT", "the guest's ssh port (default 22)", NULL), \
+	F("-t", "--local-ssh-opts", "OPT", "one more argument for the client (repeatable)", NULL), \
+	F(NULL, "--known-hosts", "FILE", "the known_hosts file (default: the client's, host TYPE.NAME.NS)", NULL), \
+	F(NULL, "--local-ssh", NULL, "the system's client (always; virtctl's flag)", NULL)
+static const struct cmd_flag f_ssh[] = {
+	SSH_FLAGS,
+	F("-c", "--command", "COMMAND", "run this instead of a login shell", NULL),
+	{ .l = NULL },
+};
+static const struct cmd_flag f_scp[] = {
+	SSH_FLAGS,
+	F("-r", "--recursive", NULL, "copy directories", NULL),
+	F(NULL, "--preserve", NULL, "keep times and modes", NULL),
+	{ .l = NULL },
+};
+
+/* The verbs into the guest (model/registry.c's guest_verbs): flags, run function and own short options by row. */
+static const struct {
+	const struct cmd_flag *flags;
+	int (*fn)(int, char **);
+	enum cmd_operand op;
+	const char *own;
+} guest_rows[GV_COUNT] = {
+	[GV_PORT_FORWARD] = { f_portforward, cmd_portforward, CMD_OP_NONE, NULL },
+	[GV_SSH] = { f_ssh, cmd_ssh, CMD_OP_NONE, "-c" },
+	[GV_SCP] = { f_scp, cmd_scp, CMD_OP_NONE, NULL },
+	[GV_GUESTOSINFO] = { NULL, cmd_guestinfo, CMD_OP_TARGET, NULL },
+	[GV_USERLIST] = { NULL, cmd_guestinfo, CMD_OP_TARGET, NULL },
+	[GV_FSLIST] = { NULL, cmd_guestinfo, CMD_OP_TARGET, NULL },
+};
+
 static const struct cmd_entry rows[] = {
 	{ "version", NULL, "[--client]", "client version, and the server's where a cluster is configured", f_version,
 	  CMD_OP_NONE, NULL, NULL, false, false, cmd_version, NULL },
@@ -285,8 +341,15 @@ static const struct cmd_entry rows[] = {
 	  NULL, false, false, cmd_wait, NULL },
 	{ "lineage", NULL, "NS/NAME [-o text|json]", "the executions (VMI, launchers, nodes) of a VM", f_diagnose,
 	  CMD_OP_VM_REF, NULL, NULL, false, false, cmd_lineage, NULL },
+	{ "apply", NULL, "-f FILE|DIR|- [-R] [--dry-run=client|server]",
+	  "create or update the objects of manifests (multi-document YAML), as kubectl apply -f", f_apply,
+	  CMD_OP_NONE, NULL, NULL, false, false, cmd_apply, NULL },
+	{ "create", NULL, "namespace NAME [--dry-run=client|server]", "create a namespace, as kubectl create namespace",
+	  f_create, CMD_OP_WORDS, "namespace", NULL, false, false, cmd_create, NULL },
 	/* the lifecycle actions' verbs go here, one per row of model/registry.c (action_rows) */
 	{ "", NULL, NULL, NULL, NULL, CMD_OP_NONE, NULL, NULL, false, true, NULL, NULL },
+	/* and the verbs into the guest, one per row of its guest_verbs */
+	{ "", NULL, NULL, NULL, NULL, CMD_OP_NONE, "guest", NULL, false, true, NULL, NULL },
 	{ "engine", NULL, "VERB ...", "the local engine: apply, serve, pull, migrate, drain, reconcile; get, start, "
 				     "stop, console, ... (the verbs above on its VMs)", NULL,
 	  CMD_OP_WORDS,
@@ -332,7 +395,7 @@ static const char *action_synopsis(const struct cmd_flag *fl, char *buf, size_t 
 /* The command table: rows, with the actions' verbs (model/registry.c) in place of the empty-named row. */
 static const struct cmd_entry *table(void)
 {
-	static struct cmd_entry t[sizeof rows / sizeof rows[0] + ACT_COUNT];
+	static struct cmd_entry t[sizeof rows / sizeof rows[0] + ACT_COUNT + GV_COUNT];
 	static char syn[ACT_COUNT][128];
 	if (t[0].name)
 		return t;
@@ -343,6 +406,15 @@ static const struct cmd_entry *table(void)
 			t[n++] = *e;
 			continue;
 		}
+		if (e->words && strcmp(e->words, "guest") == 0) {
+			for (int i = 0; i < GV_COUNT; i++) {
+				const struct guest_verb_def *g = registry_guest_verb((enum guest_verb)i);
+				t[n++] = (struct cmd_entry){ g->name, NULL, g->synopsis, g->summary, guest_rows[i].flags,
+							     guest_rows[i].op, NULL, guest_rows[i].own, false, false,
+							     guest_rows[i].fn, NULL };
+			}
+			continue;
+		}
 		const struct action_def *a;
 		for (size_t i = 0; (a = registry_action_at(i)) != NULL; i++) {
 			if (!a->verb)
@@ -350,7 +422,8 @@ static const struct cmd_entry *table(void)
 			const struct cmd_flag *fl = action_flags(a->act);
 			t[n++] = (struct cmd_entry){ a->name, a->aliases ? a->aliases[0] : NULL,
 						     action_synopsis(fl, syn[a->act], sizeof syn[a->act]), a->summary, fl,
-						     CMD_OP_VM_REF, NULL, NULL, false, false, cmd_action, NULL };
+						     CMD_OP_VM_REF, NULL, NULL, false, false,
+						     a->act == ACT_DELETE ? cmd_delete : cmd_action, NULL };
 		}
 	}
 	return t;
@@ -367,7 +440,7 @@ const struct cmd_entry *cmd_find(const char *name)
 
 size_t cmd_suggest(const char *name, const char **out, size_t max)
 {
-	const char *names[sizeof rows / sizeof rows[0] + ACT_COUNT];
+	const char *names[sizeof rows / sizeof rows[0] + ACT_COUNT + GV_COUNT];
 	size_t n = 0;
 	for (const struct cmd_entry *e = commands; e->name; e++)
 		if (!e->hidden)

@@ -8,10 +8,6 @@
 #include <stddef.h>
 #include <stdio.h>
 
-/* kvcon's version (`kvcon version`; the engine service's KubeVirt CR reports it) */
-#ifndef KVCON_VERSION
-#define KVCON_VERSION "0.1.0"
-#endif
 
 /* What a flag's value is; the parser (cmd/args.c) checks it before the verb runs. */
 enum cmd_flag_type {

@@ -272,7 +272,8 @@ static void add_events(struct bundle *b, const struct chain *c)
 	buf_free(&t);
 }
 
-static void add_cluster_extras(struct bundle *b, const struct chain *c)
+/* The migrations and the storage chain with each object in it. Returns the chain (caller puts it), or NULL. */
+static struct json_object *add_cluster_extras(struct bundle *b, const struct chain *c)
 {
 	struct session *s = b->s;
 	/* migrations of this VMI */
@@ -295,20 +296,18 @@ static void add_cluster_extras(struct bundle *b, const struct chain *c)
 	free(err);
 	/* storage: the chain, and each object in it */
 	if (c->vm == NULL)
-		return;
+		return NULL;
 	err = NULL;
 	struct json_object *chain = storage_chain(s->src, s->ns, s->name, c->vmi && util_str_eq(c->vmi->phase, "Running"), &err);
 	if (chain == NULL) {
 		missing(b, "storage/chain.json", err ? err : "not read");
 		free(err);
-		return;
+		return NULL;
 	}
 	const char *js = json_object_to_json_string_ext(chain, JSON_C_TO_STRING_PRETTY);
 	add_file(b, "storage/chain.json", js, strlen(js));
-	if (s->src->engine) { /* files on the engine's host, no DataVolume/PVC/PV objects behind them */
-		json_object_put(chain);
-		return;
-	}
+	if (s->src->engine) /* files on the engine's host, no DataVolume/PVC/PV objects behind them */
+		return chain;
 	for (size_t i = 0; i < json_object_array_length(chain); i++) {
 		struct json_object *v = json_object_array_get_idx(chain, i);
 		static const struct {
@@ -342,7 +341,7 @@ static void add_cluster_extras(struct bundle *b, const struct chain *c)
 			free(file);
 		}
 	}
-	json_object_put(chain);
+	return chain;
 }
 
 int cmd_bundle(int argc, char **argv)
@@ -440,14 +439,17 @@ int cmd_bundle(int argc, char **argv)
 		}
 	}
 	add_events(&b, c);
-	add_cluster_extras(&b, c);
+	struct json_object *stor = add_cluster_extras(&b, c);
 	if (s.src->engine)
 		add_domain_xml(&b); /* the XML kvcon defined for the current execution */
 	missing(&b, "console.log", "the serial console is interactive and not attached by bundle (kvcon console --log FILE keeps it)");
-	struct diag *d = diag_run(c, util_wall_s());
+	/* as kvcon diagnose: the storage rules' headlines name the claim and the DataVolume from the chain */
+	struct diag *d = diag_run_storage(c, stor, util_wall_s());
 	struct buf t;
 	buf_init(&t);
 	diag_format_text(d, c, &t);
+	storage_format_text(stor, &t);
+	json_object_put(stor);
 	add_file(&b, "diagnosis.txt", t.data, t.len);
 	buf_reset(&t);
 	diag_free(d);

@@ -184,6 +184,12 @@ static int script(const char *ns, const char *name, int timeout_s)
 		free(err);
 		return EXIT_API;
 	}
+	char *halted = console_not_running(K.st, K.src, ns, name);
+	if (halted) { /* nothing will start: said at once, not after --timeout */
+		log_eprintf("error: %s\n", halted);
+		free(halted);
+		return EXIT_API;
+	}
 	const struct obj *vmi = store_find(K.st, K.src, OBJ_VMI, ns, name);
 	snprintf(K.first_uid, UID_LEN, "%s", vmi ? vmi->uid : "");
 	K.ws = kube_console_open(K.src, ns, name, &err);

@@ -29,6 +29,7 @@ struct console_cmd {
 	struct store *st;
 	struct source *src;
 	struct consess *cs; /* the pane's session */
+	const char *ns, *name; /* the VM, when the target is one */
 	int timeout_s;
 	uint64_t start_ms;
 	struct loop_timer *timeout_timer;
@@ -57,6 +58,12 @@ static void on_timeout_check(void *arg)
 		return;
 	}
 	bool never = !consess_uid(c->cs)[0] && st != CONSESS_OPEN;
+	char *halted = never && c->st ? console_not_running(c->st, c->src, c->ns, c->name) : NULL;
+	if (halted) { /* stopped while the console waited: nothing is coming */
+		quit(c, EXIT_API, halted);
+		free(halted);
+		return;
+	}
 	if (never && c->timeout_s > 0 && util_now_ms() - c->start_ms >= (uint64_t)c->timeout_s * 1000) {
 		char msg[400];
 		snprintf(msg, sizeof msg, "no console after %d s: %s", c->timeout_s, consess_status(c->cs));
@@ -64,6 +71,24 @@ static void on_timeout_check(void *arg)
 		return;
 	}
 	c->timeout_timer = loop_timer_add(200, on_timeout_check, c);
+}
+
+char *console_not_running(const struct store *st, struct source *src, const char *ns, const char *name)
+{
+	const struct vm *vm = (const struct vm *)store_find(st, src, OBJ_VM, ns, name);
+	const struct vmi *vmi = (const struct vmi *)store_find(st, src, OBJ_VMI, ns, name);
+	bool final = vmi && (util_str_eq(vmi->phase, "Succeeded") || util_str_eq(vmi->phase, "Failed"));
+	if (vm == NULL || vm_will_run(vm, vmi) || (vmi && !final))
+		return NULL;
+	char *n = util_escape_display(name), *e_ns = util_escape_display(ns);
+	char *msg = xasprintf("VM %s/%s is %s (runStrategy %s%s%s): it has no console until it runs; start it with: "
+			      "kvcon start %s/%s",
+			      e_ns, n, vm->printable_status ? vm->printable_status : "not running",
+			      vm->run_strategy ? vm->run_strategy : "unset", final ? ", its last VMI " : "",
+			      final ? vmi->phase : "", e_ns, n);
+	free(n);
+	free(e_ns);
+	return msg;
 }
 
 static void store_cb(void *arg, enum obj_kind kind, const struct obj *old, const struct obj *new_)
@@ -134,7 +159,7 @@ int cmd_console(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 	loop_init();
 	log_open(opts_global()->log);
-	struct consess_opts co = { .log_path = log_path };
+	struct consess_opts co = { .log_path = log_path, .view_only = opts_global()->readonly };
 	char *ns = NULL, *err = NULL, *raw_label = NULL;
 	if (is_vmi_target(target)) {
 		const char *slash = strchr(target, '/');
@@ -142,9 +167,19 @@ int cmd_console(int argc, char **argv)
 		co.ns = ns;
 		co.name = slash + 1;
 		c.st = store_new();
-		/* watch only this namespace's VMIs (session_resolve watches ns alone): the phase and UID are all the
-		 * console needs */
-		c.src = session_resolve(c.st, co.ns, co.name, KUBE_KIND_BIT(OBJ_VMI), false, &err);
+		/* watch only this namespace's VMIs and VMs (session_resolve watches ns alone): the VMIs (phase, UID)
+		 * and the VMs (a halted VM has no console to wait for) */
+		c.src = session_resolve(c.st, co.ns, co.name, KUBE_KIND_BIT(OBJ_VMI) | KUBE_KIND_BIT(OBJ_VM), false,
+					&err);
+		char *halted = c.src ? console_not_running(c.st, c.src, co.ns, co.name) : NULL;
+		if (halted) {
+			log_eprintf("error: %s\n", halted);
+			free(halted);
+			session_sources_close();
+			free(ns);
+			store_free(c.st);
+			return EXIT_API;
+		}
 		if (!c.src) {
 			log_eprintf("error: %s\n", err ? err : "no source");
 			session_sources_close();
@@ -155,6 +190,8 @@ int cmd_console(int argc, char **argv)
 		}
 		co.st = c.st;
 		co.src = c.src;
+		c.ns = co.ns;
+		c.name = co.name;
 		c.listen_id = store_listen(c.st, store_cb, &c);
 		raw_label = xasprintf("%s/%s", ns, co.name);
 	} else {

@@ -7,6 +7,9 @@
 
 #include <stdbool.h>
 
+#include "model/source.h"
+#include "model/store.h"
+
 /* The subcommand (argv[0] is "console"). With --expect RE / --send LINE (in order) or --wait-stop it runs
  * console_script instead of the full-screen console. */
 int cmd_console(int argc, char **argv);
@@ -16,5 +19,10 @@ int cmd_console(int argc, char **argv);
  * val[i]; wait_stop then waits until the execution ended. timeout_s 0: forever. Exit status 1 on timeout. */
 int console_script(const char *ns, const char *name, const char *const *opt, const char *const *val, int n,
 		   bool wait_stop, int timeout_s, const char *logfile);
+
+/* Why the console of VM ns/name in src has nothing to wait for: the VM will not run (runStrategy Halted, Manual or
+ * Once without a start asked) and has no execution under way. The error's text, naming the VM's state and the
+ * command that starts it (caller frees); NULL while a console may come (the VM is starting, or runs). */
+char *console_not_running(const struct store *st, struct source *src, const char *ns, const char *name);
 
 #endif

@@ -228,8 +228,8 @@ int cmd_diagnose(int argc, char **argv)
 		rc = EXIT_API;
 		goto out;
 	}
-	struct diag *d = diag_run(c, util_wall_s());
-	/* the storage behind the VM, link by link (clusters: the objects are read once) */
+	/* the storage behind the VM, link by link (clusters: the objects are read once); the storage rules name
+	 * their claim or DataVolume from it */
 	struct json_object *stor = NULL;
 	if (c->vm) {
 		char *serr = NULL;
@@ -241,6 +241,7 @@ int cmd_diagnose(int argc, char **argv)
 		}
 		free(serr);
 	}
+	struct diag *d = diag_run_storage(c, stor, util_wall_s());
 	if (a.fmt == OUT_JSON) {
 		struct json_object *j = diag_json(d, c);
 		if (stor)

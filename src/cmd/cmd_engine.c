@@ -4,6 +4,7 @@
  * console, vnc: cmd_get, cmd_action, cmd_console, cmd_vnc with opts.engine_only). The verbs are child rows of the
  * engine's row in the command table (cmd/cmd.c), their flags parsed by cmd/args.c. */
 #include "cmd/cmd_engine.h"
+#include "cmd/cmd_apply.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -32,7 +33,7 @@
 #include "cmd/cmd_diagnose.h"
 #include "cmd/cmd_get.h"
 #include "cmd/cmd_vnc.h"
-#include "cmd/apisrv.h"
+#include "cmd/cmd_serve.h"
 #include "engine/ejson.h"
 #include "engine/engine.h"
 #include "engine/estream.h"
@@ -183,249 +184,13 @@ static int close_engine(int rc, uint64_t converge_ms)
 
 /* ---- apply ---- */
 
-/* One request to the engine service (a routed source, cmd/session.h), waited for on the loop. */
-struct api_wait {
-	bool done;
-	long status;
-	char *body, *msg;
-};
-
-static void api_done(void *arg, const struct kube_resp *r)
-{
-	struct api_wait *w = arg;
-	w->done = true;
-	w->status = r->status;
-	w->body = r->body ? xstrndup(r->body, r->len) : NULL;
-	if (r->status < 200 || r->status > 299)
-		w->msg = kube_http_error_message(r);
-}
-
-static bool api_answered(void *arg)
-{
-	return ((struct api_wait *)arg)->done;
-}
-
-static void api_call(struct source *src, const char *method, const char *path, const char *body,
-		     const char *ctype, struct api_wait *w)
-{
-	memset(w, 0, sizeof *w);
-	struct kube_http_req q = { .method = method, .path = path, .body = body, .body_len = body ? strlen(body) : 0,
-				   .content_type = ctype, .timeout_ms = 60000, .on_done = api_done, .arg = w };
-	struct kube_req *r = kube_http_start(kube_source_http(src), &q);
-	if (!run_until(api_answered, w, 70000) && !w->done) {
-		kube_http_cancel(r); /* interrupted: no callback into this frame later */
-		w->msg = xstrdup("the engine service did not answer");
-	}
-}
-
-static void api_wait_free(struct api_wait *w)
-{
-	free(w->body);
-	free(w->msg);
-}
-
-/* A DNS-1123-like name, safe in an API path. */
-static bool path_name(const char *s)
-{
-	if (s == NULL || *s == '\0' || strlen(s) > 253)
-		return false;
-	for (const char *p = s; *p; p++)
-		if (!((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '-' || *p == '.'))
-			return false;
-	return true;
-}
-
-static const char *rv_of(json_object *o)
-{
-	json_object *md, *rv;
-	return o && json_object_object_get_ex(o, "metadata", &md) && json_object_object_get_ex(md, "resourceVersion", &rv)
-		       ? json_object_get_string(rv) : NULL;
-}
-
-/* engine apply through the service: create (POST), else replace the manifest (PUT at the current
- * resourceVersion, as the in-process apply replaces it); "unchanged" when the served object did not change. */
-static int apply_via_service(struct source *src, const char *text, size_t len, char **result, char **err,
-			     char **out_key)
-{
-	yaml_document_t doc;
-	if (ydoc_load(&doc, text, len, err) < 0)
-		return -1;
-	yaml_node_t *root = yaml_document_get_root_node(&doc);
-	json_object *o = root && root->type == YAML_MAPPING_NODE ? ydoc_json(&doc, root) : NULL;
-	yaml_document_delete(&doc);
-	json_object *md = NULL, *jn = NULL, *jns = NULL;
-	if (o == NULL || !json_object_object_get_ex(o, "metadata", &md) || !json_object_is_type(md, json_type_object) ||
-	    !json_object_object_get_ex(md, "name", &jn) || !json_object_is_type(jn, json_type_string)) {
-		json_object_put(o);
-		*err = xstrdup("metadata.name: Required value");
-		return -1;
-	}
-	if (!json_object_object_get_ex(md, "namespace", &jns) || !json_object_is_type(jns, json_type_string))
-		json_object_object_add(md, "namespace", json_object_new_string(C.ns));
-	json_object_object_get_ex(md, "namespace", &jns);
-	char *name = xstrdup(json_object_get_string(jn)), *ns = xstrdup(json_object_get_string(jns));
-	int rc = -1;
-	if (!path_name(name) || !path_name(ns)) {
-		*err = xasprintf("metadata.name or namespace: Invalid value: must be a DNS-1123 name");
-		goto out;
-	}
-	char *path = kube_object_path(OBJ_VM, ns, name);
-	struct api_wait g, w;
-	api_call(src, "GET", path, NULL, NULL, &g);
-	if (g.status == 404) {
-		char *coll = xasprintf("/apis/kubevirt.io/v1/namespaces/%s/virtualmachines", ns);
-		const char *body = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN);
-		api_call(src, "POST", coll, body, NULL, &w);
-		free(coll);
-		if (w.status == 201 || w.status == 200) {
-			*result = xasprintf("%s created", name);
-			*out_key = xasprintf("%s/%s", ns, name);
-			rc = 0;
-		}
-	} else if (g.status == 200) {
-		json_object *cur = json_tokener_parse(g.body ? g.body : "");
-		const char *rv0 = rv_of(cur);
-		if (rv0)
-			json_object_object_add(md, "resourceVersion", json_object_new_string(rv0));
-		const char *body = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN);
-		api_call(src, "PUT", path, body, NULL, &w);
-		if (w.status == 200 || w.status == 201) {
-			json_object *now = json_tokener_parse(w.body ? w.body : "");
-			const char *rv1 = rv_of(now);
-			*result = xasprintf("%s %s", name, rv0 && rv1 && strcmp(rv0, rv1) == 0 ? "unchanged" : "configured");
-			*out_key = xasprintf("%s/%s", ns, name);
-			json_object_put(now);
-			rc = 0;
-		}
-		json_object_put(cur);
-	} else {
-		w = g;
-		g.body = g.msg = NULL;
-	}
-	if (rc < 0)
-		*err = xstrdup(w.msg ? w.msg : "the engine service refused the manifest");
-	api_wait_free(&w);
-	api_wait_free(&g);
-	free(path);
-out:
-	free(name);
-	free(ns);
-	json_object_put(o);
-	return rc;
-}
-
-/* The VMs an apply through the service stored ("NS/NAME", and whether it was created): the command leaves once
- * their run strategies have acted, as the in-process apply converges before it returns (close_engine). */
-struct applied {
-	char **keys;
-	bool *created;
-	int n;
-	struct source *src;
-};
-
-static bool applied_settled(void *arg)
-{
-	struct applied *a = arg;
-	static const char *const moving[] = { "Starting", "Stopping", "Terminating", "Provisioning", "Migrating",
-					      "WaitingForVolumeBinding" };
-	for (int i = 0; i < a->n; i++) {
-		char *slash = strchr(a->keys[i], '/');
-		*slash = '\0';
-		const struct vm *v = (const struct vm *)store_find(C.st, a->src, OBJ_VM, a->keys[i], slash + 1);
-		*slash = '/';
-		if (v == NULL)
-			return false;
-		const char *ps = v->printable_status ? v->printable_status : "";
-		for (size_t k = 0; k < sizeof moving / sizeof moving[0]; k++)
-			if (strcmp(ps, moving[k]) == 0)
-				return false;
-		/* a start the run strategy asks for has not begun yet */
-		bool to_run = util_str_eq(v->run_strategy, "Always") ||
-			      (a->created[i] &&
-			       (util_str_eq(v->run_strategy, "RerunOnFailure") || util_str_eq(v->run_strategy, "Once")));
-		if (to_run && strcmp(ps, "Stopped") == 0)
-			return false;
-	}
-	return true;
-}
-
+/* `kvcon engine apply -f ...` is `kvcon apply` on the engine (cmd/cmd_apply.c: multi-document files, kubectl's
+ * output, its flags parsed by cmd/args.c from the apply row), which waits until the run strategies of the VMs it
+ * stored have acted. */
 int cmd_engine_apply(int argc, char **argv)
 {
-	struct args a;
-	int p = args_parse_sub("engine", argc, argv, &a);
-	if (p == ARGS_OK && (a.npos > 0 || !args_has(&a, "--filename"))) {
-		log_eprintf("error: %s\nSee 'kvcon engine apply --help' for usage.\n",
-			    a.npos ? "apply takes its manifests with -f FILE" : "must specify -f FILE");
-		p = ARGS_ERR;
-	}
-	if (p != ARGS_OK) {
-		args_free(&a);
-		return p == ARGS_HELP ? EXIT_OK : EXIT_USAGE;
-	}
-	int rc = open_engine();
-	if (rc) {
-		args_free(&a);
-		return rc;
-	}
-	const char **files = xcalloc((size_t)a.nitems + 1, sizeof *files);
-	int nf = 0;
-	for (int i = 0; i < a.nitems; i++)
-		files[nf++] = a.items[i].val; /* -f is its only flag: every item, in order */
-	args_free(&a);
-	struct applied ap = { .src = C.srcs[0] };
-	for (int i = 0; i < nf; i++) {
-		size_t len = 0;
-		char *text = NULL;
-		if (strcmp(files[i], "-") == 0) {
-			struct buf b;
-			buf_init(&b);
-			char tmp[4096];
-			ssize_t n;
-			while ((n = read(0, tmp, sizeof tmp)) > 0)
-				buf_add(&b, tmp, (size_t)n);
-			len = b.len;
-			text = buf_steal(&b);
-		} else
-			text = util_read_file(files[i], &len);
-		if (text == NULL) {
-			log_eprintf("error: %s: %s\n", files[i], strerror(errno));
-			rc = EXIT_USAGE;
-			continue;
-		}
-		char *result = NULL, *err = NULL, *key = NULL;
-		if (C.srcs[0]->type == SOURCE_KUBE ? apply_via_service(C.srcs[0], text, len, &result, &err, &key) < 0
-						   : engine_apply(C.srcs[0], text, len, &result, &err) < 0) {
-			/* refused (an invalid manifest, as kubectl's 422): exit 1, nothing stored */
-			char *e = util_escape_display(err);
-			log_eprintf("error: %s: %s\n", files[i], e);
-			free(e);
-			rc = EXIT_API;
-		} else {
-			/* the name as the manifest says: read it back from the store's newest VM */
-			printf("virtualmachine %s\n", result);
-			if (key) {
-				ap.keys = xreallocarray(ap.keys, (size_t)ap.n + 1, sizeof *ap.keys);
-				ap.created = xreallocarray(ap.created, (size_t)ap.n + 1, sizeof *ap.created);
-				ap.created[ap.n] = result && strstr(result, " created") != NULL;
-				ap.keys[ap.n++] = key;
-				key = NULL;
-			}
-		}
-		free(key);
-		free(result);
-		free(err);
-		free(text);
-	}
-	free(files);
-	if (ap.n) {
-		fflush(stdout);
-		run_until(applied_settled, &ap, 60000);
-	}
-	for (int i = 0; i < ap.n; i++)
-		free(ap.keys[i]);
-	free(ap.keys);
-	free(ap.created);
-	return close_engine(rc, 60000);
+	opts_global()->engine_only = true;
+	return cmd_apply(argc, argv);
 }
 
 /* ---- the verbs shared with the top level ---- */

@@ -46,6 +46,7 @@ struct get_ctx {
 	struct source *srcs[2]; /* the cluster and/or the engine service */
 	int nsrc;
 	bool header_done;
+	size_t widths[COLUMNS_MAX]; /* -w: the columns' widths so far, as kubectl's watch keeps them */
 	bool summary; /* -o summary: kvcon's flat JSON summary of the store's objects */
 	int64_t now;
 };
@@ -71,7 +72,7 @@ static void print_table(struct get_ctx *g, struct obj **objs, size_t n, bool hea
 {
 	/* beside a cluster, the engine's rows (its service's) say where they are from, as the list's table does */
 	struct columns_print_opts po = { .wide = g->fmt == OUT_WIDE, .all_ns = g->all_ns, .header = header,
-					 .source = g->nsrc > 1 };
+					 .source = g->nsrc > 1, .widths = g->watch ? g->widths : NULL };
 	struct col_ctx c = { .st = g->st, .now = g->now };
 	struct buf b;
 	buf_init(&b);
@@ -695,8 +696,9 @@ out:
 	return rc;
 }
 
-/* The store (and its reflectors) serves the plain tables of one of its four kinds, -w, --watch-for and -o summary;
- * every other form (-o wide included: the server's columns, as kubectl) reads the API's own objects (kget). */
+/* The store (and its reflectors) serves the plain tables of one of its four kinds, -w and --watch-for with tables
+ * and names, and -o summary; every other form (-o wide included: the server's columns, as kubectl) reads the
+ * API's own objects (kget): --watch-for with them prints the objects as they are when its seconds have passed. */
 static bool use_store(const struct get_ctx *g, const struct get_args *a)
 {
 	const struct kget_opts *ko = &a->ko;
@@ -705,7 +707,8 @@ static bool use_store(const struct get_ctx *g, const struct get_args *a)
 	if (g->watch) /* -w: tables and names from the store, the API's objects' formats from kget */
 		return ko->fmt == KGET_TABLE || ko->fmt == KGET_WIDE || ko->fmt == KGET_NAME;
 	if (g->watch_for >= 0)
-		return true;
+		return ko->nkinds == 1 && g->kind < OBJ_KIND_COUNT && ko->nnames == 0 &&
+		       (ko->fmt == KGET_TABLE || ko->fmt == KGET_WIDE || ko->fmt == KGET_NAME);
 	if (engine_wanted()) /* the engine's objects join through kget */
 		return false;
 	return ko->nkinds == 1 && g->kind < OBJ_KIND_COUNT && ko->nnames == 0 &&
@@ -779,6 +782,16 @@ int cmd_get(int argc, char **argv)
 		log_set_stderr_level(o->verbose ? LOG_INFO : LOG_ERROR + 1);
 		mallopt(M_MXFAST, 0); /* json-c's many small nodes per page: see below */
 		loop_init();
+		if (g.watch_for >= 0 && !g.watch) {
+			/* --watch-for without -w: the state once its seconds have passed, in any format (the store's
+			 * forms apply the watch's events; the API's own objects are listed then) */
+			uint64_t end = util_now_ms() + (uint64_t)g.watch_for * 1000;
+			while (util_now_ms() < end && !loop_quitting()) {
+				uint64_t left = end - util_now_ms();
+				loop_once(left < 500 ? (int)left : 500);
+			}
+			a.ko.watch_for = -1;
+		}
 		rc = run_kget(&a.ko);
 		loop_fini();
 		get_args_free(&a);

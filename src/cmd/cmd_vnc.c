@@ -422,7 +422,7 @@ static int run_viewer(const struct vopts *o)
 					   .colors = o->colors,
 					   .own_screen = true,
 					   .scale = o->scale,
-					   .view_only = o->view_only,
+					   .view_only = o->view_only || opts_global()->readonly,
 					   .quality = o->quality,
 					   .ended = viewer_ended,
 					   .arg = &w};

@@ -29,6 +29,7 @@ struct consess {
 	char *ns, *name, *target;
 	int log_fd;
 	bool no_reconnect;
+	bool view_only;
 	struct vtpane *pane;
 	struct stream *s;
 	enum consess_state state;
@@ -237,7 +238,7 @@ static void on_start(void *arg)
 static void on_pane_output(const char *data, size_t len, void *arg)
 {
 	struct consess *cs = arg;
-	if (cs->s)
+	if (cs->s && !cs->view_only) /* read-only: the one place bytes go to the guest, so nothing does */
 		stream_write(cs->s, data, len);
 }
 
@@ -260,6 +261,7 @@ struct consess *consess_new(const struct consess_opts *o, void (*changed)(void *
 	cs->target = xstrdup0(o->target);
 	cs->log_fd = log_fd;
 	cs->no_reconnect = o->no_reconnect;
+	cs->view_only = o->view_only;
 	cs->pane = vtpane_new(o->rows, o->cols, o->scrollback ? o->scrollback : VTPANE_SCROLLBACK_DEFAULT);
 	vtpane_set_output(cs->pane, on_pane_output, cs);
 	cs->changed = changed;
@@ -297,6 +299,11 @@ struct vtpane *consess_pane(struct consess *cs)
 enum consess_state consess_state(const struct consess *cs)
 {
 	return cs->state;
+}
+
+bool consess_view_only(const struct consess *cs)
+{
+	return cs->view_only;
 }
 
 const char *consess_status(const struct consess *cs)

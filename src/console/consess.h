@@ -30,6 +30,7 @@ struct consess_opts {
 	int rows, cols;        /* initial pane size */
 	size_t scrollback;     /* 0: VTPANE_SCROLLBACK_DEFAULT */
 	bool no_reconnect;     /* end the session when the stream ends (tests, one-shot use) */
+	bool view_only;        /* --readonly: nothing reaches the guest (keys, paste, the terminal's answers) */
 };
 
 enum consess_state {
@@ -46,6 +47,7 @@ void consess_free(struct consess *cs);
 
 struct vtpane *consess_pane(struct consess *cs);
 enum consess_state consess_state(const struct consess *cs);
+bool consess_view_only(const struct consess *cs);
 /* One line for a status bar: "connected", "reconnecting in 2 s: connection reset", ... (escaped). */
 const char *consess_status(const struct consess *cs);
 /* The VMI UID last connected to ("" before). */

@@ -59,6 +59,7 @@ static struct {
 	int evfd;
 	pthread_mutex_t post_lock;
 	struct post *posts, *posts_tail;
+	bool posts_closed; /* after loop_fini: posts are dropped (a thread ending after the loop, at exit) */
 	struct {
 		loop_signal_cb cb;
 		void *arg;
@@ -82,6 +83,9 @@ void loop_init(void)
 	L.evfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	if (L.evfd < 0)
 		fatal("eventfd: %s", strerror(errno));
+	pthread_mutex_lock(&L.post_lock);
+	L.posts_closed = false;
+	pthread_mutex_unlock(&L.post_lock);
 	L.ready = true;
 	L.quit = false;
 	L.now = util_now_ms();
@@ -100,9 +104,13 @@ void loop_fini(void)
 	for (int s = 1; s < NSIG_SLOTS; s++)
 		if (L.sigs[s].cb)
 			signal(s, SIG_DFL);
+	/* the eventfd closes under the lock, so a late loop_post never writes to a reused descriptor */
 	pthread_mutex_lock(&L.post_lock);
 	struct post *p = L.posts;
 	L.posts = L.posts_tail = NULL;
+	L.posts_closed = true;
+	close(L.evfd);
+	L.evfd = -1;
 	pthread_mutex_unlock(&L.post_lock);
 	while (p) {
 		struct post *n = p->next;
@@ -115,14 +123,13 @@ void loop_fini(void)
 	free(L.pfds);
 	close(L.sigpipe[0]);
 	close(L.sigpipe[1]);
-	close(L.evfd);
 	memset(&L.sigs, 0, sizeof L.sigs);
 	L.fds = NULL;
 	L.timers = NULL;
 	L.hooks = NULL;
 	L.pfds = NULL;
 	L.nfds = L.capfds = L.ntimers = L.captimers = L.nhooks = L.cappfds = 0;
-	L.sigpipe[0] = L.sigpipe[1] = L.evfd = -1;
+	L.sigpipe[0] = L.sigpipe[1] = -1;
 	L.ready = false;
 }
 
@@ -218,15 +225,20 @@ void loop_post(loop_cb cb, void *arg)
 	p->arg = arg;
 	p->next = NULL;
 	pthread_mutex_lock(&L.post_lock);
+	if (L.posts_closed) {
+		pthread_mutex_unlock(&L.post_lock);
+		free(p);
+		return;
+	}
 	if (L.posts_tail)
 		L.posts_tail->next = p;
 	else
 		L.posts = p;
 	L.posts_tail = p;
-	pthread_mutex_unlock(&L.post_lock);
 	uint64_t one = 1;
 	ssize_t w = write(L.evfd, &one, sizeof one);
 	(void)w;
+	pthread_mutex_unlock(&L.post_lock);
 }
 
 static void on_eventfd(int fd, short revents, void *arg)

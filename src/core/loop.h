@@ -33,7 +33,7 @@ void loop_timer_cancel(struct loop_timer *t);
 /* Routes a signal through the self-pipe to cb on the loop thread. */
 void loop_signal(int sig, loop_signal_cb cb, void *arg);
 
-/* Thread-safe: runs cb(arg) on the loop thread at the next pass. */
+/* Thread-safe: runs cb(arg) on the loop thread at the next pass. Dropped after loop_fini (until loop_init). */
 void loop_post(loop_cb cb, void *arg);
 
 /* Called at the end of every loop pass, before poll() (drawing hooks live here). Returns a handle id. */

@@ -171,10 +171,11 @@ static int check_doc(yaml_document_t *doc, char **err)
 
 /* ---- YAML ---- */
 
-static int load_yaml(yaml_document_t *out, const char *text, size_t len, char **err)
+/* Every non-empty document of the stream into *docs (grown; *n of them), at most max (0: any number): more is
+ * an error naming the line. On error the documents read so far stay in *docs for the caller to delete. */
+static int load_yaml(yaml_document_t **docs, size_t *n, size_t max, const char *text, size_t len, char **err)
 {
 	yaml_parser_t p;
-	bool have = false;
 	char *e = NULL;
 	yaml_parser_initialize(&p);
 	yaml_parser_set_input_string(&p, (const unsigned char *)text, len);
@@ -194,23 +195,22 @@ static int load_yaml(yaml_document_t *out, const char *text, size_t len, char **
 			yaml_document_delete(&doc);
 			continue;
 		}
-		if (have) {
+		if (max && *n == max) {
 			e = xasprintf("line %d: more than one document (apply one manifest per file)", ydoc_line(root));
 			yaml_document_delete(&doc);
 			break;
 		}
-		*out = doc;
-		have = true;
+		if (*n >= YDOC_MAX_DOCS) {
+			e = xasprintf("line %d: more than %d documents", ydoc_line(root), YDOC_MAX_DOCS);
+			yaml_document_delete(&doc);
+			break;
+		}
+		*docs = xreallocarray(*docs, *n + 1, sizeof **docs);
+		(*docs)[(*n)++] = doc;
 	}
 	yaml_parser_delete(&p);
 	if (e) {
-		if (have)
-			yaml_document_delete(out);
 		*err = e;
-		return -1;
-	}
-	if (!have) {
-		*err = xstrdup("empty document");
 		return -1;
 	}
 	return 0;
@@ -293,10 +293,10 @@ out:
 	return rc;
 }
 
-int ydoc_load(yaml_document_t *doc, const char *text, size_t len, char **err)
+/* The checks before any parser: size, NUL bytes; whether the text is JSON. */
+static int precheck(const char *text, size_t len, bool *json, char **err)
 {
 	*err = NULL;
-	memset(doc, 0, sizeof *doc);
 	if (len > (size_t)16 << 20) {
 		*err = xstrdup("manifest larger than 16 MiB");
 		return -1;
@@ -308,9 +308,65 @@ int ydoc_load(yaml_document_t *doc, const char *text, size_t len, char **err)
 	size_t i = 0;
 	while (i < len && (text[i] == ' ' || text[i] == '\n' || text[i] == '\r' || text[i] == '\t'))
 		i++;
-	if (i < len && (text[i] == '{' || text[i] == '['))
+	*json = i < len && (text[i] == '{' || text[i] == '[');
+	return 0;
+}
+
+int ydoc_load(yaml_document_t *doc, const char *text, size_t len, char **err)
+{
+	memset(doc, 0, sizeof *doc);
+	bool json;
+	if (precheck(text, len, &json, err) < 0)
+		return -1;
+	if (json)
 		return load_json(doc, text, len, err);
-	return load_yaml(doc, text, len, err);
+	yaml_document_t *docs = NULL;
+	size_t n = 0;
+	int rc = load_yaml(&docs, &n, 1, text, len, err);
+	if (rc == 0 && n == 0) {
+		*err = xstrdup("empty document");
+		rc = -1;
+	}
+	if (rc == 0)
+		*doc = docs[0];
+	else
+		ydoc_free_all(docs, n);
+	if (rc == 0)
+		free(docs);
+	return rc;
+}
+
+int ydoc_load_all(yaml_document_t **docs, size_t *n, const char *text, size_t len, char **err)
+{
+	*docs = NULL;
+	*n = 0;
+	bool json;
+	if (precheck(text, len, &json, err) < 0)
+		return -1;
+	if (json) {
+		*docs = xcalloc(1, sizeof **docs);
+		if (load_json(*docs, text, len, err) < 0) {
+			free(*docs);
+			*docs = NULL;
+			return -1;
+		}
+		*n = 1;
+		return 0;
+	}
+	if (load_yaml(docs, n, 0, text, len, err) < 0) {
+		ydoc_free_all(*docs, *n);
+		*docs = NULL;
+		*n = 0;
+		return -1;
+	}
+	return 0;
+}
+
+void ydoc_free_all(yaml_document_t *docs, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		yaml_document_delete(&docs[i]);
+	free(docs);
 }
 
 static json_object *node_json(yaml_document_t *d, const yaml_node_t *n, int depth)

@@ -13,6 +13,13 @@
  * 64 levels and 200,000 nodes, scalar map keys without duplicates, no anchors/aliases (no alias bombs). 0, or
  * -1 with *err (caller frees) naming the line; on success the caller owns *doc (yaml_document_delete). */
 int ydoc_load(yaml_document_t *doc, const char *text, size_t len, char **err);
+/* Every document of a multi-document stream (`---` separators; empty documents skipped), each checked as
+ * ydoc_load checks one, at most YDOC_MAX_DOCS; JSON is one document. 0 with *docs (*n of them, possibly none; the
+ * caller frees with ydoc_free_all), or -1 with *err (caller frees) and nothing kept: a syntax error anywhere
+ * fails the whole stream, as kubectl reads a file before applying it. */
+#define YDOC_MAX_DOCS 10000
+int ydoc_load_all(yaml_document_t **docs, size_t *n, const char *text, size_t len, char **err);
+void ydoc_free_all(yaml_document_t *docs, size_t n);
 
 /* The value of key in map; NULL when map is NULL or not a mapping, or key is absent. */
 yaml_node_t *ydoc_get(yaml_document_t *d, const yaml_node_t *map, const char *key);

@@ -582,17 +582,23 @@ char *domxml_sock_dir_of(const char *run_dir, const char *vmi_uid)
 	return d;
 }
 
-/* QEMU's hostfwd rules for the interface's ports, from 127.0.0.1 only. libvirt names the user-mode netdev of
- * the interface whose alias is ua-NAME "hostua-NAME". Only validated numbers and the interface's name (a DNS
- * label, manifest.c) reach the command. */
-static char **hostfwd_cmds(const struct mf_iface *f, const struct domxml_env *env)
+/* The interface's forwarded ports, from 127.0.0.1 only: the host ports the engine chose, in its ports' order. */
+static struct domxml_fwd *fwds_of(const struct mf_iface *f, const struct domxml_env *env)
 {
-	char **a = xcalloc((size_t)f->nports + 1, sizeof *a);
+	struct domxml_fwd *a = xcalloc((size_t)f->nports, sizeof *a);
 	for (int i = 0; i < f->nports; i++)
-		a[i] = xasprintf("hostfwd_add hostua-%s %s:127.0.0.1:%d-:%d", f->name,
-				 strcmp(f->ports[i].proto, "UDP") == 0 ? "udp" : "tcp", env->host_ports[i],
-				 f->ports[i].port);
+		a[i] = (struct domxml_fwd){ .udp = strcmp(f->ports[i].proto, "UDP") == 0,
+					    .host_port = env->host_ports[i],
+					    .guest_port = f->ports[i].port };
 	return a;
+}
+
+/* libvirt names the user-mode netdev of the interface whose alias is ua-NAME "hostua-NAME". */
+char *domxml_hostfwd_cmd(const struct domxml_plan *p, int i)
+{
+	const struct domxml_fwd *f = &p->fwds[i];
+	return xasprintf("hostfwd_add hostua-%s %s:127.0.0.1:%d-:%d", p->pod_iface, f->udp ? "udp" : "tcp",
+			 f->host_port, f->guest_port);
 }
 
 struct domxml_plan *domxml_build(const struct manifest *m, const struct domxml_env *env, char **err)
@@ -718,7 +724,7 @@ struct domxml_plan *domxml_build(const struct manifest *m, const struct domxml_e
 		} else {
 			xw_attr(x, "type", "user");
 			xw_empty(x, "ip", "family", "ipv4", "address", DOMXML_POD_NET, "prefix", DOMXML_POD_PREFIX, NULL);
-			/* the engine chose host ports for the first masquerade interface only (engine.c pod_net) */
+			/* the engine chose host ports for the first masquerade interface only (ereconcile.c pod_net) */
 			bool first = !pod_seen;
 			pod_seen = true;
 			if (first && env->host_ports && f->nports) {
@@ -729,7 +735,8 @@ struct domxml_plan *domxml_build(const struct manifest *m, const struct domxml_e
 					goto fail;
 				}
 				p->pod_iface = xstrdup(f->name);
-				p->hostfwd = hostfwd_cmds(f, env);
+				p->fwds = fwds_of(f, env);
+				p->nfwds = f->nports;
 			}
 		}
 		if (f->mac)
@@ -828,9 +835,7 @@ void domxml_plan_free(struct domxml_plan *p)
 	free(p->run_dir);
 	free(p->sock_dir);
 	free(p->sock_base);
-	for (int i = 0; p->hostfwd && p->hostfwd[i]; i++)
-		free(p->hostfwd[i]);
-	free(p->hostfwd);
+	free(p->fwds);
 	free(p->pod_iface);
 	free(p);
 }

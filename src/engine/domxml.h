@@ -63,12 +63,24 @@ struct domxml_plan {
 	char *run_dir;
 	char *sock_dir;  /* the VNC and agent sockets' directory (run_dir, or <sock_base>/<vmi uid>), 0700 */
 	char *sock_base; /* NULL, or a short private directory (0700, ours) when run_dir is too deep for sun_path */
-	/* The pod network's forwarded ports: QEMU monitor (HMP) commands the worker runs while the guest is
-	 * still paused ("hostfwd_add <netdev> tcp:127.0.0.1:HOSTPORT-:GUESTPORT"), NULL-terminated or NULL;
-	 * the masquerade interface's name. */
-	char **hostfwd;
+	/* The pod network's forwarded ports (nfwds, in the order of the interface's ports; NULL when none) and
+	 * the masquerade interface's name. The worker adds them with QEMU monitor commands (domxml_hostfwd_cmd)
+	 * while the guest is still paused, and may move a host port another process took meanwhile
+	 * (engine/hostfwd.h). */
+	struct domxml_fwd *fwds;
+	int nfwds;
 	char *pod_iface;
 };
+
+struct domxml_fwd {
+	bool udp;
+	int host_port; /* on 127.0.0.1 */
+	int guest_port;
+};
+
+/* The HMP command that forwards p->fwds[i] ("hostfwd_add hostua-NAME tcp:127.0.0.1:HOSTPORT-:GUESTPORT"; the
+ * caller frees it). Only validated numbers and the interface's name (a DNS label) reach it. */
+char *domxml_hostfwd_cmd(const struct domxml_plan *p, int i);
 
 /* The private directory an execution's sockets went to because its run directory is too deep (its path;
  * NULL when they are in the run directory, or vmi_uid is not a UUID): removed when the execution ends. */

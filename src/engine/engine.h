@@ -62,6 +62,15 @@ typedef void (*engine_vnc_cb)(void *arg, int fd, const char *err);
 int engine_vnc_open(struct source *src, const char *ns, const char *name, engine_vnc_cb cb, void *arg,
 		    char **err);
 
+/* A connection to TCP port of the VM's guest, as virt-handler dials it inside the pod: a hostfwd rule QEMU adds on
+ * the pod network's (first masquerade) interface from a free 127.0.0.1 port (*host_port), declared in the
+ * interface's ports or not, and connected through; cb(arg, fd, err) once on the loop thread. A guest port where
+ * nothing listens accepts and closes at once (user-mode networking's answer). engine_portforward_drop removes
+ * the rule when the stream ends. 0, or -1 with *err. */
+int engine_portforward_open(struct source *src, const char *ns, const char *name, int port, engine_vnc_cb cb,
+			    void *arg, int *host_port, char **err);
+void engine_portforward_drop(struct source *src, const char *ns, const char *name, int host_port);
+
 /* The VM exists and its current execution is active (Pending, Scheduled or Running). */
 bool engine_running(struct source *src, const char *ns, const char *name);
 

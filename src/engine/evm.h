@@ -132,9 +132,4 @@ void evm_move(struct evm *v, struct ehost *dst);
  * stored (nothing moved). */
 int evm_move_offline(struct evm *v, struct ehost *dst, char **err);
 
-/* The record as JSON text (caller frees). */
-char *record_dump(const struct evm *v);
-/* Fills v from a record (v->eh set by the caller). 0, or -1 with *err. */
-int record_load(struct evm *v, const char *json, char **err);
-
 #endif

@@ -14,7 +14,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <netinet/in.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -26,6 +28,7 @@
 #include "core/xmalloc.h"
 #include "engine/embed.h"
 #include "engine/hostenv.h"
+#include "engine/hostfwd.h"
 #include "engine/kvmprobe.h"
 
 #define META_URI "https://kvcon.dev/xmlns/engine/1"
@@ -127,6 +130,7 @@ static void msg_free(struct host_msg *m)
 	free(m->version);
 	free(m->accel);
 	free(m->note);
+	free(m->ports);
 	free(m);
 }
 
@@ -630,7 +634,7 @@ static void do_sync(struct host *h, bool wait_reconnect)
 	post(m);
 }
 
-static void done(struct host *h, struct host_req *r, int status, char *text, virDomainPtr dom)
+static struct host_msg *done_msg(struct host *h, struct host_req *r, int status, char *text, virDomainPtr dom)
 {
 	struct host_msg *m = msg_new(h, HM_DONE);
 	m->req_id = r->id;
@@ -642,7 +646,12 @@ static void done(struct host *h, struct host_req *r, int status, char *text, vir
 		if (inspect(h, dom, &m->doms[0]))
 			m->ndoms = 1;
 	}
-	post(m);
+	return m;
+}
+
+static void done(struct host *h, struct host_req *r, int status, char *text, virDomainPtr dom)
+{
+	post(done_msg(h, r, status, text, dom));
 }
 
 /* An unprivileged QEMU (engine/embed.h) creates its sockets and serial log in the execution's directory (and its
@@ -662,26 +671,13 @@ static int give_run_dir(struct host *h, const struct domxml_plan *p, char **err)
 	return rc;
 }
 
-/* The pod network's forwarded ports, through libvirt's QEMU monitor API while the guest is paused (libvirt's XML
- * has no port forwarding for QEMU's user-mode network). HMP answers an empty text on success. 0, or -1 with
- * *err. */
-static int hostfwd_add(virDomainPtr dom, const struct domxml_plan *p, char **err)
+/* The pod network's forwarded ports go through libvirt's QEMU monitor API while the guest is paused (libvirt's
+ * XML has no port forwarding for QEMU's user-mode network); HMP answers an empty text on success. */
+static int hmp(void *arg, const char *cmd, char **answer, char **err)
 {
-	for (int i = 0; p->hostfwd[i]; i++) {
-		char *res = NULL;
-		if (virDomainQemuMonitorCommand(dom, p->hostfwd[i], &res, VIR_DOMAIN_QEMU_MONITOR_COMMAND_HMP) < 0) {
-			*err = lv_error("port forwarding");
-			return -1;
-		}
-		bool ok = res == NULL || strspn(res, " \r\n") == strlen(res);
-		if (!ok) {
-			char *e = util_escape_display(res);
-			*err = xasprintf("port forwarding (%s): %s", p->hostfwd[i], e);
-			free(e);
-		}
-		free(res);
-		if (!ok)
-			return -1;
+	if (virDomainQemuMonitorCommand(arg, cmd, answer, VIR_DOMAIN_QEMU_MONITOR_COMMAND_HMP) < 0) {
+		*err = lv_error("port forwarding");
+		return -1;
 	}
 	return 0;
 }
@@ -718,7 +714,7 @@ static void do_start(struct host *h, struct host_req *r)
 		err = lv_error("start");
 		goto fail;
 	}
-	if (r->plan->hostfwd && hostfwd_add(dom, r->plan, &err) < 0) {
+	if (hostfwd_apply(r->plan, hmp, dom, &err) < 0) {
 		virDomainDestroy(dom);
 		goto fail;
 	}
@@ -732,7 +728,14 @@ static void do_start(struct host *h, struct host_req *r)
 		virDomainDestroy(dom);
 		goto fail;
 	}
-	done(h, r, 0, NULL, dom);
+	struct host_msg *m = done_msg(h, r, 0, NULL, dom);
+	if (r->plan->nfwds) { /* the ports in use (one may have moved) */
+		m->ports = xcalloc((size_t)r->plan->nfwds, sizeof *m->ports);
+		for (int i = 0; i < r->plan->nfwds; i++)
+			m->ports[i] = r->plan->fwds[i].host_port;
+		m->nports = r->plan->nfwds;
+	}
+	post(m);
 	virDomainFree(dom);
 	return;
 fail:
@@ -837,6 +840,43 @@ static void handle(struct host *h, struct host_req *r)
 	case RQ_CONSOLE_SEND:
 		console_send(h, r->dom, r->data, r->len);
 		break;
+	case RQ_PORTFWD: {
+		/* the rule (free port chosen by the engine), then the connection through it: QEMU has accepted it
+		 * before the rule goes (RQ_PORTFWD_DROP when the stream ends) */
+		struct host_msg *m = msg_new(h, HM_VNC);
+		m->req_id = r->id;
+		m->fd = -1;
+		char *res = NULL;
+		if (dom == NULL || virDomainQemuMonitorCommand(dom, r->data, &res, VIR_DOMAIN_QEMU_MONITOR_COMMAND_HMP) < 0) {
+			m->text = lv_error("port forwarding");
+		} else if (res && strspn(res, " \r\n") != strlen(res)) {
+			char *e = util_escape_display(res);
+			m->text = xasprintf("port forwarding: %s", e);
+			free(e);
+		} else {
+			struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK),
+						 .sin_port = htons((uint16_t)r->len) };
+			m->fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+			if (m->fd < 0 || connect(m->fd, (struct sockaddr *)&a, sizeof a) < 0) {
+				m->text = xasprintf("port forwarding: connect 127.0.0.1:%zu: %s", r->len, strerror(errno));
+				if (m->fd >= 0)
+					close(m->fd);
+				m->fd = -1;
+			}
+		}
+		free(res);
+		post(m);
+		if (dom)
+			virDomainFree(dom);
+		return;
+	}
+	case RQ_PORTFWD_DROP: {
+		char *res = NULL;
+		if (dom && virDomainQemuMonitorCommand(dom, r->data, &res, VIR_DOMAIN_QEMU_MONITOR_COMMAND_HMP) < 0)
+			log_debug("engine: %s: %s", r->data, virGetLastErrorMessage());
+		free(res);
+		break;
+	}
 	case RQ_VNC: {
 		struct host_msg *m = msg_new(h, HM_VNC);
 		m->req_id = r->id;

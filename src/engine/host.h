@@ -48,6 +48,8 @@ struct host_msg {
 	size_t len;
 	int fd;
 	char *hostname, *version, *accel, *note;
+	int *ports; /* HM_DONE of RQ_START: the forwarded host ports in use, in the plan's order (nports) */
+	int nports;
 };
 
 typedef void (*host_msg_cb)(void *arg, struct host_msg *m); /* m is freed after the callback */
@@ -68,6 +70,8 @@ enum host_req_type {
 	RQ_CONSOLE,   /* attach the console of dom (no-op when attached) */
 	RQ_CONSOLE_SEND, /* data, len */
 	RQ_VNC,       /* open the display: HM_VNC with an fd */
+	RQ_PORTFWD,   /* data: HMP hostfwd_add; len: its 127.0.0.1 port, connected to: HM_VNC with the fd */
+	RQ_PORTFWD_DROP, /* data: HMP hostfwd_remove */
 };
 
 struct host_req {

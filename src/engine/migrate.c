@@ -18,7 +18,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "core/config.h"
 #include "core/intern.h"
 #include "core/log.h"
 #include "core/loop.h"
@@ -67,82 +66,6 @@ struct mmsg {
 	int iteration;
 	int64_t downtime_ms, elapsed_ms;
 };
-
-/* ---- config: engine.host = URI [migrate-uri=URI] (repeatable) ---- */
-
-struct cfg_host {
-	char *uri, *mig_uri;
-};
-
-static struct {
-	bool loaded;
-	struct cfg_host *hosts;
-	int n;
-	char **uris;
-} CFG;
-
-static void cfg_load(void)
-{
-	if (CFG.loaded)
-		return;
-	CFG.loaded = true;
-	struct config *cfg = config_load(NULL);
-	for (size_t i = 0; i < config_count(cfg); i++) {
-		const struct config_entry *e = config_at(cfg, i);
-		if (strcmp(e->key, "engine.host") != 0)
-			continue;
-		char *words = xstrdup(e->value), *sp = NULL;
-		char *uri = strtok_r(words, " \t", &sp);
-		if (uri) {
-			CFG.hosts = xreallocarray(CFG.hosts, (size_t)CFG.n + 1, sizeof *CFG.hosts);
-			struct cfg_host *h = &CFG.hosts[CFG.n++];
-			h->uri = xstrdup(uri);
-			h->mig_uri = NULL;
-			for (char *a = strtok_r(NULL, " \t", &sp); a; a = strtok_r(NULL, " \t", &sp)) {
-				if (util_has_prefix(a, "migrate-uri=")) {
-					free(h->mig_uri);
-					h->mig_uri = xstrdup(a + 12);
-				} else {
-					char *w = config_where(cfg, e);
-					log_warn("config %s: engine.host: '%s' ignored (expected migrate-uri=URI)", w, a);
-					free(w);
-				}
-			}
-		}
-		free(words);
-	}
-	config_free(cfg);
-	if (CFG.n) {
-		CFG.uris = xcalloc((size_t)CFG.n + 1, sizeof *CFG.uris);
-		for (int i = 0; i < CFG.n; i++)
-			CFG.uris[i] = CFG.hosts[i].uri;
-	}
-}
-
-char *const *migrate_config_hosts(void)
-{
-	cfg_load();
-	return CFG.uris;
-}
-
-const char *migrate_uri_for(const char *uri, const char *name)
-{
-	(void)name;
-	cfg_load();
-	for (int i = 0; i < CFG.n; i++)
-		if (strcmp(CFG.hosts[i].uri, uri) == 0)
-			return CFG.hosts[i].mig_uri;
-	return NULL;
-}
-
-bool migrate_uri_configured(const char *uri)
-{
-	cfg_load();
-	for (int i = 0; i < CFG.n; i++)
-		if (util_str_eq(CFG.hosts[i].uri, uri) || util_str_eq(CFG.hosts[i].mig_uri, uri))
-			return true;
-	return false;
-}
 
 /* A URI another host can use as is: a remote transport with a host name. */
 static bool uri_is_network(const char *uri)

@@ -71,6 +71,8 @@ int engine_migrate_abort(struct source *src, const char *ns, const char *name, c
  * (virDomainAbortJob). done runs once libvirt answered. */
 int migrate_abort_any(struct source *src, const char *ns, const char *name, action_done_cb done, void *arg,
 		      char **err);
+
+/* ---- the config's engine.host lines (read in esettings.c, with the other engine settings) ---- */
 /* The migration URI configured for a host (config `engine.host = URI migrate-uri=URI`), or NULL. */
 const char *migrate_uri_for(const char *uri, const char *name);
 /* Whether uri is an engine.host URI or a migrate-uri= of the config file (which config_load read only because no
@@ -84,7 +86,7 @@ char *const *migrate_config_hosts(void);
 /* A VMI's migrationState as KubeVirt writes it (plus the engine's job figures), for `engine get -o json`. */
 json_object *migrate_state_json(const struct migration_state *m);
 
-/* ---- hooks called by engine.c and record.c ---- */
+/* ---- hooks called by the engine's pieces (engine_int.h) and record.c ---- */
 
 /* ACT_MIGRATE / ACT_MIGRATE_ABORT of the engine provider. */
 int migrate_action(struct source *src, const struct action_req *req, action_done_cb done, void *arg, char **err);

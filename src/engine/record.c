@@ -1,17 +1,33 @@
 /* The engine's record of a VM as JSON (json-c): manifest, identity, live run strategy, the current execution,
  * past executions, events and the intent of accepted requests not yet carried out. Written atomically and
- * fsync'd (file, then directory) by the loop thread before the engine acts on a change (engine.c, persist). */
+ * fsync'd (file, then directory) by the loop thread before the engine acts on a change (evm_persist), and read back
+ * when a host connects (record_load_all); unreadable ones are kept untouched and reported. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <json-c/json.h>
+#include <libvirt/libvirt.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include "core/buf.h"
+#include "core/hmap.h"
 #include "core/intern.h"
+#include "core/log.h"
+#include "core/trust.h"
+#include "core/util.h"
 #include "core/xmalloc.h"
 #include "engine/ejson.h"
+#include "engine/engine_int.h"
 #include "engine/evm.h"
+#include "engine/host.h"
 #include "engine/migrate.h"
+#include "engine/record.h"
 
 struct exec *exec_new(void)
 {
@@ -222,4 +238,351 @@ int record_load(struct evm *v, const char *json, char **err)
 out:
 	json_object_put(o);
 	return rc;
+}
+
+/* ---- on disk ---- */
+
+bool engine_has_record(const char *ns, const char *name)
+{
+	char *dd = esettings_data_dir();
+	char *hosts = util_path_join(dd, "hosts");
+	free(dd);
+	char *want = ns && name ? xasprintf("%s_%s.json", ns, name) : NULL;
+	bool any = false;
+	DIR *d = opendir(hosts);
+	for (struct dirent *e; d && !any && (e = readdir(d)) != NULL;) {
+		if (e->d_name[0] == '.')
+			continue;
+		char *vms = xasprintf("%s/%s/vms", hosts, e->d_name);
+		DIR *v = opendir(vms);
+		for (struct dirent *r; v && !any && (r = readdir(v)) != NULL;) {
+			size_t l = strlen(r->d_name);
+			any = want ? strcmp(r->d_name, want) == 0 : l > 5 && strcmp(r->d_name + l - 5, ".json") == 0;
+		}
+		if (v)
+			closedir(v);
+		free(vms);
+	}
+	if (d)
+		closedir(d);
+	free(want);
+	free(hosts);
+	return any;
+}
+
+char *record_path(const struct evm *v)
+{
+	return xasprintf("%s/%s_%s.json", v->eh->records_dir, v->m->ns, v->m->name);
+}
+
+
+/* Stores the record now, on this thread: written to a temporary file, fsync'd, renamed over the record and the
+ * directory fsync'd, so an accepted request is on disk before the engine acts on it (a kill -9 at any later
+ * moment finds it). 0, or -1 with *err (caller frees) and the previous record intact. */
+int evm_persist_err(struct evm *v, char **err)
+{
+	char *path = record_path(v);
+	char *json = record_dump(v), why[UTIL_WHY_LEN];
+	int rc = util_write_file_why(path, json, strlen(json), 0600, why);
+	if (rc < 0 && errno == ENOENT) {
+		util_mkdir_p(v->eh->records_dir, 0700);
+		rc = util_write_file_why(path, json, strlen(json), 0600, why);
+	}
+	if (rc < 0)
+		*err = xasprintf("cannot store the record %s: %s", path, why);
+	free(json);
+	free(path);
+	return rc;
+}
+
+/* The same for the engine's own progress (what it saw): a failure is logged; the next change writes again. */
+void evm_persist(struct evm *v)
+{
+	char *err = NULL;
+	if (evm_persist_err(v, &err) < 0) {
+		log_error("engine: %s", err);
+		free(err);
+	}
+}
+
+/* Removes a record durably (the directory fsync'd). */
+void record_unlink(const char *path)
+{
+	if (unlink(path) < 0 && errno != ENOENT) {
+		log_error("engine: cannot remove %s: %s", path, strerror(errno));
+		return;
+	}
+	char *dir = xstrdup(path);
+	char *slash = strrchr(dir, '/');
+	if (slash) {
+		*slash = '\0';
+		int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (fd >= 0) {
+			fsync(fd);
+			close(fd);
+		}
+	}
+	free(dir);
+}
+
+/* ---- messages from the host workers ---- */
+
+
+/* Forgets unreadable record i when its file is gone (moved away, removed: the service runs on, so it learns
+ * this at the next sync of the host or apply of that name): its row goes, the host's notice with the last one.
+ * True when forgotten. */
+bool record_forget_bad(struct ehost *eh, int i)
+{
+	size_t pl = strcspn(eh->bad[i], ":");
+	char *path = xstrndup(eh->bad[i], pl);
+	struct stat sb;
+	bool gone = lstat(path, &sb) != 0 && errno == ENOENT;
+	free(path);
+	if (!gone)
+		return false;
+	store_remove(engine_g.st, eh->src, OBJ_VM, eh->bad_uid[i]);
+	free(eh->bad[i]);
+	free(eh->bad_uid[i]);
+	memmove(&eh->bad[i], &eh->bad[i + 1], (size_t)(eh->nbad - i - 1) * sizeof *eh->bad);
+	memmove(&eh->bad_uid[i], &eh->bad_uid[i + 1], (size_t)(eh->nbad - i - 1) * sizeof *eh->bad_uid);
+	eh->nbad--;
+	if (eh->nbad == 0)
+		source_set_notice(eh->src, NULL);
+	return true;
+}
+
+/* The host's unreadable records against the domains it runs: each is logged with its QEMU (left running,
+ * unmanaged) and becomes the host's notice. */
+void record_check_bad(struct ehost *eh, const struct host_msg *m)
+{
+	for (int i = 0; i < eh->nbad; i++)
+		if (record_forget_bad(eh, i))
+			i--;
+	if (eh->nbad == 0)
+		return;
+	struct buf b;
+	buf_init(&b);
+	buf_printf(&b, "%d unreadable VM record%s (not managed until fixed or removed): ", eh->nbad,
+		   eh->nbad == 1 ? "" : "s");
+	for (int i = 0; i < eh->nbad; i++) {
+		const char *file = strrchr(eh->bad[i], '/') ? strrchr(eh->bad[i], '/') + 1 : eh->bad[i];
+		size_t fl = strcspn(file, ":");
+		const struct host_dom *d = NULL;
+		for (int k = 0; k < m->ndoms; k++)
+			if (fl > 5 && strlen(m->doms[k].name) == fl - 5 && strncmp(m->doms[k].name, file, fl - 5) == 0)
+				d = &m->doms[k];
+		char *fn = xstrndup(file, fl);
+		epublish_bad(eh, fn, eh->bad[i], eh->bad_uid[i], d);
+		free(fn);
+		bool up = d && d->state != VIR_DOMAIN_SHUTOFF && d->state != VIR_DOMAIN_CRASHED;
+		buf_printf(&b, "%s%s", i ? "; " : "", eh->bad[i]);
+		if (up)
+			buf_printf(&b, " (its domain %s runs, QEMU pid %d, left running)", d->name, d->pid);
+	}
+	char *text = buf_steal(&b);
+	if (!util_str_eq(eh->src->notice, text)) {
+		log_warn("engine: %s: %s", eh->src->name, text);
+		source_set_notice(eh->src, text);
+	}
+	free(text);
+}
+
+static void load_record_file(struct ehost *eh, const char *dir, const char *fname);
+
+/* A loaded record with an offline move's intent (evm_move_offline): the process that stored it was killed before
+ * the move was done. Finished here: the target's record is written unless it already is, then the source's removed
+ * and its domain undefined. true: v no longer belongs to eh (freed by the caller); false: keep it here (the intent
+ * is not kvcon's, or the target's record could not be written: tried again at the next load). */
+static bool finish_offline_move(struct ehost *eh, struct evm *v, const char *path, const char *fname)
+{
+	char *dd = esettings_data_dir(), *hosts = xasprintf("%s/hosts/", dd);
+	const char *md = v->moving_dir;
+	size_t ml = md ? strlen(md) : 0;
+	bool ours = md && strncmp(md, hosts, strlen(hosts)) == 0 && !strstr(md, "/..") && ml > 4 &&
+		    strcmp(md + ml - 4, "/vms") == 0 && strcmp(md, eh->records_dir) != 0;
+	free(hosts);
+	free(dd);
+	if (!ours) {
+		log_warn("engine: %s: an offline move's intent names no host directory of this engine; ignored", path);
+		free(v->moving_to);
+		free(v->moving_dir);
+		v->moving_to = v->moving_dir = NULL;
+		return false;
+	}
+	char *tpath = util_path_join(md, fname), *to = xstrdup(v->moving_to ? v->moving_to : "?");
+	char *dir = xstrdup(md);
+	bool done = access(tpath, F_OK) == 0;
+	if (!done) {
+		free(v->moving_to);
+		free(v->moving_dir);
+		v->moving_to = v->moving_dir = NULL;
+		char *json = record_dump(v);
+		util_mkdir_p(dir, 0700);
+		done = util_write_file_atomic(tpath, json, strlen(json), 0600) == 0;
+		if (!done) {
+			log_error("engine: %s: cannot finish the offline move to %s: %s: %s", v->key, to, tpath, strerror(errno));
+			v->moving_to = xstrdup(to);
+			v->moving_dir = xstrdup(dir);
+		}
+		free(json);
+	}
+	if (done) {
+		record_unlink(path);
+		char *dn = evm_dom_name(v);
+		if (eh->h)
+			host_simple(eh->h, RQ_UNDEFINE, dn); /* the definition is rebuilt at the next start on the target */
+		free(dn);
+		log_warn("engine: %s: an interrupted offline migration to %s was finished (its record moved)", v->key, to);
+		/* the target, when it has read its records already, reads this one too */
+		int n;
+		struct ehost **all = ehost_all(&n);
+		for (int i = 0; i < n; i++)
+			if (all[i] != eh && all[i]->loaded && all[i]->records_dir && strcmp(all[i]->records_dir, dir) == 0)
+				load_record_file(all[i], dir, fname);
+	}
+	free(dir);
+	free(to);
+	free(tpath);
+	return done;
+}
+
+static void load_record_file(struct ehost *eh, const char *dir, const char *fname)
+{
+	char *path = util_path_join(dir, fname), *err = NULL;
+	char *text = trust_read_file(path, NULL, &err); /* a record decides what root runs: kvcon's own only */
+	struct evm *v = xcalloc(1, sizeof *v);
+	v->eh = eh;
+	if (text == NULL || record_load(v, text, &err) < 0) {
+		/* kept as it is (never overwritten), shown by get and the host's notice; its domain, if any, is
+		 * left alone (on_sync says so) */
+		log_error("engine: %s: unreadable record: %s", path, err ? err : strerror(errno));
+		eh->bad = xreallocarray(eh->bad, (size_t)eh->nbad + 1, sizeof *eh->bad);
+		eh->bad_uid = xreallocarray(eh->bad_uid, (size_t)eh->nbad + 1, sizeof *eh->bad_uid);
+		eh->bad[eh->nbad] = xasprintf("%s: %s", path, err ? err : strerror(errno));
+		eh->bad_uid[eh->nbad] = xcalloc(1, UID_LEN);
+		util_uuid_v4(eh->bad_uid[eh->nbad]);
+		epublish_bad(eh, fname, eh->bad[eh->nbad], eh->bad_uid[eh->nbad], NULL);
+		eh->nbad++;
+		evm_free(v);
+	} else {
+		v->key = xasprintf("%s/%s", v->m->ns, v->m->name);
+		if (hmap_get(&eh->vms, v->key)) {
+			/* held already (an offline move finished by another host's load, its target's record read
+			 * before): the VM in memory is the newer, and consoles or requests may hold it */
+			evm_free(v);
+		} else if ((v->moving_to || v->moving_dir) && finish_offline_move(eh, v, path, fname)) {
+			evm_free(v);
+		} else {
+			if (!exec_active(v->cur)) { /* the stop was done, its record not written after it */
+				v->stopping = false;
+				v->stop_deadline = 0;
+			}
+			v->stop_unsent = v->stopping; /* an accepted stop: sent again with what is left of its grace */
+			hmap_put(&eh->vms, v->key, v);
+			evm_publish(v);
+			for (int i = 0; i < v->nevents; i++)
+				epublish_event_obj(v, &v->events[i]);
+		}
+	}
+	free(err);
+	free(text);
+	free(path);
+}
+
+void record_load_all(struct ehost *eh)
+{
+	DIR *d = opendir(eh->records_dir);
+	if (d == NULL)
+		return;
+	struct dirent *de;
+	while ((de = readdir(d))) {
+		size_t n = strlen(de->d_name);
+		if (n < 6 || strcmp(de->d_name + n - 5, ".json") != 0 || de->d_name[0] == '.')
+			continue;
+		load_record_file(eh, eh->records_dir, de->d_name);
+	}
+	closedir(d);
+}
+
+/* The directory name of a host's records, from its identity: the host name a daemon reports (qemu:///system,
+ * remote hosts), with "~session" for a session daemon, and for an embedded root this machine's name with
+ * "~embed-" and a hash of the root's real path: two roots on one machine never share records. */
+char *record_host_key(const char *uri, const char *name)
+{
+	char *root = host_embed_root(uri);
+	char *key;
+	if (root) {
+		char *real = realpath(root, NULL);
+		uint64_t h = 1469598103934665603ull; /* FNV-1a */
+		for (const unsigned char *p = (const unsigned char *)(real ? real : root); *p; p++)
+			h = (h ^ *p) * 1099511628211ull;
+		key = xasprintf("%s~embed-%016llx", name, (unsigned long long)h);
+		free(real);
+		free(root);
+	} else if (strstr(uri, "/session"))
+		key = xasprintf("%s~session", name);
+	else
+		key = xstrdup(name);
+	/* a host name is a DNS name, but it comes from the host: nothing that leaves the directory */
+	for (char *c = key; *c; c++)
+		if (*c == '/' || (c == key && *c == '.'))
+			*c = '_';
+	return key;
+}
+
+/* Records kept by earlier versions under hosts/NAME/vms (keyed by host name only, shared by every embedded root
+ * and session of this machine) move to this host's own directory: an embedded root or session takes those
+ * whose domain it defines; the default host (esettings_default_uri) takes the rest. Moved with rename (same file
+ * system), both directories fsync'd. */
+void record_adopt_old(struct ehost *eh, const char *dd, const char *name, const char *key)
+{
+	if (strcmp(name, key) == 0 || strchr(name, '/') || name[0] == '.')
+		return;
+	char *old = xasprintf("%s/hosts/%s/vms", dd, name);
+	DIR *d = opendir(old);
+	if (d == NULL) {
+		free(old);
+		return;
+	}
+	char *def = esettings_default_uri();
+	bool is_default = strcmp(def, eh->uri) == 0;
+	free(def);
+	char *root = host_embed_root(eh->uri);
+	int moved = 0;
+	struct dirent *de;
+	while ((de = readdir(d))) {
+		size_t n = strlen(de->d_name);
+		if (n < 6 || strcmp(de->d_name + n - 5, ".json") != 0 || de->d_name[0] == '.')
+			continue;
+		bool mine = is_default;
+		if (!mine && root) {
+			/* the embedded driver keeps a defined domain's XML in ROOT/etc/qemu/DOMAIN.xml */
+			char *x = xasprintf("%s/etc/qemu/%.*s.xml", root, (int)(n - 5), de->d_name);
+			mine = access(x, F_OK) == 0;
+			free(x);
+		}
+		if (!mine)
+			continue;
+		char *from = util_path_join(old, de->d_name), *to = util_path_join(eh->records_dir, de->d_name);
+		if (access(to, F_OK) != 0 && rename(from, to) == 0)
+			moved++;
+		free(from);
+		free(to);
+	}
+	closedir(d);
+	if (moved) {
+		const char *dirs[] = { eh->records_dir, old };
+		for (int i = 0; i < 2; i++) {
+			int fd = open(dirs[i], O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+			if (fd >= 0) {
+				fsync(fd);
+				close(fd);
+			}
+		}
+		log_info("engine: %d VM record%s moved from %s to %s (records are kept per host identity)", moved,
+			 moved == 1 ? "" : "s", old, eh->records_dir);
+		rmdir(old); /* when empty */
+	}
+	free(root);
+	free(old);
 }

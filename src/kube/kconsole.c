@@ -3,6 +3,7 @@
 #include "kube/kconsole.h"
 
 #include <curl/curl.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "core/xmalloc.h"
@@ -53,7 +54,8 @@ out:
 	free(k);
 }
 
-static struct stream *kc_open(struct source *src, const char *ns, const char *name, const char *sub, char **err)
+static struct stream *kc_open(struct source *src, enum kind_id kind, const char *ns, const char *name, const char *sub,
+			      char **err)
 {
 	struct kube_http *h = kube_source_http(src);
 	if (!h) {
@@ -70,7 +72,7 @@ static struct stream *kc_open(struct source *src, const char *ns, const char *na
 	struct kc_pending *k = xcalloc(1, sizeof *k);
 	k->s = s;
 	k->h = h;
-	k->path = registry_subresource_path(registry_kind(KIND_VMI), ns, name, sub);
+	k->path = registry_subresource_path(registry_kind(kind), ns, name, sub);
 	stream_ref(s);
 	kube_http_when_ready(h, kc_ready, k);
 	return s;
@@ -78,10 +80,23 @@ static struct stream *kc_open(struct source *src, const char *ns, const char *na
 
 struct stream *kube_console_open(struct source *src, const char *ns, const char *name, char **err)
 {
-	return kc_open(src, ns, name, "console", err);
+	return kc_open(src, KIND_VMI, ns, name, "console", err);
 }
 
 struct stream *kube_vnc_open(struct source *src, const char *ns, const char *name, char **err)
 {
-	return kc_open(src, ns, name, "vnc", err);
+	return kc_open(src, KIND_VMI, ns, name, "vnc", err);
+}
+
+struct stream *kube_portforward_open(struct source *src, int kind, const char *ns, const char *name, int port,
+				     bool udp, char **err)
+{
+	if ((kind != KIND_VM && kind != KIND_VMI) || port < 1 || port > 65535) {
+		*err = xstrdup("a VM or VMI and a port 1-65535 are needed");
+		return NULL;
+	}
+	char sub[48];
+	snprintf(sub, sizeof sub, "%s/%d%s", registry_guest_verb(GV_PORT_FORWARD)->subresource, port,
+		 udp ? "/udp" : "");
+	return kc_open(src, (enum kind_id)kind, ns, name, sub, err);
 }

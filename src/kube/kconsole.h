@@ -4,6 +4,8 @@
 #ifndef KVCON_KUBE_KCONSOLE_H
 #define KVCON_KUBE_KCONSOLE_H
 
+#include <stdbool.h>
+
 #include "core/stream.h"
 #include "model/source.h"
 
@@ -11,5 +13,8 @@
 
 struct stream *kube_console_open(struct source *src, const char *ns, const char *name, char **err);
 struct stream *kube_vnc_open(struct source *src, const char *ns, const char *name, char **err);
+/* KubeVirt's portforward/PORT[/udp] of a VM or VMI (kind KIND_VM or KIND_VMI): one connection, raw bytes. */
+struct stream *kube_portforward_open(struct source *src, int kind, const char *ns, const char *name, int port,
+				     bool udp, char **err);
 
 #endif

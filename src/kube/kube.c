@@ -804,6 +804,7 @@ static const struct provider_ops kube_ops = {
 	.action = kube_action,
 	.open_console = kube_console_open,
 	.open_vnc = kube_vnc_open,
+	.open_portforward = kube_portforward_open,
 	.fetch_raw = kube_fetch_raw,
 	.list_namespaces = kube_list_namespaces,
 	.open_log = kube_log_open,

@@ -433,6 +433,17 @@ static struct json_object *build(struct storage_job *j, char **err)
 				const char *ph = jget(d, "status", "phase", NULL);
 				add_str(dj, "phase", ph ? ph : "");
 				add_str(dj, "progress", jget(d, "status", "progress", NULL));
+				/* why a DataVolume failed: CDI says it in its Running condition */
+				struct json_object *conds = jobj(jobj(d, "status", NULL), "conditions", NULL);
+				for (size_t k = 0; !util_str_eq(ph, "Succeeded") && conds &&
+						   json_object_is_type(conds, json_type_array) && k < json_object_array_length(conds);
+				     k++) {
+					struct json_object *cd = json_object_array_get_idx(conds, k);
+					const char *msg = jget(cd, "message", NULL, NULL);
+					if (util_str_eq(jget(cd, "type", NULL, NULL), "Running") &&
+					    util_str_eq(jget(cd, "status", NULL, NULL), "False") && msg && *msg)
+						add_str(dj, "message", msg);
+				}
 				json_object_object_add(dj, "owners", owners_of(d));
 				if (!util_str_eq(ph, "Succeeded")) {
 					char *why = xasprintf("DataVolume %s/%s is %s%s%s%s: the VM cannot start until it is Succeeded", ns,

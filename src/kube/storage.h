@@ -9,9 +9,9 @@
 #include "model/source.h"
 
 /* A JSON array, one object per DataVolume/PVC volume of the VM's template: volume, type, dataVolume {name,
- * phase, progress, owners}, pvc {name, phase, capacity, accessModes, storageClass, owners}, pv {name, phase,
- * capacity, reclaimPolicy}, brokenLink + reason (the first broken link), migration (a RWO claim of a running
- * VM). Every string escaped. Blocks on the loop until the GETs are answered. NULL with *err (caller frees). */
+ * phase, progress, message (why it failed), owners}, pvc {name, phase, capacity, accessModes, storageClass,
+ * owners}, pv {name, phase, capacity, reclaimPolicy}, brokenLink + reason (the first broken link), migration
+ * (a RWO claim of a running VM). Every string escaped. Blocks on the loop until the GETs are answered. NULL with *err (caller frees). */
 struct json_object *storage_chain(struct source *src, const char *ns, const char *vm, bool running, char **err);
 /* The same without waiting: cb gets the chain (NULL with err) on the loop thread, once; the job is gone then. NULL
  * with *err when src is not a cluster. storage_chain_cancel stops it (no callback). */

@@ -6,11 +6,14 @@
 #include <errno.h>
 #include <poll.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <sys/random.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <json-c/json.h>
 
@@ -24,6 +27,7 @@
 #define WS_GUID "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
 #define WS_MAX_RESPONSE_HEAD 65536
 #define WS_CLOSE_WAIT_MS 2000
+#define WS_CONNECT_SOCKS 4 /* sockets curl may hold open at once while connecting (happy eyeballs) */
 
 enum ws_phase { WS_CONNECTING, WS_HANDSHAKE, WS_REFUSED_BODY, WS_OPEN, WS_CLOSING, WS_DONE };
 
@@ -53,9 +57,20 @@ struct ws {
 	bool close_sent;
 	int http_status;
 	size_t body_want; /* refused: Content-Length, or SIZE_MAX until EOF */
+	/* the connect thread: it holds a stream reference, so w outlives it; closing cancels it (the flag, and
+	 * shutdown() on its sockets wakes a wait in connect, TLS or the proxy's CONNECT); whoever clears joinable
+	 * (on_connected on the loop, or ws_atexit) joins it. socks, joinable and the list link: under conn_lock. */
 	pthread_t thread;
-	bool thread_started;
+	bool joinable;
+	atomic_bool cancelled;
+	curl_socket_t socks[WS_CONNECT_SOCKS];
+	struct ws *next_connecting;
 };
+
+/* Connect threads not joined yet, for ws_atexit: process exit cancels and joins them before libcurl's and
+ * OpenSSL's own exit handlers free state a thread in the handshake still uses. */
+static pthread_mutex_t conn_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct ws *connecting;
 
 /* ---- SHA-1 (FIPS 180-1) and base64, only for Sec-WebSocket-Accept ---- */
 
@@ -533,14 +548,101 @@ static void on_timeout(void *arg)
 	stream_unref(w->s);
 }
 
+/* ---- the connect thread ---- */
+
+/* Takes w off the list of connect threads; true when the caller is the one to join it. */
+static bool ws_claim_join(struct ws *w)
+{
+	pthread_mutex_lock(&conn_lock);
+	bool mine = w->joinable;
+	if (mine) {
+		struct ws **pp = &connecting;
+		while (*pp != w)
+			pp = &(*pp)->next_connecting;
+		*pp = w->next_connecting;
+		w->joinable = false;
+	}
+	pthread_mutex_unlock(&conn_lock);
+	return mine;
+}
+
+/* conn_lock held. Makes curl_easy_perform return soon: no new socket, the open ones shut down. */
+static void ws_cancel_locked(struct ws *w)
+{
+	atomic_store(&w->cancelled, true);
+	for (int i = 0; i < WS_CONNECT_SOCKS; i++)
+		if (w->socks[i] != CURL_SOCKET_BAD)
+			shutdown(w->socks[i], SHUT_RDWR);
+}
+
+static void ws_cancel_connect(struct ws *w)
+{
+	pthread_mutex_lock(&conn_lock);
+	if (w->joinable)
+		ws_cancel_locked(w);
+	pthread_mutex_unlock(&conn_lock);
+}
+
+static void ws_atexit(void)
+{
+	pthread_mutex_lock(&conn_lock);
+	struct ws *list = connecting;
+	connecting = NULL;
+	for (struct ws *w = list; w; w = w->next_connecting) {
+		w->joinable = false;
+		ws_cancel_locked(w);
+	}
+	pthread_mutex_unlock(&conn_lock);
+	for (struct ws *w = list; w; w = w->next_connecting)
+		pthread_join(w->thread, NULL);
+}
+
+/* CURLOPT_OPENSOCKETFUNCTION: the socket curl connects, recorded under the lock so a cancel never misses it. */
+static curl_socket_t ws_open_socket(void *arg, curlsocktype purpose, struct curl_sockaddr *a)
+{
+	(void)purpose;
+	struct ws *w = arg;
+	curl_socket_t fd = CURL_SOCKET_BAD;
+	pthread_mutex_lock(&conn_lock);
+	if (!atomic_load(&w->cancelled)) {
+		fd = socket(a->family, a->socktype | SOCK_CLOEXEC, a->protocol);
+		for (int i = 0; fd >= 0 && i < WS_CONNECT_SOCKS; i++)
+			if (w->socks[i] == CURL_SOCKET_BAD) {
+				w->socks[i] = fd;
+				break;
+			}
+	}
+	pthread_mutex_unlock(&conn_lock);
+	return fd < 0 ? CURL_SOCKET_BAD : fd;
+}
+
+static int ws_close_socket(void *arg, curl_socket_t fd)
+{
+	struct ws *w = arg;
+	pthread_mutex_lock(&conn_lock);
+	for (int i = 0; i < WS_CONNECT_SOCKS; i++)
+		if (w->socks[i] == fd)
+			w->socks[i] = CURL_SOCKET_BAD;
+	pthread_mutex_unlock(&conn_lock);
+	return close(fd);
+}
+
+/* CURLOPT_XFERINFOFUNCTION: a cancel between sockets (the proxy's CONNECT answer, TLS) aborts too. */
+static int ws_progress(void *arg, curl_off_t dt, curl_off_t dn, curl_off_t ut, curl_off_t un)
+{
+	(void)dt, (void)dn, (void)ut, (void)un;
+	struct ws *w = arg;
+	return atomic_load(&w->cancelled) ? 1 : 0;
+}
+
 /* Back on the loop thread after curl connected (or failed). */
 static void on_connected(void *arg)
 {
 	struct ws *w = arg;
 	struct stream *s = w->s;
-	pthread_join(w->thread, NULL);
-	w->thread_started = false;
-	if (stream_detached(s) || stream_state(s) == STREAM_CLOSED) {
+	if (ws_claim_join(w))
+		pthread_join(w->thread, NULL);
+	if (stream_detached(s) || stream_state(s) == STREAM_CLOSED || atomic_load(&w->cancelled)) {
 		stream_unref(s); /* the thread's reference */
 		return;
 	}
@@ -604,6 +706,8 @@ static int ws_write(struct stream *s, const uint8_t *data, size_t len)
 static void ws_close(struct stream *s)
 {
 	struct ws *w = stream_impl(s);
+	if (w->phase == WS_CONNECTING)
+		ws_cancel_connect(w);
 	if (w->phase == WS_OPEN && !stream_detached(s)) {
 		ws_queue_close(w, WS_CLOSE_NORMAL, NULL);
 		w->phase = WS_CLOSING;
@@ -716,6 +820,8 @@ static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
 static void curl_init_once(void)
 {
 	curl_global_init(CURL_GLOBAL_DEFAULT);
+	/* after curl_global_init, which registers OpenSSL's exit handler: ours runs first */
+	atexit(ws_atexit);
 }
 
 struct stream *ws_new(const char *name)
@@ -727,6 +833,9 @@ struct stream *ws_new(const char *name)
 	buf_init(&w->early);
 	buf_init(&w->extra);
 	w->sock = CURL_SOCKET_BAD;
+	for (int i = 0; i < WS_CONNECT_SOCKS; i++)
+		w->socks[i] = CURL_SOCKET_BAD;
+	atomic_init(&w->cancelled, false);
 	w->timeout_ms = 15000;
 	wsframe_parser_init(&w->parser, WSFRAME_CLIENT);
 	w->s = stream_new(&ws_ops, w, name ? name : "websocket");
@@ -775,10 +884,24 @@ void ws_start(struct stream *s, const struct ws_config *cfg, CURL *easy)
 	curl_easy_setopt(w->easy, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(w->easy, CURLOPT_CONNECTTIMEOUT_MS, w->timeout_ms);
 	curl_easy_setopt(w->easy, CURLOPT_ERRORBUFFER, w->curl_err);
+	curl_easy_setopt(w->easy, CURLOPT_OPENSOCKETFUNCTION, ws_open_socket);
+	curl_easy_setopt(w->easy, CURLOPT_OPENSOCKETDATA, w);
+	curl_easy_setopt(w->easy, CURLOPT_CLOSESOCKETFUNCTION, ws_close_socket);
+	curl_easy_setopt(w->easy, CURLOPT_CLOSESOCKETDATA, w);
+	curl_easy_setopt(w->easy, CURLOPT_XFERINFOFUNCTION, ws_progress);
+	curl_easy_setopt(w->easy, CURLOPT_XFERINFODATA, w);
+	curl_easy_setopt(w->easy, CURLOPT_NOPROGRESS, 0L);
 	stream_ref(w->s); /* the connect thread's */
-	if (pthread_create(&w->thread, NULL, connect_thread, w) != 0)
-		fatal("pthread_create: %s", strerror(errno));
-	w->thread_started = true;
+	pthread_mutex_lock(&conn_lock);
+	int rc = pthread_create(&w->thread, NULL, connect_thread, w);
+	if (rc == 0) {
+		w->joinable = true;
+		w->next_connecting = connecting;
+		connecting = w;
+	}
+	pthread_mutex_unlock(&conn_lock);
+	if (rc != 0)
+		fatal("pthread_create: %s", strerror(rc));
 }
 
 struct stream *ws_open(const struct ws_config *cfg, CURL *easy, const char *name)

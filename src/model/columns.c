@@ -701,7 +701,7 @@ static size_t width_of(const char *s)
 void columns_print(const struct column_table *t, const struct obj *const *objs, size_t n,
 		   const struct columns_print_opts *po, const struct col_ctx *c, struct buf *out)
 {
-	const struct column *use[32];
+	const struct column *use[COLUMNS_MAX];
 	size_t ncols = 0;
 	if (po->all_ns)
 		use[ncols++] = &t->cols[t->ns_col];
@@ -733,6 +733,11 @@ void columns_print(const struct column_table *t, const struct obj *const *objs, 
 			if (w > width[k])
 				width[k] = w;
 		}
+	}
+	for (size_t k = 0; po->widths && k < ncols; k++) {
+		if (po->widths[k] > width[k])
+			width[k] = po->widths[k];
+		po->widths[k] = width[k];
 	}
 	for (size_t r = 0; r < rows; r++) {
 		size_t line = out->len;

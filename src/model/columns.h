@@ -3,7 +3,7 @@
  * over the API object with the kind's server-side Table (meta.k8s.io/v1: KubeVirt's printer columns for VMs and
  * VMIs, kubectl's built-in ones for pods and events). The dashboard's lists (ui/lists.c, ui/table.c) draw them;
  * `kvcon get` on the store and `kvcon engine get` print them as kubectl does (columns_print); the engine service
- * (cmd/apisrv.c) serves their Table (columns_api_defs, columns_api_cells), and `kvcon get` prints the engine's
+ * (apiserver/apisrv.c) serves their Table (columns_api_defs, columns_api_cells), and `kvcon get` prints the engine's
  * rows with it. The server-side Table of `kvcon get` against a cluster (the server's printer columns,
  * kube/kget.c) is not these: the server decides those. */
 #ifndef KVCON_MODEL_COLUMNS_H
@@ -101,10 +101,15 @@ struct columns_print_opts {
 	bool all_ns;  /* -A: NAMESPACE first */
 	bool header;  /* the header line */
 	bool source;  /* a last SOURCE column (rows of several sources: a cluster and the engine) */
+	/* in and out, COLUMNS_MAX entries or NULL: each column's width so far, kept across calls. kubectl get -w
+	 * prints later rows with the widest cell seen since its first page (its tabwriter's RememberWidths): a
+	 * longer value widens the column from its row on, a shorter one leaves it as wide. */
+	size_t *widths;
 };
+#define COLUMNS_MAX 32
 
-/* Prints objs as `kubectl get` does: header, then one row each, cells padded to the widest of the column plus
- * three spaces, trailing blanks trimmed, text escaped for the terminal. Appends to out. */
+/* Prints objs as `kubectl get` does: header, then one row each, cells padded to the widest of the column (and
+ * of po->widths) plus three spaces, trailing blanks trimmed, text escaped for the terminal. Appends to out. */
 void columns_print(const struct column_table *t, const struct obj *const *objs, size_t n,
 		   const struct columns_print_opts *po, const struct col_ctx *c, struct buf *out);
 

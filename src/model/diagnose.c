@@ -2,6 +2,7 @@
  * the chain and quotes what it saw, a summary, the next check and its command for each source type. */
 #include "model/diagnose.h"
 
+#include <json.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,8 +23,12 @@ struct diag_ctx {
 	bool want_run;         /* Always / RerunOnFailure, or a Start request pending */
 	bool want_stop;        /* Halted, or a Stop request pending */
 	bool start_requested;
+	struct json_object *storage; /* the storage chain (kube/storage.h), NULL when not read */
 	/* filled by the matching rule */
 	int64_t since;         /* when the observed state began, 0 unknown */
+	bool moving;           /* progress is reported (a DataVolume importing): waiting, whatever the age */
+	char *what;            /* {what}: the object and its state (escaped), NULL: the rule's fallback */
+	const char *claim, *dv; /* {claim}, {dv} in commands (escaped already), NULL when unknown */
 	struct diag_evidence *ev;
 	size_t nev;
 };
@@ -210,6 +215,78 @@ static void ev_phase(struct diag_ctx *x)
 		ev_field(x, &x->vmi->o, "status.reason", x->vmi->reason);
 }
 
+/* ---- the storage chain (strings escaped by kube/storage.c) ---- */
+
+static const char *sget(struct json_object *o, const char *a, const char *b)
+{
+	if (o && a && !json_object_object_get_ex(o, a, &o))
+		return NULL;
+	if (o && b && !json_object_object_get_ex(o, b, &o))
+		return NULL;
+	return o && json_object_is_type(o, json_type_string) ? json_object_get_string(o) : NULL;
+}
+
+/* The first volume whose DataVolume (dv true) or claim is in one of phases (NULL: any phase but the good one). */
+static struct json_object *vol_with(const struct diag_ctx *x, bool dv, const char *const *phases)
+{
+	size_t n = x->storage && json_object_is_type(x->storage, json_type_array) ? json_object_array_length(x->storage) : 0;
+	for (size_t i = 0; i < n; i++) {
+		struct json_object *v = json_object_array_get_idx(x->storage, i);
+		const char *ph = sget(v, dv ? "dataVolume" : "pvc", "phase");
+		if (ph && (phases ? one_of(ph, phases) : !eq(ph, dv ? "Succeeded" : "Bound")))
+			return v;
+	}
+	return NULL;
+}
+
+static bool suffix(const char *s, const char *suf)
+{
+	size_t a = s ? strlen(s) : 0, b = strlen(suf);
+	return a >= b && strcmp(s + a - b, suf) == 0;
+}
+
+static void what_set(struct diag_ctx *x, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void what_set(struct diag_ctx *x, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	free(x->what);
+	x->what = xvasprintf(fmt, ap);
+	va_end(ap);
+}
+
+/* The DataVolume of volume v: {what}, {dv}, its evidence; moving when it reports progress while in progress. */
+static void dv_found(struct diag_ctx *x, struct json_object *v)
+{
+	const char *name = sget(v, "dataVolume", "name"), *ph = sget(v, "dataVolume", "phase");
+	const char *pr = sget(v, "dataVolume", "progress"), *msg = sget(v, "dataVolume", "message");
+	bool progress = pr && *pr && strcmp(pr, "N/A") != 0;
+	x->dv = name;
+	x->moving = progress && suffix(ph, "InProgress");
+	what_set(x, "DataVolume %s/%s is %s%s%s%s%s%s", x->c->ns, name ? name : "?", ph && *ph ? ph : "without a phase",
+		 progress ? " (" : "", progress ? pr : "", progress ? ")" : "", msg && *msg ? ": " : "",
+		 msg && *msg ? msg : "");
+	ev_text(x, NULL, "volume %s: DataVolume %s/%s status.phase \"%s\"%s%s",
+		sget(v, "volume", NULL) ? sget(v, "volume", NULL) : "?", x->c->ns, name ? name : "?", ph ? ph : "",
+		progress ? ", status.progress " : "", progress ? pr : "");
+	if (msg && *msg)
+		ev_text(x, NULL, "DataVolume %s/%s: \"%s\"", x->c->ns, name ? name : "?", msg);
+}
+
+/* The claim of volume v: {what}, {claim}, its evidence. */
+static void pvc_found(struct diag_ctx *x, struct json_object *v)
+{
+	const char *name = sget(v, "pvc", "name"), *ph = sget(v, "pvc", "phase"), *sc = sget(v, "pvc", "storageClass");
+	x->claim = name;
+	if (eq(ph, "(missing)"))
+		what_set(x, "PVC %s/%s does not exist", x->c->ns, name ? name : "?");
+	else
+		what_set(x, "PVC %s/%s (storage class %s) is %s", x->c->ns, name ? name : "?", sc ? sc : "(default)",
+			 ph && *ph ? ph : "without a phase");
+	const char *why = sget(v, "reason", NULL);
+	ev_text(x, NULL, "volume %s: %s", sget(v, "volume", NULL) ? sget(v, "volume", NULL) : "?", why ? why : x->what);
+}
+
 /* ---- VM boundary rules ---- */
 
 static bool m_vm_absent(struct diag_ctx *x)
@@ -292,24 +369,94 @@ static bool m_vm_manual_recovery(struct diag_ctx *x)
 	return true;
 }
 
-/* DataVolumes being imported / waiting for an upload: no VMI yet, and that is expected for a while. */
-static bool m_vm_provisioning(struct diag_ctx *x)
+static void since_vm(struct diag_ctx *x)
 {
-	if (x->vm == NULL || x->vmi != NULL || !(vm_status_is(x, "Provisioning") || vm_status_is(x, "WaitingForReceiver")))
-		return false;
-	ev_field(x, &x->vm->o, "status.printableStatus", x->vm->printable_status);
-	ev_run_strategy(x);
-	ev_events(x, &x->vm->o, NULL, 3);
 	x->since = x->vm->o.created;
 	for (int i = 0; i < x->vm->nconds; i++)
 		x->since = latest(x->since, x->vm->conds[i].last_transition);
+}
+
+/* DataVolumes being imported or cloned: no VMI yet, and that is expected while their progress moves. */
+static bool m_vm_provisioning(struct diag_ctx *x)
+{
+	if (x->vm == NULL || x->vmi != NULL || !vm_status_is(x, "Provisioning"))
+		return false;
+	ev_run_strategy(x);
+	struct json_object *v = vol_with(x, true, NULL);
+	if (v)
+		dv_found(x, v);
+	ev_events(x, &x->vm->o, NULL, 3);
+	since_vm(x);
+	return true;
+}
+
+/* A DataVolume waiting for its data to be uploaded (virtctl image-upload). */
+static bool m_vm_waiting_for_receiver(struct diag_ctx *x)
+{
+	if (x->vm == NULL || x->vmi != NULL || !vm_status_is(x, "WaitingForReceiver"))
+		return false;
+	ev_run_strategy(x);
+	struct json_object *v = vol_with(x, true, NULL);
+	if (v)
+		dv_found(x, v);
+	ev_events(x, &x->vm->o, NULL, 3);
+	return true;
+}
+
+/* The claims are not bound yet (a Pending PVC: no provisioner, a storage class that does not exist, or
+ * WaitForFirstConsumer): no VMI yet. */
+static bool m_vm_volume_binding(struct diag_ctx *x)
+{
+	if (x->vm == NULL || x->vmi != NULL || !vm_status_is(x, "WaitingForVolumeBinding"))
+		return false;
+	ev_run_strategy(x);
+	struct json_object *v = vol_with(x, false, NULL);
+	if (v)
+		pvc_found(x, v);
+	ev_events(x, &x->vm->o, NULL, 3);
+	since_vm(x);
+	return true;
+}
+
+static bool m_vm_datavolume_error(struct diag_ctx *x)
+{
+	if (x->vm == NULL || x->vmi != NULL || !vm_status_is(x, "DataVolumeError"))
+		return false;
+	ev_run_strategy(x);
+	struct json_object *v = vol_with(x, true, NULL);
+	if (v)
+		dv_found(x, v);
+	x->moving = false;
+	ev_cond(x, &x->vm->o, cond_find(x->vm->conds, x->vm->nconds, "Failure"));
+	ev_events(x, &x->vm->o, NULL, 3);
+	return true;
+}
+
+static bool m_vm_pvc_not_found(struct diag_ctx *x)
+{
+	static const char *const missing[] = { "(missing)", NULL };
+	if (x->vm == NULL || x->vmi != NULL || !vm_status_is(x, "ErrorPvcNotFound"))
+		return false;
+	ev_run_strategy(x);
+	struct json_object *v = vol_with(x, false, missing);
+	if (v)
+		pvc_found(x, v);
+	ev_cond(x, &x->vm->o, cond_find(x->vm->conds, x->vm->nconds, "Failure"));
+	ev_events(x, &x->vm->o, NULL, 3);
 	return true;
 }
 
 static bool m_vm_crashloop(struct diag_ctx *x)
 {
-	if (x->vm == NULL || x->vmi != NULL || x->vm->start_failures <= 0)
-		return false;
+	if (x->vm == NULL || x->vmi != NULL || x->vm->start_failures <= 0 || !x->want_run)
+		return false; /* a VM stopped after its crash loop is halted, not looping */
+	char next[64] = "";
+	if (x->vm->start_retry_after > x->now) {
+		char h[32];
+		util_human_duration(x->vm->start_retry_after - x->now, h, sizeof h);
+		snprintf(next, sizeof next, ", next attempt in %s", h);
+	}
+	what_set(x, "%d failed starts in a row%s", x->vm->start_failures, next);
 	ev_start_failure(x);
 	ev_run_strategy(x);
 	ev_events(x, NULL, NULL, 3);
@@ -368,6 +515,7 @@ static bool m_vm_stopping(struct diag_ctx *x)
 {
 	if (x->vm == NULL || x->vmi == NULL || !x->want_stop)
 		return false;
+	what_set(x, "VMI %s (phase %s)", x->vmi->o.uid, PH(x->vmi->phase)[0] ? x->vmi->phase : "unset");
 	ev_run_strategy(x);
 	ev_text(x, &x->vmi->o, "VirtualMachineInstance %s/%s (uid %s, phase %s) still exists", x->vmi->o.ns,
 		x->c->name, x->vmi->o.uid, PH(x->vmi->phase));
@@ -463,6 +611,17 @@ static bool m_vmi_ended_restart(struct diag_ctx *x)
 	bool always = eq(x->rs, "Always"), rerun = eq(x->rs, "RerunOnFailure");
 	if (!((vmi_phase_is(x, "Succeeded") && always) || (vmi_phase_is(x, "Failed") && (always || rerun))))
 		return false;
+	/* the engine keeps the failed VMI through the back-off (KubeVirt deletes it): the back-off is said too */
+	char next[64] = "";
+	if (x->vm && x->vm->start_retry_after > x->now) {
+		char h[32];
+		util_human_duration(x->vm->start_retry_after - x->now, h, sizeof h);
+		snprintf(next, sizeof next, ", next attempt in %s", h);
+	}
+	if (x->vm && x->vm->start_failures > 0)
+		what_set(x, "%s; %d failed starts in a row%s", x->vmi->phase, x->vm->start_failures, next);
+	else
+		what_set(x, "%s", x->vmi->phase);
 	ev_phase(x);
 	ev_run_strategy(x);
 	ev_start_failure(x);
@@ -499,6 +658,10 @@ static bool m_vmi_pvc_not_found(struct diag_ctx *x)
 		return false;
 	if (vm_status_is(x, "ErrorPvcNotFound"))
 		ev_field(x, &x->vm->o, "status.printableStatus", x->vm->printable_status);
+	static const char *const missing[] = { "(missing)", NULL };
+	struct json_object *v = vol_with(x, false, missing);
+	if (v)
+		pvc_found(x, v);
 	ev_cond(x, &x->vmi->o, s);
 	static const char *const reasons[] = { "FailedPvcNotFound", "FailedCreate", NULL };
 	ev_events(x, NULL, reasons, 3);
@@ -510,6 +673,10 @@ static bool m_vmi_datavolume_error(struct diag_ctx *x)
 	if (!vmi_preparing(x) || !vm_status_is(x, "DataVolumeError"))
 		return false;
 	ev_field(x, &x->vm->o, "status.printableStatus", x->vm->printable_status);
+	struct json_object *v = vol_with(x, true, NULL);
+	if (v)
+		dv_found(x, v);
+	x->moving = false;
 	ev_cond(x, &x->vmi->o, vmi_cond(x, "DataVolumesReady"));
 	ev_events(x, NULL, NULL, 3);
 	return true;
@@ -522,6 +689,11 @@ static bool m_vmi_volume_binding(struct diag_ctx *x)
 		return false;
 	if (vm_status_is(x, "WaitingForVolumeBinding"))
 		ev_field(x, &x->vm->o, "status.printableStatus", x->vm->printable_status);
+	struct json_object *v = vol_with(x, false, NULL);
+	if (v)
+		pvc_found(x, v);
+	else if ((v = vol_with(x, true, NULL)) != NULL)
+		dv_found(x, v);
 	ev_cond(x, &x->vmi->o, dv);
 	ev_events(x, NULL, NULL, 3);
 	x->since = dv ? dv->last_transition : x->vmi->o.created;
@@ -630,6 +802,17 @@ static bool m_launcher_unschedulable(struct diag_ctx *x)
 	ev_pod_state(x, p);
 	ev_cond(x, &p->o, sc);
 	ev_events(x, &p->o, reasons, 2);
+	/* the scheduler's own words: the newest FailedScheduling event, else the PodScheduled condition */
+	const char *why = sc && sc->message ? sc->message : NULL;
+	for (size_t i = 0; i < x->c->nevents; i++)
+		if (strcmp(x->c->events[i]->inv_uid, p->o.uid) == 0 && eq(x->c->events[i]->reason, "FailedScheduling") &&
+		    x->c->events[i]->message)
+			why = x->c->events[i]->message;
+	if (why) {
+		char *w = esc(why, 240);
+		what_set(x, "%s", w);
+		free(w);
+	}
 	if (vm_status_is(x, "ErrorUnschedulable"))
 		ev_field(x, &x->vm->o, "status.printableStatus", x->vm->printable_status);
 	return true;
@@ -668,6 +851,12 @@ static bool m_launcher_image_pull(struct diag_ctx *x)
 	bool by_status = x->pod && (vm_status_is(x, "ErrImagePull") || vm_status_is(x, "ImagePullBackOff"));
 	if (cs == NULL && !by_status)
 		return false;
+	if (cs && cs->image) {
+		char *im = esc(cs->image, 512), *cn = esc(cs->name, 128);
+		what_set(x, "image %s (container %s: %s)", im, cn, cs->reason);
+		free(im);
+		free(cn);
+	}
 	if (cs)
 		ev_container(x, x->pod, cs);
 	else
@@ -683,10 +872,15 @@ static bool m_launcher_crashloop(struct diag_ctx *x)
 	const struct container_status *cs = waiting_with(x->pod, crash, false);
 	if (cs == NULL && !(x->pod && vm_status_is(x, "CrashLoopBackOff")))
 		return false;
-	if (cs)
+	if (cs) {
+		char *cn = esc(cs->name, 128);
+		what_set(x, "container %s, restarted %d times%s%s", cn, cs->restarts, cs->last_reason ? ", last: " : "",
+			 cs->last_reason ? cs->last_reason : "");
+		free(cn);
 		ev_container(x, x->pod, cs);
-	else
+	} else {
 		ev_field(x, &x->vm->o, "status.printableStatus", x->vm->printable_status);
+	}
 	ev_start_failure(x);
 	static const char *const reasons[] = { "BackOff", NULL };
 	ev_events(x, &x->pod->o, reasons, 2);
@@ -704,10 +898,23 @@ static bool m_launcher_container_error(struct diag_ctx *x)
 	return true;
 }
 
+/* A Pending launcher without a node and without the scheduler's refusal (yet): the scheduler has not placed it. */
+static bool m_launcher_scheduling(struct diag_ctx *x)
+{
+	const struct pod *p = x->pod;
+	if (p == NULL || !eq(p->phase, "Pending") || p->node)
+		return false;
+	ev_pod_state(x, p);
+	ev_cond(x, &p->o, cond_find(p->conds, p->nconds, "PodScheduled"));
+	ev_events(x, &p->o, NULL, 3);
+	x->since = p->o.created;
+	return true;
+}
+
 static bool m_launcher_creating(struct diag_ctx *x)
 {
 	const struct pod *p = x->pod;
-	if (p == NULL || !eq(p->phase, "Pending"))
+	if (p == NULL || !eq(p->phase, "Pending") || p->node == NULL)
 		return false;
 	ev_pod_state(x, p);
 	for (int i = 0; i < p->ncontainers; i++)
@@ -806,102 +1013,129 @@ static const struct diag_rule rules[] = {
 	{ "vm-absent", DIAG_VM, DIAG_NOTE, DIAG_PROGRESSED, 0, m_vm_absent,
 	  "the VMI {name} has no VirtualMachine: nothing will restart it once it ends",
 	  "whether the VMI was created on its own or its VM was deleted", "kubectl -n {ns} get vm,vmi {name}",
-	  ENGINE_GET },
+	  ENGINE_GET, NULL, NULL },
 	{ "vm-run-conflict", DIAG_VM, DIAG_NOTE, DIAG_PROGRESSED, 0, m_vm_run_conflict,
 	  "the VM sets both spec.running and spec.runStrategy; the API rejects such updates",
 	  "remove the deprecated spec.running", "kubectl -n {ns} get vm {name} -o jsonpath='{.spec}'",
-	  "kvcon -c '{uri}' -n {ns} engine get vm {name} -o json" },
+	  "kvcon -c '{uri}' -n {ns} engine get vm {name} -o json", NULL, NULL },
 	{ "vm-vmi-foreign", DIAG_VM, DIAG_STALL, DIAG_FAILED, 0, m_vm_vmi_foreign,
 	  "a VMI named {name} exists but belongs to another VirtualMachine UID",
 	  "the VMI's ownerReferences against the VM's UID (a recreated VM, or a VMI created by hand)",
 	  "kubectl -n {ns} get vmi {name} -o jsonpath='{.metadata.ownerReferences}'\n"
 	  "kubectl -n {ns} get vm {name} -o jsonpath='{.metadata.uid}'",
-	  ENGINE_GET },
+	  ENGINE_GET, NULL, NULL },
 	{ "vm-bad-strategy", DIAG_VM, DIAG_STALL, DIAG_FAILED, 0, m_vm_bad_strategy,
 	  "the VM's runStrategy {rs} is not one KubeVirt knows", "spec.runStrategy (Always, RerunOnFailure, Once, Manual, Halted)",
-	  "kubectl -n {ns} get vm {name} -o jsonpath='{.spec.runStrategy}'", "kvcon -c '{uri}' -n {ns} engine get vm {name} -o json" },
+	  "kubectl -n {ns} get vm {name} -o jsonpath='{.spec.runStrategy}'", "kvcon -c '{uri}' -n {ns} engine get vm {name} -o json", NULL, NULL },
 	{ "vm-terminating", DIAG_VM, DIAG_STALL, DIAG_FAILED, 300, m_vm_terminating,
 	  "the VM is being deleted", "finalizers and the VMI that still has to go",
 	  "kubectl -n {ns} get vm {name} -o jsonpath='{.metadata.finalizers}'\n" DESCRIBE_VMI,
-	  ENGINE_GET },
+	  ENGINE_GET, "Terminating", NULL },
 	{ "vm-manual-recovery", DIAG_VM, DIAG_STALL, DIAG_FAILED, 0, m_vm_manual_recovery,
 	  "the VM needs manual recovery: KubeVirt will not restart its VMI on its own",
 	  "the condition's message (a VMI stranded on an unreachable node, volumes still attached there)",
-	  DESCRIBE_VM "\nkubectl get nodes", ENGINE_GET },
+	  DESCRIBE_VM "\nkubectl get nodes", ENGINE_GET, NULL, NULL },
+	/* storage first (no VMI until the disks are there): waiting while a DataVolume's progress moves */
 	{ "vm-provisioning", DIAG_VM, DIAG_STALL, DIAG_FAILED, 1800, m_vm_provisioning,
-	  "the VM's disks are being provisioned (DataVolume import, clone or upload) before a VMI can start",
-	  "the DataVolumes' progress and their importer/upload pods", "kubectl -n {ns} get dv\nkubectl -n {ns} get pods",
-	  ENGINE_GET },
+	  "the VM waits for its disks: {what}; its VMI is created once they are ready",
+	  "the DataVolume's progress and its importer or clone pod",
+	  "kubectl -n {ns} get dv {dv}\nkubectl -n {ns} describe dv {dv}\nkubectl -n {ns} get pods", ENGINE_GET,
+	  "Provisioning", "a DataVolume is being imported, cloned or uploaded" },
+	{ "vm-waiting-for-receiver", DIAG_VM, DIAG_STALL, DIAG_WAITING, 0, m_vm_waiting_for_receiver,
+	  "the VM waits for an upload: {what}", "upload the disk image, or check CDI's upload proxy",
+	  "kubectl -n {ns} get dv {dv}\nvirtctl -n {ns} image-upload dv {dv} --image-path=FILE", ENGINE_GET,
+	  "WaitingForReceiver", "a DataVolume waits for its data to be uploaded" },
+	{ "vm-volume-binding", DIAG_VM, DIAG_STALL, DIAG_FAILED, 300, m_vm_volume_binding,
+	  "the VM waits for its claim to be bound: {what}",
+	  "the claim's events (ProvisioningFailed, WaitForFirstConsumer) and its storage class: does it exist, does "
+	  "its provisioner run",
+	  "kubectl -n {ns} describe pvc {claim}\nkubectl get storageclass",
+	  "kvcon -c '{uri}' -n {ns} engine get vm {name} -o json", "WaitingForVolumeBinding", "a PVC of the VM is not Bound" },
+	{ "vm-datavolume-error", DIAG_VM, DIAG_STALL, DIAG_FAILED, 0, m_vm_datavolume_error,
+	  "a DataVolume of the VM failed: {what}", "the DataVolume's conditions and its importer pod's log",
+	  "kubectl -n {ns} describe dv {dv}\nkubectl -n {ns} get pods -l app=containerized-data-importer",
+	  "kvcon -c '{uri}' -n {ns} engine get vm {name} -o json", "DataVolumeError",
+	  "a DataVolume failed (import, clone or upload)" },
+	{ "vm-pvc-not-found", DIAG_VM, DIAG_STALL, DIAG_FAILED, 0, m_vm_pvc_not_found,
+	  "the VM uses a claim that does not exist: {what}", "the claims named in the VM's volumes",
+	  "kubectl -n {ns} get vm {name} -o jsonpath='{.spec.template.spec.volumes}'\nkubectl -n {ns} get pvc",
+	  "kvcon -c '{uri}' -n {ns} engine get vm {name} -o json", "ErrorPvcNotFound", "a PersistentVolumeClaim of the VM" },
 	{ "vm-crashloop", DIAG_VM, DIAG_STALL, DIAG_FAILED, 0, m_vm_crashloop,
-	  "the VM keeps failing to start and is backing off before the next attempt",
+	  "the VM keeps failing to start ({what}): KubeVirt backs off before the next attempt",
 	  "why the last executions failed: the VM's events and the failed launcher's logs",
-	  DESCRIBE_VM "\n" EVENTS, ENGINE_GET "\n" ENGINE_LOGS },
+	  DESCRIBE_VM "\n" EVENTS, ENGINE_GET "\n" ENGINE_LOGS, "CrashLoopBackOff", NULL },
 	{ "vm-halted", DIAG_VM, DIAG_STOP, DIAG_PROGRESSED, 0, m_vm_halted,
 	  "the VM is stopped on purpose (runStrategy Halted): no VMI is expected",
-	  "nothing is wrong; start it if it should run", "virtctl -n {ns} start {name}", "kvcon -c '{uri}' -n {ns} engine start {name}" },
+	  "nothing is wrong; start it if it should run", "virtctl -n {ns} start {name}", "kvcon -c '{uri}' -n {ns} engine start {name}",
+	  "Stopped", NULL },
 	{ "vm-manual-stopped", DIAG_VM, DIAG_STOP, DIAG_PROGRESSED, 0, m_vm_manual_stopped,
 	  "the VM is not running and runStrategy {rs} does not start it on its own",
-	  "nothing is wrong; start it if it should run", "virtctl -n {ns} start {name}", "kvcon -c '{uri}' -n {ns} engine start {name}" },
+	  "nothing is wrong; start it if it should run", "virtctl -n {ns} start {name}", "kvcon -c '{uri}' -n {ns} engine start {name}",
+	  "Stopped", NULL },
 	{ "vm-start-requested", DIAG_VM, DIAG_STALL, DIAG_WAITING, 0, m_vm_start_requested,
 	  "a start was requested but no VMI exists yet", "virt-controller's progress: the VM's conditions and events",
-	  DESCRIBE_VM "\n" EVENTS, ENGINE_GET },
+	  DESCRIBE_VM "\n" EVENTS, ENGINE_GET, NULL, NULL },
 	{ "vm-no-vmi", DIAG_VM, DIAG_STALL, DIAG_FAILED, 60, m_vm_no_vmi,
 	  "runStrategy {rs} wants a running VMI but none exists: the VM boundary is stalled",
 	  "the VM's Failure condition and events (admission, quota, a missing instancetype or DataVolume)",
-	  DESCRIBE_VM "\n" EVENTS, ENGINE_GET },
+	  DESCRIBE_VM "\n" EVENTS, ENGINE_GET, NULL, NULL },
 	{ "vm-stopping", DIAG_VM, DIAG_STALL, DIAG_FAILED, 300, m_vm_stopping,
-	  "the VM is stopping: its VMI has not gone away yet",
+	  "the VM is stopping: its {what} has not gone away yet",
 	  "the VMI's shutdown: the guest may ignore the ACPI request until the grace period ends",
 	  DESCRIBE_VMI "\nvirtctl -n {ns} stop {name} --force --grace-period 0",
-	  "kvcon -c '{uri}' -n {ns} engine stop {name} --force" },
+	  "kvcon -c '{uri}' -n {ns} engine stop {name} --force", "Stopping", NULL },
 	{ "vm-restart-required", DIAG_VM, DIAG_NOTE, DIAG_PROGRESSED, 0, m_vm_restart_required,
 	  "the VM's spec changed in a way that needs a restart to reach the running VMI",
-	  "restart when convenient", "virtctl -n {ns} restart {name}", "kvcon -c '{uri}' -n {ns} engine restart {name}" },
+	  "restart when convenient", "virtctl -n {ns} restart {name}", "kvcon -c '{uri}' -n {ns} engine restart {name}", NULL, NULL },
 
 	/* VMI: the execution */
 	{ "vmi-terminating", DIAG_VMI, DIAG_STALL, DIAG_FAILED, 300, m_vmi_terminating,
 	  "the VMI is being deleted (a restart or a stop in progress)",
 	  "the launcher pod's termination and virt-handler on the node",
-	  DESCRIBE_VMI "\nkubectl -n {ns} get pods -l kubevirt.io/created-by={vmiuid} -o wide", ENGINE_GET },
+	  DESCRIBE_VMI "\nkubectl -n {ns} get pods -l kubevirt.io/created-by={vmiuid} -o wide", ENGINE_GET, NULL, NULL },
 	{ "vmi-migration-failed", DIAG_VMI, DIAG_NOTE, DIAG_PROGRESSED, 0, m_vmi_migration_failed,
 	  "the last live migration failed; the VMI stays on its source node",
 	  "the migration object and the target launcher's logs",
 	  "kubectl -n {ns} get vmim -l kubevirt.io/vmi-name={name}\n" DESCRIBE_VMI,
-	  "kvcon -c '{uri}' -n {ns} engine get vm {name}" },
+	  "kvcon -c '{uri}' -n {ns} engine get vm {name}", NULL, NULL },
 	{ "vmi-migrating", DIAG_VMI, DIAG_NOTE, DIAG_PROGRESSED, 0, m_vmi_migrating, "a live migration is in progress",
-	  "its progress", "kubectl -n {ns} get vmim -l kubevirt.io/vmi-name={name} -w", "kvcon -c '{uri}' -n {ns} engine get vm {name}" },
+	  "its progress", "kubectl -n {ns} get vmim -l kubevirt.io/vmi-name={name} -w", "kvcon -c '{uri}' -n {ns} engine get vm {name}",
+	  "Migrating", NULL },
 	{ "vmi-unknown", DIAG_VMI, DIAG_STALL, DIAG_FAILED, 0, m_vmi_unknown,
 	  "the VMI's phase is Unknown: virt-handler lost track of it (node {node} unreachable?)",
-	  "the node and virt-handler on it", "kubectl get node {node}\nkubectl -n kubevirt get pods -o wide --field-selector spec.nodeName={node}",
-	  "kvcon -c '{uri}' get nodes\n" ENGINE_GET },
+	  "the node's Ready condition and virt-handler on it",
+	  "kubectl get node {node}\nkubectl -n kubevirt get pods -o wide --field-selector spec.nodeName={node}",
+	  "kvcon -c '{uri}' get nodes\n" ENGINE_GET, "Unknown", NULL },
 	{ "vmi-ended-restart", DIAG_VMI, DIAG_STALL, DIAG_FAILED, 120, m_vmi_ended_restart,
-	  "the VMI ended ({phase}) and runStrategy {rs} should replace it",
+	  "the VMI ended ({what}) and runStrategy {rs} should replace it",
 	  "why it ended (the events) and whether the VM is backing off",
-	  DESCRIBE_VMI "\n" DESCRIBE_VM, ENGINE_GET "\n" ENGINE_LOGS },
+	  DESCRIBE_VMI "\n" DESCRIBE_VM, ENGINE_GET "\n" ENGINE_LOGS, "CrashLoopBackOff", NULL },
 	{ "vmi-failed", DIAG_VMI, DIAG_STALL, DIAG_FAILED, 0, m_vmi_failed,
 	  "the VMI failed and runStrategy {rs} does not restart it", "why it failed: events, launcher logs",
-	  DESCRIBE_VMI "\n" EVENTS, ENGINE_GET "\n" ENGINE_LOGS },
+	  DESCRIBE_VMI "\n" EVENTS, ENGINE_GET "\n" ENGINE_LOGS, NULL, NULL },
 	{ "vmi-succeeded", DIAG_VMI, DIAG_STOP, DIAG_NOT_EXPECTED, 0, m_vmi_succeeded,
 	  "the guest shut down and runStrategy {rs} leaves it stopped", "nothing is wrong; start it again if needed",
-	  "virtctl -n {ns} start {name}", "kvcon -c '{uri}' -n {ns} engine start {name}" },
+	  "virtctl -n {ns} start {name}", "kvcon -c '{uri}' -n {ns} engine start {name}", NULL, NULL },
 	{ "vmi-pvc-not-found", DIAG_VMI, DIAG_STALL, DIAG_FAILED, 0, m_vmi_pvc_not_found,
-	  "a PersistentVolumeClaim the VM uses does not exist", "the claims named in the VM's volumes",
+	  "the VM uses a claim that does not exist: {what}", "the claims named in the VM's volumes",
 	  "kubectl -n {ns} get vm {name} -o jsonpath='{.spec.template.spec.volumes}'\nkubectl -n {ns} get pvc",
-	  "kvcon -c '{uri}' -n {ns} engine get vm {name} -o json" },
+	  "kvcon -c '{uri}' -n {ns} engine get vm {name} -o json", "ErrorPvcNotFound", "a PersistentVolumeClaim of the VM" },
 	{ "vmi-datavolume-error", DIAG_VMI, DIAG_STALL, DIAG_FAILED, 0, m_vmi_datavolume_error,
-	  "a DataVolume of the VM failed (import, clone or upload)", "the DataVolume's conditions and importer pod",
-	  "kubectl -n {ns} get dv\nkubectl -n {ns} describe dv", "kvcon -c '{uri}' -n {ns} engine get vm {name} -o json" },
+	  "a DataVolume of the VM failed: {what}", "the DataVolume's conditions and importer pod",
+	  "kubectl -n {ns} get dv {dv}\nkubectl -n {ns} describe dv {dv}", "kvcon -c '{uri}' -n {ns} engine get vm {name} -o json",
+	  "DataVolumeError", "a DataVolume failed (import, clone or upload)" },
 	{ "vmi-volume-binding", DIAG_VMI, DIAG_STALL, DIAG_FAILED, 300, m_vmi_volume_binding,
-	  "the VMI waits for its volumes to be bound or populated", "the PVCs' phase and the storage class provisioner",
-	  "kubectl -n {ns} get pvc,dv\nkubectl -n {ns} describe pvc", "kvcon -c '{uri}' -n {ns} engine get vm {name} -o json" },
+	  "the VMI waits for its volumes to be bound or populated: {what}", "the PVCs' phase and the storage class provisioner",
+	  "kubectl -n {ns} get pvc,dv\nkubectl -n {ns} describe pvc {claim}", "kvcon -c '{uri}' -n {ns} engine get vm {name} -o json",
+	  "WaitingForVolumeBinding", "a PVC or DataVolume of the VM is not ready" },
 	{ "vmi-pod-create-failed", DIAG_VMI, DIAG_STALL, DIAG_FAILED, 0, m_vmi_pod_create_failed,
 	  "virt-controller could not create the launcher pod", "the Synchronized condition's message (quota, admission, policy)",
-	  DESCRIBE_VMI "\nkubectl -n {ns} get resourcequota", ENGINE_GET },
+	  DESCRIBE_VMI "\nkubectl -n {ns} get resourcequota", ENGINE_GET, NULL, NULL },
 	{ "vmi-no-launcher", DIAG_VMI, DIAG_STALL, DIAG_FAILED, 120, m_vmi_no_launcher,
 	  "the VMI is {phase} and no launcher pod exists yet", "virt-controller's logs and the VMI's events",
-	  DESCRIBE_VMI "\nkubectl -n kubevirt logs -l kubevirt.io=virt-controller --tail=50", ENGINE_GET },
+	  DESCRIBE_VMI "\nkubectl -n kubevirt logs -l kubevirt.io=virt-controller --tail=50", ENGINE_GET, "Starting", NULL },
 	{ "vmi-phase-other", DIAG_VMI, DIAG_STALL, DIAG_WAITING, 0, m_vmi_phase_other,
-	  "the VMI is in phase {phase}", "the VMI's conditions", DESCRIBE_VMI, ENGINE_GET },
+	  "the VMI is in phase {phase}", "the VMI's conditions", DESCRIBE_VMI, ENGINE_GET, NULL, NULL },
 
 	/* launcher: the virt-launcher pod (engine: the QEMU process) */
 	{ "launcher-owner-mismatch", DIAG_LAUNCHER, DIAG_STALL, DIAG_FAILED, 0, m_launcher_owner_mismatch,
@@ -909,54 +1143,61 @@ static const struct diag_rule rules[] = {
 	  "the pod's ownerReferences: match the owner UID, not the label, before acting on the pod",
 	  "kubectl -n {ns} get pods -l kubevirt.io/created-by={vmiuid} "
 	  "-o custom-columns=NAME:.metadata.name,OWNER_KIND:.metadata.ownerReferences[0].kind,OWNER:.metadata.ownerReferences[0].uid",
-	  "kvcon -c '{uri}' -n {ns} engine get vm {name}" },
+	  "kvcon -c '{uri}' -n {ns} engine get vm {name}", NULL, NULL },
 	{ "launcher-not-seen", DIAG_LAUNCHER, DIAG_STALL, DIAG_FAILED, 0, m_launcher_not_seen,
 	  "the VMI is {phase} but its launcher pod is not visible", "whether launcher pods can be listed (RBAC) in {ns}",
 	  "kubectl -n {ns} get pods -l kubevirt.io=virt-launcher -o wide\nkubectl auth can-i list pods -n {ns}",
-	  "kvcon -c '{uri}' -n {ns} get pods -l kubevirt.io=virt-launcher -o wide\n" ENGINE_GET },
+	  "kvcon -c '{uri}' -n {ns} get pods -l kubevirt.io=virt-launcher -o wide\n" ENGINE_GET, NULL, NULL },
 	{ "launcher-failed", DIAG_LAUNCHER, DIAG_STALL, DIAG_FAILED, 0, m_launcher_failed,
 	  "the launcher pod {pod} ended ({phase})", "the pod's status reason (eviction, OOM) and the compute container's log",
-	  DESCRIBE_POD "\nkubectl -n {ns} logs {pod} -c compute --tail=50", ENGINE_LOGS },
+	  DESCRIBE_POD "\nkubectl -n {ns} logs {pod} -c compute --tail=50", ENGINE_LOGS, NULL, NULL },
 	{ "launcher-unschedulable", DIAG_LAUNCHER, DIAG_STALL, DIAG_FAILED, 0, m_launcher_unschedulable,
-	  "the launcher pod {pod} cannot be scheduled",
+	  "the launcher pod {pod} cannot be scheduled: {what}",
 	  "why the scheduler rejects it: node resources, selectors, taints, devices.kubevirt.io/kvm capacity",
-	  DESCRIBE_POD "\nkubectl get nodes -o wide", "kvcon -c '{uri}' get nodes -o wide\n" ENGINE_LOGS },
+	  DESCRIBE_POD "\nkubectl describe nodes", "kvcon -c '{uri}' get nodes -o wide\n" ENGINE_LOGS,
+	  "ErrorUnschedulable", "the scheduler found no node for it" },
 	{ "launcher-image-pull", DIAG_LAUNCHER, DIAG_STALL, DIAG_FAILED, 0, m_launcher_image_pull,
-	  "an image of the launcher pod {pod} cannot be pulled (a containerDisk or the launcher image)",
+	  "the launcher pod {pod} cannot pull {what}",
 	  "the image name, the registry's reachability and pull secrets", DESCRIBE_POD,
-	  "kvcon -c '{uri}' -n {ns} engine get vm {name} -o json" },
+	  "kvcon -c '{uri}' -n {ns} engine get vm {name} -o json", "ErrImagePull ImagePullBackOff",
+	  "an image (a containerDisk or the launcher image)" },
 	{ "launcher-crashloop", DIAG_LAUNCHER, DIAG_STALL, DIAG_FAILED, 0, m_launcher_crashloop,
-	  "a container of the launcher pod {pod} keeps crashing", "the crashed container's previous log",
+	  "a container of the launcher pod {pod} keeps crashing ({what})", "the crashed container's previous log",
 	  "kubectl -n {ns} logs {pod} -c compute --previous --tail=50\n" DESCRIBE_POD,
-	  "kvcon -c '{uri}' -n {ns} logs {name} --previous --tail=50\n" ENGINE_LOGS },
+	  "kvcon -c '{uri}' -n {ns} logs {name} --previous --tail=50\n" ENGINE_LOGS, "CrashLoopBackOff",
+	  "its restarts below" },
 	{ "launcher-container-error", DIAG_LAUNCHER, DIAG_STALL, DIAG_FAILED, 0, m_launcher_container_error,
 	  "a container of the launcher pod {pod} cannot start", "the container's waiting reason and message",
-	  DESCRIBE_POD, ENGINE_LOGS },
+	  DESCRIBE_POD, ENGINE_LOGS, NULL, NULL },
+	{ "launcher-scheduling", DIAG_LAUNCHER, DIAG_STALL, DIAG_FAILED, 120, m_launcher_scheduling,
+	  "the launcher pod {pod} is not scheduled yet: no node was chosen for it",
+	  "the pod's events (FailedScheduling) and the nodes' allocatable resources", DESCRIBE_POD "\nkubectl describe nodes",
+	  ENGINE_LOGS, "Starting", NULL },
 	{ "launcher-creating", DIAG_LAUNCHER, DIAG_STALL, DIAG_FAILED, 300, m_launcher_creating,
 	  "the launcher pod {pod} is scheduled on {node} but its containers are not running yet",
-	  "the pod's events (volume mounts and attachments, image pulls)", DESCRIBE_POD, ENGINE_LOGS },
+	  "the pod's events (volume mounts and attachments, image pulls)", DESCRIBE_POD, ENGINE_LOGS, "Starting", NULL },
 	{ "launcher-domain-starting", DIAG_LAUNCHER, DIAG_STALL, DIAG_FAILED, 300, m_launcher_domain_starting,
 	  "the launcher pod {pod} runs but the VMI is still {phase}: the domain has not started",
 	  "the compute container's log and virt-handler on {node}",
-	  "kubectl -n {ns} logs {pod} -c compute --tail=50\n" DESCRIBE_VMI, ENGINE_LOGS },
+	  "kubectl -n {ns} logs {pod} -c compute --tail=50\n" DESCRIBE_VMI, ENGINE_LOGS, "Starting", NULL },
 	{ "launcher-phase-other", DIAG_LAUNCHER, DIAG_STALL, DIAG_WAITING, 0, m_launcher_phase_other,
-	  "the launcher pod {pod} is not running", "the pod's status", DESCRIBE_POD, ENGINE_LOGS },
+	  "the launcher pod {pod} is not running", "the pod's status", DESCRIBE_POD, ENGINE_LOGS, NULL, NULL },
 
 	/* guest: the OS inside */
 	{ "guest-paused", DIAG_GUEST, DIAG_STOP, DIAG_NOT_EXPECTED, 0, m_guest_paused,
 	  "the guest is paused on purpose", "nothing is wrong; unpause it to resume", "virtctl -n {ns} unpause vm {name}",
-	  "kvcon -c '{uri}' -n {ns} engine unpause {name}" },
+	  "kvcon -c '{uri}' -n {ns} engine unpause {name}", "Paused", NULL },
 	{ "guest-not-ready", DIAG_GUEST, DIAG_STALL, DIAG_FAILED, 300, m_guest_not_ready,
 	  "the VMI runs but is not Ready", "the readiness probe and the guest itself (serial console)",
 	  DESCRIBE_VMI "\nvirtctl -n {ns} console {name}",
-	  ENGINE_SERIAL "\nkvcon -c '{uri}' -n {ns} engine console {name}" },
+	  ENGINE_SERIAL "\nkvcon -c '{uri}' -n {ns} engine console {name}", "Running", NULL },
 	{ "guest-agent-missing", DIAG_GUEST, DIAG_NOTE, DIAG_PROGRESSED, 0, m_guest_agent_missing,
 	  "no guest agent is connected: the guest's health can only be seen on its console",
 	  "the console; install or start qemu-guest-agent in the guest for guest OS details",
-	  "virtctl -n {ns} console {name}", "kvcon -c '{uri}' -n {ns} engine console {name}" },
+	  "virtctl -n {ns} console {name}", "kvcon -c '{uri}' -n {ns} engine console {name}", NULL, NULL },
 	{ "guest-agent-unsupported", DIAG_GUEST, DIAG_NOTE, DIAG_PROGRESSED, 0, m_guest_agent_unsupported,
 	  "the guest agent's version is not supported by this KubeVirt", "update qemu-guest-agent in the guest",
-	  "virtctl -n {ns} guestosinfo {name}", "kvcon -c '{uri}' -n {ns} engine console {name}" },
+	  "virtctl -n {ns} guestosinfo {name}", "kvcon -c '{uri}' -n {ns} engine console {name}", NULL, NULL },
 };
 #define NRULES (sizeof rules / sizeof rules[0])
 
@@ -983,7 +1224,8 @@ const char *diag_verdict_name(enum diag_verdict v)
 static void expand(struct buf *out, const char *tmpl, const struct diag_ctx *x)
 {
 	const struct chain *c = x->c;
-	static const char *const keys[] = { "ns", "name", "vmi", "vmiuid", "pod", "node", "rs", "phase", "uri", "log" };
+	static const char *const keys[] = { "ns",  "name", "vmi", "vmiuid", "pod",   "node",
+					    "rs",  "phase", "uri", "log",   "what", "claim", "dv" };
 	for (const char *p = tmpl; *p;) {
 		if (*p == '{') {
 			const char *end = strchr(p, '}');
@@ -1022,6 +1264,13 @@ static void expand(struct buf *out, const char *tmpl, const struct diag_ctx *x)
 					}
 					break;
 				case 9: v = x->pod ? x->pod->log_path : NULL; break;
+				case 10: /* escaped by the rule already */
+				case 11:
+				case 12:
+					buf_add_str(out, i == 10 ? x->what : i == 11 ? (x->claim ? x->claim : "")
+										: (x->dv ? x->dv : ""));
+					p = end + 1;
+					continue;
 				}
 				char *e = esc(v ? v : (i == 4 ? "<launcher-pod>" : "?"), 512);
 				buf_add_str(out, e);
@@ -1092,9 +1341,15 @@ static void drop_evidence(struct diag_ctx *x)
 
 struct diag *diag_run(const struct chain *c, int64_t now)
 {
+	return diag_run_storage(c, NULL, now);
+}
+
+struct diag *diag_run_storage(const struct chain *c, struct json_object *storage, int64_t now)
+{
 	struct diag *d = xcalloc(1, sizeof *d);
 	struct diag_ctx x;
 	ctx_init(&x, c, now);
+	x.storage = storage;
 	d->now = now;
 	d->first_stalled = -1;
 	enum diag_verdict after = DIAG_PROGRESSED; /* what boundaries get once the walk stopped */
@@ -1112,10 +1367,16 @@ struct diag *diag_run(const struct chain *c, int64_t now)
 			if (r->kind != DIAG_NOTE && d->decided_by[b] >= 0)
 				continue; /* the first deciding rule of a boundary wins; notes are all reported */
 			x.since = 0;
+			x.moving = false;
+			free(x.what);
+			x.what = NULL;
+			x.claim = x.dv = NULL;
 			if (!r->match(&x)) {
 				drop_evidence(&x);
 				continue;
 			}
+			if (x.what == NULL)
+				x.what = xstrdup(r->what0 ? r->what0 : "?");
 			if (r->kind == DIAG_NOTE) {
 				record(d, &x, r, DIAG_PROGRESSED);
 				continue;
@@ -1123,6 +1384,8 @@ struct diag *diag_run(const struct chain *c, int64_t now)
 			enum diag_verdict v = r->verdict;
 			if (r->kind == DIAG_STALL && r->stuck_after > 0 && (x.since == 0 || now - x.since < r->stuck_after))
 				v = DIAG_WAITING;
+			if (r->kind == DIAG_STALL && x.moving)
+				v = DIAG_WAITING; /* its progress moves: not stuck, however long it takes */
 			record(d, &x, r, v);
 			d->verdict[b] = v;
 			d->decided_by[b] = (int)d->nfindings - 1;
@@ -1136,6 +1399,7 @@ struct diag *diag_run(const struct chain *c, int64_t now)
 			after = DIAG_NOT_REACHED;
 		}
 	}
+	free(x.what);
 	return d;
 }
 

@@ -45,10 +45,14 @@ struct diag_rule {
 					 * DIAG_NOT_EXPECTED */
 	int stuck_after;                /* seconds; >0: DIAG_WAITING until the state is this old, then verdict */
 	bool (*match)(struct diag_ctx *x); /* adds evidence as it matches */
-	const char *summary;            /* one line; {name} {ns} {vmi} {pod} {node} {rs} {phase} expanded */
+	const char *summary;            /* one line; {name} {ns} {vmi} {pod} {node} {rs} {phase} expanded, and
+					 * {what}: the object and its state as the matching rule saw them */
 	const char *next;               /* what to check next (plain words) */
 	const char *cmd_kube;           /* the equivalent kubectl/virtctl command(s), '\n'-separated */
 	const char *cmd_engine;         /* the same for engine sources (kvcon engine / virsh) */
+	const char *status;             /* the VM printableStatus values this rule explains, space-separated;
+					 * NULL for none in particular (every one of the 17 has a rule) */
+	const char *what0;              /* {what} when the rule could not name the object (storage not read) */
 };
 
 struct diag_evidence {
@@ -77,6 +81,10 @@ struct diag {
 
 /* Diagnoses a chain at wall-clock time now (epoch seconds; tests pass a fixed one). Free with diag_free. */
 struct diag *diag_run(const struct chain *c, int64_t now);
+/* The same with the VM's storage chain (kube/storage.h's JSON array, borrowed; NULL: not read): the storage
+ * rules' headlines then name the claim and its storage class, the DataVolume and its progress. */
+struct json_object;
+struct diag *diag_run_storage(const struct chain *c, struct json_object *storage, int64_t now);
 void diag_free(struct diag *d);
 
 /* 0 (EXIT_OK) when every boundary progressed or the VM is intentionally stopped, 3 (EXIT_STALLED) otherwise. */

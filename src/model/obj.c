@@ -113,6 +113,21 @@ void obj_free(struct obj *o)
 	free(o);
 }
 
+bool vm_will_run(const struct vm *vm, const struct vmi *vmi)
+{
+	if (vm == NULL)
+		return false;
+	const char *last = vm->nscr > 0 ? vm->scr[vm->nscr - 1].action : NULL;
+	if (last && strcmp(last, "Start") == 0)
+		return true;
+	if (last && strcmp(last, "Stop") == 0)
+		return false;
+	const char *rs = vm->run_strategy ? vm->run_strategy : "";
+	if (strcmp(rs, "Always") == 0)
+		return true;
+	return strcmp(rs, "RerunOnFailure") == 0 && !(vmi && vmi->phase && strcmp(vmi->phase, "Succeeded") == 0);
+}
+
 const struct migration_state *vmi_mig(const struct vmi *v)
 {
 	static const struct migration_state none = { .progress_pct = -1 };

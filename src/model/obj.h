@@ -216,6 +216,11 @@ const char *pod_created_by(const struct pod *p);
 size_t obj_labels_encode(char *dst, const char *const *keys, const char *const *values, size_t n);
 bool obj_label_next(const struct obj *o, const char **it, const char **key, const char **value);
 
+/* Whether KubeVirt will (re)create a VMI for vm without being asked again: runStrategy Always, RerunOnFailure
+ * while its last VMI did not succeed, or a Start request pending (the last of status.stateChangeRequests wins).
+ * vmi: the VM's current VMI, NULL when none. A halted VM has nothing to wait for (kvcon console says so). */
+bool vm_will_run(const struct vm *vm, const struct vmi *vmi);
+
 /* Condition helpers. */
 const struct cond *cond_find(const struct cond *conds, int n, const char *type);
 bool cond_is_true(const struct cond *conds, int n, const char *type);

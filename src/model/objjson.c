@@ -111,6 +111,27 @@ static struct json_object *vm_json(const struct vm *v)
 	if (v->ready)
 		json_object_object_add(st, "ready", json_object_new_boolean(1));
 	put_str(st, "runStrategy", v->run_strategy);
+	/* a start pending and the crash loop's back-off: diagnose and console read them through the engine service */
+	if (v->nscr) {
+		struct json_object *a = json_object_new_array();
+		for (int i = 0; i < v->nscr; i++) {
+			struct json_object *r = json_object_new_object();
+			put_str(r, "action", v->scr[i].action);
+			if (v->scr[i].uid[0])
+				put_str(r, "uid", v->scr[i].uid);
+			json_object_array_add(a, r);
+		}
+		json_object_object_add(st, "stateChangeRequests", a);
+	}
+	if (v->start_failures > 0) {
+		struct json_object *sf = json_object_new_object();
+		json_object_object_add(sf, "consecutiveFailCount", json_object_new_int(v->start_failures));
+		if (v->start_retry_after)
+			json_object_object_add(sf, "retryAfterTimestamp", time_json(v->start_retry_after));
+		if (v->start_fail_vmi[0])
+			put_str(sf, "lastFailedVMIUID", v->start_fail_vmi);
+		json_object_object_add(st, "startFailure", sf);
+	}
 	json_object_object_add(o, "status", st);
 	return o;
 }

@@ -209,6 +209,49 @@ bool action_is_mutating(enum action a)
 	return (unsigned)a < ACT_COUNT && actions[a].mutating;
 }
 
+/* ---- verbs into the guest ---- */
+
+#define VM_VMI (KIND_BIT(KIND_VM) | KIND_BIT(KIND_VMI))
+static const struct guest_verb_def guest_verbs[GV_COUNT] = {
+	[GV_PORT_FORWARD] = { GV_PORT_FORWARD, "port-forward", "portforward", VM_VMI, 'F', "shift-F",
+			      "forward local ports to the guest's (asks for them; :pf lists and stops the forwards)",
+			      "TYPE/NAME[.NS] [PROTO/]LOCAL[:REMOTE]... [--address ADDR] [--stdio]",
+			      "forward local ports to a guest's through the portforward subresource, like virtctl" },
+	[GV_SSH] = { GV_SSH, "ssh", "portforward", VM_VMI, 0, NULL, NULL,
+		     "[USER@]TYPE/NAME[.NS] [-i KEY] [-l USER] [-p PORT] [-c COMMAND] [-t OPT]...",
+		     "the system's ssh to a guest through kvcon port-forward --stdio, like virtctl ssh --local-ssh" },
+	[GV_SCP] = { GV_SCP, "scp", "portforward", VM_VMI, 0, NULL, NULL,
+		     "[-r] SRC DST (one of them [USER@]TYPE/NAME[.NS]:PATH) [-i KEY] [-p PORT] [-t OPT]...",
+		     "the system's scp to or from a guest through kvcon port-forward --stdio, like virtctl scp" },
+	[GV_GUESTOSINFO] = { GV_GUESTOSINFO, "guestosinfo", "guestosinfo", KIND_BIT(KIND_VMI), 0, NULL, NULL,
+			     "NS/NAME", "the guest agent's OS information as JSON, like virtctl guestosinfo" },
+	[GV_USERLIST] = { GV_USERLIST, "userlist", "userlist", KIND_BIT(KIND_VMI), 0, NULL, NULL, "NS/NAME",
+			  "the guest agent's logged-in users as JSON, like virtctl userlist" },
+	[GV_FSLIST] = { GV_FSLIST, "fslist", "filesystemlist", KIND_BIT(KIND_VMI), 0, NULL, NULL, "NS/NAME",
+			"the guest agent's filesystems as JSON, like virtctl fslist" },
+};
+
+const struct guest_verb_def *registry_guest_verb(enum guest_verb v)
+{
+	return (unsigned)v < GV_COUNT ? &guest_verbs[v] : NULL;
+}
+
+const struct guest_verb_def *registry_guest_verb_key(int key)
+{
+	for (int i = 0; key && i < GV_COUNT; i++)
+		if (guest_verbs[i].key == key)
+			return &guest_verbs[i];
+	return NULL;
+}
+
+const struct guest_verb_def *registry_guest_verb_find(const char *name)
+{
+	for (int i = 0; name && i < GV_COUNT; i++)
+		if (strcmp(guest_verbs[i].name, name) == 0)
+			return &guest_verbs[i];
+	return NULL;
+}
+
 /* ---- suggestions ---- */
 
 /* Levenshtein distance, case-insensitive as cobra's (strings longer than 63 bytes are never close) */

@@ -4,7 +4,7 @@
  * key, its confirmation, whether readonly blocks it, what --wait watches for). Like model/columns.c's tables,
  * everything else derives from these rows: `kvcon get`, describe and wait's kinds (cmd/), the reflectors' and
  * kget's paths (kube/), the dashboard's `:` commands and action keys (ui/), the command table's action verbs
- * and the API server's resources, discovery and subresources (cmd/apisrv.c). Adding a kind or an action is adding
+ * and the API server's resources, discovery and subresources (apiserver/apisrv.c). Adding a kind or an action is adding
  * a row here (docs/ARCHITECTURE.md says what else). */
 #ifndef KVCON_MODEL_REGISTRY_H
 #define KVCON_MODEL_REGISTRY_H
@@ -111,6 +111,38 @@ const struct action_def *registry_action_at(size_t i);
 const struct action_def *registry_action_key(int key);
 /* Whether a applies to objects of kind k. */
 bool registry_action_applies(const struct action_def *a, enum kind_id k);
+
+/* What reaches into a running guest rather than acting on its lifecycle: virtctl's port-forward, ssh and scp
+ * (through the VMI's portforward subresource) and the guest agent's queries. A verb of its own each; the command
+ * table (cmd/cmd.c) takes its run function and flags by id. */
+enum guest_verb {
+	GV_PORT_FORWARD,
+	GV_SSH,
+	GV_SCP,
+	GV_GUESTOSINFO,
+	GV_USERLIST,
+	GV_FSLIST,
+	GV_COUNT
+};
+
+struct guest_verb_def {
+	enum guest_verb id;
+	const char *name;        /* virtctl's spelling: "port-forward", "fslist" */
+	const char *subresource; /* of the VMI (and the VM for portforward): "portforward", "filesystemlist" */
+	unsigned kinds;          /* KIND_BIT of the kinds its TYPE/NAME may name (vm/, vmi/) */
+	int key;                 /* the dashboard's key, 0: none */
+	const char *key_label;
+	const char *key_help;
+	const char *synopsis;    /* after the verb */
+	const char *summary;
+};
+
+/* The row of a guest verb; NULL past the end. */
+const struct guest_verb_def *registry_guest_verb(enum guest_verb v);
+/* The guest verb of the dashboard key k; NULL when none. */
+const struct guest_verb_def *registry_guest_verb_key(int key);
+/* The guest verb named name; NULL when none. */
+const struct guest_verb_def *registry_guest_verb_find(const char *name);
 
 /* "start", "stop", "force-stop", ..., "soft-reboot". */
 const char *action_name(enum action a);

@@ -55,6 +55,12 @@ void source_set_health(struct source *src, enum obj_kind kind, enum watch_state 
 {
 	struct watch_health *h = &src->health[kind];
 	h->state = state;
+	if (state == WATCH_LIVE)
+		h->failed = WATCH_IDLE;
+	else if (state == WATCH_RECONNECTING || state == WATCH_FORBIDDEN || state == WATCH_ERROR)
+		h->failed = state;
+	else if (state == WATCH_LOADING && message == NULL && h->failed != WATCH_IDLE)
+		message = h->message; /* listing again after a failure: what failed still holds until it answers */
 	if (message != h->message) {
 		free(h->message);
 		h->message = xstrdup0(message);

@@ -29,6 +29,9 @@ struct watch_health {
 	uint64_t next_retry_ms; /* monotonic, when RECONNECTING */
 	size_t loaded;          /* objects received by the current list */
 	char *message;          /* owned; the API's Status message or a transport error */
+	enum watch_state failed; /* the last failure (RECONNECTING, FORBIDDEN, ERROR) since the kind was last LIVE,
+				  * else IDLE: while it lists again (LOADING) its message is kept, so that an empty
+				  * list can say the source is unreachable or forbidden rather than loading */
 };
 
 enum action {
@@ -106,6 +109,10 @@ struct provider_ops {
 	/* Opens the guest's serial console / VNC display as a byte stream; NULL with *err (caller frees). */
 	struct stream *(*open_console)(struct source *src, const char *ns, const char *name, char **err);
 	struct stream *(*open_vnc)(struct source *src, const char *ns, const char *name, char **err);
+	/* One connection to a guest port through the portforward subresource of the VM or VMI (kind an enum
+	 * kind_id of model/registry.h: KIND_VM or KIND_VMI), udp or tcp; NULL with *err. NULL op: not offered. */
+	struct stream *(*open_portforward)(struct source *src, int kind, const char *ns, const char *name, int port,
+					   bool udp, char **err);
 	/* Fetches the object's full representation (JSON or YAML text) for the YAML view. */
 	int (*fetch_raw)(struct source *src, enum obj_kind kind, const char *ns, const char *name, fetch_done_cb done,
 			 void *arg, char **err);

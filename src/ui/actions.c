@@ -10,6 +10,7 @@
 #include "model/source.h"
 #include "model/store.h"
 #include "ui/describeview.h"
+#include "ui/forwards.h"
 #include "ui/sources.h"
 #include "ui/table.h"
 #include "ui/ui.h"
@@ -130,6 +131,15 @@ void ui_open_vm(const struct obj *vm)
 
 enum view_result ui_action_key(struct view *v, int key)
 {
+	const struct guest_verb_def *gv = registry_guest_verb_key(key);
+	if (gv && gv->id == GV_PORT_FORWARD && v->ops->target_vm) {
+		struct obj *vm = v->ops->target_vm(v);
+		if (vm == NULL)
+			ui_error("no VM here");
+		else
+			forwards_prompt(vm);
+		return VIEW_DONE;
+	}
 	const struct action_def *ad = registry_action_key(key);
 	if (ad == NULL || v->ops->target_vm == NULL)
 		return VIEW_PASS;

@@ -1,7 +1,8 @@
 /* `:node`, `:vmim`, `:pvc` and `:dv`: cluster objects the store does not keep, listed from every kube source's API and listed
  * again every few seconds while shown. Nodes: Ready, schedulable for VMs (label kubevirt.io/schedulable and not
- * cordoned), the KVM capacity virt-handler advertises (allocatable devices.kubevirt.io/kvm) and how many VMIs
- * the store has on each; enter shows the VMI list filtered to that node. Migrations: phase, VMI, source and
+ * cordoned), the KVM capacity virt-handler advertises (allocatable devices.kubevirt.io/kvm), the CPU and memory
+ * the node's pods request and its allocatable (model/noderes.c: `kubectl describe node`'s "Allocated resources",
+ * from every namespace's pods not terminated) and how many VMIs the store has on each; enter shows the VMI list filtered to that node. Migrations: phase, VMI, source and
  * target node, start and duration; enter opens the VM's view. PVCs (status, volume, capacity, access modes,
  * storage class) and DataVolumes (phase, progress, restarts); enter shows the object's YAML. Every string from
  * the cluster is escaped. */
@@ -19,6 +20,7 @@
 #include "core/xmalloc.h"
 #include "kube/http.h"
 #include "kube/kube.h"
+#include "model/noderes.h"
 #include "model/registry.h"
 #include "model/source.h"
 #include "model/store.h"
@@ -32,7 +34,7 @@
 #include "ui/yamlview.h"
 
 #define REFRESH_S 3
-#define NCOLS 8
+#define NCOLS 10
 
 enum clist_kind { CL_NODE, CL_VMIM, CL_PVC, CL_DV };
 
@@ -41,6 +43,14 @@ struct crow {
 	char *ns, *name, *vmi;     /* raw (for actions); cells are escaped */
 	char *cell[NCOLS];
 	int64_t start;             /* vmim: started, for its duration; node: created */
+	struct quantity alloc[2];  /* node: allocatable cpu, memory (else capacity, as kubectl) */
+};
+
+/* What the non-terminated pods on a node request (kubectl describe node's "Allocated resources") */
+struct nodereq {
+	struct source *src;
+	char *node;
+	struct quantity q[2]; /* cpu, memory */
 };
 
 struct clist {
@@ -53,8 +63,13 @@ struct clist {
 	uint64_t asked_ms;         /* when they were sent */
 	int ticks;
 	char note[256];
+	bool round_failed;         /* a source failed in the round being gathered (else the note goes) */
 	struct crow *next_rows;    /* the list being gathered */
 	size_t next_n;
+	struct nodereq *req, *next_req; /* nodes: the pods' requests per node, shown and being gathered */
+	size_t nreq, next_nreq;
+	char req_note[256];        /* nodes: why requests are unknown (the pods could not be listed) */
+	char next_note_req[256];
 	struct clist *next_live;
 };
 
@@ -62,12 +77,14 @@ static struct clist *live;
 static unsigned next_id;
 
 static const char *const heads[4][NCOLS] = {
-	{ "NAME", "STATUS", "SCHEDULABLE", "KVM", "VMS", "AGE", NULL, NULL },
+	{ "NAME", "STATUS", "SCHEDULABLE", "KVM", "CPU REQ", "CPU ALLOC", "MEM REQ", "MEM ALLOC", "VMS", "AGE" },
 	{ "NAMESPACE", "NAME", "PHASE", "VMI", "SOURCE", "TARGET", "STARTED", "DURATION" },
 	{ "NAMESPACE", "NAME", "STATUS", "VOLUME", "CAPACITY", "ACCESS MODES", "STORAGECLASS", "AGE" },
-	{ "NAMESPACE", "NAME", "PHASE", "PROGRESS", "RESTARTS", "AGE", NULL, NULL },
+	{ "NAMESPACE", "NAME", "PHASE", "PROGRESS", "RESTARTS", "AGE" },
 };
-static const int ncols[4] = { 6, 8, 8, 6 };
+static const int ncols[4] = { 10, 8, 8, 6 };
+/* node columns filled when drawn */
+enum { NODE_CPU_REQ = 4, NODE_CPU_ALLOC, NODE_MEM_REQ, NODE_MEM_ALLOC, NODE_VMS, NODE_AGE };
 static const char *const titles[4] = { "Nodes", "Migrations", "PVCs", "DataVolumes" };
 /* each list's kind (model/registry.c: its path, whether it is namespaced) */
 static const enum kind_id list_kind[4] = { KIND_NODE, KIND_VMIM, KIND_PVC, KIND_DV };
@@ -78,6 +95,13 @@ static struct clist *find_id(unsigned id)
 		if (c->id == id)
 			return c;
 	return NULL;
+}
+
+static void reqs_free(struct nodereq *r, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(r[i].node);
+	free(r);
 }
 
 static void rows_free(struct crow *r, size_t n)
@@ -146,9 +170,51 @@ static void node_row(struct crow *r, struct json_object *o)
 	r->cell[2] = xstrdup(vm_ok && !cordoned ? "true" : "false");
 	const char *kvm = js(o, "status", "allocatable", "devices.kubevirt.io/kvm");
 	r->cell[3] = esc(kvm ? kvm : "-");
-	r->cell[4] = NULL; /* VMS: counted from the store when drawn */
+	/* kubectl describe node: allocatable, or capacity when the node reports none */
+	struct json_object *st2 = NULL, *alloc = NULL;
+	json_object_object_get_ex(o, "status", &st2);
+	if (!st2 || !json_object_object_get_ex(st2, "allocatable", &alloc) || json_object_object_length(alloc) == 0)
+		alloc = st2 && json_object_object_get_ex(st2, "capacity", &alloc) ? alloc : NULL;
+	quantity_parse(js(alloc, "cpu", NULL, NULL), &r->alloc[0]);
+	quantity_parse(js(alloc, "memory", NULL, NULL), &r->alloc[1]);
+	char q[64];
+	quantity_format(&r->alloc[0], q, sizeof q);
+	r->cell[NODE_CPU_ALLOC] = xstrdup(q);
+	quantity_format(&r->alloc[1], q, sizeof q);
+	r->cell[NODE_MEM_ALLOC] = xstrdup(q);
+	/* CPU REQ, MEM REQ (the pods' requests), VMS (counted from the store) and AGE: when drawn */
 	r->start = parse_ts(js(o, "metadata", "creationTimestamp", NULL));
-	r->cell[5] = NULL; /* AGE: when drawn */
+}
+
+/* The non-terminated pods' requests, added to their node's (in the API's order: the first term's format is
+ * kept, as kubectl's sum keeps it) */
+static void add_pod_requests(struct clist *c, struct source *src, struct json_object *pod)
+{
+	const char *node = js(pod, "spec", "nodeName", NULL);
+	if (node == NULL || *node == '\0')
+		return;
+	struct quantity q[2];
+	noderes_pod_requests(pod, &q[0], &q[1]);
+	struct nodereq *r = NULL;
+	for (size_t i = 0; i < c->next_nreq && !r; i++)
+		if (c->next_req[i].src == src && strcmp(c->next_req[i].node, node) == 0)
+			r = &c->next_req[i];
+	if (r == NULL) {
+		c->next_req = xreallocarray(c->next_req, c->next_nreq + 1, sizeof *c->next_req);
+		r = &c->next_req[c->next_nreq++];
+		*r = (struct nodereq){ src, xstrdup(node), { { 0, 0, QTY_NONE }, { 0, 0, QTY_NONE } } };
+	}
+	for (int k = 0; k < 2; k++)
+		if (q[k].fmt != QTY_NONE)
+			quantity_add(&r->q[k], &q[k]);
+}
+
+static const struct nodereq *node_requests(const struct clist *c, const struct crow *row)
+{
+	for (size_t i = 0; i < c->nreq; i++)
+		if (c->req[i].src == row->src && strcmp(c->req[i].node, row->name) == 0)
+			return &c->req[i];
+	return NULL;
 }
 
 static void vmim_row(struct crow *r, struct json_object *o)
@@ -250,6 +316,7 @@ static int cmp_rows(const void *a, const void *b)
 struct lreq {
 	unsigned id;
 	struct source *src;
+	bool pods; /* the nodes' pods (their requests), not the list's kind */
 };
 
 static void listed(void *arg, const struct kube_resp *resp)
@@ -259,10 +326,24 @@ static void listed(void *arg, const struct kube_resp *resp)
 	if (c == NULL)
 		goto out;
 	c->pending--;
-	if (resp->status != 200) {
+	if (q->pods) {
+		struct json_object *o = resp->status == 200 ? json_tokener_parse(resp->body) : NULL, *items = NULL;
+		if (o && json_object_object_get_ex(o, "items", &items) && json_object_is_type(items, json_type_array)) {
+			for (size_t i = 0; i < json_object_array_length(items); i++)
+				add_pod_requests(c, q->src, json_object_array_get_idx(items, i));
+		} else {
+			char *m = resp->status == 200 ? xstrdup("not a pod list") : kube_http_error_message(resp);
+			char *e = esc(m);
+			snprintf(c->next_note_req, sizeof c->next_note_req, "%s: requests unknown: %s", q->src->name, e);
+			free(e);
+			free(m);
+		}
+		json_object_put(o);
+	} else if (resp->status != 200) {
 		char *m = kube_http_error_message(resp);
 		char *e = esc(m);
 		snprintf(c->note, sizeof c->note, "%s: %s", q->src->name, e);
+		c->round_failed = true;
 		free(e);
 		free(m);
 	} else {
@@ -290,11 +371,21 @@ static void listed(void *arg, const struct kube_resp *resp)
 		json_object_put(o);
 	}
 	if (c->pending == 0) {
+		if (!c->round_failed)
+			c->note[0] = '\0';
+		c->round_failed = false;
 		rows_free(c->rows, c->n);
 		c->rows = c->next_rows;
 		c->n = c->next_n;
 		c->next_rows = NULL;
 		c->next_n = 0;
+		reqs_free(c->req, c->nreq);
+		c->req = c->next_req;
+		c->nreq = c->next_nreq;
+		c->next_req = NULL;
+		c->next_nreq = 0;
+		memcpy(c->req_note, c->next_note_req, sizeof c->req_note);
+		c->next_note_req[0] = '\0';
 		if (c->n > 1)
 			qsort(c->rows, c->n, sizeof *c->rows, cmp_rows);
 		ui_dirty();
@@ -312,6 +403,9 @@ static void relist(struct clist *c)
 		rows_free(c->next_rows, c->next_n);
 		c->next_rows = NULL;
 		c->next_n = 0;
+		reqs_free(c->next_req, c->next_nreq);
+		c->next_req = NULL;
+		c->next_nreq = 0;
 		c->pending = 0;
 	}
 	c->asked_ms = util_now_ms();
@@ -332,6 +426,16 @@ static void relist(struct clist *c)
 		free(path);
 		c->pending++;
 		asked++;
+		if (c->kind == CL_NODE) {
+			/* what kubectl describe node sums: every namespace's pods not yet terminated */
+			struct lreq *pq = xcalloc(1, sizeof *pq);
+			*pq = (struct lreq){ c->id, s, true };
+			struct kube_http_req pr = {
+				.path = "/api/v1/pods?fieldSelector=status.phase%21%3DFailed%2Cstatus.phase%21%3DSucceeded",
+				.timeout_ms = 30000, .on_done = listed, .arg = pq };
+			kube_http_start(kube_source_http(s), &pr);
+			c->pending++;
+		}
 	}
 	if (asked == 0)
 		snprintf(c->note, sizeof c->note, "no cluster: %s are listed from a kube context", titles[c->kind]);
@@ -376,33 +480,62 @@ static void draw(struct view *v, const struct region *r)
 	for (size_t i = 0; i < c->n; i++) {
 		struct crow *row = &c->rows[i];
 		for (int k = 0; k < ncol; k++) {
-			if (row->cell[k])
+			const struct nodereq *nr = c->kind == CL_NODE ? node_requests(c, row) : NULL;
+			static const struct nodereq none = { NULL, NULL, { { 0, 0, QTY_NONE }, { 0, 0, QTY_NONE } } };
+			char t[96];
+			if (row->cell[k]) {
 				cells[i][k] = xstrdup(row->cell[k]);
-			else if (c->kind == CL_NODE && k == 4)
+			} else if (c->kind == CL_NODE && (k == NODE_CPU_REQ || k == NODE_MEM_REQ)) {
+				int res = k == NODE_CPU_REQ ? 0 : 1;
+				if (c->req_note[0] && nr == NULL)
+					snprintf(t, sizeof t, "?");
+				else
+					noderes_cell(&(nr ? nr : &none)->q[res], &row->alloc[res], res == 0, t, sizeof t);
+				cells[i][k] = xstrdup(t);
+			} else if (c->kind == CL_NODE && k == NODE_VMS) {
 				cells[i][k] = xasprintf("%zu", vms_on(row));
-			else
+			} else {
 				cells[i][k] = age_of(row->start);
+			}
 			int cw = draw_width(cells[i][k]);
 			if (cw > w[k])
 				w[k] = cw;
 		}
 	}
 	/* in one namespace the NAMESPACE column goes, as in the other lists */
-	int first = registry_kind(list_kind[c->kind])->namespaced && ui_namespace() ? 1 : 0;
-	draw_fill(r->y, r->x, r->w, theme_attr(THEME_TABLE_HEADER));
+	bool namespaced = registry_kind(list_kind[c->kind])->namespaced;
+	const char *ns = namespaced ? ui_shown_namespace() : NULL;
+	int first = ns ? 1 : 0;
+	/* the title bar every list has: " PVCs(ns-00)[2] ", " Nodes[3] " */
+	char t[160];
+	if (namespaced)
+		snprintf(t, sizeof t, " %s(%s)[%zu] ", titles[c->kind], ns ? ns : "all", c->n);
+	else
+		snprintf(t, sizeof t, " %s[%zu] ", titles[c->kind], c->n);
+	draw_title_bar(r->y, r->x, r->w, theme_attr(THEME_BORDER), theme_attr(THEME_TITLE_ACTIVE), t);
+	draw_fill(r->y + 1, r->x, r->w, theme_attr(THEME_TABLE_HEADER));
 	int x = r->x + 1;
 	for (int k = first; k < ncol && x < r->x + r->w; k++) {
-		draw_text(r->y, x, r->x + r->w - x, theme_attr(THEME_TABLE_HEADER), heads[c->kind][k]);
+		draw_text(r->y + 1, x, r->x + r->w - x, theme_attr(THEME_TABLE_HEADER), heads[c->kind][k]);
 		x += w[k] + 2;
 	}
 	struct drawing d = { c, cells, w, first, ncol };
-	listsel_draw(&c->l, c->n, r->y + 1, r->x, r->w, r->h - 2, draw_row, &d);
-	if (c->n == 0 && r->h > 2)
-		draw_text(r->y + 1, r->x + 1, r->w - 1, theme_attr(THEME_NORMAL),
-			  c->pending ? "listing..." : c->note[0] ? "" : "(none)");
+	listsel_draw(&c->l, c->n, r->y + 2, r->x, r->w, r->h - 3, draw_row, &d);
+	if (c->n == 0 && r->h > 3) {
+		/* as the store's lists: loading, failing (the note, below) or truly empty */
+		char why[160];
+		if (c->pending || c->asked_ms == 0)
+			snprintf(why, sizeof why, "loading %s...", titles[c->kind]);
+		else if (c->note[0])
+			snprintf(why, sizeof why, "cannot list %s (below)", titles[c->kind]);
+		else
+			snprintf(why, sizeof why, "no %s%s%s", titles[c->kind], !namespaced ? "" : ns ? " in namespace " : " in any namespace",
+				 ns ? ns : "");
+		draw_text(r->y + 2, r->x + 1, r->w - 1, theme_attr(c->note[0] ? THEME_BAD : THEME_DIM), why);
+	}
 	draw_fill(r->y + r->h - 1, r->x, r->w, theme_attr(THEME_NORMAL));
-	if (c->note[0])
-		draw_text(r->y + r->h - 1, r->x + 1, r->w - 1, theme_attr(THEME_ERROR), c->note);
+	if (c->note[0] || c->req_note[0])
+		draw_text(r->y + r->h - 1, r->x + 1, r->w - 1, theme_attr(THEME_ERROR), c->note[0] ? c->note : c->req_note);
 	for (size_t i = 0; i < c->n; i++)
 		for (int k = 0; k < ncol; k++)
 			free(cells[i][k]);
@@ -480,7 +613,7 @@ static enum view_result mouse(struct view *v, const struct view_mouse *m)
 {
 	struct clist *c = v->priv;
 	bool open;
-	if (!listsel_mouse(&c->l, m, 1, c->n, &open))
+	if (!listsel_mouse(&c->l, m, 2, c->n, &open))
 		return VIEW_PASS;
 	view_dirty(v);
 	return open ? key(v, '\r') : VIEW_DONE;
@@ -518,6 +651,8 @@ static void destroy(struct view *v)
 		}
 	rows_free(c->rows, c->n);
 	rows_free(c->next_rows, c->next_n);
+	reqs_free(c->req, c->nreq);
+	reqs_free(c->next_req, c->next_nreq);
 	free(c);
 }
 

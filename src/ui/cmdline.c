@@ -12,6 +12,7 @@
 #include "model/registry.h"
 #include "model/source.h"
 #include "model/store.h"
+#include "ui/forwards.h"
 #include "ui/help.h"
 #include "ui/nsctx.h"
 #include "ui/sources.h"
@@ -96,6 +97,13 @@ static int c_dv(const char *arg)
 {
 	(void)arg;
 	view_replace_all(clusterlist_dvs_new());
+	return 0;
+}
+
+static int c_pf(const char *arg)
+{
+	(void)arg;
+	view_replace_all(forwards_view_new());
 	return 0;
 }
 
@@ -193,12 +201,14 @@ const struct cmdline_entry cmdline_cmds[] = {
 	{ "vmi", NULL, "", "VMI list", c_vmi, NULL },
 	{ "pod", NULL, "", "virt-launcher pod list", c_pod, NULL },
 	{ "events", NULL, "", "event list", c_events, NULL },
-	{ "node", NULL, "", "node list: Ready, schedulable for VMs, KVM capacity, VMIs on each (enter: those VMIs)",
+	{ "node", NULL, "", "node list: Ready, schedulable for VMs, KVM capacity, CPU and memory requested and allocatable (as kubectl describe node), VMIs on each (enter: those VMIs)",
 	  c_node, NULL },
 	{ "vmim", NULL, "", "live migrations: phase, VMI, source, target, start, duration (enter: the VM)", c_vmim,
 	  NULL },
 	{ "pvc", NULL, "", "PVCs: status, volume, capacity, access modes, storage class (enter: YAML)", c_pvc, NULL },
 	{ "dv", NULL, "", "DataVolumes: phase, progress, restarts (enter: YAML)", c_dv, NULL },
+	{ "pf", "portforward port-forward", "", "port forwards: VM, local and guest port, connections, bytes (ctrl-d stops)",
+	  c_pf, NULL },
 	{ "ns", NULL, "[NAME|all]", "namespace list; with NAME show only that namespace", c_ns, comp_ns },
 	{ "ctx", "context contexts", "[NAME]", "context list; with NAME switch to that kube context", c_ctx,
 	  comp_ctx },

@@ -151,21 +151,29 @@ size_t draw_wrap_rows(const char *s, int maxw, int indent, size_t *starts, size_
 		rows++;
 		int room = maxw - (rows > 1 ? indent : 0), w = 0;
 		size_t i = row_start, last_space = 0;
+		bool word = false; /* a space after the row's leading blanks */
 		while (i < n) {
 			struct piece pc;
 			next_piece(p + i, n - i, &pc);
 			if (w + pc.width > room && w > 0)
 				break;
-			if (p[i] == ' ')
+			if (p[i] != ' ')
+				word = true;
+			else if (word)
 				last_space = i;
 			w += pc.width;
 			i += pc.adv;
 		}
 		if (i >= n)
 			break;
-		/* break after the last space when it leaves the row at least half full */
-		if (last_space > row_start && (int)(last_space - row_start) * 2 >= room)
-			i = last_space + 1;
+		/* words stay whole (names, UIDs): the row ends at a space, the one that did not fit or the last one
+		 * before it; only a word longer than a whole row is cut, at the width */
+		if (p[i] != ' ' && last_space > row_start)
+			i = last_space;
+		while (i < n && p[i] == ' ')
+			i++;
+		if (i >= n)
+			break;
 		row_start = i;
 	}
 	return rows;
@@ -180,6 +188,8 @@ int draw_wrap(int y, int x, int maxw, int maxrows, int indent, int attr, const c
 	int used = 0;
 	for (size_t r = 0; r < rows && r < 64 && used < maxrows; r++, used++) {
 		size_t end = r + 1 < rows && r + 1 < 64 ? starts[r + 1] : strlen(s);
+		while (end > starts[r] && s[end - 1] == ' ') /* the spaces a row ends at */
+			end--;
 		char *piece = strndup(s + starts[r], end - starts[r]);
 		int in = r ? indent : 0;
 		/* the last visible row of a longer text keeps the cut mark */
@@ -201,6 +211,14 @@ int draw_text(int y, int x, int maxw, int attr, const char *s)
 	attrset((attr_t)attr);
 	mvaddstr(y, x, buf);
 	return w;
+}
+
+void draw_title_bar(int y, int x, int w, int battr, int tattr, const char *title)
+{
+	attrset((attr_t)battr);
+	mvhline(y, x, ACS_HLINE, w);
+	int tx = x + (w - draw_width(title)) / 2;
+	draw_text(y, tx < x ? x : tx, w, tattr, title);
 }
 
 void draw_fill(int y, int x, int w, int attr)

@@ -26,6 +26,9 @@ int draw_text(int y, int x, int maxw, int attr, const char *s);
 void draw_cell(int y, int x, int w, int attr, const char *s, bool right);
 /* Fills w columns with spaces in attr. */
 void draw_fill(int y, int x, int w, int attr);
+/* A list's title bar: a horizontal line of w columns at (y, x) in battr with title centred on it in tattr (every
+ * list view has one: the store's lists and `:node`, `:vmim`, `:pvc`, `:dv`). */
+void draw_title_bar(int y, int x, int w, int battr, int tattr, const char *title);
 /* Fills a rectangle. */
 void draw_clear_rect(int y, int x, int h, int w, int attr);
 

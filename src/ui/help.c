@@ -7,6 +7,7 @@
 #include "model/registry.h"
 #include "ui/clusterlist.h"
 #include "ui/cmdline.h"
+#include "ui/forwards.h"
 #include "ui/log_view.h"
 #include "ui/pager.h"
 #include "ui/table.h"
@@ -30,6 +31,11 @@ static void actions_section(struct buf *out)
 	for (size_t i = 0; (a = registry_action_at(i)) != NULL; i++)
 		if (a->key)
 			buf_printf(out, "  %-10s %s\n", a->key_label, a->key_help);
+	for (int i = 0; i < GV_COUNT; i++) {
+		const struct guest_verb_def *g = registry_guest_verb((enum guest_verb)i);
+		if (g->key)
+			buf_printf(out, "  %-10s %s\n", g->key_label, g->key_help);
+	}
 	buf_add_str(out, "\n");
 }
 
@@ -63,6 +69,7 @@ void help_text(struct view *v, struct buf *out)
 		keys_section(out, "Node list (:node)", clusterlist_node_keys());
 		keys_section(out, "Migration list (:vmim)", clusterlist_vmim_keys());
 		keys_section(out, "PVC and DataVolume lists (:pvc, :dv)", clusterlist_storage_keys());
+		keys_section(out, "Port forwards (:pf)", forwards_keys);
 		actions_section(out);
 		panes_section(out);
 	}

@@ -23,7 +23,8 @@ static void on_key(int key)
 	/* the pane gave focus back (Ctrl+]) or went away: there is no main view to go back to */
 	if (r == VIEW_UNFOCUS || r == VIEW_CLOSE || view_pane_count() == 0)
 		loop_quit(0);
-	screen_dirty();
+	/* no screen_dirty here: a view marks itself when a key changed it (view_dirty), and a key for the guest
+	 * changes nothing until its echo arrives */
 }
 
 static void on_mouse(const struct view_mouse *m)

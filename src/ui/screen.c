@@ -31,7 +31,9 @@ static struct {
 	struct loop_fd *in;
 	int hook;
 	bool dirty, full;
-	uint64_t next_frame;
+	/* the pacing bucket: milliseconds of drawing credit, earned at one a millisecond up to SCREEN_BURST frames'
+	 * worth, a frame spending 1000/SCREEN_FPS of it */
+	uint64_t credit_ms, credit_at;
 	struct loop_timer *frame_timer;
 	unsigned long frames;
 	bool color;
@@ -322,6 +324,8 @@ void screen_raw_hook(screen_raw_fn fn, void *arg)
 	}
 }
 
+#define FRAME_MS ((uint64_t)(1000 / SCREEN_FPS))
+
 static void frame(void)
 {
 	S.dirty = false;
@@ -335,7 +339,7 @@ static void frame(void)
 	if (S.raw_fn)
 		raw_output(full);
 	S.frames++;
-	S.next_frame = util_now_ms() + 1000 / SCREEN_FPS;
+	S.credit_ms = S.credit_ms >= FRAME_MS ? S.credit_ms - FRAME_MS : 0;
 }
 
 static void on_frame_timer(void *arg)
@@ -344,16 +348,22 @@ static void on_frame_timer(void *arg)
 	S.frame_timer = NULL; /* the hook draws on this pass */
 }
 
-/* Runs once per loop pass: draws only when dirty, paced by a timer so bursts of changes coalesce. */
+/* Runs once per loop pass: draws only when dirty, paced by a token bucket so that bursts of changes coalesce at
+ * SCREEN_FPS frames a second while a frame after a quiet moment goes out at once: a key's frame and the guest's
+ * echo 0.3 ms later are two frames, and the echo must not wait a whole frame interval behind the key's. */
 static void frame_hook(void *arg)
 {
 	(void)arg;
 	if (!S.active || !S.dirty)
 		return;
 	uint64_t now = util_now_ms();
-	if (now < S.next_frame) {
+	S.credit_ms += now - S.credit_at;
+	S.credit_at = now;
+	if (S.credit_ms > SCREEN_BURST * FRAME_MS)
+		S.credit_ms = SCREEN_BURST * FRAME_MS;
+	if (S.credit_ms < FRAME_MS) {
 		if (S.frame_timer == NULL)
-			S.frame_timer = loop_timer_add(S.next_frame - now, on_frame_timer, NULL);
+			S.frame_timer = loop_timer_add(FRAME_MS - S.credit_ms, on_frame_timer, NULL);
 		return;
 	}
 	frame();
@@ -410,6 +420,8 @@ int screen_init(const struct screen_cbs *cbs, const char *theme, char **theme_er
 	}
 	S.active = true;
 	S.frames = 0;
+	S.credit_at = util_now_ms();
+	S.credit_ms = FRAME_MS; /* the first paint at once */
 	prepare_restore();
 	termrestore_arm();
 	log_capture_stderr();

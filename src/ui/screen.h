@@ -1,6 +1,7 @@
 /* The terminal: ncursesw set-up and restore on every exit path (normal, fatal, crash signals, SIGTERM/SIGHUP),
  * keyboard and mouse input read from the loop without blocking, resize, and frame pacing (draw once per loop
- * pass, only when dirty, at most SCREEN_FPS frames a second). */
+ * pass, only when dirty, at most SCREEN_FPS frames a second on average, SCREEN_BURST of them at once after a quiet
+ * moment so that a key's frame does not hold back the echo's). */
 #ifndef KVCON_UI_SCREEN_H
 #define KVCON_UI_SCREEN_H
 
@@ -10,6 +11,7 @@
 #include "ui/view.h"
 
 #define SCREEN_FPS 30
+#define SCREEN_BURST 3
 #define SCREEN_MIN_W 40
 #define SCREEN_MIN_H 10
 

@@ -186,6 +186,20 @@ const char *sources_kube_scope(void)
 	return kube_src ? kube_src->ns_scope : NULL;
 }
 
+const char *sources_narrowed_scope(void)
+{
+	const char *ns = NULL;
+	for (size_t i = 0; i < source_count(); i++) {
+		const struct source *src = source_get(i);
+		if (src->closed)
+			continue;
+		if (src->ns_scope == NULL || (ns && strcmp(ns, src->ns_scope) != 0))
+			return NULL;
+		ns = src->ns_scope;
+	}
+	return ns;
+}
+
 void sources_namespace_changed(struct store *st, const char *ns)
 {
 	(void)st;

@@ -29,6 +29,9 @@ const char *sources_current_context(void);
 size_t sources_live_count(void);
 /* The namespace the kube source watches (NULL: all). */
 const char *sources_kube_scope(void);
+/* The namespace every live source is narrowed to (a user who may not list all namespaces watches the
+ * context's), NULL when any source watches them all. */
+const char *sources_narrowed_scope(void);
 void sources_free(void);
 
 #endif

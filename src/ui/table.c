@@ -506,7 +506,7 @@ static bool col_shown(const struct column *c)
 	if (c->flags & COL_GET_ONLY)
 		return false;
 	if (c->flags & COL_ALL_NS)
-		return ui_namespace() == NULL;
+		return ui_shown_namespace() == NULL;
 	if (c->flags & COL_MULTI_SOURCE)
 		return sources_live_count() > 1;
 	return true;
@@ -515,7 +515,7 @@ static bool col_shown(const struct column *c)
 static void draw_title(struct tview *t, const struct region *r)
 {
 	char title[256];
-	const char *ns = ui_namespace();
+	const char *ns = ui_shown_namespace();
 	int n = snprintf(title, sizeof title, " %s(%s)[%zu] ", t->spec->title, ns ? ns : "all", t->n);
 	if (t->filt.active && n > 0 && (size_t)n < sizeof title) {
 		char ftxt[128] = "";
@@ -531,14 +531,7 @@ static void draw_title(struct tview *t, const struct region *r)
 		}
 		snprintf(title + n, sizeof title - (size_t)n, "</%s> ", ftxt);
 	}
-	int battr = theme_attr(THEME_BORDER);
-	attrset((attr_t)battr);
-	mvhline(r->y, r->x, ACS_HLINE, r->w);
-	int tw = draw_width(title);
-	int x = r->x + (r->w - tw) / 2;
-	if (x < r->x)
-		x = r->x;
-	draw_text(r->y, x, r->w, theme_attr(THEME_TITLE_ACTIVE), title);
+	draw_title_bar(r->y, r->x, r->w, theme_attr(THEME_BORDER), theme_attr(THEME_TITLE_ACTIVE), title);
 }
 
 static void loading_line(struct tview *t, char *buf, size_t len)
@@ -547,12 +540,54 @@ static void loading_line(struct tview *t, char *buf, size_t len)
 	for (size_t s = 0; s < source_count(); s++) {
 		struct source *src = source_get(s);
 		const struct watch_health *h = &src->health[t->spec->kind];
-		if (h->state == WATCH_LOADING) {
+		if (h->state == WATCH_LOADING && h->failed == WATCH_IDLE) { /* after a failure: the body says which */
 			snprintf(buf, len, "loading %ss from %s: %zu received...", obj_kind_name(t->spec->kind), src->name,
 				 h->loaded);
 			return;
 		}
 	}
+}
+
+/* Why the list is empty, for one source (or, src NULL, for all of them, each live): unreachable, forbidden,
+ * failing otherwise, still loading, or truly empty; four different texts, so that a server that is down never
+ * reads as a namespace without VMs. */
+static void empty_line(const struct tview *t, const struct source *src, char *buf, size_t len)
+{
+	const char *what = t->spec->title, *ns = ui_shown_namespace();
+	const struct watch_health *h = src ? &src->health[t->spec->kind] : NULL;
+	enum watch_state s = h ? (h->state == WATCH_LOADING || h->state == WATCH_IDLE ? h->failed : h->state) : WATCH_LIVE;
+	char *msg = util_escape_display(h && h->message ? h->message : "");
+	/* the source is named when there are several */
+	char who[160] = "";
+	if (src && sources_live_count() > 1)
+		snprintf(who, sizeof who, "%s: ", src->name);
+	switch (s) {
+	case WATCH_RECONNECTING: {
+		uint64_t now = loop_now();
+		if (h->state == WATCH_RECONNECTING && h->next_retry_ms > now)
+			snprintf(buf, len, "%sunreachable, retrying in %llus: %s", who,
+				 (unsigned long long)((h->next_retry_ms - now + 999) / 1000), msg);
+		else
+			snprintf(buf, len, "%sunreachable, retrying now: %s", who, msg);
+		break;
+	}
+	case WATCH_FORBIDDEN:
+		snprintf(buf, len, "%sforbidden: this user may not list %s%s%s: %s", who, what, ns ? " in namespace " : "",
+			 ns ? ns : "", msg);
+		break;
+	case WATCH_ERROR:
+		snprintf(buf, len, "%scannot list %s: %s", who, what, msg);
+		break;
+	case WATCH_IDLE:
+	case WATCH_LOADING:
+		snprintf(buf, len, "%sloading %s from %s...", who, what, src->name);
+		break;
+	default:
+		snprintf(buf, len, "no %s%s%s%s", what, t->filt.active ? " matching the filter" : "",
+			 ns ? " in namespace " : " in any namespace", ns ? ns : "");
+		break;
+	}
+	free(msg);
 }
 
 static void draw(struct view *v, const struct region *r)
@@ -648,12 +683,25 @@ static void draw(struct view *v, const struct region *r)
 	}
 	if (progress[0])
 		draw_cell(r->y + r->h - 1, r->x, r->w, theme_attr(THEME_WAIT), progress, false);
-	else if (t->n == 0 && rows_h > 0) {
-		/* say why the list is empty rather than show nothing */
-		char why[256];
-		snprintf(why, sizeof why, "no %s%s%s", t->spec->title, t->filt.active ? " matching the filter" : "",
-			 ui_namespace() ? " in this namespace" : "");
-		draw_text(r->y + 2, r->x + 1, r->w - 1, theme_attr(THEME_DIM), why);
+	if (t->n == 0 && rows_h > 0) {
+		/* say why the list is empty rather than show nothing: a line per source that is not live, or one that
+		 * says the sources have none */
+		char why[768];
+		int y = r->y + 2;
+		for (size_t s = 0; s < source_count() && y < r->y + 2 + rows_h; s++) {
+			const struct source *src = source_get(s);
+			if (src->closed || src->health[spec->kind].state == WATCH_LIVE)
+				continue;
+			empty_line(t, src, why, sizeof why);
+			const struct watch_health *h = &src->health[spec->kind];
+			bool bad = (h->state != WATCH_LOADING && h->state != WATCH_IDLE) || h->failed != WATCH_IDLE;
+			y += draw_wrap(y, r->x + 1, r->w - 2, r->y + 2 + rows_h - y, 2, theme_attr(bad ? THEME_BAD : THEME_WAIT),
+				       why);
+		}
+		if (y == r->y + 2) {
+			empty_line(t, NULL, why, sizeof why);
+			draw_text(y, r->x + 1, r->w - 1, theme_attr(THEME_DIM), why);
+		}
 	}
 	static bool first_rows_logged;
 	if (nvis && !first_rows_logged) {

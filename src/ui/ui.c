@@ -24,6 +24,7 @@
 #include "ui/cmdline.h"
 #include "ui/console_view.h"
 #include "ui/draw.h"
+#include "ui/forwards.h"
 #include "ui/header.h"
 #include "ui/help.h"
 #include "ui/nsctx.h"
@@ -90,6 +91,7 @@ void ui_forget_source(struct source *src)
 	lineage_free(U.lineage);
 	U.lineage = NULL;
 	store_clear_source(U.st, src);
+	forwards_stop_source(src);
 	if (had) {
 		U.lineage = lineage_new(U.st, NULL);
 		for (size_t i = 0; i < source_count(); i++)
@@ -135,6 +137,14 @@ void ui_error(const char *fmt, ...)
 const char *ui_namespace(void)
 {
 	return U.ns;
+}
+
+const char *ui_shown_namespace(void)
+{
+	if (U.ns)
+		return U.ns;
+	const char *ns = sources_narrowed_scope();
+	return ns ? intern(ns) : NULL; /* interned: the header keeps it across frames, the source may free its own */
 }
 
 void ui_set_namespace(const char *ns)
@@ -510,7 +520,7 @@ static void on_draw(bool full)
 		wnoutrefresh(stdscr);
 		return;
 	}
-	header_draw(&(struct region){ 0, 0, U.header_h, cols }, U.st, U.readonly, U.ns);
+	header_draw(&(struct region){ 0, 0, U.header_h, cols }, U.st, U.readonly, ui_shown_namespace());
 	view_draw_all(full);
 	draw_status(rows - 1, cols);
 	wnoutrefresh(stdscr);
@@ -605,6 +615,7 @@ int ui_run(struct store *st)
 	if (U.prompt != PROMPT_NONE)
 		prompt_end();
 	screen_fini();
+	forwards_stop_source(NULL); /* the forwards end with the dashboard */
 	view_free_all();
 	lineage_free(U.lineage);
 	U.lineage = NULL;

@@ -42,6 +42,9 @@ void ui_prompt(const char *label, void (*done)(void *arg, const char *text),
 	       const char *(*complete)(void *arg, const char *prefix, int i), void *arg);
 /* The namespace the lists show; NULL for all namespaces. */
 const char *ui_namespace(void);
+/* The namespace the lists show: the one chosen, else the one every source is narrowed to (`:ns all` for a user
+ * who may only list the context's namespace shows that one, as the header's Scope says). NULL: all. */
+const char *ui_shown_namespace(void);
 void ui_set_namespace(const char *ns);
 /* Switches the kube context (closes the current kube source, opens the named one). */
 int ui_set_context(const char *name, char **err);

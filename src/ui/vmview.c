@@ -8,6 +8,7 @@
 
 #include "kube/storage.h"
 #include "core/buf.h"
+#include "core/log.h"
 #include "core/loop.h"
 #include "core/util.h"
 #include "core/xmalloc.h"
@@ -26,18 +27,32 @@
 
 #define MAX_LINES 64
 
+/* The storage chain read for the view's verdicts, in flight. The view may go first: it then clears v, and the
+ * callback only frees this. */
+struct storage_fetch {
+	struct view *v;
+};
+
 struct vmview {
 	struct source *src;
 	char *ns, *name;
 	int scroll; /* event list offset */
+	/* the VM's storage chain (kube/storage.h), read without blocking the UI: the storage rules' headlines name
+	 * the claim and the DataVolume from it; until it is in they say "a PVC of the VM" */
+	struct json_object *storage;
+	struct storage_fetch *fetch;
+	char *storage_key;     /* the VM's status and VMI's phase when it was asked for */
+	uint64_t storage_at;   /* when (util_now_ms) */
 };
+
+#define STORAGE_REFRESH_MS 15000 /* a DataVolume's progress moves without the VM's status changing */
 
 struct panel {
 	const char *title;
 	const char *verdict;
 	int nlines;
 	struct {
-		char text[256];
+		char text[512];
 		int attr;
 	} lines[MAX_LINES];
 };
@@ -159,7 +174,7 @@ static void vmi_panel(struct panel *p, const struct vmi *vmi)
 		pl(p, theme_attr(THEME_DIM), "  %-10s %s", nz(vmi->phases[i].phase), t);
 	}
 	for (int i = 0; i < vmi->nactive; i++)
-		pl(p, theme_attr(THEME_DIM), "activePod %.8s on %s", vmi->active[i].uid, nz(vmi->active[i].node));
+		pl(p, theme_attr(THEME_DIM), "activePod %s on %s", vmi->active[i].uid, nz(vmi->active[i].node));
 	conds(p, vmi->conds, vmi->nconds);
 }
 
@@ -230,21 +245,30 @@ static void draw_panel(const struct panel *p, int y, int x, int h, int w)
 	}
 }
 
-/* A section under the panels: a title rule, then lines (the newest at the bottom when they do not fit). */
-static void draw_lines(const char *title, int y, int x, int h, int w, char **lines, const int *attrs, size_t n)
+/* A section under the panels: a title rule, then lines wrapped at words, continuations indented by indent (the
+ * newest at the bottom: when they do not all fit, the oldest shown keeps only its first rows, cut with '~'). */
+static void draw_lines(const char *title, int y, int x, int h, int w, int indent, char **lines, const int *attrs,
+		       size_t n)
 {
 	if (h < 1)
 		return;
 	attrset((attr_t)theme_attr(THEME_BORDER));
 	mvhline(y, x, ACS_HLINE, w);
 	draw_text(y, x + 1, w - 2, theme_attr(THEME_TITLE_ACTIVE), title);
-	int rows = h - 1;
-	size_t start = n > (size_t)rows ? n - (size_t)rows : 0;
-	for (int i = 0; i < rows; i++) {
-		draw_fill(y + 1 + i, x, w, theme_attr(THEME_NORMAL));
-		size_t k = start + (size_t)i;
-		if (k < n)
-			draw_text(y + 1 + i, x + 1, w - 2, attrs && attrs[k] ? attrs[k] : theme_attr(THEME_NORMAL), lines[k]);
+	int rows = h - 1, used = 0, first = 0; /* first: the rows of the oldest line shown */
+	draw_clear_rect(y + 1, x, rows, w, theme_attr(THEME_NORMAL));
+	size_t start = n;
+	while (start > 0 && used < rows) {
+		first = (int)draw_wrap_rows(lines[start - 1], w - 2, indent, NULL, 0);
+		used += first;
+		start--;
+	}
+	if (used > rows) /* it does not fit whole: it gets the rows left */
+		first -= used - rows;
+	int row = 0;
+	for (size_t k = start; k < n && row < rows; k++) {
+		int attr = attrs && attrs[k] ? attrs[k] : theme_attr(THEME_NORMAL);
+		row += draw_wrap(y + 1 + row, x + 1, w - 2, k == start ? first : rows - row, indent, attr, lines[k]);
 	}
 }
 
@@ -266,7 +290,7 @@ static void draw_events(const struct chain *ch, int y, int x, int h, int w)
 	}
 	char title[64];
 	snprintf(title, sizeof title, " events[%zu] ", n);
-	draw_lines(title, y, x, h, w, lines, attrs, n);
+	draw_lines(title, y, x, h, w, 15, lines, attrs, n); /* continuations under the reason */
 	for (size_t i = 0; i < n; i++)
 		free(lines[i]);
 	free(lines);
@@ -307,11 +331,59 @@ static void draw_lineage(struct vmview *vv, int y, int x, int h, int w)
 	}
 	char title[64];
 	snprintf(title, sizeof title, " lineage[%zu] ", n);
-	draw_lines(title, y, x, h, w, lines, attrs, n);
+	draw_lines(title, y, x, h, w, 3, lines, attrs, n);
 	for (size_t i = 0; i < n; i++)
 		free(lines[i]);
 	free(lines);
 	free(attrs);
+}
+
+static void storage_fetched(void *arg, struct json_object *chain, const char *err)
+{
+	struct storage_fetch *f = arg;
+	if (f->v) {
+		struct vmview *vv = f->v->priv;
+		vv->fetch = NULL;
+		if (chain) {
+			json_object_put(vv->storage);
+			vv->storage = json_object_get(chain);
+			view_dirty(f->v);
+		} else {
+			log_info("vm view %s/%s: storage not read: %s", vv->ns, vv->name, err ? err : "?");
+		}
+	}
+	free(f);
+}
+
+/* Asks for the storage chain again when the VM's status or its VMI's phase changed, or every
+ * STORAGE_REFRESH_MS; one request at a time, answered on the loop (storage_fetched). */
+static void storage_refresh(struct view *v)
+{
+	struct vmview *vv = v->priv;
+	const struct vm *vm = (const struct vm *)store_find(ui_store(), vv->src, OBJ_VM, vv->ns, vv->name);
+	if (vv->fetch || vm == NULL)
+		return;
+	const struct vmi *vmi = (const struct vmi *)store_find(ui_store(), vv->src, OBJ_VMI, vv->ns, vv->name);
+	char *key = xasprintf("%s/%s", nz(vm->printable_status), vmi ? nz(vmi->phase) : "-");
+	uint64_t now = util_now_ms();
+	if (vv->storage_key && strcmp(key, vv->storage_key) == 0 && now - vv->storage_at < STORAGE_REFRESH_MS) {
+		free(key);
+		return;
+	}
+	free(vv->storage_key);
+	vv->storage_key = key;
+	vv->storage_at = now;
+	struct storage_fetch *f = xcalloc(1, sizeof *f);
+	f->v = v;
+	char *err = NULL;
+	if (storage_chain_start(vv->src, vv->ns, vv->name, vmi && util_str_eq(vmi->phase, "Running"), storage_fetched,
+				f, &err) == NULL) {
+		log_info("vm view %s/%s: storage not read: %s", vv->ns, vv->name, err ? err : "?");
+		free(f);
+	} else {
+		vv->fetch = f;
+	}
+	free(err);
 }
 
 static void draw(struct view *v, const struct region *r)
@@ -337,7 +409,7 @@ static void draw(struct view *v, const struct region *r)
 		pl(&P[2], theme_attr(THEME_WAIT), "%zu launcher pods (migration)", ch->npods);
 	guest_panel(&P[3], vmi);
 	/* each boundary's verdict from the diagnosis of the chain */
-	struct diag *dg = ch ? diag_run(ch, util_wall_s()) : NULL;
+	struct diag *dg = ch ? diag_run_storage(ch, vv->storage, util_wall_s()) : NULL;
 	for (int b = 0; dg && b < DIAG_NBOUNDARY && b < 4; b++) {
 		P[b].verdict = diag_verdict_name(dg->verdict[b]);
 		int fi = dg->decided_by[b];
@@ -437,25 +509,32 @@ static enum view_result k_bundle(struct view *v)
 
 struct walk_storage {
 	unsigned pager;
-	char *text; /* the walkthrough without its storage section */
+	struct source *src; /* a closed source stays allocated until the UI ends */
+	char *ns, *name;
 };
 
 static void walk_storage_done(void *arg, struct json_object *chain, const char *err)
 {
 	struct walk_storage *w = arg;
 	struct view *pg = pager_find(w->pager);
-	if (pg) {
+	struct chain *ch = pg ? chain_build(ui_store(), w->src, w->ns, w->name) : NULL;
+	if (ch) {
 		struct buf b;
 		buf_init(&b);
-		buf_add_str(&b, w->text);
+		/* the diagnosis again, its storage headlines naming the claim, then the storage section */
+		struct diag *dg = diag_run_storage(ch, chain, util_wall_s());
+		diag_format_text(dg, ch, &b);
+		diag_free(dg);
 		if (chain)
 			storage_format_text(chain, &b);
 		else
 			buf_printf(&b, "\nStorage: not read (%s)\n", err ? err : "?");
-		pager_set_text(pg, b.data);
+		pager_set_text(pg, b.data ? b.data : "");
 		buf_free(&b);
+		chain_free(ch);
 	}
-	free(w->text);
+	free(w->ns);
+	free(w->name);
 	free(w);
 }
 
@@ -467,37 +546,36 @@ static enum view_result k_diag(struct view *v)
 		ui_error("the VM is gone");
 		return VIEW_DONE;
 	}
-	struct diag *dg = diag_run(ch, util_wall_s());
-	struct buf b;
-	buf_init(&b);
-	diag_format_text(dg, ch, &b);
-	char title[600];
-	snprintf(title, sizeof title, "walkthrough %s/%s", vv->ns, vv->name);
 	/* the storage chain comes from the API: a cluster's DataVolumes, PVCs and PVs, or the engine service's
-	 * volume files (its kvcon-storage subresource) */
+	 * volume files (its kvcon-storage subresource). The view's last chain names the claim at once; the pager
+	 * shows a fresh one when the answers are in. */
 	bool storage = ch->vm != NULL;
 	const char *reading = vv->src->engine ? "\nStorage: reading the VM's volume files from the engine...\n"
 					      : "\nStorage: reading the VM's DataVolumes, PVCs and PVs...\n";
+	struct buf b;
+	buf_init(&b);
+	struct diag *dg = diag_run_storage(ch, vv->storage, util_wall_s());
+	diag_format_text(dg, ch, &b);
+	diag_free(dg);
 	if (storage)
 		buf_add_str(&b, reading);
+	char title[600];
+	snprintf(title, sizeof title, "walkthrough %s/%s", vv->ns, vv->name);
 	struct view *pg = pager_new(title, b.data ? b.data : "");
 	view_push(pg);
 	if (storage) {
-		/* the storage chain comes from the API: the pager shows it when the answers are in */
 		struct walk_storage *w = xcalloc(1, sizeof *w);
 		w->pager = pager_id(pg);
-		b.len -= strlen(reading);
-		w->text = xstrndup(b.data, b.len);
+		w->src = vv->src;
+		w->ns = xstrdup(vv->ns);
+		w->name = xstrdup(vv->name);
 		char *err = NULL;
 		if (storage_chain_start(vv->src, vv->ns, vv->name, ch->vmi && util_str_eq(ch->vmi->phase, "Running"),
-					walk_storage_done, w, &err) == NULL) {
-			free(w->text);
-			free(w);
-		}
+					walk_storage_done, w, &err) == NULL)
+			walk_storage_done(w, NULL, err); /* says why, instead of "reading" for ever */
 		free(err);
 	}
 	buf_free(&b);
-	diag_free(dg);
 	chain_free(ch);
 	return VIEW_DONE;
 }
@@ -552,12 +630,17 @@ static void store_changed(struct view *v, enum obj_kind kind, const struct obj *
 
 static void tick(struct view *v)
 {
+	storage_refresh(v);
 	view_dirty(v);
 }
 
 static void destroy(struct view *v)
 {
 	struct vmview *vv = v->priv;
+	if (vv->fetch)
+		vv->fetch->v = NULL; /* its answer is dropped */
+	json_object_put(vv->storage);
+	free(vv->storage_key);
 	free(vv->ns);
 	free(vv->name);
 	free(vv);
@@ -581,7 +664,9 @@ struct view *vmview_new(const struct obj *vm)
 	vv->src = vm->src;
 	vv->ns = xstrdup(vm->ns);
 	vv->name = xstrdup(vm->name);
-	return view_new(&vmview_ops, vv);
+	struct view *v = view_new(&vmview_ops, vv);
+	storage_refresh(v); /* asked for at once: the first verdicts then name the claim within a round trip */
+	return v;
 }
 
 bool vmview_is(const struct view *v)

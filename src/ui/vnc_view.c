@@ -24,6 +24,7 @@
 #include "model/source.h"
 #include "ui/draw.h"
 #include "ui/screen.h"
+#include "ui/ui.h"
 #include "ui/view.h"
 
 struct vnc_view {
@@ -184,8 +185,9 @@ static void draw_status(struct vnc_view *w, const struct region *r)
 	else if (!vnc_is_connected(w->v))
 		snprintf(text, sizeof text, "%s: connecting...  Ctrl+] leave", w->label ? name : "VNC");
 	else
-		snprintf(text, sizeof text, "%s  %dx%d  %s  F8 menu  Ctrl+] leave", name, fw, fh,
-			 w->scale == FBC_FIT ? "fit" : "1:1");
+		snprintf(text, sizeof text, "%s  %dx%d  %s%s  F8 menu  Ctrl+] leave", name, fw, fh,
+			 w->scale == FBC_FIT ? "fit" : "1:1",
+			 w->view_only ? "  READ-ONLY: view only, no keys or pointer sent" : "");
 	free(name);
 	/* draw_cell escapes what came from outside (the desktop name, the error) */
 	draw_cell(r->y + r->h - 1, r->x, r->w, A_REVERSE, text, false);
@@ -485,6 +487,7 @@ struct view *vnc_view_open(struct obj *vm, char **err)
 				  .label = label,
 				  .password = getenv("KVCON_VNC_PASSWORD"),
 				  .scale = FBC_FIT,
+				  .view_only = ui_readonly(),
 				  .quality = -1};
 	struct view *v = vnc_view_new(&o, err);
 	free(label);

@@ -12,6 +12,7 @@ latency: kvcon console on a unix-socket echo server inside a pty this script own
 """
 import os
 import pty
+import re
 import select
 import socket
 import statistics
@@ -124,6 +125,40 @@ def tree_cpu(pid):
     return total
 
 
+CONSOLE_SUMMARY = re.compile(r"\bconsole: (\d+ frames drawn\b.*)$")
+
+
+def console_summary(klog):
+    """The text after "console: " of kvcon console's last exit line in its log, or None."""
+    found = None
+    try:
+        with open(klog, errors="replace") as f:
+            for line in f:
+                m = CONSOLE_SUMMARY.search(line.rstrip("\n"))
+                if m:
+                    found = m.group(1).strip()
+    except OSError:
+        return None
+    return found
+
+
+def log_tail(path, n=8):
+    try:
+        with open(path, errors="replace") as f:
+            lines = f.readlines()[-n:]
+    except OSError as e:
+        return "  (cannot read it: %s)\n" % e
+    return "".join("  | " + l if l.endswith("\n") else "  | " + l + "\n" for l in lines) or "  (empty)\n"
+
+
+def kvcon_stderr(tmp):
+    """kvcon's stderr of the last run (its `error: ...` lines), for failure messages."""
+    path = os.path.join(tmp, "err")
+    if not os.path.exists(path) or os.path.getsize(path) == 0:
+        return ""
+    return "kvcon's stderr:\n" + log_tail(path)
+
+
 def tmux(*args):
     return subprocess.run(["tmux", "-L", SOCK, "-f", "/dev/null"] + list(args), capture_output=True, text=True).stdout
 
@@ -137,8 +172,10 @@ def run_kvcon(tmp, target, data, t0k, go, peer_pid=None):
     tmux("send-keys", "-t", "b", "KVCON_LOG=%s %s console %s --log %s 2>%s/err; exit" % (klog, KVCON, target, log, tmp),
          "Enter")
     if not wait(lambda: t0k, 20):
-        sys.exit("kvcon did not connect to %s" % target)
+        sys.exit("kvcon did not connect to %s\n%s" % (target, kvcon_stderr(tmp)))
     out = subprocess.run(["pgrep", "-n", "-f", "console %s" % target], capture_output=True, text=True).stdout.split()
+    if not out:
+        sys.exit("kvcon console %s is not running after connecting\n%s" % (target, kvcon_stderr(tmp)))
     pid = int(out[0])
     cpu0 = proc_cpu(pid)
     peer0 = tree_cpu(peer_pid) if peer_pid else 0
@@ -150,17 +187,19 @@ def run_kvcon(tmp, target, data, t0k, go, peer_pid=None):
     cpu1 = proc_cpu(pid)
     peer1 = tree_cpu(peer_pid) if peer_pid else 0
     if not ok:
-        sys.exit("kvcon processed only %d of %d bytes" % (os.path.getsize(log), len(data)))
+        sys.exit("kvcon processed only %d of %d bytes\n%s"
+                 % (os.path.getsize(log) if os.path.exists(log) else 0, len(data), kvcon_stderr(tmp)))
     shown = wait(lambda: "BENCH-END-MARKER" in tmux("capture-pane", "-p", "-t", "b"), 10, 0.01)
     shown_ms = (time.monotonic() - t1) * 1000 if shown else -1
     tmux("send-keys", "-t", "b", "C-]")
-    # kvcon logs how many frames it drew when it exits
-    wait(lambda: os.path.exists(klog) and "frames drawn" in open(klog, errors="replace").read(), 10, 0.02)
-    frames = "?"
-    if os.path.exists(klog):
-        for line in open(klog, errors="replace"):
-            if "frames drawn" in line:
-                frames = line.split("console: ", 1)[1].strip()
+    # kvcon console logs "console: N frames drawn in S s, B guest bytes" when it exits; the screen it runs on
+    # (ui/screen.c, shared with the dashboard) logs its own "ui: N frames drawn" just before, so take the
+    # console's line only
+    wait(lambda: console_summary(klog) is not None, 10, 0.02)
+    frames = console_summary(klog)
+    if frames is None:
+        sys.exit("kvcon's log %s has no 'console: N frames drawn ...' line at exit; its last lines:\n%s%s"
+                 % (klog, log_tail(klog), kvcon_stderr(tmp)))
     tmux("kill-session", "-t", "b")
     return t1 - t0k[-1], cpu1 - cpu0, shown_ms, (peer1 - peer0) if peer_pid else None, frames
 

@@ -2,8 +2,9 @@
 # kvcon bundle against fakekube: the tarball holds exactly the files manifest.txt lists as ok (checked with tar),
 # the VM, VMI and launcher as YAML and describe text, the events, the launcher's logs (the previous instance of
 # a crash-looping compute container included), the storage objects behind a DataVolume-backed VM, the
-# diagnosis and lineage; what could not be collected is listed with its reason; cloud-init user and network
-# data never reach the tarball (a marker in them is searched in every file); a missing VM fails with exit 1.
+# diagnosis (kvcon diagnose's: its storage headline names the DataVolume) and lineage; what could not be
+# collected is listed with its reason; cloud-init user and network data never reach the tarball (a marker in them
+# is searched in every file); a missing VM fails with exit 1.
 # Exit 0 pass, anything else fail.
 set -u
 # shellcheck source=tests/e2e/lib/fakekube.bash
@@ -57,6 +58,10 @@ done
 ls "$tmp"/x/storage/pv-pvc-*.yaml >/dev/null || fail "dv bundle lacks the PV"
 grep -q 'kind: DataVolume' "$tmp/x/storage/dv-dv-importing-rootdisk.yaml" || fail "dv yaml"
 grep -q '^missing  vmi.yaml  *no VirtualMachineInstance' "$tmp/x/manifest.txt" || fail "no-VMI reason"
+# the diagnosis is kvcon diagnose's: its storage headline names the DataVolume and its progress, then the chain
+grep -qxF '  [vm-provisioning] the VM waits for its disks: DataVolume default/dv-importing-rootdisk is ImportInProgress (37.50%); its VMI is created once they are ready' \
+	"$tmp/x/diagnosis.txt" || { cat "$tmp/x/diagnosis.txt"; fail "the bundle's diagnosis does not name the DataVolume"; }
+grep -q '^Storage (VM volume -> DataVolume -> PVC -> PV):' "$tmp/x/diagnosis.txt" || fail "the bundle's diagnosis lacks its storage section"
 
 # 4. a VM that does not exist
 "$KVCON" bundle default/nothing-here -o "$tmp/none.tar.gz" >/dev/null 2>&1; [ $? -eq 1 ] || fail "missing VM must exit 1"

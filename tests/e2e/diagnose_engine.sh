@@ -33,6 +33,31 @@ grep -q virtctl "$ENGINE_T/out" && fail "virtctl suggested for an engine VM"
 # through the engine service the VM is still said to be on the engine host, not in a cluster context
 grep -q "^VirtualMachine default/dvm (engine $(hostname))\$" "$ENGINE_T/out" || { cat "$ENGINE_T/out"; fail "not said as on the engine host"; }
 
+# a start that keeps failing (runStrategy Always, a "kernel" QEMU cannot boot: no guest runs): the VM backs
+# off with its failed VMI; a stop ends that execution as KubeVirt does, so stop --wait returns once the VM is
+# stopped, diagnose says halted, and the console of the halted VM says so at once with the start command
+# (issue 25, items 7 and 8)
+head -c 4096 /dev/zero >"$ENGINE_T/images/kvcon-lab-guest/bad-kernel"
+kv engine apply -f "$(engine_manifest "$ENGINE_T/cvm.yaml" cvm Always 192Mi kvcon-lab-guest /bad-kernel)" >/dev/null ||
+	fail "apply cvm"
+wait_eq 60 CrashLoopBackOff vm_field cvm status || fail "cvm not in CrashLoopBackOff"
+[[ $(vmi_phase cvm) == Failed ]] || fail "cvm: the failed execution's VMI is not Failed: $(vmi_phase cvm)"
+K diagnose default/cvm; [[ $? == 3 ]] || { cat "$ENGINE_T/out"; fail "diagnose of the crash loop: not exit 3"; }
+grep -qE '^  \[vmi-ended-restart\] the VMI ended \(Failed; [0-9]+ failed starts in a row(, next attempt in [0-9a-z]+)?\) and runStrategy Always should replace it$' \
+	"$ENGINE_T/out" || { cat "$ENGINE_T/out"; fail "diagnose of the crash loop: headline"; }
+K stop default/cvm --wait=30 || { rc=$?; cat "$ENGINE_T/err"; fail "stop --wait of a crash-looping VM: exit $rc"; }
+[[ $(vmi_json cvm) == '{}' ]] || fail "cvm: a VMI after the stop: $(vmi_json cvm)"
+[[ $(vm_field cvm status) == Stopped && $(vm_field cvm runStrategy) == Halted ]] || fail "cvm: not Stopped/Halted"
+K diagnose default/cvm || { cat "$ENGINE_T/out"; fail "diagnose of the stopped cvm: exit $?"; }
+grep -q '\[vm-halted\]' "$ENGINE_T/out" || { cat "$ENGINE_T/out"; fail "cvm: not diagnosed as halted"; }
+t0=$(date +%s)
+timeout 60 "$KVCON" -c "$URI" console default/cvm --expect never --timeout 1m >"$ENGINE_T/out" 2>"$ENGINE_T/err"
+rc=$?
+[[ $rc == 1 && $(($(date +%s) - t0)) -lt 15 ]] || { cat "$ENGINE_T/err"; fail "console of a halted VM: exit $rc after $(($(date +%s) - t0)) s"; }
+grep -qx 'error: VM default/cvm is Stopped (runStrategy Halted): it has no console until it runs; start it with: kvcon start default/cvm' \
+	"$ENGINE_T/err" || { cat "$ENGINE_T/err"; fail "console of a halted VM: message"; }
+kv engine delete cvm >/dev/null || fail "delete cvm"
+
 # start: every boundary progressed (the lab guest has no agent: a note, exit 0)
 K start default/dvm --wait || { cat "$ENGINE_T/err"; fail "start --wait"; }
 K diagnose default/dvm -o json || { cat "$ENGINE_T/out"; fail "diagnose running: exit $?"; }

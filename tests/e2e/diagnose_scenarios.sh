@@ -89,6 +89,18 @@ grep -q '^  VMI       not expected ' "$tmp/out" || { cat "$tmp/out"; fail "halte
 grep -q '\[vm-halted\]' "$tmp/out" || fail "halted: rule"
 grep -q "\$ virtctl -n ${halted%/*} start ${halted#*/}" "$tmp/out" || fail "halted: start command"
 
+# 3b. the console of the halted VM says so at once with the start command (exit 1; issue 25, item 8), in a
+# terminal and scripted, not after --timeout
+want="error: VM $halted is Stopped (runStrategy Halted): it has no console until it runs; start it with: kvcon start $halted"
+t0=$(date +%s)
+script -qec "timeout 60 '$KVCON' console '$halted' --timeout 1m 2>'$tmp/cerr'" /dev/null >/dev/null
+rc=$?
+[ $rc -eq 1 ] && [ $(($(date +%s) - t0)) -lt 15 ] || { cat "$tmp/cerr"; fail "console of a halted VM: exit $rc after $(($(date +%s) - t0)) s"; }
+grep -qxF "$want" "$tmp/cerr" || { cat "$tmp/cerr"; fail "console of a halted VM: message"; }
+timeout 60 "$KVCON" console "$halted" --expect never --timeout 1m >/dev/null 2>"$tmp/cerr"
+rc=$?
+[ $rc -eq 1 ] && grep -qxF "$want" "$tmp/cerr" || { cat "$tmp/cerr"; fail "scripted console of a halted VM: exit $rc"; }
+
 # 4. hostile names and messages are escaped
 fkctl names virtualmachines | grep -q 'esc-' || fail "weird scenario missing"
 esc=$(fkctl names virtualmachines | grep 'esc-' | head -1)

@@ -11,7 +11,8 @@ set -u
 
 command -v kubectl >/dev/null || fail "kubectl missing (the set-up installs it)"
 command -v jq >/dev/null || fail "jq missing (the set-up installs it)"
-fk_start --vms 2 --namespaces 1 --seed 9 --scenario dv-importing,pvc-pending,rwo-migration,pvc-missing --step 0.05
+fk_start --vms 2 --namespaces 1 --seed 9 --scenario dv-importing,pvc-pending,rwo-migration,pvc-missing,dv-error,dv-upload \
+	--step 0.05
 
 # 1. kubectl against the storage objects
 kubectl get dv -n default >"$tmp/dv" || fail "kubectl get dv"
@@ -49,6 +50,25 @@ grep -q 'migration: PVC default/rwo-migration-rootdisk is RWO, not ReadWriteMany
 jq -e '.storage[0].pv.reclaimPolicy == "Retain" and (.storage[0] | has("brokenLink") | not)' "$tmp/d.json" >/dev/null || fail "rwo json"
 kubectl get vmi -n default rwo-migration -o jsonpath='{.status.conditions[?(@.type=="LiveMigratable")].reason}' | grep -qx DisksNotLiveMigratable ||
 	fail "rwo VMI condition"
+# 3. the headline names the cause and the object, per printableStatus (issue 25): the DataVolume and its progress
+# (waiting, not failed, an hour after the VM was made), the claim and its storage class, the missing claim, the
+# failed import's error, the upload awaited
+head_is() { # VM RULE VERDICT HEADLINE (the rule's line, fixed string)
+	diag "$1"
+	grep -q "^First boundary that has not progressed: VM ($3)\$" "$tmp/d.txt" || grep -q "^First boundary that has not progressed: VMI ($3)\$" "$tmp/d.txt" ||
+		{ cat "$tmp/d.txt"; fail "$1: not $3"; }
+	grep -qxF "  [$2] $4" "$tmp/d.txt" || { cat "$tmp/d.txt"; fail "$1: headline"; }
+	[ "$(grep -c 'status.printableStatus' "$tmp/d.txt")" -le 1 ] || { cat "$tmp/d.txt"; fail "$1: printableStatus quoted twice"; }
+}
+head_is dv-importing vm-provisioning waiting \
+	'the VM waits for its disks: DataVolume default/dv-importing-rootdisk is ImportInProgress (37.50%); its VMI is created once they are ready'
+head_is pvc-pending vm-volume-binding failed \
+	'the VM waits for its claim to be bound: PVC default/pvc-pending-rootdisk (storage class slow-nfs) is Pending'
+head_is pvc-missing vmi-pvc-not-found failed 'the VM uses a claim that does not exist: PVC default/pvc-missing-rootdisk does not exist'
+head_is dv-error vm-datavolume-error failed \
+	'a DataVolume of the VM failed: DataVolume default/dv-error-rootdisk is Failed (0.00%): Unable to connect to http data source: expected status code 200, got 404. Status: 404 Not Found'
+head_is dv-upload vm-waiting-for-receiver waiting 'the VM waits for an upload: DataVolume default/dv-upload-rootdisk is UploadReady'
+grep -qF '$ virtctl -n default image-upload dv dv-upload-rootdisk --image-path=FILE' "$tmp/d.txt" || { cat "$tmp/d.txt"; fail "upload command"; }
 vm=$(fkctl names virtualmachines | sed -n 's|^ns-00/||p' | head -1)
 "$KVCON" diagnose "ns-00/$vm" >"$tmp/d.txt"
 grep -q '^Storage' "$tmp/d.txt" && fail "a container-disk VM has a storage section"

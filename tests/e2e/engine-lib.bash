@@ -208,7 +208,7 @@ engine_scenario() {
 
     step "apply (Halted): stored, not running"
     out=$(kv engine apply -f "$(manifest alpha Halted)")
-    [[ $out == *"virtualmachine alpha created"* ]] || fail "apply: $out"
+    [[ $out == *"virtualmachine.kubevirt.io/alpha created"* ]] || fail "apply: $out"
     [[ $(vm_field alpha status) == Stopped ]] || fail "alpha not Stopped"
     vmuid=$(vm_field alpha uid)
     [[ -n $vmuid ]] || fail "no VM uid"

@@ -55,34 +55,14 @@ wait_eq 60 yes restarted || fail "no restart after a crash while away"
 out=$(kv engine get event alpha)
 [[ $out == *"destroyed outside kvcon"* ]] || fail "the crash while away is not in the events: $out"
 
-step "libvirtd goes away and comes back: kvcon reconnects and resyncs; the guest and its execution survive"
+# one outage of the daemon for both sides of it: kvcon's connection (it reconnects and resyncs, the execution
+# survives, lifecycle events flow again) and the service's KubeVirt CR (Degraded while away, a watch event each way)
+step "libvirtd goes away and comes back: the CR is Degraded meanwhile, kvcon reconnects and resyncs; the guest and its execution survive"
 kv engine apply -f "$(manifest alpha Always)" >/dev/null || fail "apply Always"
 u=$(rec_exec alpha uid)
 [[ $(rec_exec alpha phase) == Running ]] || fail "alpha not running before the daemon restart"
 log=$XDG_STATE_HOME/kvcon/kvcon.log
 conns() { grep -c "connected to $URI" "$log" || true; }
-before=$(conns)
-kill -9 "$(cat "$ENGINE_T/lv/libvirtd.pid")"
-wait_eq 30 1 sh -c "grep -c 'connection closed; reconnecting' '$log' | cut -c1" ||
-    fail "kvcon did not notice the daemon going away"
-# a new libvirtd in the same mount namespace (virtlogd and QEMU live on there): it reattaches to the guest
-vl=$(cat "$ENGINE_T/lv/virtlogd.pid")
-nsenter -t "$vl" --mount --uts --root --wd -- \
-    libvirtd -d -f /etc/libvirt/libvirtd.conf -p "$ENGINE_T/lv/libvirtd.pid"
-wait_eq 60 $((before + 1)) conns || fail "kvcon did not reconnect"
-[[ $(rec_exec alpha uid) == "$u" && $(rec_exec alpha phase) == Running ]] ||
-    fail "the execution did not survive the daemon restart (uid $(rec_exec alpha uid), $(rec_exec alpha phase))"
-# lifecycle events flow on the new connection: a destroy is seen at once and Always restarts
-virsh -q -c "$URI" destroy default_alpha >/dev/null
-until=$(($(date +%s) + 90))
-while [[ $(rec_exec alpha uid) == "$u" || $(rec_exec alpha phase) != Running ]] && (($(date +%s) < until)); do
-    sleep 0.2
-done
-[[ $(rec_exec alpha phase) == Running && $(rec_exec alpha uid) != "$u" ]] ||
-    fail "no restart after the reconnect (phase $(rec_exec alpha phase))"
-marker alpha
-
-step "the service's KubeVirt CR follows its host: Degraded while libvirtd is away, a watch event each way"
 # the service the commands above started on demand (its socket beside the state: engine_setup)
 socks=("$XDG_STATE_HOME"/kvcon/engine-*.sock)
 [[ ${#socks[@]} == 1 && -S ${socks[0]} ]] || fail "not one engine service: ${socks[*]}"
@@ -96,13 +76,21 @@ rv=$(kvcr | jq -r .metadata.resourceVersion)
 curl -sN --max-time 150 --unix-socket "$SOCK" -o "$ENGINE_T/kvwatch.out" \
     "http://engine/apis/kubevirt.io/v1/kubevirts?watch=1&resourceVersion=$rv" &
 wp=$!
+before=$(conns)
 kill -9 "$(cat "$ENGINE_T/lv/libvirtd.pid")"
+wait_eq 30 1 sh -c "grep -c 'connection closed; reconnecting' '$log' | cut -c1" ||
+    fail "kvcon did not notice the daemon going away"
 wait_eq 30 "True HostNotReady" kvcond Degraded || fail "not Degraded without libvirtd: $(kvcr)"
 [[ $(kvcond Available) == "False NoHostReady" ]] || fail "Available without a host: $(kvcond Available)"
 host=$(kvcr | jq -r '.status.conditions[] | select(.type == "Degraded") | .message')
 [[ $host == "host "*" is not ready: "* ]] || fail "the Degraded message: $host"
+# a new libvirtd in the same mount namespace (virtlogd and QEMU live on there): it reattaches to the guest
+vl=$(cat "$ENGINE_T/lv/virtlogd.pid")
 nsenter -t "$vl" --mount --uts --root --wd -- \
     libvirtd -d -f /etc/libvirt/libvirtd.conf -p "$ENGINE_T/lv/libvirtd.pid"
+wait_eq 60 $((before + 1)) conns || fail "kvcon did not reconnect"
+[[ $(rec_exec alpha uid) == "$u" && $(rec_exec alpha phase) == Running ]] ||
+    fail "the execution did not survive the daemon restart (uid $(rec_exec alpha uid), $(rec_exec alpha phase))"
 wait_eq 90 "False AllComponentsReady" kvcond Degraded || fail "not healthy again after libvirtd's restart: $(kvcr)"
 [[ $(kvcond Available) == "True AllComponentsReady" ]] || fail "not Available again"
 # the watch's events (a GET can see the change before the watch's event has reached the file)
@@ -115,4 +103,13 @@ wait_eq 30 "MODIFIED True,MODIFIED False," seen ||
     fail "the watch saw '$(seen)' (its curl $(kill -0 "$wp" 2>/dev/null && echo runs || echo ended)): $(cat "$ENGINE_T/kvwatch.out")"
 kill "$wp" 2>/dev/null || true
 wait "$wp" 2>/dev/null || true
+# lifecycle events flow on the new connection: a destroy is seen at once and Always restarts
+virsh -q -c "$URI" destroy default_alpha >/dev/null
+until=$(($(date +%s) + 90))
+while [[ $(rec_exec alpha uid) == "$u" || $(rec_exec alpha phase) != Running ]] && (($(date +%s) < until)); do
+    sleep 0.2
+done
+[[ $(rec_exec alpha phase) == Running && $(rec_exec alpha uid) != "$u" ]] ||
+    fail "no restart after the reconnect (phase $(rec_exec alpha phase))"
+marker alpha
 echo PASS

@@ -98,6 +98,33 @@ done
 [[ $got == KVCON-NC-42 ]] || fail "no marker from the guest through 127.0.0.1:$hp (got '$got')"
 echo "   read '$got' from 127.0.0.1:$hp"
 
+step "kvcon port-forward through the engine service reaches an undeclared guest port (KubeVirt's portforward)"
+kv engine console web --send 'while :; do echo "KVCON-PF-$((6*7))" | nc -l -p 8081; done &' \
+    --send 'echo "KVCON-PF-SERVING-$((7*6))"' --expect KVCON-PF-SERVING-42 --timeout 60 >"$ENGINE_T/pf.log" ||
+    { cat "$ENGINE_T/pf.log"; fail "console send (8081)"; }
+got="" until=$(($(date +%s) + 30))
+while (($(date +%s) < until)); do
+    got=$( (sleep 2) | timeout 10 "$KV" -c "$URI" port-forward --stdio vmi/web.default 8081 2>"$ENGINE_T/pf.err" | head -n1 || true)
+    [[ $got == KVCON-PF-42 ]] && break
+    sleep 0.3
+done
+[[ $got == KVCON-PF-42 ]] || { cat "$ENGINE_T/pf.err"; fail "no marker through port-forward --stdio to 8081 (got '$got')"; }
+"$KV" -c "$URI" port-forward vmi/web.default 0:8081 >"$ENGINE_T/pf.out" 2>"$ENGINE_T/pf.err" & pfpid=$!
+wait_eq 10 1 bash -c "grep -c '^Forwarding from 127.0.0.1:[0-9]* -> 8081\$' '$ENGINE_T/pf.out'" || fail "no Forwarding line"
+lp=$(sed -nE 's/^Forwarding from 127\.0\.0\.1:([0-9]+) -> 8081$/\1/p' "$ENGINE_T/pf.out")
+got=$(timeout 10 bash -c "exec 3<>/dev/tcp/127.0.0.1/$lp && head -n1 <&3" 2>/dev/null || true)
+[[ $got == KVCON-PF-42 ]] || { cat "$ENGINE_T/pf.err"; fail "no marker through the forward's 127.0.0.1:$lp (got '$got')"; }
+# a guest port where nothing listens ends that connection (QEMU closes it), not the forward
+got=$( (sleep 1) | timeout 10 "$KV" -c "$URI" port-forward --stdio vmi/web.default 8099 2>/dev/null | head -c 10 || true)
+[[ -z $got ]] || fail "a closed guest port answered '$got'"
+got=$(timeout 10 bash -c "exec 3<>/dev/tcp/127.0.0.1/$lp && head -n1 <&3" 2>/dev/null || true)
+[[ $got == KVCON-PF-42 ]] || fail "the forward did not survive (got '$got')"
+kill -INT $pfpid; wait $pfpid 2>/dev/null || true
+# the rules QEMU added for the streams are gone with them: its only listener is the declared port's
+qpid=$(pgrep -f 'guest=default_web,' | head -1)
+[[ -z $qpid ]] || wait_eq 10 1 bash -c "ss -Hltnp | grep -c 'pid=$qpid,'" || { ss -Hltnp | grep "pid=$qpid,"; fail "hostfwd rules left behind"; }
+echo "   read 'KVCON-PF-42' from the undeclared guest port 8081 through the engine service"
+
 step "the dashboard's VM view shows the address and the forwarded port"
 TM="tmux -L kvn-$$ -f /dev/null"
 trap '$TM kill-server 2>/dev/null || true; engine_embed_cleanup' EXIT

@@ -54,7 +54,7 @@ curl -sf --unix-socket "$sock" http://engine/healthz >/dev/null || fail "the ser
 step "the next kvcon goes through the same service"
 engine_manifest "$W/always.yaml" always Always 160Mi >/dev/null
 out=$(kvd engine apply -f "$W/always.yaml") || fail "apply: $out"
-[ "$out" = "virtualmachine always created" ] || fail "apply said '$out'"
+[ "$out" = "virtualmachine.kubevirt.io/always created" ] || fail "apply said '$out'"
 deadline=$((SECONDS + 120))
 until kvd get vm -A 2>/dev/null | grep -Eq '^default +always +[^ ]+ +Running '; do
 	[ $SECONDS -lt $deadline ] || fail "always not Running: $(kvd get vm -A 2>&1)"

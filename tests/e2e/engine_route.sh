@@ -55,11 +55,11 @@ step "engine apply / get through the service (created, unchanged, the table)"
 engine_manifest "$W/always.yaml" always Always 160Mi >/dev/null
 engine_manifest "$W/halted.yaml" halted Halted 160Mi >/dev/null
 out=$(kvc engine apply -f "$W/always.yaml") || fail "apply always: $out"
-[ "$out" = "virtualmachine always created" ] || fail "apply said '$out'"
+[ "$out" = "virtualmachine.kubevirt.io/always created" ] || fail "apply said '$out'"
 out=$(kvc engine apply -f "$W/halted.yaml") || fail "apply halted: $out"
-[ "$out" = "virtualmachine halted created" ] || fail "apply said '$out'"
+[ "$out" = "virtualmachine.kubevirt.io/halted created" ] || fail "apply said '$out'"
 out=$(kvc engine apply -f "$W/halted.yaml") || fail "re-apply halted: $out"
-[ "$out" = "virtualmachine halted unchanged" ] || fail "re-apply said '$out'"
+[ "$out" = "virtualmachine.kubevirt.io/halted unchanged" ] || fail "re-apply said '$out'"
 until_status always Running 120
 kvc engine get vm >"$W/get.out" 2>"$W/get.err" || fail "engine get vm: $(cat "$W/get.err")"
 grep -Eq '^always .* Running ' "$W/get.out" || fail "engine get vm: $(cat "$W/get.out")"
@@ -156,6 +156,9 @@ step "by default the first command starts a service on the stale socket, the nex
 kvc engine get vm -o name >"$W/auto.out" 2>&1 || fail "auto: $(cat "$W/auto.out")"
 grep -qx 'virtualmachine.kubevirt.io/always' "$W/auto.out" || fail "auto get: $(cat "$W/auto.out")"
 [ -f "$sock.pid" ] || fail "no pid file for the service started on demand"
+# the README's way to stop it finds this pid file (it once named ~/.local/state/kvcon/, where none is)
+readme_pidf=$(grep -o 'kill $(cat [^)]*)' "$ROOT/README.md" | head -1 | sed 's/^kill $(cat //; s/)$//')
+[ "$(eval "ls $readme_pidf" 2>/dev/null)" = "$sock.pid" ] || fail "README's pid file '$readme_pidf' is not $sock.pid"
 SRV=$(cat "$sock.pid")
 kill -0 "$SRV" 2>/dev/null || fail "the service started on demand is not running"
 tr '\0' ' ' <"/proc/$SRV/cmdline" | grep -q 'engine serve --socket' || fail "pid $SRV: $(tr '\0' ' ' <"/proc/$SRV/cmdline")"

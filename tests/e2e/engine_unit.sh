@@ -48,7 +48,7 @@ sock=$(sed -n 's/^socket: //p' "$ENGINE_T/unit.out")
 [ "$(cat "$sock.pid")" = "$SRV" ] || fail "pid file $(cat "$sock.pid" 2>/dev/null), not $SRV"
 engine_manifest "$ENGINE_T/u.yaml" u Halted 160Mi >/dev/null
 out=$("$KV" engine apply -f "$ENGINE_T/u.yaml") || fail "apply through the unit's service: $out"
-[ "$out" = "virtualmachine u created" ] || fail "apply said '$out'"
+[ "$out" = "virtualmachine.kubevirt.io/u created" ] || fail "apply said '$out'"
 "$KV" get vm -A >"$ENGINE_T/get.out" 2>&1 || fail "get: $(cat "$ENGINE_T/get.out")"
 grep -Eq '^default +u +[^ ]+ +Stopped ' "$ENGINE_T/get.out" || fail "get: $(cat "$ENGINE_T/get.out")"
 [ "$(cat "$sock.pid")" = "$SRV" ] || fail "kvcon started another service: $(cat "$sock.pid")"

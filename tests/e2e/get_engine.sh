@@ -52,6 +52,34 @@ K get vm -o custom-columns=N:.metadata.name,S:.status.printableStatus --sort-by=
 K get vm nosuch; [ $? = 1 ] && grep -q 'NotFound.*"nosuch" not found' "$tmp/err" || fail "get vm nosuch: $(cat "$tmp/err")"
 K describe vm default/evm && grep -q '^Name:  *evm$' "$tmp/out" || fail "describe on the engine: $(cat "$tmp/err")"
 
+# 1b. kvcon apply -f / delete -f on the engine (issue 27): a multi-document file with a Namespace and Halted VMs,
+# kubectl's lines; unchanged the second time; --dry-run=server stores nothing; a VM in a namespace that does not
+# exist is refused as the API server refuses it; create namespace; delete -f empties the file's namespace first
+t1b=$(date +%s)
+{ printf 'apiVersion: v1\nkind: Namespace\nmetadata:\n  name: lab\n---\n'
+  sed 's/^  name: hv$/  name: hv\n  namespace: lab/' "$(manifest hv web)"; printf -- '---\n'; cat "$(manifest hd web)"; } >"$tmp/multi.yaml"
+K apply -f "$tmp/multi.yaml" || fail "apply multi: $(cat "$tmp/err")"
+[ "$(cat "$tmp/out")" = "$(printf 'namespace/lab created\nvirtualmachine.kubevirt.io/hv created\nvirtualmachine.kubevirt.io/hd created')" ] ||
+	fail "apply multi said: $(cat "$tmp/out")"
+K apply -f "$tmp/multi.yaml" && [ "$(grep -c ' unchanged$' "$tmp/out")" = 3 ] || fail "re-apply: $(cat "$tmp/out" "$tmp/err")"
+sed 's/guest: 128Mi/guest: 192Mi/' "$tmp/multi.yaml" >"$tmp/multi2.yaml"
+K engine apply --dry-run=server -f "$tmp/multi2.yaml" && grep -qx 'virtualmachine.kubevirt.io/hv configured (server dry run)' "$tmp/out" ||
+	fail "dry run: $(cat "$tmp/out" "$tmp/err")"
+K get vm hv -n lab -o jsonpath='{.spec.template.spec.domain.memory.guest}' && [ "$(cat "$tmp/out")" = 128Mi ] ||
+	fail "--dry-run=server changed hv: $(cat "$tmp/out")"
+K get vm -n lab && grep -q '^hv  *[0-9][0-9a-z]*  *Stopped  *False$' "$tmp/out" || fail "get vm -n lab: $(cat "$tmp/out" "$tmp/err")"
+K engine get ns lab && grep -q '^lab  *Active ' "$tmp/out" || fail "engine get ns lab: $(cat "$tmp/out" "$tmp/err")"
+sed 's/^  name: hn$/  name: hn\n  namespace: nope/' "$(manifest hn web)" >"$tmp/nope.yaml"
+K apply -f "$tmp/nope.yaml"; [ $? = 1 ] && grep -q 'namespaces "nope" not found' "$tmp/err" || fail "missing namespace: $(cat "$tmp/err")"
+K create namespace lab2 && [ "$(cat "$tmp/out")" = "namespace/lab2 created" ] || fail "create namespace: $(cat "$tmp/out" "$tmp/err")"
+K create namespace lab2; [ $? = 1 ] && grep -q 'AlreadyExists.*"lab2" already exists' "$tmp/err" || fail "create twice: $(cat "$tmp/err")"
+K delete -f "$tmp/multi.yaml" || fail "delete -f: $(cat "$tmp/out" "$tmp/err")"
+[ "$(sort "$tmp/out")" = "$(printf 'namespace "lab" deleted\nvirtualmachine.kubevirt.io "hd" deleted\nvirtualmachine.kubevirt.io "hv" deleted')" ] ||
+	fail "delete -f said: $(cat "$tmp/out")"
+K engine get ns && ! grep -q '^lab ' "$tmp/out" && grep -q '^lab2 ' "$tmp/out" || fail "namespaces after delete: $(cat "$tmp/out")"
+K get vm -o name && ! grep -q 'hd$' "$tmp/out" || fail "hd still listed: $(cat "$tmp/out")"
+echo "apply/delete -f on the engine: $(( $(date +%s) - t1b )) s"
+
 # 2. with a cluster: its context alone, exactly as kubectl (no engine row, no engine service started); the engine
 # is a context of its own (--context engine); both only when asked (--context CTX,engine), with a SOURCE column
 fk_start --vms 4 --namespaces 1 --seed 3 --scenario stuck-launcher

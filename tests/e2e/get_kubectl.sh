@@ -167,21 +167,48 @@ grep -qx "Server Version: $(K version -o json | jq -r .serverVersion.gitVersion)
 "$KVCON" --version | cmp -s - "$tmp/ver" || fail "--version differs from version"
 "$KVCON" version --client | grep -q 'Server' && fail "version --client printed the server's"
 "$KVCON" -v 2 get ns -o name >/dev/null && "$KVCON" --v=3 get ns -o name >/dev/null || fail "-v N / --v=N"
-# 8. -w streams the API objects' formats: each object on its own, the listed ones first, then every change
+# 8. -w streams the API objects' formats: each object on its own, the listed ones first, then every change; -w's
+# table is kubectl's, byte for byte, column widths kept from the first page (issue 25, item 11)
 vmw=$(K get vm -n ns-01 -o jsonpath='{.items[?(@.status.printableStatus=="Running")].metadata.name}' | cut -d' ' -f1)
 [ -n "$vmw" ] || fail "no running VM in ns-01"
 "$KVCON" get vm -n ns-01 -w --watch-for 60 -o jsonpath='{.metadata.name} {.status.printableStatus}{"\n"}' \
 	>"$tmp/w.out" 2>"$tmp/w.err" &
 wpid=$!
-pids="$pids $wpid"
+# -w's table beside kubectl's: later rows keep the first page's widths, widened by a longer value (Stopping)
+"$KVCON" get vm -n ns-01 -w >"$tmp/wt.kv" 2>&1 &
+wtkv=$!
+K get vm -n ns-01 -w >"$tmp/wt.kc" 2>&1 &
+wtkc=$!
+pids="$pids $wpid $wtkv $wtkc"
 poll 20 grep -q "^$vmw Running$" "$tmp/w.out" || fail "-w never listed $vmw: $(cat "$tmp/w.out" "$tmp/w.err")"
+poll 20 grep -q "^$vmw " "$tmp/wt.kv" || fail "-w never listed $vmw: $(cat "$tmp/wt.kv")"
+poll 20 grep -q "^$vmw " "$tmp/wt.kc" || fail "kubectl -w never listed $vmw: $(cat "$tmp/wt.kc")"
 fkctl action ns-01 "$vmw" stop >/dev/null || fail "stop subresource"
 poll 20 grep -q "^$vmw Stopped$" "$tmp/w.out" || fail "-w -o jsonpath did not show $vmw Stopped: $(cat "$tmp/w.out")"
-kill $wpid
+poll 20 grep -q "^$vmw  .* Stopped  " "$tmp/wt.kc" || fail "kubectl -w did not show $vmw Stopped: $(cat "$tmp/wt.kc")"
+poll 20 grep -q "^$vmw  .* Stopped  " "$tmp/wt.kv" || fail "-w did not show $vmw Stopped: $(cat "$tmp/wt.kv")"
+kill $wpid $wtkv $wtkc
+grep -q "^$vmw  .* Stopping  " "$tmp/wt.kc" || fail "kubectl -w missed Stopping, the longer value"
+cmp -s "$tmp/wt.kv" "$tmp/wt.kc" || fail "-w's table differs from kubectl's: $(diff "$tmp/wt.kv" "$tmp/wt.kc" | head -8)"
+n=$((n + 1))
 nvm=$(K get vm -n ns-01 -o name | wc -l)
 "$KVCON" get vm -n ns-01 -w --watch-for 2 -o json >"$tmp/w.json" || fail "-w -o json exit"
 [ "$(jq -s 'map(select(.kind == "VirtualMachine")) | length' "$tmp/w.json")" -ge "$nvm" ] || fail "-w -o json objects"
 "$KVCON" get vm -n ns-01 -w --watch-for 2 -o yaml >"$tmp/w.yaml" || fail "-w -o yaml exit"
 "$YPY" -c 'import sys, yaml; d = [x for x in yaml.safe_load_all(open(sys.argv[1]))]; sys.exit(len(d) < int(sys.argv[2]))' \
 	"$tmp/w.yaml" "$nvm" || fail "-w -o yaml documents"
+# 9. --watch-for N in every format of get: the objects once N seconds have passed, as kubectl lists them then
+# (issue 25, item 12: -o json was refused as "take one kind")
+for f in json yaml 'jsonpath={.items[*].metadata.name}' 'custom-columns=NAME:.metadata.name,RS:.spec.runStrategy' name wide; do
+	"$KVCON" get vm -n ns-01 --watch-for 1 -o "$f" >"$tmp/wf.out" 2>"$tmp/wf.err" || fail "--watch-for 1 -o $f: $(cat "$tmp/wf.err")"
+	K get vm -n ns-01 -o "$f" >"$tmp/wf.k"
+	case $f in
+	json) [ "$(jq -c '[.items[].metadata.name]' "$tmp/wf.out")" = "$(jq -c '[.items[].metadata.name]' "$tmp/wf.k")" ] ;;
+	yaml) grep -q '^kind: List$' "$tmp/wf.out" && [ "$(grep -c '^  kind: VirtualMachine$' "$tmp/wf.out")" = "$nvm" ] ;;
+	wide) [ "$(awk '{print $1}' "$tmp/wf.out")" = "$(awk '{print $1}' "$tmp/wf.k")" ] ;;
+	*) cmp -s "$tmp/wf.out" "$tmp/wf.k" ;;
+	esac || fail "--watch-for 1 -o $f differs from kubectl: $(diff "$tmp/wf.out" "$tmp/wf.k" | head -5)"
+	n=$((n + 1))
+done
+"$KVCON" get vm,vmi -n ns-01 --watch-for 1 -o name | cmp -s - <(K get vm,vmi -n ns-01 -o name) || fail "--watch-for with two kinds"
 echo "PASS: get_kubectl ($n comparisons with kubectl)"

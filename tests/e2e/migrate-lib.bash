@@ -113,10 +113,5 @@ rec_hosts() {
 }
 # nqemu NAME: the QEMU processes of NAME of this test (both lab hosts run on this machine)
 nqemu() {
-    local p c n=0
-    for p in /proc/[0-9]*; do
-        c=$({ tr '\0' ' ' <"$p/cmdline"; } 2>/dev/null) || continue
-        [[ $c == *qemu-system* && $c == *guest=default_"$1",* && $c == *"$MT/"* ]] && n=$((n + 1))
-    done
-    echo $n
+    pgrep -a qemu-system | awk -v g="guest=default_$1," -v t="$MT/" 'index($0, g) && index($0, t)' | wc -l
 }

@@ -118,7 +118,7 @@ cmd "ns all"; wait_for 'VirtualMachines\(all\)'
 # context switch: the namespace-limited context
 # (-A was given: the namespace token's 403 on a cluster-wide list falls back to its namespace)
 cmd "ctx fake-ns"; wait_for 'Context: fake-ns' 10; wait_for 'Scope: ns-00' 10
-wait_for 'VirtualMachines\(all\)\[[0-9]+\]'
+wait_for 'VirtualMachines\(ns-00\)\[[0-9]+\]' # the list says the scope the header says (issue 25, item 6)
 screen | sed -n '6,38p' | grep -q ' ns-01 ' && fail "ns-01 rows after switching to the namespace context"
 cmd "ctx fake"; wait_for 'Context: fake ' 10
 # switching contexts dropped the objects from the store, which is not the end of their executions

@@ -29,6 +29,18 @@ press_all
 sleep 0.5 # requests in flight would have reached the server by now; the count must stay 0
 n=$(mutating)
 [ "$n" = 0 ] || fail "readonly sent $n mutating requests"
+# the console pane is view-only (issue 25, item 9): its status line says so, and what is typed never reaches the
+# guest (fakekube's console echoes every byte it gets: nothing comes back)
+keys Escape
+vmi=$(fk names virtualmachineinstances | head -1)
+keys "/"; keys -l "${vmi#*/}"; keys Enter
+wait_for "^ ${vmi%%/*} +${vmi#*/} "
+keys c
+wait_for "$vmi \| READ-ONLY: view only, nothing typed or pasted is sent \| connected to VMI" 15
+keys -l "typed-under-readonly"
+sleep 1 # an echo would be back well within this; it must not come
+screen | grep -q 'typed-under-readonly' && fail "a key typed under --readonly reached the guest"
+keys C-]; keys x
 # the config file's readonly = true does the same
 keys Escape; cmd q
 deadline=$((SECONDS + 10)); while [ ! -s "$W/exit" ] && [ $SECONDS -lt $deadline ]; do sleep 0.1; done

@@ -25,9 +25,9 @@ KUBEVIRT_PLURALS = ("virtualmachines", "virtualmachineinstances", "virtualmachin
 CORE_PLURALS = ("pods", "events", "namespaces", "nodes", "persistentvolumeclaims", "persistentvolumes")
 CDI_PLURALS = ("datavolumes",)
 SUBRESOURCES = {
-    "virtualmachines": ["start", "stop", "restart", "migrate"],
+    "virtualmachines": ["start", "stop", "restart", "migrate", "portforward"],
     "virtualmachineinstances": ["pause", "unpause", "softreboot", "console", "vnc", "guestosinfo", "interfacelist",
-                                "filesystemlist", "userlist"],
+                                "filesystemlist", "userlist", "portforward"],
 }
 MUTATING = ("POST", "PUT", "PATCH", "DELETE")
 
@@ -494,6 +494,9 @@ class Handler(BaseHTTPRequestHandler):
             if cur is None:
                 raise human_status_not_found(res, route.name)
             if method == "DELETE":
+                opts = self.json_body()
+                if self.params.get("dryRun") or (isinstance(opts, dict) and opts.get("dryRun")):
+                    return self.send_body(200, dumps(cur))
                 out = st.delete(route.plural, route.ns, route.name)
                 app.cluster.on_deleted(route.plural, out)
                 return self.send_body(200, dumps(out))
@@ -530,6 +533,8 @@ class Handler(BaseHTTPRequestHandler):
                 new = merge_patch(new, patch)
             new["metadata"]["name"] = route.name
             new["metadata"]["uid"] = cur["metadata"]["uid"]
+            if self.params.get("dryRun"):
+                return self.send_body(200, dumps(new))
             bump_generation(cur, new, route.sub)
             out = st.replace(route.plural, new)
             app.cluster.on_updated(route.plural, out)
@@ -773,6 +778,11 @@ class Handler(BaseHTTPRequestHandler):
     def subresource(self, method, route, user):
         app = self.app
         res = RESOURCES[route.plural]
+        if route.sub.split("/")[0] == "portforward":
+            # portforward/PORT[/PROTOCOL], a WebSocket to the guest's port (wsock.serve_portforward)
+            self.authorize(user, "get", res, route.ns, route.name, "portforward")
+            import wsock
+            return wsock.serve_portforward(self, route)
         if route.sub not in SUBRESOURCES.get(route.plural, []):
             raise ApiError(404, "NotFound", "the server could not find the requested resource")
         if route.sub in ("console", "vnc"):
@@ -858,7 +868,9 @@ class Handler(BaseHTTPRequestHandler):
                 app.total = 0
         elif what == "backend":
             key = (body["namespace"], body["name"], body.get("kind", "console"))
-            if body.get("unix"):
+            if body.get("ports"):
+                app.backends[key] = {"tcp": body.get("tcp"), "ports": dict(body["ports"])}
+            elif body.get("unix"):
                 app.backends[key] = {"unix": body["unix"]}
             elif body.get("tcp"):
                 app.backends[key] = {"tcp": body["tcp"]}

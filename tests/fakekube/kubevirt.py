@@ -37,6 +37,8 @@ SCENARIOS = {
     "dv-importing": "root disk DataVolume ImportInProgress (37.50%), PVC Bound; VM Provisioning, no VMI",
     "pvc-pending": "root disk PVC Pending (storage class slow-nfs not found); VM WaitingForVolumeBinding, no VMI",
     "rwo-migration": "runs from a ReadWriteOnce PVC (PV Retain): VMI LiveMigratable False DisksNotLiveMigratable",
+    "dv-error": "root disk DataVolume import Failed (the source answers 404); VM DataVolumeError, no VMI",
+    "dv-upload": "root disk DataVolume UploadReady, waiting for virtctl image-upload; VM WaitingForReceiver, no VMI",
 }
 
 WEIRD_NAMES = [
@@ -264,7 +266,9 @@ class Cluster:
                      "terminationMessagePolicy": "File", "imagePullPolicy": "IfNotPresent"},
                     {"name": "volumecontainerdisk", "image": DISK_IMAGE,
                      "command": ["/usr/bin/container-disk"],
-                     "resources": {"limits": {"cpu": "10m", "memory": "40M"}},
+                     # virt-controller's container disk: requests as KubeVirt sets them
+                     "resources": {"limits": {"cpu": "10m", "memory": "40M"},
+                                   "requests": {"cpu": "1m", "memory": "1M"}},
                      "terminationMessagePath": "/dev/termination-log",
                      "terminationMessagePolicy": "File", "imagePullPolicy": "IfNotPresent"},
                 ],
@@ -599,18 +603,23 @@ class Cluster:
                                # virt-handler's device plugins advertise KVM and tun (1k each)
                                "capacity": {"cpu": "8", "memory": "32Gi", "pods": "110",
                                             "devices.kubevirt.io/kvm": "1k", "devices.kubevirt.io/tun": "1k"},
-                               "allocatable": {"cpu": "8", "memory": "32Gi", "pods": "110",
+                               # the kubelet's reservations (system-reserved, eviction threshold) off capacity
+                               "allocatable": {"cpu": "7910m", "memory": "32318852Ki", "pods": "110",
                                                "devices.kubevirt.io/kvm": "1k", "devices.kubevirt.io/tun": "1k"}}})
             if self.kubevirt:
                 for comp, node in [("virt-api", "node01"), ("virt-controller", "node02"),
                                    ("virt-handler", "node01"), ("virt-handler", "node02"),
                                    ("virt-handler", "node03"), ("virt-operator", "node03")]:
                     t = time.time() - 40 * 86400
+                    # the requests of KubeVirt's install strategy
+                    req = {"virt-api": ("5m", "500Mi"), "virt-controller": ("10m", "275Mi"),
+                           "virt-handler": ("10m", "357Mi"), "virt-operator": ("10m", "450Mi")}[comp]
                     pod = {"apiVersion": "v1", "kind": "Pod",
                            "metadata": {"name": "%s-%s" % (comp, self.suffix()), "namespace": "kubevirt",
                                         "uid": self.uid(), "creationTimestamp": ts(t),
                                         "labels": {"kubevirt.io": comp}},
-                           "spec": {"containers": [{"name": comp, "image": "quay.io/kubevirt/%s:%s" % (comp, KV_VERSION)}],
+                           "spec": {"containers": [{"name": comp, "image": "quay.io/kubevirt/%s:%s" % (comp, KV_VERSION),
+                                                    "resources": {"requests": {"cpu": req[0], "memory": req[1]}}}],
                                     "nodeName": node},
                            "status": {"phase": "Pending"}}
                     self._pod_scheduled(pod, node, t)

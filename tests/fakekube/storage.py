@@ -6,6 +6,10 @@ as kube-apiserver and CDI serve them, and the storage scenarios that use them:
   (printableStatus Provisioning, no VMI).
 - ``pvc-pending``: the VM's root disk PVC stays Pending (no PV, storage class ``slow-nfs`` with event
   ProvisioningFailed); the VM waits (printableStatus WaitingForVolumeBinding, no VMI).
+- ``dv-error``: the root disk DataVolume's import failed (phase Failed, its Running condition False with the
+  importer's error); the VM stays without VMI (printableStatus DataVolumeError).
+- ``dv-upload``: the root disk DataVolume waits for an upload (phase UploadReady, progress N/A); no VMI
+  (printableStatus WaitingForReceiver).
 - ``rwo-migration``: the VM runs from a Bound ReadWriteOnce PVC (PV reclaim policy Retain); the VMI is not
   live-migratable (LiveMigratable False, reason DisksNotLiveMigratable), as KubeVirt says for RWO disks.
 """
@@ -53,7 +57,7 @@ def build_pvc(ns, name, size="10Gi", modes=("ReadWriteOnce",), sc=SC, volume=Non
     return pvc
 
 
-def build_dv(ns, name, phase, progress, owner=None, created=None):
+def build_dv(ns, name, phase, progress, owner=None, created=None, error=None):
     created = created or time.time()
     md = {"name": name, "namespace": ns, "creationTimestamp": ts(created), "generation": 1,
           "annotations": {"cdi.kubevirt.io/storage.usePopulator": "true"}}
@@ -70,14 +74,15 @@ def build_dv(ns, name, phase, progress, owner=None, created=None):
                        {"type": "Ready", "status": "False", "reason": "TransferRunning",
                         "message": "Import in progress" if phase == "ImportInProgress" else "",
                         "lastTransitionTime": ts(created), "lastHeartbeatTime": ts(created)},
-                       {"type": "Running", "status": "True", "reason": "Pod is running", "message": "",
+                       {"type": "Running", "status": "False" if error else "True",
+                        "reason": "Error" if error else "Pod is running", "message": error or "",
                         "lastTransitionTime": ts(created), "lastHeartbeatTime": ts(created)}]},
     }
 
 
 def scenario_volumes(scen):
     """The VM volumes of a storage scenario (None: not a storage scenario)."""
-    if scen == "dv-importing":
+    if scen in ("dv-importing", "dv-error", "dv-upload"):
         return [{"name": "rootdisk", "dataVolume": {"name": scen + "-rootdisk"}}]
     if scen in ("pvc-pending", "rwo-migration"):
         return [{"name": "rootdisk", "persistentVolumeClaim": {"claimName": scen + "-rootdisk"}}]
@@ -102,6 +107,23 @@ def create_objects(cluster, vm):
         st.create("persistentvolumes", build_pv(pv_name, ns, claim, pvc["metadata"]["uid"], created=t))
         cluster.emit(dv, "ImportInProgress", "Import into %s in progress" % claim, component="datavolume-import-controller")
         st.update("virtualmachines", ns, md["name"], lambda o: cluster.vm_status(o, "Provisioning", False, False))
+        return True
+    if scen in ("dv-error", "dv-upload"):
+        err = ("Unable to connect to http data source: expected status code 200, got 404. Status: 404 Not Found"
+               if scen == "dv-error" else None)
+        dv = st.create("datavolumes", build_dv(ns, claim, "Failed" if err else "UploadReady",
+                                               "0.00%" if err else "N/A", vm_owner, t, error=err))
+        dv_owner = {"apiVersion": "cdi.kubevirt.io/v1beta1", "kind": "DataVolume", "name": claim,
+                    "uid": dv["metadata"]["uid"], "controller": True, "blockOwnerDeletion": True}
+        pv_name = "pvc-" + cluster.uid()
+        pvc = st.create("persistentvolumeclaims", build_pvc(ns, claim, volume=pv_name, owner=dv_owner, created=t))
+        st.create("persistentvolumes", build_pv(pv_name, ns, claim, pvc["metadata"]["uid"], created=t))
+        if err:
+            cluster.emit(dv, "Error", err, "Warning", component="datavolume-import-controller")
+        else:
+            cluster.emit(dv, "UploadReady", "Upload into %s ready" % claim, component="datavolume-upload-controller")
+        status = "DataVolumeError" if err else "WaitingForReceiver"
+        st.update("virtualmachines", ns, md["name"], lambda o: cluster.vm_status(o, status, False, False))
         return True
     if scen == "pvc-pending":
         pvc = st.create("persistentvolumeclaims", build_pvc(ns, claim, sc="slow-nfs", created=t))

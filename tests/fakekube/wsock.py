@@ -109,15 +109,7 @@ def serve(h, route):
     if phase != "Running":
         raise ApiError(400, "BadRequest", "Unable to connect to VirtualMachineInstance because phase is %s instead of Running"
                        % (phase or "Pending"))
-    hd = h.headers
-    if "websocket" not in hd.get("Upgrade", "").lower() or "upgrade" not in hd.get("Connection", "").lower():
-        raise ApiError(400, "BadRequest", "websocket: the client is not using the websocket protocol: "
-                       "'upgrade' token not found in 'Connection' header")
-    key = hd.get("Sec-WebSocket-Key")
-    if not key or hd.get("Sec-WebSocket-Version") != "13":
-        raise ApiError(400, "BadRequest", "websocket: not a websocket handshake: 'Sec-WebSocket-Key' header is missing or blank")
-    offered = [p.strip() for p in hd.get("Sec-WebSocket-Protocol", "").split(",") if p.strip()]
-    proto = next((p for p in PROTOCOLS if p in offered), None)
+    key, proto = handshake(h)
     backend = app.backends.get((route.ns, route.name, route.sub))
     bsock = None
     if backend:
@@ -137,6 +129,32 @@ def serve(h, route):
             display = app.displays.setdefault((route.ns, route.name), rfb.Display())
         bsock, peer = socket.socketpair()
         rfb.serve(peer, display, "fakekube %s/%s" % (route.ns, route.name))
+    switch(h, key, proto)
+    with app.mu:
+        app.websockets += 1
+    try:
+        Bridge(h, bsock, proto == "base64.binary.k8s.io").run()
+    finally:
+        with app.mu:
+            app.websockets -= 1
+        if bsock:
+            bsock.close()
+
+
+def handshake(h):
+    """The client's Upgrade request checked as gorilla/websocket does: (key, subprotocol chosen or None)."""
+    hd = h.headers
+    if "websocket" not in hd.get("Upgrade", "").lower() or "upgrade" not in hd.get("Connection", "").lower():
+        raise ApiError(400, "BadRequest", "websocket: the client is not using the websocket protocol: "
+                       "'upgrade' token not found in 'Connection' header")
+    key = hd.get("Sec-WebSocket-Key")
+    if not key or hd.get("Sec-WebSocket-Version") != "13":
+        raise ApiError(400, "BadRequest", "websocket: not a websocket handshake: 'Sec-WebSocket-Key' header is missing or blank")
+    offered = [p.strip() for p in hd.get("Sec-WebSocket-Protocol", "").split(",") if p.strip()]
+    return key, next((p for p in PROTOCOLS if p in offered), None)
+
+
+def switch(h, key, proto):
     h.send_response(101, "Switching Protocols")
     h.send_header("Upgrade", "websocket")
     h.send_header("Connection", "Upgrade")
@@ -146,10 +164,51 @@ def serve(h, route):
     h.end_headers()
     h.wfile.flush()
     h.close_connection = True
+
+
+def serve_portforward(h, route):
+    """GET .../{virtualmachines,virtualmachineinstances}/NAME/portforward/PORT[/PROTOCOL], as virt-api serves it:
+    the VMI (a VM's own for virtualmachines) must be Running; after the upgrade the guest's PORT is dialled (as
+    virt-handler dials inside the launcher) and the stream bridges raw bytes both ways; a port where nothing
+    listens closes that WebSocket with the dial error (1011), nothing else. The guest is 127.0.0.1 unless
+    POST /fake/backend {"namespace","name","kind":"portforward","tcp":"HOST"} says where, and its "ports"
+    {"GUEST":"HOST:PORT"} maps single ports elsewhere (an sshd on a free port standing in for port 22)."""
+    app = h.app
+    parts = route.sub.split("/")
+    proto = parts[2] if len(parts) == 3 else "tcp"
+    if len(parts) not in (2, 3) or not parts[1].isdigit() or not 0 < int(parts[1]) < 65536 or proto not in ("tcp", "udp"):
+        raise ApiError(400, "BadRequest", "invalid port or protocol: %s" % "/".join(parts[1:]))
+    port = int(parts[1])
+    if route.plural == "virtualmachines" and app.store.get("virtualmachines", route.ns, route.name) is None:
+        raise ApiError(404, "NotFound", 'virtualmachines.kubevirt.io "%s" not found' % route.name,
+                       {"name": route.name, "group": "kubevirt.io", "kind": "virtualmachines"})
+    vmi = app.store.get("virtualmachineinstances", route.ns, route.name)
+    if vmi is None:
+        raise ApiError(404, "NotFound", 'virtualmachineinstances.kubevirt.io "%s" not found' % route.name,
+                       {"name": route.name, "group": "kubevirt.io", "kind": "virtualmachineinstances"})
+    phase = vmi.get("status", {}).get("phase", "")
+    if phase != "Running":
+        raise ApiError(400, "BadRequest", "Unable to connect to VirtualMachineInstance because phase is %s instead of Running"
+                       % (phase or "Pending"))
+    if proto == "udp":
+        raise ApiError(400, "BadRequest", "fakekube forwards tcp only")
+    key, sub = handshake(h)
+    be = app.backends.get((route.ns, route.name, "portforward")) or {}
+    dest = (be.get("ports") or {}).get(str(port))
+    host, dport = (dest.rpartition(":")[0], int(dest.rpartition(":")[2])) if dest else (be.get("tcp") or "127.0.0.1", port)
+    switch(h, key, sub)
     with app.mu:
         app.websockets += 1
+        app.portforwards = getattr(app, "portforwards", 0) + 1
+    bsock = None
     try:
-        Bridge(h, bsock, proto == "base64.binary.k8s.io").run()
+        try:
+            bsock = socket.create_connection((host, dport), timeout=5)
+        except OSError as e:
+            b = Bridge(h, None, False)
+            b.close(1011, "dial tcp %s:%d: %s" % (host, port, e.strerror or e))
+            return
+        Bridge(h, bsock, sub == "base64.binary.k8s.io").run()
     finally:
         with app.mu:
             app.websockets -= 1

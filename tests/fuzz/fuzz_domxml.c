@@ -231,11 +231,12 @@ static void check_build(const struct manifest *m, const struct domxml_env *env)
 	}
 	free(needs);
 	/* the forwarded ports' monitor commands: one fixed shape, whatever the manifest held */
-	for (int i = 0; p->hostfwd && p->hostfwd[i]; i++) {
-		const char *c = p->hostfwd[i];
+	for (int i = 0; i < p->nfwds; i++) {
+		char *c = domxml_hostfwd_cmd(p, i);
 		if (strncmp(c, "hostfwd_add hostua-", 19) != 0 || strspn(c + 19, "abcdefghijklmnopqrstuvwxyz0123456789-") == 0 ||
 		    strspn(c, "abcdefghijklmnopqrstuvwxyz0123456789-_:. ") != strlen(c))
 			violation("a monitor command out of shape", c, p->xml);
+		free(c);
 	}
 	domxml_plan_free(p);
 }

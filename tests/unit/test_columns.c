@@ -10,6 +10,7 @@
 #include "core/xmalloc.h"
 #include "kube/decode.h"
 #include "model/columns.h"
+#include "model/noderes.h"
 #include "model/podprint.h"
 #include "model/source.h"
 #include "model/store.h"
@@ -341,6 +342,56 @@ static void test_pod_kubectl(void)
 	json_object_put(fx);
 }
 
+/* Quantities and a node's requests as kubectl prints them (each expectation is kubectl v1.32's output, checked
+ * against `kubectl describe node` on fakekube in tests/e2e/ui_cluster.sh) */
+static void test_noderes(void)
+{
+	static const struct {
+		const char *a, *b, *sum;
+	} sums[] = {
+		{ "100m", "1m", "101m" },         { "128Mi", "1M", "135217728" }, { "512Mi", "512Mi", "1Gi" },
+		{ "1", "500m", "1500m" },         { "2", "0", "2" },              { "1.5", "0.5", "2" },
+		{ "1G", "500M", "1500M" },        { "1000", "0", "1k" },          { "1500", "0", "1500" },
+		{ "100Mi", "1000Mi", "1100Mi" },  { "1k", "24", "1024" },         { "1e3", "0", "1e3" },
+		{ "0", "357Mi", "357Mi" },        { "32318852Ki", "0", "32318852Ki" },
+	};
+	for (size_t i = 0; i < sizeof sums / sizeof sums[0]; i++) {
+		struct quantity a, b;
+		char out[64];
+		T_CHECK(quantity_parse(sums[i].a, &a) && quantity_parse(sums[i].b, &b));
+		quantity_add(&a, &b);
+		quantity_format(&a, out, sizeof out);
+		T_EQ_STR(out, sums[i].sum);
+	}
+	struct quantity bad;
+	T_CHECK(!quantity_parse("12Zi", &bad) && !quantity_parse("", &bad) && !quantity_parse("m", &bad) && !quantity_parse("1.2.3", &bad));
+	/* a launcher: compute and its container disk, an init container larger than both, a sidecar, overhead */
+	struct json_object *pod = json_tokener_parse(
+		"{\"spec\":{\"containers\":[{\"resources\":{\"requests\":{\"cpu\":\"100m\",\"memory\":\"128Mi\"}}},"
+		"{\"resources\":{\"requests\":{\"cpu\":\"1m\",\"memory\":\"1M\"}}}],"
+		"\"initContainers\":[{\"resources\":{\"requests\":{\"cpu\":\"50m\",\"memory\":\"1Gi\"}}},"
+		"{\"restartPolicy\":\"Always\",\"resources\":{\"requests\":{\"cpu\":\"10m\"}}}],"
+		"\"overhead\":{\"memory\":\"200Mi\"}}}");
+	struct quantity cpu, mem, alloc;
+	char cell[64];
+	noderes_pod_requests(pod, &cpu, &mem);
+	quantity_format(&cpu, cell, sizeof cell);
+	T_EQ_STR(cell, "111m"); /* containers 101m + sidecar 10m > the init container's 50m */
+	quantity_format(&mem, cell, sizeof cell);
+	T_EQ_STR(cell, "1224Mi"); /* the init container's 1Gi (more than 128Mi + 1M) + overhead 200Mi */
+	json_object_put(pod);
+	quantity_parse("7910m", &alloc);
+	noderes_cell(&cpu, &alloc, true, cell, sizeof cell);
+	T_EQ_STR(cell, "111m (1%)");
+	struct quantity none = { 0, 0, QTY_NONE };
+	noderes_cell(&none, &alloc, true, cell, sizeof cell);
+	T_EQ_STR(cell, "0 (0%)");
+	quantity_parse("32318852Ki", &alloc);
+	quantity_parse("1439500544", &mem);
+	noderes_cell(&mem, &alloc, false, cell, sizeof cell);
+	T_EQ_STR(cell, "1439500544 (4%)");
+}
+
 int main(void)
 {
 	src = source_new(SOURCE_KUBE, "test");
@@ -351,6 +402,7 @@ int main(void)
 	test_events();
 	test_print_escape();
 	test_api_table();
+	test_noderes();
 	source_free_all();
 	return T_DONE();
 }

@@ -399,16 +399,19 @@ static void test_pod_net(const struct domxml_env *env0, const char *run)
 	struct domxml_plan *p = domxml_build(m, &env, &err);
 	T_CHECK(p && has(p->xml, "<interface type=\"user\">") &&
 		has(p->xml, "<ip family=\"ipv4\" address=\"10.0.2.0\" prefix=\"24\"/>"));
-	T_CHECK(p && p->hostfwd == NULL); /* no host ports chosen: nothing forwarded */
+	T_CHECK(p && p->fwds == NULL && p->nfwds == 0); /* no host ports chosen: nothing forwarded */
 	domxml_plan_free(p);
 	int hp[] = { 40022, 40053 };
 	env.host_ports = hp;
 	p = domxml_build(m, &env, &err);
-	T_CHECK(p && p->hostfwd && p->hostfwd[0] && p->hostfwd[1] && p->hostfwd[2] == NULL);
-	if (p && p->hostfwd && p->hostfwd[0] && p->hostfwd[1]) {
-		T_EQ_STR(p->hostfwd[0], "hostfwd_add hostua-default tcp:127.0.0.1:40022-:22");
-		T_EQ_STR(p->hostfwd[1], "hostfwd_add hostua-default udp:127.0.0.1:40053-:53");
+	T_CHECK(p && p->fwds && p->nfwds == 2);
+	if (p && p->fwds && p->nfwds == 2) {
+		char *c0 = domxml_hostfwd_cmd(p, 0), *c1 = domxml_hostfwd_cmd(p, 1);
+		T_EQ_STR(c0, "hostfwd_add hostua-default tcp:127.0.0.1:40022-:22");
+		T_EQ_STR(c1, "hostfwd_add hostua-default udp:127.0.0.1:40053-:53");
 		T_EQ_STR(p->pod_iface, "default");
+		free(c0);
+		free(c1);
 	}
 	/* the config drive, really made: ISO 9660 label config-2 at offset 32808, OpenStack's file names */
 	err = NULL;

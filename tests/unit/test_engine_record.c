@@ -7,6 +7,7 @@
 #include "core/intern.h"
 #include "core/xmalloc.h"
 #include "engine/evm.h"
+#include "engine/record.h"
 #include "t.h"
 
 static const char *manifest = "apiVersion: kubevirt.io/v1\nkind: VirtualMachine\nmetadata: {name: r, namespace: n}\n"

@@ -156,11 +156,36 @@ static void test_suggest(void)
 	T_EQ_INT(registry_kind_suggest("pvx", out, 4), 0); /* too short to guess */
 }
 
+/* the verbs into the guest: every row found by its name, none an action's or a kind's name, subresources as
+ * KubeVirt names them */
+static void test_guest_verbs(void)
+{
+	for (int i = 0; i < GV_COUNT; i++) {
+		const struct guest_verb_def *g = registry_guest_verb((enum guest_verb)i);
+		T_CHECK(g != NULL && (int)g->id == i);
+		T_CHECK(registry_guest_verb_find(g->name) == g);
+		T_CHECK(registry_action_find(g->name) == NULL);
+		T_CHECK(registry_kind_find(g->name) == NULL);
+		T_CHECK(g->synopsis && g->summary && g->subresource && g->kinds);
+		/* a dashboard key of its own, no action's */
+		T_CHECK(g->key == 0 || (registry_action_key(g->key) == NULL && registry_guest_verb_key(g->key) == g &&
+					g->key_label && g->key_help));
+	}
+	T_CHECK(registry_guest_verb(GV_COUNT) == NULL);
+	T_CHECK(registry_guest_verb_find("nosuch") == NULL);
+	T_EQ_STR(registry_guest_verb(GV_FSLIST)->subresource, "filesystemlist");
+	T_EQ_STR(registry_guest_verb(GV_PORT_FORWARD)->name, "port-forward");
+	char *p = registry_subresource_path(registry_kind(KIND_VM), "ns", "vm1", "portforward/22");
+	T_EQ_STR(p, "/apis/subresources.kubevirt.io/v1/namespaces/ns/virtualmachines/vm1/portforward/22");
+	free(p);
+}
+
 int main(void)
 {
 	test_kind_lookup();
 	test_kind_unique();
 	test_actions();
 	test_suggest();
+	test_guest_verbs();
 	return T_DONE();
 }

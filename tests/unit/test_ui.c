@@ -17,6 +17,7 @@
 #include "model/store.h"
 #include "t.h"
 #include "ui/draw.h"
+#include "ui/forwards.h"
 #include "ui/header.h"
 #include "ui/help.h"
 #include "ui/clusterlist.h"
@@ -189,6 +190,29 @@ static void test_wrap(void)
 	T_EQ_INT(draw_wrap_rows("日本語", 3, 0, st, 8), 3);
 	/* counting only */
 	T_EQ_INT(draw_wrap_rows(msg, 20, 2, NULL, 0), 4);
+	/* a UID or a name is never split: the row ends at the space before it, even when that leaves it short
+	 * (issue 25, item 11: `...launcher-l8` / `sqn`) */
+	const char *uid = "owned by VMI 6a1f0c3e-8d2b-4c7a-9e51-0f2d3b4c5a6e";
+	T_EQ_INT(draw_wrap_rows(uid, 38, 2, st, 8), 2);
+	T_EQ_STR(uid + st[1], "6a1f0c3e-8d2b-4c7a-9e51-0f2d3b4c5a6e");
+	const char *pod = "OWNER MISMATCH: virt-launcher-stuck-launcher-l8sqn has created-by=x";
+	T_EQ_INT(draw_wrap_rows(pod, 38, 2, st, 8), 3);
+	T_EQ_STR(pod + st[1], "virt-launcher-stuck-launcher-l8sqn has created-by=x");
+	T_EQ_STR(pod + st[2], "has created-by=x");
+	/* words wrap at spaces, the next row starts at the word (the space that did not fit is dropped) */
+	T_EQ_INT(draw_wrap_rows("aaaa bbbb", 4, 0, st, 8), 2);
+	T_EQ_INT(st[1], 5);
+	T_EQ_INT(draw_wrap_rows("aaa  bbb", 4, 0, st, 8), 2);
+	T_EQ_INT(st[1], 5);
+	/* only a word longer than a whole row is cut, at the width; the words around it stay whole */
+	const char *lng = "ab 0123456789 cd";
+	T_EQ_INT(draw_wrap_rows(lng, 6, 0, st, 8), 4);
+	T_EQ_STR(lng + st[1], "0123456789 cd");
+	T_EQ_STR(lng + st[2], "6789 cd");
+	T_EQ_STR(lng + st[3], "cd");
+	/* a line's leading blanks are its indentation, not a place to break */
+	T_EQ_INT(draw_wrap_rows("  imageID:sha256", 10, 0, st, 8), 2);
+	T_EQ_INT(st[1], 10);
 }
 
 static void test_fit(void)
@@ -863,6 +887,11 @@ static void test_panes(void)
 	view_free_all();
 }
 
+static const struct view_key *pf_keys(void)
+{
+	return forwards_keys;
+}
+
 /* The key tables the man page and `?` are checked against, with the man page's subsection titles. */
 static const struct {
 	const char *title;
@@ -875,6 +904,7 @@ static const struct {
 	{ "Node list (:node)", clusterlist_node_keys },
 	{ "Migration list (:vmim)", clusterlist_vmim_keys },
 	{ "PVC and DataVolume lists (:pvc, :dv)", clusterlist_storage_keys },
+	{ "Port forwards (:pf)", pf_keys },
 };
 
 static const struct view_key *global_keys(void)
@@ -910,6 +940,11 @@ static void man_keys(struct buf *b)
 			if (a->key) { /* the lifecycle keys (model/registry.c) of the views with a VM */
 				roff_label(b, a->key_label);
 				buf_printf(b, "%s\n", a->key_help);
+			}
+		for (int i = 0; t < 2 && i < GV_COUNT; i++)
+			if (registry_guest_verb((enum guest_verb)i)->key) { /* shift-F (model/registry.c) */
+				roff_label(b, registry_guest_verb((enum guest_verb)i)->key_label);
+				buf_printf(b, "%s\n", registry_guest_verb((enum guest_verb)i)->key_help);
 			}
 		if (t < 2)
 			for (size_t i = 0; i < view_npanes; i++) {
@@ -966,6 +1001,13 @@ static void test_man_and_help(void)
 		if (a->key) {
 			char line[160];
 			snprintf(line, sizeof line, "  %-10s %s\n", a->key_label, a->key_help);
+			T_CHECK(strstr(help.data, line) != NULL);
+		}
+	for (int i = 0; i < GV_COUNT; i++)
+		if (registry_guest_verb((enum guest_verb)i)->key) {
+			char line[160];
+			snprintf(line, sizeof line, "  %-10s %s\n", registry_guest_verb((enum guest_verb)i)->key_label,
+				 registry_guest_verb((enum guest_verb)i)->key_help);
 			T_CHECK(strstr(help.data, line) != NULL);
 		}
 	for (size_t i = 0; i < cmdline_ncmds; i++)

@@ -1,0 +1,309 @@
+/* What the files of the engine service's API server (src/apiserver/) share: the resources it serves, the state of
+ * one server (struct apisrv), and the functions one file offers the others. Private to src/apiserver/: apisrv.h is
+ * the module's interface. Everything here runs on the loop thread.
+ *
+ *   apisrv.c     daemon and HTTP glue: listeners, libmicrohttpd in the loop, authentication, routing, idle exit
+ *   discovery.c  the resources (RES[], from model/registry.c), discovery and OpenAPI documents
+ *   objects.c    JSON helpers; objects as the API serves them (VM, event, Namespace, Node, the KubeVirt CR)
+ *   reply.c      responses: JSON, text, Status objects (404, 422 ...)
+ *   list.c       selection (namespace, name, label and field selectors), get, list with continue, Tables
+ *   watch.c      resourceVersions, the watch ring and its watchers (410 for what the ring no longer holds)
+ *   vmwrite.c    writes to VMs: create, patch/update (apply), delete, the lifecycle subresources
+ *   vmim.c       VirtualMachineInstanceMigration: the migration controller and its objects on disk
+ *   nsx.c        namespaces: those in use and those created through the API (kept on disk)
+ *   wsbridge.c   the serial console and VNC as KubeVirt's WebSocket subresources
+ *   subres.c     pods/NAME/log and kvcon's own read-only subresources (domain XML, storage) */
+#ifndef KVCON_APISERVER_INTERNAL_H
+#define KVCON_APISERVER_INTERNAL_H
+
+#include <json-c/json.h>
+#include <microhttpd.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "core/buf.h"
+#include "core/hmap.h"
+#include "engine/apitls.h"
+#include "model/obj.h"
+#include "model/registry.h"
+#include "model/source.h"
+
+#define MAX_BODY (4u << 20)
+/* where the engine's KubeVirt CR lives, as a real install names it */
+#define KV_NS "kubevirt"
+#define KV_NAME "kubevirt"
+#define VMIM_NPHASE 8
+#define KV_NCOND 5 /* the KubeVirt CR's conditions (kv_json) */
+
+struct apisel;
+struct wsconn;
+
+/* ---- resources ---- */
+
+enum res { R_VM, R_VMI, R_POD, R_EVENT, R_NS, R_NODE, R_VMIM, R_KV, R_COUNT };
+
+/* Each resource is a kind of the registry (model/registry.c: names, group, short names, scope, store kind) with
+ * the verbs this server allows on it; RES[r] reads as the table it was, filled from the registry on first use. */
+struct resdef {
+	const char *plural, *singular, *kind, *group, *short1, *short2;
+	bool namespaced;
+	int obj_kind; /* enum obj_kind, -1 for synthesised kinds */
+	const char *verbs;
+	enum kind_id id; /* its row of model/registry.c */
+};
+
+const struct resdef *apis_res_table(void);
+#define RES (apis_res_table())
+
+/* ---- one server's state ---- */
+
+/* The last JSON text served for a store object: its resourceVersion and text (with that resourceVersion). */
+struct cent {
+	char key[UID_LEN + 4];
+	uint64_t rv;
+	char *body; /* JSON without resourceVersion (for comparison) */
+	char *text; /* JSON as served */
+};
+
+/* One watch event kept for watchers that are behind. */
+struct wev {
+	uint64_t rv;
+	enum res r;
+	const char *type; /* ADDED, MODIFIED, DELETED */
+	struct obj *o;    /* packed copy (namespace, name, labels for the filters); NULL for a migration (text) */
+	char *text;
+};
+
+struct watcher {
+	struct apisrv *srv;
+	struct MHD_Connection *c;
+	enum res r;
+	char *ns, *name;
+	struct apisel *ls, *fs;
+	uint64_t rv; /* last sent */
+	bool bookmarks, table, suspended, ended, sent_columns;
+	uint64_t deadline_ms, next_bookmark_ms;
+	struct buf out;
+	struct loop_fd *gone; /* while suspended: the client's socket, to notice that it left */
+	struct watcher *next;
+};
+
+struct reqctx {
+	struct buf body;
+	bool too_big;
+};
+
+/* A VirtualMachineInstanceMigration: kept by the service in a file of its own (engine-data/vmims/NS_NAME.json,
+ * fsync'd, stored before the engine is asked to migrate); its phase follows the engine's migration (the VMI's
+ * migrationState with the same migrationUid, which the object chooses and hands to the engine) and the action's
+ * outcome. */
+struct vmim {
+	unsigned id;
+	char *ns, *name, *vmi, *target; /* target: spec.addedNodeSelector's kubernetes.io/hostname, or NULL */
+	char uid[37];
+	char mig_uid[UID_LEN]; /* the engine's migrationUid once started */
+	int64_t created;
+	json_object *labels, *annotations;
+	const char *phase;
+	char *reason;      /* why it failed (refused, or the engine's message) */
+	int done;          /* 0 running, 1 the action ended well, -1 it failed */
+	const char *tphase[VMIM_NPHASE];
+	int64_t tstamp[VMIM_NPHASE];
+	int ntrans;
+	uint64_t rv;
+	char *body, *text; /* JSON without / with resourceVersion */
+	bool loaded;       /* read from its file: an earlier service accepted it */
+	/* the engine's options, from the kvcon.io/ annotations (vmim_opts; docs/ENGINE-SERVICE.md) */
+	uint32_t flags;    /* ENGINE_MIG_* */
+	char *mig_uri;
+	int timeout;
+	unsigned long bandwidth;
+	struct vmim *next;
+};
+
+/* An object removed from the store during this loop turn, its DELETED not sent yet: one added again with the same
+ * UID in the same turn (the engine moves a VM between its hosts: a migration) is MODIFIED instead. */
+struct gone {
+	struct cent *c;
+	struct obj *o; /* packed copy, for the watch filters */
+	char *text;    /* as served, without the new resourceVersion */
+	struct gone *next;
+};
+
+/* The KubeVirt CR as last served. */
+struct kv_state {
+	char status[KV_NCOND][6]; /* each condition's last status, for its transition time */
+	int64_t since[KV_NCOND];
+	uint64_t rv;
+	char *body, *text; /* JSON without / with resourceVersion */
+};
+
+/* One server: what apisrv_serve was given, its listeners and everything it serves. */
+struct apisrv {
+	struct store *st;
+	struct source **srcs;
+	int nsrcs;
+	uint64_t rv;
+	struct hmap cache;
+	struct wev *ring;
+	size_t ring_size, head, count; /* ring[head] is the oldest */
+	uint64_t oldest_rv; /* watches from before it get 410 */
+	struct watcher *watchers;
+	struct apitls tls;
+	bool https;
+	struct MHD_Daemon *d[2];
+	struct apisrv_daemon {
+		struct apisrv *srv;
+		bool tls;
+	} dcls[2]; /* each daemon's callback argument */
+	struct loop_fd *lfd[2];
+	int nd;
+	struct loop_timer *timer, *tick;
+	int64_t started;
+	char node_uid[37];
+	char **nsx; /* namespaces created through the API (kept in $XDG_STATE_HOME/kvcon/engine-namespaces) */
+	char **nsxmeta; /* each one's labels and annotations as applied: {"labels":..,"annotations":..} text, or NULL */
+	size_t nnsx;
+	struct wsconn *wsconns; /* the console and VNC WebSocket bridges (wsbridge.c) */
+	struct vmim *vmims;
+	unsigned vmim_ids;
+	bool vmim_posted;
+	struct gone *gone; /* removed this loop turn, their DELETED not sent yet */
+	bool gone_posted;
+	struct kv_state kv;
+	long idle_exit;      /* seconds without a client and with nothing to reconcile before the service exits; 0 never */
+	uint64_t busy_ms;    /* the last time a client was connected or something needed reconciling */
+	char *busy_why;      /* what last kept it (logged when it changes) */
+	char *pid_path;      /* SOCKET.pid, removed at exit */
+	char *sock_path;     /* the unix socket, and its identity: a service whose socket was removed or replaced */
+	dev_t sock_dev;      /* (and which serves no HTTPS) can be reached by nobody: it leaves */
+	ino_t sock_ino;
+};
+
+/* ---- selecting objects (list.c) ---- */
+
+struct item {
+	char *key;   /* ns/name, the list's order */
+	char *text;  /* JSON as served (owned) */
+	json_object *j; /* parsed on demand (Table) */
+};
+
+struct filter {
+	const char *ns;   /* NULL: all namespaces */
+	const char *name; /* NULL: all */
+	struct apisel *ls, *fs;
+};
+
+struct lookup {
+	const struct obj *o; /* store objects */
+	json_object *j;      /* synthesised ones */
+	const char *ns, *name;
+};
+
+/* ---- discovery.c ---- */
+
+const char *apis_api_version(enum res r);
+enum res apis_res_of_kind(enum obj_kind k);
+enum MHD_Result apis_discovery(struct apisrv *srv, struct MHD_Connection *c, const char *p, bool *handled);
+
+/* ---- objects.c ---- */
+
+json_object *apis_jstr(const char *s);
+json_object *apis_jget(json_object *o, const char *k);
+const char *apis_jgets(json_object *o, const char *k);
+json_object *apis_jobj(json_object *o, const char *k);
+char *apis_jtext(json_object *o);
+json_object *apis_time_json(int64_t t);
+json_object *apis_manifest_json(const char *text);
+json_object *apis_mig_state_json(const struct migration_state *m);
+json_object *apis_obj_to_json(const struct obj *o);
+json_object *apis_ns_json(struct apisrv *srv, const char *name);
+json_object *apis_node_json(struct apisrv *srv, struct source *src);
+void apis_kv_refresh(struct apisrv *srv);
+
+/* ---- nsx.c ---- */
+
+const char **apis_namespaces(struct apisrv *srv, size_t *n);
+void apis_nsx_load(struct apisrv *srv);
+bool apis_ns_exists(struct apisrv *srv, const char *name);
+enum MHD_Result apis_create_ns(struct apisrv *srv, struct MHD_Connection *c, struct reqctx *rq);
+enum MHD_Result apis_patch_ns(struct apisrv *srv, struct MHD_Connection *c, struct reqctx *rq, const char *name);
+enum MHD_Result apis_delete_ns(struct apisrv *srv, struct MHD_Connection *c, const char *name);
+
+/* ---- reply.c ---- */
+
+enum MHD_Result apis_send_text(struct MHD_Connection *c, unsigned code, char *text, const char *ctype);
+enum MHD_Result apis_send_json(struct MHD_Connection *c, unsigned code, json_object *o);
+enum MHD_Result apis_send_status(struct MHD_Connection *c, unsigned code, const char *reason, enum res r,
+				 const char *name, const char *fmt, ...) __attribute__((format(printf, 6, 7)));
+enum MHD_Result apis_send_invalid(struct MHD_Connection *c, const char *name, const char *why);
+enum MHD_Result apis_not_found(struct MHD_Connection *c, enum res r, const char *name);
+const char *apis_arg(struct MHD_Connection *c, const char *k);
+
+/* ---- list.c ---- */
+
+bool apis_wants_table(struct MHD_Connection *c);
+json_object *apis_table_row(enum res r, json_object *o, const char *include);
+json_object *apis_table_new(enum res r, uint64_t rv, const char *cont, bool columns);
+bool apis_matches(const struct filter *f, struct lookup *l);
+void apis_items_free(struct item *items, size_t n);
+struct item *apis_select_items(struct apisrv *srv, enum res r, const struct filter *f, size_t *n);
+int apis_parse_filter(struct MHD_Connection *c, enum res r, struct filter *f, char **err);
+void apis_filter_free(struct filter *f);
+enum MHD_Result apis_get_one(struct apisrv *srv, struct MHD_Connection *c, enum res r, const char *ns, const char *name);
+enum MHD_Result apis_list(struct apisrv *srv, struct MHD_Connection *c, enum res r, const char *ns);
+
+/* ---- watch.c ---- */
+
+void apis_cent_key(char *out, size_t len, const struct obj *o);
+void apis_ring_push(struct apisrv *srv, enum res r, const char *type, const struct obj *o, const char *text);
+bool apis_publish(struct apisrv *srv, json_object *j, char **body, char **text, uint64_t *rv);
+struct cent *apis_refresh(struct apisrv *srv, const struct obj *o, bool notify);
+void apis_on_store(void *arg, enum obj_kind kind, const struct obj *old, const struct obj *new_);
+void apis_wake(struct watcher *w);
+void apis_wake_watchers(struct apisrv *srv);
+enum MHD_Result apis_watch(struct apisrv *srv, struct MHD_Connection *c, enum res r, const char *ns, const char *name);
+
+/* ---- vmwrite.c ---- */
+
+struct source *apis_source_of(struct apisrv *srv, const char *ns, const char *name);
+json_object *apis_body_json(struct MHD_Connection *c, struct reqctx *rq, enum MHD_Result *rc);
+enum MHD_Result apis_create_vm(struct apisrv *srv, struct MHD_Connection *c, struct reqctx *rq, const char *ns);
+enum MHD_Result apis_patch_vm(struct apisrv *srv, struct MHD_Connection *c, struct reqctx *rq, const char *ns, const char *name,
+				bool replace);
+void apis_action_done(void *arg, int status, const char *message);
+int apis_grace_of(struct MHD_Connection *c, struct reqctx *rq, const char *key);
+bool apis_dry_run(struct MHD_Connection *c, struct reqctx *rq);
+enum MHD_Result apis_act(struct apisrv *srv, struct MHD_Connection *c, struct reqctx *rq, enum res r, enum action a, const char *ns,
+			   const char *name, int grace, const char *target, unsigned ok_code, bool reply_obj);
+enum MHD_Result apis_subresource(struct apisrv *srv, struct MHD_Connection *c, struct reqctx *rq, enum res r, const char *ns,
+				   const char *name, const char *sub);
+
+/* ---- vmim.c ---- */
+
+void apis_vmim_free(struct vmim *m);
+void apis_vmims_load(struct apisrv *srv);
+void apis_vmims_settle_loaded(struct apisrv *srv);
+void apis_vmims_update(struct apisrv *srv);
+enum MHD_Result apis_create_vmim(struct apisrv *srv, struct MHD_Connection *c, struct reqctx *rq, const char *ns);
+enum MHD_Result apis_migrate_sub(struct apisrv *srv, struct MHD_Connection *c, struct reqctx *rq, const char *ns, const char *name);
+enum MHD_Result apis_delete_vmim(struct apisrv *srv, struct MHD_Connection *c, struct reqctx *rq, const char *ns, const char *name);
+
+/* ---- wsbridge.c ---- */
+
+void apis_ws_close(struct apisrv *srv, struct wsconn *w);
+enum MHD_Result apis_console_ws(struct apisrv *srv, struct MHD_Connection *c, const char *ns, const char *name, bool vnc);
+
+/* ---- subres.c ---- */
+
+enum MHD_Result apis_pod_log(struct apisrv *srv, struct MHD_Connection *c, const char *ns, const char *name);
+enum MHD_Result apis_vmi_domainxml(struct apisrv *srv, struct MHD_Connection *c, const char *ns, const char *name);
+enum MHD_Result apis_vm_storage(struct apisrv *srv, struct MHD_Connection *c, const char *ns, const char *name);
+
+/* ---- apisrv.c ---- */
+
+bool apis_valid_name(const char *s);
+
+#endif

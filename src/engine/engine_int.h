@@ -1,0 +1,143 @@
+/* What the pieces of the engine share (src/engine/ only; engine.h is the engine's API): a host's and a
+ * request's state, the one set of open hosts, and each piece's functions for the others. Loop thread only.
+ *   engine.c      open/close, the provider, consoles, VNC and port forwards, services for migrate.c
+ *   esettings.c   settings: directories, the config's engine.* keys, engine.host lines
+ *   record.c      the records on disk (record.h)
+ *   epublish.c    engine state -> store objects (VM, VMI, launcher pod, events)
+ *   epull.c       containerDisk pulls and the image cache
+ *   ereconcile.c  executions, the run-strategy reconciler, what the host workers report
+ *   eactions.c    lifecycle actions, their waiters, engine_apply */
+#ifndef KVCON_ENGINE_ENGINE_INT_H
+#define KVCON_ENGINE_ENGINE_INT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/hmap.h"
+#include "engine/embed.h"
+#include "engine/engine.h"
+#include "engine/evm.h"
+#include "engine/host.h"
+#include "model/source.h"
+
+#define RESYNC_MS 10000
+#define RING_MAX (64 * 1024)
+#define QUICK_FAILURE_S 60
+
+enum preq_kind { PK_START, PK_STOP, PK_DESTROY, PK_PAUSE, PK_INSPECT, PK_WRITE, PK_UNDEFINE, PK_CONSOLE, PK_VNC,
+		 PK_OTHER };
+
+struct preq {
+	int id;
+	enum preq_kind kind;
+	struct evm *v;
+	engine_vnc_cb vnc_cb;
+	void *arg;
+	struct preq *next;
+};
+
+struct ehost {
+	struct source *src;
+	struct host *h;
+	char *uri;
+	bool up, synced, loaded;
+	char *accel, *error;
+	char *records_dir;
+	int owner_fd;   /* the flock on the host's service.lock: one engine process per host (-1: none held) */
+	char **bad;     /* unreadable records: "FILE: reason", kept on disk untouched, reported (engine_problems) */
+	char **bad_uid; /* the VM row each one shows as */
+	int nbad;
+	struct embed_account acct; /* who QEMU runs as on an embedded root (acct.same otherwise) */
+	struct hmap vms; /* ns/name -> evm */
+	struct preq *reqs;
+	/* the kvcon domains of the last sync (copies): where a domain moved behind kvcon's back is found */
+	struct host_dom *seen;
+	int nseen;
+};
+
+struct waiter {
+	enum action act;
+	action_done_cb done;
+	void *arg;
+	char old_uid[UID_LEN];
+	struct waiter *next;
+};
+
+struct engine_console {
+	struct loop_timer *backlog_timer;
+	char *backlog;
+	size_t backlog_len;
+	struct evm *v;
+	struct ehost *eh;
+	char *key;
+	engine_console_cb cb;
+	void *arg;
+	struct engine_console *next;
+};
+
+/* Every open host (engine_open) and the periodic resync. */
+struct engine_g {
+	struct store *st;
+	struct ehost **hosts;
+	int nhosts;
+	struct loop_timer *resync;
+};
+extern struct engine_g engine_g;
+
+/* engine.c */
+bool exec_active(const struct exec *x);
+struct evm *ehost_find_dom(struct ehost *eh, const char *dom);
+char *ehost_own(struct ehost *eh, const char *dd, const char *hk);
+int evm_send(struct evm *v, enum host_req_type type, enum preq_kind kind);
+void ehost_set_health(struct ehost *eh, enum watch_state st, const char *msg);
+void exec_set_phase(struct exec *x, const char *phase);
+bool evm_strategy_is(const struct evm *v, const char *s);
+struct preq *ehost_track(struct ehost *eh, int id, enum preq_kind kind, struct evm *v);
+int64_t engine_wall_ms(void);
+
+/* esettings.c: the engine's settings and directories (caller frees what is returned) */
+char *esettings_data_dir(void);
+char *esettings_default_uri(void);
+char *esettings_dir(const char *env, const char *sub);
+/* NULL-terminated, never NULL: free with esettings_values_free */
+char **esettings_host_roots(void);
+void esettings_values_free(char **vals);
+char *esettings_image_cache(void);
+
+/* epublish.c */
+struct pod;
+struct evm_event;
+void epublish_event_obj(struct evm *v, const struct evm_event *e);
+void epublish_remove_exec(struct evm *v, const struct exec *x);
+__attribute__((format(printf, 5, 6))) void evm_add_event(struct evm *v, const char *type, const char *reason,
+							 bool on_vmi, const char *fmt, ...);
+void epublish_bad(struct ehost *eh, const char *file, const char *why, const char *uid, const struct host_dom *d);
+
+/* epull.c */
+bool epull_local_image(const char *imgs, const char *ref);
+void epull_containers(const struct evm *v, struct pod *p);
+void epull_cancel(const struct evm *v);
+bool epull_reason(const char *how);
+bool epull_begin(struct evm *v);
+void epull_sweep(void);
+
+/* ereconcile.c */
+struct mf_iface;
+void evm_console_deliver(struct evm *v, const char *data, size_t len);
+void evm_end_exec(struct evm *v, bool failed, const char *how, const char *message);
+void evm_issue_stop(struct evm *v);
+void evm_stop_intent(struct evm *v, int grace);
+void ereconcile_on_msg(void *arg, struct host_msg *m);
+const struct mf_iface *evm_pod_iface(const struct evm *v);
+void ereconcile(struct evm *v);
+void ereconcile_resync_fire(void *arg);
+void evm_start_build(struct evm *v);
+bool evm_want_running(const struct evm *v);
+
+/* eactions.c */
+void eactions_check_waiters(struct evm *v);
+void eactions_complete(struct waiter *w, int status, const char *msg);
+int eactions_action(struct source *src, const struct action_req *req, action_done_cb done, void *arg, char **err);
+
+#endif

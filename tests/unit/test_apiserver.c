@@ -1,0 +1,192 @@
+/* The engine service's API server (src/apiserver/) without a network or libvirt: its resources from the registry,
+ * names in paths, resourceVersions (a change bumps one, the same text does not), the watch ring and the oldest
+ * resourceVersion a watch may start from (older ones are 410), the namespaces it lists and their objects, and
+ * Tables. Each check drives a handler's pure part through a struct apisrv of its own. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "apiserver/internal.h"
+#include "core/xmalloc.h"
+#include "t.h"
+
+static const char *jstrat(json_object *o, const char *path1, const char *path2)
+{
+	json_object *v = apis_jget(o, path1);
+	return path2 ? apis_jgets(v, path2) : json_object_get_string(v);
+}
+
+/* RES[] is the registry's rows with this server's verbs */
+static void test_resources(void)
+{
+	for (int r = 0; r < R_COUNT; r++) {
+		const struct kind_def *k = registry_kind(RES[r].id);
+		T_EQ_STR(RES[r].plural, k->plural);
+		T_EQ_STR(RES[r].kind, k->kind);
+		T_CHECK(RES[r].namespaced == k->namespaced);
+		T_CHECK(strstr(RES[r].verbs, "get") != NULL && strstr(RES[r].verbs, "watch") != NULL);
+	}
+	T_EQ_STR(RES[R_VM].plural, "virtualmachines");
+	T_EQ_STR(RES[R_VM].group, "kubevirt.io");
+	T_EQ_STR(apis_api_version(R_VM), "kubevirt.io/v1");
+	T_EQ_STR(apis_api_version(R_POD), "v1");
+	T_EQ_STR(apis_api_version(R_NS), "v1");
+	T_CHECK(strstr(RES[R_KV].verbs, "create") == NULL); /* the KubeVirt CR is read-only */
+	T_CHECK(!RES[R_NS].namespaced && !RES[R_NODE].namespaced && RES[R_VMIM].namespaced);
+	T_EQ_INT(apis_res_of_kind(OBJ_VM), R_VM);
+	T_EQ_INT(apis_res_of_kind(OBJ_VMI), R_VMI);
+	T_EQ_INT(apis_res_of_kind(OBJ_POD), R_POD);
+	T_EQ_INT(apis_res_of_kind(OBJ_EVENT), R_EVENT);
+}
+
+static void test_names(void)
+{
+	T_CHECK(apis_valid_name("demo"));
+	T_CHECK(apis_valid_name("a.b-c"));
+	T_CHECK(!apis_valid_name("Demo"));
+	T_CHECK(!apis_valid_name(""));
+	T_CHECK(!apis_valid_name(NULL));
+	T_CHECK(!apis_valid_name("a/b"));
+	char longname[300];
+	memset(longname, 'a', sizeof longname - 1);
+	longname[sizeof longname - 1] = 0;
+	T_CHECK(!apis_valid_name(longname));
+}
+
+static json_object *obj_named(const char *name, const char *label)
+{
+	json_object *j = json_object_new_object(), *md = json_object_new_object();
+	json_object_object_add(md, "name", json_object_new_string(name));
+	if (label) {
+		json_object *l = json_object_new_object();
+		json_object_object_add(l, "app", json_object_new_string(label));
+		json_object_object_add(md, "labels", l);
+	}
+	json_object_object_add(j, "metadata", md);
+	return j;
+}
+
+/* a new resourceVersion only when the object as served changed */
+static void test_publish(void)
+{
+	struct apisrv srv = { 0 };
+	char *body = NULL, *text = NULL;
+	uint64_t rv = 0;
+	T_CHECK(apis_publish(&srv, obj_named("a", "x"), &body, &text, &rv));
+	T_EQ_INT(rv, 1);
+	T_EQ_INT(srv.rv, 1);
+	T_CHECK(strstr(text, "\"resourceVersion\":\"1\"") != NULL);
+	T_CHECK(strstr(body, "resourceVersion") == NULL);
+	T_CHECK(!apis_publish(&srv, obj_named("a", "x"), &body, &text, &rv));
+	T_EQ_INT(rv, 1);
+	T_EQ_INT(srv.rv, 1);
+	srv.rv = 41; /* other objects changed meanwhile */
+	T_CHECK(apis_publish(&srv, obj_named("a", "y"), &body, &text, &rv));
+	T_EQ_INT(rv, 42);
+	T_CHECK(strstr(text, "\"resourceVersion\":\"42\"") != NULL);
+	free(body);
+	free(text);
+}
+
+/* the ring keeps the last ring_size events; a watch from before the oldest kept one is 410 (rv < oldest_rv) */
+static void test_ring(void)
+{
+	struct apisrv srv = { 0 };
+	srv.ring_size = 4;
+	srv.ring = xcalloc(srv.ring_size, sizeof *srv.ring);
+	for (int i = 1; i <= 6; i++) {
+		srv.rv = (uint64_t)i;
+		apis_ring_push(&srv, R_VMIM, "MODIFIED", NULL, "{}");
+	}
+	T_EQ_INT(srv.count, 4);
+	T_EQ_INT(srv.oldest_rv, 2);
+	T_EQ_INT(srv.ring[srv.head].rv, 3); /* the oldest kept: a watch from 2 misses nothing */
+	T_EQ_INT(srv.ring[(srv.head + srv.count - 1) % srv.ring_size].rv, 6);
+	T_EQ_STR(srv.ring[srv.head].type, "MODIFIED");
+	for (size_t i = 0; i < srv.count; i++)
+		free(srv.ring[(srv.head + i) % srv.ring_size].text);
+	free(srv.ring);
+}
+
+/* default and the KubeVirt CR's namespace always, then those created through the API, sorted */
+static void test_namespaces(void)
+{
+	struct apisrv srv = { 0 };
+	char *names[] = { "zeta", "default", "alpha" };
+	char *meta[] = { NULL, NULL, "{\"labels\":{\"team\":\"a\"},\"annotations\":{\"note\":\"n\"}}" };
+	srv.nsx = names;
+	srv.nsxmeta = meta;
+	srv.nnsx = 3;
+	size_t n;
+	const char **ns = apis_namespaces(&srv, &n);
+	T_EQ_INT(n, 4);
+	if (n == 4) {
+		T_EQ_STR(ns[0], "alpha");
+		T_EQ_STR(ns[1], "default");
+		T_EQ_STR(ns[2], KV_NS);
+		T_EQ_STR(ns[3], "zeta");
+	}
+	free(ns);
+	json_object *j = apis_ns_json(&srv, "alpha");
+	T_EQ_STR(apis_jgets(j, "kind"), "Namespace");
+	json_object *md = apis_jget(j, "metadata");
+	T_EQ_STR(jstrat(md, "labels", "team"), "a");
+	T_EQ_STR(jstrat(md, "labels", "kubernetes.io/metadata.name"), "alpha");
+	T_EQ_STR(jstrat(md, "annotations", "note"), "n");
+	T_EQ_STR(jstrat(j, "status", "phase"), "Active");
+	json_object *z = apis_ns_json(&srv, "zeta");
+	T_CHECK(apis_jget(apis_jget(z, "metadata"), "annotations") == NULL);
+
+	/* its Table: the columns, the row's cells, the object as includeObject asks */
+	json_object *t = apis_table_new(R_NS, 7, "tok", true);
+	T_EQ_STR(apis_jgets(t, "kind"), "Table");
+	T_EQ_STR(jstrat(t, "metadata", "resourceVersion"), "7");
+	T_EQ_STR(jstrat(t, "metadata", "continue"), "tok");
+	json_object *cols = apis_jget(t, "columnDefinitions");
+	T_EQ_INT(json_object_array_length(cols), 3);
+	T_EQ_STR(apis_jgets(json_object_array_get_idx(cols, 0), "name"), "Name");
+	json_object *row = apis_table_row(R_NS, j, NULL);
+	json_object *cells = apis_jget(row, "cells");
+	T_EQ_INT(json_object_array_length(cells), 3);
+	T_EQ_STR(json_object_get_string(json_object_array_get_idx(cells, 0)), "alpha");
+	T_EQ_STR(json_object_get_string(json_object_array_get_idx(cells, 1)), "Active");
+	T_EQ_STR(jstrat(row, "object", "kind"), "PartialObjectMetadata");
+	json_object *none = apis_table_row(R_NS, j, "None"), *full = apis_table_row(R_NS, j, "Object");
+	T_CHECK(apis_jget(none, "object") == NULL);
+	T_EQ_STR(jstrat(full, "object", "kind"), "Namespace");
+	json_object *nocols = apis_table_new(R_NS, 7, NULL, false);
+	T_EQ_INT(json_object_array_length(apis_jget(nocols, "columnDefinitions")), 0);
+	T_CHECK(apis_jget(apis_jget(nocols, "metadata"), "continue") == NULL);
+	json_object_put(nocols);
+	json_object_put(none);
+	json_object_put(full);
+	json_object_put(row);
+	json_object_put(t);
+	json_object_put(z);
+	json_object_put(j);
+}
+
+/* a migration's row: KubeVirt's printer columns */
+static void test_vmim_table(void)
+{
+	json_object *m = json_tokener_parse("{\"kind\":\"VirtualMachineInstanceMigration\",\"metadata\":{\"name\":\"mig1\","
+					    "\"namespace\":\"default\"},\"spec\":{\"vmiName\":\"demo\"},"
+					    "\"status\":{\"phase\":\"Running\"}}");
+	json_object *row = apis_table_row(R_VMIM, m, "Metadata"), *cells = apis_jget(row, "cells");
+	T_EQ_INT(json_object_array_length(cells), 3);
+	T_EQ_STR(json_object_get_string(json_object_array_get_idx(cells, 0)), "mig1");
+	T_EQ_STR(json_object_get_string(json_object_array_get_idx(cells, 1)), "Running");
+	T_EQ_STR(json_object_get_string(json_object_array_get_idx(cells, 2)), "demo");
+	json_object_put(row);
+	json_object_put(m);
+}
+
+int main(void)
+{
+	test_resources();
+	test_names();
+	test_publish();
+	test_ring();
+	test_namespaces();
+	test_vmim_table();
+	return T_DONE();
+}
