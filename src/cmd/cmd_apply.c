@@ -187,7 +187,7 @@ static bool on_engine(void)
 		return true;
 	struct connect_plan p;
 	connect_plan(o, &p);
-	return p.engine && !p.kube;
+	return p.engine && (!p.kube || p.kube_optional); /* no kubeconfig: the engine, not a pod's service account */
 }
 
 static struct kube_config *target(char **err)
