@@ -141,4 +141,4 @@ install-unit:
 clean:
 	rm -rf $(BUILD) build-asan build-fuzz kvcon
 
--include $(OBJ:.o=.d)
+-include $(OBJ:.o=.d) $(MAINOBJ:.o=.d) $(UNIT_BIN:=.d)

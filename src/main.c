@@ -9,20 +9,24 @@
 #include "cmd/cmd.h"
 #include "cmd/cmd_engine.h"
 #include "core/config.h"
+#include "core/connect.h"
 #include "core/log.h"
 #include "core/opts.h"
 #include "core/util.h"
 #include "core/xmalloc.h"
 #include "ui/ui.h"
 
-static void set_global(struct kvcon_opts *o, const struct cmd_flag *g, const char *val)
+static int set_global(struct kvcon_opts *o, const struct cmd_flag *g, const char *val)
 {
-	const char *l = g->l;
+	const char *l = g->l, *err = NULL;
 	if (strcmp(l, "--kubeconfig") == 0)
 		o->kubeconfig = xstrdup(val);
-	else if (strcmp(l, "--context") == 0)
-		o->context = xstrdup(val);
-	else if (strcmp(l, "--namespace") == 0)
+	else if (strcmp(l, "--context") == 0) {
+		if (connect_set_context(o, val, &err) < 0) {
+			log_eprintf("error: %s\n", err);
+			return -1;
+		}
+	} else if (strcmp(l, "--namespace") == 0)
 		o->ns = xstrdup(val);
 	else if (strcmp(l, "--all-namespaces") == 0)
 		o->all_ns = true;
@@ -43,6 +47,7 @@ static void set_global(struct kvcon_opts *o, const struct cmd_flag *g, const cha
 		o->verbose++;
 	else if (strcmp(l, "--v") == 0)
 		o->verbose = atoi(val);
+	return 0;
 }
 
 /* -v N, -vN, -v=N, --v=N, --v N as kubectl; a bare -v (not followed by a number) or -vv... count up. Returns true
@@ -149,7 +154,8 @@ static int parse_globals(int argc, char **argv, struct kvcon_opts *o)
 			}
 			val = argv[++i];
 		}
-		set_global(o, g, val);
+		if (set_global(o, g, val) < 0)
+			return -1;
 	}
 	argv[out] = NULL;
 	return out;

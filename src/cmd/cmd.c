@@ -7,12 +7,14 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cmd/args.h"
 #include "cmd/cmd_apply.h"
 #include "cmd/cmd_bundle.h"
 #include "cmd/cmd_console.h"
 #include "cmd/cmd_credentials.h"
 #include "cmd/cmd_describe.h"
 #include "cmd/cmd_diagnose.h"
+#include "cmd/cmd_serve.h"
 #include "cmd/cmd_engine.h"
 #include "cmd/cmd_get.h"
 #include "cmd/cmd_guestinfo.h"
@@ -26,6 +28,7 @@
 #include "core/version.h"
 #include "core/loop.h"
 #include "core/opts.h"
+#include "core/util.h"
 #include "core/xmalloc.h"
 #include "kube/kget.h"
 #include "model/registry.h"
@@ -34,166 +37,282 @@ static int cmd_version(int argc, char **argv);
 static int cmd_help(int argc, char **argv);
 static int cmd_completion(int argc, char **argv);
 static int cmd_complete(int argc, char **argv);
+static void print_kinds(FILE *f);
 
-#define WAIT_FLAG \
-	{ NULL, "--wait", "[SECONDS", "watch until the effect is visible (default 120 s); exit 3 when not", NULL }
+/* A flag row: short and long form, the value's name, help, completion values; D a duration whose bare number
+ * counts unit ms (virtctl's unit for the flag), N a whole number (cmd/args.c checks both). */
+#define F(s_, l_, arg_, help_, values_) { .s = s_, .l = l_, .arg = arg_, .help = help_, .values = values_ }
+#define D(s_, l_, arg_, help_, unit_)                                                                             \
+	{ .s = s_, .l = l_, .arg = arg_, .help = help_, .type = CMD_FLAG_DURATION, .unit_ms = unit_ }
+#define N(s_, l_, arg_, help_) { .s = s_, .l = l_, .arg = arg_, .help = help_, .type = CMD_FLAG_INT }
+#define WAIT_FLAG                                                                                                  \
+	D(NULL, "--wait", "[SECONDS", "watch until the effect is visible (default 120 s); exit 3 when not", 1000)
 #define SOURCE_HELP "the context or engine host that has the VM (when the name exists on several)"
 
 const struct cmd_flag cmd_globals[] = {
-	{ NULL, "--kubeconfig", "FILE", "kubeconfig to use (default: $KUBECONFIG, ~/.kube/config)", NULL },
-	{ NULL, "--context", "NAME", "kubeconfig context", NULL },
-	{ "-n", "--namespace", "NS", "namespace (default: the context's)", NULL },
-	{ "-A", "--all-namespaces", NULL, "every namespace", NULL },
-	{ "-c", "--connect", "URI", "libvirt host for the engine (repeatable; default: $LIBVIRT_DEFAULT_URI, else "
-				    "embedded QEMU)", NULL },
-	{ NULL, "--source", "NAME", SOURCE_HELP, NULL },
-	{ NULL, "--no-engine", NULL, "do not open the local engine", NULL },
-	{ NULL, "--readonly", NULL, "refuse every mutating action; consoles and VNC view only", NULL },
-	{ NULL, "--theme", "NAME", "colour theme", "default dark light mono" },
-	{ NULL, "--log-file", "FILE", "log file (default: $XDG_STATE_HOME/kvcon/kvcon.log)", NULL },
-	{ "-v", "--v", "N", "log verbosity (-v N, --v=N; -v alone: 1)", NULL },
-	{ NULL, "--verbose", NULL, "more logging (repeatable)", NULL },
-	{ NULL, "--version", NULL, "the same as the version command", NULL },
-	{ "-h", "--help", NULL, "this help", NULL },
-	{ 0 },
+	F(NULL, "--kubeconfig", "FILE", "kubeconfig to use (default: $KUBECONFIG, ~/.kube/config)", NULL),
+	F(NULL, "--context", "NAME", "kubeconfig context, or engine (the local engine; CTX,engine: both)", NULL),
+	F("-n", "--namespace", "NS", "namespace (default: the context's)", NULL),
+	F("-A", "--all-namespaces", NULL, "every namespace", NULL),
+	F("-c", "--connect", "URI", "libvirt host for the engine (repeatable; default: $LIBVIRT_DEFAULT_URI, else "
+				    "embedded QEMU)", NULL),
+	F(NULL, "--source", "NAME", SOURCE_HELP, NULL),
+	F(NULL, "--no-engine", NULL, "do not open the local engine", NULL),
+	F(NULL, "--readonly", NULL, "refuse every mutating action; consoles and VNC view only", NULL),
+	F(NULL, "--theme", "NAME", "colour theme", "default dark light mono"),
+	F(NULL, "--log-file", "FILE", "log file (default: $XDG_STATE_HOME/kvcon/kvcon.log)", NULL),
+	F("-v", "--v", "N", "log verbosity (-v N, --v=N; -v alone: 1)", NULL),
+	F(NULL, "--verbose", NULL, "more logging (repeatable)", NULL),
+	F(NULL, "--version", NULL, "the same as the version command", NULL),
+	F("-h", "--help", NULL, "this help", NULL),
+	{ .l = NULL },
 };
 
 static const struct cmd_flag f_version[] = {
-	{ NULL, "--client", NULL, "the client's version only", NULL },
-	{ 0 },
+	F(NULL, "--client", NULL, "the client's version only", NULL),
+	{ .l = NULL },
 };
 static const struct cmd_flag f_get[] = {
-	{ "-o", "--output", "FMT", "wide, json, yaml, name, jsonpath=TEMPLATE, custom-columns=SPEC, summary",
-	  "wide json yaml name jsonpath= custom-columns= summary" },
-	{ "-l", "--selector", "SELECTOR", "label selector (repeatable)", NULL },
-	{ NULL, "--field-selector", "SELECTOR", "field selector", NULL },
-	{ NULL, "--no-headers", NULL, "no header line", NULL },
-	{ NULL, "--show-labels", NULL, "a LABELS column", NULL },
-	{ "-L", "--label-columns", "KEY,...", "a column per label key", NULL },
-	{ NULL, "--sort-by", "JSONPATH", "sort by this field", NULL },
-	{ "-w", "--watch", NULL, "after the list, every change", NULL },
-	{ NULL, "--watch-for", "SECONDS", "watch this long, then print the result", NULL },
-	{ NULL, "--timeout", "SECONDS", "give up on the lists after this long", NULL },
-	{ 0 },
+	F("-o", "--output", "FMT", "wide, json, yaml, name, jsonpath=TEMPLATE, custom-columns=SPEC, summary",
+	  "wide json yaml name jsonpath= custom-columns= summary"),
+	F("-l", "--selector", "SELECTOR", "label selector (repeatable)", NULL),
+	F(NULL, "--field-selector", "SELECTOR", "field selector", NULL),
+	F(NULL, "--no-headers", NULL, "no header line", NULL),
+	F(NULL, "--show-labels", NULL, "a LABELS column", NULL),
+	F("-L", "--label-columns", "KEY,...", "a column per label key", NULL),
+	F(NULL, "--sort-by", "JSONPATH", "sort by this field", NULL),
+	F("-w", "--watch", NULL, "after the list, every change", NULL),
+	{ .s = "-A", .l = "--all-namespaces", .help = "every namespace (a global option)", .hidden = true },
+	{ .s = "-n", .l = "--namespace", .arg = "NS", .help = "namespace (a global option)", .hidden = true },
+	D(NULL, "--watch-for", "SECONDS", "watch this long, then print the result (or 30s, 2m)", 1000),
+	D(NULL, "--timeout", "SECONDS", "give up on the lists after this long (default 30; or 30s, 2m)", 1000),
+	{ .l = NULL },
 };
 static const struct cmd_flag f_diagnose[] = {
-	{ "-o", "--output", "FMT", "text or json", "text json" },
-	{ 0 },
+	F("-o", "--output", "FMT", "text or json", "text json"),
+	{ .l = NULL },
 };
 static const struct cmd_flag f_bundle[] = {
-	{ "-o", "--output", "FILE", "the tarball (default: NAME-bundle-TIME.tar.gz)", NULL },
-	{ 0 },
+	F("-o", "--output", "FILE", "the tarball (default: NAME-bundle-TIME.tar.gz)", NULL),
+	{ .l = NULL },
 };
 static const struct cmd_flag f_logs[] = {
-	{ "-c", "--container", "NAME", "container (default compute; engine: compute or serial)", "compute serial" },
-	{ "-f", "--follow", NULL, "follow new lines until the container instance ends", NULL },
-	{ "-p", "--previous", NULL, "the previous container instance", NULL },
-	{ NULL, "--since", "DURATION", "only newer lines (5s, 2m, 3h)", NULL },
-	{ NULL, "--tail", "N", "the last N lines", NULL },
-	{ NULL, "--timestamps", NULL, "prefix each line with its time", NULL },
-	{ 0 },
+	F("-c", "--container", "NAME", "container (default compute; engine: compute or serial)", "compute serial"),
+	F("-f", "--follow", NULL, "follow new lines until the container instance ends", NULL),
+	F("-p", "--previous", NULL, "the previous container instance", NULL),
+	D(NULL, "--since", "DURATION", "only newer lines (5s, 2m, 3h)", 1000),
+	F(NULL, "--tail", "N", "the last N lines (-1: all)", NULL),
+	F(NULL, "--timestamps", NULL, "prefix each line with its time", NULL),
+	{ .l = NULL },
 };
 static const struct cmd_flag f_wait[] = {
-	{ NULL, "--for", "WHAT", "condition=COND[=VALUE], jsonpath='{...}'=VALUE, or delete", "condition= jsonpath= delete" },
-	{ NULL, "--timeout", "DURATION", "give up after this long (default 30s)", NULL },
-	{ 0 },
+	F(NULL, "--for", "WHAT", "condition=COND[=VALUE], jsonpath='{...}'=VALUE, or delete", "condition= jsonpath= delete"),
+	D(NULL, "--timeout", "DURATION", "give up after this long (default 30s; a bare number: seconds)", 1000),
+	{ .l = NULL },
 };
-static const struct cmd_flag f_wait_only[] = { WAIT_FLAG, { 0 } };
+static const struct cmd_flag f_wait_only[] = { WAIT_FLAG, { .l = NULL } };
 static const struct cmd_flag f_stop[] = {
-	{ NULL, "--force", NULL, "power off at once", NULL },
-	{ NULL, "--grace-period", "N", "seconds the guest gets to shut down", NULL },
+	F(NULL, "--force", NULL, "power off at once", NULL),
+	N(NULL, "--grace-period", "N", "seconds the guest gets to shut down"),
 	WAIT_FLAG,
-	{ 0 },
+	{ .l = NULL },
 };
 static const struct cmd_flag f_apply[] = {
-	{ "-f", "--filename", "FILE", "a manifest file, a directory of them, or - (STDIN); repeatable", NULL },
-	{ "-R", "--recursive", NULL, "-f DIR: its subdirectories too", NULL },
-	{ NULL, "--dry-run", "[MODE", "client (send nothing) or server (validated, nothing stored)", "client server none" },
-	{ 0 },
+	F("-f", "--filename", "FILE", "a manifest file, a directory of them, or - (STDIN); repeatable", NULL),
+	F("-R", "--recursive", NULL, "-f DIR: its subdirectories too", NULL),
+	F(NULL, "--dry-run", "[MODE", "client (send nothing) or server (validated, nothing stored)", "client server none"),
+	{ .l = NULL },
 };
 static const struct cmd_flag f_create[] = {
-	{ NULL, "--dry-run", "[MODE", "client (send nothing) or server (validated, nothing stored)", "client server none" },
-	{ 0 },
+	F(NULL, "--dry-run", "[MODE", "client (send nothing) or server (validated, nothing stored)", "client server none"),
+	{ .l = NULL },
 };
 static const struct cmd_flag f_delete[] = {
-	{ "-f", "--filename", "FILE", "the objects of a manifest file, directory or - (STDIN), as kubectl delete -f",
-	  NULL },
-	{ "-R", "--recursive", NULL, "-f DIR: its subdirectories too", NULL },
-	{ NULL, "--dry-run", "[MODE", "-f: client or server", "client server none" },
-	{ NULL, "--ignore-not-found", NULL, "-f: an absent object is no error", NULL },
-	{ NULL, "--grace-period", "N", "seconds the guest gets to shut down", NULL },
-	{ NULL, "--force", NULL, "power off at once (--grace-period 0)", NULL },
-	{ NULL, "--delete-volumes", NULL, "engine VMs: their disks too (an engine extension of the API)", NULL },
+	F("-f", "--filename", "FILE", "the objects of a manifest file, directory or - (STDIN), as kubectl delete -f",
+	  NULL),
+	F("-R", "--recursive", NULL, "-f DIR: its subdirectories too", NULL),
+	F(NULL, "--dry-run", "[MODE", "-f: client or server", "client server none"),
+	F(NULL, "--ignore-not-found", NULL, "-f: an absent object is no error", NULL),
+	N(NULL, "--grace-period", "N", "seconds the guest gets to shut down"),
+	F(NULL, "--force", NULL, "power off at once (--grace-period 0)", NULL),
+	F(NULL, "--delete-volumes", NULL, "engine VMs: their disks too (an engine extension of the API)", NULL),
 	WAIT_FLAG,
-	{ 0 },
+	{ .l = NULL },
 };
 static const struct cmd_flag f_migrate[] = {
-	{ NULL, "--to", "NODE", "the target node or engine host", NULL },
-	{ NULL, "--abort", NULL, "cancel the running migration", NULL },
+	F(NULL, "--to", "NODE", "the target node or engine host", NULL),
+	F(NULL, "--abort", NULL, "cancel the running migration", NULL),
 	WAIT_FLAG,
-	{ 0 },
+	{ .l = NULL },
 };
 static const struct cmd_flag f_console[] = {
-	{ NULL, "--timeout", "MINUTES", "wait this long for the VMI and the console (minutes as virtctl; 30s, 2m, 1h "
-					"with a unit; default 5, 0: forever)", NULL },
-	{ NULL, "--log", "FILE", "append every byte the guest sends to FILE", NULL },
-	{ NULL, "--expect", "RE", "scripted: wait for this regular expression in the guest's output", NULL },
-	{ NULL, "--send", "LINE", "scripted: type this line (steps run in the order given)", NULL },
-	{ NULL, "--wait-stop", NULL, "scripted: then wait until the execution ended and the run strategy reacted", NULL },
-	{ 0 },
+	D(NULL, "--timeout", "MINUTES", "wait this long for the VMI and the console (minutes as virtctl; 30s, 2m, 1h "
+					"with a unit; default 5, 0: forever)", 60000),
+	F(NULL, "--log", "FILE", "append every byte the guest sends to FILE", NULL),
+	F(NULL, "--expect", "RE", "scripted: wait for this regular expression in the guest's output", NULL),
+	F(NULL, "--send", "LINE", "scripted: type this line (steps run in the order given)", NULL),
+	F(NULL, "--wait-stop", NULL, "scripted: then wait until the execution ended and the run strategy reacted", NULL),
+	{ .l = NULL },
 };
 static const struct cmd_flag f_vnc[] = {
-	{ NULL, "--scale", "MODE", "fit or 1:1", "fit 1:1" },
-	{ NULL, "--colors", "MODE", "truecolor, 256 or mono", "truecolor 256 mono" },
-	{ NULL, "--view-only", NULL, "send no keys", NULL },
-	{ NULL, "--password-file", "FILE", "the display's VNC password", NULL },
-	{ NULL, "--quality", "0-9", "JPEG quality asked of the server", NULL },
-	{ NULL, "--ws-protocol", "NAME", "WebSocket subprotocol (ws:// targets)", NULL },
-	{ NULL, "--screenshot", "FILE.png", "write one frame as PNG and leave", NULL },
-	{ "-f", "--file", "FILE.png", "vnc screenshot TARGET (virtctl's): the PNG, - for stdout", NULL },
-	{ "-m", "--move-cursor", NULL, "vnc screenshot: move the pointer first to wake a screensaver", NULL },
-	{ NULL, "--quiet-ms", "MS", "--screenshot: the screen has been still this long", NULL },
-	{ NULL, "--timeout", "S", "--screenshot: give up after this long", NULL },
-	{ NULL, "--proxy-only", NULL, "serve a local port for an external viewer", NULL },
-	{ NULL, "--port", "N", "--proxy-only: the port", NULL },
+	F(NULL, "--scale", "MODE", "fit or 1:1", "fit 1:1"),
+	F(NULL, "--colors", "MODE", "truecolor, 256 or mono", "truecolor 256 mono"),
+	F(NULL, "--view-only", NULL, "send no keys", NULL),
+	F(NULL, "--password-file", "FILE", "the display's VNC password", NULL),
+	N(NULL, "--quality", "0-9", "JPEG quality asked of the server"),
+	F(NULL, "--ws-protocol", "NAME", "WebSocket subprotocol (ws:// targets)", NULL),
+	F(NULL, "--screenshot", "FILE.png", "write one frame as PNG and leave", NULL),
+	F("-f", "--file", "FILE.png", "vnc screenshot TARGET (virtctl's): the PNG, - for stdout", NULL),
+	F("-m", "--move-cursor", NULL, "vnc screenshot: move the pointer first to wake a screensaver", NULL),
+	D(NULL, "--quiet-ms", "MS", "--screenshot: the screen has been still this long (default 500)", 1),
+	D(NULL, "--timeout", "S", "--screenshot: give up after this long (default 30)", 1000),
+	F(NULL, "--proxy-only", NULL, "serve a local port for an external viewer", NULL),
+	N(NULL, "--port", "N", "--proxy-only: the port"),
+	{ .l = NULL },
+};
+
+/* `kvcon engine VERB`: child rows of the engine's row (named "engine VERB"); get, console, vnc and the actions are
+ * the top-level verbs on the engine's VMs (their flags, a bare NAME in -n's namespace), the actions' rows are
+ * filled from the registry (engine_table). */
+static const struct cmd_flag f_engine_reconcile[] = {
+	D(NULL, "--for", "SECONDS", "keep reconciling this long, then leave once converged", 1000),
+	{ .l = NULL },
+};
+/* parsed by the service itself (cmd/apisrv.c); here for --help and completion */
+static const struct cmd_flag f_engine_serve[] = {
+	F(NULL, "--socket", "PATH", "the unix socket (default: the root's, see kvcon(1) FILES)", NULL),
+	F(NULL, "--https", "PORT", "also serve HTTPS on this port (a CA, a certificate, a token)", NULL),
+	F(NULL, "--kubeconfig-out", "FILE", "with --https: write a kubeconfig for kubectl", NULL),
+	F(NULL, "--idle-exit", "SECONDS", "leave after this long without a client and with nothing to do", NULL),
+	{ .l = NULL },
+};
+#define MIGRATE_FLAGS                                                                                              \
+	F(NULL, "--to", "HOST", "the target host (default: the only other one)", NULL),                             \
+	N(NULL, "--bandwidth", "MiB/s", "limit the migration's bandwidth (0: none)"),                               \
+	D(NULL, "--timeout", "S", "abort when not done by then (0: none)", 1000),                                    \
+	F(NULL, "--auto-converge", NULL, "throttle the guest's vCPUs until it converges", NULL),                     \
+	F(NULL, "--postcopy", NULL, "switch to post-copy when pre-copy does not converge", NULL),                    \
+	F(NULL, "--copy-storage", NULL, "copy the disks too (no shared storage)", NULL),                             \
+	F(NULL, "--migrate-uri", "URI", "the target's URI as the source host reaches it", NULL)
+static const struct cmd_flag f_engine_migrate[] = {
+	MIGRATE_FLAGS,
+	F(NULL, "--offline", NULL, "a stopped VM: move its definition and record only", NULL),
+	F(NULL, "--abort", NULL, "abort the running migration (the VM stays on its host)", NULL),
+	F(NULL, "--quiet", NULL, "no progress lines", NULL),
+	{ .l = NULL },
+};
+static const struct cmd_flag f_engine_drain[] = { MIGRATE_FLAGS, { .l = NULL } };
+#define ENGINE_WAIT                                                                                                \
+	F(NULL, "--no-wait", NULL, "send the request only", NULL),                                                  \
+	D(NULL, "--timeout", "S", "wait this long for the effect (default 300; the same as --wait=S)", 1000), WAIT_FLAG
+static const struct cmd_flag f_engine_wait[] = { ENGINE_WAIT, { .l = NULL } };
+static const struct cmd_flag f_engine_stop[] = {
+	F(NULL, "--force", NULL, "power off at once", NULL),
+	N(NULL, "--grace-period", "N", "seconds the guest gets to shut down"),
+	ENGINE_WAIT,
+	{ .l = NULL },
+};
+static const struct cmd_flag f_engine_delete[] = {
+	N(NULL, "--grace-period", "N", "seconds the guest gets to shut down"),
+	F(NULL, "--force", NULL, "power off at once (--grace-period 0)", NULL),
+	F(NULL, "--delete-volumes", NULL, "its persistentVolumeClaim files too", NULL),
+	ENGINE_WAIT,
+	{ .l = NULL },
+};
+
+#define ENGINE_ROW(name_, args_, summary_, flags_, fn_)                                                            \
+	{ .name = "engine " name_, .args = args_, .summary = summary_, .flags = flags_, .operand = CMD_OP_NONE,      \
+	  .fn = fn_ }
+static const struct cmd_entry engine_rows[] = {
+	ENGINE_ROW("apply", "-f FILE|DIR|- [-R] [--dry-run=client|server]",
+		   "= kvcon apply on the engine (multi-document YAML or JSON)", f_apply,
+		   cmd_engine_apply),
+	ENGINE_ROW("get", "[KIND] [NAME] [-o FMT]", "= kvcon get KIND [NAME] on the engine (vm when no KIND; get event "
+		   "NAME: its events)", f_get, cmd_engine_get),
+	/* the actions' rows go here (engine_table) */
+	{ .name = "" },
+	ENGINE_ROW("console", "NAME [--timeout MIN] [--log FILE] [--expect RE] [--send LINE]... [--wait-stop]",
+		   "= kvcon console NS/NAME on the engine (--timeout in minutes, or 30s)", f_console, cmd_engine_console),
+	ENGINE_ROW("vnc", "NAME [--screenshot F.png|--proxy-only]", "= kvcon vnc NS/NAME on the engine", f_vnc,
+		   cmd_engine_vnc),
+	ENGINE_ROW("reconcile", "[--for SECONDS]", "run the reconciler, then leave", f_engine_reconcile,
+		   cmd_engine_reconcile),
+	ENGINE_ROW("serve", "[--socket PATH] [--https PORT] [--kubeconfig-out FILE] [--idle-exit SECONDS]",
+		   "run the reconciler for good and serve the Kubernetes API (docs/ENGINE-SERVICE.md)", f_engine_serve,
+		   engine_serve_cmd),
+	ENGINE_ROW("pull", "IMAGE", "pull a containerDisk into the image cache (prints its digest)", NULL,
+		   cmd_engine_pull),
+	ENGINE_ROW("migrate", "NAME [--to HOST] [--bandwidth MiB/s] [--timeout S] ... | --abort NAME",
+		   "live-migrate a VM to another engine host (--offline: a stopped one)", f_engine_migrate, migrate_cmd),
+	ENGINE_ROW("drain", "HOST [--to HOST] [--bandwidth MiB/s] [--timeout S]", "migrate every running VM off HOST",
+		   f_engine_drain, drain_cmd),
 	{ 0 },
 };
 
+/* engine_rows with the actions' verbs of the registry (migrate is the engine's own) in place of the empty row */
+static struct cmd_entry engine_verbs[sizeof engine_rows / sizeof engine_rows[0] + ACT_COUNT];
+
+static const struct cmd_flag *engine_action_flags(enum action a)
+{
+	return a == ACT_STOP || a == ACT_RESTART ? f_engine_stop : a == ACT_DELETE ? f_engine_delete : f_engine_wait;
+}
+
+static void engine_table(void)
+{
+	static char names[ACT_COUNT][48];
+	size_t n = 0;
+	for (const struct cmd_entry *e = engine_rows; e->name; e++) {
+		if (*e->name) {
+			engine_verbs[n++] = *e;
+			continue;
+		}
+		const struct action_def *a;
+		for (size_t i = 0; (a = registry_action_at(i)) != NULL; i++) {
+			if (!a->verb || a->act == ACT_MIGRATE)
+				continue;
+			snprintf(names[a->act], sizeof names[a->act], "engine %s", a->name);
+			engine_verbs[n++] = (struct cmd_entry){ .name = names[a->act], .args = "NAME [--no-wait] [--timeout S]",
+								.summary = a->summary, .flags = engine_action_flags(a->act),
+								.operand = CMD_OP_NONE, .fn = cmd_engine_action };
+		}
+	}
+}
+
 static const struct cmd_flag f_portforward[] = {
-	{ NULL, "--address", "ADDR[,ADDR]", "the local addresses to listen on (default 127.0.0.1)", NULL },
-	{ NULL, "--stdio", NULL, "one connection on stdin and stdout (ssh's ProxyCommand)", NULL },
-	{ 0 },
+	F(NULL, "--address", "ADDR[,ADDR]", "the local addresses to listen on (default 127.0.0.1)", NULL),
+	F(NULL, "--stdio", NULL, "one connection on stdin and stdout (ssh's ProxyCommand)", NULL),
+	{ .l = NULL },
 };
 #define SSH_FLAGS \
-	{ "-i", "--identity-file", "FILE", "the private key", NULL }, \
-	{ "-l", "--username", "USER", "the guest's user (also USER@ before the target)", NULL }, \
-	{ "-p", "--port", "PORT", "the guest's ssh port (default 22)", NULL }, \
-	{ "-t", "--local-ssh-opts", "OPT", "one more argument for the client (repeatable)", NULL }, \
-	{ NULL, "--known-hosts", "FILE", "the known_hosts file (default: the client's, host TYPE.NAME.NS)", NULL }, \
-	{ NULL, "--local-ssh", NULL, "the system's client (always; virtctl's flag)", NULL }
+	F("-i", "--identity-file", "FILE", "the private key", NULL), \
+	F("-l", "--username", "USER", "the guest's user (also USER@ before the target)", NULL), \
+	F("-p", "--port", "PORT", "the guest's ssh port (default 22)", NULL), \
+	F("-t", "--local-ssh-opts", "OPT", "one more argument for the client (repeatable)", NULL), \
+	F(NULL, "--known-hosts", "FILE", "the known_hosts file (default: the client's, host TYPE.NAME.NS)", NULL), \
+	F(NULL, "--local-ssh", NULL, "the system's client (always; virtctl's flag)", NULL)
 static const struct cmd_flag f_ssh[] = {
 	SSH_FLAGS,
-	{ "-c", "--command", "COMMAND", "run this instead of a login shell", NULL },
-	{ 0 },
+	F("-c", "--command", "COMMAND", "run this instead of a login shell", NULL),
+	{ .l = NULL },
 };
 static const struct cmd_flag f_scp[] = {
 	SSH_FLAGS,
-	{ "-r", "--recursive", NULL, "copy directories", NULL },
-	{ NULL, "--preserve", NULL, "keep times and modes", NULL },
-	{ 0 },
+	F("-r", "--recursive", NULL, "copy directories", NULL),
+	F(NULL, "--preserve", NULL, "keep times and modes", NULL),
+	{ .l = NULL },
 };
 
 static const struct cmd_flag f_credentials[] = {
-	{ "-u", "--user", "USER", "the guest's user", NULL },
-	{ "-f", "--file", "FILE", "add-ssh-key, remove-ssh-key: the SSH public key file", NULL },
-	{ NULL, "--value", "KEY", "add-ssh-key, remove-ssh-key: the SSH public key itself", NULL },
-	{ "-p", "--password", "PASSWORD", "set-password: the password", NULL },
-	{ NULL, "--secret", "NAME", "the Secret to change when the user has several", NULL },
-	{ NULL, "--create-secret", NULL, "add-ssh-key: a new Secret owned by the VM (not while it runs, but --force)",
-	  NULL },
-	{ NULL, "--update-secret", NULL, "add-ssh-key: add to the user's Secret", NULL },
-	{ NULL, "--force", NULL, "change a Secret the VM does not own; add a Secret to a running VM", NULL },
-	{ 0 },
+	F("-u", "--user", "USER", "the guest's user", NULL),
+	F("-f", "--file", "FILE", "add-ssh-key, remove-ssh-key: the SSH public key file", NULL),
+	F(NULL, "--value", "KEY", "add-ssh-key, remove-ssh-key: the SSH public key itself", NULL),
+	F("-p", "--password", "PASSWORD", "set-password: the password", NULL),
+	F(NULL, "--secret", "NAME", "the Secret to change when the user has several", NULL),
+	F(NULL, "--create-secret", NULL, "add-ssh-key: a new Secret owned by the VM (not while it runs, but --force)",
+	  NULL),
+	F(NULL, "--update-secret", NULL, "add-ssh-key: add to the user's Secret", NULL),
+	F(NULL, "--force", NULL, "change a Secret the VM does not own; add a Secret to a running VM", NULL),
+	{ .l = NULL },
 };
 
 /* The verbs into the guest (model/registry.c's guest_verbs): flags, run function and own short options by row. */
@@ -214,48 +333,48 @@ static const struct {
 
 static const struct cmd_entry rows[] = {
 	{ "version", NULL, "[--client]", "client version, and the server's where a cluster is configured", f_version,
-	  CMD_OP_NONE, NULL, NULL, false, false, cmd_version },
+	  CMD_OP_NONE, NULL, NULL, false, false, cmd_version, NULL },
 	{ "get", NULL, "KIND[,KIND] [NAME...] [-o FMT] [-l SEL] [-w]",
 	  "list objects like kubectl get, from clusters and engine hosts", f_get, CMD_OP_KIND_NAMES, NULL, NULL, false,
-	  false, cmd_get },
-	{ "help", NULL, "[VERB]", "this help, or a verb's", NULL, CMD_OP_VERB, NULL, NULL, false, false, cmd_help },
+	  false, cmd_get, NULL },
+	{ "help", NULL, "[VERB]", "this help, or a verb's", NULL, CMD_OP_VERB, NULL, NULL, false, false, cmd_help, NULL },
 	{ "console", NULL, "NS/NAME [--timeout MIN] [--log FILE] [--expect RE] [--send LINE]...",
 	  "the guest's serial console full-screen (Ctrl+] exits), or scripted",
-	  f_console, CMD_OP_TARGET, NULL, NULL, false, false, cmd_console },
-	{ "vnc", NULL, "TARGET [--screenshot F.png|--proxy-only]", "the guest display in the terminal", f_vnc,
-	  CMD_OP_TARGET, NULL, NULL, false, false, cmd_vnc },
+	  f_console, CMD_OP_TARGET, NULL, NULL, false, false, cmd_console, NULL },
+	{ "vnc", NULL, "NS/NAME|unix:PATH|tcp:HOST:PORT|ws://URL [--screenshot F.png|--proxy-only]",
+	  "the guest display in the terminal", f_vnc,
+	  CMD_OP_TARGET, NULL, NULL, false, false, cmd_vnc, NULL },
 	{ "diagnose", NULL, "NS/NAME [-o text|json]", "walk a VM's four boundaries; exit 3 if one stalled", f_diagnose,
-	  CMD_OP_VM_REF, NULL, NULL, false, false, cmd_diagnose },
+	  CMD_OP_VM_REF, NULL, NULL, false, false, cmd_diagnose, NULL },
 	{ "describe", NULL, "vm|vmi|pod NS/NAME", "the object and its events in kubectl describe's layout", NULL,
-	  CMD_OP_KIND_REF, NULL, NULL, false, false, cmd_describe },
+	  CMD_OP_KIND_REF, NULL, NULL, false, false, cmd_describe, NULL },
 	{ "bundle", NULL, "NS/NAME [-o FILE.tar.gz]", "evidence tarball: objects, describe, events, logs, diagnosis",
-	  f_bundle, CMD_OP_VM_REF, NULL, NULL, false, false, cmd_bundle },
+	  f_bundle, CMD_OP_VM_REF, NULL, NULL, false, false, cmd_bundle, NULL },
 	{ "logs", NULL, "NS/NAME [-c CONTAINER] [-f] [-p] [--since D] [--tail N]",
 	  "a launcher's (VM, VMI) or pod's container log; engine: compute (QEMU), serial", f_logs, CMD_OP_VM_REF, NULL,
-	  "-c", false, false, cmd_logs },
+	  "-c", false, false, cmd_logs, NULL },
 	{ "wait", NULL, "vm|vmi NS/NAME --for=WHAT [--timeout D]",
 	  "wait (watch) for condition=C, jsonpath=...=V or delete, like kubectl wait", f_wait, CMD_OP_KIND_REF, NULL,
-	  NULL, false, false, cmd_wait },
+	  NULL, false, false, cmd_wait, NULL },
 	{ "lineage", NULL, "NS/NAME [-o text|json]", "the executions (VMI, launchers, nodes) of a VM", f_diagnose,
-	  CMD_OP_VM_REF, NULL, NULL, false, false, cmd_lineage },
+	  CMD_OP_VM_REF, NULL, NULL, false, false, cmd_lineage, NULL },
 	{ "apply", NULL, "-f FILE|DIR|- [-R] [--dry-run=client|server]",
 	  "create or update the objects of manifests (multi-document YAML), as kubectl apply -f", f_apply,
-	  CMD_OP_NONE, NULL, NULL, false, false, cmd_apply },
+	  CMD_OP_NONE, NULL, NULL, false, false, cmd_apply, NULL },
 	{ "create", NULL, "namespace NAME [--dry-run=client|server]", "create a namespace, as kubectl create namespace",
-	  f_create, CMD_OP_WORDS, "namespace", NULL, false, false, cmd_create },
+	  f_create, CMD_OP_WORDS, "namespace", NULL, false, false, cmd_create, NULL },
 	/* the lifecycle actions' verbs go here, one per row of model/registry.c (action_rows) */
-	{ "", NULL, NULL, NULL, NULL, CMD_OP_NONE, NULL, NULL, false, true, NULL },
+	{ "", NULL, NULL, NULL, NULL, CMD_OP_NONE, NULL, NULL, false, true, NULL, NULL },
 	/* and the verbs into the guest, one per row of its guest_verbs */
-	{ "", NULL, NULL, NULL, NULL, CMD_OP_NONE, "guest", NULL, false, true, NULL },
+	{ "", NULL, NULL, NULL, NULL, CMD_OP_NONE, "guest", NULL, false, true, NULL, NULL },
 	{ "engine", NULL, "VERB ...", "the local engine: apply, serve, pull, migrate, drain, reconcile; get, start, "
 				     "stop, console, ... (the verbs above on its VMs)", NULL,
 	  CMD_OP_WORDS,
-	  "apply get console vnc reconcile serve pull migrate drain", NULL, true, false,
-	  cmd_engine },
+	  NULL, NULL, true, false, cmd_engine, engine_verbs },
 	{ "completion", NULL, "bash|zsh", "the shell completion script (source <(kvcon completion bash))", NULL,
-	  CMD_OP_WORDS, "bash zsh", NULL, false, false, cmd_completion },
+	  CMD_OP_WORDS, "bash zsh", NULL, false, false, cmd_completion, NULL },
 	{ "__complete", NULL, "WORDS...", "completion candidates for the words typed after kvcon", NULL, CMD_OP_NONE,
-	  NULL, NULL, true, true, cmd_complete },
+	  NULL, NULL, true, true, cmd_complete, NULL },
 	{ 0 },
 };
 
@@ -297,6 +416,7 @@ static const struct cmd_entry *table(void)
 	static char syn[ACT_COUNT][128];
 	if (t[0].name)
 		return t;
+	engine_table();
 	size_t n = 0;
 	for (const struct cmd_entry *e = rows; e->name; e++) {
 		if (*e->name) {
@@ -308,7 +428,7 @@ static const struct cmd_entry *table(void)
 				const struct guest_verb_def *g = registry_guest_verb((enum guest_verb)i);
 				t[n++] = (struct cmd_entry){ g->name, NULL, g->synopsis, g->summary, guest_rows[i].flags,
 							     guest_rows[i].op, NULL, guest_rows[i].own, false, false,
-							     guest_rows[i].fn };
+							     guest_rows[i].fn, NULL };
 			}
 			continue;
 		}
@@ -320,7 +440,7 @@ static const struct cmd_entry *table(void)
 			t[n++] = (struct cmd_entry){ a->name, a->aliases ? a->aliases[0] : NULL,
 						     action_synopsis(fl, syn[a->act], sizeof syn[a->act]), a->summary, fl,
 						     CMD_OP_VM_REF, NULL, NULL, false, false,
-						     a->act == ACT_DELETE ? cmd_delete : cmd_action };
+						     a->act == ACT_DELETE ? cmd_delete : cmd_action, NULL };
 		}
 	}
 	return t;
@@ -360,6 +480,8 @@ static void flag_left(const struct cmd_flag *f, char *out, size_t n)
 static void print_flags(const struct cmd_flag *fl, FILE *f)
 {
 	for (; fl && fl->l; fl++) {
+		if (fl->hidden)
+			continue;
 		char left[64];
 		flag_left(fl, left, sizeof left);
 		if (strlen(left) > 28)
@@ -388,12 +510,35 @@ void cmd_usage_all(FILE *f)
 	fprintf(f, "\n'kvcon help COMMAND' for a command's flags. See kvcon(1) for keys, views and commands.\n");
 }
 
+const struct cmd_entry *cmd_child(const struct cmd_entry *e, const char *word)
+{
+	size_t pl = strlen(e->name);
+	for (const struct cmd_entry *c = e->children; c && c->name; c++)
+		if (strncmp(c->name, e->name, pl) == 0 && c->name[pl] == ' ' && strcmp(c->name + pl + 1, word) == 0)
+			return c;
+	return NULL;
+}
+
 void cmd_usage(const struct cmd_entry *e, FILE *f)
 {
+	if (e->children) {
+		fprintf(f, "usage: kvcon %s %s\n%s.\n\nverbs:\n", e->name, e->args, e->summary);
+		for (const struct cmd_entry *c = e->children; c->name; c++) {
+			char left[160];
+			snprintf(left, sizeof left, "%s %s", c->name, c->args);
+			if (strlen(left) > 44)
+				fprintf(f, "  kvcon %s\n  %-50s %s\n", left, "", c->summary);
+			else
+				fprintf(f, "  kvcon %-44s %s\n", left, c->summary);
+		}
+		fprintf(f, "\n'kvcon help %s VERB' for a verb's flags. Global options (kvcon --help) are accepted too.\n",
+			e->name);
+		return;
+	}
 	fprintf(f, "usage: kvcon %s %s\n%s%s%s.\n", e->name, e->args, e->summary, e->alias ? "; also " : "",
 		e->alias ? e->alias : "");
 	if (e->operand == CMD_OP_KIND_NAMES)
-		cmd_print_kinds(f);
+		print_kinds(f);
 	if (e->flags) {
 		fprintf(f, "\nflags:\n");
 		print_flags(e->flags, f);
@@ -401,7 +546,8 @@ void cmd_usage(const struct cmd_entry *e, FILE *f)
 	fprintf(f, "\nGlobal options (kvcon --help) are accepted too.\n");
 }
 
-void cmd_print_kinds(FILE *f)
+/* "kinds: virtualmachines (vm), ...": every kind of the registry with its first short name. */
+static void print_kinds(FILE *f)
 {
 	int col = fprintf(f, "kinds:");
 	for (int i = 0; i < KIND_COUNT; i++) {
@@ -429,15 +575,18 @@ void cmd_print_suggestions(const char *const *words, size_t n)
 
 static int cmd_version(int argc, char **argv)
 {
-	bool client_only = false;
-	for (int i = 1; i < argc; i++) {
-		if (strcmp(argv[i], "--client") == 0 || strcmp(argv[i], "--client=true") == 0) {
-			client_only = true;
-		} else {
-			log_eprintf("error: unknown flag: %s\n", argv[i]);
-			return EXIT_USAGE;
-		}
+	struct args g;
+	int p = args_parse_verb(argc, argv, &g);
+	if (p == ARGS_OK && g.npos > 0) {
+		char *e = util_escape_display(g.pos[0]);
+		log_eprintf("error: unexpected argument '%s'\nSee 'kvcon version --help' for usage.\n", e);
+		free(e);
+		p = ARGS_ERR;
 	}
+	bool client_only = args_bool(&g, "--client");
+	args_free(&g);
+	if (p != ARGS_OK)
+		return p == ARGS_HELP ? EXIT_OK : EXIT_USAGE;
 	printf("Client Version: v%s\n", KVCON_VERSION);
 	fflush(stdout);
 	if (client_only)
@@ -465,6 +614,17 @@ static int cmd_help(int argc, char **argv)
 		log_eprintf("error: unknown command \"%s\" for \"kvcon\"\n", argv[1]);
 		return EXIT_USAGE;
 	}
+	if (argc >= 3 && e->children) {
+		const struct cmd_entry *c = cmd_child(e, argv[2]);
+		if (c == NULL) {
+			char *w = util_escape_display(argv[2]);
+			log_eprintf("error: unknown command \"%s\" for \"kvcon %s\"\n", w, e->name);
+			free(w);
+			return EXIT_USAGE;
+		}
+		cmd_usage(c, stdout);
+		return EXIT_OK;
+	}
 	if (e->own_help) {
 		char *av[] = { (char *)e->name, (char *)"--help", NULL };
 		return e->fn(2, av);
@@ -479,6 +639,8 @@ static int cmd_help(int argc, char **argv)
 static void flag_words(struct buf *b, const struct cmd_flag *fl)
 {
 	for (; fl && fl->l; fl++) {
+		if (fl->hidden)
+			continue;
 		if (fl->s)
 			buf_printf(b, "%s ", fl->s);
 		buf_printf(b, "%s%s ", fl->l, fl->arg && fl->arg[0] == '[' ? "=" : "");
@@ -541,11 +703,8 @@ static void put_api(const char *kind, const char *ns, const char *tmpl, const ch
 	const struct kind_def *k = registry_kind_find(kind);
 	if (k == NULL)
 		return;
-	struct kvcon_opts *o = opts_global();
-	free(o->ns);
-	o->ns = ns ? xstrdup(ns) : NULL;
-	o->all_ns = ns == NULL;
-	struct kget_opts ko = { .nkinds = 1, .fmt = KGET_JSONPATH, .fmt_arg = tmpl, .timeout = 5 };
+	struct kget_opts ko = { .nkinds = 1, .fmt = KGET_JSONPATH, .fmt_arg = tmpl, .timeout = 5, .ns_set = true,
+				.ns = ns };
 	ko.kinds[0] = k;
 	/* kget prints to stdout: catch it in a pipe-less temp file, then filter */
 	fflush(stdout);
@@ -596,14 +755,14 @@ static int cmd_complete(int argc, char **argv)
 {
 	struct kvcon_opts *o = opts_global();
 	const char *cur = argc > 1 ? argv[argc - 1] : "";
-	const struct cmd_entry *verb = NULL;
+	const struct cmd_entry *verb = NULL, *sub = NULL; /* sub: `kvcon engine VERB`'s row */
 	const char *ns = NULL;
 	const char *operands[8];
 	int nops = 0;
 	const struct cmd_flag *want = NULL; /* the flag whose value is being typed */
 	for (int i = 1; i < argc - 1; i++) {
 		const char *w = argv[i];
-		const struct cmd_flag *g = global_of(w), *f = verb ? flag_of(verb->flags, w) : NULL;
+		const struct cmd_flag *g = global_of(w), *f = verb ? flag_of(sub ? sub->flags : verb->flags, w) : NULL;
 		if (f == NULL && g == NULL && w[0] == '-')
 			continue; /* --flag=value, -nNS, ... */
 		if (f || g) {
@@ -630,6 +789,8 @@ static int cmd_complete(int argc, char **argv)
 			verb = cmd_find(w);
 			if (verb == NULL)
 				return EXIT_OK;
+		} else if (verb->children && sub == NULL && nops == 0 && (sub = cmd_child(verb, w)) != NULL) {
+			nops++; /* the sub-verb: its flags from here on */
 		} else if (nops < (int)(sizeof operands / sizeof operands[0])) {
 			operands[nops++] = w;
 		}
@@ -648,7 +809,7 @@ static int cmd_complete(int argc, char **argv)
 		struct buf b;
 		buf_init(&b);
 		if (verb)
-			flag_words(&b, verb->flags);
+			flag_words(&b, sub ? sub->flags : verb->flags);
 		flag_words(&b, cmd_globals);
 		buf_add(&b, "", 0);
 		put_words(b.data, cur);
@@ -667,14 +828,10 @@ static int cmd_complete(int argc, char **argv)
 	case CMD_OP_NONE:
 		break;
 	case CMD_OP_WORDS:
-		if (nops == 0)
+		if (nops == 0 && verb->words)
 			put_words(verb->words, cur);
-		if (nops == 0 && verb->fn == cmd_engine) { /* the engine takes the actions' verbs too */
-			const struct action_def *a;
-			for (size_t i = 0; (a = registry_action_at(i)) != NULL; i++)
-				if (a->verb && a->act != ACT_MIGRATE)
-					put_words(a->name, cur);
-		}
+		for (const struct cmd_entry *c = verb->children; nops == 0 && c && c->name; c++) /* engine's verbs */
+			put_words(c->name + strlen(verb->name) + 1, cur);
 		break;
 	case CMD_OP_VERB:
 		if (nops == 0)

@@ -9,13 +9,23 @@
 #include <stdio.h>
 
 
-/* One flag of a verb (or a global option). */
+/* What a flag's value is; the parser (cmd/args.c) checks it before the verb runs. */
+enum cmd_flag_type {
+	CMD_FLAG_AUTO,     /* a switch when arg is NULL, else a string */
+	CMD_FLAG_INT,      /* a whole number, 0 or more */
+	CMD_FLAG_DURATION, /* the one duration type (karg_duration): 30s, 2m, 1h30m, or a bare number in unit_ms */
+};
+
+/* One flag of a verb (or a global option): declared once, parsed once (cmd/args.c), rendered once (cmd_usage). */
 struct cmd_flag {
 	const char *s;    /* short form ("-o"), NULL when none */
 	const char *l;    /* long form ("--output") */
 	const char *arg;  /* the value's name ("FMT"); NULL: a switch; a leading '[' : optional, --l=V only */
 	const char *help; /* one line */
 	const char *values; /* completion: the values it takes, space-separated; NULL: none known */
+	enum cmd_flag_type type;
+	long unit_ms;     /* CMD_FLAG_DURATION: what a bare number counts (virtctl's unit where virtctl has the flag) */
+	bool hidden;      /* parsed, not shown (a global option a verb takes in kubectl's grouped forms: get -Aw) */
 };
 
 /* What a verb's operands are, for completion. */
@@ -42,6 +52,8 @@ struct cmd_entry {
 	bool own_help;       /* prints its own --help (engine: its sub-verbs) */
 	bool hidden;         /* not in --help nor completion (__complete) */
 	int (*fn)(int argc, char **argv); /* argv[0] is the verb's name; global options removed */
+	const struct cmd_entry *children; /* sub-verbs (`kvcon engine VERB`): rows named "engine VERB", ended by a
+					   * zero row; their fn gets argv[0] = VERB; NULL: none */
 };
 
 /* The global options (accepted anywhere on the line), ended by a zero row. */
@@ -53,10 +65,10 @@ const struct cmd_entry *cmd_find(const char *name);
 size_t cmd_suggest(const char *name, const char **out, size_t max);
 /* kvcon --help. */
 void cmd_usage_all(FILE *f);
-/* kvcon VERB --help / kvcon help VERB. */
+/* kvcon VERB --help / kvcon help VERB (a verb with children: each child's synopsis and summary). */
 void cmd_usage(const struct cmd_entry *e, FILE *f);
-/* "kinds: virtualmachines (vm), ...": every kind of the registry (model/registry.h) with its first short name. */
-void cmd_print_kinds(FILE *f);
+/* The child of e named word (its name after "PARENT "), NULL when none. */
+const struct cmd_entry *cmd_child(const struct cmd_entry *e, const char *word);
 /* kubectl's "\nDid you mean this?\n\tWORD\n..." on stderr after an error about a mistyped word; nothing when n is 0. */
 void cmd_print_suggestions(const char *const *words, size_t n);
 

@@ -18,6 +18,7 @@
 #include "cmd/cmd_diagnose.h"
 #include "cmd/session.h"
 #include "core/buf.h"
+#include "core/connect.h"
 #include "core/kargs.h"
 #include "core/log.h"
 #include "core/loop.h"
@@ -176,15 +177,17 @@ static void read_path(struct run *r, const char *path, bool recursive)
 
 /* ---- the target: the cluster, or the engine service ---- */
 
-/* The engine when the verb is `kvcon engine ...`, -c names hosts without a cluster option, or no kubeconfig loads. */
+/* The engine as core/connect.c's rule says which source a command reads: `kvcon engine apply`, -c URI without a
+ * cluster option, --context engine, or no kubeconfig; the kubeconfig's context (o->context, else its current
+ * one) otherwise, and when --context names both (CTX,engine) the cluster's, as kubectl apply has one target. */
 static bool on_engine(void)
 {
 	struct kvcon_opts *o = opts_global();
 	if (o->engine_only)
 		return true;
-	if (o->context || o->kubeconfig || o->no_engine)
-		return false;
-	return o->nuris > 0 || !session_kubeconfig_present();
+	struct connect_plan p;
+	connect_plan(o, &p);
+	return p.engine && (!p.kube || p.kube_optional); /* no kubeconfig: the engine, not a pod's service account */
 }
 
 static struct kube_config *target(char **err)

@@ -15,9 +15,11 @@
 
 #include "model/describe.h"
 #include "model/objjson.h"
+#include "cmd/args.h"
 #include "cmd/session.h"
 #include "kube/storage.h"
 #include "core/buf.h"
+#include "core/log.h"
 #include "core/loop.h"
 #include "core/opts.h"
 #include "core/tarball.h"
@@ -342,42 +344,22 @@ static struct json_object *add_cluster_extras(struct bundle *b, const struct cha
 	return chain;
 }
 
-static void usage(FILE *f)
-{
-	fprintf(f, "usage: kvcon bundle NAMESPACE/NAME [-o FILE.tar.gz]\n"
-		   "Gathers the VM's objects (YAML), describe output, events, launcher logs (current and previous),\n"
-		   "storage, diagnosis and lineage into a tarball before anything is changed; manifest.txt lists what\n"
-		   "could not be collected and why. Secrets are never read; cloud-init data is redacted.\n");
-}
-
 int cmd_bundle(int argc, char **argv)
 {
-	const char *ref = NULL, *out = NULL;
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i];
-		if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
-			usage(stdout);
-			return EXIT_OK;
-		} else if (strcmp(a, "-o") == 0 || strcmp(a, "--output") == 0) {
-			if (++i >= argc) {
-				fprintf(stderr, "error: %s needs a file name\n", a);
-				return EXIT_USAGE;
-			}
-			out = argv[i];
-		} else if (util_has_prefix(a, "--output=")) {
-			out = a + 9;
-		} else if (a[0] == '-' && a[1]) {
-			fprintf(stderr, "error: unknown option '%s' for kvcon bundle\n", a);
-			return EXIT_USAGE;
-		} else if (ref == NULL) {
-			ref = a;
-		} else {
-			fprintf(stderr, "error: unexpected argument '%s'\n", a);
-			return EXIT_USAGE;
-		}
+	/* the flags are the command table's (cmd/cmd.c), parsed by its parser (cmd/args.c) */
+	struct args g;
+	int pr = args_parse_verb(argc, argv, &g);
+	if (pr == ARGS_OK && g.npos != 1) {
+		log_eprintf("error: %s\nSee 'kvcon bundle --help' for usage.\n",
+			    g.npos ? "one VM at a time" : "which VM? (NAMESPACE/NAME)");
+		pr = ARGS_ERR;
 	}
-	if (ref == NULL) {
-		usage(stderr);
+	const char *ref = pr == ARGS_OK ? g.pos[0] : NULL, *out = args_get(&g, "--output");
+	args_free(&g);
+	if (pr != ARGS_OK)
+		return pr == ARGS_HELP ? EXIT_OK : EXIT_USAGE;
+	if (out && *out == '\0') {
+		log_eprintf("error: --output needs a file name\n");
 		return EXIT_USAGE;
 	}
 	struct session s;

@@ -126,7 +126,7 @@ static void on_ws_state(struct stream *st, enum stream_state state, void *arg)
 				why = "the console closed before the expected output";
 			char *e = util_escape_display(why);
 			char *n = util_escape_display(K.name);
-			log_eprintf("\nkvcon: console %s: %s\n", n, e);
+			log_eprintf("\nerror: console %s: %s\n", n, e);
 			free(n);
 			free(e);
 			K.ws_failed = true;
@@ -195,7 +195,7 @@ static int script(const char *ns, const char *name, int timeout_s)
 	K.ws = kube_console_open(K.src, ns, name, &err);
 	if (K.ws == NULL) {
 		char *e = util_escape_display(err ? err : "no console"), *n = util_escape_display(name);
-		log_eprintf("kvcon: console %s: %s\n", n, e);
+		log_eprintf("error: console %s: %s\n", n, e);
 		free(n);
 		free(e);
 		free(err);
@@ -218,10 +218,10 @@ static int script(const char *ns, const char *name, int timeout_s)
 		char *n = util_escape_display(name);
 		if (K.cur < K.nsteps) {
 			char *re = util_escape_display(K.steps[K.cur].arg);
-			log_eprintf("\nkvcon: console %s: timed out after %d s waiting for /%s/\n", n, timeout_s, re);
+			log_eprintf("\nerror: console %s: timed out after %d s waiting for /%s/\n", n, timeout_s, re);
 			free(re);
 		} else {
-			log_eprintf("\nkvcon: console %s: timed out after %d s waiting for the execution to stop\n", n,
+			log_eprintf("\nerror: console %s: timed out after %d s waiting for the execution to stop\n", n,
 				    timeout_s);
 		}
 		free(n);
@@ -244,7 +244,7 @@ int console_script(const char *ns, const char *name, const char *const *opt, con
 		s->arg = val[i];
 		if (!s->send && regcomp(&s->re, s->arg, REG_EXTENDED | REG_NEWLINE) != 0) {
 			char *e = util_escape_display(s->arg);
-			log_eprintf("kvcon console: bad regular expression '%s'\n", e);
+			log_eprintf("error: bad regular expression '%s'\n", e);
 			free(e);
 			rc = EXIT_USAGE;
 		} else {
@@ -263,11 +263,7 @@ int console_script(const char *ns, const char *name, const char *const *opt, con
 		}
 	}
 	if (rc == EXIT_OK) {
-		struct kvcon_opts *o = opts_global();
-		session_cli_start();
-		free(o->ns);
-		o->ns = xstrdup(ns); /* list and watch the VM's own namespace */
-		o->all_ns = false;
+		session_cli_start(); /* session_resolve lists and watches the VM's own namespace */
 		buf_init(&K.seen);
 		rc = script(ns, name, timeout_s);
 		buf_free(&K.seen);

@@ -4,7 +4,6 @@
 #include "cmd/cmd_console.h"
 
 #include <errno.h>
-#include <getopt.h>
 #include <locale.h>
 #include <signal.h>
 #include <stdio.h>
@@ -13,6 +12,7 @@
 #include <sys/ioctl.h>
 #include <unistd.h>
 
+#include "cmd/args.h"
 #include "cmd/session.h"
 #include "console/consess.h"
 #include "core/log.h"
@@ -98,21 +98,6 @@ static void store_cb(void *arg, enum obj_kind kind, const struct obj *old, const
 		consess_store_changed(c->cs, kind, old, new_);
 }
 
-static void usage(FILE *f)
-{
-	fprintf(f, "usage: kvcon console NS/NAME|ws://URL|unix:PATH|tcp:HOST:PORT [--timeout MIN] [--log FILE]\n"
-		   "       kvcon console NS/NAME [--expect RE] [--send LINE]... [--wait-stop] [--timeout MIN] [--log FILE]\n"
-		   "  --timeout MIN wait at most MIN minutes (or 30s, 2m, 1h) for the VMI to be Running and the console "
-		   "to open (default 5, 0: forever)\n"
-		   "  --log FILE    append every byte the guest sends to FILE\n"
-		   "  --expect RE   scripted (no terminal needed): wait for the extended regular expression in the guest's\n"
-		   "                output (after the previous match); --send LINE types a line; in the order given;\n"
-		   "  --wait-stop   then wait until the execution ended and the run strategy reacted. The guest's output goes\n"
-		   "                to stdout, escaped.\n"
-		   "Keys: Ctrl+] exits; F12 copy mode; Shift+PgUp/PgDn (or the mouse wheel) scroll back. A paste goes to the guest,\n"
-		   "bracketed when the guest turned bracketed paste on.\n");
-}
-
 static bool is_vmi_target(const char *t)
 {
 	const char *slash = strchr(t, '/');
@@ -121,55 +106,34 @@ static bool is_vmi_target(const char *t)
 
 int cmd_console(int argc, char **argv)
 {
-	static const struct option longopts[] = {
-		{ "timeout", required_argument, NULL, 't' },
-		{ "log", required_argument, NULL, 'l' },
-		{ "expect", required_argument, NULL, 'e' },
-		{ "send", required_argument, NULL, 's' },
-		{ "wait-stop", no_argument, NULL, 'w' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
-	struct console_cmd c = { .timeout_s = 300, .listen_id = -1, .rc = EXIT_OK };
-	const char *log_path = NULL;
-	const char **sopt = xcalloc((size_t)argc + 1, sizeof *sopt), **sval = xcalloc((size_t)argc + 1, sizeof *sval);
+	/* the flags are the command table's (cmd/cmd.c), parsed there (cmd/args.c): --timeout counts minutes as
+	 * virtctl's, or takes a unit */
+	struct args a;
+	int p = args_parse_verb(argc, argv, &a);
+	if (p == ARGS_OK && a.npos != 1) {
+		log_eprintf("error: %s\nSee 'kvcon console --help' for usage.\n",
+			    a.npos ? "one console at a time" : "which console? (NS/NAME, ws://URL, unix:PATH or tcp:HOST:PORT)");
+		p = ARGS_ERR;
+	}
+	if (p != ARGS_OK) {
+		args_free(&a);
+		return p == ARGS_HELP ? EXIT_OK : EXIT_USAGE;
+	}
+	long tmo = args_num(&a, "--timeout", 300000);
+	struct console_cmd c = { .timeout_s = tmo > 0 && tmo < 1000 ? 1 : (int)(tmo / 1000), .listen_id = -1,
+				 .rc = EXIT_OK };
+	const char *log_path = args_get(&a, "--log");
+	const char **sopt = xcalloc((size_t)a.nitems + 1, sizeof *sopt);
+	const char **sval = xcalloc((size_t)a.nitems + 1, sizeof *sval);
 	int nsteps = 0;
-	bool wait_stop = false;
-	int opt;
-	optind = 1;
-	while ((opt = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
-		if (opt == 't') {
-			/* minutes, as virtctl console counts them; a unit (30s, 2m, 1h) says otherwise */
-			char *end;
-			long v = strtol(optarg, &end, 10);
-			long mult = *end == '\0' || strcmp(end, "m") == 0 ? 60 : strcmp(end, "s") == 0 ? 1
-								  : strcmp(end, "h") == 0 ? 3600 : 0;
-			if (end == optarg || mult == 0 || v < 0 || v > 10L * 365 * 24 * 3600 / mult) {
-				log_eprintf("error: --timeout takes minutes (5), or a duration with its unit (30s, 2m, 1h)\n");
-				return EXIT_USAGE;
-			}
-			c.timeout_s = (int)(v * mult);
-		} else if (opt == 'l') {
-			log_path = optarg;
-		} else if (opt == 'e' || opt == 's') {
-			sopt[nsteps] = opt == 'e' ? "--expect" : "--send";
-			sval[nsteps++] = optarg;
-		} else if (opt == 'w') {
-			wait_stop = true;
-		} else {
-			free(sopt);
-			free(sval);
-			usage(opt == 'h' ? stdout : stderr);
-			return opt == 'h' ? EXIT_OK : EXIT_USAGE;
+	for (int i = 0; i < a.nitems; i++)
+		if (strcmp(a.items[i].f->l, "--expect") == 0 || strcmp(a.items[i].f->l, "--send") == 0) {
+			sopt[nsteps] = a.items[i].f->l;
+			sval[nsteps++] = a.items[i].val;
 		}
-	}
-	if (optind != argc - 1) {
-		free(sopt);
-		free(sval);
-		usage(stderr);
-		return EXIT_USAGE;
-	}
-	const char *target = argv[optind];
+	bool wait_stop = args_bool(&a, "--wait-stop");
+	const char *target = a.pos[0];
+	args_free(&a);
 	if (nsteps > 0 || wait_stop) {
 		/* the scripted console: no terminal needed */
 		int rc = EXIT_USAGE;
@@ -188,7 +152,7 @@ int cmd_console(int argc, char **argv)
 	free(sopt);
 	free(sval);
 	if (!isatty(0) || !isatty(1)) {
-		log_eprintf("kvcon console: needs a terminal on stdin and stdout\n");
+		log_eprintf("error: needs a terminal on stdin and stdout\n");
 		return EXIT_USAGE;
 	}
 	setlocale(LC_ALL, "");
@@ -203,12 +167,8 @@ int cmd_console(int argc, char **argv)
 		co.ns = ns;
 		co.name = slash + 1;
 		c.st = store_new();
-		/* watch only this namespace's VMIs: the phase and UID are all the console needs */
-		struct kvcon_opts *g = opts_global();
-		free(g->ns);
-		g->ns = xstrdup(ns);
-		g->all_ns = false;
-		/* the VMIs (phase, UID) and the VMs (a halted VM has no console to wait for) */
+		/* watch only this namespace's VMIs and VMs (session_resolve watches ns alone): the VMIs (phase, UID)
+		 * and the VMs (a halted VM has no console to wait for) */
 		c.src = session_resolve(c.st, co.ns, co.name, KUBE_KIND_BIT(OBJ_VMI) | KUBE_KIND_BIT(OBJ_VM), false,
 					&err);
 		char *halted = c.src ? console_not_running(c.st, c.src, co.ns, co.name) : NULL;
@@ -250,7 +210,7 @@ int cmd_console(int argc, char **argv)
 	struct view *v = console_view_new(&co, label, &err);
 	int rc = EXIT_OK;
 	if (!v) {
-		log_eprintf("kvcon console: %s\n", err ? err : "no console");
+		log_eprintf("error: %s\n", err ? err : "no console");
 		free(err);
 		rc = EXIT_USAGE;
 		goto out;
@@ -268,7 +228,7 @@ int cmd_console(int argc, char **argv)
 	log_info("console: %lu frames drawn in %.1f s, %llu guest bytes", panemain_frames(),
 		 (double)(util_now_ms() - c.start_ms) / 1000.0, (unsigned long long)consess_bytes_in(c.cs));
 	if (c.exit_msg)
-		log_eprintf("kvcon console: %s\n", c.exit_msg);
+		log_eprintf("error: %s\n", c.exit_msg);
 out:
 	if (c.st && c.listen_id >= 0)
 		store_unlisten(c.st, c.listen_id);

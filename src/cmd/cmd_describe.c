@@ -8,7 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cmd/args.h"
 #include "cmd/session.h"
+#include "core/log.h"
 #include "core/loop.h"
 #include "core/opts.h"
 #include "core/util.h"
@@ -26,12 +28,6 @@ static const struct kind_def *find_kind(const char *s, size_t n)
 	const struct kind_def *k = registry_kind_find(w);
 	free(w);
 	return k && (k->id == KIND_VM || k->id == KIND_VMI || k->id == KIND_POD) ? k : NULL;
-}
-
-static void usage(FILE *f)
-{
-	fprintf(f, "usage: kvcon describe vm|vmi|pod NAMESPACE/NAME   (or KIND/NAME -n NAMESPACE)\n"
-		   "The object in kubectl describe's layout, then its events (newest last).\n");
 }
 
 struct fetch {
@@ -52,16 +48,11 @@ int cmd_describe(int argc, char **argv)
 {
 	const struct kind_def *ki = NULL;
 	const char *ref = NULL;
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i];
-		if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
-			usage(stdout);
-			return EXIT_OK;
-		}
-		if (a[0] == '-' && a[1]) {
-			fprintf(stderr, "error: unknown flag: %s\n", a);
-			return EXIT_API;
-		}
+	/* no flags of its own: the command table's parser (cmd/args.c) says so, and takes --help */
+	struct args g;
+	int p = args_parse_verb(argc, argv, &g);
+	for (int i = 0; p == ARGS_OK && i < g.npos; i++) {
+		const char *a = g.pos[i];
 		const char *sl = strchr(a, '/');
 		if (ki == NULL && sl && find_kind(a, (size_t)(sl - a))) {
 			ki = find_kind(a, (size_t)(sl - a));
@@ -69,20 +60,28 @@ int cmd_describe(int argc, char **argv)
 		} else if (ki == NULL) {
 			ki = find_kind(a, strlen(a));
 			if (ki == NULL) {
-				fprintf(stderr, "error: the server doesn't have a resource type \"%s\" (kvcon describe: vm, vmi, pod)\n", a);
-				return EXIT_API;
+				char *e = util_escape_display(a);
+				log_eprintf("error: the server doesn't have a resource type \"%s\" (kvcon describe: vm, vmi, "
+					    "pod)\n", e);
+				free(e);
+				p = ARGS_ERR;
 			}
 		} else if (ref == NULL) {
 			ref = a;
 		} else {
-			fprintf(stderr, "error: unexpected argument '%s'\n", a);
-			return EXIT_API;
+			char *e = util_escape_display(a);
+			log_eprintf("error: unexpected argument '%s'\n", e);
+			free(e);
+			p = ARGS_ERR;
 		}
 	}
-	if (ki == NULL || ref == NULL) {
-		usage(stderr);
-		return EXIT_API;
+	args_free(&g);
+	if (p == ARGS_OK && (ki == NULL || ref == NULL)) {
+		log_eprintf("error: which object? (vm|vmi|pod NAMESPACE/NAME)\nSee 'kvcon describe --help' for usage.\n");
+		p = ARGS_ERR;
 	}
+	if (p != ARGS_OK)
+		return p == ARGS_HELP ? EXIT_OK : EXIT_USAGE;
 	enum obj_kind kind = (enum obj_kind)ki->obj;
 	struct session s;
 	struct fetch x = { 0 };

@@ -15,6 +15,7 @@
 #include "core/opts.h"
 #include "core/util.h"
 #include "core/xmalloc.h"
+#include "cmd/args.h"
 #include "cmd/session.h"
 #include "kube/storage.h"
 #include "kube/kube.h"
@@ -28,7 +29,7 @@
 
 enum out_fmt { OUT_TEXT, OUT_JSON };
 
-struct args {
+struct verb_args {
 	const char *ref;
 	enum out_fmt fmt;
 	bool force, abort_mig, delete_volumes;
@@ -37,84 +38,51 @@ struct args {
 	int wait_s; /* -1: do not wait */
 };
 
-static int parse_args(int argc, char **argv, struct args *a, bool action)
+/* The flags are the command table's (cmd/cmd.c: -o for diagnose and lineage, each action's own), parsed by its
+ * parser (cmd/args.c). 0, 1 (--help printed), -1 (the error printed). */
+static int parse_args(int argc, char **argv, struct verb_args *a)
 {
 	memset(a, 0, sizeof *a);
 	a->grace = -1;
 	a->wait_s = -1;
-	for (int i = 1; i < argc; i++) {
-		const char *s = argv[i];
-		const char *val = NULL;
-		if (!action && (strcmp(s, "-o") == 0 || strcmp(s, "--output") == 0)) {
-			if (++i >= argc)
-				goto needs_value;
-			val = argv[i];
-		} else if (!action && (util_has_prefix(s, "--output=") || (util_has_prefix(s, "-o") && s[2]))) {
-			val = s[1] == 'o' ? s + 2 : strchr(s, '=') + 1;
+	struct args g;
+	int p = args_parse_verb(argc, argv, &g);
+	if (p == ARGS_OK && g.npos != 1) {
+		log_eprintf("error: %s\nSee 'kvcon %s --help' for usage.\n",
+			    g.npos ? "one VM at a time" : "which VM? (NAMESPACE/NAME)", argv[0]);
+		p = ARGS_ERR;
+	}
+	if (p == ARGS_OK) {
+		a->ref = g.pos[0];
+		const char *o = args_get(&g, "--output");
+		if (o && strcmp(o, "json") == 0) {
+			a->fmt = OUT_JSON;
+		} else if (o && strcmp(o, "text") != 0) {
+			char *e = util_escape_display(o);
+			log_eprintf("error: unknown output format '%s' (text, json)\n", e);
+			free(e);
+			p = ARGS_ERR;
 		}
-		if (val) {
-			if (strcmp(val, "text") == 0)
-				a->fmt = OUT_TEXT;
-			else if (strcmp(val, "json") == 0)
-				a->fmt = OUT_JSON;
-			else {
-				log_eprintf("error: unknown output format '%s' (text, json)\n", val);
-				return -1;
-			}
-			continue;
-		}
-		if (action && strcmp(s, "--force") == 0) {
-			a->force = true;
-		} else if (action && strcmp(argv[0], "migrate") == 0 && strcmp(s, "--abort") == 0) {
-			a->abort_mig = true;
-		} else if (action && strcmp(argv[0], "delete") == 0 && strcmp(s, "--delete-volumes") == 0) {
-			a->delete_volumes = true;
-		} else if (action && (strcmp(s, "--grace-period") == 0 || util_has_prefix(s, "--grace-period="))) {
-			const char *v = strchr(s, '=') ? strchr(s, '=') + 1 : (++i < argc ? argv[i] : NULL);
-			char *end;
-			long g = v ? strtol(v, &end, 10) : -1;
-			if (v == NULL || *v == '\0' || *end || g < 0 || g > 86400) {
-				log_eprintf("error: --grace-period needs a number of seconds\n");
-				return -1;
-			}
-			a->grace = (int)g;
-		} else if (action && strcmp(argv[0], "migrate") == 0 &&
-			   (strcmp(s, "--to") == 0 || util_has_prefix(s, "--to="))) {
-			const char *v = strchr(s, '=') ? strchr(s, '=') + 1 : (++i < argc ? argv[i] : NULL);
-			if (v == NULL || *v == '\0')
-				goto needs_value;
-			a->to = v;
-		} else if (action && (strcmp(s, "--wait") == 0 || util_has_prefix(s, "--wait="))) {
-			a->wait_s = WAIT_DEFAULT_S;
-			if (s[6] == '=') {
-				char *end;
-				long w = strtol(s + 7, &end, 10);
-				if (s[7] == '\0' || *end || w <= 0 || w > 86400) {
-					log_eprintf("error: --wait=SECONDS needs a positive number\n");
-					return -1;
-				}
-				a->wait_s = (int)w;
-			}
-		} else if (strcmp(s, "-h") == 0 || strcmp(s, "--help") == 0) {
-			return 1;
-		} else if (s[0] == '-' && s[1] != '\0') {
-			log_eprintf("error: unknown option '%s'\n", s);
-			return -1;
-		} else if (a->ref == NULL) {
-			a->ref = s;
-		} else {
-			log_eprintf("error: unexpected argument '%s'\n", s);
-			return -1;
+		a->force = args_bool(&g, "--force");
+		a->abort_mig = args_bool(&g, "--abort");
+		a->delete_volumes = args_bool(&g, "--delete-volumes");
+		a->grace = (int)args_num(&g, "--grace-period", -1);
+		a->to = args_get(&g, "--to");
+		if (args_has(&g, "--wait"))
+			a->wait_s = (int)((args_num(&g, "--wait", WAIT_DEFAULT_S * 1000L) + 999) / 1000);
+		if (a->grace > 86400) {
+			log_eprintf("error: --grace-period needs a number of seconds\n");
+			p = ARGS_ERR;
+		} else if (a->wait_s == 0 || a->wait_s > 86400) {
+			log_eprintf("error: --wait=SECONDS needs a positive number\n");
+			p = ARGS_ERR;
+		} else if (a->to && *a->to == '\0') {
+			log_eprintf("error: --to needs a value\n");
+			p = ARGS_ERR;
 		}
 	}
-	if (a->ref == NULL) {
-		log_eprintf("error: which VM? (NAMESPACE/NAME)\n");
-		return -1;
-	}
-	return 0;
-needs_value:
-	log_eprintf("error: %s needs a value\n", argv[argc - 1]);
-	return -1;
+	args_free(&g);
+	return p == ARGS_OK ? 0 : p == ARGS_HELP ? 1 : -1;
 }
 
 /* ---- JSON helpers: every cluster string is display-escaped first ---- */
@@ -244,21 +212,12 @@ static struct json_object *diag_json(const struct diag *d, const struct chain *c
 	return j;
 }
 
-static void usage_diagnose(FILE *f)
-{
-	fprintf(f, "usage: kvcon diagnose NAMESPACE/NAME [-o text|json]\n"
-		   "Walks the VM's four boundaries (VM, VMI, launcher, guest), names the first that has not progressed,\n"
-		   "quotes the evidence and the next check. Exit 0 healthy or intentionally stopped, 3 stalled, 1 API error.\n");
-}
-
 int cmd_diagnose(int argc, char **argv)
 {
-	struct args a;
-	int p = parse_args(argc, argv, &a, false);
-	if (p != 0) {
-		usage_diagnose(p > 0 ? stdout : stderr);
+	struct verb_args a;
+	int p = parse_args(argc, argv, &a);
+	if (p != 0)
 		return p > 0 ? EXIT_OK : EXIT_USAGE;
-	}
 	struct session s;
 	int rc = session_open(&s, "diagnose", a.ref);
 	if (rc != EXIT_OK)
@@ -341,20 +300,12 @@ static struct json_object *lineage_json(const struct lineage_exec *const *ex, si
 	return arr;
 }
 
-static void usage_lineage(FILE *f)
-{
-	fprintf(f, "usage: kvcon lineage NAMESPACE/NAME [-o text|json]\n"
-		   "The executions (VMI UIDs, launcher pods and nodes, start/end, how each ended) kvcon has recorded.\n");
-}
-
 int cmd_lineage(int argc, char **argv)
 {
-	struct args a;
-	int p = parse_args(argc, argv, &a, false);
-	if (p != 0) {
-		usage_lineage(p > 0 ? stdout : stderr);
+	struct verb_args a;
+	int p = parse_args(argc, argv, &a);
+	if (p != 0)
 		return p > 0 ? EXIT_OK : EXIT_USAGE;
-	}
 	struct session s;
 	int rc = session_open(&s, "lineage", a.ref);
 	if (rc != EXIT_OK)
@@ -553,17 +504,6 @@ static void show_pull(const struct session *s, struct pull_line *pl)
 	pl->at = now;
 }
 
-static void usage_action(FILE *f, const char *cmd)
-{
-	fprintf(f, "usage: kvcon %s NAMESPACE/NAME%s [--wait[=SECONDS]]\n", cmd,
-		strcmp(cmd, "stop") == 0 || strcmp(cmd, "restart") == 0 ? " [--force] [--grace-period N]"
-		: strcmp(cmd, "migrate") == 0			   ? " [--to NODE] [--abort]"
-		: strcmp(cmd, "delete") == 0			   ? " [--grace-period N] [--delete-volumes]"
-								   : "");
-	fprintf(f, "--wait: watch until the effect is visible (default %d s); exit 3 when it is not reached.\n",
-		WAIT_DEFAULT_S);
-}
-
 int cmd_action(int argc, char **argv)
 {
 	const struct action_def *ad = registry_action_find(argv[0]);
@@ -572,12 +512,10 @@ int cmd_action(int argc, char **argv)
 		return EXIT_USAGE;
 	}
 	const char *cmd = ad->name;
-	struct args a;
-	int p = parse_args(argc, argv, &a, true);
-	if (p != 0) {
-		usage_action(p > 0 ? stdout : stderr, cmd);
+	struct verb_args a;
+	int p = parse_args(argc, argv, &a);
+	if (p != 0)
 		return p > 0 ? EXIT_OK : EXIT_USAGE;
-	}
 	struct action_req req = { .act = ad->act, .grace_period = a.grace };
 	if (a.force && req.act == ACT_STOP) {
 		req.act = ACT_FORCE_STOP; /* virtctl stop --force --grace-period 0: pull the power cord */

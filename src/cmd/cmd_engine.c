@@ -1,7 +1,8 @@
 /* `kvcon engine VERB ...`: the engine's own verbs (apply, serve, pull, reconcile; migrate and drain in
  * cmd_engine_migrate.c), each through the engine service of its hosts (-c URI, default the embedded driver), and
  * the old spellings of the top-level verbs on the engine only (get, the actions of model/registry.c,
- * console, vnc: cmd_get, cmd_action, cmd_console, cmd_vnc with opts.engine_only). */
+ * console, vnc: cmd_get, cmd_action, cmd_console, cmd_vnc with opts.engine_only). The verbs are child rows of the
+ * engine's row in the command table (cmd/cmd.c), their flags parsed by cmd/args.c. */
 #include "cmd/cmd_engine.h"
 #include "cmd/cmd_apply.h"
 
@@ -27,6 +28,7 @@
 #include "core/util.h"
 #include "core/xmalloc.h"
 #include "core/ydoc.h"
+#include "cmd/args.h"
 #include "cmd/cmd_console.h"
 #include "cmd/cmd_diagnose.h"
 #include "cmd/cmd_get.h"
@@ -92,14 +94,6 @@ static bool idle(void *arg)
 
 /* ---- a verb's options, and asynchronous replies ---- */
 
-static void seq_add(struct cli_seq *s, const char *opt, const char *val)
-{
-	s->opt = xreallocarray(s->opt, (size_t)s->n + 1, sizeof *s->opt);
-	s->val = xreallocarray(s->val, (size_t)s->n + 1, sizeof *s->val);
-	s->opt[s->n] = opt;
-	s->val[s->n++] = val;
-}
-
 int engine_cli_args(int argc, char **argv, const struct cli_opt *rows, size_t n, const char *what, const char **operand)
 {
 	for (int i = 1; i < argc; i++) {
@@ -112,7 +106,8 @@ int engine_cli_args(int argc, char **argv, const struct cli_opt *rows, size_t n,
 			continue;
 		}
 		if (o == NULL) {
-			log_eprintf("kvcon engine %s: unexpected '%s'\n", argv[0], argv[i]);
+			log_eprintf("error: unexpected argument '%s' for \"kvcon engine %s\" (kvcon engine --help)\n", argv[i],
+				    argv[0]);
 			return EXIT_USAGE;
 		}
 		const char *v = o->type == CLI_FLAG ? NULL : argv[++i];
@@ -129,13 +124,10 @@ int engine_cli_args(int argc, char **argv, const struct cli_opt *rows, size_t n,
 		case CLI_STR:
 			*(const char **)o->dst = v;
 			break;
-		case CLI_SEQ:
-			seq_add(o->dst, o->name, v);
-			break;
 		}
 	}
 	if (what && *operand == NULL) {
-		log_eprintf("kvcon engine %s: %s is required\n", argv[0], what);
+		log_eprintf("error: kvcon engine %s: %s is required\n", argv[0], what);
 		return EXIT_USAGE;
 	}
 	return 0;
@@ -190,32 +182,12 @@ static int close_engine(int rc, uint64_t converge_ms)
 	return rc;
 }
 
-/* ---- the console and VNC verbs, on engine VMs ---- */
-
-/* Runs the full-screen console or vnc verb on NS/NAME of the engine (engine_only: cmd/session.c resolves the
- * name on the engine hosts only), with the given extra arguments. */
-static int delegate(int (*fn)(int, char **), const char *verb, const char *name, int argc, char **argv)
-{
-	const char *ns = opts_global()->ns ? opts_global()->ns : "default";
-	char **av = xcalloc((size_t)argc + 3, sizeof *av);
-	int n = 0;
-	av[n++] = (char *)verb;
-	char *target = xasprintf("%s/%s", ns, name);
-	av[n++] = target;
-	for (int i = 0; i < argc; i++)
-		av[n++] = argv[i];
-	opts_global()->engine_only = true;
-	int rc = fn(n, av);
-	free(target);
-	free(av);
-	return rc;
-}
-
 /* ---- apply ---- */
 
 /* `kvcon engine apply -f ...` is `kvcon apply` on the engine (cmd/cmd_apply.c: multi-document files, kubectl's
- * output), which waits until the run strategies of the VMs it stored have acted. */
-static int cmd_engine_apply(int argc, char **argv)
+ * output, its flags parsed by cmd/args.c from the apply row), which waits until the run strategies of the VMs it
+ * stored have acted. */
+int cmd_engine_apply(int argc, char **argv)
 {
 	opts_global()->engine_only = true;
 	return cmd_apply(argc, argv);
@@ -240,41 +212,42 @@ static char *ns_name(const char *name)
 }
 
 /* An action's verb (model/registry.c; migrate is the engine's own, below) */
-static bool is_engine_action(const char *verb)
-{
-	const struct action_def *a = registry_action_find(verb);
-	return a && a->act != ACT_MIGRATE;
-}
-
 /* ACTION NAME [--force] [--grace-period N] [--delete-volumes] [--no-wait]
  * [--timeout S] [--wait[=S]]: cmd_action on NS/NAME. */
-static int engine_action(int argc, char **argv)
+int cmd_engine_action(int argc, char **argv)
 {
-	char **av = xcalloc((size_t)argc + 3, sizeof *av);
-	char *target = NULL, *wait = NULL;
-	int n = 0, timeout = 300;
-	bool no_wait = false, wait_given = false;
-	av[n++] = argv[0];
-	for (int i = 1; i < argc; i++) {
-		if (strcmp(argv[i], "--no-wait") == 0) {
-			no_wait = true;
-		} else if (strcmp(argv[i], "--timeout") == 0 && i + 1 < argc) {
-			timeout = atoi(argv[++i]);
-		} else if (strcmp(argv[i], "--grace-period") == 0 && i + 1 < argc) {
-			av[n++] = argv[i++];
-			av[n++] = argv[i];
-		} else if (argv[i][0] != '-' && target == NULL) {
-			target = ns_name(argv[i]);
-			av[n++] = target;
-		} else {
-			wait_given |= util_has_prefix(argv[i], "--wait");
-			av[n++] = argv[i];
-		}
+	/* its flags are its row's (the action's own, --no-wait, --timeout S), parsed here; the action itself is the
+	 * top-level verb's with NS/NAME and --wait=S */
+	struct args a;
+	int p = args_parse_sub("engine", argc, argv, &a);
+	if (p == ARGS_OK && a.npos != 1) {
+		log_eprintf("error: %s\nSee 'kvcon engine %s --help' for usage.\n",
+			    a.npos ? "one VM at a time" : "which VM? (NAME or NS/NAME)", argv[0]);
+		p = ARGS_ERR;
 	}
-	if (!no_wait && !wait_given)
-		av[n++] = wait = xasprintf("--wait=%d", timeout > 0 ? timeout : 300);
+	if (p != ARGS_OK) {
+		args_free(&a);
+		return p == ARGS_HELP ? EXIT_OK : EXIT_USAGE;
+	}
+	char **av = xcalloc(8, sizeof *av);
+	char *target = ns_name(a.pos[0]), *grace = NULL, *wait = NULL;
+	int n = 0;
+	av[n++] = argv[0];
+	av[n++] = target;
+	if (args_has(&a, "--grace-period"))
+		av[n++] = grace = xasprintf("--grace-period=%ld", args_num(&a, "--grace-period", 0));
+	if (args_bool(&a, "--force"))
+		av[n++] = (char *)"--force";
+	if (args_bool(&a, "--delete-volumes"))
+		av[n++] = (char *)"--delete-volumes";
+	if (!args_bool(&a, "--no-wait")) {
+		long ms = args_has(&a, "--wait") ? args_num(&a, "--wait", 300000) : args_num(&a, "--timeout", 300000);
+		av[n++] = wait = xasprintf("--wait=%ld", ms > 0 ? (ms + 999) / 1000 : 300);
+	}
+	args_free(&a);
 	int rc = shared(cmd_action, av, n);
 	free(wait);
+	free(grace);
 	free(target);
 	free(av);
 	return rc;
@@ -282,7 +255,7 @@ static int engine_action(int argc, char **argv)
 
 /* get [KIND] [NAME] [-o FMT] [get's flags]: cmd_get of KIND (vm when none); `get event NAME` is the events about
  * NAME (--field-selector involvedObject.name=NAME), as the engine form always listed them. */
-static int engine_get(int argc, char **argv)
+int cmd_engine_get(int argc, char **argv)
 {
 	static const char *const with_value[] = { "-o", "--output", "-l", "--selector", "--field-selector", "-L",
 						  "--label-columns", "--sort-by", "--watch-for", "--timeout", NULL };
@@ -325,32 +298,23 @@ static int engine_get(int argc, char **argv)
 
 /* ---- console ---- */
 
-/* console NAME [--timeout S] [--log FILE] [--expect RE] [--send LINE]... [--wait-stop]: cmd_console on NS/NAME
- * (its full-screen console on a terminal, its scripted console with --expect/--send/--wait-stop); --timeout
- * counts seconds in this spelling. */
-static int cmd_engine_console(int argc, char **argv)
+/* console NAME [--timeout MIN] [--log FILE] [--expect RE] [--send LINE]... [--wait-stop]: cmd_console on NS/NAME
+ * (its full-screen console on a terminal, its scripted console with --expect/--send/--wait-stop); its flags are
+ * console's, --timeout in minutes as virtctl's (30s, 2m with a unit). */
+int cmd_engine_console(int argc, char **argv)
 {
-	char **av = xcalloc((size_t)argc + 2, sizeof *av);
-	char *target = NULL, *secs = NULL;
-	int n = 0;
-	av[n++] = argv[0];
-	for (int i = 1; i < argc; i++) {
-		if (strcmp(argv[i], "--timeout") == 0 && i + 1 < argc) {
-			av[n++] = argv[i++];
-			bool digits = argv[i][0] != '\0' && strspn(argv[i], "0123456789") == strlen(argv[i]);
-			av[n++] = digits && secs == NULL ? (secs = xasprintf("%ss", argv[i])) : argv[i];
-		} else if ((strcmp(argv[i], "--expect") == 0 || strcmp(argv[i], "--send") == 0 ||
-			    strcmp(argv[i], "--log") == 0) && i + 1 < argc) {
-			av[n++] = argv[i++];
-			av[n++] = argv[i];
-		} else if (argv[i][0] != '-' && target == NULL) {
-			av[n++] = target = ns_name(argv[i]);
-		} else {
-			av[n++] = argv[i];
-		}
-	}
-	int rc = shared(cmd_console, av, n);
-	free(secs);
+	/* console's flags, parsed by the command table's parser; only NAME changes (NS/NAME in -n's namespace) */
+	struct args a;
+	int p = args_parse(cmd_find("console"), argc, argv, &a);
+	const char *name = p == ARGS_OK && a.npos > 0 ? a.pos[0] : NULL;
+	args_free(&a);
+	if (p != ARGS_OK)
+		return p == ARGS_HELP ? EXIT_OK : EXIT_USAGE;
+	char **av = xcalloc((size_t)argc + 1, sizeof *av);
+	char *target = NULL;
+	for (int i = 0; i < argc; i++)
+		av[i] = argv[i] == name ? (target = ns_name(name)) : argv[i];
+	int rc = shared(cmd_console, av, argc);
 	free(target);
 	free(av);
 	return rc;
@@ -360,29 +324,28 @@ static int cmd_engine_console(int argc, char **argv)
 
 /* The in-terminal viewer, --screenshot and --proxy-only are all the VNC command's (cmd/cmd_vnc.c), on the
  * engine's display stream: one proxy, with its VNC authentication, for clusters and engines alike. */
-static int cmd_engine_vnc(int argc, char **argv)
+int cmd_engine_vnc(int argc, char **argv)
 {
-	const char *name = NULL;
-	for (int i = 1; i < argc; i++)
-		if (strcmp(argv[i], "--port") == 0 || strcmp(argv[i], "--password-file") == 0 ||
-		    strcmp(argv[i], "--screenshot") == 0 || strcmp(argv[i], "--colors") == 0 ||
-		    strcmp(argv[i], "--scale") == 0 || strcmp(argv[i], "--quality") == 0 ||
-		    strcmp(argv[i], "--timeout") == 0 || strcmp(argv[i], "--quiet-ms") == 0 ||
-		    strcmp(argv[i], "--ws-protocol") == 0)
-			i++;
-		else if (argv[i][0] != '-' && name == NULL)
-			name = argv[i];
+	/* vnc's flags, parsed by the command table's parser; only NAME changes (NS/NAME in -n's namespace) */
+	struct args a;
+	int p = args_parse(cmd_find("vnc"), argc, argv, &a);
+	const char *name = p == ARGS_OK && a.npos > 0 ? a.pos[0] : NULL;
+	args_free(&a);
+	if (p != ARGS_OK)
+		return p == ARGS_HELP ? EXIT_OK : EXIT_USAGE;
 	if (name == NULL) {
-		log_eprintf("error: usage: kvcon engine vnc NAME [kvcon vnc options] | vnc NAME --proxy-only [--port N]\n");
+		log_eprintf("error: which VM? (NAME or NS/NAME)\nSee 'kvcon engine vnc --help' for usage.\n");
 		return EXIT_USAGE;
 	}
-	char **rest = xcalloc((size_t)argc + 1, sizeof *rest);
-	int nr = 0;
-	for (int i = 1; i < argc; i++)
-		if (argv[i] != name)
-			rest[nr++] = argv[i];
-	int rc = delegate(cmd_vnc, "vnc", name, nr, rest);
-	free(rest);
+	char **av = xcalloc((size_t)argc + 1, sizeof *av);
+	char *target = NULL;
+	for (int i = 0; i < argc; i++)
+		av[i] = argv[i] == name ? (target = ns_name(name)) : argv[i];
+	av[0] = (char *)"vnc";
+	opts_global()->engine_only = true;
+	int rc = cmd_vnc(argc, av);
+	free(target);
+	free(av);
 	return rc;
 }
 
@@ -429,12 +392,20 @@ static int pull_with_progress(struct pull_call *p)
 	return p->rc;
 }
 
-static int cmd_engine_pull(int argc, char **argv)
+int cmd_engine_pull(int argc, char **argv)
 {
-	const char *ref = NULL;
-	int rc = engine_cli_args(argc, argv, NULL, 0, "IMAGE", &ref);
-	if (rc)
-		return rc;
+	struct args a;
+	int p = args_parse_sub("engine", argc, argv, &a);
+	if (p == ARGS_OK && a.npos != 1) {
+		log_eprintf("error: %s\nSee 'kvcon engine pull --help' for usage.\n",
+			    a.npos ? "one image at a time" : "which image? (IMAGE)");
+		p = ARGS_ERR;
+	}
+	const char *ref = p == ARGS_OK ? a.pos[0] : NULL;
+	args_free(&a);
+	if (p != ARGS_OK)
+		return p == ARGS_HELP ? EXIT_OK : EXIT_USAGE;
+	int rc = EXIT_OK;
 	char *err = NULL, *root = engine_image_cache();
 	struct oci_regconf *conf = oci_regconf_load(&err);
 	struct pull_call pc = { .ref = ref, .root = root, .conf = conf, .rc = -1 };
@@ -446,7 +417,7 @@ static int cmd_engine_pull(int argc, char **argv)
 		err = pc.err;
 	if (conf == NULL || pc.rc < 0) {
 		char *e = util_escape_display(err);
-		fprintf(stderr, "kvcon: ErrImagePull: %s\n", e);
+		fprintf(stderr, "error: ErrImagePull: %s\n", e);
 		free(e);
 		rc = EXIT_API;
 	} else {
@@ -484,13 +455,19 @@ static bool routed_settled(void *arg)
 	return true;
 }
 
-static int cmd_engine_reconcile(int argc, char **argv)
+int cmd_engine_reconcile(int argc, char **argv)
 {
-	int secs = 0;
-	const struct cli_opt rows[] = { { "--for", CLI_INT, &secs } };
-	int rc = engine_cli_args(argc, argv, CLI_ROWS(rows), NULL, NULL);
-	if (rc == 0)
-		rc = open_engine();
+	struct args a;
+	int p = args_parse_sub("engine", argc, argv, &a);
+	if (p == ARGS_OK && a.npos > 0) {
+		log_eprintf("error: unexpected argument for \"kvcon engine reconcile\"\n");
+		p = ARGS_ERR;
+	}
+	int secs = (int)(args_num(&a, "--for", 0) / 1000);
+	args_free(&a);
+	if (p != ARGS_OK)
+		return p == ARGS_HELP ? EXIT_OK : EXIT_USAGE;
+	int rc = open_engine();
 	if (rc)
 		return rc;
 	if (C.nsrcs > 0 && C.srcs[0]->type == SOURCE_KUBE) {
@@ -518,63 +495,44 @@ static int cmd_engine_reconcile(int argc, char **argv)
 	return close_engine(EXIT_OK, 60000);
 }
 
-static const struct {
-	const char *name;
-	int (*fn)(int, char **);
-	const char *usage;
-} subs[] = {
-	{ "apply", cmd_engine_apply, "apply -f FILE|DIR|- [-R]    kvcon apply on the engine (multi-document YAML or JSON)" },
-	{ "get", engine_get, "get [KIND] [NAME] [-o FMT] [get's flags]   = kvcon get KIND [NAME] on the engine" },
-	{ "console", cmd_engine_console, "console NAME [--timeout S] [--log FILE]   = kvcon console NS/NAME --timeout Ss\n"
-					 "                      console NAME [--expect RE] [--send LINE]... [--wait-stop]   (scripted)" },
-	{ "vnc", cmd_engine_vnc, "vnc NAME [kvcon vnc's flags]             = kvcon vnc NS/NAME" },
-	{ "reconcile", cmd_engine_reconcile, "reconcile [--for SECONDS]  run the reconciler, then leave" },
-	{ "serve", engine_serve_cmd, "serve [--socket PATH] [--https PORT] [--kubeconfig-out FILE] [--idle-exit SECONDS]\n"
-				     "                      run the reconciler for good and serve the Kubernetes API "
-				     "(docs/ENGINE-SERVICE.md)" },
-	{ "pull", cmd_engine_pull, "pull IMAGE                 pull a containerDisk into the image cache (prints its digest)" },
-	{ "migrate", migrate_cmd, "migrate NAME --to HOST [--bandwidth MiB/s] [--auto-converge] [--postcopy] [--timeout S]\n"
-				  "                      [--copy-storage] [--offline] [--migrate-uri URI] [--quiet]" },
-	{ "migrate", migrate_cmd, "migrate --abort NAME       abort a running migration (the VM stays on its host)" },
-	{ "drain", drain_cmd, "drain HOST [--to HOST] [--bandwidth MiB/s] [--timeout S]   migrate every running VM off HOST" },
-};
-
 int cmd_engine(int argc, char **argv)
 {
+	/* the verbs are the engine row's children in the command table (cmd/cmd.c): dispatch, --help, completion */
+	const struct cmd_entry *e = cmd_find("engine");
 	if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "help") == 0) {
-		FILE *f = argc < 2 ? stderr : stdout;
-		fprintf(f, "usage: kvcon [-c URI]... [-n NS] engine VERB ...\n\n");
-		for (size_t i = 0; i < sizeof subs / sizeof subs[0]; i++) {
-			fprintf(f, "  kvcon engine %s\n", subs[i].usage);
-			const struct action_def *a;
-			for (size_t k = 0; i == 1 && (a = registry_action_at(k)) != NULL; k++) /* after get: the actions */
-				if (a->verb && is_engine_action(a->name)) {
-					char left[64];
-					snprintf(left, sizeof left, "%s NAME [--no-wait] [--timeout S]", a->name);
-					fprintf(f, "  kvcon engine %-41s = kvcon %s NS/NAME --wait=S\n", left, a->name);
-				}
+		if (argc >= 3 && strcmp(argv[1], "help") == 0 && cmd_child(e, argv[2])) {
+			cmd_usage(cmd_child(e, argv[2]), stdout);
+			return EXIT_OK;
 		}
-		fprintf(f, "\nget, console, vnc and the actions above are the top-level verbs\n"
-			   "(kvcon get, kvcon start NS/NAME, ...) on the engine's VMs only: the same code, output, flags\n"
-			   "and exit codes. NAME alone is in -n's namespace (default); the actions wait for their effect\n"
-			   "(--wait=300; --timeout S sets it, --no-wait does not wait). `get event NAME` lists the events\n"
-			   "about NAME. Every verb goes through the engine service (kvcon engine serve, started on demand).\n"
+		FILE *f = argc < 2 ? stderr : stdout;
+		if (argc < 2)
+			fprintf(f, "error: which engine verb?\n");
+		cmd_usage(e, f);
+		fprintf(f, "\nget, console, vnc and the actions are the top-level verbs (kvcon get, kvcon start NS/NAME, ...)\n"
+			   "on the engine's VMs only: the same code, output, flags and exit codes. NAME alone is in -n's\n"
+			   "namespace (default); the actions wait for their effect (--wait=300; --timeout S sets it,\n"
+			   "--no-wait does not wait). Every verb goes through the engine service (kvcon engine serve, started\n"
+			   "on demand).\n"
 			   "\nDefault host: $KVCON_ENGINE_URI, else $LIBVIRT_DEFAULT_URI, else the embedded QEMU driver\n"
 			   "(qemu:///embed?root=$XDG_STATE_HOME/kvcon/engine). Domains are named NS_NAME.\n"
 			   "See kvcon(1), section ENGINE.\n");
 		return argc < 2 ? EXIT_USAGE : EXIT_OK;
 	}
+	const struct cmd_entry *c = cmd_child(e, argv[1]);
+	if (c == NULL) {
+		char *w = util_escape_display(argv[1]);
+		log_eprintf("error: unknown command \"%s\" for \"kvcon engine\" (see kvcon engine --help)\n", w);
+		free(w);
+		return EXIT_USAGE;
+	}
+	for (int i = 2; i < argc && strcmp(argv[i], "--") != 0; i++)
+		if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
+			cmd_usage(c, stdout);
+			return EXIT_OK;
+		}
 	/* every verb reaches the engine through its service (cmd/session.h); `serve` is the service */
-	for (size_t i = 0; i < sizeof subs / sizeof subs[0]; i++)
-		if (strcmp(argv[1], subs[i].name) == 0)
-			return subs[i].fn(argc - 1, argv + 1);
-	if (is_engine_action(argv[1]))
-		return engine_action(argc - 1, argv + 1);
-	log_eprintf("error: unknown command \"%s\" for \"kvcon engine\" (see kvcon engine --help)\n", argv[1]);
-	return EXIT_USAGE;
+	return c->fn(argc - 1, argv + 1);
 }
-
-/* ---- for migcli.c ---- */
 
 int engine_cli_open(void)
 {
@@ -610,6 +568,7 @@ const char *engine_cli_ns(void)
 void engine_cli_config_hosts(struct kvcon_opts *o)
 {
 	char *const *cfg = o->nuris || o->no_engine ? NULL : migrate_config_hosts();
+	o->uris_config = cfg && cfg[0];
 	for (int i = 0; cfg && cfg[i]; i++) {
 		o->uris = xreallocarray(o->uris, (size_t)o->nuris + 1, sizeof *o->uris);
 		o->uris[o->nuris++] = xstrdup(cfg[i]);

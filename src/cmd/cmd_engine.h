@@ -23,17 +23,13 @@ const char *engine_cli_ns(void);
 /* No -c: the engine hosts of the config file ($XDG_CONFIG_HOME/kvcon/config, `engine.host = URI ...`) become the -c list,
  * for the dashboard and every command alike. */
 void engine_cli_config_hosts(struct kvcon_opts *o);
-/* The options of a verb as rows: a flag sets a bool; the others read the next argument (an int, an unsigned long,
- * a string kept as is, or a (option, value) pair appended in order to a struct cli_seq). */
-enum cli_opt_type { CLI_FLAG, CLI_INT, CLI_ULONG, CLI_STR, CLI_SEQ };
+/* The options of `engine serve` as rows (cmd/apisrv.c; every other verb's flags are the command table's, parsed by
+ * cmd/args.c): a flag sets a bool; the others read the next argument (an int, an unsigned long, a string). */
+enum cli_opt_type { CLI_FLAG, CLI_INT, CLI_ULONG, CLI_STR };
 struct cli_opt {
 	const char *name;
 	enum cli_opt_type type;
 	void *dst;
-};
-struct cli_seq {
-	const char **opt, **val;
-	int n;
 };
 #define CLI_ROWS(t) (t), (sizeof(t) / sizeof((t)[0]))
 /* Parses argv[1..argc) of `kvcon engine VERB` (argv[0] the verb) against the rows, and at most one operand into
@@ -51,5 +47,13 @@ void engine_cli_reply(void *reply, int status, const char *msg); /* an action_do
 /* migcli.c */
 int migrate_cmd(int argc, char **argv);
 int drain_cmd(int argc, char **argv);
+/* The engine's verbs, rows of the command table (cmd/cmd.c: child rows of `engine`); argv[0] is the sub-verb. */
+int cmd_engine_apply(int argc, char **argv);
+int cmd_engine_get(int argc, char **argv);
+int cmd_engine_console(int argc, char **argv);
+int cmd_engine_vnc(int argc, char **argv);
+int cmd_engine_pull(int argc, char **argv);
+int cmd_engine_reconcile(int argc, char **argv);
+int cmd_engine_action(int argc, char **argv);
 
 #endif

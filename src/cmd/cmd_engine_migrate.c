@@ -8,6 +8,7 @@
 #include "core/opts.h"
 #include "core/util.h"
 #include "core/xmalloc.h"
+#include "cmd/args.h"
 #include "cmd/cmd_engine.h"
 #include "engine/engine.h"
 #include "engine/migrate.h"
@@ -74,7 +75,7 @@ static struct source *source_of(const char *ns, const char *name)
 static void print_err(const char *verb, const char *name, const char *msg)
 {
 	char *e = util_escape_display(msg ? msg : "failed");
-	log_eprintf("kvcon: %s %s: %s\n", verb, name, e);
+	log_eprintf("error: %s %s: %s\n", verb, name, e);
 	free(e);
 }
 
@@ -138,7 +139,7 @@ static int migrate_routed(struct source *src, const char *ns, const char *name, 
 		return EXIT_API;
 	}
 	if (!engine_cli_run_until(routed_mig_done, &w, 24 * 3600 * 1000ULL)) {
-		log_eprintf("kvcon: migrate %s: interrupted; the engine service carries on with the migration "
+		log_eprintf("error: migrate %s: interrupted; the engine service carries on with the migration "
 			    "(kvcon engine migrate --abort %s stops it)\n", name, name);
 		free(w.r.msg);
 		return EXIT_API;
@@ -175,7 +176,7 @@ static int migrate_one(const char *ns, const char *name, const struct migrate_op
 {
 	struct source *src = source_of(ns, name);
 	if (src == NULL) {
-		log_eprintf("kvcon: virtualmachine \"%s\" not found in namespace %s\n", name, ns);
+		log_eprintf("error: virtualmachine \"%s\" not found in namespace %s\n", name, ns);
 		return EXIT_API;
 	}
 	if (src->type == SOURCE_KUBE)
@@ -189,7 +190,7 @@ static int migrate_one(const char *ns, const char *name, const struct migrate_op
 	}
 	uint64_t limit = (uint64_t)(o->timeout > 0 ? o->timeout + 120 : 24 * 3600) * 1000;
 	if (!engine_cli_run_until(mig_finished, &w, limit)) {
-		log_eprintf("kvcon: migrate %s: interrupted; the migration is aborted\n", name);
+		log_eprintf("error: migrate %s: interrupted; the migration is aborted\n", name);
 		engine_migrate_abort(src, ns, name, &err);
 		free(err);
 		w.quiet = true;
@@ -217,7 +218,7 @@ static int abort_cmd(const char *ns, const char *name)
 {
 	struct source *src = source_of(ns, name);
 	if (src == NULL) {
-		log_eprintf("kvcon: virtualmachine \"%s\" not found in namespace %s\n", name, ns);
+		log_eprintf("error: virtualmachine \"%s\" not found in namespace %s\n", name, ns);
 		return EXIT_API;
 	}
 	char *err = NULL;
@@ -241,21 +242,45 @@ static int abort_cmd(const char *ns, const char *name)
 	return EXIT_OK;
 }
 
-/* the options migrate and drain share: rows on a struct migrate_opts */
-#define MIGRATE_ROWS(o)                                                                             \
-	{ "--to", CLI_STR, &(o).target }, { "--bandwidth", CLI_ULONG, &(o).bandwidth },              \
-	{ "--timeout", CLI_INT, &(o).timeout }, { "--auto-converge", CLI_FLAG, &(o).auto_converge }, \
-	{ "--postcopy", CLI_FLAG, &(o).postcopy }, { "--copy-storage", CLI_FLAG, &(o).copy_storage }, \
-	{ "--migrate-uri", CLI_STR, &(o).mig_uri }
+/* The flags migrate and drain share into o (their rows in cmd/cmd.c, parsed by cmd/args.c); the one operand (NAME
+ * or HOST, what) into *operand. 0, or the exit code after --help or the error. */
+static int migrate_args(int argc, char **argv, const char *what, struct migrate_opts *o, const char **operand,
+			bool *abort_it, bool *quiet)
+{
+	struct args a;
+	int p = args_parse_sub("engine", argc, argv, &a);
+	if (p == ARGS_OK && a.npos != 1) {
+		log_eprintf("error: %s %s\nSee 'kvcon engine %s --help' for usage.\n", a.npos ? "one" : "which",
+			    what, argv[0]);
+		p = ARGS_ERR;
+	}
+	if (p == ARGS_OK) {
+		*operand = a.pos[0];
+		o->target = args_get(&a, "--to");
+		o->mig_uri = args_get(&a, "--migrate-uri");
+		o->bandwidth = (unsigned long)args_num(&a, "--bandwidth", 0);
+		o->timeout = (int)((args_num(&a, "--timeout", 0) + 999) / 1000);
+		o->auto_converge = args_bool(&a, "--auto-converge");
+		o->postcopy = args_bool(&a, "--postcopy");
+		o->copy_storage = args_bool(&a, "--copy-storage");
+		o->offline = args_bool(&a, "--offline");
+		if (abort_it)
+			*abort_it = args_bool(&a, "--abort");
+		if (quiet)
+			*quiet = args_bool(&a, "--quiet");
+	}
+	args_free(&a);
+	return p == ARGS_OK ? 0 : p == ARGS_HELP ? EXIT_OK : EXIT_USAGE;
+}
 
 int migrate_cmd(int argc, char **argv)
 {
 	struct migrate_opts o = { 0 };
 	const char *name = NULL;
 	bool abort_it = false, quiet = false;
-	const struct cli_opt rows[] = { MIGRATE_ROWS(o), { "--offline", CLI_FLAG, &o.offline },
-					{ "--abort", CLI_FLAG, &abort_it }, { "--quiet", CLI_FLAG, &quiet } };
-	int rc = engine_cli_args(argc, argv, CLI_ROWS(rows), "NAME", &name);
+	int rc = migrate_args(argc, argv, "VM (NAME)", &o, &name, &abort_it, &quiet);
+	if (rc == 0 && name == NULL)
+		return EXIT_OK; /* --help */
 	if (rc == 0)
 		rc = engine_cli_open();
 	if (rc)
@@ -307,7 +332,7 @@ static int drain_routed(const char *host, const struct migrate_opts *o)
 	fflush(stdout);
 	int failed = drain_keys(keys, nk, o);
 	if (failed)
-		log_eprintf("kvcon: drain %s: %d of %zu migrations failed; those VMs still run on %s\n", h, failed, nk, h);
+		log_eprintf("error: drain %s: %d of %zu migrations failed; those VMs still run on %s\n", h, failed, nk, h);
 	else
 		printf("%s drained\n", h);
 	free(h);
@@ -318,8 +343,9 @@ int drain_cmd(int argc, char **argv)
 {
 	struct migrate_opts o = { 0 };
 	const char *host = NULL;
-	const struct cli_opt rows[] = { MIGRATE_ROWS(o) };
-	int rc = engine_cli_args(argc, argv, CLI_ROWS(rows), "HOST", &host);
+	int rc = migrate_args(argc, argv, "host (HOST)", &o, &host, NULL, NULL);
+	if (rc == 0 && host == NULL)
+		return EXIT_OK; /* --help */
 	if (rc == 0)
 		rc = engine_cli_open();
 	if (rc)
@@ -333,7 +359,7 @@ int drain_cmd(int argc, char **argv)
 	if (n > 0 && srcs[0]->type == SOURCE_KUBE)
 		return engine_cli_close(drain_routed(host, &o), 30000);
 	if (src == NULL) {
-		log_eprintf("kvcon: drain: no engine host %s (open it with -c URI or list it in the config)\n", host);
+		log_eprintf("error: drain: no engine host %s (open it with -c URI or list it in the config)\n", host);
 		return engine_cli_close(EXIT_USAGE, 0);
 	}
 	/* the list first: migrations change the store */
@@ -348,7 +374,7 @@ int drain_cmd(int argc, char **argv)
 	fflush(stdout);
 	int failed = drain_keys(keys, nk, &o);
 	if (failed)
-		log_eprintf("kvcon: drain %s: %d of %zu migrations failed; those VMs still run on %s\n", host,
+		log_eprintf("error: drain %s: %d of %zu migrations failed; those VMs still run on %s\n", host,
 			failed, nk, host);
 	else
 		printf("%s drained\n", src->name);

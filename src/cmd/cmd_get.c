@@ -10,12 +10,13 @@
 #include <unistd.h>
 
 #include "core/buf.h"
+#include "core/connect.h"
 #include "core/log.h"
 #include "core/loop.h"
 #include "core/opts.h"
 #include "core/util.h"
 #include "core/xmalloc.h"
-#include "core/kargs.h"
+#include "cmd/args.h"
 #include "cmd/cmd.h"
 #include "cmd/session.h"
 #include "engine/engine.h"
@@ -268,15 +269,6 @@ static void on_change(void *arg, enum obj_kind kind, const struct obj *old, cons
 
 /* --- command ----------------------------------------------------------------------------------------- */
 
-static void get_usage(FILE *f)
-{
-	fprintf(f, "usage: kvcon get KIND[,KIND...] [NAME...] [-n NS | -A] [-l SELECTOR] [--field-selector SEL]\n"
-		   "                 [-o wide|json|yaml|name|jsonpath=TEMPLATE|custom-columns=SPEC|summary]\n"
-		   "                 [--no-headers] [--show-labels] [-L KEY,...] [--sort-by JSONPATH]\n"
-		   "                 [-w] [--watch-for SECONDS] [--timeout SECONDS]\n");
-	cmd_print_kinds(f);
-}
-
 /* kubectl's error for a kind it does not know, and kvcon's suggestion of the kinds close to it */
 static void unknown_kind(const char *s)
 {
@@ -286,39 +278,6 @@ static void unknown_kind(const char *s)
 	const char *close[4];
 	cmd_print_suggestions(close, registry_kind_suggest(s, close, 4));
 }
-
-enum {
-	O_OUTPUT,
-	O_SELECTOR,
-	O_FIELD_SELECTOR,
-	O_ALL_NS,
-	O_NAMESPACE,
-	O_NO_HEADERS,
-	O_SHOW_LABELS,
-	O_LABEL_COLS,
-	O_SORT_BY,
-	O_WATCH,
-	O_WATCH_FOR,
-	O_TIMEOUT,
-	O_HELP,
-};
-
-static const struct karg_opt get_opts[] = {
-	{ 'o', "output", KARG_VALUE, O_OUTPUT },
-	{ 'l', "selector", KARG_VALUE, O_SELECTOR },
-	{ 0, "field-selector", KARG_VALUE, O_FIELD_SELECTOR },
-	{ 'A', "all-namespaces", KARG_FLAG, O_ALL_NS },
-	{ 'n', "namespace", KARG_VALUE, O_NAMESPACE },
-	{ 0, "no-headers", KARG_FLAG, O_NO_HEADERS },
-	{ 0, "show-labels", KARG_FLAG, O_SHOW_LABELS },
-	{ 'L', "label-columns", KARG_VALUE, O_LABEL_COLS },
-	{ 0, "sort-by", KARG_VALUE, O_SORT_BY },
-	{ 'w', "watch", KARG_FLAG, O_WATCH },
-	{ 0, "watch-for", KARG_VALUE, O_WATCH_FOR },
-	{ 0, "timeout", KARG_VALUE, O_TIMEOUT },
-	{ 'h', "help", KARG_FLAG, O_HELP },
-	{ 0, NULL, 0, 0 },
-};
 
 struct get_args {
 	struct kget_opts ko;
@@ -354,89 +313,64 @@ static int parse_output(const char *val, struct get_ctx *g, struct kget_opts *ko
 	return -1;
 }
 
-static int parse_seconds(const char *name, const char *val, long min, long *out)
-{
-	char *end;
-	long v = strtol(val, &end, 10);
-	if (*val == '\0' || *end || v < min || v > 86400 * 365) {
-		log_eprintf("error: %s needs a number of seconds\n", name);
-		return -1;
-	}
-	*out = v;
-	return 0;
-}
-
+/* The flags are the command table's (cmd/cmd.c: f_get), parsed by its parser (cmd/args.c); -A and -n are the
+ * global options, there as hidden rows for kubectl's grouped forms (-Aw) that main leaves in place. */
 static int parse_args(int argc, char **argv, struct get_ctx *g, struct get_args *a)
 {
-	struct karg k;
 	struct kvcon_opts *go = opts_global();
 	struct kget_opts *ko = &a->ko;
-	karg_init(&k, argc, argv, get_opts);
-	int id;
-	while ((id = karg_next(&k)) != KARG_END) {
-		switch (id) {
-		case KARG_ERR:
-			log_eprintf("error: %s\n", k.err);
-			return -1;
-		case KARG_POS:
-			if (a->kinds_arg == NULL)
-				a->kinds_arg = xstrdup(k.val);
-			else {
-				ko->names = xreallocarray(ko->names, (size_t)ko->nnames + 1, sizeof *ko->names);
-				ko->names[ko->nnames++] = xstrdup(k.val);
-			}
-			break;
-		case O_OUTPUT:
-			if (parse_output(k.val, g, ko) < 0)
+	struct args p;
+	int rc = args_parse_verb(argc, argv, &p);
+	if (rc != ARGS_OK) {
+		args_free(&p);
+		if (rc == ARGS_HELP)
+			exit(EXIT_OK);
+		return -1;
+	}
+	for (int i = 0; i < p.npos; i++) {
+		if (a->kinds_arg == NULL) {
+			a->kinds_arg = xstrdup(p.pos[i]);
+		} else {
+			ko->names = xreallocarray(ko->names, (size_t)ko->nnames + 1, sizeof *ko->names);
+			ko->names[ko->nnames++] = xstrdup(p.pos[i]);
+		}
+	}
+	for (int i = 0; i < p.nitems; i++) {
+		const char *l = p.items[i].f->l, *val = p.items[i].val;
+		if (strcmp(l, "--output") == 0) {
+			if (parse_output(val, g, ko) < 0) {
+				args_free(&p);
 				return -1;
-			break;
-		case O_SELECTOR: /* repeated: the last one counts, as in kubectl */
+			}
+		} else if (strcmp(l, "--selector") == 0) { /* repeated: the last one counts, as in kubectl */
 			buf_reset(&a->sel);
-			buf_add_str(&a->sel, k.val);
-			break;
-		case O_FIELD_SELECTOR:
-			ko->field_selector = k.val;
-			break;
-		case O_ALL_NS:
-			go->all_ns = karg_bool(&k);
-			break;
-		case O_NAMESPACE:
+			buf_add_str(&a->sel, val);
+		} else if (strcmp(l, "--field-selector") == 0) {
+			ko->field_selector = val;
+		} else if (strcmp(l, "--all-namespaces") == 0) {
+			go->all_ns = true; /* -A in a group (-Aw): main's option, as if given alone */
+		} else if (strcmp(l, "--namespace") == 0) {
 			free(go->ns);
-			go->ns = xstrdup(k.val);
-			break;
-		case O_NO_HEADERS:
-			ko->no_headers = karg_bool(&k);
-			break;
-		case O_SHOW_LABELS:
-			ko->show_labels = karg_bool(&k);
-			break;
-		case O_LABEL_COLS: {
-			char *s = xstrdup(k.val), *save = NULL;
+			go->ns = xstrdup(val);
+		} else if (strcmp(l, "--label-columns") == 0) {
+			char *s = xstrdup(val), *save = NULL;
 			for (char *t = strtok_r(s, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
 				ko->label_cols = xreallocarray(ko->label_cols, (size_t)ko->nlabel_cols + 1, sizeof *ko->label_cols);
 				ko->label_cols[ko->nlabel_cols++] = xstrdup(t);
 			}
 			free(s);
-			break;
 		}
-		case O_SORT_BY:
-			ko->sort_by = k.val;
-			break;
-		case O_WATCH:
-			g->watch = karg_bool(&k);
-			break;
-		case O_WATCH_FOR:
-			if (parse_seconds("--watch-for", k.val, 0, &g->watch_for) < 0)
-				return -1;
-			break;
-		case O_TIMEOUT:
-			if (parse_seconds("--timeout", k.val, 1, &g->timeout) < 0)
-				return -1;
-			break;
-		case O_HELP:
-			get_usage(stdout);
-			exit(EXIT_OK);
-		}
+	}
+	ko->no_headers = args_bool(&p, "--no-headers");
+	ko->show_labels = args_bool(&p, "--show-labels");
+	ko->sort_by = args_get(&p, "--sort-by");
+	g->watch = args_bool(&p, "--watch");
+	g->watch_for = args_has(&p, "--watch-for") ? (args_num(&p, "--watch-for", 0) + 999) / 1000 : -1;
+	g->timeout = (args_num(&p, "--timeout", GET_TIMEOUT_S * 1000L) + 999) / 1000;
+	args_free(&p);
+	if (g->timeout < 1) {
+		log_eprintf("error: --timeout must be more than 0\n");
+		return -1;
 	}
 	if (a->kinds_arg == NULL) {
 		log_eprintf("error: you must specify the type of resource to get (kvcon help get lists the kinds)\n");
@@ -521,16 +455,18 @@ struct engine_set {
 	const char *selector; /* -l, applied here (the engine has no API server to do it) */
 };
 
-/* Whether get lists engine hosts too: -c (or the config's hosts) says so; else the default engine when there
- * is no cluster to list, or when kvcon has engine VMs on this machine. --no-engine: never. */
+/* Which sources get reads: the one rule of core/connect.h (with a kubeconfig, its context alone, as kubectl; the
+ * engine when asked for, or when there is no kubeconfig). */
+static struct connect_plan plan(void)
+{
+	struct connect_plan p;
+	connect_plan(opts_global(), &p);
+	return p;
+}
+
 static bool engine_wanted(void)
 {
-	struct kvcon_opts *o = opts_global();
-	if (o->nuris > 0 || o->engine_only)
-		return true;
-	if (o->no_engine || o->context || o->kubeconfig)
-		return false;
-	return !session_kubeconfig_present() || engine_has_record(NULL, NULL);
+	return plan().engine;
 }
 
 /* -l for the engine's objects: kubectl's equality forms (k=v, k==v, k!=v, k, !k), comma-separated, ANDed. */
@@ -621,16 +557,11 @@ static char *engine_watch_socket(int *rc)
 		log_info("the engine service answers on %s: going through it", path);
 		return path;
 	}
-	/* asked for (-c, the config's hosts), or all there is: an error; beside a cluster: a warning */
-	bool required = opts_global()->nuris > 0 || opts_global()->engine_only || !session_kubeconfig_present();
+	/* asked for (its context, -c, the config's hosts) or all there is: an error (session_service_answering's
+	 * words name the service or the engine's own refusal) */
 	char *e = util_escape_display(err ? err : "it did not answer");
-	if (required) {
-		/* session_service_answering's words name the service or the engine's own refusal */
-		log_eprintf("error: %s\n", e);
-		*rc = EXIT_API;
-	} else {
-		log_eprintf("warning: the engine's objects are not watched: %s\n", e);
-	}
+	log_eprintf("error: %s\n", e);
+	*rc = EXIT_API;
 	free(e);
 	free(err);
 	return NULL;
@@ -691,13 +622,14 @@ static int run_kget(struct kget_opts *ko)
 {
 	struct engine_set e = { .selector = ko->selector };
 	int rc;
-	char hn[256] = "localhost";
-	if (opts_global()->engine_only) {
-		/* `kvcon engine get`: the engine service alone, read as a cluster is (its objects, tables, events) */
+	const char *hn = connect_engine_name();
+	struct connect_plan p = plan();
+	if (!p.kube) {
+		/* the engine alone (`kvcon engine get`, --context engine, -c): its service read as a cluster is (its
+		 * objects, tables, events) */
 		char *sock = engine_watch_socket(&rc);
 		if (sock == NULL)
 			return rc;
-		gethostname(hn, sizeof hn - 1);
 		ko->engine_socket = sock;
 		ko->engine_name = hn;
 		ko->engine_only = true;
@@ -720,10 +652,9 @@ static int run_kget(struct kget_opts *ko)
 		if (sock == NULL && rc != EXIT_OK)
 			return rc;
 		if (sock) {
-			gethostname(hn, sizeof hn - 1);
 			ko->engine_socket = sock;
 			ko->engine_name = hn;
-			ko->cluster_optional = !session_kubeconfig_present();
+			ko->cluster_optional = p.kube_optional;
 		}
 		rc = kget_run(ko);
 		free(sock);
@@ -754,7 +685,7 @@ static int run_kget(struct kget_opts *ko)
 			}
 		ko->extra = engine_objects;
 		ko->extra_arg = &e;
-		ko->cluster_optional = !session_kubeconfig_present();
+		ko->cluster_optional = p.kube_optional;
 	}
 	rc = kget_run(ko);
 out:
@@ -898,7 +829,8 @@ int cmd_get(int argc, char **argv)
 		if (rc != EXIT_OK)
 			goto out;
 	}
-	if (!o->engine_only && (sock == NULL || session_kubeconfig_present())) {
+	struct connect_plan p = plan();
+	if (p.kube && !(sock && p.kube_optional)) {
 		g.srcs[g.nsrc] = kube_open_ex(g.st, NULL, &ko, &err);
 		if (g.srcs[g.nsrc] == NULL) {
 			char *e = util_escape_display(err);

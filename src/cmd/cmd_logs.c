@@ -9,7 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cmd/args.h"
 #include "cmd/session.h"
+#include "core/log.h"
 #include "core/linebuf.h"
 #include "core/loop.h"
 #include "core/opts.h"
@@ -25,111 +27,42 @@ struct logs_args {
 	long tail, since;
 };
 
-static void usage(FILE *f)
-{
-	fprintf(f, "usage: kvcon logs NAMESPACE/NAME [-c CONTAINER] [-f] [-p|--previous] [--since DURATION] [--tail N]\n"
-		   "                  [--timestamps]\n"
-		   "A container's log. NAME is a VM or VMI (its current launcher pod) or a pod. Default container:\n"
-		   "compute. On the local engine, compute is QEMU's log of the execution and serial the guest's serial\n"
-		   "log. -f follows new lines until the container instance ends; --previous reads the instance before.\n");
-}
-
-/* Go's time.ParseDuration for what --since takes (e.g. 30s, 5m, 1h30m); seconds, rounded up; -1 when bad. */
-static long parse_duration_s(const char *s)
-{
-	double total = 0;
-	if (*s == '\0')
-		return -1;
-	while (*s) {
-		char *end;
-		double v = strtod(s, &end);
-		if (end == s || v < 0)
-			return -1;
-		s = end;
-		double mul;
-		if (strncmp(s, "ms", 2) == 0)
-			mul = 0.001, s += 2;
-		else if (*s == 'h')
-			mul = 3600, s++;
-		else if (*s == 'm')
-			mul = 60, s++;
-		else if (*s == 's')
-			mul = 1, s++;
-		else
-			return -1;
-		total += v * mul;
-	}
-	long r = (long)total;
-	if ((double)r < total)
-		r++;
-	return r;
-}
-
-static const char *optval(int argc, char **argv, int *i, const char *name)
-{
-	const char *a = argv[*i];
-	size_t n = strlen(name);
-	if (strncmp(a, name, n) == 0 && a[n] == '=')
-		return a + n + 1;
-	if (*i + 1 >= argc)
-		return NULL;
-	return argv[++*i];
-}
-
+/* The flags are the command table's (cmd/cmd.c), parsed by its parser (cmd/args.c). 0, 1 (--help printed), -1
+ * (the error printed). */
 static int parse(int argc, char **argv, struct logs_args *a)
 {
 	memset(a, 0, sizeof *a);
-	a->tail = -1;
-	for (int i = 1; i < argc; i++) {
-		const char *s = argv[i];
-		if (strcmp(s, "-h") == 0 || strcmp(s, "--help") == 0)
-			return 1;
-		if (strcmp(s, "-f") == 0 || strcmp(s, "--follow") == 0 || strcmp(s, "--follow=true") == 0) {
-			a->follow = true;
-		} else if (strcmp(s, "-p") == 0 || strcmp(s, "--previous") == 0 || strcmp(s, "--previous=true") == 0) {
-			a->previous = true;
-		} else if (strcmp(s, "--timestamps") == 0 || strcmp(s, "--timestamps=true") == 0) {
-			a->timestamps = true;
-		} else if (strcmp(s, "-c") == 0 || strcmp(s, "--container") == 0 || util_has_prefix(s, "--container=")) {
-			a->container = optval(argc, argv, &i, "--container");
-			if (a->container == NULL || *a->container == '\0') {
-				fprintf(stderr, "error: %s needs a container name\n", s);
-				return -1;
-			}
-		} else if (util_has_prefix(s, "-c") && s[2] != '-') {
-			a->container = s + 2;
-		} else if (strcmp(s, "--tail") == 0 || util_has_prefix(s, "--tail=")) {
-			const char *v = optval(argc, argv, &i, "--tail");
-			char *end;
-			long t = v ? strtol(v, &end, 10) : 0;
-			if (v == NULL || *v == '\0' || *end || t < -1) {
-				fprintf(stderr, "error: --tail needs a number of lines (-1: all)\n");
-				return -1;
-			}
-			a->tail = t;
-		} else if (strcmp(s, "--since") == 0 || util_has_prefix(s, "--since=")) {
-			const char *v = optval(argc, argv, &i, "--since");
-			long d = v ? parse_duration_s(v) : -1;
-			if (d <= 0) {
-				fprintf(stderr, "error: --since needs a duration such as 30s, 5m or 1h\n");
-				return -1;
-			}
-			a->since = d;
-		} else if (s[0] == '-' && s[1] != '\0') {
-			fprintf(stderr, "error: unknown option '%s' for kvcon logs\n", s);
-			return -1;
-		} else if (a->ref == NULL) {
-			a->ref = s;
-		} else {
-			fprintf(stderr, "error: unexpected argument '%s' for kvcon logs\n", s);
-			return -1;
+	struct args g;
+	int p = args_parse_verb(argc, argv, &g);
+	if (p == ARGS_OK && g.npos != 1) {
+		log_eprintf("error: %s\nSee 'kvcon logs --help' for usage.\n",
+			    g.npos ? "one VM, VMI or pod at a time" : "which VM, VMI or pod? (NAMESPACE/NAME)");
+		p = ARGS_ERR;
+	}
+	if (p == ARGS_OK) {
+		a->ref = g.pos[0];
+		a->container = args_get(&g, "--container");
+		a->follow = args_bool(&g, "--follow");
+		a->previous = args_bool(&g, "--previous");
+		a->timestamps = args_bool(&g, "--timestamps");
+		long since = args_num(&g, "--since", 0);
+		a->since = (since + 999) / 1000; /* seconds, rounded up */
+		const char *tail = args_get(&g, "--tail");
+		char *end = NULL;
+		a->tail = tail ? strtol(tail, &end, 10) : -1;
+		if (a->container && *a->container == '\0') {
+			log_eprintf("error: --container needs a container name\n");
+			p = ARGS_ERR;
+		} else if (tail && (*tail == '\0' || *end || a->tail < -1)) {
+			log_eprintf("error: --tail needs a number of lines (-1: all)\n");
+			p = ARGS_ERR;
+		} else if (args_has(&g, "--since") && a->since <= 0) {
+			log_eprintf("error: --since needs a duration such as 30s, 5m or 1h\n");
+			p = ARGS_ERR;
 		}
 	}
-	if (a->ref == NULL) {
-		fprintf(stderr, "error: which VM, VMI or pod? (NAMESPACE/NAME)\n");
-		return -1;
-	}
-	return 0;
+	args_free(&g);
+	return p == ARGS_OK ? 0 : p == ARGS_HELP ? 1 : -1;
 }
 
 struct run {
@@ -168,10 +101,8 @@ int cmd_logs(int argc, char **argv)
 {
 	struct logs_args a;
 	int p = parse(argc, argv, &a);
-	if (p != 0) {
-		usage(p > 0 ? stdout : stderr);
+	if (p != 0)
 		return p > 0 ? EXIT_OK : EXIT_USAGE;
-	}
 	struct session s;
 	struct run r = { .status = 0 };
 	linebuf_init(&r.lb);

@@ -15,6 +15,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "cmd/args.h"
 #include "cmd/session.h"
 #include "console/fbcells.h"
 #include "console/rfbgate.h"
@@ -104,13 +105,9 @@ static struct store *vm_store;
 
 static struct stream *open_vm(const char *ns, const char *name, char **err)
 {
-	struct kvcon_opts *g = opts_global();
 	if (vm_store == NULL)
 		vm_store = store_new();
-	/* only this namespace's objects: nothing else is needed for a display */
-	free(g->ns);
-	g->ns = xstrdup(ns);
-	g->all_ns = false;
+	/* only this namespace's objects (session_resolve watches ns alone): nothing else is needed for a display */
 	struct source *src = session_resolve(vm_store, ns, name, KUBE_KIND_BIT(OBJ_VMI), false, err);
 	if (src == NULL)
 		return NULL;
@@ -198,7 +195,7 @@ static void shot_event(struct vnc *v, enum vnc_event ev, void *arg)
 	struct shot *s = arg;
 	(void)v;
 	if (ev == VNC_CLOSED) {
-		log_eprintf("kvcon: vnc: %s\n", *vnc_error(v) ? vnc_error(v) : "the VNC session ended");
+		log_eprintf("error: %s\n", *vnc_error(v) ? vnc_error(v) : "the VNC session ended");
 		s->rc = EXIT_API;
 		loop_quit(s->rc);
 	}
@@ -219,7 +216,7 @@ static void shot_tick(void *arg)
 	bool late = now - s->start >= (uint64_t)s->o->timeout_s * 1000;
 	if (quiet || (late && n > 0)) {
 		if (!quiet)
-			log_eprintf("kvcon: vnc: the screen did not settle within %d s; saving the latest frame\n",
+			log_eprintf("error: the screen did not settle within %d s; saving the latest frame\n",
 				s->o->timeout_s);
 		char why[UTIL_WHY_LEN] = "";
 		if (vnc_screenshot(s->v, s->path, why) < 0) {
@@ -238,7 +235,7 @@ static void shot_tick(void *arg)
 		return;
 	}
 	if (late) {
-		log_eprintf("kvcon: vnc: no frame from %s within %d s\n", s->o->target, s->o->timeout_s);
+		log_eprintf("error: no frame from %s within %d s\n", s->o->target, s->o->timeout_s);
 		s->rc = EXIT_API;
 		loop_quit(s->rc);
 		return;
@@ -284,7 +281,7 @@ static int run_screenshot(const struct vopts *o)
 	int rc = EXIT_API;
 	s.v = open_session(o, shot_event, &s, &err);
 	if (s.v == NULL) {
-		log_eprintf("kvcon: vnc: %s\n", err);
+		log_eprintf("error: %s\n", err);
 		free(err);
 		goto out;
 	}
@@ -466,7 +463,7 @@ static void viewer_ended(void *arg, const char *why)
 static int run_viewer(const struct vopts *o)
 {
 	if (!isatty(STDIN_FILENO) || !isatty(STDOUT_FILENO)) {
-		log_eprintf("kvcon: vnc: the display needs a terminal (use --screenshot or --proxy-only)\n");
+		log_eprintf("error: the display needs a terminal (use --screenshot or --proxy-only)\n");
 		return EXIT_USAGE;
 	}
 	struct viewer w = {.rc = EXIT_OK};
@@ -493,7 +490,7 @@ static int run_viewer(const struct vopts *o)
 		free(pw);
 	}
 	if (v == NULL) {
-		log_eprintf("kvcon: vnc: %s\n", err ? err : "no display");
+		log_eprintf("error: %s\n", err ? err : "no display");
 		free(err);
 		return EXIT_API;
 	}
@@ -504,86 +501,75 @@ static int run_viewer(const struct vopts *o)
 	log_info("vnc: %lu frames drawn in %.1f s", panemain_frames(), (double)(util_now_ms() - start) / 1000.0);
 	panemain_close();
 	if (w.why)
-		log_eprintf("kvcon: vnc: %s\n", *w.why ? w.why : "the VNC session ended");
+		log_eprintf("error: %s\n", *w.why ? w.why : "the VNC session ended");
 	free(w.why);
 	return w.rc != EXIT_OK ? w.rc : rc;
 }
 
 /* ---- arguments ---- */
 
-static const char usage_text[] =
-    "usage: kvcon vnc TARGET [--scale fit|1:1] [--colors truecolor|256|mono] [--view-only]\n"
-    "                        [--password-file FILE] [--quality 0-9] [--ws-protocol NAME]\n"
-    "       kvcon vnc TARGET --screenshot FILE.png [--quiet-ms MS] [--timeout S]\n"
-    "       kvcon vnc TARGET --proxy-only [--port N]\n"
-    "       kvcon vnc screenshot TARGET -f FILE.png|- [-m]  (virtctl's spelling; -m: --move-cursor)\n"
-    "TARGET: NS/NAME (a VMI), unix:PATH, tcp:HOST:PORT, or ws://... / wss://... (a VNC WebSocket)\n";
-
 int cmd_vnc(int argc, char **argv)
 {
-	struct vopts o = {.scale = FBC_FIT, .quality = -1, .timeout_s = 30, .quiet_ms = 500};
-	static const char *const valued[] = {"--screenshot", "--colors",  "--password-file", "--ws-protocol", "--port",
-					     "--scale",	     "--quality", "--timeout",	     "--quiet-ms",    "-f",
-					     "--file"};
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i], *val = NULL;
-		for (size_t k = 0; k < sizeof valued / sizeof valued[0]; k++)
-			if (strcmp(a, valued[k]) == 0) {
-				if (i + 1 >= argc) {
-					log_eprintf("kvcon vnc: %s needs a value\n%s", a, usage_text);
-					return EXIT_USAGE;
-				}
-				val = argv[++i];
-			}
-		if (strcmp(a, "--screenshot") == 0 || strcmp(a, "-f") == 0 || strcmp(a, "--file") == 0)
-			o.screenshot = val;
-		else if (strcmp(a, "-m") == 0 || strcmp(a, "--move-cursor") == 0)
-			o.move_cursor = true;
-		else if (strcmp(a, "screenshot") == 0 && o.target == NULL && !o.virtctl)
-			o.virtctl = true;
-		else if (strcmp(a, "--colors") == 0)
-			o.colors = val;
-		else if (strcmp(a, "--password-file") == 0)
-			o.password_file = val;
-		else if (strcmp(a, "--ws-protocol") == 0)
-			o.ws_protocol = val;
-		else if (strcmp(a, "--port") == 0)
-			o.port = atoi(val);
-		else if (strcmp(a, "--scale") == 0 && (strcmp(val, "fit") == 0 || strcmp(val, "1:1") == 0))
-			o.scale = strcmp(val, "fit") == 0 ? FBC_FIT : FBC_ONE;
-		else if (strcmp(a, "--quality") == 0)
-			o.quality = atoi(val);
-		else if (strcmp(a, "--timeout") == 0)
-			o.timeout_s = atoi(val);
-		else if (strcmp(a, "--quiet-ms") == 0)
-			o.quiet_ms = atoi(val);
-		else if (strcmp(a, "--proxy-only") == 0)
-			o.proxy_only = true;
-		else if (strcmp(a, "--view-only") == 0)
-			o.view_only = true;
-		else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
-			fputs(usage_text, stdout);
-			return EXIT_OK;
-		} else if (a[0] != '-' && o.target == NULL)
-			o.target = a;
-		else {
-			log_eprintf("kvcon vnc: unexpected argument '%s'\n%s", a, usage_text);
-			return EXIT_USAGE;
+	/* the flags are the command table's (cmd/cmd.c), checked by its parser (cmd/args.c) */
+	struct args a;
+	int p = args_parse_verb(argc, argv, &a);
+	struct vopts o = { .scale = FBC_FIT, .quality = -1, .timeout_s = 30, .quiet_ms = 500 };
+	/* `kvcon vnc screenshot TARGET -f FILE|- [-m]`: virtctl's spelling of --screenshot */
+	int first = 0;
+	if (p == ARGS_OK && a.npos == 2 && strcmp(a.pos[0], "screenshot") == 0) {
+		o.virtctl = true;
+		first = 1;
+	}
+	if (p == ARGS_OK && a.npos != first + 1) {
+		log_eprintf("error: %s\nSee 'kvcon vnc --help' for usage.\n",
+			    a.npos > first ? "one display at a time" : "which display? (NS/NAME, unix:PATH, tcp:HOST:PORT or ws://URL)");
+		p = ARGS_ERR;
+	}
+	if (p == ARGS_OK) {
+		o.target = a.pos[first];
+		o.screenshot = args_get(&a, "--screenshot");
+		if (args_get(&a, "--file"))
+			o.screenshot = args_get(&a, "--file");
+		o.move_cursor = args_bool(&a, "--move-cursor");
+		o.colors = args_get(&a, "--colors");
+		o.password_file = args_get(&a, "--password-file");
+		o.ws_protocol = args_get(&a, "--ws-protocol");
+		o.port = (int)args_num(&a, "--port", 0);
+		o.quality = (int)args_num(&a, "--quality", -1);
+		o.timeout_s = (int)((args_num(&a, "--timeout", 30000) + 999) / 1000);
+		o.quiet_ms = (int)args_num(&a, "--quiet-ms", 500);
+		o.proxy_only = args_bool(&a, "--proxy-only");
+		o.view_only = args_bool(&a, "--view-only");
+		const char *scale = args_get(&a, "--scale");
+		if (scale && strcmp(scale, "fit") != 0 && strcmp(scale, "1:1") != 0) {
+			log_eprintf("error: --scale takes fit or 1:1\n");
+			p = ARGS_ERR;
+		}
+		o.scale = scale && strcmp(scale, "1:1") == 0 ? FBC_ONE : FBC_FIT;
+		if (o.port > 65535 || o.quality > 9 || o.timeout_s <= 0) {
+			log_eprintf("error: %s\n", o.port > 65535 ? "--port takes 0-65535" : o.quality > 9 ? "--quality takes 0-9"
+										       : "--timeout must be more than 0");
+			p = ARGS_ERR;
+		}
+		if (o.colors && !fbcells_colour_parse(o.colors, &(enum fbc_colour){ FBC_MONO })) {
+			log_eprintf("error: --colors takes truecolor, 256 or mono\n");
+			p = ARGS_ERR;
+		}
+		if (p == ARGS_OK && o.virtctl && o.screenshot == NULL) {
+			log_eprintf("error: required flag(s) \"file\" not set\n");
+			p = ARGS_ERR;
+		}
+		if (p == ARGS_OK && ((o.move_cursor && o.screenshot == NULL) || (o.screenshot && o.proxy_only) ||
+				     (o.screenshot && strcmp(o.screenshot, "-") == 0 && !o.virtctl))) {
+			log_eprintf("error: %s\n", o.move_cursor && o.screenshot == NULL ? "-m goes with vnc screenshot -f FILE"
+						   : o.proxy_only ? "--proxy-only and a screenshot exclude each other"
+								  : "-f - (stdout) is vnc screenshot's");
+			p = ARGS_ERR;
 		}
 	}
-	if (o.virtctl && o.screenshot == NULL) {
-		log_eprintf("error: required flag(s) \"file\" not set\n%s", usage_text);
-		return EXIT_USAGE;
-	}
-	if ((o.move_cursor && o.screenshot == NULL) || (o.screenshot && o.proxy_only) || (o.screenshot && strcmp(o.screenshot, "-") == 0 && !o.virtctl)) {
-		fputs(usage_text, stderr);
-		return EXIT_USAGE;
-	}
-	if (o.target == NULL || o.port < 0 || o.port > 65535 || o.quality > 9 || o.timeout_s <= 0 || o.quiet_ms < 0 ||
-	    (o.colors && !fbcells_colour_parse(o.colors, &(enum fbc_colour){FBC_MONO}))) {
-		fputs(usage_text, stderr);
-		return EXIT_USAGE;
-	}
+	args_free(&a);
+	if (p != ARGS_OK)
+		return p == ARGS_HELP ? EXIT_OK : EXIT_USAGE;
 	if (log_path() == NULL)
 		log_open(opts_global()->log);
 	loop_init();

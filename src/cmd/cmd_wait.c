@@ -15,8 +15,10 @@
 #include <string.h>
 #include <strings.h>
 
+#include "cmd/args.h"
 #include "cmd/session.h"
 #include "core/buf.h"
+#include "core/log.h"
 #include "core/loop.h"
 #include "core/opts.h"
 #include "core/util.h"
@@ -43,44 +45,6 @@ struct wait_args {
 static const struct kind_def *kind_of(enum obj_kind k)
 {
 	return registry_kind_of_obj(k);
-}
-
-static void usage(FILE *f)
-{
-	fprintf(f, "usage: kvcon wait vm|vmi NAMESPACE/NAME --for=condition=COND[=VALUE] [--timeout=DURATION]\n"
-		   "       kvcon wait vm|vmi NAMESPACE/NAME --for=jsonpath='{.status.phase}'=VALUE [--timeout=DURATION]\n"
-		   "       kvcon wait vm|vmi NAMESPACE/NAME --for=delete [--timeout=DURATION]\n"
-		   "Waits on the object's watch until the condition holds (exit 0) or the timeout (default 30s) passes\n"
-		   "(exit 1, \"error: timed out waiting for the condition on ...\"). vmi/NAME with -n NS works too.\n");
-}
-
-/* Go durations as kubectl takes them (30s, 2m, 1h30m, 500ms); a bare number is seconds. -1 when bad. */
-static double parse_duration(const char *s)
-{
-	double total = 0;
-	if (*s == '\0')
-		return -1;
-	char *end;
-	double v = strtod(s, &end);
-	if (*end == '\0' && end != s)
-		return v;
-	while (*s) {
-		v = strtod(s, &end);
-		if (end == s || v < 0)
-			return -1;
-		s = end;
-		if (strncmp(s, "ms", 2) == 0)
-			total += v / 1000, s += 2;
-		else if (*s == 'h')
-			total += v * 3600, s++;
-		else if (*s == 'm')
-			total += v * 60, s++;
-		else if (*s == 's')
-			total += v, s++;
-		else
-			return -1;
-	}
-	return total;
 }
 
 static bool set_kind(struct wait_args *a, const char *s, size_t n)
@@ -134,58 +98,57 @@ static int parse_for(struct wait_args *a, const char *v)
 	return -1;
 }
 
+/* The flags are the command table's (cmd/cmd.c), parsed by its parser (cmd/args.c): --timeout is the one duration
+ * type (a bare number: seconds). 0, 1 (--help printed), -1 (the error printed). */
 static int parse(int argc, char **argv, struct wait_args *a)
 {
 	memset(a, 0, sizeof *a);
 	a->kind = OBJ_KIND_COUNT;
-	a->timeout_s = WAIT_DEFAULT_S;
-	bool have_for = false;
-	for (int i = 1; i < argc; i++) {
-		const char *s = argv[i];
-		const char *v = NULL;
-		if (strcmp(s, "-h") == 0 || strcmp(s, "--help") == 0)
-			return 1;
-		if (strcmp(s, "--for") == 0 || util_has_prefix(s, "--for=")) {
-			v = s[5] == '=' ? s + 6 : (i + 1 < argc ? argv[++i] : NULL);
-			if (v == NULL || parse_for(a, v) < 0) {
-				fprintf(stderr, "error: unrecognized condition: \"%s\"\n", v ? v : "");
-				return -1;
-			}
-			have_for = true;
-		} else if (strcmp(s, "--timeout") == 0 || util_has_prefix(s, "--timeout=")) {
-			v = s[9] == '=' ? s + 10 : (i + 1 < argc ? argv[++i] : NULL);
-			double t = v ? parse_duration(v) : -1;
-			if (t < 0) {
-				fprintf(stderr, "error: invalid --timeout \"%s\" (a duration such as 30s, 2m, 1h)\n", v ? v : "");
-				return -1;
-			}
-			a->timeout_s = t;
-		} else if (s[0] == '-' && s[1] != '\0') {
-			fprintf(stderr, "error: unknown flag: %s\n", s);
-			return -1;
-		} else if (a->kind == OBJ_KIND_COUNT && strchr(s, '/') && set_kind(a, s, (size_t)(strchr(s, '/') - s))) {
+	struct args g;
+	int p = args_parse_verb(argc, argv, &g);
+	if (p != ARGS_OK) {
+		args_free(&g);
+		return p == ARGS_HELP ? 1 : -1;
+	}
+	a->timeout_s = (double)args_num(&g, "--timeout", WAIT_DEFAULT_S * 1000) / 1000.0;
+	const char *v = args_get(&g, "--for");
+	int rc = 0;
+	if (v && parse_for(a, v) < 0) {
+		char *e = util_escape_display(v);
+		log_eprintf("error: unrecognized condition: \"%s\"\n", e);
+		free(e);
+		rc = -1;
+	}
+	for (int i = 0; i < g.npos && rc == 0; i++) {
+		const char *s = g.pos[i];
+		if (a->kind == OBJ_KIND_COUNT && strchr(s, '/') && set_kind(a, s, (size_t)(strchr(s, '/') - s))) {
 			a->ref = strchr(s, '/') + 1; /* vmi/NAME, namespace from -n */
 		} else if (a->kind == OBJ_KIND_COUNT) {
 			if (!set_kind(a, s, strlen(s))) {
-				fprintf(stderr, "error: the server doesn't have a resource type \"%s\" (kvcon wait: vm, vmi)\n", s);
-				return -1;
+				char *e = util_escape_display(s);
+				log_eprintf("error: the server doesn't have a resource type \"%s\" (kvcon wait: vm, vmi)\n", e);
+				free(e);
+				rc = -1;
 			}
 		} else if (a->ref == NULL) {
 			a->ref = s;
 		} else {
-			fprintf(stderr, "error: unexpected argument '%s'\n", s);
-			return -1;
+			char *e = util_escape_display(s);
+			log_eprintf("error: unexpected argument '%s'\n", e);
+			free(e);
+			rc = -1;
 		}
 	}
-	if (a->kind == OBJ_KIND_COUNT || a->ref == NULL) {
-		fprintf(stderr, "error: which object? (vm|vmi NAMESPACE/NAME)\n");
-		return -1;
+	if (rc == 0 && (a->kind == OBJ_KIND_COUNT || a->ref == NULL)) {
+		log_eprintf("error: which object? (vm|vmi NAMESPACE/NAME)\n");
+		rc = -1;
 	}
-	if (!have_for) {
-		fprintf(stderr, "error: --for must be set\n");
-		return -1;
+	if (rc == 0 && v == NULL) {
+		log_eprintf("error: --for must be set\n");
+		rc = -1;
 	}
-	return 0;
+	args_free(&g);
+	return rc;
 }
 
 /* ---- JSONPath (the part kubectl wait uses: fields, [N], [?(@.f=="v")]) ---- */
@@ -522,10 +485,9 @@ int cmd_wait(int argc, char **argv)
 	struct wait_args a;
 	int p = parse(argc, argv, &a);
 	if (p != 0) {
-		usage(p > 0 ? stdout : stderr);
 		free(a.cond);
 		free(a.want);
-		return p > 0 ? EXIT_OK : EXIT_API;
+		return p > 0 ? EXIT_OK : EXIT_USAGE;
 	}
 	struct session s;
 	int rc = session_open(&s, "wait", a.ref);

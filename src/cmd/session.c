@@ -12,6 +12,7 @@
 #include <json-c/json.h>
 
 #include "core/buf.h"
+#include "core/connect.h"
 #include "core/log.h"
 #include "core/loop.h"
 #include "core/opts.h"
@@ -32,30 +33,6 @@ static bool engines_opened;
 static bool route_on = true;
 
 /* ---- opening the candidates ---- */
-
-/* A kubeconfig is there to load (a broken one is an error, not a reason to list the engine alone): a file of
- * $KUBECONFIG, else ~/.kube/config, or a pod's service account. --kubeconfig and --context count too. */
-bool session_kubeconfig_present(void)
-{
-	struct kvcon_opts *o = opts_global();
-	if (o->kubeconfig || o->context || getenv("KUBERNETES_SERVICE_HOST"))
-		return true;
-	const char *env = getenv("KUBECONFIG");
-	if (env && *env) {
-		bool any = false;
-		char *copy = xstrdup(env), *save = NULL;
-		for (char *p = strtok_r(copy, ":", &save); p && !any; p = strtok_r(NULL, ":", &save))
-			any = access(p, F_OK) == 0;
-		free(copy);
-		return any;
-	}
-	char *home = util_home_dir();
-	char *path = home ? xasprintf("%s/.kube/config", home) : NULL;
-	bool there = path && access(path, F_OK) == 0;
-	free(path);
-	free(home);
-	return there;
-}
 
 /* Ready when every kind asked is live; pods and events may be forbidden (the chain is then partial, and
  * diagnose says so), VMs and VMIs may not. 1 ready, 0 not yet, -1 failed (message in *msg). */
@@ -79,9 +56,11 @@ static int kube_ready(struct source *src, unsigned kinds, const char **msg)
 	return ready || kube_source_synced(src);
 }
 
-static struct source *open_kube(struct store *st, unsigned kinds, char **err)
+/* The kube context, watching ns alone (NULL: the context's namespace; -A does not widen a verb about one VM). */
+static struct source *open_kube(struct store *st, unsigned kinds, const char *ns, char **err)
 {
-	struct kube_open_opts ko = { .kinds = kinds, .max_failures = CLI_MAX_FAILURES };
+	struct kube_open_opts ko = { .kinds = kinds, .max_failures = CLI_MAX_FAILURES, .ns_set = true, .ns = ns,
+				     .one_ns = true };
 	struct source *src = kube_open_ex(st, NULL, &ko, err);
 	if (src == NULL)
 		return NULL;
@@ -123,37 +102,20 @@ static int healthy(const char *sock)
 char *session_service_answering(char **err)
 {
 	*err = NULL;
-	if (!route_on || opts_global()->no_engine)
-		return NULL;
 	struct kvcon_opts *o = opts_global();
-	char *path = session_service_socket();
-	if (access(path, F_OK) != 0 || !kube_http_unix_healthy(path, 3000)) {
-		/* engine.service = auto: start one, and go through it */
-		if (engine_service_mode() != ENGINE_SERVICE_AUTO) {
-			*err = xasprintf("no engine service answers on %s (engine.service = use): start one with `kvcon "
-					 "engine serve`, or set engine.service = auto",
-					 path);
-			free(path);
-			return NULL;
-		}
-		if (engine_service_spawn(o->uris, o->nuris, path, healthy, ENGINE_READY_MS, err) != 0) {
-			free(path);
-			return NULL;
-		}
-	}
-	return path;
+	if (!route_on || o->no_engine)
+		return NULL;
+	return engine_service_ensure(o->uris, o->nuris, healthy, err);
 }
 
 struct source *session_service_source(struct store *st, const char *path, const struct kube_open_opts *base,
 				      char **err)
 {
-	char hn[256] = "localhost";
-	gethostname(hn, sizeof hn - 1);
 	struct kube_open_opts ko = { .max_failures = CLI_MAX_FAILURES, .all_namespaces = true };
 	if (base)
 		ko = *base;
 	ko.unix_socket = path;
-	ko.name = hn;
+	ko.name = connect_engine_name();
 	struct source *src = kube_open_ex(st, NULL, &ko, err);
 	if (src) {
 		struct kvcon_opts *o = opts_global();
@@ -315,35 +277,30 @@ struct source *session_resolve(struct store *st, const char *ns, const char *nam
 {
 	struct kvcon_opts *o = opts_global();
 	*err = NULL;
-	/* -c (or the config's hosts) means the engine, and the cluster too only when named (--context,
-	 * --kubeconfig) or when --source asks for a choice */
-	bool engine_asked = o->nuris > 0;
-	bool kube_asked = o->context || o->kubeconfig;
+	/* the sources of the one rule (core/connect.h); --source naming the engine asks for it too */
+	struct connect_plan plan;
+	connect_plan(o, &plan);
+	if (o->source && connect_is_engine_name(o->source) && !o->no_engine)
+		plan.engine = true;
 	struct source *kube = NULL, **hosts = NULL;
 	int nhosts = 0;
 	char *kerr = NULL;
-	if (!o->engine_only && (!engine_asked || kube_asked || o->source)) {
-		kube = open_kube(st, kinds, &kerr);
+	if (plan.kube) {
+		kube = open_kube(st, kinds, ns, &kerr);
 		/* a kubeconfig that is there but does not work is an error, not a reason to look elsewhere */
-		if (kube == NULL && (kube_asked || (engine_asked && !o->source) || o->no_engine ||
-				     session_kubeconfig_present())) {
+		if (kube == NULL && !plan.kube_optional) {
 			*err = kerr;
 			return NULL;
 		}
 		if (kube == NULL)
 			log_info("no kube source (%s): looking on the engine", kerr ? kerr : "?");
 	}
-	/* the engine: asked for, or all there is, or where kvcon keeps a VM of that name (then a name the cluster
-	 * has too is ambiguous) */
-	bool want_engine = engine_asked || o->engine_only ||
-			   (!o->no_engine && (kube == NULL || o->source ||
-					      engine_has_record(kube ? ns_on(kube, ns) : ns ? ns : "default", name)));
-	if (want_engine) {
+	if (plan.engine) {
 		char *eerr = NULL;
 		nhosts = session_open_engines(st, &hosts, &eerr);
 		if (nhosts < 0) {
-			if (kube == NULL || engine_asked) {
-				*err = kube == NULL && kerr && !engine_asked
+			if (kube == NULL || plan.engine_required) {
+				*err = kube == NULL && kerr && !plan.engine_required
 					       ? xasprintf("%s; and the local engine: %s", kerr, eerr) : xstrdup(eerr);
 				free(eerr);
 				free(kerr);
@@ -397,9 +354,13 @@ struct source *session_resolve(struct store *st, const char *ns, const char *nam
 	} else if (found == NULL && !must_exist && nc > 0) {
 		found = kube ? kube : cand[0];
 	} else if (found == NULL) {
-		*err = xasprintf("VirtualMachine %s/%s not found in %s", ns ? ns : nc ? ns_on(cand[0], NULL) : "default", name,
+		const char *where_ns = ns ? ns : nc ? ns_on(cand[0], NULL) : "default";
+		/* the cluster alone was read: say so when the local engine keeps a VM of that name (not opened) */
+		bool engine_has = kube && nhosts == 0 && !o->no_engine && engine_has_record(where_ns, name);
+		*err = xasprintf("VirtualMachine %s/%s not found in %s%s", where_ns, name,
 				 nc == 0 ? "any source" : kube && nhosts ? "the cluster nor on the engine"
-						     : kube ? "the cluster" : "the engine");
+						     : kube ? "the cluster" : "the engine",
+				 engine_has ? " (the local engine has one: --context engine)" : "");
 	}
 	buf_free(&where);
 	return found;
@@ -476,15 +437,12 @@ int session_open(struct session *s, const char *cmd, const char *ref)
 			log_eprintf("error: '%s' is not NAMESPACE/NAME\n", ref);
 			return EXIT_USAGE;
 		}
-		free(o->ns);
-		o->ns = xstrdup(s->ns); /* watch the VM's own namespace */
 	} else if (*ref == '\0') {
 		log_eprintf("error: which VM? (NAMESPACE/NAME)\n");
 		return EXIT_USAGE;
 	} else {
 		s->name = xstrdup(ref);
 	}
-	o->all_ns = false;
 	if (o->log)
 		log_open(o->log);
 	log_set_stderr_level(o->verbose ? LOG_INFO : LOG_ERROR + 1);
@@ -509,7 +467,7 @@ int session_open(struct session *s, const char *cmd, const char *ref)
 		for (int k = OBJ_POD; k <= OBJ_EVENT; k++)
 			if (s->src->health[k].state != WATCH_LIVE) {
 				char *e = util_escape_display(s->src->health[k].message);
-				log_eprintf("kvcon %s: warning: %s not listed (%s): the chain is partial\n", cmd,
+				log_eprintf("warning: %s: %s not listed (%s): the chain is partial\n", cmd,
 					    k == OBJ_POD ? "launcher pods" : "events", e);
 				free(e);
 			}
@@ -519,8 +477,11 @@ int session_open(struct session *s, const char *cmd, const char *ref)
 void session_not_found(const struct session *s)
 {
 	char *n = util_escape_display(s->name), *ns = util_escape_display(s->ns);
-	log_eprintf("error: VirtualMachine %s/%s not found in %s %s\n", ns, n,
-		    s->src->engine ? "engine host" : "context", s->src->name);
+	/* a cluster alone was read: say so when the local engine keeps a VM of that name (not opened) */
+	bool engine_has = !s->src->engine && !opts_global()->no_engine && engine_has_record(s->ns, s->name);
+	log_eprintf("error: VirtualMachine %s/%s not found in %s %s%s\n", ns, n,
+		    s->src->engine ? "engine host" : "context", s->src->name,
+		    engine_has ? " (the local engine has one: --context engine)" : "");
 	free(n);
 	free(ns);
 }

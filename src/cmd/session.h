@@ -69,9 +69,6 @@ void session_cli_start(void);
 /* Whether session_open_engines goes through the service (default on); off only in the service itself, which
  * opens the engine in its own process. */
 void session_route(bool on);
-/* A kubeconfig is there to load: a file of $KUBECONFIG, else ~/.kube/config, or a pod's service account;
- * --kubeconfig and --context count too. Without one, the engine is where names are looked for. */
-bool session_kubeconfig_present(void);
 /* Lets the engine finish what was asked, then stops its hosts (when any was opened). */
 void session_sources_close(void);
 

@@ -2,6 +2,7 @@
 #include "core/kargs.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 void karg_init(struct karg *k, int argc, char **argv, const struct karg_opt *opts)
@@ -94,7 +95,9 @@ int karg_next(struct karg *k)
 			return KARG_ERR;
 		}
 		k->name = a;
-		if (o->has_arg == KARG_FLAG) {
+		if (o->has_arg == KARG_OPTIONAL) {
+			k->val = eq ? eq + 1 : "";
+		} else if (o->has_arg == KARG_FLAG) {
 			k->val = eq ? eq + 1 : "true";
 			if (strcmp(k->val, "true") != 0 && strcmp(k->val, "false") != 0) {
 				snprintf(k->err, sizeof k->err, "invalid argument \"%.60s\" for \"--%s\": want true or false",
@@ -117,6 +120,43 @@ int karg_next(struct karg *k)
 bool karg_bool(const struct karg *k)
 {
 	return k->val == NULL || strcmp(k->val, "false") != 0;
+}
+
+int karg_duration(const char *s, long unit_ms, long *ms)
+{
+	const double max = 10.0 * 365 * 86400 * 1000;
+	char *end;
+	if (s == NULL || *s == '\0' || *s == '-' || *s == '+')
+		return -1;
+	double v = strtod(s, &end), total = 0;
+	if (end == s)
+		return -1;
+	if (*end == '\0') { /* a bare number: the flag's unit */
+		total = v * (double)unit_ms;
+	} else {
+		while (*s) {
+			v = strtod(s, &end);
+			if (end == s || v < 0 || *s == '-' || *s == '+')
+				return -1;
+			s = end;
+			double mul;
+			if (strncmp(s, "ms", 2) == 0)
+				mul = 1, s += 2;
+			else if (*s == 'h')
+				mul = 3600000, s++;
+			else if (*s == 'm')
+				mul = 60000, s++;
+			else if (*s == 's')
+				mul = 1000, s++;
+			else
+				return -1;
+			total += v * mul;
+		}
+	}
+	if (!(total >= 0 && total <= max))
+		return -1;
+	*ms = (long)(total + 0.5);
+	return 0;
 }
 
 int karg_match_one(const struct karg_opt *opts, int argc, char **argv, int *i, const char **val, char *err,

@@ -11,7 +11,7 @@
 
 #include <stdbool.h>
 
-enum { KARG_FLAG = 0, KARG_VALUE = 1 };
+enum { KARG_FLAG = 0, KARG_VALUE = 1, KARG_OPTIONAL = 2 /* --flag or --flag=VALUE (val "" without) */ };
 enum { KARG_END = -1, KARG_POS = -2, KARG_ERR = -3 };
 
 struct karg_opt {
@@ -37,6 +37,10 @@ void karg_init(struct karg *k, int argc, char **argv, const struct karg_opt *opt
 int karg_next(struct karg *k);
 /* A flag's value as a boolean (--flag, --flag=true, --flag=false). */
 bool karg_bool(const struct karg *k);
+/* The one duration type: Go's forms as kubectl and virtctl take them (30s, 2m, 1h30m, 1.5h, 500ms), or a bare
+ * number counted in unit_ms (virtctl's unit for the flag: console --timeout counts minutes). 0 with *ms, or -1
+ * (empty, negative, unknown unit, more than ten years). */
+int karg_duration(const char *s, long unit_ms, long *ms);
 
 /* Matches argv[*i] alone against opts without consuming anything it does not know (main's global options, which
  * may appear anywhere). Returns the option's id and advances *i past it and its value (*val), KARG_POS when

@@ -7,11 +7,13 @@
 
 struct kvcon_opts {
 	char *kubeconfig;   /* --kubeconfig FILE */
-	char *context;      /* --context NAME */
+	char *context;      /* --context NAME: the kube context (core/connect.c splits the engine's name out) */
+	bool engine_ctx;    /* --context named the local engine ("engine" or this host's name) */
 	char *ns;           /* -n/--namespace NS */
 	bool all_ns;        /* -A/--all-namespaces */
 	char **uris;        /* -c/--connect URI (repeatable): engine hosts */
 	int nuris;
+	bool uris_config;   /* uris are the config file's engine hosts (what the engine is), not -c (which selects it) */
 	bool readonly;      /* --readonly */
 	char *theme;        /* --theme NAME */
 	char *log;          /* --log-file FILE */

@@ -22,6 +22,8 @@
 #include "core/xmalloc.h"
 #include "engine/engine.h"
 
+#define ENGINE_SERVICE_READY_MS 120000 /* the embedded driver's first open probes QEMU (~1 min on a cold cache) */
+
 char *engine_service_uris(char *const *uris, int n)
 {
 	struct buf b;
@@ -177,8 +179,8 @@ static long ms_since(const struct timespec *t0)
 	return (now.tv_sec - t0->tv_sec) * 1000 + (now.tv_nsec - t0->tv_nsec) / 1000000;
 }
 
-int engine_service_spawn(char *const *uris, int n, const char *sock, int (*probe)(const char *sock),
-			 long timeout_ms, char **err)
+static int engine_service_spawn(char *const *uris, int n, const char *sock, int (*probe)(const char *sock),
+				long timeout_ms, char **err)
 {
 	char exe[4096];
 	ssize_t el = readlink("/proc/self/exe", exe, sizeof exe - 1);
@@ -322,4 +324,20 @@ fail:
 	if (lfd >= 0)
 		close(lfd);
 	return -1;
+}
+
+char *engine_service_ensure(char *const *uris, int n, int (*probe)(const char *sock), char **err)
+{
+	*err = NULL;
+	char *path = engine_service_socket(uris, n);
+	if (access(path, F_OK) == 0 && probe(path))
+		return path;
+	if (engine_service_mode() != ENGINE_SERVICE_AUTO)
+		*err = xasprintf("no engine service answers on %s (engine.service = use): start one with `kvcon engine "
+				 "serve`, or set engine.service = auto",
+				 path);
+	else if (engine_service_spawn(uris, n, path, probe, ENGINE_SERVICE_READY_MS, err) == 0)
+		return path;
+	free(path);
+	return NULL;
 }

@@ -16,7 +16,7 @@ char *engine_service_uris(char *const *uris, int n);
 
 /* How kvcon reaches a root's service ($KVCON_ENGINE_SERVICE, else the config's engine.service); kvcon reaches the
  * engine only through it (docs/ENGINE-SERVICE.md). "use" (or "off", its old name): one that runs, never
- * starting one; anything else (the default, "auto"): one started on demand (engine_service_spawn) when none
+ * starting one; anything else (the default, "auto"): one started on demand (engine_service_ensure) when none
  * answers. */
 enum engine_service_mode { ENGINE_SERVICE_USE, ENGINE_SERVICE_AUTO };
 enum engine_service_mode engine_service_mode(void);
@@ -26,14 +26,15 @@ enum engine_service_mode engine_service_mode(void);
 #define ENGINE_SERVICE_IDLE_DEFAULT 300
 long engine_service_idle_exit(void);
 
-/* Starts `kvcon [-c URI]... engine serve --socket SOCK --idle-exit engine_service_idle_exit()` (this executable)
- * detached from the caller (its own session, stdio on $XDG_STATE_HOME/kvcon/engine-serve.log; the service writes
- * its pid in SOCK.pid), then waits up to timeout_ms until /healthz answers on sock (probe: a function returning
- * true once it does). Starters of one root take turns (a lock on SOCK.lock): the second finds the first one's
- * service. 0, or -1 with *err: engine_check's refusal (what to fix on this machine), or what the service said
- * last when it exited before it answered: its "error:" line in the log alone (what the engine in-process would
- * have said), else its last line wrapped with the log's path. */
-int engine_service_spawn(char *const *uris, int n, const char *sock, int (*probe)(const char *sock),
-			 long timeout_ms, char **err);
+/* The one place a client starts the engine service: the socket of the service of uris[0..n) when one answers
+ * there (probe: a function returning true once /healthz answers), after starting one with engine.service = auto:
+ * `kvcon [-c URI]... engine serve --socket SOCK --idle-exit engine_service_idle_exit()` (this executable) detached
+ * from the caller (its own session, stdio on $XDG_STATE_HOME/kvcon/engine-serve.log; the service writes its pid in
+ * SOCK.pid), waited for up to 2 minutes (the embedded driver's first open probes QEMU). Starters of one root take
+ * turns (a lock on SOCK.lock): the second finds the first one's service. Caller frees. NULL with *err when none
+ * answers and none could be started: "use" mode, engine_check's refusal (what to fix on this machine), or what the
+ * service said last when it exited before it answered: its "error:" line in the log alone, else its last line
+ * wrapped with the log's path. */
+char *engine_service_ensure(char *const *uris, int n, int (*probe)(const char *sock), char **err);
 
 #endif

@@ -1176,8 +1176,10 @@ int kget_run(const struct kget_opts *o)
 		return EXIT_API;
 	}
 	struct kvcon_opts *go = opts_global();
+	const char *want_ns = o->ns_set ? o->ns : go->ns;
+	bool want_all = o->ns_set ? o->ns == NULL : go->all_ns;
 	if (o->engine_only && o->engine_socket)
-		g.kc = kube_config_unix(o->engine_socket, o->engine_name ? o->engine_name : "kvcon-engine", go->ns);
+		g.kc = kube_config_unix(o->engine_socket, o->engine_name ? o->engine_name : "kvcon-engine", want_ns);
 	else
 		g.kc = kube_config_load(go->kubeconfig, go->context, &err);
 	if (g.kc == NULL && (o->extra || (o->watch && o->engine_socket)) && o->cluster_optional) {
@@ -1204,7 +1206,7 @@ int kget_run(const struct kget_opts *o)
 	struct kube_http *ehttp = NULL;
 	char *erv = NULL;
 	if (o->watch && o->engine_socket && !o->engine_only) {
-		ekc = kube_config_unix(o->engine_socket, o->engine_name ? o->engine_name : "kvcon-engine", go->ns);
+		ekc = kube_config_unix(o->engine_socket, o->engine_name ? o->engine_name : "kvcon-engine", want_ns);
 		ehttp = kube_http_new(ekc, &err);
 		if (ehttp == NULL) {
 			log_eprintf("error: %s\n", err);
@@ -1216,8 +1218,8 @@ int kget_run(const struct kget_opts *o)
 			return EXIT_API;
 		}
 	}
-	g.all_ns = go->all_ns && o->nnames == 0;
-	g.ns = g.all_ns ? NULL : (go->ns && *go->ns ? go->ns : g.kc ? g.kc->ns : "default");
+	g.all_ns = want_all && o->nnames == 0;
+	g.ns = g.all_ns ? NULL : (want_ns && *want_ns ? want_ns : g.kc ? g.kc->ns : "default");
 	g.single = (o->nkinds == 1 && o->nnames == 1) || o->watch;
 	g.watching = o->watch; /* the listed objects print one by one too, as kubectl get -w does */
 	if (!o->pairs)

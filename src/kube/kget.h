@@ -45,6 +45,10 @@ struct kget_opts {
 	/* `kvcon engine get`: the engine service (engine_socket) is the only server, as a cluster is (its API objects,
 	 * tables, selectors, events); the kubeconfig is not read */
 	bool engine_only;
+	/* The namespace instead of -n/-A (the caller's, passed down: the global options are not rewritten): with
+	 * ns_set, ns ("": the context's; NULL: every namespace). */
+	bool ns_set;
+	const char *ns;
 };
 
 /* Runs the listing; prints its own errors ("error: ..."). Returns the exit code. */

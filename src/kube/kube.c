@@ -324,8 +324,12 @@ struct source *kube_open_ex(struct store *st, const char *context, const struct 
 {
 	struct kvcon_opts *g = opts_global();
 	*err = NULL;
+	const char *want_ns = o && o->ns_set ? o->ns : g->ns;
+	bool all_ns = o && (o->all_namespaces || (!o->one_ns && g->all_ns));
+	if (o == NULL)
+		all_ns = g->all_ns;
 	struct kube_config *kc = o && o->unix_socket
-					 ? kube_config_unix(o->unix_socket, o->name ? o->name : "kvcon-engine", g->ns)
+					 ? kube_config_unix(o->unix_socket, o->name ? o->name : "kvcon-engine", want_ns)
 					 : kube_config_load(g->kubeconfig, context ? context : g->context, err);
 	if (kc == NULL)
 		return NULL;
@@ -358,14 +362,14 @@ struct source *kube_open_ex(struct store *st, const char *context, const struct 
 		ks->opts.kinds = KUBE_KINDS_ALL;
 	ks->selector = xstrdup0(o ? o->selector : NULL);
 	ks->opts.selector = NULL;
-	ks->opts.unix_socket = ks->opts.name = NULL; /* the caller's strings, used above only */
+	ks->opts.unix_socket = ks->opts.name = ks->opts.ns = NULL; /* the caller's strings, used above only */
 	if (src->engine && ks->opts.live_notice)
 		ks->notice_timer = loop_timer_add(NOTICE_EVERY_MS, notice_read, ks);
-	if (g->all_ns || ks->opts.all_namespaces) {
+	if (all_ns) {
 		ks->ns = NULL;
 		ks->fallback_ns = xstrdup(kc->ns);
 	} else {
-		ks->ns = xstrdup(g->ns && *g->ns ? g->ns : kc->ns);
+		ks->ns = xstrdup(want_ns && *want_ns ? want_ns : kc->ns);
 	}
 	src->ops = &kube_ops;
 	src->priv = ks;
@@ -380,10 +384,6 @@ struct source *kube_open_ex(struct store *st, const char *context, const struct 
 	return src;
 }
 
-struct source *kube_open(struct store *st, const char *context, char **err)
-{
-	return kube_open_ex(st, context, NULL, err);
-}
 
 char **kube_context_names(size_t *n)
 {

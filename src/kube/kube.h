@@ -25,12 +25,16 @@ struct kube_open_opts {
 	const char *name;     /* with unix_socket: the source's name */
 	bool all_namespaces;  /* watch every namespace whatever -n/-A say (the engine service's objects) */
 	bool live_notice;     /* with unix_socket: the nodes' notices read again every 10 s (the dashboard's header) */
+	/* The namespace scope instead of -n/-A (the caller's, passed down: the global options are not rewritten):
+	 * ns_set: ns (NULL: the context's) in place of -n; one_ns: never every namespace (-A ignored). */
+	bool ns_set;
+	const char *ns;
+	bool one_ns;
 };
 
-/* Loads the kubeconfig per opts_global() (--kubeconfig, -n, -A), creates the source for context (NULL: the
- * current one) and starts discovery + reflectors on the loop. NULL with *err (caller frees) when the
- * kubeconfig is unusable. Network failures arrive later through src->health. */
-struct source *kube_open(struct store *st, const char *context, char **err);
+/* Loads the kubeconfig per opts_global() (--kubeconfig, -n, -A; o's namespace scope when set), creates the source
+ * for context (NULL: the current one) and starts discovery + reflectors on the loop. NULL with *err (caller frees)
+ * when the kubeconfig is unusable. Network failures arrive later through src->health. */
 struct source *kube_open_ex(struct store *st, const char *context, const struct kube_open_opts *o, char **err);
 /* Context names of the merged kubeconfig (NULL-terminated; free with kube_context_names_free). */
 char **kube_context_names(size_t *n);

@@ -405,7 +405,7 @@ static void ensure_utf8_locale(void)
 int screen_init(const struct screen_cbs *cbs, const char *theme, char **theme_err)
 {
 	if (!isatty(STDIN_FILENO) || !isatty(STDOUT_FILENO)) {
-		log_eprintf("kvcon: the dashboard needs a terminal (use `kvcon get` for scripts)\n");
+		log_eprintf("error: the dashboard needs a terminal (use `kvcon get` for scripts)\n");
 		return -1;
 	}
 	S.cbs = *cbs;
@@ -415,7 +415,7 @@ int screen_init(const struct screen_cbs *cbs, const char *theme, char **theme_er
 		set_escdelay(25);
 	S.scr = newterm(NULL, stdout, stdin);
 	if (S.scr == NULL) {
-		log_eprintf("kvcon: cannot use terminal type '%s'\n", getenv("TERM") ? getenv("TERM") : "");
+		log_eprintf("error: cannot use terminal type '%s'\n", getenv("TERM") ? getenv("TERM") : "");
 		return -1;
 	}
 	S.active = true;

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "core/config.h"
+#include "core/connect.h"
 #include "core/log.h"
 #include "core/opts.h"
 #include "core/xmalloc.h"
@@ -65,10 +66,12 @@ bool sources_config_readonly(void)
 	return C.readonly;
 }
 
-/* The kube source in use (one context at a time) and the store it feeds. */
+/* The kube source in use (one context at a time), the engine's (its service) when open, and the store they feed. */
 static struct source *kube_src;
+static struct source *engine_src;
 static struct store *the_store;
 static char **ctx_names;
+static const char **ctx_list; /* the kubeconfig's contexts, then the engine's */
 
 size_t sources_live_count(void)
 {
@@ -79,9 +82,19 @@ size_t sources_live_count(void)
 	return n;
 }
 
+/* The namespace scope the dashboard watches on the cluster once the user chose one (`:ns`, `:ctx`), passed down to
+ * kube_open_ex instead of rewriting the global options: scope_set false: -n/-A as given. */
+static struct {
+	bool set;
+	char *ns; /* NULL: the context's, or every namespace with all */
+	bool all;
+} scope;
+
 static struct source *open_kube(const char *context, char **err)
 {
-	struct source *src = kube_open(the_store, context, err);
+	struct kube_open_opts ko = { .ns_set = scope.set, .ns = scope.ns, .one_ns = scope.set && !scope.all,
+				     .all_namespaces = scope.set && scope.all };
+	struct source *src = kube_open_ex(the_store, context, &ko, err);
 	if (src)
 		kube_src = src;
 	return src;
@@ -104,30 +117,21 @@ static int healthy(const char *sock)
 	return kube_http_unix_healthy(sock, 3000);
 }
 
-/* The engine service of the root the dashboard would open (engine/service.h): its API as a kube source named as
- * the host. One is started on demand (engine.service = auto; up to 2 minutes: the embedded driver's first open
- * probes QEMU); NULL with *err when none answers and none could be started. */
+/* The engine service of the root the dashboard would open (engine/service.h, started on demand there): its API as
+ * a kube source named as the engine's context; NULL with *err when none answers and none could be started. */
 static struct source *open_service(struct store *st, char **err)
 {
 	struct kvcon_opts *o = opts_global();
-	char *path = engine_service_socket(o->uris, o->nuris);
+	char *path = engine_service_ensure(o->uris, o->nuris, healthy, err);
 	struct source *src = NULL;
-	bool up = access(path, F_OK) == 0 && kube_http_unix_healthy(path, 3000);
-	if (!up && engine_service_mode() == ENGINE_SERVICE_AUTO)
-		up = engine_service_spawn(o->uris, o->nuris, path, healthy, 120000, err) == 0;
-	else if (!up)
-		*err = xasprintf("no engine service answers on %s (engine.service = use): start one with `kvcon engine "
-				 "serve`, or set engine.service = auto",
-				 path);
-	if (up) {
-		char hn[256] = "localhost";
-		gethostname(hn, sizeof hn - 1);
+	if (path) {
 		struct kube_open_opts ko = {
-			.unix_socket = path, .name = hn, .all_namespaces = true, .live_notice = true
+			.unix_socket = path, .name = connect_engine_name(), .all_namespaces = true, .live_notice = true
 		};
 		src = kube_open_ex(st, NULL, &ko, err);
 		if (src)
 			src->engine_uris = engine_service_uris(o->uris, o->nuris);
+		engine_src = src;
 		if (src)
 			log_info("ui: the engine service answers on %s: going through it", path);
 	}
@@ -139,27 +143,30 @@ int sources_open(struct store *st, char **err)
 {
 	struct kvcon_opts *o = opts_global();
 	the_store = st;
-	bool kube_asked = o->context || o->kubeconfig;
-	char *kerr = NULL;
-	struct source *k = open_kube(o->context, &kerr);
-	if (k == NULL && kube_asked) {
-		/* the user named a kubeconfig or context: failing to use it is an error, not a fallback */
-		*err = kerr;
-		return -1;
+	/* the one rule of core/connect.h, as kvcon get and every verb */
+	struct connect_plan plan;
+	connect_plan(o, &plan);
+	struct source *k = NULL;
+	if (plan.kube) {
+		char *kerr = NULL;
+		k = open_kube(o->context, &kerr);
+		if (k == NULL && plan.kube_present) {
+			/* a kubeconfig that is there, or a context named: failing to use it is an error, not a fallback */
+			*err = kerr;
+			return -1;
+		}
+		if (k == NULL)
+			log_info("ui: no kube source: %s", kerr ? kerr : "?");
+		free(kerr);
 	}
-	if (k == NULL)
-		log_info("ui: no kube source: %s", kerr ? kerr : "?");
-	free(kerr);
-	/* the local engine (every -c URI, or the embedded default when there is no cluster and no -c), through its
-	 * service */
-	if (!o->no_engine && (o->nuris > 0 || k == NULL)) {
+	if (plan.engine) {
 		char *serr = NULL;
 		if (open_service(st, &serr) == NULL) {
-			if (o->nuris == 0 && k == NULL)
+			if (!plan.engine_required)
 				*err = xasprintf("no kubeconfig (~/.kube/config or $KUBECONFIG), and the local engine cannot "
 						 "open: %s",
 						 serr ? serr : "?");
-			else /* -c asked for the engine: what the command line says (cmd/session.c), word for word */
+			else /* asked for: what the command line says (cmd/session.c), word for word */
 				*err = serr ? xstrdup(serr) : xstrdup("the engine service did not answer");
 			free(serr);
 			return -1;
@@ -201,10 +208,10 @@ void sources_namespace_changed(struct store *st, const char *ns)
 	if (ns && strcmp(ns, kube_src->ns_scope) == 0)
 		return;
 	/* watching one namespace: watch the new scope instead */
-	struct kvcon_opts *o = opts_global();
-	free(o->ns);
-	o->ns = ns ? xstrdup(ns) : NULL;
-	o->all_ns = ns == NULL;
+	free(scope.ns);
+	scope.ns = ns ? xstrdup(ns) : NULL;
+	scope.all = ns == NULL;
+	scope.set = true;
 	char *context = xstrdup(kube_src->name), *err = NULL;
 	close_kube();
 	if (open_kube(context, &err) == NULL)
@@ -218,16 +225,49 @@ const char *const *sources_context_names(size_t *n)
 	if (ctx_names)
 		kube_context_names_free(ctx_names);
 	ctx_names = kube_context_names(n);
-	return (const char *const *)ctx_names;
+	/* the local engine is a context of its own (core/connect.h), listed last */
+	free(ctx_list);
+	ctx_list = xcalloc(*n + 2, sizeof *ctx_list);
+	for (size_t i = 0; i < *n; i++)
+		ctx_list[i] = ctx_names[i];
+	if (!opts_global()->no_engine)
+		ctx_list[(*n)++] = "engine";
+	return ctx_list;
 }
 
 const char *sources_current_context(void)
 {
-	return kube_src ? kube_src->name : NULL;
+	if (kube_src)
+		return kube_src->name;
+	return engine_src && !engine_src->closed ? "engine" : NULL;
+}
+
+/* The engine as the context: the kube source closed, the engine's service opened (when it is not yet). */
+static int set_engine_context(char **err)
+{
+	if (engine_src == NULL || engine_src->closed) {
+		engine_src = NULL;
+		if (open_service(the_store, err) == NULL)
+			return -1;
+	}
+	close_kube();
+	ui_set_namespace(NULL);
+	return 0;
+}
+
+static void close_engine(void)
+{
+	if (engine_src == NULL || engine_src->closed)
+		return;
+	ui_forget_source(engine_src);
+	source_close(engine_src);
+	engine_src = NULL;
 }
 
 int ui_set_context(const char *name, char **err)
 {
+	if (connect_is_engine_name(name) && !opts_global()->no_engine)
+		return set_engine_context(err);
 	size_t n;
 	const char *const *names = sources_context_names(&n);
 	size_t i;
@@ -239,12 +279,15 @@ int ui_set_context(const char *name, char **err)
 		return -1;
 	}
 	/* the new context's own namespace, unless every namespace was asked for */
-	struct kvcon_opts *o = opts_global();
-	free(o->ns);
-	o->ns = NULL;
+	if (!scope.set)
+		scope.all = opts_global()->all_ns;
+	free(scope.ns);
+	scope.ns = NULL;
+	scope.set = true;
 	close_kube();
 	if (open_kube(name, err) == NULL)
 		return -1;
+	close_engine(); /* one context at a time: several only when asked on the command line */
 	ui_set_namespace(kube_src->ns_scope);
 	return 0;
 }
@@ -255,5 +298,10 @@ void sources_free(void)
 	if (ctx_names)
 		kube_context_names_free(ctx_names);
 	ctx_names = NULL;
+	free(ctx_list);
+	ctx_list = NULL;
+	free(scope.ns);
+	memset(&scope, 0, sizeof scope);
 	kube_src = NULL;
+	engine_src = NULL;
 }

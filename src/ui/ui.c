@@ -636,11 +636,11 @@ int ui_main(void)
 	struct kvcon_opts *o = opts_global();
 	/* before any source opens (the engine would start libvirt for nothing) */
 	if (!isatty(STDIN_FILENO) || !isatty(STDOUT_FILENO)) {
-		log_eprintf("kvcon: the dashboard needs a terminal (use `kvcon get` for scripts)\n");
+		log_eprintf("error: the dashboard needs a terminal (use `kvcon get` for scripts)\n");
 		return EXIT_USAGE;
 	}
 	if (log_open(o->log) < 0)
-		log_eprintf("kvcon: cannot open the log file; continuing without\n");
+		log_eprintf("warning: cannot open the log file; continuing without\n");
 	kube_cred_set_interactive(false); /* the dashboard owns the terminal: exec plugins get none */
 	log_set_level(o->verbose > 0 ? LOG_DEBUG : LOG_INFO);
 	sources_load_config();

@@ -34,7 +34,7 @@ start_marker() {
     local t0
     t0=$(ms)
     kv engine start bench >/dev/null
-    kv engine console bench --expect KVCON-GUEST-READY --timeout 180 >/dev/null
+    kv engine console bench --expect KVCON-GUEST-READY --timeout 180s >/dev/null
     echo $(($(ms) - t0))
 }
 t0=$(ms)

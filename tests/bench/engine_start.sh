@@ -41,7 +41,7 @@ engine_manifest "$T/bench.yaml" bench Halted 192Mi >/dev/null
 kv engine apply -f "$T/bench.yaml" >/dev/null
 # one kvcon start defines the domain; its XML, renamed, is the virsh guest
 kv engine start bench >/dev/null
-kv engine console bench --expect KVCON-GUEST-READY --timeout 120 >/dev/null
+kv engine console bench --expect KVCON-GUEST-READY --timeout 120s >/dev/null
 kv engine stop bench --force >/dev/null
 svc_down
 vsh dumpxml default_bench | sed -e 's|<name>default_bench</name>|<name>virsh_bench</name>|' -e '/<uuid>/d' \
@@ -53,7 +53,7 @@ kvcon_once() {
     svc_up
     t0=$(ms)
     kv engine start bench >/dev/null
-    kv engine console bench --expect KVCON-GUEST-READY --timeout 120 >/dev/null
+    kv engine console bench --expect KVCON-GUEST-READY --timeout 120s >/dev/null
     t1=$(ms)
     kv engine stop bench --force >/dev/null
     svc_down

@@ -1,7 +1,7 @@
 #!/bin/bash
 # Command-line conventions shared with kubectl, virtctl and virsh: LIBVIRT_DEFAULT_URI is the engine's default
 # host (after -c, the config and KVCON_ENGINE_URI), console --timeout counts minutes (a unit says otherwise) and
-# refuses junk with error: and exit 1, `kvcon help VERB` and `VERB --help` print the table's flags.
+# (engine console's too) refuses junk with error: and exit 1, every verb's usage error is error: and exit 1, `kvcon help VERB` and `VERB --help` print the table's flags.
 # Exit 0 pass, anything else fail.
 set -u
 top=$(cd "$(dirname "$0")/../.." && pwd)
@@ -32,6 +32,18 @@ for good in 5 30s 2m 1h 0; do
 	grep -q 'timeout' "$tmp/e" && fail "--timeout $good refused: $(cat "$tmp/e")"
 done
 "$KVCON" help console | grep -q -- '--timeout MINUTES' || fail "help console does not say minutes"
+# engine console is console on the engine: the same flags, --timeout in minutes too (it counted seconds)
+"$KVCON" engine console x --timeout 5x </dev/null >"$tmp/o" 2>"$tmp/e"; rc=$?
+[ $rc = 1 ] && grep -q '^error: --timeout takes minutes' "$tmp/e" || fail "engine console --timeout: rc $rc $(cat "$tmp/e")"
+"$KVCON" engine --help | grep -q 'console NAME \[--timeout MIN\]' || fail "engine --help does not say minutes"
+# the engine's verbs are child rows of the table: help, flags and errors from it
+"$KVCON" help engine migrate | grep -q -- '--bandwidth MiB/s' || fail "help engine migrate lacks its flags"
+"$KVCON" engine --help | grep -q '^  kvcon engine soft-reboot NAME' || fail "engine --help lacks the registry's actions"
+for args in "engine migrate x --bogus" "engine start" "engine stop x --grace-period=x" "engine pull" "engine nosuch"; do
+	# shellcheck disable=SC2086 # the words of args
+	"$KVCON" $args </dev/null >"$tmp/o" 2>"$tmp/e"; rc=$?
+	[ $rc = 1 ] && grep -q '^error: ' "$tmp/e" || fail "kvcon $args: rc $rc $(cat "$tmp/e")"
+done
 
 # help from the table: every verb's flags, the same for VERB --help; unknown verbs fail as kubectl does
 [ "$("$KVCON" help stop)" = "$("$KVCON" stop --help)" ] || fail "help stop != stop --help"
@@ -45,6 +57,13 @@ printf 'error: unknown command "gte" for "kvcon"\n\nDid you mean this?\n\tget\n'
 "$KVCON" get datavolume2 >"$tmp/o" 2>"$tmp/e"; [ $? = 1 ] && grep -q '^error: the server doesn.t have a resource type "datavolume2"' \
 	"$tmp/e" && grep -q "^$(printf '\t')datavolumes$" "$tmp/e" || fail "get datavolume2: $(cat "$tmp/e")"
 grep -rq 'kvcon [a-z]*: \|unknown action' "$tmp/e" && fail "an old error shape: $(cat "$tmp/e")"
+# the verbs with their own parsers say it the same way: error: and exit 1, no "kvcon VERB:" prefix
+for args in "vnc default/x --port" "vnc default/x --bogus" "engine apply" "engine console" "console" "logs" \
+	"wait vm" "describe" "bundle" "stop default/x --bogus" "version x" "diagnose a/b -o yaml"; do
+	# shellcheck disable=SC2086 # the words of args
+	"$KVCON" $args </dev/null >"$tmp/o" 2>"$tmp/e"; rc=$?
+	[ $rc = 1 ] && grep -q '^error: ' "$tmp/e" && ! grep -q '^kvcon[ :]' "$tmp/e" || fail "kvcon $args: rc $rc $(cat "$tmp/e")"
+done
 "$KVCON" help nosuch >/dev/null 2>"$tmp/e"; [ $? = 1 ] && grep -q '^error: unknown command "nosuch"' "$tmp/e" ||
 	fail "help nosuch: $(cat "$tmp/e")"
 "$KVCON" --help | grep -q '^  completion bash|zsh' || fail "--help lacks completion"

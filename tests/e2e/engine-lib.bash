@@ -193,13 +193,13 @@ qemu_count() { # QEMU processes running domain NS_NAME of this test's host (NS: 
 }
 
 # boot marker through kvcon's serial console
-marker() { kv engine console "$1" --expect KVCON-GUEST-READY --timeout 120 >"$ENGINE_T/console-$1.log" ||
+marker() { kv engine console "$1" --expect KVCON-GUEST-READY --timeout 120s >"$ENGINE_T/console-$1.log" ||
     { cat "$ENGINE_T/console-$1.log"; fail "no boot marker from $1 on kvcon's console"; }; }
 
 # shut the guest down from inside, through kvcon's console; returns when the execution ended (and the
 # run strategy reacted: the command lets the reconciler converge before leaving)
 guest_poweroff() {
-    kv engine console "$1" --expect KVCON-GUEST-READY --send 'poweroff -f' --wait-stop --timeout 60 \
+    kv engine console "$1" --expect KVCON-GUEST-READY --send 'poweroff -f' --wait-stop --timeout 60s \
         >"$ENGINE_T/poweroff-$1.log" || { cat "$ENGINE_T/poweroff-$1.log"; fail "poweroff of $1"; }
 }
 
@@ -235,7 +235,7 @@ engine_scenario() {
     marker alpha
 
     step "a console held open across an Always restart sees the new execution boot (the service's console follows it)"
-    kv engine console alpha --expect KVCON-GUEST-READY --send 'poweroff -f' --expect KVCON-GUEST-READY --timeout 120 \
+    kv engine console alpha --expect KVCON-GUEST-READY --send 'poweroff -f' --expect KVCON-GUEST-READY --timeout 120s \
         >"$ENGINE_T/across-alpha.log" 2>&1 || { cat "$ENGINE_T/across-alpha.log"; fail "no boot marker of the next execution on a console opened before the restart"; }
     wait_eq 60 Running vmi_phase alpha || fail "alpha not Running after the restart seen on the console"
     out=$(vmi_uid alpha)

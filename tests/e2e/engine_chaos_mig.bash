@@ -60,7 +60,7 @@ step "vm1 running on $HA; a service with both hosts as nodes"
 srv_up
 kv engine apply -f "$(manifest vm1)" # the first host of the config's set
 # its shell answers (tried again while it boots: a line sent before the shell is lost)
-shell_up() { "$KV" engine console vm1 --send 'echo up=$((20+22))' --expect 'up=42' --timeout 10 >"$MT/console.out" 2>&1; }
+shell_up() { "$KV" engine console vm1 --send 'echo up=$((20+22))' --expect 'up=42' --timeout 10s >"$MT/console.out" 2>&1; }
 wait_for 150 shell_up || fail "vm1: no shell on the console: $(tail -c 300 "$MT/console.out")"
 where=$HA
 declare -A outcome=([Succeeded]=0 [Failed]=0 [absent]=0)

@@ -103,7 +103,7 @@ curl -sf --unix-socket "$(ls "$XDG_STATE_HOME"/kvcon/engine-*.sock)" -X POST -H 
     http://engine/api/v1/namespaces >/dev/null || fail "create namespace kubevirt-lab"
 kv engine apply -f "$ENGINE_T/internals-demo.yaml" >/dev/null || fail "apply seed 000"
 kv -n kubevirt-lab engine start internals-demo >/dev/null 2>&1 || fail "start internals-demo"
-kv -n kubevirt-lab engine console internals-demo --expect KVCON-GUEST-READY --timeout 120 >"$ENGINE_T/c0.log" ||
+kv -n kubevirt-lab engine console internals-demo --expect KVCON-GUEST-READY --timeout 120s >"$ENGINE_T/c0.log" ||
     { cat "$ENGINE_T/c0.log"; fail "no marker from internals-demo"; }
 id=$(image_id kubevirt-lab internals-demo rootdisk)
 [[ $id == "quay.io/kubevirt/cirros-container-disk-demo@$D_INDEX" ]] || fail "internals-demo imageID '$id'"

@@ -104,7 +104,7 @@ while ! grep -q KVCON_EXIT "$W/exit" 2>/dev/null && [ $SECONDS -lt $deadline ]; 
 grep -q 'KVCON_EXIT=0' "$W/exit" || fail "console exit: $(cat "$W/exit" 2>/dev/null)"
 
 # the scripted console (engine console --send/--expect) through the service's console WebSocket
-kvc engine console always --send 'echo ROUTE-$((7*7))' --expect 'ROUTE-49' --timeout 60 >"$W/econ.out" 2>&1 ||
+kvc engine console always --send 'echo ROUTE-$((7*7))' --expect 'ROUTE-49' --timeout 60s >"$W/econ.out" 2>&1 ||
 	fail "engine console through the service: $(tail -c 400 "$W/econ.out")"
 
 step "engine vnc and engine reconcile through the service (refused before: they opened the root in-process)"

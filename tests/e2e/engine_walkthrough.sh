@@ -96,7 +96,7 @@ k -n kubevirt-lab describe pod "$LAUNCHER_POD" >"$ENGINE_T/desc-pod" || fail "de
 grep -q "Controlled By: *VirtualMachineInstance/internals-demo" "$ENGINE_T/desc-pod" || fail "describe pod: $(cat "$ENGINE_T/desc-pod")"
 out=$(k -n kubevirt-lab get pod "$LAUNCHER_POD" -o jsonpath='{.spec.nodeName}{"\n"}{.spec.containers[*].name}{"\n"}')
 grep -qw compute <<<"$out" || fail "containers: $out"
-kvc -n kubevirt-lab engine console internals-demo --expect KVCON-GUEST-READY --timeout 120 >"$ENGINE_T/console.log" ||
+kvc -n kubevirt-lab engine console internals-demo --expect KVCON-GUEST-READY --timeout 120s >"$ENGINE_T/console.log" ||
     { cat "$ENGINE_T/console.log"; fail "no guest marker on the console"; }
 
 step "stop and start: which identities survive"
@@ -119,7 +119,7 @@ read -r _ LAUNCHER2 OWNER2 <<<"$row"
 [[ $LAUNCHER2 != "$LAUNCHER1" && $OWNER2 == "$VMI2" ]] || fail "launcher after restart: $row (before $LAUNCHER1)"
 # the guest up again (its init answers the ACPI power button the cleanup's stop sends; a guest still booting
 # would take the 180 s default grace period)
-kvc -n kubevirt-lab engine console internals-demo --expect KVCON-GUEST-READY --timeout 120 >"$ENGINE_T/console2.log" ||
+kvc -n kubevirt-lab engine console internals-demo --expect KVCON-GUEST-READY --timeout 120s >"$ENGINE_T/console2.log" ||
     { cat "$ENGINE_T/console2.log"; fail "no guest marker after the restart"; }
 
 step "diagnosing: describe vm, describe vmi, events"

@@ -1,7 +1,8 @@
 #!/bin/bash
 # Verbs on every source: `kvcon get` lists the local engine's VMs in every output format (alone without a
-# kubeconfig, beside the cluster's when kvcon has engine VMs), a name both have gets a SOURCE column, and the
-# verbs about one VM resolve NAME where it is, refuse an ambiguous one and take --source.
+# kubeconfig); with a kubeconfig, its context alone as kubectl (no engine service started), the engine as a context
+# of its own (--context engine), both when asked (--context CTX,engine: a SOURCE column); the verbs about one VM
+# resolve NAME there, refuse an ambiguous one and take --source.
 # Exit 0 pass, anything else fail.
 set -u
 # shellcheck source=tests/e2e/lib/fakekube.bash
@@ -79,20 +80,37 @@ K engine get ns && ! grep -q '^lab ' "$tmp/out" && grep -q '^lab2 ' "$tmp/out" |
 K get vm -o name && ! grep -q 'hd$' "$tmp/out" || fail "hd still listed: $(cat "$tmp/out")"
 echo "apply/delete -f on the engine: $(( $(date +%s) - t1b )) s"
 
-# 2. with a cluster: both, and a SOURCE column for the name both have
+# 2. with a cluster: its context alone, exactly as kubectl (no engine row, no engine service started); the engine
+# is a context of its own (--context engine); both only when asked (--context CTX,engine), with a SOURCE column
 fk_start --vms 4 --namespaces 1 --seed 3 --scenario stuck-launcher
-K get vm || fail "get vm (cluster + engine): $(cat "$tmp/err")"
+svc_stop_all "$tmp"
+svc_pids() { # the engine services of this state directory
+	local p
+	for p in $(pgrep -f ' engine serve '); do
+		tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qxF "XDG_STATE_HOME=$XDG_STATE_HOME" && echo "$p"
+	done
+}
+K get vm -A || fail "get vm -A (cluster): $(cat "$tmp/err")"
+kubectl get vm -A >"$tmp/kubectl.out" 2>&1 || fail "kubectl get vm -A: $(cat "$tmp/kubectl.out")"
+[ "$(awk '{ print $1, $2 }' "$tmp/out")" = "$(awk '{ print $1, $2 }' "$tmp/kubectl.out")" ] ||
+	fail "get vm -A is not kubectl's rows: $(cat "$tmp/out") -- kubectl: $(cat "$tmp/kubectl.out")"
+K get vm -A -o json && [ "$(jq '.items | length' "$tmp/out")" = "$(kubectl get vm -A -o json | jq '.items | length')" ] ||
+	fail "get vm -A -o json items: $(head -c 300 "$tmp/out")"
+K get vm --watch-for 1 && ! grep -q '^evm ' "$tmp/out" || fail "--watch-for lists the engine: $(cat "$tmp/out")"
+[ -z "$(svc_pids)" ] || fail "get on the cluster started an engine service: $(svc_pids)"
+ctx=$(kubectl config current-context)
+host=$(hostname)
+K --context engine get vm && grep -q '^evm ' "$tmp/out" && ! grep -q SOURCE "$tmp/out" ||
+	fail "--context engine: $(cat "$tmp/out" "$tmp/err")"
+K --context "$ctx,engine" get vm || fail "get vm (cluster + engine): $(cat "$tmp/err")"
 head -1 "$tmp/out" | grep -q '^NAME  *AGE  *STATUS  *READY  *SOURCE$' || fail "no SOURCE column: $(cat "$tmp/out")"
 [ "$(grep -c '^stuck-launcher ' "$tmp/out")" = 2 ] || fail "stuck-launcher twice: $(cat "$tmp/out")"
-grep -q '^evm  .*Stopped  *False  *[^ ]' "$tmp/out" || fail "the engine's evm with its source: $(cat "$tmp/out")"
-host=$(awk '$1 == "evm" { print $NF }' "$tmp/out")
-ctx=$(awk '$1 == "stuck-launcher" && $NF != "'"$host"'" { print $NF }' "$tmp/out")
-[ -n "$host" ] && [ -n "$ctx" ] && [ "$host" != "$ctx" ] || fail "sources: host '$host' context '$ctx'"
-K get vm -o json && jq -e '[.items[].metadata.name] | index("evm") != null' "$tmp/out" >/dev/null || fail "json lacks evm"
-K --no-engine get vm && ! grep -q '^evm ' "$tmp/out" || fail "--no-engine still lists the engine"
-# a watch takes the engine's objects from its service (started on demand, as for every command): beside the
-# cluster, both sources' rows; with engine.service = use and no service running, -w -c is an error, exit 1
-K get vm --watch-for 1 || fail "--watch-for beside the cluster: $(cat "$tmp/err")"
+grep -q "^evm  .*Stopped  *False  *$host\$" "$tmp/out" || fail "the engine's evm with its source: $(cat "$tmp/out")"
+grep -q "^stuck-launcher .* $ctx\$" "$tmp/out" || fail "the cluster's row with its source: $(cat "$tmp/out")"
+K --context "$ctx,engine" get vm -o json && jq -e '[.items[].metadata.name] | index("evm") != null' "$tmp/out" >/dev/null ||
+	fail "json lacks evm"
+K --no-engine --context "$ctx" get vm && ! grep -q '^evm ' "$tmp/out" || fail "--no-engine still lists the engine"
+K --context "$ctx,$host" get vm --watch-for 1 || fail "--watch-for beside the cluster: $(cat "$tmp/err")"
 grep -q '^stuck-launcher .* '"$ctx"'$' "$tmp/out" && grep -q '^evm .* '"$host"'$' "$tmp/out" ||
 	fail "--watch-for rows: $(cat "$tmp/out") $(cat "$tmp/err")"
 svc_stop_all "$tmp"
@@ -100,9 +118,15 @@ KVCON_ENGINE_SERVICE=use K get vm -w -o json -c "qemu:///embed?root=$XDG_STATE_H
 	grep -q "^error: no engine service answers on $XDG_STATE_HOME/kvcon/engine-[0-9a-f]*\.sock .*start one with \`kvcon engine serve\`" "$tmp/err" ||
 	fail "-w -c without a service: $(cat "$tmp/err")"
 
-# 3. one VM: found where it is, ambiguous refused, --source picks
-K describe vm default/evm && grep -q '^Name:  *evm$' "$tmp/out" || fail "describe evm (engine, cluster lacks it): $(cat "$tmp/err")"
-K lineage default/stuck-launcher; [ $? = 1 ] && grep -q "^error: default/stuck-launcher exists in context $ctx, engine host $host: say which with --source NAME$" "$tmp/err" ||
+# 3. one VM: the cluster's context alone (the engine's VM is named, not read), ambiguous refused when both are
+# asked for, --source picks
+K describe vm default/evm; [ $? = 1 ] && grep -q '^Error from server (NotFound): virtualmachines.kubevirt.io "evm" not found$' "$tmp/err" ||
+	fail "describe evm on the cluster: $(cat "$tmp/err")"
+K lineage default/evm; [ $? = 1 ] && grep -q "^error: VirtualMachine default/evm not found in context fake (the local engine has one: --context engine)$" "$tmp/err" ||
+	fail "lineage evm on the cluster: $(cat "$tmp/err")"
+[ -z "$(svc_pids)" ] || fail "describe on the cluster started an engine service: $(svc_pids)"
+K --context engine describe vm default/evm && grep -q '^Name:  *evm$' "$tmp/out" || fail "describe evm (engine): $(cat "$tmp/err")"
+K --context "$ctx,engine" lineage default/stuck-launcher; [ $? = 1 ] && grep -q "^error: default/stuck-launcher exists in context $ctx, engine host $host: say which with --source NAME$" "$tmp/err" ||
 	fail "ambiguous name: $(cat "$tmp/err")"
 # the engine's twin is Halted, the cluster's is stuck at its launcher
 K --source "$host" diagnose default/stuck-launcher -o json

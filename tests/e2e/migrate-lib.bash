@@ -57,7 +57,7 @@ dom_state() { virsh -q -c "$1" domstate "default_$2" 2>/dev/null | head -n1; }
 
 # console NAME LINE REGEX: send LINE on kvcon's serial console of NAME and expect REGEX
 console() {
-    kv engine console "$1" --send "$2" --expect "$3" --timeout 60 >"$MT/console.out" 2>&1 ||
+    kv engine console "$1" --send "$2" --expect "$3" --timeout 60s >"$MT/console.out" 2>&1 ||
         { cat "$MT/console.out"; return 1; }
 }
 

@@ -14,7 +14,7 @@ engine_embed_warm || fail "embed-warm"
 engine_manifest "$W/vm.yaml" evm Halted 192Mi >/dev/null
 "$KVCON" -c "$URI" engine apply -f "$W/vm.yaml" >/dev/null || fail "engine apply"
 
-kv_start_env "XDG_STATE_HOME=$XDG_STATE_HOME KVCON_ENGINE_IMAGES=$KVCON_ENGINE_IMAGES KVCON_ENGINE_ACCEL=$KVCON_ENGINE_ACCEL" -A -c "'$URI'"
+kv_start_env "XDG_STATE_HOME=$XDG_STATE_HOME KVCON_ENGINE_IMAGES=$KVCON_ENGINE_IMAGES KVCON_ENGINE_ACCEL=$KVCON_ENGINE_ACCEL" -A --context fake -c "'$URI'"
 wait_for 'VirtualMachines\(all\)\[5\]' 30
 wait_for 'Context: fake'; wait_for 'Engine: '
 screen | grep -q ' SOURCE ' || fail "no SOURCE column with two sources"

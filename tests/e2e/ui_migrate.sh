@@ -17,7 +17,9 @@ A=$HA B=$HB
 engine_manifest "$W/vm.yaml" mvm Always 160Mi >/dev/null
 "$KVCON" engine apply -f "$W/vm.yaml" >/dev/null 2>&1 || fail "engine apply"
 
-kv_start_env "XDG_STATE_HOME=$XDG_STATE_HOME KVCON_ENGINE_IMAGES=$KVCON_ENGINE_IMAGES KVCON_ENGINE_ACCEL=tcg" -A
+# the cluster and the engine (the config's two hosts), both asked for: the VM view's title says where (@)
+kv_start_env "XDG_STATE_HOME=$XDG_STATE_HOME KVCON_ENGINE_IMAGES=$KVCON_ENGINE_IMAGES KVCON_ENGINE_ACCEL=tcg" -A \
+	--context fake,engine
 wait_for " mvm +.* Running +$A " 60
 screen | grep -q "Via: the engine service" || fail "the dashboard does not go through the engine service"
 keys "/"; keys -l "mvm"; keys Enter; wait_for '</mvm>'

@@ -72,8 +72,8 @@ for _ in $(seq 20); do
 	sleep 0.1
 done
 keys Enter; wait_for 'VirtualMachines\(ns-01\)\[10\]' 10
-# the context list
-cmd ctx; wait_for 'Contexts\[3\]'; wait_for 'fake +\(current\)'
+# the context list: the kubeconfig's, then the local engine's (a context of its own)
+cmd ctx; wait_for 'Contexts\[4\]'; wait_for 'fake +\(current\)'; wait_for '^ engine *$'
 keys Escape; wait_for 'VirtualMachines\(ns-01\)'
 # a user who may not list namespaces: the list says so and still offers the namespaces of its objects
 cmd "ctx fake-ns"; wait_for 'Context: fake-ns' 10; wait_for 'Scope: ns-00' 10

@@ -7,7 +7,7 @@
 #     terminfo has none (the pane's own sequences after curses' update); a click is a pointer event; a bracketed
 #     paste is typed on the guest's keyboard; Alt+x, Ctrl+Up and a lone Escape keep their modifiers; after a DesktopSize change the status row says the new size and no
 #     text of curses' lands inside the picture;
-#  2. the server goes away: kvcon exits 1 at once with `kvcon: vnc: ...` on stderr, and the terminal is the
+#  2. the server goes away: kvcon exits 1 at once with `error: ...` on stderr, and the terminal is the
 #     shell's again (main screen, mouse off, cursor on, stty -g as before);
 #  3. --colors 256 draws xterm palette colours (48;5;, no 48;2;), --colors mono ASCII density characters without
 #     colour or half blocks, --scale 1:1 says 1:1 in the status row, --view-only sends nothing; Ctrl+] and F8 q
@@ -113,7 +113,7 @@ echo "  status-only frames leave the picture alone"
 # 2. the server goes away: exit 1 with the reason, the terminal given back
 kill "$srv"; wait "$srv" 2>/dev/null; srv=""
 back 1 1
-grep -q '^kvcon: vnc: ' "$tmp/err.1" || fail "no reason on stderr: $(cat "$tmp/err.1")"
+grep -q '^error: ' "$tmp/err.1" || fail "no reason on stderr: $(cat "$tmp/err.1")"
 grep -qE 'ui: [1-9][0-9]* frames drawn' "$tmp/kvcon.1.log" || fail "the screen's pacer drew no frames"
 grep -qE 'vnc: [1-9][0-9]* frames drawn' "$tmp/kvcon.1.log" || fail "no frames logged by kvcon vnc"
 echo "  the server went away: exit 1, '$(head -1 "$tmp/err.1")', tty modes and screen restored"
