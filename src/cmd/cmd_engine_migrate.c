@@ -36,15 +36,18 @@ static const struct vmi *find_vmi(const struct mig_wait *w)
 	return NULL;
 }
 
-/* One line per second while the job runs: the same figures the dashboard shows. */
-static void print_progress(struct mig_wait *w)
+/* One line per second while the job runs: the same figures the dashboard shows. With final, the job has
+ * completed: its last figures once, when it ended before a line was printed (a short migration between two
+ * looks still says what it sent). */
+static void print_progress(struct mig_wait *w, bool final)
 {
 	uint64_t now = util_now_ms();
-	if (w->quiet || w->name == NULL || now - w->last_print < 1000)
+	if (w->quiet || w->name == NULL || (final ? w->last_print != 0 : now - w->last_print < 1000))
 		return;
 	const struct vmi *v = find_vmi(w);
 	const struct migration_state *m = v ? vmi_mig(v) : NULL;
-	if (m == NULL || m->completed || m->failed || m->progress_pct < 0 || m->data_processed + m->data_remaining == 0)
+	if (m == NULL || m->failed || m->progress_pct < 0 ||
+	    (!final && (m->completed || m->data_processed + m->data_remaining == 0)))
 		return;
 	w->last_print = now;
 	printf("  %3d%%  %llu MiB sent, %llu MiB remaining, dirty %.1f MiB/s, pass %d, expected downtime %lld ms, "
@@ -58,7 +61,7 @@ static void print_progress(struct mig_wait *w)
 static bool mig_finished(void *arg)
 {
 	struct mig_wait *w = arg;
-	print_progress(w);
+	print_progress(w, false);
 	return w->r.done;
 }
 
@@ -106,7 +109,7 @@ static bool routed_mig_done(void *arg)
 	const struct migration_state *m = mig_state(w->ns, w->name);
 	bool ours = m && m->migration_uid[0] && strcmp(m->migration_uid, w->before) != 0;
 	if (ours)
-		print_progress(&w->pw);
+		print_progress(&w->pw, m->completed);
 	return ours && (m->completed || m->failed);
 }
 
