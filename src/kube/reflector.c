@@ -658,6 +658,7 @@ static void list_done(void *arg, const struct kube_resp *resp)
 		source_set_notice(r->cfg.src, notice);
 		free(r->cfg.src->ns_scope);
 		r->cfg.src->ns_scope = xstrdup(r->ns);
+		r->cfg.src->ns_narrowed = true;
 		log_warn("kube: %s", notice);
 		free(notice);
 		start_list(r);

@@ -140,6 +140,7 @@ struct source {
 	char *user;                /* kubeconfig user (never a token) */
 	char *version;             /* KubeVirt version, or libvirt/QEMU version */
 	char *ns_scope;            /* namespace watched, NULL for all namespaces */
+	bool ns_narrowed;          /* all namespaces were asked for; the server allowed only ns_scope */
 	char *notice;              /* one-line notice for the header (403 fallback, TCG fallback), owned */
 	bool readonly;
 	bool engine;               /* an engine: the service's API (a kube source on its socket) or, in the service,

@@ -207,6 +207,8 @@ void sources_namespace_changed(struct store *st, const char *ns)
 		return; /* watching every namespace: the lists filter */
 	if (ns && strcmp(ns, kube_src->ns_scope) == 0)
 		return;
+	if (ns == NULL && kube_src->ns_narrowed)
+		return; /* all was asked already, and the server allows this one namespace: asking again changes nothing */
 	/* watching one namespace: watch the new scope instead */
 	free(scope.ns);
 	scope.ns = ns ? xstrdup(ns) : NULL;

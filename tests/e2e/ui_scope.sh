@@ -82,7 +82,7 @@ screen | grep -q '^ kube-public' && fail "namespaces of the previous context are
 keys Escape
 # `:ns all` for that user: it may list ns-00 only, so the header and the list say ns-00 (issue 25, item 6: the
 # header said Scope: ns-00 above a list titled (all))
-cmd "ns all"; wait_for 'Scope: ns-00' 10
+cmd "ns all"; wait_for '^namespace: all' 10; wait_for 'Scope: ns-00' 10
 wait_for 'VirtualMachines\(ns-00\)\[10\]' 10
 screen | grep -q '^ Namespace: ns-00  VMs: 10 ' || fail "the header's namespace is not the list's"
 screen | grep -q 'NAMESPACE' && fail "a NAMESPACE column for one namespace"
