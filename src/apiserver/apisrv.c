@@ -312,7 +312,7 @@ static unsigned mhd_connections(struct apisrv *srv)
 static void idle_check(struct apisrv *srv, uint64_t now)
 {
 	struct stat sb;
-	if (srv->sock_path && srv->nd == 1 &&
+	if (srv->sock_path && (srv->nd == 1 || srv->https_sticky) &&
 	    (lstat(srv->sock_path, &sb) < 0 || sb.st_dev != srv->sock_dev || sb.st_ino != srv->sock_ino)) {
 		log_info("engine serve: %s was removed or replaced: nobody can reach this service: exiting", srv->sock_path);
 		printf("engine service: %s was removed or replaced: exiting\n", srv->sock_path);
@@ -537,14 +537,23 @@ int apisrv_serve(const struct apisrv_config *c, char **errp)
 	apis_vmims_update(srv);
 	int lid = store_listen(srv->st, apis_on_store, srv);
 	apis_kv_refresh(srv);
-	if (port < 0) { /* engine.api-port in the config file, or $KVCON_ENGINE_API_PORT */
-		char *ps = engine_setting("KVCON_ENGINE_API_PORT", "engine.api-port");
-		if (ps && *ps)
-			port = atoi(ps);
-		free(ps);
-	}
+	/* HTTPS: --https PORT, else engine.api-port in the config file or $KVCON_ENGINE_API_PORT ("off": none), else
+	 * the port this root's service chose once and recorded (kept across restarts: the kubeconfig stays valid) */
+	bool sticky = false;
 	char *err = NULL, *spath = xstrdup(c->socket), *kpath = NULL;
 	char *state = util_state_dir();
+	int recorded = apitls_port_read(state, spath); /* `kvcon engine kubeconfig` reads it */
+	if (port < 0) {
+		char *ps = engine_setting("KVCON_ENGINE_API_PORT", "engine.api-port");
+		if (ps && *ps && strcmp(ps, "off") != 0)
+			port = atoi(ps);
+		else if (ps == NULL || *ps == 0) {
+			sticky = true;
+			port = recorded > 0 ? recorded : 0;
+		}
+		free(ps);
+	}
+	srv->https_sticky = sticky;
 	if (port > 65535) {
 		err = xasprintf("%d: not a port", port);
 		goto fail;
@@ -564,8 +573,20 @@ int apisrv_serve(const struct apisrv_config *c, char **errp)
 		if (apitls_load(state, &srv->tls, &err) < 0)
 			goto fail;
 		int tfd = listen_tcp(&port, &err);
+		if (tfd < 0 && sticky && recorded > 0) { /* another program took it meanwhile: a new one, recorded */
+			log_info("engine serve: the recorded HTTPS port: %s: choosing another", err);
+			free(err);
+			err = NULL;
+			port = 0;
+			tfd = listen_tcp(&port, &err);
+		}
 		if (tfd < 0 || start_daemon(srv, tfd, true, &err) < 0)
 			goto fail;
+		char *perr = NULL;
+		if (port != recorded && apitls_port_write(state, spath, port, &perr) < 0) {
+			log_error("engine serve: cannot record the HTTPS port: %s", perr);
+			free(perr);
+		}
 		kpath = kubeconfig ? xstrdup(kubeconfig) : util_path_join(state, "engine-kubeconfig");
 		if (apitls_kubeconfig(kpath, &srv->tls, port, &err) < 0)
 			goto fail;

@@ -180,6 +180,7 @@ struct apisrv {
 	char *sock_path;     /* the unix socket, and its identity: a service whose socket was removed or replaced */
 	dev_t sock_dev;      /* (and which serves no HTTPS) can be reached by nobody: it leaves */
 	ino_t sock_ino;
+	bool https_sticky;   /* HTTPS by default on the root's recorded port (leaves with its socket as if it had none) */
 };
 
 /* ---- selecting objects (list.c) ---- */
