@@ -62,6 +62,7 @@ static void on_tick(void *arg)
 	srv->tick = loop_timer_add(1000, on_tick, srv);
 	apis_kv_refresh(srv); /* hosts come and go, records turn unreadable: the KubeVirt CR's status follows within 1 s */
 	apis_vmims_settle_loaded(srv);
+	apis_vmirs_sync(srv);
 	uint64_t now = util_now_ms();
 	for (struct watcher *w = srv->watchers; w; w = w->next)
 		if ((w->bookmarks && now >= w->next_bookmark_ms) || (w->deadline_ms && now >= w->deadline_ms))
@@ -133,6 +134,8 @@ static enum MHD_Result route(struct apisrv *srv, struct MHD_Connection *c, struc
 		return apis_send_status(c, 404, "NotFound", R_COUNT, NULL, "the server could not find the requested resource");
 	if (r == R_NS && ns && name == NULL) /* /api/v1/namespaces/NAME */
 		name = ns, ns = NULL;
+	if (r == R_VMIRS && !sub_group && (strcmp(method, "GET") != 0 || (sub && strcmp(sub, "status") != 0)))
+		return apis_vmirs_request(srv, c, rq, method, ns, name, sub); /* writes, the scale subresource */
 	if (sub_group) {
 		if (pf_at >= 0 && (r == R_VMI || r == R_VM) && ns && name && strcmp(method, "GET") == 0) {
 			enum MHD_Result mrc = MHD_NO;
@@ -195,6 +198,9 @@ static enum MHD_Result route(struct apisrv *srv, struct MHD_Connection *c, struc
 		int grace = apis_grace_of(c, rq, "gracePeriodSeconds");
 		if (r == R_VM)
 			return apis_act(srv, c, rq, r, ACT_DELETE, ns, name, grace, NULL, 200, true);
+		struct vmirs *rs = r == R_VMI ? apis_vmirs_owner(srv, ns, name) : NULL;
+		if (rs)
+			return apis_vmirs_delete_member(srv, c, rq, rs, ns, name);
 		if (r == R_VMI) {
 			/* the execution ends; the VM's run strategy decides what follows (Always: a new one) */
 			const struct vm *vm = NULL;
@@ -470,6 +476,7 @@ static void state_free(struct apisrv *srv)
 	srv->nsxmeta = NULL;
 	srv->nnsx = 0;
 	srv->count = 0;
+	apis_vmirs_free_all(srv);
 	while (srv->vmims) {
 		struct vmim *m = srv->vmims;
 		srv->vmims = m->next;
@@ -535,6 +542,7 @@ int apisrv_serve(const struct apisrv_config *c, char **errp)
 	apis_nsx_load(srv);
 	apis_vmims_load(srv);
 	apis_vmims_update(srv);
+	apis_vmirs_load(srv);
 	int lid = store_listen(srv->st, apis_on_store, srv);
 	apis_kv_refresh(srv);
 	/* HTTPS: --https PORT, else engine.api-port in the config file or $KVCON_ENGINE_API_PORT ("off": none), else
