@@ -10,6 +10,7 @@
  *   watch.c      resourceVersions, the watch ring and its watchers (410 for what the ring no longer holds)
  *   vmwrite.c    writes to VMs: create, patch/update (apply), delete, the lifecycle subresources
  *   vmim.c       VirtualMachineInstanceMigration: the migration controller and its objects on disk
+ *   vmirs.c      VirtualMachineInstanceReplicaSet: the replica set controller, its members, the scale subresource
  *   nsx.c        namespaces: those in use and those created through the API (kept on disk)
  *   wsbridge.c   the serial console and VNC as KubeVirt's WebSocket subresources
  *   subres.c     pods/NAME/log and kvcon's own read-only subresources (domain XML, storage) */
