@@ -409,10 +409,11 @@ static int victim(struct apisrv *srv, const struct vmirs *rs)
 static void rs_sync(struct apisrv *srv, struct vmirs *rs)
 {
 	bool changed = false;
-	/* members whose deletion is done (the engine has no record of them) leave the list */
+	/* members whose deletion is done, or that vanished (the engine has no record of them), leave the list: a
+	 * vanished one is replaced below */
 	for (size_t i = 0; i < rs->nmembers;) {
 		struct vmirs_member *m = &rs->members[i];
-		if (m->deleting && !engine_has(srv, rs->ns, m->name)) {
+		if (!engine_has(srv, rs->ns, m->name)) {
 			free(m->name);
 			rs->members[i] = rs->members[--rs->nmembers];
 			changed = true;
@@ -481,6 +482,10 @@ static void rs_sync(struct apisrv *srv, struct vmirs *rs)
 
 void apis_vmirs_sync(struct apisrv *srv)
 {
+	/* not before every host has read its records: a member not read yet is not a vanished one */
+	for (int s = 0; s < srv->nsrcs; s++)
+		if (!engine_ready(srv->srcs[s]))
+			return;
 	for (struct vmirs **p = &srv->vmirss; *p;) {
 		struct vmirs *rs = *p;
 		rs_sync(srv, rs);
