@@ -140,6 +140,7 @@ struct vmirs {
 	size_t nmembers;
 	bool deleting;    /* deleted: its members go first, then it */
 	char *failure;    /* the last member the engine refused, why (condition ReplicaFailure) */
+	uint64_t failed_ms; /* when: asked again VMIRS_RETRY_MS later, or at the next change of the spec */
 	uint64_t rv;
 	char *body, *text; /* JSON without / with resourceVersion */
 	struct vmirs *next;

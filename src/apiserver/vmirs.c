@@ -3,7 +3,8 @@
  * (engine-data/vmirs/NS_NAME.json, written before anything is acted on) with the names of their members, and
  * reconciled as KubeVirt's controller does: spec.replicas VMIs of spec.template, named generateName-style
  * (the replica set's name and five random characters), owned by the replica set; fewer are made up, more are
- * deleted (not ready ones first, then the newest), a deleted one is replaced, nothing is done while spec.paused.
+ * deleted (not ready ones first, then the newest), a deleted one is replaced, nothing is done while spec.paused;
+ * a member the engine refuses is asked again 30 s later (or at the next change of the spec).
  * The engine runs VirtualMachines only: a member is an engine VM of the template with runStrategy Always, which the
  * API does not list (apis_vmirs_filter); its VMI is what clients see. status: replicas (members with a VMI),
  * readyReplicas (their VMIs Ready), labelSelector, conditions ReplicaPaused and ReplicaFailure. */
@@ -34,6 +35,7 @@
 #include "model/store.h"
 
 #define MAX_REPLICAS 64 /* one host's guests: a bound on what one request can start */
+#define VMIRS_RETRY_MS 30000 /* a member the engine refused is asked again this much later */
 #define SUFFIX_CHARS "bcdfghjklmnpqrstvwxz2456789" /* Kubernetes' generateName alphabet */
 
 static void rs_free(struct vmirs *rs)
@@ -434,6 +436,10 @@ static void rs_sync(struct apisrv *srv, struct vmirs *rs)
 		}
 		return;
 	}
+	if (rs->failure && util_now_ms() - rs->failed_ms >= VMIRS_RETRY_MS) {
+		free(rs->failure);
+		rs->failure = NULL;
+	}
 	if (!paused_of(rs)) {
 		int want = replicas_of(rs), active = 0;
 		for (size_t i = 0; i < rs->nmembers; i++)
@@ -456,6 +462,7 @@ static void rs_sync(struct apisrv *srv, struct vmirs *rs)
 				log_warn("engine serve: %s", err);
 				free(rs->members[--rs->nmembers].name);
 				rs->failure = err;
+				rs->failed_ms = util_now_ms();
 				err = NULL;
 				break;
 			}
@@ -466,6 +473,7 @@ static void rs_sync(struct apisrv *srv, struct vmirs *rs)
 			if (rc < 0) {
 				rs->failure = xasprintf("failed to create virtual machine instance %s: %s", name,
 							err ? err : "refused");
+				rs->failed_ms = util_now_ms();
 				log_warn("engine serve: replica set %s/%s: %s", rs->ns, rs->name, rs->failure);
 				free(err);
 				err = NULL;
