@@ -115,7 +115,18 @@ static json_object *owner_ref(const struct vmirs *rs)
 
 json_object *apis_vmirs_filter(struct apisrv *srv, const struct obj *o, json_object *j)
 {
-	if (j == NULL || (o->kind != OBJ_VM && o->kind != OBJ_VMI))
+	if (j == NULL || srv->vmirss == NULL)
+		return j;
+	if (o->kind == OBJ_EVENT) { /* a member's VirtualMachine does not exist for clients: nor do its events */
+		json_object *io = apis_jget(j, "involvedObject");
+		if (util_str_eq(apis_jgets(io, "kind"), "VirtualMachine") &&
+		    apis_vmirs_owner(srv, apis_jgets(io, "namespace"), apis_jgets(io, "name"))) {
+			json_object_put(j);
+			return NULL;
+		}
+		return j;
+	}
+	if (o->kind != OBJ_VM && o->kind != OBJ_VMI)
 		return j;
 	struct vmirs *rs = apis_vmirs_owner(srv, o->ns, o->name);
 	if (rs == NULL)

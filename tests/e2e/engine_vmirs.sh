@@ -66,6 +66,10 @@ head -1 <<<"$out" | grep -Eq '^NAME +DESIRED +CURRENT +READY +AGE$' || fail "tab
 sed -n 2p <<<"$out" | grep -Eq '^web +2 +2 +2 +[0-9]+s$' || fail "table: $out"
 out=$(k get vm 2>&1)
 [[ $out == "No resources found in default namespace." ]] || fail "the members' VMs are listed: $out"
+evs=$(k get events -o json | jq -r '[.items[] | select(.involvedObject.kind == "VirtualMachine")] | length')
+[[ $evs == 0 ]] || fail "events of the members' VMs are listed: $(k get events)"
+[[ $(k get events -o json | jq -r --arg m "$m1" '[.items[] | select(.involvedObject.name == $m)] | length') -gt 0 ]] ||
+    fail "no event of member $m1's VMI: $(k get events)"
 out=$(kv get vmirs) || fail "kvcon get vmirs"
 sed -n 2p <<<"$out" | grep -Eq '^web +2 +2 +2 +[0-9]+s$' || fail "kvcon get vmirs: $out"
 
