@@ -518,6 +518,36 @@ static void remove_pid(struct apisrv *srv)
 	srv->pid_path = NULL;
 }
 
+/* HTTPS on 127.0.0.1:port (0: any free one; recorded: the port recorded for this socket, tried first and replaced
+ * when another program took it), its credentials and kubeconfig (*kpath); prints `https:` and `kubeconfig:`. 0, or
+ * -1 with *err. */
+static int serve_https(struct apisrv *srv, const char *state, const char *spath, const char *kubeconfig, int port,
+		       int recorded, char **kpath, char **err)
+{
+	if (apitls_load(state, &srv->tls, err) < 0)
+		return -1;
+	int tfd = listen_tcp(&port, err);
+	if (tfd < 0 && srv->https_sticky && recorded > 0) { /* another program took it meanwhile: a new one, recorded */
+		log_info("engine serve: the recorded HTTPS port: %s: choosing another", *err);
+		free(*err);
+		*err = NULL;
+		port = 0;
+		tfd = listen_tcp(&port, err);
+	}
+	if (tfd < 0 || start_daemon(srv, tfd, true, err) < 0)
+		return -1;
+	char *perr = NULL;
+	if (port != recorded && apitls_port_write(state, spath, port, &perr) < 0) {
+		log_error("engine serve: cannot record the HTTPS port: %s", perr);
+		free(perr);
+	}
+	*kpath = kubeconfig ? xstrdup(kubeconfig) : util_path_join(state, "engine-kubeconfig");
+	if (apitls_kubeconfig(*kpath, &srv->tls, port, err) < 0)
+		return -1;
+	printf("https: https://127.0.0.1:%d\nkubeconfig: %s\n", port, *kpath);
+	return 0;
+}
+
 int apisrv_serve(const struct apisrv_config *c, char **errp)
 {
 	/* the one server of this process: the loop's and libmicrohttpd's callbacks reach it through their arguments */
@@ -577,28 +607,14 @@ int apisrv_serve(const struct apisrv_config *c, char **errp)
 		srv->sock_ino = sb.st_ino;
 	}
 	printf("socket: %s\n", spath);
-	if (port >= 0) {
-		if (apitls_load(state, &srv->tls, &err) < 0)
+	if (port >= 0 && serve_https(srv, state, spath, kubeconfig, port, recorded, &kpath, &err) < 0) {
+		if (!sticky)
 			goto fail;
-		int tfd = listen_tcp(&port, &err);
-		if (tfd < 0 && sticky && recorded > 0) { /* another program took it meanwhile: a new one, recorded */
-			log_info("engine serve: the recorded HTTPS port: %s: choosing another", err);
-			free(err);
-			err = NULL;
-			port = 0;
-			tfd = listen_tcp(&port, &err);
-		}
-		if (tfd < 0 || start_daemon(srv, tfd, true, &err) < 0)
-			goto fail;
-		char *perr = NULL;
-		if (port != recorded && apitls_port_write(state, spath, port, &perr) < 0) {
-			log_error("engine serve: cannot record the HTTPS port: %s", perr);
-			free(perr);
-		}
-		kpath = kubeconfig ? xstrdup(kubeconfig) : util_path_join(state, "engine-kubeconfig");
-		if (apitls_kubeconfig(kpath, &srv->tls, port, &err) < 0)
-			goto fail;
-		printf("https: https://127.0.0.1:%d\nkubeconfig: %s\n", port, kpath);
+		/* the default HTTPS is a convenience: without it (no loopback in a sandbox) the socket still serves */
+		log_warn("engine serve: no HTTPS: %s", err);
+		printf("https: none (%s)\n", err);
+		free(err);
+		err = NULL;
 	}
 	printf("engine serving\n");
 	fflush(stdout);
