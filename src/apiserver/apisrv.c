@@ -62,6 +62,7 @@ static void on_tick(void *arg)
 	srv->tick = loop_timer_add(1000, on_tick, srv);
 	apis_kv_refresh(srv); /* hosts come and go, records turn unreadable: the KubeVirt CR's status follows within 1 s */
 	apis_vmims_settle_loaded(srv);
+	apis_vmirs_sync(srv);
 	uint64_t now = util_now_ms();
 	for (struct watcher *w = srv->watchers; w; w = w->next)
 		if ((w->bookmarks && now >= w->next_bookmark_ms) || (w->deadline_ms && now >= w->deadline_ms))
@@ -133,6 +134,8 @@ static enum MHD_Result route(struct apisrv *srv, struct MHD_Connection *c, struc
 		return apis_send_status(c, 404, "NotFound", R_COUNT, NULL, "the server could not find the requested resource");
 	if (r == R_NS && ns && name == NULL) /* /api/v1/namespaces/NAME */
 		name = ns, ns = NULL;
+	if (r == R_VMIRS && !sub_group && (strcmp(method, "GET") != 0 || (sub && strcmp(sub, "status") != 0)))
+		return apis_vmirs_request(srv, c, rq, method, ns, name, sub); /* writes, the scale subresource */
 	if (sub_group) {
 		if (pf_at >= 0 && (r == R_VMI || r == R_VM) && ns && name && strcmp(method, "GET") == 0) {
 			enum MHD_Result mrc = MHD_NO;
@@ -195,6 +198,9 @@ static enum MHD_Result route(struct apisrv *srv, struct MHD_Connection *c, struc
 		int grace = apis_grace_of(c, rq, "gracePeriodSeconds");
 		if (r == R_VM)
 			return apis_act(srv, c, rq, r, ACT_DELETE, ns, name, grace, NULL, 200, true);
+		struct vmirs *rs = r == R_VMI ? apis_vmirs_owner(srv, ns, name) : NULL;
+		if (rs)
+			return apis_vmirs_delete_member(srv, c, rq, rs, ns, name);
 		if (r == R_VMI) {
 			/* the execution ends; the VM's run strategy decides what follows (Always: a new one) */
 			const struct vm *vm = NULL;
@@ -312,7 +318,7 @@ static unsigned mhd_connections(struct apisrv *srv)
 static void idle_check(struct apisrv *srv, uint64_t now)
 {
 	struct stat sb;
-	if (srv->sock_path && srv->nd == 1 &&
+	if (srv->sock_path && (srv->nd == 1 || srv->https_sticky) &&
 	    (lstat(srv->sock_path, &sb) < 0 || sb.st_dev != srv->sock_dev || sb.st_ino != srv->sock_ino)) {
 		log_info("engine serve: %s was removed or replaced: nobody can reach this service: exiting", srv->sock_path);
 		printf("engine service: %s was removed or replaced: exiting\n", srv->sock_path);
@@ -470,6 +476,7 @@ static void state_free(struct apisrv *srv)
 	srv->nsxmeta = NULL;
 	srv->nnsx = 0;
 	srv->count = 0;
+	apis_vmirs_free_all(srv);
 	while (srv->vmims) {
 		struct vmim *m = srv->vmims;
 		srv->vmims = m->next;
@@ -511,6 +518,36 @@ static void remove_pid(struct apisrv *srv)
 	srv->pid_path = NULL;
 }
 
+/* HTTPS on 127.0.0.1:port (0: any free one; recorded: the port recorded for this socket, tried first and replaced
+ * when another program took it), its credentials and kubeconfig (*kpath); prints `https:` and `kubeconfig:`. 0, or
+ * -1 with *err. */
+static int serve_https(struct apisrv *srv, const char *state, const char *spath, const char *kubeconfig, int port,
+		       int recorded, char **kpath, char **err)
+{
+	if (apitls_load(state, &srv->tls, err) < 0)
+		return -1;
+	int tfd = listen_tcp(&port, err);
+	if (tfd < 0 && srv->https_sticky && recorded > 0) { /* another program took it meanwhile: a new one, recorded */
+		log_info("engine serve: the recorded HTTPS port: %s: choosing another", *err);
+		free(*err);
+		*err = NULL;
+		port = 0;
+		tfd = listen_tcp(&port, err);
+	}
+	if (tfd < 0 || start_daemon(srv, tfd, true, err) < 0)
+		return -1;
+	char *perr = NULL;
+	if (port != recorded && apitls_port_write(state, spath, port, &perr) < 0) {
+		log_error("engine serve: cannot record the HTTPS port: %s", perr);
+		free(perr);
+	}
+	*kpath = kubeconfig ? xstrdup(kubeconfig) : util_path_join(state, "engine-kubeconfig");
+	if (apitls_kubeconfig(*kpath, &srv->tls, port, err) < 0)
+		return -1;
+	printf("https: https://127.0.0.1:%d\nkubeconfig: %s\n", port, *kpath);
+	return 0;
+}
+
 int apisrv_serve(const struct apisrv_config *c, char **errp)
 {
 	/* the one server of this process: the loop's and libmicrohttpd's callbacks reach it through their arguments */
@@ -535,16 +572,26 @@ int apisrv_serve(const struct apisrv_config *c, char **errp)
 	apis_nsx_load(srv);
 	apis_vmims_load(srv);
 	apis_vmims_update(srv);
+	apis_vmirs_load(srv);
 	int lid = store_listen(srv->st, apis_on_store, srv);
 	apis_kv_refresh(srv);
-	if (port < 0) { /* engine.api-port in the config file, or $KVCON_ENGINE_API_PORT */
-		char *ps = engine_setting("KVCON_ENGINE_API_PORT", "engine.api-port");
-		if (ps && *ps)
-			port = atoi(ps);
-		free(ps);
-	}
+	/* HTTPS: --https PORT, else engine.api-port in the config file or $KVCON_ENGINE_API_PORT ("off": none), else
+	 * the port this root's service chose once and recorded (kept across restarts: the kubeconfig stays valid) */
+	bool sticky = false;
 	char *err = NULL, *spath = xstrdup(c->socket), *kpath = NULL;
 	char *state = util_state_dir();
+	int recorded = apitls_port_read(state, spath); /* `kvcon engine kubeconfig` reads it */
+	if (port < 0) {
+		char *ps = engine_setting("KVCON_ENGINE_API_PORT", "engine.api-port");
+		if (ps && *ps && strcmp(ps, "off") != 0)
+			port = atoi(ps);
+		else if (ps == NULL || *ps == 0) {
+			sticky = true;
+			port = recorded > 0 ? recorded : 0;
+		}
+		free(ps);
+	}
+	srv->https_sticky = sticky;
 	if (port > 65535) {
 		err = xasprintf("%d: not a port", port);
 		goto fail;
@@ -560,16 +607,14 @@ int apisrv_serve(const struct apisrv_config *c, char **errp)
 		srv->sock_ino = sb.st_ino;
 	}
 	printf("socket: %s\n", spath);
-	if (port >= 0) {
-		if (apitls_load(state, &srv->tls, &err) < 0)
+	if (port >= 0 && serve_https(srv, state, spath, kubeconfig, port, recorded, &kpath, &err) < 0) {
+		if (!sticky)
 			goto fail;
-		int tfd = listen_tcp(&port, &err);
-		if (tfd < 0 || start_daemon(srv, tfd, true, &err) < 0)
-			goto fail;
-		kpath = kubeconfig ? xstrdup(kubeconfig) : util_path_join(state, "engine-kubeconfig");
-		if (apitls_kubeconfig(kpath, &srv->tls, port, &err) < 0)
-			goto fail;
-		printf("https: https://127.0.0.1:%d\nkubeconfig: %s\n", port, kpath);
+		/* the default HTTPS is a convenience: without it (no loopback in a sandbox) the socket still serves */
+		log_warn("engine serve: no HTTPS: %s", err);
+		printf("https: none (%s)\n", err);
+		free(err);
+		err = NULL;
 	}
 	printf("engine serving\n");
 	fflush(stdout);

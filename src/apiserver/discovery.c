@@ -62,6 +62,7 @@ static const struct {
 	[R_VMIM] = { KIND_VMIM, "create,delete,get,list,watch" },
 	/* the engine's own KubeVirt CR (kv_json): read-only, writes are 405 */
 	[R_KV] = { KIND_KV, "get,list,watch" },
+	[R_VMIRS] = { KIND_VMIRS, "create,delete,get,list,patch,update,watch" },
 };
 
 const struct resdef *apis_res_table(void)
@@ -127,6 +128,26 @@ static json_object *resource_list(const char *gv)
 			json_object_object_add(e, "categories", cat);
 		}
 		json_object_array_add(a, e);
+		if (r == R_VMIRS) { /* its scale subresource (kubectl scale) and status, as KubeVirt's CRD declares them */
+			for (int k = 0; k < 2; k++) {
+				json_object *se = json_object_new_object(), *sv = json_object_new_array();
+				char *sn_ = xasprintf("%s/%s", RES[r].plural, k ? "status" : "scale");
+				json_object_object_add(se, "name", apis_jstr(sn_));
+				free(sn_);
+				json_object_object_add(se, "singularName", apis_jstr(""));
+				json_object_object_add(se, "namespaced", json_object_new_boolean(1));
+				if (!k) {
+					json_object_object_add(se, "group", apis_jstr("autoscaling"));
+					json_object_object_add(se, "version", apis_jstr("v1"));
+				}
+				json_object_object_add(se, "kind", apis_jstr(k ? RES[r].kind : "Scale"));
+				json_object_array_add(sv, apis_jstr("get"));
+				json_object_array_add(sv, apis_jstr("patch"));
+				json_object_array_add(sv, apis_jstr("update"));
+				json_object_object_add(se, "verbs", sv);
+				json_object_array_add(a, se);
+			}
+		}
 	}
 	if (sub) {
 		/* the actions' subresources (model/registry.c), then the VMI's console and display */

@@ -10,6 +10,7 @@
  *   watch.c      resourceVersions, the watch ring and its watchers (410 for what the ring no longer holds)
  *   vmwrite.c    writes to VMs: create, patch/update (apply), delete, the lifecycle subresources
  *   vmim.c       VirtualMachineInstanceMigration: the migration controller and its objects on disk
+ *   vmirs.c      VirtualMachineInstanceReplicaSet: the replica set controller, its members, the scale subresource
  *   nsx.c        namespaces: those in use and those created through the API (kept on disk)
  *   wsbridge.c   the serial console and VNC as KubeVirt's WebSocket subresources
  *   subres.c     pods/NAME/log and kvcon's own read-only subresources (domain XML, storage) */
@@ -42,7 +43,7 @@ struct wsconn;
 
 /* ---- resources ---- */
 
-enum res { R_VM, R_VMI, R_POD, R_EVENT, R_NS, R_NODE, R_VMIM, R_KV, R_COUNT };
+enum res { R_VM, R_VMI, R_POD, R_EVENT, R_NS, R_NODE, R_VMIM, R_KV, R_VMIRS, R_COUNT };
 
 /* Each resource is a kind of the registry (model/registry.c: names, group, short names, scope, store kind) with
  * the verbs this server allows on it; RES[r] reads as the table it was, filled from the registry on first use. */
@@ -123,6 +124,28 @@ struct vmim {
 	struct vmim *next;
 };
 
+/* A VirtualMachineInstanceReplicaSet (vmirs.c): kept by the service in a file of its own
+ * (engine-data/vmirs/NS_NAME.json, fsync'd before the request is answered or a member is created) with the names of
+ * its members. A member is an engine VM of the template (runStrategy Always) that the API does not list: what it
+ * serves is the member's VMI, owned by the replica set, as KubeVirt's replica set controller makes it. */
+struct vmirs_member {
+	char *name;
+	bool deleting; /* its deletion was asked: dropped from the list once the engine has no record of it */
+};
+struct vmirs {
+	char *ns, *name;
+	char uid[37];
+	json_object *obj; /* apiVersion, kind, metadata (without resourceVersion), spec: as created and patched */
+	struct vmirs_member *members;
+	size_t nmembers;
+	bool deleting;    /* deleted: its members go first, then it */
+	char *failure;    /* the last member the engine refused, why (condition ReplicaFailure) */
+	uint64_t failed_ms; /* when: asked again VMIRS_RETRY_MS later, or at the next change of the spec */
+	uint64_t rv;
+	char *body, *text; /* JSON without / with resourceVersion */
+	struct vmirs *next;
+};
+
 /* An object removed from the store during this loop turn, its DELETED not sent yet: one added again with the same
  * UID in the same turn (the engine moves a VM between its hosts: a migration) is MODIFIED instead. */
 struct gone {
@@ -180,6 +203,8 @@ struct apisrv {
 	char *sock_path;     /* the unix socket, and its identity: a service whose socket was removed or replaced */
 	dev_t sock_dev;      /* (and which serves no HTTPS) can be reached by nobody: it leaves */
 	ino_t sock_ino;
+	struct vmirs *vmirss;  /* the replica sets (vmirs.c) */
+	bool https_sticky;   /* HTTPS by default on the root's recorded port (leaves with its socket as if it had none) */
 };
 
 /* ---- selecting objects (list.c) ---- */
@@ -290,6 +315,23 @@ void apis_vmims_update(struct apisrv *srv);
 enum MHD_Result apis_create_vmim(struct apisrv *srv, struct MHD_Connection *c, struct reqctx *rq, const char *ns);
 enum MHD_Result apis_migrate_sub(struct apisrv *srv, struct MHD_Connection *c, struct reqctx *rq, const char *ns, const char *name);
 enum MHD_Result apis_delete_vmim(struct apisrv *srv, struct MHD_Connection *c, struct reqctx *rq, const char *ns, const char *name);
+
+/* ---- vmirs.c ---- */
+
+void apis_vmirs_load(struct apisrv *srv);
+void apis_vmirs_free_all(struct apisrv *srv);
+void apis_vmirs_sync(struct apisrv *srv);
+/* The replica set whose member the engine VM ns/name is, or NULL. */
+struct vmirs *apis_vmirs_owner(struct apisrv *srv, const char *ns, const char *name);
+/* j (o as served, owned) as the API shows it: NULL for a member's VM (not listed), a member's VMI owned by its
+ * replica set. */
+json_object *apis_vmirs_filter(struct apisrv *srv, const struct obj *o, json_object *j);
+/* Writes (create, patch, update, delete) and the scale subresource. */
+enum MHD_Result apis_vmirs_request(struct apisrv *srv, struct MHD_Connection *c, struct reqctx *rq, const char *method,
+				   const char *ns, const char *name, const char *sub);
+/* DELETE of a member's VMI: the member goes, the replica set makes another. */
+enum MHD_Result apis_vmirs_delete_member(struct apisrv *srv, struct MHD_Connection *c, struct reqctx *rq,
+					 struct vmirs *rs, const char *ns, const char *name);
 
 /* ---- wsbridge.c ---- */
 

@@ -79,8 +79,19 @@ static const struct col COLS_VMIM[] = { { "Name", "string", "name", 0 }, { "Phas
 /* KubeVirt's additionalPrinterColumns for KubeVirt */
 static const struct col COLS_KV[] = { { "Name", "string", "name", 0 }, { "Age", "date", "", 0 },
 				      { "Phase", "string", "", 0 }, { 0 } };
+/* KubeVirt's additionalPrinterColumns for VirtualMachineInstanceReplicaSet */
+static const struct col COLS_VMIRS[] = { { "Name", "string", "name", 0 },   { "Desired", "integer", "", 0 },
+					 { "Current", "integer", "", 0 }, { "Ready", "integer", "", 0 },
+					 { "Age", "date", "", 0 },	  { 0 } };
 static const struct col *const COLS[R_COUNT] = { [R_NS] = COLS_NS, [R_NODE] = COLS_NODE, [R_VMIM] = COLS_VMIM,
-						 [R_KV] = COLS_KV };
+						 [R_KV] = COLS_KV, [R_VMIRS] = COLS_VMIRS };
+
+/* an integer field as a cell, null when absent (kubectl prints <none>) */
+static json_object *int_cell(json_object *o, const char *key)
+{
+	json_object *v = apis_jget(o, key);
+	return v ? json_object_new_int(json_object_get_int(v)) : NULL;
+}
 
 static json_object *columns_json(enum res r)
 {
@@ -162,6 +173,13 @@ static json_object *row_cells(enum res r, json_object *o)
 		CELL(apis_jstr(name));
 		CELL(age_cell(created));
 		CELL(apis_jstr(apis_jgets(st, "phase")));
+		break;
+	case R_VMIRS:
+		CELL(apis_jstr(name));
+		CELL(int_cell(apis_jget(o, "spec"), "replicas"));
+		CELL(int_cell(st, "replicas"));
+		CELL(int_cell(st, "readyReplicas"));
+		CELL(age_cell(created));
 		break;
 	case R_COUNT:
 		break;
@@ -336,6 +354,17 @@ struct item *apis_select_items(struct apisrv *srv, enum res r, const struct filt
 			add_item(&items, n, KV_NS, KV_NAME, xstrdup(srv->kv.text));
 		if (j)
 			json_object_put(j);
+	} else if (r == R_VMIRS) {
+		for (struct vmirs *rs = srv->vmirss; rs; rs = rs->next) {
+			if (rs->text == NULL)
+				continue;
+			json_object *j = json_tokener_parse(rs->text);
+			struct lookup l = { .j = j, .ns = rs->ns, .name = rs->name };
+			if (j && apis_matches(f, &l))
+				add_item(&items, n, rs->ns, rs->name, xstrdup(rs->text));
+			if (j)
+				json_object_put(j);
+		}
 	} else if (r == R_VMIM) {
 		for (struct vmim *m = srv->vmims; m; m = m->next) {
 			if (m->text == NULL)

@@ -104,7 +104,7 @@ struct cent *apis_refresh(struct apisrv *srv, const struct obj *o, bool notify)
 	char key[UID_LEN + 4];
 	apis_cent_key(key, sizeof key, o);
 	struct cent *c = hmap_get(&srv->cache, key);
-	json_object *j = apis_obj_to_json(o);
+	json_object *j = apis_vmirs_filter(srv, o, apis_obj_to_json(o)); /* a replica set's members: its VMIs only */
 	if (j == NULL)
 		return c;
 	for (struct gone **g = &srv->gone; c == NULL && *g; g = &(*g)->next)
@@ -213,9 +213,11 @@ void apis_on_store(void *arg, enum obj_kind kind, const struct obj *old, const s
 		}
 		return;
 	}
+	json_object *j = apis_vmirs_filter(srv, old, apis_obj_to_json(old));
+	if (j == NULL) /* never served (a replica set's member VM) */
+		return;
 	srv->rv++;
 	char *text = NULL;
-	json_object *j = apis_obj_to_json(old);
 	if (j) {
 		char rv[24];
 		snprintf(rv, sizeof rv, "%llu", (unsigned long long)srv->rv);

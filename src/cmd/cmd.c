@@ -181,9 +181,14 @@ static const struct cmd_flag f_engine_reconcile[] = {
 /* parsed by the service itself (cmd/apisrv.c); here for --help and completion */
 static const struct cmd_flag f_engine_serve[] = {
 	F(NULL, "--socket", "PATH", "the unix socket (default: the root's, see kvcon(1) FILES)", NULL),
-	F(NULL, "--https", "PORT", "also serve HTTPS on this port (a CA, a certificate, a token)", NULL),
+	F(NULL, "--https", "PORT", "serve HTTPS on this port (default: the one chosen once; a CA, a token)", NULL),
 	F(NULL, "--kubeconfig-out", "FILE", "with --https: write a kubeconfig for kubectl", NULL),
 	F(NULL, "--idle-exit", "SECONDS", "leave after this long without a client and with nothing to do", NULL),
+	{ .l = NULL },
+};
+static const struct cmd_flag f_engine_kubeconfig[] = {
+	F(NULL, "--merge", NULL, "merge it into ~/.kube/config (or $KUBECONFIG's first file) as context kvcon-engine",
+	  NULL),
 	{ .l = NULL },
 };
 #define MIGRATE_FLAGS                                                                                              \
@@ -240,6 +245,9 @@ static const struct cmd_entry engine_rows[] = {
 	ENGINE_ROW("serve", "[--socket PATH] [--https PORT] [--kubeconfig-out FILE] [--idle-exit SECONDS]",
 		   "run the reconciler for good and serve the Kubernetes API (docs/ENGINE-SERVICE.md)", f_engine_serve,
 		   engine_serve_cmd),
+	ENGINE_ROW("kubeconfig", "[--merge]",
+		   "print a kubeconfig for kubectl to the engine service's HTTPS (context kvcon-engine)",
+		   f_engine_kubeconfig, cmd_engine_kubeconfig),
 	ENGINE_ROW("pull", "IMAGE", "pull a containerDisk into the image cache (prints its digest)", NULL,
 		   cmd_engine_pull),
 	ENGINE_ROW("migrate", "NAME [--to HOST] [--bandwidth MiB/s] [--timeout S] ... | --abort NAME",

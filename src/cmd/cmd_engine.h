@@ -55,5 +55,6 @@ int cmd_engine_vnc(int argc, char **argv);
 int cmd_engine_pull(int argc, char **argv);
 int cmd_engine_reconcile(int argc, char **argv);
 int cmd_engine_action(int argc, char **argv);
+int cmd_engine_kubeconfig(int argc, char **argv); /* cmd_kubeconfig.c */
 
 #endif

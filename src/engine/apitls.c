@@ -8,6 +8,7 @@
 #include <openssl/rand.h>
 #include <openssl/x509.h>
 #include <openssl/x509v3.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -196,7 +197,7 @@ static char *b64(const char *s)
 	return out;
 }
 
-int apitls_kubeconfig(const char *path, const struct apitls *t, int port, char **err)
+char *apitls_kubeconfig_text(const struct apitls *t, int port)
 {
 	char *ca = b64(t->ca_pem);
 	struct buf b;
@@ -209,6 +210,13 @@ int apitls_kubeconfig(const char *path, const struct apitls *t, int port, char *
 		   "    namespace: default\ncurrent-context: kvcon-engine\npreferences: {}\n",
 		   port, ca, t->token);
 	free(ca);
+	buf_add_char(&b, 0);
+	return b.data;
+}
+
+int apitls_kubeconfig(const char *path, const struct apitls *t, int port, char **err)
+{
+	char *text = apitls_kubeconfig_text(t, port);
 	char *dir = xstrdup(path);
 	char *slash = strrchr(dir, '/');
 	if (slash && slash != dir) {
@@ -217,11 +225,48 @@ int apitls_kubeconfig(const char *path, const struct apitls *t, int port, char *
 	}
 	free(dir);
 	char why[UTIL_WHY_LEN];
-	int rc = util_write_file_why(path, b.data, b.len, 0600, why); /* --kubeconfig-out: a regular file of ours */
+	size_t len = strlen(text);
+	int rc = util_write_file_why(path, text, len, 0600, why); /* --kubeconfig-out: a regular file of ours */
 	if (rc < 0)
 		*err = xasprintf("%s: %s", path, why);
-	OPENSSL_cleanse(b.data, b.len);
-	buf_free(&b);
+	OPENSSL_cleanse(text, len);
+	free(text);
+	return rc;
+}
+
+/* FNV-1a of the socket's path: one record per service root, whatever directory the socket is in */
+static char *port_path(const char *state, const char *sock)
+{
+	uint64_t h = 1469598103934665603ull;
+	for (const unsigned char *p = (const unsigned char *)sock; *p; p++)
+		h = (h ^ *p) * 1099511628211ull;
+	char name[64];
+	snprintf(name, sizeof name, "engine-api-port-%016llx", (unsigned long long)h);
+	return util_path_join(state, name);
+}
+
+int apitls_port_read(const char *state, const char *sock)
+{
+	char *p = port_path(state, sock), *why = NULL;
+	char *s = trust_read_file(p, NULL, &why);
+	free(why);
+	free(p);
+	char *end = NULL;
+	long v = s ? strtol(s, &end, 10) : -1;
+	bool ok = s && end != s && (*end == '\n' || *end == 0) && v > 0 && v <= 65535;
+	free(s);
+	return ok ? (int)v : -1;
+}
+
+int apitls_port_write(const char *state, const char *sock, int port, char **err)
+{
+	char text[16];
+	int n = snprintf(text, sizeof text, "%d\n", port);
+	char *p = port_path(state, sock), why[UTIL_WHY_LEN];
+	int rc = util_write_file_why(p, text, (size_t)n, 0600, why);
+	if (rc < 0)
+		*err = xasprintf("%s: %s", p, why);
+	free(p);
 	return rc;
 }
 

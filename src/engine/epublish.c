@@ -225,6 +225,14 @@ void evm_publish(struct evm *v)
 	snprintf(vi->o.uid, UID_LEN, "%s", x->uid);
 	vi->o.created = x->created;
 	vi->o.generation = x->generation;
+	for (int i = 0; i < v->m->ntlabels; i++) { /* the template's labels, as KubeVirt's VMI carries them */
+		const char *eq = strchr(v->m->tlabels[i], '=');
+		if (eq == NULL || strncmp(v->m->tlabels[i], "kubevirt.io/nodeName=", 21) == 0)
+			continue;
+		char *k = xstrndup(v->m->tlabels[i], (size_t)(eq - v->m->tlabels[i]));
+		obj_label_add(&vi->o, k, eq + 1);
+		free(k);
+	}
 	obj_label_add(&vi->o, "kubevirt.io/nodeName", x->node ? x->node : "");
 	snprintf(vi->vm_uid, UID_LEN, "%s", v->uid);
 	/* an execution waiting for its images is, as in KubeVirt, a VMI still Scheduling (its launcher Pending) */

@@ -1247,6 +1247,28 @@ static bool parse_template_spec(struct vctx *v, yaml_node_t *s, const char *path
 
 static const char *const strategies[] = { "Always", "RerunOnFailure", "Once", "Manual", "Halted", NULL };
 
+/* metadata.labels as "k=v" strings */
+static void parse_labels(struct vctx *v, yaml_node_t *md, const char *path, char ***out, int *n)
+{
+	yaml_node_t *labels = get(v, md, "labels");
+	if (labels == NULL || ydoc_is_null(labels))
+		return;
+	char *p = sub(path, "labels");
+	if (labels->type != YAML_MAPPING_NODE)
+		fail(v, p, "expected a map");
+	for (size_t i = 0; v->err == NULL && i < ydoc_len(labels); i++) {
+		if (ydoc_at(v->doc, labels, i)->type != YAML_SCALAR_NODE) {
+			char *pl = sub(p, ydoc_key(v->doc, labels, i));
+			fail(v, pl, "expected a string");
+			free(pl);
+			break;
+		}
+		*out = xreallocarray(*out, (size_t)*n + 1, sizeof **out);
+		(*out)[(*n)++] = xasprintf("%s=%s", ydoc_key(v->doc, labels, i), ydoc_str(ydoc_at(v->doc, labels, i)));
+	}
+	free(p);
+}
+
 static bool parse_metadata(struct vctx *v, yaml_node_t *md, const char *path, struct manifest *m, bool top)
 {
 	static const struct key_rule rules[] = {
@@ -1263,8 +1285,10 @@ static bool parse_metadata(struct vctx *v, yaml_node_t *md, const char *path, st
 	}
 	if (!check_keys(v, md, path, rules))
 		return false;
-	if (!top)
-		return true;
+	if (!top) { /* the template's labels: its VMIs' (as KubeVirt copies them) */
+		parse_labels(v, md, path, &m->tlabels, &m->ntlabels);
+		return v->err == NULL;
+	}
 	if (!get_str(v, md, "name", path, &m->name) || !get_str(v, md, "namespace", path, &m->ns))
 		return false;
 	char *p = sub(path, "name");
@@ -1281,24 +1305,7 @@ static bool parse_metadata(struct vctx *v, yaml_node_t *md, const char *path, st
 		m->ns = xstrdup("default");
 	else if (!check_label(v, path, "namespace", m->ns))
 		return false;
-	yaml_node_t *labels = get(v, md, "labels");
-	if (labels && !ydoc_is_null(labels)) {
-		p = sub(path, "labels");
-		if (labels->type != YAML_MAPPING_NODE)
-			fail(v, p, "expected a map");
-		for (size_t i = 0; v->err == NULL && i < ydoc_len(labels); i++) {
-			if (ydoc_at(v->doc, labels, i)->type != YAML_SCALAR_NODE) {
-				char *pl = sub(p, ydoc_key(v->doc, labels, i));
-				fail(v, pl, "expected a string");
-				free(pl);
-				break;
-			}
-			m->labels = xreallocarray(m->labels, (size_t)m->nlabels + 1, sizeof *m->labels);
-			m->labels[m->nlabels++] =
-				xasprintf("%s=%s", ydoc_key(v->doc, labels, i), ydoc_str(ydoc_at(v->doc, labels, i)));
-		}
-		free(p);
-	}
+	parse_labels(v, md, path, &m->labels, &m->nlabels);
 	return v->err == NULL;
 }
 
@@ -1422,6 +1429,9 @@ void manifest_free(struct manifest *m)
 	for (int i = 0; i < m->nlabels; i++)
 		free(m->labels[i]);
 	free(m->labels);
+	for (int i = 0; i < m->ntlabels; i++)
+		free(m->tlabels[i]);
+	free(m->tlabels);
 	free(m->run_strategy);
 	free(m->cpu_model);
 	free(m->memory_text);

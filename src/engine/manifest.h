@@ -65,6 +65,7 @@ struct mf_iface {
 struct manifest {
 	char *name, *ns;
 	char **labels; int nlabels;   /* "k=v" */
+	char **tlabels; int ntlabels; /* spec.template.metadata.labels, "k=v": its VMIs' */
 	char *run_strategy;           /* Always, RerunOnFailure, Once, Manual, Halted (spec.running mapped) */
 	bool running_field;
 	int sockets, cores, threads;

@@ -236,6 +236,7 @@ static int engine_service_spawn(char *const *uris, int n, const char *sock, int 
 	argv[k++] = (char *)sock;
 	argv[k++] = (char *)"--idle-exit";
 	argv[k++] = idle;
+	argv[k++] = (char *)"--on-demand"; /* an explicit `engine serve` may take its place */
 	int pp[2];
 	if (pipe2(pp, O_CLOEXEC) < 0) {
 		*err = xasprintf("pipe: %s", strerror(errno));

@@ -38,6 +38,9 @@ static const struct kind_def kinds[KIND_COUNT] = {
 	/* the engine's own KubeVirt CR */
 	[KIND_KV] = { KIND_KV, "kubevirts", "kubevirt", "KubeVirt", KV, "v1", KV_BASE, NAMES("kv", "kvs"), NULL, true,
 		      -1, NULL, true, NULL, "KubeVirt" },
+	[KIND_VMIRS] = { KIND_VMIRS, "virtualmachineinstancereplicasets", "virtualmachineinstancereplicaset",
+			 "VirtualMachineInstanceReplicaSet", KV, "v1", KV_BASE, NAMES("vmirs", "vmirss"), NULL, true, -1, NULL,
+			 true, "vmirs", "replica set" },
 };
 
 const struct kind_def *registry_kind(enum kind_id id)

@@ -1,11 +1,13 @@
-/* `:node`, `:vmim`, `:pvc` and `:dv`: cluster objects the store does not keep, listed from every kube source's API and listed
+/* `:node`, `:vmim`, `:pvc`, `:dv` and `:vmirs`: cluster objects the store does not keep, listed from every kube source's API and listed
  * again every few seconds while shown. Nodes: Ready, schedulable for VMs (label kubevirt.io/schedulable and not
  * cordoned), the KVM capacity virt-handler advertises (allocatable devices.kubevirt.io/kvm), the CPU and memory
  * the node's pods request and its allocatable (model/noderes.c: `kubectl describe node`'s "Allocated resources",
  * from every namespace's pods not terminated) and how many VMIs the store has on each; enter shows the VMI list filtered to that node. Migrations: phase, VMI, source and
  * target node, start and duration; enter opens the VM's view. PVCs (status, volume, capacity, access modes,
- * storage class) and DataVolumes (phase, progress, restarts); enter shows the object's YAML. Every string from
- * the cluster is escaped. */
+ * storage class) and DataVolumes (phase, progress, restarts); enter shows the object's YAML. Replica sets
+ * (VirtualMachineInstanceReplicaSet: desired, current, ready, and their members, the store's VMIs its selector
+ * matches, each with its phase); enter shows the VMI list filtered by its name (the members' chains). Every string
+ * from the cluster is escaped. */
 #include "ui/clusterlist.h"
 
 #include <curl/curl.h>
@@ -36,11 +38,12 @@
 #define REFRESH_S 3
 #define NCOLS 10
 
-enum clist_kind { CL_NODE, CL_VMIM, CL_PVC, CL_DV };
+enum clist_kind { CL_NODE, CL_VMIM, CL_PVC, CL_DV, CL_VMIRS, CL_COUNT };
 
 struct crow {
 	struct source *src;
 	char *ns, *name, *vmi;     /* raw (for actions); cells are escaped */
+	struct json_object *sel;   /* vmirs: spec.selector.matchLabels */
 	char *cell[NCOLS];
 	int64_t start;             /* vmim: started, for its duration; node: created */
 	struct quantity alloc[2];  /* node: allocatable cpu, memory (else capacity, as kubectl) */
@@ -76,18 +79,20 @@ struct clist {
 static struct clist *live;
 static unsigned next_id;
 
-static const char *const heads[4][NCOLS] = {
+static const char *const heads[CL_COUNT][NCOLS] = {
 	{ "NAME", "STATUS", "SCHEDULABLE", "KVM", "CPU REQ", "CPU ALLOC", "MEM REQ", "MEM ALLOC", "VMS", "AGE" },
 	{ "NAMESPACE", "NAME", "PHASE", "VMI", "SOURCE", "TARGET", "STARTED", "DURATION" },
 	{ "NAMESPACE", "NAME", "STATUS", "VOLUME", "CAPACITY", "ACCESS MODES", "STORAGECLASS", "AGE" },
 	{ "NAMESPACE", "NAME", "PHASE", "PROGRESS", "RESTARTS", "AGE" },
+	{ "NAMESPACE", "NAME", "DESIRED", "CURRENT", "READY", "AGE", "MEMBERS" },
 };
-static const int ncols[4] = { 10, 8, 8, 6 };
+static const int ncols[CL_COUNT] = { 10, 8, 8, 6, 7 };
+enum { RS_AGE = 5, RS_MEMBERS };
 /* node columns filled when drawn */
 enum { NODE_CPU_REQ = 4, NODE_CPU_ALLOC, NODE_MEM_REQ, NODE_MEM_ALLOC, NODE_VMS, NODE_AGE };
-static const char *const titles[4] = { "Nodes", "Migrations", "PVCs", "DataVolumes" };
+static const char *const titles[CL_COUNT] = { "Nodes", "Migrations", "PVCs", "DataVolumes", "VMIReplicaSets" };
 /* each list's kind (model/registry.c: its path, whether it is namespaced) */
-static const enum kind_id list_kind[4] = { KIND_NODE, KIND_VMIM, KIND_PVC, KIND_DV };
+static const enum kind_id list_kind[CL_COUNT] = { KIND_NODE, KIND_VMIM, KIND_PVC, KIND_DV, KIND_VMIRS };
 
 static struct clist *find_id(unsigned id)
 {
@@ -110,6 +115,7 @@ static void rows_free(struct crow *r, size_t n)
 		free(r[i].ns);
 		free(r[i].name);
 		free(r[i].vmi);
+		json_object_put(r[i].sel);
 		for (int c = 0; c < NCOLS; c++)
 			free(r[i].cell[c]);
 	}
@@ -304,6 +310,51 @@ static void dv_row(struct crow *r, struct json_object *o)
 	r->cell[5] = NULL; /* AGE */
 }
 
+static void vmirs_row(struct crow *r, struct json_object *o)
+{
+	r->cell[0] = esc(r->ns);
+	r->cell[1] = esc(r->name);
+	const char *d = js(o, "spec", "replicas", NULL), *cur = js(o, "status", "replicas", NULL);
+	const char *rd = js(o, "status", "readyReplicas", NULL);
+	r->cell[2] = esc(d ? d : "1");
+	r->cell[3] = esc(cur ? cur : "0");
+	r->cell[4] = esc(rd ? rd : "0");
+	r->start = parse_ts(js(o, "metadata", "creationTimestamp", NULL));
+	struct json_object *spec = NULL, *sel = NULL, *ml = NULL;
+	if (json_object_object_get_ex(o, "spec", &spec) && json_object_object_get_ex(spec, "selector", &sel) &&
+	    json_object_object_get_ex(sel, "matchLabels", &ml) && json_object_is_type(ml, json_type_object))
+		r->sel = json_object_get(ml);
+	/* AGE and MEMBERS: when drawn (the store's VMIs) */
+}
+
+/* The replica set's members: the store's VMIs of its source and namespace that its selector matches (KubeVirt's
+ * controller adopts by selector), each NAME:PHASE. */
+static char *members_of(const struct crow *r)
+{
+	char b[512] = "";
+	size_t n, k = 0, len = 0;
+	struct obj *const *v = r->sel ? store_objs(ui_store(), r->src, OBJ_VMI, &n) : NULL;
+	for (size_t i = 0; v && i < n; i++) {
+		if (!util_str_eq(v[i]->ns, r->ns))
+			continue;
+		bool match = json_object_object_length(r->sel) > 0;
+		json_object_object_foreach(r->sel, lk, lv)
+		{
+			match &= util_str_eq(obj_label(v[i], lk), json_object_get_string(lv));
+		}
+		if (!match)
+			continue;
+		const char *ph = ((const struct vmi *)v[i])->phase;
+		if (len < sizeof b)
+			len += (size_t)snprintf(b + len, sizeof b - len, "%s%s:%s", k ? " " : "", v[i]->name,
+						ph && *ph ? ph : "Pending");
+		k++;
+	}
+	if (k == 0)
+		return xstrdup("-");
+	return esc(b);
+}
+
 static int cmp_rows(const void *a, const void *b)
 {
 	const struct crow *x = a, *y = b;
@@ -364,6 +415,8 @@ static void listed(void *arg, const struct kube_resp *resp)
 					vmim_row(r, it);
 				else if (c->kind == CL_PVC)
 					pvc_row(r, it);
+				else if (c->kind == CL_VMIRS)
+					vmirs_row(r, it);
 				else
 					dv_row(r, it);
 			}
@@ -494,6 +547,8 @@ static void draw(struct view *v, const struct region *r)
 				cells[i][k] = xstrdup(t);
 			} else if (c->kind == CL_NODE && k == NODE_VMS) {
 				cells[i][k] = xasprintf("%zu", vms_on(row));
+			} else if (c->kind == CL_VMIRS && k == RS_MEMBERS) {
+				cells[i][k] = members_of(row);
 			} else {
 				cells[i][k] = age_of(row->start);
 			}
@@ -594,6 +649,16 @@ static enum view_result key(struct view *v, int k)
 			free(name);
 		} else if (c->kind == CL_PVC || c->kind == CL_DV) {
 			open_yaml(c, r);
+		} else if (c->kind == CL_VMIRS) {
+			/* its members (named after it) in the VMI list, each row a chain VMI -> launcher -> guest */
+			char *name = xstrdup(r->name);
+			if (ui_command("vmi") == 0) {
+				char *err = NULL;
+				if (table_view_set_filter(view_top(), name, &err) < 0)
+					ui_error("filter: %s", err ? err : "?");
+				free(err);
+			}
+			free(name);
 		} else {
 			struct obj *vm = r->vmi ? store_find(ui_store(), r->src, OBJ_VM, r->ns, r->vmi) : NULL;
 			if (vm)
@@ -666,6 +731,11 @@ static const struct view_key storage_keys[] = {
 	{ 'r', "r", "list again now (also every few seconds)", NULL },
 	{ 0, NULL, NULL, NULL },
 };
+static const struct view_key vmirs_keys[] = {
+	{ '\r', "enter", "its members in the VMI list (filtered by the replica set's name)", NULL },
+	{ 'r', "r", "list again now (also every few seconds)", NULL },
+	{ 0, NULL, NULL, NULL },
+};
 static const struct view_key vmim_keys[] = {
 	{ '\r', "enter", "the migrated VM's view", NULL },
 	{ 'r', "r", "list again now (also every few seconds)", NULL },
@@ -680,6 +750,11 @@ const struct view_key *clusterlist_node_keys(void)
 const struct view_key *clusterlist_vmim_keys(void)
 {
 	return vmim_keys;
+}
+
+const struct view_key *clusterlist_vmirs_keys(void)
+{
+	return vmirs_keys;
 }
 
 const struct view_key *clusterlist_storage_keys(void)
@@ -698,6 +773,10 @@ static const struct view_ops vmim_ops = {
 static const struct view_ops pvc_ops = {
 	.name = "pvc", .draw = draw, .key = key, .mouse = mouse, .title = title, .tick = tick, .destroy = destroy, .keys = storage_keys,
 };
+static const struct view_ops vmirs_ops = {
+	.name = "vmirs", .draw = draw, .key = key, .mouse = mouse, .title = title, .tick = tick,
+	.store_changed = store_changed, .destroy = destroy, .keys = vmirs_keys,
+};
 static const struct view_ops dv_ops = {
 	.name = "dv", .draw = draw, .key = key, .mouse = mouse, .title = title, .tick = tick, .destroy = destroy, .keys = storage_keys,
 };
@@ -709,7 +788,7 @@ static struct view *make(enum clist_kind kind)
 	c->id = ++next_id;
 	c->next_live = live;
 	live = c;
-	static const struct view_ops *const ops[4] = { &node_ops, &vmim_ops, &pvc_ops, &dv_ops };
+	static const struct view_ops *const ops[CL_COUNT] = { &node_ops, &vmim_ops, &pvc_ops, &dv_ops, &vmirs_ops };
 	struct view *v = view_new(ops[kind], c);
 	relist(c);
 	return v;
@@ -733,4 +812,9 @@ struct view *clusterlist_pvcs_new(void)
 struct view *clusterlist_dvs_new(void)
 {
 	return make(CL_DV);
+}
+
+struct view *clusterlist_vmirs_new(void)
+{
+	return make(CL_VMIRS);
 }

@@ -13,5 +13,8 @@ const struct view_key *clusterlist_vmim_keys(void);
 struct view *clusterlist_pvcs_new(void);
 struct view *clusterlist_dvs_new(void);
 const struct view_key *clusterlist_storage_keys(void);
+/* `:vmirs`: VirtualMachineInstanceReplicaSets with their members */
+struct view *clusterlist_vmirs_new(void);
+const struct view_key *clusterlist_vmirs_keys(void);
 
 #endif

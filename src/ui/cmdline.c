@@ -93,6 +93,13 @@ static int c_pvc(const char *arg)
 	return 0;
 }
 
+static int c_vmirs(const char *arg)
+{
+	(void)arg;
+	view_replace_all(clusterlist_vmirs_new());
+	return 0;
+}
+
 static int c_dv(const char *arg)
 {
 	(void)arg;
@@ -207,6 +214,8 @@ const struct cmdline_entry cmdline_cmds[] = {
 	  NULL },
 	{ "pvc", NULL, "", "PVCs: status, volume, capacity, access modes, storage class (enter: YAML)", c_pvc, NULL },
 	{ "dv", NULL, "", "DataVolumes: phase, progress, restarts (enter: YAML)", c_dv, NULL },
+	{ "vmirs", NULL, "", "VMI replica sets: desired, current, ready, members and their phases (enter: the members' VMIs)",
+	  c_vmirs, NULL },
 	{ "pf", "portforward port-forward", "", "port forwards: VM, local and guest port, connections, bytes (ctrl-d stops)",
 	  c_pf, NULL },
 	{ "ns", NULL, "[NAME|all]", "namespace list; with NAME show only that namespace", c_ns, comp_ns },

@@ -69,6 +69,7 @@ void help_text(struct view *v, struct buf *out)
 		keys_section(out, "Node list (:node)", clusterlist_node_keys());
 		keys_section(out, "Migration list (:vmim)", clusterlist_vmim_keys());
 		keys_section(out, "PVC and DataVolume lists (:pvc, :dv)", clusterlist_storage_keys());
+		keys_section(out, "Replica set list (:vmirs)", clusterlist_vmirs_keys());
 		keys_section(out, "Port forwards (:pf)", forwards_keys);
 		actions_section(out);
 		panes_section(out);

@@ -15,7 +15,7 @@ YPY=/usr/bin/python3 # Debian's, with python3-yaml
 export HOME="$tmp/home" # kubectl's discovery cache, per run
 mkdir -p "$HOME"
 
-fk_start --vms 60 --namespaces 3 --seed 16 --scenario weird,stuck-launcher --step 0.05
+fk_start --vms 60 --namespaces 3 --seed 16 --scenario weird,stuck-launcher,replicaset --step 0.05
 K() { "$KUBECTL" --request-timeout=30s "$@"; }
 # the scenario VMs (weird names) live in `default`: byte comparisons leave them out
 NOTDEF=--field-selector=metadata.namespace!=default
@@ -88,6 +88,9 @@ check vm,vmi -A "$NOTDEF" -o wide
 check pod -A "$NOTDEF" -o wide
 check event -n ns-00 -o wide
 check vmim -A
+check vmirs -A
+check vmirs -n default -o wide
+check virtualmachineinstancereplicaset.kubevirt.io replicaset -o yaml
 check node
 check node -o wide
 check namespace

@@ -5,14 +5,15 @@
 # "Allocatable"), and the number of VMIs on each (equal to the VMIs' nodeName in the fake cluster), a cordoned node shows SchedulingDisabled and not schedulable after the next listing, enter
 # on a node opens the VMI list filtered to it; `:vmim` lists a migration the test starts, with its VMI, source
 # and target node and Succeeded, and enter opens that VM's view; `:pvc` and `:dv` list the storage scenarios'
-# claims and DataVolume (phase, progress), enter shows the object's YAML; the VM view's walkthrough (d) shows the
+# claims and DataVolume (phase, progress), enter shows the object's YAML; `:vmirs` lists a replica set with its
+# members (VMIs it owns) and their phases, enter shows them in the VMI list; the VM view's walkthrough (d) shows the
 # storage chain with its first broken link, and it and the view's verdicts name the DataVolume or the claim; at 80
 # columns the VM view keeps UIDs and names whole and wraps event lines instead of cutting them; i shows the guest agent's OS, hostname, interfaces, filesystems and
 # users (and says why without an agent); ctrl-r and kvcon softreboot call the VMI's softreboot subresource; b
 # writes an evidence bundle in the background.
 . "$(dirname "$0")/ui_lib.inc"
 
-fk_start --vms 6 --namespaces 1 --step 0.05 --scenario dv-importing,pvc-pending,agent-missing --scenario-namespace ns-00
+fk_start --vms 6 --namespaces 1 --step 0.05 --scenario dv-importing,pvc-pending,agent-missing,replicaset --scenario-namespace ns-00
 fk settle 30 >/dev/null || fail "settle"
 kv_start -n ns-00
 wait_for 'Watch: vm live +vmi live +pod live' 15
@@ -54,7 +55,7 @@ wait_for "VirtualMachineInstances\(ns-00\)\[$(count_on "$busiest")\] </$busiest>
 screen | sed -n '6,38p' | grep -E ' node0[123]' | grep -v " $busiest" && fail "the VMI list shows other nodes"
 
 # 3. :vmim: a migration, with source and target, then enter opens the VM
-vm=$(fk names virtualmachineinstances | sed -n 's|^ns-00/||p' | grep -v agent-missing | head -1)
+vm=$(fk names virtualmachineinstances | sed -n 's|^ns-00/||p' | grep -v -e agent-missing -e replicaset | head -1)
 src=$(fk get "/apis/kubevirt.io/v1/namespaces/ns-00/virtualmachineinstances/$vm" | $PY -c 'import json,sys; print(json.load(sys.stdin)["status"]["nodeName"])')
 fk action ns-00 "$vm" migrate >/dev/null || fail "migrate"
 fk settle 30 >/dev/null || fail "settle after migrate"
@@ -78,6 +79,14 @@ keys Enter
 wait_for 'DataVolume ns-00/dv-importing-rootdisk \(YAML\)' 10
 wait_for 'kind: DataVolume' 10
 keys q
+
+# 4b. :vmirs: the replica set with its members (owned VMIs, no VM) and their phases; enter shows them in the VMI list
+cmd vmirs
+wait_for '─ VMIReplicaSets\(ns-00\)\[1\] ─' 10
+wait_for 'NAME +DESIRED +CURRENT +READY +AGE +MEMBERS' 5
+wait_for '^ replicaset +2 +2 +2 +30m +replicaset[b-z2-9]{5}:Running replicaset[b-z2-9]{5}:Running' 10
+keys Enter
+wait_for 'VirtualMachineInstances\(ns-00\)\[2\] </replicaset>' 10
 
 # 5. the VM view's walkthrough (d) shows the storage chain and its first broken link once the API answered
 cmd "vm ns-00/dv-importing"

@@ -23,7 +23,8 @@ GROUPS = {
     "subresources.kubevirt.io": ["v1", "v1alpha3"],
     "cdi.kubevirt.io": ["v1beta1"],
 }
-KUBEVIRT_PLURALS = ("virtualmachines", "virtualmachineinstances", "virtualmachineinstancemigrations")
+KUBEVIRT_PLURALS = ("virtualmachines", "virtualmachineinstances", "virtualmachineinstancemigrations",
+                    "virtualmachineinstancereplicasets")
 CORE_PLURALS = ("pods", "secrets", "events", "namespaces", "nodes", "persistentvolumeclaims", "persistentvolumes")
 CDI_PLURALS = ("datavolumes",)
 SUBRESOURCES = {

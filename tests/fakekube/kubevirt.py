@@ -39,6 +39,7 @@ SCENARIOS = {
     "rwo-migration": "runs from a ReadWriteOnce PVC (PV Retain): VMI LiveMigratable False DisksNotLiveMigratable",
     "dv-error": "root disk DataVolume import Failed (the source answers 404); VM DataVolumeError, no VMI",
     "dv-upload": "root disk DataVolume UploadReady, waiting for virtctl image-upload; VM WaitingForReceiver, no VMI",
+    "replicaset": "a VirtualMachineInstanceReplicaSet of 2 replicas: 2 Running VMIs it owns (no VM), named after it",
 }
 
 WEIRD_NAMES = [
@@ -1492,6 +1493,9 @@ class Cluster:
             if scen == "weird":
                 self._weird(ns)
                 return
+            if scen == "replicaset":
+                self._replicaset(ns)
+                return
             if st.get("virtualmachines", ns, scen):
                 return
             ann = {SCEN_ANN: scen}
@@ -1513,6 +1517,45 @@ class Cluster:
                 self._owner_mismatch(vm)
                 return
             self.start_vmi(vm)
+
+    def _replicaset(self, ns, name="replicaset", replicas=2):
+        """As KubeVirt's replica set controller leaves it: the VMIs of its template, named generateName-style after
+        it, owned by it (controller), Ready; no VirtualMachine."""
+        st = self.store
+        if st.get("virtualmachineinstancereplicasets", ns, name):
+            return
+        t = time.time() - 1800
+        labels = {"kubevirt.io/vmReplicaSet": name}
+        tpl = {"metadata": {"labels": dict(labels)},
+               "spec": {"domain": {"devices": {"disks": [{"name": "containerdisk", "disk": {"bus": "virtio"}}]},
+                                   "resources": {"requests": {"memory": "128Mi"}}},
+                        "volumes": [{"name": "containerdisk", "containerDisk": {"image": DISK_IMAGE}}]}}
+        rs = st.create("virtualmachineinstancereplicasets", {
+            "apiVersion": "kubevirt.io/v1", "kind": "VirtualMachineInstanceReplicaSet",
+            "metadata": {"name": name, "namespace": ns, "uid": self.uid(), "generation": 1, "creationTimestamp": ts(t),
+                         "annotations": {"kubevirt.io/latest-observed-api-version": "v1",
+                                         "kubevirt.io/storage-observed-api-version": "v1"}},
+            "spec": {"replicas": replicas, "selector": {"matchLabels": dict(labels)}, "template": tpl},
+            "status": {"replicas": replicas, "readyReplicas": replicas,
+                       "labelSelector": ",".join("%s=%s" % kv for kv in labels.items())}})
+        owner = {"apiVersion": "kubevirt.io/v1", "kind": "VirtualMachineInstanceReplicaSet", "name": name,
+                 "uid": rs["metadata"]["uid"], "controller": True, "blockOwnerDeletion": True}
+        for i in range(replicas):
+            member = name + self.suffix()
+            vmi = self.build_vmi({"metadata": {"name": member, "namespace": ns, "uid": rs["metadata"]["uid"]},
+                                  "spec": {"template": tpl}}, t + 2 + i)
+            md = vmi["metadata"]
+            md["generateName"] = name
+            md["ownerReferences"] = [dict(owner)]
+            md["finalizers"] = ["kubevirt.io/virtualMachineControllerFinalize"]
+            del md["annotations"]["kubevirt.io/vm-generation"]
+            del vmi["status"]["virtualMachineRevisionName"]
+            node = NODES[i % len(NODES)]
+            pod = self.build_pod(vmi, t + 2 + i, node)
+            ip = self._pod_running(pod, t + 7 + i)
+            self._vmi_running(vmi, pod, node, ip, t + 2 + i, 5.0)
+            st.create("virtualmachineinstances", vmi)
+            st.create("pods", pod)
 
     def _owner_mismatch(self, vm):
         """Running VM whose launcher says created-by=<VMI uid> but is owned by a stale UID."""

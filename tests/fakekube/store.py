@@ -95,6 +95,8 @@ RESOURCES = {r.plural: r for r in [
              ["vmi", "vmis"], categories=["all"]),
     Resource("virtualmachineinstancemigrations", "kubevirt.io", "v1",
              "VirtualMachineInstanceMigration", True, ["vmim", "vmims"], categories=["all"]),
+    Resource("virtualmachineinstancereplicasets", "kubevirt.io", "v1",
+             "VirtualMachineInstanceReplicaSet", True, ["vmirs", "vmirss"], categories=["all"]),
     Resource("pods", "", "v1", "Pod", True, ["po"], categories=["all"]),
     Resource("events", "", "v1", "Event", True, ["ev"]),
     Resource("namespaces", "", "v1", "Namespace", False, ["ns"],

@@ -90,6 +90,13 @@ def vmim_cells(o):
     return [o["metadata"]["name"], st.get("phase"), (o.get("spec") or {}).get("vmiName")]
 
 
+def vmirs_cells(o):
+    """KubeVirt's additionalPrinterColumns for VirtualMachineInstanceReplicaSet (integers; absent: null)."""
+    st = o.get("status") or {}
+    return [o["metadata"]["name"], (o.get("spec") or {}).get("replicas"), st.get("replicas"),
+            st.get("readyReplicas"), age(o["metadata"].get("creationTimestamp"))]
+
+
 def pod_print(o):
     """kubectl's printPod (kubernetes pkg/printers/internalversion/printers.go), line for line: READY, STATUS,
     RESTARTS."""
@@ -252,6 +259,11 @@ COLUMNS = {
                                 vmi_cells),
     "virtualmachineinstancemigrations": ([col("Name", fmt="name", desc=NAME_DESC), col("Phase"), col("VMI")],
                                          vmim_cells),
+    "virtualmachineinstancereplicasets": ([col("Name", fmt="name", desc=NAME_DESC),
+                                           col("Desired", "integer", desc="Number of desired VirtualMachineInstances"),
+                                           col("Current", "integer", desc="Number of managed and not final or deleted VirtualMachineInstances"),
+                                           col("Ready", "integer", desc="Number of managed VirtualMachineInstances which are ready to receive traffic"),
+                                           col("Age", "date", desc=AGE_DESC)], vmirs_cells),
     "pods": ([col("Name", fmt="name", desc=NAME_DESC), col("Ready", desc="The aggregate readiness state of this pod for accepting traffic."),
               col("Status", desc="The aggregate status of the containers in this pod."),
               col("Restarts", "string", desc="The number of times the containers in this pod have been restarted and when the last container in this pod has restarted."),

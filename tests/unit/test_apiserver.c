@@ -2,10 +2,12 @@
  * names in paths, resourceVersions (a change bumps one, the same text does not), the watch ring and the oldest
  * resourceVersion a watch may start from (older ones are 410), the namespaces it lists and their objects, and
  * Tables. Each check drives a handler's pure part through a struct apisrv of its own. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "apiserver/internal.h"
+#include "engine/apitls.h"
 #include "core/xmalloc.h"
 #include "t.h"
 
@@ -180,6 +182,51 @@ static void test_vmim_table(void)
 	json_object_put(m);
 }
 
+/* a replica set's row: KubeVirt's printer columns (NAME DESIRED CURRENT READY AGE), integers, null when absent */
+static void test_vmirs_table(void)
+{
+	json_object *m = json_tokener_parse("{\"kind\":\"VirtualMachineInstanceReplicaSet\",\"metadata\":{\"name\":\"web\","
+					    "\"namespace\":\"default\",\"creationTimestamp\":\"2020-01-01T00:00:00Z\"},"
+					    "\"spec\":{\"replicas\":3},\"status\":{\"replicas\":2}}");
+	json_object *row = apis_table_row(R_VMIRS, m, "Metadata"), *cells = apis_jget(row, "cells");
+	T_EQ_INT(json_object_array_length(cells), 5);
+	T_EQ_STR(json_object_get_string(json_object_array_get_idx(cells, 0)), "web");
+	T_EQ_INT(json_object_get_int(json_object_array_get_idx(cells, 1)), 3);
+	T_CHECK(json_object_is_type(json_object_array_get_idx(cells, 1), json_type_int));
+	T_EQ_INT(json_object_get_int(json_object_array_get_idx(cells, 2)), 2);
+	T_CHECK(json_object_array_get_idx(cells, 3) == NULL); /* no readyReplicas */
+	T_CHECK(strchr(json_object_get_string(json_object_array_get_idx(cells, 4)), 'y') != NULL); /* years */
+	json_object *t = apis_table_new(R_VMIRS, 1, NULL, true), *defs = apis_jget(t, "columnDefinitions");
+	T_EQ_INT(json_object_array_length(defs), 5);
+	T_EQ_STR(apis_jgets(json_object_array_get_idx(defs, 1), "name"), "Desired");
+	T_EQ_STR(apis_jgets(json_object_array_get_idx(defs, 1), "type"), "integer");
+	json_object_put(t);
+	json_object_put(row);
+	json_object_put(m);
+}
+
+/* the HTTPS port a root's service chose: recorded per socket, read back, garbage refused */
+static void test_port_record(void)
+{
+	char dir[] = "/tmp/kvcon-port.XXXXXX";
+	T_CHECK(mkdtemp(dir) != NULL);
+	char *err = NULL;
+	T_EQ_INT(apitls_port_read(dir, "/run/a.sock"), -1);
+	T_EQ_INT(apitls_port_write(dir, "/run/a.sock", 41455, &err), 0);
+	T_EQ_INT(apitls_port_write(dir, "/run/b.sock", 6443, &err), 0);
+	T_EQ_INT(apitls_port_read(dir, "/run/a.sock"), 41455);
+	T_EQ_INT(apitls_port_read(dir, "/run/b.sock"), 6443);
+	T_EQ_INT(apitls_port_write(dir, "/run/a.sock", 41456, &err), 0);
+	T_EQ_INT(apitls_port_read(dir, "/run/a.sock"), 41456);
+	char cmd[128];
+	snprintf(cmd, sizeof cmd, "for f in %s/engine-api-port-*; do echo 70000 >\"$f\"; done", dir);
+	T_EQ_INT(system(cmd), 0);
+	T_EQ_INT(apitls_port_read(dir, "/run/a.sock"), -1);
+	snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+	T_EQ_INT(system(cmd), 0);
+	free(err);
+}
+
 int main(void)
 {
 	test_resources();
@@ -188,5 +235,7 @@ int main(void)
 	test_ring();
 	test_namespaces();
 	test_vmim_table();
+	test_vmirs_table();
+	test_port_record();
 	return T_DONE();
 }

@@ -87,6 +87,31 @@ static void test_basics(void)
 	}
 	manifest_free(m);
 
+	/* the template's labels: its VMIs' (not the VM's own) */
+	const char *tl = BASE;
+	char *tt = xstrdup(tl);
+	char *at = strstr(tt, "  template:\n");
+	char *with = xasprintf("%.*s  template:\n    metadata:\n      labels:\n        kubevirt.io/vmReplicaSet: web\n%s",
+			       (int)(at - tt), tt, at + strlen("  template:\n"));
+	m = manifest_parse(with, strlen(with), &err);
+	T_CHECK(m != NULL);
+	if (m) {
+		T_EQ_INT(m->nlabels, 0);
+		T_EQ_INT(m->ntlabels, 1);
+		T_EQ_STR(m->tlabels[0], "kubevirt.io/vmReplicaSet=web");
+	}
+	manifest_free(m);
+	free(with);
+	with = xasprintf("%.*s  template:\n    metadata:\n      labels:\n        a: [1]\n%s", (int)(at - tt), tt,
+			 at + strlen("  template:\n"));
+	m = manifest_parse(with, strlen(with), &err);
+	T_CHECK(m == NULL && err && strstr(err, "spec.template.metadata.labels.a") != NULL);
+	manifest_free(m);
+	free(err);
+	err = NULL;
+	free(with);
+	free(tt);
+
 	uint64_t q;
 	T_EQ_INT(manifest_quantity("1024M", &q), 0);
 	T_EQ_INT(q, 1024000000);

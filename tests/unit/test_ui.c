@@ -904,6 +904,7 @@ static const struct {
 	{ "Node list (:node)", clusterlist_node_keys },
 	{ "Migration list (:vmim)", clusterlist_vmim_keys },
 	{ "PVC and DataVolume lists (:pvc, :dv)", clusterlist_storage_keys },
+	{ "Replica set list (:vmirs)", clusterlist_vmirs_keys },
 	{ "Port forwards (:pf)", pf_keys },
 };
 
