@@ -138,6 +138,7 @@ cleanroom:
 # tests/e2e/engine_chaos.sh says why): under the sanitizers the trials hunt memory errors on those paths, the plain
 # run's counts prove durability. And the scripts that run no kvcon code (the fake cluster's own tests in Python,
 # the lab's self-test of its scripts, QEMU and libvirt) are omitted: the sanitizers have nothing of kvcon's there.
+# Both executables are built with the sanitizers (build-asan/kvcon and the build-asan/kvcon-engine it starts).
 SAN = -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 ASAN_CHAOS = CHAOS_TRIALS=16 CHAOS_MIG_TRIALS=3
 ASAN_OMIT = ^tests/(e2e/fakekube_unit|e2e/fakekube_kubectl|lab/selftest)\.sh$$
