@@ -1,5 +1,6 @@
 /* `kvcon engine VERB ...`: the engine's own verbs (apply, serve, pull, reconcile; migrate and drain in
- * cmd_engine_migrate.c), each through the engine service of its hosts (-c URI, default the embedded driver), and
+ * cmd_engine_migrate.c), each through the engine service of its hosts (-c URI, default the embedded driver; serve
+ * and pull are kvcon-engine's, exec'd: service/service.h), and
  * the old spellings of the top-level verbs on the engine only (get, the actions of model/registry.c,
  * console, vnc: cmd_get, cmd_action, cmd_console, cmd_vnc with opts.engine_only). The verbs are child rows of the
  * engine's row in the command table (cmd/cmd.c), their flags parsed by cmd/args.c. */
@@ -7,17 +8,10 @@
 #include "cmd/cmd_apply.h"
 
 #include <errno.h>
-#include <fcntl.h>
-#include <json-c/json.h>
-#include <netinet/in.h>
-#include <poll.h>
-#include <pthread.h>
-#include <regex.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include "cmd/session.h"
