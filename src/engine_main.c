@@ -89,7 +89,8 @@ static int parse(int argc, char **argv, const struct opt_row *rows, size_t n, co
 			continue;
 		}
 		if (r == NULL || (r->type != OPT_FLAG && val == NULL && i + 1 >= argc)) {
-			log_eprintf("error: kvcon-engine %s: unexpected argument '%s' (kvcon engine %s --help)\n", argv[0], a,
+			/* the words `kvcon engine serve` always said */
+			log_eprintf("error: unexpected argument '%s' for \"kvcon engine %s\" (kvcon engine --help)\n", a,
 				    argv[0]);
 			return EXIT_USAGE;
 		}
