@@ -3,16 +3,31 @@ PREFIX  ?= /usr/local
 DESTDIR ?=
 BUILD   ?= build
 CC      ?= cc
-PKGS     = ncursesw libcurl json-c vterm libvncclient libvirt libvirt-qemu yaml-0.1 zlib libxml-2.0 libarchive libcrypto libmicrohttpd
+# Two executables, each with its modules (directories of src/; one both use is in both lists) and its libraries:
+# kvcon (the console, the CLI, the dashboard: a client of clusters and of the engine service, whose API alone it
+# reaches) and kvcon-engine (the engine service: the engine, the API server, libvirt's and the archive's
+# libraries), installed beside kvcon, which starts it (src/service/service.c). tests/needed.sh checks that kvcon
+# needs none of the engine's libraries.
+KVCON_MODULES  = core model kube service console ui cmd
+ENGINE_MODULES = core model kube service engine apiserver
+KVCON_PKGS  = ncursesw libcurl json-c vterm libvncclient yaml-0.1 zlib libcrypto
+ENGINE_PKGS = libcurl json-c yaml-0.1 zlib libvirt libvirt-qemu libxml-2.0 libarchive libcrypto libmicrohttpd
+PKGS     = $(sort $(KVCON_PKGS) $(ENGINE_PKGS))
 WARN     = -Wall -Wextra -Wshadow -Wformat=2 -Werror
 CFLAGS  ?= -O2 -g
 ALL_CFLAGS = -std=c11 -D_GNU_SOURCE $(WARN) $(CFLAGS) -Isrc $(shell pkg-config --cflags $(PKGS) 2>/dev/null) -MMD -MP
 LIBS     = $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lpthread -lm
+KVCON_LIBS  = $(shell pkg-config --libs $(KVCON_PKGS) 2>/dev/null) -lpthread -lm
+ENGINE_LIBS = $(shell pkg-config --libs $(ENGINE_PKGS) 2>/dev/null) -lpthread -lm
 
 SRC      = $(wildcard src/*/*.c)
 OBJ      = $(SRC:%.c=$(BUILD)/%.o)
 LIBOBJ   = $(OBJ)
+modobj   = $(patsubst %.c,$(BUILD)/%.o,$(foreach m,$(1),$(wildcard src/$(m)/*.c)))
+KVCON_OBJ  = $(call modobj,$(KVCON_MODULES))
+ENGINE_OBJ = $(call modobj,$(ENGINE_MODULES))
 MAINOBJ  = $(BUILD)/src/main.o
+ENGINE_MAINOBJ = $(BUILD)/src/engine_main.o
 UNIT_SRC = $(wildcard tests/unit/test_*.c)
 UNIT_BIN = $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 FUZZ_SRC = $(wildcard tests/fuzz/fuzz_*.c)
@@ -21,10 +36,11 @@ REPLAY_BIN = $(FUZZ_SRC:tests/fuzz/%.c=$(BUILD)/replay/%)
 .PHONY: all tests-built run check unit e2e bench asan fuzz install install-unit clean deps deps-build cleanroom
 
 BIN     ?= kvcon
+ENGINE_BIN = $(patsubst ./%,%,$(dir $(BIN))kvcon-engine)
 # run, check and asan compile with one job per core (CI has two): the build is a minute of a serial run's time
 JOBS    ?= $(shell nproc 2>/dev/null || echo 2)
 
-all: $(BIN)
+all: $(BIN) $(ENGINE_BIN)
 
 # everything the test runners run, built in parallel by check, unit and asan before they run it serially
 tests-built: all $(UNIT_BIN) $(REPLAY_BIN)
@@ -34,14 +50,28 @@ tests-built: all $(UNIT_BIN) $(REPLAY_BIN)
 # `make -j` never compiles before they are there.
 deps-build:
 	@./scripts/deps.sh build
-$(OBJ) $(MAINOBJ): | deps-build
+$(OBJ) $(MAINOBJ) $(ENGINE_MAINOBJ): | deps-build
 
 deps:
 	@./scripts/deps.sh check
 
-$(BIN): $(MAINOBJ) $(BUILD)/libkvcon.a
+# each links an archive of its own modules only (a call across the boundary is a link error, not a library pulled
+# in) with its own libraries; libkvcon.a (every module) is the tests'
+$(BIN): $(MAINOBJ) $(BUILD)/libkvcon-cli.a
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -o $@ $(MAINOBJ) $(BUILD)/libkvcon.a $(LIBS)
+	$(CC) $(ALL_CFLAGS) -o $@ $(MAINOBJ) $(BUILD)/libkvcon-cli.a $(KVCON_LIBS)
+
+$(ENGINE_BIN): $(ENGINE_MAINOBJ) $(BUILD)/libkvcon-engine.a
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -o $@ $(ENGINE_MAINOBJ) $(BUILD)/libkvcon-engine.a $(ENGINE_LIBS)
+
+$(BUILD)/libkvcon-cli.a: $(KVCON_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(BUILD)/libkvcon-engine.a: $(ENGINE_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
 
 $(BUILD)/libkvcon.a: $(LIBOBJ)
 	@rm -f $@
@@ -75,7 +105,8 @@ $(BUILD)/replay/%: tests/fuzz/%.c tests/fuzz/replay.c $(BUILD)/libkvcon.a
 # Each runner ends with `N passed, N failed, N skipped` (tests/counts.sh); with KVCON_STRICT=1 a skip fails.
 # tests/check-exports.sh: no src/ object exports what nothing else uses (nm over the objects, well under a second).
 # tests/layers.sh: no include cycle between the layers of src/.
-RUN_UNIT = ./tests/run-unit.sh ./tests/layers.sh $(UNIT_BIN); u=$$?; ./tests/check-exports.sh $(BUILD); x=$$?; \
+# tests/needed.sh: kvcon needs none of the engine's libraries (readelf -d).
+RUN_UNIT = KVCON_BIN=$(CURDIR)/$(BIN) ./tests/run-unit.sh ./tests/layers.sh ./tests/needed.sh $(UNIT_BIN); u=$$?; ./tests/check-exports.sh $(BUILD); x=$$?; \
 	./tests/run-replay.sh $(REPLAY_BIN) && [ $$u = 0 ] && [ $$x = 0 ]
 RUN_E2E  = KVCON_BIN=$(CURDIR)/$(BIN) KVCON_BUILD=$(CURDIR)/$(BUILD) KVCON_CFLAGS="$(CFLAGS)" KVCON_LIBS="$(LIBS)" \
 	./tests/run-e2e.sh
@@ -107,6 +138,7 @@ cleanroom:
 # tests/e2e/engine_chaos.sh says why): under the sanitizers the trials hunt memory errors on those paths, the plain
 # run's counts prove durability. And the scripts that run no kvcon code (the fake cluster's own tests in Python,
 # the lab's self-test of its scripts, QEMU and libvirt) are omitted: the sanitizers have nothing of kvcon's there.
+# Both executables are built with the sanitizers (build-asan/kvcon and the build-asan/kvcon-engine it starts).
 SAN = -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 ASAN_CHAOS = CHAOS_TRIALS=16 CHAOS_MIG_TRIALS=3
 ASAN_OMIT = ^tests/(e2e/fakekube_unit|e2e/fakekube_kubectl|lab/selftest)\.sh$$
@@ -129,6 +161,7 @@ fuzz:
 install: all install-unit
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man1 $(DESTDIR)$(PREFIX)/share/kvcon/themes
 	install -m 755 kvcon $(DESTDIR)$(PREFIX)/bin/kvcon
+	install -m 755 kvcon-engine $(DESTDIR)$(PREFIX)/bin/kvcon-engine
 	install -m 644 man/kvcon.1 $(DESTDIR)$(PREFIX)/share/man/man1/kvcon.1
 	install -m 644 themes/* $(DESTDIR)$(PREFIX)/share/kvcon/themes/ 2>/dev/null || true
 
@@ -139,6 +172,6 @@ install-unit:
 	chmod 644 $(DESTDIR)$(PREFIX)/lib/systemd/user/kvcon-engine.service
 
 clean:
-	rm -rf $(BUILD) build-asan build-fuzz kvcon
+	rm -rf $(BUILD) build-asan build-fuzz kvcon kvcon-engine
 
--include $(OBJ:.o=.d) $(MAINOBJ:.o=.d) $(UNIT_BIN:=.d)
+-include $(OBJ:.o=.d) $(MAINOBJ:.o=.d) $(ENGINE_MAINOBJ:.o=.d) $(UNIT_BIN:=.d)

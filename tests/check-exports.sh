@@ -12,7 +12,7 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 # the objects of today's sources (a stale object of a removed file is no export)
 set --
-for c in src/*/*.c src/main.c; do set -- "$@" "$b/${c%.c}.o"; done
+for c in src/*/*.c src/*.c; do set -- "$@" "$b/${c%.c}.o"; done
 for o in "$@"; do
 	[ -f "$o" ] || { printf '  FAIL exports (%s missing: run make all first)\n' "$o"; failed=1; counts_end; exit; }
 done

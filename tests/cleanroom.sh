@@ -310,7 +310,15 @@ log "make run: the dashboard quit, make run exit 0"
 # demo guest. Stopped the way the README tells a user (the VM, then the service by its pid file), before make
 # check, so that what is left after make check is the tests' own. The pane (its `sleep`) goes first.
 "${TM[@]}" kill-session -t cr 2>/dev/null || true
+# the service is the engine's own executable, built beside kvcon (kvcon links none of the engine's libraries)
+inside /bin/bash -c 'for f in /root/.local/state/kvcon/engine-*.sock.pid; do [ -f "$f" ] || continue
+    [ "$(readlink "/proc/$(cat "$f")/exe")" = /root/kvcon/kvcon-engine ] || exit 1; done' ||
+    die "the engine service make run left is not /root/kvcon/kvcon-engine"
 inside /bin/bash -c 'cd /root/kvcon && ./kvcon engine stop demo-vm --force' >&2 || die "engine stop demo-vm after make run"
+# make install puts kvcon-engine beside kvcon, where the installed kvcon looks for it
+inside /bin/bash -c 'cd /root/kvcon && make -s install DESTDIR=/tmp/kvcon-inst >/dev/null &&
+    [ -x /tmp/kvcon-inst/usr/local/bin/kvcon-engine ] && /tmp/kvcon-inst/usr/local/bin/kvcon version --client >/dev/null &&
+    rm -rf /tmp/kvcon-inst' >&2 || die "make install: no kvcon-engine beside kvcon"
 inside /bin/bash -c 'for f in /root/.local/state/kvcon/engine-*.sock.pid; do [ -f "$f" ] && kill -TERM "$(cat "$f")"; done; exit 0'
 for ((i = 0; i < 100; i++)); do
     [[ -z $(room_pids) ]] && break

@@ -1,7 +1,7 @@
 #!/bin/sh
 # The include graph between src/ layers must have no cycle (docs/ARCHITECTURE.md, "Layers").
-# Reads every #include "LAYER/..." of src/*/*.[ch] and src/main.c, builds the layer -> layer graph and fails on
-# any cycle, printing it with one file that makes each edge. Usage: tests/layers.sh [SRCDIR] (default: src).
+# Reads every #include "LAYER/..." of src/*/*.[ch] and of the mains (src/*.c, the layer main), builds the
+# layer -> layer graph and fails on any cycle, printing it with one file that makes each edge. Usage: tests/layers.sh [SRCDIR] (default: src).
 set -eu
 if [ $# = 0 ]; then
 	# the check checks itself first: a two-layer cycle must fail (and be named), one direction must pass
@@ -22,7 +22,7 @@ src=$1
 [ -d "$src" ] || { echo "layers: no directory $src" >&2; exit 1; }
 # edges "from to file", one per (from,to) pair (the first file seen names it)
 edges=$(
-	for f in "$src"/main.c "$src"/*/*.c "$src"/*/*.h; do
+	for f in "$src"/*.c "$src"/*/*.c "$src"/*/*.h; do
 		[ -f "$f" ] || continue
 		rel=${f#"$src"/}
 		case $rel in */*) from=${rel%%/*} ;; *) from=main ;; esac

@@ -12,18 +12,20 @@ export KVCON_ROOT="$PWD"
 logdir="$PWD/build/e2e-logs"
 mkdir -p "$logdir"
 n=0
-# Processes a test leaves behind, started while it ran: an `engine serve` of the binary under test that carries
-# this run's mark in its environment (KVCON_E2E_RUN, inherited by the services kvcon starts on demand), or a QEMU
+# Processes a test leaves behind, started while it ran: an `engine serve` of the binary under test (the
+# kvcon-engine beside it, which kvcon starts and `kvcon engine serve` execs) that carries this run's mark in its
+# environment (KVCON_E2E_RUN, inherited by the services kvcon starts on demand), or a QEMU
 # whose command line names a /tmp directory that is gone and that the test's log names (its test removed it).
 # Printed, then ended (they would disturb the next test), and the test fails. Another suite's processes on the
 # same machine (another checkout, another runner) are never this run's.
 kvbin=$(readlink -f "$KVCON_BIN")
+kveng=$(dirname "$kvbin")/kvcon-engine
 export KVCON_E2E_RUN="$$.$(date +%s%N)"
 ours() { # PID LOG: an `engine serve` of this run, or a QEMU of a removed /tmp directory LOG names
 	local exe cmd w d
 	exe=$(readlink "/proc/$1/exe" 2>/dev/null) || return 1
 	cmd=$({ tr '\0' ' ' <"/proc/$1/cmdline"; } 2>/dev/null) || return 1
-	if [ "${exe% (deleted)}" = "$kvbin" ]; then
+	if [ "${exe% (deleted)}" = "$kvbin" ] || [ "${exe% (deleted)}" = "$kveng" ]; then
 		[[ $cmd == *" engine serve"* ]] || return 1
 		tr '\0' '\n' <"/proc/$1/environ" 2>/dev/null | grep -qxF "KVCON_E2E_RUN=$KVCON_E2E_RUN"
 		return

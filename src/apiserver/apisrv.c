@@ -40,6 +40,7 @@
 #include "core/util.h"
 #include "core/version.h"
 #include "core/xmalloc.h"
+#include "service/service.h"
 #include "core/ydoc.h"
 #include "engine/apisel.h"
 #include "engine/apitls.h"
@@ -544,6 +545,12 @@ static int serve_https(struct apisrv *srv, const char *state, const char *spath,
 	*kpath = kubeconfig ? xstrdup(kubeconfig) : util_path_join(state, "engine-kubeconfig");
 	if (apitls_kubeconfig(*kpath, &srv->tls, port, err) < 0)
 		return -1;
+	/* this root's own copy, which `kvcon engine kubeconfig` prints (kvcon links no TLS code of the engine) */
+	char *own = engine_service_file(state, spath, "engine-kubeconfig");
+	int rc = apitls_kubeconfig(own, &srv->tls, port, err);
+	free(own);
+	if (rc < 0)
+		return -1;
 	printf("https: https://127.0.0.1:%d\nkubeconfig: %s\n", port, *kpath);
 	return 0;
 }
@@ -607,12 +614,20 @@ int apisrv_serve(const struct apisrv_config *c, char **errp)
 		srv->sock_ino = sb.st_ino;
 	}
 	printf("socket: %s\n", spath);
+	if (port < 0) { /* engine.api-port = off: no kubeconfig of this root's (an earlier service's) stays */
+		char *own = engine_service_file(state, spath, "engine-kubeconfig");
+		unlink(own);
+		free(own);
+	}
 	if (port >= 0 && serve_https(srv, state, spath, kubeconfig, port, recorded, &kpath, &err) < 0) {
 		if (!sticky)
 			goto fail;
 		/* the default HTTPS is a convenience: without it (no loopback in a sandbox) the socket still serves */
 		log_warn("engine serve: no HTTPS: %s", err);
 		printf("https: none (%s)\n", err);
+		char *own = engine_service_file(state, spath, "engine-kubeconfig");
+		unlink(own); /* no kubeconfig for a port this service does not serve */
+		free(own);
 		free(err);
 		err = NULL;
 	}

@@ -267,7 +267,6 @@ int console_script(const char *ns, const char *name, const char *const *opt, con
 		buf_init(&K.seen);
 		rc = script(ns, name, timeout_s);
 		buf_free(&K.seen);
-		session_sources_close();
 		source_free_all();
 		store_free(K.st);
 		loop_fini();

@@ -175,14 +175,12 @@ int cmd_console(int argc, char **argv)
 		if (halted) {
 			log_eprintf("error: %s\n", halted);
 			free(halted);
-			session_sources_close();
 			free(ns);
 			store_free(c.st);
 			return EXIT_API;
 		}
 		if (!c.src) {
 			log_eprintf("error: %s\n", err ? err : "no source");
-			session_sources_close();
 			free(err);
 			free(ns);
 			store_free(c.st);
@@ -234,7 +232,6 @@ out:
 		store_unlisten(c.st, c.listen_id);
 	panemain_close();
 	c.cs = NULL;
-	session_sources_close();
 	source_free_all();
 	store_free(c.st);
 	free(c.exit_msg);

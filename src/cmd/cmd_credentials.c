@@ -745,7 +745,6 @@ out:
 	free(c.key);
 	free(err);
 	free(ns);
-	session_sources_close();
 	source_free_all();
 	store_free(st);
 	return rc;

@@ -1,5 +1,6 @@
 /* `kvcon engine VERB ...`: the engine's own verbs (apply, serve, pull, reconcile; migrate and drain in
- * cmd_engine_migrate.c), each through the engine service of its hosts (-c URI, default the embedded driver), and
+ * cmd_engine_migrate.c), each through the engine service of its hosts (-c URI, default the embedded driver; serve
+ * and pull are kvcon-engine's, exec'd: service/service.h), and
  * the old spellings of the top-level verbs on the engine only (get, the actions of model/registry.c,
  * console, vnc: cmd_get, cmd_action, cmd_console, cmd_vnc with opts.engine_only). The verbs are child rows of the
  * engine's row in the command table (cmd/cmd.c), their flags parsed by cmd/args.c. */
@@ -7,17 +8,10 @@
 #include "cmd/cmd_apply.h"
 
 #include <errno.h>
-#include <fcntl.h>
-#include <json-c/json.h>
-#include <netinet/in.h>
-#include <poll.h>
-#include <pthread.h>
-#include <regex.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include "cmd/session.h"
@@ -34,11 +28,6 @@
 #include "cmd/cmd_get.h"
 #include "cmd/cmd_vnc.h"
 #include "cmd/cmd_serve.h"
-#include "engine/ejson.h"
-#include "engine/engine.h"
-#include "engine/estream.h"
-#include "engine/migrate.h"
-#include "engine/oci.h"
 #include "kube/http.h"
 #include "kube/kconsole.h"
 #include "kube/kube.h"
@@ -46,6 +35,8 @@
 #include "model/registry.h"
 #include "model/source.h"
 #include "model/store.h"
+#include "service/service.h"
+#include "service/settings.h"
 
 static struct {
 	struct store *st;
@@ -66,72 +57,7 @@ static bool run_until(bool (*cond)(void *), void *arg, uint64_t timeout_ms)
 }
 
 
-/* Unreadable records, each by its file name on stderr: the service's RecordUnreadable rows carry the file and
- * the reason in their Failure condition. */
-static void warn_bad_records(void)
-{
-	for (int i = 0; i < C.nsrcs; i++) {
-		size_t n;
-		struct obj *const *vms = store_objs(C.st, C.srcs[i], OBJ_VM, &n);
-		for (size_t k = 0; k < n; k++) {
-			const struct vm *vm = (const struct vm *)vms[k];
-			const struct cond *c = cond_find(vm->conds, vm->nconds, "Failure");
-			if (!util_str_eq(vm->printable_status, "RecordUnreadable") || c == NULL || c->message == NULL)
-				continue;
-			char *e = util_escape_display(c->message);
-			log_eprintf("warning: %s/%s: %s (the VM is not managed until the file is fixed or removed)\n",
-				    vm->o.ns, vm->o.name, e);
-			free(e);
-		}
-	}
-}
-
-static bool idle(void *arg)
-{
-	(void)arg;
-	return engine_idle();
-}
-
 /* ---- a verb's options, and asynchronous replies ---- */
-
-int engine_cli_args(int argc, char **argv, const struct cli_opt *rows, size_t n, const char *what, const char **operand)
-{
-	for (int i = 1; i < argc; i++) {
-		const struct cli_opt *o = NULL;
-		for (size_t k = 0; k < n && o == NULL; k++)
-			if (strcmp(argv[i], rows[k].name) == 0 && (rows[k].type == CLI_FLAG || i + 1 < argc))
-				o = &rows[k];
-		if (o == NULL && argv[i][0] != '-' && what && *operand == NULL) {
-			*operand = argv[i];
-			continue;
-		}
-		if (o == NULL) {
-			log_eprintf("error: unexpected argument '%s' for \"kvcon engine %s\" (kvcon engine --help)\n", argv[i],
-				    argv[0]);
-			return EXIT_USAGE;
-		}
-		const char *v = o->type == CLI_FLAG ? NULL : argv[++i];
-		switch (o->type) {
-		case CLI_FLAG:
-			*(bool *)o->dst = true;
-			break;
-		case CLI_INT:
-			*(int *)o->dst = atoi(v);
-			break;
-		case CLI_ULONG:
-			*(unsigned long *)o->dst = strtoul(v, NULL, 10);
-			break;
-		case CLI_STR:
-			*(const char **)o->dst = v;
-			break;
-		}
-	}
-	if (what && *operand == NULL) {
-		log_eprintf("error: kvcon engine %s: %s is required\n", argv[0], what);
-		return EXIT_USAGE;
-	}
-	return 0;
-}
 
 void engine_cli_reply(void *reply, int status, const char *msg)
 {
@@ -173,12 +99,9 @@ static int open_engine(void)
 	return EXIT_OK;
 }
 
-static int close_engine(int rc, uint64_t converge_ms)
+static int close_engine(int rc)
 {
-	if (!loop_quitting())
-		run_until(idle, NULL, converge_ms);
-	engine_close_all();
-	loop_once(0); /* deliver what the workers posted last */
+	loop_once(0); /* deliver what was posted last */
 	return rc;
 }
 
@@ -351,47 +274,8 @@ int cmd_engine_vnc(int argc, char **argv)
 
 /* ---- pull: an image into the engine's cache, as a start would ---- */
 
-struct pull_call {
-	const char *ref, *root;
-	const struct oci_regconf *conf;
-	struct oci_progress prog;
-	struct oci_result res;
-	char *err;
-	int rc;
-	volatile int done;
-};
-
-static void *pull_call_thread(void *arg)
-{
-	struct pull_call *p = arg;
-	p->rc = oci_pull(p->ref, p->conf, p->root, &p->prog, &p->res, &p->err);
-	__atomic_store_n(&p->done, 1, __ATOMIC_RELEASE);
-	return NULL;
-}
-
-/* Runs the pull on a thread and prints its progress (bytes fetched of total, bytes unpacked) on stderr once a
- * second. */
-static int pull_with_progress(struct pull_call *p)
-{
-	pthread_t t;
-	if (pthread_create(&t, NULL, pull_call_thread, p) != 0)
-		return pull_call_thread(p), p->rc;
-	uint64_t last = util_now_ms();
-	while (!__atomic_load_n(&p->done, __ATOMIC_ACQUIRE)) {
-		usleep(50000);
-		if (util_now_ms() - last >= 1000 && p->prog.total) {
-			last = util_now_ms();
-			char *line = oci_progress_text(p->ref, &p->prog);
-			char *e = util_escape_display(line);
-			fprintf(stderr, "%s\n", e);
-			free(e);
-			free(line);
-		}
-	}
-	pthread_join(t, NULL);
-	return p->rc;
-}
-
+/* The pull itself is kvcon-engine's (`kvcon-engine engine pull IMAGE`: the OCI client, libarchive): exec'd here with the
+ * same stdio, so that its progress lines and its answer are this command's. */
 int cmd_engine_pull(int argc, char **argv)
 {
 	struct args a;
@@ -405,34 +289,18 @@ int cmd_engine_pull(int argc, char **argv)
 	args_free(&a);
 	if (p != ARGS_OK)
 		return p == ARGS_HELP ? EXIT_OK : EXIT_USAGE;
-	int rc = EXIT_OK;
-	char *err = NULL, *root = engine_image_cache();
-	struct oci_regconf *conf = oci_regconf_load(&err);
-	struct pull_call pc = { .ref = ref, .root = root, .conf = conf, .rc = -1 };
-	struct oci_result res;
-	uint64_t t0 = util_now_ms();
-	if (conf && pull_with_progress(&pc) == 0)
-		res = pc.res;
-	else if (conf)
-		err = pc.err;
-	if (conf == NULL || pc.rc < 0) {
-		char *e = util_escape_display(err);
-		fprintf(stderr, "error: ErrImagePull: %s\n", e);
-		free(e);
-		rc = EXIT_API;
-	} else {
-		double s = (double)(util_now_ms() - t0) / 1000.0;
-		char *r = util_escape_display(ref);
-		printf("pulled %s %s from %s: %llu bytes fetched in %.3f s (%.1f MiB/s)\n%s\n", r, res.manifest_digest,
-		       res.endpoint, (unsigned long long)res.fetched, s,
-		       s > 0 ? (double)res.fetched / (1 << 20) / s : 0.0, res.disk);
-		free(r);
-		oci_result_free(&res);
+	char *err = NULL, *exe = engine_exe(&err);
+	if (exe == NULL) {
+		log_eprintf("error: %s\n", err);
+		free(err);
+		return EXIT_API;
 	}
-	free(err);
-	free(root);
-	oci_regconf_free(conf);
-	return rc;
+	char *const av[] = { exe, (char *)"engine", (char *)"pull", (char *)"--", (char *)ref, NULL };
+	fflush(NULL);
+	execv(exe, av);
+	log_eprintf("error: %s: %s\n", exe, strerror(errno));
+	free(exe);
+	return EXIT_API;
 }
 
 /* ---- reconcile: run the engine headless for a while ---- */
@@ -470,29 +338,18 @@ int cmd_engine_reconcile(int argc, char **argv)
 	int rc = open_engine();
 	if (rc)
 		return rc;
-	if (C.nsrcs > 0 && C.srcs[0]->type == SOURCE_KUBE) {
-		/* an engine service holds these hosts and reconciles them all the time: nothing to run here but
-		 * to wait (--for), then for its VMs to settle */
-		printf("engine ready (the engine service reconciles these hosts)\n");
-		fflush(stdout);
-		uint64_t until = util_now_ms() + (uint64_t)(secs > 0 ? secs : 0) * 1000;
-		while (util_now_ms() < until && !loop_quitting())
-			loop_once(200);
-		if (!run_until(routed_settled, NULL, 60000)) {
-			log_eprintf("error: reconcile: the engine service's VMs did not settle within 60 s\n");
-			return close_engine(EXIT_API, 0);
-		}
-		return close_engine(EXIT_OK, 0);
-	}
-	warn_bad_records();
-	printf("engine ready\n"); /* tests wait for this line: events are registered, the first resync done */
+	/* the engine service holds these hosts and reconciles them all the time: nothing to run here but to wait
+	 * (--for), then for its VMs to settle */
+	printf("engine ready (the engine service reconciles these hosts)\n");
 	fflush(stdout);
-	if (secs > 0) {
-		uint64_t until = util_now_ms() + (uint64_t)secs * 1000;
-		while (util_now_ms() < until && !loop_quitting())
-			loop_once(200);
+	uint64_t until = util_now_ms() + (uint64_t)(secs > 0 ? secs : 0) * 1000;
+	while (util_now_ms() < until && !loop_quitting())
+		loop_once(200);
+	if (!run_until(routed_settled, NULL, 60000)) {
+		log_eprintf("error: reconcile: the engine service's VMs did not settle within 60 s\n");
+		return close_engine(EXIT_API);
 	}
-	return close_engine(EXIT_OK, 60000);
+	return close_engine(EXIT_OK);
 }
 
 int cmd_engine(int argc, char **argv)
@@ -539,9 +396,9 @@ int engine_cli_open(void)
 	return open_engine();
 }
 
-int engine_cli_close(int rc, uint64_t converge_ms)
+int engine_cli_close(int rc)
 {
-	return close_engine(rc, converge_ms);
+	return close_engine(rc);
 }
 
 bool engine_cli_run_until(bool (*cond)(void *), void *arg, uint64_t timeout_ms)

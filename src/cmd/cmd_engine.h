@@ -1,5 +1,6 @@
 /* `kvcon engine ...`: the engine's verbs on the command line (apply, serve, pull, reconcile, migrate, drain), and
- * get, console, vnc and the actions (model/registry.c): the top-level verbs on the engine only. */
+ * get, console, vnc and the actions (model/registry.c): the top-level verbs on the engine only. Each goes through
+ * the engine service; serve and pull are kvcon-engine's, exec'd (service/service.h). */
 #ifndef KVCON_CMD_CMD_ENGINE_H
 #define KVCON_CMD_CMD_ENGINE_H
 
@@ -13,9 +14,9 @@ struct store;
 
 int cmd_engine(int argc, char **argv);
 
-/* For the verbs in other files (migcli.c): open every host and wait for them, leave after converging. */
+/* For the verbs in other files (cmd_engine_migrate.c): the engine service open and its lists read, and done. */
 int engine_cli_open(void);
-int engine_cli_close(int rc, uint64_t converge_ms);
+int engine_cli_close(int rc);
 bool engine_cli_run_until(bool (*cond)(void *), void *arg, uint64_t timeout_ms);
 struct source **engine_cli_sources(int *n);
 struct store *engine_cli_store(void);
@@ -23,20 +24,6 @@ const char *engine_cli_ns(void);
 /* No -c: the engine hosts of the config file ($XDG_CONFIG_HOME/kvcon/config, `engine.host = URI ...`) become the -c list,
  * for the dashboard and every command alike. */
 void engine_cli_config_hosts(struct kvcon_opts *o);
-/* The options of `engine serve` as rows (cmd/apisrv.c; every other verb's flags are the command table's, parsed by
- * cmd/args.c): a flag sets a bool; the others read the next argument (an int, an unsigned long, a string). */
-enum cli_opt_type { CLI_FLAG, CLI_INT, CLI_ULONG, CLI_STR };
-struct cli_opt {
-	const char *name;
-	enum cli_opt_type type;
-	void *dst;
-};
-#define CLI_ROWS(t) (t), (sizeof(t) / sizeof((t)[0]))
-/* Parses argv[1..argc) of `kvcon engine VERB` (argv[0] the verb) against the rows, and at most one operand into
- * *operand; what names it ("NAME") when it is required, NULL when the verb takes none. On anything else prints the
- * error and returns EXIT_USAGE; else 0. */
-int engine_cli_args(int argc, char **argv, const struct cli_opt *rows, size_t n, const char *what,
-		    const char **operand);
 /* What an asynchronous engine call answered: a callback fills it (done set). */
 struct cli_reply {
 	bool done;
@@ -44,7 +31,7 @@ struct cli_reply {
 	char *msg; /* owned */
 };
 void engine_cli_reply(void *reply, int status, const char *msg); /* an action_done_cb */
-/* migcli.c */
+/* cmd_engine_migrate.c */
 int migrate_cmd(int argc, char **argv);
 int drain_cmd(int argc, char **argv);
 /* The engine's verbs, rows of the command table (cmd/cmd.c: child rows of `engine`); argv[0] is the sub-verb. */

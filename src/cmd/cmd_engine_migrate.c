@@ -10,14 +10,20 @@
 #include "core/xmalloc.h"
 #include "cmd/args.h"
 #include "cmd/cmd_engine.h"
-#include "engine/engine.h"
-#include "engine/migrate.h"
 #include "model/source.h"
 #include "model/store.h"
 
+/* The flags of migrate and drain (their rows in cmd/cmd.c), as the migrate request carries them. */
+struct migrate_opts {
+	const char *target;      /* host name or URI; NULL: the engine's choice */
+	const char *mig_uri;     /* the target's URI as the source host reaches it; NULL: from the config */
+	bool offline;            /* a stopped VM: move its definition and record only */
+	bool auto_converge, postcopy, copy_storage;
+	unsigned long bandwidth; /* MiB/s, 0 unlimited */
+	int timeout;             /* s, 0 none */
+};
+
 struct mig_wait {
-	struct cli_reply r; /* the job's end (engine_cli_reply) */
-	struct source *src;
 	const char *ns, *name;
 	uint64_t last_print;
 	int last_pct;
@@ -58,11 +64,9 @@ static void print_progress(struct mig_wait *w, bool final)
 	fflush(stdout);
 }
 
-static bool mig_finished(void *arg)
+static bool replied(void *arg)
 {
-	struct mig_wait *w = arg;
-	print_progress(w, false);
-	return w->r.done;
+	return ((struct cli_reply *)arg)->done;
 }
 
 static struct source *source_of(const char *ns, const char *name)
@@ -174,7 +178,7 @@ static int migrate_routed(struct source *src, const char *ns, const char *name, 
 	return EXIT_OK;
 }
 
-/* Runs one migration to its end. 0 ok, else an exit code. */
+/* Runs one migration to its end through the engine service. 0 ok, else an exit code. */
 static int migrate_one(const char *ns, const char *name, const struct migrate_opts *o, bool quiet)
 {
 	struct source *src = source_of(ns, name);
@@ -182,41 +186,11 @@ static int migrate_one(const char *ns, const char *name, const struct migrate_op
 		log_eprintf("error: virtualmachine \"%s\" not found in namespace %s\n", name, ns);
 		return EXIT_API;
 	}
-	if (src->type == SOURCE_KUBE)
-		return migrate_routed(src, ns, name, o, quiet);
-	struct mig_wait w = { .src = src, .ns = ns, .name = name, .quiet = quiet };
-	char *err = NULL;
-	if (engine_migrate(src, ns, name, o, engine_cli_reply, &w.r, &err) < 0) {
-		print_err("migrate", name, err);
-		free(err);
-		return EXIT_API;
-	}
-	uint64_t limit = (uint64_t)(o->timeout > 0 ? o->timeout + 120 : 24 * 3600) * 1000;
-	if (!engine_cli_run_until(mig_finished, &w, limit)) {
-		log_eprintf("error: migrate %s: interrupted; the migration is aborted\n", name);
-		engine_migrate_abort(src, ns, name, &err);
-		free(err);
-		w.quiet = true;
-		engine_cli_run_until(mig_finished, &w, 60000);
-		free(w.r.msg);
-		return EXIT_API;
-	}
-	int rc = EXIT_OK;
-	if (w.r.status != 0) {
-		print_err("migrate", name, w.r.msg);
-		rc = EXIT_API;
-	} else {
-		char *e = util_escape_display(w.r.msg ? w.r.msg : "migrated");
-		printf("virtualmachine %s %s\n", name, e);
-		free(e);
-	}
-	fflush(stdout);
-	free(w.r.msg);
-	return rc;
+	return migrate_routed(src, ns, name, o, quiet);
 }
 
-/* `--abort NAME` from another process: the job runs in the process that started it; libvirt's own abort
- * reaches it through the source host. */
+/* `--abort NAME` from another process: the job runs in the engine service, which aborts it through the source
+ * host. */
 static int abort_cmd(const char *ns, const char *name)
 {
 	struct source *src = source_of(ns, name);
@@ -225,23 +199,21 @@ static int abort_cmd(const char *ns, const char *name)
 		return EXIT_API;
 	}
 	char *err = NULL;
-	struct mig_wait w = { .ns = ns, .name = name, .quiet = true };
+	struct cli_reply r = { 0 };
 	struct action_req req = { .act = ACT_MIGRATE_ABORT, .ns = ns, .name = name, .grace_period = -1 };
-	int arc = src->type == SOURCE_KUBE ? src->ops->action(src, &req, engine_cli_reply, &w.r, &err) /* the service */
-					   : migrate_abort_any(src, ns, name, engine_cli_reply, &w.r, &err);
-	if (arc < 0) {
+	if (src->ops->action(src, &req, engine_cli_reply, &r, &err) < 0) {
 		print_err("migrate --abort", name, err);
 		free(err);
 		return EXIT_API;
 	}
-	engine_cli_run_until(mig_finished, &w, 30000);
-	if (!w.r.done || w.r.status != 0) {
-		print_err("migrate --abort", name, w.r.done ? w.r.msg : "no answer from the source host");
-		free(w.r.msg);
+	engine_cli_run_until(replied, &r, 30000);
+	if (!r.done || r.status != 0) {
+		print_err("migrate --abort", name, r.done ? r.msg : "no answer from the source host");
+		free(r.msg);
 		return EXIT_API;
 	}
 	printf("virtualmachine %s: migration abort requested\n", name);
-	free(w.r.msg);
+	free(r.msg);
 	return EXIT_OK;
 }
 
@@ -290,7 +262,7 @@ int migrate_cmd(int argc, char **argv)
 		return rc;
 	const char *ns = engine_cli_ns();
 	rc = abort_it ? abort_cmd(ns, name) : migrate_one(ns, name, &o, quiet);
-	return engine_cli_close(rc, 30000);
+	return engine_cli_close(rc);
 }
 
 /* Migrates keys[0..nk) ("NS/NAME"; keys and each key freed here) one after the other with drain's progress lines;
@@ -353,33 +325,5 @@ int drain_cmd(int argc, char **argv)
 		rc = engine_cli_open();
 	if (rc)
 		return rc;
-	int n;
-	struct source **srcs = engine_cli_sources(&n);
-	struct source *src = NULL;
-	for (int i = 0; i < n; i++)
-		if (srcs[i]->type != SOURCE_KUBE && (strcmp(srcs[i]->name, host) == 0 || strcmp(srcs[i]->server, host) == 0))
-			src = srcs[i];
-	if (n > 0 && srcs[0]->type == SOURCE_KUBE)
-		return engine_cli_close(drain_routed(host, &o), 30000);
-	if (src == NULL) {
-		log_eprintf("error: drain: no engine host %s (open it with -c URI or list it in the config)\n", host);
-		return engine_cli_close(EXIT_USAGE, 0);
-	}
-	/* the list first: migrations change the store */
-	size_t nvm = 0;
-	struct obj *const *vms = store_objs(engine_cli_store(), src, OBJ_VM, &nvm);
-	char **keys = xcalloc(nvm + 1, sizeof *keys);
-	size_t nk = 0;
-	for (size_t i = 0; i < nvm; i++)
-		if (engine_running(src, vms[i]->ns, vms[i]->name))
-			keys[nk++] = xasprintf("%s/%s", vms[i]->ns, vms[i]->name);
-	printf("draining %s: %zu running VM%s\n", src->name, nk, nk == 1 ? "" : "s");
-	fflush(stdout);
-	int failed = drain_keys(keys, nk, &o);
-	if (failed)
-		log_eprintf("error: drain %s: %d of %zu migrations failed; those VMs still run on %s\n", host,
-			failed, nk, host);
-	else
-		printf("%s drained\n", src->name);
-	return engine_cli_close(failed ? EXIT_API : EXIT_OK, 30000);
+	return engine_cli_close(drain_routed(host, &o));
 }

@@ -19,8 +19,6 @@
 #include "cmd/args.h"
 #include "cmd/cmd.h"
 #include "cmd/session.h"
-#include "engine/engine.h"
-#include "engine/service.h"
 #include "kube/http.h"
 #include "kube/kget.h"
 #include "kube/kube.h"
@@ -689,7 +687,6 @@ static int run_kget(struct kget_opts *ko)
 	}
 	rc = kget_run(ko);
 out:
-	session_sources_close();
 	source_free_all();
 	store_free(e.st);
 	free(e.hosts);

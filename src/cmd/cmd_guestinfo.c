@@ -118,7 +118,6 @@ int cmd_guestinfo(int argc, char **argv)
 out:
 	free(err);
 	free(ns);
-	session_sources_close();
 	source_free_all();
 	store_free(st);
 	return rc;

@@ -1,6 +1,6 @@
 /* `kvcon engine kubeconfig [--merge]`: kubectl's way to the engine service without a restart. The service (started
- * on demand if none answers) serves HTTPS on 127.0.0.1 on the port it chose once and recorded (engine/apitls.h);
- * this prints a kubeconfig for it (server, CA, token, context kvcon-engine), or merges those three entries into
+ * on demand if none answers) serves HTTPS on 127.0.0.1 on the port it chose once and recorded (engine/apitls.h),
+ * and keeps this root's kubeconfig beside that record (service/service.h: engine_service_file); this prints it (server, CA, token, context kvcon-engine), or merges those three entries into
  * the user's kubeconfig (the first file of $KUBECONFIG, else ~/.kube/config), leaving every other entry alone. */
 #include "cmd/cmd_engine.h"
 
@@ -20,8 +20,8 @@
 #include "core/util.h"
 #include "core/xmalloc.h"
 #include "core/ydoc.h"
-#include "engine/apitls.h"
-#include "engine/engine.h"
+#include "core/trust.h"
+#include "service/service.h"
 
 #define CTX "kvcon-engine"
 #define MAX_KUBECONFIG (4u << 20)
@@ -167,31 +167,29 @@ int cmd_engine_kubeconfig(int argc, char **argv)
 		free(err);
 		return EXIT_API;
 	}
-	char *state = util_state_dir();
-	int port = apitls_port_read(state, sock), rc = EXIT_API;
-	struct apitls t = { 0 };
-	if (port < 0) {
-		log_eprintf("error: engine kubeconfig: the engine service on %s serves no HTTPS (engine.api-port = off?)\n",
-			    sock);
+	char *state = util_state_dir(), *kpath = engine_service_file(state, sock, "engine-kubeconfig"), *why = NULL;
+	int rc = EXIT_API;
+	char *text = trust_read_file(kpath, NULL, &why), *done = NULL;
+	if (text == NULL) {
+		log_eprintf("error: engine kubeconfig: the engine service on %s serves no HTTPS (engine.api-port = off?): "
+			    "%s: %s\n", sock, kpath, why ? why : "cannot read");
 		goto out;
 	}
-	if (apitls_load(state, &t, &err) < 0) {
-		log_eprintf("error: engine kubeconfig: %s\n", err);
-		goto out;
-	}
-	char *text = apitls_kubeconfig_text(&t, port), *done = NULL;
 	if (!want_merge) {
 		fputs(text, stdout);
 		rc = fflush(stdout) == 0 ? EXIT_OK : EXIT_API;
 	} else if (merge(text, &done) == 0) {
-		printf("context \"%s\" (https://127.0.0.1:%d) merged into %s\n", CTX, port, done);
+		const char *srv = strstr(text, "server: ");
+		int n = srv ? (int)strcspn(srv + 8, "\n") : 0;
+		printf("context \"%s\" (%.*s) merged into %s\n", CTX, n, srv ? srv + 8 : "", done);
 		free(done);
 		rc = EXIT_OK;
 	}
 	explicit_bzero(text, strlen(text));
 	free(text);
 out:
-	apitls_free(&t);
+	free(why);
+	free(kpath);
 	free(err);
 	free(state);
 	free(sock);

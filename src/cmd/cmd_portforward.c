@@ -164,7 +164,6 @@ out:
 	for (size_t a = 0; a < naddrs; a++)
 		free(addrs[a]);
 	free(rerr);
-	session_sources_close();
 	source_free_all();
 	store_free(st);
 	return rc;

@@ -1,4 +1,4 @@
-/* `kvcon engine serve`: the verb that runs the engine service (apiserver/apisrv.h). */
+/* `kvcon engine serve`: exec's kvcon-engine (src/engine_main.c), which runs the engine service. */
 #ifndef KVCON_CMD_CMD_SERVE_H
 #define KVCON_CMD_CMD_SERVE_H
 

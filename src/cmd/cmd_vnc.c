@@ -582,7 +582,6 @@ int cmd_vnc(int argc, char **argv)
 		rc = run_viewer(&o);
 	/* the loop may still hold posts from the session thread; give them one pass to drain */
 	loop_once(0);
-	session_sources_close();
 	if (vm_store) {
 		source_free_all();
 		store_free(vm_store);

@@ -3,9 +3,8 @@
  * condition holds, "error: timed out waiting for the condition on <plural>/NAME" and 1 when the timeout passes
  * first (default 30s), the API's NotFound (1) when the object does not exist (0 at once for --for=delete).
  *
- * On a cluster the object is read once, then watched (a watch on its name from that resourceVersion): each
- * event's object is evaluated, nothing polls. On the engine the store is the watch: each change the engine
- * publishes is evaluated (conditions, .status.phase, .status.printableStatus, .status.ready). */
+ * The object is read once, then watched (a watch on its name from that resourceVersion), on a cluster as on the
+ * engine service: each event's object is evaluated, nothing polls. */
 #include "cmd/cmd_wait.h"
 
 #include <curl/curl.h>
@@ -424,62 +423,6 @@ static int wait_cluster(struct session *s, const struct wait_args *a)
 	return w.result < 0 ? -1 : w.result;
 }
 
-/* ---- engine: the store is the watch ---- */
-
-static bool store_met(const struct session *s, const struct wait_args *a, bool *exists)
-{
-	const struct obj *o = store_find(s->st, s->src, a->kind, s->ns, s->name);
-	*exists = o != NULL;
-	if (o == NULL)
-		return a->what == FOR_DELETE;
-	if (a->what == FOR_DELETE)
-		return false;
-	const struct cond *conds = a->kind == OBJ_VM ? ((const struct vm *)o)->conds : ((const struct vmi *)o)->conds;
-	int nconds = a->kind == OBJ_VM ? ((const struct vm *)o)->nconds : ((const struct vmi *)o)->nconds;
-	if (a->what == FOR_CONDITION) {
-		for (int i = 0; i < nconds; i++)
-			if (conds[i].type && strcasecmp(conds[i].type, a->cond) == 0)
-				return conds[i].status && strcasecmp(conds[i].status, a->want) == 0;
-		return false;
-	}
-	const char *v = NULL;
-	if (strcmp(a->cond, "{.status.phase}") == 0 && a->kind == OBJ_VMI)
-		v = ((const struct vmi *)o)->phase;
-	else if (strcmp(a->cond, "{.status.printableStatus}") == 0 && a->kind == OBJ_VM)
-		v = ((const struct vm *)o)->printable_status;
-	else if (strcmp(a->cond, "{.status.ready}") == 0 && a->kind == OBJ_VM)
-		v = cond_is_true(conds, nconds, "Ready") ? "true" : "false";
-	return v && *v && (a->want_any || strcmp(v, a->want) == 0);
-}
-
-static int wait_engine(struct session *s, const struct wait_args *a)
-{
-	if (a->what == FOR_JSONPATH && strcmp(a->cond, "{.status.phase}") != 0 &&
-	    strcmp(a->cond, "{.status.printableStatus}") != 0 && strcmp(a->cond, "{.status.ready}") != 0) {
-		fprintf(stderr, "error: on the local engine --for=jsonpath takes {.status.phase} (vmi), "
-				"{.status.printableStatus} or {.status.ready} (vm)\n");
-		return 1;
-	}
-	bool exists;
-	uint64_t deadline = util_now_ms() + (uint64_t)(a->timeout_s * 1000);
-	bool ok = store_met(s, a, &exists);
-	if (!exists && a->what == FOR_DELETE)
-		return 2;
-	if (!exists) {
-		char *n = util_escape_display(s->name), gr[96];
-		fprintf(stderr, "Error from server (NotFound): %s \"%s\" not found\n",
-			registry_kind_gr(kind_of(a->kind), true, gr, sizeof gr), n);
-		free(n);
-		return 1;
-	}
-	while (!ok && util_now_ms() < deadline) {
-		uint64_t left = deadline - util_now_ms();
-		loop_once(left > 1000 ? 1000 : (int)left + 1); /* returns as soon as the engine posts a change */
-		ok = store_met(s, a, &exists);
-	}
-	return ok ? 0 : -1;
-}
-
 int cmd_wait(int argc, char **argv)
 {
 	struct wait_args a;
@@ -493,7 +436,7 @@ int cmd_wait(int argc, char **argv)
 	int rc = session_open(&s, "wait", a.ref);
 	if (rc != EXIT_OK)
 		goto out;
-	int r = s.src->type == SOURCE_KUBE ? wait_cluster(&s, &a) : wait_engine(&s, &a);
+	int r = wait_cluster(&s, &a); /* a cluster, or the engine service's API */
 	const struct kind_def *k = kind_of(a.kind);
 	char *n = util_escape_display(s.name), gr[96];
 	if (r == 0 || r == 2) {

@@ -1,6 +1,6 @@
 /* A command-line session on one object, and the resolver of NS/NAME to its source (see session.h). Sources open
- * through their providers' constructors (kube_open_ex, engine_open); everything after goes through the store and
- * provider_ops. */
+ * through the kube provider's constructor (kube_open_ex: a cluster, or the engine service over its socket);
+ * everything after goes through the store and provider_ops. */
 #include "cmd/session.h"
 
 #include <signal.h>
@@ -18,8 +18,8 @@
 #include "core/opts.h"
 #include "core/util.h"
 #include "core/xmalloc.h"
-#include "engine/engine.h"
-#include "engine/service.h"
+#include "service/service.h"
+#include "service/settings.h"
 #include "kube/http.h"
 #include "kube/kube.h"
 #include "model/chain.h"
@@ -27,10 +27,6 @@
 
 #define SYNC_TIMEOUT_MS 30000
 #define CLI_MAX_FAILURES 4
-#define ENGINE_READY_MS 120000 /* the embedded driver's first open probes QEMU (~1 min on a cold cache) */
-
-static bool engines_opened;
-static bool route_on = true;
 
 /* ---- opening the candidates ---- */
 
@@ -83,17 +79,6 @@ static struct source *open_kube(struct store *st, unsigned kinds, const char *ns
 
 /* ---- the engine service ---- */
 
-char *session_service_socket(void)
-{
-	struct kvcon_opts *o = opts_global();
-	return engine_service_socket(o->uris, o->nuris);
-}
-
-void session_route(bool on)
-{
-	route_on = on;
-}
-
 static int healthy(const char *sock)
 {
 	return kube_http_unix_healthy(sock, 3000);
@@ -103,7 +88,7 @@ char *session_service_answering(char **err)
 {
 	*err = NULL;
 	struct kvcon_opts *o = opts_global();
-	if (!route_on || o->no_engine)
+	if (o->no_engine)
 		return NULL;
 	return engine_service_ensure(o->uris, o->nuris, healthy, err);
 }
@@ -206,43 +191,8 @@ static struct source *open_service(struct store *st, char **err)
 	return src;
 }
 
-/* The engine itself, in this process: only the service opens it (session_route(false)); every host ready or
- * the first failure said. */
-static int open_in_process(struct store *st, struct source ***hosts, char **err)
-{
-	struct kvcon_opts *o = opts_global();
-	int n = o->nuris > 0 ? o->nuris : 1;
-	*hosts = xcalloc((size_t)n, sizeof **hosts);
-	engines_opened = true;
-	for (int i = 0; i < n; i++) {
-		const char *uri = o->nuris > 0 ? o->uris[i] : NULL;
-		char *e = NULL;
-		(*hosts)[i] = engine_open(st, uri, &e);
-		if ((*hosts)[i] == NULL) {
-			/* the engine's refusals name the URI */
-			*err = e ? e : xasprintf("%s: refused", uri ? uri : "the default engine");
-			return -1;
-		}
-	}
-	uint64_t deadline = util_now_ms() + ENGINE_READY_MS;
-	for (int i = 0; i < n; i++) {
-		struct source *h = (*hosts)[i];
-		/* the first failure is the answer (the engine's errors name the host or the machine's problem) */
-		while (!engine_ready(h) && engine_error(h) == NULL && util_now_ms() < deadline)
-			loop_once(100);
-		if (!engine_ready(h)) {
-			const char *why = engine_error(h);
-			*err = why ? xstrdup(why) : xasprintf("%s: timed out connecting", h->server);
-			return -1;
-		}
-	}
-	return n;
-}
-
 int session_open_engines(struct store *st, struct source ***hosts, char **err)
 {
-	if (!route_on)
-		return open_in_process(st, hosts, err);
 	*hosts = NULL;
 	char *serr = NULL;
 	struct source *svc = open_service(st, &serr);
@@ -366,18 +316,6 @@ struct source *session_resolve(struct store *st, const char *ns, const char *nam
 	return found;
 }
 
-void session_sources_close(void)
-{
-	if (!engines_opened)
-		return;
-	/* let the engine carry out what was asked (a stop, a restart) before its workers stop */
-	uint64_t deadline = util_now_ms() + 60000;
-	while (!engine_idle() && util_now_ms() < deadline)
-		loop_once(100);
-	engine_close_all();
-	engines_opened = false;
-}
-
 /* The accelerator notice (KVM unusable, TCG forced), once per machine boot on the command line: a stamp in the
  * state directory holds the boot and the notices shown in it. The dashboard's header always shows it. */
 void session_notice_once_text(const char *host, const char *notice)
@@ -418,7 +356,6 @@ void session_notice_once(const struct source *src)
 
 void session_close(struct session *s)
 {
-	session_sources_close();
 	lineage_free(s->lin);
 	source_free_all();
 	store_free(s->st);

@@ -36,17 +36,14 @@ void session_not_found(const struct session *s);
  * is one. The loop must be initialised. */
 struct source *session_resolve(struct store *st, const char *ns, const char *name, unsigned kinds, bool must_exist,
 			       char **err);
-/* Opens the engine hosts (-c URIs and the config's, else the default engine) into st and waits until each has
- * resynced: their number with hosts[] (caller frees the array), or -1 with *err. */
+/* Opens the engine hosts (-c URIs and the config's, else the default engine) into st and waits until they have
+ * resynced: the kube source of their engine service (`kvcon engine serve`, plain HTTP over the root's well-known
+ * unix socket: service/service.h), hosts[0] (caller frees the array), so 1; or -1 with *err. kvcon reaches the
+ * engine only through its service, which runs in kvcon-engine. */
 int session_open_engines(struct store *st, struct source ***hosts, char **err);
-/* The engine service (`kvcon engine serve`) of the root kvcon would open: its well-known unix socket, one per
- * root ($XDG_RUNTIME_DIR/kvcon, else the state directory; engine-HASH.sock, HASH of the state directory and the
- * engine URIs). session_open_engines returns its kube source (plain HTTP over the socket): kvcon reaches the engine
- * only through its service. Caller frees. */
-char *session_service_socket(void);
 /* The socket of the engine service of this root when one answers there (/healthz), after starting one with
  * engine.service = auto (caller frees); NULL with *err when none answers and none could be started (use, or the
- * service's own refusal); NULL with *err NULL with routing off or --no-engine. */
+ * service's own refusal); NULL with *err NULL with --no-engine. */
 char *session_service_answering(char **err);
 /* The service on path as a kube source in st (plain HTTP over the unix socket, named as this host): base's
  * kinds, selector, failures and namespaces (NULL: every kind, every namespace). Not waited for. */
@@ -66,10 +63,5 @@ void session_service_status(struct source *src, const char *path);
 /* A verb's start: its log (--log-file, else the state directory's; -v: debug), errors only on stderr (-v adds
  * info), the event loop, and SIGINT or SIGTERM ending the loop with 130. */
 void session_cli_start(void);
-/* Whether session_open_engines goes through the service (default on); off only in the service itself, which
- * opens the engine in its own process. */
-void session_route(bool on);
-/* Lets the engine finish what was asked, then stops its hosts (when any was opened). */
-void session_sources_close(void);
 
 #endif

@@ -18,6 +18,7 @@
 #include "core/trust.h"
 #include "core/util.h"
 #include "core/xmalloc.h"
+#include "service/service.h"
 
 #define VALID_DAYS 3650
 
@@ -234,15 +235,9 @@ int apitls_kubeconfig(const char *path, const struct apitls *t, int port, char *
 	return rc;
 }
 
-/* FNV-1a of the socket's path: one record per service root, whatever directory the socket is in */
 static char *port_path(const char *state, const char *sock)
 {
-	uint64_t h = 1469598103934665603ull;
-	for (const unsigned char *p = (const unsigned char *)sock; *p; p++)
-		h = (h ^ *p) * 1099511628211ull;
-	char name[64];
-	snprintf(name, sizeof name, "engine-api-port-%016llx", (unsigned long long)h);
-	return util_path_join(state, name);
+	return engine_service_file(state, sock, "engine-api-port");
 }
 
 int apitls_port_read(const char *state, const char *sock)

@@ -9,6 +9,7 @@
 #include <stddef.h>
 
 #include "model/store.h"
+#include "service/settings.h" /* engine_setting, engine_has_record */
 
 /* Opens a host (uri NULL: $KVCON_ENGINE_URI, else $LIBVIRT_DEFAULT_URI, else the embedded driver under
  * $XDG_STATE_HOME/kvcon/engine). Returns its source at once; it connects in the background
@@ -17,12 +18,6 @@ struct source *engine_open(struct store *st, const char *uri, char **err);
 /* What keeps this machine from opening uri (NULL: the default, as engine_open) as one line with its fix, or NULL.
  * Caller frees. Local checks are instant; a remote host's port is tried for up to 3 s. */
 char *engine_check(const char *uri);
-/* kvcon keeps the record of VM ns/name (NULL, NULL: of any VM) of some engine host on this machine (a command
- * then looks on the engine too); reads the state directory only. */
-bool engine_has_record(const char *ns, const char *name);
-/* A setting: $env when set and not empty, else the first "key = value" of the config file, else NULL. Caller
- * frees. */
-char *engine_setting(const char *env, const char *key);
 /* The source's host has connected and finished its first resync. */
 bool engine_ready(const struct source *src);
 /* The connection's last error when it is not connected (NULL otherwise). */

@@ -1,7 +1,7 @@
 /* What the pieces of the engine share (src/engine/ only; engine.h is the engine's API): a host's and a
  * request's state, the one set of open hosts, and each piece's functions for the others. Loop thread only.
  *   engine.c      open/close, the provider, consoles, VNC and port forwards, services for migrate.c
- *   esettings.c   settings: directories, the config's engine.* keys, engine.host lines
+ *   (settings: directories, the config's engine.* keys, engine.host lines: service/settings.h, shared with kvcon)
  *   record.c      the records on disk (record.h)
  *   epublish.c    engine state -> store objects (VM, VMI, launcher pod, events)
  *   epull.c       containerDisk pulls and the image cache
@@ -95,15 +95,6 @@ void exec_set_phase(struct exec *x, const char *phase);
 bool evm_strategy_is(const struct evm *v, const char *s);
 struct preq *ehost_track(struct ehost *eh, int id, enum preq_kind kind, struct evm *v);
 int64_t engine_wall_ms(void);
-
-/* esettings.c: the engine's settings and directories (caller frees what is returned) */
-char *esettings_data_dir(void);
-char *esettings_default_uri(void);
-char *esettings_dir(const char *env, const char *sub);
-/* NULL-terminated, never NULL: free with esettings_values_free */
-char **esettings_host_roots(void);
-void esettings_values_free(char **vals);
-char *esettings_image_cache(void);
 
 /* epublish.c */
 struct pod;

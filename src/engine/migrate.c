@@ -914,8 +914,10 @@ static struct ehost *pick_target(struct ehost *from, const char *target, char **
 	return found;
 }
 
-int engine_migrate(struct source *src, const char *ns, const char *name, const struct migrate_opts *o,
-		   action_done_cb done, void *arg, char **err)
+/* Starts a migration of the VM ns/name found on src. done runs when it has ended (status 0: completed).
+ * 0, or -1 with *err (caller frees) when refused before anything started. */
+static int engine_migrate(struct source *src, const char *ns, const char *name, const struct migrate_opts *o,
+			  action_done_cb done, void *arg, char **err)
 {
 	struct evm *v = evm_find(src, ns, name);
 	if (v == NULL || v->deleting) {
@@ -1058,7 +1060,8 @@ int engine_migrate(struct source *src, const char *ns, const char *name, const s
 	return 0;
 }
 
-int engine_migrate_abort(struct source *src, const char *ns, const char *name, char **err)
+/* Asks the running migration of ns/name to abort (virDomainAbortJob). 0, or -1 with *err. */
+static int engine_migrate_abort(struct source *src, const char *ns, const char *name, char **err)
 {
 	struct evm *v = evm_find(src, ns, name);
 	if (v == NULL) {
@@ -1117,8 +1120,10 @@ static void *abort_main(void *arg)
 	return NULL;
 }
 
-int migrate_abort_any(struct source *src, const char *ns, const char *name, action_done_cb done, void *arg,
-		      char **err)
+/* The same from any process: a migration started by another process is aborted through the source host
+ * (virDomainAbortJob). done runs once libvirt answered. */
+static int migrate_abort_any(struct source *src, const char *ns, const char *name, action_done_cb done, void *arg,
+			     char **err)
 {
 	struct evm *v = evm_find(src, ns, name);
 	if (v == NULL) {

@@ -11,8 +11,9 @@
 
 #include "model/obj.h"
 #include "model/source.h"
+#include "service/settings.h"
 
-/* Options of one migration (engine_migrate). */
+/* Options of one migration (migrate.c, from an ACT_MIGRATE request). */
 struct migrate_opts {
 	const char *target;     /* host name (source name) or URI; NULL: the only other host */
 	const char *mig_uri;    /* the target's URI as the source host reaches it; NULL: from the config */
@@ -61,27 +62,7 @@ struct evm;
 struct exec;
 struct vmi;
 
-/* Starts a migration of the VM ns/name found on src. done runs when it has ended (status 0: completed).
- * 0, or -1 with *err (caller frees) when refused before anything started. */
-int engine_migrate(struct source *src, const char *ns, const char *name, const struct migrate_opts *o,
-		   action_done_cb done, void *arg, char **err);
-/* Asks the running migration of ns/name to abort (virDomainAbortJob). 0, or -1 with *err. */
-int engine_migrate_abort(struct source *src, const char *ns, const char *name, char **err);
-/* The same from any kvcon process: a migration started by another process is aborted through the source host
- * (virDomainAbortJob). done runs once libvirt answered. */
-int migrate_abort_any(struct source *src, const char *ns, const char *name, action_done_cb done, void *arg,
-		      char **err);
-
-/* ---- the config's engine.host lines (read in esettings.c, with the other engine settings) ---- */
-/* The migration URI configured for a host (config `engine.host = URI migrate-uri=URI`), or NULL. */
-const char *migrate_uri_for(const char *uri, const char *name);
-/* Whether uri is an engine.host URI or a migrate-uri= of the config file (which config_load read only because no
- * other user can have written it): what an API client may name as a migration URI. A libvirt URI can make libvirt
- * run a program (qemu+ext://...?command=, netcat=): only the host's owner chooses one. */
-bool migrate_uri_configured(const char *uri);
-/* Engine host URIs listed in $XDG_CONFIG_HOME/kvcon/config (`engine.host = URI [migrate-uri=URI]`); NULL-terminated,
- * NULL when none. Static storage. */
-char *const *migrate_config_hosts(void);
+/* the config's engine.host lines: migrate_uri_for, migrate_uri_configured, migrate_config_hosts (service/settings.h) */
 
 /* A VMI's migrationState as KubeVirt writes it (plus the engine's job figures), for `engine get -o json`. */
 json_object *migrate_state_json(const struct migration_state *m);

@@ -240,35 +240,7 @@ out:
 	return rc;
 }
 
-/* ---- on disk ---- */
-
-bool engine_has_record(const char *ns, const char *name)
-{
-	char *dd = esettings_data_dir();
-	char *hosts = util_path_join(dd, "hosts");
-	free(dd);
-	char *want = ns && name ? xasprintf("%s_%s.json", ns, name) : NULL;
-	bool any = false;
-	DIR *d = opendir(hosts);
-	for (struct dirent *e; d && !any && (e = readdir(d)) != NULL;) {
-		if (e->d_name[0] == '.')
-			continue;
-		char *vms = xasprintf("%s/%s/vms", hosts, e->d_name);
-		DIR *v = opendir(vms);
-		for (struct dirent *r; v && !any && (r = readdir(v)) != NULL;) {
-			size_t l = strlen(r->d_name);
-			any = want ? strcmp(r->d_name, want) == 0 : l > 5 && strcmp(r->d_name + l - 5, ".json") == 0;
-		}
-		if (v)
-			closedir(v);
-		free(vms);
-	}
-	if (d)
-		closedir(d);
-	free(want);
-	free(hosts);
-	return any;
-}
+/* ---- on disk (engine_has_record, which reads them without the engine, is in service/settings.c) ---- */
 
 char *record_path(const struct evm *v)
 {

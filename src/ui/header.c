@@ -183,7 +183,7 @@ static const char *health_word(const struct watch_health *h, char *buf, size_t l
 	}
 }
 
-/* The local engine's service (engine/service.h): a kube source on its unix socket, shown as the engine host it is */
+/* The local engine's service (service/service.h): a kube source on its unix socket, shown as the engine host it is */
 static bool engine_service(const struct source *src)
 {
 	return src->type == SOURCE_KUBE && src->engine;

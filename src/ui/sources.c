@@ -13,8 +13,7 @@
 #include "core/opts.h"
 #include "core/xmalloc.h"
 #include "model/source.h"
-#include "engine/engine.h"
-#include "engine/service.h"
+#include "service/service.h"
 #include "kube/http.h"
 #include "kube/kube.h"
 #include "model/store.h"
@@ -117,7 +116,7 @@ static int healthy(const char *sock)
 	return kube_http_unix_healthy(sock, 3000);
 }
 
-/* The engine service of the root the dashboard would open (engine/service.h, started on demand there): its API as
+/* The engine service of the root the dashboard would open (service/service.h, started on demand there): its API as
  * a kube source named as the engine's context; NULL with *err when none answers and none could be started. */
 static struct source *open_service(struct store *st, char **err)
 {
@@ -296,7 +295,6 @@ int ui_set_context(const char *name, char **err)
 
 void sources_free(void)
 {
-	engine_close_all();
 	if (ctx_names)
 		kube_context_names_free(ctx_names);
 	ctx_names = NULL;

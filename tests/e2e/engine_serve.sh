@@ -27,6 +27,11 @@ export KVCON_ENGINE_WATCH_HISTORY=16 # a short watch history (the service defaul
 SRV=$!
 wait_eq 120 "engine serving" tail -n1 "$ENGINE_T/serve.out" || { cat "$ENGINE_T/serve.err"; fail "serve did not start"; }
 grep -qx "socket: $SOCK" "$ENGINE_T/serve.out" || fail "socket path not printed"
+# kvcon exec'd the engine's own executable in its place (same pid), with kvcon's command line
+[[ $(readlink "/proc/$SRV/exe") == "$(dirname "$(readlink -f "$KV")")/kvcon-engine" ]] ||
+    fail "the service runs $(readlink "/proc/$SRV/exe"), not the kvcon-engine beside kvcon"
+[[ $(tr '\0' ' ' <"/proc/$SRV/cmdline") == *" -c $URI engine serve --socket $SOCK --https 0 " ]] ||
+    fail "the service's command line: $(tr '\0' ' ' <"/proc/$SRV/cmdline")"
 KCFG=$(sed -n 's/^kubeconfig: //p' "$ENGINE_T/serve.out")
 PORT=$(sed -n 's|^https: https://127.0.0.1:||p' "$ENGINE_T/serve.out")
 [[ $KCFG == "$XDG_STATE_HOME"/kvcon/engine-kubeconfig && -f $KCFG && $PORT -gt 0 ]] || fail "kubeconfig/port: $KCFG $PORT"

@@ -23,7 +23,8 @@ unit=$P/lib/systemd/user/kvcon-engine.service
 exec_line=$(sed -n 's/^ExecStart=//p' "$unit")
 [ "$exec_line" = "$P/bin/kvcon engine serve" ] || fail "ExecStart=$exec_line"
 mkdir -p "$P/bin"
-cp "$KV" "$P/bin/kvcon" # what make install puts beside it
+cp "$KV" "$P/bin/kvcon" # what make install puts there, the engine beside it
+cp "$(dirname "$KV")/kvcon-engine" "$P/bin/kvcon-engine"
 
 step "systemd-analyze verify: the unit passes, a broken copy does not"
 XDG_RUNTIME_DIR=$ENGINE_T/run systemd-analyze --user verify --man=no "$unit" >"$ENGINE_T/verify.out" 2>&1 ||

@@ -74,7 +74,8 @@ engine_manifest "$NOBODY_T/br.yaml" br Halted 192Mi >/dev/null
 sed -i -e 's/autoattachPodInterface: false/interfaces: [{name: default, bridge: {}}]/' -e '$a\      networks: [{name: default, pod: {}}]' "$NOBODY_T/br.yaml"
 chown -R nobody:nogroup "$NOBODY_T/home"
 # a copy nobody can run: the build tree may be under a home nobody cannot enter (the clean room's /root/kvcon)
-cp "$KV" "$NOBODY_T/kvcon" && chmod 755 "$NOBODY_T/kvcon"
+cp "$KV" "$NOBODY_T/kvcon" && cp "$(dirname "$KV")/kvcon-engine" "$NOBODY_T/kvcon-engine" &&
+    chmod 755 "$NOBODY_T/kvcon" "$NOBODY_T/kvcon-engine"
 as_nobody() {
     setpriv --reuid=nobody --regid=nogroup --clear-groups env -i PATH=/usr/bin:/bin HOME="$NOBODY_T/home" ${ASAN_OPTIONS:+ASAN_OPTIONS="$ASAN_OPTIONS"} \
         XDG_STATE_HOME="$NOBODY_T/home/state" KVCON_ENGINE_IMAGES="$NOBODY_T/home/images" KVCON_ENGINE_ACCEL=tcg \

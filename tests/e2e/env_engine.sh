@@ -53,7 +53,7 @@ expect no-qemu "$want" "${IN_NS[@]}" 'mount --bind /dev/null "$1" && exec "$2" -
     x "$qemu" "$K" "$URI"
 
 step "libvirt's QEMU driver not installed: an empty directory over the driver modules"
-lib=$(ldd "$K" | awk '/libvirt\.so/ {print $3}')
+lib=$(ldd "$(dirname "$K")/kvcon-engine" | awk '/libvirt\.so/ {print $3}') # the engine's executable links libvirt
 drv=${lib%/*}/libvirt/connection-driver
 [[ -f $drv/libvirt_driver_qemu.so ]] || fail "no driver module at $drv"
 want="error: libvirt's QEMU driver is not installed (no $drv/libvirt_driver_qemu.so): install"

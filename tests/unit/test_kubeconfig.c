@@ -16,7 +16,7 @@
 #include "kube/cred.h"
 #include "kube/http.h"
 #include "kube/kubeconfig.h"
-#include "engine/service.h"
+#include "service/service.h"
 #include "t.h"
 
 static char tmpdir[] = "/tmp/kvcon-kcfg-XXXXXX";

@@ -16,6 +16,7 @@ mount -t tmpfs -o mode=1777,strictatime tmpfs /tmp || exit 2
 # the binary under test may live in root's home (the clean room's checkout is /root/kvcon), which the next mount
 # hides: a copy in a root-owned directory of this namespace's /tmp runs instead
 mkdir -m 0755 /tmp/.kvcon-bin && cp "$KVCON" /tmp/.kvcon-bin/kvcon || exit 2
+cp "$(dirname "$KVCON")/kvcon-engine" /tmp/.kvcon-bin/kvcon-engine || exit 2 # the engine, beside it
 KVCON=/tmp/.kvcon-bin/kvcon
 mount -t tmpfs -o mode=0700 tmpfs "$rh" || exit 2
 run() { env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME= timeout 30 "$KVCON" "$@"; }
@@ -23,7 +24,7 @@ run() { env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME= timeout 30 "$KVCON" "$@"
 stop_services() {
 	local p
 	for p in $(ls /proc | grep -E '^[0-9]+$'); do
-		[ "$(readlink "/proc/$p/exe" 2>/dev/null)" = "$(readlink -f "$KVCON")" ] || continue
+		[ "$(readlink "/proc/$p/exe" 2>/dev/null)" = "$(readlink -f "$KVCON")-engine" ] || continue
 		[ "$(readlink "/proc/$p/ns/mnt" 2>/dev/null)" = "$(readlink /proc/self/ns/mnt)" ] || continue
 		tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null | grep -q ' engine serve' && kill -9 "$p" 2>/dev/null
 	done

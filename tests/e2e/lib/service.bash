@@ -4,7 +4,7 @@
 
 # svc_stop_all DIR...: stops every `kvcon engine serve` whose SOCKET.pid lies under a DIR, or whose socket an
 # engine-serve.log under a DIR names (a state directory too deep for a socket puts it in a short directory
-# elsewhere: engine/service.c) (SIGTERM, SIGKILL after 10 s), before the caller removes its directories
+# elsewhere: service/service.c) (SIGTERM, SIGKILL after 10 s), before the caller removes its directories
 svc_stop_all() {
     local f p i
     while IFS= read -r f; do

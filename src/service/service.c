@@ -1,5 +1,6 @@
-/* The engine service's well-known socket per root (see service.h). */
-#include "engine/service.h"
+/* The engine service as its clients see it (see service.h): its well-known socket per root, kvcon-engine beside
+ * kvcon, and the one place a client starts it. */
+#include "service/service.h"
 #include "core/log.h"
 
 #include <errno.h>
@@ -20,7 +21,7 @@
 #include "core/buf.h"
 #include "core/util.h"
 #include "core/xmalloc.h"
-#include "engine/engine.h"
+#include "service/settings.h"
 
 #define ENGINE_SERVICE_READY_MS 120000 /* the embedded driver's first open probes QEMU (~1 min on a cold cache) */
 
@@ -127,18 +128,6 @@ long engine_service_idle_exit(void)
 	return s;
 }
 
-/* NULL when engine_check passes for every host of the root (uris[0..n), or the default): a service could open
- * it; else why not (caller frees) */
-static char *unstartable(char *const *uris, int n)
-{
-	for (int i = 0; i < (n > 0 ? n : 1); i++) {
-		char *why = engine_check(n > 0 ? uris[i] : NULL);
-		if (why)
-			return why;
-	}
-	return NULL;
-}
-
 /* What a service that exited before it answered said last: the last "error:" line it wrote to its log after
  * offset `from` (*is_error set), else its last line, without the prefix; NULL when it wrote nothing. Caller
  * frees. */
@@ -172,6 +161,25 @@ static char *last_words(const char *logp, off_t from, bool *is_error)
 	return out;
 }
 
+char *engine_exe(char **err)
+{
+	char self[4096];
+	ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+	if (n <= 0) {
+		*err = xasprintf("cannot find kvcon's own executable: %s", strerror(errno));
+		return NULL;
+	}
+	self[n] = '\0';
+	char *slash = strrchr(self, '/');
+	char *exe = xasprintf("%.*s/" ENGINE_EXE, slash ? (int)(slash - self) : 1, slash ? self : ".");
+	if (access(exe, X_OK) < 0) {
+		*err = xasprintf("%s: %s (the engine's executable is installed beside kvcon)", exe, strerror(errno));
+		free(exe);
+		return NULL;
+	}
+	return exe;
+}
+
 static long ms_since(const struct timespec *t0)
 {
 	struct timespec now;
@@ -182,13 +190,9 @@ static long ms_since(const struct timespec *t0)
 static int engine_service_spawn(char *const *uris, int n, const char *sock, int (*probe)(const char *sock),
 				long timeout_ms, char **err)
 {
-	char exe[4096];
-	ssize_t el = readlink("/proc/self/exe", exe, sizeof exe - 1);
-	if (el <= 0) {
-		*err = xasprintf("cannot find kvcon's own executable: %s", strerror(errno));
+	char *exe = engine_exe(err);
+	if (exe == NULL)
 		return -1;
-	}
-	exe[el] = '\0';
 	char *state = util_state_dir();
 	util_mkdir_p(state, 0700);
 	char *slash = strrchr(sock, '/');
@@ -206,18 +210,11 @@ static int engine_service_spawn(char *const *uris, int n, const char *sock, int 
 		if (lfd >= 0)
 			close(lfd);
 		free(state);
+		free(exe);
 		return 0;
 	}
-	/* checked under the lock: a service another kvcon just started holds the root (engine_check says so) but
-	 * answers by now */
-	char *why = unstartable(uris, n);
-	if (why) {
-		*err = why;
-		if (lfd >= 0)
-			close(lfd);
-		free(state);
-		return -1;
-	}
+	/* what keeps this machine from running the root (engine_check: no QEMU, the root held by another process, a
+	 * -c host that refuses) is the service's first check, said as its error line before it touches anything */
 	char *logp = util_path_join(state, "engine-serve.log");
 	struct stat lst;
 	off_t log_from = stat(logp, &lst) == 0 ? lst.st_size : 0;
@@ -315,10 +312,12 @@ static int engine_service_spawn(char *const *uris, int n, const char *sock, int 
 	free(argv);
 	free(logp);
 	free(state);
+	free(exe);
 	if (lfd >= 0)
 		close(lfd);
 	return 0;
 fail:
+	free(exe);
 	free(argv);
 	free(logp);
 	free(state);
@@ -341,4 +340,15 @@ char *engine_service_ensure(char *const *uris, int n, int (*probe)(const char *s
 		return path;
 	free(path);
 	return NULL;
+}
+
+char *engine_service_file(const char *state, const char *sock, const char *prefix)
+{
+	uint64_t h = 1469598103934665603ull;
+	for (const unsigned char *p = (const unsigned char *)sock; *p; p++)
+		h = (h ^ *p) * 1099511628211ull;
+	char *name = xasprintf("%s-%016llx", prefix, (unsigned long long)h);
+	char *path = util_path_join(state, name);
+	free(name);
+	return path;
 }

@@ -1,7 +1,9 @@
-/* Where the engine service (`kvcon engine serve`, docs/ENGINE-SERVICE.md) of an engine root listens by default,
- * so that every kvcon process on that root finds it: one unix socket per root. */
-#ifndef KVCON_ENGINE_SERVICE_H
-#define KVCON_ENGINE_SERVICE_H
+/* The engine service (`kvcon engine serve`, docs/ENGINE-SERVICE.md) as its clients see it: where the service of an
+ * engine root listens by default, so that every kvcon process on that root finds it (one unix socket per root),
+ * the executable that runs it (kvcon-engine, beside kvcon), and starting it on demand. Nothing here opens the
+ * engine: kvcon links none of its libraries. */
+#ifndef KVCON_SERVICE_SERVICE_H
+#define KVCON_SERVICE_SERVICE_H
 
 #include <stdbool.h>
 
@@ -26,15 +28,27 @@ enum engine_service_mode engine_service_mode(void);
 #define ENGINE_SERVICE_IDLE_DEFAULT 300
 long engine_service_idle_exit(void);
 
+/* A file of the service on socket sock under the state directory: STATE/PREFIX-HASH, HASH the FNV-1a of sock's
+ * path (one per service root, whatever directory the socket is in): the HTTPS port it chose once
+ * ("engine-api-port"), the kubeconfig of that port ("engine-kubeconfig"). Caller frees. */
+char *engine_service_file(const char *state, const char *sock, const char *prefix);
+
+/* The engine's executable: the engine service, its host work and its libraries (libvirt, libxml2, libmicrohttpd,
+ * libarchive) are there, not in kvcon. */
+#define ENGINE_EXE "kvcon-engine"
+/* ENGINE_EXE in the directory of the running executable (/proc/self/exe), as `make install` puts it beside kvcon;
+ * NULL with *err (caller frees) when it is not there or not executable. Caller frees. */
+char *engine_exe(char **err);
+
 /* The one place a client starts the engine service: the socket of the service of uris[0..n) when one answers
  * there (probe: a function returning true once /healthz answers), after starting one with engine.service = auto:
- * `kvcon [-c URI]... engine serve --socket SOCK --idle-exit engine_service_idle_exit()` (this executable) detached
+ * `kvcon-engine [-c URI]... engine serve --socket SOCK --idle-exit engine_service_idle_exit()` (engine_exe) detached
  * from the caller (its own session, stdio on $XDG_STATE_HOME/kvcon/engine-serve.log; the service writes its pid in
  * SOCK.pid), waited for up to 2 minutes (the embedded driver's first open probes QEMU). Starters of one root take
  * turns (a lock on SOCK.lock): the second finds the first one's service. Caller frees. NULL with *err when none
- * answers and none could be started: "use" mode, engine_check's refusal (what to fix on this machine), or what the
- * service said last when it exited before it answered: its "error:" line in the log alone, else its last line
- * wrapped with the log's path. */
+ * answers and none could be started: "use" mode, or what a service that exited before it answered said last (its
+ * first check is engine_check's refusal: what to fix on this machine): its "error:" line in the log alone, else
+ * its last line wrapped with the log's path. */
 char *engine_service_ensure(char *const *uris, int n, int (*probe)(const char *sock), char **err);
 
 #endif

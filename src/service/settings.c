@@ -1,5 +1,8 @@
-/* The engine's settings: its data directories, the config file's engine.* keys (engine.images, engine.volumes,
- * engine.allow-host-path, engine.host) and the default URI. */
+/* The engine's settings (settings.h): its data directories, the config file's engine.* keys (engine.images,
+ * engine.volumes, engine.allow-host-path, engine.host), the default URI and the records on disk. */
+#include "service/settings.h"
+
+#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,7 +11,6 @@
 #include "core/log.h"
 #include "core/util.h"
 #include "core/xmalloc.h"
-#include "engine/engine_int.h"
 
 /* ---- paths ---- */
 
@@ -179,4 +181,34 @@ bool migrate_uri_configured(const char *uri)
 		if (util_str_eq(CFG.hosts[i].uri, uri) || util_str_eq(CFG.hosts[i].mig_uri, uri))
 			return true;
 	return false;
+}
+
+/* ---- the records on disk (engine/record.c writes them) ---- */
+
+bool engine_has_record(const char *ns, const char *name)
+{
+	char *dd = esettings_data_dir();
+	char *hosts = util_path_join(dd, "hosts");
+	free(dd);
+	char *want = ns && name ? xasprintf("%s_%s.json", ns, name) : NULL;
+	bool any = false;
+	DIR *d = opendir(hosts);
+	for (struct dirent *e; d && !any && (e = readdir(d)) != NULL;) {
+		if (e->d_name[0] == '.')
+			continue;
+		char *vms = xasprintf("%s/%s/vms", hosts, e->d_name);
+		DIR *v = opendir(vms);
+		for (struct dirent *r; v && !any && (r = readdir(v)) != NULL;) {
+			size_t l = strlen(r->d_name);
+			any = want ? strcmp(r->d_name, want) == 0 : l > 5 && strcmp(r->d_name + l - 5, ".json") == 0;
+		}
+		if (v)
+			closedir(v);
+		free(vms);
+	}
+	if (d)
+		closedir(d);
+	free(want);
+	free(hosts);
+	return any;
 }
