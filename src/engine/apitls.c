@@ -198,7 +198,8 @@ static char *b64(const char *s)
 	return out;
 }
 
-char *apitls_kubeconfig_text(const struct apitls *t, int port)
+/* The kubeconfig as text (caller frees; it holds the token). */
+static char *kubeconfig_text(const struct apitls *t, int port)
 {
 	char *ca = b64(t->ca_pem);
 	struct buf b;
@@ -217,7 +218,7 @@ char *apitls_kubeconfig_text(const struct apitls *t, int port)
 
 int apitls_kubeconfig(const char *path, const struct apitls *t, int port, char **err)
 {
-	char *text = apitls_kubeconfig_text(t, port);
+	char *text = kubeconfig_text(t, port);
 	char *dir = xstrdup(path);
 	char *slash = strrchr(dir, '/');
 	if (slash && slash != dir) {

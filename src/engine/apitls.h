@@ -17,8 +17,6 @@ void apitls_free(struct apitls *t);
 /* Writes a kubeconfig (0600, atomically) with cluster/user/context `kvcon-engine` for https://127.0.0.1:port.
  * 0, or -1 with *err. */
 int apitls_kubeconfig(const char *path, const struct apitls *t, int port, char **err);
-/* The same kubeconfig as text (caller frees; it holds the token). */
-char *apitls_kubeconfig_text(const struct apitls *t, int port);
 /* The HTTPS port a service on socket sock chose once and keeps (so that its kubeconfig stays valid across its
  * restarts): recorded in state/engine-api-port-HASH (HASH: FNV-1a of sock). The port recorded, or -1; 0 when
  * written, or -1 with *err. */
