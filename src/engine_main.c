@@ -280,16 +280,18 @@ static int serve(int argc, char **argv)
 	log_set_stderr_level(o->verbose ? LOG_INFO : LOG_ERROR + 1);
 	loop_signal(SIGINT, on_quit_signal, NULL);
 	loop_signal(SIGTERM, on_quit_signal, NULL);
+	char *spath = S.sock ? xstrdup(S.sock) : default_socket();
+	/* before engine_check, which would find the root held by the service started on demand */
+	if (!S.on_demand && take_over(spath) < 0) {
+		free(spath);
+		return EXIT_API;
+	}
 	char *why = unstartable();
 	if (why) {
 		char *e = util_escape_display(why);
 		log_eprintf("error: %s\n", e);
 		free(e);
 		free(why);
-		return EXIT_API;
-	}
-	char *spath = S.sock ? xstrdup(S.sock) : default_socket();
-	if (!S.on_demand && take_over(spath) < 0) {
 		free(spath);
 		return EXIT_API;
 	}
