@@ -178,12 +178,12 @@ static const struct cmd_flag f_engine_reconcile[] = {
 	D(NULL, "--for", "SECONDS", "keep reconciling this long, then leave once converged", 1000),
 	{ .l = NULL },
 };
-/* parsed by the service itself (cmd/apisrv.c); here for --help and completion */
 static const struct cmd_flag f_engine_serve[] = {
 	F(NULL, "--socket", "PATH", "the unix socket (default: the root's, see kvcon(1) FILES)", NULL),
-	F(NULL, "--https", "PORT", "also serve HTTPS on this port (a CA, a certificate, a token)", NULL),
+	N(NULL, "--https", "PORT", "also serve HTTPS on this port (a CA, a certificate, a token; 0: any free port)"),
 	F(NULL, "--kubeconfig-out", "FILE", "with --https: write a kubeconfig for kubectl", NULL),
-	F(NULL, "--idle-exit", "SECONDS", "leave after this long without a client and with nothing to do", NULL),
+	D(NULL, "--idle-exit", "SECONDS", "leave after this long without a client and with nothing to do (0: never; "
+					  "or 30s, 5m)", 1000),
 	{ .l = NULL },
 };
 #define MIGRATE_FLAGS                                                                                              \
@@ -286,7 +286,7 @@ static const struct cmd_flag f_portforward[] = {
 #define SSH_FLAGS \
 	F("-i", "--identity-file", "FILE", "the private key", NULL), \
 	F("-l", "--username", "USER", "the guest's user (also USER@ before the target)", NULL), \
-	F("-p", "--port", "PORT", "the guest's ssh port (default 22)", NULL), \
+	N("-p", "--port", "PORT", "the guest's ssh port (default 22)"), \
 	F("-t", "--local-ssh-opts", "OPT", "one more argument for the client (repeatable)", NULL), \
 	F(NULL, "--known-hosts", "FILE", "the known_hosts file (default: the client's, host TYPE.NAME.NS)", NULL), \
 	F(NULL, "--local-ssh", NULL, "the system's client (always; virtctl's flag)", NULL)

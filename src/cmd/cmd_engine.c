@@ -92,46 +92,7 @@ static bool idle(void *arg)
 	return engine_idle();
 }
 
-/* ---- a verb's options, and asynchronous replies ---- */
-
-int engine_cli_args(int argc, char **argv, const struct cli_opt *rows, size_t n, const char *what, const char **operand)
-{
-	for (int i = 1; i < argc; i++) {
-		const struct cli_opt *o = NULL;
-		for (size_t k = 0; k < n && o == NULL; k++)
-			if (strcmp(argv[i], rows[k].name) == 0 && (rows[k].type == CLI_FLAG || i + 1 < argc))
-				o = &rows[k];
-		if (o == NULL && argv[i][0] != '-' && what && *operand == NULL) {
-			*operand = argv[i];
-			continue;
-		}
-		if (o == NULL) {
-			log_eprintf("error: unexpected argument '%s' for \"kvcon engine %s\" (kvcon engine --help)\n", argv[i],
-				    argv[0]);
-			return EXIT_USAGE;
-		}
-		const char *v = o->type == CLI_FLAG ? NULL : argv[++i];
-		switch (o->type) {
-		case CLI_FLAG:
-			*(bool *)o->dst = true;
-			break;
-		case CLI_INT:
-			*(int *)o->dst = atoi(v);
-			break;
-		case CLI_ULONG:
-			*(unsigned long *)o->dst = strtoul(v, NULL, 10);
-			break;
-		case CLI_STR:
-			*(const char **)o->dst = v;
-			break;
-		}
-	}
-	if (what && *operand == NULL) {
-		log_eprintf("error: kvcon engine %s: %s is required\n", argv[0], what);
-		return EXIT_USAGE;
-	}
-	return 0;
-}
+/* ---- asynchronous replies ---- */
 
 void engine_cli_reply(void *reply, int status, const char *msg)
 {

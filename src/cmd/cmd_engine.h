@@ -23,20 +23,6 @@ const char *engine_cli_ns(void);
 /* No -c: the engine hosts of the config file ($XDG_CONFIG_HOME/kvcon/config, `engine.host = URI ...`) become the -c list,
  * for the dashboard and every command alike. */
 void engine_cli_config_hosts(struct kvcon_opts *o);
-/* The options of `engine serve` as rows (cmd/apisrv.c; every other verb's flags are the command table's, parsed by
- * cmd/args.c): a flag sets a bool; the others read the next argument (an int, an unsigned long, a string). */
-enum cli_opt_type { CLI_FLAG, CLI_INT, CLI_ULONG, CLI_STR };
-struct cli_opt {
-	const char *name;
-	enum cli_opt_type type;
-	void *dst;
-};
-#define CLI_ROWS(t) (t), (sizeof(t) / sizeof((t)[0]))
-/* Parses argv[1..argc) of `kvcon engine VERB` (argv[0] the verb) against the rows, and at most one operand into
- * *operand; what names it ("NAME") when it is required, NULL when the verb takes none. On anything else prints the
- * error and returns EXIT_USAGE; else 0. */
-int engine_cli_args(int argc, char **argv, const struct cli_opt *rows, size_t n, const char *what,
-		    const char **operand);
 /* What an asynchronous engine call answered: a callback fills it (done set). */
 struct cli_reply {
 	bool done;

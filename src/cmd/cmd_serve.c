@@ -1,14 +1,16 @@
 /* `kvcon engine serve [--socket PATH] [--https PORT] [--kubeconfig-out FILE] [--idle-exit SECONDS]`: the thin verb
- * around the API server (apiserver/apisrv.h). It parses the flags, opens the engine in this process (the only
+ * around the API server (apiserver/apisrv.h). It parses the flags (its row in cmd/cmd.c, by cmd/args.c), opens the engine in this process (the only
  * command that does: every other one reaches the engine through this service), names itself as the holder of
  * each host's lock, and hands the store and sources to apisrv_serve. */
 #include "cmd/cmd_serve.h"
 
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "apiserver/apisrv.h"
+#include "cmd/args.h"
 #include "cmd/cmd.h"
 #include "cmd/cmd_engine.h"
 #include "cmd/session.h"
@@ -30,23 +32,19 @@ static char *default_socket(void)
 
 int engine_serve_cmd(int argc, char **argv)
 {
-	const char *sock = NULL, *kubeconfig = NULL;
-	int port = -1, idle = 0;
-	const struct cli_opt rows[] = { { "--socket", CLI_STR, &sock },
-					{ "--https", CLI_INT, &port },
-					{ "--kubeconfig-out", CLI_STR, &kubeconfig },
-					{ "--idle-exit", CLI_INT, &idle } };
-	int rc = engine_cli_args(argc, argv, CLI_ROWS(rows), NULL, NULL);
-	if (rc)
-		return rc;
-	if (idle < 0) {
-		log_eprintf("error: engine serve: --idle-exit %d: not a number of seconds\n", idle);
-		return EXIT_USAGE;
-	}
-	if (port > 65535) {
-		log_eprintf("error: engine serve: %d: not a port\n", port);
-		return EXIT_USAGE;
-	}
+	struct args g;
+	int rc = args_parse_sub("engine", argc, argv, &g);
+	const char *sock = args_get(&g, "--socket"), *kubeconfig = args_get(&g, "--kubeconfig-out");
+	long port = args_num(&g, "--https", -1), idle = args_num(&g, "--idle-exit", 0) / 1000;
+	if (rc == ARGS_OK && g.npos > 0)
+		rc = args_usage_error(&g, "unexpected argument \"%s\"", g.pos[0]);
+	else if (rc == ARGS_OK && port > 65535)
+		rc = args_usage_error(&g, "--https %ld: not a port", port);
+	else if (rc == ARGS_OK && idle > INT_MAX)
+		rc = args_usage_error(&g, "--idle-exit: too long");
+	args_free(&g); /* the values point into argv */
+	if (rc != ARGS_OK)
+		return rc == ARGS_HELP ? EXIT_OK : EXIT_USAGE;
 	session_route(false); /* the service opens the engine itself, whoever else serves */
 	char *spath = sock ? xstrdup(sock) : default_socket();
 	{ /* who holds each host's lock (engine.c): a second service for one of these hosts names this one */
@@ -59,8 +57,8 @@ int engine_serve_cmd(int argc, char **argv)
 		free(spath);
 		return rc;
 	}
-	struct apisrv_config c = { .socket = spath, .https_port = port, .kubeconfig = kubeconfig,
-				   .idle_exit = idle, .st = engine_cli_store() };
+	struct apisrv_config c = { .socket = spath, .https_port = (int)port, .kubeconfig = kubeconfig,
+				   .idle_exit = (int)idle, .st = engine_cli_store() };
 	c.srcs = engine_cli_sources(&c.nsrcs);
 	char *err = NULL;
 	rc = apisrv_serve(&c, &err);

@@ -75,6 +75,27 @@ static void test_parse(void)
 	T_EQ_INT(parse("stop", (const char *[]){ "ns/vm", "--wait=90", NULL }, &a), ARGS_OK);
 	T_EQ_INT(args_num(&a, "--wait", 7), 90000);
 	args_free(&a);
+	/* --flag=false after --flag: as if not given (the last wins); said, for delete -f's --wait=false */
+	T_EQ_INT(parse("stop", (const char *[]){ "ns/vm", "--force", "--force=false", "--wait", "--wait=false", NULL }, &a),
+		 ARGS_OK);
+	T_CHECK(!args_bool(&a, "--force") && !args_has(&a, "--wait") && args_off(&a, "--wait") && !args_off(&a, "--to"));
+	args_free(&a);
+	T_EQ_INT(parse("delete", (const char *[]){ "-f", "a.yaml", "--wait=true", "--dry-run", NULL }, &a), ARGS_OK);
+	T_CHECK(args_has(&a, "--wait") && !args_off(&a, "--wait") && args_num(&a, "--wait", 7) == 7);
+	T_EQ_STR(args_get(&a, "--dry-run"), "");
+	args_free(&a);
+	/* the verbs that parsed by hand: ssh -p is a number, engine serve's --idle-exit a duration in seconds */
+	T_EQ_INT(parse("ssh", (const char *[]){ "-p", "x", "vm/a", NULL }, &a), ARGS_ERR);
+	args_free(&a);
+	T_EQ_INT(parse("ssh", (const char *[]){ "-p2222", "-t", "-4", "-t-v", "vm/a", NULL }, &a), ARGS_OK);
+	T_CHECK(args_num(&a, "--port", 22) == 2222 && a.nitems == 3 && strcmp(a.items[2].val, "-v") == 0);
+	args_free(&a);
+	T_EQ_INT(parse("scp", (const char *[]){ "-c", "ls", "a", "b", NULL }, &a), ARGS_ERR);
+	args_free(&a);
+	char *serve[] = { (char *)"serve", (char *)"--idle-exit", (char *)"2m", (char *)"--https=0", NULL };
+	T_EQ_INT(args_parse_sub("engine", 4, serve, &a), ARGS_OK);
+	T_CHECK(args_num(&a, "--idle-exit", -1) == 120000 && args_num(&a, "--https", -1) == 0);
+	args_free(&a);
 }
 
 int main(void)
