@@ -1,10 +1,12 @@
 /* cmd/args and core/kargs: the one flag parser of the command table and the one duration type (virtctl's unit where
  * virtctl has the flag: console --timeout, and so engine console --timeout, counts minutes). */
+#include <stdlib.h>
 #include <string.h>
 
 #include "cmd/args.h"
 #include "cmd/cmd.h"
 #include "core/kargs.h"
+#include "core/opts.h"
 #include "t.h"
 
 static void test_duration(void)
@@ -98,9 +100,27 @@ static void test_parse(void)
 	args_free(&a);
 }
 
+/* main applies a global option through its row: every row but --help/--version has a setter, and each sets its
+ * field */
+static void test_globals(void)
+{
+	struct kvcon_opts o = { 0 };
+	const char *err = NULL;
+	for (const struct cmd_flag *g = cmd_globals; g->l; g++) {
+		T_CHECK(g->set != NULL || g->becomes != NULL);
+		if (g->set && strcmp(g->l, "--context") != 0)
+			T_EQ_INT(g->set(&o, g, g->arg ? (strcmp(g->l, "--v") == 0 ? "4" : "x") : NULL, &err), 0);
+	}
+	T_CHECK(o.kubeconfig && o.ns && o.source && o.theme && o.log && strcmp(o.ns, "x") == 0);
+	T_CHECK(o.all_ns && o.no_engine && o.readonly && o.nuris == 1 && strcmp(o.uris[0], "x") == 0);
+	T_EQ_INT(o.verbose, 5); /* --v=4, then --verbose once */
+	free(o.kubeconfig), free(o.ns), free(o.source), free(o.theme), free(o.log), free(o.uris[0]), free(o.uris);
+}
+
 int main(void)
 {
 	test_duration();
 	test_parse();
+	test_globals();
 	return T_DONE();
 }
