@@ -9,7 +9,6 @@ enum log_level { LOG_DEBUG, LOG_INFO, LOG_WARN, LOG_ERROR };
 
 /* Opens the log file (NULL: $KVCON_LOG, else $XDG_STATE_HOME/kvcon/kvcon.log). Returns 0 or -1. */
 int log_open(const char *path);
-void log_close(void);
 const char *log_path(void);
 void log_set_level(enum log_level level);
 /* Also copy messages of at least this level to stderr (CLI mode); LOG_ERROR+1 disables. */
@@ -40,5 +39,8 @@ void log_run_fatal_hook(void);
 void log_install_crash_handlers(void);
 
 _Noreturn void fatal(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* ---- test seams: exported for tests/ only, not to be called by kvcon itself (tests/check-exports.sh) ---- */
+void log_close(void);
 
 #endif

@@ -16,13 +16,15 @@ struct cmdline_entry {
 };
 
 extern const struct cmdline_entry cmdline_cmds[];
-/* The row's other names: a kind's (model/registry.h: short names, singular, plural, kvcon's aliases) for the rows
- * that list one, else its aliases; space-separated, NULL when none. The result may live until the next call. */
-const char *cmdline_aliases(const struct cmdline_entry *c);
 extern const size_t cmdline_ncmds;
 
 /* Prompt callbacks (ui_prompt). */
 void cmdline_done(void *arg, const char *text);
 const char *cmdline_complete(void *arg, const char *prefix, int i);
+
+/* ---- test seams: exported for tests/ only, not to be called by kvcon itself (tests/check-exports.sh) ---- */
+/* The row's other names: a kind's (model/registry.h: short names, singular, plural, kvcon's aliases) for the rows
+ * that list one, else its aliases; space-separated, NULL when none. The result may live until the next call. */
+const char *cmdline_aliases(const struct cmdline_entry *c);
 
 #endif

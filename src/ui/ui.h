@@ -17,17 +17,12 @@ int ui_main(void);
 /* util_now_ms() when the dashboard started (first-paint figures). */
 uint64_t ui_start_ms(void);
 
-/* Runs the dashboard on an existing store and sources (ui_main after opening the sources; tests feed their own). */
-int ui_run(struct store *st);
-
 struct store *ui_store(void);
 /* The execution history recorder (NULL before ui_run). */
 struct lineage *ui_lineage(void);
 /* Removes every object of src from the store (a context switch, a re-watch of another namespace) without
  * recording those removals as ends of executions in the lineage. */
 void ui_forget_source(struct source *src);
-/* Uses st as the dashboard's store without running it (unit tests drive views directly). */
-void ui_use_store(struct store *st);
 /* A frame is due. */
 void ui_dirty(void);
 /* Status line message (errors shown in the error colour until the next key). */
@@ -61,5 +56,11 @@ void ui_open_yaml(const struct obj *o);
 void ui_open_describe(const struct obj *o);
 /* Runs a `:` command line ("vm", "ns default", ...). Returns 0, or -1 with a message shown. */
 int ui_command(const char *line);
+
+/* ---- test seams: exported for tests/ only, not to be called by kvcon itself (tests/check-exports.sh) ---- */
+/* Runs the dashboard on an existing store and sources (ui_main after opening the sources; tests feed their own). */
+int ui_run(struct store *st);
+/* Uses st as the dashboard's store without running it (unit tests drive views directly). */
+void ui_use_store(struct store *st);
 
 #endif
