@@ -13,7 +13,7 @@ struct store;
 
 int cmd_engine(int argc, char **argv);
 
-/* For the verbs in other files (migcli.c): open every host and wait for them, leave after converging. */
+/* For the verbs in other files (cmd_serve.c, cmd_engine_migrate.c): open every host and wait for them, leave after converging. */
 int engine_cli_open(void);
 int engine_cli_close(int rc, uint64_t converge_ms);
 bool engine_cli_run_until(bool (*cond)(void *), void *arg, uint64_t timeout_ms);
@@ -30,7 +30,7 @@ struct cli_reply {
 	char *msg; /* owned */
 };
 void engine_cli_reply(void *reply, int status, const char *msg); /* an action_done_cb */
-/* migcli.c */
+/* cmd_engine_migrate.c */
 int migrate_cmd(int argc, char **argv);
 int drain_cmd(int argc, char **argv);
 /* The engine's verbs, rows of the command table (cmd/cmd.c: child rows of `engine`); argv[0] is the sub-verb. */
