@@ -14,26 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* ---- references ---- */
-
-/* A normalized image reference: docker.io/library/fedora:latest style. */
-struct oci_ref {
-	char *registry; /* "quay.io", "127.0.0.1:5000", "docker.io" */
-	char *repo;     /* "containerdisks/fedora", "library/busybox" */
-	char *tag;      /* NULL when only a digest was given */
-	char *digest;   /* "sha256:<64 hex>" or NULL */
-};
-
-/* Parses a reference as Docker/Podman do (default registry docker.io, library/ for single names, tag latest
- * when neither tag nor digest). 0, or -1 with *err (caller frees). */
-int oci_ref_parse(const char *text, struct oci_ref *out, char **err);
-void oci_ref_free(struct oci_ref *r);
-/* registry/repo[:tag][@digest]. Caller frees. */
-char *oci_ref_string(const struct oci_ref *r);
-/* The Kubernetes default pull policy: Always for :latest (or no tag), else IfNotPresent. */
-const char *oci_default_policy(const struct oci_ref *r);
-/* "sha256:" followed by exactly 64 lower-case hex digits (the only digests kvcon can verify). */
-bool oci_digest_valid(const char *d);
+#include "engine/ociref.h"
 
 /* ---- registries configuration ----
  * Lines of kvcon's config file ($XDG_CONFIG_HOME/kvcon/config), "key = value" like the engine's settings:
