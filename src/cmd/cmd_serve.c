@@ -4,7 +4,6 @@
  * each host's lock, and hands the store and sources to apisrv_serve. */
 #include "cmd/cmd_serve.h"
 
-#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,13 +34,13 @@ int engine_serve_cmd(int argc, char **argv)
 	struct args g;
 	int rc = args_parse_sub("engine", argc, argv, &g);
 	const char *sock = args_get(&g, "--socket"), *kubeconfig = args_get(&g, "--kubeconfig-out");
-	long port = args_num(&g, "--https", -1), idle = args_num(&g, "--idle-exit", 0) / 1000;
+	long port = args_num(&g, "--https", -1);
+	/* whole seconds (a duration is at most ten years); 500ms is 1 s, not never */
+	long idle = (args_num(&g, "--idle-exit", 0) + 999) / 1000;
 	if (rc == ARGS_OK && g.npos > 0)
 		rc = args_usage_error(&g, "unexpected argument \"%s\"", g.pos[0]);
 	else if (rc == ARGS_OK && port > 65535)
 		rc = args_usage_error(&g, "--https %ld: not a port", port);
-	else if (rc == ARGS_OK && idle > INT_MAX)
-		rc = args_usage_error(&g, "--idle-exit: too long");
 	args_free(&g); /* the values point into argv */
 	if (rc != ARGS_OK)
 		return rc == ARGS_HELP ? EXIT_OK : EXIT_USAGE;
