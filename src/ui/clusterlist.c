@@ -6,6 +6,7 @@
  * target node, start and duration; enter opens the VM's view. PVCs (status, volume, capacity, access modes,
  * storage class) and DataVolumes (phase, progress, restarts); enter shows the object's YAML. Every string from
  * the cluster is escaped. */
+#include "ui/actions.h"
 #include "ui/clusterlist.h"
 
 #include <curl/curl.h>
@@ -24,6 +25,7 @@
 #include "model/registry.h"
 #include "model/source.h"
 #include "model/store.h"
+#include "ui/cmdline.h"
 #include "ui/draw.h"
 #include "ui/listsel.h"
 #include "ui/pager.h"
@@ -585,7 +587,7 @@ static enum view_result key(struct view *v, int k)
 		struct crow *r = &c->rows[c->l.sel];
 		if (c->kind == CL_NODE) {
 			char *name = xstrdup(r->name);
-			if (ui_command("vmi") == 0) {
+			if (cmdline_run("vmi") == 0) {
 				char *err = NULL;
 				if (table_view_set_filter(view_top(), name, &err) < 0)
 					ui_error("filter: %s", err ? err : "?");

@@ -18,6 +18,8 @@ struct cmdline_entry {
 extern const struct cmdline_entry cmdline_cmds[];
 extern const size_t cmdline_ncmds;
 
+/* Runs a `:` command line ("vm", "ns default", ...). Returns 0, or -1 with a message shown. */
+int cmdline_run(const char *line);
 /* Prompt callbacks (ui_prompt). */
 void cmdline_done(void *arg, const char *text);
 const char *cmdline_complete(void *arg, const char *prefix, int i);

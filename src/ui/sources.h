@@ -22,6 +22,8 @@ void sources_namespace_changed(struct store *st, const char *ns);
 /* Kubeconfig context names (valid until the next call) and the one in use. */
 const char *const *sources_context_names(size_t *n);
 const char *sources_current_context(void);
+/* Switches the kube context (closes the current kube source, opens the named one). */
+int sources_set_context(const char *name, char **err);
 
 /* Sources not retired by a context switch. */
 size_t sources_live_count(void);
