@@ -15,7 +15,6 @@
 #include <unistd.h>
 
 #include "cmd/args.h"
-#include "cmd/cmd.h"
 #include "cmd/cmd_diagnose.h"
 #include "cmd/session.h"
 #include "core/buf.h"

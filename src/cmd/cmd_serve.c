@@ -10,7 +10,6 @@
 
 #include "apiserver/apisrv.h"
 #include "cmd/args.h"
-#include "cmd/cmd.h"
 #include "cmd/cmd_engine.h"
 #include "cmd/session.h"
 #include "core/log.h"
