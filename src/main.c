@@ -9,46 +9,12 @@
 #include "cmd/cmd.h"
 #include "cmd/cmd_engine.h"
 #include "core/config.h"
-#include "core/connect.h"
+#include "core/kargs.h"
 #include "core/log.h"
 #include "core/opts.h"
 #include "core/util.h"
 #include "core/xmalloc.h"
 #include "ui/ui.h"
-
-static int set_global(struct kvcon_opts *o, const struct cmd_flag *g, const char *val)
-{
-	const char *l = g->l, *err = NULL;
-	if (strcmp(l, "--kubeconfig") == 0)
-		o->kubeconfig = xstrdup(val);
-	else if (strcmp(l, "--context") == 0) {
-		if (connect_set_context(o, val, &err) < 0) {
-			log_eprintf("error: %s\n", err);
-			return -1;
-		}
-	} else if (strcmp(l, "--namespace") == 0)
-		o->ns = xstrdup(val);
-	else if (strcmp(l, "--all-namespaces") == 0)
-		o->all_ns = true;
-	else if (strcmp(l, "--connect") == 0) {
-		o->uris = xreallocarray(o->uris, (size_t)o->nuris + 1, sizeof *o->uris);
-		o->uris[o->nuris++] = xstrdup(val);
-	} else if (strcmp(l, "--source") == 0)
-		o->source = xstrdup(val);
-	else if (strcmp(l, "--no-engine") == 0)
-		o->no_engine = true;
-	else if (strcmp(l, "--readonly") == 0)
-		o->readonly = true;
-	else if (strcmp(l, "--theme") == 0)
-		o->theme = xstrdup(val);
-	else if (strcmp(l, "--log-file") == 0)
-		o->log = xstrdup(val);
-	else if (strcmp(l, "--verbose") == 0)
-		o->verbose++;
-	else if (strcmp(l, "--v") == 0)
-		o->verbose = atoi(val);
-	return 0;
-}
 
 /* -v N, -vN, -v=N, --v=N, --v N as kubectl; a bare -v (not followed by a number) or -vv... count up. Returns true
  * when argv[*i] was a verbosity option (consumed). */
@@ -97,13 +63,18 @@ static bool own_option(const struct cmd_entry *sub, const char *a)
 	return false;
 }
 
-/* Removes global options from argv (anywhere, "--" stops), leaving the subcommand and its own arguments.
- * Returns the new argc, or -1 on a usage error. */
+/* Removes global options from argv (anywhere, "--" stops), leaving the subcommand and its own arguments; each is
+ * applied by its row of cmd_globals (cmd/cmd.c). Returns the new argc, or -1 on a usage error. */
 static int parse_globals(int argc, char **argv, struct kvcon_opts *o)
 {
+	struct karg_opt opts[32];
+	int nopts = 0;
+	for (const struct cmd_flag *g = cmd_globals; g->l && nopts < 31; g++, nopts++)
+		opts[nopts] = (struct karg_opt){ g->s ? g->s[1] : 0, g->l + 2, g->arg ? KARG_VALUE : KARG_FLAG, nopts };
+	opts[nopts] = (struct karg_opt){ 0, NULL, 0, 0 };
 	int out = 0;
 	const struct cmd_entry *sub = NULL; /* the subcommand, once seen */
-	for (int i = 0; i < argc; i++) {
+	for (int i = 0; i < argc;) {
 		const char *a = argv[i];
 		if (strcmp(a, "--") == 0) {
 			while (i < argc)
@@ -111,51 +82,41 @@ static int parse_globals(int argc, char **argv, struct kvcon_opts *o)
 			break;
 		}
 		if (own_option(sub, a)) {
-			argv[out++] = argv[i];
+			argv[out++] = argv[i++];
 			continue;
 		}
-		if (verbosity(argc, argv, &i, o))
-			continue;
-		if (strcmp(a, "--version") == 0) {
-			argv[out++] = (char *)"version";
+		if (verbosity(argc, argv, &i, o)) {
+			i++;
 			continue;
 		}
-		const struct cmd_flag *g;
-		const char *val = NULL;
-		for (g = cmd_globals; g->l; g++) {
-			const char *l = g->l;
-			size_t ll = strlen(l);
-			if ((g->s && strcmp(a, g->s) == 0) || strcmp(a, l) == 0)
-				break;
-			if (g->arg && strncmp(a, l, ll) == 0 && a[ll] == '=') {
-				val = a + ll + 1;
-				break;
-			}
-			/* -nNS and -n=NS */
-			if (g->arg && g->s && strncmp(a, g->s, 2) == 0 && a[2]) {
-				val = a[2] == '=' ? a + 3 : a + 2;
-				break;
-			}
+		const char *val = NULL, *err = NULL;
+		char why[160];
+		int id = karg_match_one(opts, argc, argv, &i, &val, why, sizeof why);
+		if (id == KARG_ERR) {
+			log_eprintf("error: %s\n", why);
+			return -1;
 		}
-		if (g->l == NULL) {
+		if (id == KARG_POS) {
 			if (out == 0 && a[0] != '-')
 				sub = cmd_find(a);
-			argv[out++] = argv[i];
+			argv[out++] = argv[i++];
 			continue;
 		}
-		if (strcmp(g->l, "--help") == 0) {
-			argv[out++] = argv[i];
+		const struct cmd_flag *g = &cmd_globals[id];
+		if (g->becomes) {
+			argv[out++] = (char *)g->becomes;
 			continue;
 		}
-		if (g->arg && val == NULL) {
-			if (i + 1 >= argc) {
-				log_eprintf("error: flag needs an argument: %s\n", a);
-				return -1;
-			}
-			val = argv[++i];
-		}
-		if (set_global(o, g, val) < 0)
+		if (g->arg == NULL && strcmp(val, "true") != 0) {
+			if (strcmp(val, "false") == 0)
+				continue; /* --readonly=false: as if not given */
+			log_eprintf("error: invalid argument \"%s\" for \"%s\": want true or false\n", val, g->l);
 			return -1;
+		}
+		if (g->set(o, g, g->arg ? val : NULL, &err) < 0) {
+			log_eprintf("error: %s\n", err);
+			return -1;
+		}
 	}
 	argv[out] = NULL;
 	return out;

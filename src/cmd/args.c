@@ -1,6 +1,7 @@
 /* args: the one flag parser of the command table (see args.h). */
 #include "cmd/args.h"
 
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,7 +37,7 @@ static int check(const struct cmd_flag *f, const char *val, struct args_item *it
 		it->num = v;
 	} else if (f->type == CMD_FLAG_DURATION) {
 		long unit = f->unit_ms > 0 ? f->unit_ms : 1000;
-		if (*val == '\0' && f->arg && f->arg[0] == '[') {
+		if ((*val == '\0' || strcmp(val, "true") == 0) && f->arg && f->arg[0] == '[') {
 			it->num = -1; /* --wait alone: the verb's default */
 		} else if (karg_duration(val, unit, &it->num) < 0) {
 			log_eprintf("error: %s takes %s (5), or a duration with its unit (30s, 2m, 1h)\n", f->l,
@@ -77,11 +78,13 @@ int args_parse(const struct cmd_entry *e, int argc, char **argv, struct args *a)
 			return ARGS_HELP;
 		}
 		const struct cmd_flag *f = &e->flags[id];
-		if (f->arg == NULL && !karg_bool(&k))
-			continue; /* --flag=false: as if not given */
-		if (check(f, f->arg ? k.val : "", &a->items[a->nitems]) < 0)
+		struct args_item *it = &a->items[a->nitems++];
+		if ((f->arg == NULL || f->arg[0] == '[') && strcmp(k.val, "false") == 0) {
+			*it = (struct args_item){ .f = f, .val = k.val, .num = -1, .off = true }; /* --flag=false */
+			continue;
+		}
+		if (check(f, f->arg ? k.val : "", it) < 0)
 			return ARGS_ERR;
-		a->nitems++;
 	}
 	return ARGS_OK;
 }
@@ -109,12 +112,32 @@ void args_free(struct args *a)
 	a->nitems = a->npos = 0;
 }
 
+int args_usage_error(const struct args *a, const char *fmt, ...)
+{
+	char why[256];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(why, sizeof why, fmt, ap);
+	va_end(ap);
+	log_eprintf("error: %s\nSee 'kvcon %s --help' for usage.\n", why, a->e && a->e->name[0] ? a->e->name : "");
+	return ARGS_ERR;
+}
+
+/* The last item of flag l, NULL when none or when the last says --l=false. */
 static const struct args_item *last(const struct args *a, const char *l)
 {
 	for (int i = a->nitems - 1; i >= 0; i--)
 		if (strcmp(a->items[i].f->l, l) == 0)
-			return &a->items[i];
+			return a->items[i].off ? NULL : &a->items[i];
 	return NULL;
+}
+
+bool args_off(const struct args *a, const char *l)
+{
+	for (int i = a->nitems - 1; i >= 0; i--)
+		if (strcmp(a->items[i].f->l, l) == 0)
+			return a->items[i].off;
+	return false;
 }
 
 const char *args_get(const struct args *a, const char *l)

@@ -13,6 +13,7 @@ struct args_item {
 	const struct cmd_flag *f;
 	const char *val;  /* as given ("" for a switch or an --flag=V flag given bare) */
 	long num;         /* CMD_FLAG_INT: the number; CMD_FLAG_DURATION: milliseconds */
+	bool off;         /* --flag=false (a switch, or an optional value): as if not given, but said */
 };
 
 struct args {
@@ -35,11 +36,16 @@ int args_parse_verb(int argc, char **argv, struct args *a);
 int args_parse_sub(const char *parent, int argc, char **argv, struct args *a);
 void args_free(struct args *a);
 
-/* The last value given for the flag of long name l ("--timeout"): NULL when not given. */
+/* "error: WHY\nSee 'kvcon VERB --help' for usage." on stderr (a verb's own check of its operands); ARGS_ERR. */
+int args_usage_error(const struct args *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* The last value given for the flag of long name l ("--timeout"): NULL when not given (or given =false). */
 const char *args_get(const struct args *a, const char *l);
 bool args_has(const struct args *a, const char *l);
 /* A switch: given (and not =false). */
 bool args_bool(const struct args *a, const char *l);
+/* The flag was last given as --flag=false (kubectl delete's --wait=false, whose default is to wait). */
+bool args_off(const struct args *a, const char *l);
 /* A number or a duration (milliseconds): the last given, else def. */
 long args_num(const struct args *a, const char *l, long def);
 

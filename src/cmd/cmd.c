@@ -24,6 +24,7 @@
 #include "cmd/cmd_vnc.h"
 #include "cmd/cmd_wait.h"
 #include "core/buf.h"
+#include "core/connect.h"
 #include "core/log.h"
 #include "core/version.h"
 #include "core/loop.h"
@@ -49,22 +50,69 @@ static void print_kinds(FILE *f);
 	D(NULL, "--wait", "[SECONDS", "watch until the effect is visible (default 120 s); exit 3 when not", 1000)
 #define SOURCE_HELP "the context or engine host that has the VM (when the name exists on several)"
 
+/* The global options' setters: a string, a switch, a count at the row's offset into struct kvcon_opts; the others
+ * their own. */
+static int set_str(struct kvcon_opts *o, const struct cmd_flag *f, const char *val, const char **err)
+{
+	(void)err;
+	char **p = (char **)(void *)((char *)o + f->off);
+	free(*p);
+	*p = xstrdup(val);
+	return 0;
+}
+static int set_true(struct kvcon_opts *o, const struct cmd_flag *f, const char *val, const char **err)
+{
+	(void)val, (void)err;
+	*(bool *)(void *)((char *)o + f->off) = true;
+	return 0;
+}
+static int set_count(struct kvcon_opts *o, const struct cmd_flag *f, const char *val, const char **err)
+{
+	(void)val, (void)err;
+	(*(int *)(void *)((char *)o + f->off))++;
+	return 0;
+}
+static int set_context(struct kvcon_opts *o, const struct cmd_flag *f, const char *val, const char **err)
+{
+	(void)f;
+	return connect_set_context(o, val, err);
+}
+static int set_connect(struct kvcon_opts *o, const struct cmd_flag *f, const char *val, const char **err)
+{
+	(void)f, (void)err;
+	o->uris = xreallocarray(o->uris, (size_t)o->nuris + 1, sizeof *o->uris);
+	o->uris[o->nuris++] = xstrdup(val);
+	return 0;
+}
+static int set_level(struct kvcon_opts *o, const struct cmd_flag *f, const char *val, const char **err)
+{
+	(void)f, (void)err;
+	o->verbose = atoi(val);
+	return 0;
+}
+
+/* A global option's row: G(short, long, VALUE, help, completion values, setter, field of struct kvcon_opts) */
+#define G(s_, l_, arg_, help_, values_, set_, field_)                                                             \
+	{ .s = s_, .l = l_, .arg = arg_, .help = help_, .values = values_, .set = set_,                           \
+	  .off = offsetof(struct kvcon_opts, field_) }
 const struct cmd_flag cmd_globals[] = {
-	F(NULL, "--kubeconfig", "FILE", "kubeconfig to use (default: $KUBECONFIG, ~/.kube/config)", NULL),
-	F(NULL, "--context", "NAME", "kubeconfig context, or engine (the local engine; CTX,engine: both)", NULL),
-	F("-n", "--namespace", "NS", "namespace (default: the context's)", NULL),
-	F("-A", "--all-namespaces", NULL, "every namespace", NULL),
-	F("-c", "--connect", "URI", "libvirt host for the engine (repeatable; default: $LIBVIRT_DEFAULT_URI, else "
-				    "embedded QEMU)", NULL),
-	F(NULL, "--source", "NAME", SOURCE_HELP, NULL),
-	F(NULL, "--no-engine", NULL, "do not open the local engine", NULL),
-	F(NULL, "--readonly", NULL, "refuse every mutating action; consoles and VNC view only", NULL),
-	F(NULL, "--theme", "NAME", "colour theme", "default dark light mono"),
-	F(NULL, "--log-file", "FILE", "log file (default: $XDG_STATE_HOME/kvcon/kvcon.log)", NULL),
-	F("-v", "--v", "N", "log verbosity (-v N, --v=N; -v alone: 1)", NULL),
-	F(NULL, "--verbose", NULL, "more logging (repeatable)", NULL),
-	F(NULL, "--version", NULL, "the same as the version command", NULL),
-	F("-h", "--help", NULL, "this help", NULL),
+	G(NULL, "--kubeconfig", "FILE", "kubeconfig to use (default: $KUBECONFIG, ~/.kube/config)", NULL, set_str,
+	  kubeconfig),
+	G(NULL, "--context", "NAME", "kubeconfig context, or engine (the local engine; CTX,engine: both)", NULL,
+	  set_context, context),
+	G("-n", "--namespace", "NS", "namespace (default: the context's)", NULL, set_str, ns),
+	G("-A", "--all-namespaces", NULL, "every namespace", NULL, set_true, all_ns),
+	G("-c", "--connect", "URI", "libvirt host for the engine (repeatable; default: $LIBVIRT_DEFAULT_URI, else "
+				    "embedded QEMU)", NULL, set_connect, uris),
+	G(NULL, "--source", "NAME", SOURCE_HELP, NULL, set_str, source),
+	G(NULL, "--no-engine", NULL, "do not open the local engine", NULL, set_true, no_engine),
+	G(NULL, "--readonly", NULL, "refuse every mutating action; consoles and VNC view only", NULL, set_true, readonly),
+	G(NULL, "--theme", "NAME", "colour theme", "default dark light mono", set_str, theme),
+	G(NULL, "--log-file", "FILE", "log file (default: $XDG_STATE_HOME/kvcon/kvcon.log)", NULL, set_str, log),
+	G("-v", "--v", "N", "log verbosity (-v N, --v=N; -v alone: 1)", NULL, set_level, verbose),
+	G(NULL, "--verbose", NULL, "more logging (repeatable)", NULL, set_count, verbose),
+	{ .l = "--version", .help = "the same as the version command", .becomes = "version" },
+	{ .s = "-h", .l = "--help", .help = "this help", .becomes = "--help" },
 	{ .l = NULL },
 };
 
@@ -178,12 +226,12 @@ static const struct cmd_flag f_engine_reconcile[] = {
 	D(NULL, "--for", "SECONDS", "keep reconciling this long, then leave once converged", 1000),
 	{ .l = NULL },
 };
-/* parsed by the service itself (cmd/apisrv.c); here for --help and completion */
 static const struct cmd_flag f_engine_serve[] = {
 	F(NULL, "--socket", "PATH", "the unix socket (default: the root's, see kvcon(1) FILES)", NULL),
-	F(NULL, "--https", "PORT", "serve HTTPS on this port (default: the one chosen once; a CA, a token)", NULL),
+	N(NULL, "--https", "PORT", "serve HTTPS on this port (default: the one chosen once; 0: any free port; a CA, a token)"),
 	F(NULL, "--kubeconfig-out", "FILE", "with --https: write a kubeconfig for kubectl", NULL),
-	F(NULL, "--idle-exit", "SECONDS", "leave after this long without a client and with nothing to do", NULL),
+	D(NULL, "--idle-exit", "SECONDS", "leave after this long without a client and with nothing to do (0: never; "
+					  "or 30s, 5m)", 1000),
 	{ .l = NULL },
 };
 static const struct cmd_flag f_engine_kubeconfig[] = {
@@ -294,7 +342,7 @@ static const struct cmd_flag f_portforward[] = {
 #define SSH_FLAGS \
 	F("-i", "--identity-file", "FILE", "the private key", NULL), \
 	F("-l", "--username", "USER", "the guest's user (also USER@ before the target)", NULL), \
-	F("-p", "--port", "PORT", "the guest's ssh port (default 22)", NULL), \
+	N("-p", "--port", "PORT", "the guest's ssh port (default 22)"), \
 	F("-t", "--local-ssh-opts", "OPT", "one more argument for the client (repeatable)", NULL), \
 	F(NULL, "--known-hosts", "FILE", "the known_hosts file (default: the client's, host TYPE.NAME.NS)", NULL), \
 	F(NULL, "--local-ssh", NULL, "the system's client (always; virtctl's flag)", NULL)
@@ -780,16 +828,9 @@ static int cmd_complete(int argc, char **argv)
 					want = x;
 					break;
 				}
-				const char *v = argv[++i];
-				if (g && strcmp(g->l, "--namespace") == 0)
-					ns = v;
-				else if (g && strcmp(g->l, "--context") == 0) {
-					free(o->context);
-					o->context = xstrdup(v);
-				} else if (g && strcmp(g->l, "--kubeconfig") == 0) {
-					free(o->kubeconfig);
-					o->kubeconfig = xstrdup(v);
-				}
+				const char *v = argv[++i], *err = NULL;
+				if (g && g->set && (f == NULL || f->hidden)) /* as main applies it (logs -c: its own) */
+					g->set(o, g, v, &err);         /* (a bad --context: completion goes on without) */
 			}
 			continue;
 		}
@@ -803,6 +844,7 @@ static int cmd_complete(int argc, char **argv)
 			operands[nops++] = w;
 		}
 	}
+	ns = o->ns;
 	if (want) {
 		if (strcmp(want->l, "--namespace") == 0)
 			put_api("namespace", NULL, "{range .items[*]}{.metadata.name}{\"\\n\"}{end}", cur);
@@ -854,8 +896,6 @@ static int cmd_complete(int argc, char **argv)
 			/* the names of the first kind named, in -n's namespace (the context's without it) */
 			char kind[64];
 			snprintf(kind, sizeof kind, "%.*s", (int)strcspn(operands[0], ","), operands[0]);
-			if (ns == NULL && o->ns)
-				ns = o->ns;
 			/* "": the context's namespace, as kget uses it when -n is not given */
 			put_api(kind, ns ? ns : "", name_only, cur);
 		}

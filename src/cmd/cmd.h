@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <stdio.h>
 
+struct kvcon_opts;
 
 /* What a flag's value is; the parser (cmd/args.c) checks it before the verb runs. */
 enum cmd_flag_type {
@@ -26,6 +27,11 @@ struct cmd_flag {
 	enum cmd_flag_type type;
 	long unit_ms;     /* CMD_FLAG_DURATION: what a bare number counts (virtctl's unit where virtctl has the flag) */
 	bool hidden;      /* parsed, not shown (a global option a verb takes in kubectl's grouped forms: get -Aw) */
+	/* A global option (cmd_globals): how main applies its value to the options (val NULL for a switch), at off
+	 * (offsetof a field of struct kvcon_opts) for the shared setters; 0, or -1 with *err set. */
+	int (*set)(struct kvcon_opts *o, const struct cmd_flag *f, const char *val, const char **err);
+	size_t off;
+	const char *becomes; /* a global option main leaves on the line as this word (--version: the version verb) */
 };
 
 /* What a verb's operands are, for completion. */
@@ -56,7 +62,7 @@ struct cmd_entry {
 					   * zero row; their fn gets argv[0] = VERB; NULL: none */
 };
 
-/* The global options (accepted anywhere on the line), ended by a zero row. */
+/* The global options (accepted anywhere on the line), ended by a zero row; each row's set applies it. */
 extern const struct cmd_flag cmd_globals[];
 
 /* The verb named (or aliased) name; NULL when there is none. */

@@ -14,12 +14,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "cmd/cmd.h"
+#include "cmd/args.h"
 #include "cmd/cmd_diagnose.h"
 #include "cmd/session.h"
 #include "core/buf.h"
 #include "core/connect.h"
-#include "core/kargs.h"
 #include "core/log.h"
 #include "core/loop.h"
 #include "core/opts.h"
@@ -34,11 +33,13 @@
 
 enum verb { V_APPLY, V_DELETE, V_CREATE };
 
-struct args {
+/* What the verb's row's flags (cmd/cmd.c: apply, create, delete) said. */
+struct apply_args {
 	enum verb verb;
-	char **files;
+	const char **files;
 	int nfiles;
 	bool recursive, ignore_not_found, wait;
+	long wait_ms; /* delete: how long --wait waits for each object to be gone */
 	enum kapply_dry dry;
 	const char *ns_name; /* create namespace NAME */
 };
@@ -216,77 +217,54 @@ static struct kube_config *target(char **err)
 
 /* ---- the verb ---- */
 
-static const struct karg_opt OPTS[] = {
-	{ 'f', "filename", KARG_VALUE, 'f' },
-	{ 'R', "recursive", KARG_FLAG, 'R' },
-	{ 0, "dry-run", KARG_VALUE, 'd' },
-	{ 0, "ignore-not-found", KARG_FLAG, 'i' },
-	{ 0, "wait", KARG_FLAG, 'w' },
-	{ 'h', "help", KARG_FLAG, 'h' },
-	{ 0 },
-};
-
-/* 0, 1 for --help, or -1 after printing the error. */
-static int parse(int argc, char **argv, struct args *a)
+/* ARGS_OK, ARGS_HELP (usage printed) or ARGS_ERR (said why); the values point into argv, a->files is the
+ * caller's to free. */
+static int parse(int argc, char **argv, struct apply_args *a)
 {
-	struct karg k;
-	int id;
-	a->wait = true;
-	karg_init(&k, argc, argv, OPTS);
-	while ((id = karg_next(&k)) != KARG_END) {
-		switch (id) {
-		case 'f':
-			a->files = xreallocarray(a->files, (size_t)a->nfiles + 1, sizeof *a->files);
-			a->files[a->nfiles++] = (char *)k.val;
-			break;
-		case 'R':
-			a->recursive = karg_bool(&k);
-			break;
-		case 'i':
-			a->ignore_not_found = karg_bool(&k);
-			break;
-		case 'w':
-			a->wait = karg_bool(&k);
-			break;
-		case 'd':
-			if (strcmp(k.val, "client") == 0)
-				a->dry = KAPPLY_DRY_CLIENT;
-			else if (strcmp(k.val, "server") == 0)
-				a->dry = KAPPLY_DRY_SERVER;
-			else if (strcmp(k.val, "none") == 0)
-				a->dry = KAPPLY_DRY_NONE;
-			else {
-				log_eprintf("error: Invalid dry-run value (%s). Must be \"none\", \"server\", or \"client\".\n",
-					    k.val);
-				return -1;
-			}
-			break;
-		case 'h':
-			return 1;
-		case KARG_POS:
-			if (a->verb == V_CREATE && a->ns_name == NULL && strcmp(k.val, "namespace") != 0 &&
-			    strcmp(k.val, "ns") != 0) {
-				a->ns_name = k.val;
-				break;
-			}
-			if (a->verb == V_CREATE && a->ns_name == NULL)
-				break;
-			log_eprintf("error: unexpected argument \"%s\"\n", k.val);
-			return -1;
-		default:
-			log_eprintf("error: %s\n", k.err);
-			return -1;
+	struct args g;
+	int p = args_parse_verb(argc, argv, &g);
+	if (p != ARGS_OK) {
+		args_free(&g);
+		return p;
+	}
+	a->files = xcalloc((size_t)g.nitems + 1, sizeof *a->files);
+	for (int i = 0; i < g.nitems; i++)
+		if (strcmp(g.items[i].f->l, "--filename") == 0)
+			a->files[a->nfiles++] = g.items[i].val;
+	a->recursive = args_bool(&g, "--recursive");
+	a->ignore_not_found = args_bool(&g, "--ignore-not-found");
+	a->wait = !args_off(&g, "--wait"); /* kubectl delete waits unless --wait=false */
+	a->wait_ms = args_num(&g, "--wait", 120000);
+	const char *dry = args_get(&g, "--dry-run");
+	if (dry == NULL || strcmp(dry, "none") == 0)
+		a->dry = KAPPLY_DRY_NONE;
+	else if (strcmp(dry, "server") == 0)
+		a->dry = KAPPLY_DRY_SERVER;
+	else if (strcmp(dry, "client") == 0 || strcmp(dry, "") == 0 || strcmp(dry, "true") == 0)
+		a->dry = KAPPLY_DRY_CLIENT; /* bare --dry-run: kubectl's deprecated "unchanged", which is client */
+	else {
+		log_eprintf("error: Invalid dry-run value (%s). Must be \"none\", \"server\", or \"client\".\n", dry);
+		p = ARGS_ERR;
+	}
+	for (int i = 0; i < g.npos && p == ARGS_OK; i++) {
+		const char *w = g.pos[i];
+		if (a->verb == V_CREATE && a->ns_name == NULL && strcmp(w, "namespace") != 0 && strcmp(w, "ns") != 0)
+			a->ns_name = w;
+		else if (a->verb != V_CREATE || a->ns_name != NULL) {
+			args_usage_error(&g, "unexpected argument \"%s\"", w);
+			p = ARGS_ERR;
 		}
 	}
-	if (a->verb == V_CREATE && a->ns_name == NULL) {
-		log_eprintf("error: exactly one NAME is required, got 0\n");
-		return -1;
+	if (p == ARGS_OK && a->verb == V_CREATE && a->ns_name == NULL) {
+		args_usage_error(&g, "exactly one NAME is required, got 0");
+		p = ARGS_ERR;
 	}
-	if (a->verb != V_CREATE && a->nfiles == 0) {
-		log_eprintf("error: must specify one of -f and -k\n");
-		return -1;
+	if (p == ARGS_OK && a->verb != V_CREATE && a->nfiles == 0) {
+		args_usage_error(&g, "must specify one of -f and -k");
+		p = ARGS_ERR;
 	}
-	return 0;
+	args_free(&g);
+	return p;
 }
 
 /* After the objects, as kubectl's CheckErr: one error with "error: " (unless the server's), several one per line. */
@@ -376,7 +354,7 @@ static bool vm_settled(struct kube_http *h, const char *path, bool created)
 	return settled;
 }
 
-static int run(struct args *a)
+static int run(struct apply_args *a)
 {
 	session_cli_start();
 	struct run r = { 0 };
@@ -472,7 +450,7 @@ static int run(struct args *a)
 		}
 		if (x == 0 && line && a->verb == V_DELETE && a->wait && a->dry == KAPPLY_DRY_NONE) {
 			char *path = kapply_path(r.docs[i].obj, kc->ns);
-			if (path && !wait_gone(h, path, util_now_ms() + 120000))
+			if (path && !wait_gone(h, path, util_now_ms() + (uint64_t)a->wait_ms))
 				add_err(&r, xasprintf("error: timed out waiting for the deletion of %s", path));
 			free(path);
 		}
@@ -517,16 +495,9 @@ out:
 
 static int verb_main(enum verb v, int argc, char **argv)
 {
-	struct args a = { .verb = v };
+	struct apply_args a = { .verb = v };
 	int p = parse(argc, argv, &a);
-	int rc;
-	if (p > 0) {
-		cmd_usage(cmd_find(argv[0]), stdout);
-		rc = EXIT_OK;
-	} else if (p < 0)
-		rc = EXIT_USAGE;
-	else
-		rc = run(&a);
+	int rc = p == ARGS_OK ? run(&a) : p == ARGS_HELP ? EXIT_OK : EXIT_USAGE;
 	free(a.files);
 	return rc;
 }
@@ -541,12 +512,15 @@ int cmd_create(int argc, char **argv)
 	return verb_main(V_CREATE, argc, argv);
 }
 
-/* delete -f FILE: the documents' objects; delete NS/NAME: the lifecycle action (model/registry.c). */
+/* delete -f FILE: the documents' objects; delete NS/NAME: the lifecycle action (model/registry.c). One row's flags
+ * (cmd/cmd.c's delete) for both. */
 int cmd_delete(int argc, char **argv)
 {
-	for (int i = 1; i < argc; i++)
-		if (strcmp(argv[i], "-f") == 0 || util_has_prefix(argv[i], "--filename") ||
-		    (util_has_prefix(argv[i], "-f") && argv[i][1] == 'f'))
-			return verb_main(V_DELETE, argc, argv);
-	return cmd_action(argc, argv);
+	struct args g;
+	int p = args_parse_verb(argc, argv, &g);
+	bool files = args_has(&g, "--filename");
+	args_free(&g);
+	if (p != ARGS_OK)
+		return p == ARGS_HELP ? EXIT_OK : EXIT_USAGE;
+	return files ? verb_main(V_DELETE, argc, argv) : cmd_action(argc, argv);
 }

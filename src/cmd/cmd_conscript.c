@@ -192,7 +192,7 @@ static int script(const char *ns, const char *name, int timeout_s)
 	}
 	const struct obj *vmi = store_find(K.st, K.src, OBJ_VMI, ns, name);
 	snprintf(K.first_uid, UID_LEN, "%s", vmi ? vmi->uid : "");
-	K.ws = kube_console_open(K.src, ns, name, &err);
+	K.ws = kube_console_open(kube_source_http(K.src), K.src->name, ns, name, &err);
 	if (K.ws == NULL) {
 		char *e = util_escape_display(err ? err : "no console"), *n = util_escape_display(name);
 		log_eprintf("error: console %s: %s\n", n, e);

@@ -9,9 +9,9 @@
 #include <string.h>
 #include <sys/random.h>
 
+#include "cmd/args.h"
 #include "cmd/session.h"
 #include "core/buf.h"
-#include "core/kargs.h"
 #include "core/log.h"
 #include "core/loop.h"
 #include "core/opts.h"
@@ -28,15 +28,6 @@
 
 enum sub { SUB_ADD, SUB_REMOVE, SUB_PASSWORD };
 static const char *const sub_names[] = { "add-ssh-key", "remove-ssh-key", "set-password" };
-
-enum { O_HELP, O_USER, O_FILE, O_VALUE, O_PASSWORD, O_SECRET, O_CREATE, O_UPDATE, O_FORCE };
-static const struct karg_opt opts[] = {
-	{ 'h', "help", KARG_FLAG, O_HELP },	      { 'u', "user", KARG_VALUE, O_USER },
-	{ 'f', "file", KARG_VALUE, O_FILE },	      { 0, "value", KARG_VALUE, O_VALUE },
-	{ 'p', "password", KARG_VALUE, O_PASSWORD },  { 0, "secret", KARG_VALUE, O_SECRET },
-	{ 0, "create-secret", KARG_FLAG, O_CREATE },  { 0, "update-secret", KARG_FLAG, O_UPDATE },
-	{ 0, "force", KARG_FLAG, O_FORCE },	      { 0 },
-};
 
 struct cred {
 	enum sub sub;
@@ -593,8 +584,7 @@ static int set_password(struct cred *c)
 
 static int usage_error(const char *why)
 {
-	const struct guest_verb_def *gv = registry_guest_verb(GV_CREDENTIALS);
-	log_eprintf("error: %s\nusage: kvcon credentials %s\n", why, gv->synopsis);
+	log_eprintf("error: %s\nSee 'kvcon credentials --help' for usage.\n", why);
 	return EXIT_USAGE;
 }
 
@@ -633,46 +623,35 @@ static int read_key(struct cred *c)
 
 int cmd_credentials(int argc, char **argv)
 {
-	const struct guest_verb_def *gv = registry_guest_verb(GV_CREDENTIALS);
 	struct cred c = { 0 };
 	int sub = -1;
-	const char *ref = NULL;
-	struct karg k;
-	karg_init(&k, argc, argv, opts);
-	int id;
-	while ((id = karg_next(&k)) != KARG_END) {
-		switch (id) {
-		case KARG_ERR:
-			return usage_error(k.err);
-		case O_HELP:
-			printf("usage: kvcon credentials %s\n%s.\n", gv->synopsis, gv->summary);
-			return EXIT_OK;
-		case O_USER: c.user = k.val; break;
-		case O_FILE: c.file = k.val; break;
-		case O_VALUE: c.value = k.val; break;
-		case O_PASSWORD: c.password = k.val; break;
-		case O_SECRET: c.secret = k.val; break;
-		case O_CREATE: c.create = karg_bool(&k); break;
-		case O_UPDATE: c.update = karg_bool(&k); break;
-		case O_FORCE: c.force = karg_bool(&k); break;
-		case KARG_POS:
-			if (sub < 0) {
-				for (int i = 0; i < 3; i++)
-					if (strcmp(k.val, sub_names[i]) == 0)
-						sub = i;
-				if (sub < 0) {
-					char why[200];
-					snprintf(why, sizeof why, "unknown command \"%s\" for \"kvcon credentials\"", k.val);
-					return usage_error(why);
-				}
-			} else if (ref == NULL) {
-				ref = k.val;
-			} else {
-				return usage_error("accepts 1 arg(s)");
-			}
-			break;
-		}
+	struct args fa;
+	int p = args_parse_verb(argc, argv, &fa);
+	if (p != ARGS_OK) {
+		args_free(&fa);
+		return p == ARGS_HELP ? EXIT_OK : EXIT_USAGE;
 	}
+	c.user = args_get(&fa, "--user");
+	c.file = args_get(&fa, "--file");
+	c.value = args_get(&fa, "--value");
+	c.password = args_get(&fa, "--password");
+	c.secret = args_get(&fa, "--secret");
+	c.create = args_bool(&fa, "--create-secret");
+	c.update = args_bool(&fa, "--update-secret");
+	c.force = args_bool(&fa, "--force");
+	const char *word = fa.npos > 0 ? fa.pos[0] : NULL, *ref = fa.npos > 1 ? fa.pos[1] : NULL;
+	int npos = fa.npos;
+	args_free(&fa); /* the values point into argv */
+	for (int i = 0; word && i < 3; i++)
+		if (strcmp(word, sub_names[i]) == 0)
+			sub = i;
+	if (word && sub < 0) {
+		char why[200];
+		snprintf(why, sizeof why, "unknown command \"%s\" for \"kvcon credentials\"", word);
+		return usage_error(why);
+	}
+	if (npos > 2)
+		return usage_error("accepts 1 arg(s)");
 	if (sub < 0)
 		return usage_error("a subcommand: add-ssh-key, remove-ssh-key or set-password");
 	c.sub = (enum sub)sub;

@@ -6,10 +6,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cmd/args.h"
 #include "cmd/session.h"
 #include "core/buf.h"
 #include "core/jout.h"
-#include "core/kargs.h"
 #include "core/log.h"
 #include "core/loop.h"
 #include "core/opts.h"
@@ -56,36 +56,21 @@ static void gi_done(void *arg, const struct kube_resp *r)
 	loop_quit(gi->rc);
 }
 
-static const struct karg_opt opts[] = { { 'h', "help", KARG_FLAG, 0 }, { 0 } };
-
 int cmd_guestinfo(int argc, char **argv)
 {
 	const struct guest_verb_def *gv = registry_guest_verb_find(argv[0]);
 	if (gv == NULL)
 		return EXIT_USAGE;
-	struct karg k;
-	karg_init(&k, argc, argv, opts);
-	const char *ref = NULL;
-	int id;
-	while ((id = karg_next(&k)) != KARG_END) {
-		if (id == KARG_ERR) {
-			log_eprintf("error: %s\n", k.err);
-			return EXIT_USAGE;
-		}
-		if (id == 0) {
-			printf("usage: kvcon %s %s\n%s.\n", gv->name, gv->synopsis, gv->summary);
-			return EXIT_OK;
-		}
-		if (ref) {
-			log_eprintf("error: usage: kvcon %s %s\n", gv->name, gv->synopsis);
-			return EXIT_USAGE;
-		}
-		ref = k.val;
+	struct args a;
+	int p = args_parse_verb(argc, argv, &a);
+	const char *ref = a.npos > 0 ? a.pos[0] : NULL;
+	if (p == ARGS_OK && a.npos != 1) {
+		args_usage_error(&a, "accepts 1 arg(s), received %d", a.npos);
+		p = ARGS_ERR;
 	}
-	if (ref == NULL) {
-		log_eprintf("error: usage: kvcon %s %s\n", gv->name, gv->synopsis);
-		return EXIT_USAGE;
-	}
+	args_free(&a);
+	if (p != ARGS_OK)
+		return p == ARGS_HELP ? EXIT_OK : EXIT_USAGE;
 	struct kvcon_opts *g = opts_global();
 	const char *slash = strchr(ref, '/');
 	char *ns = slash ? xstrndup(ref, (size_t)(slash - ref)) : g->ns ? xstrdup(g->ns) : NULL;

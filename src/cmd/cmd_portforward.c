@@ -6,9 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cmd/args.h"
 #include "cmd/session.h"
 #include "console/portfwd.h"
-#include "core/kargs.h"
 #include "core/log.h"
 #include "core/loop.h"
 #include "core/opts.h"
@@ -34,54 +34,27 @@ static void stdio_done(void *arg, int rc)
 	loop_quit(rc);
 }
 
-enum { OPT_ADDRESS, OPT_STDIO, OPT_HELP };
-
-static const struct karg_opt opts[] = {
-	{ 0, "address", KARG_VALUE, OPT_ADDRESS },
-	{ 0, "stdio", KARG_FLAG, OPT_STDIO },
-	{ 'h', "help", KARG_FLAG, OPT_HELP },
-	{ 0 },
-};
-
 int cmd_portforward(int argc, char **argv)
 {
-	struct karg k;
-	karg_init(&k, argc, argv, opts);
-	const char *target = NULL, *address = "127.0.0.1";
+	struct args fa;
+	int p = args_parse_verb(argc, argv, &fa);
+	if (p != ARGS_OK) {
+		args_free(&fa);
+		return p == ARGS_HELP ? EXIT_OK : EXIT_USAGE;
+	}
+	const char *address = args_get(&fa, "--address") ? args_get(&fa, "--address") : "127.0.0.1";
+	bool stdio = args_bool(&fa, "--stdio");
+	const char *target = fa.npos > 0 ? fa.pos[0] : NULL;
 	const char *ports[PF_MAX_PORTS];
-	size_t nports = 0;
-	bool stdio = false;
-	int id;
-	while ((id = karg_next(&k)) != KARG_END) {
-		switch (id) {
-		case KARG_ERR:
-			log_eprintf("error: %s\n", k.err);
-			return EXIT_USAGE;
-		case OPT_ADDRESS:
-			address = k.val;
-			break;
-		case OPT_STDIO:
-			stdio = karg_bool(&k);
-			break;
-		case OPT_HELP:
-			printf("usage: kvcon port-forward %s\n", registry_guest_verb(GV_PORT_FORWARD)->synopsis);
-			return EXIT_OK;
-		case KARG_POS:
-			if (target == NULL) {
-				target = k.val;
-			} else if (nports < PF_MAX_PORTS) {
-				ports[nports++] = k.val;
-			} else {
-				log_eprintf("error: at most %d ports\n", PF_MAX_PORTS);
-				return EXIT_USAGE;
-			}
-			break;
-		}
-	}
-	if (target == NULL || nports == 0) {
-		log_eprintf("error: usage: kvcon port-forward %s\n", registry_guest_verb(GV_PORT_FORWARD)->synopsis);
+	size_t nports = fa.npos > 1 ? (size_t)fa.npos - 1 : 0;
+	int bad = nports > PF_MAX_PORTS ? args_usage_error(&fa, "at most %d ports", PF_MAX_PORTS)
+		  : nports == 0	  ? args_usage_error(&fa, "a TYPE/NAME and at least one port are required")
+				  : 0;
+	for (size_t i = 0; !bad && i < nports; i++)
+		ports[i] = fa.pos[i + 1];
+	args_free(&fa); /* the values point into argv */
+	if (bad)
 		return EXIT_USAGE;
-	}
 	char err[160];
 	struct pf_target t;
 	if (pf_target_parse(target, false, &t, err, sizeof err) < 0) {

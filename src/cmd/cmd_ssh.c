@@ -8,31 +8,15 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "model/pfspec.h"
+#include "cmd/args.h"
 #include "core/buf.h"
-#include "core/kargs.h"
 #include "core/log.h"
 #include "core/opts.h"
 #include "core/xmalloc.h"
+#include "model/pfspec.h"
 #include "model/registry.h"
 
 #define SSH_MAX_OPTS 32
-
-enum { O_IDENTITY, O_USER, O_PORT, O_COMMAND, O_OPTS, O_KNOWN, O_LOCAL, O_RECURSIVE, O_PRESERVE, O_HELP };
-
-static const struct karg_opt ssh_opts[] = {
-	{ 'i', "identity-file", KARG_VALUE, O_IDENTITY },
-	{ 'l', "username", KARG_VALUE, O_USER },
-	{ 'p', "port", KARG_VALUE, O_PORT },
-	{ 'c', "command", KARG_VALUE, O_COMMAND },
-	{ 't', "local-ssh-opts", KARG_VALUE, O_OPTS },
-	{ 0, "known-hosts", KARG_VALUE, O_KNOWN },
-	{ 0, "local-ssh", KARG_FLAG, O_LOCAL },
-	{ 'r', "recursive", KARG_FLAG, O_RECURSIVE },
-	{ 0, "preserve", KARG_FLAG, O_PRESERVE },
-	{ 'h', "help", KARG_FLAG, O_HELP },
-	{ 0 },
-};
 
 struct ssh_args {
 	const char *identity, *user, *command, *known;
@@ -100,83 +84,45 @@ static char *proxy_command(const struct pf_target *t, const char *ns, int port)
 	return b.data;
 }
 
-/* 0, 1 (help printed), or -1 (said why) */
+/* 0, 1 (help printed), or -1 (said why); the flags are the ssh and scp rows' (cmd/cmd.c) */
 static int parse(int argc, char **argv, bool scp, struct ssh_args *a)
 {
 	memset(a, 0, sizeof *a);
-	a->port = 22;
-	const struct guest_verb_def *gv = registry_guest_verb(scp ? GV_SCP : GV_SSH);
-	struct karg k;
-	karg_init(&k, argc, argv, ssh_opts);
-	int id;
-	while ((id = karg_next(&k)) != KARG_END) {
-		switch (id) {
-		case KARG_ERR:
-			log_eprintf("error: %s\n", k.err);
-			return -1;
-		case O_IDENTITY:
-			a->identity = k.val;
-			break;
-		case O_USER:
-			a->user = k.val;
-			break;
-		case O_PORT: {
-			char *end;
-			long p = strtol(k.val, &end, 10);
-			if (*k.val == '\0' || *end || p < 1 || p > 65535) {
-				log_eprintf("error: invalid port \"%s\"\n", k.val);
-				return -1;
-			}
-			a->port = (int)p;
-			break;
-		}
-		case O_COMMAND:
-			if (scp) {
-				log_eprintf("error: unknown flag: %s\n", k.name);
-				return -1;
-			}
-			a->command = k.val;
-			break;
-		case O_OPTS:
-			if (a->nopts == SSH_MAX_OPTS) {
-				log_eprintf("error: at most %d --local-ssh-opts\n", SSH_MAX_OPTS);
-				return -1;
-			}
-			a->opts[a->nopts++] = k.val;
-			break;
-		case O_KNOWN:
-			a->known = k.val;
-			break;
-		case O_LOCAL:
-			if (!karg_bool(&k)) {
-				log_eprintf("error: kvcon has no built-in ssh client: only the local one (--local-ssh)\n");
-				return -1;
-			}
-			break;
-		case O_RECURSIVE:
-		case O_PRESERVE:
-			if (!scp) {
-				log_eprintf("error: unknown flag: %s\n", k.name);
-				return -1;
-			}
-			*(id == O_RECURSIVE ? &a->recursive : &a->preserve) = karg_bool(&k);
-			break;
-		case O_HELP:
-			printf("usage: kvcon %s %s\n%s.\n", gv->name, gv->synopsis, gv->summary);
-			return 1;
-		case KARG_POS:
-			if (a->npos == (scp ? 2 : 1)) {
-				log_eprintf("error: usage: kvcon %s %s\n", gv->name, gv->synopsis);
-				return -1;
-			}
-			a->pos[a->npos++] = k.val;
-			break;
-		}
+	struct args g;
+	int p = args_parse_verb(argc, argv, &g);
+	if (p != ARGS_OK) {
+		args_free(&g);
+		return p == ARGS_HELP ? 1 : -1;
 	}
-	if (a->npos != (scp ? 2 : 1)) {
-		log_eprintf("error: usage: kvcon %s %s\n", gv->name, gv->synopsis);
+	a->identity = args_get(&g, "--identity-file");
+	a->user = args_get(&g, "--username");
+	a->command = scp ? NULL : args_get(&g, "--command");
+	a->known = args_get(&g, "--known-hosts");
+	a->recursive = scp && args_bool(&g, "--recursive");
+	a->preserve = scp && args_bool(&g, "--preserve");
+	long port = args_num(&g, "--port", 22);
+	for (int i = 0; i < g.nitems && p == ARGS_OK; i++) {
+		if (strcmp(g.items[i].f->l, "--local-ssh-opts") != 0)
+			continue;
+		if (a->nopts == SSH_MAX_OPTS)
+			p = args_usage_error(&g, "at most %d --local-ssh-opts", SSH_MAX_OPTS);
+		else
+			a->opts[a->nopts++] = g.items[i].val;
+	}
+	for (int i = 0; i < g.npos && i < 2; i++)
+		a->pos[a->npos++] = g.pos[i];
+	if (p != ARGS_OK)
+		;
+	else if (args_off(&g, "--local-ssh"))
+		p = args_usage_error(&g, "kvcon has no built-in ssh client: only the local one (--local-ssh)");
+	else if (port < 1 || port > 65535)
+		p = args_usage_error(&g, "invalid port \"%ld\"", port);
+	else if (g.npos != (scp ? 2 : 1))
+		p = args_usage_error(&g, "accepts %d arg(s), received %d", scp ? 2 : 1, g.npos);
+	args_free(&g);
+	if (p != ARGS_OK)
 		return -1;
-	}
+	a->port = (int)port;
 	char err[160];
 	if (a->user) {
 		struct pf_target probe;

@@ -2,7 +2,7 @@
  * stream through the source's provider (or a fixed URL/socket), feeds guest bytes into a vtpane (and an
  * optional log file), sends keys back, waits for the VMI to be Running, reconnects with backoff when the stream
  * drops, and notices when the VMI is replaced (new UID): each of these is said in a marker line in the pane.
- * Shared by the dashboard's console pane (ui/console_view.c) and `kvcon console` (console/concmd.c).
+ * Owned by the dashboard's console pane (ui/console_view.c), which `kvcon console` shows full-screen (ui/panemain.c).
  * Loop thread only. */
 #ifndef KVCON_CONSOLE_CONSESS_H
 #define KVCON_CONSOLE_CONSESS_H

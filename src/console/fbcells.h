@@ -71,8 +71,10 @@ bool fbcells_colour_parse(const char *name, enum fbc_colour *mode);
 
 /* xterm's 256-colour palette: the nearest of the 6x6x6 cube (16..231) and the grey ramp (232..255). */
 uint8_t fbcells_xterm256(uint32_t rgb);
-uint32_t fbcells_xterm256_rgb(uint8_t idx);
 /* The ASCII density character for a cell (mean luminance of both halves), for terminals without colour. */
 char fbcells_ascii(struct fbc_cell c);
+
+/* ---- test seams: exported for tests/ only, not to be called by kvcon itself (tests/check-exports.sh) ---- */
+uint32_t fbcells_xterm256_rgb(uint8_t idx);
 
 #endif

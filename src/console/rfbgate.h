@@ -46,6 +46,7 @@ bool rfbgate_relaying(const struct rfbgate *g);
 /* A random password of RFBGATE_PASSWORD_LEN letters and digits into out[RFBGATE_PASSWORD_LEN + 1]. */
 void rfbgate_random_password(char out[RFBGATE_PASSWORD_LEN + 1]);
 
+/* ---- test seams: exported for tests/ only, not to be called by kvcon itself (tests/check-exports.sh) ---- */
 /* The 16-byte answer to a VNC authentication challenge for password pw (the DES of RFB 6.2.2). */
 void rfbgate_answer(const uint8_t challenge[16], const char *pw, uint8_t out[16]);
 

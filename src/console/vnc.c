@@ -41,6 +41,7 @@
 #include "console/png.h"
 #include "core/stream.h"
 #include "core/buf.h"
+#include "core/fatal.h"
 #include "core/log.h"
 #include "core/loop.h"
 #include "core/util.h"

@@ -31,8 +31,6 @@ typedef void (*vnc_event_cb)(struct vnc *v, enum vnc_event ev, void *arg);
 
 /* Over a stream the caller opened; the session takes ownership of it (freed with the session). */
 struct vnc *vnc_new_stream(struct stream *s, const struct vnc_opts *o, vnc_event_cb cb, void *arg);
-/* Over an already connected socket; takes ownership of fd. */
-struct vnc *vnc_new_fd(int fd, const struct vnc_opts *o, vnc_event_cb cb, void *arg);
 /* Connects by itself to "unix:PATH" or "tcp:HOST:PORT" (on the session's thread). NULL with *err (caller frees)
  * when the target is malformed. */
 struct vnc *vnc_connect(const char *target, const struct vnc_opts *o, vnc_event_cb cb, void *arg, char **err);
@@ -62,5 +60,9 @@ void vnc_pointer(struct vnc *v, int x, int y, int mask);
 bool vnc_menu_send(struct vnc *v, int key);
 /* The menu's text, for status lines. */
 #define VNC_MENU_HELP "d Ctrl+Alt+Del  1-9 0 - = Ctrl+Alt+F1..F12  p Print  f F8"
+
+/* ---- test seams: exported for tests/ only, not to be called by kvcon itself (tests/check-exports.sh) ---- */
+/* Over an already connected socket; takes ownership of fd. */
+struct vnc *vnc_new_fd(int fd, const struct vnc_opts *o, vnc_event_cb cb, void *arg);
 
 #endif

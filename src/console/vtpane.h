@@ -30,14 +30,6 @@ void vtpane_set_output(struct vtpane *p, vtpane_output_cb cb, void *arg);
 
 /* Guest bytes. Only marks damage: drawing happens in vtpane_draw. */
 void vtpane_input(struct vtpane *p, const void *data, size_t len);
-/* Plain printable ASCII bypasses libvterm when that gives the same cells (on by default; KVCON_VT_FASTPATH=0 in
- * the environment turns it off). For tests and benchmarks: switching it on after input has gone in leaves it
- * unused. cells: characters written by the fast path; desyncs: times it found libvterm out of step (a bug). */
-void vtpane_set_fast_path(struct vtpane *p, bool on);
-void vtpane_fast_stats(const struct vtpane *p, uint64_t *cells, uint64_t *desyncs);
-/* Everything the pane holds, as text (both screens cell by cell with colours and attributes, scrollback, cursor,
- * modes, title): for tests that compare two panes. Caller frees. */
-char *vtpane_dump(const struct vtpane *p);
 /* Writes a line of kvcon's own text into the pane (a marker such as "[reconnected]"), escaped, on a new line. */
 void vtpane_note(struct vtpane *p, const char *text);
 void vtpane_resize(struct vtpane *p, int rows, int cols);
@@ -57,29 +49,37 @@ void vtpane_paste(struct vtpane *p, const char *text, size_t len);
 /* Scrollback view: lines scrolled back from the live screen (0 = live). */
 void vtpane_scroll(struct vtpane *p, int delta);
 int vtpane_view_offset(const struct vtpane *p);
-size_t vtpane_scrollback_count(const struct vtpane *p);
-
-/* Searches scrollback + screen for text from the current view (backward = towards older lines); scrolls the
- * match into view and highlights it. Returns true when found. */
-bool vtpane_search(struct vtpane *p, const char *needle, bool backward);
 
 /* Copy mode: a cursor over scrollback and screen; arrows/hjkl/PgUp/PgDn/g/G move, v starts a selection,
  * y or Enter copies it (vtpane_copied), p pastes the last copy into the guest, / and ? search, n/N repeat,
  * q or Esc leaves. */
 void vtpane_copy_mode(struct vtpane *p, bool on);
 bool vtpane_in_copy_mode(const struct vtpane *p);
+
+/* ---- test seams: exported for tests/ only, not to be called by kvcon itself (tests/check-exports.sh) ---- */
+bool vtpane_altscreen(const struct vtpane *p);
 /* The last copied text (owned by the pane; NULL when none). */
 const char *vtpane_copied(const struct vtpane *p);
+bool vtpane_cursor(const struct vtpane *p, int *row, int *col); /* false when the cursor is hidden */
+/* Everything the pane holds, as text (both screens cell by cell with colours and attributes, scrollback, cursor,
+ * modes, title): for tests that compare two panes. Caller frees. */
+char *vtpane_dump(const struct vtpane *p);
+void vtpane_fast_stats(const struct vtpane *p, uint64_t *cells, uint64_t *desyncs);
 /* One line of text (UTF-8, trailing blanks trimmed); abs 0 is the oldest scrollback line, scrollback_count()
  * the top screen row. Caller frees; NULL when out of range. */
 char *vtpane_line_text(const struct vtpane *p, size_t abs);
-/* The screen (not scrollback) as text, rows joined by '\n'. Caller frees. */
-char *vtpane_screen_text(const struct vtpane *p);
-
 /* What the guest asked for (absorbed, never passed on): for a status line and tests. */
 const char *vtpane_title(const struct vtpane *p); /* escaped; "" when none */
-bool vtpane_altscreen(const struct vtpane *p);
 int vtpane_mouse_mode(const struct vtpane *p);
-bool vtpane_cursor(const struct vtpane *p, int *row, int *col); /* false when the cursor is hidden */
+/* The screen (not scrollback) as text, rows joined by '\n'. Caller frees. */
+char *vtpane_screen_text(const struct vtpane *p);
+size_t vtpane_scrollback_count(const struct vtpane *p);
+/* Searches scrollback + screen for text from the current view (backward = towards older lines); scrolls the
+ * match into view and highlights it. Returns true when found. */
+bool vtpane_search(struct vtpane *p, const char *needle, bool backward);
+/* Plain printable ASCII bypasses libvterm when that gives the same cells (on by default; KVCON_VT_FASTPATH=0 in
+ * the environment turns it off). For tests and benchmarks: switching it on after input has gone in leaves it
+ * unused. cells: characters written by the fast path; desyncs: times it found libvterm out of step (a bug). */
+void vtpane_set_fast_path(struct vtpane *p, bool on);
 
 #endif

@@ -27,8 +27,6 @@ struct config *config_load(char **err);
  * count as trusted when the directory that would hold them is). 0, or -1 with *err (caller frees) naming the path
  * and what is wrong. config_load itself ignores a refused file (an empty config, the reason in *err). */
 int config_trust_check(char **err);
-/* The path config_load reads. Caller frees. */
-char *config_path(void);
 void config_free(struct config *c);
 
 size_t config_count(const struct config *c);
@@ -37,5 +35,9 @@ const struct config_entry *config_at(const struct config *c, size_t i);
 const char *config_get(const struct config *c, const char *key);
 /* "FILE:LINE" of an entry for messages about its value. Caller frees. */
 char *config_where(const struct config *c, const struct config_entry *e);
+
+/* ---- test seams: exported for tests/ only, not to be called by kvcon itself (tests/check-exports.sh) ---- */
+/* The path config_load reads. Caller frees. */
+char *config_path(void);
 
 #endif

@@ -20,10 +20,12 @@ struct jout_ylist;
 struct jout_ylist *jout_yaml_list_begin(struct buf *b);
 void jout_yaml_list_item(struct jout_ylist *l, struct json_object *j);
 int jout_yaml_list_end(struct jout_ylist *l); /* frees l */
-/* s with invalid UTF-8 replaced by U+FFFD (caller frees). */
-char *jout_valid_utf8(const char *s, size_t len);
 /* A string value as text for a terminal: kept as is but for controls other than \n and \t, DEL, C1 controls
  * and invalid UTF-8, which are shown escaped (util_escape_display's forms). */
 void jout_text(struct buf *b, const char *s, size_t len);
+
+/* ---- test seams: exported for tests/ only, not to be called by kvcon itself (tests/check-exports.sh) ---- */
+/* s with invalid UTF-8 replaced by U+FFFD (caller frees). */
+char *jout_valid_utf8(const char *s, size_t len);
 
 #endif

@@ -117,11 +117,6 @@ int karg_next(struct karg *k)
 	return short_opt(k, a + 1, &k->rest, true);
 }
 
-bool karg_bool(const struct karg *k)
-{
-	return k->val == NULL || strcmp(k->val, "false") != 0;
-}
-
 int karg_duration(const char *s, long unit_ms, long *ms)
 {
 	const double max = 10.0 * 365 * 86400 * 1000;

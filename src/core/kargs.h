@@ -1,11 +1,11 @@
-/* kargs: the one option parser for kvcon's commands, taking the forms kubectl (pflag) takes:
+/* kargs: the lexer of kvcon's one flag parser (cmd/args.c, over the command table's rows; main's global options
+ * through karg_match_one), taking the forms kubectl (pflag) takes:
  *     -o json   -o=json   -ojson   --output json   --output=json   -nNS   -Aw (combined flags)
  *     --flag   --flag=true|false   --   (ends the options)
- * A command describes its options in a table and calls karg_next until KARG_END:
- *     static const struct karg_opt opts[] = { { 'o', "output", KARG_VALUE, OPT_OUTPUT }, ... , { 0 } };
+ * args.c describes a verb's options in a table and calls karg_next until KARG_END:
  *     struct karg k; karg_init(&k, argc, argv, opts);  // argv[0] is skipped
  *     while ((id = karg_next(&k)) != KARG_END) { ...k.val...; KARG_POS: k.val is a positional argument }
- * KARG_ERR leaves the message (caller does not free) in k.err. */
+ * KARG_ERR leaves the message (caller does not free) in k.err. No verb calls it directly. */
 #ifndef KVCON_CORE_KARGS_H
 #define KVCON_CORE_KARGS_H
 
@@ -35,8 +35,6 @@ struct karg {
 
 void karg_init(struct karg *k, int argc, char **argv, const struct karg_opt *opts);
 int karg_next(struct karg *k);
-/* A flag's value as a boolean (--flag, --flag=true, --flag=false). */
-bool karg_bool(const struct karg *k);
 /* The one duration type: Go's forms as kubectl and virtctl take them (30s, 2m, 1h30m, 1.5h, 500ms), or a bare
  * number counted in unit_ms (virtctl's unit for the flag: console --timeout counts minutes). 0 with *ms, or -1
  * (empty, negative, unknown unit, more than ten years). */

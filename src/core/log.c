@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/fatal.h"
 #include "core/util.h"
 
 static FILE *log_file;
@@ -19,8 +20,6 @@ static char *log_file_path;
 static enum log_level log_min = LOG_INFO;
 static int log_stderr_min = LOG_ERROR + 1;
 static int saved_stderr = -1;
-static void (*fatal_hook)(void);
-static volatile sig_atomic_t fatal_hook_ran;
 
 static const char *const level_names[] = { "debug", "info", "warn", "error" };
 
@@ -186,24 +185,9 @@ void log_release_stderr(void)
 	saved_stderr = -1;
 }
 
-void log_set_fatal_hook(void (*hook)(void))
-{
-	fatal_hook = hook;
-	fatal_hook_ran = 0;
-}
-
-void log_run_fatal_hook(void)
-{
-	if (fatal_hook && !fatal_hook_ran) {
-		fatal_hook_ran = 1;
-		fatal_hook();
-	}
-	log_release_stderr();
-}
-
 static void crash_handler(int sig)
 {
-	log_run_fatal_hook();
+	fatal_run_hook();
 	static const char msg[] = "kvcon: crashed; the terminal was restored\n";
 	ssize_t w = write(2, msg, sizeof msg - 1);
 	(void)w;
@@ -223,18 +207,21 @@ void log_install_crash_handlers(void)
 	}
 }
 
-void fatal(const char *fmt, ...)
+/* fatal()'s message (core/fatal.c): to the log, and escaped to stderr. */
+static void report_fatal(const char *fmt, va_list ap)
 {
-	va_list ap;
-	log_run_fatal_hook();
+	va_list ap2;
+	va_copy(ap2, ap);
 	log_stderr_min = LOG_ERROR + 1; /* reported once, below */
-	va_start(ap, fmt);
 	log_vmsg(LOG_ERROR, fmt, ap);
-	va_end(ap);
-	va_start(ap, fmt);
 	fputs("kvcon: fatal: ", stderr);
-	log_veprintf(fmt, ap);
+	log_veprintf(fmt, ap2);
 	fputc('\n', stderr);
-	va_end(ap);
-	exit(70);
+	va_end(ap2);
+}
+
+/* The log's part of fatal(), from the start of the program (before anything can fail). */
+__attribute__((constructor)) static void register_fatal(void)
+{
+	fatal_set_log(log_release_stderr, report_fatal);
 }

@@ -1,4 +1,4 @@
-/* Logging to a file, and fatal errors that restore the terminal before reporting.
+/* Logging to a file (fatal errors, which restore the terminal before reporting, are core/fatal.h).
  * While curses owns the screen, stderr (where libcurl, libvirt and libvncclient chatter) is sent to the log. */
 #ifndef KVCON_CORE_LOG_H
 #define KVCON_CORE_LOG_H
@@ -9,7 +9,6 @@ enum log_level { LOG_DEBUG, LOG_INFO, LOG_WARN, LOG_ERROR };
 
 /* Opens the log file (NULL: $KVCON_LOG, else $XDG_STATE_HOME/kvcon/kvcon.log). Returns 0 or -1. */
 int log_open(const char *path);
-void log_close(void);
 const char *log_path(void);
 void log_set_level(enum log_level level);
 /* Also copy messages of at least this level to stderr (CLI mode); LOG_ERROR+1 disables. */
@@ -32,13 +31,10 @@ void log_eprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void log_capture_stderr(void);
 void log_release_stderr(void);
 
-/* A hook run before any fatal exit and on crash signals: the UI registers its terminal restore here.
- * It must be async-signal-tolerant enough to be called from a SIGSEGV handler. */
-void log_set_fatal_hook(void (*hook)(void));
-void log_run_fatal_hook(void);
-/* Installs SIGSEGV/SIGBUS/SIGABRT/SIGFPE handlers that run the fatal hook, then re-raise. */
+/* Installs SIGSEGV/SIGBUS/SIGABRT/SIGFPE handlers that run the fatal hook (core/fatal.h), then re-raise. */
 void log_install_crash_handlers(void);
 
-_Noreturn void fatal(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* ---- test seams: exported for tests/ only, not to be called by kvcon itself (tests/check-exports.sh) ---- */
+void log_close(void);
 
 #endif

@@ -11,6 +11,7 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include "core/fatal.h"
 #include "core/log.h"
 #include "core/util.h"
 #include "core/xmalloc.h"

@@ -107,9 +107,6 @@ int stream_status(const struct stream *s);
 const char *stream_reason(const struct stream *s);
 /* What this stream is ("kube/ctx default/vm1 console"), for titles and logs. */
 const char *stream_name(const struct stream *s);
-/* Bytes delivered through data() and accepted by stream_write() so far. */
-uint64_t stream_bytes_in(const struct stream *s);
-uint64_t stream_bytes_out(const struct stream *s);
 
 const char *stream_end_name(enum stream_end e); /* "", "closed", "ended by peer", "refused", "error" */
 
@@ -129,11 +126,16 @@ void stream_emit_closed(struct stream *s, enum stream_end end, int status, const
 
 /* Any thread: the same, delivered on the loop thread in order (the bytes are copied). */
 void stream_post_open(struct stream *s);
-void stream_post_data(struct stream *s, const void *data, size_t len);
-void stream_post_closed(struct stream *s, enum stream_end end, int status, const char *reason);
 
 /* Any thread. */
 void stream_ref(struct stream *s);
 void stream_unref(struct stream *s);
+
+/* ---- test seams: exported for tests/ only, not to be called by kvcon itself (tests/check-exports.sh) ---- */
+uint64_t stream_bytes_in(const struct stream *s);
+/* Bytes delivered through data() and accepted by stream_write() so far. */
+uint64_t stream_bytes_out(const struct stream *s);
+void stream_post_closed(struct stream *s, enum stream_end end, int status, const char *reason);
+void stream_post_data(struct stream *s, const void *data, size_t len);
 
 #endif

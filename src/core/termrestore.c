@@ -8,6 +8,7 @@
 #include <term.h>
 #include <unistd.h>
 
+#include "core/fatal.h"
 #include "core/log.h"
 
 static struct {
@@ -68,12 +69,12 @@ static void restore_hook(void)
 void termrestore_arm(void)
 {
 	R.armed = 1;
-	log_set_fatal_hook(restore_hook);
+	fatal_set_hook(restore_hook);
 	log_install_crash_handlers();
 }
 
 void termrestore_disarm(void)
 {
 	R.armed = 0;
-	log_set_fatal_hook(NULL);
+	fatal_set_hook(NULL);
 }

@@ -14,13 +14,15 @@ void termrestore_begin(const struct termios *tio);
 void termrestore_add(const char *s);
 /* Appends the current terminal's terminfo string capability cap ("rmcup"), when it has one. */
 void termrestore_add_cap(const char *cap);
-/* The collected bytes (not NUL-terminated), their count in *len. */
-const char *termrestore_bytes(size_t *len);
-/* Async-signal-safe: writes the bytes to out_fd and sets the modes back on tty_fd. */
-void termrestore_write(int out_fd, int tty_fd);
 /* Makes the restore (to fd 1, modes on fd 0) the fatal hook, and installs the crash handlers. It runs once. */
 void termrestore_arm(void);
 /* The caller gave the terminal back itself: the hook does nothing any more, and is unset. */
 void termrestore_disarm(void);
+
+/* ---- test seams: exported for tests/ only, not to be called by kvcon itself (tests/check-exports.sh) ---- */
+/* The collected bytes (not NUL-terminated), their count in *len. */
+const char *termrestore_bytes(size_t *len);
+/* Async-signal-safe: writes the bytes to out_fd and sets the modes back on tty_fd. */
+void termrestore_write(int out_fd, int tty_fd);
 
 #endif

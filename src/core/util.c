@@ -13,7 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "core/log.h"
+#include "core/fatal.h"
 #include "core/xmalloc.h"
 
 uint64_t util_now_ms(void)
@@ -145,7 +145,7 @@ static char *xdg_dir(const char *var, const char *fallback)
 		return util_path_join(v, "kvcon");
 	char *home = util_home_dir();
 	if (home == NULL) {
-		log_run_fatal_hook();
+		fatal_run_hook();
 		fprintf(stderr, "error: no home directory: $HOME is unset and uid %u has no passwd entry with one; "
 				"set HOME or $%s\n", (unsigned)geteuid(), var);
 		exit(1);

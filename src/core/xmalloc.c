@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/log.h"
+#include "core/fatal.h"
 
 void *xmalloc(size_t size)
 {

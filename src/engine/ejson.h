@@ -1,6 +1,6 @@
 /* The engine's JSON fields as tables: one row per field (key, type, offset in the struct), so a struct is written
  * (ejson_put) and read back (ejson_get) from the same rows and the record's writer and reader cannot drift apart.
- * Used for the VM record (record.c), the migration state (migrate.c) and `kvcon engine get -o json` (cli.c). */
+ * Used for the VM record (record.c) and the migration state (migrate.c). */
 #ifndef KVCON_ENGINE_EJSON_H
 #define KVCON_ENGINE_EJSON_H
 

@@ -428,3 +428,14 @@ int embed_reap_probes(const char *root)
 	free(pf);
 	return n;
 }
+
+char *embed_uri_root(const char *uri)
+{
+	if (!util_has_prefix(uri, "qemu:///embed?"))
+		return NULL;
+	const char *r = strstr(uri, "root=");
+	if (r == NULL)
+		return NULL;
+	r += 5;
+	return xstrndup(r, strcspn(r, "&"));
+}

@@ -50,12 +50,6 @@ int embed_prepare(const char *root, const char *spec, char **err);
  * of QEMUs ended. */
 int embed_reap_probes(const char *root);
 
-/* The KVM device embed_prepare lets the account open ("/dev/kvm"; tests point it at a file of their own). */
-extern const char *embed_kvm_path;
-
-/* The text of ROOT/etc/qemu.conf kvcon writes for account a (caller frees). */
-char *embed_conf_text(const struct embed_account *a);
-
 /* Lets the account search DIR and every directory above it (ACL entries where needed); DIR must exist.
  * 0, or -1 with *err. No-op when a->same. */
 int embed_reach(const struct embed_account *a, const char *dir, char **err);
@@ -66,5 +60,14 @@ bool embed_dir_private(const char *path, mode_t mode);
 
 /* Creates DIR (0700) if needed and gives it to the account, after embed_reach on its parent. 0, or -1 with *err. */
 int embed_own_dir(const struct embed_account *a, const char *dir, char **err);
+
+/* Root directory of an embedded URI ("qemu:///embed?root=DIR"), or NULL (caller frees). */
+char *embed_uri_root(const char *uri);
+
+/* ---- test seams: exported for tests/ only, not to be called by kvcon itself (tests/check-exports.sh) ---- */
+/* The text of ROOT/etc/qemu.conf kvcon writes for account a (caller frees). */
+char *embed_conf_text(const struct embed_account *a);
+/* The KVM device embed_prepare lets the account open ("/dev/kvm"; tests point it at a file of their own). */
+extern const char *embed_kvm_path;
 
 #endif

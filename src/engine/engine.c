@@ -19,6 +19,7 @@
 #include "core/util.h"
 #include "core/xmalloc.h"
 #include "engine/elog.h"
+#include "engine/embed.h"
 #include "engine/engine_int.h"
 #include "engine/estream.h"
 #include "engine/hostenv.h"
@@ -267,7 +268,7 @@ struct source *engine_open(struct store *st, const char *uri, char **err)
 	engine_g.hosts[engine_g.nhosts++] = eh;
 	char *accel = engine_setting("KVCON_ENGINE_ACCEL", "engine.accel");
 	char *quser = engine_setting("KVCON_ENGINE_QEMU_USER", "engine.qemu-user");
-	char *embed = host_embed_root(u), *aerr = NULL;
+	char *embed = embed_uri_root(u), *aerr = NULL;
 	eh->acct.same = true;
 	if (embed && embed_account_resolve(quser, &eh->acct, &aerr) < 0) {
 		eh->acct.same = true; /* the connection fails with this error (embed_prepare) */

@@ -15,6 +15,7 @@
 #include "core/loop.h"
 #include "core/util.h"
 #include "core/xmalloc.h"
+#include "engine/embed.h"
 #include "engine/engine_int.h"
 #include "engine/hostfwd.h"
 #include "engine/migrate.h"
@@ -176,7 +177,7 @@ static int reach_for_qemu(struct ehost *eh, const struct evm *v, const char *img
 	if (geteuid() != 0 && eh->acct.same) {
 		/* the embedded driver runs as kvcon: without root libvirt cannot create a tap device on a bridge (and
 		 * qemu-bridge-helper is not setuid on Debian); QEMU itself never needs root for it */
-		char *embed = host_embed_root(eh->uri);
+		char *embed = embed_uri_root(eh->uri);
 		bool local = embed != NULL;
 		free(embed);
 		for (int i = 0; local && i < v->m->nifaces; i++)
@@ -672,7 +673,7 @@ static void on_up(struct ehost *eh, struct host_msg *m)
 		/* the embedded driver is this machine; a daemon reports its own name */
 		char hn[256] = "";
 		const char *name = m->hostname;
-		char *embed = host_embed_root(eh->uri);
+		char *embed = embed_uri_root(eh->uri);
 		if (embed && gethostname(hn, sizeof hn - 1) == 0 && hn[0])
 			name = hn;
 		free(embed);

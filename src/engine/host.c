@@ -163,17 +163,6 @@ static char *lv_error(const char *what)
 
 /* ---- paths of a domain's QEMU process on this machine ---- */
 
-char *host_embed_root(const char *uri)
-{
-	if (!util_has_prefix(uri, "qemu:///embed?"))
-		return NULL;
-	const char *r = strstr(uri, "root=");
-	if (r == NULL)
-		return NULL;
-	r += 5;
-	return xstrndup(r, strcspn(r, "&"));
-}
-
 /* The run and log directories libvirt uses for the QEMU driver behind this URI, when it is on this machine. */
 static void local_dirs(const struct host *h, char **run, char **logd)
 {
@@ -1062,7 +1051,7 @@ struct host *host_new(const char *uri, const char *accel, const char *qemu_user,
 	struct host *h = xcalloc(1, sizeof *h);
 	h->uri = xstrdup(uri);
 	h->accel = xstrdup0(accel);
-	h->embed_root = host_embed_root(uri);
+	h->embed_root = embed_uri_root(uri);
 	if (h->embed_root)
 		pthread_once(&reaper_once, reaper_start); /* QEMU's daemonized processes stay ours, reaped at once */
 	h->qemu_user = xstrdup0(qemu_user);

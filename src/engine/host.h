@@ -96,8 +96,7 @@ int host_request(struct host *h, struct host_req *r);
 /* Convenience: a request of one type about dom. */
 int host_simple(struct host *h, enum host_req_type type, const char *dom);
 
-/* Root directory of an embedded URI ("qemu:///embed?root=DIR"), or NULL (caller frees). */
-char *host_embed_root(const char *uri);
+/* ---- test seams: exported for tests/ only, not to be called by kvcon itself (tests/check-exports.sh) ---- */
 /* Whether KVM actually runs a guest here: kvcon's probe guest (engine/kvmprobe.h) runs to its end under
  * -accel kvm within its time budget. The verdict and its reason are cached for this boot (and this probe
  * version) in cache_file when not NULL; *why (caller frees) says what failed. */

@@ -23,7 +23,7 @@
 #include "core/buf.h"
 #include "core/util.h"
 #include "core/xmalloc.h"
-#include "engine/host.h"
+#include "engine/embed.h"
 
 #define QEMU_DRIVER_MODULE "libvirt_driver_qemu.so"
 /* The account Debian's QEMU driver looks up (user and group) whatever qemu.conf says; checked only when the
@@ -429,7 +429,7 @@ static char *daemon_problem(const char *uri, const char *path)
 
 char *hostenv_problem(const char *uri)
 {
-	char *root = host_embed_root(uri), *sock, *msg = NULL;
+	char *root = embed_uri_root(uri), *sock, *msg = NULL;
 	struct remote r;
 	if (root)
 		msg = embed_problem(root);
@@ -486,7 +486,7 @@ static bool root_is_mount(void)
 
 char *hostenv_guest_problem(const char *uri)
 {
-	char *root = host_embed_root(uri);
+	char *root = embed_uri_root(uri);
 	if (root == NULL)
 		return NULL;
 	char *msg = NULL, *ns = conf_value(root, "namespaces"), *er = util_escape_display(root);

@@ -15,7 +15,7 @@
 #include "core/buf.h"
 #include "core/util.h"
 #include "core/xmalloc.h"
-#include "engine/oci.h"
+#include "engine/ociref.h"
 
 static pthread_mutex_t root_mu = PTHREAD_MUTEX_INITIALIZER;
 static char *cache_root;

@@ -22,12 +22,14 @@ struct kvmprobe_report {
 	char *why;         /* when !ok: what failed, one line (caller frees via kvmprobe_report_clear) */
 };
 
-/* The 64 KiB image QEMU maps as its firmware (-bios); the reset vector jumps to the probe code. Caller frees. */
-unsigned char *kvmprobe_image_new(size_t *len);
 /* Boots the probe guest under `qemu -accel ACCEL` ("kvm" or "tcg"; qemu NULL: qemu-system-x86_64 on $PATH, else
  * qemu-kvm)
  * and fills r. Blocks for at most KVMPROBE_START_MS + KVMPROBE_BUDGET_MS. Returns r->ok. */
 bool kvmprobe_run(const char *qemu, const char *accel, struct kvmprobe_report *r);
 void kvmprobe_report_clear(struct kvmprobe_report *r);
+
+/* ---- test seams: exported for tests/ only, not to be called by kvcon itself (tests/check-exports.sh) ---- */
+/* The 64 KiB image QEMU maps as its firmware (-bios); the reset vector jumps to the probe code. Caller frees. */
+unsigned char *kvmprobe_image_new(size_t *len);
 
 #endif

@@ -109,6 +109,8 @@ bool manifest_dns_label(const char *s);
 bool manifest_dns_subdomain(const char *s);
 /* Valid UTF-8 without control characters (C0, DEL, C1). */
 bool manifest_plain_text(const char *s);
+
+/* ---- test seams: exported for tests/ only, not to be called by kvcon itself (tests/check-exports.sh) ---- */
 /* Absolute, no "." or ".." component, plain text: what hostDisk.path and kernelPath/initrdPath must be. */
 bool manifest_clean_path(const char *s);
 

@@ -3,6 +3,7 @@
  * starts a peer-to-peer migration (virDomainMigrateToURI3 on a helper thread: it blocks until the end) and
  * polls virDomainGetJobStats meanwhile, posting progress to the loop. On success the VM's record moves to
  * the target host with a new launcher UID; on failure or abort it stays where it runs. */
+#include "engine/embed.h"
 #include "engine/migrate.h"
 
 #include <libvirt/libvirt.h>
@@ -964,8 +965,8 @@ static int engine_migrate(struct source *src, const char *ns, const char *name, 
 		*err = xasprintf("refused: %s already has a virtualmachine %s/%s", dsrc->name, v->m->ns, name);
 		return -1;
 	}
-	char *root = host_embed_root(ehost_uri(from));
-	char *droot = host_embed_root(ehost_uri(dst));
+	char *root = embed_uri_root(ehost_uri(from));
+	char *droot = embed_uri_root(ehost_uri(dst));
 	bool embedded = root || droot;
 	free(root);
 	free(droot);

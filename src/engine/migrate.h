@@ -64,9 +64,6 @@ struct vmi;
 
 /* the config's engine.host lines: migrate_uri_for, migrate_uri_configured, migrate_config_hosts (service/settings.h) */
 
-/* A VMI's migrationState as KubeVirt writes it (plus the engine's job figures), for `engine get -o json`. */
-json_object *migrate_state_json(const struct migration_state *m);
-
 /* ---- hooks called by the engine's pieces (engine_int.h) and record.c ---- */
 
 /* ACT_MIGRATE / ACT_MIGRATE_ABORT of the engine provider. */
@@ -83,10 +80,14 @@ void migrate_publish(struct evm *v, struct vmi *vi);
 /* Removes those launchers' pods from the store (the execution is archived or the VM moves away). */
 void migrate_unpublish(struct evm *v, const struct exec *x);
 
-/* What a failed live migration says (aborted: by request, or abort_why such as a --timeout; err: libvirt's). */
-char *migrate_failure_text(bool aborted, const char *abort_why, const char *err);
 void emig_free(struct emig *m);
 json_object *emig_json(const struct emig *m);
 struct emig *emig_from(json_object *o);
+
+/* ---- test seams: exported for tests/ only, not to be called by kvcon itself (tests/check-exports.sh) ---- */
+/* What a failed live migration says (aborted: by request, or abort_why such as a --timeout; err: libvirt's). */
+char *migrate_failure_text(bool aborted, const char *abort_why, const char *err);
+/* A VMI's migrationState as KubeVirt writes it (plus the engine's job figures), for `engine get -o json`. */
+json_object *migrate_state_json(const struct migration_state *m);
 
 #endif

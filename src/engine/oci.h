@@ -14,26 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* ---- references ---- */
-
-/* A normalized image reference: docker.io/library/fedora:latest style. */
-struct oci_ref {
-	char *registry; /* "quay.io", "127.0.0.1:5000", "docker.io" */
-	char *repo;     /* "containerdisks/fedora", "library/busybox" */
-	char *tag;      /* NULL when only a digest was given */
-	char *digest;   /* "sha256:<64 hex>" or NULL */
-};
-
-/* Parses a reference as Docker/Podman do (default registry docker.io, library/ for single names, tag latest
- * when neither tag nor digest). 0, or -1 with *err (caller frees). */
-int oci_ref_parse(const char *text, struct oci_ref *out, char **err);
-void oci_ref_free(struct oci_ref *r);
-/* registry/repo[:tag][@digest]. Caller frees. */
-char *oci_ref_string(const struct oci_ref *r);
-/* The Kubernetes default pull policy: Always for :latest (or no tag), else IfNotPresent. */
-const char *oci_default_policy(const struct oci_ref *r);
-/* "sha256:" followed by exactly 64 lower-case hex digits (the only digests kvcon can verify). */
-bool oci_digest_valid(const char *d);
+#include "engine/ociref.h"
 
 /* ---- registries configuration ----
  * Lines of kvcon's config file ($XDG_CONFIG_HOME/kvcon/config), "key = value" like the engine's settings:
@@ -53,9 +34,6 @@ struct oci_endpoint {
 };
 
 struct oci_regconf;
-/* Parses the config text (other keys ignored). NULL text: empty configuration. *err (caller frees) names the
- * first malformed registry line; the configuration is then NULL. */
-struct oci_regconf *oci_regconf_parse(const char *text, char **err);
 /* Loads $XDG_CONFIG_HOME/kvcon/config (and $KVCON_TEST_REGISTRY_DEADLINES, below). */
 struct oci_regconf *oci_regconf_load(char **err);
 
@@ -71,11 +49,7 @@ struct oci_limits {
 	unsigned floor_bps;   /* a blob slower than this ... */
 	unsigned floor_s;     /* ... for this long is aborted */
 };
-const struct oci_limits *oci_regconf_limits(const struct oci_regconf *c);
 void oci_regconf_free(struct oci_regconf *c);
-/* The endpoints to try for ref, in order (mirrors first). Returns their number (0: the registry is blocked). */
-int oci_endpoints(const struct oci_regconf *c, const struct oci_ref *ref, struct oci_endpoint **out);
-void oci_endpoints_free(struct oci_endpoint *e, int n);
 
 /* ---- WWW-Authenticate ---- */
 
@@ -83,10 +57,6 @@ struct oci_challenge {
 	char *scheme; /* "bearer" or "basic" (lower case) */
 	char *realm, *service, *scope;
 };
-/* Parses the first challenge of a WWW-Authenticate header value (RFC 7235 auth-params, quoted strings with
- * backslash escapes). 0, or -1 when malformed. */
-int oci_challenge_parse(const char *hdr, struct oci_challenge *out);
-void oci_challenge_free(struct oci_challenge *c);
 
 /* ---- manifests ---- */
 
@@ -106,28 +76,10 @@ struct oci_manifest {
 	int nitems;
 };
 
-/* Parses an image manifest or index (OCI or Docker v2 schema 2). content_type: the response's Content-Type,
- * used when the document has no mediaType. 0, or -1 with *err. */
-int oci_manifest_parse(const char *json, size_t len, const char *content_type, struct oci_manifest *out,
-		       char **err);
-void oci_manifest_free(struct oci_manifest *m);
-/* The index entry for linux/amd64 (NULL when none). */
-const struct oci_desc *oci_index_pick(const struct oci_manifest *m);
-/* A layer media type kvcon can unpack (tar, tar+gzip, tar+zstd). */
-bool oci_layer_type_ok(const char *media_type);
-
 /* ---- credentials ---- */
-
-/* user:password for host (and repository) from one auth file's text ("host/repo" keys match before "host");
- * NULL when none. The engine looks in $REGISTRY_AUTH_FILE, $XDG_RUNTIME_DIR/containers/auth.json,
- * $XDG_CONFIG_HOME/containers/auth.json, $DOCKER_CONFIG/config.json, ~/.docker/config.json (the first wins). */
-char *oci_auth_from_json(const char *json, size_t len, const char *host, const char *repo);
 
 /* ---- the tar layer ---- */
 
-/* A KubeVirt containerDisk entry name: disk/NAME (also ./disk/NAME, /disk/NAME) with NAME a plain file name
- * ending in .qcow2, .img or .raw. */
-bool oci_disk_entry(const char *path);
 /* What unpacking a disk entry may take: its size as the tar header states it must fit under cap and under the free
  * space of fd's filesystem less a margin (5% of it, at most 1 GiB), else the layer is refused before any byte is
  * written ("needs X, Y free / cap Z"); no more than that size is ever written, and blocks of zeros are not written
@@ -137,9 +89,6 @@ struct oci_unpack {
 	int64_t avail;               /* free bytes to assume; -1: fstatvfs(fd) less the margin */
 	volatile uint64_t *unpacked; /* optional: the entry's bytes unpacked so far (holes included) */
 };
-/* Unpacks the first containerDisk entry of a layer in memory (tar, optionally gzip/zstd compressed) to fd within
- * u's bounds. 1 found, 0 none in this layer, -1 with *err. *name: the entry's file name. */
-int oci_layer_extract_mem(const void *data, size_t len, int fd, const struct oci_unpack *u, char **name, char **err);
 
 /* ---- the pull ---- */
 
@@ -165,5 +114,37 @@ struct oci_result {
 int oci_pull(const char *ref, const struct oci_regconf *conf, const char *cache_dir, struct oci_progress *prog,
 	     struct oci_result *res, char **err);
 void oci_result_free(struct oci_result *r);
+
+/* ---- test seams: exported for tests/ only, not to be called by kvcon itself (tests/check-exports.sh) ---- */
+/* user:password for host (and repository) from one auth file's text ("host/repo" keys match before "host");
+ * NULL when none. The engine looks in $REGISTRY_AUTH_FILE, $XDG_RUNTIME_DIR/containers/auth.json,
+ * $XDG_CONFIG_HOME/containers/auth.json, $DOCKER_CONFIG/config.json, ~/.docker/config.json (the first wins). */
+char *oci_auth_from_json(const char *json, size_t len, const char *host, const char *repo);
+void oci_challenge_free(struct oci_challenge *c);
+/* Parses the first challenge of a WWW-Authenticate header value (RFC 7235 auth-params, quoted strings with
+ * backslash escapes). 0, or -1 when malformed. */
+int oci_challenge_parse(const char *hdr, struct oci_challenge *out);
+/* A KubeVirt containerDisk entry name: disk/NAME (also ./disk/NAME, /disk/NAME) with NAME a plain file name
+ * ending in .qcow2, .img or .raw. */
+bool oci_disk_entry(const char *path);
+int oci_endpoints(const struct oci_regconf *c, const struct oci_ref *ref, struct oci_endpoint **out);
+/* The endpoints to try for ref, in order (mirrors first). Returns their number (0: the registry is blocked). */
+void oci_endpoints_free(struct oci_endpoint *e, int n);
+/* The index entry for linux/amd64 (NULL when none). */
+const struct oci_desc *oci_index_pick(const struct oci_manifest *m);
+/* Unpacks the first containerDisk entry of a layer in memory (tar, optionally gzip/zstd compressed) to fd within
+ * u's bounds. 1 found, 0 none in this layer, -1 with *err. *name: the entry's file name. */
+int oci_layer_extract_mem(const void *data, size_t len, int fd, const struct oci_unpack *u, char **name, char **err);
+/* A layer media type kvcon can unpack (tar, tar+gzip, tar+zstd). */
+bool oci_layer_type_ok(const char *media_type);
+void oci_manifest_free(struct oci_manifest *m);
+/* Parses an image manifest or index (OCI or Docker v2 schema 2). content_type: the response's Content-Type,
+ * used when the document has no mediaType. 0, or -1 with *err. */
+int oci_manifest_parse(const char *json, size_t len, const char *content_type, struct oci_manifest *out,
+		       char **err);
+const struct oci_limits *oci_regconf_limits(const struct oci_regconf *c);
+/* Parses the config text (other keys ignored). NULL text: empty configuration. *err (caller frees) names the
+ * first malformed registry line; the configuration is then NULL. */
+struct oci_regconf *oci_regconf_parse(const char *text, char **err);
 
 #endif

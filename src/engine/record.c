@@ -23,6 +23,7 @@
 #include "core/util.h"
 #include "core/xmalloc.h"
 #include "engine/ejson.h"
+#include "engine/embed.h"
 #include "engine/engine_int.h"
 #include "engine/evm.h"
 #include "engine/host.h"
@@ -481,7 +482,7 @@ void record_load_all(struct ehost *eh)
  * "~embed-" and a hash of the root's real path: two roots on one machine never share records. */
 char *record_host_key(const char *uri, const char *name)
 {
-	char *root = host_embed_root(uri);
+	char *root = embed_uri_root(uri);
 	char *key;
 	if (root) {
 		char *real = realpath(root, NULL);
@@ -519,7 +520,7 @@ void record_adopt_old(struct ehost *eh, const char *dd, const char *name, const 
 	char *def = esettings_default_uri();
 	bool is_default = strcmp(def, eh->uri) == 0;
 	free(def);
-	char *root = host_embed_root(eh->uri);
+	char *root = embed_uri_root(eh->uri);
 	int moved = 0;
 	struct dirent *de;
 	while ((de = readdir(d))) {

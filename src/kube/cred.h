@@ -33,9 +33,10 @@ const char *kube_cred_cert(const struct kube_cred *c, size_t *len);
 const char *kube_cred_key(const struct kube_cred *c, size_t *len);
 /* Whether an exec plugin may have the terminal (interactiveMode allowing): false while the dashboard owns it. */
 void kube_cred_set_interactive(bool ok);
+
+/* ---- test seams: exported for tests/ only, not to be called by kvcon itself (tests/check-exports.sh) ---- */
 /* How many times the exec plugin ran (tests). */
 int kube_cred_exec_runs(const struct kube_cred *c);
-
 /* Parses an ExecCredential document (exposed for tests and fuzzing). On success fills token/cert/key (new
  * strings, NULL when absent) and *expiry (epoch seconds, 0 none); returns 0, else -1 with *err. */
 int kube_cred_parse(const char *json, size_t len, const char *api_version, char **token, char **cert, char **key,

@@ -19,22 +19,23 @@ struct json_object;
 #define KUBE_DECODE_WORD_MAX 128   /* interned enum-like words (phase, reason, type, node): truncated */
 #define KUBE_DECODE_LIST_MAX 64    /* entries kept of any list (conditions, containers, labels, IPs) */
 
+/* The same object before packing, in the decoder's scratch memory: valid until the next decode, never freed by
+ * the caller, independent of item (which may be released at once). obj_pack_copy makes it a store object. */
+struct obj *kube_decode_scratch(enum obj_kind kind, struct json_object *item, struct source *src, char **err);
+
+/* Called, when a test defines it, with every member the decoder looks up (tests/unit/test_prune.c checks each
+ * against what the pruner keeps). */
+void kube_decode_lookup_hook(const struct json_object *o, const char *key) __attribute__((weak));
+
+/* ---- test seams: exported for tests/ only, not to be called by kvcon itself (tests/check-exports.sh) ---- */
 /* Decodes one object of the given kind. Returns a new object (free with obj_free, or hand it to
  * store_upsert) with o->src = src, or NULL when it cannot be identified (not a JSON object, missing or
  * oversized metadata.name / metadata.uid / namespace); then *err (when err is not NULL) gets a newly allocated
  * reason the caller frees. Unknown fields are ignored. UI/loop thread only (interns strings, decodes in static
  * scratch memory). The object comes packed (obj_pack). */
 struct obj *kube_decode(enum obj_kind kind, struct json_object *item, struct source *src, char **err);
-/* The same object before packing, in the decoder's scratch memory: valid until the next decode, never freed by
- * the caller, independent of item (which may be released at once). obj_pack_copy makes it a store object. */
-struct obj *kube_decode_scratch(enum obj_kind kind, struct json_object *item, struct source *src, char **err);
-
 /* Reads metadata.resourceVersion of an object or of a list. Returns 0 and sets *rv when it is a decimal
  * number (as etcd's are), -1 when absent, malformed or not numeric. */
 int kube_decode_rv(struct json_object *item, uint64_t *rv);
-
-/* Called, when a test defines it, with every member the decoder looks up (tests/unit/test_prune.c checks each
- * against what the pruner keeps). */
-void kube_decode_lookup_hook(const struct json_object *o, const char *key) __attribute__((weak));
 
 #endif

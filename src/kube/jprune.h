@@ -13,17 +13,6 @@
 
 #include "model/obj.h"
 
-/* The keys kept for the decoder (kube/decode.c) and the list/watch envelopes; NULL-terminated. */
-extern const char *const kube_jprune_keys[];
-
-/* Whether key (len bytes, as it appears between the quotes) is kept: 0 drop, 1 keep and prune inside, 2 keep
- * whole. */
-int kube_jprune_class(const char *key, size_t len);
-
-/* Copies the JSON value at in[0..len) to out (room for len bytes), pruned by key name. Returns the bytes written,
- * or -1 when the input is not a single well-formed value (then parse the original: json-c reports the error). */
-ssize_t kube_jprune(const char *in, size_t len, char *out);
-
 /* A schema: the members kept at one object level, an array ending with a NULL key. Arrays are transparent: the
  * elements of an array member are pruned with the member's kids. */
 struct kube_jprune_node {
@@ -40,14 +29,6 @@ struct kube_jprune_node {
 
 /* The schema of watch events and list pages of one kind (their objects, and Status errors). */
 const struct kube_jprune_node *kube_jprune_schema(enum obj_kind kind);
-/* Whether the member at path ("object/status/phase": object keys only, array levels transparent) is kept. */
-bool kube_jprune_keeps(const struct kube_jprune_node *schema, const char *path);
-
-/* Prunes the JSON value that starts at in[0] (after optional whitespace) by schema (NULL: by key name). out has
- * room for len bytes. Returns the bytes written and sets *consumed to the bytes up to the value's end; -2 when the
- * input ends before the value does (feed more and scan again); -1 when it is not well-formed JSON. */
-ssize_t kube_jprune_prefix(const struct kube_jprune_node *schema, const char *in, size_t len, char *out,
-			   size_t *consumed);
 
 /* The same pruning, building the kept members as a json-c tree in the same pass (what json-c would parse from
  * kube_jprune_prefix's text, without the text or the tokener; schema keys are not copied). Returns the bytes up
@@ -73,5 +54,22 @@ struct kube_jscan {
 	bool in_string, escape;
 };
 ssize_t kube_jscan(struct kube_jscan *st, const char *in, size_t len);
+
+/* ---- test seams: exported for tests/ only, not to be called by kvcon itself (tests/check-exports.sh) ---- */
+/* Copies the JSON value at in[0..len) to out (room for len bytes), pruned by key name. Returns the bytes written,
+ * or -1 when the input is not a single well-formed value (then parse the original: json-c reports the error). */
+ssize_t kube_jprune(const char *in, size_t len, char *out);
+/* Whether key (len bytes, as it appears between the quotes) is kept: 0 drop, 1 keep and prune inside, 2 keep
+ * whole. */
+int kube_jprune_class(const char *key, size_t len);
+/* Whether the member at path ("object/status/phase": object keys only, array levels transparent) is kept. */
+bool kube_jprune_keeps(const struct kube_jprune_node *schema, const char *path);
+/* The keys kept for the decoder (kube/decode.c) and the list/watch envelopes; NULL-terminated. */
+extern const char *const kube_jprune_keys[];
+/* Prunes the JSON value that starts at in[0] (after optional whitespace) by schema (NULL: by key name). out has
+ * room for len bytes. Returns the bytes written and sets *consumed to the bytes up to the value's end; -2 when the
+ * input ends before the value does (feed more and scan again); -1 when it is not well-formed JSON. */
+ssize_t kube_jprune_prefix(const struct kube_jprune_node *schema, const char *in, size_t len, char *out,
+			   size_t *consumed);
 
 #endif

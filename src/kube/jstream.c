@@ -7,6 +7,7 @@
 #include <stdlib.h>
 
 #include "core/buf.h"
+#include "core/fatal.h"
 #include "core/log.h"
 #include "core/xmalloc.h"
 #include "kube/jprune.h"

@@ -39,6 +39,8 @@ int kapply_create(struct kube_http *h, struct json_object *obj, const struct kap
 char *kapply_path(struct json_object *obj, const char *ns);
 
 /* The pure parts, for tests. */
+
+/* ---- test seams: exported for tests/ only, not to be called by kvcon itself (tests/check-exports.sh) ---- */
 /* Go's json.Marshal of obj (keys sorted, <>& escaped as \u003c...): the last-applied annotation's text, with
  * json.Encoder's newline. Caller frees. */
 char *kapply_marshal(struct json_object *obj);

@@ -1,4 +1,4 @@
-/* Console and VNC streams of a kube source: waits for the credential (an exec plugin may be running), then
+/* Console and VNC streams over a cluster's client (kube/http.h): waits for the credential (an exec plugin may be running), then
  * configures a CONNECT_ONLY easy handle exactly like the API client's and hands it to kube/ws.c. */
 #include "kube/kconsole.h"
 
@@ -8,7 +8,6 @@
 
 #include "core/xmalloc.h"
 #include "kube/http.h"
-#include "kube/kube.h"
 #include "kube/ws.h"
 #include "model/registry.h"
 
@@ -54,10 +53,9 @@ out:
 	free(k);
 }
 
-static struct stream *kc_open(struct source *src, enum kind_id kind, const char *ns, const char *name, const char *sub,
-			      char **err)
+static struct stream *kc_open(struct kube_http *h, const char *src_name, enum kind_id kind, const char *ns,
+			      const char *name, const char *sub, char **err)
 {
-	struct kube_http *h = kube_source_http(src);
 	if (!h) {
 		*err = xstrdup("not a cluster source");
 		return NULL;
@@ -66,7 +64,7 @@ static struct stream *kc_open(struct source *src, enum kind_id kind, const char 
 		*err = xstrdup("a namespace and a name are needed");
 		return NULL;
 	}
-	char *label = xasprintf("%s %s/%s %s", src->name, ns, name, sub);
+	char *label = xasprintf("%s %s/%s %s", src_name, ns, name, sub);
 	struct stream *s = ws_new(label);
 	free(label);
 	struct kc_pending *k = xcalloc(1, sizeof *k);
@@ -78,18 +76,19 @@ static struct stream *kc_open(struct source *src, enum kind_id kind, const char 
 	return s;
 }
 
-struct stream *kube_console_open(struct source *src, const char *ns, const char *name, char **err)
+struct stream *kube_console_open(struct kube_http *h, const char *src_name, const char *ns, const char *name,
+				 char **err)
 {
-	return kc_open(src, KIND_VMI, ns, name, "console", err);
+	return kc_open(h, src_name, KIND_VMI, ns, name, "console", err);
 }
 
-struct stream *kube_vnc_open(struct source *src, const char *ns, const char *name, char **err)
+struct stream *kube_vnc_open(struct kube_http *h, const char *src_name, const char *ns, const char *name, char **err)
 {
-	return kc_open(src, KIND_VMI, ns, name, "vnc", err);
+	return kc_open(h, src_name, KIND_VMI, ns, name, "vnc", err);
 }
 
-struct stream *kube_portforward_open(struct source *src, int kind, const char *ns, const char *name, int port,
-				     bool udp, char **err)
+struct stream *kube_portforward_open(struct kube_http *h, const char *src_name, int kind, const char *ns,
+				     const char *name, int port, bool udp, char **err)
 {
 	if ((kind != KIND_VM && kind != KIND_VMI) || port < 1 || port > 65535) {
 		*err = xstrdup("a VM or VMI and a port 1-65535 are needed");
@@ -98,5 +97,5 @@ struct stream *kube_portforward_open(struct source *src, int kind, const char *n
 	char sub[48];
 	snprintf(sub, sizeof sub, "%s/%d%s", registry_guest_verb(GV_PORT_FORWARD)->subresource, port,
 		 udp ? "/udp" : "");
-	return kc_open(src, (enum kind_id)kind, ns, name, sub, err);
+	return kc_open(h, src_name, (enum kind_id)kind, ns, name, sub, err);
 }

@@ -9,7 +9,7 @@
 #include "core/buf.h"
 #include "core/xmalloc.h"
 #include "kube/http.h"
-#include "kube/kube.h"
+#include "model/source.h"
 
 struct log_stream {
 	struct kube_req *req;
@@ -80,11 +80,10 @@ static char *kube_log_path(const struct log_req *r)
 	return buf_steal(&b);
 }
 
-struct log_stream *kube_log_open(struct source *src, const struct log_req *r, log_data_cb data, log_end_cb end,
+struct log_stream *kube_log_open(struct kube_http *h, const struct log_req *r, log_data_cb data, log_end_cb end,
 				 void *arg, char **err)
 {
 	*err = NULL;
-	struct kube_http *h = kube_source_http(src);
 	if (h == NULL || r->ns == NULL || r->pod == NULL) {
 		*err = xstrdup("no pod to read a log from");
 		return NULL;

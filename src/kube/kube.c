@@ -799,15 +799,38 @@ static void kube_destroy(struct source *src)
 	src->priv = NULL;
 }
 
+/* The streams of a cluster source, opened over its client (kube/kconsole.c, kube/klog.c) */
+static struct stream *open_console(struct source *src, const char *ns, const char *name, char **err)
+{
+	return kube_console_open(kube_source_http(src), src->name, ns, name, err);
+}
+
+static struct stream *open_vnc(struct source *src, const char *ns, const char *name, char **err)
+{
+	return kube_vnc_open(kube_source_http(src), src->name, ns, name, err);
+}
+
+static struct stream *open_portforward(struct source *src, int kind, const char *ns, const char *name, int port,
+				       bool udp, char **err)
+{
+	return kube_portforward_open(kube_source_http(src), src->name, kind, ns, name, port, udp, err);
+}
+
+static struct log_stream *open_log(struct source *src, const struct log_req *r, log_data_cb data, log_end_cb end,
+				   void *arg, char **err)
+{
+	return kube_log_open(kube_source_http(src), r, data, end, arg, err);
+}
+
 static const struct provider_ops kube_ops = {
 	.type = "kube",
 	.action = kube_action,
-	.open_console = kube_console_open,
-	.open_vnc = kube_vnc_open,
-	.open_portforward = kube_portforward_open,
+	.open_console = open_console,
+	.open_vnc = open_vnc,
+	.open_portforward = open_portforward,
 	.fetch_raw = kube_fetch_raw,
 	.list_namespaces = kube_list_namespaces,
-	.open_log = kube_log_open,
+	.open_log = open_log,
 	.close_log = kube_log_close,
 	.destroy = kube_destroy,
 };

@@ -49,8 +49,8 @@ struct kube_reflector_stats {
 	uint64_t skipped;  /* objects the decoder refused */
 	uint64_t failures; /* failed requests */
 };
-const struct kube_reflector_stats *kube_reflector_stats(const struct kube_reflector *r);
 
+/* ---- test seams: exported for tests/ only, not to be called by kvcon itself (tests/check-exports.sh) ---- */
 /* Applies one watch event ({"type":..., "object":...}) to the store as the watch would. Returns 0, 1 when the
  * event asks for a relist (410), -1 when it is unusable (logged). Exposed for replay benchmarks and tests. */
 int kube_reflector_apply(struct kube_reflector *r, struct json_object *event);
@@ -64,5 +64,6 @@ int kube_reflector_apply_list_chunked(struct kube_reflector *r, const char *body
 /* Feeds raw watch-stream bytes through the line parser into kube_reflector_apply (benchmarks, fuzzing).
  * Returns 0, or -1 on a malformed stream. */
 int kube_reflector_feed(struct kube_reflector *r, const char *data, size_t len);
+const struct kube_reflector_stats *kube_reflector_stats(const struct kube_reflector *r);
 
 #endif

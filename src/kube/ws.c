@@ -18,6 +18,7 @@
 #include <json-c/json.h>
 
 #include "core/buf.h"
+#include "core/fatal.h"
 #include "core/log.h"
 #include "core/loop.h"
 #include "core/util.h"

@@ -42,14 +42,15 @@ struct ws_response {
 	uint64_t content_length; /* refused responses: Content-Length, UINT64_MAX when absent */
 };
 
+/* The Sec-WebSocket-Accept value for a key (RFC 6455 4.2.2): base64(SHA-1(key + GUID)). out >= 29 bytes. */
+void ws_accept_for_key(const char *key, char *out, size_t outlen);
+
+/* ---- test seams: exported for tests/ only, not to be called by kvcon itself (tests/check-exports.sh) ---- */
 /* Parses the HTTP/1.1 answer to the Upgrade request at the start of data (a pure function: tests, fuzzing).
  * Returns 0 when more bytes are needed, 1 when complete (r filled; a 101 was checked against key and the
  * subprotocol asked for: Upgrade, Connection, Sec-WebSocket-Accept, no extension, no unexpected subprotocol),
  * -1 when malformed or the upgrade is wrong (*err says why; r->status set once known). */
 int ws_parse_response(const char *data, size_t len, const char *key, const char *subprotocol, struct ws_response *r,
 		      const char **err);
-
-/* The Sec-WebSocket-Accept value for a key (RFC 6455 4.2.2): base64(SHA-1(key + GUID)). out >= 29 bytes. */
-void ws_accept_for_key(const char *key, char *out, size_t outlen);
 
 #endif

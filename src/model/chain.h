@@ -60,8 +60,6 @@ void chain_free(struct chain *c);
 struct chain_index;
 struct chain_index *chain_index_new(struct store *st);
 void chain_index_free(struct chain_index *ix); /* before store_free; NULL is ignored */
-/* chain_build through the index: the same chain, in time proportional to the chain's own size. */
-struct chain *chain_build_ix(const struct chain_index *ix, struct source *src, const char *ns, const char *name);
 
 /* Parses "NS/NAME" (or "NAME" with default_ns) into newly allocated parts; -1 when malformed. */
 int chain_parse_ref(const char *ref, const char *default_ns, char **ns, char **name);
@@ -78,5 +76,9 @@ int pod_container_names(const struct pod *p, const char **out, int max);
  * when there is nothing to say) gets what kubectl says on stderr then: "Defaulted container "c" out of: a, b" or
  * "Default container name "x" not found in pod P". note may be NULL. */
 const char *pod_default_container(const struct pod *p, char **note);
+
+/* ---- test seams: exported for tests/ only, not to be called by kvcon itself (tests/check-exports.sh) ---- */
+/* chain_build through the index: the same chain, in time proportional to the chain's own size. */
+struct chain *chain_build_ix(const struct chain_index *ix, struct source *src, const char *ns, const char *name);
 
 #endif

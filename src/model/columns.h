@@ -88,9 +88,6 @@ extern const struct column_table columns_vm, columns_vmi, columns_pod, columns_e
 /* The table of a kind (OBJ_VM..OBJ_EVENT). */
 const struct column_table *columns_table(enum obj_kind kind);
 
-/* The column titled title (its first), or NULL. */
-const struct column *columns_find(const struct column_table *t, const char *title);
-
 /* The server-side Table's columnDefinitions of t (name, type, format, description, priority); a new array. */
 struct json_object *columns_api_defs(const struct column_table *t);
 /* One row's cells of that Table from the API object o (a new array, one cell per definition). */
@@ -112,5 +109,9 @@ struct columns_print_opts {
  * of po->widths) plus three spaces, trailing blanks trimmed, text escaped for the terminal. Appends to out. */
 void columns_print(const struct column_table *t, const struct obj *const *objs, size_t n,
 		   const struct columns_print_opts *po, const struct col_ctx *c, struct buf *out);
+
+/* ---- test seams: exported for tests/ only, not to be called by kvcon itself (tests/check-exports.sh) ---- */
+/* The column titled title (its first), or NULL. */
+const struct column *columns_find(const struct column_table *t, const char *title);
 
 #endif

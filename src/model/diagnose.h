@@ -79,8 +79,6 @@ struct diag {
 	int64_t now;
 };
 
-/* Diagnoses a chain at wall-clock time now (epoch seconds; tests pass a fixed one). Free with diag_free. */
-struct diag *diag_run(const struct chain *c, int64_t now);
 /* The same with the VM's storage chain (kube/storage.h's JSON array, borrowed; NULL: not read): the storage
  * rules' headlines then name the claim and its storage class, the DataVolume and its progress. */
 struct json_object;
@@ -89,15 +87,19 @@ void diag_free(struct diag *d);
 
 /* 0 (EXIT_OK) when every boundary progressed or the VM is intentionally stopped, 3 (EXIT_STALLED) otherwise. */
 int diag_exit_code(const struct diag *d);
-/* The finding of a rule id, or NULL when it did not fire. */
-const struct diag_finding *diag_find(const struct diag *d, const char *rule_id);
 
 /* The plain-text walkthrough (the CLI's `-o text` and the TUI's `d` pane). */
 void diag_format_text(const struct diag *d, const struct chain *c, struct buf *out);
 
-/* The rule table, for tests and documentation. */
-const struct diag_rule *diag_rules(size_t *n);
 const char *diag_boundary_name(enum diag_boundary b); /* "VM", "VMI", "launcher", "guest" */
 const char *diag_verdict_name(enum diag_verdict v);   /* "progressed", "waiting", "failed", ... */
+
+/* ---- test seams: exported for tests/ only, not to be called by kvcon itself (tests/check-exports.sh) ---- */
+/* The finding of a rule id, or NULL when it did not fire. */
+const struct diag_finding *diag_find(const struct diag *d, const char *rule_id);
+/* The rule table, for tests and documentation. */
+const struct diag_rule *diag_rules(size_t *n);
+/* Diagnoses a chain at wall-clock time now (epoch seconds; tests pass a fixed one). Free with diag_free. */
+struct diag *diag_run(const struct chain *c, int64_t now);
 
 #endif

@@ -77,6 +77,7 @@ const char *lineage_end_name(enum lineage_end e); /* "running", "stopped", "rest
 /* Plain-text table of a VM's executions (the CLI's `kvcon lineage` and the VM view), times as RFC 3339. */
 void lineage_format_text(const struct lineage_exec *const *ex, size_t n, int64_t now, struct buf *out);
 
+/* ---- test seams: exported for tests/ only, not to be called by kvcon itself (tests/check-exports.sh) ---- */
 /* The file a VM's lineage lives in: its source's file (caller frees). */
 char *lineage_path(const struct lineage *l, const struct source *src, const char *ns, const char *name);
 

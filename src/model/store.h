@@ -48,6 +48,7 @@ void store_clear_source(struct store *st, struct source *src);
 int store_listen(struct store *st, store_listener fn, void *arg);
 void store_unlisten(struct store *st, int id);
 
+/* ---- test seams: exported for tests/ only, not to be called by kvcon itself (tests/check-exports.sh) ---- */
 /* Bytes held by the objects (approximate, malloc_usable_size based). */
 size_t store_heap_size(const struct store *st);
 

@@ -21,12 +21,10 @@ char *engine_service_uris(char *const *uris, int n);
  * starting one; anything else (the default, "auto"): one started on demand (engine_service_ensure) when none
  * answers. */
 enum engine_service_mode { ENGINE_SERVICE_USE, ENGINE_SERVICE_AUTO };
-enum engine_service_mode engine_service_mode(void);
 
 /* The idle exit of a service started on demand, in seconds ($KVCON_ENGINE_IDLE_EXIT, else the config's
  * engine.idle-exit, else ENGINE_SERVICE_IDLE_DEFAULT; 0: never). */
 #define ENGINE_SERVICE_IDLE_DEFAULT 300
-long engine_service_idle_exit(void);
 
 /* A file of the service on socket sock under the state directory: STATE/PREFIX-HASH, HASH the FNV-1a of sock's
  * path (one per service root, whatever directory the socket is in): the HTTPS port it chose once
@@ -50,5 +48,9 @@ char *engine_exe(char **err);
  * first check is engine_check's refusal: what to fix on this machine): its "error:" line in the log alone, else
  * its last line wrapped with the log's path. */
 char *engine_service_ensure(char *const *uris, int n, int (*probe)(const char *sock), char **err);
+
+/* ---- test seams: exported for tests/ only, not to be called by kvcon itself (tests/check-exports.sh) ---- */
+long engine_service_idle_exit(void);
+enum engine_service_mode engine_service_mode(void);
 
 #endif

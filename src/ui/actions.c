@@ -9,6 +9,7 @@
 #include "model/registry.h"
 #include "model/source.h"
 #include "model/store.h"
+#include "ui/actions.h"
 #include "ui/describeview.h"
 #include "ui/forwards.h"
 #include "ui/sources.h"

@@ -26,6 +26,8 @@
 #include "model/registry.h"
 #include "model/source.h"
 #include "model/store.h"
+#include "ui/actions.h"
+#include "ui/cmdline.h"
 #include "ui/draw.h"
 #include "ui/listsel.h"
 #include "ui/pager.h"
@@ -640,7 +642,7 @@ static enum view_result key(struct view *v, int k)
 		struct crow *r = &c->rows[c->l.sel];
 		if (c->kind == CL_NODE) {
 			char *name = xstrdup(r->name);
-			if (ui_command("vmi") == 0) {
+			if (cmdline_run("vmi") == 0) {
 				char *err = NULL;
 				if (table_view_set_filter(view_top(), name, &err) < 0)
 					ui_error("filter: %s", err ? err : "?");
@@ -652,7 +654,7 @@ static enum view_result key(struct view *v, int k)
 		} else if (c->kind == CL_VMIRS) {
 			/* its members (named after it) in the VMI list, each row a chain VMI -> launcher -> guest */
 			char *name = xstrdup(r->name);
-			if (ui_command("vmi") == 0) {
+			if (cmdline_run("vmi") == 0) {
 				char *err = NULL;
 				if (table_view_set_filter(view_top(), name, &err) < 0)
 					ui_error("filter: %s", err ? err : "?");

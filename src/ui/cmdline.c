@@ -12,6 +12,7 @@
 #include "model/registry.h"
 #include "model/source.h"
 #include "model/store.h"
+#include "ui/actions.h"
 #include "ui/forwards.h"
 #include "ui/help.h"
 #include "ui/nsctx.h"
@@ -132,7 +133,7 @@ static int c_ctx(const char *arg)
 		return 0;
 	}
 	char *err = NULL;
-	if (ui_set_context(arg, &err) < 0) {
+	if (sources_set_context(arg, &err) < 0) {
 		ui_error("context %s: %s", arg, err ? err : "cannot switch");
 		free(err);
 		return -1;
@@ -273,7 +274,7 @@ static bool name_is(const struct cmdline_entry *c, const char *w, size_t wl)
 	return false;
 }
 
-int ui_command(const char *line)
+int cmdline_run(const char *line)
 {
 	while (*line == ' ' || *line == ':')
 		line++;
@@ -298,7 +299,7 @@ int ui_command(const char *line)
 void cmdline_done(void *arg, const char *text)
 {
 	(void)arg;
-	ui_command(text);
+	cmdline_run(text);
 }
 
 const char *cmdline_complete(void *arg, const char *prefix, int i)

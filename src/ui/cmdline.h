@@ -16,13 +16,17 @@ struct cmdline_entry {
 };
 
 extern const struct cmdline_entry cmdline_cmds[];
-/* The row's other names: a kind's (model/registry.h: short names, singular, plural, kvcon's aliases) for the rows
- * that list one, else its aliases; space-separated, NULL when none. The result may live until the next call. */
-const char *cmdline_aliases(const struct cmdline_entry *c);
 extern const size_t cmdline_ncmds;
 
+/* Runs a `:` command line ("vm", "ns default", ...). Returns 0, or -1 with a message shown. */
+int cmdline_run(const char *line);
 /* Prompt callbacks (ui_prompt). */
 void cmdline_done(void *arg, const char *text);
 const char *cmdline_complete(void *arg, const char *prefix, int i);
+
+/* ---- test seams: exported for tests/ only, not to be called by kvcon itself (tests/check-exports.sh) ---- */
+/* The row's other names: a kind's (model/registry.h: short names, singular, plural, kvcon's aliases) for the rows
+ * that list one, else its aliases; space-separated, NULL when none. The result may live until the next call. */
+const char *cmdline_aliases(const struct cmdline_entry *c);
 
 #endif

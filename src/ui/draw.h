@@ -7,9 +7,6 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-/* Makes s displayable and fits it into at most maxw columns (a final '~' marks a cut). Writes a NUL-terminated
- * string into out (outlen bytes) and returns the columns it takes. Pure: no curses needed (unit-tested). */
-int draw_fit(const char *s, int maxw, char *out, size_t outlen);
 /* Columns s would take once escaped (unbounded). */
 int draw_width(const char *s);
 
@@ -31,5 +28,10 @@ void draw_fill(int y, int x, int w, int attr);
 void draw_title_bar(int y, int x, int w, int battr, int tattr, const char *title);
 /* Fills a rectangle. */
 void draw_clear_rect(int y, int x, int h, int w, int attr);
+
+/* ---- test seams: exported for tests/ only, not to be called by kvcon itself (tests/check-exports.sh) ---- */
+/* Makes s displayable and fits it into at most maxw columns (a final '~' marks a cut). Writes a NUL-terminated
+ * string into out (outlen bytes) and returns the columns it takes. Pure: no curses needed (unit-tested). */
+int draw_fit(const char *s, int maxw, char *out, size_t outlen);
 
 #endif

@@ -22,14 +22,16 @@ struct header_status {
 	const char *status; /* interned */
 	size_t n;
 };
-/* Fills counts[HEADER_MAX_STATUS] most frequent first and returns the number of VMs. Counts over the store only
- * when the hook below missed a change (or ns, the store or the sources changed). */
-size_t header_vm_counts(const struct store *st, const char *ns, struct header_status *counts, int *n);
 /* A store change (the dashboard's store listener calls it): the counts follow the VM's old and new status. */
 void header_store_changed(const struct store *st, enum obj_kind kind, const struct obj *old, const struct obj *new_);
 /* Forgets the counts (another store is used from now on). */
 void header_forget(void);
+
+/* ---- test seams: exported for tests/ only, not to be called by kvcon itself (tests/check-exports.sh) ---- */
 /* How many times the counts were computed over the whole store (for tests). */
 size_t header_recounts(void);
+/* Fills counts[HEADER_MAX_STATUS] most frequent first and returns the number of VMs. Counts over the store only
+ * when the hook below missed a change (or ns, the store or the sources changed). */
+size_t header_vm_counts(const struct store *st, const char *ns, struct header_status *counts, int *n);
 
 #endif

@@ -8,8 +8,10 @@
 
 extern const struct view_key ui_global_keys[];
 
+struct view *help_view_new(struct view *for_view);
+
+/* ---- test seams: exported for tests/ only, not to be called by kvcon itself (tests/check-exports.sh) ---- */
 /* Help text for view v (NULL: every table kvcon has), appended to out. */
 void help_text(struct view *v, struct buf *out);
-struct view *help_view_new(struct view *for_view);
 
 #endif

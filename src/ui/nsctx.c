@@ -1,6 +1,7 @@
 /* Namespace and context lists. The context list is small and read from the kubeconfig on every frame; the
  * namespace list comes from every VM, VMI and pod in the store, so it is kept: a count of objects per namespace
  * follows the store's changes, and the sorted list is rebuilt only when a namespace comes or goes. */
+#include "ui/cmdline.h"
 #include "ui/nsctx.h"
 
 #include <stdint.h>
@@ -305,8 +306,8 @@ static enum view_result key(struct view *v, int k)
 	if (c->l.sel < n) {
 		char cmd[600];
 		snprintf(cmd, sizeof cmd, "%s %s", c->ctx ? "ctx" : "ns", names[c->l.sel]);
-		if (ui_command(cmd) == 0)
-			ui_command("vm");
+		if (cmdline_run(cmd) == 0)
+			cmdline_run("vm");
 	}
 	return VIEW_DONE;
 }

@@ -19,9 +19,11 @@ const char *const *nsctx_namespaces(size_t *n);
 void nsctx_store_changed(const struct store *st, enum obj_kind kind, const struct obj *old, const struct obj *new_);
 /* Forgets the counts (another store is used from now on). */
 void nsctx_forget(void);
-/* How many times the namespaces were counted over the whole store (for tests). */
-size_t nsctx_scans(void);
 /* Asks every source for its namespace list again (asynchronous; the list view redraws when answers come). */
 void nsctx_refresh(void);
+
+/* ---- test seams: exported for tests/ only, not to be called by kvcon itself (tests/check-exports.sh) ---- */
+/* How many times the namespaces were counted over the whole store (for tests). */
+size_t nsctx_scans(void);
 
 #endif

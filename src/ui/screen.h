@@ -43,13 +43,15 @@ void screen_frame_now(void);
 struct buf;
 typedef void (*screen_raw_fn)(void *arg, struct buf *out, bool all);
 void screen_raw_hook(screen_raw_fn fn, void *arg);
-/* An xterm SGR mouse report's parameters ("b;x;y", 1-based cells) and its final byte (m: release) as a view event
- * in screen coordinates; false for what the views take no event for (wheel left/right, a release of no button). */
-bool screen_sgr_mouse(const char *params, bool release, struct view_mouse *m);
 /* Mouse motion with a button held (xterm's button-event tracking, 1002) reported as VMOUSE_MOTION: on for a view
  * that follows drags (the VNC pane), off again (press and release only, 1000) when the last such view goes. */
 void screen_mouse_drags(bool on);
 /* Frames drawn since screen_init. */
 unsigned long screen_frames(void);
+
+/* ---- test seams: exported for tests/ only, not to be called by kvcon itself (tests/check-exports.sh) ---- */
+/* An xterm SGR mouse report's parameters ("b;x;y", 1-based cells) and its final byte (m: release) as a view event
+ * in screen coordinates; false for what the views take no event for (wheel left/right, a release of no button). */
+bool screen_sgr_mouse(const char *params, bool release, struct view_mouse *m);
 
 #endif

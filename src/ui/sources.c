@@ -265,7 +265,7 @@ static void close_engine(void)
 	engine_src = NULL;
 }
 
-int ui_set_context(const char *name, char **err)
+int sources_set_context(const char *name, char **err)
 {
 	if (connect_is_engine_name(name) && !opts_global()->no_engine)
 		return set_engine_context(err);

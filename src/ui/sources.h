@@ -12,8 +12,6 @@ struct store;
 void sources_load_config(void);
 const char *sources_config_theme(void);   /* NULL when unset */
 bool sources_config_readonly(void);
-/* Parses config text (unit-tested); returns 0 or -1 with *err naming the line. */
-int sources_parse_config(const char *text, char **err);
 
 /* Opens the sources the options ask for (see kvcon(1)): kube with a kubeconfig or --context, the engine by
  * default without one or with -c. Returns 0 (even when a source failed: its health says why), -1 when nothing
@@ -24,6 +22,8 @@ void sources_namespace_changed(struct store *st, const char *ns);
 /* Kubeconfig context names (valid until the next call) and the one in use. */
 const char *const *sources_context_names(size_t *n);
 const char *sources_current_context(void);
+/* Switches the kube context (closes the current kube source, opens the named one). */
+int sources_set_context(const char *name, char **err);
 
 /* Sources not retired by a context switch. */
 size_t sources_live_count(void);
@@ -33,5 +33,9 @@ const char *sources_kube_scope(void);
  * context's), NULL when any source watches them all. */
 const char *sources_narrowed_scope(void);
 void sources_free(void);
+
+/* ---- test seams: exported for tests/ only, not to be called by kvcon itself (tests/check-exports.sh) ---- */
+/* Parses config text (unit-tested); returns 0 or -1 with *err naming the line. */
+int sources_parse_config(const char *text, char **err);
 
 #endif

@@ -12,6 +12,7 @@
 #include "core/xmalloc.h"
 #include "model/source.h"
 #include "model/store.h"
+#include "ui/actions.h"
 #include "ui/draw.h"
 #include "ui/screen.h"
 #include "ui/theme.h"

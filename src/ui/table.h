@@ -41,11 +41,6 @@ struct obj *table_view_selected(struct view *v);
 int table_view_set_filter(struct view *v, const char *text, char **err);
 /* Selects the row of this object when present. */
 void table_view_select(struct view *v, const struct obj *o);
-/* Rows currently in the index. */
-size_t table_view_rows(struct view *v);
-/* Row i of the index (NULL past the end), and how many times the index was built (tests). */
-struct obj *table_view_row(struct view *v, size_t i);
-size_t table_view_builds(const struct view *v);
 /* The key table every list shares (help, man page check). */
 const struct view_key *table_view_keys(void);
 
@@ -61,14 +56,20 @@ struct table_filter {
 	struct table_label_req *labels;
 	int nlabels;
 };
-int table_filter_parse(const char *s, struct table_filter *f, char **err);
+
+/* ---- test seams: exported for tests/ only, not to be called by kvcon itself (tests/check-exports.sh) ---- */
 void table_filter_free(struct table_filter *f);
 /* Does the row (o, with its formatted cells joined in rowtext) pass? */
 bool table_filter_match(const struct table_filter *f, const struct obj *o, const char *rowtext);
-
+int table_filter_parse(const char *s, struct table_filter *f, char **err);
 /* Column widths for a frame: fills w[ncols] (0 = hidden) so that they fit into width, from the header and the
  * given cell texts (cells[row * ncols + col]); the sorted column gets room for its arrow. Returns the total. */
 int table_layout(const struct column *cols, size_t ncols, const bool *shown, char *const *cells, size_t nrows,
 		 int width, int sort_col, int *w);
+size_t table_view_builds(const struct view *v);
+/* Row i of the index (NULL past the end), and how many times the index was built (tests). */
+struct obj *table_view_row(struct view *v, size_t i);
+/* Rows currently in the index. */
+size_t table_view_rows(struct view *v);
 
 #endif

@@ -31,9 +31,6 @@ enum theme_elem {
 	THEME_COUNT
 };
 
-/* Parses theme text into attributes for the current terminal (colours as it supports them). Returns 0, or -1
- * with a message naming the line in err (caller frees). Unknown elements are errors; missing ones default. */
-int theme_load_text(const char *text, const char *name, char **err);
 /* Finds and loads a theme by name or path (see theme.c for the search path); NULL: the built-in default. */
 int theme_load(const char *name, char **err);
 /* Call after start_color (or with colour off): allocates pairs for the loaded theme. */
@@ -41,5 +38,10 @@ void theme_apply(bool color, int ncolors);
 int theme_attr(enum theme_elem e);
 /* The attr for a status word (Running, Pending, Failed, ...). */
 int theme_status_attr(const char *status);
+
+/* ---- test seams: exported for tests/ only, not to be called by kvcon itself (tests/check-exports.sh) ---- */
+/* Parses theme text into attributes for the current terminal (colours as it supports them). Returns 0, or -1
+ * with a message naming the line in err (caller frees). Unknown elements are errors; missing ones default. */
+int theme_load_text(const char *text, const char *name, char **err);
 
 #endif

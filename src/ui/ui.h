@@ -1,6 +1,6 @@
 /* The dashboard: `kvcon` with no subcommand. ui_main() opens the sources (kube contexts, the local engine),
  * takes the terminal and runs the loop until `:q`, Ctrl+C or SIGTERM. The other functions are what views use:
- * the store, the status line, confirmations, the namespace scope and lifecycle actions. */
+ * the store, the status line, confirmations and the namespace scope (a row's actions: ui/actions.h). */
 #ifndef KVCON_UI_UI_H
 #define KVCON_UI_UI_H
 
@@ -17,17 +17,12 @@ int ui_main(void);
 /* util_now_ms() when the dashboard started (first-paint figures). */
 uint64_t ui_start_ms(void);
 
-/* Runs the dashboard on an existing store and sources (ui_main after opening the sources; tests feed their own). */
-int ui_run(struct store *st);
-
 struct store *ui_store(void);
 /* The execution history recorder (NULL before ui_run). */
 struct lineage *ui_lineage(void);
 /* Removes every object of src from the store (a context switch, a re-watch of another namespace) without
  * recording those removals as ends of executions in the lineage. */
 void ui_forget_source(struct source *src);
-/* Uses st as the dashboard's store without running it (unit tests drive views directly). */
-void ui_use_store(struct store *st);
 /* A frame is due. */
 void ui_dirty(void);
 /* Status line message (errors shown in the error colour until the next key). */
@@ -46,20 +41,11 @@ const char *ui_namespace(void);
  * who may only list the context's namespace shows that one, as the header's Scope says). NULL: all. */
 const char *ui_shown_namespace(void);
 void ui_set_namespace(const char *ns);
-/* Switches the kube context (closes the current kube source, opens the named one). */
-int ui_set_context(const char *name, char **err);
-/* The lifecycle action whose dashboard key is key (model/registry.c) on the view's ops->target_vm, when the action
- * applies to the kind of the view's row (a pod's row: it says the action does not apply to pods). VIEW_PASS when
- * key is no action's or the view has no target_vm. Every view with a target_vm takes these keys (view.c). */
-struct view;
-enum view_result ui_action_key(struct view *v, int key);
-/* Opens the VM view for a VM (enter, `:vm ns/name`). */
-void ui_open_vm(const struct obj *vm);
-/* Opens the YAML pager for an object (y). */
-void ui_open_yaml(const struct obj *o);
-/* Opens the object described as kubectl describe shows it, with its events (e); says why for other rows. */
-void ui_open_describe(const struct obj *o);
-/* Runs a `:` command line ("vm", "ns default", ...). Returns 0, or -1 with a message shown. */
-int ui_command(const char *line);
+
+/* ---- test seams: exported for tests/ only, not to be called by kvcon itself (tests/check-exports.sh) ---- */
+/* Runs the dashboard on an existing store and sources (ui_main after opening the sources; tests feed their own). */
+int ui_run(struct store *st);
+/* Uses st as the dashboard's store without running it (unit tests drive views directly). */
+void ui_use_store(struct store *st);
 
 #endif

@@ -5,10 +5,10 @@
 #include <string.h>
 
 #include "core/xmalloc.h"
+#include "ui/actions.h"
 #include "ui/draw.h"
 #include "ui/screen.h"
 #include "ui/theme.h"
-#include "ui/ui.h"
 
 #define MAX_STACK 32
 #define MAX_PANES 16

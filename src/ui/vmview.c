@@ -17,6 +17,7 @@
 #include "model/lineage.h"
 #include "model/source.h"
 #include "model/store.h"
+#include "ui/actions.h"
 #include "ui/bundlerun.h"
 #include "ui/draw.h"
 #include "ui/guestview.h"

@@ -12,7 +12,6 @@
 #include "core/xmalloc.h"
 #include "model/source.h"
 #include "ui/pager.h"
-#include "ui/ui.h"
 
 static int write_buf(void *data, unsigned char *buffer, size_t size)
 {

@@ -1,10 +1,12 @@
 /* cmd/args and core/kargs: the one flag parser of the command table and the one duration type (virtctl's unit where
  * virtctl has the flag: console --timeout, and so engine console --timeout, counts minutes). */
+#include <stdlib.h>
 #include <string.h>
 
 #include "cmd/args.h"
 #include "cmd/cmd.h"
 #include "core/kargs.h"
+#include "core/opts.h"
 #include "t.h"
 
 static void test_duration(void)
@@ -75,11 +77,50 @@ static void test_parse(void)
 	T_EQ_INT(parse("stop", (const char *[]){ "ns/vm", "--wait=90", NULL }, &a), ARGS_OK);
 	T_EQ_INT(args_num(&a, "--wait", 7), 90000);
 	args_free(&a);
+	/* --flag=false after --flag: as if not given (the last wins); said, for delete -f's --wait=false */
+	T_EQ_INT(parse("stop", (const char *[]){ "ns/vm", "--force", "--force=false", "--wait", "--wait=false", NULL }, &a),
+		 ARGS_OK);
+	T_CHECK(!args_bool(&a, "--force") && !args_has(&a, "--wait") && args_off(&a, "--wait") && !args_off(&a, "--to"));
+	args_free(&a);
+	T_EQ_INT(parse("delete", (const char *[]){ "-f", "a.yaml", "--wait=true", "--dry-run", NULL }, &a), ARGS_OK);
+	T_CHECK(args_has(&a, "--wait") && !args_off(&a, "--wait") && args_num(&a, "--wait", 7) == 7);
+	T_EQ_STR(args_get(&a, "--dry-run"), "");
+	args_free(&a);
+	/* the verbs that parsed by hand: ssh -p is a number, engine serve's --idle-exit a duration in seconds */
+	T_EQ_INT(parse("ssh", (const char *[]){ "-p", "x", "vm/a", NULL }, &a), ARGS_ERR);
+	args_free(&a);
+	T_EQ_INT(parse("ssh", (const char *[]){ "-p2222", "-t", "-4", "-t-v", "vm/a", NULL }, &a), ARGS_OK);
+	T_CHECK(args_num(&a, "--port", 22) == 2222 && a.nitems == 3 && strcmp(a.items[2].val, "-v") == 0);
+	args_free(&a);
+	T_EQ_INT(parse("scp", (const char *[]){ "-c", "ls", "a", "b", NULL }, &a), ARGS_ERR);
+	args_free(&a);
+	char *serve[] = { (char *)"serve", (char *)"--idle-exit", (char *)"2m", (char *)"--https=0", NULL };
+	T_EQ_INT(args_parse_sub("engine", 4, serve, &a), ARGS_OK);
+	T_CHECK(args_num(&a, "--idle-exit", -1) == 120000 && args_num(&a, "--https", -1) == 0);
+	args_free(&a);
+}
+
+/* main applies a global option through its row: every row but --help/--version has a setter, and each sets its
+ * field */
+static void test_globals(void)
+{
+	struct kvcon_opts o = { 0 };
+	const char *err = NULL;
+	for (const struct cmd_flag *g = cmd_globals; g->l; g++) {
+		T_CHECK(g->set != NULL || g->becomes != NULL);
+		if (g->set && strcmp(g->l, "--context") != 0)
+			T_EQ_INT(g->set(&o, g, g->arg ? (strcmp(g->l, "--v") == 0 ? "4" : "x") : NULL, &err), 0);
+	}
+	T_CHECK(o.kubeconfig && o.ns && o.source && o.theme && o.log && strcmp(o.ns, "x") == 0);
+	T_CHECK(o.all_ns && o.no_engine && o.readonly && o.nuris == 1 && strcmp(o.uris[0], "x") == 0);
+	T_EQ_INT(o.verbose, 5); /* --v=4, then --verbose once */
+	free(o.kubeconfig), free(o.ns), free(o.source), free(o.theme), free(o.log), free(o.uris[0]), free(o.uris);
 }
 
 int main(void)
 {
 	test_duration();
 	test_parse();
+	test_globals();
 	return T_DONE();
 }

@@ -1,4 +1,4 @@
-/* cmd/pfspec.c: virtctl's port-forward, ssh and scp operands, and what is refused (anything a shell would read). */
+/* model/pfspec.c: virtctl's port-forward, ssh and scp operands, and what is refused (anything a shell would read). */
 #include "model/pfspec.h"
 
 #include "t.h"

@@ -5,6 +5,7 @@
 #include <term.h>
 #include <unistd.h>
 
+#include "core/fatal.h"
 #include "core/log.h"
 #include "core/termrestore.h"
 #include "t.h"
@@ -59,13 +60,13 @@ int main(void)
 	int saved_out = dup(STDOUT_FILENO);
 	dup2(p[1], STDOUT_FILENO);
 	termrestore_arm();
-	log_run_fatal_hook();
-	log_run_fatal_hook();
+	fatal_run_hook();
+	fatal_run_hook();
 	n = drain(p[0], got, sizeof got);
 	T_EQ_INT(n, len);
 	termrestore_arm();
 	termrestore_disarm();
-	log_run_fatal_hook();
+	fatal_run_hook();
 	T_EQ_INT(drain(p[0], got, sizeof got), 0);
 	dup2(saved_out, STDOUT_FILENO);
 	close(saved_out);
