@@ -67,7 +67,8 @@ int engine_serve_cmd(int argc, char **argv)
 		av[n++] = (char *)sock;
 	}
 	if (port >= 0) {
-		snprintf(portw, sizeof portw, "--https=%ld", port);
+		snprintf(portw, sizeof portw, "%ld", port);
+		av[n++] = (char *)"--https";
 		av[n++] = portw;
 	}
 	if (kubeconfig) {
@@ -75,7 +76,8 @@ int engine_serve_cmd(int argc, char **argv)
 		av[n++] = (char *)kubeconfig;
 	}
 	if (idle_given) {
-		snprintf(idlew, sizeof idlew, "--idle-exit=%ld", idle);
+		snprintf(idlew, sizeof idlew, "%ld", idle);
+		av[n++] = (char *)"--idle-exit";
 		av[n++] = idlew;
 	}
 	fflush(NULL);
