@@ -292,7 +292,7 @@ done
 cat >>/etc/inittab <<'TAB'
 ::respawn:/bin/guest-daemon dropbear /usr/sbin/dropbear -F -E -s -r /etc/dropbear/dropbear_ed25519_host_key -p 22
 ::respawn:/bin/guest-daemon qemu-ga /usr/sbin/qemu-ga -m virtio-serial -p /dev/virtio-ports/org.qemu.guest_agent.0 -t /run
-::respawn:/bin/guest-daemon httpd /bin/httpd -f -p 8000 -h /srv/www
+::respawn:/bin/guest-daemon httpd /bin/busybox httpd -f -p 8000 -h /srv/www
 TAB
 echo "KVCON-SSH-READY agent=$([ -e /dev/virtio-ports/org.qemu.guest_agent.0 ] && echo yes || echo no)"
 EOF
@@ -302,6 +302,7 @@ EOF
 #!/bin/sh
 n=$1
 shift
+[ -x "$1" ] || exec sleep 3600
 case $n in qemu-ga) [ -e /dev/virtio-ports/org.qemu.guest_agent.0 ] || exec sleep 3600 ;; esac
 exec "$@" >>/var/log/$n.log 2>&1
 EOF

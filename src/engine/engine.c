@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/buf.h"
 #include "core/intern.h"
 #include "core/log.h"
 #include "core/loop.h"
@@ -21,6 +22,7 @@
 #include "engine/elog.h"
 #include "engine/engine_int.h"
 #include "engine/estream.h"
+#include "engine/gagent.h"
 #include "engine/hostenv.h"
 #include "engine/hostfwd.h"
 #include "engine/imgcache.h"
@@ -807,4 +809,106 @@ static struct json_object *engine_storage_json(struct source *src, const char *n
 	}
 	free(vols);
 	return out;
+}
+
+/* ---- the guest agent (engine/gagent.h): the subresources' answers and the VMI's status ---- */
+
+static int agent_send(struct evm *v, int what, engine_agent_cb cb, void *arg, char **err)
+{
+	int n = 0;
+	const char *const *cmds = gagent_commands((enum gagent_what)what, &n);
+	struct buf b;
+	buf_init(&b);
+	for (int i = 0; i < n; i++)
+		buf_add(&b, cmds[i], strlen(cmds[i]) + 1);
+	struct host_req *r = xcalloc(1, sizeof *r);
+	r->type = RQ_AGENT;
+	r->dom = evm_dom_name(v);
+	r->len = b.len;
+	r->data = buf_steal(&b);
+	int id = host_request(v->eh->h, r);
+	struct preq *p = ehost_track(v->eh, id, PK_AGENT, NULL);
+	if (p == NULL) {
+		*err = xasprintf("%s: the engine host is closed", v->key);
+		return -1;
+	}
+	p->agent_cb = cb;
+	p->arg = arg;
+	p->agent_what = what;
+	p->agent_vm = xstrdup(v->key);
+	snprintf(p->agent_uid, sizeof p->agent_uid, "%s", v->cur->uid);
+	return 0;
+}
+
+int engine_agent_query(struct source *src, const char *ns, const char *name, int what, engine_agent_cb cb, void *arg,
+		       int *code, char **err)
+{
+	struct evm *v = evm_find(src, ns, name);
+	if (v == NULL || !exec_active(v->cur)) {
+		*code = 404;
+		*err = xasprintf("virtualmachineinstance \"%s\" is not running", name);
+		return -1;
+	}
+	if (!v->cur->agent) { /* virt-api's answer */
+		*code = 409;
+		*err = xstrdup("VMI does not have guest agent connected");
+		return -1;
+	}
+	*code = 500;
+	return what >= 0 && what < GA_COUNT && what != GA_STATUS ? agent_send(v, what, cb, arg, err) : -1;
+}
+
+void eagent_status_refresh(struct evm *v)
+{
+	char *err = NULL;
+	if (v && exec_active(v->cur) && v->cur->agent && agent_send(v, GA_STATUS, NULL, NULL, &err) < 0) {
+		log_debug("engine: %s", err);
+		free(err);
+	}
+}
+
+/* the status part of GA_STATUS's answer into the execution it was asked about */
+static void agent_status(struct preq *p, json_object *j)
+{
+	char *slash = strchr(p->agent_vm, '/');
+	if (slash == NULL)
+		return;
+	*slash = '\0';
+	struct evm *v = NULL;
+	for (int i = 0; i < engine_g.nhosts && v == NULL; i++)
+		v = evm_find(engine_g.hosts[i]->src, p->agent_vm, slash + 1);
+	*slash = '/';
+	if (v == NULL || !exec_active(v->cur) || strcmp(v->cur->uid, p->agent_uid) != 0)
+		return;
+	json_object *os, *ver, *pretty, *name;
+	char *text = NULL;
+	if (json_object_object_get_ex(j, "guestOSInfo", &os)) {
+		if (json_object_object_get_ex(os, "prettyName", &pretty))
+			text = xstrdup(json_object_get_string(pretty));
+		else if (json_object_object_get_ex(os, "name", &name))
+			text = xstrdup(json_object_get_string(name));
+	}
+	free(v->cur->guest_os);
+	v->cur->guest_os = text;
+	free(v->cur->agent_version);
+	v->cur->agent_version = json_object_object_get_ex(j, "version", &ver) ? xstrdup(json_object_get_string(ver)) : NULL;
+	evm_publish(v);
+}
+
+void eagent_reply(struct preq *p, const char *data, size_t len, const char *err)
+{
+	const char *answers[16] = { 0 };
+	int n = 0;
+	for (size_t off = 0; data && off < len && n < 16; off += strlen(data + off) + 1, n++)
+		answers[n] = data[off] ? data + off : NULL;
+	char *berr = NULL;
+	json_object *j = err ? NULL : gagent_build((enum gagent_what)p->agent_what, answers, n, &berr);
+	if (p->agent_cb)
+		p->agent_cb(p->arg, j, j ? NULL : err ? err : berr);
+	else if (j)
+		agent_status(p, j);
+	json_object_put(j);
+	free(berr);
+	free(p->agent_vm);
+	free(p);
 }

@@ -71,6 +71,15 @@ int engine_portforward_open(struct source *src, const char *ns, const char *name
 			    void *arg, int *host_port, char **err);
 void engine_portforward_drop(struct source *src, const char *ns, const char *name, int host_port);
 
+/* The guest agent's answer about the VMI's guest (what: engine/gagent.h's enum gagent_what, from the
+ * subresource) as virt-api's JSON, read through libvirt from qemu-guest-agent: cb(arg, answer, NULL) or
+ * cb(arg, NULL, err) once on the loop thread (answer: a reference the callback may keep). 0, or -1 with *err and
+ * *code (404: no such running VMI, 409: no agent connected, virt-api's answer). */
+struct json_object;
+typedef void (*engine_agent_cb)(void *arg, struct json_object *answer, const char *err);
+int engine_agent_query(struct source *src, const char *ns, const char *name, int what, engine_agent_cb cb, void *arg,
+		       int *code, char **err);
+
 /* The VM exists and its current execution is active (Pending, Scheduled or Running). */
 bool engine_running(struct source *src, const char *ns, const char *name);
 

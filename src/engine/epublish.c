@@ -241,6 +241,8 @@ void evm_publish(struct evm *v)
 	if (x->paused)
 		add_cond(&vi->conds, &vi->nconds, "Paused", true, "PausedByUser", "paused by the user", now);
 	vi->software_emulation = x->tcg;
+	vi->guest_os = x->agent ? xstrdup0(x->guest_os) : NULL;
+	vi->agent_version = x->agent ? xstrdup0(x->agent_version) : NULL;
 	publish_net(x, vi);
 	vi->eviction = v->m->eviction ? intern(v->m->eviction) : NULL;
 	vi->active = xcalloc(1, sizeof *vi->active);

@@ -1084,6 +1084,10 @@ static void on_done(struct ehost *eh, struct host_msg *m)
 		if (m->status < 0 && p->vnc_cb)
 			p->vnc_cb(p->arg, -1, m->text ? m->text : "the domain is gone");
 		break;
+	case PK_AGENT:
+		eagent_reply(p, NULL, 0, m->text ? m->text : "the domain is gone");
+		p = NULL;
+		break;
 	}
 	free(p);
 	if (v) {
@@ -1120,7 +1124,13 @@ void ereconcile_on_msg(void *arg, struct host_msg *m)
 		struct evm *v = ehost_find_dom(eh, m->dom);
 		if (v && exec_active(v->cur) && v->cur->agent != (m->event != 0)) {
 			v->cur->agent = m->event != 0;
+			if (!v->cur->agent) {
+				free(v->cur->guest_os);
+				free(v->cur->agent_version);
+				v->cur->guest_os = v->cur->agent_version = NULL;
+			}
 			evm_publish(v);
+			eagent_status_refresh(v); /* the guest's OS name into the status */
 		}
 		break;
 	}
@@ -1133,6 +1143,15 @@ void ereconcile_on_msg(void *arg, struct host_msg *m)
 			evm_console_deliver(v, m->data, m->len);
 		break;
 	}
+	case HM_AGENT_REPLY:
+		for (struct preq **pp = &eh->reqs; *pp; pp = &(*pp)->next)
+			if ((*pp)->id == m->req_id) {
+				struct preq *p = *pp;
+				*pp = p->next;
+				eagent_reply(p, m->data, m->len, m->text);
+				break;
+			}
+		break;
 	case HM_VNC:
 		for (struct preq **pp = &eh->reqs; *pp; pp = &(*pp)->next)
 			if ((*pp)->id == m->req_id) {

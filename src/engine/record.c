@@ -50,6 +50,8 @@ void exec_free(struct exec *x)
 	free(x->images);
 	free(x->net);
 	free(x->pull_msg);
+	free(x->guest_os);
+	free(x->agent_version);
 	emig_free(x->mig);
 	free(x);
 }
