@@ -860,14 +860,20 @@ int engine_agent_query(struct source *src, const char *ns, const char *name, int
 
 void eagent_status_refresh(struct evm *v)
 {
+	if (v == NULL || !exec_active(v->cur) || !v->cur->agent)
+		return;
+	/* one at a time per VM: the host's worker runs them in turn, and a slow agent costs it its timeout */
+	for (const struct preq *p = v->eh->reqs; p; p = p->next)
+		if (p->kind == PK_AGENT && p->agent_cb == NULL && util_str_eq(p->agent_vm, v->key))
+			return;
 	char *err = NULL;
-	if (v && exec_active(v->cur) && v->cur->agent && agent_send(v, GA_STATUS, NULL, NULL, &err) < 0) {
+	if (agent_send(v, GA_STATUS, NULL, NULL, &err) < 0) {
 		log_debug("engine: %s", err);
 		free(err);
 	}
 }
 
-/* the status part of GA_STATUS's answer into the execution it was asked about */
+/* the status part of GA_STATUS's answer into the execution it was asked about (published when it changed) */
 static void agent_status(struct preq *p, json_object *j)
 {
 	char *slash = strchr(p->agent_vm, '/');
@@ -888,11 +894,34 @@ static void agent_status(struct preq *p, json_object *j)
 		else if (json_object_object_get_ex(os, "name", &name))
 			text = xstrdup(json_object_get_string(name));
 	}
+	char *version = json_object_object_get_ex(j, "version", &ver) ? xstrdup(json_object_get_string(ver)) : NULL;
+	/* "IFNAME ADDRESS" lines; a name of other characters than an interface name's is skipped */
+	struct buf b;
+	buf_init(&b);
+	json_object *ifs;
+	size_t nifs = json_object_object_get_ex(j, "interfaces", &ifs) ? json_object_array_length(ifs) : 0;
+	for (size_t i = 0; i < nifs; i++) {
+		json_object *e = json_object_array_get_idx(ifs, i), *n, *ips;
+		const char *ifn = json_object_object_get_ex(e, "interfaceName", &n) ? json_object_get_string(n) : "";
+		if (*ifn == '\0' || strlen(ifn) > 15 ||
+		    strspn(ifn, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-@") != strlen(ifn) ||
+		    !json_object_object_get_ex(e, "ipAddresses", &ips))
+			continue;
+		for (size_t k = 0; k < json_object_array_length(ips); k++)
+			buf_printf(&b, "%s %s\n", ifn, json_object_get_string(json_object_array_get_idx(ips, k)));
+	}
+	char *ifs_text = b.len ? buf_steal(&b) : NULL;
+	buf_free(&b);
+	bool same = util_str_eq(text, v->cur->guest_os) && util_str_eq(version, v->cur->agent_version) &&
+		    util_str_eq(ifs_text, v->cur->agent_ifs);
 	free(v->cur->guest_os);
-	v->cur->guest_os = text;
 	free(v->cur->agent_version);
-	v->cur->agent_version = json_object_object_get_ex(j, "version", &ver) ? xstrdup(json_object_get_string(ver)) : NULL;
-	evm_publish(v);
+	free(v->cur->agent_ifs);
+	v->cur->guest_os = text;
+	v->cur->agent_version = version;
+	v->cur->agent_ifs = ifs_text;
+	if (!same)
+		evm_publish(v);
 }
 
 void eagent_reply(struct preq *p, const char *data, size_t len, const char *err)

@@ -22,6 +22,7 @@
 #include "model/source.h"
 
 #define RESYNC_MS 10000
+#define AGENT_REFRESH_PASSES 3 /* the VMIs' guest agent status every third resync (30 s) */
 #define RING_MAX (64 * 1024)
 #define QUICK_FAILURE_S 60
 

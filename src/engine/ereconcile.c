@@ -1127,7 +1127,8 @@ void ereconcile_on_msg(void *arg, struct host_msg *m)
 			if (!v->cur->agent) {
 				free(v->cur->guest_os);
 				free(v->cur->agent_version);
-				v->cur->guest_os = v->cur->agent_version = NULL;
+				free(v->cur->agent_ifs);
+				v->cur->guest_os = v->cur->agent_version = v->cur->agent_ifs = NULL;
 			}
 			evm_publish(v);
 			eagent_status_refresh(v); /* the guest's OS name into the status */
@@ -1170,7 +1171,19 @@ void ereconcile_resync_fire(void *arg)
 {
 	(void)arg;
 	engine_g.resync = loop_timer_add(RESYNC_MS, ereconcile_resync_fire, NULL);
-	for (int i = 0; i < engine_g.nhosts; i++)
-		if (engine_g.hosts[i]->up)
-			host_simple(engine_g.hosts[i]->h, RQ_SYNC, NULL); /* answered by HM_SYNC, not HM_DONE: not tracked */
+	static unsigned passes;
+	bool agents = ++passes % AGENT_REFRESH_PASSES == 0;
+	for (int i = 0; i < engine_g.nhosts; i++) {
+		if (!engine_g.hosts[i]->up)
+			continue;
+		host_simple(engine_g.hosts[i]->h, RQ_SYNC, NULL); /* answered by HM_SYNC, not HM_DONE: not tracked */
+		if (!agents)
+			continue;
+		/* what the guest agent says of the guest (its addresses change after it connected) */
+		int n = 0;
+		struct evm **vms = ehost_vms(engine_g.hosts[i], &n);
+		for (int k = 0; k < n; k++)
+			eagent_status_refresh(vms[k]);
+		free(vms);
+	}
 }

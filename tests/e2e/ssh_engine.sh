@@ -2,7 +2,7 @@
 # Into a real guest on the engine, as virtctl gets there: the lab guest's ssh variant (scripts/demo-guest.sh --ssh:
 # dropbear, qemu-guest-agent, busybox httpd) on the embedded driver, one VM with a masquerade interface and no
 # declared port, and this test's own key appended to its initrd as a second cpio archive.
-#  - the guest agent: AgentConnected, the VMI's guestOSInfo, `kvcon guestosinfo|userlist|fslist` and the real
+#  - the guest agent: AgentConnected, the VMI's guestOSInfo and interfaceName (infoSource "domain, guest-agent"), `kvcon guestosinfo|userlist|fslist` and the real
 #    kubectl's raw GET of the subresource, all answered from qemu-guest-agent through libvirt;
 #  - `kvcon ssh -c` runs a command (ProxyCommand through `kvcon port-forward --stdio`), `kvcon scp` both ways;
 #  - `kvcon port-forward` to the undeclared guest port 8000 (busybox httpd).
@@ -50,6 +50,9 @@ agent() { vmi_json sshvm | jq -r '[.status.conditions[]? | select(.type == "Agen
 wait_eq 60 True agent || fail "AgentConnected never True"
 osname() { vmi_json sshvm | jq -r '.status.guestOSInfo.prettyName // ""'; }
 wait_eq 20 "kvcon lab guest 1 (ssh)" osname || fail "the VMI's guestOSInfo"
+# the guest's own name of the pod network's address (guest-network-get-interfaces; refreshed every 30 s)
+ifsrc() { vmi_json sshvm | jq -r '.status.interfaces[0] | "\(.ipAddress) \(.interfaceName) \(.infoSource)"'; }
+wait_eq 45 "10.0.2.15 eth0 domain, guest-agent" ifsrc || fail "status.interfaces[0] from the guest agent"
 
 step "kvcon guestosinfo, userlist, fslist; kubectl get --raw of the subresource"
 out=$(kv guestosinfo default/sshvm) || fail "guestosinfo"
