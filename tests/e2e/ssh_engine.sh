@@ -5,12 +5,13 @@
 #  - the guest agent: AgentConnected, the VMI's guestOSInfo and interfaceName (infoSource "domain, guest-agent"), `kvcon guestosinfo|userlist|fslist` and the real
 #    kubectl's raw GET of the subresource, all answered from qemu-guest-agent through libvirt;
 #  - `kvcon ssh -c` runs a command (ProxyCommand through `kvcon port-forward --stdio`), `kvcon scp` both ways;
-#  - `kvcon port-forward` to the undeclared guest port 8000 (busybox httpd).
+#  - `kvcon port-forward` to the undeclared guest port 8000 (busybox httpd);
+#  - the dashboard's ssh key (a): ssh has the terminal (ctrl-c is the guest shell's), the dashboard comes back.
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/engine-lib.bash"
 
-engine_needs "QEMU and the embedded libvirt driver" qemu-system-x86_64 jq ssh scp ssh-keygen kubectl cpio curl
+engine_needs "QEMU and the embedded libvirt driver" qemu-system-x86_64 jq ssh scp ssh-keygen kubectl cpio curl tmux
 engine_embed_up kvssh
 export HOME=$ENGINE_T/home # ssh's and kubectl's own files, private to the test
 mkdir -p "$HOME"
@@ -98,6 +99,42 @@ got=$(curl -s --max-time 10 "http://127.0.0.1:$lp/") || true
 [[ $got == KVCON-HTTPD-OK ]] || { cat "$ENGINE_T/pf.err"; fail "httpd through the forward: '$got'"; }
 kill -INT $pfpid
 wait $pfpid 2>/dev/null || true
+step "the dashboard's ssh key (a): the terminal is ssh's, ctrl-c is the guest shell's, the dashboard comes back"
+TM="tmux -L kvssh-$$ -f /dev/null"
+trap '$TM kill-server 2>/dev/null || true; engine_embed_cleanup' EXIT
+$TM new-session -d -x 150 -y 40 -s k -e TERM=xterm-256color \
+    "env HOME=$HOME KUBECONFIG=/nonexistent KVCON_LOG=$ENGINE_T/ui.log XDG_STATE_HOME=$XDG_STATE_HOME KVCON_ENGINE_IMAGES=$KVCON_ENGINE_IMAGES KVCON_ENGINE_ACCEL=$KVCON_ENGINE_ACCEL $KV -c '$URI'; echo KVCON-DASHBOARD-EXITED; sleep 600"
+ui_wait() { # ui_wait REGEX: polls the screen (30 s)
+    local until=$(($(date +%s) + 30))
+    while (($(date +%s) < until)); do
+        $TM capture-pane -p -t k | grep -qE -- "$1" && return 0
+        sleep 0.1
+    done
+    $TM capture-pane -p -t k
+    fail "the screen never showed /$1/"
+}
+ui_wait ' sshvm +Running '
+$TM send-keys -t k a
+ui_wait 'ssh into sshvm as \[USER\]'
+$TM send-keys -t k -l "root -i $ENGINE_T/id --known-hosts $ENGINE_T/known_hosts -t -oBatchMode=yes"
+$TM send-keys -t k Enter
+ui_wait '^~ #'
+$TM send-keys -t k -l 'sleep 90'
+$TM send-keys -t k Enter
+sleeping() { kv ssh "${sshopts[@]}" -c 'ps | grep -c "[s]leep 90"' root@vm/sshvm.default 2>/dev/null || true; }
+wait_eq 20 1 sleeping || fail "the guest shell's sleep never ran"
+$TM send-keys -t k C-c
+$TM send-keys -t k -l 'echo "KVCON-UI-$((6*7))"'
+$TM send-keys -t k Enter
+ui_wait '^KVCON-UI-42'
+$TM send-keys -t k -l 'exit'
+$TM send-keys -t k Enter
+ui_wait 'ssh into default/sshvm ended'
+ui_wait ' sshvm +Running '
+$TM capture-pane -p -t k | grep -q KVCON-DASHBOARD-EXITED && fail "the dashboard ended with ssh"
+$TM send-keys -t k :q Enter
+ui_wait KVCON-DASHBOARD-EXITED
+$TM kill-server 2>/dev/null || true
 echo "   all in $(($(date +%s) - t0)) s from the start"
 kv engine stop sshvm --grace-period 0 >/dev/null || fail "stop"
 echo PASS
