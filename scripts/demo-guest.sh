@@ -16,7 +16,8 @@
 #     (the kernel unpacks concatenated archives in order): `cat initrd.gz keys.cpio.gz >its-own-initrd.gz`;
 #   - qemu-guest-agent on the virtio-serial port org.qemu.guest_agent.0 (what libvirt and KubeVirt attach);
 #     /etc/os-release names the guest (ID=kvcon-lab);
-#   - busybox httpd on port 8000 serving /srv/www/index.html: KVCON-HTTPD-OK.
+#   - busybox httpd on port 8000 serving /srv/www/index.html: KVCON-HTTPD-OK;
+#   - a UDP echo on port 7000 (built here with cc -static: busybox has no UDP server).
 # It prints KVCON-SSH-READY on the console once dropbear and the agent are started.
 #
 # The guest prints "KVCON-GUEST-READY" on ttyS0 each time its serial shell
@@ -271,6 +272,27 @@ write_ssh_tree() {
     printf 'NAME="kvcon lab guest"\nID=kvcon-lab\nVERSION_ID=1\nVERSION="1 (ssh)"\nPRETTY_NAME="kvcon lab guest 1 (ssh)"\n' \
         >"$t/etc/os-release"
     echo KVCON-HTTPD-OK >"$t/srv/www/index.html"
+    # a UDP echo on port 7000 (busybox has no UDP server): a few lines of C, built static here
+    cat >"$t/../udpecho.c" <<'EOF'
+#include <netinet/in.h>
+#include <stdlib.h>
+#include <sys/socket.h>
+int main(int argc, char **argv)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(argc > 1 ? atoi(argv[1]) : 7000) };
+	int fd = socket(AF_INET, SOCK_DGRAM, 0);
+	if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof a) < 0)
+		return 1;
+	for (char b[65536];;) {
+		struct sockaddr_in p;
+		socklen_t pl = sizeof p;
+		ssize_t n = recvfrom(fd, b, sizeof b, 0, (struct sockaddr *)&p, &pl);
+		if (n >= 0)
+			sendto(fd, b, (size_t)n, 0, (struct sockaddr *)&p, pl);
+	}
+}
+EOF
+    cc -static -Os -o "$t/bin/udpecho" "$t/../udpecho.c" || die "cc -static udpecho.c failed (build-essential)"
     cat >"$t/etc/guest-extra" <<'EOF'
 #!/bin/sh
 # the ssh variant: the guest agent's port (no udev: its name is in sysfs), then the daemons
@@ -293,6 +315,7 @@ cat >>/etc/inittab <<'TAB'
 ::respawn:/bin/guest-daemon dropbear /usr/sbin/dropbear -F -E -s -r /etc/dropbear/dropbear_ed25519_host_key -p 22
 ::respawn:/bin/guest-daemon qemu-ga /usr/sbin/qemu-ga -m virtio-serial -p /dev/virtio-ports/org.qemu.guest_agent.0 -t /run
 ::respawn:/bin/guest-daemon httpd /bin/busybox httpd -f -p 8000 -h /srv/www
+::respawn:/bin/guest-daemon udpecho /bin/udpecho 7000
 TAB
 echo "KVCON-SSH-READY agent=$([ -e /dev/virtio-ports/org.qemu.guest_agent.0 ] && echo yes || echo no)"
 EOF

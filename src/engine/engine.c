@@ -498,8 +498,8 @@ int engine_vnc_open(struct source *src, const char *ns, const char *name, engine
 	return 0;
 }
 
-int engine_portforward_open(struct source *src, const char *ns, const char *name, int port, engine_vnc_cb cb,
-			    void *arg, int *host_port, char **err)
+int engine_portforward_open(struct source *src, const char *ns, const char *name, int port, bool udp,
+			    engine_vnc_cb cb, void *arg, int *host_port, char **err)
 {
 	struct evm *v = evm_find(src, ns, name);
 	if (v == NULL || !exec_active(v->cur)) {
@@ -517,7 +517,7 @@ int engine_portforward_open(struct source *src, const char *ns, const char *name
 		return -1;
 	}
 	/* a free port now; QEMU binds it at once (a port taken meanwhile fails the rule, and this connection) */
-	int hp = 0, held = hostfwd_free_port(false, &hp);
+	int hp = 0, held = hostfwd_free_port(udp, &hp);
 	if (held < 0) {
 		*err = xasprintf("no free host port: %s", strerror(errno));
 		return -1;
@@ -526,8 +526,9 @@ int engine_portforward_open(struct source *src, const char *ns, const char *name
 	struct host_req *r = xcalloc(1, sizeof *r);
 	r->type = RQ_PORTFWD;
 	r->dom = evm_dom_name(v);
-	r->data = xasprintf("hostfwd_add hostua-%s tcp:127.0.0.1:%d-:%d", f->name, hp, port);
+	r->data = xasprintf("hostfwd_add hostua-%s %s:127.0.0.1:%d-:%d", f->name, udp ? "udp" : "tcp", hp, port);
 	r->len = (size_t)hp;
+	r->udp = udp;
 	int id = host_request(v->eh->h, r);
 	struct preq *p = ehost_track(v->eh, id, PK_VNC, NULL);
 	if (p == NULL) {
@@ -540,7 +541,7 @@ int engine_portforward_open(struct source *src, const char *ns, const char *name
 	return 0;
 }
 
-void engine_portforward_drop(struct source *src, const char *ns, const char *name, int host_port)
+void engine_portforward_drop(struct source *src, const char *ns, const char *name, int host_port, bool udp)
 {
 	struct evm *v = evm_find(src, ns, name);
 	const struct mf_iface *f = v ? evm_pod_iface(v) : NULL;
@@ -549,7 +550,7 @@ void engine_portforward_drop(struct source *src, const char *ns, const char *nam
 	struct host_req *r = xcalloc(1, sizeof *r);
 	r->type = RQ_PORTFWD_DROP;
 	r->dom = evm_dom_name(v);
-	r->data = xasprintf("hostfwd_remove hostua-%s tcp:127.0.0.1:%d", f->name, host_port);
+	r->data = xasprintf("hostfwd_remove hostua-%s %s:127.0.0.1:%d", f->name, udp ? "udp" : "tcp", host_port);
 	host_request(v->eh->h, r);
 }
 

@@ -858,7 +858,7 @@ static void handle(struct host *h, struct host_req *r)
 		} else {
 			struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK),
 						 .sin_port = htons((uint16_t)r->len) };
-			m->fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+			m->fd = socket(AF_INET, (r->udp ? SOCK_DGRAM : SOCK_STREAM) | SOCK_CLOEXEC, 0);
 			if (m->fd < 0 || connect(m->fd, (struct sockaddr *)&a, sizeof a) < 0) {
 				m->text = xasprintf("port forwarding: connect 127.0.0.1:%zu: %s", r->len, strerror(errno));
 				if (m->fd >= 0)

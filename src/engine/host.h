@@ -85,6 +85,7 @@ struct host_req {
 	char *path;
 	char *data;
 	size_t len;
+	bool udp; /* RQ_PORTFWD: a UDP socket connected to the rule's port */
 };
 
 struct host;

@@ -5,7 +5,7 @@
 #  - the guest agent: AgentConnected, the VMI's guestOSInfo and interfaceName (infoSource "domain, guest-agent"), `kvcon guestosinfo|userlist|fslist` and the real
 #    kubectl's raw GET of the subresource, all answered from qemu-guest-agent through libvirt;
 #  - `kvcon ssh -c` runs a command (ProxyCommand through `kvcon port-forward --stdio`), `kvcon scp` both ways;
-#  - `kvcon port-forward` to the undeclared guest port 8000 (busybox httpd);
+#  - `kvcon port-forward` to the undeclared guest port 8000 (busybox httpd), and udp/7000 (a UDP echo);
 #  - the dashboard's ssh key (a): ssh has the terminal (ctrl-c is the guest shell's), the dashboard comes back.
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -97,6 +97,35 @@ wait_eq 10 1 bash -c "grep -c '^Forwarding from 127.0.0.1:[0-9]* -> 8000\$' '$EN
 lp=$(sed -nE 's/^Forwarding from 127\.0\.0\.1:([0-9]+) -> 8000$/\1/p' "$ENGINE_T/pf.out")
 got=$(curl -s --max-time 10 "http://127.0.0.1:$lp/") || true
 [[ $got == KVCON-HTTPD-OK ]] || { cat "$ENGINE_T/pf.err"; fail "httpd through the forward: '$got'"; }
+kill -INT $pfpid
+wait $pfpid 2>/dev/null || true
+
+# one local peer: QEMU's user network sends a guest port's UDP answers out of its first rule for that port
+step "port-forward udp/0:7000: datagrams to the guest's UDP echo and back, each one datagram"
+"$KV" -c "$URI" port-forward vmi/sshvm.default udp/0:7000 >"$ENGINE_T/pfu.out" 2>"$ENGINE_T/pfu.err" & pfpid=$!
+wait_eq 10 1 bash -c "grep -c '^Forwarding from 127.0.0.1:[0-9]* -> 7000\$' '$ENGINE_T/pfu.out'" || { cat "$ENGINE_T/pfu.err"; fail "no UDP Forwarding line"; }
+lp=$(sed -nE 's/^Forwarding from 127\.0\.0\.1:([0-9]+) -> 7000$/\1/p' "$ENGINE_T/pfu.out")
+python3 - "$lp" <<'PY' || { cat "$ENGINE_T/pfu.err"; fail "UDP through the forward"; }
+import socket, sys, time
+port = int(sys.argv[1])
+def echo(s, msg):
+    # UDP may lose a datagram: asked again until the answer comes (10 s)
+    until = time.time() + 10
+    while time.time() < until:
+        s.sendto(msg, ("127.0.0.1", port))
+        try:
+            got = s.recv(65536)
+        except socket.timeout:
+            continue
+        assert got == msg, "echo %r for %r" % (got, msg)
+        return
+    raise SystemExit("no echo of %r" % msg)
+a = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+a.settimeout(0.5)
+echo(a, b"KVCON-UDP-a")
+echo(a, b"KVCON-UDP-a" * 100)  # one 1100-byte datagram stays one
+echo(a, b"KVCON-UDP-a again")
+PY
 kill -INT $pfpid
 wait $pfpid 2>/dev/null || true
 step "the dashboard's ssh key (a): the terminal is ssh's, ctrl-c is the guest shell's, the dashboard comes back"
