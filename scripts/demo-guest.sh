@@ -6,7 +6,19 @@
 #   OUTDIR/guest.env  the three as shell assignments (also printed on stdout)
 #
 #   scripts/demo-guest.sh [OUTDIR]         default OUTDIR: build/guest
+#   scripts/demo-guest.sh --ssh [OUTDIR]   the ssh variant, default OUTDIR: build/guest-ssh
 #   eval "$(scripts/demo-guest.sh)"        -> KVCON_GUEST_KERNEL/INITRD/CMDLINE
+#
+# The ssh variant adds, from the host's Debian packages (scripts/deps.sh: dropbear-bin, qemu-guest-agent,
+# openssh-server's sftp-server), each binary with the libraries ldd names:
+#   - dropbear on port 22: root logs in with a key only (no password), a host key made at build time; sftp-server
+#     for scp. No key is built in: a test appends its own /root/.ssh/authorized_keys as a second cpio archive
+#     (the kernel unpacks concatenated archives in order): `cat initrd.gz keys.cpio.gz >its-own-initrd.gz`;
+#   - qemu-guest-agent on the virtio-serial port org.qemu.guest_agent.0 (what libvirt and KubeVirt attach);
+#     /etc/os-release names the guest (ID=kvcon-lab);
+#   - busybox httpd on port 8000 serving /srv/www/index.html: KVCON-HTTPD-OK;
+#   - a UDP echo on port 7000 (built here with cc -static: busybox has no UDP server).
+# It prints KVCON-SSH-READY on the console once dropbear and the agent are started.
 #
 # The guest prints "KVCON-GUEST-READY" on ttyS0 each time its serial shell
 # (re)starts, and a banner on the VGA text console (tty1) for VNC tests.
@@ -24,7 +36,12 @@ set -euo pipefail
 
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/.." && pwd)
-OUT=${1:-$ROOT/build/guest}
+VARIANT=base
+if [[ ${1:-} == --ssh ]]; then
+    VARIANT=ssh
+    shift
+fi
+if [[ $VARIANT == ssh ]]; then OUT=${1:-$ROOT/build/guest-ssh}; else OUT=${1:-$ROOT/build/guest}; fi
 CACHE=${KVCON_CACHE_DIR:-$ROOT/build/cache}
 CMDLINE='console=tty0 console=ttyS0 quiet panic=-1'
 
@@ -164,6 +181,8 @@ while [ $i -lt 100 ] && ! ls -l /proc/$acpid_pid/fd 2>/dev/null | grep -q /dev/i
 	sleep 0.05
 	i=$((i + 1))
 done
+# a variant's own start-up (the ssh variant: the agent's port, dropbear, qemu-ga)
+[ -x /etc/guest-extra ] && /etc/guest-extra
 exec /sbin/init
 EOF
     chmod 755 "$t/init"
@@ -222,6 +241,97 @@ EOF
     printf 'root:x:0:\n' >"$t/etc/group"
 }
 
+# copy_bin TREE BINARY [AS]: the binary (at AS, default its own path) and every library ldd names, at their
+# paths, into TREE
+copy_bin() {
+    local t=$1 b=$2 as=${3:-$2} lib
+    [[ -x $b ]] || die "$b missing (run scripts/deps.sh)"
+    mkdir -p "$t$(dirname "$as")"
+    cp -L "$b" "$t$as"
+    for lib in $(ldd "$b" | sed -n 's/.*=> \(\/[^ ]*\) .*/\1/p; s/^[[:space:]]*\(\/[^ ]*\) (.*/\1/p'); do
+        [[ -e $t$lib ]] && continue
+        mkdir -p "$t$(dirname "$lib")"
+        cp -L "$lib" "$t$lib"
+    done
+}
+
+# the ssh variant's additions to the tree (see the header)
+write_ssh_tree() {
+    local t=$1
+    copy_bin "$t" /usr/sbin/dropbear
+    copy_bin "$t" /usr/lib/openssh/sftp-server /usr/lib/sftp-server
+    copy_bin "$t" /usr/sbin/qemu-ga
+    mkdir -p "$t/etc/dropbear" "$t/root/.ssh" "$t/srv/www" "$t/var/log"
+    ln -s /run "$t/var/run"
+    chmod 700 "$t/root/.ssh"
+    # made once per build, not at each boot (a key under TCG costs boot time)
+    dropbearkey -t ed25519 -f "$t/etc/dropbear/dropbear_ed25519_host_key" >/dev/null 2>&1 ||
+        die "dropbearkey failed"
+    printf '/bin/sh\n' >"$t/etc/shells"
+    printf 'passwd: files\ngroup: files\nshadow: files\n' >"$t/etc/nsswitch.conf"
+    printf 'NAME="kvcon lab guest"\nID=kvcon-lab\nVERSION_ID=1\nVERSION="1 (ssh)"\nPRETTY_NAME="kvcon lab guest 1 (ssh)"\n' \
+        >"$t/etc/os-release"
+    echo KVCON-HTTPD-OK >"$t/srv/www/index.html"
+    # a UDP echo on port 7000 (busybox has no UDP server): a few lines of C, built static here
+    cat >"$t/../udpecho.c" <<'EOF'
+#include <netinet/in.h>
+#include <stdlib.h>
+#include <sys/socket.h>
+int main(int argc, char **argv)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(argc > 1 ? atoi(argv[1]) : 7000) };
+	int fd = socket(AF_INET, SOCK_DGRAM, 0);
+	if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof a) < 0)
+		return 1;
+	for (char b[65536];;) {
+		struct sockaddr_in p;
+		socklen_t pl = sizeof p;
+		ssize_t n = recvfrom(fd, b, sizeof b, 0, (struct sockaddr *)&p, &pl);
+		if (n >= 0)
+			sendto(fd, b, (size_t)n, 0, (struct sockaddr *)&p, pl);
+	}
+}
+EOF
+    cc -static -Os -o "$t/bin/udpecho" "$t/../udpecho.c" || die "cc -static udpecho.c failed (build-essential)"
+    cat >"$t/etc/guest-extra" <<'EOF'
+#!/bin/sh
+# the ssh variant: the guest agent's port (no udev: its name is in sysfs), then the daemons
+insmod /lib/modules/virtio_console.ko 2>/dev/null
+: >/run/utmp
+mkdir -p /dev/virtio-ports
+i=0
+while [ $i -lt 40 ]; do
+	for p in /sys/class/virtio-ports/*; do
+		[ "$(cat "$p/name" 2>/dev/null)" = org.qemu.guest_agent.0 ] &&
+			ln -sf "/dev/${p##*/}" /dev/virtio-ports/org.qemu.guest_agent.0
+	done
+	[ -e /dev/virtio-ports/org.qemu.guest_agent.0 ] && break
+	# no virtio-serial device at all (plain QEMU without the channel): nothing to wait for
+	grep -qs 0x0003 /sys/bus/virtio/devices/*/device || break
+	sleep 0.05
+	i=$((i + 1))
+done
+cat >>/etc/inittab <<'TAB'
+::respawn:/bin/guest-daemon dropbear /usr/sbin/dropbear -F -E -s -r /etc/dropbear/dropbear_ed25519_host_key -p 22
+::respawn:/bin/guest-daemon qemu-ga /usr/sbin/qemu-ga -m virtio-serial -p /dev/virtio-ports/org.qemu.guest_agent.0 -t /run
+::respawn:/bin/guest-daemon httpd /bin/busybox httpd -f -p 8000 -h /srv/www
+::respawn:/bin/guest-daemon udpecho /bin/udpecho 7000
+TAB
+echo "KVCON-SSH-READY agent=$([ -e /dev/virtio-ports/org.qemu.guest_agent.0 ] && echo yes || echo no)"
+EOF
+    chmod 755 "$t/etc/guest-extra"
+    # a daemon's output to its log, not the console; one whose device is missing waits instead of respawning hot
+    cat >"$t/bin/guest-daemon" <<'EOF'
+#!/bin/sh
+n=$1
+shift
+[ -x "$1" ] || exec sleep 3600
+case $n in qemu-ga) [ -e /dev/virtio-ports/org.qemu.guest_agent.0 ] || exec sleep 3600 ;; esac
+exec "$@" >>/var/log/$n.log 2>&1
+EOF
+    chmod 755 "$t/bin/guest-daemon"
+}
+
 BUILD_TMP=
 build() {
     local deb=$1 stamp=$2 tmp
@@ -234,7 +344,7 @@ build() {
         './lib/modules/*/kernel/drivers/virtio/*.ko' './lib/modules/*/kernel/drivers/block/virtio_blk.ko' \
         './lib/modules/*/kernel/drivers/cdrom/cdrom.ko' './lib/modules/*/kernel/fs/isofs/isofs.ko' \
         './lib/modules/*/kernel/drivers/net/virtio_net.ko' './lib/modules/*/kernel/drivers/net/net_failover.ko' \
-        './lib/modules/*/kernel/net/core/failover.ko'
+        './lib/modules/*/kernel/net/core/failover.ko' './lib/modules/*/kernel/drivers/char/virtio_console.ko'
     mv "$tmp"/boot/vmlinuz-* "$tmp/vmlinuz"
     write_initrd_tree "$tmp/root"
     mkdir -p "$tmp/root/lib/modules"
@@ -245,6 +355,10 @@ build() {
         "$tmp"/lib/modules/*/kernel/fs/isofs/isofs.ko "$tmp"/lib/modules/*/kernel/drivers/net/virtio_net.ko \
         "$tmp"/lib/modules/*/kernel/drivers/net/net_failover.ko "$tmp"/lib/modules/*/kernel/net/core/failover.ko \
         "$tmp/root/lib/modules/"
+    if [[ $VARIANT == ssh ]]; then
+        cp "$tmp"/lib/modules/*/kernel/drivers/char/virtio_console.ko "$tmp/root/lib/modules/"
+        write_ssh_tree "$tmp/root"
+    fi
     (cd "$tmp/root" && find . | LC_ALL=C sort | cpio -o -H newc --quiet -R 0:0) | gzip -9n >"$tmp/initrd.gz"
     echo "$CMDLINE" >"$tmp/cmdline"
     # atomic: readers never see a half-written kernel or initrd
@@ -263,6 +377,10 @@ command -v cpio >/dev/null || die "cpio missing (run scripts/deps.sh)"
 
 deb=$(kernel_deb)
 stamp="$(basename "$deb") $(sha256sum "$0" | cut -c1-16) $(sha256sum /bin/busybox | cut -c1-16)"
+if [[ $VARIANT == ssh ]]; then
+    command -v dropbearkey >/dev/null || die "dropbearkey missing (run scripts/deps.sh: dropbear-bin)"
+    stamp="$stamp ssh $(cat /usr/sbin/dropbear /usr/sbin/qemu-ga /usr/lib/openssh/sftp-server | sha256sum | cut -c1-16)"
+fi
 if [[ -s $OUT/vmlinuz && -s $OUT/initrd.gz && -s $OUT/.stamp && $(<"$OUT/.stamp") == "$stamp" ]]; then
     :
 else

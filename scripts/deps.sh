@@ -77,6 +77,8 @@ syslinux-common
 mtools
 zsh
 systemd
+dropbear-bin
+qemu-guest-agent
 "
 
 FUZZ_PKGS="

@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,6 +33,7 @@ struct pfc {
 	struct loop_fd *glfd;
 	int host_port;
 	bool waiting; /* engine_portforward_open's callback still due */
+	bool udp;     /* datagrams: a binary message each way is one datagram; gout holds them length-prefixed */
 	bool closing;
 	struct wsframe_parser p;
 	struct buf out;  /* frames for the client */
@@ -75,7 +77,7 @@ static void pfc_close(struct pfc *w)
 	if (w->guest >= 0)
 		close(w->guest);
 	w->guest = -1;
-	engine_portforward_drop(w->src, w->ns, w->name, w->host_port);
+	engine_portforward_drop(w->src, w->ns, w->name, w->host_port, w->udp);
 	MHD_upgrade_action(w->urh, MHD_UPGRADE_ACTION_CLOSE);
 	w->urh = NULL;
 	if (!w->waiting)
@@ -110,8 +112,13 @@ static int on_frame(void *arg, const struct wsframe_event *ev)
 	struct pfc *w = arg;
 	switch (ev->type) {
 	case WSFRAME_DATA:
-		if (ev->len)
+		if (w->udp && ev->len <= 65507 && w->gout.len < PF_HIGH) { /* one datagram; dropped when too many wait */
+			uint32_t n = (uint32_t)ev->len;
+			buf_add(&w->gout, &n, sizeof n);
 			buf_add(&w->gout, ev->data, ev->len);
+		} else if (!w->udp && ev->len) {
+			buf_add(&w->gout, ev->data, ev->len);
+		}
 		break;
 	case WSFRAME_PING:
 		wsframe_encode(&w->out, WS_OP_PONG, true, NULL, ev->data, ev->len);
@@ -125,6 +132,20 @@ static int on_frame(void *arg, const struct wsframe_event *ev)
 	return 0;
 }
 
+/* the datagrams waiting in b to the connected UDP socket fd, each once (one the socket cannot take now is dropped:
+ * UDP's own answer to a full queue) */
+static void send_dgrams(int fd, struct buf *b)
+{
+	while (fd >= 0 && b->len >= sizeof(uint32_t)) {
+		uint32_t n;
+		memcpy(&n, b->data, sizeof n);
+		if (b->len < sizeof n + n)
+			break;
+		send(fd, b->data + sizeof n, n, MSG_NOSIGNAL | MSG_DONTWAIT);
+		buf_consume(b, sizeof n + n);
+	}
+}
+
 /* Flushes both ways and sets what each side is polled for: a side is not read while the other has PF_HIGH
  * waiting. Closes w once its close frame is out. */
 static void pfc_update(struct pfc *w)
@@ -133,7 +154,9 @@ static void pfc_update(struct pfc *w)
 		pfc_close(w);
 		return;
 	}
-	if (w->guest >= 0 && !send_out(w->guest, &w->gout))
+	if (w->udp)
+		send_dgrams(w->guest, &w->gout);
+	else if (w->guest >= 0 && !send_out(w->guest, &w->gout))
 		pfc_end(w, WS_CLOSE_NORMAL, "the guest closed the connection");
 	if (w->closing && w->out.len == 0) {
 		pfc_close(w);
@@ -171,6 +194,8 @@ static void on_guest(int fd, short revents, void *arg)
 		ssize_t n = recv(fd, b, sizeof b, MSG_DONTWAIT);
 		if (n > 0) {
 			wsframe_encode(&w->out, WS_OP_BINARY, true, NULL, b, (size_t)n);
+		} else if (w->udp) {
+			/* an empty datagram, or an ICMP error on the connected socket: nothing ends a UDP forward */
 		} else if (n == 0 || (errno != EAGAIN && errno != EINTR)) {
 			/* QEMU closes at once when nothing listens on the guest's port */
 			loop_fd_remove(w->glfd);
@@ -188,7 +213,7 @@ static void on_opened(void *arg, int fd, const char *err)
 	if (w->urh == NULL) { /* the client left first */
 		if (fd >= 0)
 			close(fd);
-		engine_portforward_drop(w->src, w->ns, w->name, w->host_port);
+		engine_portforward_drop(w->src, w->ns, w->name, w->host_port, w->udp);
 		pfc_free(w);
 		return;
 	}
@@ -207,6 +232,7 @@ struct pending {
 	struct source *src;
 	char ns[64], name[254];
 	int port;
+	bool udp;
 };
 
 static void on_upgraded(void *cls, struct MHD_Connection *c, void *con_cls, const char *extra, size_t extra_len,
@@ -221,6 +247,7 @@ static void on_upgraded(void *cls, struct MHD_Connection *c, void *con_cls, cons
 	w->guest = -1;
 	w->src = pd->src;
 	w->port = pd->port;
+	w->udp = pd->udp;
 	memcpy(w->ns, pd->ns, sizeof w->ns);
 	memcpy(w->name, pd->name, sizeof w->name);
 	free(pd);
@@ -232,7 +259,7 @@ static void on_upgraded(void *cls, struct MHD_Connection *c, void *con_cls, cons
 	pfcs = w;
 	npfc++;
 	char *err = NULL;
-	if (engine_portforward_open(w->src, w->ns, w->name, w->port, on_opened, w, &w->host_port, &err) == 0)
+	if (engine_portforward_open(w->src, w->ns, w->name, w->port, w->udp, on_opened, w, &w->host_port, &err) == 0)
 		w->waiting = true;
 	else
 		pfc_end(w, PF_CLOSE_ERROR, err ? err : "port forwarding failed");
@@ -251,9 +278,8 @@ int apipf_serve(struct MHD_Connection *c, struct source *src, const char *ns, co
 		*err = xstrdup("invalid port: portforward/PORT[/PROTOCOL], PORT 1-65535");
 		return 400;
 	}
-	if (nrest == 2 && strcmp(rest[1], "tcp") != 0) {
-		*err = xasprintf("protocol %s is not forwarded by the engine (tcp only)",
-				 strcmp(rest[1], "udp") == 0 ? "udp" : "other than tcp");
+	if (nrest == 2 && strcmp(rest[1], "tcp") != 0 && strcmp(rest[1], "udp") != 0) {
+		*err = xstrdup("invalid protocol: portforward/PORT[/tcp|udp]");
 		return 400;
 	}
 	const char *up = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Upgrade");
@@ -271,6 +297,7 @@ int apipf_serve(struct MHD_Connection *c, struct source *src, const char *ns, co
 	struct pending *pd = xcalloc(1, sizeof *pd);
 	pd->src = src;
 	pd->port = (int)port;
+	pd->udp = nrest == 2 && strcmp(rest[1], "udp") == 0;
 	snprintf(pd->ns, sizeof pd->ns, "%s", ns);
 	snprintf(pd->name, sizeof pd->name, "%s", name);
 	struct MHD_Response *r = MHD_create_response_for_upgrade(on_upgraded, pd);

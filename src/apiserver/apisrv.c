@@ -45,6 +45,7 @@
 #include "engine/apisel.h"
 #include "engine/apitls.h"
 #include "engine/engine.h"
+#include "engine/gagent.h"
 #include "engine/evm.h"
 #include "engine/manifest.h"
 #include "engine/migrate.h"
@@ -149,6 +150,9 @@ static enum MHD_Result route(struct apisrv *srv, struct MHD_Connection *c, struc
 			free(perr);
 			return mrc;
 		}
+		int what = r == R_VMI && ns && name && strcmp(method, "GET") == 0 ? gagent_what_of(sub) : -1;
+		if (what >= 0)
+			return apis_vmi_agent(srv, c, rq, ns, name, what);
 		if (r == R_VMI && ns && name && sub && (strcmp(sub, "console") == 0 || strcmp(sub, "vnc") == 0) &&
 		    strcmp(method, "GET") == 0)
 			return apis_console_ws(srv, c, ns, name, sub[0] == 'v');
@@ -261,6 +265,7 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls, en
 	(void)t;
 	struct reqctx *rq = *con_cls;
 	if (rq) {
+		apis_agentq_ended(rq);
 		buf_free(&rq->body);
 		free(rq);
 		*con_cls = NULL;

@@ -150,8 +150,9 @@ static json_object *resource_list(const char *gv)
 		}
 	}
 	if (sub) {
-		/* the actions' subresources (model/registry.c), then the VMI's console and display */
-		char subs[16][2][64];
+		/* the actions' subresources (model/registry.c), then the VMI's console and display, then the guest
+		 * verbs' (port-forward and the guest agent's) */
+		char subs[24][2][64];
 		size_t n = 0;
 		const struct action_def *ad;
 		for (size_t i = 0; (ad = registry_action_at(i)) != NULL && n < 14; i++)
@@ -162,6 +163,19 @@ static json_object *resource_list(const char *gv)
 			}
 		for (int i = 0; i < 2; i++) {
 			snprintf(subs[n][0], sizeof subs[n][0], "%s/%s", RES[R_VMI].plural, i ? "vnc" : "console");
+			snprintf(subs[n][1], sizeof subs[n][1], "get");
+			n++;
+		}
+		for (int i = 0; i < GV_COUNT && n < 24; i++) {
+			const struct guest_verb_def *gd = registry_guest_verb((enum guest_verb)i);
+			bool seen = gd->subresource == NULL;
+			char name[64];
+			snprintf(name, sizeof name, "%s/%s", RES[R_VMI].plural, gd->subresource ? gd->subresource : "");
+			for (size_t k = 0; k < n && !seen; k++)
+				seen = strcmp(subs[k][0], name) == 0;
+			if (seen)
+				continue;
+			snprintf(subs[n][0], sizeof subs[n][0], "%s", name);
 			snprintf(subs[n][1], sizeof subs[n][1], "get");
 			n++;
 		}

@@ -91,9 +91,11 @@ struct watcher {
 	struct watcher *next;
 };
 
+struct agentq;
 struct reqctx {
 	struct buf body;
 	bool too_big;
+	struct agentq *aq; /* a guest agent subresource's answer under way (subres.c) */
 };
 
 /* A VirtualMachineInstanceMigration: kept by the service in a file of its own (engine-data/vmims/NS_NAME.json,
@@ -341,6 +343,11 @@ enum MHD_Result apis_console_ws(struct apisrv *srv, struct MHD_Connection *c, co
 /* ---- subres.c ---- */
 
 enum MHD_Result apis_pod_log(struct apisrv *srv, struct MHD_Connection *c, const char *ns, const char *name);
+/* GET virtualmachineinstances/NAME/{guestosinfo,userlist,filesystemlist} (what: engine/gagent.h's); the request
+ * ends while its answer is under way: apis_agentq_ended from the completion callback */
+enum MHD_Result apis_vmi_agent(struct apisrv *srv, struct MHD_Connection *c, struct reqctx *rq, const char *ns,
+			       const char *name, int what);
+void apis_agentq_ended(struct reqctx *rq);
 enum MHD_Result apis_vmi_domainxml(struct apisrv *srv, struct MHD_Connection *c, const char *ns, const char *name);
 enum MHD_Result apis_vm_storage(struct apisrv *srv, struct MHD_Connection *c, const char *ns, const char *name);
 

@@ -204,3 +204,79 @@ enum MHD_Result apis_vm_storage(struct apisrv *srv, struct MHD_Connection *c, co
 		return apis_send_status(c, 404, "NotFound", R_VM, name, "no storage record for %s/%s", ns, name);
 	return apis_send_json(c, 200, o);
 }
+
+/* ---- the guest agent's subresources (guestosinfo, userlist, filesystemlist): virt-api's GETs, answered from
+ * qemu-guest-agent through the engine (engine_agent_query). The connection waits suspended for the answer, which
+ * comes back within the agent's bounded time (engine/gagent.h); one that ends first leaves the answer to be
+ * dropped. ---- */
+
+struct agentq {
+	struct MHD_Connection *c; /* NULL once the request ended before the answer */
+	json_object *answer;
+	char *err;
+	bool done;
+};
+
+static void agentq_free(struct agentq *q)
+{
+	json_object_put(q->answer);
+	free(q->err);
+	free(q);
+}
+
+static void agentq_done(void *arg, json_object *answer, const char *err)
+{
+	struct agentq *q = arg;
+	q->done = true;
+	q->answer = answer ? json_object_get(answer) : NULL;
+	q->err = answer ? NULL : xstrdup(err ? err : "the guest agent gave no answer");
+	if (q->c == NULL)
+		agentq_free(q);
+	else
+		MHD_resume_connection(q->c);
+}
+
+void apis_agentq_ended(struct reqctx *rq)
+{
+	struct agentq *q = rq->aq;
+	rq->aq = NULL;
+	if (q && q->done)
+		agentq_free(q);
+	else if (q)
+		q->c = NULL;
+}
+
+enum MHD_Result apis_vmi_agent(struct apisrv *srv, struct MHD_Connection *c, struct reqctx *rq, const char *ns,
+			       const char *name, int what)
+{
+	struct agentq *q = rq->aq;
+	if (q) {
+		if (!q->done) /* woken before its time: wait on */
+			return MHD_YES;
+		rq->aq = NULL;
+		enum MHD_Result rc = q->answer ? apis_send_json(c, 200, json_object_get(q->answer))
+					       : apis_send_status(c, 500, "InternalError", R_VMI, name, "%s", q->err);
+		agentq_free(q);
+		return rc;
+	}
+	struct source *src = NULL;
+	for (int s = 0; s < srv->nsrcs && src == NULL; s++)
+		if (store_find(srv->st, srv->srcs[s], OBJ_VMI, ns, name))
+			src = srv->srcs[s];
+	if (src == NULL)
+		return apis_not_found(c, R_VMI, name);
+	q = xcalloc(1, sizeof *q);
+	q->c = c;
+	int code = 500;
+	char *err = NULL;
+	if (engine_agent_query(src, ns, name, what, agentq_done, q, &code, &err) < 0) {
+		free(q);
+		enum MHD_Result rc = apis_send_status(c, (unsigned)code, code == 404 ? "NotFound" : code == 409 ? "Conflict" : "InternalError",
+						  R_VMI, name, "%s", err ? err : "the guest agent cannot be asked");
+		free(err);
+		return rc;
+	}
+	rq->aq = q;
+	MHD_suspend_connection(c);
+	return MHD_YES;
+}

@@ -67,8 +67,8 @@ int cmd_portforward(int argc, char **argv)
 			log_eprintf("error: %s\n", err);
 			return EXIT_USAGE;
 		}
-		if (pp[i].udp) {
-			log_eprintf("error: udp/%d: only TCP is forwarded yet\n", pp[i].remote);
+		if (pp[i].udp && stdio) {
+			log_eprintf("error: --stdio forwards a TCP port, not udp/%d\n", pp[i].remote);
 			return EXIT_USAGE;
 		}
 	}

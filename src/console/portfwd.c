@@ -21,6 +21,7 @@
 #define PF_MAX_LISTEN 64
 #define PF_DRAIN_MS 20
 #define PF_LINGER_MS 1000
+#define PF_UDP_IDLE_MS 60000 /* a UDP peer's stream ends after this long without a datagram either way */
 
 struct listener {
 	struct portfwd *f;
@@ -40,6 +41,17 @@ struct conn {
 	struct conn *next;
 };
 
+/* A UDP forward's peer: every local address that sends datagrams gets a stream of its own, a message each */
+struct upeer {
+	struct portfwd *f;
+	struct listener *l;
+	struct sockaddr_storage addr;
+	socklen_t alen;
+	struct stream *remote;
+	struct loop_timer *idle;
+	struct upeer *next;
+};
+
 struct portfwd {
 	struct source *src;
 	int kind;
@@ -49,6 +61,7 @@ struct portfwd {
 	struct listener ls[PF_MAX_LISTEN];
 	size_t nls;
 	struct conn *conns;
+	struct upeer *upeers;
 	struct portfwd_stats st;
 	bool stdio;
 	void (*stdio_done)(void *arg, int rc);
@@ -224,6 +237,113 @@ static void conn_start(struct portfwd *f, struct stream *local, const struct pf_
 	log_info("port-forward: connection to %s/%s port %d", f->ns, f->name, port->remote);
 }
 
+/* ---- UDP: datagrams from a local peer to its stream, messages from the stream back to that peer ---- */
+
+static void upeer_free(struct upeer *u)
+{
+	struct portfwd *f = u->f;
+	for (struct upeer **p = &f->upeers; *p; p = &(*p)->next)
+		if (*p == u) {
+			*p = u->next;
+			break;
+		}
+	f->st.open--;
+	loop_timer_cancel(u->idle);
+	stream_free(u->remote);
+	free(u);
+}
+
+static void upeer_idle(void *arg)
+{
+	struct upeer *u = arg;
+	u->idle = NULL;
+	if (stream_state(u->remote) == STREAM_CONNECTING) /* closed once open (close_remote's reason) */
+		u->idle = loop_timer_add(PF_UDP_IDLE_MS, upeer_idle, u);
+	else
+		stream_close(u->remote);
+}
+
+static void upeer_touch(struct upeer *u)
+{
+	loop_timer_cancel(u->idle);
+	u->idle = loop_timer_add(PF_UDP_IDLE_MS, upeer_idle, u);
+}
+
+static void upeer_data(struct stream *s, const uint8_t *data, size_t len, void *arg)
+{
+	(void)s;
+	struct upeer *u = arg;
+	u->f->st.bytes_in += len;
+	sendto(u->l->fd, data, len, MSG_DONTWAIT | MSG_NOSIGNAL, (struct sockaddr *)&u->addr, u->alen);
+	upeer_touch(u);
+}
+
+static void upeer_state(struct stream *s, enum stream_state st, void *arg)
+{
+	struct upeer *u = arg;
+	if (st != STREAM_CLOSED)
+		return;
+	enum stream_end e = stream_end(s);
+	if (e == STREAM_END_REFUSED || e == STREAM_END_ERROR || stream_status(s) > 1001) {
+		u->f->st.failed++;
+		if (u->f->report)
+			u->f->report(u->f->report_arg, u->l->port.remote, stream_reason(s));
+	}
+	upeer_free(u);
+}
+
+static const struct stream_cbs upeer_cbs = { upeer_data, upeer_state };
+
+static void on_datagram(int fd, short revents, void *arg)
+{
+	(void)revents;
+	struct listener *l = arg;
+	struct portfwd *f = l->f;
+	static uint8_t b[65536];
+	for (int i = 0; i < 64; i++) {
+		struct sockaddr_storage a;
+		socklen_t al = sizeof a;
+		ssize_t n = recvfrom(fd, b, sizeof b, MSG_DONTWAIT, (struct sockaddr *)&a, &al);
+		if (n < 0)
+			return;
+		struct upeer *u = f->upeers;
+		while (u && !(u->l == l && u->alen == al && memcmp(&u->addr, &a, al) == 0))
+			u = u->next;
+		if (u == NULL) {
+			if (f->st.open >= PORTFWD_MAX_CONNS) {
+				log_warn("port-forward: %d peers, a datagram from another dropped", PORTFWD_MAX_CONNS);
+				continue;
+			}
+			char *err = NULL;
+			struct stream *r = f->src->ops->open_portforward(f->src, f->kind, f->ns, f->name, l->port.remote,
+									 true, &err);
+			f->st.total++;
+			if (r == NULL) {
+				f->st.failed++;
+				if (f->report)
+					f->report(f->report_arg, l->port.remote, err ? err : "cannot open");
+				free(err);
+				continue;
+			}
+			u = xcalloc(1, sizeof *u);
+			u->f = f;
+			u->l = l;
+			memcpy(&u->addr, &a, al);
+			u->alen = al;
+			u->remote = r;
+			u->next = f->upeers;
+			f->upeers = u;
+			f->st.open++;
+			stream_set_callbacks(r, &upeer_cbs, u);
+			log_info("port-forward: UDP peer to %s/%s port %d", f->ns, f->name, l->port.remote);
+		}
+		f->st.bytes_out += (uint64_t)n;
+		if (n > 0)
+			stream_write(u->remote, b, (size_t)n);
+		upeer_touch(u);
+	}
+}
+
 static void on_accept(int fd, short revents, void *arg)
 {
 	(void)revents;
@@ -266,7 +386,8 @@ int portfwd_listen(struct portfwd *f, const char *addr, const struct pf_port *po
 		*err = xasprintf("at most %d listening ports", PF_MAX_LISTEN);
 		return -1;
 	}
-	struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM, .ai_flags = AI_PASSIVE };
+	int type = port->udp ? SOCK_DGRAM : SOCK_STREAM;
+	struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = type, .ai_flags = AI_PASSIVE };
 	struct addrinfo *res = NULL;
 	char ps[8];
 	snprintf(ps, sizeof ps, "%d", port->local);
@@ -275,10 +396,10 @@ int portfwd_listen(struct portfwd *f, const char *addr, const struct pf_port *po
 		*err = xasprintf("%s: %s", addr, gai_strerror(gai));
 		return -1;
 	}
-	int fd = socket(res->ai_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	int fd = socket(res->ai_family, type | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	int one = 1;
 	if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) < 0 ||
-	    bind(fd, res->ai_addr, res->ai_addrlen) < 0 || listen(fd, 16) < 0) {
+	    bind(fd, res->ai_addr, res->ai_addrlen) < 0 || (!port->udp && listen(fd, 16) < 0)) {
 		*err = xasprintf("unable to listen on %s port %d: %s", addr, port->local, strerror(errno));
 		if (fd >= 0)
 			close(fd);
@@ -295,7 +416,7 @@ int portfwd_listen(struct portfwd *f, const char *addr, const struct pf_port *po
 	struct listener *l = &f->ls[f->nls++];
 	*l = (struct listener){ .f = f, .port = *port, .fd = fd };
 	l->port.local = bound;
-	l->h = loop_fd_add(fd, POLLIN, on_accept, l);
+	l->h = loop_fd_add(fd, POLLIN, port->udp ? on_datagram : on_accept, l);
 	return bound;
 }
 
@@ -323,6 +444,8 @@ void portfwd_free(struct portfwd *f)
 	f->stdio_done = NULL;
 	while (f->conns)
 		conn_free(f->conns);
+	while (f->upeers)
+		upeer_free(f->upeers);
 	free(f->ns);
 	free(f->name);
 	free(f);

@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/buf.h"
 #include "core/intern.h"
 #include "core/log.h"
 #include "core/loop.h"
@@ -22,6 +23,7 @@
 #include "engine/embed.h"
 #include "engine/engine_int.h"
 #include "engine/estream.h"
+#include "engine/gagent.h"
 #include "engine/hostenv.h"
 #include "engine/hostfwd.h"
 #include "engine/imgcache.h"
@@ -497,8 +499,8 @@ int engine_vnc_open(struct source *src, const char *ns, const char *name, engine
 	return 0;
 }
 
-int engine_portforward_open(struct source *src, const char *ns, const char *name, int port, engine_vnc_cb cb,
-			    void *arg, int *host_port, char **err)
+int engine_portforward_open(struct source *src, const char *ns, const char *name, int port, bool udp,
+			    engine_vnc_cb cb, void *arg, int *host_port, char **err)
 {
 	struct evm *v = evm_find(src, ns, name);
 	if (v == NULL || !exec_active(v->cur)) {
@@ -516,7 +518,7 @@ int engine_portforward_open(struct source *src, const char *ns, const char *name
 		return -1;
 	}
 	/* a free port now; QEMU binds it at once (a port taken meanwhile fails the rule, and this connection) */
-	int hp = 0, held = hostfwd_free_port(false, &hp);
+	int hp = 0, held = hostfwd_free_port(udp, &hp);
 	if (held < 0) {
 		*err = xasprintf("no free host port: %s", strerror(errno));
 		return -1;
@@ -525,8 +527,9 @@ int engine_portforward_open(struct source *src, const char *ns, const char *name
 	struct host_req *r = xcalloc(1, sizeof *r);
 	r->type = RQ_PORTFWD;
 	r->dom = evm_dom_name(v);
-	r->data = xasprintf("hostfwd_add hostua-%s tcp:127.0.0.1:%d-:%d", f->name, hp, port);
+	r->data = xasprintf("hostfwd_add hostua-%s %s:127.0.0.1:%d-:%d", f->name, udp ? "udp" : "tcp", hp, port);
 	r->len = (size_t)hp;
+	r->udp = udp;
 	int id = host_request(v->eh->h, r);
 	struct preq *p = ehost_track(v->eh, id, PK_VNC, NULL);
 	if (p == NULL) {
@@ -539,7 +542,7 @@ int engine_portforward_open(struct source *src, const char *ns, const char *name
 	return 0;
 }
 
-void engine_portforward_drop(struct source *src, const char *ns, const char *name, int host_port)
+void engine_portforward_drop(struct source *src, const char *ns, const char *name, int host_port, bool udp)
 {
 	struct evm *v = evm_find(src, ns, name);
 	const struct mf_iface *f = v ? evm_pod_iface(v) : NULL;
@@ -548,7 +551,7 @@ void engine_portforward_drop(struct source *src, const char *ns, const char *nam
 	struct host_req *r = xcalloc(1, sizeof *r);
 	r->type = RQ_PORTFWD_DROP;
 	r->dom = evm_dom_name(v);
-	r->data = xasprintf("hostfwd_remove hostua-%s tcp:127.0.0.1:%d", f->name, host_port);
+	r->data = xasprintf("hostfwd_remove hostua-%s %s:127.0.0.1:%d", f->name, udp ? "udp" : "tcp", host_port);
 	host_request(v->eh->h, r);
 }
 
@@ -808,4 +811,135 @@ static struct json_object *engine_storage_json(struct source *src, const char *n
 	}
 	free(vols);
 	return out;
+}
+
+/* ---- the guest agent (engine/gagent.h): the subresources' answers and the VMI's status ---- */
+
+static int agent_send(struct evm *v, int what, engine_agent_cb cb, void *arg, char **err)
+{
+	int n = 0;
+	const char *const *cmds = gagent_commands((enum gagent_what)what, &n);
+	struct buf b;
+	buf_init(&b);
+	for (int i = 0; i < n; i++)
+		buf_add(&b, cmds[i], strlen(cmds[i]) + 1);
+	struct host_req *r = xcalloc(1, sizeof *r);
+	r->type = RQ_AGENT;
+	r->dom = evm_dom_name(v);
+	r->len = b.len;
+	r->data = buf_steal(&b);
+	int id = host_request(v->eh->h, r);
+	struct preq *p = ehost_track(v->eh, id, PK_AGENT, NULL);
+	if (p == NULL) {
+		*err = xasprintf("%s: the engine host is closed", v->key);
+		return -1;
+	}
+	p->agent_cb = cb;
+	p->arg = arg;
+	p->agent_what = what;
+	p->agent_vm = xstrdup(v->key);
+	snprintf(p->agent_uid, sizeof p->agent_uid, "%s", v->cur->uid);
+	return 0;
+}
+
+int engine_agent_query(struct source *src, const char *ns, const char *name, int what, engine_agent_cb cb, void *arg,
+		       int *code, char **err)
+{
+	struct evm *v = evm_find(src, ns, name);
+	if (v == NULL || !exec_active(v->cur)) {
+		*code = 404;
+		*err = xasprintf("virtualmachineinstance \"%s\" is not running", name);
+		return -1;
+	}
+	if (!v->cur->agent) { /* virt-api's answer */
+		*code = 409;
+		*err = xstrdup("VMI does not have guest agent connected");
+		return -1;
+	}
+	*code = 500;
+	return what >= 0 && what < GA_COUNT && what != GA_STATUS ? agent_send(v, what, cb, arg, err) : -1;
+}
+
+void eagent_status_refresh(struct evm *v)
+{
+	if (v == NULL || !exec_active(v->cur) || !v->cur->agent)
+		return;
+	/* one at a time per VM: the host's worker runs them in turn, and a slow agent costs it its timeout */
+	for (const struct preq *p = v->eh->reqs; p; p = p->next)
+		if (p->kind == PK_AGENT && p->agent_cb == NULL && util_str_eq(p->agent_vm, v->key))
+			return;
+	char *err = NULL;
+	if (agent_send(v, GA_STATUS, NULL, NULL, &err) < 0) {
+		log_debug("engine: %s", err);
+		free(err);
+	}
+}
+
+/* the status part of GA_STATUS's answer into the execution it was asked about (published when it changed) */
+static void agent_status(struct preq *p, json_object *j)
+{
+	char *slash = strchr(p->agent_vm, '/');
+	if (slash == NULL)
+		return;
+	*slash = '\0';
+	struct evm *v = NULL;
+	for (int i = 0; i < engine_g.nhosts && v == NULL; i++)
+		v = evm_find(engine_g.hosts[i]->src, p->agent_vm, slash + 1);
+	*slash = '/';
+	if (v == NULL || !exec_active(v->cur) || strcmp(v->cur->uid, p->agent_uid) != 0)
+		return;
+	json_object *os, *ver, *pretty, *name;
+	char *text = NULL;
+	if (json_object_object_get_ex(j, "guestOSInfo", &os)) {
+		if (json_object_object_get_ex(os, "prettyName", &pretty))
+			text = xstrdup(json_object_get_string(pretty));
+		else if (json_object_object_get_ex(os, "name", &name))
+			text = xstrdup(json_object_get_string(name));
+	}
+	char *version = json_object_object_get_ex(j, "version", &ver) ? xstrdup(json_object_get_string(ver)) : NULL;
+	/* "IFNAME ADDRESS" lines; a name of other characters than an interface name's is skipped */
+	struct buf b;
+	buf_init(&b);
+	json_object *ifs;
+	size_t nifs = json_object_object_get_ex(j, "interfaces", &ifs) ? json_object_array_length(ifs) : 0;
+	for (size_t i = 0; i < nifs; i++) {
+		json_object *e = json_object_array_get_idx(ifs, i), *n, *ips;
+		const char *ifn = json_object_object_get_ex(e, "interfaceName", &n) ? json_object_get_string(n) : "";
+		if (*ifn == '\0' || strlen(ifn) > 15 ||
+		    strspn(ifn, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-@") != strlen(ifn) ||
+		    !json_object_object_get_ex(e, "ipAddresses", &ips))
+			continue;
+		for (size_t k = 0; k < json_object_array_length(ips); k++)
+			buf_printf(&b, "%s %s\n", ifn, json_object_get_string(json_object_array_get_idx(ips, k)));
+	}
+	char *ifs_text = b.len ? buf_steal(&b) : NULL;
+	buf_free(&b);
+	bool same = util_str_eq(text, v->cur->guest_os) && util_str_eq(version, v->cur->agent_version) &&
+		    util_str_eq(ifs_text, v->cur->agent_ifs);
+	free(v->cur->guest_os);
+	free(v->cur->agent_version);
+	free(v->cur->agent_ifs);
+	v->cur->guest_os = text;
+	v->cur->agent_version = version;
+	v->cur->agent_ifs = ifs_text;
+	if (!same)
+		evm_publish(v);
+}
+
+void eagent_reply(struct preq *p, const char *data, size_t len, const char *err)
+{
+	const char *answers[16] = { 0 };
+	int n = 0;
+	for (size_t off = 0; data && off < len && n < 16; off += strlen(data + off) + 1, n++)
+		answers[n] = data[off] ? data + off : NULL;
+	char *berr = NULL;
+	json_object *j = err ? NULL : gagent_build((enum gagent_what)p->agent_what, answers, n, &berr);
+	if (p->agent_cb)
+		p->agent_cb(p->arg, j, j ? NULL : err ? err : berr);
+	else if (j)
+		agent_status(p, j);
+	json_object_put(j);
+	free(berr);
+	free(p->agent_vm);
+	free(p);
 }

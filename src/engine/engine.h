@@ -57,14 +57,23 @@ typedef void (*engine_vnc_cb)(void *arg, int fd, const char *err);
 int engine_vnc_open(struct source *src, const char *ns, const char *name, engine_vnc_cb cb, void *arg,
 		    char **err);
 
-/* A connection to TCP port of the VM's guest, as virt-handler dials it inside the pod: a hostfwd rule QEMU adds on
+/* A connection to TCP port of the VM's guest (udp: a UDP socket connected to the rule's port, a datagram each), as virt-handler dials it inside the pod: a hostfwd rule QEMU adds on
  * the pod network's (first masquerade) interface from a free 127.0.0.1 port (*host_port), declared in the
  * interface's ports or not, and connected through; cb(arg, fd, err) once on the loop thread. A guest port where
  * nothing listens accepts and closes at once (user-mode networking's answer). engine_portforward_drop removes
  * the rule when the stream ends. 0, or -1 with *err. */
-int engine_portforward_open(struct source *src, const char *ns, const char *name, int port, engine_vnc_cb cb,
-			    void *arg, int *host_port, char **err);
-void engine_portforward_drop(struct source *src, const char *ns, const char *name, int host_port);
+int engine_portforward_open(struct source *src, const char *ns, const char *name, int port, bool udp,
+			    engine_vnc_cb cb, void *arg, int *host_port, char **err);
+void engine_portforward_drop(struct source *src, const char *ns, const char *name, int host_port, bool udp);
+
+/* The guest agent's answer about the VMI's guest (what: engine/gagent.h's enum gagent_what, from the
+ * subresource) as virt-api's JSON, read through libvirt from qemu-guest-agent: cb(arg, answer, NULL) or
+ * cb(arg, NULL, err) once on the loop thread (answer: a reference the callback may keep). 0, or -1 with *err and
+ * *code (404: no such running VMI, 409: no agent connected, virt-api's answer). */
+struct json_object;
+typedef void (*engine_agent_cb)(void *arg, struct json_object *answer, const char *err);
+int engine_agent_query(struct source *src, const char *ns, const char *name, int what, engine_agent_cb cb, void *arg,
+		       int *code, char **err);
 
 /* The VM exists and its current execution is active (Pending, Scheduled or Running). */
 bool engine_running(struct source *src, const char *ns, const char *name);

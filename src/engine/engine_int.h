@@ -22,17 +22,22 @@
 #include "model/source.h"
 
 #define RESYNC_MS 10000
+#define AGENT_REFRESH_PASSES 3 /* the VMIs' guest agent status every third resync (30 s) */
 #define RING_MAX (64 * 1024)
 #define QUICK_FAILURE_S 60
 
 enum preq_kind { PK_START, PK_STOP, PK_DESTROY, PK_PAUSE, PK_INSPECT, PK_WRITE, PK_UNDEFINE, PK_CONSOLE, PK_VNC,
-		 PK_OTHER };
+		 PK_AGENT, PK_OTHER };
 
 struct preq {
 	int id;
 	enum preq_kind kind;
 	struct evm *v;
 	engine_vnc_cb vnc_cb;
+	engine_agent_cb agent_cb; /* PK_AGENT: the asker, or NULL for the VMI's status (agent_vm's execution agent_uid) */
+	int agent_what;           /* enum gagent_what */
+	char *agent_vm;           /* ns/name */
+	char agent_uid[UID_LEN];
 	void *arg;
 	struct preq *next;
 };
@@ -95,6 +100,10 @@ void exec_set_phase(struct exec *x, const char *phase);
 bool evm_strategy_is(const struct evm *v, const char *s);
 struct preq *ehost_track(struct ehost *eh, int id, enum preq_kind kind, struct evm *v);
 int64_t engine_wall_ms(void);
+/* engine.c: the guest agent. eagent_status_refresh asks for what the VMI's status shows (guestOSInfo); eagent_reply
+ * takes HM_AGENT_REPLY's answers (or a failure) to the asker or into the status, and frees p. */
+void eagent_status_refresh(struct evm *v);
+void eagent_reply(struct preq *p, const char *data, size_t len, const char *err);
 
 /* epublish.c */
 struct pod;

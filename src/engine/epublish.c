@@ -249,7 +249,25 @@ void evm_publish(struct evm *v)
 	if (x->paused)
 		add_cond(&vi->conds, &vi->nconds, "Paused", true, "PausedByUser", "paused by the user", now);
 	vi->software_emulation = x->tcg;
+	vi->guest_os = x->agent ? xstrdup0(x->guest_os) : NULL;
+	vi->agent_version = x->agent ? xstrdup0(x->agent_version) : NULL;
 	publish_net(x, vi);
+	if (x->agent && x->agent_ifs && vi->nips) /* the guest's name of each domain address the agent reports */
+		for (int i = 0; i < vi->nips; i++)
+			for (const char *l = x->agent_ifs; *l;) {
+				const char *sp = strchr(l, ' '), *nl = strchr(l, '\n');
+				if (sp == NULL || nl == NULL || sp > nl)
+					break;
+				if ((size_t)(nl - sp - 1) == strlen(vi->ips[i]) && strncmp(sp + 1, vi->ips[i], (size_t)(nl - sp - 1)) == 0) {
+					if (vi->ip_guest_ifs == NULL)
+						vi->ip_guest_ifs = xcalloc((size_t)vi->nips, sizeof *vi->ip_guest_ifs);
+					char *n = xstrndup(l, (size_t)(sp - l));
+					vi->ip_guest_ifs[i] = intern(n);
+					free(n);
+					break;
+				}
+				l = nl + 1;
+			}
 	vi->eviction = v->m->eviction ? intern(v->m->eviction) : NULL;
 	vi->active = xcalloc(1, sizeof *vi->active);
 	snprintf(vi->active[0].uid, UID_LEN, "%s", x->launcher);

@@ -1085,6 +1085,10 @@ static void on_done(struct ehost *eh, struct host_msg *m)
 		if (m->status < 0 && p->vnc_cb)
 			p->vnc_cb(p->arg, -1, m->text ? m->text : "the domain is gone");
 		break;
+	case PK_AGENT:
+		eagent_reply(p, NULL, 0, m->text ? m->text : "the domain is gone");
+		p = NULL;
+		break;
 	}
 	free(p);
 	if (v) {
@@ -1121,7 +1125,14 @@ void ereconcile_on_msg(void *arg, struct host_msg *m)
 		struct evm *v = ehost_find_dom(eh, m->dom);
 		if (v && exec_active(v->cur) && v->cur->agent != (m->event != 0)) {
 			v->cur->agent = m->event != 0;
+			if (!v->cur->agent) {
+				free(v->cur->guest_os);
+				free(v->cur->agent_version);
+				free(v->cur->agent_ifs);
+				v->cur->guest_os = v->cur->agent_version = v->cur->agent_ifs = NULL;
+			}
 			evm_publish(v);
+			eagent_status_refresh(v); /* the guest's OS name into the status */
 		}
 		break;
 	}
@@ -1134,6 +1145,15 @@ void ereconcile_on_msg(void *arg, struct host_msg *m)
 			evm_console_deliver(v, m->data, m->len);
 		break;
 	}
+	case HM_AGENT_REPLY:
+		for (struct preq **pp = &eh->reqs; *pp; pp = &(*pp)->next)
+			if ((*pp)->id == m->req_id) {
+				struct preq *p = *pp;
+				*pp = p->next;
+				eagent_reply(p, m->data, m->len, m->text);
+				break;
+			}
+		break;
 	case HM_VNC:
 		for (struct preq **pp = &eh->reqs; *pp; pp = &(*pp)->next)
 			if ((*pp)->id == m->req_id) {
@@ -1152,7 +1172,19 @@ void ereconcile_resync_fire(void *arg)
 {
 	(void)arg;
 	engine_g.resync = loop_timer_add(RESYNC_MS, ereconcile_resync_fire, NULL);
-	for (int i = 0; i < engine_g.nhosts; i++)
-		if (engine_g.hosts[i]->up)
-			host_simple(engine_g.hosts[i]->h, RQ_SYNC, NULL); /* answered by HM_SYNC, not HM_DONE: not tracked */
+	static unsigned passes;
+	bool agents = ++passes % AGENT_REFRESH_PASSES == 0;
+	for (int i = 0; i < engine_g.nhosts; i++) {
+		if (!engine_g.hosts[i]->up)
+			continue;
+		host_simple(engine_g.hosts[i]->h, RQ_SYNC, NULL); /* answered by HM_SYNC, not HM_DONE: not tracked */
+		if (!agents)
+			continue;
+		/* what the guest agent says of the guest (its addresses change after it connected) */
+		int n = 0;
+		struct evm **vms = ehost_vms(engine_g.hosts[i], &n);
+		for (int k = 0; k < n; k++)
+			eagent_status_refresh(vms[k]);
+		free(vms);
+	}
 }

@@ -34,6 +34,8 @@ struct exec {
 	char *pull_msg;          /* runtime: the pull's progress while the execution waits for its images */
 	uint64_t generation;     /* the VM generation it runs */
 	bool paused, agent, stop_by_us, tcg;
+	char *guest_os, *agent_version; /* runtime: the guest agent's guest-get-osinfo (pretty name) and version */
+	char *agent_ifs;                /* runtime: the guest agent's "IFNAME ADDRESS" lines */
 	struct emig *mig;        /* migrationState (migrate.h), NULL when never migrated */
 };
 

@@ -22,11 +22,13 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/buf.h"
 #include "core/log.h"
 #include "core/loop.h"
 #include "core/util.h"
 #include "core/xmalloc.h"
 #include "engine/embed.h"
+#include "engine/gagent.h"
 #include "engine/hostenv.h"
 #include "engine/hostfwd.h"
 #include "engine/kvmprobe.h"
@@ -845,7 +847,7 @@ static void handle(struct host *h, struct host_req *r)
 		} else {
 			struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK),
 						 .sin_port = htons((uint16_t)r->len) };
-			m->fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+			m->fd = socket(AF_INET, (r->udp ? SOCK_DGRAM : SOCK_STREAM) | SOCK_CLOEXEC, 0);
 			if (m->fd < 0 || connect(m->fd, (struct sockaddr *)&a, sizeof a) < 0) {
 				m->text = xasprintf("port forwarding: connect 127.0.0.1:%zu: %s", r->len, strerror(errno));
 				if (m->fd >= 0)
@@ -865,6 +867,38 @@ static void handle(struct host *h, struct host_req *r)
 			log_debug("engine: %s: %s", r->data, virGetLastErrorMessage());
 		free(res);
 		break;
+	}
+	case RQ_AGENT: {
+		/* each command in turn, its answer bounded; a guest that does not answer costs GAGENT_TIMEOUT_S each,
+		 * so the first failure ends the request (the agent is gone or wedged) */
+		struct host_msg *m = msg_new(h, HM_AGENT_REPLY);
+		m->req_id = r->id;
+		struct buf out;
+		buf_init(&out);
+		bool gone = false;
+		for (size_t off = 0; off < r->len; off += strlen(r->data + off) + 1) {
+			char *res = gone ? NULL : virDomainQemuAgentCommand(dom, r->data + off, GAGENT_TIMEOUT_S, 0);
+			if (res == NULL && !gone) {
+				virErrorPtr e = virGetLastError();
+				gone = off == 0 || (e && (e->code == VIR_ERR_AGENT_UNRESPONSIVE ||
+							  e->code == VIR_ERR_AGENT_UNSYNCED));
+				if (off == 0)
+					m->text = lv_error("guest agent");
+			}
+			if (res && strlen(res) <= GAGENT_ANSWER_MAX)
+				buf_add(&out, res, strlen(res));
+			buf_add(&out, "", 1);
+			free(res);
+		}
+		m->len = out.len;
+		if (out.len) {
+			m->data = xmalloc(out.len);
+			memcpy(m->data, out.data, out.len);
+		}
+		buf_free(&out);
+		post(m);
+		virDomainFree(dom);
+		return;
 	}
 	case RQ_VNC: {
 		struct host_msg *m = msg_new(h, HM_VNC);

@@ -33,6 +33,8 @@ enum host_msg_type {
 	HM_DONE,      /* a request finished: req_id, status (0 ok), text, doms[0] when it inspected one */
 	HM_CONSOLE,   /* dom, data/len; len 0 = the console closed */
 	HM_VNC,       /* req_id, fd (-1 with text on failure) */
+	HM_AGENT_REPLY, /* req_id; data/len: the answers of RQ_AGENT, each ended by a NUL (empty: that one failed);
+			 * text when the first failed (libvirt's message) */
 };
 
 struct host_msg {
@@ -72,6 +74,7 @@ enum host_req_type {
 	RQ_VNC,       /* open the display: HM_VNC with an fd */
 	RQ_PORTFWD,   /* data: HMP hostfwd_add; len: its 127.0.0.1 port, connected to: HM_VNC with the fd */
 	RQ_PORTFWD_DROP, /* data: HMP hostfwd_remove */
+	RQ_AGENT,     /* data: guest agent commands, each ended by a NUL, len bytes: HM_AGENT_REPLY */
 };
 
 struct host_req {
@@ -82,6 +85,7 @@ struct host_req {
 	char *path;
 	char *data;
 	size_t len;
+	bool udp; /* RQ_PORTFWD: a UDP socket connected to the rule's port */
 };
 
 struct host;

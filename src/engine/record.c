@@ -51,6 +51,9 @@ void exec_free(struct exec *x)
 	free(x->images);
 	free(x->net);
 	free(x->pull_msg);
+	free(x->guest_os);
+	free(x->agent_version);
+	free(x->agent_ifs);
 	emig_free(x->mig);
 	free(x);
 }

@@ -78,6 +78,7 @@ void obj_free(struct obj *o)
 			free(v->ips[i]);
 		free(v->ips);
 		free(v->ip_ifaces);
+		free(v->ip_guest_ifs);
 		free(v->fwds);
 		conds_free(v->conds, v->nconds);
 		free(v->phases);
@@ -206,6 +207,8 @@ static void pk_relink(struct obj *o, struct packer *k)
 		}
 		if (v->ip_ifaces)
 			v->ip_ifaces = pk_mem(k, v->ip_ifaces, (size_t)v->nips * sizeof *v->ip_ifaces, _Alignof(char *));
+		if (v->ip_guest_ifs)
+			v->ip_guest_ifs = pk_mem(k, v->ip_guest_ifs, (size_t)v->nips * sizeof *v->ip_guest_ifs, _Alignof(char *));
 		v->fwds = pk_mem(k, v->fwds, (size_t)v->nfwds * sizeof *v->fwds, _Alignof(struct port_fwd));
 		v->conds = pk_conds(k, v->conds, v->nconds);
 		v->phases = pk_mem(k, v->phases, (size_t)v->nphases * sizeof *v->phases, _Alignof(struct phase_time));
@@ -400,7 +403,7 @@ size_t obj_heap_size(const struct obj *o)
 	}
 	case OBJ_VMI: {
 		const struct vmi *v = (const struct vmi *)o;
-		n += sz(v->ip_ifaces) + sz(v->fwds);
+		n += sz(v->ip_ifaces) + sz(v->ip_guest_ifs) + sz(v->fwds);
 		n += sz(v->ip) + sz(v->ips) + sz(v->conds) + sz(v->phases) + sz(v->guest_os) + sz(v->active) + sz(v->mig);
 		if (v->mig)
 			n += sz(v->mig->source_pod) + sz(v->mig->target_pod) + sz(v->mig->failure_reason);

@@ -113,6 +113,8 @@ struct vmi {
 	char *ip;                    /* status.interfaces[0].ipAddress */
 	char **ips; int nips;        /* every interface address (owned) */
 	const char **ip_ifaces;      /* engine: the interface of each of ips (interned), or NULL */
+	const char **ip_guest_ifs;   /* engine: the guest's interface name of each of ips the guest agent reports
+				      * (interned; NULL entries), or NULL: interfaceName, infoSource "domain, guest-agent" */
 	struct port_fwd *fwds; int nfwds; /* engine: forwarded ports */
 	struct cond *conds;
 	int nconds;

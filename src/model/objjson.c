@@ -170,8 +170,12 @@ static struct json_object *vmi_json(const struct vmi *v)
 			struct json_object *all = json_object_new_array();
 			json_object_array_add(all, json_object_new_string(v->ips[i]));
 			json_object_object_add(j, "ipAddresses", all);
-			if (v->ip_ifaces && v->ip_ifaces[i]) /* the engine's: from the domain's network, not a guest agent */
+			if (v->ip_guest_ifs && v->ip_guest_ifs[i]) { /* the guest agent reports it too */
+				put_str(j, "interfaceName", v->ip_guest_ifs[i]);
+				put_str(j, "infoSource", "domain, guest-agent");
+			} else if (v->ip_ifaces && v->ip_ifaces[i]) { /* the engine's: from the domain's network */
 				put_str(j, "infoSource", "domain");
+			}
 			/* the engine's own: the interface's ports it forwards from the host */
 			struct json_object *fw = NULL;
 			for (int k = 0; k < v->nfwds; k++) {

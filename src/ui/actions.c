@@ -12,6 +12,7 @@
 #include "ui/actions.h"
 #include "ui/describeview.h"
 #include "ui/forwards.h"
+#include "ui/sshrun.h"
 #include "ui/sources.h"
 #include "ui/table.h"
 #include "ui/ui.h"
@@ -139,6 +140,14 @@ enum view_result ui_action_key(struct view *v, int key)
 			ui_error("no VM here");
 		else
 			forwards_prompt(vm);
+		return VIEW_DONE;
+	}
+	if (gv && gv->id == GV_SSH && v->ops->target_vm) {
+		struct obj *vm = v->ops->target_vm(v);
+		if (vm == NULL)
+			ui_error("no VM here");
+		else
+			sshrun_prompt(vm);
 		return VIEW_DONE;
 	}
 	const struct action_def *ad = registry_action_key(key);

@@ -57,8 +57,8 @@ static void start(void *arg, const char *text)
 	for (char *save = NULL, *w = strtok_r(copy, " \t,", &save); w; w = strtok_r(NULL, " \t,", &save)) {
 		struct pf_port p;
 		char err[160];
-		if (pf_port_parse(w, &p, err, sizeof err) < 0 || p.udp) {
-			ui_error("%s", p.udp ? "only TCP is forwarded" : err);
+		if (pf_port_parse(w, &p, err, sizeof err) < 0) {
+			ui_error("%s", err);
 			break;
 		}
 		if (nfw == FW_MAX) {

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/wait.h>
 #include <termios.h>
 #include <unistd.h>
 
@@ -501,4 +502,67 @@ void screen_fini(void)
 	buf_free(&S.raw_out);
 	log_release_stderr();
 	paste_free(&S.paste);
+}
+
+int screen_run(char *const argv[], char **err)
+{
+	if (!S.active) {
+		*err = xstrdup("no terminal to hand over");
+		return -1;
+	}
+	/* the terminal as found, for the program */
+	mousemask(0, NULL);
+	curs_set(1);
+	endwin();
+	fputs(mouse_off, stdout);
+	fputs(PASTE_TERM_OFF, stdout);
+	fflush(stdout);
+	if (S.have_tio)
+		tcsetattr(STDIN_FILENO, TCSAFLUSH, &S.saved_tio);
+	int tty = isatty(STDIN_FILENO) ? STDIN_FILENO : -1;
+	pid_t pid = fork();
+	if (pid == 0) {
+		/* its own process group in the foreground: ctrl-c is the program's, not the dashboard's */
+		setpgid(0, 0);
+		if (tty >= 0) {
+			signal(SIGTTOU, SIG_IGN);
+			tcsetpgrp(tty, getpgrp());
+		}
+		static const int dfl[] = { SIGINT, SIGQUIT, SIGTERM, SIGHUP, SIGPIPE, SIGTTOU, SIGTTIN, SIGTSTP,
+					   SIGWINCH, SIGCHLD, SIGCONT };
+		for (size_t i = 0; i < sizeof dfl / sizeof dfl[0]; i++)
+			signal(dfl[i], SIG_DFL);
+		sigset_t none;
+		sigemptyset(&none);
+		sigprocmask(SIG_SETMASK, &none, NULL);
+		dup2(STDOUT_FILENO, STDERR_FILENO); /* the log has stderr: the program's messages are the user's */
+		execv(argv[0], argv);
+		_exit(127);
+	}
+	int status = -1;
+	if (pid < 0) {
+		*err = xasprintf("cannot start %s: %s", argv[0], strerror(errno));
+	} else {
+		setpgid(pid, pid);
+		if (tty >= 0)
+			tcsetpgrp(tty, pid);
+		while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+			;
+		if (tty >= 0) { /* the terminal back to the dashboard's group */
+			void (*old)(int) = signal(SIGTTOU, SIG_IGN);
+			tcsetpgrp(tty, getpgrp());
+			signal(SIGTTOU, old);
+		}
+	}
+	/* curses' modes again, the mouse and bracketed paste, everything repainted */
+	reset_prog_mode();
+	curs_set(0);
+	mousemask(ALL_MOUSE_EVENTS, NULL);
+	fputs(mouse_on, stdout);
+	fflush(stdout);
+	paste_terminal_on();
+	clearok(curscr, TRUE);
+	S.dirty = S.full = true;
+	screen_frame_now();
+	return pid < 0 ? -1 : status;
 }

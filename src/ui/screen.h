@@ -30,6 +30,12 @@ int screen_init(const struct screen_cbs *cbs, const char *theme, char **theme_er
 /* Gives the terminal back exactly as found. Idempotent, safe on every path. */
 void screen_fini(void);
 
+/* Hands the terminal over to a program (argv[0] a path, no shell) as a shell runs a job in the foreground: curses
+ * leaves (the terminal as found), the program runs in its own process group holding the terminal with stdin,
+ * stdout and stderr on it, and once it ends the dashboard takes the terminal back and repaints. The loop waits
+ * meanwhile. Returns the program's wait status, or -1 with *err (caller frees) when it could not run. */
+int screen_run(char *const argv[], char **err);
+
 /* Something changed: a frame is due (paced). full: repaint every cell (after a resize). */
 void screen_dirty(void);
 void screen_dirty_full(void);

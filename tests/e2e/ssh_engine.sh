@@ -1,0 +1,169 @@
+#!/bin/bash
+# Into a real guest on the engine, as virtctl gets there: the lab guest's ssh variant (scripts/demo-guest.sh --ssh:
+# dropbear, qemu-guest-agent, busybox httpd) on the embedded driver, one VM with a masquerade interface and no
+# declared port, and this test's own key appended to its initrd as a second cpio archive.
+#  - the guest agent: AgentConnected, the VMI's guestOSInfo and interfaceName (infoSource "domain, guest-agent"), `kvcon guestosinfo|userlist|fslist` and the real
+#    kubectl's raw GET of the subresource, all answered from qemu-guest-agent through libvirt;
+#  - `kvcon ssh -c` runs a command (ProxyCommand through `kvcon port-forward --stdio`), `kvcon scp` both ways;
+#  - `kvcon port-forward` to the undeclared guest port 8000 (busybox httpd), and udp/7000 (a UDP echo);
+#  - the dashboard's ssh key (a): ssh has the terminal (ctrl-c is the guest shell's), the dashboard comes back.
+set -euo pipefail
+HERE=$(cd "$(dirname "$0")" && pwd)
+. "$HERE/engine-lib.bash"
+
+engine_needs "QEMU and the embedded libvirt driver" qemu-system-x86_64 jq ssh scp ssh-keygen kubectl cpio curl tmux
+engine_embed_up kvssh
+export HOME=$ENGINE_T/home # ssh's and kubectl's own files, private to the test
+mkdir -p "$HOME"
+# the service kvcon starts on demand also serves HTTPS and writes a kubeconfig, for the real kubectl
+export KVCON_ENGINE_API_PORT=0
+
+step "the ssh guest variant, with this test's key in a second cpio archive"
+g=$(cd "$ROOT" && scripts/demo-guest.sh --ssh >/dev/null && echo "$ROOT/build/guest-ssh") || fail "scripts/demo-guest.sh --ssh"
+ssh-keygen -q -t ed25519 -N '' -f "$ENGINE_T/id" || fail "ssh-keygen"
+mkdir -p "$ENGINE_T/keys/root/.ssh" "$KVCON_ENGINE_IMAGES/kvcon-ssh-guest"
+cp "$ENGINE_T/id.pub" "$ENGINE_T/keys/root/.ssh/authorized_keys"
+chmod 700 "$ENGINE_T/keys/root/.ssh"
+chmod 600 "$ENGINE_T/keys/root/.ssh/authorized_keys"
+(cd "$ENGINE_T/keys" && find . | LC_ALL=C sort | cpio -o -H newc --quiet -R 0:0 | gzip -1) >"$ENGINE_T/keys.cpio.gz"
+cat "$g/initrd.gz" "$ENGINE_T/keys.cpio.gz" >"$KVCON_ENGINE_IMAGES/kvcon-ssh-guest/initrd.gz"
+ln -f "$g/vmlinuz" "$KVCON_ENGINE_IMAGES/kvcon-ssh-guest/" 2>/dev/null || cp "$g/vmlinuz" "$KVCON_ENGINE_IMAGES/kvcon-ssh-guest/"
+
+engine_manifest "$ENGINE_T/sshvm.yaml" sshvm Halted 256Mi kvcon-ssh-guest >/dev/null
+sed -i '/autoattachPodInterface/d' "$ENGINE_T/sshvm.yaml"
+cat >>"$ENGINE_T/sshvm.yaml" <<YAML
+          interfaces:
+          - name: default
+            masquerade: {}
+      networks:
+      - name: default
+        pod: {}
+YAML
+t0=$(date +%s)
+kv engine apply -f "$ENGINE_T/sshvm.yaml" >/dev/null || fail "apply"
+kv engine start sshvm >/dev/null || fail "start"
+kv engine console sshvm --expect 'KVCON-SSH-READY agent=yes' --expect KVCON-GUEST-READY --timeout 120s \
+    >"$ENGINE_T/console.log" || { cat "$ENGINE_T/console.log"; fail "no KVCON-SSH-READY agent=yes on the console"; }
+echo "   booted in $(($(date +%s) - t0)) s"
+
+step "the guest agent connects: AgentConnected, the VMI's guestOSInfo from guest-get-osinfo"
+agent() { vmi_json sshvm | jq -r '[.status.conditions[]? | select(.type == "AgentConnected")][0].status // ""'; }
+wait_eq 60 True agent || fail "AgentConnected never True"
+osname() { vmi_json sshvm | jq -r '.status.guestOSInfo.prettyName // ""'; }
+wait_eq 20 "kvcon lab guest 1 (ssh)" osname || fail "the VMI's guestOSInfo"
+# the guest's own name of the pod network's address (guest-network-get-interfaces; refreshed every 30 s)
+ifsrc() { vmi_json sshvm | jq -r '.status.interfaces[0] | "\(.ipAddress) \(.interfaceName) \(.infoSource)"'; }
+wait_eq 45 "10.0.2.15 eth0 domain, guest-agent" ifsrc || fail "status.interfaces[0] from the guest agent"
+
+step "kvcon guestosinfo, userlist, fslist; kubectl get --raw of the subresource"
+out=$(kv guestosinfo default/sshvm) || fail "guestosinfo"
+jq -e '.os.id == "kvcon-lab" and .os.prettyName == "kvcon lab guest 1 (ssh)" and .hostname == "guest" and
+    (.guestAgentVersion | length > 0) and (.supportedCommands | map(.name) | index("guest-get-osinfo") != null) and
+    .timezone == "UTC, 0"' <<<"$out" >/dev/null || { echo "$out" | head -30; fail "guestosinfo's JSON"; }
+out=$(kv userlist default/sshvm) || fail "userlist"
+jq -e '.items | type == "array"' <<<"$out" >/dev/null || fail "userlist: $out"
+out=$(kv fslist default/sshvm) || fail "fslist"
+jq -e '.items | type == "array"' <<<"$out" >/dev/null || fail "fslist: $out"
+KCFG=$XDG_STATE_HOME/kvcon/engine-kubeconfig
+[[ -f $KCFG ]] || fail "no kubeconfig from the engine service ($KCFG)"
+out=$(kubectl --kubeconfig "$KCFG" --request-timeout=30s get --raw \
+    /apis/subresources.kubevirt.io/v1/namespaces/default/virtualmachineinstances/sshvm/guestosinfo) || fail "kubectl get --raw"
+[[ $(jq -r .os.name <<<"$out") == "kvcon lab guest" ]] || fail "kubectl's guestosinfo: $out"
+code=$(kubectl --kubeconfig "$KCFG" get --raw \
+    /apis/subresources.kubevirt.io/v1/namespaces/default/virtualmachineinstances/nosuch/userlist 2>&1 || true)
+[[ $code == *NotFound* ]] || fail "a VMI that does not exist: $code"
+
+step "kvcon ssh -c and scp both ways (ProxyCommand through port-forward --stdio to the undeclared port 22)"
+sshopts=(-i "$ENGINE_T/id" --known-hosts "$ENGINE_T/known_hosts" -t "-oStrictHostKeyChecking=accept-new" -t "-oBatchMode=yes")
+got=""
+for _ in 1 2 3 4 5 6 7 8 9 10; do # dropbear starts with the shells; the first try may come before it listens
+    got=$(kv ssh "${sshopts[@]}" -c 'echo "KVCON-SSH-$((6*7))"; id -u' root@vm/sshvm.default 2>"$ENGINE_T/ssh.err") && break
+    sleep 0.5
+done
+[[ $got == $'KVCON-SSH-42\n0' ]] || { cat "$ENGINE_T/ssh.err"; fail "ssh -c printed '$got'"; }
+# (hashed or not, as the system's ssh_config says)
+ssh-keygen -F vm.sshvm.default -f "$ENGINE_T/known_hosts" | grep -q ' ssh-ed25519 ' || fail "known host entry: $(cat "$ENGINE_T/known_hosts")"
+head -c 300000 /dev/urandom >"$ENGINE_T/up.bin"
+kv scp "${sshopts[@]}" "$ENGINE_T/up.bin" root@vmi/sshvm.default:/tmp/up.bin 2>"$ENGINE_T/scp.err" || { cat "$ENGINE_T/scp.err"; fail "scp up"; }
+sum=$(kv ssh "${sshopts[@]}" -c 'md5sum /tmp/up.bin' root@vmi/sshvm.default 2>/dev/null | awk '{print $1}')
+[[ $sum == $(md5sum <"$ENGINE_T/up.bin" | awk '{print $1}') ]] || fail "scp up: the guest's copy differs ($sum)"
+kv scp "${sshopts[@]}" root@vmi/sshvm.default:/etc/os-release "$ENGINE_T/os-release" 2>"$ENGINE_T/scp.err" || { cat "$ENGINE_T/scp.err"; fail "scp down"; }
+grep -qx 'ID=kvcon-lab' "$ENGINE_T/os-release" || fail "scp down: $(cat "$ENGINE_T/os-release")"
+
+step "port-forward to the undeclared guest port 8000 (busybox httpd)"
+"$KV" -c "$URI" port-forward vmi/sshvm.default 0:8000 >"$ENGINE_T/pf.out" 2>"$ENGINE_T/pf.err" & pfpid=$!
+trap 'kill $pfpid 2>/dev/null || true; engine_embed_cleanup' EXIT
+wait_eq 10 1 bash -c "grep -c '^Forwarding from 127.0.0.1:[0-9]* -> 8000\$' '$ENGINE_T/pf.out'" || { cat "$ENGINE_T/pf.err"; fail "no Forwarding line"; }
+lp=$(sed -nE 's/^Forwarding from 127\.0\.0\.1:([0-9]+) -> 8000$/\1/p' "$ENGINE_T/pf.out")
+got=$(curl -s --max-time 10 "http://127.0.0.1:$lp/") || true
+[[ $got == KVCON-HTTPD-OK ]] || { cat "$ENGINE_T/pf.err"; fail "httpd through the forward: '$got'"; }
+kill -INT $pfpid
+wait $pfpid 2>/dev/null || true
+
+# one local peer: QEMU's user network sends a guest port's UDP answers out of its first rule for that port
+step "port-forward udp/0:7000: datagrams to the guest's UDP echo and back, each one datagram"
+"$KV" -c "$URI" port-forward vmi/sshvm.default udp/0:7000 >"$ENGINE_T/pfu.out" 2>"$ENGINE_T/pfu.err" & pfpid=$!
+wait_eq 10 1 bash -c "grep -c '^Forwarding from 127.0.0.1:[0-9]* -> 7000\$' '$ENGINE_T/pfu.out'" || { cat "$ENGINE_T/pfu.err"; fail "no UDP Forwarding line"; }
+lp=$(sed -nE 's/^Forwarding from 127\.0\.0\.1:([0-9]+) -> 7000$/\1/p' "$ENGINE_T/pfu.out")
+python3 - "$lp" <<'PY' || { cat "$ENGINE_T/pfu.err"; fail "UDP through the forward"; }
+import socket, sys, time
+port = int(sys.argv[1])
+def echo(s, msg):
+    # UDP may lose a datagram: asked again until the answer comes (10 s)
+    until = time.time() + 10
+    while time.time() < until:
+        s.sendto(msg, ("127.0.0.1", port))
+        try:
+            got = s.recv(65536)
+        except socket.timeout:
+            continue
+        assert got == msg, "echo %r for %r" % (got, msg)
+        return
+    raise SystemExit("no echo of %r" % msg)
+a = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+a.settimeout(0.5)
+echo(a, b"KVCON-UDP-a")
+echo(a, b"KVCON-UDP-a" * 100)  # one 1100-byte datagram stays one
+echo(a, b"KVCON-UDP-a again")
+PY
+kill -INT $pfpid
+wait $pfpid 2>/dev/null || true
+step "the dashboard's ssh key (a): the terminal is ssh's, ctrl-c is the guest shell's, the dashboard comes back"
+TM="tmux -L kvssh-$$ -f /dev/null"
+trap '$TM kill-server 2>/dev/null || true; engine_embed_cleanup' EXIT
+$TM new-session -d -x 150 -y 40 -s k -e TERM=xterm-256color \
+    "env HOME=$HOME KUBECONFIG=/nonexistent KVCON_LOG=$ENGINE_T/ui.log XDG_STATE_HOME=$XDG_STATE_HOME KVCON_ENGINE_IMAGES=$KVCON_ENGINE_IMAGES KVCON_ENGINE_ACCEL=$KVCON_ENGINE_ACCEL $KV -c '$URI'; echo KVCON-DASHBOARD-EXITED; sleep 600"
+ui_wait() { # ui_wait REGEX: polls the screen (30 s)
+    local until=$(($(date +%s) + 30))
+    while (($(date +%s) < until)); do
+        $TM capture-pane -p -t k | grep -qE -- "$1" && return 0
+        sleep 0.1
+    done
+    $TM capture-pane -p -t k
+    fail "the screen never showed /$1/"
+}
+ui_wait ' sshvm +Running '
+$TM send-keys -t k a
+ui_wait 'ssh into sshvm as \[USER\]'
+$TM send-keys -t k -l "root -i $ENGINE_T/id --known-hosts $ENGINE_T/known_hosts -t -oBatchMode=yes"
+$TM send-keys -t k Enter
+ui_wait '^~ #'
+$TM send-keys -t k -l 'sleep 90'
+$TM send-keys -t k Enter
+sleeping() { kv ssh "${sshopts[@]}" -c 'ps | grep -c "[s]leep 90"' root@vm/sshvm.default 2>/dev/null || true; }
+wait_eq 20 1 sleeping || fail "the guest shell's sleep never ran"
+$TM send-keys -t k C-c
+$TM send-keys -t k -l 'echo "KVCON-UI-$((6*7))"'
+$TM send-keys -t k Enter
+ui_wait '^KVCON-UI-42'
+$TM send-keys -t k -l 'exit'
+$TM send-keys -t k Enter
+ui_wait 'ssh into default/sshvm ended'
+ui_wait ' sshvm +Running '
+$TM capture-pane -p -t k | grep -q KVCON-DASHBOARD-EXITED && fail "the dashboard ended with ssh"
+$TM send-keys -t k :q Enter
+ui_wait KVCON-DASHBOARD-EXITED
+$TM kill-server 2>/dev/null || true
+echo "   all in $(($(date +%s) - t0)) s from the start"
+kv engine stop sshvm --grace-period 0 >/dev/null || fail "stop"
+echo PASS
