@@ -8,17 +8,20 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "core/hmap.h"
 #include "core/intern.h"
 #include "core/log.h"
+#include "core/loop.h"
 #include "core/util.h"
 #include "core/xmalloc.h"
 
 #define LIN_MAX_EXECS 256     /* per VM, oldest dropped */
 #define LIN_MAX_LAUNCHERS 32  /* per execution */
 #define LIN_SETTLE_SECS 10    /* a VM update this soon after an end may still reclassify it */
+#define LIN_SLICE_US 3000     /* paced (lineage_set_paced): work per loop pass on a history being read */
 
 struct lin_vm;
 
@@ -45,6 +48,13 @@ struct lin_src {
 	int fd;       /* O_APPEND, opened at the first record; -1 before */
 	bool loaded;
 	size_t lines; /* records in the file */
+	/* paced: the file is read a slice per loop pass (its records are not known yet, so the source's changes
+	 * are not applied meanwhile), then what the store holds is seen again, a slice per pass (CATCH_*) */
+	enum { PACE_NONE, PACE_READ, PACE_CATCH_VMI, PACE_CATCH_POD } pace;
+	struct source *src;
+	char *text;   /* the file while it is read */
+	size_t len, off, execs;
+	size_t scan;  /* next store object to see again */
 };
 
 /* A launcher pod seen before its VMI (the pod and VMI watches are independent streams). */
@@ -71,6 +81,8 @@ struct lineage {
 	struct hmap pending; /* "<source id>:<vmi uid>" -> struct pending */
 	struct lin_src *srcs; /* by source id */
 	size_t nsrcs;
+	bool paced;
+	struct loop_timer *step_t;
 };
 
 static const char *const end_names[] = { "running", "stopped", "restarted", "failed", "lost" };
@@ -371,21 +383,44 @@ static struct lin_vm *vm_lookup(struct lineage *l, struct source *src, const cha
 	return v;
 }
 
-/* Reads a source's history once: the last line of each VMI UID wins; a torn last line is ignored. */
-static void load(struct lineage *l, struct source *src)
+static uint64_t now_us(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+static void load_begin(struct lineage *l, struct source *src)
 {
 	struct lin_src *ls = src_slot(l, src);
-	ls->loaded = true;
+	free(ls->path);
 	ls->path = lineage_path(l, src, NULL, NULL);
-	size_t len;
-	char *text = util_read_file(ls->path, &len);
+	ls->src = src;
+	ls->text = util_read_file(ls->path, &ls->len);
+	ls->off = ls->lines = ls->execs = 0;
+}
+
+/* Applies the history's lines from where the last call stopped until the end or, with deadline_us, until that
+ * time; true at the end. The last line of each VMI UID wins; a torn last line is ignored. */
+static bool load_lines(struct lineage *l, struct source *src, uint64_t deadline_us)
+{
+	struct lin_src *ls = src_slot(l, src);
+	char *text = ls->text;
+	size_t len = ls->len, lines = ls->lines, execs = ls->execs;
 	if (text == NULL)
-		return;
-	size_t lines = 0, execs = 0;
-	for (char *p = text, *nl; p < text + len; p = nl + 1) {
+		return true;
+	char *p = text + ls->off, *nl;
+	bool done = true;
+	for (; p < text + len; p = nl + 1) {
+		if (deadline_us && (lines & 31) == 0 && lines > ls->lines && now_us() >= deadline_us) {
+			done = false;
+			break;
+		}
 		nl = memchr(p, '\n', (size_t)(text + len - p));
-		if (nl == NULL)
+		if (nl == NULL) {
+			p = text + len;
 			break; /* a torn last line (crash mid-write) */
+		}
 		lines++;
 		struct json_tokener *tok = json_tokener_new();
 		struct json_object *j = json_tokener_parse_ex(tok, p, (int)(nl - p));
@@ -420,7 +455,20 @@ static void load(struct lineage *l, struct source *src)
 		}
 		json_object_put(j);
 	}
-	free(text);
+	ls->off = (size_t)(p - text);
+	ls->lines = lines;
+	ls->execs = execs;
+	return done;
+}
+
+static void load_end(struct lineage *l, struct source *src)
+{
+	struct lin_src *ls = src_slot(l, src);
+	ls->loaded = true;
+	if (ls->text == NULL)
+		return;
+	free(ls->text);
+	ls->text = NULL;
 	const char *k;
 	void *val;
 	for (size_t it = 0; hmap_next(&l->vms, &it, &k, &val);) {
@@ -428,15 +476,30 @@ static void load(struct lineage *l, struct source *src)
 		if (v->src == src && v->n > 1) /* by start time; records of one execution share a start */
 			qsort(v->ex, v->n, sizeof *v->ex, exec_by_start);
 	}
-	ls->lines = lines;
-	if (lines > 2 * execs + 64)
+	if (ls->lines > 2 * ls->execs + 64)
 		compact(l, src);
+}
+
+/* Reads a source's history once, at once. */
+static void load(struct lineage *l, struct source *src)
+{
+	load_begin(l, src);
+	load_lines(l, src, 0);
+	load_end(l, src);
 }
 
 static struct lin_vm *vm_get(struct lineage *l, struct source *src, const char *ns, const char *name)
 {
-	if (!src_slot(l, src)->loaded)
+	struct lin_src *ls = src_slot(l, src);
+	if (!ls->loaded && ls->pace == PACE_READ) {
+		/* asked for now (a VM's history is shown): the rest of the file at once */
+		load_lines(l, src, 0);
+		load_end(l, src);
+		ls->pace = PACE_CATCH_VMI;
+		ls->scan = 0;
+	} else if (!ls->loaded) {
 		load(l, src);
+	}
 	return vm_lookup(l, src, ns, name);
 }
 
@@ -756,9 +819,70 @@ static void vm_seen(struct lineage *l, const struct vm *vm)
 	}
 }
 
+static void on_step(void *arg);
+
+/* One loop pass's slice of the paced sources' work: reading their histories, then seeing what the store holds
+ * again (changes were not applied while the history was read). */
+static void on_step(void *arg)
+{
+	struct lineage *l = arg;
+	l->step_t = NULL;
+	uint64_t deadline = now_us() + LIN_SLICE_US;
+	bool more = false;
+	for (size_t i = 0; i < l->nsrcs; i++) {
+		struct lin_src *ls = &l->srcs[i];
+		if (ls->pace == PACE_READ && now_us() < deadline && load_lines(l, ls->src, deadline)) {
+			load_end(l, ls->src);
+			ls->pace = PACE_CATCH_VMI;
+			ls->scan = 0;
+		}
+		while ((ls->pace == PACE_CATCH_VMI || ls->pace == PACE_CATCH_POD) && now_us() < deadline) {
+			enum obj_kind kind = ls->pace == PACE_CATCH_VMI ? OBJ_VMI : OBJ_POD;
+			size_t n;
+			struct obj *const *objs = store_objs(l->st, ls->src, kind, &n);
+			/* the store may have changed since the last slice: an object moved behind the scan is seen at
+			 * its next change */
+			for (; ls->scan < n && ((ls->scan & 63) != 0 || now_us() < deadline); ls->scan++) {
+				if (kind == OBJ_VMI)
+					vmi_seen(l, (const struct vmi *)objs[ls->scan]);
+				else
+					pod_seen(l, (const struct pod *)objs[ls->scan]);
+			}
+			if (ls->scan < n)
+				break;
+			ls->pace = kind == OBJ_VMI ? PACE_CATCH_POD : PACE_NONE;
+			ls->scan = 0;
+		}
+		more |= ls->pace != PACE_NONE;
+	}
+	if (more)
+		l->step_t = loop_timer_add(0, on_step, l);
+}
+
+/* Paced: true while src's history is being read (its changes wait for the catch-up); the first change of a
+ * source starts the reading. */
+static bool paced_wait(struct lineage *l, struct source *src)
+{
+	if (!l->paced)
+		return false;
+	struct lin_src *ls = src_slot(l, src);
+	if (ls->loaded)
+		return false;
+	if (ls->pace == PACE_NONE) {
+		load_begin(l, src);
+		ls->pace = PACE_READ;
+		if (l->step_t == NULL)
+			l->step_t = loop_timer_add(0, on_step, l);
+	}
+	return true;
+}
+
 static void on_change(void *arg, enum obj_kind kind, const struct obj *old, const struct obj *new_)
 {
 	struct lineage *l = arg;
+	const struct obj *o = new_ ? new_ : old;
+	if ((kind == OBJ_VMI || kind == OBJ_POD) && o && paced_wait(l, o->src))
+		return;
 	switch (kind) {
 	case OBJ_VMI:
 		if (new_)
@@ -807,6 +931,7 @@ void lineage_free(struct lineage *l)
 	if (l == NULL)
 		return;
 	store_unlisten(l->st, l->listener);
+	loop_timer_cancel(l->step_t);
 	const char *k;
 	void *val;
 	for (size_t it = 0; hmap_next(&l->vms, &it, &k, &val);) {
@@ -834,14 +959,22 @@ void lineage_free(struct lineage *l)
 		if (l->srcs[i].fd >= 0)
 			close(l->srcs[i].fd);
 		free(l->srcs[i].path);
+		free(l->srcs[i].text);
 	}
 	free(l->srcs);
 	free(l->dir);
 	free(l);
 }
 
+void lineage_set_paced(struct lineage *l)
+{
+	l->paced = true;
+}
+
 void lineage_scan(struct lineage *l, struct source *src)
 {
+	if (paced_wait(l, src))
+		return; /* the catch-up after the reading sees them */
 	size_t n;
 	struct obj *const *vmis = store_objs(l->st, src, OBJ_VMI, &n);
 	for (size_t i = 0; i < n; i++)

@@ -94,6 +94,7 @@ void ui_forget_source(struct source *src)
 	forwards_stop_source(src);
 	if (had) {
 		U.lineage = lineage_new(U.st, NULL);
+		lineage_set_paced(U.lineage);
 		for (size_t i = 0; i < source_count(); i++)
 			if (source_get(i) != src && !source_get(i)->closed)
 				lineage_scan(U.lineage, source_get(i));
@@ -583,6 +584,7 @@ int ui_run(struct store *st)
 	U.listener = store_listen(st, on_store, NULL);
 	/* the lineage hears every change from now on; what is already in the store is recorded at once */
 	U.lineage = lineage_new(st, NULL);
+	lineage_set_paced(U.lineage); /* its history is read a slice per pass: never held before the first frame */
 	U.chain_ix = chain_index_new(st); /* chain_build (the VM view, every frame) then avoids store scans */
 	for (size_t i = 0; i < source_count(); i++)
 		lineage_scan(U.lineage, source_get(i));
