@@ -235,8 +235,7 @@ static void on_input(int fd, short revents, void *arg)
 	}
 	/* what a key changes is drawn on this pass, not after the pacer's interval: while lists load, frames are
 	 * paced continuously and a key would otherwise wait up to a frame's interval behind them */
-	if (S.credit_ms < FRAME_MS)
-		S.credit_ms = FRAME_MS;
+	screen_frame_soon();
 	/* ncurses gave ESC (or ESC [) and nothing after it: the Escape key, or Alt+[; a report never stops there */
 	if (S.sgr_state == 1 || S.sgr_state == 2)
 		sgr_flush();
@@ -373,10 +372,10 @@ static void frame_hook(void *arg)
 	frame();
 }
 
-void screen_frame_now(void)
+void screen_frame_soon(void)
 {
-	if (S.active)
-		frame();
+	if (S.credit_ms < FRAME_MS)
+		S.credit_ms = FRAME_MS;
 }
 
 unsigned long screen_frames(void)
