@@ -6,7 +6,8 @@ what CMD wrote, reads on for MS milliseconds, then writes KEY (Python escapes: '
   first_ms=N key_ms=K busy=B
 first_ms: from fork until FIRST matched; key_ms: from writing KEY until the regex ANSWER matches what CMD wrote
 after it (-1 if not within --limit seconds); busy: 1 if kvcon's log FILE (KVCON_LOG) said "listed" fewer than N
-times when the key was written, i.e. the key came while the lists were still loading (-1 without --log)."""
+times when the key was written, i.e. the key came while the lists were still loading (-1 without --log).
+With an empty KEY, no key: prints first_ms=N listed_ms=L, L from fork until the log says "listed" N times."""
 import argparse, fcntl, os, pty, re, select, signal, struct, termios, time
 
 ap = argparse.ArgumentParser()
@@ -50,17 +51,31 @@ def read_until(rx, deadline, keep):
     return rx is not None and rx.search(buf) is not None, buf
 
 
+def listed():
+    try:
+        with open(a.log, errors='replace') as f:
+            return sum(': listed ' in line for line in f)
+    except OSError:
+        return 0
+
+
 first_ms, key_ms, busy = -1, -1, -1
 ok, seen = read_until(first_rx, t0 + a.limit, b'')
+if ok and not key and a.log:
+    first_ms, listed_ms = round((time.monotonic() - t0) * 1000), -1
+    while time.monotonic() < t0 + a.limit:
+        if listed() >= a.lists:
+            listed_ms = round((time.monotonic() - t0) * 1000)
+            break
+        read_until(None, time.monotonic() + 0.05, b'')
+    print(f'first_ms={first_ms} listed_ms={listed_ms}', flush=True)
+    os.kill(pid, signal.SIGTERM)
+    raise SystemExit(0)
 if ok:
     first_ms = round((time.monotonic() - t0) * 1000)
     _, seen = read_until(None, time.monotonic() + a.after / 1000.0, seen)
     if a.log:
-        try:
-            with open(a.log, errors='replace') as f:
-                busy = 1 if sum(': listed ' in line for line in f) < a.lists else 0
-        except OSError:
-            busy = 1
+        busy = 1 if listed() < a.lists else 0
     k0 = time.monotonic()
     os.write(fd, key)
     ok, _ = read_until(answer_rx, k0 + a.limit, b'')
