@@ -22,6 +22,7 @@
 #define LIN_MAX_LAUNCHERS 32  /* per execution */
 #define LIN_SETTLE_SECS 10    /* a VM update this soon after an end may still reclassify it */
 #define LIN_SLICE_US 3000     /* paced (lineage_set_paced): work per loop pass on a history being read */
+#define LIN_READ (1u << 20)   /* the history is read this much at a time */
 
 struct lin_vm;
 
@@ -52,8 +53,10 @@ struct lin_src {
 	 * are not applied meanwhile), then what the store holds is seen again, a slice per pass (CATCH_*) */
 	enum { PACE_NONE, PACE_READ, PACE_CATCH_VMI, PACE_CATCH_POD } pace;
 	struct source *src;
-	char *text;   /* the file while it is read */
-	size_t len, off, execs;
+	int rfd;      /* the file while it is read; -1 once read whole (or absent) */
+	bool had_file;
+	char *text;   /* what has been read of it and not applied yet: [off, len) */
+	size_t len, cap, off, execs;
 	size_t scan;  /* next store object to see again */
 };
 
@@ -243,7 +246,7 @@ static struct lin_src *src_slot(struct lineage *l, const struct source *src)
 	if (id >= l->nsrcs) {
 		l->srcs = xreallocarray(l->srcs, id + 1, sizeof *l->srcs);
 		for (size_t i = l->nsrcs; i <= id; i++)
-			l->srcs[i] = (struct lin_src){ .fd = -1 };
+			l->srcs[i] = (struct lin_src){ .fd = -1, .rfd = -1 };
 		l->nsrcs = id + 1;
 	}
 	return &l->srcs[id];
@@ -396,8 +399,36 @@ static void load_begin(struct lineage *l, struct source *src)
 	free(ls->path);
 	ls->path = lineage_path(l, src, NULL, NULL);
 	ls->src = src;
-	ls->text = util_read_file(ls->path, &ls->len);
-	ls->off = ls->lines = ls->execs = 0;
+	ls->rfd = open(ls->path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	ls->had_file = ls->rfd >= 0;
+	ls->len = ls->off = ls->lines = ls->execs = 0;
+}
+
+/* The next part of the file after what is left of the text (a line cut by the last read); false at its end. */
+static bool read_more(struct lin_src *ls)
+{
+	if (ls->rfd < 0)
+		return false;
+	if (ls->off) {
+		memmove(ls->text, ls->text + ls->off, ls->len - ls->off);
+		ls->len -= ls->off;
+		ls->off = 0;
+	}
+	if (ls->cap < ls->len + LIN_READ) {
+		ls->cap = ls->len + LIN_READ;
+		ls->text = xrealloc(ls->text, ls->cap);
+	}
+	ssize_t r;
+	do
+		r = read(ls->rfd, ls->text + ls->len, LIN_READ);
+	while (r < 0 && errno == EINTR);
+	if (r <= 0) {
+		close(ls->rfd);
+		ls->rfd = -1;
+		return false;
+	}
+	ls->len += (size_t)r;
+	return true;
 }
 
 /* Applies the history's lines from where the last call stopped until the end or, with deadline_us, until that
@@ -405,23 +436,21 @@ static void load_begin(struct lineage *l, struct source *src)
 static bool load_lines(struct lineage *l, struct source *src, uint64_t deadline_us)
 {
 	struct lin_src *ls = src_slot(l, src);
-	char *text = ls->text;
-	size_t len = ls->len, lines = ls->lines, execs = ls->execs;
-	if (text == NULL)
-		return true;
-	char *p = text + ls->off, *nl;
-	bool done = true;
-	for (; p < text + len; p = nl + 1) {
-		if (deadline_us && (lines & 31) == 0 && lines > ls->lines && now_us() >= deadline_us) {
-			done = false;
-			break;
+	size_t first = ls->lines;
+	for (;;) {
+		if (ls->off == ls->len || memchr(ls->text + ls->off, '\n', ls->len - ls->off) == NULL) {
+			if (!read_more(ls)) {
+				ls->off = ls->len; /* a torn last line (crash mid-write) is ignored */
+				return true;
+			}
+			continue;
 		}
-		nl = memchr(p, '\n', (size_t)(text + len - p));
-		if (nl == NULL) {
-			p = text + len;
-			break; /* a torn last line (crash mid-write) */
-		}
-		lines++;
+		if (deadline_us && (ls->lines & 31) == 0 && ls->lines > first && now_us() >= deadline_us)
+			return false;
+		char *p = ls->text + ls->off;
+		char *nl = memchr(p, '\n', ls->len - ls->off);
+		ls->off = (size_t)(nl + 1 - ls->text);
+		ls->lines++;
 		struct json_tokener *tok = json_tokener_new();
 		struct json_object *j = json_tokener_parse_ex(tok, p, (int)(nl - p));
 		json_tokener_free(tok);
@@ -446,7 +475,7 @@ static bool load_lines(struct lineage *l, struct source *src, uint64_t deadline_
 			struct lin_exec *x = hmap_get(&l->by_vmi, key);
 			if (x == NULL) {
 				x = exec_new(l, vm_lookup(l, src, ns, name), e.vmi_uid);
-				execs++;
+				ls->execs++;
 			}
 			exec_clear(&x->pub);
 			x->pub = e;
@@ -455,20 +484,20 @@ static bool load_lines(struct lineage *l, struct source *src, uint64_t deadline_
 		}
 		json_object_put(j);
 	}
-	ls->off = (size_t)(p - text);
-	ls->lines = lines;
-	ls->execs = execs;
-	return done;
 }
 
 static void load_end(struct lineage *l, struct source *src)
 {
 	struct lin_src *ls = src_slot(l, src);
 	ls->loaded = true;
-	if (ls->text == NULL)
-		return;
 	free(ls->text);
 	ls->text = NULL;
+	ls->len = ls->cap = ls->off = 0;
+	if (ls->rfd >= 0)
+		close(ls->rfd);
+	ls->rfd = -1;
+	if (!ls->had_file)
+		return;
 	const char *k;
 	void *val;
 	for (size_t it = 0; hmap_next(&l->vms, &it, &k, &val);) {
@@ -960,6 +989,8 @@ void lineage_free(struct lineage *l)
 			close(l->srcs[i].fd);
 		free(l->srcs[i].path);
 		free(l->srcs[i].text);
+		if (l->srcs[i].rfd >= 0)
+			close(l->srcs[i].rfd);
 	}
 	free(l->srcs);
 	free(l->dir);

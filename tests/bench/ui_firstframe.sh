@@ -7,6 +7,7 @@
 #  1. exec to the first VM rows written to the terminal, UI_FF_RUNS (default 9) runs: median and worst;
 #  2. exec to every list loaded (kvcon's log says "listed" for VMs, VMIs, pods, events);
 #  3. `get vmi -A -o name`: kvcon and kubectl (when installed) side by side, wall time and peak RSS;
+#  0. first, exec to `kvcon version`'s output (process start-up, the floor of 1);
 #  4. at the largest size: `?` pressed 0, 250, 500, 1000 and 2000 ms after the first rows, time until the help
 #     view is on the terminal, and whether the lists were still loading then.
 # The tools under ../shared/bench are the project's neighbours', not the project's: without them this bench says so
@@ -58,6 +59,12 @@ worst() { sort -n | tail -1; }
 field() { sed -n "s/.*$1=\\(-\\{0,1\\}[0-9.]*\\).*/\\1/p"; }
 # kvcon's lineage history is its own, not the bench's
 export XDG_STATE_HOME="$W/state"
+
+# the floor: exec to `kvcon version`'s line on the terminal (process start-up, no server)
+for _ in $(seq "$RUNS"); do python3 "$PTYRUN" 'v[0-9]+\.[0-9]' "$KVCON" version; done >"$W/version.txt"
+ms=$(field first_ms <"$W/version.txt")
+echo "kvcon version: exec to its line on the terminal, $RUNS runs: median $(echo "$ms" | median) ms, worst" \
+	"$(echo "$ms" | worst) ms (start-up alone)"
 
 last=""
 for n in $SIZES; do
