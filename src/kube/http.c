@@ -24,8 +24,8 @@
 #define CONNECT_TIMEOUT_MS 3000L
 /* Streamed bodies (lists, watches) are handed to their chunk callbacks, which decode them, for at most this much
  * time per loop pass, whichever requests it goes to; past it a transfer is paused (its bytes wait in the socket)
- * and resumed on the next pass, after the pass's input and frame. A fast server's lists would otherwise be decoded
- * all at once, tens of megabytes in one libcurl call, with no frame and no key in between. */
+ * and resumed on the next pass, after the pass's input and frame (HTTP/1 only: pausable()). A fast server's lists
+ * would otherwise be decoded all at once, tens of megabytes in one libcurl call, with no frame and no key between. */
 #define PASS_DECODE_US 6000u
 
 struct kube_req {
@@ -566,6 +566,16 @@ static size_t on_header(char *data, size_t size, size_t n, void *arg)
 	return len;
 }
 
+/* Only an HTTP/1 transfer waits for the next pass: libcurl's pause of one HTTP/2 stream among others on a
+ * connection has stalled or failed transfers in several releases (curl issues 9180, 10988, 19334, pull request
+ * 16960), so an HTTP/2 transfer is decoded as it comes, as before. */
+static bool pausable(struct kube_req *r)
+{
+	long v = 0;
+	curl_easy_getinfo(r->easy, CURLINFO_HTTP_VERSION, &v);
+	return v == CURL_HTTP_VERSION_1_0 || v == CURL_HTTP_VERSION_1_1;
+}
+
 static size_t on_write(char *data, size_t size, size_t n, void *arg)
 {
 	struct kube_req *r = arg;
@@ -575,7 +585,7 @@ static size_t on_write(char *data, size_t size, size_t n, void *arg)
 	if (r->status == 0)
 		curl_easy_getinfo(r->easy, CURLINFO_RESPONSE_CODE, &r->status);
 	if (r->on_chunk && r->status >= 200 && r->status < 300) {
-		if (pass_spent_us >= PASS_DECODE_US) {
+		if (pass_spent_us >= PASS_DECODE_US && pausable(r)) {
 			r->paused = true; /* libcurl keeps these bytes and hands them over again when resumed */
 			return CURL_WRITEFUNC_PAUSE;
 		}

@@ -3,11 +3,11 @@
 # a bare pseudo-terminal (../shared/bench/ptyrun.py, tests/bench/keylat.py; no tmux or `script` in between) against
 # a server that answers from memory (../shared/bench/replaykube.py in front of fakekube), so that neither the
 # harness nor the Python fake cluster is measured. For each size of UI_FF_SIZES (default "500 10000 100000" VMs,
-# each running VM with its VMI, launcher pod and two events, 10 namespaces):
+# each running VM with its VMI, launcher pod and two events, 10 namespaces), after exec to `kvcon version`'s output
+# (process start-up alone, the floor of the first figure):
 #  1. exec to the first VM rows written to the terminal, UI_FF_RUNS (default 9) runs: median and worst;
 #  2. exec to every list loaded (kvcon's log says "listed" for VMs, VMIs, pods, events);
 #  3. `get vmi -A -o name`: kvcon and kubectl (when installed) side by side, wall time and peak RSS;
-#  0. first, exec to `kvcon version`'s output (process start-up, the floor of 1);
 #  4. at the largest size: `?` pressed 0, 250, 500, 1000 and 2000 ms after the first rows, time until the help
 #     view is on the terminal, and whether the lists were still loading then.
 # The tools under ../shared/bench are the project's neighbours', not the project's: without them this bench says so
