@@ -593,7 +593,8 @@ int ui_run(struct store *st)
 		U.ns = intern(o->ns ? o->ns : sources_kube_scope());
 	loop_init();
 	U.listener = store_listen(st, on_store, NULL);
-	/* the lineage hears every change from now on; what is already in the store is recorded at once */
+	/* the lineage hears every change from now on; what is already in the store is recorded once its history
+	 * is read (a slice per pass) */
 	U.lineage = lineage_new(st, NULL);
 	lineage_set_paced(U.lineage); /* its history is read a slice per pass: never held before the first frame */
 	U.chain_ix = chain_index_new(st); /* chain_build (the VM view, every frame) then avoids store scans */
