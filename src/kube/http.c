@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
 
 #include "core/buf.h"
 #include "core/log.h"
@@ -21,6 +22,11 @@
 /* An API server that has not accepted the TCP connection by then is down or filtered: a command says so within
  * 5 s (the dashboard retries with backoff). */
 #define CONNECT_TIMEOUT_MS 3000L
+/* Streamed bodies (lists, watches) are handed to their chunk callbacks, which decode them, for at most this much
+ * time per loop pass, whichever requests it goes to; past it a transfer is paused (its bytes wait in the socket)
+ * and resumed on the next pass, after the pass's input and frame (HTTP/1 only: pausable()). A fast server's lists
+ * would otherwise be decoded all at once, tens of megabytes in one libcurl call, with no frame and no key between. */
+#define PASS_DECODE_US 6000u
 
 struct kube_req {
 	struct kube_http *h;
@@ -42,6 +48,7 @@ struct kube_req {
 	bool waiting_cred;
 	bool cancelled;
 	bool in_multi;
+	bool paused;  /* by on_write, the pass's decoding budget spent; resumed on a later pass */
 	struct loop_timer *launch_t;
 	char errbuf[CURL_ERROR_SIZE];
 	struct kube_req *next, *prev;
@@ -68,11 +75,30 @@ struct kube_http {
 	struct kube_req *reqs;      /* every live request */
 	int depth;                  /* >0 while inside curl_multi_socket_action */
 	struct loop_timer *reap_t;  /* deferred removal of cancelled requests */
+	int hook;                   /* the loop hook that starts a pass's decoding budget */
+	struct loop_timer *resume_t; /* resumes the paused requests on this pass */
+	unsigned resume_turn;       /* which paused request is resumed first (each in turn) */
 	struct ready_waiter **ready;
 	size_t nready;
 };
 
 static void check_done(struct kube_http *h);
+
+/* The decoding time spent on this loop pass, shared by every client: reset by each client's hook (all of them run
+ * before the pass's poll, so before any decoding). */
+static uint64_t pass_spent_us;
+
+void kube_http_yield(void)
+{
+	pass_spent_us = PASS_DECODE_US;
+}
+
+static uint64_t now_us(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
 
 static size_t env_mib(const char *name, size_t def)
 {
@@ -157,6 +183,52 @@ static void on_timer(void *arg)
 	curl_multi_socket_action(h->multi, CURL_SOCKET_TIMEOUT, 0, &running);
 	h->depth--;
 	check_done(h);
+}
+
+/* Resumes paused transfers, each in turn first; libcurl hands a resumed transfer its held bytes at once (which
+ * may pause it again) and reads its socket again from its own timer. */
+static void on_resume(void *arg)
+{
+	struct kube_http *h = arg;
+	h->resume_t = NULL;
+	size_t n = 0;
+	for (struct kube_req *r = h->reqs; r; r = r->next)
+		n += r->paused;
+	if (n == 0)
+		return;
+	size_t skip = h->resume_turn++ % n;
+	struct kube_req **order = xreallocarray(NULL, n, sizeof *order);
+	size_t i = 0;
+	for (struct kube_req *r = h->reqs; r; r = r->next)
+		if (r->paused)
+			order[(i++ + n - skip) % n] = r;
+	h->depth++;
+	for (i = 0; i < n; i++) {
+		struct kube_req *r = order[i];
+		if (!r->paused || r->cancelled || r->easy == NULL)
+			continue;
+		r->paused = false;
+		curl_easy_pause(r->easy, CURLPAUSE_CONT);
+	}
+	h->depth--;
+	free(order);
+	check_done(h);
+}
+
+/* The start of a loop pass (before its poll): a new decoding budget, and paused transfers resumed after the
+ * pass's input. */
+static void pass_hook(void *arg)
+{
+	struct kube_http *h = arg;
+	pass_spent_us = 0;
+	if (h->resume_t)
+		return;
+	for (struct kube_req *r = h->reqs; r; r = r->next) {
+		if (r->paused) {
+			h->resume_t = loop_timer_add(0, on_resume, h);
+			return;
+		}
+	}
 }
 
 static int timer_cb(CURLM *multi, long timeout_ms, void *userp)
@@ -269,6 +341,7 @@ struct kube_http *kube_http_new(const struct kube_config *kc, char **err)
 	curl_multi_setopt(h->multi, CURLMOPT_TIMERFUNCTION, timer_cb);
 	curl_multi_setopt(h->multi, CURLMOPT_TIMERDATA, h);
 	curl_multi_setopt(h->multi, CURLMOPT_PIPELINING, (long)CURLPIPE_MULTIPLEX);
+	h->hook = loop_hook_add(pass_hook, h);
 	return h;
 }
 
@@ -327,6 +400,8 @@ void kube_http_free(struct kube_http *h)
 	free(h->ready);
 	loop_timer_cancel(h->timer);
 	loop_timer_cancel(h->reap_t);
+	loop_timer_cancel(h->resume_t);
+	loop_hook_remove(h->hook);
 	curl_multi_cleanup(h->multi); /* sockets' REMOVE callbacks free their loop fds */
 	kube_cred_free(h->cred);
 	curl_slist_free_all(h->connect_to);
@@ -491,6 +566,16 @@ static size_t on_header(char *data, size_t size, size_t n, void *arg)
 	return len;
 }
 
+/* Only an HTTP/1 transfer waits for the next pass: libcurl's pause of one HTTP/2 stream among others on a
+ * connection has stalled or failed transfers in several releases (curl issues 9180, 10988, 19334, pull request
+ * 16960), so an HTTP/2 transfer is decoded as it comes, as before. */
+static bool pausable(struct kube_req *r)
+{
+	long v = 0;
+	curl_easy_getinfo(r->easy, CURLINFO_HTTP_VERSION, &v);
+	return v == CURL_HTTP_VERSION_1_0 || v == CURL_HTTP_VERSION_1_1;
+}
+
 static size_t on_write(char *data, size_t size, size_t n, void *arg)
 {
 	struct kube_req *r = arg;
@@ -500,7 +585,14 @@ static size_t on_write(char *data, size_t size, size_t n, void *arg)
 	if (r->status == 0)
 		curl_easy_getinfo(r->easy, CURLINFO_RESPONSE_CODE, &r->status);
 	if (r->on_chunk && r->status >= 200 && r->status < 300) {
-		if (!r->on_chunk(r->arg, data, len)) {
+		if (pass_spent_us >= PASS_DECODE_US && pausable(r)) {
+			r->paused = true; /* libcurl keeps these bytes and hands them over again when resumed */
+			return CURL_WRITEFUNC_PAUSE;
+		}
+		uint64_t t0 = now_us();
+		bool ok = r->on_chunk(r->arg, data, len);
+		pass_spent_us += now_us() - t0;
+		if (!ok) {
 			r->aborted = true;
 			return 0;
 		}

@@ -33,6 +33,10 @@ struct kube_resp {
 	bool aborted;      /* the chunk callback asked to stop */
 };
 
+/* Ends this loop pass's decoding of streamed bodies (they go on at the next pass): what was decoded so far is
+ * to be drawn first (the dashboard's first rows). */
+void kube_http_yield(void);
+
 /* Streamed 2xx body bytes; return false to abort the transfer (done then reports aborted). Must not cancel
  * requests or free the client: set a flag and act in the done callback. */
 typedef bool (*kube_http_chunk_cb)(void *arg, const char *data, size_t len);

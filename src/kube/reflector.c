@@ -22,7 +22,8 @@
 #define BACKOFF_MAX_MS 30000
 #define AUTH_RETRY_MS 60000
 #define CLI_BACKOFF_MAX_MS 4000  /* a one-shot command retries within its own deadline */
-#define LIST_BATCH (256u << 10)  /* list bytes decoded per batch as they stream (fewer items cut by a batch end) */
+#define LIST_BATCH (64u << 10)  /* list bytes decoded per batch as they stream: a few milliseconds of work (the
+                                  * pass budget of kube/http.c), few items cut by a batch end */
 #define LIST_ENVELOPE_MAX (1u << 20)
 
 enum phase { PH_IDLE, PH_LIST, PH_WATCH, PH_WAIT };

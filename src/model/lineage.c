@@ -8,17 +8,21 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "core/hmap.h"
 #include "core/intern.h"
 #include "core/log.h"
+#include "core/loop.h"
 #include "core/util.h"
 #include "core/xmalloc.h"
 
 #define LIN_MAX_EXECS 256     /* per VM, oldest dropped */
 #define LIN_MAX_LAUNCHERS 32  /* per execution */
 #define LIN_SETTLE_SECS 10    /* a VM update this soon after an end may still reclassify it */
+#define LIN_SLICE_US 3000     /* paced (lineage_set_paced): work per loop pass on a history being read */
+#define LIN_READ (1u << 20)   /* the history is read this much at a time */
 
 struct lin_vm;
 
@@ -45,6 +49,15 @@ struct lin_src {
 	int fd;       /* O_APPEND, opened at the first record; -1 before */
 	bool loaded;
 	size_t lines; /* records in the file */
+	/* paced: the file is read a slice per loop pass (its records are not known yet, so the source's changes
+	 * are not applied meanwhile), then what the store holds is seen again, a slice per pass (CATCH_*) */
+	enum { PACE_NONE, PACE_READ, PACE_CATCH_VMI, PACE_CATCH_POD } pace;
+	struct source *src;
+	int rfd;      /* the file while it is read; -1 once read whole (or absent) */
+	bool had_file;
+	char *text;   /* what has been read of it and not applied yet: [off, len) */
+	size_t len, cap, off, execs;
+	size_t scan;  /* next store object to see again */
 };
 
 /* A launcher pod seen before its VMI (the pod and VMI watches are independent streams). */
@@ -71,6 +84,8 @@ struct lineage {
 	struct hmap pending; /* "<source id>:<vmi uid>" -> struct pending */
 	struct lin_src *srcs; /* by source id */
 	size_t nsrcs;
+	bool paced;
+	struct loop_timer *step_t;
 };
 
 static const char *const end_names[] = { "running", "stopped", "restarted", "failed", "lost" };
@@ -231,7 +246,7 @@ static struct lin_src *src_slot(struct lineage *l, const struct source *src)
 	if (id >= l->nsrcs) {
 		l->srcs = xreallocarray(l->srcs, id + 1, sizeof *l->srcs);
 		for (size_t i = l->nsrcs; i <= id; i++)
-			l->srcs[i] = (struct lin_src){ .fd = -1 };
+			l->srcs[i] = (struct lin_src){ .fd = -1, .rfd = -1 };
 		l->nsrcs = id + 1;
 	}
 	return &l->srcs[id];
@@ -371,22 +386,71 @@ static struct lin_vm *vm_lookup(struct lineage *l, struct source *src, const cha
 	return v;
 }
 
-/* Reads a source's history once: the last line of each VMI UID wins; a torn last line is ignored. */
-static void load(struct lineage *l, struct source *src)
+static uint64_t now_us(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+static void load_begin(struct lineage *l, struct source *src)
 {
 	struct lin_src *ls = src_slot(l, src);
-	ls->loaded = true;
+	free(ls->path);
 	ls->path = lineage_path(l, src, NULL, NULL);
-	size_t len;
-	char *text = util_read_file(ls->path, &len);
-	if (text == NULL)
-		return;
-	size_t lines = 0, execs = 0;
-	for (char *p = text, *nl; p < text + len; p = nl + 1) {
-		nl = memchr(p, '\n', (size_t)(text + len - p));
-		if (nl == NULL)
-			break; /* a torn last line (crash mid-write) */
-		lines++;
+	ls->src = src;
+	ls->rfd = open(ls->path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	ls->had_file = ls->rfd >= 0;
+	ls->len = ls->off = ls->lines = ls->execs = 0;
+}
+
+/* The next part of the file after what is left of the text (a line cut by the last read); false at its end. */
+static bool read_more(struct lin_src *ls)
+{
+	if (ls->rfd < 0)
+		return false;
+	if (ls->off) {
+		memmove(ls->text, ls->text + ls->off, ls->len - ls->off);
+		ls->len -= ls->off;
+		ls->off = 0;
+	}
+	if (ls->cap < ls->len + LIN_READ) {
+		ls->cap = ls->len + LIN_READ;
+		ls->text = xrealloc(ls->text, ls->cap);
+	}
+	ssize_t r;
+	do
+		r = read(ls->rfd, ls->text + ls->len, LIN_READ);
+	while (r < 0 && errno == EINTR);
+	if (r <= 0) {
+		close(ls->rfd);
+		ls->rfd = -1;
+		return false;
+	}
+	ls->len += (size_t)r;
+	return true;
+}
+
+/* Applies the history's lines from where the last call stopped until the end or, with deadline_us, until that
+ * time; true at the end. The last line of each VMI UID wins; a torn last line is ignored. */
+static bool load_lines(struct lineage *l, struct source *src, uint64_t deadline_us)
+{
+	struct lin_src *ls = src_slot(l, src);
+	size_t first = ls->lines;
+	for (;;) {
+		if (ls->off == ls->len || memchr(ls->text + ls->off, '\n', ls->len - ls->off) == NULL) {
+			if (!read_more(ls)) {
+				ls->off = ls->len; /* a torn last line (crash mid-write) is ignored */
+				return true;
+			}
+			continue;
+		}
+		if (deadline_us && (ls->lines & 31) == 0 && ls->lines > first && now_us() >= deadline_us)
+			return false;
+		char *p = ls->text + ls->off;
+		char *nl = memchr(p, '\n', ls->len - ls->off);
+		ls->off = (size_t)(nl + 1 - ls->text);
+		ls->lines++;
 		struct json_tokener *tok = json_tokener_new();
 		struct json_object *j = json_tokener_parse_ex(tok, p, (int)(nl - p));
 		json_tokener_free(tok);
@@ -411,7 +475,7 @@ static void load(struct lineage *l, struct source *src)
 			struct lin_exec *x = hmap_get(&l->by_vmi, key);
 			if (x == NULL) {
 				x = exec_new(l, vm_lookup(l, src, ns, name), e.vmi_uid);
-				execs++;
+				ls->execs++;
 			}
 			exec_clear(&x->pub);
 			x->pub = e;
@@ -420,7 +484,20 @@ static void load(struct lineage *l, struct source *src)
 		}
 		json_object_put(j);
 	}
-	free(text);
+}
+
+static void load_end(struct lineage *l, struct source *src)
+{
+	struct lin_src *ls = src_slot(l, src);
+	ls->loaded = true;
+	free(ls->text);
+	ls->text = NULL;
+	ls->len = ls->cap = ls->off = 0;
+	if (ls->rfd >= 0)
+		close(ls->rfd);
+	ls->rfd = -1;
+	if (!ls->had_file)
+		return;
 	const char *k;
 	void *val;
 	for (size_t it = 0; hmap_next(&l->vms, &it, &k, &val);) {
@@ -428,15 +505,30 @@ static void load(struct lineage *l, struct source *src)
 		if (v->src == src && v->n > 1) /* by start time; records of one execution share a start */
 			qsort(v->ex, v->n, sizeof *v->ex, exec_by_start);
 	}
-	ls->lines = lines;
-	if (lines > 2 * execs + 64)
+	if (ls->lines > 2 * ls->execs + 64)
 		compact(l, src);
+}
+
+/* Reads a source's history once, at once. */
+static void load(struct lineage *l, struct source *src)
+{
+	load_begin(l, src);
+	load_lines(l, src, 0);
+	load_end(l, src);
 }
 
 static struct lin_vm *vm_get(struct lineage *l, struct source *src, const char *ns, const char *name)
 {
-	if (!src_slot(l, src)->loaded)
+	struct lin_src *ls = src_slot(l, src);
+	if (!ls->loaded && ls->pace == PACE_READ) {
+		/* asked for now (a VM's history is shown): the rest of the file at once */
+		load_lines(l, src, 0);
+		load_end(l, src);
+		ls->pace = PACE_CATCH_VMI;
+		ls->scan = 0;
+	} else if (!ls->loaded) {
 		load(l, src);
+	}
 	return vm_lookup(l, src, ns, name);
 }
 
@@ -756,9 +848,70 @@ static void vm_seen(struct lineage *l, const struct vm *vm)
 	}
 }
 
+static void on_step(void *arg);
+
+/* One loop pass's slice of the paced sources' work: reading their histories, then seeing what the store holds
+ * again (changes were not applied while the history was read). */
+static void on_step(void *arg)
+{
+	struct lineage *l = arg;
+	l->step_t = NULL;
+	uint64_t deadline = now_us() + LIN_SLICE_US;
+	bool more = false;
+	for (size_t i = 0; i < l->nsrcs; i++) {
+		struct lin_src *ls = &l->srcs[i];
+		if (ls->pace == PACE_READ && now_us() < deadline && load_lines(l, ls->src, deadline)) {
+			load_end(l, ls->src);
+			ls->pace = PACE_CATCH_VMI;
+			ls->scan = 0;
+		}
+		while ((ls->pace == PACE_CATCH_VMI || ls->pace == PACE_CATCH_POD) && now_us() < deadline) {
+			enum obj_kind kind = ls->pace == PACE_CATCH_VMI ? OBJ_VMI : OBJ_POD;
+			size_t n;
+			struct obj *const *objs = store_objs(l->st, ls->src, kind, &n);
+			/* the store may have changed since the last slice: an object moved behind the scan is seen at
+			 * its next change */
+			for (; ls->scan < n && ((ls->scan & 63) != 0 || now_us() < deadline); ls->scan++) {
+				if (kind == OBJ_VMI)
+					vmi_seen(l, (const struct vmi *)objs[ls->scan]);
+				else
+					pod_seen(l, (const struct pod *)objs[ls->scan]);
+			}
+			if (ls->scan < n)
+				break;
+			ls->pace = kind == OBJ_VMI ? PACE_CATCH_POD : PACE_NONE;
+			ls->scan = 0;
+		}
+		more |= ls->pace != PACE_NONE;
+	}
+	if (more)
+		l->step_t = loop_timer_add(0, on_step, l);
+}
+
+/* Paced: true while src's history is being read (its changes wait for the catch-up); the first change of a
+ * source starts the reading. */
+static bool paced_wait(struct lineage *l, struct source *src)
+{
+	if (!l->paced)
+		return false;
+	struct lin_src *ls = src_slot(l, src);
+	if (ls->loaded)
+		return false;
+	if (ls->pace == PACE_NONE) {
+		load_begin(l, src);
+		ls->pace = PACE_READ;
+		if (l->step_t == NULL)
+			l->step_t = loop_timer_add(0, on_step, l);
+	}
+	return true;
+}
+
 static void on_change(void *arg, enum obj_kind kind, const struct obj *old, const struct obj *new_)
 {
 	struct lineage *l = arg;
+	const struct obj *o = new_ ? new_ : old;
+	if ((kind == OBJ_VMI || kind == OBJ_POD) && o && paced_wait(l, o->src))
+		return;
 	switch (kind) {
 	case OBJ_VMI:
 		if (new_)
@@ -807,6 +960,7 @@ void lineage_free(struct lineage *l)
 	if (l == NULL)
 		return;
 	store_unlisten(l->st, l->listener);
+	loop_timer_cancel(l->step_t);
 	const char *k;
 	void *val;
 	for (size_t it = 0; hmap_next(&l->vms, &it, &k, &val);) {
@@ -834,14 +988,24 @@ void lineage_free(struct lineage *l)
 		if (l->srcs[i].fd >= 0)
 			close(l->srcs[i].fd);
 		free(l->srcs[i].path);
+		free(l->srcs[i].text);
+		if (l->srcs[i].rfd >= 0)
+			close(l->srcs[i].rfd);
 	}
 	free(l->srcs);
 	free(l->dir);
 	free(l);
 }
 
+void lineage_set_paced(struct lineage *l)
+{
+	l->paced = true;
+}
+
 void lineage_scan(struct lineage *l, struct source *src)
 {
+	if (paced_wait(l, src))
+		return; /* the catch-up after the reading sees them */
 	size_t n;
 	struct obj *const *vmis = store_objs(l->st, src, OBJ_VMI, &n);
 	for (size_t i = 0; i < n; i++)

@@ -71,6 +71,11 @@ const struct lineage_exec *const *lineage_get(struct lineage *l, struct source *
 /* Records the current state of every VMI of src already in the store (call once a source's first list has
  * landed when the lineage was created after the store filled). */
 void lineage_scan(struct lineage *l, struct source *src);
+/* For a process with a running loop (the dashboard): a source's history file is read in slices of a few
+ * milliseconds per loop pass, from its first VMI or pod on, instead of at once inside that change (a large history
+ * would hold the first frame), and what the store holds is seen again after it; until then the source's VMI and
+ * pod changes are not recorded (an execution that starts and ends within that time is missed). */
+void lineage_set_paced(struct lineage *l);
 
 const char *lineage_end_name(enum lineage_end e); /* "running", "stopped", "restarted", "failed", "lost" */
 

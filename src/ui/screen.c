@@ -52,6 +52,8 @@ static struct {
 	int drag_users; /* views that asked for screen_mouse_drags */
 } S = { .hook = -1 };
 
+#define FRAME_MS ((uint64_t)(1000 / SCREEN_FPS))
+
 static const char mouse_on[] = "\033[?1000h\033[?1006h";
 static const char mouse_off[] = "\033[?1000l\033[?1002l\033[?1003l\033[?1006l\033[?1015l";
 
@@ -232,6 +234,9 @@ static void on_input(int fd, short revents, void *arg)
 		if (!sgr_feed(ch, rc))
 			deliver(ch, rc);
 	}
+	/* what a key changes is drawn on this pass, not after the pacer's interval: while lists load, frames are
+	 * paced continuously and a key would otherwise wait up to a frame's interval behind them */
+	screen_frame_soon();
 	/* ncurses gave ESC (or ESC [) and nothing after it: the Escape key, or Alt+[; a report never stops there */
 	if (S.sgr_state == 1 || S.sgr_state == 2)
 		sgr_flush();
@@ -325,8 +330,6 @@ void screen_raw_hook(screen_raw_fn fn, void *arg)
 	}
 }
 
-#define FRAME_MS ((uint64_t)(1000 / SCREEN_FPS))
-
 static void frame(void)
 {
 	S.dirty = false;
@@ -370,10 +373,10 @@ static void frame_hook(void *arg)
 	frame();
 }
 
-void screen_frame_now(void)
+void screen_frame_soon(void)
 {
-	if (S.active)
-		frame();
+	if (S.credit_ms < FRAME_MS)
+		S.credit_ms = FRAME_MS;
 }
 
 unsigned long screen_frames(void)

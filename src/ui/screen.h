@@ -39,9 +39,8 @@ int screen_run(char *const argv[], char **err);
 /* Something changed: a frame is due (paced). full: repaint every cell (after a resize). */
 void screen_dirty(void);
 void screen_dirty_full(void);
-/* Draws a frame now, from wherever the loop thread is (the first rows must not wait for the rest of a busy loop
- * pass); the pacing of later frames continues from it. */
-void screen_frame_now(void);
+/* The next pass draws (when dirty) whatever the pacer's credit: a key's answer, the first rows. */
+void screen_frame_soon(void);
 /* Output curses cannot make (true colour where terminfo has none): after each frame's update, fn appends escape
  * sequences to out for cells its view keeps blank on stdscr (curses then never writes there); all: the terminal was
  * repainted (or the hook is new), draw every cell, else only what changed. One hook at a time, for a view that stays

@@ -18,6 +18,7 @@
 #include "core/util.h"
 #include "core/xmalloc.h"
 #include "kube/cred.h"
+#include "kube/http.h"
 #include "model/chain.h"
 #include "model/lineage.h"
 #include "model/store.h"
@@ -94,6 +95,7 @@ void ui_forget_source(struct source *src)
 	forwards_stop_source(src);
 	if (had) {
 		U.lineage = lineage_new(U.st, NULL);
+		lineage_set_paced(U.lineage);
 		for (size_t i = 0; i < source_count(); i++)
 			if (source_get(i) != src && !source_get(i)->closed)
 				lineage_scan(U.lineage, source_get(i));
@@ -540,18 +542,26 @@ static void on_tick(void *arg)
 	screen_dirty();
 }
 
-/* A provider reported progress. Until the first rows are on screen, a list page of the kind the top view shows
- * is painted at once: other kinds' pages finishing in the same loop pass must not delay the first paint. */
+/* Until the first rows are on screen: the first objects of the kind the top view shows are drawn on the next
+ * pass, whatever the pacer's credit (the rest of their page and other kinds' lists are decoded after it). */
+static bool first_painted;
+
+static void first_rows_soon(enum obj_kind kind)
+{
+	const struct table_spec *spec = table_view_spec(view_top());
+	if (first_painted || spec == NULL || spec->kind != kind || store_count(U.st, kind) == 0)
+		return;
+	first_painted = true;
+	screen_frame_soon();
+	kube_http_yield(); /* this pass decodes no more: the frame comes first */
+}
+
+/* A provider reported progress. */
 static void on_health(struct source *src, enum obj_kind kind)
 {
 	(void)src;
-	static bool painted;
-	const struct table_spec *spec = table_view_spec(view_top());
 	screen_dirty();
-	if (painted || spec == NULL || spec->kind != kind || store_count(U.st, kind) == 0)
-		return;
-	painted = true;
-	screen_frame_now();
+	first_rows_soon(kind);
 }
 
 static void on_store(void *arg, enum obj_kind kind, const struct obj *old, const struct obj *new_)
@@ -568,6 +578,8 @@ static void on_store(void *arg, enum obj_kind kind, const struct obj *old, const
 	nsctx_store_changed(U.st, kind, old, new_);
 	view_store_changed(kind, old, new_);
 	screen_dirty();
+	if (!first_painted && new_)
+		first_rows_soon(kind);
 }
 
 int ui_run(struct store *st)
@@ -581,8 +593,10 @@ int ui_run(struct store *st)
 		U.ns = intern(o->ns ? o->ns : sources_kube_scope());
 	loop_init();
 	U.listener = store_listen(st, on_store, NULL);
-	/* the lineage hears every change from now on; what is already in the store is recorded at once */
+	/* the lineage hears every change from now on; what is already in the store is recorded once its history
+	 * is read (a slice per pass) */
 	U.lineage = lineage_new(st, NULL);
+	lineage_set_paced(U.lineage); /* its history is read a slice per pass: never held before the first frame */
 	U.chain_ix = chain_index_new(st); /* chain_build (the VM view, every frame) then avoids store scans */
 	for (size_t i = 0; i < source_count(); i++)
 		lineage_scan(U.lineage, source_get(i));

@@ -1,13 +1,15 @@
 /* Unit tests of the lineage recorder: stop+start gives two executions with distinct VMI UIDs (the first ended
  * "stopped"), restart gives "restarted", a live migration keeps one execution with two launchers on two nodes,
  * failures end "failed", and the history survives a reload from disk (a simulated kvcon restart), including a
- * torn last line and compaction. Several VMs share their source's file. */
+ * torn last line and compaction. Several VMs share their source's file. Paced (the dashboard), a large history is
+ * read over several loop passes, not inside the first VMI's change, and what the store holds is recorded after it. */
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "core/intern.h"
+#include "core/loop.h"
 #include "core/util.h"
 #include "core/xmalloc.h"
 #include "model/lineage.h"
@@ -394,6 +396,77 @@ static void test_move_between_hosts(void)
 	}
 }
 
+static size_t file_lines(const char *path)
+{
+	size_t len, n = 0;
+	char *t = util_read_file(path, &len);
+	for (size_t i = 0; t && i < len; i++)
+		n += t[i] == '\n';
+	free(t);
+	return n;
+}
+
+static void test_paced(void)
+{
+	struct source *src = source_new(SOURCE_KUBE, "ctx-paced");
+	set_health(src, WATCH_LOADING);
+	struct store *st = store_new();
+	struct lineage *l = lineage_new(st, dir);
+	lineage_set_paced(l);
+	/* a history of 20,000 other VMs' executions, and one of testvm's */
+	char *path = lineage_path(l, src, NULL, NULL);
+	enum { OTHERS = 20000 };
+	FILE *f = fopen(path, "w");
+	T_CHECK(f != NULL);
+	for (int i = 0; f && i < OTHERS; i++)
+		fprintf(f, "{\"ns\":\"default\",\"name\":\"vm-%d\",\"vmi\":\"uid-%d\",\"vm\":\"\",\"start\":100,\"end\":200,"
+			   "\"how\":\"stopped\",\"phase\":\"Succeeded\",\"node\":\"n1\",\"migrations\":0,\"launchers\":[]}\n", i, i);
+	if (f) {
+		fputs("{\"ns\":\"default\",\"name\":\"testvm\",\"vmi\":\"vmi-old\",\"vm\":\"vm-uid-1\",\"start\":100,\"end\":200,"
+		      "\"how\":\"stopped\",\"phase\":\"Succeeded\",\"node\":\"n1\",\"migrations\":0,\"launchers\":[]}\n", f);
+		fclose(f);
+	}
+	/* the first VMI's change returns without reading the history (nothing is recorded yet) */
+	store_upsert(st, &mk_vmi(src, "vmi-new", "Running", "node-1", 3000)->o);
+	store_upsert(st, &mk_pod(src, "pod-new", "vmi-new", "node-1", 3001)->o);
+	T_EQ_INT(file_lines(path), OTHERS + 1);
+	/* the loop reads it, a slice per pass, then records what the store holds */
+	int passes = 0;
+	while (file_lines(path) < OTHERS + 3 && passes < 100000) { /* the VMI's record, then its launcher's */
+		loop_once(0);
+		passes++;
+	}
+	T_CHECK(passes >= 2);
+	T_EQ_INT(file_lines(path), OTHERS + 3);
+	size_t n;
+	const struct lineage_exec *const *ex = lineage_get(l, src, "default", "testvm", &n);
+	T_EQ_INT(n, 2);
+	if (n == 2) {
+		T_EQ_STR(ex[0]->vmi_uid, "vmi-old");
+		T_EQ_STR(lineage_end_name(ex[0]->how), "stopped");
+		T_EQ_STR(ex[1]->vmi_uid, "vmi-new");
+		T_EQ_STR(lineage_end_name(ex[1]->how), "running");
+		T_EQ_INT(ex[1]->nlaunchers, 1); /* the pod, seen again after the reading */
+	}
+	ex = lineage_get(l, src, "default", "vm-7", &n);
+	T_EQ_INT(n, 1);
+	lineage_free(l);
+	store_free(st);
+
+	/* a VM's history asked for while the file is being read: the rest is read at once */
+	st = store_new();
+	l = lineage_new(st, dir);
+	lineage_set_paced(l);
+	store_upsert(st, &mk_vmi(src, "vmi-new", "Running", "node-1", 3000)->o);
+	ex = lineage_get(l, src, "default", "testvm", &n);
+	T_EQ_INT(n, 2);
+	ex = lineage_get(l, src, "default", "vm-19999", &n);
+	T_EQ_INT(n, 1);
+	lineage_free(l);
+	store_free(st);
+	free(path);
+}
+
 int main(void)
 {
 	snprintf(dir, sizeof dir, "/tmp/kvcon-lineage-XXXXXX");
@@ -404,6 +477,7 @@ int main(void)
 	test_migration();
 	test_migration_failed();
 	test_move_between_hosts();
+	test_paced();
 	char *cmd = xasprintf("rm -rf '%s'", dir);
 	T_CHECK(system(cmd) == 0);
 	free(cmd);

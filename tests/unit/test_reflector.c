@@ -1,10 +1,18 @@
 /* The watch path without a network: the stream splitter (values across arbitrary chunk boundaries, malformed and
  * oversized input), watch events applied to the store (ADDED/MODIFIED/DELETED/BOOKMARK/ERROR 410), the API
- * Status message extraction, and URL building with tls-server-name. */
+ * Status message extraction, and URL building with tls-server-name. Over a loopback socket: a streamed body is
+ * handed to its chunk callback within the decoding budget of a loop pass, whatever the server's speed. */
+#include <arpa/inet.h>
 #include <json.h>
+#include <netinet/in.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
 
+#include "core/loop.h"
 #include "core/xmalloc.h"
 #include "kube/http.h"
 #include "kube/jstream.h"
@@ -244,11 +252,128 @@ static void test_url(void)
 	free(err);
 }
 
+enum { BODY = 2 << 20 };
+
+/* Answers one request on the listening socket with BODY bytes at once, as fast as the kernel takes them. */
+static void *serve_once(void *arg)
+{
+	int ls = *(int *)arg;
+	int c = accept(ls, NULL, NULL);
+	if (c < 0)
+		return NULL;
+	char req[4096];
+	size_t got = 0;
+	while (got < sizeof req - 1) {
+		ssize_t n = read(c, req + got, sizeof req - 1 - got);
+		if (n <= 0)
+			break;
+		got += (size_t)n;
+		req[got] = '\0';
+		if (strstr(req, "\r\n\r\n"))
+			break;
+	}
+	char head[128];
+	int hl = snprintf(head, sizeof head, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n", BODY);
+	char *body = xmalloc(BODY);
+	for (int i = 0; i < BODY; i++)
+		body[i] = (char)('a' + i % 26);
+	bool ok = write(c, head, (size_t)hl) == hl;
+	for (size_t off = 0; ok && off < BODY;) {
+		ssize_t n = write(c, body + off, BODY - off);
+		ok = n > 0;
+		off += ok ? (size_t)n : 0;
+	}
+	free(body);
+	close(c);
+	return NULL;
+}
+
+static struct {
+	unsigned long pass, chunk_pass;
+	int in_pass, max_in_pass;
+	size_t bytes;
+	bool intact, done;
+	long status;
+} B;
+
+static void count_pass(void *arg)
+{
+	(void)arg;
+	B.pass++;
+}
+
+static uint64_t mono_us(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+/* Each chunk costs at least a millisecond, as a page of objects being decoded would. */
+static bool slow_chunk(void *arg, const char *data, size_t len)
+{
+	(void)arg;
+	if (B.chunk_pass != B.pass) {
+		B.chunk_pass = B.pass;
+		B.in_pass = 0;
+	}
+	if (++B.in_pass > B.max_in_pass)
+		B.max_in_pass = B.in_pass;
+	for (size_t i = 0; i < len; i++)
+		B.intact &= data[i] == (char)('a' + (B.bytes + i) % 26);
+	B.bytes += len;
+	uint64_t t0 = mono_us();
+	while (mono_us() < t0 + 1000)
+		;
+	return true;
+}
+
+static void slow_done(void *arg, const struct kube_resp *resp)
+{
+	(void)arg;
+	B.status = resp->status;
+	B.done = true;
+}
+
+static void test_pass_budget(void)
+{
+	int ls = socket(AF_INET, SOCK_STREAM, 0);
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t al = sizeof a;
+	T_CHECK(ls >= 0 && bind(ls, (struct sockaddr *)&a, sizeof a) == 0 && listen(ls, 1) == 0 &&
+		getsockname(ls, (struct sockaddr *)&a, &al) == 0);
+	pthread_t th;
+	T_CHECK(pthread_create(&th, NULL, serve_once, &ls) == 0);
+	char server[64];
+	snprintf(server, sizeof server, "http://127.0.0.1:%d", ntohs(a.sin_port));
+	struct kube_config kc = { .origin = "test", .server = server };
+	char *err = NULL;
+	struct kube_http *h = kube_http_new(&kc, &err);
+	T_CHECK(h != NULL);
+	B.intact = true;
+	int hook = loop_hook_add(count_pass, NULL);
+	struct kube_http_req q = { .path = "/big", .timeout_ms = 60000, .on_chunk = slow_chunk, .on_done = slow_done };
+	kube_http_start(h, &q);
+	for (int i = 0; !B.done && i < 1000000; i++)
+		loop_once(1000);
+	loop_hook_remove(hook);
+	T_EQ_INT(B.status, 200);
+	T_EQ_INT(B.bytes, BODY);
+	T_CHECK(B.intact);
+	/* 6 ms a pass: at most 6 one-millisecond chunks, and the body over many passes */
+	T_CHECK(B.max_in_pass >= 1 && B.max_in_pass <= 6);
+	T_CHECK(B.pass > 10);
+	pthread_join(th, NULL);
+	close(ls);
+	kube_http_free(h);
+}
+
 int main(void)
 {
 	test_jstream();
 	test_apply();
 	test_status_message();
 	test_url();
+	test_pass_budget();
 	return T_DONE();
 }
