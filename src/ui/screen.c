@@ -566,6 +566,6 @@ int screen_run(char *const argv[], char **err)
 	paste_terminal_on();
 	clearok(curscr, TRUE);
 	S.dirty = S.full = true;
-	screen_frame_now();
+	screen_frame_soon();
 	return pid < 0 ? -1 : status;
 }
