@@ -29,6 +29,7 @@ enum kind_id {
 	KIND_PV,
 	KIND_DV,
 	KIND_KV,
+	KIND_SC,
 	KIND_COUNT
 };
 
