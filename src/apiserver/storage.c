@@ -808,6 +808,7 @@ void apis_storage_load(struct apisrv *srv)
 		free(d);
 	}
 	engine_volume_gate(gate, srv);
+	engine_volumes_changed(); /* the starts held until now (engine_volume_gate_hold) */
 	adopt_scan(srv);
 	st->scanned = util_wall_s();
 	apis_storage_tick(srv);

@@ -17,6 +17,7 @@
 #include "core/util.h"
 #include "core/xmalloc.h"
 #include "engine/engine.h"
+#include "engine/volumes.h"
 
 /* The root's well-known socket (cmd/session.h), where kvcon's own commands look for the service. */
 static char *default_socket(void)
@@ -54,6 +55,7 @@ int engine_serve_cmd(int argc, char **argv)
 		engine_set_owner(label);
 		free(label);
 	}
+	engine_volume_gate_hold(); /* starts of VMs with claims wait for the service's storage (apiserver/storage.c) */
 	rc = engine_cli_open();
 	if (rc) {
 		free(spath);

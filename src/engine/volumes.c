@@ -12,6 +12,7 @@
 
 static engine_volume_gate_fn gate;
 static void *gate_arg;
+static bool held;
 
 char *engine_volume_dir(void)
 {
@@ -22,17 +23,23 @@ void engine_volume_gate(engine_volume_gate_fn fn, void *arg)
 {
 	gate = fn;
 	gate_arg = arg;
+	held = false;
+}
+
+void engine_volume_gate_hold(void)
+{
+	held = true;
 }
 
 const char *evol_waiting(const struct evm *v)
 {
-	if (gate == NULL || v->m == NULL)
+	if ((gate == NULL && !held) || v->m == NULL)
 		return NULL;
 	for (int i = 0; i < v->m->nvols; i++) {
 		const struct mf_volume *vol = &v->m->vols[i];
 		if (vol->type != MF_VOL_PVC)
 			continue;
-		const char *w = gate(gate_arg, v->m->ns, vol->claim, vol->dv);
+		const char *w = gate ? gate(gate_arg, v->m->ns, vol->claim, vol->dv) : "Provisioning";
 		if (w)
 			return intern(w);
 	}

@@ -15,6 +15,10 @@ char *engine_volume_dir(void);
  * ("Provisioning", "WaitingForVolumeBinding", "DataVolumeError"; a static string). */
 typedef const char *(*engine_volume_gate_fn)(void *arg, const char *ns, const char *claim, bool dv);
 void engine_volume_gate(engine_volume_gate_fn fn, void *arg);
+/* Until engine_volume_gate sets the gate, a start of a VM with a claim waits (Provisioning): the engine service
+ * holds it while it opens the hosts, before its storage is read (an import a killed service left must not be
+ * taken for a ready disk). */
+void engine_volume_gate_hold(void);
 /* A claim's readiness changed: the VMs waiting for one are reconciled again. */
 void engine_volumes_changed(void);
 
