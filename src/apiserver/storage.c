@@ -135,8 +135,7 @@ static void fsync_dir(const char *d)
 
 static void publish(struct apisrv *srv, struct sobj *s, const char *type)
 {
-	if (apis_publish(srv, json_object_get(json_tokener_parse(json_object_to_json_string(s->j))), &s->body, &s->text,
-			 &s->rv)) {
+	if (apis_publish(srv, json_tokener_parse(json_object_to_json_string(s->j)), &s->body, &s->text, &s->rv)) {
 		apis_ring_push(srv, s->r, type, NULL, s->text);
 		apis_wake_watchers(srv);
 	}
@@ -547,6 +546,16 @@ static void dv_set(struct apisrv *srv, struct sobj *d, const char *phase, const 
 		engine_volumes_changed();
 }
 
+/* pvc's controller is the DataVolume d (its ownerReferences name d's uid) */
+static bool owns(const struct sobj *d, const struct sobj *pvc)
+{
+	json_object *refs = at(pvc->j, "metadata", "ownerReferences");
+	for (size_t i = 0; refs && json_object_is_type(refs, json_type_array) && i < json_object_array_length(refs); i++)
+		if (util_str_eq(str_at(json_object_array_get_idx(refs, i), "uid", NULL, NULL), str_at(d->j, "metadata", "uid", NULL)))
+			return true;
+	return false;
+}
+
 struct dv_ticket {
 	struct apisrv *srv;
 	char *ns, *name, uid[37];
@@ -584,6 +593,15 @@ static void dv_advance(struct apisrv *srv, struct sobj *d)
 	if (sspec == NULL)
 		sspec = apis_jget(spec, "pvc");
 	struct sobj *pvc = find(srv, R_PVC, d->ns, d->name);
+	if (pvc && !owns(d, pvc)) {
+		/* a claim of that name that is not its own: CDI does not write into it */
+		json_object_object_add(apis_jobj(d->j, "status"), "kvconError",
+				       apis_jstr("a PersistentVolumeClaim of this name exists and is not this DataVolume's"));
+		event(srv, d, "Warning", "ErrClaimNotValid", "datavolume-import-controller",
+		      "PersistentVolumeClaim %s exists and is not owned by this DataVolume", d->name);
+		dv_set(srv, d, "Failed", "N/A");
+		return;
+	}
 	if (pvc == NULL) {
 		json_object *md = json_object_new_object(), *refs = json_object_new_array(), *ref = json_object_new_object();
 		json_object_object_add(ref, "apiVersion", apis_jstr("cdi.kubevirt.io/v1beta1"));
@@ -643,11 +661,7 @@ static void dv_delete(struct apisrv *srv, struct sobj *d)
 		d->imp = NULL;
 	}
 	struct sobj *pvc = find(srv, R_PVC, d->ns, d->name);
-	json_object *refs = pvc ? at(pvc->j, "metadata", "ownerReferences") : NULL;
-	bool owned = false;
-	for (size_t i = 0; refs && json_object_is_type(refs, json_type_array) && i < json_object_array_length(refs); i++)
-		owned |= util_str_eq(str_at(json_object_array_get_idx(refs, i), "uid", NULL, NULL),
-				     str_at(d->j, "metadata", "uid", NULL));
+	bool owned = pvc && owns(d, pvc);
 	drop(srv, d);
 	if (owned)
 		claim_delete(srv, pvc); /* the garbage collector's part: its claim goes with it */
@@ -844,8 +858,20 @@ void apis_storage_tick(struct apisrv *srv)
 	bool ready = true;
 	for (int i = 0; i < srv->nsrcs; i++)
 		ready &= engine_ready(srv->srcs[i]);
-	for (struct sobj *s = st->objs, *next; s; s = next) {
-		next = s->next;
+	/* a snapshot: deleting one object may delete others (a DataVolume's claim, a claim's volume) */
+	size_t n = 0, cap = 0;
+	struct sobj **snap = NULL;
+	for (struct sobj *s = st->objs; s; s = s->next) {
+		if (n == cap)
+			snap = xreallocarray(snap, cap = cap ? cap * 2 : 16, sizeof *snap);
+		snap[n++] = s;
+	}
+	for (size_t i = 0; i < n; i++) {
+		struct sobj *s = st->objs;
+		while (s && s != snap[i])
+			s = s->next;
+		if (s == NULL)
+			continue; /* gone with an earlier one */
 		if (s->r == R_PVC && at(s->j, "metadata", "deletionTimestamp")) {
 			if (ready) /* which VMs run (and use it) is known once every host has been read */
 				claim_finish_delete(srv, s);
@@ -857,20 +883,17 @@ void apis_storage_tick(struct apisrv *srv)
 			continue;
 		/* the garbage collector: a DataVolume of a VM's dataVolumeTemplates goes with its VM */
 		json_object *refs = at(s->j, "metadata", "ownerReferences");
-		for (size_t i = 0; ready && refs && json_object_is_type(refs, json_type_array) && i < json_object_array_length(refs); i++) {
-			json_object *r = json_object_array_get_idx(refs, i);
+		bool orphan = false;
+		for (size_t k = 0; ready && refs && json_object_is_type(refs, json_type_array) && k < json_object_array_length(refs); k++) {
+			json_object *r = json_object_array_get_idx(refs, k);
 			if (!util_str_eq(str_at(r, "kind", NULL, NULL), "VirtualMachine"))
 				continue;
 			struct source *src = apis_source_of(srv, s->ns, str_at(r, "name", NULL, NULL));
 			const struct obj *vm = src ? store_find(srv->st, src, OBJ_VM, s->ns, str_at(r, "name", NULL, NULL)) : NULL;
-			if (vm == NULL || !util_str_eq(vm->uid, str_at(r, "uid", NULL, NULL))) {
-				dv_delete(srv, s);
-				s = NULL;
-				break;
-			}
+			orphan |= vm == NULL || !util_str_eq(vm->uid, str_at(r, "uid", NULL, NULL));
 		}
-		if (s == NULL) {
-			next = st->objs; /* the list changed */
+		if (orphan) {
+			dv_delete(srv, s);
 			continue;
 		}
 		if (s->imp) {
@@ -886,6 +909,7 @@ void apis_storage_tick(struct apisrv *srv)
 		} else
 			dv_advance(srv, s);
 	}
+	free(snap);
 	if (util_wall_s() - st->scanned >= SCAN_EVERY_S) {
 		st->scanned = util_wall_s();
 		adopt_scan(srv);

@@ -4,12 +4,12 @@
 # and a VM with that DataVolume and a blank one of its dataVolumeTemplates; the VM waits (Provisioning), a kill -9
 # of the service loses nothing (the import starts again), the DataVolume reaches Succeeded with progress 100.0%, the VM starts from the claim's file; `kubectl get
 # pvc,pv,dv,sc`; a claim applied alone (a sparse file of its size), a file placed by hand adopted; a checksum
-# mismatch Fails its import; deletes remove the files (the template's DataVolume with its VM).
+# mismatch Fails its import; kvcon's get and dashboard (:pvc, :dv) on the engine; deletes remove the files (the template's DataVolume with its VM).
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/engine-lib.bash"
 
-engine_needs "the embedded libvirt driver runs guests under its own account only as root" kubectl qemu-img python3 curl
+engine_needs "the embedded libvirt driver runs guests under its own account only as root" kubectl qemu-img python3 tmux
 engine_embed_up kvdv
 export HOME=$ENGINE_T/home
 mkdir -p "$HOME"
@@ -201,6 +201,19 @@ kv --context engine get dv -o name >"$ENGINE_T/kget.out" || fail "kvcon get dv"
 kv engine get pv -o 'jsonpath={.items[*].spec.claimRef.name}' >"$ENGINE_T/kget.out" || fail "kvcon get pv"
 [[ $(tr ' ' '\n' <"$ENGINE_T/kget.out" | sort | tr '\n' ' ') == "app-root app-scratch handmade " ]] ||
     fail "kvcon get pv: $(cat "$ENGINE_T/kget.out")"
+
+step "the dashboard on the engine: :pvc and :dv list the service's claims and DataVolumes"
+T="tmux -L kvdv-$$ -f /dev/null"
+$T new-session -d -x 150 -y 30 -s d "env -u KUBECONFIG KVCON_LOG=$ENGINE_T/ui.log $KV -c '$URI'; sleep 60"
+screen() { $T capture-pane -p -t d; }
+has() { screen | grep -Eq "$1" && echo yes; }
+wait_eq 20 yes has 'default +app +Running' || { screen; $T kill-server; fail "the dashboard did not list the VM"; }
+$T send-keys -t d ":pvc" Enter
+wait_eq 10 yes has 'default +app-root +Bound +pvc-[0-9a-f-]+ +64Mi +RWO +local' ||
+    { screen; $T kill-server; fail ":pvc on the engine"; }
+$T send-keys -t d ":dv" Enter
+wait_eq 10 yes has 'default +app-root +Succeeded +100.0% +1 ' || { screen; $T kill-server; fail ":dv on the engine"; }
+$T kill-server
 
 step "a claim applied alone: a sparse file of its size; a checksum mismatch Fails its import"
 cat >"$ENGINE_T/more.yaml" <<EOF
