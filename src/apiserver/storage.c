@@ -51,6 +51,7 @@ struct sobj {
 	uint64_t rv;
 	char *body, *text;
 	struct dvimport *imp; /* a DataVolume's import under way */
+	char *failed;         /* the last provisioning failure reported (once, not at every tick) */
 	struct sobj *next;
 };
 
@@ -156,6 +157,7 @@ static void sobj_free(struct sobj *s)
 {
 	if (s->imp)
 		dvimport_cancel(s->imp);
+	free(s->failed);
 	free(s->ns);
 	free(s->name);
 	if (s->j)
@@ -329,6 +331,16 @@ static json_object *pv_json(const struct sobj *claim, const char *pv, const char
 	return o;
 }
 
+/* Reports why s has no file yet: an event when the reason is new (the tick tries again every second). */
+static void provision_failed(struct apisrv *srv, struct sobj *s, const char *file, const char *why)
+{
+	char *m = xasprintf("%s: %s", file, why);
+	if (!util_str_eq(s->failed, m))
+		event(srv, s, "Warning", "ProvisioningFailed", "persistentvolume-controller", "%s", m);
+	free(s->failed);
+	s->failed = m;
+}
+
 /* A Pending claim of class local gets its file (made here, or adopted when it is there already), its volume, and
  * is Bound; in that order, each step stored before the next. */
 static void provision(struct apisrv *srv, struct sobj *s)
@@ -351,16 +363,14 @@ static void provision(struct apisrv *srv, struct sobj *s)
 		close(fd);
 		fsync_dir(dir);
 		if (rc < 0) {
-			event(srv, s, "Warning", "ProvisioningFailed", "persistentvolume-controller", "%s: %s", file,
-			      strerror(errno));
+			provision_failed(srv, s, file, strerror(errno));
 			unlink(file);
 			goto out;
 		}
 	} else {
 		struct stat sb;
 		if (errno != EEXIST || lstat(file, &sb) < 0 || !S_ISREG(sb.st_mode)) {
-			event(srv, s, "Warning", "ProvisioningFailed", "persistentvolume-controller", "%s: %s", file,
-			      errno == EEXIST ? "not a regular file" : strerror(errno));
+			provision_failed(srv, s, file, errno == EEXIST ? "not a regular file" : strerror(errno));
 			goto out;
 		}
 		adopted = true; /* there already: a file placed by hand, or ours before a restart */

@@ -4,7 +4,7 @@
 # and a VM with that DataVolume and a blank one of its dataVolumeTemplates; the VM waits (Provisioning), a kill -9
 # of the service loses nothing (the import starts again), the DataVolume reaches Succeeded with progress 100.0%, the VM starts from the claim's file; `kubectl get
 # pvc,pv,dv,sc`; a claim applied alone (a sparse file of its size), a file placed by hand adopted; a checksum
-# mismatch Fails its import; xz and gz images; kvcon's get and dashboard (:pvc, :dv) on the engine; deletes remove the files (the template's DataVolume with its VM).
+# mismatch Fails its import, so does a qcow2 with a backing file; xz and gz images; kvcon's get and dashboard (:pvc, :dv) on the engine; deletes remove the files (the template's DataVolume with its VM).
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/engine-lib.bash"
@@ -29,6 +29,8 @@ qemu-img convert -q -f raw -O qcow2 "$ENGINE_T/disk.raw" "$ENGINE_T/www/disk.qco
 SUM=$(sha256sum "$ENGINE_T/www/disk.qcow2" | cut -d' ' -f1)
 xz -c "$ENGINE_T/disk.raw" >"$ENGINE_T/www/disk.img.xz"
 gzip -c "$ENGINE_T/www/disk.qcow2" >"$ENGINE_T/www/disk.qcow2.gz"
+# a qcow2 naming a host file as its backing file: qemu-img would read that file into the claim
+qemu-img create -q -f qcow2 -F raw -b /etc/hostname "$ENGINE_T/www/backed.qcow2" 8M
 cat >"$ENGINE_T/web.py" <<'EOF'
 import http.server, os, sys, time
 d, gate = sys.argv[1], sys.argv[2]
@@ -258,6 +260,19 @@ spec:
 apiVersion: cdi.kubevirt.io/v1beta1
 kind: DataVolume
 metadata:
+  name: backed
+spec:
+  source:
+    http:
+      url: http://127.0.0.1:$WPORT/backed.qcow2
+  storage:
+    resources:
+      requests:
+        storage: 8Mi
+---
+apiVersion: cdi.kubevirt.io/v1beta1
+kind: DataVolume
+metadata:
   name: badsum
 spec:
   source:
@@ -273,7 +288,7 @@ k apply -f "$ENGINE_T/more.yaml" >/dev/null
 wait_eq 10 Bound k get pvc data1 -o 'jsonpath={.status.phase}' || fail "data1"
 [[ $(stat -c %s "$VOLS/default/data1.img") == 1073741824 && $(stat -c %b "$VOLS/default/data1.img") -lt 64 ]] ||
     fail "data1's file: $(stat -c '%s %b' "$VOLS/default/data1.img")"
-[[ $(k apply -f "$ENGINE_T/more.yaml") == $'persistentvolumeclaim/data1 unchanged\ndatavolume.cdi.kubevirt.io/fromxz unchanged\ndatavolume.cdi.kubevirt.io/fromgz unchanged\ndatavolume.cdi.kubevirt.io/badsum unchanged' ]] ||
+[[ $(k apply -f "$ENGINE_T/more.yaml") == $'persistentvolumeclaim/data1 unchanged\ndatavolume.cdi.kubevirt.io/fromxz unchanged\ndatavolume.cdi.kubevirt.io/fromgz unchanged\ndatavolume.cdi.kubevirt.io/backed unchanged\ndatavolume.cdi.kubevirt.io/badsum unchanged' ]] ||
     fail "second apply"
 for dv in fromxz fromgz; do
     wait_eq 20 Succeeded k get dv $dv -o 'jsonpath={.status.phase}' || fail "$dv: $(k get dv $dv -o yaml)"
@@ -283,6 +298,9 @@ done
 wait_eq 20 Failed k get dv badsum -o 'jsonpath={.status.phase}' || fail "badsum: $(k get dv badsum -o yaml)"
 k get dv badsum -o 'jsonpath={.status.conditions[?(@.type=="Running")].message}' | grep -q "checksum mismatch" ||
     fail "badsum's message"
+wait_eq 20 Failed k get dv backed -o 'jsonpath={.status.phase}' || fail "backed: $(k get dv backed -o yaml)"
+k get dv backed -o 'jsonpath={.status.conditions[?(@.type=="Running")].message}' | grep -q "names a backing file" ||
+    fail "backed's message"
 out=$(k apply -f - 2>&1 <<EOF || true
 apiVersion: v1
 kind: PersistentVolumeClaim
@@ -301,7 +319,7 @@ k delete pvc data1 >/dev/null
 [[ ! -e $VOLS/default/data1.img ]] || fail "data1.img left"
 k delete vm app --wait=true --timeout=60s >/dev/null
 wait_eq 20 gone bash -c "[[ -e '$VOLS/default/app-scratch.img' ]] || echo gone" || fail "the template's claim file left"
-k delete dv app-root badsum fromxz fromgz >/dev/null
+k delete dv app-root badsum fromxz fromgz backed >/dev/null
 [[ ! -e $VOLS/default/app-root.img ]] || fail "app-root.img left"
 [[ -z $(k get pvc,dv --no-headers 2>/dev/null | grep -v handmade) ]] || fail "objects left: $(k get pvc,pv,dv)"
 [[ $(k get pv --no-headers | wc -l) == 1 ]] || fail "volumes left: $(k get pv)"
