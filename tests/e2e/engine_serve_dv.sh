@@ -317,7 +317,7 @@ EOF
 step "deletes: the claim's file goes with it; the VM's template DataVolume goes with the VM"
 k delete pvc data1 >/dev/null
 [[ ! -e $VOLS/default/data1.img ]] || fail "data1.img left"
-k delete vm app --wait=true --timeout=60s >/dev/null
+k delete vm app --grace-period=1 --wait=true --timeout=60s >/dev/null
 wait_eq 20 gone bash -c "[[ -e '$VOLS/default/app-scratch.img' ]] || echo gone" || fail "the template's claim file left"
 k delete dv app-root badsum fromxz fromgz backed >/dev/null
 [[ ! -e $VOLS/default/app-root.img ]] || fail "app-root.img left"
