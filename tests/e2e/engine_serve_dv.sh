@@ -4,7 +4,8 @@
 # and a VM with that DataVolume and a blank one of its dataVolumeTemplates; the VM waits (Provisioning), a kill -9
 # of the service loses nothing (the import starts again), the DataVolume reaches Succeeded with progress 100.0%, the VM starts from the claim's file; `kubectl get
 # pvc,pv,dv,sc`; a claim applied alone (a sparse file of its size), a file placed by hand adopted; a checksum
-# mismatch Fails its import, so does a qcow2 with a backing file; xz and gz images; kvcon's get and dashboard (:pvc, :dv) on the engine; deletes remove the files (the template's DataVolume with its VM).
+# mismatch Fails its import, so does a qcow2 with a backing file; a claim of another class Pending, its VM
+# WaitingForVolumeBinding; xz and gz images; kvcon's get and dashboard (:pvc, :dv) on the engine; deletes remove the files (the template's DataVolume with its VM).
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/engine-lib.bash"
@@ -301,6 +302,34 @@ k get dv badsum -o 'jsonpath={.status.conditions[?(@.type=="Running")].message}'
 wait_eq 20 Failed k get dv backed -o 'jsonpath={.status.phase}' || fail "backed: $(k get dv backed -o yaml)"
 k get dv backed -o 'jsonpath={.status.conditions[?(@.type=="Running")].message}' | grep -q "names a backing file" ||
     fail "backed's message"
+[[ $(kv engine apply -f "$ENGINE_T/more.yaml") == $'persistentvolumeclaim/data1 unchanged\ndatavolume.cdi.kubevirt.io/fromxz unchanged\ndatavolume.cdi.kubevirt.io/fromgz unchanged\ndatavolume.cdi.kubevirt.io/backed unchanged\ndatavolume.cdi.kubevirt.io/badsum unchanged' ]] ||
+    fail "kvcon engine apply of the same file"
+
+step "a claim of a class the engine lacks stays Pending: its VM waits (WaitingForVolumeBinding)"
+{ cat <<EOF
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata:
+  name: slow
+spec:
+  storageClassName: slow-nfs
+  resources:
+    requests:
+      storage: 8Mi
+---
+EOF
+  engine_manifest "$ENGINE_T/waiter.yaml" waiter Always 128Mi >/dev/null
+  cat "$ENGINE_T/waiter.yaml"
+  printf '      volumes:\n      - name: data\n        persistentVolumeClaim:\n          claimName: slow\n'
+} >"$ENGINE_T/slow.yaml"
+k apply -f "$ENGINE_T/slow.yaml" >/dev/null
+wait_eq 10 WaitingForVolumeBinding k get vm waiter -o 'jsonpath={.status.printableStatus}' ||
+    fail "waiter: $(k get vm waiter -o yaml)"
+[[ $(k get pvc slow -o 'jsonpath={.status.phase}') == Pending ]] || fail "slow is not Pending"
+k get events --field-selector involvedObject.name=slow -o 'jsonpath={.items[*].message}' |
+    grep -q 'storageclass.storage.k8s.io "slow-nfs" not found' || fail "slow's ProvisioningFailed event"
+k delete -f "$ENGINE_T/slow.yaml" --wait=true --timeout=30s >/dev/null
+
 out=$(k apply -f - 2>&1 <<EOF || true
 apiVersion: v1
 kind: PersistentVolumeClaim
