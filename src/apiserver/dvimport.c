@@ -411,10 +411,12 @@ double dvimport_progress(struct dvimport *im)
 	return p;
 }
 
-void dvimport_cancel(struct dvimport *im)
+void *dvimport_cancel(struct dvimport *im)
 {
 	pthread_mutex_lock(&im->mu);
 	im->cancelled = true;
+	void *arg = im->arg;
 	pthread_mutex_unlock(&im->mu);
 	unref(im);
+	return arg;
 }

@@ -17,8 +17,9 @@ struct dvimport *dvimport_start(const char *url, const char *checksum, const cha
 				uint64_t max_bytes, long timeout_s, dvimport_done_fn done, void *arg);
 /* How far the download is, 0..100 (-1: its size unknown yet). */
 double dvimport_progress(struct dvimport *im);
-/* Stops it: done is not called; the thread cleans up and frees it. */
-void dvimport_cancel(struct dvimport *im);
+/* Stops it: done is not called (its arg is returned, for the caller to free); the thread cleans up and frees
+ * the rest. */
+void *dvimport_cancel(struct dvimport *im);
 /* Whether s is a checksum this importer checks ("sha256:<64 hex>", ...). */
 bool dvimport_checksum_ok(const char *s);
 

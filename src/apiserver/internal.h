@@ -304,6 +304,7 @@ void apis_storage_load(struct apisrv *srv);
 void apis_storage_free(struct apisrv *srv);
 void apis_storage_tick(struct apisrv *srv);
 char *apis_storage_busy(struct apisrv *srv);
+bool apis_storage_in_ns(struct apisrv *srv, const char *ns);
 const char *apis_storage_text_at(struct apisrv *srv, enum res r, size_t i, const char **ns, const char **name);
 void apis_storage_cells(enum res r, json_object *o, json_object *cells);
 enum MHD_Result apis_storage_write(struct apisrv *srv, struct MHD_Connection *c, struct reqctx *rq, enum res r,

@@ -66,6 +66,22 @@ struct storage {
 	unsigned events;
 };
 
+/* Which DataVolume an import is for: by name and uid, as it may be deleted (and made again) meanwhile. */
+struct dv_ticket {
+	struct apisrv *srv;
+	char *ns, *name, uid[37];
+};
+
+static void ticket_free(void *arg)
+{
+	struct dv_ticket *t = arg;
+	if (t == NULL)
+		return;
+	free(t->ns);
+	free(t->name);
+	free(t);
+}
+
 static struct storage *ST(struct apisrv *srv)
 {
 	return srv->stor;
@@ -156,7 +172,7 @@ static void save(struct apisrv *srv, struct sobj *s)
 static void sobj_free(struct sobj *s)
 {
 	if (s->imp)
-		dvimport_cancel(s->imp);
+		ticket_free(dvimport_cancel(s->imp));
 	free(s->failed);
 	free(s->ns);
 	free(s->name);
@@ -179,9 +195,31 @@ static struct sobj *add(struct apisrv *srv, enum res r, const char *ns, const ch
 	return s;
 }
 
-/* Removes s: its record, then a DELETED event. */
+/* Removes s's events from the store (they would keep its namespace listed, as the API server's namespace
+ * deletion takes them too). */
+static void drop_events(struct apisrv *srv, const struct sobj *s)
+{
+	const char *uid = str_at(s->j, "metadata", "uid", NULL);
+	if (uid == NULL)
+		return;
+	size_t n;
+	struct obj *const *evs = store_objs(srv->st, srv->srcs[0], OBJ_EVENT, &n);
+	char (*gone)[UID_LEN] = xcalloc(n + 1, sizeof *gone);
+	size_t ng = 0;
+	for (size_t i = 0; i < n; i++) {
+		const struct event *e = (const struct event *)evs[i];
+		if (strcmp(e->inv_uid, uid) == 0 && util_str_eq(e->inv_kind, RES[s->r].kind))
+			memcpy(gone[ng++], evs[i]->uid, UID_LEN);
+	}
+	for (size_t i = 0; i < ng; i++)
+		store_remove(srv->st, srv->srcs[0], OBJ_EVENT, gone[i]);
+	free(gone);
+}
+
+/* Removes s: its record, its events, then a DELETED event. */
 static void drop(struct apisrv *srv, struct sobj *s)
 {
+	drop_events(srv, s);
 	char *path = record_path(srv, s);
 	if (unlink(path) < 0 && errno != ENOENT)
 		log_warn("engine serve: cannot remove %s: %s", path, strerror(errno));
@@ -566,10 +604,6 @@ static bool owns(const struct sobj *d, const struct sobj *pvc)
 	return false;
 }
 
-struct dv_ticket {
-	struct apisrv *srv;
-	char *ns, *name, uid[37];
-};
 
 static void import_done(void *arg, const char *err)
 {
@@ -588,9 +622,7 @@ static void import_done(void *arg, const char *err)
 			      "Successfully imported into PVC %s", d->name);
 		}
 	}
-	free(t->ns);
-	free(t->name);
-	free(t);
+	ticket_free(t);
 }
 
 /* Moves a DataVolume on: its claim made and Bound, then its source into it. */
@@ -667,7 +699,7 @@ static void dv_advance(struct apisrv *srv, struct sobj *d)
 static void dv_delete(struct apisrv *srv, struct sobj *d)
 {
 	if (d->imp) {
-		dvimport_cancel(d->imp);
+		ticket_free(dvimport_cancel(d->imp));
 		d->imp = NULL;
 	}
 	struct sobj *pvc = find(srv, R_PVC, d->ns, d->name);
@@ -932,6 +964,15 @@ char *apis_storage_busy(struct apisrv *srv)
 		if (s->imp)
 			return xasprintf("DataVolume %s/%s: importing", s->ns, s->name);
 	return NULL;
+}
+
+/* Namespace ns holds a claim or a DataVolume (it may not be deleted, as it holds VMs). */
+bool apis_storage_in_ns(struct apisrv *srv, const char *ns)
+{
+	for (struct sobj *s = ST(srv)->objs; s; s = s->next)
+		if ((s->r == R_PVC || s->r == R_DV) && strcmp(s->ns, ns) == 0)
+			return true;
+	return false;
 }
 
 const char *apis_storage_text_at(struct apisrv *srv, enum res r, size_t i, const char **ns, const char **name)

@@ -343,6 +343,26 @@ EOF
 )
 [[ $out == *'PersistentVolumeClaim "huge" is invalid: spec.resources.requests.storage: Invalid value: "2Ti"'*"engine.volume-max"* ]] || fail "a claim over engine.volume-max: $out"
 
+step "a claim in another namespace: its file in that namespace's directory; the namespace is kept while it holds it"
+k create namespace team >/dev/null
+k -n team create -f - >/dev/null <<EOF
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata:
+  name: shared
+spec:
+  resources:
+    requests:
+      storage: 2Mi
+EOF
+wait_eq 10 Bound k -n team get pvc shared -o 'jsonpath={.status.phase}' || fail "team/shared"
+[[ $(stat -c %s "$VOLS/team/shared.img") == 2097152 ]] || fail "team/shared's file"
+out=$(k delete namespace team 2>&1 || true)
+[[ $out == *"still holds persistent volume claims"* ]] || fail "delete of a namespace with a claim: $out"
+k -n team delete pvc shared >/dev/null
+k delete namespace team --timeout=20s >/dev/null || fail "delete of the namespace, its claim gone"
+[[ ! -e $VOLS/team/shared.img ]] || fail "team/shared.img left"
+
 step "deletes: the claim's file goes with it; the VM's template DataVolume goes with the VM"
 k delete pvc data1 >/dev/null
 [[ ! -e $VOLS/default/data1.img ]] || fail "data1.img left"
