@@ -167,10 +167,10 @@ static int download(struct dvimport *im)
 	im->fd = -1;
 	if (rc == CURLE_OK && code != 200)
 		im->err = xasprintf("Unable to connect to http data source: expected status code 200, got %ld", code);
-	else if (rc == CURLE_WRITE_ERROR && im->got + CURL_MAX_WRITE_SIZE > im->max)
-		im->err = xasprintf("the image is larger than %llu bytes (the claim's size and a tenth, at most engine.volume-max)", (unsigned long long)im->max);
-	else if (rc == CURLE_FILESIZE_EXCEEDED)
-		im->err = xasprintf("the image is larger than %llu bytes (the claim's size and a tenth, at most engine.volume-max)", (unsigned long long)im->max);
+	else if (rc == CURLE_FILESIZE_EXCEEDED || (rc == CURLE_WRITE_ERROR && im->got + CURL_MAX_WRITE_SIZE > im->max))
+		im->err = xasprintf("the image is larger than %llu bytes (the claim's size and a tenth, at most "
+				    "engine.volume-max)",
+				    (unsigned long long)im->max);
 	else if (rc != CURLE_OK)
 		im->err = xasprintf("Unable to connect to http data source: %s", cerr[0] ? cerr : curl_easy_strerror(rc));
 	if (im->err == NULL && im->md) {
@@ -230,7 +230,8 @@ static int decompress(struct dvimport *im)
 		}
 		total += (uint64_t)n;
 		if (total > im->max || cancelled(im)) {
-			im->err = xasprintf("the decompressed image is larger than %llu bytes (the claim's size and a tenth, at most engine.volume-max)",
+			im->err = xasprintf("the decompressed image is larger than %llu bytes (the claim's size and a "
+					    "tenth, at most engine.volume-max)",
 					    (unsigned long long)im->max);
 			goto out;
 		}
