@@ -27,6 +27,7 @@
 #include "core/xmalloc.h"
 #include "engine/engine.h"
 #include "engine/oci.h"
+#include "engine/volumes.h"
 #include "model/source.h"
 #include "model/store.h"
 #include "service/service.h"
@@ -300,6 +301,7 @@ static int serve(int argc, char **argv)
 		engine_set_owner(label);
 		free(label);
 	}
+	engine_volume_gate_hold(); /* starts of VMs with claims wait for the service's storage (apiserver/storage.c) */
 	struct store *st = store_new();
 	struct apisrv_config c = { .socket = spath, .https_port = S.port, .kubeconfig = S.kubeconfig,
 				   .idle_exit = S.idle, .st = st };

@@ -65,6 +65,7 @@ static void on_tick(void *arg)
 	apis_kv_refresh(srv); /* hosts come and go, records turn unreadable: the KubeVirt CR's status follows within 1 s */
 	apis_vmims_settle_loaded(srv);
 	apis_vmirs_sync(srv);
+	apis_storage_tick(srv);
 	uint64_t now = util_now_ms();
 	for (struct watcher *w = srv->watchers; w; w = w->next)
 		if ((w->bookmarks && now >= w->next_bookmark_ms) || (w->deadline_ms && now >= w->deadline_ms))
@@ -103,12 +104,12 @@ static enum MHD_Result route(struct apisrv *srv, struct MHD_Connection *c, struc
 	for (char *s, *p = strtok_r(path, "/", &s); p && n < 12; p = strtok_r(NULL, "/", &s))
 		seg[n++] = p;
 	int i;
-	bool sub_group = false, core;
+	bool sub_group = false;
+	const char *group = NULL, *version = "v1";
 	if (n >= 3 && strcmp(seg[0], "api") == 0 && strcmp(seg[1], "v1") == 0)
-		i = 2, core = true;
-	else if (n >= 4 && strcmp(seg[0], "apis") == 0 && strcmp(seg[2], "v1") == 0 &&
-		 (strcmp(seg[1], "kubevirt.io") == 0 || (sub_group = strcmp(seg[1], "subresources.kubevirt.io") == 0)))
-		i = 3, core = false;
+		i = 2;
+	else if (n >= 4 && strcmp(seg[0], "apis") == 0)
+		i = 3, group = seg[1], version = seg[2], sub_group = strcmp(group, "subresources.kubevirt.io") == 0;
 	else
 		return apis_send_status(c, 404, "NotFound", R_COUNT, NULL, "the server could not find the requested resource");
 	const char *ns = NULL, *plural, *name = NULL, *sub = NULL;
@@ -124,10 +125,7 @@ static enum MHD_Result route(struct apisrv *srv, struct MHD_Connection *c, struc
 	int pf_at = sub_group && sub && strcmp(sub, "portforward") == 0 ? i : -1; /* PORT[/PROTOCOL] follow */
 	if (i < n && pf_at < 0)
 		return apis_send_status(c, 404, "NotFound", R_COUNT, NULL, "the server could not find the requested resource");
-	enum res r;
-	for (r = 0; r < R_COUNT; r++)
-		if (strcmp(RES[r].plural, plural) == 0 && (*RES[r].group == 0) == core)
-			break;
+	enum res r = apis_res_find(sub_group ? "kubevirt.io" : group, version, plural);
 	if (r == R_COUNT)
 		return apis_send_status(c, 404, "NotFound", R_COUNT, NULL, "the server could not find the requested resource");
 	if ((ns && !manifest_dns_label(ns)) || (name && !apis_valid_name(name)))
@@ -185,6 +183,8 @@ static enum MHD_Result route(struct apisrv *srv, struct MHD_Connection *c, struc
 		return apis_send_status(c, 405, "MethodNotAllowed", R_KV, name,
 				   "the KubeVirt object %s/%s is the engine service's own (kvcon engine serve): it cannot "
 				   "be created, changed or deleted through the API", KV_NS, KV_NAME);
+	if (r == R_PVC || r == R_PV || r == R_SC || r == R_DV) /* storage.c */
+		return apis_storage_write(srv, c, rq, r, method, ns, name);
 	if (strcmp(method, "POST") == 0 && r == R_VM && ns && name == NULL)
 		return apis_create_vm(srv, c, rq, ns);
 	if (strcmp(method, "POST") == 0 && r == R_NS && name == NULL)
@@ -338,7 +338,9 @@ static void idle_check(struct apisrv *srv, uint64_t now)
 	unsigned nc = mhd_connections(srv), waiting = apigate_unauthed(); /* a connection without the token is no client */
 	nc = nc > waiting ? nc - waiting : 0;
 	char *why = srv->watchers || srv->wsconns || apipf_active() || nc ? xasprintf("%u client connection(s)", nc)
-								    : engine_needs_reconciler();
+								    : apis_storage_busy(srv);
+	if (why == NULL)
+		why = engine_needs_reconciler();
 	if (why) {
 		if (srv->busy_why == NULL || strcmp(why, srv->busy_why) != 0)
 			log_info("engine serve: staying: %s", why);
@@ -488,6 +490,7 @@ static void state_free(struct apisrv *srv)
 		srv->vmims = m->next;
 		apis_vmim_free(m);
 	}
+	apis_storage_free(srv);
 	const char *k;
 	void *v;
 	for (size_t it = 0; hmap_next(&srv->cache, &it, &k, &v);) {
@@ -585,6 +588,7 @@ int apisrv_serve(const struct apisrv_config *c, char **errp)
 	apis_vmims_load(srv);
 	apis_vmims_update(srv);
 	apis_vmirs_load(srv);
+	apis_storage_load(srv);
 	int lid = store_listen(srv->st, apis_on_store, srv);
 	apis_kv_refresh(srv);
 	/* HTTPS: --https PORT, else engine.api-port in the config file or $KVCON_ENGINE_API_PORT ("off": none), else

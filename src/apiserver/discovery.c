@@ -63,7 +63,21 @@ static const struct {
 	/* the engine's own KubeVirt CR (kv_json): read-only, writes are 405 */
 	[R_KV] = { KIND_KV, "get,list,watch" },
 	[R_VMIRS] = { KIND_VMIRS, "create,delete,get,list,patch,update,watch" },
+	/* storage (storage.c): local volumes under the engine's volume directory, CDI's DataVolumes */
+	[R_PVC] = { KIND_PVC, "create,delete,get,list,patch,update,watch" },
+	[R_PV] = { KIND_PV, "delete,get,list,watch" },
+	[R_SC] = { KIND_SC, "get,list,watch" },
+	[R_DV] = { KIND_DV, "create,delete,get,list,patch,update,watch" },
 };
+
+/* The API groups served besides the core one, with their one version each. */
+static const char *const GROUPS[][2] = {
+	{ "kubevirt.io", "v1" },
+	{ "subresources.kubevirt.io", "v1" },
+	{ "storage.k8s.io", "v1" },
+	{ "cdi.kubevirt.io", "v1beta1" },
+};
+#define NGROUPS (sizeof GROUPS / sizeof GROUPS[0])
 
 const struct resdef *apis_res_table(void)
 {
@@ -72,14 +86,28 @@ const struct resdef *apis_res_table(void)
 		for (int r = 0; r < R_COUNT; r++) {
 			const struct kind_def *k = registry_kind(RES_ROWS[r].kind);
 			t[r] = (struct resdef){ k->plural, k->singular, k->kind, k->group, k->shorts[0], k->shorts[1],
-						k->namespaced, k->obj, RES_ROWS[r].verbs, RES_ROWS[r].kind };
+						k->version, k->namespaced, k->obj, RES_ROWS[r].verbs, RES_ROWS[r].kind };
 		}
 	return t;
 }
 
 const char *apis_api_version(enum res r)
 {
-	return *RES[r].group ? "kubevirt.io/v1" : "v1";
+	static char gv[R_COUNT][64];
+	if (*RES[r].group == 0)
+		return "v1";
+	if (gv[r][0] == 0)
+		snprintf(gv[r], sizeof gv[r], "%s/%s", RES[r].group, RES[r].version);
+	return gv[r];
+}
+
+enum res apis_res_find(const char *g, const char *v, const char *plural)
+{
+	for (int r = 0; r < R_COUNT; r++)
+		if (strcmp(RES[r].plural, plural) == 0 && strcmp(RES[r].group, g ? g : "") == 0 &&
+		    strcmp(RES[r].version, v) == 0)
+			return (enum res)r;
+	return R_COUNT;
 }
 
 enum res apis_res_of_kind(enum obj_kind k)
@@ -106,7 +134,7 @@ static json_object *resource_list(const char *gv)
 	json_object_object_add(l, "groupVersion", apis_jstr(gv));
 	bool kv = strcmp(gv, "kubevirt.io/v1") == 0, sub = strcmp(gv, "subresources.kubevirt.io/v1") == 0;
 	for (int r = 0; r < R_COUNT && !sub; r++) {
-		if ((*RES[r].group != 0) != kv)
+		if (strcmp(apis_api_version((enum res)r), gv) != 0)
 			continue;
 		json_object *e = json_object_new_object(), *verbs = json_object_new_array(), *sn = json_object_new_array();
 		json_object_object_add(e, "name", apis_jstr(RES[r].plural));
@@ -118,11 +146,12 @@ static json_object *resource_list(const char *gv)
 			json_object_array_add(verbs, apis_jstr(p));
 		free(v);
 		json_object_object_add(e, "verbs", verbs);
-		json_object_array_add(sn, apis_jstr(RES[r].short1));
-		if (RES[r].short2)
+		if (RES[r].short1)
+			json_object_array_add(sn, apis_jstr(RES[r].short1));
+		if (RES[r].short1 && RES[r].short2)
 			json_object_array_add(sn, apis_jstr(RES[r].short2));
 		json_object_object_add(e, "shortNames", sn);
-		if (kv) {
+		if (kv || r == R_DV) {
 			json_object *cat = json_object_new_array();
 			json_object_array_add(cat, apis_jstr("all"));
 			json_object_object_add(e, "categories", cat);
@@ -194,15 +223,15 @@ static json_object *resource_list(const char *gv)
 	return l;
 }
 
-static json_object *group_json(const char *g)
+static json_object *group_json(const char *g, const char *ver)
 {
 	json_object *o = json_object_new_object(), *vs = json_object_new_array(), *v = json_object_new_object();
-	char *gv = xasprintf("%s/v1", g);
+	char *gv = xasprintf("%s/%s", g, ver);
 	json_object_object_add(o, "kind", apis_jstr("APIGroup"));
 	json_object_object_add(o, "apiVersion", apis_jstr("v1"));
 	json_object_object_add(o, "name", apis_jstr(g));
 	json_object_object_add(v, "groupVersion", apis_jstr(gv));
-	json_object_object_add(v, "version", apis_jstr("v1"));
+	json_object_object_add(v, "version", apis_jstr(ver));
 	json_object_array_add(vs, json_object_get(v));
 	json_object_object_add(o, "versions", vs);
 	json_object_object_add(o, "preferredVersion", v);
@@ -212,8 +241,9 @@ static json_object *group_json(const char *g)
 
 /* Just enough OpenAPI v3 for kubectl apply/create: write operations declare fieldValidation (kubectl then
  * leaves validation to the server, which runs the engine's validators) and each kind keeps unknown fields. */
-static json_object *openapi_doc(bool kv)
+static json_object *openapi_doc(const char *gv)
 {
+	bool kv = strcmp(gv, "v1") != 0;
 	json_object *doc = json_object_new_object(), *paths = json_object_new_object(), *schemas = json_object_new_object();
 	json_object_object_add(doc, "openapi", apis_jstr("3.0.0"));
 	json_object *info = json_object_new_object();
@@ -221,16 +251,22 @@ static json_object *openapi_doc(bool kv)
 	json_object_object_add(info, "version", apis_jstr(KV_VERSION));
 	json_object_object_add(doc, "info", info);
 	for (int r = 0; r < R_COUNT; r++) {
-		if ((*RES[r].group != 0) != kv)
+		if (strcmp(apis_api_version((enum res)r), gv) != 0)
 			continue;
-		char *sname = xasprintf("%s%s", kv ? "io.kubevirt.v1." : "io.k8s.api.core.v1.", RES[r].kind);
+		/* io.k8s.api.core.v1.Pod, io.kubevirt.v1.VirtualMachine, io.k8s.api.storage.v1.StorageClass */
+		char *sname = !kv ? xasprintf("io.k8s.api.core.v1.%s", RES[r].kind)
+			      : strcmp(RES[r].group, "kubevirt.io") == 0 ? xasprintf("io.kubevirt.v1.%s", RES[r].kind)
+			      : strcmp(RES[r].group, "storage.k8s.io") == 0
+				      ? xasprintf("io.k8s.api.storage.%s.%s", RES[r].version, RES[r].kind)
+				      : xasprintf("io.kubevirt.cdi.%s.%s", RES[r].version, RES[r].kind);
 		char *ref = xasprintf("#/components/schemas/%s", sname);
 		json_object *gvk = json_object_new_object();
 		json_object_object_add(gvk, "group", apis_jstr(RES[r].group));
-		json_object_object_add(gvk, "version", apis_jstr("v1"));
+		json_object_object_add(gvk, "version", apis_jstr(RES[r].version));
 		json_object_object_add(gvk, "kind", apis_jstr(RES[r].kind));
-		const char *base = kv ? "/apis/kubevirt.io/v1" : "/api/v1";
+		char *base = kv ? xasprintf("/apis/%s", gv) : xstrdup("/api/v1");
 		char *coll = xasprintf("%s%s%s", base, RES[r].namespaced ? "/namespaces/{namespace}/" : "/", RES[r].plural);
+		free(base);
 		char *one = xasprintf("%s/{name}", coll);
 		const char *ops[][2] = { { "post", NULL }, { "put", "one" }, { "patch", "one" } };
 		json_object *pc = json_object_new_object(), *po = json_object_new_object();
@@ -306,24 +342,24 @@ enum MHD_Result apis_discovery(struct apisrv *srv, struct MHD_Connection *c, con
 		json_object *o = json_object_new_object(), *g = json_object_new_array();
 		json_object_object_add(o, "kind", apis_jstr("APIGroupList"));
 		json_object_object_add(o, "apiVersion", apis_jstr("v1"));
-		json_object *kv = group_json("kubevirt.io"), *sub = group_json("subresources.kubevirt.io");
-		json_object_object_del(kv, "kind");
-		json_object_object_del(kv, "apiVersion");
-		json_object_object_del(sub, "kind");
-		json_object_object_del(sub, "apiVersion");
-		json_object_array_add(g, kv);
-		json_object_array_add(g, sub);
+		for (size_t i = 0; i < NGROUPS; i++) {
+			json_object *e = group_json(GROUPS[i][0], GROUPS[i][1]);
+			json_object_object_del(e, "kind");
+			json_object_object_del(e, "apiVersion");
+			json_object_array_add(g, e);
+		}
 		json_object_object_add(o, "groups", g);
 		return apis_send_json(c, 200, o);
 	}
-	if (strcmp(p, "/apis/kubevirt.io") == 0)
-		return apis_send_json(c, 200, group_json("kubevirt.io"));
-	if (strcmp(p, "/apis/subresources.kubevirt.io") == 0)
-		return apis_send_json(c, 200, group_json("subresources.kubevirt.io"));
-	if (strcmp(p, "/apis/kubevirt.io/v1") == 0)
-		return apis_send_json(c, 200, resource_list("kubevirt.io/v1"));
-	if (strcmp(p, "/apis/subresources.kubevirt.io/v1") == 0)
-		return apis_send_json(c, 200, resource_list("subresources.kubevirt.io/v1"));
+	for (size_t i = 0; i < NGROUPS; i++) {
+		char gp[96], vp[96];
+		snprintf(gp, sizeof gp, "/apis/%s", GROUPS[i][0]);
+		snprintf(vp, sizeof vp, "/apis/%s/%s", GROUPS[i][0], GROUPS[i][1]);
+		if (strcmp(p, gp) == 0)
+			return apis_send_json(c, 200, group_json(GROUPS[i][0], GROUPS[i][1]));
+		if (strcmp(p, vp) == 0)
+			return apis_send_json(c, 200, resource_list(vp + 6));
+	}
 	if (strcmp(p, "/apis/subresources.kubevirt.io/v1/version") == 0) {
 		json_object *v = json_object_new_object();
 		json_object_object_add(v, "gitVersion", apis_jstr(KV_VERSION));
@@ -332,21 +368,31 @@ enum MHD_Result apis_discovery(struct apisrv *srv, struct MHD_Connection *c, con
 	}
 	if (strcmp(p, "/openapi/v3") == 0) {
 		json_object *o = json_object_new_object(), *ps = json_object_new_object();
-		const char *keys[] = { "api/v1", "apis/kubevirt.io/v1" };
-		for (int i = 0; i < 2; i++) {
+		for (size_t i = 0; i <= NGROUPS; i++) {
+			if (i < NGROUPS && strcmp(GROUPS[i][0], "subresources.kubevirt.io") == 0)
+				continue;
+			char key[96];
+			if (i == NGROUPS)
+				snprintf(key, sizeof key, "api/v1");
+			else
+				snprintf(key, sizeof key, "apis/%s/%s", GROUPS[i][0], GROUPS[i][1]);
 			json_object *e = json_object_new_object();
-			char *u = xasprintf("/openapi/v3/%s?hash=%llu", keys[i], (unsigned long long)srv->started);
+			char *u = xasprintf("/openapi/v3/%s?hash=%llu", key, (unsigned long long)srv->started);
 			json_object_object_add(e, "serverRelativeURL", apis_jstr(u));
 			free(u);
-			json_object_object_add(ps, keys[i], e);
+			json_object_object_add(ps, key, e);
 		}
 		json_object_object_add(o, "paths", ps);
 		return apis_send_json(c, 200, o);
 	}
 	if (strcmp(p, "/openapi/v3/api/v1") == 0)
-		return apis_send_json(c, 200, openapi_doc(false));
-	if (strcmp(p, "/openapi/v3/apis/kubevirt.io/v1") == 0)
-		return apis_send_json(c, 200, openapi_doc(true));
+		return apis_send_json(c, 200, openapi_doc("v1"));
+	for (size_t i = 0; i < NGROUPS; i++) {
+		char k[96];
+		snprintf(k, sizeof k, "/openapi/v3/apis/%s/%s", GROUPS[i][0], GROUPS[i][1]);
+		if (strcmp(p, k) == 0 && strcmp(GROUPS[i][0], "subresources.kubevirt.io") != 0)
+			return apis_send_json(c, 200, openapi_doc(k + 17));
+	}
 	*handled = false;
 	return MHD_NO;
 }

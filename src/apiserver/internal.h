@@ -12,6 +12,7 @@
  *   vmim.c       VirtualMachineInstanceMigration: the migration controller and its objects on disk
  *   vmirs.c      VirtualMachineInstanceReplicaSet: the replica set controller, its members, the scale subresource
  *   nsx.c        namespaces: those in use and those created through the API (kept on disk)
+ *   storage.c    PersistentVolumeClaims, PersistentVolumes, the class `local`, CDI DataVolumes (dvimport.c: imports)
  *   wsbridge.c   the serial console and VNC as KubeVirt's WebSocket subresources
  *   subres.c     pods/NAME/log and kvcon's own read-only subresources (domain XML, storage) */
 #ifndef KVCON_APISERVER_INTERNAL_H
@@ -43,12 +44,13 @@ struct wsconn;
 
 /* ---- resources ---- */
 
-enum res { R_VM, R_VMI, R_POD, R_EVENT, R_NS, R_NODE, R_VMIM, R_KV, R_VMIRS, R_COUNT };
+enum res { R_VM, R_VMI, R_POD, R_EVENT, R_NS, R_NODE, R_VMIM, R_KV, R_VMIRS, R_PVC, R_PV, R_SC, R_DV, R_COUNT };
 
 /* Each resource is a kind of the registry (model/registry.c: names, group, short names, scope, store kind) with
  * the verbs this server allows on it; RES[r] reads as the table it was, filled from the registry on first use. */
 struct resdef {
 	const char *plural, *singular, *kind, *group, *short1, *short2;
+	const char *version; /* "v1", "v1beta1" */
 	bool namespaced;
 	int obj_kind; /* enum obj_kind, -1 for synthesised kinds */
 	const char *verbs;
@@ -56,6 +58,8 @@ struct resdef {
 };
 
 const struct resdef *apis_res_table(void);
+/* The resource of API group g (NULL or "": the core group) and version v named plural, or R_COUNT. */
+enum res apis_res_find(const char *g, const char *v, const char *plural);
 #define RES (apis_res_table())
 
 /* ---- one server's state ---- */
@@ -198,6 +202,7 @@ struct apisrv {
 	struct gone *gone; /* removed this loop turn, their DELETED not sent yet */
 	bool gone_posted;
 	struct kv_state kv;
+	struct storage *stor; /* claims, volumes, DataVolumes (storage.c) */
 	long idle_exit;      /* seconds without a client and with nothing to reconcile before the service exits; 0 never */
 	uint64_t busy_ms;    /* the last time a client was connected or something needed reconciling */
 	char *busy_why;      /* what last kept it (logged when it changes) */
@@ -266,6 +271,7 @@ enum MHD_Result apis_send_json(struct MHD_Connection *c, unsigned code, json_obj
 enum MHD_Result apis_send_status(struct MHD_Connection *c, unsigned code, const char *reason, enum res r,
 				 const char *name, const char *fmt, ...) __attribute__((format(printf, 6, 7)));
 enum MHD_Result apis_send_invalid(struct MHD_Connection *c, const char *name, const char *why);
+enum MHD_Result apis_send_invalid_res(struct MHD_Connection *c, enum res r, const char *name, const char *why);
 enum MHD_Result apis_not_found(struct MHD_Connection *c, enum res r, const char *name);
 const char *apis_arg(struct MHD_Connection *c, const char *k);
 
@@ -334,6 +340,20 @@ enum MHD_Result apis_vmirs_request(struct apisrv *srv, struct MHD_Connection *c,
 /* DELETE of a member's VMI: the member goes, the replica set makes another. */
 enum MHD_Result apis_vmirs_delete_member(struct apisrv *srv, struct MHD_Connection *c, struct reqctx *rq,
 					 struct vmirs *rs, const char *ns, const char *name);
+
+/* ---- storage.c ---- */
+
+struct storage;
+void apis_storage_load(struct apisrv *srv);
+void apis_storage_free(struct apisrv *srv);
+void apis_storage_tick(struct apisrv *srv);
+char *apis_storage_busy(struct apisrv *srv);
+bool apis_storage_in_ns(struct apisrv *srv, const char *ns);
+const char *apis_storage_text_at(struct apisrv *srv, enum res r, size_t i, const char **ns, const char **name);
+void apis_storage_cells(enum res r, json_object *o, json_object *cells);
+enum MHD_Result apis_storage_write(struct apisrv *srv, struct MHD_Connection *c, struct reqctx *rq, enum res r,
+				   const char *method, const char *ns, const char *name);
+void apis_storage_vm_applied(struct apisrv *srv, const char *ns, const char *name, json_object *vm);
 
 /* ---- wsbridge.c ---- */
 

@@ -83,8 +83,28 @@ static const struct col COLS_KV[] = { { "Name", "string", "name", 0 }, { "Age", 
 static const struct col COLS_VMIRS[] = { { "Name", "string", "name", 0 },   { "Desired", "integer", "", 0 },
 					 { "Current", "integer", "", 0 }, { "Ready", "integer", "", 0 },
 					 { "Age", "date", "", 0 },	  { 0 } };
-static const struct col *const COLS[R_COUNT] = { [R_NS] = COLS_NS, [R_NODE] = COLS_NODE, [R_VMIM] = COLS_VMIM,
-						 [R_KV] = COLS_KV, [R_VMIRS] = COLS_VMIRS };
+/* kubectl's printers for claims, volumes and classes; CDI's additionalPrinterColumns for DataVolume */
+static const struct col COLS_PVC[] = { { "Name", "string", "name", 0 },	   { "Status", "string", "", 0 },
+				       { "Volume", "string", "", 0 },	   { "Capacity", "string", "", 0 },
+				       { "Access Modes", "string", "", 0 }, { "StorageClass", "string", "", 0 },
+				       { "Age", "string", "", 0 },	   { "VolumeMode", "string", "", 1 },
+				       { 0 } };
+static const struct col COLS_PV[] = { { "Name", "string", "name", 0 },	   { "Capacity", "string", "", 0 },
+				      { "Access Modes", "string", "", 0 }, { "Reclaim Policy", "string", "", 0 },
+				      { "Status", "string", "", 0 },	   { "Claim", "string", "", 0 },
+				      { "StorageClass", "string", "", 0 }, { "Reason", "string", "", 0 },
+				      { "Age", "string", "", 0 },	   { "VolumeMode", "string", "", 1 },
+				      { 0 } };
+static const struct col COLS_SC[] = { { "Name", "string", "name", 0 },		 { "Provisioner", "string", "", 0 },
+				      { "ReclaimPolicy", "string", "", 0 },		 { "VolumeBindingMode", "string", "", 0 },
+				      { "AllowVolumeExpansion", "string", "", 0 }, { "Age", "string", "", 0 },
+				      { 0 } };
+static const struct col COLS_DV[] = { { "Name", "string", "name", 0 },	{ "Phase", "string", "", 0 },
+				      { "Progress", "string", "", 0 },	{ "Restarts", "integer", "", 0 },
+				      { "Age", "date", "", 0 },		{ 0 } };
+static const struct col *const COLS[R_COUNT] = { [R_NS] = COLS_NS,   [R_NODE] = COLS_NODE, [R_VMIM] = COLS_VMIM,
+						 [R_KV] = COLS_KV,   [R_VMIRS] = COLS_VMIRS, [R_PVC] = COLS_PVC,
+						 [R_PV] = COLS_PV,   [R_SC] = COLS_SC,   [R_DV] = COLS_DV };
 
 /* an integer field as a cell, null when absent (kubectl prints <none>) */
 static json_object *int_cell(json_object *o, const char *key)
@@ -180,6 +200,15 @@ static json_object *row_cells(enum res r, json_object *o)
 		CELL(int_cell(st, "replicas"));
 		CELL(int_cell(st, "readyReplicas"));
 		CELL(age_cell(created));
+		break;
+	case R_PVC:
+	case R_PV:
+	case R_SC:
+	case R_DV:
+		apis_storage_cells(r, o, a);
+		for (size_t i = 0; i < json_object_array_length(a); i++)
+			if (json_object_array_get_idx(a, i) == NULL) /* a date column of its own: the age */
+				json_object_array_put_idx(a, i, age_cell(created));
 		break;
 	case R_COUNT:
 		break;
@@ -362,6 +391,16 @@ struct item *apis_select_items(struct apisrv *srv, enum res r, const struct filt
 			struct lookup l = { .j = j, .ns = rs->ns, .name = rs->name };
 			if (j && apis_matches(f, &l))
 				add_item(&items, n, rs->ns, rs->name, xstrdup(rs->text));
+			if (j)
+				json_object_put(j);
+		}
+	} else if (r == R_PVC || r == R_PV || r == R_SC || r == R_DV) {
+		const char *ons, *oname, *text;
+		for (size_t i = 0; (text = apis_storage_text_at(srv, r, i, &ons, &oname)) != NULL; i++) {
+			json_object *j = json_tokener_parse(text);
+			struct lookup l = { .j = j, .ns = ons, .name = oname };
+			if (j && apis_matches(f, &l))
+				add_item(&items, n, ons, oname, xstrdup(text));
 			if (j)
 				json_object_put(j);
 		}

@@ -159,7 +159,11 @@ static json_object *event_json(const struct obj *o)
 	json_object_object_add(md, "uid", apis_jstr(o->uid));
 	json_object_object_add(md, "creationTimestamp", apis_time_json(o->created ? o->created : e->first));
 	json_object_object_add(j, "metadata", md);
-	json_object_object_add(io, "apiVersion", apis_jstr("kubevirt.io/v1"));
+	const struct kind_def *ik = e->inv_kind ? registry_kind_find(e->inv_kind) : NULL;
+	char iv[64];
+	snprintf(iv, sizeof iv, "%s%s%s", ik && *ik->group ? ik->group : "", ik && *ik->group ? "/" : "",
+		 ik ? ik->version : "v1");
+	json_object_object_add(io, "apiVersion", apis_jstr(ik ? iv : "kubevirt.io/v1"));
 	json_object_object_add(io, "kind", apis_jstr(e->inv_kind));
 	json_object_object_add(io, "name", apis_jstr(e->inv_name));
 	json_object_object_add(io, "namespace", apis_jstr(e->inv_ns ? e->inv_ns : o->ns));

@@ -129,12 +129,18 @@ enum MHD_Result apis_send_status(struct MHD_Connection *c, unsigned code, const 
  * `The VirtualMachine "x" is invalid: spec.field: reason`. why is the engine's "field.path: reason". */
 enum MHD_Result apis_send_invalid(struct MHD_Connection *c, const char *name, const char *why)
 {
-	char *msg = xasprintf("VirtualMachine.kubevirt.io \"%s\" is invalid: %s", name, why);
+	return apis_send_invalid_res(c, R_VM, name, why);
+}
+
+enum MHD_Result apis_send_invalid_res(struct MHD_Connection *c, enum res r, const char *name, const char *why)
+{
+	const char *g = RES[r].group;
+	char *msg = xasprintf("%s%s%s \"%s\" is invalid: %s", RES[r].kind, *g ? "." : "", g, name, why);
 	json_object *s = status_json(422, "Invalid", msg, R_COUNT, NULL);
 	json_object *d = json_object_new_object(), *causes = json_object_new_array(), *cause = json_object_new_object();
 	json_object_object_add(d, "name", apis_jstr(name));
-	json_object_object_add(d, "group", apis_jstr("kubevirt.io"));
-	json_object_object_add(d, "kind", apis_jstr("VirtualMachine"));
+	json_object_object_add(d, "group", apis_jstr(g));
+	json_object_object_add(d, "kind", apis_jstr(RES[r].kind));
 	const char *sep = strstr(why, ": ");
 	char *field = sep ? xstrndup(why, (size_t)(sep - why)) : NULL;
 	json_object_object_add(cause, "reason", apis_jstr("FieldValueInvalid"));

@@ -116,6 +116,7 @@ static enum MHD_Result do_apply(struct apisrv *srv, struct MHD_Connection *c, js
 		free(err);
 		return r;
 	}
+	apis_storage_vm_applied(srv, ns, name, o); /* its dataVolumeTemplates */
 	return reply_object(srv, c, ok_code, R_VM, ns, name);
 }
 

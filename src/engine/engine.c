@@ -354,7 +354,7 @@ char *engine_needs_reconciler(void)
 			if (exec_active(v->cur))
 				return xasprintf("%s: running (%s)", v->key, v->run_strategy);
 			/* Always, RerunOnFailure after a failure, a start asked: the reconciler has a start to retry */
-			if (evm_want_running(v))
+			if (evm_want_running(v) && v->vol_wait == NULL) /* a wait for a claim: the service's storage says */
 				return xasprintf("%s: %s", v->key,
 						 v->retry_after > now ? "waiting to retry its start" : "to start");
 		}

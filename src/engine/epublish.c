@@ -96,6 +96,8 @@ static const char *printable(const struct evm *v)
 		return strcmp(v->cur->how, "ErrImageNeverPull") == 0 ? "ErrImagePull"
 		       : v->retry_after > util_wall_s() && evm_want_running(v) ? "ImagePullBackOff"
 									     : "ErrImagePull";
+	if (v->vol_wait && evm_want_running(v))
+		return v->vol_wait; /* Provisioning, WaitingForVolumeBinding: a claim not ready yet */
 	if (v->retry_after > util_wall_s() && evm_want_running(v))
 		return "CrashLoopBackOff";
 	if (v->start_error && strstr(v->start_error, "persistentVolumeClaim"))

@@ -538,6 +538,13 @@ void ereconcile(struct evm *v)
 		eactions_check_waiters(v);
 		return;
 	}
+	const char *vw = want && !is ? evol_waiting(v) : NULL;
+	if (vw != v->vol_wait) {
+		v->vol_wait = vw; /* a claim still provisioned: the start waits (engine_volumes_changed) */
+		evm_publish(v);
+	}
+	if (vw)
+		return;
 	if (want && !is) {
 		int64_t now = util_wall_s();
 		if (v->retry_after > now) {

@@ -73,6 +73,7 @@ struct evm {
 	int failures;               /* consecutive quick failures (crash loop backoff) */
 	int64_t retry_after;        /* epoch s; 0 none */
 	char *start_error;          /* last start failure, for printableStatus */
+	const char *vol_wait;       /* interned: the printableStatus of a start waiting for a claim (volumes.c) */
 	/* accepted requests not yet carried out, stored before the engine acts on them (docs/ENGINE-SERVICE.md,
 	 * "Durable intent") and resumed when another process loads the record */
 	bool restart, deleting, delete_volumes;

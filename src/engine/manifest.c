@@ -528,8 +528,7 @@ static bool parse_volume(struct vctx *v, yaml_node_t *n, const char *path, struc
 	static const struct key_rule rules[] = {
 		{ "name", NULL }, { "hostDisk", NULL }, { "persistentVolumeClaim", NULL }, { "emptyDisk", NULL },
 		{ "containerDisk", NULL }, { "cloudInitNoCloud", NULL }, { "cloudInitConfigDrive", NULL },
-		{ "dataVolume", "CDI DataVolumes need a cluster; use persistentVolumeClaim (a file in the engine's "
-				"volume directory)" },
+		{ "dataVolume", NULL },
 		{ "ephemeral", "ephemeral PVC overlays are not supported by the engine" },
 		{ "configMap", "configMaps need a cluster" },
 		{ "secret", "secrets need a cluster" },
@@ -589,6 +588,23 @@ static bool parse_volume(struct vctx *v, yaml_node_t *n, const char *path, struc
 			fail(v, p, "claimName is required");
 		else
 			check_subdomain(v, p, "claimName", vol->claim);
+		free(p);
+		p = NULL;
+	}
+	if ((k = get(v, n, "dataVolume"))) {
+		/* the DataVolume's claim, of the same name (the engine service's storage: src/apiserver/storage.c) */
+		static const struct key_rule r[] = { { "name", NULL },
+			{ "hotpluggable", "hotplug is not supported by the engine" }, { NULL, NULL } };
+		kinds++;
+		vol->type = MF_VOL_PVC;
+		vol->dv = true;
+		p = sub(path, "dataVolume");
+		if (!want_map(v, k, p) || !check_keys(v, k, p, r) || !get_str(v, k, "name", p, &vol->claim))
+			goto out;
+		if (vol->claim == NULL)
+			fail(v, p, "name is required");
+		else
+			check_subdomain(v, p, "name", vol->claim);
 		free(p);
 		p = NULL;
 	}
@@ -1325,7 +1341,7 @@ struct manifest *manifest_parse(const char *text, size_t len, char **err)
 	};
 	static const struct key_rule specr[] = {
 		{ "runStrategy", NULL }, { "running", NULL }, { "template", NULL },
-		{ "dataVolumeTemplates", "CDI DataVolumes need a cluster; use persistentVolumeClaim volumes" },
+		{ "dataVolumeTemplates", NULL }, /* the engine service makes their DataVolumes (apiserver/storage.c) */
 		{ "instancetype", "instance types need a cluster; set domain.cpu and domain.memory" },
 		{ "preference", "preferences need a cluster" },
 		{ "liveUpdateFeatures", "live updates are not supported by the engine" },

@@ -38,7 +38,8 @@ struct mf_volume {
 	char *path;        /* hostDisk path */
 	bool create;       /* hostDisk DiskOrCreate */
 	uint64_t capacity; /* bytes: hostDisk DiskOrCreate, emptyDisk */
-	char *claim;       /* PVC claimName */
+	char *claim;       /* PVC claimName, or a dataVolume's name (its claim has the same name, as CDI makes it) */
+	bool dv;           /* a dataVolume volume */
 	bool readonly;     /* PVC readOnly */
 	char *image;       /* containerDisk image */
 	char *pull_policy; /* containerDisk imagePullPolicy as written (NULL: Kubernetes' default) */

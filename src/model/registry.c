@@ -30,17 +30,20 @@ static const struct kind_def kinds[KIND_COUNT] = {
 	[KIND_NS] = { KIND_NS, "namespaces", "namespace", "Namespace", "", "v1", "/api/v1", NAMES("ns"), NULL, false, -1,
 		      NULL, true, "ns", "namespace" },
 	[KIND_PVC] = { KIND_PVC, "persistentvolumeclaims", "persistentvolumeclaim", "PersistentVolumeClaim", "", "v1",
-		       "/api/v1", NAMES("pvc"), NULL, true, -1, NULL, false, "pvc", "PVC" },
+		       "/api/v1", NAMES("pvc"), NULL, true, -1, NULL, true, "pvc", "PVC" },
 	[KIND_PV] = { KIND_PV, "persistentvolumes", "persistentvolume", "PersistentVolume", "", "v1", "/api/v1",
-		      NAMES("pv"), NULL, false, -1, NULL, false, NULL, "PV" },
+		      NAMES("pv"), NULL, false, -1, NULL, true, NULL, "PV" },
 	[KIND_DV] = { KIND_DV, "datavolumes", "datavolume", "DataVolume", "cdi.kubevirt.io", "v1beta1",
-		      "/apis/cdi.kubevirt.io/v1beta1", NAMES("dv", "dvs"), NULL, true, -1, NULL, false, "dv", "DataVolume" },
+		      "/apis/cdi.kubevirt.io/v1beta1", NAMES("dv", "dvs"), NULL, true, -1, NULL, true, "dv", "DataVolume" },
 	/* the engine's own KubeVirt CR */
 	[KIND_KV] = { KIND_KV, "kubevirts", "kubevirt", "KubeVirt", KV, "v1", KV_BASE, NAMES("kv", "kvs"), NULL, true,
 		      -1, NULL, true, NULL, "KubeVirt" },
 	[KIND_VMIRS] = { KIND_VMIRS, "virtualmachineinstancereplicasets", "virtualmachineinstancereplicaset",
 			 "VirtualMachineInstanceReplicaSet", KV, "v1", KV_BASE, NAMES("vmirs", "vmirss"), NULL, true, -1, NULL,
 			 true, "vmirs", "replica set" },
+	/* the engine's default class (its local volumes) */
+	[KIND_SC] = { KIND_SC, "storageclasses", "storageclass", "StorageClass", "storage.k8s.io", "v1",
+		      "/apis/storage.k8s.io/v1", NAMES("sc"), NULL, false, -1, NULL, true, NULL, "storage class" },
 };
 
 const struct kind_def *registry_kind(enum kind_id id)

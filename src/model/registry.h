@@ -30,6 +30,7 @@ enum kind_id {
 	KIND_DV,
 	KIND_KV,
 	KIND_VMIRS,
+	KIND_SC,
 	KIND_COUNT
 };
 

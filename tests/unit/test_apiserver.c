@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "apiserver/dvimport.h"
 #include "apiserver/internal.h"
 #include "engine/apitls.h"
 #include "core/xmalloc.h"
@@ -227,6 +228,67 @@ static void test_port_record(void)
 	free(err);
 }
 
+/* the storage kinds: their groups and versions, how a request's path finds them, their rows as kubectl prints them */
+static void test_storage(void)
+{
+	T_EQ_STR(apis_api_version(R_DV), "cdi.kubevirt.io/v1beta1");
+	T_EQ_STR(apis_api_version(R_SC), "storage.k8s.io/v1");
+	T_EQ_STR(apis_api_version(R_PVC), "v1");
+	T_EQ_INT(apis_res_find("cdi.kubevirt.io", "v1beta1", "datavolumes"), R_DV);
+	T_EQ_INT(apis_res_find("cdi.kubevirt.io", "v1", "datavolumes"), R_COUNT);
+	T_EQ_INT(apis_res_find(NULL, "v1", "persistentvolumeclaims"), R_PVC);
+	T_EQ_INT(apis_res_find("kubevirt.io", "v1", "persistentvolumeclaims"), R_COUNT);
+	T_EQ_INT(apis_res_find("storage.k8s.io", "v1", "storageclasses"), R_SC);
+	T_CHECK(RES[R_PVC].namespaced && !RES[R_PV].namespaced && !RES[R_SC].namespaced && RES[R_DV].namespaced);
+	T_CHECK(strstr(RES[R_SC].verbs, "create") == NULL && strstr(RES[R_PV].verbs, "create") == NULL);
+
+	json_object *pvc = json_tokener_parse(
+		"{\"metadata\":{\"name\":\"data\",\"namespace\":\"default\"},\"spec\":{\"volumeName\":\"pvc-1\","
+		"\"storageClassName\":\"local\",\"volumeMode\":\"Filesystem\"},\"status\":{\"phase\":\"Bound\","
+		"\"capacity\":{\"storage\":\"1Gi\"},\"accessModes\":[\"ReadWriteOnce\",\"ReadOnlyMany\"]}}");
+	json_object *row = apis_table_row(R_PVC, pvc, "None"), *cells = apis_jget(row, "cells");
+	const char *want[] = { "data", "Bound", "pvc-1", "1Gi", "RWO,ROX", "local", "<unknown>", "Filesystem" };
+	T_EQ_INT(json_object_array_length(cells), 8);
+	for (size_t i = 0; i < 8; i++)
+		T_EQ_STR(json_object_get_string(json_object_array_get_idx(cells, i)), want[i]);
+	json_object_put(row);
+	json_object_object_add(apis_jget(pvc, "metadata"), "deletionTimestamp", json_object_new_string("2026-01-01T00:00:00Z"));
+	row = apis_table_row(R_PVC, pvc, "None");
+	T_EQ_STR(json_object_get_string(json_object_array_get_idx(apis_jget(row, "cells"), 1)), "Terminating");
+	json_object_put(row);
+	json_object_put(pvc);
+
+	json_object *dv = json_tokener_parse("{\"metadata\":{\"name\":\"root\"},\"status\":{\"phase\":\"ImportInProgress\","
+					     "\"progress\":\"37.50%\",\"restartCount\":2}}");
+	row = apis_table_row(R_DV, dv, "None");
+	cells = apis_jget(row, "cells");
+	T_EQ_INT(json_object_array_length(cells), 5);
+	T_EQ_STR(json_object_get_string(json_object_array_get_idx(cells, 1)), "ImportInProgress");
+	T_EQ_STR(json_object_get_string(json_object_array_get_idx(cells, 2)), "37.50%");
+	T_EQ_INT(json_object_get_int(json_object_array_get_idx(cells, 3)), 2);
+	json_object_put(row);
+	json_object_put(dv);
+
+	json_object *sc = json_tokener_parse("{\"metadata\":{\"name\":\"local\",\"annotations\":{"
+					     "\"storageclass.kubernetes.io/is-default-class\":\"true\"}},\"provisioner\":\"kvcon.io/local\","
+					     "\"reclaimPolicy\":\"Delete\",\"volumeBindingMode\":\"Immediate\"}");
+	row = apis_table_row(R_SC, sc, "None");
+	T_EQ_STR(json_object_get_string(json_object_array_get_idx(apis_jget(row, "cells"), 0)), "local (default)");
+	T_EQ_STR(json_object_get_string(json_object_array_get_idx(apis_jget(row, "cells"), 4)), "false");
+	json_object_put(row);
+	json_object_put(sc);
+
+	/* checksums a DataVolume may name */
+	T_CHECK(dvimport_checksum_ok("sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789ABCDEF"));
+	T_CHECK(dvimport_checksum_ok("md5:0123456789abcdef0123456789abcdef"));
+	T_CHECK(!dvimport_checksum_ok("sha256:0123"));
+	T_CHECK(!dvimport_checksum_ok("sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdeg"));
+	T_CHECK(!dvimport_checksum_ok("sha3:0123456789abcdef0123456789abcdef"));
+	T_CHECK(!dvimport_checksum_ok("0123456789abcdef0123456789abcdef"));
+	T_CHECK(!dvimport_checksum_ok(NULL));
+	T_CHECK(!dvimport_checksum_ok("sha:"));
+}
+
 int main(void)
 {
 	test_resources();
@@ -237,5 +299,6 @@ int main(void)
 	test_vmim_table();
 	test_vmirs_table();
 	test_port_record();
+	test_storage();
 	return T_DONE();
 }

@@ -1,0 +1,375 @@
+#!/bin/bash
+# The engine service's storage, driven by the REAL kubectl: one `kubectl apply -f` of a DataVolume importing a
+# qcow2 image from a local HTTP server (held until the test lets it go, so that the import is seen in progress)
+# and a VM with that DataVolume and a blank one of its dataVolumeTemplates; the VM waits (Provisioning), a kill -9
+# of the service loses nothing (the import starts again), the DataVolume reaches Succeeded with progress 100.0%, the VM starts from the claim's file; `kubectl get
+# pvc,pv,dv,sc`; a claim applied alone (a sparse file of its size), a file placed by hand adopted; a checksum
+# mismatch Fails its import, so does a qcow2 with a backing file; a claim of another class Pending, its VM
+# WaitingForVolumeBinding; xz and gz images; kvcon's get and dashboard (:pvc, :dv) on the engine; deletes remove the files (the template's DataVolume with its VM).
+set -euo pipefail
+HERE=$(cd "$(dirname "$0")" && pwd)
+. "$HERE/engine-lib.bash"
+
+engine_needs "the embedded libvirt driver runs guests under its own account only as root" kubectl qemu-img python3 tmux xz gzip
+engine_embed_up kvdv
+export HOME=$ENGINE_T/home
+mkdir -p "$HOME"
+VOLS=$XDG_STATE_HOME/kvcon/engine-data/volumes
+SRV= WEB=
+stop_all() {
+    [[ -n $WEB ]] && kill "$WEB" 2>/dev/null || true
+    [[ -n $SRV ]] && kill -TERM "$SRV" 2>/dev/null && wait "$SRV" 2>/dev/null || true
+}
+trap 'stop_all; engine_embed_cleanup' EXIT
+
+step "an image (qcow2 of a raw disk with a marker) served by a local HTTP server that holds the body until told"
+mkdir -p "$ENGINE_T/www" "$VOLS/default"
+printf 'KVCON-DV-MARKER' >"$ENGINE_T/disk.raw"
+truncate -s 8M "$ENGINE_T/disk.raw"
+qemu-img convert -q -f raw -O qcow2 "$ENGINE_T/disk.raw" "$ENGINE_T/www/disk.qcow2"
+SUM=$(sha256sum "$ENGINE_T/www/disk.qcow2" | cut -d' ' -f1)
+xz -c "$ENGINE_T/disk.raw" >"$ENGINE_T/www/disk.img.xz"
+gzip -c "$ENGINE_T/www/disk.qcow2" >"$ENGINE_T/www/disk.qcow2.gz"
+# a qcow2 naming a host file as its backing file: qemu-img would read that file into the claim
+qemu-img create -q -f qcow2 -F raw -b /etc/hostname "$ENGINE_T/www/backed.qcow2" 8M
+cat >"$ENGINE_T/web.py" <<'EOF'
+import http.server, os, sys, time
+d, gate = sys.argv[1], sys.argv[2]
+class H(http.server.SimpleHTTPRequestHandler):
+    def __init__(self, *a, **k):
+        super().__init__(*a, directory=d, **k)
+    def copyfile(self, src, dst):
+        dst.write(src.read(65536))  # the first bytes, then the rest once the gate file exists
+        dst.flush()
+        deadline = time.time() + 30
+        while not os.path.exists(gate) and time.time() < deadline:
+            time.sleep(0.05)
+        try:
+            super().copyfile(src, dst)
+        except OSError:
+            pass  # a client killed meanwhile (the test kills the service mid-import)
+    def log_message(self, *a):
+        pass
+s = http.server.ThreadingHTTPServer(("127.0.0.1", 0), H)
+print(s.server_address[1], flush=True)
+s.serve_forever()
+EOF
+python3 "$ENGINE_T/web.py" "$ENGINE_T/www" "$ENGINE_T/go" >"$ENGINE_T/web.port" &
+WEB=$!
+wait_eq 10 1 bash -c "[[ -s '$ENGINE_T/web.port' ]] && echo 1" || fail "the HTTP server did not start"
+WPORT=$(cat "$ENGINE_T/web.port")
+# a file placed by hand before the service: adopted as a claim
+truncate -s 4M "$VOLS/default/handmade.img"
+
+step "serve with HTTPS; discovery lists the storage kinds"
+"$KV" -c "$URI" engine serve --https 0 >"$ENGINE_T/serve.out" 2>"$ENGINE_T/serve.err" &
+SRV=$!
+wait_eq 120 "engine serving" tail -n1 "$ENGINE_T/serve.out" || { cat "$ENGINE_T/serve.err"; fail "serve did not start"; }
+export KUBECONFIG=$(sed -n 's/^kubeconfig: //p' "$ENGINE_T/serve.out")
+k() { kubectl --request-timeout=60s "$@"; }
+res=$(k api-resources --no-headers | awk '{print $1}' | sort | tr '\n' ' ')
+for r in datavolumes persistentvolumeclaims persistentvolumes storageclasses; do
+    [[ " $res" == *" $r "* ]] || fail "api-resources lacks $r: $res"
+done
+out=$(k get sc)
+grep -Eq '^local \(default\) +kvcon.io/local +Delete +Immediate +false ' <<<"$out" || fail "get sc: $out"
+
+step "the hand-placed file is a Bound claim (its volume Retains the file)"
+wait_eq 10 Bound k get pvc handmade -o 'jsonpath={.status.phase}' || fail "handmade not adopted: $(k get pvc -o wide)"
+pv=$(k get pvc handmade -o 'jsonpath={.spec.volumeName}')
+[[ $(k get pv "$pv" -o 'jsonpath={.spec.persistentVolumeReclaimPolicy}') == Retain ]] || fail "adopted volume policy"
+
+step "kubectl apply -f: a DataVolume (http, sha256) and a VM with it and a blank dataVolumeTemplate"
+cat >"$ENGINE_T/app.yaml" <<EOF
+apiVersion: cdi.kubevirt.io/v1beta1
+kind: DataVolume
+metadata:
+  name: app-root
+spec:
+  source:
+    http:
+      url: http://127.0.0.1:$WPORT/disk.qcow2
+      checksum: sha256:$SUM
+  storage:
+    accessModes: [ReadWriteOnce]
+    resources:
+      requests:
+        storage: 64Mi
+---
+apiVersion: kubevirt.io/v1
+kind: VirtualMachine
+metadata:
+  name: app
+spec:
+  runStrategy: Always
+  dataVolumeTemplates:
+  - metadata:
+      name: app-scratch
+    spec:
+      source:
+        blank: {}
+      storage:
+        resources:
+          requests:
+            storage: 16Mi
+  template:
+    spec:
+      terminationGracePeriodSeconds: 3
+      domain:
+        memory:
+          guest: 192Mi
+        firmware:
+          kernelBoot:
+            kernelArgs: console=ttyS0 quiet panic=-1
+            container:
+              image: kvcon-lab-guest
+              kernelPath: /vmlinuz
+              initrdPath: /initrd.gz
+        devices:
+          autoattachPodInterface: false
+          disks:
+          - name: root
+            disk: {bus: virtio}
+          - name: scratch
+            disk: {bus: virtio}
+      volumes:
+      - name: root
+        dataVolume:
+          name: app-root
+      - name: scratch
+        dataVolume:
+          name: app-scratch
+EOF
+out=$(k apply -f "$ENGINE_T/app.yaml")
+[[ $out == $'datavolume.cdi.kubevirt.io/app-root created\nvirtualmachine.kubevirt.io/app created' ]] || fail "apply: $out"
+
+step "while the import runs: DataVolume ImportInProgress, claim Bound, VM Provisioning without a VMI"
+wait_eq 10 ImportInProgress k get dv app-root -o 'jsonpath={.status.phase}' || fail "dv phase: $(k get dv -o yaml)"
+wait_eq 10 Provisioning k get vm app -o 'jsonpath={.status.printableStatus}' || fail "vm: $(k get vm app -o yaml)"
+[[ -z $(k get vmi --no-headers 2>/dev/null) ]] || fail "a VMI before the DataVolume is ready"
+[[ $(k get pvc app-root -o 'jsonpath={.status.phase} {.metadata.ownerReferences[0].kind}') == "Bound DataVolume" ]] ||
+    fail "the DataVolume's claim: $(k get pvc app-root -o yaml)"
+ev=$(k get events --field-selector involvedObject.name=app-root -o 'jsonpath={range .items[*]}{.reason} {end}')
+for r in Pending Bound ImportScheduled ImportInProgress; do
+    [[ " $ev" == *" $r "* ]] || fail "event $r missing: $ev"
+done
+wait_eq 10 Succeeded k get dv app-scratch -o 'jsonpath={.status.phase}' || fail "the blank template DataVolume"
+[[ $(k get dv app-scratch -o 'jsonpath={.metadata.ownerReferences[0].kind}/{.metadata.ownerReferences[0].name}') == VirtualMachine/app ]] ||
+    fail "template DataVolume owner"
+
+step "kill -9 of the service mid-import: the next one has every object and imports again (restartCount 1)"
+kill -9 "$SRV"
+wait "$SRV" 2>/dev/null || true
+"$KV" -c "$URI" engine serve --https 0 >"$ENGINE_T/serve2.out" 2>"$ENGINE_T/serve2.err" &
+SRV=$!
+wait_eq 120 "engine serving" tail -n1 "$ENGINE_T/serve2.out" || { cat "$ENGINE_T/serve2.err"; fail "serve again"; }
+wait_eq 10 "ImportInProgress 1" k get dv app-root -o 'jsonpath={.status.phase} {.status.restartCount}' ||
+    fail "the import after a restart: $(k get dv app-root -o yaml)"
+[[ $(k get pvc -o 'jsonpath={range .items[*]}{.metadata.name}={.status.phase} {end}') == "app-root=Bound app-scratch=Bound handmade=Bound " ]] ||
+    fail "claims after a restart: $(k get pvc)"
+wait_eq 10 Provisioning k get vm app -o 'jsonpath={.status.printableStatus}' ||
+    fail "the VM after a restart: $(k get vm app -o 'jsonpath={.status.printableStatus}')"
+[[ -z $(k get vmi --no-headers 2>/dev/null) ]] || fail "a VMI after the restart, before the DataVolume is ready"
+touch "$ENGINE_T/go"
+
+step "the import Succeeds (progress 100.0%, CDI's events); the VM starts from the claim's files"
+wait_eq 20 "Succeeded 100.0%" k get dv app-root -o 'jsonpath={.status.phase} {.status.progress}' ||
+    fail "import: $(k get dv app-root -o yaml)"
+ev=$(k get events --field-selector involvedObject.name=app-root -o 'jsonpath={range .items[*]}{.reason} {end}')
+for r in ImportInProgress ImportSucceeded; do # those of this service (storage events are not kept across a restart)
+    [[ " $ev" == *" $r "* ]] || fail "event $r missing: $ev"
+done
+[[ $(head -c 15 "$VOLS/default/app-root.img") == KVCON-DV-MARKER && $(stat -c %s "$VOLS/default/app-root.img") == 67108864 ]] ||
+    fail "the claim's file is not the converted image of 64Mi"
+k wait --for=jsonpath='{.status.phase}'=Running vmi/app --timeout=60s >/dev/null || fail "the VM did not start"
+xml=$(k get --raw /apis/kubevirt.io/v1/namespaces/default/virtualmachineinstances/app/kvcon-domainxml)
+grep -q "<source file=\"$VOLS/default/app-root.img\"" <<<"$xml" || fail "root disk source: $xml"
+grep -q "<source file=\"$VOLS/default/app-scratch.img\"" <<<"$xml" || fail "scratch disk source: $xml"
+
+step "kubectl get pvc,pv,dv as kubectl prints them"
+k get pvc,pv,dv >"$ENGINE_T/get.out"
+cat "$ENGINE_T/get.out"
+grep -Eq '^NAME +STATUS +VOLUME +CAPACITY +ACCESS MODES +STORAGECLASS +AGE$' "$ENGINE_T/get.out" || fail "pvc header"
+grep -Eq '^persistentvolumeclaim/app-root +Bound +pvc-[0-9a-f-]{36} +64Mi +RWO +local +[0-9]+s$' "$ENGINE_T/get.out" ||
+    fail "pvc row"
+grep -Eq '^persistentvolume/pvc-[0-9a-f-]{36} +64Mi +RWO +Delete +Bound +default/app-root +local ' "$ENGINE_T/get.out" ||
+    fail "pv row"
+grep -Eq '^datavolume.cdi.kubevirt.io/app-root +Succeeded +100.0% +1 +[0-9]+s$' "$ENGINE_T/get.out" || fail "dv row"
+
+step "kvcon's own get on the engine (its service): pvc, pv, dv"
+kv engine get pvc app-root >"$ENGINE_T/kget.out" || fail "kvcon engine get pvc"
+grep -Eq '^app-root +Bound +pvc-[0-9a-f-]{36} +64Mi +RWO +local +[0-9]+s$' "$ENGINE_T/kget.out" ||
+    fail "kvcon get pvc: $(cat "$ENGINE_T/kget.out")"
+kv --context engine get dv -o name >"$ENGINE_T/kget.out" || fail "kvcon get dv"
+[[ $(cat "$ENGINE_T/kget.out") == $'datavolume.cdi.kubevirt.io/app-root\ndatavolume.cdi.kubevirt.io/app-scratch' ]] ||
+    fail "kvcon get dv -o name: $(cat "$ENGINE_T/kget.out")"
+kv engine get pv -o 'jsonpath={.items[*].spec.claimRef.name}' >"$ENGINE_T/kget.out" || fail "kvcon get pv"
+[[ $(tr ' ' '\n' <"$ENGINE_T/kget.out" | sort | tr '\n' ' ') == "app-root app-scratch handmade " ]] ||
+    fail "kvcon get pv: $(cat "$ENGINE_T/kget.out")"
+
+step "the dashboard on the engine: :pvc and :dv list the service's claims and DataVolumes"
+T="tmux -L kvdv-$$ -f /dev/null"
+$T new-session -d -x 150 -y 30 -s d "env -u KUBECONFIG KVCON_LOG=$ENGINE_T/ui.log $KV -c '$URI'; sleep 60"
+screen() { $T capture-pane -p -t d; }
+has() { screen | grep -Eq "$1" && echo yes; }
+wait_eq 20 yes has 'default +app +Running' || { screen; $T kill-server; fail "the dashboard did not list the VM"; }
+$T send-keys -t d ":pvc" Enter
+wait_eq 10 yes has 'default +app-root +Bound +pvc-[0-9a-f-]+ +64Mi +RWO +local' ||
+    { screen; $T kill-server; fail ":pvc on the engine"; }
+$T send-keys -t d ":dv" Enter
+wait_eq 10 yes has 'default +app-root +Succeeded +100.0% +1 ' || { screen; $T kill-server; fail ":dv on the engine"; }
+$T kill-server
+
+step "a claim applied alone: a sparse file of its size; a checksum mismatch Fails its import"
+cat >"$ENGINE_T/more.yaml" <<EOF
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata:
+  name: data1
+spec:
+  accessModes: [ReadWriteOnce]
+  resources:
+    requests:
+      storage: 1Gi
+---
+apiVersion: cdi.kubevirt.io/v1beta1
+kind: DataVolume
+metadata:
+  name: fromxz
+spec:
+  source:
+    http:
+      url: http://127.0.0.1:$WPORT/disk.img.xz
+  pvc:
+    resources:
+      requests:
+        storage: 8Mi
+---
+apiVersion: cdi.kubevirt.io/v1beta1
+kind: DataVolume
+metadata:
+  name: fromgz
+spec:
+  source:
+    http:
+      url: http://127.0.0.1:$WPORT/disk.qcow2.gz
+  storage:
+    resources:
+      requests:
+        storage: 8Mi
+---
+apiVersion: cdi.kubevirt.io/v1beta1
+kind: DataVolume
+metadata:
+  name: backed
+spec:
+  source:
+    http:
+      url: http://127.0.0.1:$WPORT/backed.qcow2
+  storage:
+    resources:
+      requests:
+        storage: 8Mi
+---
+apiVersion: cdi.kubevirt.io/v1beta1
+kind: DataVolume
+metadata:
+  name: badsum
+spec:
+  source:
+    http:
+      url: http://127.0.0.1:$WPORT/disk.qcow2
+      checksum: sha256:$(printf '0%.0s' {1..64})
+  storage:
+    resources:
+      requests:
+        storage: 64Mi
+EOF
+k apply -f "$ENGINE_T/more.yaml" >/dev/null
+wait_eq 10 Bound k get pvc data1 -o 'jsonpath={.status.phase}' || fail "data1"
+[[ $(stat -c %s "$VOLS/default/data1.img") == 1073741824 && $(stat -c %b "$VOLS/default/data1.img") -lt 64 ]] ||
+    fail "data1's file: $(stat -c '%s %b' "$VOLS/default/data1.img")"
+[[ $(k apply -f "$ENGINE_T/more.yaml") == $'persistentvolumeclaim/data1 unchanged\ndatavolume.cdi.kubevirt.io/fromxz unchanged\ndatavolume.cdi.kubevirt.io/fromgz unchanged\ndatavolume.cdi.kubevirt.io/backed unchanged\ndatavolume.cdi.kubevirt.io/badsum unchanged' ]] ||
+    fail "second apply"
+for dv in fromxz fromgz; do
+    wait_eq 20 Succeeded k get dv $dv -o 'jsonpath={.status.phase}' || fail "$dv: $(k get dv $dv -o yaml)"
+    [[ $(head -c 15 "$VOLS/default/$dv.img") == KVCON-DV-MARKER && $(stat -c %s "$VOLS/default/$dv.img") == 8388608 ]] ||
+        fail "$dv's file is not the image"
+done
+wait_eq 20 Failed k get dv badsum -o 'jsonpath={.status.phase}' || fail "badsum: $(k get dv badsum -o yaml)"
+k get dv badsum -o 'jsonpath={.status.conditions[?(@.type=="Running")].message}' | grep -q "checksum mismatch" ||
+    fail "badsum's message"
+wait_eq 20 Failed k get dv backed -o 'jsonpath={.status.phase}' || fail "backed: $(k get dv backed -o yaml)"
+k get dv backed -o 'jsonpath={.status.conditions[?(@.type=="Running")].message}' | grep -q "names a backing file" ||
+    fail "backed's message"
+[[ $(kv engine apply -f "$ENGINE_T/more.yaml") == $'persistentvolumeclaim/data1 unchanged\ndatavolume.cdi.kubevirt.io/fromxz unchanged\ndatavolume.cdi.kubevirt.io/fromgz unchanged\ndatavolume.cdi.kubevirt.io/backed unchanged\ndatavolume.cdi.kubevirt.io/badsum unchanged' ]] ||
+    fail "kvcon engine apply of the same file"
+
+step "a claim of a class the engine lacks stays Pending: its VM waits (WaitingForVolumeBinding)"
+{ cat <<EOF
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata:
+  name: slow
+spec:
+  storageClassName: slow-nfs
+  resources:
+    requests:
+      storage: 8Mi
+---
+EOF
+  engine_manifest "$ENGINE_T/waiter.yaml" waiter Always 128Mi >/dev/null
+  cat "$ENGINE_T/waiter.yaml"
+  printf '      volumes:\n      - name: data\n        persistentVolumeClaim:\n          claimName: slow\n'
+} >"$ENGINE_T/slow.yaml"
+k apply -f "$ENGINE_T/slow.yaml" >/dev/null
+wait_eq 10 WaitingForVolumeBinding k get vm waiter -o 'jsonpath={.status.printableStatus}' ||
+    fail "waiter: $(k get vm waiter -o yaml)"
+[[ $(k get pvc slow -o 'jsonpath={.status.phase}') == Pending ]] || fail "slow is not Pending"
+k get events --field-selector involvedObject.name=slow -o 'jsonpath={.items[*].message}' |
+    grep -q 'storageclass.storage.k8s.io "slow-nfs" not found' || fail "slow's ProvisioningFailed event"
+k delete -f "$ENGINE_T/slow.yaml" --wait=true --timeout=30s >/dev/null
+
+out=$(k apply -f - 2>&1 <<EOF || true
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata:
+  name: huge
+spec:
+  resources:
+    requests:
+      storage: 2Ti
+EOF
+)
+[[ $out == *'PersistentVolumeClaim "huge" is invalid: spec.resources.requests.storage: Invalid value: "2Ti"'*"engine.volume-max"* ]] || fail "a claim over engine.volume-max: $out"
+
+step "a claim in another namespace: its file in that namespace's directory; the namespace is kept while it holds it"
+k create namespace team >/dev/null
+k -n team create -f - >/dev/null <<EOF
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata:
+  name: shared
+spec:
+  resources:
+    requests:
+      storage: 2Mi
+EOF
+wait_eq 10 Bound k -n team get pvc shared -o 'jsonpath={.status.phase}' || fail "team/shared"
+[[ $(stat -c %s "$VOLS/team/shared.img") == 2097152 ]] || fail "team/shared's file"
+out=$(k delete namespace team 2>&1 || true)
+[[ $out == *"still holds persistent volume claims"* ]] || fail "delete of a namespace with a claim: $out"
+k -n team delete pvc shared >/dev/null
+k delete namespace team --timeout=20s >/dev/null || fail "delete of the namespace, its claim gone"
+[[ ! -e $VOLS/team/shared.img ]] || fail "team/shared.img left"
+
+step "deletes: the claim's file goes with it; the VM's template DataVolume goes with the VM"
+k delete pvc data1 >/dev/null
+[[ ! -e $VOLS/default/data1.img ]] || fail "data1.img left"
+k delete vm app --grace-period=1 --wait=true --timeout=60s >/dev/null
+wait_eq 20 gone bash -c "[[ -e '$VOLS/default/app-scratch.img' ]] || echo gone" || fail "the template's claim file left"
+k delete dv app-root badsum fromxz fromgz backed >/dev/null
+[[ ! -e $VOLS/default/app-root.img ]] || fail "app-root.img left"
+[[ -z $(k get pvc,dv --no-headers 2>/dev/null | grep -v handmade) ]] || fail "objects left: $(k get pvc,pv,dv)"
+[[ $(k get pv --no-headers | wc -l) == 1 ]] || fail "volumes left: $(k get pv)"
+echo "ok"
