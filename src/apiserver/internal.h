@@ -260,8 +260,8 @@ void apis_kv_refresh(struct apisrv *srv);
 
 /* STATE/engine-data/SUB, a directory of kept objects. */
 char *apis_kept_dir(const char *sub);
-/* Writes the object's file, DIR/NS_NAME.json (DIR/NAME.json when ns is NULL or "", a cluster-scoped object) (temporary file, fsync, rename, directory fsync; dir made when missing). 0, or -1 with
- * *err (caller frees). */
+/* Writes the object's file, DIR/NS_NAME.json (DIR/NAME.json when ns is NULL or "": a cluster-scoped object):
+ * temporary file, fsync, rename, directory fsync; dir made when missing. 0, or -1 with *err (caller frees). */
 int apis_kept_write(const char *dir, const char *ns, const char *name, const char *text, char **err);
 /* Removes the object's file (a warning if it cannot) and fsyncs dir. */
 void apis_kept_remove(const char *dir, const char *ns, const char *name);

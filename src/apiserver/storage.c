@@ -800,7 +800,8 @@ static void loaded(void *ctx, const char *path, json_object *o, const char *why)
 {
 	const struct loading *l = ctx;
 	const char *ns = str_at(o, "metadata", "namespace", NULL), *name = str_at(o, "metadata", "name", NULL);
-	if (o == NULL || name == NULL || !apis_valid_name(name) || (RES[l->r].namespaced && (ns == NULL || !manifest_dns_label(ns))))
+	if (o == NULL || name == NULL || !apis_valid_name(name) ||
+	    (RES[l->r].namespaced && (ns == NULL || !manifest_dns_label(ns))))
 		log_warn("engine serve: %s: %s", path, why ? why : "not an object kvcon stored; ignored");
 	else
 		publish(l->srv, add(l->srv, l->r, RES[l->r].namespaced ? ns : "", name, json_object_get(o)), "ADDED");
