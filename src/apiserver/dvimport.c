@@ -296,11 +296,7 @@ static int convert(struct dvimport *im, const char *src)
 	char *slash = strrchr(dir, '/');
 	if (slash)
 		*slash = 0;
-	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (dfd >= 0) {
-		fsync(dfd);
-		close(dfd);
-	}
+	util_fsync_dir(dir);
 	free(dir);
 	return 0;
 }

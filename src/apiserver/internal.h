@@ -265,7 +265,6 @@ char *apis_kept_dir(const char *sub);
 int apis_kept_write(const char *dir, const char *ns, const char *name, const char *text, char **err);
 /* Removes the object's file (a warning if it cannot) and fsyncs dir. */
 void apis_kept_remove(const char *dir, const char *ns, const char *name);
-void apis_fsync_dir(const char *dir);
 /* Called for each DIR/ *.json file: f is its JSON (NULL when unreadable or not JSON; freed after the call, take a
  * reference to keep it), why trust_read_file's reason when it could not be read (else NULL). */
 typedef void apis_kept_fn(void *ctx, const char *path, json_object *f, const char *why);

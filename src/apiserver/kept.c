@@ -4,7 +4,6 @@
  * back at start. What a file holds is its controller's: this file reads and writes text. */
 #include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <json-c/json.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -44,21 +43,12 @@ int apis_kept_write(const char *dir, const char *ns, const char *name, const cha
 	return rc;
 }
 
-void apis_fsync_dir(const char *dir)
-{
-	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd >= 0) {
-		fsync(fd);
-		close(fd);
-	}
-}
-
 void apis_kept_remove(const char *dir, const char *ns, const char *name)
 {
 	char *path = kept_path(dir, ns, name);
 	if (unlink(path) < 0 && errno != ENOENT)
 		log_warn("engine serve: cannot remove %s: %s", path, strerror(errno));
-	apis_fsync_dir(dir);
+	util_fsync_dir(dir);
 	free(path);
 }
 

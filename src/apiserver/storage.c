@@ -377,7 +377,7 @@ static void provision(struct apisrv *srv, struct sobj *s)
 		if (rc == 0)
 			rc = fsync(fd);
 		close(fd);
-		apis_fsync_dir(dir);
+		util_fsync_dir(dir);
 		if (rc < 0) {
 			provision_failed(srv, s, file, strerror(errno));
 			unlink(file);
@@ -465,7 +465,7 @@ static void claim_finish_delete(struct apisrv *srv, struct sobj *s)
 		if (unlink(file) < 0 && errno != ENOENT)
 			log_warn("engine serve: cannot remove %s: %s", file, strerror(errno));
 		char *d = xasprintf("%s/%s", ST(srv)->vols, s->ns);
-		apis_fsync_dir(d);
+		util_fsync_dir(d);
 		free(d);
 		free(file);
 		drop(srv, v);

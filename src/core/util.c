@@ -366,11 +366,7 @@ int util_temp_commit(char *tmp, const char *path, char *why)
 	char *slash = strrchr(dir, '/');
 	if (slash) {
 		*slash = '\0';
-		int dfd = open(*dir ? dir : "/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-		if (dfd >= 0) {
-			fsync(dfd);
-			close(dfd);
-		}
+		util_fsync_dir(*dir ? dir : "/");
 	}
 	free(dir);
 	rc = 0;
@@ -692,6 +688,15 @@ bool util_str_eq(const char *a, const char *b)
 bool util_has_prefix(const char *s, const char *prefix)
 {
 	return strncmp(s, prefix, strlen(prefix)) == 0;
+}
+
+void util_fsync_dir(const char *dir)
+{
+	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd >= 0) {
+		fsync(fd);
+		close(fd);
+	}
 }
 
 int util_run_quiet(char *const argv[], const char *what, char **err)
