@@ -134,17 +134,6 @@ static bool idle(void *arg)
 	return engine_idle();
 }
 
-static bool run_until(bool (*cond)(void *), void *arg, uint64_t timeout_ms)
-{
-	uint64_t until = util_now_ms() + timeout_ms;
-	while (!cond(arg)) {
-		if (util_now_ms() >= until || loop_quitting())
-			return false;
-		loop_once(50);
-	}
-	return true;
-}
-
 /* The engine itself, in this process (the one place it is opened): every host of -c (else the config's, else the
  * default) ready, or the first failure said in *err. Their number, or -1. */
 static int open_hosts(struct store *st, struct source ***hosts, char **err)
@@ -325,7 +314,7 @@ static int serve(int argc, char **argv)
 		rc = EXIT_OK;
 	}
 	if (!loop_quitting())
-		run_until(idle, NULL, 0);
+		loop_run_until(idle, NULL, 0);
 	engine_close_all();
 	loop_once(0); /* deliver what the workers posted last */
 	free(c.srcs);

@@ -15,7 +15,6 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "core/log.h"
@@ -255,33 +254,6 @@ static uint64_t be64(const unsigned char *p)
 	return v;
 }
 
-static int run_qemu_img(char *const argv[], char **err)
-{
-	pid_t pid = fork();
-	if (pid < 0) {
-		*err = xasprintf("fork: %s", strerror(errno));
-		return -1;
-	}
-	if (pid == 0) {
-		int fd = open("/dev/null", O_RDWR);
-		if (fd >= 0) {
-			dup2(fd, 0);
-			dup2(fd, 1);
-			dup2(fd, 2);
-		}
-		execvp(argv[0], argv);
-		_exit(127);
-	}
-	int st;
-	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
-		;
-	if (WIFEXITED(st) && WEXITSTATUS(st) == 0)
-		return 0;
-	*err = xasprintf("qemu-img convert failed (%s %d)", WIFEXITED(st) ? "exit" : "signal",
-			 WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st));
-	return -1;
-}
-
 /* The image (qcow2 or raw) into the claim's file. 0, or -1 with im->err. */
 static int convert(struct dvimport *im, const char *src)
 {
@@ -314,7 +286,7 @@ static int convert(struct dvimport *im, const char *src)
 	}
 	unlink(im->conv);
 	char *argv[] = { "qemu-img", "convert", "-q", "-f", qcow2 ? "qcow2" : "raw", "-O", "raw", (char *)src, im->conv, NULL };
-	if (run_qemu_img(argv, &im->err) < 0)
+	if (util_run_quiet(argv, "qemu-img convert", &im->err) < 0)
 		return -1;
 	if (truncate(im->conv, (off_t)im->size) < 0 || rename(im->conv, im->target) < 0) {
 		im->err = xasprintf("%s: %s", im->target, strerror(errno));
@@ -324,11 +296,7 @@ static int convert(struct dvimport *im, const char *src)
 	char *slash = strrchr(dir, '/');
 	if (slash)
 		*slash = 0;
-	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (dfd >= 0) {
-		fsync(dfd);
-		close(dfd);
-	}
+	util_fsync_dir(dir);
 	free(dir);
 	return 0;
 }

@@ -5,6 +5,7 @@
  *   apisrv.c     daemon and HTTP glue: listeners, libmicrohttpd in the loop, authentication, routing, idle exit
  *   discovery.c  the resources (RES[], from model/registry.c), discovery and OpenAPI documents
  *   objects.c    JSON helpers; objects as the API serves them (VM, event, Namespace, Node, the KubeVirt CR)
+ *   kept.c       the objects the controllers keep on disk (vmim.c, vmirs.c, storage.c): one JSON file an object
  *   reply.c      responses: JSON, text, Status objects (404, 422 ...)
  *   list.c       selection (namespace, name, label and field selectors), get, list with continue, Tables
  *   watch.c      resourceVersions, the watch ring and its watchers (410 for what the ring no longer holds)
@@ -254,6 +255,20 @@ json_object *apis_obj_to_json(const struct obj *o);
 json_object *apis_ns_json(struct apisrv *srv, const char *name);
 json_object *apis_node_json(struct apisrv *srv, struct source *src);
 void apis_kv_refresh(struct apisrv *srv);
+
+/* ---- kept.c ---- */
+
+/* STATE/engine-data/SUB, a directory of kept objects. */
+char *apis_kept_dir(const char *sub);
+/* Writes the object's file, DIR/NS_NAME.json (DIR/NAME.json when ns is NULL or "": a cluster-scoped object):
+ * temporary file, fsync, rename, directory fsync; dir made when missing. 0, or -1 with *err (caller frees). */
+int apis_kept_write(const char *dir, const char *ns, const char *name, const char *text, char **err);
+/* Removes the object's file (a warning if it cannot) and fsyncs dir. */
+void apis_kept_remove(const char *dir, const char *ns, const char *name);
+/* Called for each DIR/ *.json file: f is its JSON (NULL when unreadable or not JSON; freed after the call, take a
+ * reference to keep it), why trust_read_file's reason when it could not be read (else NULL). */
+typedef void apis_kept_fn(void *ctx, const char *path, json_object *f, const char *why);
+void apis_kept_load(const char *dir, apis_kept_fn *fn, void *ctx);
 
 /* ---- nsx.c ---- */
 

@@ -117,37 +117,19 @@ static const char *phase_of(const struct sobj *s)
 	return p ? p : "";
 }
 
-static char *record_path(struct apisrv *srv, const struct sobj *s)
+static char *record_dir(struct apisrv *srv, enum res r)
 {
-	return *s->ns ? xasprintf("%s/%s/%s_%s.json", ST(srv)->dir, RES[s->r].plural, s->ns, s->name)
-		      : xasprintf("%s/%s/%s.json", ST(srv)->dir, RES[s->r].plural, s->name);
+	return xasprintf("%s/%s", ST(srv)->dir, RES[r].plural);
 }
 
 /* Writes s's record. 0, or -1 with *err (caller frees). */
 static int store_rec(struct apisrv *srv, const struct sobj *s, char **err)
 {
-	char *text = apis_jtext(s->j), *path = record_path(srv, s), why[UTIL_WHY_LEN];
-	int rc = util_write_file_why(path, text, strlen(text), 0600, why);
-	if (rc < 0 && errno == ENOENT) {
-		char *d = xasprintf("%s/%s", ST(srv)->dir, RES[s->r].plural);
-		util_mkdir_p(d, 0700);
-		free(d);
-		rc = util_write_file_why(path, text, strlen(text), 0600, why);
-	}
-	if (rc < 0)
-		*err = xasprintf("cannot store %s: %s", path, why);
+	char *text = apis_jtext(s->j), *d = record_dir(srv, s->r);
+	int rc = apis_kept_write(d, s->ns, s->name, text, err);
 	free(text);
-	free(path);
+	free(d);
 	return rc;
-}
-
-static void fsync_dir(const char *d)
-{
-	int fd = open(d, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd >= 0) {
-		fsync(fd);
-		close(fd);
-	}
 }
 
 static void publish(struct apisrv *srv, struct sobj *s, const char *type)
@@ -220,13 +202,9 @@ static void drop_events(struct apisrv *srv, const struct sobj *s)
 static void drop(struct apisrv *srv, struct sobj *s)
 {
 	drop_events(srv, s);
-	char *path = record_path(srv, s);
-	if (unlink(path) < 0 && errno != ENOENT)
-		log_warn("engine serve: cannot remove %s: %s", path, strerror(errno));
-	char *slash = strrchr(path, '/');
-	*slash = 0;
-	fsync_dir(path);
-	free(path);
+	char *d = record_dir(srv, s->r);
+	apis_kept_remove(d, s->ns, s->name);
+	free(d);
 	for (struct sobj **p = &ST(srv)->objs; *p; p = &(*p)->next)
 		if (*p == s) {
 			*p = s->next;
@@ -399,7 +377,7 @@ static void provision(struct apisrv *srv, struct sobj *s)
 		if (rc == 0)
 			rc = fsync(fd);
 		close(fd);
-		fsync_dir(dir);
+		util_fsync_dir(dir);
 		if (rc < 0) {
 			provision_failed(srv, s, file, strerror(errno));
 			unlink(file);
@@ -487,7 +465,7 @@ static void claim_finish_delete(struct apisrv *srv, struct sobj *s)
 		if (unlink(file) < 0 && errno != ENOENT)
 			log_warn("engine serve: cannot remove %s: %s", file, strerror(errno));
 		char *d = xasprintf("%s/%s", ST(srv)->vols, s->ns);
-		fsync_dir(d);
+		util_fsync_dir(d);
 		free(d);
 		free(file);
 		drop(srv, v);
@@ -813,6 +791,22 @@ static void adopt_scan(struct apisrv *srv)
 
 /* ---- the service's side ---- */
 
+struct loading {
+	struct apisrv *srv;
+	enum res r;
+};
+
+static void loaded(void *ctx, const char *path, json_object *o, const char *why)
+{
+	const struct loading *l = ctx;
+	const char *ns = str_at(o, "metadata", "namespace", NULL), *name = str_at(o, "metadata", "name", NULL);
+	if (o == NULL || name == NULL || !apis_valid_name(name) ||
+	    (RES[l->r].namespaced && (ns == NULL || !manifest_dns_label(ns))))
+		log_warn("engine serve: %s: %s", path, why ? why : "not an object kvcon stored; ignored");
+	else
+		publish(l->srv, add(l->srv, l->r, RES[l->r].namespaced ? ns : "", name, json_object_get(o)), "ADDED");
+}
+
 void apis_storage_load(struct apisrv *srv)
 {
 	struct storage *st = xcalloc(1, sizeof *st);
@@ -838,29 +832,9 @@ void apis_storage_load(struct apisrv *srv)
 	publish(srv, &st->sc, "ADDED");
 	const enum res kinds[] = { R_PV, R_PVC, R_DV };
 	for (size_t k = 0; k < 3; k++) {
-		char *d = xasprintf("%s/%s", st->dir, RES[kinds[k]].plural);
-		DIR *dir = opendir(d);
-		struct dirent *de;
-		while (dir && (de = readdir(dir))) {
-			size_t n = strlen(de->d_name);
-			if (de->d_name[0] == '.' || n < 6 || strcmp(de->d_name + n - 5, ".json") != 0)
-				continue;
-			char *path = util_path_join(d, de->d_name), *why = NULL, *text = trust_read_file(path, NULL, &why);
-			json_object *o = text ? json_tokener_parse(text) : NULL;
-			const char *ns = str_at(o, "metadata", "namespace", NULL), *name = str_at(o, "metadata", "name", NULL);
-			if (o == NULL || name == NULL || !apis_valid_name(name) || (RES[kinds[k]].namespaced && (ns == NULL || !manifest_dns_label(ns)))) {
-				log_warn("engine serve: %s: %s", path, why ? why : "not an object kvcon stored; ignored");
-				if (o)
-					json_object_put(o);
-			} else {
-				publish(srv, add(srv, kinds[k], RES[kinds[k]].namespaced ? ns : "", name, o), "ADDED");
-			}
-			free(why);
-			free(text);
-			free(path);
-		}
-		if (dir)
-			closedir(dir);
+		char *d = record_dir(srv, kinds[k]);
+		struct loading l = { srv, kinds[k] };
+		apis_kept_load(d, loaded, &l);
 		free(d);
 	}
 	engine_volume_gate(gate, srv);

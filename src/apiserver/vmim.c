@@ -1,7 +1,6 @@
 /* The engine service's migration controller: VirtualMachineInstanceMigration objects (create, delete = abort, the
  * VM's migrate subresource), their phases following the engine's migration, the kvcon.io/ annotations for the
  * engine's options, and the objects on disk (engine-data/vmims/) that survive a restart of the service. */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <json-c/json.h>
@@ -27,7 +26,6 @@
 #include "core/log.h"
 #include "core/loop.h"
 #include "core/opts.h"
-#include "core/trust.h"
 #include "core/util.h"
 #include "core/version.h"
 #include "core/xmalloc.h"
@@ -298,20 +296,6 @@ static json_object *vmim_json(struct apisrv *srv, const struct vmim *m)
 
 /* ---- the objects on disk, beside the engine's records ---- */
 
-static char *vmim_dir(void)
-{
-	char *d = util_state_dir(), *p = util_path_join(d, "engine-data/vmims");
-	free(d);
-	return p;
-}
-
-static char *vmim_path(const struct vmim *m)
-{
-	char *d = vmim_dir(), *p = xasprintf("%s/%s_%s.json", d, m->ns, m->name);
-	free(d);
-	return p;
-}
-
 /* Writes m's file (temporary file, fsync, rename, directory fsync). 0, or -1 with *err (caller frees). */
 static int vmim_store(const struct vmim *m, const char *body, char **err)
 {
@@ -330,107 +314,81 @@ static int vmim_store(const struct vmim *m, const char *body, char **err)
 		json_object_array_add(tr, t);
 	}
 	json_object_object_add(f, "transitions", tr);
-	char *text = apis_jtext(f), *path = vmim_path(m);
+	char *text = apis_jtext(f), *d = apis_kept_dir("vmims");
 	json_object_put(f);
-	char why[UTIL_WHY_LEN];
-	int rc = util_write_file_why(path, text, strlen(text), 0600, why);
-	if (rc < 0 && errno == ENOENT) {
-		char *d = vmim_dir();
-		util_mkdir_p(d, 0700);
-		free(d);
-		rc = util_write_file_why(path, text, strlen(text), 0600, why);
-	}
-	if (rc < 0)
-		*err = xasprintf("cannot store %s: %s", path, why);
+	int rc = apis_kept_write(d, m->ns, m->name, text, err);
 	free(text);
-	free(path);
+	free(d);
 	return rc;
 }
 
 static void vmim_unlink(const struct vmim *m)
 {
-	char *path = vmim_path(m);
-	if (unlink(path) < 0 && errno != ENOENT)
-		log_warn("engine serve: cannot remove %s: %s", path, strerror(errno));
-	char *d = vmim_dir();
-	int fd = open(d, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd >= 0) {
-		fsync(fd);
-		close(fd);
-	}
+	char *d = apis_kept_dir("vmims");
+	apis_kept_remove(d, m->ns, m->name);
 	free(d);
-	free(path);
 }
 
+
+static void vmim_loaded(void *ctx, const char *path, json_object *f, const char *why)
+{
+	struct apisrv *srv = ctx;
+	if (why)
+		log_warn("engine serve: %s", why);
+	json_object *o = apis_jget(f, "object");
+	json_object *md = apis_jget(o, "metadata"), *spec = apis_jget(o, "spec");
+	const char *ns = apis_jgets(md, "namespace"), *name = apis_jgets(md, "name"), *vmi = apis_jgets(spec, "vmiName");
+	const char *uid = apis_jgets(md, "uid"), *mu = apis_jgets(f, "migrationUid");
+	if (ns == NULL || name == NULL || vmi == NULL || uid == NULL || !apis_valid_name(name) || !apis_valid_name(ns) ||
+	    vmim_find(srv, ns, name)) {
+		log_warn("engine serve: %s: not a VirtualMachineInstanceMigration kvcon stored; ignored", path);
+	} else {
+		struct vmim *m = xcalloc(1, sizeof *m);
+		m->id = ++srv->vmim_ids;
+		m->loaded = true;
+		m->ns = xstrdup(ns);
+		m->name = xstrdup(name);
+		m->vmi = xstrdup(vmi);
+		m->target = xstrdup0(apis_jgets(apis_jget(spec, "addedNodeSelector"), "kubernetes.io/hostname"));
+		snprintf(m->uid, sizeof m->uid, "%s", uid);
+		snprintf(m->mig_uid, UID_LEN, "%s", mu ? mu : "");
+		m->created = json_object_get_int64(apis_jget(f, "created"));
+		m->done = json_object_get_int(apis_jget(f, "done"));
+		m->reason = xstrdup0(apis_jgets(f, "reason"));
+		json_object *x = apis_jget(md, "labels");
+		if (x && json_object_is_type(x, json_type_object)) {
+			m->labels = json_tokener_parse(json_object_to_json_string(x));
+			json_object_object_del(m->labels, "kubevirt.io/vmi-name");
+		}
+		x = apis_jget(md, "annotations");
+		if (x && json_object_is_type(x, json_type_object))
+			m->annotations = json_tokener_parse(json_object_to_json_string(x));
+		char *owhy = NULL;
+		if (vmim_opts(srv, m->annotations, m, true, &owhy) < 0) { /* validated when created: not kvcon's file */
+			log_warn("engine serve: %s: %s", path, owhy);
+			free(owhy);
+		}
+		json_object *tr = apis_jget(f, "transitions");
+		for (size_t i = 0; tr && json_object_is_type(tr, json_type_array) && i < json_object_array_length(tr) &&
+				   m->ntrans < VMIM_NPHASE; i++) {
+			const char *ph = apis_jgets(json_object_array_get_idx(tr, i), "phase");
+			if (ph == NULL)
+				continue;
+			m->tphase[m->ntrans] = intern(ph);
+			m->tstamp[m->ntrans++] = json_object_get_int64(apis_jget(json_object_array_get_idx(tr, i), "time"));
+		}
+		const char *ph = apis_jgets(apis_jget(o, "status"), "phase");
+		m->phase = ph ? intern(ph) : intern("Pending");
+		m->next = srv->vmims;
+		srv->vmims = m;
+	}
+}
 
 /* The objects an earlier service kept (at start; their phases follow the engine's records once read). */
 void apis_vmims_load(struct apisrv *srv)
 {
-	char *d = vmim_dir();
-	DIR *dir = opendir(d);
-	struct dirent *de;
-	while (dir && (de = readdir(dir))) {
-		size_t n = strlen(de->d_name);
-		if (de->d_name[0] == '.' || n < 6 || strcmp(de->d_name + n - 5, ".json") != 0)
-			continue;
-		char *path = util_path_join(d, de->d_name), *why = NULL, *text = trust_read_file(path, NULL, &why);
-		if (why)
-			log_warn("engine serve: %s", why);
-		free(why);
-		json_object *f = text ? json_tokener_parse(text) : NULL, *o = apis_jget(f, "object");
-		json_object *md = apis_jget(o, "metadata"), *spec = apis_jget(o, "spec");
-		const char *ns = apis_jgets(md, "namespace"), *name = apis_jgets(md, "name"), *vmi = apis_jgets(spec, "vmiName");
-		const char *uid = apis_jgets(md, "uid"), *mu = apis_jgets(f, "migrationUid");
-		if (ns == NULL || name == NULL || vmi == NULL || uid == NULL || !apis_valid_name(name) || !apis_valid_name(ns) ||
-		    vmim_find(srv, ns, name)) {
-			log_warn("engine serve: %s: not a VirtualMachineInstanceMigration kvcon stored; ignored", path);
-		} else {
-			struct vmim *m = xcalloc(1, sizeof *m);
-			m->id = ++srv->vmim_ids;
-			m->loaded = true;
-			m->ns = xstrdup(ns);
-			m->name = xstrdup(name);
-			m->vmi = xstrdup(vmi);
-			m->target = xstrdup0(apis_jgets(apis_jget(spec, "addedNodeSelector"), "kubernetes.io/hostname"));
-			snprintf(m->uid, sizeof m->uid, "%s", uid);
-			snprintf(m->mig_uid, UID_LEN, "%s", mu ? mu : "");
-			m->created = json_object_get_int64(apis_jget(f, "created"));
-			m->done = json_object_get_int(apis_jget(f, "done"));
-			m->reason = xstrdup0(apis_jgets(f, "reason"));
-			json_object *x = apis_jget(md, "labels");
-			if (x && json_object_is_type(x, json_type_object)) {
-				m->labels = json_tokener_parse(json_object_to_json_string(x));
-				json_object_object_del(m->labels, "kubevirt.io/vmi-name");
-			}
-			x = apis_jget(md, "annotations");
-			if (x && json_object_is_type(x, json_type_object))
-				m->annotations = json_tokener_parse(json_object_to_json_string(x));
-			char *owhy = NULL;
-			if (vmim_opts(srv, m->annotations, m, true, &owhy) < 0) { /* validated when created: not kvcon's file */
-				log_warn("engine serve: %s: %s", path, owhy);
-				free(owhy);
-			}
-			json_object *tr = apis_jget(f, "transitions");
-			for (size_t i = 0; tr && json_object_is_type(tr, json_type_array) && i < json_object_array_length(tr) &&
-					   m->ntrans < VMIM_NPHASE; i++) {
-				const char *ph = apis_jgets(json_object_array_get_idx(tr, i), "phase");
-				if (ph == NULL)
-					continue;
-				m->tphase[m->ntrans] = intern(ph);
-				m->tstamp[m->ntrans++] = json_object_get_int64(apis_jget(json_object_array_get_idx(tr, i), "time"));
-			}
-			const char *ph = apis_jgets(apis_jget(o, "status"), "phase");
-			m->phase = ph ? intern(ph) : intern("Pending");
-			m->next = srv->vmims;
-			srv->vmims = m;
-		}
-		if (f)
-			json_object_put(f);
-		free(text);
-		free(path);
-	}
-	if (dir)
-		closedir(dir);
+	char *d = apis_kept_dir("vmims");
+	apis_kept_load(d, vmim_loaded, srv);
 	free(d);
 }
 

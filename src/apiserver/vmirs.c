@@ -8,7 +8,6 @@
  * The engine runs VirtualMachines only: a member is an engine VM of the template with runStrategy Always, which the
  * API does not list (apis_vmirs_filter); its VMI is what clients see. status: replicas (members with a VMI),
  * readyReplicas (their VMIs Ready), labelSelector, conditions ReplicaPaused and ReplicaFailure. */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <json-c/json.h>
@@ -22,7 +21,6 @@
 #include "apiserver/internal.h"
 #include "core/buf.h"
 #include "core/log.h"
-#include "core/trust.h"
 #include "core/util.h"
 #include "core/xmalloc.h"
 #include "engine/apisel.h"
@@ -225,20 +223,6 @@ static void rs_refresh(struct apisrv *srv, struct vmirs *rs, const char *type)
 
 /* ---- on disk ---- */
 
-static char *rs_dir(void)
-{
-	char *d = util_state_dir(), *p = util_path_join(d, "engine-data/vmirs");
-	free(d);
-	return p;
-}
-
-static char *rs_path(const struct vmirs *rs)
-{
-	char *d = rs_dir(), *p = xasprintf("%s/%s_%s.json", d, rs->ns, rs->name);
-	free(d);
-	return p;
-}
-
 /* Writes rs's file (temporary file, fsync, rename, directory fsync). 0, or -1 with *err (caller frees). */
 static int rs_store(const struct vmirs *rs, char **err)
 {
@@ -254,83 +238,58 @@ static int rs_store(const struct vmirs *rs, char **err)
 	json_object_object_add(f, "members", m);
 	if (rs->deleting)
 		json_object_object_add(f, "deleting", json_object_new_boolean(1));
-	char *text = apis_jtext(f), *path = rs_path(rs);
+	char *text = apis_jtext(f), *d = apis_kept_dir("vmirs");
 	json_object_put(f);
-	char why[UTIL_WHY_LEN];
-	int rc = util_write_file_why(path, text, strlen(text), 0600, why);
-	if (rc < 0 && errno == ENOENT) {
-		char *d = rs_dir();
-		util_mkdir_p(d, 0700);
-		free(d);
-		rc = util_write_file_why(path, text, strlen(text), 0600, why);
-	}
-	if (rc < 0)
-		*err = xasprintf("cannot store %s: %s", path, why);
+	int rc = apis_kept_write(d, rs->ns, rs->name, text, err);
 	free(text);
-	free(path);
+	free(d);
 	return rc;
 }
 
 static void rs_unlink(const struct vmirs *rs)
 {
-	char *path = rs_path(rs), *d = rs_dir();
-	if (unlink(path) < 0 && errno != ENOENT)
-		log_warn("engine serve: cannot remove %s: %s", path, strerror(errno));
-	int fd = open(d, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd >= 0) {
-		fsync(fd);
-		close(fd);
-	}
+	char *d = apis_kept_dir("vmirs");
+	apis_kept_remove(d, rs->ns, rs->name);
 	free(d);
-	free(path);
+}
+
+static void rs_loaded(void *ctx, const char *path, json_object *f, const char *why)
+{
+	struct apisrv *srv = ctx;
+	if (why)
+		log_warn("engine serve: %s", why);
+	json_object *o = apis_jget(f, "object");
+	json_object *md = apis_jget(o, "metadata"), *ml = apis_jget(f, "members");
+	const char *ns = apis_jgets(md, "namespace"), *name = apis_jgets(md, "name"), *uid = apis_jgets(md, "uid");
+	if (ns == NULL || name == NULL || uid == NULL || !apis_valid_name(name) || !manifest_dns_label(ns) ||
+	    rs_find(srv, ns, name) || !json_object_is_type(apis_jget(o, "spec"), json_type_object)) {
+		log_warn("engine serve: %s: not a VirtualMachineInstanceReplicaSet kvcon stored; ignored", path);
+	} else {
+		struct vmirs *rs = xcalloc(1, sizeof *rs);
+		rs->ns = xstrdup(ns);
+		rs->name = xstrdup(name);
+		snprintf(rs->uid, sizeof rs->uid, "%s", uid);
+		rs->obj = json_object_get(o);
+		rs->deleting = json_object_get_boolean(apis_jget(f, "deleting"));
+		for (size_t i = 0; ml && json_object_is_type(ml, json_type_array) && i < json_object_array_length(ml); i++) {
+			json_object *e = json_object_array_get_idx(ml, i);
+			const char *mn = apis_jgets(e, "name");
+			if (mn == NULL || !apis_valid_name(mn))
+				continue;
+			rs->members = xreallocarray(rs->members, rs->nmembers + 1, sizeof *rs->members);
+			rs->members[rs->nmembers++] = (struct vmirs_member){ xstrdup(mn),
+									     json_object_get_boolean(apis_jget(e, "deleting")) };
+		}
+		rs->next = srv->vmirss;
+		srv->vmirss = rs;
+	}
 }
 
 /* The replica sets an earlier service kept, with their members (at start). */
 void apis_vmirs_load(struct apisrv *srv)
 {
-	char *d = rs_dir();
-	DIR *dir = opendir(d);
-	struct dirent *de;
-	while (dir && (de = readdir(dir))) {
-		size_t n = strlen(de->d_name);
-		if (de->d_name[0] == '.' || n < 6 || strcmp(de->d_name + n - 5, ".json") != 0)
-			continue;
-		char *path = util_path_join(d, de->d_name), *why = NULL, *text = trust_read_file(path, NULL, &why);
-		if (why)
-			log_warn("engine serve: %s", why);
-		free(why);
-		json_object *f = text ? json_tokener_parse(text) : NULL, *o = apis_jget(f, "object");
-		json_object *md = apis_jget(o, "metadata"), *ml = apis_jget(f, "members");
-		const char *ns = apis_jgets(md, "namespace"), *name = apis_jgets(md, "name"), *uid = apis_jgets(md, "uid");
-		if (ns == NULL || name == NULL || uid == NULL || !apis_valid_name(name) || !manifest_dns_label(ns) ||
-		    rs_find(srv, ns, name) || !json_object_is_type(apis_jget(o, "spec"), json_type_object)) {
-			log_warn("engine serve: %s: not a VirtualMachineInstanceReplicaSet kvcon stored; ignored", path);
-		} else {
-			struct vmirs *rs = xcalloc(1, sizeof *rs);
-			rs->ns = xstrdup(ns);
-			rs->name = xstrdup(name);
-			snprintf(rs->uid, sizeof rs->uid, "%s", uid);
-			rs->obj = json_object_get(o);
-			rs->deleting = json_object_get_boolean(apis_jget(f, "deleting"));
-			for (size_t i = 0; ml && json_object_is_type(ml, json_type_array) && i < json_object_array_length(ml); i++) {
-				json_object *e = json_object_array_get_idx(ml, i);
-				const char *mn = apis_jgets(e, "name");
-				if (mn == NULL || !apis_valid_name(mn))
-					continue;
-				rs->members = xreallocarray(rs->members, rs->nmembers + 1, sizeof *rs->members);
-				rs->members[rs->nmembers++] = (struct vmirs_member){ xstrdup(mn),
-										     json_object_get_boolean(apis_jget(e, "deleting")) };
-			}
-			rs->next = srv->vmirss;
-			srv->vmirss = rs;
-		}
-		if (f)
-			json_object_put(f);
-		free(text);
-		free(path);
-	}
-	if (dir)
-		closedir(dir);
+	char *d = apis_kept_dir("vmirs");
+	apis_kept_load(d, rs_loaded, srv);
 	free(d);
 	for (struct vmirs *rs = srv->vmirss; rs; rs = rs->next)
 		rs_refresh(srv, rs, NULL);

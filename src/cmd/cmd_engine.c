@@ -45,18 +45,6 @@ static struct {
 	const char *ns;
 } C;
 
-static bool run_until(bool (*cond)(void *), void *arg, uint64_t timeout_ms)
-{
-	uint64_t until = util_now_ms() + timeout_ms;
-	while (!cond(arg)) {
-		if (util_now_ms() >= until || loop_quitting())
-			return false;
-		loop_once(50);
-	}
-	return true;
-}
-
-
 /* ---- a verb's options, and asynchronous replies ---- */
 
 void engine_cli_reply(void *reply, int status, const char *msg)
@@ -345,7 +333,7 @@ int cmd_engine_reconcile(int argc, char **argv)
 	uint64_t until = util_now_ms() + (uint64_t)(secs > 0 ? secs : 0) * 1000;
 	while (util_now_ms() < until && !loop_quitting())
 		loop_once(200);
-	if (!run_until(routed_settled, NULL, 60000)) {
+	if (!loop_run_until(routed_settled, NULL, 60000)) {
 		log_eprintf("error: reconcile: the engine service's VMs did not settle within 60 s\n");
 		return close_engine(EXIT_API);
 	}
@@ -401,10 +389,6 @@ int engine_cli_close(int rc)
 	return close_engine(rc);
 }
 
-bool engine_cli_run_until(bool (*cond)(void *), void *arg, uint64_t timeout_ms)
-{
-	return run_until(cond, arg, timeout_ms);
-}
 
 struct source **engine_cli_sources(int *n)
 {

@@ -17,7 +17,6 @@ int cmd_engine(int argc, char **argv);
 /* For the verbs in other files (cmd_engine_migrate.c): the engine service open and its lists read, and done. */
 int engine_cli_open(void);
 int engine_cli_close(int rc);
-bool engine_cli_run_until(bool (*cond)(void *), void *arg, uint64_t timeout_ms);
 struct source **engine_cli_sources(int *n);
 struct store *engine_cli_store(void);
 const char *engine_cli_ns(void);

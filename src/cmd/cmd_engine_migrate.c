@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "core/log.h"
+#include "core/loop.h"
 #include "core/opts.h"
 #include "core/util.h"
 #include "core/xmalloc.h"
@@ -145,7 +146,7 @@ static int migrate_routed(struct source *src, const char *ns, const char *name, 
 		free(err);
 		return EXIT_API;
 	}
-	if (!engine_cli_run_until(routed_mig_done, &w, 24 * 3600 * 1000ULL)) {
+	if (!loop_run_until(routed_mig_done, &w, 24 * 3600 * 1000ULL)) {
 		log_eprintf("error: migrate %s: interrupted; the engine service carries on with the migration "
 			    "(kvcon engine migrate --abort %s stops it)\n", name, name);
 		free(w.r.msg);
@@ -206,7 +207,7 @@ static int abort_cmd(const char *ns, const char *name)
 		free(err);
 		return EXIT_API;
 	}
-	engine_cli_run_until(replied, &r, 30000);
+	loop_run_until(replied, &r, 30000);
 	if (!r.done || r.status != 0) {
 		print_err("migrate --abort", name, r.done ? r.msg : "no answer from the source host");
 		free(r.msg);

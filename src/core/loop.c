@@ -392,3 +392,14 @@ uint64_t loop_now(void)
 {
 	return L.now ? L.now : util_now_ms();
 }
+
+bool loop_run_until(bool (*cond)(void *), void *arg, uint64_t timeout_ms)
+{
+	uint64_t until = util_now_ms() + timeout_ms;
+	while (!cond(arg)) {
+		if (util_now_ms() >= until || loop_quitting())
+			return false;
+		loop_once(50);
+	}
+	return true;
+}

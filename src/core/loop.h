@@ -46,6 +46,9 @@ int loop_run(void);
 bool loop_once(int timeout_ms);
 void loop_quit(int code);
 bool loop_quitting(void);
+/* Runs passes (50 ms at most each) until cond(arg) holds: true, or false when timeout_ms passed first or after
+ * loop_quit(). */
+bool loop_run_until(bool (*cond)(void *), void *arg, uint64_t timeout_ms);
 
 /* Milliseconds on the monotonic clock, sampled once per pass. */
 uint64_t loop_now(void);

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/random.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -365,11 +366,7 @@ int util_temp_commit(char *tmp, const char *path, char *why)
 	char *slash = strrchr(dir, '/');
 	if (slash) {
 		*slash = '\0';
-		int dfd = open(*dir ? dir : "/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-		if (dfd >= 0) {
-			fsync(dfd);
-			close(dfd);
-		}
+		util_fsync_dir(*dir ? dir : "/");
 	}
 	free(dir);
 	rc = 0;
@@ -691,4 +688,40 @@ bool util_str_eq(const char *a, const char *b)
 bool util_has_prefix(const char *s, const char *prefix)
 {
 	return strncmp(s, prefix, strlen(prefix)) == 0;
+}
+
+void util_fsync_dir(const char *dir)
+{
+	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd >= 0) {
+		fsync(fd);
+		close(fd);
+	}
+}
+
+int util_run_quiet(char *const argv[], const char *what, char **err)
+{
+	pid_t pid = fork();
+	if (pid < 0) {
+		*err = xasprintf("fork: %s", strerror(errno));
+		return -1;
+	}
+	if (pid == 0) {
+		int fd = open("/dev/null", O_RDWR);
+		if (fd >= 0) {
+			dup2(fd, 0);
+			dup2(fd, 1);
+			dup2(fd, 2);
+		}
+		execvp(argv[0], argv);
+		_exit(127);
+	}
+	int st;
+	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+		;
+	if (WIFEXITED(st) && WEXITSTATUS(st) == 0)
+		return 0;
+	*err = xasprintf("%s failed (%s %d)", what ? what : argv[0], WIFEXITED(st) ? "exit" : "signal",
+			 WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st));
+	return -1;
 }

@@ -85,6 +85,12 @@ size_t util_escape_display_n(const char *s, size_t slen, char *out, size_t len);
 /* A UUID (version 4) in canonical text form, 37 bytes with the NUL. */
 void util_uuid_v4(char out[37]);
 
+/* fsyncs the directory dir (a name made, renamed or removed in it made durable); nothing when it cannot be opened. */
+void util_fsync_dir(const char *dir);
+/* Runs argv (execvp) with stdin, stdout and stderr on /dev/null and waits for it. 0 when it exited 0, else -1 with
+ * *err (caller frees): "WHAT failed (exit N)" or "(signal N)", what argv[0] when NULL. */
+int util_run_quiet(char *const argv[], const char *what, char **err);
+
 bool util_str_eq(const char *a, const char *b); /* NULL-safe */
 bool util_has_prefix(const char *s, const char *prefix);
 

@@ -15,7 +15,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "core/buf.h"
@@ -840,34 +839,6 @@ void domxml_plan_free(struct domxml_plan *p)
 	free(p);
 }
 
-/* Runs argv quietly; 0 when it exited 0. */
-static int run(char *const argv[], char **err)
-{
-	pid_t pid = fork();
-	if (pid < 0) {
-		*err = xasprintf("fork: %s", strerror(errno));
-		return -1;
-	}
-	if (pid == 0) {
-		int fd = open("/dev/null", O_RDWR);
-		if (fd >= 0) {
-			dup2(fd, 0);
-			dup2(fd, 1);
-			dup2(fd, 2);
-		}
-		execvp(argv[0], argv);
-		_exit(127);
-	}
-	int st;
-	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
-		;
-	if (WIFEXITED(st) && WEXITSTATUS(st) == 0)
-		return 0;
-	*err = xasprintf("%s failed (%s %d)", argv[0], WIFEXITED(st) ? "exit" : "signal",
-			 WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st));
-	return -1;
-}
-
 /* A directory of ours for an execution's files or sockets: created 0700 when missing; refused when it is a
  * symbolic link, someone else's, or open to group or others (nothing we create in it could then be trusted). */
 static int private_dir(const char *path, char **err)
@@ -1005,7 +976,7 @@ static int config_drive_iso(const struct domxml_file *f, char **err)
 	     *nd = util_path_join(latest, "network_data.json");
 	int rc = -1;
 	char *rm[] = { "rm", "-rf", "--", dir, NULL }, *e0 = NULL;
-	run(rm, &e0); /* a leftover of an interrupted start */
+	util_run_quiet(rm, NULL, &e0); /* a leftover of an interrupted start */
 	free(e0);
 	if (util_mkdir_p(latest, 0700) < 0 ||
 	    util_write_file_atomic(ud, f->user_data, strlen(f->user_data), 0600) < 0 ||
@@ -1018,7 +989,7 @@ static int config_drive_iso(const struct domxml_file *f, char **err)
 	char *xo[] = { "xorriso", "-as", "genisoimage", "-quiet", "-output", f->path, "-volid", "config-2", "-joliet",
 		       "-rock", dir, NULL };
 	char *e1 = NULL, *e2 = NULL;
-	if (run(gen, &e1) == 0 || run(xo, &e2) == 0)
+	if (util_run_quiet(gen, NULL, &e1) == 0 || util_run_quiet(xo, NULL, &e2) == 0)
 		rc = 0;
 	else
 		*err = xasprintf("cloud-init config drive: %s; %s (install genisoimage or xorriso)", e1, e2);
@@ -1026,7 +997,7 @@ static int config_drive_iso(const struct domxml_file *f, char **err)
 	free(e2);
 out:
 	e0 = NULL;
-	run(rm, &e0);
+	util_run_quiet(rm, NULL, &e0);
 	free(e0);
 	free(ud);
 	free(md);
@@ -1056,7 +1027,7 @@ static int seed_iso(const struct domxml_file *f, char **err)
 	char *xo[] = { "xorriso", "-as", "genisoimage", "-quiet", "-output", f->path, "-volid", "cidata",
 		       "-joliet", "-rock", ud, md, f->network_data ? nd : NULL, NULL };
 	char *e1 = NULL, *e2 = NULL;
-	if (run(gen, &e1) == 0 || run(xo, &e2) == 0)
+	if (util_run_quiet(gen, NULL, &e1) == 0 || util_run_quiet(xo, NULL, &e2) == 0)
 		rc = 0;
 	else
 		*err = xasprintf("cloud-init seed image: %s; %s (install genisoimage or xorriso)", e1, e2);
@@ -1123,7 +1094,7 @@ int domxml_prepare(const struct domxml_plan *p, char **err)
 			char *fmt = xstrdup(f->backing_fmt);
 			char *argv[] = { "qemu-img", "create", "-q", "-f", "qcow2", "-F", fmt, "-b", f->backing, f->path,
 					 NULL };
-			int r = run(argv, err);
+			int r = util_run_quiet(argv, NULL, err);
 			free(fmt);
 			if (r < 0)
 				goto out;

@@ -631,6 +631,19 @@ static void open_yaml(struct clist *c, const struct crow *r)
 	view_push(v);
 }
 
+/* The VMI list, filtered by name (a copy: the list this row is in may be gone once the command ran). */
+static void vmis_filtered(const char *name)
+{
+	char *n = xstrdup(name);
+	if (cmdline_run("vmi") == 0) {
+		char *err = NULL;
+		if (table_view_set_filter(view_top(), n, &err) < 0)
+			ui_error("filter: %s", err ? err : "?");
+		free(err);
+	}
+	free(n);
+}
+
 static enum view_result key(struct view *v, int k)
 {
 	struct clist *c = v->priv;
@@ -641,26 +654,12 @@ static enum view_result key(struct view *v, int k)
 	if (k == '\r' && c->l.sel < c->n) {
 		struct crow *r = &c->rows[c->l.sel];
 		if (c->kind == CL_NODE) {
-			char *name = xstrdup(r->name);
-			if (cmdline_run("vmi") == 0) {
-				char *err = NULL;
-				if (table_view_set_filter(view_top(), name, &err) < 0)
-					ui_error("filter: %s", err ? err : "?");
-				free(err);
-			}
-			free(name);
+			vmis_filtered(r->name);
 		} else if (c->kind == CL_PVC || c->kind == CL_DV) {
 			open_yaml(c, r);
 		} else if (c->kind == CL_VMIRS) {
 			/* its members (named after it) in the VMI list, each row a chain VMI -> launcher -> guest */
-			char *name = xstrdup(r->name);
-			if (cmdline_run("vmi") == 0) {
-				char *err = NULL;
-				if (table_view_set_filter(view_top(), name, &err) < 0)
-					ui_error("filter: %s", err ? err : "?");
-				free(err);
-			}
-			free(name);
+			vmis_filtered(r->name);
 		} else {
 			struct obj *vm = r->vmi ? store_find(ui_store(), r->src, OBJ_VM, r->ns, r->vmi) : NULL;
 			if (vm)

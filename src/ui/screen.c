@@ -470,6 +470,20 @@ int screen_init(const struct screen_cbs *cbs, const char *theme, char **theme_er
 	return 0;
 }
 
+/* The terminal as found: curses' modes left, the cursor shown, and (ncurses leaves xterm mouse reporting on in some
+ * terminals) mouse reporting and bracketed paste said off explicitly, the saved termios back. */
+static void term_as_found(void)
+{
+	mousemask(0, NULL);
+	curs_set(1);
+	endwin();
+	fputs(mouse_off, stdout);
+	fputs(PASTE_TERM_OFF, stdout);
+	fflush(stdout);
+	if (S.have_tio)
+		tcsetattr(STDIN_FILENO, TCSAFLUSH, &S.saved_tio);
+}
+
 void screen_fini(void)
 {
 	if (S.hook >= 0)
@@ -484,15 +498,7 @@ void screen_fini(void)
 	if (!S.active)
 		return;
 	log_info("ui: %lu frames drawn", S.frames);
-	mousemask(0, NULL);
-	curs_set(1);
-	endwin();
-	/* ncurses leaves xterm mouse reporting on in some terminals; say it explicitly (and bracketed paste off) */
-	fputs(mouse_off, stdout);
-	fputs(PASTE_TERM_OFF, stdout);
-	fflush(stdout);
-	if (S.have_tio)
-		tcsetattr(STDIN_FILENO, TCSAFLUSH, &S.saved_tio);
+	term_as_found();
 	S.active = false;
 	termrestore_disarm();
 	delscreen(S.scr);
@@ -513,15 +519,7 @@ int screen_run(char *const argv[], char **err)
 		*err = xstrdup("no terminal to hand over");
 		return -1;
 	}
-	/* the terminal as found, for the program */
-	mousemask(0, NULL);
-	curs_set(1);
-	endwin();
-	fputs(mouse_off, stdout);
-	fputs(PASTE_TERM_OFF, stdout);
-	fflush(stdout);
-	if (S.have_tio)
-		tcsetattr(STDIN_FILENO, TCSAFLUSH, &S.saved_tio);
+	term_as_found(); /* for the program */
 	int tty = isatty(STDIN_FILENO) ? STDIN_FILENO : -1;
 	pid_t pid = fork();
 	if (pid == 0) {
