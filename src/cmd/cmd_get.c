@@ -503,11 +503,17 @@ static int obj_cmp_ns_name(const void *a, const void *b)
 	return c ? c : strcmp(x->name, y->name);
 }
 
+/* The engine's VMs, VMIs and launcher pods; every other kind it serves (events, storage) comes through its
+ * service's API. */
+static bool engine_store_serves(const struct kind_def *kd)
+{
+	return kd->obj >= 0 && kd->obj != OBJ_EVENT;
+}
+
 static struct json_object *engine_objects(void *arg, const struct kind_def *kd, const char *ns, const char *name)
 {
 	struct engine_set *e = arg;
-	/* the engine's VMs, VMIs and launcher pods (its events come through its service's API) */
-	if (kd->obj < 0 || kd->obj == OBJ_EVENT)
+	if (!engine_store_serves(kd))
 		return NULL;
 	enum obj_kind kind = (enum obj_kind)kd->obj;
 	struct json_object *arr = NULL;
@@ -620,6 +626,7 @@ static int run_kget(struct kget_opts *ko)
 {
 	struct engine_set e = { .selector = ko->selector };
 	int rc;
+	char *esock = NULL; /* the service, for the kinds the store does not keep */
 	const char *hn = connect_engine_name();
 	struct connect_plan p = plan();
 	if (!p.kube) {
@@ -683,10 +690,23 @@ static int run_kget(struct kget_opts *ko)
 			}
 		ko->extra = engine_objects;
 		ko->extra_arg = &e;
+		ko->extra_serves = engine_store_serves;
 		ko->cluster_optional = p.kube_optional;
+		bool others = false; /* a kind the store does not keep: listed through the service */
+		for (int i = 0; i < ko->nkinds; i++)
+			others |= !engine_store_serves(ko->kinds[i]);
+		if (others) {
+			esock = engine_watch_socket(&rc);
+			if (esock == NULL && rc != EXIT_OK)
+				goto out;
+			ko->engine_socket = esock;
+			ko->engine_name = hn;
+		}
 	}
 	rc = kget_run(ko);
 out:
+	ko->engine_socket = NULL;
+	free(esock);
 	source_free_all();
 	store_free(e.st);
 	free(e.hosts);

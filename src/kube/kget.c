@@ -1201,11 +1201,12 @@ int kget_run(const struct kget_opts *o)
 		kg_free(&g);
 		return EXIT_API;
 	}
-	/* -w on the engine: its service is one more server, listed and watched through the API */
+	/* the engine's service is one more server: -w lists and watches through its API, a plain get lists there the
+	 * kinds the extra objects lack */
 	struct kube_config *ekc = NULL;
 	struct kube_http *ehttp = NULL;
 	char *erv = NULL;
-	if (o->watch && o->engine_socket && !o->engine_only) {
+	if (o->engine_socket && !o->engine_only) {
 		ekc = kube_config_unix(o->engine_socket, o->engine_name ? o->engine_name : "kvcon-engine", want_ns);
 		ehttp = kube_http_new(ekc, &err);
 		if (ehttp == NULL) {
@@ -1268,12 +1269,25 @@ int kget_run(const struct kget_opts *o)
 			one.nnames = 1;
 			g.o = &one;
 		}
-		run_kind(&g, o->kinds[i], deadline);
+		/* a kind the extra objects lack: the engine service's list (after the cluster's, when there is one) */
+		bool eng = ehttp && !o->watch && o->extra_serves && !o->extra_serves(o->kinds[i]);
+		if (g.http || !eng)
+			run_kind(&g, o->kinds[i], deadline);
+		if (eng) {
+			struct kube_http *ch = g.http;
+			char *crv = g.rv;
+			g.http = ehttp;
+			g.rv = NULL;
+			run_kind(&g, o->kinds[i], deadline);
+			free(g.rv);
+			g.http = ch;
+			g.rv = crv;
+		}
 		g.o = o;
 		if (table && !(o->pairs && i + 1 < o->nkinds && o->kinds[i + 1] == o->kinds[i]))
 			flush_table(&g);
 	}
-	if (ehttp && g.rc == 0) {
+	if (ehttp && o->watch && g.rc == 0) {
 		/* the engine's list (its own resourceVersion), after the cluster's */
 		struct kube_http *ch = g.http;
 		char *crv = g.rv;

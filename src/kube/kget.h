@@ -38,8 +38,11 @@ struct kget_opts {
 	void *extra_arg;
 	bool cluster_optional;      /* no kubeconfig is no error: the extra objects only */
 	long watch_for;             /* seconds of watching, -1: until interrupted */
-	/* -w on the engine: the engine service's unix socket (NULL: none), whose objects are listed and watched
-	 * through its API as a cluster's are, beside the cluster (or alone, with cluster_optional); named engine_name */
+	/* The kinds extra serves (NULL: all). Without -w, the others are listed through engine_socket's API. */
+	bool (*extra_serves)(const struct kind_def *k);
+	/* The engine service's unix socket (NULL: none), named engine_name, a server beside the cluster (or alone,
+	 * with cluster_optional): with -w, its objects are listed and watched through its API as a cluster's are;
+	 * without, the kinds extra does not serve are listed through it */
 	const char *engine_socket;
 	const char *engine_name;
 	/* `kvcon engine get`: the engine service (engine_socket) is the only server, as a cluster is (its API objects,

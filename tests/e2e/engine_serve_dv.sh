@@ -5,7 +5,7 @@
 # of the service loses nothing (the import starts again), the DataVolume reaches Succeeded with progress 100.0%, the VM starts from the claim's file; `kubectl get
 # pvc,pv,dv,sc`; a claim applied alone (a sparse file of its size), a file placed by hand adopted; a checksum
 # mismatch Fails its import, so does a qcow2 with a backing file; a claim of another class Pending, its VM
-# WaitingForVolumeBinding; xz and gz images; kvcon's get and dashboard (:pvc, :dv) on the engine; deletes remove the files (the template's DataVolume with its VM).
+# WaitingForVolumeBinding; xz and gz images; kvcon's get (sc as kubectl prints it) and dashboard (:pvc, :dv) on the engine; deletes remove the files (the template's DataVolume with its VM).
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/engine-lib.bash"
@@ -73,6 +73,13 @@ for r in datavolumes persistentvolumeclaims persistentvolumes storageclasses; do
 done
 out=$(k get sc)
 grep -Eq '^local \(default\) +kvcon.io/local +Delete +Immediate +false ' <<<"$out" || fail "get sc: $out"
+# kvcon's get of a kind the engine's store does not keep (the service's list): kubectl's table, the AGE aside
+noage() { sed -E 's/ +[0-9]+[smhd]$//; s/ +AGE$//'; }
+for how in "get sc" "engine get sc"; do
+    # shellcheck disable=SC2086 # $how is two or three words
+    kout=$(env -u KUBECONFIG KVCON_ENGINE_URI="$URI" "$KV" $how 2>"$ENGINE_T/sc.err") || fail "kvcon $how: $(cat "$ENGINE_T/sc.err")"
+    [[ $(noage <<<"$kout") == "$(noage <<<"$out")" ]] || fail "kvcon $how: '$kout', kubectl: '$out'"
+done
 
 step "the hand-placed file is a Bound claim (its volume Retains the file)"
 wait_eq 10 Bound k get pvc handmade -o 'jsonpath={.status.phase}' || fail "handmade not adopted: $(k get pvc -o wide)"

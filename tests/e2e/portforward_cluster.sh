@@ -4,7 +4,8 @@
 # Two connections through one forward both echo (and a 2 MB round trip), a guest port where nothing listens ends
 # that connection with the dial error and not the forward, --stdio, vm/ and vmi/ forms, the local port closed when
 # the command ends; ssh -c 'echo hello' returns hello, the guest's key lands in --known-hosts under
-# vmi.NAME.NS; scp copies a file both ways; guestosinfo/userlist/fslist print the subresources' JSON.
+# vmi.NAME.NS; scp copies a file both ways; udp/ round-trips datagrams (one 1,100-byte datagram stays one) to a
+# guest UDP echo through portforward/PORT/udp; guestosinfo/userlist/fslist print the subresources' JSON.
 # Exit 0 pass, 77 skip, anything else fail.
 set -u
 # shellcheck source=tests/e2e/lib/fakekube.bash
@@ -73,6 +74,28 @@ kill -0 $pfpid 2>/dev/null || fail "the forward ended"
 kill -INT $pfpid; wait $pfpid 2>/dev/null
 "$PY" -c 'import socket,sys; socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=2)' "$LE" 2>/dev/null &&
 	fail "the local port is still open after the command ended"
+
+# 1b. udp/: datagrams to the guest's UDP echo and back through portforward/PORT/udp, each one message
+"$PY" -c '
+import socket, sys
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.bind(("127.0.0.1", 0))
+open(sys.argv[1], "w").write("%d\n" % s.getsockname()[1])
+while True:
+    d, a = s.recvfrom(65536); s.sendto(d, a)' "$tmp/uecho.port" & pids="$pids $!"
+poll 5 test -s "$tmp/uecho.port" || fail "UDP echo server"
+UP=$(cat "$tmp/uecho.port")
+"$KVCON" port-forward "$vmi" "udp/0:$UP" >"$tmp/pfu.out" 2>"$tmp/pfu.err" & pfpid=$!; pids="$pids $pfpid"
+poll 10 grep -q -- "-> $UP\$" "$tmp/pfu.out" || { cat "$tmp/pfu.err"; fail "no UDP Forwarding line"; }
+LU=$(sed -nE "s/^Forwarding from 127\.0\.0\.1:([0-9]+) -> $UP\$/\1/p" "$tmp/pfu.out")
+"$PY" - "$LU" <<'PY' || { cat "$tmp/pfu.err"; fail "UDP through the forward"; }
+import socket, sys
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.settimeout(10)
+for msg in (b"udp-1", b"udp-2" * 220, b"udp-3"):
+    s.sendto(msg, ("127.0.0.1", int(sys.argv[1])))
+    got = s.recv(65536)
+    assert got == msg, "echo %r for %r" % (got[:40], msg[:40])
+PY
+kill -INT $pfpid; wait $pfpid 2>/dev/null
 
 # 2. --stdio, vm/ form and TYPE/NAME/NS
 out=$( (printf 'over stdio\n'; sleep 0.3) | "$KVCON" port-forward --stdio vm/web-00000/ns-00 "$EP") || fail "--stdio exit $?"

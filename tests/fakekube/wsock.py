@@ -170,7 +170,9 @@ def serve_portforward(h, route):
     """GET .../{virtualmachines,virtualmachineinstances}/NAME/portforward/PORT[/PROTOCOL], as virt-api serves it:
     the VMI (a VM's own for virtualmachines) must be Running; after the upgrade the guest's PORT is dialled (as
     virt-handler dials inside the launcher) and the stream bridges raw bytes both ways; a port where nothing
-    listens closes that WebSocket with the dial error (1011), nothing else. The guest is 127.0.0.1 unless
+    listens closes that WebSocket with the dial error (1011), nothing else. PROTOCOL udp dials a connected UDP
+    socket instead: each data message the client sends is one datagram, each datagram back is one binary message,
+    and nothing the guest does (an ICMP error, an empty datagram) ends the stream. The guest is 127.0.0.1 unless
     POST /fake/backend {"namespace","name","kind":"portforward","tcp":"HOST"} says where, and its "ports"
     {"GUEST":"HOST:PORT"} maps single ports elsewhere (an sshd on a free port standing in for port 22)."""
     app = h.app
@@ -190,8 +192,6 @@ def serve_portforward(h, route):
     if phase != "Running":
         raise ApiError(400, "BadRequest", "Unable to connect to VirtualMachineInstance because phase is %s instead of Running"
                        % (phase or "Pending"))
-    if proto == "udp":
-        raise ApiError(400, "BadRequest", "fakekube forwards tcp only")
     key, sub = handshake(h)
     be = app.backends.get((route.ns, route.name, "portforward")) or {}
     dest = (be.get("ports") or {}).get(str(port))
@@ -203,12 +203,16 @@ def serve_portforward(h, route):
     bsock = None
     try:
         try:
-            bsock = socket.create_connection((host, dport), timeout=5)
+            if proto == "udp":
+                bsock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_DGRAM)
+                bsock.connect((host, dport))
+            else:
+                bsock = socket.create_connection((host, dport), timeout=5)
         except OSError as e:
             b = Bridge(h, None, False)
-            b.close(1011, "dial tcp %s:%d: %s" % (host, port, e.strerror or e))
+            b.close(1011, "dial %s %s:%d: %s" % (proto, host, port, e.strerror or e))
             return
-        Bridge(h, bsock, sub == "base64.binary.k8s.io").run()
+        Bridge(h, bsock, sub == "base64.binary.k8s.io", proto == "udp").run()
     finally:
         with app.mu:
             app.websockets -= 1
@@ -217,8 +221,9 @@ def serve_portforward(h, route):
 
 
 class Bridge:
-    def __init__(self, h, bsock, b64):
+    def __init__(self, h, bsock, b64, dgram=False):
         self.h = h
+        self.dgram = dgram  # UDP: a whole message is one datagram, either way
         self.sock = h.request
         self.bsock = bsock
         self.b64 = b64
@@ -247,6 +252,11 @@ class Bridge:
     def to_backend(self, data):
         if self.bsock is None:
             self.send_data(data)  # echo
+        elif self.dgram:
+            try:
+                self.bsock.send(data)
+            except OSError:
+                pass  # a refused or full UDP socket drops the datagram, as UDP does
         else:
             self.bsock.sendall(data)
 
@@ -306,11 +316,11 @@ class Bridge:
                 self.close(1002, "continuation without a message")
                 return False
             self.in_msg = not fin
-            if self.b64 and op in (0, 1):
+            if (self.b64 and op in (0, 1)) or (self.dgram and op in (0, 2)):
                 self.frag += payload
                 if fin:
                     try:
-                        self.to_backend(base64.b64decode(bytes(self.frag)))
+                        self.to_backend(base64.b64decode(bytes(self.frag)) if self.b64 else bytes(self.frag))
                     except ValueError:
                         self.close(1007, "bad base64")
                         return False
@@ -356,7 +366,12 @@ class Bridge:
                 try:
                     data = self.bsock.recv(65536)
                 except OSError:
+                    if self.dgram:
+                        continue  # an ICMP error on the connected socket ends nothing
                     data = b""
+                if self.dgram:
+                    self.send_data(data)
+                    continue
                 if not data:
                     self.close(1000, "backend closed")
                     return
