@@ -1,6 +1,6 @@
 #!/bin/bash
 # shellcheck disable=SC2016 # the namespaces' scripts expand their own arguments
-# env_kube.sh - the cluster side's environment problems are one `error: ...` line with the fix, exit 1, within 5 s
+# env_kube.sh - the cluster side's environment problems are one `error: ...` line with the fix, exit 1, promised within 5 s
 # (issue 13, item 4): no kubeconfig (for `kvcon get`, and for the dashboard with the engine off or unable to
 # open), a cluster that refuses the connection, one that never answers (a private network namespace), and
 # credentials the cluster refuses (401 from tests/fakekube: a token that is wrong or has expired).
