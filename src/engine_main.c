@@ -261,6 +261,7 @@ static int serve(int argc, char **argv)
 		o->uris = xreallocarray(o->uris, (size_t)o->nuris + 1, sizeof *o->uris);
 		o->uris[o->nuris++] = xstrdup(cfg[i]);
 	}
+	engine_service_notify_take(); /* before anything this service starts could inherit it */
 	o->verbose = S.verbose;
 	o->readonly = S.readonly;
 	o->log = (char *)S.log;

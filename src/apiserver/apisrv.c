@@ -642,6 +642,7 @@ int apisrv_serve(const struct apisrv_config *c, char **errp)
 	}
 	printf("engine serving\n");
 	fflush(stdout);
+	engine_service_notify_ready(); /* the kvcon that started this service on demand goes on at once */
 	int hook = loop_hook_add(on_pass, srv);
 	srv->tick = loop_timer_add(1000, on_tick, srv);
 	rc = loop_run();

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <signal.h>
+#include <poll.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -193,6 +194,7 @@ static int engine_service_spawn(char *const *uris, int n, const char *sock, int 
 	char *exe = engine_exe(err);
 	if (exe == NULL)
 		return -1;
+	int np[2] = { -1, -1 }; /* the notify pipe (ENGINE_NOTIFY_FD) */
 	char *state = util_state_dir();
 	util_mkdir_p(state, 0700);
 	char *slash = strrchr(sock, '/');
@@ -239,12 +241,22 @@ static int engine_service_spawn(char *const *uris, int n, const char *sock, int 
 		*err = xasprintf("pipe: %s", strerror(errno));
 		goto fail;
 	}
+	if (pipe2(np, O_CLOEXEC) < 0) {
+		*err = xasprintf("pipe: %s", strerror(errno));
+		close(pp[0]);
+		close(pp[1]);
+		np[0] = -1;
+		goto fail;
+	}
 	fflush(NULL);
 	pid_t pid = fork();
 	if (pid < 0) {
 		*err = xasprintf("fork: %s", strerror(errno));
 		close(pp[0]);
 		close(pp[1]);
+		close(np[0]);
+		close(np[1]);
+		np[0] = -1;
 		goto fail;
 	}
 	if (pid == 0) {
@@ -266,11 +278,21 @@ static int engine_service_spawn(char *const *uris, int n, const char *sock, int 
 			dup2(out, 2);
 		}
 		for (int fd = 3; fd < 1024; fd++) /* none of the caller's connections, terminal or lock */
-			close(fd);
+			if (fd != np[1])
+				close(fd);
+		/* but the notify pipe, as ENGINE_NOTIFY_FD without close-on-exec (dup2 clears it) */
+		if (np[1] == ENGINE_NOTIFY_FD)
+			fcntl(np[1], F_SETFD, 0);
+		else if (dup2(np[1], ENGINE_NOTIFY_FD) == ENGINE_NOTIFY_FD)
+			close(np[1]);
+		char fdnum[16];
+		snprintf(fdnum, sizeof fdnum, "%d", ENGINE_NOTIFY_FD);
+		setenv("KVCON_ENGINE_NOTIFY_FD", fdnum, 1);
 		execv(exe, argv);
 		_exit(127);
 	}
 	close(pp[1]);
+	close(np[1]);
 	long spid = 0;
 	ssize_t rd;
 	while ((rd = read(pp[0], &spid, sizeof spid)) < 0 && errno == EINTR)
@@ -285,11 +307,13 @@ static int engine_service_spawn(char *const *uris, int n, const char *sock, int 
 	/* the embedded driver's first open may probe QEMU for a minute: wait for the service's answer */
 	struct timespec t0;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
+	bool ended = false; /* the notify pipe's end: the service serves, or it exited */
 	for (;;) {
 		if (probe(sock))
 			break;
-		/* a service that could not start (the root in use, a bad URI) says why in its log */
-		if (kill((pid_t)spid, 0) < 0 && errno == ESRCH && !probe(sock)) {
+		/* a service that could not start (the root in use, a bad URI) says why in its log; one that does not
+		 * know the notify pipe (an older kvcon-engine) ends the wait only by its pid */
+		if ((ended || (kill((pid_t)spid, 0) < 0 && errno == ESRCH)) && !probe(sock)) {
 			/* its own error line is what the engine refused and how to fix it (what the engine in-process
 			 * said): the user sees that alone, as from any command; anything else with where to read more */
 			bool is_error;
@@ -306,9 +330,18 @@ static int engine_service_spawn(char *const *uris, int n, const char *sock, int 
 					 timeout_ms / 1000, logp);
 			goto fail;
 		}
-		struct timespec nap = { 0, 100 * 1000 * 1000 };
-		nanosleep(&nap, NULL);
+		if (ended) {
+			struct timespec nap = { 0, 100 * 1000 * 1000 };
+			nanosleep(&nap, NULL);
+		} else {
+			/* the pipe's end at once, else another look every 100 ms */
+			struct pollfd pf = { .fd = np[0], .events = POLLIN };
+			char b;
+			if (poll(&pf, 1, 100) > 0 && read(np[0], &b, 1) <= 0)
+				ended = true;
+		}
 	}
+	close(np[0]);
 	free(argv);
 	free(logp);
 	free(state);
@@ -317,6 +350,8 @@ static int engine_service_spawn(char *const *uris, int n, const char *sock, int 
 		close(lfd);
 	return 0;
 fail:
+	if (np[0] >= 0)
+		close(np[0]);
 	free(exe);
 	free(argv);
 	free(logp);
@@ -351,4 +386,23 @@ char *engine_service_file(const char *state, const char *sock, const char *prefi
 	char *path = util_path_join(state, name);
 	free(name);
 	return path;
+}
+
+static int notify_fd = -1; /* the service's end of its starter's notify pipe, while it has not served yet */
+
+void engine_service_notify_take(void)
+{
+	const char *e = getenv("KVCON_ENGINE_NOTIFY_FD");
+	struct stat st;
+	if (e && atoi(e) == ENGINE_NOTIFY_FD && fstat(ENGINE_NOTIFY_FD, &st) == 0 && S_ISFIFO(st.st_mode) &&
+	    fcntl(ENGINE_NOTIFY_FD, F_SETFD, FD_CLOEXEC) == 0)
+		notify_fd = ENGINE_NOTIFY_FD;
+	unsetenv("KVCON_ENGINE_NOTIFY_FD");
+}
+
+void engine_service_notify_ready(void)
+{
+	if (notify_fd >= 0)
+		close(notify_fd);
+	notify_fd = -1;
 }

@@ -49,6 +49,16 @@ char *engine_exe(char **err);
  * its last line wrapped with the log's path. */
 char *engine_service_ensure(char *const *uris, int n, int (*probe)(const char *sock), char **err);
 
+/* The pipe a starter gives the service it starts (engine_service_ensure): the service's end is fd
+ * ENGINE_NOTIFY_FD, named by $KVCON_ENGINE_NOTIFY_FD. The starter sees the pipe's end (EOF) at once when the
+ * service closes it, on serving or on exiting, however late its parent reaps it (a kill(pid, 0) of an exited
+ * service answers until then: about a second under some inits). engine_service_notify_take: the service takes
+ * it, close-on-exec so that no process it starts holds it, and unsets the variable (nothing, when the variable
+ * is unset or does not name a pipe); engine_service_notify_ready: the service serves, the starter may go on. */
+#define ENGINE_NOTIFY_FD 3
+void engine_service_notify_take(void);
+void engine_service_notify_ready(void);
+
 /* ---- test seams: exported for tests/ only, not to be called by kvcon itself (tests/check-exports.sh) ---- */
 long engine_service_idle_exit(void);
 enum engine_service_mode engine_service_mode(void);

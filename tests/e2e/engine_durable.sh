@@ -45,7 +45,7 @@ sleep 1.5 # the moment the issue measured: the guest has not stopped yet
 kill -9 "$spid"
 kill -9 $bg # the client would wait for its service to come back
 wait $bg 2>/dev/null || true
-wait_eq 10 gone bash -c "kill -0 $spid 2>/dev/null || echo gone" || fail "the service outlived kill -9"
+wait_eq 10 gone pid_gone "$spid" || fail "the service outlived kill -9"
 [[ $(record gs | jq -r .stopping) == true ]] || fail "the stop intent is not in the record: $(record gs)"
 t0=$(date +%s%N)
 timeout 60 "$KV" -c "$URI" engine reconcile >/dev/null || fail "reconcile"
@@ -65,7 +65,7 @@ wait_eq 10 true bash -c "jq -r '.deleting' $(recdir gs)/default_gs.json"
 kill -TERM "$spid"
 kill -9 $bg
 wait $bg 2>/dev/null || true
-wait_eq 20 gone bash -c "kill -0 $spid 2>/dev/null || echo gone"
+wait_eq 20 gone pid_gone "$spid"
 timeout 60 "$KV" -c "$URI" engine reconcile >/dev/null || fail "reconcile"
 [[ $(vm_json gs) == '{}' && $(qemu_count gs) == 0 ]] || fail "gs came back: $(vm_json gs)"
 [[ ! -e $(dirname "$(ls -d "$XDG_STATE_HOME"/kvcon/engine-data/hosts/*/vms)")/vms/default_gs.json ]] ||

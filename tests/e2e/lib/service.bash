@@ -2,6 +2,16 @@
 # kvcon starts an engine service on demand (docs/ENGINE-SERVICE.md) for the root a test uses; the test's cleanup
 # stops the ones under its own directories, so that no service outlives its test.
 
+# pid_alive PID: the process runs (a zombie does not: a service started on demand is init's child, and some inits
+# reap only every second or so, while kill -0 still answers for the zombie)
+pid_alive() {
+    local st
+    st=$(cat "/proc/$1/stat" 2>/dev/null) || return 1
+    st=${st##*) }
+    [[ ${st%% *} != Z ]]
+}
+pid_gone() { pid_alive "$1" || echo gone; } # for wait_eq SECONDS gone pid_gone PID
+
 # svc_stop_all DIR...: stops every `kvcon engine serve` whose SOCKET.pid lies under a DIR, or whose socket an
 # engine-serve.log under a DIR names (a state directory too deep for a socket puts it in a short directory
 # elsewhere: service/service.c) (SIGTERM, SIGKILL after 10 s), before the caller removes its directories
@@ -13,7 +23,7 @@ svc_stop_all() {
         { tr '\0' ' ' <"/proc/$p/cmdline"; } 2>/dev/null | grep -q ' engine serve ' || continue
         kill -TERM "$p" 2>/dev/null || continue
         for i in $(seq 1 100); do
-            kill -0 "$p" 2>/dev/null || break
+            pid_alive "$p" || break
             sleep 0.1
         done
         kill -9 "$p" 2>/dev/null || true
