@@ -225,7 +225,7 @@ static int take_over(const char *sock)
 		return 0;
 	log_eprintf("engine serve: the service started on demand (pid %ld) leaves for this one\n", (long)pid);
 	for (int i = 0; i < 600; i++) { /* its queued writes first: up to a minute */
-		if (kill(pid, 0) < 0 && errno == ESRCH)
+		if (!util_pid_running(pid))
 			return 0;
 		struct timespec ts = { 0, 100 * 1000 * 1000 };
 		nanosleep(&ts, NULL);

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pwd.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -688,6 +689,22 @@ bool util_str_eq(const char *a, const char *b)
 bool util_has_prefix(const char *s, const char *prefix)
 {
 	return strncmp(s, prefix, strlen(prefix)) == 0;
+}
+
+bool util_pid_running(pid_t pid)
+{
+	char path[48], st[512];
+	snprintf(path, sizeof path, "/proc/%ld/stat", (long)pid);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return pid > 0 && kill(pid, 0) == 0; /* no /proc: the signal's answer */
+	ssize_t n = read(fd, st, sizeof st - 1);
+	close(fd);
+	if (n <= 0)
+		return false;
+	st[n] = '\0';
+	char *rp = strrchr(st, ')'); /* the state follows the command's name, which may hold anything */
+	return rp == NULL || rp[1] != ' ' || (rp[2] != 'Z' && rp[2] != 'X');
 }
 
 void util_fsync_dir(const char *dir)

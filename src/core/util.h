@@ -85,6 +85,9 @@ size_t util_escape_display_n(const char *s, size_t slen, char *out, size_t len);
 /* A UUID (version 4) in canonical text form, 37 bytes with the NUL. */
 void util_uuid_v4(char out[37]);
 
+/* Whether process pid runs: false once it exited, even while it is a zombie its parent has not reaped yet
+ * (kill(pid, 0) still answers for one; init, the parent of a detached process, may reap a second later). */
+bool util_pid_running(pid_t pid);
 /* fsyncs the directory dir (a name made, renamed or removed in it made durable); nothing when it cannot be opened. */
 void util_fsync_dir(const char *dir);
 /* Runs argv (execvp) with stdin, stdout and stderr on /dev/null and waits for it. 0 when it exited 0, else -1 with

@@ -313,7 +313,7 @@ static int engine_service_spawn(char *const *uris, int n, const char *sock, int 
 			break;
 		/* a service that could not start (the root in use, a bad URI) says why in its log; one that does not
 		 * know the notify pipe (an older kvcon-engine) ends the wait only by its pid */
-		if ((ended || (kill((pid_t)spid, 0) < 0 && errno == ESRCH)) && !probe(sock)) {
+		if ((ended || !util_pid_running((pid_t)spid)) && !probe(sock)) {
 			/* its own error line is what the engine refused and how to fix it (what the engine in-process
 			 * said): the user sees that alone, as from any command; anything else with where to read more */
 			bool is_error;

@@ -1,4 +1,5 @@
 #!/bin/bash
+# e2e-lane: cluster
 # kvcon apply -f / delete -f / create namespace and the real kubectl side by side on the same fakekube (issue 27):
 # the same sequence of multi-document files (a Namespace and VMs, an empty document, a List, a directory with -R,
 # STDIN), run once by kubectl and once by kvcon from the same starting state, prints the same lines and exit codes

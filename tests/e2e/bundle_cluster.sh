@@ -1,4 +1,5 @@
 #!/bin/bash
+# e2e-lane: cluster
 # kvcon bundle against fakekube: the tarball holds exactly the files manifest.txt lists as ok (checked with tar),
 # the VM, VMI and launcher as YAML and describe text, the events, the launcher's logs (the previous instance of
 # a crash-looping compute container included), the storage objects behind a DataVolume-backed VM, the

@@ -1,4 +1,5 @@
 #!/bin/bash
+# e2e-lane: cluster
 # Command-line conventions shared with kubectl, virtctl and virsh: LIBVIRT_DEFAULT_URI is the engine's default
 # host (after -c, the config and KVCON_ENGINE_URI), console --timeout counts minutes (a unit says otherwise) and
 # (engine console's too) refuses junk with error: and exit 1, every verb's usage error is error: and exit 1, `kvcon help VERB` and `VERB --help` print the table's flags.

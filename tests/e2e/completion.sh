@@ -1,4 +1,5 @@
 #!/bin/bash
+# e2e-lane: cluster
 # Shell completion in a real bash: `source <(kvcon completion bash)` in a bash inside tmux at 100x30, then <TAB>
 # completes verbs, kinds, flags' values and, from the fake cluster, VM names (`kvcon get vm <TAB>`) and NS/NAME
 # operands. The script and `kvcon help VERB` come from the command table: every verb of --help completes.

@@ -1,4 +1,5 @@
 #!/bin/bash
+# e2e-lane: cluster
 # Full-screen `kvcon console NS/NAME` is the dashboard's screen showing the console pane alone, zoomed (one terminal
 # owner, ui/screen.c): in tmux, from a shell, against fakekube's echoing console:
 #  1. the guest's bytes are drawn by the dashboard's console pane over the whole terminal (no tab line: the pane

@@ -1,4 +1,5 @@
 #!/bin/bash
+# e2e-lane: cluster
 # The console pane of the dashboard, in tmux at 120x40 against fakekube (its console WebSocket echoes every byte
 # when no backend is set): `c` on a VM opens the console under the list; typed text comes back through the
 # WebSocket and libvterm onto the pane; an escape-sequence attack echoed by the "guest" changes nothing in tmux;

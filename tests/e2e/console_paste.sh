@@ -1,4 +1,5 @@
 #!/bin/bash
+# e2e-lane: cluster
 # Bracketed paste, in tmux (`paste-buffer -p` brackets a paste only while the application in the pane has turned
 # bracketed paste on, as a real terminal does):
 #  1. `kvcon console` on a serial server whose "guest" turns DECSET 2004 on: a paste reaches the guest wrapped in

@@ -1,4 +1,5 @@
 #!/bin/bash
+# e2e-lane: cluster
 # kvcon console's reconnect and timeout behaviour, in tmux: a serial server (unix socket) that drops the first
 # connection makes the pane say so, reconnect with backoff and go on with the second connection (typed keys reach
 # it); a VMI that does not exist ends `--timeout 2` with status 1 and the reason; the terminal is given back.

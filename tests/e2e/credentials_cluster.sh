@@ -1,4 +1,5 @@
 #!/bin/bash
+# e2e-lane: cluster
 # kvcon credentials add-ssh-key, remove-ssh-key and set-password against fakekube, checked with the real kubectl:
 # add-ssh-key on a running VM is refused without --force (virtctl's rule), then creates a Secret owned by the VM
 # (generateName NAME-ssh-key-) and appends the VM's accessCredentials entry (sshPublicKey, qemuGuestAgent, the

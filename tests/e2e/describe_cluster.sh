@@ -1,4 +1,5 @@
 #!/bin/bash
+# e2e-lane: cluster
 # kvcon describe vm|vmi|pod against fakekube, side by side with the real kubectl describe on the same objects: the
 # same text line for line (Name, Namespace, Labels, Annotations, API Version, Kind, Metadata, Spec, Status with
 # its Conditions, Volumes, owner references, tabwriter alignment), the Events table in the same order (newest

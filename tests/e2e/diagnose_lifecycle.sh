@@ -1,4 +1,5 @@
 #!/bin/bash
+# e2e-lane: cluster
 # kvcon start/stop/restart/pause/unpause/migrate against fakekube, and the lineage they leave: start then
 # stop+start gives two executions with distinct VMI UIDs (the first "stopped"), a migration keeps the VMI UID
 # with a new launcher on a new node, a restart ends an execution "restarted"; every kvcon process adds to the

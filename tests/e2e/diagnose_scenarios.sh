@@ -1,4 +1,5 @@
 #!/bin/bash
+# e2e-lane: cluster
 # kvcon diagnose against fakekube: each failure scenario is explained by its own rule at the right boundary
 # (stuck-launcher: the launcher boundary failed, the FailedScheduling event quoted, exit 3), a healthy running
 # VM exits 0 with every boundary progressed, a halted VM exits 0 with "not expected", -o json agrees with the

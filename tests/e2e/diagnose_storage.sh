@@ -1,4 +1,5 @@
 #!/bin/bash
+# e2e-lane: cluster
 # The storage chain behind a VM: fakekube serves DataVolumes (cdi.kubevirt.io/v1beta1), PVCs and PVs, checked
 # with the real kubectl (get with the server's columns, -o json equal to /fake/state, describe); kvcon diagnose
 # walks each VM volume -> DataVolume -> PVC -> PV and names the first broken link: a DataVolume still

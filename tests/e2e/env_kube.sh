@@ -1,4 +1,5 @@
 #!/bin/bash
+# e2e-lane: cluster
 # shellcheck disable=SC2016 # the namespaces' scripts expand their own arguments
 # env_kube.sh - the cluster side's environment problems are one `error: ...` line with the fix, exit 1, promised within 5 s
 # (issue 13, item 4): no kubeconfig (for `kvcon get`, and for the dashboard with the engine off or unable to

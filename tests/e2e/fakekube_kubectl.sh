@@ -1,4 +1,5 @@
 #!/bin/sh
+# e2e-lane: cluster
 # Proves tests/fakekube faithful by running the real kubectl against it:
 # table output, label selectors, chunked lists, watch, -o json vs /fake/state,
 # 401 with a wrong token, 403 with the namespace-limited token, no-KubeVirt mode.

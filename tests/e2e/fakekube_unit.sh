@@ -1,4 +1,5 @@
 #!/bin/sh
+# e2e-lane: cluster
 # Runs fakekube's own unit tests (tests/fakekube/test_fakekube.py): pagination
 # snapshots, 410, bookmarks, selectors, KubeVirt state machines, faults, WebSocket,
 # and a reflector that must converge on /fake/state under churn and faults.

@@ -1,4 +1,5 @@
 #!/bin/sh
+# e2e-lane: cluster
 # fakekube's built-in VNC server (no backend registered) seen through a real RFB client: kvcon's libvncclient
 # over the KubeVirt VNC WebSocket takes a screenshot; the PNG must show the 320x200 colour bars.
 # Exit 0 pass, 77 skip, anything else fail.

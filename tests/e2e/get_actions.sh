@@ -1,4 +1,5 @@
 #!/bin/bash
+# e2e-lane: cluster
 # The kube provider's actions against fakekube, observed with `kvcon get`: migrate keeps the VMI UID and moves it
 # to another node with a new launcher pod; migrate --abort deletes the unfinished VirtualMachineInstanceMigration
 # (KubeVirt's abort); stop --force ends the VM without the graceful step; a refused action carries the API's own

@@ -1,4 +1,5 @@
 #!/bin/bash
+# e2e-lane: cluster
 # kvcon get against fakekube over TLS with a bearer token: -o summary (the store's view) equals /fake/state for vm, vmi, pod and event
 # (with the `weird` scenario's control characters), table/name output, -w sees a stop made through the
 # subresource, 403 on -A falls back to the namespace, 401 / no KubeVirt / unreachable server fail clearly.

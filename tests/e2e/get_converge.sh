@@ -1,4 +1,5 @@
 #!/bin/bash
+# e2e-lane: cluster
 # Convergence under churn and faults: fakekube churns (CONVERGE_CHURN events/s, default 200) with a fault rate
 # of CONVERGE_FAULTS (default 0.05: dropped streams mid-chunk, 410, 429, 500) while four `kvcon get KIND -A -o summary
 # --watch-for W` run; churn is paused and the simulator settled well before their windows end; each printed

@@ -1,4 +1,5 @@
 #!/bin/bash
+# e2e-lane: cluster
 # Verbs on every source: `kvcon get` lists the local engine's VMs in every output format (alone without a
 # kubeconfig); with a kubeconfig, its context alone as kubectl (no engine service started), the engine as a context
 # of its own (--context engine), both when asked (--context CTX,engine: a SOURCE column); the verbs about one VM

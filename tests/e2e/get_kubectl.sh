@@ -1,4 +1,5 @@
 #!/bin/bash
+# e2e-lane: cluster
 # kvcon get and the real kubectl side by side on the same fakekube (issue 16's output contract): -o json and
 # -o yaml equal once parsed (and byte for byte), -o name, -o jsonpath= (fields, [n], [-1], slices, [*], .., filters,
 # range/end, quoted literals), -o custom-columns=, -o wide, --sort-by, -L, --show-labels, --no-headers, get KIND

@@ -1,4 +1,5 @@
 #!/bin/bash
+# e2e-lane: cluster
 # Issue 14, findings 5-8, each as it was found: credentials never reach a plain-HTTP server and a CA with
 # insecure-skip-tls-verify is refused; an exec plugin that leaves a child holding its pipes does not block, a
 # hanging one is killed (with its child) at the deadline and not run again; kvcon's log files are 0600; an

@@ -1,4 +1,5 @@
 #!/bin/bash
+# e2e-lane: cluster
 # kvcon logs against fakekube's pods/log, side by side with the real kubectl logs on the same pods: the same
 # bytes for the default (compute) and another container, --tail, --since, --timestamps-free output, --previous
 # of a crash-looping launcher; VM and VMI names resolve to the current launcher; -f streams lines as they are

@@ -1,4 +1,5 @@
 #!/bin/sh
+# e2e-lane: cluster
 # man/kvcon.1 renders cleanly: groff -man -ww prints no warning, the source holds no raw control bytes (a \f font
 # escape typed as a form feed, say), and every tagged paragraph has its .TP (a tag line alone after running text
 # is an entry whose .TP went missing: it renders glued to the entry before). Exit 0 pass, 77 skip, else fail.

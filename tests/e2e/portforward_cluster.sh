@@ -1,4 +1,5 @@
 #!/bin/bash
+# e2e-lane: cluster
 # kvcon port-forward, ssh, scp and the guest agent's verbs against fakekube's portforward subresource, with real
 # servers standing in for the guest: a python echo server, and Debian's sshd on loopback mapped as guest port 22.
 # Two connections through one forward both echo (and a 2 MB round trip), a guest port where nothing listens ends

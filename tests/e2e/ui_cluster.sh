@@ -1,4 +1,5 @@
 #!/bin/bash
+# e2e-lane: cluster
 # The dashboard's cluster lists against fakekube in tmux, each under a title bar as every list: `:node` lists the
 # three nodes with Ready, schedulable for VMs, KVM capacity from virt-handler (1k), CPU and memory requested by
 # the pods on each and allocatable, as `kubectl describe node` prints them (its "Allocated resources" and

@@ -1,4 +1,5 @@
 #!/bin/bash
+# e2e-lane: cluster
 # The dashboard against fakekube in tmux at 120x40: open, switch views with `:`, filter, sort, a row following
 # churn without a key press, escaped hostile names, an action with confirmation, namespace and context switch,
 # resize, quit with the terminal restored.

@@ -1,4 +1,5 @@
 #!/bin/bash
+# e2e-lane: cluster
 # A cluster without KubeVirt: the header says so once (naming the kinds), the list says it cannot list them, nothing
 # hangs; the server going away turns the watches to reconnecting with the time of the next retry. An empty list
 # says why, in four different texts (issue 25, item 5): a server that is down ("unreachable"), a user who may not

@@ -1,4 +1,5 @@
 #!/bin/bash
+# e2e-lane: cluster
 # The log pane of the dashboard, in tmux at 120x40 against fakekube's pods/log: `l` on a VM opens its launcher's
 # compute log under the list, lines appended to the log show up without a key press (follow), an escape
 # sequence in the log is shown escaped and changes nothing in tmux, w wraps, / searches, shift-C switches to

@@ -1,4 +1,5 @@
 #!/bin/bash
+# e2e-lane: cluster
 # Mouse (click selects, double-click opens, wheel scrolls) and themes (--theme, KVCON_THEME, NO_COLOR, an
 # 8-colour terminal, a missing theme) in the real binary, read back from tmux with attributes (capture-pane -e).
 . "$(dirname "$0")/ui_lib.inc"

@@ -1,4 +1,5 @@
 #!/bin/bash
+# e2e-lane: cluster
 # Frame pacing: with 10,000 VMs changing at 1,000 a second the dashboard draws at most ~30 frames a second, and
 # with nothing changing about one a second (the ages). Upper bounds only (they hold however slow the machine is);
 # the frame count comes from kvcon's log at exit. Uses the unit-test binary's in-process feeder (no cluster).

@@ -1,4 +1,5 @@
 #!/bin/bash
+# e2e-lane: cluster
 # The dashboard's port forwards against fakekube in tmux: shift-F on a VM asks for the ports and starts a forward
 # (a python echo server stands in for the guest's port); bytes go through it; `:pf` lists it with its VM, local and
 # guest port, connections and bytes; ctrl-d there stops it and its local port closes; a forward still running

@@ -1,4 +1,5 @@
 #!/bin/bash
+# e2e-lane: cluster
 # --readonly: every action key pressed in the list view and in the VM view (answering yes to any question)
 # sends no mutating request to the API (fakekube counts them), and the header says READ-ONLY; the config file's
 # readonly = true does the same in the dashboard and for `kvcon stop`; an action key on a pod's row says it does

@@ -1,4 +1,5 @@
 #!/bin/bash
+# e2e-lane: cluster
 # Namespace scope without -A: the context's namespace is watched; `:ns NAME` re-watches another namespace,
 # `:ns all` every namespace; the `:ns` and `:ctx` lists switch with enter; the open namespace list and the
 # header's VM counts follow a VM created in a new namespace and deleted.

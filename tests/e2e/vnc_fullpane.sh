@@ -1,4 +1,5 @@
 #!/bin/bash
+# e2e-lane: cluster
 # Full-screen `kvcon vnc` is the dashboard's screen showing the VNC pane alone, zoomed (one terminal owner,
 # ui/screen.c, as `kvcon console`): in tmux (80x24, TERM=tmux-256color, whose terminfo has 256 colours and X10
 # mouse), from a shell, against the recording RFB server (tests/e2e/vnc_rfbserver.py, 640x480 gradient):

@@ -1,4 +1,5 @@
 #!/bin/bash
+# e2e-lane: cluster
 # What kvcon's VNC display sends, checked message by message against a recording RFB server
 # (tests/e2e/vnc_rfbserver.py, 640x480): typed letters and shifted symbols become X keysyms (with Shift pressed
 # for 'A' and '>'), Ctrl+C is Control_L + c, the F8 menu sends Ctrl+Alt+Del, an xterm SGR mouse click on a cell

@@ -1,4 +1,5 @@
 #!/bin/bash
+# e2e-lane: cluster
 # kvcon wait against fakekube, side by side with the real kubectl wait: the same output and exit codes for a
 # condition already met, a timeout (1, "error: timed out waiting for the condition on ..."), a missing object
 # (NotFound, 1; --for=delete: 0 at once); and, while both are waiting on their watches, a change the test makes

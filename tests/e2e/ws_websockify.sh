@@ -1,4 +1,5 @@
 #!/bin/bash
+# e2e-lane: cluster
 # kube/ws.c against real WebSocket peers: websockify (Debian) bridging to a TCP echo server, over ws:// and
 # wss:// (self-signed CA), and fakekube's console endpoint (TLS, bearer token, plain.kubevirt.io, refusals).
 # Each case sends random bytes in random-sized writes and checks the echo byte for byte, then closes cleanly.

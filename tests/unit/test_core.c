@@ -6,6 +6,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "core/buf.h"
@@ -419,8 +420,26 @@ static void test_files_at_given_paths(void)
 	free(secret);
 }
 
+/* util_pid_running: a process that exited is not running, zombie or not (the starter of a service waits on it) */
+static void test_pid_running(void)
+{
+	T_CHECK(util_pid_running(getpid()));
+	pid_t c = fork();
+	if (c == 0)
+		_exit(0);
+	T_CHECK(c > 0);
+	siginfo_t si;
+	/* exited, not reaped: a zombie, which kill(c, 0) still answers for */
+	T_CHECK(waitid(P_PID, (id_t)c, &si, WEXITED | WNOWAIT) == 0);
+	T_CHECK(kill(c, 0) == 0);
+	T_CHECK(!util_pid_running(c));
+	waitpid(c, NULL, 0);
+	T_CHECK(!util_pid_running(c));
+}
+
 int main(void)
 {
+	test_pid_running();
 	test_files_at_given_paths();
 	test_private_files_and_escaped_output();
 	test_time();
