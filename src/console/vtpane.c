@@ -1174,6 +1174,45 @@ char *vtpane_dump(const struct vtpane *p)
 	return buf_steal(&b);
 }
 
+bool vtpane_same(const struct vtpane *a, const struct vtpane *b)
+{
+	VTermPos ca, cb;
+	vterm_state_get_cursorpos(a->state, &ca);
+	vterm_state_get_cursorpos(b->state, &cb);
+	if (a->rows != b->rows || a->cols != b->cols || a->cur != b->cur || a->cursor.row != b->cursor.row ||
+	    a->cursor.col != b->cursor.col || ca.row != cb.row || ca.col != cb.col ||
+	    a->cursor_visible != b->cursor_visible || a->altscreen != b->altscreen || a->mouse != b->mouse ||
+	    a->last_ch != b->last_ch || a->pen.fg != b->pen.fg || a->pen.bg != b->pen.bg ||
+	    a->pen.attrs != b->pen.attrs || strcmp(a->title, b->title) != 0 || a->sb_count != b->sb_count)
+		return false;
+	bool same = true;
+	struct vtcell *la = NULL, *lb = NULL;
+	size_t cap = 0;
+	for (size_t i = 0; same && i < a->sb_count; i++) {
+		const struct sbline *x = &a->sb[(a->sb_head + i) % a->sb_cap], *y = &b->sb[(b->sb_head + i) % b->sb_cap];
+		if (x->n != y->n) {
+			same = false;
+			break;
+		}
+		if (x->n > cap) {
+			cap = x->n;
+			la = xreallocarray(la, cap, sizeof *la);
+			lb = xreallocarray(lb, cap, sizeof *lb);
+		}
+		memset(la, 0, x->n * sizeof *la); /* sb_unpack leaves cells without a run, and zero, alone */
+		memset(lb, 0, x->n * sizeof *lb);
+		sb_unpack(x, la, x->n);
+		sb_unpack(y, lb, y->n);
+		same = memcmp(la, lb, x->n * sizeof *la) == 0;
+	}
+	free(la);
+	free(lb);
+	for (int sc = 0; same && sc < 2; sc++)
+		for (int r = 0; same && r < a->rows; r++)
+			same = memcmp(a->grid[sc][r], b->grid[sc][r], (size_t)a->cols * sizeof(struct vtcell)) == 0;
+	return same;
+}
+
 void vtpane_note(struct vtpane *p, const char *text)
 {
 	char *esc = util_escape_display(text);

@@ -64,6 +64,9 @@ bool vtpane_cursor(const struct vtpane *p, int *row, int *col); /* false when th
 /* Everything the pane holds, as text (both screens cell by cell with colours and attributes, scrollback, cursor,
  * modes, title): for tests that compare two panes. Caller frees. */
 char *vtpane_dump(const struct vtpane *p);
+/* Whether a and b hold the same as their vtpane_dump would say, compared in place (no text made: the fuzz
+ * harness and test_vtfast compare two panes after every chunk). */
+bool vtpane_same(const struct vtpane *a, const struct vtpane *b);
 void vtpane_fast_stats(const struct vtpane *p, uint64_t *cells, uint64_t *desyncs);
 /* One line of text (UTF-8, trailing blanks trimmed); abs 0 is the oldest scrollback line, scrollback_count()
  * the top screen row. Caller frees; NULL when out of range. */

@@ -325,6 +325,37 @@ static void test_c1_in_utf8(void)
 	vtpane_free(p);
 }
 
+/* vtpane_same says what comparing vtpane_dump's texts says: equal panes, then a difference in the scrollback's
+ * colours, on the screen, in the title */
+static void test_same(void)
+{
+	static const char *const tails[] = { "\033[31mred\r\n", "x", "\033]2;t\007" };
+	for (size_t i = 0; i < sizeof tails / sizeof tails[0]; i++) {
+		struct vtpane *a = vtpane_new(3, 20, 50), *b = vtpane_new(3, 20, 50);
+		const char *common = "one\r\ntwo\r\n\033[1mthree\033[0m\r\nfour\r\n";
+		vtpane_input(a, common, strlen(common));
+		vtpane_input(b, common, strlen(common));
+		char *da = vtpane_dump(a), *db = vtpane_dump(b);
+		T_CHECK(vtpane_same(a, b) && strcmp(da, db) == 0);
+		free(da);
+		free(db);
+		const char *more = i == 0 ? "\033[32mred\r\n" : i == 1 ? "y" : "\033]2;u\007";
+		vtpane_input(a, tails[i], strlen(tails[i]));
+		vtpane_input(b, more, strlen(more));
+		if (i == 0) { /* then scrolled into the scrollback, where only the colour differs */
+			vtpane_input(a, "\r\n\r\n\r\n", 6);
+			vtpane_input(b, "\r\n\r\n\r\n", 6);
+		}
+		da = vtpane_dump(a);
+		db = vtpane_dump(b);
+		T_CHECK(!vtpane_same(a, b) && strcmp(da, db) != 0);
+		free(da);
+		free(db);
+		vtpane_free(a);
+		vtpane_free(b);
+	}
+}
+
 int main(void)
 {
 	setlocale(LC_ALL, "C.UTF-8");
@@ -343,6 +374,7 @@ int main(void)
 	test_keys();
 	test_resize(pad);
 	test_rep();
+	test_same();
 	test_resize_margins();
 	test_c1_in_utf8();
 	delwin(pad);
