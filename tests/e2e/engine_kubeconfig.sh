@@ -42,8 +42,8 @@ code=$(curl -sk -o /dev/null -w '%{http_code}' "https://127.0.0.1:$PORT/api/v1/p
 
 step "the port is kept: the service leaves, the next kvcon starts another, the first kubeconfig still works"
 kill -TERM "$pid"
-for _ in $(seq 1 300); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-! kill -0 "$pid" 2>/dev/null || fail "the service did not leave on SIGTERM"
+for _ in $(seq 1 300); do pid_alive "$pid" || break; sleep 0.1; done
+! pid_alive "$pid" || fail "the service did not leave on SIGTERM"
 kv get vm >/dev/null || fail "kvcon get vm after the service left"
 pid2=$(svc_pid)
 [[ -n $pid2 && $pid2 != "$pid" ]] || fail "no new service ($pid2)"
@@ -95,7 +95,7 @@ wait_eq 120 "engine serving" tail -n1 "$ENGINE_T/serve.out" ||
     fail "serve did not start: $(cat "$ENGINE_T/serve.err")"
 grep -q "the service started on demand (pid $pid2) leaves for this one" "$ENGINE_T/serve.err" ||
     fail "serve.err: $(cat "$ENGINE_T/serve.err")"
-! kill -0 "$pid2" 2>/dev/null || fail "the service started on demand stayed"
+! pid_alive "$pid2" || fail "the service started on demand stayed"
 [[ $(svc_pid) == "$SRV" ]] || fail "the pid file names $(svc_pid), not $SRV"
 P3=$(sed -n 's|^https: https://127.0.0.1:||p' "$ENGINE_T/serve.out")
 out=$(k --kubeconfig <(kv engine kubeconfig) get vm -o name 2>&1) || fail "kubectl through serve's port: $out"

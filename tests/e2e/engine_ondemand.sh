@@ -32,7 +32,7 @@ svc_count() {
 gone_within() { # PID SECONDS: 0 once the process is gone
 	local deadline=$((SECONDS + $2))
 	while [ $SECONDS -lt $deadline ]; do
-		kill -0 "$1" 2>/dev/null || return 0
+		pid_alive "$1" || return 0
 		sleep 0.2
 	done
 	return 1

@@ -105,7 +105,7 @@ step "kept across a restart of the service: the same replica set and member"
 m1=$(members)
 pid=$(cat "$XDG_STATE_HOME"/kvcon/engine-*.sock.pid)
 kill -TERM "$pid"
-for _ in $(seq 1 300); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+for _ in $(seq 1 300); do pid_alive "$pid" || break; sleep 0.1; done
 kv get vmi >/dev/null || fail "kvcon get vmi after the restart"
 [[ $(k get vmirs web -o jsonpath='{.metadata.uid}') == "$uid" ]] || fail "another replica set after the restart"
 [[ $(members) == "$m1" ]] || fail "members after the restart: '$(members)', not $m1"
