@@ -197,6 +197,8 @@ static enum MHD_Result route(struct apisrv *srv, struct MHD_Connection *c, struc
 		return apis_delete_ns(srv, c, name);
 	if (strcmp(method, "PATCH") == 0 && r == R_NS && name)
 		return apis_patch_ns(srv, c, rq, name);
+	if (strcmp(method, "PATCH") == 0 && r == R_NODE && name)
+		return apis_patch_node(srv, c, rq, name);
 	if ((strcmp(method, "PATCH") == 0 || strcmp(method, "PUT") == 0) && r == R_VM && ns && name)
 		return apis_patch_vm(srv, c, rq, ns, name, method[1] == 'U');
 	if (strcmp(method, "DELETE") == 0 && ns && name) {

@@ -58,7 +58,7 @@ static const struct {
 	[R_POD] = { KIND_POD, "get,list,watch" },
 	[R_EVENT] = { KIND_EVENT, "get,list,watch" },
 	[R_NS] = { KIND_NS, "create,delete,get,list,patch,watch" },
-	[R_NODE] = { KIND_NODE, "get,list,watch" },
+	[R_NODE] = { KIND_NODE, "get,list,watch,patch" },
 	[R_VMIM] = { KIND_VMIM, "create,delete,get,list,watch" },
 	/* the engine's own KubeVirt CR (kv_json): read-only, writes are 405 */
 	[R_KV] = { KIND_KV, "get,list,watch" },

@@ -254,6 +254,7 @@ json_object *apis_mig_state_json(const struct migration_state *m);
 json_object *apis_obj_to_json(const struct obj *o);
 json_object *apis_ns_json(struct apisrv *srv, const char *name);
 json_object *apis_node_json(struct apisrv *srv, struct source *src);
+enum MHD_Result apis_patch_node(struct apisrv *srv, struct MHD_Connection *c, struct reqctx *rq, const char *name);
 void apis_kv_refresh(struct apisrv *srv);
 
 /* ---- kept.c ---- */
