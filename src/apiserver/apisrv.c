@@ -161,6 +161,8 @@ static enum MHD_Result route(struct apisrv *srv, struct MHD_Connection *c, struc
 	}
 	if (r == R_POD && ns && name && sub && strcmp(sub, "log") == 0 && strcmp(method, "GET") == 0)
 		return apis_pod_log(srv, c, ns, name);
+	if (r == R_POD && ns && name && sub && strcmp(sub, "eviction") == 0 && strcmp(method, "POST") == 0)
+		return apis_evict_pod(srv, c, rq, ns, name);
 	bool domxml = r == R_VMI && sub && strcmp(sub, "kvcon-domainxml") == 0;
 	if ((domxml || (r == R_VM && sub && strcmp(sub, "kvcon-storage") == 0)) && ns && name) {
 		if (strcmp(method, "GET") != 0) /* kvcon's own read-only subresources */

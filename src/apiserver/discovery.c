@@ -157,6 +157,18 @@ static json_object *resource_list(const char *gv)
 			json_object_object_add(e, "categories", cat);
 		}
 		json_object_array_add(a, e);
+		if (r == R_POD) { /* the Eviction API (kubectl drain looks for it here, else deletes pods) */
+			json_object *se = json_object_new_object(), *sv = json_object_new_array();
+			json_object_object_add(se, "name", apis_jstr("pods/eviction"));
+			json_object_object_add(se, "singularName", apis_jstr(""));
+			json_object_object_add(se, "namespaced", json_object_new_boolean(1));
+			json_object_object_add(se, "group", apis_jstr("policy"));
+			json_object_object_add(se, "version", apis_jstr("v1"));
+			json_object_object_add(se, "kind", apis_jstr("Eviction"));
+			json_object_array_add(sv, apis_jstr("create"));
+			json_object_object_add(se, "verbs", sv);
+			json_object_array_add(a, se);
+		}
 		if (r == R_VMIRS) { /* its scale subresource (kubectl scale) and status, as KubeVirt's CRD declares them */
 			for (int k = 0; k < 2; k++) {
 				json_object *se = json_object_new_object(), *sv = json_object_new_array();
