@@ -347,7 +347,7 @@ enum MHD_Result apis_subresource(struct apisrv *srv, struct MHD_Connection *c, s
 /* POST pods/NAME/eviction (the policy/v1 Eviction API, kubectl drain): a launcher pod is evicted as KubeVirt's
  * virt-api decides by the VMI's evictionStrategy. LiveMigrate (and LiveMigrateIfPossible when another host is
  * ready): a migration starts and the answer is 429, which kubectl drain retries until the pod is gone; without
- * another host LiveMigrate refuses the same way (the VMI stays). None, External and LiveMigrateIfPossible without
+ * another host LiveMigrate is refused with 409 (the VMI stays; kubectl drain stops with the message). None, External and LiveMigrateIfPossible without
  * a target: the execution ends (201); a runStrategy Always VM starts again where its node admits it (a cordoned
  * node does not: ErrorUnschedulable). */
 enum MHD_Result apis_evict_pod(struct apisrv *srv, struct MHD_Connection *c, struct reqctx *rq, const char *ns, const char *name)
@@ -369,8 +369,8 @@ enum MHD_Result apis_evict_pod(struct apisrv *srv, struct MHD_Connection *c, str
 	if (apis_dry_run(c, rq))
 		return migrate ? apis_send_status(c, 429, "TooManyRequests", R_POD, name, "Eviction triggered evacuation of VMI \"%s/%s\"", ns, p->vm_name)
 			       : apis_send_json(c, 201, apis_status_success());
-	if (migrate && !other)
-		return apis_send_status(c, 429, "TooManyRequests", R_POD, name,
+	if (migrate && !other) /* refused for good (409, not 429): kubectl drain stops instead of retrying forever */
+		return apis_send_status(c, 409, "Conflict", R_POD, name,
 					"Cannot evict pod as it would violate the VMI's evictionStrategy LiveMigrate: no other engine "
 					"host to migrate VMI \"%s/%s\" to", ns, p->vm_name);
 	if (migrate) {
