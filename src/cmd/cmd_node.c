@@ -60,6 +60,7 @@ static void answer_free(struct answer *a)
 {
 	free(a->body);
 	free(a->error);
+	a->body = a->error = NULL;
 }
 
 /* "PREFIX: WHAT" on stderr, the server's text escaped */
@@ -106,8 +107,10 @@ out:
 	return rc;
 }
 
-/* The operand NODE of cordon, uncordon and drain, their client; NULL after the error (*rc set). */
-static struct kube_http *open_node_verb(int argc, char **argv, const char **node, long *timeout_ms, int *rc)
+/* The operand NODE of cordon, uncordon and drain, their client (*kc: its configuration, which it uses: freed
+ * after it); NULL after the error (*rc set). */
+static struct kube_http *open_node_verb(int argc, char **argv, const char **node, long *timeout_ms,
+					struct kube_config **kcp, int *rc)
 {
 	struct args g;
 	int p = args_parse_verb(argc, argv, &g);
@@ -127,7 +130,7 @@ static struct kube_http *open_node_verb(int argc, char **argv, const char **node
 	char *err = NULL;
 	struct kube_config *kc = cmd_apply_target(&err);
 	struct kube_http *h = kc ? kube_http_new(kc, &err) : NULL;
-	kube_config_free(kc);
+	*kcp = kc;
 	if (h == NULL) {
 		say_error("error", err ? err : "no server");
 		free(err);
@@ -140,11 +143,12 @@ int cmd_cordon(int argc, char **argv)
 {
 	const char *node = NULL;
 	int rc = 0;
-	struct kube_http *h = open_node_verb(argc, argv, &node, NULL, &rc);
-	if (h == NULL)
-		return rc;
-	rc = set_cordon(h, node, strcmp(argv[0], "cordon") == 0) ? EXIT_API : EXIT_OK;
+	struct kube_config *kc = NULL;
+	struct kube_http *h = open_node_verb(argc, argv, &node, NULL, &kc, &rc);
+	if (h)
+		rc = set_cordon(h, node, strcmp(argv[0], "cordon") == 0) ? EXIT_API : EXIT_OK;
 	kube_http_free(h);
+	kube_config_free(kc);
 	return rc;
 }
 
@@ -259,15 +263,16 @@ int cmd_drain(int argc, char **argv)
 	const char *node = NULL;
 	long timeout_ms = 0;
 	int rc = 0;
-	struct kube_http *h = open_node_verb(argc, argv, &node, &timeout_ms, &rc);
-	if (h == NULL)
-		return rc;
-	char *n = util_escape_display(node);
-	if (set_cordon(h, node, true)) {
-		free(n);
+	struct kube_config *kc = NULL;
+	struct kube_http *h = open_node_verb(argc, argv, &node, &timeout_ms, &kc, &rc);
+	if (h && set_cordon(h, node, true))
+		rc = EXIT_API;
+	if (h == NULL || rc) {
 		kube_http_free(h);
-		return EXIT_API;
+		kube_config_free(kc);
+		return rc;
 	}
+	char *n = util_escape_display(node);
 	uint64_t deadline = timeout_ms > 0 ? util_now_ms() + (uint64_t)timeout_ms : 0;
 	size_t np = 0;
 	char *err = NULL, **pods = launchers(h, node, &np, &err);
@@ -286,5 +291,6 @@ int cmd_drain(int argc, char **argv)
 	free(err);
 	free(n);
 	kube_http_free(h);
+	kube_config_free(kc);
 	return rc;
 }
