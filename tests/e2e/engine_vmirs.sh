@@ -132,16 +132,18 @@ sed -e 's/^kind: VirtualMachineInstanceReplicaSet/kind: VirtualMachine/' -e 's/^
     -e '/^  replicas:/,/^  template:/c\  runStrategy: Always\n  template:' \
     -e 's/^    spec:$/    spec:\n      nodeSelector:\n        disk: ssd/' "$ENGINE_T/rs.yaml" >"$ENGINE_T/place.yaml"
 k apply -f "$ENGINE_T/place.yaml" >/dev/null || fail "apply place: $(cat "$ENGINE_T/place.yaml")"
-status() { k get vm place -o jsonpath='{.status.printableStatus}'; }
+status() { kv get vm place -o jsonpath='{.status.printableStatus}' 2>/dev/null; }
 unsched() { # the scheduler's message for REASON on the launcher pod, the VMI Scheduling, a FailedScheduling
-    local want="0/1 nodes are available: 1 $1. preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling."
+    local want="0/1 nodes are available: 1 $1. preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling." j
     wait_eq 30 ErrorUnschedulable status || fail "not ErrorUnschedulable ($1): $(k get vm place -o yaml)"
-    wait_eq 10 "Unschedulable $want" k get pod -l vm.kubevirt.io/name=place \
-        -o jsonpath='{.items[0].status.conditions[?(@.type=="PodScheduled")].reason} {.items[0].status.conditions[?(@.type=="PodScheduled")].message}' ||
-        fail "pod's PodScheduled ($1): $(k get pod -l vm.kubevirt.io/name=place -o yaml)"
-    [[ $(k get vmi place -o jsonpath='{.status.phase}') == Scheduling ]] || fail "VMI not Scheduling: $(k get vmi place -o yaml)"
-    k get events -o json | jq -e --arg m "$want" '[.items[] | select(.reason == "FailedScheduling" and .message == $m and
-        .involvedObject.kind == "Pod" and .type == "Warning")] | length > 0' >/dev/null || fail "no FailedScheduling: $(k get events)"
+    j=$(k get vmi,pod,events -o json)
+    jq -e --arg m "$want" '[.items[] | select(.kind == "Pod" and .metadata.labels["vm.kubevirt.io/name"] == "place" and
+        .status.phase == "Pending" and (.status.conditions[] | .type == "PodScheduled" and .status == "False" and
+        .reason == "Unschedulable" and .message == $m))] | length == 1' <<<"$j" >/dev/null || fail "pod's PodScheduled ($1): $j"
+    jq -e '[.items[] | select(.kind == "VirtualMachineInstance" and .metadata.name == "place" and .status.phase == "Scheduling")] |
+        length == 1' <<<"$j" >/dev/null || fail "VMI not Scheduling: $j"
+    jq -e --arg m "$want" '[.items[] | select(.kind == "Event" and .reason == "FailedScheduling" and .message == $m and
+        .involvedObject.kind == "Pod" and .type == "Warning")] | length > 0' <<<"$j" >/dev/null || fail "no FailedScheduling: $j"
 }
 unsched "node(s) didn't match Pod's node affinity/selector"
 uid=$(k get vmi place -o jsonpath='{.metadata.uid}')
@@ -150,14 +152,15 @@ out=$(k label node "$node" disk=ssd 2>&1) || fail "label: $out"
 [[ $out == "node/$node labeled" ]] || fail "label said: $out"
 wait_eq 30 Running status || fail "not Running once labelled: $(k get vm place -o yaml)"
 [[ $(k get vmi place -o jsonpath='{.metadata.uid}') == "$uid" ]] || fail "not the VMI that waited"
-[[ $(k get node "$node" -o jsonpath='{.metadata.labels.disk}') == ssd && -s $XDG_STATE_HOME/kvcon/engine-data/nodes/$node.json ]] ||
-    fail "the label is not kept: $(k get node "$node" -o yaml)"
+out=$(kv get node --show-labels 2>/dev/null)
+[[ $out == *disk=ssd* && -s $XDG_STATE_HOME/kvcon/engine-data/nodes/$node.json ]] || fail "the label is not kept: $out"
 step "placement: kvcon drain"
 k patch vm place --type merge -p '{"spec":{"template":{"spec":{"evictionStrategy":"LiveMigrate"}}}}' >/dev/null || fail "patch LiveMigrate"
 if out=$(kv drain "$node" 2>&1); then fail "drain of a LiveMigrate VM on the one host: $out"; fi
 [[ $out == *"node/$node cordoned"* && $out == *"error when evicting pods/\"virt-launcher-place-"*"no other engine host"* &&
    $out == *"There are pending nodes to be drained:"* ]] || fail "drain said: $out"
-[[ $(status) == Running && $(k get node "$node" -o jsonpath='{.spec.unschedulable}') == true ]] || fail "after the refused drain"
+[[ $(status) == Running && $(kv get node "$node" 2>/dev/null) == *Ready,SchedulingDisabled* ]] ||
+    fail "after the refused drain: $(kv get node "$node")"
 k patch vm place --type merge -p '{"spec":{"template":{"spec":{"evictionStrategy":"None"}}}}' >/dev/null || fail "patch None"
 out=$(kv drain "$node" --timeout 60s 2>&1) || fail "drain: $out"
 [[ $out == *"node/$node already cordoned"*"pod/virt-launcher-place-"*" evicted"*"node/$node drained"* ]] || fail "drain said: $out"
@@ -170,5 +173,5 @@ unsched "node(s) had untolerated taint {dedicated: db}"
 k taint node "$node" dedicated- >/dev/null || fail "untaint"
 step "placement: untainted"
 wait_eq 30 Running status || fail "not Running once uncordoned and untainted: $(k get vm place -o yaml)"
-k delete vm place --wait=false >/dev/null || fail "delete vm place"
+k delete vm place --timeout=60s >/dev/null || fail "delete vm place"
 echo PASS
