@@ -166,7 +166,11 @@ static int vcpus(const struct manifest *m)
 
 char *enode_unschedulable(const struct evm *v)
 {
-	struct ehost *eh = v->eh;
+	return enode_unschedulable_on(v, v->eh);
+}
+
+char *enode_unschedulable_on(const struct evm *v, struct ehost *eh)
+{
 	json_object *node = engine_node_obj(eh->src);
 	json_object *pod = v->m->placement ? json_tokener_parse(v->m->placement) : NULL;
 	json_object *labels = tlabels_json(v);

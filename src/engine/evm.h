@@ -122,6 +122,9 @@ struct evm **ehost_vms(struct ehost *eh, int *n);
 struct source *ehost_source(const struct ehost *eh);
 const char *ehost_uri(const struct ehost *eh);
 bool ehost_ready(const struct ehost *eh);
+/* enode.c: the scheduler's message when v may not run on eh now (cordon, taints, selectors, resources, pod
+ * anti-affinity), else NULL; caller frees. */
+char *enode_unschedulable_on(const struct evm *v, struct ehost *eh);
 struct store *evm_store(void);
 struct evm *evm_find(struct source *src, const char *ns, const char *name);
 bool evm_active(const struct evm *v);

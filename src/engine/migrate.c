@@ -965,6 +965,12 @@ static int engine_migrate(struct source *src, const char *ns, const char *name, 
 		*err = xasprintf("refused: %s already has a virtualmachine %s/%s", dsrc->name, v->m->ns, name);
 		return -1;
 	}
+	char *unsched = enode_unschedulable_on(v, dst); /* the target's launcher pod would not be scheduled */
+	if (unsched) {
+		*err = xasprintf("refused: the target node %s does not admit the VM: %s", dsrc->name, unsched);
+		free(unsched);
+		return -1;
+	}
 	char *root = embed_uri_root(ehost_uri(from));
 	char *droot = embed_uri_root(ehost_uri(dst));
 	bool embedded = root || droot;
