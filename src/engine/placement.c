@@ -311,6 +311,23 @@ static int check_pod_terms(json_object *pa, const char *p, char **path, char **w
 		if (rc)
 			return rc;
 	}
+	json_object *pref = jget(pa, "preferredDuringSchedulingIgnoredDuringExecution");
+	if (pref && !json_object_is_type(pref, json_type_array))
+		return bad(path, why, p, "preferredDuringSchedulingIgnoredDuringExecution: expected a list");
+	for (size_t i = 0; i < alen(pref); i++) {
+		json_object *t = jget(json_object_array_get_idx(pref, i), "podAffinityTerm");
+		char *pi = xasprintf("%s.preferredDuringSchedulingIgnoredDuringExecution[%zu].podAffinityTerm", p, i);
+		char *pe = xasprintf("%s.labelSelector.matchExpressions", pi);
+		int rc = 0;
+		if (jstr(t, "topologyKey") == NULL || !*jstr(t, "topologyKey"))
+			rc = bad(path, why, pi, "topologyKey: Required value: can not be empty");
+		else
+			rc = check_reqs(jget(jget(t, "labelSelector"), "matchExpressions"), pe, false, false, path, why);
+		free(pe);
+		free(pi);
+		if (rc)
+			return rc;
+	}
 	return 0;
 }
 

@@ -204,8 +204,39 @@ static void test_validate(void)
 			 "affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution[0]"), -1);
 }
 
+/* seed 001's placement: a preferred anti-affinity only scores (on one node it changes nothing), its toleration
+ * lets it onto the node its owner tainted dedicated=vms, its nodeSelector needs storage=fast */
+static void test_seed001(void)
+{
+	const char *seed = "{\"nodeSelector\":{\"storage\":\"fast\"},\"affinity\":{\"podAntiAffinity\":{"
+			   "\"preferredDuringSchedulingIgnoredDuringExecution\":[{\"weight\":100,\"podAffinityTerm\":{"
+			   "\"topologyKey\":\"kubernetes.io/hostname\",\"labelSelector\":{\"matchLabels\":{\"app\":\"db\"}}}}]}},"
+			   "\"tolerations\":[{\"key\":\"dedicated\",\"operator\":\"Equal\",\"value\":\"vms\",\"effect\":\"NoSchedule\"}]}";
+	T_EQ_INT(invalid(seed, NULL), 0);
+	T_EQ_INT(invalid("{\"affinity\":{\"podAntiAffinity\":{\"preferredDuringSchedulingIgnoredDuringExecution\":[{\"weight\":1,"
+			 "\"podAffinityTerm\":{\"labelSelector\":{}}}]}}}",
+			 "affinity.podAntiAffinity.preferredDuringSchedulingIgnoredDuringExecution[0].podAffinityTerm"), -1);
+	json_object *pod = json_tokener_parse(seed), *db = json_tokener_parse("{\"app\":\"db\"}");
+	json_object *node = json_tokener_parse("{\"metadata\":{\"name\":\"h1\",\"labels\":{\"kubernetes.io/hostname\":\"h1\","
+					       "\"storage\":\"fast\"}},\"spec\":{\"taints\":[{\"key\":\"dedicated\","
+					       "\"value\":\"vms\",\"effect\":\"NoSchedule\"}]}}");
+	struct place_peer peer = { "default", db, NULL };
+	char *m = placement_check(pod, "default", db, node, NULL, &peer, 1);
+	T_CHECK(m == NULL);
+	free(m);
+	json_object *plain = json_tokener_parse("{}");
+	m = placement_check(plain, "default", db, node, NULL, NULL, 0);
+	T_CHECK(m && strstr(m, "untolerated taint {dedicated: vms}"));
+	free(m);
+	json_object_put(plain);
+	json_object_put(node);
+	json_object_put(db);
+	json_object_put(pod);
+}
+
 int main(void)
 {
+	test_seed001();
 	test_selector();
 	test_expressions();
 	test_taints();
