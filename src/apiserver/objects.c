@@ -430,7 +430,14 @@ enum MHD_Result apis_patch_node(struct apisrv *srv, struct MHD_Connection *c, st
 		free(err);
 		return rc;
 	}
-	return apis_send_json(c, 200, apis_node_json(srv, src));
+	/* a new resourceVersion and a MODIFIED event for the Node's watchers (kubectl get node -w, kvcon's :node) */
+	char *body = NULL, *text = NULL;
+	uint64_t nrv = 0;
+	apis_publish(srv, apis_node_json(srv, src), &body, &text, &nrv);
+	free(body);
+	apis_ring_push(srv, R_NODE, "MODIFIED", NULL, text);
+	apis_wake_watchers(srv);
+	return apis_send_text(c, 200, text, "application/json");
 }
 
 /* ---- the engine's KubeVirt CR ---- */
