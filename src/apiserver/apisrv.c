@@ -128,7 +128,10 @@ static enum MHD_Result route(struct apisrv *srv, struct MHD_Connection *c, struc
 	enum res r = apis_res_find(sub_group ? "kubevirt.io" : group, version, plural);
 	if (r == R_COUNT)
 		return apis_send_status(c, 404, "NotFound", R_COUNT, NULL, "the server could not find the requested resource");
-	if ((ns && !manifest_dns_label(ns)) || (name && !apis_valid_name(name)))
+	bool host_name = false; /* an engine host's name as its Node's, whatever its case (a machine's hostname) */
+	for (int k = 0; r == R_NODE && name && k < srv->nsrcs && !host_name; k++)
+		host_name = util_str_eq(srv->srcs[k]->name, name);
+	if ((ns && !manifest_dns_label(ns)) || (name && !apis_valid_name(name) && !host_name))
 		return apis_send_status(c, 400, "BadRequest", R_COUNT, NULL, "invalid namespace or name in the path");
 	if (ns && !RES[r].namespaced && !(r == R_NS && name == NULL))
 		return apis_send_status(c, 404, "NotFound", R_COUNT, NULL, "the server could not find the requested resource");

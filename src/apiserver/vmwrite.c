@@ -364,6 +364,12 @@ enum MHD_Result apis_evict_pod(struct apisrv *srv, struct MHD_Connection *c, str
 	bool other = false;
 	for (int s = 0; s < srv->nsrcs; s++)
 		other |= srv->srcs[s] != src && engine_ready(srv->srcs[s]);
+	bool ended = util_str_eq(p->phase, "Succeeded") || util_str_eq(p->phase, "Failed");
+	if (ended) { /* a migration's source launcher, completed: deleted (the API server evicts a finished pod) */
+		if (!apis_dry_run(c, rq))
+			engine_delete_launcher(src, ns, p->vm_name, p->o.uid);
+		return apis_send_json(c, 201, apis_status_success());
+	}
 	bool running = vi && util_str_eq(vi->phase, "Running");
 	bool migrate = running && (util_str_eq(strategy, "LiveMigrate") || (util_str_eq(strategy, "LiveMigrateIfPossible") && other));
 	if (apis_dry_run(c, rq))

@@ -184,8 +184,26 @@ static char **launchers(struct kube_http *h, const char *node, size_t *n, char *
 	return out;
 }
 
-/* Evicts NS/NAME (uid): retried on 429 until deadline (0: none), then waits for it to be gone. NULL, or the
- * error (caller frees). */
+/* The pod ns/name of uid: 0 still there, 1 gone (404, or another pod of that name), 2 ended (Succeeded, Failed:
+ * a migration's source, which the next eviction deletes). */
+static int pod_state(struct kube_http *h, const char *get, const char *uid)
+{
+	struct answer a;
+	long st = request(h, NULL, get, NULL, NULL, &a);
+	json_object *o = st == 200 && a.body ? json_tokener_parse(a.body) : NULL, *md = NULL, *status = NULL, *v = NULL;
+	json_object_object_get_ex(o, "metadata", &md);
+	json_object_object_get_ex(o, "status", &status);
+	bool same = json_object_object_get_ex(md, "uid", &v) && util_str_eq(json_object_get_string(v), uid);
+	const char *ph = json_object_object_get_ex(status, "phase", &v) ? json_object_get_string(v) : NULL;
+	int r = st == 404 || (st == 200 && !same) ? 1 : util_str_eq(ph, "Succeeded") || util_str_eq(ph, "Failed") ? 2 : 0;
+	json_object_put(o);
+	answer_free(&a);
+	return r;
+}
+
+/* Evicts NS/NAME (uid): retried on 429 until deadline (0: none), then waits for it to be gone. A pod that goes
+ * while a 429 waits for its retry is evicted without another try; one that ends (a migration's source) is tried
+ * again at once. NULL, or the error (caller frees). */
 static char *evict(struct kube_http *h, const char *key, uint64_t deadline)
 {
 	char *ns = xstrdup(key), *name = strchr(ns, '/'), *uid = strchr(ns, ' ');
@@ -193,12 +211,14 @@ static char *evict(struct kube_http *h, const char *key, uint64_t deadline)
 	*uid++ = '\0';
 	char *en = util_escape_display(name), *ens = util_escape_display(ns);
 	char *path = xasprintf("/api/v1/namespaces/%s/pods/%s/eviction", ns, name);
+	char *get = xasprintf("/api/v1/namespaces/%s/pods/%s", ns, name);
 	char *body = xasprintf("{\"apiVersion\":\"policy/v1\",\"kind\":\"Eviction\",\"metadata\":{\"name\":\"%s\","
 			       "\"namespace\":\"%s\"}}", name, ns);
 	char *err = NULL;
+	bool gone = false;
 	printf("evicting pod %s/%s\n", ens, en);
 	fflush(stdout);
-	for (;;) {
+	while (!gone) {
 		struct answer a;
 		long st = request(h, "POST", path, body, NULL, &a);
 		if (st == 200 || st == 201 || st == 404) {
@@ -220,36 +240,29 @@ static char *evict(struct kube_http *h, const char *key, uint64_t deadline)
 			err = xasprintf("error when evicting pods/\"%s\" -n \"%s\": global timeout reached", en, ens);
 			goto out;
 		}
-		while (util_now_ms() < until && !loop_quitting())
-			loop_once(200);
+		/* the pod may go (or end: a migration done) before the retry is due */
+		int ps = 0;
+		while (ps == 0 && util_now_ms() < until && !loop_quitting()) {
+			loop_once(500);
+			ps = pod_state(h, get, uid);
+		}
+		gone = ps == 1;
 		if (loop_quitting()) {
 			err = xstrdup("interrupted");
 			goto out;
 		}
 	}
-	/* gone: 404, or another pod of that name */
-	char *get = xasprintf("/api/v1/namespaces/%s/pods/%s", ns, name);
-	for (;;) {
-		struct answer a;
-		long st = request(h, NULL, get, NULL, NULL, &a);
-		json_object *o = st == 200 && a.body ? json_tokener_parse(a.body) : NULL, *md = NULL, *v = NULL;
-		json_object_object_get_ex(o, "metadata", &md);
-		bool same = json_object_object_get_ex(md, "uid", &v) && util_str_eq(json_object_get_string(v), uid);
-		json_object_put(o);
-		answer_free(&a);
-		if (st == 404 || (st == 200 && !same)) {
-			printf("pod/%s evicted\n", en);
-			break;
-		}
+	while (!gone && !(gone = pod_state(h, get, uid) == 1)) {
 		if ((deadline && util_now_ms() > deadline) || loop_quitting()) {
 			err = xasprintf("error when waiting for pod \"%s\" in namespace \"%s\" to terminate: global timeout reached", en, ens);
-			break;
+			goto out;
 		}
 		loop_once(1000);
 	}
-	free(get);
+	printf("pod/%s evicted\n", en);
 out:
 	fflush(stdout);
+	free(get);
 	free(path);
 	free(body);
 	free(en);

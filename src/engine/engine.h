@@ -94,6 +94,10 @@ struct json_object *engine_node_obj(const struct source *src);
 int engine_node_set(struct source *src, struct json_object *labels, struct json_object *taints, bool unschedulable,
 		    char **err);
 
+/* Deletes the pod of a launcher a live migration left behind (a completed source: the Eviction API, kubectl
+ * drain): it is no longer served, the execution's history keeps it. 0, or -1 when ns/name has no such launcher. */
+int engine_delete_launcher(struct source *src, const char *ns, const char *name, const char *pod_uid);
+
 /* Who this process is, written into each host's service.lock when it takes it (one engine process per host:
  * a second one for the same host is refused, naming the holder). NULL: "no socket". */
 void engine_set_owner(const char *label);
