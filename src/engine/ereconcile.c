@@ -691,6 +691,8 @@ static void forget(struct evm *v)
 	struct ehost *eh = v->eh;
 	log_info("engine: %s migrated away from %s by another kvcon process", v->key, eh->src->name);
 	epublish_remove_exec(v, v->cur);
+	if (v->sched_msg)
+		epublish_unscheduled_remove(v);
 	for (int i = 0; i < v->nevents; i++)
 		store_remove(engine_g.st, eh->src, OBJ_EVENT, v->events[i].uid);
 	store_remove(engine_g.st, eh->src, OBJ_VM, v->uid);
