@@ -104,6 +104,26 @@ json_object *engine_node_obj(const struct source *src)
 	return j;
 }
 
+/* The taint manager: a running VM whose launcher does not tolerate a NoExecute taint of its node is stopped
+ * (its pod deleted); its run strategy decides what follows (Always: a start, which the taint keeps unscheduled). */
+static void evict_noexecute(struct evm *v, json_object *node)
+{
+	if (!exec_active(v->cur) || v->stopping || v->deleting)
+		return;
+	json_object *pod = v->m->placement ? json_tokener_parse(v->m->placement) : NULL;
+	char *taint = placement_noexecute(pod, node);
+	json_object_put(pod);
+	if (taint == NULL)
+		return;
+	evm_add_event(v, "Normal", "TaintManagerEviction", true, "Marking for deletion Pod %s/virt-launcher-%s-%.5s (taint %s)",
+		      v->m->ns, v->m->name, v->cur->launcher, taint);
+	free(taint);
+	evm_stop_intent(v, v->m->grace);
+	evm_persist(v);
+	evm_issue_stop(v);
+	evm_publish(v);
+}
+
 int engine_node_set(struct source *src, json_object *labels, json_object *taints, bool unschedulable, char **err)
 {
 	struct ehost *eh = ehost_of_source(src);
@@ -138,8 +158,12 @@ int engine_node_set(struct source *src, json_object *labels, json_object *taints
 	eh->node_own = own;
 	int n = 0;
 	struct evm **vms = ehost_vms(eh, &n);
-	for (int i = 0; i < n; i++)
+	json_object *node = engine_node_obj(src);
+	for (int i = 0; i < n; i++) {
+		evict_noexecute(vms[i], node);
 		ereconcile(vms[i]);
+	}
+	json_object_put(node);
 	free(vms);
 	return 0;
 }

@@ -226,6 +226,18 @@ char *placement_check(json_object *pod, const char *ns, json_object *labels, jso
 	return msg;
 }
 
+char *placement_noexecute(json_object *pod, json_object *node)
+{
+	json_object *taints = jget(jget(node, "spec"), "taints"), *tols = jget(pod, "tolerations");
+	for (size_t i = 0; i < alen(taints); i++) {
+		json_object *t = json_object_array_get_idx(taints, i);
+		const char *k = jstr(t, "key") ? jstr(t, "key") : "", *v = jstr(t, "value");
+		if (util_str_eq(jstr(t, "effect"), "NoExecute") && !tolerates(tols, k, v, "NoExecute"))
+			return v && *v ? xasprintf("%s=%s:NoExecute", k, v) : xasprintf("%s:NoExecute", k);
+	}
+	return NULL;
+}
+
 uint64_t placement_mem_request(uint64_t mem, int vcpus)
 {
 	/* virt-launcher's processes (monitor, launcher, virtqemud, virtlogd), QEMU's own, page tables (1/512 of the

@@ -29,6 +29,11 @@ struct place_peer {
 char *placement_check(json_object *pod, const char *ns, json_object *labels, json_object *node,
 		      const struct place_res *res, const struct place_peer *peers, int npeers);
 
+/* The first NoExecute taint of node that pod (already running there) does not tolerate, as "KEY=VALUE:NoExecute"
+ * (caller frees), or NULL: the taint manager evicts such a pod. A toleration with tolerationSeconds counts as
+ * tolerating (the delay is not kept). */
+char *placement_noexecute(json_object *pod, json_object *node);
+
 /* Validates the placement fields of a pod spec (nodeSelector, affinity, tolerations) as the API server does.
  * 0, or -1 with *path (the field, relative to the spec) and *why (caller frees both). */
 int placement_validate(json_object *pod, char **path, char **why);

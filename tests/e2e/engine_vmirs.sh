@@ -8,7 +8,8 @@
 # placement on the engine's Node (the same guest, runStrategy Always): a nodeSelector that does not match keeps the
 # start ErrorUnschedulable with the scheduler's message (VMI Scheduling, launcher Pending Unschedulable,
 # FailedScheduling) until `kubectl label node`; `kvcon drain` refuses a LiveMigrate VM on the one host and stops an
-# evictionStrategy None one, which stays unschedulable while cordoned; a taint does the same until removed.
+# evictionStrategy None one, which stays unschedulable while cordoned; a NoExecute taint evicts it and keeps it
+# unschedulable until removed.
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/engine-lib.bash"
@@ -165,13 +166,13 @@ k patch vm place --type merge -p '{"spec":{"template":{"spec":{"evictionStrategy
 out=$(kv drain "$node" --timeout 60s 2>&1) || fail "drain: $out"
 [[ $out == *"node/$node already cordoned"*"pod/virt-launcher-place-"*" evicted"*"node/$node drained"* ]] || fail "drain said: $out"
 unsched "node(s) were unschedulable"
-step "placement: a taint, uncordon"
-k taint node "$node" dedicated=db:NoSchedule >/dev/null || fail "taint"
+step "placement: uncordon; a NoExecute taint evicts the running VM, which waits untolerated until it goes"
 out=$(k uncordon "$node" 2>&1) || fail "uncordon: $out"
 [[ $out == "node/$node uncordoned" ]] || fail "uncordon said: $out"
-unsched "node(s) had untolerated taint {dedicated: db}"
-k taint node "$node" dedicated- >/dev/null || fail "untaint"
-step "placement: untainted"
-wait_eq 30 Running status || fail "not Running once uncordoned and untainted: $(k get vm place -o yaml)"
+wait_eq 30 Running status || fail "not Running once uncordoned: $(k get vm place -o yaml)"
+k taint node "$node" gone=yes:NoExecute >/dev/null || fail "taint"
+unsched "node(s) had untolerated taint {gone: yes}"
+k taint node "$node" gone- >/dev/null || fail "untaint"
+wait_eq 30 Running status || fail "not Running once untainted: $(k get vm place -o yaml)"
 k delete vm place --timeout=60s >/dev/null || fail "delete vm place"
 echo PASS

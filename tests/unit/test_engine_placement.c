@@ -94,6 +94,17 @@ static void test_taints(void)
 	T_EQ_INT(fits(NULL, NODE ",\"spec\":{\"taints\":[{\"key\":\"k\",\"effect\":\"NoExecute\"}]}}", "untolerated taint {k: }"), 0);
 	/* the tolerations every pod gets (DefaultTolerationSeconds) */
 	T_EQ_INT(fits(NULL, NODE ",\"spec\":{\"taints\":[{\"key\":\"node.kubernetes.io/not-ready\",\"effect\":\"NoExecute\"}]}}", NULL), 1);
+	/* the taint manager: running pods that do not tolerate a NoExecute taint */
+	json_object *nx = json_tokener_parse(NODE ",\"spec\":{\"taints\":[{\"key\":\"k\",\"value\":\"v\",\"effect\":\"NoSchedule\"},"
+					     "{\"key\":\"gone\",\"value\":\"yes\",\"effect\":\"NoExecute\"}]}}");
+	m = placement_noexecute(NULL, nx);
+	T_EQ_STR(m, "gone=yes:NoExecute");
+	free(m);
+	json_object *tol = json_tokener_parse("{\"tolerations\":[{\"key\":\"gone\",\"operator\":\"Exists\",\"effect\":\"NoExecute\"}]}");
+	T_CHECK((m = placement_noexecute(tol, nx)) == NULL);
+	free(m);
+	json_object_put(tol);
+	json_object_put(nx);
 	/* cordon: the first filter */
 	const char *cordoned = NODE ",\"spec\":{\"unschedulable\":true,\"taints\":[{\"key\":\"node.kubernetes.io/unschedulable\",\"effect\":\"NoSchedule\"}]}}";
 	m = check("{\"nodeSelector\":{\"disk\":\"hdd\"}}", cordoned, NULL);
