@@ -147,6 +147,9 @@ unsched() { # the scheduler's message for REASON on the launcher pod, the VMI Sc
         .involvedObject.kind == "Pod" and .type == "Warning")] | length > 0' <<<"$j" >/dev/null || fail "no FailedScheduling: $j"
 }
 unsched "node(s) didn't match Pod's node affinity/selector"
+rc=0; out=$(kv diagnose default/place 2>&1) || rc=$?
+[[ $rc == 3 && $out == *"[launcher-unschedulable]"* && $out == *"didn't match Pod's node affinity/selector"* ]] ||
+    fail "diagnose ($rc): $out"
 uid=$(k get vmi place -o jsonpath='{.metadata.uid}')
 step "placement: kubectl label node starts the VMI that waited"
 out=$(k label node "$node" disk=ssd 2>&1) || fail "label: $out"
