@@ -128,7 +128,10 @@ static enum MHD_Result route(struct apisrv *srv, struct MHD_Connection *c, struc
 	enum res r = apis_res_find(sub_group ? "kubevirt.io" : group, version, plural);
 	if (r == R_COUNT)
 		return apis_send_status(c, 404, "NotFound", R_COUNT, NULL, "the server could not find the requested resource");
-	if ((ns && !manifest_dns_label(ns)) || (name && !apis_valid_name(name)))
+	bool host_name = false; /* an engine host's name as its Node's, whatever its case (a machine's hostname) */
+	for (int k = 0; r == R_NODE && name && k < srv->nsrcs && !host_name; k++)
+		host_name = util_str_eq(srv->srcs[k]->name, name);
+	if ((ns && !manifest_dns_label(ns)) || (name && !apis_valid_name(name) && !host_name))
 		return apis_send_status(c, 400, "BadRequest", R_COUNT, NULL, "invalid namespace or name in the path");
 	if (ns && !RES[r].namespaced && !(r == R_NS && name == NULL))
 		return apis_send_status(c, 404, "NotFound", R_COUNT, NULL, "the server could not find the requested resource");
@@ -161,6 +164,8 @@ static enum MHD_Result route(struct apisrv *srv, struct MHD_Connection *c, struc
 	}
 	if (r == R_POD && ns && name && sub && strcmp(sub, "log") == 0 && strcmp(method, "GET") == 0)
 		return apis_pod_log(srv, c, ns, name);
+	if (r == R_POD && ns && name && sub && strcmp(sub, "eviction") == 0 && strcmp(method, "POST") == 0)
+		return apis_evict_pod(srv, c, rq, ns, name);
 	bool domxml = r == R_VMI && sub && strcmp(sub, "kvcon-domainxml") == 0;
 	if ((domxml || (r == R_VM && sub && strcmp(sub, "kvcon-storage") == 0)) && ns && name) {
 		if (strcmp(method, "GET") != 0) /* kvcon's own read-only subresources */
@@ -197,6 +202,8 @@ static enum MHD_Result route(struct apisrv *srv, struct MHD_Connection *c, struc
 		return apis_delete_ns(srv, c, name);
 	if (strcmp(method, "PATCH") == 0 && r == R_NS && name)
 		return apis_patch_ns(srv, c, rq, name);
+	if (strcmp(method, "PATCH") == 0 && r == R_NODE && name)
+		return apis_patch_node(srv, c, rq, name);
 	if ((strcmp(method, "PATCH") == 0 || strcmp(method, "PUT") == 0) && r == R_VM && ns && name)
 		return apis_patch_vm(srv, c, rq, ns, name, method[1] == 'U');
 	if (strcmp(method, "DELETE") == 0 && ns && name) {

@@ -58,7 +58,7 @@ static const struct {
 	[R_POD] = { KIND_POD, "get,list,watch" },
 	[R_EVENT] = { KIND_EVENT, "get,list,watch" },
 	[R_NS] = { KIND_NS, "create,delete,get,list,patch,watch" },
-	[R_NODE] = { KIND_NODE, "get,list,watch" },
+	[R_NODE] = { KIND_NODE, "get,list,watch,patch" },
 	[R_VMIM] = { KIND_VMIM, "create,delete,get,list,watch" },
 	/* the engine's own KubeVirt CR (kv_json): read-only, writes are 405 */
 	[R_KV] = { KIND_KV, "get,list,watch" },
@@ -157,6 +157,18 @@ static json_object *resource_list(const char *gv)
 			json_object_object_add(e, "categories", cat);
 		}
 		json_object_array_add(a, e);
+		if (r == R_POD) { /* the Eviction API (kubectl drain looks for it here, else deletes pods) */
+			json_object *se = json_object_new_object(), *sv = json_object_new_array();
+			json_object_object_add(se, "name", apis_jstr("pods/eviction"));
+			json_object_object_add(se, "singularName", apis_jstr(""));
+			json_object_object_add(se, "namespaced", json_object_new_boolean(1));
+			json_object_object_add(se, "group", apis_jstr("policy"));
+			json_object_object_add(se, "version", apis_jstr("v1"));
+			json_object_object_add(se, "kind", apis_jstr("Eviction"));
+			json_object_array_add(sv, apis_jstr("create"));
+			json_object_object_add(se, "verbs", sv);
+			json_object_array_add(a, se);
+		}
 		if (r == R_VMIRS) { /* its scale subresource (kubectl scale) and status, as KubeVirt's CRD declares them */
 			for (int k = 0; k < 2; k++) {
 				json_object *se = json_object_new_object(), *sv = json_object_new_array();

@@ -254,6 +254,7 @@ json_object *apis_mig_state_json(const struct migration_state *m);
 json_object *apis_obj_to_json(const struct obj *o);
 json_object *apis_ns_json(struct apisrv *srv, const char *name);
 json_object *apis_node_json(struct apisrv *srv, struct source *src);
+enum MHD_Result apis_patch_node(struct apisrv *srv, struct MHD_Connection *c, struct reqctx *rq, const char *name);
 void apis_kv_refresh(struct apisrv *srv);
 
 /* ---- kept.c ---- */
@@ -288,6 +289,7 @@ enum MHD_Result apis_send_status(struct MHD_Connection *c, unsigned code, const 
 enum MHD_Result apis_send_invalid(struct MHD_Connection *c, const char *name, const char *why);
 enum MHD_Result apis_send_invalid_res(struct MHD_Connection *c, enum res r, const char *name, const char *why);
 enum MHD_Result apis_not_found(struct MHD_Connection *c, enum res r, const char *name);
+json_object *apis_status_success(void);
 const char *apis_arg(struct MHD_Connection *c, const char *k);
 
 /* ---- list.c ---- */
@@ -322,6 +324,7 @@ enum MHD_Result apis_create_vm(struct apisrv *srv, struct MHD_Connection *c, str
 enum MHD_Result apis_patch_vm(struct apisrv *srv, struct MHD_Connection *c, struct reqctx *rq, const char *ns, const char *name,
 				bool replace);
 void apis_action_done(void *arg, int status, const char *message);
+enum MHD_Result apis_evict_pod(struct apisrv *srv, struct MHD_Connection *c, struct reqctx *rq, const char *ns, const char *name);
 int apis_grace_of(struct MHD_Connection *c, struct reqctx *rq, const char *key);
 bool apis_dry_run(struct MHD_Connection *c, struct reqctx *rq);
 enum MHD_Result apis_act(struct apisrv *srv, struct MHD_Connection *c, struct reqctx *rq, enum res r, enum action a, const char *ns,
@@ -337,6 +340,7 @@ void apis_vmims_settle_loaded(struct apisrv *srv);
 void apis_vmims_update(struct apisrv *srv);
 enum MHD_Result apis_create_vmim(struct apisrv *srv, struct MHD_Connection *c, struct reqctx *rq, const char *ns);
 enum MHD_Result apis_migrate_sub(struct apisrv *srv, struct MHD_Connection *c, struct reqctx *rq, const char *ns, const char *name);
+int apis_vmim_evacuate(struct apisrv *srv, struct source *src, const char *ns, const char *vmi, char **err);
 enum MHD_Result apis_delete_vmim(struct apisrv *srv, struct MHD_Connection *c, struct reqctx *rq, const char *ns, const char *name);
 
 /* ---- vmirs.c ---- */

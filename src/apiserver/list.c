@@ -172,7 +172,12 @@ static json_object *row_cells(enum res r, json_object *o)
 	case R_NODE: {
 		json_object *rc = cond_cell(o, "Ready");
 		CELL(apis_jstr(name));
-		CELL(apis_jstr(util_str_eq(json_object_get_string(rc), "True") ? "Ready" : "NotReady"));
+		json_object *un = apis_jget(apis_jget(o, "spec"), "unschedulable");
+		bool cordoned = un && json_object_get_boolean(un); /* kubectl's printer: ",SchedulingDisabled" */
+		const char *ready = util_str_eq(json_object_get_string(rc), "True") ? "Ready" : "NotReady";
+		char status[40];
+		snprintf(status, sizeof status, "%s%s", ready, cordoned ? ",SchedulingDisabled" : "");
+		CELL(apis_jstr(status));
 		json_object_put(rc);
 		CELL(apis_jstr("<none>"));
 		CELL(age_cell(created));

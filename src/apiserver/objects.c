@@ -309,10 +309,9 @@ json_object *apis_node_json(struct apisrv *srv, struct source *src)
 	json_object_object_add(md, "uid", apis_jstr(uid));
 	json_object_object_add(md, "resourceVersion", apis_jstr(rv));
 	json_object_object_add(md, "creationTimestamp", apis_time_json(srv->started));
-	json_object *l = json_object_new_object();
-	json_object_object_add(l, "kubernetes.io/hostname", apis_jstr(src->name));
-	json_object_object_add(l, "kubevirt.io/schedulable", apis_jstr("true"));
-	json_object_object_add(md, "labels", l);
+	/* labels, taints, cordon and capacity as the engine places on them (engine/enode.c) */
+	json_object *e = engine_node_obj(src), *el = apis_jget(apis_jget(e, "metadata"), "labels");
+	json_object_object_add(md, "labels", el ? json_object_get(el) : json_object_new_object());
 	json_object *an = json_object_new_object();
 	json_object_object_add(an, "kvcon.io/libvirt-uri", apis_jstr(src->server));
 	/* what the engine in-process showed in the dashboard's header and once a boot on stderr (KVM unusable and
@@ -321,7 +320,14 @@ json_object *apis_node_json(struct apisrv *srv, struct source *src)
 		json_object_object_add(an, "kvcon.io/notice", apis_jstr(src->notice));
 	json_object_object_add(md, "annotations", an);
 	json_object_object_add(j, "metadata", md);
-	json_object_object_add(j, "spec", json_object_new_object());
+	json_object *es = apis_jget(e, "spec");
+	json_object_object_add(j, "spec", es ? json_object_get(es) : json_object_new_object());
+	json_object *cap = apis_jget(apis_jget(e, "status"), "capacity"), *alloc = apis_jget(apis_jget(e, "status"), "allocatable");
+	if (cap)
+		json_object_object_add(st, "capacity", json_object_get(cap));
+	if (alloc)
+		json_object_object_add(st, "allocatable", json_object_get(alloc));
+	json_object_put(e);
 	json_object *conds = json_object_new_array(), *c = json_object_new_object();
 	bool ready = engine_ready(src);
 	json_object_object_add(c, "type", apis_jstr("Ready"));
@@ -346,6 +352,92 @@ json_object *apis_node_json(struct apisrv *srv, struct source *src)
 	json_object_object_add(st, "nodeInfo", ni);
 	json_object_object_add(j, "status", st);
 	return j;
+}
+
+/* PATCH of a Node: kubectl label, taint, cordon and uncordon (a JSON merge patch; a strategic merge patch is
+ * applied as one: a Node's taints have no merge key, a patch replaces them). metadata.labels, spec.taints and
+ * spec.unschedulable are the owner's; they are stored (engine_node_set) before the answer. */
+enum MHD_Result apis_patch_node(struct apisrv *srv, struct MHD_Connection *c, struct reqctx *rq, const char *name)
+{
+	struct source *src = NULL;
+	for (int s = 0; s < srv->nsrcs && src == NULL; s++)
+		if (util_str_eq(srv->srcs[s]->name, name))
+			src = srv->srcs[s];
+	if (src == NULL)
+		return apis_not_found(c, R_NODE, name);
+	const char *ct = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Type");
+	if (ct && strstr(ct, "json-patch+json"))
+		return apis_send_status(c, 415, "UnsupportedMediaType", R_COUNT, NULL,
+					"the body of the request was in an unknown format - accepted media types include: "
+					"application/merge-patch+json, application/strategic-merge-patch+json");
+	enum MHD_Result rc;
+	json_object *p = apis_body_json(c, rq, &rc);
+	if (p == NULL)
+		return rc;
+	json_object *res = apisel_merge_patch(apis_node_json(srv, src), p);
+	json_object_put(p);
+	json_object *md = apis_jget(res, "metadata"), *spec = apis_jget(res, "spec");
+	json_object *labels = apis_jget(md, "labels"), *taints = apis_jget(spec, "taints"), *un = apis_jget(spec, "unschedulable");
+	const char *why = NULL;
+	if (!util_str_eq(apis_jgets(md, "name"), name)) {
+		json_object_put(res);
+		return apis_send_status(c, 400, "BadRequest", R_COUNT, NULL, "the name of the object may not change");
+	}
+	if (labels && !json_object_is_type(labels, json_type_object))
+		why = "metadata.labels: Invalid value: expected a map of strings";
+	else if (labels) {
+		json_object_object_foreach(labels, lk, lv) {
+			if (!json_object_is_type(lv, json_type_string) || strlen(lk) > 317 ||
+			    strlen(json_object_get_string(lv)) > 63)
+				why = "metadata.labels: Invalid value: a label is a key of at most 317 characters and a string "
+				      "value of at most 63";
+		}
+	}
+	if (taints && !json_object_is_type(taints, json_type_array))
+		why = "spec.taints: Invalid value: expected a list";
+	for (size_t i = 0; why == NULL && taints && i < json_object_array_length(taints); i++) {
+		json_object *t = json_object_array_get_idx(taints, i);
+		const char *k = apis_jgets(t, "key"), *e = apis_jgets(t, "effect");
+		if (k == NULL || *k == '\0')
+			why = "spec.taints.key: Required value";
+		else if (!util_str_eq(e, "NoSchedule") && !util_str_eq(e, "PreferNoSchedule") && !util_str_eq(e, "NoExecute"))
+			why = "spec.taints.effect: Unsupported value: supported values: \"NoSchedule\", \"PreferNoSchedule\", \"NoExecute\"";
+	}
+	if (un && !json_object_is_type(un, json_type_boolean))
+		why = "spec.unschedulable: Invalid value: expected a boolean";
+	if (why) {
+		json_object_put(res);
+		return apis_send_invalid_res(c, R_NODE, name, why);
+	}
+	if (apis_dry_run(c, rq))
+		return apis_send_json(c, 200, res);
+	bool cordon = un && json_object_get_boolean(un);
+	/* the node lifecycle controller's taint of a cordoned node is its own: not kept */
+	json_object *kept = json_object_new_array();
+	for (size_t i = 0; taints && i < json_object_array_length(taints); i++) {
+		json_object *t = json_object_array_get_idx(taints, i);
+		if (!util_str_eq(apis_jgets(t, "key"), "node.kubernetes.io/unschedulable"))
+			json_object_array_add(kept, json_object_get(t));
+	}
+	json_object *l = labels ? json_object_get(labels) : json_object_new_object();
+	json_object_put(res);
+	char *err = NULL;
+	int wr = engine_node_set(src, l, kept, cordon, &err);
+	json_object_put(l);
+	json_object_put(kept);
+	if (wr < 0) {
+		rc = apis_send_status(c, 500, "InternalError", R_NODE, name, "%s", err);
+		free(err);
+		return rc;
+	}
+	/* a new resourceVersion and a MODIFIED event for the Node's watchers (kubectl get node -w, kvcon's :node) */
+	char *body = NULL, *text = NULL;
+	uint64_t nrv = 0;
+	apis_publish(srv, apis_node_json(srv, src), &body, &text, &nrv);
+	free(body);
+	apis_ring_push(srv, R_NODE, "MODIFIED", NULL, text);
+	apis_wake_watchers(srv);
+	return apis_send_text(c, 200, text, "application/json");
 }
 
 /* ---- the engine's KubeVirt CR ---- */

@@ -168,3 +168,14 @@ const char *apis_arg(struct MHD_Connection *c, const char *k)
 {
 	return MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, k);
 }
+
+/* metav1.Status Success, the answer of an accepted eviction */
+json_object *apis_status_success(void)
+{
+	json_object *o = json_object_new_object();
+	json_object_object_add(o, "kind", json_object_new_string("Status"));
+	json_object_object_add(o, "apiVersion", json_object_new_string("v1"));
+	json_object_object_add(o, "metadata", json_object_new_object());
+	json_object_object_add(o, "status", json_object_new_string("Success"));
+	return o;
+}

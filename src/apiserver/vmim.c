@@ -655,6 +655,33 @@ enum MHD_Result apis_migrate_sub(struct apisrv *srv, struct MHD_Connection *c, s
 	return apis_send_text(c, 202, xstrdup(""), "text/plain");
 }
 
+/* The eviction of a LiveMigrate VMI's launcher (pods/eviction, kubectl drain): a migration to the engine's choice
+ * of host, named as KubeVirt's evacuation controller names it, unless one of that VMI is under way. 0, or -1 with
+ * *err (the engine's refusal, or the object could not be stored). */
+int apis_vmim_evacuate(struct apisrv *srv, struct source *src, const char *ns, const char *vmi, char **err)
+{
+	for (struct vmim *m = srv->vmims; m; m = m->next)
+		if (util_str_eq(m->ns, ns) && util_str_eq(m->vmi, vmi) && !vmim_final(m))
+			return 0;
+	struct vmim *m = xcalloc(1, sizeof *m);
+	m->id = ++srv->vmim_ids;
+	m->ns = xstrdup(ns);
+	char u[37];
+	util_uuid_v4(u);
+	m->name = xasprintf("kubevirt-evacuation-%.5s", u);
+	m->vmi = xstrdup(vmi);
+	util_uuid_v4(m->uid);
+	m->created = util_wall_s();
+	vmim_set_phase(m, "Pending");
+	if (vmim_begin(srv, m, src, err) < 0)
+		return -1;
+	if (util_str_eq(m->phase, "Failed")) {
+		*err = xstrdup(m->reason ? m->reason : "refused");
+		return -1;
+	}
+	return 0;
+}
+
 /* Deleting a migration that is still running aborts it, as KubeVirt's controller does. */
 enum MHD_Result apis_delete_vmim(struct apisrv *srv, struct MHD_Connection *c, struct reqctx *rq, const char *ns, const char *name)
 {

@@ -343,3 +343,55 @@ enum MHD_Result apis_subresource(struct apisrv *srv, struct MHD_Connection *c, s
 		return apis_act(srv, c, rq, r, ad->act, ns, name, -1, NULL, ok, false);
 	return apis_send_status(c, 404, "NotFound", R_COUNT, NULL, "the server could not find the requested resource");
 }
+
+/* POST pods/NAME/eviction (the policy/v1 Eviction API, kubectl drain): a launcher pod is evicted as KubeVirt's
+ * virt-api decides by the VMI's evictionStrategy. LiveMigrate (and LiveMigrateIfPossible when another host is
+ * ready): a migration starts and the answer is 429, which kubectl drain retries until the pod is gone; without
+ * another host LiveMigrate is refused with 409 (the VMI stays; kubectl drain stops with the message). None, External and LiveMigrateIfPossible without
+ * a target: the execution ends (201); a runStrategy Always VM starts again where its node admits it (a cordoned
+ * node does not: ErrorUnschedulable). */
+enum MHD_Result apis_evict_pod(struct apisrv *srv, struct MHD_Connection *c, struct reqctx *rq, const char *ns, const char *name)
+{
+	const struct pod *p = NULL;
+	for (int s = 0; s < srv->nsrcs && p == NULL; s++)
+		p = (const struct pod *)store_find(srv->st, srv->srcs[s], OBJ_POD, ns, name);
+	if (p == NULL || p->vm_name == NULL)
+		return apis_not_found(c, R_POD, name);
+	struct source *src = p->o.src;
+	const struct vmi *vi = (const struct vmi *)store_find(srv->st, src, OBJ_VMI, ns, p->vm_name);
+	const struct vm *vm = (const struct vm *)store_find(srv->st, src, OBJ_VM, ns, p->vm_name);
+	const char *strategy = vi && vi->eviction ? vi->eviction : "None";
+	bool other = false;
+	for (int s = 0; s < srv->nsrcs; s++)
+		other |= srv->srcs[s] != src && engine_ready(srv->srcs[s]);
+	bool ended = util_str_eq(p->phase, "Succeeded") || util_str_eq(p->phase, "Failed");
+	if (ended) { /* a migration's source launcher, completed: deleted (the API server evicts a finished pod) */
+		if (!apis_dry_run(c, rq))
+			engine_delete_launcher(src, ns, p->vm_name, p->o.uid);
+		return apis_send_json(c, 201, apis_status_success());
+	}
+	bool running = vi && util_str_eq(vi->phase, "Running");
+	bool migrate = running && (util_str_eq(strategy, "LiveMigrate") || (util_str_eq(strategy, "LiveMigrateIfPossible") && other));
+	if (apis_dry_run(c, rq))
+		return migrate ? apis_send_status(c, 429, "TooManyRequests", R_POD, name, "Eviction triggered evacuation of VMI \"%s/%s\"", ns, p->vm_name)
+			       : apis_send_json(c, 201, apis_status_success());
+	if (migrate && !other) /* refused for good (409, not 429): kubectl drain stops instead of retrying forever */
+		return apis_send_status(c, 409, "Conflict", R_POD, name,
+					"Cannot evict pod as it would violate the VMI's evictionStrategy LiveMigrate: no other engine "
+					"host to migrate VMI \"%s/%s\" to", ns, p->vm_name);
+	if (migrate) {
+		char *err = NULL;
+		if (apis_vmim_evacuate(srv, src, ns, p->vm_name, &err) < 0) {
+			enum MHD_Result rc = apis_send_status(c, 429, "TooManyRequests", R_POD, name,
+							      "Eviction of VMI \"%s/%s\" refused: %s", ns, p->vm_name, err);
+			free(err);
+			return rc;
+		}
+		return apis_send_status(c, 429, "TooManyRequests", R_POD, name, "Eviction triggered evacuation of VMI \"%s/%s\"", ns, p->vm_name);
+	}
+	if (vi == NULL || !util_str_eq(vi->o.uid, p->vmi_uid) || util_str_eq(vi->phase, "Succeeded") || util_str_eq(vi->phase, "Failed"))
+		return apis_send_json(c, 201, apis_status_success()); /* nothing runs: the pod goes with its VMI */
+	bool always = vm && util_str_eq(vm->run_strategy, "Always");
+	return apis_act(srv, c, rq, R_VMI, always ? ACT_RESTART : ACT_STOP, ns, p->vm_name, apis_grace_of(c, rq, "gracePeriodSeconds"),
+			NULL, 201, false);
+}

@@ -254,10 +254,10 @@ static bool watcher_matches(struct watcher *w, const struct wev *e)
 	if (e->r != w->r)
 		return false;
 	struct filter f = { .ns = w->ns, .name = w->name, .ls = w->ls, .fs = w->fs };
-	if (e->o == NULL) { /* a migration or the KubeVirt CR: its text says the rest */
+	if (e->o == NULL) { /* a migration, the KubeVirt CR or a Node: its text says the rest */
 		json_object *j = json_tokener_parse(e->text), *md = apis_jget(j, "metadata");
 		struct lookup l = { .j = j, .ns = apis_jgets(md, "namespace"), .name = apis_jgets(md, "name") };
-		bool ok = j && l.ns && l.name && apis_matches(&f, &l);
+		bool ok = j && (l.ns || !RES[e->r].namespaced) && l.name && apis_matches(&f, &l);
 		if (j)
 			json_object_put(j);
 		return ok;

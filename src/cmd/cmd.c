@@ -19,6 +19,7 @@
 #include "cmd/cmd_get.h"
 #include "cmd/cmd_guestinfo.h"
 #include "cmd/cmd_logs.h"
+#include "cmd/cmd_node.h"
 #include "cmd/cmd_portforward.h"
 #include "cmd/cmd_ssh.h"
 #include "cmd/cmd_vnc.h"
@@ -173,6 +174,11 @@ static const struct cmd_flag f_apply[] = {
 };
 static const struct cmd_flag f_create[] = {
 	F(NULL, "--dry-run", "[MODE", "client (send nothing) or server (validated, nothing stored)", "client server none"),
+	{ .l = NULL },
+};
+static const struct cmd_flag f_drain[] = {
+	D(NULL, "--timeout", "DURATION", "give up after this long (default: never, as kubectl drain; a bare number: seconds)",
+	  1000),
 	{ .l = NULL },
 };
 static const struct cmd_flag f_delete[] = {
@@ -419,6 +425,13 @@ static const struct cmd_entry rows[] = {
 	  CMD_OP_NONE, NULL, NULL, false, false, cmd_apply, NULL },
 	{ "create", NULL, "namespace NAME [--dry-run=client|server]", "create a namespace, as kubectl create namespace",
 	  f_create, CMD_OP_WORDS, "namespace", NULL, false, false, cmd_create, NULL },
+	{ "cordon", NULL, "NODE", "mark the node unschedulable (spec.unschedulable), as kubectl cordon", NULL, CMD_OP_NONE,
+	  NULL, NULL, false, false, cmd_cordon, NULL },
+	{ "uncordon", NULL, "NODE", "mark the node schedulable again, as kubectl uncordon", NULL, CMD_OP_NONE, NULL,
+	  NULL, false, false, cmd_cordon, NULL },
+	{ "drain", NULL, "NODE [--timeout D]",
+	  "cordon, then evict its VMs' launcher pods (LiveMigrate: migrated; else stopped), as kubectl drain", f_drain,
+	  CMD_OP_NONE, NULL, NULL, false, false, cmd_drain, NULL },
 	/* the lifecycle actions' verbs go here, one per row of model/registry.c (action_rows) */
 	{ "", NULL, NULL, NULL, NULL, CMD_OP_NONE, NULL, NULL, false, true, NULL, NULL },
 	/* and the verbs into the guest, one per row of its guest_verbs */

@@ -193,6 +193,11 @@ static bool on_engine(void)
 
 static struct kube_config *target(char **err)
 {
+	return cmd_apply_target(err);
+}
+
+struct kube_config *cmd_apply_target(char **err)
+{
 	struct kvcon_opts *o = opts_global();
 	if (!on_engine())
 		return kube_config_load(o->kubeconfig, o->context, err);

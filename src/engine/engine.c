@@ -632,6 +632,10 @@ void evm_move(struct evm *v, struct ehost *dst)
 {
 	struct ehost *from = v->eh;
 	epublish_remove_exec(v, v->cur);
+	if (v->sched_msg) /* a start that waited for the old host's Node: the new host's decides again */
+		epublish_unscheduled_remove(v);
+	free(v->sched_msg);
+	v->sched_msg = NULL;
 	for (int i = 0; i < v->nevents; i++)
 		store_remove(engine_g.st, from->src, OBJ_EVENT, v->events[i].uid);
 	store_remove(engine_g.st, from->src, OBJ_VM, v->uid);

@@ -84,6 +84,20 @@ char *engine_image_cache(void);
 /* The path of the current execution's serial log (the guest's bytes as QEMU wrote them), or NULL. */
 const char *engine_serial_log(struct source *src, const char *ns, const char *name);
 
+/* A host's Node as the engine places on it (enode.c): {metadata: {name, labels}, spec: {taints, unschedulable},
+ * status: {capacity, allocatable}}: the labels a node has (kubernetes.io/hostname, os, arch,
+ * kubevirt.io/schedulable) unless its owner changed them. A new reference (caller puts), NULL for no such host. */
+struct json_object *engine_node_obj(const struct source *src);
+/* Sets the owner's part of the Node (labels: an object of strings; taints: an array, or NULL; unschedulable),
+ * stored on disk first ($XDG_STATE_HOME/kvcon/engine-data/nodes/NAME.json: temporary file, fsync, rename), then
+ * the host's VMs reconciled against it (a start that waited may go ahead). 0, or -1 with *err (caller frees). */
+int engine_node_set(struct source *src, struct json_object *labels, struct json_object *taints, bool unschedulable,
+		    char **err);
+
+/* Deletes the pod of a launcher a live migration left behind (a completed source: the Eviction API, kubectl
+ * drain): it is no longer served, the execution's history keeps it. 0, or -1 when ns/name has no such launcher. */
+int engine_delete_launcher(struct source *src, const char *ns, const char *name, const char *pod_uid);
+
 /* Who this process is, written into each host's service.lock when it takes it (one engine process per host:
  * a second one for the same host is refused, naming the holder). NULL: "no socket". */
 void engine_set_owner(const char *label);

@@ -56,6 +56,10 @@ struct ehost {
 	struct embed_account acct; /* who QEMU runs as on an embedded root (acct.same otherwise) */
 	struct hmap vms; /* ns/name -> evm */
 	struct preq *reqs;
+	/* its Node (enode.c): the owner's labels, taints and cordon (engine-data/nodes/NAME.json), and what it has */
+	struct json_object *node_own;
+	uint64_t mem_bytes;
+	int cpus;
 	/* the kvcon domains of the last sync (copies): where a domain moved behind kvcon's back is found */
 	struct host_dom *seen;
 	int nseen;
@@ -112,6 +116,8 @@ void epublish_event_obj(struct evm *v, const struct evm_event *e);
 void epublish_remove_exec(struct evm *v, const struct exec *x);
 __attribute__((format(printf, 5, 6))) void evm_add_event(struct evm *v, const char *type, const char *reason,
 							 bool on_vmi, const char *fmt, ...);
+void evm_sched_event(struct evm *v, const char *msg);
+void epublish_unscheduled_remove(struct evm *v);
 void epublish_bad(struct ehost *eh, const char *file, const char *why, const char *uid, const struct host_dom *d);
 
 /* epull.c */
@@ -136,6 +142,11 @@ const char *evol_waiting(const struct evm *v);
 void ereconcile_resync_fire(void *arg);
 void evm_start_build(struct evm *v);
 bool evm_want_running(const struct evm *v);
+
+/* enode.c: the host's Node. enode_load reads the owner's part once the host has its name; enode_unschedulable is
+ * the scheduler's message when v may not start on its host now (caller frees), else NULL. */
+void enode_load(struct ehost *eh);
+char *enode_unschedulable(const struct evm *v);
 
 /* eactions.c */
 void eactions_check_waiters(struct evm *v);

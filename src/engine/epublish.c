@@ -26,14 +26,14 @@ void epublish_event_obj(struct evm *v, const struct evm_event *e)
 	o->type = e->type;
 	o->reason = e->reason;
 	o->message = xstrdup(e->message);
-	o->inv_kind = intern(e->on_vmi ? "VirtualMachineInstance" : "VirtualMachine");
-	o->inv_name = xstrdup(v->m->name);
+	o->inv_kind = intern(e->on_pod ? "Pod" : e->on_vmi ? "VirtualMachineInstance" : "VirtualMachine");
+	o->inv_name = e->on_pod ? xasprintf("virt-launcher-%s-%.5s", v->m->name, e->inv_uid) : xstrdup(v->m->name);
 	o->inv_ns = intern(v->m->ns);
 	snprintf(o->inv_uid, UID_LEN, "%s", e->inv_uid);
 	o->count = e->count;
 	o->first = e->first;
 	o->last = e->last;
-	o->component = intern("kvcon-engine");
+	o->component = intern(e->on_pod ? "default-scheduler" : "kvcon-engine");
 	store_upsert(engine_g.st, &o->o);
 }
 
@@ -60,6 +60,30 @@ __attribute__((format(printf, 5, 6))) void evm_add_event(struct evm *v, const ch
 	e->message = msg;
 	e->on_vmi = on_vmi && v->cur;
 	snprintf(e->inv_uid, UID_LEN, "%s", e->on_vmi ? v->cur->uid : v->uid);
+	e->first = e->last = util_wall_s();
+	e->count = 1;
+	epublish_event_obj(v, e);
+}
+
+/* The scheduler's FailedScheduling, on the launcher pod that waits (v->sched_launcher). */
+void evm_sched_event(struct evm *v, const char *msg)
+{
+	log_info("engine: %s: FailedScheduling: %s", v->key, msg);
+	if (v->nevents == EVM_MAX_EVENTS) {
+		store_remove(engine_g.st, v->eh->src, OBJ_EVENT, v->events[0].uid);
+		free(v->events[0].message);
+		memmove(v->events, v->events + 1, sizeof v->events[0] * (EVM_MAX_EVENTS - 1));
+		v->nevents--;
+	}
+	v->events = xreallocarray(v->events, (size_t)v->nevents + 1, sizeof *v->events);
+	struct evm_event *e = &v->events[v->nevents++];
+	memset(e, 0, sizeof *e);
+	util_uuid_v4(e->uid);
+	e->type = intern("Warning");
+	e->reason = intern("FailedScheduling");
+	e->message = xstrdup(msg);
+	e->on_pod = true;
+	snprintf(e->inv_uid, UID_LEN, "%s", v->sched_launcher);
 	e->first = e->last = util_wall_s();
 	e->count = 1;
 	epublish_event_obj(v, e);
@@ -96,6 +120,8 @@ static const char *printable(const struct evm *v)
 		return strcmp(v->cur->how, "ErrImageNeverPull") == 0 ? "ErrImagePull"
 		       : v->retry_after > util_wall_s() && evm_want_running(v) ? "ImagePullBackOff"
 									     : "ErrImagePull";
+	if (v->sched_msg && evm_want_running(v))
+		return "ErrorUnschedulable"; /* KubeVirt's, while the VMI's pod is Unschedulable */
 	if (v->vol_wait && evm_want_running(v))
 		return v->vol_wait; /* Provisioning, WaitingForVolumeBinding: a claim not ready yet */
 	if (v->retry_after > util_wall_s() && evm_want_running(v))
@@ -149,6 +175,69 @@ static void publish_net(const struct exec *x, struct vmi *vi)
 	}
 }
 
+static void add_tlabels(const struct evm *v, struct obj *o)
+{
+	for (int i = 0; i < v->m->ntlabels; i++) { /* the template's labels, as KubeVirt's VMI carries them */
+		const char *eq = strchr(v->m->tlabels[i], '=');
+		if (eq == NULL || strncmp(v->m->tlabels[i], "kubevirt.io/nodeName=", 21) == 0)
+			continue;
+		char *k = xstrndup(v->m->tlabels[i], (size_t)(eq - v->m->tlabels[i]));
+		obj_label_add(o, k, eq + 1);
+		free(k);
+	}
+}
+
+/* A start the node does not admit, as KubeVirt shows it: the VMI Scheduling, its launcher pod Pending with
+ * PodScheduled False (Unschedulable, the scheduler's message), no node. */
+static void publish_unscheduled(struct evm *v)
+{
+	struct vmi *vi = (struct vmi *)obj_new(OBJ_VMI);
+	vi->o.src = v->eh->src;
+	vi->o.ns = intern(v->m->ns);
+	vi->o.name = xstrdup(v->m->name);
+	snprintf(vi->o.uid, UID_LEN, "%s", v->sched_uid);
+	vi->o.created = v->sched_since;
+	vi->o.generation = v->generation;
+	add_tlabels(v, &vi->o);
+	snprintf(vi->vm_uid, UID_LEN, "%s", v->uid);
+	vi->phase = intern("Scheduling");
+	vi->phases = xcalloc(2, sizeof *vi->phases);
+	vi->phases[0].phase = intern("Pending");
+	vi->phases[0].at = v->sched_since;
+	vi->phases[1].phase = intern("Scheduling");
+	vi->phases[1].at = v->sched_since;
+	vi->nphases = 2;
+	add_cond(&vi->conds, &vi->nconds, "Ready", false, "GuestNotRunning", "Guest VM is not reported as running",
+		 v->sched_since);
+	add_cond(&vi->conds, &vi->nconds, "PodScheduled", false, "Unschedulable", v->sched_msg, v->sched_since);
+	vi->eviction = v->m->eviction ? intern(v->m->eviction) : NULL;
+	vi->active = xcalloc(1, sizeof *vi->active);
+	snprintf(vi->active[0].uid, UID_LEN, "%s", v->sched_launcher);
+	vi->nactive = 1;
+	store_upsert(engine_g.st, &vi->o);
+
+	struct pod *p = (struct pod *)obj_new(OBJ_POD);
+	p->o.src = v->eh->src;
+	p->o.ns = intern(v->m->ns);
+	p->o.name = xasprintf("virt-launcher-%s-%.5s", v->m->name, v->sched_launcher);
+	snprintf(p->o.uid, UID_LEN, "%s", v->sched_launcher);
+	p->o.created = v->sched_since;
+	obj_label_add(&p->o, "kubevirt.io", "virt-launcher");
+	obj_label_add(&p->o, "kubevirt.io/created-by", v->sched_uid);
+	obj_label_add(&p->o, "vm.kubevirt.io/name", v->m->name);
+	snprintf(p->vmi_uid, UID_LEN, "%s", v->sched_uid);
+	p->vm_name = intern(v->m->name);
+	p->phase = intern("Pending");
+	add_cond(&p->conds, &p->nconds, "PodScheduled", false, "Unschedulable", v->sched_msg, v->sched_since);
+	store_upsert(engine_g.st, &p->o);
+}
+
+void epublish_unscheduled_remove(struct evm *v)
+{
+	store_remove(engine_g.st, v->eh->src, OBJ_VMI, v->sched_uid);
+	store_remove(engine_g.st, v->eh->src, OBJ_POD, v->sched_launcher);
+}
+
 void evm_publish(struct evm *v)
 {
 	int64_t now = util_wall_s();
@@ -192,7 +281,7 @@ void evm_publish(struct evm *v)
 	vm->printable_status = intern(printable(v));
 	bool running = exec_active(v->cur) && v->cur->phase == intern("Running");
 	vm->ready = running && !v->cur->paused;
-	vm->created_vmi = v->cur != NULL;
+	vm->created_vmi = v->cur != NULL || v->sched_msg != NULL;
 	vm->cpu_cores = v->m->cores;
 	vm->memory = xstrdup0(v->m->memory_text);
 	vm->desired_generation = v->generation;
@@ -201,6 +290,8 @@ void evm_publish(struct evm *v)
 		 vm->ready ? NULL : "the VM has no running instance", now);
 	if (v->start_error)
 		add_cond(&vm->conds, &vm->nconds, "Failure", true, "FailedCreate", v->start_error, now);
+	if (v->sched_msg && v->cur == NULL)
+		add_cond(&vm->conds, &vm->nconds, "PodScheduled", false, "Unschedulable", v->sched_msg, v->sched_since);
 	if (running && v->cur->paused)
 		add_cond(&vm->conds, &vm->nconds, "Paused", true, "PausedByUser", "paused by the user", now);
 	if (exec_active(v->cur) && v->cur->generation != v->generation)
@@ -218,6 +309,8 @@ void evm_publish(struct evm *v)
 	store_upsert(engine_g.st, &vm->o);
 
 	struct exec *x = v->cur;
+	if (x == NULL && v->sched_msg)
+		publish_unscheduled(v);
 	if (x == NULL)
 		return;
 	struct vmi *vi = (struct vmi *)obj_new(OBJ_VMI);
@@ -227,14 +320,7 @@ void evm_publish(struct evm *v)
 	snprintf(vi->o.uid, UID_LEN, "%s", x->uid);
 	vi->o.created = x->created;
 	vi->o.generation = x->generation;
-	for (int i = 0; i < v->m->ntlabels; i++) { /* the template's labels, as KubeVirt's VMI carries them */
-		const char *eq = strchr(v->m->tlabels[i], '=');
-		if (eq == NULL || strncmp(v->m->tlabels[i], "kubevirt.io/nodeName=", 21) == 0)
-			continue;
-		char *k = xstrndup(v->m->tlabels[i], (size_t)(eq - v->m->tlabels[i]));
-		obj_label_add(&vi->o, k, eq + 1);
-		free(k);
-	}
+	add_tlabels(v, &vi->o);
 	obj_label_add(&vi->o, "kubevirt.io/nodeName", x->node ? x->node : "");
 	snprintf(vi->vm_uid, UID_LEN, "%s", v->uid);
 	/* an execution waiting for its images is, as in KubeVirt, a VMI still Scheduling (its launcher Pending) */

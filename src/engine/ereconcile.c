@@ -250,8 +250,16 @@ static void start_exec(struct evm *v, const char *why)
 	struct exec *x = exec_new();
 	util_uuid_v4(x->uid);
 	util_uuid_v4(x->launcher);
-	x->node = xstrdup(eh->src->name);
 	x->created = util_wall_s();
+	if (v->sched_msg) {
+		/* the VMI and launcher pod that waited for the node go on: the same UIDs, now scheduled */
+		snprintf(x->uid, UID_LEN, "%s", v->sched_uid);
+		snprintf(x->launcher, UID_LEN, "%s", v->sched_launcher);
+		x->created = v->sched_since;
+		free(v->sched_msg);
+		v->sched_msg = NULL;
+	}
+	x->node = xstrdup(eh->src->name);
 	x->generation = v->generation;
 	x->tcg = eh->accel && strcmp(eh->accel, "qemu") == 0;
 	char *dd = esettings_data_dir();
@@ -490,6 +498,8 @@ static void retry_fire(void *arg)
 }
 
 static void finish_delete(struct evm *v);
+static void sched_wait(struct evm *v, char *msg);
+static void sched_drop(struct evm *v);
 
 void ereconcile(struct evm *v)
 {
@@ -519,6 +529,8 @@ void ereconcile(struct evm *v)
 			evm_persist(v);
 		}
 	}
+	if (v->deleting || !evm_want_running(v))
+		sched_drop(v);
 	if (v->deleting) {
 		if (exec_active(v->cur))
 			begin_stop(v, v->m->grace);
@@ -556,6 +568,11 @@ void ereconcile(struct evm *v)
 			evm_publish(v);
 			return;
 		}
+		char *unsched = enode_unschedulable(v);
+		if (unsched) {
+			sched_wait(v, unsched);
+			return;
+		}
 		const char *why = NULL;
 		char buf[160];
 		if (v->restart) {
@@ -569,6 +586,37 @@ void ereconcile(struct evm *v)
 		start_exec(v, why);
 	} else if (!want && is && !v->stopping)
 		begin_stop(v, v->m->grace);
+}
+
+/* A start the node does not admit: the VMI and its launcher pod wait, unscheduled; a new reason is a new
+ * FailedScheduling. */
+static void sched_wait(struct evm *v, char *msg)
+{
+	if (v->cur)
+		archive(v); /* the new VMI replaces the finished one, as a start does */
+	if (v->sched_msg == NULL) {
+		util_uuid_v4(v->sched_uid);
+		util_uuid_v4(v->sched_launcher);
+		v->sched_since = util_wall_s();
+	}
+	if (!util_str_eq(v->sched_msg, msg)) {
+		free(v->sched_msg);
+		v->sched_msg = msg;
+		evm_sched_event(v, msg);
+	} else
+		free(msg);
+	evm_publish(v);
+}
+
+/* The waiting start is no longer wanted (stopped, deleted): its VMI and pod go. */
+static void sched_drop(struct evm *v)
+{
+	if (v->sched_msg == NULL)
+		return;
+	epublish_unscheduled_remove(v);
+	free(v->sched_msg);
+	v->sched_msg = NULL;
+	evm_publish(v);
 }
 
 static void reconcile_host(struct ehost *eh)
@@ -643,6 +691,8 @@ static void forget(struct evm *v)
 	struct ehost *eh = v->eh;
 	log_info("engine: %s migrated away from %s by another kvcon process", v->key, eh->src->name);
 	epublish_remove_exec(v, v->cur);
+	if (v->sched_msg)
+		epublish_unscheduled_remove(v);
 	for (int i = 0; i < v->nevents; i++)
 		store_remove(engine_g.st, eh->src, OBJ_EVENT, v->events[i].uid);
 	store_remove(engine_g.st, eh->src, OBJ_VM, v->uid);
@@ -676,6 +726,8 @@ static void on_up(struct ehost *eh, struct host_msg *m)
 	eh->error = NULL;
 	free(eh->accel);
 	eh->accel = xstrdup(m->accel);
+	eh->mem_bytes = (uint64_t)m->mem_kib * 1024;
+	eh->cpus = m->cpus;
 	if (!eh->loaded) {
 		/* the embedded driver is this machine; a daemon reports its own name */
 		char hn[256] = "";
@@ -712,6 +764,7 @@ static void on_up(struct ehost *eh, struct host_msg *m)
 		record_adopt_old(eh, dd, name, hk);
 		free(hk);
 		free(dd);
+		enode_load(eh); /* before the records: a cordon or a taint holds from the first reconcile */
 		record_load_all(eh);
 		eh->loaded = true;
 	}

@@ -44,6 +44,7 @@ struct evm_event {
 	const char *type, *reason;  /* interned */
 	char *message;
 	bool on_vmi;                /* involved object: the VMI (else the VM) */
+	bool on_pod;                /* involved object: the launcher pod inv_uid (the scheduler's FailedScheduling) */
 	char inv_uid[UID_LEN];
 	int64_t first, last;
 	int count;
@@ -94,6 +95,11 @@ struct evm {
 	bool undefining;            /* a delete's undefine is on the worker: the record goes when it is done */
 	int64_t away_until;         /* migrated away behind kvcon's back: wait (epoch s) for a host to report it */
 	bool forget_me;             /* gone with its record (another kvcon process moved it): dropped at the sync */
+	/* a start the node does not admit (enode.c): the scheduler's message and the UIDs of the VMI and launcher pod
+	 * that wait (Scheduling, Pending), which the execution takes when the obstacle goes */
+	char *sched_msg;
+	char sched_uid[UID_LEN], sched_launcher[UID_LEN];
+	int64_t sched_since;
 	struct loop_timer *grace_timer, *retry_timer;
 	struct waiter *waiters;
 	char *ring;                 /* the console's recent bytes */
@@ -116,6 +122,9 @@ struct evm **ehost_vms(struct ehost *eh, int *n);
 struct source *ehost_source(const struct ehost *eh);
 const char *ehost_uri(const struct ehost *eh);
 bool ehost_ready(const struct ehost *eh);
+/* enode.c: the scheduler's message when v may not run on eh now (cordon, taints, selectors, resources, pod
+ * anti-affinity), else NULL; caller frees. */
+char *enode_unschedulable_on(const struct evm *v, struct ehost *eh);
 struct store *evm_store(void);
 struct evm *evm_find(struct source *src, const char *ns, const char *name);
 bool evm_active(const struct evm *v);

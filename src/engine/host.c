@@ -987,6 +987,11 @@ static bool connect_host(struct host *h)
 	struct host_msg *m = msg_new(h, HM_UP);
 	char *hn = virConnectGetHostname(h->conn);
 	m->hostname = hn ? hn : xstrdup("localhost");
+	virNodeInfo ni;
+	if (virNodeGetInfo(h->conn, &ni) == 0) {
+		m->mem_kib = ni.memory;
+		m->cpus = (int)ni.cpus;
+	}
 	unsigned long lv = 0, hv = 0;
 	virConnectGetLibVersion(h->conn, &lv);
 	virConnectGetVersion(h->conn, &hv);

@@ -50,6 +50,8 @@ struct host_msg {
 	size_t len;
 	int fd;
 	char *hostname, *version, *accel, *note;
+	unsigned long long mem_kib; /* HM_UP: the host's memory (virNodeGetInfo), 0 unknown */
+	int cpus;                   /* HM_UP: its CPUs, 0 unknown */
 	int *ports; /* HM_DONE of RQ_START: the forwarded host ports in use, in the plan's order (nports) */
 	int nports;
 };

@@ -14,6 +14,7 @@
 #include "core/util.h"
 #include "core/ydoc.h"
 #include "core/xmalloc.h"
+#include "engine/placement.h"
 
 struct vctx {
 	char *err;            /* first error wins */
@@ -1131,15 +1132,41 @@ static bool parse_networks(struct vctx *v, yaml_node_t *nets, const char *path, 
 	return true;
 }
 
+/* nodeSelector, affinity, tolerations: checked as the API server checks them (engine/placement.c) and kept as
+ * JSON, which the reconciler matches against the host's Node before each start. */
+static void parse_placement(struct vctx *v, yaml_node_t *s, const char *path, struct manifest *m)
+{
+	static const char *const keys[] = { "nodeSelector", "affinity", "tolerations" };
+	json_object *pod = NULL;
+	for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
+		yaml_node_t *n = ydoc_get(v->doc, s, keys[i]);
+		if (n == NULL || ydoc_is_null(n))
+			continue;
+		if (pod == NULL)
+			pod = json_object_new_object();
+		json_object_object_add(pod, keys[i], ydoc_json(v->doc, n));
+	}
+	if (pod == NULL)
+		return;
+	char *fp = NULL, *why = NULL;
+	if (placement_validate(pod, &fp, &why) < 0) {
+		char *p = sub(path, fp);
+		fail(v, p, "%s", why);
+		free(p);
+	} else
+		m->placement = xstrdup(json_object_to_json_string_ext(pod, JSON_C_TO_STRING_PLAIN));
+	free(fp);
+	free(why);
+	json_object_put(pod);
+}
+
 static bool parse_template_spec(struct vctx *v, yaml_node_t *s, const char *path, struct manifest *m)
 {
 	static const struct key_rule rules[] = {
 		{ "domain", NULL }, { "volumes", NULL }, { "networks", NULL },
 		{ "terminationGracePeriodSeconds", NULL }, { "hostname", NULL }, { "subdomain", NULL },
 		{ "evictionStrategy", NULL }, { "architecture", NULL }, { "startStrategy", NULL },
-		{ "nodeSelector", "the engine runs on its own host; node selection does not apply" },
-		{ "affinity", "the engine runs on its own host; affinity does not apply" },
-		{ "tolerations", "the engine runs on its own host; tolerations do not apply" },
+		{ "nodeSelector", NULL }, { "affinity", NULL }, { "tolerations", NULL },
 		{ "topologySpreadConstraints", "the engine runs on its own host; spread constraints do not apply" },
 		{ "schedulerName", "the engine has no scheduler" },
 		{ "priorityClassName", "the engine has no scheduler" },
@@ -1170,6 +1197,14 @@ static bool parse_template_spec(struct vctx *v, yaml_node_t *s, const char *path
 	if (v->err == NULL)
 		check_label(v, path, "hostname", m->hostname); /* KubeVirt: a DNS-1123 label; it goes into the seed */
 	get_str(v, s, "evictionStrategy", path, &m->eviction);
+	if (v->err == NULL && m->eviction && strcmp(m->eviction, "None") != 0 && strcmp(m->eviction, "LiveMigrate") != 0 &&
+	    strcmp(m->eviction, "LiveMigrateIfPossible") != 0 && strcmp(m->eviction, "External") != 0) {
+		p = sub(path, "evictionStrategy");
+		invalid(v, p, m->eviction, "supported values: \"None\", \"LiveMigrate\", \"LiveMigrateIfPossible\", \"External\"");
+		free(p);
+	}
+	if (v->err == NULL)
+		parse_placement(v, s, path, m);
 	char *arch = NULL, *start = NULL, *subd = NULL;
 	get_str(v, s, "architecture", path, &arch);
 	get_str(v, s, "startStrategy", path, &start);
@@ -1484,6 +1519,7 @@ void manifest_free(struct manifest *m)
 	free(m->ifaces);
 	free(m->hostname);
 	free(m->eviction);
+	free(m->placement);
 	free(m);
 }
 

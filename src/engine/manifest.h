@@ -84,7 +84,8 @@ struct manifest {
 	bool no_pod_iface;            /* autoattachPodInterface: false */
 	int grace;                    /* terminationGracePeriodSeconds */
 	char *hostname;
-	char *eviction;               /* spec.evictionStrategy (shown only) */
+	char *eviction;               /* spec.evictionStrategy: None, LiveMigrate, LiveMigrateIfPossible, External */
+	char *placement;              /* {nodeSelector, affinity, tolerations} as JSON text, or NULL (engine/placement.h) */
 };
 
 /* Parses and validates. NULL with *err ("field.path: reason", caller frees) on any problem. */

@@ -117,6 +117,7 @@ static const struct ejson_field launcher_rows[] = {
 	{ "pid", EJ_INT, offsetof(struct mig_launcher, pid), NULL },
 	{ "started", EJ_I64, offsetof(struct mig_launcher, started), NULL },
 	{ "ended", EJ_I64, offsetof(struct mig_launcher, ended), NULL },
+	{ "podDeleted", EJ_BOOL, offsetof(struct mig_launcher, deleted), NULL },
 };
 
 static const struct ejson_field state_rows[] = {
@@ -965,6 +966,12 @@ static int engine_migrate(struct source *src, const char *ns, const char *name, 
 		*err = xasprintf("refused: %s already has a virtualmachine %s/%s", dsrc->name, v->m->ns, name);
 		return -1;
 	}
+	char *unsched = enode_unschedulable_on(v, dst); /* the target's launcher pod would not be scheduled */
+	if (unsched) {
+		*err = xasprintf("refused: the target node %s does not admit the VM: %s", dsrc->name, unsched);
+		free(unsched);
+		return -1;
+	}
 	char *root = embed_uri_root(ehost_uri(from));
 	char *droot = embed_uri_root(ehost_uri(dst));
 	bool embedded = root || droot;
@@ -1290,6 +1297,10 @@ void migrate_publish(struct evm *v, struct vmi *vi)
 	struct store *st = evm_store();
 	for (int i = 0; i < e->nprev; i++) {
 		const struct mig_launcher *l = &e->prev[i];
+		if (l->deleted) {
+			store_remove(st, vi->o.src, OBJ_POD, l->uid);
+			continue;
+		}
 		struct pod *p = (struct pod *)obj_new(OBJ_POD);
 		p->o.src = vi->o.src;
 		p->o.ns = vi->o.ns;
@@ -1313,6 +1324,20 @@ void migrate_publish(struct evm *v, struct vmi *vi)
 		p->pid = 0;
 		store_upsert(st, &p->o);
 	}
+}
+
+int engine_delete_launcher(struct source *src, const char *ns, const char *name, const char *pod_uid)
+{
+	struct evm *v = evm_find(src, ns, name);
+	struct exec *x = v ? v->cur : NULL;
+	for (int i = 0; x && x->mig && i < x->mig->nprev; i++)
+		if (strcmp(x->mig->prev[i].uid, pod_uid) == 0 && !x->mig->prev[i].deleted) {
+			x->mig->prev[i].deleted = true;
+			evm_persist(v);
+			evm_publish(v);
+			return 0;
+		}
+	return -1;
 }
 
 void migrate_unpublish(struct evm *v, const struct exec *x)

@@ -34,6 +34,7 @@ struct mig_launcher {
 	char *node;
 	int pid;
 	int64_t started, ended;
+	bool deleted; /* its pod was deleted (evicted: kubectl drain): no longer served, still in the history */
 };
 
 struct mig_job;

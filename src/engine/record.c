@@ -67,6 +67,7 @@ void evm_free(struct evm *v)
 	manifest_free(v->m);
 	free(v->run_strategy);
 	free(v->start_error);
+	free(v->sched_msg);
 	free(v->moving_to);
 	free(v->moving_dir);
 	exec_free(v->cur);
@@ -151,6 +152,7 @@ static const struct ejson_field event_rows[] = {
 	{ "reason", EJ_ISTR, offsetof(struct evm_event, reason), "" },
 	{ "message", EJ_STR, offsetof(struct evm_event, message), "" },
 	{ "onVMI", EJ_BOOL, offsetof(struct evm_event, on_vmi), NULL },
+	{ "onPod", EJ_BOOL, offsetof(struct evm_event, on_pod), NULL },
 	{ "involvedUid", EJ_UID, offsetof(struct evm_event, inv_uid), NULL },
 	{ "first", EJ_I64, offsetof(struct evm_event, first), NULL },
 	{ "last", EJ_I64, offsetof(struct evm_event, last), NULL },

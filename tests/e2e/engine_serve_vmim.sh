@@ -5,7 +5,8 @@
 # status.migrationState name the other host (the same migrationUid as the vmim's), `kubectl get vmim` prints
 # KubeVirt's columns (NAME PHASE VMI), a watch sees the phases, a refused migration is Failed with the reason,
 # `kubectl delete vmim` of a running migration aborts it, and the guest's shell state survives the moves (read
-# through kvcon's serial console).
+# through kvcon's serial console); `kvcon drain` of the VM's host evicts its launcher through the Eviction API, which
+# for evictionStrategy LiveMigrate is an evacuation migration to the other host.
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/migrate-lib.bash"
@@ -135,4 +136,17 @@ wait_eq 120 "$auid true Succeeded" abort_done || fail "the migration was not abo
 ! virsh -q -c "$DST_URI" dominfo default_vm1 >/dev/null 2>&1 || fail "left over on $HB"
 grep -q '"type":"DELETED".*"name":"mig-abort"' "$MT/watch.out" || fail "the watch did not see mig-abort DELETED"
 console vm1 'echo mark=$KVMARK' 'mark=vmim42' || fail "vm1 does not answer after the abort"
+
+step "kvcon drain $HA: cordoned; vm1 (evictionStrategy LiveMigrate) evicted through the Eviction API: migrated to $HB"
+virsh -q -c "$SRC_URI" migrate-setspeed default_vm1 8796093022207 || fail "migrate-setspeed back to unlimited"
+k patch vm vm1 --type merge -p '{"spec":{"template":{"spec":{"evictionStrategy":"LiveMigrate"}}}}' >/dev/null ||
+    fail "patch LiveMigrate"
+out=$(kv drain "$HA" --timeout 120s 2>&1) || fail "drain: $out"
+[[ $out == *"node/$HA cordoned"*"evicting pod default/virt-launcher-vm1-"*"Eviction triggered evacuation of VMI \"default/vm1\""*"pod/virt-launcher-vm1-"*" evicted"*"node/$HA drained"* ]] ||
+    fail "drain said: $out"
+[[ $(k get vmi vm1 -o jsonpath='{.status.nodeName}') == "$HB" ]] || fail "vm1 not on $HB after the drain"
+k get vmim -o name | grep -q '^virtualmachineinstancemigration.kubevirt.io/kubevirt-evacuation-' || fail "no evacuation: $(k get vmim)"
+[[ $(k get node "$HA" -o jsonpath='{.spec.unschedulable}') == true ]] || fail "$HA not cordoned"
+out=$(kv uncordon "$HA" 2>&1) && [[ $out == *"node/$HA uncordoned"* ]] || fail "uncordon: $out"
+console vm1 'echo mark=$KVMARK' 'mark=vmim42' || fail "vm1 does not answer after the drain"
 echo PASS

@@ -4,7 +4,12 @@
 # stateless VMs whose disks need not survive": the lab guest's kernel-boot container) with 2 replicas: kubectl get
 # vmirs as KubeVirt prints it (NAME DESIRED CURRENT READY AGE), members named as KubeVirt names them (the replica
 # set's name + 5 characters) and owned by it, no VirtualMachine of theirs listed, a deleted member replaced, kubectl
-# scale, spec.paused, the replica set and its members kept across a restart of the service, kubectl delete.
+# scale, spec.paused, the replica set and its members kept across a restart of the service, kubectl delete. Then
+# placement on the engine's Node (the same guest, runStrategy Always): a nodeSelector that does not match keeps the
+# start ErrorUnschedulable with the scheduler's message (VMI Scheduling, launcher Pending Unschedulable,
+# FailedScheduling) until `kubectl label node`; `kvcon drain` refuses a LiveMigrate VM on the one host and stops an
+# evictionStrategy None one, which stays unschedulable while cordoned; a NoExecute taint evicts it and keeps it
+# unschedulable until removed.
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/engine-lib.bash"
@@ -118,4 +123,59 @@ k delete vmirs web --timeout=60s >/dev/null || fail "delete vmirs"
 out=$(k get vmirs 2>&1)
 [[ $out == "No resources found in default namespace." ]] || fail "after delete: $out"
 [[ -z $(ls "$XDG_STATE_HOME"/kvcon/engine-data/vmirs/ 2>/dev/null) ]] || fail "its file stayed"
+step "placement: nodeSelector and kubectl label node, kvcon drain (LiveMigrate refused, None stopped), cordon, taint"
+node=$(k get node -o jsonpath='{.items[0].metadata.name}')
+out=$(k get node --show-labels)
+for l in kubernetes.io/hostname="$node" kubernetes.io/os=linux kubernetes.io/arch=amd64 kubevirt.io/schedulable=true; do
+    [[ $out == *"$l"* ]] || fail "node label $l: $out"
+done
+sed -e 's/^kind: VirtualMachineInstanceReplicaSet/kind: VirtualMachine/' -e 's/^  name: web/  name: place/' \
+    -e '/^  replicas:/,/^  template:/c\  runStrategy: Always\n  template:' \
+    -e 's/^    spec:$/    spec:\n      nodeSelector:\n        disk: ssd/' "$ENGINE_T/rs.yaml" >"$ENGINE_T/place.yaml"
+k apply -f "$ENGINE_T/place.yaml" >/dev/null || fail "apply place: $(cat "$ENGINE_T/place.yaml")"
+status() { kv get vm place -o jsonpath='{.status.printableStatus}' 2>/dev/null; }
+unsched() { # the scheduler's message for REASON on the launcher pod, the VMI Scheduling, a FailedScheduling
+    local want="0/1 nodes are available: 1 $1. preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling." j
+    wait_eq 30 ErrorUnschedulable status || fail "not ErrorUnschedulable ($1): $(k get vm place -o yaml)"
+    j=$(k get vmi,pod,events -o json)
+    jq -e --arg m "$want" '[.items[] | select(.kind == "Pod" and .metadata.labels["vm.kubevirt.io/name"] == "place" and
+        .status.phase == "Pending" and (.status.conditions[] | .type == "PodScheduled" and .status == "False" and
+        .reason == "Unschedulable" and .message == $m))] | length == 1' <<<"$j" >/dev/null || fail "pod's PodScheduled ($1): $j"
+    jq -e '[.items[] | select(.kind == "VirtualMachineInstance" and .metadata.name == "place" and .status.phase == "Scheduling")] |
+        length == 1' <<<"$j" >/dev/null || fail "VMI not Scheduling: $j"
+    jq -e --arg m "$want" '[.items[] | select(.kind == "Event" and .reason == "FailedScheduling" and .message == $m and
+        .involvedObject.kind == "Pod" and .type == "Warning")] | length > 0' <<<"$j" >/dev/null || fail "no FailedScheduling: $j"
+}
+unsched "node(s) didn't match Pod's node affinity/selector"
+rc=0; out=$(kv diagnose default/place 2>&1) || rc=$?
+[[ $rc == 3 && $out == *"[launcher-unschedulable]"* && $out == *"didn't match Pod's node affinity/selector"* ]] ||
+    fail "diagnose ($rc): $out"
+uid=$(k get vmi place -o jsonpath='{.metadata.uid}')
+step "placement: kubectl label node starts the VMI that waited"
+out=$(k label node "$node" disk=ssd 2>&1) || fail "label: $out"
+[[ $out == "node/$node labeled" ]] || fail "label said: $out"
+wait_eq 30 Running status || fail "not Running once labelled: $(k get vm place -o yaml)"
+[[ $(k get vmi place -o jsonpath='{.metadata.uid}') == "$uid" ]] || fail "not the VMI that waited"
+out=$(kv get node --show-labels 2>/dev/null)
+[[ $out == *disk=ssd* && -s $XDG_STATE_HOME/kvcon/engine-data/nodes/$node.json ]] || fail "the label is not kept: $out"
+step "placement: kvcon drain"
+k patch vm place --type merge -p '{"spec":{"template":{"spec":{"evictionStrategy":"LiveMigrate"}}}}' >/dev/null || fail "patch LiveMigrate"
+if out=$(kv drain "$node" 2>&1); then fail "drain of a LiveMigrate VM on the one host: $out"; fi
+[[ $out == *"node/$node cordoned"* && $out == *"error when evicting pods/\"virt-launcher-place-"*"no other engine host"* &&
+   $out == *"There are pending nodes to be drained:"* ]] || fail "drain said: $out"
+[[ $(status) == Running && $(kv get node "$node" 2>/dev/null) == *Ready,SchedulingDisabled* ]] ||
+    fail "after the refused drain: $(kv get node "$node")"
+k patch vm place --type merge -p '{"spec":{"template":{"spec":{"evictionStrategy":"None"}}}}' >/dev/null || fail "patch None"
+out=$(kv drain "$node" --timeout 60s 2>&1) || fail "drain: $out"
+[[ $out == *"node/$node already cordoned"*"pod/virt-launcher-place-"*" evicted"*"node/$node drained"* ]] || fail "drain said: $out"
+unsched "node(s) were unschedulable"
+step "placement: uncordon; a NoExecute taint evicts the running VM, which waits untolerated until it goes"
+out=$(k uncordon "$node" 2>&1) || fail "uncordon: $out"
+[[ $out == "node/$node uncordoned" ]] || fail "uncordon said: $out"
+wait_eq 30 Running status || fail "not Running once uncordoned: $(k get vm place -o yaml)"
+k taint node "$node" gone=yes:NoExecute >/dev/null || fail "taint"
+unsched "node(s) had untolerated taint {gone: yes}"
+k taint node "$node" gone- >/dev/null || fail "untaint"
+wait_eq 30 Running status || fail "not Running once untainted: $(k get vm place -o yaml)"
+k delete vm place --timeout=60s >/dev/null || fail "delete vm place"
 echo PASS

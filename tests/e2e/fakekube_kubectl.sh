@@ -131,6 +131,18 @@ fkctl settle 30 >/dev/null || fail "did not settle after migrate"
 k get vmim -n ns-01 --no-headers | grep -q "^kubevirt-migrate-vm-[a-z0-9]*  *Succeeded  *$vm *$" || fail "kubectl get vmim"
 node2=$(k get vmi -n ns-01 "$vm" -o jsonpath='{.status.nodeName}')
 [ -n "$node2" ] && [ "$node1" != "$node2" ] || fail "VMI did not move ($node1 -> $node2)"
+# kubectl drain as on a cluster: cordon (a strategic merge patch of the Node), then the Eviction API
+# (pods/eviction in discovery) on the VM's launcher, evictionStrategy None: the pod is deleted; uncordon
+vuid=$(k get vmi -n ns-01 "$vm" -o jsonpath='{.metadata.uid}')
+k drain "$node2" --pod-selector="kubevirt.io/created-by=$vuid" --timeout=30s >"$tmp/drain.out" 2>&1 ||
+	{ cat "$tmp/drain.out" >&2; fail "kubectl drain"; }
+grep -q "^node/$node2 cordoned$" "$tmp/drain.out" && grep -q "^evicting pod ns-01/virt-launcher-$vm-" "$tmp/drain.out" &&
+	grep -q "^pod/virt-launcher-$vm-[a-z0-9]* evicted$" "$tmp/drain.out" && grep -q "^node/$node2 drained$" "$tmp/drain.out" ||
+	{ cat "$tmp/drain.out" >&2; fail "kubectl drain's output"; }
+[ "$(k get node "$node2" -o jsonpath='{.spec.unschedulable}')" = true ] || fail "node not cordoned"
+[ "$(k uncordon "$node2")" = "node/$node2 uncordoned" ] || fail "kubectl uncordon"
+[ -z "$(k get node "$node2" -o jsonpath='{.spec.unschedulable}')" ] || fail "node still cordoned"
+fkctl settle 30 >/dev/null || fail "did not settle after drain"
 
 # 5. -o json equals the server state (names, UIDs, resourceVersions).
 for kind in vm vmi pods; do

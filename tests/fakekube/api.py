@@ -445,6 +445,20 @@ class Handler(BaseHTTPRequestHandler):
                 raise ApiError(405, "MethodNotAllowed", "the server does not allow this method on the requested resource")
             self.authorize(user, "get", res, route.ns, route.name, "log")
             return app.logs.serve(self, route.ns, route.name, self.params)
+        if route.plural == "pods" and route.sub == "eviction" and route.name is not None:
+            if method != "POST":
+                raise ApiError(405, "MethodNotAllowed", "the server does not allow this method on the requested resource")
+            self.authorize(user, "create", res, route.ns, route.name, "eviction")
+            body = self.json_body()
+            if not isinstance(body, dict) or body.get("kind") != "Eviction":
+                raise ApiError(400, "BadRequest", "the body of the request is not an Eviction")
+            with st.lock:
+                if self.params.get("dryRun") or (body.get("deleteOptions") or {}).get("dryRun"):
+                    if st.get("pods", route.ns, route.name) is None:
+                        raise human_status_not_found(res, route.name)
+                    return self.send_body(201, dumps({"kind": "Status", "apiVersion": "v1", "metadata": {},
+                                                      "status": "Success"}))
+                return self.send_body(201, dumps(app.cluster.evict(route.ns, route.name)))
         if route.sub and route.sub != "status":
             raise ApiError(404, "NotFound", "the server could not find the requested resource")
         if method == "GET":
@@ -1113,6 +1127,8 @@ def resource_list(group, version):
         if p == "pods":
             out["resources"].append({"name": "pods/log", "singularName": "", "namespaced": True,
                                      "kind": "Pod", "verbs": ["get"]})
+            out["resources"].append({"name": "pods/eviction", "singularName": "", "namespaced": True,
+                                     "group": "policy", "version": "v1", "kind": "Eviction", "verbs": ["create"]})
     return out
 
 

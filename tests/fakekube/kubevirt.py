@@ -199,7 +199,7 @@ class Cluster:
         dom.setdefault("memory", {}).setdefault("guest", "128Mi")
         spec["domain"]["firmware"] = {"uuid": new_uid(self.rng), "serial": new_uid(self.rng)}
         spec["domain"]["features"] = {"acpi": {"enabled": True}}
-        spec["evictionStrategy"] = "None"
+        spec.setdefault("evictionStrategy", "None")  # the template's, else the cluster's default
         return {
             "apiVersion": "kubevirt.io/v1", "kind": "VirtualMachineInstance",
             "metadata": {
@@ -1394,6 +1394,45 @@ class Cluster:
                                  "VMI neither have the agent connected nor the ACPI feature enabled")
         self.emit(vmi, "SoftRebooted", "VirtualMachineInstance soft rebooted", component="virt-handler",
                   host=vmi["status"].get("nodeName"))
+
+    def evict(self, ns, podname):
+        """POST pods/NAME/eviction, as the API server and KubeVirt's virt-api webhook answer it: a launcher whose VMI
+        has evictionStrategy LiveMigrate (LiveMigrateIfPossible when it is migratable) is not deleted: 429, and the
+        VMI is evacuated (a VirtualMachineInstanceMigration kubevirt-evacuation-XXXXX, status.evacuationNodeName);
+        kubectl drain retries until the pod is gone. A terminated launcher, one whose VMI runs elsewhere now, or
+        another strategy: the pod is deleted (201), which ends the VMI (its VM's run strategy decides what next)."""
+        st = self.store
+        pod = st.get("pods", ns, podname)
+        if pod is None:
+            raise ApiError(404, "NotFound", 'pods "%s" not found' % podname, {"name": podname, "kind": "pods"})
+        created_by = (pod["metadata"].get("labels") or {}).get("kubevirt.io/created-by")
+        vmi = next(iter(st.find("virtualmachineinstances", lambda o: o["metadata"]["uid"] == created_by)), None) \
+            if created_by else None
+        live = pod["status"].get("phase") not in ("Succeeded", "Failed") and self._vmi_active(vmi) and \
+            vmi["status"].get("nodeName") == pod["spec"].get("nodeName")
+        strategy = (vmi or {}).get("spec", {}).get("evictionStrategy") or "None"
+        lm = self.get_cond(vmi, "LiveMigratable") if vmi else None
+        migratable = bool(lm) and lm.get("status") == "True"
+        if live and (strategy == "LiveMigrate" or (strategy == "LiveMigrateIfPossible" and migratable)):
+            name = vmi["metadata"]["name"]
+            inflight = list(st.find("virtualmachineinstancemigrations",
+                                    lambda o: o["metadata"]["namespace"] == ns and o["spec"].get("vmiName") == name
+                                    and (o.get("status") or {}).get("phase") not in ("Succeeded", "Failed")))
+            if not inflight and migratable:
+                st.update("virtualmachineinstances", ns, name,
+                          lambda o: o["status"].__setitem__("evacuationNodeName", pod["spec"].get("nodeName")))
+                vmim = {"apiVersion": "kubevirt.io/v1", "kind": "VirtualMachineInstanceMigration",
+                        "metadata": {"generateName": "kubevirt-evacuation-", "namespace": ns,
+                                     "name": "kubevirt-evacuation-" + self.suffix(), "uid": self.uid(),
+                                     "labels": {"kubevirt.io/vmi-name": name}},
+                        "spec": {"vmiName": name}, "status": {"phase": "Pending"}}
+                st.create("virtualmachineinstancemigrations", vmim)
+                self.migrate(ns, name, vmim=vmim)
+            raise ApiError(429, "TooManyRequests", 'Eviction triggered evacuation of VMI "%s/%s"' % (ns, name),
+                           {"name": podname, "kind": "pods"})
+        out = st.delete("pods", ns, podname)
+        self.on_deleted("pods", out)
+        return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success"}
 
     # ---------------------------------------------------------------- reactions to API writes
 

@@ -464,6 +464,47 @@ class TestLifecycle(Base):
                          ["Scheduling", "Scheduled", "PreparingTarget", "TargetReady", "Running", "Succeeded"])
         self.assertEqual(vm["status"]["printableStatus"], "Running")
 
+    def test_eviction_as_kubevirt_answers_it(self):
+        """pods/eviction (kubectl drain): LiveMigrate is 429 and an evacuation migration, retried until the source
+        launcher is gone (404); None deletes the launcher (its VMI ends, runStrategy Always starts another)."""
+        fk = self.fk
+        ev = lambda ns, pod: fk.req("POST", "/api/v1/namespaces/%s/pods/%s/eviction" % (ns, pod),
+                                    {"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": pod, "namespace": ns}})
+        ns, name = self.running_vm()
+        fk.settle()
+        self.assertEqual(ev(ns, "virt-launcher-nosuch-abcde")[0], 404)
+        fk.ok("PATCH", "/apis/kubevirt.io/v1/namespaces/%s/virtualmachines/%s" % (ns, name),
+              {"spec": {"template": {"spec": {"evictionStrategy": "LiveMigrate"}}}})
+        self.assertEqual(fk.action(ns, name, "restart")[0], 202)
+        wait_for(lambda: (fk.vmi(ns, name) or {}).get("spec", {}).get("evictionStrategy") == "LiveMigrate"
+                 and fk.vmi(ns, name)["status"].get("phase") == "Running", timeout=30, what="restarted LiveMigrate")
+        fk.settle()
+        _, vmi, pod = self.assert_chain(ns, name)
+        code, st = ev(ns, pod["metadata"]["name"])
+        self.assertEqual((code, st["reason"]), (429, "TooManyRequests"))
+        self.assertEqual(st["message"], 'Eviction triggered evacuation of VMI "%s/%s"' % (ns, name))
+        self.assertEqual(fk.vmi(ns, name)["status"]["evacuationNodeName"], pod["spec"]["nodeName"])
+        migs = [m for m in fk.ok("GET", "/apis/kubevirt.io/v1/namespaces/%s/virtualmachineinstancemigrations" % ns)["items"]
+                if m["spec"]["vmiName"] == name and m["metadata"]["name"].startswith("kubevirt-evacuation-")]
+        self.assertEqual(len(migs), 1)
+        self.assertEqual(ev(ns, pod["metadata"]["name"])[0], 429)  # retried: the same migration
+        wait_for(lambda: (fk.vmi(ns, name)["status"].get("migrationState") or {}).get("completed"), what="evacuation")
+        fk.settle()
+        # the source launcher is gone: kubectl drain's next try is a 404, which it takes as evicted
+        self.assertEqual(ev(ns, pod["metadata"]["name"])[0], 404)
+        self.assertEqual(fk.req("GET", "/api/v1/namespaces/%s/pods/%s" % (ns, pod["metadata"]["name"]))[0], 404)
+        moved = fk.vmi(ns, name)
+        self.assertEqual(moved["metadata"]["uid"], vmi["metadata"]["uid"])
+        self.assertNotEqual(moved["status"]["nodeName"], pod["spec"]["nodeName"])
+        # evictionStrategy None: the launcher is deleted, the VMI ends, Always starts a new one
+        ns2, name2 = self.running_vm(exclude=(name,))
+        _, vmi2, pod2 = self.assert_chain(ns2, name2)
+        code, st = ev(ns2, pod2["metadata"]["name"])
+        self.assertEqual((code, st["status"]), (201, "Success"))
+        wait_for(lambda: (fk.vmi(ns2, name2) or vmi2)["metadata"]["uid"] != vmi2["metadata"]["uid"], timeout=30,
+                 what="a new VMI after the eviction")
+        fk.settle()
+
     def test_force_stop_of_a_stopping_vm_and_restart_options(self):
         fk = self.fk
         fk.ok("POST", "/fake/step", {"seconds": 2})

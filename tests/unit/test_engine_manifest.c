@@ -128,7 +128,12 @@ static void test_basics(void)
 
 static void test_refusals(void)
 {
-	expect_reject("      nodeSelector:\n        a: b\n", "spec.template.spec.nodeSelector");
+	char *acc = verdict("      nodeSelector:\n        a: b\n"); /* matched against the host's Node (engine/placement.c) */
+	T_CHECK(acc == NULL);
+	free(acc);
+	expect_reject("      nodeSelector:\n        a: [b]\n", "spec.template.spec.nodeSelector.a");
+	expect_reject("      tolerations:\n      - key: a\n        operator: Exists\n        value: b\n", "spec.template.spec.tolerations[0]");
+	expect_reject("      evictionStrategy: Sometimes\n", "spec.template.spec.evictionStrategy");
 	expect_reject("      domain:\n        memory: {guest: 1Gi}\n", "line"); /* duplicate key */
 	/* a dataVolume volume is its DataVolume's claim (the engine service makes both: apiserver/storage.c) */
 	char *dv = xasprintf(BASE "      volumes:\n      - name: a\n        dataVolume:\n          name: x\n");
