@@ -1194,6 +1194,8 @@ bool vtpane_same(const struct vtpane *a, const struct vtpane *b)
 			same = false;
 			break;
 		}
+		if (x->n == 0) /* two empty lines */
+			continue;
 		if (x->n > cap) {
 			cap = x->n;
 			la = xreallocarray(la, cap, sizeof *la);
