@@ -37,13 +37,10 @@ void epublish_event_obj(struct evm *v, const struct evm_event *e)
 	store_upsert(engine_g.st, &o->o);
 }
 
-__attribute__((format(printf, 5, 6))) void evm_add_event(struct evm *v, const char *type, const char *reason,
-							     bool on_vmi, const char *fmt, ...)
+/* A new event of v (the oldest dropped past EVM_MAX_EVENTS), now, count 1, message msg (taken); the caller says
+ * what it is about, then publishes it. */
+static struct evm_event *event_new(struct evm *v, const char *type, const char *reason, char *msg)
 {
-	va_list ap;
-	va_start(ap, fmt);
-	char *msg = xvasprintf(fmt, ap);
-	va_end(ap);
 	log_info("engine: %s: %s: %s", v->key, reason, msg);
 	if (v->nevents == EVM_MAX_EVENTS) {
 		store_remove(engine_g.st, v->eh->src, OBJ_EVENT, v->events[0].uid);
@@ -58,34 +55,30 @@ __attribute__((format(printf, 5, 6))) void evm_add_event(struct evm *v, const ch
 	e->type = intern(type);
 	e->reason = intern(reason);
 	e->message = msg;
-	e->on_vmi = on_vmi && v->cur;
-	snprintf(e->inv_uid, UID_LEN, "%s", e->on_vmi ? v->cur->uid : v->uid);
 	e->first = e->last = util_wall_s();
 	e->count = 1;
+	return e;
+}
+
+__attribute__((format(printf, 5, 6))) void evm_add_event(struct evm *v, const char *type, const char *reason,
+							     bool on_vmi, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	char *msg = xvasprintf(fmt, ap);
+	va_end(ap);
+	struct evm_event *e = event_new(v, type, reason, msg);
+	e->on_vmi = on_vmi && v->cur;
+	snprintf(e->inv_uid, UID_LEN, "%s", e->on_vmi ? v->cur->uid : v->uid);
 	epublish_event_obj(v, e);
 }
 
 /* The scheduler's FailedScheduling, on the launcher pod that waits (v->sched_launcher). */
 void evm_sched_event(struct evm *v, const char *msg)
 {
-	log_info("engine: %s: FailedScheduling: %s", v->key, msg);
-	if (v->nevents == EVM_MAX_EVENTS) {
-		store_remove(engine_g.st, v->eh->src, OBJ_EVENT, v->events[0].uid);
-		free(v->events[0].message);
-		memmove(v->events, v->events + 1, sizeof v->events[0] * (EVM_MAX_EVENTS - 1));
-		v->nevents--;
-	}
-	v->events = xreallocarray(v->events, (size_t)v->nevents + 1, sizeof *v->events);
-	struct evm_event *e = &v->events[v->nevents++];
-	memset(e, 0, sizeof *e);
-	util_uuid_v4(e->uid);
-	e->type = intern("Warning");
-	e->reason = intern("FailedScheduling");
-	e->message = xstrdup(msg);
+	struct evm_event *e = event_new(v, "Warning", "FailedScheduling", xstrdup(msg));
 	e->on_pod = true;
 	snprintf(e->inv_uid, UID_LEN, "%s", v->sched_launcher);
-	e->first = e->last = util_wall_s();
-	e->count = 1;
 	epublish_event_obj(v, e);
 }
 

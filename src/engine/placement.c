@@ -306,39 +306,34 @@ static int check_pod_terms(json_object *pa, const char *p, char **path, char **w
 		return 0;
 	if (!json_object_is_type(pa, json_type_object))
 		return bad(path, why, p, "expected a map");
-	json_object *req = jget(pa, "requiredDuringSchedulingIgnoredDuringExecution");
-	if (req && !json_object_is_type(req, json_type_array))
-		return bad(path, why, p, "requiredDuringSchedulingIgnoredDuringExecution: expected a list");
-	for (size_t i = 0; i < alen(req); i++) {
-		json_object *t = json_object_array_get_idx(req, i);
-		char *pi = xasprintf("%s.requiredDuringSchedulingIgnoredDuringExecution[%zu]", p, i);
-		char *pe = xasprintf("%s.labelSelector.matchExpressions", pi);
-		int rc = 0;
-		if (jstr(t, "topologyKey") == NULL || !*jstr(t, "topologyKey"))
-			rc = bad(path, why, pi, "topologyKey: Required value: can not be empty");
-		else
-			rc = check_reqs(jget(jget(t, "labelSelector"), "matchExpressions"), pe, false, false, path, why);
-		free(pe);
-		free(pi);
-		if (rc)
+	static const char *const kinds[] = { "requiredDuringSchedulingIgnoredDuringExecution",
+					      "preferredDuringSchedulingIgnoredDuringExecution" };
+	for (int k = 0; k < 2; k++) {
+		json_object *terms = jget(pa, kinds[k]);
+		if (terms && !json_object_is_type(terms, json_type_array)) {
+			char *what = xasprintf("%s: expected a list", kinds[k]);
+			int rc = bad(path, why, p, what);
+			free(what);
 			return rc;
-	}
-	json_object *pref = jget(pa, "preferredDuringSchedulingIgnoredDuringExecution");
-	if (pref && !json_object_is_type(pref, json_type_array))
-		return bad(path, why, p, "preferredDuringSchedulingIgnoredDuringExecution: expected a list");
-	for (size_t i = 0; i < alen(pref); i++) {
-		json_object *t = jget(json_object_array_get_idx(pref, i), "podAffinityTerm");
-		char *pi = xasprintf("%s.preferredDuringSchedulingIgnoredDuringExecution[%zu].podAffinityTerm", p, i);
-		char *pe = xasprintf("%s.labelSelector.matchExpressions", pi);
-		int rc = 0;
-		if (jstr(t, "topologyKey") == NULL || !*jstr(t, "topologyKey"))
-			rc = bad(path, why, pi, "topologyKey: Required value: can not be empty");
-		else
-			rc = check_reqs(jget(jget(t, "labelSelector"), "matchExpressions"), pe, false, false, path, why);
-		free(pe);
-		free(pi);
-		if (rc)
-			return rc;
+		}
+		for (size_t i = 0; i < alen(terms); i++) {
+			/* a required term is the pod affinity term itself; a preferred one holds it with a weight */
+			json_object *t = json_object_array_get_idx(terms, i);
+			if (k == 1)
+				t = jget(t, "podAffinityTerm");
+			char *pi = xasprintf("%s.%s[%zu]%s", p, kinds[k], i, k == 1 ? ".podAffinityTerm" : "");
+			char *pe = xasprintf("%s.labelSelector.matchExpressions", pi);
+			int rc = 0;
+			if (jstr(t, "topologyKey") == NULL || !*jstr(t, "topologyKey"))
+				rc = bad(path, why, pi, "topologyKey: Required value: can not be empty");
+			else
+				rc = check_reqs(jget(jget(t, "labelSelector"), "matchExpressions"), pe, false, false,
+						path, why);
+			free(pe);
+			free(pi);
+			if (rc)
+				return rc;
+		}
 	}
 	return 0;
 }
