@@ -328,6 +328,48 @@ static struct console *console_find(struct host *h, const char *dom)
 	return NULL;
 }
 
+/* libvirt locks a console's pty with /var/lock/LCK.._pts_N, which holds the opener's pid, and takes the lock as
+ * held while kill(pid, 0) answers. A service that ended (SIGTERM, kill -9) with a console open leaves its lock
+ * behind; libvirt would remove it once that pid is gone, but a zombie answers kill(pid, 0), so until init reaps
+ * the old service (about a second under some inits) the next service could not open the console of a guest whose
+ * pty got the same number: the console stayed dark. The lock of dom's pty whose pid does not run (a zombie does
+ * not, util_pid_running) is removed first. Only a path /dev/pts/DIGITS is looked at, and only a lock file that
+ * holds a pid and nothing else. */
+static void console_clear_stale_lock(virDomainPtr dom)
+{
+	char *xml = virDomainGetXMLDesc(dom, 0);
+	const char *con = xml ? strstr(xml, "<console type='pty'") : NULL;
+	const char *end = con ? strstr(con, "</console>") : NULL;
+	const char *src = con ? strstr(con, "<source path='/dev/pts/") : NULL;
+	char lock[64] = "";
+	if (src && end && src < end) {
+		const char *num = src + strlen("<source path='/dev/pts/");
+		size_t n = strspn(num, "0123456789");
+		if (n > 0 && n < 10 && num[n] == '\'')
+			snprintf(lock, sizeof lock, "/var/lock/LCK.._pts_%.*s", (int)n, num);
+	}
+	free(xml);
+	if (!lock[0])
+		return;
+	int fd = open(lock, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+	if (fd < 0)
+		return;
+	char b[32];
+	ssize_t r = read(fd, b, sizeof b - 1);
+	close(fd);
+	if (r <= 0)
+		return;
+	b[r] = '\0';
+	char *e;
+	long pid = strtol(b, &e, 10);
+	while (*e == ' ' || *e == '\n')
+		e++;
+	if (*e || pid <= 0 || pid == (long)getpid() || util_pid_running((pid_t)pid))
+		return;
+	if (unlink(lock) == 0)
+		log_info("engine: %s: the console lock of pid %ld, which has ended, removed", lock, pid);
+}
+
 /* Attaches to the console of dom's current QEMU run. A stream of an earlier run of the same domain whose end
  * the event thread has not reported yet (a restart right after a crash or a poweroff) is retired first: it
  * must never pass for the new run's, or the new run's output reaches no one. */
@@ -348,6 +390,7 @@ static int console_attach(struct host *h, virDomainPtr dom, const char *name, ch
 		*err = lv_error("console stream");
 		return -1;
 	}
+	console_clear_stale_lock(dom);
 	if (virDomainOpenConsole(dom, NULL, st, VIR_DOMAIN_CONSOLE_FORCE) < 0) {
 		*err = lv_error("open console");
 		virStreamFree(st);

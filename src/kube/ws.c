@@ -56,6 +56,7 @@ struct ws {
 	struct buf extra; /* extra request header lines */
 	bool paused;
 	bool close_sent;
+	bool reading; /* in ws_read: a send that fails leaves the end to what is read */
 	int http_status;
 	size_t body_want; /* refused: Content-Length, or SIZE_MAX until EOF */
 	/* the connect thread: it holds a stream reference, so w outlives it; closing cancels it (the flag, and
@@ -204,7 +205,12 @@ static void ws_update_events(struct ws *w)
 	loop_fd_set_events(w->fdh, ev);
 }
 
-/* Sends what can be sent now. Returns -1 after finishing the stream on an error. */
+static void ws_read(struct ws *w);
+
+/* Sends what can be sent now. Returns -1 after finishing the stream on an error. A send fails when the peer has
+ * closed, and a peer that closes has usually said why first (a close frame with the reason, such as the dial error
+ * of a port-forward): what it sent is read before the stream ends, so that its words, not "Failed sending data to
+ * the peer", are the end's reason, however the two ends' timing falls. */
 static int ws_flush(struct ws *w)
 {
 	while (w->out.len) {
@@ -213,7 +219,15 @@ static int ws_flush(struct ws *w)
 		if (rc == CURLE_AGAIN)
 			break;
 		if (rc != CURLE_OK) {
-			ws_finish(w, STREAM_END_ERROR, 0, curl_easy_strerror(rc));
+			buf_consume(&w->out, w->out.len);
+			if (w->reading) /* the read under way ends the stream with what it reads */
+				return -1;
+			struct stream *st = w->s; /* a consumer's callback may drop its reference while we read */
+			stream_ref(st);
+			ws_read(w);
+			if (w->phase != WS_DONE)
+				ws_finish(w, STREAM_END_ERROR, 0, curl_easy_strerror(rc));
+			stream_unref(st);
 			return -1;
 		}
 		buf_consume(&w->out, n);
@@ -488,7 +502,7 @@ static void ws_handshake_input(struct ws *w)
 	ws_update_events(w);
 }
 
-static void ws_read(struct ws *w)
+static void ws_read_some(struct ws *w)
 {
 	uint8_t b[65536];
 	for (int i = 0; i < 64 && w->phase != WS_DONE && !(w->paused && w->phase == WS_OPEN); i++) {
@@ -520,6 +534,15 @@ static void ws_read(struct ws *w)
 			ws_feed(w, b, n);
 		}
 	}
+}
+
+static void ws_read(struct ws *w)
+{
+	bool outer = !w->reading;
+	w->reading = true;
+	ws_read_some(w);
+	if (outer)
+		w->reading = false;
 }
 
 static void on_sock(int fd, short revents, void *arg)

@@ -12,6 +12,7 @@ import select
 import socket
 import ssl
 import struct
+import time
 
 from store import ApiError
 
@@ -241,13 +242,38 @@ class Bridge:
         else:
             self.send(2, data)
 
-    def close(self, code, why=""):
+    def close(self, code, why="", answered=False):
         if not self.closing:
             self.closing = True
             try:
                 self.send(8, struct.pack("!H", code) + why.encode()[:120])
             except OSError:
-                pass
+                return
+            if not answered:
+                self.linger()
+
+    def linger(self, seconds=2.0):
+        """After our close frame, what the client still sends is read until its own close frame or EOF (RFC 6455
+        7.1.1: the server waits for the client's close), as a Go server's close handshake does: a socket closed
+        with unread bytes resets the connection, and the reset can discard our close frame, with the reason the
+        client shows, before the client reads it."""
+        deadline = time.monotonic() + seconds
+        while True:
+            data = self.client_bytes()
+            if data is None:
+                return
+            if data:
+                self.buf += data
+                try:
+                    frames, used = parse_frames(self.buf)
+                except ProtocolError:
+                    return
+                del self.buf[:used]
+                if any(op == 8 for _, op, _ in frames):
+                    return
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([self.sock], [], [], left)[0]:
+                return
 
     def to_backend(self, data):
         if self.bsock is None:
@@ -302,7 +328,7 @@ class Bridge:
         for fin, op, payload in frames:
             if op == 8:
                 code = struct.unpack("!H", payload[:2])[0] if len(payload) >= 2 else 1000
-                self.close(code if code in (1000, 1001) else 1000)
+                self.close(code if code in (1000, 1001) else 1000, answered=True)
                 return False
             if op == 9:
                 self.send(10, payload)
