@@ -6,7 +6,11 @@
 #    kubectl's raw GET of the subresource, all answered from qemu-guest-agent through libvirt;
 #  - `kvcon ssh -c` runs a command (ProxyCommand through `kvcon port-forward --stdio`), `kvcon scp` both ways;
 #  - `kvcon port-forward` to the undeclared guest port 8000 (busybox httpd), and udp/7000 (a UDP echo);
-#  - the dashboard's ssh key (a): ssh has the terminal (ctrl-c is the guest shell's), the dashboard comes back.
+#  - the dashboard's ssh key (a): ssh has the terminal (ctrl-c is the guest shell's), the dashboard comes back;
+#  - Secrets: the VM's accessCredentials (sshPublicKey, qemuGuestAgent) name a Secret the real kubectl creates
+#    over the engine's HTTPS; the start waits for it (FailedMount); `kvcon credentials add-ssh-key` puts a second
+#    key into the guest (guest-ssh-add-authorized-keys) and `remove-ssh-key` takes it out, `kvcon ssh` with that
+#    key failing before, working between, failing after; AccessCredentialsSynchronized; kubectl and kvcon get secret.
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/engine-lib.bash"
@@ -38,10 +42,29 @@ cat >>"$ENGINE_T/sshvm.yaml" <<YAML
       networks:
       - name: default
         pod: {}
+      accessCredentials:
+      - sshPublicKey:
+          source:
+            secret:
+              secretName: sshvm-keys
+          propagationMethod:
+            qemuGuestAgent:
+              users: [root]
 YAML
 t0=$(date +%s)
 kv engine apply -f "$ENGINE_T/sshvm.yaml" >/dev/null || fail "apply"
-kv engine start sshvm >/dev/null || fail "start"
+kv engine start sshvm --no-wait >/dev/null || fail "start"
+KCFG=$XDG_STATE_HOME/kvcon/engine-kubeconfig
+[[ -f $KCFG ]] || fail "no kubeconfig from the engine service ($KCFG)"
+k() { kubectl --kubeconfig "$KCFG" --request-timeout=30s "$@"; }
+step "the start waits for the Secret its accessCredentials name; the real kubectl creates it"
+mounts() { k get events -o json 2>/dev/null | jq -r '[.items[] | select(.reason == "FailedMount" and .involvedObject.name == "sshvm")][0].message // ""'; }
+wait_eq 20 'MountVolume.SetUp failed for volume "sshvm-keys-access-cred" : secret "sshvm-keys" not found' mounts ||
+    fail "no FailedMount event for the missing Secret: $(mounts)"
+[[ $(vmi_json sshvm) == "{}" ]] || fail "a VMI started without its Secret"
+k create secret generic sshvm-keys --from-file=key1="$ENGINE_T/id.pub" >"$ENGINE_T/k.out" 2>&1 || { cat "$ENGINE_T/k.out"; fail "kubectl create secret"; }
+grep -qx 'secret/sshvm-keys created' "$ENGINE_T/k.out" || fail "kubectl create secret: $(cat "$ENGINE_T/k.out")"
+k create configmap sshvm-cm --from-literal=a=b >/dev/null || fail "kubectl create configmap"
 kv engine console sshvm --expect 'KVCON-SSH-READY agent=yes' --expect KVCON-GUEST-READY --timeout 120s \
     >"$ENGINE_T/console.log" || { cat "$ENGINE_T/console.log"; fail "no KVCON-SSH-READY agent=yes on the console"; }
 echo "   booted in $(($(date +%s) - t0)) s"
@@ -64,8 +87,6 @@ out=$(kv userlist default/sshvm) || fail "userlist"
 jq -e '.items | type == "array"' <<<"$out" >/dev/null || fail "userlist: $out"
 out=$(kv fslist default/sshvm) || fail "fslist"
 jq -e '.items | type == "array"' <<<"$out" >/dev/null || fail "fslist: $out"
-KCFG=$XDG_STATE_HOME/kvcon/engine-kubeconfig
-[[ -f $KCFG ]] || fail "no kubeconfig from the engine service ($KCFG)"
 out=$(kubectl --kubeconfig "$KCFG" --request-timeout=30s get --raw \
     /apis/subresources.kubevirt.io/v1/namespaces/default/virtualmachineinstances/sshvm/guestosinfo) || fail "kubectl get --raw"
 [[ $(jq -r .os.name <<<"$out") == "kvcon lab guest" ]] || fail "kubectl's guestosinfo: $out"
@@ -89,6 +110,29 @@ sum=$(kv ssh "${sshopts[@]}" -c 'md5sum /tmp/up.bin' root@vmi/sshvm.default 2>/d
 [[ $sum == $(md5sum <"$ENGINE_T/up.bin" | awk '{print $1}') ]] || fail "scp up: the guest's copy differs ($sum)"
 kv scp "${sshopts[@]}" root@vmi/sshvm.default:/etc/os-release "$ENGINE_T/os-release" 2>"$ENGINE_T/scp.err" || { cat "$ENGINE_T/scp.err"; fail "scp down"; }
 grep -qx 'ID=kvcon-lab' "$ENGINE_T/os-release" || fail "scp down: $(cat "$ENGINE_T/os-release")"
+
+step "accessCredentials: kvcon credentials add-ssh-key / remove-ssh-key through the guest agent; get secret"
+creds() { vmi_json sshvm | jq -r '[.status.conditions[]? | select(.type == "AccessCredentialsSynchronized")][0] | "\(.status) \(.reason)"'; }
+wait_eq 20 "True AccessCredentialsSyncSuccess" creds || fail "AccessCredentialsSynchronized: $(creds)"
+ssh-keygen -q -t ed25519 -N '' -C kvcon-second -f "$ENGINE_T/id2" || fail "ssh-keygen"
+ssh2=(-i "$ENGINE_T/id2" --known-hosts "$ENGINE_T/known_hosts" -t "-oBatchMode=yes")
+with2() { kv ssh "${ssh2[@]}" -c 'echo KVCON-KEY2' root@vm/sshvm.default 2>/dev/null || true; }
+[[ $(with2) == "" ]] || fail "the second key let ssh in before it was added"
+kv credentials add-ssh-key --user root --file "$ENGINE_T/id2.pub" --force default/sshvm >"$ENGINE_T/cred.out" 2>&1 ||
+    { cat "$ENGINE_T/cred.out"; fail "credentials add-ssh-key"; }
+grep -q 'Successfully added the key to secret "sshvm-keys"' "$ENGINE_T/cred.out" || fail "add-ssh-key said: $(cat "$ENGINE_T/cred.out")"
+wait_eq 20 KVCON-KEY2 with2 || fail "ssh with the added key"
+kv credentials remove-ssh-key --user root --file "$ENGINE_T/id2.pub" --force default/sshvm >"$ENGINE_T/cred.out" 2>&1 ||
+    { cat "$ENGINE_T/cred.out"; fail "credentials remove-ssh-key"; }
+wait_eq 20 "" with2 || fail "ssh with the removed key still works"
+[[ $(kv ssh "${sshopts[@]}" -c 'echo KVCON-KEY1' root@vm/sshvm.default 2>/dev/null) == KVCON-KEY1 ]] || fail "the Secret's first key stopped working"
+out=$(k get secret,cm --no-headers 2>&1) || fail "kubectl get secret,cm: $out"
+grep -Eq '^secret/sshvm-keys +Opaque +1 +[0-9]+[sm]$' <<<"$out" || fail "kubectl get secret,cm: $out"
+grep -Eq '^configmap/sshvm-cm +1 +[0-9]+[sm]$' <<<"$out" || fail "kubectl get secret,cm: $out"
+out=$(kv get secret -n default 2>&1) || fail "kvcon get secret: $out"
+grep -Eq '^NAME +TYPE +DATA +AGE$' <<<"$out" && grep -Eq '^sshvm-keys +Opaque +1 ' <<<"$out" || fail "kvcon get secret: $out"
+grep -q "$(cut -d' ' -f2 "$ENGINE_T/id2.pub")" "$XDG_STATE_HOME"/kvcon/*.log 2>/dev/null && fail "a key reached the log"
+[[ $(stat -c %a "$XDG_STATE_HOME/kvcon/engine-data/secrets/default_sshvm-keys.json") == 600 ]] || fail "the Secret's file is not 0600"
 
 step "port-forward to the undeclared guest port 8000 (busybox httpd)"
 "$KV" -c "$URI" port-forward vmi/sshvm.default 0:8000 >"$ENGINE_T/pf.out" 2>"$ENGINE_T/pf.err" & pfpid=$!
