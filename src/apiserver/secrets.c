@@ -390,14 +390,15 @@ static enum MHD_Result create(struct apisrv *srv, struct MHD_Connection *c, stru
 	k->name = name;
 	k->j = o;
 	char *err = NULL;
+	k->next = srv->secrets->objs; /* listed first: the engine's lookup finds it when store() tells it */
+	srv->secrets->objs = k;
 	if (store(srv, k, &err) < 0) {
 		mrc = apis_send_status(c, 500, "InternalError", r, name, "Internal error occurred: %s", err);
 		free(err);
+		unlink_obj(srv, k);
 		kobj_free(k);
 		return mrc;
 	}
-	k->next = srv->secrets->objs;
-	srv->secrets->objs = k;
 	return apis_send_text(c, 201, xstrdup(k->text), "application/json");
 }
 

@@ -239,6 +239,16 @@ enum MHD_Result apis_patch_vm(struct apisrv *srv, struct MHD_Connection *c, stru
 		return rc;
 	}
 	if (jpatch) {
+		/* the VM as the API serves it: its runStrategy the live one (start and stop change it, as
+		 * virtctl's do KubeVirt's VM object), not the one last applied */
+		for (int s = 0; s < srv->nsrcs; s++) {
+			struct evm *v = evm_find(srv->srcs[s], ns, name);
+			json_object *spec = apis_jget(cur, "spec");
+			if (v && v->run_strategy && spec && json_object_is_type(spec, json_type_object)) {
+				json_object_object_del(spec, "running");
+				json_object_object_add(spec, "runStrategy", json_object_new_string(v->run_strategy));
+			}
+		}
 		char *err = NULL;
 		json_object *res = apisel_json_patch(cur, p, &err);
 		json_object_put(p);

@@ -133,6 +133,16 @@ out=$(kv get secret -n default 2>&1) || fail "kvcon get secret: $out"
 grep -Eq '^NAME +TYPE +DATA +AGE$' <<<"$out" && grep -Eq '^sshvm-keys +Opaque +1 ' <<<"$out" || fail "kvcon get secret: $out"
 grep -q "$(cut -d' ' -f2 "$ENGINE_T/id2.pub")" "$XDG_STATE_HOME"/kvcon/*.log 2>/dev/null && fail "a key reached the log"
 [[ $(stat -c %a "$XDG_STATE_HOME/kvcon/engine-data/secrets/default_sshvm-keys.json") == 600 ]] || fail "the Secret's file is not 0600"
+# userPassword (a JSON patch of the VM, as kubectl patch --type=json sends it): qemu-ga's guest-set-user-password
+# runs passwd (qemu-ga 7.2), which the lab guest's busybox does not have: the condition turns False with the agent's error
+k patch vm sshvm --type=json -p '[{"op":"add","path":"/spec/template/spec/accessCredentials/-","value":{"userPassword":{"source":{"secret":{"secretName":"sshvm-pw"}},"propagationMethod":{"qemuGuestAgent":{}}}}}]' >/dev/null ||
+    fail "kubectl patch --type=json"
+kv credentials set-password --user root --password not-this-one default/sshvm >"$ENGINE_T/cred.out" 2>&1 && fail "set-password without its Secret"
+k create secret generic sshvm-pw --from-literal=root=kvcon-pw >/dev/null || fail "kubectl create secret sshvm-pw"
+credmsg() { vmi_json sshvm | jq -r '[.status.conditions[]? | select(.type == "AccessCredentialsSynchronized")][0] | "\(.status) \(.reason) \(.message)"'; }
+credfail() { credmsg | grep -c "^False AccessCredentialsSyncFailed .*guest-set-user-password.*cannot find 'passwd' program" || true; }
+wait_eq 20 1 credfail ||
+    fail "userPassword: $(credmsg)"
 
 step "port-forward to the undeclared guest port 8000 (busybox httpd)"
 "$KV" -c "$URI" port-forward vmi/sshvm.default 0:8000 >"$ENGINE_T/pf.out" 2>"$ENGINE_T/pf.err" & pfpid=$!
