@@ -4,7 +4,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "engine/engine_int.h"
 #include "engine/esecret.h"
+#include "engine/manifest.h"
 #include "t.h"
 
 static int norm(const char *text, bool cm, char **out)
@@ -145,10 +147,80 @@ static void test_data(void)
 	T_CHECK(esecret_lookup("default", "x", false) == NULL); /* no service: no Secrets */
 }
 
+/* The service's objects for ecreds.c: Secret default/ud (userData), default/keys (two keys), ConfigMap default/cm. */
+static struct esecret *fake_lookup(void *arg, const char *ns, const char *name, bool cm)
+{
+	(void)arg;
+	const char *text = NULL;
+	if (strcmp(ns, "default") != 0)
+		return NULL;
+	if (!cm && strcmp(name, "ud") == 0)
+		text = "{\"data\":{\"userData\":\"I2Nsb3VkLWNvbmZpZwpob3N0bmFtZTogYQ==\",\"networkData\":\"bmQ=\"}}";
+	else if (!cm && strcmp(name, "keys") == 0)
+		text = "{\"data\":{\"k\":\"c3NoLWVkMjU1MTkgQUFBQSBhQGIKc3NoLXJzYSBCQkJCIGNAZA==\"}}";
+	else if (cm && strcmp(name, "cm") == 0)
+		text = "{\"data\":{\"app.conf\":\"x=1\"}}";
+	if (text == NULL)
+		return NULL;
+	json_object *o = json_tokener_parse(text);
+	struct esecret *s = esecret_data(o, cm);
+	json_object_put(o);
+	return s;
+}
+
+/* What a start takes from the service's Secrets (ecreds.c): what it waits for, in kubelet's words, and cloud-init's
+ * data from a secretRef with accessCredentials' noCloud keys appended, a ConfigMap volume's files; cleared after. */
+static void test_start(void)
+{
+	const char *vm = "apiVersion: kubevirt.io/v1\nkind: VirtualMachine\nmetadata: {name: s}\nspec:\n  template:\n"
+			 "    spec:\n      domain: {memory: {guest: 64Mi}}\n"
+			 "      accessCredentials:\n      - sshPublicKey: {source: {secret: {secretName: keys}}, propagationMethod: {noCloud: {}}}\n"
+			 "      volumes:\n      - {name: ci, cloudInitNoCloud: {secretRef: {name: ud}, networkDataSecretRef: {name: ud}}}\n"
+			 "      - {name: c, configMap: {name: cm}}\n      - {name: o, secret: {secretName: nope, optional: true}}\n";
+	char *err = NULL;
+	struct evm v = { 0 };
+	v.m = manifest_parse(vm, strlen(vm), &err);
+	T_CHECK(v.m != NULL);
+	if (v.m == NULL)
+		return;
+	char *miss = ecreds_missing(&v); /* no service: nothing exists */
+	T_EQ_STR(miss, "MountVolume.SetUp failed for volume \"ci\" : secret \"ud\" not found");
+	free(miss);
+	esecret_set_lookup(fake_lookup, NULL);
+	T_CHECK((miss = ecreds_missing(&v)) == NULL);
+	free(miss);
+	T_EQ_INT(ecreds_resolve(&v, &err), 0);
+	T_EQ_STR(v.m->vols[0].run_user_data, "#cloud-config\nhostname: a\nssh_authorized_keys:\n  - \"ssh-ed25519 AAAA a@b\"\n"
+					      "  - \"ssh-rsa BBBB c@d\"\n");
+	T_EQ_STR(v.m->vols[0].run_network_data, "nd");
+	T_CHECK(v.m->vols[0].user_data == NULL); /* the manifest's own stays as written */
+	T_CHECK(v.m->vols[1].files && v.m->vols[1].files->n == 1 && strcmp(v.m->vols[1].files->kv[0].key, "app.conf") == 0);
+	T_CHECK(v.m->vols[2].files && v.m->vols[2].files->n == 0); /* optional and missing: empty */
+	ecreds_release(&v);
+	T_CHECK(v.m->vols[0].run_user_data == NULL && v.m->vols[1].files == NULL);
+	manifest_free(v.m);
+	/* a missing ConfigMap volume, and a Secret without cloud-init's key */
+	const char *vm2 = "apiVersion: kubevirt.io/v1\nkind: VirtualMachine\nmetadata: {name: s}\nspec:\n  template:\n"
+			  "    spec:\n      domain: {memory: {guest: 64Mi}}\n      volumes:\n"
+			  "      - {name: c, configMap: {name: other}}\n      - {name: ci, cloudInitNoCloud: {secretRef: {name: keys}}}\n";
+	v.m = manifest_parse(vm2, strlen(vm2), &err);
+	miss = ecreds_missing(&v);
+	T_EQ_STR(miss, "MountVolume.SetUp failed for volume \"c\" : configmap \"other\" not found");
+	free(miss);
+	v.m->vols[0].optional = true;
+	T_EQ_INT(ecreds_resolve(&v, &err), -1);
+	T_EQ_STR(err, "no userdata value found in k8s secret keys");
+	free(err);
+	ecreds_release(&v);
+	manifest_free(v.m);
+	esecret_set_lookup(NULL, NULL);
+}
+
 int main(void)
 {
 	test_keys();
 	test_normalize();
 	test_data();
+	test_start();
 	return T_DONE();
 }
