@@ -143,6 +143,15 @@ credmsg() { vmi_json sshvm | jq -r '[.status.conditions[]? | select(.type == "Ac
 credfail() { credmsg | grep -c "^False AccessCredentialsSyncFailed .*guest-set-user-password.*cannot find 'passwd' program" || true; }
 wait_eq 20 1 credfail ||
     fail "userPassword: $(credmsg)"
+# a user without a Secret: a new one owned by the VM (generateName), its entry appended by a JSON patch
+kv credentials add-ssh-key --user guest --file "$ENGINE_T/id2.pub" --force default/sshvm >"$ENGINE_T/cred.out" 2>&1 ||
+    { cat "$ENGINE_T/cred.out"; fail "credentials add-ssh-key to a new Secret"; }
+owned=$(sed -nE 's/^Successfully added the key to new secret "(sshvm-ssh-key-[a-z0-9]{5})"$/\1/p' "$ENGINE_T/cred.out")
+[[ -n $owned ]] || fail "add-ssh-key said: $(cat "$ENGINE_T/cred.out")"
+[[ $(k get secret "$owned" -o jsonpath='{.metadata.ownerReferences[0].uid}') == $(vm_json sshvm | jq -r .metadata.uid) ]] ||
+    fail "the new Secret's owner"
+[[ $(k get vm sshvm -o jsonpath='{.spec.template.spec.accessCredentials[2].sshPublicKey.propagationMethod.qemuGuestAgent.users[0]}') == guest ]] ||
+    fail "accessCredentials after add-ssh-key: $(k get vm sshvm -o jsonpath='{.spec.template.spec.accessCredentials}')"
 
 step "port-forward to the undeclared guest port 8000 (busybox httpd)"
 "$KV" -c "$URI" port-forward vmi/sshvm.default 0:8000 >"$ENGINE_T/pf.out" 2>"$ENGINE_T/pf.err" & pfpid=$!
@@ -220,4 +229,8 @@ ui_wait KVCON-DASHBOARD-EXITED
 $TM kill-server 2>/dev/null || true
 echo "   all in $(($(date +%s) - t0)) s from the start"
 kv engine stop sshvm --grace-period 0 >/dev/null || fail "stop"
+# the garbage collector: the Secret the VM owns goes with it, the others stay
+kv engine delete sshvm >/dev/null || fail "delete"
+secrets() { k get secret -o name 2>/dev/null | sort | tr '\n' ' '; }
+wait_eq 20 "secret/sshvm-keys secret/sshvm-pw " secrets || fail "secrets after the VM's deletion: $(secrets)"
 echo PASS
