@@ -104,8 +104,8 @@ static const struct col COLS_DV[] = { { "Name", "string", "name", 0 },	{ "Phase"
 				      { "Age", "date", "", 0 },		{ 0 } };
 /* kubectl's printers for Secrets and ConfigMaps */
 static const struct col COLS_SECRET[] = { { "Name", "string", "name", 0 }, { "Type", "string", "", 0 },
-					  { "Data", "string", "", 0 }, { "Age", "string", "", 0 }, { 0 } };
-static const struct col COLS_CM[] = { { "Name", "string", "name", 0 }, { "Data", "string", "", 0 },
+					  { "Data", "integer", "", 0 }, { "Age", "string", "", 0 }, { 0 } };
+static const struct col COLS_CM[] = { { "Name", "string", "name", 0 }, { "Data", "integer", "", 0 },
 				      { "Age", "string", "", 0 }, { 0 } };
 static const struct col *const COLS[R_COUNT] = { [R_NS] = COLS_NS,   [R_NODE] = COLS_NODE, [R_VMIM] = COLS_VMIM,
 						 [R_KV] = COLS_KV,   [R_VMIRS] = COLS_VMIRS, [R_PVC] = COLS_PVC,
