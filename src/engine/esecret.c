@@ -359,7 +359,8 @@ char *esecret_userdata_with_keys(const char *ud, char *const *keys, size_t n, ch
 	buf_printf(&b, "ssh_authorized_keys:\n");
 	for (size_t i = 0; i < n; i++) {
 		json_object *s = json_object_new_string(keys[i]); /* a YAML double-quoted scalar is a JSON string */
-		buf_printf(&b, "  - %s\n", json_object_to_json_string_ext(s, JSON_C_TO_STRING_PLAIN));
+		buf_printf(&b, "  - %s\n",
+			   json_object_to_json_string_ext(s, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
 		json_object_put(s);
 	}
 	return buf_steal(&b);

@@ -50,6 +50,20 @@ cat >>"$ENGINE_T/sshvm.yaml" <<YAML
           propagationMethod:
             qemuGuestAgent:
               users: [root]
+      - sshPublicKey:
+          source:
+            secret:
+              secretName: sshvm-keys
+          propagationMethod:
+            noCloud: {}
+      volumes:
+      - name: cidata
+        cloudInitNoCloud:
+          secretRef:
+            name: sshvm-ud
+      - name: cfg
+        configMap:
+          name: sshvm-cm
 YAML
 t0=$(date +%s)
 kv engine apply -f "$ENGINE_T/sshvm.yaml" >/dev/null || fail "apply"
@@ -59,15 +73,21 @@ KCFG=$XDG_STATE_HOME/kvcon/engine-kubeconfig
 k() { kubectl --kubeconfig "$KCFG" --request-timeout=30s "$@"; }
 step "the start waits for the Secret its accessCredentials name; the real kubectl creates it"
 mounts() { k get events -o json 2>/dev/null | jq -r '[.items[] | select(.reason == "FailedMount" and .involvedObject.name == "sshvm")][0].message // ""'; }
-wait_eq 20 'MountVolume.SetUp failed for volume "sshvm-keys-access-cred" : secret "sshvm-keys" not found' mounts ||
+wait_eq 20 'MountVolume.SetUp failed for volume "cidata" : secret "sshvm-ud" not found' mounts ||
     fail "no FailedMount event for the missing Secret: $(mounts)"
 [[ $(vmi_json sshvm) == "{}" ]] || fail "a VMI started without its Secret"
 k create secret generic sshvm-keys --from-file=key1="$ENGINE_T/id.pub" >"$ENGINE_T/k.out" 2>&1 || { cat "$ENGINE_T/k.out"; fail "kubectl create secret"; }
 grep -qx 'secret/sshvm-keys created' "$ENGINE_T/k.out" || fail "kubectl create secret: $(cat "$ENGINE_T/k.out")"
-k create configmap sshvm-cm --from-literal=a=b >/dev/null || fail "kubectl create configmap"
+k create secret generic sshvm-ud --from-literal=userdata=$'#cloud-config\n# KVCON-UD-FROM-SECRET' >/dev/null ||
+    fail "kubectl create secret sshvm-ud"
+k create configmap sshvm-cm --from-literal=a=KVCON-CM-VALUE >/dev/null || fail "kubectl create configmap"
 kv engine console sshvm --expect 'KVCON-SSH-READY agent=yes' --expect KVCON-GUEST-READY --timeout 120s \
     >"$ENGINE_T/console.log" || { cat "$ENGINE_T/console.log"; fail "no KVCON-SSH-READY agent=yes on the console"; }
 echo "   booted in $(($(date +%s) - t0)) s"
+# the guest prints its cloud-init seed: the user data from the Secret, the noCloud key appended
+tr -d '\r' <"$ENGINE_T/console.log" | sed -n '/KVCON-CLOUDINIT-BEGIN/,/KVCON-CLOUDINIT-END/p' >"$ENGINE_T/seed.txt"
+grep -qx '# KVCON-UD-FROM-SECRET' "$ENGINE_T/seed.txt" && grep -qx 'ssh_authorized_keys:' "$ENGINE_T/seed.txt" &&
+    grep -qxF "  - \"$(cat "$ENGINE_T/id.pub")\"" "$ENGINE_T/seed.txt" || { cat -A "$ENGINE_T/seed.txt"; cat "$ENGINE_T/id.pub"; fail "the seed's user data"; }
 
 step "the guest agent connects: AgentConnected, the VMI's guestOSInfo from guest-get-osinfo"
 agent() { vmi_json sshvm | jq -r '[.status.conditions[]? | select(.type == "AgentConnected")][0].status // ""'; }
@@ -110,6 +130,9 @@ sum=$(kv ssh "${sshopts[@]}" -c 'md5sum /tmp/up.bin' root@vmi/sshvm.default 2>/d
 [[ $sum == $(md5sum <"$ENGINE_T/up.bin" | awk '{print $1}') ]] || fail "scp up: the guest's copy differs ($sum)"
 kv scp "${sshopts[@]}" root@vmi/sshvm.default:/etc/os-release "$ENGINE_T/os-release" 2>"$ENGINE_T/scp.err" || { cat "$ENGINE_T/scp.err"; fail "scp down"; }
 grep -qx 'ID=kvcon-lab' "$ENGINE_T/os-release" || fail "scp down: $(cat "$ENGINE_T/os-release")"
+# the ConfigMap's volume: an ISO with a file per key
+got=$(kv ssh "${sshopts[@]}" -c 'for d in /dev/vd?; do mount -t iso9660 -o ro $d /mnt 2>/dev/null || continue; cat /mnt/a 2>/dev/null; umount /mnt; done' root@vm/sshvm.default 2>/dev/null)
+[[ $got == KVCON-CM-VALUE ]] || fail "the ConfigMap's disk: '$got'"
 
 step "accessCredentials: kvcon credentials add-ssh-key / remove-ssh-key through the guest agent; get secret"
 creds() { vmi_json sshvm | jq -r '[.status.conditions[]? | select(.type == "AccessCredentialsSynchronized")][0] | "\(.status) \(.reason)"'; }
@@ -153,7 +176,7 @@ owned=$(sed -nE 's/^Successfully added the key to new secret "(sshvm-ssh-key-[a-
 [[ -n $owned ]] || fail "add-ssh-key said: $(cat "$ENGINE_T/cred.out")"
 [[ $(k get secret "$owned" -o jsonpath='{.metadata.ownerReferences[0].uid}') == $(vm_json sshvm | jq -r .metadata.uid) ]] ||
     fail "the new Secret's owner"
-[[ $(k get vm sshvm -o jsonpath='{.spec.template.spec.accessCredentials[2].sshPublicKey.propagationMethod.qemuGuestAgent.users[0]}') == guest ]] ||
+[[ $(k get vm sshvm -o jsonpath='{.spec.template.spec.accessCredentials[3].sshPublicKey.propagationMethod.qemuGuestAgent.users[0]}') == guest ]] ||
     fail "accessCredentials after add-ssh-key: $(k get vm sshvm -o jsonpath='{.spec.template.spec.accessCredentials}')"
 
 step "port-forward to the undeclared guest port 8000 (busybox httpd)"
@@ -235,5 +258,5 @@ kv engine stop sshvm --grace-period 0 >/dev/null || fail "stop"
 # the garbage collector: the Secret the VM owns goes with it, the others stay
 kv engine delete sshvm >/dev/null || fail "delete"
 secrets() { k get secret -o name 2>/dev/null | sort | tr '\n' ' '; }
-wait_eq 20 "secret/sshvm-keys secret/sshvm-pw " secrets || fail "secrets after the VM's deletion: $(secrets)"
+wait_eq 20 "secret/sshvm-keys secret/sshvm-pw secret/sshvm-ud " secrets || fail "secrets after the VM's deletion: $(secrets)"
 echo PASS

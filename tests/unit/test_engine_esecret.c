@@ -124,6 +124,11 @@ static void test_data(void)
 	T_EQ_STR(u, "#cloud-config\nhostname: a\nssh_authorized_keys:\n  - \"ssh-ed25519 AAAA a@b\"\n  - \"ssh-rsa BBBB c@d\"\n");
 	T_CHECK(esecret_userdata_with_keys("#!/bin/sh\necho", keys, n, &err) == NULL && err != NULL);
 	free(err);
+	err = NULL;
+	char *slash[] = { "ssh-ed25519 AA/B+C= x@y" };
+	free(u);
+	u = esecret_userdata_with_keys(NULL, slash, 1, &err); /* a YAML double-quoted scalar: no "\/" */
+	T_EQ_STR(u, "#cloud-config\nssh_authorized_keys:\n  - \"ssh-ed25519 AA/B+C= x@y\"\n");
 	free(u);
 	free(add);
 	free(rm);
