@@ -353,7 +353,7 @@ static enum MHD_Result create(struct apisrv *srv, struct MHD_Connection *c, stru
 		mrc = apis_send_status(c, 400, "BadRequest", R_COUNT, NULL, "kind %s does not match %s", kind, RES[r].plural);
 	else if (mns && *mns && strcmp(mns, ns) != 0)
 		mrc = apis_send_status(c, 400, "BadRequest", R_COUNT, NULL,
-				       "the namespace of the provided object (%s) does not match the namespace sent on the request (%s)", mns, ns);
+				       "the namespace of the provided object does not match the namespace sent on the request");
 	else if (name == NULL)
 		mrc = invalid(c, r, "", xstrdup("metadata.name: Required value: name or generateName is required"));
 	else if (!manifest_dns_subdomain(name))
