@@ -2,7 +2,6 @@
  * A known key is either read or refused with a reason; an unknown key is refused as unsupported. */
 #include "engine/manifest.h"
 #include "engine/esecret.h"
-#include "engine/mfparse.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -17,7 +16,12 @@
 #include "core/ydoc.h"
 #include "core/xmalloc.h"
 
-__attribute__((format(printf, 3, 4))) bool mfp_fail(struct vctx *v, const char *path, const char *fmt, ...)
+struct vctx {
+	char *err;            /* first error wins */
+	yaml_document_t *doc; /* the manifest (core/ydoc.h) */
+};
+
+__attribute__((format(printf, 3, 4))) static bool fail(struct vctx *v, const char *path, const char *fmt, ...)
 {
 	if (v->err)
 		return false;
@@ -30,39 +34,45 @@ __attribute__((format(printf, 3, 4))) bool mfp_fail(struct vctx *v, const char *
 	return false;
 }
 
-yaml_node_t *mfp_get(struct vctx *v, const yaml_node_t *map, const char *key)
+static yaml_node_t *get(struct vctx *v, const yaml_node_t *map, const char *key)
 {
 	return ydoc_get(v->doc, map, key);
 }
 
-char *mfp_sub(const char *path, const char *key)
+static char *sub(const char *path, const char *key)
 {
 	return path[0] ? xasprintf("%s.%s", path, key) : xstrdup(key);
 }
 
-static char *mfp_idx(const char *path, size_t i)
+static char *idx(const char *path, size_t i)
 {
 	return xasprintf("%s[%zu]", path, i);
 }
 
+/* A key a map may carry: handled (reason NULL) or refused with reason. */
+struct key_rule {
+	const char *key;
+	const char *reason;
+};
+
 /* Refuses keys of map that are not in rules, and keys whose rule has a reason. */
-bool mfp_check_keys(struct vctx *v, yaml_node_t *map, const char *path, const struct key_rule *rules)
+static bool check_keys(struct vctx *v, yaml_node_t *map, const char *path, const struct key_rule *rules)
 {
 	if (map->type != YAML_MAPPING_NODE)
-		return mfp_fail(v, path, "expected a map");
+		return fail(v, path, "expected a map");
 	for (size_t i = 0; i < ydoc_len(map); i++) {
 		const struct key_rule *r;
 		for (r = rules; r->key; r++)
 			if (strcmp(r->key, ydoc_key(v->doc, map, i)) == 0)
 				break;
-		char *p = mfp_sub(path, ydoc_key(v->doc, map, i));
+		char *p = sub(path, ydoc_key(v->doc, map, i));
 		if (r->key == NULL) {
-			mfp_fail(v, p, "unknown or unsupported field");
+			fail(v, p, "unknown or unsupported field");
 			free(p);
 			return false;
 		}
 		if (r->reason && !ydoc_is_null(ydoc_at(v->doc, map, i))) {
-			mfp_fail(v, p, "%s", r->reason);
+			fail(v, p, "%s", r->reason);
 			free(p);
 			return false;
 		}
@@ -71,31 +81,31 @@ bool mfp_check_keys(struct vctx *v, yaml_node_t *map, const char *path, const st
 	return true;
 }
 
-bool mfp_want_map(struct vctx *v, yaml_node_t *n, const char *path)
+static bool want_map(struct vctx *v, yaml_node_t *n, const char *path)
 {
 	if (n && n->type == YAML_MAPPING_NODE)
 		return true;
 	if (n && ydoc_is_null(n))
 		return true; /* "{}" written as an empty value */
-	return mfp_fail(v, path, "expected a map");
+	return fail(v, path, "expected a map");
 }
 
-const char *mfp_scalar(struct vctx *v, yaml_node_t *n, const char *path)
+static const char *scalar(struct vctx *v, yaml_node_t *n, const char *path)
 {
 	if (n == NULL || n->type != YAML_SCALAR_NODE) {
-		mfp_fail(v, path, "expected a string");
+		fail(v, path, "expected a string");
 		return NULL;
 	}
 	return ydoc_str(n);
 }
 
-bool mfp_get_str(struct vctx *v, yaml_node_t *map, const char *key, const char *path, char **out)
+static bool get_str(struct vctx *v, yaml_node_t *map, const char *key, const char *path, char **out)
 {
-	yaml_node_t *n = mfp_get(v, map, key);
+	yaml_node_t *n = get(v, map, key);
 	if (n == NULL || ydoc_is_null(n))
 		return true;
-	char *p = mfp_sub(path, key);
-	const char *s = mfp_scalar(v, n, p);
+	char *p = sub(path, key);
+	const char *s = scalar(v, n, p);
 	free(p);
 	if (s == NULL)
 		return false;
@@ -104,30 +114,30 @@ bool mfp_get_str(struct vctx *v, yaml_node_t *map, const char *key, const char *
 	return true;
 }
 
-bool mfp_get_bool(struct vctx *v, yaml_node_t *map, const char *key, const char *path, bool *out)
+static bool get_bool(struct vctx *v, yaml_node_t *map, const char *key, const char *path, bool *out)
 {
-	yaml_node_t *n = mfp_get(v, map, key);
+	yaml_node_t *n = get(v, map, key);
 	if (n == NULL || ydoc_is_null(n))
 		return true;
-	char *p = mfp_sub(path, key);
+	char *p = sub(path, key);
 	bool ok = true;
 	if (n->type == YAML_SCALAR_NODE && !ydoc_quoted(n) && strcmp(ydoc_str(n), "true") == 0)
 		*out = true;
 	else if (n->type == YAML_SCALAR_NODE && !ydoc_quoted(n) && strcmp(ydoc_str(n), "false") == 0)
 		*out = false;
 	else
-		ok = mfp_fail(v, p, "expected true or false");
+		ok = fail(v, p, "expected true or false");
 	free(p);
 	return ok;
 }
 
-bool mfp_get_int(struct vctx *v, yaml_node_t *map, const char *key, const char *path, long lo, long hi,
-		 int *out)
+static bool get_int(struct vctx *v, yaml_node_t *map, const char *key, const char *path, long lo, long hi,
+		    int *out)
 {
-	yaml_node_t *n = mfp_get(v, map, key);
+	yaml_node_t *n = get(v, map, key);
 	if (n == NULL || ydoc_is_null(n))
 		return true;
-	char *p = mfp_sub(path, key);
+	char *p = sub(path, key);
 	bool ok = false;
 	if (n->type == YAML_SCALAR_NODE && !ydoc_quoted(n) && ydoc_str(n)[0]) {
 		char *end;
@@ -139,7 +149,7 @@ bool mfp_get_int(struct vctx *v, yaml_node_t *map, const char *key, const char *
 		}
 	}
 	if (!ok)
-		mfp_fail(v, p, "expected an integer between %ld and %ld", lo, hi);
+		fail(v, p, "expected an integer between %ld and %ld", lo, hi);
 	free(p);
 	return ok;
 }
@@ -171,16 +181,16 @@ int manifest_quantity(const char *s, uint64_t *out)
 	return -1;
 }
 
-bool mfp_get_qty(struct vctx *v, yaml_node_t *map, const char *key, const char *path, uint64_t *out,
-		 char **text)
+static bool get_qty(struct vctx *v, yaml_node_t *map, const char *key, const char *path, uint64_t *out,
+		    char **text)
 {
-	yaml_node_t *n = mfp_get(v, map, key);
+	yaml_node_t *n = get(v, map, key);
 	if (n == NULL || ydoc_is_null(n))
 		return true;
-	char *p = mfp_sub(path, key);
+	char *p = sub(path, key);
 	bool ok = n->type == YAML_SCALAR_NODE && manifest_quantity(ydoc_str(n), out) == 0;
 	if (!ok)
-		mfp_fail(v, p, "expected a quantity such as 128Mi or 1Gi");
+		fail(v, p, "expected a quantity such as 128Mi or 1Gi");
 	else if (text) {
 		free(*text);
 		*text = xstrdup(ydoc_str(n));
@@ -259,7 +269,7 @@ static char *quoted(const char *s)
 	return buf_steal(&b);
 }
 
-__attribute__((format(printf, 4, 5))) bool mfp_invalid(struct vctx *v, const char *path, const char *value,
+__attribute__((format(printf, 4, 5))) static bool invalid(struct vctx *v, const char *path, const char *value,
 							  const char *fmt, ...)
 {
 	va_list ap;
@@ -267,7 +277,7 @@ __attribute__((format(printf, 4, 5))) bool mfp_invalid(struct vctx *v, const cha
 	char *msg = xvasprintf(fmt, ap);
 	va_end(ap);
 	char *q = quoted(value);
-	mfp_fail(v, path, "Invalid value: %s: %s", q, msg);
+	fail(v, path, "Invalid value: %s: %s", q, msg);
 	free(q);
 	free(msg);
 	return false;
@@ -275,37 +285,37 @@ __attribute__((format(printf, 4, 5))) bool mfp_invalid(struct vctx *v, const cha
 
 /* A name KubeVirt validates as a DNS-1123 label (volumes, networks; disks and interfaces name those), refused at
  * path.key with the apimachinery message. */
-bool mfp_check_label(struct vctx *v, const char *path, const char *key, const char *s)
+static bool check_label(struct vctx *v, const char *path, const char *key, const char *s)
 {
 	if (s == NULL || manifest_dns_label(s))
 		return true;
-	char *p = mfp_sub(path, key);
+	char *p = sub(path, key);
 	bool chars = label_chars(s, strlen(s));
 	if (strlen(s) > 63) /* both, as apimachinery reports both */
-		mfp_invalid(v, p, s, "must be no more than 63 characters%s", chars ? "" : "; " LABEL_MSG);
+		invalid(v, p, s, "must be no more than 63 characters%s", chars ? "" : "; " LABEL_MSG);
 	else
-		mfp_invalid(v, p, s, LABEL_MSG);
+		invalid(v, p, s, LABEL_MSG);
 	free(p);
 	return false;
 }
 
-bool mfp_check_subdomain(struct vctx *v, const char *path, const char *key, const char *s)
+static bool check_subdomain(struct vctx *v, const char *path, const char *key, const char *s)
 {
 	if (s == NULL || manifest_dns_subdomain(s))
 		return true;
-	char *p = mfp_sub(path, key);
+	char *p = sub(path, key);
 	if (strlen(s) > 253)
-		mfp_invalid(v, p, s, "must be no more than 253 characters%s",
+		invalid(v, p, s, "must be no more than 253 characters%s",
 			manifest_dns_subdomain_chars(s) ? "" : "; " SUBDOMAIN_MSG);
 	else
-		mfp_invalid(v, p, s, SUBDOMAIN_MSG);
+		invalid(v, p, s, SUBDOMAIN_MSG);
 	free(p);
 	return false;
 }
 
 /* Every byte of s in set (a string of allowed characters, plus letters and digits), 1..max bytes. */
-bool mfp_check_charset(struct vctx *v, const char *path, const char *key, const char *s, const char *set,
-		       size_t max, const char *what)
+static bool check_charset(struct vctx *v, const char *path, const char *key, const char *s, const char *set,
+			  size_t max, const char *what)
 {
 	if (s == NULL)
 		return true;
@@ -315,8 +325,8 @@ bool mfp_check_charset(struct vctx *v, const char *path, const char *key, const 
 		ok = isalnum((unsigned char)s[i]) || (s[i] && strchr(set, s[i]));
 	if (ok)
 		return true;
-	char *p = mfp_sub(path, key);
-	mfp_invalid(v, p, s, "%s (at most %zu)", what, max);
+	char *p = sub(path, key);
+	invalid(v, p, s, "%s (at most %zu)", what, max);
 	free(p);
 	return false;
 }
@@ -347,12 +357,12 @@ bool manifest_plain_text(const char *s)
 	return true;
 }
 
-bool mfp_check_text(struct vctx *v, const char *path, const char *key, const char *s)
+static bool check_text(struct vctx *v, const char *path, const char *key, const char *s)
 {
 	if (s == NULL || manifest_plain_text(s))
 		return true;
-	char *p = mfp_sub(path, key);
-	mfp_invalid(v, p, s, "must be UTF-8 text without control characters");
+	char *p = sub(path, key);
+	invalid(v, p, s, "must be UTF-8 text without control characters");
 	free(p);
 	return false;
 }
@@ -373,14 +383,352 @@ bool manifest_clean_path(const char *s)
 }
 
 /* An absolute host path with no "." or ".." component and no control characters. */
-bool mfp_check_path(struct vctx *v, const char *path, const char *key, const char *s)
+static bool check_path(struct vctx *v, const char *path, const char *key, const char *s)
 {
 	if (s == NULL || manifest_clean_path(s))
 		return true;
-	char *p = mfp_sub(path, key);
-	mfp_invalid(v, p, s, "must be an absolute path without '.' or '..' components or control characters");
+	char *p = sub(path, key);
+	invalid(v, p, s, "must be an absolute path without '.' or '..' components or control characters");
 	free(p);
 	return false;
+}
+
+static bool b64_decode(const char *in, char **out)
+{
+	static const char tab[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+	struct buf b;
+	buf_init(&b);
+	unsigned acc = 0;
+	int bits = 0;
+	for (const char *p = in; *p; p++) {
+		if (*p == '=' || *p == '\n' || *p == '\r' || *p == ' ')
+			continue;
+		const char *c = strchr(tab, *p);
+		if (c == NULL) {
+			buf_free(&b);
+			return false;
+		}
+		acc = (acc << 6) | (unsigned)(c - tab);
+		bits += 6;
+		if (bits >= 8) {
+			bits -= 8;
+			buf_add_char(&b, (char)((acc >> bits) & 0xff));
+		}
+	}
+	*out = buf_steal(&b);
+	return true;
+}
+
+/* ---- devices ---- */
+
+static const struct {
+	const char *name;
+	enum mf_bus bus;
+} buses[] = { { "virtio", MF_BUS_VIRTIO }, { "sata", MF_BUS_SATA }, { "scsi", MF_BUS_SCSI }, { "usb", MF_BUS_USB } };
+
+const char *mf_bus_name(enum mf_bus b)
+{
+	for (size_t i = 0; i < sizeof buses / sizeof buses[0]; i++)
+		if (buses[i].bus == b)
+			return buses[i].name;
+	return "virtio";
+}
+
+static bool parse_target(struct vctx *v, yaml_node_t *t, const char *path, struct mf_disk *d)
+{
+	static const struct key_rule rules[] = {
+		{ "bus", NULL }, { "readonly", NULL },
+		{ "pciAddress", "fixed PCI addresses are not supported by the engine" },
+		{ "tray", "cdrom tray state is not supported by the engine" },
+		{ NULL, NULL },
+	};
+	if (!want_map(v, t, path) || (t->type == YAML_MAPPING_NODE && !check_keys(v, t, path, rules)))
+		return false;
+	char *bus = NULL;
+	if (!get_str(v, t, "bus", path, &bus) || !get_bool(v, t, "readonly", path, &d->readonly)) {
+		free(bus);
+		return false;
+	}
+	d->bus = d->cdrom ? MF_BUS_SATA : MF_BUS_VIRTIO;
+	if (bus) {
+		size_t i;
+		for (i = 0; i < sizeof buses / sizeof buses[0]; i++)
+			if (strcmp(bus, buses[i].name) == 0)
+				break;
+		if (i == sizeof buses / sizeof buses[0]) {
+			char *p = sub(path, "bus");
+			fail(v, p, "bus \"%s\" is not one of virtio, sata, scsi, usb", bus);
+			free(p);
+			free(bus);
+			return false;
+		}
+		d->bus = buses[i].bus;
+		free(bus);
+	}
+	return true;
+}
+
+static bool parse_disk(struct vctx *v, yaml_node_t *n, const char *path, struct mf_disk *d)
+{
+	static const struct key_rule rules[] = {
+		{ "name", NULL }, { "disk", NULL }, { "cdrom", NULL }, { "bootOrder", NULL }, { "serial", NULL },
+		{ "cache", NULL },
+		{ "lun", "lun disks (SCSI passthrough) are not supported by the engine" },
+		{ "io", "io mode selection is not supported by the engine" },
+		{ "dedicatedIOThread", "dedicated IO threads are not supported by the engine" },
+		{ "blockSize", "custom block sizes are not supported by the engine" },
+		{ "shareable", "shareable disks are not supported by the engine" },
+		{ "errorPolicy", "disk error policies are not supported by the engine" },
+		{ "tag", NULL },
+		{ NULL, NULL },
+	};
+	if (!check_keys(v, n, path, rules))
+		return false;
+	if (!get_str(v, n, "name", path, &d->name) || !get_str(v, n, "serial", path, &d->serial) ||
+	    !get_int(v, n, "bootOrder", path, 1, 1000, &d->boot_order))
+		return false;
+	if (d->name == NULL)
+		return fail(v, path, "name is required");
+	if (!check_label(v, path, "name", d->name) ||
+	    !check_charset(v, path, "serial", d->serial, "-_.+", 64,
+			   "a disk serial must consist of letters, digits, '-', '_', '.' or '+'"))
+		return false;
+	yaml_node_t *disk = get(v, n, "disk"), *cd = get(v, n, "cdrom");
+	char *p;
+	bool ok = true;
+	if (disk && cd)
+		return fail(v, path, "disk and cdrom are mutually exclusive");
+	if (cd) {
+		d->cdrom = true;
+		d->readonly = true;
+		p = sub(path, "cdrom");
+		ok = parse_target(v, cd, p, d);
+	} else {
+		p = sub(path, "disk");
+		ok = disk ? parse_target(v, disk, p, d) : (d->bus = MF_BUS_VIRTIO, true);
+	}
+	free(p);
+	char *cache = NULL;
+	if (ok && get_str(v, n, "cache", path, &cache) && cache) {
+		static const char *caches[] = { "none", "writethrough", "writeback" };
+		for (size_t i = 0; i < 3; i++)
+			if (strcmp(cache, caches[i]) == 0)
+				d->cache = caches[i];
+		if (d->cache == NULL) {
+			p = sub(path, "cache");
+			ok = fail(v, p, "cache \"%s\" is not one of none, writethrough, writeback", cache);
+			free(p);
+		}
+	}
+	free(cache);
+	return ok && v->err == NULL;
+}
+
+static bool parse_volume(struct vctx *v, yaml_node_t *n, const char *path, struct mf_volume *vol)
+{
+	static const struct key_rule rules[] = {
+		{ "name", NULL }, { "hostDisk", NULL }, { "persistentVolumeClaim", NULL }, { "emptyDisk", NULL },
+		{ "containerDisk", NULL }, { "cloudInitNoCloud", NULL }, { "cloudInitConfigDrive", NULL },
+		{ "dataVolume", NULL },
+		{ "ephemeral", "ephemeral PVC overlays are not supported by the engine" },
+		{ "configMap", NULL }, { "secret", NULL },
+		{ "serviceAccount", "service accounts need a cluster" },
+		{ "downwardAPI", "the downward API needs a cluster" },
+		{ "downwardMetrics", "downward metrics are not supported by the engine" },
+		{ "sysprep", "sysprep volumes are not supported by the engine" },
+		{ "memoryDump", "memory dump volumes are not supported by the engine" },
+		{ NULL, NULL },
+	};
+	if (!check_keys(v, n, path, rules) || !get_str(v, n, "name", path, &vol->name))
+		return false;
+	if (vol->name == NULL)
+		return fail(v, path, "name is required");
+	if (!check_label(v, path, "name", vol->name))
+		return false;
+	int kinds = 0;
+	yaml_node_t *k;
+	char *p = NULL;
+	if ((k = get(v, n, "hostDisk"))) {
+		static const struct key_rule r[] = { { "path", NULL }, { "type", NULL }, { "capacity", NULL },
+			{ "shared", "shared host disks are not supported by the engine" }, { NULL, NULL } };
+		kinds++;
+		vol->type = MF_VOL_HOSTDISK;
+		p = sub(path, "hostDisk");
+		char *type = NULL;
+		if (!want_map(v, k, p) || !check_keys(v, k, p, r) || !get_str(v, k, "path", p, &vol->path) ||
+		    !get_str(v, k, "type", p, &type) || !get_qty(v, k, "capacity", p, &vol->capacity, NULL)) {
+			free(type);
+			goto out;
+		}
+		if (vol->path == NULL || vol->path[0] != '/')
+			fail(v, p, "path must be an absolute host path");
+		else if (!check_path(v, p, "path", vol->path))
+			;
+		else if (type == NULL || (strcmp(type, "Disk") && strcmp(type, "DiskOrCreate")))
+			fail(v, p, "type must be Disk or DiskOrCreate");
+		else if (strcmp(type, "DiskOrCreate") == 0) {
+			vol->create = true;
+			if (vol->capacity == 0)
+				fail(v, p, "capacity is required with type DiskOrCreate");
+		}
+		free(type);
+		free(p);
+		p = NULL;
+	}
+	if ((k = get(v, n, "persistentVolumeClaim"))) {
+		static const struct key_rule r[] = { { "claimName", NULL }, { "readOnly", NULL },
+			{ "hotpluggable", "hotplug is not supported by the engine" }, { NULL, NULL } };
+		kinds++;
+		vol->type = MF_VOL_PVC;
+		p = sub(path, "persistentVolumeClaim");
+		if (!want_map(v, k, p) || !check_keys(v, k, p, r) || !get_str(v, k, "claimName", p, &vol->claim) ||
+		    !get_bool(v, k, "readOnly", p, &vol->readonly))
+			goto out;
+		if (vol->claim == NULL)
+			fail(v, p, "claimName is required");
+		else
+			check_subdomain(v, p, "claimName", vol->claim);
+		free(p);
+		p = NULL;
+	}
+	if ((k = get(v, n, "dataVolume"))) {
+		/* the DataVolume's claim, of the same name (the engine service's storage: src/apiserver/storage.c) */
+		static const struct key_rule r[] = { { "name", NULL },
+			{ "hotpluggable", "hotplug is not supported by the engine" }, { NULL, NULL } };
+		kinds++;
+		vol->type = MF_VOL_PVC;
+		vol->dv = true;
+		p = sub(path, "dataVolume");
+		if (!want_map(v, k, p) || !check_keys(v, k, p, r) || !get_str(v, k, "name", p, &vol->claim))
+			goto out;
+		if (vol->claim == NULL)
+			fail(v, p, "name is required");
+		else
+			check_subdomain(v, p, "name", vol->claim);
+		free(p);
+		p = NULL;
+	}
+	if ((k = get(v, n, "emptyDisk"))) {
+		static const struct key_rule r[] = { { "capacity", NULL }, { NULL, NULL } };
+		kinds++;
+		vol->type = MF_VOL_EMPTY;
+		p = sub(path, "emptyDisk");
+		if (!want_map(v, k, p) || !check_keys(v, k, p, r) ||
+		    !get_qty(v, k, "capacity", p, &vol->capacity, NULL))
+			goto out;
+		if (vol->capacity == 0)
+			fail(v, p, "capacity is required");
+		free(p);
+		p = NULL;
+	}
+	if ((k = get(v, n, "containerDisk"))) {
+		static const struct key_rule r[] = { { "image", NULL }, { "imagePullPolicy", NULL },
+			{ "imagePullSecret", "secrets need a cluster: the engine takes registry credentials from the "
+					     "Docker/Podman auth file" },
+			{ "path", "a path inside the image is not supported; the image file is the disk" },
+			{ NULL, NULL } };
+		kinds++;
+		vol->type = MF_VOL_CONTAINER;
+		p = sub(path, "containerDisk");
+		if (!want_map(v, k, p) || !check_keys(v, k, p, r) || !get_str(v, k, "image", p, &vol->image) ||
+		    !get_str(v, k, "imagePullPolicy", p, &vol->pull_policy))
+			goto out;
+		if (vol->image == NULL || vol->image[0] == '\0')
+			fail(v, p, "image is required");
+		else {
+			check_text(v, p, "image", vol->image);
+			if (vol->pull_policy && strcmp(vol->pull_policy, "Always") && strcmp(vol->pull_policy, "Never") &&
+			    strcmp(vol->pull_policy, "IfNotPresent"))
+				fail(v, p, "imagePullPolicy \"%s\" is not one of Always, IfNotPresent, Never", vol->pull_policy);
+		}
+		free(p);
+		p = NULL;
+	}
+	for (int cm = 0; cm < 2; cm++) {
+		/* a disk holding one file per key, as KubeVirt attaches them (an ISO labelled cfgdata) */
+		static const struct key_rule r[] = { { "secretName", NULL }, { "name", NULL }, { "optional", NULL },
+			{ "volumeLabel", NULL }, { "items", "items are not supported by the engine: every key is a file" },
+			{ "defaultMode", NULL }, { NULL, NULL } };
+		const char *key = cm ? "configMap" : "secret", *nk = cm ? "name" : "secretName";
+		if ((k = get(v, n, key)) == NULL)
+			continue;
+		kinds++;
+		vol->type = cm ? MF_VOL_CONFIGMAP : MF_VOL_SECRET;
+		p = sub(path, key);
+		if (!want_map(v, k, p) || !check_keys(v, k, p, r) || !get_str(v, k, nk, p, &vol->object) ||
+		    !get_bool(v, k, "optional", p, &vol->optional) || !get_str(v, k, "volumeLabel", p, &vol->label))
+			goto out;
+		if (get(v, k, cm ? "secretName" : "name")) {
+			char *pk = sub(p, cm ? "secretName" : "name");
+			fail(v, pk, "unknown field");
+			free(pk);
+		} else if (vol->object == NULL)
+			fail(v, p, "%s is required", nk);
+		else if (check_subdomain(v, p, nk, vol->object) && vol->label)
+			check_charset(v, p, "volumeLabel", vol->label, "-_", 32,
+				      "a volume label must consist of letters, digits, '-' or '_'");
+		free(p);
+		p = NULL;
+	}
+	const char *ci = get(v, n, "cloudInitNoCloud") ? "cloudInitNoCloud" : "cloudInitConfigDrive";
+	if ((k = get(v, n, ci))) {
+		static const struct key_rule r[] = { { "userData", NULL }, { "userDataBase64", NULL },
+			{ "networkData", NULL }, { "networkDataBase64", NULL },
+			{ "secretRef", NULL }, { "networkDataSecretRef", NULL }, { NULL, NULL } };
+		kinds++;
+		vol->type = MF_VOL_CLOUDINIT;
+		vol->config_drive = strcmp(ci, "cloudInitConfigDrive") == 0;
+		p = sub(path, ci);
+		if (get(v, n, "cloudInitNoCloud") && get(v, n, "cloudInitConfigDrive"))
+			kinds++; /* both: refused below */
+		char *ub = NULL, *nb = NULL;
+		if (!want_map(v, k, p) || !check_keys(v, k, p, r) ||
+		    !get_str(v, k, "userData", p, &vol->user_data) || !get_str(v, k, "userDataBase64", p, &ub) ||
+		    !get_str(v, k, "networkData", p, &vol->network_data) ||
+		    !get_str(v, k, "networkDataBase64", p, &nb)) {
+			free(ub);
+			free(nb);
+			goto out;
+		}
+		const char *refs[] = { "secretRef", "networkDataSecretRef" };
+		for (int ri = 0; ri < 2 && v->err == NULL; ri++) {
+			yaml_node_t *ref = get(v, k, refs[ri]);
+			static const struct key_rule rr[] = { { "name", NULL }, { NULL, NULL } };
+			char *rp = sub(p, refs[ri]), **out = ri ? &vol->network_secret : &vol->user_secret;
+			if (ref && want_map(v, ref, rp) && check_keys(v, ref, rp, rr) && get_str(v, ref, "name", rp, out)) {
+				if (*out == NULL)
+					fail(v, rp, "name is required");
+				else
+					check_subdomain(v, rp, "name", *out);
+			}
+			free(rp);
+		}
+		if (v->err == NULL && ((vol->user_secret && (vol->user_data || ub)) || (vol->network_secret && (vol->network_data || nb))))
+			fail(v, p, "a secretRef and inline data of the same kind are exclusive");
+		if (ub) {
+			free(vol->user_data);
+			vol->user_data = NULL;
+			if (!b64_decode(ub, &vol->user_data))
+				fail(v, p, "userDataBase64 is not valid base64");
+		}
+		if (nb) {
+			free(vol->network_data);
+			vol->network_data = NULL;
+			if (!b64_decode(nb, &vol->network_data))
+				fail(v, p, "networkDataBase64 is not valid base64");
+		}
+		if (v->err == NULL && vol->user_data == NULL && vol->user_secret == NULL)
+			fail(v, p, "userData, userDataBase64 or secretRef is required");
+		free(ub);
+		free(nb);
+		free(p);
+		p = NULL;
+	}
+	if (v->err == NULL && kinds != 1)
+		fail(v, path, kinds ? "exactly one volume source is allowed" : "a volume source is required");
+out:
+	free(p);
+	return v->err == NULL;
 }
 
 /* interfaces[].ports as KubeVirt validates them: port 1..65535 (required), protocol TCP or UDP (default TCP),
@@ -389,35 +737,35 @@ bool mfp_check_path(struct vctx *v, const char *path, const char *key, const cha
 static bool parse_ports(struct vctx *v, yaml_node_t *ports, const char *path, struct mf_iface *f)
 {
 	static const struct key_rule r[] = { { "name", NULL }, { "port", NULL }, { "protocol", NULL }, { NULL, NULL } };
-	char *pp = mfp_sub(path, "ports");
+	char *pp = sub(path, "ports");
 	if (ports->type != YAML_SEQUENCE_NODE) {
-		mfp_fail(v, pp, "expected a list");
+		fail(v, pp, "expected a list");
 		goto out;
 	}
 	if (f->bridge) {
-		mfp_fail(v, pp, "ports are forwarded only on masquerade interfaces");
+		fail(v, pp, "ports are forwarded only on masquerade interfaces");
 		goto out;
 	}
 	f->ports = xcalloc(ydoc_len(ports) + 1, sizeof *f->ports);
 	for (size_t i = 0; i < ydoc_len(ports) && v->err == NULL; i++) {
 		yaml_node_t *n = ydoc_at(v->doc, ports, i);
 		struct mf_port *pt = &f->ports[f->nports++];
-		char *pi = mfp_idx(pp, i), *proto = NULL;
-		if (mfp_check_keys(v, n, pi, r) && mfp_get_str(v, n, "name", pi, &pt->name) &&
-		    mfp_get_int(v, n, "port", pi, 1, 65535, &pt->port) && mfp_get_str(v, n, "protocol", pi, &proto)) {
+		char *pi = idx(pp, i), *proto = NULL;
+		if (check_keys(v, n, pi, r) && get_str(v, n, "name", pi, &pt->name) &&
+		    get_int(v, n, "port", pi, 1, 65535, &pt->port) && get_str(v, n, "protocol", pi, &proto)) {
 			if (pt->port == 0)
-				mfp_fail(v, pi, "port is required");
-			else if (pt->name && !mfp_check_label(v, pi, "name", pt->name))
+				fail(v, pi, "port is required");
+			else if (pt->name && !check_label(v, pi, "name", pt->name))
 				;
 			else if (proto && strcmp(proto, "TCP") && strcmp(proto, "UDP")) {
-				char *pr = mfp_sub(pi, "protocol");
-				mfp_fail(v, pr, "protocol \"%s\" is not one of TCP, UDP", proto);
+				char *pr = sub(pi, "protocol");
+				fail(v, pr, "protocol \"%s\" is not one of TCP, UDP", proto);
 				free(pr);
 			} else {
 				pt->proto = proto && strcmp(proto, "UDP") == 0 ? "UDP" : "TCP";
 				for (int j = 0; j + 1 < f->nports; j++)
 					if (f->ports[j].port == pt->port && strcmp(f->ports[j].proto, pt->proto) == 0)
-						mfp_fail(v, pi, "port %d/%s is listed twice", pt->port, pt->proto);
+						fail(v, pi, "port %d/%s is listed twice", pt->port, pt->proto);
 			}
 		}
 		free(proto);
@@ -445,18 +793,18 @@ static bool parse_iface(struct vctx *v, yaml_node_t *n, const char *path, struct
 		{ "state", "interface link state is not supported by the engine" },
 		{ NULL, NULL },
 	};
-	if (!mfp_check_keys(v, n, path, rules) || !mfp_get_str(v, n, "name", path, &f->name) ||
-	    !mfp_get_str(v, n, "model", path, &f->model) || !mfp_get_str(v, n, "macAddress", path, &f->mac))
+	if (!check_keys(v, n, path, rules) || !get_str(v, n, "name", path, &f->name) ||
+	    !get_str(v, n, "model", path, &f->model) || !get_str(v, n, "macAddress", path, &f->mac))
 		return false;
 	if (f->name == NULL)
-		return mfp_fail(v, path, "name is required");
-	if (!mfp_check_label(v, path, "name", f->name))
+		return fail(v, path, "name is required");
+	if (!check_label(v, path, "name", f->name))
 		return false;
-	yaml_node_t *mq = mfp_get(v, n, "masquerade"), *br = mfp_get(v, n, "bridge");
+	yaml_node_t *mq = get(v, n, "masquerade"), *br = get(v, n, "bridge");
 	if ((mq != NULL) == (br != NULL))
-		return mfp_fail(v, path, "exactly one of masquerade or bridge is required");
+		return fail(v, path, "exactly one of masquerade or bridge is required");
 	f->bridge = br != NULL;
-	yaml_node_t *ports = mfp_get(v, n, "ports");
+	yaml_node_t *ports = get(v, n, "ports");
 	if (ports && !ydoc_is_null(ports) && !parse_ports(v, ports, path, f))
 		return false;
 	if (f->model) {
@@ -466,8 +814,8 @@ static bool parse_iface(struct vctx *v, yaml_node_t *n, const char *path, struct
 			if (strcmp(models[i], f->model) == 0)
 				break;
 		if (models[i] == NULL) {
-			char *p = mfp_sub(path, "model");
-			mfp_fail(v, p, "model \"%s\" is not one of virtio, e1000, e1000e, rtl8139", f->model);
+			char *p = sub(path, "model");
+			fail(v, p, "model \"%s\" is not one of virtio, e1000, e1000e, rtl8139", f->model);
 			free(p);
 			return false;
 		}
@@ -477,8 +825,8 @@ static bool parse_iface(struct vctx *v, yaml_node_t *n, const char *path, struct
 		for (int i = 0; ok && i < 17; i++)
 			ok = i % 3 == 2 ? f->mac[i] == ':' || f->mac[i] == '-' : isxdigit((unsigned char)f->mac[i]) != 0;
 		if (!ok) {
-			char *p = mfp_sub(path, "macAddress");
-			mfp_fail(v, p, "not a MAC address");
+			char *p = sub(path, "macAddress");
+			fail(v, p, "not a MAC address");
 			free(p);
 			return false;
 		}
@@ -500,12 +848,12 @@ static bool parse_cpu(struct vctx *v, yaml_node_t *cpu, const char *path, struct
 		{ "features", "CPU feature lists are not supported by the engine" },
 		{ NULL, NULL },
 	};
-	if (!mfp_want_map(v, cpu, path) || (cpu->type == YAML_MAPPING_NODE && !mfp_check_keys(v, cpu, path, rules)))
+	if (!want_map(v, cpu, path) || (cpu->type == YAML_MAPPING_NODE && !check_keys(v, cpu, path, rules)))
 		return false;
-	return mfp_get_int(v, cpu, "cores", path, 1, 256, &m->cores) &&
-	       mfp_get_int(v, cpu, "sockets", path, 1, 64, &m->sockets) &&
-	       mfp_get_int(v, cpu, "threads", path, 1, 8, &m->threads) && mfp_get_str(v, cpu, "model", path, &m->cpu_model) &&
-	       mfp_check_charset(v, path, "model", m->cpu_model, "-_.+", 64,
+	return get_int(v, cpu, "cores", path, 1, 256, &m->cores) &&
+	       get_int(v, cpu, "sockets", path, 1, 64, &m->sockets) &&
+	       get_int(v, cpu, "threads", path, 1, 8, &m->threads) && get_str(v, cpu, "model", path, &m->cpu_model) &&
+	       check_charset(v, path, "model", m->cpu_model, "-_.+", 64,
 			     "a CPU model must consist of letters, digits, '-', '_', '.' or '+'");
 }
 
@@ -518,37 +866,37 @@ static bool parse_firmware(struct vctx *v, yaml_node_t *fw, const char *path, st
 		{ "acpi", "custom ACPI tables are not supported by the engine" },
 		{ NULL, NULL },
 	};
-	if (!mfp_want_map(v, fw, path) || (fw->type == YAML_MAPPING_NODE && !mfp_check_keys(v, fw, path, rules)))
+	if (!want_map(v, fw, path) || (fw->type == YAML_MAPPING_NODE && !check_keys(v, fw, path, rules)))
 		return false;
-	yaml_node_t *bl = mfp_get(v, fw, "bootloader"), *kb = mfp_get(v, fw, "kernelBoot");
+	yaml_node_t *bl = get(v, fw, "bootloader"), *kb = get(v, fw, "kernelBoot");
 	char *p;
 	if (bl) {
 		static const struct key_rule r[] = { { "bios", NULL }, { "efi", NULL }, { NULL, NULL } };
-		p = mfp_sub(path, "bootloader");
-		if (!mfp_want_map(v, bl, p) || (bl->type == YAML_MAPPING_NODE && !mfp_check_keys(v, bl, p, r))) {
+		p = sub(path, "bootloader");
+		if (!want_map(v, bl, p) || (bl->type == YAML_MAPPING_NODE && !check_keys(v, bl, p, r))) {
 			free(p);
 			return false;
 		}
-		yaml_node_t *bios = mfp_get(v, bl, "bios"), *efi = mfp_get(v, bl, "efi");
+		yaml_node_t *bios = get(v, bl, "bios"), *efi = get(v, bl, "efi");
 		if (bios && efi)
-			mfp_fail(v, p, "bios and efi are mutually exclusive");
+			fail(v, p, "bios and efi are mutually exclusive");
 		if (bios) {
 			static const struct key_rule rb[] = {
 				{ "useSerial", "BIOS serial redirection is not supported by the engine" }, { NULL, NULL } };
-			char *pb = mfp_sub(p, "bios");
-			if (mfp_want_map(v, bios, pb) && bios->type == YAML_MAPPING_NODE)
-				mfp_check_keys(v, bios, pb, rb);
+			char *pb = sub(p, "bios");
+			if (want_map(v, bios, pb) && bios->type == YAML_MAPPING_NODE)
+				check_keys(v, bios, pb, rb);
 			free(pb);
 		}
 		if (efi) {
 			static const struct key_rule re[] = { { "secureBoot", NULL },
 				{ "persistent", "persistent EFI variables are not supported by the engine" },
 				{ NULL, NULL } };
-			char *pe = mfp_sub(p, "efi");
+			char *pe = sub(p, "efi");
 			m->efi = true;
 			m->secure_boot = true; /* KubeVirt's default */
-			if (mfp_want_map(v, efi, pe) && efi->type == YAML_MAPPING_NODE && mfp_check_keys(v, efi, pe, re))
-				mfp_get_bool(v, efi, "secureBoot", pe, &m->secure_boot);
+			if (want_map(v, efi, pe) && efi->type == YAML_MAPPING_NODE && check_keys(v, efi, pe, re))
+				get_bool(v, efi, "secureBoot", pe, &m->secure_boot);
 			free(pe);
 		}
 		free(p);
@@ -562,29 +910,29 @@ static bool parse_firmware(struct vctx *v, yaml_node_t *fw, const char *path, st
 			{ "imagePullSecret", "registry credentials are not used: images come from the engine's image "
 					     "directory" },
 			{ NULL, NULL } };
-		p = mfp_sub(path, "kernelBoot");
-		bool ok = mfp_want_map(v, kb, p) && kb->type == YAML_MAPPING_NODE && mfp_check_keys(v, kb, p, r) &&
-			  mfp_get_str(v, kb, "kernelArgs", p, &m->kernel_args);
-		yaml_node_t *c = mfp_get(v, kb, "container");
-		char *pc = mfp_sub(p, "container");
+		p = sub(path, "kernelBoot");
+		bool ok = want_map(v, kb, p) && kb->type == YAML_MAPPING_NODE && check_keys(v, kb, p, r) &&
+			  get_str(v, kb, "kernelArgs", p, &m->kernel_args);
+		yaml_node_t *c = get(v, kb, "container");
+		char *pc = sub(p, "container");
 		if (ok && c == NULL)
-			mfp_fail(v, pc, "required (image, kernelPath, initrdPath)");
-		else if (ok && mfp_want_map(v, c, pc) && c->type == YAML_MAPPING_NODE && mfp_check_keys(v, c, pc, rc) &&
-			 mfp_get_str(v, c, "image", pc, &m->kernel_image) && mfp_get_str(v, c, "kernelPath", pc, &m->kernel) &&
-			 mfp_get_str(v, c, "initrdPath", pc, &m->initrd)) {
+			fail(v, pc, "required (image, kernelPath, initrdPath)");
+		else if (ok && want_map(v, c, pc) && c->type == YAML_MAPPING_NODE && check_keys(v, c, pc, rc) &&
+			 get_str(v, c, "image", pc, &m->kernel_image) && get_str(v, c, "kernelPath", pc, &m->kernel) &&
+			 get_str(v, c, "initrdPath", pc, &m->initrd)) {
 			if (m->kernel == NULL && m->initrd == NULL)
-				mfp_fail(v, pc, "kernelPath or initrdPath is required");
+				fail(v, pc, "kernelPath or initrdPath is required");
 			else if ((m->kernel && m->kernel[0] != '/') || (m->initrd && m->initrd[0] != '/'))
-				mfp_fail(v, pc, "kernelPath and initrdPath must be absolute paths");
+				fail(v, pc, "kernelPath and initrdPath must be absolute paths");
 			else if (m->kernel == NULL)
-				mfp_fail(v, pc, "kernelPath is required (an initrd alone cannot boot)");
-			else if (mfp_check_path(v, pc, "kernelPath", m->kernel) &&
-				 mfp_check_path(v, pc, "initrdPath", m->initrd))
-				mfp_check_text(v, pc, "image", m->kernel_image);
+				fail(v, pc, "kernelPath is required (an initrd alone cannot boot)");
+			else if (check_path(v, pc, "kernelPath", m->kernel) &&
+				 check_path(v, pc, "initrdPath", m->initrd))
+				check_text(v, pc, "image", m->kernel_image);
 		}
 		free(pc);
 		if (v->err == NULL)
-			mfp_check_text(v, p, "kernelArgs", m->kernel_args);
+			check_text(v, p, "kernelArgs", m->kernel_args);
 		free(p);
 		if (m->kernel_image && (m->kernel_image[0] == '\0' || strcmp(m->kernel_image, "host") == 0)) {
 			free(m->kernel_image);
@@ -607,40 +955,40 @@ static bool parse_domain(struct vctx *v, yaml_node_t *d, const char *path, struc
 		{ NULL, NULL },
 	};
 	if (d == NULL || d->type != YAML_MAPPING_NODE)
-		return mfp_fail(v, path, "required");
-	if (!mfp_check_keys(v, d, path, rules))
+		return fail(v, path, "required");
+	if (!check_keys(v, d, path, rules))
 		return false;
 	char *p;
 	yaml_node_t *n;
-	if ((n = mfp_get(v, d, "cpu"))) {
-		p = mfp_sub(path, "cpu");
+	if ((n = get(v, d, "cpu"))) {
+		p = sub(path, "cpu");
 		parse_cpu(v, n, p, m);
 		free(p);
 	}
-	if (v->err == NULL && (n = mfp_get(v, d, "memory"))) {
+	if (v->err == NULL && (n = get(v, d, "memory"))) {
 		static const struct key_rule r[] = { { "guest", NULL },
 			{ "hugepages", "hugepages are not supported by the engine" },
 			{ "maxGuest", "memory hotplug is not supported by the engine" }, { NULL, NULL } };
-		p = mfp_sub(path, "memory");
-		if (mfp_want_map(v, n, p) && n->type == YAML_MAPPING_NODE && mfp_check_keys(v, n, p, r))
-			mfp_get_qty(v, n, "guest", p, &m->memory, &m->memory_text);
+		p = sub(path, "memory");
+		if (want_map(v, n, p) && n->type == YAML_MAPPING_NODE && check_keys(v, n, p, r))
+			get_qty(v, n, "guest", p, &m->memory, &m->memory_text);
 		free(p);
 	}
-	if (v->err == NULL && (n = mfp_get(v, d, "resources"))) {
+	if (v->err == NULL && (n = get(v, d, "resources"))) {
 		static const struct key_rule r[] = { { "requests", NULL },
 			{ "limits", "launcher resource limits are not enforced by the engine" },
 			{ "overcommitGuestOverhead", NULL }, { NULL, NULL } };
 		static const struct key_rule rq[] = { { "memory", NULL },
 			{ "cpu", "CPU requests are a scheduling input; the engine has no scheduler (use cpu.cores)" },
 			{ NULL, NULL } };
-		p = mfp_sub(path, "resources");
-		if (mfp_want_map(v, n, p) && n->type == YAML_MAPPING_NODE && mfp_check_keys(v, n, p, r)) {
-			yaml_node_t *req = mfp_get(v, n, "requests");
-			char *pr = mfp_sub(p, "requests");
+		p = sub(path, "resources");
+		if (want_map(v, n, p) && n->type == YAML_MAPPING_NODE && check_keys(v, n, p, r)) {
+			yaml_node_t *req = get(v, n, "requests");
+			char *pr = sub(p, "requests");
 			uint64_t reqmem = 0;
 			char *reqtext = NULL;
-			if (req && mfp_want_map(v, req, pr) && req->type == YAML_MAPPING_NODE && mfp_check_keys(v, req, pr, rq) &&
-			    mfp_get_qty(v, req, "memory", pr, &reqmem, &reqtext) && m->memory == 0 && reqmem) {
+			if (req && want_map(v, req, pr) && req->type == YAML_MAPPING_NODE && check_keys(v, req, pr, rq) &&
+			    get_qty(v, req, "memory", pr, &reqmem, &reqtext) && m->memory == 0 && reqmem) {
 				m->memory = reqmem; /* KubeVirt: guest memory defaults to the request */
 				free(m->memory_text);
 				m->memory_text = reqtext;
@@ -649,41 +997,41 @@ static bool parse_domain(struct vctx *v, yaml_node_t *d, const char *path, struc
 			free(reqtext);
 			free(pr);
 			bool ovc = false;
-			mfp_get_bool(v, n, "overcommitGuestOverhead", p, &ovc);
+			get_bool(v, n, "overcommitGuestOverhead", p, &ovc);
 		}
 		free(p);
 	}
-	if (v->err == NULL && (n = mfp_get(v, d, "machine"))) {
+	if (v->err == NULL && (n = get(v, d, "machine"))) {
 		static const struct key_rule r[] = { { "type", NULL }, { NULL, NULL } };
-		p = mfp_sub(path, "machine");
-		if (mfp_want_map(v, n, p) && n->type == YAML_MAPPING_NODE && mfp_check_keys(v, n, p, r) &&
-		    mfp_get_str(v, n, "type", p, &m->machine) && m->machine) {
+		p = sub(path, "machine");
+		if (want_map(v, n, p) && n->type == YAML_MAPPING_NODE && check_keys(v, n, p, r) &&
+		    get_str(v, n, "type", p, &m->machine) && m->machine) {
 			const char *t = m->machine;
 			if (!(strcmp(t, "q35") == 0 || strcmp(t, "pc") == 0 || util_has_prefix(t, "pc-q35-") || util_has_prefix(t, "pc-i440fx-")))
-				mfp_fail(v, p, "machine type \"%s\" is not q35, pc, pc-q35-* or pc-i440fx-*", t);
+				fail(v, p, "machine type \"%s\" is not q35, pc, pc-q35-* or pc-i440fx-*", t);
 			else
-				mfp_check_charset(v, p, "type", t, "-_.", 64,
+				check_charset(v, p, "type", t, "-_.", 64,
 					      "a machine type must consist of letters, digits, '-', '_' or '.'");
 		}
 		free(p);
 	}
-	if (v->err == NULL && (n = mfp_get(v, d, "firmware"))) {
-		p = mfp_sub(path, "firmware");
+	if (v->err == NULL && (n = get(v, d, "firmware"))) {
+		p = sub(path, "firmware");
 		parse_firmware(v, n, p, m);
 		free(p);
 	}
-	if (v->err == NULL && (n = mfp_get(v, d, "features"))) {
+	if (v->err == NULL && (n = get(v, d, "features"))) {
 		static const struct key_rule r[] = { { "acpi", NULL }, { "apic", NULL },
 			{ "smm", "SMM selection is not supported by the engine" },
 			{ "hyperv", "Hyper-V enlightenments are not supported by the engine" },
 			{ "kvm", "KVM feature flags are not supported by the engine" },
 			{ "pvspinlock", "pvspinlock is not supported by the engine" }, { NULL, NULL } };
-		p = mfp_sub(path, "features");
-		if (mfp_want_map(v, n, p) && n->type == YAML_MAPPING_NODE)
-			mfp_check_keys(v, n, p, r);
+		p = sub(path, "features");
+		if (want_map(v, n, p) && n->type == YAML_MAPPING_NODE)
+			check_keys(v, n, p, r);
 		free(p);
 	}
-	if (v->err == NULL && (n = mfp_get(v, d, "devices"))) {
+	if (v->err == NULL && (n = get(v, d, "devices"))) {
 		static const struct key_rule r[] = {
 			{ "disks", NULL }, { "interfaces", NULL }, { "autoattachSerialConsole", NULL },
 			{ "autoattachGraphicsDevice", NULL }, { "autoattachPodInterface", NULL },
@@ -704,52 +1052,52 @@ static bool parse_domain(struct vctx *v, yaml_node_t *d, const char *path, struc
 			{ "useVirtioTransitional", NULL },
 			{ NULL, NULL },
 		};
-		p = mfp_sub(path, "devices");
-		if (mfp_want_map(v, n, p) && n->type == YAML_MAPPING_NODE && mfp_check_keys(v, n, p, r)) {
+		p = sub(path, "devices");
+		if (want_map(v, n, p) && n->type == YAML_MAPPING_NODE && check_keys(v, n, p, r)) {
 			bool mq = false, dh = false, ai = true, vt = false;
-			mfp_get_bool(v, n, "autoattachSerialConsole", p, &m->serial_console);
-			mfp_get_bool(v, n, "autoattachGraphicsDevice", p, &m->graphics);
-			mfp_get_bool(v, n, "autoattachMemBalloon", p, &m->balloon);
-			mfp_get_bool(v, n, "networkInterfaceMultiqueue", p, &mq);
-			mfp_get_bool(v, n, "blockMultiQueue", p, &mq);
-			mfp_get_bool(v, n, "disableHotplug", p, &dh);
-			mfp_get_bool(v, n, "autoattachInputDevice", p, &ai);
-			mfp_get_bool(v, n, "useVirtioTransitional", p, &vt);
+			get_bool(v, n, "autoattachSerialConsole", p, &m->serial_console);
+			get_bool(v, n, "autoattachGraphicsDevice", p, &m->graphics);
+			get_bool(v, n, "autoattachMemBalloon", p, &m->balloon);
+			get_bool(v, n, "networkInterfaceMultiqueue", p, &mq);
+			get_bool(v, n, "blockMultiQueue", p, &mq);
+			get_bool(v, n, "disableHotplug", p, &dh);
+			get_bool(v, n, "autoattachInputDevice", p, &ai);
+			get_bool(v, n, "useVirtioTransitional", p, &vt);
 			bool pod_iface = true;
-			mfp_get_bool(v, n, "autoattachPodInterface", p, &pod_iface);
+			get_bool(v, n, "autoattachPodInterface", p, &pod_iface);
 			m->no_pod_iface = !pod_iface;
-			yaml_node_t *rng = mfp_get(v, n, "rng");
+			yaml_node_t *rng = get(v, n, "rng");
 			if (rng) {
-				char *pr = mfp_sub(p, "rng");
-				if (mfp_want_map(v, rng, pr) && rng->type == YAML_MAPPING_NODE && ydoc_len(rng))
-					mfp_fail(v, pr, "only an empty rng {} is supported");
+				char *pr = sub(p, "rng");
+				if (want_map(v, rng, pr) && rng->type == YAML_MAPPING_NODE && ydoc_len(rng))
+					fail(v, pr, "only an empty rng {} is supported");
 				m->rng = true;
 				free(pr);
 			}
-			yaml_node_t *disks = mfp_get(v, n, "disks"), *ifs = mfp_get(v, n, "interfaces");
+			yaml_node_t *disks = get(v, n, "disks"), *ifs = get(v, n, "interfaces");
 			if (v->err == NULL && disks && !ydoc_is_null(disks)) {
-				char *pd = mfp_sub(p, "disks");
+				char *pd = sub(p, "disks");
 				if (disks->type != YAML_SEQUENCE_NODE)
-					mfp_fail(v, pd, "expected a list");
+					fail(v, pd, "expected a list");
 				else {
 					m->disks = xcalloc(ydoc_len(disks) + 1, sizeof *m->disks);
 					for (size_t i = 0; i < ydoc_len(disks) && v->err == NULL; i++) {
-						char *pi = mfp_idx(pd, i);
+						char *pi = idx(pd, i);
 						m->ndisks++;
-						mfp_parse_disk(v, ydoc_at(v->doc, disks, i), pi, &m->disks[i]);
+						parse_disk(v, ydoc_at(v->doc, disks, i), pi, &m->disks[i]);
 						free(pi);
 					}
 				}
 				free(pd);
 			}
 			if (v->err == NULL && ifs && !ydoc_is_null(ifs)) {
-				char *pf = mfp_sub(p, "interfaces");
+				char *pf = sub(p, "interfaces");
 				if (ifs->type != YAML_SEQUENCE_NODE)
-					mfp_fail(v, pf, "expected a list");
+					fail(v, pf, "expected a list");
 				else {
 					m->ifaces = xcalloc(ydoc_len(ifs) + 1, sizeof *m->ifaces);
 					for (size_t i = 0; i < ydoc_len(ifs) && v->err == NULL; i++) {
-						char *pi = mfp_idx(pf, i);
+						char *pi = idx(pf, i);
 						m->nifaces++;
 						parse_iface(v, ydoc_at(v->doc, ifs, i), pi, &m->ifaces[i]);
 						free(pi);
@@ -766,51 +1114,51 @@ static bool parse_domain(struct vctx *v, yaml_node_t *d, const char *path, struc
 static bool parse_networks(struct vctx *v, yaml_node_t *nets, const char *path, struct manifest *m)
 {
 	if (nets->type != YAML_SEQUENCE_NODE)
-		return mfp_fail(v, path, "expected a list");
+		return fail(v, path, "expected a list");
 	static const struct key_rule r[] = { { "name", NULL }, { "pod", NULL }, { "multus", NULL }, { NULL, NULL } };
 	for (size_t i = 0; i < ydoc_len(nets); i++) {
-		char *p = mfp_idx(path, i);
+		char *p = idx(path, i);
 		yaml_node_t *n = ydoc_at(v->doc, nets, i);
 		char *name = NULL;
-		if (!mfp_check_keys(v, n, p, r) || !mfp_get_str(v, n, "name", p, &name)) {
+		if (!check_keys(v, n, p, r) || !get_str(v, n, "name", p, &name)) {
 			free(p);
 			return false;
 		}
-		yaml_node_t *pod = mfp_get(v, n, "pod"), *multus = mfp_get(v, n, "multus");
+		yaml_node_t *pod = get(v, n, "pod"), *multus = get(v, n, "multus");
 		struct mf_iface *f = NULL;
 		for (int j = 0; name && j < m->nifaces; j++)
 			if (strcmp(m->ifaces[j].name, name) == 0)
 				f = &m->ifaces[j];
 		if (name == NULL)
-			mfp_fail(v, p, "name is required");
-		else if (!mfp_check_label(v, p, "name", name))
+			fail(v, p, "name is required");
+		else if (!check_label(v, p, "name", name))
 			;
 		else if ((pod != NULL) == (multus != NULL))
-			mfp_fail(v, p, "exactly one of pod or multus is required");
+			fail(v, p, "exactly one of pod or multus is required");
 		else if (f == NULL)
-			mfp_fail(v, p, "network \"%s\" has no interface in spec.template.spec.domain.devices.interfaces", name);
+			fail(v, p, "network \"%s\" has no interface in spec.template.spec.domain.devices.interfaces", name);
 		else if (pod) {
 			static const struct key_rule rp[] = { { "vmNetworkCIDR", "custom CIDRs are not supported by user-mode networking" },
 				{ "vmIPv6NetworkCIDR", "custom CIDRs are not supported by user-mode networking" }, { NULL, NULL } };
-			char *pp = mfp_sub(p, "pod");
-			if (mfp_want_map(v, pod, pp) && pod->type == YAML_MAPPING_NODE)
-				mfp_check_keys(v, pod, pp, rp);
+			char *pp = sub(p, "pod");
+			if (want_map(v, pod, pp) && pod->type == YAML_MAPPING_NODE)
+				check_keys(v, pod, pp, rp);
 			free(pp);
 		} else {
 			static const struct key_rule rm[] = { { "networkName", NULL }, { "default", NULL }, { NULL, NULL } };
-			char *pm = mfp_sub(p, "multus");
-			if (mfp_want_map(v, multus, pm) && multus->type == YAML_MAPPING_NODE && mfp_check_keys(v, multus, pm, rm) &&
-			    mfp_get_str(v, multus, "networkName", pm, &f->host_bridge)) {
+			char *pm = sub(p, "multus");
+			if (want_map(v, multus, pm) && multus->type == YAML_MAPPING_NODE && check_keys(v, multus, pm, rm) &&
+			    get_str(v, multus, "networkName", pm, &f->host_bridge)) {
 				if (!f->bridge)
-					mfp_fail(v, pm, "a multus network needs a bridge interface (it names the host bridge)");
+					fail(v, pm, "a multus network needs a bridge interface (it names the host bridge)");
 				else if (f->host_bridge == NULL)
-					mfp_fail(v, pm, "networkName (the host bridge) is required");
+					fail(v, pm, "networkName (the host bridge) is required");
 				else if (strcmp(f->host_bridge, ".") == 0 || strcmp(f->host_bridge, "..") == 0) {
-					char *pn = mfp_sub(pm, "networkName");
-					mfp_invalid(v, pn, f->host_bridge, "a host bridge name must not be '.' or '..'");
+					char *pn = sub(pm, "networkName");
+					invalid(v, pn, f->host_bridge, "a host bridge name must not be '.' or '..'");
 					free(pn);
 				} else
-					mfp_check_charset(v, pm, "networkName", f->host_bridge, "-_.", 15,
+					check_charset(v, pm, "networkName", f->host_bridge, "-_.", 15,
 						      "a host bridge name must consist of letters, digits, '-', '_' or '.'");
 			}
 			free(pm);
@@ -821,6 +1169,92 @@ static bool parse_networks(struct vctx *v, yaml_node_t *nets, const char *path, 
 			return false;
 	}
 	return true;
+}
+
+/* One accessCredentials entry, as KubeVirt validates it: exactly one of sshPublicKey and userPassword, a Secret,
+ * exactly one propagation method (userPassword: qemuGuestAgent only), qemuGuestAgent's users for a key. */
+static bool parse_cred(struct vctx *v, yaml_node_t *n, const char *path, struct mf_cred *c)
+{
+	static const struct key_rule rules[] = { { "sshPublicKey", NULL }, { "userPassword", NULL }, { NULL, NULL } };
+	static const struct key_rule body[] = { { "source", NULL }, { "propagationMethod", NULL }, { NULL, NULL } };
+	static const struct key_rule src[] = { { "secret", NULL }, { NULL, NULL } };
+	static const struct key_rule sec[] = { { "secretName", NULL }, { NULL, NULL } };
+	static const struct key_rule pm[] = { { "qemuGuestAgent", NULL }, { "noCloud", NULL }, { "configDrive", NULL },
+					      { NULL, NULL } };
+	static const struct key_rule qga[] = { { "users", NULL }, { NULL, NULL } };
+	if (!want_map(v, n, path) || !check_keys(v, n, path, rules))
+		return false;
+	yaml_node_t *spk = get(v, n, "sshPublicKey"), *upw = get(v, n, "userPassword");
+	if ((spk != NULL) == (upw != NULL))
+		return fail(v, path, "exactly one of sshPublicKey and userPassword is required");
+	c->password = upw != NULL;
+	char *p = sub(path, c->password ? "userPassword" : "sshPublicKey"), *ps = sub(p, "source"),
+	     *pss = sub(ps, "secret"), *pp = sub(p, "propagationMethod"), *pq = sub(pp, "qemuGuestAgent");
+	yaml_node_t *b = c->password ? upw : spk, *s, *ss, *m, *q, *users;
+	if (!want_map(v, b, p) || !check_keys(v, b, p, body))
+		goto out;
+	if ((s = get(v, b, "source")) == NULL || (ss = (want_map(v, s, ps) && check_keys(v, s, ps, src)) ? get(v, s, "secret") : NULL) == NULL) {
+		if (v->err == NULL)
+			fail(v, ps, "a secret source is required");
+		goto out;
+	}
+	if (!want_map(v, ss, pss) || !check_keys(v, ss, pss, sec) || !get_str(v, ss, "secretName", pss, &c->secret))
+		goto out;
+	if (c->secret == NULL) {
+		fail(v, pss, "secretName is required");
+		goto out;
+	}
+	if (!check_subdomain(v, pss, "secretName", c->secret))
+		goto out;
+	if ((m = get(v, b, "propagationMethod")) == NULL) {
+		fail(v, pp, "required");
+		goto out;
+	}
+	if (!want_map(v, m, pp) || !check_keys(v, m, pp, pm))
+		goto out;
+	int methods = (get(v, m, "qemuGuestAgent") != NULL) + (get(v, m, "noCloud") != NULL) + (get(v, m, "configDrive") != NULL);
+	q = get(v, m, "qemuGuestAgent");
+	c->agent = q != NULL;
+	c->drive = get(v, m, "configDrive") != NULL;
+	if (methods != 1) {
+		fail(v, pp, "exactly one propagation method is required");
+		goto out;
+	}
+	if (c->password && !c->agent) {
+		fail(v, pp, "a userPassword is propagated by qemuGuestAgent only");
+		goto out;
+	}
+	if (q == NULL || !want_map(v, q, pq) || !check_keys(v, q, pq, qga))
+		goto out;
+	users = get(v, q, "users");
+	if (users && users->type != YAML_SEQUENCE_NODE) {
+		char *pu = sub(pq, "users");
+		fail(v, pu, "expected a list");
+		free(pu);
+		goto out;
+	}
+	c->users = xcalloc(users ? ydoc_len(users) + 1 : 1, sizeof *c->users);
+	for (size_t i = 0; users && i < ydoc_len(users) && v->err == NULL; i++) {
+		char *pu = xasprintf("%s.users[%zu]", pq, i);
+		yaml_node_t *u = ydoc_at(v->doc, users, i);
+		const char *name = scalar(v, u, pu);
+		/* a guest user name: what useradd takes (no '/', no control characters, no leading '-') */
+		if (name && (*name == '\0' || *name == '-' || strlen(name) > 32 ||
+			     strspn(name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-$") != strlen(name)))
+			invalid(v, pu, name, "must be a user name of letters, digits, '.', '_', '-' or '$'");
+		else if (name)
+			c->users[c->nusers++] = xstrdup(name);
+		free(pu);
+	}
+	if (v->err == NULL && !c->password && c->nusers == 0)
+		fail(v, pq, "users is required");
+out:
+	free(pq);
+	free(pp);
+	free(pss);
+	free(ps);
+	free(p);
+	return v->err == NULL;
 }
 
 static bool parse_template_spec(struct vctx *v, yaml_node_t *s, const char *path, struct manifest *m)
@@ -843,11 +1277,11 @@ static bool parse_template_spec(struct vctx *v, yaml_node_t *s, const char *path
 		{ NULL, NULL },
 	};
 	if (s == NULL || s->type != YAML_MAPPING_NODE)
-		return mfp_fail(v, path, "required");
-	if (!mfp_check_keys(v, s, path, rules))
+		return fail(v, path, "required");
+	if (!check_keys(v, s, path, rules))
 		return false;
-	char *p = mfp_sub(path, "domain");
-	parse_domain(v, mfp_get(v, s, "domain"), p, m);
+	char *p = sub(path, "domain");
+	parse_domain(v, get(v, s, "domain"), p, m);
 	free(p);
 	if (v->err)
 		return false;
@@ -857,61 +1291,61 @@ static bool parse_template_spec(struct vctx *v, yaml_node_t *s, const char *path
 		m->ifaces[0].name = xstrdup("default");
 		m->nifaces = 1;
 	}
-	mfp_get_int(v, s, "terminationGracePeriodSeconds", path, 0, 86400, &m->grace);
-	mfp_get_str(v, s, "hostname", path, &m->hostname);
+	get_int(v, s, "terminationGracePeriodSeconds", path, 0, 86400, &m->grace);
+	get_str(v, s, "hostname", path, &m->hostname);
 	if (v->err == NULL)
-		mfp_check_label(v, path, "hostname", m->hostname); /* KubeVirt: a DNS-1123 label; it goes into the seed */
-	mfp_get_str(v, s, "evictionStrategy", path, &m->eviction);
+		check_label(v, path, "hostname", m->hostname); /* KubeVirt: a DNS-1123 label; it goes into the seed */
+	get_str(v, s, "evictionStrategy", path, &m->eviction);
 	char *arch = NULL, *start = NULL, *subd = NULL;
-	mfp_get_str(v, s, "architecture", path, &arch);
-	mfp_get_str(v, s, "startStrategy", path, &start);
-	mfp_get_str(v, s, "subdomain", path, &subd);
+	get_str(v, s, "architecture", path, &arch);
+	get_str(v, s, "startStrategy", path, &start);
+	get_str(v, s, "subdomain", path, &subd);
 	if (v->err == NULL)
-		mfp_check_label(v, path, "subdomain", subd);
+		check_label(v, path, "subdomain", subd);
 	if (v->err == NULL && arch && strcmp(arch, "amd64") != 0) {
-		p = mfp_sub(path, "architecture");
-		mfp_fail(v, p, "only amd64 guests are supported");
+		p = sub(path, "architecture");
+		fail(v, p, "only amd64 guests are supported");
 		free(p);
 	}
 	if (v->err == NULL && start && strcmp(start, "Paused") == 0) {
-		p = mfp_sub(path, "startStrategy");
-		mfp_fail(v, p, "starting paused is not supported by the engine");
+		p = sub(path, "startStrategy");
+		fail(v, p, "starting paused is not supported by the engine");
 		free(p);
 	}
 	free(arch);
 	free(start);
 	free(subd);
-	yaml_node_t *vols = mfp_get(v, s, "volumes"), *nets = mfp_get(v, s, "networks"), *acs = mfp_get(v, s, "accessCredentials");
+	yaml_node_t *vols = get(v, s, "volumes"), *nets = get(v, s, "networks"), *acs = get(v, s, "accessCredentials");
 	if (v->err == NULL && acs && !ydoc_is_null(acs)) {
-		p = mfp_sub(path, "accessCredentials");
+		p = sub(path, "accessCredentials");
 		if (acs->type != YAML_SEQUENCE_NODE)
-			mfp_fail(v, p, "expected a list");
+			fail(v, p, "expected a list");
 		m->creds = xcalloc(ydoc_len(acs) + 1, sizeof *m->creds);
 		for (size_t i = 0; acs->type == YAML_SEQUENCE_NODE && i < ydoc_len(acs) && v->err == NULL; i++) {
-			char *pi = mfp_idx(p, i);
+			char *pi = idx(p, i);
 			m->ncreds++;
-			mfp_parse_cred(v, ydoc_at(v->doc, acs, i), pi, &m->creds[i]);
+			parse_cred(v, ydoc_at(v->doc, acs, i), pi, &m->creds[i]);
 			free(pi);
 		}
 		free(p);
 	}
 	if (v->err == NULL && vols && !ydoc_is_null(vols)) {
-		p = mfp_sub(path, "volumes");
+		p = sub(path, "volumes");
 		if (vols->type != YAML_SEQUENCE_NODE)
-			mfp_fail(v, p, "expected a list");
+			fail(v, p, "expected a list");
 		else {
 			m->vols = xcalloc(ydoc_len(vols) + 1, sizeof *m->vols);
 			for (size_t i = 0; i < ydoc_len(vols) && v->err == NULL; i++) {
-				char *pi = mfp_idx(p, i);
+				char *pi = idx(p, i);
 				m->nvols++;
-				mfp_parse_volume(v, ydoc_at(v->doc, vols, i), pi, &m->vols[i]);
+				parse_volume(v, ydoc_at(v->doc, vols, i), pi, &m->vols[i]);
 				free(pi);
 			}
 		}
 		free(p);
 	}
 	if (v->err == NULL && nets && !ydoc_is_null(nets)) {
-		p = mfp_sub(path, "networks");
+		p = sub(path, "networks");
 		parse_networks(v, nets, p, m);
 		free(p);
 	}
@@ -925,13 +1359,13 @@ static bool parse_template_spec(struct vctx *v, yaml_node_t *s, const char *path
 		for (int j = 0; j < i; j++)
 			if (strcmp(m->disks[i].name, m->disks[j].name) == 0) {
 				char *pd = xasprintf("%s.domain.devices.disks[%d].name", path, i);
-				mfp_fail(v, pd, "duplicate disk name \"%s\"", m->disks[i].name);
+				fail(v, pd, "duplicate disk name \"%s\"", m->disks[i].name);
 				free(pd);
 				return false;
 			}
 		if (found != 1) {
 			char *pd = xasprintf("%s.domain.devices.disks[%d]", path, i);
-			mfp_fail(v, pd, "no volume named \"%s\" in %s.volumes", m->disks[i].name, path);
+			fail(v, pd, "no volume named \"%s\" in %s.volumes", m->disks[i].name, path);
 			free(pd);
 			return false;
 		}
@@ -953,12 +1387,12 @@ static bool parse_template_spec(struct vctx *v, yaml_node_t *s, const char *path
 	for (int i = 0; i < m->nifaces; i++) {
 		bool named = false;
 		for (size_t k = 0; nets && nets->type == YAML_SEQUENCE_NODE && k < ydoc_len(nets); k++) {
-			yaml_node_t *nm = mfp_get(v, ydoc_at(v->doc, nets, k), "name");
+			yaml_node_t *nm = get(v, ydoc_at(v->doc, nets, k), "name");
 			named |= nm && nm->type == YAML_SCALAR_NODE && strcmp(ydoc_str(nm), m->ifaces[i].name) == 0;
 		}
 		if (!named && nets && !ydoc_is_null(nets)) {
 			char *pi = xasprintf("%s.domain.devices.interfaces[%d]", path, i);
-			mfp_fail(v, pi, "no network named \"%s\" in %s.networks", m->ifaces[i].name, path);
+			fail(v, pi, "no network named \"%s\" in %s.networks", m->ifaces[i].name, path);
 			free(pi);
 			return false;
 		}
@@ -971,16 +1405,16 @@ static const char *const strategies[] = { "Always", "RerunOnFailure", "Once", "M
 /* metadata.labels as "k=v" strings */
 static void parse_labels(struct vctx *v, yaml_node_t *md, const char *path, char ***out, int *n)
 {
-	yaml_node_t *labels = mfp_get(v, md, "labels");
+	yaml_node_t *labels = get(v, md, "labels");
 	if (labels == NULL || ydoc_is_null(labels))
 		return;
-	char *p = mfp_sub(path, "labels");
+	char *p = sub(path, "labels");
 	if (labels->type != YAML_MAPPING_NODE)
-		mfp_fail(v, p, "expected a map");
+		fail(v, p, "expected a map");
 	for (size_t i = 0; v->err == NULL && i < ydoc_len(labels); i++) {
 		if (ydoc_at(v->doc, labels, i)->type != YAML_SCALAR_NODE) {
-			char *pl = mfp_sub(p, ydoc_key(v->doc, labels, i));
-			mfp_fail(v, pl, "expected a string");
+			char *pl = sub(p, ydoc_key(v->doc, labels, i));
+			fail(v, pl, "expected a string");
 			free(pl);
 			break;
 		}
@@ -1001,30 +1435,30 @@ static bool parse_metadata(struct vctx *v, yaml_node_t *md, const char *path, st
 	};
 	if (md == NULL || ydoc_is_null(md)) {
 		if (top)
-			return mfp_fail(v, path, "required (metadata.name)");
+			return fail(v, path, "required (metadata.name)");
 		return true;
 	}
-	if (!mfp_check_keys(v, md, path, rules))
+	if (!check_keys(v, md, path, rules))
 		return false;
 	if (!top) { /* the template's labels: its VMIs' (as KubeVirt copies them) */
 		parse_labels(v, md, path, &m->tlabels, &m->ntlabels);
 		return v->err == NULL;
 	}
-	if (!mfp_get_str(v, md, "name", path, &m->name) || !mfp_get_str(v, md, "namespace", path, &m->ns))
+	if (!get_str(v, md, "name", path, &m->name) || !get_str(v, md, "namespace", path, &m->ns))
 		return false;
-	char *p = mfp_sub(path, "name");
+	char *p = sub(path, "name");
 	if (m->name == NULL)
-		mfp_fail(v, p, "required");
-	else if (!mfp_check_subdomain(v, path, "name", m->name))
+		fail(v, p, "required");
+	else if (!check_subdomain(v, path, "name", m->name))
 		;
 	else if (strlen(m->name) > 63) /* the engine names its files and the libvirt domain <ns>_<name> */
-		mfp_invalid(v, p, m->name, "must be no more than 63 characters");
+		invalid(v, p, m->name, "must be no more than 63 characters");
 	free(p);
 	if (v->err)
 		return false;
 	if (m->ns == NULL)
 		m->ns = xstrdup("default");
-	else if (!mfp_check_label(v, path, "namespace", m->ns))
+	else if (!check_label(v, path, "namespace", m->ns))
 		return false;
 	parse_labels(v, md, path, &m->labels, &m->nlabels);
 	return v->err == NULL;
@@ -1054,40 +1488,40 @@ struct manifest *manifest_parse(const char *text, size_t len, char **err)
 		{ NULL, NULL },
 	};
 	if (root->type != YAML_MAPPING_NODE) {
-		mfp_fail(&v, "(document)", "expected a map");
+		fail(&v, "(document)", "expected a map");
 		goto out;
 	}
-	if (!mfp_check_keys(&v, root, "", top))
+	if (!check_keys(&v, root, "", top))
 		goto out;
 	char *api = NULL, *kind = NULL;
-	mfp_get_str(&v, root, "apiVersion", "", &api);
-	mfp_get_str(&v, root, "kind", "", &kind);
+	get_str(&v, root, "apiVersion", "", &api);
+	get_str(&v, root, "kind", "", &kind);
 	if (v.err == NULL && (api == NULL || (strcmp(api, "kubevirt.io/v1") && strcmp(api, "kubevirt.io/v1alpha3"))))
-		mfp_fail(&v, "apiVersion", "\"%s\" is not kubevirt.io/v1", api ? api : "");
+		fail(&v, "apiVersion", "\"%s\" is not kubevirt.io/v1", api ? api : "");
 	else if (v.err == NULL && (kind == NULL || strcmp(kind, "VirtualMachine") != 0))
-		mfp_fail(&v, "kind",
+		fail(&v, "kind",
 		     "\"%s\": the engine runs VirtualMachine manifests (put a VirtualMachineInstance's spec under "
 		     "spec.template.spec)",
 		     kind ? kind : "");
 	free(api);
 	free(kind);
-	if (v.err || !parse_metadata(&v, mfp_get(&v, root, "metadata"), "metadata", m, true))
+	if (v.err || !parse_metadata(&v, get(&v, root, "metadata"), "metadata", m, true))
 		goto out;
-	yaml_node_t *spec = mfp_get(&v, root, "spec");
+	yaml_node_t *spec = get(&v, root, "spec");
 	if (spec == NULL || spec->type != YAML_MAPPING_NODE) {
-		mfp_fail(&v, "spec", "required");
+		fail(&v, "spec", "required");
 		goto out;
 	}
-	if (!mfp_check_keys(&v, spec, "spec", specr))
+	if (!check_keys(&v, spec, "spec", specr))
 		goto out;
 	bool running = false;
-	yaml_node_t *rn = mfp_get(&v, spec, "running");
-	mfp_get_str(&v, spec, "runStrategy", "spec", &m->run_strategy);
-	mfp_get_bool(&v, spec, "running", "spec", &running);
+	yaml_node_t *rn = get(&v, spec, "running");
+	get_str(&v, spec, "runStrategy", "spec", &m->run_strategy);
+	get_bool(&v, spec, "running", "spec", &running);
 	if (v.err)
 		goto out;
 	if (rn && !ydoc_is_null(rn) && m->run_strategy) {
-		mfp_fail(&v, "spec.running", "running and runStrategy are mutually exclusive");
+		fail(&v, "spec.running", "running and runStrategy are mutually exclusive");
 		goto out;
 	}
 	if (rn && !ydoc_is_null(rn)) {
@@ -1101,26 +1535,26 @@ struct manifest *manifest_parse(const char *text, size_t len, char **err)
 		if (strcmp(strategies[i], m->run_strategy) == 0)
 			break;
 	if (strategies[i] == NULL) {
-		mfp_fail(&v, "spec.runStrategy", "\"%s\" is not one of Always, RerunOnFailure, Once, Manual, Halted",
+		fail(&v, "spec.runStrategy", "\"%s\" is not one of Always, RerunOnFailure, Once, Manual, Halted",
 		     m->run_strategy);
 		goto out;
 	}
-	yaml_node_t *tmpl = mfp_get(&v, spec, "template");
+	yaml_node_t *tmpl = get(&v, spec, "template");
 	static const struct key_rule tr[] = { { "metadata", NULL }, { "spec", NULL }, { NULL, NULL } };
 	if (tmpl == NULL || tmpl->type != YAML_MAPPING_NODE) {
-		mfp_fail(&v, "spec.template", "required");
+		fail(&v, "spec.template", "required");
 		goto out;
 	}
-	if (!mfp_check_keys(&v, tmpl, "spec.template", tr) ||
-	    !parse_metadata(&v, mfp_get(&v, tmpl, "metadata"), "spec.template.metadata", m, false) ||
-	    !parse_template_spec(&v, mfp_get(&v, tmpl, "spec"), "spec.template.spec", m))
+	if (!check_keys(&v, tmpl, "spec.template", tr) ||
+	    !parse_metadata(&v, get(&v, tmpl, "metadata"), "spec.template.metadata", m, false) ||
+	    !parse_template_spec(&v, get(&v, tmpl, "spec"), "spec.template.spec", m))
 		goto out;
 	if (m->memory == 0) {
-		mfp_fail(&v, "spec.template.spec.domain.memory.guest", "required (or resources.requests.memory)");
+		fail(&v, "spec.template.spec.domain.memory.guest", "required (or resources.requests.memory)");
 		goto out;
 	}
 	if (m->memory < (uint64_t)16 << 20)
-		mfp_fail(&v, "spec.template.spec.domain.memory.guest", "at least 16Mi");
+		fail(&v, "spec.template.spec.domain.memory.guest", "at least 16Mi");
 	if (m->sockets == 0)
 		m->sockets = 1;
 	if (m->cores == 0)
@@ -1128,7 +1562,7 @@ struct manifest *manifest_parse(const char *text, size_t len, char **err)
 	if (m->threads == 0)
 		m->threads = 1;
 	if (m->sockets * m->cores * m->threads > 256)
-		mfp_fail(&v, "spec.template.spec.domain.cpu", "more than 256 vCPUs");
+		fail(&v, "spec.template.spec.domain.cpu", "more than 256 vCPUs");
 	if (m->machine == NULL)
 		m->machine = xstrdup("q35");
 out:
