@@ -66,6 +66,7 @@ static void on_tick(void *arg)
 	apis_vmims_settle_loaded(srv);
 	apis_vmirs_sync(srv);
 	apis_storage_tick(srv);
+	apis_secrets_tick(srv);
 	uint64_t now = util_now_ms();
 	for (struct watcher *w = srv->watchers; w; w = w->next)
 		if ((w->bookmarks && now >= w->next_bookmark_ms) || (w->deadline_ms && now >= w->deadline_ms))
@@ -190,6 +191,8 @@ static enum MHD_Result route(struct apisrv *srv, struct MHD_Connection *c, struc
 				   "be created, changed or deleted through the API", KV_NS, KV_NAME);
 	if (r == R_PVC || r == R_PV || r == R_SC || r == R_DV) /* storage.c */
 		return apis_storage_write(srv, c, rq, r, method, ns, name);
+	if (r == R_SECRET || r == R_CM) /* secrets.c */
+		return apis_secrets_write(srv, c, rq, r, method, ns, name);
 	if (strcmp(method, "POST") == 0 && r == R_VM && ns && name == NULL)
 		return apis_create_vm(srv, c, rq, ns);
 	if (strcmp(method, "POST") == 0 && r == R_NS && name == NULL)
@@ -498,6 +501,7 @@ static void state_free(struct apisrv *srv)
 		apis_vmim_free(m);
 	}
 	apis_storage_free(srv);
+	apis_secrets_free(srv);
 	const char *k;
 	void *v;
 	for (size_t it = 0; hmap_next(&srv->cache, &it, &k, &v);) {
@@ -596,6 +600,7 @@ int apisrv_serve(const struct apisrv_config *c, char **errp)
 	apis_vmims_update(srv);
 	apis_vmirs_load(srv);
 	apis_storage_load(srv);
+	apis_secrets_load(srv);
 	int lid = store_listen(srv->st, apis_on_store, srv);
 	apis_kv_refresh(srv);
 	/* HTTPS: --https PORT, else engine.api-port in the config file or $KVCON_ENGINE_API_PORT ("off": none), else

@@ -68,6 +68,9 @@ static const struct {
 	[R_PV] = { KIND_PV, "delete,get,list,watch" },
 	[R_SC] = { KIND_SC, "get,list,watch" },
 	[R_DV] = { KIND_DV, "create,delete,get,list,patch,update,watch" },
+	/* secrets.c */
+	[R_SECRET] = { KIND_SECRET, "create,delete,get,list,patch,update,watch" },
+	[R_CM] = { KIND_CM, "create,delete,get,list,patch,update,watch" },
 };
 
 /* The API groups served besides the core one, with their one version each. */

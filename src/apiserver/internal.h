@@ -14,6 +14,7 @@
  *   vmirs.c      VirtualMachineInstanceReplicaSet: the replica set controller, its members, the scale subresource
  *   nsx.c        namespaces: those in use and those created through the API (kept on disk)
  *   storage.c    PersistentVolumeClaims, PersistentVolumes, the class `local`, CDI DataVolumes (dvimport.c: imports)
+ *   secrets.c    Secrets and ConfigMaps (kept on disk, 0600), read by the engine through engine/esecret.h
  *   wsbridge.c   the serial console and VNC as KubeVirt's WebSocket subresources
  *   subres.c     pods/NAME/log and kvcon's own read-only subresources (domain XML, storage) */
 #ifndef KVCON_APISERVER_INTERNAL_H
@@ -45,7 +46,8 @@ struct wsconn;
 
 /* ---- resources ---- */
 
-enum res { R_VM, R_VMI, R_POD, R_EVENT, R_NS, R_NODE, R_VMIM, R_KV, R_VMIRS, R_PVC, R_PV, R_SC, R_DV, R_COUNT };
+enum res { R_VM, R_VMI, R_POD, R_EVENT, R_NS, R_NODE, R_VMIM, R_KV, R_VMIRS, R_PVC, R_PV, R_SC, R_DV, R_SECRET, R_CM,
+	   R_COUNT };
 
 /* Each resource is a kind of the registry (model/registry.c: names, group, short names, scope, store kind) with
  * the verbs this server allows on it; RES[r] reads as the table it was, filled from the registry on first use. */
@@ -204,6 +206,7 @@ struct apisrv {
 	bool gone_posted;
 	struct kv_state kv;
 	struct storage *stor; /* claims, volumes, DataVolumes (storage.c) */
+	struct secrets *secrets; /* Secrets and ConfigMaps (secrets.c) */
 	long idle_exit;      /* seconds without a client and with nothing to reconcile before the service exits; 0 never */
 	uint64_t busy_ms;    /* the last time a client was connected or something needed reconciling */
 	char *busy_why;      /* what last kept it (logged when it changes) */
@@ -373,6 +376,18 @@ void apis_storage_cells(enum res r, json_object *o, json_object *cells);
 enum MHD_Result apis_storage_write(struct apisrv *srv, struct MHD_Connection *c, struct reqctx *rq, enum res r,
 				   const char *method, const char *ns, const char *name);
 void apis_storage_vm_applied(struct apisrv *srv, const char *ns, const char *name, json_object *vm);
+
+/* ---- secrets.c ---- */
+
+struct secrets;
+void apis_secrets_load(struct apisrv *srv);
+void apis_secrets_free(struct apisrv *srv);
+void apis_secrets_tick(struct apisrv *srv);
+bool apis_secrets_in_ns(struct apisrv *srv, const char *ns);
+const char *apis_secrets_text_at(struct apisrv *srv, enum res r, size_t i, const char **ns, const char **name);
+void apis_secrets_cells(enum res r, json_object *o, json_object *cells);
+enum MHD_Result apis_secrets_write(struct apisrv *srv, struct MHD_Connection *c, struct reqctx *rq, enum res r,
+				   const char *method, const char *ns, const char *name);
 
 /* ---- wsbridge.c ---- */
 

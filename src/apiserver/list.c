@@ -102,9 +102,15 @@ static const struct col COLS_SC[] = { { "Name", "string", "name", 0 },		 { "Prov
 static const struct col COLS_DV[] = { { "Name", "string", "name", 0 },	{ "Phase", "string", "", 0 },
 				      { "Progress", "string", "", 0 },	{ "Restarts", "integer", "", 0 },
 				      { "Age", "date", "", 0 },		{ 0 } };
+/* kubectl's printers for Secrets and ConfigMaps */
+static const struct col COLS_SECRET[] = { { "Name", "string", "name", 0 }, { "Type", "string", "", 0 },
+					  { "Data", "integer", "", 0 }, { "Age", "string", "", 0 }, { 0 } };
+static const struct col COLS_CM[] = { { "Name", "string", "name", 0 }, { "Data", "integer", "", 0 },
+				      { "Age", "string", "", 0 }, { 0 } };
 static const struct col *const COLS[R_COUNT] = { [R_NS] = COLS_NS,   [R_NODE] = COLS_NODE, [R_VMIM] = COLS_VMIM,
 						 [R_KV] = COLS_KV,   [R_VMIRS] = COLS_VMIRS, [R_PVC] = COLS_PVC,
-						 [R_PV] = COLS_PV,   [R_SC] = COLS_SC,   [R_DV] = COLS_DV };
+						 [R_PV] = COLS_PV,   [R_SC] = COLS_SC,   [R_DV] = COLS_DV,
+						 [R_SECRET] = COLS_SECRET, [R_CM] = COLS_CM };
 
 /* an integer field as a cell, null when absent (kubectl prints <none>) */
 static json_object *int_cell(json_object *o, const char *key)
@@ -210,7 +216,12 @@ static json_object *row_cells(enum res r, json_object *o)
 	case R_PV:
 	case R_SC:
 	case R_DV:
-		apis_storage_cells(r, o, a);
+	case R_SECRET:
+	case R_CM:
+		if (r == R_SECRET || r == R_CM)
+			apis_secrets_cells(r, o, a);
+		else
+			apis_storage_cells(r, o, a);
 		for (size_t i = 0; i < json_object_array_length(a); i++)
 			if (json_object_array_get_idx(a, i) == NULL) /* a date column of its own: the age */
 				json_object_array_put_idx(a, i, age_cell(created));
@@ -399,9 +410,11 @@ struct item *apis_select_items(struct apisrv *srv, enum res r, const struct filt
 			if (j)
 				json_object_put(j);
 		}
-	} else if (r == R_PVC || r == R_PV || r == R_SC || r == R_DV) {
+	} else if (r == R_PVC || r == R_PV || r == R_SC || r == R_DV || r == R_SECRET || r == R_CM) {
 		const char *ons, *oname, *text;
-		for (size_t i = 0; (text = apis_storage_text_at(srv, r, i, &ons, &oname)) != NULL; i++) {
+		bool sec = r == R_SECRET || r == R_CM;
+		for (size_t i = 0; (text = sec ? apis_secrets_text_at(srv, r, i, &ons, &oname)
+					       : apis_storage_text_at(srv, r, i, &ons, &oname)) != NULL; i++) {
 			json_object *j = json_tokener_parse(text);
 			struct lookup l = { .j = j, .ns = ons, .name = oname };
 			if (j && apis_matches(f, &l))

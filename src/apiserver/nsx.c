@@ -253,6 +253,9 @@ enum MHD_Result apis_delete_ns(struct apisrv *srv, struct MHD_Connection *c, con
 			if (apis_storage_in_ns(srv, name))
 				return apis_send_status(c, 409, "Conflict", R_NS, name,
 						   "namespace %s still holds persistent volume claims or DataVolumes", name);
+			if (apis_secrets_in_ns(srv, name))
+				return apis_send_status(c, 409, "Conflict", R_NS, name,
+						   "namespace %s still holds Secrets or ConfigMaps", name);
 			json_object *j = apis_ns_json(srv, name);
 			free(srv->nsx[i]);
 			free(srv->nsxmeta[i]);

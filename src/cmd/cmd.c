@@ -622,7 +622,8 @@ static void print_kinds(FILE *f)
 	for (int i = 0; i < KIND_COUNT; i++) {
 		const struct kind_def *k = registry_kind((enum kind_id)i);
 		char w[96];
-		int n = snprintf(w, sizeof w, " %s (%s)%s", k->plural, k->shorts[0], i + 1 < KIND_COUNT ? "," : "");
+		int n = k->shorts[0] ? snprintf(w, sizeof w, " %s (%s)%s", k->plural, k->shorts[0], i + 1 < KIND_COUNT ? "," : "")
+				     : snprintf(w, sizeof w, " %s%s", k->plural, i + 1 < KIND_COUNT ? "," : "");
 		if (col + n > 110) {
 			fprintf(f, "\n      ");
 			col = 6;

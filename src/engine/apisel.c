@@ -404,3 +404,320 @@ json_object *apisel_merge_patch(json_object *target, json_object *patch)
 	return target;
 }
 
+
+/* ---- JSON patch ---- */
+
+#define PATCH_MAX_OPS 1024
+#define PATCH_MAX_DEPTH 64
+
+/* The tokens of a JSON pointer ("/a/b~1c/0"), unescaped (~1 '/', ~0 '~'); NULL when malformed. */
+static char **pointer_tokens(const char *ptr, size_t *n)
+{
+	*n = 0;
+	if (ptr == NULL || (*ptr && *ptr != '/'))
+		return NULL;
+	char **t = xcalloc(PATCH_MAX_DEPTH + 1, sizeof *t);
+	for (const char *p = ptr; *p == '/';) {
+		p++;
+		size_t len = strcspn(p, "/");
+		if (*n == PATCH_MAX_DEPTH)
+			goto bad;
+		char *s = xmalloc(len + 1), *o = s;
+		for (size_t i = 0; i < len; i++) {
+			if (p[i] != '~')
+				*o++ = p[i];
+			else if (i + 1 < len && (p[i + 1] == '0' || p[i + 1] == '1'))
+				*o++ = p[++i] == '0' ? '~' : '/';
+			else {
+				free(s);
+				goto bad;
+			}
+		}
+		*o = '\0';
+		t[(*n)++] = s;
+		p += len;
+	}
+	return t;
+bad:
+	for (size_t i = 0; i < *n; i++)
+		free(t[i]);
+	free(t);
+	return NULL;
+}
+
+/* An array index token: digits without a leading zero; -1 when not one. */
+static long index_of(const char *s)
+{
+	if (*s == '\0' || strlen(s) > 9 || (s[0] == '0' && s[1]) || strspn(s, "0123456789") != strlen(s))
+		return -1;
+	return atol(s);
+}
+
+static json_object *child(json_object *o, const char *tok)
+{
+	json_object *c = NULL;
+	if (json_object_is_type(o, json_type_object))
+		return json_object_object_get_ex(o, tok, &c) ? c : NULL;
+	if (json_object_is_type(o, json_type_array)) {
+		long i = index_of(tok);
+		return i >= 0 && (size_t)i < json_object_array_length(o) ? json_object_array_get_idx(o, (size_t)i) : NULL;
+	}
+	return NULL;
+}
+
+/* Removes element i of array a, keeping the others in order. */
+static void array_del(json_object *a, size_t i)
+{
+	json_object_array_del_idx(a, i, 1);
+}
+
+/* Inserts v (consumed) at i of array a (i == length: appended). */
+static void array_insert(json_object *a, size_t i, json_object *v)
+{
+	size_t n = json_object_array_length(a);
+	json_object_array_add(a, NULL);
+	for (size_t k = n; k > i; k--)
+		json_object_array_put_idx(a, k, json_object_get(json_object_array_get_idx(a, k - 1)));
+	json_object_array_put_idx(a, i, v);
+}
+
+static int patch_one(json_object **doc, json_object *op, char **err)
+{
+	json_object *jo, *jp, *jv = NULL;
+	const char *name = json_object_is_type(op, json_type_object) && json_object_object_get_ex(op, "op", &jo)
+				   ? json_object_get_string(jo) : NULL;
+	const char *path = json_object_object_get_ex(op, "path", &jp) && json_object_is_type(jp, json_type_string)
+				   ? json_object_get_string(jp) : NULL;
+	bool has_value = json_object_object_get_ex(op, "value", &jv);
+	if (name == NULL || path == NULL) {
+		*err = xstrdup("an operation needs op and path");
+		return -1;
+	}
+	bool add = strcmp(name, "add") == 0, rem = strcmp(name, "remove") == 0, rep = strcmp(name, "replace") == 0,
+	     test = strcmp(name, "test") == 0;
+	if (!add && !rem && !rep && !test) {
+		*err = xasprintf("unsupported operation \"%s\" (add, remove, replace and test are)", name);
+		return -1;
+	}
+	if ((add || rep || test) && !has_value) {
+		*err = xasprintf("%s operation at %s has no value", name, path);
+		return -1;
+	}
+	size_t n;
+	char **t = pointer_tokens(path, &n);
+	if (t == NULL) {
+		*err = xasprintf("%s: not a JSON pointer", path);
+		return -1;
+	}
+	int rc = -1;
+	json_object *parent = NULL, *cur = *doc;
+	for (size_t i = 0; i + 1 < n && cur; i++)
+		cur = child(cur, t[i]);
+	parent = n ? cur : NULL;
+	const char *last = n ? t[n - 1] : NULL;
+	json_object *target = n == 0 ? *doc : parent ? child(parent, last) : NULL;
+	if (test) {
+		/* a missing member tests equal to null (as Kubernetes' json-patch has it: virtctl's "test then add") */
+		rc = json_object_equal(target, jv) ? 0 : -1;
+		if (rc < 0)
+			*err = xasprintf("test at %s failed", path);
+		goto out;
+	}
+	if (n == 0) {
+		if (rem) {
+			*err = xstrdup("the whole document cannot be removed");
+			goto out;
+		}
+		json_object_put(*doc);
+		*doc = jv ? json_tokener_parse(json_object_to_json_string(jv)) : NULL;
+		rc = 0;
+		goto out;
+	}
+	if (parent == NULL || (!json_object_is_type(parent, json_type_object) && !json_object_is_type(parent, json_type_array))) {
+		*err = xasprintf("%s: the parent does not exist", path);
+		goto out;
+	}
+	json_object *val = jv ? json_tokener_parse(json_object_to_json_string(jv)) : NULL;
+	if (json_object_is_type(parent, json_type_object)) {
+		bool exists = json_object_object_get_ex(parent, last, NULL);
+		if ((rem || rep) && !exists) {
+			*err = xasprintf("%s: no such member", path);
+			json_object_put(val);
+			goto out;
+		}
+		if (rem)
+			json_object_object_del(parent, last);
+		else
+			json_object_object_add(parent, last, val);
+		rc = 0;
+		goto out;
+	}
+	size_t len = json_object_array_length(parent);
+	long i = add && strcmp(last, "-") == 0 ? (long)len : index_of(last);
+	if (i < 0 || (size_t)i > len || (!add && (size_t)i == len)) {
+		*err = xasprintf("%s: index out of range", path);
+		json_object_put(val);
+		goto out;
+	}
+	if (rem || rep)
+		array_del(parent, (size_t)i);
+	if (!rem)
+		array_insert(parent, (size_t)i, val);
+	rc = 0;
+out:
+	for (size_t k = 0; k < n; k++)
+		free(t[k]);
+	free(t);
+	return rc;
+}
+
+json_object *apisel_json_patch(json_object *target, json_object *ops, char **err)
+{
+	*err = NULL;
+	if (!json_object_is_type(ops, json_type_array) || json_object_array_length(ops) > PATCH_MAX_OPS) {
+		*err = xstrdup("a JSON patch is an array of at most 1024 operations");
+		json_object_put(target);
+		return NULL;
+	}
+	for (size_t i = 0; i < json_object_array_length(ops); i++)
+		if (patch_one(&target, json_object_array_get_idx(ops, i), err) < 0) {
+			json_object_put(target);
+			return NULL;
+		}
+	return target;
+}
+
+/* ---- Secrets and ConfigMaps in protobuf ---- */
+
+static json_object *pb_jstr(const struct pb *s)
+{
+	return json_object_new_string_len(s->p ? (const char *)s->p : "", s->p ? (int)(s->end - s->p) : 0);
+}
+
+static char *b64_of(const uint8_t *p, size_t n)
+{
+	static const char t[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+	char *out = xmalloc(4 * ((n + 2) / 3) + 1), *o = out;
+	for (size_t i = 0; i < n; i += 3) {
+		unsigned v = (unsigned)p[i] << 16;
+		if (i + 1 < n)
+			v |= (unsigned)p[i + 1] << 8;
+		if (i + 2 < n)
+			v |= p[i + 2];
+		*o++ = t[(v >> 18) & 63];
+		*o++ = t[(v >> 12) & 63];
+		*o++ = i + 1 < n ? t[(v >> 6) & 63] : '=';
+		*o++ = i + 2 < n ? t[v & 63] : '=';
+	}
+	*o = '\0';
+	return out;
+}
+
+/* A map<string, string|bytes> entry (key 1, value 2) into o; bytes values as base64 (JSON's form). */
+static int pb_map_entry(struct pb e, json_object *o, bool bytes)
+{
+	struct pb k = { 0 }, v = { 0 };
+	while (e.p < e.end) {
+		uint32_t f;
+		struct pb sub;
+		if (pb_next(&e, &f, &sub) < 0)
+			return -1;
+		if (f == 1)
+			k = sub;
+		else if (f == 2)
+			v = sub;
+	}
+	char *key = pb_string(&k);
+	if (key == NULL)
+		return -1;
+	if (bytes) {
+		char *b = b64_of(v.p ? v.p : (const uint8_t *)"", v.p ? (size_t)(v.end - v.p) : 0);
+		json_object_object_add(o, key, json_object_new_string(b));
+		free(b);
+	} else
+		json_object_object_add(o, key, pb_jstr(&v));
+	free(key);
+	return 0;
+}
+
+static void add_map(json_object *o, const char *k, json_object *m)
+{
+	if (json_object_object_length(m))
+		json_object_object_add(o, k, m);
+	else
+		json_object_put(m);
+}
+
+json_object *apisel_pb_object(const void *data, size_t len)
+{
+	if (len < 4 || memcmp(data, "k8s\0", 4) != 0)
+		return NULL;
+	struct pb env = { (const uint8_t *)data + 4, (const uint8_t *)data + len }, tm, raw, av, k;
+	if (pb_find(env, 1, &tm) < 0 || pb_find(tm, 2, &k) < 0 || pb_find(env, 2, &raw) < 0)
+		return NULL;
+	char *kind = pb_string(&k), *apiv = pb_find(tm, 1, &av) == 0 ? pb_string(&av) : xstrdup("v1");
+	bool secret = kind && strcmp(kind, "Secret") == 0, cm = kind && strcmp(kind, "ConfigMap") == 0;
+	json_object *o = NULL, *md = json_object_new_object(), *labels = json_object_new_object(),
+		    *ann = json_object_new_object(), *d = json_object_new_object(), *d2 = json_object_new_object();
+	if (!secret && !cm)
+		goto out;
+	o = json_object_new_object();
+	json_object_object_add(o, "apiVersion", json_object_new_string(apiv ? apiv : "v1"));
+	json_object_object_add(o, "kind", json_object_new_string(kind));
+	/* Secret: metadata 1, data 2 (bytes), type 3, stringData 4, immutable 5;
+	 * ConfigMap: metadata 1, data 2 (string), binaryData 3 (bytes), immutable 4 */
+	struct pb m = raw;
+	while (m.p < m.end) {
+		uint32_t f;
+		struct pb sub;
+		const uint8_t *at = m.p;
+		if (pb_next(&m, &f, &sub) < 0)
+			goto bad;
+		if (f == 1 && sub.p) {
+			/* ObjectMeta: name 1, generateName 2, namespace 3, labels 11, annotations 12 */
+			struct pb mm = sub;
+			while (mm.p < mm.end) {
+				uint32_t g;
+				struct pb s2;
+				if (pb_next(&mm, &g, &s2) < 0)
+					goto bad;
+				static const char *const names[] = { [1] = "name", [2] = "generateName", [3] = "namespace" };
+				if (g >= 1 && g <= 3 && s2.p)
+					json_object_object_add(md, names[g], pb_jstr(&s2));
+				else if ((g == 11 || g == 12) && s2.p && pb_map_entry(s2, g == 11 ? labels : ann, false) < 0)
+					goto bad;
+			}
+		} else if (f == 2 && sub.p) {
+			if (pb_map_entry(sub, d, secret) < 0)
+				goto bad;
+		} else if (f == 3 && secret && sub.p)
+			json_object_object_add(o, "type", pb_jstr(&sub));
+		else if ((f == 4 && secret) || (f == 3 && cm)) {
+			if (sub.p && pb_map_entry(sub, d2, cm) < 0)
+				goto bad;
+		} else if ((f == 5 && secret) || (f == 4 && cm)) {
+			struct pb vb = { at, m.p };
+			uint64_t key, v;
+			if (pb_varint(&vb, &key) == 0 && (key & 7) == 0 && pb_varint(&vb, &v) == 0)
+				json_object_object_add(o, "immutable", json_object_new_boolean(v != 0));
+		}
+	}
+	add_map(md, "labels", json_object_get(labels));
+	add_map(md, "annotations", json_object_get(ann));
+	json_object_object_add(o, "metadata", json_object_get(md));
+	add_map(o, "data", json_object_get(d));
+	add_map(o, secret ? "stringData" : "binaryData", json_object_get(d2));
+	goto out;
+bad:
+	json_object_put(o);
+	o = NULL;
+out:
+	json_object_put(md);
+	json_object_put(labels);
+	json_object_put(ann);
+	json_object_put(d);
+	json_object_put(d2);
+	free(kind);
+	free(apiv);
+	return o;
+}

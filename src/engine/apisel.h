@@ -46,4 +46,16 @@ int apisel_pb_kind_name(const void *data, size_t len, char **kind, char **name);
 struct json_object;
 struct json_object *apisel_merge_patch(struct json_object *target, struct json_object *patch);
 
+/* RFC 6902 JSON patch: target (consumed) patched by ops (borrowed: an array of add, remove, replace and test
+ * operations; move and copy are refused); the result (a new reference), or NULL with *err (caller frees) when an
+ * operation fails (a test that does not hold, a path that does not exist). What kubectl patch --type=json and
+ * virtctl's credentials send. */
+struct json_object *apisel_json_patch(struct json_object *target, struct json_object *ops, char **err);
+
+/* A Secret or a ConfigMap in Kubernetes' protobuf ("k8s\0" envelope, as kubectl's typed clients send
+ * `kubectl create secret` and `kubectl create configmap`) as its JSON object: apiVersion, kind, metadata (name,
+ * generateName, namespace, labels, annotations), data (base64 for a Secret's, as JSON has it), stringData or
+ * binaryData, type, immutable. NULL when malformed or of another kind. */
+struct json_object *apisel_pb_object(const void *data, size_t len);
+
 #endif

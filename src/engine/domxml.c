@@ -1,6 +1,7 @@
 /* Domain XML for an engine VM, and the files an execution needs. See domxml.h and kvcon(1) for the local
  * meaning of each KubeVirt volume and interface kind. */
 #include "engine/domxml.h"
+#include "engine/esecret.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -499,8 +500,8 @@ static int disk_xml(struct xw *x, struct domxml_plan *p, const struct manifest *
 	case MF_VOL_CLOUDINIT: {
 		src = xasprintf("%s/cloudinit-%s.iso", env->run_dir, v->name);
 		struct domxml_file *f = add_file(p, DF_SEED, xstrdup(src));
-		f->user_data = xstrdup(v->user_data);
-		f->network_data = xstrdup0(v->network_data);
+		f->user_data = xstrdup(v->run_user_data ? v->run_user_data : v->user_data);
+		f->network_data = xstrdup0(v->run_network_data ? v->run_network_data : v->network_data);
 		f->config_drive = v->config_drive;
 		if (v->config_drive) {
 			/* openstack/latest/meta_data.json, as KubeVirt writes it */
@@ -516,6 +517,27 @@ static int disk_xml(struct xw *x, struct domxml_plan *p, const struct manifest *
 		} else
 			f->meta_data = xasprintf("instance-id: %s.%s\nlocal-hostname: %s\n", m->name, m->ns,
 						 m->hostname ? m->hostname : m->name);
+		break;
+	}
+	case MF_VOL_SECRET:
+	case MF_VOL_CONFIGMAP: {
+		/* KubeVirt's config disks: an ISO of one file per key, read-only */
+		src = xasprintf("%s/%s-%s.iso", env->run_dir, v->type == MF_VOL_SECRET ? "secret" : "configmap", v->name);
+		struct domxml_file *f = add_file(p, DF_FILES, xstrdup(src));
+		f->volid = xstrdup(v->label ? v->label : "cfgdata");
+		size_t n = v->files ? v->files->n : 0;
+		f->names = xcalloc(n + 1, sizeof *f->names);
+		f->datas = xcalloc(n + 1, sizeof *f->datas);
+		f->lens = xcalloc(n + 1, sizeof *f->lens);
+		for (size_t k = 0; k < n; k++) {
+			f->names[k] = xstrdup(v->files->kv[k].key);
+			f->datas[k] = xmalloc(v->files->kv[k].len + 1);
+			memcpy(f->datas[k], v->files->kv[k].val, v->files->kv[k].len + 1);
+			f->lens[k] = v->files->kv[k].len;
+		}
+		f->nitems = (int)n;
+		fmt = "raw";
+		ro = true;
 		break;
 	}
 	}
@@ -827,6 +849,15 @@ void domxml_plan_free(struct domxml_plan *p)
 		free(f->network_data);
 		free(f->what);
 		free(f->root);
+		for (int k = 0; k < f->nitems; k++) {
+			free(f->names[k]);
+			memset(f->datas[k], 0, f->lens[k]);
+			free(f->datas[k]);
+		}
+		free(f->names);
+		free(f->datas);
+		free(f->lens);
+		free(f->volid);
 	}
 	free(p->files);
 	free(p->xml);
@@ -1045,6 +1076,49 @@ out:
 	return rc;
 }
 
+/* A Secret's or ConfigMap's disk: DIR.d/KEY for each key, then an ISO of the directory; the files go. */
+static int files_iso(const struct domxml_file *f, char **err)
+{
+	char *dir = xasprintf("%s.d", f->path);
+	char *rm[] = { "rm", "-rf", "--", dir, NULL }, *e0 = NULL;
+	util_run_quiet(rm, NULL, &e0); /* a leftover of an interrupted start */
+	free(e0);
+	int rc = -1;
+	if (util_mkdir_p(dir, 0700) < 0) {
+		*err = xasprintf("%s: %s", dir, strerror(errno));
+		goto out;
+	}
+	for (int i = 0; i < f->nitems; i++) {
+		if (strchr(f->names[i], '/') || strcmp(f->names[i], ".") == 0 || strncmp(f->names[i], "..", 2) == 0) {
+			*err = xasprintf("%s: refused: not a file name", f->names[i]);
+			goto out;
+		}
+		char *fp = util_path_join(dir, f->names[i]);
+		int w = util_write_file_atomic(fp, f->datas[i], f->lens[i], 0600);
+		free(fp);
+		if (w < 0) {
+			*err = xasprintf("%s/%s: %s", dir, f->names[i], strerror(errno));
+			goto out;
+		}
+	}
+	char *gen[] = { "genisoimage", "-quiet", "-output", f->path, "-volid", f->volid, "-joliet", "-rock", dir, NULL };
+	char *xo[] = { "xorriso", "-as", "genisoimage", "-quiet", "-output", f->path, "-volid", f->volid, "-joliet",
+		       "-rock", dir, NULL };
+	char *e1 = NULL, *e2 = NULL;
+	if (util_run_quiet(gen, NULL, &e1) == 0 || util_run_quiet(xo, NULL, &e2) == 0)
+		rc = 0;
+	else
+		*err = xasprintf("config disk: %s; %s (install genisoimage or xorriso)", e1, e2);
+	free(e1);
+	free(e2);
+out:
+	e0 = NULL;
+	util_run_quiet(rm, NULL, &e0);
+	free(e0);
+	free(dir);
+	return rc;
+}
+
 int domxml_prepare(const struct domxml_plan *p, char **err)
 {
 	if (p->run_dir && util_mkdir_p(p->run_dir, 0700) < 0) {
@@ -1060,7 +1134,7 @@ int domxml_prepare(const struct domxml_plan *p, char **err)
 	for (int i = 0; i < p->nfiles; i++) {
 		const struct domxml_file *f = &p->files[i];
 		const char *name = NULL;
-		if (f->kind == DF_EMPTY || f->kind == DF_OVERLAY || f->kind == DF_SEED) {
+		if (f->kind == DF_EMPTY || f->kind == DF_OVERLAY || f->kind == DF_SEED || f->kind == DF_FILES) {
 			name = dfd >= 0 ? run_name(p, f->path) : NULL;
 			if (name == NULL) {
 				*err = xasprintf("%s: refused: not a file of the execution's directory", f->path);
@@ -1102,6 +1176,10 @@ int domxml_prepare(const struct domxml_plan *p, char **err)
 		}
 		case DF_SEED:
 			if (run_slot(dfd, f->path, name, err) < 0 || seed_iso(f, err) < 0)
+				goto out;
+			break;
+		case DF_FILES:
+			if (run_slot(dfd, f->path, name, err) < 0 || files_iso(f, err) < 0)
 				goto out;
 			break;
 		}

@@ -41,7 +41,7 @@ struct domxml_env {
 #define DOMXML_POD_IP "10.0.2.15"
 #define DOMXML_POD_GATEWAY "10.0.2.2"
 
-enum domxml_file_kind { DF_EMPTY, DF_HOSTDISK, DF_SEED, DF_OVERLAY, DF_NEEDED };
+enum domxml_file_kind { DF_EMPTY, DF_HOSTDISK, DF_SEED, DF_OVERLAY, DF_NEEDED, DF_FILES };
 
 struct domxml_file {
 	enum domxml_file_kind kind;
@@ -53,6 +53,12 @@ struct domxml_file {
 	bool config_drive;       /* DF_SEED: an OpenStack config drive (config-2), else a NoCloud seed (cidata) */
 	char *what;              /* DF_NEEDED: must exist at start ("persistentVolumeClaim disk-a") */
 	char *root;              /* DF_HOSTDISK, DF_NEEDED: the directory the file must still resolve in */
+	/* DF_FILES: a Secret's or ConfigMap's volume, an ISO labelled volid holding a file per key (keys are
+	 * Kubernetes' config keys: [-._a-zA-Z0-9], never "." or "..") */
+	char **names, **datas;
+	size_t *lens;
+	int nitems;
+	char *volid;
 };
 
 struct domxml_plan {

@@ -738,7 +738,7 @@ static struct json_object *engine_storage_json(struct source *src, const char *n
 	char *vols = esettings_dir("KVCON_ENGINE_VOLUMES", "volumes");
 	const char *run = v->cur && exec_active(v->cur) ? v->cur->run_dir : NULL;
 	static const char *const types[] = { "hostDisk", "persistentVolumeClaim", "emptyDisk", "containerDisk",
-					     "cloudInitNoCloud" };
+					     "cloudInitNoCloud", "secret", "configMap" };
 	for (int i = 0; i < v->m->nvols; i++) {
 		const struct mf_volume *mv = &v->m->vols[i];
 		struct json_object *o = json_object_new_object();
@@ -773,6 +773,13 @@ static struct json_object *engine_storage_json(struct source *src, const char *n
 		case MF_VOL_CLOUDINIT:
 			path = run ? xasprintf("%s/cloudinit-%s.iso", run, mv->name) : NULL;
 			break;
+		case MF_VOL_SECRET:
+		case MF_VOL_CONFIGMAP: {
+			bool cm = mv->type == MF_VOL_CONFIGMAP;
+			json_object_object_add(o, cm ? "configMap" : "secret", json_object_new_string(mv->object));
+			path = run ? xasprintf("%s/%s-%s.iso", run, cm ? "configmap" : "secret", mv->name) : NULL;
+			break;
+		}
 		}
 		if (path) {
 			vol_file(o, path);
@@ -864,6 +871,29 @@ int engine_agent_query(struct source *src, const char *ns, const char *name, int
 	return what >= 0 && what < GA_COUNT && what != GA_STATUS ? agent_send(v, what, cb, arg, err) : -1;
 }
 
+int eagent_send_raw(struct evm *v, char *const *cmds, int n, engine_agent_cb cb, void *arg)
+{
+	struct buf b;
+	buf_init(&b);
+	for (int i = 0; i < n; i++)
+		buf_add(&b, cmds[i], strlen(cmds[i]) + 1);
+	struct host_req *r = xcalloc(1, sizeof *r);
+	r->type = RQ_AGENT;
+	r->dom = evm_dom_name(v);
+	r->len = b.len;
+	r->data = buf_steal(&b);
+	int id = host_request(v->eh->h, r);
+	struct preq *p = ehost_track(v->eh, id, PK_AGENT, NULL);
+	if (p == NULL)
+		return -1;
+	p->agent_cb = cb;
+	p->arg = arg;
+	p->agent_what = -1;
+	p->agent_vm = xstrdup(v->key);
+	snprintf(p->agent_uid, sizeof p->agent_uid, "%s", v->cur->uid);
+	return 0;
+}
+
 void eagent_status_refresh(struct evm *v)
 {
 	if (v == NULL || !exec_active(v->cur) || !v->cur->agent)
@@ -937,9 +967,15 @@ void eagent_reply(struct preq *p, const char *data, size_t len, const char *err)
 	for (size_t off = 0; data && off < len && n < 16; off += strlen(data + off) + 1, n++)
 		answers[n] = data[off] ? data + off : NULL;
 	char *berr = NULL;
-	json_object *j = err ? NULL : gagent_build((enum gagent_what)p->agent_what, answers, n, &berr);
+	json_object *j = NULL;
+	if (p->agent_what < 0) { /* eagent_send_raw: the answers as they are, null where one failed */
+		j = json_object_new_array();
+		for (int i = 0; i < n; i++)
+			json_object_array_add(j, answers[i] ? json_object_new_string(answers[i]) : NULL);
+	} else if (err == NULL)
+		j = gagent_build((enum gagent_what)p->agent_what, answers, n, &berr);
 	if (p->agent_cb)
-		p->agent_cb(p->arg, j, j ? NULL : err ? err : berr);
+		p->agent_cb(p->arg, j, p->agent_what < 0 ? err : j ? NULL : err ? err : berr);
 	else if (j)
 		agent_status(p, j);
 	json_object_put(j);

@@ -107,6 +107,18 @@ int64_t engine_wall_ms(void);
 /* engine.c: the guest agent. eagent_status_refresh asks for what the VMI's status shows (guestOSInfo); eagent_reply
  * takes HM_AGENT_REPLY's answers (or a failure) to the asker or into the status, and frees p. */
 void eagent_status_refresh(struct evm *v);
+/* Sends guest agent commands (JSON texts) to v's execution; cb gets a JSON array of their answers (the whole
+ * {"return": ...} texts, null for one that failed) and the error of the first. 0, or -1 when the host is closed. */
+int eagent_send_raw(struct evm *v, char *const *cmds, int n, engine_agent_cb cb, void *arg);
+/* ecreds.c: Secrets at start (cloud-init's secretRef and networkDataSecretRef, Secret and ConfigMap volumes,
+ * accessCredentials with noCloud) and accessCredentials through the guest agent. ecreds_missing: what a start
+ * waits for (kubelet's FailedMount message, caller frees), or NULL; ecreds_resolve fills v->m's volumes for one
+ * build (0, or -1 with *err), ecreds_release clears them after it; ecreds_sync propagates the credentials of a
+ * running execution whose agent is connected when their Secrets changed. */
+char *ecreds_missing(const struct evm *v);
+int ecreds_resolve(struct evm *v, char **err);
+void ecreds_release(struct evm *v);
+void ecreds_sync(struct evm *v);
 void eagent_reply(struct preq *p, const char *data, size_t len, const char *err);
 
 /* epublish.c */

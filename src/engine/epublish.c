@@ -327,6 +327,9 @@ void evm_publish(struct evm *v)
 		 NULL, x->started ? x->started : x->created);
 	add_cond(&vi->conds, &vi->nconds, "AgentConnected", x->agent, x->agent ? "" : "AgentNotConnected",
 		 x->agent ? NULL : "no guest agent on org.qemu.guest_agent.0", now);
+	if (x->creds) /* accessCredentials through the agent (ecreds.c), in virt-handler's words */
+		add_cond(&vi->conds, &vi->nconds, "AccessCredentialsSynchronized", x->creds > 0,
+			 x->creds > 0 ? "AccessCredentialsSyncSuccess" : "AccessCredentialsSyncFailed", x->creds_msg, now);
 	if (x->paused)
 		add_cond(&vi->conds, &vi->nconds, "Paused", true, "PausedByUser", "paused by the user", now);
 	vi->software_emulation = x->tcg;

@@ -373,7 +373,9 @@ void evm_start_build(struct evm *v)
 		.launcher_uid = x->launcher, .generation = v->generation,
 	};
 	int *hports = NULL;
-	struct domxml_plan *plan = pod_net(v, &env, &hports, &err) < 0 ? NULL : domxml_build(v->m, &env, &err);
+	struct domxml_plan *plan = pod_net(v, &env, &hports, &err) < 0 || ecreds_resolve(v, &err) < 0
+					   ? NULL : domxml_build(v->m, &env, &err);
+	ecreds_release(v); /* what Secrets gave this build is in the plan only */
 	free(hports);
 	free(imgs);
 	free(vols);
@@ -551,10 +553,16 @@ void ereconcile(struct evm *v)
 		return;
 	}
 	const char *vw = want && !is ? evol_waiting(v) : NULL;
+	char *missing = want && !is && vw == NULL ? ecreds_missing(v) : NULL;
+	if (missing) /* a Secret or ConfigMap it names does not exist (yet): the start waits for it, as its pod would */
+		vw = intern("Starting");
 	if (vw != v->vol_wait) {
 		v->vol_wait = vw; /* a claim still provisioned: the start waits (engine_volumes_changed) */
+		if (missing)
+			evm_add_event(v, "Warning", "FailedMount", false, "%s", missing);
 		evm_publish(v);
 	}
+	free(missing);
 	if (vw)
 		return;
 	if (want && !is) {
@@ -1193,6 +1201,7 @@ void ereconcile_on_msg(void *arg, struct host_msg *m)
 			}
 			evm_publish(v);
 			eagent_status_refresh(v); /* the guest's OS name into the status */
+			ecreds_sync(v);           /* accessCredentials through the agent */
 		}
 		break;
 	}
@@ -1243,8 +1252,10 @@ void ereconcile_resync_fire(void *arg)
 		/* what the guest agent says of the guest (its addresses change after it connected) */
 		int n = 0;
 		struct evm **vms = ehost_vms(engine_g.hosts[i], &n);
-		for (int k = 0; k < n; k++)
+		for (int k = 0; k < n; k++) {
 			eagent_status_refresh(vms[k]);
+			ecreds_sync(vms[k]); /* a failed propagation is tried again */
+		}
 		free(vms);
 	}
 }

@@ -36,6 +36,12 @@ struct exec {
 	bool paused, agent, stop_by_us, tcg;
 	char *guest_os, *agent_version; /* runtime: the guest agent's guest-get-osinfo (pretty name) and version */
 	char *agent_ifs;                /* runtime: the guest agent's "IFNAME ADDRESS" lines */
+	/* runtime: accessCredentials through the guest agent (ecreds.c): what was last propagated ("k USER KEY" and
+	 * "p USER HASH" lines), the AccessCredentialsSynchronized condition (0 none yet, 1 True, -1 False with
+	 * creds_msg), a propagation under way */
+	char *creds_done, *creds_msg;
+	int creds;
+	bool creds_busy;
 	struct emig *mig;        /* migrationState (migrate.h), NULL when never migrated */
 };
 

@@ -1,6 +1,7 @@
 /* VirtualMachine manifest validation: a walk over the document tree where every map lists the keys it knows.
  * A known key is either read or refused with a reason; an unknown key is refused as unsupported. */
 #include "engine/manifest.h"
+#include "engine/esecret.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -531,8 +532,7 @@ static bool parse_volume(struct vctx *v, yaml_node_t *n, const char *path, struc
 		{ "containerDisk", NULL }, { "cloudInitNoCloud", NULL }, { "cloudInitConfigDrive", NULL },
 		{ "dataVolume", NULL },
 		{ "ephemeral", "ephemeral PVC overlays are not supported by the engine" },
-		{ "configMap", "configMaps need a cluster" },
-		{ "secret", "secrets need a cluster" },
+		{ "configMap", NULL }, { "secret", NULL },
 		{ "serviceAccount", "service accounts need a cluster" },
 		{ "downwardAPI", "the downward API needs a cluster" },
 		{ "downwardMetrics", "downward metrics are not supported by the engine" },
@@ -645,12 +645,37 @@ static bool parse_volume(struct vctx *v, yaml_node_t *n, const char *path, struc
 		free(p);
 		p = NULL;
 	}
+	for (int cm = 0; cm < 2; cm++) {
+		/* a disk holding one file per key, as KubeVirt attaches them (an ISO labelled cfgdata) */
+		static const struct key_rule r[] = { { "secretName", NULL }, { "name", NULL }, { "optional", NULL },
+			{ "volumeLabel", NULL }, { "items", "items are not supported by the engine: every key is a file" },
+			{ "defaultMode", NULL }, { NULL, NULL } };
+		const char *key = cm ? "configMap" : "secret", *nk = cm ? "name" : "secretName";
+		if ((k = get(v, n, key)) == NULL)
+			continue;
+		kinds++;
+		vol->type = cm ? MF_VOL_CONFIGMAP : MF_VOL_SECRET;
+		p = sub(path, key);
+		if (!want_map(v, k, p) || !check_keys(v, k, p, r) || !get_str(v, k, nk, p, &vol->object) ||
+		    !get_bool(v, k, "optional", p, &vol->optional) || !get_str(v, k, "volumeLabel", p, &vol->label))
+			goto out;
+		if (get(v, k, cm ? "secretName" : "name")) {
+			char *pk = sub(p, cm ? "secretName" : "name");
+			fail(v, pk, "unknown field");
+			free(pk);
+		} else if (vol->object == NULL)
+			fail(v, p, "%s is required", nk);
+		else if (check_subdomain(v, p, nk, vol->object) && vol->label)
+			check_charset(v, p, "volumeLabel", vol->label, "-_", 32,
+				      "a volume label must consist of letters, digits, '-' or '_'");
+		free(p);
+		p = NULL;
+	}
 	const char *ci = get(v, n, "cloudInitNoCloud") ? "cloudInitNoCloud" : "cloudInitConfigDrive";
 	if ((k = get(v, n, ci))) {
 		static const struct key_rule r[] = { { "userData", NULL }, { "userDataBase64", NULL },
 			{ "networkData", NULL }, { "networkDataBase64", NULL },
-			{ "secretRef", "secrets need a cluster; put userData inline" },
-			{ "networkDataSecretRef", "secrets need a cluster; put networkData inline" }, { NULL, NULL } };
+			{ "secretRef", NULL }, { "networkDataSecretRef", NULL }, { NULL, NULL } };
 		kinds++;
 		vol->type = MF_VOL_CLOUDINIT;
 		vol->config_drive = strcmp(ci, "cloudInitConfigDrive") == 0;
@@ -666,6 +691,21 @@ static bool parse_volume(struct vctx *v, yaml_node_t *n, const char *path, struc
 			free(nb);
 			goto out;
 		}
+		const char *refs[] = { "secretRef", "networkDataSecretRef" };
+		for (int ri = 0; ri < 2 && v->err == NULL; ri++) {
+			yaml_node_t *ref = get(v, k, refs[ri]);
+			static const struct key_rule rr[] = { { "name", NULL }, { NULL, NULL } };
+			char *rp = sub(p, refs[ri]), **out = ri ? &vol->network_secret : &vol->user_secret;
+			if (ref && want_map(v, ref, rp) && check_keys(v, ref, rp, rr) && get_str(v, ref, "name", rp, out)) {
+				if (*out == NULL)
+					fail(v, rp, "name is required");
+				else
+					check_subdomain(v, rp, "name", *out);
+			}
+			free(rp);
+		}
+		if (v->err == NULL && ((vol->user_secret && (vol->user_data || ub)) || (vol->network_secret && (vol->network_data || nb))))
+			fail(v, p, "a secretRef and inline data of the same kind are exclusive");
 		if (ub) {
 			free(vol->user_data);
 			vol->user_data = NULL;
@@ -678,8 +718,8 @@ static bool parse_volume(struct vctx *v, yaml_node_t *n, const char *path, struc
 			if (!b64_decode(nb, &vol->network_data))
 				fail(v, p, "networkDataBase64 is not valid base64");
 		}
-		if (v->err == NULL && vol->user_data == NULL)
-			fail(v, p, "userData or userDataBase64 is required");
+		if (v->err == NULL && vol->user_data == NULL && vol->user_secret == NULL)
+			fail(v, p, "userData, userDataBase64 or secretRef is required");
 		free(ub);
 		free(nb);
 		free(p);
@@ -1160,6 +1200,92 @@ static void parse_placement(struct vctx *v, yaml_node_t *s, const char *path, st
 	json_object_put(pod);
 }
 
+/* One accessCredentials entry, as KubeVirt validates it: exactly one of sshPublicKey and userPassword, a Secret,
+ * exactly one propagation method (userPassword: qemuGuestAgent only), qemuGuestAgent's users for a key. */
+static bool parse_cred(struct vctx *v, yaml_node_t *n, const char *path, struct mf_cred *c)
+{
+	static const struct key_rule rules[] = { { "sshPublicKey", NULL }, { "userPassword", NULL }, { NULL, NULL } };
+	static const struct key_rule body[] = { { "source", NULL }, { "propagationMethod", NULL }, { NULL, NULL } };
+	static const struct key_rule src[] = { { "secret", NULL }, { NULL, NULL } };
+	static const struct key_rule sec[] = { { "secretName", NULL }, { NULL, NULL } };
+	static const struct key_rule pm[] = { { "qemuGuestAgent", NULL }, { "noCloud", NULL }, { "configDrive", NULL },
+					      { NULL, NULL } };
+	static const struct key_rule qga[] = { { "users", NULL }, { NULL, NULL } };
+	if (!want_map(v, n, path) || !check_keys(v, n, path, rules))
+		return false;
+	yaml_node_t *spk = get(v, n, "sshPublicKey"), *upw = get(v, n, "userPassword");
+	if ((spk != NULL) == (upw != NULL))
+		return fail(v, path, "exactly one of sshPublicKey and userPassword is required");
+	c->password = upw != NULL;
+	char *p = sub(path, c->password ? "userPassword" : "sshPublicKey"), *ps = sub(p, "source"),
+	     *pss = sub(ps, "secret"), *pp = sub(p, "propagationMethod"), *pq = sub(pp, "qemuGuestAgent");
+	yaml_node_t *b = c->password ? upw : spk, *s, *ss, *m, *q, *users;
+	if (!want_map(v, b, p) || !check_keys(v, b, p, body))
+		goto out;
+	if ((s = get(v, b, "source")) == NULL || (ss = (want_map(v, s, ps) && check_keys(v, s, ps, src)) ? get(v, s, "secret") : NULL) == NULL) {
+		if (v->err == NULL)
+			fail(v, ps, "a secret source is required");
+		goto out;
+	}
+	if (!want_map(v, ss, pss) || !check_keys(v, ss, pss, sec) || !get_str(v, ss, "secretName", pss, &c->secret))
+		goto out;
+	if (c->secret == NULL) {
+		fail(v, pss, "secretName is required");
+		goto out;
+	}
+	if (!check_subdomain(v, pss, "secretName", c->secret))
+		goto out;
+	if ((m = get(v, b, "propagationMethod")) == NULL) {
+		fail(v, pp, "required");
+		goto out;
+	}
+	if (!want_map(v, m, pp) || !check_keys(v, m, pp, pm))
+		goto out;
+	int methods = (get(v, m, "qemuGuestAgent") != NULL) + (get(v, m, "noCloud") != NULL) + (get(v, m, "configDrive") != NULL);
+	q = get(v, m, "qemuGuestAgent");
+	c->agent = q != NULL;
+	c->drive = get(v, m, "configDrive") != NULL;
+	if (methods != 1) {
+		fail(v, pp, "exactly one propagation method is required");
+		goto out;
+	}
+	if (c->password && !c->agent) {
+		fail(v, pp, "a userPassword is propagated by qemuGuestAgent only");
+		goto out;
+	}
+	if (q == NULL || !want_map(v, q, pq) || !check_keys(v, q, pq, qga))
+		goto out;
+	users = get(v, q, "users");
+	if (users && users->type != YAML_SEQUENCE_NODE) {
+		char *pu = sub(pq, "users");
+		fail(v, pu, "expected a list");
+		free(pu);
+		goto out;
+	}
+	c->users = xcalloc(users ? ydoc_len(users) + 1 : 1, sizeof *c->users);
+	for (size_t i = 0; users && i < ydoc_len(users) && v->err == NULL; i++) {
+		char *pu = xasprintf("%s.users[%zu]", pq, i);
+		yaml_node_t *u = ydoc_at(v->doc, users, i);
+		const char *name = scalar(v, u, pu);
+		/* a guest user name: what useradd takes (no '/', no control characters, no leading '-') */
+		if (name && (*name == '\0' || *name == '-' || strlen(name) > 32 ||
+			     strspn(name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-$") != strlen(name)))
+			invalid(v, pu, name, "must be a user name of letters, digits, '.', '_', '-' or '$'");
+		else if (name)
+			c->users[c->nusers++] = xstrdup(name);
+		free(pu);
+	}
+	if (v->err == NULL && !c->password && c->nusers == 0)
+		fail(v, pq, "users is required");
+out:
+	free(pq);
+	free(pp);
+	free(pss);
+	free(ps);
+	free(p);
+	return v->err == NULL;
+}
+
 static bool parse_template_spec(struct vctx *v, yaml_node_t *s, const char *path, struct manifest *m)
 {
 	static const struct key_rule rules[] = {
@@ -1172,7 +1298,7 @@ static bool parse_template_spec(struct vctx *v, yaml_node_t *s, const char *path
 		{ "priorityClassName", "the engine has no scheduler" },
 		{ "livenessProbe", "probes are not supported by the engine" },
 		{ "readinessProbe", "probes are not supported by the engine" },
-		{ "accessCredentials", "access credentials need a cluster" },
+		{ "accessCredentials", NULL },
 		{ "dnsPolicy", "DNS policy is a pod setting; user-mode networking provides DNS" },
 		{ "dnsConfig", "DNS config is a pod setting; user-mode networking provides DNS" },
 		{ NULL, NULL },
@@ -1224,7 +1350,20 @@ static bool parse_template_spec(struct vctx *v, yaml_node_t *s, const char *path
 	free(arch);
 	free(start);
 	free(subd);
-	yaml_node_t *vols = get(v, s, "volumes"), *nets = get(v, s, "networks");
+	yaml_node_t *vols = get(v, s, "volumes"), *nets = get(v, s, "networks"), *acs = get(v, s, "accessCredentials");
+	if (v->err == NULL && acs && !ydoc_is_null(acs)) {
+		p = sub(path, "accessCredentials");
+		if (acs->type != YAML_SEQUENCE_NODE)
+			fail(v, p, "expected a list");
+		m->creds = xcalloc(ydoc_len(acs) + 1, sizeof *m->creds);
+		for (size_t i = 0; acs->type == YAML_SEQUENCE_NODE && i < ydoc_len(acs) && v->err == NULL; i++) {
+			char *pi = idx(p, i);
+			m->ncreds++;
+			parse_cred(v, ydoc_at(v->doc, acs, i), pi, &m->creds[i]);
+			free(pi);
+		}
+		free(p);
+	}
 	if (v->err == NULL && vols && !ydoc_is_null(vols)) {
 		p = sub(path, "volumes");
 		if (vols->type != YAML_SEQUENCE_NODE)
@@ -1505,8 +1644,22 @@ void manifest_free(struct manifest *m)
 		free(v->pull_policy);
 		free(v->user_data);
 		free(v->network_data);
+		free(v->user_secret);
+		free(v->network_secret);
+		free(v->object);
+		free(v->label);
+		free(v->run_user_data);
+		free(v->run_network_data);
+		esecret_free(v->files);
 	}
 	free(m->vols);
+	for (int i = 0; i < m->ncreds; i++) {
+		free(m->creds[i].secret);
+		for (int j = 0; j < m->creds[i].nusers; j++)
+			free(m->creds[i].users[j]);
+		free(m->creds[i].users);
+	}
+	free(m->creds);
 	for (int i = 0; i < m->nifaces; i++) {
 		free(m->ifaces[i].name);
 		free(m->ifaces[i].model);

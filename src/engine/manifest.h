@@ -20,7 +20,9 @@
 #include <stdint.h>
 
 enum mf_bus { MF_BUS_VIRTIO, MF_BUS_SATA, MF_BUS_SCSI, MF_BUS_USB };
-enum mf_vol { MF_VOL_HOSTDISK, MF_VOL_PVC, MF_VOL_EMPTY, MF_VOL_CONTAINER, MF_VOL_CLOUDINIT };
+enum mf_vol { MF_VOL_HOSTDISK, MF_VOL_PVC, MF_VOL_EMPTY, MF_VOL_CONTAINER, MF_VOL_CLOUDINIT, MF_VOL_SECRET, MF_VOL_CONFIGMAP };
+
+struct esecret;
 
 struct mf_disk {
 	char *name;
@@ -45,6 +47,25 @@ struct mf_volume {
 	char *pull_policy; /* containerDisk imagePullPolicy as written (NULL: Kubernetes' default) */
 	char *user_data, *network_data; /* cloudInitNoCloud or cloudInitConfigDrive, decoded */
 	bool config_drive;               /* cloudInitConfigDrive (an OpenStack config-2 drive), else NoCloud */
+	/* cloud-init's secretRef and networkDataSecretRef: Secrets of the VM's namespace read at each start
+	 * (engine/esecret.h: keys userdata/userData, networkdata/networkData); NULL when inline */
+	char *user_secret, *network_secret;
+	char *object;      /* MF_VOL_SECRET: secret.secretName; MF_VOL_CONFIGMAP: configMap.name */
+	bool optional;     /* secret/configMap optional: a missing object is an empty disk */
+	struct esecret *files; /* secret/configMap: the object's data, set for one build (ecreds_resolve) */
+	char *run_user_data, *run_network_data; /* cloud-init for one build, from Secrets and accessCredentials */
+	char *label;       /* secret/configMap volumeLabel (NULL: cfgdata) */
+};
+
+/* spec.template.spec.accessCredentials[]: an sshPublicKey (qemuGuestAgent: into users' authorized_keys;
+ * noCloud/configDrive: into cloud-init's user data at start) or a userPassword (qemuGuestAgent) from a Secret. */
+struct mf_cred {
+	bool password;  /* userPassword, else sshPublicKey */
+	char *secret;   /* source.secret.secretName */
+	bool agent;     /* propagationMethod qemuGuestAgent; else noCloud or configDrive (sshPublicKey only) */
+	bool drive;     /* propagationMethod configDrive */
+	char **users;   /* qemuGuestAgent.users (sshPublicKey) */
+	int nusers;
 };
 
 /* interfaces[].ports: a guest port the host forwards (masquerade on the pod network only) */
@@ -86,6 +107,7 @@ struct manifest {
 	char *hostname;
 	char *eviction;               /* spec.evictionStrategy: None, LiveMigrate, LiveMigrateIfPossible, External */
 	char *placement;              /* {nodeSelector, affinity, tolerations} as JSON text, or NULL (engine/placement.h) */
+	struct mf_cred *creds; int ncreds; /* accessCredentials */
 };
 
 /* Parses and validates. NULL with *err ("field.path: reason", caller frees) on any problem. */

@@ -54,6 +54,8 @@ void exec_free(struct exec *x)
 	free(x->guest_os);
 	free(x->agent_version);
 	free(x->agent_ifs);
+	free(x->creds_done);
+	free(x->creds_msg);
 	emig_free(x->mig);
 	free(x);
 }

@@ -44,6 +44,11 @@ static const struct kind_def kinds[KIND_COUNT] = {
 	/* the engine's default class (its local volumes) */
 	[KIND_SC] = { KIND_SC, "storageclasses", "storageclass", "StorageClass", "storage.k8s.io", "v1",
 		      "/apis/storage.k8s.io/v1", NAMES("sc"), NULL, false, -1, NULL, true, NULL, "storage class" },
+	/* what VMs take cloud-init data, volumes and accessCredentials from (the engine: apiserver/secrets.c) */
+	[KIND_SECRET] = { KIND_SECRET, "secrets", "secret", "Secret", "", "v1", "/api/v1", NAMES(NULL), NULL, true, -1,
+			  NULL, true, NULL, "Secret" },
+	[KIND_CM] = { KIND_CM, "configmaps", "configmap", "ConfigMap", "", "v1", "/api/v1", NAMES("cm"), NULL, true, -1,
+		      NULL, true, NULL, "ConfigMap" },
 };
 
 const struct kind_def *registry_kind(enum kind_id id)

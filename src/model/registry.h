@@ -31,6 +31,8 @@ enum kind_id {
 	KIND_KV,
 	KIND_VMIRS,
 	KIND_SC,
+	KIND_SECRET,
+	KIND_CM,
 	KIND_COUNT
 };
 

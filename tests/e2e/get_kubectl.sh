@@ -116,6 +116,13 @@ check vm -n no-such-namespace
 check pvc -A "$NOTDEF"
 check pv
 check dv -A "$NOTDEF" -o wide
+K apply --validate=false -n ns-01 -f - >/dev/null <<'YAML' || fail "kubectl apply of a Secret and a ConfigMap"
+{"apiVersion": "v1", "kind": "List", "items": [
+ {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "kv-s1"}, "stringData": {"a": "b", "c": "d"}},
+ {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "kv-c1"}, "data": {"a": "b"}}]}
+YAML
+check secret,cm -n ns-01
+check secrets,configmaps -n ns-01 -o name
 check persistentvolumeclaims,datavolumes.cdi.kubevirt.io -n ns-01 -o name
 check vm -n ns-01 no-such-vm
 # 3. jsonpath, byte for byte

@@ -6,7 +6,11 @@
 #    kubectl's raw GET of the subresource, all answered from qemu-guest-agent through libvirt;
 #  - `kvcon ssh -c` runs a command (ProxyCommand through `kvcon port-forward --stdio`), `kvcon scp` both ways;
 #  - `kvcon port-forward` to the undeclared guest port 8000 (busybox httpd), and udp/7000 (a UDP echo);
-#  - the dashboard's ssh key (a): ssh has the terminal (ctrl-c is the guest shell's), the dashboard comes back.
+#  - the dashboard's ssh key (a): ssh has the terminal (ctrl-c is the guest shell's), the dashboard comes back;
+#  - Secrets: the VM's accessCredentials (sshPublicKey, qemuGuestAgent) name a Secret the real kubectl creates
+#    over the engine's HTTPS; the start waits for it (FailedMount); `kvcon credentials add-ssh-key` puts a second
+#    key into the guest (guest-ssh-add-authorized-keys) and `remove-ssh-key` takes it out, `kvcon ssh` with that
+#    key failing before, working between, failing after; AccessCredentialsSynchronized; kubectl and kvcon get secret.
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/engine-lib.bash"
@@ -38,13 +42,52 @@ cat >>"$ENGINE_T/sshvm.yaml" <<YAML
       networks:
       - name: default
         pod: {}
+      accessCredentials:
+      - sshPublicKey:
+          source:
+            secret:
+              secretName: sshvm-keys
+          propagationMethod:
+            qemuGuestAgent:
+              users: [root]
+      - sshPublicKey:
+          source:
+            secret:
+              secretName: sshvm-keys
+          propagationMethod:
+            noCloud: {}
+      volumes:
+      - name: cidata
+        cloudInitNoCloud:
+          secretRef:
+            name: sshvm-ud
+      - name: cfg
+        configMap:
+          name: sshvm-cm
 YAML
 t0=$(date +%s)
 kv engine apply -f "$ENGINE_T/sshvm.yaml" >/dev/null || fail "apply"
-kv engine start sshvm >/dev/null || fail "start"
+kv engine start sshvm --no-wait >/dev/null || fail "start"
+KCFG=$XDG_STATE_HOME/kvcon/engine-kubeconfig
+[[ -f $KCFG ]] || fail "no kubeconfig from the engine service ($KCFG)"
+k() { kubectl --kubeconfig "$KCFG" --request-timeout=30s "$@"; }
+step "the start waits for the Secret its accessCredentials name; the real kubectl creates it"
+mounts() { k get events -o json 2>/dev/null | jq -r '[.items[] | select(.reason == "FailedMount" and .involvedObject.name == "sshvm")][0].message // ""'; }
+wait_eq 20 'MountVolume.SetUp failed for volume "cidata" : secret "sshvm-ud" not found' mounts ||
+    fail "no FailedMount event for the missing Secret: $(mounts)"
+[[ $(vmi_json sshvm) == "{}" ]] || fail "a VMI started without its Secret"
+k create secret generic sshvm-keys --from-file=key1="$ENGINE_T/id.pub" >"$ENGINE_T/k.out" 2>&1 || { cat "$ENGINE_T/k.out"; fail "kubectl create secret"; }
+grep -qx 'secret/sshvm-keys created' "$ENGINE_T/k.out" || fail "kubectl create secret: $(cat "$ENGINE_T/k.out")"
+k create secret generic sshvm-ud --from-literal=userdata=$'#cloud-config\n# KVCON-UD-FROM-SECRET' >/dev/null ||
+    fail "kubectl create secret sshvm-ud"
+k create configmap sshvm-cm --from-literal=a=KVCON-CM-VALUE >/dev/null || fail "kubectl create configmap"
 kv engine console sshvm --expect 'KVCON-SSH-READY agent=yes' --expect KVCON-GUEST-READY --timeout 120s \
     >"$ENGINE_T/console.log" || { cat "$ENGINE_T/console.log"; fail "no KVCON-SSH-READY agent=yes on the console"; }
 echo "   booted in $(($(date +%s) - t0)) s"
+# the guest prints its cloud-init seed: the user data from the Secret, the noCloud key appended
+tr -d '\r' <"$ENGINE_T/console.log" | sed -n '/KVCON-CLOUDINIT-BEGIN/,/KVCON-CLOUDINIT-END/p' >"$ENGINE_T/seed.txt"
+grep -qx '# KVCON-UD-FROM-SECRET' "$ENGINE_T/seed.txt" && grep -qx 'ssh_authorized_keys:' "$ENGINE_T/seed.txt" &&
+    grep -qxF "  - \"$(cat "$ENGINE_T/id.pub")\"" "$ENGINE_T/seed.txt" || { cat -A "$ENGINE_T/seed.txt"; cat "$ENGINE_T/id.pub"; fail "the seed's user data"; }
 
 step "the guest agent connects: AgentConnected, the VMI's guestOSInfo from guest-get-osinfo"
 agent() { vmi_json sshvm | jq -r '[.status.conditions[]? | select(.type == "AgentConnected")][0].status // ""'; }
@@ -64,8 +107,6 @@ out=$(kv userlist default/sshvm) || fail "userlist"
 jq -e '.items | type == "array"' <<<"$out" >/dev/null || fail "userlist: $out"
 out=$(kv fslist default/sshvm) || fail "fslist"
 jq -e '.items | type == "array"' <<<"$out" >/dev/null || fail "fslist: $out"
-KCFG=$XDG_STATE_HOME/kvcon/engine-kubeconfig
-[[ -f $KCFG ]] || fail "no kubeconfig from the engine service ($KCFG)"
 out=$(kubectl --kubeconfig "$KCFG" --request-timeout=30s get --raw \
     /apis/subresources.kubevirt.io/v1/namespaces/default/virtualmachineinstances/sshvm/guestosinfo) || fail "kubectl get --raw"
 [[ $(jq -r .os.name <<<"$out") == "kvcon lab guest" ]] || fail "kubectl's guestosinfo: $out"
@@ -89,6 +130,54 @@ sum=$(kv ssh "${sshopts[@]}" -c 'md5sum /tmp/up.bin' root@vmi/sshvm.default 2>/d
 [[ $sum == $(md5sum <"$ENGINE_T/up.bin" | awk '{print $1}') ]] || fail "scp up: the guest's copy differs ($sum)"
 kv scp "${sshopts[@]}" root@vmi/sshvm.default:/etc/os-release "$ENGINE_T/os-release" 2>"$ENGINE_T/scp.err" || { cat "$ENGINE_T/scp.err"; fail "scp down"; }
 grep -qx 'ID=kvcon-lab' "$ENGINE_T/os-release" || fail "scp down: $(cat "$ENGINE_T/os-release")"
+# the ConfigMap's volume: an ISO with a file per key
+got=$(kv ssh "${sshopts[@]}" -c 'for d in /dev/vd?; do mount -t iso9660 -o ro $d /mnt 2>/dev/null || continue; cat /mnt/a 2>/dev/null; umount /mnt; done' root@vm/sshvm.default 2>/dev/null)
+[[ $got == KVCON-CM-VALUE ]] || fail "the ConfigMap's disk: '$got'"
+
+step "accessCredentials: kvcon credentials add-ssh-key / remove-ssh-key through the guest agent; get secret"
+creds() { vmi_json sshvm | jq -r '[.status.conditions[]? | select(.type == "AccessCredentialsSynchronized")][0] | "\(.status) \(.reason)"'; }
+wait_eq 20 "True AccessCredentialsSyncSuccess" creds || fail "AccessCredentialsSynchronized: $(creds)"
+ssh-keygen -q -t ed25519 -N '' -C kvcon-second -f "$ENGINE_T/id2" || fail "ssh-keygen"
+ssh2=(-i "$ENGINE_T/id2" --known-hosts "$ENGINE_T/known_hosts" -t "-oBatchMode=yes")
+with2() { kv ssh "${ssh2[@]}" -c 'echo KVCON-KEY2' root@vm/sshvm.default 2>/dev/null || true; }
+[[ $(with2) == "" ]] || fail "the second key let ssh in before it was added"
+kv credentials add-ssh-key --user root --file "$ENGINE_T/id2.pub" --force default/sshvm >"$ENGINE_T/cred.out" 2>&1 ||
+    { cat "$ENGINE_T/cred.out"; fail "credentials add-ssh-key"; }
+grep -q 'Successfully added the key to secret "sshvm-keys"' "$ENGINE_T/cred.out" || fail "add-ssh-key said: $(cat "$ENGINE_T/cred.out")"
+wait_eq 20 KVCON-KEY2 with2 || fail "ssh with the added key"
+kv credentials remove-ssh-key --user root --file "$ENGINE_T/id2.pub" --force default/sshvm >"$ENGINE_T/cred.out" 2>&1 ||
+    { cat "$ENGINE_T/cred.out"; fail "credentials remove-ssh-key"; }
+wait_eq 20 "" with2 || fail "ssh with the removed key still works"
+[[ $(kv ssh "${sshopts[@]}" -c 'echo KVCON-KEY1' root@vm/sshvm.default 2>/dev/null) == KVCON-KEY1 ]] || fail "the Secret's first key stopped working"
+out=$(k get secret,cm --no-headers 2>&1) || fail "kubectl get secret,cm: $out"
+grep -Eq '^secret/sshvm-keys +Opaque +1 +[0-9]+[sm]$' <<<"$out" || fail "kubectl get secret,cm: $out"
+grep -Eq '^configmap/sshvm-cm +1 +[0-9]+[sm]$' <<<"$out" || fail "kubectl get secret,cm: $out"
+k describe secret sshvm-keys >"$ENGINE_T/desc.out" 2>&1 || fail "kubectl describe secret: $(cat "$ENGINE_T/desc.out")"
+grep -Eq '^key1: +[0-9]+ bytes$' "$ENGINE_T/desc.out" || fail "kubectl describe secret: $(cat "$ENGINE_T/desc.out")"
+grep -q "$(cut -d' ' -f2 "$ENGINE_T/id.pub")" "$ENGINE_T/desc.out" && fail "describe printed a key"
+out=$(kv get secret -n default 2>&1) || fail "kvcon get secret: $out"
+grep -Eq '^NAME +TYPE +DATA +AGE$' <<<"$out" && grep -Eq '^sshvm-keys +Opaque +1 ' <<<"$out" || fail "kvcon get secret: $out"
+grep -q "$(cut -d' ' -f2 "$ENGINE_T/id2.pub")" "$XDG_STATE_HOME"/kvcon/*.log 2>/dev/null && fail "a key reached the log"
+[[ $(stat -c %a "$XDG_STATE_HOME/kvcon/engine-data/secrets/default_sshvm-keys.json") == 600 ]] || fail "the Secret's file is not 0600"
+# userPassword (a JSON patch of the VM, as kubectl patch --type=json sends it): qemu-ga's guest-set-user-password
+# runs passwd (qemu-ga 7.2), which the lab guest's busybox does not have: the condition turns False with the agent's error
+k patch vm sshvm --type=json -p '[{"op":"add","path":"/spec/template/spec/accessCredentials/-","value":{"userPassword":{"source":{"secret":{"secretName":"sshvm-pw"}},"propagationMethod":{"qemuGuestAgent":{}}}}}]' >/dev/null ||
+    fail "kubectl patch --type=json"
+kv credentials set-password --user root --password not-this-one default/sshvm >"$ENGINE_T/cred.out" 2>&1 && fail "set-password without its Secret"
+k create secret generic sshvm-pw --from-literal=root=kvcon-pw >/dev/null || fail "kubectl create secret sshvm-pw"
+credmsg() { vmi_json sshvm | jq -r '[.status.conditions[]? | select(.type == "AccessCredentialsSynchronized")][0] | "\(.status) \(.reason) \(.message)"'; }
+credfail() { credmsg | grep -c "^False AccessCredentialsSyncFailed .*guest-set-user-password.*cannot find 'passwd' program" || true; }
+wait_eq 20 1 credfail ||
+    fail "userPassword: $(credmsg)"
+# a user without a Secret: a new one owned by the VM (generateName), its entry appended by a JSON patch
+kv credentials add-ssh-key --user guest --file "$ENGINE_T/id2.pub" --force default/sshvm >"$ENGINE_T/cred.out" 2>&1 ||
+    { cat "$ENGINE_T/cred.out"; fail "credentials add-ssh-key to a new Secret"; }
+owned=$(sed -nE 's/^Successfully added the key to new secret "(sshvm-ssh-key-[a-z0-9]{5})"$/\1/p' "$ENGINE_T/cred.out")
+[[ -n $owned ]] || fail "add-ssh-key said: $(cat "$ENGINE_T/cred.out")"
+[[ $(k get secret "$owned" -o jsonpath='{.metadata.ownerReferences[0].uid}') == $(vm_json sshvm | jq -r .metadata.uid) ]] ||
+    fail "the new Secret's owner"
+[[ $(k get vm sshvm -o jsonpath='{.spec.template.spec.accessCredentials[3].sshPublicKey.propagationMethod.qemuGuestAgent.users[0]}') == guest ]] ||
+    fail "accessCredentials after add-ssh-key: $(k get vm sshvm -o jsonpath='{.spec.template.spec.accessCredentials}')"
 
 step "port-forward to the undeclared guest port 8000 (busybox httpd)"
 "$KV" -c "$URI" port-forward vmi/sshvm.default 0:8000 >"$ENGINE_T/pf.out" 2>"$ENGINE_T/pf.err" & pfpid=$!
@@ -166,4 +255,8 @@ ui_wait KVCON-DASHBOARD-EXITED
 $TM kill-server 2>/dev/null || true
 echo "   all in $(($(date +%s) - t0)) s from the start"
 kv engine stop sshvm --grace-period 0 >/dev/null || fail "stop"
+# the garbage collector: the Secret the VM owns goes with it, the others stay
+kv engine delete sshvm >/dev/null || fail "delete"
+secrets() { k get secret -o name 2>/dev/null | sort | tr '\n' ' '; }
+wait_eq 20 "secret/sshvm-keys secret/sshvm-pw secret/sshvm-ud " secrets || fail "secrets after the VM's deletion: $(secrets)"
 echo PASS

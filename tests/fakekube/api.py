@@ -25,7 +25,7 @@ GROUPS = {
 }
 KUBEVIRT_PLURALS = ("virtualmachines", "virtualmachineinstances", "virtualmachineinstancemigrations",
                     "virtualmachineinstancereplicasets")
-CORE_PLURALS = ("pods", "secrets", "events", "namespaces", "nodes", "persistentvolumeclaims", "persistentvolumes")
+CORE_PLURALS = ("pods", "secrets", "configmaps", "events", "namespaces", "nodes", "persistentvolumeclaims", "persistentvolumes")
 CDI_PLURALS = ("datavolumes",)
 SUBRESOURCES = {
     "virtualmachines": ["start", "stop", "restart", "migrate", "portforward"],

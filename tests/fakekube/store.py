@@ -105,6 +105,7 @@ RESOURCES = {r.plural: r for r in [
     Resource("persistentvolumeclaims", "", "v1", "PersistentVolumeClaim", True, ["pvc"]),
     Resource("persistentvolumes", "", "v1", "PersistentVolume", False, ["pv"]),
     Resource("secrets", "", "v1", "Secret", True),
+    Resource("configmaps", "", "v1", "ConfigMap", True, ["cm"]),
     Resource("datavolumes", "cdi.kubevirt.io", "v1beta1", "DataVolume", True, ["dv", "dvs"], categories=["all"]),
 ]}
 

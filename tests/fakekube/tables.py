@@ -245,6 +245,11 @@ def secret_cells(o):
             age(o["metadata"].get("creationTimestamp"))]
 
 
+def cm_cells(o):
+    return [o["metadata"]["name"], len(o.get("data") or {}) + len(o.get("binaryData") or {}),
+            age(o["metadata"].get("creationTimestamp"))]
+
+
 def col(name, typ="string", priority=0, desc="", fmt=""):
     return {"name": name, "type": typ, "format": fmt, "description": desc, "priority": priority}
 
@@ -287,6 +292,7 @@ COLUMNS = {
                           pv_cells),
     "secrets": ([col("Name", fmt="name", desc=NAME_DESC), col("Type"), col("Data", "integer"), col("Age")],
                 secret_cells),
+    "configmaps": ([col("Name", fmt="name", desc=NAME_DESC), col("Data", "integer"), col("Age")], cm_cells),
     "datavolumes": ([col("Name", fmt="name", desc=NAME_DESC), col("Phase"), col("Progress"),
                      col("Restarts", "integer"), col("Age", "date")], dv_cells),
 }

@@ -289,8 +289,42 @@ static void test_storage(void)
 	T_CHECK(!dvimport_checksum_ok("sha:"));
 }
 
+/* Secrets and ConfigMaps: core v1, their Tables as kubectl prints them (the data's number of keys, never values) */
+static void test_secrets(void)
+{
+	T_EQ_INT(apis_res_find(NULL, "v1", "secrets"), R_SECRET);
+	T_EQ_INT(apis_res_find(NULL, "v1", "configmaps"), R_CM);
+	T_CHECK(RES[R_SECRET].namespaced && RES[R_CM].namespaced && strstr(RES[R_SECRET].verbs, "patch") != NULL);
+	T_CHECK(RES[R_SECRET].short1 == NULL);
+	T_EQ_STR(RES[R_CM].short1, "cm");
+	json_object *sec = json_tokener_parse("{\"metadata\":{\"name\":\"keys\"},\"type\":\"kubernetes.io/ssh-auth\","
+					      "\"data\":{\"ssh-privatekey\":\"c2VjcmV0\",\"x\":\"eQ==\"}}");
+	json_object *row = apis_table_row(R_SECRET, sec, "None"), *cells = apis_jget(row, "cells");
+	T_EQ_INT(json_object_array_length(cells), 4);
+	T_EQ_STR(json_object_get_string(json_object_array_get_idx(cells, 0)), "keys");
+	T_EQ_STR(json_object_get_string(json_object_array_get_idx(cells, 1)), "kubernetes.io/ssh-auth");
+	T_EQ_INT(json_object_get_int(json_object_array_get_idx(cells, 2)), 2);
+	T_EQ_STR(json_object_get_string(json_object_array_get_idx(cells, 3)), "<unknown>"); /* no creationTimestamp */
+	T_CHECK(strstr(json_object_to_json_string(row), "c2VjcmV0") == NULL);                 /* no value in the row */
+	json_object_put(row);
+	json_object_put(sec);
+	json_object *cm = json_tokener_parse("{\"metadata\":{\"name\":\"conf\",\"creationTimestamp\":\"2026-01-01T00:00:00Z\"},"
+					     "\"data\":{\"a\":\"b\"},\"binaryData\":{\"c\":\"AA==\"}}");
+	row = apis_table_row(R_CM, cm, "None");
+	cells = apis_jget(row, "cells");
+	T_EQ_INT(json_object_array_length(cells), 3);
+	T_EQ_INT(json_object_get_int(json_object_array_get_idx(cells, 1)), 2);
+	T_CHECK(strcmp(json_object_get_string(json_object_array_get_idx(cells, 2)), "<unknown>") != 0);
+	json_object_put(row);
+	json_object_put(cm);
+	json_object *cols = apis_table_new(R_SECRET, 1, NULL, true);
+	T_CHECK(strstr(json_object_to_json_string(cols), "\"Type\"") != NULL);
+	json_object_put(cols);
+}
+
 int main(void)
 {
+	test_secrets();
 	test_resources();
 	test_names();
 	test_publish();

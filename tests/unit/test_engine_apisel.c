@@ -167,6 +167,111 @@ static void test_merge_patch(void)
 	T_CHECK(got == NULL);
 }
 
+/* RFC 6902: what virtctl's credentials send (append to an array, the test-then-add of a missing member), the
+ * RFC's own examples of each operation, and the failures that must leave nothing half-done. */
+static void test_json_patch(void)
+{
+	static const char *const ok[][3] = {
+		{ "{\"a\":{\"l\":[1]}}", "[{\"op\":\"add\",\"path\":\"/a/l/-\",\"value\":2}]", "{\"a\":{\"l\":[1,2]}}" },
+		{ "{\"a\":{}}",
+		  "[{\"op\":\"test\",\"path\":\"/a/l\",\"value\":null},{\"op\":\"add\",\"path\":\"/a/l\",\"value\":[]},"
+		  "{\"op\":\"add\",\"path\":\"/a/l/-\",\"value\":{\"k\":1}}]",
+		  "{\"a\":{\"l\":[{\"k\":1}]}}" },
+		{ "{\"foo\":[\"bar\",\"baz\"]}", "[{\"op\":\"add\",\"path\":\"/foo/1\",\"value\":\"qux\"}]",
+		  "{\"foo\":[\"bar\",\"qux\",\"baz\"]}" },
+		{ "{\"baz\":\"qux\",\"foo\":\"bar\"}", "[{\"op\":\"remove\",\"path\":\"/baz\"}]", "{\"foo\":\"bar\"}" },
+		{ "{\"foo\":[\"bar\",\"qux\",\"baz\"]}", "[{\"op\":\"remove\",\"path\":\"/foo/1\"}]",
+		  "{\"foo\":[\"bar\",\"baz\"]}" },
+		{ "{\"baz\":\"qux\"}", "[{\"op\":\"replace\",\"path\":\"/baz\",\"value\":\"boo\"}]", "{\"baz\":\"boo\"}" },
+		{ "{\"a/b\":1,\"m~n\":2}", "[{\"op\":\"replace\",\"path\":\"/a~1b\",\"value\":3},{\"op\":\"remove\",\"path\":\"/m~0n\"}]",
+		  "{\"a/b\":3}" },
+		{ "{\"data\":{\"k\":\"dg==\"}}", "[{\"op\":\"add\",\"path\":\"/data/ssh-key-x\",\"value\":\"YQ==\"}]",
+		  "{\"data\":{\"k\":\"dg==\",\"ssh-key-x\":\"YQ==\"}}" },
+	};
+	for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
+		json_object *ops = json_tokener_parse(ok[i][1]), *want = json_tokener_parse(ok[i][2]);
+		char *err = NULL;
+		json_object *got = apisel_json_patch(json_tokener_parse(ok[i][0]), ops, &err);
+		if (!json_object_equal(got, want))
+			fprintf(stderr, "json patch %zu: got %s (%s)\n", i, json_object_to_json_string(got), err ? err : "");
+		T_CHECK(got && json_object_equal(got, want));
+		json_object_put(got);
+		json_object_put(ops);
+		json_object_put(want);
+		free(err);
+	}
+	static const char *const bad[][2] = {
+		{ "{\"a\":[]}", "[{\"op\":\"test\",\"path\":\"/a\",\"value\":null}]" }, /* the test fails */
+		{ "{}", "[{\"op\":\"remove\",\"path\":\"/nope\"}]" },
+		{ "{}", "[{\"op\":\"add\",\"path\":\"/x/y\",\"value\":1}]" },		    /* no parent */
+		{ "{\"l\":[1]}", "[{\"op\":\"add\",\"path\":\"/l/5\",\"value\":1}]" },	    /* past the end */
+		{ "{\"l\":[1]}", "[{\"op\":\"replace\",\"path\":\"/l/01\",\"value\":1}]" },   /* leading zero */
+		{ "{}", "[{\"op\":\"move\",\"from\":\"/a\",\"path\":\"/b\"}]" },	     /* not supported */
+		{ "{}", "[{\"op\":\"add\",\"path\":\"a\",\"value\":1}]" },		     /* not a pointer */
+		{ "{}", "[{\"op\":\"add\",\"path\":\"/a~2\",\"value\":1}]" },		     /* a bad escape */
+		{ "{}", "{\"op\":\"add\"}" },						     /* not an array */
+		{ "{}", "[{\"op\":\"add\",\"path\":\"/a\"}]" },				     /* no value */
+	};
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		json_object *ops = json_tokener_parse(bad[i][1]);
+		char *err = NULL;
+		json_object *got = apisel_json_patch(json_tokener_parse(bad[i][0]), ops, &err);
+		if (got)
+			fprintf(stderr, "json patch bad %zu: got %s\n", i, json_object_to_json_string(got));
+		T_CHECK(got == NULL && err != NULL);
+		json_object_put(got);
+		json_object_put(ops);
+		free(err);
+	}
+}
+
+/* A protobuf Secret as kubectl's typed client sends `kubectl create secret generic s1 --from-literal=user=x
+ * -n ns1` (field by field), and a ConfigMap; other kinds and cut messages are refused. */
+static void test_pb_object(void)
+{
+	static const unsigned char sec[] = {
+		'k', '8', 's', 0,
+		0x0a, 0x0c, 0x0a, 0x02, 'v', '1', 0x12, 0x06, 'S', 'e', 'c', 'r', 'e', 't',   /* typeMeta */
+		0x12, 0x24,                                                                 /* raw: 36 bytes */
+		0x0a, 0x09, 0x0a, 0x02, 's', '1', 0x1a, 0x03, 'n', 's', '1',                 /* metadata */
+		0x12, 0x0b, 0x0a, 0x04, 'u', 's', 'e', 'r', 0x12, 0x03, 'x', 0x00, 'y',      /* data: user = "x\0y" */
+		0x1a, 0x06, 'O', 'p', 'a', 'q', 'u', 'e',                                    /* type */
+		0x28, 0x01,                                                                  /* immutable */
+		0x22, 0x00,                                                                  /* stringData: an empty entry */
+	};
+	json_object *o = apisel_pb_object(sec, sizeof sec);
+	T_CHECK(o != NULL);
+	json_object *want = json_tokener_parse("{\"apiVersion\":\"v1\",\"kind\":\"Secret\",\"metadata\":{\"name\":\"s1\","
+					       "\"namespace\":\"ns1\"},\"data\":{\"user\":\"eAB5\"},\"type\":\"Opaque\","
+					       "\"immutable\":true,\"stringData\":{\"\":\"\"}}");
+	(void)want;
+	json_object *d = NULL, *t = NULL, *im = NULL;
+	T_CHECK(o && json_object_object_get_ex(o, "data", &d));
+	T_EQ_STR(d ? json_object_get_string(json_object_object_get(d, "user")) : NULL, "eAB5"); /* base64 of x\0y */
+	T_CHECK(o && json_object_object_get_ex(o, "type", &t) && strcmp(json_object_get_string(t), "Opaque") == 0);
+	T_CHECK(o && json_object_object_get_ex(o, "immutable", &im) && json_object_get_boolean(im));
+	T_EQ_STR(o ? json_object_get_string(json_object_object_get(json_object_object_get(o, "metadata"), "name")) : NULL, "s1");
+	T_EQ_STR(o ? json_object_get_string(json_object_object_get(json_object_object_get(o, "metadata"), "namespace")) : NULL,
+		 "ns1");
+	json_object_put(want);
+	json_object_put(o);
+	static const unsigned char cm[] = {
+		'k', '8', 's', 0,
+		0x0a, 0x0f, 0x0a, 0x02, 'v', '1', 0x12, 0x09, 'C', 'o', 'n', 'f', 'i', 'g', 'M', 'a', 'p',
+		0x12, 0x10,
+		0x0a, 0x04, 0x0a, 0x02, 'c', '1',
+		0x12, 0x08, 0x0a, 0x01, 'k', 0x12, 0x03, 'v', 'a', 'l',
+	};
+	o = apisel_pb_object(cm, sizeof cm);
+	T_EQ_STR(o ? json_object_get_string(json_object_object_get(json_object_object_get(o, "data"), "k")) : NULL, "val");
+	json_object_put(o);
+	T_CHECK(apisel_pb_object(cm, sizeof cm - 3) == NULL); /* cut inside the data */
+	static const unsigned char ns[] = { 'k', '8', 's', 0, 0x0a, 0x0f, 0x0a, 0x02, 'v', '1', 0x12, 0x09, 'N', 'a', 'm', 'e',
+					    's', 'p', 'a', 'c', 'e', 0x12, 0x00 };
+	T_CHECK(apisel_pb_object(ns, sizeof ns) == NULL); /* another kind */
+	T_CHECK(apisel_pb_object("k8s", 3) == NULL);
+}
+
 int main(void)
 {
 	test_labels();
@@ -175,5 +280,7 @@ int main(void)
 	test_rv();
 	test_pb();
 	test_merge_patch();
+	test_json_patch();
+	test_pb_object();
 	return T_DONE();
 }

@@ -3,6 +3,7 @@
  * escaping, and the per-execution files the plan lists. */
 #include <libxml/parser.h>
 #include <libxml/tree.h>
+#include <json-c/json.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +13,7 @@
 #include "core/util.h"
 #include "core/xmalloc.h"
 #include "engine/domxml.h"
+#include "engine/esecret.h"
 #include "engine/manifest.h"
 #include "t.h"
 
@@ -582,6 +584,38 @@ int main(void)
 	free(util_read_file(c, &n));
 	T_CHECK(n > 0);
 	T_CHECK(access(e, R_OK) == 0);
+	{
+		/* a Secret's volume: a read-only ISO of one file per key, its data as ecreds_resolve sets them */
+		const char *sv = "apiVersion: kubevirt.io/v1\nkind: VirtualMachine\nmetadata: {name: s}\nspec:\n"
+				 "  template:\n    spec:\n      domain: {memory: {guest: 64Mi}}\n      volumes:\n"
+				 "      - {name: sec, secret: {secretName: app}}\n";
+		struct manifest *sm = manifest_parse(sv, strlen(sv), &err);
+		T_CHECK(sm != NULL);
+		json_object *so = json_tokener_parse("{\"data\":{\"token\":\"S1ZDT04tU0VDUkVULVZBTFVF\"}}");
+		if (sm)
+			sm->vols[0].files = esecret_data(so, false);
+		json_object_put(so);
+		struct domxml_plan *sp = sm ? domxml_build(sm, &env, &err) : NULL;
+		T_CHECK(sp != NULL);
+		char *iso = xasprintf("%s/secret-sec.iso", run);
+		if (sp) {
+			char *src = xasprintf("<source file=\"%s\"/>", iso);
+			T_CHECK(has(sp->xml, src));
+			T_CHECK(has(sp->xml, "<readonly/>"));
+			free(src);
+			T_EQ_INT(domxml_prepare(sp, &err), 0);
+			size_t in = 0;
+			char *bytes = util_read_file(iso, &in);
+			T_CHECK(in > 0 && memmem(bytes, in, "KVCON-SECRET-VALUE", 18) != NULL && memmem(bytes, in, "token", 5) != NULL);
+			free(bytes);
+			char *dd = xasprintf("%s.d", iso);
+			T_CHECK(access(dd, F_OK) != 0); /* the files are gone once the image is made */
+			free(dd);
+		}
+		free(iso);
+		domxml_plan_free(sp);
+		manifest_free(sm);
+	}
 	test_pod_net(&env, run);
 	test_writer(&env);
 	test_confinement(dir);

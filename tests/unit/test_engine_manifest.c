@@ -508,8 +508,87 @@ static void test_duplicate_keys(void)
 	free(err);
 }
 
+/* Secrets in a VM: cloud-init's secretRef and networkDataSecretRef, Secret and ConfigMap volumes,
+ * accessCredentials with KubeVirt's rules, each refusal at its path. */
+static void test_secrets(void)
+{
+	const char *ok = "      accessCredentials:\n"
+			 "      - sshPublicKey:\n"
+			 "          source: {secret: {secretName: keys}}\n"
+			 "          propagationMethod: {qemuGuestAgent: {users: [root, fedora]}}\n"
+			 "      - userPassword:\n"
+			 "          source: {secret: {secretName: pw}}\n"
+			 "          propagationMethod: {qemuGuestAgent: {}}\n"
+			 "      - sshPublicKey:\n"
+			 "          source: {secret: {secretName: ci-keys}}\n"
+			 "          propagationMethod: {noCloud: {}}\n"
+			 "      volumes:\n"
+			 "      - name: ci\n"
+			 "        cloudInitNoCloud: {secretRef: {name: ud}, networkDataSecretRef: {name: nd}}\n"
+			 "      - name: s\n"
+			 "        secret: {secretName: app-secret, volumeLabel: APP}\n"
+			 "      - name: c\n"
+			 "        configMap: {name: app-cm, optional: true}\n";
+	char *text = xasprintf(BASE "%s", ok), *err = NULL;
+	struct manifest *m = manifest_parse(text, strlen(text), &err);
+	T_CHECK(m != NULL);
+	if (err)
+		fprintf(stderr, "secrets: %s\n", err);
+	if (m) {
+		T_EQ_INT(m->ncreds, 3);
+		T_CHECK(!m->creds[0].password && m->creds[0].agent && m->creds[0].nusers == 2);
+		T_EQ_STR(m->creds[0].users[1], "fedora");
+		T_CHECK(m->creds[1].password && m->creds[1].agent && m->creds[1].nusers == 0);
+		T_CHECK(!m->creds[2].agent && !m->creds[2].drive);
+		T_EQ_STR(m->vols[0].user_secret, "ud");
+		T_EQ_STR(m->vols[0].network_secret, "nd");
+		T_CHECK(m->vols[0].user_data == NULL);
+		T_CHECK(m->vols[1].type == MF_VOL_SECRET && !m->vols[1].optional);
+		T_EQ_STR(m->vols[1].object, "app-secret");
+		T_EQ_STR(m->vols[1].label, "APP");
+		T_CHECK(m->vols[2].type == MF_VOL_CONFIGMAP && m->vols[2].optional);
+		T_EQ_STR(m->vols[2].object, "app-cm");
+	}
+	manifest_free(m);
+	free(text);
+	free(err);
+	const char *p = "spec.template.spec.accessCredentials[0]";
+	expect_reject("      accessCredentials:\n      - {}\n", p);
+	expect_reject("      accessCredentials:\n      - sshPublicKey: {source: {secret: {secretName: k}}, "
+		      "propagationMethod: {qemuGuestAgent: {}}}\n",
+		      "spec.template.spec.accessCredentials[0].sshPublicKey.propagationMethod.qemuGuestAgent: users is required");
+	expect_reject("      accessCredentials:\n      - userPassword: {source: {secret: {secretName: k}}, "
+		      "propagationMethod: {noCloud: {}}}\n",
+		      "spec.template.spec.accessCredentials[0].userPassword.propagationMethod");
+	expect_reject("      accessCredentials:\n      - sshPublicKey: {source: {secret: {secretName: k}}, "
+		      "propagationMethod: {noCloud: {}, configDrive: {}}}\n",
+		      "spec.template.spec.accessCredentials[0].sshPublicKey.propagationMethod");
+	expect_reject("      accessCredentials:\n      - sshPublicKey: {source: {secret: {secretName: Bad_Name}}, "
+		      "propagationMethod: {noCloud: {}}}\n",
+		      "spec.template.spec.accessCredentials[0].sshPublicKey.source.secret.secretName");
+	expect_reject("      accessCredentials:\n      - sshPublicKey: {source: {secret: {secretName: k}}, "
+		      "propagationMethod: {qemuGuestAgent: {users: [\"../x\"]}}}\n",
+		      "spec.template.spec.accessCredentials[0].sshPublicKey.propagationMethod.qemuGuestAgent.users[0]");
+	expect_reject("      accessCredentials:\n      - sshPublicKey: {source: {secret: {}}, propagationMethod: {noCloud: {}}}\n",
+		      "spec.template.spec.accessCredentials[0].sshPublicKey.source.secret: secretName is required");
+	expect_reject("      volumes:\n      - name: c\n        cloudInitNoCloud: {userData: x, secretRef: {name: s}}\n",
+		      "spec.template.spec.volumes[0].cloudInitNoCloud: a secretRef and inline data");
+	expect_reject("      volumes:\n      - name: c\n        cloudInitNoCloud: {networkDataSecretRef: {name: s}}\n",
+		      "spec.template.spec.volumes[0].cloudInitNoCloud: userData, userDataBase64 or secretRef is required");
+	expect_reject("      volumes:\n      - name: c\n        cloudInitNoCloud: {secretRef: {}}\n",
+		      "spec.template.spec.volumes[0].cloudInitNoCloud.secretRef: name is required");
+	expect_reject("      volumes:\n      - name: s\n        secret: {name: x}\n", "spec.template.spec.volumes[0].secret.name");
+	expect_reject("      volumes:\n      - name: s\n        secret: {}\n",
+		      "spec.template.spec.volumes[0].secret: secretName is required");
+	expect_reject("      volumes:\n      - name: s\n        configMap: {name: x, items: [{key: a, path: b}]}\n",
+		      "spec.template.spec.volumes[0].configMap.items");
+	expect_reject("      volumes:\n      - name: s\n        configMap: {name: x, volumeLabel: \"a b\"}\n",
+		      "spec.template.spec.volumes[0].configMap.volumeLabel");
+}
+
 int main(void)
 {
+	test_secrets();
 	test_basics();
 	test_duplicate_keys();
 	test_refusals();
