@@ -1,10 +1,13 @@
 /* libFuzzer harness for the engine service's request parsing (engine/apisel.c): the first byte picks a label
- * selector, a field selector, a continue token, a resourceVersion or a protobuf object (kind and name); the rest is
- * the parameter or body as a client sends it. A parsed selector is also matched against a fixed label set. */
+ * selector, a field selector, a continue token, a resourceVersion, a protobuf object's kind and name, a protobuf
+ * Secret or ConfigMap as JSON, or a JSON patch ([TARGET, OPS]); the rest is the parameter or body as a client
+ * sends it. A parsed selector is also matched against a fixed label set. */
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <json-c/json.h>
 
 #include "core/xmalloc.h"
 #include "engine/apisel.h"
@@ -28,7 +31,26 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	char *s = xstrndup((const char *)data + 1, size - 1);
 	char *err = NULL, *last = NULL;
 	uint64_t rv;
-	switch (data[0] % 5) {
+	switch (data[0] % 7) {
+	case 5: { /* a Secret or ConfigMap in protobuf: an object, or NULL */
+		json_object *o = apisel_pb_object(data + 1, size - 1);
+		if (o && !json_object_is_type(o, json_type_object))
+			abort();
+		json_object_put(o);
+		break;
+	}
+	case 6: { /* [TARGET, OPS]: the patched target, or NULL with a reason */
+		json_object *a = json_tokener_parse(s);
+		if (a && json_object_is_type(a, json_type_array) && json_object_array_length(a) == 2) {
+			json_object *t = json_object_get(json_object_array_get_idx(a, 0));
+			json_object *got = apisel_json_patch(t, json_object_array_get_idx(a, 1), &err);
+			if ((got == NULL) != (err != NULL))
+				abort();
+			json_object_put(got);
+		}
+		json_object_put(a);
+		break;
+	}
 	case 4: {
 		char *kind = NULL, *name = NULL;
 		if (apisel_pb_kind_name(data + 1, size - 1, &kind, &name) == 0 && (!kind || !name))
@@ -39,7 +61,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	case 0:
 	case 1: {
-		struct apisel *sel = apisel_parse(s, data[0] % 5 == 1, &err);
+		struct apisel *sel = apisel_parse(s, data[0] % 7 == 1, &err);
 		if (sel)
 			apisel_match(sel, get, NULL);
 		apisel_free(sel);
