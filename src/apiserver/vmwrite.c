@@ -385,41 +385,50 @@ enum MHD_Result apis_evict_pod(struct apisrv *srv, struct MHD_Connection *c, str
 		p = (const struct pod *)store_find(srv->st, srv->srcs[s], OBJ_POD, ns, name);
 	if (p == NULL || p->vm_name == NULL)
 		return apis_not_found(c, R_POD, name);
+	/* an action or a migration republishes the VM's objects (store_upsert frees the old ones): p, vi and vm
+	 * are not read after one starts */
+	char vmn[256];
+	snprintf(vmn, sizeof vmn, "%s", p->vm_name);
 	struct source *src = p->o.src;
-	const struct vmi *vi = (const struct vmi *)store_find(srv->st, src, OBJ_VMI, ns, p->vm_name);
-	const struct vm *vm = (const struct vm *)store_find(srv->st, src, OBJ_VM, ns, p->vm_name);
+	const struct vmi *vi = (const struct vmi *)store_find(srv->st, src, OBJ_VMI, ns, vmn);
+	const struct vm *vm = (const struct vm *)store_find(srv->st, src, OBJ_VM, ns, vmn);
 	const char *strategy = vi && vi->eviction ? vi->eviction : "None";
 	bool other = false;
 	for (int s = 0; s < srv->nsrcs; s++)
 		other |= srv->srcs[s] != src && engine_ready(srv->srcs[s]);
 	bool ended = util_str_eq(p->phase, "Succeeded") || util_str_eq(p->phase, "Failed");
 	if (ended) { /* a migration's source launcher, completed: deleted (the API server evicts a finished pod) */
-		if (!apis_dry_run(c, rq))
-			engine_delete_launcher(src, ns, p->vm_name, p->o.uid);
+		if (!apis_dry_run(c, rq)) {
+			char uid[sizeof p->o.uid];
+			snprintf(uid, sizeof uid, "%s", p->o.uid);
+			engine_delete_launcher(src, ns, vmn, uid);
+		}
 		return apis_send_json(c, 201, apis_status_success());
 	}
 	bool running = vi && util_str_eq(vi->phase, "Running");
 	bool migrate = running && (util_str_eq(strategy, "LiveMigrate") || (util_str_eq(strategy, "LiveMigrateIfPossible") && other));
 	if (apis_dry_run(c, rq))
-		return migrate ? apis_send_status(c, 429, "TooManyRequests", R_POD, name, "Eviction triggered evacuation of VMI \"%s/%s\"", ns, p->vm_name)
+		return migrate ? apis_send_status(c, 429, "TooManyRequests", R_POD, name, "Eviction triggered evacuation of VMI \"%s/%s\"", ns, vmn)
 			       : apis_send_json(c, 201, apis_status_success());
 	if (migrate && !other) /* refused for good (409, not 429): kubectl drain stops instead of retrying forever */
 		return apis_send_status(c, 409, "Conflict", R_POD, name,
 					"Cannot evict pod as it would violate the VMI's evictionStrategy LiveMigrate: no other engine "
-					"host to migrate VMI \"%s/%s\" to", ns, p->vm_name);
+					"host to migrate VMI \"%s/%s\" to", ns, vmn);
 	if (migrate) {
 		char *err = NULL;
-		if (apis_vmim_evacuate(srv, src, ns, p->vm_name, &err) < 0) {
-			enum MHD_Result rc = apis_send_status(c, 429, "TooManyRequests", R_POD, name,
-							      "Eviction of VMI \"%s/%s\" refused: %s", ns, p->vm_name, err);
-			free(err);
-			return rc;
-		}
-		return apis_send_status(c, 429, "TooManyRequests", R_POD, name, "Eviction triggered evacuation of VMI \"%s/%s\"", ns, p->vm_name);
+		enum MHD_Result rc;
+		if (apis_vmim_evacuate(srv, src, ns, vmn, &err) < 0)
+			rc = apis_send_status(c, 429, "TooManyRequests", R_POD, name,
+					      "Eviction of VMI \"%s/%s\" refused: %s", ns, vmn, err);
+		else
+			rc = apis_send_status(c, 429, "TooManyRequests", R_POD, name,
+					      "Eviction triggered evacuation of VMI \"%s/%s\"", ns, vmn);
+		free(err);
+		return rc;
 	}
 	if (vi == NULL || !util_str_eq(vi->o.uid, p->vmi_uid) || util_str_eq(vi->phase, "Succeeded") || util_str_eq(vi->phase, "Failed"))
 		return apis_send_json(c, 201, apis_status_success()); /* nothing runs: the pod goes with its VMI */
 	bool always = vm && util_str_eq(vm->run_strategy, "Always");
-	return apis_act(srv, c, rq, R_VMI, always ? ACT_RESTART : ACT_STOP, ns, p->vm_name, apis_grace_of(c, rq, "gracePeriodSeconds"),
+	return apis_act(srv, c, rq, R_VMI, always ? ACT_RESTART : ACT_STOP, ns, vmn, apis_grace_of(c, rq, "gracePeriodSeconds"),
 			NULL, 201, false);
 }
