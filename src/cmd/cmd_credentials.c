@@ -90,25 +90,6 @@ static json_object *call_json(struct call *c, const char *what)
 
 /* ---- the objects ---- */
 
-static char *b64(const char *in, size_t n)
-{
-	static const char t[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-	char *out = xmalloc(4 * ((n + 2) / 3) + 1), *o = out;
-	for (size_t i = 0; i < n; i += 3) {
-		unsigned v = (unsigned char)in[i] << 16;
-		if (i + 1 < n)
-			v |= (unsigned char)in[i + 1] << 8;
-		if (i + 2 < n)
-			v |= (unsigned char)in[i + 2];
-		*o++ = t[(v >> 18) & 63];
-		*o++ = t[(v >> 12) & 63];
-		*o++ = i + 1 < n ? t[(v >> 6) & 63] : '=';
-		*o++ = i + 2 < n ? t[v & 63] : '=';
-	}
-	*o = '\0';
-	return out;
-}
-
 /* "ssh-key-" and six of apimachinery's rand.String letters, as virtctl names a data key */
 static char *random_key(const char *prefix)
 {
@@ -230,11 +211,11 @@ static char *secret_path(const char *ns, const char *name)
 	return name ? xasprintf("/api/v1/namespaces/%s/secrets/%s", ns, name) : xasprintf("/api/v1/namespaces/%s/secrets", ns);
 }
 
-/* JSON Patch of the Secret's data: ops "add /data/KEY b64(value)", after "test /data null, add /data {}" when
+/* JSON Patch of the Secret's data: ops "add /data/KEY base64(value)", after "test /data null, add /data {}" when
  * with_data (virtctl's second try, for a Secret without data). */
 static int patch_data(struct cred *c, const char *secret, const char *key, const char *value)
 {
-	char *path = secret_path(c->ns, secret), *v = b64(value, strlen(value));
+	char *path = secret_path(c->ns, secret), *v = util_b64_encode(value, strlen(value));
 	int rc = EXIT_API;
 	for (int with_data = 0; with_data < 2; with_data++) {
 		json_object *ops = json_object_new_array(), *op;
@@ -334,7 +315,7 @@ static int add_new_secret(struct cred *c)
 	json_object_array_add(refs, ref);
 	json_object_object_add(smd, "ownerReferences", refs);
 	json_object_object_add(sec, "metadata", smd);
-	char *kb = b64(c->key, strlen(c->key));
+	char *kb = util_b64_encode(c->key, strlen(c->key));
 	json_object_object_add(data, dk, json_object_new_string(kb));
 	free(kb);
 	json_object_object_add(sec, "data", data);
@@ -508,7 +489,7 @@ static int remove_key(struct cred *c)
 						l += ln + (l[ln] == '\n');
 					}
 					if (b.len) {
-						char *e = b64(b.data, b.len);
+						char *e = util_b64_encode(b.data, b.len);
 						json_object_object_add(nd, k, json_object_new_string(e));
 						free(e);
 					}

@@ -691,6 +691,26 @@ bool util_has_prefix(const char *s, const char *prefix)
 	return strncmp(s, prefix, strlen(prefix)) == 0;
 }
 
+char *util_b64_encode(const void *data, size_t n)
+{
+	static const char t[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+	const unsigned char *in = data;
+	char *out = xmalloc(4 * ((n + 2) / 3) + 1), *o = out;
+	for (size_t i = 0; i < n; i += 3) {
+		unsigned v = (unsigned)in[i] << 16;
+		if (i + 1 < n)
+			v |= (unsigned)in[i + 1] << 8;
+		if (i + 2 < n)
+			v |= in[i + 2];
+		*o++ = t[(v >> 18) & 63];
+		*o++ = t[(v >> 12) & 63];
+		*o++ = i + 1 < n ? t[(v >> 6) & 63] : '=';
+		*o++ = i + 2 < n ? t[v & 63] : '=';
+	}
+	*o = '\0';
+	return out;
+}
+
 bool util_pid_running(pid_t pid)
 {
 	char path[48], st[512];

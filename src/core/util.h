@@ -85,6 +85,8 @@ size_t util_escape_display_n(const char *s, size_t slen, char *out, size_t len);
 /* A UUID (version 4) in canonical text form, 37 bytes with the NUL. */
 void util_uuid_v4(char out[37]);
 
+/* data[0..n) as base64 (RFC 4648, with padding), NUL-terminated. Caller frees. */
+char *util_b64_encode(const void *data, size_t n);
 /* Whether process pid runs: false once it exited, even while it is a zombie its parent has not reaped yet
  * (kill(pid, 0) still answers for one; init, the parent of a detached process, may reap a second later). */
 bool util_pid_running(pid_t pid);

@@ -10,6 +10,7 @@
 #include <json-c/json.h>
 
 #include "core/buf.h"
+#include "core/util.h"
 #include "core/xmalloc.h"
 
 #define MAX_REQS 64
@@ -594,25 +595,6 @@ static json_object *pb_jstr(const struct pb *s)
 	return json_object_new_string_len(s->p ? (const char *)s->p : "", s->p ? (int)(s->end - s->p) : 0);
 }
 
-static char *b64_of(const uint8_t *p, size_t n)
-{
-	static const char t[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-	char *out = xmalloc(4 * ((n + 2) / 3) + 1), *o = out;
-	for (size_t i = 0; i < n; i += 3) {
-		unsigned v = (unsigned)p[i] << 16;
-		if (i + 1 < n)
-			v |= (unsigned)p[i + 1] << 8;
-		if (i + 2 < n)
-			v |= p[i + 2];
-		*o++ = t[(v >> 18) & 63];
-		*o++ = t[(v >> 12) & 63];
-		*o++ = i + 1 < n ? t[(v >> 6) & 63] : '=';
-		*o++ = i + 2 < n ? t[v & 63] : '=';
-	}
-	*o = '\0';
-	return out;
-}
-
 /* A map<string, string|bytes> entry (key 1, value 2) into o; bytes values as base64 (JSON's form). */
 static int pb_map_entry(struct pb e, json_object *o, bool bytes)
 {
@@ -631,7 +613,7 @@ static int pb_map_entry(struct pb e, json_object *o, bool bytes)
 	if (key == NULL)
 		return -1;
 	if (bytes) {
-		char *b = b64_of(v.p ? v.p : (const uint8_t *)"", v.p ? (size_t)(v.end - v.p) : 0);
+		char *b = util_b64_encode(v.p ? v.p : (const uint8_t *)"", v.p ? (size_t)(v.end - v.p) : 0);
 		json_object_object_add(o, key, json_object_new_string(b));
 		free(b);
 	} else

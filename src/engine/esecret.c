@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "core/buf.h"
+#include "core/util.h"
 #include "core/xmalloc.h"
 
 static esecret_lookup_fn lookup;
@@ -54,25 +55,6 @@ static char *b64_dec(const char *in, size_t *outlen)
 	}
 	*outlen = b.len;
 	return buf_steal(&b);
-}
-
-static char *b64_enc(const char *in, size_t n)
-{
-	static const char t[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-	char *out = xmalloc(4 * ((n + 2) / 3) + 1), *o = out;
-	for (size_t i = 0; i < n; i += 3) {
-		unsigned v = (unsigned char)in[i] << 16;
-		if (i + 1 < n)
-			v |= (unsigned char)in[i + 1] << 8;
-		if (i + 2 < n)
-			v |= (unsigned char)in[i + 2];
-		*o++ = t[(v >> 18) & 63];
-		*o++ = t[(v >> 12) & 63];
-		*o++ = i + 1 < n ? t[(v >> 6) & 63] : '=';
-		*o++ = i + 2 < n ? t[v & 63] : '=';
-	}
-	*o = '\0';
-	return out;
 }
 
 static json_object *member(json_object *o, const char *k)
@@ -155,7 +137,7 @@ int esecret_normalize(json_object *obj, bool configmap, char **err)
 			}
 			json_object_object_foreach(sd, k, v)
 			{
-				char *e = b64_enc(json_object_get_string(v), (size_t)json_object_get_string_len(v));
+				char *e = util_b64_encode(json_object_get_string(v), (size_t)json_object_get_string_len(v));
 				json_object_object_add(data, k, json_object_new_string(e));
 				free(e);
 			}
@@ -334,7 +316,7 @@ char *esecret_qga_remove_keys(const char *user, char *const *keys, size_t n)
 char *esecret_qga_set_password(const char *user, const char *password, size_t len)
 {
 	json_object *a = json_object_new_object();
-	char *b = b64_enc(password, len);
+	char *b = util_b64_encode(password, len);
 	json_object_object_add(a, "username", json_object_new_string(user));
 	json_object_object_add(a, "password", json_object_new_string(b));
 	json_object_object_add(a, "crypted", json_object_new_boolean(0));

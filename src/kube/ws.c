@@ -134,29 +134,15 @@ static void sha1(const uint8_t *msg, size_t len, uint8_t out[20])
 	}
 }
 
-static void base64(const uint8_t *in, size_t n, char *out)
-{
-	static const char tab[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-	size_t o = 0;
-	for (size_t i = 0; i < n; i += 3) {
-		uint32_t v = (uint32_t)in[i] << 16 | (i + 1 < n ? (uint32_t)in[i + 1] << 8 : 0) | (i + 2 < n ? in[i + 2] : 0);
-		out[o++] = tab[v >> 18 & 63];
-		out[o++] = tab[v >> 12 & 63];
-		out[o++] = i + 1 < n ? tab[v >> 6 & 63] : '=';
-		out[o++] = i + 2 < n ? tab[v & 63] : '=';
-	}
-	out[o] = '\0';
-}
-
 void ws_accept_for_key(const char *key, char *out, size_t outlen)
 {
 	char cat[128];
 	snprintf(cat, sizeof cat, "%s%s", key, WS_GUID);
 	uint8_t dig[20];
 	sha1((const uint8_t *)cat, strlen(cat), dig);
-	char b[32];
-	base64(dig, sizeof dig, b);
+	char *b = util_b64_encode(dig, sizeof dig);
 	snprintf(out, outlen, "%s", b);
+	free(b);
 }
 
 static void random_bytes(uint8_t *p, size_t n)
@@ -897,7 +883,9 @@ void ws_start(struct stream *s, const struct ws_config *cfg, CURL *easy)
 			buf_printf(&w->extra, "%s\r\n", h->data);
 	uint8_t nonce[16];
 	random_bytes(nonce, sizeof nonce);
-	base64(nonce, sizeof nonce, w->key);
+	char *key = util_b64_encode(nonce, sizeof nonce);
+	snprintf(w->key, sizeof w->key, "%s", key); /* 24 characters */
+	free(key);
 	if (ws_parse_url(w, cfg->url) < 0) {
 		w->timer = loop_timer_add(0, on_bad_url, w);
 		return;
