@@ -221,6 +221,8 @@ static void publish_unscheduled(struct evm *v)
 	snprintf(p->vmi_uid, UID_LEN, "%s", v->sched_uid);
 	p->vm_name = intern(v->m->name);
 	p->phase = intern("Pending");
+	p->spec_containers = 1; /* compute, not started: READY 0/1 */
+	p->spec_names = intern("compute\n");
 	add_cond(&p->conds, &p->nconds, "PodScheduled", false, "Unschedulable", v->sched_msg, v->sched_since);
 	store_upsert(engine_g.st, &p->o);
 }

@@ -281,6 +281,13 @@ static struct json_object *pod_json(const struct pod *p)
 		json_object_object_add(sj, "state", state);
 		json_object_array_add(css, sj);
 	}
+	/* a pod whose containers have no status yet (one waiting to be scheduled): its spec's names alone, so that
+	 * READY reads 0/N as kubectl prints it */
+	for (const char *q = p->ncontainers ? NULL : p->spec_names, *nl; q && *q && (nl = strchr(q, '\n')); q = nl + 1) {
+		struct json_object *cj = json_object_new_object();
+		json_object_object_add(cj, "name", json_object_new_string_len(q, (int)(nl - q)));
+		json_object_array_add(cs, cj);
+	}
 	json_object_object_add(spec, "containers", cs);
 	put_str(spec, "nodeName", p->node);
 	json_object_object_add(o, "spec", spec);

@@ -141,6 +141,9 @@ unsched() { # the scheduler's message for REASON on the launcher pod, the VMI Sc
     jq -e --arg m "$want" '[.items[] | select(.kind == "Pod" and .metadata.labels["vm.kubevirt.io/name"] == "place" and
         .status.phase == "Pending" and (.status.conditions[] | .type == "PodScheduled" and .status == "False" and
         .reason == "Unschedulable" and .message == $m))] | length == 1' <<<"$j" >/dev/null || fail "pod's PodScheduled ($1): $j"
+    # kubectl's READY of the waiting launcher: its compute container, not started
+    k get pods -l vm.kubevirt.io/name=place --no-headers | grep -Eq '^virt-launcher-place-[a-z0-9]+ +0/1 +Pending ' ||
+        fail "the waiting launcher as kubectl prints it: $(k get pods -l vm.kubevirt.io/name=place)"
     jq -e '[.items[] | select(.kind == "VirtualMachineInstance" and .metadata.name == "place" and .status.phase == "Scheduling")] |
         length == 1' <<<"$j" >/dev/null || fail "VMI not Scheduling: $j"
     jq -e --arg m "$want" '[.items[] | select(.kind == "Event" and .reason == "FailedScheduling" and .message == $m and
