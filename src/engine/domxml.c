@@ -998,6 +998,25 @@ out:
 	return rc;
 }
 
+/* An ISO 9660 image (Joliet, Rock Ridge) of dir at path with volume id volid: genisoimage, else xorriso in its
+ * genisoimage mode. 0, or -1 with *err naming what (caller frees). */
+static int iso_of_dir(const char *path, const char *volid, const char *dir, const char *what, char **err)
+{
+	char *gen[] = { "genisoimage", "-quiet", "-output", (char *)path, "-volid", (char *)volid, "-joliet", "-rock",
+			(char *)dir, NULL };
+	char *xo[] = { "xorriso", "-as", "genisoimage", "-quiet", "-output", (char *)path, "-volid", (char *)volid,
+		       "-joliet", "-rock", (char *)dir, NULL };
+	char *e1 = NULL, *e2 = NULL;
+	int rc = 0;
+	if (util_run_quiet(gen, NULL, &e1) != 0 && util_run_quiet(xo, NULL, &e2) != 0) {
+		*err = xasprintf("%s: %s; %s (install genisoimage or xorriso)", what, e1, e2);
+		rc = -1;
+	}
+	free(e1);
+	free(e2);
+	return rc;
+}
+
 /* An OpenStack config drive as KubeVirt's cloudInitConfigDrive: an ISO 9660 volume labelled config-2 holding
  * openstack/latest/{user_data,meta_data.json,network_data.json}. */
 static int config_drive_iso(const struct domxml_file *f, char **err)
@@ -1016,16 +1035,7 @@ static int config_drive_iso(const struct domxml_file *f, char **err)
 		*err = xasprintf("%s: %s", dir, strerror(errno));
 		goto out;
 	}
-	char *gen[] = { "genisoimage", "-quiet", "-output", f->path, "-volid", "config-2", "-joliet", "-rock", dir, NULL };
-	char *xo[] = { "xorriso", "-as", "genisoimage", "-quiet", "-output", f->path, "-volid", "config-2", "-joliet",
-		       "-rock", dir, NULL };
-	char *e1 = NULL, *e2 = NULL;
-	if (util_run_quiet(gen, NULL, &e1) == 0 || util_run_quiet(xo, NULL, &e2) == 0)
-		rc = 0;
-	else
-		*err = xasprintf("cloud-init config drive: %s; %s (install genisoimage or xorriso)", e1, e2);
-	free(e1);
-	free(e2);
+	rc = iso_of_dir(f->path, "config-2", dir, "cloud-init config drive", err);
 out:
 	e0 = NULL;
 	util_run_quiet(rm, NULL, &e0);
@@ -1101,16 +1111,7 @@ static int files_iso(const struct domxml_file *f, char **err)
 			goto out;
 		}
 	}
-	char *gen[] = { "genisoimage", "-quiet", "-output", f->path, "-volid", f->volid, "-joliet", "-rock", dir, NULL };
-	char *xo[] = { "xorriso", "-as", "genisoimage", "-quiet", "-output", f->path, "-volid", f->volid, "-joliet",
-		       "-rock", dir, NULL };
-	char *e1 = NULL, *e2 = NULL;
-	if (util_run_quiet(gen, NULL, &e1) == 0 || util_run_quiet(xo, NULL, &e2) == 0)
-		rc = 0;
-	else
-		*err = xasprintf("config disk: %s; %s (install genisoimage or xorriso)", e1, e2);
-	free(e1);
-	free(e2);
+	rc = iso_of_dir(f->path, f->volid, dir, "config disk", err);
 out:
 	e0 = NULL;
 	util_run_quiet(rm, NULL, &e0);

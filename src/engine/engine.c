@@ -826,10 +826,9 @@ static struct json_object *engine_storage_json(struct source *src, const char *n
 
 /* ---- the guest agent (engine/gagent.h): the subresources' answers and the VMI's status ---- */
 
-static int agent_send(struct evm *v, int what, engine_agent_cb cb, void *arg, char **err)
+/* cmds[0..n) to v's guest agent on the host's worker, one request; the answers go to cb with what (-1: raw). */
+static int agent_request(struct evm *v, const char *const *cmds, int n, int what, engine_agent_cb cb, void *arg)
 {
-	int n = 0;
-	const char *const *cmds = gagent_commands((enum gagent_what)what, &n);
 	struct buf b;
 	buf_init(&b);
 	for (int i = 0; i < n; i++)
@@ -841,15 +840,24 @@ static int agent_send(struct evm *v, int what, engine_agent_cb cb, void *arg, ch
 	r->data = buf_steal(&b);
 	int id = host_request(v->eh->h, r);
 	struct preq *p = ehost_track(v->eh, id, PK_AGENT, NULL);
-	if (p == NULL) {
-		*err = xasprintf("%s: the engine host is closed", v->key);
+	if (p == NULL)
 		return -1;
-	}
 	p->agent_cb = cb;
 	p->arg = arg;
 	p->agent_what = what;
 	p->agent_vm = xstrdup(v->key);
 	snprintf(p->agent_uid, sizeof p->agent_uid, "%s", v->cur->uid);
+	return 0;
+}
+
+static int agent_send(struct evm *v, int what, engine_agent_cb cb, void *arg, char **err)
+{
+	int n = 0;
+	const char *const *cmds = gagent_commands((enum gagent_what)what, &n);
+	if (agent_request(v, cmds, n, what, cb, arg) < 0) {
+		*err = xasprintf("%s: the engine host is closed", v->key);
+		return -1;
+	}
 	return 0;
 }
 
@@ -873,25 +881,7 @@ int engine_agent_query(struct source *src, const char *ns, const char *name, int
 
 int eagent_send_raw(struct evm *v, char *const *cmds, int n, engine_agent_cb cb, void *arg)
 {
-	struct buf b;
-	buf_init(&b);
-	for (int i = 0; i < n; i++)
-		buf_add(&b, cmds[i], strlen(cmds[i]) + 1);
-	struct host_req *r = xcalloc(1, sizeof *r);
-	r->type = RQ_AGENT;
-	r->dom = evm_dom_name(v);
-	r->len = b.len;
-	r->data = buf_steal(&b);
-	int id = host_request(v->eh->h, r);
-	struct preq *p = ehost_track(v->eh, id, PK_AGENT, NULL);
-	if (p == NULL)
-		return -1;
-	p->agent_cb = cb;
-	p->arg = arg;
-	p->agent_what = -1;
-	p->agent_vm = xstrdup(v->key);
-	snprintf(p->agent_uid, sizeof p->agent_uid, "%s", v->cur->uid);
-	return 0;
+	return agent_request(v, (const char *const *)cmds, n, -1, cb, arg);
 }
 
 void eagent_status_refresh(struct evm *v)
