@@ -148,6 +148,27 @@ static json_object *vm_json(const struct obj *o)
 	return m;
 }
 
+/* A VMI's spec as KubeVirt's: the VM template's spec (the manifest its execution was created from; a waiting or
+ * adopted execution has the VM's current one), with what the engine decided (evictionStrategy) over it. */
+static void vmi_spec(json_object *j, const struct obj *o)
+{
+	struct evm *ev = evm_find(o->src, o->ns, o->name);
+	if (ev == NULL)
+		return;
+	const char *text = ev->cur && ev->cur->manifest && strcmp(ev->cur->uid, o->uid) == 0 ? ev->cur->manifest : ev->text;
+	json_object *m = text ? apis_manifest_json(text) : NULL;
+	json_object *ts = apis_jget(apis_jget(apis_jget(m, "spec"), "template"), "spec");
+	if (ts && json_object_is_type(ts, json_type_object)) {
+		json_object *spec = apis_jget(j, "spec");
+		if (spec && json_object_is_type(spec, json_type_object)) {
+			json_object_object_foreach(spec, k, v)
+				json_object_object_add(ts, k, json_object_get(v));
+		}
+		json_object_object_add(j, "spec", json_object_get(ts));
+	}
+	json_object_put(m);
+}
+
 static json_object *event_json(const struct obj *o)
 {
 	const struct event *e = (const struct event *)o;
@@ -246,6 +267,7 @@ json_object *apis_obj_to_json(const struct obj *o)
 		json_object *st = apis_jget(j, "status");
 		if (m && m->present && st)
 			json_object_object_add(st, "migrationState", apis_mig_state_json(m));
+		vmi_spec(j, o);
 	}
 	json_object *md = apis_jobj(j, "metadata");
 	if (apis_jget(md, "labels") == NULL)

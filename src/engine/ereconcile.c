@@ -261,6 +261,7 @@ static void start_exec(struct evm *v, const char *why)
 	}
 	x->node = xstrdup(eh->src->name);
 	x->generation = v->generation;
+	x->manifest = xstrdup(v->text);
 	x->tcg = eh->accel && strcmp(eh->accel, "qemu") == 0;
 	char *dd = esettings_data_dir();
 	x->run_dir = xasprintf("%s/run/%s", dd, x->uid);

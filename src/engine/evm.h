@@ -33,6 +33,7 @@ struct exec {
 				  * "port IFACE NAME|- TCP|UDP GUESTPORT HOSTPORT" (on 127.0.0.1) lines */
 	char *pull_msg;          /* runtime: the pull's progress while the execution waits for its images */
 	uint64_t generation;     /* the VM generation it runs */
+	char *manifest;          /* the VM's manifest when this execution was created: its VMI's spec */
 	bool paused, agent, stop_by_us, tcg;
 	char *guest_os, *agent_version; /* runtime: the guest agent's guest-get-osinfo (pretty name) and version */
 	char *agent_ifs;                /* runtime: the guest agent's "IFNAME ADDRESS" lines */

@@ -56,6 +56,7 @@ void exec_free(struct exec *x)
 	free(x->agent_ifs);
 	free(x->creds_done);
 	free(x->creds_msg);
+	free(x->manifest);
 	emig_free(x->mig);
 	free(x);
 }
@@ -134,6 +135,7 @@ static const struct ejson_field exec_rows[] = {
 	{ "imageIDs", EJ_STR, offsetof(struct exec, images), NULL },
 	{ "network", EJ_STR, offsetof(struct exec, net), NULL },
 	{ "generation", EJ_U64, offsetof(struct exec, generation), NULL },
+	{ "manifest", EJ_STR, offsetof(struct exec, manifest), NULL },
 	{ "paused", EJ_BOOL, offsetof(struct exec, paused), NULL },
 	{ "stopByUs", EJ_BOOL, offsetof(struct exec, stop_by_us), NULL },
 	{ "tcg", EJ_BOOL, offsetof(struct exec, tcg), NULL },
