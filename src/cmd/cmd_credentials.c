@@ -170,7 +170,7 @@ static char *data_text(json_object *v)
 {
 	const char *s = json_object_get_string(v);
 	size_t n;
-	char *d = s ? kube_base64_decode(s, strlen(s), &n) : NULL;
+	char *d = s ? util_b64_decode(s, strlen(s), &n, UTIL_B64_PADDED) : NULL;
 	return d ? d : xstrdup("");
 }
 

@@ -711,6 +711,58 @@ char *util_b64_encode(const void *data, size_t n)
 	return out;
 }
 
+static int b64_value(unsigned char c, unsigned flags)
+{
+	if (c >= 'A' && c <= 'Z')
+		return c - 'A';
+	if (c >= 'a' && c <= 'z')
+		return c - 'a' + 26;
+	if (c >= '0' && c <= '9')
+		return c - '0' + 52;
+	if (c == '+' || (c == '-' && (flags & UTIL_B64_URLSAFE)))
+		return 62;
+	if (c == '/' || (c == '_' && (flags & UTIL_B64_URLSAFE)))
+		return 63;
+	return -1;
+}
+
+char *util_b64_decode(const char *in, size_t inlen, size_t *outlen, unsigned flags)
+{
+	char *out = xmalloc(inlen / 4 * 3 + 4);
+	size_t o = 0, chars = 0, pad = 0;
+	uint32_t acc = 0;
+	int bits = 0;
+	for (size_t i = 0; i < inlen; i++) {
+		unsigned char c = (unsigned char)in[i];
+		if (c == '\r' || c == '\n' || ((c == ' ' || c == '\t') && !(flags & UTIL_B64_PADDED)))
+			continue;
+		chars++;
+		if (c == '=') {
+			pad++;
+			continue;
+		}
+		int v = b64_value(c, flags);
+		if (v < 0 || pad) {
+			free(out);
+			return NULL;
+		}
+		acc = (acc << 6) | (uint32_t)v;
+		bits += 6;
+		if (bits >= 8) {
+			bits -= 8;
+			out[o++] = (char)((acc >> bits) & 0xff);
+		}
+	}
+	if (pad > 2 || bits >= 6 || ((flags & UTIL_B64_PADDED) && chars % 4)) {
+		free(out);
+		return NULL;
+	}
+	out[o] = '\0';
+	if (outlen)
+		*outlen = o;
+	return out;
+}
+
 bool util_pid_running(pid_t pid)
 {
 	char path[48], st[512];

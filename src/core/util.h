@@ -87,6 +87,13 @@ void util_uuid_v4(char out[37]);
 
 /* data[0..n) as base64 (RFC 4648, with padding), NUL-terminated. Caller frees. */
 char *util_b64_encode(const void *data, size_t n);
+/* in[0..inlen) decoded from base64, NUL-terminated (*outlen, when not NULL, without the NUL); NULL when
+ * malformed. CR and LF are skipped, spaces and tabs too unless UTIL_B64_PADDED; '=' is padding only at the end, at most two; a lone sixth of a
+ * byte at the end is malformed. UTIL_B64_PADDED: the characters must come in fours (Go's StdEncoding, as
+ * encoding/json reads []byte); UTIL_B64_URLSAFE: '-' and '_' as well as '+' and '/'. Caller frees. */
+#define UTIL_B64_PADDED 1u
+#define UTIL_B64_URLSAFE 2u
+char *util_b64_decode(const char *in, size_t inlen, size_t *outlen, unsigned flags);
 /* Whether process pid runs: false once it exited, even while it is a zombie its parent has not reaped yet
  * (kill(pid, 0) still answers for one; init, the parent of a detached process, may reap a second later). */
 bool util_pid_running(pid_t pid);

@@ -190,18 +190,10 @@ void apitls_free(struct apitls *t)
 	memset(t, 0, sizeof *t);
 }
 
-static char *b64(const char *s)
-{
-	size_t n = strlen(s);
-	char *out = xmalloc(4 * ((n + 2) / 3) + 1);
-	EVP_EncodeBlock((unsigned char *)out, (const unsigned char *)s, (int)n);
-	return out;
-}
-
 /* The kubeconfig as text (caller frees; it holds the token). */
 static char *kubeconfig_text(const struct apitls *t, int port)
 {
-	char *ca = b64(t->ca_pem);
+	char *ca = util_b64_encode(t->ca_pem, strlen(t->ca_pem));
 	struct buf b;
 	buf_init(&b);
 	buf_printf(&b,

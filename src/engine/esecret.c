@@ -20,43 +20,6 @@ bool esecret_key_valid(const char *k)
 	return strspn(k, "-._abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789") == n;
 }
 
-/* Go's base64.StdEncoding as encoding/json reads []byte: padded, \r and \n ignored. NULL when malformed. */
-static char *b64_dec(const char *in, size_t *outlen)
-{
-	static const char tab[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-	struct buf b;
-	buf_init(&b);
-	unsigned acc = 0;
-	int bits = 0;
-	size_t chars = 0, pad = 0;
-	for (const char *p = in; *p; p++) {
-		if (*p == '\r' || *p == '\n')
-			continue;
-		chars++;
-		if (*p == '=') {
-			pad++;
-			continue;
-		}
-		const char *c = strchr(tab, *p);
-		if (c == NULL || pad) {
-			buf_free(&b);
-			return NULL;
-		}
-		acc = (acc << 6) | (unsigned)(c - tab);
-		bits += 6;
-		if (bits >= 8) {
-			bits -= 8;
-			buf_add_char(&b, (char)((acc >> bits) & 0xff));
-		}
-	}
-	if (chars % 4 || pad > 2) {
-		buf_free(&b);
-		return NULL;
-	}
-	*outlen = b.len;
-	return buf_steal(&b);
-}
-
 static json_object *member(json_object *o, const char *k)
 {
 	json_object *v = NULL;
@@ -89,7 +52,8 @@ static int check_map(json_object *m, const char *field, bool b64, size_t *total,
 		}
 		size_t n = (size_t)json_object_get_string_len(v);
 		if (b64) {
-			char *d = b64_dec(json_object_get_string(v), &n);
+			/* Go's base64.StdEncoding, as encoding/json reads []byte */
+			char *d = util_b64_decode(json_object_get_string(v), n, &n, UTIL_B64_PADDED);
 			if (d == NULL) {
 				*err = xasprintf("%s[%s]: Invalid value: illegal base64 data", field, k);
 				return -1;
@@ -201,7 +165,7 @@ static bool add_map(struct esecret *s, json_object *m, bool b64)
 		if (!esecret_key_valid(k) || !json_object_is_type(v, json_type_string))
 			return false;
 		size_t n = (size_t)json_object_get_string_len(v);
-		char *d = b64 ? b64_dec(json_object_get_string(v), &n) : xstrndup(json_object_get_string(v), n);
+		char *d = b64 ? util_b64_decode(json_object_get_string(v), n, &n, UTIL_B64_PADDED) : xstrndup(json_object_get_string(v), n);
 		if (d == NULL)
 			return false;
 		s->kv = xreallocarray(s->kv, s->n + 1, sizeof *s->kv);

@@ -394,32 +394,6 @@ static bool check_path(struct vctx *v, const char *path, const char *key, const 
 	return false;
 }
 
-static bool b64_decode(const char *in, char **out)
-{
-	static const char tab[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-	struct buf b;
-	buf_init(&b);
-	unsigned acc = 0;
-	int bits = 0;
-	for (const char *p = in; *p; p++) {
-		if (*p == '=' || *p == '\n' || *p == '\r' || *p == ' ')
-			continue;
-		const char *c = strchr(tab, *p);
-		if (c == NULL) {
-			buf_free(&b);
-			return false;
-		}
-		acc = (acc << 6) | (unsigned)(c - tab);
-		bits += 6;
-		if (bits >= 8) {
-			bits -= 8;
-			buf_add_char(&b, (char)((acc >> bits) & 0xff));
-		}
-	}
-	*out = buf_steal(&b);
-	return true;
-}
-
 /* ---- devices ---- */
 
 static const struct {
@@ -709,13 +683,13 @@ static bool parse_volume(struct vctx *v, yaml_node_t *n, const char *path, struc
 		if (ub) {
 			free(vol->user_data);
 			vol->user_data = NULL;
-			if (!b64_decode(ub, &vol->user_data))
+			if ((vol->user_data = util_b64_decode(ub, strlen(ub), NULL, 0)) == NULL)
 				fail(v, p, "userDataBase64 is not valid base64");
 		}
 		if (nb) {
 			free(vol->network_data);
 			vol->network_data = NULL;
-			if (!b64_decode(nb, &vol->network_data))
+			if ((vol->network_data = util_b64_decode(nb, strlen(nb), NULL, 0)) == NULL)
 				fail(v, p, "networkDataBase64 is not valid base64");
 		}
 		if (v->err == NULL && vol->user_data == NULL && vol->user_secret == NULL)

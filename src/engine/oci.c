@@ -599,32 +599,6 @@ bool oci_layer_type_ok(const char *mt)
 
 /* ---- credentials ---- */
 
-static char *b64_decode(const char *in)
-{
-	static const char tab[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-	struct buf b;
-	buf_init(&b);
-	unsigned acc = 0;
-	int bits = 0;
-	for (const char *p = in; *p && *p != '='; p++) {
-		const char *c = strchr(tab, *p);
-		if (c == NULL || *p == '\0') {
-			buf_free(&b);
-			return NULL;
-		}
-		acc = (acc << 6) | (unsigned)(c - tab);
-		bits += 6;
-		if (bits >= 8) {
-			bits -= 8;
-			buf_add_char(&b, (char)((acc >> bits) & 0xff));
-		}
-	}
-	char *s = buf_steal(&b);
-	if (s == NULL)
-		s = xstrdup("");
-	return s;
-}
-
 /* An auth file key as host[/path]: scheme and a trailing "/v1/" or "/" dropped; Docker Hub's names as docker.io. */
 static char *auth_key(const char *k)
 {
@@ -668,7 +642,7 @@ char *oci_auth_from_json(const char *json, size_t len, const char *host, const c
 				      strchr(k, '/'));
 			const char *a = jstr(val, "auth");
 			if (match && kl + 1 > best && a) {
-				char *dec = b64_decode(a);
+				char *dec = util_b64_decode(a, strlen(a), NULL, 0);
 				if (dec && strchr(dec, ':')) {
 					free(found);
 					found = dec;

@@ -254,7 +254,7 @@ static int b64_field(struct kfile *f, yaml_node_t *map, const char *key, char **
 	const char *s = ydoc_str(n);
 	if (s == NULL || *s == '\0')
 		return 0;
-	*out = kube_base64_decode(s, strlen(s), len);
+	*out = util_b64_decode(s, strlen(s), len, UTIL_B64_URLSAFE);
 	if (*out == NULL) {
 		char *m = xasprintf("'%s' is not valid base64", key);
 		*err = errf(f, n, m);
@@ -600,57 +600,6 @@ void kube_config_names_free(char **names)
 	for (size_t i = 0; names && names[i]; i++)
 		free(names[i]);
 	free(names);
-}
-
-static int b64_val(unsigned char c)
-{
-	if (c >= 'A' && c <= 'Z')
-		return c - 'A';
-	if (c >= 'a' && c <= 'z')
-		return c - 'a' + 26;
-	if (c >= '0' && c <= '9')
-		return c - '0' + 52;
-	if (c == '+' || c == '-')
-		return 62;
-	if (c == '/' || c == '_')
-		return 63;
-	return -1;
-}
-
-char *kube_base64_decode(const char *in, size_t inlen, size_t *outlen)
-{
-	char *out = xmalloc(inlen / 4 * 3 + 4);
-	size_t o = 0;
-	uint32_t acc = 0;
-	int bits = 0, pad = 0;
-	for (size_t i = 0; i < inlen; i++) {
-		unsigned char c = (unsigned char)in[i];
-		if (c == ' ' || c == '\n' || c == '\r' || c == '\t')
-			continue;
-		if (c == '=') {
-			pad++;
-			continue;
-		}
-		int v = b64_val(c);
-		if (v < 0 || pad) {
-			free(out);
-			return NULL;
-		}
-		acc = (acc << 6) | (uint32_t)v;
-		bits += 6;
-		if (bits >= 8) {
-			bits -= 8;
-			out[o++] = (char)((acc >> bits) & 0xff);
-		}
-	}
-	if (pad > 2 || bits >= 6) {
-		free(out);
-		return NULL;
-	}
-	out[o] = '\0';
-	if (outlen)
-		*outlen = o;
-	return out;
 }
 
 struct kube_config *kube_config_unix(const char *socket_path, const char *context, const char *ns)

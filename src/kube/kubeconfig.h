@@ -66,7 +66,5 @@ struct kube_config *kube_config_unix(const char *socket_path, const char *contex
 char **kube_config_context_names(const char *path, size_t *n, char **err);
 void kube_config_names_free(char **names);
 
-/* Decodes standard base64 (whitespace ignored). Returns a new NUL-terminated buffer or NULL when malformed. */
-char *kube_base64_decode(const char *in, size_t inlen, size_t *outlen);
 
 #endif

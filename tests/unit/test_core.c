@@ -437,8 +437,57 @@ static void test_pid_running(void)
 	T_CHECK(!util_pid_running(c));
 }
 
+/* the one base64 decoder: round trips with the encoder, padding, whitespace, the URL-safe alphabet, and what each
+ * mode refuses */
+static void test_b64(void)
+{
+	unsigned char all[256];
+	for (int i = 0; i < 256; i++)
+		all[i] = (unsigned char)i;
+	for (size_t n = 0; n <= sizeof all; n += n < 8 ? 1 : 61) {
+		char *e = util_b64_encode(all, n);
+		size_t m = 99;
+		char *d = util_b64_decode(e, strlen(e), &m, UTIL_B64_PADDED);
+		T_CHECK(d != NULL && m == n && memcmp(d, all, n) == 0 && d[n] == '\0');
+		free(d);
+		free(e);
+	}
+	struct {
+		const char *in;
+		unsigned flags;
+		const char *out; /* NULL: refused */
+	} cases[] = {
+		{ "aGVsbG8=", UTIL_B64_PADDED, "hello" },
+		{ "aGVs\r\nbG8=", UTIL_B64_PADDED, "hello" },
+		{ "aGVs bG8=", UTIL_B64_PADDED, NULL },  /* Go's StdEncoding skips CR and LF only */
+		{ "aGVs bG8=", 0, "hello" },
+		{ "aGVsbG8", UTIL_B64_PADDED, NULL },    /* unpadded */
+		{ "aGVsbG8", 0, "hello" },
+		{ "aGVsbA==", 0, "hell" },
+		{ "aGVsbA===", 0, NULL },                /* three pads */
+		{ "aGVs=bG8=", 0, NULL },                /* padding inside */
+		{ "aGVsb", 0, NULL },                    /* a lone sixth of a byte */
+		{ "aGV*bG8=", 0, NULL },
+		{ "_-8=", 0, NULL },
+		{ "_-8=", UTIL_B64_URLSAFE, "\xff\xef" },
+		{ "", UTIL_B64_PADDED, "" },
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		size_t m = 0;
+		char *d = util_b64_decode(cases[i].in, strlen(cases[i].in), &m, cases[i].flags);
+		if (cases[i].out == NULL)
+			T_CHECK(d == NULL);
+		else
+			T_CHECK(d != NULL && m == strlen(cases[i].out) && memcmp(d, cases[i].out, m) == 0);
+		free(d);
+	}
+	/* the length given, not the string's end: a NUL inside is not base64 */
+	T_CHECK(util_b64_decode("aGVs\0bG8=", 9, NULL, 0) == NULL);
+}
+
 int main(void)
 {
+	test_b64();
 	test_pid_running();
 	test_files_at_given_paths();
 	test_private_files_and_escaped_output();
