@@ -454,9 +454,17 @@ static void rs_sync(struct apisrv *srv, struct vmirs *rs)
 		if (v && !apisel_match(sel, obj_label_get, (void *)&v->o)) {
 			log_info("engine serve: replica set %s/%s: %s released (its labels no longer match the selector)",
 				 rs->ns, rs->name, m->name);
-			free(m->name);
+			char *name = m->name;
 			memmove(m, m + 1, (rs->nmembers - i - 1) * sizeof *m);
 			rs->nmembers--;
+			/* clients see its VirtualMachine appear and its VMI no longer owned by the replica set */
+			for (int s = 0; s < srv->nsrcs; s++) {
+				struct obj *vm = store_find(srv->st, srv->srcs[s], OBJ_VM, rs->ns, name);
+				if (vm)
+					apis_refresh(srv, vm, true);
+			}
+			apis_refresh(srv, &v->o, true);
+			free(name);
 			changed = true;
 			continue;
 		}
