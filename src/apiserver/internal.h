@@ -4,7 +4,8 @@
  *
  *   apisrv.c     daemon and HTTP glue: listeners, libmicrohttpd in the loop, authentication, routing, idle exit
  *   discovery.c  the resources (RES[], from model/registry.c), discovery and OpenAPI documents
- *   objects.c    JSON helpers; objects as the API serves them (VM, event, Namespace, Node, the KubeVirt CR)
+ *   objects.c    JSON helpers; objects as the API serves them (VM, event, Namespace, Node, the KubeVirt CR); the
+ *                events of the service's own controllers (apis_event_record)
  *   kept.c       the objects the controllers keep on disk (vmim.c, vmirs.c, storage.c): one JSON file an object
  *   reply.c      responses: JSON, text, Status objects (404, 422 ...)
  *   list.c       selection (namespace, name, label and field selectors), get, list with continue, Tables
