@@ -11,7 +11,8 @@
  * its own (its VMI no longer owned by the replica set), and another member is made. VMIs of the engine's other VMs
  * are owned by their VM, never orphans, so nothing is adopted.
  * Events on the replica set as KubeVirt's virtualmachinereplicaset-controller records them: SuccessfulCreate,
- * FailedCreate, SuccessfulDelete, FailedDelete (a scale down), SuccessfulPaused, SuccessfulResumed.  * The engine runs VirtualMachines only: a member is an engine VM of the template with runStrategy Always, which the
+ * FailedCreate, SuccessfulDelete, FailedDelete (a scale down), SuccessfulPaused, SuccessfulResumed.
+ * The engine runs VirtualMachines only: a member is an engine VM of the template with runStrategy Always, which the
  * API does not list (apis_vmirs_filter); its VMI is what clients see. status: replicas (members with a VMI),
  * readyReplicas (their VMIs Ready), labelSelector, conditions ReplicaPaused and ReplicaFailure. */
 #include <errno.h>
@@ -127,15 +128,15 @@ static const char *obj_label_get(void *arg, const char *key)
 	return obj_label(arg, key);
 }
 
-/* rs's spec.selector, parsed (validated when it was accepted; caller frees). */
+/* rs's spec.selector, parsed (caller frees); NULL when it does not parse (validated when it was accepted: a file
+ * another version kept), and then no member is released for it. */
 static struct apisel *selector_of(const struct vmirs *rs)
 {
 	char *err = NULL;
 	struct apisel *s = apisel_from_json(apis_jget(spec_of(rs), "selector"), &err);
-	if (s == NULL) { /* not accepted so: selects nothing */
+	if (s == NULL) {
 		log_warn("engine serve: replica set %s/%s: spec.selector: %s", rs->ns, rs->name, err);
 		free(err);
-		s = apisel_parse("!a,a", false, &err);
 	}
 	return s;
 }
@@ -450,7 +451,7 @@ static void rs_sync(struct apisrv *srv, struct vmirs *rs)
 	struct apisel *sel = selector_of(rs);
 	for (size_t i = 0; i < rs->nmembers;) {
 		struct vmirs_member *m = &rs->members[i];
-		const struct vmi *v = m->deleting ? NULL : member_vmi(srv, rs->ns, m->name);
+		const struct vmi *v = m->deleting || sel == NULL ? NULL : member_vmi(srv, rs->ns, m->name);
 		if (v && !apisel_match(sel, obj_label_get, (void *)&v->o)) {
 			log_info("engine serve: replica set %s/%s: %s released (its labels no longer match the selector)",
 				 rs->ns, rs->name, m->name);
