@@ -4,7 +4,8 @@
  *
  *   apisrv.c     daemon and HTTP glue: listeners, libmicrohttpd in the loop, authentication, routing, idle exit
  *   discovery.c  the resources (RES[], from model/registry.c), discovery and OpenAPI documents
- *   objects.c    JSON helpers; objects as the API serves them (VM, event, Namespace, Node, the KubeVirt CR)
+ *   objects.c    JSON helpers; objects as the API serves them (VM, event, Namespace, Node, the KubeVirt CR); the
+ *                events of the service's own controllers (apis_event_record)
  *   kept.c       the objects the controllers keep on disk (vmim.c, vmirs.c, storage.c): one JSON file an object
  *   reply.c      responses: JSON, text, Status objects (404, 422 ...)
  *   list.c       selection (namespace, name, label and field selectors), get, list with continue, Tables
@@ -133,6 +134,19 @@ struct vmim {
 	struct vmim *next;
 };
 
+/* The events one of the service's own controllers recorded about one object (objects.c, apis_event_record): the
+ * UIDs of those in the store, oldest first, at most APIS_EVLOG_MAX (the oldest goes); a repeat of the last one
+ * (same type, reason and message) counts on it, as client-go's recorder aggregates. */
+#define APIS_EVLOG_MAX 32
+struct apis_evlog {
+	char uids[APIS_EVLOG_MAX][37];
+	int n;
+	const char *type, *reason; /* the last one's, interned */
+	char *message;
+	int count;
+	int64_t first;
+};
+
 /* A VirtualMachineInstanceReplicaSet (vmirs.c): kept by the service in a file of its own
  * (engine-data/vmirs/NS_NAME.json, fsync'd before the request is answered or a member is created) with the names of
  * its members. A member is an engine VM of the template (runStrategy Always) that the API does not list: what it
@@ -150,6 +164,8 @@ struct vmirs {
 	bool deleting;    /* deleted: its members go first, then it */
 	char *failure;    /* the last member the engine refused, why (condition ReplicaFailure) */
 	uint64_t failed_ms; /* when: asked again VMIRS_RETRY_MS later, or at the next change of the spec */
+	bool paused_seen; /* spec.paused as the controller last acted on it (SuccessfulPaused, SuccessfulResumed) */
+	struct apis_evlog ev; /* its events (SuccessfulCreate, SuccessfulDelete, FailedCreate ...) */
 	uint64_t rv;
 	char *body, *text; /* JSON without / with resourceVersion */
 	struct vmirs *next;
@@ -259,6 +275,12 @@ json_object *apis_ns_json(struct apisrv *srv, const char *name);
 json_object *apis_node_json(struct apisrv *srv, struct source *src);
 enum MHD_Result apis_patch_node(struct apisrv *srv, struct MHD_Connection *c, struct reqctx *rq, const char *name);
 void apis_kv_refresh(struct apisrv *srv);
+/* Records an event about the object KIND ns/name (uid) of one of the service's controllers (component) in the
+ * store, now, in log (a repeat of its last event: count + 1). */
+void apis_event_record(struct apisrv *srv, struct apis_evlog *log, const char *kind, const char *ns, const char *name,
+		       const char *uid, const char *type, const char *reason, const char *component, const char *msg);
+/* Removes log's events from the store (their object is gone) and frees what log holds. */
+void apis_evlog_drop(struct apisrv *srv, struct apis_evlog *log);
 
 /* ---- kept.c ---- */
 

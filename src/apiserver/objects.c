@@ -206,6 +206,59 @@ static json_object *event_json(const struct obj *o)
 	return j;
 }
 
+/* ---- the events of the service's own controllers ---- */
+
+void apis_event_record(struct apisrv *srv, struct apis_evlog *log, const char *kind, const char *ns, const char *name,
+		       const char *uid, const char *type, const char *reason, const char *component, const char *msg)
+{
+	int64_t now = util_wall_s();
+	bool again = log->n > 0 && log->type == intern(type) && log->reason == intern(reason) &&
+		     util_str_eq(log->message, msg);
+	if (!again) {
+		if (log->n == APIS_EVLOG_MAX) {
+			store_remove(srv->st, srv->srcs[0], OBJ_EVENT, log->uids[0]);
+			memmove(log->uids, log->uids + 1, sizeof log->uids[0] * (APIS_EVLOG_MAX - 1));
+			log->n--;
+		}
+		util_uuid_v4(log->uids[log->n++]);
+		log->type = intern(type);
+		log->reason = intern(reason);
+		free(log->message);
+		log->message = xstrdup(msg);
+		log->count = 0;
+		log->first = now;
+	}
+	log->count++;
+	const char *euid = log->uids[log->n - 1];
+	struct event *e = (struct event *)obj_new(OBJ_EVENT);
+	e->o.src = srv->srcs[0];
+	e->o.ns = intern(ns);
+	e->o.name = xasprintf("%s.%.8s", name, euid);
+	snprintf(e->o.uid, UID_LEN, "%s", euid);
+	e->o.created = log->first;
+	e->type = log->type;
+	e->reason = log->reason;
+	e->message = xstrdup(msg);
+	e->inv_kind = intern(kind);
+	e->inv_name = xstrdup(name);
+	e->inv_ns = intern(ns);
+	snprintf(e->inv_uid, UID_LEN, "%s", uid);
+	e->count = log->count;
+	e->first = log->first;
+	e->last = now;
+	e->component = intern(component);
+	store_upsert(srv->st, &e->o);
+	log_info("engine serve: %s %s/%s: %s: %s", kind, ns, name, reason, msg);
+}
+
+void apis_evlog_drop(struct apisrv *srv, struct apis_evlog *log)
+{
+	for (int i = 0; i < log->n; i++)
+		store_remove(srv->st, srv->srcs[0], OBJ_EVENT, log->uids[i]);
+	free(log->message);
+	memset(log, 0, sizeof *log);
+}
+
 /* status.migrationState as KubeVirt writes it (timestamps RFC 3339). */
 json_object *apis_mig_state_json(const struct migration_state *m)
 {

@@ -5,6 +5,13 @@
  * (the replica set's name and five random characters), owned by the replica set; fewer are made up, more are
  * deleted (not ready ones first, then the newest), a deleted one is replaced, nothing is done while spec.paused;
  * a member the engine refuses is asked again 30 s later (or at the next change of the spec).
+ * spec.selector is a label selector (matchLabels, matchExpressions: In, NotIn, Exists, DoesNotExist; engine/apisel.c
+ * reads it) that must select the template's labels; a member whose VMI's labels it no longer selects (a new
+ * selector and template applied) is released, as KubeVirt's controller releases it: it stays, a VirtualMachine of
+ * its own (its VMI no longer owned by the replica set), and another member is made. VMIs of the engine's other VMs
+ * are owned by their VM, never orphans, so nothing is adopted.
+ * Events on the replica set as KubeVirt's virtualmachinereplicaset-controller records them: SuccessfulCreate,
+ * FailedCreate, SuccessfulDelete, FailedDelete (a scale down), SuccessfulPaused, SuccessfulResumed.
  * The engine runs VirtualMachines only: a member is an engine VM of the template with runStrategy Always, which the
  * API does not list (apis_vmirs_filter); its VMI is what clients see. status: replicas (members with a VMI),
  * readyReplicas (their VMIs Ready), labelSelector, conditions ReplicaPaused and ReplicaFailure. */
@@ -12,6 +19,7 @@
 #include <fcntl.h>
 #include <json-c/json.h>
 #include <microhttpd.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,6 +43,7 @@
 #define MAX_REPLICAS 64 /* one host's guests: a bound on what one request can start */
 #define VMIRS_RETRY_MS 30000 /* a member the engine refused is asked again this much later */
 #define SUFFIX_CHARS "bcdfghjklmnpqrstvwxz2456789" /* Kubernetes' generateName alphabet */
+#define RS_COMPONENT "virtualmachinereplicaset-controller" /* KubeVirt's event source */
 
 static void rs_free(struct vmirs *rs)
 {
@@ -50,6 +59,7 @@ static void rs_free(struct vmirs *rs)
 	free(rs->failure);
 	free(rs->body);
 	free(rs->text);
+	free(rs->ev.message);
 	free(rs);
 }
 
@@ -94,6 +104,41 @@ static int replicas_of(const struct vmirs *rs)
 static bool paused_of(const struct vmirs *rs)
 {
 	return json_object_get_boolean(apis_jget(spec_of(rs), "paused"));
+}
+
+static void rs_event(struct apisrv *srv, struct vmirs *rs, const char *type, const char *reason, const char *fmt, ...)
+	__attribute__((format(printf, 5, 6)));
+static void rs_event(struct apisrv *srv, struct vmirs *rs, const char *type, const char *reason, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	char *msg = xvasprintf(fmt, ap);
+	va_end(ap);
+	apis_event_record(srv, &rs->ev, RES[R_VMIRS].kind, rs->ns, rs->name, rs->uid, type, reason, RS_COMPONENT, msg);
+	free(msg);
+}
+
+static const char *json_label(void *arg, const char *key)
+{
+	return apis_jgets(arg, key);
+}
+
+static const char *obj_label_get(void *arg, const char *key)
+{
+	return obj_label(arg, key);
+}
+
+/* rs's spec.selector, parsed (caller frees); NULL when it does not parse (validated when it was accepted: a file
+ * another version kept), and then no member is released for it. */
+static struct apisel *selector_of(const struct vmirs *rs)
+{
+	char *err = NULL;
+	struct apisel *s = apisel_from_json(apis_jget(spec_of(rs), "selector"), &err);
+	if (s == NULL) {
+		log_warn("engine serve: replica set %s/%s: spec.selector: %s", rs->ns, rs->name, err);
+		free(err);
+	}
+	return s;
 }
 
 /* ---- what the API shows ---- */
@@ -156,22 +201,6 @@ static bool vmi_ready(const struct vmi *v)
 	return c && util_str_eq(c->status, "True");
 }
 
-/* matchLabels (and matchExpressions' In with one value) as a label selector string, for status.labelSelector */
-static char *selector_text(json_object *sel)
-{
-	struct buf b;
-	buf_init(&b);
-	json_object *ml = apis_jget(sel, "matchLabels");
-	if (ml && json_object_is_type(ml, json_type_object)) {
-		json_object_object_foreach(ml, k, v)
-		{
-			buf_printf(&b, "%s%s=%s", b.len ? "," : "", k, json_object_get_string(v));
-		}
-	}
-	buf_add_char(&b, 0);
-	return b.data;
-}
-
 static json_object *rs_json(struct apisrv *srv, const struct vmirs *rs)
 {
 	json_object *j = json_tokener_parse(json_object_to_json_string(rs->obj));
@@ -185,7 +214,9 @@ static json_object *rs_json(struct apisrv *srv, const struct vmirs *rs)
 	json_object_object_add(st, "replicas", json_object_new_int(have));
 	if (ready)
 		json_object_object_add(st, "readyReplicas", json_object_new_int(ready));
-	char *sel = selector_text(apis_jget(spec_of(rs), "selector"));
+	struct apisel *as = selector_of(rs);
+	char *sel = apisel_format(as); /* as KubeVirt's status.labelSelector: what `kubectl get vmi -l` takes */
+	apisel_free(as);
 	json_object_object_add(st, "labelSelector", apis_jstr(sel));
 	free(sel);
 	if (paused_of(rs)) {
@@ -193,7 +224,7 @@ static json_object *rs_json(struct apisrv *srv, const struct vmirs *rs)
 		json_object_object_add(c, "type", apis_jstr("ReplicaPaused"));
 		json_object_object_add(c, "status", apis_jstr("True"));
 		json_object_object_add(c, "reason", apis_jstr("Paused"));
-		json_object_object_add(c, "message", apis_jstr("Replica set is paused"));
+		json_object_object_add(c, "message", apis_jstr("Controller got paused"));
 		json_object_array_add(conds, c);
 	}
 	if (rs->failure) {
@@ -280,6 +311,7 @@ static void rs_loaded(void *ctx, const char *path, json_object *f, const char *w
 			rs->members[rs->nmembers++] = (struct vmirs_member){ xstrdup(mn),
 									     json_object_get_boolean(apis_jget(e, "deleting")) };
 		}
+		rs->paused_seen = paused_of(rs); /* its events were told by the process that acted on it */
 		rs->next = srv->vmirss;
 		srv->vmirss = rs;
 	}
@@ -328,9 +360,13 @@ static char *member_manifest(const struct vmirs *rs, const char *name)
 	return text;
 }
 
-static void member_delete(struct apisrv *srv, struct vmirs *rs, struct vmirs_member *m)
+/* Deletes member m; report: a scale down the controller decided (its events on the replica set). */
+static void member_delete(struct apisrv *srv, struct vmirs *rs, struct vmirs_member *m, bool report)
 {
 	m->deleting = true;
+	const struct vmi *v = member_vmi(srv, rs->ns, m->name);
+	char uid[UID_LEN];
+	snprintf(uid, sizeof uid, "%s", v ? v->o.uid : m->name);
 	for (int s = 0; s < srv->nsrcs; s++) {
 		if (evm_find(srv->srcs[s], rs->ns, m->name) == NULL)
 			continue;
@@ -340,8 +376,13 @@ static void member_delete(struct apisrv *srv, struct vmirs *rs, struct vmirs_mem
 		if (src->ops->action(src, &req, apis_action_done, NULL, &err) < 0) {
 			log_warn("engine serve: replica set %s/%s: deleting %s: %s", rs->ns, rs->name, m->name,
 				 err ? err : "refused");
+			if (report)
+				rs_event(srv, rs, "Warning", "FailedDelete", "Error deleting virtual machine instance %s: %s",
+					 m->name, err ? err : "refused");
 			free(err);
-		}
+		} else if (report)
+			rs_event(srv, rs, "Normal", "SuccessfulDelete",
+				 "Stopped the virtual machine by deleting the virtual machine instance %s", uid);
 	}
 }
 
@@ -397,7 +438,7 @@ static void rs_sync(struct apisrv *srv, struct vmirs *rs)
 	if (rs->deleting) {
 		for (size_t i = 0; i < rs->nmembers; i++)
 			if (!rs->members[i].deleting) {
-				member_delete(srv, rs, &rs->members[i]);
+				member_delete(srv, rs, &rs->members[i], false);
 				changed = true;
 			}
 		if (changed && rs_store(rs, &err) < 0) {
@@ -405,6 +446,36 @@ static void rs_sync(struct apisrv *srv, struct vmirs *rs)
 			free(err);
 		}
 		return;
+	}
+	/* members whose VMI the selector no longer selects are released (KubeVirt's ClaimVirtualMachineInstances) */
+	struct apisel *sel = selector_of(rs);
+	for (size_t i = 0; i < rs->nmembers;) {
+		struct vmirs_member *m = &rs->members[i];
+		const struct vmi *v = m->deleting || sel == NULL ? NULL : member_vmi(srv, rs->ns, m->name);
+		if (v && !apisel_match(sel, obj_label_get, (void *)&v->o)) {
+			log_info("engine serve: replica set %s/%s: %s released (its labels no longer match the selector)",
+				 rs->ns, rs->name, m->name);
+			char *name = m->name;
+			memmove(m, m + 1, (rs->nmembers - i - 1) * sizeof *m);
+			rs->nmembers--;
+			/* clients see its VirtualMachine appear and its VMI no longer owned by the replica set */
+			for (int s = 0; s < srv->nsrcs; s++) {
+				struct obj *vm = store_find(srv->st, srv->srcs[s], OBJ_VM, rs->ns, name);
+				if (vm)
+					apis_refresh(srv, vm, true);
+			}
+			apis_refresh(srv, &v->o, true);
+			free(name);
+			changed = true;
+			continue;
+		}
+		i++;
+	}
+	apisel_free(sel);
+	if (paused_of(rs) != rs->paused_seen) {
+		rs->paused_seen = paused_of(rs);
+		rs_event(srv, rs, "Normal", rs->paused_seen ? "SuccessfulPaused" : "SuccessfulResumed",
+			 rs->paused_seen ? "Paused" : "Resumed");
 	}
 	if (rs->failure && util_now_ms() - rs->failed_ms >= VMIRS_RETRY_MS) {
 		free(rs->failure);
@@ -418,7 +489,7 @@ static void rs_sync(struct apisrv *srv, struct vmirs *rs)
 			int v = victim(srv, rs);
 			if (v < 0)
 				break;
-			member_delete(srv, rs, &rs->members[v]);
+			member_delete(srv, rs, &rs->members[v], true);
 			changed = true;
 		}
 		for (; active < want && rs->failure == NULL; active++) {
@@ -441,14 +512,16 @@ static void rs_sync(struct apisrv *srv, struct vmirs *rs)
 			free(text);
 			free(result);
 			if (rc < 0) {
-				rs->failure = xasprintf("failed to create virtual machine instance %s: %s", name,
-							err ? err : "refused");
+				rs->failure = xstrdup(err ? err : "refused");
 				rs->failed_ms = util_now_ms();
-				log_warn("engine serve: replica set %s/%s: %s", rs->ns, rs->name, rs->failure);
+				rs_event(srv, rs, "Warning", "FailedCreate", "Error creating virtual machine instance: %s",
+					 rs->failure);
 				free(err);
 				err = NULL;
 				rs->members[rs->nmembers - 1].deleting = true;
-			}
+			} else
+				rs_event(srv, rs, "Normal", "SuccessfulCreate",
+					 "Started the virtual machine by creating the new virtual machine instance %s", name);
 			changed = true;
 		}
 	}
@@ -469,6 +542,7 @@ void apis_vmirs_sync(struct apisrv *srv)
 		rs_sync(srv, rs);
 		if (rs->deleting && rs->nmembers == 0) { /* its members are gone: then it */
 			rs_unlink(rs);
+			apis_evlog_drop(srv, &rs->ev);
 			*p = rs->next;
 			srv->rv++;
 			json_object *j = json_tokener_parse(rs->text ? rs->text : "{}");
@@ -505,24 +579,28 @@ static int rs_validate(json_object *o, const char *name, char **why)
 		*why = xasprintf("spec.replicas: Invalid value: a whole number from 0 to %d is required", MAX_REPLICAS);
 		return -1;
 	}
-	json_object *ml = apis_jget(sel, "matchLabels");
-	if (ml == NULL || !json_object_is_type(ml, json_type_object) || json_object_object_length(ml) == 0) {
-		*why = xstrdup("spec.selector: Required value: matchLabels");
+	if (sel == NULL || !json_object_is_type(sel, json_type_object)) {
+		*why = xstrdup("spec.selector: Required value");
 		return -1;
 	}
-	if (apis_jget(sel, "matchExpressions")) {
-		*why = xstrdup("spec.selector.matchExpressions: Unsupported value: the engine matches matchLabels only");
+	char *serr = NULL;
+	struct apisel *as = apisel_from_json(sel, &serr);
+	if (as == NULL) {
+		*why = xasprintf("spec.selector%s%s", strncmp(serr, "Invalid", 7) == 0 ? ": " : ".", serr);
+		free(serr);
 		return -1;
 	}
 	json_object *tl = apis_jget(apis_jget(tmpl, "metadata"), "labels");
-	json_object_object_foreach(ml, k, v)
-	{
-		if (!json_object_is_type(v, json_type_string) ||
-		    !util_str_eq(apis_jgets(tl, k), json_object_get_string(v))) {
-			*why = xstrdup("spec.selector: Invalid value: selector does not match labels in "
-				       "spec.template.metadata.labels");
-			return -1;
-		}
+	bool empty = as->n == 0, match = apisel_match(as, json_label, tl);
+	apisel_free(as);
+	if (empty) { /* as Kubernetes' ReplicaSet: an empty selector would select every VMI of the namespace */
+		*why = xstrdup("spec.selector: Invalid value: empty selector is invalid for a replica set");
+		return -1;
+	}
+	if (!match) {
+		*why = xstrdup("spec.selector: Invalid value: selector does not match labels in "
+			       "spec.template.metadata.labels");
+		return -1;
 	}
 	if (tmpl == NULL || apis_jget(tmpl, "spec") == NULL) {
 		*why = xstrdup("spec.template.spec: Required value");
@@ -615,7 +693,7 @@ static enum MHD_Result rs_create(struct apisrv *srv, struct MHD_Connection *c, s
 		} else {
 			rs->next = srv->vmirss;
 			srv->vmirss = rs;
-			rs_refresh(srv, rs, "ADDED");
+			rs_refresh(srv, rs, "ADDED"); /* paused_seen false: a paused one says SuccessfulPaused */
 			apis_vmirs_sync(srv);
 			rc = rs_reply(c, 201, rs);
 		}
@@ -775,7 +853,7 @@ enum MHD_Result apis_vmirs_delete_member(struct apisrv *srv, struct MHD_Connecti
 	if (!apis_dry_run(c, rq)) {
 		for (size_t i = 0; i < rs->nmembers; i++)
 			if (strcmp(rs->members[i].name, name) == 0 && !rs->members[i].deleting)
-				member_delete(srv, rs, &rs->members[i]);
+				member_delete(srv, rs, &rs->members[i], false);
 		char *err = NULL;
 		if (rs_store(rs, &err) < 0) {
 			log_warn("engine serve: %s", err);

@@ -208,6 +208,185 @@ bool apisel_match(const struct apisel *s, const char *(*get)(void *arg, const ch
 	return true;
 }
 
+/* ---- LabelSelector objects ---- */
+
+/* A label key or value as the string form takes it (token's characters), within its bounds. */
+static bool label_text_ok(const char *s, size_t max, bool empty_ok)
+{
+	size_t n = s ? strlen(s) : 0;
+	if (s == NULL || n > max || (n == 0 && !empty_ok))
+		return false;
+	for (const char *p = s; *p; p++)
+		if (!isalnum((unsigned char)*p) && *p != '-' && *p != '_' && *p != '.' && *p != '/')
+			return false;
+	return true;
+}
+
+/* One requirement of a LabelSelector: 0, or -1 with *err naming the field under at. */
+static int json_req(struct apisel_req *r, json_object *e, const char *at, char **err)
+{
+	static const struct {
+		const char *name;
+		enum apisel_op op;
+	} ops[] = { { "In", SEL_IN }, { "NotIn", SEL_NOTIN }, { "Exists", SEL_EXISTS }, { "DoesNotExist", SEL_NOT_EXISTS } };
+	json_object *k = NULL, *o = NULL, *vs = NULL;
+	if (!json_object_is_type(e, json_type_object)) {
+		*err = xasprintf("%s: Invalid value: a requirement {key, operator, values} is expected", at);
+		return -1;
+	}
+	json_object_object_get_ex(e, "key", &k);
+	json_object_object_get_ex(e, "operator", &o);
+	json_object_object_get_ex(e, "values", &vs);
+	const char *key = json_object_is_type(k, json_type_string) ? json_object_get_string(k) : NULL;
+	const char *op = json_object_is_type(o, json_type_string) ? json_object_get_string(o) : NULL;
+	if (key == NULL || *key == 0) {
+		*err = xasprintf("%s.key: Required value", at);
+		return -1;
+	}
+	if (!label_text_ok(key, MAX_TOKEN, false)) {
+		*err = xasprintf("%s.key: Invalid value: \"%.64s\": not a valid label key", at, key);
+		return -1;
+	}
+	size_t i = 0;
+	while (i < sizeof ops / sizeof ops[0] && !(op && strcmp(op, ops[i].name) == 0))
+		i++;
+	if (i == sizeof ops / sizeof ops[0]) {
+		*err = xasprintf("%s.operator: Unsupported value: \"%.32s\": supported values: \"In\", \"NotIn\", "
+				 "\"Exists\", \"DoesNotExist\"", at, op ? op : "");
+		return -1;
+	}
+	r->op = ops[i].op;
+	r->key = xstrdup(key);
+	bool set = r->op == SEL_IN || r->op == SEL_NOTIN;
+	size_t n = vs && json_object_is_type(vs, json_type_array) ? json_object_array_length(vs) : 0;
+	if (vs && !json_object_is_type(vs, json_type_array)) {
+		*err = xasprintf("%s.values: Invalid value: a list is expected", at);
+		return -1;
+	}
+	if (set && n == 0) {
+		*err = xasprintf("%s.values: Required value: must be specified when `operator` is 'In' or 'NotIn'", at);
+		return -1;
+	}
+	if (!set && n > 0) {
+		*err = xasprintf("%s.values: Forbidden: may not be specified when `operator` is 'Exists' or 'DoesNotExist'", at);
+		return -1;
+	}
+	if (n > MAX_VALUES) {
+		*err = xasprintf("%s.values: Too many: %zu: must have at most %d items", at, n, MAX_VALUES);
+		return -1;
+	}
+	for (size_t v = 0; v < n; v++) {
+		json_object *x = json_object_array_get_idx(vs, v);
+		const char *s = json_object_is_type(x, json_type_string) ? json_object_get_string(x) : NULL;
+		if (!label_text_ok(s, 63, true)) {
+			*err = xasprintf("%s.values[%zu]: Invalid value: not a valid label value", at, v);
+			return -1;
+		}
+		add_value(r, xstrdup(s));
+	}
+	return 0;
+}
+
+struct apisel *apisel_from_json(struct json_object *sel, char **err)
+{
+	struct apisel *s = xcalloc(1, sizeof *s);
+	if (sel == NULL)
+		return s;
+	json_object *ml = NULL, *me = NULL;
+	if (!json_object_is_type(sel, json_type_object)) {
+		*err = xstrdup("Invalid value: a label selector {matchLabels, matchExpressions} is expected");
+		goto bad;
+	}
+	json_object_object_get_ex(sel, "matchLabels", &ml);
+	json_object_object_get_ex(sel, "matchExpressions", &me);
+	if (ml && !json_object_is_type(ml, json_type_object)) {
+		*err = xstrdup("matchLabels: Invalid value: a map of label keys to values is expected");
+		goto bad;
+	}
+	if (me && !json_object_is_type(me, json_type_array)) {
+		*err = xstrdup("matchExpressions: Invalid value: a list is expected");
+		goto bad;
+	}
+	size_t nml = ml ? (size_t)json_object_object_length(ml) : 0, nme = me ? json_object_array_length(me) : 0;
+	if (nml + nme > MAX_REQS) {
+		*err = xstrdup("Invalid value: too many requirements in the selector");
+		goto bad;
+	}
+	s->reqs = xcalloc(nml + nme + 1, sizeof *s->reqs);
+	if (ml) {
+		json_object_object_foreach(ml, k, v)
+		{
+			const char *val = json_object_is_type(v, json_type_string) ? json_object_get_string(v) : NULL;
+			struct apisel_req *r = &s->reqs[s->n++];
+			r->op = SEL_EQ;
+			r->key = xstrdup(k);
+			if (!label_text_ok(k, MAX_TOKEN, false)) {
+				*err = xasprintf("matchLabels: Invalid value: \"%.64s\": not a valid label key", k);
+				goto bad;
+			}
+			if (!label_text_ok(val, 63, true)) {
+				*err = xasprintf("matchLabels: Invalid value: the value of \"%.64s\" is not a valid label value", k);
+				goto bad;
+			}
+			add_value(r, xstrdup(val));
+		}
+	}
+	for (size_t i = 0; i < nme; i++) {
+		char at[48];
+		snprintf(at, sizeof at, "matchExpressions[%zu]", i);
+		if (json_req(&s->reqs[s->n++], json_object_array_get_idx(me, i), at, err) < 0)
+			goto bad;
+	}
+	return s;
+bad:
+	apisel_free(s);
+	return NULL;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+char *apisel_format(const struct apisel *s)
+{
+	size_t n = s ? s->n : 0;
+	const struct apisel_req **order = xcalloc(n + 1, sizeof *order);
+	for (size_t i = 0; i < n; i++) { /* by key, stable (insertion) */
+		size_t j = i;
+		while (j > 0 && strcmp(order[j - 1]->key, s->reqs[i].key) > 0) {
+			order[j] = order[j - 1];
+			j--;
+		}
+		order[j] = &s->reqs[i];
+	}
+	struct buf b;
+	buf_init(&b);
+	for (size_t i = 0; i < n; i++) {
+		const struct apisel_req *r = order[i];
+		if (i)
+			buf_add_char(&b, ',');
+		if (r->op == SEL_NOT_EXISTS)
+			buf_add_char(&b, '!');
+		buf_printf(&b, "%s", r->key);
+		if (r->op == SEL_EQ || r->op == SEL_NE) {
+			buf_printf(&b, "%s%s", r->op == SEL_EQ ? "=" : "!=", r->nvalues ? r->values[0] : "");
+		} else if (r->op == SEL_IN || r->op == SEL_NOTIN) {
+			char **v = xcalloc(r->nvalues + 1, sizeof *v);
+			memcpy(v, r->values, r->nvalues * sizeof *v);
+			qsort(v, r->nvalues, sizeof *v, cmp_str);
+			buf_printf(&b, " %s (", r->op == SEL_IN ? "in" : "notin");
+			for (size_t k = 0; k < r->nvalues; k++)
+				buf_printf(&b, "%s%s", k ? "," : "", v[k]);
+			buf_add_char(&b, ')');
+			free(v);
+		}
+	}
+	buf_add_char(&b, 0);
+	free(order);
+	return buf_steal(&b);
+}
+
 /* Tokens are hex of "RV/LAST": opaque to clients, any byte of a key survives. */
 char *apisel_continue_encode(uint64_t rv, const char *last)
 {

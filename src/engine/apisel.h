@@ -28,6 +28,16 @@ void apisel_free(struct apisel *s);
 /* Whether an object matches: get(arg, key) returns the label (or field) value, NULL when absent. */
 bool apisel_match(const struct apisel *s, const char *(*get)(void *arg, const char *key), void *arg);
 
+/* A LabelSelector object {matchLabels, matchExpressions} as Kubernetes' LabelSelectorAsSelector reads it:
+ * matchLabels as key=value, matchExpressions' operators In, NotIn, Exists and DoesNotExist (the API server's
+ * checks on keys, values and operators). NULL or {} selects everything. NULL with *err (caller frees: the field
+ * under the selector and why) when malformed. */
+struct json_object;
+struct apisel *apisel_from_json(struct json_object *sel, char **err);
+/* s as Kubernetes prints a selector (a ReplicaSet's status.labelSelector, what `-l` takes): requirements sorted by
+ * key, values sorted, e.g. "app=web,canary,!old,tier in (a,b)" (caller frees). */
+char *apisel_format(const struct apisel *s);
+
 /* A continue token for a list sorted by key: resume after last at resourceVersion rv (caller frees). */
 char *apisel_continue_encode(uint64_t rv, const char *last);
 /* 0 with *rv and *last (caller frees), or -1 when the token is malformed. */

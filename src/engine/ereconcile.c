@@ -598,7 +598,7 @@ void ereconcile(struct evm *v)
 }
 
 /* A start the node does not admit: the VMI and its launcher pod wait, unscheduled; a new reason is a new
- * FailedScheduling. */
+ * FailedScheduling. Their UIDs are in the record before anyone sees them (a restarted engine shows the same). */
 static void sched_wait(struct evm *v, char *msg)
 {
 	if (v->cur)
@@ -612,6 +612,7 @@ static void sched_wait(struct evm *v, char *msg)
 		free(v->sched_msg);
 		v->sched_msg = msg;
 		evm_sched_event(v, msg);
+		evm_persist(v);
 	} else
 		free(msg);
 	evm_publish(v);
@@ -625,6 +626,7 @@ static void sched_drop(struct evm *v)
 	epublish_unscheduled_remove(v);
 	free(v->sched_msg);
 	v->sched_msg = NULL;
+	evm_persist(v);
 	evm_publish(v);
 }
 

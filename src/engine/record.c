@@ -150,6 +150,15 @@ static const struct ejson_field past_rows[] = {
 	{ "ended", EJ_I64, offsetof(struct evm_past, ended), NULL },
 };
 
+/* a start that waits for the node (sched_wait): its VMI and launcher pod, kept so that a restarted engine shows the
+ * same ones (their UIDs and creation) and the execution takes them when the obstacle goes */
+static const struct ejson_field waiting_rows[] = {
+	{ "uid", EJ_UID, offsetof(struct evm, sched_uid), NULL },
+	{ "launcherUid", EJ_UID, offsetof(struct evm, sched_launcher), NULL },
+	{ "since", EJ_I64, offsetof(struct evm, sched_since), NULL },
+	{ "message", EJ_STR, offsetof(struct evm, sched_msg), NULL },
+};
+
 static const struct ejson_field event_rows[] = {
 	{ "uid", EJ_UID, offsetof(struct evm_event, uid), NULL },
 	{ "type", EJ_ISTR, offsetof(struct evm_event, type), "Normal" },
@@ -183,6 +192,11 @@ char *record_dump(const struct evm *v)
 	ejson_put(o, v, EJSON_ROWS(vm_rows));
 	if (v->cur)
 		json_object_object_add(o, "execution", exec_json(v->cur));
+	if (v->sched_msg) {
+		json_object *w = json_object_new_object();
+		ejson_put(w, v, EJSON_ROWS(waiting_rows));
+		json_object_object_add(o, "waiting", w);
+	}
 	json_object_object_add(o, "history", ejson_array(v->past, sizeof v->past[0], v->npast, EJSON_ROWS(past_rows)));
 	json_object_object_add(o, "events",
 			       ejson_array(v->events, sizeof v->events[0], v->nevents, EJSON_ROWS(event_rows)));
@@ -230,6 +244,14 @@ int record_load(struct evm *v, const char *json, char **err)
 	json_object *x = ejson_child(o, "execution", json_type_object);
 	if (x)
 		v->cur = exec_from(x);
+	json_object *w = ejson_child(o, "waiting", json_type_object);
+	if (w && x == NULL) {
+		ejson_get(v, w, EJSON_ROWS(waiting_rows));
+		if (v->sched_msg && (v->sched_uid[0] == 0 || v->sched_launcher[0] == 0)) { /* not one kvcon wrote */
+			free(v->sched_msg);
+			v->sched_msg = NULL;
+		}
+	}
 	json_object *a = ejson_child(o, "history", json_type_array);
 	if (a) {
 		size_t n = json_object_array_length(a);

@@ -4,10 +4,13 @@
 # stateless VMs whose disks need not survive": the lab guest's kernel-boot container) with 2 replicas: kubectl get
 # vmirs as KubeVirt prints it (NAME DESIRED CURRENT READY AGE), members named as KubeVirt names them (the replica
 # set's name + 5 characters) and owned by it, no VirtualMachine of theirs listed, a deleted member replaced, kubectl
-# scale, spec.paused, the replica set and its members kept across a restart of the service, kubectl delete. Then
+# scale, spec.paused, KubeVirt's events on the replica set (kubectl describe), a selector of matchExpressions (the
+# member it no longer selects released, status.labelSelector as `-l` takes it, one that does not select the
+# template refused), the replica set and its members kept across a restart of the service, kubectl delete. Then
 # placement on the engine's Node (the same guest, runStrategy Always): a nodeSelector that does not match keeps the
 # start ErrorUnschedulable with the scheduler's message (VMI Scheduling, launcher Pending Unschedulable,
-# FailedScheduling) until `kubectl label node`; `kvcon drain` refuses a LiveMigrate VM on the one host and stops an
+# FailedScheduling; the waiting VMI and launcher keep their UIDs across a kill -9 of the service) until `kubectl
+# label node`; `kvcon drain` refuses a LiveMigrate VM on the one host and stops an
 # evictionStrategy None one, which stays unschedulable while cordoned; a NoExecute taint evicts it and keeps it
 # unschedulable until removed.
 set -euo pipefail
@@ -77,6 +80,14 @@ evs=$(k get events -o json | jq -r '[.items[] | select(.involvedObject.kind == "
     fail "no event of member $m1's VMI: $(k get events)"
 out=$(kv get vmirs) || fail "kvcon get vmirs"
 sed -n 2p <<<"$out" | grep -Eq '^web +2 +2 +2 +[0-9]+s$' || fail "kvcon get vmirs: $out"
+# describe: KubeVirt's events of the replica set (rsev REASON: their messages)
+rsev() { k get events --field-selector "involvedObject.kind=VirtualMachineInstanceReplicaSet,involvedObject.name=web,reason=$1" \
+    -o jsonpath='{range .items[*]}{.source.component} {.type} {.message}{"\n"}{end}'; }
+out=$(k describe vmirs web)
+for m in "$m1" "$m2"; do
+    grep -Eq "^  Normal +SuccessfulCreate +[0-9a-z]+ +virtualmachinereplicaset-controller +Started the virtual machine by creating the new virtual machine instance $m\$" <<<"$out" ||
+        fail "describe has no SuccessfulCreate of $m: $out"
+done
 
 step "a deleted member is replaced by a new one"
 k delete vmi "$m1" --wait=false >/dev/null || fail "delete vmi $m1"
@@ -96,6 +107,8 @@ out=$(k scale vmirs web --replicas=1 2>&1) || fail "scale: $out"
 [[ $out == "virtualmachineinstancereplicaset.kubevirt.io/web scaled" ]] || fail "scale said: $out"
 wait_members 1
 [[ $(k get vmirs web -o jsonpath='{.spec.replicas}') == 1 ]] || fail "spec.replicas"
+[[ $(rsev SuccessfulDelete) =~ ^virtualmachinereplicaset-controller\ Normal\ Stopped\ the\ virtual\ machine\ by\ deleting\ the\ virtual\ machine\ instance\ [0-9a-f-]{36}$ ]] ||
+    fail "no SuccessfulDelete of the scale down: $(k get events)"
 k patch vmirs web --type merge -p '{"spec":{"paused":true}}' >/dev/null || fail "pause"
 [[ $(k get vmirs web -o jsonpath='{.status.conditions[?(@.type=="ReplicaPaused")].status}') == True ]] ||
     fail "no ReplicaPaused: $(k get vmirs web -o yaml)"
@@ -105,6 +118,30 @@ wait_eq 60 "0/" ready || fail "status.replicas after the member went: $(ready)"
 [[ -z $(members) ]] || fail "a member made while paused: $(members)"
 k patch vmirs web --type merge -p '{"spec":{"paused":false}}' >/dev/null || fail "unpause"
 wait_members 1
+out=$(k describe vmirs web)
+grep -Eq '^  Normal +SuccessfulPaused +.* +Paused$' <<<"$out" && grep -Eq '^  Normal +SuccessfulResumed +.* +Resumed$' <<<"$out" ||
+    fail "describe has no SuccessfulPaused and SuccessfulResumed: $out"
+
+step "matchExpressions: a new selector and template; the member it no longer selects is released, another made"
+m1=$(members)
+sed -e '/^    matchLabels:$/,/^  template:$/c\    matchExpressions:\n    - {key: kubevirt.io/vmReplicaSet, operator: In, values: [web]}\n    - {key: tier, operator: In, values: [front, edge]}\n    - {key: canary, operator: DoesNotExist}\n    - {key: zone, operator: NotIn, values: [b]}\n  template:' \
+    -e 's/^  replicas: 2/  replicas: 1/' -e 's|^        kubevirt.io/vmReplicaSet: web|&\n        tier: front|' "$ENGINE_T/rs.yaml" >"$ENGINE_T/rs2.yaml"
+out=$(k apply -f "$ENGINE_T/rs2.yaml" 2>&1) || fail "apply matchExpressions: $out"
+sel=$(k get vmirs web -o jsonpath='{.status.labelSelector}')
+[[ $sel == '!canary,kubevirt.io/vmReplicaSet in (web),tier in (edge,front),zone notin (b)' ]] || fail "status.labelSelector: $sel"
+selected() { k get vmi -l "$sel" -o json | jq -r '[.items[] | select(.status.phase == "Running") | .metadata.name] | join(" ")'; }
+until=$((SECONDS + 60))
+while ((SECONDS < until)) && [[ $(selected) == "" || $(ready) != 1/1 ]]; do sleep 0.2; done
+m2=$(selected)
+[[ $m2 =~ ^web[a-z0-9]{5}$ && $m2 != "$m1" && $(ready) == 1/1 ]] || fail "selected '$m2', replicas $(ready): $(k get vmi --show-labels)"
+own=$(k get vmi "$m1" -o json | jq -r '[.metadata.ownerReferences[].kind] | join(" ")')
+[[ $own == VirtualMachine && $(k get vm "$m1" -o name) == "virtualmachine.kubevirt.io/$m1" ]] ||
+    fail "the released member $m1: owned by '$own', $(k get vm 2>&1)"
+out=$(k patch vmirs web --type merge -p '{"spec":{"selector":{"matchExpressions":[{"key":"tier","operator":"NotIn","values":["front"]}]}}}' 2>&1) &&
+    fail "a selector that does not select the template was taken: $out"
+[[ $out == *"spec.selector: Invalid value: selector does not match labels in spec.template.metadata.labels"* ]] || fail "patch said: $out"
+k delete vm "$m1" --timeout=60s >/dev/null || fail "delete the released $m1"
+[[ $(members) == "$m2" ]] || fail "members after the release: '$(members)', not $m2"
 
 step "kept across a restart of the service: the same replica set and member"
 m1=$(members)
@@ -154,6 +191,17 @@ rc=0; out=$(kv diagnose default/place 2>&1) || rc=$?
 [[ $rc == 3 && $out == *"[launcher-unschedulable]"* && $out == *"didn't match Pod's node affinity/selector"* ]] ||
     fail "diagnose ($rc): $out"
 uid=$(k get vmi place -o jsonpath='{.metadata.uid}')
+step "placement: the waiting VMI and its launcher pod keep their UIDs and creation across a kill -9 of the service"
+waiting() { echo "$(k get vmi place -o jsonpath='{.metadata.uid} {.metadata.creationTimestamp} {.status.phase}')" \
+    "$(k get pod -l vm.kubevirt.io/name=place -o jsonpath='{.items[*].metadata.uid} {.items[*].metadata.creationTimestamp} {.items[*].status.phase}')"; }
+before=$(waiting)
+[[ $before == "$uid "*" Scheduling "*" Pending" ]] || fail "waiting before: $before"
+pid=$(cat "$XDG_STATE_HOME"/kvcon/engine-*.sock.pid)
+kill -9 "$pid"
+wait_eq 10 gone pid_gone "$pid" || fail "the service outlived kill -9"
+kv get vmi >/dev/null || fail "kvcon get vmi after the kill"
+[[ $(waiting) == "$before" ]] || fail "after the kill: '$(waiting)', before: '$before'"
+[[ $(status) == ErrorUnschedulable ]] || fail "not ErrorUnschedulable after the kill: $(k get vm place -o yaml)"
 step "placement: kubectl label node starts the VMI that waited"
 out=$(k label node "$node" disk=ssd 2>&1) || fail "label: $out"
 [[ $out == "node/$node labeled" ]] || fail "label said: $out"

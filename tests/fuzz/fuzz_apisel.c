@@ -1,7 +1,8 @@
 /* libFuzzer harness for the engine service's request parsing (engine/apisel.c): the first byte picks a label
  * selector, a field selector, a continue token, a resourceVersion, a protobuf object's kind and name, a protobuf
- * Secret or ConfigMap as JSON, or a JSON patch ([TARGET, OPS]); the rest is the parameter or body as a client
- * sends it. A parsed selector is also matched against a fixed label set. */
+ * Secret or ConfigMap as JSON, a JSON patch ([TARGET, OPS]) or a LabelSelector object ({matchLabels,
+ * matchExpressions}); the rest is the parameter or body as a client sends it. A parsed selector is also matched
+ * against a fixed label set; a LabelSelector printed (apisel_format) parses back to one that matches the same. */
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -47,6 +48,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			if ((got == NULL) != (err != NULL))
 				abort();
 			json_object_put(got);
+		} else if (a && json_object_is_type(a, json_type_object)) { /* a LabelSelector */
+			struct apisel *sel = apisel_from_json(a, &err);
+			if ((sel == NULL) != (err != NULL))
+				abort();
+			if (sel) {
+				char *text = apisel_format(sel), *err2 = NULL;
+				struct apisel *back = apisel_parse(text, false, &err2);
+				if (back == NULL || back->n != sel->n || apisel_match(back, get, NULL) != apisel_match(sel, get, NULL))
+					abort(); /* its printed form is the same selector */
+				apisel_free(back);
+				free(err2);
+				free(text);
+			}
+			apisel_free(sel);
 		}
 		json_object_put(a);
 		break;

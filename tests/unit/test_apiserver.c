@@ -10,6 +10,7 @@
 #include "apiserver/internal.h"
 #include "engine/apitls.h"
 #include "core/xmalloc.h"
+#include "model/store.h"
 #include "t.h"
 
 static const char *jstrat(json_object *o, const char *path1, const char *path2)
@@ -206,6 +207,66 @@ static void test_vmirs_table(void)
 	json_object_put(m);
 }
 
+/* the events of the service's own controllers (a replica set's): on their object as kubectl describe selects them,
+ * a repeat counted on the last one as client-go's recorder aggregates, at most APIS_EVLOG_MAX kept, all gone with
+ * their object */
+static void test_events(void)
+{
+	struct apisrv srv = { 0 };
+	struct source *src = source_new(SOURCE_ENGINE, "host");
+	srv.st = store_new();
+	srv.srcs = &src;
+	srv.nsrcs = 1;
+	struct apis_evlog log = { 0 };
+	const char *uid = "0f8b3f0a-1111-4222-8333-944445555666";
+	apis_event_record(&srv, &log, "VirtualMachineInstanceReplicaSet", "default", "web", uid, "Normal",
+			  "SuccessfulCreate", "virtualmachinereplicaset-controller",
+			  "Started the virtual machine by creating the new virtual machine instance webbcdfg");
+	size_t n;
+	struct obj *const *evs = store_objs(srv.st, src, OBJ_EVENT, &n);
+	T_EQ_INT(n, 1);
+	json_object *j = apis_obj_to_json(evs[0]);
+	json_object *io = apis_jget(j, "involvedObject");
+	T_EQ_STR(apis_jgets(io, "kind"), "VirtualMachineInstanceReplicaSet");
+	T_EQ_STR(apis_jgets(io, "apiVersion"), "kubevirt.io/v1");
+	T_EQ_STR(apis_jgets(io, "name"), "web");
+	T_EQ_STR(apis_jgets(io, "namespace"), "default");
+	T_EQ_STR(apis_jgets(io, "uid"), uid);
+	T_EQ_STR(apis_jgets(j, "reason"), "SuccessfulCreate");
+	T_EQ_STR(apis_jgets(j, "type"), "Normal");
+	T_EQ_STR(jstrat(j, "source", "component"), "virtualmachinereplicaset-controller");
+	T_EQ_INT(json_object_get_int(apis_jget(j, "count")), 1);
+	json_object_put(j);
+	/* the same again: one event, count 2; another message: a second event */
+	apis_event_record(&srv, &log, "VirtualMachineInstanceReplicaSet", "default", "web", uid, "Normal",
+			  "SuccessfulCreate", "virtualmachinereplicaset-controller",
+			  "Started the virtual machine by creating the new virtual machine instance webbcdfg");
+	evs = store_objs(srv.st, src, OBJ_EVENT, &n);
+	T_EQ_INT(n, 1);
+	T_EQ_INT(((const struct event *)evs[0])->count, 2);
+	apis_event_record(&srv, &log, "VirtualMachineInstanceReplicaSet", "default", "web", uid, "Warning",
+			  "FailedCreate", "virtualmachinereplicaset-controller", "Error creating virtual machine instance: x");
+	evs = store_objs(srv.st, src, OBJ_EVENT, &n);
+	T_EQ_INT(n, 2);
+	/* bounded: the oldest go */
+	for (int i = 0; i < APIS_EVLOG_MAX + 5; i++) {
+		char msg[64];
+		snprintf(msg, sizeof msg, "Paused %d", i);
+		apis_event_record(&srv, &log, "VirtualMachineInstanceReplicaSet", "default", "web", uid, "Normal",
+				  "SuccessfulPaused", "virtualmachinereplicaset-controller", msg);
+	}
+	evs = store_objs(srv.st, src, OBJ_EVENT, &n);
+	T_EQ_INT(n, APIS_EVLOG_MAX);
+	T_EQ_INT(log.n, APIS_EVLOG_MAX);
+	T_CHECK(store_get(srv.st, src, OBJ_EVENT, log.uids[0]) != NULL);
+	apis_evlog_drop(&srv, &log);
+	evs = store_objs(srv.st, src, OBJ_EVENT, &n);
+	T_EQ_INT(n, 0);
+	T_EQ_INT(log.n, 0);
+	store_free(srv.st);
+	source_free_all();
+}
+
 /* the HTTPS port a root's service chose: recorded per socket, read back, garbage refused */
 static void test_port_record(void)
 {
@@ -328,6 +389,7 @@ int main(void)
 	test_resources();
 	test_names();
 	test_publish();
+	test_events();
 	test_ring();
 	test_namespaces();
 	test_vmim_table();

@@ -66,6 +66,80 @@ static void test_labels(void)
 	T_EQ_INT(sel_matches(big, false, pod), -1);
 }
 
+/* a LabelSelector object (a replica set's spec.selector): matchLabels and matchExpressions' four operators match as
+ * the string form does, print as Kubernetes prints them (sorted by key, values sorted), and parse back the same */
+static int json_matches(const char *json, const char *const *kv, char **text, char **err)
+{
+	json_object *j = json_tokener_parse(json);
+	struct apisel *sel = apisel_from_json(j, err);
+	json_object_put(j);
+	if (sel == NULL)
+		return -1;
+	struct labels l = { kv };
+	int m = apisel_match(sel, get, &l);
+	if (text)
+		*text = apisel_format(sel);
+	apisel_free(sel);
+	return m;
+}
+
+static void test_label_selector_json(void)
+{
+	const char *const web[] = { "kubevirt.io/vmReplicaSet", "web", "tier", "front", NULL };
+	const char *const db[] = { "kubevirt.io/vmReplicaSet", "web", "tier", "db", "canary", "1", NULL };
+	const char *sel = "{\"matchLabels\":{\"kubevirt.io/vmReplicaSet\":\"web\"},\"matchExpressions\":["
+			  "{\"key\":\"tier\",\"operator\":\"In\",\"values\":[\"front\",\"edge\"]},"
+			  "{\"key\":\"canary\",\"operator\":\"DoesNotExist\"},"
+			  "{\"key\":\"kubevirt.io/vmReplicaSet\",\"operator\":\"Exists\"},"
+			  "{\"key\":\"zone\",\"operator\":\"NotIn\",\"values\":[\"b\",\"a\"]}]}";
+	char *text = NULL, *err = NULL;
+	T_EQ_INT(json_matches(sel, web, &text, &err), 1);
+	T_EQ_STR(text, "!canary,kubevirt.io/vmReplicaSet=web,kubevirt.io/vmReplicaSet,tier in (edge,front),"
+		       "zone notin (a,b)");
+	struct labels l = { web };
+	struct apisel *back = apisel_parse(text, false, &err); /* what -l takes */
+	T_CHECK(back != NULL && back->n == 5 && apisel_match(back, get, &l));
+	apisel_free(back);
+	free(text);
+	T_EQ_INT(json_matches(sel, db, NULL, &err), 0); /* tier db, and canary exists */
+	const char *const zone_a[] = { "kubevirt.io/vmReplicaSet", "web", "tier", "edge", "zone", "a", NULL };
+	T_EQ_INT(json_matches(sel, zone_a, NULL, &err), 0);
+	/* NotIn and DoesNotExist hold for an absent label; In and Exists do not */
+	const char *const none[] = { NULL };
+	T_EQ_INT(json_matches("{\"matchExpressions\":[{\"key\":\"a\",\"operator\":\"NotIn\",\"values\":[\"x\"]},"
+			      "{\"key\":\"b\",\"operator\":\"DoesNotExist\"}]}", none, NULL, &err), 1);
+	T_EQ_INT(json_matches("{\"matchExpressions\":[{\"key\":\"a\",\"operator\":\"In\",\"values\":[\"x\"]}]}", none,
+			      NULL, &err), 0);
+	T_EQ_INT(json_matches("{\"matchExpressions\":[{\"key\":\"a\",\"operator\":\"Exists\"}]}", none, NULL, &err), 0);
+	T_EQ_INT(json_matches("{}", none, &text, &err), 1); /* empty: everything */
+	T_EQ_STR(text, "");
+	free(text);
+	/* malformed, with the field and the API server's words */
+	static const struct {
+		const char *json, *want;
+	} bad[] = {
+		{ "{\"matchExpressions\":[{\"key\":\"a\",\"operator\":\"In\"}]}",
+		  "matchExpressions[0].values: Required value: must be specified when `operator` is 'In' or 'NotIn'" },
+		{ "{\"matchExpressions\":[{\"key\":\"a\",\"operator\":\"Exists\",\"values\":[\"x\"]}]}",
+		  "matchExpressions[0].values: Forbidden: may not be specified when `operator` is 'Exists' or 'DoesNotExist'" },
+		{ "{\"matchExpressions\":[{\"key\":\"a\",\"operator\":\"In\",\"values\":[\"x\"]},{\"key\":\"a\",\"operator\":\"Gt\",\"values\":[\"1\"]}]}",
+		  "matchExpressions[1].operator: Unsupported value: \"Gt\": supported values: \"In\", \"NotIn\", \"Exists\", \"DoesNotExist\"" },
+		{ "{\"matchExpressions\":[{\"operator\":\"Exists\"}]}", "matchExpressions[0].key: Required value" },
+		{ "{\"matchExpressions\":[{\"key\":\"a b\",\"operator\":\"Exists\"}]}",
+		  "matchExpressions[0].key: Invalid value: \"a b\": not a valid label key" },
+		{ "{\"matchExpressions\":{}}", "matchExpressions: Invalid value: a list is expected" },
+		{ "{\"matchLabels\":{\"app\":\"a,b\"}}", "matchLabels: Invalid value: the value of \"app\" is not a valid label value" },
+		{ "{\"matchExpressions\":[{\"key\":\"a\",\"operator\":\"In\",\"values\":[\"x)\"]}]}",
+		  "matchExpressions[0].values[0]: Invalid value: not a valid label value" },
+	};
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		err = NULL;
+		T_EQ_INT(json_matches(bad[i].json, none, NULL, &err), -1);
+		T_EQ_STR(err, bad[i].want);
+		free(err);
+	}
+}
+
 static void test_fields(void)
 {
 	const char *const vm[] = { "metadata.name", "demo", "metadata.namespace", "default", NULL };
@@ -275,6 +349,7 @@ static void test_pb_object(void)
 int main(void)
 {
 	test_labels();
+	test_label_selector_json();
 	test_fields();
 	test_continue();
 	test_rv();

@@ -1,6 +1,7 @@
 /* Unit tests of the engine's VM record (engine/record.c): what is dumped is loaded back the same (identity, live
  * run strategy, change requests, the intent of accepted requests, the current execution with its phase timeline, history, events), and broken
  * records are refused. */
+#include <json-c/json.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -103,6 +104,45 @@ int main(void)
 	T_EQ_STR(again, json);
 	free(again);
 	free(json);
+	evm_free(w);
+
+	/* a start waiting for the node (no execution): its VMI's and launcher's UIDs, since and the scheduler's
+	 * message come back, so a restarted engine shows the same waiting VMI and pod */
+	exec_free(v->cur);
+	v->cur = NULL;
+	v->sched_msg = xstrdup("0/1 nodes are available: 1 node(s) didn't match Pod's node affinity/selector.");
+	strcpy(v->sched_uid, "44444444-4444-4444-8444-444444444444");
+	strcpy(v->sched_launcher, "55555555-5555-4555-8555-555555555555");
+	v->sched_since = 1700000200;
+	json = record_dump(v);
+	w = xcalloc(1, sizeof *w);
+	T_EQ_INT(record_load(w, json, &err), 0);
+	T_CHECK(w->cur == NULL);
+	T_EQ_STR(w->sched_msg, v->sched_msg);
+	T_EQ_STR(w->sched_uid, v->sched_uid);
+	T_EQ_STR(w->sched_launcher, v->sched_launcher);
+	T_EQ_INT(w->sched_since, 1700000200);
+	again = record_dump(w);
+	T_EQ_STR(again, json);
+	free(again);
+	free(json);
+	evm_free(w);
+	/* no wait kept when there is none; a wait without its UIDs is not kvcon's: dropped */
+	free(v->sched_msg);
+	v->sched_msg = NULL;
+	json = record_dump(v);
+	T_CHECK(strstr(json, "\"waiting\"") == NULL);
+	json_object *o = json_tokener_parse(json);
+	json_object *wt = json_object_new_object();
+	json_object_object_add(wt, "message", json_object_new_string("m"));
+	json_object_object_add(o, "waiting", wt);
+	free(json);
+	json = xstrdup(json_object_to_json_string(o));
+	json_object_put(o);
+	w = xcalloc(1, sizeof *w);
+	T_EQ_INT(record_load(w, json, &err), 0);
+	free(json);
+	T_CHECK(w->sched_msg == NULL);
 	evm_free(w);
 
 	/* broken records are refused, not half-loaded */
