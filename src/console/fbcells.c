@@ -9,7 +9,6 @@
  * damaged-rectangle update reproduce a full redraw exactly and lets golden files be compared byte for byte. */
 #include "console/fbcells.h"
 
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -26,6 +25,7 @@ struct axis {
 	uint32_t *weights;
 	size_t nweights;
 	uint32_t total; /* sum of the weights of every span */
+	uint32_t unit;	/* the weight of a source pixel wholly inside a span (the target size) */
 };
 
 struct fbcells {
@@ -39,6 +39,12 @@ struct fbcells {
 	struct fbc_cell *cells;
 	uint8_t *dirty;
 	size_t ndirty;
+	/* the fast fit path's scratch (see compute_fit): one source row's column sums, the accumulators of one
+	 * target row, two subpixel rows, and the reciprocal that replaces the division by the total weight */
+	uint64_t *hs, *acc;
+	int hs_row; /* the source row hs holds, -1 none */
+	uint32_t *sub;
+	uint64_t tot, recip;
 };
 
 struct fbcells *fbcells_new(void)
@@ -63,6 +69,9 @@ void fbcells_free(struct fbcells *f)
 	axis_free(&f->ay);
 	free(f->cells);
 	free(f->dirty);
+	free(f->hs);
+	free(f->acc);
+	free(f->sub);
 	free(f);
 }
 
@@ -99,6 +108,7 @@ static void axis_build(struct axis *a, int src, int dst, bool identity)
 		}
 	}
 	a->total = (uint32_t)S;
+	a->unit = (uint32_t)D;
 }
 
 static int clampi(int v, int lo, int hi)
@@ -154,6 +164,14 @@ void fbcells_layout(struct fbcells *f, int cols, int rows, int fb_w, int fb_h, e
 	}
 	axis_build(&f->ax, fb_w, f->tw, mode == FBC_ONE);
 	axis_build(&f->ay, fb_h, f->th, mode == FBC_ONE);
+	free(f->hs);
+	free(f->acc);
+	free(f->sub);
+	f->hs = xreallocarray(NULL, (size_t)f->tw + 1, sizeof *f->hs);
+	f->acc = xreallocarray(NULL, 3 * (size_t)f->tw + 1, sizeof *f->acc);
+	f->sub = xreallocarray(NULL, 2 * (size_t)cols + 1, sizeof *f->sub);
+	f->tot = (uint64_t)f->ax.total * f->ay.total;
+	f->recip = f->tot ? ((uint64_t)1 << 56) / f->tot : 0;
 	if (resized) {
 		size_t n = (size_t)cols * (size_t)rows;
 		free(f->cells);
@@ -209,8 +227,163 @@ static void compute_cell(struct fbcells *f, const struct fbc_src *src, int col, 
 	}
 }
 
+/* ---- the fast fit path ----
+ *
+ * The same sums as subpixel(), reordered so that no pixel costs a division or a call: the weights are separable
+ * (wx[i] * wy[j]), so each source row is first reduced along x into one sum a target column (kept while the next
+ * target row shares that source row), then the rows are weighted along y. Along x a pixel wholly inside a span
+ * weighs exactly the span's unit (the target width), so only a span's first and last pixels are multiplied; the
+ * ones between are added several to a word. A row sum keeps its three channels in one 64-bit word, 21 bits each
+ * (255 * fbw < 2^21 for fbw <= FIT_MAX_W). The final rounding divides by a constant: a 2^56 reciprocal and one
+ * correction step give exactly (sum + tot/2) / tot. */
+
+#define FIT_MAX_W 8223
+#define LANE 0x1fffffu
+
+/* One pixel (R, G, B in bytes 0..2) spread to 21-bit lanes. */
+static inline uint64_t spread(const uint8_t *p)
+{
+	return (uint64_t)p[0] | (uint64_t)p[1] << 21 | (uint64_t)p[2] << 42;
+}
+
+/* The unweighted sum of n pixels, in 21-bit lanes (n * 255 < 2^21). Two pixels a 64-bit word: R and B of both in
+ * 16-bit lanes, G of both in 32-bit lanes, folded every 256 pixels so that no lane overflows. */
+static inline uint64_t sum_run(const uint8_t *p, int n)
+{
+	uint64_t tot = 0;
+#if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+	for (int i = 0; i < n; i++)
+		tot += spread(p + 4 * i); /* the word layout below assumes little-endian loads */
+	return tot;
+#endif
+	while (n > 0) {
+		int k = n < 256 ? n : 256, i = 0;
+		uint64_t rb = 0, g = 0, q;
+		for (; i + 2 <= k; i += 2) {
+			memcpy(&q, p + 4 * i, 8);
+			rb += q & 0x00ff00ff00ff00ffull;
+			g += q >> 8 & 0x000000ff000000ffull;
+		}
+		if (i < k) {
+			uint32_t v;
+			memcpy(&v, p + 4 * i, 4);
+			rb += v & 0x00ff00ffu;
+			g += v >> 8 & 0xffu;
+		}
+		uint64_t r = (rb & 0xffff) + (rb >> 32 & 0xffff), b = (rb >> 16 & 0xffff) + (rb >> 48);
+		tot += r | ((g & 0xffffffffu) + (g >> 32)) << 21 | b << 42;
+		p += 4 * k;
+		n -= k;
+	}
+	return tot;
+}
+
+/* The x-weighted sums of source row j for target columns [ta, tb), in f->hs (cached by row). */
+static const uint64_t *hrow(struct fbcells *f, const struct fbc_src *src, int j, int ta, int tb)
+{
+	if (f->hs_row == j)
+		return f->hs;
+	const uint8_t *row = src->pix + (size_t)j * src->stride;
+	const struct span *sp = f->ax.spans;
+	const uint32_t *wts = f->ax.weights;
+	uint64_t unit = f->ax.unit;
+	for (int t = ta; t < tb; t++) {
+		const uint8_t *p = row + (size_t)sp[t].start * 4;
+		const uint32_t *w = wts + sp[t].w;
+		int n = sp[t].n;
+		uint64_t v = w[0] * spread(p);
+		if (n >= 2)
+			v += w[n - 1] * spread(p + 4 * (n - 1));
+		if (n >= 3)
+			v += unit * sum_run(p + 4, n - 2);
+		f->hs[t] = v;
+	}
+	f->hs_row = j;
+	return f->hs;
+}
+
+/* (x + tot/2) / tot for one channel's weighted sum x < 255.5 * tot: with m = floor(2^56 / tot), x * m < 2^64 and
+ * x * m / 2^56 falls short of x / tot by less than one, so one correction makes it exact. */
+static inline uint32_t div_tot(const struct fbcells *f, uint64_t x)
+{
+	x += f->tot / 2;
+	uint64_t q = x * f->recip >> 56;
+	if (x - q * f->tot >= f->tot)
+		q++;
+	return (uint32_t)q;
+}
+
+/* Target row ty's colours for target columns [ta, tb) into out[ta..tb). */
+static void fit_row(struct fbcells *f, const struct fbc_src *src, int ty, int ta, int tb, uint32_t *out)
+{
+	const struct span *ys = &f->ay.spans[ty];
+	const uint32_t *wy = f->ay.weights + ys->w;
+	uint64_t *ar = f->acc, *ag = ar + f->tw, *ab = ag + f->tw;
+	for (int jj = 0; jj < ys->n; jj++) {
+		const uint64_t *h = hrow(f, src, ys->start + jj, ta, tb);
+		uint64_t w = wy[jj];
+		if (jj == 0) {
+			for (int t = ta; t < tb; t++) {
+				uint64_t v = h[t];
+				ar[t] = w * (v & LANE);
+				ag[t] = w * (v >> 21 & LANE);
+				ab[t] = w * (v >> 42);
+			}
+		} else {
+			for (int t = ta; t < tb; t++) {
+				uint64_t v = h[t];
+				ar[t] += w * (v & LANE);
+				ag[t] += w * (v >> 21 & LANE);
+				ab[t] += w * (v >> 42);
+			}
+		}
+	}
+	for (int t = ta; t < tb; t++)
+		out[t] = div_tot(f, ar[t]) << 16 | div_tot(f, ag[t]) << 8 | div_tot(f, ab[t]);
+}
+
+/* compute_cells for a fit layout whose source is as large as the layout says. */
+static void compute_fit(struct fbcells *f, const struct fbc_src *src, int c0, int c1, int r0, int r1)
+{
+	int ta = clampi(c0 - f->ox, 0, f->tw), tb = clampi(c1 - f->ox, 0, f->tw);
+	f->hs_row = -1;
+	for (int r = r0; r < r1; r++) {
+		for (int k = 0; k < 2; k++) {
+			/* the subpixel row, indexed by column: letterbox black around the target columns */
+			uint32_t *sub = f->sub + (size_t)k * (size_t)f->cols;
+			int ty = 2 * r + k - f->oy;
+			bool inside = ty >= 0 && ty < f->th && ta < tb;
+			int a = inside ? ta + f->ox : c1, b = inside ? tb + f->ox : c1;
+			for (int c = c0; c < a; c++)
+				sub[c] = 0;
+			for (int c = b; c < c1; c++)
+				sub[c] = 0;
+			if (inside)
+				fit_row(f, src, ty, ta, tb, sub + f->ox);
+		}
+		const uint32_t *top = f->sub, *bot = f->sub + f->cols;
+		struct fbc_cell *cells = f->cells + (size_t)r * (size_t)f->cols;
+		uint8_t *dirty = f->dirty + (size_t)r * (size_t)f->cols;
+		for (int c = c0; c < c1; c++) {
+			if (top[c] == cells[c].fg && bot[c] == cells[c].bg)
+				continue;
+			cells[c].fg = top[c];
+			cells[c].bg = bot[c];
+			if (!dirty[c]) {
+				dirty[c] = 1;
+				f->ndirty++;
+			}
+		}
+	}
+}
+
 static void compute_cells(struct fbcells *f, const struct fbc_src *src, int c0, int c1, int r0, int r1)
 {
+	if (f->mode == FBC_FIT && src->pix != NULL && f->tw > 0 && f->th > 0 && f->fbw <= FIT_MAX_W &&
+	    src->w >= f->fbw && src->h >= f->fbh) {
+		compute_fit(f, src, c0, c1, r0, r1);
+		return;
+	}
 	for (int r = r0; r < r1; r++)
 		for (int c = c0; c < c1; c++)
 			compute_cell(f, src, c, r);
@@ -360,104 +533,147 @@ char fbcells_ascii(struct fbc_cell c)
 	return ramp[y * 10 / 256];
 }
 
-/* ---- terminal output ---- */
+/* ---- terminal output ----
+ *
+ * A full frame is tens of thousands of colour changes, so the bytes are written straight into the buffer, a row
+ * reserved at a time (EMIT_CELL_MAX bytes a cell at most), with a hand-written decimal formatter. */
 
-struct emitter {
-	struct buf *out;
-	enum fbc_colour mode;
-	int row, col;	/* cursor, -1 unknown */
-	int64_t fg, bg; /* current SGR colours (RGB or palette index), -1 unknown */
-};
+/* the longest cell: "\033[38;2;255;255;255;48;2;255;255;255m" and U+2580, or a cursor move and a plain cell */
+#define EMIT_CELL_MAX 64
+#define EMIT_CUP_MAX 32
 
-/* Decimal without printf: the emitter writes a few numbers per cell, tens of thousands a frame. */
-static void put_num(struct buf *b, unsigned v)
+static const char digits2[] = "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+			      "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+			      "8081828384858687888990919293949596979899";
+
+/* Decimal of v at o; returns the end. */
+static inline char *put_num(char *o, unsigned v)
 {
+	if (v < 10) {
+		*o++ = (char)('0' + v);
+		return o;
+	}
+	if (v < 100) {
+		memcpy(o, digits2 + 2 * v, 2);
+		return o + 2;
+	}
+	if (v < 1000) {
+		*o++ = (char)('0' + v / 100);
+		memcpy(o, digits2 + 2 * (v % 100), 2);
+		return o + 2;
+	}
 	char tmp[12];
 	int n = 0;
 	do {
 		tmp[n++] = (char)('0' + v % 10);
 		v /= 10;
 	} while (v);
-	buf_reserve(b, (size_t)n);
 	while (n)
-		b->data[b->len++] = tmp[--n];
-	b->data[b->len] = '\0';
+		*o++ = tmp[--n];
+	return o;
 }
 
-static void emit_colour(struct emitter *e, bool fgnd, int64_t v)
+static inline char *put_lit(char *o, const char *s, size_t n)
 {
-	buf_add(e->out, fgnd ? "38;" : "48;", 3);
-	if (e->mode == FBC_TRUECOLOUR) {
-		buf_add(e->out, "2;", 2);
-		put_num(e->out, (unsigned)(v >> 16 & 0xff));
-		buf_add_char(e->out, ';');
-		put_num(e->out, (unsigned)(v >> 8 & 0xff));
-		buf_add_char(e->out, ';');
-		put_num(e->out, (unsigned)(v & 0xff));
-	} else {
-		buf_add(e->out, "5;", 2);
-		put_num(e->out, (unsigned)v);
-	}
+	memcpy(o, s, n);
+	return o + n;
 }
 
-static void emit_cell(struct emitter *e, struct fbc_cell c)
+struct emitter {
+	enum fbc_colour mode;
+	int64_t fg, bg; /* current SGR colours (RGB or palette index), -1 unknown */
+	/* 256 colours: the last colour looked up in the palette (flat areas repeat it) */
+	uint32_t memo_rgb;
+	int memo_idx;
+};
+
+static inline int64_t palette(struct emitter *e, uint32_t rgb)
+{
+	if (e->memo_idx < 0 || e->memo_rgb != rgb) {
+		e->memo_rgb = rgb;
+		e->memo_idx = fbcells_xterm256(rgb);
+	}
+	return e->memo_idx;
+}
+
+static inline char *emit_colour(const struct emitter *e, char *o, bool fgnd, int64_t v)
+{
+	o = put_lit(o, fgnd ? "38;" : "48;", 3);
+	if (e->mode == FBC_TRUECOLOUR) {
+		o = put_lit(o, "2;", 2);
+		o = put_num(o, (unsigned)(v >> 16 & 0xff));
+		*o++ = ';';
+		o = put_num(o, (unsigned)(v >> 8 & 0xff));
+		*o++ = ';';
+		return put_num(o, (unsigned)(v & 0xff));
+	}
+	o = put_lit(o, "5;", 2);
+	return put_num(o, (unsigned)v);
+}
+
+static inline char *emit_cell(struct emitter *e, char *o, struct fbc_cell c)
 {
 	if (e->mode == FBC_MONO) {
-		buf_add_char(e->out, fbcells_ascii(c));
-		return;
+		*o++ = fbcells_ascii(c);
+		return o;
 	}
 	int64_t fg = c.fg, bg = c.bg;
 	if (e->mode == FBC_256) {
-		fg = fbcells_xterm256(c.fg);
-		bg = fbcells_xterm256(c.bg);
+		fg = palette(e, c.fg);
+		bg = palette(e, c.bg);
 	}
 	/* a flat cell is a space on the background: fewer bytes, and the foreground need not change */
 	bool flat = fg == bg;
 	bool set_fg = !flat && fg != e->fg, set_bg = bg != e->bg;
 	if (set_fg || set_bg) {
-		buf_add_str(e->out, "\033[");
+		o = put_lit(o, "\033[", 2);
 		if (set_fg)
-			emit_colour(e, true, fg);
+			o = emit_colour(e, o, true, fg);
 		if (set_fg && set_bg)
-			buf_add_char(e->out, ';');
+			*o++ = ';';
 		if (set_bg)
-			emit_colour(e, false, bg);
-		buf_add_char(e->out, 'm');
+			o = emit_colour(e, o, false, bg);
+		*o++ = 'm';
 		if (set_fg)
 			e->fg = fg;
 		e->bg = bg;
 	}
 	if (flat)
-		buf_add_char(e->out, ' ');
+		*o++ = ' ';
 	else
-		buf_add_str(e->out, "\xe2\x96\x80"); /* U+2580 UPPER HALF BLOCK */
+		o = put_lit(o, "\xe2\x96\x80", 3); /* U+2580 UPPER HALF BLOCK */
+	return o;
 }
 
 size_t fbcells_emit(struct fbcells *f, struct buf *out, int top, int left, enum fbc_colour mode, bool all)
 {
 	size_t before = out->len;
-	struct emitter e = {out, mode, -1, -1, -1, -1};
+	struct emitter e = {mode, -1, -1, 0, -1};
 	if (f->cells == NULL || f->cols == 0 || f->rows == 0 || (!all && f->ndirty == 0))
 		return 0;
 	if (mode == FBC_MONO)
 		buf_add_str(out, "\033[0m");
+	int ecol = -1; /* the cursor's column on this row after the last cell written, -1 unknown */
 	for (int r = 0; r < f->rows; r++) {
 		const uint8_t *d = f->dirty + (size_t)r * (size_t)f->cols;
 		const struct fbc_cell *cr = f->cells + (size_t)r * (size_t)f->cols;
+		buf_reserve(out, (size_t)f->cols * (EMIT_CELL_MAX + EMIT_CUP_MAX) + EMIT_CUP_MAX);
+		char *o = out->data + out->len;
+		ecol = -1;
 		for (int c = 0; c < f->cols; c++) {
 			if (!all && !d[c])
 				continue;
-			if (e.row != r || e.col != c) {
-				buf_add(out, "\033[", 2);
-				put_num(out, (unsigned)(top + r + 1));
-				buf_add_char(out, ';');
-				put_num(out, (unsigned)(left + c + 1));
-				buf_add_char(out, 'H');
+			if (ecol != c) {
+				o = put_lit(o, "\033[", 2);
+				o = put_num(o, (unsigned)(top + r + 1));
+				*o++ = ';';
+				o = put_num(o, (unsigned)(left + c + 1));
+				*o++ = 'H';
 			}
-			emit_cell(&e, cr[c]);
-			e.row = r;
-			e.col = c + 1;
+			o = emit_cell(&e, o, cr[c]);
+			ecol = c + 1;
 		}
+		out->len = (size_t)(o - out->data);
 	}
 	buf_add_str(out, "\033[0m");
 	fbcells_clear_dirty(f);
