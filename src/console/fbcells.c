@@ -287,13 +287,18 @@ static const uint64_t *hrow(struct fbcells *f, const struct fbc_src *src, int j,
 	const struct span *sp = f->ax.spans;
 	const uint32_t *wts = f->ax.weights;
 	uint64_t unit = f->ax.unit;
+	int last = -1; /* the pixel whose spread is in slast: spans that meet share their boundary pixel */
+	uint64_t slast = 0;
 	for (int t = ta; t < tb; t++) {
-		const uint8_t *p = row + (size_t)sp[t].start * 4;
+		int i0 = sp[t].start, n = sp[t].n;
+		const uint8_t *p = row + (size_t)i0 * 4;
 		const uint32_t *w = wts + sp[t].w;
-		int n = sp[t].n;
-		uint64_t v = w[0] * spread(p);
-		if (n >= 2)
-			v += w[n - 1] * spread(p + 4 * (n - 1));
+		uint64_t s0 = i0 == last ? slast : spread(p), v = w[0] * s0;
+		if (n >= 2) {
+			last = i0 + n - 1;
+			slast = spread(p + 4 * (n - 1));
+			v += w[n - 1] * slast;
+		}
 		if (n >= 3)
 			v += unit * sum_run(p + 4, n - 2);
 		f->hs[t] = v;
@@ -494,7 +499,7 @@ static uint32_t sqdist(int r, int g, int b, uint32_t rgb)
 	return (uint32_t)(dr * dr + dg * dg + db * db);
 }
 
-uint32_t fbcells_xterm256_rgb(uint8_t idx)
+static inline uint32_t xterm256_rgb(uint8_t idx)
 {
 	static const uint32_t sys[16] = {0x000000, 0x800000, 0x008000, 0x808000, 0x000080, 0x800080,
 					 0x008080, 0xc0c0c0, 0x808080, 0xff0000, 0x00ff00, 0xffff00,
@@ -509,6 +514,11 @@ uint32_t fbcells_xterm256_rgb(uint8_t idx)
 	return (uint32_t)cube_level[i / 36] << 16 | (uint32_t)cube_level[i / 6 % 6] << 8 | cube_level[i % 6];
 }
 
+uint32_t fbcells_xterm256_rgb(uint8_t idx)
+{
+	return xterm256_rgb(idx);
+}
+
 uint8_t fbcells_xterm256(uint32_t rgb)
 {
 	int r = (int)(rgb >> 16 & 0xff), g = (int)(rgb >> 8 & 0xff), b = (int)(rgb & 0xff);
@@ -518,7 +528,7 @@ uint8_t fbcells_xterm256(uint32_t rgb)
 	int sum = r + g + b, k = sum < 24 ? 0 : (sum - 24 + 15) / 30;
 	k = clampi(k, 0, 23);
 	uint8_t grey = (uint8_t)(232 + k);
-	return sqdist(r, g, b, fbcells_xterm256_rgb(grey)) < sqdist(r, g, b, fbcells_xterm256_rgb(cube)) ? grey : cube;
+	return sqdist(r, g, b, xterm256_rgb(grey)) < sqdist(r, g, b, xterm256_rgb(cube)) ? grey : cube;
 }
 
 char fbcells_ascii(struct fbc_cell c)
@@ -657,12 +667,20 @@ size_t fbcells_emit(struct fbcells *f, struct buf *out, int top, int left, enum 
 	for (int r = 0; r < f->rows; r++) {
 		const uint8_t *d = f->dirty + (size_t)r * (size_t)f->cols;
 		const struct fbc_cell *cr = f->cells + (size_t)r * (size_t)f->cols;
+		/* an incremental update touches a few cells: memchr skips the clean ones a word at a time */
+		const uint8_t *first = all ? d : memchr(d, 1, (size_t)f->cols);
+		if (first == NULL)
+			continue;
 		buf_reserve(out, (size_t)f->cols * (EMIT_CELL_MAX + EMIT_CUP_MAX) + EMIT_CUP_MAX);
 		char *o = out->data + out->len;
 		ecol = -1;
-		for (int c = 0; c < f->cols; c++) {
-			if (!all && !d[c])
-				continue;
+		for (int c = (int)(first - d); c < f->cols; c++) {
+			if (!all && !d[c]) {
+				const uint8_t *next = memchr(d + c, 1, (size_t)(f->cols - c));
+				if (next == NULL)
+					break;
+				c = (int)(next - d);
+			}
 			if (ecol != c) {
 				o = put_lit(o, "\033[", 2);
 				o = put_num(o, (unsigned)(top + r + 1));
