@@ -6,7 +6,9 @@
  * arithmetic: along x, target column t covers the source interval [t*fbw, (t+1)*fbw) measured in units where a
  * source pixel is tw units wide; each source pixel weighs its overlap with that interval, so the weights of a
  * column add up to fbw (same along y). Integer weights make the result deterministic, which is what lets a
- * damaged-rectangle update reproduce a full redraw exactly and lets golden files be compared byte for byte. */
+ * damaged-rectangle update reproduce a full redraw exactly and lets golden files be compared byte for byte.
+ * subpixel() states the sum one subpixel at a time (1:1, and a source smaller than its layout, use it); a fit layout
+ * takes compute_fit(), the same sums reordered for speed (tests/unit/test_fbcells.c holds it to a reference). */
 #include "console/fbcells.h"
 
 #include <stdlib.h>
@@ -39,11 +41,9 @@ struct fbcells {
 	struct fbc_cell *cells;
 	uint8_t *dirty;
 	size_t ndirty;
-	/* the fast fit path's scratch (see compute_fit): one source row's column sums, the accumulators of one
-	 * target row, two subpixel rows, and the reciprocal that replaces the division by the total weight */
-	uint64_t *hs, *acc;
-	int hs_row; /* the source row hs holds, -1 none */
-	uint32_t *sub;
+	/* the fast fit path's scratch (see compute_fit): a target row's column sums (R, G, B arrays), two subpixel
+	 * rows, and the reciprocal that replaces the division by the total weight */
+	uint32_t *cs, *sub;
 	uint64_t tot, recip;
 };
 
@@ -69,8 +69,7 @@ void fbcells_free(struct fbcells *f)
 	axis_free(&f->ay);
 	free(f->cells);
 	free(f->dirty);
-	free(f->hs);
-	free(f->acc);
+	free(f->cs);
 	free(f->sub);
 	free(f);
 }
@@ -164,11 +163,9 @@ void fbcells_layout(struct fbcells *f, int cols, int rows, int fb_w, int fb_h, e
 	}
 	axis_build(&f->ax, fb_w, f->tw, mode == FBC_ONE);
 	axis_build(&f->ay, fb_h, f->th, mode == FBC_ONE);
-	free(f->hs);
-	free(f->acc);
+	free(f->cs);
 	free(f->sub);
-	f->hs = xreallocarray(NULL, (size_t)f->tw + 1, sizeof *f->hs);
-	f->acc = xreallocarray(NULL, 3 * (size_t)f->tw + 1, sizeof *f->acc);
+	f->cs = xreallocarray(NULL, 3 * (size_t)fb_w + 1, sizeof *f->cs);
 	f->sub = xreallocarray(NULL, 2 * (size_t)cols + 1, sizeof *f->sub);
 	f->tot = (uint64_t)f->ax.total * f->ay.total;
 	f->recip = f->tot ? ((uint64_t)1 << 56) / f->tot : 0;
@@ -229,82 +226,79 @@ static void compute_cell(struct fbcells *f, const struct fbc_src *src, int col, 
 
 /* ---- the fast fit path ----
  *
- * The same sums as subpixel(), reordered so that no pixel costs a division or a call: the weights are separable
- * (wx[i] * wy[j]), so each source row is first reduced along x into one sum a target column (kept while the next
- * target row shares that source row), then the rows are weighted along y. Along x a pixel wholly inside a span
- * weighs exactly the span's unit (the target width), so only a span's first and last pixels are multiplied; the
- * ones between are added several to a word. A row sum keeps its three channels in one 64-bit word, 21 bits each
- * (255 * fbw < 2^21 for fbw <= FIT_MAX_W). The final rounding divides by a constant: a 2^56 reciprocal and one
+ * The same sums as subpixel(), reordered so that no pixel costs a division or a call. The weights are separable
+ * (wx[i] * wy[j]): for one target row, each source column is first summed down the rows the target row covers
+ * (column sums, one 32-bit word a channel: 255 * fbh < 2^32), then each target column sums its span of column
+ * sums. Along either axis a pixel wholly inside a span weighs exactly the span's unit (the target size), so only a
+ * span's first and last pixels are multiplied; down the columns the rows between are added two pixels a 64-bit
+ * word, each channel in its own 16-bit lane. The final rounding divides by a constant: a 2^56 reciprocal and one
  * correction step give exactly (sum + tot/2) / tot. */
 
-#define FIT_MAX_W 8223
-#define LANE 0x1fffffu
+#define FIT_MAX_H 16843008	      /* 255 * fbh < 2^32: a column sum fits a 32-bit word (lane) */
+#define PAIR_LO 0x000000ff000000ffull /* byte 0 of both pixels of a pair */
+#define PAIR_RB 0x00ff00ff00ff00ffull /* R and B of both pixels, 16-bit lanes */
+#define PAIR_16 0x0000ffff0000ffffull /* the low 16-bit lane of both 32-bit halves */
 
-/* One pixel (R, G, B in bytes 0..2) spread to 21-bit lanes. */
-static inline uint64_t spread(const uint8_t *p)
+/* Column sums of target row ty for source columns [xa, xb) into f->cs (R, G, B arrays of fbw words). */
+static void fit_cols(struct fbcells *f, const struct fbc_src *src, int ty, int xa, int xb)
 {
-	return (uint64_t)p[0] | (uint64_t)p[1] << 21 | (uint64_t)p[2] << 42;
-}
-
-/* The unweighted sum of n pixels, in 21-bit lanes (n * 255 < 2^21). Two pixels a 64-bit word: R and B of both in
- * 16-bit lanes, G of both in 32-bit lanes, folded every 256 pixels so that no lane overflows. */
-static inline uint64_t sum_run(const uint8_t *p, int n)
-{
-	uint64_t tot = 0;
-#if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
-	for (int i = 0; i < n; i++)
-		tot += spread(p + 4 * i); /* the word layout below assumes little-endian loads */
-	return tot;
-#endif
-	while (n > 0) {
-		int k = n < 256 ? n : 256, i = 0;
-		uint64_t rb = 0, g = 0, q;
-		for (; i + 2 <= k; i += 2) {
-			memcpy(&q, p + 4 * i, 8);
-			rb += q & 0x00ff00ff00ff00ffull;
-			g += q >> 8 & 0x000000ff000000ffull;
-		}
-		if (i < k) {
-			uint32_t v;
-			memcpy(&v, p + 4 * i, 4);
-			rb += v & 0x00ff00ffu;
-			g += v >> 8 & 0xffu;
-		}
-		uint64_t r = (rb & 0xffff) + (rb >> 32 & 0xffff), b = (rb >> 16 & 0xffff) + (rb >> 48);
-		tot += r | ((g & 0xffffffffu) + (g >> 32)) << 21 | b << 42;
-		p += 4 * k;
-		n -= k;
-	}
-	return tot;
-}
-
-/* The x-weighted sums of source row j for target columns [ta, tb), in f->hs (cached by row). */
-static const uint64_t *hrow(struct fbcells *f, const struct fbc_src *src, int j, int ta, int tb)
-{
-	if (f->hs_row == j)
-		return f->hs;
-	const uint8_t *row = src->pix + (size_t)j * src->stride;
-	const struct span *sp = f->ax.spans;
-	const uint32_t *wts = f->ax.weights;
-	uint64_t unit = f->ax.unit;
-	int last = -1; /* the pixel whose spread is in slast: spans that meet share their boundary pixel */
-	uint64_t slast = 0;
-	for (int t = ta; t < tb; t++) {
-		int i0 = sp[t].start, n = sp[t].n;
-		const uint8_t *p = row + (size_t)i0 * 4;
-		const uint32_t *w = wts + sp[t].w;
-		uint64_t s0 = i0 == last ? slast : spread(p), v = w[0] * s0;
+	const struct span *ys = &f->ay.spans[ty];
+	const uint32_t *wy = f->ay.weights + ys->w;
+	int n = ys->n;
+	uint64_t wt = wy[0], wb = n >= 2 ? wy[n - 1] : 0, unit = f->ay.unit;
+	size_t stride = src->stride;
+	const uint8_t *row0 = src->pix + (size_t)ys->start * stride;
+	uint32_t *cr = f->cs, *cg = cr + f->fbw, *cb = cg + f->fbw;
+	int x = xa;
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+	/* two pixels a word: channel c of pixel 0 in bits 0..31, of pixel 1 in bits 32..63 */
+	for (; x + 2 <= xb; x += 2) {
+		const uint8_t *p = row0 + (size_t)x * 4;
+		uint64_t q, R, G, B;
+		memcpy(&q, p, 8);
+		R = wt * (q & PAIR_LO);
+		G = wt * (q >> 8 & PAIR_LO);
+		B = wt * (q >> 16 & PAIR_LO);
 		if (n >= 2) {
-			last = i0 + n - 1;
-			slast = spread(p + 4 * (n - 1));
-			v += w[n - 1] * slast;
+			memcpy(&q, p + (size_t)(n - 1) * stride, 8);
+			R += wb * (q & PAIR_LO);
+			G += wb * (q >> 8 & PAIR_LO);
+			B += wb * (q >> 16 & PAIR_LO);
 		}
-		if (n >= 3)
-			v += unit * sum_run(p + 4, n - 2);
-		f->hs[t] = v;
+		for (int j = 1; j < n - 1;) {
+			/* the rows between, unweighted, at most 256 at a time so that no 16-bit lane overflows */
+			int e = n - 1 - j > 256 ? j + 256 : n - 1;
+			uint64_t rb = 0, g = 0;
+			for (; j < e; j++) {
+				memcpy(&q, p + (size_t)j * stride, 8);
+				rb += q & PAIR_RB;
+				g += q >> 8 & PAIR_LO;
+			}
+			R += unit * (rb & PAIR_16);
+			B += unit * (rb >> 16 & PAIR_16);
+			G += unit * g;
+		}
+		cr[x] = (uint32_t)R;
+		cr[x + 1] = (uint32_t)(R >> 32);
+		cg[x] = (uint32_t)G;
+		cg[x + 1] = (uint32_t)(G >> 32);
+		cb[x] = (uint32_t)B;
+		cb[x + 1] = (uint32_t)(B >> 32);
 	}
-	f->hs_row = j;
-	return f->hs;
+#endif
+	for (; x < xb; x++) {
+		const uint8_t *p = row0 + (size_t)x * 4;
+		uint32_t r = 0, g = 0, b = 0;
+		for (int j = 0; j < n; j++, p += stride) {
+			uint32_t w = wy[j];
+			r += w * p[0];
+			g += w * p[1];
+			b += w * p[2];
+		}
+		cr[x] = r;
+		cg[x] = g;
+		cb[x] = b;
+	}
 }
 
 /* (x + tot/2) / tot for one channel's weighted sum x < 255.5 * tot: with m = floor(2^56 / tot), x * m < 2^64 and
@@ -321,37 +315,40 @@ static inline uint32_t div_tot(const struct fbcells *f, uint64_t x)
 /* Target row ty's colours for target columns [ta, tb) into out[ta..tb). */
 static void fit_row(struct fbcells *f, const struct fbc_src *src, int ty, int ta, int tb, uint32_t *out)
 {
-	const struct span *ys = &f->ay.spans[ty];
-	const uint32_t *wy = f->ay.weights + ys->w;
-	uint64_t *ar = f->acc, *ag = ar + f->tw, *ab = ag + f->tw;
-	for (int jj = 0; jj < ys->n; jj++) {
-		const uint64_t *h = hrow(f, src, ys->start + jj, ta, tb);
-		uint64_t w = wy[jj];
-		if (jj == 0) {
-			for (int t = ta; t < tb; t++) {
-				uint64_t v = h[t];
-				ar[t] = w * (v & LANE);
-				ag[t] = w * (v >> 21 & LANE);
-				ab[t] = w * (v >> 42);
-			}
-		} else {
-			for (int t = ta; t < tb; t++) {
-				uint64_t v = h[t];
-				ar[t] += w * (v & LANE);
-				ag[t] += w * (v >> 21 & LANE);
-				ab[t] += w * (v >> 42);
-			}
+	const struct span *sp = f->ax.spans;
+	int xa = sp[ta].start, xb = sp[tb - 1].start + sp[tb - 1].n;
+	fit_cols(f, src, ty, xa, xb);
+	const uint32_t *cr = f->cs, *cg = cr + f->fbw, *cb = cg + f->fbw, *wts = f->ax.weights;
+	uint64_t unit = f->ax.unit;
+	for (int t = ta; t < tb; t++) {
+		int i = sp[t].start, n = sp[t].n;
+		const uint32_t *w = wts + sp[t].w;
+		uint64_t R = (uint64_t)w[0] * cr[i], G = (uint64_t)w[0] * cg[i], B = (uint64_t)w[0] * cb[i];
+		if (n >= 2) {
+			int l = i + n - 1;
+			R += (uint64_t)w[n - 1] * cr[l];
+			G += (uint64_t)w[n - 1] * cg[l];
+			B += (uint64_t)w[n - 1] * cb[l];
 		}
+		if (n >= 3) {
+			uint64_t r = 0, g = 0, b = 0;
+			for (int k = i + 1; k < i + n - 1; k++) {
+				r += cr[k];
+				g += cg[k];
+				b += cb[k];
+			}
+			R += unit * r;
+			G += unit * g;
+			B += unit * b;
+		}
+		out[t] = div_tot(f, R) << 16 | div_tot(f, G) << 8 | div_tot(f, B);
 	}
-	for (int t = ta; t < tb; t++)
-		out[t] = div_tot(f, ar[t]) << 16 | div_tot(f, ag[t]) << 8 | div_tot(f, ab[t]);
 }
 
 /* compute_cells for a fit layout whose source is as large as the layout says. */
 static void compute_fit(struct fbcells *f, const struct fbc_src *src, int c0, int c1, int r0, int r1)
 {
 	int ta = clampi(c0 - f->ox, 0, f->tw), tb = clampi(c1 - f->ox, 0, f->tw);
-	f->hs_row = -1;
 	for (int r = r0; r < r1; r++) {
 		for (int k = 0; k < 2; k++) {
 			/* the subpixel row, indexed by column: letterbox black around the target columns */
@@ -384,7 +381,7 @@ static void compute_fit(struct fbcells *f, const struct fbc_src *src, int c0, in
 
 static void compute_cells(struct fbcells *f, const struct fbc_src *src, int c0, int c1, int r0, int r1)
 {
-	if (f->mode == FBC_FIT && src->pix != NULL && f->tw > 0 && f->th > 0 && f->fbw <= FIT_MAX_W &&
+	if (f->mode == FBC_FIT && src->pix != NULL && f->tw > 0 && f->th > 0 && f->fbh <= FIT_MAX_H &&
 	    src->w >= f->fbw && src->h >= f->fbh) {
 		compute_fit(f, src, c0, c1, r0, r1);
 		return;

@@ -602,8 +602,8 @@ static void ref_emit(struct buf *out, const struct fbc_cell *cells, const uint8_
 					if (k && set_fg)
 						buf_add_char(out, ';');
 					if (mode == FBC_TRUECOLOUR)
-						buf_printf(out, "%d;2;%ld;%ld;%ld", k ? 48 : 38, v >> 16 & 0xff, v >> 8 & 0xff,
-							   v & 0xff);
+						buf_printf(out, "%d;2;%ld;%ld;%ld", k ? 48 : 38, v >> 16 & 0xff,
+							   v >> 8 & 0xff, v & 0xff);
 					else
 						buf_printf(out, "%d;5;%ld", k ? 48 : 38, v);
 				}
@@ -644,9 +644,9 @@ static void test_reference(void)
 	} fixed[] = {
 	    {200, 60, 1024, 768, FBC_FIT}, /* the benchmark's */
 	    {80, 24, 720, 400, FBC_FIT},   /* the VGA text console */
-	    {7, 3, 8000, 40, FBC_FIT},	   /* over 1,000 pixels a span: the 16-bit sums folded in chunks */
-	    {30, 2, 8223, 5, FBC_FIT},	   /* the widest the fast path takes: the 21-bit lanes full */
-	    {30, 2, 8230, 5, FBC_FIT},	   /* wider: the general path (the lanes would overflow) */
+	    {7, 3, 8000, 40, FBC_FIT},	   /* over 1,000 pixels a span across */
+	    {3, 2, 41, 8000, FBC_FIT},	   /* 2,000 rows a span: the 16-bit column sums taken in chunks */
+	    {33, 5, 1023, 767, FBC_FIT},   /* odd widths: a pixel left over after the pairs */
 	    {150, 50, 64, 48, FBC_FIT},	   /* magnified */
 	    {61, 17, 1, 1, FBC_FIT},
 	    {40, 12, 300, 200, FBC_ONE},
@@ -692,7 +692,8 @@ static void test_reference(void)
 				for (int k = 0; k < nrect; k++) {
 					int w = 1 + (int)(rnd(&seed) % (unsigned)(rnd(&seed) % 3 ? fbw / 4 + 1 : fbw));
 					int h = 1 + (int)(rnd(&seed) % (unsigned)(rnd(&seed) % 3 ? fbh / 4 + 1 : fbh));
-					int x = (int)(rnd(&seed) % (unsigned)fbw), y = (int)(rnd(&seed) % (unsigned)fbh);
+					int x = (int)(rnd(&seed) % (unsigned)fbw),
+					    y = (int)(rnd(&seed) % (unsigned)fbh);
 					scribble(fb, &seed, x, y, w, h);
 					/* the damage reported may be larger than the change and hang over the edges */
 					int grow = (int)(rnd(&seed) % 3);
@@ -703,8 +704,8 @@ static void test_reference(void)
 			cases++;
 			if (memcmp(fbcells_grid(f), rf.cells, ncells * sizeof *rf.cells) != 0) {
 				bad_cells++;
-				fprintf(stderr, "reference: %dx%d cells, %dx%d fb, mode %d, step %d: grid differs\n", cols,
-					rows, fbw, fbh, (int)mode, step);
+				fprintf(stderr, "reference: %dx%d cells, %dx%d fb, mode %d, step %d: grid differs\n",
+					cols, rows, fbw, fbh, (int)mode, step);
 			}
 			enum fbc_colour cm = (enum fbc_colour)(rnd(&seed) % 3);
 			bool all = step == 0 || rnd(&seed) % 8 == 0;
