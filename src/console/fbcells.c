@@ -6,10 +6,11 @@
  * arithmetic: along x, target column t covers the source interval [t*fbw, (t+1)*fbw) measured in units where a
  * source pixel is tw units wide; each source pixel weighs its overlap with that interval, so the weights of a
  * column add up to fbw (same along y). Integer weights make the result deterministic, which is what lets a
- * damaged-rectangle update reproduce a full redraw exactly and lets golden files be compared byte for byte. */
+ * damaged-rectangle update reproduce a full redraw exactly and lets golden files be compared byte for byte.
+ * subpixel() states the sum one subpixel at a time (1:1, and a source smaller than its layout, use it); a fit layout
+ * takes compute_fit(), the same sums reordered for speed (tests/unit/test_fbcells.c holds it to a reference). */
 #include "console/fbcells.h"
 
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -26,6 +27,7 @@ struct axis {
 	uint32_t *weights;
 	size_t nweights;
 	uint32_t total; /* sum of the weights of every span */
+	uint32_t unit;	/* the weight of a source pixel wholly inside a span (the target size) */
 };
 
 struct fbcells {
@@ -39,6 +41,10 @@ struct fbcells {
 	struct fbc_cell *cells;
 	uint8_t *dirty;
 	size_t ndirty;
+	/* the fast fit path's scratch (see compute_fit): a target row's column sums (R, G, B arrays), two subpixel
+	 * rows, and the reciprocal that replaces the division by the total weight */
+	uint32_t *cs, *sub;
+	uint64_t tot, recip;
 };
 
 struct fbcells *fbcells_new(void)
@@ -63,6 +69,8 @@ void fbcells_free(struct fbcells *f)
 	axis_free(&f->ay);
 	free(f->cells);
 	free(f->dirty);
+	free(f->cs);
+	free(f->sub);
 	free(f);
 }
 
@@ -99,6 +107,7 @@ static void axis_build(struct axis *a, int src, int dst, bool identity)
 		}
 	}
 	a->total = (uint32_t)S;
+	a->unit = (uint32_t)D;
 }
 
 static int clampi(int v, int lo, int hi)
@@ -154,6 +163,12 @@ void fbcells_layout(struct fbcells *f, int cols, int rows, int fb_w, int fb_h, e
 	}
 	axis_build(&f->ax, fb_w, f->tw, mode == FBC_ONE);
 	axis_build(&f->ay, fb_h, f->th, mode == FBC_ONE);
+	free(f->cs);
+	free(f->sub);
+	f->cs = xreallocarray(NULL, 3 * (size_t)fb_w + 1, sizeof *f->cs);
+	f->sub = xreallocarray(NULL, 2 * (size_t)cols + 1, sizeof *f->sub);
+	f->tot = (uint64_t)f->ax.total * f->ay.total;
+	f->recip = f->tot ? ((uint64_t)1 << 56) / f->tot : 0;
 	if (resized) {
 		size_t n = (size_t)cols * (size_t)rows;
 		free(f->cells);
@@ -209,8 +224,168 @@ static void compute_cell(struct fbcells *f, const struct fbc_src *src, int col, 
 	}
 }
 
+/* ---- the fast fit path ----
+ *
+ * The same sums as subpixel(), reordered so that no pixel costs a division or a call. The weights are separable
+ * (wx[i] * wy[j]): for one target row, each source column is first summed down the rows the target row covers
+ * (column sums, one 32-bit word a channel: 255 * fbh < 2^32), then each target column sums its span of column
+ * sums. Along either axis a pixel wholly inside a span weighs exactly the span's unit (the target size), so only a
+ * span's first and last pixels are multiplied; down the columns the rows between are added two pixels a 64-bit
+ * word, each channel in its own 16-bit lane. The final rounding divides by a constant: a 2^56 reciprocal and one
+ * correction step give exactly (sum + tot/2) / tot. */
+
+#define FIT_MAX_H 16843008	      /* 255 * fbh < 2^32: a column sum fits a 32-bit word (lane) */
+#define PAIR_LO 0x000000ff000000ffull /* byte 0 of both pixels of a pair */
+#define PAIR_RB 0x00ff00ff00ff00ffull /* R and B of both pixels, 16-bit lanes */
+#define PAIR_16 0x0000ffff0000ffffull /* the low 16-bit lane of both 32-bit halves */
+
+/* Column sums of target row ty for source columns [xa, xb) into f->cs (R, G, B arrays of fbw words). */
+static void fit_cols(struct fbcells *f, const struct fbc_src *src, int ty, int xa, int xb)
+{
+	const struct span *ys = &f->ay.spans[ty];
+	const uint32_t *wy = f->ay.weights + ys->w;
+	int n = ys->n;
+	uint64_t wt = wy[0], wb = n >= 2 ? wy[n - 1] : 0, unit = f->ay.unit;
+	size_t stride = src->stride;
+	const uint8_t *row0 = src->pix + (size_t)ys->start * stride;
+	uint32_t *cr = f->cs, *cg = cr + f->fbw, *cb = cg + f->fbw;
+	int x = xa;
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+	/* two pixels a word: channel c of pixel 0 in bits 0..31, of pixel 1 in bits 32..63 */
+	for (; x + 2 <= xb; x += 2) {
+		const uint8_t *p = row0 + (size_t)x * 4;
+		uint64_t q, R, G, B;
+		memcpy(&q, p, 8);
+		R = wt * (q & PAIR_LO);
+		G = wt * (q >> 8 & PAIR_LO);
+		B = wt * (q >> 16 & PAIR_LO);
+		if (n >= 2) {
+			memcpy(&q, p + (size_t)(n - 1) * stride, 8);
+			R += wb * (q & PAIR_LO);
+			G += wb * (q >> 8 & PAIR_LO);
+			B += wb * (q >> 16 & PAIR_LO);
+		}
+		for (int j = 1; j < n - 1;) {
+			/* the rows between, unweighted, at most 256 at a time so that no 16-bit lane overflows */
+			int e = n - 1 - j > 256 ? j + 256 : n - 1;
+			uint64_t rb = 0, g = 0;
+			for (; j < e; j++) {
+				memcpy(&q, p + (size_t)j * stride, 8);
+				rb += q & PAIR_RB;
+				g += q >> 8 & PAIR_LO;
+			}
+			R += unit * (rb & PAIR_16);
+			B += unit * (rb >> 16 & PAIR_16);
+			G += unit * g;
+		}
+		cr[x] = (uint32_t)R;
+		cr[x + 1] = (uint32_t)(R >> 32);
+		cg[x] = (uint32_t)G;
+		cg[x + 1] = (uint32_t)(G >> 32);
+		cb[x] = (uint32_t)B;
+		cb[x + 1] = (uint32_t)(B >> 32);
+	}
+#endif
+	for (; x < xb; x++) {
+		const uint8_t *p = row0 + (size_t)x * 4;
+		uint32_t r = 0, g = 0, b = 0;
+		for (int j = 0; j < n; j++, p += stride) {
+			uint32_t w = wy[j];
+			r += w * p[0];
+			g += w * p[1];
+			b += w * p[2];
+		}
+		cr[x] = r;
+		cg[x] = g;
+		cb[x] = b;
+	}
+}
+
+/* (x + tot/2) / tot for one channel's weighted sum x < 255.5 * tot: with m = floor(2^56 / tot), x * m < 2^64 and
+ * x * m / 2^56 falls short of x / tot by less than one, so one correction makes it exact. */
+static inline uint32_t div_tot(const struct fbcells *f, uint64_t x)
+{
+	x += f->tot / 2;
+	uint64_t q = x * f->recip >> 56;
+	if (x - q * f->tot >= f->tot)
+		q++;
+	return (uint32_t)q;
+}
+
+/* Target row ty's colours for target columns [ta, tb) into out[ta..tb). */
+static void fit_row(struct fbcells *f, const struct fbc_src *src, int ty, int ta, int tb, uint32_t *out)
+{
+	const struct span *sp = f->ax.spans;
+	int xa = sp[ta].start, xb = sp[tb - 1].start + sp[tb - 1].n;
+	fit_cols(f, src, ty, xa, xb);
+	const uint32_t *cr = f->cs, *cg = cr + f->fbw, *cb = cg + f->fbw, *wts = f->ax.weights;
+	uint64_t unit = f->ax.unit;
+	for (int t = ta; t < tb; t++) {
+		int i = sp[t].start, n = sp[t].n;
+		const uint32_t *w = wts + sp[t].w;
+		uint64_t R = (uint64_t)w[0] * cr[i], G = (uint64_t)w[0] * cg[i], B = (uint64_t)w[0] * cb[i];
+		if (n >= 2) {
+			int l = i + n - 1;
+			R += (uint64_t)w[n - 1] * cr[l];
+			G += (uint64_t)w[n - 1] * cg[l];
+			B += (uint64_t)w[n - 1] * cb[l];
+		}
+		if (n >= 3) {
+			uint64_t r = 0, g = 0, b = 0;
+			for (int k = i + 1; k < i + n - 1; k++) {
+				r += cr[k];
+				g += cg[k];
+				b += cb[k];
+			}
+			R += unit * r;
+			G += unit * g;
+			B += unit * b;
+		}
+		out[t] = div_tot(f, R) << 16 | div_tot(f, G) << 8 | div_tot(f, B);
+	}
+}
+
+/* compute_cells for a fit layout whose source is as large as the layout says. */
+static void compute_fit(struct fbcells *f, const struct fbc_src *src, int c0, int c1, int r0, int r1)
+{
+	int ta = clampi(c0 - f->ox, 0, f->tw), tb = clampi(c1 - f->ox, 0, f->tw);
+	for (int r = r0; r < r1; r++) {
+		for (int k = 0; k < 2; k++) {
+			/* the subpixel row, indexed by column: letterbox black around the target columns */
+			uint32_t *sub = f->sub + (size_t)k * (size_t)f->cols;
+			int ty = 2 * r + k - f->oy;
+			bool inside = ty >= 0 && ty < f->th && ta < tb;
+			int a = inside ? ta + f->ox : c1, b = inside ? tb + f->ox : c1;
+			for (int c = c0; c < a; c++)
+				sub[c] = 0;
+			for (int c = b; c < c1; c++)
+				sub[c] = 0;
+			if (inside)
+				fit_row(f, src, ty, ta, tb, sub + f->ox);
+		}
+		const uint32_t *top = f->sub, *bot = f->sub + f->cols;
+		struct fbc_cell *cells = f->cells + (size_t)r * (size_t)f->cols;
+		uint8_t *dirty = f->dirty + (size_t)r * (size_t)f->cols;
+		for (int c = c0; c < c1; c++) {
+			if (top[c] == cells[c].fg && bot[c] == cells[c].bg)
+				continue;
+			cells[c].fg = top[c];
+			cells[c].bg = bot[c];
+			if (!dirty[c]) {
+				dirty[c] = 1;
+				f->ndirty++;
+			}
+		}
+	}
+}
+
 static void compute_cells(struct fbcells *f, const struct fbc_src *src, int c0, int c1, int r0, int r1)
 {
+	if (f->mode == FBC_FIT && src->pix != NULL && f->tw > 0 && f->th > 0 && f->fbh <= FIT_MAX_H &&
+	    src->w >= f->fbw && src->h >= f->fbh) {
+		compute_fit(f, src, c0, c1, r0, r1);
+		return;
+	}
 	for (int r = r0; r < r1; r++)
 		for (int c = c0; c < c1; c++)
 			compute_cell(f, src, c, r);
@@ -321,7 +496,7 @@ static uint32_t sqdist(int r, int g, int b, uint32_t rgb)
 	return (uint32_t)(dr * dr + dg * dg + db * db);
 }
 
-uint32_t fbcells_xterm256_rgb(uint8_t idx)
+static inline uint32_t xterm256_rgb(uint8_t idx)
 {
 	static const uint32_t sys[16] = {0x000000, 0x800000, 0x008000, 0x808000, 0x000080, 0x800080,
 					 0x008080, 0xc0c0c0, 0x808080, 0xff0000, 0x00ff00, 0xffff00,
@@ -336,6 +511,11 @@ uint32_t fbcells_xterm256_rgb(uint8_t idx)
 	return (uint32_t)cube_level[i / 36] << 16 | (uint32_t)cube_level[i / 6 % 6] << 8 | cube_level[i % 6];
 }
 
+uint32_t fbcells_xterm256_rgb(uint8_t idx)
+{
+	return xterm256_rgb(idx);
+}
+
 uint8_t fbcells_xterm256(uint32_t rgb)
 {
 	int r = (int)(rgb >> 16 & 0xff), g = (int)(rgb >> 8 & 0xff), b = (int)(rgb & 0xff);
@@ -345,7 +525,7 @@ uint8_t fbcells_xterm256(uint32_t rgb)
 	int sum = r + g + b, k = sum < 24 ? 0 : (sum - 24 + 15) / 30;
 	k = clampi(k, 0, 23);
 	uint8_t grey = (uint8_t)(232 + k);
-	return sqdist(r, g, b, fbcells_xterm256_rgb(grey)) < sqdist(r, g, b, fbcells_xterm256_rgb(cube)) ? grey : cube;
+	return sqdist(r, g, b, xterm256_rgb(grey)) < sqdist(r, g, b, xterm256_rgb(cube)) ? grey : cube;
 }
 
 char fbcells_ascii(struct fbc_cell c)
@@ -360,104 +540,155 @@ char fbcells_ascii(struct fbc_cell c)
 	return ramp[y * 10 / 256];
 }
 
-/* ---- terminal output ---- */
+/* ---- terminal output ----
+ *
+ * A full frame is tens of thousands of colour changes, so the bytes are written straight into the buffer, a row
+ * reserved at a time (EMIT_CELL_MAX bytes a cell at most), with a hand-written decimal formatter. */
 
-struct emitter {
-	struct buf *out;
-	enum fbc_colour mode;
-	int row, col;	/* cursor, -1 unknown */
-	int64_t fg, bg; /* current SGR colours (RGB or palette index), -1 unknown */
-};
+/* the longest cell: "\033[38;2;255;255;255;48;2;255;255;255m" and U+2580, or a cursor move and a plain cell */
+#define EMIT_CELL_MAX 64
+#define EMIT_CUP_MAX 32
 
-/* Decimal without printf: the emitter writes a few numbers per cell, tens of thousands a frame. */
-static void put_num(struct buf *b, unsigned v)
+static const char digits2[] = "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+			      "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+			      "8081828384858687888990919293949596979899";
+
+/* Decimal of v at o; returns the end. */
+static inline char *put_num(char *o, unsigned v)
 {
+	if (v < 10) {
+		*o++ = (char)('0' + v);
+		return o;
+	}
+	if (v < 100) {
+		memcpy(o, digits2 + 2 * v, 2);
+		return o + 2;
+	}
+	if (v < 1000) {
+		*o++ = (char)('0' + v / 100);
+		memcpy(o, digits2 + 2 * (v % 100), 2);
+		return o + 2;
+	}
 	char tmp[12];
 	int n = 0;
 	do {
 		tmp[n++] = (char)('0' + v % 10);
 		v /= 10;
 	} while (v);
-	buf_reserve(b, (size_t)n);
 	while (n)
-		b->data[b->len++] = tmp[--n];
-	b->data[b->len] = '\0';
+		*o++ = tmp[--n];
+	return o;
 }
 
-static void emit_colour(struct emitter *e, bool fgnd, int64_t v)
+static inline char *put_lit(char *o, const char *s, size_t n)
 {
-	buf_add(e->out, fgnd ? "38;" : "48;", 3);
-	if (e->mode == FBC_TRUECOLOUR) {
-		buf_add(e->out, "2;", 2);
-		put_num(e->out, (unsigned)(v >> 16 & 0xff));
-		buf_add_char(e->out, ';');
-		put_num(e->out, (unsigned)(v >> 8 & 0xff));
-		buf_add_char(e->out, ';');
-		put_num(e->out, (unsigned)(v & 0xff));
-	} else {
-		buf_add(e->out, "5;", 2);
-		put_num(e->out, (unsigned)v);
-	}
+	memcpy(o, s, n);
+	return o + n;
 }
 
-static void emit_cell(struct emitter *e, struct fbc_cell c)
+struct emitter {
+	enum fbc_colour mode;
+	int64_t fg, bg; /* current SGR colours (RGB or palette index), -1 unknown */
+	/* 256 colours: the last colour looked up in the palette (flat areas repeat it) */
+	uint32_t memo_rgb;
+	int memo_idx;
+};
+
+static inline int64_t palette(struct emitter *e, uint32_t rgb)
+{
+	if (e->memo_idx < 0 || e->memo_rgb != rgb) {
+		e->memo_rgb = rgb;
+		e->memo_idx = fbcells_xterm256(rgb);
+	}
+	return e->memo_idx;
+}
+
+static inline char *emit_colour(const struct emitter *e, char *o, bool fgnd, int64_t v)
+{
+	o = put_lit(o, fgnd ? "38;" : "48;", 3);
+	if (e->mode == FBC_TRUECOLOUR) {
+		o = put_lit(o, "2;", 2);
+		o = put_num(o, (unsigned)(v >> 16 & 0xff));
+		*o++ = ';';
+		o = put_num(o, (unsigned)(v >> 8 & 0xff));
+		*o++ = ';';
+		return put_num(o, (unsigned)(v & 0xff));
+	}
+	o = put_lit(o, "5;", 2);
+	return put_num(o, (unsigned)v);
+}
+
+static inline char *emit_cell(struct emitter *e, char *o, struct fbc_cell c)
 {
 	if (e->mode == FBC_MONO) {
-		buf_add_char(e->out, fbcells_ascii(c));
-		return;
+		*o++ = fbcells_ascii(c);
+		return o;
 	}
 	int64_t fg = c.fg, bg = c.bg;
 	if (e->mode == FBC_256) {
-		fg = fbcells_xterm256(c.fg);
-		bg = fbcells_xterm256(c.bg);
+		fg = palette(e, c.fg);
+		bg = palette(e, c.bg);
 	}
 	/* a flat cell is a space on the background: fewer bytes, and the foreground need not change */
 	bool flat = fg == bg;
 	bool set_fg = !flat && fg != e->fg, set_bg = bg != e->bg;
 	if (set_fg || set_bg) {
-		buf_add_str(e->out, "\033[");
+		o = put_lit(o, "\033[", 2);
 		if (set_fg)
-			emit_colour(e, true, fg);
+			o = emit_colour(e, o, true, fg);
 		if (set_fg && set_bg)
-			buf_add_char(e->out, ';');
+			*o++ = ';';
 		if (set_bg)
-			emit_colour(e, false, bg);
-		buf_add_char(e->out, 'm');
+			o = emit_colour(e, o, false, bg);
+		*o++ = 'm';
 		if (set_fg)
 			e->fg = fg;
 		e->bg = bg;
 	}
 	if (flat)
-		buf_add_char(e->out, ' ');
+		*o++ = ' ';
 	else
-		buf_add_str(e->out, "\xe2\x96\x80"); /* U+2580 UPPER HALF BLOCK */
+		o = put_lit(o, "\xe2\x96\x80", 3); /* U+2580 UPPER HALF BLOCK */
+	return o;
 }
 
 size_t fbcells_emit(struct fbcells *f, struct buf *out, int top, int left, enum fbc_colour mode, bool all)
 {
 	size_t before = out->len;
-	struct emitter e = {out, mode, -1, -1, -1, -1};
+	struct emitter e = {mode, -1, -1, 0, -1};
 	if (f->cells == NULL || f->cols == 0 || f->rows == 0 || (!all && f->ndirty == 0))
 		return 0;
 	if (mode == FBC_MONO)
 		buf_add_str(out, "\033[0m");
+	int ecol = -1; /* the cursor's column on this row after the last cell written, -1 unknown */
 	for (int r = 0; r < f->rows; r++) {
 		const uint8_t *d = f->dirty + (size_t)r * (size_t)f->cols;
 		const struct fbc_cell *cr = f->cells + (size_t)r * (size_t)f->cols;
-		for (int c = 0; c < f->cols; c++) {
-			if (!all && !d[c])
-				continue;
-			if (e.row != r || e.col != c) {
-				buf_add(out, "\033[", 2);
-				put_num(out, (unsigned)(top + r + 1));
-				buf_add_char(out, ';');
-				put_num(out, (unsigned)(left + c + 1));
-				buf_add_char(out, 'H');
+		/* an incremental update touches a few cells: memchr skips the clean ones a word at a time */
+		const uint8_t *first = all ? d : memchr(d, 1, (size_t)f->cols);
+		if (first == NULL)
+			continue;
+		buf_reserve(out, (size_t)f->cols * (EMIT_CELL_MAX + EMIT_CUP_MAX) + EMIT_CUP_MAX);
+		char *o = out->data + out->len;
+		ecol = -1;
+		for (int c = (int)(first - d); c < f->cols; c++) {
+			if (!all && !d[c]) {
+				const uint8_t *next = memchr(d + c, 1, (size_t)(f->cols - c));
+				if (next == NULL)
+					break;
+				c = (int)(next - d);
 			}
-			emit_cell(&e, cr[c]);
-			e.row = r;
-			e.col = c + 1;
+			if (ecol != c) {
+				o = put_lit(o, "\033[", 2);
+				o = put_num(o, (unsigned)(top + r + 1));
+				*o++ = ';';
+				o = put_num(o, (unsigned)(left + c + 1));
+				*o++ = 'H';
+			}
+			o = emit_cell(&e, o, cr[c]);
+			ecol = c + 1;
 		}
+		out->len = (size_t)(o - out->data);
 	}
 	buf_add_str(out, "\033[0m");
 	fbcells_clear_dirty(f);

@@ -3,7 +3,7 @@
 # bytes written to the terminal per frame (tests/bench/vnc_bench.c, one core, the project's -O2 build).
 set -eu
 cd "$(dirname "$0")/../.."
-[ -f build/libkvcon.a ] || make -s all
+make -s build/libkvcon.a # the tests' archive (not built by `make all`), rebuilt when a source changed
 tmp=$(mktemp -d /tmp/kvvncb.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
 cc -std=c11 -D_GNU_SOURCE -O2 -g -Isrc -o "$tmp/vnc_bench" tests/bench/vnc_bench.c build/libkvcon.a \

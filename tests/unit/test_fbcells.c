@@ -481,6 +481,265 @@ static void test_emit(void)
 	fb_free(fb);
 }
 
+/* ---- the fast path against a reference written from the definition ---- */
+
+/* Area averaging as the header defines it, one subpixel at a time with plain division: fit scales the
+ * framebuffer into tw x th subpixels (aspect kept, centred), target column t averages the source interval
+ * [t*fbw, (t+1)*fbw) in units where a pixel is tw wide (rows alike), rounded half up; 1:1 copies a pixel. */
+struct ref {
+	int cols, rows, tw, th, ox, oy;
+	struct fbc_cell *cells;
+};
+
+static int clampi_t(int v, int lo, int hi)
+{
+	return v < lo ? lo : v > hi ? hi : v;
+}
+
+static void ref_geometry(struct ref *rf, int cols, int rows, int fbw, int fbh, enum fbc_scale mode, int px, int py)
+{
+	int H = 2 * rows;
+	rf->cols = cols;
+	rf->rows = rows;
+	if (mode == FBC_ONE) {
+		px = fbw > cols ? clampi_t(px, 0, fbw - cols) : 0;
+		py = fbh > H ? clampi_t(py, 0, fbh - H) : 0;
+		rf->tw = fbw;
+		rf->th = fbh;
+		rf->ox = fbw <= cols ? (cols - fbw) / 2 : -px;
+		rf->oy = fbh <= H ? (H - fbh) / 2 : -py;
+	} else if ((int64_t)fbw * H <= (int64_t)fbh * cols) {
+		rf->th = H;
+		rf->tw = clampi_t((int)(((int64_t)fbw * H + fbh / 2) / fbh), 1, cols);
+		rf->ox = (cols - rf->tw) / 2;
+		rf->oy = 0;
+	} else {
+		rf->tw = cols;
+		rf->th = clampi_t((int)(((int64_t)fbh * cols + fbw / 2) / fbw), 1, H);
+		rf->ox = 0;
+		rf->oy = (H - rf->th) / 2;
+	}
+}
+
+/* how much of source pixel i lies in target t's interval (src pixels onto dst targets) */
+static uint64_t overlap(int64_t t, int64_t i, int64_t src, int64_t dst)
+{
+	int64_t lo = t * src, hi = lo + src, plo = i * dst, phi = plo + dst;
+	int64_t l = plo > lo ? plo : lo, h = phi < hi ? phi : hi;
+	return h > l ? (uint64_t)(h - l) : 0;
+}
+
+static uint32_t ref_subpixel(const struct ref *rf, const struct fb *fb, enum fbc_scale mode, int sx, int sy)
+{
+	int tx = sx - rf->ox, ty = sy - rf->oy;
+	if (tx < 0 || ty < 0 || tx >= rf->tw || ty >= rf->th)
+		return 0;
+	if (mode == FBC_ONE) {
+		const uint8_t *p = fb->pix + (size_t)ty * fb->stride + (size_t)tx * 4;
+		return (uint32_t)p[0] << 16 | (uint32_t)p[1] << 8 | p[2];
+	}
+	uint64_t sum[3] = {0, 0, 0};
+	int i0 = (int)((int64_t)tx * fb->w / rf->tw), i1 = (int)(((int64_t)tx + 1) * fb->w / rf->tw) + 1;
+	int j0 = (int)((int64_t)ty * fb->h / rf->th), j1 = (int)(((int64_t)ty + 1) * fb->h / rf->th) + 1;
+	for (int j = j0; j < j1 && j < fb->h; j++) {
+		uint64_t wy = overlap(ty, j, fb->h, rf->th);
+		for (int i = i0; i < i1 && i < fb->w; i++) {
+			uint64_t w = wy * overlap(tx, i, fb->w, rf->tw);
+			const uint8_t *p = fb->pix + (size_t)j * fb->stride + (size_t)i * 4;
+			for (int k = 0; k < 3; k++)
+				sum[k] += w * p[k];
+		}
+	}
+	uint64_t tot = (uint64_t)fb->w * (uint64_t)fb->h;
+	uint32_t rgb = 0;
+	for (int k = 0; k < 3; k++)
+		rgb = rgb << 8 | (uint32_t)((sum[k] + tot / 2) / tot);
+	return rgb;
+}
+
+static void ref_render(struct ref *rf, const struct fb *fb, enum fbc_scale mode)
+{
+	for (int r = 0; r < rf->rows; r++)
+		for (int c = 0; c < rf->cols; c++)
+			rf->cells[r * rf->cols + c] = (struct fbc_cell){ref_subpixel(rf, fb, mode, c, 2 * r),
+									ref_subpixel(rf, fb, mode, c, 2 * r + 1)};
+}
+
+/* The escape sequences as the first emitter wrote them with printf: a cursor move before a cell unless the cell
+ * follows the last one written on its row, SGR only for the colours that change, a flat cell as a space. */
+static void ref_emit(struct buf *out, const struct fbc_cell *cells, const uint8_t *dirty, int cols, int rows, int top,
+		     int left, enum fbc_colour mode)
+{
+	long fg = -1, bg = -1;
+	int er = -1, ec = -1;
+	if (mode == FBC_MONO)
+		buf_add_str(out, "\033[0m");
+	for (int r = 0; r < rows; r++) {
+		for (int c = 0; c < cols; c++) {
+			if (!dirty[r * cols + c])
+				continue;
+			if (er != r || ec != c)
+				buf_printf(out, "\033[%d;%dH", top + r + 1, left + c + 1);
+			er = r;
+			ec = c + 1;
+			struct fbc_cell cell = cells[r * cols + c];
+			if (mode == FBC_MONO) {
+				buf_add_char(out, fbcells_ascii(cell));
+				continue;
+			}
+			long f = cell.fg, b = cell.bg;
+			if (mode == FBC_256) {
+				f = fbcells_xterm256(cell.fg);
+				b = fbcells_xterm256(cell.bg);
+			}
+			bool flat = f == b, set_fg = !flat && f != fg, set_bg = b != bg;
+			if (set_fg || set_bg) {
+				buf_add_str(out, "\033[");
+				for (int k = 0; k < 2; k++) {
+					long v = k ? b : f;
+					if (!(k ? set_bg : set_fg))
+						continue;
+					if (k && set_fg)
+						buf_add_char(out, ';');
+					if (mode == FBC_TRUECOLOUR)
+						buf_printf(out, "%d;2;%ld;%ld;%ld", k ? 48 : 38, v >> 16 & 0xff,
+							   v >> 8 & 0xff, v & 0xff);
+					else
+						buf_printf(out, "%d;5;%ld", k ? 48 : 38, v);
+				}
+				buf_add_char(out, 'm');
+				if (set_fg)
+					fg = f;
+				bg = b;
+			}
+			buf_add_str(out, flat ? " " : "\xe2\x96\x80");
+		}
+	}
+	buf_add_str(out, "\033[0m");
+}
+
+/* random content in a rectangle: noise, a flat fill or a gradient; the unused byte random too */
+static void scribble(struct fb *fb, uint64_t *seed, int x, int y, int w, int h)
+{
+	unsigned kind = rnd(seed) % 3;
+	uint32_t base = rnd(seed) & 0xffffff;
+	for (int j = y; j < y + h && j < fb->h; j++)
+		for (int i = x; i < x + w && i < fb->w; i++) {
+			uint32_t v = kind == 0 ? rnd(seed) : kind == 1 ? base : base + (uint32_t)(i * 3 + j * 0x10100);
+			uint8_t *p = fb->pix + (size_t)j * fb->stride + (size_t)i * 4;
+			p[0] = (uint8_t)(v >> 16);
+			p[1] = (uint8_t)(v >> 8);
+			p[2] = (uint8_t)v;
+			p[3] = (uint8_t)(v >> 24);
+		}
+}
+
+/* Random layouts, frames and damage rectangles: after every update the grid equals the reference cell for cell
+ * and the bytes emitted equal the reference emitter's for the cells that changed. */
+static void test_reference(void)
+{
+	static const struct {
+		int cols, rows, fbw, fbh;
+		enum fbc_scale mode;
+	} fixed[] = {
+	    {200, 60, 1024, 768, FBC_FIT}, /* the benchmark's */
+	    {80, 24, 720, 400, FBC_FIT},   /* the VGA text console */
+	    {7, 3, 8000, 40, FBC_FIT},	   /* over 1,000 pixels a span across */
+	    {3, 2, 41, 8000, FBC_FIT},	   /* 2,000 rows a span: the 16-bit column sums taken in chunks */
+	    {33, 5, 1023, 767, FBC_FIT},   /* odd widths: a pixel left over after the pairs */
+	    {150, 50, 64, 48, FBC_FIT},	   /* magnified */
+	    {61, 17, 1, 1, FBC_FIT},
+	    {40, 12, 300, 200, FBC_ONE},
+	};
+	uint64_t seed = 0x2545f4914f6cdd1dull;
+	int bad_cells = 0, bad_bytes = 0, cases = 0;
+	for (int n = 0; n < 40; n++) {
+		int cols, rows, fbw, fbh;
+		enum fbc_scale mode = FBC_FIT;
+		if (n < (int)(sizeof fixed / sizeof fixed[0])) {
+			cols = fixed[n].cols, rows = fixed[n].rows, fbw = fixed[n].fbw, fbh = fixed[n].fbh;
+			mode = fixed[n].mode;
+		} else {
+			cols = 1 + (int)(rnd(&seed) % 130);
+			rows = 1 + (int)(rnd(&seed) % 45);
+			fbw = 1 + (int)(rnd(&seed) % (rnd(&seed) % 2 ? 640 : 90));
+			fbh = 1 + (int)(rnd(&seed) % (rnd(&seed) % 2 ? 480 : 70));
+			if (rnd(&seed) % 5 == 0)
+				mode = FBC_ONE;
+		}
+		struct fb *fb = fb_new(fbw, fbh);
+		struct fbc_src src = src_of(fb);
+		/* all white with the unused byte set: the largest sums the lanes hold */
+		for (int j = 0; j < fbh; j++)
+			memset(fb->pix + (size_t)j * fb->stride, 0xff, (size_t)fbw * 4);
+		int px = (int)(rnd(&seed) % 200), py = (int)(rnd(&seed) % 200);
+		struct fbcells *f = fbcells_new();
+		fbcells_layout(f, cols, rows, fbw, fbh, mode, px, py);
+		struct ref rf;
+		ref_geometry(&rf, cols, rows, fbw, fbh, mode, px, py);
+		size_t ncells = (size_t)cols * (size_t)rows;
+		rf.cells = xcalloc(ncells, sizeof *rf.cells);
+		struct fbc_cell *prev = xcalloc(ncells, sizeof *prev); /* what the terminal shows */
+		uint8_t *dirty = xcalloc(ncells, 1);
+		struct buf got, want;
+		buf_init(&got);
+		buf_init(&want);
+		for (int step = 0; step < 8; step++) {
+			if (step == 0) {
+				fbcells_full(f, &src);
+			} else {
+				int nrect = 1 + (int)(rnd(&seed) % 4);
+				for (int k = 0; k < nrect; k++) {
+					int w = 1 + (int)(rnd(&seed) % (unsigned)(rnd(&seed) % 3 ? fbw / 4 + 1 : fbw));
+					int h = 1 + (int)(rnd(&seed) % (unsigned)(rnd(&seed) % 3 ? fbh / 4 + 1 : fbh));
+					int x = (int)(rnd(&seed) % (unsigned)fbw),
+					    y = (int)(rnd(&seed) % (unsigned)fbh);
+					scribble(fb, &seed, x, y, w, h);
+					/* the damage reported may be larger than the change and hang over the edges */
+					int grow = (int)(rnd(&seed) % 3);
+					fbcells_update(f, &src, x - grow, y - grow, w + 2 * grow, h + 2 * grow);
+				}
+			}
+			ref_render(&rf, fb, mode);
+			cases++;
+			if (memcmp(fbcells_grid(f), rf.cells, ncells * sizeof *rf.cells) != 0) {
+				bad_cells++;
+				fprintf(stderr, "reference: %dx%d cells, %dx%d fb, mode %d, step %d: grid differs\n",
+					cols, rows, fbw, fbh, (int)mode, step);
+			}
+			enum fbc_colour cm = (enum fbc_colour)(rnd(&seed) % 3);
+			bool all = step == 0 || rnd(&seed) % 8 == 0;
+			for (size_t i = 0; i < ncells; i++)
+				dirty[i] = all || prev[i].fg != rf.cells[i].fg || prev[i].bg != rf.cells[i].bg;
+			int top = (int)(rnd(&seed) % 5), left = (int)(rnd(&seed) % 5);
+			buf_reset(&got);
+			buf_reset(&want);
+			fbcells_emit(f, &got, top, left, cm, all);
+			bool any = false;
+			for (size_t i = 0; i < ncells; i++)
+				any |= dirty[i];
+			if (any)
+				ref_emit(&want, rf.cells, dirty, cols, rows, top, left, cm);
+			if (got.len != want.len || memcmp(got.data, want.data, got.len) != 0) {
+				bad_bytes++;
+				fprintf(stderr, "reference: %dx%d cells, %dx%d fb, colours %d, step %d: bytes differ\n",
+					cols, rows, fbw, fbh, (int)cm, step);
+			}
+			memcpy(prev, rf.cells, ncells * sizeof *prev);
+		}
+		buf_free(&got);
+		buf_free(&want);
+		free(dirty);
+		free(prev);
+		free(rf.cells);
+		fbcells_free(f);
+		fb_free(fb);
+	}
+	T_EQ_INT(bad_cells, 0);
+	T_EQ_INT(bad_bytes, 0);
+	T_CHECK(cases == 40 * 8);
+}
+
 static void test_degenerate(void)
 {
 	struct fbcells *f = fbcells_new();
@@ -535,6 +794,7 @@ int main(void)
 	test_palette();
 	test_incremental();
 	test_emit();
+	test_reference();
 	test_degenerate();
 	return T_DONE();
 }
