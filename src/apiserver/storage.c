@@ -1,12 +1,12 @@
 /* The engine service's storage: PersistentVolumeClaims, PersistentVolumes, the StorageClasses `local` (the
  * default, Immediate) and `local-wffc` (WaitForFirstConsumer: its claims stay Pending until a VM that uses them is
- * started, the engine's gate telling) and CDI's DataVolumes (v1beta1). A claim of either class is a file of the requested size (sparse) in the engine's
- * volume directory, <volumes>/<namespace>/<claim>.img, the file the engine gives a VM's persistentVolumeClaim (or
- * dataVolume) volume; it is Bound to a PersistentVolume pvc-<claim uid> whose reclaim policy (Delete) removes the
- * file with the claim. Files placed there by hand are adopted as claims (their volumes Retain the file). A
- * DataVolume owns its claim and fills it (blank; http, registry or a clone of another claim: dvimport.c, the
- * phases as dvsource.c says); a VM's dataVolumeTemplates make
- * their DataVolumes, and the engine starts a VM only once its claims are ready (engine/volumes.h: the gate).
+ * started, the engine's gate telling) and CDI's DataVolumes (v1beta1). A claim of either class is a file of the
+ * requested size (sparse) in the engine's volume directory, <volumes>/<namespace>/<claim>.img, the file the engine
+ * gives a VM's persistentVolumeClaim (or dataVolume) volume; it is Bound to a PersistentVolume pvc-<claim uid>
+ * whose reclaim policy (Delete) removes the file with the claim. Files placed there by hand are adopted as claims
+ * (their volumes Retain the file). A DataVolume owns its claim and fills it (blank; http, registry or a clone of
+ * another claim: dvimport.c, the phases as dvsource.c says); a VM's dataVolumeTemplates make their DataVolumes,
+ * and the engine starts a VM only once its claims are ready (engine/volumes.h: the gate).
  *
  * Durability: each object is a file under engine-data/storage/<plural>/ (written as the records are: temporary
  * file, fsync, rename, directory fsync), stored before it is acted on: a claim is stored Pending before its file

@@ -464,9 +464,6 @@ k wait --for=jsonpath='{.status.phase}'=Running vmi/consumer --timeout=60s >/dev
 [[ $(k get pvc late latedv -o 'jsonpath={.items[*].status.phase}') == "Bound Bound" ]] || fail "WFFC claims not Bound"
 [[ $(k get dv latedv -o 'jsonpath={.status.phase}') == Succeeded && $(head -c 15 "$VOLS/default/latedv.img") == KVCON-DV-MARKER ]] ||
     fail "latedv not imported once consumed"
-k delete vm consumer --grace-period=1 --wait=true --timeout=60s >/dev/null
-k delete pvc late >/dev/null
-k delete dv latedv >/dev/null
 
 step "a claim of a class the engine lacks stays Pending: its VM waits (WaitingForVolumeBinding)"
 { cat <<EOF
@@ -529,9 +526,10 @@ k delete namespace team --timeout=20s >/dev/null || fail "delete of the namespac
 step "deletes: the claim's file goes with it; the VM's template DataVolume goes with the VM"
 k delete pvc data1 >/dev/null
 [[ ! -e $VOLS/default/data1.img ]] || fail "data1.img left"
-k delete vm app --grace-period=1 --wait=true --timeout=60s >/dev/null
+k delete vm app consumer --grace-period=1 --wait=true --timeout=60s >/dev/null
 wait_eq 20 gone bash -c "[[ -e '$VOLS/default/app-scratch.img' ]] || echo gone" || fail "the template's claim file left"
-k delete dv app-root badsum fromxz fromgz backed >/dev/null
+k delete dv app-root badsum fromxz fromgz backed latedv >/dev/null
+k delete pvc late >/dev/null
 [[ ! -e $VOLS/default/app-root.img ]] || fail "app-root.img left"
 [[ -z $(k get pvc,dv --no-headers 2>/dev/null | grep -v handmade) ]] || fail "objects left: $(k get pvc,pv,dv)"
 [[ $(k get pv --no-headers | wc -l) == 1 ]] || fail "volumes left: $(k get pv)"
