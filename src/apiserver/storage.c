@@ -684,6 +684,19 @@ static void dv_wait_reason(struct apisrv *srv, struct sobj *d, const struct dvs 
 		      "PersistentVolumeClaim %s/%s: the clone waits until it stops", src->ns, src->name);
 }
 
+/* Its claim Bound and its copy scheduled: CDI's events on entering the Scheduled phase. */
+static void dv_scheduled(struct apisrv *srv, struct sobj *d, const struct dvs *src)
+{
+	const char *comp = dvs_component(src->kind);
+	event(srv, d, "Normal", "Bound", comp, "PVC %s Bound", d->name);
+	if (src->kind == DVS_PVC) {
+		char *w = clone_what(d, src);
+		event(srv, d, "Normal", "CloneScheduled", comp, "Cloning from %s scheduled", w);
+		free(w);
+	} else
+		event(srv, d, "Normal", "ImportScheduled", comp, "Import into %s scheduled", d->name);
+}
+
 /* Moves a DataVolume on: its claim made and Bound, then its source copied into it (dvsource.h's steps). */
 static void dv_advance(struct apisrv *srv, struct sobj *d)
 {
@@ -737,6 +750,8 @@ static void dv_advance(struct apisrv *srv, struct sobj *d)
 	struct dvs_step st = dvs_next(src.kind, ph, cs, ss);
 	if (st.act == DVS_WAIT) {
 		dv_wait_reason(srv, d, &src, filling ? NULL : st.reason);
+		if (strcmp(ph, st.phase) != 0 && strcmp(st.phase, dvs_phase(src.kind, true)) == 0)
+			dv_scheduled(srv, d, &src); /* a clone whose source is in use */
 		if (strcmp(ph, st.phase) != 0 || d->body == NULL)
 			dv_set(srv, d, st.phase, "N/A");
 		return;
@@ -749,11 +764,7 @@ static void dv_advance(struct apisrv *srv, struct sobj *d)
 	}
 	char *w = src.kind == DVS_PVC ? clone_what(d, &src) : NULL;
 	if (st.act == DVS_START && strcmp(ph, st.phase) != 0) {
-		event(srv, d, "Normal", "Bound", comp, "PVC %s Bound", d->name);
-		if (w)
-			event(srv, d, "Normal", "CloneScheduled", comp, "Cloning from %s scheduled", w);
-		else
-			event(srv, d, "Normal", "ImportScheduled", comp, "Import into %s scheduled", d->name);
+		dv_scheduled(srv, d, &src);
 		dv_set(srv, d, st.phase, "N/A");
 	} else if (st.act == DVS_RESTART) {
 		/* a copy a stopped service left: again from the start (CDI restarts its importer pod) */

@@ -8,7 +8,8 @@
 # WaitingForVolumeBinding; xz and gz images; kvcon's get (sc as kubectl prints it) and dashboard (:pvc, :dv) on the engine; deletes remove the files (the template's DataVolume with its VM).
 # The other sources and binding modes, once each: a registry import (the qcow2 as a containerDisk, /disk/disk.qcow2,
 # in the local registry of the OCI tests, tests/lab/registry.sh), a clone equal to its source (and one that waits,
-# CloneWithoutSource, until its source exists), a claim of class local-wffc Pending (WaitForFirstConsumer) until the
+# CloneWithoutSource, until its source exists, and one of a running VM's disk, CloneSourceInUse, until the VM is
+# gone), a claim of class local-wffc Pending (WaitForFirstConsumer) until the
 # VM that uses it starts.
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -388,6 +389,19 @@ spec:
     resources:
       requests:
         storage: 8Mi
+---
+apiVersion: cdi.kubevirt.io/v1beta1
+kind: DataVolume
+metadata:
+  name: clone3
+spec:
+  source:
+    pvc:
+      name: app-root
+  storage:
+    resources:
+      requests:
+        storage: 64Mi
 EOF
 k apply -f "$ENGINE_T/src.yaml" >/dev/null
 wait_eq 20 "Succeeded 100.0%" k get dv fromreg -o 'jsonpath={.status.phase} {.status.progress}' ||
@@ -398,10 +412,12 @@ wait_eq 20 Succeeded k get dv clone1 -o 'jsonpath={.status.phase}' || fail "clon
 cmp "$VOLS/default/fromxz.img" "$VOLS/default/clone1.img" || fail "clone1's file differs from its source's"
 ev=$(k get events -o 'jsonpath={range .items[*]}{.involvedObject.name}:{.reason} {end}')
 for r in fromreg:ImportScheduled fromreg:ImportInProgress fromreg:ImportSucceeded clone1:CloneScheduled \
-    clone1:CloneInProgress clone1:CloneSucceeded clone2:CloneWithoutSource; do
+    clone1:CloneInProgress clone1:CloneSucceeded clone2:CloneWithoutSource clone3:CloneSourceInUse; do
     [[ " $ev" == *" $r "* ]] || fail "event $r missing: $ev"
 done
 [[ $(k get dv clone2 -o 'jsonpath={.status.phase}') == Pending ]] || fail "clone2 is not Pending: $(k get dv clone2 -o yaml)"
+# clone3's source is the running VM's disk: it waits (CloneScheduled) until the VM is gone (the deletes below)
+[[ $(k get dv clone3 -o 'jsonpath={.status.phase}') == CloneScheduled ]] || fail "clone3: $(k get dv clone3 -o yaml)"
 k get events --field-selector involvedObject.name=clone2 -o 'jsonpath={.items[*].message}' |
     grep -q "The source pvc later doesn't exist" || fail "clone2's CloneWithoutSource message"
 k create -f - >/dev/null <<EOF
@@ -416,7 +432,6 @@ spec:
 EOF
 wait_eq 20 Succeeded k get dv clone2 -o 'jsonpath={.status.phase}' || fail "clone2 after its source: $(k get dv clone2 -o yaml)"
 [[ $(stat -c %s "$VOLS/default/clone2.img") == 8388608 ]] || fail "clone2's file is not of its claim's size"
-[[ -z $(find "$VOLS" -name '.*' -type f) ]] || fail "copies left beside the claims: $(find "$VOLS" -name '.*')"
 k delete dv fromreg clone1 clone2 >/dev/null
 k delete pvc later >/dev/null
 
@@ -460,7 +475,7 @@ wait_eq 10 "waiting for first consumer to be created before binding" \
 [[ $(k get pvc late latedv -o 'jsonpath={.items[*].status.phase}') == "Pending Pending" ]] || fail "WFFC claims not Pending"
 [[ $(k get vm consumer -o 'jsonpath={.status.printableStatus}') == Stopped ]] || fail "consumer is not Stopped"
 k patch vm consumer --type merge -p '{"spec":{"runStrategy":"Always"}}' >/dev/null
-k wait --for=jsonpath='{.status.phase}'=Running vmi/consumer --timeout=60s >/dev/null || fail "consumer did not start"
+wait_eq 60 Running k get vmi consumer -o 'jsonpath={.status.phase}' || fail "consumer did not start: $(k get vm consumer -o yaml)"
 [[ $(k get pvc late latedv -o 'jsonpath={.items[*].status.phase}') == "Bound Bound" ]] || fail "WFFC claims not Bound"
 [[ $(k get dv latedv -o 'jsonpath={.status.phase}') == Succeeded && $(head -c 15 "$VOLS/default/latedv.img") == KVCON-DV-MARKER ]] ||
     fail "latedv not imported once consumed"
@@ -528,7 +543,10 @@ k delete pvc data1 >/dev/null
 [[ ! -e $VOLS/default/data1.img ]] || fail "data1.img left"
 k delete vm app consumer --grace-period=1 --wait=true --timeout=60s >/dev/null
 wait_eq 20 gone bash -c "[[ -e '$VOLS/default/app-scratch.img' ]] || echo gone" || fail "the template's claim file left"
-k delete dv app-root badsum fromxz fromgz backed latedv >/dev/null
+wait_eq 20 Succeeded k get dv clone3 -o 'jsonpath={.status.phase}' || fail "clone3 once its source is free: $(k get dv clone3 -o yaml)"
+cmp "$VOLS/default/app-root.img" "$VOLS/default/clone3.img" || fail "clone3's file differs from its source's"
+[[ -z $(find "$VOLS" -name '.*' -type f) ]] || fail "copies left beside the claims: $(find "$VOLS" -name '.*')"
+k delete dv app-root badsum fromxz fromgz backed latedv clone3 >/dev/null
 k delete pvc late >/dev/null
 [[ ! -e $VOLS/default/app-root.img ]] || fail "app-root.img left"
 [[ -z $(k get pvc,dv --no-headers 2>/dev/null | grep -v handmade) ]] || fail "objects left: $(k get pvc,pv,dv)"
