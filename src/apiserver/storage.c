@@ -1207,6 +1207,24 @@ static char *dv_invalid(json_object *spec, const char *ns)
 	return NULL;
 }
 
+/* A clone whose spec.storage names no size takes its source claim's, as CDI's storage API does (filled in before
+ * the spec is checked; a source that does not exist yet leaves it missing: the 422 asks for a size). */
+static void clone_size(struct apisrv *srv, const char *ns, json_object *spec)
+{
+	json_object *ss = apis_jget(spec, "storage");
+	struct dvs src;
+	char *why = NULL;
+	if (ss == NULL || !json_object_is_type(ss, json_type_object) || str_at(ss, "resources", "requests", "storage") ||
+	    dvs_parse(spec, ns, &src, &why) < 0 || src.kind != DVS_PVC) {
+		free(why);
+		return;
+	}
+	struct sobj *from = find(srv, R_PVC, src.ns, src.name);
+	const char *q = from ? str_at(apis_jget(from->j, "spec"), "resources", "requests", "storage") : NULL;
+	if (q)
+		json_object_object_add(apis_jobj(apis_jobj(ss, "resources"), "requests"), "storage", apis_jstr(q));
+}
+
 static char *size_invalid(struct apisrv *srv, json_object *sspec, const char *field)
 {
 	uint64_t b = requested(sspec);
@@ -1250,6 +1268,8 @@ static enum MHD_Result create(struct apisrv *srv, struct MHD_Connection *c, stru
 	json_object *md = apis_jget(o, "metadata"), *spec = apis_jget(o, "spec");
 	const char *name = apis_jgets(md, "name"), *kind = apis_jgets(o, "kind");
 	char *why = NULL;
+	if (r == R_DV && spec && json_object_is_type(spec, json_type_object))
+		clone_size(srv, ns, spec);
 	if (kind && strcmp(kind, RES[r].kind) != 0)
 		why = xasprintf("kind: Invalid value: \"%s\": not %s", kind, RES[r].kind);
 	else if (name == NULL || !apis_valid_name(name))

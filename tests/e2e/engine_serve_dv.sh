@@ -67,31 +67,34 @@ WEB=$!
 wait_eq 10 1 bash -c "[[ -s '$ENGINE_T/web.port' ]] && echo 1" || fail "the HTTP server did not start"
 WPORT=$(cat "$ENGINE_T/web.port")
 
-step "the same qcow2 as a containerDisk image (/disk/disk.qcow2) in a local registry (plain HTTP)"
-eval "$("$ROOT/tests/lab/registry.sh" up "$REGDIR" plain)"
-OCI=$ENGINE_T/oci
-mkdir -p "$OCI/blobs/sha256" "$ENGINE_T/ctx/disk"
-cp "$ENGINE_T/www/disk.qcow2" "$ENGINE_T/ctx/disk/"
-tar -C "$ENGINE_T/ctx" --owner=107 --group=107 -cf "$ENGINE_T/layer.tar" disk
-gzip -n -c "$ENGINE_T/layer.tar" >"$ENGINE_T/layer.tgz"
-blob() { # blob FILE -> "sha256:<hex> <size>", stored in the layout
-    local h
-    h=$(sha256sum "$1" | cut -d' ' -f1)
-    cp "$1" "$OCI/blobs/sha256/$h"
-    echo "sha256:$h $(stat -c %s "$1")"
+step "the same qcow2 as a containerDisk image (/disk/disk.qcow2) in a local registry (plain HTTP; meanwhile)"
+registry_up() {
+    "$ROOT/tests/lab/registry.sh" up "$REGDIR" plain >/dev/null
+    OCI=$ENGINE_T/oci
+    mkdir -p "$OCI/blobs/sha256" "$ENGINE_T/ctx/disk"
+    cp "$ENGINE_T/www/disk.qcow2" "$ENGINE_T/ctx/disk/"
+    tar -C "$ENGINE_T/ctx" --owner=107 --group=107 -cf "$ENGINE_T/layer.tar" disk
+    gzip -n -c "$ENGINE_T/layer.tar" >"$ENGINE_T/layer.tgz"
+    blob() { # blob FILE -> "sha256:<hex> <size>", stored in the layout
+        local h
+        h=$(sha256sum "$1" | cut -d' ' -f1)
+        cp "$1" "$OCI/blobs/sha256/$h"
+        echo "sha256:$h $(stat -c %s "$1")"
+    }
+    read -r ldig lsize < <(blob "$ENGINE_T/layer.tgz")
+    printf '{"architecture":"amd64","os":"linux","rootfs":{"type":"layers","diff_ids":["sha256:%s"]},"config":{}}' \
+        "$(sha256sum "$ENGINE_T/layer.tar" | cut -d' ' -f1)" >"$ENGINE_T/config.json"
+    read -r cdig csize < <(blob "$ENGINE_T/config.json")
+    printf '{"schemaVersion":2,"mediaType":"application/vnd.oci.image.manifest.v1+json","config":{"mediaType":"application/vnd.oci.image.config.v1+json","digest":"%s","size":%s},"layers":[{"mediaType":"application/vnd.oci.image.layer.v1.tar+gzip","digest":"%s","size":%s}]}' \
+        "$cdig" "$csize" "$ldig" "$lsize" >"$ENGINE_T/manifest.json"
+    read -r mdig msize < <(blob "$ENGINE_T/manifest.json")
+    printf '{"schemaVersion":2,"manifests":[{"mediaType":"application/vnd.oci.image.manifest.v1+json","digest":"%s","size":%s,"annotations":{"org.opencontainers.image.ref.name":"disk"}}]}' \
+        "$mdig" "$msize" >"$OCI/index.json"
+    echo '{"imageLayoutVersion":"1.0.0"}' >"$OCI/oci-layout"
+    "$ROOT/tests/lab/registry.sh" push "$REGDIR" "$OCI:disk" kvtest/dvdisk:v1 >/dev/null
 }
-read -r ldig lsize < <(blob "$ENGINE_T/layer.tgz")
-printf '{"architecture":"amd64","os":"linux","rootfs":{"type":"layers","diff_ids":["sha256:%s"]},"config":{}}' \
-    "$(sha256sum "$ENGINE_T/layer.tar" | cut -d' ' -f1)" >"$ENGINE_T/config.json"
-read -r cdig csize < <(blob "$ENGINE_T/config.json")
-printf '{"schemaVersion":2,"mediaType":"application/vnd.oci.image.manifest.v1+json","config":{"mediaType":"application/vnd.oci.image.config.v1+json","digest":"%s","size":%s},"layers":[{"mediaType":"application/vnd.oci.image.layer.v1.tar+gzip","digest":"%s","size":%s}]}' \
-    "$cdig" "$csize" "$ldig" "$lsize" >"$ENGINE_T/manifest.json"
-read -r mdig msize < <(blob "$ENGINE_T/manifest.json")
-printf '{"schemaVersion":2,"manifests":[{"mediaType":"application/vnd.oci.image.manifest.v1+json","digest":"%s","size":%s,"annotations":{"org.opencontainers.image.ref.name":"disk"}}]}' \
-    "$mdig" "$msize" >"$OCI/index.json"
-echo '{"imageLayoutVersion":"1.0.0"}' >"$OCI/oci-layout"
-"$ROOT/tests/lab/registry.sh" push "$REGDIR" "$OCI:disk" kvtest/dvdisk:v1 >/dev/null || fail "push to the registry"
-echo "registry = $REG insecure=true" >"$XDG_CONFIG_HOME/kvcon/config"
+registry_up >"$ENGINE_T/registry.out" 2>&1 &
+REGJOB=$!
 # a file placed by hand before the service: adopted as a claim
 truncate -s 4M "$VOLS/default/handmade.img"
 
@@ -348,6 +351,9 @@ k get dv backed -o 'jsonpath={.status.conditions[?(@.type=="Running")].message}'
     fail "kvcon engine apply of the same file"
 
 step "a registry import (the containerDisk's disk), a clone equal to its source, a clone waiting for its source"
+wait "$REGJOB" || { cat "$ENGINE_T/registry.out"; fail "the registry or the push failed"; }
+. "$REGDIR/env"
+echo "registry = $REG insecure=true" >"$XDG_CONFIG_HOME/kvcon/config"
 cat >"$ENGINE_T/src.yaml" <<EOF
 apiVersion: cdi.kubevirt.io/v1beta1
 kind: DataVolume
@@ -372,10 +378,7 @@ spec:
     pvc:
       namespace: default
       name: fromxz
-  storage:
-    resources:
-      requests:
-        storage: 8Mi
+  storage: {} # the source's size
 ---
 apiVersion: cdi.kubevirt.io/v1beta1
 kind: DataVolume
@@ -410,6 +413,7 @@ wait_eq 20 "Succeeded 100.0%" k get dv fromreg -o 'jsonpath={.status.phase} {.st
     fail "fromreg's file is not the registry image's disk"
 wait_eq 20 Succeeded k get dv clone1 -o 'jsonpath={.status.phase}' || fail "clone1: $(k get dv clone1 -o yaml)"
 cmp "$VOLS/default/fromxz.img" "$VOLS/default/clone1.img" || fail "clone1's file differs from its source's"
+[[ $(k get pvc clone1 -o 'jsonpath={.spec.resources.requests.storage}') == 8Mi ]] || fail "clone1's size is not its source's"
 ev=$(k get events -o 'jsonpath={range .items[*]}{.involvedObject.name}:{.reason} {end}')
 for r in fromreg:ImportScheduled fromreg:ImportInProgress fromreg:ImportSucceeded clone1:CloneScheduled \
     clone1:CloneInProgress clone1:CloneSucceeded clone2:CloneWithoutSource clone3:CloneSourceInUse; do
