@@ -407,23 +407,19 @@ spec:
         storage: 64Mi
 EOF
 k apply -f "$ENGINE_T/src.yaml" >/dev/null
-wait_eq 20 "Succeeded 100.0%" k get dv fromreg -o 'jsonpath={.status.phase} {.status.progress}' ||
-    fail "fromreg: $(k get dv fromreg -o yaml)"
+# clone3's source is the running VM's disk: it waits (CloneScheduled) until the VM is gone (the deletes below)
+wait_eq 20 "Succeeded/100.0% Succeeded/100.0% Pending/N/A CloneScheduled/N/A " \
+    k get dv fromreg clone1 clone2 clone3 -o 'jsonpath={range .items[*]}{.status.phase}/{.status.progress} {end}' ||
+    fail "fromreg, clone1-3: $(k get dv -o yaml)"
 [[ $(head -c 15 "$VOLS/default/fromreg.img") == KVCON-DV-MARKER && $(stat -c %s "$VOLS/default/fromreg.img") == 8388608 ]] ||
     fail "fromreg's file is not the registry image's disk"
-wait_eq 20 Succeeded k get dv clone1 -o 'jsonpath={.status.phase}' || fail "clone1: $(k get dv clone1 -o yaml)"
-cmp "$VOLS/default/fromxz.img" "$VOLS/default/clone1.img" || fail "clone1's file differs from its source's"
-[[ $(k get pvc clone1 -o 'jsonpath={.spec.resources.requests.storage}') == 8Mi ]] || fail "clone1's size is not its source's"
-ev=$(k get events -o 'jsonpath={range .items[*]}{.involvedObject.name}:{.reason} {end}')
-for r in fromreg:ImportScheduled fromreg:ImportInProgress fromreg:ImportSucceeded clone1:CloneScheduled \
-    clone1:CloneInProgress clone1:CloneSucceeded clone2:CloneWithoutSource clone3:CloneSourceInUse; do
-    [[ " $ev" == *" $r "* ]] || fail "event $r missing: $ev"
+cmp "$VOLS/default/fromxz.img" "$VOLS/default/clone1.img" || fail "clone1's file (of its source's size) differs from its source's"
+ev=$(k get events -o 'jsonpath={range .items[*]}|{.involvedObject.name}:{.reason}:{.message}{end}|')
+for r in fromreg:ImportScheduled: fromreg:ImportInProgress: fromreg:ImportSucceeded: clone1:CloneScheduled: \
+    clone1:CloneInProgress: clone1:CloneSucceeded: "clone2:CloneWithoutSource:The source pvc later doesn't exist|" \
+    clone3:CloneSourceInUse:; do
+    [[ $ev == *"|$r"* ]] || fail "event $r missing: $ev"
 done
-[[ $(k get dv clone2 -o 'jsonpath={.status.phase}') == Pending ]] || fail "clone2 is not Pending: $(k get dv clone2 -o yaml)"
-# clone3's source is the running VM's disk: it waits (CloneScheduled) until the VM is gone (the deletes below)
-[[ $(k get dv clone3 -o 'jsonpath={.status.phase}') == CloneScheduled ]] || fail "clone3: $(k get dv clone3 -o yaml)"
-k get events --field-selector involvedObject.name=clone2 -o 'jsonpath={.items[*].message}' |
-    grep -q "The source pvc later doesn't exist" || fail "clone2's CloneWithoutSource message"
 k create -f - >/dev/null <<EOF
 apiVersion: v1
 kind: PersistentVolumeClaim
@@ -436,8 +432,7 @@ spec:
 EOF
 wait_eq 20 Succeeded k get dv clone2 -o 'jsonpath={.status.phase}' || fail "clone2 after its source: $(k get dv clone2 -o yaml)"
 [[ $(stat -c %s "$VOLS/default/clone2.img") == 8388608 ]] || fail "clone2's file is not of its claim's size"
-k delete dv fromreg clone1 clone2 >/dev/null
-k delete pvc later >/dev/null
+k delete dv/fromreg dv/clone1 dv/clone2 pvc/later >/dev/null
 
 step "a claim of class local-wffc and a DataVolume on one: Pending / WaitForFirstConsumer until their VM starts"
 { cat <<EOF
@@ -472,17 +467,16 @@ EOF
   printf '      - name: root\n        dataVolume:\n          name: latedv\n'
 } >"$ENGINE_T/wffc.yaml"
 k apply -f "$ENGINE_T/wffc.yaml" >/dev/null
-wait_eq 10 WaitForFirstConsumer k get dv latedv -o 'jsonpath={.status.phase}' || fail "latedv: $(k get dv latedv -o yaml)"
-wait_eq 10 "waiting for first consumer to be created before binding" \
-    k get events --field-selector involvedObject.name=late,reason=WaitForFirstConsumer -o 'jsonpath={.items[0].message}' ||
+wait_eq 10 "Pending Pending WaitForFirstConsumer Stopped " \
+    k get pvc/late pvc/latedv dv/latedv vm/consumer -o 'jsonpath={range .items[*]}{.status.phase}{.status.printableStatus} {end}' ||
+    fail "WFFC claims not Pending, or the VM not Stopped: $(k get pvc,dv,vm)"
+k get events --field-selector involvedObject.name=late,reason=WaitForFirstConsumer -o 'jsonpath={.items[0].message}' |
+    grep -qx "waiting for first consumer to be created before binding" ||
     fail "late's WaitForFirstConsumer event: $(k get events --field-selector involvedObject.name=late)"
-[[ $(k get pvc late latedv -o 'jsonpath={.items[*].status.phase}') == "Pending Pending" ]] || fail "WFFC claims not Pending"
-[[ $(k get vm consumer -o 'jsonpath={.status.printableStatus}') == Stopped ]] || fail "consumer is not Stopped"
 k patch vm consumer --type merge -p '{"spec":{"runStrategy":"Always"}}' >/dev/null
 wait_eq 60 Running k get vmi consumer -o 'jsonpath={.status.phase}' || fail "consumer did not start: $(k get vm consumer -o yaml)"
-[[ $(k get pvc late latedv -o 'jsonpath={.items[*].status.phase}') == "Bound Bound" ]] || fail "WFFC claims not Bound"
-[[ $(k get dv latedv -o 'jsonpath={.status.phase}') == Succeeded && $(head -c 15 "$VOLS/default/latedv.img") == KVCON-DV-MARKER ]] ||
-    fail "latedv not imported once consumed"
+[[ $(k get pvc/late pvc/latedv dv/latedv -o 'jsonpath={.items[*].status.phase}') == "Bound Bound Succeeded" &&
+    $(head -c 15 "$VOLS/default/latedv.img") == KVCON-DV-MARKER ]] || fail "WFFC claims not Bound and imported once consumed"
 
 step "a claim of a class the engine lacks stays Pending: its VM waits (WaitingForVolumeBinding)"
 { cat <<EOF
