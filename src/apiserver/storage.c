@@ -1225,6 +1225,22 @@ static void clone_size(struct apisrv *srv, const char *ns, json_object *spec)
 		json_object_object_add(apis_jobj(apis_jobj(ss, "resources"), "requests"), "storage", apis_jstr(q));
 }
 
+/* A clone into a claim smaller than its (existing) source: refused as CDI's webhook refuses it. */
+static char *clone_too_small(struct apisrv *srv, const char *ns, json_object *spec, json_object *sspec)
+{
+	struct dvs src;
+	char *why = NULL;
+	if (dvs_parse(spec, ns, &src, &why) < 0 || src.kind != DVS_PVC) {
+		free(why);
+		return NULL;
+	}
+	struct sobj *from = find(srv, R_PVC, src.ns, src.name);
+	if (from == NULL || requested(apis_jget(from->j, "spec")) <= requested(sspec))
+		return NULL;
+	return xstrdup("spec.storage.resources.requests.storage: Invalid value: target resources requests storage size "
+		       "is smaller than the source");
+}
+
 static char *size_invalid(struct apisrv *srv, json_object *sspec, const char *field)
 {
 	uint64_t b = requested(sspec);
@@ -1279,6 +1295,8 @@ static enum MHD_Result create(struct apisrv *srv, struct MHD_Connection *c, stru
 	else if ((why = dv_invalid(spec, ns)) == NULL) {
 		json_object *ss = apis_jget(spec, "storage") ? apis_jget(spec, "storage") : apis_jget(spec, "pvc");
 		why = size_invalid(srv, ss, apis_jget(spec, "storage") ? "spec.storage" : "spec.pvc");
+		if (why == NULL)
+			why = clone_too_small(srv, ns, spec, ss);
 	}
 	if (why) {
 		mrc = apis_send_invalid_res(c, r, name ? name : "", why);
