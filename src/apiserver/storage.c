@@ -43,6 +43,7 @@
 #define SC_NAME "local"
 #define SC_PROVISIONER "kvcon.io/local"
 #define WFFC_MSG "waiting for first consumer to be created before binding"
+#define SELECTED_NODE "volume.kubernetes.io/selected-node"
 #define NCLASSES 2
 
 /* The classes the service serves: the same local files, bound at once or on first use. */
@@ -65,7 +66,7 @@ struct sobj {
 	char *body, *text;
 	struct dvimport *imp; /* a DataVolume's import under way */
 	char *failed;         /* the last provisioning failure or wait reported (once, not at every tick) */
-	bool consumed;        /* a claim of class local-wffc: a VM that uses it is starting (the gate) */
+	char *consumer;       /* a claim of class local-wffc: the node a VM that uses it starts on (the gate) */
 	struct sobj *next;
 };
 
@@ -170,6 +171,7 @@ static void sobj_free(struct sobj *s)
 	if (s->imp)
 		ticket_free(dvimport_cancel(s->imp));
 	free(s->failed);
+	free(s->consumer);
 	free(s->ns);
 	free(s->name);
 	if (s->j)
@@ -396,8 +398,8 @@ static void provision(struct apisrv *srv, struct sobj *s)
 	json_object *spec = apis_jget(s->j, "spec");
 	if (class_of(str_at(spec, "storageClassName", NULL, NULL)) < 0)
 		return; /* stays Pending (create reported it) */
-	if (claim_wffc(s) && !s->consumed) {
-		/* stays Pending until a VM that uses it starts (the gate sets consumed), as the scheduler binds it */
+	if (claim_wffc(s) && s->consumer == NULL && !str_at(s->j, "metadata", "annotations", SELECTED_NODE)) {
+		/* stays Pending until a VM that uses it starts (the gate names its node), as the scheduler binds it */
 		if (!util_str_eq(s->failed, WFFC_MSG))
 			event(srv, s, "Normal", "WaitForFirstConsumer", "persistentvolume-controller", WFFC_MSG);
 		free(s->failed);
@@ -439,6 +441,8 @@ static void provision(struct apisrv *srv, struct sobj *s)
 	json_object_object_add(an, "pv.kubernetes.io/bind-completed", apis_jstr("yes"));
 	json_object_object_add(an, "pv.kubernetes.io/bound-by-controller", apis_jstr("yes"));
 	json_object_object_add(an, "volume.kubernetes.io/storage-provisioner", apis_jstr(SC_PROVISIONER));
+	if (claim_wffc(s) && s->consumer) /* the scheduler's choice, as Kubernetes records it */
+		json_object_object_add(an, SELECTED_NODE, apis_jstr(s->consumer));
 	json_object *st = json_object_new_object(), *cap = json_object_new_object(), *modes = apis_jget(spec, "accessModes");
 	json_object_object_add(st, "phase", apis_jstr("Bound"));
 	json_object_object_add(st, "accessModes", modes ? json_object_get(modes) : strings("ReadWriteOnce", NULL));
@@ -745,7 +749,7 @@ static void dv_advance(struct apisrv *srv, struct sobj *d)
 	if (pvc)
 		provision(srv, pvc);
 	enum dvs_claim cs = pvc && strcmp(phase_of(pvc), "Bound") == 0 ? DVS_CLAIM_BOUND
-			    : pvc && claim_wffc(pvc) && !pvc->consumed ? DVS_CLAIM_WFFC
+			    : pvc && claim_wffc(pvc) && pvc->consumer == NULL ? DVS_CLAIM_WFFC
 								      : DVS_CLAIM_PENDING;
 	struct dvs_step st = dvs_next(src.kind, ph, cs, ss);
 	if (st.act == DVS_WAIT) {
@@ -811,14 +815,15 @@ static void dv_delete(struct apisrv *srv, struct sobj *d)
 	engine_volumes_changed();
 }
 
-/* The engine's gate (engine/volumes.h): KubeVirt's printableStatus while a VM's claim is not ready. A start
- * (start: the VM is to run) is the first consumer a claim of class local-wffc waits for: the next tick binds it. */
-static const char *gate(void *arg, const char *ns, const char *claim, bool dv, bool start)
+/* The engine's gate (engine/volumes.h): KubeVirt's printableStatus while a VM's claim is not ready. A start (node:
+ * the VM is to run there) is the first consumer a claim of class local-wffc waits for: the next tick binds it,
+ * annotated with that node. */
+static const char *gate(void *arg, const char *ns, const char *claim, bool dv, const char *node)
 {
 	struct apisrv *srv = arg;
 	struct sobj *d = find(srv, R_DV, ns, claim), *pvc = find(srv, R_PVC, ns, claim);
-	if (start && pvc && !pvc->consumed && claim_wffc(pvc) && strcmp(phase_of(pvc), "Pending") == 0) {
-		pvc->consumed = true;
+	if (node && pvc && pvc->consumer == NULL && claim_wffc(pvc) && strcmp(phase_of(pvc), "Pending") == 0) {
+		pvc->consumer = xstrdup(node);
 		log_info("engine serve: claim %s/%s: a VM that uses it starts: binding (WaitForFirstConsumer)", ns, claim);
 	}
 	if (d) {

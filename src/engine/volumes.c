@@ -41,7 +41,7 @@ const char *evol_waiting(const struct evm *v, bool start)
 		const struct mf_volume *vol = &v->m->vols[i];
 		if (vol->type != MF_VOL_PVC)
 			continue;
-		const char *w = gate ? gate(gate_arg, v->m->ns, vol->claim, vol->dv, start) : "Provisioning";
+		const char *w = gate ? gate(gate_arg, v->m->ns, vol->claim, vol->dv, start ? v->eh->src->name : NULL) : "Provisioning";
 		if (w && first == NULL)
 			first = intern(w);
 	}

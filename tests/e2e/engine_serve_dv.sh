@@ -477,6 +477,8 @@ k patch vm consumer --type merge -p '{"spec":{"runStrategy":"Always"}}' >/dev/nu
 wait_eq 60 Running k get vmi consumer -o 'jsonpath={.status.phase}' || fail "consumer did not start: $(k get vm consumer -o yaml)"
 [[ $(k get pvc/late pvc/latedv dv/latedv -o 'jsonpath={.items[*].status.phase}') == "Bound Bound Succeeded" &&
     $(head -c 15 "$VOLS/default/latedv.img") == KVCON-DV-MARKER ]] || fail "WFFC claims not Bound and imported once consumed"
+nodes=$(k get pvc/late vmi/consumer -o 'jsonpath={.items[0].metadata.annotations.volume\.kubernetes\.io/selected-node} {.items[1].status.nodeName}')
+[[ -n ${nodes%% *} && ${nodes%% *} == "${nodes#* }" ]] || fail "late's selected-node is not the VMI's node: $nodes"
 
 step "a claim of a class the engine lacks stays Pending: its VM waits (WaitingForVolumeBinding)"
 { cat <<EOF
