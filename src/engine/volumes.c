@@ -41,7 +41,8 @@ const char *evol_waiting(const struct evm *v, bool start)
 		const struct mf_volume *vol = &v->m->vols[i];
 		if (vol->type != MF_VOL_PVC)
 			continue;
-		const char *w = gate ? gate(gate_arg, v->m->ns, vol->claim, vol->dv, start ? v->eh->src->name : NULL) : "Provisioning";
+		const char *node = start && v->eh ? v->eh->src->name : NULL;
+		const char *w = gate ? gate(gate_arg, v->m->ns, vol->claim, vol->dv, node) : "Provisioning";
 		if (w && first == NULL)
 			first = intern(w);
 	}
