@@ -1,7 +1,9 @@
-/* A DataVolume's http import (dvimport.h): one thread per import; the loop thread starts it, reads its progress
+/* A DataVolume's import or clone (dvimport.h): one thread per copy; the loop thread starts it, reads its progress
  * and may cancel it. Nothing from the DataVolume reaches a shell: qemu-img runs from an argv of paths this file
- * builds, with the format chosen here (-f), and a qcow2 that names a backing or external data file is refused
- * (it would make qemu-img read host files). */
+ * builds, with the format chosen here (-f: probed for a download, as CDI does; by the file's name for a registry
+ * disk or a claim, never from a guest's bytes), and a qcow2 that names a backing or external data file is
+ * refused (it would make qemu-img read host files). The copy goes to a dot-file beside the claim's file, created
+ * O_EXCL, and is renamed over it only once complete. */
 #include "apiserver/dvimport.h"
 
 #include <archive.h>
@@ -21,13 +23,21 @@
 #include "core/loop.h"
 #include "core/util.h"
 #include "core/xmalloc.h"
+#include "engine/engine.h"
+#include "engine/imgcache.h"
+#include "engine/oci.h"
 
 struct dvimport {
+	enum dvimport_kind kind;
 	pthread_mutex_t mu;
 	int refs; /* the loop's and the thread's */
 	bool cancelled;
 	double progress;
 	char *url, *alg, *hex, *target, *dl, *raw, *conv;
+	char *root;                /* registry: the engine's image cache */
+	struct oci_regconf *conf;  /* registry: the registries configuration, its disk capped at max */
+	struct oci_progress prog;  /* registry: the pull's */
+	uint64_t deadline_ms;      /* registry: the pull is cancelled after engine.import-timeout */
 	uint64_t size, max, got;
 	long timeout;
 	int fd;
@@ -72,6 +82,8 @@ static void unref(struct dvimport *im)
 	free(im->dl);
 	free(im->raw);
 	free(im->conv);
+	free(im->root);
+	oci_regconf_free(im->conf);
 	free(im->err);
 	free(im);
 }
@@ -254,8 +266,8 @@ static uint64_t be64(const unsigned char *p)
 	return v;
 }
 
-/* The image (qcow2 or raw) into the claim's file. 0, or -1 with im->err. */
-static int convert(struct dvimport *im, const char *src)
+/* The image (qcow2 or raw; fmt NULL: probed) into the claim's file. 0, or -1 with im->err. */
+static int convert(struct dvimport *im, const char *src, const char *fmt)
 {
 	unsigned char h[104] = { 0 };
 	int n = read_head(src, h, sizeof h);
@@ -264,7 +276,11 @@ static int convert(struct dvimport *im, const char *src)
 		im->err = xasprintf("%s: %s", src, strerror(errno));
 		return -1;
 	}
-	bool qcow2 = n >= 32 && memcmp(h, "QFI\xfb", 4) == 0;
+	bool qcow2 = fmt ? strcmp(fmt, "qcow2") == 0 : n >= 32 && memcmp(h, "QFI\xfb", 4) == 0;
+	if (qcow2 && (n < 32 || memcmp(h, "QFI\xfb", 4) != 0)) {
+		im->err = xasprintf("%s: not a qcow2 image", src);
+		return -1;
+	}
 	uint64_t vsize = (uint64_t)sb.st_size;
 	if (qcow2) {
 		uint32_t version = (uint32_t)h[4] << 24 | (uint32_t)h[5] << 16 | (uint32_t)h[6] << 8 | h[7];
@@ -284,10 +300,27 @@ static int convert(struct dvimport *im, const char *src)
 				    (unsigned long long)vsize, (unsigned long long)im->size);
 		return -1;
 	}
-	unlink(im->conv);
-	char *argv[] = { "qemu-img", "convert", "-q", "-f", qcow2 ? "qcow2" : "raw", "-O", "raw", (char *)src, im->conv, NULL };
+	/* the target made here (O_EXCL, sparse, the claim's size), qemu-img writing into it (-n) */
+	int fd = open_new(im->conv);
+	if (fd < 0 || ftruncate(fd, (off_t)im->size) < 0) {
+		im->err = xasprintf("%s: %s", im->conv, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	close(fd);
+	char *argv[] = { "qemu-img", "convert", "-q", "-n", "--target-is-zero", "-f", qcow2 ? "qcow2" : "raw", "-O", "raw",
+			 (char *)src, im->conv, NULL };
 	if (util_run_quiet(argv, "qemu-img convert", &im->err) < 0)
 		return -1;
+	fd = open(im->conv, O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0 || fsync(fd) < 0) {
+		im->err = xasprintf("%s: %s", im->conv, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	close(fd);
 	if (truncate(im->conv, (off_t)im->size) < 0 || rename(im->conv, im->target) < 0) {
 		im->err = xasprintf("%s: %s", im->target, strerror(errno));
 		return -1;
@@ -314,15 +347,52 @@ static void finish(void *arg)
 	unref(im);
 }
 
+/* The format a file's name says (a registry disk in the image cache, a claim's file): qcow2 or raw. */
+static const char *format_of(const char *path)
+{
+	size_t n = strlen(path);
+	return n > 6 && strcmp(path + n - 6, ".qcow2") == 0 ? "qcow2" : "raw";
+}
+
+/* registry: the containerDisk's disk pulled into the image cache (bounded, every blob verified: oci.h), then
+ * converted. The cache's shared lock is held until the conversion has read the disk (its sweep waits). */
+static void registry(struct dvimport *im)
+{
+	char *e = NULL;
+	if (im->conf == NULL)
+		return; /* im->err says why (dvimport_start) */
+	int lock = imgcache_lock_shared(im->root, &im->err);
+	struct oci_result res;
+	if (lock >= 0 && oci_pull(im->url, im->conf, im->root, &im->prog, &res, &e) < 0) {
+		if (im->prog.cancel && !cancelled(im)) { /* dvimport_progress's deadline */
+			free(e);
+			e = xasprintf("the pull took more than %ld s (engine.import-timeout)", im->timeout);
+		}
+		im->err = e;
+	} else if (lock >= 0) {
+		pthread_mutex_lock(&im->mu);
+		im->progress = 100.0;
+		pthread_mutex_unlock(&im->mu);
+		convert(im, res.disk, format_of(res.disk));
+		oci_result_free(&res);
+	}
+	if (lock >= 0)
+		close(lock);
+}
+
 static void *import_main(void *arg)
 {
 	struct dvimport *im = arg;
-	if (download(im) == 0 && !cancelled(im)) {
+	if (im->kind == DVIMPORT_CLONE) {
+		convert(im, im->url, format_of(im->url));
+	} else if (im->kind == DVIMPORT_REGISTRY) {
+		registry(im);
+	} else if (download(im) == 0 && !cancelled(im)) {
 		unsigned char h[6] = { 0 };
 		int n = read_head(im->dl, h, sizeof h);
 		bool gz = n >= 2 && h[0] == 0x1f && h[1] == 0x8b, xz = n >= 6 && memcmp(h, "\xfd" "7zXZ\0", 6) == 0;
 		if (!(gz || xz) || decompress(im) == 0)
-			convert(im, gz || xz ? im->raw : im->dl);
+			convert(im, gz || xz ? im->raw : im->dl, NULL);
 	}
 	if (im->err == NULL && cancelled(im))
 		im->err = xstrdup("cancelled");
@@ -333,10 +403,22 @@ static void *import_main(void *arg)
 	return NULL;
 }
 
-struct dvimport *dvimport_start(const char *url, const char *checksum, const char *target, uint64_t size,
-				uint64_t max_bytes, long timeout_s, dvimport_done_fn done, void *arg)
+struct dvimport *dvimport_start(enum dvimport_kind kind, const char *url, const char *checksum, const char *target,
+				uint64_t size, uint64_t max_bytes, long timeout_s, dvimport_done_fn done, void *arg)
 {
 	struct dvimport *im = xcalloc(1, sizeof *im);
+	im->kind = kind;
+	if (kind == DVIMPORT_REGISTRY) {
+		char *e = NULL;
+		im->root = engine_image_cache();
+		im->deadline_ms = util_now_ms() + (uint64_t)timeout_s * 1000;
+		im->conf = oci_regconf_load(&e); /* here, on the loop thread, as the engine's pulls read it */
+		if (im->conf)
+			oci_regconf_cap(im->conf, max_bytes);
+		else
+			im->err = xasprintf("registries configuration: %s", e);
+		free(e);
+	}
 	pthread_mutex_init(&im->mu, NULL);
 	im->refs = 2;
 	im->progress = -1;
@@ -353,7 +435,7 @@ struct dvimport *dvimport_start(const char *url, const char *checksum, const cha
 		*slash = 0;
 	im->dl = xasprintf("%s/.%s.import", slash ? dir : ".", base);
 	im->raw = xasprintf("%s/.%s.raw", slash ? dir : ".", base);
-	im->conv = xasprintf("%s/.%s.convert", slash ? dir : ".", base);
+	im->conv = xasprintf("%s/.%s.%s", slash ? dir : ".", base, kind == DVIMPORT_CLONE ? "clone" : "convert");
 	free(dir);
 	im->size = size;
 	im->max = max_bytes;
@@ -365,6 +447,7 @@ struct dvimport *dvimport_start(const char *url, const char *checksum, const cha
 	pthread_attr_init(&at);
 	pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
 	if (pthread_create(&t, &at, import_main, im) != 0) {
+		free(im->err);
 		im->err = xasprintf("cannot start an import thread: %s", strerror(errno));
 		loop_post(finish, im);
 	}
@@ -374,6 +457,15 @@ struct dvimport *dvimport_start(const char *url, const char *checksum, const cha
 
 double dvimport_progress(struct dvimport *im)
 {
+	if (im->kind == DVIMPORT_REGISTRY) {
+		uint64_t done = im->prog.done, total = im->prog.total;
+		pthread_mutex_lock(&im->mu);
+		if (im->progress < 100.0 && total > 0)
+			im->progress = 100.0 * (double)(done < total ? done : total) / (double)total;
+		pthread_mutex_unlock(&im->mu);
+		if (util_now_ms() > im->deadline_ms)
+			im->prog.cancel = 1; /* oci_pull stops at its next read */
+	}
 	pthread_mutex_lock(&im->mu);
 	double p = im->progress;
 	pthread_mutex_unlock(&im->mu);
@@ -384,6 +476,7 @@ void *dvimport_cancel(struct dvimport *im)
 {
 	pthread_mutex_lock(&im->mu);
 	im->cancelled = true;
+	im->prog.cancel = 1;
 	void *arg = im->arg;
 	pthread_mutex_unlock(&im->mu);
 	unref(im);

@@ -14,7 +14,8 @@
  *   vmim.c       VirtualMachineInstanceMigration: the migration controller and its objects on disk
  *   vmirs.c      VirtualMachineInstanceReplicaSet: the replica set controller, its members, the scale subresource
  *   nsx.c        namespaces: those in use and those created through the API (kept on disk)
- *   storage.c    PersistentVolumeClaims, PersistentVolumes, the class `local`, CDI DataVolumes (dvimport.c: imports)
+ *   storage.c    PersistentVolumeClaims, PersistentVolumes, the classes `local` and `local-wffc`, CDI DataVolumes
+ *                (dvsource.c: sources and phases; dvimport.c: imports and clones)
  *   secrets.c    Secrets and ConfigMaps (kept on disk, 0600), read by the engine through engine/esecret.h
  *   wsbridge.c   the serial console and VNC as KubeVirt's WebSocket subresources
  *   subres.c     pods/NAME/log and kvcon's own read-only subresources (domain XML, storage) */

@@ -1,10 +1,12 @@
-/* The engine service's storage: PersistentVolumeClaims, PersistentVolumes, the default StorageClass `local` and
- * CDI's DataVolumes (v1beta1). A claim of class local is a file of the requested size (sparse) in the engine's
- * volume directory, <volumes>/<namespace>/<claim>.img, the file the engine gives a VM's persistentVolumeClaim (or
- * dataVolume) volume; it is Bound to a PersistentVolume pvc-<claim uid> whose reclaim policy (Delete) removes the
- * file with the claim. Files placed there by hand are adopted as claims (their volumes Retain the file). A
- * DataVolume owns its claim and fills it (blank, or an http import: dvimport.c); a VM's dataVolumeTemplates make
- * their DataVolumes, and the engine starts a VM only once its claims are ready (engine/volumes.h: the gate).
+/* The engine service's storage: PersistentVolumeClaims, PersistentVolumes, the StorageClasses `local` (the
+ * default, Immediate) and `local-wffc` (WaitForFirstConsumer: its claims stay Pending until a VM that uses them is
+ * started, the engine's gate telling) and CDI's DataVolumes (v1beta1). A claim of either class is a file of the
+ * requested size (sparse) in the engine's volume directory, <volumes>/<namespace>/<claim>.img, the file the engine
+ * gives a VM's persistentVolumeClaim (or dataVolume) volume; it is Bound to a PersistentVolume pvc-<claim uid>
+ * whose reclaim policy (Delete) removes the file with the claim. Files placed there by hand are adopted as claims
+ * (their volumes Retain the file). A DataVolume owns its claim and fills it (blank; http, registry or a clone of
+ * another claim: dvimport.c, the phases as dvsource.c says); a VM's dataVolumeTemplates make their DataVolumes,
+ * and the engine starts a VM only once its claims are ready (engine/volumes.h: the gate).
  *
  * Durability: each object is a file under engine-data/storage/<plural>/ (written as the records are: temporary
  * file, fsync, rename, directory fsync), stored before it is acted on: a claim is stored Pending before its file
@@ -24,6 +26,7 @@
 #include <unistd.h>
 
 #include "apiserver/dvimport.h"
+#include "apiserver/dvsource.h"
 #include "apiserver/internal.h"
 #include "core/intern.h"
 #include "core/log.h"
@@ -39,7 +42,18 @@
 
 #define SC_NAME "local"
 #define SC_PROVISIONER "kvcon.io/local"
-#define SC_UID "6b76636f-6e00-4c6f-8361-6c0000000001"
+#define WFFC_MSG "waiting for first consumer to be created before binding"
+#define SELECTED_NODE "volume.kubernetes.io/selected-node"
+#define NCLASSES 2
+
+/* The classes the service serves: the same local files, bound at once or on first use. */
+static const struct {
+	const char *name, *uid, *mode;
+	bool dflt;
+} CLASSES[NCLASSES] = {
+	{ SC_NAME, "6b76636f-6e00-4c6f-8361-6c0000000001", "Immediate", true },
+	{ "local-wffc", "6b76636f-6e00-4c6f-8361-6c0000000002", "WaitForFirstConsumer", false },
+};
 #define DEFAULT_MAX (100ull << 30) /* engine.volume-max */
 #define IMPORT_TIMEOUT 3600        /* engine.import-timeout, seconds */
 #define SCAN_EVERY_S 10
@@ -51,13 +65,14 @@ struct sobj {
 	uint64_t rv;
 	char *body, *text;
 	struct dvimport *imp; /* a DataVolume's import under way */
-	char *failed;         /* the last provisioning failure reported (once, not at every tick) */
+	char *failed;         /* the last provisioning failure or wait reported (once, not at every tick) */
+	char *consumer;       /* a claim of class local-wffc: the node a VM that uses it starts on (the gate) */
 	struct sobj *next;
 };
 
 struct storage {
 	struct sobj *objs;
-	struct sobj sc; /* the class, served, not stored */
+	struct sobj sc[NCLASSES]; /* the classes, served, not stored */
 	char *dir;      /* engine-data/storage */
 	char *vols;     /* the engine's volume directory */
 	uint64_t max;
@@ -156,6 +171,7 @@ static void sobj_free(struct sobj *s)
 	if (s->imp)
 		ticket_free(dvimport_cancel(s->imp));
 	free(s->failed);
+	free(s->consumer);
 	free(s->ns);
 	free(s->name);
 	if (s->j)
@@ -299,6 +315,21 @@ static char *claim_file(struct apisrv *srv, const char *ns, const char *name)
 	return xasprintf("%s/%s/%s.img", ST(srv)->vols, ns, name);
 }
 
+/* The class named (NULL: the default); -1 when the engine has none of that name. */
+static int class_of(const char *sc)
+{
+	for (int i = 0; i < NCLASSES; i++)
+		if (sc ? strcmp(sc, CLASSES[i].name) == 0 : CLASSES[i].dflt)
+			return i;
+	return -1;
+}
+
+static bool claim_wffc(const struct sobj *pvc)
+{
+	int c = class_of(str_at(pvc->j, "spec", "storageClassName", NULL));
+	return c >= 0 && strcmp(CLASSES[c].mode, "WaitForFirstConsumer") == 0;
+}
+
 static uint64_t requested(json_object *spec)
 {
 	uint64_t b = 0;
@@ -339,7 +370,8 @@ static json_object *pv_json(const struct sobj *claim, const char *pv, const char
 	json_object_object_add(hp, "type", apis_jstr("File"));
 	json_object_object_add(spec, "hostPath", hp);
 	json_object_object_add(spec, "persistentVolumeReclaimPolicy", apis_jstr(retain ? "Retain" : "Delete"));
-	json_object_object_add(spec, "storageClassName", apis_jstr(SC_NAME));
+	const char *sc = str_at(cspec, "storageClassName", NULL, NULL);
+	json_object_object_add(spec, "storageClassName", apis_jstr(sc ? sc : SC_NAME));
 	json_object_object_add(spec, "volumeMode", apis_jstr("Filesystem"));
 	json_object_object_add(o, "spec", spec);
 	json_object_object_add(st, "phase", apis_jstr("Bound"));
@@ -364,9 +396,16 @@ static void provision(struct apisrv *srv, struct sobj *s)
 	if (strcmp(phase_of(s), "Pending") != 0 || at(s->j, "metadata", "deletionTimestamp"))
 		return;
 	json_object *spec = apis_jget(s->j, "spec");
-	const char *sc = str_at(spec, "storageClassName", NULL, NULL);
-	if (sc && strcmp(sc, SC_NAME) != 0)
+	if (class_of(str_at(spec, "storageClassName", NULL, NULL)) < 0)
 		return; /* stays Pending (create reported it) */
+	if (claim_wffc(s) && s->consumer == NULL && !str_at(s->j, "metadata", "annotations", SELECTED_NODE)) {
+		/* stays Pending until a VM that uses it starts (the gate names its node), as the scheduler binds it */
+		if (!util_str_eq(s->failed, WFFC_MSG))
+			event(srv, s, "Normal", "WaitForFirstConsumer", "persistentvolume-controller", WFFC_MSG);
+		free(s->failed);
+		s->failed = xstrdup(WFFC_MSG);
+		return;
+	}
 	uint64_t size = requested(spec);
 	char *dir = xasprintf("%s/%s", ST(srv)->vols, s->ns), *file = claim_file(srv, s->ns, s->name);
 	bool adopted = false;
@@ -402,6 +441,8 @@ static void provision(struct apisrv *srv, struct sobj *s)
 	json_object_object_add(an, "pv.kubernetes.io/bind-completed", apis_jstr("yes"));
 	json_object_object_add(an, "pv.kubernetes.io/bound-by-controller", apis_jstr("yes"));
 	json_object_object_add(an, "volume.kubernetes.io/storage-provisioner", apis_jstr(SC_PROVISIONER));
+	if (claim_wffc(s) && s->consumer) /* the scheduler's choice, as Kubernetes records it */
+		json_object_object_add(an, SELECTED_NODE, apis_jstr(s->consumer));
 	json_object *st = json_object_new_object(), *cap = json_object_new_object(), *modes = apis_jget(spec, "accessModes");
 	json_object_object_add(st, "phase", apis_jstr("Bound"));
 	json_object_object_add(st, "accessModes", modes ? json_object_get(modes) : strings("ReadWriteOnce", NULL));
@@ -525,7 +566,7 @@ static void dv_set(struct apisrv *srv, struct sobj *d, const char *phase, const 
 		json_object_object_add(st, "progress", apis_jstr(progress));
 	/* CDI's conditions: Bound (its claim), Ready, Running (the importer) */
 	bool ok = strcmp(phase, "Succeeded") == 0, failed = strcmp(phase, "Failed") == 0,
-	     running = strcmp(phase, "ImportInProgress") == 0;
+	     running = strcmp(phase, "ImportInProgress") == 0 || strcmp(phase, "CloneInProgress") == 0;
 	struct sobj *pvc = find(srv, R_PVC, d->ns, d->name);
 	bool bound = pvc && strcmp(phase_of(pvc), "Bound") == 0;
 	const char *err = str_at(st, "kvconError", NULL, NULL);
@@ -538,7 +579,7 @@ static void dv_set(struct apisrv *srv, struct sobj *d, const char *phase, const 
 		{ "Bound", bound, bound ? "Bound" : "Pending", NULL },
 		{ "Ready", ok, ok ? "" : failed ? "Error" : running ? "TransferRunning" : "", ok ? "" : failed ? err : "" },
 		{ "Running", running, running ? "Pod is running" : failed ? "Error" : ok ? "Completed" : "",
-		  failed ? err : running ? "Import in progress" : "" },
+		  failed ? err : running ? (phase[0] == 'C' ? "Clone in progress" : "Import in progress") : "" },
 	};
 	char bm[300];
 	snprintf(bm, sizeof bm, "PVC %s %s", d->name, bound ? "Bound" : "Pending");
@@ -583,27 +624,84 @@ static bool owns(const struct sobj *d, const struct sobj *pvc)
 }
 
 
+/* "from NS/NAME into NS/NAME" of a clone's events, as CDI writes them. */
+static char *clone_what(const struct sobj *d, const struct dvs *src)
+{
+	return xasprintf("%s/%s into %s/%s", src->ns, src->name, d->ns, d->name);
+}
+
 static void import_done(void *arg, const char *err)
 {
 	struct dv_ticket *t = arg;
 	struct sobj *d = find(t->srv, R_DV, t->ns, t->name);
+	struct dvs src;
+	char *why = NULL;
 	if (d && util_str_eq(str_at(d->j, "metadata", "uid", NULL), t->uid)) {
 		d->imp = NULL;
+		if (dvs_parse(apis_jget(d->j, "spec"), d->ns, &src, &why) < 0)
+			src.kind = DVS_HTTP; /* (stored by this service: parsed before) */
+		const char *comp = dvs_component(src.kind);
 		if (err) {
 			json_object_object_add(apis_jobj(d->j, "status"), "kvconError", apis_jstr(err));
-			event(t->srv, d, "Warning", "Error", "datavolume-import-controller", "%s", err);
+			event(t->srv, d, "Warning", "Error", comp, "%s", err);
 			dv_set(t->srv, d, "Failed", NULL);
 		} else {
 			json_object_object_del(apis_jobj(d->j, "status"), "kvconError");
 			dv_set(t->srv, d, "Succeeded", "100.0%");
-			event(t->srv, d, "Normal", "ImportSucceeded", "datavolume-import-controller",
-			      "Successfully imported into PVC %s", d->name);
+			if (src.kind == DVS_PVC) {
+				char *w = clone_what(d, &src);
+				event(t->srv, d, "Normal", "CloneSucceeded", comp, "Successfully cloned from %s", w);
+				free(w);
+			} else
+				event(t->srv, d, "Normal", "ImportSucceeded", comp, "Successfully imported into PVC %s", d->name);
 		}
 	}
+	free(why);
 	ticket_free(t);
 }
 
-/* Moves a DataVolume on: its claim made and Bound, then its source into it. */
+/* A clone's source claim: there, Bound and filled (its own DataVolume Succeeded), not in a running VM's use. */
+static enum dvs_src clone_source(struct apisrv *srv, const struct dvs *src, bool *filling)
+{
+	struct sobj *from = find(srv, R_PVC, src->ns, src->name), *fdv = find(srv, R_DV, src->ns, src->name);
+	*filling = false;
+	if (from == NULL || at(from->j, "metadata", "deletionTimestamp"))
+		return DVS_SRC_MISSING;
+	if (strcmp(phase_of(from), "Bound") != 0 || (fdv && owns(fdv, from) && strcmp(phase_of(fdv), "Succeeded") != 0)) {
+		*filling = true; /* CDI waits for the source to be populated */
+		return DVS_SRC_IN_USE;
+	}
+	return claim_in_use(srv, src->ns, src->name) ? DVS_SRC_IN_USE : DVS_SRC_READY;
+}
+
+/* Reports a wait's reason once (not at every tick); NULL forgets the last one. */
+static void dv_wait_reason(struct apisrv *srv, struct sobj *d, const struct dvs *src, const char *reason)
+{
+	if (util_str_eq(d->failed, reason))
+		return;
+	free(d->failed);
+	d->failed = reason ? xstrdup(reason) : NULL;
+	if (reason && strcmp(reason, "CloneWithoutSource") == 0)
+		event(srv, d, "Warning", reason, dvs_component(src->kind), "The source pvc %s doesn't exist", src->name);
+	else if (reason)
+		event(srv, d, "Warning", reason, dvs_component(src->kind), "a running VirtualMachine is using "
+		      "PersistentVolumeClaim %s/%s: the clone waits until it stops", src->ns, src->name);
+}
+
+/* Its claim Bound and its copy scheduled: CDI's events on entering the Scheduled phase. */
+static void dv_scheduled(struct apisrv *srv, struct sobj *d, const struct dvs *src)
+{
+	const char *comp = dvs_component(src->kind);
+	event(srv, d, "Normal", "Bound", comp, "PVC %s Bound", d->name);
+	if (src->kind == DVS_PVC) {
+		char *w = clone_what(d, src);
+		event(srv, d, "Normal", "CloneScheduled", comp, "Cloning from %s scheduled", w);
+		free(w);
+	} else
+		event(srv, d, "Normal", "ImportScheduled", comp, "Import into %s scheduled", d->name);
+}
+
+/* Moves a DataVolume on: its claim made and Bound, then its source copied into it (dvsource.h's steps). */
 static void dv_advance(struct apisrv *srv, struct sobj *d)
 {
 	const char *ph = phase_of(d);
@@ -612,17 +710,28 @@ static void dv_advance(struct apisrv *srv, struct sobj *d)
 	json_object *spec = apis_jget(d->j, "spec"), *sspec = apis_jget(spec, "storage");
 	if (sspec == NULL)
 		sspec = apis_jget(spec, "pvc");
+	struct dvs src;
+	char *why = NULL;
+	if (dvs_parse(spec, d->ns, &src, &why) < 0) { /* a record of another version's rules */
+		json_object_object_add(apis_jobj(d->j, "status"), "kvconError", apis_jstr(why));
+		dv_set(srv, d, "Failed", "N/A");
+		free(why);
+		return;
+	}
+	const char *comp = dvs_component(src.kind);
+	bool filling = false;
+	enum dvs_src ss = src.kind == DVS_PVC ? clone_source(srv, &src, &filling) : DVS_SRC_READY;
 	struct sobj *pvc = find(srv, R_PVC, d->ns, d->name);
 	if (pvc && !owns(d, pvc)) {
 		/* a claim of that name that is not its own: CDI does not write into it */
 		json_object_object_add(apis_jobj(d->j, "status"), "kvconError",
 				       apis_jstr("a PersistentVolumeClaim of this name exists and is not this DataVolume's"));
-		event(srv, d, "Warning", "ErrClaimNotValid", "datavolume-import-controller",
+		event(srv, d, "Warning", "ErrClaimNotValid", comp,
 		      "PersistentVolumeClaim %s exists and is not owned by this DataVolume", d->name);
 		dv_set(srv, d, "Failed", "N/A");
 		return;
 	}
-	if (pvc == NULL) {
+	if (pvc == NULL && ss != DVS_SRC_MISSING) {
 		json_object *md = json_object_new_object(), *refs = json_object_new_array(), *ref = json_object_new_object();
 		json_object_object_add(ref, "apiVersion", apis_jstr("cdi.kubevirt.io/v1beta1"));
 		json_object_object_add(ref, "kind", apis_jstr("DataVolume"));
@@ -635,28 +744,36 @@ static void dv_advance(struct apisrv *srv, struct sobj *d)
 		pvc = new_claim(srv, d->ns, d->name, md, sspec);
 		json_object_put(md);
 		save(srv, pvc);
-		event(srv, d, "Normal", "Pending", "datavolume-import-controller", "PVC %s Pending", d->name);
+		event(srv, d, "Normal", "Pending", comp, "PVC %s Pending", d->name);
 	}
-	provision(srv, pvc);
-	if (strcmp(phase_of(pvc), "Bound") != 0) {
-		if (strcmp(ph, "Pending") != 0 || d->body == NULL)
-			dv_set(srv, d, "Pending", "N/A");
+	if (pvc)
+		provision(srv, pvc);
+	enum dvs_claim cs = pvc && strcmp(phase_of(pvc), "Bound") == 0 ? DVS_CLAIM_BOUND
+			    : pvc && claim_wffc(pvc) && pvc->consumer == NULL ? DVS_CLAIM_WFFC
+								      : DVS_CLAIM_PENDING;
+	struct dvs_step st = dvs_next(src.kind, ph, cs, ss);
+	if (st.act == DVS_WAIT) {
+		dv_wait_reason(srv, d, &src, filling ? NULL : st.reason);
+		if (strcmp(ph, st.phase) != 0 && strcmp(st.phase, dvs_phase(src.kind, true)) == 0)
+			dv_scheduled(srv, d, &src); /* a clone whose source is in use */
+		if (strcmp(ph, st.phase) != 0 || d->body == NULL)
+			dv_set(srv, d, st.phase, "N/A");
 		return;
 	}
-	json_object *src = apis_jget(spec, "source");
-	if (apis_jget(src, "blank")) {
-		event(srv, d, "Normal", "Bound", "datavolume-import-controller", "PVC %s Bound", d->name);
+	dv_wait_reason(srv, d, &src, NULL);
+	if (st.act == DVS_SUCCEED) {
+		event(srv, d, "Normal", "Bound", comp, "PVC %s Bound", d->name);
 		dv_set(srv, d, "Succeeded", "100.0%");
 		return;
 	}
-	if (strcmp(ph, "ImportScheduled") != 0 && strcmp(ph, "ImportInProgress") != 0) {
-		event(srv, d, "Normal", "Bound", "datavolume-import-controller", "PVC %s Bound", d->name);
-		event(srv, d, "Normal", "ImportScheduled", "datavolume-import-controller", "Import into %s scheduled", d->name);
-		dv_set(srv, d, "ImportScheduled", "N/A");
-	} else {
-		/* an import a stopped service left: again from the start (CDI restarts its importer pod) */
-		json_object *st = apis_jobj(d->j, "status");
-		json_object_object_add(st, "restartCount", json_object_new_int(json_object_get_int(apis_jget(st, "restartCount")) + 1));
+	char *w = src.kind == DVS_PVC ? clone_what(d, &src) : NULL;
+	if (st.act == DVS_START && strcmp(ph, st.phase) != 0) {
+		dv_scheduled(srv, d, &src);
+		dv_set(srv, d, st.phase, "N/A");
+	} else if (st.act == DVS_RESTART) {
+		/* a copy a stopped service left: again from the start (CDI restarts its importer pod) */
+		json_object *js = apis_jobj(d->j, "status");
+		json_object_object_add(js, "restartCount", json_object_new_int(json_object_get_int(apis_jget(js, "restartCount")) + 1));
 	}
 	struct dv_ticket *t = xcalloc(1, sizeof *t);
 	t->srv = srv;
@@ -665,13 +782,23 @@ static void dv_advance(struct apisrv *srv, struct sobj *d)
 	snprintf(t->uid, sizeof t->uid, "%s", str_at(d->j, "metadata", "uid", NULL));
 	char *file = claim_file(srv, d->ns, d->name);
 	/* the download and what it decompresses to: at most the claim's size and a tenth (a qcow2's metadata), and
-	 * never more than engine.volume-max */
+	 * never more than engine.volume-max (a registry pull: engine.image-max-size, oci.h) */
 	uint64_t size = requested(apis_jget(pvc->j, "spec")), bound = size + size / 10 + (16u << 20);
-	d->imp = dvimport_start(str_at(src, "http", "url", NULL), str_at(src, "http", "checksum", NULL), file, size,
-				bound < ST(srv)->max ? bound : ST(srv)->max, ST(srv)->timeout, import_done, t);
+	if (bound > ST(srv)->max)
+		bound = ST(srv)->max;
+	if (src.kind == DVS_PVC) {
+		char *from = claim_file(srv, src.ns, src.name);
+		d->imp = dvimport_start(DVIMPORT_CLONE, from, NULL, file, size, bound, ST(srv)->timeout, import_done, t);
+		free(from);
+		event(srv, d, "Normal", "CloneInProgress", comp, "Cloning from %s in progress", w);
+	} else {
+		d->imp = dvimport_start(src.kind == DVS_REGISTRY ? DVIMPORT_REGISTRY : DVIMPORT_HTTP, src.url, src.checksum,
+					file, size, bound, ST(srv)->timeout, import_done, t);
+		event(srv, d, "Normal", "ImportInProgress", comp, "Import into %s in progress", d->name);
+	}
+	free(w);
 	free(file);
-	event(srv, d, "Normal", "ImportInProgress", "datavolume-import-controller", "Import into %s in progress", d->name);
-	dv_set(srv, d, "ImportInProgress", "0.00%");
+	dv_set(srv, d, dvs_phase(src.kind, false), src.kind == DVS_PVC ? "N/A" : "0.00%");
 }
 
 static void dv_delete(struct apisrv *srv, struct sobj *d)
@@ -688,11 +815,17 @@ static void dv_delete(struct apisrv *srv, struct sobj *d)
 	engine_volumes_changed();
 }
 
-/* The engine's gate (engine/volumes.h): KubeVirt's printableStatus while a VM's claim is not ready. */
-static const char *gate(void *arg, const char *ns, const char *claim, bool dv)
+/* The engine's gate (engine/volumes.h): KubeVirt's printableStatus while a VM's claim is not ready. A start (node:
+ * the VM is to run there) is the first consumer a claim of class local-wffc waits for: the next tick binds it,
+ * annotated with that node. */
+static const char *gate(void *arg, const char *ns, const char *claim, bool dv, const char *node)
 {
 	struct apisrv *srv = arg;
 	struct sobj *d = find(srv, R_DV, ns, claim), *pvc = find(srv, R_PVC, ns, claim);
+	if (node && pvc && pvc->consumer == NULL && claim_wffc(pvc) && strcmp(phase_of(pvc), "Pending") == 0) {
+		pvc->consumer = xstrdup(node);
+		log_info("engine serve: claim %s/%s: a VM that uses it starts: binding (WaitForFirstConsumer)", ns, claim);
+	}
 	if (d) {
 		const char *ph = phase_of(d);
 		return strcmp(ph, "Succeeded") == 0 ? NULL : strcmp(ph, "Failed") == 0 ? "DataVolumeError" : "Provisioning";
@@ -704,20 +837,21 @@ static const char *gate(void *arg, const char *ns, const char *claim, bool dv)
 
 /* ---- the class ---- */
 
-static json_object *sc_json(struct apisrv *srv)
+static json_object *sc_json(struct apisrv *srv, int i)
 {
 	json_object *o = json_object_new_object(), *md = json_object_new_object(), *an = json_object_new_object();
 	json_object_object_add(o, "apiVersion", apis_jstr("storage.k8s.io/v1"));
 	json_object_object_add(o, "kind", apis_jstr("StorageClass"));
-	json_object_object_add(md, "name", apis_jstr(SC_NAME));
-	json_object_object_add(md, "uid", apis_jstr(SC_UID));
+	json_object_object_add(md, "name", apis_jstr(CLASSES[i].name));
+	json_object_object_add(md, "uid", apis_jstr(CLASSES[i].uid));
 	json_object_object_add(md, "creationTimestamp", apis_time_json(srv->started));
-	json_object_object_add(an, "storageclass.kubernetes.io/is-default-class", apis_jstr("true"));
+	if (CLASSES[i].dflt)
+		json_object_object_add(an, "storageclass.kubernetes.io/is-default-class", apis_jstr("true"));
 	json_object_object_add(md, "annotations", an);
 	json_object_object_add(o, "metadata", md);
 	json_object_object_add(o, "provisioner", apis_jstr(SC_PROVISIONER));
 	json_object_object_add(o, "reclaimPolicy", apis_jstr("Delete"));
-	json_object_object_add(o, "volumeBindingMode", apis_jstr("Immediate"));
+	json_object_object_add(o, "volumeBindingMode", apis_jstr(CLASSES[i].mode));
 	json_object_object_add(o, "allowVolumeExpansion", json_object_new_boolean(0));
 	return o;
 }
@@ -825,11 +959,13 @@ void apis_storage_load(struct apisrv *srv)
 	char *t = engine_setting("KVCON_ENGINE_IMPORT_TIMEOUT", "engine.import-timeout");
 	st->timeout = t && atol(t) > 0 ? atol(t) : IMPORT_TIMEOUT;
 	free(t);
-	st->sc.r = R_SC;
-	st->sc.ns = xstrdup("");
-	st->sc.name = xstrdup(SC_NAME);
-	st->sc.j = sc_json(srv);
-	publish(srv, &st->sc, "ADDED");
+	for (int i = 0; i < NCLASSES; i++) {
+		st->sc[i].r = R_SC;
+		st->sc[i].ns = xstrdup("");
+		st->sc[i].name = xstrdup(CLASSES[i].name);
+		st->sc[i].j = sc_json(srv, i);
+		publish(srv, &st->sc[i], "ADDED");
+	}
 	const enum res kinds[] = { R_PV, R_PVC, R_DV };
 	for (size_t k = 0; k < 3; k++) {
 		char *d = record_dir(srv, kinds[k]);
@@ -855,11 +991,13 @@ void apis_storage_free(struct apisrv *srv)
 		st->objs = s->next;
 		sobj_free(s);
 	}
-	free(st->sc.ns);
-	free(st->sc.name);
-	json_object_put(st->sc.j);
-	free(st->sc.body);
-	free(st->sc.text);
+	for (int i = 0; i < NCLASSES; i++) {
+		free(st->sc[i].ns);
+		free(st->sc[i].name);
+		json_object_put(st->sc[i].j);
+		free(st->sc[i].body);
+		free(st->sc[i].text);
+	}
 	free(st->dir);
 	free(st->vols);
 	free(st);
@@ -954,8 +1092,10 @@ const char *apis_storage_text_at(struct apisrv *srv, enum res r, size_t i, const
 	struct storage *st = ST(srv);
 	if (r == R_SC) {
 		*ns = "";
-		*name = st->sc.name;
-		return i == 0 ? st->sc.text : NULL;
+		if (i >= NCLASSES)
+			return NULL;
+		*name = st->sc[i].name;
+		return st->sc[i].text;
 	}
 	for (struct sobj *s = st->objs; s; s = s->next)
 		if (s->r == r && s->text && i-- == 0) {
@@ -1054,31 +1194,15 @@ void apis_storage_cells(enum res r, json_object *o, json_object *a)
 /* ---- writes ---- */
 
 /* A DataVolume's spec as the engine takes it, or why not (a 422's cause). */
-static char *dv_invalid(json_object *spec)
+static char *dv_invalid(json_object *spec, const char *ns)
 {
-	json_object *src = apis_jget(spec, "source"), *sspec = apis_jget(spec, "storage");
+	json_object *sspec = apis_jget(spec, "storage");
 	if (sspec == NULL)
 		sspec = apis_jget(spec, "pvc");
-	if (src == NULL || !json_object_is_type(src, json_type_object) || json_object_object_length(src) != 1)
-		return xstrdup("spec.source: Required value: exactly one source (http or blank)");
-	if (!apis_jget(src, "http") && !apis_jget(src, "blank")) {
-		json_object_object_foreach(src, k, v) {
-			(void)v;
-			return xasprintf("spec.source.%s: Unsupported value: the engine imports http and blank sources", k);
-		}
-	}
-	if (apis_jget(src, "http")) {
-		const char *url = str_at(src, "http", "url", NULL);
-		if (url == NULL || !(util_has_prefix(url, "http://") || util_has_prefix(url, "https://")) ||
-		    strlen(url) > 2048 || !manifest_plain_text(url))
-			return xstrdup("spec.source.http.url: Invalid value: an http:// or https:// URL");
-		const char *ck = str_at(src, "http", "checksum", NULL);
-		if (apis_jget(apis_jget(src, "http"), "checksum") && !dvimport_checksum_ok(ck))
-			return xstrdup("spec.source.http.checksum: Invalid value: ALG:HEX (md5, sha1, sha256, sha512)");
-		if (apis_jget(apis_jget(src, "http"), "secretRef") || apis_jget(apis_jget(src, "http"), "certConfigMap"))
-			return xstrdup("spec.source.http: Unsupported value: secretRef and certConfigMap are not supported "
-				       "by the engine");
-	}
+	struct dvs src;
+	char *why = NULL;
+	if (dvs_parse(spec, ns, &src, &why) < 0)
+		return why;
 	if (sspec == NULL)
 		return xstrdup("spec.storage: Required value: storage or pvc");
 	uint64_t b;
@@ -1086,6 +1210,40 @@ static char *dv_invalid(json_object *spec)
 	if (q == NULL || manifest_quantity(q, &b) < 0 || b == 0)
 		return xstrdup("spec.storage.resources.requests.storage: Required value: the claim's size");
 	return NULL;
+}
+
+/* A clone whose spec.storage names no size takes its source claim's, as CDI's storage API does (filled in before
+ * the spec is checked; a source that does not exist yet leaves it missing: the 422 asks for a size). */
+static void clone_size(struct apisrv *srv, const char *ns, json_object *spec)
+{
+	json_object *ss = apis_jget(spec, "storage");
+	struct dvs src;
+	char *why = NULL;
+	if (ss == NULL || !json_object_is_type(ss, json_type_object) || str_at(ss, "resources", "requests", "storage") ||
+	    dvs_parse(spec, ns, &src, &why) < 0 || src.kind != DVS_PVC) {
+		free(why);
+		return;
+	}
+	struct sobj *from = find(srv, R_PVC, src.ns, src.name);
+	const char *q = from ? str_at(apis_jget(from->j, "spec"), "resources", "requests", "storage") : NULL;
+	if (q)
+		json_object_object_add(apis_jobj(apis_jobj(ss, "resources"), "requests"), "storage", apis_jstr(q));
+}
+
+/* A clone into a claim smaller than its (existing) source: refused as CDI's webhook refuses it. */
+static char *clone_too_small(struct apisrv *srv, const char *ns, json_object *spec, json_object *sspec)
+{
+	struct dvs src;
+	char *why = NULL;
+	if (dvs_parse(spec, ns, &src, &why) < 0 || src.kind != DVS_PVC) {
+		free(why);
+		return NULL;
+	}
+	struct sobj *from = find(srv, R_PVC, src.ns, src.name);
+	if (from == NULL || requested(apis_jget(from->j, "spec")) <= requested(sspec))
+		return NULL;
+	return xstrdup("spec.storage.resources.requests.storage: Invalid value: target resources requests storage size "
+		       "is smaller than the source");
 }
 
 static char *size_invalid(struct apisrv *srv, json_object *sspec, const char *field)
@@ -1131,15 +1289,19 @@ static enum MHD_Result create(struct apisrv *srv, struct MHD_Connection *c, stru
 	json_object *md = apis_jget(o, "metadata"), *spec = apis_jget(o, "spec");
 	const char *name = apis_jgets(md, "name"), *kind = apis_jgets(o, "kind");
 	char *why = NULL;
+	if (r == R_DV && spec && json_object_is_type(spec, json_type_object))
+		clone_size(srv, ns, spec);
 	if (kind && strcmp(kind, RES[r].kind) != 0)
 		why = xasprintf("kind: Invalid value: \"%s\": not %s", kind, RES[r].kind);
 	else if (name == NULL || !apis_valid_name(name))
 		why = xstrdup("metadata.name: Invalid value: a lowercase RFC 1123 subdomain");
 	else if (r == R_PVC)
 		why = size_invalid(srv, spec, "spec");
-	else if ((why = dv_invalid(spec)) == NULL) {
+	else if ((why = dv_invalid(spec, ns)) == NULL) {
 		json_object *ss = apis_jget(spec, "storage") ? apis_jget(spec, "storage") : apis_jget(spec, "pvc");
 		why = size_invalid(srv, ss, apis_jget(spec, "storage") ? "spec.storage" : "spec.pvc");
+		if (why == NULL)
+			why = clone_too_small(srv, ns, spec, ss);
 	}
 	if (why) {
 		mrc = apis_send_invalid_res(c, r, name ? name : "", why);
@@ -1190,7 +1352,7 @@ static enum MHD_Result create(struct apisrv *srv, struct MHD_Connection *c, stru
 	}
 	publish(srv, s, "ADDED");
 	const char *sc = str_at(s->j, "spec", "storageClassName", NULL);
-	if (r == R_PVC && sc && strcmp(sc, SC_NAME) != 0)
+	if (r == R_PVC && class_of(sc) < 0)
 		event(srv, s, "Warning", "ProvisioningFailed", "persistentvolume-controller",
 		      "storageclass.storage.k8s.io \"%s\" not found", sc);
 	if (r == R_PVC)
@@ -1285,7 +1447,7 @@ void apis_storage_vm_applied(struct apisrv *srv, const char *ns, const char *nam
 	for (size_t i = 0; o && tpls && json_object_is_type(tpls, json_type_array) && i < json_object_array_length(tpls); i++) {
 		json_object *t = json_object_array_get_idx(tpls, i), *md = apis_jget(t, "metadata");
 		const char *dn = apis_jgets(md, "name");
-		char *why = dn && apis_valid_name(dn) ? dv_invalid(apis_jget(t, "spec")) : xstrdup("metadata.name: Required value");
+		char *why = dn && apis_valid_name(dn) ? dv_invalid(apis_jget(t, "spec"), ns) : xstrdup("metadata.name: Required value");
 		if (why == NULL && find(srv, R_DV, ns, dn) == NULL) {
 			json_object *m2 = json_tokener_parse(json_object_to_json_string(md ? md : json_object_new_object()));
 			json_object *refs = json_object_new_array(), *ref = json_object_new_object();

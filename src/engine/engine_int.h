@@ -150,7 +150,7 @@ void ereconcile_on_msg(void *arg, struct host_msg *m);
 const struct mf_iface *evm_pod_iface(const struct evm *v);
 void ereconcile(struct evm *v);
 /* volumes.c: the printableStatus a start of v waits with for a claim (interned), or NULL: it may go ahead */
-const char *evol_waiting(const struct evm *v);
+const char *evol_waiting(const struct evm *v, bool start);
 void ereconcile_resync_fire(void *arg);
 void evm_start_build(struct evm *v);
 bool evm_want_running(const struct evm *v);

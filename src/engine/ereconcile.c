@@ -553,7 +553,7 @@ void ereconcile(struct evm *v)
 		eactions_check_waiters(v);
 		return;
 	}
-	const char *vw = want && !is ? evol_waiting(v) : NULL;
+	const char *vw = want && !is ? evol_waiting(v, true) : NULL;
 	char *missing = want && !is && vw == NULL ? ecreds_missing(v) : NULL;
 	if (missing) /* a Secret or ConfigMap it names does not exist (yet): the start waits for it, as its pod would */
 		vw = intern("Starting");

@@ -247,6 +247,12 @@ const struct oci_limits *oci_regconf_limits(const struct oci_regconf *c)
 	return &c->lim;
 }
 
+void oci_regconf_cap(struct oci_regconf *c, uint64_t max)
+{
+	if (max < c->lim.image_max)
+		c->lim.image_max = max;
+}
+
 void oci_endpoints_free(struct oci_endpoint *e, int n)
 {
 	for (int i = 0; i < n; i++) {

@@ -50,6 +50,8 @@ struct oci_limits {
 	unsigned floor_s;     /* ... for this long is aborted */
 };
 void oci_regconf_free(struct oci_regconf *c);
+/* Lowers the disk a pull may unpack to at most max bytes (a DataVolume's claim: apiserver/dvimport.c). */
+void oci_regconf_cap(struct oci_regconf *c, uint64_t max);
 
 /* ---- WWW-Authenticate ---- */
 

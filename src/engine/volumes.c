@@ -31,19 +31,22 @@ void engine_volume_gate_hold(void)
 	held = true;
 }
 
-const char *evol_waiting(const struct evm *v)
+const char *evol_waiting(const struct evm *v, bool start)
 {
 	if ((gate == NULL && !held) || v->m == NULL)
 		return NULL;
-	for (int i = 0; i < v->m->nvols; i++) {
+	/* every claim is asked on a start (each WaitForFirstConsumer claim binds), the first wait answers */
+	const char *first = NULL;
+	for (int i = 0; i < v->m->nvols && (start || first == NULL); i++) {
 		const struct mf_volume *vol = &v->m->vols[i];
 		if (vol->type != MF_VOL_PVC)
 			continue;
-		const char *w = gate ? gate(gate_arg, v->m->ns, vol->claim, vol->dv) : "Provisioning";
-		if (w)
-			return intern(w);
+		const char *node = start && v->eh ? v->eh->src->name : NULL;
+		const char *w = gate ? gate(gate_arg, v->m->ns, vol->claim, vol->dv, node) : "Provisioning";
+		if (w && first == NULL)
+			first = intern(w);
 	}
-	return NULL;
+	return first;
 }
 
 void engine_volumes_changed(void)
@@ -55,7 +58,7 @@ void engine_volumes_changed(void)
 		const char *key;
 		void *val;
 		for (size_t it = 0; hmap_next(&eh->vms, &it, &key, &val);)
-			if (((struct evm *)val)->vol_wait || evol_waiting(val))
+			if (((struct evm *)val)->vol_wait || evol_waiting(val, false))
 				list[n++] = val;
 		for (size_t i = 0; i < n; i++)
 			ereconcile(list[i]);

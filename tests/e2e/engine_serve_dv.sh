@@ -6,17 +6,25 @@
 # pvc,pv,dv,sc`; a claim applied alone (a sparse file of its size), a file placed by hand adopted; a checksum
 # mismatch Fails its import, so does a qcow2 with a backing file; a claim of another class Pending, its VM
 # WaitingForVolumeBinding; xz and gz images; kvcon's get (sc as kubectl prints it) and dashboard (:pvc, :dv) on the engine; deletes remove the files (the template's DataVolume with its VM).
+# The other sources and binding modes, once each: a registry import (the qcow2 as a containerDisk, /disk/disk.qcow2,
+# in the local registry of the OCI tests, tests/lab/registry.sh), a clone equal to its source (and one that waits,
+# CloneWithoutSource, until its source exists, and one of a running VM's disk, CloneSourceInUse, until the VM is
+# gone), a claim of class local-wffc Pending (WaitForFirstConsumer) until the
+# VM that uses it starts.
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/engine-lib.bash"
 
-engine_needs "the embedded libvirt driver runs guests under its own account only as root" kubectl qemu-img python3 tmux xz gzip
+engine_needs "the embedded libvirt driver runs guests under its own account only as root" kubectl qemu-img python3 tmux xz gzip \
+    docker-registry skopeo openssl
 engine_embed_up kvdv
-export HOME=$ENGINE_T/home
-mkdir -p "$HOME"
+export HOME=$ENGINE_T/home XDG_CONFIG_HOME=$ENGINE_T/config
+mkdir -p "$HOME" "$XDG_CONFIG_HOME/kvcon"
 VOLS=$XDG_STATE_HOME/kvcon/engine-data/volumes
 SRV= WEB=
+REGDIR=$ENGINE_T/reg
 stop_all() {
+    "$ROOT/tests/lab/registry.sh" down "$REGDIR" || true
     [[ -n $WEB ]] && kill "$WEB" 2>/dev/null || true
     [[ -n $SRV ]] && kill -TERM "$SRV" 2>/dev/null && wait "$SRV" 2>/dev/null || true
 }
@@ -58,6 +66,35 @@ python3 "$ENGINE_T/web.py" "$ENGINE_T/www" "$ENGINE_T/go" >"$ENGINE_T/web.port" 
 WEB=$!
 wait_eq 10 1 bash -c "[[ -s '$ENGINE_T/web.port' ]] && echo 1" || fail "the HTTP server did not start"
 WPORT=$(cat "$ENGINE_T/web.port")
+
+step "the same qcow2 as a containerDisk image (/disk/disk.qcow2) in a local registry (plain HTTP; meanwhile)"
+registry_up() {
+    "$ROOT/tests/lab/registry.sh" up "$REGDIR" plain >/dev/null
+    OCI=$ENGINE_T/oci
+    mkdir -p "$OCI/blobs/sha256" "$ENGINE_T/ctx/disk"
+    cp "$ENGINE_T/www/disk.qcow2" "$ENGINE_T/ctx/disk/"
+    tar -C "$ENGINE_T/ctx" --owner=107 --group=107 -cf "$ENGINE_T/layer.tar" disk
+    gzip -n -c "$ENGINE_T/layer.tar" >"$ENGINE_T/layer.tgz"
+    blob() { # blob FILE -> "sha256:<hex> <size>", stored in the layout
+        local h
+        h=$(sha256sum "$1" | cut -d' ' -f1)
+        cp "$1" "$OCI/blobs/sha256/$h"
+        echo "sha256:$h $(stat -c %s "$1")"
+    }
+    read -r ldig lsize < <(blob "$ENGINE_T/layer.tgz")
+    printf '{"architecture":"amd64","os":"linux","rootfs":{"type":"layers","diff_ids":["sha256:%s"]},"config":{}}' \
+        "$(sha256sum "$ENGINE_T/layer.tar" | cut -d' ' -f1)" >"$ENGINE_T/config.json"
+    read -r cdig csize < <(blob "$ENGINE_T/config.json")
+    printf '{"schemaVersion":2,"mediaType":"application/vnd.oci.image.manifest.v1+json","config":{"mediaType":"application/vnd.oci.image.config.v1+json","digest":"%s","size":%s},"layers":[{"mediaType":"application/vnd.oci.image.layer.v1.tar+gzip","digest":"%s","size":%s}]}' \
+        "$cdig" "$csize" "$ldig" "$lsize" >"$ENGINE_T/manifest.json"
+    read -r mdig msize < <(blob "$ENGINE_T/manifest.json")
+    printf '{"schemaVersion":2,"manifests":[{"mediaType":"application/vnd.oci.image.manifest.v1+json","digest":"%s","size":%s,"annotations":{"org.opencontainers.image.ref.name":"disk"}}]}' \
+        "$mdig" "$msize" >"$OCI/index.json"
+    echo '{"imageLayoutVersion":"1.0.0"}' >"$OCI/oci-layout"
+    "$ROOT/tests/lab/registry.sh" push "$REGDIR" "$OCI:disk" kvtest/dvdisk:v1 >/dev/null
+}
+registry_up >"$ENGINE_T/registry.out" 2>&1 &
+REGJOB=$!
 # a file placed by hand before the service: adopted as a claim
 truncate -s 4M "$VOLS/default/handmade.img"
 
@@ -73,6 +110,7 @@ for r in datavolumes persistentvolumeclaims persistentvolumes storageclasses; do
 done
 out=$(k get sc)
 grep -Eq '^local \(default\) +kvcon.io/local +Delete +Immediate +false ' <<<"$out" || fail "get sc: $out"
+grep -Eq '^local-wffc +kvcon.io/local +Delete +WaitForFirstConsumer +false ' <<<"$out" || fail "get sc: $out"
 # kvcon's get of a kind the engine's store does not keep (the service's list): kubectl's table, the AGE aside
 noage() { sed -E 's/ +[0-9]+[smhd]$//; s/ +AGE$//'; }
 for how in "get sc" "engine get sc"; do
@@ -312,6 +350,136 @@ k get dv backed -o 'jsonpath={.status.conditions[?(@.type=="Running")].message}'
 [[ $(kv engine apply -f "$ENGINE_T/more.yaml") == $'persistentvolumeclaim/data1 unchanged\ndatavolume.cdi.kubevirt.io/fromxz unchanged\ndatavolume.cdi.kubevirt.io/fromgz unchanged\ndatavolume.cdi.kubevirt.io/backed unchanged\ndatavolume.cdi.kubevirt.io/badsum unchanged' ]] ||
     fail "kvcon engine apply of the same file"
 
+step "a registry import (the containerDisk's disk), a clone equal to its source, a clone waiting for its source"
+wait "$REGJOB" || { cat "$ENGINE_T/registry.out"; fail "the registry or the push failed"; }
+. "$REGDIR/env"
+echo "registry = $REG insecure=true" >"$XDG_CONFIG_HOME/kvcon/config"
+cat >"$ENGINE_T/src.yaml" <<EOF
+apiVersion: cdi.kubevirt.io/v1beta1
+kind: DataVolume
+metadata:
+  name: fromreg
+spec:
+  source:
+    registry:
+      url: docker://$REG/kvtest/dvdisk:v1
+      pullMethod: node
+  storage:
+    resources:
+      requests:
+        storage: 8Mi
+---
+apiVersion: cdi.kubevirt.io/v1beta1
+kind: DataVolume
+metadata:
+  name: clone1
+spec:
+  source:
+    pvc:
+      namespace: default
+      name: fromxz
+  storage: {} # the source's size
+---
+apiVersion: cdi.kubevirt.io/v1beta1
+kind: DataVolume
+metadata:
+  name: clone2
+spec:
+  source:
+    pvc:
+      name: later
+  storage:
+    resources:
+      requests:
+        storage: 8Mi
+---
+apiVersion: cdi.kubevirt.io/v1beta1
+kind: DataVolume
+metadata:
+  name: clone3
+spec:
+  source:
+    pvc:
+      name: app-root
+  storage:
+    resources:
+      requests:
+        storage: 64Mi
+EOF
+k apply -f "$ENGINE_T/src.yaml" >/dev/null
+# clone3's source is the running VM's disk: it waits (CloneScheduled) until the VM is gone (the deletes below)
+wait_eq 20 "Succeeded/100.0% Succeeded/100.0% Pending/N/A CloneScheduled/N/A " \
+    k get dv fromreg clone1 clone2 clone3 -o 'jsonpath={range .items[*]}{.status.phase}/{.status.progress} {end}' ||
+    fail "fromreg, clone1-3: $(k get dv -o yaml)"
+[[ $(head -c 15 "$VOLS/default/fromreg.img") == KVCON-DV-MARKER && $(stat -c %s "$VOLS/default/fromreg.img") == 8388608 ]] ||
+    fail "fromreg's file is not the registry image's disk"
+cmp "$VOLS/default/fromxz.img" "$VOLS/default/clone1.img" || fail "clone1's file (of its source's size) differs from its source's"
+ev=$(k get events -o 'jsonpath={range .items[*]}|{.involvedObject.name}:{.reason}:{.message}{end}|')
+for r in fromreg:ImportScheduled: fromreg:ImportInProgress: fromreg:ImportSucceeded: clone1:CloneScheduled: \
+    clone1:CloneInProgress: clone1:CloneSucceeded: "clone2:CloneWithoutSource:The source pvc later doesn't exist|" \
+    clone3:CloneSourceInUse:; do
+    [[ $ev == *"|$r"* ]] || fail "event $r missing: $ev"
+done
+k create -f - >/dev/null <<EOF
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata:
+  name: later
+spec:
+  resources:
+    requests:
+      storage: 2Mi
+EOF
+wait_eq 20 Succeeded k get dv clone2 -o 'jsonpath={.status.phase}' || fail "clone2 after its source: $(k get dv clone2 -o yaml)"
+[[ $(stat -c %s "$VOLS/default/clone2.img") == 8388608 ]] || fail "clone2's file is not of its claim's size"
+k delete dv/fromreg dv/clone1 dv/clone2 pvc/later >/dev/null
+
+step "a claim of class local-wffc and a DataVolume on one: Pending / WaitForFirstConsumer until their VM starts"
+{ cat <<EOF
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata:
+  name: late
+spec:
+  storageClassName: local-wffc
+  resources:
+    requests:
+      storage: 8Mi
+---
+apiVersion: cdi.kubevirt.io/v1beta1
+kind: DataVolume
+metadata:
+  name: latedv
+spec:
+  source:
+    http:
+      url: http://127.0.0.1:$WPORT/disk.qcow2
+  storage:
+    storageClassName: local-wffc
+    resources:
+      requests:
+        storage: 8Mi
+---
+EOF
+  engine_manifest "$ENGINE_T/consumer.yaml" consumer Halted 128Mi >/dev/null
+  cat "$ENGINE_T/consumer.yaml"
+  printf '      volumes:\n      - name: data\n        persistentVolumeClaim:\n          claimName: late\n'
+  printf '      - name: root\n        dataVolume:\n          name: latedv\n'
+} >"$ENGINE_T/wffc.yaml"
+k apply -f "$ENGINE_T/wffc.yaml" >/dev/null
+wait_eq 10 "Pending Pending WaitForFirstConsumer Stopped " \
+    k get pvc/late pvc/latedv dv/latedv vm/consumer -o 'jsonpath={range .items[*]}{.status.phase}{.status.printableStatus} {end}' ||
+    fail "WFFC claims not Pending, or the VM not Stopped: $(k get pvc,dv,vm)"
+k get events --field-selector involvedObject.name=late,reason=WaitForFirstConsumer -o 'jsonpath={.items[0].message}' |
+    grep -qx "waiting for first consumer to be created before binding" ||
+    fail "late's WaitForFirstConsumer event: $(k get events --field-selector involvedObject.name=late)"
+k patch vm consumer --type merge -p '{"spec":{"runStrategy":"Always"}}' >/dev/null
+wait_eq 60 Running k get vmi consumer -o 'jsonpath={.status.phase}' || fail "consumer did not start: $(k get vm consumer -o yaml)"
+[[ $(k get pvc/late pvc/latedv dv/latedv -o 'jsonpath={.items[*].status.phase}') == "Bound Bound Succeeded" &&
+    $(head -c 15 "$VOLS/default/latedv.img") == KVCON-DV-MARKER ]] || fail "WFFC claims not Bound and imported once consumed"
+nodes=$(k get pvc/late vmi/consumer -o 'jsonpath={.items[0].metadata.annotations.volume\.kubernetes\.io/selected-node} {.items[1].status.nodeName}')
+[[ -n ${nodes%% *} && ${nodes%% *} == "${nodes#* }" ]] || fail "late's selected-node is not the VMI's node: $nodes"
+
 step "a claim of a class the engine lacks stays Pending: its VM waits (WaitingForVolumeBinding)"
 { cat <<EOF
 apiVersion: v1
@@ -373,9 +541,13 @@ k delete namespace team --timeout=20s >/dev/null || fail "delete of the namespac
 step "deletes: the claim's file goes with it; the VM's template DataVolume goes with the VM"
 k delete pvc data1 >/dev/null
 [[ ! -e $VOLS/default/data1.img ]] || fail "data1.img left"
-k delete vm app --grace-period=1 --wait=true --timeout=60s >/dev/null
+k delete vm app consumer --grace-period=1 --wait=true --timeout=60s >/dev/null
 wait_eq 20 gone bash -c "[[ -e '$VOLS/default/app-scratch.img' ]] || echo gone" || fail "the template's claim file left"
-k delete dv app-root badsum fromxz fromgz backed >/dev/null
+wait_eq 20 Succeeded k get dv clone3 -o 'jsonpath={.status.phase}' || fail "clone3 once its source is free: $(k get dv clone3 -o yaml)"
+cmp "$VOLS/default/app-root.img" "$VOLS/default/clone3.img" || fail "clone3's file differs from its source's"
+[[ -z $(find "$VOLS" -name '.*' -type f) ]] || fail "copies left beside the claims: $(find "$VOLS" -name '.*')"
+k delete dv app-root badsum fromxz fromgz backed latedv clone3 >/dev/null
+k delete pvc late >/dev/null
 [[ ! -e $VOLS/default/app-root.img ]] || fail "app-root.img left"
 [[ -z $(k get pvc,dv --no-headers 2>/dev/null | grep -v handmade) ]] || fail "objects left: $(k get pvc,pv,dv)"
 [[ $(k get pv --no-headers | wc -l) == 1 ]] || fail "volumes left: $(k get pv)"

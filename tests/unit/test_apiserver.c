@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "apiserver/dvimport.h"
+#include "apiserver/dvsource.h"
 #include "apiserver/internal.h"
 #include "engine/apitls.h"
 #include "core/xmalloc.h"
@@ -350,6 +351,112 @@ static void test_storage(void)
 	T_CHECK(!dvimport_checksum_ok("sha:"));
 }
 
+/* dvs_parse on a DataVolume spec's text: the kind, or -1 with the 422's cause containing want */
+static int dvs_of(const char *spec_json, struct dvs *out, const char *want)
+{
+	json_object *spec = json_tokener_parse(spec_json);
+	char *why = NULL;
+	int rc = dvs_parse(spec, "default", out, &why);
+	if (want)
+		T_CHECK(why != NULL && strstr(why, want) != NULL);
+	else
+		T_CHECK(why == NULL);
+	if (why && !want)
+		fprintf(stderr, "  %s: %s\n", spec_json, why);
+	int kind = rc < 0 ? -1 : (int)out->kind;
+	if (rc == 0 && out->kind == DVS_REGISTRY)
+		T_CHECK(strncmp(out->url, "docker://", 9) != 0);
+	free(why);
+	json_object_put(spec);
+	return kind;
+}
+
+/* DataVolume sources: what the engine takes, what it refuses and why */
+static void test_dv_sources(void)
+{
+	struct dvs d;
+	T_EQ_INT(dvs_of("{\"source\":{\"blank\":{}}}", &d, NULL), DVS_BLANK);
+	T_EQ_INT(dvs_of("{\"source\":{\"http\":{\"url\":\"https://x/disk.img\"}}}", &d, NULL), DVS_HTTP);
+	T_EQ_INT(dvs_of("{\"source\":{\"http\":{\"url\":\"file:///etc/shadow\"}}}", &d, "http.url"), -1);
+	T_EQ_INT(dvs_of("{\"source\":{\"http\":{\"url\":\"http://x/d\",\"secretRef\":\"s\"}}}", &d, "secretRef"), -1);
+	T_EQ_INT(dvs_of("{\"source\":{\"registry\":{\"url\":\"docker://127.0.0.1:5000/kv/disk:v1\"}}}", &d, NULL),
+		 DVS_REGISTRY);
+	T_EQ_STR(d.url, "127.0.0.1:5000/kv/disk:v1");
+	T_EQ_INT(dvs_of("{\"source\":{\"registry\":{\"url\":\"docker://quay.io/c/f:1\",\"pullMethod\":\"node\"}}}", &d,
+			NULL),
+		 DVS_REGISTRY);
+	T_EQ_INT(dvs_of("{\"source\":{\"registry\":{\"url\":\"docker://q/f:1\",\"pullMethod\":\"x\"}}}", &d, "pullMethod"),
+		 -1);
+	T_EQ_INT(dvs_of("{\"source\":{\"registry\":{\"url\":\"oci-archive:///tmp/a.tar\"}}}", &d, "docker://"), -1);
+	T_EQ_INT(dvs_of("{\"source\":{\"registry\":{\"url\":\"quay.io/c/f:1\"}}}", &d, "docker://"), -1);
+	T_EQ_INT(dvs_of("{\"source\":{\"registry\":{\"url\":\"docker://Bad Name/x\"}}}", &d, "not an image reference"), -1);
+	T_EQ_INT(dvs_of("{\"source\":{\"registry\":{\"url\":\"docker://q/f:1\",\"secretRef\":\"s\"}}}", &d, "secretRef"), -1);
+	T_EQ_INT(dvs_of("{\"source\":{\"registry\":{\"url\":\"docker://q/f:1\",\"certConfigMap\":\"c\"}}}", &d,
+			"certConfigMap"),
+		 -1);
+	T_EQ_INT(dvs_of("{\"source\":{\"registry\":{\"imageStream\":\"is\"}}}", &d, "imageStream"), -1);
+	T_EQ_INT(dvs_of("{\"source\":{\"pvc\":{\"namespace\":\"team\",\"name\":\"golden\"}}}", &d, NULL), DVS_PVC);
+	T_EQ_STR(d.ns, "team");
+	T_EQ_STR(d.name, "golden");
+	T_EQ_INT(dvs_of("{\"source\":{\"pvc\":{\"name\":\"golden\"}}}", &d, NULL), DVS_PVC);
+	T_EQ_STR(d.ns, "default"); /* the DataVolume's own */
+	T_EQ_INT(dvs_of("{\"source\":{\"pvc\":{\"name\":\"../../etc\"}}}", &d, "pvc.name"), -1);
+	T_EQ_INT(dvs_of("{\"source\":{\"pvc\":{\"namespace\":\"a/b\",\"name\":\"x\"}}}", &d, "pvc.namespace"), -1);
+	T_EQ_INT(dvs_of("{\"source\":{\"pvc\":{}}}", &d, "pvc.name"), -1);
+	T_EQ_INT(dvs_of("{\"source\":{\"s3\":{\"url\":\"s3://b/k\"}}}", &d, "spec.source.s3: Unsupported"), -1);
+	T_EQ_INT(dvs_of("{\"source\":{\"blank\":{},\"http\":{\"url\":\"http://x\"}}}", &d, "exactly one source"), -1);
+	T_EQ_INT(dvs_of("{}", &d, "exactly one source"), -1);
+	T_EQ_INT(dvs_of("{\"source\":{\"registry\":\"docker://q/f\"}}", &d, "an object"), -1);
+}
+
+/* CDI's phases: the step a DataVolume takes for each state of its claim and its source */
+static void test_dv_phases(void)
+{
+	struct dvs_step s;
+	/* the claim first: Pending, WaitForFirstConsumer (its class binds on first use) */
+	s = dvs_next(DVS_HTTP, "", DVS_CLAIM_PENDING, DVS_SRC_READY);
+	T_EQ_INT(s.act, DVS_WAIT);
+	T_EQ_STR(s.phase, "Pending");
+	T_CHECK(s.reason == NULL);
+	s = dvs_next(DVS_REGISTRY, "Pending", DVS_CLAIM_WFFC, DVS_SRC_READY);
+	T_EQ_INT(s.act, DVS_WAIT);
+	T_EQ_STR(s.phase, "WaitForFirstConsumer");
+	/* bound: blank succeeds, imports are scheduled, an import a stopped service left restarts */
+	s = dvs_next(DVS_BLANK, "Pending", DVS_CLAIM_BOUND, DVS_SRC_READY);
+	T_EQ_INT(s.act, DVS_SUCCEED);
+	T_EQ_STR(s.phase, "Succeeded");
+	s = dvs_next(DVS_REGISTRY, "WaitForFirstConsumer", DVS_CLAIM_BOUND, DVS_SRC_READY);
+	T_EQ_INT(s.act, DVS_START);
+	T_EQ_STR(s.phase, "ImportScheduled");
+	s = dvs_next(DVS_HTTP, "ImportScheduled", DVS_CLAIM_BOUND, DVS_SRC_READY);
+	T_EQ_INT(s.act, DVS_START);
+	s = dvs_next(DVS_REGISTRY, "ImportInProgress", DVS_CLAIM_BOUND, DVS_SRC_READY);
+	T_EQ_INT(s.act, DVS_RESTART);
+	T_EQ_STR(s.phase, "ImportInProgress");
+	T_EQ_STR(dvs_phase(DVS_REGISTRY, false), "ImportInProgress");
+	/* clones: a missing source waits (before the claim: CloneWithoutSource), one in use waits Scheduled */
+	s = dvs_next(DVS_PVC, "", DVS_CLAIM_PENDING, DVS_SRC_MISSING);
+	T_EQ_INT(s.act, DVS_WAIT);
+	T_EQ_STR(s.phase, "Pending");
+	T_EQ_STR(s.reason, "CloneWithoutSource");
+	s = dvs_next(DVS_PVC, "Pending", DVS_CLAIM_BOUND, DVS_SRC_MISSING);
+	T_EQ_STR(s.reason, "CloneWithoutSource");
+	s = dvs_next(DVS_PVC, "Pending", DVS_CLAIM_BOUND, DVS_SRC_IN_USE);
+	T_EQ_INT(s.act, DVS_WAIT);
+	T_EQ_STR(s.phase, "CloneScheduled");
+	T_EQ_STR(s.reason, "CloneSourceInUse");
+	s = dvs_next(DVS_PVC, "CloneScheduled", DVS_CLAIM_BOUND, DVS_SRC_READY);
+	T_EQ_INT(s.act, DVS_START);
+	T_EQ_STR(s.phase, "CloneScheduled");
+	s = dvs_next(DVS_PVC, "CloneInProgress", DVS_CLAIM_BOUND, DVS_SRC_READY);
+	T_EQ_INT(s.act, DVS_RESTART);
+	T_EQ_STR(s.phase, "CloneInProgress");
+	s = dvs_next(DVS_PVC, "Pending", DVS_CLAIM_WFFC, DVS_SRC_READY);
+	T_EQ_STR(s.phase, "WaitForFirstConsumer");
+	T_EQ_STR(dvs_component(DVS_PVC), "datavolume-pvc-clone-controller");
+	T_EQ_STR(dvs_component(DVS_REGISTRY), "datavolume-import-controller");
+}
+
 /* Secrets and ConfigMaps: core v1, their Tables as kubectl prints them (the data's number of keys, never values) */
 static void test_secrets(void)
 {
@@ -396,5 +503,7 @@ int main(void)
 	test_vmirs_table();
 	test_port_record();
 	test_storage();
+	test_dv_sources();
+	test_dv_phases();
 	return T_DONE();
 }
