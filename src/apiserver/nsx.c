@@ -596,15 +596,15 @@ void apis_nsx_tick(struct apisrv *srv)
 		apis_vmirs_delete_ns(srv, ns); /* before the VMs: a member is not made again */
 		apis_vmim_delete_ns(srv, ns);
 		ns_delete_vms(srv, ns);
-		if (srv->secrets && apis_secrets_in_ns(srv, ns))
-			apis_secrets_delete_ns(srv, ns);
-		/* claims and events once the VMs are gone: no volume file goes while a QEMU may still hold it open (as
-		 * pvc-protection keeps a claim until its pods are gone) */
-		bool vms = ns_has_vms(srv, ns);
-		if (!vms && srv->stor && apis_storage_in_ns(srv, ns))
-			apis_storage_delete_ns(srv, ns);
-		if (!vms)
+		/* what the VMs use once they are gone: no volume file goes while a QEMU may still hold it open (as
+		 * pvc-protection keeps a claim until its pods are gone), no Secret while a VM may still read it */
+		if (!ns_has_vms(srv, ns)) {
+			if (srv->secrets && apis_secrets_in_ns(srv, ns))
+				apis_secrets_delete_ns(srv, ns);
+			if (srv->stor && apis_storage_in_ns(srv, ns))
+				apis_storage_delete_ns(srv, ns);
 			ns_delete_events(srv, ns);
+		}
 		i = nsx_find(srv, ns);
 		if (i < srv->nnsx && ns_content(srv, ns, NULL, NULL) == 0) {
 			json_object *j = apis_ns_json(srv, ns); /* as it was last, under the next resourceVersion */
