@@ -332,8 +332,8 @@ static unsigned mhd_connections(struct apisrv *srv)
 
 /* The idle exit (docs/ENGINE-SERVICE.md, "Started on demand, gone when idle"): the service leaves once it has
  * had no client (connection, watch, console or VNC) for srv->idle_exit seconds while nothing needed reconciling:
- * no running execution to reap, no VM to (re)start, no namespace terminating, no request under way. Every tick that finds one of them
- * starts the period again. */
+ * no running execution to reap, no VM to (re)start, no namespace terminating, no request under way. Every tick
+ * that finds one of them starts the period again. */
 static void idle_check(struct apisrv *srv, uint64_t now)
 {
 	struct stat sb;
