@@ -67,6 +67,7 @@ static void on_tick(void *arg)
 	apis_vmirs_sync(srv);
 	apis_storage_tick(srv);
 	apis_secrets_tick(srv);
+	apis_nsx_tick(srv);
 	uint64_t now = util_now_ms();
 	for (struct watcher *w = srv->watchers; w; w = w->next)
 		if ((w->bookmarks && now >= w->next_bookmark_ms) || (w->deadline_ms && now >= w->deadline_ms))
@@ -138,6 +139,8 @@ static enum MHD_Result route(struct apisrv *srv, struct MHD_Connection *c, struc
 		return apis_send_status(c, 404, "NotFound", R_COUNT, NULL, "the server could not find the requested resource");
 	if (r == R_NS && ns && name == NULL) /* /api/v1/namespaces/NAME */
 		name = ns, ns = NULL;
+	if (strcmp(method, "POST") == 0 && ns && name == NULL && sub == NULL && apis_ns_terminating(srv, ns))
+		return apis_ns_refuse_create(c, rq, r, ns); /* the API server's NamespaceLifecycle admission */
 	if (r == R_VMIRS && !sub_group && (strcmp(method, "GET") != 0 || (sub && strcmp(sub, "status") != 0)))
 		return apis_vmirs_request(srv, c, rq, method, ns, name, sub); /* writes, the scale subresource */
 	if (sub_group) {
@@ -202,7 +205,7 @@ static enum MHD_Result route(struct apisrv *srv, struct MHD_Connection *c, struc
 	if (strcmp(method, "DELETE") == 0 && r == R_VMIM && ns && name)
 		return apis_delete_vmim(srv, c, rq, ns, name);
 	if (strcmp(method, "DELETE") == 0 && r == R_NS && name)
-		return apis_delete_ns(srv, c, name);
+		return apis_delete_ns(srv, c, rq, name);
 	if (strcmp(method, "PATCH") == 0 && r == R_NS && name)
 		return apis_patch_ns(srv, c, rq, name);
 	if (strcmp(method, "PATCH") == 0 && r == R_NODE && name)
@@ -329,8 +332,8 @@ static unsigned mhd_connections(struct apisrv *srv)
 
 /* The idle exit (docs/ENGINE-SERVICE.md, "Started on demand, gone when idle"): the service leaves once it has
  * had no client (connection, watch, console or VNC) for srv->idle_exit seconds while nothing needed reconciling:
- * no running execution to reap, no VM to (re)start, no request under way. Every tick that finds one of them
- * starts the period again. */
+ * no running execution to reap, no VM to (re)start, no namespace terminating, no request under way. Every tick
+ * that finds one of them starts the period again. */
 static void idle_check(struct apisrv *srv, uint64_t now)
 {
 	struct stat sb;
@@ -349,6 +352,8 @@ static void idle_check(struct apisrv *srv, uint64_t now)
 	nc = nc > waiting ? nc - waiting : 0;
 	char *why = srv->watchers || srv->wsconns || apipf_active() || nc ? xasprintf("%u client connection(s)", nc)
 								    : apis_storage_busy(srv);
+	if (why == NULL)
+		why = apis_nsx_busy(srv);
 	if (why == NULL)
 		why = engine_needs_reconciler();
 	if (why) {

@@ -13,7 +13,7 @@
  *   vmwrite.c    writes to VMs: create, patch/update (apply), delete, the lifecycle subresources
  *   vmim.c       VirtualMachineInstanceMigration: the migration controller and its objects on disk
  *   vmirs.c      VirtualMachineInstanceReplicaSet: the replica set controller, its members, the scale subresource
- *   nsx.c        namespaces: those in use and those created through the API (kept on disk)
+ *   nsx.c        namespaces: those in use and those created through the API (kept on disk), their deletion
  *   storage.c    PersistentVolumeClaims, PersistentVolumes, the classes `local` and `local-wffc`, CDI DataVolumes
  *                (dvsource.c: sources and phases; dvimport.c: imports and clones)
  *   secrets.c    Secrets and ConfigMaps (kept on disk, 0600), read by the engine through engine/esecret.h
@@ -304,7 +304,14 @@ void apis_nsx_load(struct apisrv *srv);
 bool apis_ns_exists(struct apisrv *srv, const char *name);
 enum MHD_Result apis_create_ns(struct apisrv *srv, struct MHD_Connection *c, struct reqctx *rq);
 enum MHD_Result apis_patch_ns(struct apisrv *srv, struct MHD_Connection *c, struct reqctx *rq, const char *name);
-enum MHD_Result apis_delete_ns(struct apisrv *srv, struct MHD_Connection *c, const char *name);
+enum MHD_Result apis_delete_ns(struct apisrv *srv, struct MHD_Connection *c, struct reqctx *rq, const char *name);
+/* The namespace is Terminating: creates in it are refused (apis_ns_refuse_create). */
+bool apis_ns_terminating(struct apisrv *srv, const char *name);
+enum MHD_Result apis_ns_refuse_create(struct MHD_Connection *c, struct reqctx *rq, enum res r, const char *ns);
+/* A terminating namespace's object (j, as apis_ns_json makes it): deletionTimestamp, phase, conditions. */
+void apis_ns_terminating_json(struct apisrv *srv, const char *name, json_object *j);
+void apis_nsx_tick(struct apisrv *srv);
+char *apis_nsx_busy(struct apisrv *srv);
 
 /* ---- reply.c ---- */
 
@@ -368,6 +375,8 @@ enum MHD_Result apis_create_vmim(struct apisrv *srv, struct MHD_Connection *c, s
 enum MHD_Result apis_migrate_sub(struct apisrv *srv, struct MHD_Connection *c, struct reqctx *rq, const char *ns, const char *name);
 int apis_vmim_evacuate(struct apisrv *srv, struct source *src, const char *ns, const char *vmi, char **err);
 enum MHD_Result apis_delete_vmim(struct apisrv *srv, struct MHD_Connection *c, struct reqctx *rq, const char *ns, const char *name);
+/* Deletes every migration of namespace ns as its DELETE does (a terminating namespace, nsx.c). */
+void apis_vmim_delete_ns(struct apisrv *srv, const char *ns);
 
 /* ---- vmirs.c ---- */
 
@@ -385,6 +394,8 @@ enum MHD_Result apis_vmirs_request(struct apisrv *srv, struct MHD_Connection *c,
 /* DELETE of a member's VMI: the member goes, the replica set makes another. */
 enum MHD_Result apis_vmirs_delete_member(struct apisrv *srv, struct MHD_Connection *c, struct reqctx *rq,
 					 struct vmirs *rs, const char *ns, const char *name);
+/* Deletes every replica set of namespace ns as its DELETE does, members first (a terminating namespace). */
+void apis_vmirs_delete_ns(struct apisrv *srv, const char *ns);
 
 /* ---- storage.c ---- */
 
@@ -399,6 +410,8 @@ void apis_storage_cells(enum res r, json_object *o, json_object *cells);
 enum MHD_Result apis_storage_write(struct apisrv *srv, struct MHD_Connection *c, struct reqctx *rq, enum res r,
 				   const char *method, const char *ns, const char *name);
 void apis_storage_vm_applied(struct apisrv *srv, const char *ns, const char *name, json_object *vm);
+/* Deletes every DataVolume and claim of namespace ns as their DELETEs do (a terminating namespace). */
+void apis_storage_delete_ns(struct apisrv *srv, const char *ns);
 
 /* ---- secrets.c ---- */
 
@@ -411,6 +424,8 @@ const char *apis_secrets_text_at(struct apisrv *srv, enum res r, size_t i, const
 void apis_secrets_cells(enum res r, json_object *o, json_object *cells);
 enum MHD_Result apis_secrets_write(struct apisrv *srv, struct MHD_Connection *c, struct reqctx *rq, enum res r,
 				   const char *method, const char *ns, const char *name);
+/* Deletes every Secret and ConfigMap of namespace ns as their DELETEs do (a terminating namespace). */
+void apis_secrets_delete_ns(struct apisrv *srv, const char *ns);
 
 /* ---- wsbridge.c ---- */
 

@@ -172,7 +172,7 @@ static json_object *row_cells(enum res r, json_object *o)
 		break; /* columns_api_cells, above */
 	case R_NS:
 		CELL(apis_jstr(name));
-		CELL(apis_jstr("Active"));
+		CELL(apis_jstr(apis_jgets(st, "phase")));
 		CELL(age_cell(created));
 		break;
 	case R_NODE: {

@@ -369,6 +369,7 @@ json_object *apis_ns_json(struct apisrv *srv, const char *name)
 	json_object_object_add(j, "spec", json_object_new_object());
 	json_object_object_add(st, "phase", apis_jstr("Active"));
 	json_object_object_add(j, "status", st);
+	apis_ns_terminating_json(srv, name, j); /* nsx.c: Terminating, once deleted */
 	return j;
 }
 

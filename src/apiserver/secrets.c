@@ -507,3 +507,12 @@ enum MHD_Result apis_secrets_write(struct apisrv *srv, struct MHD_Connection *c,
 		drop(srv, k);
 	return apis_send_text(c, 200, text, "application/json");
 }
+
+void apis_secrets_delete_ns(struct apisrv *srv, const char *ns)
+{
+	for (struct kobj *k = srv->secrets->objs, *next; k; k = next) {
+		next = k->next;
+		if (strcmp(k->ns, ns) == 0)
+			drop(srv, k);
+	}
+}

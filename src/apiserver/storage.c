@@ -1078,7 +1078,7 @@ char *apis_storage_busy(struct apisrv *srv)
 	return NULL;
 }
 
-/* Namespace ns holds a claim or a DataVolume (it may not be deleted, as it holds VMs). */
+/* Namespace ns holds a claim or a DataVolume. */
 bool apis_storage_in_ns(struct apisrv *srv, const char *ns)
 {
 	for (struct sobj *s = ST(srv)->objs; s; s = s->next)
@@ -1467,5 +1467,25 @@ void apis_storage_vm_applied(struct apisrv *srv, const char *ns, const char *nam
 			log_warn("engine serve: VM %s/%s: dataVolumeTemplates[%zu]: %s", ns, name, i, why);
 		}
 		free(why);
+	}
+}
+
+void apis_storage_delete_ns(struct apisrv *srv, const char *ns)
+{
+	/* one at a time: deleting a DataVolume deletes its claim (and a claim its volume) */
+	for (bool again = true; again;) {
+		again = false;
+		for (struct sobj *s = ST(srv)->objs; s; s = s->next) {
+			if (strcmp(s->ns, ns) != 0)
+				continue;
+			if (s->r == R_DV)
+				dv_delete(srv, s);
+			else if (s->r == R_PVC && at(s->j, "metadata", "deletionTimestamp") == NULL)
+				claim_delete(srv, s); /* it waits for the VMs that use it to stop (the tick) */
+			else
+				continue;
+			again = true;
+			break;
+		}
 	}
 }

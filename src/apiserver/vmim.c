@@ -682,14 +682,11 @@ int apis_vmim_evacuate(struct apisrv *srv, struct source *src, const char *ns, c
 	return 0;
 }
 
-/* Deleting a migration that is still running aborts it, as KubeVirt's controller does. */
-enum MHD_Result apis_delete_vmim(struct apisrv *srv, struct MHD_Connection *c, struct reqctx *rq, const char *ns, const char *name)
+/* Deletes m: its file; a migration still running is aborted, as KubeVirt's controller does. Returns its last text with the DELETED event's
+ * resourceVersion (caller frees). */
+static char *vmim_delete(struct apisrv *srv, struct vmim *m)
 {
-	struct vmim *m = vmim_find(srv, ns, name);
-	if (m == NULL)
-		return apis_not_found(c, R_VMIM, name);
-	if (apis_dry_run(c, rq))
-		return apis_send_text(c, 200, xstrdup(m->text), "application/json");
+	const char *ns = m->ns, *name = m->name;
 	vmim_refresh(srv, m, NULL);
 	vmim_unlink(m);
 	if (!vmim_final(m)) {
@@ -716,5 +713,24 @@ enum MHD_Result apis_delete_vmim(struct apisrv *srv, struct MHD_Connection *c, s
 	apis_ring_push(srv, R_VMIM, "DELETED", NULL, text);
 	apis_wake_watchers(srv);
 	apis_vmim_free(m);
-	return apis_send_text(c, 200, text, "application/json");
+	return text;
+}
+
+enum MHD_Result apis_delete_vmim(struct apisrv *srv, struct MHD_Connection *c, struct reqctx *rq, const char *ns, const char *name)
+{
+	struct vmim *m = vmim_find(srv, ns, name);
+	if (m == NULL)
+		return apis_not_found(c, R_VMIM, name);
+	if (apis_dry_run(c, rq))
+		return apis_send_text(c, 200, xstrdup(m->text), "application/json");
+	return apis_send_text(c, 200, vmim_delete(srv, m), "application/json");
+}
+
+void apis_vmim_delete_ns(struct apisrv *srv, const char *ns)
+{
+	for (struct vmim *m = srv->vmims, *next; m; m = next) {
+		next = m->next;
+		if (strcmp(m->ns, ns) == 0)
+			free(vmim_delete(srv, m));
+	}
 }

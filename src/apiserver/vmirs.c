@@ -863,3 +863,22 @@ enum MHD_Result apis_vmirs_delete_member(struct apisrv *srv, struct MHD_Connecti
 	}
 	return apis_send_text(c, 200, text ? text : xstrdup("{}"), "application/json");
 }
+
+void apis_vmirs_delete_ns(struct apisrv *srv, const char *ns)
+{
+	bool any = false;
+	for (struct vmirs *rs = srv->vmirss; rs; rs = rs->next) {
+		if (rs->deleting || strcmp(rs->ns, ns) != 0)
+			continue;
+		char *err = NULL;
+		rs->deleting = true; /* written down as the DELETE does; the sync deletes its members, then it */
+		if (rs_store(rs, &err) < 0) {
+			rs->deleting = false;
+			log_warn("engine serve: %s", err);
+			free(err);
+		}
+		any |= rs->deleting;
+	}
+	if (any)
+		apis_vmirs_sync(srv);
+}

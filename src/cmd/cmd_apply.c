@@ -400,7 +400,7 @@ static int run(struct apply_args *a)
 	bool explicit_ns = kc && kc->ns_explicit;
 	bool engine = on_engine();
 	if (engine && a->verb == V_DELETE) {
-		/* the engine deletes only an empty namespace (a cluster empties it): the file's Namespaces go last */
+		/* the file's Namespaces go last: their own cascade would race the deletes of what they hold (NotFound) */
 		struct doc *sorted = xcalloc(r.ndocs ? r.ndocs : 1, sizeof *sorted);
 		size_t k = 0;
 		for (int pass = 0; pass < 2; pass++)

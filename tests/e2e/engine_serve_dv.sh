@@ -11,6 +11,8 @@
 # CloneWithoutSource, until its source exists, and one of a running VM's disk, CloneSourceInUse, until the VM is
 # gone), a claim of class local-wffc Pending (WaitForFirstConsumer) until the
 # VM that uses it starts.
+# `kubectl delete namespace` of one holding a running VM, a DataVolume and a Secret: Terminating, creates in it
+# refused (403), a kill -9 of the service meanwhile, then everything in it gone (QEMU, file) and the namespace too.
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/engine-lib.bash"
@@ -21,9 +23,10 @@ engine_embed_up kvdv
 export HOME=$ENGINE_T/home XDG_CONFIG_HOME=$ENGINE_T/config
 mkdir -p "$HOME" "$XDG_CONFIG_HOME/kvcon"
 VOLS=$XDG_STATE_HOME/kvcon/engine-data/volumes
-SRV= WEB=
+SRV= WEB= QSTOP=
 REGDIR=$ENGINE_T/reg
 stop_all() {
+    [[ -n $QSTOP ]] && kill -CONT "$QSTOP" 2>/dev/null || true # the QEMU the test stopped, should it fail meanwhile
     "$ROOT/tests/lab/registry.sh" down "$REGDIR" || true
     [[ -n $WEB ]] && kill "$WEB" 2>/dev/null || true
     [[ -n $SRV ]] && kill -TERM "$SRV" 2>/dev/null && wait "$SRV" 2>/dev/null || true
@@ -518,25 +521,72 @@ EOF
 )
 [[ $out == *'PersistentVolumeClaim "huge" is invalid: spec.resources.requests.storage: Invalid value: "2Ti"'*"engine.volume-max"* ]] || fail "a claim over engine.volume-max: $out"
 
-step "a claim in another namespace: its file in that namespace's directory; the namespace is kept while it holds it"
+step "kubectl delete namespace: Terminating meanwhile (creates in it refused), a kill -9 of the service loses nothing"
 k create namespace team >/dev/null
-k -n team create -f - >/dev/null <<EOF
-apiVersion: v1
-kind: PersistentVolumeClaim
+# a running VM on a DataVolume's claim, and a Secret; its QEMU stopped (SIGSTOP) so that its execution cannot end
+# before the checks (neither the power button nor SIGTERM acts on it): the namespace stays Terminating meanwhile
+{ cat <<EOF
+apiVersion: cdi.kubevirt.io/v1beta1
+kind: DataVolume
 metadata:
   name: shared
 spec:
-  resources:
-    requests:
-      storage: 2Mi
+  source:
+    blank: {}
+  storage:
+    resources:
+      requests:
+        storage: 2Mi
+---
+apiVersion: v1
+kind: Secret
+metadata:
+  name: token
+stringData:
+  key: value
+---
 EOF
-wait_eq 10 Bound k -n team get pvc shared -o 'jsonpath={.status.phase}' || fail "team/shared"
+  engine_manifest "$ENGINE_T/busy.yaml" busy Always 128Mi >/dev/null
+  cat "$ENGINE_T/busy.yaml"
+  printf '      volumes:\n      - name: data\n        dataVolume:\n          name: shared\n'
+} >"$ENGINE_T/team.yaml"
+k -n team apply -f "$ENGINE_T/team.yaml" >/dev/null
+k -n team wait --for=jsonpath='{.status.phase}'=Running vmi/busy --timeout=60s >/dev/null ||
+    fail "team/busy did not start: $(k -n team get vm,vmi,dv,pvc)"
 [[ $(stat -c %s "$VOLS/team/shared.img") == 2097152 ]] || fail "team/shared's file"
-out=$(k delete namespace team 2>&1 || true)
-[[ $out == *"still holds persistent volume claims"* ]] || fail "delete of a namespace with a claim: $out"
-k -n team delete pvc shared >/dev/null
-k delete namespace team --timeout=20s >/dev/null || fail "delete of the namespace, its claim gone"
+QP=$(cat "$XDG_STATE_HOME/kvcon/engine/run/qemu/team_busy.pid")
+[[ $QP -gt 0 ]] || fail "no QEMU pid recorded for team/busy"
+QSTOP=$QP
+kill -STOP "$QP"
+out=$(k delete namespace team --wait=false)
+[[ $out == 'namespace "team" deleted' ]] || fail "delete namespace: $out"
+# the namespace Terminating; what its VM uses kept until the VM is gone (its claim not even Terminating yet)
+got=$(k -n team get ns/team pvc/shared secret/token \
+    -o 'jsonpath={range .items[*]}{.kind}:{.status.phase}:{.spec.finalizers[0]}:{.metadata.deletionTimestamp} {end}')
+[[ $got == "Namespace:Terminating:kubernetes:20"*" PersistentVolumeClaim:Bound:: Secret::: " ]] ||
+    fail "team while its VM stops: $got"
+rc=0
+out=$(k -n team create secret generic more --from-literal=a=b 2>&1) || rc=$?
+[[ $rc == 1 && $out == *'secrets "more" is forbidden: unable to create new content in namespace team because it is being terminated'* ]] ||
+    fail "a create in a terminating namespace: $rc $out"
+out=$(k delete namespace default 2>&1 || true)
+[[ $out == *'namespaces "default" is forbidden: this namespace may not be deleted'* ]] || fail "delete namespace default: $out"
+kill -9 "$SRV"
+wait "$SRV" 2>/dev/null || true
+kill -CONT "$QP"
+QSTOP=
+"$KV" -c "$URI" engine serve --https 0 >"$ENGINE_T/serve3.out" 2>"$ENGINE_T/serve3.err" &
+SRV=$!
+wait_eq 120 "engine serving" tail -n1 "$ENGINE_T/serve3.out" || { cat "$ENGINE_T/serve3.err"; fail "serve after the kill"; }
+
+step "the namespace's content goes (the QEMU, the claim's file as its Delete policy says, the Secret), then it"
+k wait --for=delete namespace/team --timeout=90s >/dev/null || fail "team is not gone: $(k get ns team -o yaml)"
+[[ -z $(tr -d '\0' 2>/dev/null <"/proc/$QP/cmdline") ]] || fail "team/busy's QEMU (pid $QP) is left"
 [[ ! -e $VOLS/team/shared.img ]] || fail "team/shared.img left"
+[[ ! -e $XDG_STATE_HOME/kvcon/engine-data/secrets/team_token.json ]] || fail "team/token's file left"
+# NAMESPACE/NAME/CLAIM'S NAMESPACE of every namespace, volume and object of the kinds team held
+left=$(k get ns,pv,vm,vmi,dv,pvc,secret -A -o 'jsonpath={range .items[*]}{.metadata.namespace}/{.metadata.name}/{.spec.claimRef.namespace} {end}')
+[[ " $left" != *" /team/"* && " $left" != *" team/"* && $left != *"/team "* ]] || fail "team or its objects left: $left"
 
 step "deletes: the claim's file goes with it; the VM's template DataVolume goes with the VM"
 k delete pvc data1 >/dev/null

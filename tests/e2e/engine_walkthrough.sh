@@ -11,7 +11,8 @@
 # on a claim app01-root that a DataVolume imports from a local HTTP server (the lab's BIOS-bootable disk), all in
 # one `kubectl apply -f` with the namespace apps; `--dry-run=server` before (the namespace missing) and after;
 # halted without a VMI; start, `get vm,vmi`, `wait --for=condition=Ready`, `describe vmi` (the template's spec),
-# the guest booted from the claim; stop and start: a new VMI UID on the same claim; the claim outlives the VM.
+# the guest booted from the claim; stop and start: a new VMI UID on the same claim; the claim outlives the VM;
+# `kubectl delete namespace apps` takes the DataVolume, its claim and file with it.
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/engine-lib.bash"
@@ -231,7 +232,9 @@ k -n apps wait --for=delete vmi/app01 --timeout=180s >&2 || fail "app01's VMI no
 k -n apps delete vm app01 >&2 || fail "delete vm app01"
 [[ $(k -n apps get pvc app01-root -o jsonpath='{.metadata.uid} {.status.phase}') == "$PVC_UID" ]] ||
     fail "the claim went with the VM"
-k -n apps delete dv app01-root >&2 || fail "delete dv app01-root"
-k delete namespace apps >&2 || fail "delete namespace apps"
+[[ -e $XDG_STATE_HOME/kvcon/engine-data/volumes/apps/app01-root.img ]] || fail "no file of app01-root"
+k delete namespace apps >&2 || fail "delete namespace apps" # its DataVolume, claim and file go with it
+k get namespace apps >/dev/null 2>&1 && fail "namespace apps is left"
+[[ ! -e $XDG_STATE_HOME/kvcon/engine-data/volumes/apps/app01-root.img ]] || fail "app01-root's file is left"
 [[ $(qemu_count app01 apps) == 0 ]] || fail "a QEMU of app01 is left"
 echo "PASS engine_walkthrough"

@@ -1,7 +1,7 @@
 /* The engine service's API server (src/apiserver/) without a network or libvirt: its resources from the registry,
  * names in paths, resourceVersions (a change bumps one, the same text does not), the watch ring and the oldest
- * resourceVersion a watch may start from (older ones are 410), the namespaces it lists and their objects, and
- * Tables. Each check drives a handler's pure part through a struct apisrv of its own. */
+ * resourceVersion a watch may start from (older ones are 410), the namespaces it lists and their objects, a
+ * namespace's deletion, and Tables. Each check drives a handler's pure part through a struct apisrv of its own. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -168,6 +168,99 @@ static void test_namespaces(void)
 	json_object_put(t);
 	json_object_put(z);
 	json_object_put(j);
+}
+
+/* a deleted namespace: Terminating with the namespace controller's conditions (what remains), listed while its
+ * content goes through each kind's own delete (a replica set here), then gone from the list and its file, with a
+ * DELETED event after its content's */
+static void test_ns_deletion(void)
+{
+	char dir[] = "/tmp/kvcon-nsdel-XXXXXX", cmd[128];
+	T_CHECK(mkdtemp(dir) != NULL);
+	snprintf(cmd, sizeof cmd, "mkdir -p %s/kvcon/engine-data/vmirs", dir);
+	T_EQ_INT(system(cmd), 0);
+	char *old = getenv("XDG_STATE_HOME") ? xstrdup(getenv("XDG_STATE_HOME")) : NULL;
+	setenv("XDG_STATE_HOME", dir, 1);
+	struct apisrv srv = { 0 };
+	srv.ring_size = 8;
+	srv.ring = xcalloc(srv.ring_size, sizeof *srv.ring);
+	srv.nsx = xcalloc(2, sizeof *srv.nsx);
+	srv.nsxmeta = xcalloc(2, sizeof *srv.nsxmeta);
+	srv.nsx[0] = xstrdup("apps");
+	srv.nsxmeta[0] = xstrdup("{\"labels\":{\"team\":\"a\"},\"deletionTimestamp\":\"2026-01-01T00:00:00Z\"}");
+	srv.nsx[1] = xstrdup("keep");
+	srv.nnsx = 2;
+	struct vmirs *rs = xcalloc(1, sizeof *rs);
+	rs->ns = xstrdup("apps");
+	rs->name = xstrdup("web");
+	rs->obj = json_tokener_parse("{\"metadata\":{\"name\":\"web\",\"namespace\":\"apps\"},\"spec\":{}}");
+	rs->text = xstrdup("{\"metadata\":{\"name\":\"web\",\"namespace\":\"apps\"}}");
+	srv.vmirss = rs;
+	T_CHECK(apis_ns_terminating(&srv, "apps"));
+	T_CHECK(!apis_ns_terminating(&srv, "keep"));
+	T_CHECK(!apis_ns_terminating(&srv, "default"));
+
+	json_object *j = apis_ns_json(&srv, "apps"), *conds = apis_jget(apis_jget(j, "status"), "conditions");
+	T_EQ_STR(jstrat(j, "status", "phase"), "Terminating");
+	T_EQ_STR(jstrat(j, "metadata", "deletionTimestamp"), "2026-01-01T00:00:00Z");
+	T_EQ_STR(jstrat(apis_jget(j, "metadata"), "labels", "team"), "a");
+	T_EQ_STR(json_object_get_string(json_object_array_get_idx(apis_jget(apis_jget(j, "spec"), "finalizers"), 0)), "kubernetes");
+	T_EQ_INT(json_object_array_length(conds), 5);
+	json_object *remaining = json_object_array_get_idx(conds, 3);
+	T_EQ_STR(apis_jgets(remaining, "type"), "NamespaceContentRemaining");
+	T_EQ_STR(apis_jgets(remaining, "status"), "True");
+	T_EQ_STR(apis_jgets(remaining, "message"),
+		 "Some resources are remaining: virtualmachineinstancereplicasets.kubevirt.io has 1 resource instances");
+	json_object *row = apis_table_row(R_NS, j, "None");
+	T_EQ_STR(json_object_get_string(json_object_array_get_idx(apis_jget(row, "cells"), 1)), "Terminating");
+	json_object_put(row);
+	json_object_put(j);
+	char *busy = apis_nsx_busy(&srv);
+	T_EQ_STR(busy, "namespace apps: terminating");
+	free(busy);
+
+	apis_nsx_tick(&srv); /* the replica set goes (no members), then the empty namespace */
+	T_CHECK(srv.vmirss == NULL);
+	T_EQ_INT(srv.nnsx, 1);
+	T_EQ_STR(srv.nsx[0], "keep");
+	T_EQ_INT(srv.count, 2);
+	const struct wev *e1 = &srv.ring[srv.head], *e2 = &srv.ring[(srv.head + 1) % srv.ring_size];
+	T_EQ_INT(e1->r, R_VMIRS);
+	T_EQ_STR(e1->type, "DELETED");
+	T_EQ_INT(e2->r, R_NS);
+	T_EQ_STR(e2->type, "DELETED");
+	T_CHECK(e2->rv > e1->rv);
+	json_object *gone = json_tokener_parse(e2->text);
+	T_EQ_STR(jstrat(gone, "metadata", "name"), "apps");
+	T_EQ_STR(jstrat(gone, "status", "phase"), "Terminating");
+	T_EQ_STR(apis_jgets(json_object_array_get_idx(apis_jget(apis_jget(gone, "status"), "conditions"), 3), "reason"),
+		 "ContentRemoved");
+	json_object_put(gone);
+	T_CHECK(apis_nsx_busy(&srv) == NULL);
+	snprintf(cmd, sizeof cmd, "%s/kvcon/engine-namespaces", dir);
+	FILE *f = fopen(cmd, "r");
+	char line[64] = "";
+	T_CHECK(f && fgets(line, sizeof line, f) != NULL);
+	T_EQ_STR(line, "keep\n");
+	T_CHECK(f && fgets(line, sizeof line, f) == NULL);
+	if (f)
+		fclose(f);
+
+	for (size_t i = 0; i < srv.count; i++) {
+		free(srv.ring[(srv.head + i) % srv.ring_size].text);
+		obj_free(srv.ring[(srv.head + i) % srv.ring_size].o);
+	}
+	free(srv.ring);
+	free(srv.nsx[0]);
+	free(srv.nsx);
+	free(srv.nsxmeta);
+	if (old)
+		setenv("XDG_STATE_HOME", old, 1);
+	else
+		unsetenv("XDG_STATE_HOME");
+	free(old);
+	snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+	T_EQ_INT(system(cmd), 0);
 }
 
 /* a migration's row: KubeVirt's printer columns */
@@ -499,6 +592,7 @@ int main(void)
 	test_events();
 	test_ring();
 	test_namespaces();
+	test_ns_deletion();
 	test_vmim_table();
 	test_vmirs_table();
 	test_port_record();
