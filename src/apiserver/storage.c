@@ -460,24 +460,19 @@ out:
 	free(file);
 }
 
-static json_object *vm_json_of(struct apisrv *srv, const struct obj *o)
-{
-	char key[UID_LEN + 4];
-	apis_cent_key(key, sizeof key, o);
-	struct cent *c = hmap_get(&srv->cache, key);
-	return c && c->text ? json_tokener_parse(c->text) : NULL;
-}
-
 /* A running VM of ns uses claim (a persistentVolumeClaim or dataVolume volume): kubernetes.io/pvc-protection. */
 static bool claim_in_use(struct apisrv *srv, const char *ns, const char *claim)
 {
+	for (int i = 0; i < srv->nsrcs; i++) /* a host that has not read its records and domains yet: maybe in use */
+		if (!engine_ready(srv->srcs[i]))
+			return true;
 	for (int i = 0; i < srv->nsrcs; i++) {
 		size_t n;
 		struct obj *const *vms = store_objs(srv->st, srv->srcs[i], OBJ_VM, &n);
 		for (size_t k = 0; k < n; k++) {
 			if (strcmp(vms[k]->ns, ns) != 0 || !engine_running(srv->srcs[i], ns, vms[k]->name))
 				continue;
-			json_object *j = vm_json_of(srv, vms[k]);
+			json_object *j = apis_obj_to_json(vms[k]); /* its manifest: not the watch cache, empty after a restart */
 			json_object *vols = at(apis_jget(at(j, "spec", "template"), "spec"), "volumes", NULL);
 			bool uses = false;
 			for (size_t v = 0; vols && json_object_is_type(vols, json_type_array) && v < json_object_array_length(vols); v++) {
