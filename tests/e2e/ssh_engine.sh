@@ -9,7 +9,8 @@
 #  - the dashboard's ssh key (a): ssh has the terminal (ctrl-c is the guest shell's), the dashboard comes back;
 #  - Secrets: the VM's accessCredentials (sshPublicKey, qemuGuestAgent) name a Secret the real kubectl creates
 #    over the engine's HTTPS; the start waits for it as on a cluster (the VMI Scheduling, its launcher pod
-#    ContainerCreating with kubelet's FailedMount, `kvcon diagnose` naming both; the same UIDs then run);
+#    ContainerCreating with kubelet's FailedMount, `kvcon diagnose` naming both, the same across a kill -9 of the
+#    service; the same UIDs then run);
 #    `kvcon credentials add-ssh-key` puts a second
 #    key into the guest (guest-ssh-add-authorized-keys) and `remove-ssh-key` takes it out, `kvcon ssh` with that
 #    key failing before, working between, failing after; AccessCredentialsSynchronized; kubectl and kvcon get secret.
@@ -96,6 +97,13 @@ grep -Eq '^virtualmachineinstance\.kubevirt\.io/sshvm +[0-9]+s +Scheduling( |$)'
 rc=0; out=$(kv diagnose default/sshvm 2>&1) || rc=$?
 [[ $rc == 3 && $out == *"[launcher-mount-missing]"* && $out == *"${wait_pod%% *} cannot start on "* &&
     $out == *"Secret default/sshvm-ud (volume cidata) does not exist"* ]] || fail "diagnose ($rc): $out"
+# the waiting VMI and pod are in the VM's record: a service killed -9 comes back with the same ones
+pid=$(cat "$XDG_STATE_HOME"/kvcon/engine-*.sock.pid)
+kill -9 "$pid"
+wait_eq 10 gone pid_gone "$pid" || fail "the service outlived kill -9"
+kv get vmi >/dev/null || fail "kvcon get vmi after the kill"
+[[ $(k get vmi sshvm -o jsonpath='{.metadata.uid} {.status.phase}') == "$wait_uid Scheduling" &&
+    $(launcher) == "$wait_pod" ]] || fail "after kill -9: $(k get vmi,pod -o wide 2>&1), before: $wait_uid $wait_pod"
 step "the real kubectl creates them: the same VMI and launcher pod go on to run"
 k create secret generic sshvm-keys --from-file=key1="$ENGINE_T/id.pub" >"$ENGINE_T/k.out" 2>&1 || { cat "$ENGINE_T/k.out"; fail "kubectl create secret"; }
 grep -qx 'secret/sshvm-keys created' "$ENGINE_T/k.out" || fail "kubectl create secret: $(cat "$ENGINE_T/k.out")"
