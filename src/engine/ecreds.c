@@ -406,8 +406,12 @@ void engine_secrets_changed(void)
 	for (int h = 0; h < engine_g.nhosts; h++) {
 		int n = 0;
 		struct evm **vms = ehost_vms(engine_g.hosts[h], &n);
-		for (int k = 0; k < n; k++)
-			ecreds_sync(vms[k]);
+		for (int k = 0; k < n; k++) {
+			if (vms[k]->sched_msg && vms[k]->sched_mount)
+				ereconcile(vms[k]); /* a start that waited for a Secret or ConfigMap: there now? */
+			else
+				ecreds_sync(vms[k]);
+		}
 		free(vms);
 	}
 }

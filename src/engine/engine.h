@@ -71,8 +71,8 @@ void engine_portforward_drop(struct source *src, const char *ns, const char *nam
  * cb(arg, NULL, err) once on the loop thread (answer: a reference the callback may keep). 0, or -1 with *err and
  * *code (404: no such running VMI, 409: no agent connected, virt-api's answer). */
 struct json_object;
-/* A Secret or ConfigMap of the engine service changed (apiserver/secrets.c): running VMs' accessCredentials
- * through the guest agent follow (engine/esecret.h). */
+/* A Secret or ConfigMap of the engine service changed (apiserver/secrets.c): starts that waited for one go on,
+ * running VMs' accessCredentials through the guest agent follow (engine/esecret.h). */
 void engine_secrets_changed(void);
 
 typedef void (*engine_agent_cb)(void *arg, struct json_object *answer, const char *err);

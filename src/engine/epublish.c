@@ -33,7 +33,10 @@ void epublish_event_obj(struct evm *v, const struct evm_event *e)
 	o->count = e->count;
 	o->first = e->first;
 	o->last = e->last;
-	o->component = intern(e->on_pod ? "default-scheduler" : "kvcon-engine");
+	const char *by = "kvcon-engine";
+	if (e->on_pod) /* the launcher pod's waits: the scheduler's, or kubelet's mount */
+		by = e->reason == intern("FailedMount") ? "kubelet" : "default-scheduler";
+	o->component = intern(by);
 	store_upsert(engine_g.st, &o->o);
 }
 
@@ -73,10 +76,10 @@ __attribute__((format(printf, 5, 6))) void evm_add_event(struct evm *v, const ch
 	epublish_event_obj(v, e);
 }
 
-/* The scheduler's FailedScheduling, on the launcher pod that waits (v->sched_launcher). */
+/* The scheduler's FailedScheduling, or kubelet's FailedMount, on the launcher pod that waits (v->sched_launcher). */
 void evm_sched_event(struct evm *v, const char *msg)
 {
-	struct evm_event *e = event_new(v, "Warning", "FailedScheduling", xstrdup(msg));
+	struct evm_event *e = event_new(v, "Warning", v->sched_mount ? "FailedMount" : "FailedScheduling", xstrdup(msg));
 	e->on_pod = true;
 	snprintf(e->inv_uid, UID_LEN, "%s", v->sched_launcher);
 	epublish_event_obj(v, e);
@@ -113,8 +116,9 @@ static const char *printable(const struct evm *v)
 		return strcmp(v->cur->how, "ErrImageNeverPull") == 0 ? "ErrImagePull"
 		       : v->retry_after > util_wall_s() && evm_want_running(v) ? "ImagePullBackOff"
 									     : "ErrImagePull";
+	/* KubeVirt's while the VMI's pod is Unschedulable; Starting while the VMI is Scheduling, its pod mounting */
 	if (v->sched_msg && evm_want_running(v))
-		return "ErrorUnschedulable"; /* KubeVirt's, while the VMI's pod is Unschedulable */
+		return v->sched_mount ? "Starting" : "ErrorUnschedulable";
 	if (v->vol_wait && evm_want_running(v))
 		return v->vol_wait; /* Provisioning, WaitingForVolumeBinding: a claim not ready yet */
 	if (v->retry_after > util_wall_s() && evm_want_running(v))
@@ -180,10 +184,13 @@ static void add_tlabels(const struct evm *v, struct obj *o)
 	}
 }
 
-/* A start the node does not admit, as KubeVirt shows it: the VMI Scheduling, its launcher pod Pending with
- * PodScheduled False (Unschedulable, the scheduler's message), no node. */
+/* A start that waits, as KubeVirt shows it: the VMI Scheduling (no node yet), its launcher pod Pending. The node
+ * does not admit it: PodScheduled False (Unschedulable, the scheduler's message), no node. A Secret or ConfigMap is
+ * missing (sched_mount): the pod is on the node, PodScheduled True, its compute container waiting
+ * (ContainerCreating) while kubelet cannot mount the volume. */
 static void publish_unscheduled(struct evm *v)
 {
+	bool mount = v->sched_mount;
 	struct vmi *vi = (struct vmi *)obj_new(OBJ_VMI);
 	vi->o.src = v->eh->src;
 	vi->o.ns = intern(v->m->ns);
@@ -202,7 +209,8 @@ static void publish_unscheduled(struct evm *v)
 	vi->nphases = 2;
 	add_cond(&vi->conds, &vi->nconds, "Ready", false, "GuestNotRunning", "Guest VM is not reported as running",
 		 v->sched_since);
-	add_cond(&vi->conds, &vi->nconds, "PodScheduled", false, "Unschedulable", v->sched_msg, v->sched_since);
+	if (!mount)
+		add_cond(&vi->conds, &vi->nconds, "PodScheduled", false, "Unschedulable", v->sched_msg, v->sched_since);
 	vi->eviction = v->m->eviction ? intern(v->m->eviction) : NULL;
 	vi->active = xcalloc(1, sizeof *vi->active);
 	snprintf(vi->active[0].uid, UID_LEN, "%s", v->sched_launcher);
@@ -223,7 +231,18 @@ static void publish_unscheduled(struct evm *v)
 	p->phase = intern("Pending");
 	p->spec_containers = 1; /* compute, not started: READY 0/1 */
 	p->spec_names = intern("compute\n");
-	add_cond(&p->conds, &p->nconds, "PodScheduled", false, "Unschedulable", v->sched_msg, v->sched_since);
+	if (mount) {
+		p->node = intern(v->eh->src->name);
+		p->containers = xcalloc(1, sizeof *p->containers);
+		p->ncontainers = 1;
+		p->containers[0].name = intern("compute");
+		p->containers[0].state = intern("waiting");
+		p->containers[0].reason = intern("ContainerCreating");
+		add_cond(&p->conds, &p->nconds, "PodScheduled", true, "", NULL, v->sched_since);
+		add_cond(&p->conds, &p->nconds, "Ready", false, "ContainersNotReady",
+			 "containers with unready status: [compute]", v->sched_since);
+	} else
+		add_cond(&p->conds, &p->nconds, "PodScheduled", false, "Unschedulable", v->sched_msg, v->sched_since);
 	store_upsert(engine_g.st, &p->o);
 }
 
@@ -285,7 +304,7 @@ void evm_publish(struct evm *v)
 		 vm->ready ? NULL : "the VM has no running instance", now);
 	if (v->start_error)
 		add_cond(&vm->conds, &vm->nconds, "Failure", true, "FailedCreate", v->start_error, now);
-	if (v->sched_msg && v->cur == NULL)
+	if (v->sched_msg && !v->sched_mount && v->cur == NULL)
 		add_cond(&vm->conds, &vm->nconds, "PodScheduled", false, "Unschedulable", v->sched_msg, v->sched_since);
 	if (running && v->cur->paused)
 		add_cond(&vm->conds, &vm->nconds, "Paused", true, "PausedByUser", "paused by the user", now);

@@ -252,7 +252,7 @@ static void start_exec(struct evm *v, const char *why)
 	util_uuid_v4(x->launcher);
 	x->created = util_wall_s();
 	if (v->sched_msg) {
-		/* the VMI and launcher pod that waited for the node go on: the same UIDs, now scheduled */
+		/* the VMI and launcher pod that waited (for the node, for a Secret) go on: the same UIDs */
 		snprintf(x->uid, UID_LEN, "%s", v->sched_uid);
 		snprintf(x->launcher, UID_LEN, "%s", v->sched_launcher);
 		x->created = v->sched_since;
@@ -501,7 +501,7 @@ static void retry_fire(void *arg)
 }
 
 static void finish_delete(struct evm *v);
-static void sched_wait(struct evm *v, char *msg);
+static void sched_wait(struct evm *v, char *msg, bool mount);
 static void sched_drop(struct evm *v);
 
 void ereconcile(struct evm *v)
@@ -554,16 +554,10 @@ void ereconcile(struct evm *v)
 		return;
 	}
 	const char *vw = want && !is ? evol_waiting(v, true) : NULL;
-	char *missing = want && !is && vw == NULL ? ecreds_missing(v) : NULL;
-	if (missing) /* a Secret or ConfigMap it names does not exist (yet): the start waits for it, as its pod would */
-		vw = intern("Starting");
 	if (vw != v->vol_wait) {
 		v->vol_wait = vw; /* a claim still provisioned: the start waits (engine_volumes_changed) */
-		if (missing)
-			evm_add_event(v, "Warning", "FailedMount", false, "%s", missing);
 		evm_publish(v);
 	}
-	free(missing);
 	if (vw)
 		return;
 	if (want && !is) {
@@ -579,7 +573,14 @@ void ereconcile(struct evm *v)
 		}
 		char *unsched = enode_unschedulable(v);
 		if (unsched) {
-			sched_wait(v, unsched);
+			sched_wait(v, unsched, false);
+			return;
+		}
+		/* a Secret or ConfigMap it names does not exist (yet): its pod, on the node, waits for kubelet's mount
+		 * (engine_secrets_changed tries again) */
+		char *missing = ecreds_missing(v);
+		if (missing) {
+			sched_wait(v, missing, true);
 			return;
 		}
 		const char *why = NULL;
@@ -597,9 +598,11 @@ void ereconcile(struct evm *v)
 		begin_stop(v, v->m->grace);
 }
 
-/* A start the node does not admit: the VMI and its launcher pod wait, unscheduled; a new reason is a new
- * FailedScheduling. Their UIDs are in the record before anyone sees them (a restarted engine shows the same). */
-static void sched_wait(struct evm *v, char *msg)
+/* A start that waits: the node does not admit it (the VMI and its launcher pod wait, unscheduled; a new reason is
+ * a new FailedScheduling) or, mount, a Secret or ConfigMap it names is missing (the pod waits on the node for
+ * kubelet's mount: FailedMount). Their UIDs are in the record before anyone sees them (a restarted engine shows the
+ * same); one wait turning into the other keeps them, as the pod scheduled at last keeps its own. */
+static void sched_wait(struct evm *v, char *msg, bool mount)
 {
 	if (v->cur)
 		archive(v); /* the new VMI replaces the finished one, as a start does */
@@ -608,9 +611,10 @@ static void sched_wait(struct evm *v, char *msg)
 		util_uuid_v4(v->sched_launcher);
 		v->sched_since = util_wall_s();
 	}
-	if (!util_str_eq(v->sched_msg, msg)) {
+	if (!util_str_eq(v->sched_msg, msg) || v->sched_mount != mount) {
 		free(v->sched_msg);
 		v->sched_msg = msg;
+		v->sched_mount = mount;
 		evm_sched_event(v, msg);
 		evm_persist(v);
 	} else

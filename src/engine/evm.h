@@ -51,7 +51,7 @@ struct evm_event {
 	const char *type, *reason;  /* interned */
 	char *message;
 	bool on_vmi;                /* involved object: the VMI (else the VM) */
-	bool on_pod;                /* involved object: the launcher pod inv_uid (the scheduler's FailedScheduling) */
+	bool on_pod;                /* involved object: the launcher pod inv_uid (FailedScheduling, FailedMount) */
 	char inv_uid[UID_LEN];
 	int64_t first, last;
 	int count;
@@ -102,9 +102,12 @@ struct evm {
 	bool undefining;            /* a delete's undefine is on the worker: the record goes when it is done */
 	int64_t away_until;         /* migrated away behind kvcon's back: wait (epoch s) for a host to report it */
 	bool forget_me;             /* gone with its record (another kvcon process moved it): dropped at the sync */
-	/* a start the node does not admit (enode.c): the scheduler's message and the UIDs of the VMI and launcher pod
-	 * that wait (Scheduling, Pending), which the execution takes when the obstacle goes */
+	/* a start that waits, its VMI Scheduling and launcher pod Pending: the node does not admit it (enode.c; the
+	 * scheduler's message, the pod unscheduled) or, sched_mount, a Secret or ConfigMap it names does not exist
+	 * (ecreds.c; kubelet's FailedMount, the pod on the node, ContainerCreating). The UIDs of the VMI and pod that
+	 * wait are the execution's when the obstacle goes */
 	char *sched_msg;
+	bool sched_mount;
 	char sched_uid[UID_LEN], sched_launcher[UID_LEN];
 	int64_t sched_since;
 	struct loop_timer *grace_timer, *retry_timer;

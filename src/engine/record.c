@@ -150,13 +150,14 @@ static const struct ejson_field past_rows[] = {
 	{ "ended", EJ_I64, offsetof(struct evm_past, ended), NULL },
 };
 
-/* a start that waits for the node (sched_wait): its VMI and launcher pod, kept so that a restarted engine shows the
- * same ones (their UIDs and creation) and the execution takes them when the obstacle goes */
+/* a start that waits for the node or for a Secret (sched_wait): its VMI and launcher pod, kept so that a restarted
+ * engine shows the same ones (their UIDs and creation) and the execution takes them when the obstacle goes */
 static const struct ejson_field waiting_rows[] = {
 	{ "uid", EJ_UID, offsetof(struct evm, sched_uid), NULL },
 	{ "launcherUid", EJ_UID, offsetof(struct evm, sched_launcher), NULL },
 	{ "since", EJ_I64, offsetof(struct evm, sched_since), NULL },
 	{ "message", EJ_STR, offsetof(struct evm, sched_msg), NULL },
+	{ "mount", EJ_BOOL, offsetof(struct evm, sched_mount), NULL },
 };
 
 static const struct ejson_field event_rows[] = {

@@ -898,6 +898,60 @@ static bool m_launcher_container_error(struct diag_ctx *x)
 	return true;
 }
 
+/* kubelet's words when a volume's object does not exist: MountVolume.SetUp failed for volume "VOL" : KIND "NAME"
+ * not found (KIND secret or configmap); true with each part copied into its buffer (a part too long: false). */
+static bool mount_missing(const char *m, char *vol, char *kind, char *name, size_t cap)
+{
+	static const char head[] = "MountVolume.SetUp failed for volume \"";
+	if (m == NULL || strncmp(m, head, sizeof head - 1) != 0)
+		return false;
+	const char *p = m + sizeof head - 1, *q = strchr(p, '"');
+	if (q == NULL || (size_t)(q - p) >= cap || strncmp(q, "\" : ", 4) != 0)
+		return false;
+	snprintf(vol, cap, "%.*s", (int)(q - p), p);
+	p = q + 4;
+	q = strchr(p, ' ');
+	if (q == NULL || (size_t)(q - p) >= cap || q[1] != '"')
+		return false;
+	snprintf(kind, cap, "%.*s", (int)(q - p), p);
+	p = q + 2;
+	q = strchr(p, '"');
+	if (q == NULL || (size_t)(q - p) >= cap || strcmp(q, "\" not found") != 0)
+		return false;
+	snprintf(name, cap, "%.*s", (int)(q - p), p);
+	return eq(kind, "secret") || eq(kind, "configmap");
+}
+
+/* A launcher on its node that kubelet cannot start because a Secret or ConfigMap its volumes name does not exist:
+ * nothing changes until someone creates it (kubelet keeps retrying the mount, the pod stays ContainerCreating). */
+static bool m_launcher_mount_missing(struct diag_ctx *x)
+{
+	const struct pod *p = x->pod;
+	if (p == NULL || !eq(p->phase, "Pending") || p->node == NULL)
+		return false;
+	const struct event *found = NULL;
+	char vol[256], kind[256], name[256];
+	for (size_t i = x->c->nevents; i > 0 && found == NULL; i--) { /* the newest */
+		const struct event *e = x->c->events[i - 1];
+		if (strcmp(e->inv_uid, p->o.uid) == 0 && eq(e->reason, "FailedMount") &&
+		    mount_missing(e->message, vol, kind, name, sizeof vol))
+			found = e;
+	}
+	if (found == NULL)
+		return false;
+	char *n = esc(name, 253), *v = esc(vol, 253);
+	what_set(x, "%s %s/%s (volume %s) does not exist", eq(kind, "secret") ? "Secret" : "ConfigMap", x->c->ns, n, v);
+	free(n);
+	free(v);
+	ev_pod_state(x, p);
+	for (int i = 0; i < p->ncontainers; i++)
+		if (eq(p->containers[i].state, "waiting"))
+			ev_container(x, p, &p->containers[i]);
+	ev_event(x, found);
+	x->since = found->first;
+	return true;
+}
+
 /* A Pending launcher without a node and without the scheduler's refusal (yet): the scheduler has not placed it. */
 static bool m_launcher_scheduling(struct diag_ctx *x)
 {
@@ -1166,6 +1220,11 @@ static const struct diag_rule rules[] = {
 	  "kubectl -n {ns} logs {pod} -c compute --previous --tail=50\n" DESCRIBE_POD,
 	  "kvcon -c '{uri}' -n {ns} logs {name} --previous --tail=50\n" ENGINE_LOGS, "CrashLoopBackOff",
 	  "its restarts below" },
+	{ "launcher-mount-missing", DIAG_LAUNCHER, DIAG_STALL, DIAG_FAILED, 0, m_launcher_mount_missing,
+	  "the launcher pod {pod} cannot start on {node}: {what}",
+	  "the name in the VM's volumes or accessCredentials; create the object and the pod goes on",
+	  "kubectl -n {ns} get secret,configmap\n" DESCRIBE_POD,
+	  "kvcon -c '{uri}' -n {ns} get secret\nkvcon -c '{uri}' -n {ns} get configmap", NULL, NULL },
 	{ "launcher-container-error", DIAG_LAUNCHER, DIAG_STALL, DIAG_FAILED, 0, m_launcher_container_error,
 	  "a container of the launcher pod {pod} cannot start", "the container's waiting reason and message",
 	  DESCRIBE_POD, ENGINE_LOGS, NULL, NULL },

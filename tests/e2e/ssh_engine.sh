@@ -8,7 +8,10 @@
 #  - `kvcon port-forward` to the undeclared guest port 8000 (busybox httpd), and udp/7000 (a UDP echo);
 #  - the dashboard's ssh key (a): ssh has the terminal (ctrl-c is the guest shell's), the dashboard comes back;
 #  - Secrets: the VM's accessCredentials (sshPublicKey, qemuGuestAgent) name a Secret the real kubectl creates
-#    over the engine's HTTPS; the start waits for it (FailedMount); `kvcon credentials add-ssh-key` puts a second
+#    over the engine's HTTPS; the start waits for it as on a cluster (the VMI Scheduling, its launcher pod
+#    ContainerCreating with kubelet's FailedMount, `kvcon diagnose` naming both, the same across a kill -9 of the
+#    service; the same UIDs then run);
+#    `kvcon credentials add-ssh-key` puts a second
 #    key into the guest (guest-ssh-add-authorized-keys) and `remove-ssh-key` takes it out, `kvcon ssh` with that
 #    key failing before, working between, failing after; AccessCredentialsSynchronized; kubectl and kvcon get secret.
 set -euo pipefail
@@ -71,11 +74,37 @@ kv engine start sshvm --no-wait >/dev/null || fail "start"
 KCFG=$XDG_STATE_HOME/kvcon/engine-kubeconfig
 [[ -f $KCFG ]] || fail "no kubeconfig from the engine service ($KCFG)"
 k() { kubectl --kubeconfig "$KCFG" --request-timeout=30s "$@"; }
-step "the start waits for the Secret its accessCredentials name; the real kubectl creates it"
-mounts() { k get events -o json 2>/dev/null | jq -r '[.items[] | select(.reason == "FailedMount" and .involvedObject.name == "sshvm")][0].message // ""'; }
+step "the start waits for its Secrets as on a cluster: VMI Scheduling, launcher ContainerCreating, FailedMount on the pod"
+# kubelet's event on the launcher pod (not the VM), the pod named by its UID
+launcher() { k get pod -l vm.kubevirt.io/name=sshvm -o jsonpath='{.items[0].metadata.name} {.items[0].metadata.uid}' 2>/dev/null; }
+mounts() {
+    local pod ev
+    pod=$(launcher)
+    ev=$(k get events -o json 2>/dev/null | jq -r '[.items[] | select(.reason == "FailedMount" and .type == "Warning" and
+        .involvedObject.kind == "Pod" and .source.component == "kubelet")][0] // {} |
+        "\(.involvedObject.name) \(.involvedObject.uid) \(.message)"')
+    [[ -n $pod && $ev == "$pod "* ]] && echo "${ev#"$pod "}" || echo "event: $ev, pod: $pod"
+}
 wait_eq 20 'MountVolume.SetUp failed for volume "cidata" : secret "sshvm-ud" not found' mounts ||
-    fail "no FailedMount event for the missing Secret: $(mounts)"
-[[ $(vmi_json sshvm) == "{}" ]] || fail "a VMI started without its Secret"
+    fail "no FailedMount event on the launcher pod for the missing Secret: $(mounts)"
+wait_uid=$(k get vmi sshvm -o jsonpath='{.metadata.uid}') wait_pod=$(launcher)
+[[ -n $wait_uid && $wait_pod == virt-launcher-sshvm-?????\ ?* ]] || fail "the waiting VMI and pod: '$wait_uid' '$wait_pod'"
+out=$(k get vmi,pod --no-headers 2>&1) || fail "kubectl get vmi,pod: $out"
+sed 's/^/   /' <<<"$out"
+grep -Eq '^virtualmachineinstance\.kubevirt\.io/sshvm +[0-9]+s +Scheduling( |$)' <<<"$out" &&
+    grep -Eq "^pod/${wait_pod%% *} +0/1 +ContainerCreating +0 +[0-9]+s$" <<<"$out" || fail "kubectl get vmi,pod: $out"
+[[ $(k get vm sshvm -o jsonpath='{.status.printableStatus}') == Starting ]] || fail "printableStatus while waiting"
+rc=0; out=$(kv diagnose default/sshvm 2>&1) || rc=$?
+[[ $rc == 3 && $out == *"[launcher-mount-missing]"* && $out == *"${wait_pod%% *} cannot start on "* &&
+    $out == *"Secret default/sshvm-ud (volume cidata) does not exist"* ]] || fail "diagnose ($rc): $out"
+# the waiting VMI and pod are in the VM's record: a service killed -9 comes back with the same ones
+pid=$(cat "$XDG_STATE_HOME"/kvcon/engine-*.sock.pid)
+kill -9 "$pid"
+wait_eq 10 gone pid_gone "$pid" || fail "the service outlived kill -9"
+kv get vmi >/dev/null || fail "kvcon get vmi after the kill"
+[[ $(k get vmi sshvm -o jsonpath='{.metadata.uid} {.status.phase}') == "$wait_uid Scheduling" &&
+    $(launcher) == "$wait_pod" ]] || fail "after kill -9: $(k get vmi,pod -o wide 2>&1), before: $wait_uid $wait_pod"
+step "the real kubectl creates them: the same VMI and launcher pod go on to run"
 k create secret generic sshvm-keys --from-file=key1="$ENGINE_T/id.pub" >"$ENGINE_T/k.out" 2>&1 || { cat "$ENGINE_T/k.out"; fail "kubectl create secret"; }
 grep -qx 'secret/sshvm-keys created' "$ENGINE_T/k.out" || fail "kubectl create secret: $(cat "$ENGINE_T/k.out")"
 k create secret generic sshvm-ud --from-literal=userdata=$'#cloud-config\n# KVCON-UD-FROM-SECRET' >/dev/null ||
@@ -84,6 +113,10 @@ k create configmap sshvm-cm --from-literal=a=KVCON-CM-VALUE >/dev/null || fail "
 kv engine console sshvm --expect 'KVCON-SSH-READY agent=yes' --expect KVCON-GUEST-READY --timeout 120s \
     >"$ENGINE_T/console.log" || { cat "$ENGINE_T/console.log"; fail "no KVCON-SSH-READY agent=yes on the console"; }
 echo "   booted in $(($(date +%s) - t0)) s"
+out=$(k get vmi sshvm -o jsonpath='{.metadata.uid} {.status.phase}'; echo; k get pod -l vm.kubevirt.io/name=sshvm --no-headers)
+[[ $out == "$wait_uid Running"$'\n'"${wait_pod%% *} "*" 1/1 "*" Running "* &&
+    $(k get pod "${wait_pod%% *}" -o jsonpath='{.metadata.uid}') == "${wait_pod#* }" ]] ||
+    fail "not the VMI and pod that waited ($wait_uid, $wait_pod): $out"
 # the guest prints its cloud-init seed: the user data from the Secret, the noCloud key appended
 tr -d '\r' <"$ENGINE_T/console.log" | sed -n '/KVCON-CLOUDINIT-BEGIN/,/KVCON-CLOUDINIT-END/p' >"$ENGINE_T/seed.txt"
 grep -qx '# KVCON-UD-FROM-SECRET' "$ENGINE_T/seed.txt" && grep -qx 'ssh_authorized_keys:' "$ENGINE_T/seed.txt" &&

@@ -315,6 +315,24 @@ static void test_stuck_launcher_text(void)
 	unload(&l);
 }
 
+/* A missing Secret: the launcher boundary fails at once, its headline names the pod, the node and the Secret
+ * (kubelet's FailedMount parsed); kubelet's words on other mounts (a slow attach) are not a missing object. */
+static void test_mount_missing_text(void)
+{
+	struct loaded l;
+	T_CHECK(load_fixture("launcher-mount-missing.json", src, &l) == 0);
+	T_EQ_INT(l.diag->first_stalled, DIAG_LAUNCHER);
+	const struct diag_finding *f = diag_find(l.diag, "launcher-mount-missing");
+	T_CHECK(f != NULL);
+	T_CHECK(f && strstr(f->summary, "the launcher pod virt-launcher-testvm-abcde cannot start on node-1: Secret "
+				       "default/testvm-ud (volume cidata) does not exist") != NULL);
+	T_CHECK(f && strstr(f->cmd, "kubectl -n default get secret,configmap"));
+	unload(&l);
+	T_CHECK(load_fixture("launcher-creating.json", src, &l) == 0);
+	T_CHECK(diag_find(l.diag, "launcher-mount-missing") == NULL);
+	unload(&l);
+}
+
 /* A start failure is quoted with its retry time. */
 static void test_start_failure_retry(void)
 {
@@ -560,6 +578,7 @@ int main(void)
 	test_every_status();
 	test_rules_documented();
 	test_stuck_launcher_text();
+	test_mount_missing_text();
 	test_halted_text();
 	test_start_failure_retry();
 	test_engine_commands();

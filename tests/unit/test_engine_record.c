@@ -122,11 +122,26 @@ int main(void)
 	T_EQ_STR(w->sched_uid, v->sched_uid);
 	T_EQ_STR(w->sched_launcher, v->sched_launcher);
 	T_EQ_INT(w->sched_since, 1700000200);
+	T_CHECK(!w->sched_mount);
 	again = record_dump(w);
 	T_EQ_STR(again, json);
 	free(again);
 	free(json);
 	evm_free(w);
+	/* a start waiting for a missing Secret is the same wait, its pod on the node: kubelet's message, mount */
+	free(v->sched_msg);
+	v->sched_msg = xstrdup("MountVolume.SetUp failed for volume \"ci\" : secret \"ud\" not found");
+	v->sched_mount = true;
+	json = record_dump(v);
+	w = xcalloc(1, sizeof *w);
+	T_EQ_INT(record_load(w, json, &err), 0);
+	T_CHECK(w->cur == NULL && w->sched_mount);
+	T_EQ_STR(w->sched_msg, v->sched_msg);
+	T_EQ_STR(w->sched_uid, v->sched_uid);
+	T_EQ_STR(w->sched_launcher, v->sched_launcher);
+	free(json);
+	evm_free(w);
+	v->sched_mount = false;
 	/* no wait kept when there is none; a wait without its UIDs is not kvcon's: dropped */
 	free(v->sched_msg);
 	v->sched_msg = NULL;
