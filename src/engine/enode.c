@@ -165,6 +165,18 @@ int engine_node_set(struct source *src, json_object *labels, json_object *taints
 	}
 	json_object_put(node);
 	free(vms);
+	/* a start waiting on another host of the set may fit here now */
+	int nh = 0;
+	struct ehost **all = ehost_all(&nh);
+	for (int h = 0; h < nh; h++) {
+		if (all[h] == eh)
+			continue;
+		vms = ehost_vms(all[h], &n);
+		for (int i = 0; i < n; i++)
+			if (vms[i]->sched_msg)
+				ereconcile(vms[i]);
+		free(vms);
+	}
 	return 0;
 }
 
