@@ -155,7 +155,7 @@ static bool term_selects(json_object *term, const char *ns, const char *pns, jso
 }
 
 static const char *pod_affinity_fail(json_object *pod, const char *ns, json_object *labels, json_object *node,
-				     const struct place_peer *peers, int npeers)
+				     const struct place_peer *peers, int npeers, int all_peers)
 {
 	json_object *anti = jget(jget(jget(pod, "affinity"), "podAntiAffinity"), "requiredDuringSchedulingIgnoredDuringExecution");
 	json_object *aff = jget(jget(jget(pod, "affinity"), "podAffinity"), "requiredDuringSchedulingIgnoredDuringExecution");
@@ -175,8 +175,9 @@ static const char *pod_affinity_fail(json_object *pod, const char *ns, json_obje
 		bool found = false;
 		for (int p = 0; p < npeers && !found; p++)
 			found = term_selects(t, ns, peers[p].ns, peers[p].labels, node);
-		/* the scheduler's exception: no pod anywhere matches and the pod matches its own term */
-		if (!found && !(npeers == 0 && term_selects(t, ns, ns, labels, node)))
+		/* the scheduler's exception: no pod anywhere (all_peers: on every node) and the pod matches its own
+		 * term */
+		if (!found && !(all_peers == 0 && term_selects(t, ns, ns, labels, node)))
 			return "node(s) didn't match pod affinity rules";
 	}
 	return NULL;
@@ -192,7 +193,7 @@ struct verdict {
 };
 
 static void node_filter(json_object *pod, const char *ns, json_object *labels, const struct place_node *pn,
-			struct verdict *vd)
+			int all_peers, struct verdict *vd)
 {
 	json_object *tols = jget(pod, "tolerations"), *spec = jget(pn->node, "spec");
 	json_object *un = jget(spec, "unschedulable");
@@ -228,7 +229,7 @@ static void node_filter(json_object *pod, const char *ns, json_object *labels, c
 		vd->victims = true;
 		return;
 	}
-	const char *pa = pod_affinity_fail(pod, ns, labels, pn->node, pn->peers, pn->npeers);
+	const char *pa = pod_affinity_fail(pod, ns, labels, pn->node, pn->peers, pn->npeers, all_peers);
 	if (pa) {
 		vd->why[vd->nwhy++] = xstrdup(pa);
 		vd->victims = strstr(pa, "anti-affinity") != NULL;
@@ -317,9 +318,11 @@ int placement_choose(json_object *pod, const char *ns, json_object *labels, cons
 	struct verdict *vd = xcalloc((size_t)n + 1, sizeof *vd);
 	int64_t *taint = xcalloc((size_t)n + 1, sizeof *taint), *aff = xcalloc((size_t)n + 1, sizeof *aff);
 	int64_t max_taint = 0, max_aff = 0;
-	int fit = 0;
+	int fit = 0, all_peers = 0;
+	for (int i = 0; i < n; i++)
+		all_peers += nodes[i].npeers;
 	for (int i = 0; i < n; i++) {
-		node_filter(pod, ns, labels, &nodes[i], &vd[i]);
+		node_filter(pod, ns, labels, &nodes[i], all_peers, &vd[i]);
 		if (vd[i].nwhy)
 			continue;
 		fit++;

@@ -365,6 +365,16 @@ static void test_choose(void)
 	T_EQ_STR(m, "0/2 nodes are available: 2 node(s) didn't match pod anti-affinity rules. preemption: 0/2 nodes are "
 		    "available: 2 No preemption victims found for incoming pod.");
 	free(m);
+	/* required pod affinity: the node with the peer; with no pod anywhere, the pod's own match lets it start */
+	const char *with = "{\"affinity\":{\"podAffinity\":{\"requiredDuringSchedulingIgnoredDuringExecution\":[{"
+			   "\"labelSelector\":{\"matchLabels\":{\"app\":\"web\"}},\"topologyKey\":\"kubernetes.io/hostname\"}]}}}";
+	t.n[0].npeers = 0;
+	T_EQ_INT(choose(with, &t, 0, NULL), 1);
+	t.n[1].npeers = 0;
+	json_object *p = json_tokener_parse(with);
+	T_EQ_INT(placement_choose(p, "default", web, t.n, 2, 1, &m), 1);
+	T_CHECK(m == NULL);
+	json_object_put(p);
 	json_object_put(web);
 	two_free(&t);
 	/* no node at all */
