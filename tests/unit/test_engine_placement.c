@@ -369,10 +369,13 @@ static void test_choose(void)
 	const char *with = "{\"affinity\":{\"podAffinity\":{\"requiredDuringSchedulingIgnoredDuringExecution\":[{"
 			   "\"labelSelector\":{\"matchLabels\":{\"app\":\"web\"}},\"topologyKey\":\"kubernetes.io/hostname\"}]}}}";
 	t.n[0].npeers = 0;
-	T_EQ_INT(choose(with, &t, 0, NULL), 1);
-	t.n[1].npeers = 0;
 	json_object *p = json_tokener_parse(with);
+	T_EQ_INT(placement_choose(p, "default", web, t.n, 2, 0, &m), 1); /* a web pod on b: a does not qualify */
+	T_CHECK(m == NULL);
+	t.n[1].npeers = 0;
 	T_EQ_INT(placement_choose(p, "default", web, t.n, 2, 1, &m), 1);
+	T_CHECK(m == NULL);
+	T_EQ_INT(placement_choose(p, "default", web, t.n, 2, 0, &m), 0);
 	T_CHECK(m == NULL);
 	json_object_put(p);
 	json_object_put(web);
