@@ -177,7 +177,7 @@ wait_eq 120 "Running $HB" vmi_at vm2 || fail "vm2: $(vmi_at vm2)"
 
 step "placement: a restart re-places vm1 (no constraint, on $HB beside vm2) on $HA, the least requested; vm2 stays"
 u1=$(k get vmi vm1 -o jsonpath='{.metadata.uid}')
-kv engine restart vm1 >/dev/null || fail "restart vm1"
+kv engine restart vm1 --force >/dev/null || fail "restart vm1"
 wait_eq 120 "Running $HA" vmi_at vm1 || fail "vm1: $(vmi_at vm1)"
 [[ $(k get vmi vm1 -o jsonpath='{.metadata.uid}') != "$u1" ]] || fail "vm1's VMI UID did not change"
 [[ $(pod_at vm1) == "$HA" && $(dom_state "$SRC_URI" vm1) == running ]] || fail "vm1 not on $HA"
