@@ -278,7 +278,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 	if (only == NULL) {
 		char e[1100];
 		util_escape_display_n(nm, nl < 253 ? nl : 253, e, sizeof e);
-		return apis_send_status(c, 404, "NotFound", R_NODE, NULL, "no engine host %s in this engine service", e);
+		return apis_send_status(c, 404, "NotFound", R_NODE, NULL, "no engine host %s in this engine service",
+					e);
 	}
 	srv->all_srcs = srv->srcs;
 	srv->all_n = srv->nsrcs;

@@ -88,10 +88,11 @@ static enum MHD_Result do_apply(struct apisrv *srv, struct MHD_Connection *c, js
 	struct source *src = apis_source_of(srv, ns, name);
 	for (int s = 0; srv->only && src == NULL && s < srv->all_n; s++)
 		if (store_find(srv->st, srv->all_srcs[s], OBJ_VM, ns, name)) {
-			/* through one host of the set (kvcon -c HOST): a VM of the set's other host is not this one's */
+			/* through one host of the set (kvcon -c HOST): another host's VM is not this one's */
 			free(text);
 			return apis_send_status(c, 409, "AlreadyExists", R_VM, name,
-						"virtualmachines.kubevirt.io \"%s\" already exists on engine host %s, not on %s",
+						"virtualmachines.kubevirt.io \"%s\" already exists on engine host %s, "
+						"not on %s",
 						name, srv->all_srcs[s]->name, srv->only->name);
 		}
 	if (src == NULL)

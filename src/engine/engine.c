@@ -172,7 +172,8 @@ char *ehost_own(struct ehost *eh, const char *dd, const char *hk)
 		 * service when URI is one of its hosts (service/service.c: engine_service_ensure) */
 		char *who = xasprintf("pid %ld, %s\n%s%s%suri %s\nhost %s\n", (long)getpid(),
 				      owner_label ? owner_label : "no socket", owner_socket ? "socket " : "",
-				      owner_socket ? owner_socket : "", owner_socket ? "\n" : "", eh->uri, eh->src->name);
+				      owner_socket ? owner_socket : "", owner_socket ? "\n" : "", eh->uri,
+				      eh->src->name);
 		ssize_t len = (ssize_t)strlen(who);
 		if (ftruncate(fd, 0) == 0 && pwrite(fd, who, (size_t)len, 0) != len)
 			log_warn("engine: %s: cannot write who holds it", path);

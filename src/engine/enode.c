@@ -212,9 +212,10 @@ static void node_input(const struct evm *v, struct ehost *eh, struct node_input 
 {
 	memset(in, 0, sizeof *in);
 	in->pn.node = engine_node_obj(eh->src);
+	/* 100m a vCPU: KubeVirt's cpuAllocationRatio 10 */
 	in->pn.res = (struct place_res){ .mem_cap = eh->mem_bytes, .mcpu_cap = (uint64_t)eh->cpus * 1000,
 					 .mem_req = placement_mem_request(v->m->memory, vcpus(v->m)),
-					 .mcpu_req = 100 * (uint64_t)vcpus(v->m) }; /* KubeVirt's cpuAllocationRatio 10 */
+					 .mcpu_req = 100 * (uint64_t)vcpus(v->m) };
 	int n = 0, np = 0;
 	struct evm **vms = ehost_vms(eh, &n);
 	in->peers = xcalloc((size_t)n + 1, sizeof *in->peers);

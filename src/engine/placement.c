@@ -198,7 +198,8 @@ static void node_filter(json_object *pod, const char *ns, json_object *labels, c
 	json_object *tols = jget(pod, "tolerations"), *spec = jget(pn->node, "spec");
 	json_object *un = jget(spec, "unschedulable");
 	memset(vd, 0, sizeof *vd);
-	if (un && json_object_get_boolean(un) && !tolerates(tols, "node.kubernetes.io/unschedulable", NULL, "NoSchedule")) {
+	if (un && json_object_get_boolean(un) &&
+	    !tolerates(tols, "node.kubernetes.io/unschedulable", NULL, "NoSchedule")) {
 		vd->why[vd->nwhy++] = xstrdup("node(s) were unschedulable");
 		return;
 	}
@@ -209,8 +210,8 @@ static void node_filter(json_object *pod, const char *ns, json_object *labels, c
 		if (!util_str_eq(e, "NoSchedule") && !util_str_eq(e, "NoExecute"))
 			continue; /* PreferNoSchedule only scores */
 		if (!tolerates(tols, jstr(t, "key"), jstr(t, "value"), e)) {
-			vd->why[vd->nwhy++] = xasprintf("node(s) had untolerated taint {%s: %s}",
-							jstr(t, "key") ? jstr(t, "key") : "", jstr(t, "value") ? jstr(t, "value") : "");
+			const char *k = jstr(t, "key"), *v = jstr(t, "value");
+			vd->why[vd->nwhy++] = xasprintf("node(s) had untolerated taint {%s: %s}", k ? k : "", v ? v : "");
 			return;
 		}
 	}
@@ -301,7 +302,8 @@ static int64_t prefer_no_schedule(json_object *pod, json_object *node)
 /* NodeAffinity's raw score: the weights of the preferred terms the node matches. */
 static int64_t preferred_affinity(json_object *pod, json_object *node)
 {
-	json_object *pref = jget(jget(jget(pod, "affinity"), "nodeAffinity"), "preferredDuringSchedulingIgnoredDuringExecution");
+	json_object *pref = jget(jget(jget(pod, "affinity"), "nodeAffinity"),
+				 "preferredDuringSchedulingIgnoredDuringExecution");
 	int64_t s = 0;
 	for (size_t i = 0; i < alen(pref); i++) {
 		json_object *t = json_object_array_get_idx(pref, i), *w = jget(t, "weight");
