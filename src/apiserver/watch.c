@@ -129,6 +129,10 @@ struct cent *apis_refresh(struct apisrv *srv, const struct obj *o, bool notify)
 			flush_gone(srv);
 			break;
 		}
+	if (from) { /* moved between hosts, perhaps the same text: an event all the same, for watches of one host */
+		free(c->body);
+		c->body = NULL;
+	}
 	bool added = c == NULL;
 	if (c == NULL) {
 		c = xcalloc(1, sizeof *c);

@@ -19,7 +19,7 @@ export HOME=$MT/home # kubectl's discovery cache, private to the test
 mkdir -p "$HOME"
 SRV= WATCH=
 stop_srv() {
-    [[ -n $WATCH ]] && kill "$WATCH" 2>/dev/null || true
+    [[ -n $WATCH ]] && kill $WATCH 2>/dev/null || true # one pid or several
     [[ -n $SRV ]] && kill -TERM "$SRV" 2>/dev/null && wait "$SRV" 2>/dev/null || true
     SRV= WATCH=
 }
@@ -166,6 +166,13 @@ pod_at() {
     k get pods -o json | jq -r --arg p "virt-launcher-$1-" \
         '[.items[] | select((.metadata.name | startswith($p)) and .status.phase == "Running")][0].spec.nodeName'
 }
+# watches of one host each, as kvcon -c HOST makes them: a VM that moves leaves one (DELETED), arrives in the other
+for h in "$HA" "$HB"; do
+    curl -sN --unix-socket "$SOCK" "http://engine/kvcon-host/$h/apis/kubevirt.io/v1/namespaces/default/virtualmachines?watch=true" \
+        >"$MT/watch-$h.out" 2>/dev/null &
+    WATCH="$WATCH $!"
+done
+seen() { jq -r '.type + " " + .object.metadata.name' "$MT/watch-$1.out" | tr '\n' ' '; }
 step "placement: vm2 with nodeSelector $HB, applied to the set (its record on $HA first), starts on $HB"
 k apply -f "$(with_spec vm2 "      nodeSelector:
         kubernetes.io/hostname: $HB")" >/dev/null || fail "apply vm2"
@@ -182,6 +189,9 @@ wait_eq 120 "Running $HA" vmi_at vm1 || fail "vm1: $(vmi_at vm1)"
 [[ $(k get vmi vm1 -o jsonpath='{.metadata.uid}') != "$u1" ]] || fail "vm1's VMI UID did not change"
 [[ $(pod_at vm1) == "$HA" && $(dom_state "$SRC_URI" vm1) == running ]] || fail "vm1 not on $HA"
 [[ $(vmi_at vm2) == "Running $HB" ]] || fail "vm2 moved: $(vmi_at vm2)"
+wait_for 10 grep -q '"type":"ADDED".*"name":"vm1"' "$MT/watch-$HA.out" || fail "$HA's watch: $(seen "$HA")"
+seen "$HA" | grep -q "^ADDED vm2 .*DELETED vm2 .*ADDED vm1 " || fail "$HA's watch saw: $(seen "$HA")"
+seen "$HB" | grep -q "^ADDED vm1 .*ADDED vm2 .*DELETED vm1 " || fail "$HB's watch saw: $(seen "$HB")"
 
 step "placement: nothing fits vm3 (nodeSelector $HA, tainted): ErrorUnschedulable with each host's reason; untainted, it starts there"
 k taint node "$HA" dedicated=db:NoSchedule >/dev/null || fail "taint"
