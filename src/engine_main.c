@@ -288,7 +288,7 @@ static int serve(int argc, char **argv)
 	}
 	{ /* who holds each host's lock (engine.c): a second service for one of these hosts names this one */
 		char *label = xasprintf("engine serve on %s", spath);
-		engine_set_owner(label);
+		engine_set_owner(label, spath);
 		free(label);
 	}
 	engine_volume_gate_hold(); /* starts of VMs with claims wait for the service's storage (apiserver/storage.c) */

@@ -268,7 +268,32 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 	if (tls && !apitls_auth_ok(&srv->tls, MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization")))
 		return apis_send_status(c, 401, "Unauthorized", R_COUNT, NULL, "Unauthorized");
 	log_debug("engine serve: %s %s", method, url);
-	return route(srv, c, rq, url, method);
+	if (strncmp(url, ENGINE_SERVICE_HOST_PREFIX, strlen(ENGINE_SERVICE_HOST_PREFIX)) != 0)
+		return route(srv, c, rq, url, method);
+	/* /kvcon-host/NAME/...: kvcon -c HOST beside this set's service, limited to that host (its objects, its
+	 * applies: srcs is that host alone while the request is routed) */
+	const char *nm = url + strlen(ENGINE_SERVICE_HOST_PREFIX), *sl = strchr(nm, '/');
+	size_t nl = sl ? (size_t)(sl - nm) : strlen(nm);
+	struct source *only = NULL;
+	for (int k = 0; k < srv->nsrcs && only == NULL; k++)
+		if (strlen(srv->srcs[k]->name) == nl && strncasecmp(srv->srcs[k]->name, nm, nl) == 0)
+			only = srv->srcs[k];
+	if (only == NULL) {
+		char e[1100];
+		util_escape_display_n(nm, nl < 253 ? nl : 253, e, sizeof e);
+		return apis_send_status(c, 404, "NotFound", R_NODE, NULL, "no engine host %s in this engine service",
+					e);
+	}
+	srv->all_srcs = srv->srcs;
+	srv->all_n = srv->nsrcs;
+	srv->only = only;
+	srv->srcs = &only;
+	srv->nsrcs = 1;
+	enum MHD_Result rc = route(srv, c, rq, sl ? sl : "/", method);
+	srv->srcs = srv->all_srcs;
+	srv->nsrcs = srv->all_n;
+	srv->only = NULL;
+	return rc;
 }
 
 static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls, enum MHD_RequestTerminationCode t)

@@ -84,6 +84,7 @@ struct wev {
 	const char *type; /* ADDED, MODIFIED, DELETED */
 	struct obj *o;    /* packed copy (namespace, name, labels for the filters); NULL for a migration (text) */
 	char *text;
+	struct source *from; /* a move between the engine's hosts: the host it left (o->src the one it is on) */
 };
 
 struct watcher {
@@ -92,6 +93,7 @@ struct watcher {
 	enum res r;
 	char *ns, *name;
 	struct apisel *ls, *fs;
+	struct source *only; /* a watch through /kvcon-host/NAME: that host's objects alone */
 	uint64_t rv; /* last sent */
 	bool bookmarks, table, suspended, ended, sent_columns;
 	uint64_t deadline_ms, next_bookmark_ms;
@@ -194,6 +196,10 @@ struct apisrv {
 	struct store *st;
 	struct source **srcs;
 	int nsrcs;
+	/* a request through /kvcon-host/NAME/... (kvcon -c HOST beside this set's service): while it is routed,
+	 * srcs is that host alone, only names it and all_srcs/all_n keep the whole set (apisrv.c) */
+	struct source *only, **all_srcs;
+	int all_n;
 	uint64_t rv;
 	struct hmap cache;
 	struct wev *ring;

@@ -86,6 +86,15 @@ static enum MHD_Result do_apply(struct apisrv *srv, struct MHD_Connection *c, js
 {
 	char *text = manifest_text(o);
 	struct source *src = apis_source_of(srv, ns, name);
+	for (int s = 0; srv->only && src == NULL && s < srv->all_n; s++)
+		if (store_find(srv->st, srv->all_srcs[s], OBJ_VM, ns, name)) {
+			/* through one host of the set (kvcon -c HOST): another host's VM is not this one's */
+			free(text);
+			return apis_send_status(c, 409, "AlreadyExists", R_VM, name,
+						"virtualmachines.kubevirt.io \"%s\" already exists on engine host %s, "
+						"not on %s",
+						name, srv->all_srcs[s]->name, srv->only->name);
+		}
 	if (src == NULL)
 		src = srv->srcs[0];
 	char *result = NULL, *err = NULL;
@@ -102,7 +111,8 @@ static enum MHD_Result do_apply(struct apisrv *srv, struct MHD_Connection *c, js
 		}
 		return apis_send_json(c, ok_code, json_object_get(o));
 	}
-	int rc = engine_apply(src, text, strlen(text), &result, &err);
+	/* applied through one host of the set: its executions run there; through the set: where it is scheduled */
+	int rc = engine_apply_on(src, text, strlen(text), srv->only != NULL, &result, &err);
 	free(text);
 	free(result);
 	if (rc < 0 && err && util_has_prefix(err, "cannot store the record")) {

@@ -71,6 +71,7 @@ void apis_ring_push(struct apisrv *srv, enum res r, const char *type, const stru
 	w->type = type;
 	w->o = o ? obj_pack_copy(o) : NULL;
 	w->text = xstrdup(text);
+	w->from = NULL;
 }
 
 
@@ -107,11 +108,13 @@ struct cent *apis_refresh(struct apisrv *srv, const struct obj *o, bool notify)
 	json_object *j = apis_vmirs_filter(srv, o, apis_obj_to_json(o)); /* a replica set's members: its VMIs only */
 	if (j == NULL)
 		return c;
+	struct source *from = NULL;
 	for (struct gone **g = &srv->gone; c == NULL && *g; g = &(*g)->next)
 		if (strcmp((*g)->c->key, key) == 0) { /* back in the same turn: a move, not a deletion */
 			struct gone *x = *g;
 			*g = x->next;
 			c = x->c;
+			from = x->o->src != o->src ? x->o->src : NULL;
 			hmap_put(&srv->cache, c->key, c);
 			obj_free(x->o);
 			free(x->text);
@@ -126,6 +129,10 @@ struct cent *apis_refresh(struct apisrv *srv, const struct obj *o, bool notify)
 			flush_gone(srv);
 			break;
 		}
+	if (from) { /* moved between hosts, perhaps the same text: an event all the same, for watches of one host */
+		free(c->body);
+		c->body = NULL;
+	}
 	bool added = c == NULL;
 	if (c == NULL) {
 		c = xcalloc(1, sizeof *c);
@@ -134,6 +141,7 @@ struct cent *apis_refresh(struct apisrv *srv, const struct obj *o, bool notify)
 	}
 	if (apis_publish(srv, j, &c->body, &c->text, &c->rv) && notify) {
 		apis_ring_push(srv, apis_res_of_kind(o->kind), added ? "ADDED" : "MODIFIED", o, c->text);
+		srv->ring[(srv->head + srv->count - 1) % srv->ring_size].from = from;
 		apis_wake_watchers(srv);
 	}
 	return c;
@@ -253,11 +261,14 @@ static bool watcher_matches(struct watcher *w, const struct wev *e)
 {
 	if (e->r != w->r)
 		return false;
+	if (w->only && e->o && e->o->src != w->only && e->from != w->only)
+		return false;
 	struct filter f = { .ns = w->ns, .name = w->name, .ls = w->ls, .fs = w->fs };
 	if (e->o == NULL) { /* a migration, the KubeVirt CR or a Node: its text says the rest */
 		json_object *j = json_tokener_parse(e->text), *md = apis_jget(j, "metadata");
 		struct lookup l = { .j = j, .ns = apis_jgets(md, "namespace"), .name = apis_jgets(md, "name") };
-		bool ok = j && (l.ns || !RES[e->r].namespaced) && l.name && apis_matches(&f, &l);
+		bool ok = j && (l.ns || !RES[e->r].namespaced) && l.name && apis_matches(&f, &l) &&
+			  (w->only == NULL || e->r != R_NODE || util_str_eq(l.name, w->only->name));
 		if (j)
 			json_object_put(j);
 		return ok;
@@ -273,8 +284,10 @@ static void watcher_fill(struct apisrv *srv, struct watcher *w)
 		const struct wev *e = &srv->ring[(srv->head + i) % srv->ring_size];
 		if (e->rv <= w->rv)
 			continue;
+		/* a watch of one host (kvcon -c HOST) sees an object moved between hosts leave or arrive */
+		bool moved = w->only && e->from && e->o;
 		if (watcher_matches(w, e))
-			watcher_event(srv, w, e->type, e->text);
+			watcher_event(srv, w, !moved ? e->type : w->only == e->from ? "DELETED" : "ADDED", e->text);
 		w->rv = e->rv;
 	}
 	if (w->rv < srv->rv)
@@ -402,6 +415,7 @@ enum MHD_Result apis_watch(struct apisrv *srv, struct MHD_Connection *c, enum re
 	w->name = xstrdup0(name);
 	w->ls = f.ls;
 	w->fs = f.fs;
+	w->only = srv->only;
 	w->table = apis_wants_table(c);
 	const char *bm = apis_arg(c, "allowWatchBookmarks");
 	w->bookmarks = bm && (strcmp(bm, "true") == 0 || strcmp(bm, "1") == 0);

@@ -84,14 +84,29 @@ static int healthy(const char *sock)
 	return kube_http_unix_healthy(sock, 3000);
 }
 
+/* -c HOST through the service of a set that holds HOST: every request under /kvcon-host/HOST (limited to it) */
+static void service_limit(const char *host)
+{
+	if (host == NULL)
+		return;
+	char *prefix = xasprintf(ENGINE_SERVICE_HOST_PREFIX "%s", host);
+	kube_config_unix_prefix(prefix);
+	log_info("the engine service of the set holding host %s answers: going through it, limited to %s", host, host);
+	free(prefix);
+}
+
 char *session_service_answering(char **err)
 {
 	*err = NULL;
 	struct kvcon_opts *o = opts_global();
 	if (o->no_engine)
 		return NULL;
-	return engine_service_ensure(o->uris, o->nuris, healthy, err);
+	char *host = NULL, *path = engine_service_ensure(o->uris, o->nuris, healthy, &host, err);
+	service_limit(host);
+	free(host);
+	return path;
 }
+
 
 struct source *session_service_source(struct store *st, const char *path, const struct kube_open_opts *base,
 				      char **err)

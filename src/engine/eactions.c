@@ -318,6 +318,11 @@ int eactions_action(struct source *src, const struct action_req *req, action_don
 
 int engine_apply(struct source *src, const char *text, size_t len, char **result, char **err)
 {
+	return engine_apply_on(src, text, len, false, result, err);
+}
+
+int engine_apply_on(struct source *src, const char *text, size_t len, bool pin, char **result, char **err)
+{
 	struct ehost *eh = ehost_of_source(src);
 	*result = NULL;
 	if (eh == NULL || !eh->loaded) {
@@ -380,6 +385,15 @@ int engine_apply(struct source *src, const char *text, size_t len, char **result
 		return -1;
 	}
 	if (v && v->text && strlen(v->text) == len && memcmp(v->text, text, len) == 0) {
+		if (v->pinned != pin) { /* the object is unchanged; where it may run follows how it was applied */
+			v->pinned = pin;
+			if (evm_persist_err(v, err) < 0) {
+				v->pinned = !pin;
+				free(key);
+				manifest_free(m);
+				return -1;
+			}
+		}
 		*result = xstrdup("unchanged");
 		free(key);
 		manifest_free(m);
@@ -405,6 +419,7 @@ int engine_apply(struct source *src, const char *text, size_t len, char **result
 		old.generation = v->generation;
 		old.req_start = v->req_start;
 		old.req_stop = v->req_stop;
+		old.pinned = v->pinned;
 		v->generation++;
 		v->run_strategy = NULL;
 	}
@@ -412,6 +427,7 @@ int engine_apply(struct source *src, const char *text, size_t len, char **result
 	v->text = xstrndup(text, len);
 	v->run_strategy = xstrdup(m->run_strategy); /* apply sets spec.runStrategy, as kubectl apply does */
 	v->req_start = v->req_stop = false;
+	v->pinned = pin;
 	if (evm_persist_err(v, err) < 0) {
 		if (fresh)
 			evm_free(v);
@@ -425,6 +441,7 @@ int engine_apply(struct source *src, const char *text, size_t len, char **result
 			v->generation = old.generation;
 			v->req_start = old.req_start;
 			v->req_stop = old.req_stop;
+			v->pinned = old.pinned;
 		}
 		return -1;
 	}

@@ -135,12 +135,14 @@ void ehost_set_health(struct ehost *eh, enum watch_state st, const char *msg)
 		source_set_health(eh->src, (enum obj_kind)k, st, msg);
 }
 
-static char *owner_label;
+static char *owner_label, *owner_socket;
 
-void engine_set_owner(const char *label)
+void engine_set_owner(const char *label, const char *socket)
 {
 	free(owner_label);
+	free(owner_socket);
 	owner_label = label ? xstrdup(label) : NULL;
+	owner_socket = socket ? xstrdup(socket) : NULL;
 }
 
 /* Takes the host's service.lock (an flock held for the process's life, released by the kernel when it dies)
@@ -166,11 +168,16 @@ char *ehost_own(struct ehost *eh, const char *dd, const char *hk)
 		close(fd);
 		fd = -1;
 	} else {
-		char who[512];
-		int len = snprintf(who, sizeof who, "pid %ld, %s\n", (long)getpid(),
-				   owner_label ? owner_label : "no socket");
+		/* the first line names the holder (for the refusal above); the rest lets `kvcon -c URI` find this
+		 * service when URI is one of its hosts (service/service.c: engine_service_ensure) */
+		char *who = xasprintf("pid %ld, %s\n%s%s%suri %s\nhost %s\n", (long)getpid(),
+				      owner_label ? owner_label : "no socket", owner_socket ? "socket " : "",
+				      owner_socket ? owner_socket : "", owner_socket ? "\n" : "", eh->uri,
+				      eh->src->name);
+		ssize_t len = (ssize_t)strlen(who);
 		if (ftruncate(fd, 0) == 0 && pwrite(fd, who, (size_t)len, 0) != len)
 			log_warn("engine: %s: cannot write who holds it", path);
+		free(who);
 	}
 	free(path);
 	free(dir);

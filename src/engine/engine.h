@@ -38,6 +38,9 @@ void engine_close_all(void);
 /* Validates and stores a manifest (YAML or JSON) on the host of src, then reconciles. *result says
  * "created", "configured" or "unchanged". 0, or -1 with *err ("field.path: reason"). */
 int engine_apply(struct source *src, const char *text, size_t len, char **result, char **err);
+/* The same, saying where its executions may run: pin, on src's host alone (applied through that one host of an
+ * engine set, `kvcon -c HOST`); else where the scheduler places each start among the set's hosts. */
+int engine_apply_on(struct source *src, const char *text, size_t len, bool pin, char **result, char **err);
 
 /* Extra flag for struct action_req.flags with ACT_DELETE: also delete the VM's volumes. */
 #define ENGINE_DELETE_VOLUMES ACTION_DELETE_VOLUMES
@@ -103,7 +106,9 @@ int engine_node_set(struct source *src, struct json_object *labels, struct json_
 int engine_delete_launcher(struct source *src, const char *ns, const char *name, const char *pod_uid);
 
 /* Who this process is, written into each host's service.lock when it takes it (one engine process per host:
- * a second one for the same host is refused, naming the holder). NULL: "no socket". */
-void engine_set_owner(const char *label);
+ * a second one for the same host is refused, naming the holder; label NULL: "no socket"), with the socket it
+ * serves on (NULL: none), the host's URI and its name: how `kvcon -c URI` finds the service of a set that holds
+ * URI (service/service.h). */
+void engine_set_owner(const char *label, const char *socket);
 
 #endif

@@ -155,10 +155,11 @@ void ereconcile_resync_fire(void *arg);
 void evm_start_build(struct evm *v);
 bool evm_want_running(const struct evm *v);
 
-/* enode.c: the host's Node. enode_load reads the owner's part once the host has its name; enode_unschedulable is
- * the scheduler's message when v may not start on its host now (caller frees), else NULL. */
+/* enode.c: the host's Node. enode_load reads the owner's part once the host has its name; enode_place is the
+ * scheduler's choice of the host a start of v goes to (*to), among the set's connected hosts (v's own alone when
+ * v->pinned), or NULL in *to and the scheduler's message when none admits it now (caller frees). */
 void enode_load(struct ehost *eh);
-char *enode_unschedulable(const struct evm *v);
+char *enode_place(const struct evm *v, struct ehost **to);
 
 /* eactions.c */
 void eactions_check_waiters(struct evm *v);

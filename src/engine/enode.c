@@ -165,6 +165,18 @@ int engine_node_set(struct source *src, json_object *labels, json_object *taints
 	}
 	json_object_put(node);
 	free(vms);
+	/* a start waiting on another host of the set may fit here now */
+	int nh = 0;
+	struct ehost **all = ehost_all(&nh);
+	for (int h = 0; h < nh; h++) {
+		if (all[h] == eh)
+			continue;
+		vms = ehost_vms(all[h], &n);
+		for (int i = 0; i < n; i++)
+			if (vms[i]->sched_msg)
+				ereconcile(vms[i]);
+		free(vms);
+	}
 	return 0;
 }
 
@@ -188,46 +200,100 @@ static int vcpus(const struct manifest *m)
 	return n > 0 ? n : 1;
 }
 
-char *enode_unschedulable(const struct evm *v)
-{
-	return enode_unschedulable_on(v, v->eh);
-}
+/* What the scheduler sees of host eh for v: its Node, what the host's other executions use, and their labels for
+ * pod (anti-)affinity. node_input_free releases it. */
+struct node_input {
+	struct place_node pn;
+	struct place_peer *peers;
+	json_object **pj;
+};
 
-char *enode_unschedulable_on(const struct evm *v, struct ehost *eh)
+static void node_input(const struct evm *v, struct ehost *eh, struct node_input *in)
 {
-	json_object *node = engine_node_obj(eh->src);
-	json_object *pod = v->m->placement ? json_tokener_parse(v->m->placement) : NULL;
-	json_object *labels = tlabels_json(v);
-	/* what the host's other executions use, and their labels for pod (anti-)affinity */
-	struct place_res res = { .mem_cap = eh->mem_bytes, .mcpu_cap = (uint64_t)eh->cpus * 1000,
-				 .mem_req = placement_mem_request(v->m->memory, vcpus(v->m)),
-				 .mcpu_req = 100 * (uint64_t)vcpus(v->m) }; /* KubeVirt's cpuAllocationRatio 10 */
+	memset(in, 0, sizeof *in);
+	in->pn.node = engine_node_obj(eh->src);
+	/* 100m a vCPU: KubeVirt's cpuAllocationRatio 10 */
+	in->pn.res = (struct place_res){ .mem_cap = eh->mem_bytes, .mcpu_cap = (uint64_t)eh->cpus * 1000,
+					 .mem_req = placement_mem_request(v->m->memory, vcpus(v->m)),
+					 .mcpu_req = 100 * (uint64_t)vcpus(v->m) };
 	int n = 0, np = 0;
 	struct evm **vms = ehost_vms(eh, &n);
-	struct place_peer *peers = xcalloc((size_t)n + 1, sizeof *peers);
-	json_object **pj = xcalloc((size_t)n + 1, sizeof *pj);
+	in->peers = xcalloc((size_t)n + 1, sizeof *in->peers);
+	in->pj = xcalloc((size_t)n + 1, sizeof *in->pj);
 	for (int i = 0; i < n; i++) {
 		const struct evm *o = vms[i];
 		if (o == v || !exec_active(o->cur))
 			continue;
-		res.mem_used += placement_mem_request(o->m->memory, vcpus(o->m));
-		res.mcpu_used += 100 * (uint64_t)vcpus(o->m);
-		pj[np] = o->m->placement ? json_tokener_parse(o->m->placement) : NULL;
-		peers[np].ns = o->m->ns;
-		peers[np].labels = tlabels_json(o);
-		json_object_object_get_ex(pj[np], "affinity", &peers[np].affinity);
+		in->pn.res.mem_used += placement_mem_request(o->m->memory, vcpus(o->m));
+		in->pn.res.mcpu_used += 100 * (uint64_t)vcpus(o->m);
+		in->pj[np] = o->m->placement ? json_tokener_parse(o->m->placement) : NULL;
+		in->peers[np].ns = o->m->ns;
+		in->peers[np].labels = tlabels_json(o);
+		json_object_object_get_ex(in->pj[np], "affinity", &in->peers[np].affinity);
 		np++;
 	}
-	char *msg = placement_check(pod, v->m->ns, labels, node, &res, peers, np);
-	for (int i = 0; i < np; i++) {
-		json_object_put(peers[i].labels);
-		json_object_put(pj[i]);
-	}
-	free(pj);
-	free(peers);
+	in->pn.peers = in->peers;
+	in->pn.npeers = np;
 	free(vms);
+}
+
+static void node_input_free(struct node_input *in)
+{
+	for (int i = 0; i < in->pn.npeers; i++) {
+		json_object_put(in->peers[i].labels);
+		json_object_put(in->pj[i]);
+	}
+	free(in->pj);
+	free(in->peers);
+	json_object_put(in->pn.node);
+}
+
+/* Where a start of v goes among the hosts it may use (all = every host of the engine set that is connected and
+ * has no other VM of its name; or v's own alone) and the scheduler's choice among them. */
+static char *place_among(const struct evm *v, struct ehost **hosts, int n, struct ehost **to)
+{
+	json_object *pod = v->m->placement ? json_tokener_parse(v->m->placement) : NULL;
+	json_object *labels = tlabels_json(v);
+	struct node_input *in = xcalloc((size_t)n + 1, sizeof *in);
+	struct place_node *pn = xcalloc((size_t)n + 1, sizeof *pn);
+	int prefer = -1;
+	for (int i = 0; i < n; i++) {
+		node_input(v, hosts[i], &in[i]);
+		pn[i] = in[i].pn;
+		if (hosts[i] == v->eh)
+			prefer = i;
+	}
+	char *msg = NULL;
+	int k = placement_choose(pod, v->m->ns, labels, pn, n, prefer, &msg);
+	*to = k >= 0 ? hosts[k] : NULL;
+	for (int i = 0; i < n; i++)
+		node_input_free(&in[i]);
+	free(in);
+	free(pn);
 	json_object_put(labels);
 	json_object_put(pod);
-	json_object_put(node);
+	return msg;
+}
+
+char *enode_unschedulable_on(const struct evm *v, struct ehost *eh)
+{
+	struct ehost *to = NULL;
+	return place_among(v, &eh, 1, &to);
+}
+
+char *enode_place(const struct evm *v, struct ehost **to)
+{
+	if (v->pinned) /* applied through one host of the set (-c HOST): it runs there */
+		return place_among(v, (struct ehost **)&v->eh, 1, to);
+	int n = 0, k = 0;
+	struct ehost **all = ehost_all(&n);
+	struct ehost **cand = xcalloc((size_t)n + 1, sizeof *cand);
+	for (int i = 0; i < n; i++) {
+		struct evm *other = hmap_get(&all[i]->vms, v->key);
+		if (all[i] == v->eh || (all[i]->loaded && ehost_ready(all[i]) && other == NULL))
+			cand[k++] = all[i];
+	}
+	char *msg = place_among(v, cand, k, to);
+	free(cand);
 	return msg;
 }

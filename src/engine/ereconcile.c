@@ -502,6 +502,7 @@ static void retry_fire(void *arg)
 
 static void finish_delete(struct evm *v);
 static void sched_wait(struct evm *v, char *msg, bool mount);
+static int place_on(struct evm *v, struct ehost *to);
 static void sched_drop(struct evm *v);
 
 void ereconcile(struct evm *v)
@@ -571,7 +572,8 @@ void ereconcile(struct evm *v)
 			evm_publish(v);
 			return;
 		}
-		char *unsched = enode_unschedulable(v);
+		struct ehost *to = NULL;
+		char *unsched = enode_place(v, &to);
 		if (unsched) {
 			sched_wait(v, unsched, false);
 			return;
@@ -583,6 +585,8 @@ void ereconcile(struct evm *v)
 			sched_wait(v, missing, true);
 			return;
 		}
+		if (to != v->eh && place_on(v, to) < 0)
+			return;
 		const char *why = NULL;
 		char buf[160];
 		if (v->restart) {
@@ -596,6 +600,32 @@ void ereconcile(struct evm *v)
 		start_exec(v, why);
 	} else if (!want && is && !v->stopping)
 		begin_stop(v, v->m->grace);
+}
+
+/* The scheduler chose another host of the set for this start: the stopped VM's record moves there first (an
+ * offline move, durable: engine.c's evm_move_offline), the VMI and launcher that waited keep their UIDs, and the
+ * start goes on there. 0, or -1 when the move could not be stored (the next resync tries again). */
+static int place_on(struct evm *v, struct ehost *to)
+{
+	if (v->cur)
+		archive(v); /* the finished execution stays in the history with the host it ran on */
+	bool waited = v->sched_msg != NULL;
+	const char *from = v->eh->src->name;
+	char *err = NULL, *fromc = xstrdup(from);
+	if (evm_move_offline(v, to, &err) < 0) {
+		log_error("engine: %s: not placed on %s: %s", v->key, to->src->name, err);
+		evm_add_event(v, "Warning", "FailedScheduling", false, "the move to node %s could not be stored: %s",
+			      to->src->name, err);
+		free(err);
+		free(fromc);
+		evm_publish(v);
+		return -1;
+	}
+	log_info("engine: %s: scheduled on %s (its record moved from %s)", v->key, to->src->name, fromc);
+	free(fromc);
+	if (waited)
+		v->sched_msg = xstrdup("placed"); /* start_exec takes the waiting UIDs and drops this */
+	return 0;
 }
 
 /* A start that waits: the node does not admit it (the VMI and its launcher pod wait, unscheduled; a new reason is

@@ -91,6 +91,9 @@ struct evm {
 	/* an offline migration under way: the target host's name and records directory, stored in the source's
 	 * record before the record moves (evm_move_offline); a loaded record with them finishes the move */
 	char *moving_to, *moving_dir;
+	/* applied through one host of an engine set (kvcon -c HOST beside the set's service): its executions start on
+	 * the host its record is on, not where the scheduler would place them */
+	bool pinned;
 	struct exec *cur;
 	struct evm_past *past;
 	int npast;

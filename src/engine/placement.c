@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/buf.h"
 #include "core/util.h"
 #include "core/xmalloc.h"
 #include "engine/placement.h"
@@ -154,7 +155,7 @@ static bool term_selects(json_object *term, const char *ns, const char *pns, jso
 }
 
 static const char *pod_affinity_fail(json_object *pod, const char *ns, json_object *labels, json_object *node,
-				     const struct place_peer *peers, int npeers)
+				     const struct place_peer *peers, int npeers, int all_peers)
 {
 	json_object *anti = jget(jget(jget(pod, "affinity"), "podAntiAffinity"), "requiredDuringSchedulingIgnoredDuringExecution");
 	json_object *aff = jget(jget(jget(pod, "affinity"), "podAffinity"), "requiredDuringSchedulingIgnoredDuringExecution");
@@ -174,55 +175,221 @@ static const char *pod_affinity_fail(json_object *pod, const char *ns, json_obje
 		bool found = false;
 		for (int p = 0; p < npeers && !found; p++)
 			found = term_selects(t, ns, peers[p].ns, peers[p].labels, node);
-		/* the scheduler's exception: no pod anywhere matches and the pod matches its own term */
-		if (!found && !(npeers == 0 && term_selects(t, ns, ns, labels, node)))
+		/* the scheduler's exception: no pod anywhere (all_peers: on every node) and the pod matches its own
+		 * term */
+		if (!found && !(all_peers == 0 && term_selects(t, ns, ns, labels, node)))
 			return "node(s) didn't match pod affinity rules";
 	}
 	return NULL;
 }
 
-char *placement_check(json_object *pod, const char *ns, json_object *labels, json_object *node,
-		      const struct place_res *res, const struct place_peer *peers, int npeers)
+/* What the filters say of one node: NULL reasons when it fits, else one or two (NodeResourcesFit may name cpu
+ * and memory) and whether preemption could help there (the scheduler's Unschedulable, not
+ * UnschedulableAndUnresolvable). */
+struct verdict {
+	char *why[2];
+	int nwhy;
+	bool victims;
+};
+
+static void node_filter(json_object *pod, const char *ns, json_object *labels, const struct place_node *pn,
+			int all_peers, struct verdict *vd)
 {
-	static const char *const unresolvable = "Preemption is not helpful for scheduling";
-	static const char *const no_victims = "No preemption victims found for incoming pod";
-	json_object *tols = jget(pod, "tolerations"), *spec = jget(node, "spec");
+	json_object *tols = jget(pod, "tolerations"), *spec = jget(pn->node, "spec");
 	json_object *un = jget(spec, "unschedulable");
-	char *why = NULL;
-	const char *pre = unresolvable;
-	if (un && json_object_get_boolean(un) && !tolerates(tols, "node.kubernetes.io/unschedulable", NULL, "NoSchedule"))
-		why = xstrdup("node(s) were unschedulable");
+	memset(vd, 0, sizeof *vd);
+	if (un && json_object_get_boolean(un) &&
+	    !tolerates(tols, "node.kubernetes.io/unschedulable", NULL, "NoSchedule")) {
+		vd->why[vd->nwhy++] = xstrdup("node(s) were unschedulable");
+		return;
+	}
 	json_object *taints = jget(spec, "taints");
-	for (size_t i = 0; why == NULL && i < alen(taints); i++) {
+	for (size_t i = 0; i < alen(taints); i++) {
 		json_object *t = json_object_array_get_idx(taints, i);
 		const char *e = jstr(t, "effect");
 		if (!util_str_eq(e, "NoSchedule") && !util_str_eq(e, "NoExecute"))
 			continue; /* PreferNoSchedule only scores */
-		if (!tolerates(tols, jstr(t, "key"), jstr(t, "value"), e))
-			why = xasprintf("node(s) had untolerated taint {%s: %s}", jstr(t, "key") ? jstr(t, "key") : "",
-					jstr(t, "value") ? jstr(t, "value") : "");
+		if (!tolerates(tols, jstr(t, "key"), jstr(t, "value"), e)) {
+			const char *k = jstr(t, "key"), *v = jstr(t, "value");
+			vd->why[vd->nwhy++] = xasprintf("node(s) had untolerated taint {%s: %s}", k ? k : "", v ? v : "");
+			return;
+		}
 	}
-	if (why == NULL && !node_affinity_ok(pod, node))
-		why = xstrdup("node(s) didn't match Pod's node affinity/selector");
-	if (why == NULL && res) {
-		bool cpu = res->mcpu_cap && res->mcpu_used + res->mcpu_req > res->mcpu_cap;
-		bool mem = res->mem_cap && res->mem_used + res->mem_req > res->mem_cap;
-		if (cpu && mem)
-			why = xstrdup("Insufficient cpu, 1 Insufficient memory");
-		else if (cpu || mem)
-			why = xstrdup(cpu ? "Insufficient cpu" : "Insufficient memory");
-		pre = no_victims;
+	if (!node_affinity_ok(pod, pn->node)) {
+		vd->why[vd->nwhy++] = xstrdup("node(s) didn't match Pod's node affinity/selector");
+		return;
 	}
-	if (why == NULL) {
-		const char *pa = pod_affinity_fail(pod, ns, labels, node, peers, npeers);
-		if (pa)
-			why = xstrdup(pa);
-		pre = pa && strstr(pa, "anti-affinity") ? no_victims : unresolvable;
+	const struct place_res *res = &pn->res;
+	bool cpu = res->mcpu_cap && res->mcpu_used + res->mcpu_req > res->mcpu_cap;
+	bool mem = res->mem_cap && res->mem_used + res->mem_req > res->mem_cap;
+	if (cpu)
+		vd->why[vd->nwhy++] = xstrdup("Insufficient cpu");
+	if (mem)
+		vd->why[vd->nwhy++] = xstrdup("Insufficient memory");
+	if (cpu || mem) {
+		vd->victims = true;
+		return;
 	}
-	if (why == NULL)
-		return NULL;
-	char *msg = xasprintf("0/1 nodes are available: 1 %s. preemption: 0/1 nodes are available: 1 %s.", why, pre);
-	free(why);
+	const char *pa = pod_affinity_fail(pod, ns, labels, pn->node, pn->peers, pn->npeers, all_peers);
+	if (pa) {
+		vd->why[vd->nwhy++] = xstrdup(pa);
+		vd->victims = strstr(pa, "anti-affinity") != NULL;
+	}
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* A histogram of reasons as the scheduler's FitError prints it: "COUNT REASON" for each reason, sorted as strings,
+ * joined by ", ". */
+static void histogram(struct buf *b, const char *const *reasons, int n)
+{
+	char **lines = xcalloc((size_t)n + 1, sizeof *lines);
+	int nl = 0;
+	for (int i = 0; i < n; i++) {
+		bool seen = false;
+		for (int k = 0; k < i && !seen; k++)
+			seen = strcmp(reasons[k], reasons[i]) == 0;
+		if (seen)
+			continue;
+		int c = 0;
+		for (int k = i; k < n; k++)
+			c += strcmp(reasons[k], reasons[i]) == 0;
+		lines[nl++] = xasprintf("%d %s", c, reasons[i]);
+	}
+	qsort(lines, (size_t)nl, sizeof *lines, cmp_str);
+	for (int i = 0; i < nl; i++) {
+		buf_printf(b, "%s%s", i ? ", " : "", lines[i]);
+		free(lines[i]);
+	}
+	free(lines);
+}
+
+/* NodeResourcesFit's LeastAllocated score of a node that fits (0-100): the free share of CPU and of memory once the
+ * pod is there, averaged over the resources the node reports. */
+static int64_t least_allocated(const struct place_res *r)
+{
+	int64_t sum = 0, w = 0;
+	if (r->mcpu_cap) {
+		uint64_t req = r->mcpu_used + r->mcpu_req;
+		sum += req > r->mcpu_cap ? 0 : (int64_t)((r->mcpu_cap - req) * 100 / r->mcpu_cap);
+		w++;
+	}
+	if (r->mem_cap) {
+		uint64_t req = r->mem_used + r->mem_req;
+		sum += req > r->mem_cap ? 0 : (int64_t)((r->mem_cap - req) * 100 / r->mem_cap);
+		w++;
+	}
+	return w ? sum / w : 0;
+}
+
+/* TaintToleration's raw score: the PreferNoSchedule taints the pod does not tolerate. */
+static int64_t prefer_no_schedule(json_object *pod, json_object *node)
+{
+	json_object *taints = jget(jget(node, "spec"), "taints"), *tols = jget(pod, "tolerations");
+	int64_t n = 0;
+	for (size_t i = 0; i < alen(taints); i++) {
+		json_object *t = json_object_array_get_idx(taints, i);
+		if (util_str_eq(jstr(t, "effect"), "PreferNoSchedule") &&
+		    !tolerates(tols, jstr(t, "key") ? jstr(t, "key") : "", jstr(t, "value"), "PreferNoSchedule"))
+			n++;
+	}
+	return n;
+}
+
+/* NodeAffinity's raw score: the weights of the preferred terms the node matches. */
+static int64_t preferred_affinity(json_object *pod, json_object *node)
+{
+	json_object *pref = jget(jget(jget(pod, "affinity"), "nodeAffinity"),
+				 "preferredDuringSchedulingIgnoredDuringExecution");
+	int64_t s = 0;
+	for (size_t i = 0; i < alen(pref); i++) {
+		json_object *t = json_object_array_get_idx(pref, i), *w = jget(t, "weight");
+		if (w && term_match(jget(t, "preference"), node))
+			s += json_object_get_int64(w);
+	}
+	return s;
+}
+
+int placement_choose(json_object *pod, const char *ns, json_object *labels, const struct place_node *nodes, int n,
+		     int prefer, char **msg)
+{
+	*msg = NULL;
+	struct verdict *vd = xcalloc((size_t)n + 1, sizeof *vd);
+	int64_t *taint = xcalloc((size_t)n + 1, sizeof *taint), *aff = xcalloc((size_t)n + 1, sizeof *aff);
+	int64_t max_taint = 0, max_aff = 0;
+	int fit = 0, all_peers = 0;
+	for (int i = 0; i < n; i++)
+		all_peers += nodes[i].npeers;
+	for (int i = 0; i < n; i++) {
+		node_filter(pod, ns, labels, &nodes[i], all_peers, &vd[i]);
+		if (vd[i].nwhy)
+			continue;
+		fit++;
+		taint[i] = prefer_no_schedule(pod, nodes[i].node);
+		aff[i] = preferred_affinity(pod, nodes[i].node);
+		max_taint = taint[i] > max_taint ? taint[i] : max_taint;
+		max_aff = aff[i] > max_aff ? aff[i] : max_aff;
+	}
+	int best = -1;
+	int64_t best_score = -1;
+	for (int i = 0; i < n && fit; i++) {
+		if (vd[i].nwhy)
+			continue;
+		/* the default profile's weights: NodeResourcesFit 1, NodeAffinity 2, TaintToleration 3; each plugin's
+		 * score normalized to 0-100 over the nodes that fit */
+		int64_t s = least_allocated(&nodes[i].res) + 2 * (max_aff ? aff[i] * 100 / max_aff : 0) +
+			    3 * (max_taint ? 100 - taint[i] * 100 / max_taint : 100);
+		if (s > best_score || (s == best_score && i == prefer)) {
+			best = i;
+			best_score = s;
+		}
+	}
+	if (best < 0) {
+		const char **why = xcalloc((size_t)n * 2 + 1, sizeof *why), **pre = xcalloc((size_t)n + 1, sizeof *pre);
+		int nw = 0;
+		for (int i = 0; i < n; i++) {
+			for (int k = 0; k < vd[i].nwhy; k++)
+				why[nw++] = vd[i].why[k];
+			pre[i] = vd[i].victims ? "No preemption victims found for incoming pod"
+					       : "Preemption is not helpful for scheduling";
+		}
+		struct buf b;
+		buf_init(&b);
+		buf_printf(&b, "0/%d nodes are available", n);
+		if (nw) {
+			buf_printf(&b, ": ");
+			histogram(&b, why, nw);
+		}
+		buf_printf(&b, ". preemption: 0/%d nodes are available", n);
+		if (n) {
+			buf_printf(&b, ": ");
+			histogram(&b, pre, n);
+		}
+		buf_printf(&b, ".");
+		*msg = buf_steal(&b);
+		free(why);
+		free(pre);
+	}
+	for (int i = 0; i < n; i++)
+		for (int k = 0; k < vd[i].nwhy; k++)
+			free(vd[i].why[k]);
+	free(vd);
+	free(taint);
+	free(aff);
+	return best;
+}
+
+char *placement_check(json_object *pod, const char *ns, json_object *labels, json_object *node,
+		      const struct place_res *res, const struct place_peer *peers, int npeers)
+{
+	struct place_node pn = { .node = node, .peers = peers, .npeers = npeers };
+	if (res)
+		pn.res = *res;
+	char *msg = NULL;
+	placement_choose(pod, ns, labels, &pn, 1, 0, &msg);
 	return msg;
 }
 

@@ -105,6 +105,7 @@ static const struct ejson_field vm_rows[] = {
 	{ "pauseRequest", EJ_INT, offsetof(struct evm, pause_req), NULL },
 	{ "movingTo", EJ_STR, offsetof(struct evm, moving_to), NULL },
 	{ "movingDir", EJ_STR, offsetof(struct evm, moving_dir), NULL },
+	{ "pinnedToHost", EJ_BOOL, offsetof(struct evm, pinned), NULL },
 	{ "manifest", EJ_STR, offsetof(struct evm, text), NULL },
 };
 

@@ -602,6 +602,14 @@ void kube_config_names_free(char **names)
 	free(names);
 }
 
+static char *unix_prefix; /* kube_config_unix_prefix */
+
+void kube_config_unix_prefix(const char *path)
+{
+	free(unix_prefix);
+	unix_prefix = path ? xstrdup(path) : NULL;
+}
+
 struct kube_config *kube_config_unix(const char *socket_path, const char *context, const char *ns)
 {
 	struct kube_config *kc = xcalloc(1, sizeof *kc);
@@ -610,7 +618,7 @@ struct kube_config *kube_config_unix(const char *socket_path, const char *contex
 	kc->cluster_name = xstrdup(context);
 	kc->ns = xstrdup(ns && *ns ? ns : "default");
 	kc->ns_explicit = ns && *ns;
-	kc->server = xstrdup("http://kvcon-engine");
+	kc->server = xasprintf("http://kvcon-engine%s", unix_prefix ? unix_prefix : "");
 	kc->unix_socket = xstrdup(socket_path);
 	return kc;
 }

@@ -60,6 +60,9 @@ void kube_config_free(struct kube_config *kc);
  * http://kvcon-engine, no TLS and no credential (the socket's mode is the access control), namespace -n's, else
  * default; context and origin name it in messages. */
 struct kube_config *kube_config_unix(const char *socket_path, const char *context, const char *ns);
+/* Every later kube_config_unix's requests go under path ("/kvcon-host/NAME": the engine service of a set, for one
+ * of its hosts, service/service.h), for the rest of the process; NULL: none. */
+void kube_config_unix_prefix(const char *path);
 
 /* Every context name of the merged kubeconfig, in file order; NULL-terminated array (caller frees with
  * kube_config_names_free). NULL with *err on a broken file. */

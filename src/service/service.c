@@ -3,6 +3,7 @@
 #include "service/service.h"
 #include "core/log.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -361,12 +362,64 @@ fail:
 	return -1;
 }
 
-char *engine_service_ensure(char *const *uris, int n, int (*probe)(const char *sock), char **err)
+/* The service of an engine set that holds uri: each host's service.lock (engine-data/hosts/KEY/service.lock,
+ * written by the engine process that holds it: engine.c's ehost_own) names its URI, its Node's name and the
+ * socket its service answers on. That socket when it answers (*host: the host's name), else NULL. Caller frees
+ * both. */
+static char *set_service_for(const char *uri, int (*probe)(const char *sock), char **host)
+{
+	char *dd = esettings_data_dir(), *dir = util_path_join(dd, "hosts");
+	free(dd);
+	DIR *d = opendir(dir);
+	char *found = NULL;
+	uid_t me = geteuid();
+	for (struct dirent *e; d && found == NULL && (e = readdir(d));) {
+		if (e->d_name[0] == '.')
+			continue;
+		char *lp = xasprintf("%s/%s/service.lock", dir, e->d_name), why[UTIL_WHY_LEN];
+		char *text = util_read_file_checked(lp, &me, 1, 4096, NULL, why);
+		free(lp);
+		const char *sock = NULL, *name = NULL;
+		bool same = false;
+		char *save = NULL;
+		for (char *l = text ? strtok_r(text, "\n", &save) : NULL; l; l = strtok_r(NULL, "\n", &save)) {
+			if (util_has_prefix(l, "socket "))
+				sock = l + 7;
+			else if (util_has_prefix(l, "host "))
+				name = l + 5;
+			else if (util_has_prefix(l, "uri "))
+				same = strcmp(l + 4, uri) == 0;
+		}
+		bool plain = name && *name && strlen(name) <= 253; /* a path segment of the requests: a host name */
+		for (const char *c = name; plain && *c; c++)
+			plain = (*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') ||
+				strchr("-._~", *c);
+		if (same && sock && *sock == '/' && plain && access(sock, F_OK) == 0 && probe(sock)) {
+			found = xstrdup(sock);
+			*host = xstrdup(name);
+		}
+		free(text);
+	}
+	if (d)
+		closedir(d);
+	free(dir);
+	return found;
+}
+
+char *engine_service_ensure(char *const *uris, int n, int (*probe)(const char *sock), char **host, char **err)
 {
 	*err = NULL;
+	*host = NULL;
 	char *path = engine_service_socket(uris, n);
 	if (access(path, F_OK) == 0 && probe(path))
 		return path;
+	/* -c HOST when a set's service holds HOST: through that service, limited to HOST (a service of HOST alone
+	 * would be refused: one engine process per host) */
+	char *set = n == 1 ? set_service_for(uris[0], probe, host) : NULL;
+	if (set) {
+		free(path);
+		return set;
+	}
 	if (engine_service_mode() != ENGINE_SERVICE_AUTO)
 		*err = xasprintf("no engine service answers on %s (engine.service = use): start one with `kvcon engine "
 				 "serve`, or set engine.service = auto",

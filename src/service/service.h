@@ -46,8 +46,15 @@ char *engine_exe(char **err);
  * turns (a lock on SOCK.lock): the second finds the first one's service. Caller frees. NULL with *err when none
  * answers and none could be started: "use" mode, or what a service that exited before it answered said last (its
  * first check is engine_check's refusal: what to fix on this machine): its "error:" line in the log alone, else
- * its last line wrapped with the log's path. */
-char *engine_service_ensure(char *const *uris, int n, int (*probe)(const char *sock), char **err);
+ * its last line wrapped with the log's path. With one URI (-c HOST) that the service of a larger set holds, that
+ * service's socket, and *host the host's name (caller frees; NULL otherwise): see ENGINE_SERVICE_HOST_PREFIX. */
+char *engine_service_ensure(char *const *uris, int n, int (*probe)(const char *sock), char **host, char **err);
+
+/* Where the requests of `kvcon -c HOST` go when engine_service_ensure found HOST held by an engine set's service
+ * (*host set: that host's Node name): the set's socket, under this prefix and the host's name
+ * (/kvcon-host/NAME/api/v1/...); the service answers there for that host alone: its objects, and the VMs applied
+ * there run there (apiserver/apisrv.c). */
+#define ENGINE_SERVICE_HOST_PREFIX "/kvcon-host/"
 
 /* The pipe a starter gives the service it starts (engine_service_ensure): the service's end is fd
  * ENGINE_NOTIFY_FD, named by $KVCON_ENGINE_NOTIFY_FD. The starter sees the pipe's end (EOF) at once when the

@@ -121,8 +121,14 @@ static int healthy(const char *sock)
 static struct source *open_service(struct store *st, char **err)
 {
 	struct kvcon_opts *o = opts_global();
-	char *path = engine_service_ensure(o->uris, o->nuris, healthy, err);
+	char *host = NULL, *path = engine_service_ensure(o->uris, o->nuris, healthy, &host, err);
 	struct source *src = NULL;
+	if (host) { /* -c HOST held by a set's service: through it, limited to HOST (service/service.h) */
+		char *prefix = xasprintf(ENGINE_SERVICE_HOST_PREFIX "%s", host);
+		kube_config_unix_prefix(prefix);
+		free(prefix);
+		free(host);
+	}
 	if (path) {
 		struct kube_open_opts ko = {
 			.unix_socket = path, .name = connect_engine_name(), .all_namespaces = true, .live_notice = true

@@ -17,8 +17,8 @@ step "vm1 and vm2 running on $HA; a service holds both hosts"
 SRV=$!
 wait_eq 120 "engine serving" tail -n1 "$MT/serve.out" || fail "serve did not start: $(cat "$MT/serve.err")"
 SOCK=$(sed -n 's/^socket: //p' "$MT/serve.out")
-kv engine apply -f "$(manifest vm1)" # the first host of the config's set
-kv engine apply -f "$(manifest vm2)"
+kv engine apply -f "$(manifest vm1)" # the first host of the config's set, the scheduler's tie
+"$KV" -c "$SRC_URI" engine apply -f "$(manifest vm2)" # through the set's service, limited to $HA (not spread)
 api() { curl -s --max-time 20 --unix-socket "$SOCK" "http://engine$1"; }
 vmi_node() { api "/apis/kubevirt.io/v1/namespaces/default/virtualmachineinstances/$1" | jq -r '.status.phase + " " + .status.nodeName'; }
 wait_eq 120 "Running $HA" vmi_node vm1 || fail "vm1 not Running on $HA: $(vmi_node vm1)"

@@ -6,7 +6,10 @@
 # KubeVirt's columns (NAME PHASE VMI), a watch sees the phases, a refused migration is Failed with the reason,
 # `kubectl delete vmim` of a running migration aborts it, and the guest's shell state survives the moves (read
 # through kvcon's serial console); `kvcon drain` of the VM's host evicts its launcher through the Eviction API, which
-# for evictionStrategy LiveMigrate is an evacuation migration to the other host.
+# for evictionStrategy LiveMigrate is an evacuation migration to the other host. Placement across the hosts: a
+# nodeSelector for the second host starts a VM there (VMI nodeName, launcher pod, libvirt), a restart re-places an
+# unconstrained VM on the least requested host, nothing fitting is ErrorUnschedulable with the scheduler's message
+# naming each host's reason, and `kvcon -c HOST` beside the set's service goes through it, limited to HOST.
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/migrate-lib.bash"
@@ -16,7 +19,7 @@ export HOME=$MT/home # kubectl's discovery cache, private to the test
 mkdir -p "$HOME"
 SRV= WATCH=
 stop_srv() {
-    [[ -n $WATCH ]] && kill "$WATCH" 2>/dev/null || true
+    [[ -n $WATCH ]] && kill $WATCH 2>/dev/null || true # one pid or several
     [[ -n $SRV ]] && kill -TERM "$SRV" 2>/dev/null && wait "$SRV" 2>/dev/null || true
     SRV= WATCH=
 }
@@ -149,4 +152,73 @@ k get vmim -o name | grep -q '^virtualmachineinstancemigration.kubevirt.io/kubev
 [[ $(k get node "$HA" -o jsonpath='{.spec.unschedulable}') == true ]] || fail "$HA not cordoned"
 out=$(kv uncordon "$HA" 2>&1) && [[ $out == *"node/$HA uncordoned"* ]] || fail "uncordon: $out"
 console vm1 'echo mark=$KVMARK' 'mark=vmim42' || fail "vm1 does not answer after the drain"
+
+# placement across the set: the scheduler chooses each execution's host (engine/placement.c)
+with_spec() { # with_spec NAME YAML: the lab VM NAME with YAML (lines of its template's spec) added; prints the file
+    local f
+    f=$(manifest "$1")
+    printf '%s\n' "$2" >"$MT/$1.add"
+    sed -i "/terminationGracePeriodSeconds/r $MT/$1.add" "$f"
+    echo "$f"
+}
+vmi_at() { k get vmi "$1" -o jsonpath='{.status.phase} {.status.nodeName}' 2>/dev/null; }
+pod_at() {
+    k get pods -o json | jq -r --arg p "virt-launcher-$1-" \
+        '[.items[] | select((.metadata.name | startswith($p)) and .status.phase == "Running")][0].spec.nodeName'
+}
+# watches of one host each, as kvcon -c HOST makes them: a VM that moves leaves one (DELETED), arrives in the other
+for h in "$HA" "$HB"; do
+    curl -sN --unix-socket "$SOCK" "http://engine/kvcon-host/$h/apis/kubevirt.io/v1/namespaces/default/virtualmachines?watch=true" \
+        >"$MT/watch-$h.out" 2>/dev/null &
+    WATCH="$WATCH $!"
+done
+seen() { jq -r '.type + " " + .object.metadata.name' "$MT/watch-$1.out" | tr '\n' ' '; }
+step "placement: vm2 with nodeSelector $HB, applied to the set (its record on $HA first), starts on $HB"
+k apply -f "$(with_spec vm2 "      nodeSelector:
+        kubernetes.io/hostname: $HB")" >/dev/null || fail "apply vm2"
+wait_eq 120 "Running $HB" vmi_at vm2 || fail "vm2: $(vmi_at vm2)"
+[[ $(pod_at vm2) == "$HB" ]] || fail "vm2's launcher pod on '$(pod_at vm2)'"
+[[ $(dom_state "$DST_URI" vm2) == running ]] || fail "vm2's domain not running on $HB"
+! virsh -q -c "$SRC_URI" dominfo default_vm2 >/dev/null 2>&1 || fail "vm2 defined on $HA"
+[[ $(rec_hosts vm2) == "$HB" ]] || fail "vm2's record on '$(rec_hosts vm2)'"
+
+step "placement: a restart re-places vm1 (no constraint, on $HB beside vm2) on $HA, the least requested; vm2 stays"
+u1=$(k get vmi vm1 -o jsonpath='{.metadata.uid}')
+kv engine restart vm1 --force >/dev/null || fail "restart vm1"
+wait_eq 120 "Running $HA" vmi_at vm1 || fail "vm1: $(vmi_at vm1)"
+[[ $(k get vmi vm1 -o jsonpath='{.metadata.uid}') != "$u1" ]] || fail "vm1's VMI UID did not change"
+[[ $(pod_at vm1) == "$HA" && $(dom_state "$SRC_URI" vm1) == running ]] || fail "vm1 not on $HA"
+[[ $(vmi_at vm2) == "Running $HB" ]] || fail "vm2 moved: $(vmi_at vm2)"
+wait_for 10 grep -q '"type":"ADDED".*"name":"vm1"' "$MT/watch-$HA.out" || fail "$HA's watch: $(seen "$HA")"
+seen "$HA" | grep -q "^ADDED vm2 .*DELETED vm2 .*ADDED vm1 " || fail "$HA's watch saw: $(seen "$HA")"
+seen "$HB" | grep -q "^ADDED vm1 .*ADDED vm2 .*DELETED vm1 " || fail "$HB's watch saw: $(seen "$HB")"
+
+step "placement: nothing fits vm3 (nodeSelector $HA, tainted): ErrorUnschedulable with each host's reason; untainted, it starts there"
+k taint node "$HA" dedicated=db:NoSchedule >/dev/null || fail "taint"
+k apply -f "$(with_spec vm3 "      nodeSelector:
+        kubernetes.io/hostname: $HA")" >/dev/null || fail "apply vm3"
+wait_eq 60 ErrorUnschedulable k get vm vm3 -o jsonpath='{.status.printableStatus}' || fail "vm3: $(k get vm vm3 -o yaml)"
+want="0/2 nodes are available: 1 node(s) didn't match Pod's node affinity/selector, 1 node(s) had untolerated taint {dedicated: db}. preemption: 0/2 nodes are available: 2 Preemption is not helpful for scheduling."
+got=$(k get vmi vm3 -o jsonpath='{.status.conditions[?(@.type=="PodScheduled")].message}')
+[[ $got == "$want" ]] || fail "the scheduler's message: '$got'"
+k get events -o json | jq -e --arg m "$want" '[.items[] | select(.reason == "FailedScheduling" and .message == $m)] | length > 0' \
+    >/dev/null || fail "no FailedScheduling event with the message"
+u3=$(k get vmi vm3 -o jsonpath='{.metadata.uid}')
+k taint node "$HA" dedicated- >/dev/null || fail "untaint"
+wait_eq 120 "Running $HA" vmi_at vm3 || fail "vm3 not Running on $HA once untainted: $(vmi_at vm3)"
+[[ $(k get vmi vm3 -o jsonpath='{.metadata.uid}') == "$u3" ]] || fail "vm3's waiting VMI was replaced"
+k delete vm vm3 --wait=false >/dev/null || fail "delete vm3"
+
+step "kvcon -c $HA's URI beside the set's service goes through it, limited to $HA; kvcon engine console reaches its VM"
+"$KV" -c "$SRC_URI" --log-file "$MT/c.log" engine apply -f "$(manifest vm4)" >"$MT/c.out" 2>&1 || fail "-c apply: $(cat "$MT/c.out")"
+grep -q "limited to $HA" "$MT/c.log" || fail "-c did not go through the set's service: $(tail -c 600 "$MT/c.log")"
+grep -qx "virtualmachine.kubevirt.io/vm4 created" "$MT/c.out" || fail "-c apply said: $(cat "$MT/c.out")"
+on_a() { "$KV" -c "$SRC_URI" engine get vm -o name | grep -v /vm3 | sort | tr '\n' ' '; } # vm3 may be going still
+wait_eq 30 "virtualmachine.kubevirt.io/vm1 virtualmachine.kubevirt.io/vm4 " on_a ||
+    fail "-c $HA lists: $(on_a); the set: $(k get vm,vmi -o wide)"
+! "$KV" -c "$SRC_URI" engine apply -f "$MT/vm2.yaml" >"$MT/c2.out" 2>&1 || fail "vm2 (on $HB) applied through $HA"
+grep -q "already exists on engine host $HB, not on $HA" "$MT/c2.out" || fail "-c apply of vm2: $(cat "$MT/c2.out")"
+wait_shell vm4
+[[ $(vmi_at vm4) == "Running $HA" && $(jq -r .pinnedToHost "$XDG_STATE_HOME/kvcon/engine-data/hosts/$HA/vms/default_vm4.json") == true ]] ||
+    fail "vm4: $(vmi_at vm4), not pinned to $HA"
 echo PASS

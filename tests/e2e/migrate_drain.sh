@@ -8,8 +8,9 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 mig_setup
 
 VMS="d1 d2 d3"
-step "three guests on $HA"
-for v in $VMS; do kv engine apply -f "$(manifest "$v")"; done # the first host of the config's set
+step "three guests on $HA ($HB cordoned meanwhile: the scheduler would spread them)"
+kv cordon "$HB" >/dev/null || fail "cordon $HB"
+for v in $VMS; do kv engine apply -f "$(manifest "$v")"; done
 for v in $VMS; do
     wait_shell "$v"
     kv engine console "$v" --send "export KVMARK=drain-$v" --send 'echo mark=$KVMARK' --expect "mark=drain-$v" \
@@ -20,6 +21,7 @@ declare -A vmi
 for v in $VMS; do vmi[$v]=$(rec "$v" uid); done
 
 step "drain $HA"
+kv uncordon "$HB" >/dev/null || fail "uncordon $HB"
 kv engine drain "$HA" | tee "$MT/drain.out"
 grep -q "draining $HA: 3 running VMs" "$MT/drain.out" || fail "drain did not list 3 VMs"
 [[ $(grep -c "migrated from $HA to $HB" "$MT/drain.out") == 3 ]] || fail "not three migrations reported"

@@ -88,7 +88,8 @@ for f in vmlinuz initrd.gz; do
 done
 # a kernel outside the engine's image directory is a host path: the host's owner allows its directory
 echo "engine.allow-host-path = $kdir" >>"$XDG_CONFIG_HOME/kvcon/config"
-kv engine apply -f "$(manifest vm2 "$kdir/vmlinuz" "$kdir/initrd.gz")"
+# -c: on $HA (through the set's service, limited to it), where the scheduler would not put it beside vm1
+"$KV" -c "$SRC_URI" engine apply -f "$(manifest vm2 "$kdir/vmlinuz" "$kdir/initrd.gz")"
 wait_shell vm2
 rc=0
 kv engine migrate vm2 --to "$HB" >"$MT/refused.out" 2>&1 || rc=$?

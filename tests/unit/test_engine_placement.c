@@ -245,6 +245,147 @@ static void test_seed001(void)
 	json_object_put(pod);
 }
 
+/* ---- the choice among the nodes of an engine set ---- */
+
+#define HOST(n, extra) "{\"metadata\":{\"name\":\"" n "\",\"labels\":{\"kubernetes.io/hostname\":\"" n "\"}}" extra "}"
+
+struct two {
+	json_object *a, *b;
+	struct place_node n[2];
+};
+
+static void two_init(struct two *t, const char *a, const char *b)
+{
+	const uint64_t gi = 1024ull * 1024 * 1024;
+	memset(t, 0, sizeof *t);
+	t->a = json_tokener_parse(a);
+	t->b = json_tokener_parse(b);
+	t->n[0].node = t->a;
+	t->n[1].node = t->b;
+	for (int i = 0; i < 2; i++)
+		t->n[i].res = (struct place_res){ .mem_cap = 8 * gi, .mem_req = gi, .mcpu_cap = 4000, .mcpu_req = 100 };
+}
+
+static void two_free(struct two *t)
+{
+	json_object_put(t->a);
+	json_object_put(t->b);
+}
+
+/* the index placement_choose picks (-1: none, its message in *msg or freed) */
+static int choose(const char *pod, struct two *t, int prefer, char **msg)
+{
+	json_object *p = pod ? json_tokener_parse(pod) : NULL;
+	char *m = NULL;
+	int k = placement_choose(p, "default", NULL, t->n, 2, prefer, &m);
+	json_object_put(p);
+	if (msg)
+		*msg = m;
+	else
+		free(m);
+	return k;
+}
+
+static void test_choose(void)
+{
+	const uint64_t gi = 1024ull * 1024 * 1024;
+	struct two t;
+	two_init(&t, HOST("a", ""), HOST("b", ""));
+	/* equal nodes: the VM's own host, else the first */
+	T_EQ_INT(choose(NULL, &t, -1, NULL), 0);
+	T_EQ_INT(choose(NULL, &t, 1, NULL), 1);
+	T_EQ_INT(choose(NULL, &t, 0, NULL), 0);
+	/* the least requested wins over the VM's own host (LeastAllocated) */
+	t.n[0].res.mem_used = 4 * gi;
+	T_EQ_INT(choose(NULL, &t, 0, NULL), 1);
+	t.n[0].res.mem_used = 0;
+	t.n[1].res.mcpu_used = 2000;
+	T_EQ_INT(choose(NULL, &t, 1, NULL), 0);
+	t.n[1].res.mcpu_used = 0;
+	/* nodeSelector by hostname: that node, whatever the load */
+	t.n[1].res.mem_used = 6 * gi;
+	T_EQ_INT(choose("{\"nodeSelector\":{\"kubernetes.io/hostname\":\"b\"}}", &t, 0, NULL), 1);
+	T_EQ_INT(choose("{\"affinity\":{\"nodeAffinity\":{\"requiredDuringSchedulingIgnoredDuringExecution\":{\"nodeSelectorTerms\":"
+			"[{\"matchFields\":[{\"key\":\"metadata.name\",\"operator\":\"In\",\"values\":[\"b\"]}]}]}}}}", &t, 0, NULL), 1);
+	/* a node that does not fit is not chosen, however empty */
+	t.n[1].res.mem_used = 0;
+	t.n[0].res.mem_used = 4 * gi;
+	t.n[1].res.mem_req = t.n[0].res.mem_req = 5 * gi;
+	T_EQ_INT(choose(NULL, &t, 0, NULL), 1);
+	t.n[1].res.mem_used = 4 * gi;
+	char *m = NULL;
+	T_EQ_INT(choose(NULL, &t, 0, &m), -1);
+	T_EQ_STR(m, "0/2 nodes are available: 2 Insufficient memory. preemption: 0/2 nodes are available: 2 No preemption "
+		    "victims found for incoming pod.");
+	free(m);
+	two_free(&t);
+
+	/* each node's own reason, counted and sorted as the scheduler prints them */
+	two_init(&t, HOST("a", ",\"spec\":{\"taints\":[{\"key\":\"dedicated\",\"value\":\"db\",\"effect\":\"NoSchedule\"}]}"),
+		 HOST("b", ""));
+	T_EQ_INT(choose(NULL, &t, 0, NULL), 1);
+	T_EQ_INT(choose("{\"nodeSelector\":{\"kubernetes.io/hostname\":\"a\"}}", &t, 1, &m), -1);
+	T_EQ_STR(m, "0/2 nodes are available: 1 node(s) didn't match Pod's node affinity/selector, 1 node(s) had untolerated "
+		    "taint {dedicated: db}. preemption: 0/2 nodes are available: 2 Preemption is not helpful for scheduling.");
+	free(m);
+	/* tolerated, the selector's node */
+	T_EQ_INT(choose("{\"nodeSelector\":{\"kubernetes.io/hostname\":\"a\"},\"tolerations\":[{\"key\":\"dedicated\","
+			"\"operator\":\"Exists\"}]}", &t, 1, NULL), 0);
+	two_free(&t);
+
+	two_init(&t, HOST("a", ",\"spec\":{\"unschedulable\":true}"), HOST("b", ""));
+	t.n[1].res.mcpu_used = 3950;
+	T_EQ_INT(choose(NULL, &t, 0, &m), -1);
+	T_EQ_STR(m, "0/2 nodes are available: 1 Insufficient cpu, 1 node(s) were unschedulable. preemption: 0/2 nodes are "
+		    "available: 1 No preemption victims found for incoming pod, 1 Preemption is not helpful for scheduling.");
+	free(m);
+	two_free(&t);
+
+	/* scores beyond the resources: a PreferNoSchedule taint, a preferred node affinity */
+	two_init(&t, HOST("a", ",\"spec\":{\"taints\":[{\"key\":\"old\",\"effect\":\"PreferNoSchedule\"}]}"), HOST("b", ""));
+	t.n[1].res.mem_used = 2 * gi;
+	T_EQ_INT(choose(NULL, &t, 0, NULL), 1);
+	T_EQ_INT(choose("{\"tolerations\":[{\"key\":\"old\",\"operator\":\"Exists\"}]}", &t, 0, NULL), 0);
+	two_free(&t);
+	two_init(&t, HOST("a", ""), HOST("b", ""));
+	T_EQ_INT(choose("{\"affinity\":{\"nodeAffinity\":{\"preferredDuringSchedulingIgnoredDuringExecution\":[{\"weight\":10,"
+			"\"preference\":{\"matchExpressions\":[{\"key\":\"kubernetes.io/hostname\",\"operator\":\"In\","
+			"\"values\":[\"b\"]}]}}]}}}", &t, 0, NULL), 1);
+	/* pod anti-affinity: the node with the peer it avoids is filtered out */
+	json_object *web = json_tokener_parse("{\"app\":\"web\"}");
+	struct place_peer peer = { "default", web, NULL };
+	t.n[1].peers = &peer;
+	t.n[1].npeers = 1;
+	const char *anti = "{\"affinity\":{\"podAntiAffinity\":{\"requiredDuringSchedulingIgnoredDuringExecution\":[{"
+			   "\"labelSelector\":{\"matchLabels\":{\"app\":\"web\"}},\"topologyKey\":\"kubernetes.io/hostname\"}]}}}";
+	T_EQ_INT(choose(anti, &t, 1, NULL), 0);
+	t.n[0].peers = &peer;
+	t.n[0].npeers = 1;
+	T_EQ_INT(choose(anti, &t, 1, &m), -1);
+	T_EQ_STR(m, "0/2 nodes are available: 2 node(s) didn't match pod anti-affinity rules. preemption: 0/2 nodes are "
+		    "available: 2 No preemption victims found for incoming pod.");
+	free(m);
+	/* required pod affinity: the node with the peer; with no pod anywhere, the pod's own match lets it start */
+	const char *with = "{\"affinity\":{\"podAffinity\":{\"requiredDuringSchedulingIgnoredDuringExecution\":[{"
+			   "\"labelSelector\":{\"matchLabels\":{\"app\":\"web\"}},\"topologyKey\":\"kubernetes.io/hostname\"}]}}}";
+	t.n[0].npeers = 0;
+	json_object *p = json_tokener_parse(with);
+	T_EQ_INT(placement_choose(p, "default", web, t.n, 2, 0, &m), 1); /* a web pod on b: a does not qualify */
+	T_CHECK(m == NULL);
+	t.n[1].npeers = 0;
+	T_EQ_INT(placement_choose(p, "default", web, t.n, 2, 1, &m), 1);
+	T_CHECK(m == NULL);
+	T_EQ_INT(placement_choose(p, "default", web, t.n, 2, 0, &m), 0);
+	T_CHECK(m == NULL);
+	json_object_put(p);
+	json_object_put(web);
+	two_free(&t);
+	/* no node at all */
+	T_EQ_INT(placement_choose(NULL, "default", NULL, NULL, 0, -1, &m), -1);
+	T_EQ_STR(m, "0/0 nodes are available. preemption: 0/0 nodes are available.");
+	free(m);
+}
+
 int main(void)
 {
 	test_seed001();
@@ -254,5 +395,6 @@ int main(void)
 	test_resources();
 	test_pod_affinity();
 	test_validate();
+	test_choose();
 	return T_DONE();
 }
