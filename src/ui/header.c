@@ -106,19 +106,24 @@ static void recount(const struct store *st, const char *ns)
 	}
 }
 
-void header_store_changed(const struct store *st, enum obj_kind kind, const struct obj *old, const struct obj *new_)
+bool header_store_changed(const struct store *st, enum obj_kind kind, const struct obj *old, const struct obj *new_)
 {
-	if (kind != OBJ_VM || !H.valid)
-		return;
+	if (kind != OBJ_VM)
+		return false;
+	if (!H.valid)
+		return true;
 	if (H.st != st || !store_in_step(st, OBJ_VM, &H.version)) {
 		H.valid = false;
-		return;
+		return true;
 	}
 	bool was = old && in_ns(old, H.ns), is = new_ && in_ns(new_, H.ns);
+	if (!was && !is)
+		return false; /* another namespace's VM */
 	if (was && is && status_of(old) == status_of(new_))
-		return; /* the usual update: same namespace, same status */
+		return false; /* the usual update: same namespace, same status */
 	if ((was && !count_add(status_of(old), -1)) || (is && !count_add(status_of(new_), +1)))
 		H.valid = false;
+	return true;
 }
 
 void header_forget(void)

@@ -2,6 +2,7 @@
 #include "ui/table.h"
 
 #include <ctype.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,6 +36,17 @@ struct match_cache {
 	bool full;        /* an entry did not fit: start over at the next build */
 };
 
+/* Where each object is in the index (rows[]), by object pointer, so that a replaced or removed object's row is
+ * found without a pass over 10,000 rows. Built with the index; a replaced object's entry moves to the new pointer;
+ * a removal shifts the rows after it one place up without touching their entries, so an entry may say a row up to
+ * `shift` (the removals since the build) places too far down: the row is looked for from there upwards. */
+struct row_index {
+	const struct obj **key;
+	uint32_t *pos;
+	size_t cap; /* power of two; 0 = none */
+	size_t shift;
+};
+
 struct tview {
 	const struct table_spec *spec;
 	struct obj **rows;
@@ -55,6 +67,7 @@ struct tview {
 	uint64_t last_press_ms;     /* double-click detection (ncurses reports presses only: mouseinterval 0) */
 	size_t last_press_row;
 	struct match_cache mc;
+	struct row_index ix;
 };
 
 static size_t mc_slot(const struct match_cache *mc, const struct obj *o)
@@ -111,6 +124,101 @@ static void mc_reset(struct match_cache *mc, size_t objects)
 	mc->used = 0;
 	mc->full = false;
 	mc->since = util_now_ms();
+}
+
+/* ---- row index ---- */
+
+static size_t ri_home(const struct row_index *x, const struct obj *o)
+{
+	uint64_t h = ((uint64_t)(uintptr_t)o >> 4) * 0x9e3779b97f4a7c15ull;
+	return (size_t)(h >> 32) & (x->cap - 1);
+}
+
+/* The slot of o, or the empty slot where it would go. */
+static size_t ri_slot(const struct row_index *x, const struct obj *o)
+{
+	size_t i = ri_home(x, o);
+	while (x->key[i] && x->key[i] != o)
+		i = (i + 1) & (x->cap - 1);
+	return i;
+}
+
+static void ri_put(struct row_index *x, const struct obj *o, size_t pos)
+{
+	size_t i = ri_slot(x, o);
+	x->key[i] = o;
+	x->pos[i] = (uint32_t)pos;
+}
+
+/* Linear probing with backward-shift deletion (no tombstones), as the store's indexes. */
+static void ri_del(struct row_index *x, const struct obj *o)
+{
+	if (x->cap == 0)
+		return;
+	size_t mask = x->cap - 1, i = ri_slot(x, o);
+	if (x->key[i] == NULL)
+		return;
+	for (size_t j = i;;) {
+		x->key[i] = NULL;
+		for (;;) {
+			j = (j + 1) & mask;
+			if (x->key[j] == NULL)
+				return;
+			size_t home = ri_home(x, x->key[j]);
+			bool stays = i <= j ? (home > i && home <= j) : (home > i || home <= j);
+			if (!stays)
+				break;
+		}
+		x->key[i] = x->key[j];
+		x->pos[i] = x->pos[j];
+		i = j;
+	}
+}
+
+/* Indexes the rows of a fresh build. */
+static void ri_build(struct row_index *x, struct obj *const *rows, size_t n)
+{
+	size_t cap = 64;
+	while (cap < n * 2)
+		cap *= 2;
+	if (cap != x->cap) {
+		free(x->key);
+		free(x->pos);
+		x->key = xcalloc(cap, sizeof *x->key);
+		x->pos = xcalloc(cap, sizeof *x->pos);
+		x->cap = cap;
+	} else {
+		memset(x->key, 0, cap * sizeof *x->key);
+	}
+	x->shift = 0;
+	for (size_t i = 0; i < n; i++)
+		ri_put(x, rows[i], i);
+}
+
+static void ri_free(struct row_index *x)
+{
+	free(x->key);
+	free(x->pos);
+	*x = (struct row_index){ 0 };
+}
+
+/* The row of o, or SIZE_MAX when it has none (filtered out, another namespace, added since the build). */
+static size_t row_of(struct tview *t, const struct obj *o)
+{
+	struct row_index *x = &t->ix;
+	if (x->cap == 0 || o == NULL)
+		return SIZE_MAX;
+	size_t i = ri_slot(x, o);
+	if (x->key[i] == NULL)
+		return SIZE_MAX;
+	size_t p = x->pos[i];
+	for (size_t d = 0; d <= x->shift && d <= p; d++) {
+		if (p - d < t->n && t->rows[p - d] == o) {
+			x->pos[i] = (uint32_t)(p - d);
+			return p - d;
+		}
+	}
+	return SIZE_MAX; /* not reached: an entry is removed with its row */
 }
 
 /* ---- filters ---- */
@@ -400,6 +508,7 @@ static void rebuild(struct tview *t)
 	if (t->sel >= t->n)
 		t->sel = t->n ? t->n - 1 : 0;
 	t->sel_obj = t->n ? t->rows[t->sel] : NULL;
+	ri_build(&t->ix, t->rows, t->n);
 	t->stale = false;
 	log_debug("ui: %s index rebuilt: %zu rows (%zu rows formatted for the filter) in %llu ms", t->spec->name,
 		  t->n, formatted, (unsigned long long)(util_now_ms() - t0));
@@ -443,6 +552,23 @@ static bool keeps_place(struct tview *t, const struct obj *old, const struct obj
 	return (col->cmp ? col->cmp(old, new_) : cmp_text(col, old, new_)) == 0;
 }
 
+/* Whether row i was on screen at the last frame: a change to a row elsewhere needs no frame of the list. */
+static bool row_visible(const struct tview *t, size_t i)
+{
+	return i != SIZE_MAX && i >= t->top && i < t->top + (size_t)t->page;
+}
+
+/* While a source lists this kind, the loading line counts what arrives: every change shows. */
+static bool loading_shown(const struct tview *t)
+{
+	for (size_t s = 0; s < source_count(); s++) {
+		const struct watch_health *h = &source_get(s)->health[t->spec->kind];
+		if (h->state == WATCH_LOADING && h->failed == WATCH_IDLE)
+			return true;
+	}
+	return false;
+}
+
 static void store_changed(struct view *v, enum obj_kind kind, const struct obj *old, const struct obj *new_)
 {
 	struct tview *t = v->priv;
@@ -451,19 +577,25 @@ static void store_changed(struct view *v, enum obj_kind kind, const struct obj *
 			/* the rows show fields of this kind: the VM list its VMI's (same name); in other lists an object
 			 * that came or went may alter rows of other names (a pod's VMI column) */
 			const struct obj *o = new_ ? new_ : old;
-			if (t->spec->kind == OBJ_VM || (old && new_))
-				mc_put(&t->mc, store_find(ui_store(), o->src, t->spec->kind, o->ns, o->name), MC_UNKNOWN);
-			else
+			bool one_row = t->spec->kind == OBJ_VM || (old && new_);
+			const struct obj *row = NULL;
+			if (one_row) {
+				row = store_find(ui_store(), o->src, t->spec->kind, o->ns, o->name);
+				mc_put(&t->mc, row, MC_UNKNOWN);
+			} else {
 				t->mc.full = true;
+			}
 			if (t->filt.text || (t->spec->tab->cols[t->sort_col].flags & COL_JOINED))
 				t->stale = true; /* the row may now match the filter, or no longer, or move */
-			view_dirty(v);
+			if (!one_row || t->stale || loading_shown(t) || row_visible(t, row_of(t, row)))
+				view_dirty(v);
 		}
 		return;
 	}
 	bool kept = old && new_ && keeps_place(t, old, new_);
 	if (new_)
 		mc_put(&t->mc, new_, MC_UNKNOWN);
+	size_t at = SIZE_MAX;
 	if (old && new_) {
 		/* a replaced object: fix its pointer in place (the old one is freed after this returns) */
 		struct obj *nw = (struct obj *)new_;
@@ -472,23 +604,23 @@ static void store_changed(struct view *v, enum obj_kind kind, const struct obj *
 			nw->changed_ms = loop_now();
 		else if (nw->changed_ms == 0)
 			nw->changed_ms = old->changed_ms;
-		for (size_t i = 0; i < t->n; i++) {
-			if (t->rows[i] == old) {
-				t->rows[i] = nw;
-				break;
-			}
+		at = row_of(t, old);
+		if (at != SIZE_MAX) {
+			t->rows[at] = nw;
+			ri_del(&t->ix, old);
+			ri_put(&t->ix, nw, at);
 		}
 		if (t->sel_obj == old)
 			t->sel_obj = nw;
 	} else if (old) {
-		for (size_t i = 0; i < t->n; i++) {
-			if (t->rows[i] == old) {
-				memmove(&t->rows[i], &t->rows[i + 1], (t->n - i - 1) * sizeof *t->rows);
-				t->n--;
-				if (i < t->sel && t->sel > 0)
-					t->sel--;
-				break;
-			}
+		at = row_of(t, old);
+		if (at != SIZE_MAX) {
+			memmove(&t->rows[at], &t->rows[at + 1], (t->n - at - 1) * sizeof *t->rows);
+			t->n--;
+			ri_del(&t->ix, old);
+			t->ix.shift++; /* the entries of the rows after it are one place too far down */
+			if (at < t->sel && t->sel > 0)
+				t->sel--;
 		}
 		if (t->sel_obj == old)
 			t->sel_obj = NULL;
@@ -497,7 +629,9 @@ static void store_changed(struct view *v, enum obj_kind kind, const struct obj *
 	}
 	if (!kept)
 		t->stale = true;
-	view_dirty(v);
+	/* a row kept in place is drawn again only when it is on screen */
+	if (t->stale || loading_shown(t) || row_visible(t, at))
+		view_dirty(v);
 }
 
 /* ---- drawing ---- */
@@ -927,6 +1061,7 @@ static void destroy(struct view *v)
 	loop_timer_cancel(t->timer);
 	table_filter_free(&t->filt);
 	mc_reset(&t->mc, 0);
+	ri_free(&t->ix);
 	free(t->rows);
 	free(t);
 }
@@ -1010,6 +1145,12 @@ struct obj *table_view_row(struct view *v, size_t i)
 	check_scope(t);
 	if (t->stale)
 		rebuild(t);
+	return i < t->n ? t->rows[i] : NULL;
+}
+
+struct obj *table_view_row_now(struct view *v, size_t i)
+{
+	struct tview *t = v->priv;
 	return i < t->n ? t->rows[i] : NULL;
 }
 

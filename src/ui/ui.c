@@ -574,10 +574,13 @@ static void on_store(void *arg, enum obj_kind kind, const struct obj *old, const
 		log_info("ui: first VM object in the store %llu ms after start",
 			 (unsigned long long)(util_now_ms() - start_ms));
 	}
-	header_store_changed(U.st, kind, old, new_);
+	bool header = header_store_changed(U.st, kind, old, new_);
 	nsctx_store_changed(U.st, kind, old, new_);
-	view_store_changed(kind, old, new_);
-	screen_dirty();
+	view_store_changed(kind, old, new_); /* a view that shows the change asks for its frame (view_dirty) */
+	/* the header: its VM counts, and while a list loads, the count received (not the health hook's) */
+	const struct obj *o = new_ ? new_ : old;
+	if (header || (o && o->src && o->src->health[kind].state == WATCH_LOADING))
+		screen_dirty();
 	if (!first_painted && new_)
 		first_rows_soon(kind);
 }
