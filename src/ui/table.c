@@ -21,6 +21,7 @@
 #include "ui/ui.h"
 
 #define CELL_MAX 256
+#define PEND_MAX 16 /* rows a partial frame redraws at most; more and the list is drawn whole */
 #define MATCH_CACHE_MS 5000 /* ages are part of the row text: text-filter verdicts are recomputed this often */
 
 /* Which objects passed the text filter at the last index build, by object pointer, so that a re-sort under churn
@@ -40,9 +41,12 @@ struct match_cache {
  * found without a pass over 10,000 rows. Built with the index; a replaced object's entry moves to the new pointer;
  * a removal shifts the rows after it one place up without touching their entries, so an entry may say a row up to
  * `shift` (the removals since the build) places too far down: the row is looked for from there upwards. */
+struct row_slot {
+	const struct obj *key; /* NULL: empty */
+	size_t pos;
+};
 struct row_index {
-	const struct obj **key;
-	uint32_t *pos;
+	struct row_slot *s;
 	size_t cap; /* power of two; 0 = none */
 	size_t shift;
 };
@@ -68,6 +72,22 @@ struct tview {
 	size_t last_press_row;
 	struct match_cache mc;
 	struct row_index ix;
+	/* The last frame's cells (its visible rows x columns) and what it was drawn for, so that a frame asked for by
+	 * changes to a few rows on screen (pend[], marked by store_changed while nothing else marked the view: marks
+	 * unchanged since) formats and draws only those rows. Anything else draws the list whole. */
+	char *cells;
+	int *cell_attr;
+	size_t cells_cap;       /* cells allocated */
+	bool drawn;             /* the last_* fields describe the last frame */
+	struct region last_r;
+	size_t last_top, last_sel, last_n, last_nvis;
+	int64_t last_s;         /* the wall clock second its cells were made for (ages) */
+	bool last_shown[32];
+	int last_w[32];
+	size_t pend[PEND_MAX];
+	int npend;
+	bool pend_over;         /* something else asked for the frame, or too many rows: draw whole */
+	unsigned long pend_marks;
 };
 
 static size_t mc_slot(const struct match_cache *mc, const struct obj *o)
@@ -138,16 +158,14 @@ static size_t ri_home(const struct row_index *x, const struct obj *o)
 static size_t ri_slot(const struct row_index *x, const struct obj *o)
 {
 	size_t i = ri_home(x, o);
-	while (x->key[i] && x->key[i] != o)
+	while (x->s[i].key && x->s[i].key != o)
 		i = (i + 1) & (x->cap - 1);
 	return i;
 }
 
 static void ri_put(struct row_index *x, const struct obj *o, size_t pos)
 {
-	size_t i = ri_slot(x, o);
-	x->key[i] = o;
-	x->pos[i] = (uint32_t)pos;
+	x->s[ri_slot(x, o)] = (struct row_slot){ o, pos };
 }
 
 /* Linear probing with backward-shift deletion (no tombstones), as the store's indexes. */
@@ -156,21 +174,20 @@ static void ri_del(struct row_index *x, const struct obj *o)
 	if (x->cap == 0)
 		return;
 	size_t mask = x->cap - 1, i = ri_slot(x, o);
-	if (x->key[i] == NULL)
+	if (x->s[i].key == NULL)
 		return;
 	for (size_t j = i;;) {
-		x->key[i] = NULL;
+		x->s[i].key = NULL;
 		for (;;) {
 			j = (j + 1) & mask;
-			if (x->key[j] == NULL)
+			if (x->s[j].key == NULL)
 				return;
-			size_t home = ri_home(x, x->key[j]);
+			size_t home = ri_home(x, x->s[j].key);
 			bool stays = i <= j ? (home > i && home <= j) : (home > i || home <= j);
 			if (!stays)
 				break;
 		}
-		x->key[i] = x->key[j];
-		x->pos[i] = x->pos[j];
+		x->s[i] = x->s[j];
 		i = j;
 	}
 }
@@ -182,13 +199,11 @@ static void ri_build(struct row_index *x, struct obj *const *rows, size_t n)
 	while (cap < n * 2)
 		cap *= 2;
 	if (cap != x->cap) {
-		free(x->key);
-		free(x->pos);
-		x->key = xcalloc(cap, sizeof *x->key);
-		x->pos = xcalloc(cap, sizeof *x->pos);
+		free(x->s);
+		x->s = xcalloc(cap, sizeof *x->s);
 		x->cap = cap;
 	} else {
-		memset(x->key, 0, cap * sizeof *x->key);
+		memset(x->s, 0, cap * sizeof *x->s);
 	}
 	x->shift = 0;
 	for (size_t i = 0; i < n; i++)
@@ -197,8 +212,7 @@ static void ri_build(struct row_index *x, struct obj *const *rows, size_t n)
 
 static void ri_free(struct row_index *x)
 {
-	free(x->key);
-	free(x->pos);
+	free(x->s);
 	*x = (struct row_index){ 0 };
 }
 
@@ -208,13 +222,13 @@ static size_t row_of(struct tview *t, const struct obj *o)
 	struct row_index *x = &t->ix;
 	if (x->cap == 0 || o == NULL)
 		return SIZE_MAX;
-	size_t i = ri_slot(x, o);
-	if (x->key[i] == NULL)
+	struct row_slot *e = &x->s[ri_slot(x, o)];
+	if (e->key == NULL)
 		return SIZE_MAX;
-	size_t p = x->pos[i];
+	size_t p = e->pos;
 	for (size_t d = 0; d <= x->shift && d <= p; d++) {
 		if (p - d < t->n && t->rows[p - d] == o) {
-			x->pos[i] = (uint32_t)(p - d);
+			e->pos = p - d;
 			return p - d;
 		}
 	}
@@ -316,10 +330,11 @@ bool table_filter_match(const struct table_filter *f, const struct obj *o, const
 /* ---- cells ---- */
 
 /* A cell's text (model/columns.c) and its colour from the tone. */
-static void cell_draw(const struct column *col, const struct store *st, const struct obj *o, char *buf, size_t len,
-		      int *attr)
+/* now: the wall clock second the cells are drawn for (ages), read once per frame, sort or filter pass. */
+static void cell_draw(const struct column *col, const struct store *st, int64_t now, const struct obj *o, char *buf,
+		      size_t len, int *attr)
 {
-	struct col_ctx c = { .st = st, .now = util_wall_s() };
+	struct col_ctx c = { .st = st, .now = now };
 	buf[0] = '\0';
 	switch (col->cell(&c, o, buf, len)) {
 	case COL_TONE_STATUS: {
@@ -389,6 +404,7 @@ int table_layout(const struct column *cols, size_t ncols, const bool *shown, cha
 
 static struct {
 	const struct store *st;
+	int64_t now;
 	const struct column *col;
 	bool desc;
 	const struct column *name_col;
@@ -398,8 +414,8 @@ static int cmp_text(const struct column *col, const struct obj *a, const struct 
 {
 	char ba[CELL_MAX], bb[CELL_MAX];
 	int attr = 0;
-	cell_draw(col, sort_ctx.st, a, ba, sizeof ba, &attr);
-	cell_draw(col, sort_ctx.st, b, bb, sizeof bb, &attr);
+	cell_draw(col, sort_ctx.st, sort_ctx.now, a, ba, sizeof ba, &attr);
+	cell_draw(col, sort_ctx.st, sort_ctx.now, b, bb, sizeof bb, &attr);
 	return strcmp(ba, bb);
 }
 
@@ -420,8 +436,8 @@ static int cmp_rows(const void *pa, const void *pb)
 	return r;
 }
 
-static void row_text(const struct table_spec *spec, const struct store *st, const struct obj *o, char *buf,
-		     size_t len)
+static void row_text(const struct table_spec *spec, const struct store *st, int64_t now, const struct obj *o,
+		     char *buf, size_t len)
 {
 	size_t off = 0;
 	buf[0] = '\0';
@@ -429,7 +445,7 @@ static void row_text(const struct table_spec *spec, const struct store *st, cons
 		int attr = 0;
 		if (spec->tab->cols[c].flags & COL_GET_ONLY)
 			continue;
-		cell_draw(&spec->tab->cols[c], st, o, buf + off, len - off, &attr);
+		cell_draw(&spec->tab->cols[c], st, now, o, buf + off, len - off, &attr);
 		off += strlen(buf + off);
 		if (off + 1 < len)
 			buf[off++] = ' ';
@@ -449,6 +465,7 @@ static void rebuild(struct tview *t)
 	const struct store *st = ui_store();
 	const char *ns = ui_namespace();
 	t->n = 0;
+	int64_t wall = util_wall_s();
 	char text[2048];
 	size_t formatted = 0;
 	struct match_cache *mc = &t->mc;
@@ -480,7 +497,7 @@ static void rebuild(struct tview *t)
 				int c = mc_get(mc, o);
 				if (c == MC_UNKNOWN) {
 					formatted++;
-					row_text(t->spec, st, o, text, sizeof text);
+					row_text(t->spec, st, wall, o, text, sizeof text);
 					c = table_filter_match(&t->filt, o, text) ? MC_YES : MC_NO;
 					mc_put(mc, o, c);
 				}
@@ -493,6 +510,7 @@ static void rebuild(struct tview *t)
 		}
 	}
 	sort_ctx.st = st;
+	sort_ctx.now = wall;
 	sort_ctx.col = &t->spec->tab->cols[t->sort_col];
 	sort_ctx.desc = t->desc;
 	if (t->n > 1)
@@ -549,6 +567,7 @@ static bool keeps_place(struct tview *t, const struct obj *old, const struct obj
 		return false;
 	const struct column *col = &t->spec->tab->cols[t->sort_col];
 	sort_ctx.st = ui_store();
+	sort_ctx.now = util_wall_s();
 	return (col->cmp ? col->cmp(old, new_) : cmp_text(col, old, new_)) == 0;
 }
 
@@ -556,6 +575,24 @@ static bool keeps_place(struct tview *t, const struct obj *old, const struct obj
 static bool row_visible(const struct tview *t, size_t i)
 {
 	return i != SIZE_MAX && i >= t->top && i < t->top + (size_t)t->page;
+}
+
+/* A change to row `at`, on screen, asks for a frame: of that row alone unless the view was already marked by
+ * something else (then whole). */
+static void mark_row(struct view *v, struct tview *t, size_t at)
+{
+	bool only_rows = !v->dirty || (t->npend > 0 && t->pend_marks == v->marks);
+	view_dirty(v);
+	if (!only_rows || t->pend_over || t->npend == PEND_MAX) {
+		t->pend_over = true;
+		return;
+	}
+	int i = 0;
+	while (i < t->npend && t->pend[i] != at)
+		i++;
+	if (i == t->npend)
+		t->pend[t->npend++] = at;
+	t->pend_marks = v->marks;
 }
 
 /* While a source lists this kind, the loading line counts what arrives: every change shows. */
@@ -577,9 +614,8 @@ static void store_changed(struct view *v, enum obj_kind kind, const struct obj *
 			/* the rows show fields of this kind: the VM list its VMI's (same name); in other lists an object
 			 * that came or went may alter rows of other names (a pod's VMI column) */
 			const struct obj *o = new_ ? new_ : old;
-			bool one_row = t->spec->kind == OBJ_VM || (old && new_);
 			const struct obj *row = NULL;
-			if (one_row) {
+			if (t->spec->kind == OBJ_VM || (old && new_)) {
 				row = store_find(ui_store(), o->src, t->spec->kind, o->ns, o->name);
 				mc_put(&t->mc, row, MC_UNKNOWN);
 			} else {
@@ -587,8 +623,12 @@ static void store_changed(struct view *v, enum obj_kind kind, const struct obj *
 			}
 			if (t->filt.text || (t->spec->tab->cols[t->sort_col].flags & COL_JOINED))
 				t->stale = true; /* the row may now match the filter, or no longer, or move */
-			if (!one_row || t->stale || loading_shown(t) || row_visible(t, row_of(t, row)))
+			/* the VM list: only the VM of the VMI's name shows it; other lists join by UID (drawn whole) */
+			size_t at = t->spec->kind == OBJ_VM ? row_of(t, row) : SIZE_MAX;
+			if (t->spec->kind != OBJ_VM || t->stale || loading_shown(t))
 				view_dirty(v);
+			else if (row_visible(t, at))
+				mark_row(v, t, at);
 		}
 		return;
 	}
@@ -629,9 +669,11 @@ static void store_changed(struct view *v, enum obj_kind kind, const struct obj *
 	}
 	if (!kept)
 		t->stale = true;
-	/* a row kept in place is drawn again only when it is on screen */
-	if (t->stale || loading_shown(t) || row_visible(t, at))
+	/* a row kept in place is drawn again only when it is on screen, and alone */
+	if (t->stale || loading_shown(t))
 		view_dirty(v);
+	else if (row_visible(t, at))
+		mark_row(v, t, at);
 }
 
 /* ---- drawing ---- */
@@ -725,11 +767,66 @@ static void empty_line(const struct tview *t, const struct source *src, char *bu
 	free(msg);
 }
 
+static bool region_same(const struct region *a, const struct region *b)
+{
+	return a->y == b->y && a->x == b->x && a->h == b->h && a->w == b->w;
+}
+
+/* Row i of the window (its cells in t->cells) at line y. */
+static void draw_row(struct tview *t, const struct region *r, size_t i, const int *w, uint64_t now,
+		     uint64_t *next_flash_end)
+{
+	const struct table_spec *spec = t->spec;
+	size_t nc = spec->tab->ncols;
+	int y = r->y + 2 + (int)i;
+	const struct obj *o = t->rows[t->top + i];
+	bool selected = t->top + i == t->sel;
+	bool flash = o->changed_ms && now < o->changed_ms + TABLE_FLASH_MS;
+	if (flash && (*next_flash_end == 0 || o->changed_ms + TABLE_FLASH_MS < *next_flash_end))
+		*next_flash_end = o->changed_ms + TABLE_FLASH_MS;
+	int rowattr = selected ? theme_attr(THEME_SELECTED) : flash ? theme_attr(THEME_FLASH) : theme_attr(THEME_NORMAL);
+	draw_fill(y, r->x, r->w, rowattr);
+	int x = r->x + 1;
+	for (size_t c = 0; c < nc; c++) {
+		if (!w[c])
+			continue;
+		int a = t->cell_attr[i * nc + c];
+		draw_cell(y, x, w[c], selected || flash || !a ? rowattr : a, t->cells + (i * nc + c) * CELL_MAX,
+			  spec->tab->cols[c].right);
+		x += w[c] + 2;
+	}
+}
+
+/* Formats row i of the window into t->cells. */
+static void format_row(struct tview *t, size_t i, const bool *shown, int64_t wall)
+{
+	const struct table_spec *spec = t->spec;
+	size_t nc = spec->tab->ncols;
+	const struct store *st = ui_store();
+	for (size_t c = 0; c < nc; c++) {
+		char *b = t->cells + (i * nc + c) * CELL_MAX;
+		t->cell_attr[i * nc + c] = 0;
+		b[0] = '\0';
+		if (shown[c])
+			cell_draw(&spec->tab->cols[c], st, wall, t->rows[t->top + i], b, CELL_MAX, &t->cell_attr[i * nc + c]);
+	}
+}
+
 static void draw(struct view *v, const struct region *r)
 {
 	struct tview *t = v->priv;
 	const struct table_spec *spec = t->spec;
 	uint64_t now = loop_now();
+	int64_t wall = util_wall_s();
+	/* only rows marked by store_changed since the last frame, and nothing else: a partial frame if the window
+	 * is as it was */
+	bool partial = t->drawn && t->npend > 0 && !t->pend_over && t->pend_marks == v->marks;
+	int npend = t->npend;
+	size_t pend[PEND_MAX];
+	memcpy(pend, t->pend, sizeof pend);
+	t->npend = 0;
+	t->pend_over = false;
+	t->drawn = false;
 	check_scope(t);
 	if (t->stale) {
 		uint64_t due = t->last_build + 1000 / TABLE_RESORT_HZ;
@@ -738,10 +835,12 @@ static void draw(struct view *v, const struct region *r)
 			rebuild(t);
 		else
 			arm_timer(v, due - now);
+		partial = false;
 	}
 	if (r->h < 1)
 		return;
-	draw_title(t, r);
+	if (!partial)
+		draw_title(t, r);
 	if (r->h < 2)
 		return;
 	char progress[160];
@@ -762,58 +861,54 @@ static void draw(struct view *v, const struct region *r)
 	size_t nc = spec->tab->ncols;
 	bool shown[32];
 	int w[32];
-	char *cells[nvis * nc + 1];
-	int attrs[nvis * nc + 1];
-	char *store_buf = xmalloc((nvis * nc + 1) * CELL_MAX);
-	const struct store *st = ui_store();
 	for (size_t c = 0; c < nc && c < 32; c++)
 		shown[c] = col_shown(&spec->tab->cols[c]);
-	for (size_t i = 0; i < nvis; i++) {
-		for (size_t c = 0; c < nc; c++) {
-			char *b = store_buf + (i * nc + c) * CELL_MAX;
-			attrs[i * nc + c] = 0;
-			b[0] = '\0';
-			if (shown[c])
-				cell_draw(&spec->tab->cols[c], st, t->rows[t->top + i], b, CELL_MAX, &attrs[i * nc + c]);
-			cells[i * nc + c] = b;
-		}
+	if (partial)
+		partial = !progress[0] && region_same(&t->last_r, r) && t->last_top == t->top && t->last_sel == t->sel &&
+			  t->last_n == t->n && t->last_nvis == nvis && t->last_s == wall &&
+			  memcmp(t->last_shown, shown, nc * sizeof *shown) == 0;
+	for (int k = 0; partial && k < npend; k++)
+		partial = pend[k] >= t->top && pend[k] < t->top + nvis;
+	if (nvis * nc + 1 > t->cells_cap) {
+		t->cells_cap = nvis * nc + 1;
+		t->cells = xreallocarray(t->cells, t->cells_cap, CELL_MAX);
+		t->cell_attr = xreallocarray(t->cell_attr, t->cells_cap, sizeof *t->cell_attr);
 	}
+	if (partial) {
+		for (int k = 0; k < npend; k++)
+			format_row(t, pend[k] - t->top, shown, wall);
+	} else {
+		for (size_t i = 0; i < nvis; i++)
+			format_row(t, i, shown, wall);
+	}
+	char *cells[nvis * nc + 1];
+	for (size_t k = 0; k <= nvis * nc; k++)
+		cells[k] = t->cells + k * CELL_MAX;
 	table_layout(spec->tab->cols, nc, shown, cells, nvis, r->w - 2, t->sort_col, w);
-	/* header */
-	int hattr = theme_attr(THEME_TABLE_HEADER);
-	draw_fill(r->y + 1, r->x, r->w, theme_attr(THEME_NORMAL));
-	int x = r->x + 1;
-	for (size_t c = 0; c < nc; c++) {
-		if (!w[c])
-			continue;
-		char head[64];
-		const char *arrow = (int)c == t->sort_col ? (t->desc ? "↓" : "↑") : "";
-		snprintf(head, sizeof head, "%s%s", spec->tab->cols[c].title, arrow);
-		draw_cell(r->y + 1, x, w[c], hattr, head, spec->tab->cols[c].right);
-		x += w[c] + 2;
-	}
 	uint64_t next_flash_end = 0;
-	for (int i = 0; i < rows_h; i++) {
-		int y = r->y + 2 + i;
-		if ((size_t)i >= nvis) {
-			draw_fill(y, r->x, r->w, theme_attr(THEME_NORMAL));
-			continue;
-		}
-		const struct obj *o = t->rows[t->top + (size_t)i];
-		bool selected = t->top + (size_t)i == t->sel;
-		bool flash = o->changed_ms && now < o->changed_ms + TABLE_FLASH_MS;
-		if (flash && (next_flash_end == 0 || o->changed_ms + TABLE_FLASH_MS < next_flash_end))
-			next_flash_end = o->changed_ms + TABLE_FLASH_MS;
-		int rowattr = selected ? theme_attr(THEME_SELECTED) : flash ? theme_attr(THEME_FLASH) : theme_attr(THEME_NORMAL);
-		draw_fill(y, r->x, r->w, rowattr);
-		x = r->x + 1;
+	if (partial && memcmp(t->last_w, w, nc * sizeof *w) == 0) {
+		/* the same columns: the marked rows alone */
+		for (int k = 0; k < npend; k++)
+			draw_row(t, r, pend[k] - t->top, w, now, &next_flash_end);
+	} else {
+		/* header */
+		int hattr = theme_attr(THEME_TABLE_HEADER);
+		draw_fill(r->y + 1, r->x, r->w, theme_attr(THEME_NORMAL));
+		int x = r->x + 1;
 		for (size_t c = 0; c < nc; c++) {
 			if (!w[c])
 				continue;
-			int a = attrs[(size_t)i * nc + c];
-			draw_cell(y, x, w[c], selected || flash || !a ? rowattr : a, cells[(size_t)i * nc + c],
-				  spec->tab->cols[c].right);
+			char head[64];
+			const char *arrow = (int)c == t->sort_col ? (t->desc ? "↓" : "↑") : "";
+			snprintf(head, sizeof head, "%s%s", spec->tab->cols[c].title, arrow);
+			draw_cell(r->y + 1, x, w[c], hattr, head, spec->tab->cols[c].right);
 			x += w[c] + 2;
+		}
+		for (int i = 0; i < rows_h; i++) {
+			if ((size_t)i < nvis)
+				draw_row(t, r, (size_t)i, w, now, &next_flash_end);
+			else
+				draw_fill(r->y + 2 + i, r->x, r->w, theme_attr(THEME_NORMAL));
 		}
 	}
 	if (progress[0])
@@ -844,7 +939,15 @@ static void draw(struct view *v, const struct region *r)
 		log_info("ui: first rows drawn %llu ms after start (%zu rows in the index)",
 			 (unsigned long long)(util_now_ms() - ui_start_ms()), t->n);
 	}
-	free(store_buf);
+	t->drawn = nc <= 32;
+	t->last_r = *r;
+	t->last_top = t->top;
+	t->last_sel = t->sel;
+	t->last_n = t->n;
+	t->last_nvis = nvis;
+	t->last_s = wall;
+	memcpy(t->last_shown, shown, nc * sizeof *shown);
+	memcpy(t->last_w, w, nc * sizeof *w);
 	if (next_flash_end)
 		arm_timer(v, next_flash_end > now ? next_flash_end - now + 1 : 1);
 }
@@ -1062,6 +1165,8 @@ static void destroy(struct view *v)
 	table_filter_free(&t->filt);
 	mc_reset(&t->mc, 0);
 	ri_free(&t->ix);
+	free(t->cells);
+	free(t->cell_attr);
 	free(t->rows);
 	free(t);
 }
