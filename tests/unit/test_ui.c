@@ -658,6 +658,28 @@ static void test_row_index(void)
 		index_view->ops->draw(index_view, &reg);
 		mvinnstr(12, 0, line12, 120);
 		T_CHECK(strncmp(line12, "ZZZZ", 4) != 0);
+		/* frames of changed rows alone leave the screen as a whole frame would draw it (text and attributes:
+		 * the flash of a changed row, statuses, widths that move with the text) */
+		for (int k = 0; k < 60; k++) {
+			int i = (int)((unsigned)k * 37u % 40u);
+			fake_vm(i, statuses[(k + i) % 5]);
+			if (k % 3 == 2 && index_view->dirty) { /* as view_draw_all */
+				index_view->dirty = false;
+				index_view->ops->draw(index_view, &reg);
+			}
+		}
+		static chtype part[30][121], whole[30][121];
+		for (int y = 0; y < 30; y++)
+			mvwinchnstr(stdscr, y, 0, part[y], 120);
+		view_dirty(index_view);
+		index_view->dirty = false;
+		index_view->ops->draw(index_view, &reg);
+		for (int y = 0; y < 30; y++)
+			mvwinchnstr(stdscr, y, 0, whole[y], 120);
+		if (util_wall_s() != s0)
+			continue;
+		for (int y = 0; y < 30; y++)
+			T_CHECK(memcmp(part[y], whole[y], sizeof part[y]) == 0);
 		break;
 	}
 	if (scr) {
