@@ -28,6 +28,9 @@ struct header_status {
 bool header_store_changed(const struct store *st, enum obj_kind kind, const struct obj *old, const struct obj *new_);
 /* Forgets the counts (another store is used from now on). */
 void header_forget(void);
+/* Whether the counts for ns differ from those the last header_draw showed (true when they must be counted again):
+ * changes that moved them and moved them back before the frame need no frame. */
+bool header_counts_moved(const struct store *st, const char *ns);
 
 /* ---- test seams: exported for tests/ only, not to be called by kvcon itself (tests/check-exports.sh) ---- */
 /* How many times the counts were computed over the whole store (for tests). */

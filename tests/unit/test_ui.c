@@ -839,6 +839,34 @@ static void test_header_counts(void)
 	T_CHECK(!hdr_moved);
 	check_counts(intern("default"));
 	T_EQ_INT(header_recounts(), r0 + 2);
+	/* against the counts last drawn: changes that move them and move them back before the frame need none */
+	setenv("LINES", "40", 1);
+	setenv("COLUMNS", "120", 1);
+	FILE *out = fopen("/dev/null", "w"), *in = fopen("/dev/null", "r");
+	SCREEN *scr = out && in ? newterm("dumb", out, in) : NULL;
+	T_CHECK(scr != NULL);
+	if (scr) {
+		header_draw(&(struct region){ .y = 0, .x = 0, .h = 4, .w = 120 }, fst, false, intern("default"));
+		T_CHECK(!header_counts_moved(fst, intern("default")));
+		put_vm(600, "default", "Running"); /* into the namespace */
+		T_CHECK(hdr_moved && header_counts_moved(fst, intern("default")));
+		put_vm(600, "prod", "Paused"); /* and out again */
+		T_CHECK(hdr_moved && !header_counts_moved(fst, intern("default")));
+		put_vm(2, "default", "Running");
+		put_vm(2, "default", "Paused");
+		T_CHECK(header_counts_moved(fst, intern("default")));
+		T_CHECK(header_counts_moved(fst, NULL)); /* not what was drawn */
+		header_draw(&(struct region){ .y = 0, .x = 0, .h = 4, .w = 120 }, fst, false, intern("default"));
+		T_CHECK(!header_counts_moved(fst, intern("default")));
+		endwin();
+		delscreen(scr);
+	}
+	if (out)
+		fclose(out);
+	if (in)
+		fclose(in);
+	check_counts(intern("default"));
+	T_EQ_INT(header_recounts(), r0 + 2);
 	/* a change the hook did not see: the version says so, and the counts are right again */
 	store_unlisten(fst, lid);
 	put_vm(5, "default", "Terminating");
