@@ -859,14 +859,15 @@ static void draw(struct view *v, const struct region *r)
 		t->top = t->n > (size_t)rows_h ? t->n - (size_t)rows_h : 0;
 	size_t nvis = t->n - t->top < (size_t)rows_h ? t->n - t->top : (size_t)rows_h;
 	size_t nc = spec->tab->ncols;
+	size_t ncs = nc < 32 ? nc : 32; /* columns a frame knows (every table has far fewer) */
 	bool shown[32];
 	int w[32];
-	for (size_t c = 0; c < nc && c < 32; c++)
+	for (size_t c = 0; c < ncs; c++)
 		shown[c] = col_shown(&spec->tab->cols[c]);
 	if (partial)
 		partial = !progress[0] && region_same(&t->last_r, r) && t->last_top == t->top && t->last_sel == t->sel &&
 			  t->last_n == t->n && t->last_nvis == nvis && t->last_s == wall &&
-			  memcmp(t->last_shown, shown, nc * sizeof *shown) == 0;
+			  memcmp(t->last_shown, shown, ncs * sizeof *shown) == 0;
 	for (int k = 0; partial && k < npend; k++)
 		partial = pend[k] >= t->top && pend[k] < t->top + nvis;
 	if (nvis * nc + 1 > t->cells_cap) {
@@ -886,7 +887,7 @@ static void draw(struct view *v, const struct region *r)
 		cells[k] = t->cells + k * CELL_MAX;
 	table_layout(spec->tab->cols, nc, shown, cells, nvis, r->w - 2, t->sort_col, w);
 	uint64_t next_flash_end = 0;
-	if (partial && memcmp(t->last_w, w, nc * sizeof *w) == 0) {
+	if (partial && memcmp(t->last_w, w, ncs * sizeof *w) == 0) {
 		/* the same columns: the marked rows alone */
 		for (int k = 0; k < npend; k++)
 			draw_row(t, r, pend[k] - t->top, w, now, &next_flash_end);
@@ -946,8 +947,8 @@ static void draw(struct view *v, const struct region *r)
 	t->last_n = t->n;
 	t->last_nvis = nvis;
 	t->last_s = wall;
-	memcpy(t->last_shown, shown, nc * sizeof *shown);
-	memcpy(t->last_w, w, nc * sizeof *w);
+	memcpy(t->last_shown, shown, ncs * sizeof *shown);
+	memcpy(t->last_w, w, ncs * sizeof *w);
 	if (next_flash_end)
 		arm_timer(v, next_flash_end > now ? next_flash_end - now + 1 : 1);
 }
