@@ -262,6 +262,28 @@ static void index_on_change(void *arg, enum obj_kind kind, const struct obj *old
 	struct chain_index *ix = arg;
 	if (kind != OBJ_POD && kind != OBJ_EVENT)
 		return;
+	if (old && new_) {
+		/* the usual update: filed under the same keys, the new object takes the old one's place */
+		char ko[2][512], kn[2][512];
+		int n = index_keys(old, ko);
+		bool same = n == index_keys(new_, kn);
+		for (int i = 0; same && i < n; i++)
+			same = strcmp(ko[i], kn[i]) == 0;
+		if (same) {
+			struct hmap *m = kind == OBJ_POD ? &ix->pods : &ix->events;
+			for (int i = 0; i < n; i++) {
+				struct bucket *b = hmap_get(m, ko[i]);
+				size_t j = 0;
+				while (b && j < b->n && b->v[j] != old)
+					j++;
+				if (b && j < b->n)
+					b->v[j] = new_;
+				else
+					bucket_add(m, kn[i], new_);
+			}
+			return;
+		}
+	}
 	if (old)
 		index_apply(ix, old, false);
 	if (new_)

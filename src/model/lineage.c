@@ -23,6 +23,7 @@
 #define LIN_SETTLE_SECS 10    /* a VM update this soon after an end may still reclassify it */
 #define LIN_SLICE_US 3000     /* paced (lineage_set_paced): work per loop pass on a history being read */
 #define LIN_READ (1u << 20)   /* the history is read this much at a time */
+#define LIN_BATCH (64u << 10) /* batched: records waiting for the end of the loop pass are written at this size */
 
 struct lin_vm;
 
@@ -47,6 +48,7 @@ struct lin_vm {
 struct lin_src {
 	char *path;
 	int fd;       /* O_APPEND, opened at the first record; -1 before */
+	struct buf out; /* records not written yet (batched: until the end of the loop pass) */
 	bool loaded;
 	size_t lines; /* records in the file */
 	/* paced: the file is read a slice per loop pass (its records are not known yet, so the source's changes
@@ -85,6 +87,9 @@ struct lineage {
 	struct lin_src *srcs; /* by source id */
 	size_t nsrcs;
 	bool paced;
+	bool batched;        /* records are written at the end of each loop pass (on_pass_end) */
+	int hook;            /* on_pass_end's loop hook, 0 when none */
+	int64_t restart_seen; /* wall clock of the last end classified "restarted" (vm_seen's window), 0: none */
 	struct loop_timer *step_t;
 };
 
@@ -136,35 +141,94 @@ char *lineage_path(const struct lineage *l, const struct source *src, const char
 
 /* ---- records ---- */
 
-static struct json_object *exec_to_json(const struct lineage_exec *e, const char *ns, const char *name)
+/* The records are kvcon's own lines, written here without building a json-c object per line (the dashboard
+ * writes one per VMI change); they are read back with json-c. Strings are escaped as JSON requires: the quote,
+ * the backslash and control bytes; other bytes (UTF-8) are written as they are, as json-c wrote them. */
+static void put_str(struct buf *b, const char *s)
 {
-	struct json_object *j = json_object_new_object();
-	json_object_object_add(j, "ns", json_object_new_string(ns));
-	json_object_object_add(j, "name", json_object_new_string(name));
-	json_object_object_add(j, "vmi", json_object_new_string(e->vmi_uid));
-	json_object_object_add(j, "vm", json_object_new_string(e->vm_uid));
-	json_object_object_add(j, "start", json_object_new_int64(e->start));
-	json_object_object_add(j, "end", json_object_new_int64(e->end));
-	json_object_object_add(j, "how", json_object_new_string(lineage_end_name(e->how)));
-	json_object_object_add(j, "phase", json_object_new_string(e->phase ? e->phase : ""));
-	json_object_object_add(j, "node", json_object_new_string(e->node ? e->node : ""));
-	json_object_object_add(j, "migrations", json_object_new_int(e->migrations));
-	struct json_object *ls = json_object_new_array();
+	static const char hex[] = "0123456789abcdef";
+	buf_add_char(b, '"');
+	const char *run = s;
+	for (const char *p = s;; p++) {
+		unsigned char c = (unsigned char)*p;
+		if (c >= 0x20 && c != '"' && c != '\\')
+			continue;
+		buf_add(b, run, (size_t)(p - run));
+		if (c == '\0')
+			break;
+		char esc[6] = { '\\', (char)c };
+		size_t n = 2;
+		if (c == '\n')
+			esc[1] = 'n';
+		else if (c == '\t')
+			esc[1] = 't';
+		else if (c == '\r')
+			esc[1] = 'r';
+		else if (c < 0x20) {
+			esc[1] = 'u', esc[2] = '0', esc[3] = '0', esc[4] = hex[c >> 4], esc[5] = hex[c & 15];
+			n = 6;
+		}
+		buf_add(b, esc, n);
+		run = p + 1;
+	}
+	buf_add_char(b, '"');
+}
+
+static void put_int(struct buf *b, int64_t v)
+{
+	char d[24];
+	size_t i = sizeof d;
+	uint64_t u = v < 0 ? 0 - (uint64_t)v : (uint64_t)v;
+	do
+		d[--i] = (char)('0' + u % 10);
+	while ((u /= 10) != 0);
+	if (v < 0)
+		d[--i] = '-';
+	buf_add(b, d + i, sizeof d - i);
+}
+
+/* One record: the full state of an execution, with its VM's ns and name, and its newline. */
+static void exec_line(struct buf *b, const struct lineage_exec *e, const char *ns, const char *name)
+{
+	buf_add_str(b, "{\"ns\":");
+	put_str(b, ns);
+	buf_add_str(b, ",\"name\":");
+	put_str(b, name);
+	buf_add_str(b, ",\"vmi\":");
+	put_str(b, e->vmi_uid);
+	buf_add_str(b, ",\"vm\":");
+	put_str(b, e->vm_uid);
+	buf_add_str(b, ",\"start\":");
+	put_int(b, e->start);
+	buf_add_str(b, ",\"end\":");
+	put_int(b, e->end);
+	buf_add_str(b, ",\"how\":");
+	put_str(b, lineage_end_name(e->how));
+	buf_add_str(b, ",\"phase\":");
+	put_str(b, e->phase ? e->phase : "");
+	buf_add_str(b, ",\"node\":");
+	put_str(b, e->node ? e->node : "");
+	buf_add_str(b, ",\"migrations\":");
+	put_int(b, e->migrations);
+	buf_add_str(b, ",\"launchers\":[");
 	for (int i = 0; i < e->nlaunchers; i++) {
 		const struct lineage_launcher *la = &e->launchers[i];
-		struct json_object *o = json_object_new_object();
-		json_object_object_add(o, "uid", json_object_new_string(la->uid));
-		json_object_object_add(o, "name", json_object_new_string(la->name ? la->name : ""));
-		json_object_object_add(o, "node", json_object_new_string(la->node ? la->node : ""));
-		json_object_object_add(o, "start", json_object_new_int64(la->start));
-		json_object_object_add(o, "end", json_object_new_int64(la->end));
-		json_object_object_add(o, "migrated", json_object_new_boolean(la->migrated));
+		buf_add_str(b, i ? ",{\"uid\":" : "{\"uid\":");
+		put_str(b, la->uid);
+		buf_add_str(b, ",\"name\":");
+		put_str(b, la->name ? la->name : "");
+		buf_add_str(b, ",\"node\":");
+		put_str(b, la->node ? la->node : "");
+		buf_add_str(b, ",\"start\":");
+		put_int(b, la->start);
+		buf_add_str(b, ",\"end\":");
+		put_int(b, la->end);
+		buf_add_str(b, la->migrated ? ",\"migrated\":true" : ",\"migrated\":false");
 		if (la->attempt)
-			json_object_object_add(o, "attempt", json_object_new_boolean(true));
-		json_object_array_add(ls, o);
+			buf_add_str(b, ",\"attempt\":true");
+		buf_add_char(b, '}');
 	}
-	json_object_object_add(j, "launchers", ls);
-	return j;
+	buf_add_str(b, "]}\n");
 }
 
 static const char *jstr(struct json_object *o, const char *k)
@@ -240,6 +304,26 @@ static void exec_clear(struct lineage_exec *e)
 	e->nlaunchers = 0;
 }
 
+/* The by_vmi key of a source's VMI UID: "<source id>:<vmi uid>" (as snprintf would cut it; per change, so no
+ * format parsing). */
+static void exec_key(char key[16 + UID_LEN], int src_id, const char *uid)
+{
+	char d[12];
+	size_t i = sizeof d, o = 0;
+	unsigned u = src_id < 0 ? 0u - (unsigned)src_id : (unsigned)src_id;
+	do
+		d[--i] = (char)('0' + u % 10);
+	while ((u /= 10) != 0);
+	if (src_id < 0)
+		key[o++] = '-';
+	while (i < sizeof d)
+		key[o++] = d[i++];
+	key[o++] = ':';
+	size_t n = strnlen(uid, 16 + UID_LEN - 1 - o);
+	memcpy(key + o, uid, n);
+	key[o + n] = '\0';
+}
+
 static struct lin_src *src_slot(struct lineage *l, const struct source *src)
 {
 	size_t id = (size_t)src->id;
@@ -252,43 +336,61 @@ static struct lin_src *src_slot(struct lineage *l, const struct source *src)
 	return &l->srcs[id];
 }
 
-static void persist_line(struct lineage *l, const struct source *src, const char *line, size_t len)
+/* Writes what src's records wait in (one write() for all of them: with O_APPEND whole records are never
+ * interleaved with another writer's). */
+static void flush_src(struct lineage *l, struct lin_src *ls)
 {
-	struct lin_src *ls = src_slot(l, src);
+	if (ls->out.len == 0)
+		return;
 	if (ls->fd < 0) {
 		if (util_mkdir_p(l->dir, 0700) < 0) {
 			log_warn("lineage: cannot create %s: %s", l->dir, strerror(errno));
+			buf_reset(&ls->out);
 			return;
 		}
 		char why[UTIL_WHY_LEN];
 		ls->fd = util_open_private(ls->path, O_APPEND, true, why); /* no symlink, FIFO or foreign file */
 		if (ls->fd < 0) {
 			log_warn("lineage: cannot open %s: %s", ls->path, why);
+			buf_reset(&ls->out);
 			return;
 		}
 	}
-	/* one write() per record: with O_APPEND a record is never interleaved with another writer's */
-	ssize_t w;
-	do
-		w = write(ls->fd, line, len);
-	while (w < 0 && errno == EINTR);
-	if (w != (ssize_t)len)
-		log_warn("lineage: short write to %s", ls->path);
+	size_t off = 0;
+	while (off < ls->out.len) {
+		ssize_t w = write(ls->fd, ls->out.data + off, ls->out.len - off);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0) {
+			log_warn("lineage: cannot write %s: %s", ls->path, w < 0 ? strerror(errno) : "short write");
+			break;
+		}
+		off += (size_t)w;
+	}
+	buf_reset(&ls->out);
+}
+
+/* A record is queued: written at once, or (batched) with the loop pass's others at its end. */
+static void queued(struct lineage *l, struct lin_src *ls)
+{
 	ls->lines++;
+	if (!l->batched || ls->out.len >= LIN_BATCH)
+		flush_src(l, ls);
 }
 
 static void persist(struct lineage *l, struct lin_exec *x)
 {
-	struct json_object *j = exec_to_json(&x->pub, x->vm->ns, x->vm->name);
-	size_t len;
-	const char *s = json_object_to_json_string_length(j, JSON_C_TO_STRING_PLAIN, &len);
-	char *line = xmalloc(len + 2);
-	memcpy(line, s, len);
-	line[len] = '\n';
-	line[len + 1] = '\0';
-	persist_line(l, x->vm->src, line, len + 1);
-	free(line);
-	json_object_put(j);
+	struct lin_src *ls = src_slot(l, x->vm->src);
+	exec_line(&ls->out, &x->pub, x->vm->ns, x->vm->name);
+	queued(l, ls);
+}
+
+/* End of a loop pass (batched): the pass's records reach the files before the loop sleeps. */
+static void on_pass_end(void *arg)
+{
+	struct lineage *l = arg;
+	for (size_t i = 0; i < l->nsrcs; i++)
+		flush_src(l, &l->srcs[i]);
 }
 
 /* Rewrites a source's file with one line per execution (write-temp + rename). */
@@ -304,13 +406,10 @@ static void compact(struct lineage *l, const struct source *src)
 		struct lin_vm *v = val;
 		if (v->src != src)
 			continue;
-		for (size_t i = 0; i < v->n; i++, n++) {
-			struct json_object *j = exec_to_json(&v->ex[i]->pub, v->ns, v->name);
-			buf_add_str(&b, json_object_to_json_string_ext(j, JSON_C_TO_STRING_PLAIN));
-			buf_add_char(&b, '\n');
-			json_object_put(j);
-		}
+		for (size_t i = 0; i < v->n; i++, n++)
+			exec_line(&b, &v->ex[i]->pub, v->ns, v->name);
 	}
+	flush_src(l, ls); /* records still waiting reach the old file first (the new one holds their state) */
 	if (util_write_file_atomic(ls->path, b.data ? b.data : "", b.len, 0600) == 0) {
 		ls->lines = n;
 		if (ls->fd >= 0) { /* the descriptor points at the replaced file */
@@ -327,7 +426,7 @@ static struct lin_exec *exec_new(struct lineage *l, struct lin_vm *v, const char
 {
 	struct lin_exec *x = xcalloc(1, sizeof *x);
 	copy_uid(x->pub.vmi_uid, vmi_uid);
-	snprintf(x->key, sizeof x->key, "%d:%s", v->src->id, vmi_uid);
+	exec_key(x->key, v->src->id, vmi_uid);
 	x->vm = v;
 	if (v->n == LIN_MAX_EXECS) {
 		struct lin_exec *old = v->ex[0];
@@ -461,7 +560,7 @@ static bool load_lines(struct lineage *l, struct source *src, uint64_t deadline_
 		    json_object_get_boolean(moved) && exec_from_json(&e, j) == 0) {
 			/* the execution went on on another host (source): it is that host's history now */
 			char key[16 + UID_LEN];
-			snprintf(key, sizeof key, "%d:%s", src->id, e.vmi_uid);
+			exec_key(key, src->id, e.vmi_uid);
 			struct lin_exec *x = hmap_get(&l->by_vmi, key);
 			if (x) {
 				exec_unlink(l, x);
@@ -471,7 +570,7 @@ static bool load_lines(struct lineage *l, struct source *src, uint64_t deadline_
 			exec_clear(&e);
 		} else if (ns && name && *name && exec_from_json(&e, j) == 0) {
 			char key[16 + UID_LEN];
-			snprintf(key, sizeof key, "%d:%s", src->id, e.vmi_uid);
+			exec_key(key, src->id, e.vmi_uid);
 			struct lin_exec *x = hmap_get(&l->by_vmi, key);
 			if (x == NULL) {
 				x = exec_new(l, vm_lookup(l, src, ns, name), e.vmi_uid);
@@ -571,11 +670,12 @@ static int64_t phase_time(const struct vmi *vmi, const char *phase)
 
 static void end_exec(struct lineage *l, struct lin_exec *x, enum lineage_end how, int64_t at)
 {
-	(void)l;
 	x->pub.how = how;
 	if (x->pub.end == 0)
 		x->pub.end = at ? at : util_wall_s();
 	x->ended_seen = util_wall_s();
+	if (how == LIN_RESTARTED)
+		l->restart_seen = x->ended_seen;
 	for (int i = 0; i < x->pub.nlaunchers; i++)
 		if (x->pub.launchers[i].end == 0)
 			x->pub.launchers[i].end = x->pub.end;
@@ -646,19 +746,20 @@ static void migrated(struct lin_exec *x, const struct vmi *vmi, const char *from
  * so a reload does not show it there too. */
 static void exec_move(struct lineage *l, struct lin_exec *x, struct lin_vm *to)
 {
-	struct json_object *j = json_object_new_object();
-	json_object_object_add(j, "ns", json_object_new_string(x->vm->ns));
-	json_object_object_add(j, "name", json_object_new_string(x->vm->name));
-	json_object_object_add(j, "vmi", json_object_new_string(x->pub.vmi_uid));
-	json_object_object_add(j, "moved", json_object_new_boolean(1));
-	json_object_object_add(j, "to", json_object_new_string(to->src->name));
-	char *line = xasprintf("%s\n", json_object_to_json_string_ext(j, JSON_C_TO_STRING_PLAIN));
-	persist_line(l, x->vm->src, line, strlen(line));
-	free(line);
-	json_object_put(j);
+	struct lin_src *ls = src_slot(l, x->vm->src);
+	buf_add_str(&ls->out, "{\"ns\":");
+	put_str(&ls->out, x->vm->ns);
+	buf_add_str(&ls->out, ",\"name\":");
+	put_str(&ls->out, x->vm->name);
+	buf_add_str(&ls->out, ",\"vmi\":");
+	put_str(&ls->out, x->pub.vmi_uid);
+	buf_add_str(&ls->out, ",\"moved\":true,\"to\":");
+	put_str(&ls->out, to->src->name);
+	buf_add_str(&ls->out, "}\n");
+	queued(l, ls);
 	exec_unlink(l, x);
 	x->vm = to;
-	snprintf(x->key, sizeof x->key, "%d:%s", to->src->id, x->pub.vmi_uid);
+	exec_key(x->key, to->src->id, x->pub.vmi_uid);
 	to->ex = xreallocarray(to->ex, to->n + 1, sizeof *to->ex);
 	to->ex[to->n++] = x;
 	qsort(to->ex, to->n, sizeof *to->ex, exec_by_start);
@@ -673,7 +774,7 @@ static void exec_move(struct lineage *l, struct lin_exec *x, struct lin_vm *to)
 static void vmi_seen(struct lineage *l, const struct vmi *vmi)
 {
 	char key[16 + UID_LEN];
-	snprintf(key, sizeof key, "%d:%s", vmi->o.src->id, vmi->o.uid);
+	exec_key(key, vmi->o.src->id, vmi->o.uid);
 	struct lin_exec *x = hmap_get(&l->by_vmi, key);
 	bool changed = false;
 	if (x == NULL) {
@@ -753,7 +854,7 @@ static void vmi_seen(struct lineage *l, const struct vmi *vmi)
 static void vmi_gone(struct lineage *l, const struct vmi *vmi)
 {
 	char key[16 + UID_LEN];
-	snprintf(key, sizeof key, "%d:%s", vmi->o.src->id, vmi->o.uid);
+	exec_key(key, vmi->o.src->id, vmi->o.uid);
 	struct lin_exec *x = hmap_get(&l->by_vmi, key);
 	if (x == NULL || x->pub.how != LIN_RUNNING)
 		return;
@@ -772,7 +873,7 @@ static void pod_seen(struct lineage *l, const struct pod *p)
 	if (p->vmi_uid[0] == '\0')
 		return;
 	char key[16 + UID_LEN];
-	snprintf(key, sizeof key, "%d:%s", p->o.src->id, p->vmi_uid);
+	exec_key(key, p->o.src->id, p->vmi_uid);
 	struct lin_exec *x = hmap_get(&l->by_vmi, key);
 	if (x) {
 		if (x->pub.how == LIN_RUNNING && launcher_update(x, p->o.uid, p->o.name, p->node, p->o.created))
@@ -803,7 +904,7 @@ static void pod_seen(struct lineage *l, const struct pod *p)
 static void pod_gone(struct lineage *l, const struct pod *p)
 {
 	char key[16 + UID_LEN];
-	snprintf(key, sizeof key, "%d:%s", p->o.src->id, p->vmi_uid);
+	exec_key(key, p->o.src->id, p->vmi_uid);
 	struct lin_exec *x = p->vmi_uid[0] ? hmap_get(&l->by_vmi, key) : NULL;
 	struct pending *pe = x == NULL && p->vmi_uid[0] ? hmap_get(&l->pending, key) : NULL;
 	for (int i = 0; pe && i < pe->n; i++) {
@@ -830,6 +931,8 @@ static void pod_gone(struct lineage *l, const struct pod *p)
  * the stop into a restart. */
 static void vm_seen(struct lineage *l, const struct vm *vm)
 {
+	if (l->restart_seen == 0 || util_wall_s() - l->restart_seen > LIN_SETTLE_SECS)
+		return; /* no restart within the window: nothing to correct (no lookup per VM change) */
 	char key[256];
 	snprintf(key, sizeof key, "%d/%s/%s", vm->o.src->id, vm->o.ns, vm->o.name);
 	struct lin_vm *v = hmap_get(&l->vms, key);
@@ -961,6 +1064,9 @@ void lineage_free(struct lineage *l)
 		return;
 	store_unlisten(l->st, l->listener);
 	loop_timer_cancel(l->step_t);
+	if (l->hook)
+		loop_hook_remove(l->hook);
+	on_pass_end(l); /* what waits is written */
 	const char *k;
 	void *val;
 	for (size_t it = 0; hmap_next(&l->vms, &it, &k, &val);) {
@@ -989,6 +1095,7 @@ void lineage_free(struct lineage *l)
 			close(l->srcs[i].fd);
 		free(l->srcs[i].path);
 		free(l->srcs[i].text);
+		buf_free(&l->srcs[i].out);
 		if (l->srcs[i].rfd >= 0)
 			close(l->srcs[i].rfd);
 	}
@@ -1000,6 +1107,10 @@ void lineage_free(struct lineage *l)
 void lineage_set_paced(struct lineage *l)
 {
 	l->paced = true;
+	if (!l->batched) {
+		l->batched = true;
+		l->hook = loop_hook_add(on_pass_end, l);
+	}
 }
 
 void lineage_scan(struct lineage *l, struct source *src)

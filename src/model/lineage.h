@@ -6,8 +6,9 @@
  *
  * Persisted per source as JSON lines in DIR/<source-name-sanitized>.jsonl (DIR defaults to
  * $XDG_STATE_HOME/kvcon/lineage): each line is the full state of one execution (with its VM's ns and name),
- * appended with one write() on an O_APPEND descriptor; the file is read once, at the source's first use, and the
- * last line per VMI UID wins, so history survives kvcon restarts and crashes (a torn last line is ignored).
+ * appended in whole records on an O_APPEND descriptor (at once; paced, a loop pass's records in one write() at
+ * the pass's end); the file is read once, at the source's first use, and the last line per VMI UID wins, so
+ * history survives kvcon restarts and crashes (a torn last line is ignored).
  * Files with many superseded lines are compacted on load (write-temp + rename).
  * Source-agnostic (engine executions are VMIs too) and UI-agnostic. UI thread only.
  * An execution that moves to another source with the same VMI UID (a live migration between two engine hosts)
@@ -74,7 +75,9 @@ void lineage_scan(struct lineage *l, struct source *src);
 /* For a process with a running loop (the dashboard): a source's history file is read in slices of a few
  * milliseconds per loop pass, from its first VMI or pod on, instead of at once inside that change (a large history
  * would hold the first frame), and what the store holds is seen again after it; until then the source's VMI and
- * pod changes are not recorded (an execution that starts and ends within that time is missed). */
+ * pod changes are not recorded (an execution that starts and ends within that time is missed). The records of a
+ * loop pass are written together at its end (one write() per file; a kill -9 loses at most that pass's, as it
+ * loses the watch events the pass had not applied yet: docs/ARCHITECTURE.md). */
 void lineage_set_paced(struct lineage *l);
 
 const char *lineage_end_name(enum lineage_end e); /* "running", "stopped", "restarted", "failed", "lost" */

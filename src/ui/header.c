@@ -28,6 +28,16 @@ static struct {
 	size_t recounts;
 } H;
 
+/* The counts the last header_draw showed (H's at that moment; drawn false: none yet). */
+static struct {
+	bool drawn;
+	const struct store *st;
+	const char *ns;
+	size_t total;
+	struct header_status counts[HEADER_MAX_STATUS];
+	int ncounts;
+} D;
+
 int header_height(int rows)
 {
 	return rows >= 20 ? 4 : 2;
@@ -106,25 +116,40 @@ static void recount(const struct store *st, const char *ns)
 	}
 }
 
-void header_store_changed(const struct store *st, enum obj_kind kind, const struct obj *old, const struct obj *new_)
+bool header_store_changed(const struct store *st, enum obj_kind kind, const struct obj *old, const struct obj *new_)
 {
-	if (kind != OBJ_VM || !H.valid)
-		return;
+	if (kind != OBJ_VM)
+		return false;
+	if (!H.valid)
+		return true;
 	if (H.st != st || !store_in_step(st, OBJ_VM, &H.version)) {
 		H.valid = false;
-		return;
+		return true;
 	}
 	bool was = old && in_ns(old, H.ns), is = new_ && in_ns(new_, H.ns);
+	if (!was && !is)
+		return false; /* another namespace's VM */
 	if (was && is && status_of(old) == status_of(new_))
-		return; /* the usual update: same namespace, same status */
+		return false; /* the usual update: same namespace, same status */
 	if ((was && !count_add(status_of(old), -1)) || (is && !count_add(status_of(new_), +1)))
 		H.valid = false;
+	return true;
 }
 
 void header_forget(void)
 {
 	H.valid = false;
 	H.st = NULL;
+	D.drawn = false;
+}
+
+bool header_counts_moved(const struct store *st, const char *ns)
+{
+	if (!D.drawn || !H.valid || H.st != st || D.st != st || H.ns != ns || D.ns != ns ||
+	    H.version != store_version(st, OBJ_VM) || H.nsrc != source_count())
+		return true;
+	return H.total != D.total || H.ncounts != D.ncounts ||
+	       memcmp(H.counts, D.counts, (size_t)H.ncounts * sizeof H.counts[0]) != 0;
 }
 
 size_t header_vm_counts(const struct store *st, const char *ns, struct header_status *counts, int *n)
@@ -273,6 +298,12 @@ void header_draw(const struct region *r, const struct store *st, bool readonly, 
 	struct header_status counts[HEADER_MAX_STATUS];
 	int ncounts;
 	size_t total = header_vm_counts(st, ns, counts, &ncounts);
+	D.drawn = true;
+	D.st = st;
+	D.ns = ns;
+	D.total = H.total;
+	D.ncounts = H.ncounts;
+	memcpy(D.counts, H.counts, (size_t)H.ncounts * sizeof H.counts[0]);
 	int end = r->x + w;
 	x = r->x + 1;
 	char v[64];

@@ -22,10 +22,15 @@ struct header_status {
 	const char *status; /* interned */
 	size_t n;
 };
-/* A store change (the dashboard's store listener calls it): the counts follow the VM's old and new status. */
-void header_store_changed(const struct store *st, enum obj_kind kind, const struct obj *old, const struct obj *new_);
+/* A store change (the dashboard's store listener calls it): the counts follow the VM's old and new status.
+ * Returns whether the header may look different (its counts moved, or they are counted again at the next frame);
+ * false for a change that leaves them as they were (another kind, the same status in the same namespace). */
+bool header_store_changed(const struct store *st, enum obj_kind kind, const struct obj *old, const struct obj *new_);
 /* Forgets the counts (another store is used from now on). */
 void header_forget(void);
+/* Whether the counts for ns differ from those the last header_draw showed (true when they must be counted again):
+ * changes that moved them and moved them back before the frame need no frame. */
+bool header_counts_moved(const struct store *st, const char *ns);
 
 /* ---- test seams: exported for tests/ only, not to be called by kvcon itself (tests/check-exports.sh) ---- */
 /* How many times the counts were computed over the whole store (for tests). */

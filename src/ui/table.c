@@ -2,6 +2,7 @@
 #include "ui/table.h"
 
 #include <ctype.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +21,7 @@
 #include "ui/ui.h"
 
 #define CELL_MAX 256
+#define PEND_MAX 16 /* rows a partial frame redraws at most; more and the list is drawn whole */
 #define MATCH_CACHE_MS 5000 /* ages are part of the row text: text-filter verdicts are recomputed this often */
 
 /* Which objects passed the text filter at the last index build, by object pointer, so that a re-sort under churn
@@ -33,6 +35,20 @@ struct match_cache {
 	size_t cap, used; /* cap is a power of two; 0 = no cache */
 	uint64_t since;
 	bool full;        /* an entry did not fit: start over at the next build */
+};
+
+/* Where each object is in the index (rows[]), by object pointer, so that a replaced or removed object's row is
+ * found without a pass over 10,000 rows. Built with the index; a replaced object's entry moves to the new pointer;
+ * a removal shifts the rows after it one place up without touching their entries, so an entry may say a row up to
+ * `shift` (the removals since the build) places too far down: the row is looked for from there upwards. */
+struct row_slot {
+	const struct obj *key; /* NULL: empty */
+	size_t pos;
+};
+struct row_index {
+	struct row_slot *s;
+	size_t cap; /* power of two; 0 = none */
+	size_t shift;
 };
 
 struct tview {
@@ -55,6 +71,23 @@ struct tview {
 	uint64_t last_press_ms;     /* double-click detection (ncurses reports presses only: mouseinterval 0) */
 	size_t last_press_row;
 	struct match_cache mc;
+	struct row_index ix;
+	/* The last frame's cells (its visible rows x columns) and what it was drawn for, so that a frame asked for by
+	 * changes to a few rows on screen (pend[], marked by store_changed while nothing else marked the view: marks
+	 * unchanged since) formats and draws only those rows. Anything else draws the list whole. */
+	char *cells;
+	int *cell_attr;
+	size_t cells_cap;       /* cells allocated */
+	bool drawn;             /* the last_* fields describe the last frame */
+	struct region last_r;
+	size_t last_top, last_sel, last_n, last_nvis;
+	int64_t last_s;         /* the wall clock second its cells were made for (ages) */
+	bool last_shown[32];
+	int last_w[32];
+	size_t pend[PEND_MAX];
+	int npend;
+	bool pend_over;         /* something else asked for the frame, or too many rows: draw whole */
+	unsigned long pend_marks;
 };
 
 static size_t mc_slot(const struct match_cache *mc, const struct obj *o)
@@ -111,6 +144,95 @@ static void mc_reset(struct match_cache *mc, size_t objects)
 	mc->used = 0;
 	mc->full = false;
 	mc->since = util_now_ms();
+}
+
+/* ---- row index ---- */
+
+static size_t ri_home(const struct row_index *x, const struct obj *o)
+{
+	uint64_t h = ((uint64_t)(uintptr_t)o >> 4) * 0x9e3779b97f4a7c15ull;
+	return (size_t)(h >> 32) & (x->cap - 1);
+}
+
+/* The slot of o, or the empty slot where it would go. */
+static size_t ri_slot(const struct row_index *x, const struct obj *o)
+{
+	size_t i = ri_home(x, o);
+	while (x->s[i].key && x->s[i].key != o)
+		i = (i + 1) & (x->cap - 1);
+	return i;
+}
+
+static void ri_put(struct row_index *x, const struct obj *o, size_t pos)
+{
+	x->s[ri_slot(x, o)] = (struct row_slot){ o, pos };
+}
+
+/* Linear probing with backward-shift deletion (no tombstones), as the store's indexes. */
+static void ri_del(struct row_index *x, const struct obj *o)
+{
+	if (x->cap == 0)
+		return;
+	size_t mask = x->cap - 1, i = ri_slot(x, o);
+	if (x->s[i].key == NULL)
+		return;
+	for (size_t j = i;;) {
+		x->s[i].key = NULL;
+		for (;;) {
+			j = (j + 1) & mask;
+			if (x->s[j].key == NULL)
+				return;
+			size_t home = ri_home(x, x->s[j].key);
+			bool stays = i <= j ? (home > i && home <= j) : (home > i || home <= j);
+			if (!stays)
+				break;
+		}
+		x->s[i] = x->s[j];
+		i = j;
+	}
+}
+
+/* Indexes the rows of a fresh build. */
+static void ri_build(struct row_index *x, struct obj *const *rows, size_t n)
+{
+	size_t cap = 64;
+	while (cap < n * 2)
+		cap *= 2;
+	if (cap != x->cap) {
+		free(x->s);
+		x->s = xcalloc(cap, sizeof *x->s);
+		x->cap = cap;
+	} else {
+		memset(x->s, 0, cap * sizeof *x->s);
+	}
+	x->shift = 0;
+	for (size_t i = 0; i < n; i++)
+		ri_put(x, rows[i], i);
+}
+
+static void ri_free(struct row_index *x)
+{
+	free(x->s);
+	*x = (struct row_index){ 0 };
+}
+
+/* The row of o, or SIZE_MAX when it has none (filtered out, another namespace, added since the build). */
+static size_t row_of(struct tview *t, const struct obj *o)
+{
+	struct row_index *x = &t->ix;
+	if (x->cap == 0 || o == NULL)
+		return SIZE_MAX;
+	struct row_slot *e = &x->s[ri_slot(x, o)];
+	if (e->key == NULL)
+		return SIZE_MAX;
+	size_t p = e->pos;
+	for (size_t d = 0; d <= x->shift && d <= p; d++) {
+		if (p - d < t->n && t->rows[p - d] == o) {
+			e->pos = p - d;
+			return p - d;
+		}
+	}
+	return SIZE_MAX; /* not reached: an entry is removed with its row */
 }
 
 /* ---- filters ---- */
@@ -208,10 +330,11 @@ bool table_filter_match(const struct table_filter *f, const struct obj *o, const
 /* ---- cells ---- */
 
 /* A cell's text (model/columns.c) and its colour from the tone. */
-static void cell_draw(const struct column *col, const struct store *st, const struct obj *o, char *buf, size_t len,
-		      int *attr)
+/* now: the wall clock second the cells are drawn for (ages), read once per frame, sort or filter pass. */
+static void cell_draw(const struct column *col, const struct store *st, int64_t now, const struct obj *o, char *buf,
+		      size_t len, int *attr)
 {
-	struct col_ctx c = { .st = st, .now = util_wall_s() };
+	struct col_ctx c = { .st = st, .now = now };
 	buf[0] = '\0';
 	switch (col->cell(&c, o, buf, len)) {
 	case COL_TONE_STATUS: {
@@ -281,6 +404,7 @@ int table_layout(const struct column *cols, size_t ncols, const bool *shown, cha
 
 static struct {
 	const struct store *st;
+	int64_t now;
 	const struct column *col;
 	bool desc;
 	const struct column *name_col;
@@ -290,8 +414,8 @@ static int cmp_text(const struct column *col, const struct obj *a, const struct 
 {
 	char ba[CELL_MAX], bb[CELL_MAX];
 	int attr = 0;
-	cell_draw(col, sort_ctx.st, a, ba, sizeof ba, &attr);
-	cell_draw(col, sort_ctx.st, b, bb, sizeof bb, &attr);
+	cell_draw(col, sort_ctx.st, sort_ctx.now, a, ba, sizeof ba, &attr);
+	cell_draw(col, sort_ctx.st, sort_ctx.now, b, bb, sizeof bb, &attr);
 	return strcmp(ba, bb);
 }
 
@@ -312,8 +436,8 @@ static int cmp_rows(const void *pa, const void *pb)
 	return r;
 }
 
-static void row_text(const struct table_spec *spec, const struct store *st, const struct obj *o, char *buf,
-		     size_t len)
+static void row_text(const struct table_spec *spec, const struct store *st, int64_t now, const struct obj *o,
+		     char *buf, size_t len)
 {
 	size_t off = 0;
 	buf[0] = '\0';
@@ -321,7 +445,7 @@ static void row_text(const struct table_spec *spec, const struct store *st, cons
 		int attr = 0;
 		if (spec->tab->cols[c].flags & COL_GET_ONLY)
 			continue;
-		cell_draw(&spec->tab->cols[c], st, o, buf + off, len - off, &attr);
+		cell_draw(&spec->tab->cols[c], st, now, o, buf + off, len - off, &attr);
 		off += strlen(buf + off);
 		if (off + 1 < len)
 			buf[off++] = ' ';
@@ -341,6 +465,7 @@ static void rebuild(struct tview *t)
 	const struct store *st = ui_store();
 	const char *ns = ui_namespace();
 	t->n = 0;
+	int64_t wall = util_wall_s();
 	char text[2048];
 	size_t formatted = 0;
 	struct match_cache *mc = &t->mc;
@@ -372,7 +497,7 @@ static void rebuild(struct tview *t)
 				int c = mc_get(mc, o);
 				if (c == MC_UNKNOWN) {
 					formatted++;
-					row_text(t->spec, st, o, text, sizeof text);
+					row_text(t->spec, st, wall, o, text, sizeof text);
 					c = table_filter_match(&t->filt, o, text) ? MC_YES : MC_NO;
 					mc_put(mc, o, c);
 				}
@@ -385,6 +510,7 @@ static void rebuild(struct tview *t)
 		}
 	}
 	sort_ctx.st = st;
+	sort_ctx.now = wall;
 	sort_ctx.col = &t->spec->tab->cols[t->sort_col];
 	sort_ctx.desc = t->desc;
 	if (t->n > 1)
@@ -400,6 +526,7 @@ static void rebuild(struct tview *t)
 	if (t->sel >= t->n)
 		t->sel = t->n ? t->n - 1 : 0;
 	t->sel_obj = t->n ? t->rows[t->sel] : NULL;
+	ri_build(&t->ix, t->rows, t->n);
 	t->stale = false;
 	log_debug("ui: %s index rebuilt: %zu rows (%zu rows formatted for the filter) in %llu ms", t->spec->name,
 		  t->n, formatted, (unsigned long long)(util_now_ms() - t0));
@@ -440,7 +567,43 @@ static bool keeps_place(struct tview *t, const struct obj *old, const struct obj
 		return false;
 	const struct column *col = &t->spec->tab->cols[t->sort_col];
 	sort_ctx.st = ui_store();
+	sort_ctx.now = util_wall_s();
 	return (col->cmp ? col->cmp(old, new_) : cmp_text(col, old, new_)) == 0;
+}
+
+/* Whether row i was on screen at the last frame: a change to a row elsewhere needs no frame of the list. */
+static bool row_visible(const struct tview *t, size_t i)
+{
+	return i != SIZE_MAX && i >= t->top && i < t->top + (size_t)t->page;
+}
+
+/* A change to row `at`, on screen, asks for a frame: of that row alone unless the view was already marked by
+ * something else (then whole). */
+static void mark_row(struct view *v, struct tview *t, size_t at)
+{
+	bool only_rows = !v->dirty || (t->npend > 0 && t->pend_marks == v->marks);
+	view_dirty(v);
+	if (!only_rows || t->pend_over || t->npend == PEND_MAX) {
+		t->pend_over = true;
+		return;
+	}
+	int i = 0;
+	while (i < t->npend && t->pend[i] != at)
+		i++;
+	if (i == t->npend)
+		t->pend[t->npend++] = at;
+	t->pend_marks = v->marks;
+}
+
+/* While a source lists this kind, the loading line counts what arrives: every change shows. */
+static bool loading_shown(const struct tview *t)
+{
+	for (size_t s = 0; s < source_count(); s++) {
+		const struct watch_health *h = &source_get(s)->health[t->spec->kind];
+		if (h->state == WATCH_LOADING && h->failed == WATCH_IDLE)
+			return true;
+	}
+	return false;
 }
 
 static void store_changed(struct view *v, enum obj_kind kind, const struct obj *old, const struct obj *new_)
@@ -451,19 +614,28 @@ static void store_changed(struct view *v, enum obj_kind kind, const struct obj *
 			/* the rows show fields of this kind: the VM list its VMI's (same name); in other lists an object
 			 * that came or went may alter rows of other names (a pod's VMI column) */
 			const struct obj *o = new_ ? new_ : old;
-			if (t->spec->kind == OBJ_VM || (old && new_))
-				mc_put(&t->mc, store_find(ui_store(), o->src, t->spec->kind, o->ns, o->name), MC_UNKNOWN);
-			else
+			const struct obj *row = NULL;
+			if (t->spec->kind == OBJ_VM || (old && new_)) {
+				row = store_find(ui_store(), o->src, t->spec->kind, o->ns, o->name);
+				mc_put(&t->mc, row, MC_UNKNOWN);
+			} else {
 				t->mc.full = true;
+			}
 			if (t->filt.text || (t->spec->tab->cols[t->sort_col].flags & COL_JOINED))
 				t->stale = true; /* the row may now match the filter, or no longer, or move */
-			view_dirty(v);
+			/* the VM list: only the VM of the VMI's name shows it; other lists join by UID (drawn whole) */
+			size_t at = t->spec->kind == OBJ_VM ? row_of(t, row) : SIZE_MAX;
+			if (t->spec->kind != OBJ_VM || t->stale || loading_shown(t))
+				view_dirty(v);
+			else if (row_visible(t, at))
+				mark_row(v, t, at);
 		}
 		return;
 	}
 	bool kept = old && new_ && keeps_place(t, old, new_);
 	if (new_)
 		mc_put(&t->mc, new_, MC_UNKNOWN);
+	size_t at = SIZE_MAX;
 	if (old && new_) {
 		/* a replaced object: fix its pointer in place (the old one is freed after this returns) */
 		struct obj *nw = (struct obj *)new_;
@@ -472,23 +644,23 @@ static void store_changed(struct view *v, enum obj_kind kind, const struct obj *
 			nw->changed_ms = loop_now();
 		else if (nw->changed_ms == 0)
 			nw->changed_ms = old->changed_ms;
-		for (size_t i = 0; i < t->n; i++) {
-			if (t->rows[i] == old) {
-				t->rows[i] = nw;
-				break;
-			}
+		at = row_of(t, old);
+		if (at != SIZE_MAX) {
+			t->rows[at] = nw;
+			ri_del(&t->ix, old);
+			ri_put(&t->ix, nw, at);
 		}
 		if (t->sel_obj == old)
 			t->sel_obj = nw;
 	} else if (old) {
-		for (size_t i = 0; i < t->n; i++) {
-			if (t->rows[i] == old) {
-				memmove(&t->rows[i], &t->rows[i + 1], (t->n - i - 1) * sizeof *t->rows);
-				t->n--;
-				if (i < t->sel && t->sel > 0)
-					t->sel--;
-				break;
-			}
+		at = row_of(t, old);
+		if (at != SIZE_MAX) {
+			memmove(&t->rows[at], &t->rows[at + 1], (t->n - at - 1) * sizeof *t->rows);
+			t->n--;
+			ri_del(&t->ix, old);
+			t->ix.shift++; /* the entries of the rows after it are one place too far down */
+			if (at < t->sel && t->sel > 0)
+				t->sel--;
 		}
 		if (t->sel_obj == old)
 			t->sel_obj = NULL;
@@ -497,7 +669,11 @@ static void store_changed(struct view *v, enum obj_kind kind, const struct obj *
 	}
 	if (!kept)
 		t->stale = true;
-	view_dirty(v);
+	/* a row kept in place is drawn again only when it is on screen, and alone */
+	if (t->stale || loading_shown(t))
+		view_dirty(v);
+	else if (row_visible(t, at))
+		mark_row(v, t, at);
 }
 
 /* ---- drawing ---- */
@@ -591,11 +767,66 @@ static void empty_line(const struct tview *t, const struct source *src, char *bu
 	free(msg);
 }
 
+static bool region_same(const struct region *a, const struct region *b)
+{
+	return a->y == b->y && a->x == b->x && a->h == b->h && a->w == b->w;
+}
+
+/* Row i of the window (its cells in t->cells) at line y. */
+static void draw_row(struct tview *t, const struct region *r, size_t i, const int *w, uint64_t now,
+		     uint64_t *next_flash_end)
+{
+	const struct table_spec *spec = t->spec;
+	size_t nc = spec->tab->ncols;
+	int y = r->y + 2 + (int)i;
+	const struct obj *o = t->rows[t->top + i];
+	bool selected = t->top + i == t->sel;
+	bool flash = o->changed_ms && now < o->changed_ms + TABLE_FLASH_MS;
+	if (flash && (*next_flash_end == 0 || o->changed_ms + TABLE_FLASH_MS < *next_flash_end))
+		*next_flash_end = o->changed_ms + TABLE_FLASH_MS;
+	int rowattr = selected ? theme_attr(THEME_SELECTED) : flash ? theme_attr(THEME_FLASH) : theme_attr(THEME_NORMAL);
+	draw_fill(y, r->x, r->w, rowattr);
+	int x = r->x + 1;
+	for (size_t c = 0; c < nc; c++) {
+		if (!w[c])
+			continue;
+		int a = t->cell_attr[i * nc + c];
+		draw_cell(y, x, w[c], selected || flash || !a ? rowattr : a, t->cells + (i * nc + c) * CELL_MAX,
+			  spec->tab->cols[c].right);
+		x += w[c] + 2;
+	}
+}
+
+/* Formats row i of the window into t->cells. */
+static void format_row(struct tview *t, size_t i, const bool *shown, int64_t wall)
+{
+	const struct table_spec *spec = t->spec;
+	size_t nc = spec->tab->ncols;
+	const struct store *st = ui_store();
+	for (size_t c = 0; c < nc; c++) {
+		char *b = t->cells + (i * nc + c) * CELL_MAX;
+		t->cell_attr[i * nc + c] = 0;
+		b[0] = '\0';
+		if (shown[c])
+			cell_draw(&spec->tab->cols[c], st, wall, t->rows[t->top + i], b, CELL_MAX, &t->cell_attr[i * nc + c]);
+	}
+}
+
 static void draw(struct view *v, const struct region *r)
 {
 	struct tview *t = v->priv;
 	const struct table_spec *spec = t->spec;
 	uint64_t now = loop_now();
+	int64_t wall = util_wall_s();
+	/* only rows marked by store_changed since the last frame, and nothing else: a partial frame if the window
+	 * is as it was */
+	bool partial = t->drawn && t->npend > 0 && !t->pend_over && t->pend_marks == v->marks;
+	int npend = t->npend;
+	size_t pend[PEND_MAX];
+	memcpy(pend, t->pend, sizeof pend);
+	t->npend = 0;
+	t->pend_over = false;
+	t->drawn = false;
 	check_scope(t);
 	if (t->stale) {
 		uint64_t due = t->last_build + 1000 / TABLE_RESORT_HZ;
@@ -604,10 +835,12 @@ static void draw(struct view *v, const struct region *r)
 			rebuild(t);
 		else
 			arm_timer(v, due - now);
+		partial = false;
 	}
 	if (r->h < 1)
 		return;
-	draw_title(t, r);
+	if (!partial)
+		draw_title(t, r);
 	if (r->h < 2)
 		return;
 	char progress[160];
@@ -626,60 +859,57 @@ static void draw(struct view *v, const struct region *r)
 		t->top = t->n > (size_t)rows_h ? t->n - (size_t)rows_h : 0;
 	size_t nvis = t->n - t->top < (size_t)rows_h ? t->n - t->top : (size_t)rows_h;
 	size_t nc = spec->tab->ncols;
+	size_t ncs = nc < 32 ? nc : 32; /* columns a frame knows (every table has far fewer) */
 	bool shown[32];
 	int w[32];
-	char *cells[nvis * nc + 1];
-	int attrs[nvis * nc + 1];
-	char *store_buf = xmalloc((nvis * nc + 1) * CELL_MAX);
-	const struct store *st = ui_store();
-	for (size_t c = 0; c < nc && c < 32; c++)
+	for (size_t c = 0; c < ncs; c++)
 		shown[c] = col_shown(&spec->tab->cols[c]);
-	for (size_t i = 0; i < nvis; i++) {
-		for (size_t c = 0; c < nc; c++) {
-			char *b = store_buf + (i * nc + c) * CELL_MAX;
-			attrs[i * nc + c] = 0;
-			b[0] = '\0';
-			if (shown[c])
-				cell_draw(&spec->tab->cols[c], st, t->rows[t->top + i], b, CELL_MAX, &attrs[i * nc + c]);
-			cells[i * nc + c] = b;
-		}
+	if (partial)
+		partial = !progress[0] && region_same(&t->last_r, r) && t->last_top == t->top && t->last_sel == t->sel &&
+			  t->last_n == t->n && t->last_nvis == nvis && t->last_s == wall &&
+			  memcmp(t->last_shown, shown, ncs * sizeof *shown) == 0;
+	for (int k = 0; partial && k < npend; k++)
+		partial = pend[k] >= t->top && pend[k] < t->top + nvis;
+	if (nvis * nc + 1 > t->cells_cap) {
+		t->cells_cap = nvis * nc + 1;
+		t->cells = xreallocarray(t->cells, t->cells_cap, CELL_MAX);
+		t->cell_attr = xreallocarray(t->cell_attr, t->cells_cap, sizeof *t->cell_attr);
 	}
+	if (partial) {
+		for (int k = 0; k < npend; k++)
+			format_row(t, pend[k] - t->top, shown, wall);
+	} else {
+		for (size_t i = 0; i < nvis; i++)
+			format_row(t, i, shown, wall);
+	}
+	char *cells[nvis * nc + 1];
+	for (size_t k = 0; k <= nvis * nc; k++)
+		cells[k] = t->cells + k * CELL_MAX;
 	table_layout(spec->tab->cols, nc, shown, cells, nvis, r->w - 2, t->sort_col, w);
-	/* header */
-	int hattr = theme_attr(THEME_TABLE_HEADER);
-	draw_fill(r->y + 1, r->x, r->w, theme_attr(THEME_NORMAL));
-	int x = r->x + 1;
-	for (size_t c = 0; c < nc; c++) {
-		if (!w[c])
-			continue;
-		char head[64];
-		const char *arrow = (int)c == t->sort_col ? (t->desc ? "↓" : "↑") : "";
-		snprintf(head, sizeof head, "%s%s", spec->tab->cols[c].title, arrow);
-		draw_cell(r->y + 1, x, w[c], hattr, head, spec->tab->cols[c].right);
-		x += w[c] + 2;
-	}
 	uint64_t next_flash_end = 0;
-	for (int i = 0; i < rows_h; i++) {
-		int y = r->y + 2 + i;
-		if ((size_t)i >= nvis) {
-			draw_fill(y, r->x, r->w, theme_attr(THEME_NORMAL));
-			continue;
-		}
-		const struct obj *o = t->rows[t->top + (size_t)i];
-		bool selected = t->top + (size_t)i == t->sel;
-		bool flash = o->changed_ms && now < o->changed_ms + TABLE_FLASH_MS;
-		if (flash && (next_flash_end == 0 || o->changed_ms + TABLE_FLASH_MS < next_flash_end))
-			next_flash_end = o->changed_ms + TABLE_FLASH_MS;
-		int rowattr = selected ? theme_attr(THEME_SELECTED) : flash ? theme_attr(THEME_FLASH) : theme_attr(THEME_NORMAL);
-		draw_fill(y, r->x, r->w, rowattr);
-		x = r->x + 1;
+	if (partial && memcmp(t->last_w, w, ncs * sizeof *w) == 0) {
+		/* the same columns: the marked rows alone */
+		for (int k = 0; k < npend; k++)
+			draw_row(t, r, pend[k] - t->top, w, now, &next_flash_end);
+	} else {
+		/* header */
+		int hattr = theme_attr(THEME_TABLE_HEADER);
+		draw_fill(r->y + 1, r->x, r->w, theme_attr(THEME_NORMAL));
+		int x = r->x + 1;
 		for (size_t c = 0; c < nc; c++) {
 			if (!w[c])
 				continue;
-			int a = attrs[(size_t)i * nc + c];
-			draw_cell(y, x, w[c], selected || flash || !a ? rowattr : a, cells[(size_t)i * nc + c],
-				  spec->tab->cols[c].right);
+			char head[64];
+			const char *arrow = (int)c == t->sort_col ? (t->desc ? "↓" : "↑") : "";
+			snprintf(head, sizeof head, "%s%s", spec->tab->cols[c].title, arrow);
+			draw_cell(r->y + 1, x, w[c], hattr, head, spec->tab->cols[c].right);
 			x += w[c] + 2;
+		}
+		for (int i = 0; i < rows_h; i++) {
+			if ((size_t)i < nvis)
+				draw_row(t, r, (size_t)i, w, now, &next_flash_end);
+			else
+				draw_fill(r->y + 2 + i, r->x, r->w, theme_attr(THEME_NORMAL));
 		}
 	}
 	if (progress[0])
@@ -710,7 +940,15 @@ static void draw(struct view *v, const struct region *r)
 		log_info("ui: first rows drawn %llu ms after start (%zu rows in the index)",
 			 (unsigned long long)(util_now_ms() - ui_start_ms()), t->n);
 	}
-	free(store_buf);
+	t->drawn = nc <= 32;
+	t->last_r = *r;
+	t->last_top = t->top;
+	t->last_sel = t->sel;
+	t->last_n = t->n;
+	t->last_nvis = nvis;
+	t->last_s = wall;
+	memcpy(t->last_shown, shown, ncs * sizeof *shown);
+	memcpy(t->last_w, w, ncs * sizeof *w);
 	if (next_flash_end)
 		arm_timer(v, next_flash_end > now ? next_flash_end - now + 1 : 1);
 }
@@ -927,6 +1165,9 @@ static void destroy(struct view *v)
 	loop_timer_cancel(t->timer);
 	table_filter_free(&t->filt);
 	mc_reset(&t->mc, 0);
+	ri_free(&t->ix);
+	free(t->cells);
+	free(t->cell_attr);
 	free(t->rows);
 	free(t);
 }
@@ -1010,6 +1251,12 @@ struct obj *table_view_row(struct view *v, size_t i)
 	check_scope(t);
 	if (t->stale)
 		rebuild(t);
+	return i < t->n ? t->rows[i] : NULL;
+}
+
+struct obj *table_view_row_now(struct view *v, size_t i)
+{
+	struct tview *t = v->priv;
 	return i < t->n ? t->rows[i] : NULL;
 }
 

@@ -71,5 +71,7 @@ size_t table_view_builds(const struct view *v);
 struct obj *table_view_row(struct view *v, size_t i);
 /* Rows currently in the index. */
 size_t table_view_rows(struct view *v);
+/* Row i as the index holds it now, without building a stale index again (NULL past the end). */
+struct obj *table_view_row_now(struct view *v, size_t i);
 
 #endif

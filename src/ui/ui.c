@@ -43,6 +43,8 @@ static uint64_t start_ms;
 static struct {
 	struct store *st;
 	int listener;
+	bool header_moved; /* a store change moved the header's counts since the last check (header_hook) */
+	int header_hook;
 	bool readonly;
 	const char *ns; /* interned; NULL: all namespaces */
 	char msg[512];
@@ -564,6 +566,17 @@ static void on_health(struct source *src, enum obj_kind kind)
 	first_rows_soon(kind);
 }
 
+/* End of a loop pass, before the frame's hook: counts that moved and came back within the pass need no frame. */
+static void header_hook(void *arg)
+{
+	(void)arg;
+	if (U.header_moved) {
+		U.header_moved = false;
+		if (header_counts_moved(U.st, ui_shown_namespace()))
+			screen_dirty();
+	}
+}
+
 static void on_store(void *arg, enum obj_kind kind, const struct obj *old, const struct obj *new_)
 {
 	(void)arg;
@@ -574,10 +587,15 @@ static void on_store(void *arg, enum obj_kind kind, const struct obj *old, const
 		log_info("ui: first VM object in the store %llu ms after start",
 			 (unsigned long long)(util_now_ms() - start_ms));
 	}
-	header_store_changed(U.st, kind, old, new_);
+	bool header = header_store_changed(U.st, kind, old, new_);
 	nsctx_store_changed(U.st, kind, old, new_);
-	view_store_changed(kind, old, new_);
-	screen_dirty();
+	view_store_changed(kind, old, new_); /* a view that shows the change asks for its frame (view_dirty) */
+	/* the header: its VM counts, and while a list loads, the count received (not the health hook's) */
+	const struct obj *o = new_ ? new_ : old;
+	if (o && o->src && o->src->health[kind].state == WATCH_LOADING)
+		screen_dirty();
+	else if (header)
+		U.header_moved = true; /* a frame if they still differ from those drawn at the end of the pass */
 	if (!first_painted && new_)
 		first_rows_soon(kind);
 }
@@ -593,6 +611,7 @@ int ui_run(struct store *st)
 		U.ns = intern(o->ns ? o->ns : sources_kube_scope());
 	loop_init();
 	U.listener = store_listen(st, on_store, NULL);
+	U.header_hook = loop_hook_add(header_hook, NULL); /* before screen_init's: it may ask for this pass's frame */
 	/* the lineage hears every change from now on; what is already in the store is recorded once its history
 	 * is read (a slice per pass) */
 	U.lineage = lineage_new(st, NULL);
@@ -613,6 +632,7 @@ int ui_run(struct store *st)
 		chain_index_free(U.chain_ix);
 		U.chain_ix = NULL;
 		store_unlisten(st, U.listener);
+		loop_hook_remove(U.header_hook);
 		return EXIT_USAGE;
 	}
 	if (terr)
@@ -636,6 +656,7 @@ int ui_run(struct store *st)
 	chain_index_free(U.chain_ix);
 	U.chain_ix = NULL;
 	store_unlisten(st, U.listener);
+	loop_hook_remove(U.header_hook);
 	return rc;
 }
 

@@ -52,12 +52,17 @@ void view_dirty(struct view *v)
 		screen_dirty();
 	if (v) {
 		v->dirty = true;
+		v->marks++;
 		return;
 	}
-	for (size_t i = 0; i < V.depth; i++)
+	for (size_t i = 0; i < V.depth; i++) {
 		V.stack[i]->dirty = true;
-	for (size_t i = 0; i < V.npanes; i++)
+		V.stack[i]->marks++;
+	}
+	for (size_t i = 0; i < V.npanes; i++) {
 		V.panes[i]->dirty = true;
+		V.panes[i]->marks++;
+	}
 	V.tabs_dirty = true;
 }
 
@@ -220,6 +225,7 @@ static void place(struct view *v, const struct region *r)
 			v->ops->resize(v, r);
 	}
 	v->dirty = true;
+	v->marks++;
 }
 
 void view_layout(const struct region *body)
@@ -279,6 +285,7 @@ bool view_draw_all(bool force)
 	struct view *top = view_top();
 	if (top && V.main_r.h > 0 && (force || top->dirty)) {
 		top->dirty = false;
+		top->marks += force;
 		top->r = V.main_r;
 		top->ops->draw(top, &V.main_r);
 		drew = true;
@@ -292,6 +299,7 @@ bool view_draw_all(bool force)
 		}
 		if (force || p->dirty) {
 			p->dirty = false;
+			p->marks += force;
 			p->ops->draw(p, &V.pane_r);
 			drew = true;
 		}

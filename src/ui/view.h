@@ -92,6 +92,8 @@ struct view {
 	void *priv;
 	bool raw;         /* receives every key while focused (panes) */
 	bool dirty;
+	unsigned long marks; /* bumped whenever it is marked dirty or drawn whole: a view that redraws only parts it
+			      * marked itself can tell whether anything else asked for the frame */
 	bool pane;        /* lives in the pane area rather than on the stack */
 	struct region r;  /* the region it was last drawn into */
 };

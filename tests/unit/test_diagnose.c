@@ -491,8 +491,20 @@ static void test_chain_scale(void)
 	}
 	dt = util_now_ms() - t0;
 	fprintf(stderr, "chain over 30k objects: %.4f ms each (index)\n", (double)dt / (iters * 10));
-	/* the index follows changes: a replaced pod, a removed event, a new stray pod */
+	/* the index follows changes: a replaced pod under the same keys takes the old one's place (issue 28) */
 	struct json_object *j = json_tokener_parse(
+		"{\"metadata\":{\"name\":\"virt-launcher-vm-04242-x\",\"namespace\":\"ns\",\"uid\":\"pod-04242\","
+		"\"labels\":{\"kubevirt.io/created-by\":\"vmi-04242\"},\"ownerReferences\":[{\"kind\":"
+		"\"VirtualMachineInstance\",\"uid\":\"vmi-04242\",\"controller\":true}]},\"status\":{\"phase\":\"Succeeded\"}}");
+	store_upsert(st, kube_decode(OBJ_POD, j, src, NULL));
+	json_object_put(j);
+	struct chain *cs = chain_build_ix(ix, src, "ns", "vm-04242");
+	T_CHECK(cs && cs->npods == 1 && cs->nevents == 1);
+	T_CHECK(cs && cs->npods == 1 && cs->pods[0] == (const struct pod *)store_get(st, src, OBJ_POD, "pod-04242") &&
+		strcmp(cs->pods[0]->phase, "Succeeded") == 0);
+	chain_free(cs);
+	/* a replaced pod whose keys changed, a removed event, a new stray pod */
+	j = json_tokener_parse(
 		"{\"metadata\":{\"name\":\"virt-launcher-vm-04242-x\",\"namespace\":\"ns\",\"uid\":\"pod-04242\","
 		"\"labels\":{\"kubevirt.io/created-by\":\"vmi-04242\"}},\"status\":{\"phase\":\"Failed\"}}");
 	store_upsert(st, kube_decode(OBJ_POD, j, src, NULL)); /* same UID, its owner reference gone */

@@ -3,6 +3,8 @@
  * failures end "failed", and the history survives a reload from disk (a simulated kvcon restart), including a
  * torn last line and compaction. Several VMs share their source's file. Paced (the dashboard), a large history is
  * read over several loop passes, not inside the first VMI's change, and what the store holds is recorded after it. */
+#include <json-c/json.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -467,6 +469,149 @@ static void test_paced(void)
 	free(path);
 }
 
+/* The records are written without json-c (issue 28): a name with a quote, a backslash, control bytes, a slash
+ * and UTF-8, and launchers with every flag, read back by json-c as they were. */
+static void test_record_text(void)
+{
+	struct source *src = source_new(SOURCE_KUBE, "ctx-text");
+	set_health(src, WATCH_LOADING);
+	struct store *st = store_new();
+	struct lineage *l = lineage_new(st, dir);
+	const char *odd = "q\"b\\s/c\001\n\t\r\037\177-ü日";
+	struct vmi *v = mk_vmi(src, "vmi-T", "Running", "node-1", 100);
+	free(v->o.name);
+	v->o.name = xstrdup(odd);
+	store_upsert(st, &v->o);
+	struct pod *p = mk_pod(src, "pod-a", "vmi-T", "node-1", 101);
+	free(p->o.name);
+	p->o.name = xstrdup(odd);
+	store_upsert(st, &p->o);
+	struct pod *q = mk_pod(src, "pod-b", "vmi-T", "node-2", 102);
+	store_upsert(st, &q->o);
+	struct vmi *f = mk_vmi(src, "vmi-T", "Running", "node-1", 100); /* the migration to node-2 failed */
+	free(f->o.name);
+	f->o.name = xstrdup(odd);
+	vmi_mig_set(f)->present = true;
+	vmi_mig_set(f)->failed = true;
+	vmi_mig_set(f)->target_pod = xstrdup("virt-launcher-testvm-pod-b");
+	store_upsert(st, &f->o);
+	struct vmi *m = mk_vmi(src, "vmi-T", "Running", "node-3", 100); /* then one to node-3 completed */
+	free(m->o.name);
+	m->o.name = xstrdup(odd);
+	vmi_mig_set(m)->present = true;
+	vmi_mig_set(m)->completed = true;
+	vmi_mig_set(m)->end = 300;
+	store_upsert(st, &m->o);
+	char *path = lineage_path(l, src, NULL, NULL);
+	lineage_free(l);
+	store_free(st);
+	/* every line is one JSON object json-c reads, the name as it was */
+	size_t len = 0;
+	char *text = util_read_file(path, &len);
+	size_t lines = 0;
+	for (char *ln = text, *nl; ln && (nl = memchr(ln, '\n', len - (size_t)(ln - text))) != NULL; ln = nl + 1) {
+		*nl = '\0';
+		struct json_object *j = json_tokener_parse(ln);
+		struct json_object *name = NULL;
+		T_CHECK(j && json_object_object_get_ex(j, "name", &name));
+		T_EQ_STR(name ? json_object_get_string(name) : "", odd);
+		T_CHECK(strchr(ln, '\001') == NULL && strchr(ln, '\t') == NULL); /* control bytes escaped */
+		json_object_put(j);
+		lines++;
+	}
+	T_CHECK(lines >= 3);
+	free(text);
+	/* and the history reads back whole */
+	st = store_new();
+	l = lineage_new(st, dir);
+	size_t n;
+	const struct lineage_exec *const *ex = lineage_get(l, src, "default", odd, &n);
+	T_EQ_INT(n, 1);
+	if (n == 1) {
+		T_EQ_STR(ex[0]->vmi_uid, "vmi-T");
+		T_EQ_STR(ex[0]->vm_uid, "vm-uid-1");
+		T_EQ_INT(ex[0]->start, 100);
+		T_EQ_STR(ex[0]->phase, "Running");
+		T_EQ_STR(ex[0]->node, "node-3");
+		T_EQ_INT(ex[0]->migrations, 1);
+		T_EQ_INT(ex[0]->nlaunchers, 2);
+		if (ex[0]->nlaunchers == 2) {
+			T_EQ_STR(ex[0]->launchers[0].name, odd);
+			T_EQ_STR(ex[0]->launchers[0].node, "node-1");
+			T_EQ_INT(ex[0]->launchers[0].start, 101);
+			T_EQ_INT(ex[0]->launchers[0].end, 300);
+			T_CHECK(ex[0]->launchers[0].migrated && !ex[0]->launchers[0].attempt);
+			T_EQ_STR(ex[0]->launchers[1].name, "virt-launcher-testvm-pod-b");
+			T_CHECK(ex[0]->launchers[1].attempt && !ex[0]->launchers[1].migrated);
+		}
+	}
+	lineage_free(l);
+	store_free(st);
+	free(path);
+}
+
+/* write() calls this process made so far (/proc/self/io), or -1 when the kernel does not say. */
+static long writes_so_far(void)
+{
+	FILE *f = fopen("/proc/self/io", "r");
+	long n = -1;
+	char line[128];
+	while (f && fgets(line, sizeof line, f))
+		if (strncmp(line, "syscw: ", 7) == 0)
+			n = atol(line + 7);
+	if (f)
+		fclose(f);
+	return n;
+}
+
+/* Paced (the dashboard), the records of a loop pass wait for its end and go out in one write(); a recorder that
+ * is freed writes what waits. Unpaced (the CLI), each record is written at once. */
+static void test_batched(void)
+{
+	struct source *src = source_new(SOURCE_KUBE, "ctx-batch");
+	set_health(src, WATCH_LOADING);
+	struct store *st = store_new();
+	struct lineage *l = lineage_new(st, dir);
+	lineage_set_paced(l);
+	char *path = lineage_path(l, src, NULL, NULL);
+	store_upsert(st, &mk_vmi(src, "b-1", "Scheduling", NULL, 100)->o); /* starts the (empty) history's reading */
+	for (int i = 0; i < 100 && file_lines(path) < 1; i++)
+		loop_once(0);
+	T_EQ_INT(file_lines(path), 1); /* the catch-up recorded b-1 */
+	/* three records in one pass: none on disk before the pass ends, all three after, in one write() */
+	store_upsert(st, &mk_vmi(src, "b-1", "Scheduled", "node-1", 100)->o);
+	store_upsert(st, &mk_pod(src, "bp-1", "b-1", "node-1", 101)->o);
+	store_upsert(st, &mk_vmi(src, "b-1", "Running", "node-1", 100)->o);
+	T_EQ_INT(file_lines(path), 1);
+	long w0 = writes_so_far();
+	loop_once(0);
+	long w1 = writes_so_far();
+	T_EQ_INT(file_lines(path), 4);
+	if (w0 >= 0 && w1 >= 0)
+		T_EQ_INT(w1 - w0, 1);
+	/* freed before the pass ends: what waits is written */
+	store_upsert(st, &mk_vmi(src, "b-1", "Failed", "node-1", 100)->o);
+	T_EQ_INT(file_lines(path), 4);
+	lineage_free(l);
+	T_EQ_INT(file_lines(path), 5);
+	store_free(st);
+	/* unpaced: at once */
+	st = store_new();
+	l = lineage_new(st, dir);
+	store_upsert(st, &mk_vmi(src, "b-2", "Running", "node-1", 200)->o);
+	T_EQ_INT(file_lines(path), 6);
+	size_t n;
+	const struct lineage_exec *const *ex = lineage_get(l, src, "default", "testvm", &n);
+	T_EQ_INT(n, 2);
+	if (n == 2) {
+		T_EQ_STR(lineage_end_name(ex[0]->how), "failed");
+		T_EQ_STR(ex[1]->vmi_uid, "b-2");
+	}
+	lineage_free(l);
+	store_free(st);
+	free(path);
+}
+
 int main(void)
 {
 	snprintf(dir, sizeof dir, "/tmp/kvcon-lineage-XXXXXX");
@@ -478,6 +623,8 @@ int main(void)
 	test_migration_failed();
 	test_move_between_hosts();
 	test_paced();
+	test_record_text();
+	test_batched();
 	char *cmd = xasprintf("rm -rf '%s'", dir);
 	T_CHECK(system(cmd) == 0);
 	free(cmd);
