@@ -1,12 +1,13 @@
 #!/bin/bash
 # shellcheck disable=SC2016 # the namespaces' scripts expand their own arguments
 # env_engine.sh - every environment problem of the engine is one `error: ...` line with its fix, exit 1, promised within
-# 5 s (issue 13, item 4): a missing libvirt account, QEMU or libvirt's QEMU driver not installed, the embedded
-# root held by another kvcon (its pid), a refusing or silent -c host, a local daemon that is not running, and a
-# minimal root without devpts, without /run/lock or whose / is not a mount point (refused before a guest
-# starts). Also: the KVM notice is one line, once per boot, and `kvcon engine get vm` never hangs. Each case changes the machine only inside a private mount
-# (or network) namespace: the real accounts, binaries and mounts stay as other tests need them.
-# Prints "ENVTIME case seconds" lines (BENCHMARKS.md). Exit 0 pass, 77 skip, anything else fail.
+# 5 s (issue 13, item 4): a missing libvirt account, QEMU or libvirt's QEMU driver not installed, the embedded root held
+# by another service that does not answer (its pid; one that answers is gone through), a refusing or silent -c host, a
+# local daemon that is not running, and a minimal root without devpts, without /run/lock or whose / is not a mount point
+# (refused before a guest starts). Also: the KVM notice is one line, once per boot, and `kvcon engine get vm` never
+# hangs. Each case changes the machine only inside a private mount (or network) namespace: the real accounts, binaries
+# and mounts stay as other tests need them. Prints "ENVTIME case seconds" lines (BENCHMARKS.md). Exit 0 pass, 77 skip,
+# anything else fail.
 set -u
 # shellcheck source=tests/e2e/engine-lib.bash
 . "$(dirname "$0")/engine-lib.bash"
@@ -61,19 +62,29 @@ want+=" libvirt-daemon-driver-qemu (Debian), or run scripts/deps.sh as root"
 expect no-driver "$want" "${IN_NS[@]}" 'mount -t tmpfs none "$1" && exec "$2" -c "$3" engine get vm' \
     x "$drv" "$K" "$URI"
 
-step "the embedded root held by another engine service: refused at once, naming its socket and pid"
-# a service of the same root on a socket of its own (an explicit --socket, or another state directory's): the
-# one this kvcon would start on the root's well-known socket cannot open the root
+step "the embedded root held by another engine service: gone through while it answers, else refused naming it"
+# a service of the same root on a socket of its own (an explicit --socket, or another state directory's): its
+# service.lock names the host it holds, so `-c HOST` goes through it (as through a set's service, limited to HOST)
+# (only one process can open the root: an apply that succeeds while the holder runs went through it)
 "$K" -c "$URI" engine serve --socket "$ENGINE_T/engine-other.sock" >"$ENGINE_T/holder.out" 2>"$ENGINE_T/holder.err" &
 holder=$!
 wait_eq 60 "engine serving" tail -n1 "$ENGINE_T/holder.out" || { kill "$holder"; fail "the holder did not open"; }
+"$K" -c "$URI" engine apply -f "$(manifest alpha Halted)" >"$ENGINE_T/held-apply.out" 2>&1 ||
+    fail "apply through the holder: $(cat "$ENGINE_T/held-apply.out")"
+"$K" -c "$URI" engine get vm alpha -o name >"$ENGINE_T/held-get.out" 2>"$ENGINE_T/held-get.err" ||
+    fail "get through the holder: $(cat "$ENGINE_T/held-get.err")"
+[[ $(cat "$ENGINE_T/held-get.out") == virtualmachine.kubevirt.io/alpha ]] ||
+    fail "get through the holder printed: $(cat "$ENGINE_T/held-get.out")"
+out=$("$K" -c "$URI" engine delete alpha 2>&1) || fail "delete through the holder: $out"
+# a holder that does not answer (stopped): the service this kvcon would start cannot open the root, and says whose
+kill -STOP "$holder"
 root=$XDG_STATE_HOME/kvcon/engine
 want="error: the engine root $root is in use by the engine service on $ENGINE_T/engine-other.sock (pid $holder), not"
 want+=" the one this kvcon would start: the embedded driver admits one process at a time; stop that service first"
 want+=" (kill $holder)"
 expect held-get "$want" "$K" -c "$URI" engine get vm
-expect held-apply "$want" "$K" -c "$URI" engine apply -f "$(manifest alpha Halted)"
 kill "$holder"
+kill -CONT "$holder"
 wait "$holder" 2>/dev/null
 
 step "a -c host that refuses, one that does not answer, one that does not resolve"
