@@ -235,6 +235,10 @@ static void vmim_set_phase(struct vmim *m, const char *phase)
 		if (util_str_eq(order[i], phase))
 			to = i;
 	}
+	/* never backwards: a service started after a kill knows a resumed migration's figures only once libvirt reports
+	 * them again, and the phase it had (Running, stored) stays until then */
+	if (from >= 0 && to >= 0 && to < from)
+		return;
 	int64_t now = util_wall_s();
 	for (int i = from + 1; from >= 0 && to > from && i < to && m->ntrans < VMIM_NPHASE; i++) {
 		m->tphase[m->ntrans] = order[i];

@@ -587,7 +587,9 @@ struct where {
 	bool job;      /* the source's side of a migration still runs (libvirt's job) */
 };
 
-static void where_of(virConnectPtr c, const char *dom, const char *vm_uid, struct where *w)
+/* source: whether c is the migration's source host, the only side whose job libvirt reports (the target's
+ * refuses: "migration statistics are available only on the source host", logged at every poll) */
+static void where_of(virConnectPtr c, const char *dom, const char *vm_uid, bool source, struct where *w)
 {
 	memset(w, 0, sizeof *w);
 	if (c == NULL || (w->d = virDomainLookupByName(c, dom)) == NULL)
@@ -604,7 +606,7 @@ static void where_of(virConnectPtr c, const char *dom, const char *vm_uid, struc
 	}
 	w->incoming = w->up && w->state == VIR_DOMAIN_PAUSED && w->reason == VIR_DOMAIN_PAUSED_MIGRATION;
 	virDomainJobInfo info;
-	w->job = w->up && virDomainGetJobInfo(w->d, &info) == 0 && info.type != VIR_DOMAIN_JOB_NONE;
+	w->job = source && w->up && virDomainGetJobInfo(w->d, &info) == 0 && info.type != VIR_DOMAIN_JOB_NONE;
 }
 
 static void where_free(struct where *w)
@@ -635,8 +637,8 @@ static void resume_main(struct mig_job *j, struct mmsg *d)
 	bool aborted = false;
 	struct where s, t;
 	for (;;) {
-		where_of(sc, j->dom, j->vm_uid, &s);
-		where_of(dc, j->dom, j->vm_uid, &t);
+		where_of(sc, j->dom, j->vm_uid, true, &s);
+		where_of(dc, j->dom, j->vm_uid, false, &t);
 		if (!s.job && !t.incoming)
 			break;
 		bool give_up = util_now_ms() - t0 > RESUME_WAIT_MS;
