@@ -639,8 +639,12 @@ static const char *names_of(const struct jv *containers)
 	size_t nl = 0;
 	for (size_t i = 0; containers && i < jv_len(containers); i++) {
 		const char *cn = jword(jv_idx(containers, i), "name");
-		if (cn && nl + strlen(cn) + 2 < sizeof names)
-			nl += (size_t)snprintf(names + nl, sizeof names - nl, "%s\n", cn);
+		size_t cl = cn ? strlen(cn) : 0;
+		if (cn && nl + cl + 2 < sizeof names) {
+			memcpy(names + nl, cn, cl);
+			names[nl + cl] = '\n';
+			nl += cl + 1;
+		}
 	}
 	return nl ? intern_n(names, nl) : NULL;
 }
