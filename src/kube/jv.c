@@ -119,9 +119,11 @@ struct jv *jv_get(const struct jv *o, const char *key)
 {
 	if (o == NULL || o->type != JV_OBJECT)
 		return NULL;
+	/* a schema key is the pruner's string, often the very literal the decoder asks for (the linker merges equal
+	 * string constants): the pointer is compared before the bytes */
 	for (uint32_t i = 0; i < o->n; i++) {
 		const char *k = o->u.m[i].key;
-		if (k[0] == key[0] && strcmp(k, key) == 0)
+		if (k == key || (k[0] == key[0] && strcmp(k, key) == 0))
 			return o->u.m[i].v;
 	}
 	return NULL;
