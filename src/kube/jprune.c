@@ -520,6 +520,7 @@ static bool tree_empty(const struct jv *v)
  * there until the arena is reset, which costs less than a separate stack of parts in flight). */
 #define TREE_FIRST 8
 #define TREE_MEMBERS_MAX 512 /* a free-form map with more keys goes to json-c, whose table finds a repeated key */
+#define TREE_ELEMENTS_MAX (1u << 30) /* the doubled capacity stays within 32 bits */
 
 static void *tree_grow(struct jv_arena *a, void *old, uint32_t n, uint32_t *cap, size_t size)
 {
@@ -745,7 +746,7 @@ static int prune_array(struct pr *p, int depth, const struct kube_jprune_node *n
 			p->each(p->each_arg, ev);
 			jv_arena_release(p->a, mark);
 		} else if (arr) {
-			if (arr->n == UINT32_MAX)
+			if (arr->n >= TREE_ELEMENTS_MAX)
 				break;
 			arr->u.a = tree_grow(p->a, arr->u.a, arr->n, &cap, sizeof *arr->u.a);
 			arr->u.a[arr->n++] = ev;
