@@ -1,9 +1,8 @@
-/* Kubernetes JSON (json-c trees) to the model's compact structs. Every accessor checks the JSON type and
- * treats a mismatch as absence, so a wrong-typed field never reaches the model; every string and list is
- * capped so a hostile server cannot make one object large. */
+/* Kubernetes JSON (kube/jv.h trees: the pruner's, or copies of json-c's) to the model's compact structs. Every
+ * accessor checks the JSON type and treats a mismatch as absence, so a wrong-typed field never reaches the model;
+ * every string and list is capped so a hostile server cannot make one object large. */
 #include "kube/decode.h"
 
-#include <json-c/json.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -13,87 +12,79 @@
 #include "core/intern.h"
 #include "core/util.h"
 #include "core/xmalloc.h"
+#include "kube/jv.h"
 
 /* ---- typed accessors ---- */
 
-/* The member key of object o, or NULL (also when its value is null). The objects the decoder reads are mostly
- * small (a condition, an owner reference, metadata): comparing their few keys costs less than hashing the key for
- * json-c's table. */
-static struct json_object *jmember(struct json_object *o, const char *key)
+/* The member key of object o, or NULL (also when its value is null). */
+static const struct jv *jmember(const struct jv *o, const char *key)
 {
 	if (kube_decode_lookup_hook)
 		kube_decode_lookup_hook(o, key);
-	struct lh_table *t = json_object_get_object(o);
-	if (t == NULL)
+	return jv_get(o, key);
+}
+
+static const struct jv *jget(const struct jv *o, const char *key, enum jv_type type)
+{
+	if (o == NULL || o->type != JV_OBJECT)
 		return NULL;
-	if (t->count > 8) {
-		struct json_object *v;
-		return json_object_object_get_ex(o, key, &v) ? v : NULL;
-	}
-	for (struct lh_entry *e = lh_table_head(t); e; e = lh_entry_next(e)) {
-		const char *k = lh_entry_k(e);
-		if (k[0] == key[0] && strcmp(k, key) == 0)
-			return (struct json_object *)lh_entry_v(e);
-	}
-	return NULL;
+	const struct jv *v = jmember(o, key);
+	return v && v->type == type ? v : NULL;
 }
 
-static struct json_object *jget(struct json_object *o, const char *key, enum json_type type)
+static const struct jv *jobj(const struct jv *o, const char *key)
 {
-	if (o == NULL || !json_object_is_type(o, json_type_object))
-		return NULL;
-	struct json_object *v = jmember(o, key);
-	return v && json_object_is_type(v, type) ? v : NULL;
+	return jget(o, key, JV_OBJECT);
 }
 
-static struct json_object *jobj(struct json_object *o, const char *key)
+static const struct jv *jarr(const struct jv *o, const char *key)
 {
-	return jget(o, key, json_type_object);
+	return jget(o, key, JV_ARRAY);
 }
 
-static struct json_object *jarr(struct json_object *o, const char *key)
+/* A string value's length up to an escaped NUL (where a C string reader stops). */
+static size_t slen(const struct jv *v)
 {
-	return jget(o, key, json_type_array);
+	return strnlen(v->u.s, v->n);
 }
 
 /* The string at key with its length (up to an embedded NUL), or NULL. */
-static const char *jstr(struct json_object *o, const char *key, size_t *len)
+static const char *jstr(const struct jv *o, const char *key, size_t *len)
 {
-	struct json_object *v = jget(o, key, json_type_string);
+	const struct jv *v = jget(o, key, JV_STRING);
 	if (v == NULL)
 		return NULL;
-	const char *s = json_object_get_string(v);
 	if (len)
-		*len = strnlen(s, (size_t)json_object_get_string_len(v));
-	return s;
+		*len = slen(v);
+	return v->u.s;
 }
 
-static bool jbool(struct json_object *o, const char *key, bool *out)
+static bool jbool(const struct jv *o, const char *key, bool *out)
 {
-	struct json_object *v = jget(o, key, json_type_boolean);
+	const struct jv *v = jget(o, key, JV_BOOL);
 	if (v == NULL)
 		return false;
-	*out = json_object_get_boolean(v);
+	*out = v->b;
 	return true;
 }
 
-static bool jtrue(struct json_object *o, const char *key)
+static bool jtrue(const struct jv *o, const char *key)
 {
 	bool b = false;
 	return jbool(o, key, &b) && b;
 }
 
 /* Integers, clamped to [lo, hi]; doubles accepted when integral (JSON has one number type). */
-static int64_t jint(struct json_object *o, const char *key, int64_t def, int64_t lo, int64_t hi)
+static int64_t jint(const struct jv *o, const char *key, int64_t def, int64_t lo, int64_t hi)
 {
-	struct json_object *v = o && json_object_is_type(o, json_type_object) ? jmember(o, key) : NULL;
+	const struct jv *v = o && o->type == JV_OBJECT ? jmember(o, key) : NULL;
 	if (v == NULL)
 		return def;
 	int64_t n;
-	if (json_object_is_type(v, json_type_int)) {
-		n = json_object_get_int64(v);
-	} else if (json_object_is_type(v, json_type_double)) {
-		double d = json_object_get_double(v);
+	if (v->type == JV_INT) {
+		n = v->u.i;
+	} else if (v->type == JV_DOUBLE) {
+		double d = v->u.d;
 		if (!(d >= -9.2e18 && d <= 9.2e18))
 			return def;
 		n = (int64_t)d;
@@ -104,7 +95,7 @@ static int64_t jint(struct json_object *o, const char *key, int64_t def, int64_t
 }
 
 /* RFC 3339 timestamp at key, or 0 (also outside 1970..2106, which the model's 32-bit times cannot hold). */
-static int64_t jtime(struct json_object *o, const char *key)
+static int64_t jtime(const struct jv *o, const char *key)
 {
 	size_t len;
 	const char *s = jstr(o, key, &len);
@@ -183,14 +174,14 @@ static char *dup_cap(const char *s, size_t len, size_t cap)
 	return scratch_strndup(s, cut_utf8(s, len, cap));
 }
 
-static char *jdup(struct json_object *o, const char *key, size_t cap)
+static char *jdup(const struct jv *o, const char *key, size_t cap)
 {
 	size_t len;
 	const char *s = jstr(o, key, &len);
 	return s ? dup_cap(s, len, cap) : NULL;
 }
 
-/* s is NUL-terminated at or after len (json-c strings, label values): uncut, it is interned without a copy. */
+/* s is NUL-terminated at or after len (strings of a tree, label values): uncut, it is interned without a copy. */
 static const char *intern_cap(const char *s, size_t len)
 {
 	if (s == NULL)
@@ -199,7 +190,7 @@ static const char *intern_cap(const char *s, size_t len)
 	return s[n] == '\0' ? intern(s) : intern_n(s, n);
 }
 
-static const char *jword(struct json_object *o, const char *key)
+static const char *jword(const struct jv *o, const char *key)
 {
 	size_t len;
 	const char *s = jstr(o, key, &len);
@@ -207,7 +198,7 @@ static const char *jword(struct json_object *o, const char *key)
 }
 
 /* An image reference (registry/repository:tag or @sha256:...), interned: longer than a word, capped at 1 KiB */
-static const char *jref(struct json_object *o, const char *key)
+static const char *jref(const struct jv *o, const char *key)
 {
 	size_t len;
 	const char *s = jstr(o, key, &len);
@@ -227,7 +218,7 @@ static bool copy_uid(char dst[UID_LEN], const char *s, size_t len)
 	return true;
 }
 
-static void juid(struct json_object *o, const char *key, char dst[UID_LEN])
+static void juid(const struct jv *o, const char *key, char dst[UID_LEN])
 {
 	size_t len;
 	const char *s = jstr(o, key, &len);
@@ -237,9 +228,9 @@ static void juid(struct json_object *o, const char *key, char dst[UID_LEN])
 
 /* ---- shared parts ---- */
 
-static struct cond *decode_conds(struct json_object *arr, int *n)
+static struct cond *decode_conds(const struct jv *arr, int *n)
 {
-	size_t len = arr ? json_object_array_length(arr) : 0;
+	size_t len = arr ? jv_len(arr) : 0;
 	if (len > KUBE_DECODE_LIST_MAX)
 		len = KUBE_DECODE_LIST_MAX;
 	*n = 0;
@@ -247,7 +238,7 @@ static struct cond *decode_conds(struct json_object *arr, int *n)
 		return NULL;
 	struct cond *c = scratch_alloc(len * sizeof *c);
 	for (size_t i = 0; i < len; i++) {
-		struct json_object *e = json_object_array_get_idx(arr, i);
+		const struct jv *e = jv_idx(arr, i);
 		const char *type = jword(e, "type");
 		if (type == NULL)
 			continue; /* a condition without a type cannot be read whole */
@@ -264,15 +255,15 @@ static struct cond *decode_conds(struct json_object *arr, int *n)
 
 /* The owner reference of the given kind: the controller one when there is one, else the first of that kind.
  * Sets *other_kind to the controller's kind when the controller is of another kind. */
-static struct json_object *find_owner(struct json_object *meta, const char *kind, const char **other_kind)
+static const struct jv *find_owner(const struct jv *meta, const char *kind, const char **other_kind)
 {
-	struct json_object *refs = jarr(meta, "ownerReferences");
-	size_t len = refs ? json_object_array_length(refs) : 0;
-	struct json_object *first = NULL;
+	const struct jv *refs = jarr(meta, "ownerReferences");
+	size_t len = refs ? jv_len(refs) : 0;
+	const struct jv *first = NULL;
 	if (other_kind)
 		*other_kind = NULL;
 	for (size_t i = 0; i < len && i < KUBE_DECODE_LIST_MAX; i++) {
-		struct json_object *r = json_object_array_get_idx(refs, i);
+		const struct jv *r = jv_idx(refs, i);
 		const char *k = jstr(r, "kind", NULL);
 		bool is_kind = k && strcmp(k, kind) == 0;
 		if (jtrue(r, "controller")) {
@@ -288,24 +279,25 @@ static struct json_object *find_owner(struct json_object *meta, const char *kind
 	return first;
 }
 
-static void decode_labels(struct obj *o, struct json_object *meta)
+static void decode_labels(struct obj *o, const struct jv *meta)
 {
-	struct json_object *labels = jobj(meta, "labels");
+	const struct jv *labels = jobj(meta, "labels");
 	if (labels == NULL)
 		return;
 	const char *keys[KUBE_DECODE_LIST_MAX], *values[KUBE_DECODE_LIST_MAX];
 	size_t n = 0;
-	json_object_object_foreach(labels, k, v)
-	{
+	for (uint32_t i = 0; i < labels->n; i++) {
+		const char *k = labels->u.m[i].key;
+		const struct jv *v = labels->u.m[i].v;
 		if (n >= KUBE_DECODE_LIST_MAX)
 			break;
-		if (v == NULL || !json_object_is_type(v, json_type_string))
+		if (!jv_is(v, JV_STRING))
 			continue;
-		size_t kl = strnlen(k, 317), vl = strnlen(json_object_get_string(v), (size_t)json_object_get_string_len(v));
+		size_t kl = strnlen(k, 317), vl = slen(v);
 		if (kl == 0 || kl >= 317 || strchr(k, '=') || vl > KUBE_DECODE_NAME_MAX)
 			continue; /* not a valid label */
 		keys[n] = k;
-		values[n] = json_object_get_string(v);
+		values[n] = v->u.s;
 		n++;
 	}
 	if (n == 0)
@@ -325,10 +317,12 @@ static char *errf(const char *fmt, ...)
 	return s;
 }
 
+static int decode_rv(const struct jv *item, uint64_t *rv);
+
 /* metadata: identity and bookkeeping. Returns NULL or the reason the object is refused (allocated). */
-static char *decode_meta(struct obj *o, struct json_object *item)
+static char *decode_meta(struct obj *o, const struct jv *item)
 {
-	struct json_object *meta = jobj(item, "metadata");
+	const struct jv *meta = jobj(item, "metadata");
 	if (meta == NULL)
 		return errf("%s without metadata", obj_kind_title(o->kind));
 	size_t nl = 0, ul = 0, nsl = 0;
@@ -353,13 +347,13 @@ static char *decode_meta(struct obj *o, struct json_object *item)
 	o->deleted = jtime(meta, "deletionTimestamp");
 	o->generation = (uint64_t)jint(meta, "generation", 0, 0, INT64_MAX);
 	uint64_t rv;
-	if (kube_decode_rv(item, &rv) == 0)
+	if (decode_rv(item, &rv) == 0)
 		o->rv = rv;
 	decode_labels(o, meta);
 	return NULL;
 }
 
-int kube_decode_rv(struct json_object *item, uint64_t *rv)
+static int decode_rv(const struct jv *item, uint64_t *rv)
 {
 	size_t len;
 	const char *s = jstr(jobj(item, "metadata"), "resourceVersion", &len);
@@ -377,10 +371,10 @@ int kube_decode_rv(struct json_object *item, uint64_t *rv)
 
 /* ---- VirtualMachine ---- */
 
-static void decode_vm(struct obj *o, struct json_object *item)
+static void decode_vm(struct obj *o, const struct jv *item)
 {
 	struct vm *v = (struct vm *)o;
-	struct json_object *spec = jobj(item, "spec"), *status = jobj(item, "status");
+	const struct jv *spec = jobj(item, "spec"), *status = jobj(item, "status");
 	bool running = false;
 	bool has_running = jbool(spec, "running", &running);
 	const char *rs = jword(spec, "runStrategy");
@@ -393,9 +387,9 @@ static void decode_vm(struct obj *o, struct json_object *item)
 	else
 		v->run_strategy = intern(has_running && running ? "Always" : "Halted");
 
-	struct json_object *it = jobj(spec, "instancetype");
+	const struct jv *it = jobj(spec, "instancetype");
 	v->instancetype = jdup(it, "name", KUBE_DECODE_NAME_MAX);
-	struct json_object *domain = jobj(jobj(jobj(spec, "template"), "spec"), "domain");
+	const struct jv *domain = jobj(jobj(jobj(spec, "template"), "spec"), "domain");
 	v->cpu_cores = (int)jint(jobj(domain, "cpu"), "cores", 0, 0, 1 << 20);
 	v->memory = jdup(jobj(domain, "memory"), "guest", 32);
 	if (v->memory == NULL)
@@ -406,14 +400,14 @@ static void decode_vm(struct obj *o, struct json_object *item)
 	jbool(status, "created", &v->created_vmi);
 	v->conds = decode_conds(jarr(status, "conditions"), &v->nconds);
 
-	struct json_object *scr = jarr(status, "stateChangeRequests");
-	size_t n = scr ? json_object_array_length(scr) : 0;
+	const struct jv *scr = jarr(status, "stateChangeRequests");
+	size_t n = scr ? jv_len(scr) : 0;
 	if (n > 16)
 		n = 16;
 	if (n > 0) {
 		v->scr = scratch_alloc(n * sizeof *v->scr);
 		for (size_t i = 0; i < n; i++) {
-			struct json_object *r = json_object_array_get_idx(scr, i);
+			const struct jv *r = jv_idx(scr, i);
 			const char *action = jword(r, "action");
 			if (action == NULL)
 				continue;
@@ -425,7 +419,7 @@ static void decode_vm(struct obj *o, struct json_object *item)
 			v->scr = NULL;
 	}
 
-	struct json_object *sf = jobj(status, "startFailure");
+	const struct jv *sf = jobj(status, "startFailure");
 	if (sf) {
 		v->start_failures = (int)jint(sf, "consecutiveFailCount", 0, 0, INT32_MAX);
 		v->start_retry_after = jtime(sf, "retryAfterTimestamp");
@@ -450,7 +444,7 @@ static void add_ip(struct vmi *v, const char *s, size_t len)
 	v->ips[v->nips++] = scratch_strndup(s, len);
 }
 
-static void decode_migration(struct vmi *v, struct json_object *ms)
+static void decode_migration(struct vmi *v, const struct jv *ms)
 {
 	if (ms == NULL)
 		return;
@@ -471,7 +465,7 @@ static void decode_migration(struct vmi *v, struct json_object *ms)
 	m->mode = jword(ms, "mode");
 	m->failure_reason = jdup(ms, "failureReason", KUBE_DECODE_MSG_MAX);
 	/* the kvcon engine service's job figures (no KubeVirt field: docs/ENGINE-SERVICE.md) */
-	struct json_object *job = jobj(ms, "kvconJob");
+	const struct jv *job = jobj(ms, "kvconJob");
 	if (job) {
 		m->progress_pct = (int)jint(job, "progress", -1, -1, 100);
 		m->data_processed = (uint64_t)jint(job, "dataProcessed", 0, 0, INT64_MAX);
@@ -482,11 +476,11 @@ static void decode_migration(struct vmi *v, struct json_object *ms)
 	}
 }
 
-static void decode_vmi(struct obj *o, struct json_object *item)
+static void decode_vmi(struct obj *o, const struct jv *item)
 {
 	struct vmi *v = (struct vmi *)o;
-	struct json_object *meta = jobj(item, "metadata"), *spec = jobj(item, "spec"), *status = jobj(item, "status");
-	struct json_object *owner = find_owner(meta, "VirtualMachine", NULL);
+	const struct jv *meta = jobj(item, "metadata"), *spec = jobj(item, "spec"), *status = jobj(item, "status");
+	const struct jv *owner = find_owner(meta, "VirtualMachine", NULL);
 	juid(owner, "uid", v->vm_uid);
 	v->phase = jword(status, "phase");
 	if (v->phase == NULL)
@@ -495,23 +489,22 @@ static void decode_vmi(struct obj *o, struct json_object *item)
 	v->node = jword(status, "nodeName");
 	v->eviction = jword(spec, "evictionStrategy");
 
-	struct json_object *ifs = jarr(status, "interfaces");
-	size_t n = ifs ? json_object_array_length(ifs) : 0;
+	const struct jv *ifs = jarr(status, "interfaces");
+	size_t n = ifs ? jv_len(ifs) : 0;
 	for (size_t i = 0; i < n && i < KUBE_DECODE_LIST_MAX; i++) {
-		struct json_object *e = json_object_array_get_idx(ifs, i);
+		const struct jv *e = jv_idx(ifs, i);
 		size_t len;
 		const char *ip = jstr(e, "ipAddress", &len);
 		if (i == 0 && ip && len > 0)
 			v->ip = dup_cap(ip, len, 64);
 		int first = v->nips;
 		add_ip(v, ip, ip ? len : 0);
-		struct json_object *more = jarr(e, "ipAddresses");
-		size_t m = more ? json_object_array_length(more) : 0;
+		const struct jv *more = jarr(e, "ipAddresses");
+		size_t m = more ? jv_len(more) : 0;
 		for (size_t j = 0; j < m && j < 16; j++) {
-			struct json_object *s = json_object_array_get_idx(more, j);
-			if (s && json_object_is_type(s, json_type_string))
-				add_ip(v, json_object_get_string(s),
-				       strnlen(json_object_get_string(s), (size_t)json_object_get_string_len(s)));
+			const struct jv *s = jv_idx(more, j);
+			if (jv_is(s, JV_STRING))
+				add_ip(v, s->u.s, slen(s));
 		}
 		/* kvcon's engine service: the interface of each address (its network, not a guest agent) and the
 		 * ports the engine forwards from the host (status.interfaces[].forwardedPorts, the engine's own) */
@@ -522,10 +515,10 @@ static void decode_vmi(struct obj *o, struct json_object *item)
 			for (int k = first; k < v->nips; k++)
 				v->ip_ifaces[k] = ifn;
 		}
-		struct json_object *fw = ifn && *ifn ? jarr(e, "forwardedPorts") : NULL;
-		size_t nf = fw ? json_object_array_length(fw) : 0;
+		const struct jv *fw = ifn && *ifn ? jarr(e, "forwardedPorts") : NULL;
+		size_t nf = fw ? jv_len(fw) : 0;
 		for (size_t j = 0; j < nf && j < 16; j++) {
-			struct json_object *f = json_object_array_get_idx(fw, j);
+			const struct jv *f = jv_idx(fw, j);
 			int port = (int)jint(f, "port", 0, 0, 65535), hport = (int)jint(f, "hostPort", 0, 0, 65535);
 			const char *proto = jword(f, "protocol");
 			if (port == 0 || hport == 0 || (proto != intern("TCP") && proto != intern("UDP")))
@@ -546,14 +539,14 @@ static void decode_vmi(struct obj *o, struct json_object *item)
 	v->conds = decode_conds(jarr(status, "conditions"), &v->nconds);
 	v->software_emulation = cond_is_true(v->conds, v->nconds, "SoftwareEmulation");
 
-	struct json_object *pts = jarr(status, "phaseTransitionTimestamps");
-	n = pts ? json_object_array_length(pts) : 0;
+	const struct jv *pts = jarr(status, "phaseTransitionTimestamps");
+	n = pts ? jv_len(pts) : 0;
 	if (n > 32)
 		n = 32;
 	if (n > 0) {
 		v->phases = scratch_alloc(n * sizeof *v->phases);
 		for (size_t i = 0; i < n; i++) {
-			struct json_object *e = json_object_array_get_idx(pts, i);
+			const struct jv *e = jv_idx(pts, i);
 			const char *ph = jword(e, "phase");
 			if (ph == NULL)
 				continue;
@@ -565,7 +558,7 @@ static void decode_vmi(struct obj *o, struct json_object *item)
 			v->phases = NULL;
 	}
 
-	struct json_object *gi = jobj(status, "guestOSInfo");
+	const struct jv *gi = jobj(status, "guestOSInfo");
 	if (gi) {
 		v->guest_os = jdup(gi, "prettyName", 256);
 		if (v->guest_os == NULL) {
@@ -580,19 +573,18 @@ static void decode_vmi(struct obj *o, struct json_object *item)
 		}
 	}
 
-	struct json_object *ap = jobj(status, "activePods");
+	const struct jv *ap = jobj(status, "activePods");
 	if (ap) {
-		json_object_object_foreach(ap, puid, node)
-		{
+		for (uint32_t i = 0; i < ap->n; i++) {
+			const char *puid = ap->u.m[i].key;
+			const struct jv *node = ap->u.m[i].v;
 			if (v->nactive >= 16)
 				break;
 			struct active_pod a = { .node = NULL };
 			if (!copy_uid(a.uid, puid, strlen(puid)))
 				continue;
-			if (node && json_object_is_type(node, json_type_string))
-				a.node = intern_cap(json_object_get_string(node),
-						    strnlen(json_object_get_string(node),
-							    (size_t)json_object_get_string_len(node)));
+			if (jv_is(node, JV_STRING))
+				a.node = intern_cap(node->u.s, slen(node));
 			if (v->active == NULL)
 				v->active = scratch_alloc(16 * sizeof *v->active);
 			v->active[v->nactive++] = a;
@@ -603,7 +595,7 @@ static void decode_vmi(struct obj *o, struct json_object *item)
 
 /* ---- launcher Pod ---- */
 
-static void decode_container(struct container_status *c, struct json_object *e, bool init, struct json_object *spec_init)
+static void decode_container(struct container_status *c, const struct jv *e, bool init, const struct jv *spec_init)
 {
 	c->name = jword(e, "name");
 	c->image = jref(e, "image");
@@ -612,16 +604,16 @@ static void decode_container(struct container_status *c, struct json_object *e, 
 	c->restarts = (int)jint(e, "restartCount", 0, 0, INT32_MAX);
 	jbool(e, "ready", &c->ready);
 	jbool(e, "started", &c->started_flag);
-	for (size_t i = 0; init && spec_init && c->name && i < json_object_array_length(spec_init); i++) {
-		struct json_object *sc = json_object_array_get_idx(spec_init, i);
+	for (size_t i = 0; init && spec_init && c->name && i < jv_len(spec_init); i++) {
+		const struct jv *sc = jv_idx(spec_init, i);
 		const char *n = jword(sc, "name"), *rp = jword(sc, "restartPolicy");
 		if (n && strcmp(n, c->name) == 0)
 			c->restartable = rp && strcmp(rp, "Always") == 0;
 	}
-	struct json_object *state = jobj(e, "state");
+	const struct jv *state = jobj(e, "state");
 	static const char *const states[] = { "waiting", "running", "terminated" };
 	for (size_t i = 0; i < sizeof states / sizeof states[0]; i++) {
-		struct json_object *s = jobj(state, states[i]);
+		const struct jv *s = jobj(state, states[i]);
 		if (s == NULL)
 			continue;
 		c->state = intern(states[i]);
@@ -632,7 +624,7 @@ static void decode_container(struct container_status *c, struct json_object *e, 
 		c->signal = (int)jint(s, "signal", 0, INT32_MIN, INT32_MAX);
 		break;
 	}
-	struct json_object *last = jobj(jobj(e, "lastState"), "terminated");
+	const struct jv *last = jobj(jobj(e, "lastState"), "terminated");
 	if (last) {
 		c->last_reason = jword(last, "reason");
 		c->last_exit_code = (int)jint(last, "exitCode", 0, INT32_MIN, INT32_MAX);
@@ -641,35 +633,39 @@ static void decode_container(struct container_status *c, struct json_object *e, 
 }
 
 /* the containers' names, each ending in '\n', interned (kubectl's default container and its list); NULL for none */
-static const char *names_of(struct json_object *containers)
+static const char *names_of(const struct jv *containers)
 {
 	char names[1024];
 	size_t nl = 0;
-	for (size_t i = 0; containers && i < json_object_array_length(containers); i++) {
-		const char *cn = jword(json_object_array_get_idx(containers, i), "name");
-		if (cn && nl + strlen(cn) + 2 < sizeof names)
-			nl += (size_t)snprintf(names + nl, sizeof names - nl, "%s\n", cn);
+	for (size_t i = 0; containers && i < jv_len(containers); i++) {
+		const char *cn = jword(jv_idx(containers, i), "name");
+		size_t cl = cn ? strlen(cn) : 0;
+		if (cn && nl + cl + 2 < sizeof names) {
+			memcpy(names + nl, cn, cl);
+			names[nl + cl] = '\n';
+			nl += cl + 1;
+		}
 	}
 	return nl ? intern_n(names, nl) : NULL;
 }
 
-static void decode_pod(struct obj *o, struct json_object *item)
+static void decode_pod(struct obj *o, const struct jv *item)
 {
 	struct pod *p = (struct pod *)o;
-	struct json_object *meta = jobj(item, "metadata"), *spec = jobj(item, "spec"), *status = jobj(item, "status");
+	const struct jv *meta = jobj(item, "metadata"), *spec = jobj(item, "spec"), *status = jobj(item, "status");
 	const char *other = NULL;
-	struct json_object *owner = find_owner(meta, "VirtualMachineInstance", &other);
+	const struct jv *owner = find_owner(meta, "VirtualMachineInstance", &other);
 	juid(owner, "uid", p->vmi_uid);
 	if (other)
 		p->owner_kind_other = intern_cap(other, strlen(other));
 	const char *vmname = obj_label(&p->o, "vm.kubevirt.io/name");
 	p->vm_name = vmname ? intern_cap(vmname, strlen(vmname)) : NULL;
 
-	struct json_object *pid = NULL;
-	if (json_object_object_get_ex(jobj(meta, "annotations"), POD_QEMU_PID_ANNOTATION, &pid) &&
-	    json_object_is_type(pid, json_type_string)) {
+	const struct jv *annotations = jobj(meta, "annotations");
+	const struct jv *pid = annotations ? jmember(annotations, POD_QEMU_PID_ANNOTATION) : NULL;
+	if (jv_is(pid, JV_STRING)) {
 		char *end;
-		long n = strtol(json_object_get_string(pid), &end, 10);
+		long n = strtol(pid->u.s, &end, 10);
 		p->pid = *end == '\0' && n > 0 && n <= INT32_MAX ? (int)n : 0;
 	}
 	p->phase = jword(status, "phase");
@@ -680,31 +676,29 @@ static void decode_pod(struct obj *o, struct json_object *item)
 	p->message = jdup(status, "message", KUBE_DECODE_MSG_MAX);
 	p->conds = decode_conds(jarr(status, "conditions"), &p->nconds);
 	p->ip = jdup(status, "podIP", 64);
-	struct json_object *spec_cs = jarr(spec, "containers");
-	p->spec_containers = spec_cs ? (int)json_object_array_length(spec_cs) : 0;
+	const struct jv *spec_cs = jarr(spec, "containers");
+	p->spec_containers = spec_cs ? (int)jv_len(spec_cs) : 0;
 	p->spec_names = names_of(spec_cs);
 	p->spec_init_names = names_of(jarr(spec, "initContainers"));
-	struct json_object *dc = NULL;
-	if (json_object_object_get_ex(jobj(meta, "annotations"), "kubectl.kubernetes.io/default-container", &dc) &&
-	    json_object_is_type(dc, json_type_string) && json_object_get_string_len(dc) > 0 &&
-	    json_object_get_string_len(dc) < 64)
-		p->default_container = intern_cap(json_object_get_string(dc), (size_t)json_object_get_string_len(dc));
-	struct json_object *spec_init = jarr(spec, "initContainers");
-	p->spec_init_containers = spec_init ? (int)json_object_array_length(spec_init) : 0;
+	const struct jv *dc = annotations ? jmember(annotations, "kubectl.kubernetes.io/default-container") : NULL;
+	if (jv_is(dc, JV_STRING) && dc->n > 0 && dc->n < 64)
+		p->default_container = intern_cap(dc->u.s, dc->n);
+	const struct jv *spec_init = jarr(spec, "initContainers");
+	p->spec_init_containers = spec_init ? (int)jv_len(spec_init) : 0;
 
-	struct json_object *lists[2] = { jarr(status, "initContainerStatuses"), jarr(status, "containerStatuses") };
+	const struct jv *lists[2] = { jarr(status, "initContainerStatuses"), jarr(status, "containerStatuses") };
 	size_t total = 0;
 	for (int l = 0; l < 2; l++)
-		total += lists[l] ? json_object_array_length(lists[l]) : 0;
+		total += lists[l] ? jv_len(lists[l]) : 0;
 	if (total > 32)
 		total = 32;
 	if (total > 0)
 		p->containers = scratch_alloc(total * sizeof *p->containers);
 	for (int l = 0; l < 2; l++) {
-		size_t n = lists[l] ? json_object_array_length(lists[l]) : 0;
+		size_t n = lists[l] ? jv_len(lists[l]) : 0;
 		for (size_t i = 0; i < n && (size_t)p->ncontainers < total; i++) {
-			struct json_object *e = json_object_array_get_idx(lists[l], i);
-			if (e == NULL || !json_object_is_type(e, json_type_object))
+			const struct jv *e = jv_idx(lists[l], i);
+			if (!jv_is(e, JV_OBJECT))
 				continue;
 			struct container_status *c = &p->containers[p->ncontainers++];
 			decode_container(c, e, l == 0, spec_init);
@@ -718,10 +712,10 @@ static void decode_pod(struct obj *o, struct json_object *item)
 
 /* ---- Event (core/v1, with the events.k8s.io/v1 spellings as fallbacks) ---- */
 
-static void decode_event(struct obj *o, struct json_object *item)
+static void decode_event(struct obj *o, const struct jv *item)
 {
 	struct event *e = (struct event *)o;
-	struct json_object *inv = jobj(item, "involvedObject");
+	const struct jv *inv = jobj(item, "involvedObject");
 	if (inv == NULL)
 		inv = jobj(item, "regarding");
 	e->inv_kind = jword(inv, "kind");
@@ -734,7 +728,7 @@ static void decode_event(struct obj *o, struct json_object *item)
 	if (e->message == NULL)
 		e->message = jdup(item, "note", KUBE_DECODE_MSG_MAX);
 
-	struct json_object *series = jobj(item, "series");
+	const struct jv *series = jobj(item, "series");
 	e->count = (int)jint(item, "count", 0, 0, INT32_MAX);
 	if (e->count == 0)
 		e->count = (int)jint(item, "deprecatedCount", 0, 0, INT32_MAX);
@@ -772,7 +766,7 @@ static void decode_event(struct obj *o, struct json_object *item)
 
 /* One row per kind: the kind-specific part of the decoder. */
 static const struct {
-	void (*fn)(struct obj *o, struct json_object *item);
+	void (*fn)(struct obj *o, const struct jv *item);
 } decoders[OBJ_KIND_COUNT] = {
 	[OBJ_VM] = { decode_vm },
 	[OBJ_VMI] = { decode_vmi },
@@ -780,13 +774,29 @@ static const struct {
 	[OBJ_EVENT] = { decode_event },
 };
 
+/* json-c trees are decoded from a copy (tests and tools; the watch and list paths build jv trees themselves) */
+static struct jv_arena *copies;
+
+static struct jv *copy_of(struct json_object *item)
+{
+	if (copies == NULL)
+		copies = jv_arena_new();
+	jv_arena_reset(copies);
+	return jv_from_json(copies, item);
+}
+
 struct obj *kube_decode(enum obj_kind kind, struct json_object *item, struct source *src, char **err)
 {
-	struct obj *t = kube_decode_scratch(kind, item, src, err);
+	struct obj *t = kube_decode_jv(kind, copy_of(item), src, err);
 	return t ? obj_pack_copy(t) : NULL;
 }
 
-struct obj *kube_decode_scratch(enum obj_kind kind, struct json_object *item, struct source *src, char **err)
+int kube_decode_rv(struct json_object *item, uint64_t *rv)
+{
+	return decode_rv(copy_of(item), rv);
+}
+
+struct obj *kube_decode_jv(enum obj_kind kind, const struct jv *item, struct source *src, char **err)
 {
 	char *why = NULL;
 	struct obj *o = NULL;
@@ -796,7 +806,7 @@ struct obj *kube_decode_scratch(enum obj_kind kind, struct json_object *item, st
 		why = errf("unknown object kind %d", (int)kind);
 		goto out;
 	}
-	if (item == NULL || !json_object_is_type(item, json_type_object)) {
+	if (!jv_is(item, JV_OBJECT)) {
 		why = errf("%s is not a JSON object", obj_kind_title(kind));
 		goto out;
 	}

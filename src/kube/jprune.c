@@ -1,11 +1,13 @@
 /* JSON pruning and value-boundary scanning: byte loops over JSON's lexical structure. The pruner writes the kept
- * members as text, or builds them as a json-c tree in the same pass (no text, no tokener). */
+ * members as text, or builds them as a tree in arena memory in the same pass (kube/jv.h: no text, no tokener, no
+ * allocation per value). */
 #include "kube/jprune.h"
 
-#include <json.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "kube/jv.h"
 
 #define PRUNE_DEPTH 64
 
@@ -293,7 +295,8 @@ struct pr {
 	char *out; /* text mode; NULL when building a tree */
 	size_t o;
 	bool eof; /* a scan ran into the end of the input: the value may just be incomplete */
-	kube_jprune_each_cb each; /* tree mode: takes the elements of KUBE_JPRUNE_EACH arrays */
+	struct jv_arena *a; /* tree mode: where the tree is built */
+	kube_jprune_jv_cb each; /* tree mode: takes the elements of KUBE_JPRUNE_EACH arrays */
 	void *each_arg;
 };
 
@@ -383,7 +386,7 @@ static void emit(struct pr *p, const char *s, size_t n)
 	p->o += n;
 }
 
-/* ---- tree mode: JSON scalars as json-c values, the way json-c's tokener makes them (kube_jprune_tree's
+/* ---- tree mode: JSON scalars as values, the way json-c's tokener makes them (kube_jprune_tree's
  * differential test and fuzz harness hold it to that); anything json-c might read differently (an escape it
  * does not know, a surrogate that is not a pair, a number that is not a plain int64, a lenient literal) is
  * refused, and the caller parses the original with json-c ---- */
@@ -457,51 +460,38 @@ static ssize_t unescape(const char *s, size_t n, char *out)
 	return (ssize_t)o;
 }
 
-/* A string's unescaped body: in place when it has no escape (*copy NULL), else in a new copy (*copy, to free).
- * NULL when malformed, or holding a NUL byte (json-c's tokener reads that as the end of its input). */
-static const char *string_body(const char *s, size_t n, size_t *len, char **copy)
-{
-	*copy = NULL;
-	if (strnlen(s, n) != n)
-		return NULL;
-	if (memchr(s, '\\', n) == NULL) {
-		*len = n;
-		return s;
-	}
-	*copy = malloc(n + 1);
-	ssize_t m = *copy ? unescape(s, n, *copy) : -1;
-	if (m < 0) {
-		free(*copy);
-		*copy = NULL;
-		return NULL;
-	}
-	*len = (size_t)m;
-	return *copy;
-}
-
-/* The scalar in[s..e) as a json-c value (NULL for null). -1 when it is not one json-c reads the same way. */
-static int scalar_tree(const char *in, size_t s, size_t e, struct json_object **v)
+/* The scalar in[s..e) as a value in the arena (NULL for null). -1 when it is not one json-c reads the same way. */
+static int scalar_tree(struct jv_arena *a, const char *in, size_t s, size_t e, struct jv **v)
 {
 	const char *t = in + s;
 	size_t n = e - s;
 	*v = NULL;
 	if (t[0] == '"') {
-		size_t len;
-		char *copy;
-		const char *body = string_body(t + 1, n - 2, &len, &copy);
-		if (body != NULL && len <= 0x7fffffff)
-			*v = json_object_new_string_len(body, (int)len);
-		free(copy);
-		return body != NULL && len <= 0x7fffffff ? 0 : -1;
+		const char *body = t + 1;
+		n -= 2;
+		if (n > 0x7fffffff || strnlen(body, n) != n)
+			return -1; /* a NUL byte: json-c's tokener reads it as the end of its input */
+		if (memchr(body, '\\', n) == NULL) {
+			*v = jv_new_string(a, body, n);
+			return 0;
+		}
+		struct jv *sv = jv_alloc(a, sizeof *sv + n + 1);
+		char *d = (char *)(sv + 1);
+		ssize_t m = unescape(body, n, d);
+		if (m < 0)
+			return -1;
+		sv->type = JV_STRING;
+		sv->b = false;
+		sv->n = (uint32_t)m;
+		sv->u.s = d;
+		*v = sv;
+		return 0;
 	}
 	if (n == 4 && memcmp(t, "null", 4) == 0)
 		return 0;
-	if (n == 4 && memcmp(t, "true", 4) == 0) {
-		*v = json_object_new_boolean(1);
-		return 0;
-	}
-	if (n == 5 && memcmp(t, "false", 5) == 0) {
-		*v = json_object_new_boolean(0);
+	if ((n == 4 && memcmp(t, "true", 4) == 0) || (n == 5 && memcmp(t, "false", 5) == 0)) {
+		*v = jv_new(a, JV_BOOL);
+		(*v)->b = n == 4;
 		return 0;
 	}
 	/* integers: -?(0|[1-9][0-9]*) within int64 */
@@ -516,54 +506,85 @@ static int scalar_tree(const char *in, size_t s, size_t e, struct json_object **
 			return -1;
 		x = x * 10 + (t[j] - '0');
 	}
-	*v = json_object_new_int64(i ? -x : x);
+	*v = jv_new(a, JV_INT);
+	(*v)->u.i = i ? -x : x;
 	return 0;
 }
 
-static bool tree_empty(struct json_object *v)
+static bool tree_empty(const struct jv *v)
 {
-	return v == NULL || (json_object_is_type(v, json_type_object) && json_object_object_length(v) == 0) ||
-	       (json_object_is_type(v, json_type_array) && json_object_array_length(v) == 0);
+	return v == NULL || ((v->type == JV_OBJECT || v->type == JV_ARRAY) && v->n == 0);
 }
 
-/* A member of the object being built: schema keys are static strings json-c need not copy, and need not look up
- * when *seen (a bit per member of kids) says the key is new to this object (a repeated key replaces the value, as
- * json-c's tokener does). */
-static int tree_add(struct json_object *obj, const struct kube_jprune_node *kids, const struct kube_jprune_node *nd,
-		    uint64_t *seen, const char *key, size_t len, struct json_object *v)
+/* Members of an object, or elements of an array, being built: grown in the arena (a grown array's old copy stays
+ * there until the arena is reset, which costs less than a separate stack of parts in flight). */
+#define TREE_FIRST 8
+#define TREE_MEMBERS_MAX 512 /* a free-form map with more keys goes to json-c, whose table finds a repeated key */
+#define TREE_ELEMENTS_MAX (1u << 30) /* the doubled capacity stays within 32 bits */
+
+static void *tree_grow(struct jv_arena *a, void *old, uint32_t n, uint32_t *cap, size_t size)
 {
+	if (n < *cap)
+		return old;
+	uint32_t nc = *cap ? *cap * 2 : TREE_FIRST;
+	void *p = jv_alloc(a, nc * size);
+	if (n)
+		memcpy(p, old, n * size);
+	*cap = nc;
+	return p;
+}
+
+/* A member of the object being built. A schema key is the schema's own string, and new to this object when *seen
+ * (a bit per member of kids) says so; a repeated key replaces the earlier value in place, as json-c's tokener
+ * does. */
+static int tree_add(struct jv_arena *a, struct jv *obj, uint32_t *cap, const struct kube_jprune_node *kids,
+		    const struct kube_jprune_node *nd, uint64_t *seen, const char *key, size_t len, struct jv *v)
+{
+	const char *k = nd->key;
 	if (nd->len > 0) {
 		size_t i = (size_t)(nd - kids);
-		unsigned flags = JSON_C_OBJECT_KEY_IS_CONSTANT;
-		if (i < 64 && !(*seen & (uint64_t)1 << i))
-			flags |= JSON_C_OBJECT_ADD_KEY_IS_NEW;
+		bool is_new = i < 64 && !(*seen & (uint64_t)1 << i);
 		if (i < 64)
 			*seen |= (uint64_t)1 << i;
-		json_object_object_add_ex(obj, nd->key, v, flags);
-		return 0;
+		if (!is_new) {
+			for (uint32_t j = 0; j < obj->n; j++) {
+				if (obj->u.m[j].key == k || strcmp(obj->u.m[j].key, k) == 0) {
+					obj->u.m[j].v = v;
+					return 0;
+				}
+			}
+		}
+	} else {
+		if (len > 0x7fffffff || strnlen(key, len) != len)
+			return -1;
+		char *kc = jv_alloc(a, len + 1);
+		if (memchr(key, '\\', len) == NULL) {
+			memcpy(kc, key, len);
+			kc[len] = '\0';
+		} else if (unescape(key, len, kc) < 0) {
+			return -1;
+		}
+		for (uint32_t j = 0; j < obj->n; j++) {
+			if (strcmp(obj->u.m[j].key, kc) == 0) {
+				obj->u.m[j].v = v;
+				return 0;
+			}
+		}
+		if (obj->n >= TREE_MEMBERS_MAX)
+			return -1;
+		k = kc;
 	}
-	size_t klen;
-	char *copy, tmp[128];
-	const char *k = string_body(key, len, &klen, &copy);
-	if (k == NULL) {
-		json_object_put(v);
-		return -1;
-	}
-	if (copy == NULL) { /* json-c takes a NUL-terminated key and copies it */
-		copy = klen < sizeof tmp ? tmp : malloc(klen + 1);
-		memcpy(copy, k, klen);
-		copy[klen] = '\0';
-	}
-	json_object_object_add(obj, copy, v);
-	if (copy != tmp)
-		free(copy);
+	obj->u.m = tree_grow(a, obj->u.m, obj->n, cap, sizeof *obj->u.m);
+	obj->u.m[obj->n].key = k;
+	obj->u.m[obj->n].v = v;
+	obj->n++;
 	return 0;
 }
 
-static int prune_value(struct pr *p, int depth, const struct kube_jprune_node *nd, struct json_object **v);
+static int prune_value(struct pr *p, int depth, const struct kube_jprune_node *nd, struct jv **v);
 
 /* The member's value, per its node (by_name: the key-name class). */
-static int prune_member_value(struct pr *p, int depth, const struct kube_jprune_node *nd, struct json_object **v)
+static int prune_member_value(struct pr *p, int depth, const struct kube_jprune_node *nd, struct jv **v)
 {
 	char c = p->in[p->pos];
 	if (p->out == NULL && nd->flags & KUBE_JPRUNE_WHOLE && (c == '{' || c == '['))
@@ -572,7 +593,7 @@ static int prune_member_value(struct pr *p, int depth, const struct kube_jprune_
 		size_t ve = value_end(p, p->pos);
 		if (ve == 0)
 			return -1;
-		if (p->out == NULL && scalar_tree(p->in, p->pos, ve, v) < 0)
+		if (p->out == NULL && scalar_tree(p->a, p->in, p->pos, ve, v) < 0)
 			return -1;
 		emit(p, p->in + p->pos, ve - p->pos);
 		p->pos = ve;
@@ -610,9 +631,10 @@ static const struct kube_jprune_node *member_node(struct pr *p, const struct kub
 	return nd;
 }
 
-static int prune_object(struct pr *p, int depth, const struct kube_jprune_node *kids, struct json_object **v)
+static int prune_object(struct pr *p, int depth, const struct kube_jprune_node *kids, struct jv **v)
 {
-	struct json_object *obj = p->out ? NULL : json_object_new_object();
+	struct jv *obj = p->out ? NULL : jv_new(p->a, JV_OBJECT);
+	uint32_t cap = 0;
 	uint64_t seen = 0;
 	emit(p, "{", 1);
 	p->pos++;
@@ -648,7 +670,7 @@ static int prune_object(struct pr *p, int depth, const struct kube_jprune_node *
 			emit(p, p->in + ks, ke - ks);
 			emit(p, ":", 1);
 			size_t vs = p->o;
-			struct json_object *mv = NULL;
+			struct jv *mv = NULL;
 			if (prune_member_value(p, depth, nd, &mv) < 0)
 				break;
 			/* null, {} or []: read as absent, so it need not be parsed */
@@ -658,9 +680,8 @@ static int prune_object(struct pr *p, int depth, const struct kube_jprune_node *
 				p->o = mark;
 			else
 				first = false;
-			if (obj && drop)
-				json_object_put(mv);
-			else if (obj && tree_add(obj, kids, nd, &seen, p->in + ks + 1, ke - ks - 2, mv) < 0)
+			if (obj && !drop &&
+			    tree_add(p->a, obj, &cap, kids, nd, &seen, p->in + ks + 1, ke - ks - 2, mv) < 0)
 				break;
 		} else {
 			size_t ve = value_end(p, p->pos);
@@ -674,13 +695,13 @@ static int prune_object(struct pr *p, int depth, const struct kube_jprune_node *
 		else if (p->pos >= p->len || p->in[p->pos] != '}')
 			break;
 	}
-	json_object_put(obj);
 	return -1;
 }
 
-static int prune_array(struct pr *p, int depth, const struct kube_jprune_node *nd, struct json_object **v)
+static int prune_array(struct pr *p, int depth, const struct kube_jprune_node *nd, struct jv **v)
 {
-	struct json_object *arr = p->out ? NULL : json_object_new_array_ext(8);
+	struct jv *arr = p->out ? NULL : jv_new(p->a, JV_ARRAY);
+	uint32_t cap = 0;
 	emit(p, "[", 1);
 	p->pos++;
 	bool first = true;
@@ -697,7 +718,11 @@ static int prune_array(struct pr *p, int depth, const struct kube_jprune_node *n
 		if (!first)
 			emit(p, ",", 1);
 		first = false;
-		struct json_object *ev = NULL;
+		struct jv *ev = NULL;
+		bool each = arr && p->each && nd->flags & KUBE_JPRUNE_EACH;
+		struct jv_mark mark = { NULL, 0 };
+		if (each)
+			mark = jv_arena_mark(p->a);
 		if (nd->flags & KUBE_JPRUNE_COUNT) {
 			/* only the length is read: null costs json-c no allocation (0 when the element is shorter, so
 			 * the output never outgrows the input) */
@@ -708,29 +733,36 @@ static int prune_array(struct pr *p, int depth, const struct kube_jprune_node *n
 				emit(p, "null", 4);
 			else
 				emit(p, "0", 1);
-			if (arr && ve - p->pos < 4)
-				ev = json_object_new_int(0); /* as the text form reads */
+			if (arr && ve - p->pos < 4) {
+				ev = jv_new(p->a, JV_INT); /* as the text form reads: 0 */
+				ev->u.i = 0;
+			}
 			p->pos = ve;
 		} else if (prune_value(p, depth + 1, nd, &ev) < 0) {
 			break;
 		}
-		if (arr && p->each && nd->flags & KUBE_JPRUNE_EACH)
+		if (each) {
+			/* handed over, then its memory is the next element's */
 			p->each(p->each_arg, ev);
-		else if (arr)
-			json_object_array_add(arr, ev);
+			jv_arena_release(p->a, mark);
+		} else if (arr) {
+			if (arr->n >= TREE_ELEMENTS_MAX)
+				break;
+			arr->u.a = tree_grow(p->a, arr->u.a, arr->n, &cap, sizeof *arr->u.a);
+			arr->u.a[arr->n++] = ev;
+		}
 		ws(p);
 		if (p->pos < p->len && p->in[p->pos] == ',')
 			p->pos++;
 		else if (p->pos >= p->len || p->in[p->pos] != ']')
 			break;
 	}
-	json_object_put(arr);
 	return -1;
 }
 
 /* nd: the node whose value this is (its kids prune objects; by_name in key-name mode). In tree mode *v gets the
  * value (NULL for null). */
-static int prune_value(struct pr *p, int depth, const struct kube_jprune_node *nd, struct json_object **v)
+static int prune_value(struct pr *p, int depth, const struct kube_jprune_node *nd, struct jv **v)
 {
 	if (depth > PRUNE_DEPTH)
 		return -1;
@@ -746,7 +778,7 @@ static int prune_value(struct pr *p, int depth, const struct kube_jprune_node *n
 	size_t ve = value_end(p, p->pos);
 	if (ve == 0)
 		return -1;
-	if (p->out == NULL && scalar_tree(p->in, p->pos, ve, v) < 0)
+	if (p->out == NULL && scalar_tree(p->a, p->in, p->pos, ve, v) < 0)
 		return -1;
 	emit(p, p->in + p->pos, ve - p->pos);
 	p->pos = ve;
@@ -758,13 +790,40 @@ ssize_t kube_jprune_prefix(const struct kube_jprune_node *schema, const char *in
 {
 	struct pr p = { .in = in, .len = len, .out = out };
 	const struct kube_jprune_node root = { "", 0, 0, schema ? schema : by_name };
-	struct json_object *unused = NULL;
+	struct jv *unused = NULL;
 	ws(&p);
 	p.eof = false;
 	if (prune_value(&p, 0, schema ? &root : by_name, &unused) < 0)
 		return p.eof ? -2 : -1;
 	*consumed = p.pos;
 	return (ssize_t)p.o;
+}
+
+ssize_t kube_jprune_jv(const struct kube_jprune_node *schema, const char *in, size_t len, struct jv_arena *a,
+		       struct jv **out, kube_jprune_jv_cb each, void *arg)
+{
+	struct pr p = { .in = in, .len = len, .a = a, .each = each, .each_arg = arg };
+	const struct kube_jprune_node root = { "", 0, 0, schema ? schema : by_name };
+	*out = NULL;
+	ws(&p);
+	p.eof = false;
+	if (prune_value(&p, 0, schema ? &root : by_name, out) < 0) {
+		*out = NULL;
+		return p.eof ? -2 : -1;
+	}
+	return (ssize_t)p.pos;
+}
+
+/* The json-c forms: the tree built in the arena, then copied (for tests and the differential fuzz harness). */
+struct each_json {
+	kube_jprune_each_cb each;
+	void *arg;
+};
+
+static void each_json(void *arg, struct jv *element)
+{
+	struct each_json *e = arg;
+	e->each(e->arg, jv_to_json(element));
 }
 
 ssize_t kube_jprune_tree(const struct kube_jprune_node *schema, const char *in, size_t len, struct json_object **out)
@@ -775,14 +834,13 @@ ssize_t kube_jprune_tree(const struct kube_jprune_node *schema, const char *in, 
 ssize_t kube_jprune_tree_each(const struct kube_jprune_node *schema, const char *in, size_t len,
 			      struct json_object **out, kube_jprune_each_cb each, void *arg)
 {
-	struct pr p = { .in = in, .len = len, .each = each, .each_arg = arg };
-	const struct kube_jprune_node root = { "", 0, 0, schema ? schema : by_name };
-	*out = NULL;
-	ws(&p);
-	p.eof = false;
-	if (prune_value(&p, 0, schema ? &root : by_name, out) < 0)
-		return p.eof ? -2 : -1;
-	return (ssize_t)p.pos;
+	struct jv_arena *a = jv_arena_new();
+	struct each_json e = { each, arg };
+	struct jv *v;
+	ssize_t n = kube_jprune_jv(schema, in, len, a, &v, each ? each_json : NULL, &e);
+	*out = n > 0 ? jv_to_json(v) : NULL;
+	jv_arena_free(a);
+	return n;
 }
 
 ssize_t kube_jprune(const char *in, size_t len, char *out)

@@ -3,7 +3,7 @@
  * fraction of the size. Two modes: by key name at any depth (kube_jprune: the union of every key the decoder reads),
  * and by a per-kind schema of paths (kube_jprune_schema: only the members read at that place, plus the list and
  * watch envelopes and Status errors). The kept members come out as text (json-c parses it) or, in the same pass,
- * as a json-c tree (kube_jprune_tree: the watch and list paths). */
+ * as a tree in arena memory (kube_jprune_jv: the watch and list paths). */
 #ifndef KVCON_KUBE_JPRUNE_H
 #define KVCON_KUBE_JPRUNE_H
 
@@ -25,26 +25,25 @@ struct kube_jprune_node {
 #define KUBE_JPRUNE_KEEP_EMPTY 2u /* kept when null, {} or [] (else such members are dropped: the decoder reads
 				   * them as absent) because its presence means something */
 #define KUBE_JPRUNE_COUNT 4u      /* an array only counted: each element becomes null */
-#define KUBE_JPRUNE_EACH 8u       /* a list page's items: kube_jprune_tree_each hands them over one by one */
+#define KUBE_JPRUNE_EACH 8u       /* a list page's items: kube_jprune_jv hands them over one by one */
 
 /* The schema of watch events and list pages of one kind (their objects, and Status errors). */
 const struct kube_jprune_node *kube_jprune_schema(enum obj_kind kind);
 
-/* The same pruning, building the kept members as a json-c tree in the same pass (what json-c would parse from
- * kube_jprune_prefix's text, without the text or the tokener; schema keys are not copied). Returns the bytes up
- * to the value's end and sets *out (json_object_put it; NULL when the value is null); -2 when the input ends
- * first; -1 when it is not well-formed or holds something only json-c should read (an unknown escape, an
- * unpaired surrogate, a number that is not a plain int64, a lenient literal): then parse the original with
- * json-c. */
-struct json_object;
-ssize_t kube_jprune_tree(const struct kube_jprune_node *schema, const char *in, size_t len, struct json_object **out);
-
-/* The same, handing each element of a list page's items to each as soon as it is built (each owns it; the tree
- * keeps an empty items array), so a page is decoded item by item instead of as one tree of 500 objects. When it
- * fails, some elements may have been handed over already. */
-typedef void (*kube_jprune_each_cb)(void *arg, struct json_object *element);
-ssize_t kube_jprune_tree_each(const struct kube_jprune_node *schema, const char *in, size_t len,
-			      struct json_object **out, kube_jprune_each_cb each, void *arg);
+/* The same pruning, building the kept members as a tree in arena a (kube/jv.h) in the same pass: the tree json-c
+ * would parse from kube_jprune_prefix's text, without the text, the tokener or an allocation per value. Returns
+ * the bytes up to the value's end and sets *out (NULL when the value is null); -2 when the input ends first; -1
+ * when it is not well-formed or holds something only json-c should read (an unknown escape, an unpaired
+ * surrogate, a number that is not a plain int64, a lenient literal, a free-form map of more than 512 keys): then
+ * parse the original with json-c. Whatever it built stays in a until a is reset.
+ * each (may be NULL): takes each element of a list page's items as soon as it is built, instead of the tree (which
+ * keeps an empty items array); the element's memory is reused once each returns, so a page costs the memory of
+ * one item. When it fails, some elements may have been handed over already. */
+struct jv;
+struct jv_arena;
+typedef void (*kube_jprune_jv_cb)(void *arg, struct jv *element);
+ssize_t kube_jprune_jv(const struct kube_jprune_node *schema, const char *in, size_t len, struct jv_arena *a,
+		       struct jv **out, kube_jprune_jv_cb each, void *arg);
 
 /* Finds where a JSON object or array starting at in[0] ends: scans with state kept in *st across calls (zero it
  * for a new value). Returns the number of bytes consumed up to and including the closing bracket, 0 when the
@@ -71,5 +70,12 @@ extern const char *const kube_jprune_keys[];
  * input ends before the value does (feed more and scan again); -1 when it is not well-formed JSON. */
 ssize_t kube_jprune_prefix(const struct kube_jprune_node *schema, const char *in, size_t len, char *out,
 			   size_t *consumed);
+/* kube_jprune_jv's tree as a json-c tree (json_object_put it), and its elements handed to each as json-c trees
+ * each owns: the form tests/fuzz/fuzz_jprune.c holds to json-c's parse of the pruned text. */
+struct json_object;
+ssize_t kube_jprune_tree(const struct kube_jprune_node *schema, const char *in, size_t len, struct json_object **out);
+typedef void (*kube_jprune_each_cb)(void *arg, struct json_object *element);
+ssize_t kube_jprune_tree_each(const struct kube_jprune_node *schema, const char *in, size_t len,
+			      struct json_object **out, kube_jprune_each_cb each, void *arg);
 
 #endif

@@ -1,6 +1,6 @@
 /* Stream splitter: a lexical scanner (kube/jprune.h) finds where each top-level value ends across chunks; the
- * value is pruned to the keys the decoder reads when asked, building the json-c tree in the same pass, or else
- * json-c's tokener parses it whole. */
+ * value is pruned to the keys the decoder reads when asked, building its tree (kube/jv.h) in the same pass, or
+ * else json-c's tokener parses it whole and the tree is copied. */
 #include "kube/jstream.h"
 
 #include <json.h>
@@ -11,6 +11,7 @@
 #include "core/log.h"
 #include "core/xmalloc.h"
 #include "kube/jprune.h"
+#include "kube/jv.h"
 
 #define JSTREAM_DEPTH 64 /* managedFields nest deeper than json-c's default of 32 */
 
@@ -22,6 +23,7 @@ struct kube_jstream {
 	bool too_big; /* the last feed failed on max_value */
 	bool prune;
 	const struct kube_jprune_node *schema; /* NULL: prune by key name */
+	struct jv_arena *arena; /* the value handed to the callback */
 };
 
 struct kube_jstream *kube_jstream_new(size_t max_value)
@@ -31,6 +33,7 @@ struct kube_jstream *kube_jstream_new(size_t max_value)
 	if (s->tok == NULL)
 		fatal("json_tokener_new_ex failed");
 	s->max_value = max_value;
+	s->arena = jv_arena_new();
 	buf_init(&s->cur);
 	return s;
 }
@@ -46,6 +49,7 @@ void kube_jstream_free(struct kube_jstream *s)
 	if (s == NULL)
 		return;
 	json_tokener_free(s->tok);
+	jv_arena_free(s->arena);
 	buf_free(&s->cur);
 	free(s);
 }
@@ -74,23 +78,39 @@ bool kube_jstream_partial(const struct kube_jstream *s)
 
 static struct json_object *parse_whole(struct kube_jstream *s, const char *data, size_t len, char **err);
 
-struct json_object *kube_jstream_parse(struct kube_jstream *s, const char *data, size_t len, bool prune, char **err)
+/* One complete value as a tree in the stream's arena (valid until the next value), pruned when asked (else, or
+ * when the pruner refuses the bytes, parsed by json-c and copied), or NULL with *err. */
+static struct jv *parse_tree(struct kube_jstream *s, const char *data, size_t len, bool prune, kube_jprune_jv_cb each,
+			     void *arg, char **err)
 {
-	return prune ? kube_jstream_parse_each(s, data, len, NULL, NULL, err) : parse_whole(s, data, len, err);
+	jv_arena_reset(s->arena);
+	if (prune) {
+		struct jv *v;
+		ssize_t n = kube_jprune_jv(s->schema, data, len, s->arena, &v, each, arg);
+		size_t used = n > 0 ? (size_t)n : 0;
+		while (n > 0 && used < len && is_space(data[used]))
+			used++;
+		if (n > 0 && used == len && v != NULL)
+			return v;
+		jv_arena_reset(s->arena);
+	}
+	struct json_object *o = parse_whole(s, data, len, err);
+	if (o == NULL)
+		return NULL;
+	struct jv *v = jv_from_json(s->arena, o);
+	json_object_put(o);
+	return v;
 }
 
-struct json_object *kube_jstream_parse_each(struct kube_jstream *s, const char *data, size_t len,
-					    kube_jprune_each_cb each, void *arg, char **err)
+struct jv *kube_jstream_parse(struct kube_jstream *s, const char *data, size_t len, bool prune, char **err)
 {
-	struct json_object *v;
-	ssize_t n = kube_jprune_tree_each(s->schema, data, len, &v, each, arg);
-	size_t used = n > 0 ? (size_t)n : 0;
-	while (n > 0 && used < len && is_space(data[used]))
-		used++;
-	if (n > 0 && used == len && v != NULL)
-		return v;
-	json_object_put(v);
-	return parse_whole(s, data, len, err);
+	return parse_tree(s, data, len, prune, NULL, NULL, err);
+}
+
+struct jv *kube_jstream_parse_each(struct kube_jstream *s, const char *data, size_t len, kube_jprune_jv_cb each,
+				   void *arg, char **err)
+{
+	return parse_tree(s, data, len, true, each, arg, err);
 }
 
 /* json-c on the original bytes (pruning refused them: json-c reports the error, or reads what only it reads). */
@@ -133,15 +153,15 @@ int kube_jstream_feed(struct kube_jstream *s, const char *data, size_t len, kube
 			/* the usual case, a value that ends within this chunk: prune it straight from the chunk, which
 			 * also finds its end (no separate scan); a value cut by the chunk's end or a malformed one takes
 			 * the scanning path below */
-			struct json_object *v;
-			ssize_t used = kube_jprune_tree(s->schema, data + off, len - off, &v);
+			struct jv *v;
+			jv_arena_reset(s->arena);
+			ssize_t used = kube_jprune_jv(s->schema, data + off, len - off, s->arena, &v, NULL, NULL);
 			if (used > 0 && (size_t)used <= s->max_value && v != NULL) {
 				off += (size_t)used;
 				if (!cb(arg, v))
 					return 1;
 				continue;
 			}
-			json_object_put(v);
 		}
 		ssize_t n = kube_jscan(&s->scan, data + off, len - off);
 		if (n < 0) {
@@ -174,7 +194,7 @@ int kube_jstream_feed(struct kube_jstream *s, const char *data, size_t len, kube
 			s->too_big = true;
 			return -1;
 		}
-		struct json_object *v = kube_jstream_parse(s, val, vlen, s->prune, err);
+		struct jv *v = parse_tree(s, val, vlen, s->prune, NULL, NULL, err);
 		buf_reset(&s->cur);
 		if (v == NULL) {
 			kube_jstream_reset(s);

@@ -14,6 +14,7 @@
 #include "kube/decode.h"
 #include "kube/jprune.h"
 #include "kube/jstream.h"
+#include "kube/jv.h"
 #include "model/registry.h"
 
 #define PAGE_LIMIT 500
@@ -59,6 +60,7 @@ struct kube_reflector {
 	char *list_err;      /* set from the chunk callback: the response was refused (too big, malformed) */
 	bool list_fatal;     /* list_err is a limit: not retried */
 	const struct kube_jprune_node *item_schema;
+	struct jv_arena *items; /* the list item being decoded */
 	size_t list_max, object_max;
 	size_t list_batch;
 	struct kube_reflector_stats stats;
@@ -90,6 +92,7 @@ struct kube_reflector *kube_reflector_new(const struct kube_reflector_cfg *cfg)
 	for (const struct kube_jprune_node *n = kube_jprune_schema(cfg->kind); n && n->key; n++)
 		if (strcmp(n->key, "items") == 0)
 			r->item_schema = n->kids;
+	r->items = jv_arena_new();
 	buf_init(&r->page);
 	buf_init(&r->env);
 	return r;
@@ -102,6 +105,7 @@ void kube_reflector_free(struct kube_reflector *r)
 	kube_http_cancel(r->req);
 	loop_timer_cancel(r->timer);
 	kube_jstream_free(r->js);
+	jv_arena_free(r->items);
 	buf_free(&r->page);
 	buf_free(&r->env);
 	free(r->list_err);
@@ -237,23 +241,18 @@ static void set_rv(struct kube_reflector *r, const char *rv)
 	}
 }
 
-static const char *obj_rv(struct json_object *o)
+static const char *obj_rv(const struct jv *o)
 {
-	struct json_object *meta, *rv;
-	if (o && json_object_object_get_ex(o, "metadata", &meta) && json_object_object_get_ex(meta, "resourceVersion", &rv) &&
-	    json_object_is_type(rv, json_type_string))
-		return json_object_get_string(rv);
-	return NULL;
+	struct jv *rv = jv_get(jv_get(o, "metadata"), "resourceVersion");
+	return jv_is(rv, JV_STRING) ? rv->u.s : NULL;
 }
 
-/* Decodes item and stores it. release (the tree item belongs to, or NULL) is put as soon as the object is
- * decoded, before the packed copy is allocated, so the store's objects and the parser's trees do not interleave
- * on the heap. */
-static void upsert(struct kube_reflector *r, struct json_object *item, struct json_object *release)
+/* Decodes item and stores it (its tree lives in an arena: it costs the heap nothing between the store's
+ * objects). */
+static void upsert(struct kube_reflector *r, const struct jv *item)
 {
 	char *err = NULL;
-	struct obj *t = kube_decode_scratch(r->cfg.kind, item, r->cfg.src, &err);
-	json_object_put(release);
+	struct obj *t = kube_decode_jv(r->cfg.kind, item, r->cfg.src, &err);
 	if (t == NULL) {
 		r->stats.skipped++;
 		log_warn("kube: %s: skipped an object: %s", kind_name(r), err ? err : "undecodable");
@@ -276,52 +275,55 @@ static void page_begin(struct kube_reflector *r)
 }
 
 /* One item of a list page, as the pruner builds it: decoded and stored at once. */
-static void page_item(void *arg, struct json_object *item)
+static void page_item(void *arg, struct jv *item)
 {
 	struct kube_reflector *r = arg;
 	page_begin(r);
-	upsert(r, item, item);
+	upsert(r, item);
 	r->page_items++;
 }
 
 static int apply_page(struct kube_reflector *r, const char *body, size_t len, char **err)
 {
 	r->page_items = 0;
-	struct json_object *root = kube_jstream_parse_each(r->js, body, len, page_item, r, err);
+	struct jv *root = kube_jstream_parse_each(r->js, body, len, page_item, r, err);
 	if (root == NULL) {
 		free(*err);
 		*err = NULL;
 	}
 	int rc = -1;
-	struct json_object *items, *meta, *v;
-	if (root == NULL || !json_object_is_type(root, json_type_object)) {
+	struct jv *items, *meta, *v;
+	if (!jv_is(root, JV_OBJECT)) {
 		*err = xasprintf("the %s list is not valid JSON", kind_name(r));
 		goto out;
 	}
-	if (!json_object_object_get_ex(root, "items", &items) ||
-	    !(json_object_is_type(items, json_type_array) || json_object_is_type(items, json_type_null))) {
+	/* items: an array or null, present */
+	bool has_items = false;
+	for (uint32_t i = 0; i < root->n; i++)
+		if (strcmp(root->u.m[i].key, "items") == 0)
+			has_items = root->u.m[i].v == NULL || root->u.m[i].v->type == JV_ARRAY;
+	if (!has_items) {
 		*err = xasprintf("the %s list has no items", kind_name(r));
 		goto out;
 	}
+	items = jv_get(root, "items");
 	page_begin(r);
-	size_t n = json_object_is_type(items, json_type_array) ? json_object_array_length(items) : 0;
+	size_t n = jv_len(items);
 	for (size_t i = 0; i < n; i++)
-		upsert(r, json_object_array_get_idx(items, i), NULL);
+		upsert(r, jv_idx(items, i));
 	/* items left in the tree: json-c parsed the page whole (the first ones may have been handed over before the
 	 * pruner gave up, and are applied again) */
 	r->cfg.src->health[r->cfg.kind].loaded += n > r->page_items ? n : r->page_items;
 	free(r->cont);
 	r->cont = NULL;
-	if (json_object_object_get_ex(root, "metadata", &meta)) {
-		if (json_object_object_get_ex(meta, "continue", &v) && json_object_is_type(v, json_type_string) &&
-		    *json_object_get_string(v))
-			r->cont = xstrdup(json_object_get_string(v));
-		if (json_object_object_get_ex(meta, "resourceVersion", &v) && json_object_is_type(v, json_type_string))
-			set_rv(r, json_object_get_string(v));
+	if ((meta = jv_get(root, "metadata")) != NULL) {
+		if (jv_is(v = jv_get(meta, "continue"), JV_STRING) && *v->u.s)
+			r->cont = xstrdup(v->u.s);
+		if (jv_is(v = jv_get(meta, "resourceVersion"), JV_STRING))
+			set_rv(r, v->u.s);
 	}
 	rc = 0;
 out:
-	json_object_put(root);
 	return rc;
 }
 
@@ -425,10 +427,12 @@ static size_t list_process_bytes(struct kube_reflector *r, const char *d, size_t
 			list_fail(r, false, xasprintf("the %s list is not valid JSON", kind_name(r)));
 			return 0;
 		}
-		struct json_object *v = NULL;
-		ssize_t used = r->item_schema ? kube_jprune_tree(r->item_schema, d + off, len - off, &v) : -1;
+		struct jv *v = NULL;
+		jv_arena_reset(r->items);
+		ssize_t used = -1;
+		if (r->item_schema)
+			used = kube_jprune_jv(r->item_schema, d + off, len - off, r->items, &v, NULL, NULL);
 		if (used <= 0) {
-			json_object_put(v);
 			v = NULL;
 			/* cut by the batch's end, or something only json-c reads: find the item's end, then json-c */
 			struct kube_jscan st = { 0 };
@@ -451,7 +455,6 @@ static size_t list_process_bytes(struct kube_reflector *r, const char *d, size_t
 		if (used == 0 || (size_t)used > r->object_max) {
 			size_t have = used ? (size_t)used : len - off;
 			if (have > r->object_max) {
-				json_object_put(v);
 				char *url = coll_url(r);
 				list_fail(r, true, xasprintf("an object in the list response from %s exceeds %zu MiB "
 							     "(KVCON_OBJECT_MAX_MIB)",
@@ -465,7 +468,7 @@ static size_t list_process_bytes(struct kube_reflector *r, const char *d, size_t
 		if (v == NULL)
 			continue;
 		page_begin(r);
-		upsert(r, v, v);
+		upsert(r, v);
 		r->page_items++;
 	}
 	if (r->lp == LP_TAIL || r->lp == LP_WHOLE) {
@@ -708,31 +711,20 @@ static void start_list(struct kube_reflector *r)
 
 /* --- watch ------------------------------------------------------------------------------------------- */
 
-/* kube_reflector_apply on an event it owns (and releases as early as it can). */
-static int apply_event(struct kube_reflector *r, struct json_object *ev)
+/* One watch event (its tree stays the caller's). */
+static int apply_event(struct kube_reflector *r, const struct jv *ev)
 {
-	struct json_object *t, *obj;
-	int rc = 0;
-	if (!json_object_is_type(ev, json_type_object) || !json_object_object_get_ex(ev, "type", &t) ||
-	    !json_object_is_type(t, json_type_string) || !json_object_object_get_ex(ev, "object", &obj) ||
-	    !json_object_is_type(obj, json_type_object)) {
+	struct jv *t = jv_get(ev, "type"), *obj = jv_get(ev, "object");
+	if (!jv_is(t, JV_STRING) || !jv_is(obj, JV_OBJECT)) {
 		log_warn("kube: %s: ignored a watch event without type/object", kind_name(r));
-		rc = -1;
-		goto out;
+		return -1;
 	}
-	const char *type = json_object_get_string(t);
+	const char *type = t->u.s;
 	if (strcmp(type, "ADDED") == 0 || strcmp(type, "MODIFIED") == 0) {
-		char *rv = xstrdup0(obj_rv(obj));
-		upsert(r, obj, ev);
-		ev = NULL;
-		set_rv(r, rv);
-		free(rv);
-		r->stats.events++;
-		r->watch_events++;
-		return 0;
+		upsert(r, obj);
 	} else if (strcmp(type, "DELETED") == 0) {
 		char *err = NULL;
-		const struct obj *o = kube_decode_scratch(r->cfg.kind, obj, r->cfg.src, &err);
+		const struct obj *o = kube_decode_jv(r->cfg.kind, obj, r->cfg.src, &err);
 		if (o) {
 			if (store_remove(r->cfg.st, r->cfg.src, r->cfg.kind, o->uid) < 0) {
 				/* unknown UID: drop whatever holds the name, it cannot outlive its deletion */
@@ -748,36 +740,38 @@ static int apply_event(struct kube_reflector *r, struct json_object *ev)
 	} else if (strcmp(type, "BOOKMARK") == 0) {
 		/* only the resourceVersion matters */
 	} else if (strcmp(type, "ERROR") == 0) {
-		struct json_object *code;
-		long c = json_object_object_get_ex(obj, "code", &code) ? (long)json_object_get_int(code) : 0;
+		/* a Status: read as json-c reads it (a code may be a string), and its text for the message */
+		struct json_object *status = jv_to_json(obj), *code;
+		long c = json_object_object_get_ex(status, "code", &code) ? (long)json_object_get_int(code) : 0;
 		if (c == 410) {
-			rc = 1;
-			goto out;
+			json_object_put(status);
+			return 1;
 		}
-		struct kube_resp fake = { .status = c ? c : 500, .body = json_object_to_json_string(obj) };
+		struct kube_resp fake = { .status = c ? c : 500, .body = json_object_to_json_string(status) };
 		fake.len = strlen(fake.body);
 		free(r->stream_err);
 		r->stream_err = kube_http_error_message(&fake);
-		rc = -1;
-		goto out;
+		json_object_put(status);
+		return -1;
 	} else {
 		log_warn("kube: %s: ignored a watch event of type '%.32s'", kind_name(r), type);
-		goto out;
+		return 0;
 	}
 	set_rv(r, obj_rv(obj));
 	r->stats.events++;
 	r->watch_events++;
-out:
-	json_object_put(ev);
-	return rc;
+	return 0;
 }
 
 int kube_reflector_apply(struct kube_reflector *r, struct json_object *ev)
 {
-	return apply_event(r, json_object_get(ev));
+	struct jv_arena *a = jv_arena_new();
+	int rc = apply_event(r, jv_from_json(a, ev));
+	jv_arena_free(a);
+	return rc;
 }
 
-static bool on_event(void *arg, struct json_object *ev)
+static bool on_event(void *arg, struct jv *ev)
 {
 	struct kube_reflector *r = arg;
 	int rc = apply_event(r, ev);

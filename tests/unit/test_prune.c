@@ -1,8 +1,7 @@
 /* Pruning before parsing (kube/jprune.c) must never change what the decoder sees. This test records every key
- * the decoder looks up (through the decoder's lookup hook, and json-c's lookup functions interposed) while
+ * the decoder looks up (through the decoder's lookup hook) while
  * decoding the fixtures, and fails naming any key missing from kube_jprune_keys; it also decodes pruned and full
  * objects and compares the results. When the decoder starts reading a new field, this test says which key to add. */
-#include <dlfcn.h>
 #include <dirent.h>
 #include <json.h>
 #include <stdlib.h>
@@ -14,6 +13,7 @@
 #include "kube/decode.h"
 #include "kube/jprune.h"
 #include "kube/jstream.h"
+#include "kube/jv.h"
 #include "t.h"
 
 static bool recording;
@@ -24,30 +24,29 @@ static const struct kube_jprune_node *schema; /* the kind's, while decoding a wa
 /* Where each JSON object of the tree being decoded sits ("object/status"), to check each lookup against the
  * schema at the place it happens. */
 static struct {
-	const struct json_object *o;
+	const struct jv *o;
 	char path[256];
 } places[4096];
 static int nplaces;
 
-static void map_places(const struct json_object *o, const char *path)
+static void map_places(const struct jv *o, const char *path)
 {
 	if (o == NULL)
 		return;
-	if (json_object_is_type(o, json_type_array)) {
-		for (size_t i = 0; i < json_object_array_length(o); i++)
-			map_places(json_object_array_get_idx(o, i), path);
+	if (o->type == JV_ARRAY) {
+		for (size_t i = 0; i < jv_len(o); i++)
+			map_places(jv_idx(o, i), path);
 		return;
 	}
-	if (!json_object_is_type(o, json_type_object) || nplaces >= 4096)
+	if (o->type != JV_OBJECT || nplaces >= 4096)
 		return;
 	places[nplaces].o = o;
 	snprintf(places[nplaces].path, sizeof places[0].path, "%s", path);
 	nplaces++;
-	json_object_object_foreach((struct json_object *)o, k, v)
-	{
+	for (uint32_t i = 0; i < o->n; i++) {
 		char sub[256];
-		snprintf(sub, sizeof sub, "%s%s%s", path, *path ? "/" : "", k);
-		map_places(v, sub);
+		snprintf(sub, sizeof sub, "%s%s%s", path, *path ? "/" : "", o->u.m[i].key);
+		map_places(o->u.m[i].v, sub);
 	}
 }
 
@@ -60,7 +59,7 @@ static void add_missing(const char *what)
 		snprintf(missing[nmissing++], sizeof missing[0], "%s", what);
 }
 
-static void record(const struct json_object *o, const char *key)
+static void record(const struct jv *o, const char *key)
 {
 	if (!recording || key == NULL)
 		return;
@@ -77,29 +76,16 @@ static void record(const struct json_object *o, const char *key)
 	}
 }
 
-/* the decoder's own member lookups (it compares a small object's keys itself) */
-void kube_decode_lookup_hook(const struct json_object *o, const char *key)
+/* every member lookup the decoder makes */
+void kube_decode_lookup_hook(const struct jv *o, const char *key)
 {
 	record(o, key);
 }
 
-/* and any json-c lookup the decoder makes */
-json_bool json_object_object_get_ex(const struct json_object *o, const char *key, struct json_object **v)
+/* kube_jstream_parse's tree as a json-c tree of its own (the stream's next value reuses the arena) */
+static struct json_object *parse_json(struct kube_jstream *js, const char *json, size_t len, bool prune, char **err)
 {
-	static json_bool (*real)(const struct json_object *, const char *, struct json_object **);
-	if (real == NULL)
-		*(void **)&real = dlsym(RTLD_NEXT, "json_object_object_get_ex");
-	record(o, key);
-	return real(o, key, v);
-}
-
-struct json_object *json_object_object_get(const struct json_object *o, const char *key)
-{
-	static struct json_object *(*real)(const struct json_object *, const char *);
-	if (real == NULL)
-		*(void **)&real = dlsym(RTLD_NEXT, "json_object_object_get");
-	record(o, key);
-	return real(o, key);
+	return jv_to_json(kube_jstream_parse(js, json, len, prune, err));
 }
 
 static struct source *src;
@@ -213,18 +199,23 @@ static void compare_decodes(enum obj_kind kind, const char *json, size_t len, co
 {
 	struct kube_jstream *js = kube_jstream_new(1 << 24);
 	char *err = NULL;
-	struct json_object *full = kube_jstream_parse(js, json, len, false, &err), *by_schema_obj = NULL;
+	struct json_object *full = parse_json(js, json, len, false, &err), *by_schema_obj = NULL;
 	free(err);
 	err = NULL;
-	struct json_object *by_name = kube_jstream_parse(js, json, len, true, &err);
+	struct json_object *by_name = parse_json(js, json, len, true, &err);
 	free(err);
 	err = NULL;
 	/* the schema prunes what the reflector is fed: a bare object goes in a watch event */
 	kube_jstream_set_schema(js, kube_jprune_schema(kind));
 	bool bare = full && !json_object_object_get_ex(full, "object", NULL);
 	char *wrapped = bare ? xasprintf("{\"type\":\"ADDED\",\"object\":%.*s}", (int)len, json) : NULL;
-	struct json_object *by_schema = kube_jstream_parse(js, bare ? wrapped : json, bare ? strlen(wrapped) : len, true,
-							   &err);
+	/* the watch path's own tree (the pruner's, in the stream's arena) decoded as it is, before the copies */
+	struct jv *direct = kube_jstream_parse(js, bare ? wrapped : json, bare ? strlen(wrapped) : len, true, &err);
+	free(err);
+	err = NULL;
+	struct obj *d = direct ? kube_decode_jv(kind, jv_get(direct, "object"), src, NULL) : NULL;
+	char *fd = d ? fingerprint(d) : NULL;
+	struct json_object *by_schema = parse_json(js, bare ? wrapped : json, bare ? strlen(wrapped) : len, true, &err);
 	free(wrapped);
 	free(err);
 	kube_jstream_free(js);
@@ -232,6 +223,7 @@ static void compare_decodes(enum obj_kind kind, const char *json, size_t len, co
 		by_schema_obj = NULL;
 	if (full == NULL || by_name == NULL || by_schema == NULL) {
 		T_CHECK(full == NULL && by_name == NULL && by_schema == NULL);
+		free(fd);
 		json_object_put(full);
 		json_object_put(by_name);
 		json_object_put(by_schema);
@@ -245,15 +237,26 @@ static void compare_decodes(enum obj_kind kind, const char *json, size_t len, co
 		for (int i = 0; i < 2; i++)
 			json_object_object_get_ex(pruned[i], "object", &pruned[i]);
 	}
+	/* the decoder reads a jv tree: the places are that tree's */
+	struct jv_arena *arena = jv_arena_new();
+	struct jv *fo_jv = jv_from_json(arena, fo);
 	nplaces = 0;
-	map_places(fo, "object");
+	map_places(fo_jv, "object");
 	schema = kube_jprune_schema(kind);
 	recording = true;
 	char *e1 = NULL;
-	struct obj *a = kube_decode(kind, fo, src, &e1);
+	struct obj *a = kube_decode_jv(kind, fo_jv, src, &e1);
+	a = a ? obj_pack_copy(a) : NULL;
 	recording = false;
+	jv_arena_free(arena);
 	schema = NULL;
 	char *fa = a ? fingerprint(a) : NULL;
+	if (a && fd) {
+		T_EQ_STR(fa, fd);
+		if (strcmp(fa, fd) != 0)
+			fprintf(stderr, "  (%s, the pruner's tree decoded directly)\n", what);
+	}
+	free(fd);
 	for (int i = 0; i < 2; i++) {
 		char *e2 = NULL;
 		struct obj *b = kube_decode(kind, pruned[i], src, &e2);
@@ -372,7 +375,7 @@ static void test_prune_tree(const struct kube_jprune_node *vmi)
 	char *err = NULL;
 	const char dbl[] = "{\"type\":\"ADDED\",\"object\":{\"metadata\":{\"name\":\"d\",\"namespace\":\"n\",\"uid\":\"u\","
 			   "\"generation\":2.0},\"status\":{\"phase\":\"Running\"}}}";
-	root = kube_jstream_parse(js, dbl, strlen(dbl), true, &err);
+	root = parse_json(js, dbl, strlen(dbl), true, &err);
 	T_CHECK(root != NULL && err == NULL);
 	struct obj *o = root ? kube_decode(OBJ_VMI, json_object_object_get(root, "object"), src, &err) : NULL;
 	T_CHECK(o != NULL);
@@ -382,6 +385,74 @@ static void test_prune_tree(const struct kube_jprune_node *vmi)
 	json_object_put(root);
 	free(err);
 	kube_jstream_free(js);
+}
+
+static void on_item(void *arg, struct jv *item)
+{
+	struct jv **seen = arg;
+	struct jv *name = jv_get(jv_get(item, "metadata"), "name");
+	T_CHECK(jv_is(name, JV_STRING));
+	if (seen[0] == NULL)
+		seen[0] = item;
+	else
+		seen[1] = item;
+	seen[2] = name;
+}
+
+/* The tree in arena memory: a repeated free-form key replaces its value where it first came (json-c's order), a
+ * map too large for the linear duplicate check goes to json-c, and a page's items reuse one item's memory. */
+static void test_prune_jv(const struct kube_jprune_node *vmi)
+{
+	struct jv_arena *a = jv_arena_new();
+	const char ev[] = "{\"object\":{\"metadata\":{\"labels\":{\"a\":\"1\",\"b\":\"2\",\"a\":\"3\",\"c\":null}}}}";
+	struct jv *root = NULL;
+	T_EQ_INT(kube_jprune_jv(vmi, ev, strlen(ev), a, &root, NULL, NULL), strlen(ev));
+	struct jv *labels = jv_get(jv_get(jv_get(root, "object"), "metadata"), "labels");
+	T_CHECK(jv_is(labels, JV_OBJECT) && labels->n == 3);
+	struct json_object *jc = json_tokener_parse("{\"a\":\"1\",\"b\":\"2\",\"a\":\"3\",\"c\":null}");
+	uint32_t i = 0;
+	json_object_object_foreach(jc, k, v)
+	{
+		if (labels && i < labels->n) {
+			T_EQ_STR(labels->u.m[i].key, k);
+			const struct jv *lv = labels->u.m[i].v;
+			T_EQ_STR(lv ? lv->u.s : "(null)", v ? json_object_get_string(v) : "(null)");
+		}
+		i++;
+	}
+	T_EQ_INT(i, 3);
+	json_object_put(jc);
+	/* 600 labels: refused, and the stream still reads every one through json-c */
+	struct buf b;
+	buf_init(&b);
+	buf_printf(&b, "{\"type\":\"ADDED\",\"object\":{\"metadata\":{\"name\":\"m\",\"uid\":\"u\",\"labels\":{");
+	for (int n = 0; n < 600; n++)
+		buf_printf(&b, "%s\"k%d\":\"v\"", n ? "," : "", n);
+	buf_printf(&b, "}}}}");
+	jv_arena_reset(a);
+	T_EQ_INT(kube_jprune_jv(vmi, b.data, b.len, a, &root, NULL, NULL), -1);
+	struct kube_jstream *js = kube_jstream_new(1 << 20);
+	kube_jstream_set_schema(js, vmi);
+	char *err = NULL;
+	root = kube_jstream_parse(js, b.data, b.len, true, &err);
+	labels = jv_get(jv_get(jv_get(root, "object"), "metadata"), "labels");
+	T_CHECK(jv_is(labels, JV_OBJECT) && labels->n == 600);
+	kube_jstream_free(js);
+	free(err);
+	buf_free(&b);
+	/* a page: each item handed over is built where the one before was */
+	const char page[] = "{\"items\":[{\"metadata\":{\"name\":\"x\"}},{\"metadata\":{\"name\":\"y\"}}],"
+			    "\"metadata\":{\"continue\":\"c\"}}";
+	struct jv *seen[3] = { NULL, NULL, NULL };
+	jv_arena_reset(a);
+	const struct kube_jprune_node *list = kube_jprune_schema(OBJ_VMI);
+	T_EQ_INT(kube_jprune_jv(list, page, strlen(page), a, &root, on_item, seen), strlen(page));
+	T_CHECK(seen[0] != NULL && seen[0] == seen[1]);
+	T_EQ_STR(jv_is(seen[2], JV_STRING) ? seen[2]->u.s : "", "y");
+	T_EQ_INT(jv_len(jv_get(root, "items")), 0);
+	struct jv *cont = jv_get(jv_get(root, "metadata"), "continue");
+	T_EQ_STR(jv_is(cont, JV_STRING) ? cont->u.s : "", "c");
+	jv_arena_free(a);
 }
 
 static void test_prune_basics(void)
@@ -446,6 +517,7 @@ int main(void)
 {
 	src = source_new(SOURCE_KUBE, "prune");
 	test_prune_basics();
+	test_prune_jv(kube_jprune_schema(OBJ_VMI));
 	run_dir("tests/fuzz/corpus/decode", false);
 	run_dir("tests/fuzz/corpus/watchstream", true);
 	T_CHECK(compared >= 10);

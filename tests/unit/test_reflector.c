@@ -16,6 +16,7 @@
 #include "core/xmalloc.h"
 #include "kube/http.h"
 #include "kube/jstream.h"
+#include "kube/jv.h"
 #include "kube/kubeconfig.h"
 #include "kube/reflector.h"
 #include "model/store.h"
@@ -26,14 +27,13 @@ struct collect {
 	char names[8][32];
 };
 
-static bool on_value(void *arg, struct json_object *v)
+static bool on_value(void *arg, struct jv *v)
 {
 	struct collect *c = arg;
-	struct json_object *n;
-	if (c->n < 8 && json_object_object_get_ex(v, "n", &n))
-		snprintf(c->names[c->n], sizeof c->names[0], "%s", json_object_get_string(n));
+	struct jv *n = jv_get(v, "n");
+	if (c->n < 8 && jv_is(n, JV_STRING))
+		snprintf(c->names[c->n], sizeof c->names[0], "%s", n->u.s);
 	c->n++;
-	json_object_put(v);
 	return true;
 }
 
