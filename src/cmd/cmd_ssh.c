@@ -32,7 +32,7 @@ struct ssh_args {
  * ssh's own expansion */
 static void shq(struct buf *b, const char *s, bool first)
 {
-	buf_add(b, " '" + first, first ? 1 : 2);
+	buf_add(b, first ? "'" : " '", first ? 1 : 2);
 	for (; *s; s++) {
 		if (*s == '\'')
 			buf_add(b, "'\\''", 4);

@@ -79,7 +79,7 @@ void log_set_stderr_level(int level)
 }
 
 /* The formatted message, or NULL when it cannot be built. Caller frees. */
-static char *vformat(const char *fmt, va_list ap)
+__attribute__((format(printf, 1, 0))) static char *vformat(const char *fmt, va_list ap)
 {
 	char *s = NULL;
 	if (vasprintf(&s, fmt, ap) < 0)
@@ -113,7 +113,7 @@ static void put_escaped_lines(FILE *f, const char *s)
 	}
 }
 
-static void log_vmsg(enum log_level level, const char *fmt, va_list ap)
+__attribute__((format(printf, 2, 0))) static void log_vmsg(enum log_level level, const char *fmt, va_list ap)
 {
 	bool to_file = level >= log_min && log_file;
 	bool to_stderr = (int)level >= log_stderr_min && saved_stderr < 0;
@@ -141,7 +141,7 @@ static void log_vmsg(enum log_level level, const char *fmt, va_list ap)
 	free(msg);
 }
 
-static void log_veprintf(const char *fmt, va_list ap)
+__attribute__((format(printf, 1, 0))) static void log_veprintf(const char *fmt, va_list ap)
 {
 	char *msg = vformat(fmt, ap);
 	if (msg == NULL)
@@ -208,7 +208,7 @@ void log_install_crash_handlers(void)
 }
 
 /* fatal()'s message (core/fatal.c): to the log, and escaped to stderr. */
-static void report_fatal(const char *fmt, va_list ap)
+__attribute__((format(printf, 1, 0))) static void report_fatal(const char *fmt, va_list ap)
 {
 	va_list ap2;
 	va_copy(ap2, ap);
