@@ -87,6 +87,7 @@ struct lineage {
 	struct lin_src *srcs; /* by source id */
 	size_t nsrcs;
 	bool paced;
+	bool held; /* lineage_hold: no slice runs (the first frame is not drawn yet) */
 	bool batched;        /* records are written at the end of each loop pass (on_pass_end) */
 	int hook;            /* on_pass_end's loop hook, 0 when none */
 	int64_t restart_seen; /* wall clock of the last end classified "restarted" (vm_seen's window), 0: none */
@@ -959,6 +960,8 @@ static void on_step(void *arg)
 {
 	struct lineage *l = arg;
 	l->step_t = NULL;
+	if (l->held)
+		return; /* lineage_hold(l, false) schedules it again */
 	uint64_t deadline = now_us() + LIN_SLICE_US;
 	bool more = false;
 	for (size_t i = 0; i < l->nsrcs; i++) {
@@ -1003,7 +1006,7 @@ static bool paced_wait(struct lineage *l, struct source *src)
 	if (ls->pace == PACE_NONE) {
 		load_begin(l, src);
 		ls->pace = PACE_READ;
-		if (l->step_t == NULL)
+		if (l->step_t == NULL && !l->held)
 			l->step_t = loop_timer_add(0, on_step, l);
 	}
 	return true;
@@ -1111,6 +1114,18 @@ void lineage_set_paced(struct lineage *l)
 		l->batched = true;
 		l->hook = loop_hook_add(on_pass_end, l);
 	}
+}
+
+void lineage_hold(struct lineage *l, bool hold)
+{
+	l->held = hold;
+	if (hold || l->step_t)
+		return;
+	for (size_t i = 0; i < l->nsrcs; i++)
+		if (l->srcs[i].pace != PACE_NONE) {
+			l->step_t = loop_timer_add(0, on_step, l);
+			return;
+		}
 }
 
 void lineage_scan(struct lineage *l, struct source *src)

@@ -79,6 +79,9 @@ void lineage_scan(struct lineage *l, struct source *src);
  * loop pass are written together at its end (one write() per file; a kill -9 loses at most that pass's, as it
  * loses the watch events the pass had not applied yet: docs/ARCHITECTURE.md). */
 void lineage_set_paced(struct lineage *l);
+/* Paced: while held, no history is read (the sources' changes wait for the catch-up as while reading); released,
+ * the reading goes on a slice per pass. The dashboard holds it until its first rows are on the terminal. */
+void lineage_hold(struct lineage *l, bool hold);
 
 const char *lineage_end_name(enum lineage_end e); /* "running", "stopped", "restarted", "failed", "lost" */
 

@@ -511,6 +511,23 @@ static void draw_status(int y, int w)
 	draw_text(y, x, w - x, theme_attr(THEME_HINT), hint);
 }
 
+/* Until the first rows are on screen: the first objects of the kind the top view shows are drawn on the next
+ * pass, whatever the pacer's credit (the rest of their page and other kinds' lists are decoded after it). */
+static bool first_painted;
+
+/* The lineage's history (megabytes at 100,000 VMs) is not read before the first rows are drawn, nor later than
+ * LINEAGE_HOLD_MS after start (an empty cluster, or no rows to draw) */
+#define LINEAGE_HOLD_MS 300
+static struct loop_timer *lineage_release_t;
+
+static void on_lineage_release(void *arg)
+{
+	(void)arg;
+	lineage_release_t = NULL; /* a timer that fired is the loop's to free */
+	if (U.lineage)
+		lineage_hold(U.lineage, false);
+}
+
 static void on_draw(bool full)
 {
 	int rows = LINES, cols = COLS;
@@ -526,6 +543,10 @@ static void on_draw(bool full)
 	}
 	header_draw(&(struct region){ 0, 0, U.header_h, cols }, U.st, U.readonly, ui_shown_namespace());
 	view_draw_all(full);
+	if (first_painted && lineage_release_t) { /* its first slice runs on the next pass, after this frame is written */
+		loop_timer_cancel(lineage_release_t);
+		on_lineage_release(NULL);
+	}
 	draw_status(rows - 1, cols);
 	wnoutrefresh(stdscr);
 }
@@ -543,10 +564,6 @@ static void on_tick(void *arg)
 	view_tick_all();
 	screen_dirty();
 }
-
-/* Until the first rows are on screen: the first objects of the kind the top view shows are drawn on the next
- * pass, whatever the pacer's credit (the rest of their page and other kinds' lists are decoded after it). */
-static bool first_painted;
 
 static void first_rows_soon(enum obj_kind kind)
 {
@@ -615,7 +632,9 @@ int ui_run(struct store *st)
 	/* the lineage hears every change from now on; what is already in the store is recorded once its history
 	 * is read (a slice per pass) */
 	U.lineage = lineage_new(st, NULL);
-	lineage_set_paced(U.lineage); /* its history is read a slice per pass: never held before the first frame */
+	lineage_set_paced(U.lineage); /* its history is read a slice per pass, from the first frame on */
+	lineage_hold(U.lineage, true);
+	lineage_release_t = loop_timer_add(LINEAGE_HOLD_MS, on_lineage_release, NULL);
 	U.chain_ix = chain_index_new(st); /* chain_build (the VM view, every frame) then avoids store scans */
 	for (size_t i = 0; i < source_count(); i++)
 		lineage_scan(U.lineage, source_get(i));
@@ -646,6 +665,8 @@ int ui_run(struct store *st)
 	source_set_health_hook(NULL);
 	loop_timer_cancel(U.tick);
 	U.tick = NULL;
+	loop_timer_cancel(lineage_release_t);
+	lineage_release_t = NULL;
 	if (U.prompt != PROMPT_NONE)
 		prompt_end();
 	screen_fini();

@@ -466,6 +466,23 @@ static void test_paced(void)
 	T_EQ_INT(n, 1);
 	lineage_free(l);
 	store_free(st);
+
+	/* held (the dashboard before its first rows): no pass reads the history; released, the passes do */
+	st = store_new();
+	l = lineage_new(st, dir);
+	lineage_set_paced(l);
+	lineage_hold(l, true);
+	size_t lines = file_lines(path);
+	store_upsert(st, &mk_vmi(src, "vmi-held", "Running", "node-1", 3000)->o);
+	for (int i = 0; i < 50; i++)
+		loop_once(0);
+	T_EQ_INT(file_lines(path), lines); /* vmi-held not recorded: the history is not read */
+	lineage_hold(l, false);
+	for (passes = 0; file_lines(path) < lines + 1 && passes < 100000; passes++)
+		loop_once(0);
+	T_CHECK(file_lines(path) > lines); /* vmi-held recorded (and what the history says ended) */
+	lineage_free(l);
+	store_free(st);
 	free(path);
 }
 
