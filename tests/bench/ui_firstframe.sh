@@ -10,6 +10,7 @@
 #  3. `get vmi -A -o name`: kvcon and kubectl (when installed) side by side, wall time and peak RSS;
 #  4. at the largest size: `?` pressed 0, 250, 500, 1000 and 2000 ms after the first rows, time until the help
 #     view is on the terminal, and whether the lists were still loading then.
+# KVCON_B=PATH: another build's kvcon, run alternately with KVCON_BIN's in step 1 (before and after, the same minutes).
 # The tools under ../shared/bench are the project's neighbours', not the project's: without them this bench says so
 # and stops. fakekube at 100,000 VMs takes minutes and a few GB to build its objects.
 set -u
@@ -70,17 +71,25 @@ last=""
 for n in $SIZES; do
 	servers_start "$n"
 	last=$n
+	rm -f "$W/first.txt"
 	# fill replaykube's cache: every page kvcon asks for, once
 	KUBECONFIG=$W/kc KVCON_LOG=$W/warm.log python3 "$KEYLAT" --limit 600 --log "$W/warm.log" "$ROWS" '' '' "$KVCON" -A \
 		>/dev/null
 	rm -f "$W/warm.log"
+	: >"$W/first-b.txt"
 	for _ in $(seq "$RUNS"); do
-		KUBECONFIG=$W/kc python3 "$PTYRUN" --limit 30 "$ROWS" "$KVCON" -A
-	done >"$W/first.txt"
+		KUBECONFIG=$W/kc python3 "$PTYRUN" --limit 30 "$ROWS" "$KVCON" -A >>"$W/first.txt"
+		[ -z "${KVCON_B:-}" ] || KUBECONFIG=$W/kc python3 "$PTYRUN" --limit 30 "$ROWS" "$KVCON_B" -A >>"$W/first-b.txt"
+	done
 	ms=$(field first_ms <"$W/first.txt")
 	rss=$(field rss_kb <"$W/first.txt" | median)
 	echo "$n VMs: exec to first rows on the terminal, $RUNS runs: median $(echo "$ms" | median) ms, worst" \
 		"$(echo "$ms" | worst) ms (all: $(echo $ms)); RSS then $((rss / 1024)) MiB; load average $(cut -d' ' -f1 /proc/loadavg)"
+	if [ -n "${KVCON_B:-}" ]; then
+		ms=$(field first_ms <"$W/first-b.txt")
+		echo "$n VMs: KVCON_B ($KVCON_B), the same runs alternating: median $(echo "$ms" | median) ms, worst" \
+			"$(echo "$ms" | worst) ms (all: $(echo $ms))"
+	fi
 	rm -f "$W/l.log"
 	out=$(KUBECONFIG=$W/kc KVCON_LOG=$W/l.log python3 "$KEYLAT" --limit 600 --log "$W/l.log" "$ROWS" '' '' "$KVCON" -A)
 	echo "$n VMs: exec to every list loaded (VMs, VMIs, pods, events): $(echo "$out" | field listed_ms) ms"
