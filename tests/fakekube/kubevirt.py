@@ -9,6 +9,7 @@ Transitions happen on a timer thread, one phase per `step` seconds.
 
 import bisect
 import heapq
+import hashlib
 import json
 import random
 import threading
@@ -307,6 +308,13 @@ class Cluster:
                 "ready": ready, "started": ready, "restartCount": restarts, "state": state,
                 "lastState": {}}
 
+    def _image_id(self, image):
+        """The digest the node resolved image to: one per image in a cluster (every launcher of a KubeVirt
+        release runs the same virt-launcher digest), not one per pod. The RNG draws as before, so the other
+        objects of a seed stay as they were."""
+        self.rng.getrandbits(256)
+        return image.split(":")[0] + "@sha256:" + hashlib.sha256(image.encode()).hexdigest()
+
     def _pod_running(self, pod, t):
         st = pod["status"]
         st["phase"] = "Running"
@@ -320,7 +328,7 @@ class Cluster:
                             self.cond("PodScheduled", "True", t=t)]
         st["containerStatuses"] = [
             dict(self._cstat(c, True, {"running": {"startedAt": ts(t)}}),
-                 imageID=c["image"].split(":")[0] + "@sha256:" + "%064x" % self.rng.getrandbits(256),
+                 imageID=self._image_id(c["image"]),
                  containerID="containerd://%064x" % self.rng.getrandbits(256))
             for c in pod["spec"]["containers"]]
         return ip
