@@ -541,6 +541,7 @@ static void state_free(struct apisrv *srv)
 		free(c);
 	}
 	hmap_free(&srv->cache);
+	apis_order_free(srv);
 	free(srv->kv.body);
 	free(srv->kv.text);
 	memset(&srv->kv, 0, sizeof srv->kv);

@@ -183,6 +183,22 @@ struct gone {
 	struct gone *next;
 };
 
+/* The objects of one store kind in namespace/name order, which lists page through: a page costs a binary search
+ * and its own objects, not a sort of the whole kind (100,000 VMs are 200 pages of 500). Rebuilt from the store on
+ * the next read after an object of the kind came or went (apis_order_note), not after one changed: a change keeps
+ * its UID, namespace and name, and the entry finds the object by UID. */
+struct oent {
+	char *key; /* ns/name */
+	struct source *src;
+	char uid[UID_LEN];
+};
+struct apis_order {
+	struct oent *e;
+	size_t n;
+	bool valid;
+	unsigned builds; /* how many times it was built (tests) */
+};
+
 /* The KubeVirt CR as last served. */
 struct kv_state {
 	char status[KV_NCOND][6]; /* each condition's last status, for its transition time */
@@ -239,6 +255,7 @@ struct apisrv {
 	ino_t sock_ino;
 	struct vmirs *vmirss;  /* the replica sets (vmirs.c) */
 	bool https_sticky;   /* HTTPS by default on the root's recorded port (leaves with its socket as if it had none) */
+	struct apis_order order[OBJ_KIND_COUNT]; /* lists' order of each store kind (list.c) */
 };
 
 /* ---- selecting objects (list.c) ---- */
@@ -339,6 +356,26 @@ json_object *apis_table_new(enum res r, uint64_t rv, const char *cont, bool colu
 bool apis_matches(const struct filter *f, struct lookup *l);
 void apis_items_free(struct item *items, size_t n);
 struct item *apis_select_items(struct apisrv *srv, enum res r, const struct filter *f, size_t *n);
+/* One page of a store kind's objects (RES[r].obj_kind >= 0) that f selects, in apis_select_items' order: those
+ * after the key `after` (NULL: from the first), at most limit (0: all). text[i] are the texts as served and key
+ * the last one's, borrowed until the next change of the store; more: objects remain after the page; remaining:
+ * how many, or -1 when a label or field selector makes that unknown (the API server then leaves
+ * remainingItemCount out); visited: index entries looked at. apis_page_free frees the arrays only. */
+struct page {
+	const char **text;
+	const char *key;
+	size_t n;
+	bool more;
+	long remaining;
+	size_t visited;
+};
+void apis_page(struct apisrv *srv, enum res r, const struct filter *f, const char *after, size_t limit,
+	       struct page *p);
+void apis_page_free(struct page *p);
+/* The store told a change of kind (apis_on_store): the order is rebuilt when an object came, went, or changed its
+ * identity. */
+void apis_order_note(struct apisrv *srv, enum obj_kind kind, const struct obj *old, const struct obj *new_);
+void apis_order_free(struct apisrv *srv);
 int apis_parse_filter(struct MHD_Connection *c, enum res r, struct filter *f, char **err);
 void apis_filter_free(struct filter *f);
 enum MHD_Result apis_get_one(struct apisrv *srv, struct MHD_Connection *c, enum res r, const char *ns, const char *name);

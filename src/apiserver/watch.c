@@ -197,6 +197,7 @@ static void flush_gone(void *arg)
 void apis_on_store(void *arg, enum obj_kind kind, const struct obj *old, const struct obj *new_)
 {
 	struct apisrv *srv = arg;
+	apis_order_note(srv, kind, old, new_);
 	if (kind == OBJ_VMI && srv->vmims && !srv->vmim_posted) { /* read once the store is done with this change */
 		srv->vmim_posted = true;
 		loop_post(on_vmi_changed, srv);
@@ -426,12 +427,20 @@ enum MHD_Result apis_watch(struct apisrv *srv, struct MHD_Connection *c, enum re
 	buf_init(&w->out);
 	if (rv == 0) {
 		/* a watch from "now" starts with the current objects as ADDED, as the API server's does */
-		size_t n;
 		struct filter ff = { .ns = ns, .name = name, .ls = w->ls, .fs = w->fs };
-		struct item *items = apis_select_items(srv, r, &ff, &n);
-		for (size_t i = 0; i < n; i++)
-			watcher_event(srv, w, "ADDED", items[i].text);
-		apis_items_free(items, n);
+		if (RES[r].obj_kind >= 0) { /* the served texts themselves, in the lists' order */
+			struct page p;
+			apis_page(srv, r, &ff, NULL, 0, &p);
+			for (size_t i = 0; i < p.n; i++)
+				watcher_event(srv, w, "ADDED", p.text[i]);
+			apis_page_free(&p);
+		} else {
+			size_t n;
+			struct item *items = apis_select_items(srv, r, &ff, &n);
+			for (size_t i = 0; i < n; i++)
+				watcher_event(srv, w, "ADDED", items[i].text);
+			apis_items_free(items, n);
+		}
 		w->rv = srv->rv;
 	} else
 		w->rv = rv;

@@ -10,7 +10,9 @@
 #include "apiserver/dvsource.h"
 #include "apiserver/internal.h"
 #include "engine/apitls.h"
+#include "core/intern.h"
 #include "core/xmalloc.h"
+#include "engine/apisel.h"
 #include "model/store.h"
 #include "t.h"
 
@@ -361,6 +363,127 @@ static void test_events(void)
 	source_free_all();
 }
 
+static struct obj *list_vm(struct source *src, const char *ns, int i, const char *app)
+{
+	struct obj *o = obj_new(OBJ_VM);
+	o->src = src;
+	o->ns = intern(ns);
+	o->name = xasprintf("vm-%05d", i);
+	snprintf(o->uid, sizeof o->uid, "00000000-0000-4000-8000-%012d", i);
+	if (app)
+		obj_label_add(o, "app", app);
+	return o;
+}
+
+/* Pages through f's selection with limit, as a client follows continue tokens, checking each page against the
+ * whole selection sorted (apis_select_items, the reference) from the same place: the same objects, in order, the
+ * count of those left, and, without a selector, no more index entries looked at than the page holds and one. */
+static void list_check(struct apisrv *srv, const struct filter *f, size_t limit)
+{
+	size_t n;
+	struct item *all = apis_select_items(srv, R_VM, f, &n);
+	bool selector = f->ls && f->ls->n > 0;
+	size_t got = 0, pages = 0;
+	char *after = NULL;
+	bool ok = true;
+	do { /* stops at the first difference (a page that never ends would loop) */
+		struct page p;
+		apis_page(srv, R_VM, f, after, limit, &p);
+		for (size_t i = 0; ok && i < p.n; i++)
+			ok = got + i < n && strcmp(p.text[i], all[got + i].text) == 0;
+		got += p.n;
+		ok = ok && p.more == (got < n) && p.remaining == (!p.more ? 0 : selector ? -1 : (long)(n - got));
+		if (!selector)
+			ok = ok && p.visited <= p.n + 1;
+		free(after);
+		after = p.more ? xstrdup(p.key) : NULL;
+		apis_page_free(&p);
+	} while (ok && after && ++pages <= n);
+	T_CHECK(ok);
+	T_EQ_INT(got, n);
+	free(after);
+	apis_items_free(all, n);
+}
+
+/* lists page through each kind's order: every limit, namespace (one that prefixes another's name too) and selector
+ * gives the pages the whole sorted selection gives; a page looks at its own entries only; the order is built once
+ * for all the pages, kept when an object changes (the change is served) and rebuilt when one comes or goes */
+static void test_list_pages(void)
+{
+	struct apisrv srv = { 0 };
+	struct source *src = source_new(SOURCE_ENGINE, "host");
+	srv.st = store_new();
+	srv.srcs = &src;
+	srv.nsrcs = 1;
+	srv.ring_size = 16;
+	srv.ring = xcalloc(srv.ring_size, sizeof *srv.ring);
+	hmap_init(&srv.cache);
+	int lid = store_listen(srv.st, apis_on_store, &srv);
+	const char *nss[] = { "b", "a", "b-x" };
+	const int N = 2000;
+	for (int k = 0; k < N; k++) { /* in no order */
+		int i = (k * 7919) % N;
+		store_upsert(srv.st, list_vm(src, nss[i % 3], i, i % 4 ? NULL : "web"));
+	}
+	char *err = NULL;
+	struct apisel *web = apisel_parse("app=web", false, &err), *none = apisel_parse(NULL, false, &err);
+	struct filter every = { .ls = none }, in_b = { .ns = "b", .ls = none }, sel = { .ls = web };
+	struct filter sel_b = { .ns = "b", .ls = web }, missing = { .ns = "c", .ls = none };
+	size_t limits[] = { 0, 1, 7, 500, 1999, 2000, 2001 };
+	for (size_t i = 0; i < sizeof limits / sizeof limits[0]; i++) {
+		list_check(&srv, &every, limits[i]);
+		list_check(&srv, &in_b, limits[i]);
+		list_check(&srv, &sel, limits[i]);
+		list_check(&srv, &sel_b, limits[i]);
+		list_check(&srv, &missing, limits[i]);
+	}
+	T_EQ_INT(srv.order[OBJ_VM].builds, 1);
+	/* get: one name, by binary search */
+	struct filter one = { .ns = "b-x", .name = "vm-00005" }, other_ns = { .ns = "b", .name = "vm-00005" };
+	struct page p;
+	apis_page(&srv, R_VM, &one, NULL, 1, &p);
+	T_EQ_INT(p.n, 1);
+	T_CHECK(p.visited <= 1);
+	T_CHECK(p.n == 1 && strstr(p.text[0], "\"vm-00005\"") && strstr(p.text[0], "\"b-x\""));
+	apis_page_free(&p);
+	apis_page(&srv, R_VM, &other_ns, NULL, 1, &p);
+	T_EQ_INT(p.n, 0);
+	apis_page_free(&p);
+	/* a change (a label added) keeps the order and is served; an added and a removed object rebuild it */
+	store_upsert(srv.st, list_vm(src, "b-x", 5, "web"));
+	list_check(&srv, &sel, 50);
+	T_EQ_INT(srv.order[OBJ_VM].builds, 1);
+	store_upsert(srv.st, list_vm(src, "a", N + 1, "web"));
+	T_CHECK(store_remove(srv.st, src, OBJ_VM, "00000000-0000-4000-8000-000000000003") == 0);
+	list_check(&srv, &every, 500);
+	list_check(&srv, &sel, 3);
+	T_EQ_INT(srv.order[OBJ_VM].builds, 2);
+	size_t n;
+	struct item *all = apis_select_items(&srv, R_VM, &every, &n);
+	T_EQ_INT(n, N);
+	apis_items_free(all, n);
+	apisel_free(web);
+	apisel_free(none);
+	store_unlisten(srv.st, lid);
+	store_free(srv.st);
+	apis_order_free(&srv);
+	const char *k;
+	void *v;
+	for (size_t it = 0; hmap_next(&srv.cache, &it, &k, &v);) {
+		struct cent *c = v;
+		free(c->body);
+		free(c->text);
+		free(c);
+	}
+	hmap_free(&srv.cache);
+	for (size_t i = 0; i < srv.count; i++) {
+		obj_free(srv.ring[(srv.head + i) % srv.ring_size].o);
+		free(srv.ring[(srv.head + i) % srv.ring_size].text);
+	}
+	free(srv.ring);
+	source_free_all();
+}
+
 /* the HTTPS port a root's service chose: recorded per socket, read back, garbage refused */
 static void test_port_record(void)
 {
@@ -590,6 +713,7 @@ int main(void)
 	test_names();
 	test_publish();
 	test_events();
+	test_list_pages();
 	test_ring();
 	test_namespaces();
 	test_ns_deletion();
