@@ -69,11 +69,15 @@ enum res apis_res_find(const char *g, const char *v, const char *plural);
 
 /* ---- one server's state ---- */
 
-/* The last JSON text served for a store object: its resourceVersion and text (with that resourceVersion). */
+/* The last JSON text served for a store object: its resourceVersion, the text (with that resourceVersion) and, to
+ * tell a change, the SHA-256 of the JSON without it: there is one of these per store object (100,000s), a digest
+ * rather than a second copy of the text. */
+#define APIS_SUM_LEN 32
 struct cent {
 	char key[UID_LEN + 4];
+	bool summed; /* sum is the last body's (false: the next refresh is a change) */
+	unsigned char sum[APIS_SUM_LEN];
 	uint64_t rv;
-	char *body; /* JSON without resourceVersion (for comparison) */
 	char *text; /* JSON as served */
 };
 
@@ -256,6 +260,12 @@ struct apisrv {
 	struct vmirs *vmirss;  /* the replica sets (vmirs.c) */
 	bool https_sticky;   /* HTTPS by default on the root's recorded port (leaves with its socket as if it had none) */
 	struct apis_order order[OBJ_KIND_COUNT]; /* lists' order of each store kind (list.c) */
+	struct { /* building the texts of the objects held before the server listened (watch.c, apis_warm_start) */
+		int kind, src;
+		size_t i, built;
+		uint64_t since;
+		bool done;
+	} warm;
 };
 
 /* ---- selecting objects (list.c) ---- */
@@ -388,6 +398,8 @@ void apis_ring_push(struct apisrv *srv, enum res r, const char *type, const stru
 bool apis_publish(struct apisrv *srv, json_object *j, char **body, char **text, uint64_t *rv);
 struct cent *apis_refresh(struct apisrv *srv, const struct obj *o, bool notify);
 void apis_on_store(void *arg, enum obj_kind kind, const struct obj *old, const struct obj *new_);
+/* Builds the texts of the store's objects in slices on the loop (the store is listened to already). */
+void apis_warm_start(struct apisrv *srv);
 void apis_wake(struct watcher *w);
 void apis_wake_watchers(struct apisrv *srv);
 enum MHD_Result apis_watch(struct apisrv *srv, struct MHD_Connection *c, enum res r, const char *ns, const char *name);

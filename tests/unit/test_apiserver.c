@@ -11,6 +11,7 @@
 #include "apiserver/internal.h"
 #include "engine/apitls.h"
 #include "core/intern.h"
+#include "core/loop.h"
 #include "core/xmalloc.h"
 #include "engine/apisel.h"
 #include "model/store.h"
@@ -375,6 +376,43 @@ static struct obj *list_vm(struct source *src, const char *ns, int i, const char
 	return o;
 }
 
+/* a store object's entry (a digest of what was served, not a copy): a refresh of the same object takes no
+ * resourceVersion, a change takes one */
+static void test_refresh(void)
+{
+	struct apisrv srv = { 0 };
+	struct source *src = source_new(SOURCE_ENGINE, "host");
+	srv.ring_size = 4;
+	srv.ring = xcalloc(srv.ring_size, sizeof *srv.ring);
+	hmap_init(&srv.cache);
+	struct obj *a = list_vm(src, "a", 1, NULL), *b = list_vm(src, "a", 1, "web");
+	struct cent *c = apis_refresh(&srv, a, false);
+	T_EQ_INT(srv.rv, 1);
+	T_CHECK(c && c->summed && c->rv == 1 && strstr(c->text, "\"resourceVersion\":\"1\"") != NULL);
+	T_CHECK(apis_refresh(&srv, a, true) == c);
+	T_EQ_INT(srv.rv, 1);
+	T_EQ_INT(srv.count, 0); /* no watch event */
+	apis_refresh(&srv, b, true);
+	T_EQ_INT(c->rv, 2);
+	T_CHECK(strstr(c->text, "\"web\"") != NULL && strstr(c->text, "\"resourceVersion\":\"2\"") != NULL);
+	T_EQ_INT(srv.count, 1);
+	c->summed = false; /* a move between hosts: an event all the same */
+	apis_refresh(&srv, b, true);
+	T_EQ_INT(c->rv, 3);
+	T_EQ_INT(srv.count, 2);
+	for (size_t i = 0; i < srv.count; i++) {
+		obj_free(srv.ring[i].o);
+		free(srv.ring[i].text);
+	}
+	free(srv.ring);
+	free(c->text);
+	free(c);
+	hmap_free(&srv.cache);
+	obj_free(a);
+	obj_free(b);
+	source_free_all();
+}
+
 /* Pages through f's selection with limit, as a client follows continue tokens, checking each page against the
  * whole selection sorted (apis_select_items, the reference) from the same place: the same objects, in order, the
  * count of those left, and, without a selector, no more index entries looked at than the page holds and one. */
@@ -471,7 +509,6 @@ static void test_list_pages(void)
 	void *v;
 	for (size_t it = 0; hmap_next(&srv.cache, &it, &k, &v);) {
 		struct cent *c = v;
-		free(c->body);
 		free(c->text);
 		free(c);
 	}
@@ -482,6 +519,53 @@ static void test_list_pages(void)
 	}
 	free(srv.ring);
 	source_free_all();
+}
+
+/* the objects the store held before the server listened (the engine's records) get their texts on the loop, in
+ * slices, each once: the first list then builds none (no resourceVersion taken) */
+static void test_warm(void)
+{
+	loop_init();
+	struct apisrv srv = { 0 };
+	struct source *src = source_new(SOURCE_ENGINE, "host");
+	srv.st = store_new();
+	srv.srcs = &src;
+	srv.nsrcs = 1;
+	srv.ring_size = 16;
+	srv.ring = xcalloc(srv.ring_size, sizeof *srv.ring);
+	hmap_init(&srv.cache);
+	const int N = 3000;
+	for (int i = 0; i < N; i++)
+		store_upsert(srv.st, list_vm(src, i % 2 ? "a" : "b", i, NULL));
+	int lid = store_listen(srv.st, apis_on_store, &srv);
+	apis_warm_start(&srv);
+	T_EQ_INT(srv.cache.count, 0); /* nothing before the loop runs */
+	for (int pass = 0; pass < 100000 && !srv.warm.done; pass++)
+		loop_once(0);
+	T_CHECK(srv.warm.done);
+	T_EQ_INT(srv.warm.built, N);
+	T_EQ_INT(srv.cache.count, N);
+	T_EQ_INT(srv.rv, N);
+	struct filter every = { 0 };
+	struct page p;
+	apis_page(&srv, R_VM, &every, NULL, 0, &p);
+	T_EQ_INT(p.n, N);
+	T_EQ_INT(srv.rv, N);
+	apis_page_free(&p);
+	store_unlisten(srv.st, lid);
+	store_free(srv.st);
+	apis_order_free(&srv);
+	const char *k;
+	void *v;
+	for (size_t it = 0; hmap_next(&srv.cache, &it, &k, &v);) {
+		struct cent *c = v;
+		free(c->text);
+		free(c);
+	}
+	hmap_free(&srv.cache);
+	free(srv.ring);
+	source_free_all();
+	loop_fini();
 }
 
 /* the HTTPS port a root's service chose: recorded per socket, read back, garbage refused */
@@ -713,7 +797,9 @@ int main(void)
 	test_names();
 	test_publish();
 	test_events();
+	test_refresh();
 	test_list_pages();
+	test_warm();
 	test_ring();
 	test_namespaces();
 	test_ns_deletion();
