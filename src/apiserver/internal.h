@@ -188,9 +188,9 @@ struct gone {
 };
 
 /* The objects of one store kind in namespace/name order, which lists page through: a page costs a binary search
- * and its own objects, not a sort of the whole kind (100,000 VMs are 200 pages of 500). Rebuilt from the store on
- * the next read after an object of the kind came or went (apis_order_note), not after one changed: a change keeps
- * its UID, namespace and name, and the entry finds the object by UID. */
+ * and its own objects, not a sort of the whole kind (100,000 VMs are 200 pages of 500). Built from the store on its
+ * first read, then kept: an object that comes or goes is put in or taken out (apis_order_note), one that changes
+ * keeps its place (its UID, namespace and name: the entry finds the object by UID). */
 struct oent {
 	char *key; /* ns/name */
 	struct source *src;
@@ -198,7 +198,7 @@ struct oent {
 };
 struct apis_order {
 	struct oent *e;
-	size_t n;
+	size_t n, cap;
 	bool valid;
 	unsigned builds; /* how many times it was built (tests) */
 };
@@ -382,10 +382,13 @@ struct page {
 void apis_page(struct apisrv *srv, enum res r, const struct filter *f, const char *after, size_t limit,
 	       struct page *p);
 void apis_page_free(struct page *p);
-/* The store told a change of kind (apis_on_store): the order is rebuilt when an object came, went, or changed its
- * identity. */
+/* The store told a change of kind (apis_on_store): the order takes an object that came, leaves one that went. */
 void apis_order_note(struct apisrv *srv, enum obj_kind kind, const struct obj *old, const struct obj *new_);
 void apis_order_free(struct apisrv *srv);
+/* The namespaces of kind's objects (nsx.c): added to *out (interned strings), *n of them. */
+void apis_order_namespaces(struct apisrv *srv, enum obj_kind kind, const char ***out, size_t *n);
+/* Whether kind has an object in namespace ns. */
+bool apis_order_has_ns(struct apisrv *srv, enum obj_kind kind, const char *ns);
 int apis_parse_filter(struct MHD_Connection *c, enum res r, struct filter *f, char **err);
 void apis_filter_free(struct filter *f);
 enum MHD_Result apis_get_one(struct apisrv *srv, struct MHD_Connection *c, enum res r, const char *ns, const char *name);
