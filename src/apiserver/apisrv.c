@@ -507,6 +507,7 @@ static void on_stop_signal(int sig, void *arg)
 
 static void state_free(struct apisrv *srv)
 {
+	srv->warm.done = true; /* a slice still posted does nothing */
 	for (size_t i = 0; i < srv->count; i++) {
 		struct wev *w = &srv->ring[(srv->head + i) % srv->ring_size];
 		obj_free(w->o);
@@ -536,11 +537,11 @@ static void state_free(struct apisrv *srv)
 	void *v;
 	for (size_t it = 0; hmap_next(&srv->cache, &it, &k, &v);) {
 		struct cent *c = v;
-		free(c->body);
 		free(c->text);
 		free(c);
 	}
 	hmap_free(&srv->cache);
+	apis_order_free(srv);
 	free(srv->kv.body);
 	free(srv->kv.text);
 	memset(&srv->kv, 0, sizeof srv->kv);
@@ -632,6 +633,7 @@ int apisrv_serve(const struct apisrv_config *c, char **errp)
 	apis_storage_load(srv);
 	apis_secrets_load(srv);
 	int lid = store_listen(srv->st, apis_on_store, srv);
+	apis_warm_start(srv);
 	apis_kv_refresh(srv);
 	/* HTTPS: --https PORT, else engine.api-port in the config file or $KVCON_ENGINE_API_PORT ("off": none), else
 	 * the port this root's service chose once and recorded (kept across restarts: the kubeconfig stays valid) */

@@ -69,11 +69,15 @@ enum res apis_res_find(const char *g, const char *v, const char *plural);
 
 /* ---- one server's state ---- */
 
-/* The last JSON text served for a store object: its resourceVersion and text (with that resourceVersion). */
+/* The last JSON text served for a store object: its resourceVersion, the text (with that resourceVersion) and, to
+ * tell a change, the SHA-256 of the JSON without it: there is one of these per store object (100,000s), a digest
+ * rather than a second copy of the text. */
+#define APIS_SUM_LEN 32
 struct cent {
 	char key[UID_LEN + 4];
+	bool summed; /* sum is the last body's (false: the next refresh is a change) */
+	unsigned char sum[APIS_SUM_LEN];
 	uint64_t rv;
-	char *body; /* JSON without resourceVersion (for comparison) */
 	char *text; /* JSON as served */
 };
 
@@ -183,6 +187,22 @@ struct gone {
 	struct gone *next;
 };
 
+/* The objects of one store kind in namespace/name order, which lists page through: a page costs a binary search
+ * and its own objects, not a sort of the whole kind (100,000 VMs are 200 pages of 500). Built from the store on its
+ * first read, then kept: an object that comes or goes is put in or taken out (apis_order_note), one that changes
+ * keeps its place (its UID, namespace and name: the entry finds the object by UID). */
+struct oent {
+	char *key; /* ns/name */
+	struct source *src;
+	char uid[UID_LEN];
+};
+struct apis_order {
+	struct oent *e;
+	size_t n, cap;
+	bool valid;
+	unsigned builds; /* how many times it was built (tests) */
+};
+
 /* The KubeVirt CR as last served. */
 struct kv_state {
 	char status[KV_NCOND][6]; /* each condition's last status, for its transition time */
@@ -239,6 +259,13 @@ struct apisrv {
 	ino_t sock_ino;
 	struct vmirs *vmirss;  /* the replica sets (vmirs.c) */
 	bool https_sticky;   /* HTTPS by default on the root's recorded port (leaves with its socket as if it had none) */
+	struct apis_order order[OBJ_KIND_COUNT]; /* lists' order of each store kind (list.c) */
+	struct { /* building the texts of the objects held before the server listened (watch.c, apis_warm_start) */
+		int kind, src;
+		size_t i, built;
+		uint64_t since;
+		bool done;
+	} warm;
 };
 
 /* ---- selecting objects (list.c) ---- */
@@ -339,6 +366,29 @@ json_object *apis_table_new(enum res r, uint64_t rv, const char *cont, bool colu
 bool apis_matches(const struct filter *f, struct lookup *l);
 void apis_items_free(struct item *items, size_t n);
 struct item *apis_select_items(struct apisrv *srv, enum res r, const struct filter *f, size_t *n);
+/* One page of a store kind's objects (RES[r].obj_kind >= 0) that f selects, in apis_select_items' order: those
+ * after the key `after` (NULL: from the first), at most limit (0: all). text[i] are the texts as served and key
+ * the last one's, borrowed until the next change of the store; more: objects remain after the page; remaining:
+ * how many, or -1 when a label or field selector makes that unknown (the API server then leaves
+ * remainingItemCount out); visited: index entries looked at. apis_page_free frees the arrays only. */
+struct page {
+	const char **text;
+	const char *key;
+	size_t n;
+	bool more;
+	long remaining;
+	size_t visited;
+};
+void apis_page(struct apisrv *srv, enum res r, const struct filter *f, const char *after, size_t limit,
+	       struct page *p);
+void apis_page_free(struct page *p);
+/* The store told a change of kind (apis_on_store): the order takes an object that came, leaves one that went. */
+void apis_order_note(struct apisrv *srv, enum obj_kind kind, const struct obj *old, const struct obj *new_);
+void apis_order_free(struct apisrv *srv);
+/* The namespaces of kind's objects (nsx.c): added to *out (interned strings), *n of them. */
+void apis_order_namespaces(struct apisrv *srv, enum obj_kind kind, const char ***out, size_t *n);
+/* Whether kind has an object in namespace ns. */
+bool apis_order_has_ns(struct apisrv *srv, enum obj_kind kind, const char *ns);
 int apis_parse_filter(struct MHD_Connection *c, enum res r, struct filter *f, char **err);
 void apis_filter_free(struct filter *f);
 enum MHD_Result apis_get_one(struct apisrv *srv, struct MHD_Connection *c, enum res r, const char *ns, const char *name);
@@ -351,6 +401,8 @@ void apis_ring_push(struct apisrv *srv, enum res r, const char *type, const stru
 bool apis_publish(struct apisrv *srv, json_object *j, char **body, char **text, uint64_t *rv);
 struct cent *apis_refresh(struct apisrv *srv, const struct obj *o, bool notify);
 void apis_on_store(void *arg, enum obj_kind kind, const struct obj *old, const struct obj *new_);
+/* Builds the texts of the store's objects in slices on the loop (the store is listened to already). */
+void apis_warm_start(struct apisrv *srv);
 void apis_wake(struct watcher *w);
 void apis_wake_watchers(struct apisrv *srv);
 enum MHD_Result apis_watch(struct apisrv *srv, struct MHD_Connection *c, enum res r, const char *ns, const char *name);

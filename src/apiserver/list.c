@@ -447,6 +447,256 @@ struct item *apis_select_items(struct apisrv *srv, enum res r, const struct filt
 	return items;
 }
 
+/* ---- the order of a store kind's objects, and pages of it ---- */
+
+static int cmp_oent(const void *a, const void *b);
+
+/* The position of the entry (key, src, uid) (absent: -1), or with find false the position where it goes. */
+static long order_pos(const struct apis_order *ord, const struct oent *e, bool find)
+{
+	size_t lo = 0, hi = ord->n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (cmp_oent(&ord->e[mid], e) < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (!find)
+		return (long)lo;
+	for (size_t i = lo; i < ord->n && cmp_oent(&ord->e[i], e) == 0; i++)
+		if (strcmp(ord->e[i].uid, e->uid) == 0)
+			return (long)i;
+	return -1;
+}
+
+/* An object that came goes into its place, one that went leaves it (a binary search and a move of the entries
+ * after it: a kubectl apply of 1,000 VMs beside 100,000 gets each one's 404 first, which must not sort 100,000
+ * each time); an order not built yet is built on its first read. */
+void apis_order_note(struct apisrv *srv, enum obj_kind kind, const struct obj *old, const struct obj *new_)
+{
+	struct apis_order *ord = &srv->order[kind];
+	if (!ord->valid || (old && new_ && old->src == new_->src && old->ns == new_->ns &&
+			    strcmp(old->uid, new_->uid) == 0 && strcmp(old->name, new_->name) == 0))
+		return;
+	if (old) {
+		struct oent e = { .src = old->src };
+		e.key = xasprintf("%s/%s", old->ns, old->name);
+		memcpy(e.uid, old->uid, sizeof e.uid);
+		long i = order_pos(ord, &e, true);
+		free(e.key);
+		if (i < 0) { /* never seen: rebuilt at the next read */
+			ord->valid = false;
+			return;
+		}
+		free(ord->e[i].key);
+		memmove(&ord->e[i], &ord->e[i + 1], (ord->n - (size_t)i - 1) * sizeof *ord->e);
+		ord->n--;
+	}
+	if (new_) {
+		struct oent e = { .src = new_->src };
+		e.key = xasprintf("%s/%s", new_->ns, new_->name);
+		memcpy(e.uid, new_->uid, sizeof e.uid);
+		long i = order_pos(ord, &e, false);
+		if (ord->n == ord->cap) {
+			ord->cap = ord->cap ? ord->cap * 2 : 64;
+			ord->e = xreallocarray(ord->e, ord->cap, sizeof *ord->e);
+		}
+		memmove(&ord->e[i + 1], &ord->e[i], (ord->n - (size_t)i) * sizeof *ord->e);
+		ord->e[i] = e;
+		ord->n++;
+	}
+}
+
+static void order_clear(struct apis_order *ord)
+{
+	for (size_t i = 0; i < ord->n; i++)
+		free(ord->e[i].key);
+	free(ord->e);
+	ord->e = NULL;
+	ord->n = ord->cap = 0;
+	ord->valid = false;
+}
+
+void apis_order_free(struct apisrv *srv)
+{
+	for (int k = 0; k < OBJ_KIND_COUNT; k++)
+		order_clear(&srv->order[k]);
+}
+
+/* by key, then by the source's position in the server's list (a name on two hosts: the order is stable) */
+static int cmp_oent(const void *a, const void *b)
+{
+	const struct oent *x = a, *y = b;
+	int c = strcmp(x->key, y->key);
+	return c ? c : (x->src > y->src) - (x->src < y->src);
+}
+
+/* The order of kind, built from every host's objects (a request routed to one host filters by source). */
+static struct apis_order *order_get(struct apisrv *srv, enum obj_kind kind)
+{
+	struct apis_order *ord = &srv->order[kind];
+	if (ord->valid)
+		return ord;
+	order_clear(ord);
+	struct source **srcs = srv->only ? srv->all_srcs : srv->srcs;
+	int nsrcs = srv->only ? srv->all_n : srv->nsrcs;
+	size_t total = 0;
+	for (int s = 0; s < nsrcs; s++) {
+		size_t cnt;
+		store_objs(srv->st, srcs[s], kind, &cnt);
+		total += cnt;
+	}
+	ord->cap = total ? total : 1;
+	ord->e = xcalloc(ord->cap, sizeof *ord->e);
+	for (int s = 0; s < nsrcs; s++) {
+		size_t cnt;
+		struct obj *const *objs = store_objs(srv->st, srcs[s], kind, &cnt);
+		for (size_t i = 0; i < cnt; i++) {
+			struct oent *e = &ord->e[ord->n++];
+			e->key = xasprintf("%s/%s", objs[i]->ns, objs[i]->name);
+			e->src = srcs[s];
+			memcpy(e->uid, objs[i]->uid, sizeof e->uid);
+		}
+	}
+	if (ord->n > 1)
+		qsort(ord->e, ord->n, sizeof *ord->e, cmp_oent);
+	ord->valid = true;
+	ord->builds++;
+	return ord;
+}
+
+/* The first entry whose key is >= key (strict: > key). */
+static size_t order_bound(const struct apis_order *ord, const char *key, bool strict)
+{
+	size_t lo = 0, hi = ord->n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		int c = strcmp(ord->e[mid].key, key);
+		if (c < 0 || (strict && c == 0))
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+static bool src_served(const struct apisrv *srv, const struct source *src)
+{
+	for (int s = 0; s < srv->nsrcs; s++)
+		if (srv->srcs[s] == src)
+			return true;
+	return false;
+}
+
+void apis_page(struct apisrv *srv, enum res r, const struct filter *f, const char *after, size_t limit, struct page *p)
+{
+	enum obj_kind kind = (enum obj_kind)RES[r].obj_kind;
+	struct apis_order *ord = order_get(srv, kind);
+	memset(p, 0, sizeof *p);
+	/* the range f's namespace and name allow: "NS/" up to "NS0" ('0' follows '/'), or "NS/NAME" itself */
+	size_t lo = 0, hi = ord->n;
+	if (f->ns) {
+		char *k = f->name ? xasprintf("%s/%s", f->ns, f->name) : xasprintf("%s/", f->ns);
+		lo = order_bound(ord, k, false);
+		if (f->name)
+			hi = order_bound(ord, k, true);
+		else {
+			k[strlen(k) - 1] = '0';
+			hi = order_bound(ord, k, false);
+		}
+		free(k);
+	}
+	if (after) {
+		size_t a = order_bound(ord, after, true);
+		if (a > lo)
+			lo = a;
+	}
+	bool counted = (f->ls == NULL || f->ls->n == 0) && (f->fs == NULL || f->fs->n == 0);
+	p->text = xcalloc(limit && limit < hi - lo ? limit : (hi > lo ? hi - lo : 1), sizeof *p->text);
+	size_t i;
+	for (i = lo; i < hi; i++) {
+		const struct oent *e = &ord->e[i];
+		if (!src_served(srv, e->src))
+			continue;
+		p->visited++;
+		const struct obj *o = store_get(srv->st, e->src, kind, e->uid);
+		if (o == NULL)
+			continue;
+		struct lookup l = { .o = o, .ns = o->ns, .name = o->name };
+		if (!apis_matches(f, &l))
+			continue;
+		char ck[UID_LEN + 4];
+		apis_cent_key(ck, sizeof ck, o);
+		struct cent *c = hmap_get(&srv->cache, ck); /* the listener keeps it current */
+		if (c == NULL)
+			c = apis_refresh(srv, o, false);
+		if (c == NULL) /* never served (a replica set's member) */
+			continue;
+		if (limit && p->n == limit) {
+			p->more = true;
+			break;
+		}
+		p->text[p->n++] = c->text;
+		p->key = e->key;
+	}
+	p->remaining = -1;
+	if (p->more && counted) {
+		/* without a selector every served entry left is an object of the list (a replica set's member VM is not
+		 * served: counted all the same, as the count is the API server's estimate too) */
+		p->remaining = 0;
+		for (; i < hi; i++)
+			p->remaining += src_served(srv, ord->e[i].src);
+	} else if (!p->more)
+		p->remaining = 0;
+}
+
+/* The namespaces of kind's objects, each once (added to *out, *n of them): a binary search per namespace. */
+void apis_order_namespaces(struct apisrv *srv, enum obj_kind kind, const char ***out, size_t *n)
+{
+	struct apis_order *ord = order_get(srv, kind);
+	size_t i = 0;
+	while (i < ord->n) {
+		const char *key = ord->e[i].key, *slash = strchr(key, '/');
+		size_t nl = slash ? (size_t)(slash - key) : strlen(key);
+		if (!src_served(srv, ord->e[i].src) || nl == 0) {
+			i++;
+			continue;
+		}
+		const struct obj *o = store_get(srv->st, ord->e[i].src, kind, ord->e[i].uid);
+		size_t x;
+		for (x = 0; o && x < *n && strcmp((*out)[x], o->ns) != 0; x++)
+			;
+		if (o && x == *n) {
+			*out = xreallocarray(*out, *n + 2, sizeof **out);
+			(*out)[(*n)++] = o->ns; /* interned */
+		}
+		char *next = xasprintf("%.*s0", (int)nl, key); /* past "NS/...": '0' follows '/' */
+		size_t j = order_bound(ord, next, false);
+		free(next);
+		i = j > i ? j : i + 1;
+	}
+}
+
+/* Whether kind has an object in namespace ns (a binary search). */
+bool apis_order_has_ns(struct apisrv *srv, enum obj_kind kind, const char *ns)
+{
+	struct apis_order *ord = order_get(srv, kind);
+	char *k = xasprintf("%s/", ns);
+	size_t kl = strlen(k);
+	bool found = false;
+	for (size_t i = order_bound(ord, k, false); !found && i < ord->n && strncmp(ord->e[i].key, k, kl) == 0; i++)
+		found = src_served(srv, ord->e[i].src);
+	free(k);
+	return found;
+}
+
+void apis_page_free(struct page *p)
+{
+	free(p->text);
+	p->text = NULL;
+}
+
 int apis_parse_filter(struct MHD_Connection *c, enum res r, struct filter *f, char **err)
 {
 	f->ls = apisel_parse(apis_arg(c, "labelSelector"), false, err);
@@ -474,6 +724,22 @@ void apis_filter_free(struct filter *f)
 enum MHD_Result apis_get_one(struct apisrv *srv, struct MHD_Connection *c, enum res r, const char *ns, const char *name)
 {
 	struct filter f = { .ns = RES[r].namespaced ? ns : NULL, .name = name };
+	if (RES[r].obj_kind >= 0) { /* a binary search of the kind's order */
+		struct page p;
+		apis_page(srv, r, &f, NULL, 1, &p);
+		char *text = p.n ? xstrdup(p.text[0]) : NULL;
+		apis_page_free(&p);
+		if (text == NULL)
+			return apis_not_found(c, r, name);
+		if (!apis_wants_table(c))
+			return apis_send_text(c, 200, text, "application/json");
+		json_object *o = json_tokener_parse(text);
+		json_object *t = apis_table_new(r, srv->rv, NULL, true);
+		json_object_array_add(apis_jget(t, "rows"), apis_table_row(r, o, apis_arg(c, "includeObject")));
+		json_object_put(o);
+		free(text);
+		return apis_send_json(c, 200, t);
+	}
 	size_t n;
 	struct item *items = apis_select_items(srv, r, &f, &n);
 	if (n == 0) {
@@ -520,32 +786,45 @@ enum MHD_Result apis_list(struct apisrv *srv, struct MHD_Connection *c, enum res
 				   "The provided continue parameter is too old to display a consistent list result. You "
 				   "can start a new list without the continue parameter.");
 	}
-	size_t n;
-	struct item *items = apis_select_items(srv, r, &f, &n);
-	apis_filter_free(&f);
-	size_t start = 0;
-	if (after)
-		while (start < n && strcmp(items[start].key, after) <= 0)
-			start++;
-	free(after);
-	size_t end = n;
-	char *next = NULL;
-	if (limit > 0 && n - start > (size_t)limit) {
-		end = start + (size_t)limit;
-		next = apisel_continue_encode(crv ? crv : srv->rv, items[end - 1].key);
+	/* the page: a store kind's from its order; the others' (a few objects each) selected and sorted whole */
+	struct page p;
+	size_t n = 0;
+	struct item *items = NULL;
+	if (RES[r].obj_kind >= 0)
+		apis_page(srv, r, &f, after, limit > 0 ? (size_t)limit : 0, &p);
+	else {
+		items = apis_select_items(srv, r, &f, &n);
+		size_t start = 0;
+		if (after)
+			while (start < n && strcmp(items[start].key, after) <= 0)
+				start++;
+		memset(&p, 0, sizeof p);
+		p.text = xcalloc(n - start + 1, sizeof *p.text);
+		for (size_t i = start; i < n && !p.more; i++) {
+			if (limit > 0 && p.n == (size_t)limit) {
+				p.more = true;
+				p.remaining = (long)(n - i);
+				break;
+			}
+			p.text[p.n++] = items[i].text;
+			p.key = items[i].key;
+		}
 	}
+	apis_filter_free(&f);
+	free(after);
+	char *next = p.more ? apisel_continue_encode(crv ? crv : srv->rv, p.key) : NULL;
 	enum MHD_Result rc;
 	if (apis_wants_table(c)) {
 		json_object *t = apis_table_new(r, srv->rv, next, true), *rows = apis_jget(t, "rows");
 		const char *inc = apis_arg(c, "includeObject");
-		for (size_t i = start; i < end; i++) {
-			json_object *o = json_tokener_parse(items[i].text);
+		for (size_t i = 0; i < p.n; i++) {
+			json_object *o = json_tokener_parse(p.text[i]);
 			json_object_array_add(rows, apis_table_row(r, o, inc));
 			json_object_put(o);
 		}
-		if (next)
+		if (next && p.remaining >= 0)
 			json_object_object_add(apis_jget(t, "metadata"), "remainingItemCount",
-					       json_object_new_int64((int64_t)(n - end)));
+					       json_object_new_int64((int64_t)p.remaining));
 		rc = apis_send_json(c, 200, t);
 	} else {
 		struct buf b;
@@ -553,18 +832,21 @@ enum MHD_Result apis_list(struct apisrv *srv, struct MHD_Connection *c, enum res
 		buf_printf(&b, "{\"kind\":\"%sList\",\"apiVersion\":\"%s\",\"metadata\":{\"resourceVersion\":\"%llu\"",
 			   RES[r].kind, apis_api_version(r), (unsigned long long)srv->rv);
 		if (next)
-			buf_printf(&b, ",\"continue\":\"%s\",\"remainingItemCount\":%zu", next, n - end);
+			buf_printf(&b, ",\"continue\":\"%s\"", next);
+		if (next && p.remaining >= 0)
+			buf_printf(&b, ",\"remainingItemCount\":%ld", p.remaining);
 		buf_add_str(&b, "},\"items\":[");
-		for (size_t i = start; i < end; i++) {
-			if (i > start)
+		for (size_t i = 0; i < p.n; i++) {
+			if (i > 0)
 				buf_add_char(&b, ',');
-			buf_add_str(&b, items[i].text);
+			buf_add_str(&b, p.text[i]);
 		}
 		buf_add_str(&b, "]}");
 		buf_add_char(&b, 0);
 		rc = apis_send_text(c, 200, buf_steal(&b), "application/json");
 	}
 	free(next);
+	apis_page_free(&p);
 	apis_items_free(items, n);
 	return rc;
 }

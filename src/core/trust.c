@@ -197,6 +197,65 @@ static char *read_fd(int fd, size_t *lenp)
 	return buf;
 }
 
+int trust_dir_open(const char *path, char **why)
+{
+	struct stat want, got;
+	char *w = NULL;
+	*why = NULL;
+	enum trust_result tr = check(path, &want, NULL, &w);
+	if (tr != TRUST_OK) {
+		*why = w;
+		errno = tr == TRUST_MISSING ? ENOENT : EPERM;
+		return -1;
+	}
+	int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	if (fstat(fd, &got) < 0 || got.st_dev != want.st_dev || got.st_ino != want.st_ino) {
+		*why = says(path, "was replaced while it was checked");
+		close(fd);
+		errno = EPERM;
+		return -1;
+	}
+	return fd;
+}
+
+char *trust_read_at(int dirfd, const char *dir, const char *name, size_t *len, char **why)
+{
+	char *path = util_path_join(dir, name), *w = NULL, *text = NULL;
+	struct stat got;
+	int fd = -1, e = EPERM;
+	if (strchr(name, '/') || strcmp(name, ".") == 0 || strcmp(name, "..") == 0 || *name == '\0') {
+		w = says(path, "is not a name in its directory");
+		goto out;
+	}
+	fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0) {
+		e = errno == ELOOP ? EPERM : errno;
+		if (errno == ELOOP)
+			w = says(path, "is a symbolic link");
+		goto out;
+	}
+	if (fstat(fd, &got) < 0)
+		e = errno;
+	else if (!S_ISREG(got.st_mode))
+		w = says(path, "is not a regular file");
+	else if (judge(path, &got, true, false, &w) == 0)
+		text = read_fd(fd, len);
+	if (text == NULL && w == NULL)
+		e = errno;
+out:
+	if (fd >= 0)
+		close(fd);
+	free(path);
+	if (why)
+		*why = w;
+	else
+		free(w);
+	errno = w ? EPERM : e;
+	return text;
+}
+
 char *trust_read_file(const char *path, size_t *len, char **why)
 {
 	struct stat want, got;

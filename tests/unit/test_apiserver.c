@@ -10,7 +10,10 @@
 #include "apiserver/dvsource.h"
 #include "apiserver/internal.h"
 #include "engine/apitls.h"
+#include "core/intern.h"
+#include "core/loop.h"
 #include "core/xmalloc.h"
+#include "engine/apisel.h"
 #include "model/store.h"
 #include "t.h"
 
@@ -361,6 +364,244 @@ static void test_events(void)
 	source_free_all();
 }
 
+static struct obj *list_vm(struct source *src, const char *ns, int i, const char *app)
+{
+	struct obj *o = obj_new(OBJ_VM);
+	o->src = src;
+	o->ns = intern(ns);
+	o->name = xasprintf("vm-%05d", i);
+	snprintf(o->uid, sizeof o->uid, "00000000-0000-4000-8000-%012d", i);
+	if (app)
+		obj_label_add(o, "app", app);
+	return o;
+}
+
+/* a store object's entry (a digest of what was served, not a copy): a refresh of the same object takes no
+ * resourceVersion, a change takes one */
+static void test_refresh(void)
+{
+	struct apisrv srv = { 0 };
+	struct source *src = source_new(SOURCE_ENGINE, "host");
+	srv.ring_size = 4;
+	srv.ring = xcalloc(srv.ring_size, sizeof *srv.ring);
+	hmap_init(&srv.cache);
+	struct obj *a = list_vm(src, "a", 1, NULL), *b = list_vm(src, "a", 1, "web");
+	struct cent *c = apis_refresh(&srv, a, false);
+	T_EQ_INT(srv.rv, 1);
+	T_CHECK(c && c->summed && c->rv == 1 && strstr(c->text, "\"resourceVersion\":\"1\"") != NULL);
+	T_CHECK(apis_refresh(&srv, a, true) == c);
+	T_EQ_INT(srv.rv, 1);
+	T_EQ_INT(srv.count, 0); /* no watch event */
+	apis_refresh(&srv, b, true);
+	T_EQ_INT(c->rv, 2);
+	T_CHECK(strstr(c->text, "\"web\"") != NULL && strstr(c->text, "\"resourceVersion\":\"2\"") != NULL);
+	T_EQ_INT(srv.count, 1);
+	c->summed = false; /* a move between hosts: an event all the same */
+	apis_refresh(&srv, b, true);
+	T_EQ_INT(c->rv, 3);
+	T_EQ_INT(srv.count, 2);
+	for (size_t i = 0; i < srv.count; i++) {
+		obj_free(srv.ring[i].o);
+		free(srv.ring[i].text);
+	}
+	free(srv.ring);
+	free(c->text);
+	free(c);
+	hmap_free(&srv.cache);
+	obj_free(a);
+	obj_free(b);
+	source_free_all();
+}
+
+/* Pages through f's selection with limit, as a client follows continue tokens, checking each page against the
+ * whole selection sorted (apis_select_items, the reference) from the same place: the same objects, in order, the
+ * count of those left, and, without a selector, no more index entries looked at than the page holds and one. */
+static void list_check(struct apisrv *srv, const struct filter *f, size_t limit)
+{
+	size_t n;
+	struct item *all = apis_select_items(srv, R_VM, f, &n);
+	bool selector = f->ls && f->ls->n > 0;
+	size_t got = 0, pages = 0;
+	char *after = NULL;
+	bool ok = true;
+	do { /* stops at the first difference (a page that never ends would loop) */
+		struct page p;
+		apis_page(srv, R_VM, f, after, limit, &p);
+		for (size_t i = 0; ok && i < p.n; i++)
+			ok = got + i < n && strcmp(p.text[i], all[got + i].text) == 0;
+		got += p.n;
+		ok = ok && p.more == (got < n) && p.remaining == (!p.more ? 0 : selector ? -1 : (long)(n - got));
+		if (!selector)
+			ok = ok && p.visited <= p.n + 1;
+		free(after);
+		after = p.more ? xstrdup(p.key) : NULL;
+		apis_page_free(&p);
+	} while (ok && after && ++pages <= n);
+	T_CHECK(ok);
+	T_EQ_INT(got, n);
+	free(after);
+	apis_items_free(all, n);
+}
+
+/* lists page through each kind's order: every limit, namespace (one that prefixes another's name too) and selector
+ * gives the pages the whole sorted selection gives; a page looks at its own entries only; the order is built once
+ * for all the pages, kept when an object changes (the change is served) and rebuilt when one comes or goes */
+static void test_list_pages(void)
+{
+	struct apisrv srv = { 0 };
+	struct source *src = source_new(SOURCE_ENGINE, "host");
+	srv.st = store_new();
+	srv.srcs = &src;
+	srv.nsrcs = 1;
+	srv.ring_size = 16;
+	srv.ring = xcalloc(srv.ring_size, sizeof *srv.ring);
+	hmap_init(&srv.cache);
+	int lid = store_listen(srv.st, apis_on_store, &srv);
+	const char *nss[] = { "b", "a", "b-x" };
+	const int N = 2000;
+	for (int k = 0; k < N; k++) { /* in no order */
+		int i = (k * 7919) % N;
+		store_upsert(srv.st, list_vm(src, nss[i % 3], i, i % 4 ? NULL : "web"));
+	}
+	char *err = NULL;
+	struct apisel *web = apisel_parse("app=web", false, &err), *none = apisel_parse(NULL, false, &err);
+	struct filter every = { .ls = none }, in_b = { .ns = "b", .ls = none }, sel = { .ls = web };
+	struct filter sel_b = { .ns = "b", .ls = web }, missing = { .ns = "c", .ls = none };
+	size_t limits[] = { 0, 1, 7, 500, 1999, 2000, 2001 };
+	for (size_t i = 0; i < sizeof limits / sizeof limits[0]; i++) {
+		list_check(&srv, &every, limits[i]);
+		list_check(&srv, &in_b, limits[i]);
+		list_check(&srv, &sel, limits[i]);
+		list_check(&srv, &sel_b, limits[i]);
+		list_check(&srv, &missing, limits[i]);
+	}
+	T_EQ_INT(srv.order[OBJ_VM].builds, 1);
+	/* the namespaces in use, found in the order (a create asks whether its namespace exists) */
+	T_CHECK(apis_ns_exists(&srv, "b") && apis_ns_exists(&srv, "b-x") && apis_ns_exists(&srv, "a"));
+	T_CHECK(apis_ns_exists(&srv, "default") && !apis_ns_exists(&srv, "c") && !apis_ns_exists(&srv, "b-"));
+	size_t nn;
+	const char **names = apis_namespaces(&srv, &nn);
+	T_EQ_INT(nn, 5);
+	if (nn == 5) {
+		T_EQ_STR(names[0], "a");
+		T_EQ_STR(names[1], "b");
+		T_EQ_STR(names[2], "b-x");
+		T_EQ_STR(names[3], "default");
+		T_EQ_STR(names[4], KV_NS);
+	}
+	free(names);
+	T_EQ_INT(srv.order[OBJ_VM].builds, 1);
+	/* get: one name, by binary search */
+	struct filter one = { .ns = "b-x", .name = "vm-00005" }, other_ns = { .ns = "b", .name = "vm-00005" };
+	struct page p;
+	apis_page(&srv, R_VM, &one, NULL, 1, &p);
+	T_EQ_INT(p.n, 1);
+	T_CHECK(p.visited <= 1);
+	T_CHECK(p.n == 1 && strstr(p.text[0], "\"vm-00005\"") && strstr(p.text[0], "\"b-x\""));
+	apis_page_free(&p);
+	apis_page(&srv, R_VM, &other_ns, NULL, 1, &p);
+	T_EQ_INT(p.n, 0);
+	apis_page_free(&p);
+	/* a change (a label added) keeps the order and is served; objects that come and go (a recreated one under a
+	 * new UID too) are put in and taken out, with a get of each between (kubectl apply), never rebuilding it */
+	store_upsert(srv.st, list_vm(src, "b-x", 5, "web"));
+	list_check(&srv, &sel, 50);
+	for (int k = 0; k < 300; k++) {
+		int i = N + (k * 37) % 300;
+		store_upsert(srv.st, list_vm(src, nss[k % 3], i, k % 2 ? "web" : NULL));
+		char uid[UID_LEN];
+		snprintf(uid, sizeof uid, "00000000-0000-4000-8000-%012d", (k * 13) % N);
+		store_remove(srv.st, src, OBJ_VM, uid);
+		struct filter by_name = { .ns = nss[(k + 1) % 3], .name = "vm-01000" };
+		apis_page(&srv, R_VM, &by_name, NULL, 1, &p);
+		apis_page_free(&p);
+	}
+	struct obj *again = list_vm(src, "a", 1, "web"); /* vm-00001 recreated: another UID */
+	again->uid[0] = 'f';
+	store_upsert(srv.st, again);
+	T_EQ_INT(srv.order[OBJ_VM].builds, 1);
+	list_check(&srv, &every, 500);
+	list_check(&srv, &sel, 3);
+	list_check(&srv, &in_b, 7);
+	T_EQ_INT(srv.order[OBJ_VM].builds, 1);
+	/* the same pages as an order built afresh */
+	size_t n;
+	struct item *all = apis_select_items(&srv, R_VM, &every, &n);
+	apis_order_free(&srv);
+	apis_page(&srv, R_VM, &every, NULL, 0, &p);
+	T_EQ_INT(p.n, n);
+	for (size_t i = 0; i < p.n && i < n; i++)
+		T_CHECK(strcmp(p.text[i], all[i].text) == 0);
+	apis_page_free(&p);
+	apis_items_free(all, n);
+	apisel_free(web);
+	apisel_free(none);
+	store_unlisten(srv.st, lid);
+	store_free(srv.st);
+	apis_order_free(&srv);
+	const char *k;
+	void *v;
+	for (size_t it = 0; hmap_next(&srv.cache, &it, &k, &v);) {
+		struct cent *c = v;
+		free(c->text);
+		free(c);
+	}
+	hmap_free(&srv.cache);
+	for (size_t i = 0; i < srv.count; i++) {
+		obj_free(srv.ring[(srv.head + i) % srv.ring_size].o);
+		free(srv.ring[(srv.head + i) % srv.ring_size].text);
+	}
+	free(srv.ring);
+	source_free_all();
+}
+
+/* the objects the store held before the server listened (the engine's records) get their texts on the loop, in
+ * slices, each once: the first list then builds none (no resourceVersion taken) */
+static void test_warm(void)
+{
+	loop_init();
+	struct apisrv srv = { 0 };
+	struct source *src = source_new(SOURCE_ENGINE, "host");
+	srv.st = store_new();
+	srv.srcs = &src;
+	srv.nsrcs = 1;
+	srv.ring_size = 16;
+	srv.ring = xcalloc(srv.ring_size, sizeof *srv.ring);
+	hmap_init(&srv.cache);
+	const int N = 3000;
+	for (int i = 0; i < N; i++)
+		store_upsert(srv.st, list_vm(src, i % 2 ? "a" : "b", i, NULL));
+	int lid = store_listen(srv.st, apis_on_store, &srv);
+	apis_warm_start(&srv);
+	T_EQ_INT(srv.cache.count, 0); /* nothing before the loop runs */
+	for (int pass = 0; pass < 100000 && !srv.warm.done; pass++)
+		loop_once(0);
+	T_CHECK(srv.warm.done);
+	T_EQ_INT(srv.warm.built, N);
+	T_EQ_INT(srv.cache.count, N);
+	T_EQ_INT(srv.rv, N);
+	struct filter every = { 0 };
+	struct page p;
+	apis_page(&srv, R_VM, &every, NULL, 0, &p);
+	T_EQ_INT(p.n, N);
+	T_EQ_INT(srv.rv, N);
+	apis_page_free(&p);
+	store_unlisten(srv.st, lid);
+	store_free(srv.st);
+	apis_order_free(&srv);
+	const char *k;
+	void *v;
+	for (size_t it = 0; hmap_next(&srv.cache, &it, &k, &v);) {
+		struct cent *c = v;
+		free(c->text);
+		free(c);
+	}
+	hmap_free(&srv.cache);
+	free(srv.ring);
+	source_free_all();
+	loop_fini();
+}
+
 /* the HTTPS port a root's service chose: recorded per socket, read back, garbage refused */
 static void test_port_record(void)
 {
@@ -596,6 +837,9 @@ int main(void)
 	test_names();
 	test_publish();
 	test_events();
+	test_refresh();
+	test_list_pages();
+	test_warm();
 	test_ring();
 	test_namespaces();
 	test_ns_deletion();

@@ -135,6 +135,105 @@ static void test_table(const char *top)
 	}
 }
 
+/* a directory checked once, its files read relative to it: each file judged as trust_read_file judges it (owner,
+ * mode, a regular file), a link or a name that leaves the directory refused, a directory others write refused */
+static void test_dir_reads(const char *top)
+{
+	bool root = geteuid() == 0;
+	char *dir = util_path_join(top, "rd"), *why = NULL;
+	T_CHECK(mkdir(dir, 0700) == 0);
+	static const struct {
+		const char *name;
+		unsigned mode, uid; /* mode 0: a link to "own"; uid 0: the euid's */
+		bool ok;
+		const char *why; /* a part of the message (refused; NULL: missing, ENOENT) */
+	} files[] = {
+		{ "own", 0600, 0, true, NULL },
+		{ "readable", 0644, 0, true, NULL },
+		{ "w-other", 0666, 0, false, "rd/w-other: mode 0666 lets others write it" },
+		{ "w-group", 0620, 0, false, "rd/w-group: mode 0620 lets the group write it" },
+		{ "theirs", 0600, 4242, false, "rd/theirs: owned by uid 4242" },
+		{ "ln-own", 0, 0, false, "rd/ln-own: is a symbolic link" },
+		{ "pub", 0700, 0, false, "rd/pub: is not a regular file" }, /* a directory */
+		{ "pub/f", 0600, 0, false, "rd/pub/f: is not a name in its directory" },
+		{ "..", 0700, 0, false, "rd/..: is not a name in its directory" },
+		{ "missing", 0600, 0, false, NULL },
+	};
+	for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+		char *p = util_path_join(dir, files[i].name);
+		int rc = 0;
+		if (strcmp(files[i].name, "pub") == 0)
+			rc = mkdir(p, 0700);
+		else if (files[i].mode == 0)
+			rc = symlink("own", p);
+		else if (strchr("m.", files[i].name[0]) == NULL) {
+			FILE *f = fopen(p, "w");
+			rc = f && fputs("x = 1\n", f) >= 0 && fclose(f) == 0 ? chmod(p, files[i].mode) : -1;
+			if (rc == 0 && files[i].uid && root)
+				rc = chown(p, files[i].uid, files[i].uid);
+		}
+		T_CHECK(rc == 0);
+		free(p);
+	}
+	int fd = trust_dir_open(dir, &why);
+	T_CHECK(fd >= 0 && why == NULL);
+	for (size_t i = 0; fd >= 0 && i < sizeof files / sizeof files[0]; i++) {
+		if (files[i].uid && !root)
+			continue;
+		size_t len = 0;
+		why = NULL;
+		errno = 0;
+		char *text = trust_read_at(fd, dir, files[i].name, &len, &why);
+		if (files[i].ok)
+			T_CHECK(text && len == 6 && strcmp(text, "x = 1\n") == 0 && why == NULL);
+		else if (files[i].why)
+			T_CHECK(text == NULL && why && strstr(why, files[i].why) && errno == EPERM);
+		else
+			T_CHECK(text == NULL && why == NULL && errno == ENOENT);
+		if ((files[i].ok && text == NULL) || (files[i].why && (why == NULL || !strstr(why, files[i].why))))
+			fprintf(stderr, "file %s: %s\n", files[i].name, why ? why : "-");
+		free(text);
+		free(why);
+	}
+	if (fd >= 0)
+		close(fd);
+	static const struct {
+		const char *dir;
+		bool needs_root;
+		const char *why;
+	} dirs[] = {
+		{ "cfg/kvcon", false, NULL },
+		{ "pub", false, "pub: mode 0777 lets others write it" },
+		{ "sticky/priv", false, "sticky: mode 1777" }, /* a shared sticky directory holds it */
+		{ "grp", false, "grp: mode 0770" },
+		{ "theirdir", true, "theirdir: owned by uid 4242" },
+	};
+	for (size_t i = 0; i < sizeof dirs / sizeof dirs[0]; i++) {
+		if (dirs[i].needs_root && !root)
+			continue;
+		char *p = util_path_join(top, dirs[i].dir);
+		why = NULL;
+		fd = trust_dir_open(p, &why);
+		if (dirs[i].why == NULL)
+			T_CHECK(fd >= 0 && why == NULL);
+		else
+			T_CHECK(fd < 0 && why && strstr(why, dirs[i].why));
+		if (fd >= 0)
+			close(fd);
+		free(why);
+		free(p);
+	}
+	char *p = util_path_join(top, "missing");
+	why = NULL;
+	errno = 0;
+	T_CHECK(trust_dir_open(p, &why) < 0 && why == NULL && errno == ENOENT);
+	free(p);
+	p = util_path_join(top, "own"); /* a file */
+	T_CHECK(trust_dir_open(p, &why) < 0 && why == NULL && errno == ENOTDIR);
+	free(p);
+	free(dir);
+}
+
 /* a path that would drive the terminal is shown escaped in the message */
 static void test_escaped(const char *top)
 {
@@ -194,6 +293,7 @@ int main(void)
 	T_CHECK(top != NULL);
 	if (top) {
 		test_table(top);
+		test_dir_reads(top);
 		test_escaped(top);
 		char *cmd = xasprintf("rm -rf '%s'", top);
 		T_CHECK(system(cmd) == 0);
