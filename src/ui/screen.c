@@ -422,6 +422,12 @@ int screen_init(const struct screen_cbs *cbs, const char *theme, char **theme_er
 		log_eprintf("error: cannot use terminal type '%s'\n", getenv("TERM") ? getenv("TERM") : "");
 		return -1;
 	}
+	/* ncurses (6.4) flushes its output after every cursor movement of a doupdate until the screen has once been
+	 * suspended and resumed (its endwin state stays "initial"): a frame of N scattered changes was N write()s,
+	 * and a guest's echo reached the terminal after a write of the cursor move alone. One endwin and doupdate
+	 * now, before anything is drawn, make every frame one write(). */
+	endwin();
+	doupdate();
 	S.active = true;
 	S.frames = 0;
 	S.credit_at = util_now_ms();
