@@ -114,6 +114,8 @@ for ((t = 1; t <= TRIALS; t++)); do
     verdict=
     until verdict=$(settled "mig-$t"); do
         ((SECONDS - t0 < 90)) || fail "trial $t (kill at $delay ms, phase then '$at_kill'): not settled: $verdict"
+        # a kill before libvirt's job began: the speed set above was the default, not the job's; again while it runs
+        ((slow)) && { virsh -q -c "$src" migrate-setspeed default_vm1 --bandwidth 8192 >/dev/null 2>&1 || true; }
         sleep 0.3
     done
     read -r ph on <<<"$verdict"
