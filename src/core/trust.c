@@ -220,34 +220,25 @@ int trust_dir_open(const char *path, char **why)
 	return fd;
 }
 
-char *trust_read_at(int dirfd, const char *dir, const char *name, size_t *len, char **why)
+/* What every read checks of the file it opened (the file that was checked, when want is given; a regular file;
+ * judged as a file of the trusted tree, by its real path): its text, or NULL with *w saying why (NULL: errno). */
+static char *read_opened(int fd, const char *path, const char *real, const struct stat *want, size_t *len, char **w)
 {
-	char *path = util_path_join(dir, name), *w = NULL, *text = NULL;
 	struct stat got;
-	int fd = -1, e = EPERM;
-	if (strchr(name, '/') || strcmp(name, ".") == 0 || strcmp(name, "..") == 0 || *name == '\0') {
-		w = says(path, "is not a name in its directory");
-		goto out;
-	}
-	fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
-	if (fd < 0) {
-		e = errno == ELOOP ? EPERM : errno;
-		if (errno == ELOOP)
-			w = says(path, "is a symbolic link");
-		goto out;
-	}
 	if (fstat(fd, &got) < 0)
-		e = errno;
+		return NULL;
+	if (want && (got.st_dev != want->st_dev || got.st_ino != want->st_ino))
+		*w = says(path, "was replaced while it was checked");
 	else if (!S_ISREG(got.st_mode))
-		w = says(path, "is not a regular file");
-	else if (judge(path, &got, true, false, &w) == 0)
-		text = read_fd(fd, len);
-	if (text == NULL && w == NULL)
-		e = errno;
-out:
-	if (fd >= 0)
-		close(fd);
-	free(path);
+		*w = says(path, "is not a regular file");
+	else if (judge(real, &got, true, false, w) == 0)
+		return read_fd(fd, len);
+	return NULL;
+}
+
+/* A read's end: w handed out (or freed), errno EPERM when refused, else e. */
+static char *read_end(char *text, char *w, int e, char **why)
+{
 	if (why)
 		*why = w;
 	else
@@ -256,41 +247,44 @@ out:
 	return text;
 }
 
+char *trust_read_at(int dirfd, const char *dir, const char *name, size_t *len, char **why)
+{
+	char *path = util_path_join(dir, name), *w = NULL, *text = NULL;
+	int e = EPERM;
+	if (strchr(name, '/') || strcmp(name, ".") == 0 || strcmp(name, "..") == 0 || *name == '\0') {
+		w = says(path, "is not a name in its directory");
+	} else {
+		int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
+		if (fd < 0 && errno == ELOOP) {
+			w = says(path, "is a symbolic link");
+		} else if (fd < 0) {
+			e = errno;
+		} else {
+			text = read_opened(fd, path, path, NULL, len, &w);
+			e = errno;
+			close(fd);
+		}
+	}
+	free(path);
+	return read_end(text, w, e, why);
+}
+
 char *trust_read_file(const char *path, size_t *len, char **why)
 {
-	struct stat want, got;
+	struct stat want;
 	char *r = NULL, *w = NULL, *text = NULL;
 	enum trust_result tr = check(path, &want, &r, &w);
-	if (tr != TRUST_OK) {
-		if (why)
-			*why = w;
-		else
-			free(w);
-		errno = tr == TRUST_MISSING ? ENOENT : EPERM;
-		return NULL;
-	}
+	if (tr != TRUST_OK)
+		return read_end(NULL, w, tr == TRUST_MISSING ? ENOENT : EPERM, why);
+	int e;
 	int fd = open(r, O_RDONLY | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
 	if (fd < 0) {
-		int e = errno;
-		free(r);
-		errno = e;
-		if (why)
-			*why = NULL;
-		return NULL;
+		e = errno;
+	} else {
+		text = read_opened(fd, path, r, &want, len, &w);
+		e = errno;
+		close(fd);
 	}
-	if (fstat(fd, &got) < 0 || got.st_dev != want.st_dev || got.st_ino != want.st_ino)
-		w = says(path, "was replaced while it was checked");
-	else if (!S_ISREG(got.st_mode))
-		w = says(path, "is not a regular file");
-	else if (judge(r, &got, true, false, &w) == 0)
-		text = read_fd(fd, len);
-	int e = errno;
-	close(fd);
 	free(r);
-	if (why)
-		*why = w;
-	else
-		free(w);
-	errno = w ? EPERM : e;
-	return text;
+	return read_end(text, w, e, why);
 }
