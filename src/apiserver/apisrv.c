@@ -533,14 +533,7 @@ static void state_free(struct apisrv *srv)
 	}
 	apis_storage_free(srv);
 	apis_secrets_free(srv);
-	const char *k;
-	void *v;
-	for (size_t it = 0; hmap_next(&srv->cache, &it, &k, &v);) {
-		struct cent *c = v;
-		free(c->text);
-		free(c);
-	}
-	hmap_free(&srv->cache);
+	apis_cache_free(srv);
 	apis_order_free(srv);
 	free(srv->kv.body);
 	free(srv->kv.text);

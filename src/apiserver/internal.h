@@ -400,6 +400,8 @@ void apis_cent_key(char *out, size_t len, const struct obj *o);
 void apis_ring_push(struct apisrv *srv, enum res r, const char *type, const struct obj *o, const char *text);
 bool apis_publish(struct apisrv *srv, json_object *j, char **body, char **text, uint64_t *rv);
 struct cent *apis_refresh(struct apisrv *srv, const struct obj *o, bool notify);
+/* Every served text dropped (the cache emptied and freed). */
+void apis_cache_free(struct apisrv *srv);
 void apis_on_store(void *arg, enum obj_kind kind, const struct obj *old, const struct obj *new_);
 /* Builds the texts of the store's objects in slices on the loop (the store is listened to already). */
 void apis_warm_start(struct apisrv *srv);

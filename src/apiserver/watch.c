@@ -124,6 +124,18 @@ static bool publish_sum(struct apisrv *srv, json_object *j, unsigned char sum[AP
 
 static void flush_gone(void *arg);
 
+void apis_cache_free(struct apisrv *srv)
+{
+	const char *k;
+	void *v;
+	for (size_t it = 0; hmap_next(&srv->cache, &it, &k, &v);) {
+		struct cent *c = v;
+		free(c->text);
+		free(c);
+	}
+	hmap_free(&srv->cache);
+}
+
 struct cent *apis_refresh(struct apisrv *srv, const struct obj *o, bool notify)
 {
 	char key[UID_LEN + 4];

@@ -443,6 +443,32 @@ static void list_check(struct apisrv *srv, const struct filter *f, size_t limit)
 	apis_items_free(all, n);
 }
 
+/* a test's server on one engine source, with an empty store, cache and watch ring */
+static void srv_init(struct apisrv *srv, struct source **src)
+{
+	srv->st = store_new();
+	srv->srcs = src;
+	srv->nsrcs = 1;
+	srv->ring_size = 16;
+	srv->ring = xcalloc(srv->ring_size, sizeof *srv->ring);
+	hmap_init(&srv->cache);
+}
+
+/* a test's server taken down: its listener, store, order, cached texts, watch ring and sources */
+static void srv_done(struct apisrv *srv, int lid)
+{
+	store_unlisten(srv->st, lid);
+	store_free(srv->st);
+	apis_order_free(srv);
+	apis_cache_free(srv);
+	for (size_t i = 0; i < srv->count; i++) {
+		obj_free(srv->ring[(srv->head + i) % srv->ring_size].o);
+		free(srv->ring[(srv->head + i) % srv->ring_size].text);
+	}
+	free(srv->ring);
+	source_free_all();
+}
+
 /* lists page through each kind's order: every limit, namespace (one that prefixes another's name too) and selector
  * gives the pages the whole sorted selection gives; a page looks at its own entries only; the order is built once
  * for all the pages, kept when an object changes (the change is served) and rebuilt when one comes or goes */
@@ -450,12 +476,7 @@ static void test_list_pages(void)
 {
 	struct apisrv srv = { 0 };
 	struct source *src = source_new(SOURCE_ENGINE, "host");
-	srv.st = store_new();
-	srv.srcs = &src;
-	srv.nsrcs = 1;
-	srv.ring_size = 16;
-	srv.ring = xcalloc(srv.ring_size, sizeof *srv.ring);
-	hmap_init(&srv.cache);
+	srv_init(&srv, &src);
 	int lid = store_listen(srv.st, apis_on_store, &srv);
 	const char *nss[] = { "b", "a", "b-x" };
 	const int N = 2000;
@@ -536,23 +557,7 @@ static void test_list_pages(void)
 	apis_items_free(all, n);
 	apisel_free(web);
 	apisel_free(none);
-	store_unlisten(srv.st, lid);
-	store_free(srv.st);
-	apis_order_free(&srv);
-	const char *k;
-	void *v;
-	for (size_t it = 0; hmap_next(&srv.cache, &it, &k, &v);) {
-		struct cent *c = v;
-		free(c->text);
-		free(c);
-	}
-	hmap_free(&srv.cache);
-	for (size_t i = 0; i < srv.count; i++) {
-		obj_free(srv.ring[(srv.head + i) % srv.ring_size].o);
-		free(srv.ring[(srv.head + i) % srv.ring_size].text);
-	}
-	free(srv.ring);
-	source_free_all();
+	srv_done(&srv, lid);
 }
 
 /* the objects the store held before the server listened (the engine's records) get their texts on the loop, in
@@ -562,12 +567,7 @@ static void test_warm(void)
 	loop_init();
 	struct apisrv srv = { 0 };
 	struct source *src = source_new(SOURCE_ENGINE, "host");
-	srv.st = store_new();
-	srv.srcs = &src;
-	srv.nsrcs = 1;
-	srv.ring_size = 16;
-	srv.ring = xcalloc(srv.ring_size, sizeof *srv.ring);
-	hmap_init(&srv.cache);
+	srv_init(&srv, &src);
 	const int N = 3000;
 	for (int i = 0; i < N; i++)
 		store_upsert(srv.st, list_vm(src, i % 2 ? "a" : "b", i, NULL));
@@ -586,19 +586,7 @@ static void test_warm(void)
 	T_EQ_INT(p.n, N);
 	T_EQ_INT(srv.rv, N);
 	apis_page_free(&p);
-	store_unlisten(srv.st, lid);
-	store_free(srv.st);
-	apis_order_free(&srv);
-	const char *k;
-	void *v;
-	for (size_t it = 0; hmap_next(&srv.cache, &it, &k, &v);) {
-		struct cent *c = v;
-		free(c->text);
-		free(c);
-	}
-	hmap_free(&srv.cache);
-	free(srv.ring);
-	source_free_all();
+	srv_done(&srv, lid);
 	loop_fini();
 }
 
