@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "core/hmap.h"
 #include "core/intern.h"
 #include "core/log.h"
 #include "core/loop.h"
@@ -331,20 +332,32 @@ bool epull_begin(struct evm *v)
 }
 
 /* The references every VM of this process's hosts uses, and those of other hosts' records on disk. */
+/* image joins the images in use (refs, n) unless it is there already: a host's VMs mostly share a few images, and
+ * the cache is told each once (at 100,000 VMs of one image: one reference to resolve, not 100,000) */
+static void ref_add(struct hmap *seen, char ***refs, int *n, const char *image)
+{
+	if (hmap_get(seen, image))
+		return;
+	char *s = xstrdup(image);
+	*refs = xreallocarray(*refs, (size_t)*n + 1, sizeof **refs);
+	(*refs)[(*n)++] = s;
+	hmap_put(seen, s, s);
+}
+
 void epull_sweep(void)
 {
 	char **refs = NULL;
 	int n = 0;
+	struct hmap seen;
+	hmap_init(&seen);
 	for (int h = 0; h < engine_g.nhosts; h++) {
 		const char *key;
 		void *val;
 		for (size_t it = 0; hmap_next(&engine_g.hosts[h]->vms, &it, &key, &val);) {
 			const struct evm *v = val;
 			for (int i = 0; v->m && i < v->m->nvols; i++)
-				if (v->m->vols[i].type == MF_VOL_CONTAINER && !v->deleting) {
-					refs = xreallocarray(refs, (size_t)n + 1, sizeof *refs);
-					refs[n++] = xstrdup(v->m->vols[i].image);
-				}
+				if (v->m->vols[i].type == MF_VOL_CONTAINER && !v->deleting)
+					ref_add(&seen, &refs, &n, v->m->vols[i].image);
 		}
 	}
 	/* records of hosts this process has not opened keep their images too */
@@ -368,10 +381,8 @@ void epull_sweep(void)
 			struct evm *tmp = xcalloc(1, sizeof *tmp);
 			if (text && record_load(tmp, text, &err) == 0)
 				for (int i = 0; tmp->m && i < tmp->m->nvols; i++)
-					if (tmp->m->vols[i].type == MF_VOL_CONTAINER) {
-						refs = xreallocarray(refs, (size_t)n + 1, sizeof *refs);
-						refs[n++] = xstrdup(tmp->m->vols[i].image);
-					}
+					if (tmp->m->vols[i].type == MF_VOL_CONTAINER)
+						ref_add(&seen, &refs, &n, tmp->m->vols[i].image);
 			evm_free(tmp);
 			free(err);
 			free(text);
@@ -388,6 +399,7 @@ void epull_sweep(void)
 	int removed = 0;
 	if (imgcache_sweep((const char *const *)refs, n, &removed) == 0 && removed)
 		log_info("engine: image cache: %d unused files removed", removed);
+	hmap_free(&seen);
 	for (int i = 0; i < n; i++)
 		free(refs[i]);
 	free(refs);
