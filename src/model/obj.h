@@ -57,25 +57,26 @@ struct state_change { /* VM status.stateChangeRequests[] */
 	char uid[UID_LEN];
 };
 
+/* The kinds' structs are ordered by alignment (pointers, 8-byte, 4-byte, bytes) so that nothing pads. */
 struct vm {
 	struct obj o;
 	const char *run_strategy;     /* Always, RerunOnFailure, Once, Manual, Halted; spec.running mapped */
-	bool running_field;           /* spec.running was used (deprecated) */
-	bool run_conflict;            /* both spec.running and spec.runStrategy set (the API rejects it) */
 	const char *printable_status; /* 17 values, see KUBEVIRT.md */
-	bool ready;                   /* status.ready */
-	bool created_vmi;             /* status.created */
 	struct cond *conds;
-	int nconds;
 	struct state_change *scr;
+	char *instancetype;           /* spec.instancetype.name, owned */
+	char *memory;                 /* template memory guest or requests, e.g. "256Mi", owned */
+	int64_t start_retry_after;    /* status.startFailure.retryAfterTimestamp */
+	uint64_t desired_generation, observed_generation;
+	int nconds;
 	int nscr;
 	int start_failures;           /* status.startFailure.consecutiveFailCount */
-	int64_t start_retry_after;    /* status.startFailure.retryAfterTimestamp */
-	char start_fail_vmi[UID_LEN]; /* status.startFailure.lastFailedVMIUID */
-	uint64_t desired_generation, observed_generation;
-	char *instancetype;           /* spec.instancetype.name, owned */
 	int cpu_cores;                /* template domain.cpu.cores (for the engine and the detail view) */
-	char *memory;                 /* template memory guest or requests, e.g. "256Mi", owned */
+	bool running_field;           /* spec.running was used (deprecated) */
+	bool run_conflict;            /* both spec.running and spec.runStrategy set (the API rejects it) */
+	bool ready;                   /* status.ready */
+	bool created_vmi;             /* status.created */
+	char start_fail_vmi[UID_LEN]; /* status.startFailure.lastFailedVMIUID */
 };
 
 struct phase_time {
@@ -112,27 +113,29 @@ struct port_fwd {
 
 struct vmi {
 	struct obj o;
-	char vm_uid[UID_LEN];        /* ownerReferences kind VirtualMachine */
 	const char *phase;           /* "" when unset */
 	const char *reason;          /* status.reason (e.g. NodeUnresponsive), NULL when unset */
 	const char *node;
 	char *ip;                    /* status.interfaces[0].ipAddress */
-	char **ips; int nips;        /* every interface address (owned) */
+	char **ips;                  /* every interface address (owned) */
 	const char **ip_ifaces;      /* engine: the interface of each of ips (interned), or NULL */
 	const char **ip_guest_ifs;   /* engine: the guest's interface name of each of ips the guest agent reports
 				      * (interned; NULL entries), or NULL: interfaceName, infoSource "domain, guest-agent" */
-	struct port_fwd *fwds; int nfwds; /* engine: forwarded ports */
+	struct port_fwd *fwds;       /* engine: forwarded ports */
 	struct cond *conds;
-	int nconds;
 	struct phase_time *phases;
-	int nphases;
 	char *guest_os;              /* guestOSInfo.prettyName or name + version */
 	char *agent_version;
 	struct active_pod *active;
-	int nactive;
 	struct migration_state *mig; /* NULL without status.migrationState: read through vmi_mig() */
 	const char *eviction;        /* spec.evictionStrategy */
+	int nips;
+	int nfwds;
+	int nconds;
+	int nphases;
+	int nactive;
 	bool software_emulation;
+	char vm_uid[UID_LEN];        /* ownerReferences kind VirtualMachine */
 };
 
 struct container_status {
@@ -156,7 +159,6 @@ struct container_status {
 
 struct pod {
 	struct obj o;
-	char vmi_uid[UID_LEN];      /* ownerReferences kind VirtualMachineInstance (controller) */
 	const char *owner_kind_other; /* when the controller owner is not a VMI: its kind (interned), else NULL */
 	const char *vm_name;        /* label vm.kubevirt.io/name (deprecated; shown only) */
 	const char *phase;
@@ -164,21 +166,22 @@ struct pod {
 	const char *reason;         /* pod status.reason (Evicted, ...) */
 	char *message;
 	struct cond *conds;         /* PodScheduled, Initialized, ContainersReady, Ready */
-	int nconds;
 	struct container_status *containers;
+	const char *spec_names;     /* spec.containers' names, each ending in '\n' (interned), NULL unknown */
+	const char *spec_init_names; /* spec.initContainers' names, the same way */
+	const char *default_container; /* annotation kubectl.kubernetes.io/default-container (interned), NULL none */
+	char *ip;
+	/* engine launcher: the QEMU process */
+	char *cmdline;
+	char *log_path;
+	int pid;                    /* served as the annotation POD_QEMU_PID_ANNOTATION */
+	int nconds;
 	int ncontainers;
 	int ready_containers;
 	int spec_containers;        /* len(spec.containers): READY's denominator, as kubectl prints it */
 	int spec_init_containers;   /* len(spec.initContainers): kubectl's Init:I/N */
-	const char *spec_names;     /* spec.containers' names, each ending in '\n' (interned), NULL unknown */
-	const char *spec_init_names; /* spec.initContainers' names, the same way */
-	const char *default_container; /* annotation kubectl.kubernetes.io/default-container (interned), NULL none */
 	int restarts;
-	char *ip;
-	/* engine launcher: the QEMU process */
-	int pid;                    /* served as the annotation POD_QEMU_PID_ANNOTATION */
-	char *cmdline;
-	char *log_path;
+	char vmi_uid[UID_LEN];      /* ownerReferences kind VirtualMachineInstance (controller) */
 };
 
 /* The engine service's launcher pods: the QEMU's pid (decimal), an annotation (KubeVirt's pods have none). */
@@ -192,10 +195,10 @@ struct event {
 	const char *inv_kind;    /* involvedObject */
 	char *inv_name;
 	const char *inv_ns;
-	char inv_uid[UID_LEN];
+	const char *component;   /* source.component / reportingController */
 	int count;
 	uint32_t first, last;    /* firstTimestamp/lastTimestamp (or eventTime / series), epoch seconds */
-	const char *component;   /* source.component / reportingController */
+	char inv_uid[UID_LEN];
 };
 
 /* Allocation by kind, zeroed, o.kind set. */
