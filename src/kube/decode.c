@@ -658,8 +658,8 @@ static void decode_pod(struct obj *o, const struct jv *item)
 	juid(owner, "uid", p->vmi_uid);
 	if (other)
 		p->owner_kind_other = intern_cap(other, strlen(other));
-	const char *vmname = obj_label(&p->o, "vm.kubevirt.io/name");
-	p->vm_name = vmname ? intern_cap(vmname, strlen(vmname)) : NULL;
+	/* the label's own bytes, not an interned copy (one per VM, never freed): packing keeps it in the labels */
+	p->vm_name = obj_label(&p->o, "vm.kubevirt.io/name");
 
 	const struct jv *annotations = jobj(meta, "annotations");
 	const struct jv *pid = annotations ? jmember(annotations, POD_QEMU_PID_ANNOTATION) : NULL;

@@ -145,6 +145,7 @@ struct migration_state *vmi_mig_set(struct vmi *v)
 }
 
 static size_t labels_len(const char *l);
+static size_t labels_pack(char *dst, const struct obj *o);
 
 /* ---- packing: two passes over the owned parts, one measuring, one copying into the block ---- */
 
@@ -181,11 +182,18 @@ static struct cond *pk_conds(struct packer *k, const struct cond *c, int n)
 	return d;
 }
 
-/* Points o's owned parts at copies made by k (o is the block's struct, or a scratch copy while measuring). */
-static void pk_relink(struct obj *o, struct packer *k)
+/* Points o's owned parts at copies made by k (o is the block's struct, or a scratch copy while measuring; orig the
+ * object copied, its parts intact). */
+static void pk_relink(struct obj *o, const struct obj *orig, struct packer *k)
 {
 	o->name = pk_str(k, o->name);
-	o->labels = o->labels ? pk_mem(k, o->labels, labels_len(o->labels), 1) : NULL;
+	if (o->labels) { /* re-encoded compactly (labels_pack) */
+		size_t n = labels_pack(NULL, orig);
+		o->labels = pk_mem(k, o->labels, 0, 1);
+		if (o->labels)
+			labels_pack(o->labels, orig);
+		k->off += n;
+	}
 	switch (o->kind) {
 	case OBJ_VM: {
 		struct vm *v = (struct vm *)o;
@@ -230,6 +238,13 @@ static void pk_relink(struct obj *o, struct packer *k)
 	}
 	case OBJ_POD: {
 		struct pod *p = (struct pod *)o;
+		/* vm_name may be one of the labels' values (the decoder's): then it points into their copy */
+		const char *vmn = ((const struct pod *)orig)->vm_name, *vmn_key = NULL;
+		for (const char *it = NULL, *key, *val; vmn && !vmn_key && obj_label_next(orig, &it, &key, &val);)
+			if (val == vmn)
+				vmn_key = key;
+		if (vmn_key)
+			p->vm_name = o->labels ? obj_label(o, vmn_key) : NULL;
 		p->message = pk_str(k, p->message);
 		p->conds = pk_conds(k, p->conds, p->nconds);
 		struct container_status *cs = p->containers;
@@ -266,19 +281,28 @@ struct obj *obj_pack_copy(const struct obj *o)
 	size_t size = kinds[o->kind].size;
 	memcpy(&scratch, o, size);
 	struct packer k = { .base = NULL, .off = size };
-	pk_relink((struct obj *)&scratch, &k);
+	pk_relink((struct obj *)&scratch, o, &k);
 	char *blk = xmalloc(k.off);
 	memcpy(blk, o, size);
-	k = (struct packer){ .base = blk, .off = size };
-	pk_relink((struct obj *)blk, &k);
 	struct obj *p = (struct obj *)blk;
-	p->flags |= OBJ_F_PACKED;
+	p->flags |= OBJ_F_PACKED; /* before the relink: the pod's vm_name is looked up in the packed labels */
+	k = (struct packer){ .base = blk, .off = size };
+	pk_relink(p, o, &k);
 	return p;
 }
 
 /* Labels are packed as entries of a tag byte, the key when the tag is LABEL_LITERAL, and the value, each
- * NUL-terminated, ended by a zero byte: the keys KubeVirt puts on every VMI and launcher pod take one byte. */
+ * NUL-terminated, ended by a zero byte: the keys KubeVirt puts on every VMI and launcher pod take one byte.
+ * In a packed object (read-only) a value may also be a reference, LABEL_REF then one byte: LABEL_REF_NAME the
+ * object's name, LABEL_REF_OWNER its owner's UID (a pod's VMI, a VMI's VM), LABEL_REF_ENTRY + i the value of the
+ * entry i; a literal value that starts with LABEL_REF or LABEL_ESC gets LABEL_ESC before it. KubeVirt repeats
+ * the VM's name (kubevirt.io/vm, kubevirt.io/domain, vm.kubevirt.io/name) and the VMI's UID (created-by). */
 #define LABEL_LITERAL 0xffu
+#define LABEL_REF 0x01
+#define LABEL_ESC 0x02
+#define LABEL_REF_NAME 1u
+#define LABEL_REF_OWNER 2u
+#define LABEL_REF_ENTRY 3u
 
 static const char *const label_keys[] = {
 	NULL, /* tag 0 ends the labels */
@@ -337,11 +361,17 @@ size_t obj_labels_encode(char *dst, const char *const *keys, const char *const *
 	return off + 1;
 }
 
-bool obj_label_next(const struct obj *o, const char **it, const char **key, const char **value)
+/* The UID a packed label value may refer to, "" when the kind has no owner. */
+static const char *label_owner_uid(const struct obj *o)
 {
-	const char *p = *it ? *it : o->labels;
-	if (p == NULL || *p == '\0')
-		return false;
+	return o->kind == OBJ_POD ? ((const struct pod *)o)->vmi_uid
+	       : o->kind == OBJ_VMI ? ((const struct vmi *)o)->vm_uid
+				    : "";
+}
+
+/* Steps over the entry at p; *key and *raw (its value as stored) set. */
+static const char *label_entry(const char *p, const char **key, const char **raw)
+{
 	unsigned tag = (unsigned char)*p++;
 	if (tag == LABEL_LITERAL) {
 		*key = p;
@@ -349,9 +379,85 @@ bool obj_label_next(const struct obj *o, const char **it, const char **key, cons
 	} else {
 		*key = tag < LABEL_KEYS ? label_keys[tag] : "?";
 	}
-	*value = p;
-	*it = p + strlen(p) + 1;
+	*raw = p;
+	return p + strlen(p) + 1;
+}
+
+/* A stored value as read: references of packed objects resolved (they name literal values only). */
+static const char *label_value(const struct obj *o, const char *raw)
+{
+	if (!(o->flags & OBJ_F_PACKED))
+		return raw;
+	if (raw[0] == LABEL_ESC)
+		return raw + 1;
+	if (raw[0] != LABEL_REF)
+		return raw;
+	unsigned r = (unsigned char)raw[1];
+	if (r == LABEL_REF_NAME)
+		return o->name ? o->name : "";
+	if (r == LABEL_REF_OWNER)
+		return label_owner_uid(o);
+	const char *p = o->labels, *key, *v = "";
+	for (unsigned i = 0; i <= r - LABEL_REF_ENTRY && *p; i++)
+		p = label_entry(p, &key, &v);
+	return label_value(o, v);
+}
+
+bool obj_label_next(const struct obj *o, const char **it, const char **key, const char **value)
+{
+	const char *p = *it ? *it : o->labels;
+	if (p == NULL || *p == '\0')
+		return false;
+	const char *raw;
+	*it = label_entry(p, key, &raw);
+	*value = label_value(o, raw);
 	return true;
+}
+
+/* o's labels re-encoded for its packed copy at dst (NULL: only measures): values equal to the name, the owner's UID
+ * or an earlier literal value become references. Returns the bytes, terminator included. */
+static size_t labels_pack(char *dst, const struct obj *o)
+{
+	const char *name = o->name ? o->name : "", *owner = label_owner_uid(o);
+	const char *vals[LABEL_REF_ENTRY + 256];
+	bool literal[LABEL_REF_ENTRY + 256];
+	size_t off = 0;
+	unsigned i = 0;
+	for (const char *it = NULL, *k, *v; obj_label_next(o, &it, &k, &v); i++) {
+		off += label_put(dst ? dst + off : NULL, k, "") - 1; /* the tag and key */
+		size_t vl = strlen(v);
+		unsigned ref = 0;
+		if (vl >= 3 && strcmp(v, name) == 0)
+			ref = LABEL_REF_NAME;
+		else if (vl >= 3 && strcmp(v, owner) == 0)
+			ref = LABEL_REF_OWNER;
+		for (unsigned j = 0; vl >= 3 && ref == 0 && j < i && j < 256 - LABEL_REF_ENTRY; j++)
+			if (literal[j] && strcmp(vals[j], v) == 0)
+				ref = LABEL_REF_ENTRY + j;
+		if (i < sizeof vals / sizeof vals[0]) {
+			vals[i] = v;
+			literal[i] = ref == 0;
+		}
+		if (ref) {
+			if (dst) {
+				dst[off] = LABEL_REF;
+				dst[off + 1] = (char)ref;
+				dst[off + 2] = '\0';
+			}
+			off += 3;
+			continue;
+		}
+		bool esc = v[0] == LABEL_REF || v[0] == LABEL_ESC;
+		if (dst) {
+			if (esc)
+				dst[off] = LABEL_ESC;
+			memcpy(dst + off + esc, v, vl + 1);
+		}
+		off += esc + vl + 1;
+	}
+	if (dst)
+		dst[off] = '\0';
+	return off + 1;
 }
 
 const char *obj_label(const struct obj *o, const char *k)

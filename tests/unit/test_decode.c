@@ -1,6 +1,8 @@
 /* Unit tests of the JSON decoder (kube/decode.c): KubeVirt's round-trip fixtures, a launcher pod, core and
  * series events, and bad input (wrong types, missing identity, huge strings, deep garbage). */
 #include <json-c/json.h>
+#include <malloc.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -195,6 +197,65 @@ static void test_pod(void)
 out:
 	obj_free(&p->o);
 	json_object_put(j);
+}
+
+/* The labels of o as "k=v;" pairs, in order. */
+static char *labels_text(const struct obj *o)
+{
+	struct buf b = { 0 };
+	for (const char *it = NULL, *k, *v; obj_label_next(o, &it, &k, &v);)
+		buf_printf(&b, "%s=%s;", k, v);
+	return buf_steal(&b);
+}
+
+/* Packing re-encodes labels with references (to the name, the owner's UID, an earlier value): read back, they
+ * are the same pairs in the same order, also when a packed object is packed again; a pod's vm_name taken from
+ * its labels follows them into the block. */
+static void test_packed_labels(void)
+{
+	struct pod *p = (struct pod *)obj_new(OBJ_POD);
+	p->o.src = src;
+	p->o.name = xstrdup("virt-launcher-testvm-abcde");
+	snprintf(p->o.uid, sizeof p->o.uid, "%s", "11111111-2222-4333-8444-555555555555");
+	snprintf(p->vmi_uid, sizeof p->vmi_uid, "%s", "0f0e0d0c-0b0a-4909-8807-060504030201");
+	obj_label_add(&p->o, "kubevirt.io", "virt-launcher");
+	obj_label_add(&p->o, "kubevirt.io/created-by", p->vmi_uid);
+	obj_label_add(&p->o, "vm.kubevirt.io/name", "testvm");
+	obj_label_add(&p->o, "kubevirt.io/domain", "testvm");
+	obj_label_add(&p->o, "kubevirt.io/vm", "testvm");
+	obj_label_add(&p->o, "self", "virt-launcher-testvm-abcde");
+	obj_label_add(&p->o, "short", "ab");
+	obj_label_add(&p->o, "short2", "ab");
+	obj_label_add(&p->o, "empty", "");
+	obj_label_add(&p->o, "odd1", "\x01\x03x");
+	obj_label_add(&p->o, "odd2", "\x02y");
+	obj_label_add(&p->o, "odd3", "\x01\x03x");
+	for (int i = 0; i < 300; i++) { /* past the entries a reference can name */
+		char k[16];
+		snprintf(k, sizeof k, "k%d", i);
+		obj_label_add(&p->o, k, i % 2 ? "testvm" : "same-value");
+	}
+	p->vm_name = obj_label(&p->o, "vm.kubevirt.io/name");
+	char *want = labels_text(&p->o);
+	struct pod *a = (struct pod *)obj_pack_copy(&p->o);
+	struct pod *b = (struct pod *)obj_pack_copy(&a->o);
+	char *got_a = labels_text(&a->o), *got_b = labels_text(&b->o);
+	T_EQ_STR(got_a, want);
+	T_EQ_STR(got_b, want);
+	T_EQ_STR(pod_created_by(a), "0f0e0d0c-0b0a-4909-8807-060504030201");
+	T_EQ_STR(obj_label(&b->o, "kubevirt.io/vm"), "testvm");
+	T_EQ_STR(obj_label(&b->o, "odd3"), "\x01\x03x");
+	T_EQ_STR(a->vm_name, "testvm");
+	T_EQ_STR(b->vm_name, "testvm");
+	uintptr_t at = (uintptr_t)b->vm_name, lo = (uintptr_t)b, hi = lo + malloc_usable_size(b);
+	T_CHECK(at > lo && at < hi);
+	T_CHECK(obj_heap_size(&a->o) < obj_heap_size(&p->o));
+	free(want);
+	free(got_a);
+	free(got_b);
+	obj_free(&b->o);
+	obj_free(&a->o);
+	obj_free(&p->o);
 }
 
 static void test_pod_owner_other(void)
@@ -456,6 +517,7 @@ int main(void)
 	test_vmi_roundtrip();
 	test_vmi_engine_ports();
 	test_pod();
+	test_packed_labels();
 	test_pod_owner_other();
 	test_events();
 	test_running_mapping();
