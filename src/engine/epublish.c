@@ -94,7 +94,7 @@ static void add_cond(struct cond **conds, int *n, const char *type, bool status,
 	struct cond *c = &(*conds)[(*n)++];
 	memset(c, 0, sizeof *c);
 	c->type = intern(type);
-	c->status = intern(status ? "True" : "False");
+	c->stat = status ? COND_TRUE : COND_FALSE;
 	c->reason = intern(reason);
 	c->message = xstrdup0(message);
 	c->last_transition = at;

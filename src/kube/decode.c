@@ -244,11 +244,10 @@ static struct cond *decode_conds(const struct jv *arr, int *n)
 			continue; /* a condition without a type cannot be read whole */
 		struct cond *d = &c[(*n)++];
 		d->type = type;
-		d->status = jword(e, "status");
+		d->stat = cond_status_of(jword(e, "status"));
 		d->reason = jword(e, "reason");
 		d->message = jdup(e, "message", KUBE_DECODE_MSG_MAX);
 		d->last_transition = jtime(e, "lastTransitionTime");
-		d->last_probe = jtime(e, "lastProbeTime");
 	}
 	return *n ? c : NULL;
 }

@@ -75,7 +75,7 @@ static const struct cond *vmi_cond(const struct diag_ctx *x, const char *type)
 
 static bool cond_false(const struct cond *c)
 {
-	return c && c->status && strcmp(c->status, "True") != 0;
+	return c && cond_status(c) && strcmp(cond_status(c), "True") != 0;
 }
 
 static int64_t latest(int64_t a, int64_t b)
@@ -148,7 +148,7 @@ static void ev_cond(struct diag_ctx *x, const struct obj *o, const struct cond *
 	ago(x->now, c->last_transition, when, sizeof when);
 	char *n = esc(o->name, 256), *r = esc(c->reason, 128), *m = esc(c->message, 1024);
 	ev_text(x, o, "%s %s/%s condition %s=%s reason=%s (%s): \"%s\"", obj_kind_title(o->kind), o->ns, n, c->type,
-		c->status ? c->status : "?", c->reason ? r : "-", when, m);
+		cond_status(c) ? cond_status(c) : "?", c->reason ? r : "-", when, m);
 	free(n);
 	free(r);
 	free(m);
@@ -362,7 +362,7 @@ static void ev_start_failure(struct diag_ctx *x)
 static bool m_vm_manual_recovery(struct diag_ctx *x)
 {
 	const struct cond *c = x->vm ? cond_find(x->vm->conds, x->vm->nconds, "ManualRecoveryRequired") : NULL;
-	if (c == NULL || !eq(c->status, "True"))
+	if (c == NULL || !eq(cond_status(c), "True"))
 		return false;
 	ev_cond(x, &x->vm->o, c);
 	ev_events(x, &x->vm->o, NULL, 3);
@@ -532,7 +532,7 @@ static bool m_vm_stopping(struct diag_ctx *x)
 static bool m_vm_restart_required(struct diag_ctx *x)
 {
 	const struct cond *c = x->vm ? cond_find(x->vm->conds, x->vm->nconds, "RestartRequired") : NULL;
-	if (c == NULL || !eq(c->status, "True"))
+	if (c == NULL || !eq(cond_status(c), "True"))
 		return false;
 	ev_cond(x, &x->vm->o, c);
 	return true;
@@ -1008,7 +1008,7 @@ static bool m_launcher_phase_other(struct diag_ctx *x)
 static bool m_guest_paused(struct diag_ctx *x)
 {
 	const struct cond *c = vmi_cond(x, "Paused");
-	if (!(c && eq(c->status, "True")) && !vm_status_is(x, "Paused"))
+	if (!(c && eq(cond_status(c), "True")) && !vm_status_is(x, "Paused"))
 		return false;
 	if (c)
 		ev_cond(x, &x->vmi->o, c);
@@ -1045,7 +1045,7 @@ static bool m_guest_agent_missing(struct diag_ctx *x)
 static bool m_guest_agent_unsupported(struct diag_ctx *x)
 {
 	const struct cond *c = vmi_cond(x, "AgentVersionNotSupported");
-	if (!(c && eq(c->status, "True")))
+	if (!(c && eq(cond_status(c), "True")))
 		return false;
 	ev_cond(x, &x->vmi->o, c);
 	return true;

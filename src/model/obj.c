@@ -486,7 +486,20 @@ const struct cond *cond_find(const struct cond *conds, int n, const char *type)
 bool cond_is_true(const struct cond *conds, int n, const char *type)
 {
 	const struct cond *c = cond_find(conds, n, type);
-	return c && c->status && strcmp(c->status, "True") == 0;
+	return c && c->stat == COND_TRUE;
+}
+
+const char *cond_status(const struct cond *c)
+{
+	static const char *const text[] = { [COND_TRUE] = "True", [COND_FALSE] = "False", [COND_UNKNOWN] = "Unknown" };
+	return c->stat < sizeof text / sizeof text[0] ? text[c->stat] : NULL;
+}
+
+uint8_t cond_status_of(const char *s)
+{
+	if (s == NULL)
+		return COND_UNSET;
+	return strcmp(s, "True") == 0 ? COND_TRUE : strcmp(s, "False") == 0 ? COND_FALSE : COND_UNKNOWN;
 }
 
 static size_t sz(const void *p)

@@ -15,14 +15,17 @@ enum obj_kind { OBJ_VM, OBJ_VMI, OBJ_POD, OBJ_EVENT, OBJ_KIND_COUNT };
 
 #define UID_LEN 37 /* canonical UUID text plus NUL */
 
-/* A condition is always read whole. type/status/reason interned; message owned. */
+/* A condition's status: a byte, not a pointer (32 bytes a condition, not 40). */
+enum cond_status { COND_UNSET, COND_TRUE, COND_FALSE, COND_UNKNOWN };
+
+/* A condition is always read whole. type/reason interned; message owned. lastProbeTime is not kept (nothing shows
+ * it). */
 struct cond {
 	const char *type;
-	const char *status; /* "True", "False", "Unknown" */
 	const char *reason;
 	char *message;
 	uint32_t last_transition; /* epoch seconds (32 bits hold them until 2106), 0 unknown */
-	uint32_t last_probe;
+	uint8_t stat;             /* enum cond_status: read with cond_status() */
 };
 
 /* Fields every object has, ordered so that nothing pads (104 bytes: tens of thousands are held). */
@@ -233,6 +236,11 @@ bool obj_label_next(const struct obj *o, const char **it, const char **key, cons
 bool vm_will_run(const struct vm *vm, const struct vmi *vmi);
 
 /* Condition helpers. */
+/* "True", "False", "Unknown", or NULL when unset. */
+const char *cond_status(const struct cond *c);
+/* The status of a status text: unset for NULL, Unknown for any other text than True or False (the API allows no
+ * other). */
+uint8_t cond_status_of(const char *s);
 const struct cond *cond_find(const struct cond *conds, int n, const char *type);
 bool cond_is_true(const struct cond *conds, int n, const char *type);
 

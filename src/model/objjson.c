@@ -54,7 +54,7 @@ static struct json_object *conds_json(const struct cond *c, int n)
 		json_object_object_add(j, "lastTransitionTime", time_json(c[i].last_transition));
 		put_str(j, "message", c[i].message);
 		put_str(j, "reason", c[i].reason);
-		put_str(j, "status", c[i].status);
+		put_str(j, "status", cond_status(&c[i]));
 		put_str(j, "type", c[i].type);
 		json_object_array_add(a, j);
 	}

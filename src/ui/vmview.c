@@ -91,7 +91,7 @@ static void conds(struct panel *p, const struct cond *c, int n)
 	for (int i = 0; i < n; i++) {
 		char a[40];
 		ago(c[i].last_transition, a, sizeof a);
-		pl(p, theme_status_attr(c[i].status), "%s=%s %s %s", nz(c[i].type), nz(c[i].status),
+		pl(p, theme_status_attr(cond_status(&c[i])), "%s=%s %s %s", nz(c[i].type), nz(cond_status(&c[i])),
 		   c[i].reason ? c[i].reason : "", a);
 		if (c[i].message && *c[i].message)
 			pl(p, theme_attr(THEME_DIM), "  %s", c[i].message);
@@ -214,7 +214,7 @@ static void guest_panel(struct panel *p, const struct vmi *vmi)
 		return;
 	}
 	const struct cond *a = cond_find(vmi->conds, vmi->nconds, "AgentConnected");
-	pl(p, theme_status_attr(a ? a->status : NULL), "AgentConnected: %s", a ? nz(a->status) : "not reported");
+	pl(p, theme_status_attr(a ? cond_status(a) : NULL), "AgentConnected: %s", a ? nz(cond_status(a)) : "not reported");
 	pl(p, 0, "os: %s", nz(vmi->guest_os));
 	if (vmi->agent_version)
 		pl(p, 0, "agent: %s", vmi->agent_version);

@@ -44,11 +44,12 @@ static void test_vm_roundtrip(void)
 	T_EQ_INT(v->nconds, 1);
 	if (v->nconds == 1) {
 		T_EQ_STR(v->conds[0].type, "typeValue");
-		T_EQ_STR(v->conds[0].status, "statusValue");
+		/* a status is True, False or Unknown (the API allows no other): any other text reads as Unknown */
+		T_EQ_INT(v->conds[0].stat, COND_UNKNOWN);
+		T_EQ_STR(cond_status(&v->conds[0]), "Unknown");
 		T_EQ_STR(v->conds[0].reason, "reasonValue");
 		T_EQ_STR(v->conds[0].message, "messageValue");
 		T_EQ_INT(v->conds[0].last_transition, fixture_ts("1982-01-01T01:01:01Z"));
-		T_EQ_INT(v->conds[0].last_probe, fixture_ts("1987-01-01T01:01:01Z"));
 	}
 	T_EQ_INT(v->nscr, 1);
 	if (v->nscr == 1) {
@@ -177,6 +178,16 @@ static void test_pod(void)
 	T_EQ_STR(p->ip, "10.244.1.17");
 	T_EQ_INT(p->nconds, 4);
 	T_CHECK(cond_is_true(p->conds, p->nconds, "Ready"));
+	T_EQ_STR(cond_status(cond_find(p->conds, p->nconds, "Ready")), "True");
+	/* the statuses as bytes: the three texts the API allows, unset without one */
+	T_EQ_INT(cond_status_of("True"), COND_TRUE);
+	T_EQ_INT(cond_status_of("False"), COND_FALSE);
+	T_EQ_INT(cond_status_of("Unknown"), COND_UNKNOWN);
+	T_EQ_INT(cond_status_of(NULL), COND_UNSET);
+	for (int s = COND_UNSET; s <= COND_UNKNOWN; s++) {
+		struct cond c = { .stat = (uint8_t)s };
+		T_EQ_INT(cond_status_of(cond_status(&c)), s);
+	}
 	T_EQ_INT(p->ncontainers, 3);
 	if (p->ncontainers == 3) {
 		T_CHECK(p->containers[0].init);
@@ -476,7 +487,7 @@ static void test_wrong_types(void)
 				struct vm *v = (struct vm *)o;
 				T_EQ_INT(v->o.created, 0);
 				T_EQ_INT(v->nconds, 1);
-				T_CHECK(v->nconds == 1 && v->conds[0].status == NULL && v->conds[0].last_transition == 0);
+				T_CHECK(v->nconds == 1 && cond_status(&v->conds[0]) == NULL && v->conds[0].last_transition == 0);
 			}
 			obj_free(o);
 		}

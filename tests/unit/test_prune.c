@@ -99,10 +99,10 @@ static void fp_conds(struct buf *b, const struct cond *c, int n)
 {
 	for (int i = 0; i < n; i++) {
 		fp_str(b, c[i].type);
-		fp_str(b, c[i].status);
+		fp_str(b, cond_status(&c[i]));
 		fp_str(b, c[i].reason);
 		fp_str(b, c[i].message);
-		buf_printf(b, "%lld,%lld|", (long long)c[i].last_transition, (long long)c[i].last_probe);
+		buf_printf(b, "%lld|", (long long)c[i].last_transition);
 	}
 }
 
