@@ -312,8 +312,9 @@ void evm_publish(struct evm *v)
 		add_cond(&vm->conds, &vm->nconds, "RestartRequired", true, "",
 			 "the manifest changed since this instance started; restart to apply it", now);
 	if (v->failures > 1) {
-		vm->start_failures = v->failures;
-		vm->start_retry_after = v->retry_after;
+		struct start_failure *f = vm_start_failure_set(vm);
+		f->failures = v->failures;
+		f->retry_after = v->retry_after;
 	}
 	if (v->req_start || v->req_stop) {
 		vm->scr = xcalloc(1, sizeof *vm->scr);

@@ -420,9 +420,10 @@ static void decode_vm(struct obj *o, const struct jv *item)
 
 	const struct jv *sf = jobj(status, "startFailure");
 	if (sf) {
-		v->start_failures = (int)jint(sf, "consecutiveFailCount", 0, 0, INT32_MAX);
-		v->start_retry_after = jtime(sf, "retryAfterTimestamp");
-		juid(sf, "lastFailedVMIUID", v->start_fail_vmi);
+		struct start_failure *f = v->sf = scratch_alloc(sizeof *v->sf);
+		f->failures = (int)jint(sf, "consecutiveFailCount", 0, 0, INT32_MAX);
+		f->retry_after = jtime(sf, "retryAfterTimestamp");
+		juid(sf, "lastFailedVMIUID", f->vmi);
 	}
 	v->observed_generation = (uint64_t)jint(status, "observedGeneration", 0, 0, INT64_MAX);
 	v->desired_generation = (uint64_t)jint(status, "desiredGeneration", 0, 0, INT64_MAX);

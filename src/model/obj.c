@@ -67,6 +67,7 @@ void obj_free(struct obj *o)
 		struct vm *v = (struct vm *)o;
 		conds_free(v->conds, v->nconds);
 		free(v->scr);
+		free(v->sf);
 		free(v->instancetype);
 		free(v->memory);
 		break;
@@ -127,6 +128,19 @@ bool vm_will_run(const struct vm *vm, const struct vmi *vmi)
 	if (strcmp(rs, "Always") == 0)
 		return true;
 	return strcmp(rs, "RerunOnFailure") == 0 && !(vmi && vmi->phase && strcmp(vmi->phase, "Succeeded") == 0);
+}
+
+const struct start_failure *vm_start_failure(const struct vm *v)
+{
+	static const struct start_failure none;
+	return v->sf ? v->sf : &none;
+}
+
+struct start_failure *vm_start_failure_set(struct vm *v)
+{
+	if (v->sf == NULL)
+		v->sf = xcalloc(1, sizeof *v->sf);
+	return v->sf;
 }
 
 const struct migration_state *vmi_mig(const struct vmi *v)
@@ -199,13 +213,13 @@ static void pk_relink(struct obj *o, const struct obj *orig, struct packer *k)
 		struct vm *v = (struct vm *)o;
 		v->conds = pk_conds(k, v->conds, v->nconds);
 		v->scr = pk_mem(k, v->scr, (size_t)v->nscr * sizeof *v->scr, _Alignof(struct state_change));
+		v->sf = pk_mem(k, v->sf, sizeof *v->sf, _Alignof(struct start_failure));
 		v->instancetype = pk_str(k, v->instancetype);
 		v->memory = pk_str(k, v->memory);
 		break;
 	}
 	case OBJ_VMI: {
 		struct vmi *v = (struct vmi *)o;
-		v->ip = pk_str(k, v->ip);
 		char **ips = v->ips;
 		v->ips = pk_mem(k, ips, (size_t)v->nips * sizeof *ips, _Alignof(char *));
 		for (int i = 0; i < v->nips; i++) {
@@ -213,6 +227,11 @@ static void pk_relink(struct obj *o, const struct obj *orig, struct packer *k)
 			if (v->ips)
 				v->ips[i] = s;
 		}
+		/* ip is status.interfaces[0].ipAddress, most often the first of ips: the same bytes then */
+		if (v->ip && v->nips > 0 && strcmp(v->ip, ips[0]) == 0)
+			v->ip = v->ips ? v->ips[0] : NULL;
+		else
+			v->ip = pk_str(k, v->ip);
 		if (v->ip_ifaces)
 			v->ip_ifaces = pk_mem(k, v->ip_ifaces, (size_t)v->nips * sizeof *v->ip_ifaces, _Alignof(char *));
 		if (v->ip_guest_ifs)
@@ -515,7 +534,7 @@ size_t obj_heap_size(const struct obj *o)
 	switch (o->kind) {
 	case OBJ_VM: {
 		const struct vm *v = (const struct vm *)o;
-		n += sz(v->conds) + sz(v->scr) + sz(v->instancetype) + sz(v->memory);
+		n += sz(v->conds) + sz(v->scr) + sz(v->sf) + sz(v->instancetype) + sz(v->memory);
 		for (int i = 0; i < v->nconds; i++)
 			n += sz(v->conds[i].message);
 		break;

@@ -60,6 +60,13 @@ struct state_change { /* VM status.stateChangeRequests[] */
 	char uid[UID_LEN];
 };
 
+/* VM status.startFailure: rare, so out of the struct (vm_start_failure()). */
+struct start_failure {
+	int64_t retry_after; /* retryAfterTimestamp */
+	int failures;        /* consecutiveFailCount */
+	char vmi[UID_LEN];   /* lastFailedVMIUID */
+};
+
 /* The kinds' structs are ordered by alignment (pointers, 8-byte, 4-byte, bytes) so that nothing pads. */
 struct vm {
 	struct obj o;
@@ -69,17 +76,15 @@ struct vm {
 	struct state_change *scr;
 	char *instancetype;           /* spec.instancetype.name, owned */
 	char *memory;                 /* template memory guest or requests, e.g. "256Mi", owned */
-	int64_t start_retry_after;    /* status.startFailure.retryAfterTimestamp */
+	struct start_failure *sf;     /* NULL without status.startFailure: read through vm_start_failure() */
 	uint64_t desired_generation, observed_generation;
 	int nconds;
 	int nscr;
-	int start_failures;           /* status.startFailure.consecutiveFailCount */
 	int cpu_cores;                /* template domain.cpu.cores (for the engine and the detail view) */
 	bool running_field;           /* spec.running was used (deprecated) */
 	bool run_conflict;            /* both spec.running and spec.runStrategy set (the API rejects it) */
 	bool ready;                   /* status.ready */
 	bool created_vmi;             /* status.created */
-	char start_fail_vmi[UID_LEN]; /* status.startFailure.lastFailedVMIUID */
 };
 
 struct phase_time {
@@ -215,6 +220,10 @@ const char *obj_kind_title(enum obj_kind kind); /* "VirtualMachine", ... */
  * decoder's scratch memory). Packed objects are read-only: build a new one to change an owned part. */
 struct obj *obj_pack_copy(const struct obj *o);
 
+/* The VM's start failure, or a shared empty one (no failures) when it has none. */
+const struct start_failure *vm_start_failure(const struct vm *v);
+/* The VM's start failure to fill in, allocated on first use (not on packed objects). */
+struct start_failure *vm_start_failure_set(struct vm *v);
 /* The VMI's migration state, or a shared empty one (present false, progress_pct -1) when it has none. */
 const struct migration_state *vmi_mig(const struct vmi *v);
 /* The VMI's migration state to fill in, allocated on first use (not on packed objects). */

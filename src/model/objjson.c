@@ -123,13 +123,14 @@ static struct json_object *vm_json(const struct vm *v)
 		}
 		json_object_object_add(st, "stateChangeRequests", a);
 	}
-	if (v->start_failures > 0) {
+	const struct start_failure *f = vm_start_failure(v);
+	if (f->failures > 0) {
 		struct json_object *sf = json_object_new_object();
-		json_object_object_add(sf, "consecutiveFailCount", json_object_new_int(v->start_failures));
-		if (v->start_retry_after)
-			json_object_object_add(sf, "retryAfterTimestamp", time_json(v->start_retry_after));
-		if (v->start_fail_vmi[0])
-			put_str(sf, "lastFailedVMIUID", v->start_fail_vmi);
+		json_object_object_add(sf, "consecutiveFailCount", json_object_new_int(f->failures));
+		if (f->retry_after)
+			json_object_object_add(sf, "retryAfterTimestamp", time_json(f->retry_after));
+		if (f->vmi[0])
+			put_str(sf, "lastFailedVMIUID", f->vmi);
 		json_object_object_add(st, "startFailure", sf);
 	}
 	json_object_object_add(o, "status", st);

@@ -111,10 +111,10 @@ static void vm_panel(struct panel *p, const struct vm *vm)
 	pl(p, 0, "uid: %s", vm->o.uid);
 	for (int i = 0; i < vm->nscr; i++)
 		pl(p, theme_attr(THEME_WAIT), "stateChangeRequest: %s %s", nz(vm->scr[i].action), vm->scr[i].uid);
-	if (vm->start_failures) {
+	if (vm_start_failure(vm)->failures) {
 		char a[40];
-		ago(vm->start_retry_after, a, sizeof a);
-		pl(p, theme_attr(THEME_BAD), "startFailure: %d, retry after %s", vm->start_failures, a);
+		ago(vm_start_failure(vm)->retry_after, a, sizeof a);
+		pl(p, theme_attr(THEME_BAD), "startFailure: %d, retry after %s", vm_start_failure(vm)->failures, a);
 	}
 	conds(p, vm->conds, vm->nconds);
 }

@@ -56,9 +56,10 @@ static void test_vm_roundtrip(void)
 		T_EQ_STR(v->scr[0].action, "actionValue");
 		T_EQ_STR(v->scr[0].uid, "uidValue");
 	}
-	T_EQ_INT(v->start_failures, 0); /* -20 clamps to 0 */
-	T_EQ_INT(v->start_retry_after, fixture_ts("1981-01-01T01:01:01Z"));
-	T_EQ_STR(v->start_fail_vmi, "lastFailedVMIUIDValue");
+	T_CHECK(v->sf != NULL);
+	T_EQ_INT(vm_start_failure(v)->failures, 0); /* -20 clamps to 0 */
+	T_EQ_INT(vm_start_failure(v)->retry_after, fixture_ts("1981-01-01T01:01:01Z"));
+	T_EQ_STR(vm_start_failure(v)->vmi, "lastFailedVMIUIDValue");
 	T_EQ_STR(v->instancetype, "nameValue");
 	T_EQ_INT(v->observed_generation, 0); /* negative in the fixture: clamped */
 	/* interning: the same word decodes to the same pointer */
@@ -126,6 +127,7 @@ static void test_vmi_roundtrip(void)
 	if (v->nips == 2) {
 		T_EQ_STR(v->ips[0], "ipAddressValue");
 		T_EQ_STR(v->ips[1], "ipAddressesValue");
+		T_CHECK(v->ip == v->ips[0]); /* packed: the same bytes */
 	}
 	T_EQ_INT(v->nconds, 1);
 	T_EQ_INT(v->nphases, 1);
