@@ -280,8 +280,14 @@ static void pk_relink(struct obj *o, const struct obj *orig, struct packer *k)
 	}
 	case OBJ_EVENT: {
 		struct event *e = (struct event *)o;
-		e->message = pk_str(k, e->message);
-		e->inv_name = pk_str(k, e->inv_name);
+		const char *msg = e->message, *inv = e->inv_name;
+		e->message = pk_str(k, msg);
+		/* KubeVirt's messages often end with the involved object's name ("... instance NAME"): its bytes then */
+		size_t ml = msg ? strlen(msg) : 0, il = inv ? strlen(inv) : 0;
+		if (inv && msg && il > 0 && il <= ml && memcmp(msg + ml - il, inv, il) == 0)
+			e->inv_name = e->message ? e->message + ml - il : NULL;
+		else
+			e->inv_name = pk_str(k, inv);
 		break;
 	}
 	case OBJ_KIND_COUNT:
@@ -313,15 +319,20 @@ struct obj *obj_pack_copy(const struct obj *o)
 /* Labels are packed as entries of a tag byte, the key when the tag is LABEL_LITERAL, and the value, each
  * NUL-terminated, ended by a zero byte: the keys KubeVirt puts on every VMI and launcher pod take one byte.
  * In a packed object (read-only) a value may also be a reference, LABEL_REF then one byte: LABEL_REF_NAME the
- * object's name, LABEL_REF_OWNER its owner's UID (a pod's VMI, a VMI's VM), LABEL_REF_ENTRY + i the value of the
- * entry i; a literal value that starts with LABEL_REF or LABEL_ESC gets LABEL_ESC before it. KubeVirt repeats
- * the VM's name (kubevirt.io/vm, kubevirt.io/domain, vm.kubevirt.io/name) and the VMI's UID (created-by). */
+ * object's name, LABEL_REF_OWNER its owner's UID (a pod's VMI, a VMI's VM), LABEL_REF_VALUE + i the value
+ * label_values[i], LABEL_REF_ENTRY + i the value of the entry i; a literal value that starts with LABEL_REF or
+ * LABEL_ESC gets LABEL_ESC before it. KubeVirt repeats the VM's name (kubevirt.io/vm, kubevirt.io/domain,
+ * vm.kubevirt.io/name) and the VMI's UID (created-by), and labels every launcher pod kubevirt.io=virt-launcher. */
 #define LABEL_LITERAL 0xffu
 #define LABEL_REF 0x01
 #define LABEL_ESC 0x02
 #define LABEL_REF_NAME 1u
 #define LABEL_REF_OWNER 2u
-#define LABEL_REF_ENTRY 3u
+#define LABEL_REF_VALUE 3u
+
+static const char *const label_values[] = { "virt-launcher", "true", "false" };
+#define LABEL_VALUES (sizeof label_values / sizeof label_values[0])
+#define LABEL_REF_ENTRY (LABEL_REF_VALUE + LABEL_VALUES)
 
 static const char *const label_keys[] = {
 	NULL, /* tag 0 ends the labels */
@@ -416,6 +427,8 @@ static const char *label_value(const struct obj *o, const char *raw)
 		return o->name ? o->name : "";
 	if (r == LABEL_REF_OWNER)
 		return label_owner_uid(o);
+	if (r < LABEL_REF_ENTRY)
+		return label_values[r - LABEL_REF_VALUE];
 	const char *p = o->labels, *key, *v = "";
 	for (unsigned i = 0; i <= r - LABEL_REF_ENTRY && *p; i++)
 		p = label_entry(p, &key, &v);
@@ -438,8 +451,8 @@ bool obj_label_next(const struct obj *o, const char **it, const char **key, cons
 static size_t labels_pack(char *dst, const struct obj *o)
 {
 	const char *name = o->name ? o->name : "", *owner = label_owner_uid(o);
-	const char *vals[LABEL_REF_ENTRY + 256];
-	bool literal[LABEL_REF_ENTRY + 256];
+	const char *vals[256];
+	bool literal[256];
 	size_t off = 0;
 	unsigned i = 0;
 	for (const char *it = NULL, *k, *v; obj_label_next(o, &it, &k, &v); i++) {
@@ -450,6 +463,9 @@ static size_t labels_pack(char *dst, const struct obj *o)
 			ref = LABEL_REF_NAME;
 		else if (vl >= 3 && strcmp(v, owner) == 0)
 			ref = LABEL_REF_OWNER;
+		for (unsigned j = 0; vl >= 3 && ref == 0 && j < LABEL_VALUES; j++)
+			if (strcmp(v, label_values[j]) == 0)
+				ref = LABEL_REF_VALUE + j;
 		for (unsigned j = 0; vl >= 3 && ref == 0 && j < i && j < 256 - LABEL_REF_ENTRY; j++)
 			if (literal[j] && strcmp(vals[j], v) == 0)
 				ref = LABEL_REF_ENTRY + j;

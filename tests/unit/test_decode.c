@@ -240,6 +240,7 @@ static void test_packed_labels(void)
 	obj_label_add(&p->o, "short", "ab");
 	obj_label_add(&p->o, "short2", "ab");
 	obj_label_add(&p->o, "empty", "");
+	obj_label_add(&p->o, "flag", "true");
 	obj_label_add(&p->o, "odd1", "\x01\x03x");
 	obj_label_add(&p->o, "odd2", "\x02y");
 	obj_label_add(&p->o, "odd3", "\x01\x03x");
@@ -269,6 +270,26 @@ static void test_packed_labels(void)
 	obj_free(&b->o);
 	obj_free(&a->o);
 	obj_free(&p->o);
+}
+
+/* A packed event's involved name shares the message's tail when the message ends with it. */
+static void test_packed_event(void)
+{
+	static const char *const msgs[] = { "Started the virtual machine by creating the new virtual machine instance vm1",
+					    "VirtualMachineInstance started.", "vm1", "m", NULL };
+	for (int i = 0; i < 5; i++) {
+		struct event *e = (struct event *)obj_new(OBJ_EVENT);
+		e->o.name = xstrdup("vm1.17f0");
+		e->message = msgs[i] ? xstrdup(msgs[i]) : NULL;
+		e->inv_name = xstrdup("vm1");
+		struct event *p = (struct event *)obj_pack_copy(&e->o);
+		T_EQ_STR(p->inv_name, "vm1");
+		T_EQ_STR(p->message ? p->message : "(null)", msgs[i] ? msgs[i] : "(null)");
+		bool tail = p->message && strlen(p->message) >= 3 && p->inv_name == p->message + strlen(p->message) - 3;
+		T_CHECK(tail == (i == 0 || i == 2));
+		obj_free(&p->o);
+		obj_free(&e->o);
+	}
 }
 
 static void test_pod_owner_other(void)
@@ -531,6 +552,7 @@ int main(void)
 	test_vmi_engine_ports();
 	test_pod();
 	test_packed_labels();
+	test_packed_event();
 	test_pod_owner_other();
 	test_events();
 	test_running_mapping();
