@@ -159,13 +159,15 @@ struct migration_state *vmi_mig_set(struct vmi *v)
 }
 
 static size_t labels_len(const char *l);
-static size_t labels_pack(char *dst, const struct obj *o);
+static size_t labels_pack(char *dst, size_t cap, const struct obj *o);
 
 /* ---- packing: two passes over the owned parts, one measuring, one copying into the block ---- */
 
 struct packer {
 	char *base; /* NULL while measuring */
 	size_t off;
+	const char *labels; /* the labels' compact encoding (labels_pack), made once */
+	size_t labels_len;
 };
 
 static void *pk_mem(struct packer *k, const void *src, size_t n, size_t align)
@@ -201,13 +203,7 @@ static struct cond *pk_conds(struct packer *k, const struct cond *c, int n)
 static void pk_relink(struct obj *o, const struct obj *orig, struct packer *k)
 {
 	o->name = pk_str(k, o->name);
-	if (o->labels) { /* re-encoded compactly (labels_pack) */
-		size_t n = labels_pack(NULL, orig);
-		o->labels = pk_mem(k, o->labels, 0, 1);
-		if (o->labels)
-			labels_pack(o->labels, orig);
-		k->off += n;
-	}
+	o->labels = o->labels ? pk_mem(k, k->labels, k->labels_len, 1) : NULL;
 	switch (o->kind) {
 	case OBJ_VM: {
 		struct vm *v = (struct vm *)o;
@@ -303,16 +299,27 @@ struct obj *obj_pack_copy(const struct obj *o)
 		struct pod pod;
 		struct event event;
 	} scratch;
+	char lbuf[1024], *labels = lbuf;
+	size_t labels_len = 0;
+	if (o->labels) {
+		labels_len = labels_pack(lbuf, sizeof lbuf, o);
+		if (labels_len > sizeof lbuf) {
+			labels = xmalloc(labels_len);
+			labels_pack(labels, labels_len, o);
+		}
+	}
 	size_t size = kinds[o->kind].size;
 	memcpy(&scratch, o, size);
-	struct packer k = { .base = NULL, .off = size };
+	struct packer k = { .base = NULL, .off = size, .labels = labels, .labels_len = labels_len };
 	pk_relink((struct obj *)&scratch, o, &k);
 	char *blk = xmalloc(k.off);
 	memcpy(blk, o, size);
 	struct obj *p = (struct obj *)blk;
 	p->flags |= OBJ_F_PACKED; /* before the relink: the pod's vm_name is looked up in the packed labels */
-	k = (struct packer){ .base = blk, .off = size };
+	k = (struct packer){ .base = blk, .off = size, .labels = labels, .labels_len = labels_len };
 	pk_relink(p, o, &k);
+	if (labels != lbuf)
+		free(labels);
 	return p;
 }
 
@@ -446,53 +453,63 @@ bool obj_label_next(const struct obj *o, const char **it, const char **key, cons
 	return true;
 }
 
-/* o's labels re-encoded for its packed copy at dst (NULL: only measures): values equal to the name, the owner's UID
- * or an earlier literal value become references. Returns the bytes, terminator included. */
-static size_t labels_pack(char *dst, const struct obj *o)
+/* Appends n bytes at *off of dst when they fit in cap; *off moves on either way. */
+static void lp_put(char *dst, size_t cap, size_t *off, const void *src, size_t n)
+{
+	if (*off + n <= cap)
+		memcpy(dst + *off, src, n);
+	*off += n;
+}
+
+static bool lp_same(const char *a, const char *b)
+{
+	return a[0] == b[0] && strcmp(a, b) == 0;
+}
+
+/* o's labels re-encoded for its packed copy into dst (written only as far as cap allows): the entries' tags and
+ * keys as they are, values equal to the name, the owner's UID, a constant or an earlier literal value as
+ * references. Returns the bytes needed, terminator included. */
+static size_t labels_pack(char *dst, size_t cap, const struct obj *o)
 {
 	const char *name = o->name ? o->name : "", *owner = label_owner_uid(o);
 	const char *vals[256];
 	bool literal[256];
 	size_t off = 0;
 	unsigned i = 0;
-	for (const char *it = NULL, *k, *v; obj_label_next(o, &it, &k, &v); i++) {
-		off += label_put(dst ? dst + off : NULL, k, "") - 1; /* the tag and key */
+	for (const char *p = o->labels, *key, *raw; p && *p; i++) {
+		const char *next = label_entry(p, &key, &raw);
+		const char *v = label_value(o, raw);
 		size_t vl = strlen(v);
 		unsigned ref = 0;
-		if (vl >= 3 && strcmp(v, name) == 0)
-			ref = LABEL_REF_NAME;
-		else if (vl >= 3 && strcmp(v, owner) == 0)
-			ref = LABEL_REF_OWNER;
-		for (unsigned j = 0; vl >= 3 && ref == 0 && j < LABEL_VALUES; j++)
-			if (strcmp(v, label_values[j]) == 0)
-				ref = LABEL_REF_VALUE + j;
-		for (unsigned j = 0; vl >= 3 && ref == 0 && j < i && j < 256 - LABEL_REF_ENTRY; j++)
-			if (literal[j] && strcmp(vals[j], v) == 0)
-				ref = LABEL_REF_ENTRY + j;
+		if (vl >= 3) { /* a reference takes 3 bytes */
+			if (lp_same(v, name))
+				ref = LABEL_REF_NAME;
+			else if (lp_same(v, owner))
+				ref = LABEL_REF_OWNER;
+			for (unsigned j = 0; ref == 0 && j < LABEL_VALUES; j++)
+				if (lp_same(v, label_values[j]))
+					ref = LABEL_REF_VALUE + j;
+			for (unsigned j = 0; ref == 0 && j < i && j < 256 - LABEL_REF_ENTRY; j++)
+				if (literal[j] && lp_same(vals[j], v))
+					ref = LABEL_REF_ENTRY + j;
+		}
 		if (i < sizeof vals / sizeof vals[0]) {
 			vals[i] = v;
 			literal[i] = ref == 0;
 		}
+		lp_put(dst, cap, &off, p, (size_t)(raw - p)); /* the tag and the key */
 		if (ref) {
-			if (dst) {
-				dst[off] = LABEL_REF;
-				dst[off + 1] = (char)ref;
-				dst[off + 2] = '\0';
-			}
-			off += 3;
-			continue;
+			const char r[3] = { LABEL_REF, (char)ref, '\0' };
+			lp_put(dst, cap, &off, r, sizeof r);
+		} else {
+			if (v[0] == LABEL_REF || v[0] == LABEL_ESC)
+				lp_put(dst, cap, &off, (const char[]){ LABEL_ESC }, 1);
+			lp_put(dst, cap, &off, v, vl + 1);
 		}
-		bool esc = v[0] == LABEL_REF || v[0] == LABEL_ESC;
-		if (dst) {
-			if (esc)
-				dst[off] = LABEL_ESC;
-			memcpy(dst + off + esc, v, vl + 1);
-		}
-		off += esc + vl + 1;
+		p = next;
 	}
-	if (dst)
-		dst[off] = '\0';
-	return off + 1;
+	lp_put(dst, cap, &off, "", 1);
+	return off;
 }
 
 const char *obj_label(const struct obj *o, const char *k)
