@@ -22,7 +22,7 @@ void epublish_event_obj(struct evm *v, const struct evm_event *e)
 	o->o.ns = intern(v->m->ns);
 	o->o.name = xasprintf("%s.%.8s", v->m->name, e->uid);
 	snprintf(o->o.uid, UID_LEN, "%s", e->uid);
-	o->o.created = e->first;
+	o->o.created = obj_epoch(e->first);
 	o->type = e->type;
 	o->reason = e->reason;
 	o->message = xstrdup(e->message);
@@ -31,8 +31,8 @@ void epublish_event_obj(struct evm *v, const struct evm_event *e)
 	o->inv_ns = intern(v->m->ns);
 	snprintf(o->inv_uid, UID_LEN, "%s", e->inv_uid);
 	o->count = e->count;
-	o->first = e->first;
-	o->last = e->last;
+	o->first = obj_epoch(e->first);
+	o->last = obj_epoch(e->last);
 	const char *by = "kvcon-engine";
 	if (e->on_pod) /* the launcher pod's waits: the scheduler's, or kubelet's mount */
 		by = e->reason == intern("FailedMount") ? "kubelet" : "default-scheduler";
@@ -196,7 +196,7 @@ static void publish_unscheduled(struct evm *v)
 	vi->o.ns = intern(v->m->ns);
 	vi->o.name = xstrdup(v->m->name);
 	snprintf(vi->o.uid, UID_LEN, "%s", v->sched_uid);
-	vi->o.created = v->sched_since;
+	vi->o.created = obj_epoch(v->sched_since);
 	vi->o.generation = v->generation;
 	add_tlabels(v, &vi->o);
 	snprintf(vi->vm_uid, UID_LEN, "%s", v->uid);
@@ -222,7 +222,7 @@ static void publish_unscheduled(struct evm *v)
 	p->o.ns = intern(v->m->ns);
 	p->o.name = xasprintf("virt-launcher-%s-%.5s", v->m->name, v->sched_launcher);
 	snprintf(p->o.uid, UID_LEN, "%s", v->sched_launcher);
-	p->o.created = v->sched_since;
+	p->o.created = obj_epoch(v->sched_since);
 	obj_label_add(&p->o, "kubevirt.io", "virt-launcher");
 	obj_label_add(&p->o, "kubevirt.io/created-by", v->sched_uid);
 	obj_label_add(&p->o, "vm.kubevirt.io/name", v->m->name);
@@ -260,9 +260,9 @@ void evm_publish(struct evm *v)
 	vm->o.ns = intern(v->m->ns);
 	vm->o.name = xstrdup(v->m->name);
 	snprintf(vm->o.uid, UID_LEN, "%s", v->uid);
-	vm->o.created = v->created;
+	vm->o.created = obj_epoch(v->created);
 	vm->o.generation = v->generation;
-	vm->o.deleted = v->deleting ? now : 0;
+	vm->o.deleted = obj_epoch(v->deleting ? now : 0);
 	if (v->m->nlabels > 0) {
 		/* packed in one go: adding them one by one costs the length so far each time (80,000 labels) */
 		size_t n = 0, cap = (size_t)v->m->nlabels;
@@ -333,7 +333,7 @@ void evm_publish(struct evm *v)
 	vi->o.ns = intern(v->m->ns);
 	vi->o.name = xstrdup(v->m->name);
 	snprintf(vi->o.uid, UID_LEN, "%s", x->uid);
-	vi->o.created = x->created;
+	vi->o.created = obj_epoch(x->created);
 	vi->o.generation = x->generation;
 	add_tlabels(v, &vi->o);
 	obj_label_add(&vi->o, "kubevirt.io/nodeName", x->node ? x->node : "");
@@ -387,10 +387,10 @@ void evm_publish(struct evm *v)
 	p->o.ns = intern(v->m->ns);
 	p->o.name = pod_name(v);
 	snprintf(p->o.uid, UID_LEN, "%s", x->launcher);
-	p->o.created = x->created;
+	p->o.created = obj_epoch(x->created);
 	/* a launcher a live migration made was created when the source's ended (the VMI keeps its own creation) */
 	if (x->mig && x->mig->nprev > 0 && x->mig->prev[x->mig->nprev - 1].ended > p->o.created)
-		p->o.created = x->mig->prev[x->mig->nprev - 1].ended;
+		p->o.created = obj_epoch(x->mig->prev[x->mig->nprev - 1].ended);
 	obj_label_add(&p->o, "kubevirt.io", "virt-launcher");
 	obj_label_add(&p->o, "kubevirt.io/created-by", x->uid);
 	obj_label_add(&p->o, "vm.kubevirt.io/name", v->m->name);
@@ -453,7 +453,7 @@ void epublish_bad(struct ehost *eh, const char *file, const char *why, const cha
 	char *path = util_path_join(eh->records_dir, file);
 	struct stat sb;
 	if (stat(path, &sb) == 0)
-		vm->o.created = sb.st_mtime; /* when the file was last written */
+		vm->o.created = obj_epoch(sb.st_mtime); /* when the file was last written */
 	free(path);
 	vm->run_strategy = intern("Unknown");
 	vm->printable_status = intern("RecordUnreadable");
