@@ -214,7 +214,8 @@ static void guest_panel(struct panel *p, const struct vmi *vmi)
 		return;
 	}
 	const struct cond *a = cond_find(vmi->conds, vmi->nconds, "AgentConnected");
-	pl(p, theme_status_attr(a ? cond_status(a) : NULL), "AgentConnected: %s", a ? nz(cond_status(a)) : "not reported");
+	const char *as = a ? cond_status(a) : NULL;
+	pl(p, theme_status_attr(as), "AgentConnected: %s", a ? nz(as) : "not reported");
 	pl(p, 0, "os: %s", nz(vmi->guest_os));
 	if (vmi->agent_version)
 		pl(p, 0, "agent: %s", vmi->agent_version);

@@ -275,8 +275,10 @@ static void test_packed_labels(void)
 /* A packed event's involved name shares the message's tail when the message ends with it. */
 static void test_packed_event(void)
 {
-	static const char *const msgs[] = { "Started the virtual machine by creating the new virtual machine instance vm1",
-					    "VirtualMachineInstance started.", "vm1", "m", NULL };
+	static const char *const msgs[] = {
+		"Started the virtual machine by creating the new virtual machine instance vm1",
+		"VirtualMachineInstance started.", "vm1", "m", NULL,
+	};
 	for (int i = 0; i < 5; i++) {
 		struct event *e = (struct event *)obj_new(OBJ_EVENT);
 		e->o.name = xstrdup("vm1.17f0");
@@ -510,7 +512,8 @@ static void test_wrong_types(void)
 				struct vm *v = (struct vm *)o;
 				T_EQ_INT(v->o.created, 0);
 				T_EQ_INT(v->nconds, 1);
-				T_CHECK(v->nconds == 1 && cond_status(&v->conds[0]) == NULL && v->conds[0].last_transition == 0);
+				T_CHECK(v->nconds == 1 && cond_status(&v->conds[0]) == NULL &&
+					v->conds[0].last_transition == 0);
 			}
 			obj_free(o);
 		}
