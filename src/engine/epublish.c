@@ -154,14 +154,16 @@ static void publish_net(const struct exec *x, struct vmi *vi)
 		     *d = strtok_r(NULL, " ", &save);
 		if (kind && ifc && a && strcmp(kind, "ip") == 0) {
 			vi->ips = xreallocarray(vi->ips, (size_t)vi->nips + 1, sizeof *vi->ips);
-			vi->ip_ifaces = xreallocarray(vi->ip_ifaces, (size_t)vi->nips + 1, sizeof *vi->ip_ifaces);
-			vi->ip_ifaces[vi->nips] = intern(ifc);
+			struct vmi_net *n = vmi_net_set(vi);
+			n->ip_ifaces = xreallocarray(n->ip_ifaces, (size_t)vi->nips + 1, sizeof *n->ip_ifaces);
+			n->ip_ifaces[vi->nips] = intern(ifc);
 			vi->ips[vi->nips++] = xstrdup(a);
 			if (vi->ip == NULL)
 				vi->ip = xstrdup(a);
 		} else if (kind && ifc && d && strcmp(kind, "port") == 0) {
-			vi->fwds = xreallocarray(vi->fwds, (size_t)vi->nfwds + 1, sizeof *vi->fwds);
-			struct port_fwd *f = &vi->fwds[vi->nfwds++];
+			struct vmi_net *n = vmi_net_set(vi);
+			n->fwds = xreallocarray(n->fwds, (size_t)n->nfwds + 1, sizeof *n->fwds);
+			struct port_fwd *f = &n->fwds[n->nfwds++];
 			f->iface = intern(ifc);
 			f->name = strcmp(a, "-") ? intern(a) : NULL;
 			f->proto = intern(b);
@@ -365,10 +367,11 @@ void evm_publish(struct evm *v)
 				if (sp == NULL || nl == NULL || sp > nl)
 					break;
 				if ((size_t)(nl - sp - 1) == strlen(vi->ips[i]) && strncmp(sp + 1, vi->ips[i], (size_t)(nl - sp - 1)) == 0) {
-					if (vi->ip_guest_ifs == NULL)
-						vi->ip_guest_ifs = xcalloc((size_t)vi->nips, sizeof *vi->ip_guest_ifs);
+					struct vmi_net *net = vmi_net_set(vi);
+					if (net->ip_guest_ifs == NULL)
+						net->ip_guest_ifs = xcalloc((size_t)vi->nips, sizeof *net->ip_guest_ifs);
 					char *n = xstrndup(l, (size_t)(sp - l));
-					vi->ip_guest_ifs[i] = intern(n);
+					net->ip_guest_ifs[i] = intern(n);
 					free(n);
 					break;
 				}

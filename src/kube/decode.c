@@ -509,11 +509,14 @@ static void decode_vmi(struct obj *o, const struct jv *item)
 		/* kvcon's engine service: the interface of each address (its network, not a guest agent) and the
 		 * ports the engine forwards from the host (status.interfaces[].forwardedPorts, the engine's own) */
 		const char *ifn = jword(e, "infoSource") == intern("domain") ? jword(e, "name") : NULL;
+		if (ifn && *ifn && v->net == NULL)
+			v->net = scratch_alloc(sizeof *v->net);
+		struct vmi_net *net = v->net;
 		if (ifn && *ifn && v->nips > first) {
-			if (v->ip_ifaces == NULL)
-				v->ip_ifaces = scratch_alloc(16 * sizeof *v->ip_ifaces);
+			if (net->ip_ifaces == NULL)
+				net->ip_ifaces = scratch_alloc(16 * sizeof *net->ip_ifaces);
 			for (int k = first; k < v->nips; k++)
-				v->ip_ifaces[k] = ifn;
+				net->ip_ifaces[k] = ifn;
 		}
 		const struct jv *fw = ifn && *ifn ? jarr(e, "forwardedPorts") : NULL;
 		size_t nf = fw ? jv_len(fw) : 0;
@@ -523,11 +526,11 @@ static void decode_vmi(struct obj *o, const struct jv *item)
 			const char *proto = jword(f, "protocol");
 			if (port == 0 || hport == 0 || (proto != intern("TCP") && proto != intern("UDP")))
 				continue;
-			if (v->fwds == NULL)
-				v->fwds = scratch_alloc(16 * sizeof *v->fwds);
-			if (v->nfwds >= 16)
+			if (net->fwds == NULL)
+				net->fwds = scratch_alloc(16 * sizeof *net->fwds);
+			if (net->nfwds >= 16)
 				break;
-			struct port_fwd *p = &v->fwds[v->nfwds++];
+			struct port_fwd *p = &net->fwds[net->nfwds++];
 			p->iface = ifn;
 			p->name = jword(f, "name");
 			p->proto = proto;

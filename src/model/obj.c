@@ -78,9 +78,12 @@ void obj_free(struct obj *o)
 		for (int i = 0; i < v->nips; i++)
 			free(v->ips[i]);
 		free(v->ips);
-		free(v->ip_ifaces);
-		free(v->ip_guest_ifs);
-		free(v->fwds);
+		if (v->net) {
+			free(v->net->ip_ifaces);
+			free(v->net->ip_guest_ifs);
+			free(v->net->fwds);
+			free(v->net);
+		}
 		conds_free(v->conds, v->nconds);
 		free(v->phases);
 		free(v->guest_os);
@@ -141,6 +144,19 @@ struct start_failure *vm_start_failure_set(struct vm *v)
 	if (v->sf == NULL)
 		v->sf = xcalloc(1, sizeof *v->sf);
 	return v->sf;
+}
+
+const struct vmi_net *vmi_net(const struct vmi *v)
+{
+	static const struct vmi_net none;
+	return v->net ? v->net : &none;
+}
+
+struct vmi_net *vmi_net_set(struct vmi *v)
+{
+	if (v->net == NULL)
+		v->net = xcalloc(1, sizeof *v->net);
+	return v->net;
 }
 
 const struct migration_state *vmi_mig(const struct vmi *v)
@@ -228,11 +244,19 @@ static void pk_relink(struct obj *o, const struct obj *orig, struct packer *k)
 			v->ip = v->ips ? v->ips[0] : NULL;
 		else
 			v->ip = pk_str(k, v->ip);
-		if (v->ip_ifaces)
-			v->ip_ifaces = pk_mem(k, v->ip_ifaces, (size_t)v->nips * sizeof *v->ip_ifaces, _Alignof(char *));
-		if (v->ip_guest_ifs)
-			v->ip_guest_ifs = pk_mem(k, v->ip_guest_ifs, (size_t)v->nips * sizeof *v->ip_guest_ifs, _Alignof(char *));
-		v->fwds = pk_mem(k, v->fwds, (size_t)v->nfwds * sizeof *v->fwds, _Alignof(struct port_fwd));
+		struct vmi_net *n = v->net;
+		v->net = pk_mem(k, n, sizeof *n, _Alignof(struct vmi_net));
+		if (n) {
+			size_t ni = (size_t)v->nips;
+			const char **ifs = pk_mem(k, n->ip_ifaces, ni * sizeof *n->ip_ifaces, _Alignof(char *));
+			const char **gifs = pk_mem(k, n->ip_guest_ifs, ni * sizeof *n->ip_guest_ifs, _Alignof(char *));
+			struct port_fwd *f = pk_mem(k, n->fwds, (size_t)n->nfwds * sizeof *n->fwds, _Alignof(struct port_fwd));
+			if (v->net) {
+				v->net->ip_ifaces = ifs;
+				v->net->ip_guest_ifs = gifs;
+				v->net->fwds = f;
+			}
+		}
 		v->conds = pk_conds(k, v->conds, v->nconds);
 		v->phases = pk_mem(k, v->phases, (size_t)v->nphases * sizeof *v->phases, _Alignof(struct phase_time));
 		v->guest_os = pk_str(k, v->guest_os);
@@ -574,7 +598,8 @@ size_t obj_heap_size(const struct obj *o)
 	}
 	case OBJ_VMI: {
 		const struct vmi *v = (const struct vmi *)o;
-		n += sz(v->ip_ifaces) + sz(v->ip_guest_ifs) + sz(v->fwds);
+		if (v->net)
+			n += sz(v->net) + sz(v->net->ip_ifaces) + sz(v->net->ip_guest_ifs) + sz(v->net->fwds);
 		n += sz(v->ip) + sz(v->ips) + sz(v->conds) + sz(v->phases) + sz(v->guest_os) + sz(v->active) + sz(v->mig);
 		if (v->mig)
 			n += sz(v->mig->source_pod) + sz(v->mig->target_pod) + sz(v->mig->failure_reason);

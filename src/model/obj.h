@@ -119,6 +119,15 @@ struct port_fwd {
 	int port, host_port;              /* the guest's port; the host's, on 127.0.0.1 */
 };
 
+/* What kvcon's engine says of a VMI's network (KubeVirt's VMIs have none of it): out of the struct (vmi_net()). */
+struct vmi_net {
+	const char **ip_ifaces;    /* the interface of each of the VMI's ips (interned), or NULL */
+	const char **ip_guest_ifs; /* the guest's interface name of each of ips the guest agent reports (interned; NULL
+				    * entries), or NULL: interfaceName, infoSource "domain, guest-agent" */
+	struct port_fwd *fwds;     /* forwarded ports */
+	int nfwds;
+};
+
 struct vmi {
 	struct obj o;
 	const char *phase;           /* "" when unset */
@@ -126,10 +135,7 @@ struct vmi {
 	const char *node;
 	char *ip;                    /* status.interfaces[0].ipAddress */
 	char **ips;                  /* every interface address (owned) */
-	const char **ip_ifaces;      /* engine: the interface of each of ips (interned), or NULL */
-	const char **ip_guest_ifs;   /* engine: the guest's interface name of each of ips the guest agent reports
-				      * (interned; NULL entries), or NULL: interfaceName, infoSource "domain, guest-agent" */
-	struct port_fwd *fwds;       /* engine: forwarded ports */
+	struct vmi_net *net;         /* engine: NULL when it says nothing of the network; read through vmi_net() */
 	struct cond *conds;
 	struct phase_time *phases;
 	char *guest_os;              /* guestOSInfo.prettyName or name + version */
@@ -138,7 +144,6 @@ struct vmi {
 	struct migration_state *mig; /* NULL without status.migrationState: read through vmi_mig() */
 	const char *eviction;        /* spec.evictionStrategy */
 	int nips;
-	int nfwds;
 	int nconds;
 	int nphases;
 	int nactive;
@@ -224,6 +229,10 @@ struct obj *obj_pack_copy(const struct obj *o);
 const struct start_failure *vm_start_failure(const struct vm *v);
 /* The VM's start failure to fill in, allocated on first use (not on packed objects). */
 struct start_failure *vm_start_failure_set(struct vm *v);
+/* The engine's view of the VMI's network, or a shared empty one (no interface names, no forwarded ports). */
+const struct vmi_net *vmi_net(const struct vmi *v);
+/* The VMI's network to fill in, allocated on first use (not on packed objects). */
+struct vmi_net *vmi_net_set(struct vmi *v);
 /* The VMI's migration state, or a shared empty one (present false, progress_pct -1) when it has none. */
 const struct migration_state *vmi_mig(const struct vmi *v);
 /* The VMI's migration state to fill in, allocated on first use (not on packed objects). */

@@ -161,27 +161,28 @@ static struct json_object *vmi_json(const struct vmi *v)
 		put_str(g, "prettyName", v->guest_os);
 		json_object_object_add(st, "guestOSInfo", g);
 	}
+	const struct vmi_net *net = vmi_net(v);
 	if (v->nips) {
 		struct json_object *ifs = json_object_new_array();
 		for (int i = 0; i < v->nips; i++) {
 			struct json_object *j = json_object_new_object();
-			if (v->ip_ifaces && v->ip_ifaces[i])
-				put_str(j, "name", v->ip_ifaces[i]);
+			if (net->ip_ifaces && net->ip_ifaces[i])
+				put_str(j, "name", net->ip_ifaces[i]);
 			put_str(j, "ipAddress", v->ips[i]);
 			struct json_object *all = json_object_new_array();
 			json_object_array_add(all, json_object_new_string(v->ips[i]));
 			json_object_object_add(j, "ipAddresses", all);
-			if (v->ip_guest_ifs && v->ip_guest_ifs[i]) { /* the guest agent reports it too */
-				put_str(j, "interfaceName", v->ip_guest_ifs[i]);
+			if (net->ip_guest_ifs && net->ip_guest_ifs[i]) { /* the guest agent reports it too */
+				put_str(j, "interfaceName", net->ip_guest_ifs[i]);
 				put_str(j, "infoSource", "domain, guest-agent");
-			} else if (v->ip_ifaces && v->ip_ifaces[i]) { /* the engine's: from the domain's network */
+			} else if (net->ip_ifaces && net->ip_ifaces[i]) { /* the engine's: from the domain's network */
 				put_str(j, "infoSource", "domain");
 			}
 			/* the engine's own: the interface's ports it forwards from the host */
 			struct json_object *fw = NULL;
-			for (int k = 0; k < v->nfwds; k++) {
-				const struct port_fwd *f = &v->fwds[k];
-				if (v->ip_ifaces == NULL || f->iface != v->ip_ifaces[i])
+			for (int k = 0; k < net->nfwds; k++) {
+				const struct port_fwd *f = &net->fwds[k];
+				if (net->ip_ifaces == NULL || f->iface != net->ip_ifaces[i])
 					continue;
 				struct json_object *e = json_object_new_object();
 				put_str(e, "name", f->name);

@@ -129,13 +129,14 @@ static void vmi_panel(struct panel *p, const struct vmi *vmi)
 	pl(p, theme_status_attr(vmi->phase), "phase: %s", nz(vmi->phase));
 	pl(p, 0, "uid: %s", vmi->o.uid);
 	pl(p, 0, "node: %s", nz(vmi->node));
+	const struct vmi_net *net = vmi_net(vmi);
 	for (int i = 0; i < vmi->nips; i++)
-		if (vmi->ip_ifaces && vmi->ip_ifaces[i])
-			pl(p, 0, "ip: %s (%s)", vmi->ips[i], vmi->ip_ifaces[i]);
+		if (net->ip_ifaces && net->ip_ifaces[i])
+			pl(p, 0, "ip: %s (%s)", vmi->ips[i], net->ip_ifaces[i]);
 		else
 			pl(p, 0, "ip: %s", vmi->ips[i]);
-	for (int i = 0; i < vmi->nfwds; i++) {
-		const struct port_fwd *f = &vmi->fwds[i];
+	for (int i = 0; i < net->nfwds; i++) {
+		const struct port_fwd *f = &net->fwds[i];
 		pl(p, 0, "port: %s%s%d/%s <- 127.0.0.1:%d", f->name ? f->name : "", f->name ? " " : "", f->port, f->proto,
 		   f->host_port);
 	}

@@ -93,18 +93,20 @@ static void test_vmi_engine_ports(void)
 		return;
 	}
 	T_EQ_INT(v->nips, 2);
-	T_CHECK(v->ip_ifaces != NULL);
-	if (v->ip_ifaces && v->nips == 2) {
-		T_EQ_STR(v->ip_ifaces[0], "default");
-		T_CHECK(v->ip_ifaces[1] == NULL); /* a guest agent's interface: a cluster's, no name kept */
+	const struct vmi_net *net = vmi_net(v);
+	T_CHECK(v->net != NULL);
+	T_CHECK(net->ip_ifaces != NULL);
+	if (net->ip_ifaces && v->nips == 2) {
+		T_EQ_STR(net->ip_ifaces[0], "default");
+		T_CHECK(net->ip_ifaces[1] == NULL); /* a guest agent's interface: a cluster's, no name kept */
 	}
-	T_EQ_INT(v->nfwds, 1);
-	if (v->nfwds == 1) {
-		T_EQ_STR(v->fwds[0].iface, "default");
-		T_EQ_STR(v->fwds[0].name, "http");
-		T_EQ_STR(v->fwds[0].proto, "TCP");
-		T_EQ_INT(v->fwds[0].port, 80);
-		T_EQ_INT(v->fwds[0].host_port, 8080);
+	T_EQ_INT(net->nfwds, 1);
+	if (net->nfwds == 1) {
+		T_EQ_STR(net->fwds[0].iface, "default");
+		T_EQ_STR(net->fwds[0].name, "http");
+		T_EQ_STR(net->fwds[0].proto, "TCP");
+		T_EQ_INT(net->fwds[0].port, 80);
+		T_EQ_INT(net->fwds[0].host_port, 8080);
 	}
 	obj_free(&v->o);
 	json_object_put(j);
@@ -128,6 +130,7 @@ static void test_vmi_roundtrip(void)
 		T_EQ_STR(v->ips[0], "ipAddressValue");
 		T_EQ_STR(v->ips[1], "ipAddressesValue");
 		T_CHECK(v->ip == v->ips[0]); /* packed: the same bytes */
+		T_CHECK(v->net == NULL); /* no engine's view of the network: nothing allocated */
 	}
 	T_EQ_INT(v->nconds, 1);
 	T_EQ_INT(v->nphases, 1);
