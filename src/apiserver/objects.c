@@ -235,7 +235,7 @@ void apis_event_record(struct apisrv *srv, struct apis_evlog *log, const char *k
 	e->o.ns = intern(ns);
 	e->o.name = xasprintf("%s.%.8s", name, euid);
 	snprintf(e->o.uid, UID_LEN, "%s", euid);
-	e->o.created = log->first;
+	e->o.created = obj_epoch(log->first);
 	e->type = log->type;
 	e->reason = log->reason;
 	e->message = xstrdup(msg);
@@ -244,8 +244,8 @@ void apis_event_record(struct apisrv *srv, struct apis_evlog *log, const char *k
 	e->inv_ns = intern(ns);
 	snprintf(e->inv_uid, UID_LEN, "%s", uid);
 	e->count = log->count;
-	e->first = log->first;
-	e->last = now;
+	e->first = obj_epoch(log->first);
+	e->last = obj_epoch(now);
 	e->component = intern(component);
 	store_upsert(srv->st, &e->o);
 	log_info("engine serve: %s %s/%s: %s: %s", kind, ns, name, reason, msg);

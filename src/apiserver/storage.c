@@ -259,7 +259,7 @@ static void event(struct apisrv *srv, const struct sobj *s, const char *type, co
 	e->o.ns = intern(*s->ns ? s->ns : "default");
 	e->o.name = xasprintf("%s.%.8s", s->name, uid);
 	snprintf(e->o.uid, UID_LEN, "%s", uid);
-	e->o.created = now;
+	e->o.created = obj_epoch(now);
 	e->type = intern(type);
 	e->reason = intern(reason);
 	e->message = msg;
@@ -268,7 +268,7 @@ static void event(struct apisrv *srv, const struct sobj *s, const char *type, co
 	e->inv_ns = intern(s->ns);
 	snprintf(e->inv_uid, UID_LEN, "%s", str_at(s->j, "metadata", "uid", NULL) ? str_at(s->j, "metadata", "uid", NULL) : "");
 	e->count = 1;
-	e->first = e->last = now;
+	e->first = e->last = obj_epoch(now);
 	e->component = intern(component);
 	store_upsert(srv->st, &e->o);
 	log_info("engine serve: %s %s/%s: %s: %s", RES[s->r].kind, s->ns, s->name, reason, msg);

@@ -198,7 +198,7 @@ static const struct vmi *member_vmi(struct apisrv *srv, const char *ns, const ch
 static bool vmi_ready(const struct vmi *v)
 {
 	const struct cond *c = v ? cond_find(v->conds, v->nconds, "Ready") : NULL;
-	return c && util_str_eq(c->status, "True");
+	return c && util_str_eq(cond_status(c), "True");
 }
 
 static json_object *rs_json(struct apisrv *srv, const struct vmirs *rs)

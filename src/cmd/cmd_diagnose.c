@@ -408,7 +408,7 @@ static const char *start_failed(const struct session *s, const struct vmi *v, co
 	/* no launcher says why (none, or already gone): the VM's own Failure condition (the engine's FailedCreate,
 	 * with what to fix), else the status alone */
 	for (int c = 0; c < vm->nconds; c++)
-		if (util_str_eq(vm->conds[c].type, "Failure") && util_str_eq(vm->conds[c].status, "True") &&
+		if (util_str_eq(vm->conds[c].type, "Failure") && util_str_eq(cond_status(&vm->conds[c]), "True") &&
 		    vm->conds[c].message && *vm->conds[c].message) {
 			snprintf(buf, len, "%s: %s", vm->conds[c].reason && *vm->conds[c].reason ? vm->conds[c].reason
 												: vm->printable_status,

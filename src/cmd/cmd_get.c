@@ -110,7 +110,7 @@ static struct json_object *obj_json(const struct get_ctx *g, const struct obj *o
 		jadd_str(j, "vmUid", v->vm_uid[0] ? v->vm_uid : NULL);
 		jadd_str(j, "ip", v->ip);
 		const struct cond *rc = cond_find(v->conds, v->nconds, "Ready");
-		jadd_str(j, "ready", rc ? rc->status : NULL);
+		jadd_str(j, "ready", rc ? cond_status(rc) : NULL);
 		break;
 	}
 	case OBJ_POD: {

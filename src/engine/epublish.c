@@ -22,7 +22,7 @@ void epublish_event_obj(struct evm *v, const struct evm_event *e)
 	o->o.ns = intern(v->m->ns);
 	o->o.name = xasprintf("%s.%.8s", v->m->name, e->uid);
 	snprintf(o->o.uid, UID_LEN, "%s", e->uid);
-	o->o.created = e->first;
+	o->o.created = obj_epoch(e->first);
 	o->type = e->type;
 	o->reason = e->reason;
 	o->message = xstrdup(e->message);
@@ -31,8 +31,8 @@ void epublish_event_obj(struct evm *v, const struct evm_event *e)
 	o->inv_ns = intern(v->m->ns);
 	snprintf(o->inv_uid, UID_LEN, "%s", e->inv_uid);
 	o->count = e->count;
-	o->first = e->first;
-	o->last = e->last;
+	o->first = obj_epoch(e->first);
+	o->last = obj_epoch(e->last);
 	const char *by = "kvcon-engine";
 	if (e->on_pod) /* the launcher pod's waits: the scheduler's, or kubelet's mount */
 		by = e->reason == intern("FailedMount") ? "kubelet" : "default-scheduler";
@@ -94,7 +94,7 @@ static void add_cond(struct cond **conds, int *n, const char *type, bool status,
 	struct cond *c = &(*conds)[(*n)++];
 	memset(c, 0, sizeof *c);
 	c->type = intern(type);
-	c->status = intern(status ? "True" : "False");
+	c->stat = status ? COND_TRUE : COND_FALSE;
 	c->reason = intern(reason);
 	c->message = xstrdup0(message);
 	c->last_transition = at;
@@ -154,14 +154,16 @@ static void publish_net(const struct exec *x, struct vmi *vi)
 		     *d = strtok_r(NULL, " ", &save);
 		if (kind && ifc && a && strcmp(kind, "ip") == 0) {
 			vi->ips = xreallocarray(vi->ips, (size_t)vi->nips + 1, sizeof *vi->ips);
-			vi->ip_ifaces = xreallocarray(vi->ip_ifaces, (size_t)vi->nips + 1, sizeof *vi->ip_ifaces);
-			vi->ip_ifaces[vi->nips] = intern(ifc);
+			struct vmi_net *n = vmi_net_set(vi);
+			n->ip_ifaces = xreallocarray(n->ip_ifaces, (size_t)vi->nips + 1, sizeof *n->ip_ifaces);
+			n->ip_ifaces[vi->nips] = intern(ifc);
 			vi->ips[vi->nips++] = xstrdup(a);
 			if (vi->ip == NULL)
 				vi->ip = xstrdup(a);
 		} else if (kind && ifc && d && strcmp(kind, "port") == 0) {
-			vi->fwds = xreallocarray(vi->fwds, (size_t)vi->nfwds + 1, sizeof *vi->fwds);
-			struct port_fwd *f = &vi->fwds[vi->nfwds++];
+			struct vmi_net *n = vmi_net_set(vi);
+			n->fwds = xreallocarray(n->fwds, (size_t)n->nfwds + 1, sizeof *n->fwds);
+			struct port_fwd *f = &n->fwds[n->nfwds++];
 			f->iface = intern(ifc);
 			f->name = strcmp(a, "-") ? intern(a) : NULL;
 			f->proto = intern(b);
@@ -196,7 +198,7 @@ static void publish_unscheduled(struct evm *v)
 	vi->o.ns = intern(v->m->ns);
 	vi->o.name = xstrdup(v->m->name);
 	snprintf(vi->o.uid, UID_LEN, "%s", v->sched_uid);
-	vi->o.created = v->sched_since;
+	vi->o.created = obj_epoch(v->sched_since);
 	vi->o.generation = v->generation;
 	add_tlabels(v, &vi->o);
 	snprintf(vi->vm_uid, UID_LEN, "%s", v->uid);
@@ -222,7 +224,7 @@ static void publish_unscheduled(struct evm *v)
 	p->o.ns = intern(v->m->ns);
 	p->o.name = xasprintf("virt-launcher-%s-%.5s", v->m->name, v->sched_launcher);
 	snprintf(p->o.uid, UID_LEN, "%s", v->sched_launcher);
-	p->o.created = v->sched_since;
+	p->o.created = obj_epoch(v->sched_since);
 	obj_label_add(&p->o, "kubevirt.io", "virt-launcher");
 	obj_label_add(&p->o, "kubevirt.io/created-by", v->sched_uid);
 	obj_label_add(&p->o, "vm.kubevirt.io/name", v->m->name);
@@ -260,9 +262,9 @@ void evm_publish(struct evm *v)
 	vm->o.ns = intern(v->m->ns);
 	vm->o.name = xstrdup(v->m->name);
 	snprintf(vm->o.uid, UID_LEN, "%s", v->uid);
-	vm->o.created = v->created;
+	vm->o.created = obj_epoch(v->created);
 	vm->o.generation = v->generation;
-	vm->o.deleted = v->deleting ? now : 0;
+	vm->o.deleted = obj_epoch(v->deleting ? now : 0);
 	if (v->m->nlabels > 0) {
 		/* packed in one go: adding them one by one costs the length so far each time (80,000 labels) */
 		size_t n = 0, cap = (size_t)v->m->nlabels;
@@ -312,8 +314,9 @@ void evm_publish(struct evm *v)
 		add_cond(&vm->conds, &vm->nconds, "RestartRequired", true, "",
 			 "the manifest changed since this instance started; restart to apply it", now);
 	if (v->failures > 1) {
-		vm->start_failures = v->failures;
-		vm->start_retry_after = v->retry_after;
+		struct start_failure *f = vm_start_failure_set(vm);
+		f->failures = v->failures;
+		f->retry_after = v->retry_after;
 	}
 	if (v->req_start || v->req_stop) {
 		vm->scr = xcalloc(1, sizeof *vm->scr);
@@ -332,7 +335,7 @@ void evm_publish(struct evm *v)
 	vi->o.ns = intern(v->m->ns);
 	vi->o.name = xstrdup(v->m->name);
 	snprintf(vi->o.uid, UID_LEN, "%s", x->uid);
-	vi->o.created = x->created;
+	vi->o.created = obj_epoch(x->created);
 	vi->o.generation = x->generation;
 	add_tlabels(v, &vi->o);
 	obj_label_add(&vi->o, "kubevirt.io/nodeName", x->node ? x->node : "");
@@ -364,10 +367,11 @@ void evm_publish(struct evm *v)
 				if (sp == NULL || nl == NULL || sp > nl)
 					break;
 				if ((size_t)(nl - sp - 1) == strlen(vi->ips[i]) && strncmp(sp + 1, vi->ips[i], (size_t)(nl - sp - 1)) == 0) {
-					if (vi->ip_guest_ifs == NULL)
-						vi->ip_guest_ifs = xcalloc((size_t)vi->nips, sizeof *vi->ip_guest_ifs);
+					struct vmi_net *net = vmi_net_set(vi);
+					if (net->ip_guest_ifs == NULL)
+						net->ip_guest_ifs = xcalloc((size_t)vi->nips, sizeof *net->ip_guest_ifs);
 					char *n = xstrndup(l, (size_t)(sp - l));
-					vi->ip_guest_ifs[i] = intern(n);
+					net->ip_guest_ifs[i] = intern(n);
 					free(n);
 					break;
 				}
@@ -386,10 +390,10 @@ void evm_publish(struct evm *v)
 	p->o.ns = intern(v->m->ns);
 	p->o.name = pod_name(v);
 	snprintf(p->o.uid, UID_LEN, "%s", x->launcher);
-	p->o.created = x->created;
+	p->o.created = obj_epoch(x->created);
 	/* a launcher a live migration made was created when the source's ended (the VMI keeps its own creation) */
 	if (x->mig && x->mig->nprev > 0 && x->mig->prev[x->mig->nprev - 1].ended > p->o.created)
-		p->o.created = x->mig->prev[x->mig->nprev - 1].ended;
+		p->o.created = obj_epoch(x->mig->prev[x->mig->nprev - 1].ended);
 	obj_label_add(&p->o, "kubevirt.io", "virt-launcher");
 	obj_label_add(&p->o, "kubevirt.io/created-by", x->uid);
 	obj_label_add(&p->o, "vm.kubevirt.io/name", v->m->name);
@@ -452,7 +456,7 @@ void epublish_bad(struct ehost *eh, const char *file, const char *why, const cha
 	char *path = util_path_join(eh->records_dir, file);
 	struct stat sb;
 	if (stat(path, &sb) == 0)
-		vm->o.created = sb.st_mtime; /* when the file was last written */
+		vm->o.created = obj_epoch(sb.st_mtime); /* when the file was last written */
 	free(path);
 	vm->run_strategy = intern("Unknown");
 	vm->printable_status = intern("RecordUnreadable");

@@ -1308,7 +1308,7 @@ void migrate_publish(struct evm *v, struct vmi *vi)
 		p->o.ns = vi->o.ns;
 		p->o.name = pod_name_of(v, l->uid);
 		snprintf(p->o.uid, UID_LEN, "%s", l->uid);
-		p->o.created = l->started;
+		p->o.created = obj_epoch(l->started);
 		obj_label_add(&p->o, "kubevirt.io", "virt-launcher");
 		obj_label_add(&p->o, "kubevirt.io/created-by", x->uid);
 		obj_label_add(&p->o, "vm.kubevirt.io/name", v->m->name);

@@ -244,11 +244,10 @@ static struct cond *decode_conds(const struct jv *arr, int *n)
 			continue; /* a condition without a type cannot be read whole */
 		struct cond *d = &c[(*n)++];
 		d->type = type;
-		d->status = jword(e, "status");
+		d->stat = cond_status_of(jword(e, "status"));
 		d->reason = jword(e, "reason");
 		d->message = jdup(e, "message", KUBE_DECODE_MSG_MAX);
 		d->last_transition = jtime(e, "lastTransitionTime");
-		d->last_probe = jtime(e, "lastProbeTime");
 	}
 	return *n ? c : NULL;
 }
@@ -421,9 +420,10 @@ static void decode_vm(struct obj *o, const struct jv *item)
 
 	const struct jv *sf = jobj(status, "startFailure");
 	if (sf) {
-		v->start_failures = (int)jint(sf, "consecutiveFailCount", 0, 0, INT32_MAX);
-		v->start_retry_after = jtime(sf, "retryAfterTimestamp");
-		juid(sf, "lastFailedVMIUID", v->start_fail_vmi);
+		struct start_failure *f = v->sf = scratch_alloc(sizeof *v->sf);
+		f->failures = (int)jint(sf, "consecutiveFailCount", 0, 0, INT32_MAX);
+		f->retry_after = jtime(sf, "retryAfterTimestamp");
+		juid(sf, "lastFailedVMIUID", f->vmi);
 	}
 	v->observed_generation = (uint64_t)jint(status, "observedGeneration", 0, 0, INT64_MAX);
 	v->desired_generation = (uint64_t)jint(status, "desiredGeneration", 0, 0, INT64_MAX);
@@ -509,11 +509,14 @@ static void decode_vmi(struct obj *o, const struct jv *item)
 		/* kvcon's engine service: the interface of each address (its network, not a guest agent) and the
 		 * ports the engine forwards from the host (status.interfaces[].forwardedPorts, the engine's own) */
 		const char *ifn = jword(e, "infoSource") == intern("domain") ? jword(e, "name") : NULL;
+		if (ifn && *ifn && v->net == NULL)
+			v->net = scratch_alloc(sizeof *v->net);
+		struct vmi_net *net = v->net;
 		if (ifn && *ifn && v->nips > first) {
-			if (v->ip_ifaces == NULL)
-				v->ip_ifaces = scratch_alloc(16 * sizeof *v->ip_ifaces);
+			if (net->ip_ifaces == NULL)
+				net->ip_ifaces = scratch_alloc(16 * sizeof *net->ip_ifaces);
 			for (int k = first; k < v->nips; k++)
-				v->ip_ifaces[k] = ifn;
+				net->ip_ifaces[k] = ifn;
 		}
 		const struct jv *fw = ifn && *ifn ? jarr(e, "forwardedPorts") : NULL;
 		size_t nf = fw ? jv_len(fw) : 0;
@@ -523,11 +526,11 @@ static void decode_vmi(struct obj *o, const struct jv *item)
 			const char *proto = jword(f, "protocol");
 			if (port == 0 || hport == 0 || (proto != intern("TCP") && proto != intern("UDP")))
 				continue;
-			if (v->fwds == NULL)
-				v->fwds = scratch_alloc(16 * sizeof *v->fwds);
-			if (v->nfwds >= 16)
+			if (net->fwds == NULL)
+				net->fwds = scratch_alloc(16 * sizeof *net->fwds);
+			if (net->nfwds >= 16)
 				break;
-			struct port_fwd *p = &v->fwds[v->nfwds++];
+			struct port_fwd *p = &net->fwds[net->nfwds++];
 			p->iface = ifn;
 			p->name = jword(f, "name");
 			p->proto = proto;
@@ -658,8 +661,8 @@ static void decode_pod(struct obj *o, const struct jv *item)
 	juid(owner, "uid", p->vmi_uid);
 	if (other)
 		p->owner_kind_other = intern_cap(other, strlen(other));
-	const char *vmname = obj_label(&p->o, "vm.kubevirt.io/name");
-	p->vm_name = vmname ? intern_cap(vmname, strlen(vmname)) : NULL;
+	/* the label's own bytes, not an interned copy (one per VM, never freed): packing keeps it in the labels */
+	p->vm_name = obj_label(&p->o, "vm.kubevirt.io/name");
 
 	const struct jv *annotations = jobj(meta, "annotations");
 	const struct jv *pid = annotations ? jmember(annotations, POD_QEMU_PID_ANNOTATION) : NULL;

@@ -26,7 +26,7 @@ const char *const kube_jprune_keys[] = {
 	"action", "startFailure", "consecutiveFailCount", "retryAfterTimestamp", "lastFailedVMIUID",
 	"desiredGeneration", "observedGeneration",
 	/* conditions */
-	"status", "lastTransitionTime", "lastProbeTime",
+	"status", "lastTransitionTime",
 	/* VirtualMachineInstance */
 	"phase", "nodeName", "interfaces", "ipAddress", "ipAddresses", "phaseTransitionTimestamps",
 	"phaseTransitionTimestamp", "guestOSInfo", "prettyName", "version", "activePods", "migrationState",
@@ -58,7 +58,7 @@ static const char *const kube_jprune_whole[] = { "labels", "activePods", NULL };
 
 static const struct kube_jprune_node jp_cond[] = {
 	JP_LEAF("type"), JP_LEAF("status"), JP_LEAF("reason"), JP_LEAF("message"), JP_LEAF("lastTransitionTime"),
-	JP_LEAF("lastProbeTime"), JP_END,
+	JP_END,
 };
 static const struct kube_jprune_node jp_owner[] = {
 	JP_LEAF("kind"), JP_LEAF("uid"), JP_LEAF("controller"), JP_END,

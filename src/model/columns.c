@@ -141,8 +141,8 @@ static int s_age(const struct obj *x, const struct obj *y)
 static enum col_tone cond_cell(const struct cond *c, int nc, const char *type, char *b, size_t n)
 {
 	const struct cond *x = cond_find(c, nc, type);
-	put(b, n, x ? x->status : "");
-	return x && x->status ? COL_TONE_STATUS : COL_TONE_NONE;
+	put(b, n, x ? cond_status(x) : "");
+	return x && cond_status(x) ? COL_TONE_STATUS : COL_TONE_NONE;
 }
 
 /* ---- VMs ---- */

@@ -75,7 +75,7 @@ static const struct cond *vmi_cond(const struct diag_ctx *x, const char *type)
 
 static bool cond_false(const struct cond *c)
 {
-	return c && c->status && strcmp(c->status, "True") != 0;
+	return c && cond_status(c) && strcmp(cond_status(c), "True") != 0;
 }
 
 static int64_t latest(int64_t a, int64_t b)
@@ -148,7 +148,7 @@ static void ev_cond(struct diag_ctx *x, const struct obj *o, const struct cond *
 	ago(x->now, c->last_transition, when, sizeof when);
 	char *n = esc(o->name, 256), *r = esc(c->reason, 128), *m = esc(c->message, 1024);
 	ev_text(x, o, "%s %s/%s condition %s=%s reason=%s (%s): \"%s\"", obj_kind_title(o->kind), o->ns, n, c->type,
-		c->status ? c->status : "?", c->reason ? r : "-", when, m);
+		cond_status(c) ? cond_status(c) : "?", c->reason ? r : "-", when, m);
 	free(n);
 	free(r);
 	free(m);
@@ -344,25 +344,25 @@ static bool m_vm_terminating(struct diag_ctx *x)
 /* The VM's start failures with the time of the next attempt (KubeVirt's crash-loop back-off). */
 static void ev_start_failure(struct diag_ctx *x)
 {
-	if (x->vm == NULL || x->vm->start_failures <= 0)
+	const struct start_failure *f = x->vm ? vm_start_failure(x->vm) : NULL;
+	if (f == NULL || f->failures <= 0)
 		return;
 	char t[32] = "unknown", when[48] = "";
-	if (x->vm->start_retry_after) {
-		util_format_time(x->vm->start_retry_after, t, sizeof t);
-		int64_t d = x->vm->start_retry_after - x->now;
+	if (f->retry_after) {
+		util_format_time(f->retry_after, t, sizeof t);
+		int64_t d = f->retry_after - x->now;
 		char h[32];
 		util_human_duration(d < 0 ? -d : d, h, sizeof h);
 		snprintf(when, sizeof when, d >= 0 ? " (next attempt in %s)" : " (%s ago)", h);
 	}
 	ev_text(x, &x->vm->o, "VirtualMachine %s/%s status.startFailure: consecutiveFailCount=%d, retryAfterTimestamp=%s%s%s%s",
-		x->vm->o.ns, x->c->name, x->vm->start_failures, t, when,
-		x->vm->start_fail_vmi[0] ? ", lastFailedVMIUID=" : "", x->vm->start_fail_vmi);
+		x->vm->o.ns, x->c->name, f->failures, t, when, f->vmi[0] ? ", lastFailedVMIUID=" : "", f->vmi);
 }
 
 static bool m_vm_manual_recovery(struct diag_ctx *x)
 {
 	const struct cond *c = x->vm ? cond_find(x->vm->conds, x->vm->nconds, "ManualRecoveryRequired") : NULL;
-	if (c == NULL || !eq(c->status, "True"))
+	if (c == NULL || !eq(cond_status(c), "True"))
 		return false;
 	ev_cond(x, &x->vm->o, c);
 	ev_events(x, &x->vm->o, NULL, 3);
@@ -448,15 +448,16 @@ static bool m_vm_pvc_not_found(struct diag_ctx *x)
 
 static bool m_vm_crashloop(struct diag_ctx *x)
 {
-	if (x->vm == NULL || x->vmi != NULL || x->vm->start_failures <= 0 || !x->want_run)
+	const struct start_failure *f = x->vm ? vm_start_failure(x->vm) : NULL;
+	if (f == NULL || x->vmi != NULL || f->failures <= 0 || !x->want_run)
 		return false; /* a VM stopped after its crash loop is halted, not looping */
 	char next[64] = "";
-	if (x->vm->start_retry_after > x->now) {
+	if (f->retry_after > x->now) {
 		char h[32];
-		util_human_duration(x->vm->start_retry_after - x->now, h, sizeof h);
+		util_human_duration(f->retry_after - x->now, h, sizeof h);
 		snprintf(next, sizeof next, ", next attempt in %s", h);
 	}
-	what_set(x, "%d failed starts in a row%s", x->vm->start_failures, next);
+	what_set(x, "%d failed starts in a row%s", f->failures, next);
 	ev_start_failure(x);
 	ev_run_strategy(x);
 	ev_events(x, NULL, NULL, 3);
@@ -532,7 +533,7 @@ static bool m_vm_stopping(struct diag_ctx *x)
 static bool m_vm_restart_required(struct diag_ctx *x)
 {
 	const struct cond *c = x->vm ? cond_find(x->vm->conds, x->vm->nconds, "RestartRequired") : NULL;
-	if (c == NULL || !eq(c->status, "True"))
+	if (c == NULL || !eq(cond_status(c), "True"))
 		return false;
 	ev_cond(x, &x->vm->o, c);
 	return true;
@@ -613,13 +614,14 @@ static bool m_vmi_ended_restart(struct diag_ctx *x)
 		return false;
 	/* the engine keeps the failed VMI through the back-off (KubeVirt deletes it): the back-off is said too */
 	char next[64] = "";
-	if (x->vm && x->vm->start_retry_after > x->now) {
+	const struct start_failure *f = x->vm ? vm_start_failure(x->vm) : NULL;
+	if (f && f->retry_after > x->now) {
 		char h[32];
-		util_human_duration(x->vm->start_retry_after - x->now, h, sizeof h);
+		util_human_duration(f->retry_after - x->now, h, sizeof h);
 		snprintf(next, sizeof next, ", next attempt in %s", h);
 	}
-	if (x->vm && x->vm->start_failures > 0)
-		what_set(x, "%s; %d failed starts in a row%s", x->vmi->phase, x->vm->start_failures, next);
+	if (f && f->failures > 0)
+		what_set(x, "%s; %d failed starts in a row%s", x->vmi->phase, f->failures, next);
 	else
 		what_set(x, "%s", x->vmi->phase);
 	ev_phase(x);
@@ -1008,7 +1010,7 @@ static bool m_launcher_phase_other(struct diag_ctx *x)
 static bool m_guest_paused(struct diag_ctx *x)
 {
 	const struct cond *c = vmi_cond(x, "Paused");
-	if (!(c && eq(c->status, "True")) && !vm_status_is(x, "Paused"))
+	if (!(c && eq(cond_status(c), "True")) && !vm_status_is(x, "Paused"))
 		return false;
 	if (c)
 		ev_cond(x, &x->vmi->o, c);
@@ -1045,7 +1047,7 @@ static bool m_guest_agent_missing(struct diag_ctx *x)
 static bool m_guest_agent_unsupported(struct diag_ctx *x)
 {
 	const struct cond *c = vmi_cond(x, "AgentVersionNotSupported");
-	if (!(c && eq(c->status, "True")))
+	if (!(c && eq(cond_status(c), "True")))
 		return false;
 	ev_cond(x, &x->vmi->o, c);
 	return true;

@@ -15,33 +15,42 @@ enum obj_kind { OBJ_VM, OBJ_VMI, OBJ_POD, OBJ_EVENT, OBJ_KIND_COUNT };
 
 #define UID_LEN 37 /* canonical UUID text plus NUL */
 
-/* A condition is always read whole. type/status/reason interned; message owned. */
+/* A condition's status: a byte, not a pointer (32 bytes a condition, not 40). */
+enum cond_status { COND_UNSET, COND_TRUE, COND_FALSE, COND_UNKNOWN };
+
+/* A condition is always read whole. type/reason interned; message owned. lastProbeTime is not kept (nothing shows
+ * it). */
 struct cond {
 	const char *type;
-	const char *status; /* "True", "False", "Unknown" */
 	const char *reason;
 	char *message;
 	uint32_t last_transition; /* epoch seconds (32 bits hold them until 2106), 0 unknown */
-	uint32_t last_probe;
+	uint8_t stat;             /* enum cond_status: read with cond_status() */
 };
 
-/* Fields every object has. */
+/* Fields every object has, ordered so that nothing pads (104 bytes: tens of thousands are held). */
 struct obj {
 	struct source *src;
 	const char *ns;   /* interned; "" for cluster-scoped */
 	char *name;
 	char *labels;     /* packed (obj.c), NULL when none: read with obj_label / obj_label_next */
-	int64_t created;  /* creationTimestamp, epoch seconds */
-	int64_t deleted;  /* deletionTimestamp when terminating, else 0 */
 	uint64_t generation;
 	uint64_t rv;      /* resourceVersion when numeric (as etcd's are), else 0 */
+	uint32_t created; /* creationTimestamp, epoch seconds (32 bits hold them until 2106): obj_epoch() */
+	uint32_t deleted; /* deletionTimestamp when terminating, else 0 */
 	/* store bookkeeping */
-	uint64_t changed_ms; /* loop_now() when last changed (rows flash) */
-	enum obj_kind kind;
-	uint32_t flags;   /* OBJ_F_* */
+	uint32_t changed_ms; /* loop_now() when last changed, truncated (rows flash; compare by unsigned difference) */
 	uint32_t slot;    /* position in the store's dense array */
+	uint8_t kind;     /* enum obj_kind */
+	uint8_t flags;    /* OBJ_F_* */
 	char uid[UID_LEN];
 };
+
+/* Epoch seconds as the 32 bits objects keep them: clamped to [0, 2106]. */
+static inline uint32_t obj_epoch(int64_t s)
+{
+	return s <= 0 ? 0 : s >= (int64_t)UINT32_MAX ? UINT32_MAX : (uint32_t)s;
+}
 
 #define OBJ_F_MARK 0x1u /* mark-and-sweep on relist */
 #define OBJ_F_PACKED 0x2u /* obj_pack: every owned part lives in the object's one allocation */
@@ -51,25 +60,31 @@ struct state_change { /* VM status.stateChangeRequests[] */
 	char uid[UID_LEN];
 };
 
+/* VM status.startFailure: rare, so out of the struct (vm_start_failure()). */
+struct start_failure {
+	int64_t retry_after; /* retryAfterTimestamp */
+	int failures;        /* consecutiveFailCount */
+	char vmi[UID_LEN];   /* lastFailedVMIUID */
+};
+
+/* The kinds' structs are ordered by alignment (pointers, 8-byte, 4-byte, bytes) so that nothing pads. */
 struct vm {
 	struct obj o;
 	const char *run_strategy;     /* Always, RerunOnFailure, Once, Manual, Halted; spec.running mapped */
+	const char *printable_status; /* 17 values, see KUBEVIRT.md */
+	struct cond *conds;
+	struct state_change *scr;
+	char *instancetype;           /* spec.instancetype.name, owned */
+	char *memory;                 /* template memory guest or requests, e.g. "256Mi", owned */
+	struct start_failure *sf;     /* NULL without status.startFailure: read through vm_start_failure() */
+	uint64_t desired_generation, observed_generation;
+	int nconds;
+	int nscr;
+	int cpu_cores;                /* template domain.cpu.cores (for the engine and the detail view) */
 	bool running_field;           /* spec.running was used (deprecated) */
 	bool run_conflict;            /* both spec.running and spec.runStrategy set (the API rejects it) */
-	const char *printable_status; /* 17 values, see KUBEVIRT.md */
 	bool ready;                   /* status.ready */
 	bool created_vmi;             /* status.created */
-	struct cond *conds;
-	int nconds;
-	struct state_change *scr;
-	int nscr;
-	int start_failures;           /* status.startFailure.consecutiveFailCount */
-	int64_t start_retry_after;    /* status.startFailure.retryAfterTimestamp */
-	char start_fail_vmi[UID_LEN]; /* status.startFailure.lastFailedVMIUID */
-	uint64_t desired_generation, observed_generation;
-	char *instancetype;           /* spec.instancetype.name, owned */
-	int cpu_cores;                /* template domain.cpu.cores (for the engine and the detail view) */
-	char *memory;                 /* template memory guest or requests, e.g. "256Mi", owned */
 };
 
 struct phase_time {
@@ -104,29 +119,36 @@ struct port_fwd {
 	int port, host_port;              /* the guest's port; the host's, on 127.0.0.1 */
 };
 
+/* What kvcon's engine says of a VMI's network (KubeVirt's VMIs have none of it): out of the struct (vmi_net()). */
+struct vmi_net {
+	const char **ip_ifaces;    /* the interface of each of the VMI's ips (interned), or NULL */
+	const char **ip_guest_ifs; /* the guest's interface name of each of ips the guest agent reports (interned; NULL
+				    * entries), or NULL: interfaceName, infoSource "domain, guest-agent" */
+	struct port_fwd *fwds;     /* forwarded ports */
+	int nfwds;
+};
+
 struct vmi {
 	struct obj o;
-	char vm_uid[UID_LEN];        /* ownerReferences kind VirtualMachine */
 	const char *phase;           /* "" when unset */
 	const char *reason;          /* status.reason (e.g. NodeUnresponsive), NULL when unset */
 	const char *node;
 	char *ip;                    /* status.interfaces[0].ipAddress */
-	char **ips; int nips;        /* every interface address (owned) */
-	const char **ip_ifaces;      /* engine: the interface of each of ips (interned), or NULL */
-	const char **ip_guest_ifs;   /* engine: the guest's interface name of each of ips the guest agent reports
-				      * (interned; NULL entries), or NULL: interfaceName, infoSource "domain, guest-agent" */
-	struct port_fwd *fwds; int nfwds; /* engine: forwarded ports */
+	char **ips;                  /* every interface address (owned) */
+	struct vmi_net *net;         /* engine: NULL when it says nothing of the network; read through vmi_net() */
 	struct cond *conds;
-	int nconds;
 	struct phase_time *phases;
-	int nphases;
 	char *guest_os;              /* guestOSInfo.prettyName or name + version */
 	char *agent_version;
 	struct active_pod *active;
-	int nactive;
 	struct migration_state *mig; /* NULL without status.migrationState: read through vmi_mig() */
 	const char *eviction;        /* spec.evictionStrategy */
+	int nips;
+	int nconds;
+	int nphases;
+	int nactive;
 	bool software_emulation;
+	char vm_uid[UID_LEN];        /* ownerReferences kind VirtualMachine */
 };
 
 struct container_status {
@@ -150,7 +172,6 @@ struct container_status {
 
 struct pod {
 	struct obj o;
-	char vmi_uid[UID_LEN];      /* ownerReferences kind VirtualMachineInstance (controller) */
 	const char *owner_kind_other; /* when the controller owner is not a VMI: its kind (interned), else NULL */
 	const char *vm_name;        /* label vm.kubevirt.io/name (deprecated; shown only) */
 	const char *phase;
@@ -158,21 +179,22 @@ struct pod {
 	const char *reason;         /* pod status.reason (Evicted, ...) */
 	char *message;
 	struct cond *conds;         /* PodScheduled, Initialized, ContainersReady, Ready */
-	int nconds;
 	struct container_status *containers;
+	const char *spec_names;     /* spec.containers' names, each ending in '\n' (interned), NULL unknown */
+	const char *spec_init_names; /* spec.initContainers' names, the same way */
+	const char *default_container; /* annotation kubectl.kubernetes.io/default-container (interned), NULL none */
+	char *ip;
+	/* engine launcher: the QEMU process */
+	char *cmdline;
+	char *log_path;
+	int pid;                    /* served as the annotation POD_QEMU_PID_ANNOTATION */
+	int nconds;
 	int ncontainers;
 	int ready_containers;
 	int spec_containers;        /* len(spec.containers): READY's denominator, as kubectl prints it */
 	int spec_init_containers;   /* len(spec.initContainers): kubectl's Init:I/N */
-	const char *spec_names;     /* spec.containers' names, each ending in '\n' (interned), NULL unknown */
-	const char *spec_init_names; /* spec.initContainers' names, the same way */
-	const char *default_container; /* annotation kubectl.kubernetes.io/default-container (interned), NULL none */
 	int restarts;
-	char *ip;
-	/* engine launcher: the QEMU process */
-	int pid;                    /* served as the annotation POD_QEMU_PID_ANNOTATION */
-	char *cmdline;
-	char *log_path;
+	char vmi_uid[UID_LEN];      /* ownerReferences kind VirtualMachineInstance (controller) */
 };
 
 /* The engine service's launcher pods: the QEMU's pid (decimal), an annotation (KubeVirt's pods have none). */
@@ -186,10 +208,10 @@ struct event {
 	const char *inv_kind;    /* involvedObject */
 	char *inv_name;
 	const char *inv_ns;
-	char inv_uid[UID_LEN];
-	int count;
-	int64_t first, last;     /* firstTimestamp/lastTimestamp (or eventTime / series) */
 	const char *component;   /* source.component / reportingController */
+	int count;
+	uint32_t first, last;    /* firstTimestamp/lastTimestamp (or eventTime / series), epoch seconds */
+	char inv_uid[UID_LEN];
 };
 
 /* Allocation by kind, zeroed, o.kind set. */
@@ -203,6 +225,14 @@ const char *obj_kind_title(enum obj_kind kind); /* "VirtualMachine", ... */
  * decoder's scratch memory). Packed objects are read-only: build a new one to change an owned part. */
 struct obj *obj_pack_copy(const struct obj *o);
 
+/* The VM's start failure, or a shared empty one (no failures) when it has none. */
+const struct start_failure *vm_start_failure(const struct vm *v);
+/* The VM's start failure to fill in, allocated on first use (not on packed objects). */
+struct start_failure *vm_start_failure_set(struct vm *v);
+/* The engine's view of the VMI's network, or a shared empty one (no interface names, no forwarded ports). */
+const struct vmi_net *vmi_net(const struct vmi *v);
+/* The VMI's network to fill in, allocated on first use (not on packed objects). */
+struct vmi_net *vmi_net_set(struct vmi *v);
 /* The VMI's migration state, or a shared empty one (present false, progress_pct -1) when it has none. */
 const struct migration_state *vmi_mig(const struct vmi *v);
 /* The VMI's migration state to fill in, allocated on first use (not on packed objects). */
@@ -224,6 +254,11 @@ bool obj_label_next(const struct obj *o, const char **it, const char **key, cons
 bool vm_will_run(const struct vm *vm, const struct vmi *vmi);
 
 /* Condition helpers. */
+/* "True", "False", "Unknown", or NULL when unset. */
+const char *cond_status(const struct cond *c);
+/* The status of a status text: unset for NULL, Unknown for any other text than True or False (the API allows no
+ * other). */
+uint8_t cond_status_of(const char *s);
 const struct cond *cond_find(const struct cond *conds, int n, const char *type);
 bool cond_is_true(const struct cond *conds, int n, const char *type);
 

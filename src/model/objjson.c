@@ -54,7 +54,7 @@ static struct json_object *conds_json(const struct cond *c, int n)
 		json_object_object_add(j, "lastTransitionTime", time_json(c[i].last_transition));
 		put_str(j, "message", c[i].message);
 		put_str(j, "reason", c[i].reason);
-		put_str(j, "status", c[i].status);
+		put_str(j, "status", cond_status(&c[i]));
 		put_str(j, "type", c[i].type);
 		json_object_array_add(a, j);
 	}
@@ -123,13 +123,14 @@ static struct json_object *vm_json(const struct vm *v)
 		}
 		json_object_object_add(st, "stateChangeRequests", a);
 	}
-	if (v->start_failures > 0) {
+	const struct start_failure *f = vm_start_failure(v);
+	if (f->failures > 0) {
 		struct json_object *sf = json_object_new_object();
-		json_object_object_add(sf, "consecutiveFailCount", json_object_new_int(v->start_failures));
-		if (v->start_retry_after)
-			json_object_object_add(sf, "retryAfterTimestamp", time_json(v->start_retry_after));
-		if (v->start_fail_vmi[0])
-			put_str(sf, "lastFailedVMIUID", v->start_fail_vmi);
+		json_object_object_add(sf, "consecutiveFailCount", json_object_new_int(f->failures));
+		if (f->retry_after)
+			json_object_object_add(sf, "retryAfterTimestamp", time_json(f->retry_after));
+		if (f->vmi[0])
+			put_str(sf, "lastFailedVMIUID", f->vmi);
 		json_object_object_add(st, "startFailure", sf);
 	}
 	json_object_object_add(o, "status", st);
@@ -160,27 +161,28 @@ static struct json_object *vmi_json(const struct vmi *v)
 		put_str(g, "prettyName", v->guest_os);
 		json_object_object_add(st, "guestOSInfo", g);
 	}
+	const struct vmi_net *net = vmi_net(v);
 	if (v->nips) {
 		struct json_object *ifs = json_object_new_array();
 		for (int i = 0; i < v->nips; i++) {
 			struct json_object *j = json_object_new_object();
-			if (v->ip_ifaces && v->ip_ifaces[i])
-				put_str(j, "name", v->ip_ifaces[i]);
+			if (net->ip_ifaces && net->ip_ifaces[i])
+				put_str(j, "name", net->ip_ifaces[i]);
 			put_str(j, "ipAddress", v->ips[i]);
 			struct json_object *all = json_object_new_array();
 			json_object_array_add(all, json_object_new_string(v->ips[i]));
 			json_object_object_add(j, "ipAddresses", all);
-			if (v->ip_guest_ifs && v->ip_guest_ifs[i]) { /* the guest agent reports it too */
-				put_str(j, "interfaceName", v->ip_guest_ifs[i]);
+			if (net->ip_guest_ifs && net->ip_guest_ifs[i]) { /* the guest agent reports it too */
+				put_str(j, "interfaceName", net->ip_guest_ifs[i]);
 				put_str(j, "infoSource", "domain, guest-agent");
-			} else if (v->ip_ifaces && v->ip_ifaces[i]) { /* the engine's: from the domain's network */
+			} else if (net->ip_ifaces && net->ip_ifaces[i]) { /* the engine's: from the domain's network */
 				put_str(j, "infoSource", "domain");
 			}
 			/* the engine's own: the interface's ports it forwards from the host */
 			struct json_object *fw = NULL;
-			for (int k = 0; k < v->nfwds; k++) {
-				const struct port_fwd *f = &v->fwds[k];
-				if (v->ip_ifaces == NULL || f->iface != v->ip_ifaces[i])
+			for (int k = 0; k < net->nfwds; k++) {
+				const struct port_fwd *f = &net->fwds[k];
+				if (net->ip_ifaces == NULL || f->iface != net->ip_ifaces[i])
 					continue;
 				struct json_object *e = json_object_new_object();
 				put_str(e, "name", f->name);

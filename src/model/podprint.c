@@ -127,7 +127,7 @@ void podprint_pod(const struct pod *p, struct podprint *out)
 	for (int i = 0; i < p->nconds; i++) {
 		const struct cond *c = &p->conds[i];
 		v.sched_gated |= util_str_eq(c->type, "PodScheduled") && util_str_eq(c->reason, "SchedulingGated");
-		v.initialized |= util_str_eq(c->type, "Initialized") && util_str_eq(c->status, "True");
+		v.initialized |= util_str_eq(c->type, "Initialized") && util_str_eq(cond_status(c), "True");
 		v.ready_cond |= util_str_eq(c->type, "Ready");
 	}
 	int nonint = 0;

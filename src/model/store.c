@@ -1,5 +1,6 @@
 /* The store: per source and kind, a dense array plus two hash indexes (UID, ns/name). The indexes are open
- * addressing tables of object pointers hashed from the objects' own fields (no key copies, 8 bytes a slot). */
+ * addressing tables of positions in the dense array, hashed from the objects' own fields (no key copies, 4 bytes
+ * a slot). */
 #include "model/store.h"
 
 #include <stdio.h>
@@ -9,9 +10,10 @@
 #include "core/util.h"
 #include "core/xmalloc.h"
 
-/* Linear probing with backward-shift deletion (no tombstones). */
+/* Linear probing with backward-shift deletion (no tombstones). A slot holds the object's position in the table's
+ * dense array plus one (0: empty): 4 bytes a slot, half a pointer. */
 struct index {
-	struct obj **slots;
+	uint32_t *slots;
 	size_t cap; /* power of two, or 0 */
 };
 
@@ -133,24 +135,46 @@ static bool obj_is(const struct obj *o, enum idx_kind ik, const char *a, const c
 	return strcmp(o->name ? o->name : "", b) == 0 && (o->ns == a || strcmp(o->ns, a) == 0);
 }
 
+/* The object an index slot names (the slot must not be empty). */
+static struct obj *idx_obj(const struct table *t, uint32_t v)
+{
+	return t->objs[v - 1];
+}
+
 /* The slot holding the object matching (a, b) (uid; or ns, name), or the empty slot where it would go. */
-static size_t idx_probe(const struct index *x, enum idx_kind ik, uint32_t h, const char *a, const char *b)
+static size_t idx_probe(const struct table *t, const struct index *x, enum idx_kind ik, uint32_t h, const char *a,
+			const char *b)
 {
 	size_t mask = x->cap - 1;
 	for (size_t i = h & mask;; i = (i + 1) & mask)
-		if (x->slots[i] == NULL || obj_is(x->slots[i], ik, a, b))
+		if (x->slots[i] == 0 || obj_is(idx_obj(t, x->slots[i]), ik, a, b))
 			return i;
 }
 
-static struct obj *idx_get(const struct index *x, enum idx_kind ik, const char *a, const char *b)
+static struct obj *idx_get(const struct table *t, const struct index *x, enum idx_kind ik, const char *a,
+			   const char *b)
 {
 	if (x->cap == 0)
 		return NULL;
 	uint32_t h = ik == IDX_UID ? hash_uid(a) : hash_key(a, b);
-	return x->slots[idx_probe(x, ik, h, a, b)];
+	uint32_t v = x->slots[idx_probe(t, x, ik, h, a, b)];
+	return v ? idx_obj(t, v) : NULL;
 }
 
-static void idx_put(struct index *x, enum idx_kind ik, struct obj *o, size_t count)
+/* Where the entry for position pos is, its object hashing to h; SIZE_MAX when absent. */
+static size_t idx_slot_of(const struct index *x, uint32_t pos, uint32_t h)
+{
+	if (x->cap == 0)
+		return SIZE_MAX;
+	size_t mask = x->cap - 1;
+	for (size_t i = h & mask; x->slots[i] != 0; i = (i + 1) & mask)
+		if (x->slots[i] == pos + 1)
+			return i;
+	return SIZE_MAX;
+}
+
+/* Adds the object at position pos (t->objs[pos] set); count: the objects the table holds. */
+static void idx_put(const struct table *t, struct index *x, enum idx_kind ik, uint32_t pos, size_t count)
 {
 	if ((count + 1) * 4 > x->cap * 3) {
 		struct index old = *x;
@@ -158,35 +182,31 @@ static void idx_put(struct index *x, enum idx_kind ik, struct obj *o, size_t cou
 		x->slots = xcalloc(x->cap, sizeof *x->slots);
 		for (size_t i = 0; i < old.cap; i++)
 			if (old.slots[i])
-				idx_put(x, ik, old.slots[i], 0);
+				idx_put(t, x, ik, old.slots[i] - 1, 0);
 		free(old.slots);
 	}
 	size_t mask = x->cap - 1;
-	size_t i = obj_hash(o, ik) & mask;
-	while (x->slots[i] != NULL && x->slots[i] != o)
+	size_t i = obj_hash(t->objs[pos], ik) & mask;
+	while (x->slots[i] != 0 && x->slots[i] != pos + 1)
 		i = (i + 1) & mask;
-	x->slots[i] = o;
+	x->slots[i] = pos + 1;
 }
 
-/* Removes o (when it is there): the entries after it in its run move back so probing never stops early. */
-static void idx_del(struct index *x, enum idx_kind ik, const struct obj *o)
+/* Removes the entry for position pos, its object o (when it is there): the entries after it in its run move back
+ * so probing never stops early. */
+static void idx_del(const struct table *t, struct index *x, enum idx_kind ik, const struct obj *o, uint32_t pos)
 {
-	if (x->cap == 0)
+	size_t i = idx_slot_of(x, pos, obj_hash(o, ik));
+	if (i == SIZE_MAX)
 		return;
 	size_t mask = x->cap - 1;
-	size_t i = obj_hash(o, ik) & mask;
-	while (x->slots[i] != o) {
-		if (x->slots[i] == NULL)
-			return;
-		i = (i + 1) & mask;
-	}
 	for (size_t j = i;;) {
-		x->slots[i] = NULL;
+		x->slots[i] = 0;
 		for (;;) {
 			j = (j + 1) & mask;
-			if (x->slots[j] == NULL)
+			if (x->slots[j] == 0)
 				return;
-			size_t home = obj_hash(x->slots[j], ik) & mask;
+			size_t home = obj_hash(idx_obj(t, x->slots[j]), ik) & mask;
 			/* the entry at j may fill the hole at i unless its home lies cyclically in (i, j] */
 			bool stays = i <= j ? (home > i && home <= j) : (home > i || home <= j);
 			if (!stays)
@@ -197,26 +217,27 @@ static void idx_del(struct index *x, enum idx_kind ik, const struct obj *o)
 	}
 }
 
-static void table_unlink(struct table *t, struct obj *o)
+/* The entry for position from now names position to (the object moved in the dense array). */
+static void idx_move(struct index *x, enum idx_kind ik, const struct obj *o, uint32_t from, uint32_t to)
 {
-	idx_del(&t->by_uid, IDX_UID, o);
-	idx_del(&t->by_key, IDX_KEY, o);
-	uint32_t slot = o->slot;
-	t->n--;
-	if (slot != t->n) {
-		t->objs[slot] = t->objs[t->n];
-		t->objs[slot]->slot = slot;
-	}
+	size_t i = idx_slot_of(x, from, obj_hash(o, ik));
+	if (i != SIZE_MAX)
+		x->slots[i] = to + 1;
 }
 
-/* Where o's entry is (o must be in the index). */
-static size_t idx_slot_of(const struct index *x, const struct obj *o, uint32_t h)
+static void table_unlink(struct table *t, struct obj *o)
 {
-	size_t mask = x->cap - 1;
-	size_t i = h & mask;
-	while (x->slots[i] != o)
-		i = (i + 1) & mask;
-	return i;
+	uint32_t slot = o->slot;
+	idx_del(t, &t->by_uid, IDX_UID, o, slot);
+	idx_del(t, &t->by_key, IDX_KEY, o, slot);
+	t->n--;
+	if (slot != t->n) {
+		struct obj *last = t->objs[t->n];
+		idx_move(&t->by_uid, IDX_UID, last, (uint32_t)t->n, slot);
+		idx_move(&t->by_key, IDX_KEY, last, (uint32_t)t->n, slot);
+		t->objs[slot] = last;
+		last->slot = slot;
+	}
 }
 
 struct obj *store_upsert(struct store *st, struct obj *o)
@@ -224,15 +245,13 @@ struct obj *store_upsert(struct store *st, struct obj *o)
 	struct table *t = table_make(st, o->src, o->kind);
 	o->flags &= ~OBJ_F_MARK;
 	const char *name = o->name ? o->name : "";
-	struct obj *old = idx_get(&t->by_uid, IDX_UID, o->uid, NULL);
-	uint32_t hk = hash_key(o->ns, name);
-	struct obj *same_name = t->by_key.cap ? t->by_key.slots[idx_probe(&t->by_key, IDX_KEY, hk, o->ns, name)] : NULL;
+	struct obj *old = idx_get(t, &t->by_uid, IDX_UID, o->uid, NULL);
+	struct obj *same_name = idx_get(t, &t->by_key, IDX_KEY, o->ns, name);
 	if (old && same_name == old) {
-		/* the usual update (same UID, same name): the new object takes the old one's place everywhere */
+		/* the usual update (same UID, same name, so the same hashes): the new object takes the old one's
+		 * position, which the indexes hold */
 		o->slot = old->slot;
 		t->objs[o->slot] = o;
-		t->by_uid.slots[idx_slot_of(&t->by_uid, old, hash_uid(o->uid))] = o;
-		t->by_key.slots[idx_slot_of(&t->by_key, old, hk)] = o;
 		notify(st, o->kind, old, o);
 		obj_free(old);
 		return o;
@@ -245,10 +264,11 @@ struct obj *store_upsert(struct store *st, struct obj *o)
 		obj_free(same_name);
 	}
 	if (old) {
+		/* renamed: its entries go (hashed from the old object), the new object's come */
 		o->slot = old->slot;
+		idx_del(t, &t->by_uid, IDX_UID, old, o->slot);
+		idx_del(t, &t->by_key, IDX_KEY, old, o->slot);
 		t->objs[o->slot] = o;
-		idx_del(&t->by_uid, IDX_UID, old);
-		idx_del(&t->by_key, IDX_KEY, old);
 	} else {
 		if (t->n == t->cap) {
 			t->cap = t->cap ? t->cap * 2 : 64;
@@ -258,8 +278,8 @@ struct obj *store_upsert(struct store *st, struct obj *o)
 		t->objs[t->n++] = o;
 		st->count[o->kind]++;
 	}
-	idx_put(&t->by_uid, IDX_UID, o, t->n);
-	idx_put(&t->by_key, IDX_KEY, o, t->n);
+	idx_put(t, &t->by_uid, IDX_UID, o->slot, t->n);
+	idx_put(t, &t->by_key, IDX_KEY, o->slot, t->n);
 	notify(st, o->kind, old, o);
 	obj_free(old);
 	return o;
@@ -268,7 +288,7 @@ struct obj *store_upsert(struct store *st, struct obj *o)
 int store_remove(struct store *st, struct source *src, enum obj_kind kind, const char *uid)
 {
 	struct table *t = table_of(st, src, kind);
-	struct obj *o = t ? idx_get(&t->by_uid, IDX_UID, uid, NULL) : NULL;
+	struct obj *o = t ? idx_get(t, &t->by_uid, IDX_UID, uid, NULL) : NULL;
 	if (o == NULL)
 		return -1;
 	table_unlink(t, o);
@@ -281,14 +301,14 @@ int store_remove(struct store *st, struct source *src, enum obj_kind kind, const
 struct obj *store_get(const struct store *st, struct source *src, enum obj_kind kind, const char *uid)
 {
 	struct table *t = table_of(st, src, kind);
-	return t ? idx_get(&t->by_uid, IDX_UID, uid, NULL) : NULL;
+	return t ? idx_get(t, &t->by_uid, IDX_UID, uid, NULL) : NULL;
 }
 
 struct obj *store_find(const struct store *st, struct source *src, enum obj_kind kind, const char *ns,
 		       const char *name)
 {
 	struct table *t = table_of(st, src, kind);
-	return t ? idx_get(&t->by_key, IDX_KEY, ns, name) : NULL;
+	return t ? idx_get(t, &t->by_key, IDX_KEY, ns, name) : NULL;
 }
 
 struct obj *const *store_objs(const struct store *st, struct source *src, enum obj_kind kind, size_t *n)
@@ -386,7 +406,7 @@ size_t store_heap_size(const struct store *st)
 		for (size_t j = 0; t && j < t->n; j++)
 			n += obj_heap_size(t->objs[j]);
 		if (t) /* the dense array and the two indexes */
-			n += (t->cap + t->by_uid.cap + t->by_key.cap) * sizeof(struct obj *);
+			n += t->cap * sizeof(struct obj *) + (t->by_uid.cap + t->by_key.cap) * sizeof(uint32_t);
 	}
 	return n;
 }

@@ -641,7 +641,7 @@ static void store_changed(struct view *v, enum obj_kind kind, const struct obj *
 		struct obj *nw = (struct obj *)new_;
 		/* changed_ms is UI bookkeeping on the stored object: the row flashes when its state moved */
 		if (t->spec->state_changed && t->spec->state_changed(old, new_))
-			nw->changed_ms = loop_now();
+			nw->changed_ms = (uint32_t)loop_now() | 1; /* truncated; never 0 (0: never changed) */
 		else if (nw->changed_ms == 0)
 			nw->changed_ms = old->changed_ms;
 		at = row_of(t, old);
@@ -781,9 +781,12 @@ static void draw_row(struct tview *t, const struct region *r, size_t i, const in
 	int y = r->y + 2 + (int)i;
 	const struct obj *o = t->rows[t->top + i];
 	bool selected = t->top + i == t->sel;
-	bool flash = o->changed_ms && now < o->changed_ms + TABLE_FLASH_MS;
-	if (flash && (*next_flash_end == 0 || o->changed_ms + TABLE_FLASH_MS < *next_flash_end))
-		*next_flash_end = o->changed_ms + TABLE_FLASH_MS;
+	/* changed_ms holds loop_now()'s low 32 bits: the age is their unsigned difference (right across a wrap) */
+	uint32_t age = (uint32_t)now - o->changed_ms;
+	bool flash = o->changed_ms && age < TABLE_FLASH_MS;
+	uint64_t flash_end = now + (TABLE_FLASH_MS - age);
+	if (flash && (*next_flash_end == 0 || flash_end < *next_flash_end))
+		*next_flash_end = flash_end;
 	int rowattr = selected ? theme_attr(THEME_SELECTED) : flash ? theme_attr(THEME_FLASH) : theme_attr(THEME_NORMAL);
 	draw_fill(y, r->x, r->w, rowattr);
 	int x = r->x + 1;

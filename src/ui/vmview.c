@@ -91,7 +91,7 @@ static void conds(struct panel *p, const struct cond *c, int n)
 	for (int i = 0; i < n; i++) {
 		char a[40];
 		ago(c[i].last_transition, a, sizeof a);
-		pl(p, theme_status_attr(c[i].status), "%s=%s %s %s", nz(c[i].type), nz(c[i].status),
+		pl(p, theme_status_attr(cond_status(&c[i])), "%s=%s %s %s", nz(c[i].type), nz(cond_status(&c[i])),
 		   c[i].reason ? c[i].reason : "", a);
 		if (c[i].message && *c[i].message)
 			pl(p, theme_attr(THEME_DIM), "  %s", c[i].message);
@@ -111,10 +111,10 @@ static void vm_panel(struct panel *p, const struct vm *vm)
 	pl(p, 0, "uid: %s", vm->o.uid);
 	for (int i = 0; i < vm->nscr; i++)
 		pl(p, theme_attr(THEME_WAIT), "stateChangeRequest: %s %s", nz(vm->scr[i].action), vm->scr[i].uid);
-	if (vm->start_failures) {
+	if (vm_start_failure(vm)->failures) {
 		char a[40];
-		ago(vm->start_retry_after, a, sizeof a);
-		pl(p, theme_attr(THEME_BAD), "startFailure: %d, retry after %s", vm->start_failures, a);
+		ago(vm_start_failure(vm)->retry_after, a, sizeof a);
+		pl(p, theme_attr(THEME_BAD), "startFailure: %d, retry after %s", vm_start_failure(vm)->failures, a);
 	}
 	conds(p, vm->conds, vm->nconds);
 }
@@ -129,13 +129,14 @@ static void vmi_panel(struct panel *p, const struct vmi *vmi)
 	pl(p, theme_status_attr(vmi->phase), "phase: %s", nz(vmi->phase));
 	pl(p, 0, "uid: %s", vmi->o.uid);
 	pl(p, 0, "node: %s", nz(vmi->node));
+	const struct vmi_net *net = vmi_net(vmi);
 	for (int i = 0; i < vmi->nips; i++)
-		if (vmi->ip_ifaces && vmi->ip_ifaces[i])
-			pl(p, 0, "ip: %s (%s)", vmi->ips[i], vmi->ip_ifaces[i]);
+		if (net->ip_ifaces && net->ip_ifaces[i])
+			pl(p, 0, "ip: %s (%s)", vmi->ips[i], net->ip_ifaces[i]);
 		else
 			pl(p, 0, "ip: %s", vmi->ips[i]);
-	for (int i = 0; i < vmi->nfwds; i++) {
-		const struct port_fwd *f = &vmi->fwds[i];
+	for (int i = 0; i < net->nfwds; i++) {
+		const struct port_fwd *f = &net->fwds[i];
 		pl(p, 0, "port: %s%s%d/%s <- 127.0.0.1:%d", f->name ? f->name : "", f->name ? " " : "", f->port, f->proto,
 		   f->host_port);
 	}
@@ -214,7 +215,8 @@ static void guest_panel(struct panel *p, const struct vmi *vmi)
 		return;
 	}
 	const struct cond *a = cond_find(vmi->conds, vmi->nconds, "AgentConnected");
-	pl(p, theme_status_attr(a ? a->status : NULL), "AgentConnected: %s", a ? nz(a->status) : "not reported");
+	const char *as = a ? cond_status(a) : NULL;
+	pl(p, theme_status_attr(as), "AgentConnected: %s", a ? nz(as) : "not reported");
 	pl(p, 0, "os: %s", nz(vmi->guest_os));
 	if (vmi->agent_version)
 		pl(p, 0, "agent: %s", vmi->agent_version);

@@ -1,6 +1,8 @@
 /* Unit tests of the JSON decoder (kube/decode.c): KubeVirt's round-trip fixtures, a launcher pod, core and
  * series events, and bad input (wrong types, missing identity, huge strings, deep garbage). */
 #include <json-c/json.h>
+#include <malloc.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -42,20 +44,22 @@ static void test_vm_roundtrip(void)
 	T_EQ_INT(v->nconds, 1);
 	if (v->nconds == 1) {
 		T_EQ_STR(v->conds[0].type, "typeValue");
-		T_EQ_STR(v->conds[0].status, "statusValue");
+		/* a status is True, False or Unknown (the API allows no other): any other text reads as Unknown */
+		T_EQ_INT(v->conds[0].stat, COND_UNKNOWN);
+		T_EQ_STR(cond_status(&v->conds[0]), "Unknown");
 		T_EQ_STR(v->conds[0].reason, "reasonValue");
 		T_EQ_STR(v->conds[0].message, "messageValue");
 		T_EQ_INT(v->conds[0].last_transition, fixture_ts("1982-01-01T01:01:01Z"));
-		T_EQ_INT(v->conds[0].last_probe, fixture_ts("1987-01-01T01:01:01Z"));
 	}
 	T_EQ_INT(v->nscr, 1);
 	if (v->nscr == 1) {
 		T_EQ_STR(v->scr[0].action, "actionValue");
 		T_EQ_STR(v->scr[0].uid, "uidValue");
 	}
-	T_EQ_INT(v->start_failures, 0); /* -20 clamps to 0 */
-	T_EQ_INT(v->start_retry_after, fixture_ts("1981-01-01T01:01:01Z"));
-	T_EQ_STR(v->start_fail_vmi, "lastFailedVMIUIDValue");
+	T_CHECK(v->sf != NULL);
+	T_EQ_INT(vm_start_failure(v)->failures, 0); /* -20 clamps to 0 */
+	T_EQ_INT(vm_start_failure(v)->retry_after, fixture_ts("1981-01-01T01:01:01Z"));
+	T_EQ_STR(vm_start_failure(v)->vmi, "lastFailedVMIUIDValue");
 	T_EQ_STR(v->instancetype, "nameValue");
 	T_EQ_INT(v->observed_generation, 0); /* negative in the fixture: clamped */
 	/* interning: the same word decodes to the same pointer */
@@ -89,18 +93,20 @@ static void test_vmi_engine_ports(void)
 		return;
 	}
 	T_EQ_INT(v->nips, 2);
-	T_CHECK(v->ip_ifaces != NULL);
-	if (v->ip_ifaces && v->nips == 2) {
-		T_EQ_STR(v->ip_ifaces[0], "default");
-		T_CHECK(v->ip_ifaces[1] == NULL); /* a guest agent's interface: a cluster's, no name kept */
+	const struct vmi_net *net = vmi_net(v);
+	T_CHECK(v->net != NULL);
+	T_CHECK(net->ip_ifaces != NULL);
+	if (net->ip_ifaces && v->nips == 2) {
+		T_EQ_STR(net->ip_ifaces[0], "default");
+		T_CHECK(net->ip_ifaces[1] == NULL); /* a guest agent's interface: a cluster's, no name kept */
 	}
-	T_EQ_INT(v->nfwds, 1);
-	if (v->nfwds == 1) {
-		T_EQ_STR(v->fwds[0].iface, "default");
-		T_EQ_STR(v->fwds[0].name, "http");
-		T_EQ_STR(v->fwds[0].proto, "TCP");
-		T_EQ_INT(v->fwds[0].port, 80);
-		T_EQ_INT(v->fwds[0].host_port, 8080);
+	T_EQ_INT(net->nfwds, 1);
+	if (net->nfwds == 1) {
+		T_EQ_STR(net->fwds[0].iface, "default");
+		T_EQ_STR(net->fwds[0].name, "http");
+		T_EQ_STR(net->fwds[0].proto, "TCP");
+		T_EQ_INT(net->fwds[0].port, 80);
+		T_EQ_INT(net->fwds[0].host_port, 8080);
 	}
 	obj_free(&v->o);
 	json_object_put(j);
@@ -123,6 +129,8 @@ static void test_vmi_roundtrip(void)
 	if (v->nips == 2) {
 		T_EQ_STR(v->ips[0], "ipAddressValue");
 		T_EQ_STR(v->ips[1], "ipAddressesValue");
+		T_CHECK(v->ip == v->ips[0]); /* packed: the same bytes */
+		T_CHECK(v->net == NULL); /* no engine's view of the network: nothing allocated */
 	}
 	T_EQ_INT(v->nconds, 1);
 	T_EQ_INT(v->nphases, 1);
@@ -175,6 +183,16 @@ static void test_pod(void)
 	T_EQ_STR(p->ip, "10.244.1.17");
 	T_EQ_INT(p->nconds, 4);
 	T_CHECK(cond_is_true(p->conds, p->nconds, "Ready"));
+	T_EQ_STR(cond_status(cond_find(p->conds, p->nconds, "Ready")), "True");
+	/* the statuses as bytes: the three texts the API allows, unset without one */
+	T_EQ_INT(cond_status_of("True"), COND_TRUE);
+	T_EQ_INT(cond_status_of("False"), COND_FALSE);
+	T_EQ_INT(cond_status_of("Unknown"), COND_UNKNOWN);
+	T_EQ_INT(cond_status_of(NULL), COND_UNSET);
+	for (int s = COND_UNSET; s <= COND_UNKNOWN; s++) {
+		struct cond c = { .stat = (uint8_t)s };
+		T_EQ_INT(cond_status_of(cond_status(&c)), s);
+	}
 	T_EQ_INT(p->ncontainers, 3);
 	if (p->ncontainers == 3) {
 		T_CHECK(p->containers[0].init);
@@ -195,6 +213,88 @@ static void test_pod(void)
 out:
 	obj_free(&p->o);
 	json_object_put(j);
+}
+
+/* The labels of o as "k=v;" pairs, in order. */
+static char *labels_text(const struct obj *o)
+{
+	struct buf b = { 0 };
+	for (const char *it = NULL, *k, *v; obj_label_next(o, &it, &k, &v);)
+		buf_printf(&b, "%s=%s;", k, v);
+	return buf_steal(&b);
+}
+
+/* Packing re-encodes labels with references (to the name, the owner's UID, an earlier value): read back, they
+ * are the same pairs in the same order, also when a packed object is packed again; a pod's vm_name taken from
+ * its labels follows them into the block. */
+static void test_packed_labels(void)
+{
+	struct pod *p = (struct pod *)obj_new(OBJ_POD);
+	p->o.src = src;
+	p->o.name = xstrdup("virt-launcher-testvm-abcde");
+	snprintf(p->o.uid, sizeof p->o.uid, "%s", "11111111-2222-4333-8444-555555555555");
+	snprintf(p->vmi_uid, sizeof p->vmi_uid, "%s", "0f0e0d0c-0b0a-4909-8807-060504030201");
+	obj_label_add(&p->o, "kubevirt.io", "virt-launcher");
+	obj_label_add(&p->o, "kubevirt.io/created-by", p->vmi_uid);
+	obj_label_add(&p->o, "vm.kubevirt.io/name", "testvm");
+	obj_label_add(&p->o, "kubevirt.io/domain", "testvm");
+	obj_label_add(&p->o, "kubevirt.io/vm", "testvm");
+	obj_label_add(&p->o, "self", "virt-launcher-testvm-abcde");
+	obj_label_add(&p->o, "short", "ab");
+	obj_label_add(&p->o, "short2", "ab");
+	obj_label_add(&p->o, "empty", "");
+	obj_label_add(&p->o, "flag", "true");
+	obj_label_add(&p->o, "odd1", "\x01\x03x");
+	obj_label_add(&p->o, "odd2", "\x02y");
+	obj_label_add(&p->o, "odd3", "\x01\x03x");
+	for (int i = 0; i < 300; i++) { /* past the entries a reference can name */
+		char k[16];
+		snprintf(k, sizeof k, "k%d", i);
+		obj_label_add(&p->o, k, i % 2 ? "testvm" : "same-value");
+	}
+	p->vm_name = obj_label(&p->o, "vm.kubevirt.io/name");
+	char *want = labels_text(&p->o);
+	struct pod *a = (struct pod *)obj_pack_copy(&p->o);
+	struct pod *b = (struct pod *)obj_pack_copy(&a->o);
+	char *got_a = labels_text(&a->o), *got_b = labels_text(&b->o);
+	T_EQ_STR(got_a, want);
+	T_EQ_STR(got_b, want);
+	T_EQ_STR(pod_created_by(a), "0f0e0d0c-0b0a-4909-8807-060504030201");
+	T_EQ_STR(obj_label(&b->o, "kubevirt.io/vm"), "testvm");
+	T_EQ_STR(obj_label(&b->o, "odd3"), "\x01\x03x");
+	T_EQ_STR(a->vm_name, "testvm");
+	T_EQ_STR(b->vm_name, "testvm");
+	uintptr_t at = (uintptr_t)b->vm_name, lo = (uintptr_t)b, hi = lo + malloc_usable_size(b);
+	T_CHECK(at > lo && at < hi);
+	T_CHECK(obj_heap_size(&a->o) < obj_heap_size(&p->o));
+	free(want);
+	free(got_a);
+	free(got_b);
+	obj_free(&b->o);
+	obj_free(&a->o);
+	obj_free(&p->o);
+}
+
+/* A packed event's involved name shares the message's tail when the message ends with it. */
+static void test_packed_event(void)
+{
+	static const char *const msgs[] = {
+		"Started the virtual machine by creating the new virtual machine instance vm1",
+		"VirtualMachineInstance started.", "vm1", "m", NULL,
+	};
+	for (int i = 0; i < 5; i++) {
+		struct event *e = (struct event *)obj_new(OBJ_EVENT);
+		e->o.name = xstrdup("vm1.17f0");
+		e->message = msgs[i] ? xstrdup(msgs[i]) : NULL;
+		e->inv_name = xstrdup("vm1");
+		struct event *p = (struct event *)obj_pack_copy(&e->o);
+		T_EQ_STR(p->inv_name, "vm1");
+		T_EQ_STR(p->message ? p->message : "(null)", msgs[i] ? msgs[i] : "(null)");
+		bool tail = p->message && strlen(p->message) >= 3 && p->inv_name == p->message + strlen(p->message) - 3;
+		T_CHECK(tail == (i == 0 || i == 2));
+		obj_free(&p->o);
+		obj_free(&e->o);
+	}
 }
 
 static void test_pod_owner_other(void)
@@ -415,7 +515,8 @@ static void test_wrong_types(void)
 				struct vm *v = (struct vm *)o;
 				T_EQ_INT(v->o.created, 0);
 				T_EQ_INT(v->nconds, 1);
-				T_CHECK(v->nconds == 1 && v->conds[0].status == NULL && v->conds[0].last_transition == 0);
+				T_CHECK(v->nconds == 1 && cond_status(&v->conds[0]) == NULL &&
+					v->conds[0].last_transition == 0);
 			}
 			obj_free(o);
 		}
@@ -456,6 +557,8 @@ int main(void)
 	test_vmi_roundtrip();
 	test_vmi_engine_ports();
 	test_pod();
+	test_packed_labels();
+	test_packed_event();
 	test_pod_owner_other();
 	test_events();
 	test_running_mapping();

@@ -99,10 +99,10 @@ static void fp_conds(struct buf *b, const struct cond *c, int n)
 {
 	for (int i = 0; i < n; i++) {
 		fp_str(b, c[i].type);
-		fp_str(b, c[i].status);
+		fp_str(b, cond_status(&c[i]));
 		fp_str(b, c[i].reason);
 		fp_str(b, c[i].message);
-		buf_printf(b, "%lld,%lld|", (long long)c[i].last_transition, (long long)c[i].last_probe);
+		buf_printf(b, "%lld|", (long long)c[i].last_transition);
 	}
 }
 
@@ -123,8 +123,9 @@ static char *fingerprint(const struct obj *o)
 		fp_conds(&b, v->conds, v->nconds);
 		for (int i = 0; i < v->nscr; i++)
 			buf_printf(&b, "%s:%s|", v->scr[i].action, v->scr[i].uid);
-		buf_printf(&b, "%d,%lld,%s,%llu,%llu,%d|", v->start_failures, (long long)v->start_retry_after,
-			   v->start_fail_vmi, (unsigned long long)v->desired_generation,
+		const struct start_failure *sf = vm_start_failure(v);
+		buf_printf(&b, "%d,%lld,%s,%llu,%llu,%d|", sf->failures, (long long)sf->retry_after, sf->vmi,
+			   (unsigned long long)v->desired_generation,
 			   (unsigned long long)v->observed_generation, v->cpu_cores);
 		fp_str(&b, v->instancetype);
 		fp_str(&b, v->memory);

@@ -33,8 +33,9 @@ static void listener(void *arg, enum obj_kind kind, const struct obj *old, const
 		dels++;
 }
 
-/* The indexes (open addressing with backward-shift deletion) against a plain model: random adds, updates,
- * renames, recreations under new UIDs and removals over a small key space, checked after every step. */
+/* The indexes (open addressing with backward-shift deletion, positions in the dense array) against a plain model:
+ * random adds, updates, renames (same UID, another name), recreations under new UIDs, removals and namespace
+ * sweeps over a small key space, checked after every step. */
 static void test_random(void)
 {
 	enum { NAMES = 300, STEPS = 20000 };
@@ -50,15 +51,39 @@ static void test_random(void)
 		char name[16], uid[UID_LEN];
 		snprintf(name, sizeof name, "n%d", k);
 		if (op < 5 && model_uid[k][0]) { /* update in place */
-			snprintf(uid, sizeof uid, "%s", model_uid[k]);
+			memcpy(uid, model_uid[k], sizeof uid);
 			store_upsert(st, mk(src, OBJ_VMI, k % 3 ? "a" : "b", name, uid));
 		} else if (op < 8) { /* add, or recreate under a new UID */
 			snprintf(uid, sizeof uid, "u%u", next_uid++);
 			store_upsert(st, mk(src, OBJ_VMI, k % 3 ? "a" : "b", name, uid));
 			snprintf(model_uid[k], UID_LEN, "%s", uid);
+		} else if (op == 8 && model_uid[k][0]) { /* rename to a free name, maybe in the other namespace */
+			int to = (int)((seed >> 4) % NAMES);
+			if (!model_uid[to][0]) {
+				snprintf(name, sizeof name, "n%d", to);
+				memcpy(uid, model_uid[k], sizeof uid);
+				store_upsert(st, mk(src, OBJ_VMI, to % 3 ? "a" : "b", name, uid));
+				snprintf(model_uid[to], UID_LEN, "%s", uid);
+				model_uid[k][0] = '\0';
+			}
 		} else if (model_uid[k][0]) { /* remove */
 			bad |= store_remove(st, src, OBJ_VMI, model_uid[k]) != 0;
 			model_uid[k][0] = '\0';
+		}
+		if (step % 997 == 996) { /* relist of namespace b: every other name of it seen again */
+			store_mark(st, src, OBJ_VMI, "b");
+			for (int i = 0; i < NAMES; i += 3) {
+				if (!model_uid[i][0])
+					continue;
+				if (i % 2) {
+					model_uid[i][0] = '\0';
+					continue;
+				}
+				snprintf(name, sizeof name, "n%d", i);
+				memcpy(uid, model_uid[i], sizeof uid);
+				store_upsert(st, mk(src, OBJ_VMI, "b", name, uid));
+			}
+			store_sweep(st, src, OBJ_VMI, "b");
 		}
 		size_t n = 0, want = 0;
 		struct obj *const *objs = store_objs(st, src, OBJ_VMI, &n);
@@ -68,7 +93,8 @@ static void test_random(void)
 			if (model_uid[i][0]) {
 				want++;
 				struct obj *byuid = store_get(st, src, OBJ_VMI, model_uid[i]);
-				bad |= byuid == NULL || byuid != byname || objs[byuid->slot] != byuid;
+				bad |= byuid == NULL || byuid != byname || objs[byuid->slot] != byuid ||
+				       strcmp(byuid->uid, model_uid[i]) != 0;
 			} else {
 				bad |= byname != NULL;
 			}
