@@ -17,7 +17,8 @@ WARN     = -Wall -Wextra -Wshadow -Wformat=2 -Werror
 CFLAGS  ?= -O2 -g
 ALL_CFLAGS = -std=c11 -D_GNU_SOURCE $(WARN) $(CFLAGS) -Isrc $(shell pkg-config --cflags $(PKGS) 2>/dev/null) -MMD -MP
 LIBS     = $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lpthread -lm
-KVCON_LIBS  = $(shell pkg-config --libs $(KVCON_PKGS) 2>/dev/null) -lpthread -lm
+# no -lm: libm's IFUNC resolvers alone cost kvcon 0.3 MiB of resident pages on every run (issue 28)
+KVCON_LIBS  = $(shell pkg-config --libs $(KVCON_PKGS) 2>/dev/null) -lpthread
 ENGINE_LIBS = $(shell pkg-config --libs $(ENGINE_PKGS) 2>/dev/null) -lpthread -lm
 
 SRC      = $(wildcard src/*/*.c)
