@@ -30,6 +30,7 @@ struct kube_open_opts {
 	bool ns_set;
 	const char *ns;
 	bool one_ns;
+	bool identity_only; /* the store keeps each object's identity alone (obj_pack_identity): get -o name */
 };
 
 /* Loads the kubeconfig per opts_global() (--kubeconfig, -n, -A; o's namespace scope when set), creates the source
