@@ -846,7 +846,8 @@ int cmd_get(int argc, char **argv)
 		mask |= KUBE_KIND_BIT(OBJ_VMI); /* the VMI column names the owner */
 	/* names: the objects' identity is all that is printed */
 	struct kube_open_opts ko = { .kinds = mask, .selector = selector, .selector_kinds = KUBE_KIND_BIT(g.kind),
-				     .max_failures = CLI_MAX_FAILURES, .identity_only = g.fmt == OUT_NAME };
+				     .max_failures = CLI_MAX_FAILURES, .identity_only = g.fmt == OUT_NAME,
+				     .no_version = true };
 	char *err = NULL;
 	/* a watch takes the engine's objects from its service; a cluster beside it when there is one */
 	char *sock = NULL;

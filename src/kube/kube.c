@@ -153,6 +153,8 @@ static void disc_done(void *arg, const struct kube_resp *resp)
 		ks->disc_failures = 0;
 		log_info("kube: %s: kubevirt.io/v1 is served by %s", ks->src->name, ks->src->server);
 		start_reflectors(ks);
+		if (ks->opts.no_version)
+			return;
 		struct kube_http_req q = {
 			.path = "/apis/subresources.kubevirt.io/v1/version",
 			.timeout_ms = DISCOVERY_TIMEOUT_MS,
