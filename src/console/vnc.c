@@ -22,6 +22,7 @@
  * clips every damaged rectangle before it reaches fbcells. */
 #include "console/vnc.h"
 
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -141,10 +142,66 @@ __attribute__((format(printf, 1, 2))) static void vnc_log_err(const char *fmt, .
 	va_end(ap);
 }
 
+/* ---- libvncclient, opened by the first session ----
+ * Not linked: it and what it alone brings (libjpeg, LZO, libgcrypt, libgpg-error) were 0.6 MiB of resident pages
+ * on every kvcon run, a VNC pane or not (issue 28). Each entry has the type of the header's declaration; calling
+ * the library other than through lib is a link error. */
+#ifndef KVCON_VNC_SONAME
+#define KVCON_VNC_SONAME "libvncclient.so.1" /* the ABI of libvncserver 0.9's rfbclient.h */
+#endif
+
+static struct {
+	__typeof__(rfbGetClient) *rfbGetClient;
+	__typeof__(rfbClientCleanup) *rfbClientCleanup;
+	__typeof__(rfbClientGetClientData) *rfbClientGetClientData;
+	__typeof__(rfbClientSetClientData) *rfbClientSetClientData;
+	__typeof__(ConnectClientToUnixSock) *ConnectClientToUnixSock;
+	__typeof__(ConnectClientToTcpAddr6) *ConnectClientToTcpAddr6;
+	__typeof__(InitialiseRFBConnection) *InitialiseRFBConnection;
+	__typeof__(SetFormatAndEncodings) *SetFormatAndEncodings;
+	__typeof__(SendFramebufferUpdateRequest) *SendFramebufferUpdateRequest;
+	__typeof__(SendKeyEvent) *SendKeyEvent;
+	__typeof__(SendPointerEvent) *SendPointerEvent;
+	__typeof__(HandleRFBServerMessage) *HandleRFBServerMessage;
+	char error[256]; /* why it could not be opened; "" when it was */
+} lib;
+
+#define LIB_SYM(f) { #f, (void **)&lib.f }
+
+static void lib_open(void)
+{
+	const struct {
+		const char *name;
+		void **slot;
+	} syms[] = {
+		LIB_SYM(rfbGetClient),		    LIB_SYM(rfbClientCleanup),	      LIB_SYM(rfbClientGetClientData),
+		LIB_SYM(rfbClientSetClientData),    LIB_SYM(ConnectClientToUnixSock), LIB_SYM(ConnectClientToTcpAddr6),
+		LIB_SYM(InitialiseRFBConnection),   LIB_SYM(SetFormatAndEncodings),   LIB_SYM(SendFramebufferUpdateRequest),
+		LIB_SYM(SendKeyEvent),		    LIB_SYM(SendPointerEvent),	      LIB_SYM(HandleRFBServerMessage),
+	};
+	void *h = dlopen(KVCON_VNC_SONAME, RTLD_NOW | RTLD_LOCAL);
+	if (h == NULL) {
+		snprintf(lib.error, sizeof lib.error, "cannot load libvncclient: %.200s", dlerror());
+		return;
+	}
+	/* its two global printers go to kvcon's log */
+	rfbClientLogProc *log_info = dlsym(h, "rfbClientLog"), *log_err = dlsym(h, "rfbClientErr");
+	for (size_t i = 0; i < sizeof syms / sizeof syms[0]; i++)
+		if ((*syms[i].slot = dlsym(h, syms[i].name)) == NULL) {
+			snprintf(lib.error, sizeof lib.error, "%s has no %s", KVCON_VNC_SONAME, syms[i].name);
+			return;
+		}
+	if (log_info == NULL || log_err == NULL) {
+		snprintf(lib.error, sizeof lib.error, "%s has no rfbClientLog or rfbClientErr", KVCON_VNC_SONAME);
+		return;
+	}
+	*log_info = vnc_log_info;
+	*log_err = vnc_log_err;
+}
+
 static void vnc_init_once(void)
 {
-	rfbClientLog = vnc_log_info;
-	rfbClientErr = vnc_log_err;
+	lib_open();
 	/* libvncclient write()s to its socket: a peer that went away must be an error, not SIGPIPE */
 	struct sigaction sa;
 	if (sigaction(SIGPIPE, NULL, &sa) == 0 && sa.sa_handler == SIG_DFL)
@@ -285,7 +342,7 @@ static void error_or(struct vnc *v, char *out, size_t n, const char *fallback)
 
 static struct vnc *vnc_of(rfbClient *c)
 {
-	return rfbClientGetClientData(c, &vnc_tag);
+	return lib.rfbClientGetClientData(c, &vnc_tag);
 }
 
 static rfbBool cb_malloc_fb(rfbClient *c)
@@ -343,10 +400,10 @@ struct pending {
 static struct pending *pending_of(rfbClient *c)
 {
 	static char tag;
-	struct pending *p = rfbClientGetClientData(c, &tag);
+	struct pending *p = lib.rfbClientGetClientData(c, &tag);
 	if (p == NULL) {
 		p = xcalloc(1, sizeof *p);
-		rfbClientSetClientData(c, &tag, p);
+		lib.rfbClientSetClientData(c, &tag, p);
 	}
 	return p;
 }
@@ -466,7 +523,7 @@ static char *cb_password(rfbClient *c)
 static int connect_target(const char *t)
 {
 	if (strncmp(t, "unix:", 5) == 0)
-		return ConnectClientToUnixSock(t + 5);
+		return lib.ConnectClientToUnixSock(t + 5);
 	const char *hp = strncmp(t, "tcp:", 4) == 0 ? t + 4 : t;
 	const char *colon = strrchr(hp, ':');
 	if (colon == NULL)
@@ -485,7 +542,7 @@ static int connect_target(const char *t)
 	int port = atoi(colon + 1);
 	if (port <= 0 || port > 65535)
 		return -1;
-	int fd = ConnectClientToTcpAddr6(host, port);
+	int fd = lib.ConnectClientToTcpAddr6(host, port);
 	return fd;
 }
 
@@ -499,9 +556,9 @@ static void drain_input(struct vnc *v, rfbClient *c)
 	pthread_mutex_unlock(&v->mu);
 	for (size_t i = 0; i < n && !v->opts.view_only; i++) {
 		if (q[i].key)
-			SendKeyEvent(c, q[i].keysym, q[i].down ? TRUE : FALSE);
+			lib.SendKeyEvent(c, q[i].keysym, q[i].down ? TRUE : FALSE);
 		else
-			SendPointerEvent(c, q[i].x, q[i].y, q[i].buttons);
+			lib.SendPointerEvent(c, q[i].x, q[i].y, q[i].buttons);
 	}
 	free(q);
 }
@@ -516,6 +573,10 @@ static void *vnc_thread(void *arg)
 	fd = v->sock;
 	bool quit = v->quit;
 	pthread_mutex_unlock(&v->mu);
+	if (*lib.error) {
+		snprintf(why, sizeof why, "%s", lib.error);
+		goto out;
+	}
 	if (fd < 0 && v->target && !quit) {
 		fd = connect_target(v->target);
 		if (fd < 0) {
@@ -530,8 +591,8 @@ static void *vnc_thread(void *arg)
 	}
 	if (quit)
 		goto out;
-	c = rfbGetClient(8, 3, 4); /* 32 bits a pixel, R G B x in memory on little-endian hosts */
-	rfbClientSetClientData(c, &vnc_tag, v);
+	c = lib.rfbGetClient(8, 3, 4); /* 32 bits a pixel, R G B x in memory on little-endian hosts */
+	lib.rfbClientSetClientData(c, &vnc_tag, v);
 	c->sock = fd;
 	c->MallocFrameBuffer = cb_malloc_fb;
 	c->GotFrameBufferUpdate = cb_got_update;
@@ -554,7 +615,7 @@ static void *vnc_thread(void *arg)
 		c->appData.qualityLevel = -1;
 		c->appData.encodingsString = "zrle tight hextile zlib copyrect raw";
 	}
-	if (!InitialiseRFBConnection(c)) {
+	if (!lib.InitialiseRFBConnection(c)) {
 		if (v->asked_password)
 			snprintf(why, sizeof why, "VNC authentication failed%s",
 				 v->password ? ""
@@ -575,7 +636,7 @@ static void *vnc_thread(void *arg)
 	v->connected = true;
 	pthread_mutex_unlock(&v->mu);
 	post_state(v);
-	if (!SetFormatAndEncodings(c) || !SendFramebufferUpdateRequest(c, 0, 0, c->width, c->height, FALSE)) {
+	if (!lib.SetFormatAndEncodings(c) || !lib.SendFramebufferUpdateRequest(c, 0, 0, c->width, c->height, FALSE)) {
 		snprintf(why, sizeof why, "VNC server went away during setup");
 		goto out;
 	}
@@ -602,7 +663,7 @@ static void *vnc_thread(void *arg)
 		}
 		if (c->buffered > 0 || (pf[0].revents & (POLLIN | POLLHUP | POLLERR))) {
 			*vnc_last_err = '\0';
-			if (!HandleRFBServerMessage(c)) {
+			if (!lib.HandleRFBServerMessage(c)) {
 				pthread_mutex_lock(&v->mu);
 				quit = v->quit;
 				pthread_mutex_unlock(&v->mu);
@@ -627,7 +688,7 @@ out:
 		c->sock = RFB_INVALID_SOCKET; /* closed above, under the lock */
 		free(c->frameBuffer);	      /* ours (cb_malloc_fb): rfbClientCleanup leaves it */
 		c->frameBuffer = NULL;
-		rfbClientCleanup(c);
+		lib.rfbClientCleanup(c);
 	}
 	if (*why)
 		log_info("vnc: session ended: %s", why);

@@ -617,6 +617,7 @@ static void finish(struct kube_req *r, long status, const char *error)
 		.len = r->resp.len,
 		.retry_after = r->retry_after,
 		.aborted = r->aborted,
+		.collected = &r->resp,
 	};
 	req_unlink(r);
 	req_detach_easy(r);

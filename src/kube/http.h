@@ -21,6 +21,8 @@
 
 #include "kube/kubeconfig.h"
 
+struct buf;
+
 struct kube_http;
 struct kube_req;
 
@@ -31,6 +33,8 @@ struct kube_resp {
 	size_t len;
 	long retry_after;  /* seconds from Retry-After, -1 when absent */
 	bool aborted;      /* the chunk callback asked to stop */
+	struct buf *collected; /* the buffer body points into: the done callback may move it out (take its struct,
+				* buf_init it) instead of copying a large body; freed after the callback */
 };
 
 /* Ends this loop pass's decoding of streamed bodies (they go on at the next pass): what was decoded so far is

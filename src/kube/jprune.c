@@ -308,6 +308,19 @@ static const struct kube_jprune_node by_name_whole = JP_NODE("", KUBE_JPRUNE_WHO
 static const struct kube_jprune_node keep_all[1] = { JP_END };
 static const struct kube_jprune_node keep_all_node = JP_NODE("", KUBE_JPRUNE_WHOLE, keep_all);
 
+/* List pages printed whole (kube/kget.c): the envelope alone (the items skipped), then the items kept whole, each
+ * handed over as it is built. */
+static const struct kube_jprune_node jp_list_envelope[] = { JP_KIDS("metadata", jp_list_meta), JP_END };
+static const struct kube_jprune_node jp_list_items[] = {
+	JP_NODE("items", KUBE_JPRUNE_KEEP_EMPTY | KUBE_JPRUNE_EACH, keep_all),
+	JP_END,
+};
+
+const struct kube_jprune_node *kube_jprune_list_schema(bool items)
+{
+	return items ? jp_list_items : jp_list_envelope;
+}
+
 /* Bytes that end a number or literal. */
 static const unsigned char scalar_end[256] = {
 	[','] = 1, ['}'] = 1, [']'] = 1, [' '] = 1, ['\n'] = 1, ['\r'] = 1, ['\t'] = 1, ['\0'] = 1,

@@ -30,6 +30,11 @@ struct kube_jprune_node {
 /* The schema of watch events and list pages of one kind (their objects, and Status errors). */
 const struct kube_jprune_node *kube_jprune_schema(enum obj_kind kind);
 
+/* The schemas of list pages of any kind printed whole (kubectl's -o json, yaml, name): items false, the envelope
+ * alone (metadata's continue and resourceVersion; the items skipped); items true, the items kept whole (every
+ * member, empty ones too), for kube_jprune_jv's each: a page then costs its text and one item, not a tree. */
+const struct kube_jprune_node *kube_jprune_list_schema(bool items);
+
 /* The same pruning, building the kept members as a tree in arena a (kube/jv.h) in the same pass: the tree json-c
  * would parse from kube_jprune_prefix's text, without the text, the tokener or an allocation per value. Returns
  * the bytes up to the value's end and sets *out (NULL when the value is null); -2 when the input ends first; -1

@@ -18,6 +18,8 @@
 #include "core/util.h"
 #include "core/xmalloc.h"
 #include "kube/http.h"
+#include "kube/jprune.h"
+#include "kube/jv.h"
 #include "kube/kubeconfig.h"
 #include "model/columns.h"
 #include "model/registry.h"
@@ -62,6 +64,7 @@ struct kg {
 	int ncols;
 	int tables_printed;
 	struct buf out;
+	struct jv_arena *arena; /* a list page's envelope, then its items one at a time */
 	const char *row_src; /* the source of the rows table_page adds (NULL: the cluster) */
 	bool extra_rows;     /* the current table has rows of another source */
 };
@@ -91,7 +94,14 @@ static void fetch_done(void *arg, const struct kube_resp *r)
 	f->status = r->status;
 	f->retry_after = r->retry_after;
 	if (r->status >= 200 && r->status < 300) {
-		buf_add(&f->body, r->body ? r->body : "", r->len);
+		/* a list page's body moved, not copied (two of them at once were a third of the peak) */
+		buf_free(&f->body);
+		if (r->collected && r->collected->data && r->body == r->collected->data) {
+			f->body = *r->collected;
+			buf_init(r->collected);
+		} else {
+			buf_add(&f->body, r->body ? r->body : "", r->len);
+		}
 		return;
 	}
 	f->error = kube_http_error_message(r);
@@ -783,6 +793,90 @@ static char *list_query(struct kg *g, const char *base, bool table, const char *
 	return buf_steal(&q);
 }
 
+/* A list page as json-c's tree (json_object_put it), its resourceVersion kept; NULL with the error said. */
+static struct json_object *page_parse(struct kg *g, const struct kind_def *k, const struct buf *body)
+{
+	struct json_tokener *tok = json_tokener_new_ex(JSON_TOKENER_DEFAULT_DEPTH);
+	struct json_object *page = json_tokener_parse_ex(tok, body->data ? body->data : "", (int)body->len);
+	json_tokener_free(tok);
+	if (page == NULL) {
+		log_eprintf("error: the server's list of %s is not JSON\n", k->plural);
+		g->rc = EXIT_API;
+		return NULL;
+	}
+	const char *prv = jstr(page, "metadata", "resourceVersion");
+	if (g->rv == NULL && prv)
+		g->rv = xstrdup(prv);
+	return page;
+}
+
+static const char *jv_text(const struct jv *v)
+{
+	return jv_is(v, JV_STRING) ? v->u.s : NULL;
+}
+
+/* A list page's envelope read by the pruner, the items skipped: its resourceVersion kept and its continue token
+ * (*cont, caller frees; NULL when none). False when the pruner refuses the bytes: json-c parses the page. */
+static bool page_envelope(struct kg *g, const struct buf *body, char **cont)
+{
+	struct jv *env = NULL;
+	*cont = NULL;
+	if (kube_jprune_jv(kube_jprune_list_schema(false), body->data ? body->data : "", body->len, g->arena, &env,
+			   NULL, NULL) <= 0 ||
+	    !jv_is(env, JV_OBJECT)) {
+		jv_arena_reset(g->arena);
+		return false;
+	}
+	struct jv *md = jv_get(env, "metadata");
+	const char *prv = jv_text(jv_get(md, "resourceVersion")), *c = jv_text(jv_get(md, "continue"));
+	if (g->rv == NULL && prv)
+		g->rv = xstrdup(prv);
+	if (c)
+		*cont = xstrdup(c);
+	jv_arena_reset(g->arena);
+	return true;
+}
+
+struct page_print {
+	struct kg *g;
+	const struct kind_def *k;
+	bool more; /* the next page downloads meanwhile */
+	size_t n;  /* items printed */
+};
+
+static void page_item(void *arg, struct jv *item)
+{
+	struct page_print *pp = arg;
+	struct json_object *it = jv_to_json(item);
+	emit_item(pp->g, pp->k, it);
+	json_object_put(it);
+	if ((++pp->n & 31) == 0 && pp->more)
+		loop_once(0);
+}
+
+/* Prints a page's items one at a time as the pruner builds them (each item's tree, then the next's: the page's
+ * text and one item in memory, not the page's tree). Where the pruner refuses the bytes (a number json-c reads
+ * as a double, say) json-c parses the page and its items not printed yet follow. False when it is not JSON. */
+static bool page_items(struct kg *g, const struct kind_def *k, const struct buf *body, bool more)
+{
+	struct page_print pp = { g, k, more, 0 };
+	struct jv *unused = NULL;
+	ssize_t n = kube_jprune_jv(kube_jprune_list_schema(true), body->data ? body->data : "", body->len, g->arena,
+				   &unused, page_item, &pp);
+	jv_arena_reset(g->arena);
+	if (n > 0)
+		return true;
+	size_t printed = pp.n;
+	struct json_object *page = page_parse(g, k, body), *items;
+	if (page == NULL)
+		return false;
+	if (json_object_object_get_ex(page, "items", &items) && json_object_is_type(items, json_type_array))
+		for (size_t i = printed; i < json_object_array_length(items); i++)
+			emit_item(g, k, json_object_array_get_idx(items, i));
+	json_object_put(page);
+	return true;
+}
+
 /* Lists (or gets) one kind, page by page. */
 static void run_kind(struct kg *g, const struct kind_def *k, uint64_t deadline)
 {
@@ -846,45 +940,56 @@ static void run_kind(struct kg *g, const struct kind_def *k, uint64_t deadline)
 			report_error(g, cur);
 			break;
 		}
-		struct json_tokener *tok = json_tokener_new_ex(JSON_TOKENER_DEFAULT_DEPTH);
-		struct json_object *page = json_tokener_parse_ex(tok, cur->body.data ? cur->body.data : "", (int)cur->body.len);
-		json_tokener_free(tok);
-		fetch_reset(cur);
-		if (page == NULL) {
-			log_eprintf("error: the server's list of %s is not JSON\n", k->plural);
-			g->rc = EXIT_API;
-			break;
+		/* the objects' formats print each item as the pruner builds it; tables (and pages the pruner refuses)
+		 * go through json-c's tree of the page */
+		struct fetch *got = cur;
+		struct json_object *page = NULL;
+		char *cont = NULL;
+		bool streamed = !table && page_envelope(g, &got->body, &cont);
+		if (!streamed) {
+			page = page_parse(g, k, &got->body);
+			if (page == NULL)
+				break;
+			const char *c = jstr(page, "metadata", "continue");
+			cont = c ? xstrdup(c) : NULL;
 		}
-		const char *prv = jstr(page, "metadata", "resourceVersion");
-		if (g->rv == NULL && prv)
-			g->rv = xstrdup(prv);
-		const char *c = jstr(page, "metadata", "continue");
-		bool more = c && *c;
+		bool more = cont && *cont;
 		if (more) {
 			/* the next page downloads while this one prints */
 			free(path);
-			path = list_query(g, base, table, c);
+			path = list_query(g, base, table, cont);
 			started = fetch_start(g, path, accept, nxt);
-			struct fetch *t = cur;
 			cur = nxt;
-			nxt = t;
+			nxt = got;
 		}
-		if (table) {
-			table_page(g, k, page);
+		free(cont);
+		if (streamed) {
+			bool ok = page_items(g, k, &got->body, more);
+			fetch_reset(got);
+			if (!ok)
+				break;
 		} else {
-			struct json_object *items;
-			if (json_object_object_get_ex(page, "items", &items) && json_object_is_type(items, json_type_array))
-				for (size_t i = 0; i < json_object_array_length(items); i++) {
-					emit_item(g, k, json_object_array_get_idx(items, i));
-					if (more && (i & 31) == 31)
-						loop_once(0);
-				}
+			fetch_reset(got);
+			if (table) {
+				table_page(g, k, page);
+			} else {
+				struct json_object *items;
+				if (json_object_object_get_ex(page, "items", &items) &&
+				    json_object_is_type(items, json_type_array))
+					for (size_t i = 0; i < json_object_array_length(items); i++) {
+						emit_item(g, k, json_object_array_get_idx(items, i));
+						if (more && (i & 31) == 31)
+							loop_once(0);
+					}
+			}
+			json_object_put(page);
 		}
-		json_object_put(page);
 		flush_out(g);
 		if (!more)
 			break;
 	}
+	if (started && !cur->done)
+		kube_http_cancel(started); /* a page that failed to print while the next one came */
 	free(path);
 	fetch_reset(nxt);
 	free(base);
@@ -1065,6 +1170,7 @@ static void kg_free(struct kg *g)
 	free(g->rv);
 	rows_free(g);
 	buf_free(&g->out);
+	jv_arena_free(g->arena);
 }
 
 static int prepare(struct kg *g, const struct kget_opts *o, char **err)
@@ -1072,6 +1178,7 @@ static int prepare(struct kg *g, const struct kget_opts *o, char **err)
 	memset(g, 0, sizeof *g);
 	g->o = o;
 	buf_init(&g->out);
+	g->arena = jv_arena_new();
 	*err = NULL;
 	if (o->fmt == KGET_JSONPATH && (g->jp = jsonpath_parse(o->fmt_arg, err)) == NULL) {
 		char *m = xasprintf("error parsing jsonpath %s, %s", o->fmt_arg, *err);

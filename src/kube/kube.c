@@ -116,6 +116,7 @@ static void start_reflectors(struct kube_src *ks)
 												     : NULL,
 			.max_failures = ks->opts.max_failures,
 			.page_limit = ks->opts.page_limit,
+			.identity_only = ks->opts.identity_only,
 		};
 		ks->refl[k] = kube_reflector_new(&cfg);
 		kube_reflector_start(ks->refl[k]);
@@ -152,6 +153,8 @@ static void disc_done(void *arg, const struct kube_resp *resp)
 		ks->disc_failures = 0;
 		log_info("kube: %s: kubevirt.io/v1 is served by %s", ks->src->name, ks->src->server);
 		start_reflectors(ks);
+		if (ks->opts.no_version)
+			return;
 		struct kube_http_req q = {
 			.path = "/apis/subresources.kubevirt.io/v1/version",
 			.timeout_ms = DISCOVERY_TIMEOUT_MS,

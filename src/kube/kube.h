@@ -30,6 +30,9 @@ struct kube_open_opts {
 	bool ns_set;
 	const char *ns;
 	bool one_ns;
+	bool identity_only; /* the store keeps each object's identity alone (obj_pack_identity): get -o name */
+	bool no_version;    /* KubeVirt's version (the dashboard's header) is not asked for: no second connection
+			     * beside the first list's */
 };
 
 /* Loads the kubeconfig per opts_global() (--kubeconfig, -n, -A; o's namespace scope when set), creates the source

@@ -259,7 +259,7 @@ static void upsert(struct kube_reflector *r, const struct jv *item)
 		free(err);
 		return;
 	}
-	store_upsert(r->cfg.st, obj_pack_copy(t));
+	store_upsert(r->cfg.st, r->cfg.identity_only ? obj_pack_identity(t) : obj_pack_copy(t));
 }
 
 /* --- list -------------------------------------------------------------------------------------------- */

@@ -31,6 +31,7 @@ struct kube_reflector_cfg {
 				     * consecutive failures (5x as many once the server has answered with an HTTP
 				     * status: 429 and 5xx are transient); 0 retries forever */
 	int page_limit;             /* list page size; 0: 500 */
+	bool identity_only;         /* store each object's identity alone (obj_pack_identity) */
 };
 
 struct kube_reflector *kube_reflector_new(const struct kube_reflector_cfg *cfg);

@@ -250,10 +250,15 @@ void noderes_pod_requests(struct json_object *pod, struct quantity *cpu, struct 
 	*mem = total.set[1] ? total.q[1] : (struct quantity){ 0, 0, QTY_NONE };
 }
 
-/* Quantity.MilliValue / Value: rounded up */
+/* Quantity.MilliValue / Value: rounded up. 10^|e| by multiplication (exact for the scales quantities have; kvcon
+ * links no libm for one powl), divided by for a negative e: one rounding before ceill. */
 static long double scaled(const struct quantity *q, int to)
 {
-	return ceill((long double)q->v * powl(10.0L, (long double)(q->scale - to)));
+	long e = (long)q->scale - to, k = e < 0 ? -e : e;
+	long double p = 1;
+	for (long i = 0; i < k && i < 5000; i++) /* past 10^4932: inf, as powl */
+		p *= 10;
+	return ceill(e < 0 ? (long double)q->v / p : (long double)q->v * p);
 }
 
 void noderes_cell(const struct quantity *req, const struct quantity *alloc, bool cpu, char *buf, size_t len)

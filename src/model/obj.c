@@ -347,6 +347,22 @@ struct obj *obj_pack_copy(const struct obj *o)
 	return p;
 }
 
+struct obj *obj_pack_identity(const struct obj *o)
+{
+	union {
+		struct vm vm;
+		struct vmi vmi;
+		struct pod pod;
+		struct event event;
+	} id;
+	memset(&id, 0, sizeof id);
+	memcpy(&id, o, sizeof(struct obj));
+	struct obj *p = (struct obj *)&id;
+	p->labels = NULL;
+	p->flags &= ~OBJ_F_PACKED;
+	return obj_pack_copy(p);
+}
+
 /* Labels are packed as entries of a tag byte, the key when the tag is LABEL_LITERAL, and the value, each
  * NUL-terminated, ended by a zero byte: the keys KubeVirt puts on every VMI and launcher pod take one byte.
  * In a packed object (read-only) a value may also be a reference, LABEL_REF then one byte: LABEL_REF_NAME the

@@ -48,7 +48,7 @@ printf 'int main(void) { return 0; }\n' >"$tmp/empty.c"
 kv_pkgs=$(sed -n 's/^KVCON_PKGS *= *//p' "$ROOT/Makefile")
 eng_pkgs=$(sed -n 's/^ENGINE_PKGS *= *//p' "$ROOT/Makefile")
 # shellcheck disable=SC2086 # the package lists are words
-cc -o "$tmp/empty-kvcon" "$tmp/empty.c" -Wl,--no-as-needed $(pkg-config --libs $kv_pkgs) -lpthread -lm
+cc -o "$tmp/empty-kvcon" "$tmp/empty.c" -Wl,--no-as-needed $(pkg-config --libs $kv_pkgs) -lpthread
 # shellcheck disable=SC2086
 cc -o "$tmp/empty-engine" "$tmp/empty.c" -Wl,--no-as-needed $(pkg-config --libs $eng_pkgs) -lpthread -lm
 eng=$(dirname "$KV")/kvcon-engine

@@ -66,6 +66,16 @@ static void test_vm_roundtrip(void)
 	struct vm *v2 = (struct vm *)kube_decode(OBJ_VM, j, src, NULL);
 	T_CHECK(v2 && v2->printable_status == v->printable_status && v2->o.ns == v->o.ns);
 	obj_free(&v2->o);
+	/* get -o name's store object: the identity, nothing of the kind, no labels */
+	struct vm *id = (struct vm *)obj_pack_identity(&v->o);
+	T_EQ_STR(id->o.name, "nameValue");
+	T_EQ_STR(id->o.ns, "namespaceValue");
+	T_EQ_STR(id->o.uid, "uidValue");
+	T_CHECK(id->o.src == src && id->o.kind == OBJ_VM && (id->o.flags & OBJ_F_PACKED));
+	T_EQ_INT(id->o.created, fixture_ts("2008-01-01T01:01:01Z"));
+	T_CHECK(id->o.labels == NULL && id->run_strategy == NULL && id->nconds == 0 && id->conds == NULL &&
+		id->instancetype == NULL && id->memory == NULL);
+	obj_free(&id->o);
 out:
 	obj_free(&v->o);
 	json_object_put(j);
