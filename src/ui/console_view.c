@@ -1,5 +1,5 @@
 /* console_view: the serial console pane (see console_view.h). The session keeps the guest's screen in a vtpane;
- * the pane draws it into its own off-screen pad, damaged rows only, and copies the pad into the region. A frame
+ * the pane draws it into its own off-screen pad, damaged cells only, and copies the pad into the region. A frame
  * asked for by the session alone (guest output, such as a key's echo) copies only the pad rows drawn for it: the
  * region still holds the last frame (stdscr keeps a view's cells until the view is marked by something else,
  * view.h's marks). Any other frame puts every cell of the region back. The bottom row of the region is the
