@@ -1,6 +1,6 @@
 /* The libvterm-backed terminal pane: guest bytes in, damaged cells out to ncurses, keys back as terminal bytes,
  * plus scrollback, search and copy mode. libvterm owns the live screen; the pane keeps only the scrollback
- * (compact cells) and which rows need drawing. */
+ * (compact cells) and which cells need drawing (a span of columns per row). */
 #include "console/vtpane.h"
 
 #include <stdlib.h>
@@ -64,13 +64,17 @@ struct vtpane {
 	struct sbline *sb;
 	size_t sb_cap, sb_head, sb_count;
 	/* drawing */
-	bool *dirty; /* per screen row */
+	/* per screen row, the columns [c0, c1) to draw (clean when c0 >= c1): a key's echo draws the character and
+	 * the cursor's cells, not the row */
+	struct dspan {
+		int c0, c1;
+	} *dirty;
 	bool all_dirty;
 	bool input_pending; /* bytes went in since the last damage flush */
 	int view_off;
 	VTermPos cursor;
 	bool cursor_visible;
-	int drawn_cursor_row; /* row where the cursor was drawn last, -1 none */
+	int drawn_cursor_row, drawn_cursor_col; /* where the cursor was drawn last, row -1 none */
 	/* what the guest asked for (absorbed) */
 	/* REP filter (see vtpane_input) */
 	int rep_state;        /* 0 text, 1 after ESC, 2 inside CSI with only digits/';' so far */
@@ -346,7 +350,35 @@ static void mark_rows(struct vtpane *p, int r0, int r1)
 	if (r1 > p->rows)
 		r1 = p->rows;
 	for (int r = r0; r < r1; r++)
-		p->dirty[r] = true;
+		p->dirty[r] = (struct dspan){ 0, p->cols };
+}
+
+/* Columns [c0, c1) of row r need drawing. */
+static void mark_cells(struct vtpane *p, int r, int c0, int c1)
+{
+	if (r < 0 || r >= p->rows)
+		return;
+	if (c0 < 0)
+		c0 = 0;
+	if (c1 > p->cols)
+		c1 = p->cols;
+	if (c0 >= c1)
+		return;
+	struct dspan *d = &p->dirty[r];
+	if (d->c0 >= d->c1) {
+		d->c0 = c0;
+		d->c1 = c1;
+		return;
+	}
+	if (c0 < d->c0)
+		d->c0 = c0;
+	if (c1 > d->c1)
+		d->c1 = c1;
+}
+
+static bool row_dirty(const struct vtpane *p, int r)
+{
+	return p->dirty[r].c0 < p->dirty[r].c1;
 }
 
 static const struct vtcell blank_cell = { 0, COL_DEFAULT << 24, COL_DEFAULT << 24, 0, 1, 0 };
@@ -478,10 +510,19 @@ static void damage(struct vtpane *p, int r0, int r1)
 	mark_rows(p, r0, r1);
 }
 
+static void damage_cells(struct vtpane *p, int r, int c0, int c1)
+{
+	if (p->view_off > 0)
+		p->all_dirty = true;
+	mark_cells(p, r, c0, c1);
+}
+
 /* Writes the narrow characters s[0..n) into row r from col on, exactly as n calls of cb_putglyph would (the
  * fast path; the caller keeps them within the row). */
 static void put_narrow_run(struct vtpane *p, int r, int col, const char *s, size_t n)
 {
+	/* with the halves of wide characters on either side blanked below */
+	damage_cells(p, r, col - 1, col + (int)n + 1);
 	struct vtcell *row = p->grid[p->cur][r];
 	struct vtcell c = p->pen;
 	c.width = 1;
@@ -500,7 +541,6 @@ static void put_narrow_run(struct vtpane *p, int r, int col, const char *s, size
 	if (n)
 		p->last_ch = (uint8_t)s[n - 1];
 	p->fast_cells += n;
-	damage(p, r, r + 1);
 }
 
 static int cb_putglyph(VTermGlyphInfo *info, VTermPos pos, void *user)
@@ -521,8 +561,7 @@ static int cb_putglyph(VTermGlyphInfo *info, VTermPos pos, void *user)
 		row[pos.col] = p->pen;
 		row[pos.col].ch = info->chars[0];
 		p->last_ch = info->chars[0];
-		if (!p->dirty[pos.row])
-			damage(p, pos.row, pos.row + 1);
+		damage_cells(p, pos.row, pos.col, pos.col + 1);
 		return 1;
 	}
 	/* overwriting half of a wide character blanks its other half */
@@ -542,7 +581,7 @@ static int cb_putglyph(VTermGlyphInfo *info, VTermPos pos, void *user)
 		c.width = 1;
 		row[pos.col + 1] = c;
 	}
-	damage(p, pos.row, pos.row + 1);
+	damage_cells(p, pos.row, pos.col - 1, pos.col + 3);
 	return 1;
 }
 
@@ -552,10 +591,11 @@ static int cb_erase(VTermRect rect, int selective, void *user)
 	struct vtpane *p = user;
 	struct vtcell e = erased(p);
 	for (int r = rect.start_row; r < rect.end_row && r < p->rows; r++)
-		if (r >= 0)
+		if (r >= 0) {
 			fill(p->grid[p->cur][r], rect.start_col < 0 ? 0 : rect.start_col,
 			     rect.end_col > p->cols ? p->cols : rect.end_col, e);
-	damage(p, rect.start_row, rect.end_row);
+			damage_cells(p, r, rect.start_col, rect.end_col);
+		}
 	return 1;
 }
 
@@ -590,8 +630,8 @@ static int cb_moverect(VTermRect dest, VTermRect src, void *user)
 		if (sr < 0 || sr >= p->rows || dr < 0 || dr >= p->rows)
 			continue;
 		memmove(&p->grid[p->cur][dr][dc], &p->grid[p->cur][sr][sc], (size_t)w * sizeof(struct vtcell));
+		damage_cells(p, dr, dc, dc + w);
 	}
-	damage(p, dest.start_row, dest.end_row);
 	return 1;
 }
 
@@ -644,8 +684,8 @@ static int cb_scrollrect(VTermRect rect, int downward, int rightward, void *user
 static int cb_movecursor(VTermPos pos, VTermPos old, int visible, void *user)
 {
 	struct vtpane *p = user;
-	mark_rows(p, old.row, old.row + 1);
-	mark_rows(p, pos.row, pos.row + 1);
+	mark_cells(p, old.row, old.col, old.col + 1);
+	mark_cells(p, pos.row, pos.col, pos.col + 1);
 	p->cursor = pos;
 	p->cursor_visible = visible;
 	return 1;
@@ -703,7 +743,7 @@ static int cb_settermprop(VTermProp prop, VTermValue *val, void *user)
 		break;
 	case VTERM_PROP_CURSORVISIBLE:
 		p->cursor_visible = val->boolean;
-		mark_rows(p, p->cursor.row, p->cursor.row + 1);
+		mark_cells(p, p->cursor.row, p->cursor.col, p->cursor.col + 1);
 		break;
 	default:
 		break;
@@ -819,6 +859,7 @@ struct vtpane *vtpane_new(int rows, int cols, size_t scrollback_lines)
 	p->all_dirty = true;
 	p->cursor_visible = true;
 	p->drawn_cursor_row = -1;
+	p->drawn_cursor_col = 0;
 	p->title = xstrdup("");
 	buf_init(&p->prompt);
 	vterm_state_reset(p->state, 1);
@@ -1266,7 +1307,7 @@ bool vtpane_dirty(const struct vtpane *p)
 	if (p->all_dirty || p->input_pending)
 		return true;
 	for (int r = 0; r < p->rows; r++)
-		if (p->dirty[r])
+		if (row_dirty(p, r))
 			return true;
 	return false;
 }
@@ -1284,7 +1325,9 @@ static bool between(size_t l, int c, size_t l0, int c0, size_t l1, int c1)
 	return true;
 }
 
-static void draw_row(struct vtpane *p, WINDOW *win, int y, int x, int row, struct vtcell *cells)
+/* Draws columns [c0, c1) of a row, and a cell more on either side (from the start of a wide character there), so
+ * that curses meets the halves of wide characters at the edges in the order a whole row's drawing would. */
+static void draw_row(struct vtpane *p, WINDOW *win, int y, int x, int row, struct vtcell *cells, int c0, int c1)
 {
 	size_t top = total_lines(p) - (size_t)p->rows - (size_t)p->view_off;
 	size_t abs = top + (size_t)row;
@@ -1299,10 +1342,19 @@ static void draw_row(struct vtpane *p, WINDOW *win, int y, int x, int row, struc
 		s1c = fwd ? p->cm_col : p->sel_col;
 	}
 	bool live_cursor = p->view_off == 0 && !p->cm_on && p->cursor_visible && row == p->cursor.row;
-	for (int c = 0; c < p->cols; c++) {
-		const struct vtcell *cell = &cells[c];
-		if (cell->ch == UINT32_MAX)
-			continue;
+	c0 = c0 > 0 ? c0 - 1 : 0;
+	c1 = c1 < p->cols ? c1 + 1 : p->cols;
+	if (c0 > 0 && cells[c0].ch == UINT32_MAX)
+		c0--;
+	for (int c = c0; c < c1; c++) {
+		struct vtcell *cell = &cells[c];
+		if (cell->ch == UINT32_MAX) {
+			if (c > 0 && cells[c - 1].width == 2 && cells[c - 1].ch != UINT32_MAX)
+				continue; /* curses drew it with its left half */
+			/* the right half of a wide character that is gone (a move or erase split it): a blank, else the
+			 * cell would keep whatever was drawn there before */
+			cell->ch = 0;
+		}
 		attr_t a = A_NORMAL;
 		if (cell->attrs & CA_BOLD)
 			a |= A_BOLD;
@@ -1324,10 +1376,15 @@ static void draw_row(struct vtpane *p, WINDOW *win, int y, int x, int row, struc
 		if (rev)
 			a |= A_REVERSE;
 		int pair = color_pair(p, cell->fg, cell->bg);
-		wchar_t w[2] = { safe_char(cell->ch), 0 };
+		wchar_t w[3] = { safe_char(cell->ch), 0, 0 };
 		int cw = wcwidth(w[0]);
 		if (cw == 2 && c + 1 >= p->cols)
 			w[0] = L' '; /* a wide character cut by the right edge */
+		if (cw == 0) { /* a combining mark alone in its cell: on a blank, or curses would add it to the cell
+				* before and leave this one as it was */
+			w[1] = w[0];
+			w[0] = L' ';
+		}
 		cchar_t cc;
 		setcchar(&cc, w, a, 0, &pair);
 		mvwadd_wch(win, y, x + c, &cc);
@@ -1360,28 +1417,26 @@ bool vtpane_draw(struct vtpane *p, WINDOW *win, int y, int x, bool full)
 	p->ncolors = has_colors() ? COLORS : 0;
 	p->direct = p->ncolors >= 0x1000000 && tigetflag("RGB") > 0;
 	if (full || p->all_dirty || p->cm_on || p->hl_on)
-		for (int r = 0; r < p->rows; r++)
-			p->dirty[r] = true;
-	/* the cursor row of the previous frame (the cursor may have moved without damage) */
-	if (p->drawn_cursor_row >= 0 && p->drawn_cursor_row < p->rows)
-		p->dirty[p->drawn_cursor_row] = true;
-	if (p->cursor.row >= 0 && p->cursor.row < p->rows)
-		p->dirty[p->cursor.row] = true;
+		mark_rows(p, 0, p->rows);
+	/* the cursor cell of the previous frame (the cursor may have moved without damage) */
+	mark_cells(p, p->drawn_cursor_row, p->drawn_cursor_col, p->drawn_cursor_col + 1);
+	mark_cells(p, p->cursor.row, p->cursor.col, p->cursor.col + 1);
 	bool drew = false;
 	struct vtcell *cells = xcalloc((size_t)p->cols, sizeof *cells);
 	for (int r = 0; r < p->rows; r++) {
-		if (!p->dirty[r])
+		if (!row_dirty(p, r))
 			continue;
-		draw_row(p, win, y + r, x, r, cells);
-		p->dirty[r] = false;
+		draw_row(p, win, y + r, x, r, cells, p->dirty[r].c0, p->dirty[r].c1);
+		p->dirty[r] = (struct dspan){ 0, 0 };
 		drew = true;
 	}
 	free(cells);
 	p->drawn_cursor_row = p->cursor.row;
+	p->drawn_cursor_col = p->cursor.col;
 	p->all_dirty = false;
 	if (p->prompt_on) {
 		draw_prompt(p, win, y, x);
-		p->dirty[p->rows - 1] = true;
+		mark_rows(p, p->rows - 1, p->rows);
 	}
 	return drew;
 }

@@ -35,8 +35,8 @@ void vtpane_note(struct vtpane *p, const char *text);
 void vtpane_resize(struct vtpane *p, int rows, int cols);
 void vtpane_size(const struct vtpane *p, int *rows, int *cols);
 
-/* Draws the pane at (y, x) of win: only damaged rows unless full (after the window was cleared or moved).
- * Returns true when anything was drawn. */
+/* Draws the pane at (y, x) of win: only damaged cells (a span of columns per row) unless full (after the window
+ * was cleared or moved). Returns true when anything was drawn. */
 bool vtpane_draw(struct vtpane *p, WINDOW *win, int y, int x, bool full);
 bool vtpane_dirty(const struct vtpane *p);
 

@@ -1,7 +1,9 @@
 /* console_view: the serial console pane (see console_view.h). The session keeps the guest's screen in a vtpane;
- * the pane draws it into its own off-screen pad, damaged rows only, and copies the pad into the region each frame
- * (the UI does not keep regions between frames, so every cell of the region is put back; curses then sends only
- * what changed to the terminal). The bottom row of the region is the session's status line. */
+ * the pane draws it into its own off-screen pad, damaged cells only, and copies the pad into the region. A frame
+ * asked for by the session alone (guest output, such as a key's echo) copies only the pad rows drawn for it: the
+ * region still holds the last frame (stdscr keeps a view's cells until the view is marked by something else,
+ * view.h's marks). Any other frame puts every cell of the region back. The bottom row of the region is the
+ * session's status line, written again only when its text changed or the region was drawn whole. */
 #include "ui/console_view.h"
 
 #include <curses.h>
@@ -28,6 +30,12 @@ struct console_view {
 	bool pad_full; /* the pad must be drawn whole (new, resized) */
 	char *label;   /* "ns/name" */
 	enum consess_state shown_state; /* the state the tab title shows */
+	/* what the region on stdscr holds: drawn is set once a frame has put the whole region there; own_marks is
+	 * the view's marks after the session's last change, over says something else marked the view before it */
+	bool drawn, over;
+	unsigned long own_marks;
+	struct region drawn_r;
+	char status[512]; /* the status row as drawn */
 };
 
 static void on_changed(void *arg)
@@ -41,7 +49,13 @@ static void on_changed(void *arg)
 		w->shown_state = st;
 		view_dirty(NULL);
 	} else {
+		/* the session's own change: the frame copies the rows the pane draws for it, unless something else
+		 * had marked the view already (table.c's mark_row does the same) */
+		bool own = !w->view->dirty || w->own_marks == w->view->marks;
 		view_dirty(w->view);
+		if (!own)
+			w->over = true;
+		w->own_marks = w->view->marks;
 	}
 }
 
@@ -52,9 +66,34 @@ static void term_size(const struct region *r, int *rows, int *cols)
 	*cols = r->w > 0 ? r->w : 1;
 }
 
+/* Copies the pad rows vtpane_draw wrote (curses marks them touched) into the region, runs of rows at once. */
+static void copy_drawn_rows(struct console_view *w, const struct region *r)
+{
+	for (int y = 0; y < w->prows;) {
+		if (!is_linetouched(w->pad, y)) {
+			y++;
+			continue;
+		}
+		int y1 = y;
+		while (y1 + 1 < w->prows && is_linetouched(w->pad, y1 + 1))
+			y1++;
+		copywin(w->pad, stdscr, y, 0, r->y + y, r->x, r->y + y1, r->x + w->pcols - 1, FALSE);
+		y = y1 + 1;
+	}
+}
+
+static bool region_same(const struct region *a, const struct region *b)
+{
+	return a->y == b->y && a->x == b->x && a->h == b->h && a->w == b->w;
+}
+
 static void console_view_draw(struct view *view, const struct region *r)
 {
 	struct console_view *w = view->priv;
+	/* only the session marked the view since the last frame, which put the whole region on stdscr */
+	bool partial = w->drawn && !w->over && w->own_marks == view->marks && region_same(&w->drawn_r, r);
+	w->over = false;
+	w->drawn = false;
 	int rows, cols;
 	term_size(r, &rows, &cols);
 	if (r->h < 2 || r->w < 2) {
@@ -74,12 +113,17 @@ static void console_view_draw(struct view *view, const struct region *r)
 		w->pcols = cols;
 		w->pad_full = true;
 	}
-	if (w->pad) {
-		vtpane_draw(p, w->pad, 0, 0, w->pad_full);
-		w->pad_full = false;
+	if (!w->pad)
+		return;
+	/* the pad's touched lines are the rows drawn since the last copy */
+	untouchwin(w->pad);
+	vtpane_draw(p, w->pad, 0, 0, w->pad_full);
+	w->pad_full = false;
+	if (partial)
+		copy_drawn_rows(w, r);
+	else
 		copywin(w->pad, stdscr, 0, 0, r->y, r->x, r->y + rows - 1, r->x + cols - 1, FALSE);
-	}
-	char status[512];
+	char status[sizeof w->status];
 	int off = vtpane_view_offset(p);
 	char scroll[48] = "";
 	if (off)
@@ -91,7 +135,12 @@ static void console_view_draw(struct view *view, const struct region *r)
 	snprintf(status, sizeof status, " %s | %s%s%s | %s", w->label,
 		 consess_view_only(w->cs) ? "READ-ONLY: view only, nothing typed or pasted is sent | " : "",
 		 consess_status(w->cs), scroll, hint);
-	draw_cell(r->y + r->h - 1, r->x, r->w, A_REVERSE, status, false);
+	if (!partial || strcmp(status, w->status) != 0) {
+		draw_cell(r->y + r->h - 1, r->x, r->w, A_REVERSE, status, false);
+		memcpy(w->status, status, sizeof status);
+	}
+	w->drawn = true;
+	w->drawn_r = *r;
 }
 
 static enum view_result console_view_key(struct view *view, int key)

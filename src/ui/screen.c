@@ -272,6 +272,30 @@ static void on_cont(int sig, void *arg)
 	screen_dirty_full();
 }
 
+static void term_as_found(void);
+static void term_resume(void);
+
+/* SIGTSTP (`kill -TSTP`: in raw mode Ctrl+Z is a key for the guest): the terminal as found, stopped as the
+ * default action stops, then curses' modes again and a full repaint. This handler, rather than ncurses' own, is
+ * in place before newterm, so ncurses leaves SIGTSTP alone: its handler drew from inside the signal handler, and it
+ * made every doupdate two sigaction calls (SIGTSTP ignored while drawing, then back). */
+static void on_tstp(int sig, void *arg)
+{
+	(void)arg;
+	bool active = S.active;
+	if (active)
+		term_as_found();
+	signal(sig, SIG_DFL);
+	sigset_t set;
+	sigemptyset(&set);
+	sigaddset(&set, sig);
+	sigprocmask(SIG_UNBLOCK, &set, NULL);
+	raise(sig); /* returns after SIGCONT */
+	loop_signal(sig, on_tstp, NULL);
+	if (active && S.active)
+		term_resume();
+}
+
 /* After curses has written its frame: the hook's own bytes, then the attributes curses believes (normal:
  * doupdate ends in them) and the cursor back where curses put it (curses moves relative to the cursor). While a
  * hook is set, stdscr is not leaveok: doupdate ends with the cursor at curscr's, not wherever the last cell
@@ -323,11 +347,8 @@ void screen_raw_hook(screen_raw_fn fn, void *arg)
 		S.raw_all = true;
 	S.raw_fn = fn;
 	S.raw_arg = arg;
-	if (S.active) {
+	if (S.active)
 		leaveok(stdscr, fn == NULL);
-		/* an update cut short by pending input would finish later over the hook's cells */
-		typeahead(fn ? -1 : STDIN_FILENO);
-	}
 }
 
 static void frame(void)
@@ -417,11 +438,16 @@ int screen_init(const struct screen_cbs *cbs, const char *theme, char **theme_er
 	S.have_tio = tcgetattr(STDIN_FILENO, &S.saved_tio) == 0;
 	if (getenv("ESCDELAY") == NULL)
 		set_escdelay(25);
+	loop_signal(SIGTSTP, on_tstp, NULL); /* before newterm: see on_tstp */
 	S.scr = newterm(NULL, stdout, stdin);
 	if (S.scr == NULL) {
+		signal(SIGTSTP, SIG_DFL);
 		log_eprintf("error: cannot use terminal type '%s'\n", getenv("TERM") ? getenv("TERM") : "");
 		return -1;
 	}
+	/* no typeahead check: kvcon reads the keyboard from its loop, and ncurses polled stdin twice in every
+	 * doupdate, flushing half a frame (an extra write) whenever a key was waiting */
+	typeahead(-1);
 	/* ncurses (6.4) flushes its output after every cursor movement of a doupdate until the screen has once been
 	 * suspended and resumed (its endwin state stays "initial"): a frame of N scattered changes was N write()s,
 	 * and a guest's echo reached the terminal after a write of the cursor move alone. One endwin and doupdate
@@ -488,6 +514,20 @@ static void term_as_found(void)
 	fflush(stdout);
 	if (S.have_tio)
 		tcsetattr(STDIN_FILENO, TCSAFLUSH, &S.saved_tio);
+}
+
+/* After term_as_found: curses' modes again, the mouse and bracketed paste, everything repainted. */
+static void term_resume(void)
+{
+	reset_prog_mode();
+	curs_set(0);
+	mousemask(ALL_MOUSE_EVENTS, NULL);
+	fputs(mouse_on, stdout);
+	fflush(stdout);
+	paste_terminal_on();
+	clearok(curscr, TRUE);
+	S.dirty = S.full = true;
+	screen_frame_soon();
 }
 
 void screen_fini(void)
@@ -561,15 +601,6 @@ int screen_run(char *const argv[], char **err)
 			signal(SIGTTOU, old);
 		}
 	}
-	/* curses' modes again, the mouse and bracketed paste, everything repainted */
-	reset_prog_mode();
-	curs_set(0);
-	mousemask(ALL_MOUSE_EVENTS, NULL);
-	fputs(mouse_on, stdout);
-	fflush(stdout);
-	paste_terminal_on();
-	clearok(curscr, TRUE);
-	S.dirty = S.full = true;
-	screen_frame_soon();
+	term_resume();
 	return pid < 0 ? -1 : status;
 }

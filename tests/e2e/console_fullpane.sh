@@ -6,7 +6,10 @@
 #     has every row; its status row at the bottom says Ctrl+] exits); the log shows the dashboard's screen took
 #     the terminal (ui: terminal ...) and the pane's frames;
 #  2. Ctrl+] exits with status 0 and the terminal is the shell's again: the alternate screen is left, a marker
-#     echoed after the command appears under the prompt, and the tty modes are the ones from before (stty -g).
+#     echoed after the command appears under the prompt, and the tty modes are the ones from before (stty -g);
+#  3. SIGTSTP (`kill -TSTP`; Ctrl+Z is the guest's key) suspends it as a shell's job: the terminal is the shell's
+#     while it is stopped (the alternate screen left), and `fg` brings the console back, repainted and echoing
+#     (kvcon's own handler, not ncurses': ui/screen.c on_tstp).
 . "$(dirname "$0")/ui_lib.inc"
 fk_start --vms 2 --namespaces 1 --step 0.1
 vm1=$(fk names virtualmachines | sed -n 1p); vm1=${vm1#*/}
@@ -37,4 +40,23 @@ cmp -s "$W/stty.before" "$W/stty.after" || fail "tty modes differ: $(cat "$W/stt
 grep -qE 'console: [1-9][0-9]* frames drawn' "$W/kvcon.log" || fail "no frames logged"
 grep -qE 'ui: [1-9][0-9]* frames drawn' "$W/kvcon.log" || fail "the screen's pacer drew no frames"
 [ -s "$W/kvcon.err" ] && fail "stderr not empty: $(cat "$W/kvcon.err")"
-echo "PASS console_fullpane: kvcon console is the dashboard's pane alone; Ctrl+] gives the shell its screen back"
+# 3. suspended by SIGTSTP, resumed by fg
+keys "clear; KUBECONFIG=$W/fk/kubeconfig KVCON_LOG=$W/kvcon2.log $KVCON console ns-00/$vm1 2>$W/kvcon2.err" Enter
+wait_for "ns-00/$vm1 \| connected" 15
+shpid=$($T display -p -t k '#{pane_pid}')
+kvpid=$(pgrep -P "$shpid" -x kvcon)
+[ -n "$kvpid" ] || fail "no kvcon under the shell $shpid"
+kill -TSTP "$kvpid"
+wait_for 'Stopped' 10
+[ "$(ps -o stat= -p "$kvpid" | cut -c1)" = T ] || fail "kvcon is not stopped: $(ps -o stat= -p "$kvpid")"
+[ "$($T display -p -t k '#{alternate_on}')" = 0 ] || fail "the alternate screen was not left on SIGTSTP"
+keys "clear; fg" Enter
+wait_for "ns-00/$vm1 \| connected" 10
+[ "$($T display -p -t k '#{alternate_on}')" = 1 ] || fail "the console did not take the alternate screen back"
+keys "after-the-suspend"
+wait_for 'after-the-suspend' 10
+keys C-]
+wait_for '^outer\$' 10
+[ "$($T display -p -t k '#{alternate_on}')" = 0 ] || fail "the alternate screen was not left after the resumed console"
+[ -s "$W/kvcon2.err" ] && fail "stderr not empty after the suspend: $(cat "$W/kvcon2.err")"
+echo "PASS console_fullpane: kvcon console is the dashboard's pane alone; Ctrl+] gives the shell its screen back; SIGTSTP suspends it as a job, fg resumes it"

@@ -1,6 +1,9 @@
 /* Differential tests of vtpane's plain-text fast path: the same byte streams, cut into the same chunks, go into a
  * pane with the fast path and one without; every cell of both screens, the scrollback, the cursor (the pane's and
- * libvterm's), the pen and the modes must be the same after every chunk, and the fast path must have been used. */
+ * libvterm's), the pen and the modes must be the same after every chunk, and the fast path must have been used.
+ * Both panes are also drawn after every chunk, damaged cells only, into pads of their own; each pad must hold what
+ * a drawing of the whole screen gives, cell for cell. */
+#include <curses.h>
 #include <locale.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -161,7 +164,55 @@ static void add_token(struct buf *b)
 	}
 }
 
-static long compared, differences;
+static long compared, differences, draw_differences;
+
+/* The pads a pane is drawn into: damaged cells after every chunk (inc), the whole screen when compared (ref). */
+struct pads {
+	WINDOW *inc, *ref;
+};
+
+static void pads_new(struct pads *d, int rows, int cols)
+{
+	if (d->inc)
+		delwin(d->inc);
+	if (d->ref)
+		delwin(d->ref);
+	d->inc = newpad(rows, cols);
+	d->ref = newpad(rows, cols);
+}
+
+static void pads_free(struct pads *d)
+{
+	delwin(d->inc);
+	delwin(d->ref);
+	d->inc = d->ref = NULL;
+}
+
+/* Draws the damage into inc; when check, the whole screen into ref too and returns the differing cells. */
+static int pads_draw(struct vtpane *p, struct pads *d, bool check)
+{
+	vtpane_draw(p, d->inc, 0, 0, false);
+	if (!check)
+		return 0;
+	int rows, cols, n = 0;
+	vtpane_size(p, &rows, &cols);
+	delwin(d->ref); /* from a blank pad: what the cells say, whatever was drawn before */
+	d->ref = newpad(rows, cols);
+	vtpane_draw(p, d->ref, 0, 0, true);
+	for (int y = 0; y < rows; y++)
+		for (int x = 0; x < cols; x++) {
+			cchar_t a, b;
+			wchar_t wa[CCHARW_MAX] = { 0 }, wb[CCHARW_MAX] = { 0 };
+			attr_t aa = 0, ab = 0;
+			short pa = 0, pb = 0;
+			if (mvwin_wch(d->inc, y, x, &a) == OK)
+				getcchar(&a, wa, &aa, &pa, NULL);
+			if (mvwin_wch(d->ref, y, x, &b) == OK)
+				getcchar(&b, wb, &ab, &pb, NULL);
+			n += memcmp(wa, wb, sizeof wa) != 0 || aa != ab || pa != pb;
+		}
+	return n;
+}
 
 /* Feeds data in the given chunk sizes (0: random 1..97) into a fast and a plain pane and compares them after
  * every chunk. */
@@ -172,6 +223,10 @@ static void diff_run(const char *data, size_t len, int rows, int cols, size_t ch
 	struct vtpane *f = vtpane_new(rows, cols, 50), *s = vtpane_new(rows, cols, 50);
 	vtpane_set_fast_path(f, true);
 	vtpane_set_fast_path(s, false);
+	struct pads pf = { 0 }, ps = { 0 };
+	unsigned chunks = 0;
+	pads_new(&pf, rows, cols);
+	pads_new(&ps, rows, cols);
 	struct buf ops; /* what happened, written out with the input when the panes differ */
 	buf_init(&ops);
 	buf_printf(&ops, "new %d %d\n", rows, cols);
@@ -188,12 +243,23 @@ static void diff_run(const char *data, size_t len, int rows, int cols, size_t ch
 			int nr = 1 + (int)rnd(30), nc = 2 + (int)rnd(90);
 			vtpane_resize(f, nr, nc);
 			vtpane_resize(s, nr, nc);
+			int vr, vc; /* the pane's size (it keeps a minimum) */
+			vtpane_size(f, &vr, &vc);
+			pads_new(&pf, vr, vc);
+			pads_new(&ps, vr, vc);
 			buf_printf(&ops, "resize %d %d\n", nr, nc);
 			rows = nr;
 			cols = nc;
 		}
 		/* compared often on small screens, every ~1 kB on big ones, and at the end */
-		if (rows * cols > 200 && off / 1024 == (off - n) / 1024 && off < len)
+		bool check = !(rows * cols > 200 && off / 1024 == (off - n) / 1024 && off < len);
+		/* the drawings too, and every 16th chunk in between */
+		bool dcheck = check || ++chunks % 16 == 0;
+		int dcf = pads_draw(f, &pf, dcheck), dcs = pads_draw(s, &ps, dcheck);
+		if ((dcf || dcs) && draw_differences++ < 3)
+			fprintf(stderr, "drawn damage differs from the whole screen: %d / %d cells, %dx%d chunk %zu after %zu bytes\n",
+				dcf, dcs, rows, cols, chunk, off);
+		if (!check)
 			continue;
 		compared++;
 		if (vtpane_same(f, s))
@@ -223,6 +289,8 @@ static void diff_run(const char *data, size_t len, int rows, int cols, size_t ch
 	vtpane_fast_stats(f, &cells, &desyncs);
 	T_EQ_INT(desyncs, 0);
 	*fast_cells += cells;
+	pads_free(&pf);
+	pads_free(&ps);
 	vtpane_free(f);
 	vtpane_free(s);
 }
@@ -248,6 +316,7 @@ static void test_random_streams(void)
 		buf_free(&b);
 	}
 	T_EQ_INT(differences, 0);
+	T_EQ_INT(draw_differences, 0);
 	T_CHECK(fast > 10000); /* the fast path really ran */
 }
 
@@ -270,6 +339,7 @@ static void test_random_resizes(void)
 	}
 	resize_often = false;
 	T_EQ_INT(differences, 0);
+	T_EQ_INT(draw_differences, 0);
 	T_CHECK(fast > 1000);
 }
 
@@ -414,6 +484,14 @@ static void test_mirror(void)
 int main(void)
 {
 	setlocale(LC_ALL, "C.UTF-8");
+	FILE *devnull = fopen("/dev/null", "w+");
+	SCREEN *scr = devnull ? newterm("xterm-256color", devnull, devnull) : NULL;
+	if (!scr) {
+		fprintf(stderr, "no terminfo for xterm-256color\n");
+		return 1;
+	}
+	start_color();
+	use_default_colors();
 	/* VTFAST_SEED=N explores other random streams */
 	const char *seed = getenv("VTFAST_SEED");
 	if (seed && atoll(seed))
@@ -425,5 +503,8 @@ int main(void)
 	test_random_streams();
 	test_random_resizes();
 	fprintf(stderr, "%ld pane states compared\n", compared);
+	endwin();
+	delscreen(scr);
+	fclose(devnull);
 	return T_DONE();
 }

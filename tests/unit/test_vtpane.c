@@ -85,6 +85,24 @@ static void test_text_and_render(WINDOW *pad)
 	T_CHECK(vtpane_draw(p, pad, 0, 0, false));
 	T_EQ_INT(cell_at(pad, 0, 0, NULL, NULL), L'Z');
 	T_EQ_INT(cell_at(pad, 7, 0, NULL, NULL), L'r');
+	/* and only the damaged cells of a row: a key's echo draws the character and the cursor's cells (and one on
+	 * either side), not its row */
+	mvwaddstr(pad, 7, 0, "QQQQQQQ");
+	mvwaddstr(pad, 7, 15, "QQQQQ");
+	feed(p, "!");
+	T_CHECK(vtpane_draw(p, pad, 0, 0, false));
+	T_EQ_INT(cell_at(pad, 7, 9, NULL, NULL), L'!');
+	T_EQ_INT(cell_at(pad, 7, 10, &a, NULL), L' '); /* the cursor */
+	T_CHECK(a & A_REVERSE);
+	T_EQ_INT(cell_at(pad, 7, 0, NULL, NULL), L'Q');
+	T_EQ_INT(cell_at(pad, 7, 6, NULL, NULL), L'Q');
+	T_EQ_INT(cell_at(pad, 7, 15, NULL, NULL), L'Q');
+	/* a combining mark alone in its cell (after a cursor move) is drawn on a blank there: curses would add it to
+	 * the cell before and leave this one as it was */
+	feed(p, "\033[9;40H\xcc\x81");
+	mvwaddstr(pad, 8, 39, "Q");
+	vtpane_draw(p, pad, 0, 0, false);
+	T_CHECK(cell_at(pad, 8, 39, NULL, NULL) != L'Q');
 	vtpane_free(p);
 }
 
