@@ -447,14 +447,12 @@ int engine_apply_on(struct source *src, const char *text, size_t len, bool pin, 
 	}
 	if (fresh)
 		hmap_put(&eh->vms, v->key, v);
-	else {
-		manifest_free(old.m);
-		free(old.text);
-		free(old.run_strategy);
-	}
 	*result = xstrdup(fresh ? "created" : "configured");
 	evm_publish(v);
 	ereconcile(v);
-	epull_sweep(); /* images the previous manifest used may be unused now */
+	epull_sweep_after(old.m, v->m); /* images the previous manifest used may be unused now */
+	manifest_free(old.m);
+	free(old.text);
+	free(old.run_strategy);
 	return 0;
 }

@@ -344,6 +344,16 @@ static void ref_add(struct hmap *seen, char ***refs, int *n, const char *image)
 	hmap_put(seen, s, s);
 }
 
+/* Whether the next change sweeps whatever it is: the first after the start (a pull killed with the process before
+ * left its temporary files) and the one after a sweep that found a pull running. */
+static bool sweep_due = true;
+
+void epull_sweep_after(const struct manifest *old, const struct manifest *new_)
+{
+	if (sweep_due || manifest_drops_image(old, new_))
+		epull_sweep();
+}
+
 void epull_sweep(void)
 {
 	char **refs = NULL;
@@ -396,8 +406,9 @@ void epull_sweep(void)
 		closedir(d);
 	free(hd);
 	free(dd);
-	int removed = 0;
-	if (imgcache_sweep((const char *const *)refs, n, &removed) == 0 && removed)
+	int removed = 0, rc = imgcache_sweep((const char *const *)refs, n, &removed);
+	sweep_due = rc != 0;
+	if (rc == 0 && removed)
 		log_info("engine: image cache: %d unused files removed", removed);
 	hmap_free(&seen);
 	for (int i = 0; i < n; i++)

@@ -1584,6 +1584,22 @@ out:
 	return m;
 }
 
+static bool uses_image(const struct manifest *m, const char *image)
+{
+	for (int i = 0; m && i < m->nvols; i++)
+		if (m->vols[i].type == MF_VOL_CONTAINER && util_str_eq(m->vols[i].image, image))
+			return true;
+	return false;
+}
+
+bool manifest_drops_image(const struct manifest *old, const struct manifest *new_)
+{
+	for (int i = 0; old && i < old->nvols; i++)
+		if (old->vols[i].type == MF_VOL_CONTAINER && !uses_image(new_, old->vols[i].image))
+			return true;
+	return false;
+}
+
 void manifest_free(struct manifest *m)
 {
 	if (m == NULL)

@@ -112,6 +112,9 @@ struct manifest {
 
 /* Parses and validates. NULL with *err ("field.path: reason", caller frees) on any problem. */
 struct manifest *manifest_parse(const char *text, size_t len, char **err);
+/* Whether old (NULL: none) uses a containerDisk image that new_ (NULL: none) does not: what an apply or a delete can
+ * leave unused in the image cache. */
+bool manifest_drops_image(const struct manifest *old, const struct manifest *new_);
 void manifest_free(struct manifest *m);
 
 /* Kubernetes quantity ("128Mi", "1G", "1024M", "2e3") to bytes; -1 when malformed. */

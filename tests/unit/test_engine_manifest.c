@@ -364,6 +364,44 @@ static void test_images(void)
 	free(c);
 }
 
+/* base with these volumes (NULL: none), parsed */
+static struct manifest *with_volumes(const char *vols)
+{
+	char *text = xasprintf(BASE "%s", vols ? vols : ""), *err = NULL;
+	struct manifest *m = manifest_parse(text, strlen(text), &err);
+	if (m == NULL)
+		fprintf(stderr, "%s: %s\n", vols, err);
+	free(err);
+	free(text);
+	return m;
+}
+
+/* what an apply can leave unused in the image cache: an image the old manifest used and the new one does not (a
+ * create, or an update keeping its images, leaves nothing: the engine then walks no VM to sweep) */
+static void test_drops_image(void)
+{
+	struct manifest *a = with_volumes("      volumes:\n      - name: a\n        containerDisk: {image: img/a:1}\n"),
+			*ab = with_volumes("      volumes:\n      - name: a\n        containerDisk: {image: img/a:1}\n"
+					   "      - name: b\n        containerDisk: {image: img/b:1}\n"),
+			*a2 = with_volumes("      volumes:\n      - name: a\n        containerDisk: {image: img/a:2}\n"),
+			*none = with_volumes(NULL);
+	T_CHECK(a && ab && a2 && none);
+	if (a && ab && a2 && none) {
+		T_CHECK(!manifest_drops_image(NULL, a));  /* a create */
+		T_CHECK(!manifest_drops_image(a, a));     /* unchanged images */
+		T_CHECK(!manifest_drops_image(a, ab));    /* one more */
+		T_CHECK(manifest_drops_image(ab, a));     /* b gone */
+		T_CHECK(manifest_drops_image(a, a2));     /* another tag */
+		T_CHECK(manifest_drops_image(a, none));
+		T_CHECK(manifest_drops_image(a, NULL));   /* deleted */
+		T_CHECK(!manifest_drops_image(none, a));
+	}
+	manifest_free(a);
+	manifest_free(ab);
+	manifest_free(a2);
+	manifest_free(none);
+}
+
 /* Names that reach the domain XML, file names or the seed image: validated as KubeVirt does, refused with the
  * field path and apimachinery's wording (issue 14). */
 static void expect_exact(const char *extra, const char *want)
@@ -594,6 +632,7 @@ int main(void)
 	test_refusals();
 	test_names();
 	test_images();
+	test_drops_image();
 	test_examples();
 	fflush(stdout); /* the runner shows the last line: the summary */
 	return T_DONE();
