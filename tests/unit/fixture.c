@@ -1,6 +1,8 @@
 /* Fixtures shared by the unit tests (see fixture.h). */
 #include "fixture.h"
 
+#include <curses.h>
+#include <locale.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -39,4 +41,29 @@ int64_t fixture_ts(const char *s)
 	int64_t t = 0;
 	util_parse_time(s, &t);
 	return t;
+}
+
+static SCREEN *fx_scr;
+static FILE *fx_null;
+
+void fixture_curses(void)
+{
+	setlocale(LC_ALL, "C.UTF-8");
+	fx_null = fopen("/dev/null", "w+");
+	fx_scr = fx_null ? newterm("xterm-256color", fx_null, fx_null) : NULL;
+	if (fx_scr == NULL) {
+		fprintf(stderr, "no terminfo for xterm-256color\n");
+		exit(1);
+	}
+	start_color();
+	use_default_colors();
+}
+
+void fixture_curses_end(void)
+{
+	endwin();
+	delscreen(fx_scr);
+	fclose(fx_null);
+	fx_scr = NULL;
+	fx_null = NULL;
 }

@@ -16,6 +16,10 @@ struct json_object *fixture_json(const char *name);
 struct obj *fixture_obj(struct source *src, enum obj_kind kind, const char *name);
 /* JSON text decoded as kind for src (NULL with *err, when err is given, on refusal). */
 struct obj *fixture_decode(struct source *src, enum obj_kind kind, const char *json, char **err);
+/* A curses screen on /dev/null (xterm-256color, colours, C.UTF-8) for tests that draw into windows and pads; exits
+ * 1 without terminfo. fixture_curses_end() takes it down. */
+void fixture_curses(void);
+void fixture_curses_end(void);
 /* An RFC 3339 time in seconds since the epoch (0 when it does not parse). */
 int64_t fixture_ts(const char *s);
 

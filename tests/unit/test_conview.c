@@ -16,6 +16,7 @@
 #include "core/buf.h"
 #include "core/loop.h"
 #include "core/util.h"
+#include "fixture.h"
 #include "t.h"
 #include "ui/console_view.h"
 #include "ui/view.h"
@@ -107,17 +108,9 @@ static void random_output(struct buf *b)
 
 int main(void)
 {
-	setlocale(LC_ALL, "C.UTF-8");
 	setenv("LINES", "12", 1);
 	setenv("COLUMNS", "50", 1);
-	FILE *devnull = fopen("/dev/null", "w+");
-	SCREEN *scr = devnull ? newterm("xterm-256color", devnull, devnull) : NULL;
-	if (!scr) {
-		fprintf(stderr, "no terminfo for xterm-256color\n");
-		return 1;
-	}
-	start_color();
-	use_default_colors();
+	fixture_curses();
 	loop_init();
 	char dir[] = "/tmp/kvcon-conview.XXXXXX";
 	T_CHECK(mkdtemp(dir) != NULL);
@@ -235,8 +228,6 @@ int main(void)
 	close(ls);
 	unlink(path);
 	rmdir(dir);
-	endwin();
-	delscreen(scr);
-	fclose(devnull);
+	fixture_curses_end();
 	return T_DONE();
 }

@@ -11,6 +11,7 @@
 #include "console/vtmirror.h"
 #include "console/vtpane.h"
 #include "core/buf.h"
+#include "fixture.h"
 #include "t.h"
 
 static uint64_t rng = 0x9e3779b97f4a7c15ull;
@@ -483,15 +484,7 @@ static void test_mirror(void)
 
 int main(void)
 {
-	setlocale(LC_ALL, "C.UTF-8");
-	FILE *devnull = fopen("/dev/null", "w+");
-	SCREEN *scr = devnull ? newterm("xterm-256color", devnull, devnull) : NULL;
-	if (!scr) {
-		fprintf(stderr, "no terminfo for xterm-256color\n");
-		return 1;
-	}
-	start_color();
-	use_default_colors();
+	fixture_curses();
 	/* VTFAST_SEED=N explores other random streams */
 	const char *seed = getenv("VTFAST_SEED");
 	if (seed && atoll(seed))
@@ -503,8 +496,6 @@ int main(void)
 	test_random_streams();
 	test_random_resizes();
 	fprintf(stderr, "%ld pane states compared\n", compared);
-	endwin();
-	delscreen(scr);
-	fclose(devnull);
+	fixture_curses_end();
 	return T_DONE();
 }

@@ -5,6 +5,7 @@
 
 #include "console/vtpane.h"
 #include "core/buf.h"
+#include "fixture.h"
 #include "t.h"
 
 static struct buf sent;
@@ -376,15 +377,7 @@ static void test_same(void)
 
 int main(void)
 {
-	setlocale(LC_ALL, "C.UTF-8");
-	FILE *devnull = fopen("/dev/null", "w+");
-	SCREEN *scr = newterm("xterm-256color", devnull, devnull);
-	if (!scr) {
-		fprintf(stderr, "no terminfo for xterm-256color\n");
-		return 1;
-	}
-	start_color();
-	use_default_colors();
+	fixture_curses();
 	WINDOW *pad = newpad(30, 90);
 	test_text_and_render(pad);
 	test_absorbed_sequences(pad);
@@ -396,8 +389,6 @@ int main(void)
 	test_resize_margins();
 	test_c1_in_utf8();
 	delwin(pad);
-	endwin();
-	delscreen(scr);
-	fclose(devnull);
+	fixture_curses_end();
 	return T_DONE();
 }
