@@ -1,6 +1,7 @@
 /* Small helpers shared by every module: time, paths, atomic and checked files, display escaping. */
 #include "core/util.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pwd.h>
@@ -763,20 +764,47 @@ char *util_b64_decode(const char *in, size_t inlen, size_t *outlen, unsigned fla
 	return out;
 }
 
-bool util_pid_running(pid_t pid)
+/* Whether the task whose stat file is path is alive (not a zombie, not dead); -1 when it cannot be read. */
+static int task_alive(const char *path)
 {
-	char path[48], st[512];
-	snprintf(path, sizeof path, "/proc/%ld/stat", (long)pid);
+	char st[512];
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
-		return pid > 0 && kill(pid, 0) == 0; /* no /proc: the signal's answer */
+		return -1;
 	ssize_t n = read(fd, st, sizeof st - 1);
 	close(fd);
 	if (n <= 0)
-		return false;
+		return 0;
 	st[n] = '\0';
 	char *rp = strrchr(st, ')'); /* the state follows the command's name, which may hold anything */
 	return rp == NULL || rp[1] != ' ' || (rp[2] != 'Z' && rp[2] != 'X');
+}
+
+bool util_pid_running(pid_t pid)
+{
+	char path[64];
+	snprintf(path, sizeof path, "/proc/%ld/stat", (long)pid);
+	int alive = task_alive(path);
+	if (alive < 0)
+		return pid > 0 && kill(pid, 0) == 0; /* no /proc: the signal's answer */
+	if (alive)
+		return true;
+	/* a zombie leader: its other threads may still be exiting, and they hold the process's files (and its
+	 * fcntl locks: an engine root's driver.pid) until the last one is gone */
+	snprintf(path, sizeof path, "/proc/%ld/task", (long)pid);
+	DIR *d = opendir(path);
+	struct dirent *de;
+	bool any = false;
+	while (d && !any && (de = readdir(d))) {
+		if (de->d_name[0] == '.' || strtol(de->d_name, NULL, 10) == (long)pid)
+			continue;
+		char tp[96];
+		snprintf(tp, sizeof tp, "/proc/%ld/task/%.20s/stat", (long)pid, de->d_name);
+		any = task_alive(tp) > 0;
+	}
+	if (d)
+		closedir(d);
+	return any;
 }
 
 void util_fsync_dir(const char *dir)
