@@ -6,6 +6,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/stat.h>
+#include <pthread.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -420,6 +421,14 @@ static void test_files_at_given_paths(void)
 	free(secret);
 }
 
+static void *wait_pipe(void *arg)
+{
+	char b;
+	while (read(*(int *)arg, &b, 1) > 0) {
+	}
+	return NULL;
+}
+
 /* util_pid_running: a process that exited is not running, zombie or not (the starter of a service waits on it) */
 static void test_pid_running(void)
 {
@@ -435,6 +444,37 @@ static void test_pid_running(void)
 	T_CHECK(!util_pid_running(c));
 	waitpid(c, NULL, 0);
 	T_CHECK(!util_pid_running(c));
+	/* a leader that left before its other thread (a zombie in /proc/PID/stat) is running while that thread runs:
+	 * the thread holds the process's files and locks */
+	int fds[2];
+	T_CHECK(pipe(fds) == 0);
+	c = fork();
+	if (c == 0) {
+		close(fds[1]);
+		pthread_t th;
+		if (pthread_create(&th, NULL, wait_pipe, &fds[0]) != 0)
+			_exit(1);
+		pthread_exit(NULL);
+	}
+	close(fds[0]);
+	char path[64], st[256];
+	snprintf(path, sizeof path, "/proc/%ld/stat", (long)c);
+	bool zombie_leader = false;
+	for (int i = 0; i < 5000 && !zombie_leader; i++) { /* until the leader has left */
+		FILE *f = fopen(path, "r");
+		char *rp = f && fgets(st, sizeof st, f) ? strrchr(st, ')') : NULL;
+		zombie_leader = rp && rp[1] == ' ' && rp[2] == 'Z';
+		if (f)
+			fclose(f);
+		if (!zombie_leader)
+			usleep(1000);
+	}
+	T_CHECK(zombie_leader);
+	T_CHECK(util_pid_running(c));
+	close(fds[1]); /* the thread returns, the process exits */
+	T_CHECK(waitid(P_PID, (id_t)c, &si, WEXITED | WNOWAIT) == 0);
+	T_CHECK(!util_pid_running(c));
+	waitpid(c, NULL, 0);
 }
 
 /* the one base64 decoder: round trips with the encoder, padding, whitespace, the URL-safe alphabet, and what each
