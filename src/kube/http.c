@@ -49,6 +49,7 @@ struct kube_req {
 	bool cancelled;
 	bool in_multi;
 	bool paused;  /* by on_write, the pass's decoding budget spent; resumed on a later pass */
+	unsigned batch_ms; /* kube_http_req.batch_ms */
 	struct loop_timer *launch_t;
 	char errbuf[CURL_ERROR_SIZE];
 	struct kube_req *next, *prev;
@@ -56,6 +57,10 @@ struct kube_req {
 
 struct sock {
 	struct loop_fd *fd;
+	struct kube_http *h;
+	short want;            /* the events libcurl asked for */
+	bool held;             /* not polled until the client's release (hold_sock) */
+	struct sock *held_next;
 };
 
 struct ready_waiter {
@@ -80,6 +85,10 @@ struct kube_http {
 	unsigned resume_turn;       /* which paused request is resumed first (each in turn) */
 	struct ready_waiter **ready;
 	size_t nready;
+	size_t nplain;              /* live requests without batch_ms: while any, no socket is held */
+	struct sock *held;          /* sockets held until hold_t */
+	struct loop_timer *hold_t;
+	struct sock *acting;        /* the socket on_sock is acting on; NULL once libcurl removed it meanwhile */
 };
 
 static void check_done(struct kube_http *h);
@@ -129,9 +138,52 @@ static int curl_ready(void)
 
 /* --- loop glue --------------------------------------------------------------------------------------- */
 
-static void on_sock(int fd, short revents, void *arg)
+/* Held sockets are polled again: what arrived meanwhile is read on the next pass, all of it at once. */
+static void release_held(struct kube_http *h)
+{
+	loop_timer_cancel(h->hold_t);
+	h->hold_t = NULL;
+	for (struct sock *sk = h->held, *next; sk; sk = next) {
+		next = sk->held_next;
+		sk->held = false;
+		sk->held_next = NULL;
+		loop_fd_set_events(sk->fd, sk->want);
+	}
+	h->held = NULL;
+}
+
+static void on_hold_end(void *arg)
 {
 	struct kube_http *h = arg;
+	h->hold_t = NULL;
+	release_held(h);
+}
+
+/* Batched streams (kube_http_req.batch_ms): once a socket has been read, it is not polled again for batch_ms, so
+ * that a watch's events, written one by one by the server, are read and decoded many at a time: a loop wakeup, a
+ * socket action and a pass's end (frame check, lineage write) per batch instead of per event, which was most of
+ * the dashboard's CPU under churn. Only while every live request is batched: an answer someone waits for is never
+ * held back, whichever socket it shares (HTTP/2). */
+static void hold_sock(struct kube_http *h, struct sock *sk)
+{
+	if (h->nplain > 0 || sk->held || h->reqs == NULL)
+		return;
+	unsigned ms = 0;
+	for (struct kube_req *r = h->reqs; r; r = r->next)
+		if (ms == 0 || r->batch_ms < ms)
+			ms = r->batch_ms;
+	sk->held = true;
+	sk->held_next = h->held;
+	h->held = sk;
+	loop_fd_set_events(sk->fd, 0);
+	if (h->hold_t == NULL)
+		h->hold_t = loop_timer_add(ms, on_hold_end, h);
+}
+
+static void on_sock(int fd, short revents, void *arg)
+{
+	struct sock *sk = arg;
+	struct kube_http *h = sk->h;
 	int ev = 0;
 	if (revents & (POLLIN | POLLHUP))
 		ev |= CURL_CSELECT_IN;
@@ -140,10 +192,26 @@ static void on_sock(int fd, short revents, void *arg)
 	if (revents & (POLLERR | POLLNVAL))
 		ev |= CURL_CSELECT_ERR;
 	int running;
+	h->acting = sk;
 	h->depth++;
 	curl_multi_socket_action(h->multi, fd, ev, &running);
 	h->depth--;
+	sk = h->acting;
+	h->acting = NULL;
+	if (sk)
+		hold_sock(h, sk);
 	check_done(h);
+}
+
+static void sock_unhold(struct kube_http *h, struct sock *sk)
+{
+	for (struct sock **p = &h->held; *p; p = &(*p)->held_next) {
+		if (*p == sk) {
+			*p = sk->held_next;
+			break;
+		}
+	}
+	sk->held = false;
 }
 
 static int sock_cb(CURL *easy, curl_socket_t s, int what, void *userp, void *socketp)
@@ -153,6 +221,10 @@ static int sock_cb(CURL *easy, curl_socket_t s, int what, void *userp, void *soc
 	struct sock *sk = socketp;
 	if (what == CURL_POLL_REMOVE) {
 		if (sk) {
+			if (sk->held)
+				sock_unhold(h, sk);
+			if (h->acting == sk)
+				h->acting = NULL;
 			loop_fd_remove(sk->fd);
 			free(sk);
 			curl_multi_assign(h->multi, s, NULL);
@@ -166,10 +238,14 @@ static int sock_cb(CURL *easy, curl_socket_t s, int what, void *userp, void *soc
 		events |= POLLOUT;
 	if (sk == NULL) {
 		sk = xcalloc(1, sizeof *sk);
-		sk->fd = loop_fd_add(s, events, on_sock, h);
+		sk->h = h;
+		sk->want = events;
+		sk->fd = loop_fd_add(s, events, on_sock, sk);
 		curl_multi_assign(h->multi, s, sk);
 	} else {
-		loop_fd_set_events(sk->fd, events);
+		sk->want = events;
+		if (!sk->held)
+			loop_fd_set_events(sk->fd, events);
 	}
 	return 0;
 }
@@ -348,6 +424,8 @@ struct kube_http *kube_http_new(const struct kube_config *kc, char **err)
 static void req_unlink(struct kube_req *r)
 {
 	struct kube_http *h = r->h;
+	if (r->prev || h->reqs == r)
+		h->nplain -= r->batch_ms == 0;
 	if (r->prev)
 		r->prev->next = r->next;
 	else if (h->reqs == r)
@@ -401,6 +479,8 @@ void kube_http_free(struct kube_http *h)
 	loop_timer_cancel(h->timer);
 	loop_timer_cancel(h->reap_t);
 	loop_timer_cancel(h->resume_t);
+	loop_timer_cancel(h->hold_t);
+	h->hold_t = NULL;
 	loop_hook_remove(h->hook);
 	curl_multi_cleanup(h->multi); /* sockets' REMOVE callbacks free their loop fds */
 	kube_cred_free(h->cred);
@@ -732,6 +812,9 @@ struct kube_req *kube_http_start(struct kube_http *h, const struct kube_http_req
 	r->on_done = q->on_done;
 	r->arg = q->arg;
 	r->retry_after = -1;
+	r->batch_ms = q->batch_ms;
+	if (r->batch_ms == 0 && h->nplain++ == 0)
+		release_held(h); /* its answer is not to wait behind a hold */
 	buf_init(&r->resp);
 	r->next = h->reqs;
 	if (h->reqs)

@@ -57,6 +57,10 @@ struct kube_http_req {
 	const char *accept;       /* NULL: application/json */
 	long timeout_ms;          /* whole transfer; 0: none (watches) */
 	kube_http_chunk_cb on_chunk; /* set: 2xx bodies are streamed through it instead of collected */
+	unsigned batch_ms;        /* a stream whose bytes may wait this long before they are read (watches that a
+				   * dashboard draws at a frame rate): while every live request of the client is
+				   * batched, a socket read is not polled again for the smallest batch_ms; 0: read
+				   * as bytes arrive */
 	kube_http_done_cb on_done;
 	void *arg;
 };

@@ -117,6 +117,7 @@ static void start_reflectors(struct kube_src *ks)
 			.max_failures = ks->opts.max_failures,
 			.page_limit = ks->opts.page_limit,
 			.identity_only = ks->opts.identity_only,
+			.watch_batch_ms = ks->opts.watch_batch_ms,
 		};
 		ks->refl[k] = kube_reflector_new(&cfg);
 		kube_reflector_start(ks->refl[k]);

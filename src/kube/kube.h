@@ -33,6 +33,8 @@ struct kube_open_opts {
 	bool identity_only; /* the store keeps each object's identity alone (obj_pack_identity): get -o name */
 	bool no_version;    /* KubeVirt's version (the dashboard's header) is not asked for: no second connection
 			     * beside the first list's */
+	unsigned watch_batch_ms; /* the watches' events may wait this long to be read, many at once
+				  * (kube_http_req.batch_ms): the dashboard, which draws at a frame rate */
 };
 
 /* Loads the kubeconfig per opts_global() (--kubeconfig, -n, -A; o's namespace scope when set), creates the source

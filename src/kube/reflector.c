@@ -905,6 +905,7 @@ static void start_watch(struct kube_reflector *r)
 		.path = b.data,
 		.timeout_ms = (long)(timeout + 30) * 1000,
 		.on_chunk = watch_chunk,
+		.batch_ms = r->cfg.watch_batch_ms,
 		.on_done = watch_done,
 		.arg = r,
 	};

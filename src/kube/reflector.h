@@ -32,6 +32,7 @@ struct kube_reflector_cfg {
 				     * status: 429 and 5xx are transient); 0 retries forever */
 	int page_limit;             /* list page size; 0: 500 */
 	bool identity_only;         /* store each object's identity alone (obj_pack_identity) */
+	unsigned watch_batch_ms;    /* the watch's kube_http_req.batch_ms */
 };
 
 struct kube_reflector *kube_reflector_new(const struct kube_reflector_cfg *cfg);

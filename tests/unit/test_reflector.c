@@ -1,11 +1,13 @@
 /* The watch path without a network: the stream splitter (values across arbitrary chunk boundaries, malformed and
  * oversized input), watch events applied to the store (ADDED/MODIFIED/DELETED/BOOKMARK/ERROR 410), the API
  * Status message extraction, and URL building with tls-server-name. Over a loopback socket: a streamed body is
- * handed to its chunk callback within the decoding budget of a loop pass, whatever the server's speed. */
+ * handed to its chunk callback within the decoding budget of a loop pass, whatever the server's speed; a batched
+ * stream's socket is not read again before its batch time, unless a request that is not batched starts. */
 #include <arpa/inet.h>
 #include <json.h>
 #include <netinet/in.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -368,6 +370,201 @@ static void test_pass_budget(void)
 	kube_http_free(h);
 }
 
+/* --- batched streams (kube_http_req.batch_ms) --- */
+
+enum { HOLD_MS = 400 };
+
+static struct {
+	int ls;
+	int cmd[2], ack[2]; /* test -> server, server -> test */
+	char got[256];
+	size_t len;
+	unsigned long pass, last_pass;
+	int passes_with_data;
+	bool plain_done, watch_done;
+	long plain_status;
+} H;
+
+static void put_chunk(int c, const char *text)
+{
+	char b[128];
+	int n = snprintf(b, sizeof b, "%zx\r\n%s\r\n", strlen(text), text);
+	T_CHECK(write(c, b, (size_t)n) == n);
+}
+
+static char wait_cmd(void)
+{
+	char x = 0;
+	T_CHECK(read(H.cmd[0], &x, 1) == 1);
+	return x;
+}
+
+static void ack(void)
+{
+	T_CHECK(write(H.ack[1], "k", 1) == 1);
+}
+
+static void drain_request(int c)
+{
+	char req[4096];
+	size_t got = 0;
+	while (got < sizeof req - 1) {
+		ssize_t n = read(c, req + got, sizeof req - 1 - got);
+		if (n <= 0)
+			break;
+		got += (size_t)n;
+		req[got] = '\0';
+		if (strstr(req, "\r\n\r\n"))
+			break;
+	}
+}
+
+/* The watch: "A" at once; on 'b' ten chunks "B", each its own write, on 'd' ten "D"; on 'c' one more and then a
+ * plain request is answered on a second connection; on 'e' the stream ends. */
+static void *serve_stream(void *arg)
+{
+	(void)arg;
+	int c = accept(H.ls, NULL, NULL);
+	if (c < 0)
+		return NULL;
+	drain_request(c);
+	const char *head = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n";
+	T_CHECK(write(c, head, strlen(head)) == (ssize_t)strlen(head));
+	put_chunk(c, "A");
+	for (char x; (x = wait_cmd()) != 'e';) {
+		if (x == 'b' || x == 'd') {
+			for (int i = 0; i < 10; i++)
+				put_chunk(c, x == 'b' ? "B" : "D");
+			ack();
+		} else if (x == 'c') {
+			put_chunk(c, "C");
+			ack();
+			int p = accept(H.ls, NULL, NULL);
+			drain_request(p);
+			const char *ok = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
+			T_CHECK(write(p, ok, strlen(ok)) == (ssize_t)strlen(ok));
+			close(p);
+		}
+	}
+	T_CHECK(write(c, "0\r\n\r\n", 5) == 5);
+	close(c);
+	return NULL;
+}
+
+static void hold_pass(void *arg)
+{
+	(void)arg;
+	H.pass++;
+}
+
+static bool hold_chunk(void *arg, const char *data, size_t len)
+{
+	(void)arg;
+	if (H.last_pass != H.pass) {
+		H.last_pass = H.pass;
+		H.passes_with_data++;
+	}
+	if (H.len + len < sizeof H.got) {
+		memcpy(H.got + H.len, data, len);
+		H.len += len;
+	}
+	return true;
+}
+
+static void hold_done(void *arg, const struct kube_resp *resp)
+{
+	(void)arg;
+	(void)resp;
+	H.watch_done = true;
+}
+
+static void plain_done(void *arg, const struct kube_resp *resp)
+{
+	(void)arg;
+	H.plain_status = resp->status;
+	H.plain_done = true;
+}
+
+static void wait_ack(void)
+{
+	char x;
+	T_CHECK(read(H.ack[0], &x, 1) == 1);
+}
+
+static void loop_until_len(size_t len, uint64_t bound_ms)
+{
+	uint64_t t0 = mono_us();
+	while (H.len < len && mono_us() - t0 < bound_ms * 1000)
+		loop_once(50);
+}
+
+static void test_batch(void)
+{
+	H.ls = socket(AF_INET, SOCK_STREAM, 0);
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t al = sizeof a;
+	T_CHECK(H.ls >= 0 && bind(H.ls, (struct sockaddr *)&a, sizeof a) == 0 && listen(H.ls, 2) == 0 &&
+		getsockname(H.ls, (struct sockaddr *)&a, &al) == 0);
+	T_CHECK(pipe(H.cmd) == 0 && pipe(H.ack) == 0);
+	pthread_t th;
+	T_CHECK(pthread_create(&th, NULL, serve_stream, NULL) == 0);
+	char server[64];
+	snprintf(server, sizeof server, "http://127.0.0.1:%d", ntohs(a.sin_port));
+	struct kube_config kc = { .origin = "test", .server = server };
+	char *err = NULL;
+	struct kube_http *h = kube_http_new(&kc, &err);
+	T_CHECK(h != NULL);
+	int hook = loop_hook_add(hold_pass, NULL);
+	struct kube_http_req q = { .path = "/watch", .on_chunk = hold_chunk, .on_done = hold_done, .batch_ms = HOLD_MS };
+	kube_http_start(h, &q);
+	loop_until_len(1, 10000);
+	T_CHECK(H.len == 1 && H.got[0] == 'A');
+	/* libcurl's own timers of the connection's start may read the socket meanwhile: from B on, only the loop does */
+	T_CHECK(write(H.cmd[1], "b", 1) == 1);
+	wait_ack();
+	loop_until_len(11, 10000);
+	uint64_t at_b = mono_us();
+	T_EQ_INT(H.len, 11);
+
+	/* ten events written one by one while the socket is held after B's read: read HOLD_MS after it, in one pass */
+	T_CHECK(write(H.cmd[1], "d", 1) == 1);
+	wait_ack(); /* all ten are in the socket before the loop runs again */
+	int before = H.passes_with_data;
+	loop_until_len(21, 10000);
+	uint64_t at_d = mono_us();
+	T_EQ_INT(H.len, 21);
+	T_CHECK(memcmp(H.got, "ABBBBBBBBBBDDDDDDDDDD", 21) == 0);
+	T_CHECK(at_d - at_b >= HOLD_MS * 1000u);
+	T_EQ_INT(H.passes_with_data - before, 1);
+
+	/* held again after that read; a request that is not batched releases it at once: "C" arrives before the hold
+	 * would end (HOLD_MS after D's read), and the plain answer too */
+	T_CHECK(write(H.cmd[1], "c", 1) == 1);
+	wait_ack();
+	struct kube_http_req p = { .path = "/plain", .timeout_ms = 10000, .on_done = plain_done };
+	kube_http_start(h, &p);
+	loop_until_len(22, 10000);
+	T_EQ_INT(H.len, 22);
+	T_CHECK(H.got[21] == 'C');
+	T_CHECK(mono_us() - at_d < HOLD_MS * 1000u);
+	for (int i = 0; !H.plain_done && i < 200; i++)
+		loop_once(50);
+	T_EQ_INT(H.plain_status, 200);
+
+	T_CHECK(write(H.cmd[1], "e", 1) == 1);
+	for (int i = 0; !H.watch_done && i < 200; i++)
+		loop_once(50);
+	T_CHECK(H.watch_done);
+	loop_hook_remove(hook);
+	pthread_join(th, NULL);
+	close(H.ls);
+	for (int i = 0; i < 2; i++) {
+		close(H.cmd[i]);
+		close(H.ack[i]);
+	}
+	kube_http_free(h);
+}
+
 int main(void)
 {
 	test_jstream();
@@ -375,5 +572,6 @@ int main(void)
 	test_status_message();
 	test_url();
 	test_pass_budget();
+	test_batch();
 	return T_DONE();
 }
