@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/log.h"
 #include "core/util.h"
 #include "core/xmalloc.h"
 
@@ -135,10 +136,27 @@ static bool obj_is(const struct obj *o, enum idx_kind ik, const char *a, const c
 	return strcmp(o->name ? o->name : "", b) == 0 && (o->ns == a || strcmp(o->ns, a) == 0);
 }
 
+/* An index slot: 0 when empty, else the object's position + 1 in its low SLOT_POS_BITS and the top bits of its
+ * hash above them, so that a probe passes over other objects' slots without reading the objects (255 in 256 of
+ * them). A table holds at most SLOT_POS_MAX objects (16.7 million: gigabytes of one kind from one source). */
+#define SLOT_POS_BITS 24
+#define SLOT_POS_MASK ((1u << SLOT_POS_BITS) - 1)
+#define SLOT_POS_MAX (SLOT_POS_MASK - 1)
+
+static uint32_t slot_make(uint32_t pos, uint32_t h)
+{
+	return (h & ~SLOT_POS_MASK) | (pos + 1);
+}
+
+static bool slot_holds(uint32_t v, uint32_t pos)
+{
+	return (v & SLOT_POS_MASK) == pos + 1;
+}
+
 /* The object an index slot names (the slot must not be empty). */
 static struct obj *idx_obj(const struct table *t, uint32_t v)
 {
-	return t->objs[v - 1];
+	return t->objs[(v & SLOT_POS_MASK) - 1];
 }
 
 /* The slot holding the object matching (a, b) (uid; or ns, name), or the empty slot where it would go. */
@@ -146,9 +164,12 @@ static size_t idx_probe(const struct table *t, const struct index *x, enum idx_k
 			const char *b)
 {
 	size_t mask = x->cap - 1;
-	for (size_t i = h & mask;; i = (i + 1) & mask)
-		if (x->slots[i] == 0 || obj_is(idx_obj(t, x->slots[i]), ik, a, b))
+	uint32_t tag = h & ~SLOT_POS_MASK;
+	for (size_t i = h & mask;; i = (i + 1) & mask) {
+		uint32_t v = x->slots[i];
+		if (v == 0 || ((v & ~SLOT_POS_MASK) == tag && obj_is(idx_obj(t, v), ik, a, b)))
 			return i;
+	}
 }
 
 static struct obj *idx_get(const struct table *t, const struct index *x, enum idx_kind ik, const char *a,
@@ -168,7 +189,7 @@ static size_t idx_slot_of(const struct index *x, uint32_t pos, uint32_t h)
 		return SIZE_MAX;
 	size_t mask = x->cap - 1;
 	for (size_t i = h & mask; x->slots[i] != 0; i = (i + 1) & mask)
-		if (x->slots[i] == pos + 1)
+		if (slot_holds(x->slots[i], pos))
 			return i;
 	return SIZE_MAX;
 }
@@ -182,14 +203,15 @@ static void idx_put(const struct table *t, struct index *x, enum idx_kind ik, ui
 		x->slots = xcalloc(x->cap, sizeof *x->slots);
 		for (size_t i = 0; i < old.cap; i++)
 			if (old.slots[i])
-				idx_put(t, x, ik, old.slots[i] - 1, 0);
+				idx_put(t, x, ik, (old.slots[i] & SLOT_POS_MASK) - 1, 0);
 		free(old.slots);
 	}
 	size_t mask = x->cap - 1;
-	size_t i = obj_hash(t->objs[pos], ik) & mask;
-	while (x->slots[i] != 0 && x->slots[i] != pos + 1)
+	uint32_t h = obj_hash(t->objs[pos], ik);
+	size_t i = h & mask;
+	while (x->slots[i] != 0 && !slot_holds(x->slots[i], pos))
 		i = (i + 1) & mask;
-	x->slots[i] = pos + 1;
+	x->slots[i] = slot_make(pos, h);
 }
 
 /* Removes the entry for position pos, its object o (when it is there): the entries after it in its run move back
@@ -222,7 +244,7 @@ static void idx_move(struct index *x, enum idx_kind ik, const struct obj *o, uin
 {
 	size_t i = idx_slot_of(x, from, obj_hash(o, ik));
 	if (i != SIZE_MAX)
-		x->slots[i] = to + 1;
+		x->slots[i] = (x->slots[i] & ~SLOT_POS_MASK) | (to + 1);
 }
 
 static void table_unlink(struct table *t, struct obj *o)
@@ -270,6 +292,12 @@ struct obj *store_upsert(struct store *st, struct obj *o)
 		idx_del(t, &t->by_key, IDX_KEY, old, o->slot);
 		t->objs[o->slot] = o;
 	} else {
+		if (t->n >= SLOT_POS_MAX) {
+			log_warn("store: more than %u objects of kind %s from one source: %s/%s dropped", SLOT_POS_MAX,
+				 obj_kind_name(o->kind), o->ns ? o->ns : "", name);
+			obj_free(o);
+			return NULL;
+		}
 		if (t->n == t->cap) {
 			t->cap = t->cap ? t->cap * 2 : 64;
 			t->objs = xreallocarray(t->objs, t->cap, sizeof *t->objs);

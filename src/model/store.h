@@ -19,7 +19,8 @@ struct store *store_new(void);
 void store_free(struct store *st);
 
 /* Takes ownership of o (o->src, o->uid, o->ns, o->name set). Replaces an object with the same UID in the same
- * source, or with the same ns/name (a recreated object under a new UID replaces the old one). Returns o. */
+ * source, or with the same ns/name (a recreated object under a new UID replaces the old one). Returns o; NULL when
+ * o was dropped (freed, logged): a new object past the 16.7 million a source may hold of one kind. */
 struct obj *store_upsert(struct store *st, struct obj *o);
 /* Removes and frees; returns 0, or -1 when absent. */
 int store_remove(struct store *st, struct source *src, enum obj_kind kind, const char *uid);

@@ -81,11 +81,6 @@ size_t sources_live_count(void)
 	return n;
 }
 
-/* The dashboard's watches are read at most every WATCH_BATCH_MS (kube_http_req.batch_ms), less than a frame
- * (SCREEN_FPS): under churn a batch of events costs one wakeup and one pass instead of each event its own; when
- * nothing else is asked of the server meanwhile (an action, a list, a log is read at once). */
-#define WATCH_BATCH_MS 25
-
 /* The namespace scope the dashboard watches on the cluster once the user chose one (`:ns`, `:ctx`), passed down to
  * kube_open_ex instead of rewriting the global options: scope_set false: -n/-A as given. */
 static struct {
@@ -97,7 +92,7 @@ static struct {
 static struct source *open_kube(const char *context, char **err)
 {
 	struct kube_open_opts ko = { .ns_set = scope.set, .ns = scope.ns, .one_ns = scope.set && !scope.all,
-				     .all_namespaces = scope.set && scope.all, .watch_batch_ms = WATCH_BATCH_MS };
+				     .all_namespaces = scope.set && scope.all, .watch_batch_ms = SOURCES_WATCH_BATCH_MS };
 	struct source *src = kube_open_ex(the_store, context, &ko, err);
 	if (src)
 		kube_src = src;
@@ -137,7 +132,7 @@ static struct source *open_service(struct store *st, char **err)
 	if (path) {
 		struct kube_open_opts ko = {
 			.unix_socket = path, .name = connect_engine_name(), .all_namespaces = true, .live_notice = true,
-			.watch_batch_ms = WATCH_BATCH_MS,
+			.watch_batch_ms = SOURCES_WATCH_BATCH_MS,
 		};
 		src = kube_open_ex(st, NULL, &ko, err);
 		if (src)

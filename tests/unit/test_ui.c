@@ -1,5 +1,5 @@
 /* Unit tests of the dashboard's pieces (text fitting and escaping, filters, column layout, themes, config, YAML,
- * sorting), and a test-only feeder: `test_ui --dashboard N [--churn PER_S]` runs the real dashboard on N
+ * sorting), and a test-only feeder: `test_ui --dashboard N [--churn PER_S [--churn-every MS]]` runs the real dashboard on N
  * synthetic VMs (+ VMIs, pods, events) from a fake source, for developing the UI without a cluster. */
 #include <curses.h>
 #include <locale.h>
@@ -41,6 +41,7 @@ static struct store *fst;
 static struct source *fsrc;
 static int fake_n;
 static int churn_per_s;
+static int churn_every_ms = SOURCES_WATCH_BATCH_MS;
 static unsigned long churn_seq;
 static const char *const statuses[] = { "Running", "Stopped", "Starting", "Paused", "ErrorUnschedulable" };
 
@@ -116,17 +117,18 @@ static void fake_vm(int i, const char *status)
 	store_upsert(fst, &pod->o);
 }
 
+/* A batch of status changes every churn_every_ms, as the dashboard's watches deliver them (one read of each
+ * socket per SOURCES_WATCH_BATCH_MS; --churn-every 5 is the stream as it came before that, event by event). */
 static void churn(void *arg)
 {
 	(void)arg;
-	/* 5 ms worth of status changes: a steady stream, as a watch delivers them */
-	int per_tick = churn_per_s / 200 ? churn_per_s / 200 : 1;
-	for (int k = 0; k < per_tick; k++) {
+	int per_tick = churn_per_s * churn_every_ms / 1000;
+	for (int k = 0; k < (per_tick ? per_tick : 1); k++) {
 		int i = (int)(churn_seq * 7919 % (unsigned long)fake_n);
 		fake_vm(i, statuses[churn_seq % 5]);
 		churn_seq++;
 	}
-	loop_timer_add(5, churn, NULL);
+	loop_timer_add((uint64_t)churn_every_ms, churn, NULL);
 }
 
 static int dashboard(int n)
@@ -1247,6 +1249,8 @@ int main(int argc, char **argv)
 	for (int i = 1; i < argc; i++)
 		if (strcmp(argv[i], "--churn") == 0 && i + 1 < argc)
 			churn_per_s = atoi(argv[++i]);
+		else if (strcmp(argv[i], "--churn-every") == 0 && i + 1 < argc && atoi(argv[i + 1]) > 0)
+			churn_every_ms = atoi(argv[++i]);
 	if (argc >= 3 && strcmp(argv[1], "--dashboard") == 0)
 		return dashboard(atoi(argv[2]));
 	test_fit();
