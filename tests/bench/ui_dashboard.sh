@@ -120,9 +120,11 @@ stop_measured
 $T kill-server 2>/dev/null
 
 # The dashboard alone at exactly CHURN status changes/s: the unit-test binary's in-process feeder (the same
-# dashboard code, no network, no JSON) changes CHURN VMs a second (each with its VMI and pod) in the store. RUNS
-# rounds, each with an empty lineage history of its own (XDG_STATE_HOME): the median and the worst are printed.
-# UI_BENCH_FEEDER runs another build's feeder (a before/after comparison).
+# dashboard code, no network, no JSON) changes CHURN VMs a second (each with its VMI and pod) in the store, a batch
+# every 25 ms as the dashboard's watches deliver them (UI_BENCH_EVERY=MS another cadence: 5 is the event-by-event
+# stream of the builds before watch batching). RUNS rounds, each with an empty lineage history of its own
+# (XDG_STATE_HOME): the median and the worst are printed. UI_BENCH_FEEDER runs another build's feeder (a
+# before/after comparison).
 feeder="${UI_BENCH_FEEDER:-$ROOT/build/tests/test_ui}"
 if [ -x "$feeder" ]; then
 	cpus=""
@@ -130,7 +132,7 @@ if [ -x "$feeder" ]; then
 		rm -rf "$W/pid" "$W/ts" "$W/state"
 		mkdir -p "$W/state"
 		$T new-session -d -x 120 -y 40 -s f -e TERM=xterm-256color \
-			"script -qfc 'echo \$\$ > $W/pid; exec env XDG_STATE_HOME=$W/state KVCON_LOG=$W/feeder.log $feeder --dashboard $VMS --churn $CHURN' $W/ts"
+			"script -qfc 'echo \$\$ > $W/pid; exec env XDG_STATE_HOME=$W/state KVCON_LOG=$W/feeder.log $feeder --dashboard $VMS --churn $CHURN ${UI_BENCH_EVERY:+--churn-every $UI_BENCH_EVERY}' $W/ts"
 		for _ in $(seq 300); do [ -s "$W/pid" ] && $T capture-pane -p -t f | grep -q 'VirtualMachines(all)\[' && break; sleep 0.1; done
 		pid=$(cat "$W/pid")
 		sleep 2
