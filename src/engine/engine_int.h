@@ -139,9 +139,10 @@ void epull_cancel(const struct evm *v);
 bool epull_reason(const char *how);
 bool epull_begin(struct evm *v);
 void epull_sweep(void);
-/* After an apply replaced old (NULL: a create) by new_: a sweep when old used an image new_ does not, or when one is
- * due (the first change since the start; a pull ran during the last sweep). A create sweeps nothing otherwise: a
- * walk of every VM's volumes was 60% of a create beside 100,000 VMs. */
+/* After an apply replaced old (NULL: a create) by new_ (NULL: old was deleted): a sweep when old used an image
+ * new_ does not, or when one is due (the first change since the start; a pull ran during the last sweep). A create,
+ * or the delete of a VM without a containerDisk, sweeps nothing otherwise: a walk of every VM's volumes was 60% of a
+ * create beside 100,000 VMs. */
 void epull_sweep_after(const struct manifest *old, const struct manifest *new_);
 
 /* ereconcile.c */

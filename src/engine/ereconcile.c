@@ -713,7 +713,7 @@ static void finish_delete(struct evm *v)
 	store_remove(engine_g.st, eh->src, OBJ_VM, v->uid);
 	hmap_del(&eh->vms, v->key);
 	log_info("engine: %s deleted%s", v->key, v->delete_volumes ? " with its volumes" : "");
-	epull_sweep(); /* its pulled images go when no other VM uses them */
+	epull_sweep_after(v->m, NULL); /* its pulled images go when no other VM uses them */
 	for (struct waiter *w = v->waiters, *n; w; w = n) {
 		n = w->next;
 		eactions_complete(w, 0, NULL);

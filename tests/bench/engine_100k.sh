@@ -15,7 +15,8 @@
 #  4. at the largest size (BENCH_UI_SIZES, default the largest of BENCH_SIZES): the dashboard, exec to the first VM
 #     rows on the terminal (../shared/bench/ptyrun.py, a bare 120x40 pty), BENCH_UI_RUNS (default 9) runs after one;
 #  5. at the largest size: one `kubectl apply -f` of BENCH_API_VMS (default 1000) more VMs (each stored and fsync'd
-#     by the service), per VM; and the service's RSS at the end.
+#     by the service), per VM, then one `kubectl delete -f` of them, until the service lists none of them, with its
+#     CPU time; and the service's RSS at the end.
 # Everything (state, runtime directory, HOME, the embedded libvirt root) is private to the bench's directory. Needs
 # root (the embedded driver), QEMU, kubectl, curl and jq. The load average goes with every figure.
 set -u
@@ -66,6 +67,10 @@ median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 worst() { sort -n | tail -1; }
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 rss_mib() { awk '/VmRSS/ {print int($2 / 1024)}' "/proc/$1/status"; }
+ns_count() { # the VMs the service lists in namespace $1
+    curl -s -m 10 --unix-socket "$SOCK" "http://engine/apis/kubevirt.io/v1/namespaces/$1/virtualmachines?limit=1" \
+        2>/dev/null | jq -r '(.items | length) + (.metadata.remainingItemCount // 0)' 2>/dev/null || echo 0
+}
 list_count() { # the VMs the service lists (a page of one and the count of the rest), 0 when it does not answer
     curl -s -m 10 --unix-socket "$SOCK" 'http://engine/apis/kubevirt.io/v1/virtualmachines?limit=1' 2>/dev/null |
         jq -r '(.items | length) + (.metadata.remainingItemCount // 0)' 2>/dev/null || echo 0
@@ -212,6 +217,7 @@ for n in $SIZES; do
     fi
 
     if ((n == largest && API_VMS > 0)); then
+        NS1=$(ns_count ns-1)
         for ((i = 0; i < API_VMS; i++)); do
             echo ---
             sed -e "s/vm-000000/api-$(printf '%05d' "$i")/" -e 's/namespace: ns-0/namespace: ns-1/' "$W/vm.yaml"
@@ -222,6 +228,23 @@ for n in $SIZES; do
         t1=$(now_ms)
         echo "$n VMs: kubectl apply -f of $API_VMS more VMs (one file): $((t1 - t0)) ms," \
             "$(grep -c created "$W/apply.out") created, $(((t1 - t0) * 1000 / API_VMS)) us per VM; load average $(load)"
+        # and deleted again (kubectl --wait=false: its wait GETs each object after the deletes, throttled by its
+        # client to 5 a second); until the service lists none of them
+        c0=$(cpu_ticks "$SRV")
+        t0=$(now_ms)
+        kubectl --request-timeout=600s delete --wait=false -f "$W/api.yaml" >"$W/delete.out" 2>&1 ||
+            { tail -3 "$W/delete.out"; exit 1; }
+        t1=$(now_ms)
+        for i in $(seq 1 6000); do
+            (($(ns_count ns-1) <= NS1)) && break
+            sleep 0.05
+        done
+        t2=$(now_ms)
+        c1=$(cpu_ticks "$SRV")
+        echo "$n VMs: kubectl delete -f of those $API_VMS VMs: $((t1 - t0)) ms, $(grep -c deleted "$W/delete.out")" \
+            "deleted, $(((t1 - t0) * 1000 / API_VMS)) us per VM; all gone $((t2 - t0)) ms after; the service's CPU" \
+            "$(((c1 - c0) * 1000 / $(getconf CLK_TCK))) ms, $(((c1 - c0) * 1000000 / $(getconf CLK_TCK) / API_VMS)) us" \
+            "per VM; load average $(load)"
     fi
     echo "$n VMs: service RSS at the end $(rss_mib "$SRV") MiB"
     serve_stop

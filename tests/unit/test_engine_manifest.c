@@ -395,6 +395,7 @@ static void test_drops_image(void)
 		T_CHECK(manifest_drops_image(a, none));
 		T_CHECK(manifest_drops_image(a, NULL));   /* deleted */
 		T_CHECK(!manifest_drops_image(none, a));
+		T_CHECK(!manifest_drops_image(none, NULL)); /* deleted, no image */
 	}
 	manifest_free(a);
 	manifest_free(ab);

@@ -257,13 +257,21 @@ static void test_url(void)
 
 enum { BODY = 2 << 20 };
 
-/* Answers one request on the listening socket with BODY bytes at once, as fast as the kernel takes them. */
-static void *serve_once(void *arg)
+/* A listening socket on a free loopback port; server: its http:// URL. */
+static int listen_local(int backlog, char server[64])
 {
-	int ls = *(int *)arg;
-	int c = accept(ls, NULL, NULL);
-	if (c < 0)
-		return NULL;
+	int ls = socket(AF_INET, SOCK_STREAM, 0);
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t al = sizeof a;
+	T_CHECK(ls >= 0 && bind(ls, (struct sockaddr *)&a, sizeof a) == 0 && listen(ls, backlog) == 0 &&
+		getsockname(ls, (struct sockaddr *)&a, &al) == 0);
+	snprintf(server, 64, "http://127.0.0.1:%d", ntohs(a.sin_port));
+	return ls;
+}
+
+/* Reads a request's head (its body, if any, is not looked at). */
+static void drain_request(int c)
+{
 	char req[4096];
 	size_t got = 0;
 	while (got < sizeof req - 1) {
@@ -275,6 +283,16 @@ static void *serve_once(void *arg)
 		if (strstr(req, "\r\n\r\n"))
 			break;
 	}
+}
+
+/* Answers one request on the listening socket with BODY bytes at once, as fast as the kernel takes them. */
+static void *serve_once(void *arg)
+{
+	int ls = *(int *)arg;
+	int c = accept(ls, NULL, NULL);
+	if (c < 0)
+		return NULL;
+	drain_request(c);
 	char head[128];
 	int hl = snprintf(head, sizeof head, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n", BODY);
 	char *body = xmalloc(BODY);
@@ -340,15 +358,10 @@ static void slow_done(void *arg, const struct kube_resp *resp)
 
 static void test_pass_budget(void)
 {
-	int ls = socket(AF_INET, SOCK_STREAM, 0);
-	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-	socklen_t al = sizeof a;
-	T_CHECK(ls >= 0 && bind(ls, (struct sockaddr *)&a, sizeof a) == 0 && listen(ls, 1) == 0 &&
-		getsockname(ls, (struct sockaddr *)&a, &al) == 0);
+	char server[64];
+	int ls = listen_local(1, server);
 	pthread_t th;
 	T_CHECK(pthread_create(&th, NULL, serve_once, &ls) == 0);
-	char server[64];
-	snprintf(server, sizeof server, "http://127.0.0.1:%d", ntohs(a.sin_port));
 	struct kube_config kc = { .origin = "test", .server = server };
 	char *err = NULL;
 	struct kube_http *h = kube_http_new(&kc, &err);
@@ -403,21 +416,6 @@ static char wait_cmd(void)
 static void ack(void)
 {
 	T_CHECK(write(H.ack[1], "k", 1) == 1);
-}
-
-static void drain_request(int c)
-{
-	char req[4096];
-	size_t got = 0;
-	while (got < sizeof req - 1) {
-		ssize_t n = read(c, req + got, sizeof req - 1 - got);
-		if (n <= 0)
-			break;
-		got += (size_t)n;
-		req[got] = '\0';
-		if (strstr(req, "\r\n\r\n"))
-			break;
-	}
 }
 
 /* The watch: "A" at once; on 'p' PACED chunks "P", one a millisecond as a server writes a watch's events; on 'c'
@@ -505,16 +503,11 @@ static void loop_until_len(size_t len, uint64_t bound_ms)
 
 static void test_batch(void)
 {
-	H.ls = socket(AF_INET, SOCK_STREAM, 0);
-	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-	socklen_t al = sizeof a;
-	T_CHECK(H.ls >= 0 && bind(H.ls, (struct sockaddr *)&a, sizeof a) == 0 && listen(H.ls, 2) == 0 &&
-		getsockname(H.ls, (struct sockaddr *)&a, &al) == 0);
+	char server[64];
+	H.ls = listen_local(2, server);
 	T_CHECK(pipe(H.cmd) == 0 && pipe(H.ack) == 0);
 	pthread_t th;
 	T_CHECK(pthread_create(&th, NULL, serve_stream, NULL) == 0);
-	char server[64];
-	snprintf(server, sizeof server, "http://127.0.0.1:%d", ntohs(a.sin_port));
 	struct kube_config kc = { .origin = "test", .server = server };
 	char *err = NULL;
 	struct kube_http *h = kube_http_new(&kc, &err);
