@@ -807,6 +807,13 @@ bool util_pid_running(pid_t pid)
 	return any;
 }
 
+bool util_pid_leaving(pid_t pid)
+{
+	char path[64];
+	snprintf(path, sizeof path, "/proc/%ld/stat", (long)pid);
+	return pid > 0 && task_alive(path) == 0 && util_pid_running(pid);
+}
+
 void util_fsync_dir(const char *dir)
 {
 	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);

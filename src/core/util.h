@@ -97,6 +97,9 @@ char *util_b64_decode(const char *in, size_t inlen, size_t *outlen, unsigned fla
 /* Whether process pid runs: false once it exited, even while it is a zombie its parent has not reaped yet
  * (kill(pid, 0) still answers for one; init, the parent of a detached process, may reap a second later). */
 bool util_pid_running(pid_t pid);
+/* Whether process pid is on its way out: its main thread has exited (a zombie in /proc/PID/stat) while another
+ * thread still runs, keeping the process's files and locks a little longer. */
+bool util_pid_leaving(pid_t pid);
 /* fsyncs the directory dir (a name made, renamed or removed in it made durable); nothing when it cannot be opened. */
 void util_fsync_dir(const char *dir);
 /* Runs argv (execvp) with stdin, stdout and stderr on /dev/null and waits for it. 0 when it exited 0, else -1 with

@@ -229,6 +229,12 @@ static char *embed_problem(const char *root)
 	if (geteuid() == 0 && (msg = missing_accounts(root, module)) != NULL)
 		goto out;
 	int pid = root_holder(root);
+	/* a holder on its way out (a service just stopped, whose threads still exit holding the lock) is waited
+	 * for, 10 s at most: a command run right after the stop starts its own instead of failing */
+	for (int i = 0; pid > 0 && i < 200 && util_pid_leaving(pid); i++) {
+		usleep(50 * 1000);
+		pid = root_holder(root);
+	}
 	if (pid != 0) {
 		char comm[64] = "";
 		char *cf = xasprintf("/proc/%d/comm", pid);

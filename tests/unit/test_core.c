@@ -471,9 +471,12 @@ static void test_pid_running(void)
 	}
 	T_CHECK(zombie_leader);
 	T_CHECK(util_pid_running(c));
+	T_CHECK(util_pid_leaving(c)); /* on its way out: what the engine's start waits for */
+	T_CHECK(!util_pid_leaving(getpid()));
 	close(fds[1]); /* the thread returns, the process exits */
 	T_CHECK(waitid(P_PID, (id_t)c, &si, WEXITED | WNOWAIT) == 0);
 	T_CHECK(!util_pid_running(c));
+	T_CHECK(!util_pid_leaving(c)); /* gone: nothing to wait for */
 	waitpid(c, NULL, 0);
 }
 

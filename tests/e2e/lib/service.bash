@@ -3,12 +3,20 @@
 # stops the ones under its own directories, so that no service outlives its test.
 
 # pid_alive PID: the process runs (a zombie does not: a service started on demand is init's child, and some inits
-# reap only every second or so, while kill -0 still answers for the zombie)
+# reap only every second or so, while kill -0 still answers for the zombie). A zombie main thread whose other
+# threads still exit is alive: they hold the process's files and locks (an engine root's driver.pid) until the
+# last is gone, as util_pid_running says.
 pid_alive() {
-    local st
+    local st t
     st=$(cat "/proc/$1/stat" 2>/dev/null) || return 1
     st=${st##*) }
-    [[ ${st%% *} != Z ]]
+    [[ ${st%% *} != Z ]] && return 0
+    for t in /proc/"$1"/task/*/stat; do
+        st=$(cat "$t" 2>/dev/null) || continue
+        st=${st##*) }
+        [[ ${st%% *} != Z && ${st%% *} != X ]] && return 0
+    done
+    return 1
 }
 pid_gone() { pid_alive "$1" || echo gone; } # for wait_eq SECONDS gone pid_gone PID
 
