@@ -780,17 +780,10 @@ static int task_alive(const char *path)
 	return rp == NULL || rp[1] != ' ' || (rp[2] != 'Z' && rp[2] != 'X');
 }
 
-bool util_pid_running(pid_t pid)
+/* Whether a thread of process pid other than its leader is alive. */
+static bool other_thread_alive(pid_t pid)
 {
 	char path[64];
-	snprintf(path, sizeof path, "/proc/%ld/stat", (long)pid);
-	int alive = task_alive(path);
-	if (alive < 0)
-		return pid > 0 && kill(pid, 0) == 0; /* no /proc: the signal's answer */
-	if (alive)
-		return true;
-	/* a zombie leader: its other threads may still be exiting, and they hold the process's files (and its
-	 * fcntl locks: an engine root's driver.pid) until the last one is gone */
 	snprintf(path, sizeof path, "/proc/%ld/task", (long)pid);
 	DIR *d = opendir(path);
 	struct dirent *de;
@@ -807,11 +800,27 @@ bool util_pid_running(pid_t pid)
 	return any;
 }
 
-bool util_pid_leaving(pid_t pid)
+/* The leader's state: 1 alive, 0 a zombie (or gone), -1 no /proc to tell. */
+static int leader_alive(pid_t pid)
 {
 	char path[64];
 	snprintf(path, sizeof path, "/proc/%ld/stat", (long)pid);
-	return pid > 0 && task_alive(path) == 0 && util_pid_running(pid);
+	return task_alive(path);
+}
+
+bool util_pid_running(pid_t pid)
+{
+	int alive = leader_alive(pid);
+	if (alive < 0)
+		return pid > 0 && kill(pid, 0) == 0; /* no /proc: the signal's answer */
+	/* a zombie leader: its other threads may still be exiting, and they hold the process's files (and its
+	 * fcntl locks: an engine root's driver.pid) until the last one is gone */
+	return alive || other_thread_alive(pid);
+}
+
+bool util_pid_leaving(pid_t pid)
+{
+	return pid > 0 && leader_alive(pid) == 0 && other_thread_alive(pid);
 }
 
 void util_fsync_dir(const char *dir)

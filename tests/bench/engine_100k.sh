@@ -67,13 +67,10 @@ median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 worst() { sort -n | tail -1; }
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 rss_mib() { awk '/VmRSS/ {print int($2 / 1024)}' "/proc/$1/status"; }
-ns_count() { # the VMs the service lists in namespace $1
-    curl -s -m 10 --unix-socket "$SOCK" "http://engine/apis/kubevirt.io/v1/namespaces/$1/virtualmachines?limit=1" \
+list_count() { # the VMs the service lists (a page of one and the count of the rest), in namespace $1 when given;
+    # 0 when it does not answer
+    curl -s -m 10 --unix-socket "$SOCK" "http://engine/apis/kubevirt.io/v1/${1:+namespaces/$1/}virtualmachines?limit=1" \
         2>/dev/null | jq -r '(.items | length) + (.metadata.remainingItemCount // 0)' 2>/dev/null || echo 0
-}
-list_count() { # the VMs the service lists (a page of one and the count of the rest), 0 when it does not answer
-    curl -s -m 10 --unix-socket "$SOCK" 'http://engine/apis/kubevirt.io/v1/virtualmachines?limit=1' 2>/dev/null |
-        jq -r '(.items | length) + (.metadata.remainingItemCount // 0)' 2>/dev/null || echo 0
 }
 
 URI=$("$ROOT/scripts/embed-warm.sh" "$XDG_STATE_HOME/kvcon/engine") || { echo "embed-warm.sh failed"; exit 1; }
@@ -218,7 +215,7 @@ for n in $SIZES; do
     fi
 
     if ((n == largest && API_VMS > 0)); then
-        NS1=$(ns_count ns-1)
+        NS1=$(list_count ns-1)
         for ((i = 0; i < API_VMS; i++)); do
             echo ---
             sed -e "s/vm-000000/api-$(printf '%05d' "$i")/" -e 's/namespace: ns-0/namespace: ns-1/' "$W/vm.yaml"
@@ -237,7 +234,7 @@ for n in $SIZES; do
             { tail -3 "$W/delete.out"; exit 1; }
         t1=$(now_ms)
         for i in $(seq 1 6000); do
-            (($(ns_count ns-1) <= NS1)) && break
+            (($(list_count ns-1) <= NS1)) && break
             sleep 0.05
         done
         t2=$(now_ms)

@@ -1,6 +1,6 @@
 /* Unit tests of the dashboard's pieces (text fitting and escaping, filters, column layout, themes, config, YAML,
- * sorting), and a test-only feeder: `test_ui --dashboard N [--churn PER_S [--churn-every MS]]` runs the real dashboard on N
- * synthetic VMs (+ VMIs, pods, events) from a fake source, for developing the UI without a cluster. */
+ * sorting), and a test-only feeder: `test_ui --dashboard N [--churn PER_S [--churn-every MS]]` runs the real
+ * dashboard on N synthetic VMs (+ VMIs, pods, events) from a fake source, for developing the UI without a cluster. */
 #include <curses.h>
 #include <locale.h>
 #include <stdio.h>
