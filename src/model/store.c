@@ -268,7 +268,10 @@ struct obj *store_upsert(struct store *st, struct obj *o)
 	o->flags &= ~OBJ_F_MARK;
 	const char *name = o->name ? o->name : "";
 	struct obj *old = idx_get(t, &t->by_uid, IDX_UID, o->uid, NULL);
-	struct obj *same_name = idx_get(t, &t->by_key, IDX_KEY, o->ns, name);
+	/* an object with this UID under the same namespace and name is the one the key index holds for them: the
+	 * key index is not probed again */
+	struct obj *same_name = old && obj_is(old, IDX_KEY, o->ns, name) ? old
+									 : idx_get(t, &t->by_key, IDX_KEY, o->ns, name);
 	if (old && same_name == old) {
 		/* the usual update (same UID, same name, so the same hashes): the new object takes the old one's
 		 * position, which the indexes hold */
