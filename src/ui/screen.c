@@ -32,10 +32,10 @@ static struct {
 	struct loop_fd *in;
 	int hook;
 	bool dirty, full;
-	/* the pacing bucket: milliseconds of drawing credit, earned at one a millisecond up to SCREEN_BURST frames'
-	 * worth, a frame spending 1000/SCREEN_FPS of it */
-	uint64_t credit_ms, credit_at;
+	bool store_dirty; /* a frame the cluster's changes alone ask for (screen_dirty_store) */
+	struct screen_pacer pacer;
 	struct loop_timer *frame_timer;
+	uint64_t frame_at; /* when it fires */
 	unsigned long frames;
 	bool color;
 	SCREEN *scr;
@@ -52,7 +52,6 @@ static struct {
 	int drag_users; /* views that asked for screen_mouse_drags */
 } S = { .hook = -1 };
 
-#define FRAME_MS ((uint64_t)(1000 / SCREEN_FPS))
 
 static const char mouse_on[] = "\033[?1000h\033[?1006h";
 static const char mouse_off[] = "\033[?1000l\033[?1002l\033[?1003l\033[?1006l\033[?1015l";
@@ -351,9 +350,15 @@ void screen_raw_hook(screen_raw_fn fn, void *arg)
 		leaveok(stdscr, fn == NULL);
 }
 
+static void on_frame_timer(void *arg)
+{
+	(void)arg;
+	S.frame_timer = NULL; /* the hook draws on this pass */
+}
+
 static void frame(void)
 {
-	S.dirty = false;
+	S.dirty = S.store_dirty = false;
 	bool full = S.full;
 	S.full = false;
 	if (full)
@@ -364,31 +369,66 @@ static void frame(void)
 	if (S.raw_fn)
 		raw_output(full);
 	S.frames++;
-	S.credit_ms = S.credit_ms >= FRAME_MS ? S.credit_ms - FRAME_MS : 0;
+	screen_pacer_spend(&S.pacer);
 }
 
-static void on_frame_timer(void *arg)
+/* A pass in ms milliseconds draws, when it still has to: the sooner of two waits (a key's frame does not wait for
+ * the cluster's). */
+static void frame_later(uint64_t ms)
 {
-	(void)arg;
-	S.frame_timer = NULL; /* the hook draws on this pass */
+	uint64_t at = util_now_ms() + ms;
+	if (S.frame_timer && S.frame_at <= at)
+		return;
+	if (S.frame_timer)
+		loop_timer_cancel(S.frame_timer);
+	S.frame_timer = loop_timer_add(ms, on_frame_timer, NULL);
+	S.frame_at = at;
 }
 
-/* Runs once per loop pass: draws only when dirty, paced by a token bucket so that bursts of changes coalesce at
- * SCREEN_FPS frames a second while a frame after a quiet moment goes out at once: a key's frame and the guest's
- * echo 0.3 ms later are two frames, and the echo must not wait a whole frame interval behind the key's. */
+/* The buckets: credit earned at one millisecond a millisecond, up to SCREEN_BURST frames' worth each. */
+static uint64_t earn(uint64_t credit, uint64_t earned, uint64_t frame_ms)
+{
+	return credit + earned > SCREEN_BURST * frame_ms ? SCREEN_BURST * frame_ms : credit + earned;
+}
+
+uint64_t screen_pacer_wait(struct screen_pacer *p, uint64_t now, bool cluster_only)
+{
+	uint64_t earned = now >= p->at ? now - p->at : 0;
+	p->at = now;
+	p->credit_ms = earn(p->credit_ms, earned, SCREEN_FRAME_MS);
+	p->store_credit_ms = earn(p->store_credit_ms, earned, SCREEN_STORE_FRAME_MS);
+	if (p->credit_ms < SCREEN_FRAME_MS)
+		return SCREEN_FRAME_MS - p->credit_ms;
+	if (cluster_only && p->store_credit_ms < SCREEN_STORE_FRAME_MS)
+		return SCREEN_STORE_FRAME_MS - p->store_credit_ms;
+	return 0;
+}
+
+void screen_pacer_spend(struct screen_pacer *p)
+{
+	p->credit_ms = p->credit_ms >= SCREEN_FRAME_MS ? p->credit_ms - SCREEN_FRAME_MS : 0;
+	p->store_credit_ms = p->store_credit_ms >= SCREEN_STORE_FRAME_MS ? p->store_credit_ms - SCREEN_STORE_FRAME_MS : 0;
+}
+
+void screen_pacer_soon(struct screen_pacer *p)
+{
+	if (p->credit_ms < SCREEN_FRAME_MS)
+		p->credit_ms = SCREEN_FRAME_MS;
+	if (p->store_credit_ms < SCREEN_STORE_FRAME_MS)
+		p->store_credit_ms = SCREEN_STORE_FRAME_MS;
+}
+
+/* Runs once per loop pass: draws only when dirty, paced (screen_pacer_wait) so that bursts of changes coalesce
+ * while a frame after a quiet moment goes out at once: a key's frame and the guest's echo 0.3 ms later are two
+ * frames, and the echo must not wait a whole frame interval behind the key's. */
 static void frame_hook(void *arg)
 {
 	(void)arg;
-	if (!S.active || !S.dirty)
+	if (!S.active || !(S.dirty || S.store_dirty))
 		return;
-	uint64_t now = util_now_ms();
-	S.credit_ms += now - S.credit_at;
-	S.credit_at = now;
-	if (S.credit_ms > SCREEN_BURST * FRAME_MS)
-		S.credit_ms = SCREEN_BURST * FRAME_MS;
-	if (S.credit_ms < FRAME_MS) {
-		if (S.frame_timer == NULL)
-			S.frame_timer = loop_timer_add(FRAME_MS - S.credit_ms, on_frame_timer, NULL);
+	uint64_t wait = screen_pacer_wait(&S.pacer, util_now_ms(), !S.dirty);
+	if (wait > 0) {
+		frame_later(wait);
 		return;
 	}
 	frame();
@@ -396,8 +436,7 @@ static void frame_hook(void *arg)
 
 void screen_frame_soon(void)
 {
-	if (S.credit_ms < FRAME_MS)
-		S.credit_ms = FRAME_MS;
+	screen_pacer_soon(&S.pacer);
 }
 
 unsigned long screen_frames(void)
@@ -408,6 +447,11 @@ unsigned long screen_frames(void)
 void screen_dirty(void)
 {
 	S.dirty = true;
+}
+
+void screen_dirty_store(void)
+{
+	S.store_dirty = true;
 }
 
 void screen_dirty_full(void)
@@ -456,8 +500,8 @@ int screen_init(const struct screen_cbs *cbs, const char *theme, char **theme_er
 	doupdate();
 	S.active = true;
 	S.frames = 0;
-	S.credit_at = util_now_ms();
-	S.credit_ms = FRAME_MS; /* the first paint at once */
+	S.pacer = (struct screen_pacer){ .at = util_now_ms() };
+	screen_pacer_soon(&S.pacer); /* the first paint at once */
 	prepare_restore();
 	termrestore_arm();
 	log_capture_stderr();

@@ -590,7 +590,7 @@ static void header_hook(void *arg)
 	if (U.header_moved) {
 		U.header_moved = false;
 		if (header_counts_moved(U.st, ui_shown_namespace()))
-			screen_dirty();
+			screen_dirty_store();
 	}
 }
 
@@ -610,7 +610,7 @@ static void on_store(void *arg, enum obj_kind kind, const struct obj *old, const
 	/* the header: its VM counts, and while a list loads, the count received (not the health hook's) */
 	const struct obj *o = new_ ? new_ : old;
 	if (o && o->src && o->src->health[kind].state == WATCH_LOADING)
-		screen_dirty();
+		screen_dirty_store();
 	else if (header)
 		U.header_moved = true; /* a frame if they still differ from those drawn at the end of the pass */
 	if (!first_painted && new_)

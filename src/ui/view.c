@@ -25,6 +25,7 @@ static struct {
 	struct region main_r, pane_r, tabs_r;
 	bool tabs_dirty;
 	bool drawing; /* inside view_draw_all: a view marking itself dirty there waits for the next change */
+	bool store_changing; /* inside view_store_changed: the frame asked for is the cluster's (screen_dirty_store) */
 } V;
 
 struct view *view_new(const struct view_ops *ops, void *priv)
@@ -48,7 +49,9 @@ void view_free(struct view *v)
 void view_dirty(struct view *v)
 {
 	/* a frame is due: views are also marked from asynchronous answers (a fetched YAML, a namespace list) */
-	if (!V.drawing)
+	if (V.store_changing)
+		screen_dirty_store();
+	else if (!V.drawing)
 		screen_dirty();
 	if (v) {
 		v->dirty = true;
@@ -381,12 +384,14 @@ enum view_result view_mouse_dispatch(const struct view_mouse *m)
 
 void view_store_changed(enum obj_kind kind, const struct obj *old, const struct obj *new_)
 {
+	V.store_changing = true;
 	for (size_t i = 0; i < V.depth; i++)
 		if (V.stack[i]->ops->store_changed)
 			V.stack[i]->ops->store_changed(V.stack[i], kind, old, new_);
 	for (size_t i = 0; i < V.npanes; i++)
 		if (V.panes[i]->ops->store_changed)
 			V.panes[i]->ops->store_changed(V.panes[i], kind, old, new_);
+	V.store_changing = false;
 }
 
 void view_tick_all(void)

@@ -5,8 +5,9 @@
  *
  * Drawing: a view draws into the region it is given, on stdscr, with ncurses (draw.h has width-aware helpers);
  * it must not touch cells outside its region and must not call refresh()/clear(). The UI draws once per loop
- * pass when something is dirty, at most ~30 frames a second: call view_dirty() (or ui_dirty()) from anywhere on
- * the loop thread instead of drawing.
+ * pass when something is dirty, at most ~30 frames a second (~10 when only the cluster's changes, passed on by
+ * view_store_changed, ask for them): call view_dirty() (or ui_dirty()) from anywhere on the loop thread instead of
+ * drawing.
  *
  * Input: keys reach the focused view first. A view whose `raw` flag is set (a console or VNC pane while focused)
  * receives every key, Esc, ':' and Ctrl+] included, and decides itself when to give focus back (return

@@ -109,8 +109,55 @@ static void drain(void)
 		;
 }
 
+/* Frames a pacer allows while a change comes every 5 ms for ms milliseconds (cluster_only: the cluster's alone). */
+static int paced_frames(struct screen_pacer *p, uint64_t *now, uint64_t ms, bool cluster_only)
+{
+	int frames = 0;
+	for (uint64_t end = *now + ms; *now < end; *now += 5)
+		if (screen_pacer_wait(p, *now, cluster_only) == 0) {
+			screen_pacer_spend(p);
+			frames++;
+		}
+	return frames;
+}
+
+/* The pacer on a clock of its own: a key's or a console's changes at SCREEN_FPS, the cluster's at SCREEN_STORE_FPS,
+ * a burst of either at once after a quiet moment, and a key's frame never held behind the cluster's wait. */
+static void test_pacer(void)
+{
+	struct screen_pacer p = { .at = 1000 };
+	uint64_t now = 1000;
+	screen_pacer_soon(&p);
+	T_EQ_INT((int)screen_pacer_wait(&p, now, true), 0); /* the first frame at once */
+	now += 2000;                                    /* a quiet moment: full buckets */
+	int f = paced_frames(&p, &now, 2000, true);
+	T_CHECK(f >= 2 * SCREEN_STORE_FPS && f <= 2 * SCREEN_STORE_FPS + SCREEN_BURST);
+	/* right after a frame of the cluster's: its next waits, a key's frame is not held behind it */
+	while (screen_pacer_wait(&p, now, true) > 0)
+		now += 5;
+	screen_pacer_spend(&p);
+	T_CHECK(screen_pacer_wait(&p, now, true) > SCREEN_FRAME_MS);
+	now += SCREEN_FRAME_MS;
+	T_EQ_INT((int)screen_pacer_wait(&p, now, false), 0);
+	now += 2000;
+	f = paced_frames(&p, &now, 2000, false);
+	T_CHECK(f >= 2 * SCREEN_FPS - 2 && f <= 2 * SCREEN_FPS + SCREEN_BURST);
+	/* after a quiet moment the cluster's change is drawn at once, and SCREEN_BURST of them */
+	now += 1000;
+	f = 0;
+	while (screen_pacer_wait(&p, now, true) == 0 && f < 10) {
+		screen_pacer_spend(&p);
+		f++;
+	}
+	T_EQ_INT(f, SCREEN_BURST);
+	/* the first rows: at once, whatever the credit */
+	screen_pacer_soon(&p);
+	T_EQ_INT((int)screen_pacer_wait(&p, now, true), 0);
+}
+
 int main(void)
 {
+	test_pacer();
 	setlocale(LC_ALL, "C.UTF-8");
 	setenv("TERM", "xterm-256color", 1);
 	unsetenv("KVCON_LOG");
