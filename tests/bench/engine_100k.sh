@@ -11,7 +11,9 @@
 #     RSS then; the first list after the start is timed on its own;
 #  3. `get vm -A -o name` and `-o json`, kvcon and kubectl alternating, BENCH_RUNS (default 5) runs each after one
 #     warm-up (whose outputs are compared: the same names, the same JSON bytes): wall time and peak RSS
-#     (/usr/bin/time -f '%e %M'), median and worst, and the service's own CPU time per list (utime+stime);
+#     (/usr/bin/time -f '%e %M'), median and worst, and the service's own CPU time per list (utime+stime); beside
+#     them the floor under any client of libcurl and OpenSSL: tests/bench/curl_floor.c's one GET of /version with
+#     the same CA and token, nothing kept (its peak RSS, worst of BENCH_RUNS);
 #  4. at the largest size (BENCH_UI_SIZES, default the largest of BENCH_SIZES): the dashboard, exec to the first VM
 #     rows on the terminal (../shared/bench/ptyrun.py, a bare 120x40 pty), BENCH_UI_RUNS (default 9) runs after one;
 #  5. at the largest size: one `kubectl apply -f` of BENCH_API_VMS (default 1000) more VMs (each stored and fsync'd
@@ -80,6 +82,10 @@ PKGS="libcurl json-c yaml-0.1 zlib libvirt libvirt-qemu libxml-2.0 libarchive li
 cc -std=c11 -D_GNU_SOURCE -O2 -g -Wall -Wextra -Wshadow -Wformat=2 -Werror -I"$ROOT/src" \
     $(pkg-config --cflags $PKGS) -o "$W/engine_records" "$ROOT/tests/bench/engine_records.c" \
     "$ROOT/build/libkvcon-engine.a" $(pkg-config --libs $PKGS) -lpthread -lm || exit 1
+# the floor: one GET through libcurl and OpenSSL, nothing kept (tests/bench/curl_floor.c)
+# shellcheck disable=SC2046 # pkg-config's words
+cc -std=c11 -O2 -Wall -Wextra -Werror -o "$W/curl_floor" "$ROOT/tests/bench/curl_floor.c" $(pkg-config --cflags --libs libcurl) ||
+    exit 1
 
 # serve_start N: the service on the embedded root; prints nothing, sets SRV, KCFG, START_MS (exec until it lists
 # N VMs) and WARM_MS (exec until its log says the texts of the objects it loaded are built: apis_warm_start)
@@ -195,6 +201,23 @@ for n in $SIZES; do
         echo "$n VMs: -o $fmt: kvcon $(awk -v a="$kcm" -v b="$kvm" 'BEGIN {printf "%.1f", a / b}')x faster (medians)" \
             "at $(awk -v a="$kvr" -v b="$kcr" 'BEGIN {printf "%.1f", 100 * a / b}')% of kubectl's peak RSS;" \
             "load average $l0 before, $(load) after"
+        [[ $fmt == name ]] || continue
+        # the floor beside it: one GET of /version through libcurl and OpenSSL with the same CA and token
+        kubectl config view --raw --minify -o jsonpath='{.clusters[0].cluster.certificate-authority-data}' |
+            base64 -d >"$W/ca.pem"
+        kubectl config view --raw --minify -o jsonpath='{.users[0].user.token}' >"$W/token"
+        url=$(kubectl config view --minify -o jsonpath='{.clusters[0].cluster.server}')/version
+        : >"$W/floor.runs"
+        for _ in $(seq 1 "$RUNS"); do
+            /usr/bin/time -f '%M' -o "$W/time" "$W/curl_floor" "$url" "$W/ca.pem" "$W/token" 2>"$W/err" ||
+                { cat "$W/err"; exit 1; }
+            cat "$W/time" >>"$W/floor.runs"
+        done
+        fr=$(worst <"$W/floor.runs")
+        echo "$n VMs: the floor, one GET of /version through libcurl and OpenSSL and nothing kept" \
+            "(tests/bench/curl_floor.c): peak RSS $(awk -v a="$fr" 'BEGIN {printf "%.1f", a / 1024}') MiB (worst of $RUNS: $(tr '\n' ' ' <"$W/floor.runs")KiB)," \
+            "$(awk -v a="$fr" -v b="$kcr" 'BEGIN {printf "%.1f", 100 * a / b}')% of kubectl's -o name"
+        rm -f "$W/token"
     done
     echo "$n VMs: service RSS after the lists $(rss_mib "$SRV") MiB; load average $(load)"
 

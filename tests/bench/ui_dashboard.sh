@@ -3,7 +3,8 @@
 #  1. time from exec to the first VM rows on screen, with UI_BENCH_VMS (default 10000) VMs + VMIs + pods and with
 #     500, to show it does not grow with the cluster;
 #  2. kvcon's CPU and bytes written to the terminal per second while the cluster changes at UI_BENCH_CHURN
-#     (default 1000) writes/s (fakekube's churn; the rate reached is printed from resourceVersion);
+#     (default 1000) writes/s (fakekube's churn; the rate reached is printed from resourceVersion), in
+#     UI_BENCH_RUNS (default 3) windows of UI_BENCH_SECONDS (default 10), their median and worst;
 #  3. idle CPU with no events.
 # CPU from /proc/PID/stat (utime+stime); terminal bytes and the first rows from a `script` typescript of kvcon's
 # output.
@@ -109,12 +110,20 @@ c0=$(cpu_ticks "$pid"); b0=$(stat -c %s "$W/ts"); sleep "$SECS"; c1=$(cpu_ticks 
 echo "idle: CPU $(awk -v c=$((c1 - c0)) -v h="$hz" -v s="$SECS" 'BEGIN{printf "%.1f", 100*c/h/s}')% of a core, terminal $(( (b1 - b0) / SECS )) bytes/s"
 fk post /fake/churn "{\"rate\":$CHURN}" >/dev/null
 sleep 2
-r0=$(rv); c0=$(cpu_ticks "$pid"); b0=$(stat -c %s "$W/ts"); t0=$(now_ms)
-sleep "$SECS"
-r1=$(rv); c1=$(cpu_ticks "$pid"); b1=$(stat -c %s "$W/ts"); t1=$(now_ms)
+: >"$W/churn.runs"
+for r in $(seq "$RUNS"); do
+	r0=$(rv); c0=$(cpu_ticks "$pid"); b0=$(stat -c %s "$W/ts"); t0=$(now_ms)
+	sleep "$SECS"
+	r1=$(rv); c1=$(cpu_ticks "$pid"); b1=$(stat -c %s "$W/ts"); t1=$(now_ms)
+	el=$((t1 - t0))
+	cpu=$(awk -v c=$((c1 - c0)) -v h="$hz" -v e="$el" 'BEGIN{printf "%.1f", 100*c/h/(e/1000)}')
+	echo "$cpu" >>"$W/churn.runs"
+	echo "churn, window $r of $RUNS: $(( (r1 - r0) * 1000 / el )) writes/s reached; kvcon CPU $cpu% of a core;" \
+		"terminal $(( (b1 - b0) * 1000 / el )) bytes/s (load average $(cut -d' ' -f1 /proc/loadavg))"
+done
 fk post /fake/churn '{"rate":0}' >/dev/null
-el=$((t1 - t0))
-echo "churn: $(( (r1 - r0) * 1000 / el )) writes/s reached; kvcon CPU $(awk -v c=$((c1 - c0)) -v h="$hz" -v e="$el" 'BEGIN{printf "%.1f", 100*c/h/(e/1000)}')% of a core; terminal $(( (b1 - b0) * 1000 / el )) bytes/s"
+echo "churn: kvcon CPU median $(median <"$W/churn.runs")%, worst $(sort -n "$W/churn.runs" | tail -1)% of a core over" \
+	"$RUNS windows of ${SECS}s"
 echo "kvcon RSS: $(awk '/VmRSS/{print $2, $3}' /proc/$pid/status)"
 stop_measured
 $T kill-server 2>/dev/null
