@@ -4,10 +4,11 @@
 #ifndef KVCON_UI_SOURCES_H
 #define KVCON_UI_SOURCES_H
 
-/* The dashboard's watches are read at most every SOURCES_WATCH_BATCH_MS (kube_http_req.batch_ms), less than a
- * frame (SCREEN_FPS): under churn a batch of events costs one wakeup and one pass instead of each event its own,
- * while nothing else is asked of the server (an action, a list, a log is read at once). */
-#define SOURCES_WATCH_BATCH_MS 25
+/* The dashboard's watches are read at most every SOURCES_WATCH_BATCH_MS (kube_http_req.batch_ms), one frame of
+ * those the cluster's changes alone ask for (SCREEN_STORE_FPS): under churn a batch of events costs one wakeup and
+ * one pass instead of each event its own, while nothing else is asked of the server (an action, a list, a log is
+ * read at once). The first event after a quiet moment is read as it comes. */
+#define SOURCES_WATCH_BATCH_MS 100
 
 #include <stdbool.h>
 #include <stddef.h>

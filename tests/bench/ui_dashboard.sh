@@ -130,8 +130,8 @@ $T kill-server 2>/dev/null
 
 # The dashboard alone at exactly CHURN status changes/s: the unit-test binary's in-process feeder (the same
 # dashboard code, no network, no JSON) changes CHURN VMs a second (each with its VMI and pod) in the store, a batch
-# every 25 ms as the dashboard's watches deliver them (UI_BENCH_EVERY=MS another cadence: 5 is the event-by-event
-# stream of the builds before watch batching). RUNS rounds, each with an empty lineage history of its own
+# every SOURCES_WATCH_BATCH_MS (100 ms) as the dashboard's watches deliver them (UI_BENCH_EVERY=MS another cadence:
+# 5 is the event-by-event stream of the builds before watch batching). RUNS rounds, each with an empty lineage history of its own
 # (XDG_STATE_HOME): the median and the worst are printed. UI_BENCH_FEEDER runs another build's feeder (a
 # before/after comparison).
 feeder="${UI_BENCH_FEEDER:-$ROOT/build/tests/test_ui}"

@@ -4,8 +4,8 @@
 # console's echo went out as the cursor move alone, then the character (ncurses 6.4 flushes after every cursor
 # movement of a doupdate until the screen has once been suspended and resumed; screen_init does that once). The
 # dashboard (the unit-test binary's in-process feeder: 2,000 VMs, 500 changes a second, rows changing all over the
-# screen, the selection moved, the help opened and closed) runs with tests/e2e/lib/framewrites.c preloaded, which
-# counts the write()s to the terminal inside each doupdate.
+# screen, the selection moved, the help opened and closed, then the selection moved up and down) runs with
+# tests/e2e/lib/framewrites.c preloaded, which counts the write()s to the terminal inside each doupdate.
 . "$(dirname "$0")/ui_lib.inc"
 FEEDER="${KVCON_BUILD:-$ROOT/build}/tests/test_ui"
 [ -x "$FEEDER" ] || { echo "build/tests/test_ui not built (make unit)"; exit 77; }
@@ -41,11 +41,15 @@ until $T capture-pane -p -t k | grep -qi 'help'; do
 	sleep 0.05
 done
 $T send-keys -t k Escape
-# the churn goes on: wait for 60 frames in all
+# the churn goes on (its frames are paced at SCREEN_STORE_FPS) while the selection moves: 60 frames in all
 deadline=$((SECONDS + 30))
+k=j
 until [ "$(frames)" -ge 60 ]; do
 	[ $SECONDS -lt $deadline ] || fail "only $(frames) frames in 30 s"
-	sleep 0.1
+	n=$(frames)
+	$T send-keys -t k "$k"
+	[ $k = j ] && k=k || k=j
+	until [ "$(frames)" -gt "$n" ] || [ $SECONDS -ge $deadline ]; do sleep 0.05; done
 done
 $T send-keys -t k C-c
 deadline=$((SECONDS + 10))
