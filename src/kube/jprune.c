@@ -316,9 +316,22 @@ static const struct kube_jprune_node jp_list_items[] = {
 	JP_END,
 };
 
+/* ... and the items' names alone (-o name) */
+static const struct kube_jprune_node jp_name_meta[] = { JP_LEAF("name"), JP_END };
+static const struct kube_jprune_node jp_name_item[] = { JP_KIDS("metadata", jp_name_meta), JP_END };
+static const struct kube_jprune_node jp_list_names[] = {
+	JP_NODE("items", KUBE_JPRUNE_KEEP_EMPTY | KUBE_JPRUNE_EACH, jp_name_item),
+	JP_END,
+};
+
 const struct kube_jprune_node *kube_jprune_list_schema(bool items)
 {
 	return items ? jp_list_items : jp_list_envelope;
+}
+
+const struct kube_jprune_node *kube_jprune_names_schema(void)
+{
+	return jp_list_names;
 }
 
 /* Bytes that end a number or literal. */

@@ -34,6 +34,8 @@ const struct kube_jprune_node *kube_jprune_schema(enum obj_kind kind);
  * alone (metadata's continue and resourceVersion; the items skipped); items true, the items kept whole (every
  * member, empty ones too), for kube_jprune_jv's each: a page then costs its text and one item, not a tree. */
 const struct kube_jprune_node *kube_jprune_list_schema(bool items);
+/* The same items with nothing but metadata.name kept (-o name: a page costs its text and a name at a time). */
+const struct kube_jprune_node *kube_jprune_names_schema(void);
 
 /* The same pruning, building the kept members as a tree in arena a (kube/jv.h) in the same pass: the tree json-c
  * would parse from kube_jprune_prefix's text, without the text, the tokener or an allocation per value. Returns

@@ -861,8 +861,10 @@ static bool page_items(struct kg *g, const struct kind_def *k, const struct buf 
 {
 	struct page_print pp = { g, k, more, 0 };
 	struct jv *unused = NULL;
-	ssize_t n = kube_jprune_jv(kube_jprune_list_schema(true), body->data ? body->data : "", body->len, g->arena,
-				   &unused, page_item, &pp);
+	/* names are all -o name prints (--sort-by reads the whole object) */
+	const struct kube_jprune_node *schema = g->o->fmt == KGET_NAME && g->sort_jp == NULL ? kube_jprune_names_schema()
+											      : kube_jprune_list_schema(true);
+	ssize_t n = kube_jprune_jv(schema, body->data ? body->data : "", body->len, g->arena, &unused, page_item, &pp);
 	jv_arena_reset(g->arena);
 	if (n > 0)
 		return true;
