@@ -52,7 +52,6 @@ static struct {
 	int drag_users; /* views that asked for screen_mouse_drags */
 } S = { .hook = -1 };
 
-
 static const char mouse_on[] = "\033[?1000h\033[?1006h";
 static const char mouse_off[] = "\033[?1000l\033[?1002l\033[?1003l\033[?1006l\033[?1015l";
 

@@ -59,6 +59,12 @@ void screen_raw_hook(screen_raw_fn fn, void *arg);
 /* Mouse motion with a button held (xterm's button-event tracking, 1002) reported as VMOUSE_MOTION: on for a view
  * that follows drags (the VNC pane), off again (press and release only, 1000) when the last such view goes. */
 void screen_mouse_drags(bool on);
+/* The frame pacer: two token buckets of drawing credit in milliseconds, earned at one a millisecond up to
+ * SCREEN_BURST frames' worth each. A frame spends SCREEN_FRAME_MS of the first and SCREEN_STORE_FRAME_MS of the
+ * second; only a frame that the cluster's changes alone ask for waits for the second. */
+struct screen_pacer {
+	uint64_t credit_ms, store_credit_ms, at;
+};
 /* Frames drawn since screen_init. */
 unsigned long screen_frames(void);
 
@@ -66,12 +72,6 @@ unsigned long screen_frames(void);
 /* An xterm SGR mouse report's parameters ("b;x;y", 1-based cells) and its final byte (m: release) as a view event
  * in screen coordinates; false for what the views take no event for (wheel left/right, a release of no button). */
 bool screen_sgr_mouse(const char *params, bool release, struct view_mouse *m);
-/* The frame pacer: two token buckets of drawing credit in milliseconds, earned at one a millisecond up to
- * SCREEN_BURST frames' worth each. A frame spends SCREEN_FRAME_MS of the first and SCREEN_STORE_FRAME_MS of the
- * second; only a frame that the cluster's changes alone ask for waits for the second. */
-struct screen_pacer {
-	uint64_t credit_ms, store_credit_ms, at;
-};
 /* At now (ms): 0 when a frame may be drawn, else the milliseconds until it may. */
 uint64_t screen_pacer_wait(struct screen_pacer *p, uint64_t now, bool cluster_only);
 /* A frame was drawn. */
